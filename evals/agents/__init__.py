@@ -1,0 +1,129 @@
+"""Agents: the interface, the built-ins by name, and third-party agents as ``module:Class``.
+
+Built-ins: ``noop`` (done at once), ``oracle`` (a local task's reference solution), ``replay``
+(``--bundles DIR``: a workflow bundle per task), ``http`` (``--agent-url URL``: any agent behind
+a URL). Any other agent is named ``package.module:ClassName``; the class must subclass
+:class:`BenchmarkAgent` and take no constructor arguments.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from evals.agents.base import (
+    BenchmarkAction,
+    BenchmarkAgent,
+    BenchmarkObservation,
+    BenchmarkTask,
+    parse_action,
+)
+from evals.errors import InvalidRunInputError, UnknownAgentError
+
+__all__ = [
+    "BUILTIN_AGENTS",
+    "AgentOptions",
+    "BenchmarkAction",
+    "BenchmarkAgent",
+    "BenchmarkObservation",
+    "BenchmarkTask",
+    "agent_factory",
+    "create_agent",
+    "load_agent_class",
+    "parse_action",
+]
+
+BUILTIN_AGENTS: dict[str, str] = {
+    "noop": "evals.agents.noop:NoopAgent",
+    "oracle": "evals.agents.oracle:OracleAgent",
+    "replay": "evals.agents.replay:ReplayAgent",
+    "http": "evals.agents.http:HttpAgent",
+}
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """Options some built-in agents need.
+
+    Attributes:
+        bundles: The replay agent's bundle folder (``--bundles``).
+        agent_url: The http agent's endpoint (``--agent-url``).
+        http_timeout_s: Seconds the http agent waits for each answer.
+    """
+
+    bundles: Path | None = None
+    agent_url: str | None = None
+    http_timeout_s: float = 120.0
+
+
+def load_agent_class(spec: str) -> type[BenchmarkAgent]:
+    """The agent class a name or ``module:Class`` stands for.
+
+    Raises:
+        UnknownAgentError: not a built-in name, or the import fails, or the attribute is not a
+            :class:`BenchmarkAgent` subclass (the message says which).
+    """
+    target = BUILTIN_AGENTS.get(spec, spec)
+    known = sorted(BUILTIN_AGENTS)
+    if ":" not in target:
+        raise UnknownAgentError(spec, known)
+    module_name, _, class_name = target.partition(":")
+    if not module_name or not class_name:
+        raise UnknownAgentError(spec, known, "write it as module:Class")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # any import-time failure of third-party code is the user's to fix
+        raise UnknownAgentError(
+            spec, known, f"cannot import {module_name}: {type(exc).__name__}: {exc}"
+        ) from exc
+    cls = getattr(module, class_name, None)
+    if cls is None:
+        raise UnknownAgentError(spec, known, f"{module_name} has no attribute {class_name}")
+    if not (isinstance(cls, type) and issubclass(cls, BenchmarkAgent)):
+        raise UnknownAgentError(spec, known, f"{target} is not a BenchmarkAgent subclass")
+    return cls
+
+
+def create_agent(spec: str, options: AgentOptions | None = None) -> BenchmarkAgent:
+    """A new agent instance.
+
+    Raises:
+        UnknownAgentError: see :func:`load_agent_class`.
+        InvalidRunInputError: a built-in lacks its option (``--bundles``, ``--agent-url``), or a
+            third-party class cannot be built without arguments.
+    """
+    options = options or AgentOptions()
+    cls = load_agent_class(spec)
+    if spec == "replay":
+        if options.bundles is None:
+            raise InvalidRunInputError("--agent replay needs --bundles DIR (a workflow per task)")
+        from evals.agents.replay import ReplayAgent
+
+        return ReplayAgent(options.bundles)
+    if spec == "http":
+        if not options.agent_url:
+            raise InvalidRunInputError("--agent http needs --agent-url URL (the agent server)")
+        from evals.agents.http import HttpAgent
+
+        return HttpAgent(options.agent_url, timeout_s=options.http_timeout_s)
+    try:
+        return cls()
+    except TypeError as exc:
+        raise InvalidRunInputError(
+            f"agent {spec!r} cannot be created without arguments ({exc}); "
+            "give the class a constructor with defaults"
+        ) from exc
+
+
+def agent_factory(
+    spec: str, options: AgentOptions | None = None
+) -> Callable[[], BenchmarkAgent]:
+    """A factory of fresh agents (one per worker), checked now by building a first one.
+
+    Raises:
+        UnknownAgentError, InvalidRunInputError: as :func:`create_agent`.
+    """
+    create_agent(spec, options)
+    return lambda: create_agent(spec, options)

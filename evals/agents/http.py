@@ -1,0 +1,124 @@
+"""The ``http`` agent: any agent, in any language, behind a URL.
+
+Each step is one ``POST <url>`` with a JSON body::
+
+    {"task": {"task_id", "domain", "instruction"},
+     "observation": {"step", "screenshot": <base64 PNG or null>, "accessibility_tree",
+                     "window_title"},
+     "history": ["<action>", ...]}
+
+and the answer is ``{"action": "<action>" | {"type", "command"?, "code"?},
+"usage": {"model", "tokens_in", "tokens_out"}?}``. Actions use WAA's string form (``DONE``,
+``FAIL``, ``WAIT`` or a command). Any failure (no answer in time, a non-2xx status, a malformed
+answer) raises :class:`~evals.errors.AgentError`, which ends the task as ``error/agent``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+
+from evals.agents.base import (
+    BenchmarkAction,
+    BenchmarkAgent,
+    BenchmarkObservation,
+    BenchmarkTask,
+    parse_action,
+)
+from evals.errors import AgentError, InvalidRunInputError
+
+DEFAULT_TIMEOUT_S = 120.0
+CONNECT_TIMEOUT_S = 5.0
+
+
+def observation_payload(
+    observation: BenchmarkObservation,
+    task: BenchmarkTask,
+    history: Sequence[BenchmarkAction] | None,
+) -> dict[str, Any]:
+    """The JSON body posted for one step (pure; the infeasible flag is not sent)."""
+    shot = observation.screenshot
+    return {
+        "task": {"task_id": task.task_id, "domain": task.domain, "instruction": task.instruction},
+        "observation": {
+            "step": observation.step,
+            "screenshot": None if shot is None else base64.b64encode(shot).decode("ascii"),
+            "accessibility_tree": observation.accessibility_tree,
+            "window_title": observation.window_title,
+        },
+        "history": [a.to_string() for a in history or ()],
+    }
+
+
+def parse_answer(body: Any) -> BenchmarkAction:
+    """The action in an agent server's answer.
+
+    Raises:
+        AgentError: the answer has no usable ``action``.
+    """
+    if not isinstance(body, dict) or "action" not in body:
+        raise AgentError("the agent's answer is not a JSON object with an 'action'")
+    raw = body["action"]
+    if not isinstance(raw, str | dict):
+        raise AgentError(f"the agent's 'action' is {raw!r}, not a string or an object")
+    try:
+        action = parse_action(raw)
+    except ValueError as exc:
+        raise AgentError(f"the agent's action is not valid: {exc}") from exc
+    usage = body.get("usage")
+    if isinstance(usage, dict):
+        action.usage = dict(usage)
+    return action
+
+
+class HttpAgent(BenchmarkAgent):
+    """Asks an agent server for each action.
+
+    Args:
+        url: The agent server's endpoint (``http(s)://...``).
+        timeout_s: Seconds to wait for each answer.
+
+    Raises:
+        InvalidRunInputError: ``url`` is not an http(s) URL.
+    """
+
+    def __init__(self, url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise InvalidRunInputError(
+                f"--agent-url {url!r} is not an http(s) URL; pass one like http://127.0.0.1:8000/act"
+            )
+        self.url = url
+        self.timeout_s = timeout_s
+        self._session = requests.Session()
+
+    def act(
+        self,
+        observation: BenchmarkObservation,
+        task: BenchmarkTask,
+        history: Sequence[BenchmarkAction] | None = None,
+    ) -> BenchmarkAction:
+        """POST the observation, return the answer's action."""
+        payload = observation_payload(observation, task, history)
+        try:
+            response = self._session.post(
+                self.url, json=payload, timeout=(CONNECT_TIMEOUT_S, self.timeout_s)
+            )
+        except requests.RequestException as exc:
+            raise AgentError(f"agent server {self.url} did not answer: {exc}") from exc
+        if not response.ok:
+            raise AgentError(
+                f"agent server {self.url} answered HTTP {response.status_code}: "
+                f"{response.text[:200]}"
+            )
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise AgentError(
+                f"agent server {self.url} answered something that is not JSON"
+            ) from exc
+        return parse_answer(body)

@@ -1,0 +1,81 @@
+"""The ``replay`` agent: plays a compiled workflow bundle per task.
+
+A bundle folder holds ``<task_id>/workflow.json`` for each task, a JSON object
+``{"actions": ["<action>", ...]}`` with actions in WAA's string form (``DONE``, ``FAIL``,
+``WAIT`` or a command for ``/execute``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from evals.agents.base import BenchmarkTask
+from evals.agents.scripted import ScriptedAgent, as_action_list
+from evals.errors import AgentError, InvalidRunInputError, MissingBundlesError
+
+WORKFLOW_FILE = "workflow.json"
+
+
+def workflow_path(bundles: Path, task_id: str) -> Path:
+    """Where the bundle of ``task_id`` lives."""
+    return bundles / task_id / WORKFLOW_FILE
+
+
+def read_workflow(path: Path) -> list[str]:
+    """The actions of one ``workflow.json``.
+
+    Raises:
+        ValueError: the file is not JSON, or has no non-empty ``actions`` list of strings.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    actions = as_action_list(data.get("actions")) if isinstance(data, dict) else None
+    if actions is None:
+        raise ValueError(f"{path} has no 'actions' list of action strings")
+    return actions
+
+
+class ReplayAgent(ScriptedAgent):
+    """Replays ``<bundles>/<task_id>/workflow.json``.
+
+    Args:
+        bundles: The bundle folder.
+
+    Raises:
+        InvalidRunInputError: ``bundles`` is not a folder.
+    """
+
+    def __init__(self, bundles: Path) -> None:
+        if not bundles.is_dir():
+            raise InvalidRunInputError(
+                f"--bundles {bundles} is not a folder; pass the folder holding "
+                f"<task_id>/{WORKFLOW_FILE}"
+            )
+        self.bundles = bundles
+        self._cache: dict[str, list[str]] = {}
+
+    def script(self, task: BenchmarkTask) -> list[str]:
+        """The task's workflow actions (read once, then cached)."""
+        if task.task_id not in self._cache:
+            try:
+                self._cache[task.task_id] = read_workflow(workflow_path(self.bundles, task.task_id))
+            except (OSError, ValueError) as exc:
+                raise AgentError(f"replay bundle of {task.task_id}: {exc}") from exc
+        return self._cache[task.task_id]
+
+    def check_tasks(self, tasks: Mapping[str, Mapping[str, Any]]) -> None:
+        """Refuse to start while a selected task lacks a bundle (all of them listed) or one is
+        unreadable."""
+        missing = [t for t in tasks if not workflow_path(self.bundles, t).is_file()]
+        if missing:
+            raise MissingBundlesError(str(self.bundles), missing)
+        for task_id in tasks:
+            try:
+                self._cache[task_id] = read_workflow(workflow_path(self.bundles, task_id))
+            except (OSError, ValueError) as exc:
+                raise InvalidRunInputError(f"bad replay bundle: {exc}; fix or remove it") from exc

@@ -1,0 +1,453 @@
+"""The public Python API: run an agent on WAA tasks from Python, in the reference tool's shape.
+
+::
+
+    from evals import BenchmarkAgent, BenchmarkAction, WAAMockAdapter
+    from evals import evaluate_agent_on_benchmark, compute_metrics
+
+    class MyAgent(BenchmarkAgent):
+        def act(self, observation, task, history=None):
+            return BenchmarkAction(type="done")
+
+    results = evaluate_agent_on_benchmark(MyAgent(), WAAMockAdapter(num_tasks=5))
+    print(compute_metrics(results)["success_rate"])
+
+An adapter says where tasks run: :class:`WAAMockAdapter` starts its own local pool of simulated
+workers (no cloud, no Windows), :class:`WAALiveAdapter` speaks to one real worker by URL (directly
+or through a tunnel). Tasks run one after another on one worker through the same agent loop as
+``openadapt-evals run`` (:func:`evals.agent_loop.run_task`), so a result means the same thing
+here as in a sweep: scored by WAA's checker, or an explicit error with its type. For many tasks on
+many workers, with retries, resume and cost caps, use the ``openadapt-evals run`` command.
+
+Where the mock adapter's pool lives: in the current oa-vm home (``$OA_VM_HOME``, default
+``~/.oa-vm``), under a fresh name ``mock-<hex>``. A temporary home was considered and rejected:
+if the process were killed before cleaning up, its worker processes would be recorded nowhere a
+user looks; in the real home, ``oa-vm pool-list`` shows them and ``oa-vm pool-cleanup`` removes
+them. The adapter removes its pool on :meth:`WAAMockAdapter.close`, on leaving a ``with`` block,
+and at interpreter exit, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import secrets
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+from evals.agents.base import BenchmarkAgent
+from evals.records import TaskExecution, TaskStatus
+
+if TYPE_CHECKING:
+    from waa_client.catalog import Catalog, TaskRef
+    from waa_client.scoring import ScoringClient
+    from waa_client.waa import WaaClient
+
+DEFAULT_MAX_STEPS = 15
+
+
+@dataclass
+class BenchmarkResult:
+    """How one task ended.
+
+    Attributes:
+        task_id: The task's index ID.
+        domain: The task's domain.
+        success: True only when WAA's checker said so.
+        score: The checker's score; ``0.0`` when the task ended in error (see ``status``).
+        steps: How many steps the agent took.
+        status: ``success``, ``failure`` (both scored outcomes) or ``error``.
+        error: What went wrong, for errors.
+        error_type: ``infrastructure``, ``setup``, ``agent``, ``evaluation`` or ``timeout``.
+        reason: The checker's explanation, for outcomes.
+        total_time_seconds: Wall time of the task, setup and scoring included.
+        execution: The full record (steps, actions, results), as ``execution.json`` holds it.
+    """
+
+    task_id: str
+    domain: str
+    success: bool
+    score: float
+    steps: int
+    status: str
+    error: str | None = None
+    error_type: str | None = None
+    reason: str | None = None
+    total_time_seconds: float = 0.0
+    execution: TaskExecution | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def num_steps(self) -> int:
+        """Alias of :attr:`steps` (the reference tool's name)."""
+        return self.steps
+
+    @classmethod
+    def from_execution(cls, execution: TaskExecution) -> BenchmarkResult:
+        """The result a task record stands for."""
+        status = TaskStatus(execution.status)
+        return cls(
+            task_id=execution.task_id,
+            domain=execution.domain,
+            success=status is TaskStatus.SUCCESS,
+            score=float(execution.score) if execution.score is not None else 0.0,
+            steps=len(execution.steps),
+            status=status.value,
+            error=execution.error_message,
+            error_type=None if execution.error_type is None else str(execution.error_type.value),
+            reason=execution.reason,
+            total_time_seconds=float(execution.duration_s or 0.0),
+            execution=execution,
+        )
+
+
+class BenchmarkAdapter(ABC):
+    """Where tasks run: a catalog of tasks and one worker's clients.
+
+    Contract: :meth:`catalog` and :meth:`clients` may start things (processes, connections) on
+    first use and must be cheap afterwards; :meth:`close` releases everything and is idempotent.
+    """
+
+    name = "waa"
+    live = True
+    step_pause_s = 0.0
+    task_timeout_s: float | None = None
+
+    @abstractmethod
+    def catalog(self) -> Catalog:
+        """The tasks this adapter can run."""
+
+    @abstractmethod
+    def clients(self) -> tuple[WaaClient, ScoringClient]:
+        """The WAA server and scoring server clients of the worker tasks run on."""
+
+    @property
+    def worker_name(self) -> str | None:
+        """The name records give the worker (``None`` when unknown)."""
+        return None
+
+    def default_task_ids(self) -> list[str]:
+        """Tasks run when the caller names none: every task of the catalog."""
+        return self.catalog().task_ids()
+
+    def select(self, task_ids: Sequence[str] | None) -> list[TaskRef]:
+        """The tasks to run, validated (unknown or, on a live worker, synthetic IDs raise).
+
+        Raises:
+            UnknownTaskError: some IDs are unknown (all are listed).
+            SyntheticTaskError: a live adapter was given mock/toy IDs.
+        """
+        ids = list(task_ids) if task_ids is not None else self.default_task_ids()
+        if not ids:
+            return []
+        return self.catalog().select(",".join(ids), live=self.live)
+
+    def close(self) -> None:  # noqa: B027 - optional hook: adapters that own nothing skip it
+        """Release what the adapter started. Idempotent."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@dataclass
+class WAALiveConfig:
+    """How to reach one real worker.
+
+    Attributes:
+        server_url: The WAA server (guest :5000), usually a tunnel's local end.
+        evaluate_url: The scoring server (host :5051), usually a tunnel's local end.
+        connect_timeout: Seconds to open a connection.
+        read_timeout: Seconds to wait for an answer.
+        step_pause_s: Pause after each action (WAA's stock loop waits 3 s for the UI).
+        task_timeout_s: A task taking longer ends as ``error/timeout``.
+    """
+
+    server_url: str = "http://127.0.0.1:5001"
+    evaluate_url: str = "http://127.0.0.1:5050"
+    connect_timeout: float = 5.0
+    read_timeout: float = 60.0
+    step_pause_s: float = 3.0
+    task_timeout_s: float = 900.0
+
+
+class WAALiveAdapter(BenchmarkAdapter):
+    """One real WAA worker by URL; the task catalog is the one its scoring server holds."""
+
+    name = "waa-live"
+    live = True
+
+    def __init__(self, config: WAALiveConfig | None = None) -> None:
+        """Prepare clients for ``config`` (nothing is contacted until the first task)."""
+        from waa_client.scoring import ScoringClient
+        from waa_client.waa import WaaClient
+
+        self.config = config or WAALiveConfig()
+        self.step_pause_s = self.config.step_pause_s
+        self.task_timeout_s = self.config.task_timeout_s
+        connect, read = self.config.connect_timeout, self.config.read_timeout
+        self._waa = WaaClient(self.config.server_url, connect_timeout=connect, read_timeout=read)
+        self._scoring = ScoringClient(
+            self.config.evaluate_url, connect_timeout=connect, read_timeout=read
+        )
+        self._catalog: Catalog | None = None
+
+    def catalog(self) -> Catalog:
+        """The scoring server's task index (read once)."""
+        if self._catalog is None:
+            from waa_client.catalog import Catalog
+
+            self._catalog = Catalog.from_scoring(self._scoring)
+        return self._catalog
+
+    def clients(self) -> tuple[WaaClient, ScoringClient]:
+        """The worker's clients."""
+        return self._waa, self._scoring
+
+    @property
+    def worker_name(self) -> str | None:
+        """The WAA server's URL (a live worker has no other name here)."""
+        return self.config.server_url
+
+    def close(self) -> None:
+        """Close the HTTP sessions."""
+        self._waa.close()
+        self._scoring.close()
+
+
+class WAAMockAdapter(BenchmarkAdapter):
+    """A local pool of simulated workers, started on first use and removed when done.
+
+    See the module docstring for where the pool lives and when it is removed.
+    """
+
+    name = "waa-mock"
+    live = False
+
+    def __init__(
+        self,
+        num_tasks: int | None = None,
+        *,
+        faults: dict[str, str] | None = None,
+        ready_timeout_s: float = 120.0,
+        task_timeout_s: float = 300.0,
+        step_pause_s: float = 0.0,
+    ) -> None:
+        """Describe the pool; it starts on first use.
+
+        Args:
+            num_tasks: Run the first ``num_tasks`` local tasks when none are named (all if None).
+            faults: Fault knobs of the simulated worker (``latency``, ``error-rate``...).
+            ready_timeout_s: How long the worker may take to come up.
+            task_timeout_s: A task taking longer ends as ``error/timeout``.
+            step_pause_s: Pause after each action (the simulated desktop needs none).
+        """
+        if num_tasks is not None and (isinstance(num_tasks, bool) or num_tasks < 1):
+            raise ValueError(f"num_tasks must be a whole number of at least 1, not {num_tasks}")
+        self.num_tasks = num_tasks
+        self.faults = dict(faults or {})
+        self.ready_timeout_s = ready_timeout_s
+        self.task_timeout_s = task_timeout_s
+        self.step_pause_s = step_pause_s
+        self.pool_name: str | None = None
+        self._lock = threading.Lock()
+        self._stack = contextlib.ExitStack()
+        self._conn: Any = None
+        self._catalog: Catalog | None = None
+        self._closed = False
+
+    def _start(self) -> Any:
+        """Create, wait for and connect to the pool (once)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this WAAMockAdapter was closed; create a new one")
+            if self._conn is not None:
+                return self._conn
+            from oa_vm import api
+
+            name = f"mock-{secrets.token_hex(4)}"
+            # Registered before creating, so even a create interrupted halfway is cleaned up.
+            atexit.register(self.close)
+            self.pool_name = name
+            try:
+                api.create_pool(name=name, cloud="local", workers=1, faults=self.faults,
+                                ttl_hours=4.0)
+                api.wait_pool(name, timeout_s=self.ready_timeout_s)
+                workers = self._stack.enter_context(api.connect(name))
+            except BaseException:
+                # A pool that never became usable is removed at once, not at exit.
+                self._stack.close()
+                self.pool_name = None
+                _remove_pool(name)
+                raise
+            self._conn = workers[0]
+            return self._conn
+
+    def catalog(self) -> Catalog:
+        """The local task suite, as the worker's scoring server lists it."""
+        if self._catalog is None:
+            from waa_client.catalog import Catalog
+
+            self._catalog = Catalog.from_scoring(self._start().scoring)
+        return self._catalog
+
+    def default_task_ids(self) -> list[str]:
+        """The first ``num_tasks`` local tasks (all when ``num_tasks`` is None)."""
+        ids = self.catalog().task_ids()
+        return ids if self.num_tasks is None else ids[: self.num_tasks]
+
+    def clients(self) -> tuple[WaaClient, ScoringClient]:
+        """The local worker's clients."""
+        conn = self._start()
+        return conn.waa, conn.scoring
+
+    @property
+    def worker_name(self) -> str | None:
+        """``<pool>/<worker>`` once the pool is up."""
+        if self._conn is None or self.pool_name is None:
+            return None
+        return f"{self.pool_name}/{self._conn.name}"
+
+    def close(self) -> None:
+        """Disconnect and remove the pool (its processes and its record). Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._stack.close()
+            name, self.pool_name = self.pool_name, None
+        atexit.unregister(self.close)
+        if name is not None:
+            _remove_pool(name)
+
+
+def _remove_pool(name: str) -> None:
+    from oa_vm import api
+    from oa_vm.errors import PoolNotFoundError
+
+    with contextlib.suppress(PoolNotFoundError):
+        api.cleanup_pool(name)
+
+
+def evaluate_agent_on_benchmark(
+    agent: BenchmarkAgent,
+    adapter: BenchmarkAdapter,
+    task_ids: Sequence[str] | None = None,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    run_dir: Path | str | None = None,
+    on_result: Callable[[BenchmarkResult], None] | None = None,
+) -> list[BenchmarkResult]:
+    """Run ``agent`` on tasks one after another and return one result per task, in order.
+
+    Every task ends with a result: a scored outcome, or an error with its type (nothing is
+    dropped). IDs are validated before the first task starts.
+
+    Args:
+        agent: The agent.
+        adapter: Where tasks run (:class:`WAAMockAdapter`, :class:`WAALiveAdapter`).
+        task_ids: Tasks to run (default: the adapter's, see its ``default_task_ids``).
+        max_steps: Steps per task at most.
+        run_dir: When given, also record a run folder there (records, screenshots,
+            ``summary.json``) that ``openadapt-evals view`` can show.
+        on_result: Called with each result as soon as its task ends.
+
+    Raises:
+        UnknownTaskError: some IDs are unknown to the adapter's catalog (all are listed).
+        SyntheticTaskError: mock/toy IDs were given to a live adapter.
+    """
+    from evals.agent_loop import run_task
+
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, not {max_steps}")
+    refs = adapter.select(task_ids)
+    recorder = _Recorder(Path(run_dir), adapter, agent, refs, max_steps) if run_dir else None
+    waa, scoring = adapter.clients() if refs else (None, None)
+    results = []
+    for ref in refs:
+        assert waa is not None and scoring is not None
+        task = adapter.catalog().load(ref.task_id)
+        deadline = (time.monotonic() + adapter.task_timeout_s
+                    if adapter.task_timeout_s is not None else None)
+        execution = run_task(
+            waa, scoring, task, ref.task_id, agent,
+            max_steps=max_steps,
+            step_pause_s=adapter.step_pause_s,
+            deadline=deadline,
+            record_dir=recorder.task_dir(ref.task_id, task) if recorder else None,
+            domain=ref.domain,
+        )
+        if execution.worker is None:
+            execution.worker = adapter.worker_name
+        if recorder:
+            recorder.record(execution)
+        result = BenchmarkResult.from_execution(execution)
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    if recorder:
+        recorder.finish()
+    return results
+
+
+class _Recorder:
+    """Writes what the API ran as a run folder, in the same format as ``openadapt-evals run``."""
+
+    def __init__(
+        self,
+        path: Path,
+        adapter: BenchmarkAdapter,
+        agent: BenchmarkAgent,
+        refs: Sequence[TaskRef],
+        max_steps: int,
+    ) -> None:
+        from evals.errors import RunExistsError
+        from evals.records import RunFolder, RunStatus, now_iso, versions
+
+        self.folder = RunFolder(path)
+        if self.folder.exists():
+            raise RunExistsError(str(path))
+        self.folder.write_metadata({
+            "run": path.name,
+            "pool": getattr(adapter, "pool_name", None),
+            "cloud": "local" if not adapter.live else None,
+            "agent": type(agent).__name__,
+            "selection": ",".join(r.task_id for r in refs),
+            "task_ids": [r.task_id for r in refs],
+            "max_steps": max_steps,
+            "max_attempts": 1,
+            "task_timeout_s": adapter.task_timeout_s,
+            "max_cost_usd": None,
+            "price_per_hour": None,
+            "versions": versions(),
+            "started_at": now_iso(),
+            "ended_at": None,
+            "status": RunStatus.RUNNING.value,
+        })
+
+    def task_dir(self, task_id: str, task: dict[str, Any]) -> Path:
+        self.folder.clear_steps(task_id)
+        self.folder.write_task(task_id, task)
+        return self.folder.task_dir(task_id)
+
+    def record(self, execution: TaskExecution) -> None:
+        self.folder.write_execution(execution)
+
+    def finish(self) -> None:
+        from evals.metrics import write_summary
+        from evals.records import RunStatus, now_iso
+
+        self.folder.update_metadata(ended_at=now_iso(), status=RunStatus.FINISHED.value)
+        write_summary(self.folder.path)

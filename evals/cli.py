@@ -1,0 +1,37 @@
+"""``openadapt-evals``: list tasks, run and sweep them on a pool, view and compare runs.
+
+Each command lives in its own module under :mod:`evals.commands`; modules import their heavy
+dependencies inside the command, so ``openadapt-evals --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from evals.commands.compare import compare
+from evals.commands.mock import mock
+from evals.commands.run import run
+from evals.commands.sweep import sweep
+from evals.commands.tasks import tasks
+from evals.commands.view import view
+from oa_vm.clikit import run_main
+
+app = typer.Typer(
+    name="openadapt-evals",
+    help="Run Windows Agent Arena tasks on a pool of workers and score them with WAA's checker.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+app.command("tasks", help="List the tasks a selection picks (from a folder or a pool).")(tasks)
+app.command("run", help="Run tasks on an existing pool.")(run)
+app.command("sweep", help="Create a pool, run tasks on it, and remove it afterwards.")(sweep)
+app.command("mock", help="Offline quick start: a few local tasks on a local pool.")(mock)
+app.command("view", help="Write a run's HTML page and print its path.")(view)
+app.command("compare", help="Compare two runs task by task.")(compare)
+
+
+def main() -> None:
+    """Console entry point."""
+    run_main(app, "openadapt-evals")

@@ -1,0 +1,129 @@
+"""``openadapt-evals mock``: the offline quick start.
+
+Creates a local pool of simulated workers, runs the first N tasks of the local suite on it with a
+built-in agent through the same runner as ``openadapt-evals run``, prints the summary, writes the
+run's page, and removes the pool, whatever happens (errors and Ctrl-C included).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from evals.commands.view import RESULTS_HELP
+
+if TYPE_CHECKING:
+    from evals.runner import RunEvent
+
+MOCK_AGENTS = ("noop", "oracle")
+
+
+def mock(
+    tasks: Annotated[
+        int, typer.Option("--tasks", min=1, help="How many local tasks to run (the first N).")
+    ] = 5,
+    agent: Annotated[
+        str,
+        typer.Option(
+            "--agent",
+            help="oracle: plays each task's reference solution (expect successes); "
+            "noop: reports done at once (the baseline, expect failures).",
+        ),
+    ] = "oracle",
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, max=16, help="Simulated workers in the pool.")
+    ] = 2,
+    run_name: Annotated[
+        str | None, typer.Option("--run-name", help="Run folder name (default: mock-<time>).")
+    ] = None,
+    results_dir: Annotated[Path | None, typer.Option("--results-dir", help=RESULTS_HELP)] = None,
+) -> None:
+    """Run N local tasks on a throwaway local pool and print the summary (no cloud needed)."""
+    import secrets
+
+    from evals.errors import InvalidRunInputError
+    from evals.metrics import format_summary, read_metadata
+    from evals.runner import RunConfig, default_run_name, run_evaluation
+    from evals.viewer import write_view
+    from oa_vm import api
+
+    if agent not in MOCK_AGENTS:
+        raise InvalidRunInputError(
+            f"--agent {agent!r} is not available for mock; use one of {', '.join(MOCK_AGENTS)} "
+            "(other agents run with 'openadapt-evals run' on a pool)"
+        )
+    pool = f"mock-{secrets.token_hex(4)}"
+    _say(f"creating local pool {pool} with {workers} simulated worker(s)")
+    try:
+        api.create_pool(name=pool, cloud="local", workers=workers, ttl_hours=1.0)
+        api.wait_pool(pool, timeout_s=120.0)
+        selection = _first_tasks(pool, tasks)
+        result = run_evaluation(
+            RunConfig(
+                pool=pool,
+                selection=selection,
+                agent=agent,
+                run_name=run_name or default_run_name(f"mock-{agent}"),
+                results_dir=results_dir,
+                read_timeout_s=30.0,
+            ),
+            on_event=_progress,
+        )
+    finally:
+        _remove(pool)
+    from evals.metrics import compute_summary
+
+    summary = compute_summary(result.run_dir)
+    page = write_view(result.run_dir)
+    typer.echo(format_summary(summary))
+    typer.echo("")
+    typer.echo(f"Run folder: {result.run_dir}")
+    typer.echo(f"Page: {page}")
+    if read_metadata(result.run_dir).get("status") != "finished":
+        raise typer.Exit(1)
+
+
+def _first_tasks(pool: str, count: int) -> str:
+    """The first ``count`` tasks the pool's worker lists, as a selection."""
+    from oa_vm import api
+    from waa_client.catalog import Catalog
+
+    with api.connect(pool) as connections:
+        ids = Catalog.from_scoring(connections[0].scoring).task_ids()
+    if count > len(ids):
+        _say(f"the local suite has {len(ids)} tasks; running all of them")
+    return ",".join(ids[:count])
+
+
+def _remove(pool: str) -> None:
+    """Remove the pool; a failure is reported with the command that finishes the job, and never
+    hides the error that ended the run."""
+    from oa_vm import api
+    from oa_vm.errors import OaVmError, PoolNotFoundError
+
+    _say(f"removing local pool {pool}")
+    try:
+        report = api.cleanup_pool(pool)
+    except PoolNotFoundError:
+        return  # a create that failed already removed what it made
+    except OaVmError as exc:
+        _say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --name {pool}'")
+        return
+    for item in report.left:
+        _say(f"left behind: {item}; run 'oa-vm pool-cleanup --name {pool}'")
+
+
+def _say(message: str) -> None:
+    print(f"mock: {message}", file=sys.stderr, flush=True)
+
+
+def _progress(event: RunEvent) -> None:
+    if event.kind != "task_finished":
+        return
+    snap = event.snapshot
+    where = f" on {event.worker}" if event.worker else ""
+    detail = f" ({event.detail})" if event.detail and event.status != "success" else ""
+    _say(f"[{snap.done}/{snap.total}] {event.task_id}: {event.status}{where}{detail}")

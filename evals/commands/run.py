@@ -1,0 +1,280 @@
+"""``openadapt-evals run``: run tasks on an existing pool and score them with WAA's checker.
+
+Exit codes: 0 the run went to the end (task failures and errors included), 2 bad input,
+3 stopped at the budget cap, 1 any other failure, 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TextIO
+
+import typer
+
+if TYPE_CHECKING:
+    from evals.runner import RunConfig, RunEvent, RunResult, Snapshot
+
+TasksOpt = Annotated[
+    str,
+    typer.Option(
+        "--tasks",
+        help="Tasks: all, an index (local_all, test_small...), domain:<name>, IDs 'A,B', @file.",
+    ),
+]
+AgentOpt = Annotated[
+    str,
+    typer.Option("--agent", help="noop, oracle, replay, http, or a third-party module:Class."),
+]
+MaxStepsOpt = Annotated[int, typer.Option("--max-steps", help="Steps per task at most.")]
+RunNameOpt = Annotated[
+    str | None, typer.Option("--run-name", help="Run folder name (default: <agent>-<UTC time>).")
+]
+ResumeOpt = Annotated[
+    bool,
+    typer.Option("--resume", help="Continue the run named by --run-name; finished tasks stay."),
+]
+TaskTimeoutOpt = Annotated[
+    float, typer.Option("--task-timeout", help="Seconds one attempt of one task may take.")
+]
+MaxAttemptsOpt = Annotated[
+    int,
+    typer.Option("--max-attempts", help="Attempts per task on infrastructure errors/timeouts."),
+]
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option("--max-cost-usd", help="Stop dispatching before spend passes this ($); exit 3."),
+]
+ResultsDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--results-dir",
+        help="Folder of run folders (default: $OA_EVALS_RESULTS, else ./benchmark_results).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
+BundlesOpt = Annotated[
+    Path | None,
+    typer.Option("--bundles", help="Replay agent: folder of <task_id>/workflow.json."),
+]
+AgentUrlOpt = Annotated[
+    str | None, typer.Option("--agent-url", help="Http agent: the agent server's URL.")
+]
+ReadTimeoutOpt = Annotated[
+    float,
+    typer.Option("--read-timeout", help="Seconds to wait for a worker's answer to one request."),
+]
+StepPauseOpt = Annotated[
+    float, typer.Option("--step-pause", help="Seconds to pause after each action (WAA: 3).")
+]
+
+
+# --- progress: a live block on a terminal, plain lines otherwise (both on stderr, so --json
+# output on stdout stays clean); events arrive from the dispatcher's threads.
+
+_UP_AND_CLEAR = "\x1b[{n}F\x1b[J"
+
+
+def _eta(snapshot: Snapshot) -> str:
+    remaining = snapshot.total - snapshot.done
+    if remaining <= 0:
+        return "0s"
+    if snapshot.done_this_session == 0:
+        return "?"
+    seconds = snapshot.elapsed_s / snapshot.done_this_session * remaining
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def headline(snapshot: Snapshot) -> str:
+    """``12/24 done: 10 success, 1 failure, 1 error, 0 not run; ETA 40s``."""
+    return (
+        f"{snapshot.done}/{snapshot.total} done: {snapshot.successes} success, "
+        f"{snapshot.failures} failure, {snapshot.errors} error, {snapshot.not_run} not run; "
+        f"ETA {_eta(snapshot)}"
+    )
+
+
+def event_line(event: RunEvent) -> str | None:
+    """The plain line for an event, or ``None`` for events not worth a line."""
+    snap = event.snapshot
+    where = f" on {event.worker}" if event.worker else ""
+    if event.kind == "started":
+        return f"run started: {snap.total} task(s), {snap.done} already done"
+    if event.kind == "task_finished":
+        detail = f" ({event.detail})" if event.detail and event.status != "success" else ""
+        return f"[{snap.done}/{snap.total}] {event.status} {event.task_id}{where}{detail}"
+    if event.kind == "task_retry":
+        return f"retry {event.task_id}: failed{where} ({event.detail}); another worker takes it"
+    if event.kind == "worker_quarantined":
+        return f"worker {event.worker} quarantined: {event.detail}"
+    if event.kind == "budget_stop":
+        return f"budget cap reached ({event.detail}): no more tasks are started"
+    if event.kind == "finished":
+        return headline(snap)
+    return None
+
+
+class PlainProgress:
+    """One line per finished task, retry, quarantine or budget stop (logs, pipes, CI)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self._lock = threading.Lock()
+
+    def __call__(self, event: RunEvent) -> None:
+        """Print the event's line, if it has one."""
+        line = event_line(event)
+        if line is None:
+            return
+        with self._lock:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        """Nothing to tidy up."""
+
+
+class LiveProgress:
+    """A block redrawn in place: totals, ETA, what each worker is doing, recent notices."""
+
+    def __init__(self, stream: TextIO, keep_notices: int = 4) -> None:
+        self.stream = stream
+        self.keep_notices = keep_notices
+        self._lock = threading.Lock()
+        self._drawn = 0
+        self._notices: list[str] = []
+
+    def __call__(self, event: RunEvent) -> None:
+        """Redraw the block for the new state."""
+        with self._lock:
+            if event.kind in ("task_retry", "worker_quarantined", "budget_stop"):
+                line = event_line(event)
+                if line:
+                    self._notices = [*self._notices, line][-self.keep_notices:]
+            self._draw(event.snapshot)
+
+    def _draw(self, snapshot: Snapshot) -> None:
+        lines = [headline(snapshot)]
+        for worker, task in sorted(snapshot.running.items()):
+            if worker in snapshot.quarantined:
+                state = "quarantined"
+            else:
+                state = f"running {task}" if task else "idle"
+            lines.append(f"  {worker}: {state}")
+        lines += [f"  ! {n}" for n in self._notices]
+        out = _UP_AND_CLEAR.format(n=self._drawn) if self._drawn else ""
+        self.stream.write(out + "\n".join(lines) + "\n")
+        self.stream.flush()
+        self._drawn = len(lines)
+
+    def close(self) -> None:
+        """Leave the last block on screen."""
+
+
+def make_progress(stream: TextIO | None = None) -> PlainProgress | LiveProgress:
+    """A live display when ``stream`` is a terminal, plain lines otherwise."""
+    out = stream or sys.stderr
+    return LiveProgress(out) if out.isatty() else PlainProgress(out)
+
+
+# --- the command -------------------------------------------------------------------------------
+
+
+def build_config(
+    *,
+    pool: str | None,
+    tasks: str,
+    agent: str,
+    max_steps: int,
+    run_name: str | None,
+    resume: bool,
+    task_timeout: float,
+    max_attempts: int,
+    max_cost_usd: float | None,
+    results_dir: Path | None,
+    bundles: Path | None,
+    agent_url: str | None,
+    read_timeout: float,
+    step_pause: float,
+) -> RunConfig:
+    """The :class:`evals.runner.RunConfig` for command-line options (checked)."""
+    from evals.agents import AgentOptions
+    from evals.runner import RunConfig
+
+    config = RunConfig(
+        pool=pool,
+        selection=tasks,
+        agent=agent,
+        agent_options=AgentOptions(bundles=bundles, agent_url=agent_url),
+        max_steps=max_steps,
+        run_name=run_name,
+        resume=resume,
+        task_timeout_s=task_timeout,
+        max_attempts=max_attempts,
+        max_cost_usd=max_cost_usd,
+        results_dir=results_dir,
+        read_timeout_s=read_timeout,
+        step_pause_s=step_pause,
+    )
+    config.validate()
+    return config
+
+
+def execute(config: RunConfig, *, json_out: bool) -> RunResult:
+    """Run with a progress display, print the summary, and raise for a budget stop (exit 3)."""
+    from evals import metrics
+    from evals.errors import BudgetExceeded
+    from evals.records import RunStatus
+    from evals.runner import run_evaluation
+    from oa_vm.clikit import print_json
+
+    progress = make_progress()
+    try:
+        result = run_evaluation(config, on_event=progress)
+    finally:
+        progress.close()
+    summary = metrics.compute_summary(result.run_dir)
+    if json_out:
+        print_json({**summary, "run_dir": str(result.run_dir)})
+    else:
+        typer.echo(metrics.format_summary(summary))
+        typer.echo(f"Run folder: {result.run_dir}")
+        if result.quarantined:
+            typer.echo(f"Quarantined workers: {', '.join(result.quarantined)}")
+        if result.unpriced_models:
+            unpriced = ", ".join(result.unpriced_models)
+            typer.echo(f"Tokens of unpriced models counted as $0: {unpriced}")
+    if result.status is RunStatus.BUDGET_STOPPED:
+        raise BudgetExceeded(result.cap_usd or 0.0, result.spent_usd, result.not_run)
+    return result
+
+
+def run(
+    tasks: TasksOpt,
+    agent: AgentOpt,
+    pool: Annotated[
+        str | None, typer.Option("--pool", help="The pool's name (default: the only pool).")
+    ] = None,
+    max_steps: MaxStepsOpt = 15,
+    run_name: RunNameOpt = None,
+    resume: ResumeOpt = False,
+    task_timeout: TaskTimeoutOpt = 600.0,
+    max_attempts: MaxAttemptsOpt = 3,
+    max_cost_usd: MaxCostOpt = None,
+    results_dir: ResultsDirOpt = None,
+    json_out: JsonOpt = False,
+    bundles: BundlesOpt = None,
+    agent_url: AgentUrlOpt = None,
+    read_timeout: ReadTimeoutOpt = 60.0,
+    step_pause: StepPauseOpt = 0.0,
+) -> None:
+    """Run tasks on an existing pool; every task gets one final record in the run folder."""
+    config = build_config(
+        pool=pool, tasks=tasks, agent=agent, max_steps=max_steps, run_name=run_name,
+        resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
+        max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
+        agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
+    )
+    execute(config, json_out=json_out)

@@ -1,0 +1,180 @@
+"""``openadapt-evals sweep``: create a pool, run tasks on it, and remove the pool afterwards.
+
+The pool is removed whatever happens once it exists: the run ends, fails, or is stopped with
+Ctrl-C or SIGTERM (both end the run as interrupted; ``--resume`` continues it on a new pool).
+Exit codes as ``run``: 0, 2 bad input, 3 budget cap, 1 other failure, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from evals.commands.run import (
+    AgentOpt,
+    AgentUrlOpt,
+    BundlesOpt,
+    JsonOpt,
+    MaxAttemptsOpt,
+    MaxCostOpt,
+    MaxStepsOpt,
+    ReadTimeoutOpt,
+    ResultsDirOpt,
+    ResumeOpt,
+    RunNameOpt,
+    StepPauseOpt,
+    TasksOpt,
+    TaskTimeoutOpt,
+    build_config,
+    execute,
+)
+
+
+def parse_faults(values: list[str] | None) -> dict[str, str]:
+    """``["latency=0.5", "hang-after=20"]`` -> ``{"latency": "0.5", "hang-after": "20"}``.
+
+    Raises:
+        InvalidRunInputError: an item is not ``KEY=VALUE``.
+    """
+    from evals.errors import InvalidRunInputError
+
+    faults: dict[str, str] = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise InvalidRunInputError(
+                f"--fault {item!r} is not KEY=VALUE (e.g. --fault latency=0.5)"
+            )
+        faults[key.strip()] = value.strip()
+    return faults
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises KeyboardInterrupt, so cleanup runs as for Ctrl-C."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def sweep(
+    tasks: TasksOpt,
+    agent: AgentOpt,
+    cloud: Annotated[
+        str, typer.Option("--cloud", help="Where the pool runs: local (default), aws, azure.")
+    ] = "local",
+    workers: Annotated[int, typer.Option("--workers", help="Workers in the pool.")] = 3,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Pool name (default: generated).")
+    ] = None,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option("--fault", help="Local pools: fault knob KEY=VALUE for every worker."),
+    ] = None,
+    price_per_hour: Annotated[
+        float | None,
+        typer.Option("--price-per-hour", help="Local pools: pretend $ per worker-hour."),
+    ] = None,
+    wait_timeout: Annotated[
+        float, typer.Option("--wait-timeout", help="Seconds to wait for the workers.")
+    ] = 1800.0,
+    max_steps: MaxStepsOpt = 15,
+    run_name: RunNameOpt = None,
+    resume: ResumeOpt = False,
+    task_timeout: TaskTimeoutOpt = 600.0,
+    max_attempts: MaxAttemptsOpt = 3,
+    max_cost_usd: MaxCostOpt = None,
+    results_dir: ResultsDirOpt = None,
+    json_out: JsonOpt = False,
+    bundles: BundlesOpt = None,
+    agent_url: AgentUrlOpt = None,
+    read_timeout: ReadTimeoutOpt = 60.0,
+    step_pause: StepPauseOpt = 0.0,
+) -> None:
+    """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
+    from evals.agents import agent_factory
+    from oa_vm import api
+
+    config = build_config(
+        pool=None, tasks=tasks, agent=agent, max_steps=max_steps, run_name=run_name,
+        resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
+        max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
+        agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
+    )
+    faults = parse_faults(fault)
+    # Everything checkable without a pool is checked before one is paid for.
+    agent_factory(config.agent, config.agent_options)
+    _check_run_folder(config.results_dir, config.run_name, config.resume)
+    spec = api.build_spec(
+        name=name, cloud=cloud, workers=workers, faults=faults or None,
+        price_per_hour=price_per_hour,
+    )
+    config.pool = spec.name
+    with sigterm_as_interrupt():
+        try:
+            _say(f"creating pool {spec.name} ({cloud}, {workers} worker(s))")
+            api.create_pool(spec, progress=_say)
+            api.wait_pool(spec.name, timeout_s=wait_timeout)
+            execute(config, json_out=json_out)
+        finally:
+            _cleanup(spec.name)
+
+
+def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bool) -> None:
+    from evals.errors import InvalidRunInputError, RunExistsError
+    from evals.records import RunFolder, results_root
+
+    if run_name is None:
+        if resume:
+            raise InvalidRunInputError("--resume needs --run-name (the run to continue)")
+        return
+    folder = RunFolder(results_root(results_dir) / run_name)
+    if not resume and folder.path.exists():
+        raise RunExistsError(str(folder.path))
+    if resume and not folder.exists():
+        raise InvalidRunInputError(
+            f"there is no run {folder.path} to resume; check --run-name and --results-dir"
+        )
+
+
+def _cleanup(pool: str) -> None:
+    """Remove the pool; a second Ctrl-C during cleanup is ignored so it finishes."""
+    from oa_vm import api, state
+    from oa_vm.errors import OaVmError
+
+    if not state.exists(pool):
+        return  # creation failed and already removed what it made
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        report = api.cleanup_pool(pool, progress=_say)
+    except OaVmError as exc:
+        _say(f"pool {pool} was not removed: {exc}; "
+             f"remove it with 'oa-vm pool-cleanup --name {pool}'")
+        return
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if report.left:
+        _say(
+            f"pool {pool}: still present: {'; '.join(report.left)}; "
+            f"remove it with 'oa-vm pool-cleanup --name {pool}'"
+        )
+    else:
+        _say(f"pool {pool} removed")

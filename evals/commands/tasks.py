@@ -1,0 +1,88 @@
+"""``openadapt-evals tasks``: list the tasks a selection names, from a folder or a pool."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from waa_client.catalog import Catalog, TaskRef
+from waa_client.errors import CatalogError
+
+INSTRUCTION_WIDTH = 70
+
+
+def tasks(
+    source: Annotated[
+        Path | None,
+        typer.Option("--source", help="Folder in WAA's layout (index files + examples/)."),
+    ] = None,
+    pool: Annotated[
+        str | None,
+        typer.Option("--pool", help="Read the catalog from this pool's scoring server instead."),
+    ] = None,
+    tasks_sel: Annotated[
+        str,
+        typer.Option(
+            "--tasks", help="all, an index name (test_small...), domain:<name>, ID,ID,... or @file."
+        ),
+    ] = "all",
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print JSON instead of a table.")
+    ] = False,
+) -> None:
+    """List the selected tasks (ID, domain, infeasible, instruction) and the count per domain."""
+    if (source is None) == (pool is None):
+        raise typer.BadParameter("give exactly one of --source DIR or --pool NAME")
+    if source is not None:
+        refs = Catalog.from_folder(source).select(tasks_sel, live=False)
+    else:
+        refs = _select_from_pool(str(pool), tasks_sel)
+    counts = dict(Counter(ref.domain for ref in refs))
+    if json_out:
+        from oa_vm.clikit import print_json
+
+        print_json({
+            "tasks": [
+                {"task_id": r.task_id, "domain": r.domain, "infeasible": r.infeasible,
+                 "instruction": r.instruction}
+                for r in refs
+            ],
+            "counts": counts,
+        })
+        return
+    typer.echo(format_table(refs, counts))
+
+
+def _select_from_pool(pool: str, selection: str) -> list[TaskRef]:
+    # Imported here: oa_vm's API pulls in pools and tunnels, which a --source listing never needs.
+    from oa_vm.api import connect
+
+    with connect(pool) as workers:
+        if not workers:
+            raise CatalogError(f"pool {pool!r} has no reachable worker to read tasks from")
+        return Catalog.from_scoring(workers[0].scoring).select(selection, live=False)
+
+
+def shorten(text: str, width: int = INSTRUCTION_WIDTH) -> str:
+    """One line of at most ``width`` characters (whitespace collapsed, ``...`` when cut)."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3].rstrip() + "..."
+
+
+def format_table(refs: list[TaskRef], counts: dict[str, int]) -> str:
+    """The human listing: one row per task, then the count per domain and the total."""
+    id_width = max([len("TASK ID"), *(len(r.task_id) for r in refs)])
+    domain_width = max([len("DOMAIN"), *(len(r.domain) for r in refs)])
+    rows = [f"{'TASK ID':<{id_width}}  {'DOMAIN':<{domain_width}}  INF  INSTRUCTION"]
+    for r in refs:
+        rows.append(
+            f"{r.task_id:<{id_width}}  {r.domain:<{domain_width}}  "
+            f"{'yes' if r.infeasible else 'no ':<3}  {shorten(r.instruction)}"
+        )
+    rows.append("")
+    rows.extend(f"{domain}: {n}" for domain, n in sorted(counts.items()))
+    rows.append(f"total: {len(refs)} task(s) in {len(counts)} domain(s)")
+    return "\n".join(rows)

@@ -1,0 +1,115 @@
+"""The evals exception tree.
+
+Every error a user of ``openadapt-evals`` can cause or meet derives from :class:`EvalsError`; the
+CLI prints its message as one line and exits with ``exit_code``. Messages say what is wrong and
+what to do next. Exit codes (documented in ``docs/sweeps.md``): 1 other failure, 2 bad input,
+3 stopped at the budget cap.
+
+Errors *inside* a task (an agent that raises, a setup step that fails) are not raised out of a run:
+they become that task's final record. The classes below that describe them
+(:class:`AgentError`) are raised by agents and caught by the agent loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class EvalsError(Exception):
+    """Base of every error ``openadapt-evals`` reports to a user."""
+
+    exit_code = 1
+
+
+class InvalidRunInputError(EvalsError):
+    """A flag, task selection, agent or folder given by the user is not acceptable.
+
+    Raised before anything is dispatched; the run folder is left as it was.
+    """
+
+    exit_code = 2
+
+
+def _listing(items: Sequence[str], limit: int = 20) -> str:
+    shown = ", ".join(items[:limit])
+    more = len(items) - limit
+    return f"{shown} (and {more} more)" if more > 0 else shown
+
+
+class UnknownAgentError(InvalidRunInputError):
+    """``--agent`` names no built-in agent and is not an importable ``module:Class``."""
+
+    def __init__(self, spec: str, known: Sequence[str], reason: str | None = None) -> None:
+        self.spec = spec
+        self.known = list(known)
+        detail = f" ({reason})" if reason else ""
+        super().__init__(
+            f"unknown agent {spec!r}{detail}; use one of {', '.join(self.known)} "
+            "or a third-party agent as 'module:Class'"
+        )
+
+
+class MissingBundlesError(InvalidRunInputError):
+    """The replay agent has no workflow bundle for some selected tasks."""
+
+    def __init__(self, folder: str, task_ids: Sequence[str]) -> None:
+        self.folder = folder
+        self.task_ids = list(task_ids)
+        super().__init__(
+            f"{len(self.task_ids)} selected task(s) have no {folder}/<task_id>/workflow.json: "
+            f"{_listing(self.task_ids)}; add the bundles or narrow --tasks"
+        )
+
+
+class RunExistsError(InvalidRunInputError):
+    """A run folder with that name exists and ``--resume`` was not given."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"run folder {path} already exists; continue it with --resume "
+            "or choose another --run-name"
+        )
+
+
+class ResumeMismatchError(InvalidRunInputError):
+    """``--resume`` was asked with a task selection (or agent) other than the run's own."""
+
+    def __init__(self, path: str, option: str, recorded: str, given: str) -> None:
+        self.path = path
+        self.option = option
+        super().__init__(
+            f"run {path} was started with {option} {recorded!r}, not {given!r}; resume it with "
+            f"{option} {recorded!r} or start a new run with another --run-name"
+        )
+
+
+class RunLockedError(EvalsError):
+    """Another process is running the same run folder right now."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"run {path} is in use by another openadapt-evals process; wait for it to end "
+            "(or stop it), then --resume"
+        )
+
+
+class AgentError(EvalsError):
+    """An agent could not produce an action (raised by agents; recorded as ``error/agent``)."""
+
+
+class BudgetExceeded(EvalsError):
+    """The run stopped dispatching at ``--max-cost-usd``; the tasks left were recorded not run."""
+
+    exit_code = 3
+
+    def __init__(self, cap_usd: float, spent_usd: float, not_run: Sequence[str]) -> None:
+        self.cap_usd = cap_usd
+        self.spent_usd = spent_usd
+        self.not_run = list(not_run)
+        super().__init__(
+            f"stopped at the budget cap ${cap_usd:.4f} (spent ${spent_usd:.4f}); "
+            f"{len(self.not_run)} task(s) not run: {_listing(self.not_run)}; "
+            "raise --max-cost-usd and --resume to run them"
+        )

@@ -1,0 +1,166 @@
+"""``openadapt-eval-flow``: price a flow run on WAA before spending anything (``--dry-run``).
+
+A dry run is the default and never touches a network or a cloud. ``--live`` is declared for the
+sweep runner to take over; until it is wired, it checks its inputs and stops with one line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evals.cost import DEFAULT_FALLBACK_RATE, DEFAULT_MODEL, EstimateInput, Mode, format_estimate
+from evals.errors import EvalsError, MissingBundlesError
+from evals.flow import DryRun, missing_bundles, plan_dry_run, read_task_ids, resolve_vm_price
+from oa_vm.clikit import print_json, run_main
+from oa_vm.errors import InvalidInputError, OaVmError
+
+PROG = "openadapt-eval-flow"
+SWEEP_RUNNER_MODULE = "evals.runner"
+RULE = "=" * 78
+
+app = typer.Typer(
+    name=PROG,
+    help="Estimate what a compiled-workflow (flow) run on Windows Agent Arena costs.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class LiveModeUnavailableError(EvalsError):
+    """``--live`` was asked but the sweep runner cannot take it here."""
+
+
+@app.command()
+def flow(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and its cost (the default).")
+    ] = False,
+    live: Annotated[
+        bool, typer.Option("--live", help="Run on a pool (needs --task-ids, --bundles, --pool).")
+    ] = False,
+    mode: Annotated[
+        Mode, typer.Option("--mode", help="replay: compiled bundles only; hybrid: agent fallback.")
+    ] = Mode.REPLAY,
+    tasks: Annotated[
+        int | None, typer.Option("--tasks", help="Number of tasks (default: the 154 of WAA).")
+    ] = None,
+    task_ids: Annotated[
+        str | None, typer.Option("--task-ids", help="Task IDs 'A,B,C', or '@file', one a line.")
+    ] = None,
+    bundles: Annotated[
+        Path | None, typer.Option("--bundles", help="Folder of bundles, <task_id>/workflow.json.")
+    ] = None,
+    model: Annotated[
+        str, typer.Option("--model", help="Agent model (hybrid fallback and the baseline).")
+    ] = DEFAULT_MODEL,
+    fallback_rate: Annotated[
+        float, typer.Option("--fallback-rate", help="Share of tasks that fall back (hybrid).")
+    ] = DEFAULT_FALLBACK_RATE,
+    vm_hourly: Annotated[
+        float | None, typer.Option("--vm-hourly", help="VM $/hour per worker (default 0.19).")
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", help="Workers sharing the tasks.")] = 1,
+    cloud: Annotated[
+        str | None, typer.Option("--cloud", help="Price from the catalog: aws or azure.")
+    ] = None,
+    size: Annotated[
+        str | None, typer.Option("--size", help="Catalog size (default per cloud).")
+    ] = None,
+    region: Annotated[
+        str | None, typer.Option("--region", help="Catalog region (default per cloud).")
+    ] = None,
+    spot: Annotated[bool, typer.Option("--spot", help="Use the catalog's spot price.")] = False,
+    pool: Annotated[str | None, typer.Option("--pool", help="Pool to run on (--live).")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the plan and estimate as JSON.")
+    ] = False,
+) -> None:
+    """Print a flow run's plan and cost estimate (dry run), or hand it to the sweep runner."""
+    if dry_run and live:
+        raise InvalidInputError("give --dry-run or --live, not both")
+    ids = read_task_ids(task_ids) if task_ids is not None else None
+    if live:
+        _live(ids, bundles, pool)
+    price = resolve_vm_price(
+        vm_hourly=vm_hourly, cloud=cloud, size=size, region=region, spot=spot
+    )
+    inputs = EstimateInput(
+        n_tasks=1, mode=mode, model=model, fallback_rate=fallback_rate, workers=workers
+    )
+    plan = plan_dry_run(
+        n_tasks=tasks, task_ids=ids, bundles_dir=bundles, inputs=inputs, price=price
+    )
+    if as_json:
+        print_json(plan.to_json())
+    else:
+        typer.echo(render(plan))
+
+
+def _live(task_ids: list[str] | None, bundles: Path | None, pool: str | None) -> None:
+    """Preflight of a live run; stops with one line until the sweep runner takes it over."""
+    if task_ids is None or bundles is None or pool is None:
+        raise InvalidInputError("--live needs --task-ids, --bundles DIR and --pool NAME")
+    if not bundles.is_dir():
+        raise InvalidInputError(f"--bundles {bundles} is not a folder")
+    missing = missing_bundles(task_ids, bundles)
+    if missing:
+        raise MissingBundlesError(str(bundles), missing)
+    if importlib.util.find_spec(SWEEP_RUNNER_MODULE) is None:
+        raise LiveModeUnavailableError(
+            f"--live needs the sweep runner ({SWEEP_RUNNER_MODULE}), which this installation "
+            "lacks; price the run with --dry-run, or run it with 'openadapt-evals run'"
+        )
+    raise LiveModeUnavailableError(
+        "--live is not wired to the sweep runner yet; price the run with --dry-run, "
+        "or run it with 'openadapt-evals run'"
+    )
+
+
+def _bundle_line(plan: DryRun) -> str:
+    if plan.bundles is None:
+        return "not checked (no --bundles)"
+    b = plan.bundles
+    if plan.task_ids is None:
+        return f"{b.present} present in {b.folder}"
+    line = f"{b.present} of {len(plan.task_ids)} tasks have one in {b.folder}"
+    if b.missing:
+        shown = ", ".join(b.missing[:5]) + (", ..." if len(b.missing) > 5 else "")
+        line += f"; missing {len(b.missing)}: {shown} (record and compile them first)"
+    return line
+
+
+def render(plan: DryRun) -> str:
+    """The dry run as text, in the reference tool's layout."""
+    est = plan.estimate
+    lines = [
+        "",
+        RULE,
+        f"  openadapt-eval-flow on WAA  --  dry run, mode={est.mode}, model={est.model}",
+        RULE,
+        f"  tasks:               {est.n_tasks}",
+        f"  bundles:             {_bundle_line(plan)}",
+        f"  VM price:            {plan.price.describe()}",
+        f"  workers:             {est.workers}",
+    ]
+    if est.mode == Mode.HYBRID:
+        lines.append(f"  fallback rate:       {est.fallback_rate:g}")
+    lines += ["", format_estimate(est)]
+    if plan.full_suite is not None:
+        lines += ["", format_estimate(plan.full_suite, title="154 tasks (the full WAA suite)")]
+    lines += [
+        "",
+        f"  {est.summary_line()}",
+        "",
+        "  DRY RUN: no VM created, no task run, nothing spent.",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Console entry point."""
+    run_main(app, PROG, known=(OaVmError, EvalsError))

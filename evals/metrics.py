@@ -1,0 +1,445 @@
+"""Run metrics: read a run folder's records, summarize them, print the summary.
+
+Counting rules (the same for ``summary.json``, the printed summary and the public API):
+
+- a task ends as an *outcome* (``success`` or ``failure``, scored by WAA's checker), an *error*
+  (with a type: infrastructure, setup, agent, evaluation, timeout) or *not run* (a budget cap kept
+  it from starting);
+- *attempts* are outcomes plus errors; tasks that never ran are listed, not attempted;
+- the success rate and the average score count outcomes only: an error says nothing about the
+  agent, so it is listed instead of being folded in as a zero (WAA's own loop silently drops
+  failed tasks; this keeps them visible without skewing the rate);
+- the average number of steps is taken over all attempts.
+
+A rate or average with nothing to average over is ``None`` (``null`` in JSON, ``n/a`` when
+printed), never a made-up zero.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evals.errors import InvalidRunInputError
+from evals.records import results_root
+
+OUTCOMES = ("success", "failure")
+STATUSES = ("success", "failure", "error", "not_run")
+COST_KEYS = ("worker_seconds", "vm_usd", "model_usd", "total_usd")
+
+
+# --- locating and reading a run folder ---------------------------------------------------------
+
+
+def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
+    """The folder of the run named ``run_name``.
+
+    Raises:
+        InvalidRunInputError: the name is not a plain folder name, or no such run exists (the
+            message lists the runs that do).
+    """
+    if not run_name or run_name in (".", "..") or "/" in run_name or "\\" in run_name:
+        raise InvalidRunInputError(
+            f"invalid run name {run_name!r}: give the run folder's name, without slashes"
+        )
+    root = results_root(results_dir)
+    path = root / run_name
+    if not (path / "metadata.json").is_file():
+        known = list_runs(root)
+        hint = f"known runs: {', '.join(known)}" if known else "it holds no runs"
+        raise InvalidRunInputError(
+            f"no run named {run_name!r} in {root} ({hint}); "
+            "pass --results-dir if it lives elsewhere"
+        )
+    return path
+
+
+def list_runs(root: Path) -> list[str]:
+    """Names of the run folders under ``root`` (those with a ``metadata.json``), sorted."""
+    if not root.is_dir():
+        return []
+    return sorted(p.parent.name for p in root.glob("*/metadata.json"))
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InvalidRunInputError(f"{path} is missing; is this a run folder?") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidRunInputError(f"cannot read {path}: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise InvalidRunInputError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); "
+            "fix or move the file, then try again"
+        ) from exc
+    if not isinstance(data, dict):
+        raise InvalidRunInputError(f"{path} does not hold a JSON object")
+    return data
+
+
+def read_metadata(run_dir: Path) -> dict[str, Any]:
+    """The run's ``metadata.json``.
+
+    Raises:
+        InvalidRunInputError: the folder is not a run folder or the file is unreadable.
+    """
+    if not run_dir.is_dir():
+        raise InvalidRunInputError(f"run folder {run_dir} does not exist")
+    return _read_json(run_dir / "metadata.json")
+
+
+def read_executions(run_dir: Path) -> list[dict[str, Any]]:
+    """Every final task record (``tasks/<id>/execution.json``), in the run's task order.
+
+    Tasks still running (no ``execution.json`` yet) are skipped. Tasks the metadata does not list
+    follow in name order, so nothing recorded is hidden.
+
+    Raises:
+        InvalidRunInputError: a record is unreadable or has an unknown status (the message names
+            the file).
+    """
+    return [record for _, record in read_execution_files(run_dir)]
+
+
+def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Like :func:`read_executions`, with each record's task folder (where its screenshots are)."""
+    tasks_dir = run_dir / "tasks"
+    if not tasks_dir.is_dir():
+        return []
+    order = {tid: i for i, tid in enumerate(_metadata_task_ids(run_dir))}
+    paths = sorted(
+        tasks_dir.glob("*/execution.json"),
+        key=lambda p: (order.get(p.parent.name, len(order)), p.parent.name),
+    )
+    records = []
+    for path in paths:
+        record = _read_json(path)
+        status = record.get("status")
+        if status not in STATUSES:
+            raise InvalidRunInputError(
+                f"{path}: unknown status {status!r} (expected one of {', '.join(STATUSES)})"
+            )
+        record.setdefault("task_id", path.parent.name)
+        records.append((path.parent, record))
+    return records
+
+
+def _metadata_task_ids(run_dir: Path) -> list[str]:
+    path = run_dir / "metadata.json"
+    if not path.is_file():
+        return []
+    ids = _read_json(path).get("task_ids") or []
+    return [str(t) for t in ids]
+
+
+# --- aggregation -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """The few facts about one task that every metric is computed from."""
+
+    task_id: str
+    domain: str
+    status: str
+    score: float | None
+    steps: int
+    error_type: str | None = None
+    worker: str | None = None
+    duration_s: float | None = None
+    cost: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def is_outcome(self) -> bool:
+        """Scored by the checker (success or failure), as opposed to an error or not run."""
+        return self.status in OUTCOMES
+
+    @property
+    def attempted(self) -> bool:
+        """Ran at all (an outcome or an error)."""
+        return self.status != "not_run"
+
+    @classmethod
+    def from_execution(cls, record: Mapping[str, Any]) -> TaskOutcome:
+        """From an ``execution.json`` document."""
+        cost = record.get("cost") or {}
+        return cls(
+            task_id=str(record.get("task_id")),
+            domain=str(record.get("domain") or "unknown"),
+            status=str(record.get("status")),
+            score=_as_float(record.get("score")),
+            steps=len(record.get("steps") or []),
+            error_type=record.get("error_type"),
+            worker=record.get("worker"),
+            duration_s=_as_float(record.get("duration_s")),
+            cost={k: float(v) for k, v in cost.items() if isinstance(v, int | float)},
+        )
+
+
+def _as_float(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _mean(values: Iterable[float]) -> float | None:
+    items = list(values)
+    return sum(items) / len(items) if items else None
+
+
+def _counts(items: list[TaskOutcome]) -> dict[str, Any]:
+    outcomes = [t for t in items if t.is_outcome]
+    successes = sum(1 for t in items if t.status == "success")
+    return {
+        "attempts": sum(1 for t in items if t.attempted),
+        "outcomes": len(outcomes),
+        "successes": successes,
+        "failures": sum(1 for t in items if t.status == "failure"),
+        "errors": sum(1 for t in items if t.status == "error"),
+        "not_run": sum(1 for t in items if t.status == "not_run"),
+        "success_rate": successes / len(outcomes) if outcomes else None,
+        "avg_score": _mean(t.score for t in outcomes if t.score is not None),
+    }
+
+
+def aggregate(items: list[TaskOutcome]) -> dict[str, Any]:
+    """The counts, rates and tables every summary shares (see the module docstring)."""
+    attempted = [t for t in items if t.attempted]
+    by_domain: dict[str, dict[str, Any]] = {}
+    for domain in sorted({t.domain for t in items}):
+        counts = _counts([t for t in items if t.domain == domain])
+        counts.pop("outcomes")
+        by_domain[domain] = counts
+    error_types = Counter(t.error_type for t in items if t.error_type)
+    cost = {key: round(sum(t.cost.get(key, 0.0) for t in items), 6) for key in COST_KEYS}
+    for key in ("tokens_in", "tokens_out"):
+        cost[key] = int(sum(t.cost.get(key, 0) for t in items))
+    return {
+        **_counts(items),
+        "avg_steps": _mean(t.steps for t in attempted),
+        "by_domain": by_domain,
+        "by_error_type": dict(sorted(error_types.items())),
+        "cost": cost,
+    }
+
+
+def compute_summary(run_dir: Path | str) -> dict[str, Any]:
+    """The run's summary (the ``summary.json`` document), computed from its task records.
+
+    Quarantined workers are read from ``metadata.json`` (``"quarantined_workers"``: names), where
+    the runner records them; tasks listed in the metadata without a record yet are reported as
+    ``task_ids_pending``.
+
+    Raises:
+        InvalidRunInputError: the folder is not a run folder or a record is unreadable.
+    """
+    path = Path(run_dir)
+    metadata = read_metadata(path)
+    records = read_executions(path)
+    items = [TaskOutcome.from_execution(r) for r in records]
+    quarantined = sorted(str(w) for w in metadata.get("quarantined_workers") or [])
+    workers: dict[str, dict[str, Any]] = {}
+    for item in items:
+        if item.worker is None:
+            continue
+        entry = workers.setdefault(item.worker, {"tasks": 0, "errors": 0, "quarantined": False})
+        entry["tasks"] += 1
+        entry["errors"] += item.status == "error"
+    for name in quarantined:
+        workers.setdefault(name, {"tasks": 0, "errors": 0, "quarantined": False})
+        workers[name]["quarantined"] = True
+    recorded = {t.task_id for t in items}
+    return {
+        "run": metadata.get("run", path.name),
+        "status": metadata.get("status"),
+        "agent": metadata.get("agent"),
+        "pool": metadata.get("pool"),
+        "price_per_hour": metadata.get("price_per_hour"),
+        **aggregate(items),
+        "workers": dict(sorted(workers.items())),
+        "quarantined_workers": quarantined,
+        "task_ids_not_run": [t.task_id for t in items if t.status == "not_run"],
+        "task_ids_pending": [t for t in _metadata_task_ids(path) if t not in recorded],
+    }
+
+
+def write_summary(run_dir: Path | str) -> dict[str, Any]:
+    """Compute the summary and write it to ``<run_dir>/summary.json`` atomically; return it."""
+    from oa_vm.state import atomic_write_json  # the project's one temp+fsync+rename writer
+
+    summary = compute_summary(run_dir)
+    atomic_write_json(Path(run_dir) / "summary.json", summary)
+    return summary
+
+
+# --- the public API's metrics ------------------------------------------------------------------
+
+
+def _outcome_of(result: Any) -> TaskOutcome:
+    """Read a result object (attributes) or mapping (keys) from the public API."""
+
+    def get(name: str, default: Any = None) -> Any:
+        if isinstance(result, Mapping):
+            return result.get(name, default)
+        return getattr(result, name, default)
+
+    status = get("status")
+    if status not in STATUSES:
+        if get("error_type") or get("error"):
+            status = "error"
+        else:
+            status = "success" if get("success") else "failure"
+    steps = get("num_steps", get("steps", 0))
+    if not isinstance(steps, int):
+        steps = len(steps) if isinstance(steps, list) else 0
+    return TaskOutcome(
+        task_id=str(get("task_id")),
+        domain=str(get("domain") or "unknown"),
+        status=status,
+        score=_as_float(get("score")),
+        steps=steps,
+        error_type=get("error_type") or ("unknown" if status == "error" else None),
+        duration_s=_as_float(get("total_time_seconds", get("duration_s"))),
+    )
+
+
+def compute_metrics(results: Iterable[Any]) -> dict[str, Any]:
+    """Aggregate metrics of results from :func:`evals.evaluate_agent_on_benchmark`.
+
+    Accepts result objects or mappings with ``task_id``, ``domain``, ``success``, ``score``,
+    ``steps`` (a count) and ``error``/``error_type``. The keys follow the reference tool's
+    (``num_tasks``, ``success_rate``, ``avg_score``, ``avg_steps``, ``avg_time_seconds``, ...),
+    with this project's counting rule: ``success_rate`` and ``avg_score`` count outcomes only
+    (errors are in ``error_count`` and ``by_error_type``). Unlike ``summary.json``, rates with
+    nothing to count over are ``0.0``, because callers of this API format them as numbers.
+
+    Returns:
+        A dict with ``num_tasks``, ``num_outcomes``, ``success_count``, ``fail_count``,
+        ``error_count``, ``success_rate``, ``avg_score``, ``avg_steps``, ``avg_time_seconds``,
+        ``num_infrastructure_failures``, ``num_tasks_excluding_infra``,
+        ``success_rate_excluding_infra``, ``by_domain`` and ``by_error_type``.
+    """
+    items = [_outcome_of(r) for r in results]
+    agg = aggregate(items)
+    non_infra = [t for t in items if t.error_type != "infrastructure"]
+    non_infra_success = sum(1 for t in non_infra if t.status == "success")
+    return {
+        "num_tasks": len(items),
+        "num_outcomes": agg["outcomes"],
+        "success_count": agg["successes"],
+        "fail_count": agg["failures"],
+        "error_count": agg["errors"],
+        "success_rate": agg["success_rate"] or 0.0,
+        "avg_score": agg["avg_score"] or 0.0,
+        "avg_steps": agg["avg_steps"] or 0.0,
+        "avg_time_seconds": _mean(t.duration_s for t in items if t.duration_s is not None) or 0.0,
+        "num_infrastructure_failures": len(items) - len(non_infra),
+        "num_tasks_excluding_infra": len(non_infra),
+        "success_rate_excluding_infra": non_infra_success / len(non_infra) if non_infra else 0.0,
+        "by_domain": agg["by_domain"],
+        "by_error_type": agg["by_error_type"],
+    }
+
+
+# --- printing ----------------------------------------------------------------------------------
+
+
+def fmt_rate(value: float | None) -> str:
+    """``0.5`` -> ``50.0%``; ``None`` -> ``n/a``."""
+    return "n/a" if value is None else f"{value * 100:.1f}%"
+
+
+def fmt_num(value: float | None, digits: int = 3) -> str:
+    """A fixed-point number, or ``n/a``."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def table(headers: list[str], rows: list[list[str]], align: str = "") -> str:
+    """A plain-text table.
+
+    Args:
+        headers: Column titles.
+        rows: Cells, one list per row.
+        align: One letter per column, ``l`` or ``r``; by default the first column is
+            left-aligned and the others (numbers) right-aligned.
+    """
+    align = align or "l" + "r" * (len(headers) - 1)
+    widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = []
+    for row in [headers, *rows]:
+        cells = [
+            str(c).ljust(widths[i]) if align[i] == "l" else str(c).rjust(widths[i])
+            for i, c in enumerate(row)
+        ]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def format_summary(summary: Mapping[str, Any]) -> str:
+    """The end-of-run summary: the reference tool's lines, then per-domain, error-type, cost.
+
+    Args:
+        summary: a document from :func:`compute_summary` (or ``summary.json``).
+    """
+    lines = [
+        f"Attempts: {summary['attempts']}",
+        f"Outcomes: {summary['outcomes']}  "
+        f"(success {summary['successes']}, failure {summary['failures']})",
+        f"Errors: {summary['errors']}",
+    ]
+    if summary.get("not_run"):
+        lines.append(f"Not run: {summary['not_run']}")
+    lines += [
+        f"Success rate: {fmt_rate(summary['success_rate'])} (outcomes only)",
+        f"Avg score: {fmt_num(summary['avg_score'])}",
+        f"Avg steps: {fmt_num(summary['avg_steps'], 1)}",
+    ]
+    by_domain = summary.get("by_domain") or {}
+    if by_domain:
+        rows = [
+            [
+                domain,
+                str(d["attempts"]),
+                str(d["successes"]),
+                str(d["failures"]),
+                str(d["errors"]),
+                fmt_rate(d["success_rate"]),
+                fmt_num(d["avg_score"]),
+            ]
+            for domain, d in by_domain.items()
+        ]
+        headers = ["domain", "attempts", "success", "failure", "errors", "rate", "avg score"]
+        lines += ["", table(headers, rows)]
+    by_error = summary.get("by_error_type") or {}
+    if by_error:
+        rows = [[kind, str(n)] for kind, n in by_error.items()]
+        lines += ["", table(["error type", "tasks"], rows)]
+    quarantined = summary.get("quarantined_workers") or []
+    if quarantined:
+        lines += ["", f"Quarantined workers: {', '.join(quarantined)}"]
+    lines += _cost_lines(summary)
+    return "\n".join(lines)
+
+
+def _cost_lines(summary: Mapping[str, Any]) -> list[str]:
+    cost = summary.get("cost") or {}
+    priced = summary.get("price_per_hour") is not None or any(
+        cost.get(k) for k in ("vm_usd", "model_usd", "total_usd")
+    )
+    if not priced:
+        return []
+    hours = float(cost.get("worker_seconds", 0.0)) / 3600
+    lines = [
+        "",
+        f"Cost: ${float(cost.get('total_usd', 0.0)):.4f} total",
+        f"  workers: ${float(cost.get('vm_usd', 0.0)):.4f} ({hours:.3f} worker-hours)",
+        f"  model:   ${float(cost.get('model_usd', 0.0)):.4f} "
+        f"({cost.get('tokens_in', 0)} tokens in, {cost.get('tokens_out', 0)} out)",
+    ]
+    attempts = summary.get("attempts") or 0
+    if attempts:
+        lines.append(f"  per attempted task: ${float(cost.get('total_usd', 0.0)) / attempts:.4f}")
+    return lines

@@ -1,0 +1,382 @@
+"""The durable task queue of a run: SQLite in WAL mode at ``<run>/queue.sqlite``.
+
+One row per task. A task is ``pending`` (waiting), ``leased`` (a worker runs it; the lease carries
+an owner and an expiry that a heartbeat pushes forward) or ``done`` (its final record is committed
+in the row). Every state change is one ``BEGIN IMMEDIATE`` transaction, so a controller killed at
+any point leaves each task in exactly one of those states, and a finished task's record is never
+lost or redone.
+
+Trade-offs accepted:
+
+- One controller per run (the runner holds a file lock); leases exist so that a controller that
+  died mid-task is detected, not to share a run between machines.
+- An attempt cut short by the controller dying is not held against the task (``recover`` gives
+  the attempt back), because it says nothing about the task or the worker.
+- Each thread opens its own connection (SQLite connections are not meant to be shared between
+  threads); ``synchronous=FULL`` costs a little per commit and keeps commits across power loss.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+DEFAULT_LEASE_SECONDS = 60.0
+DEFAULT_MAX_ATTEMPTS = 3
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY,
+    position INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('pending', 'leased', 'done')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    lease_owner TEXT,
+    lease_expires_at REAL,
+    lease_started_at REAL,
+    expected_seconds REAL NOT NULL,
+    last_worker TEXT,
+    final_status TEXT,
+    record TEXT,
+    history TEXT NOT NULL DEFAULT '[]',
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_status ON tasks (status, expected_seconds);
+"""
+
+
+class QueueStatus(StrEnum):
+    """The state of a row."""
+
+    PENDING = "pending"
+    LEASED = "leased"
+    DONE = "done"
+
+
+class ReleaseOutcome(StrEnum):
+    """What :meth:`TaskQueue.release` did with the task."""
+
+    RETRY = "retry"  # back to pending, another worker may take it
+    FINAL = "final"  # attempts used up: the given final record was committed
+
+
+@dataclass(frozen=True)
+class QueuedTask:
+    """A task as the queue hands it out."""
+
+    task_id: str
+    attempts: int
+    expected_seconds: float
+    last_worker: str | None
+
+
+class TaskQueue:
+    """The run's queue. Safe to use from many threads (one connection per thread).
+
+    Args:
+        path: the SQLite file (created if missing).
+        owner: this controller's identity; lease owners are ``<owner>/<worker>``.
+        lease_seconds: how long a lease lives without a heartbeat.
+        max_attempts: attempts a task gets before an infrastructure failure becomes final.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        owner: str,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.path = path
+        self.owner = owner
+        self.lease_seconds = lease_seconds
+        self.max_attempts = max_attempts
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        conn = self._conn()
+        conn.executescript(_SCHEMA)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # --- connections ------------------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            # check_same_thread=False only so close() can close every thread's connection;
+            # each connection is still used by the one thread that opened it.
+            conn = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA busy_timeout = 30000")
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every connection this queue opened (call once the threads using it ended)."""
+        with self._all_lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    def _lease_owner(self, worker: str) -> str:
+        return f"{self.owner}/{worker}"
+
+    # --- filling and recovering ---------------------------------------------------------------
+
+    def add(self, tasks: Sequence[tuple[str, float]]) -> int:
+        """Add ``(task_id, expected_seconds)`` rows that are not there yet; returns how many."""
+        now = time.time()
+        added = 0
+        with self._tx() as conn:
+            start = conn.execute("SELECT COALESCE(MAX(position), -1) + 1 FROM tasks").fetchone()[0]
+            for offset, (task_id, expected) in enumerate(tasks):
+                cur = conn.execute(
+                    "INSERT OR IGNORE INTO tasks (task_id, position, status, expected_seconds,"
+                    " updated_at) VALUES (?, ?, 'pending', ?, ?)",
+                    (task_id, start + offset, float(expected), now),
+                )
+                added += cur.rowcount
+        return added
+
+    def recover(self, *, retry_not_run: bool = True) -> int:
+        """Take back leases held by earlier controllers; returns how many tasks went to pending.
+
+        Call while holding the run's lock (no other controller is alive). The interrupted attempt
+        is given back. With ``retry_not_run``, tasks a budget cap kept from running are pending
+        again, so a resumed run with a higher cap runs them.
+        """
+        now = time.time()
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE tasks SET status='pending', lease_owner=NULL, lease_expires_at=NULL,"
+                " lease_started_at=NULL, attempts=MAX(attempts - 1, 0), updated_at=?"
+                " WHERE status='leased' AND (lease_owner IS NULL OR lease_owner NOT LIKE ?)",
+                (now, f"{self.owner}/%"),
+            )
+            moved = cur.rowcount
+            if retry_not_run:
+                cur = conn.execute(
+                    "UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
+                    " updated_at=? WHERE status='done' AND final_status='not_run'",
+                    (now,),
+                )
+                moved += cur.rowcount
+        return moved
+
+    # --- leasing ------------------------------------------------------------------------------
+
+    def _reclaim_expired(self, conn: sqlite3.Connection, now: float) -> None:
+        conn.execute(
+            "UPDATE tasks SET status='pending', lease_owner=NULL, lease_expires_at=NULL,"
+            " lease_started_at=NULL, updated_at=? WHERE status='leased' AND lease_expires_at < ?",
+            (now, now),
+        )
+
+    def peek_next(self, worker: str) -> QueuedTask | None:
+        """The task :meth:`lease_next` would hand ``worker`` now, without leasing it.
+
+        Longest expected first; a task that just failed on ``worker`` comes after the others, so
+        a retry goes to another worker whenever another one is asking.
+        """
+        conn = self._conn()
+        row = conn.execute(
+            "SELECT task_id, attempts, expected_seconds, last_worker FROM tasks"
+            " WHERE status='pending' OR (status='leased' AND lease_expires_at < ?)"
+            " ORDER BY (last_worker IS NOT NULL AND last_worker = ?) ASC,"
+            " expected_seconds DESC, position ASC LIMIT 1",
+            (time.time(), worker),
+        ).fetchone()
+        return None if row is None else _queued(row)
+
+    def lease(self, task_id: str, worker: str) -> QueuedTask | None:
+        """Lease one pending task to ``worker``; ``None`` if it is no longer pending."""
+        now = time.time()
+        with self._tx() as conn:
+            self._reclaim_expired(conn, now)
+            cur = conn.execute(
+                "UPDATE tasks SET status='leased', attempts=attempts + 1, lease_owner=?,"
+                " lease_expires_at=?, lease_started_at=?, updated_at=?"
+                " WHERE task_id=? AND status='pending'",
+                (self._lease_owner(worker), now + self.lease_seconds, now, now, task_id),
+            )
+            if cur.rowcount != 1:
+                return None
+            row = conn.execute(
+                "SELECT task_id, attempts, expected_seconds, last_worker FROM tasks"
+                " WHERE task_id=?",
+                (task_id,),
+            ).fetchone()
+        return _queued(row)
+
+    def lease_next(self, worker: str) -> QueuedTask | None:
+        """Lease the longest expected pending task to ``worker``; ``None`` when none is pending."""
+        while True:
+            candidate = self.peek_next(worker)
+            if candidate is None:
+                return None
+            leased = self.lease(candidate.task_id, worker)
+            if leased is not None:
+                return leased
+
+    def heartbeat(self, task_ids: Sequence[str] | None = None) -> int:
+        """Push forward the expiry of this controller's leases (all, or ``task_ids``)."""
+        now = time.time()
+        with self._tx() as conn:
+            if task_ids is None:
+                cur = conn.execute(
+                    "UPDATE tasks SET lease_expires_at=? WHERE status='leased'"
+                    " AND lease_owner LIKE ?",
+                    (now + self.lease_seconds, f"{self.owner}/%"),
+                )
+                return cur.rowcount
+            total = 0
+            for task_id in task_ids:
+                cur = conn.execute(
+                    "UPDATE tasks SET lease_expires_at=? WHERE status='leased' AND task_id=?"
+                    " AND lease_owner LIKE ?",
+                    (now + self.lease_seconds, task_id, f"{self.owner}/%"),
+                )
+                total += cur.rowcount
+            return total
+
+    # --- ending -------------------------------------------------------------------------------
+
+    def release(
+        self,
+        task_id: str,
+        worker: str,
+        reason: str,
+        *,
+        attempt: dict[str, Any],
+        final_record: dict[str, Any],
+    ) -> ReleaseOutcome:
+        """Give a task back after an infrastructure error or a timeout on ``worker``.
+
+        ``attempt`` (worker, error, times) is appended to the task's history either way. If the
+        task has attempts left it goes back to pending; otherwise ``final_record`` (with the
+        history filled in) is committed as its final record, in the same transaction.
+        """
+        now = time.time()
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT attempts, history FROM tasks WHERE task_id=? AND status='leased'"
+                " AND lease_owner=?",
+                (task_id, self._lease_owner(worker)),
+            ).fetchone()
+            if row is None:
+                raise LookupError(f"task {task_id} is not leased to {worker}")
+            history = json.loads(row["history"])
+            history.append({**attempt, "reason": reason})
+            if row["attempts"] < self.max_attempts:
+                conn.execute(
+                    "UPDATE tasks SET status='pending', lease_owner=NULL, lease_expires_at=NULL,"
+                    " lease_started_at=NULL, last_worker=?, history=?, updated_at=?"
+                    " WHERE task_id=?",
+                    (worker, json.dumps(history), now, task_id),
+                )
+                return ReleaseOutcome.RETRY
+            self._finish(conn, task_id, final_record, history=json.dumps(history), now=now)
+            return ReleaseOutcome.FINAL
+
+    def complete(self, task_id: str, record: dict[str, Any]) -> None:
+        """Commit a task's final record (the ``execution.json`` document) and mark it done."""
+        with self._tx() as conn:
+            self._finish(conn, task_id, record, history=None, now=time.time())
+
+    def _finish(
+        self,
+        conn: sqlite3.Connection,
+        task_id: str,
+        record: dict[str, Any],
+        *,
+        history: str | None,
+        now: float,
+    ) -> None:
+        cur = conn.execute(
+            "UPDATE tasks SET status='done', final_status=?, record=?, lease_owner=NULL,"
+            " lease_expires_at=NULL, lease_started_at=NULL, history=COALESCE(?, history),"
+            " updated_at=? WHERE task_id=? AND status!='done'",
+            (str(record["status"]), json.dumps(record), history, now, task_id),
+        )
+        if cur.rowcount != 1:
+            raise LookupError(f"task {task_id} is unknown or already done")
+
+    # --- reading ------------------------------------------------------------------------------
+
+    def task_ids(self) -> list[str]:
+        """All task IDs in selection order."""
+        rows = self._conn().execute("SELECT task_id FROM tasks ORDER BY position").fetchall()
+        return [str(r["task_id"]) for r in rows]
+
+    def ids_with_status(self, status: QueueStatus) -> list[str]:
+        """Task IDs in a queue state, in selection order."""
+        rows = self._conn().execute(
+            "SELECT task_id FROM tasks WHERE status=? ORDER BY position", (status.value,)
+        ).fetchall()
+        return [str(r["task_id"]) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        """Rows per queue state (every state present, zeros included)."""
+        result = {s.value: 0 for s in QueueStatus}
+        for row in self._conn().execute("SELECT status, COUNT(*) AS n FROM tasks GROUP BY status"):
+            result[str(row["status"])] = int(row["n"])
+        return result
+
+    def history(self, task_id: str) -> list[dict[str, Any]]:
+        """The earlier attempts of a task that were released (oldest first)."""
+        row = self._conn().execute(
+            "SELECT history FROM tasks WHERE task_id=?", (task_id,)
+        ).fetchone()
+        return [] if row is None else list(json.loads(row["history"]))
+
+    def record(self, task_id: str) -> dict[str, Any] | None:
+        """The committed final record of a done task, else ``None``."""
+        row = self._conn().execute(
+            "SELECT record FROM tasks WHERE task_id=? AND status='done'", (task_id,)
+        ).fetchone()
+        return None if row is None or row["record"] is None else dict(json.loads(row["record"]))
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        """Every committed final record, by task ID, in selection order."""
+        rows = self._conn().execute(
+            "SELECT task_id, record FROM tasks WHERE status='done' ORDER BY position"
+        ).fetchall()
+        return {str(r["task_id"]): dict(json.loads(r["record"])) for r in rows}
+
+
+def _queued(row: sqlite3.Row) -> QueuedTask:
+    return QueuedTask(
+        task_id=str(row["task_id"]),
+        attempts=int(row["attempts"]),
+        expected_seconds=float(row["expected_seconds"]),
+        last_worker=row["last_worker"],
+    )

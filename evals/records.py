@@ -1,0 +1,296 @@
+"""The run folder: metadata, the task as run, one final execution record per task, screenshots.
+
+Layout (the contract the summary and the viewer read)::
+
+    <root>/<run>/metadata.json
+    <root>/<run>/queue.sqlite                      (evals.queue, the runner's own)
+    <root>/<run>/tasks/<task_id>/task.json
+    <root>/<run>/tasks/<task_id>/execution.json
+    <root>/<run>/tasks/<task_id>/step_000.png ...  (the observation before each action)
+
+Every JSON file is written atomically (temp file, fsync, rename), so a crash leaves the old file or
+the new one. ``execution.json`` is a copy of what the queue committed; the queue stays the source
+of truth, and a resumed run rewrites a missing copy from it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+from oa_vm.state import atomic_write_json
+
+DEFAULT_RESULTS_DIR = "benchmark_results"
+RESULTS_ENV = "OA_EVALS_RESULTS"
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class TaskStatus(StrEnum):
+    """A task's final status: an outcome (success/failure), an error, or not run (budget)."""
+
+    SUCCESS = "success"
+    FAILURE = "failure"
+    ERROR = "error"
+    NOT_RUN = "not_run"
+
+
+class ErrorType(StrEnum):
+    """Why a task ended in ``error`` (or ``not_run``)."""
+
+    INFRASTRUCTURE = "infrastructure"
+    SETUP = "setup"
+    AGENT = "agent"
+    EVALUATION = "evaluation"
+    TIMEOUT = "timeout"
+    BUDGET = "budget"
+
+
+class RunStatus(StrEnum):
+    """A run's status in ``metadata.json``."""
+
+    RUNNING = "running"
+    FINISHED = "finished"
+    INTERRUPTED = "interrupted"
+    BUDGET_STOPPED = "budget_stopped"
+
+
+def now_iso() -> str:
+    """Now as an ISO 8601 UTC timestamp (records never hold naive times)."""
+    return datetime.now(UTC).isoformat()
+
+
+@dataclass
+class StepRecord:
+    """One step of the agent loop: the observation's screenshot, the action and its result."""
+
+    index: int
+    action: dict[str, Any]
+    started_at: str
+    duration_s: float = 0.0
+    screenshot: str | None = None
+    window_title: str | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+@dataclass
+class CostRecord:
+    """What one task cost: worker time priced per worker-hour plus the model tokens it used."""
+
+    worker_seconds: float = 0.0
+    vm_usd: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model_usd: float = 0.0
+    total_usd: float = 0.0
+
+
+@dataclass
+class AttemptRecord:
+    """An attempt that did not end the task (retried elsewhere); kept for the post-mortem."""
+
+    attempt: int
+    worker: str | None
+    error_type: str | None
+    error_message: str | None
+    started_at: str | None
+    ended_at: str | None
+
+
+@dataclass
+class TaskExecution:
+    """The final record of one task (``tasks/<task_id>/execution.json``).
+
+    ``score`` and ``reason`` are the checker's, set only for outcomes; an error carries
+    ``error_type`` and ``error_message`` instead.
+    """
+
+    task_id: str
+    domain: str
+    instruction: str
+    infeasible: bool
+    status: TaskStatus
+    score: float | None = None
+    error_type: ErrorType | None = None
+    error_message: str | None = None
+    reason: str | None = None
+    worker: str | None = None
+    attempts: int = 0
+    started_at: str | None = None
+    ended_at: str | None = None
+    duration_s: float = 0.0
+    last_action: str | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    cost: CostRecord = field(default_factory=CostRecord)
+    previous_attempts: list[AttemptRecord] = field(default_factory=list)
+
+    @property
+    def is_outcome(self) -> bool:
+        """True for success/failure (scored by the checker)."""
+        return self.status in (TaskStatus.SUCCESS, TaskStatus.FAILURE)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``execution.json`` document."""
+        data = asdict(self)
+        data["status"] = self.status.value
+        data["error_type"] = None if self.error_type is None else self.error_type.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TaskExecution:
+        """Inverse of :meth:`to_json`."""
+        error_type = data.get("error_type")
+        return cls(
+            task_id=str(data["task_id"]),
+            domain=str(data.get("domain", "")),
+            instruction=str(data.get("instruction", "")),
+            infeasible=bool(data.get("infeasible", False)),
+            status=TaskStatus(data["status"]),
+            score=data.get("score"),
+            error_type=None if error_type is None else ErrorType(error_type),
+            error_message=data.get("error_message"),
+            reason=data.get("reason"),
+            worker=data.get("worker"),
+            attempts=int(data.get("attempts", 0)),
+            started_at=data.get("started_at"),
+            ended_at=data.get("ended_at"),
+            duration_s=float(data.get("duration_s", 0.0)),
+            last_action=data.get("last_action"),
+            steps=[StepRecord(**s) for s in data.get("steps", [])],
+            cost=CostRecord(**data.get("cost", {})),
+            previous_attempts=[AttemptRecord(**a) for a in data.get("previous_attempts", [])],
+        )
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What a record needs to know about a task before it runs."""
+
+    task_id: str
+    domain: str
+    instruction: str
+    infeasible: bool
+
+
+def error_execution(
+    info: TaskInfo, error_type: ErrorType, message: str, *, status: TaskStatus = TaskStatus.ERROR
+) -> TaskExecution:
+    """A final record for a task that ended (or never started) in error."""
+    now = now_iso()
+    return TaskExecution(
+        task_id=info.task_id,
+        domain=info.domain,
+        instruction=info.instruction,
+        infeasible=info.infeasible,
+        status=status,
+        error_type=error_type,
+        error_message=message,
+        started_at=None if status is TaskStatus.NOT_RUN else now,
+        ended_at=None if status is TaskStatus.NOT_RUN else now,
+    )
+
+
+def results_root(explicit: str | Path | None) -> Path:
+    """Where runs live: ``--results-dir``, else ``$OA_EVALS_RESULTS``, else ./benchmark_results."""
+    if explicit is not None:
+        return Path(explicit)
+    return Path(os.environ.get(RESULTS_ENV) or DEFAULT_RESULTS_DIR)
+
+
+def versions() -> dict[str, str]:
+    """Versions recorded in ``metadata.json``."""
+    try:
+        oa_vm_version = importlib_metadata.version("oa-vm")
+    except importlib_metadata.PackageNotFoundError:
+        oa_vm_version = "unknown"
+    return {"oa_vm": oa_vm_version, "python": platform.python_version()}
+
+
+class RunFolder:
+    """Reads and writes one run folder. Task IDs become folder names, so they are checked first."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @property
+    def metadata_path(self) -> Path:
+        """``metadata.json``."""
+        return self.path / "metadata.json"
+
+    @property
+    def queue_path(self) -> Path:
+        """``queue.sqlite``."""
+        return self.path / "queue.sqlite"
+
+    def exists(self) -> bool:
+        """Whether the run was started before (it has metadata)."""
+        return self.metadata_path.is_file()
+
+    def task_dir(self, task_id: str) -> Path:
+        """``tasks/<task_id>/``; refuses IDs that could escape the folder."""
+        if not _SAFE_ID.match(task_id):
+            raise ValueError(f"task ID {task_id!r} cannot be used as a folder name")
+        return self.path / "tasks" / task_id
+
+    def read_metadata(self) -> dict[str, Any]:
+        """The run's metadata; ``{}`` when the file is missing or unreadable."""
+        try:
+            data = json.loads(self.metadata_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def write_metadata(self, data: dict[str, Any]) -> None:
+        """Replace ``metadata.json``."""
+        atomic_write_json(self.metadata_path, data)
+
+    def update_metadata(self, **changes: Any) -> dict[str, Any]:
+        """Merge ``changes`` into ``metadata.json`` and return the result."""
+        data = self.read_metadata()
+        data.update(changes)
+        self.write_metadata(data)
+        return data
+
+    def write_task(self, task_id: str, task: dict[str, Any]) -> None:
+        """``tasks/<task_id>/task.json``: the task as it is run."""
+        atomic_write_json(self.task_dir(task_id) / "task.json", task)
+
+    def write_execution(self, execution: TaskExecution) -> None:
+        """``tasks/<task_id>/execution.json``."""
+        atomic_write_json(self.task_dir(execution.task_id) / "execution.json", execution.to_json())
+
+    def read_execution(self, task_id: str) -> TaskExecution | None:
+        """The task's final record, or ``None`` when there is none yet."""
+        path = self.task_dir(task_id) / "execution.json"
+        try:
+            return TaskExecution.from_json(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return None
+
+    def clear_steps(self, task_id: str) -> None:
+        """Remove a previous attempt's screenshots before a new attempt writes its own."""
+        folder = self.task_dir(task_id)
+        if folder.is_dir():
+            for png in folder.glob("step_*.png"):
+                png.unlink(missing_ok=True)
+
+    def write_screenshot(self, task_id: str, index: int, png: bytes) -> str:
+        """Save the observation before step ``index``; returns the file name for the record."""
+        return save_screenshot(self.task_dir(task_id), index, png)
+
+
+def save_screenshot(folder: Path, index: int, png: bytes) -> str:
+    """Write ``step_<index>.png`` into ``folder``; returns the file name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"step_{index:03d}.png"
+    (folder / name).write_bytes(png)
+    return name

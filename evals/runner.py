@@ -1,0 +1,809 @@
+"""Running a selection of tasks on a pool: the public entry point and the dispatcher.
+
+:func:`run_evaluation` checks everything a user can get wrong before it dispatches anything (the
+agent, the run folder, the pool, every task ID), then hands the tasks to a :class:`Dispatcher`:
+one loop (thread) per worker, one task in flight per worker, leasing from the run's durable queue
+(:mod:`evals.queue`), longest expected task first.
+
+What happens to a task that goes wrong:
+
+- the worker could not be reached, or the task ran past ``task_timeout_s``: the attempt is
+  released and another worker takes the task (``max_attempts`` in all; the last failure is the
+  final record, ``error/infrastructure`` or ``error/timeout``);
+- a worker that fails ``quarantine_after`` tasks in a row that way is quarantined: it gets no more
+  tasks and is named in ``metadata.json``;
+- setup failed, the agent raised, the checker kept failing: the task's final record says so
+  (``error/setup``, ``error/agent``, ``error/evaluation``), without retry;
+- the budget cap: dispatching stops, running tasks finish, the rest are recorded ``not_run``.
+
+Every task ends with exactly one final record, committed to the queue before ``execution.json``
+is written, so a controller killed at any moment loses nothing that finished and ``--resume``
+redoes nothing that finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from evals.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
+from evals.agents import AgentOptions, BenchmarkAgent, agent_factory
+from evals.errors import (
+    InvalidRunInputError,
+    ResumeMismatchError,
+    RunExistsError,
+    RunLockedError,
+)
+from evals.ledger import Ledger, default_token_pricer
+from evals.queue import DEFAULT_MAX_ATTEMPTS, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
+from evals.records import (
+    AttemptRecord,
+    ErrorType,
+    RunFolder,
+    RunStatus,
+    TaskExecution,
+    TaskInfo,
+    TaskStatus,
+    error_execution,
+    now_iso,
+    results_root,
+    versions,
+)
+
+if TYPE_CHECKING:
+    from oa_vm.connect import WorkerConnection
+
+DEFAULT_TASK_TIMEOUT_S = 600.0
+DEFAULT_QUARANTINE_AFTER = 2
+DEFAULT_EXPECTED_SECONDS = 120.0
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_SLEEP_COMMAND = re.compile(r"^\s*sleep\s+([0-9]+(?:\.[0-9]+)?)\s*$")
+_IDLE_POLL_S = 0.2
+
+
+# --- configuration and results -----------------------------------------------------------------
+
+
+@dataclass
+class RunConfig:
+    """Everything a run needs (the ``run`` command's options).
+
+    Attributes:
+        pool: The pool's name (``None``: the only pool there is).
+        selection: The task selection (``all``, an index, ``domain:X``, IDs, ``@file``).
+        agent: A built-in agent name or ``module:Class``.
+        agent_options: Options of built-in agents (bundles, URL).
+        max_steps: Steps per task at most.
+        run_name: The run folder's name (default: ``<agent>-<UTC time>``).
+        resume: Continue the run of that name instead of starting one.
+        task_timeout_s: Wall-clock budget of one attempt of one task.
+        max_attempts: Attempts per task when attempts fail for infrastructure reasons.
+        max_cost_usd: Stop dispatching when the run's spend would pass it.
+        results_dir: Where run folders live (default ``$OA_EVALS_RESULTS`` or
+            ``./benchmark_results``).
+        connect_timeout_s: Seconds to connect to a worker.
+        read_timeout_s: Seconds to wait for a worker's answer (short values make hung workers
+            show quickly).
+        step_pause_s: Pause after each action (WAA's stock loop: 3 s; the simulated worker
+            needs none).
+        expected_seconds: Expected duration per task ID; others are estimated from the task.
+        quarantine_after: Consecutive infrastructure failures/timeouts that quarantine a worker.
+        lease_seconds: How long a lease outlives a silent controller.
+        evaluate_backoff_s: First wait before retrying a checker that answered 5xx.
+    """
+
+    pool: str | None
+    selection: str
+    agent: str
+    agent_options: AgentOptions = field(default_factory=AgentOptions)
+    max_steps: int = DEFAULT_MAX_STEPS
+    run_name: str | None = None
+    resume: bool = False
+    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    max_cost_usd: float | None = None
+    results_dir: Path | None = None
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 60.0
+    step_pause_s: float = 0.0
+    expected_seconds: dict[str, float] | None = None
+    quarantine_after: int = DEFAULT_QUARANTINE_AFTER
+    lease_seconds: float = 60.0
+    evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
+
+    def validate(self) -> None:
+        """Raise :class:`InvalidRunInputError` for values no run can use."""
+        problems = []
+        if self.max_steps < 1:
+            problems.append("--max-steps must be at least 1")
+        if self.task_timeout_s <= 0:
+            problems.append("--task-timeout must be more than 0 seconds")
+        if self.max_attempts < 1:
+            problems.append("--max-attempts must be at least 1")
+        if self.max_cost_usd is not None and self.max_cost_usd < 0:
+            problems.append("--max-cost-usd cannot be negative")
+        if self.read_timeout_s <= 0 or self.connect_timeout_s <= 0:
+            problems.append("timeouts must be more than 0 seconds")
+        if self.run_name is not None and not _RUN_NAME.match(self.run_name):
+            problems.append(
+                f"--run-name {self.run_name!r} is not a plain folder name "
+                "(letters, digits, '.', '_', '-')"
+            )
+        if not self.selection.strip():
+            problems.append("--tasks is empty; give 'all', an index name, domain:<name> or IDs")
+        if problems:
+            raise InvalidRunInputError("; ".join(problems))
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where a run stands (what a progress display shows)."""
+
+    total: int
+    done: int
+    successes: int
+    failures: int
+    errors: int
+    not_run: int
+    running: dict[str, str | None]
+    quarantined: list[str]
+    elapsed_s: float
+    done_this_session: int
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Something that happened in a run.
+
+    ``kind`` is one of ``started``, ``task_started``, ``task_finished``, ``task_retry``,
+    ``worker_quarantined``, ``budget_stop``, ``finished``.
+    """
+
+    kind: str
+    snapshot: Snapshot
+    task_id: str | None = None
+    worker: str | None = None
+    status: str | None = None
+    detail: str | None = None
+
+
+EventSink = Callable[[RunEvent], None]
+
+
+@dataclass
+class RunResult:
+    """How a run ended.
+
+    Attributes:
+        run_dir: The run folder.
+        status: ``finished`` or ``budget_stopped`` (an interrupted run raises instead).
+        counts: Final records by status (``success``, ``failure``, ``error``, ``not_run``).
+        not_run: Tasks a budget cap kept from running.
+        quarantined: Workers that were quarantined.
+        spent_usd: The run's spend (earlier sessions of a resumed run included).
+        cap_usd: The cap, if any.
+        unpriced_models: Models whose tokens could not be priced (counted as $0).
+    """
+
+    run_dir: Path
+    status: RunStatus
+    counts: dict[str, int]
+    not_run: list[str]
+    quarantined: list[str]
+    spent_usd: float
+    cap_usd: float | None
+    unpriced_models: list[str] = field(default_factory=list)
+
+
+# --- estimates ---------------------------------------------------------------------------------
+
+
+def estimate_seconds(
+    task: Mapping[str, Any],
+    *,
+    step_pause_s: float = 0.0,
+    default: float = DEFAULT_EXPECTED_SECONDS,
+) -> float:
+    """A task's expected duration, from what it holds (used to order tasks and to budget).
+
+    A scripted reference solution gives the best guess (its ``sleep`` commands, a little per
+    step, and the pause after each action sent); otherwise the number of setup steps and
+    metrics gives a rough one on top of ``default``. Only the order and the rough size matter:
+    the ledger corrects the scale from what finished tasks took.
+    """
+    solution = task.get("reference_solution")
+    config = task.get("config")
+    setup_steps = len(config) if isinstance(config, list) else 0
+    if isinstance(solution, list) and solution:
+        sleeps = 0.0
+        sent = 0
+        for action in solution:
+            text = action.strip() if isinstance(action, str) else ""
+            match = _SLEEP_COMMAND.match(text)
+            if match:
+                sleeps += float(match.group(1))
+            if text.upper() not in ("DONE", "FAIL", "WAIT"):
+                sent += 1
+        pauses = step_pause_s * sent
+        return round(1.0 + sleeps + pauses + 0.5 * len(solution) + 0.5 * setup_steps, 3)
+    evaluator = task.get("evaluator")
+    funcs = evaluator.get("func") if isinstance(evaluator, dict) else None
+    metrics = len(funcs) if isinstance(funcs, list) else 1
+    return round(default + 10.0 * setup_steps + 5.0 * metrics, 3)
+
+
+# --- the run folder lock -----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def run_lock(folder: RunFolder) -> Iterator[None]:
+    """Hold the run's lock (one controller per run); the OS drops it if the process dies.
+
+    Raises:
+        RunLockedError: another live process holds it.
+    """
+    folder.path.mkdir(parents=True, exist_ok=True)
+    handle: IO[str] = open(folder.path / ".lock", "a+", encoding="utf-8")  # noqa: SIM115
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunLockedError(str(folder.path)) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{socket.gethostname()} pid {os.getpid()}\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
+# --- the dispatcher ----------------------------------------------------------------------------
+
+
+@dataclass
+class DispatchSettings:
+    """The dispatcher's knobs (a subset of :class:`RunConfig`)."""
+
+    max_steps: int = DEFAULT_MAX_STEPS
+    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    quarantine_after: int = DEFAULT_QUARANTINE_AFTER
+    step_pause_s: float = 0.0
+    evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
+
+
+@dataclass
+class DispatchOutcome:
+    """What the dispatcher ended with."""
+
+    budget_stopped: bool
+    quarantined: list[str]
+
+
+class Dispatcher:
+    """Runs the queue's pending tasks on the given workers until none is left.
+
+    Args:
+        folder: The run folder (records and screenshots go there).
+        queue: The run's queue, filled and recovered.
+        ledger: Prices attempts and holds the cap.
+        workers: One connection per ready worker.
+        tasks: Task JSON by ID (every task of the queue).
+        infos: Record facts by ID (domain, instruction, infeasible).
+        make_agent: Builds one agent per worker.
+        settings: Steps, timeouts, quarantine threshold.
+        on_event: Called (from worker threads) as things happen; must be quick and thread-safe.
+    """
+
+    def __init__(
+        self,
+        folder: RunFolder,
+        queue: TaskQueue,
+        ledger: Ledger,
+        workers: list[WorkerConnection],
+        tasks: Mapping[str, dict[str, Any]],
+        infos: Mapping[str, TaskInfo],
+        make_agent: Callable[[], BenchmarkAgent],
+        settings: DispatchSettings,
+        on_event: EventSink | None = None,
+    ) -> None:
+        self.folder = folder
+        self.queue = queue
+        self.ledger = ledger
+        self.workers = workers
+        self.tasks = tasks
+        self.infos = infos
+        self.make_agent = make_agent
+        self.settings = settings
+        self.on_event = on_event
+        self._lease_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._wake = threading.Condition()
+        self._stop = threading.Event()
+        self._budget_stopped = False
+        self._quarantined: list[str] = []
+        self._running: dict[str, str | None] = {w.name: None for w in workers}
+        self._counts = {s.value: 0 for s in TaskStatus}
+        self._done_this_session = 0
+        self._started = time.monotonic()
+        for record in queue.records().values():
+            self._counts[str(record["status"])] += 1
+
+    # --- events -------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """Where the run stands now."""
+        with self._state_lock:
+            return Snapshot(
+                total=len(self.tasks),
+                done=sum(self._counts.values()),
+                successes=self._counts[TaskStatus.SUCCESS],
+                failures=self._counts[TaskStatus.FAILURE],
+                errors=self._counts[TaskStatus.ERROR],
+                not_run=self._counts[TaskStatus.NOT_RUN],
+                running=dict(self._running),
+                quarantined=list(self._quarantined),
+                elapsed_s=time.monotonic() - self._started,
+                done_this_session=self._done_this_session,
+            )
+
+    def _emit(self, kind: str, **details: str | None) -> None:
+        if self.on_event is not None:
+            self.on_event(RunEvent(kind, self.snapshot(), **details))
+
+    # --- running ------------------------------------------------------------------------------
+
+    def run(self) -> DispatchOutcome:
+        """Dispatch until every task has a final record (or Ctrl-C: leases stay for --resume).
+
+        Raises:
+            KeyboardInterrupt: passed on after the loops were told to stop committing.
+        """
+        self._emit("started")
+        threads = [
+            threading.Thread(
+                target=self._worker_loop, args=(w,), name=f"dispatch-{w.name}", daemon=True
+            )
+            for w in self.workers
+        ]
+        beat = threading.Thread(target=self._heartbeat, name="lease-heartbeat", daemon=True)
+        beat.start()
+        for thread in threads:
+            thread.start()
+        try:
+            # join with a timeout so that Ctrl-C reaches this (main) thread promptly
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(timeout=0.5)
+        except BaseException:
+            self._stop.set()
+            with self._wake:
+                self._wake.notify_all()
+            raise
+        finally:
+            self._stop.set()
+        beat.join(timeout=5.0)
+        self._finalize_leftovers()
+        self._emit("finished")
+        return DispatchOutcome(self._budget_stopped, list(self._quarantined))
+
+    def _heartbeat(self) -> None:
+        interval = max(0.5, self.queue.lease_seconds / 3.0)
+        while not self._stop.wait(interval):
+            self.queue.heartbeat()
+
+    def _worker_loop(self, worker: WorkerConnection) -> None:
+        agent = self.make_agent()
+        consecutive = 0
+        while not self._stop.is_set():
+            lease = self._next_lease(worker.name)
+            if lease is None:
+                if self._stop.is_set() or self._budget_stopped or self._drained():
+                    break
+                with self._wake:
+                    self._wake.wait(_IDLE_POLL_S)
+                continue
+            worker_fault = self._run_one(worker, agent, lease)
+            consecutive = consecutive + 1 if worker_fault else 0
+            if consecutive >= self.settings.quarantine_after:
+                self._quarantine(worker.name, consecutive)
+                break
+        with self._state_lock:
+            self._running[worker.name] = None
+        with self._wake:
+            self._wake.notify_all()
+
+    def _drained(self) -> bool:
+        counts = self.queue.counts()
+        return counts[QueueStatus.PENDING] == 0 and counts[QueueStatus.LEASED] == 0
+
+    def _active_workers(self) -> int:
+        with self._state_lock:
+            return len(self.workers) - len(self._quarantined)
+
+    def _next_lease(self, worker: str) -> QueuedTask | None:
+        with self._lease_lock:
+            if self._stop.is_set() or self._budget_stopped:
+                return None
+            candidate = self.queue.peek_next(worker)
+            if candidate is None:
+                return None
+            if candidate.last_worker == worker and self._active_workers() > 1:
+                # Every task left just failed here: leave it to a healthier worker.
+                return None
+            if not self.ledger.try_reserve(candidate.task_id, candidate.expected_seconds):
+                if self.ledger.in_flight() > 0:
+                    # Reservations are estimates; once the running tasks settle, their real
+                    # cost (and better estimates) may leave room. Wait rather than stop.
+                    return None
+                self._budget_stopped = True
+                self._emit(
+                    "budget_stop",
+                    task_id=candidate.task_id,
+                    detail=f"spent ${self.ledger.spent():.4f} of ${self.ledger.cap_usd}",
+                )
+                with self._wake:
+                    self._wake.notify_all()
+                return None
+            lease = self.queue.lease(candidate.task_id, worker)
+            if lease is None:
+                self.ledger.settle(
+                    candidate.task_id, expected_seconds=0.0, actual_seconds=0.0, final=False
+                )
+            return lease
+
+    def _run_one(self, worker: WorkerConnection, agent: BenchmarkAgent, lease: QueuedTask) -> bool:
+        """Run one leased attempt and commit what it ended with; True if the worker is to blame."""
+        task_id = lease.task_id
+        info = self.infos[task_id]
+        with self._state_lock:
+            self._running[worker.name] = task_id
+        self._emit("task_started", task_id=task_id, worker=worker.name)
+        self.folder.clear_steps(task_id)
+        began = time.monotonic()
+        try:
+            execution = run_task(
+                worker.waa,
+                worker.scoring,
+                self.tasks[task_id],
+                task_id,
+                agent,
+                max_steps=self.settings.max_steps,
+                step_pause_s=self.settings.step_pause_s,
+                deadline=began + self.settings.task_timeout_s,
+                record_dir=self.folder.task_dir(task_id),
+                domain=info.domain,
+                evaluate_backoff_s=self.settings.evaluate_backoff_s,
+            )
+        except Exception as exc:  # a harness bug must still leave a record, not a stuck lease
+            execution = error_execution(
+                info, ErrorType.INFRASTRUCTURE, f"unexpected {type(exc).__name__}: {exc}"
+            )
+        seconds = time.monotonic() - began
+        with self._state_lock:
+            self._running[worker.name] = None
+        if self._stop.is_set():
+            # Interrupted: commit nothing, the lease is recovered by --resume.
+            return False
+        execution.worker = worker.name
+        execution.attempts = lease.attempts
+        execution.cost = self.ledger.charge(task_id, seconds, [s.usage for s in execution.steps])
+        execution.previous_attempts = [
+            AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
+        ]
+        retryable = execution.error_type in (ErrorType.INFRASTRUCTURE, ErrorType.TIMEOUT)
+        if not retryable:
+            self._commit(execution, lease, seconds)
+            return False
+        attempt = {
+            "attempt": lease.attempts,
+            "worker": worker.name,
+            "error_type": None if execution.error_type is None else execution.error_type.value,
+            "error_message": execution.error_message,
+            "started_at": execution.started_at,
+            "ended_at": execution.ended_at,
+        }
+        outcome = self.queue.release(
+            task_id,
+            worker.name,
+            execution.error_message or "",
+            attempt=attempt,
+            final_record=execution.to_json(),
+        )
+        final = outcome is ReleaseOutcome.FINAL
+        self.ledger.settle(
+            task_id, expected_seconds=lease.expected_seconds, actual_seconds=seconds, final=final
+        )
+        if final:
+            self.folder.write_execution(execution)
+            self._count(execution)
+            self._emit(
+                "task_finished", task_id=task_id, worker=worker.name,
+                status=execution.status.value, detail=execution.error_message,
+            )
+        else:
+            self._emit(
+                "task_retry", task_id=task_id, worker=worker.name,
+                detail=execution.error_message,
+            )
+            with self._wake:
+                self._wake.notify_all()
+        return True
+
+    def _commit(self, execution: TaskExecution, lease: QueuedTask, seconds: float) -> None:
+        self.queue.complete(execution.task_id, execution.to_json())
+        self.folder.write_execution(execution)
+        self.ledger.settle(
+            execution.task_id,
+            expected_seconds=lease.expected_seconds,
+            actual_seconds=seconds,
+            final=True,
+        )
+        self._count(execution)
+        self._emit(
+            "task_finished", task_id=execution.task_id, worker=execution.worker,
+            status=execution.status.value, detail=execution.error_message or execution.reason,
+        )
+
+    def _count(self, execution: TaskExecution) -> None:
+        with self._state_lock:
+            self._counts[execution.status.value] += 1
+            self._done_this_session += 1
+
+    def _quarantine(self, worker: str, failures: int) -> None:
+        with self._state_lock:
+            self._quarantined.append(worker)
+        self._emit(
+            "worker_quarantined", worker=worker,
+            detail=f"{failures} consecutive infrastructure failures or timeouts",
+        )
+
+    def _finalize_leftovers(self) -> None:
+        """Give every task still pending its final record (budget cap, or no worker left)."""
+        if self._stop.is_set() and not self._budget_stopped and self._drained():
+            return
+        pending = self.queue.ids_with_status(QueueStatus.PENDING)
+        for task_id in pending:
+            info = self.infos[task_id]
+            if self._budget_stopped:
+                record = error_execution(
+                    info, ErrorType.BUDGET,
+                    f"not run: the budget cap ${self.ledger.cap_usd} was reached",
+                    status=TaskStatus.NOT_RUN,
+                )
+            else:
+                names = ", ".join(self._quarantined) or "none"
+                record = error_execution(
+                    info, ErrorType.INFRASTRUCTURE,
+                    f"no healthy worker was left to run it (quarantined: {names})",
+                )
+            record.attempts = len(self.queue.history(task_id))
+            record.cost = self.ledger.task_cost(task_id)
+            record.previous_attempts = [
+                AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
+            ]
+            self.queue.complete(task_id, record.to_json())
+            self.folder.write_execution(record)
+            self._count(record)
+            self._emit("task_finished", task_id=task_id, status=record.status.value,
+                       detail=record.error_message)
+
+
+def _attempt_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("attempt", "worker", "error_type", "error_message", "started_at", "ended_at")
+    return {k: entry.get(k) for k in keys}
+
+
+# --- the public entry point ---------------------------------------------------------------------
+
+
+def default_run_name(agent: str) -> str:
+    """``<agent>-<UTC time>``, safe as a folder name."""
+    stamp = now_iso().replace(":", "").replace("+0000", "Z").split(".")[0]
+    agent_part = re.sub(r"[^A-Za-z0-9]+", "-", agent).strip("-") or "agent"
+    return f"{agent_part}-{stamp}"
+
+
+def _check_resume(folder: RunFolder, config: RunConfig) -> dict[str, Any]:
+    metadata = folder.read_metadata()
+    recorded = str(metadata.get("selection", ""))
+    if recorded != config.selection:
+        raise ResumeMismatchError(str(folder.path), "--tasks", recorded, config.selection)
+    recorded_agent = str(metadata.get("agent", ""))
+    if recorded_agent != config.agent:
+        raise ResumeMismatchError(str(folder.path), "--agent", recorded_agent, config.agent)
+    return metadata
+
+
+def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> RunResult:
+    """Run (or resume) a selection of tasks on a pool and write the run folder.
+
+    Nothing is dispatched, and the run folder is not touched, until the options, the agent, the
+    pool and every task ID were checked.
+
+    Raises:
+        InvalidRunInputError: bad options, an unknown agent, a run that exists without
+            ``resume`` (or is missing with it), ``resume`` with another selection or agent, a
+            task the agent cannot play (exit code 2).
+        oa_vm.errors.OaVmError: the pool is unknown or not ready.
+        waa_client.errors.CatalogError: unknown or synthetic task IDs (all listed; exit code 2).
+        RunLockedError: another process runs this run now.
+        KeyboardInterrupt: Ctrl-C; the run is marked ``interrupted`` and can be resumed.
+    """
+    from oa_vm import api, state
+    from waa_client.catalog import Catalog
+    from waa_client.errors import WaaError
+
+    config.validate()
+    run_name = config.run_name or default_run_name(config.agent)
+    folder = RunFolder(results_root(config.results_dir) / run_name)
+    if config.resume and not folder.exists():
+        raise InvalidRunInputError(
+            f"there is no run {folder.path} to resume; check --run-name and --results-dir"
+        )
+    if not config.resume and folder.path.exists():
+        raise RunExistsError(str(folder.path))
+    previous = _check_resume(folder, config) if config.resume else {}
+    make_agent = agent_factory(config.agent, config.agent_options)
+
+    pool_name = api.resolve_name(config.pool)
+    with api.connect(
+        pool_name, connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s
+    ) as workers:
+        record = state.load(pool_name)
+        live = record.cloud != "local"
+        catalog: Catalog | None = None
+        last_error: WaaError | None = None
+        for worker in workers:
+            try:
+                catalog = Catalog.from_scoring(worker.scoring)
+                break
+            except WaaError as exc:
+                if not exc.is_infrastructure:
+                    raise
+                last_error = exc
+        if catalog is None:
+            assert last_error is not None
+            raise last_error
+        refs = catalog.select(config.selection, live=live)
+        task_ids = [r.task_id for r in refs]
+        if config.resume and list(previous.get("task_ids") or []) != task_ids:
+            raise ResumeMismatchError(
+                str(folder.path), "--tasks (the tasks it names now differ)",
+                ",".join(previous.get("task_ids") or []), ",".join(task_ids),
+            )
+        tasks = {tid: catalog.load(tid) for tid in task_ids}
+        infos = {
+            r.task_id: TaskInfo(r.task_id, r.domain, r.instruction, r.infeasible) for r in refs
+        }
+        for tid in task_ids:
+            folder.task_dir(tid)  # refuses IDs unusable as folder names, before writing
+        make_agent().check_tasks(tasks)
+        return _run_in_folder(
+            folder, config, record.name, record.cloud, record.price_per_hour,
+            workers, tasks, infos, make_agent, previous, on_event,
+        )
+
+
+def _run_in_folder(
+    folder: RunFolder,
+    config: RunConfig,
+    pool: str,
+    cloud: str,
+    price_per_hour: float | None,
+    workers: list[WorkerConnection],
+    tasks: dict[str, dict[str, Any]],
+    infos: dict[str, TaskInfo],
+    make_agent: Callable[[], BenchmarkAgent],
+    previous: dict[str, Any],
+    on_event: EventSink | None,
+) -> RunResult:
+    from evals import metrics
+
+    task_ids = list(tasks)
+    if not config.resume:
+        folder.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.path.mkdir()
+        except FileExistsError:
+            raise RunExistsError(str(folder.path)) from None
+    with run_lock(folder):
+        earlier_quarantined: list[str] = []
+        metadata: dict[str, Any] = {
+            "run": folder.path.name,
+            "pool": pool,
+            "cloud": cloud,
+            "agent": config.agent,
+            "selection": config.selection,
+            "task_ids": task_ids,
+            "max_steps": config.max_steps,
+            "max_attempts": config.max_attempts,
+            "task_timeout_s": config.task_timeout_s,
+            "max_cost_usd": config.max_cost_usd,
+            "price_per_hour": price_per_hour,
+            "versions": versions(),
+            "workers": [w.name for w in workers],
+            "started_at": previous.get("started_at") or now_iso(),
+            "ended_at": None,
+            "status": RunStatus.RUNNING.value,
+            "quarantined_workers": [],
+        }
+        if config.resume:
+            metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
+            earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
+            metadata["quarantined_workers"] = earlier_quarantined
+        folder.write_metadata(metadata)
+        for tid, task in tasks.items():
+            folder.write_task(tid, task)
+        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        queue = TaskQueue(
+            folder.queue_path, owner=owner, lease_seconds=config.lease_seconds,
+            max_attempts=config.max_attempts,
+        )
+        try:
+            given = config.expected_seconds or {}
+            pause = config.step_pause_s
+            queue.add([
+                (tid, given.get(tid) or estimate_seconds(tasks[tid], step_pause_s=pause))
+                for tid in task_ids
+            ])
+            queue.recover()
+            ledger = Ledger(price_per_hour, config.max_cost_usd, default_token_pricer())
+            done = queue.records()
+            ledger.carry(r.get("cost") or {} for r in done.values())
+            for tid, record in done.items():
+                # The queue is the source of truth: restore a copy lost in a crash.
+                if folder.read_execution(tid) is None:
+                    folder.write_execution(TaskExecution.from_json(record))
+            dispatcher = Dispatcher(
+                folder, queue, ledger, workers, tasks, infos, make_agent,
+                DispatchSettings(
+                    max_steps=config.max_steps,
+                    task_timeout_s=config.task_timeout_s,
+                    quarantine_after=config.quarantine_after,
+                    step_pause_s=config.step_pause_s,
+                    evaluate_backoff_s=config.evaluate_backoff_s,
+                ),
+                on_event,
+            )
+            try:
+                outcome = dispatcher.run()
+            except BaseException:
+                folder.update_metadata(
+                    status=RunStatus.INTERRUPTED.value, ended_at=now_iso(),
+                    cost=ledger.totals(),
+                )
+                raise
+            quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
+            status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED
+            records = queue.records()
+        finally:
+            queue.close()
+        folder.update_metadata(
+            status=status.value, ended_at=now_iso(), quarantined_workers=quarantined,
+            cost=ledger.totals(),
+        )
+        metrics.write_summary(folder.path)
+    counts = {s.value: 0 for s in TaskStatus}
+    for record in records.values():
+        counts[str(record["status"])] += 1
+    return RunResult(
+        run_dir=folder.path,
+        status=status,
+        counts=counts,
+        not_run=[tid for tid, r in records.items() if r["status"] == TaskStatus.NOT_RUN],
+        quarantined=quarantined,
+        spent_usd=ledger.spent(),
+        cap_usd=config.max_cost_usd,
+        unpriced_models=sorted(ledger.unpriced_models),
+    )

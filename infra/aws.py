@@ -1,0 +1,293 @@
+"""A pool of WAA workers on AWS, as a Pulumi component, and its thin program entry point.
+
+What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
+
+- networking: the region's default VPC and its default subnets in zones that offer the size;
+  without a default VPC, a small VPC of the pool's own (VPC, internet gateway, route table,
+  one public subnet). AWS allows 5 VPCs per region by default.
+- a security group opening 22 only to the allowed CIDRs (nothing else comes in);
+- a key pair from the pool's own ed25519 key;
+- per worker, an Ubuntu LTS instance (C8i/M8i/R8i with nested virtualization, or ``.metal``),
+  128 GB encrypted gp3 root volume, shutdown behaviour ``terminate`` and cloud-init (which arms a
+  power-off at the pool's expiry: together they end the instance on time), optionally spot.
+
+Pure builders (:func:`ssh_ingress`, :func:`ami_filters`, :func:`worker_output`) decide; the
+component only wires them to resources.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import ipaddress
+from collections.abc import Mapping
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from infra import sizes
+from infra.settings import PoolSettings
+from infra.tags import pool_tags
+from infra.worker import cloud_init
+
+CANONICAL_OWNER = "099720109477"
+UBUNTU_AMI_NAME = "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*"
+SSH_USER = "ubuntu"
+OWN_VPC_CIDR = "10.77.0.0/16"
+OWN_SUBNET_CIDR = "10.77.0.0/24"
+COMPONENT_TYPE = "oa-vm:aws:WorkerPool"
+
+
+class CapacityError(RuntimeError):
+    """The size is not offered in the region: region failover should try the next one."""
+
+
+def ami_filters() -> list[dict[str, Any]]:
+    """Filters selecting Canonical's current Ubuntu 24.04 LTS server AMI (amd64, hvm, gp3)."""
+    return [
+        {"name": "name", "values": [UBUNTU_AMI_NAME]},
+        {"name": "virtualization-type", "values": ["hvm"]},
+        {"name": "architecture", "values": ["x86_64"]},
+        {"name": "root-device-type", "values": ["ebs"]},
+    ]
+
+
+def ssh_ingress(cidrs: list[str]) -> list[dict[str, Any]]:
+    """Security group ingress: TCP 22 from ``cidrs`` only (IPv4 and IPv6 kept apart)."""
+    v4 = [c for c in cidrs if ipaddress.ip_network(c, strict=False).version == 4]
+    v6 = [c for c in cidrs if ipaddress.ip_network(c, strict=False).version == 6]
+    rule: dict[str, Any] = {
+        "description": "SSH from the pool owner",
+        "protocol": "tcp",
+        "from_port": 22,
+        "to_port": 22,
+    }
+    if v4:
+        rule["cidr_blocks"] = v4
+    if v6:
+        rule["ipv6_cidr_blocks"] = v6
+    return [rule]
+
+
+def user_data_base64(settings: PoolSettings) -> str:
+    """The worker's cloud-init, gzip-compressed and base64-encoded (AWS caps user data at 16 KiB;
+    cloud-init recognises gzip by its magic bytes)."""
+    raw = gzip.compress(cloud_init.render(settings).encode("utf-8"), mtime=0)
+    if len(raw) > cloud_init.MAX_USER_DATA:
+        raise ValueError(f"worker user data is {len(raw)} bytes, over AWS's 16 KiB limit")
+    return base64.b64encode(raw).decode("ascii")
+
+
+def worker_output(name: str, public_ip: str, instance_id: str) -> dict[str, str]:
+    """One worker as the driver reads it back from the stack outputs."""
+    return {"name": name, "public_ip": public_ip, "instance_id": instance_id, "ssh_user": SSH_USER}
+
+
+class AwsWorkerPool(pulumi.ComponentResource):
+    """All resources of one pool in one region.
+
+    Attributes:
+        workers: ``Output[list[{"name", "public_ip", "instance_id", "ssh_user"}]]``.
+        security_group_id: the pool's security group.
+    """
+
+    workers: pulumi.Output[list[dict[str, str]]]
+
+    def __init__(
+        self, name: str, settings: PoolSettings, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(COMPONENT_TYPE, name, None, opts)
+        settings.validate()
+        sizes.check_aws_size(settings.size)
+        self._settings = settings
+        self._tags = pool_tags(settings)
+        child = pulumi.ResourceOptions(parent=self)
+        invoke = pulumi.InvokeOptions(parent=self)
+
+        subnet_ids, vpc_id = self._network(invoke, child)
+        sg = aws.ec2.SecurityGroup(
+            f"{name}-ssh",
+            description=f"oa-vm pool {settings.name}: SSH from the owner only",
+            vpc_id=vpc_id,
+            ingress=ssh_ingress(settings.normalized_cidrs()),
+            egress=[
+                {
+                    "description": "downloads (packages, images, Windows ISO)",
+                    "protocol": "-1",
+                    "from_port": 0,
+                    "to_port": 0,
+                    "cidr_blocks": ["0.0.0.0/0"],
+                }
+            ],
+            tags=self._named(f"{name}-ssh"),
+            opts=child,
+        )
+        key = aws.ec2.KeyPair(
+            f"{name}-key",
+            key_name=f"oa-vm-{settings.name}",
+            public_key=settings.ssh_public_key,
+            tags=self._named(f"{name}-key"),
+            opts=child,
+        )
+        ami = aws.ec2.get_ami(
+            owners=[CANONICAL_OWNER], most_recent=True, filters=ami_filters(), opts=invoke
+        )
+        user_data = user_data_base64(settings)
+        outputs: list[pulumi.Output[dict[str, str]]] = []
+        for index, worker in enumerate(settings.worker_names()):
+            instance = aws.ec2.Instance(
+                worker,
+                ami=ami.id,
+                instance_type=settings.size,
+                subnet_id=subnet_ids[index % len(subnet_ids)],
+                vpc_security_group_ids=[sg.id],
+                key_name=key.key_name,
+                associate_public_ip_address=True,
+                cpu_options=(
+                    {"nested_virtualization": "enabled"}
+                    if sizes.aws_nests_natively(settings.size)
+                    else None
+                ),
+                instance_initiated_shutdown_behavior="terminate",
+                instance_market_options=self._market_options(),
+                root_block_device={
+                    "volume_size": settings.disk_gb,
+                    "volume_type": "gp3",
+                    "encrypted": True,
+                    "delete_on_termination": True,
+                    "tags": self._named(f"{worker}-root"),
+                },
+                metadata_options={"http_tokens": "required", "http_endpoint": "enabled"},
+                user_data_base64=user_data,
+                user_data_replace_on_change=True,
+                tags=self._named(worker),
+                opts=child,
+            )
+            outputs.append(
+                pulumi.Output.all(instance.public_ip, instance.id).apply(
+                    lambda values, w=worker: worker_output(w, values[0], values[1])
+                )
+            )
+        self.workers = pulumi.Output.all(*outputs)
+        self.security_group_id = sg.id
+        self.register_outputs({"workers": self.workers, "security_group_id": sg.id})
+
+    def _named(self, name: str) -> dict[str, str]:
+        return {**self._tags, "Name": name}
+
+    def _market_options(self) -> dict[str, Any] | None:
+        if not self._settings.spot:
+            return None
+        # One-time spot that terminates on interruption: a stopped spot worker would keep its
+        # volume billing, and a pool never needs a worker back in the same state.
+        return {
+            "market_type": "spot",
+            "spot_options": {
+                "spot_instance_type": "one-time",
+                "instance_interruption_behavior": "terminate",
+            },
+        }
+
+    def _network(
+        self, invoke: pulumi.InvokeOptions, child: pulumi.ResourceOptions
+    ) -> tuple[list[Any], Any]:
+        """Subnets (in zones offering the size) and the VPC they belong to."""
+        settings = self._settings
+        offered = aws.ec2.get_instance_type_offerings(
+            filters=[{"name": "instance-type", "values": [settings.size]}],
+            location_type="availability-zone",
+            region=settings.region,
+            opts=invoke,
+        )
+        zones = sorted(set(offered.locations))
+        if not zones:
+            raise CapacityError(
+                f"InstanceTypeNotOffered: {settings.size} is not offered in {settings.region}"
+            )
+        default_vpcs = aws.ec2.get_vpcs(
+            filters=[{"name": "is-default", "values": ["true"]}], opts=invoke
+        )
+        if default_vpcs.ids:
+            vpc_id = default_vpcs.ids[0]
+            subnets = aws.ec2.get_subnets(
+                filters=[
+                    {"name": "vpc-id", "values": [vpc_id]},
+                    {"name": "default-for-az", "values": ["true"]},
+                    {"name": "availability-zone", "values": zones},
+                ],
+                opts=invoke,
+            )
+            if subnets.ids:
+                return sorted(subnets.ids), vpc_id
+        return self._own_network(zones[0], child)
+
+    def _own_network(self, zone: str, child: pulumi.ResourceOptions) -> tuple[list[Any], Any]:
+        name = self._settings.name
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=OWN_VPC_CIDR,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags=self._named(f"{name}-vpc"),
+            opts=child,
+        )
+        gateway = aws.ec2.InternetGateway(
+            f"{name}-igw", vpc_id=vpc.id, tags=self._named(f"{name}-igw"), opts=child
+        )
+        table = aws.ec2.RouteTable(
+            f"{name}-routes",
+            vpc_id=vpc.id,
+            routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": gateway.id}],
+            tags=self._named(f"{name}-routes"),
+            opts=child,
+        )
+        subnet = aws.ec2.Subnet(
+            f"{name}-subnet",
+            vpc_id=vpc.id,
+            cidr_block=OWN_SUBNET_CIDR,
+            availability_zone=zone,
+            map_public_ip_on_launch=True,
+            tags=self._named(f"{name}-subnet"),
+            opts=child,
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{name}-subnet-routes", subnet_id=subnet.id, route_table_id=table.id, opts=child
+        )
+        return [subnet.id], vpc.id
+
+
+def offline_lookup(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Answers for the program's lookups in an offline plan (no credentials, no network).
+
+    The plan shows the default-VPC layout with placeholder IDs; the real AMI, VPC and subnets are
+    looked up at create.
+    """
+    if token == "aws:ec2/getAmi:getAmi":
+        return {"id": "ami-looked-up-at-create", "name": UBUNTU_AMI_NAME, "imageId": "ami-0"}
+    if token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+        region = str(args.get("region") or "region")
+        return {"locations": [f"{region}a", f"{region}b"], "instanceTypes": [], "id": "offer"}
+    if token == "aws:ec2/getVpcs:getVpcs":
+        return {"ids": ["vpc-default"], "id": "vpcs"}
+    if token == "aws:ec2/getSubnets:getSubnets":
+        return {"ids": ["subnet-default-a", "subnet-default-b"], "id": "subnets"}
+    raise LookupError(f"no offline answer for {token}")
+
+
+def pool_program(settings: PoolSettings) -> AwsWorkerPool:
+    """The program entry point: an explicit provider for the region, the pool, its outputs.
+
+    An explicit provider keeps the region the pool was planned for, whatever ``AWS_REGION`` or
+    the user's profile says.
+    """
+    provider = aws.Provider(
+        f"aws-{settings.region}", region=settings.region, default_tags={"tags": pool_tags(settings)}
+    )
+    pool = AwsWorkerPool(
+        settings.name, settings, opts=pulumi.ResourceOptions(providers=[provider])
+    )
+    pulumi.export("cloud", "aws")
+    pulumi.export("region", settings.region)
+    pulumi.export("workers", pool.workers)
+    return pool

@@ -1,0 +1,264 @@
+"""A pool of WAA workers on Azure, as a Pulumi component, and its thin program entry point.
+
+What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
+
+- a resource group of its own (``oa-vm-<pool>``), so nothing of the pool can hide elsewhere;
+- a virtual network with one subnet, and a network security group allowing 22 only from the
+  allowed CIDRs (Azure's default rules deny every other inbound connection);
+- per worker: a static Standard public IP, a NIC and an Ubuntu 24.04 LTS (gen2) VM of a nesting
+  size, 128 GB Premium SSD, SSH key only, cloud-init as custom data, optionally Spot (eviction
+  Deallocate); and a DevTest Labs schedule ``shutdown-computevm-<vm>`` that deallocates the VM at
+  the pool's expiry time (daily, UTC): the cloud-side kill switch. (A power-off from inside the
+  guest would stop the VM without deallocating it, and a stopped VM still bills.)
+
+Security type: nesting needs security type Standard (Trusted Launch has been reported to block
+it). The compute API this SDK pins (2024-11-01) creates a Standard VM when ``securityProfile`` is
+left out, whereas sending ``securityType: "Standard"`` explicitly is refused unless the
+subscription registers the ``Microsoft.Compute/UseStandardSecurityType`` feature. So the program
+leaves it out; ``tests/unit/infra`` guards the pinned API version, because from API 2025-11-01 on
+eligible gen2 images default to Trusted Launch.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pulumi
+from pulumi_azure_native import compute, devtestlab, network, resources
+
+from infra import sizes
+from infra.settings import PoolSettings
+from infra.tags import pool_tags
+from infra.worker import cloud_init
+
+SSH_USER = "azureuser"
+COMPONENT_TYPE = "oa-vm:azure:WorkerPool"
+VNET_CIDR = "10.78.0.0/16"
+SUBNET_CIDR = "10.78.0.0/24"
+SUBNET_NAME = "workers"
+UBUNTU_IMAGE = {
+    "publisher": "Canonical",
+    "offer": "ubuntu-24_04-lts",
+    "sku": "server",  # the gen2 image ("server-gen1" is gen1)
+    "version": "latest",
+}
+
+
+def resource_group_name(pool: str) -> str:
+    """``oa-vm-<pool>``: one resource group per pool."""
+    return f"oa-vm-{pool}"
+
+
+def shutdown_time(expires_at: datetime) -> str:
+    """The schedule's daily time (``HHMM``, UTC) for an expiry, rounded up to the minute so the
+    pool never ends before the time it was promised."""
+    utc = expires_at.astimezone(UTC)
+    whole = utc.replace(second=0, microsecond=0)
+    if utc > whole:
+        whole += timedelta(minutes=1)
+    return whole.strftime("%H%M")
+
+
+def ssh_rule(cidrs: list[str]) -> dict[str, Any]:
+    """The NSG's one inbound rule: TCP 22 from ``cidrs``."""
+    return {
+        "name": "ssh-from-owner",
+        "priority": 100,
+        "direction": "Inbound",
+        "access": "Allow",
+        "protocol": "Tcp",
+        "source_port_range": "*",
+        "source_address_prefixes": list(cidrs),
+        "destination_address_prefix": "*",
+        "destination_port_range": "22",
+        "description": "SSH from the pool owner",
+    }
+
+
+def custom_data(settings: PoolSettings) -> str:
+    """Cloud-init, base64-encoded as Azure's custom data must be."""
+    return base64.b64encode(cloud_init.render(settings).encode("utf-8")).decode("ascii")
+
+
+def spot_settings(spot: bool) -> dict[str, Any]:
+    """VM arguments for Spot (pay at most the on-demand price, deallocate on eviction)."""
+    if not spot:
+        return {}
+    return {"priority": "Spot", "eviction_policy": "Deallocate", "billing_profile": {"max_price": -1}}
+
+
+def worker_output(name: str, public_ip: str, vm_id: str) -> dict[str, str]:
+    """One worker as the driver reads it back from the stack outputs."""
+    return {"name": name, "public_ip": public_ip, "instance_id": vm_id, "ssh_user": SSH_USER}
+
+
+class AzureWorkerPool(pulumi.ComponentResource):
+    """All resources of one pool in one Azure location.
+
+    Attributes:
+        workers: ``Output[list[{"name", "public_ip", "instance_id", "ssh_user"}]]``.
+        resource_group: the pool's resource group name.
+    """
+
+    workers: pulumi.Output[list[dict[str, str]]]
+
+    def __init__(
+        self, name: str, settings: PoolSettings, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__(COMPONENT_TYPE, name, None, opts)
+        settings.validate()
+        sizes.check_azure_size(settings.size)
+        tags = pool_tags(settings)
+        child = pulumi.ResourceOptions(parent=self)
+        location = settings.region
+
+        group = resources.ResourceGroup(
+            f"{name}-rg",
+            resource_group_name=resource_group_name(settings.name),
+            location=location,
+            tags=tags,
+            opts=child,
+        )
+        nsg = network.NetworkSecurityGroup(
+            f"{name}-nsg",
+            network_security_group_name=f"{settings.name}-nsg",
+            resource_group_name=group.name,
+            location=location,
+            security_rules=[ssh_rule(settings.normalized_cidrs())],
+            tags=tags,
+            opts=child,
+        )
+        vnet = network.VirtualNetwork(
+            f"{name}-vnet",
+            virtual_network_name=f"{settings.name}-vnet",
+            resource_group_name=group.name,
+            location=location,
+            address_space={"address_prefixes": [VNET_CIDR]},
+            subnets=[
+                {
+                    "name": SUBNET_NAME,
+                    "address_prefix": SUBNET_CIDR,
+                    "network_security_group": {"id": nsg.id},
+                }
+            ],
+            tags=tags,
+            opts=child,
+        )
+        # Azure IDs are paths: the inline subnet's ID follows from the network's.
+        subnet_id = vnet.id.apply(lambda vnet_id: f"{vnet_id}/subnets/{SUBNET_NAME}")
+        data = custom_data(settings)
+        daily = shutdown_time(settings.expires_at)
+        outputs: list[pulumi.Output[dict[str, str]]] = []
+        for worker in settings.worker_names():
+            ip = network.PublicIPAddress(
+                f"{worker}-ip",
+                public_ip_address_name=f"{worker}-ip",
+                resource_group_name=group.name,
+                location=location,
+                sku={"name": "Standard", "tier": "Regional"},
+                public_ip_allocation_method="Static",
+                public_ip_address_version="IPv4",
+                tags=tags,
+                opts=child,
+            )
+            nic = network.NetworkInterface(
+                f"{worker}-nic",
+                network_interface_name=f"{worker}-nic",
+                resource_group_name=group.name,
+                location=location,
+                network_security_group={"id": nsg.id},
+                ip_configurations=[
+                    {
+                        "name": "primary",
+                        "subnet": {"id": subnet_id},
+                        "public_ip_address": {"id": ip.id},
+                        "private_ip_allocation_method": "Dynamic",
+                        "primary": True,
+                    }
+                ],
+                tags=tags,
+                opts=child,
+            )
+            vm = compute.VirtualMachine(
+                worker,
+                vm_name=worker,
+                resource_group_name=group.name,
+                location=location,
+                hardware_profile={"vm_size": settings.size},
+                os_profile={
+                    "computer_name": worker,
+                    "admin_username": SSH_USER,
+                    "custom_data": data,
+                    "linux_configuration": {
+                        "disable_password_authentication": True,
+                        "ssh": {
+                            "public_keys": [
+                                {
+                                    "path": f"/home/{SSH_USER}/.ssh/authorized_keys",
+                                    "key_data": settings.ssh_public_key,
+                                }
+                            ]
+                        },
+                    },
+                },
+                storage_profile={
+                    "image_reference": UBUNTU_IMAGE,
+                    "os_disk": {
+                        "name": f"{worker}-os",
+                        "create_option": "FromImage",
+                        "disk_size_gb": settings.disk_gb,
+                        "managed_disk": {"storage_account_type": "Premium_LRS"},
+                        "delete_option": "Delete",
+                        "caching": "ReadWrite",
+                    },
+                },
+                network_profile={
+                    "network_interfaces": [
+                        {"id": nic.id, "primary": True, "delete_option": "Delete"}
+                    ]
+                },
+                tags=tags,
+                opts=child,
+                **spot_settings(settings.spot),
+            )
+            devtestlab.GlobalSchedule(
+                f"{worker}-shutdown",
+                name=f"shutdown-computevm-{worker}",
+                resource_group_name=group.name,
+                location=location,
+                status="Enabled",
+                task_type="ComputeVmShutdownTask",
+                daily_recurrence={"time": daily},
+                time_zone_id="UTC",
+                target_resource_id=vm.id,
+                notification_settings={"status": "Disabled", "time_in_minutes": 30},
+                tags=tags,
+                opts=child,
+            )
+            outputs.append(
+                pulumi.Output.all(ip.ip_address, vm.id).apply(
+                    lambda values, w=worker: worker_output(w, values[0], values[1])
+                )
+            )
+        self.workers = pulumi.Output.all(*outputs)
+        self.resource_group = group.name
+        self.register_outputs({"workers": self.workers, "resource_group": group.name})
+
+
+def offline_lookup(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The Azure program makes no lookups; any call is a program change the plan must learn."""
+    raise LookupError(f"no offline answer for {token}")
+
+
+def pool_program(settings: PoolSettings) -> AzureWorkerPool:
+    """The program entry point: the pool and its outputs (the location is on every resource)."""
+    pool = AzureWorkerPool(settings.name, settings)
+    pulumi.export("cloud", "azure")
+    pulumi.export("region", settings.region)
+    pulumi.export("resource_group", pool.resource_group)
+    pulumi.export("workers", pool.workers)
+    return pool
+

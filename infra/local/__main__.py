@@ -1,0 +1,135 @@
+"""``python -m infra.local``: run simulated WAA workers until SIGTERM or SIGINT.
+
+Binds every server first, then writes the ready file atomically, so whoever waits for the file
+can connect at once. Bad command-line input prints one line and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import logging
+import os
+import signal
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any, NoReturn
+
+from infra.local.faults import FaultError, parse_fault_args
+from infra.local.taskstore import TaskStoreError
+from infra.local.worker import RunningWorker, start_worker
+
+PROG = "python -m infra.local"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{PROG}: error: {message} (see --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Run simulated Windows Agent Arena workers.")
+    parser.add_argument("--name", required=True, help="worker name (NAME-0.. with --count)")
+    parser.add_argument("--root", required=True, type=Path, help="working folder")
+    parser.add_argument("--ready-file", required=True, type=Path, help="JSON written when ready")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind")
+    parser.add_argument("--waa-port", type=int, default=0, help="WAA server port (0: free)")
+    parser.add_argument("--scoring-port", type=int, default=0, help="scoring port (0: free)")
+    parser.add_argument("--tasks", type=Path, default=None, help="task folder (default: bundled)")
+    parser.add_argument(
+        "--fault", action="append", default=[], metavar="KEY=VALUE", help="fault knob, repeatable"
+    )
+    parser.add_argument("--count", type=int, default=1, help="workers in this process")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING"])
+    return parser
+
+
+def write_ready_file(path: Path, workers: Sequence[RunningWorker], started_at: dt.datetime) -> None:
+    """Write ``{"pid", "started_at", "workers": [...]}`` atomically (temp file, fsync, rename)."""
+    data: dict[str, Any] = {
+        "pid": os.getpid(),
+        "started_at": started_at.isoformat(),
+        "workers": [w.describe() for w in workers],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _port(base: int, index: int) -> int:
+    return base + index if base else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the workers; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        faults = parse_fault_args(args.fault)
+    except FaultError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    if args.count < 1:
+        print(f"{PROG}: error: --count must be at least 1", file=sys.stderr)
+        return 2
+    for port in (args.waa_port, args.scoring_port):
+        if not 0 <= port <= 65535 - args.count:
+            print(f"{PROG}: error: port {port} is out of range", file=sys.stderr)
+            return 2
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=args.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    started_at = dt.datetime.now(dt.UTC)
+    workers: list[RunningWorker] = []
+    try:
+        for index in range(args.count):
+            single = args.count == 1
+            workers.append(
+                start_worker(
+                    args.name if single else f"{args.name}-{index}",
+                    args.root if single else args.root / f"{args.name}-{index}",
+                    host=args.host,
+                    waa_port=_port(args.waa_port, index),
+                    scoring_port=_port(args.scoring_port, index),
+                    tasks=args.tasks,
+                    faults=faults,
+                )
+            )
+    except (OSError, TaskStoreError) as exc:
+        for worker in workers:
+            worker.stop()
+        print(f"{PROG}: error: cannot start worker: {exc}", file=sys.stderr)
+        return 1
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    write_ready_file(args.ready_file, workers, started_at)
+    logging.getLogger("infra.local").info("%d worker(s) ready, pid %d", len(workers), os.getpid())
+    while not stop.wait(1.0):
+        pass
+    for worker in workers:
+        worker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""State of the simulated applications: windows, settings, clock and calculator.
+
+Pure data plus validation; nothing here touches the file system (see :mod:`desktop`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+APPS = ("notepad", "explorer", "settings", "clock", "calc")
+"""Applications the simulated desktop can open."""
+
+
+class AppError(ValueError):
+    """An action that the simulated applications refuse (bad value, no such window...)."""
+
+
+@dataclass
+class Window:
+    """One open window. ``path`` is the notepad document or the explorer folder (guest path)."""
+
+    app: str
+    wid: int
+    path: str | None = None
+    text: str = ""
+    saved_text: str = ""
+    page: str = ""
+    display: str = "0"
+
+    @property
+    def title(self) -> str:
+        """The title Windows would show (``draft.txt - Notepad``, ``Documents``, ``Clock``...)."""
+        if self.app == "notepad":
+            name = self.path.replace("/", "\\").rsplit("\\", 1)[-1] if self.path else "Untitled"
+            return f"{name} - Notepad"
+        if self.app == "explorer":
+            if not self.path or self.path.rstrip("\\/").upper() == "C:":
+                return "Local Disk (C:)"
+            return self.path.replace("/", "\\").rstrip("\\").rsplit("\\", 1)[-1]
+        return {"settings": "Settings", "clock": "Clock", "calc": "Calculator"}[self.app]
+
+    @property
+    def dirty(self) -> bool:
+        """A notepad document with unsaved changes."""
+        return self.app == "notepad" and self.text != self.saved_text
+
+
+def parse_bool(value: str) -> bool:
+    """``on/off``, ``true/false``, ``yes/no``, ``1/0`` (any case)."""
+    lowered = str(value).strip().lower()
+    if lowered in ("on", "true", "yes", "1", "enabled"):
+        return True
+    if lowered in ("off", "false", "no", "0", "disabled"):
+        return False
+    raise AppError(f"{value!r} is not on/off")
+
+
+_TIME = re.compile(r"^(\d{1,2}):(\d{2})\s*([AaPp][Mm])?$")
+
+
+def parse_clock_time(value: str) -> tuple[int, int]:
+    """``19:00``, ``7:00 PM`` -> ``(19, 0)``."""
+    match = _TIME.match(str(value).strip())
+    if match is None:
+        raise AppError(f"{value!r} is not a time like 19:00 or 7:00 PM")
+    hour, minute, half = int(match.group(1)), int(match.group(2)), match.group(3)
+    if half:
+        if not 1 <= hour <= 12:
+            raise AppError(f"{value!r}: hour must be 1-12 with AM/PM")
+        hour = hour % 12 + (12 if half.upper() == "PM" else 0)
+    if hour > 23 or minute > 59:
+        raise AppError(f"{value!r} is not a valid time of day")
+    return hour, minute
+
+
+def format_12h(hour: int, minute: int) -> str:
+    """``(19, 0)`` -> ``07:00 PM`` (the format Windows settings display)."""
+    return f"{(hour % 12) or 12:02d}:{minute:02d} {'PM' if hour >= 12 else 'AM'}"
+
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def parse_duration(value: str) -> int:
+    """``5m``, ``1h30m``, ``90s``, ``90`` (seconds) or ``1:30:00`` -> seconds (1 s to 99 h)."""
+    text = str(value).strip().lower()
+    seconds: int | None = None
+    if text.isdigit():
+        seconds = int(text)
+    elif ":" in text:
+        pieces = text.split(":")
+        if len(pieces) in (2, 3) and all(p.isdigit() for p in pieces):
+            nums = [int(p) for p in pieces]
+            if len(nums) == 2:
+                nums.insert(0, 0)
+            seconds = nums[0] * 3600 + nums[1] * 60 + nums[2]
+    else:
+        match = _DURATION.match(text)
+        if match and any(match.groups()):
+            h, m, s = (int(g) if g else 0 for g in match.groups())
+            seconds = h * 3600 + m * 60 + s
+    if seconds is None or not 1 <= seconds <= 99 * 3600:
+        raise AppError(f"{value!r} is not a duration like 5m, 1h30m, 90s or 1:30:00")
+    return seconds
+
+
+def format_duration(seconds: int) -> str:
+    """``5400`` -> ``01:30:00``."""
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+@dataclass
+class Settings:
+    """The Windows settings the local tasks read and write."""
+
+    night_light: bool = False
+    night_light_start: str = "09:00 PM"
+    night_light_end: str = "07:00 AM"
+    notifications: bool = True
+    do_not_disturb: bool = False
+    dark_mode: bool = False
+    time_zone: str = "UTC"
+
+    def set(self, key: str, value: str) -> str:
+        """Set one setting from its text form; returns the stored value as text.
+
+        Raises:
+            AppError: unknown key or a value of the wrong kind.
+        """
+        name = key.strip().lower().replace("-", "_")
+        if name not in SETTING_KEYS:
+            raise AppError(f"unknown setting {key!r}; known: {', '.join(SETTING_KEYS)}")
+        if name in ("night_light_start", "night_light_end"):
+            setattr(self, name, format_12h(*parse_clock_time(value)))
+        elif name == "time_zone":
+            if not value.strip():
+                raise AppError("time_zone needs a name, e.g. \"Pacific Standard Time\"")
+            self.time_zone = value.strip()
+        else:
+            setattr(self, name, parse_bool(value))
+        return self.get(name)
+
+    def get(self, key: str) -> str:
+        """One setting as text (``on``/``off`` for switches)."""
+        name = key.strip().lower().replace("-", "_")
+        if name not in SETTING_KEYS:
+            raise AppError(f"unknown setting {key!r}; known: {', '.join(SETTING_KEYS)}")
+        value = getattr(self, name)
+        if isinstance(value, bool):
+            return "on" if value else "off"
+        return str(value)
+
+    def as_dict(self) -> dict[str, Any]:
+        """All settings with their native types."""
+        return asdict(self)
+
+
+SETTING_KEYS = tuple(Settings.__dataclass_fields__)
+
+
+@dataclass
+class Timer:
+    """A clock timer; added timers start at once, as the Clock app does."""
+
+    label: str
+    seconds: int
+    running: bool = True
+
+
+@dataclass
+class Alarm:
+    """A clock alarm at ``HH:MM`` (24 h)."""
+
+    time: str
+    label: str
+    enabled: bool = True
+
+
+@dataclass
+class Clock:
+    """The Clock app: timers, alarms and world clocks."""
+
+    timers: list[Timer] = field(default_factory=list)
+    alarms: list[Alarm] = field(default_factory=list)
+    world_clocks: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Timers, alarms and world clocks as JSON-ready data."""
+        return asdict(self)

@@ -1,0 +1,470 @@
+"""The command language that the simulated worker's ``/execute`` understands.
+
+A real WAA guest runs whatever Python or shell it is sent. The simulated one never runs code: it
+accepts one command per request from a small set of verbs (``open notepad``, ``type "text"``,
+``save "C:\\...\\a.txt"``, ``set night_light on``, ``timer add 5m "tea"``, ``sleep 2``...), listed
+in :data:`VERBS` and documented in ``docs/local-worker.md``.
+
+Words are split like a POSIX shell (``"..."`` and ``'...'`` group words) except that a backslash
+is an ordinary character, so Windows paths need no doubling. A command may also be sent as a list
+of words, which is not split again.
+
+Errors come in two kinds, as with a real shell: a command that cannot be understood (unknown verb,
+wrong arguments, Python or PowerShell code) raises :class:`CommandSyntaxError` (HTTP 400); a
+command that runs and fails (file not found, no notepad window) gives ``returncode`` 1 and the
+reason in ``error``. A path leaving the sandbox raises :class:`SandboxError` (HTTP 403).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from infra.local.apps import (
+    Alarm,
+    AppError,
+    Timer,
+    format_duration,
+    parse_clock_time,
+    parse_duration,
+)
+from infra.local.arith import ArithmeticInputError, calculate, days_between
+from infra.local.desktop import Desktop, app_name
+from infra.local.sandbox import HOME, SandboxError
+
+MAX_SLEEP = 30.0
+DOC_HINT = "the simulated worker speaks the command language documented in docs/local-worker.md"
+SPECIAL_ACTIONS = ("DONE", "FAIL", "WAIT")
+_FOREIGN = {"python", "python3", "python.exe", "py", "powershell", "powershell.exe", "pwsh",
+            "cmd", "cmd.exe", "bash", "sh"}
+
+
+class CommandSyntaxError(ValueError):
+    """A command the language does not accept (HTTP 400): says what was wrong and the usage."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What ``/execute`` reports: ``output``, ``error`` and a shell-like ``returncode``."""
+
+    output: str = ""
+    error: str = ""
+    returncode: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """WAA's ``/execute`` answer."""
+        return {
+            "status": "success",
+            "output": self.output,
+            "error": self.error,
+            "returncode": self.returncode,
+        }
+
+
+Handler = Callable[[Desktop, list[str]], str]
+
+
+@dataclass(frozen=True)
+class Verb:
+    """One verb: its usage line, how many arguments it takes, and what it does."""
+
+    usage: str
+    min_args: int
+    max_args: int
+    run: Handler
+
+
+def split_command(command: str | Sequence[str]) -> list[str]:
+    """Split a command into words (see the module docstring for the quoting rules).
+
+    Raises:
+        CommandSyntaxError: unbalanced quotes, an empty command, or a list with non-strings.
+    """
+    if isinstance(command, str):
+        lexer = shlex.shlex(command, posix=True)
+        lexer.whitespace_split = True
+        lexer.escape = ""  # backslashes belong to Windows paths
+        lexer.commenters = ""
+        try:
+            words = list(lexer)
+        except ValueError as exc:
+            raise CommandSyntaxError(
+                f"cannot split the command ({exc}); quote text with \"...\" or '...'"
+            ) from None
+    elif isinstance(command, Sequence) and all(isinstance(w, str) for w in command):
+        words = list(command)
+    else:
+        raise CommandSyntaxError("command must be a string or a list of strings")
+    if not words:
+        raise CommandSyntaxError(f"empty command; {DOC_HINT}")
+    return words
+
+
+def _foreign(words: list[str], original: str | Sequence[str]) -> bool:
+    text = original if isinstance(original, str) else " ".join(original)
+    return words[0].lower() in _FOREIGN or "pyautogui" in text or "import " in text
+
+
+def parse(command: str | Sequence[str]) -> tuple[Verb, list[str]]:
+    """Check a command against the language: ``(verb, arguments)``.
+
+    Raises:
+        CommandSyntaxError: unknown verb, wrong number of arguments, or foreign code.
+    """
+    words = split_command(command)
+    name = words[0]
+    if name.upper() in SPECIAL_ACTIONS:
+        return VERBS["wait"], []
+    verb = VERBS.get(name.lower())
+    if verb is None:
+        if _foreign(words, command):
+            raise CommandSyntaxError(
+                f"{name!r}: this worker does not run Python, pyautogui or shell code; {DOC_HINT}"
+            )
+        raise CommandSyntaxError(
+            f"unknown verb {name!r}; {DOC_HINT} (verbs: {', '.join(sorted(VERBS))})"
+        )
+    args = words[1:]
+    if not verb.min_args <= len(args) <= verb.max_args:
+        raise CommandSyntaxError(f"{name}: wrong number of arguments; usage: {verb.usage}")
+    return verb, args
+
+
+def run(desktop: Desktop, command: str | Sequence[str]) -> CommandResult:
+    """Parse and run one command on a desktop.
+
+    Raises:
+        CommandSyntaxError: see :func:`parse` (also for bad argument values).
+        SandboxError: a path leaves the simulated drive.
+    """
+    verb, args = parse(command)
+    try:
+        output = verb.run(desktop, args)
+    except (AppError, FileNotFoundError, ArithmeticInputError) as exc:
+        return CommandResult(error=str(exc), returncode=1)
+    except _UsageError as exc:
+        raise CommandSyntaxError(f"{exc}; usage: {verb.usage}") from None
+    return CommandResult(output=output)
+
+
+class _UsageError(ValueError):
+    """An argument value the verb does not accept (becomes a CommandSyntaxError)."""
+
+
+# -- verbs -------------------------------------------------------------------------------
+
+
+def _open(desktop: Desktop, args: list[str]) -> str:
+    target = args[0]
+    app = app_name(target)
+    if app is not None:
+        page = target.split(":", 1)[1] if ":" in target and app in ("settings", "clock") else None
+        window = desktop.open_app(app, args[1] if len(args) > 1 else page)
+    elif len(args) == 1:
+        window = desktop.open_path(target)
+    else:
+        raise _UsageError(f"unknown app {target!r} (notepad, explorer, settings, clock, calc)")
+    return window.title
+
+
+def _close(desktop: Desktop, args: list[str]) -> str:
+    return desktop.close(args[0] if args else None).title
+
+
+def _activate(desktop: Desktop, args: list[str]) -> str:
+    return desktop.activate(args[0]).title
+
+
+def _type(desktop: Desktop, args: list[str]) -> str:
+    desktop.type_text(" ".join(args))
+    return ""
+
+
+_KEYS = {"enter": "\n", "return": "\n", "tab": "\t", "space": " "}
+
+
+def _key(desktop: Desktop, args: list[str]) -> str:
+    key = args[0].lower()
+    count = _int(args[1], "COUNT", 1, 1000) if len(args) > 1 else 1
+    if key in _KEYS:
+        desktop.type_text(_KEYS[key] * count)
+    elif key == "backspace":
+        desktop.backspace(count)
+    elif key == "ctrl+s":
+        return desktop.save()
+    elif key in ("ctrl+a", "delete_all"):
+        desktop.clear_text()
+    else:
+        raise _UsageError(f"unknown key {args[0]!r} (enter, tab, space, backspace, ctrl+s)")
+    return ""
+
+
+def _clear(desktop: Desktop, args: list[str]) -> str:
+    desktop.clear_text()
+    return ""
+
+
+def _save(desktop: Desktop, args: list[str]) -> str:
+    return desktop.save(args[0] if args else None)
+
+
+def _mkdir(desktop: Desktop, args: list[str]) -> str:
+    desktop.make_folder(args[0])
+    return ""
+
+
+def _write(desktop: Desktop, args: list[str]) -> str:
+    desktop.write_file(args[0], args[1] if len(args) > 1 else "")
+    return ""
+
+
+def _append(desktop: Desktop, args: list[str]) -> str:
+    desktop.write_file(args[0], args[1], append=True)
+    return ""
+
+
+def _read(desktop: Desktop, args: list[str]) -> str:
+    return desktop.read_file(args[0]).decode("utf-8", errors="replace")
+
+
+def _ls(desktop: Desktop, args: list[str]) -> str:
+    return "\n".join(desktop.list_names(args[0] if args else HOME))
+
+
+def _exists(desktop: Desktop, args: list[str]) -> str:
+    return str(desktop.host(args[0]).exists())
+
+
+def _move(desktop: Desktop, args: list[str]) -> str:
+    return desktop.sandbox.to_guest(desktop.move(args[0], args[1]))
+
+
+def _copy(desktop: Desktop, args: list[str]) -> str:
+    return desktop.sandbox.to_guest(desktop.copy(args[0], args[1]))
+
+
+def _rename(desktop: Desktop, args: list[str]) -> str:
+    if any(c in args[1] for c in "\\/") or args[1] in ("", ".", ".."):
+        raise _UsageError(f"{args[1]!r} is not a bare file name")
+    return desktop.sandbox.to_guest(desktop.rename(args[0], args[1]))
+
+
+def _delete(desktop: Desktop, args: list[str]) -> str:
+    desktop.delete(args[0])
+    return ""
+
+
+def _set(desktop: Desktop, args: list[str]) -> str:
+    with desktop.lock:
+        try:
+            value = desktop.settings.set(args[0], " ".join(args[1:]))
+        except AppError as exc:
+            raise _UsageError(str(exc)) from None
+        desktop.version += 1
+    return value
+
+
+def _get(desktop: Desktop, args: list[str]) -> str:
+    try:
+        return desktop.settings.get(args[0])
+    except AppError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _value(parser: Callable[[str], Any], text: str) -> Any:
+    """Parse an argument value; a bad one is a usage error (400), not a runtime failure."""
+    try:
+        return parser(text)
+    except AppError as exc:
+        raise _UsageError(str(exc)) from None
+
+
+def _find_timer(desktop: Desktop, label: str) -> Timer:
+    for timer in desktop.clock.timers:
+        if timer.label.lower() == label.lower():
+            return timer
+    raise AppError(f"no timer labelled {label!r}")
+
+
+def _timer(desktop: Desktop, args: list[str]) -> str:
+    action, rest = args[0].lower(), args[1:]
+    clock = desktop.clock
+    with desktop.lock:
+        desktop.version += 1
+        if action == "add" and 1 <= len(rest) <= 2:
+            seconds: int = _value(parse_duration, rest[0])
+            label = rest[1] if len(rest) > 1 else f"Timer ({format_duration(seconds)})"
+            clock.timers.append(Timer(label=label, seconds=seconds))
+            return label
+        if action in ("pause", "resume", "delete") and len(rest) == 1:
+            timer = _find_timer(desktop, rest[0])
+            if action == "delete":
+                clock.timers.remove(timer)
+            else:
+                timer.running = action == "resume"
+            return timer.label
+        if action == "clear" and not rest:
+            clock.timers.clear()
+            return ""
+        if action == "list" and not rest:
+            return "\n".join(
+                f"{t.label}\t{format_duration(t.seconds)}\t{'running' if t.running else 'paused'}"
+                for t in clock.timers
+            )
+    raise _UsageError(f"timer {action}: bad action or arguments")
+
+
+def _alarm(desktop: Desktop, args: list[str]) -> str:
+    action, rest = args[0].lower(), args[1:]
+    clock = desktop.clock
+    with desktop.lock:
+        desktop.version += 1
+        if action == "add" and 1 <= len(rest) <= 2:
+            hour, minute = _value(parse_clock_time, rest[0])
+            label = rest[1] if len(rest) > 1 else "Alarm"
+            clock.alarms.append(Alarm(time=f"{hour:02d}:{minute:02d}", label=label))
+            return f"{hour:02d}:{minute:02d}"
+        if action in ("delete", "on", "off") and len(rest) == 1:
+            key = rest[0].lower()
+            for alarm in clock.alarms:
+                if key in (alarm.label.lower(), alarm.time):
+                    if action == "delete":
+                        clock.alarms.remove(alarm)
+                    else:
+                        alarm.enabled = action == "on"
+                    return alarm.time
+            raise AppError(f"no alarm labelled or set at {rest[0]!r}")
+        if action == "clear" and not rest:
+            clock.alarms.clear()
+            return ""
+        if action == "list" and not rest:
+            return "\n".join(
+                f"{a.time}\t{a.label}\t{'on' if a.enabled else 'off'}" for a in clock.alarms
+            )
+    raise _UsageError(f"alarm {action}: bad action or arguments")
+
+
+def _worldclock(desktop: Desktop, args: list[str]) -> str:
+    action, rest = args[0].lower(), args[1:]
+    clocks = desktop.clock.world_clocks
+    with desktop.lock:
+        desktop.version += 1
+        if action == "add" and len(rest) == 1:
+            if rest[0].lower() not in (c.lower() for c in clocks):
+                clocks.append(rest[0])
+            return rest[0]
+        if action == "delete" and len(rest) == 1:
+            for city in clocks:
+                if city.lower() == rest[0].lower():
+                    clocks.remove(city)
+                    return city
+            raise AppError(f"no world clock for {rest[0]!r}")
+        if action == "clear" and not rest:
+            clocks.clear()
+            return ""
+        if action == "list" and not rest:
+            return "\n".join(clocks)
+    raise _UsageError(f"worldclock {action}: bad action or arguments")
+
+
+def _calc(desktop: Desktop, args: list[str]) -> str:
+    window = desktop.require_active("calc")
+    if args[0].lower() == "days":
+        if len(args) != 3:
+            raise _UsageError("calc days needs two dates")
+        result = str(days_between(args[1], args[2]))
+    else:
+        result = calculate(" ".join(args))
+    with desktop.lock:
+        window.display = result
+        desktop.version += 1
+    return result
+
+
+def _clipboard(desktop: Desktop, args: list[str]) -> str:
+    with desktop.lock:
+        desktop.clipboard = " ".join(args)
+        desktop.version += 1
+    return ""
+
+
+def _paste(desktop: Desktop, args: list[str]) -> str:
+    desktop.type_text(desktop.clipboard)
+    return ""
+
+
+def _sleep(desktop: Desktop, args: list[str]) -> str:
+    try:
+        seconds = float(args[0])
+    except ValueError:
+        raise _UsageError(f"{args[0]!r} is not a number of seconds") from None
+    if not 0 <= seconds <= MAX_SLEEP:
+        raise _UsageError(f"sleep takes 0 to {MAX_SLEEP:g} seconds, not {args[0]}")
+    time.sleep(seconds)  # really waits: benchmarks shape task durations with it
+    return ""
+
+
+def _echo(desktop: Desktop, args: list[str]) -> str:
+    return " ".join(args)
+
+
+def _windows(desktop: Desktop, args: list[str]) -> str:
+    return "\n".join(desktop.titles())
+
+
+def _wait(desktop: Desktop, args: list[str]) -> str:
+    return ""
+
+
+def _int(text: str, name: str, low: int, high: int) -> int:
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise _UsageError(f"{name} must be a whole number from {low} to {high}, not {text!r}")
+    return int(text)
+
+
+VERBS: dict[str, Verb] = {
+    "open": Verb("open APP [PATH] | open PATH", 1, 2, _open),
+    "close": Verb("close [WINDOW_TITLE]", 0, 1, _close),
+    "activate": Verb("activate WINDOW_TITLE", 1, 1, _activate),
+    "type": Verb('type "TEXT"', 1, 1000, _type),
+    "key": Verb("key enter|tab|space|backspace|ctrl+s|ctrl+a [COUNT]", 1, 2, _key),
+    "clear": Verb("clear", 0, 0, _clear),
+    "save": Verb('save ["C:\\...\\name.txt"]', 0, 1, _save),
+    "mkdir": Verb('mkdir "C:\\...\\folder"', 1, 1, _mkdir),
+    "write": Verb('write "C:\\...\\file" ["CONTENT"]', 1, 2, _write),
+    "append": Verb('append "C:\\...\\file" "CONTENT"', 2, 2, _append),
+    "read": Verb('read "C:\\...\\file"', 1, 1, _read),
+    "ls": Verb('ls ["C:\\...\\folder"]', 0, 1, _ls),
+    "exists": Verb('exists "C:\\...\\path"', 1, 1, _exists),
+    "move": Verb('move "SOURCE" "DESTINATION"', 2, 2, _move),
+    "copy": Verb('copy "SOURCE" "DESTINATION"', 2, 2, _copy),
+    "rename": Verb('rename "C:\\...\\path" NEW_NAME', 2, 2, _rename),
+    "delete": Verb('delete "C:\\...\\path"', 1, 1, _delete),
+    "set": Verb("set SETTING VALUE", 2, 3, _set),
+    "get": Verb("get SETTING", 1, 1, _get),
+    "timer": Verb('timer add DURATION ["LABEL"] | pause|resume|delete LABEL | list | clear',
+                  1, 3, _timer),
+    "alarm": Verb('alarm add TIME ["LABEL"] | on|off|delete LABEL_OR_TIME | list | clear',
+                  1, 3, _alarm),
+    "worldclock": Verb('worldclock add|delete "CITY" | list | clear', 1, 2, _worldclock),
+    "calc": Verb('calc EXPRESSION | calc days YYYY-MM-DD YYYY-MM-DD', 1, 100, _calc),
+    "clipboard": Verb('clipboard "TEXT"', 1, 1000, _clipboard),
+    "paste": Verb("paste", 0, 0, _paste),
+    "sleep": Verb("sleep SECONDS (0 to 30)", 1, 1, _sleep),
+    "echo": Verb('echo "TEXT"', 0, 1000, _echo),
+    "windows": Verb("windows", 0, 0, _windows),
+    "wait": Verb("WAIT | DONE | FAIL (no-ops)", 0, 0, _wait),
+}
+
+__all__ = [
+    "VERBS",
+    "CommandResult",
+    "CommandSyntaxError",
+    "SandboxError",
+    "parse",
+    "run",
+    "split_command",
+]

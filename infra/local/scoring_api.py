@@ -1,0 +1,69 @@
+"""The scoring server (host ``:5051`` contract, WAA_PROTOCOL section 3) of a simulated worker.
+
+It shares the desktop with the worker's WAA server: setup steps and the checker act on the very
+state the agent changed through ``/execute``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.local import setup_steps
+from infra.local.checker import PostconfigError, evaluate_task
+from infra.local.desktop import Desktop
+from infra.local.server import App, HttpError, Request, Response
+from infra.local.taskstore import TaskStore
+from infra.scoring_rules import EvaluatorConfigError
+
+PROBE = {"status": "ok", "service": "evaluate"}
+
+
+def build_scoring_app(app: App, desktop: Desktop, store: TaskStore) -> App:
+    """Register the scoring endpoints of one worker on ``app``."""
+
+    def probe(request: Request) -> Response:
+        return Response.json(PROBE)
+
+    def tasks(request: Request) -> Response:
+        return Response.json(store.index)
+
+    def task(request: Request) -> Response:
+        task_id = request.path.removeprefix("/task/")
+        data = store.task(task_id)
+        if data is None:
+            raise HttpError(404, f"unknown task {task_id!r}; GET /tasks lists the known ones")
+        return Response.json(data)
+
+    def setup(request: Request) -> Response:
+        config = request.json().get("config")
+        if not isinstance(config, list):
+            raise HttpError(400, "'config' must be a list of setup steps")
+        results = setup_steps.run_steps(desktop, config)
+        failed = any(not r.ok for r in results)
+        body = {"status": "error" if failed else "ok", "results": [r.to_json() for r in results]}
+        return Response.json(body, 422 if failed else 200)
+
+    def evaluate(request: Request) -> Response:
+        data = request.json()
+        task_json: Any = data.get("task")
+        if task_json is None and isinstance(data.get("task_id"), str):
+            task_json = store.task(data["task_id"])
+            if task_json is None:
+                raise HttpError(404, f"unknown task {data['task_id']!r}")
+        if not isinstance(task_json, dict):
+            raise HttpError(400, "'task' must be the task's JSON object (or give 'task_id')")
+        last_action = data.get("last_action")
+        if last_action is not None and not isinstance(last_action, str):
+            raise HttpError(400, "'last_action' must be a string such as DONE or FAIL")
+        try:
+            verdict = evaluate_task(desktop, task_json, last_action)
+        except (PostconfigError, EvaluatorConfigError) as exc:
+            raise HttpError(422, str(exc)) from None
+        return Response.json(verdict.to_json())
+
+    app.route("GET", "/probe", probe)
+    app.route("GET", "/tasks", tasks)
+    app.route("GET", "/task/", task)
+    app.route("POST", "/setup", setup)
+    app.route("POST", "/evaluate", evaluate)
+    return app

@@ -1,0 +1,279 @@
+"""HTTP plumbing shared by the two servers of a simulated worker (stdlib only).
+
+Each server is a ``ThreadingHTTPServer`` with a route table. One thread per worker waits on both
+listening sockets at once (a selector, no polling), and each request gets its own daemon thread,
+so an idle worker costs one sleeping thread and 200 workers fit in one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.parser
+import email.policy
+import json
+import logging
+import selectors
+import socket
+import threading
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from infra.local.faults import Action, FaultGate
+
+log = logging.getLogger("infra.local")
+
+SOCKET_TIMEOUT = 60.0
+"""Seconds a client may stay silent before its connection (and thread) is dropped."""
+
+MAX_BODY = 64 * 1024 * 1024
+
+
+class HttpError(Exception):
+    """An error answer: ``{"status": "error", "message": ...}`` with an HTTP status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass
+class Request:
+    """One parsed HTTP request."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    content_type: str
+    body: bytes
+
+    def json(self) -> dict[str, Any]:
+        """The body as a JSON object.
+
+        Raises:
+            HttpError: 400 when the body is not a JSON object.
+        """
+        try:
+            data = json.loads(self.body or b"{}")
+        except (ValueError, UnicodeDecodeError):
+            raise HttpError(400, "the request body is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise HttpError(400, "the request body must be a JSON object")
+        return data
+
+    def form(self) -> dict[str, str | bytes]:
+        """Fields of a urlencoded or multipart form (file parts as bytes).
+
+        Raises:
+            HttpError: 400 for a form that cannot be read.
+        """
+        if self.content_type.startswith("multipart/form-data"):
+            header = f"Content-Type: {self.content_type}\r\n\r\n".encode("latin-1")
+            message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+                header + self.body
+            )
+            fields: dict[str, str | bytes] = {}
+            for part in message.iter_parts():
+                name = part.get_param("name", header="content-disposition")
+                payload = part.get_payload(decode=True)
+                if isinstance(name, str) and isinstance(payload, bytes):
+                    is_file = part.get_filename() is not None
+                    fields[name] = payload if is_file else payload.decode("utf-8", "replace")
+            return fields
+        try:
+            pairs = parse_qs(self.body.decode("utf-8"), keep_blank_values=True)
+        except UnicodeDecodeError:
+            raise HttpError(400, "the form is not valid UTF-8") from None
+        return {key: values[-1] for key, values in pairs.items()}
+
+
+@dataclass
+class Response:
+    """An answer: status, content type, body bytes."""
+
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+
+    @classmethod
+    def json(cls, data: Any, status: int = 200) -> Response:
+        """A JSON answer."""
+        return cls(status, json.dumps(data).encode("utf-8"))
+
+    @classmethod
+    def text(cls, text: str, status: int = 200) -> Response:
+        """A plain-text answer."""
+        return cls(status, text.encode("utf-8"), "text/plain; charset=utf-8")
+
+
+Route = Callable[[Request], Response]
+
+
+@dataclass
+class App:
+    """Routes of one server: exact ``(method, path)`` pairs and ``GET`` path prefixes."""
+
+    name: str
+    gate: FaultGate
+    release: threading.Event
+    routes: dict[tuple[str, str], Route] = field(default_factory=dict)
+    prefixes: dict[str, Route] = field(default_factory=dict)
+
+    def route(self, method: str, path: str, handler: Route) -> None:
+        """Register a handler; a path ending in ``/`` matches every path below it (GET only)."""
+        if path.endswith("/") and path != "/":
+            self.prefixes[path] = handler
+        else:
+            self.routes[(method, path)] = handler
+
+    def dispatch(self, request: Request) -> Response:
+        """Find the handler and turn its exceptions into WAA's error answers."""
+        handler = self.routes.get((request.method, request.path))
+        if handler is None and request.method == "GET":
+            for prefix, candidate in self.prefixes.items():
+                if request.path.startswith(prefix) and len(request.path) > len(prefix):
+                    handler = candidate
+        if handler is None:
+            known = {p for _, p in self.routes}
+            if request.path in known:
+                raise HttpError(405, f"{request.method} is not allowed on {request.path}")
+            raise HttpError(404, f"no such endpoint: {request.method} {request.path}")
+        return handler(request)
+
+
+class AppServer(ThreadingHTTPServer):
+    """A threading HTTP server that answers through an :class:`App`."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, address: tuple[str, int], app: App) -> None:
+        self.app = app
+        super().__init__(address, _Handler)
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when asked for port 0)."""
+        return int(self.server_address[1])
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = SOCKET_TIMEOUT
+    server: AppServer
+    server_version = "oa-vm-local-worker"
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_PUT(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
+        self._handle()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s %s " + format, self.server.app.name, self.address_string(), *args)
+
+    def _handle(self) -> None:
+        app = self.server.app
+        action = app.gate.admit()
+        if action is Action.HANG:
+            # Hold the connection open without a word until the worker stops.
+            app.release.wait()
+            self.close_connection = True
+            return
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY:
+            self._send(Response.json({"status": "error", "message": "bad Content-Length"}, 400))
+            self.close_connection = True
+            return
+        body = self.rfile.read(length) if length else b""
+        if action is Action.ERROR:
+            message = f"injected fault (error-rate={app.gate.faults.error_rate:g})"
+            self._send(Response.json({"status": "error", "message": message}, 500))
+            return
+        split = urlsplit(self.path)
+        request = Request(
+            method=self.command,
+            path=split.path.rstrip("/") or "/",
+            query=parse_qs(split.query),
+            content_type=self.headers.get("Content-Type", ""),
+            body=body,
+        )
+        try:
+            response = app.dispatch(request)
+        except HttpError as exc:
+            response = Response.json({"status": "error", "message": exc.message}, exc.status)
+        except Exception as exc:  # WAA answers any failure with a 500
+            log.error("%s %s failed:\n%s", app.name, request.path, traceback.format_exc())
+            response = Response.json({"status": "error", "message": str(exc)}, 500)
+        self._send(response)
+
+    def _send(self, response: Response) -> None:
+        try:
+            self.send_response(response.status)
+            self.send_header("Content-Type", response.content_type)
+            self.send_header("Content-Length", str(len(response.body)))
+            self.end_headers()
+            self.wfile.write(response.body)
+        except OSError:
+            self.close_connection = True  # the client went away; nothing to tell it
+
+
+class Acceptor:
+    """One thread that accepts connections for several servers (a selector, no polling)."""
+
+    def __init__(self, servers: list[AppServer], name: str) -> None:
+        self._servers = servers
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._stopping = False
+        for server in servers:
+            server.socket.setblocking(False)
+            self._selector.register(server.socket, selectors.EVENT_READ, server)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._thread = threading.Thread(target=self._loop, name=f"accept-{name}", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stopping:
+            for key, _ in self._selector.select():
+                server = key.data
+                if server is None or self._stopping:
+                    return
+                try:
+                    conn, address = server.socket.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    log.exception("accept failed on %s", server.app.name)
+                    continue
+                conn.setblocking(True)
+                try:
+                    server.process_request(conn, address)
+                except Exception:  # one bad connection must not stop the worker
+                    log.exception("could not start a request thread")
+                    server.shutdown_request(conn)
+
+    def stop(self) -> None:
+        """Stop accepting, close the listening sockets (freeing the ports)."""
+        self._stopping = True
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+        self._thread.join(timeout=5)
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+        for server in self._servers:
+            server.server_close()

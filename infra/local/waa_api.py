@@ -1,0 +1,198 @@
+"""The guest's WAA server (``:5000``): observations, commands, files and setup endpoints.
+
+Shapes follow WAA_PROTOCOL section 2. ``/execute`` takes the command language of
+:mod:`infra.local.commands` instead of Python or shell code.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any
+
+from infra.local import commands, setup_steps
+from infra.local.apps import AppError
+from infra.local.desktop import Desktop
+from infra.local.render import Screen, accessibility_xml, window_rect
+from infra.local.sandbox import SandboxError
+from infra.local.server import App, HttpError, Request, Response, Route
+
+PROBE = {"status": "Probe successful", "message": "Service is operational"}
+
+
+def guarded(handler: Route, *, missing: int = 400) -> Route:
+    """Map desktop errors to HTTP errors (sandbox 403/400, refusals ``missing``, absent 404)."""
+
+    def wrapped(request: Request) -> Response:
+        try:
+            return handler(request)
+        except SandboxError as exc:
+            raise HttpError(exc.status, exc.message) from None
+        except commands.CommandSyntaxError as exc:
+            raise HttpError(400, str(exc)) from None
+        except setup_steps.StepError as exc:
+            raise HttpError(400, str(exc)) from None
+        except AppError as exc:
+            raise HttpError(missing, str(exc)) from None
+        except FileNotFoundError as exc:
+            raise HttpError(404, str(exc)) from None
+
+    return wrapped
+
+
+def _path_arg(data: dict[str, Any], name: str = "path") -> str:
+    value = data.get(name)
+    if not isinstance(value, str) or not value:
+        raise HttpError(400, f"missing {name!r}: give a Windows path such as C:\\Users\\Docker")
+    return value
+
+
+def _command_arg(data: dict[str, Any]) -> str | list[str]:
+    command = data.get("command")
+    if isinstance(command, str) or (
+        isinstance(command, list) and all(isinstance(w, str) for w in command)
+    ):
+        return command
+    raise HttpError(400, "missing 'command': a string or a list of strings")
+
+
+def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
+    """Register the WAA endpoints of one worker on ``app``."""
+
+    def probe(request: Request) -> Response:
+        return Response.json(PROBE)
+
+    def screenshot(request: Request) -> Response:
+        return Response(200, screen.png(), "image/png")
+
+    def accessibility(request: Request) -> Response:
+        backend = (request.query.get("backend") or ["uia"])[-1]
+        if backend not in ("uia", "win32"):
+            raise HttpError(400, f"backend must be uia or win32, not {backend!r}")
+        return Response.json({"AT": accessibility_xml(desktop, backend)})
+
+    def obs_winagent(request: Request) -> Response:
+        with desktop.lock:
+            active = desktop.active
+            index = len(desktop.windows) - 1
+            titles = desktop.titles()
+            clipboard = desktop.clipboard
+        left, top, right, bottom = window_rect(index) if active else (0, 0, 0, 0)
+        return Response.json(
+            {
+                "image": base64.b64encode(screen.png()).decode("ascii"),
+                "window_title": active.title if active else "",
+                "rect": {"left": left, "top": top, "right": right, "bottom": bottom},
+                "window_names_str": "\n".join(titles),
+                "computer_clipboard": clipboard,
+                "human_input": "",
+            }
+        )
+
+    def execute(request: Request) -> Response:
+        result = commands.run(desktop, _command_arg(request.json()))
+        return Response.json(result.to_json())
+
+    def execute_windows(request: Request) -> Response:
+        result = commands.run(desktop, _command_arg(request.json()))
+        if result.returncode != 0:
+            raise HttpError(500, result.error)
+        return Response.json(result.to_json())
+
+    def file(request: Request) -> Response:
+        form = request.form() if request.body else {}
+        path = form.get("file_path")
+        if not isinstance(path, str) or not path:
+            raise HttpError(400, "missing form field 'file_path'")
+        return Response(200, desktop.read_file(path), "application/octet-stream")
+
+    def list_directory(request: Request) -> Response:
+        return Response.json({"directory_tree": desktop.tree(_path_arg(request.json()))})
+
+    def exists(kind: str) -> Route:
+        def check(request: Request) -> Response:
+            data = request.json() if request.content_type.startswith("application/json") else {
+                k: v for k, v in request.form().items() if isinstance(v, str)
+            }
+            path = data.get("path") or data.get("file_path") or data.get("folder_path")
+            if not isinstance(path, str) or not path:
+                raise HttpError(400, "missing 'path'")
+            host = desktop.host(path)
+            found = host.is_file() if kind == "file" else host.is_dir()
+            return Response.json({"exists": found}, 200 if found else 400)
+
+        return check
+
+    def upload(request: Request) -> Response:
+        form = request.form()
+        path, data = form.get("file_path"), form.get("file_data")
+        if not isinstance(path, str) or data is None:
+            raise HttpError(400, "multipart fields 'file_path' and 'file_data' are required")
+        desktop.write_file(path, data)
+        return Response.text("File uploaded")
+
+    def step(kind: str, done: Callable[[dict[str, Any]], str]) -> Route:
+        def run(request: Request) -> Response:
+            params = request.json()
+            setup_steps.apply_step(desktop, kind, params)
+            return Response.text(done(params))
+
+        return run
+
+    routes: list[tuple[str, str, Route, int]] = [
+        ("GET", "/probe", probe, 400),
+        ("GET", "/screenshot", screenshot, 400),
+        ("GET", "/accessibility", accessibility, 400),
+        ("GET", "/obs_winagent", obs_winagent, 400),
+        ("POST", "/execute", execute, 400),
+        ("POST", "/setup/execute", execute, 400),
+        ("POST", "/execute_windows", execute_windows, 400),
+        ("POST", "/file", file, 404),
+        ("POST", "/list_directory", list_directory, 404),
+        ("POST", "/file_exists", exists("file"), 400),
+        ("POST", "/folder_exists", exists("folder"), 400),
+        ("POST", "/setup/upload", upload, 400),
+        ("POST", "/setup/launch", step("launch", lambda p: f"{p.get('command')} launched"), 400),
+        ("POST", "/setup/open_file", step("open", lambda p: f"{p.get('path')} opened"), 404),
+        (
+            "POST",
+            "/setup/activate_window",
+            step("activate_window", lambda p: f"{p.get('window_name')} activated"),
+            404,
+        ),
+        (
+            "POST",
+            "/setup/close_window",
+            step("close_window", lambda p: f"{p.get('window_name')} closed"),
+            404,
+        ),
+        ("POST", "/setup/close_all", step("close_all", lambda p: "All windows closed"), 400),
+        (
+            "POST",
+            "/setup/clear_task_files",
+            step("clear_task_files", lambda p: "Task files cleared"),
+            400,
+        ),
+        (
+            "POST",
+            "/setup/create_folder",
+            step("create_folder", lambda p: f"{p.get('path')} created"),
+            400,
+        ),
+        ("POST", "/setup/create_file", step("create_file", lambda p: f"{p.get('path')} created"),
+         400),
+        ("POST", "/setup/recycle", _recycle(desktop), 404),
+        ("POST", "/setup/download_file", step("download_file", lambda p: ""), 400),
+    ]
+    for method, path, handler, missing in routes:
+        app.route(method, path, guarded(handler, missing=missing))
+    return app
+
+
+def _recycle(desktop: Desktop) -> Route:
+    def recycle(request: Request) -> Response:
+        path = _path_arg(request.json())
+        desktop.delete(path)
+        return Response.text(f"{path} moved to the recycle bin")
+
+    return recycle

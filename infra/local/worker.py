@@ -1,0 +1,123 @@
+"""Start and stop simulated workers inside the current process.
+
+A worker is two HTTP servers (the guest's WAA server and the scoring server) around one desktop,
+with one fault gate counting requests across both.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infra.local.desktop import Desktop
+from infra.local.faults import FaultGate, Faults, parse_faults
+from infra.local.render import Screen
+from infra.local.scoring_api import build_scoring_app
+from infra.local.server import Acceptor, App, AppServer
+from infra.local.taskstore import TaskStore
+from infra.local.waa_api import build_waa_app
+
+log = logging.getLogger("infra.local")
+
+
+@dataclass
+class RunningWorker:
+    """A simulated worker serving in this process; :meth:`stop` frees its ports."""
+
+    name: str
+    host: str
+    root: Path
+    waa_port: int
+    scoring_port: int
+    desktop: Desktop
+    _acceptor: Acceptor = field(repr=False)
+    _release: threading.Event = field(repr=False)
+
+    @property
+    def waa_url(self) -> str:
+        """Base URL of the WAA server (``http://127.0.0.1:PORT``)."""
+        return f"http://{self.host}:{self.waa_port}"
+
+    @property
+    def scoring_url(self) -> str:
+        """Base URL of the scoring server."""
+        return f"http://{self.host}:{self.scoring_port}"
+
+    def describe(self) -> dict[str, Any]:
+        """The worker's entry in the ready file."""
+        return {
+            "name": self.name,
+            "host": self.host,
+            "waa_port": self.waa_port,
+            "scoring_port": self.scoring_port,
+            "root": str(self.root),
+        }
+
+    def stop(self) -> None:
+        """Stop serving, release hung requests and close both listening sockets (idempotent)."""
+        if self._release.is_set():
+            return
+        self._release.set()
+        self._acceptor.stop()
+        log.info("worker %s stopped", self.name)
+
+
+def start_worker(
+    name: str,
+    root: Path | str,
+    *,
+    host: str = "127.0.0.1",
+    waa_port: int = 0,
+    scoring_port: int = 0,
+    tasks: Path | str | None = None,
+    faults: Faults | Mapping[str, object] | None = None,
+) -> RunningWorker:
+    """Start one simulated worker serving in background threads of this process.
+
+    Args:
+        name: the worker's name (logs, ready file).
+        root: its working folder; the simulated ``C:`` drive is ``root/drive_c``.
+        host: address to bind (loopback by default).
+        waa_port: port of the WAA server, 0 for a free one.
+        scoring_port: port of the scoring server, 0 for a free one.
+        tasks: task folder (``examples/`` plus an index); default the bundled suite.
+        faults: fault knobs (see :mod:`infra.local.faults`) as :class:`Faults` or a dict.
+
+    Raises:
+        FaultError: a bad fault knob.
+        TaskStoreError: the task folder has no readable index.
+        OSError: a port cannot be bound.
+    """
+    knobs = faults if isinstance(faults, Faults) else parse_faults(faults)
+    store = TaskStore.load(Path(tasks) if tasks is not None else None)
+    folder = Path(root).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    desktop = Desktop(folder)
+    screen = Screen(desktop, knobs.screenshot_min_bytes)
+    gate = FaultGate(knobs)
+    release = threading.Event()
+    waa = AppServer((host, waa_port), App(f"{name}/waa", gate, release))
+    try:
+        scoring = AppServer((host, scoring_port), App(f"{name}/scoring", gate, release))
+    except OSError:
+        waa.server_close()
+        raise
+    build_waa_app(waa.app, desktop, screen)
+    build_scoring_app(scoring.app, desktop, store)
+    acceptor = Acceptor([waa, scoring], name)
+    worker = RunningWorker(
+        name=name,
+        host=host,
+        root=folder,
+        waa_port=waa.port,
+        scoring_port=scoring.port,
+        desktop=desktop,
+        _acceptor=acceptor,
+        _release=release,
+    )
+    log.info("worker %s: waa %s, scoring %s", name, worker.waa_url, worker.scoring_url)
+    return worker

@@ -1,0 +1,117 @@
+"""Run a pool program without the Pulumi engine, recording what it would create.
+
+Pulumi's mocks (``pulumi.runtime.set_mocks``) stand in for the engine and the cloud: every
+resource the program registers is recorded with its inputs (Pulumi's wire names, as the cloud
+provider would receive them), and data-source lookups are answered by a function the caller
+gives. This powers offline plans (``oa-vm pool-create --plan``: no engine, no credentials, no
+network) and the policy tests.
+
+Values a cloud would compute (IDs, public IPs) are stand-ins: ``<name>-id`` and addresses from
+TEST-NET-3 (203.0.113.0/24), which never route on the internet.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi.runtime import settings as pulumi_settings
+
+Lookup = Callable[[str, Mapping[str, Any]], dict[str, Any]]
+"""Answers a data-source call: ``(token, args) -> result`` (e.g. ``aws:ec2/getAmi:getAmi``)."""
+
+# Pulumi's runtime settings are process-global: one offline run at a time.
+_RUN_LOCK = threading.Lock()
+
+
+@dataclass
+class RecordedResource:
+    """One resource the program registered."""
+
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    custom: bool
+
+
+@dataclass
+class OfflineRun:
+    """What a program declared: its resources in registration order and its result."""
+
+    resources: list[RecordedResource] = field(default_factory=list)
+    result: Any = None
+
+    def of_type(self, type_: str) -> list[RecordedResource]:
+        """The recorded resources of one type token (``aws:ec2/instance:Instance``...)."""
+        return [r for r in self.resources if r.type == type_]
+
+
+def _stand_in_outputs(type_: str, name: str, index: int) -> dict[str, Any]:
+    """Computed outputs a real create would return, for types whose outputs programs read."""
+    address = f"203.0.113.{10 + index % 240}"
+    if type_ == "aws:ec2/instance:Instance":
+        return {"publicIp": address, "arn": f"arn:aws:ec2:offline:instance/{name}"}
+    if type_ == "azure-native:network:PublicIPAddress":
+        return {"ipAddress": address}
+    return {}
+
+
+class RecordingMocks(pulumi.runtime.Mocks):
+    """Mocks that record every registered resource and answer lookups through ``lookup``."""
+
+    def __init__(self, lookup: Lookup) -> None:
+        self.lookup = lookup
+        self.recorded: list[RecordedResource] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        """Record the resource; echo its inputs as its state, plus stand-in computed outputs."""
+        inputs = dict(args.inputs)
+        self.recorded.append(
+            RecordedResource(type=args.typ, name=args.name, inputs=inputs, custom=args.custom)
+        )
+        state = {**inputs, **_stand_in_outputs(args.typ, args.name, len(self.recorded))}
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        """Answer a data-source call."""
+        return self.lookup(args.token, dict(args.args))
+
+
+def run_offline(
+    program: Callable[[], Any],
+    lookup: Lookup,
+    *,
+    project: str = "oa-vm",
+    stack: str = "offline",
+) -> OfflineRun:
+    """Run ``program`` under mocks and return what it declared.
+
+    Args:
+        program: declares resources; may return a value or an ``Output`` (resolved into
+            :attr:`OfflineRun.result`).
+        lookup: answers every data-source call the program makes.
+        project, stack: names the program sees through ``pulumi.get_project()``/``get_stack()``.
+
+    Raises:
+        Exception: whatever the program raises (e.g. a setting it refuses).
+    """
+    mocks = RecordingMocks(lookup)
+    holder: dict[str, Any] = {}
+    with _RUN_LOCK:
+        pulumi_settings.ROOT.set(None)
+        pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False)
+        try:
+
+            def body() -> Any:
+                value = program()
+                return pulumi.Output.from_input(value).apply(
+                    lambda resolved: holder.__setitem__("result", resolved)
+                )
+
+            pulumi.runtime.test(body)()
+        finally:
+            pulumi_settings.reset_options()
+    return OfflineRun(resources=list(mocks.recorded), result=holder.get("result"))

@@ -1,0 +1,69 @@
+"""The tag set every pool resource carries, on both clouds.
+
+Tags are how a pool is found again when local notes are lost: cleanup asks the cloud for
+everything tagged ``oa-vm:pool=<name>`` (see ``docs/runbook.md``).
+
+Key choice: the same three keys on AWS and Azure, colon included. AWS reserves only the ``aws:``
+prefix. Azure forbids ``<``, ``>``, ``%``, ``&``, ``\\``, ``?`` and ``/`` in tag names and reserves
+the ``microsoft``, ``azure`` and ``windows`` prefixes; ``:`` is refused only by a few services
+(Traffic Manager, Front Door, DNS zones), none of which a pool creates. One spelling on both
+clouds keeps the cleanup commands identical (``--tag oa-vm:pool=NAME``). :func:`check_key`
+enforces both clouds' rules so a new tag cannot break one of them silently.
+
+Values are kept to the characters every AWS service accepts in tag values
+(letters, digits, spaces and ``_ . : / = + - @``), at most 256 of them.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from infra.settings import PoolSettings
+
+POOL = "oa-vm:pool"
+OWNER = "oa-vm:owner"
+EXPIRES_AT = "oa-vm:expires-at"
+ALL_KEYS = (POOL, OWNER, EXPIRES_AT)
+
+_AZURE_FORBIDDEN = set('<>%&\\?/')
+_RESERVED_PREFIXES = ("aws:", "microsoft", "azure", "windows")
+_VALUE_BAD = re.compile(r"[^\w .:/=+\-@]", re.UNICODE)
+MAX_VALUE = 256
+
+
+def check_key(key: str) -> str:
+    """Return ``key`` if both AWS and Azure accept it as a tag name.
+
+    Raises:
+        ValueError: the key breaks one cloud's rules (the message says which).
+    """
+    if not key or len(key) > 128:
+        raise ValueError(f"tag key {key!r} must have 1-128 characters")
+    if _AZURE_FORBIDDEN & set(key):
+        raise ValueError(f"tag key {key!r} has a character Azure refuses (< > % & \\ ? /)")
+    if key.lower().startswith(_RESERVED_PREFIXES):
+        raise ValueError(f"tag key {key!r} uses a prefix reserved by the cloud")
+    return key
+
+
+def clean_value(value: str) -> str:
+    """A tag value every AWS service and Azure accept: odd characters become ``-``."""
+    return _VALUE_BAD.sub("-", value.strip())[:MAX_VALUE]
+
+
+def format_expiry(expires_at: datetime) -> str:
+    """``2026-03-01T18:30:00Z``: UTC, second precision, sortable as text."""
+    return expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def pool_tags(settings: PoolSettings) -> dict[str, str]:
+    """The three tags for every resource of the pool described by ``settings``."""
+    tags = {
+        POOL: clean_value(settings.name),
+        OWNER: clean_value(settings.owner) or "unknown",
+        EXPIRES_AT: format_expiry(settings.expires_at),
+    }
+    for key in tags:
+        check_key(key)
+    return tags

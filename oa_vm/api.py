@@ -1,0 +1,372 @@
+"""The public Python API for pools: what the ``oa-vm`` CLI and ``evals`` call.
+
+Every function returns typed values and raises errors of :mod:`oa_vm.errors`; nothing here prints.
+Records are written by this module only (providers return records, they never save them).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Any
+
+from oa_vm import state
+from oa_vm.connect import WorkerConnection, connect_record
+from oa_vm.errors import (
+    AmbiguousPoolError,
+    CorruptRecordError,
+    InvalidInputError,
+    PoolExistsError,
+    PoolNotFoundError,
+    PoolNotReadyError,
+    ProvisioningError,
+    WaitTimeoutError,
+)
+from oa_vm.faults import validate_faults
+from oa_vm.providers import DEFAULT_CLOUD, get_provider
+from oa_vm.providers.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
+from oa_vm.state import PoolRecord, PoolState, WorkerState
+
+__all__ = [
+    "DEFAULT_CLOUD",
+    "WorkerConnection",
+    "build_spec",
+    "check_available",
+    "cleanup_expired",
+    "cleanup_pool",
+    "connect",
+    "create_pool",
+    "detect_caller_cidr",
+    "list_pools",
+    "plan_pool",
+    "pool_cost_so_far",
+    "pool_status",
+    "resolve_name",
+    "wait_pool",
+]
+
+DEFAULT_WORKERS = 3
+DEFAULT_TTL_HOURS = 4.0
+MAX_WORKERS = 256
+
+
+def _owner() -> str:
+    env = os.environ.get("OA_VM_OWNER")
+    if env:
+        return env
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def _default_name() -> str:
+    """``waa-pool``, or the first free ``waa-pool-N``."""
+    taken = set(state.list_names())
+    if "waa-pool" not in taken:
+        return "waa-pool"
+    n = 2
+    while f"waa-pool-{n}" in taken:
+        n += 1
+    return f"waa-pool-{n}"
+
+
+def build_spec(
+    *,
+    name: str | None,
+    cloud: str = DEFAULT_CLOUD,
+    workers: int = DEFAULT_WORKERS,
+    size: str | None = None,
+    regions: list[str] | None = None,
+    spot: bool = False,
+    ttl_hours: float = DEFAULT_TTL_HOURS,
+    allow_cidrs: list[str] | None = None,
+    faults: dict[str, str] | None = None,
+    ssh_via: dict[str, Any] | None = None,
+    price_per_hour: float | None = None,
+) -> PoolSpec:
+    """Validate what the user asked for and turn it into a :class:`PoolSpec`.
+
+    Raises:
+        InvalidInputError: a value is out of range (the message says which and why).
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise InvalidInputError(f"--workers must be a whole number of at least 1, not {workers}")
+    if workers > MAX_WORKERS:
+        raise InvalidInputError(f"--workers {workers} is more than the limit of {MAX_WORKERS}")
+    if not ttl_hours > 0:
+        raise InvalidInputError(f"--ttl-hours must be more than 0, not {ttl_hours}")
+    if price_per_hour is not None and not price_per_hour >= 0:
+        raise InvalidInputError(f"--price-per-hour must be 0 or more, not {price_per_hour}")
+    if price_per_hour is not None and cloud != "local":
+        raise InvalidInputError("--price-per-hour is for local pools; cloud pools use the catalog")
+    if (faults or ssh_via) and cloud != "local":
+        raise InvalidInputError("--fault and --ssh-via are for local pools (--cloud local)")
+    get_provider(cloud)  # unknown cloud -> one line listing the known ones
+    validate_faults(dict(faults or {}))
+    pool_name = state.validate_pool_name(name) if name else _default_name()
+    return PoolSpec(
+        name=pool_name,
+        cloud=cloud,
+        workers=workers,
+        owner=_owner(),
+        expires_at=state.utcnow() + timedelta(hours=ttl_hours),
+        size=size,
+        regions=list(regions or []),
+        spot=spot,
+        allow_cidrs=list(allow_cidrs or []),
+        faults=dict(faults or {}),
+        ssh_via=ssh_via,
+        price_per_hour=price_per_hour,
+    )
+
+
+def check_available(cloud: str) -> None:
+    """Raise ``ProviderUnavailableError`` (one line, with the fix) if ``cloud`` cannot create
+    pools here (a missing extra or engine); nothing is written either way."""
+    get_provider(cloud).check_available()
+
+
+def detect_caller_cidr() -> str:
+    """This machine's public address as a /32, to open SSH to it alone."""
+    from oa_vm.netdetect import detect_cidr
+
+    return detect_cidr()
+
+
+def plan_pool(spec: PoolSpec) -> Plan:
+    """What creating ``spec`` would make and cost; no side effects."""
+    return get_provider(spec.cloud).plan(spec)
+
+
+def create_pool(
+    spec: PoolSpec | None = None, *, progress: Progress = no_progress, **kwargs: Any
+) -> PoolRecord:
+    """Create a pool and save its record. Accepts a spec, or :func:`build_spec`'s keywords.
+
+    The name is reserved by a ``creating`` record before anything is made, so an interrupted
+    create leaves a record that ``pool-cleanup`` can act on. If the provider cannot run here,
+    nothing at all is written.
+
+    Raises:
+        PoolExistsError: a pool of that name exists.
+        ProviderUnavailableError: the provider cannot run here (nothing written).
+        ProvisioningError: creation failed (what was made is removed, the record too).
+    """
+    if spec is None:
+        spec = build_spec(**kwargs)
+    provider = get_provider(spec.cloud)
+    provider.check_available()
+    if state.exists(spec.name):
+        raise PoolExistsError(spec.name)
+    placeholder = PoolRecord(
+        name=spec.name, cloud=spec.cloud, state=PoolState.CREATING, created_at=state.utcnow(),
+        expires_at=spec.expires_at, owner=spec.owner, price_per_hour=spec.price_per_hour,
+    )
+    state.save(placeholder)
+    _forget_removal(spec.name)
+    try:
+        record = provider.create(spec, progress)
+    except (ProvisioningError, InvalidInputError) as exc:
+        # The provider removed what it made before raising; drop the reservation too, unless
+        # it says something was left that cleanup must still find.
+        if getattr(exc, "resources_left", False):
+            placeholder.state = PoolState.FAILED
+            state.save(placeholder)
+        else:
+            state.delete(spec.name)
+            _remove_pool_dir(spec.name)
+        raise
+    except BaseException:
+        # Interrupted or unexpected: keep a FAILED record so 'pool-cleanup' can still act.
+        placeholder.state = PoolState.FAILED
+        state.save(placeholder)
+        raise
+    state.save(record)
+    return record
+
+
+def resolve_name(name: str | None) -> str:
+    """The pool meant by ``--name``; when it is left out, the only pool there is.
+
+    Raises:
+        PoolNotFoundError: no pool exists at all.
+        AmbiguousPoolError: several exist (the message lists them).
+    """
+    if name:
+        return name
+    names = state.list_names()
+    if not names:
+        raise InvalidInputError(
+            "there are no pools; create one with 'oa-vm pool-create --cloud local'"
+        )
+    if len(names) > 1:
+        raise AmbiguousPoolError(names)
+    return names[0]
+
+
+def pool_status(name: str | None, *, refresh: bool = False) -> PoolRecord:
+    """The pool's record; refreshed from the provider when asked (always for local pools,
+    where it only checks processes)."""
+    record = state.load(resolve_name(name))
+    if refresh or record.cloud == "local":
+        provider = get_provider(record.cloud)
+        before = record.to_json()
+        record = provider.refresh(record)
+        if record.to_json() != before:
+            state.save(record)
+    return record
+
+
+def list_pools(*, refresh_local: bool = True) -> list[PoolRecord | CorruptRecordError]:
+    """Every pool (corrupt records included, as their error, so a listing can show them)."""
+    out: list[PoolRecord | CorruptRecordError] = []
+    for item in state.iter_records():
+        if isinstance(item, PoolRecord) and refresh_local and item.cloud == "local":
+            item = get_provider("local").refresh(item)
+        out.append(item)
+    return out
+
+
+def pool_cost_so_far(record: PoolRecord) -> float | None:
+    """$ spent so far by the pool (uptime x price x workers), or None when unpriced."""
+    if record.price_per_hour is None:
+        return None
+    try:
+        from oa_vm.pricing import pool_cost_so_far as cost
+    except ImportError:
+        hours = record.age_seconds() / 3600.0
+        return hours * record.price_per_hour * len(record.workers)
+    return cost(record)
+
+
+def wait_pool(
+    name: str | None,
+    *,
+    timeout_s: float = 1800.0,
+    on_update: Callable[[PoolRecord], None] | None = None,
+) -> PoolRecord:
+    """Follow every worker through its phases until all are ready.
+
+    Raises:
+        PoolNotReadyError: a worker was lost while waiting (its last log line is given).
+        WaitTimeoutError: time ran out; the message names each stuck worker and its phase.
+    """
+    record = state.load(resolve_name(name))
+    provider = get_provider(record.cloud)
+    deadline = time.monotonic() + timeout_s
+    interval = float(getattr(provider, "poll_interval_s", 5.0))
+    while True:
+        record = provider.refresh(record)
+        for index, worker in enumerate(record.workers):
+            if worker.state in (WorkerState.READY, WorkerState.LOST, WorkerState.STOPPED):
+                continue
+            phase, ready = provider.worker_phase(record, index)
+            worker.phase = phase
+            if ready:
+                worker.state = WorkerState.READY
+        record.state = state.derive_pool_state(record.workers)
+        state.save(record)
+        if on_update is not None:
+            on_update(record)
+        lost = [w for w in record.workers if w.state == WorkerState.LOST]
+        if lost:
+            details = "; ".join(f"{w.name}: {w.detail or w.phase}" for w in lost)
+            raise PoolNotReadyError(
+                f"pool {record.name!r}: worker lost while waiting ({details}); "
+                f"see 'oa-vm pool-status --name {record.name}' and clean up with "
+                f"'oa-vm pool-cleanup --name {record.name}'"
+            )
+        if all(w.state == WorkerState.READY for w in record.workers):
+            return record
+        if time.monotonic() >= deadline:
+            stuck = "; ".join(
+                f"{w.name} stuck at {w.phase or 'start'}"
+                + (f" ({w.detail})" if w.detail else "")
+                for w in record.workers
+                if w.state != WorkerState.READY
+            )
+            raise WaitTimeoutError(
+                f"pool {record.name!r} not ready after {timeout_s:g}s: {stuck}"
+            )
+        time.sleep(interval)
+
+
+def cleanup_pool(name: str | None, *, progress: Progress = no_progress) -> CleanupReport:
+    """Remove everything the pool created, then its record. Idempotent.
+
+    A pool removed earlier gives an empty report saying so; an unknown name raises
+    :class:`PoolNotFoundError`; a corrupt record raises :class:`CorruptRecordError` and nothing
+    is deleted.
+    """
+    pool = resolve_name(name)
+    try:
+        record = state.load(pool)
+    except PoolNotFoundError:
+        tomb = state.removed_dir() / f"{pool}.json"
+        if tomb.exists():
+            return CleanupReport(hints=[f"pool {pool!r} was already removed; nothing to remove"])
+        raise
+    record.state = PoolState.DELETING
+    state.save(record)
+    report = get_provider(record.cloud).destroy(record, progress)
+    if report.left:
+        state.save(record)  # keep the record: something is still billing or present
+        return report
+    state.atomic_write_json(
+        state.removed_dir() / f"{pool}.json",
+        {"name": pool, "cloud": record.cloud, "removed_at": state.format_time(state.utcnow()),
+         "removed": report.removed},
+    )
+    state.delete(pool)
+    _remove_pool_dir(pool)
+    report.removed.append(f"removed the record of pool {pool!r}")
+    return report
+
+
+def cleanup_expired(*, progress: Progress = no_progress) -> dict[str, CleanupReport]:
+    """Clean up every pool past its expiry."""
+    reports = {}
+    for item in state.iter_records():
+        if isinstance(item, PoolRecord) and item.is_expired():
+            reports[item.name] = cleanup_pool(item.name, progress=progress)
+    return reports
+
+
+@contextmanager
+def connect(
+    name: str | None,
+    *,
+    connect_timeout: float = 5.0,
+    read_timeout: float = 60.0,
+    only: str | None = None,
+) -> Iterator[list[WorkerConnection]]:
+    """Clients for the pool's ready workers (tunnels opened as needed, closed on exit).
+
+    Raises:
+        PoolNotReadyError: no worker is ready.
+    """
+    record = pool_status(name)
+    if record.state in (PoolState.CREATING, PoolState.DELETING):
+        raise PoolNotReadyError(f"pool {record.name!r} is {record.state.value}")
+    with connect_record(
+        record, connect_timeout=connect_timeout, read_timeout=read_timeout, only=only
+    ) as connections:
+        yield connections
+
+
+def _forget_removal(name: str) -> None:
+    (state.removed_dir() / f"{name}.json").unlink(missing_ok=True)
+
+
+def _remove_pool_dir(name: str) -> None:
+    """Remove the pool's folder (its key and known_hosts go with it: the pool is gone)."""
+    import shutil
+
+    folder = state.pool_dir(name)
+    if folder.is_dir():
+        shutil.rmtree(folder, ignore_errors=True)

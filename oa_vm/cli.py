@@ -1,0 +1,321 @@
+"""``oa-vm``: create, wait for, inspect, tunnel to and clean up pools of WAA workers.
+
+A thin layer: each command parses its options, calls one function of :mod:`oa_vm.api` and formats
+what it returns. Heavy modules (requests, paramiko, Pulumi) are imported inside commands so that
+``oa-vm --help`` starts fast and never loads Pulumi.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated, Any
+
+import typer
+
+from oa_vm import api, state
+from oa_vm.clikit import print_json, run_main
+from oa_vm.durations import format_duration, parse_duration
+from oa_vm.errors import InvalidInputError, OaVmError
+from oa_vm.providers.base import Plan
+from oa_vm.state import PoolRecord
+from oa_vm.tables import money, render_table
+
+app = typer.Typer(
+    name="oa-vm",
+    help="Pools of Windows Agent Arena workers: create, wait, status, tunnel, clean up.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+NameOpt = Annotated[
+    str | None, typer.Option("--name", "-n", help="Pool name (optional when only one exists).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+
+def _echo(line: str) -> None:
+    typer.echo(line)
+
+
+def _err(line: str) -> None:
+    typer.echo(line, err=True)
+
+
+def _confirm(question: str, yes: bool) -> None:
+    """Ask before anything that costs money or removes things; refuse silently-piped runs."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidInputError(f"{question.rstrip('?')}: not asked (no terminal); pass -y")
+    if not typer.confirm(question, default=False):
+        raise typer.Abort()
+
+
+def _parse_faults(items: list[str]) -> dict[str, str]:
+    faults: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise InvalidInputError(f"--fault {item!r}: use KEY=VALUE, e.g. --fault latency=0.2")
+        faults[key.strip()] = value.strip()
+    return faults
+
+
+def _parse_ssh_via(via: str | None, key: str | None) -> dict[str, Any] | None:
+    """``user@host:port`` plus a key file -> the local provider's ``ssh_via``."""
+    if via is None:
+        if key is not None:
+            raise InvalidInputError("--ssh-key needs --ssh-via user@host:port")
+        return None
+    user, at, rest = via.rpartition("@")
+    host, colon, port = rest.rpartition(":")
+    if not at or not user or not colon or not host or not port.isdigit():
+        raise InvalidInputError(f"--ssh-via {via!r}: use user@host:port, e.g. root@127.0.0.1:2222")
+    if key is None:
+        raise InvalidInputError("--ssh-via needs --ssh-key PATH (the private key to log in with)")
+    return {"host": host, "port": int(port), "user": user, "key_path": key}
+
+
+def _plan_text(plan: Plan) -> str:
+    counts: dict[str, int] = {}
+    for resource in plan.resources:
+        counts[resource.type] = counts.get(resource.type, 0) + 1
+    lines = [f"Plan: {plan.workers} worker(s) on {plan.cloud}"
+             + (f" in {plan.region}" if plan.region else "")
+             + (f", size {plan.size}" if plan.size else "")]
+    lines += [f"  {n} x {kind}" for kind, n in sorted(counts.items())]
+    price = "-" if plan.price_per_hour is None else f"{money(plan.price_per_hour)}/hour"
+    lines.append(f"Price: {price} for the whole pool")
+    lines += [f"Note: {note}" for note in plan.notes]
+    return "\n".join(lines)
+
+
+@app.command("pool-create")
+def pool_create(
+    name: NameOpt = None,
+    cloud: Annotated[str, typer.Option(help="local, aws or azure.")] = api.DEFAULT_CLOUD,
+    workers: Annotated[int, typer.Option(help="Number of workers.")] = api.DEFAULT_WORKERS,
+    size: Annotated[str | None, typer.Option(help="Instance size (cloud default).")] = None,
+    region: Annotated[
+        str | None, typer.Option(help="Region, or several a,b,c tried in order.")
+    ] = None,
+    spot: Annotated[bool, typer.Option(help="Use spot capacity.")] = False,
+    ttl_hours: Annotated[
+        float, typer.Option(help="Hours until the cloud ends the pool itself.")
+    ] = api.DEFAULT_TTL_HOURS,
+    allow_cidr: Annotated[
+        list[str] | None, typer.Option(help="CIDR allowed to reach SSH (repeatable).")
+    ] = None,
+    fault: Annotated[
+        list[str] | None, typer.Option(help="Local pools: fault knob KEY=VALUE (repeatable).")
+    ] = None,
+    ssh_via: Annotated[
+        str | None, typer.Option(help="Local pools: reach workers over SSH at user@host:port.")
+    ] = None,
+    ssh_key: Annotated[str | None, typer.Option(help="Key file for --ssh-via.")] = None,
+    price_per_hour: Annotated[
+        float | None, typer.Option(help="Local pools: pretend $/hour per worker.")
+    ] = None,
+    plan_only: Annotated[
+        bool, typer.Option("--plan", help="Show the plan and price; create nothing.")
+    ] = False,
+    json_out: JsonOpt = False,
+    yes: YesOpt = False,
+) -> None:
+    """Create a pool (shows the plan and its price first)."""
+    regions = [r.strip() for r in region.split(",") if r.strip()] if region else []
+    spec = api.build_spec(
+        name=name, cloud=cloud, workers=workers, size=size, regions=regions, spot=spot,
+        ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),
+        faults=_parse_faults(list(fault or [])), ssh_via=_parse_ssh_via(ssh_via, ssh_key),
+        price_per_hour=price_per_hour,
+    )
+    if "0.0.0.0/0" in spec.allow_cidrs:
+        _err("warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet")
+    if plan_only:
+        plan = api.plan_pool(spec)
+        print_json(plan.to_json()) if json_out else _echo(_plan_text(plan))
+        return
+    api.check_available(spec.cloud)
+    if spec.cloud != "local" and not spec.allow_cidrs:
+        spec.allow_cidrs = [api.detect_caller_cidr()]
+        _err(f"SSH will be open to {spec.allow_cidrs[0]} only (your address; see --allow-cidr)")
+    plan = api.plan_pool(spec)
+    if not json_out:
+        _echo(_plan_text(plan))
+        _echo(f"Pool {spec.name!r} expires at {state.format_time(spec.expires_at)}")
+    _confirm(f"Create pool {spec.name!r}?", yes)
+    record = api.create_pool(spec, progress=_err if json_out else _echo)
+    if json_out:
+        print_json(_status_json(record))
+        return
+    _echo(f"Pool {record.name!r} created with {len(record.workers)} worker(s).")
+    _echo(f"Next: oa-vm pool-wait --name {record.name}")
+
+
+@app.command("pool-wait")
+def pool_wait(
+    name: NameOpt = None,
+    timeout: Annotated[
+        str, typer.Option(help="How long to wait: 30m, 90s, 1h, or minutes.")
+    ] = "30m",
+) -> None:
+    """Wait until every worker of the pool is ready, showing each worker's phase."""
+    timeout_s = parse_duration(timeout)
+    seen: dict[str, str] = {}
+    started = time.monotonic()
+
+    def show(record: PoolRecord) -> None:
+        for worker in record.workers:
+            phase = worker.phase or worker.state.value
+            if seen.get(worker.name) != phase:
+                seen[worker.name] = phase
+                elapsed = format_duration(time.monotonic() - started)
+                _echo(f"[{elapsed:>6}] {worker.name}: {phase}")
+
+    record = api.wait_pool(name, timeout_s=timeout_s, on_update=show)
+    _echo(f"Pool {record.name!r} is ready: {len(record.workers)} worker(s).")
+
+
+def _status_json(record: PoolRecord) -> dict[str, Any]:
+    data = record.to_json()
+    data["age_s"] = round(record.age_seconds(), 1)
+    data["expired"] = record.is_expired()
+    data["price_per_hour_total"] = (
+        None if record.price_per_hour is None else record.price_per_hour * len(record.workers)
+    )
+    data["cost_so_far_usd"] = api.pool_cost_so_far(record)
+    for worker in data["workers"]:
+        worker["reached_via"] = "ssh" if worker.get("ssh") else "direct"
+    return data
+
+
+@app.command("pool-status")
+def pool_status(
+    name: NameOpt = None,
+    json_out: JsonOpt = False,
+    refresh: Annotated[bool, typer.Option(help="Ask the cloud, not just the record.")] = False,
+) -> None:
+    """Show a pool: its workers, their state and URLs, its cost so far."""
+    record = api.pool_status(name, refresh=refresh)
+    if json_out:
+        print_json(_status_json(record))
+        return
+    per_hour = None if record.price_per_hour is None else record.price_per_hour * len(
+        record.workers
+    )
+    expiry = state.format_time(record.expires_at) or "-"
+    _echo(f"Pool {record.name} ({record.cloud}): {record.state.value}, "
+          f"age {format_duration(record.age_seconds())}, expires {expiry}"
+          + (" (EXPIRED)" if record.is_expired() else ""))
+    _echo(f"Price {money(per_hour)}/hour, cost so far {money(api.pool_cost_so_far(record))}")
+    rows = [
+        [w.name, w.state.value, w.phase or "", w.waa_url or "", w.scoring_url or "",
+         w.pid or w.provider_id or "", "ssh" if w.ssh else "direct"]
+        for w in record.workers
+    ]
+    _echo(render_table(["WORKER", "STATE", "PHASE", "WAA", "SCORING", "ID", "VIA"], rows))
+
+
+@app.command("pool-list")
+def pool_list(json_out: JsonOpt = False) -> None:
+    """List every pool with its cloud, workers, age, state and cost so far."""
+    items = api.list_pools()
+    if json_out:
+        print_json([
+            _status_json(item) if isinstance(item, PoolRecord)
+            else {"error": str(item), "path": str(item.path)}
+            for item in items
+        ])
+        return
+    if not items:
+        _echo("No pools. Create one with: oa-vm pool-create --cloud local --workers 3")
+        return
+    rows: list[list[object]] = []
+    for item in items:
+        if not isinstance(item, PoolRecord):
+            rows.append([item.path.parent.name, "?", "?", "?", f"corrupt: {item.reason}", "", ""])
+            continue
+        per_hour = None if item.price_per_hour is None else item.price_per_hour * len(item.workers)
+        rows.append([
+            item.name, item.cloud, len(item.workers), format_duration(item.age_seconds()),
+            item.state.value + (" (expired)" if item.is_expired() else ""),
+            money(per_hour), money(api.pool_cost_so_far(item)),
+        ])
+    _echo(render_table(["NAME", "CLOUD", "WORKERS", "AGE", "STATE", "$/HOUR", "COST"], rows))
+
+
+@app.command("pool-cleanup")
+def pool_cleanup(
+    name: NameOpt = None,
+    expired: Annotated[bool, typer.Option(help="Remove every pool past its expiry.")] = False,
+    yes: YesOpt = False,
+) -> None:
+    """Remove everything a pool created, then its record (safe to run again)."""
+    if expired:
+        if name:
+            raise InvalidInputError("use either --name or --expired, not both")
+        _confirm("Remove every expired pool?", yes)
+        reports = api.cleanup_expired(progress=_echo)
+        _echo("No expired pools." if not reports else f"Removed {len(reports)} expired pool(s).")
+        return
+    pool = api.resolve_name(name)
+    if state.exists(pool):
+        _confirm(f"Remove pool {pool!r} and everything it created?", yes)
+    report = api.cleanup_pool(pool, progress=_echo)
+    for hint in report.hints:
+        _echo(hint)
+    if report.left:
+        for item in report.left:
+            _err(f"left: {item}")
+        raise OaVmError(f"pool {pool!r} was not fully removed; see the lines above")
+    if report.removed:
+        _echo(f"Pool {pool!r} removed.")
+
+
+@app.command("pool-tunnel")
+def pool_tunnel(
+    name: NameOpt = None,
+    worker: Annotated[str | None, typer.Option(help="Only this worker.")] = None,
+) -> None:
+    """Open SSH tunnels to the pool's workers in the foreground (Ctrl-C closes them)."""
+    from oa_vm.tunnels import run_foreground
+
+    run_foreground(api.resolve_name(name), worker, echo=_echo)
+
+
+@app.command("doctor")
+def doctor() -> None:
+    """Check the Pulumi engine, cloud credentials, SSH tooling and the oa-vm home."""
+    from oa_vm.doctor import run_checks
+
+    failed = 0
+    for check in run_checks():
+        mark = "ok  " if check.ok else "FAIL"
+        line = f"[{mark}] {check.name}: {check.detail}"
+        if not check.ok and check.fix:
+            line += f" -> {check.fix}"
+            failed += 1
+        _echo(line)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _mount_prices() -> None:
+    try:
+        from oa_vm.cli_prices import prices_app
+    except ImportError:  # the price catalog is optional for the pool commands
+        return
+    app.add_typer(prices_app, name="prices")
+
+
+_mount_prices()
+
+
+def main() -> None:
+    """Console entry point."""
+    run_main(app, "oa-vm", known=(OaVmError,))

@@ -1,0 +1,92 @@
+"""What every oa-vm console script shares: one-line errors, ``--debug``, Ctrl-C, JSON output.
+
+Known errors (the project's exception trees) print as one line on stderr and exit with their
+``exit_code`` (default 1); anything else also prints one line, naming ``--debug``, which shows the
+traceback. Ctrl-C exits 130, as shells expect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+EXIT_INTERRUPTED = 130
+
+
+def _debug_requested(argv: list[str]) -> bool:
+    return "--debug" in argv or os.environ.get("OA_VM_DEBUG") == "1"
+
+
+PROJECT_PACKAGES = ("oa_vm", "waa_client", "evals", "infra")
+
+
+def _is_known(exc: BaseException, known: tuple[type[BaseException], ...]) -> bool:
+    """An error of the project's trees: reported as one line without a traceback.
+
+    Matching by defining package, besides ``known``, spares the CLI from importing every
+    package's error module (and its dependencies) at start-up.
+    """
+    module = type(exc).__module__.split(".")[0]
+    return isinstance(exc, known) or module in PROJECT_PACKAGES
+
+
+def run_main(
+    app: Callable[..., Any], prog: str, known: tuple[type[BaseException], ...] = ()
+) -> NoReturn:
+    """Run a Typer/Click ``app`` with the project's error policy, then exit.
+
+    ``--debug`` may appear anywhere on the command line; it is removed before the app parses the
+    arguments, so every sub-command accepts it.
+    """
+    argv = sys.argv[1:]
+    debug = _debug_requested(argv)
+    args = [a for a in argv if a != "--debug"]
+    try:
+        app(args=args, prog_name=prog, standalone_mode=False)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # the one place every error is turned into a line
+        _report(exc, prog, known, debug)
+    sys.exit(0)
+
+
+def _report(
+    exc: BaseException, prog: str, known: tuple[type[BaseException], ...], debug: bool
+) -> NoReturn:
+    import typer  # already loaded by the app being run
+
+    if isinstance(exc, typer.Abort):
+        print(f"{prog}: aborted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    if isinstance(exc, typer.Exit):
+        sys.exit(exc.exit_code)
+    show = getattr(exc, "show", None)
+    if callable(show) and hasattr(exc, "exit_code") and not _is_known(exc, known):
+        # Click's usage errors ('abc' is not a valid integer...): one line and a pointer to
+        # --help instead of Click's multi-line box.
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        print(f"{prog}: error: {message} (see '{prog} --help')", file=sys.stderr)
+        sys.exit(int(exc.exit_code))
+    if debug:
+        traceback.print_exception(exc)
+    if _is_known(exc, known):
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        sys.exit(int(getattr(exc, "exit_code", 1)))
+    name = type(exc).__name__
+    print(
+        f"{prog}: unexpected error: {name}: {exc} (run again with --debug for details)",
+        file=sys.stderr,
+    )
+    sys.exit(1)
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as indented JSON on stdout (what ``--json`` flags emit)."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")

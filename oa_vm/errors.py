@@ -1,0 +1,83 @@
+"""The oa-vm exception tree.
+
+Every error a user can cause or meet derives from :class:`OaVmError`; the CLI prints its message
+as one line and exits with ``exit_code`` (tracebacks only with ``--debug``). Messages say what is
+wrong and what to do next.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class OaVmError(Exception):
+    """Base of every error oa-vm reports to a user."""
+
+    exit_code = 1
+
+
+class InvalidInputError(OaVmError):
+    """A flag, argument or file given by the user is not acceptable."""
+
+    exit_code = 2
+
+
+class PoolNotFoundError(OaVmError):
+    """No record for the named pool."""
+
+    def __init__(self, name: str, known: list[str] | None = None) -> None:
+        self.name = name
+        self.known = known or []
+        hint = (
+            f"known pools: {', '.join(self.known)}"
+            if self.known
+            else "there are no pools; create one with 'oa-vm pool-create'"
+        )
+        super().__init__(f"no pool named {name!r} ({hint})")
+
+
+class PoolExistsError(OaVmError):
+    """A pool with that name already exists."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(
+            f"a pool named {name!r} already exists; pick another --name, "
+            f"or remove it first with 'oa-vm pool-cleanup --name {name}'"
+        )
+
+
+class AmbiguousPoolError(OaVmError):
+    """``--name`` was left out while several pools exist."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        super().__init__(f"several pools exist ({', '.join(names)}); choose one with --name")
+
+
+class CorruptRecordError(OaVmError):
+    """A pool record exists but cannot be read. Nothing is deleted."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"pool record {path} is unreadable: {reason}; fix or move the file by hand "
+            "(oa-vm leaves it untouched)"
+        )
+
+
+class ProviderUnavailableError(OaVmError):
+    """A provider cannot run here (missing extra, missing engine, not implemented)."""
+
+
+class ProvisioningError(OaVmError):
+    """The cloud (or the local process launcher) failed to create what was asked."""
+
+
+class PoolNotReadyError(OaVmError):
+    """Workers did not become ready in time, or the pool is not usable."""
+
+
+class WaitTimeoutError(PoolNotReadyError):
+    """``pool-wait`` ran out of time; the message names each stuck worker and where it is."""

@@ -1,0 +1,142 @@
+"""The provider interface: one small contract every cloud (and the local pool) implements.
+
+A provider turns a :class:`PoolSpec` into running workers and back into nothing. The API layer
+(:mod:`oa_vm.api`) owns the records on disk; providers return updated records and never write
+them, so a provider can be tested without a home folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from oa_vm.state import PoolRecord
+
+Progress = Callable[[str], None]
+"""Receives one human-readable line per step (``create`` streams what it does)."""
+
+
+def no_progress(_line: str) -> None:
+    """A :data:`Progress` that drops everything."""
+
+
+@dataclass
+class PoolSpec:
+    """What the user asked for. Cloud-specific fields are ignored by providers that lack them.
+
+    Attributes:
+        name: pool name (validated by the API).
+        cloud: provider name (``local``, ``aws``, ``azure``).
+        workers: number of workers, at least 1.
+        owner: who the pool belongs to (tag ``oa-vm:owner``).
+        expires_at: when the cloud itself ends the pool (tag ``oa-vm:expires-at``).
+        size: instance size; None means the provider's default.
+        regions: regions to try in order (first that has capacity wins).
+        spot: ask for spot/preemptible capacity.
+        allow_cidrs: CIDRs allowed to reach SSH (22); empty means "detect the caller's".
+        faults: local pool fault knobs, ``{"latency": "0.2", ...}`` (see ``infra/local``).
+        ssh_via: local pool only: reach workers through this SSH server (host, port, user, key).
+        price_per_hour: local pool only: a pretend $/hour per worker, to test costs and caps.
+    """
+
+    name: str
+    cloud: str
+    workers: int
+    owner: str
+    expires_at: datetime
+    size: str | None = None
+    regions: list[str] = field(default_factory=list)
+    spot: bool = False
+    allow_cidrs: list[str] = field(default_factory=list)
+    faults: dict[str, str] = field(default_factory=dict)
+    ssh_via: dict[str, Any] | None = None
+    price_per_hour: float | None = None
+
+
+@dataclass
+class PlannedResource:
+    """One resource a create would make, with the inputs the program set."""
+
+    type: str
+    name: str
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Plan:
+    """What ``create`` would do and what it would cost, computed without side effects."""
+
+    cloud: str
+    region: str | None
+    size: str | None
+    workers: int
+    price_per_hour: float | None
+    resources: list[PlannedResource] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"resources": [{"type", "name", "inputs"}], "price_per_hour", ...}``."""
+        return {
+            "cloud": self.cloud,
+            "region": self.region,
+            "size": self.size,
+            "workers": self.workers,
+            "price_per_hour": self.price_per_hour,
+            "resources": [
+                {"type": r.type, "name": r.name, "inputs": r.inputs} for r in self.resources
+            ],
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class CleanupReport:
+    """What ``destroy`` removed and what, if anything, is left (with how to remove it)."""
+
+    removed: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    hints: list[str] = field(default_factory=list)
+
+
+class Provider(Protocol):
+    """The contract between the API and one cloud.
+
+    Implementations must import their cloud SDKs lazily (inside methods), so that importing the
+    provider module costs nothing and ``oa-vm --help`` never loads Pulumi.
+    """
+
+    name: str
+
+    def check_available(self) -> None:
+        """Raise ``ProviderUnavailableError`` (one line, with the fix) if this provider cannot
+        create pools here: a missing extra, a missing engine. Called before anything is written."""
+        ...
+
+    def plan(self, spec: PoolSpec) -> Plan:
+        """Resources and $/hour for ``spec``. No side effects, no network."""
+        ...
+
+    def create(self, spec: PoolSpec, progress: Progress) -> PoolRecord:
+        """Create the pool and return its record with every worker listed.
+
+        Returns as soon as the resources exist; workers may still be booting (``pool-wait``
+        follows them). On failure it removes what it made and raises ``ProvisioningError``.
+        """
+        ...
+
+    def refresh(self, record: PoolRecord) -> PoolRecord:
+        """Ask the cloud (or the OS) what is really there; mark vanished workers ``LOST``."""
+        ...
+
+    def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
+        """One readiness check of worker ``index``: ``(phase, ready)``; returns quickly.
+
+        ``phase`` names the furthest step reached (e.g. ``"process up"``, ``"waa probe"``).
+        """
+        ...
+
+    def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
+        """Remove everything the pool created. Idempotent: destroying what is gone succeeds."""
+        ...

@@ -1,0 +1,336 @@
+"""The ``local`` provider: simulated WAA workers as detached processes on this machine.
+
+Each worker is ``python -m infra.local`` bound to 127.0.0.1 on ports it picks itself; it reports
+them in a ready file once its servers listen, which avoids the race of choosing free ports here
+and binding them there. Processes start in their own session so a Ctrl-C in the terminal that
+created the pool does not take the pool down with it.
+
+The provider only ever signals processes it started: a PID is trusted only if the process still
+has the creation time recorded at start and its command line names this worker's folder (PIDs are
+reused by the OS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil
+
+from oa_vm import state
+from oa_vm.errors import InvalidInputError, ProvisioningError
+from oa_vm.faults import validate_faults
+from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec, Progress
+from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+
+if TYPE_CHECKING:
+    from waa_client.tunnel import WorkerTunnel
+
+READY_TIMEOUT_S = 20.0
+STOP_GRACE_S = 5.0
+PROBE_TIMEOUT_S = 2.0
+
+
+def worker_name(index: int) -> str:
+    """Stable worker names within a pool."""
+    return f"worker-{index}"
+
+
+class LocalProvider:
+    """Simulated workers on loopback; see the module docstring."""
+
+    name = "local"
+    poll_interval_s = 0.2
+
+    def check_available(self) -> None:
+        """Always available: it needs nothing but this Python."""
+
+    def plan(self, spec: PoolSpec) -> Plan:
+        """N worker processes on 127.0.0.1; free unless a pretend price was given."""
+        resources = [
+            PlannedResource(
+                type="local:process",
+                name=worker_name(i),
+                inputs={
+                    "command": "python -m infra.local",
+                    "host": "127.0.0.1",
+                    "faults": dict(spec.faults),
+                    "reached_via": "ssh" if spec.ssh_via else "loopback",
+                },
+            )
+            for i in range(spec.workers)
+        ]
+        per_hour = spec.price_per_hour * spec.workers if spec.price_per_hour else 0.0
+        notes = ["simulated workers: nothing is created outside this machine"]
+        if spec.price_per_hour:
+            notes.append(f"pretend price ${spec.price_per_hour:g}/h per worker (for cost tests)")
+        return Plan("local", None, None, spec.workers, per_hour, resources, notes)
+
+    # -- create ----------------------------------------------------------------------------
+
+    def create(self, spec: PoolSpec, progress: Progress) -> PoolRecord:
+        """Start the worker processes and wait (briefly) for each to report its ports."""
+        validate_faults(spec.faults)
+        pool_dir = state.pool_dir(spec.name)
+        record = PoolRecord(
+            name=spec.name,
+            cloud="local",
+            state=PoolState.CREATING,
+            created_at=state.utcnow(),
+            expires_at=spec.expires_at,
+            owner=spec.owner,
+            price_per_hour=spec.price_per_hour,
+            settings={"workers": spec.workers, "faults": dict(spec.faults),
+                      "ssh_via": spec.ssh_via},
+        )
+        ssh = _ssh_endpoint(spec.ssh_via)
+        for i in range(spec.workers):
+            name = worker_name(i)
+            workdir = pool_dir / "workers" / name
+            log_path = pool_dir / "logs" / f"{name}.log"
+            workdir.mkdir(parents=True, exist_ok=True)
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            worker = WorkerRecord(
+                name=name, workdir=str(workdir), log_path=str(log_path), host="127.0.0.1", ssh=ssh
+            )
+            try:
+                self._launch(worker, spec.faults)
+            except OSError as exc:
+                self._stop_all(record)
+                raise ProvisioningError(f"could not start {name}: {exc}") from exc
+            except BaseException:
+                self._stop_all(record)
+                raise
+            record.workers.append(worker)
+            progress(f"started {name} (pid {worker.pid})")
+        try:
+            self._await_ports(record, progress)
+        except KeyboardInterrupt:
+            self._stop_all(record)
+            raise
+        record.state = PoolState.PROVISIONING
+        return record
+
+    def _launch(self, worker: WorkerRecord, faults: dict[str, str]) -> None:
+        assert worker.workdir and worker.log_path
+        ready = Path(worker.workdir) / "ready.json"
+        with contextlib.suppress(FileNotFoundError):
+            ready.unlink()
+        args = [sys.executable, "-m", "infra.local", "--name", worker.name,
+                "--root", worker.workdir, "--ready-file", str(ready), "--host", "127.0.0.1"]
+        for key, value in faults.items():
+            args += ["--fault", f"{key}={value}"]
+        with open(worker.log_path, "ab") as log:
+            proc = subprocess.Popen(  # fixed argv, no shell
+                args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True, close_fds=True,
+            )
+        worker.pid = proc.pid
+        with contextlib.suppress(psutil.Error):
+            worker.pid_create_time = psutil.Process(proc.pid).create_time()
+        worker.state = WorkerState.STARTING
+        worker.phase = "process started"
+
+    def _await_ports(self, record: PoolRecord, progress: Progress) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        pending = list(record.workers)
+        while pending and time.monotonic() < deadline:
+            for worker in list(pending):
+                if _read_ready(worker):
+                    progress(f"{worker.name} listening: WAA {worker.waa_url}, "
+                             f"scoring {worker.scoring_url}")
+                    pending.remove(worker)
+                elif not self._is_ours(worker):
+                    self._stop_all(record)
+                    raise ProvisioningError(
+                        f"{worker.name} exited during start-up: {_log_tail(worker)} "
+                        f"(log: {worker.log_path})"
+                    )
+            if pending:
+                time.sleep(0.05)
+        # Workers still pending are reported by pool-wait, which keeps following them.
+
+    # -- observe ---------------------------------------------------------------------------
+
+    def refresh(self, record: PoolRecord) -> PoolRecord:
+        """Mark workers whose process is gone (or is no longer ours) as ``LOST``."""
+        for worker in record.workers:
+            if worker.state in (WorkerState.STOPPED, WorkerState.LOST):
+                continue
+            if not self._is_ours(worker):
+                worker.state = WorkerState.LOST
+                worker.phase = "process gone"
+                worker.detail = _log_tail(worker)
+            elif worker.waa_url is None:
+                _read_ready(worker)
+        record.state = state.derive_pool_state(record.workers)
+        return record
+
+    def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
+        """process up, listening, WAA /probe, scoring /probe (through SSH if so registered)."""
+        worker = record.workers[index]
+        if not self._is_ours(worker):
+            worker.state = WorkerState.LOST
+            return "process gone", False
+        if worker.waa_url is None and not _read_ready(worker):
+            return "process started", False
+        from waa_client import ScoringClient, WaaClient, WaaError
+
+        waa_url, scoring_url = worker.waa_url, worker.scoring_url
+        tunnel = None
+        phase = "ssh tunnel" if worker.ssh is not None else "waa probe"
+        try:
+            if worker.ssh is not None:
+                tunnel = _open_tunnel(record, worker)
+                waa_url, scoring_url = tunnel.local_waa_url, tunnel.local_scoring_url
+                phase = "waa probe"
+            assert waa_url and scoring_url
+            timeouts = {"connect_timeout": PROBE_TIMEOUT_S, "read_timeout": PROBE_TIMEOUT_S}
+            WaaClient(waa_url, retries=0, **timeouts).probe()
+            phase = "scoring probe"
+            ScoringClient(scoring_url, retries=0, **timeouts).probe()
+        except WaaError as exc:
+            worker.detail = str(exc)
+            return phase, False
+        finally:
+            if tunnel is not None:
+                tunnel.stop()
+        worker.detail = None
+        worker.state = WorkerState.READY
+        return "ready", True
+
+    # -- destroy ---------------------------------------------------------------------------
+
+    def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
+        """Stop our processes (never anyone else's) and remove the pool's folder."""
+        report = CleanupReport()
+        for line in self._stop_all(record):
+            report.removed.append(line)
+            progress(line)
+        pool_dir = state.pool_dir(record.name)
+        for sub in ("workers", "logs"):
+            target = pool_dir / sub
+            if target.exists():
+                shutil.rmtree(target, ignore_errors=True)
+                report.removed.append(f"removed {target}")
+                progress(f"removed {target}")
+        return report
+
+    def _stop_all(self, record: PoolRecord) -> list[str]:
+        lines = []
+        for worker in record.workers:
+            if worker.pid is None:
+                continue
+            if not self._is_ours(worker):
+                lines.append(f"{worker.name}: process {worker.pid} already gone")
+            else:
+                lines.append(self._stop(worker))
+            worker.state = WorkerState.STOPPED
+        return lines
+
+    def _stop(self, worker: WorkerRecord) -> str:
+        assert worker.pid is not None
+        try:
+            proc = psutil.Process(worker.pid)
+            proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+            proc.terminate()
+            try:
+                proc.wait(timeout=STOP_GRACE_S)
+            except psutil.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=STOP_GRACE_S)
+                return f"{worker.name}: killed process {worker.pid} (did not stop on SIGTERM)"
+        except psutil.NoSuchProcess:
+            return f"{worker.name}: process {worker.pid} already gone"
+        _reap(worker.pid)
+        return f"{worker.name}: stopped process {worker.pid}"
+
+    @staticmethod
+    def _is_ours(worker: WorkerRecord) -> bool:
+        """True if ``worker.pid`` is still the process this provider started for ``worker``."""
+        if worker.pid is None:
+            return False
+        _reap(worker.pid)
+        try:
+            proc = psutil.Process(worker.pid)
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return False
+            if worker.pid_create_time is not None and abs(
+                proc.create_time() - worker.pid_create_time
+            ) > 0.5:
+                return False
+            cmdline = proc.cmdline()
+        except psutil.Error:
+            return False
+        return "infra.local" in cmdline and (worker.workdir or "") in cmdline
+
+
+def _reap(pid: int) -> None:
+    """Collect our own exited child so it does not linger as a zombie in long-lived callers."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _read_ready(worker: WorkerRecord) -> bool:
+    """Fill the worker's URLs from its ready file; False while the file is not there yet."""
+    if worker.workdir is None:
+        return False
+    try:
+        data = json.loads((Path(worker.workdir) / "ready.json").read_text(encoding="utf-8"))
+        entry = data["workers"][0]
+        waa_port, scoring_port = int(entry["waa_port"]), int(entry["scoring_port"])
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError):
+        return False
+    host = entry.get("host", "127.0.0.1")
+    worker.waa_url = f"http://{host}:{waa_port}"
+    worker.scoring_url = f"http://{host}:{scoring_port}"
+    worker.remote_waa_port = waa_port
+    worker.remote_scoring_port = scoring_port
+    if worker.state == WorkerState.STARTING:
+        worker.state = WorkerState.BOOTING
+        worker.phase = "listening"
+    return True
+
+
+def _log_tail(worker: WorkerRecord) -> str:
+    """The last non-empty line of the worker's log, for error messages."""
+    if not worker.log_path:
+        return "no log"
+    try:
+        lines = Path(worker.log_path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "no log"
+    tail = [line for line in lines if line.strip()]
+    return tail[-1].strip() if tail else "log is empty"
+
+
+def _ssh_endpoint(ssh_via: dict[str, object] | None) -> SshEndpoint | None:
+    if not ssh_via:
+        return None
+    try:
+        return SshEndpoint(
+            host=str(ssh_via["host"]), port=int(str(ssh_via["port"])),
+            user=str(ssh_via["user"]), key_path=str(ssh_via["key_path"]),
+        )
+    except (KeyError, ValueError) as exc:
+        raise InvalidInputError(
+            f"--ssh-via needs host, port, user and key ({exc}); e.g. "
+            "--ssh-via user@127.0.0.1:2222 --ssh-key ~/.ssh/id_ed25519"
+        ) from exc
+
+
+def _open_tunnel(record: PoolRecord, worker: WorkerRecord) -> WorkerTunnel:
+    """A one-off tunnel for a readiness probe of a worker reached over SSH."""
+    from oa_vm.connect import tunnel_for
+
+    tunnel = tunnel_for(record, worker)
+    tunnel.start()
+    return tunnel

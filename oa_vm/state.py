@@ -1,0 +1,344 @@
+"""Pool records on disk.
+
+One versioned JSON document per pool at ``$OA_VM_HOME/pools/<name>/pool.json`` (default home
+``~/.oa-vm``), beside the pool's own files (SSH key, worker folders, logs). Records are written
+atomically (temp file in the same folder, fsync, rename) so a crash leaves either the old record or
+the new one, never half of each. JSON only, never pickle: a record written by one version must stay
+readable, and one written by a newer, unknown version is refused rather than misread.
+
+Paths come from functions, not import-time constants, so tests redirect them with ``OA_VM_HOME``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from oa_vm.errors import CorruptRecordError, InvalidInputError, PoolNotFoundError
+
+SCHEMA_VERSION = 1
+POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$|^[a-z]$")
+
+
+class PoolState(StrEnum):
+    """Lifecycle of a pool as a whole."""
+
+    CREATING = "creating"
+    PROVISIONING = "provisioning"
+    READY = "ready"
+    DEGRADED = "degraded"  # some workers lost, the rest usable
+    FAILED = "failed"
+    DELETING = "deleting"
+
+
+class WorkerState(StrEnum):
+    """Lifecycle of one worker."""
+
+    STARTING = "starting"
+    BOOTING = "booting"
+    READY = "ready"
+    LOST = "lost"  # was started, is gone (process died, instance terminated)
+    STOPPED = "stopped"
+
+
+def utcnow() -> datetime:
+    """Now, timezone-aware (UTC); records never hold naive timestamps."""
+    return datetime.now(UTC)
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """Parse an ISO 8601 timestamp written by :func:`format_time`."""
+    if value is None:
+        return None
+    parsed = datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        raise ValueError(f"timestamp without a timezone: {value!r}")
+    return parsed
+
+
+def format_time(value: datetime | None) -> str | None:
+    """ISO 8601 with an explicit offset."""
+    return None if value is None else value.astimezone(UTC).isoformat()
+
+
+@dataclass
+class SshEndpoint:
+    """How a worker's host is reached over SSH."""
+
+    host: str
+    port: int
+    user: str
+    key_path: str
+
+
+@dataclass
+class WorkerRecord:
+    """One worker of a pool.
+
+    ``waa_url`` and ``scoring_url`` are the URLs a client on this machine uses when the worker is
+    reached directly (local pools). Workers reached over SSH (cloud pools, or local pools registered
+    behind an SSH server) also carry ``ssh`` and the ports on the far side of the tunnel
+    (``remote_waa_port``, ``remote_scoring_port``); their URLs are then those of the tunnel.
+    """
+
+    name: str
+    state: WorkerState = WorkerState.STARTING
+    waa_url: str | None = None
+    scoring_url: str | None = None
+    pid: int | None = None
+    pid_create_time: float | None = None  # with pid, identifies *our* process (pids get reused)
+    host: str | None = None
+    ssh: SshEndpoint | None = None
+    remote_waa_port: int = 5000
+    remote_scoring_port: int = 5051
+    log_path: str | None = None
+    workdir: str | None = None
+    provider_id: str | None = None
+    phase: str | None = None
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        data = asdict(self)
+        data["state"] = self.state.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> WorkerRecord:
+        """Inverse of :meth:`to_json`; unknown keys are ignored for forward tolerance."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["state"] = WorkerState(values.get("state", WorkerState.STARTING))
+        if values.get("ssh") is not None:
+            values["ssh"] = SshEndpoint(**values["ssh"])
+        return cls(**values)
+
+
+@dataclass
+class PoolRecord:
+    """Everything oa-vm knows about one pool; the cloud stays the source of truth for cleanup."""
+
+    name: str
+    cloud: str
+    state: PoolState
+    created_at: datetime
+    expires_at: datetime | None = None
+    owner: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)
+    workers: list[WorkerRecord] = field(default_factory=list)
+    provider_data: dict[str, Any] = field(default_factory=dict)
+    price_per_hour: float | None = None
+    version: int = SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (``version`` first, for people reading the file)."""
+        return {
+            "version": self.version,
+            "name": self.name,
+            "cloud": self.cloud,
+            "state": self.state.value,
+            "created_at": format_time(self.created_at),
+            "expires_at": format_time(self.expires_at),
+            "owner": self.owner,
+            "price_per_hour": self.price_per_hour,
+            "settings": self.settings,
+            "provider_data": self.provider_data,
+            "workers": [w.to_json() for w in self.workers],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PoolRecord:
+        """Inverse of :meth:`to_json`; raises ``ValueError``, ``KeyError`` or ``TypeError``."""
+        created = parse_time(data["created_at"])
+        if created is None:
+            raise ValueError("created_at is missing")
+        return cls(
+            version=int(data["version"]),
+            name=str(data["name"]),
+            cloud=str(data["cloud"]),
+            state=PoolState(data["state"]),
+            created_at=created,
+            expires_at=parse_time(data.get("expires_at")),
+            owner=str(data.get("owner", "")),
+            price_per_hour=data.get("price_per_hour"),
+            settings=dict(data.get("settings") or {}),
+            provider_data=dict(data.get("provider_data") or {}),
+            workers=[WorkerRecord.from_json(w) for w in data.get("workers", [])],
+        )
+
+    def age_seconds(self, now: datetime | None = None) -> float:
+        """Seconds since the pool was created."""
+        return ((now or utcnow()) - self.created_at).total_seconds()
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        """True once the pool is past its expiry (cloud pools end themselves then)."""
+        return self.expires_at is not None and (now or utcnow()) >= self.expires_at
+
+
+def derive_pool_state(workers: list[WorkerRecord]) -> PoolState:
+    """The pool's state as its workers' states imply it."""
+    states = [w.state for w in workers]
+    if not states or all(s in (WorkerState.LOST, WorkerState.STOPPED) for s in states):
+        return PoolState.FAILED
+    if WorkerState.LOST in states:
+        return PoolState.DEGRADED
+    if all(s == WorkerState.READY for s in states):
+        return PoolState.READY
+    return PoolState.PROVISIONING
+
+
+# --- paths -------------------------------------------------------------------------------------
+
+
+def home() -> Path:
+    """The oa-vm home: ``$OA_VM_HOME`` or ``~/.oa-vm``. Read on every call so tests can redirect."""
+    env = os.environ.get("OA_VM_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".oa-vm"
+
+
+def pools_dir() -> Path:
+    """Folder holding one sub-folder per pool."""
+    return home() / "pools"
+
+
+def pool_dir(name: str) -> Path:
+    """The folder of one pool (record, key, worker folders, logs)."""
+    return pools_dir() / name
+
+
+def removed_dir() -> Path:
+    """Tombstones of removed pools, so a second cleanup can say "already removed"."""
+    return home() / "removed"
+
+
+def record_path(name: str) -> Path:
+    """The pool's JSON record."""
+    return pool_dir(name) / "pool.json"
+
+
+def validate_pool_name(name: str) -> str:
+    """Pool names end up in cloud resource names and tags: lower-case letters, digits, dashes."""
+    if not POOL_NAME_RE.match(name):
+        raise InvalidInputError(
+            f"invalid pool name {name!r}: use 1-40 lower-case letters, digits and dashes, "
+            "starting with a letter (e.g. 'waa-eval')"
+        )
+    return name
+
+
+# --- atomic IO ---------------------------------------------------------------------------------
+
+
+def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
+    """Write ``text`` to ``path`` so that readers see the old or the new content, never a mix.
+
+    The temp file lives in the same folder so the rename stays on one file system (atomic on
+    POSIX). The file and then the folder are fsynced, trading a few milliseconds for a record
+    that survives a power cut.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_write_json(path: Path, data: Any, mode: int = 0o644) -> None:
+    """:func:`atomic_write_text` of pretty-printed JSON."""
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n", mode=mode)
+
+
+# --- records -----------------------------------------------------------------------------------
+
+
+def save(record: PoolRecord) -> Path:
+    """Write the pool's record atomically; returns its path."""
+    path = record_path(record.name)
+    atomic_write_json(path, record.to_json())
+    return path
+
+
+def exists(name: str) -> bool:
+    """Whether a record (valid or not) exists for ``name``."""
+    return record_path(name).exists()
+
+
+def load(name: str) -> PoolRecord:
+    """Read one pool's record.
+
+    Raises:
+        PoolNotFoundError: there is no record for ``name``.
+        CorruptRecordError: the file exists but cannot be read as a pool record; nothing is
+            deleted, the message names the file.
+    """
+    path = record_path(name)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PoolNotFoundError(name, known=list_names()) from None
+    return _parse(path, text)
+
+
+def _parse(path: Path, text: str) -> PoolRecord:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CorruptRecordError(path, f"not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(data, dict):
+        raise CorruptRecordError(path, "not a JSON object")
+    version = data.get("version")
+    if not isinstance(version, int):
+        raise CorruptRecordError(path, "no schema version")
+    if version > SCHEMA_VERSION:
+        raise CorruptRecordError(
+            path, f"written by a newer oa-vm (schema {version} > {SCHEMA_VERSION}); upgrade oa-vm"
+        )
+    try:
+        return PoolRecord.from_json(data)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise CorruptRecordError(path, f"malformed record ({exc})") from exc
+
+
+def list_names() -> list[str]:
+    """Names of all pools that have a record file, sorted."""
+    root = pools_dir()
+    if not root.is_dir():
+        return []
+    return sorted(p.parent.name for p in root.glob("*/pool.json"))
+
+
+def iter_records() -> Iterator[PoolRecord | CorruptRecordError]:
+    """Every pool record; corrupt ones are yielded as their error so listings can show them."""
+    for name in list_names():
+        try:
+            yield load(name)
+        except CorruptRecordError as exc:
+            yield exc
+
+
+def delete(name: str) -> None:
+    """Remove a pool's record file (the caller removes the rest of its folder)."""
+    with contextlib.suppress(FileNotFoundError):
+        record_path(name).unlink()

@@ -1,0 +1,69 @@
+"""WaaClient and ScoringClient against a real simulated worker process, faults included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.worker_proc import running_worker
+from waa_client import (
+    Catalog,
+    NotFoundError,
+    ScoringClient,
+    WaaClient,
+    WorkerTimeoutError,
+    WorkerUnreachableError,
+    no_retry_waits,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def test_waa_calls(tmp_path: Path) -> None:
+    with running_worker(tmp_path) as worker, WaaClient(worker.waa_url, read_timeout=10) as waa:
+        assert waa.probe() == {"status": "Probe successful", "message": "Service is operational"}
+        assert waa.screenshot().startswith(b"\x89PNG\r\n\x1a\n")
+        assert isinstance(waa.accessibility(), str)
+        observation = waa.observe()
+        assert isinstance(observation.get("image"), str)
+
+
+def test_scoring_calls_and_catalog(tmp_path: Path) -> None:
+    with running_worker(tmp_path) as worker, ScoringClient(worker.scoring_url) as scoring:
+        assert scoring.probe() == {"status": "ok", "service": "evaluate"}
+        index = scoring.tasks()
+        catalog = Catalog.from_scoring(scoring)
+        assert catalog.task_ids() == [t for ids in index.values() for t in ids]
+        infeasible = [r for r in catalog.select("all", live=False) if r.infeasible]
+        assert infeasible, "the local suite has infeasible tasks"
+        task = catalog.load(infeasible[0].task_id)
+        # WAA's rule: an infeasible task scores 1 when the agent answers FAIL.
+        assert scoring.evaluate(task, "FAIL")["score"] == 1.0
+        assert scoring.evaluate(task, "DONE")["score"] == 0.0
+        with pytest.raises(NotFoundError):
+            scoring.task("no-such-task-WOS")
+
+
+def test_hung_worker_times_out_as_infrastructure(tmp_path: Path) -> None:
+    with running_worker(tmp_path, faults=["hang-after=2"]) as worker:
+        waa = WaaClient(worker.waa_url, connect_timeout=2.0, read_timeout=0.5, retries=1)
+        with waa, no_retry_waits():
+            waa.probe()
+            with pytest.raises(WorkerTimeoutError) as info:
+                waa.screenshot()
+    assert info.value.is_infrastructure
+
+
+def test_crashed_worker_is_unreachable(tmp_path: Path) -> None:
+    with running_worker(tmp_path, faults=["crash-after=2"]) as worker:
+        waa = WaaClient(worker.waa_url, connect_timeout=2.0, read_timeout=10.0, retries=0)
+        with waa:
+            waa.probe()
+            with pytest.raises(WorkerUnreachableError) as during:
+                waa.execute("echo never answered")
+            worker.proc.wait(timeout=10)
+            with pytest.raises(WorkerUnreachableError) as after:
+                waa.probe()
+    assert during.value.is_infrastructure and after.value.is_infrastructure
+    assert "refused" in after.value.message.lower()

@@ -1,0 +1,201 @@
+"""The local pool end to end through the real ``oa-vm`` CLI and real worker processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+
+from tests.support.cli import run_cli
+
+pytestmark = pytest.mark.integration
+
+
+def _port_open(url: str) -> bool:
+    host, port = url.removeprefix("http://").split(":")
+    with socket.socket() as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex((host, int(port))) == 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    """An oa-vm home whose pools are cleaned up even if the test fails half-way."""
+    home = tmp_path / "home"
+    yield home
+    for record in (home / "pools").glob("*/pool.json"):
+        run_cli("oa-vm", "pool-cleanup", "--name", record.parent.name, "-y", home=home)
+
+
+def _create_and_wait(home: Path, name: str, workers: int) -> dict[str, object]:
+    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", str(workers),
+                      "--name", name, "-y", home=home)
+    assert created.returncode == 0, created.stderr
+    waited = run_cli("oa-vm", "pool-wait", "--name", name, "--timeout", "60s", home=home)
+    assert waited.returncode == 0, waited.stderr
+    assert "ready" in waited.stdout
+    status = run_cli("oa-vm", "pool-status", "--name", name, "--json", home=home)
+    assert status.returncode == 0, status.stderr
+    data: dict[str, object] = json.loads(status.stdout)
+    return data
+
+
+def test_lifecycle_create_wait_status_cleanup(home: Path) -> None:
+    data = _create_and_wait(home, "p1", 3)
+    workers = data["workers"]
+    assert isinstance(workers, list) and len(workers) == 3
+    for worker in workers:
+        assert worker["state"] == "ready"
+        probe = requests.get(worker["waa_url"] + "/probe", timeout=5)
+        assert probe.json() == {"status": "Probe successful", "message": "Service is operational"}
+        scoring = requests.get(worker["scoring_url"] + "/probe", timeout=5)
+        assert scoring.json()["status"] == "ok"
+    pids = [w["pid"] for w in workers]
+    urls = [u for w in workers for u in (w["waa_url"], w["scoring_url"])]
+
+    listing = run_cli("oa-vm", "pool-list", "--json", home=home)
+    assert [p["name"] for p in json.loads(listing.stdout)] == ["p1"]
+
+    cleaned = run_cli("oa-vm", "pool-cleanup", "--name", "p1", "-y", home=home)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "stopped process" in cleaned.stdout
+    assert not any(_alive(pid) for pid in pids)
+    assert not any(_port_open(url) for url in urls)
+    assert not (home / "pools" / "p1").exists()
+
+    again = run_cli("oa-vm", "pool-cleanup", "--name", "p1", "-y", home=home)
+    assert again.returncode == 0, again.stderr
+    assert "nothing to remove" in again.stdout
+
+
+def test_killed_worker_shows_lost_and_cleanup_succeeds(home: Path) -> None:
+    data = _create_and_wait(home, "p2", 2)
+    workers = data["workers"]
+    assert isinstance(workers, list)
+    victim = workers[1]["pid"]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    states: list[str] = []
+    while time.monotonic() < deadline:
+        status = json.loads(run_cli("oa-vm", "pool-status", "--name", "p2", "--json",
+                                    home=home).stdout)
+        states = [w["state"] for w in status["workers"]]
+        if states == ["ready", "lost"]:
+            break
+        time.sleep(0.2)
+    assert states == ["ready", "lost"]
+    assert status["state"] == "degraded"
+    survivor = workers[0]["pid"]
+    cleaned = run_cli("oa-vm", "pool-cleanup", "--name", "p2", "-y", home=home)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "already gone" in cleaned.stdout
+    assert not _alive(survivor)
+
+
+def test_cleanup_never_signals_a_process_it_did_not_start(home: Path) -> None:
+    _create_and_wait(home, "p3", 1)
+    path = home / "pools" / "p3" / "pool.json"
+    record = json.loads(path.read_text())
+    real_pid = record["workers"][0]["pid"]
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        os.kill(real_pid, signal.SIGKILL)
+        record["workers"][0]["pid"] = stranger.pid  # as if the PID had been reused
+        path.write_text(json.dumps(record))
+        cleaned = run_cli("oa-vm", "pool-cleanup", "--name", "p3", "-y", home=home)
+        assert cleaned.returncode == 0, cleaned.stderr
+        assert stranger.poll() is None, "cleanup signalled a process oa-vm did not start"
+    finally:
+        stranger.kill()
+        stranger.wait()
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--workers", "0"], "--workers"),
+        (["--workers", "-1"], "--workers"),
+        (["--workers", "abc"], "--workers"),
+        (["--cloud", "gcp"], "unknown cloud"),
+        (["--fault", "latency"], "KEY=VALUE"),
+        (["--fault", "nope=1"], "unknown fault"),
+        (["--name", "Bad Name"], "invalid pool name"),
+    ],
+)
+def test_create_bad_input(home: Path, args: list[str], fragment: str) -> None:
+    result = run_cli("oa-vm", "pool-create", "--cloud", "local", "-y", *args, home=home)
+    line = result.assert_one_line_error()
+    assert fragment in line
+    assert not list((home / "pools").glob("*/pool.json"))
+
+
+def test_existing_name_and_unknown_pool(home: Path) -> None:
+    _create_and_wait(home, "p4", 1)
+    dup = run_cli("oa-vm", "pool-create", "--cloud", "local", "--name", "p4", "-y", home=home)
+    assert "already exists" in dup.assert_one_line_error()
+    for command in ("pool-status", "pool-cleanup", "pool-wait"):
+        result = run_cli("oa-vm", command, "--name", "nope", "-y" if command == "pool-cleanup"
+                         else "--json" if command == "pool-status" else "--timeout=5s", home=home)
+        line = result.assert_one_line_error()
+        assert "no pool named 'nope'" in line and "p4" in line
+
+
+def test_corrupt_record_is_reported_and_kept(home: Path) -> None:
+    path = home / "pools" / "broken" / "pool.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"version": 1, "name": ')
+    for args in (["pool-status", "--name", "broken"], ["pool-cleanup", "--name", "broken", "-y"]):
+        line = run_cli("oa-vm", *args, home=home).assert_one_line_error()
+        assert str(path) in line
+    assert path.read_text() == '{"version": 1, "name": '
+    listing = run_cli("oa-vm", "pool-list", home=home)
+    assert listing.returncode == 0 and "corrupt" in listing.stdout
+
+
+def test_name_may_be_left_out_only_when_one_pool_exists(home: Path) -> None:
+    _create_and_wait(home, "solo", 1)
+    assert run_cli("oa-vm", "pool-status", home=home).returncode == 0
+    run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1", "--name", "duo", "-y",
+            home=home)
+    line = run_cli("oa-vm", "pool-status", home=home).assert_one_line_error()
+    assert "duo" in line and "solo" in line
+
+
+def test_help_and_local_path_never_import_pulumi(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from oa_vm import cli\n"
+        "for argv in (['oa-vm', '--help'], ['oa-vm', 'pool-create', '--cloud', 'local',"
+        " '--workers', '1', '--name', 'np', '-y'], ['oa-vm', 'pool-status', '--name', 'np'],"
+        " ['oa-vm', 'pool-list'], ['oa-vm', 'pool-cleanup', '--name', 'np', '-y']):\n"
+        "    sys.argv = argv\n"
+        "    try:\n"
+        "        cli.main()\n"
+        "    except SystemExit as exc:\n"
+        "        assert not exc.code, (argv, exc.code)\n"
+        "print('PULUMI' if any(m.split('.')[0].startswith('pulumi') for m in sys.modules)"
+        " else 'CLEAN')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "OA_VM_HOME": str(tmp_path / "home")},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "CLEAN"

@@ -1,0 +1,284 @@
+"""Sweeps end to end: the real ``openadapt-evals`` CLI, real local worker processes, real SQLite.
+
+Covers the oracle and noop sweeps over the whole local suite, the budget cap, and every bad
+input the run command refuses (one line, non-zero exit, run folder untouched).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oa_vm import api, state
+from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
+from tests.support.cli import Result, run_cli
+
+pytestmark = pytest.mark.integration
+
+LOCAL_TASKS = 24  # infra/local/tasks/local_all.json
+
+
+def read_records(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every execution.json of a run, by task ID."""
+    return {
+        p.parent.name: json.loads(p.read_text())
+        for p in sorted((run_dir / "tasks").glob("*/execution.json"))
+    }
+
+
+def assert_summary_matches(run_dir: Path, records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """summary.json agrees with the records it was computed from."""
+    summary: dict[str, Any] = json.loads((run_dir / "summary.json").read_text())
+    statuses = Counter(r["status"] for r in records.values())
+    assert summary["successes"] == statuses["success"]
+    assert summary["failures"] == statuses["failure"]
+    assert summary["errors"] == statuses["error"]
+    assert summary["not_run"] == statuses["not_run"]
+    assert summary["attempts"] == len(records) - statuses["not_run"]
+    assert sorted(summary["task_ids_not_run"]) == sorted(
+        t for t, r in records.items() if r["status"] == "not_run"
+    )
+    return summary
+
+
+def folder_digest(folder: Path) -> dict[str, str]:
+    """Relative path -> sha256 of every file (to show a folder was left untouched)."""
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def evals(*args: str, home: Path, results: Path, timeout: float = 240.0) -> Result:
+    """``openadapt-evals ARGS --results-dir RESULTS`` as a subprocess."""
+    return run_cli("openadapt-evals", *args, "--results-dir", str(results), home=home,
+                   timeout=timeout)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An oa-vm home (for the CLI and this process) whose pools are removed afterwards."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    yield home
+    for name in state.list_names():
+        api.cleanup_pool(name)
+
+
+@pytest.fixture
+def pool(home: Path) -> str:
+    """A ready local pool of two workers."""
+    api.create_pool(name="p", cloud="local", workers=2)
+    api.wait_pool("p", timeout_s=60)
+    return "p"
+
+
+# --- whole-suite sweeps ------------------------------------------------------------------------
+
+
+def test_oracle_sweep_scores_every_local_task_a_success(home: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    done = evals("sweep", "--cloud", "local", "--workers", "3", "--agent", "oracle",
+                 "--tasks", "all", "--run-name", "oracle", "--json", home=home, results=results)
+    assert done.returncode == 0, done.stderr
+    run_dir = results / "oracle"
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}
+    assert all(r["score"] == 1.0 for r in records.values())
+    infeasible = [r for r in records.values() if r["infeasible"]]
+    assert infeasible and all(r["last_action"] == "FAIL" for r in infeasible)
+    summary = assert_summary_matches(run_dir, records)
+    printed = json.loads(done.stdout)
+    assert printed["successes"] == LOCAL_TASKS and printed["success_rate"] == 1.0
+    assert summary["success_rate"] == 1.0
+    for task_id, record in records.items():
+        first = record["steps"][0]
+        assert first["screenshot"] == "step_000.png"
+        assert (run_dir / "tasks" / task_id / "step_000.png").is_file()
+        assert (run_dir / "tasks" / task_id / "task.json").is_file()
+    assert len({r["worker"] for r in records.values()}) > 1  # the work was spread
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["status"] == "finished" and len(metadata["task_ids"]) == LOCAL_TASKS
+    assert state.list_names() == []  # the sweep removed its pool
+
+
+def test_noop_sweep_fails_every_task_feasible_and_infeasible(home: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    done = evals("sweep", "--workers", "3", "--agent", "noop", "--tasks", "all",
+                 "--run-name", "noop", home=home, results=results)
+    assert done.returncode == 0, done.stderr
+    records = read_records(results / "noop")
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"failure"}
+    assert {r["last_action"] for r in records.values()} == {"DONE"}
+    assert {r["infeasible"] for r in records.values()} == {True, False}
+    assert_summary_matches(results / "noop", records)
+    assert "Success rate: 0.0%" in done.stdout
+    assert state.list_names() == []
+
+
+# --- the budget cap ----------------------------------------------------------------------------
+
+
+def test_a_sweep_with_a_cap_stops_at_it_and_lists_what_was_not_run(
+    home: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    cap, workers = 10.0, 3
+    # $1 per worker-second; the pauses alone add up to far more than $10 over the suite.
+    done = evals("sweep", "--workers", str(workers), "--agent", "oracle", "--tasks", "all",
+                 "--price-per-hour", "3600", "--max-cost-usd", str(cap), "--step-pause", "0.5",
+                 "--run-name", "capped", home=home, results=results)
+    assert done.returncode == 3, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "budget cap" in last and "not run" in last and "Traceback" not in done.stderr
+    run_dir = results / "capped"
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    not_run = [t for t, r in records.items() if r["status"] == "not_run"]
+    ran = [r for r in records.values() if r["status"] != "not_run"]
+    assert not_run and ran
+    assert all(records[t]["error_type"] == "budget" for t in not_run)
+    assert all(t in last for t in not_run[:5])
+    spent = sum(r["cost"]["total_usd"] for r in records.values())
+    biggest = max(r["cost"]["total_usd"] for r in ran)
+    assert spent <= cap + workers * biggest
+    summary = assert_summary_matches(run_dir, records)
+    assert summary["not_run"] == len(not_run)
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["status"] == "budget_stopped"
+    assert state.list_names() == []
+
+
+# --- bad input ---------------------------------------------------------------------------------
+
+
+def _one_line(result: Result, code: int) -> str:
+    assert result.returncode == code, (result.returncode, result.stderr)
+    return result.assert_one_line_error()
+
+
+def test_unknown_task_ids_are_all_listed_and_nothing_runs(
+    home: Path, pool: str, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    bad = "0000-nope-WOS,1111-nope-WOS"
+    line = _one_line(evals("run", "--pool", pool, "--agent", "noop", "--tasks",
+                           f"{bad},5d0c082b-d2bd-5da5-8f10-d8d4b51e7239-WOS", "--run-name", "r",
+                           home=home, results=results), 2)
+    assert "0000-nope-WOS" in line and "1111-nope-WOS" in line
+    assert not (results / "r").exists()
+
+
+def test_synthetic_ids_are_refused_on_a_live_pool(home: Path, pool: str, tmp_path: Path) -> None:
+    # A record naming a cloud pool (which cannot be reached from here) whose worker URLs are
+    # the local pool's: the catalog then treats the pool as live.
+    local = api.pool_status(pool)
+    fake_cloud = PoolRecord(
+        name="fake-aws", cloud="aws", state=PoolState.READY, created_at=state.utcnow(),
+        workers=[WorkerRecord(name="w0", state=WorkerState.READY,
+                              waa_url=local.workers[0].waa_url,
+                              scoring_url=local.workers[0].scoring_url)],
+    )
+    state.save(fake_cloud)
+    try:
+        results = tmp_path / "results"
+        line = _one_line(evals("run", "--pool", "fake-aws", "--agent", "noop", "--tasks",
+                               "notepad_1,mock_chrome_001", "--run-name", "r",
+                               home=home, results=results), 2)
+        assert "notepad_1" in line and "mock_chrome_001" in line
+        assert not (results / "r").exists()
+    finally:
+        state.delete("fake-aws")
+
+
+def test_unknown_agent(home: Path, pool: str, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    line = _one_line(evals("run", "--pool", pool, "--agent", "genius", "--tasks", "all",
+                           "--run-name", "r", home=home, results=results), 2)
+    assert "unknown agent 'genius'" in line and "oracle" in line
+    line = _one_line(evals("run", "--pool", pool, "--agent", "no_such_module:Agent", "--tasks",
+                           "all", "--run-name", "r", home=home, results=results), 2)
+    assert "cannot import no_such_module" in line
+    assert not (results / "r").exists()
+
+
+def test_a_pool_that_is_not_ready(home: Path, tmp_path: Path) -> None:
+    state.save(PoolRecord(
+        name="booting", cloud="aws", state=PoolState.PROVISIONING, created_at=state.utcnow(),
+        workers=[WorkerRecord(name="w0", state=WorkerState.BOOTING)],
+    ))
+    try:
+        results = tmp_path / "results"
+        line = _one_line(evals("run", "--pool", "booting", "--agent", "noop", "--tasks", "all",
+                               "--run-name", "r", home=home, results=results), 1)
+        assert "no ready worker" in line and "pool-wait" in line
+        assert not (results / "r").exists()
+    finally:
+        state.delete("booting")
+
+
+def test_an_existing_run_name_without_resume(home: Path, pool: str, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    existing = results / "taken"
+    existing.mkdir(parents=True)
+    (existing / "notes.txt").write_text("keep me")
+    before = folder_digest(existing)
+    line = _one_line(evals("run", "--pool", pool, "--agent", "noop", "--tasks", "all",
+                           "--run-name", "taken", home=home, results=results), 2)
+    assert "already exists" in line and "--resume" in line
+    assert folder_digest(existing) == before
+
+
+def test_resume_with_another_selection_or_a_missing_run(
+    home: Path, pool: str, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    first = evals("run", "--pool", pool, "--agent", "noop", "--tasks", "domain:clock",
+                  "--run-name", "r", home=home, results=results)
+    assert first.returncode == 0, first.stderr
+    before = folder_digest(results / "r")
+    line = _one_line(evals("run", "--pool", pool, "--agent", "noop", "--tasks",
+                           "domain:settings", "--run-name", "r", "--resume",
+                           home=home, results=results), 2)
+    assert "domain:clock" in line and "domain:settings" in line
+    assert folder_digest(results / "r") == before
+    line = _one_line(evals("run", "--pool", pool, "--agent", "noop", "--tasks", "all",
+                           "--run-name", "never", "--resume", home=home, results=results), 2)
+    assert "no run" in line
+    assert not (results / "never").exists()
+
+
+def test_resume_of_a_finished_run_redoes_nothing(home: Path, pool: str, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    first = evals("run", "--pool", pool, "--agent", "oracle", "--tasks", "domain:clock",
+                  "--run-name", "r", home=home, results=results)
+    assert first.returncode == 0, first.stderr
+    started = {t: r["started_at"] for t, r in read_records(results / "r").items()}
+    again = evals("run", "--pool", pool, "--agent", "oracle", "--tasks", "domain:clock",
+                  "--run-name", "r", "--resume", home=home, results=results)
+    assert again.returncode == 0, again.stderr
+    records = read_records(results / "r")
+    assert {t: r["started_at"] for t, r in records.items()} == started
+    assert_summary_matches(results / "r", records)
+
+
+def test_bad_option_values_are_one_line_each(home: Path, pool: str, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    for args, needle in [
+        (("--max-steps", "0"), "--max-steps"),
+        (("--task-timeout", "-1"), "--task-timeout"),
+        (("--run-name", "../up"), "--run-name"),
+        (("--agent", "replay"), "--bundles"),
+    ]:
+        argv = ["run", "--pool", pool, "--tasks", "all", "--agent", "noop", *args]
+        line = _one_line(evals(*argv, home=home, results=results), 2)
+        assert needle in line
+    assert not results.exists() or not any(results.iterdir())

@@ -1,0 +1,229 @@
+"""SSH tunnels against a real OpenSSH server, with a real simulated worker behind it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from tests.support import sshd as sshd_support
+from tests.support.http_servers import RefusingPort, SilentServer
+from tests.support.sshd import SshServer, generate_key
+from tests.support.worker_proc import running_worker
+from waa_client import (
+    Catalog,
+    HostKeyMismatchError,
+    KeyFileError,
+    ScoringClient,
+    SshAuthenticationError,
+    SshUnreachableError,
+    WaaClient,
+)
+from waa_client.tunnel import PoolTunnels, TunnelTarget, WorkerTunnel
+
+pytestmark = [pytest.mark.integration, pytest.mark.sshd]
+sshd = sshd_support.sshd  # the real-sshd fixture, shared with other test modules
+
+T = TypeVar("T")
+RECOVERY_DEADLINE = 30.0
+SUITE_INDEX = {"notepad": ["tunnel-aaa-WOS", "tunnel-bbb-WOS"]}
+
+
+@dataclass(frozen=True)
+class SimWorker:
+    """The ports of a simulated worker (``python -m infra.local``) on loopback."""
+
+    waa_port: int
+    scoring_port: int
+
+
+def _write_suite(folder: Path) -> Path:
+    for task_id in SUITE_INDEX["notepad"]:
+        path = folder / "examples" / "notepad" / f"{task_id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({
+            "id": task_id, "instruction": f"Task {task_id}", "config": [],
+            "evaluator": {"func": "infeasible"},
+        }))
+    (folder / "local_all.json").write_text(json.dumps(SUITE_INDEX))
+    return folder
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[SimWorker]:
+    """One simulated worker process holding a two-task suite written by the test."""
+    with running_worker(tmp_path, tasks=_write_suite(tmp_path / "suite")) as process:
+        described = process.workers[0]
+        yield SimWorker(described["waa_port"], described["scoring_port"])
+
+
+def _target(sshd: SshServer, worker: SimWorker, name: str = "w1",
+            key: Path | None = None) -> TunnelTarget:
+    return TunnelTarget(
+        name=name, ssh_host=sshd.host, ssh_port=sshd.port, ssh_user=sshd.user,
+        key_path=key or sshd.client_key,
+        remote_waa_port=worker.waa_port, remote_scoring_port=worker.scoring_port,
+    )
+
+
+@pytest.fixture
+def tunnel(sshd: SshServer, worker: SimWorker, tmp_path: Path) -> Iterator[WorkerTunnel]:
+    opened = WorkerTunnel(_target(sshd, worker), tmp_path / "pool" / "known_hosts",
+                          keepalive=1.0, connect_timeout=5.0)
+    opened.start()
+    try:
+        yield opened
+    finally:
+        opened.stop()
+
+
+def _port_closed(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(2.0)
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def _poll(call: Callable[[], T], deadline: float) -> T:
+    """Call until it succeeds or the deadline passes (then re-raise the last error)."""
+    end = time.monotonic() + deadline
+    while True:
+        try:
+            return call()
+        except Exception:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.1)
+
+
+def _wait_until(condition: Callable[[], bool], deadline: float, what: str) -> None:
+    end = time.monotonic() + deadline
+    while not condition():
+        if time.monotonic() > end:
+            pytest.fail(f"{what} did not happen within {deadline:g}s")
+        time.sleep(0.05)
+
+
+def test_clients_work_through_the_tunnel(tunnel: WorkerTunnel, sshd: SshServer) -> None:
+    with WaaClient(tunnel.local_waa_url) as waa, ScoringClient(tunnel.local_scoring_url) as scoring:
+        assert waa.probe()["status"] == "Probe successful"
+        assert waa.screenshot().startswith(b"\x89PNG\r\n\x1a\n")
+        assert scoring.probe()["status"] == "ok"
+        assert scoring.tasks() == SUITE_INDEX
+        catalog = Catalog.from_scoring(scoring)
+        refs = catalog.select("all", live=False)
+        assert [r.task_id for r in refs] == SUITE_INDEX["notepad"]
+        assert all(r.infeasible for r in refs)
+    assert tunnel.is_healthy()
+    known = (tunnel.known_hosts.path).read_text()
+    assert known.split()[:2] == [f"[127.0.0.1]:{sshd.port}", "ssh-ed25519"]
+    assert known.split()[2] == sshd.host_public_key_line().split()[1]
+
+
+def test_reconnects_after_the_connection_is_killed(
+    tunnel: WorkerTunnel, sshd: SshServer
+) -> None:
+    urls = (tunnel.local_waa_url, tunnel.local_scoring_url)
+    assert sshd.drop_connections() >= 1
+    # Keepalives (1 s) make the client notice; until then the transport may still look alive.
+    _wait_until(lambda: not tunnel.is_active(), RECOVERY_DEADLINE, "noticing the drop")
+    tunnel.ensure()
+    assert tunnel.is_healthy()
+    assert (tunnel.local_waa_url, tunnel.local_scoring_url) == urls, "URLs stay valid"
+    assert tunnel.reconnects == 1
+    with WaaClient(tunnel.local_waa_url) as waa:
+        assert waa.probe()["status"] == "Probe successful"
+
+
+def test_pool_health_loop_reconnects_by_itself(
+    sshd: SshServer, worker: SimWorker, tmp_path: Path
+) -> None:
+    targets = [_target(sshd, worker, "w1"), _target(sshd, worker, "w2")]
+    with PoolTunnels(targets, tmp_path / "known_hosts", keepalive=1.0, connect_timeout=5.0,
+                     check_interval=0.2, backoff_max=1.0) as pool:
+        urls = pool.urls()
+        assert sshd.drop_connections() >= 2
+        for name in ("w1", "w2"):
+            with WaaClient(urls[name][0], connect_timeout=2.0, read_timeout=5.0) as waa:
+                # Retries ride over the gap; the loop, not this test, reopens the tunnel.
+                assert _poll(waa.probe, RECOVERY_DEADLINE) == {
+                    "status": "Probe successful", "message": "Service is operational"}
+        assert pool.urls() == urls
+        assert all(t.reconnects >= 1 for t in pool)
+
+
+def test_pool_tunnels_leave_no_thread_and_no_port(
+    sshd: SshServer, worker: SimWorker, tmp_path: Path
+) -> None:
+    before = {t.ident for t in threading.enumerate()}
+    targets = [_target(sshd, worker, "w1"), _target(sshd, worker, "w2")]
+    with PoolTunnels(targets, tmp_path / "known_hosts", check_interval=0.2) as pool:
+        ports = [port for t in pool for port in t.local_ports]
+        # Keep HTTP connections open through the tunnels while they are closed under them.
+        waa = WaaClient(pool["w1"].local_waa_url)
+        scoring = ScoringClient(pool["w2"].local_scoring_url)
+        waa.probe()
+        scoring.probe()
+        assert len(threading.enumerate()) > len(before)
+    leftover = [t.name for t in threading.enumerate() if t.ident not in before]
+    assert leftover == []
+    assert all(_port_closed(port) for port in ports), ports
+    waa.close()
+    scoring.close()
+
+
+def test_changed_host_key_is_refused(
+    tunnel: WorkerTunnel, sshd: SshServer
+) -> None:
+    known_before = tunnel.known_hosts.path.read_text()
+    tunnel.stop()
+    sshd.restart(new_host_key=True)
+    with pytest.raises(HostKeyMismatchError) as info:
+        tunnel.start()
+    assert "changed" in str(info.value) and "ssh-keygen -R" in str(info.value)
+    assert not info.value.is_infrastructure
+    assert tunnel.known_hosts.path.read_text() == known_before
+    with pytest.raises(HostKeyMismatchError):
+        tunnel.ensure()  # never retried into acceptance
+
+
+def test_unreachable_ssh_port(worker: SimWorker, tmp_path: Path, sshd: SshServer) -> None:
+    with RefusingPort() as refusing:
+        target = TunnelTarget("w1", "127.0.0.1", refusing.port, sshd.user, sshd.client_key)
+        with pytest.raises(SshUnreachableError) as info:
+            WorkerTunnel(target, tmp_path / "known_hosts", connect_timeout=2.0).start()
+    assert info.value.is_infrastructure
+    assert "refused" in str(info.value).lower()
+
+
+def test_port_that_is_not_ssh(worker: SimWorker, tmp_path: Path, sshd: SshServer) -> None:
+    with SilentServer() as silent:
+        target = TunnelTarget("w1", "127.0.0.1", silent.port, sshd.user, sshd.client_key)
+        with pytest.raises(SshUnreachableError, match="handshake"):
+            WorkerTunnel(target, tmp_path / "known_hosts", connect_timeout=1.0).start()
+
+
+def test_key_not_authorized(sshd: SshServer, worker: SimWorker, tmp_path: Path) -> None:
+    stranger = generate_key(tmp_path / "stranger")
+    target = _target(sshd, worker, key=stranger)
+    with pytest.raises(SshAuthenticationError, match="refused"):
+        WorkerTunnel(target, tmp_path / "known_hosts", connect_timeout=5.0).start()
+
+
+def test_bad_key_files(sshd: SshServer, worker: SimWorker, tmp_path: Path) -> None:
+    known = tmp_path / "known_hosts"
+    with pytest.raises(KeyFileError, match="not found"):
+        WorkerTunnel(_target(sshd, worker, key=tmp_path / "missing"), known).start()
+    open_key = tmp_path / "open_key"
+    open_key.write_bytes(sshd.client_key.read_bytes())
+    os.chmod(open_key, 0o644)
+    with pytest.raises(KeyFileError, match="chmod 600"):
+        WorkerTunnel(_target(sshd, worker, key=open_key), known).start()
+    assert not known.exists(), "nothing was contacted"

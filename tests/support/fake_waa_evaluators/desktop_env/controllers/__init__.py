@@ -1,0 +1,1 @@
+"""Stand-in for WAA's ``desktop_env.controllers`` (tests only)."""

@@ -1,0 +1,171 @@
+"""Tiny real servers on 127.0.0.1 for error-mapping tests of HTTP clients.
+
+- :class:`RefusingPort`: a port that refuses connections (bound, never listening, so no other
+  process can take it during the test).
+- :class:`SilentServer`: accepts TCP connections and never answers.
+- :class:`ScriptedServer`: a real HTTP server answering each path with a scripted sequence of
+  responses (status, body, content type) and counting the requests it received, e.g. a 500
+  carrying a message, a body that is not JSON, 503 twice then 200.
+
+Each is a context manager; leaving it closes its sockets and joins its threads.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self
+
+PNG_1PX = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000100e221bc330000000049454e44ae426082"
+)
+
+
+class _Closable:
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class RefusingPort(_Closable):
+    """A loopback port where every connection is refused."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self.port: int = self._sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class SilentServer(_Closable):
+    """Accepts connections and never sends a byte (a hung worker)."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(16)
+        self._sock.settimeout(0.2)
+        self.port: int = self._sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.accepted = 0
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="silent-server", daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted += 1
+            self._held.append(conn)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for conn in self._held:
+            conn.close()
+        self._sock.close()
+
+
+@dataclass
+class Reply:
+    """One scripted HTTP answer."""
+
+    status: int = 200
+    body: bytes = b"{}"
+    content_type: str = "application/json"
+
+    @classmethod
+    def json(cls, data: Any, status: int = 200) -> Reply:
+        """A JSON answer."""
+        return cls(status, json.dumps(data).encode(), "application/json")
+
+
+class ScriptedServer(_Closable):
+    """An HTTP server answering each ``path`` with its scripted replies, in order.
+
+    The last reply of a script repeats. Unscripted paths answer 404 with a JSON message.
+    ``hits`` counts requests per path (query strings dropped); ``bodies`` keeps request bodies.
+
+    Args:
+        routes: ``path -> reply or list of replies``.
+    """
+
+    def __init__(self, routes: dict[str, Reply | list[Reply]] | None = None) -> None:
+        self.routes: dict[str, list[Reply]] = {}
+        for path, replies in (routes or {}).items():
+            self.set(path, replies)
+        self.hits: Counter[str] = Counter()
+        self.bodies: list[tuple[str, bytes]] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                path = self.path.split("?", 1)[0]
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                reply = server._next(path, body)
+                self.send_response(reply.status)
+                self.send_header("Content-Type", reply.content_type)
+                self.send_header("Content-Length", str(len(reply.body)))
+                self.end_headers()
+                self.wfile.write(reply.body)
+
+            do_GET = _answer
+            do_POST = _answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # keep test output quiet
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self.port: int = self._httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+            name="scripted-server", daemon=True,
+        )
+        self._thread.start()
+
+    def set(self, path: str, replies: Reply | list[Reply]) -> None:
+        """Script (or re-script) a path."""
+        self.routes[path] = list(replies) if isinstance(replies, list) else [replies]
+
+    def _next(self, path: str, body: bytes) -> Reply:
+        with self._lock:
+            self.hits[path] += 1
+            self.bodies.append((path, body))
+            script = self.routes.get(path)
+            if not script:
+                return Reply.json({"status": "error", "message": f"no route {path}"}, 404)
+            return script.pop(0) if len(script) > 1 else script[0]
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()

@@ -1,0 +1,62 @@
+"""Helpers for the pool program tests: settings, AWS lookup answers, which resources to tag."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from infra.offline import OfflineRun
+from infra.settings import PoolSettings
+
+EXPIRES = datetime(2026, 3, 1, 18, 30, 5, tzinfo=UTC)
+KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOaVmTestKeyOnlyForTestsXXXXXXXXXXXXXXXXXXX oa-vm"
+
+
+def make_settings(cloud: str, **changes: Any) -> PoolSettings:
+    """Valid settings for ``cloud`` with ``changes`` applied."""
+    base = PoolSettings(
+        name="waa-eval",
+        owner="alice@example.com",
+        workers=1,
+        size="m8i.2xlarge" if cloud == "aws" else "Standard_D8s_v5",
+        region="us-east-1" if cloud == "aws" else "eastus",
+        expires_at=EXPIRES,
+        ssh_public_key=KEY,
+        allowed_cidrs=("198.51.100.7/32",),
+    )
+    return replace(base, **changes)
+
+
+class AwsLookups:
+    """Answers the AWS program's lookups like a region would, and remembers the calls."""
+
+    def __init__(self, *, default_vpc: bool = True, zones: tuple[str, ...] = ("a", "b", "c")):
+        self.default_vpc = default_vpc
+        self.zones = zones
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __call__(self, token: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        self.calls.append((token, dict(args)))
+        if token == "aws:ec2/getAmi:getAmi":
+            return {"id": "ami-0123456789abcdef0", "name": "ubuntu-noble-24.04"}
+        if token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+            region = args.get("region", "us-east-1")
+            return {"locations": [f"{region}{z}" for z in self.zones], "id": region}
+        if token == "aws:ec2/getVpcs:getVpcs":
+            return {"ids": ["vpc-0default"] if self.default_vpc else [], "id": "vpcs"}
+        if token == "aws:ec2/getSubnets:getSubnets":
+            return {"ids": [f"subnet-0{z}" for z in self.zones], "id": "subnets"}
+        raise LookupError(token)
+
+
+def taggable(run: OfflineRun) -> list[Any]:
+    """Cloud resources (not providers, not components): each must carry the pool's tags."""
+    return [
+        r
+        for r in run.resources
+        if r.custom
+        and not r.type.startswith("pulumi:providers:")
+        and r.type != "aws:ec2/routeTableAssociation:RouteTableAssociation"  # has no tags
+    ]

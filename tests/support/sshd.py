@@ -1,0 +1,237 @@
+"""A real OpenSSH server on a loopback port, for tests that need SSH (tunnels, workers).
+
+Usage from any test module (binding the fixture to a module name keeps ruff's F811 quiet)::
+
+    from tests.support import sshd as sshd_support
+    from tests.support.sshd import SshServer
+
+    sshd = sshd_support.sshd
+
+    def test_something(sshd: SshServer) -> None:
+        target = TunnelTarget("w1", "127.0.0.1", sshd.port, sshd.user, sshd.client_key, ...)
+
+What it runs: ``/usr/sbin/sshd -D -e -f CONFIG`` as the current user, listening on
+``127.0.0.1:<free port>`` only, with its own ed25519 host key, and an ``authorized_keys`` holding
+a client key it generates (``client_key``, mode 0600). Password login is off; TCP forwarding is
+on; ``StrictModes no`` and ``UsePAM no`` so it runs from a temporary folder without PAM.
+Everything lives under the folder given (pytest's ``tmp_path``).
+
+Controls for failure tests:
+
+- ``stop()`` / ``start()`` / ``restart(new_host_key=True)``: same port, optionally a new host
+  key (to test a changed host key being refused).
+- ``drop_connections()``: kills the per-connection sshd processes (children of the listener)
+  and leaves the listener running, which is what a dropped network link looks like to a client.
+
+Tests that use the ``sshd`` fixture skip with a clear reason when ``/usr/sbin/sshd`` is absent
+(Debian/Ubuntu package ``openssh-server``; CI installs it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+SSHD = Path("/usr/sbin/sshd")
+SSH_KEYGEN = shutil.which("ssh-keygen") or "/usr/bin/ssh-keygen"
+# sshd refuses to start without its privilege-separation directory.
+PRIVSEP_DIR = Path("/run/sshd")
+_START_DEADLINE = 15.0
+_STOP_DEADLINE = 10.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def generate_key(path: Path, comment: str = "oa-vm-test") -> Path:
+    """Create an unencrypted ed25519 key pair at ``path`` (+ ``.pub``), mode 0600."""
+    for stale in (path, path.with_name(path.name + ".pub")):
+        stale.unlink(missing_ok=True)
+    subprocess.run(
+        [SSH_KEYGEN, "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
+    path.chmod(0o600)
+    return path
+
+
+class SshServer:
+    """One sshd process with its own config, host key and client key.
+
+    Args:
+        root: Folder for every file the server needs (config, keys, pid file, log).
+        port: Port to listen on; a free one when omitted.
+    """
+
+    def __init__(self, root: Path, port: int | None = None) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.port = port or free_port()
+        self.user = getpass.getuser()
+        self.host_key = self.root / "ssh_host_ed25519_key"
+        self.client_key = self.root / "client_key"
+        self.authorized_keys = self.root / "authorized_keys"
+        self.config = self.root / "sshd_config"
+        self.pid_file = self.root / "sshd.pid"
+        self.log_file = self.root / "sshd.log"
+        self._process: subprocess.Popen[bytes] | None = None
+        generate_key(self.host_key, "test-host")
+        generate_key(self.client_key, "test-client")
+        self.authorized_keys.write_text(
+            self.client_key.with_name(self.client_key.name + ".pub").read_text()
+        )
+        self._write_config()
+
+    @property
+    def host(self) -> str:
+        """Always 127.0.0.1."""
+        return "127.0.0.1"
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the listening sshd, when running."""
+        return self._process.pid if self._process is not None else None
+
+    def _write_config(self) -> None:
+        self.config.write_text(
+            "\n".join(
+                [
+                    f"Port {self.port}",
+                    "ListenAddress 127.0.0.1",
+                    f"HostKey {self.host_key}",
+                    f"PidFile {self.pid_file}",
+                    f"AuthorizedKeysFile {self.authorized_keys}",
+                    "UsePAM no",
+                    "StrictModes no",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "PubkeyAuthentication yes",
+                    "PermitRootLogin prohibit-password",
+                    "AllowTcpForwarding yes",
+                    "X11Forwarding no",
+                    "PrintMotd no",
+                    "LogLevel VERBOSE",
+                    # Let tests notice a dead client quickly and keep many test connections.
+                    "ClientAliveInterval 5",
+                    "MaxStartups 50",
+                    "",
+                ]
+            )
+        )
+
+    def start(self) -> None:
+        """Start sshd and wait until it accepts connections."""
+        if self._process is not None:
+            return
+        PRIVSEP_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+        log = self.log_file.open("ab")
+        try:
+            self._process = subprocess.Popen(
+                [str(SSHD), "-D", "-e", "-f", str(self.config)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            log.close()
+        deadline = time.monotonic() + _START_DEADLINE
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                self._process = None
+                raise RuntimeError(f"sshd exited at start; its log:\n{self.log_text()}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=1.0):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"sshd did not listen on {self.port}; its log:\n{self.log_text()}")
+
+    def stop(self) -> None:
+        """Stop the listener and every connection it serves. Idempotent."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        self._kill_children(process.pid)
+        process.terminate()
+        try:
+            process.wait(timeout=_STOP_DEADLINE)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=_STOP_DEADLINE)
+
+    def restart(self, *, new_host_key: bool = False) -> None:
+        """Stop and start again on the same port, optionally with a freshly generated host key."""
+        self.stop()
+        if new_host_key:
+            generate_key(self.host_key, "test-host-new")
+        self.start()
+
+    def connection_pids(self) -> list[int]:
+        """PIDs of the per-connection sshd processes (children of the listener)."""
+        if self._process is None:
+            return []
+        try:
+            return [c.pid for c in psutil.Process(self._process.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def drop_connections(self) -> int:
+        """Kill every per-connection sshd process, keeping the listener; returns how many."""
+        if self._process is None:
+            return 0
+        return self._kill_children(self._process.pid)
+
+    @staticmethod
+    def _kill_children(pid: int) -> int:
+        try:
+            children = psutil.Process(pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return 0
+        for child in children:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        psutil.wait_procs(children, timeout=_STOP_DEADLINE)
+        return len(children)
+
+    def log_text(self) -> str:
+        """sshd's log so far (useful in assertion messages)."""
+        return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
+
+    def host_public_key_line(self) -> str:
+        """The host key's ``.pub`` line (``ssh-ed25519 AAAA... comment``)."""
+        return self.host_key.with_name(self.host_key.name + ".pub").read_text().strip()
+
+
+def sshd_available() -> bool:
+    """True when OpenSSH's server and ssh-keygen are installed."""
+    return SSHD.is_file() and os.access(SSHD, os.X_OK) and Path(SSH_KEYGEN).is_file()
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator[SshServer]:
+    """A running :class:`SshServer` for one test; stopped (with its connections) afterwards."""
+    if not sshd_available():
+        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    server = SshServer(tmp_path / "sshd")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,159 @@
+"""Start a real simulated worker process (``python -m infra.local``) for a test.
+
+Usage::
+
+    from tests.support.worker_proc import running_worker
+
+    def test_something(tmp_path):
+        with running_worker(tmp_path, faults=["latency=0.1"]) as worker:
+            requests.get(worker.waa_url + "/probe", timeout=5)
+
+or, for a process the test stops itself (to check its exit status)::
+
+    worker = start_worker_process(tmp_path)
+    try:
+        ...
+        assert worker.stop() == 0
+    finally:
+        worker.kill()
+
+The process logs to ``worker.log_path``; its tail is put in the error when it fails to start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class WorkerStartError(RuntimeError):
+    """The worker process exited or did not write its ready file in time."""
+
+
+@dataclass
+class WorkerProcess:
+    """A running ``python -m infra.local`` and what its ready file says."""
+
+    proc: subprocess.Popen[bytes]
+    ready_file: Path
+    log_path: Path
+    ready: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def workers(self) -> list[dict[str, Any]]:
+        """The ready file's ``workers`` entries (name, host, waa_port, scoring_port, root)."""
+        return list(self.ready.get("workers", []))
+
+    def url(self, index: int = 0, server: str = "waa") -> str:
+        """``http://host:port`` of worker ``index``'s ``waa`` or ``scoring`` server."""
+        entry = self.workers[index]
+        return f"http://{entry['host']}:{entry[server + '_port']}"
+
+    @property
+    def waa_url(self) -> str:
+        """The first worker's WAA server."""
+        return self.url(0, "waa")
+
+    @property
+    def scoring_url(self) -> str:
+        """The first worker's scoring server."""
+        return self.url(0, "scoring")
+
+    def log(self) -> str:
+        """What the process wrote to stderr so far."""
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """Send SIGTERM and wait; returns the exit status (kills it if it does not exit)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+
+    def kill(self) -> None:
+        """Kill the process if it still runs (a finaliser: never raises)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def start_worker_process(
+    tmp_path: Path,
+    *,
+    name: str = "w",
+    faults: Sequence[str] = (),
+    count: int = 1,
+    tasks: Path | None = None,
+    extra_args: Sequence[str] = (),
+    timeout: float = 30.0,
+) -> WorkerProcess:
+    """Start ``python -m infra.local`` under ``tmp_path`` and wait for its ready file.
+
+    Args:
+        tmp_path: folder for the worker's root, ready file and log.
+        name: worker name.
+        faults: ``KEY=VALUE`` fault knobs.
+        count: workers in the process.
+        tasks: task folder (default: the bundled suite).
+        extra_args: more command-line arguments.
+        timeout: seconds to wait for the ready file.
+
+    Raises:
+        WorkerStartError: the process exited first, or timed out (the process is killed).
+    """
+    base = tmp_path / f"worker-{name}"
+    base.mkdir(parents=True, exist_ok=True)
+    ready_file, log_path = base / "ready.json", base / "worker.log"
+    args = [sys.executable, "-m", "infra.local", "--name", name, "--root", str(base / "root"),
+            "--ready-file", str(ready_file), "--count", str(count)]
+    for knob in faults:
+        args += ["--fault", knob]
+    if tasks is not None:
+        args += ["--tasks", str(tasks)]
+    args += list(extra_args)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            args, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=log, env=env
+        )
+    worker = WorkerProcess(proc=proc, ready_file=ready_file, log_path=log_path)
+    deadline = time.monotonic() + timeout
+    while not ready_file.exists():
+        if proc.poll() is not None:
+            raise WorkerStartError(f"worker exited with {proc.returncode}:\n{worker.log()[-2000:]}")
+        if time.monotonic() > deadline:
+            worker.kill()
+            raise WorkerStartError(f"no ready file after {timeout:g} s:\n{worker.log()[-2000:]}")
+        time.sleep(0.02)
+    worker.ready = json.loads(ready_file.read_text(encoding="utf-8"))
+    return worker
+
+
+@contextmanager
+def running_worker(tmp_path: Path, **kwargs: Any) -> Iterator[WorkerProcess]:
+    """:func:`start_worker_process` as a context manager that always stops the process."""
+    worker = start_worker_process(tmp_path, **kwargs)
+    try:
+        yield worker
+    finally:
+        try:
+            worker.stop()
+        finally:
+            worker.kill()

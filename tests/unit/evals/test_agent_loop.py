@@ -1,0 +1,209 @@
+"""The agent loop's error classification, against scripted HTTP servers on loopback.
+
+The happy path runs against the real simulated worker in tests/integration/test_sweep_*.py;
+here each server answers what a misbehaving worker or checker would, to pin down which final
+record each failure becomes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from evals.agent_loop import run_task
+from evals.agents.base import BenchmarkAction, BenchmarkAgent, BenchmarkObservation, BenchmarkTask
+from evals.agents.noop import NoopAgent
+from evals.agents.oracle import OracleAgent
+from evals.records import ErrorType, TaskStatus
+from tests.support.http_servers import PNG_1PX, RefusingPort, Reply, ScriptedServer, SilentServer
+from waa_client import ScoringClient, WaaClient
+from waa_client.http import no_retry_waits
+
+TASK = {"id": "t1", "instruction": "Type hi", "config": [{"type": "sleep", "parameters": {}}],
+        "evaluator": {"func": "exact_match"},
+        "reference_solution": ["notepad type hi", "WAIT", "DONE"]}
+OK = Reply.json({"status": "success", "output": "", "error": "", "returncode": 0})
+VERDICT = Reply.json({"score": 1.0, "success": True, "reason": "matches"})
+
+
+def _waa_routes() -> dict[str, Reply | list[Reply]]:
+    return {
+        "/setup/close_all": Reply(200, b"ok", "text/plain"),
+        "/setup/clear_task_files": Reply(200, b"ok", "text/plain"),
+        "/obs_winagent": Reply.json(
+            {"image": base64.b64encode(PNG_1PX).decode(), "window_title": "Notepad"}
+        ),
+        "/accessibility": Reply.json({"AT": "<root/>"}),
+        "/execute": OK,
+    }
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[ScriptedServer, ScriptedServer]]:
+    with ScriptedServer(_waa_routes()) as waa, ScriptedServer(
+        {"/setup": Reply.json({"status": "success", "results": []}), "/evaluate": VERDICT}
+    ) as scoring, no_retry_waits():
+        yield waa, scoring
+
+
+def _clients(waa_url: str, scoring_url: str, read: float = 5.0) -> tuple[WaaClient, ScoringClient]:
+    return (WaaClient(waa_url, read_timeout=read, connect_timeout=2),
+            ScoringClient(scoring_url, read_timeout=read, connect_timeout=2))
+
+
+def _no_sleep(_seconds: float) -> None:
+    return None
+
+
+class RaisingAgent(BenchmarkAgent):
+    def act(
+        self, observation: BenchmarkObservation, task: BenchmarkTask,
+        history: Sequence[BenchmarkAction] | None = None,
+    ) -> BenchmarkAction:
+        raise RuntimeError("model overloaded")
+
+
+class CountingAgent(BenchmarkAgent):
+    """Sends the same command for ever."""
+
+    def act(
+        self, observation: BenchmarkObservation, task: BenchmarkTask,
+        history: Sequence[BenchmarkAction] | None = None,
+    ) -> BenchmarkAction:
+        return BenchmarkAction("execute", command=f"echo {len(history or [])}",
+                               usage={"model": "m", "tokens_in": 10, "tokens_out": 2})
+
+
+def test_a_scored_task_records_steps_screenshots_and_the_checkers_verdict(
+    servers: tuple[ScriptedServer, ScriptedServer], tmp_path: Path
+) -> None:
+    waa_srv, scoring_srv = servers
+    waa, scoring = _clients(waa_srv.url, scoring_srv.url)
+    result = run_task(waa, scoring, TASK, "t1", OracleAgent(), record_dir=tmp_path,
+                      domain="notepad", sleep=_no_sleep)
+    assert result.status is TaskStatus.SUCCESS and result.score == 1.0
+    assert result.reason == "matches" and result.last_action == "DONE"
+    assert [s.action["type"] for s in result.steps] == ["execute", "wait", "done"]
+    assert [s.screenshot for s in result.steps] == ["step_000.png", "step_001.png", "step_002.png"]
+    assert (tmp_path / "step_000.png").read_bytes() == PNG_1PX
+    assert result.steps[0].window_title == "Notepad"
+    assert waa_srv.hits["/execute"] == 1  # WAIT and DONE are not sent
+    sent = json.loads([b for p, b in scoring_srv.bodies if p == "/evaluate"][0])
+    assert sent["last_action"] == "DONE"
+    assert json.loads([b for p, b in scoring_srv.bodies if p == "/setup"][0]) == {
+        "config": TASK["config"]}
+
+
+def test_the_score_is_the_checkers_even_when_the_agent_says_done(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    waa_srv, scoring_srv = servers
+    scoring_srv.set("/evaluate", Reply.json({"score": 0.0, "success": False, "reason": "no"}))
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent())
+    assert result.status is TaskStatus.FAILURE and result.score == 0.0
+
+
+def test_steps_running_out_score_with_the_last_command_and_count_tokens(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    waa_srv, scoring_srv = servers
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", CountingAgent(),
+                      max_steps=3)
+    assert len(result.steps) == 3 and result.last_action == "echo 2"
+    assert result.cost.tokens_in == 30 and result.cost.tokens_out == 6
+    sent = json.loads([b for p, b in scoring_srv.bodies if p == "/evaluate"][0])
+    assert sent["last_action"] == "echo 2"
+
+
+def test_a_failed_setup_step_is_a_setup_error(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    waa_srv, scoring_srv = servers
+    scoring_srv.set("/setup", Reply.json(
+        {"status": "error", "results": [{"type": "download", "status": "error",
+                                         "error": "404"}]}, 422))
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent())
+    assert result.status is TaskStatus.ERROR and result.error_type is ErrorType.SETUP
+    assert "download" in (result.error_message or "")
+    assert scoring_srv.hits["/evaluate"] == 0
+
+
+def test_an_agent_that_raises_is_an_agent_error(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    waa_srv, scoring_srv = servers
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", RaisingAgent())
+    assert result.error_type is ErrorType.AGENT
+    assert "model overloaded" in (result.error_message or "")
+    assert scoring_srv.hits["/evaluate"] == 0
+
+
+def test_a_checker_answering_500_is_retried_then_an_evaluation_error(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    waa_srv, scoring_srv = servers
+    scoring_srv.set("/evaluate", Reply.json({"status": "error", "message": "getter broke"}, 500))
+    waits: list[float] = []
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
+                      evaluate_attempts=3, evaluate_backoff_s=0.5, sleep=waits.append)
+    assert result.error_type is ErrorType.EVALUATION
+    assert scoring_srv.hits["/evaluate"] == 3
+    assert waits == [0.5, 1.0]
+
+
+def test_a_checker_that_recovers_gives_an_outcome(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    waa_srv, scoring_srv = servers
+    scoring_srv.set("/evaluate", [Reply.json({"message": "busy"}, 500), VERDICT])
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
+                      sleep=_no_sleep)
+    assert result.status is TaskStatus.SUCCESS
+
+
+def test_a_command_the_worker_rejects_is_recorded_and_the_loop_goes_on(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    waa_srv, scoring_srv = servers
+    waa_srv.set("/execute", Reply.json({"status": "error", "message": "no such app"}, 500))
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(),
+                      sleep=_no_sleep)
+    assert result.status is TaskStatus.SUCCESS
+    assert "no such app" in (result.steps[0].error or "")
+
+
+def test_an_unreachable_worker_is_an_infrastructure_error(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    _, scoring_srv = servers
+    with RefusingPort() as dead:
+        result = run_task(*_clients(dead.url, scoring_srv.url), TASK, "t1", NoopAgent())
+    assert result.error_type is ErrorType.INFRASTRUCTURE
+
+
+def test_a_hung_worker_ends_at_the_deadline_as_a_timeout(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    waa_srv, _ = servers
+    with SilentServer() as hung:
+        waa, _unused = _clients(waa_srv.url, hung.url, read=30.0)
+        scoring = ScoringClient(hung.url, read_timeout=30.0, connect_timeout=2)
+        result = run_task(waa, scoring, TASK, "t1", NoopAgent(),
+                          deadline=time.monotonic() + 1.0)
+    assert result.error_type is ErrorType.TIMEOUT
+    assert "ran out of time" in (result.error_message or "")
+
+
+def test_a_deadline_already_past_is_a_timeout_before_anything_is_sent(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    waa_srv, scoring_srv = servers
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
+                      deadline=time.monotonic() - 1)
+    assert result.error_type is ErrorType.TIMEOUT
+    assert waa_srv.hits["/setup/close_all"] == 0

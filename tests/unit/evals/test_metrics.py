@@ -1,0 +1,253 @@
+"""Run summaries: counting rules, summary.json, the printed form, the public API's metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evals.errors import InvalidRunInputError
+from evals.metrics import (
+    compute_metrics,
+    compute_summary,
+    find_run,
+    format_summary,
+    read_executions,
+    write_summary,
+)
+from tests.support.run_folder import RunFolder
+
+
+def _mixed_run(root: Path) -> Path:
+    run = RunFolder(root, "mixed", price_per_hour=0.36,
+                    extra_metadata={"quarantined_workers": ["w2"]})
+    run.add_task("notepad-1", domain="notepad", status="success", steps=3, worker="w0",
+                 vm_usd=0.01, worker_seconds=100.0)
+    run.add_task("notepad-2", domain="notepad", status="failure", steps=5, worker="w1",
+                 vm_usd=0.02, worker_seconds=200.0, model_usd=0.5, tokens_in=1000, tokens_out=10)
+    run.add_task("calc-1", domain="calc", status="success", score=0.5, steps=2, worker="w1")
+    run.add_task("calc-2", domain="calc", status="error", error_type="infrastructure",
+                 error_message="worker w2 unreachable", steps=1, worker="w2")
+    run.add_task("calc-3", domain="calc", status="error", error_type="timeout", steps=4,
+                 worker="w0")
+    run.add_task("calc-4", domain="calc", status="not_run", error_type="budget")
+    return run.finish()
+
+
+def test_counts_outcomes_errors_and_not_run_separately(tmp_path: Path) -> None:
+    summary = compute_summary(_mixed_run(tmp_path))
+
+    assert summary["run"] == "mixed"
+    assert (summary["attempts"], summary["outcomes"], summary["errors"], summary["not_run"]) == (
+        5, 3, 2, 1)
+    assert (summary["successes"], summary["failures"]) == (2, 1)
+    # Outcomes only: 2 of 3 scored tasks succeeded; errors do not pull the rate down.
+    assert summary["success_rate"] == pytest.approx(2 / 3)
+    assert summary["avg_score"] == pytest.approx((1.0 + 0.0 + 0.5) / 3)
+    # Steps average over every attempt, errors included, never over tasks that did not run.
+    assert summary["avg_steps"] == pytest.approx((3 + 5 + 2 + 1 + 4) / 5)
+    assert summary["by_error_type"] == {"budget": 1, "infrastructure": 1, "timeout": 1}
+    assert summary["task_ids_not_run"] == ["calc-4"]
+    assert summary["task_ids_pending"] == []
+
+
+def test_by_domain_and_workers(tmp_path: Path) -> None:
+    summary = compute_summary(_mixed_run(tmp_path))
+
+    calc = summary["by_domain"]["calc"]
+    assert (calc["attempts"], calc["successes"], calc["failures"], calc["errors"]) == (3, 1, 0, 2)
+    assert calc["success_rate"] == 1.0
+    assert calc["avg_score"] == 0.5
+    notepad = summary["by_domain"]["notepad"]
+    assert notepad["success_rate"] == 0.5
+    assert list(summary["by_domain"]) == ["calc", "notepad"]
+    assert summary["workers"] == {
+        "w0": {"tasks": 2, "errors": 1, "quarantined": False},
+        "w1": {"tasks": 2, "errors": 0, "quarantined": False},
+        "w2": {"tasks": 1, "errors": 1, "quarantined": True},
+    }
+    assert summary["quarantined_workers"] == ["w2"]
+
+
+def test_cost_is_summed_over_tasks(tmp_path: Path) -> None:
+    cost = compute_summary(_mixed_run(tmp_path))["cost"]
+
+    assert cost["vm_usd"] == pytest.approx(0.03)
+    assert cost["model_usd"] == pytest.approx(0.5)
+    assert cost["total_usd"] == pytest.approx(0.53)
+    assert cost["worker_seconds"] == pytest.approx(300.0)
+    assert (cost["tokens_in"], cost["tokens_out"]) == (1000, 10)
+
+
+def test_no_outcomes_gives_null_rates_not_zero(tmp_path: Path) -> None:
+    run = RunFolder(tmp_path, "all-errors")
+    run.add_task("a", status="error", error_type="setup", steps=0)
+    summary = compute_summary(run.finish())
+
+    assert summary["success_rate"] is None
+    assert summary["avg_score"] is None
+    assert summary["avg_steps"] == 0.0
+    text = format_summary(summary)
+    assert "Success rate: n/a (outcomes only)" in text
+    assert "Avg score: n/a" in text
+
+
+def test_empty_run_has_pending_tasks(tmp_path: Path) -> None:
+    run = RunFolder(tmp_path, "fresh", status="running")
+    run.task_ids = ["x", "y"]
+    summary = compute_summary(run.finish())
+
+    assert summary["attempts"] == 0
+    assert summary["avg_steps"] is None
+    assert summary["task_ids_pending"] == ["x", "y"]
+    assert summary["status"] == "running"
+
+
+def test_records_follow_the_run_order_then_strays(tmp_path: Path) -> None:
+    run = RunFolder(tmp_path)
+    for task_id in ("zeta", "alpha", "mid"):
+        run.add_task(task_id)
+    path = run.finish()
+    stray = path / "tasks" / "aaa-stray"
+    stray.mkdir()
+    (stray / "execution.json").write_text(
+        json.dumps({"task_id": "aaa-stray", "status": "failure", "score": 0.0}), encoding="utf-8")
+
+    assert [r["task_id"] for r in read_executions(path)] == ["zeta", "alpha", "mid", "aaa-stray"]
+
+
+def test_write_summary_writes_what_it_returns(tmp_path: Path) -> None:
+    path = _mixed_run(tmp_path)
+    returned = write_summary(path)
+
+    on_disk = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    assert on_disk == json.loads(json.dumps(returned))
+    assert not list(path.glob(".summary.json.*"))  # no temp file left behind
+
+
+def test_format_summary_reference_lines_then_tables_then_cost(tmp_path: Path) -> None:
+    text = format_summary(compute_summary(_mixed_run(tmp_path)))
+    lines = text.splitlines()
+
+    assert lines[:7] == [
+        "Attempts: 5",
+        "Outcomes: 3  (success 2, failure 1)",
+        "Errors: 2",
+        "Not run: 1",
+        "Success rate: 66.7% (outcomes only)",
+        "Avg score: 0.500",
+        "Avg steps: 3.0",
+    ]
+    domain_header = next(i for i, line in enumerate(lines) if line.startswith("domain"))
+    error_header = next(i for i, line in enumerate(lines) if line.startswith("error type"))
+    cost_line = next(i for i, line in enumerate(lines) if line.startswith("Cost:"))
+    assert domain_header < error_header < cost_line
+    assert lines[domain_header + 1].split() == ["calc", "3", "1", "0", "2", "100.0%", "0.500"]
+    assert "timeout" in lines[error_header + 3]
+    assert lines[cost_line] == "Cost: $0.5300 total"
+    assert "Quarantined workers: w2" in text
+
+
+def test_format_summary_has_no_cost_lines_when_unpriced(tmp_path: Path) -> None:
+    run = RunFolder(tmp_path)
+    run.add_task("a")
+    assert "Cost" not in format_summary(compute_summary(run.finish()))
+
+
+def test_reference_example_is_reproduced() -> None:
+    summary: dict[str, Any] = {
+        "attempts": 22, "outcomes": 20, "successes": 20, "failures": 0, "errors": 2,
+        "not_run": 0, "success_rate": 1.0, "avg_score": 1.0, "avg_steps": 3.4,
+    }
+    assert format_summary(summary) == (
+        "Attempts: 22\n"
+        "Outcomes: 20  (success 20, failure 0)\n"
+        "Errors: 2\n"
+        "Success rate: 100.0% (outcomes only)\n"
+        "Avg score: 1.000\n"
+        "Avg steps: 3.4"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "does not hold a JSON object"),
+        ('{"task_id": "a", "status": "exploded"}', "unknown status 'exploded'"),
+    ],
+)
+def test_unreadable_record_names_the_file(tmp_path: Path, content: str, expected: str) -> None:
+    run = RunFolder(tmp_path)
+    folder = run.add_task("a")
+    (folder / "execution.json").write_text(content, encoding="utf-8")
+
+    with pytest.raises(InvalidRunInputError, match=expected) as info:
+        compute_summary(run.finish())
+    assert "tasks/a/execution.json" in str(info.value)
+
+
+def test_not_a_run_folder(tmp_path: Path) -> None:
+    with pytest.raises(InvalidRunInputError, match="does not exist"):
+        compute_summary(tmp_path / "nope")
+    with pytest.raises(InvalidRunInputError, match="metadata.json is missing"):
+        compute_summary(tmp_path)
+
+
+def test_find_run_lists_known_runs(tmp_path: Path) -> None:
+    RunFolder(tmp_path, "first").finish()
+    RunFolder(tmp_path, "second").finish()
+
+    assert find_run("first", tmp_path) == tmp_path / "first"
+    with pytest.raises(InvalidRunInputError, match="known runs: first, second"):
+        find_run("third", tmp_path)
+    with pytest.raises(InvalidRunInputError, match="without slashes"):
+        find_run("../first", tmp_path)
+    with pytest.raises(InvalidRunInputError, match="holds no runs"):
+        find_run("x", tmp_path / "empty")
+
+
+def test_find_run_uses_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    RunFolder(tmp_path, "r").finish()
+    monkeypatch.setenv("OA_EVALS_RESULTS", str(tmp_path))
+    assert find_run("r") == tmp_path / "r"
+
+
+class _Result:
+    def __init__(self, **kw: Any) -> None:
+        self.__dict__.update(kw)
+
+
+def test_compute_metrics_counts_outcomes_only() -> None:
+    results = [
+        _Result(task_id="a", domain="d1", success=True, score=1.0, steps=3, error=None,
+                error_type=None, total_time_seconds=2.0),
+        _Result(task_id="b", domain="d1", success=False, score=0.0, steps=5, error=None,
+                error_type=None, total_time_seconds=4.0),
+        _Result(task_id="c", domain="d2", success=False, score=0.0, steps=1,
+                error="worker gone", error_type="infrastructure", total_time_seconds=0.0),
+    ]
+    metrics = compute_metrics(results)
+
+    assert metrics["num_tasks"] == 3
+    assert (metrics["success_count"], metrics["fail_count"], metrics["error_count"]) == (1, 1, 1)
+    assert metrics["success_rate"] == 0.5
+    assert metrics["avg_score"] == 0.5
+    assert metrics["avg_steps"] == pytest.approx(3.0)
+    assert metrics["avg_time_seconds"] == pytest.approx(2.0)
+    assert metrics["num_infrastructure_failures"] == 1
+    assert metrics["success_rate_excluding_infra"] == 0.5
+    assert metrics["by_error_type"] == {"infrastructure": 1}
+    assert metrics["by_domain"]["d2"]["errors"] == 1
+
+
+def test_compute_metrics_accepts_mappings_and_empty_input() -> None:
+    assert compute_metrics([])["success_rate"] == 0.0
+    metrics = compute_metrics([{"task_id": "a", "success": False, "score": 0.0, "steps": 1}])
+    assert metrics["success_rate"] == 0.0
+    assert metrics["fail_count"] == 1
+    assert metrics["by_domain"] == {"unknown": {
+        "attempts": 1, "successes": 0, "failures": 1, "errors": 0, "not_run": 0,
+        "success_rate": 0.0, "avg_score": 0.0}}

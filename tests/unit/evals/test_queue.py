@@ -1,0 +1,186 @@
+"""The durable queue: ordering, leases, retries, crash recovery, one lease per task."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from evals.queue import QueueStatus, ReleaseOutcome, TaskQueue
+
+
+def _queue(
+    path: Path, owner: str = "ctl-a", *, lease_seconds: float = 60.0, max_attempts: int = 3
+) -> TaskQueue:
+    return TaskQueue(
+        path / "queue.sqlite", owner=owner, lease_seconds=lease_seconds, max_attempts=max_attempts
+    )
+
+
+def _record(task_id: str, status: str = "success") -> dict[str, object]:
+    return {"task_id": task_id, "status": status}
+
+
+ATTEMPT = {"attempt": 1, "worker": "w0", "error_type": "infrastructure", "error_message": "down",
+           "started_at": None, "ended_at": None}
+
+
+def test_sqlite_file_is_in_wal_mode(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    q.add([("a", 1.0)])
+    q.close()
+    conn = sqlite3.connect(tmp_path / "queue.sqlite")
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        conn.close()
+
+
+def test_longest_expected_first_then_selection_order(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    q.add([("short", 1.0), ("long", 50.0), ("mid-1", 10.0), ("mid-2", 10.0)])
+    order = []
+    while (lease := q.lease_next("w0")) is not None:
+        order.append(lease.task_id)
+    assert order == ["long", "mid-1", "mid-2", "short"]
+    assert q.counts() == {"pending": 0, "leased": 4, "done": 0}
+    q.close()
+
+
+def test_add_is_idempotent_and_keeps_order(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    assert q.add([("a", 1.0), ("b", 1.0)]) == 2
+    assert q.add([("b", 1.0), ("c", 1.0)]) == 1
+    assert q.task_ids() == ["a", "b", "c"]
+    q.close()
+
+
+def test_complete_stores_the_record_and_a_done_task_is_never_leased_again(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    q.add([("a", 1.0)])
+    lease = q.lease_next("w0")
+    assert lease is not None and lease.attempts == 1
+    q.complete("a", _record("a"))
+    assert q.record("a") == _record("a")
+    assert q.lease_next("w0") is None
+    with pytest.raises(LookupError):
+        q.complete("a", _record("a"))
+    q.close()
+
+
+def test_release_retries_until_attempts_run_out_then_commits_the_final_record(
+    tmp_path: Path,
+) -> None:
+    q = _queue(tmp_path, max_attempts=2)
+    q.add([("a", 1.0)])
+    assert q.lease_next("w0") is not None
+    final = _record("a", "error")
+    assert q.release("a", "w0", "down", attempt=ATTEMPT, final_record=final) is ReleaseOutcome.RETRY
+    assert q.counts()["pending"] == 1
+    second = q.lease_next("w1")
+    assert second is not None and second.attempts == 2 and second.last_worker == "w0"
+    assert q.release("a", "w1", "down", attempt=ATTEMPT, final_record=final) is ReleaseOutcome.FINAL
+    assert q.counts() == {"pending": 0, "leased": 0, "done": 1}
+    assert q.record("a") == final
+    assert [h["reason"] for h in q.history("a")] == ["down", "down"]
+    q.close()
+
+
+def test_release_by_a_worker_that_does_not_hold_the_lease_is_refused(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    q.add([("a", 1.0)])
+    q.lease_next("w0")
+    with pytest.raises(LookupError):
+        q.release("a", "w1", "x", attempt=ATTEMPT, final_record=_record("a", "error"))
+    q.close()
+
+
+def test_a_task_that_failed_on_a_worker_goes_to_the_others_first(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    q.add([("big", 9.0), ("small", 1.0)])
+    assert q.lease("big", "w0") is not None
+    q.release("big", "w0", "down", attempt=ATTEMPT, final_record=_record("big", "error"))
+    nxt = q.peek_next("w0")
+    assert nxt is not None and nxt.task_id == "small"
+    other = q.peek_next("w1")
+    assert other is not None and other.task_id == "big"
+    q.close()
+
+
+def test_recover_gives_back_a_dead_controllers_leases_and_its_attempts(tmp_path: Path) -> None:
+    first = _queue(tmp_path, owner="ctl-a")
+    first.add([("a", 1.0), ("b", 2.0), ("c", 3.0)])
+    first.lease_next("w0")  # c
+    first.lease_next("w1")  # b
+    first.complete("b", _record("b"))
+    first.close()  # the controller "dies" with c leased
+
+    second = _queue(tmp_path, owner="ctl-b")
+    assert second.recover() == 1
+    assert second.counts() == {"pending": 2, "leased": 0, "done": 1}
+    again = second.lease_next("w0")
+    assert again is not None and again.task_id == "c" and again.attempts == 1
+    assert second.record("b") == _record("b")
+    second.close()
+
+
+def test_recover_puts_not_run_tasks_back_but_keeps_real_outcomes(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    q.add([("a", 1.0), ("b", 1.0)])
+    q.complete("a", _record("a", "not_run"))
+    q.complete("b", _record("b", "failure"))
+    assert q.recover() == 1
+    assert q.ids_with_status(QueueStatus.PENDING) == ["a"]
+    assert q.ids_with_status(QueueStatus.DONE) == ["b"]
+    q.close()
+
+
+def test_expired_leases_are_handed_out_again_and_heartbeats_keep_them(tmp_path: Path) -> None:
+    q = _queue(tmp_path, lease_seconds=-1.0)  # every lease is born expired
+    q.add([("a", 1.0)])
+    assert q.lease_next("w0") is not None
+    assert q.lease_next("w1") is not None  # reclaimed
+    live = _queue(tmp_path, owner="ctl-b", lease_seconds=60.0)
+    assert live.heartbeat() == 0  # not its lease
+    q.close()
+    live.close()
+
+
+def test_heartbeat_extends_only_this_controllers_leases(tmp_path: Path) -> None:
+    q = _queue(tmp_path, lease_seconds=60.0)
+    q.add([("a", 1.0), ("b", 1.0)])
+    q.lease_next("w0")
+    q.lease_next("w1")
+    assert q.heartbeat() == 2
+    assert q.heartbeat(["a"]) == 1
+    q.close()
+
+
+def test_many_threads_lease_each_task_exactly_once(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    ids = [f"t{i:03d}" for i in range(120)]
+    q.add([(t, float(i % 7)) for i, t in enumerate(ids)])
+    taken: list[str] = []
+    lock = threading.Lock()
+
+    def worker(name: str) -> None:
+        while (lease := q.lease_next(name)) is not None:
+            q.complete(lease.task_id, _record(lease.task_id))
+            with lock:
+                taken.append(lease.task_id)
+
+    threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(taken) == ids
+    assert list(q.records()) == ids
+    q.close()
+
+
+def test_max_attempts_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        TaskQueue(tmp_path / "q.sqlite", owner="x", max_attempts=0)

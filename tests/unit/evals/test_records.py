@@ -1,0 +1,101 @@
+"""Run folder records: the documented execution.json shape, round trips, safe folder names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evals.records import (
+    CostRecord,
+    ErrorType,
+    RunFolder,
+    StepRecord,
+    TaskExecution,
+    TaskInfo,
+    TaskStatus,
+    error_execution,
+    results_root,
+)
+
+DOCUMENTED_KEYS = {
+    "task_id", "domain", "instruction", "infeasible", "status", "score", "error_type",
+    "error_message", "reason", "worker", "attempts", "started_at", "ended_at", "duration_s",
+    "last_action", "steps", "cost",
+}
+STEP_KEYS = {"index", "action", "started_at", "duration_s", "screenshot", "window_title",
+             "result", "error"}
+COST_KEYS = {"worker_seconds", "vm_usd", "tokens_in", "tokens_out", "model_usd", "total_usd"}
+
+
+def _execution() -> TaskExecution:
+    return TaskExecution(
+        task_id="abc-WOS", domain="notepad", instruction="Type hi", infeasible=False,
+        status=TaskStatus.SUCCESS, score=1.0, reason="file matches", worker="w0", attempts=1,
+        started_at="2026-01-01T00:00:00+00:00", ended_at="2026-01-01T00:00:02+00:00",
+        duration_s=2.0, last_action="DONE",
+        steps=[StepRecord(index=0, action={"type": "done"}, started_at="t",
+                          screenshot="step_000.png")],
+        cost=CostRecord(worker_seconds=2.0, vm_usd=0.002, total_usd=0.002),
+    )
+
+
+def test_execution_json_has_every_documented_key(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.write_execution(_execution())
+    data = json.loads((tmp_path / "run/tasks/abc-WOS/execution.json").read_text())
+    assert DOCUMENTED_KEYS <= set(data)
+    assert STEP_KEYS <= set(data["steps"][0])
+    assert set(data["cost"]) == COST_KEYS
+    assert data["status"] == "success" and data["error_type"] is None
+
+
+def test_execution_round_trips(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    original = _execution()
+    folder.write_execution(original)
+    assert folder.read_execution("abc-WOS") == original
+    assert folder.read_execution("other") is None
+
+
+def test_not_run_record_has_no_times_and_the_budget_type() -> None:
+    info = TaskInfo("t1", "clock", "Set an alarm", False)
+    record = error_execution(info, ErrorType.BUDGET, "cap", status=TaskStatus.NOT_RUN)
+    data = record.to_json()
+    assert data["status"] == "not_run" and data["error_type"] == "budget"
+    assert data["started_at"] is None and data["score"] is None
+
+
+@pytest.mark.parametrize("bad", ["../escape", "a/b", "", ".hidden", "x y"])
+def test_task_ids_that_could_escape_the_folder_are_refused(tmp_path: Path, bad: str) -> None:
+    with pytest.raises(ValueError):
+        RunFolder(tmp_path).task_dir(bad)
+
+
+def test_clear_steps_removes_only_screenshots(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.write_task("t1", {"id": "t1"})
+    folder.write_screenshot("t1", 0, b"png")
+    folder.write_screenshot("t1", 1, b"png")
+    folder.clear_steps("t1")
+    assert sorted(p.name for p in folder.task_dir("t1").iterdir()) == ["task.json"]
+
+
+def test_metadata_update_merges(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    assert folder.read_metadata() == {}
+    folder.write_metadata({"run": "run", "status": "running"})
+    folder.update_metadata(status="finished")
+    assert folder.read_metadata() == {"run": "run", "status": "finished"}
+    assert folder.exists()
+
+
+def test_results_root_prefers_the_flag_then_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("OA_EVALS_RESULTS", str(tmp_path / "env"))
+    assert results_root(tmp_path / "flag") == tmp_path / "flag"
+    assert results_root(None) == tmp_path / "env"
+    monkeypatch.delenv("OA_EVALS_RESULTS")
+    assert results_root(None) == Path("benchmark_results")

@@ -1,0 +1,206 @@
+"""Policy tests for the AWS pool program, run under Pulumi's mocks (no engine, no cloud)."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from infra import aws as infra_aws
+from infra.sizes import UnsupportedSizeError
+from infra.tags import ALL_KEYS
+from tests.support.pool_programs import EXPIRES, AwsLookups, make_settings, taggable
+from tests.unit.infra.conftest import RunAws
+
+INSTANCE = "aws:ec2/instance:Instance"
+SG = "aws:ec2/securityGroup:SecurityGroup"
+
+
+def _instances(run: Any) -> list[Any]:
+    return run.of_type(INSTANCE)
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_one_instance_per_worker_with_outputs(run_aws: RunAws, workers: int) -> None:
+    run, _ = run_aws(make_settings("aws", workers=workers))
+    names = [r.name for r in _instances(run)]
+    assert names == [f"waa-eval-w{i}" for i in range(workers)]
+    assert [w["name"] for w in run.result] == names
+    for worker in run.result:
+        assert set(worker) == {"name", "public_ip", "instance_id", "ssh_user"}
+        assert worker["ssh_user"] == "ubuntu"
+        assert worker["public_ip"] and worker["instance_id"]
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_instances_nest_terminate_on_shutdown_and_have_encrypted_gp3(
+    run_aws: RunAws, workers: int
+) -> None:
+    run, _ = run_aws(make_settings("aws", workers=workers))
+    for inst in _instances(run):
+        inputs = inst.inputs
+        assert inputs["cpuOptions"]["nestedVirtualization"] == "enabled"
+        assert inputs["instanceInitiatedShutdownBehavior"] == "terminate"
+        assert inputs["instanceType"] == "m8i.2xlarge"
+        root = inputs["rootBlockDevice"]
+        assert (root["volumeSize"], root["volumeType"], root["encrypted"]) == (128, "gp3", True)
+        assert root["deleteOnTermination"] is True
+        assert inputs["ami"] == "ami-0123456789abcdef0"
+        assert inputs["metadataOptions"]["httpTokens"] == "required"
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_every_resource_carries_the_three_tags(run_aws: RunAws, workers: int) -> None:
+    run, _ = run_aws(make_settings("aws", workers=workers), AwsLookups(default_vpc=False))
+    resources = taggable(run)
+    assert {r.type for r in resources} >= {INSTANCE, SG, "aws:ec2/vpc:Vpc", "aws:ec2/subnet:Subnet"}
+    expected = {
+        "oa-vm:pool": "waa-eval",
+        "oa-vm:owner": "alice@example.com",
+        "oa-vm:expires-at": "2026-03-01T18:30:05Z",
+    }
+    for res in resources:
+        tags = res.inputs.get("tags") or {}
+        assert {k: tags.get(k) for k in ALL_KEYS} == expected, res.name
+    for inst in _instances(run):
+        root_tags = inst.inputs["rootBlockDevice"]["tags"]
+        assert {k: root_tags.get(k) for k in ALL_KEYS} == expected
+
+
+def _ingress(run: Any) -> list[dict[str, Any]]:
+    (group,) = run.of_type(SG)
+    rules: list[dict[str, Any]] = group.inputs["ingress"]
+    return rules
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_only_ssh_comes_in_and_only_from_the_allowed_cidrs(run_aws: RunAws, workers: int) -> None:
+    settings = make_settings(
+        "aws", workers=workers, allowed_cidrs=("198.51.100.7/32", "2001:db8::/64")
+    )
+    run, _ = run_aws(settings)
+    rules = _ingress(run)
+    assert len(rules) == 1
+    (rule,) = rules
+    assert (rule["fromPort"], rule["toPort"], rule["protocol"]) == (22, 22, "tcp")
+    assert rule["cidrBlocks"] == ["198.51.100.7/32"]
+    assert rule["ipv6CidrBlocks"] == ["2001:db8::/64"]
+    assert "0.0.0.0/0" not in str(rules) and "::/0" not in str(rules)
+
+
+def test_the_whole_internet_only_when_explicitly_allowed(run_aws: RunAws) -> None:
+    run, _ = run_aws(make_settings("aws", allowed_cidrs=("0.0.0.0/0",)))
+    assert _ingress(run)[0]["cidrBlocks"] == ["0.0.0.0/0"]
+
+
+def test_no_cidr_at_all_is_refused(run_aws: RunAws) -> None:
+    with pytest.raises(ValueError, match="--allow-cidr"):
+        run_aws(make_settings("aws", allowed_cidrs=()))
+
+
+def test_spot_only_when_asked(run_aws: RunAws) -> None:
+    on_demand, _ = run_aws(make_settings("aws"))
+    assert "instanceMarketOptions" not in _instances(on_demand)[0].inputs
+    spot, _ = run_aws(make_settings("aws", spot=True))
+    market = _instances(spot)[0].inputs["instanceMarketOptions"]
+    assert market["marketType"] == "spot"
+    assert market["spotOptions"]["spotInstanceType"] == "one-time"
+    assert market["spotOptions"]["instanceInterruptionBehavior"] == "terminate"
+
+
+def test_ubuntu_lts_ami_is_looked_up_from_canonical(run_aws: RunAws) -> None:
+    _, lookups = run_aws(make_settings("aws"))
+    (ami_args,) = [args for token, args in lookups.calls if token == "aws:ec2/getAmi:getAmi"]
+    assert ami_args["owners"] == ["099720109477"]
+    assert ami_args["mostRecent"] is True
+    name_filter = next(f for f in ami_args["filters"] if f["name"] == "name")
+    assert "ubuntu-noble-24.04-amd64-server" in name_filter["values"][0]
+    assert "hvm-ssd-gp3" in name_filter["values"][0]
+
+
+def test_default_vpc_subnets_are_used_round_robin(run_aws: RunAws) -> None:
+    run, _ = run_aws(make_settings("aws", workers=4))
+    assert not run.of_type("aws:ec2/vpc:Vpc")
+    subnets = [i.inputs["subnetId"] for i in _instances(run)]
+    assert subnets == ["subnet-0a", "subnet-0b", "subnet-0c", "subnet-0a"]
+    assert run.of_type(SG)[0].inputs["vpcId"] == "vpc-0default"
+
+
+def test_without_a_default_vpc_the_pool_makes_its_own(run_aws: RunAws) -> None:
+    run, _ = run_aws(make_settings("aws", workers=2), AwsLookups(default_vpc=False))
+    (vpc,) = run.of_type("aws:ec2/vpc:Vpc")
+    (subnet,) = run.of_type("aws:ec2/subnet:Subnet")
+    (table,) = run.of_type("aws:ec2/routeTable:RouteTable")
+    assert run.of_type("aws:ec2/internetGateway:InternetGateway")
+    assert subnet.inputs["mapPublicIpOnLaunch"] is True
+    assert table.inputs["routes"][0]["cidrBlock"] == "0.0.0.0/0"
+    assert vpc.inputs["cidrBlock"] == infra_aws.OWN_VPC_CIDR
+    assert {i.inputs["subnetId"] for i in _instances(run)} == {f"{subnet.name}-id"}
+
+
+def test_size_not_offered_in_the_region_is_a_capacity_error(run_aws: RunAws) -> None:
+    with pytest.raises(infra_aws.CapacityError, match="InstanceTypeNotOffered"):
+        run_aws(make_settings("aws"), AwsLookups(zones=()))
+
+
+def test_sizes_that_cannot_nest_are_refused_with_the_good_ones(run_aws: RunAws) -> None:
+    with pytest.raises(UnsupportedSizeError, match=r"m8i\.2xlarge.*\.metal"):
+        run_aws(make_settings("aws", size="t3.large"))
+
+
+def test_metal_sizes_need_no_nested_flag(run_aws: RunAws) -> None:
+    run, _ = run_aws(make_settings("aws", size="c5.metal"))
+    assert "cpuOptions" not in _instances(run)[0].inputs
+
+
+def test_user_data_is_the_workers_cloud_init_within_the_aws_limit(run_aws: RunAws) -> None:
+    run, _ = run_aws(make_settings("aws"))
+    encoded = _instances(run)[0].inputs["userDataBase64"]
+    raw = base64.b64decode(encoded)
+    assert len(raw) <= 16 * 1024
+    text = gzip.decompress(raw).decode("utf-8")
+    assert text.startswith("#cloud-config\n")
+    doc = yaml.safe_load(text)
+    timer = next(f for f in doc["write_files"] if f["path"].endswith("oa-vm-expiry.timer"))
+    assert "OnCalendar=2026-03-01 18:30:05 UTC" in timer["content"]
+    assert _instances(run)[0].inputs["userDataReplaceOnChange"] is True
+
+
+def test_component_outputs_resolve_through_output_all() -> None:
+    """The style the Pulumi docs show: assert on outputs with ``Output.all(...).apply``."""
+    seen: dict[str, Any] = {}
+
+    class Mocks(pulumi.runtime.Mocks):
+        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+            extra = {"publicIp": "203.0.113.9"} if args.typ == INSTANCE else {}
+            return f"{args.name}-id", {**args.inputs, **extra}
+
+        def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+            return AwsLookups()(args.token, args.args)
+
+    from pulumi.runtime import settings as pulumi_settings
+
+    pulumi_settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(Mocks(), preview=False)
+    try:
+
+        @pulumi.runtime.test
+        def check() -> Any:
+            pool = infra_aws.AwsWorkerPool("p", make_settings("aws", workers=2))
+
+            def verify(values: list[Any]) -> None:
+                workers, sg_id = values
+                seen["workers"] = workers
+                assert sg_id == "p-ssh-id"
+
+            return pulumi.Output.all(pool.workers, pool.security_group_id).apply(verify)
+
+        check()
+    finally:
+        pulumi_settings.reset_options()
+    assert [w["public_ip"] for w in seen["workers"]] == ["203.0.113.9", "203.0.113.9"]
+    assert EXPIRES.tzinfo is not None

@@ -1,0 +1,176 @@
+"""Policy tests for the Azure pool program, run under Pulumi's mocks (no engine, no cloud)."""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import yaml
+from pulumi_azure_native import compute
+
+from infra import azure as infra_azure
+from infra.sizes import UnsupportedSizeError
+from infra.tags import ALL_KEYS
+from tests.support.pool_programs import make_settings, taggable
+from tests.unit.infra.conftest import RunAzure
+
+VM = "azure-native:compute:VirtualMachine"
+NSG = "azure-native:network:NetworkSecurityGroup"
+IP = "azure-native:network:PublicIPAddress"
+SCHEDULE = "azure-native:devtestlab:GlobalSchedule"
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_one_vm_ip_nic_and_schedule_per_worker_with_outputs(
+    run_azure: RunAzure, workers: int
+) -> None:
+    run = run_azure(make_settings("azure", workers=workers))
+    names = [f"waa-eval-w{i}" for i in range(workers)]
+    assert sorted(r.inputs["vmName"] for r in run.of_type(VM)) == names
+    assert len(run.of_type(IP)) == workers
+    assert len(run.of_type("azure-native:network:NetworkInterface")) == workers
+    assert len(run.of_type(SCHEDULE)) == workers
+    assert len(run.of_type("azure-native:resources:ResourceGroup")) == 1
+    assert [w["name"] for w in run.result] == names
+    for worker in run.result:
+        assert set(worker) == {"name", "public_ip", "instance_id", "ssh_user"}
+        assert worker["ssh_user"] == "azureuser"
+        assert worker["public_ip"] and worker["instance_id"]
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_vms_are_ssh_key_only_premium_128_standard_security(
+    run_azure: RunAzure, workers: int
+) -> None:
+    run = run_azure(make_settings("azure", workers=workers))
+    for vm in run.of_type(VM):
+        inputs = vm.inputs
+        assert inputs["hardwareProfile"]["vmSize"] == "Standard_D8s_v5"
+        linux = inputs["osProfile"]["linuxConfiguration"]
+        assert linux["disablePasswordAuthentication"] is True
+        (key,) = linux["ssh"]["publicKeys"]
+        assert key["path"] == "/home/azureuser/.ssh/authorized_keys"
+        assert key["keyData"].startswith("ssh-ed25519 ")
+        assert "adminPassword" not in inputs["osProfile"]
+        disk = inputs["storageProfile"]["osDisk"]
+        assert disk["diskSizeGB"] == 128
+        assert disk["managedDisk"]["storageAccountType"] == "Premium_LRS"
+        image = inputs["storageProfile"]["imageReference"]
+        assert (image["publisher"], image["sku"]) == ("Canonical", "server")
+        assert "lts" in image["offer"]
+        # Security type Standard: no securityProfile at the pinned API version (see the test
+        # below); never Trusted Launch or Confidential, never UEFI settings.
+        profile = inputs.get("securityProfile") or {}
+        assert profile.get("securityType", "Standard") == "Standard"
+        assert "uefiSettings" not in profile
+
+
+def test_the_pinned_compute_api_makes_standard_the_default_security_type() -> None:
+    """From API 2025-11-01 on, gen2 images default to Trusted Launch (which blocks nesting).
+
+    If this fails, the SDK moved to a newer API: set ``securityType: "Standard"`` explicitly and
+    document the ``UseStandardSecurityType`` feature registration it then needs.
+    """
+    source = inspect.getsource(inspect.getmodule(compute.VirtualMachine))  # type: ignore[arg-type]
+    versions = set(re.findall(r"Uses Azure REST API version (\S+?)\.", source))
+    assert versions == {"2024-11-01"}
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_every_resource_carries_the_three_tags(run_azure: RunAzure, workers: int) -> None:
+    run = run_azure(make_settings("azure", workers=workers))
+    resources = taggable(run)
+    assert len(resources) == 3 + 4 * workers
+    for res in resources:
+        tags = res.inputs.get("tags") or {}
+        assert {k: tags.get(k) for k in ALL_KEYS} == {
+            "oa-vm:pool": "waa-eval",
+            "oa-vm:owner": "alice@example.com",
+            "oa-vm:expires-at": "2026-03-01T18:30:05Z",
+        }, res.name
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_only_ssh_from_the_allowed_cidrs(run_azure: RunAzure, workers: int) -> None:
+    run = run_azure(make_settings("azure", workers=workers, allowed_cidrs=("198.51.100.0/28",)))
+    (nsg,) = run.of_type(NSG)
+    (rule,) = nsg.inputs["securityRules"]
+    assert (rule["direction"], rule["access"], rule["protocol"]) == ("Inbound", "Allow", "Tcp")
+    assert rule["destinationPortRange"] == "22"
+    assert "destinationPortRanges" not in rule
+    assert rule["sourceAddressPrefixes"] == ["198.51.100.0/28"]
+    assert "0.0.0.0/0" not in str(nsg.inputs) and "Internet" not in str(nsg.inputs)
+    for nic in run.of_type("azure-native:network:NetworkInterface"):
+        assert nic.inputs["networkSecurityGroup"]["id"] == f"{nsg.name}-id"
+    (vnet,) = run.of_type("azure-native:network:VirtualNetwork")
+    assert vnet.inputs["subnets"][0]["networkSecurityGroup"]["id"] == f"{nsg.name}-id"
+
+
+def test_the_whole_internet_only_when_explicitly_allowed(run_azure: RunAzure) -> None:
+    run = run_azure(make_settings("azure", allowed_cidrs=("0.0.0.0/0",)))
+    assert run.of_type(NSG)[0].inputs["securityRules"][0]["sourceAddressPrefixes"] == ["0.0.0.0/0"]
+
+
+def test_public_ips_are_static_standard(run_azure: RunAzure) -> None:
+    run = run_azure(make_settings("azure", workers=2))
+    for ip in run.of_type(IP):
+        assert ip.inputs["publicIPAllocationMethod"] == "Static"
+        assert ip.inputs["sku"]["name"] == "Standard"
+
+
+def test_each_vm_has_a_deallocating_schedule_at_the_expiry(run_azure: RunAzure) -> None:
+    run = run_azure(make_settings("azure", workers=2))
+    schedules = {s.inputs["name"]: s.inputs for s in run.of_type(SCHEDULE)}
+    assert set(schedules) == {"shutdown-computevm-waa-eval-w0", "shutdown-computevm-waa-eval-w1"}
+    for name, inputs in schedules.items():
+        assert inputs["taskType"] == "ComputeVmShutdownTask"
+        assert inputs["status"] == "Enabled"
+        assert inputs["timeZoneId"] == "UTC"
+        # expiry 18:30:05 -> 18:31, never before the promised time
+        assert inputs["dailyRecurrence"]["time"] == "1831"
+        vm = name.removeprefix("shutdown-computevm-")
+        assert inputs["targetResourceId"] == f"{vm}-id"
+
+
+@pytest.mark.parametrize(
+    ("expires", "expected"),
+    [
+        (datetime(2026, 1, 1, 9, 5, tzinfo=UTC), "0905"),
+        (datetime(2026, 1, 1, 23, 59, 30, tzinfo=UTC), "0000"),
+        (datetime.fromisoformat("2026-01-01T12:00:00+02:00"), "1000"),
+    ],
+)
+def test_shutdown_time_is_utc_rounded_up(expires: datetime, expected: str) -> None:
+    assert infra_azure.shutdown_time(expires) == expected
+
+
+def test_spot_only_when_asked(run_azure: RunAzure) -> None:
+    regular = run_azure(make_settings("azure")).of_type(VM)[0].inputs
+    assert "priority" not in regular and "evictionPolicy" not in regular
+    spot = run_azure(make_settings("azure", spot=True)).of_type(VM)[0].inputs
+    assert (spot["priority"], spot["evictionPolicy"]) == ("Spot", "Deallocate")
+    assert spot["billingProfile"]["maxPrice"] == -1
+
+
+def test_custom_data_is_the_workers_cloud_init(run_azure: RunAzure) -> None:
+    run = run_azure(make_settings("azure"))
+    encoded = run.of_type(VM)[0].inputs["osProfile"]["customData"]
+    text = base64.b64decode(encoded).decode("utf-8")
+    assert text.startswith("#cloud-config\n")
+    doc: dict[str, Any] = yaml.safe_load(text)
+    assert "/var/lib/oa-vm/storage" in str(doc) and "/mnt" not in str(doc)
+
+
+def test_sizes_that_cannot_nest_are_refused_with_the_good_ones(run_azure: RunAzure) -> None:
+    with pytest.raises(UnsupportedSizeError, match="Standard_D8s_v5"):
+        run_azure(make_settings("azure", size="Standard_B2s"))
+
+
+def test_resource_group_is_per_pool(run_azure: RunAzure) -> None:
+    (group,) = run_azure(make_settings("azure")).of_type("azure-native:resources:ResourceGroup")
+    assert group.inputs["resourceGroupName"] == "oa-vm-waa-eval"
+    assert group.inputs["location"] == "eastus"

@@ -1,0 +1,28 @@
+"""Human durations on the command line."""
+
+from __future__ import annotations
+
+import pytest
+
+from oa_vm.durations import format_duration, parse_duration
+from oa_vm.errors import InvalidInputError
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("30m", 1800), ("90s", 90), ("1h", 3600), ("45", 2700), ("1.5m", 90)]
+)
+def test_parse(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "abc", "-5", "0", "5d", "m"])
+def test_parse_rejects(text: str) -> None:
+    with pytest.raises(InvalidInputError):
+        parse_duration(text)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(5, "5s"), (185, "3m05s"), (7800, "2h10m"), (3 * 86400, "3d00h")]
+)
+def test_format(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text

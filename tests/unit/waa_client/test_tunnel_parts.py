@@ -1,0 +1,135 @@
+"""Pure parts of the tunnels: the ssh command, key file checks, known_hosts pinning."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from waa_client import HostKeyMismatchError, KeyFileError
+from waa_client.known_hosts import KnownHosts, fingerprint, host_entry
+from waa_client.tunnel import TunnelTarget, load_private_key, ssh_command
+
+
+def write_ed25519(path: Path, mode: int = 0o600) -> Path:
+    """An unencrypted OpenSSH ed25519 private key, generated in-process."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    pem = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
+    )
+    path.write_bytes(pem)
+    path.chmod(mode)
+    return path
+
+
+def test_ssh_command_is_the_equivalent_tunnel() -> None:
+    target = TunnelTarget("w1", "203.0.113.7", 22, "ubuntu", Path("keys/pool"))
+    assert ssh_command(target, 5001, 5051) == [
+        "ssh", "-N",
+        "-L", "127.0.0.1:5001:127.0.0.1:5000",
+        "-L", "127.0.0.1:5051:127.0.0.1:5051",
+        "-i", "keys/pool", "-p", "22",
+        "-o", "IdentitiesOnly=yes", "-o", "ExitOnForwardFailure=yes",
+        "-o", "ServerAliveInterval=15",
+        "ubuntu@203.0.113.7",
+    ]
+
+
+def test_ssh_command_with_known_hosts() -> None:
+    target = TunnelTarget("w1", "h", 2222, "azureuser", Path("k"), remote_waa_port=5005)
+    argv = ssh_command(target, 6000, 6001, known_hosts=Path("pool/known_hosts"))
+    assert "127.0.0.1:6000:127.0.0.1:5005" in argv
+    assert argv[argv.index("-p") + 1] == "2222"
+    assert "UserKnownHostsFile=pool/known_hosts" in argv
+    assert argv[-1] == "azureuser@h"
+
+
+def test_key_loads(tmp_path: Path) -> None:
+    key = load_private_key(write_ed25519(tmp_path / "key"))
+    assert key.get_name() == "ssh-ed25519"
+
+
+def test_missing_key(tmp_path: Path) -> None:
+    with pytest.raises(KeyFileError, match="not found") as info:
+        load_private_key(tmp_path / "nope")
+    assert info.value.exit_code == 2 and info.value.path == tmp_path / "nope"
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604])
+def test_key_readable_by_others_is_refused(tmp_path: Path, mode: int) -> None:
+    path = write_ed25519(tmp_path / "key", mode)
+    with pytest.raises(KeyFileError) as info:
+        load_private_key(path)
+    assert f"{mode:04o}" in str(info.value)
+    assert f"chmod 600 {path}" in str(info.value)
+
+
+def test_unreadable_key(tmp_path: Path) -> None:
+    folder = tmp_path / "key"
+    folder.mkdir()
+    folder.chmod(0o700)
+    with pytest.raises(KeyFileError, match="not a regular file"):
+        load_private_key(folder)
+
+
+def test_key_file_that_is_not_a_key(tmp_path: Path) -> None:
+    path = tmp_path / "key"
+    path.write_text("hello\n")
+    path.chmod(0o600)
+    with pytest.raises(KeyFileError, match="not a private key"):
+        load_private_key(path)
+
+
+def test_encrypted_key_is_refused(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    path = tmp_path / "key"
+    path.write_bytes(Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+        serialization.BestAvailableEncryption(b"secret"),
+    ))
+    path.chmod(0o600)
+    with pytest.raises(KeyFileError, match="passphrase"):
+        load_private_key(path)
+
+
+def _pkey(tmp_path: Path, name: str) -> paramiko.PKey:
+    return paramiko.PKey.from_path(str(write_ed25519(tmp_path / name)))
+
+
+def test_host_entry_follows_openssh() -> None:
+    assert host_entry("10.0.0.4", 22) == "10.0.0.4"
+    assert host_entry("127.0.0.1", 2222) == "[127.0.0.1]:2222"
+
+
+def test_known_hosts_trust_on_first_use(tmp_path: Path) -> None:
+    first, other = _pkey(tmp_path, "a"), _pkey(tmp_path, "b")
+    known = KnownHosts(tmp_path / "pool" / "known_hosts")
+    assert known.verify("127.0.0.1", 2222, first, worker="w1") is True
+    assert known.verify("127.0.0.1", 2222, first, worker="w1") is False
+    assert known.verify("127.0.0.1", 2223, other, worker="w2") is True  # another worker
+    lines = (tmp_path / "pool" / "known_hosts").read_text().splitlines()
+    assert lines == [f"[127.0.0.1]:2222 ssh-ed25519 {first.get_base64()}",
+                     f"[127.0.0.1]:2223 ssh-ed25519 {other.get_base64()}"]
+    assert stat.S_IMODE((tmp_path / "pool" / "known_hosts").stat().st_mode) == 0o600
+
+
+def test_known_hosts_refuses_a_changed_key(tmp_path: Path) -> None:
+    first, changed = _pkey(tmp_path, "a"), _pkey(tmp_path, "b")
+    path = tmp_path / "known_hosts"
+    KnownHosts(path).verify("127.0.0.1", 2222, first)
+    before = path.read_text()
+    with pytest.raises(HostKeyMismatchError) as info:
+        KnownHosts(path).verify("127.0.0.1", 2222, changed, worker="w1")
+    message = str(info.value)
+    assert fingerprint(first) in message and fingerprint(changed) in message
+    assert "ssh-keygen -R '[127.0.0.1]:2222'" in message
+    assert info.value.offered_fingerprint == fingerprint(changed)
+    assert path.read_text() == before, "a changed key is never written over the known one"

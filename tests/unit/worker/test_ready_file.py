@@ -1,0 +1,76 @@
+"""The ready file written by ``python -m infra.local`` and in-process workers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from infra.local import RunningWorker, start_worker, tasks_dir
+from infra.local.__main__ import write_ready_file
+from infra.local.taskstore import TaskStore, TaskStoreError
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[RunningWorker]:
+    running = start_worker("unit", tmp_path / "root")
+    yield running
+    running.stop()
+
+
+def test_ready_file_format(tmp_path: Path, worker: RunningWorker) -> None:
+    path = tmp_path / "state" / "ready.json"
+    started = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    write_ready_file(path, [worker], started)
+    data = json.loads(path.read_text())
+    assert data == {
+        "pid": os.getpid(),
+        "started_at": "2026-01-02T03:04:05+00:00",
+        "workers": [
+            {
+                "name": "unit",
+                "host": "127.0.0.1",
+                "waa_port": worker.waa_port,
+                "scoring_port": worker.scoring_port,
+                "root": str((tmp_path / "root").resolve()),
+            }
+        ],
+    }
+    assert [p.name for p in path.parent.iterdir()] == ["ready.json"]  # no temp file left
+
+
+def test_in_process_worker_serves_and_stops(worker: RunningWorker) -> None:
+    assert worker.waa_url == f"http://127.0.0.1:{worker.waa_port}"
+    probe = requests.get(f"{worker.scoring_url}/probe", timeout=5)
+    assert probe.json() == {"status": "ok", "service": "evaluate"}
+    worker.stop()
+    worker.stop()  # idempotent
+    with pytest.raises(requests.ConnectionError):
+        requests.get(f"{worker.waa_url}/probe", timeout=5)
+
+
+def test_bad_fault_dict_is_refused(tmp_path: Path) -> None:
+    from infra.local import FaultError
+
+    with pytest.raises(FaultError):
+        start_worker("bad", tmp_path / "r", faults={"explode": 1})
+
+
+def test_task_store(tmp_path: Path) -> None:
+    store = TaskStore.load()
+    assert store is TaskStore.load(tasks_dir())
+    first = next(iter(store.index.values()))[0]
+    task = store.task(first)
+    assert task is not None and task["id"] == first
+    assert store.task("../../etc/passwd") is None
+    assert store.task("unknown-WOS") is None
+    with pytest.raises(TaskStoreError):
+        TaskStore(tmp_path)
+    (tmp_path / "local_all.json").write_text('["not", "a", "map"]')
+    with pytest.raises(TaskStoreError):
+        TaskStore(tmp_path)

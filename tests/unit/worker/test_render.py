@@ -1,0 +1,60 @@
+"""The screenshot and accessibility tree of the simulated desktop."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from PIL import Image
+
+from infra.local.commands import run
+from infra.local.desktop import Desktop
+from infra.local.render import Screen, accessibility_xml, draw
+
+
+def test_screen_is_cached_until_the_desktop_changes(tmp_path: Path) -> None:
+    desktop = Desktop(tmp_path / "root")
+    screen = Screen(desktop)
+    first = screen.png()
+    assert screen.png() is first
+    run(desktop, "open settings")
+    second = screen.png()
+    assert second != first
+    with Image.open(io.BytesIO(second)) as image:
+        assert image.format == "PNG"
+
+
+def test_padding_keeps_a_valid_png(tmp_path: Path) -> None:
+    desktop = Desktop(tmp_path / "root")
+    plain = Screen(desktop).png()
+    padded = Screen(desktop, min_bytes=len(plain) + 50_000).png()
+    assert len(padded) >= len(plain) + 50_000
+    with Image.open(io.BytesIO(padded)) as image:
+        image.load()
+        assert image.tobytes() == Image.open(io.BytesIO(plain)).tobytes()
+
+
+def test_picture_shows_windows(tmp_path: Path) -> None:
+    desktop = Desktop(tmp_path / "root")
+    empty = draw(desktop, dt.datetime(2026, 1, 1, tzinfo=dt.UTC)).tobytes()
+    run(desktop, "open notepad")
+    run(desktop, 'type "text"')
+    busy = draw(desktop, dt.datetime(2026, 1, 1, tzinfo=dt.UTC)).tobytes()
+    assert empty != busy
+
+
+def test_accessibility_tree(tmp_path: Path) -> None:
+    desktop = Desktop(tmp_path / "root")
+    run(desktop, "open clock")
+    run(desktop, 'timer add 5m "tea"')
+    run(desktop, "open notepad")
+    run(desktop, 'type "<b>&"')
+    root = ET.fromstring(accessibility_xml(desktop, "win32"))
+    assert root.get("backend") == "win32"
+    windows = root.findall("Window")
+    assert [w.get("name") for w in windows] == ["Clock", "Untitled - Notepad"]
+    assert windows[1].get("active") == "true"
+    assert windows[1].find("Document").get("value") == "<b>&"  # type: ignore[union-attr]
+    assert any("tea" in (t.get("name") or "") for t in windows[0].iter("Text"))

@@ -1,0 +1,377 @@
+"""The task catalog: which WAA tasks exist, how a selection names them, which are allowed.
+
+A catalog reads either a folder in WAA's layout (index files ``<name>.json`` of the form
+``{domain: [task_id]}`` at its top level, tasks in ``examples/<domain>/<task_id>.json``) or a
+scoring server (``/tasks`` for the index, ``/task/<id>`` fetched when first needed).
+
+Tasks are keyed by their *index ID*, which is also their file name. The ``"id"`` inside the task
+JSON is never used as a key: in WAA's own data six files disagree with their name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from waa_client.errors import CatalogError, SyntheticTaskError, UnknownTaskError
+from waa_client.scoring import ScoringClient
+
+INFEASIBLE_PREFIX = "INF-"
+_EXAMPLES = "examples"
+_LISTED_MAX = 20
+
+# Synthetic IDs are the placeholders of mock runs (``mock_chrome_001``) and the
+# ``<domain>_<n>`` names of toy suites (``notepad_1``). A live pool holds only WAA's real tasks,
+# so such an ID there means the selection was written for something else.
+_SYNTHETIC = re.compile(r"^(?:mock_.*|[A-Za-z]+(?:_[A-Za-z]+)*_\d+)$")
+
+
+def is_synthetic(task_id: str) -> bool:
+    """True for IDs that only exist in mock or toy suites (``mock_*``, ``<domain>_<n>``)."""
+    return bool(_SYNTHETIC.match(task_id))
+
+
+def is_infeasible(task_id: str, task: dict[str, Any] | None = None) -> bool:
+    """True for tasks WAA marks infeasible: an ``INF-`` ID or ``evaluator.func == "infeasible"``."""
+    if task_id.startswith(INFEASIBLE_PREFIX):
+        return True
+    evaluator = (task or {}).get("evaluator")
+    return isinstance(evaluator, dict) and evaluator.get("func") == "infeasible"
+
+
+@dataclass(frozen=True)
+class TaskRef:
+    """What a listing or a queue needs to know about one task, without its full JSON.
+
+    Attributes:
+        task_id: The index ID (the file name), the task's identity.
+        domain: The index domain (``chrome``, ``libreoffice_calc``, ...).
+        infeasible: True when the right answer is to report ``FAIL``.
+        instruction: The task's instruction to the agent.
+    """
+
+    task_id: str
+    domain: str
+    infeasible: bool
+    instruction: str
+
+
+class Catalog:
+    """Tasks known to one source, their indexes, and selection of tasks by name.
+
+    Build one with :meth:`from_folder` or :meth:`from_scoring`. Task JSON is loaded when first
+    needed and cached.
+    """
+
+    def __init__(
+        self,
+        *,
+        source: str,
+        indexes: dict[str, dict[str, list[str]]],
+        domains: dict[str, str],
+        loader: Callable[[str], dict[str, Any]],
+    ) -> None:
+        """Use :meth:`from_folder` or :meth:`from_scoring`.
+
+        Args:
+            source: Where the tasks come from, for messages.
+            indexes: Index name -> ``{domain: [task_id]}``.
+            domains: Every known task ID -> its domain, in catalog order.
+            loader: Reads one task's JSON by ID.
+        """
+        self.source = source
+        self._indexes = indexes
+        self._domains = domains
+        self._loader = loader
+        self._cache: dict[str, dict[str, Any]] = {}
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_folder(cls, path: Path) -> Catalog:
+        """Read a folder in WAA's layout.
+
+        Every top-level ``*.json`` must be an index; every ID an index lists must have its file
+        under ``examples/<domain>/``. Tasks present in ``examples/`` but in no index are known
+        too (after the indexed ones, by domain and name).
+
+        Raises:
+            CatalogError: The folder is missing, an index is malformed, or lists a missing file.
+        """
+        root = Path(path)
+        examples = root / _EXAMPLES
+        if not examples.is_dir():
+            raise CatalogError(
+                f"{root} is not a WAA task folder (no {_EXAMPLES}/ inside); pass the folder "
+                "holding test_all.json and examples/"
+            )
+        files: dict[str, Path] = {}
+        file_domain: dict[str, str] = {}
+        for domain_dir in sorted(p for p in examples.iterdir() if p.is_dir()):
+            for task_file in sorted(domain_dir.glob("*.json")):
+                task_id = task_file.stem
+                if task_id in files:
+                    raise CatalogError(
+                        f"task {task_id} has two files ({files[task_id]} and {task_file}); "
+                        "keep one"
+                    )
+                files[task_id] = task_file
+                file_domain[task_id] = domain_dir.name
+        indexes = {
+            index_file.stem: _read_index(index_file)
+            for index_file in sorted(root.glob("*.json"))
+        }
+        for name, index in indexes.items():
+            missing = [
+                f"{domain}/{task_id}"
+                for domain, ids in index.items()
+                for task_id in ids
+                if file_domain.get(task_id) != domain
+            ]
+            if missing:
+                raise CatalogError(
+                    f"index {root / (name + '.json')} lists {len(missing)} task(s) with no file "
+                    f"under {examples}/<domain>/: {_listing(missing)}; fix the index or add "
+                    "the files"
+                )
+        domains = _ordered_domains(indexes, file_domain)
+
+        def load(task_id: str) -> dict[str, Any]:
+            return _read_task(files[task_id])
+
+        return cls(source=str(root), indexes=indexes, domains=domains, loader=load)
+
+    @classmethod
+    def from_scoring(cls, client: ScoringClient, index_name: str = "worker") -> Catalog:
+        """Read the index a scoring server holds (``/tasks``); tasks are fetched lazily.
+
+        Args:
+            client: The worker's scoring client.
+            index_name: The name the server's index gets in :attr:`indexes`.
+
+        Raises:
+            WaaError: The server cannot be reached or answers wrongly (see the client).
+        """
+        index = client.tasks()
+        file_domain = {task_id: domain for domain, ids in index.items() for task_id in ids}
+        domains = _ordered_domains({index_name: index}, file_domain)
+        return cls(
+            source=client.base_url,
+            indexes={index_name: index},
+            domains=domains,
+            loader=client.task,
+        )
+
+    # -- queries ----------------------------------------------------------------------------------
+
+    @property
+    def indexes(self) -> dict[str, dict[str, list[str]]]:
+        """Index name -> ``{domain: [task_id]}``, as read (copies)."""
+        return {name: {d: list(ids) for d, ids in idx.items()}
+                for name, idx in self._indexes.items()}
+
+    def task_ids(self) -> list[str]:
+        """Every task ID the catalog knows, in catalog order."""
+        return list(self._domains)
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._domains
+
+    def __len__(self) -> int:
+        return len(self._domains)
+
+    def load(self, task_id: str) -> dict[str, Any]:
+        """The task's JSON (cached after the first read).
+
+        Raises:
+            UnknownTaskError: The catalog does not know ``task_id``.
+            CatalogError: The task file is malformed.
+        """
+        if task_id not in self._domains:
+            raise UnknownTaskError(
+                f"unknown task ID {task_id!r} in {self.source}; list them with "
+                "'openadapt-evals tasks'",
+                task_ids=[task_id],
+            )
+        if task_id not in self._cache:
+            task = self._loader(task_id)
+            if not isinstance(task, dict):
+                raise CatalogError(f"task {task_id} from {self.source} is not a JSON object")
+            self._cache[task_id] = task
+        return self._cache[task_id]
+
+    def ref(self, task_id: str) -> TaskRef:
+        """A :class:`TaskRef` for one task (loads its JSON for the instruction)."""
+        task = self.load(task_id)
+        instruction = task.get("instruction", "")
+        return TaskRef(
+            task_id=task_id,
+            domain=self._domains[task_id],
+            infeasible=is_infeasible(task_id, task),
+            instruction=instruction if isinstance(instruction, str) else str(instruction),
+        )
+
+    # -- selection --------------------------------------------------------------------------------
+
+    def resolve(self, selection: str, *, live: bool) -> list[str]:
+        """The IDs a selection names, validated, in stable order, without duplicates.
+
+        See :meth:`select` for the syntax and the errors.
+        """
+        wanted = _dedupe(self._expand(selection))
+        if not wanted:
+            raise CatalogError(f"selection {selection!r} names no task")
+        if live:
+            synthetic = [t for t in wanted if is_synthetic(t)]
+            if synthetic:
+                raise SyntheticTaskError(
+                    f"{len(synthetic)} synthetic task ID(s) cannot run on a live pool: "
+                    f"{_listing(synthetic)} (these name mock/toy tasks, not WAA tasks; select "
+                    "real WAA IDs, or run on a local pool)",
+                    task_ids=synthetic,
+                )
+        unknown = [t for t in wanted if t not in self._domains]
+        if unknown:
+            raise UnknownTaskError(
+                f"{len(unknown)} unknown task ID(s) in {self.source}: {_listing(unknown)}; "
+                "list the known ones with 'openadapt-evals tasks'",
+                task_ids=unknown,
+            )
+        return wanted
+
+    def select(self, selection: str, *, live: bool) -> list[TaskRef]:
+        """Resolve a selection to tasks, rejecting bad IDs before anything is dispatched.
+
+        Syntax: ``all`` (every known task); an index name (``test_small``, ``local_all``...);
+        ``domain:<name>``; comma-separated task IDs; ``@file`` (one ID a line, ``#`` comments and
+        blank lines ignored). Order follows the index (or the list given); duplicates are dropped.
+
+        Args:
+            selection: The selection text.
+            live: True for a pool of real WAA workers, where synthetic IDs are refused.
+
+        Raises:
+            SyntheticTaskError: ``live`` and some IDs are synthetic (lists them all).
+            UnknownTaskError: Some IDs are not in the catalog (lists them all).
+            CatalogError: Unknown index or domain, unreadable ``@file``, empty selection.
+        """
+        return [self.ref(task_id) for task_id in self.resolve(selection, live=live)]
+
+    def _expand(self, selection: str) -> list[str]:
+        text = selection.strip()
+        if text == "all":
+            return self.task_ids()
+        if text in self._indexes:
+            return [t for ids in self._indexes[text].values() for t in ids]
+        if text.startswith("domain:"):
+            domain = text.removeprefix("domain:").strip()
+            ids = [t for t, d in self._domains.items() if d == domain]
+            if not ids:
+                known = sorted(set(self._domains.values()))
+                raise CatalogError(
+                    f"no domain {domain!r} in {self.source}; known domains: {', '.join(known)}"
+                )
+            return ids
+        if text.startswith("@"):
+            return _read_id_file(Path(text[1:]))
+        ids = [part.strip() for part in text.split(",") if part.strip()]
+        if len(ids) == 1 and ids[0] not in self._domains and _looks_like_index(ids[0]):
+            raise CatalogError(
+                f"no index or task named {ids[0]!r} in {self.source}; indexes: "
+                f"{', '.join(sorted(self._indexes)) or 'none'} (or use all, domain:<name>, "
+                "IDs separated by commas, @file)"
+            )
+        return ids
+
+
+def _looks_like_index(name: str) -> bool:
+    # Index names are short snake_case words; task IDs carry dashes (UUIDs). Only used to word
+    # the error better when a misspelt index name is given.
+    return "-" not in name and not is_synthetic(name)
+
+
+def _dedupe(ids: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+def _listing(items: list[str]) -> str:
+    shown = ", ".join(items[:_LISTED_MAX])
+    return shown if len(items) <= _LISTED_MAX else f"{shown} and {len(items) - _LISTED_MAX} more"
+
+
+def _ordered_domains(
+    indexes: dict[str, dict[str, list[str]]], file_domain: dict[str, str]
+) -> dict[str, str]:
+    """Every task in a stable order: the largest index first, then tasks no index lists."""
+    ordered: dict[str, str] = {}
+    for name in sorted(indexes, key=lambda n: (-sum(map(len, indexes[n].values())), n)):
+        for domain, ids in indexes[name].items():
+            for task_id in ids:
+                ordered.setdefault(task_id, domain)
+    for task_id in sorted(file_domain, key=lambda t: (file_domain[t], t)):
+        ordered.setdefault(task_id, file_domain[task_id])
+    return ordered
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise CatalogError(f"cannot read {path}: {e.strerror or e}") from e
+    except UnicodeDecodeError as e:
+        raise CatalogError(f"{path} is not UTF-8 text; is it a JSON file?") from e
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CatalogError(
+            f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); fix the file"
+        ) from e
+
+
+def _read_index(path: Path) -> dict[str, list[str]]:
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise CatalogError(
+            f"index {path} must be an object {{domain: [task_id, ...]}}, "
+            f"not {type(data).__name__}; fix the file or move it out of the task folder"
+        )
+    for domain, ids in data.items():
+        if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
+            raise CatalogError(
+                f"index {path}: domain {domain!r} must map to a list of task ID strings; "
+                "fix the file or move it out of the task folder"
+            )
+    return {domain: list(ids) for domain, ids in data.items()}
+
+
+def _read_task(path: Path) -> dict[str, Any]:
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise CatalogError(f"task file {path} must be a JSON object, not {type(data).__name__}")
+    for key, kind in (("instruction", str), ("config", list), ("evaluator", dict)):
+        if key in data and not isinstance(data[key], kind):
+            raise CatalogError(
+                f"task file {path}: {key!r} must be a {kind.__name__}, "
+                f"not {type(data[key]).__name__}"
+            )
+    return data
+
+
+def _read_id_file(path: Path) -> list[str]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise CatalogError(
+            f"cannot read the task list @{path}: {getattr(e, 'strerror', None) or e}; "
+            "give a text file with one task ID a line"
+        ) from e
+    ids = []
+    for line in lines:
+        text = line.split("#", 1)[0].strip()
+        if text:
+            ids.append(text)
+    return ids

@@ -1,0 +1,120 @@
+"""Client of the WAA server that runs inside the Windows guest (port 5000 on the host)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from waa_client.errors import MalformedResponseError
+from waa_client.http import HttpClient, json_object
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+class WaaClient(HttpClient):
+    """Speaks WAA's HTTP protocol (``WAA_PROTOCOL.md`` section 2) with timeouts and retries.
+
+    Reads (probe, screenshot, accessibility, observe, file, list_directory) are retried on
+    infrastructure failures; anything that acts on the guest (execute, execute_windows,
+    close_all, clear_task_files) is sent exactly once.
+
+    Args:
+        base_url: ``http://host:port`` of the WAA server (usually a tunnel's local URL).
+        connect_timeout: Seconds to connect.
+        read_timeout: Seconds to wait for an answer, unless a call says otherwise.
+        retries: Extra attempts for idempotent calls.
+        backoff_max: Cap of the wait between attempts, in seconds.
+    """
+
+    def probe(self) -> dict[str, Any]:
+        """``GET /probe``: the server's status object."""
+        return json_object(self._request("GET", "/probe", idempotent=True))
+
+    def screenshot(self) -> bytes:
+        """``GET /screenshot``: the screen as PNG bytes.
+
+        Raises:
+            MalformedResponseError: The body is not a PNG image.
+        """
+        response = self._request("GET", "/screenshot", idempotent=True)
+        data = response.content
+        if not data.startswith(PNG_SIGNATURE):
+            raise MalformedResponseError(
+                f"GET {response.url}: expected a PNG screenshot, got {data[:16]!r}; "
+                "is this URL the WAA server?",
+                url=response.url,
+                status=response.status_code,
+            )
+        return data
+
+    def accessibility(self, backend: Literal["uia", "win32"] = "uia") -> str:
+        """``GET /accessibility``: the accessibility tree (the ``AT`` value, XML text)."""
+        response = self._request(
+            "GET", "/accessibility", idempotent=True, params={"backend": backend}
+        )
+        tree = json_object(response).get("AT")
+        if not isinstance(tree, str):
+            raise MalformedResponseError(
+                f"GET {response.url}: the answer has no text 'AT' field",
+                url=response.url,
+                status=response.status_code,
+            )
+        return tree
+
+    def observe(self) -> dict[str, Any]:
+        """``GET /obs_winagent``: screenshot (base64), window title, rect, clipboard..."""
+        return json_object(self._request("GET", "/obs_winagent", idempotent=True))
+
+    def execute(
+        self, command: str | list[str], shell: bool = False, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """``POST /execute``: run a command in the guest; never retried.
+
+        Args:
+            command: Program and arguments, or one string (run through the shell if ``shell``).
+            shell: Whether the guest runs ``command`` through its shell.
+            timeout: Seconds to wait for the result; the client's read timeout by default.
+                The server stops a command after 120 s, so longer waits are pointless.
+
+        Returns:
+            ``{"status", "output", "error", "returncode"}`` as the server sent it.
+        """
+        return json_object(
+            self._request(
+                "POST",
+                "/execute",
+                idempotent=False,
+                timeout=timeout,
+                json={"command": command, "shell": shell},
+            )
+        )
+
+    def execute_windows(self, code: str, timeout: float | None = None) -> dict[str, Any]:
+        """``POST /execute_windows``: run Python source in the guest; never retried."""
+        return json_object(
+            self._request(
+                "POST", "/execute_windows", idempotent=False, timeout=timeout,
+                json={"command": code},
+            )
+        )
+
+    def file(self, path: str) -> bytes:
+        """``POST /file``: the bytes of a file in the guest.
+
+        Raises:
+            NotFoundError: The guest has no such file.
+        """
+        return self._request("POST", "/file", idempotent=True, data={"file_path": path}).content
+
+    def list_directory(self, path: str) -> dict[str, Any]:
+        """``POST /list_directory``: ``{"directory_tree": {"type", "name", "children"}}``."""
+        return json_object(
+            self._request("POST", "/list_directory", idempotent=True, json={"path": path})
+        )
+
+    def close_all(self) -> None:
+        """``POST /setup/close_all``: close every window in the guest; never retried."""
+        self._request("POST", "/setup/close_all", idempotent=False)
+
+    def clear_task_files(self) -> None:
+        """``POST /setup/clear_task_files``: remove files left by the last task; never retried."""
+        self._request("POST", "/setup/clear_task_files", idempotent=False)
