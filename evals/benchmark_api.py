@@ -315,10 +315,8 @@ class WAAMockAdapter(BenchmarkAdapter):
 
     @property
     def worker_name(self) -> str | None:
-        """``<pool>/<worker>`` once the pool is up."""
-        if self._conn is None or self.pool_name is None:
-            return None
-        return f"{self.pool_name}/{self._conn.name}"
+        """The worker's name in its pool (as a sweep's records name it), once the pool is up."""
+        return None if self._conn is None else str(self._conn.name)
 
     def close(self) -> None:
         """Disconnect and remove the pool (its processes and its record). Idempotent."""

@@ -95,6 +95,22 @@ class RunLockedError(EvalsError):
         )
 
 
+class RunInterrupted(EvalsError):
+    """Ctrl-C (or SIGTERM) stopped the run; what finished is kept and ``--resume`` continues."""
+
+    exit_code = 130
+
+    def __init__(self, run_dir: str | None) -> None:
+        self.run_dir = run_dir
+        where = (
+            f"finished tasks are kept in {run_dir}; continue with --resume and the same "
+            "--run-name and --tasks"
+            if run_dir
+            else "no task had started"
+        )
+        super().__init__(f"interrupted; {where}")
+
+
 class AgentError(EvalsError):
     """An agent could not produce an action (raised by agents; recorded as ``error/agent``)."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -101,7 +101,7 @@ def flow(
         typer.echo(render(plan))
 
 
-def _live(task_ids: list[str] | None, bundles: Path | None, pool: str | None) -> None:
+def _live(task_ids: list[str] | None, bundles: Path | None, pool: str | None) -> NoReturn:
     """Preflight of a live run; stops with one line until the sweep runner takes it over."""
     if task_ids is None or bundles is None or pool is None:
         raise InvalidInputError("--live needs --task-ids, --bundles DIR and --pool NAME")

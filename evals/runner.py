@@ -39,6 +39,7 @@ from typing import IO, TYPE_CHECKING, Any
 from evals.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
 from evals.agents import AgentOptions, BenchmarkAgent, agent_factory
 from evals.errors import (
+    EvalsError,
     InvalidRunInputError,
     ResumeMismatchError,
     RunExistsError,
@@ -139,6 +140,8 @@ class RunConfig:
                 f"--run-name {self.run_name!r} is not a plain folder name "
                 "(letters, digits, '.', '_', '-')"
             )
+        if self.resume and not self.run_name:
+            problems.append("--resume needs --run-name (the run to continue)")
         if not self.selection.strip():
             problems.append("--tasks is empty; give 'all', an index name, domain:<name> or IDs")
         if problems:
@@ -335,6 +338,7 @@ class Dispatcher:
         self._running: dict[str, str | None] = {w.name: None for w in workers}
         self._counts = {s.value: 0 for s in TaskStatus}
         self._done_this_session = 0
+        self._crash: BaseException | None = None
         self._started = time.monotonic()
         for record in queue.records().values():
             self._counts[str(record["status"])] += 1
@@ -393,6 +397,11 @@ class Dispatcher:
         finally:
             self._stop.set()
         beat.join(timeout=5.0)
+        if self._crash is not None:
+            raise EvalsError(
+                f"a dispatch loop failed ({type(self._crash).__name__}: {self._crash}); "
+                "finished tasks are kept, continue with --resume"
+            ) from self._crash
         self._finalize_leftovers()
         self._emit("finished")
         return DispatchOutcome(self._budget_stopped, list(self._quarantined))
@@ -403,6 +412,20 @@ class Dispatcher:
             self.queue.heartbeat()
 
     def _worker_loop(self, worker: WorkerConnection) -> None:
+        try:
+            self._dispatch(worker)
+        except BaseException as exc:
+            # A loop that dies would leave its lease held and the others waiting for ever:
+            # stop the run instead (its leases are recovered by --resume) and report why.
+            self._crash = exc
+            self._stop.set()
+        finally:
+            with self._state_lock:
+                self._running[worker.name] = None
+            with self._wake:
+                self._wake.notify_all()
+
+    def _dispatch(self, worker: WorkerConnection) -> None:
         agent = self.make_agent()
         consecutive = 0
         while not self._stop.is_set():
@@ -418,10 +441,6 @@ class Dispatcher:
             if consecutive >= self.settings.quarantine_after:
                 self._quarantine(worker.name, consecutive)
                 break
-        with self._state_lock:
-            self._running[worker.name] = None
-        with self._wake:
-            self._wake.notify_all()
 
     def _drained(self) -> bool:
         counts = self.queue.counts()
@@ -570,8 +589,6 @@ class Dispatcher:
 
     def _finalize_leftovers(self) -> None:
         """Give every task still pending its final record (budget cap, or no worker left)."""
-        if self._stop.is_set() and not self._budget_stopped and self._drained():
-            return
         pending = self.queue.ids_with_status(QueueStatus.PENDING)
         for task_id in pending:
             info = self.infos[task_id]

@@ -105,8 +105,8 @@ details.task[open] > summary { border-bottom:1px solid var(--line); background:v
 .tid { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:13px;
   overflow-wrap:anywhere; }
 .muted { color:var(--muted); }
-.why { color:var(--muted); font-size:12px; overflow:hidden; text-overflow:ellipsis;
-  white-space:nowrap; }
+.why, .cut { overflow:hidden; text-overflow:ellipsis; white-space:nowrap; min-width:0; }
+.why { color:var(--muted); font-size:12px; }
 .tbody { padding:10px 14px 14px; }
 .tbody .instr { margin:0 0 8px; }
 .note { padding:6px 10px; border-radius:6px; margin:6px 0; }
@@ -308,6 +308,13 @@ def _step_html(
         parts.append(f"<pre>{esc(_clip(body))}</pre>")
     if step.get("window_title"):
         parts.append(f'<div class="muted">window: {esc(step["window_title"])}</div>')
+    usage = step.get("usage")
+    if isinstance(usage, Mapping) and (usage.get("tokens_in") or usage.get("tokens_out")):
+        parts.append(
+            f'<div class="muted">model {esc(usage.get("model") or "?")}: '
+            f'{esc(usage.get("tokens_in") or 0)} tokens in, '
+            f'{esc(usage.get("tokens_out") or 0)} out</div>'
+        )
     if step.get("error"):
         parts.append(f'<div class="note err">{esc(_clip(str(step["error"])))}</div>')
     elif isinstance(step.get("result"), Mapping):
@@ -333,8 +340,10 @@ def _task_html(
         f'<span class="num">{esc(fmt_num(score, 2) if score is not None else "")}</span>',
         f'<span class="muted">{len(steps)} step{"" if len(steps) == 1 else "s"}</span>',
         f'<span class="muted">{esc(_duration(record.get("duration_s")))}</span>',
-        f'<span class="muted">{esc(record.get("worker") or "")}</span>',
-        f'<span class="why">{esc(error_type + ": " if error_type else "")}{esc(why)}</span>',
+        f'<span class="muted cut" title="{esc(record.get("worker") or "")}">'
+        f'{esc(record.get("worker") or "")}</span>',
+        f'<span class="why" title="{esc(why)}">'
+        f'{esc(error_type + ": " if error_type else "")}{esc(why)}</span>',
     ]
     body = [f'<p class="instr"><b>Instruction:</b> {esc(record.get("instruction"))}</p>']
     facts = [f"attempts {esc(record.get('attempts', 0))}"]

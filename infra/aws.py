@@ -43,7 +43,7 @@ class CapacityError(RuntimeError):
     """The size is not offered in the region: region failover should try the next one."""
 
 
-def ami_filters() -> list[dict[str, Any]]:
+def ami_filters() -> list[aws.ec2.GetAmiFilterArgsDict]:
     """Filters selecting Canonical's current Ubuntu 24.04 LTS server AMI (amd64, hvm, gp3)."""
     return [
         {"name": "name", "values": [UBUNTU_AMI_NAME]},
@@ -53,11 +53,11 @@ def ami_filters() -> list[dict[str, Any]]:
     ]
 
 
-def ssh_ingress(cidrs: list[str]) -> list[dict[str, Any]]:
+def ssh_ingress(cidrs: list[str]) -> list[aws.ec2.SecurityGroupIngressArgsDict]:
     """Security group ingress: TCP 22 from ``cidrs`` only (IPv4 and IPv6 kept apart)."""
     v4 = [c for c in cidrs if ipaddress.ip_network(c, strict=False).version == 4]
     v6 = [c for c in cidrs if ipaddress.ip_network(c, strict=False).version == 6]
-    rule: dict[str, Any] = {
+    rule: aws.ec2.SecurityGroupIngressArgsDict = {
         "description": "SSH from the pool owner",
         "protocol": "tcp",
         "from_port": 22,
@@ -82,6 +82,15 @@ def user_data_base64(settings: PoolSettings) -> str:
 def worker_output(name: str, public_ip: str, instance_id: str) -> dict[str, str]:
     """One worker as the driver reads it back from the stack outputs."""
     return {"name": name, "public_ip": public_ip, "instance_id": instance_id, "ssh_user": SSH_USER}
+
+
+def _worker_output(
+    name: str, public_ip: pulumi.Output[str], instance_id: pulumi.Output[str]
+) -> pulumi.Output[dict[str, str]]:
+    def build(values: list[Any]) -> dict[str, str]:
+        return worker_output(name, str(values[0]), str(values[1]))
+
+    return pulumi.Output.all(public_ip, instance_id).apply(build)
 
 
 class AwsWorkerPool(pulumi.ComponentResource):
@@ -135,6 +144,10 @@ class AwsWorkerPool(pulumi.ComponentResource):
         )
         user_data = user_data_base64(settings)
         outputs: list[pulumi.Output[dict[str, str]]] = []
+        nests = sizes.aws_nests_natively(settings.size)
+        cpu_options: aws.ec2.InstanceCpuOptionsArgsDict | None = (
+            {"nested_virtualization": "enabled"} if nests else None
+        )
         for index, worker in enumerate(settings.worker_names()):
             instance = aws.ec2.Instance(
                 worker,
@@ -144,11 +157,7 @@ class AwsWorkerPool(pulumi.ComponentResource):
                 vpc_security_group_ids=[sg.id],
                 key_name=key.key_name,
                 associate_public_ip_address=True,
-                cpu_options=(
-                    {"nested_virtualization": "enabled"}
-                    if sizes.aws_nests_natively(settings.size)
-                    else None
-                ),
+                cpu_options=cpu_options,
                 instance_initiated_shutdown_behavior="terminate",
                 instance_market_options=self._market_options(),
                 root_block_device={
@@ -164,11 +173,7 @@ class AwsWorkerPool(pulumi.ComponentResource):
                 tags=self._named(worker),
                 opts=child,
             )
-            outputs.append(
-                pulumi.Output.all(instance.public_ip, instance.id).apply(
-                    lambda values, w=worker: worker_output(w, values[0], values[1])
-                )
-            )
+            outputs.append(_worker_output(worker, instance.public_ip, instance.id))
         self.workers = pulumi.Output.all(*outputs)
         self.security_group_id = sg.id
         self.register_outputs({"workers": self.workers, "security_group_id": sg.id})
@@ -176,7 +181,7 @@ class AwsWorkerPool(pulumi.ComponentResource):
     def _named(self, name: str) -> dict[str, str]:
         return {**self._tags, "Name": name}
 
-    def _market_options(self) -> dict[str, Any] | None:
+    def _market_options(self) -> aws.ec2.InstanceInstanceMarketOptionsArgsDict | None:
         if not self._settings.spot:
             return None
         # One-time spot that terminates on interruption: a stopped spot worker would keep its

@@ -39,7 +39,7 @@ COMPONENT_TYPE = "oa-vm:azure:WorkerPool"
 VNET_CIDR = "10.78.0.0/16"
 SUBNET_CIDR = "10.78.0.0/24"
 SUBNET_NAME = "workers"
-UBUNTU_IMAGE = {
+UBUNTU_IMAGE: compute.ImageReferenceArgsDict = {
     "publisher": "Canonical",
     "offer": "ubuntu-24_04-lts",
     "sku": "server",  # the gen2 image ("server-gen1" is gen1)
@@ -62,7 +62,7 @@ def shutdown_time(expires_at: datetime) -> str:
     return whole.strftime("%H%M")
 
 
-def ssh_rule(cidrs: list[str]) -> dict[str, Any]:
+def ssh_rule(cidrs: list[str]) -> network.SecurityRuleArgsDict:
     """The NSG's one inbound rule: TCP 22 from ``cidrs``."""
     return {
         "name": "ssh-from-owner",
@@ -83,16 +83,28 @@ def custom_data(settings: PoolSettings) -> str:
     return base64.b64encode(cloud_init.render(settings).encode("utf-8")).decode("ascii")
 
 
-def spot_settings(spot: bool) -> dict[str, Any]:
-    """VM arguments for Spot (pay at most the on-demand price, deallocate on eviction)."""
+def spot_settings(
+    spot: bool,
+) -> tuple[str | None, str | None, compute.BillingProfileArgsDict | None]:
+    """``(priority, eviction_policy, billing_profile)`` of a VM: Spot pays at most the on-demand
+    price (``max_price=-1``) and deallocates on eviction; all None for regular capacity."""
     if not spot:
-        return {}
-    return {"priority": "Spot", "eviction_policy": "Deallocate", "billing_profile": {"max_price": -1}}
+        return None, None, None
+    return "Spot", "Deallocate", {"max_price": -1}
 
 
 def worker_output(name: str, public_ip: str, vm_id: str) -> dict[str, str]:
     """One worker as the driver reads it back from the stack outputs."""
     return {"name": name, "public_ip": public_ip, "instance_id": vm_id, "ssh_user": SSH_USER}
+
+
+def _worker_output(
+    name: str, public_ip: pulumi.Output[Any], vm_id: pulumi.Output[str]
+) -> pulumi.Output[dict[str, str]]:
+    def build(values: list[Any]) -> dict[str, str]:
+        return worker_output(name, str(values[0]), str(values[1]))
+
+    return pulumi.Output.all(public_ip, vm_id).apply(build)
 
 
 class AzureWorkerPool(pulumi.ComponentResource):
@@ -151,6 +163,7 @@ class AzureWorkerPool(pulumi.ComponentResource):
         subnet_id = vnet.id.apply(lambda vnet_id: f"{vnet_id}/subnets/{SUBNET_NAME}")
         data = custom_data(settings)
         daily = shutdown_time(settings.expires_at)
+        priority, eviction_policy, billing_profile = spot_settings(settings.spot)
         outputs: list[pulumi.Output[dict[str, str]]] = []
         for worker in settings.worker_names():
             ip = network.PublicIPAddress(
@@ -182,47 +195,50 @@ class AzureWorkerPool(pulumi.ComponentResource):
                 tags=tags,
                 opts=child,
             )
+            os_profile: compute.OSProfileArgsDict = {
+                "computer_name": worker,
+                "admin_username": SSH_USER,
+                "custom_data": data,
+                "linux_configuration": {
+                    "disable_password_authentication": True,
+                    "ssh": {
+                        "public_keys": [
+                            {
+                                "path": f"/home/{SSH_USER}/.ssh/authorized_keys",
+                                "key_data": settings.ssh_public_key,
+                            }
+                        ]
+                    },
+                },
+            }
+            storage_profile: compute.StorageProfileArgsDict = {
+                "image_reference": UBUNTU_IMAGE,
+                "os_disk": {
+                    "name": f"{worker}-os",
+                    "create_option": "FromImage",
+                    "disk_size_gb": settings.disk_gb,
+                    "managed_disk": {"storage_account_type": "Premium_LRS"},
+                    "delete_option": "Delete",
+                    "caching": compute.CachingTypes.READ_WRITE,
+                },
+            }
+            network_profile: compute.NetworkProfileArgsDict = {
+                "network_interfaces": [{"id": nic.id, "primary": True, "delete_option": "Delete"}]
+            }
             vm = compute.VirtualMachine(
                 worker,
                 vm_name=worker,
                 resource_group_name=group.name,
                 location=location,
                 hardware_profile={"vm_size": settings.size},
-                os_profile={
-                    "computer_name": worker,
-                    "admin_username": SSH_USER,
-                    "custom_data": data,
-                    "linux_configuration": {
-                        "disable_password_authentication": True,
-                        "ssh": {
-                            "public_keys": [
-                                {
-                                    "path": f"/home/{SSH_USER}/.ssh/authorized_keys",
-                                    "key_data": settings.ssh_public_key,
-                                }
-                            ]
-                        },
-                    },
-                },
-                storage_profile={
-                    "image_reference": UBUNTU_IMAGE,
-                    "os_disk": {
-                        "name": f"{worker}-os",
-                        "create_option": "FromImage",
-                        "disk_size_gb": settings.disk_gb,
-                        "managed_disk": {"storage_account_type": "Premium_LRS"},
-                        "delete_option": "Delete",
-                        "caching": "ReadWrite",
-                    },
-                },
-                network_profile={
-                    "network_interfaces": [
-                        {"id": nic.id, "primary": True, "delete_option": "Delete"}
-                    ]
-                },
+                os_profile=os_profile,
+                storage_profile=storage_profile,
+                network_profile=network_profile,
+                priority=priority,
+                eviction_policy=eviction_policy,
+                billing_profile=billing_profile,
                 tags=tags,
                 opts=child,
-                **spot_settings(settings.spot),
             )
             devtestlab.GlobalSchedule(
                 f"{worker}-shutdown",
@@ -238,11 +254,7 @@ class AzureWorkerPool(pulumi.ComponentResource):
                 tags=tags,
                 opts=child,
             )
-            outputs.append(
-                pulumi.Output.all(ip.ip_address, vm.id).apply(
-                    lambda values, w=worker: worker_output(w, values[0], values[1])
-                )
-            )
+            outputs.append(_worker_output(worker, ip.ip_address, vm.id))
         self.workers = pulumi.Output.all(*outputs)
         self.resource_group = group.name
         self.register_outputs({"workers": self.workers, "resource_group": group.name})

@@ -70,13 +70,15 @@ class RecordingMocks(pulumi.runtime.Mocks):
         """Record the resource; echo its inputs as its state, plus stand-in computed outputs."""
         inputs = dict(args.inputs)
         self.recorded.append(
-            RecordedResource(type=args.typ, name=args.name, inputs=inputs, custom=args.custom)
+            RecordedResource(type=args.typ, name=args.name, inputs=inputs, custom=bool(args.custom))
         )
         state = {**inputs, **_stand_in_outputs(args.typ, args.name, len(self.recorded))}
         return f"{args.name}-id", state
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        """Answer a data-source call."""
+    def call(  # type: ignore[override]
+        self, args: pulumi.runtime.MockCallArgs
+    ) -> dict[str, Any]:
+        """Answer a data-source call (the mock monitor accepts a bare result, no failures)."""
         return self.lookup(args.token, dict(args.args))
 
 
@@ -111,7 +113,7 @@ def run_offline(
                     lambda resolved: holder.__setitem__("result", resolved)
                 )
 
-            pulumi.runtime.test(body)()
+            pulumi.runtime.test(body)()  # type: ignore[no-untyped-call]
         finally:
             pulumi_settings.reset_options()
     return OfflineRun(resources=list(mocks.recorded), result=holder.get("result"))

@@ -114,7 +114,9 @@ class PoolSettings:
         ):
             raise SettingsError("ssh_public_key must be an OpenSSH public key line")
         if self.disk_gb < 64:
-            raise SettingsError(f"disk_gb must be at least 64 (the Windows disk), not {self.disk_gb}")
+            raise SettingsError(
+                f"disk_gb must be at least 64 (the Windows disk), not {self.disk_gb}"
+            )
         return self
 
     def with_region(self, region: str) -> PoolSettings:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from oa_vm import state
@@ -88,6 +89,7 @@ def build_spec(
     faults: dict[str, str] | None = None,
     ssh_via: dict[str, Any] | None = None,
     price_per_hour: float | None = None,
+    tasks_dir: str | None = None,
 ) -> PoolSpec:
     """Validate what the user asked for and turn it into a :class:`PoolSpec`.
 
@@ -104,8 +106,17 @@ def build_spec(
         raise InvalidInputError(f"--price-per-hour must be 0 or more, not {price_per_hour}")
     if price_per_hour is not None and cloud != "local":
         raise InvalidInputError("--price-per-hour is for local pools; cloud pools use the catalog")
-    if (faults or ssh_via) and cloud != "local":
-        raise InvalidInputError("--fault and --ssh-via are for local pools (--cloud local)")
+    if (faults or ssh_via or tasks_dir) and cloud != "local":
+        raise InvalidInputError(
+            "--fault, --ssh-via and --tasks-dir are for local pools (--cloud local)"
+        )
+    if tasks_dir is not None:
+        folder = Path(tasks_dir).expanduser().resolve()
+        if not folder.is_dir() or not any(folder.glob("*.json")):
+            raise InvalidInputError(
+                f"--tasks-dir {tasks_dir}: not a folder with WAA index files (*.json) in it"
+            )
+        tasks_dir = str(folder)
     get_provider(cloud)  # unknown cloud -> one line listing the known ones
     validate_faults(dict(faults or {}))
     pool_name = state.validate_pool_name(name) if name else _default_name()
@@ -122,6 +133,7 @@ def build_spec(
         faults=dict(faults or {}),
         ssh_via=ssh_via,
         price_per_hour=price_per_hour,
+        tasks_dir=tasks_dir,
     )
 
 

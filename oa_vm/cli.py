@@ -120,6 +120,9 @@ def pool_create(
     price_per_hour: Annotated[
         float | None, typer.Option(help="Local pools: pretend $/hour per worker.")
     ] = None,
+    tasks_dir: Annotated[
+        str | None, typer.Option(help="Local pools: serve this WAA-layout task folder.")
+    ] = None,
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Show the plan and price; create nothing.")
     ] = False,
@@ -132,7 +135,7 @@ def pool_create(
         name=name, cloud=cloud, workers=workers, size=size, regions=regions, spot=spot,
         ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),
         faults=_parse_faults(list(fault or [])), ssh_via=_parse_ssh_via(ssh_via, ssh_key),
-        price_per_hour=price_per_hour,
+        price_per_hour=price_per_hour, tasks_dir=tasks_dir,
     )
     if "0.0.0.0/0" in spec.allow_cidrs:
         _err("warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet")

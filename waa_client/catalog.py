@@ -157,11 +157,17 @@ class Catalog:
             WaaError: The server cannot be reached or answers wrongly (see the client).
         """
         index = client.tasks()
+        indexes = {index_name: index}
+        names = client.indexes()
+        if names:
+            # Serve the worker's index files under their own names (local_all, local_small...)
+            # so a selection means the same thing on a pool as on disk.
+            indexes = {name: client.tasks(index=name) for name in names}
         file_domain = {task_id: domain for domain, ids in index.items() for task_id in ids}
-        domains = _ordered_domains({index_name: index}, file_domain)
+        domains = _ordered_domains(indexes, file_domain)
         return cls(
             source=client.base_url,
-            indexes={index_name: index},
+            indexes=indexes,
             domains=domains,
             loader=client.task,
         )

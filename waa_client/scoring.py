@@ -33,15 +33,36 @@ class ScoringClient(HttpClient):
         """``GET /probe``: ``{"status": "ok", "service": "evaluate"}``."""
         return json_object(self._request("GET", "/probe", idempotent=True))
 
-    def tasks(self) -> dict[str, list[str]]:
-        """``GET /tasks``: the task index the worker holds, ``{domain: [task_id]}``.
+    def indexes(self) -> list[str] | None:
+        """``GET /indexes``: names of the index files the worker serves (``local_all``,
+        ``local_small``...), or None when the server predates the endpoint (404).
+
+        Raises:
+            MalformedResponseError: The answer is not ``{"indexes": [names]}``.
+        """
+        response = self._request("GET", "/indexes", idempotent=True, accept=(404,))
+        if response.status_code == 404:
+            return None
+        names = json_object(response).get("indexes")
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise MalformedResponseError(
+                f"GET {response.url}: 'indexes' is not a list of names",
+                url=response.url,
+                status=response.status_code,
+            )
+        return list(names)
+
+    def tasks(self, index: str | None = None) -> dict[str, list[str]]:
+        """``GET /tasks[?index=NAME]``: a task index the worker holds, ``{domain: [task_id]}``
+        (its main index when ``index`` is None).
 
         Raises:
             MalformedResponseError: The index is not an object of lists of strings.
         """
-        response = self._request("GET", "/tasks", idempotent=True)
+        params = {"index": index} if index is not None else None
+        response = self._request("GET", "/tasks", idempotent=True, params=params)
         body = json_object(response)
-        index: dict[str, list[str]] = {}
+        result: dict[str, list[str]] = {}
         for domain, ids in body.items():
             if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
                 raise MalformedResponseError(
@@ -49,8 +70,8 @@ class ScoringClient(HttpClient):
                     url=response.url,
                     status=response.status_code,
                 )
-            index[domain] = list(ids)
-        return index
+            result[domain] = list(ids)
+        return result
 
     def task(self, task_id: str) -> dict[str, Any]:
         """``GET /task/<task_id>``: that task's JSON.
@@ -107,27 +128,23 @@ class ScoringClient(HttpClient):
             "POST", "/evaluate", idempotent=False, timeout=timeout,
             json={"task": task, "last_action": last_action},
         )
-        body = json_object(response)
-        score = body.get("score")
-        success = body.get("success")
-        reason = body.get("reason", "")
-        problem = None
-        if isinstance(score, bool) or not isinstance(score, int | float):
-            problem = f"'score' is {score!r}, not a number"
-        elif not math.isfinite(score):
-            problem = f"'score' is {score!r}"
-        elif not isinstance(success, bool):
+        return _validated_score(json_object(response), response.url, response.status_code)
+
+
+def _validated_score(body: dict[str, Any], url: str, status: int) -> dict[str, Any]:
+    """``{"score": float, "success": bool, "reason": str}`` or MalformedResponseError."""
+    score, success, reason = body.get("score"), body.get("success"), body.get("reason", "")
+    # bool is an int subclass: a bare true/false is not a score.
+    if isinstance(score, int | float) and not isinstance(score, bool) and math.isfinite(score):
+        if not isinstance(success, bool):
             problem = f"'success' is {success!r}, not a boolean"
         elif not isinstance(reason, str):
             problem = f"'reason' is {reason!r}, not text"
-        if problem is not None:
-            raise MalformedResponseError(
-                f"POST {response.url}: malformed score: {problem}",
-                url=response.url,
-                status=response.status_code,
-            )
-        assert isinstance(score, int | float)  # narrowed above; restated for the type checker
-        return {"score": float(score), "success": success, "reason": reason}
+        else:
+            return {"score": float(score), "success": success, "reason": reason}
+    else:
+        problem = f"'score' is {score!r}, not a finite number"
+    raise MalformedResponseError(f"POST {url}: malformed score: {problem}", url=url, status=status)
 
 
 def _setup_failed(response: requests.Response) -> SetupFailedError:

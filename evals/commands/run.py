@@ -201,7 +201,7 @@ def build_config(
 ) -> RunConfig:
     """The :class:`evals.runner.RunConfig` for command-line options (checked)."""
     from evals.agents import AgentOptions
-    from evals.runner import RunConfig
+    from evals.runner import RunConfig, default_run_name
 
     config = RunConfig(
         pool=pool,
@@ -209,7 +209,7 @@ def build_config(
         agent=agent,
         agent_options=AgentOptions(bundles=bundles, agent_url=agent_url),
         max_steps=max_steps,
-        run_name=run_name,
+        run_name=run_name or (None if resume else default_run_name(agent)),
         resume=resume,
         task_timeout_s=task_timeout,
         max_attempts=max_attempts,
@@ -225,14 +225,18 @@ def build_config(
 def execute(config: RunConfig, *, json_out: bool) -> RunResult:
     """Run with a progress display, print the summary, and raise for a budget stop (exit 3)."""
     from evals import metrics
-    from evals.errors import BudgetExceeded
-    from evals.records import RunStatus
+    from evals.errors import BudgetExceeded, RunInterrupted
+    from evals.records import RunStatus, results_root
     from evals.runner import run_evaluation
     from oa_vm.clikit import print_json
 
     progress = make_progress()
     try:
         result = run_evaluation(config, on_event=progress)
+    except KeyboardInterrupt:
+        folder = results_root(config.results_dir) / (config.run_name or "")
+        started = config.run_name is not None and (folder / "metadata.json").is_file()
+        raise RunInterrupted(str(folder) if started else None) from None
     finally:
         progress.close()
     summary = metrics.compute_summary(result.run_dir)

@@ -111,6 +111,7 @@ def sweep(
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
     from evals.agents import agent_factory
+    from evals.errors import RunInterrupted
     from oa_vm import api
 
     config = build_config(
@@ -130,12 +131,15 @@ def sweep(
     config.pool = spec.name
     with sigterm_as_interrupt():
         try:
-            _say(f"creating pool {spec.name} ({cloud}, {workers} worker(s))")
-            api.create_pool(spec, progress=_say)
-            api.wait_pool(spec.name, timeout_s=wait_timeout)
-            execute(config, json_out=json_out)
-        finally:
-            _cleanup(spec.name)
+            try:
+                _say(f"creating pool {spec.name} ({cloud}, {workers} worker(s))")
+                api.create_pool(spec, progress=_say)
+                api.wait_pool(spec.name, timeout_s=wait_timeout)
+                execute(config, json_out=json_out)
+            finally:
+                _cleanup(spec.name)
+        except KeyboardInterrupt:
+            raise RunInterrupted(None) from None
 
 
 def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bool) -> None:
@@ -143,8 +147,6 @@ def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bo
     from evals.records import RunFolder, results_root
 
     if run_name is None:
-        if resume:
-            raise InvalidRunInputError("--resume needs --run-name (the run to continue)")
         return
     folder = RunFolder(results_root(results_dir) / run_name)
     if not resume and folder.path.exists():

@@ -25,7 +25,17 @@ def build_scoring_app(app: App, desktop: Desktop, store: TaskStore) -> App:
         return Response.json(PROBE)
 
     def tasks(request: Request) -> Response:
-        return Response.json(store.index)
+        names = request.query.get("index")
+        if not names:
+            return Response.json(store.index)
+        index = store.indexes.get(names[0])
+        if index is None:
+            known = ", ".join(store.indexes)
+            raise HttpError(404, f"unknown index {names[0]!r}; known: {known}")
+        return Response.json(index)
+
+    def indexes(request: Request) -> Response:
+        return Response.json({"indexes": list(store.indexes)})
 
     def task(request: Request) -> Response:
         task_id = request.path.removeprefix("/task/")
@@ -63,6 +73,7 @@ def build_scoring_app(app: App, desktop: Desktop, store: TaskStore) -> App:
 
     app.route("GET", "/probe", probe)
     app.route("GET", "/tasks", tasks)
+    app.route("GET", "/indexes", indexes)
     app.route("GET", "/task/", task)
     app.route("POST", "/setup", setup)
     app.route("POST", "/evaluate", evaluate)

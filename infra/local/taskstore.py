@@ -20,6 +20,19 @@ def tasks_dir() -> Path:
     return Path(__file__).resolve().parent / "tasks"
 
 
+def _read_index(path: Path) -> dict[str, list[str]] | None:
+    """A ``{domain: [task_id]}`` index file, or None when the file is not one."""
+    try:
+        index = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise TaskStoreError(f"cannot read task index {path}: {exc}") from None
+    if not isinstance(index, dict) or not all(
+        isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in index.values()
+    ):
+        return None
+    return index
+
+
 class TaskStoreError(ValueError):
     """The task folder has no readable index."""
 
@@ -32,20 +45,25 @@ class TaskStore:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        index_path = next((folder / n for n in INDEX_NAMES if (folder / n).is_file()), None)
-        if index_path is None:
+        candidates = [folder / n for n in INDEX_NAMES if (folder / n).is_file()]
+        candidates += sorted(p for p in folder.glob("*.json") if p not in candidates)
+        if not candidates:
             raise TaskStoreError(f"no {' or '.join(INDEX_NAMES)} in task folder {folder}")
-        try:
-            index = json.loads(index_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise TaskStoreError(f"cannot read task index {index_path}: {exc}") from None
-        if not isinstance(index, dict) or not all(
-            isinstance(ids, list) and all(isinstance(i, str) for i in ids)
-            for ids in index.values()
-        ):
+        index_path = candidates[0]
+        index = _read_index(index_path)
+        if index is None:
             raise TaskStoreError(f"task index {index_path} is not {{domain: [task_id]}}")
         self.index: dict[str, list[str]] = index
         self._domain_of = {task_id: domain for domain, ids in index.items() for task_id in ids}
+        # Every other index file of the folder whose tasks the main index holds (e.g.
+        # local_small), served by name so catalogs on pools know the same names as on disk.
+        self.indexes: dict[str, dict[str, list[str]]] = {index_path.stem: index}
+        for path in candidates[1:]:
+            other = _read_index(path)
+            if other is not None and all(
+                t in self._domain_of for ids in other.values() for t in ids
+            ):
+                self.indexes[path.stem] = other
 
     @classmethod
     def load(cls, folder: Path | None = None) -> TaskStore:

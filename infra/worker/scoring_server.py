@@ -146,7 +146,7 @@ class Checker:
                 continue
             try:
                 self._run_step(step)
-            except Exception as exc:  # noqa: BLE001 - a failed step is reported, not raised
+            except Exception as exc:
                 failed = True
                 results.append({"type": kind, "status": "error", "error": f"{exc}"})
             else:
@@ -225,7 +225,7 @@ def make_handler(checker: Checker, store: TaskStore) -> type[BaseHTTPRequestHand
         server_version = "oa-vm-scoring/1"
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        def log_message(self, format: str, *args: Any) -> None:
             sys.stderr.write(f"scoring: {self.address_string()} {format % args}\n")
 
         def _send(self, status: int, payload: Any) -> None:
@@ -265,12 +265,12 @@ def make_handler(checker: Checker, store: TaskStore) -> type[BaseHTTPRequestHand
                     status, payload = route()
             except RequestError as exc:
                 self._fail(exc.status, str(exc))
-            except Exception as exc:  # noqa: BLE001 - every failure becomes one JSON answer
+            except Exception as exc:
                 self._fail(500, f"{type(exc).__name__}: {exc}")
             else:
                 self._send(status, payload)
 
-        def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        def do_GET(self) -> None:
             self._dispatch(
                 {
                     "/probe": lambda: (200, {"status": "ok", "service": "evaluate"}),
@@ -278,7 +278,7 @@ def make_handler(checker: Checker, store: TaskStore) -> type[BaseHTTPRequestHand
                 }
             )
 
-        def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        def do_POST(self) -> None:
             self._dispatch({"/setup": self._setup, "/evaluate": self._evaluate})
 
         def _setup(self) -> tuple[int, Any]:

@@ -39,6 +39,8 @@ class PoolSpec:
         faults: local pool fault knobs, ``{"latency": "0.2", ...}`` (see ``infra/local``).
         ssh_via: local pool only: reach workers through this SSH server (host, port, user, key).
         price_per_hour: local pool only: a pretend $/hour per worker, to test costs and caps.
+        tasks_dir: local pool only: the task suite the simulated workers serve (a folder in
+            WAA's layout); None means the bundled local suite.
     """
 
     name: str
@@ -53,6 +55,7 @@ class PoolSpec:
     faults: dict[str, str] = field(default_factory=dict)
     ssh_via: dict[str, Any] | None = None
     price_per_hour: float | None = None
+    tasks_dir: str | None = None
 
 
 @dataclass

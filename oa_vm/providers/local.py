@@ -89,7 +89,7 @@ class LocalProvider:
             owner=spec.owner,
             price_per_hour=spec.price_per_hour,
             settings={"workers": spec.workers, "faults": dict(spec.faults),
-                      "ssh_via": spec.ssh_via},
+                      "ssh_via": spec.ssh_via, "tasks_dir": spec.tasks_dir},
         )
         ssh = _ssh_endpoint(spec.ssh_via)
         for i in range(spec.workers):
@@ -102,7 +102,7 @@ class LocalProvider:
                 name=name, workdir=str(workdir), log_path=str(log_path), host="127.0.0.1", ssh=ssh
             )
             try:
-                self._launch(worker, spec.faults)
+                self._launch(worker, spec.faults, spec.tasks_dir)
             except OSError as exc:
                 self._stop_all(record)
                 raise ProvisioningError(f"could not start {name}: {exc}") from exc
@@ -119,7 +119,9 @@ class LocalProvider:
         record.state = PoolState.PROVISIONING
         return record
 
-    def _launch(self, worker: WorkerRecord, faults: dict[str, str]) -> None:
+    def _launch(
+        self, worker: WorkerRecord, faults: dict[str, str], tasks_dir: str | None
+    ) -> None:
         assert worker.workdir and worker.log_path
         ready = Path(worker.workdir) / "ready.json"
         with contextlib.suppress(FileNotFoundError):
@@ -128,6 +130,8 @@ class LocalProvider:
                 "--root", worker.workdir, "--ready-file", str(ready), "--host", "127.0.0.1"]
         for key, value in faults.items():
             args += ["--fault", f"{key}={value}"]
+        if tasks_dir is not None:
+            args += ["--tasks", tasks_dir]
         with open(worker.log_path, "ab") as log:
             proc = subprocess.Popen(  # fixed argv, no shell
                 args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
@@ -255,7 +259,11 @@ class LocalProvider:
 
     @staticmethod
     def _is_ours(worker: WorkerRecord) -> bool:
-        """True if ``worker.pid`` is still the process this provider started for ``worker``."""
+        """True if ``worker.pid`` is still the process this provider started for ``worker``.
+
+        PID plus the start time recorded at launch identifies the process; the command line is
+        checked as well when the kernel shows one (it is briefly empty right after exec).
+        """
         if worker.pid is None:
             return False
         _reap(worker.pid)
@@ -270,6 +278,8 @@ class LocalProvider:
             cmdline = proc.cmdline()
         except psutil.Error:
             return False
+        if not cmdline:
+            return worker.pid_create_time is not None
         return "infra.local" in cmdline and (worker.workdir or "") in cmdline
 
 

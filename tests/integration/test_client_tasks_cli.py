@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -84,6 +86,20 @@ def local_pool(oa_home: Path) -> Iterator[str]:
         yield name
     finally:
         _oa_vm("pool-cleanup", "--name", name, "-y")
+        _kill_leftovers(oa_home)
+
+
+def _kill_leftovers(home: Path) -> None:
+    """Kill worker processes still running from this test's home (cleanup failed part-way)."""
+    leftovers = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        if any(str(home) in part for part in process.info["cmdline"] or []):
+            leftovers.append(process)
+    for process in leftovers:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(leftovers, timeout=10)
+    assert not leftovers, f"pool-cleanup left processes behind: {[p.pid for p in leftovers]}"
 
 
 def test_pool_catalog_from_its_scoring_server(local_pool: str) -> None:

@@ -17,6 +17,7 @@ from evals import (
     BenchmarkAction,
     BenchmarkAgent,
     BenchmarkObservation,
+    BenchmarkResult,
     BenchmarkTask,
     WAALiveAdapter,
     WAALiveConfig,
@@ -105,7 +106,7 @@ class _FailOnSecondTask(BenchmarkAgent):
 def test_mock_adapter_oracle_and_agent_error(oa_home: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "results" / "api-run"
     with WAAMockAdapter(num_tasks=3) as adapter:
-        seen = []
+        seen: list[BenchmarkResult] = []
         results = evaluate_agent_on_benchmark(
             _FailOnSecondTask(), adapter, max_steps=10, run_dir=run_dir, on_result=seen.append
         )
@@ -123,7 +124,7 @@ def test_mock_adapter_oracle_and_agent_error(oa_home: Path, tmp_path: Path) -> N
     assert all(r.domain for r in results)
     assert results[0].steps >= 1 and results[0].num_steps == results[0].steps
     assert results[0].execution is not None
-    assert results[0].execution.worker == f"{pool}/worker-0"
+    assert results[0].execution.worker == "worker-0"
 
     metrics = compute_metrics(results)
     assert metrics["success_rate"] == 1.0  # outcomes only: the agent error is listed apart
@@ -133,8 +134,7 @@ def test_mock_adapter_oracle_and_agent_error(oa_home: Path, tmp_path: Path) -> N
     # The run folder is the same format as a sweep's: the summary and the page read it.
     summary = compute_summary(run_dir)
     assert (summary["successes"], summary["errors"]) == (2, 1)
-    assert summary["workers"] == {f"{pool}/worker-0": {"tasks": 3, "errors": 1,
-                                                       "quarantined": False}}
+    assert summary["workers"] == {"worker-0": {"tasks": 3, "errors": 1, "quarantined": False}}
     assert json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["errors"] == 1
     assert json.loads((run_dir / "metadata.json").read_text(encoding="utf-8"))["status"] == (
         "finished")

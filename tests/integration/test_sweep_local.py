@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import signal
+import subprocess
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from oa_vm import api, state
 from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
-from tests.support.cli import Result, run_cli
+from tests.support.cli import BIN, Result, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -122,6 +127,53 @@ def test_noop_sweep_fails_every_task_feasible_and_infeasible(home: Path, tmp_pat
     assert_summary_matches(results / "noop", records)
     assert "Success rate: 0.0%" in done.stdout
     assert state.list_names() == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_sweep_removes_its_pool_and_can_be_resumed(
+    home: Path, tmp_path: Path, signum: int
+) -> None:
+    results = tmp_path / "results"
+    args = ["sweep", "--workers", "2", "--agent", "oracle", "--tasks", "all", "--name", "sw",
+            "--run-name", "cut", "--step-pause", "0.3", "--results-dir", str(results)]
+    log = tmp_path / "sweep.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(  # our own console script, fixed arguments
+            [str(BIN / "openadapt-evals"), *args], stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, env={**os.environ, "OA_VM_HOME": str(home)},
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while len(read_records(results / "cut")) < 3:
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        pids = [w.pid for w in state.load("sw").workers]
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == 130, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    output = log.read_text()
+    assert "pool sw removed" in output and "Traceback" not in output
+    assert output.strip().splitlines()[-1].startswith("openadapt-evals: error: interrupted;")
+    assert "--resume" in output.strip().splitlines()[-1]
+    assert state.list_names() == []
+    assert not any(pid is not None and psutil.pid_exists(pid)
+                   and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
+    metadata = json.loads((results / "cut" / "metadata.json").read_text())
+    assert metadata["status"] == "interrupted"
+    kept = {t: r["started_at"] for t, r in read_records(results / "cut").items()}
+
+    resumed = evals(*[a for a in args if a != str(results)][:-1], "--resume",
+                    home=home, results=results)
+    assert resumed.returncode == 0, resumed.stderr
+    records = read_records(results / "cut")
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}
+    assert all(records[t]["started_at"] == s for t, s in kept.items())
+    assert_summary_matches(results / "cut", records)
 
 
 # --- the budget cap ----------------------------------------------------------------------------

@@ -183,9 +183,8 @@ def test_http_agent_posts_the_observation_and_takes_the_answer() -> None:
      Reply.json({"action": ""}), Reply.json({"action": 7})],
 )
 def test_http_agent_failures_are_agent_errors(reply: Reply) -> None:
-    with ScriptedServer({"/act": reply}) as server:
-        with pytest.raises(AgentError):
-            HttpAgent(server.url + "/act", timeout_s=5).act(OBS, _task())
+    with ScriptedServer({"/act": reply}) as server, pytest.raises(AgentError):
+        HttpAgent(server.url + "/act", timeout_s=5).act(OBS, _task())
 
 
 def test_http_agent_unreachable_is_an_agent_error() -> None:

@@ -177,3 +177,15 @@ def test_empty_run_renders(tmp_path: Path) -> None:
 def test_not_a_run_folder(tmp_path: Path) -> None:
     with pytest.raises(InvalidRunInputError):
         render_run(tmp_path / "missing")
+
+
+def test_step_shows_model_usage(tmp_path: Path) -> None:
+    run = RunFolder(tmp_path)
+    folder = run.add_task("t", steps=1)
+    path = run.finish()
+    record = (folder / "execution.json").read_text(encoding="utf-8")
+    (folder / "execution.json").write_text(record.replace(
+        '"error": null\n', '"error": null, "usage": {"model": "gpt-4o", "tokens_in": 1200, '
+        '"tokens_out": 35}\n', 1), encoding="utf-8")
+
+    assert "model gpt-4o: 1200 tokens in, 35 out" in render_run(path)

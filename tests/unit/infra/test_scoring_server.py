@@ -171,7 +171,9 @@ def test_a_failing_postconfig_is_an_error_not_a_score(server: Server) -> None:
 
 
 @pytest.mark.parametrize(("last", "score"), [("FAIL", 1.0), ("DONE", 0.0), (None, 0.0)])
-def test_infeasible_tasks_score_fail_answers(server: Server, last: str | None, score: float) -> None:
+def test_infeasible_tasks_score_fail_answers(
+    server: Server, last: str | None, score: float
+) -> None:
     assert _evaluate(server, _task("infeasible"), last).json()["score"] == score
 
 
@@ -212,7 +214,9 @@ def test_unknown_metric_is_422(server: Server) -> None:
         ("/nowhere", b"{}", 404),
     ],
 )
-def test_bad_requests_get_one_json_error(server: Server, path: str, body: bytes, status: int) -> None:
+def test_bad_requests_get_one_json_error(
+    server: Server, path: str, body: bytes, status: int
+) -> None:
     response = requests.post(f"{server.url}{path}", data=body, timeout=TIMEOUT,
                              headers={"Content-Type": "application/json"})
     assert response.status_code == status
@@ -243,7 +247,7 @@ def test_real_waa_index_is_served(tmp_path: Path, waa_data: Path) -> None:
 def test_relay_joins_stdin_and_stdout_to_the_server(server: Server, tmp_path: Path) -> None:
     """The far end of the 5050 -> 5051 bridge, as ``docker exec -i`` would run it."""
     port = server.url.rsplit(":", 1)[1]
-    request = f"GET /probe HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    request = "GET /probe HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     done = subprocess.run(
         [sys.executable, str(ROOT / "infra" / "worker" / "relay.py"), port],
         input=request.encode(), capture_output=True, timeout=TIMEOUT, check=True,

@@ -1,0 +1,104 @@
+"""AWS pools: the Pulumi program of :mod:`infra.aws`, driven per pool.
+
+Nothing cloud-related is imported here at module import; ``pulumi`` and ``pulumi_aws`` load
+inside the provider's methods.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+from oa_vm.providers.cloud_wait import RemoteRunner
+from oa_vm.providers.pulumi_driver import Engine, Lister
+from oa_vm.providers.pulumi_provider import CloudInfo, PulumiCloudProvider
+
+LIST_TIMEOUT_S = 60.0
+MANUAL_CHECK = (
+    "aws resourcegroupstaggingapi get-resources --region {region} "
+    "--tag-filters Key=oa-vm:pool,Values={pool}"
+)
+
+
+def _check_size(size: str) -> str:
+    from infra.sizes import check_aws_size
+
+    return check_aws_size(size)
+
+
+def aws_cli_lister(region: str) -> Lister:
+    """Lists what AWS still holds tagged ``oa-vm:pool=<pool>`` in ``region`` with the ``aws`` CLI.
+
+    Terminated instances keep their tags for up to an hour, so instances are asked of EC2 with
+    a state filter; every other resource comes from the tagging API.
+    """
+
+    def run(args: list[str]) -> object:
+        done = subprocess.run(
+            ["aws", *args, "--region", region, "--output", "json"],
+            capture_output=True, text=True, timeout=LIST_TIMEOUT_S, check=True,
+        )
+        return json.loads(done.stdout or "{}")
+
+    def lister(pool: str) -> list[str]:
+        tagged = run(["resourcegroupstaggingapi", "get-resources",
+                      "--tag-filters", f"Key=oa-vm:pool,Values={pool}"])
+        arns = [
+            str(item.get("ResourceARN"))
+            for item in (tagged.get("ResourceTagMappingList") or [])  # type: ignore[attr-defined]
+            if ":instance/" not in str(item.get("ResourceARN"))
+        ]
+        live = run(["ec2", "describe-instances", "--filters",
+                    f"Name=tag:oa-vm:pool,Values={pool}",
+                    "Name=instance-state-name,Values=pending,running,stopping,stopped"])
+        for reservation in live.get("Reservations") or []:  # type: ignore[attr-defined]
+            for instance in reservation.get("Instances") or []:
+                arns.append(f"instance {instance.get('InstanceId')} "
+                            f"({instance.get('State', {}).get('Name')})")
+        return arns
+
+    return lister
+
+
+class AwsProvider(PulumiCloudProvider):
+    """Pools of WAA workers on AWS EC2 (C8i/M8i/R8i with nested virtualization)."""
+
+    def __init__(
+        self,
+        engine: Engine | None = None,
+        lister: Lister | None = None,
+        remote: RemoteRunner | None = None,
+    ) -> None:
+        from infra.sizes import AWS_DEFAULT_SIZE
+
+        super().__init__(
+            CloudInfo(
+                name="aws",
+                sdk_module="pulumi_aws",
+                program_module="infra.aws",
+                default_size=AWS_DEFAULT_SIZE,
+                default_region="us-east-1",
+                ssh_user="ubuntu",
+                region_config="aws:region",
+                check_size=_check_size,
+                manual_check=MANUAL_CHECK,
+                notes=(
+                    "each worker ends itself at the expiry (power-off + shutdown behaviour "
+                    "terminate)",
+                    "without a default VPC the pool makes its own (AWS allows 5 VPCs per region "
+                    "by default)",
+                ),
+            ),
+            engine=engine,
+            lister=lister,
+            remote=remote,
+        )
+        self._explicit_lister = lister is not None
+
+    def destroy(self, record, progress):  # type: ignore[no-untyped-def]
+        """Remove the pool; with the ``aws`` CLI on PATH, also ask AWS for leftovers by tag."""
+        if not self._explicit_lister:
+            region = str(record.provider_data.get("region") or "")
+            self.lister = aws_cli_lister(region) if region and shutil.which("aws") else None
+        return super().destroy(record, progress)

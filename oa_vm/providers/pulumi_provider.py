@@ -1,0 +1,329 @@
+"""What the AWS and Azure providers share: Pulumi programs driven per pool.
+
+A cloud provider here is data (its project, extra, defaults, program module) plus this class.
+Nothing heavy is imported at module import: Pulumi and the cloud SDKs load inside methods, so
+``oa-vm --help`` and local pools never pay for them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from oa_vm import state
+from oa_vm.errors import InvalidInputError, OaVmError, ProviderUnavailableError
+from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec, Progress
+from oa_vm.providers.cloud_wait import RemoteRunner, worker_phase
+from oa_vm.providers.pulumi_driver import (
+    AutomationEngine,
+    Engine,
+    Lister,
+    PulumiDriver,
+    ensure_passphrase,
+    stack_ref,
+)
+from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+
+if TYPE_CHECKING:
+    from infra.settings import PoolSettings
+
+
+@dataclass(frozen=True)
+class CloudInfo:
+    """The facts that make one cloud's provider.
+
+    Attributes:
+        name: provider name (``aws``/``azure``).
+        sdk_module: the Pulumi package that must be importable (the extra).
+        program_module: the ``infra`` module with ``pool_program`` and ``offline_lookup``.
+        default_size, default_region: used when the spec leaves them out.
+        ssh_user: login user on the hosts.
+        region_config: stack config key the region is also written to (for the engine's
+            default provider), or None.
+        check_size: refuses sizes that cannot nest (raises ``ValueError``).
+        manual_check: the CLI command listing a pool's resources by tag (``{pool}`` filled in).
+    """
+
+    name: str
+    sdk_module: str
+    program_module: str
+    default_size: str
+    default_region: str
+    ssh_user: str
+    region_config: str | None
+    check_size: Callable[[str], str]
+    manual_check: str
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def project(self) -> str:
+        """The Pulumi project of this cloud's pools."""
+        return f"oa-vm-{self.name}"
+
+
+class PulumiCloudProvider:
+    """A :class:`~oa_vm.providers.base.Provider` whose pools are Pulumi stacks.
+
+    Args:
+        info: the cloud's facts.
+        engine: the Pulumi engine; the Automation API by default.
+        lister: asks the cloud what is still tagged with a pool (None: cleanup gives the
+            command to check by hand).
+        remote: runs readiness commands on workers over SSH (see ``cloud_wait``).
+    """
+
+    poll_interval_s = 15.0
+
+    def __init__(
+        self,
+        info: CloudInfo,
+        engine: Engine | None = None,
+        lister: Lister | None = None,
+        remote: RemoteRunner | None = None,
+    ) -> None:
+        self.info = info
+        self.name = info.name
+        self.engine: Engine = engine or AutomationEngine()
+        self.lister = lister
+        self.remote = remote
+        self.driver = PulumiDriver(self.engine)
+
+    # -- availability --------------------------------------------------------------------------
+
+    def _require_sdk(self) -> None:
+        try:
+            importlib.import_module(self.info.sdk_module)
+        except ImportError as exc:
+            raise ProviderUnavailableError(
+                f"the {self.name} provider needs its extra ({self.info.sdk_module} is missing): "
+                f"pip install 'oa-vm[{self.name}]'"
+            ) from exc
+
+    def check_available(self) -> None:
+        """One line naming the missing extra or engine; writes nothing."""
+        self._require_sdk()
+        self.driver.check_engine()
+
+    # -- settings and programs -----------------------------------------------------------------
+
+    def _regions(self, spec: PoolSpec) -> list[str]:
+        return list(spec.regions) or [self.info.default_region]
+
+    def _size(self, spec: PoolSpec) -> str:
+        size = spec.size or self.info.default_size
+        try:
+            return self.info.check_size(size)
+        except ValueError as exc:
+            raise InvalidInputError(str(exc)) from exc
+
+    def _settings(
+        self, spec: PoolSpec, region: str, public_key: str, cidrs: list[str], *, plan: bool
+    ) -> PoolSettings:
+        from infra.settings import PoolSettings, SettingsError
+
+        settings = PoolSettings(
+            name=spec.name,
+            owner=spec.owner,
+            workers=spec.workers,
+            size=self._size(spec),
+            region=region,
+            expires_at=spec.expires_at,
+            ssh_public_key=public_key,
+            allowed_cidrs=tuple(cidrs),
+            spot=spec.spot,
+        )
+        try:
+            return settings.validate(allow_placeholders=plan)
+        except SettingsError as exc:
+            raise InvalidInputError(str(exc)) from exc
+
+    def _program_module(self) -> Any:
+        return importlib.import_module(self.info.program_module)
+
+    # -- plan ----------------------------------------------------------------------------------
+
+    def plan(self, spec: PoolSpec) -> Plan:
+        """Run the real program under Pulumi's mocks: resources with their inputs, and $/hour
+        per worker. No engine, no credentials, no network, no files."""
+        self._require_sdk()
+        from infra.offline import run_offline
+        from infra.settings import CALLER_CIDR_PLACEHOLDER, SSH_KEY_PLACEHOLDER
+
+        regions = self._regions(spec)
+        cidrs = list(spec.allow_cidrs) or [CALLER_CIDR_PLACEHOLDER]
+        settings = self._settings(spec, regions[0], SSH_KEY_PLACEHOLDER, cidrs, plan=True)
+        module = self._program_module()
+        try:
+            run = run_offline(
+                lambda: module.pool_program(settings).workers,
+                module.offline_lookup,
+                project=self.info.project,
+                stack=spec.name,
+            )
+        except ValueError as exc:
+            raise InvalidInputError(str(exc)) from exc
+        resources = [
+            PlannedResource(type=r.type, name=r.name, inputs=_plain(r.inputs))
+            for r in run.resources
+            if r.custom
+        ]
+        price, price_note = _price(self.name, regions[0], settings.size, spec.spot)
+        notes = [price_note] if price_note else []
+        if price is not None:
+            notes.append(
+                f"{spec.workers} worker(s) x ${price:.4f}/h = ${price * spec.workers:.4f}/h "
+                f"until {spec.expires_at.isoformat(timespec='minutes')}"
+            )
+        if not spec.allow_cidrs:
+            notes.append(f"SSH opens to your public IP only ({CALLER_CIDR_PLACEHOLDER} is "
+                         "detected at create; or pass --allow-cidr)")
+        if len(regions) > 1:
+            notes.append(f"regions tried in order on capacity or quota errors: {', '.join(regions)}")
+        notes.append("IDs and addresses shown are placeholders until create")
+        notes.extend(self.info.notes)
+        return Plan(
+            cloud=self.name,
+            region=regions[0],
+            size=settings.size,
+            workers=spec.workers,
+            price_per_hour=price,
+            resources=resources,
+            notes=notes,
+        )
+
+    # -- create --------------------------------------------------------------------------------
+
+    def create(self, spec: PoolSpec, progress: Progress) -> PoolRecord:
+        """Create the stack (region failover included) and return the record, workers listed.
+
+        Raises:
+            ProviderUnavailableError: the extra or the engine is missing (checked before any
+                file is written).
+            InvalidInputError: a size that cannot nest, or a bad setting.
+            ProvisioningError: every region failed, or the cloud refused; what was made is gone
+                unless the error's ``resources_left`` says otherwise.
+        """
+        self.check_available()
+        regions = self._regions(spec)
+        self._size(spec)  # refuse a bad size before anything is written
+        from oa_vm import netdetect, sshkeys
+
+        cidrs = list(spec.allow_cidrs)
+        if not cidrs:
+            cidrs = [netdetect.detect_cidr()]
+            progress(f"SSH will be open to {cidrs[0]} only")
+        key_path, public_key = sshkeys.ensure_pool_key(spec.name)
+        ensure_passphrase()
+        module = self._program_module()
+        settings_for = {
+            region: self._settings(spec, region, public_key, cidrs, plan=False)
+            for region in regions
+        }
+
+        def program_for(region: str) -> Callable[[], object]:
+            return lambda: module.pool_program(settings_for[region])
+
+        def config_for(region: str) -> Mapping[str, str]:
+            key = self.info.region_config
+            return {key: region} if key else {}
+
+        ref = stack_ref(self.info.project, spec.name)
+        result = self.driver.create(ref, regions, program_for, config_for, progress)
+        settings = settings_for[result.region]
+        price, _ = _price(self.name, result.region, settings.size, spec.spot)
+        workers = [
+            WorkerRecord(
+                name=str(w["name"]),
+                state=WorkerState.BOOTING,
+                host=str(w["public_ip"]),
+                ssh=SshEndpoint(
+                    host=str(w["public_ip"]), port=22, user=str(w["ssh_user"]),
+                    key_path=str(key_path),
+                ),
+                provider_id=str(w["instance_id"]),
+                phase="created",
+            )
+            for w in result.outputs.get("workers") or []
+        ]
+        return PoolRecord(
+            name=spec.name,
+            cloud=self.name,
+            state=PoolState.PROVISIONING,
+            created_at=state.utcnow(),
+            expires_at=spec.expires_at,
+            owner=spec.owner,
+            settings={
+                "size": settings.size,
+                "region": result.region,
+                "regions": regions,
+                "spot": spec.spot,
+                "workers": spec.workers,
+                "allow_cidrs": cidrs,
+            },
+            provider_data={
+                "project": ref.project,
+                "stack": ref.stack,
+                "region": result.region,
+                "regions_tried": [{"region": r, "reason": why} for r, why in result.tried],
+                "recovered": result.notes,
+            },
+            workers=workers,
+            price_per_hour=price,
+        )
+
+    # -- refresh, wait, destroy ----------------------------------------------------------------
+
+    def _ref(self, record: PoolRecord) -> Any:
+        project = str(record.provider_data.get("project") or self.info.project)
+        return stack_ref(project, str(record.provider_data.get("stack") or record.name))
+
+    def refresh(self, record: PoolRecord) -> PoolRecord:
+        """Refresh the stack from the cloud; workers whose instance is gone become ``LOST``."""
+        alive = self.driver.refresh(self._ref(record), lambda _line: None)
+        for worker in record.workers:
+            if alive is None or (worker.provider_id and worker.provider_id not in alive):
+                if worker.state != WorkerState.STOPPED:
+                    worker.state = WorkerState.LOST
+                    worker.detail = "the instance no longer exists (expired, evicted or removed)"
+        record.state = state.derive_pool_state(record.workers)
+        return record
+
+    def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
+        """SSH -> cloud-init -> container -> WAA probe -> scoring probe (see ``cloud_wait``)."""
+        return worker_phase(record, index, self.remote)
+
+    def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
+        """Refresh, destroy, check the stack is empty, remove it, check the cloud by tag."""
+        return self.driver.destroy(
+            self._ref(record),
+            progress,
+            lister=self.lister,
+            manual_check=self.info.manual_check.format(
+                pool=record.name, region=record.provider_data.get("region", "")
+            ),
+        )
+
+
+def _price(cloud: str, region: str, size: str, spot: bool) -> tuple[float | None, str | None]:
+    """$/hour per worker from the price catalog, or None with the reason."""
+    try:
+        from oa_vm.pricing import hourly_price
+    except ImportError:
+        return None, "price unknown: the price catalog is not installed"
+    try:
+        return float(hourly_price(cloud, region, size, spot)), None
+    except OaVmError as exc:
+        return None, f"price unknown: {exc}"
+
+
+def _plain(value: Any) -> Any:
+    """Mock inputs come back through protobuf: whole floats become ints again for display."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value

@@ -1,0 +1,241 @@
+"""Fault drills: a worker killed, a worker hung, the controller killed and resumed.
+
+Each drill runs the real ``openadapt-evals run`` as a subprocess against a real local pool, does
+something bad to one process mid-run, and checks that every task still ends with exactly one
+final record, that finished work is never redone, and that the summary agrees with the records.
+Fault knobs are per pool, so one worker is made faulty by signalling its process (PIDs from the
+pool record).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oa_vm import api, state
+from tests.support.cli import BIN
+
+pytestmark = pytest.mark.integration
+
+LOCAL_TASKS = 24
+WAIT_LIMIT_S = 120.0
+
+
+def read_records(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Every execution.json of a run, by task ID (files being replaced are skipped)."""
+    records = {}
+    for path in sorted((run_dir / "tasks").glob("*/execution.json")):
+        try:
+            records[path.parent.name] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+    return records
+
+
+def assert_summary_matches(run_dir: Path, records: dict[str, dict[str, Any]]) -> None:
+    """summary.json agrees with the records it was computed from."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    statuses = Counter(r["status"] for r in records.values())
+    assert summary["successes"] == statuses["success"]
+    assert summary["failures"] == statuses["failure"]
+    assert summary["errors"] == statuses["error"]
+    assert summary["not_run"] == statuses["not_run"]
+    assert summary["attempts"] == len(records) - statuses["not_run"]
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An oa-vm home whose pools are removed afterwards (stopped workers are continued first)."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    yield home
+    for name in state.list_names():
+        for worker in state.load(name).workers:
+            if worker.pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(worker.pid, signal.SIGCONT)
+        api.cleanup_pool(name)
+
+
+@pytest.fixture
+def pool(home: Path) -> str:
+    """A ready local pool of three workers."""
+    api.create_pool(name="drill", cloud="local", workers=3)
+    api.wait_pool("drill", timeout_s=60)
+    return "drill"
+
+
+class Controller:
+    """``openadapt-evals run`` as a subprocess the test can wait on or kill."""
+
+    def __init__(self, home: Path, results: Path, *args: str) -> None:
+        self.log = results.parent / f"controller-{time.monotonic_ns()}.log"
+        results.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "OA_VM_HOME": str(home)}
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(  # our own console script, fixed arguments
+                [str(BIN / "openadapt-evals"), "run", *args, "--results-dir", str(results)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+            )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait(self, timeout: float = WAIT_LIMIT_S) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise AssertionError(f"controller did not finish:\n{self.output()[-3000:]}") from None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def controllers() -> Iterator[list[Controller]]:
+    """Controllers started by a test; any still running at the end are killed."""
+    started: list[Controller] = []
+    yield started
+    for controller in started:
+        controller.kill()
+
+
+def wait_for_records(run_dir: Path, count: int, controller: Controller) -> None:
+    """Poll until ``count`` tasks have a final record (fails if the controller ends first)."""
+    deadline = time.monotonic() + WAIT_LIMIT_S
+    while len(read_records(run_dir)) < count:
+        if controller.proc.poll() is not None:
+            raise AssertionError(f"controller ended early:\n{controller.output()[-3000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"fewer than {count} records in time:\n{controller.output()}")
+        time.sleep(0.05)
+
+
+def worker_pid(pool: str, name: str) -> int:
+    pid = next(w.pid for w in state.load(pool).workers if w.name == name)
+    assert pid is not None
+    return pid
+
+
+def test_a_worker_killed_mid_sweep_has_its_task_finished_elsewhere(
+    home: Path, pool: str, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    results = tmp_path / "results"
+    run = Controller(home, results, "--pool", pool, "--agent", "oracle", "--tasks", "all",
+                     "--run-name", "killed", "--step-pause", "0.3", "--read-timeout", "5")
+    controllers.append(run)
+    run_dir = results / "killed"
+    wait_for_records(run_dir, 3, run)
+    os.kill(worker_pid(pool, "worker-1"), signal.SIGKILL)
+    assert run.wait() == 0, run.output()
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    retried = [r for r in records.values()
+               if any(a["worker"] == "worker-1" for a in r["previous_attempts"])]
+    assert retried, "no task was retried after its worker died"
+    for record in retried:
+        assert record["worker"] != "worker-1"
+        assert record["attempts"] == len(record["previous_attempts"]) + 1
+        assert record["previous_attempts"][-1]["error_type"] == "infrastructure"
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == ["worker-1"]
+    assert_summary_matches(run_dir, records)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["workers"]["worker-1"]["quarantined"] is True
+
+
+def test_a_hung_worker_times_out_its_task_which_is_retried_and_the_worker_quarantined(
+    home: Path, pool: str, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    results = tmp_path / "results"
+    run = Controller(home, results, "--pool", pool, "--agent", "oracle", "--tasks", "all",
+                     "--run-name", "hung", "--step-pause", "0.3", "--read-timeout", "1",
+                     "--task-timeout", "4")
+    controllers.append(run)
+    run_dir = results / "hung"
+    wait_for_records(run_dir, 3, run)
+    stopped = worker_pid(pool, "worker-2")
+    os.kill(stopped, signal.SIGSTOP)
+    try:
+        assert run.wait() == 0, run.output()
+    finally:
+        os.kill(stopped, signal.SIGCONT)
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    hung_attempts = [a for r in records.values() for a in r["previous_attempts"]
+                     if a["worker"] == "worker-2"]
+    assert hung_attempts
+    assert {a["error_type"] for a in hung_attempts} <= {"infrastructure", "timeout"}
+    assert any("timed out" in (a["error_message"] or "") or a["error_type"] == "timeout"
+               for a in hung_attempts)
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == ["worker-2"]
+    assert "worker worker-2 quarantined" in run.output()
+    assert_summary_matches(run_dir, records)
+
+
+def test_a_controller_killed_mid_run_resumes_without_redoing_or_losing_tasks(
+    home: Path, pool: str, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    results = tmp_path / "results"
+    args = ("--pool", pool, "--agent", "oracle", "--tasks", "all", "--run-name", "crash",
+            "--step-pause", "0.3")
+    first = Controller(home, results, *args)
+    controllers.append(first)
+    run_dir = results / "crash"
+    wait_for_records(run_dir, 6, first)
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait(timeout=10)
+    finished_before = {t: r["started_at"] for t, r in read_records(run_dir).items()}
+    assert 6 <= len(finished_before) < LOCAL_TASKS
+    assert json.loads((run_dir / "metadata.json").read_text())["status"] == "running"
+
+    second = Controller(home, results, *args, "--resume")
+    controllers.append(second)
+    assert second.wait() == 0, second.output()
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}
+    for task_id, started_at in finished_before.items():
+        assert records[task_id]["started_at"] == started_at, f"{task_id} was redone"
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["status"] == "finished" and len(metadata["resumed_at"]) == 1
+    assert_summary_matches(run_dir, records)
+    assert "already done" in second.output()
+
+
+def test_the_same_run_cannot_be_driven_by_two_controllers(
+    home: Path, pool: str, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    results = tmp_path / "results"
+    args = ("--pool", pool, "--agent", "oracle", "--tasks", "all", "--run-name", "busy",
+            "--step-pause", "0.3")
+    first = Controller(home, results, *args)
+    controllers.append(first)
+    wait_for_records(results / "busy", 1, first)
+    second = Controller(home, results, *args, "--resume")
+    controllers.append(second)
+    assert second.wait() == 1
+    assert "in use by another openadapt-evals process" in second.output()
+    assert first.wait() == 0, first.output()
+    assert len(read_records(results / "busy")) == LOCAL_TASKS
+

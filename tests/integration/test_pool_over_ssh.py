@@ -1,0 +1,152 @@
+"""A local pool registered as reached over SSH, through a real OpenSSH server on loopback.
+
+This is the path every cloud pool takes: the workers' ports are only reachable through tunnels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from oa_vm import api
+from tests.support.cli import BIN, run_cli
+from tests.support.sshd import SshServer, sshd  # noqa: F401 - pytest fixture
+
+pytestmark = [pytest.mark.integration, pytest.mark.sshd]
+
+WAA_PROBE = {"status": "Probe successful", "message": "Service is operational"}
+
+
+@pytest.fixture
+def ssh_pool(sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:  # noqa: F811
+    """A 2-worker local pool whose workers are reached through ``sshd``; removed afterwards."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    created = run_cli(
+        "oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name", "viassh",
+        "--ssh-via", f"{sshd.user}@{sshd.host}:{sshd.port}", "--ssh-key", str(sshd.client_key),
+        "-y", home=home,
+    )
+    assert created.returncode == 0, created.stderr
+    yield home
+    run_cli("oa-vm", "pool-cleanup", "--name", "viassh", "-y", home=home)
+
+
+def test_wait_and_status_go_through_the_tunnel(ssh_pool: Path) -> None:
+    waited = run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", "90s", home=ssh_pool)
+    assert waited.returncode == 0, waited.stderr
+    assert "waa probe" in waited.stdout or "ready" in waited.stdout
+    status = json.loads(run_cli("oa-vm", "pool-status", "--name", "viassh", "--json",
+                                home=ssh_pool).stdout)
+    assert [w["reached_via"] for w in status["workers"]] == ["ssh", "ssh"]
+    assert all(w["state"] == "ready" for w in status["workers"])
+    # The host key was remembered on first contact.
+    known = (ssh_pool / "pools" / "viassh" / "known_hosts").read_text()
+    assert "ssh-ed25519" in known
+
+    with api.connect("viassh", connect_timeout=5, read_timeout=10) as workers:
+        assert len(workers) == 2
+        for worker in workers:
+            assert worker.waa.probe() == WAA_PROBE
+            assert worker.scoring.probe()["status"] == "ok"
+            # Clients speak to the tunnel's local port, not to the worker's own.
+            direct = next(w for w in status["workers"] if w["name"] == worker.name)
+            assert worker.waa_url != direct["waa_url"]
+
+
+def _read_until(proc: subprocess.Popen[str], marker: str, timeout: float) -> str:
+    """Collect the process's stdout until ``marker`` appears (bounded by ``timeout``)."""
+    seen: list[str] = []
+    done = threading.Event()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            if marker in line:
+                done.set()
+                return
+
+    threading.Thread(target=pump, daemon=True).start()
+    done.wait(timeout)
+    return "".join(seen)
+
+
+def _wait_probe(url: str, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(url + "/probe", timeout=2).json() == WAA_PROBE:
+                return True
+        except (requests.RequestException, ValueError):
+            pass
+        time.sleep(0.3)
+    return False
+
+
+def test_pool_tunnel_command(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: F811
+    assert run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", "90s",
+                   home=ssh_pool).returncode == 0
+    proc = subprocess.Popen(
+        [str(BIN / "oa-vm"), "pool-tunnel", "--name", "viassh", "--worker", "worker-1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "OA_VM_HOME": str(ssh_pool)}, stdin=subprocess.DEVNULL,
+    )
+    try:
+        out = _read_until(proc, "Ctrl-C", timeout=60)
+        assert "Tunnels open" in out, out
+        assert "ssh -N -L" in out
+        urls = re.findall(r"http://127\.0\.0\.1:\d+", out)
+        assert len(urls) == 2, out
+        waa_url = urls[0]
+        assert _wait_probe(waa_url, 10)
+
+        assert sshd.drop_connections() >= 1  # the SSH connection dies under the tunnel
+        assert _wait_probe(waa_url, 45), "the tunnel did not come back after the drop"
+
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 0, err
+        host, port = waa_url.removeprefix("http://").split(":")
+        with socket.socket() as sock:
+            sock.settimeout(1)
+            assert sock.connect_ex((host, int(port))) != 0, "local port left open"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def test_sweep_through_tunnels(ssh_pool: Path) -> None:
+    assert run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", "90s",
+                   home=ssh_pool).returncode == 0
+    result = run_cli(
+        "openadapt-evals", "run", "--pool", "viassh", "--tasks", "local_small", "--agent",
+        "oracle", "--results-dir", str(ssh_pool / "results"), "--run-name", "over-ssh", "--json",
+        home=ssh_pool, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((ssh_pool / "results" / "over-ssh" / "summary.json").read_text())
+    assert summary["attempts"] >= 1
+    assert summary["successes"] == summary["attempts"]
+
+
+def test_bad_ssh_input(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    missing = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", "root@127.0.0.1:22",
+                      "-y", home=home)
+    assert "--ssh-key" in missing.assert_one_line_error()
+    bad = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", "nohost", "--ssh-key",
+                  "k", "-y", home=home)
+    assert "user@host:port" in bad.assert_one_line_error()

@@ -1,0 +1,109 @@
+"""The runner's pure parts: estimates, option checks, run names, the progress displays."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from evals.commands.run import LiveProgress, PlainProgress, event_line, make_progress
+from evals.commands.sweep import parse_faults
+from evals.errors import InvalidRunInputError, RunLockedError
+from evals.records import RunFolder
+from evals.runner import (
+    RunConfig,
+    RunEvent,
+    Snapshot,
+    default_run_name,
+    estimate_seconds,
+    run_lock,
+)
+
+
+def _snapshot(done: int = 3, running: dict[str, str | None] | None = None) -> Snapshot:
+    return Snapshot(total=10, done=done, successes=2, failures=1, errors=0, not_run=0,
+                    running=running or {"w0": "t4", "w1": None}, quarantined=[],
+                    elapsed_s=30.0, done_this_session=done)
+
+
+def test_estimates_follow_the_reference_solution_and_the_pause() -> None:
+    short = {"reference_solution": ["DONE"], "config": []}
+    long = {"reference_solution": ["a", "sleep 4", "b", "DONE"], "config": [{}, {}]}
+    assert estimate_seconds(long) > estimate_seconds(short)
+    assert estimate_seconds(long) >= 4.0
+    paused = estimate_seconds(long, step_pause_s=3.0)
+    assert paused == pytest.approx(estimate_seconds(long) + 3 * 3.0)  # three actions are sent
+    waa_task = {"config": [{}, {}, {}], "evaluator": {"func": ["a", "b"]}}
+    assert estimate_seconds(waa_task) > estimate_seconds({"config": []})
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [({"max_steps": 0}, "--max-steps"), ({"task_timeout_s": 0}, "--task-timeout"),
+     ({"max_attempts": 0}, "--max-attempts"), ({"max_cost_usd": -1.0}, "--max-cost-usd"),
+     ({"run_name": "a/b"}, "--run-name"), ({"selection": " "}, "--tasks")],
+)
+def test_bad_run_options_are_refused(changes: dict[str, object], needle: str) -> None:
+    config = RunConfig(pool=None, selection="all", agent="noop")
+    for key, value in changes.items():
+        setattr(config, key, value)
+    with pytest.raises(InvalidRunInputError, match=needle):
+        config.validate()
+
+
+def test_default_run_names_are_folder_safe() -> None:
+    name = default_run_name("my_agents:Clicker")
+    assert name.startswith("my-agents-Clicker-")
+    assert "/" not in name and ":" not in name
+
+
+def test_fault_options() -> None:
+    assert parse_faults(["latency=0.5", "hang-after = 20"]) == {"latency": "0.5",
+                                                                 "hang-after": "20"}
+    assert parse_faults(None) == {}
+    with pytest.raises(InvalidRunInputError, match="KEY=VALUE"):
+        parse_faults(["latency"])
+
+
+def test_a_run_lock_is_exclusive(tmp_path: Path) -> None:
+    folder = RunFolder(tmp_path / "run")
+    with run_lock(folder), pytest.raises(RunLockedError), run_lock(folder):
+        pass
+    with run_lock(folder):
+        pass
+
+
+def test_plain_progress_prints_one_line_per_finished_task() -> None:
+    out = io.StringIO()
+    show = PlainProgress(out)
+    show(RunEvent("task_started", _snapshot(), task_id="t4", worker="w0"))
+    show(RunEvent("task_finished", _snapshot(4), task_id="t4", worker="w0", status="success"))
+    show(RunEvent("task_finished", _snapshot(5), task_id="t5", worker="w1", status="error",
+                  detail="worker unreachable"))
+    assert out.getvalue().splitlines() == [
+        "[4/10] success t4 on w0",
+        "[5/10] error t5 on w1 (worker unreachable)",
+    ]
+
+
+def test_live_progress_redraws_its_block_in_place() -> None:
+    out = io.StringIO()
+    show = LiveProgress(out)
+    show(RunEvent("started", _snapshot()))
+    show(RunEvent("worker_quarantined", _snapshot(), worker="w1", detail="2 failures"))
+    text = out.getvalue()
+    assert "3/10 done: 2 success, 1 failure, 0 error, 0 not run; ETA 1m10s" in text
+    assert "w0: running t4" in text and "w1: idle" in text
+    assert "\x1b[3F\x1b[J" in text  # the second draw moved up over the first (3 lines)
+    assert "worker w1 quarantined: 2 failures" in text
+
+
+def test_progress_kind_follows_the_stream() -> None:
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert isinstance(make_progress(Tty()), LiveProgress)
+    assert isinstance(make_progress(io.StringIO()), PlainProgress)
+    assert event_line(RunEvent("task_started", _snapshot())) is None

@@ -1,0 +1,47 @@
+"""The ``tasks`` command function, called directly (the CLI is tested as a subprocess too)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+
+from evals.commands.tasks import format_table, shorten, tasks
+from waa_client import TaskRef, UnknownTaskError
+from waa_client.catalog import Catalog
+
+
+def test_json_listing(waa_data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tasks(source=waa_data, pool=None, tasks_sel="domain:windows_calc", json_out=True)
+    listing = json.loads(capsys.readouterr().out)
+    expected = Catalog.from_folder(waa_data).resolve("domain:windows_calc", live=False)
+    assert [t["task_id"] for t in listing["tasks"]] == expected
+    assert listing["counts"] == {"windows_calc": len(expected)}
+
+
+def test_errors_propagate_for_the_cli_to_print(waa_data: Path) -> None:
+    with pytest.raises(UnknownTaskError):
+        tasks(source=waa_data, pool=None, tasks_sel="nope-WOS", json_out=False)
+
+
+@pytest.mark.parametrize(("source", "pool"), [(None, None), (Path("x"), "p")])
+def test_exactly_one_source(source: Path | None, pool: str | None) -> None:
+    with pytest.raises(typer.BadParameter):
+        tasks(source=source, pool=pool, tasks_sel="all", json_out=False)
+
+
+def test_table() -> None:
+    refs = [TaskRef("a-WOS", "notepad", False, "Write\n  hello"),
+            TaskRef("INF-b-WOS", "vlc", True, "x" * 100)]
+    table = format_table(refs, {"notepad": 1, "vlc": 1}).splitlines()
+    assert table[0] == "TASK ID    DOMAIN   INF  INSTRUCTION"
+    assert table[1] == "a-WOS      notepad  no   Write hello"
+    assert table[2].startswith("INF-b-WOS  vlc      yes  xxx") and table[2].endswith("...")
+    assert table[-3:] == ["notepad: 1", "vlc: 1", "total: 2 task(s) in 2 domain(s)"]
+
+
+def test_shorten() -> None:
+    assert shorten("a  b\nc") == "a b c"
+    assert len(shorten("word " * 50, 20)) == 20
