@@ -43,6 +43,7 @@ class OfflineRun:
 
     resources: list[RecordedResource] = field(default_factory=list)
     result: Any = None
+    exports: dict[str, Any] = field(default_factory=dict)
 
     def of_type(self, type_: str) -> list[RecordedResource]:
         """The recorded resources of one type token (``aws:ec2/instance:Instance``...)."""
@@ -93,7 +94,8 @@ def run_offline(
 
     Args:
         program: declares resources; may return a value or an ``Output`` (resolved into
-            :attr:`OfflineRun.result`).
+            :attr:`OfflineRun.result`); what it ``pulumi.export``-s lands in
+            :attr:`OfflineRun.exports`.
         lookup: answers every data-source call the program makes.
         project, stack: names the program sees through ``pulumi.get_project()``/``get_stack()``.
 
@@ -109,11 +111,17 @@ def run_offline(
 
             def body() -> Any:
                 value = program()
-                return pulumi.Output.from_input(value).apply(
-                    lambda resolved: holder.__setitem__("result", resolved)
-                )
+                root = pulumi_settings.get_root_resource()
+                exported = dict(getattr(root, "outputs", {}) or {})
+                return pulumi.Output.all(
+                    pulumi.Output.from_input(value), pulumi.Output.from_input(exported)
+                ).apply(lambda resolved: holder.update(result=resolved[0], exports=resolved[1]))
 
             pulumi.runtime.test(body)()  # type: ignore[no-untyped-call]
         finally:
             pulumi_settings.reset_options()
-    return OfflineRun(resources=list(mocks.recorded), result=holder.get("result"))
+    return OfflineRun(
+        resources=list(mocks.recorded),
+        result=holder.get("result"),
+        exports=dict(holder.get("exports") or {}),
+    )

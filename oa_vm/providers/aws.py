@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from typing import Any
 
+from oa_vm.providers.base import CleanupReport, Progress
 from oa_vm.providers.cloud_wait import RemoteRunner
 from oa_vm.providers.pulumi_driver import Engine, Lister
 from oa_vm.providers.pulumi_provider import CloudInfo, PulumiCloudProvider
+from oa_vm.state import PoolRecord
 
 LIST_TIMEOUT_S = 60.0
 MANUAL_CHECK = (
@@ -34,7 +37,7 @@ def aws_cli_lister(region: str) -> Lister:
     a state filter; every other resource comes from the tagging API.
     """
 
-    def run(args: list[str]) -> object:
+    def run(args: list[str]) -> Any:
         done = subprocess.run(
             ["aws", *args, "--region", region, "--output", "json"],
             capture_output=True, text=True, timeout=LIST_TIMEOUT_S, check=True,
@@ -46,13 +49,13 @@ def aws_cli_lister(region: str) -> Lister:
                       "--tag-filters", f"Key=oa-vm:pool,Values={pool}"])
         arns = [
             str(item.get("ResourceARN"))
-            for item in (tagged.get("ResourceTagMappingList") or [])  # type: ignore[attr-defined]
+            for item in (tagged.get("ResourceTagMappingList") or [])
             if ":instance/" not in str(item.get("ResourceARN"))
         ]
         live = run(["ec2", "describe-instances", "--filters",
                     f"Name=tag:oa-vm:pool,Values={pool}",
                     "Name=instance-state-name,Values=pending,running,stopping,stopped"])
-        for reservation in live.get("Reservations") or []:  # type: ignore[attr-defined]
+        for reservation in live.get("Reservations") or []:
             for instance in reservation.get("Instances") or []:
                 arns.append(f"instance {instance.get('InstanceId')} "
                             f"({instance.get('State', {}).get('Name')})")
@@ -96,7 +99,7 @@ class AwsProvider(PulumiCloudProvider):
         )
         self._explicit_lister = lister is not None
 
-    def destroy(self, record, progress):  # type: ignore[no-untyped-def]
+    def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
         """Remove the pool; with the ``aws`` CLI on PATH, also ask AWS for leftovers by tag."""
         if not self._explicit_lister:
             region = str(record.provider_data.get("region") or "")

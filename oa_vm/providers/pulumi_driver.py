@@ -405,12 +405,12 @@ class PulumiDriver:
         tried: list[tuple[str, str]] = []
         for region in regions:
             progress(f"creating pool {ref.stack!r} in {region}")
+
+            def up(region: str = region) -> dict[str, Any]:
+                return self.engine.up(ref, program_for(region), config_for(region), progress)
+
             try:
-                outputs = self._with_recovery(
-                    ref,
-                    progress,
-                    lambda r=region: self.engine.up(ref, program_for(r), config_for(r), progress),
-                )
+                outputs = self._with_recovery(ref, progress, up)
             except EngineError as exc:
                 failure = classify_failure(str(exc))
                 progress(f"{region}: {failure.reason}")
@@ -514,7 +514,14 @@ class PulumiDriver:
             if manual_check:
                 report.hints.append(f"to double-check nothing is left: {manual_check}")
             return report
-        left = lister(ref.stack)
+        try:
+            left = lister(ref.stack)
+        except Exception as exc:  # a failed check must not hide that the destroy succeeded
+            report.hints.append(
+                f"could not ask the cloud for leftovers ({type(exc).__name__}: {exc}); "
+                f"check by hand: {manual_check}"
+            )
+            return report
         if left:
             report.left.extend(left)
             report.hints.append(
@@ -560,10 +567,14 @@ class AutomationEngine:
     def _stack(self, ref: StackRef, program: Program | None = None) -> Any:
         from pulumi import automation as auto
 
+        def inline() -> None:
+            if program is not None:
+                program()
+
         return auto.create_or_select_stack(
             stack_name=ref.stack,
             project_name=ref.project,
-            program=program or (lambda: None),
+            program=inline,
             opts=self._workspace_options(ref),
         )
 

@@ -180,7 +180,9 @@ class PulumiCloudProvider:
             notes.append(f"SSH opens to your public IP only ({CALLER_CIDR_PLACEHOLDER} is "
                          "detected at create; or pass --allow-cidr)")
         if len(regions) > 1:
-            notes.append(f"regions tried in order on capacity or quota errors: {', '.join(regions)}")
+            notes.append(
+                f"regions tried in order on capacity or quota errors: {', '.join(regions)}"
+            )
         notes.append("IDs and addresses shown are placeholders until create")
         notes.extend(self.info.notes)
         return Plan(
@@ -283,10 +285,10 @@ class PulumiCloudProvider:
         """Refresh the stack from the cloud; workers whose instance is gone become ``LOST``."""
         alive = self.driver.refresh(self._ref(record), lambda _line: None)
         for worker in record.workers:
-            if alive is None or (worker.provider_id and worker.provider_id not in alive):
-                if worker.state != WorkerState.STOPPED:
-                    worker.state = WorkerState.LOST
-                    worker.detail = "the instance no longer exists (expired, evicted or removed)"
+            gone = alive is None or bool(worker.provider_id and worker.provider_id not in alive)
+            if gone and worker.state != WorkerState.STOPPED:
+                worker.state = WorkerState.LOST
+                worker.detail = "the instance no longer exists (expired, evicted or removed)"
         record.state = state.derive_pool_state(record.workers)
         return record
 

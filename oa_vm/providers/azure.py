@@ -1,0 +1,76 @@
+"""Azure pools: the Pulumi program of :mod:`infra.azure`, driven per pool.
+
+Nothing cloud-related is imported here at module import; ``pulumi`` and
+``pulumi_azure_native`` load inside the provider's methods.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+from oa_vm.providers.base import CleanupReport, Progress
+from oa_vm.providers.cloud_wait import RemoteRunner
+from oa_vm.providers.pulumi_driver import Engine, Lister
+from oa_vm.providers.pulumi_provider import CloudInfo, PulumiCloudProvider
+from oa_vm.state import PoolRecord
+
+LIST_TIMEOUT_S = 60.0
+MANUAL_CHECK = "az resource list --tag oa-vm:pool={pool} -o table"
+
+
+def _check_size(size: str) -> str:
+    from infra.sizes import check_azure_size
+
+    return check_azure_size(size)
+
+
+def az_cli_lister(pool: str) -> list[str]:
+    """What Azure still holds tagged ``oa-vm:pool=<pool>``, asked with the ``az`` CLI."""
+    done = subprocess.run(
+        ["az", "resource", "list", "--tag", f"oa-vm:pool={pool}", "-o", "json"],
+        capture_output=True, text=True, timeout=LIST_TIMEOUT_S, check=True,
+    )
+    items = json.loads(done.stdout or "[]")
+    return [f"{item.get('type')} {item.get('name')} ({item.get('id')})" for item in items]
+
+
+class AzureProvider(PulumiCloudProvider):
+    """Pools of WAA workers on Azure (Dsv5-family VMs, security type Standard)."""
+
+    def __init__(
+        self,
+        engine: Engine | None = None,
+        lister: Lister | None = None,
+        remote: RemoteRunner | None = None,
+    ) -> None:
+        from infra.sizes import AZURE_DEFAULT_SIZE
+
+        super().__init__(
+            CloudInfo(
+                name="azure",
+                sdk_module="pulumi_azure_native",
+                program_module="infra.azure",
+                default_size=AZURE_DEFAULT_SIZE,
+                default_region="eastus",
+                ssh_user="azureuser",
+                region_config="azure-native:location",
+                check_size=_check_size,
+                manual_check=MANUAL_CHECK,
+                notes=(
+                    "each VM is deallocated at the expiry by a DevTest Labs shutdown schedule",
+                    "everything lives in the resource group oa-vm-<pool>",
+                ),
+            ),
+            engine=engine,
+            lister=lister,
+            remote=remote,
+        )
+        self._explicit_lister = lister is not None
+
+    def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
+        """Remove the pool; with the ``az`` CLI on PATH, also ask Azure for leftovers by tag."""
+        if not self._explicit_lister:
+            self.lister = az_cli_lister if shutil.which("az") else None
+        return super().destroy(record, progress)
