@@ -1,14 +1,14 @@
 """``openadapt-eval-flow``: price a flow run on WAA before spending anything (``--dry-run``).
 
-A dry run is the default and never touches a network or a cloud. ``--live`` is declared for the
-sweep runner to take over; until it is wired, it checks its inputs and stops with one line.
+A dry run is the default and never touches a network or a cloud. ``--live`` replays compiled
+workflow bundles on a pool through the sweep runner (same queue, records and caps as
+``openadapt-evals run --agent replay``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
@@ -19,7 +19,6 @@ from oa_vm.clikit import print_json, run_main
 from oa_vm.errors import InvalidInputError, OaVmError
 
 PROG = "openadapt-eval-flow"
-SWEEP_RUNNER_MODULE = "evals.runner"
 RULE = "=" * 78
 
 app = typer.Typer(
@@ -29,10 +28,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
-
-
-class LiveModeUnavailableError(EvalsError):
-    """``--live`` was asked but the sweep runner cannot take it here."""
 
 
 @app.command()
@@ -76,6 +71,14 @@ def flow(
     ] = None,
     spot: Annotated[bool, typer.Option("--spot", help="Use the catalog's spot price.")] = False,
     pool: Annotated[str | None, typer.Option("--pool", help="Pool to run on (--live).")] = None,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option("--max-cost-usd", help="--live: stop dispatching at this spend ($); exit 3."),
+    ] = None,
+    run_name: Annotated[str | None, typer.Option("--run-name", help="--live: run name.")] = None,
+    results_dir: Annotated[
+        Path | None, typer.Option("--results-dir", help="--live: folder of run folders.")
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the plan and estimate as JSON.")
     ] = False,
@@ -85,7 +88,9 @@ def flow(
         raise InvalidInputError("give --dry-run or --live, not both")
     ids = read_task_ids(task_ids) if task_ids is not None else None
     if live:
-        _live(ids, bundles, pool)
+        _live(ids, bundles, pool, max_cost_usd=max_cost_usd, run_name=run_name,
+              results_dir=results_dir, as_json=as_json)
+        return
     price = resolve_vm_price(
         vm_hourly=vm_hourly, cloud=cloud, size=size, region=region, spot=spot
     )
@@ -101,24 +106,55 @@ def flow(
         typer.echo(render(plan))
 
 
-def _live(task_ids: list[str] | None, bundles: Path | None, pool: str | None) -> NoReturn:
-    """Preflight of a live run; stops with one line until the sweep runner takes it over."""
-    if task_ids is None or bundles is None or pool is None:
-        raise InvalidInputError("--live needs --task-ids, --bundles DIR and --pool NAME")
+def _live(
+    task_ids: list[str] | None,
+    bundles: Path | None,
+    pool: str | None,
+    *,
+    max_cost_usd: float | None,
+    run_name: str | None,
+    results_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Replay compiled workflows on a pool through the sweep runner, with its caps.
+
+    Refuses to start, listing them, while any selected task lacks a bundle or a checker
+    configuration (an ``evaluator.func``): a task nobody can score is not worth a VM-minute.
+    """
+    from evals.commands.run import build_config, execute
+    from oa_vm import api
+    from waa_client.catalog import Catalog
+
+    if bundles is None or pool is None:
+        raise InvalidInputError("--live needs --bundles DIR and --pool NAME")
     if not bundles.is_dir():
         raise InvalidInputError(f"--bundles {bundles} is not a folder")
+    if task_ids is None:
+        task_ids = sorted(p.parent.name for p in bundles.glob("*/workflow.json"))
+        if not task_ids:
+            raise InvalidInputError(f"--bundles {bundles} holds no <task_id>/workflow.json")
     missing = missing_bundles(task_ids, bundles)
     if missing:
         raise MissingBundlesError(str(bundles), missing)
-    if importlib.util.find_spec(SWEEP_RUNNER_MODULE) is None:
-        raise LiveModeUnavailableError(
-            f"--live needs the sweep runner ({SWEEP_RUNNER_MODULE}), which this installation "
-            "lacks; price the run with --dry-run, or run it with 'openadapt-evals run'"
+    with api.connect(pool) as workers:
+        catalog = Catalog.from_scoring(workers[0].scoring)
+        catalog.select(",".join(task_ids), live=True)  # unknown or synthetic IDs: one line
+        unscorable = [
+            task_id for task_id in task_ids
+            if not (catalog.load(task_id).get("evaluator") or {}).get("func")
+        ]
+    if unscorable:
+        raise InvalidInputError(
+            f"{len(unscorable)} task(s) have no checker configuration (evaluator.func): "
+            + ", ".join(unscorable)
         )
-    raise LiveModeUnavailableError(
-        "--live is not wired to the sweep runner yet; price the run with --dry-run, "
-        "or run it with 'openadapt-evals run'"
+    config = build_config(
+        pool=pool, tasks=",".join(task_ids), agent="replay", max_steps=15, run_name=run_name,
+        resume=False, task_timeout=600.0, max_attempts=3, max_cost_usd=max_cost_usd,
+        results_dir=results_dir, bundles=bundles, agent_url=None, read_timeout=60.0,
+        step_pause=0.0,
     )
+    execute(config, json_out=as_json)
 
 
 def _bundle_line(plan: DryRun) -> str:

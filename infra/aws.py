@@ -27,7 +27,7 @@ import pulumi
 import pulumi_aws as aws
 
 from infra import sizes
-from infra.settings import PoolSettings
+from infra.settings import CALLER_CIDR_PLACEHOLDER, PoolSettings
 from infra.tags import pool_tags
 from infra.worker import cloud_init
 
@@ -55,8 +55,9 @@ def ami_filters() -> list[aws.ec2.GetAmiFilterArgsDict]:
 
 def ssh_ingress(cidrs: list[str]) -> list[aws.ec2.SecurityGroupIngressArgsDict]:
     """Security group ingress: TCP 22 from ``cidrs`` only (IPv4 and IPv6 kept apart)."""
-    v4 = [c for c in cidrs if ipaddress.ip_network(c, strict=False).version == 4]
-    v6 = [c for c in cidrs if ipaddress.ip_network(c, strict=False).version == 6]
+    v6 = [c for c in cidrs if c != CALLER_CIDR_PLACEHOLDER
+          and ipaddress.ip_network(c, strict=False).version == 6]
+    v4 = [c for c in cidrs if c not in v6]
     rule: aws.ec2.SecurityGroupIngressArgsDict = {
         "description": "SSH from the pool owner",
         "protocol": "tcp",
@@ -107,7 +108,9 @@ class AwsWorkerPool(pulumi.ComponentResource):
         self, name: str, settings: PoolSettings, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
-        settings.validate()
+        # Placeholders are allowed so offline plans can render; a create validates strictly
+        # before it gets here (and the cloud would refuse a placeholder anyway).
+        settings.validate(allow_placeholders=True)
         sizes.check_aws_size(settings.size)
         self._settings = settings
         self._tags = pool_tags(settings)

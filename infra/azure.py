@@ -121,7 +121,9 @@ class AzureWorkerPool(pulumi.ComponentResource):
         self, name: str, settings: PoolSettings, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
-        settings.validate()
+        # Placeholders are allowed so offline plans can render; a create validates strictly
+        # before it gets here (and the cloud would refuse a placeholder anyway).
+        settings.validate(allow_placeholders=True)
         sizes.check_azure_size(settings.size)
         tags = pool_tags(settings)
         child = pulumi.ResourceOptions(parent=self)

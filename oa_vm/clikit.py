@@ -46,7 +46,9 @@ def run_main(
     debug = _debug_requested(argv)
     args = [a for a in argv if a != "--debug"]
     try:
-        app(args=args, prog_name=prog, standalone_mode=False)
+        # Outside standalone mode Click returns (not raises) the code of an Exit, Ctrl-C's
+        # included, so the returned value is the exit status.
+        returned = app(args=args, prog_name=prog, standalone_mode=False)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
@@ -54,7 +56,10 @@ def run_main(
         raise
     except BaseException as exc:  # the one place every error is turned into a line
         _report(exc, prog, known, debug)
-    sys.exit(0)
+    code = returned if isinstance(returned, int) else 0
+    if code == EXIT_INTERRUPTED:
+        print(f"{prog}: interrupted", file=sys.stderr)
+    sys.exit(code)
 
 
 def _report(

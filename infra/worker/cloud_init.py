@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped, unused-ignore]
+import yaml
 
 from infra.settings import PoolSettings
 from infra.tags import format_expiry
@@ -58,7 +58,7 @@ def _literal_representer(dumper: Any, value: _Literal) -> Any:
     return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style="|")
 
 
-class _Dumper(yaml.SafeDumper):  # type: ignore[misc]
+class _Dumper(yaml.SafeDumper):
     pass
 
 

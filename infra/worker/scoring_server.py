@@ -9,7 +9,8 @@ on the container's Python (3.10 or newer).
 Endpoints:
 
 - ``GET /probe`` -> ``{"status": "ok", "service": "evaluate"}``
-- ``GET /tasks`` -> the task index the worker holds, ``{domain: [task_id]}``
+- ``GET /tasks[?index=NAME]`` -> a task index the worker holds, ``{domain: [task_id]}``
+- ``GET /indexes`` -> ``{"indexes": [names]}``, the index files held (main one first)
 - ``GET /task/<task_id>`` -> that task's JSON; 404 if unknown
 - ``POST /setup`` ``{"config": [steps]}`` -> ``{"status", "results": [{"type", "status",
   "error"?}]}``; 422 if a step failed (later steps are skipped, as WAA stops at the first failure)
@@ -37,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 try:
     from infra import scoring_rules
@@ -189,6 +191,9 @@ class Checker:
         return verdict.to_json()
 
 
+_INDEX_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
+
+
 class TaskStore:
     """The task index and task files the worker holds (WAA's ``evaluation_examples_windows``)."""
 
@@ -196,8 +201,16 @@ class TaskStore:
         self.root = Path(tasks_dir)
         self.index_name = index_name
 
-    def index(self) -> dict[str, list[str]]:
-        path = self.root / self.index_name
+    def index_names(self) -> list[str]:
+        """Names of the index files held (``test_all``, ``test_small``...), the main one first."""
+        main = Path(self.index_name).stem
+        others = sorted(p.stem for p in self.root.glob("*.json") if p.stem != main)
+        return [main, *others]
+
+    def index(self, name: str | None = None) -> dict[str, list[str]]:
+        if name is not None and (not _INDEX_NAME_RE.match(name) or name not in self.index_names()):
+            raise RequestError(404, f"unknown index {name!r}; known: {self.index_names()}")
+        path = self.root / (f"{name}.json" if name is not None else self.index_name)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -252,6 +265,10 @@ def make_handler(checker: Checker, store: TaskStore) -> type[BaseHTTPRequestHand
                 raise RequestError(400, "the body must be a JSON object")
             return data
 
+        def _query(self, key: str) -> str | None:
+            values = parse_qs(urlsplit(self.path).query).get(key)
+            return values[0] if values else None
+
         def _dispatch(self, routes: Mapping[str, Callable[[], tuple[int, Any]]]) -> None:
             path = self.path.split("?", 1)[0]
             try:
@@ -274,7 +291,8 @@ def make_handler(checker: Checker, store: TaskStore) -> type[BaseHTTPRequestHand
             self._dispatch(
                 {
                     "/probe": lambda: (200, {"status": "ok", "service": "evaluate"}),
-                    "/tasks": lambda: (200, store.index()),
+                    "/tasks": lambda: (200, store.index(self._query("index"))),
+                    "/indexes": lambda: (200, {"indexes": store.index_names()}),
                 }
             )
 

@@ -38,11 +38,12 @@ def scoring_unit() -> str:
     """``oa-vm-scoring.service``: WAA's checker served from inside the container.
 
     ``docker exec`` does not stop the process inside the container when systemd stops it, hence
-    the pidfile and the explicit kill before start and at stop.
+    the pidfile and the explicit kill before start and at stop. (``$$`` is systemd's escape
+    for a literal ``$``.)
     """
     kill = (
         f"/usr/bin/docker exec {CONTAINER} sh -c "
-        f"'test -f {PIDFILE_IN_CONTAINER} && kill $(cat {PIDFILE_IN_CONTAINER}) || true'"
+        f"'test -f {PIDFILE_IN_CONTAINER} && kill $$(cat {PIDFILE_IN_CONTAINER}) || true'"
     )
     return f"""[Unit]
 Description=oa-vm scoring server (WAA's own checker, inside the WAA container)

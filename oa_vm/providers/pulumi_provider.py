@@ -146,7 +146,8 @@ class PulumiCloudProvider:
 
     def plan(self, spec: PoolSpec) -> Plan:
         """Run the real program under Pulumi's mocks: resources with their inputs, and $/hour
-        per worker. No engine, no credentials, no network, no files."""
+        for the whole pool (the record keeps the per-worker figure). No engine, no
+        credentials, no network, no files."""
         self._require_sdk()
         from infra.offline import run_offline
         from infra.settings import CALLER_CIDR_PLACEHOLDER, SSH_KEY_PLACEHOLDER
@@ -190,7 +191,7 @@ class PulumiCloudProvider:
             region=regions[0],
             size=settings.size,
             workers=spec.workers,
-            price_per_hour=price,
+            price_per_hour=None if price is None else price * spec.workers,
             resources=resources,
             notes=notes,
         )

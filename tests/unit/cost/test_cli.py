@@ -149,16 +149,16 @@ def test_live_stops_with_one_line(oa_home: Path, tmp_path: Path) -> None:
     (bundles / "t1" / "workflow.json").write_text("{}", encoding="utf-8")
 
     proc = run("openadapt-eval-flow", "--live")
-    assert_one_line_error(proc, "--live needs --task-ids, --bundles DIR and --pool NAME")
+    assert_one_line_error(proc, "--live needs --bundles DIR and --pool NAME")
 
     proc = run("openadapt-eval-flow", "--live", "--task-ids", "t1,t2", "--bundles",
                str(bundles), "--pool", "p")
     assert_one_line_error(proc, "1 selected task(s) have no", "t2")
 
-    # every bundle present: the sweep runner is what is missing (or not wired yet)
+    # every bundle present, but no such pool
     proc = run("openadapt-eval-flow", "--live", "--task-ids", "t1", "--bundles", str(bundles),
                "--pool", "p")
-    assert_one_line_error(proc, "--live", "--dry-run")
+    assert_one_line_error(proc, "no pool named 'p'")
 
 
 # --- oa-vm prices ------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ from typing import Any
 
 import pulumi
 import pytest
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from infra import aws as infra_aws
+from infra.offline import OfflineRun, RecordedResource
 from infra.sizes import UnsupportedSizeError
 from infra.tags import ALL_KEYS
 from tests.support.pool_programs import EXPIRES, AwsLookups, make_settings, taggable
@@ -20,7 +21,7 @@ INSTANCE = "aws:ec2/instance:Instance"
 SG = "aws:ec2/securityGroup:SecurityGroup"
 
 
-def _instances(run: Any) -> list[Any]:
+def _instances(run: OfflineRun) -> list[RecordedResource]:
     return run.of_type(INSTANCE)
 
 
@@ -179,7 +180,9 @@ def test_component_outputs_resolve_through_output_all() -> None:
             extra = {"publicIp": "203.0.113.9"} if args.typ == INSTANCE else {}
             return f"{args.name}-id", {**args.inputs, **extra}
 
-        def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        def call(  # type: ignore[override]  # the mock monitor also takes a bare result
+            self, args: pulumi.runtime.MockCallArgs
+        ) -> dict[str, Any]:
             return AwsLookups()(args.token, args.args)
 
     from pulumi.runtime import settings as pulumi_settings
@@ -188,7 +191,7 @@ def test_component_outputs_resolve_through_output_all() -> None:
     pulumi.runtime.set_mocks(Mocks(), preview=False)
     try:
 
-        @pulumi.runtime.test
+        @pulumi.runtime.test  # type: ignore[untyped-decorator]
         def check() -> Any:
             pool = infra_aws.AwsWorkerPool("p", make_settings("aws", workers=2))
 

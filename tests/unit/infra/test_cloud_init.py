@@ -7,7 +7,7 @@ import gzip
 from pathlib import Path
 from typing import Any
 
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from infra.worker import cloud_init, units
 from tests.support.pool_programs import make_settings
@@ -72,6 +72,7 @@ def test_scoring_server_and_bridge_units() -> None:
     scoring = _content(files["/etc/systemd/system/oa-vm-scoring.service"])
     assert "docker exec winarena python3 /oa-vm/scoring_server.py" in scoring
     assert "--port 5050" in scoring and "Restart=always" in scoring
+    assert "kill $$(cat /run/oa-vm-scoring.pid)" in scoring  # systemd's literal $
     bridge = _content(files["/etc/systemd/system/oa-vm-bridge.service"])
     assert "TCP-LISTEN:5051,bind=127.0.0.1" in bridge
     assert "docker exec -i winarena python3 /oa-vm/relay.py 5050" in bridge

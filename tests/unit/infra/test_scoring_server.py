@@ -237,6 +237,13 @@ def test_real_waa_index_is_served(tmp_path: Path, waa_data: Path) -> None:
     try:
         index = requests.get(f"{srv.url}/tasks", timeout=TIMEOUT).json()
         assert len(index) == 12 and sum(len(ids) for ids in index.values()) == 154
+        names = requests.get(f"{srv.url}/indexes", timeout=TIMEOUT).json()["indexes"]
+        assert names[0] == "test_all" and "test_small" in names
+        small = requests.get(f"{srv.url}/tasks", params={"index": "test_small"},
+                             timeout=TIMEOUT).json()
+        assert sum(len(ids) for ids in small.values()) == 6
+        bad = requests.get(f"{srv.url}/tasks", params={"index": "../etc"}, timeout=TIMEOUT)
+        assert bad.status_code == 404
         domain, ids = next(iter(index.items()))
         task = requests.get(f"{srv.url}/task/{ids[0]}", timeout=TIMEOUT)
         assert task.status_code == 200 and "evaluator" in task.json()

@@ -1,0 +1,446 @@
+"""Scale benchmark: one controller (the runner) driving hundreds of simulated workers.
+
+Two measurements, one after the other, each a real ``run_evaluation`` with the ``oracle`` agent
+on short tasks whose every step carries realistic traffic (a screenshot padded to at least
+200 KB and an accessibility tree):
+
+1. **direct**: >= 200 workers on loopback, several per process (``python -m infra.local
+   --count N``), reached directly;
+2. **tunnel**: a sample of workers (8 by default) behind a real OpenSSH server on loopback,
+   reached through :mod:`waa_client.tunnel` tunnels, as cloud workers are. Skipped with a note
+   when ``/usr/sbin/sshd`` is missing.
+
+Figures: tasks/s, steps/s, controller CPU ms per step (``getrusage(RUSAGE_SELF)`` of this
+process, which is the controller; workers are other processes), MB of observations moved per
+controller CPU second, the controller's peak RSS; for the tunnel, its cost per MB and whether
+one core would carry 200 workers taking a screenshot every 3 s.
+
+Usage (from the repository root)::
+
+    .venv/bin/python bench/scale.py [--workers 200] [--per-process 25] [--tasks 2000] [--json]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.harness import (
+    BenchInputError,
+    create_local_pool,
+    emit,
+    isolated_home,
+    machine_info,
+    parser,
+    progress,
+    remove_pool,
+    run_cli,
+)
+from bench.workload import short_tasks, write_task_folder
+
+PROG = "bench/scale.py"
+SCREENSHOT_BYTES = 204_800
+STEPS_SOLUTION = ["echo step-1", "echo step-2", "DONE"]  # three observed steps per task
+READY_TIMEOUT_S = 120.0
+SCREENSHOT_EVERY_S = 3.0
+FLEET = 200
+
+
+@dataclass
+class Usage:
+    """This process's CPU time, wall time and bytes read at one moment."""
+
+    cpu_s: float
+    wall_s: float
+    read_bytes: int
+
+    @classmethod
+    def now(cls) -> Usage:
+        """Sample now (``rchar`` counts every byte read by a system call: sockets and files)."""
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        rchar = 0
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path("/proc/self/io").read_text(encoding="utf-8").splitlines():
+                if line.startswith("rchar:"):
+                    rchar = int(line.split()[1])
+        return cls(ru.ru_utime + ru.ru_stime, time.monotonic(), rchar)
+
+
+@dataclass
+class Measured:
+    """One run of the controller, between the dispatcher's ``started`` and ``finished``."""
+
+    workers: int
+    tasks: int = 0
+    steps: int = 0
+    errors: int = 0
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    read_bytes: int = 0
+    setup_cpu_s: float = 0.0
+    worker_cpu_s: float = 0.0
+    helper_cpu_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _spawn_workers(
+    scratch: Path, folder: Path, total: int, per_process: int
+) -> list[tuple[subprocess.Popen[bytes], Path, Path]]:
+    """Start ``total`` workers, ``per_process`` to a process; returns (process, root, ready)."""
+    started = []
+    logs = scratch / "worker-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    for number in range((total + per_process - 1) // per_process):
+        count = min(per_process, total - number * per_process)
+        root = scratch / "fleet" / f"p{number}"
+        ready = root / "ready.json"
+        root.mkdir(parents=True, exist_ok=True)
+        with open(logs / f"p{number}.log", "ab") as log:
+            proc = subprocess.Popen(  # fixed argv, no shell
+                [sys.executable, "-m", "infra.local", "--name", f"p{number}", "--root",
+                 str(root), "--ready-file", str(ready), "--count", str(count), "--tasks",
+                 str(folder), "--fault", f"screenshot-min-bytes={SCREENSHOT_BYTES}",
+                 "--log-level", "WARNING"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            )
+        started.append((proc, root, ready))
+    return started
+
+
+def _stop_workers(started: Sequence[tuple[subprocess.Popen[bytes], Path, Path]]) -> None:
+    for proc, _, _ in started:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc, _, _ in started:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _register_fleet(
+    pool: str, started: Sequence[tuple[subprocess.Popen[bytes], Path, Path]]
+) -> None:
+    """Record the running processes' workers as one ready local pool.
+
+    The local provider starts one process per worker; 200 processes would measure the
+    machine's memory rather than the controller, so the fleet is started here with
+    ``--count`` and described to oa-vm as the provider would describe it (process ID, start
+    time, and the ``--root`` folder that identifies the process as ours).
+    """
+    import psutil
+
+    from oa_vm import state
+    from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
+
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    workers: list[WorkerRecord] = []
+    for proc, root, ready in started:
+        while not ready.is_file():
+            if proc.poll() is not None:
+                raise RuntimeError(f"a worker process exited at start (status {proc.returncode})")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"workers not ready after {READY_TIMEOUT_S:g} s")
+            time.sleep(0.1)
+        data = json.loads(ready.read_text(encoding="utf-8"))
+        created = psutil.Process(proc.pid).create_time()
+        for entry in data["workers"]:
+            workers.append(WorkerRecord(
+                name=str(entry["name"]), state=WorkerState.READY, pid=proc.pid,
+                pid_create_time=created, host="127.0.0.1", workdir=str(root),
+                waa_url=f"http://127.0.0.1:{entry['waa_port']}",
+                scoring_url=f"http://127.0.0.1:{entry['scoring_port']}",
+                remote_waa_port=int(entry["waa_port"]),
+                remote_scoring_port=int(entry["scoring_port"]), phase="ready",
+            ))
+    now = state.utcnow()
+    state.save(PoolRecord(
+        name=pool, cloud="local", state=PoolState.READY, created_at=now,
+        expires_at=None, owner="bench", workers=workers,
+        settings={"workers": len(workers), "registered_by": "bench/scale.py"},
+    ))
+
+
+def _observation_bytes(waa_url: str) -> int:
+    """Bytes of one step's observation: ``/obs_winagent`` plus ``/accessibility`` bodies."""
+    import requests
+
+    with requests.Session() as session:
+        obs = session.get(f"{waa_url}/obs_winagent", timeout=30)
+        tree = session.get(f"{waa_url}/accessibility", timeout=30)
+    return len(obs.content) + len(tree.content)
+
+
+def _cpu_of(pids: Sequence[int]) -> float:
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(pid).cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def _sshd_cpu(listener_pid: int | None) -> float:
+    """CPU seconds of the per-connection sshd processes (they serve the tunnels)."""
+    import psutil
+
+    if listener_pid is None:
+        return 0.0
+    try:
+        children = psutil.Process(listener_pid).children(recursive=True)
+    except psutil.Error:
+        return 0.0
+    return _cpu_of([c.pid for c in children])
+
+
+def _measure_run(
+    pool: str, run_name: str, results: Path, workers: int, worker_pids: Sequence[int],
+    helper_pid: int | None = None,
+) -> Measured:
+    """Run every task of the pool's index once and measure the controller around dispatch."""
+    from evals.runner import RunConfig, RunEvent, run_evaluation
+
+    marks: dict[str, Usage] = {}
+    helper: dict[str, float] = {}
+    before = Usage.now()
+    workers_before = _cpu_of(worker_pids)
+
+    def on_event(event: RunEvent) -> None:
+        if event.kind == "started":
+            marks["start"] = Usage.now()
+        elif event.kind == "finished":
+            marks["end"] = Usage.now()
+            # per-connection sshd processes end with the tunnels: sample them now
+            helper["end"] = _sshd_cpu(helper_pid)
+
+    helper["start"] = _sshd_cpu(helper_pid)
+    config = RunConfig(
+        pool=pool, selection="all", agent="oracle", run_name=run_name, results_dir=results,
+        task_timeout_s=120.0, read_timeout_s=60.0,
+    )
+    result = run_evaluation(config, on_event=on_event)
+    start, end = marks["start"], marks["end"]
+    measured = Measured(workers=workers)
+    measured.wall_s = end.wall_s - start.wall_s
+    measured.cpu_s = end.cpu_s - start.cpu_s
+    measured.read_bytes = end.read_bytes - start.read_bytes
+    measured.setup_cpu_s = start.cpu_s - before.cpu_s
+    measured.worker_cpu_s = _cpu_of(worker_pids) - workers_before
+    measured.helper_cpu_s = helper.get("end", 0.0) - helper.get("start", 0.0)
+    for path in (result.run_dir / "tasks").glob("*/execution.json"):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        measured.tasks += 1
+        measured.steps += len(record.get("steps") or [])
+        measured.errors += 1 if record["status"] not in ("success", "failure") else 0
+    shutil.rmtree(result.run_dir, ignore_errors=True)  # gigabytes of screenshots
+    return measured
+
+
+def _figures(m: Measured, observation_bytes: int) -> dict[str, Any]:
+    moved_mb = m.steps * observation_bytes / 1e6
+    return {
+        "workers": m.workers,
+        "tasks": m.tasks,
+        "steps": m.steps,
+        "errors": m.errors,
+        "wall_s": round(m.wall_s, 2),
+        "tasks_per_s": round(m.tasks / m.wall_s, 2),
+        "steps_per_s": round(m.steps / m.wall_s, 2),
+        "controller_cpu_s": round(m.cpu_s, 2),
+        "controller_cpu_ms_per_step": round(1000 * m.cpu_s / max(1, m.steps), 2),
+        "controller_cpu_cores": round(m.cpu_s / m.wall_s, 2),
+        "controller_setup_cpu_s": round(m.setup_cpu_s, 2),
+        "observation_bytes_per_step": observation_bytes,
+        "mb_moved": round(moved_mb, 1),
+        "mb_per_controller_cpu_s": round(moved_mb / m.cpu_s, 1) if m.cpu_s else None,
+        "controller_read_mb": round(m.read_bytes / 1e6, 1),
+        "worker_cpu_ms_per_step": round(1000 * m.worker_cpu_s / max(1, m.steps), 2),
+    }
+
+
+def run_direct(scratch: Path, workers: int, per_process: int, tasks: int) -> dict[str, Any]:
+    """The fleet reached directly; returns its figures."""
+    folder = write_task_folder(
+        short_tasks(tasks), scratch / "tasks-direct", solution=STEPS_SOLUTION
+    )
+    progress(f"direct: starting {workers} workers, {per_process} per process")
+    started = _spawn_workers(scratch, folder, workers, per_process)
+    pool = "bench-scale"
+    try:
+        _register_fleet(pool, started)
+        from oa_vm import state
+
+        first = state.load(pool).workers[0]
+        assert first.waa_url is not None
+        obs_bytes = _observation_bytes(first.waa_url)
+        progress(f"direct: running {tasks} tasks")
+        measured = _measure_run(
+            pool, "scale-direct", scratch / "results", workers, [p.pid for p, _, _ in started]
+        )
+    finally:
+        _stop_workers(started)
+        remove_pool(pool)
+    figures = _figures(measured, obs_bytes)
+    figures["processes"] = len(started)
+    figures["peak_rss_mb"] = round(_peak_rss_mb(), 1)
+    return figures
+
+
+@contextlib.contextmanager
+def _ssh_server(scratch: Path) -> Iterator[Any]:
+    from tests.support.sshd import SshServer
+
+    server = SshServer(scratch / "sshd")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def run_tunnel(scratch: Path, workers: int, tasks: int) -> dict[str, Any]:
+    """A sample of workers behind the test SSH server; returns its figures (or a skip note)."""
+    from tests.support.sshd import sshd_available
+
+    if not sshd_available():
+        return {"skipped": "OpenSSH server not installed (/usr/sbin/sshd); tunnel not measured"}
+    folder = write_task_folder(
+        short_tasks(tasks, seed=12), scratch / "tasks-tunnel", solution=STEPS_SOLUTION
+    )
+    pool = "bench-tunnel"
+    with _ssh_server(scratch) as sshd:
+        progress(f"tunnel: starting {workers} workers behind sshd on port {sshd.port}")
+        try:
+            create_local_pool(
+                pool, workers, tasks_dir=str(folder),
+                faults={"screenshot-min-bytes": str(SCREENSHOT_BYTES)},
+                ssh_via={"host": sshd.host, "port": sshd.port, "user": sshd.user,
+                         "key_path": str(sshd.client_key)},
+            )
+            from oa_vm import state
+
+            record = state.load(pool)
+            pids = [w.pid for w in record.workers if w.pid is not None]
+            assert record.workers[0].waa_url is not None
+            obs_bytes = _observation_bytes(record.workers[0].waa_url)
+            progress(f"tunnel: running {tasks} tasks")
+            measured = _measure_run(
+                pool, "scale-tunnel", scratch / "results", workers, pids, helper_pid=sshd.pid
+            )
+        finally:
+            remove_pool(pool)
+    figures = _figures(measured, obs_bytes)
+    figures["sshd_cpu_ms_per_step"] = round(
+        1000 * measured.helper_cpu_s / max(1, measured.steps), 2
+    )
+    return figures
+
+
+def tunnel_capacity(direct: dict[str, Any], tunnel: dict[str, Any]) -> dict[str, Any]:
+    """What the tunnel costs per MB and whether one core carries a 200-worker fleet.
+
+    The tunnels' forwarding runs in the controller (paramiko threads), so the tunnel's own cost
+    is the controller CPU per MB with tunnels minus that without.
+    """
+    if "skipped" in tunnel:
+        return {"skipped": tunnel["skipped"]}
+    mb_direct = direct["mb_moved"]
+    mb_tunnel = tunnel["mb_moved"]
+    cpu_per_mb_direct = direct["controller_cpu_s"] / mb_direct
+    cpu_per_mb_tunnel = tunnel["controller_cpu_s"] / mb_tunnel
+    tunnel_cpu_per_mb = max(cpu_per_mb_tunnel - cpu_per_mb_direct, 1e-9)
+    needed = FLEET / SCREENSHOT_EVERY_S * tunnel["observation_bytes_per_step"] / 1e6
+    per_core = 1.0 / tunnel_cpu_per_mb
+    whole_per_core = 1.0 / cpu_per_mb_tunnel
+    return {
+        "tunnel_cpu_ms_per_mb": round(1000 * tunnel_cpu_per_mb, 2),
+        "tunnel_mb_per_s_per_core": round(per_core, 1),
+        "controller_with_tunnels_mb_per_s_per_core": round(whole_per_core, 1),
+        "fleet_need_mb_per_s": round(needed, 1),
+        "fleet": f"{FLEET} workers, one observation every {SCREENSHOT_EVERY_S:g} s",
+        "one_core_carries_fleet": whole_per_core >= needed,
+        "cores_needed": round(needed / whole_per_core, 2),
+    }
+
+
+def _peak_rss_mb() -> float:
+    # ru_maxrss is in KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _text(figures: dict[str, Any]) -> str:
+    lines = []
+    for part in ("direct", "tunnel"):
+        data = figures[part]
+        if "skipped" in data:
+            lines.append(f"{part}: skipped ({data['skipped']})")
+            continue
+        lines.append(
+            f"{part}: {data['workers']} workers, {data['tasks']} tasks, {data['steps']} steps "
+            f"in {data['wall_s']} s: {data['tasks_per_s']} tasks/s, {data['steps_per_s']} "
+            f"steps/s, controller {data['controller_cpu_ms_per_step']} ms CPU/step, "
+            f"{data['mb_per_controller_cpu_s']} MB per CPU s, {data['errors']} errors"
+        )
+    lines.append(f"controller peak RSS: {figures['direct'].get('peak_rss_mb')} MB")
+    cap = figures["tunnel_capacity"]
+    if "skipped" not in cap:
+        lines.append(
+            f"tunnel: {cap['tunnel_cpu_ms_per_mb']} ms CPU per MB "
+            f"({cap['tunnel_mb_per_s_per_core']} MB/s per core); a fleet of {cap['fleet']} "
+            f"needs {cap['fleet_need_mb_per_s']} MB/s: one core carries it: "
+            f"{cap['one_core_carries_fleet']} ({cap['cores_needed']} cores needed)"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark; returns the exit status."""
+    ap = parser(PROG, "One controller driving hundreds of simulated workers.")
+    ap.add_argument("--workers", type=int, default=200, help="workers reached directly")
+    ap.add_argument("--per-process", type=int, default=25, help="workers per process")
+    ap.add_argument("--tasks", type=int, default=2000, help="tasks for the direct run")
+    ap.add_argument("--tunnel-workers", type=int, default=8, help="workers behind sshd (0: skip)")
+    ap.add_argument("--tunnel-tasks", type=int, default=240, help="tasks for the tunnel run")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    args = ap.parse_args(argv)
+    for name in ("workers", "per_process", "tasks"):
+        if getattr(args, name) < 1:
+            raise BenchInputError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.workers > 1000 or args.tasks > 20000:
+        raise BenchInputError("--workers is limited to 1000 and --tasks to 20000")
+    if args.tunnel_workers < 0 or args.tunnel_tasks < 1:
+        raise BenchInputError("--tunnel-workers must be 0 or more and --tunnel-tasks at least 1")
+    with isolated_home() as scratch:
+        direct = run_direct(scratch, args.workers, args.per_process, args.tasks)
+        if args.tunnel_workers:
+            tunnel = run_tunnel(scratch, args.tunnel_workers, args.tunnel_tasks)
+        else:
+            tunnel = {"skipped": "--tunnel-workers 0"}
+    figures = {
+        "direct": direct,
+        "tunnel": tunnel,
+        "tunnel_capacity": tunnel_capacity(direct, tunnel),
+        "targets": {"controller_cpu_ms_per_step_direct": 10.0, "peak_rss_mb": 500.0},
+        "machine": machine_info(),
+    }
+    emit(figures, args.json, _text(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main, PROG)

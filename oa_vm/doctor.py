@@ -1,0 +1,146 @@
+"""``oa-vm doctor``: what this machine has and lacks for cloud pools, without touching a cloud.
+
+Every check is local (files, environment, PATH); none makes a network call, so doctor is fast
+and safe to run anywhere. A cloud whose credentials are missing fails its check, but only
+matters for pools on that cloud: the ``fix`` says what to run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from oa_vm import state
+from oa_vm.providers.pulumi_driver import PULUMI_INSTALL_HINT, passphrase_path
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor's report.
+
+    Attributes:
+        name: what was checked.
+        ok: whether it is fine.
+        detail: what was found.
+        fix: what to do when not ok (empty when ok).
+    """
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def check_pulumi(path_lookup: str | None = None) -> Check:
+    """The Pulumi engine (the ``pulumi`` CLI) is on PATH."""
+    found = path_lookup if path_lookup is not None else shutil.which("pulumi")
+    if found:
+        return Check("pulumi engine", True, f"found at {found}")
+    return Check("pulumi engine", False, "the 'pulumi' CLI is not on PATH",
+                 PULUMI_INSTALL_HINT.split("; ", 1)[1])
+
+
+def check_extra(cloud: str, module: str) -> Check:
+    """The cloud's Pulumi package is installed (found without importing it)."""
+    if importlib.util.find_spec(module) is not None:
+        return Check(f"{cloud} extra", True, f"{module} installed")
+    return Check(f"{cloud} extra", False, f"{module} is not installed",
+                 f"pip install 'oa-vm[{cloud}]'")
+
+
+def _home_path(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or Path.home())
+
+
+def check_aws_credentials(env: Mapping[str, str] | None = None) -> Check:
+    """AWS credentials in the environment or in the shared files (not validated online)."""
+    env = os.environ if env is None else env
+    name = "aws credentials"
+    if env.get("AWS_ACCESS_KEY_ID") and env.get("AWS_SECRET_ACCESS_KEY"):
+        return Check(name, True, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set")
+    for var in ("AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"):
+        if env.get(var):
+            return Check(name, True, f"{var} is set")
+    files = [
+        Path(env.get("AWS_SHARED_CREDENTIALS_FILE") or _home_path(env) / ".aws" / "credentials"),
+        Path(env.get("AWS_CONFIG_FILE") or _home_path(env) / ".aws" / "config"),
+    ]
+    for path in files:
+        if path.is_file() and path.stat().st_size > 0:
+            profile = env.get("AWS_PROFILE")
+            return Check(name, True, f"{path}" + (f" (profile {profile})" if profile else ""))
+    return Check(name, False, "no AWS credentials in the environment or ~/.aws",
+                 "run 'aws configure' (or 'aws sso login'), or set AWS_ACCESS_KEY_ID and "
+                 "AWS_SECRET_ACCESS_KEY")
+
+
+def check_azure_credentials(env: Mapping[str, str] | None = None) -> Check:
+    """Azure credentials: a service principal in the environment or an ``az login`` profile."""
+    env = os.environ if env is None else env
+    name = "azure credentials"
+    for prefix in ("ARM", "AZURE"):
+        if env.get(f"{prefix}_CLIENT_ID") and env.get(f"{prefix}_TENANT_ID") and (
+            env.get(f"{prefix}_CLIENT_SECRET") or env.get(f"{prefix}_USE_MSI")
+            or env.get(f"{prefix}_USE_OIDC")
+        ):
+            return Check(name, True, f"{prefix}_CLIENT_ID and {prefix}_TENANT_ID are set")
+    config_dir = Path(env.get("AZURE_CONFIG_DIR") or _home_path(env) / ".azure")
+    for file in ("msal_token_cache.json", "msal_token_cache.bin", "accessTokens.json"):
+        if (config_dir / file).is_file():
+            return Check(name, True, f"az login tokens in {config_dir}")
+    return Check(name, False, f"no service principal in the environment, no login in {config_dir}",
+                 "run 'az login' (or set ARM_CLIENT_ID, ARM_CLIENT_SECRET, ARM_TENANT_ID and "
+                 "ARM_SUBSCRIPTION_ID)")
+
+
+def check_ssh(path_lookup: str | None = None) -> Check:
+    """The ``ssh`` client, for ``oa-vm pool-tunnel``'s commands and manual access."""
+    found = path_lookup if path_lookup is not None else shutil.which("ssh")
+    if found:
+        return Check("ssh", True, f"found at {found}")
+    return Check("ssh", False, "no 'ssh' client on PATH",
+                 "install OpenSSH's client (e.g. apt-get install openssh-client)")
+
+
+def check_home(home: Path | None = None) -> Check:
+    """``$OA_VM_HOME`` is not writable by others; the passphrase and pool keys are 0600."""
+    root = home or state.home()
+    name = "oa-vm home"
+    if not root.exists():
+        return Check(name, True, f"{root} (not created yet)")
+    problems: list[str] = []
+    fixes: list[str] = []
+    mode = stat.S_IMODE(root.stat().st_mode)
+    if mode & 0o022:
+        problems.append(f"{root} is writable by group or others ({mode:04o})")
+        fixes.append(f"chmod go-w {root}")
+    secrets = [passphrase_path() if home is None else root / "pulumi" / "passphrase"]
+    secrets += sorted((root / "pools").glob("*/id_ed25519"))
+    for path in secrets:
+        if path.exists():
+            file_mode = stat.S_IMODE(path.stat().st_mode)
+            if file_mode & 0o077:
+                problems.append(f"{path} is readable by others ({file_mode:04o})")
+                fixes.append(f"chmod 600 {path}")
+    if problems:
+        return Check(name, False, "; ".join(problems), "; ".join(fixes))
+    return Check(name, True, f"{root} (permissions fine)")
+
+
+def run_checks() -> list[Check]:
+    """Every check, in the order ``oa-vm doctor`` prints them."""
+    return [
+        check_pulumi(),
+        check_extra("aws", "pulumi_aws"),
+        check_extra("azure", "pulumi_azure_native"),
+        check_aws_credentials(),
+        check_azure_credentials(),
+        check_ssh(),
+        check_home(),
+    ]

@@ -1,0 +1,349 @@
+"""The AWS/Azure providers and the Pulumi driver, against ``FakePulumiEngine``.
+
+The engine is the only stand-in: the pool programs are the real ones (run under Pulumi's mocks
+by the fake engine), keys, passphrase and records are real files in an isolated home.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import azure as infra_azure
+from oa_vm import state
+from oa_vm.errors import InvalidInputError, ProviderUnavailableError, ProvisioningError
+from oa_vm.providers import pulumi_driver
+from oa_vm.providers.aws import AwsProvider
+from oa_vm.providers.azure import AzureProvider
+from oa_vm.providers.base import PoolSpec
+from oa_vm.providers.pulumi_driver import PoolProvisioningError, classify_failure
+from oa_vm.state import WorkerState
+from tests.support.fake_pulumi_engine import FakePulumiEngine, dead_pid
+from tests.support.pool_programs import AwsLookups
+
+CAPACITY = (
+    "aws:ec2/instance:Instance resource 'p-w0': creating EC2 Instance: "
+    "InsufficientInstanceCapacity: We currently do not have sufficient m8i.2xlarge capacity"
+)
+QUOTA = "creating EC2 Instance: VcpuLimitExceeded: You have requested more vCPU capacity"
+
+
+def spec(cloud: str = "aws", **changes: Any) -> PoolSpec:
+    values: dict[str, Any] = {
+        "name": "waa-eval", "cloud": cloud, "workers": 2, "owner": "alice",
+        "expires_at": state.utcnow() + timedelta(hours=4),
+        "regions": ["us-east-1"] if cloud == "aws" else ["eastus"],
+        "allow_cidrs": ["198.51.100.7/32"],
+    }
+    values.update(changes)
+    return PoolSpec(**values)
+
+
+@pytest.fixture
+def engine() -> FakePulumiEngine:
+    return FakePulumiEngine(AwsLookups())
+
+
+@pytest.fixture
+def aws(engine: FakePulumiEngine, oa_home: Path) -> AwsProvider:
+    return AwsProvider(engine=engine, lister=lambda pool: [])
+
+
+class Lines(list[str]):
+    def __call__(self, line: str) -> None:
+        self.append(line)
+
+
+# --- create -----------------------------------------------------------------------------------
+
+
+def test_create_returns_every_worker_with_ssh_and_streams_progress(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    lines = Lines()
+    record = aws.create(spec(), lines)
+    assert [w.name for w in record.workers] == ["waa-eval-w0", "waa-eval-w1"]
+    for worker in record.workers:
+        assert worker.ssh is not None and worker.ssh.user == "ubuntu" and worker.ssh.port == 22
+        assert worker.host == worker.ssh.host and worker.provider_id
+        assert worker.state == WorkerState.BOOTING
+        assert Path(worker.ssh.key_path) == state.pool_dir("waa-eval") / "id_ed25519"
+    assert record.provider_data["region"] == "us-east-1"
+    assert record.state == state.PoolState.PROVISIONING
+    from oa_vm.pricing import hourly_price
+
+    assert record.price_per_hour == pytest.approx(hourly_price("aws", "us-east-1", "m8i.2xlarge"))
+    assert any("aws:ec2/instance:Instance waa-eval-w1 creating" in line for line in lines)
+    assert engine.live_resources("waa-eval")
+
+
+def test_create_writes_a_0600_key_and_a_0600_passphrase(aws: AwsProvider, oa_home: Path) -> None:
+    aws.create(spec(), Lines())
+    key = state.pool_dir("waa-eval") / "id_ed25519"
+    passphrase = oa_home / "pulumi" / "passphrase"
+    for path in (key, passphrase):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    assert key.read_text().startswith("-----BEGIN OPENSSH PRIVATE KEY-----")
+    before = passphrase.read_text()
+    assert len(before.strip()) >= 32
+    assert pulumi_driver.ensure_passphrase() == passphrase and passphrase.read_text() == before
+
+
+def test_missing_engine_is_one_line_and_writes_nothing(
+    engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    engine.missing_reason = pulumi_driver.PULUMI_INSTALL_HINT
+    provider = AwsProvider(engine=engine)
+    with pytest.raises(ProviderUnavailableError) as info:
+        provider.create(spec(), Lines())
+    message = str(info.value)
+    assert "\n" not in message
+    assert "curl -fsSL https://get.pulumi.com | sh" in message
+    assert not oa_home.exists() or not any(oa_home.rglob("*"))
+    assert engine.calls == []
+
+
+def test_the_real_engine_reports_a_missing_cli(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    missing = pulumi_driver.AutomationEngine().missing()
+    assert missing == pulumi_driver.PULUMI_INSTALL_HINT
+
+
+def test_missing_extra_names_the_pip_command(
+    monkeypatch: pytest.MonkeyPatch, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "pulumi_aws", None)
+    with pytest.raises(ProviderUnavailableError, match=r"pip install 'oa-vm\[aws\]'"):
+        AwsProvider(engine=engine).check_available()
+    monkeypatch.setitem(sys.modules, "pulumi_azure_native", None)
+    with pytest.raises(ProviderUnavailableError, match=r"pip install 'oa-vm\[azure\]'"):
+        AzureProvider(engine=engine).check_available()
+    assert not oa_home.exists()
+
+
+def test_a_size_that_cannot_nest_is_refused_before_anything_is_written(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    with pytest.raises(InvalidInputError, match="m8i.2xlarge"):
+        aws.create(spec(size="t3.large"), Lines())
+    assert engine.calls == [] and not oa_home.exists()
+
+
+# --- region failover --------------------------------------------------------------------------
+
+
+def test_capacity_error_moves_to_the_next_region(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    engine.fail_up["us-east-1"] = CAPACITY
+    lines = Lines()
+    record = aws.create(spec(regions=["us-east-1", "us-west-2"]), lines)
+    assert record.provider_data["region"] == "us-west-2"
+    assert record.settings["region"] == "us-west-2"
+    assert [c for c in engine.calls if c[0] in ("up", "destroy")] == [
+        ("up", "us-east-1"), ("destroy", "waa-eval"), ("up", "us-west-2")
+    ]
+    tried = record.provider_data["regions_tried"]
+    assert tried[0]["region"] == "us-east-1"
+    assert "InsufficientInstanceCapacity" in tried[0]["reason"]
+    assert any("removing what was made in us-east-1" in line for line in lines)
+
+
+def test_all_regions_failing_says_what_was_tried_and_why(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    engine.fail_up.update({"us-east-1": CAPACITY, "us-west-2": QUOTA})
+    with pytest.raises(PoolProvisioningError) as info:
+        aws.create(spec(regions=["us-east-1", "us-west-2"]), Lines())
+    message = str(info.value)
+    assert "tried 2" in message
+    assert "us-east-1: " in message and "InsufficientInstanceCapacity" in message
+    assert "us-west-2: " in message and "VcpuLimitExceeded" in message
+    assert info.value.resources_left is False
+    assert "waa-eval" not in engine.stacks  # nothing left, not even an empty stack
+
+
+def test_other_errors_stop_at_once_and_roll_back(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    engine.fail_up["us-east-1"] = "UnauthorizedOperation: You are not authorized"
+    with pytest.raises(PoolProvisioningError, match="UnauthorizedOperation") as info:
+        aws.create(spec(regions=["us-east-1", "us-west-2"]), Lines())
+    assert ("up", "us-west-2") not in engine.calls
+    assert info.value.resources_left is False and "waa-eval" not in engine.stacks
+
+
+def test_a_failed_rollback_says_resources_are_left(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    engine.fail_up["us-east-1"] = CAPACITY
+    engine.fail_destroy = "DependencyViolation: resource has a dependent object"
+    with pytest.raises(PoolProvisioningError, match="pool-cleanup --name waa-eval") as info:
+        aws.create(spec(), Lines())
+    assert info.value.resources_left is True
+    assert engine.live_resources("waa-eval")
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        (CAPACITY, "capacity"),
+        ("Code=SkuNotAvailable Message=The requested VM size Standard_D8s_v5 is not available",
+         "capacity"),
+        ("Code=ZonalAllocationFailed", "capacity"),
+        ("InstanceTypeNotOffered: m8i.2xlarge is not offered in ap-south-2", "capacity"),
+        (QUOTA, "quota"),
+        ("Code=QuotaExceeded Message=Operation could not be completed as it results in "
+         "exceeding approved standardDSv5Family Cores quota", "quota"),
+        ("Code=OperationNotAllowed Message=... exceeding quota limits of Core", "quota"),
+        ("AuthFailure: AWS was not able to validate the provided access credentials", "other"),
+    ],
+)
+def test_failures_are_classified(message: str, kind: str) -> None:
+    failure = classify_failure(f"error: update failed\n  {message}\n")
+    assert failure.kind == kind
+    assert failure.reason in message or message.startswith(failure.reason[:20])
+
+
+# --- recovery ---------------------------------------------------------------------------------
+
+
+def test_a_stale_lock_is_removed_with_a_clear_line(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    engine.add_lock("waa-eval", pid=dead_pid())
+    lines = Lines()
+    record = aws.create(spec(), lines)
+    assert record.workers
+    assert any(line.startswith("recovered: removed the lock") for line in lines)
+    assert engine.locks(pulumi_driver.stack_ref("oa-vm-aws", "waa-eval")) == []
+
+
+def test_a_lock_held_by_a_running_process_is_respected(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    engine.add_lock("waa-eval", pid=os.getpid())
+    with pytest.raises(ProvisioningError, match="being changed by another oa-vm command"):
+        aws.create(spec(), Lines())
+    assert ("up", "us-east-1") not in engine.calls
+
+
+def test_a_lock_from_another_machine_names_the_file_to_delete(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    lock = engine.add_lock("waa-eval", pid=12345, host="some-other-laptop")
+    with pytest.raises(ProvisioningError, match="some-other-laptop") as info:
+        aws.create(spec(), Lines())
+    assert lock.path in str(info.value)
+
+
+def test_pending_operations_are_cleared_by_export_import(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    engine.add_pending("waa-eval")
+    lines = Lines()
+    aws.create(spec(), lines)
+    assert ("import", "waa-eval") in engine.calls
+    assert any("recovered: cleared 1 operation(s)" in line and "creating" in line
+               for line in lines)
+
+
+def test_a_lock_appearing_mid_way_is_recovered_once(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    record = aws.create(spec(), Lines())
+    engine.lock_before_next = dead_pid()
+    lines = Lines()
+    report = aws.destroy(record, lines)
+    assert report.left == [] and "waa-eval" not in engine.stacks
+    assert sum(line.startswith("recovered: removed the lock") for line in lines) == 1
+
+
+# --- refresh and destroy ----------------------------------------------------------------------
+
+
+def test_refresh_marks_vanished_instances_lost(aws: AwsProvider, engine: FakePulumiEngine) -> None:
+    record = aws.create(spec(), Lines())
+    engine.vanish("waa-eval", str(record.workers[0].provider_id))
+    record = aws.refresh(record)
+    assert record.workers[0].state == WorkerState.LOST
+    assert record.workers[1].state != WorkerState.LOST
+
+
+def test_destroy_removes_everything_and_the_stack_and_is_idempotent(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    record = aws.create(spec(), Lines())
+    lines = Lines()
+    report = aws.destroy(record, lines)
+    assert report.left == []
+    assert any("aws:ec2/instance:Instance waa-eval-w0" in r for r in report.removed)
+    assert "waa-eval" not in engine.stacks
+    calls = [c[0] for c in engine.calls]
+    assert calls.index("refresh") < calls.index("destroy") < calls.index("remove_stack")
+    again = aws.destroy(record, Lines())
+    assert again.removed == [] and again.left == []
+
+
+def test_destroy_reports_what_the_cloud_still_holds_by_tag(
+    engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    asked: list[str] = []
+
+    def lister(pool: str) -> list[str]:
+        asked.append(pool)
+        return ["arn:aws:ec2:us-east-1:1:volume/vol-1"]
+
+    provider = AwsProvider(engine=engine, lister=lister)
+    record = provider.create(spec(), Lines())
+    report = provider.destroy(record, Lines())
+    assert asked == ["waa-eval"]
+    assert report.left == ["arn:aws:ec2:us-east-1:1:volume/vol-1"]
+    assert any("aws resourcegroupstaggingapi get-resources" in h
+               and "Key=oa-vm:pool,Values=waa-eval" in h for h in report.hints)
+
+
+def test_a_failing_leftover_check_becomes_a_hint(engine: FakePulumiEngine, oa_home: Path) -> None:
+    def lister(pool: str) -> list[str]:
+        raise subprocess.TimeoutExpired("aws", 60)
+
+    provider = AwsProvider(engine=engine, lister=lister)
+    report = provider.destroy(provider.create(spec(), Lines()), Lines())
+    assert report.left == [] and "could not ask the cloud" in report.hints[0]
+
+
+def test_a_failed_destroy_lists_what_is_left(aws: AwsProvider, engine: FakePulumiEngine) -> None:
+    record = aws.create(spec(), Lines())
+    engine.fail_destroy = "DependencyViolation: the security group is in use"
+    report = aws.destroy(record, Lines())
+    assert report.left and "DependencyViolation" in report.hints[0]
+    assert "waa-eval" in engine.stacks  # kept, so cleanup can be run again
+
+
+# --- Azure through the same driver ------------------------------------------------------------
+
+
+def test_azure_create_and_destroy(oa_home: Path) -> None:
+    engine = FakePulumiEngine(infra_azure.offline_lookup)
+    provider = AzureProvider(engine=engine, lister=lambda pool: [])
+    record = provider.create(spec("azure", workers=1), Lines())
+    (worker,) = record.workers
+    assert worker.ssh is not None and worker.ssh.user == "azureuser"
+    assert engine.stacks["waa-eval"].config == {"azure-native:location": "eastus"}
+    assert provider.destroy(record, Lines()).left == []
+
+
+def test_azure_all_regions_failing(oa_home: Path) -> None:
+    engine = FakePulumiEngine(infra_azure.offline_lookup)
+    engine.fail_up.update({"eastus": "Code=SkuNotAvailable", "westus3": "Code=QuotaExceeded"})
+    with pytest.raises(PoolProvisioningError, match="eastus: .*SkuNotAvailable.*westus3: "):
+        AzureProvider(engine=engine).create(spec("azure", regions=["eastus", "westus3"]), Lines())
