@@ -294,6 +294,7 @@ def _rows(
             "lb_s": round(lb, 3),
             "makespan_over_capacity_lb": round(measured.makespan_s / cap_lb, 3),
             "total_work_s": round(total, 3),
+            "own_work_s": round(sum(measured.work.values()), 3),
             "longest_task_s": round(max(work), 3),
             "kill_at_s": None if kill_at is None else round(kill_at, 3),
             "tasks_retried": measured.retried,

@@ -60,22 +60,16 @@ FLEET = 200
 
 @dataclass
 class Usage:
-    """This process's CPU time, wall time and bytes read at one moment."""
+    """This process's CPU time and the wall clock at one moment."""
 
     cpu_s: float
     wall_s: float
-    read_bytes: int
 
     @classmethod
     def now(cls) -> Usage:
-        """Sample now (``rchar`` counts every byte read by a system call: sockets and files)."""
+        """Sample now."""
         ru = resource.getrusage(resource.RUSAGE_SELF)
-        rchar = 0
-        with contextlib.suppress(OSError, ValueError):
-            for line in Path("/proc/self/io").read_text(encoding="utf-8").splitlines():
-                if line.startswith("rchar:"):
-                    rchar = int(line.split()[1])
-        return cls(ru.ru_utime + ru.ru_stime, time.monotonic(), rchar)
+        return cls(ru.ru_utime + ru.ru_stime, time.monotonic())
 
 
 @dataclass
@@ -88,7 +82,6 @@ class Measured:
     errors: int = 0
     wall_s: float = 0.0
     cpu_s: float = 0.0
-    read_bytes: int = 0
     setup_cpu_s: float = 0.0
     worker_cpu_s: float = 0.0
     helper_cpu_s: float = 0.0
@@ -238,7 +231,6 @@ def _measure_run(
     measured = Measured(workers=workers)
     measured.wall_s = end.wall_s - start.wall_s
     measured.cpu_s = end.cpu_s - start.cpu_s
-    measured.read_bytes = end.read_bytes - start.read_bytes
     measured.setup_cpu_s = start.cpu_s - before.cpu_s
     measured.worker_cpu_s = _cpu_of(worker_pids) - workers_before
     measured.helper_cpu_s = helper.get("end", 0.0) - helper.get("start", 0.0)
@@ -268,7 +260,6 @@ def _figures(m: Measured, observation_bytes: int) -> dict[str, Any]:
         "observation_bytes_per_step": observation_bytes,
         "mb_moved": round(moved_mb, 1),
         "mb_per_controller_cpu_s": round(moved_mb / m.cpu_s, 1) if m.cpu_s else None,
-        "controller_read_mb": round(m.read_bytes / 1e6, 1),
         "worker_cpu_ms_per_step": round(1000 * m.worker_cpu_s / max(1, m.steps), 2),
     }
 

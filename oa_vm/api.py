@@ -117,6 +117,8 @@ def build_spec(
                 f"--tasks-dir {tasks_dir}: not a folder with WAA index files (*.json) in it"
             )
         tasks_dir = str(folder)
+    if ssh_via is not None:
+        _check_ssh_key(str(ssh_via.get("key_path", "")))
     get_provider(cloud)  # unknown cloud -> one line listing the known ones
     validate_faults(dict(faults or {}))
     pool_name = state.validate_pool_name(name) if name else _default_name()
@@ -135,6 +137,20 @@ def build_spec(
         price_per_hour=price_per_hour,
         tasks_dir=tasks_dir,
     )
+
+
+def _check_ssh_key(key_path: str) -> None:
+    """Refuse a key ssh would refuse (missing, unreadable, open to others) before any write."""
+    from waa_client.errors import KeyFileError
+    from waa_client.tunnel import load_private_key
+
+    path = Path(key_path).expanduser()
+    if not path.is_file():
+        raise InvalidInputError(f"--ssh-key {key_path}: no such file; give the private key file")
+    try:
+        load_private_key(path)
+    except KeyFileError as exc:
+        raise InvalidInputError(f"--ssh-key: {exc}") from exc
 
 
 def check_available(cloud: str) -> None:

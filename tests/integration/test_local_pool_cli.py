@@ -199,3 +199,21 @@ def test_help_and_local_path_never_import_pulumi(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "CLEAN"
+
+
+def test_cost_so_far_grows_with_uptime(home: Path) -> None:
+    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name",
+                      "priced", "--price-per-hour", "36", "-y", home=home)
+    assert created.returncode == 0, created.stderr
+    first = json.loads(run_cli("oa-vm", "pool-status", "--name", "priced", "--json",
+                               home=home).stdout)
+    time.sleep(1.0)
+    second = json.loads(run_cli("oa-vm", "pool-status", "--name", "priced", "--json",
+                                home=home).stdout)
+    assert first["price_per_hour_total"] == 72
+    # $72/h is 2 cents a second: a second of uptime more must show.
+    assert second["cost_so_far_usd"] - first["cost_so_far_usd"] >= 0.015
+    table = run_cli("oa-vm", "pool-list", home=home).stdout
+    assert "$72.00" in table
+    text = run_cli("oa-vm", "pool-status", "--name", "priced", home=home).stdout
+    assert "Price $72.00/hour, cost so far $" in text

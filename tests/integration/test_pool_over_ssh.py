@@ -150,3 +150,37 @@ def test_bad_ssh_input(tmp_path: Path) -> None:
     bad = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", "nohost", "--ssh-key",
                   "k", "-y", home=home)
     assert "user@host:port" in bad.assert_one_line_error()
+
+
+def test_bad_key_files_are_refused_before_anything_is_written(
+    sshd: SshServer, tmp_path: Path  # noqa: F811
+) -> None:
+    home = tmp_path / "home"
+    via = f"{sshd.user}@{sshd.host}:{sshd.port}"
+    missing = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", via,
+                      "--ssh-key", str(tmp_path / "nope"), "-y", home=home)
+    assert "no such file" in missing.assert_one_line_error()
+    loose = tmp_path / "loose_key"
+    loose.write_bytes(sshd.client_key.read_bytes())
+    loose.chmod(0o644)
+    wide = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", via,
+                   "--ssh-key", str(loose), "-y", home=home)
+    assert "chmod 600" in wide.assert_one_line_error()
+    garbage = tmp_path / "garbage_key"
+    garbage.write_text("not a key\n")
+    garbage.chmod(0o600)
+    bad = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", via,
+                  "--ssh-key", str(garbage), "-y", home=home)
+    assert "key" in bad.assert_one_line_error()
+    assert not list(home.rglob("pool.json"))
+
+
+def test_unreachable_ssh_port_is_one_line(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: F811
+    sshd.stop()
+    tunnel = run_cli("oa-vm", "pool-tunnel", "--name", "viassh", home=ssh_pool, timeout=120)
+    line = tunnel.assert_one_line_error()
+    assert str(sshd.port) in line
+    waited = run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", "5s",
+                     home=ssh_pool, timeout=120)
+    line = waited.assert_one_line_error()
+    assert "stuck at ssh tunnel" in line
