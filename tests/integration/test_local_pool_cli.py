@@ -217,3 +217,21 @@ def test_cost_so_far_grows_with_uptime(home: Path) -> None:
     assert "$72.00" in table
     text = run_cli("oa-vm", "pool-status", "--name", "priced", home=home).stdout
     assert "Price $72.00/hour, cost so far $" in text
+
+
+def test_expired_pools_are_marked_and_cleaned_up_together(home: Path) -> None:
+    for name, ttl in (("short", "0.0003"), ("long", "4")):  # ~1 second, 4 hours
+        created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1",
+                          "--name", name, "--ttl-hours", ttl, "-y", home=home)
+        assert created.returncode == 0, created.stderr
+    time.sleep(1.5)
+    listing = run_cli("oa-vm", "pool-list", home=home).stdout
+    short_line = next(line for line in listing.splitlines() if line.startswith("short"))
+    long_line = next(line for line in listing.splitlines() if line.startswith("long"))
+    assert "(expired)" in short_line and "(expired)" not in long_line
+    cleaned = run_cli("oa-vm", "pool-cleanup", "--expired", "-y", home=home)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "Removed 1 expired pool(s)" in cleaned.stdout
+    names = [p["name"] for p in json.loads(run_cli("oa-vm", "pool-list", "--json",
+                                                    home=home).stdout)]
+    assert names == ["long"]
