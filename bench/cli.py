@@ -17,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,18 +41,38 @@ PROG = "bench/cli.py"
 RUN_TIMEOUT_S = 60.0
 
 
+def _run_once(argv: Sequence[str], env: dict[str, str]) -> tuple[float, int]:
+    """Wall seconds and exit status of one run of ``argv``.
+
+    ``Popen.wait(timeout=...)`` (and so ``subprocess.run(timeout=...)``) polls the child with
+    sleeps that double up to 50 ms, which rounds every start-up time up to the next poll
+    (about 32 ms, 64 ms, then every 50 ms). A watchdog thread kills a hung run instead, so the
+    wait blocks in ``waitpid`` and returns the moment the child exits.
+    """
+    began = time.perf_counter()
+    proc = subprocess.Popen(  # fixed argv, no shell
+        list(argv), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    watchdog = threading.Timer(RUN_TIMEOUT_S, proc.kill)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        code = proc.wait()
+    finally:
+        watchdog.cancel()
+    elapsed = time.perf_counter() - began
+    if elapsed >= RUN_TIMEOUT_S:
+        raise RuntimeError(f"{' '.join(argv)} did not finish within {RUN_TIMEOUT_S:g} s")
+    return elapsed, code
+
+
 def time_command(argv: Sequence[str], env: dict[str, str], runs: int) -> dict[str, Any]:
     """Median and spread of ``runs`` wall times of ``argv`` (one warm-up run first)."""
     times = []
     code = 0
     for attempt in range(runs + 1):
-        began = time.perf_counter()
-        done = subprocess.run(  # fixed argv, no shell
-            list(argv), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S, check=False,
-        )
-        elapsed = time.perf_counter() - began
-        code = done.returncode
+        elapsed, code = _run_once(argv, env)
         if attempt:  # the first run fills the OS's caches; it is not counted
             times.append(elapsed)
     return {

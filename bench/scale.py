@@ -83,6 +83,7 @@ class Measured:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     setup_cpu_s: float = 0.0
+    setup_wall_s: float = 0.0
     worker_cpu_s: float = 0.0
     helper_cpu_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -232,6 +233,7 @@ def _measure_run(
     measured.wall_s = end.wall_s - start.wall_s
     measured.cpu_s = end.cpu_s - start.cpu_s
     measured.setup_cpu_s = start.cpu_s - before.cpu_s
+    measured.setup_wall_s = start.wall_s - before.wall_s
     measured.worker_cpu_s = _cpu_of(worker_pids) - workers_before
     measured.helper_cpu_s = helper.get("end", 0.0) - helper.get("start", 0.0)
     for path in (result.run_dir / "tasks").glob("*/execution.json"):
@@ -257,6 +259,7 @@ def _figures(m: Measured, observation_bytes: int) -> dict[str, Any]:
         "controller_cpu_ms_per_step": round(1000 * m.cpu_s / max(1, m.steps), 2),
         "controller_cpu_cores": round(m.cpu_s / m.wall_s, 2),
         "controller_setup_cpu_s": round(m.setup_cpu_s, 2),
+        "controller_setup_wall_s": round(m.setup_wall_s, 2),
         "observation_bytes_per_step": observation_bytes,
         "mb_moved": round(moved_mb, 1),
         "mb_per_controller_cpu_s": round(moved_mb / m.cpu_s, 1) if m.cpu_s else None,

@@ -17,7 +17,6 @@ from oa_vm import api, state
 from oa_vm.clikit import print_json, run_main
 from oa_vm.durations import format_duration, parse_duration
 from oa_vm.errors import InvalidInputError, OaVmError
-from oa_vm.providers.base import Plan
 from oa_vm.state import PoolRecord
 from oa_vm.tables import money, render_table
 
@@ -80,20 +79,6 @@ def _parse_ssh_via(via: str | None, key: str | None) -> dict[str, Any] | None:
     return {"host": host, "port": int(port), "user": user, "key_path": key}
 
 
-def _plan_text(plan: Plan) -> str:
-    counts: dict[str, int] = {}
-    for resource in plan.resources:
-        counts[resource.type] = counts.get(resource.type, 0) + 1
-    lines = [f"Plan: {plan.workers} worker(s) on {plan.cloud}"
-             + (f" in {plan.region}" if plan.region else "")
-             + (f", size {plan.size}" if plan.size else "")]
-    lines += [f"  {n} x {kind}" for kind, n in sorted(counts.items())]
-    price = "-" if plan.price_per_hour is None else f"{money(plan.price_per_hour)}/hour"
-    lines.append(f"Price: {price} for the whole pool")
-    lines += [f"Note: {note}" for note in plan.notes]
-    return "\n".join(lines)
-
-
 @app.command("pool-create")
 def pool_create(
     name: NameOpt = None,
@@ -141,7 +126,7 @@ def pool_create(
         _err("warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet")
     if plan_only:
         plan = api.plan_pool(spec)
-        print_json(plan.to_json()) if json_out else _echo(_plan_text(plan))
+        print_json(plan.to_json()) if json_out else _echo(plan.describe())
         return
     api.check_available(spec.cloud)
     if spec.cloud != "local" and not spec.allow_cidrs:
@@ -149,7 +134,7 @@ def pool_create(
         _err(f"SSH will be open to {spec.allow_cidrs[0]} only (your address; see --allow-cidr)")
     plan = api.plan_pool(spec)
     if not json_out:
-        _echo(_plan_text(plan))
+        _echo(plan.describe())
         _echo(f"Pool {spec.name!r} expires at {state.format_time(spec.expires_at)}")
     _confirm(f"Create pool {spec.name!r}?", yes)
     record = api.create_pool(spec, progress=_err if json_out else _echo)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -35,6 +35,9 @@ from evals.commands.run import (
     build_config,
     execute,
 )
+
+if TYPE_CHECKING:
+    from oa_vm.providers.base import PoolSpec
 
 
 def parse_faults(values: list[str] | None) -> dict[str, str]:
@@ -96,6 +99,9 @@ def sweep(
     wait_timeout: Annotated[
         float, typer.Option("--wait-timeout", help="Seconds to wait for the workers.")
     ] = 1800.0,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Cloud pools: create without asking.")
+    ] = False,
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,
     resume: ResumeOpt = False,
@@ -129,6 +135,8 @@ def sweep(
         price_per_hour=price_per_hour,
     )
     config.pool = spec.name
+    if cloud != "local":
+        _show_plan_and_confirm(spec, yes)
     with sigterm_as_interrupt():
         try:
             try:
@@ -140,6 +148,25 @@ def sweep(
                 _cleanup(spec.name)
         except KeyboardInterrupt:
             raise RunInterrupted(None) from None
+
+
+def _show_plan_and_confirm(spec: PoolSpec, yes: bool) -> None:
+    """A cloud pool costs money: show what it makes and costs, and ask (``-y`` skips)."""
+    from oa_vm import api
+    from oa_vm.errors import InvalidInputError
+
+    api.check_available(spec.cloud)
+    if not spec.allow_cidrs:
+        spec.allow_cidrs = [api.detect_caller_cidr()]
+    _say(api.plan_pool(spec).describe())
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidInputError(
+            f"create cloud pool {spec.name!r}: not asked (no terminal); pass -y"
+        )
+    if not typer.confirm(f"Create pool {spec.name!r} for this sweep?", default=False):
+        raise typer.Abort()
 
 
 def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bool) -> None:

@@ -93,6 +93,21 @@ class Plan:
             "notes": self.notes,
         }
 
+    def describe(self) -> str:
+        """The plan as a few lines for people: resources by type, the price, the notes."""
+        counts: dict[str, int] = {}
+        for resource in self.resources:
+            counts[resource.type] = counts.get(resource.type, 0) + 1
+        head = f"Plan: {self.workers} worker(s) on {self.cloud}"
+        head += f" in {self.region}" if self.region else ""
+        head += f", size {self.size}" if self.size else ""
+        price = "-" if self.price_per_hour is None else f"${self.price_per_hour:.2f}/hour"
+        lines = [head]
+        lines += [f"  {n} x {kind}" for kind, n in sorted(counts.items())]
+        lines.append(f"Price: {price} for the whole pool")
+        lines += [f"Note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
 
 @dataclass
 class CleanupReport:

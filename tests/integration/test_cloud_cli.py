@@ -94,3 +94,13 @@ def test_cloud_bad_input(tmp_path: Path, args: list[str], fragment: str) -> None
     result = run_cli("oa-vm", "pool-create", "--workers", "1", "--plan", *args,
                      home=tmp_path / "h", env=_no_engine_env(tmp_path))
     assert fragment in result.assert_one_line_error()
+
+
+def test_cloud_sweep_without_engine_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    result = run_cli("openadapt-evals", "sweep", "--cloud", "azure", "--workers", "1",
+                     "--agent", "noop", "--tasks", "all", "--results-dir",
+                     str(tmp_path / "results"), home=home, env=_no_engine_env(tmp_path))
+    assert "pulumi" in result.assert_one_line_error().lower()
+    assert not list(home.rglob("pool.json")) if home.exists() else True
+    assert not (tmp_path / "results").exists()
