@@ -193,7 +193,7 @@ def _cleanup(pool: str) -> None:
         return  # creation failed and already removed what it made
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        report = api.cleanup_pool(pool, progress=_say)
+        report = api.cleanup_pool(pool)  # one line below, so the summary stays in view
     except OaVmError as exc:
         _say(f"pool {pool} was not removed: {exc}; "
              f"remove it with 'oa-vm pool-cleanup --name {pool}'")
