@@ -15,42 +15,19 @@ import os
 import signal
 import subprocess
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from oa_vm import api, state
 from tests.support.cli import BIN
+from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
 
 LOCAL_TASKS = 24
 WAIT_LIMIT_S = 120.0
-
-
-def read_records(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Every execution.json of a run, by task ID (files being replaced are skipped)."""
-    records = {}
-    for path in sorted((run_dir / "tasks").glob("*/execution.json")):
-        try:
-            records[path.parent.name] = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-    return records
-
-
-def assert_summary_matches(run_dir: Path, records: dict[str, dict[str, Any]]) -> None:
-    """summary.json agrees with the records it was computed from."""
-    summary = json.loads((run_dir / "summary.json").read_text())
-    statuses = Counter(r["status"] for r in records.values())
-    assert summary["successes"] == statuses["success"]
-    assert summary["failures"] == statuses["failure"]
-    assert summary["errors"] == statuses["error"]
-    assert summary["not_run"] == statuses["not_run"]
-    assert summary["attempts"] == len(records) - statuses["not_run"]
 
 
 @pytest.fixture

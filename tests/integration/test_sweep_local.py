@@ -12,10 +12,8 @@ import os
 import signal
 import subprocess
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
@@ -23,33 +21,11 @@ import pytest
 from oa_vm import api, state
 from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 from tests.support.cli import BIN, Result, run_cli
+from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
 
 LOCAL_TASKS = 24  # infra/local/tasks/local_all.json
-
-
-def read_records(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Every execution.json of a run, by task ID."""
-    return {
-        p.parent.name: json.loads(p.read_text())
-        for p in sorted((run_dir / "tasks").glob("*/execution.json"))
-    }
-
-
-def assert_summary_matches(run_dir: Path, records: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """summary.json agrees with the records it was computed from."""
-    summary: dict[str, Any] = json.loads((run_dir / "summary.json").read_text())
-    statuses = Counter(r["status"] for r in records.values())
-    assert summary["successes"] == statuses["success"]
-    assert summary["failures"] == statuses["failure"]
-    assert summary["errors"] == statuses["error"]
-    assert summary["not_run"] == statuses["not_run"]
-    assert summary["attempts"] == len(records) - statuses["not_run"]
-    assert sorted(summary["task_ids_not_run"]) == sorted(
-        t for t, r in records.items() if r["status"] == "not_run"
-    )
-    return summary
 
 
 def folder_digest(folder: Path) -> dict[str, str]:
