@@ -66,12 +66,6 @@ class TaskPair:
             return "same"
         return "changed"
 
-    @property
-    def transition(self) -> str:
-        """``failure -> success``, ``error (timeout) -> failure``, ... or the shared status."""
-        left, right = _status_text(self.a), _status_text(self.b)
-        return left if left == right else f"{left} -> {right}"
-
 
 def _status_text(item: TaskOutcome) -> str:
     if item.error_type and not item.is_outcome:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 DEFAULT_WORKERS = 1
@@ -118,10 +118,6 @@ class PoolSettings:
                 f"disk_gb must be at least 64 (the Windows disk), not {self.disk_gb}"
             )
         return self
-
-    def with_region(self, region: str) -> PoolSettings:
-        """The same settings in another region (region failover)."""
-        return replace(self, region=region)
 
     def normalized_cidrs(self) -> list[str]:
         """Allowed CIDRs in canonical form (host bits cleared), placeholders kept as they are."""
