@@ -17,11 +17,15 @@ from typing import Any
 from infra.local import commands, setup_steps
 from infra.local.apps import AppError
 from infra.local.desktop import Desktop
-from infra.scoring_rules import EvaluatorConfigError, Verdict, evaluate
+from infra.scoring_rules import EvaluatorConfigError, Unscorable, Verdict, evaluate
 
 
 class GetterError(RuntimeError):
-    """A getter could not fetch its value (scores 0, as in WAA)."""
+    """A getter could not fetch its value (WAA's rules decide what that scores)."""
+
+
+class MissingFileError(GetterError, FileNotFoundError):
+    """A getter found no file: a ``FileNotFoundError``, as WAA's rules single those out."""
 
 
 class PostconfigError(RuntimeError):
@@ -154,10 +158,12 @@ def get_value(desktop: Desktop, cfg: Mapping[str, Any]) -> Any:
         raise GetterError("a getter config must be an object with a 'type'")
     getter = GETTERS.get(str(cfg.get("type")))
     if getter is None:
-        raise GetterError(f"unknown getter type {cfg.get('type')!r}")
+        raise Unscorable(f"unknown getter type {cfg.get('type')!r}")
     try:
         return getter(desktop, cfg)
-    except (AppError, FileNotFoundError, commands.CommandSyntaxError, ValueError) as exc:
+    except FileNotFoundError as exc:
+        raise MissingFileError(str(exc)) from exc
+    except (AppError, commands.CommandSyntaxError, ValueError) as exc:
         raise GetterError(str(exc)) from exc
 
 
@@ -284,4 +290,5 @@ def evaluate_task(desktop: Desktop, task: Mapping[str, Any], last_action: str | 
         last_action,
         get_value=lambda cfg: get_value(desktop, cfg),
         metric=metric,
+        getter_exists=lambda kind: kind in GETTERS,
     )
