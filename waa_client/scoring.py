@@ -82,6 +82,14 @@ class ScoringClient(HttpClient):
         path = "/task/" + quote(task_id, safe="")
         return json_object(self._request("GET", path, idempotent=True))
 
+    def state(self) -> dict[str, Any]:
+        """``GET /state``: the guest's end state (simulated workers only; used by the audit).
+
+        Raises:
+            NotFoundError: The worker has no state endpoint (a cloud worker).
+        """
+        return json_object(self._request("GET", "/state", idempotent=True))
+
     def setup(
         self, config: list[dict[str, Any]], timeout: float | None = DEFAULT_SETUP_TIMEOUT
     ) -> dict[str, Any]:

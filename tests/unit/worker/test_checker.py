@@ -114,7 +114,6 @@ def test_getters_read_the_desktop(desktop: Desktop) -> None:
     [
         {"type": "vm_file_text", "path": f"{DOCS}\\missing.txt"},
         {"type": "vm_file", "path": "C:\\..\\..\\etc\\passwd"},
-        {"type": "vm_command_line", "command": "read C:\\missing.txt"},
         {"type": "vm_command_line", "command": "bogus verb"},
         {"type": "settings_value", "key": "volume"},
         {"type": "calc_display"},
@@ -124,6 +123,10 @@ def test_getters_read_the_desktop(desktop: Desktop) -> None:
 def test_getter_errors(desktop: Desktop, cfg: dict[str, Any]) -> None:
     with pytest.raises(GetterError):
         get_value(desktop, cfg)
+
+
+def test_a_failed_command_gives_its_empty_output_as_waa_getter_does(desktop: Desktop) -> None:
+    assert get_value(desktop, {"type": "vm_command_line", "command": "read C:\\missing.txt"}) == ""
 
 
 def test_an_unknown_getter_type_is_unscorable_not_a_getter_failure(desktop: Desktop) -> None:
