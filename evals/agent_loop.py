@@ -194,7 +194,9 @@ def _reset_and_setup(
     if not isinstance(config, list):
         raise _TaskEnded(ErrorType.SETUP, "the task's 'config' is not a list of setup steps")
     try:
-        scoring.setup(config, timeout=clock.bound(SETUP_TIMEOUT_S, "setup"))
+        task_id = task.get("id")
+        scoring.setup(config, timeout=clock.bound(SETUP_TIMEOUT_S, "setup"),
+                      task_id=task_id if isinstance(task_id, str) else None)
     except WaaError as exc:
         if exc.is_infrastructure:
             raise clock.classify(exc, "setup") from exc
