@@ -32,7 +32,7 @@ app.command("mock", help="Offline quick start: a few local tasks on a local pool
 app.command("view", help="Write a run's HTML page and print its path.")(view)
 app.command("compare", help="Compare two runs task by task.")(compare)
 app.command(
-    "audit-verifier", help="Edit reference solutions, replay them, and check the checkers."
+    "audit-verifier", help="Check the checkers: replay edited reference solutions."
 )(audit_verifier)
 
 

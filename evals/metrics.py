@@ -416,7 +416,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             ]
             for domain, d in by_domain.items()
         ]
-        headers = ["domain", "attempts", "success", "failure", "errors", "rate", "avg score"]
+        headers = ["domain", "attempts", "success", "failure", "errors", "rate", "mean score"]
         lines += ["", table(headers, rows)]
     by_error = summary.get("by_error_type") or {}
     if by_error:
