@@ -78,6 +78,11 @@ def _audit(pool: str, out: Path | None, wanted: str | None) -> bool:
                 )
             ids = chosen
         tasks = {tid: worker.scoring.task(tid) for tid in ids}
+        if not any(isinstance(t.get("reference_solution"), list) for t in tasks.values()):
+            raise InvalidRunInputError(
+                f"no selected task on pool {pool!r} has a reference solution to audit "
+                "(only the local suite has them)"
+            )
         report = audit(tasks, worker.waa, worker.scoring,
                        on_row=lambda row: typer.echo(format_row(row)))
     typer.echo("")

@@ -143,11 +143,13 @@ def _notepad_state(desktop: Desktop, cfg: Mapping[str, Any]) -> list[dict[str, A
         ]
 
 
-def _calc_display(desktop: Desktop, cfg: Mapping[str, Any]) -> str:
+def _calc_display(desktop: Desktop, cfg: Mapping[str, Any]) -> str | None:
+    """The calculator's display, or ``None`` when it is closed (a value the metric scores 0,
+    as WAA's getters answer ``None`` for what they cannot find, rather than an error)."""
     for window in desktop.windows:
         if window.app == "calc":
             return window.display
-    raise GetterError("the calculator is not open")
+    return None
 
 
 def _active_title(desktop: Desktop, cfg: Mapping[str, Any]) -> str | None:

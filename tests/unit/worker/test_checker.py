@@ -116,13 +116,16 @@ def test_getters_read_the_desktop(desktop: Desktop) -> None:
         {"type": "vm_file", "path": "C:\\..\\..\\etc\\passwd"},
         {"type": "vm_command_line", "command": "bogus verb"},
         {"type": "settings_value", "key": "volume"},
-        {"type": "calc_display"},
         {"type": "vm_file"},
     ],
 )
 def test_getter_errors(desktop: Desktop, cfg: dict[str, Any]) -> None:
     with pytest.raises(GetterError):
         get_value(desktop, cfg)
+
+
+def test_a_closed_calculator_shows_nothing(desktop: Desktop) -> None:
+    assert get_value(desktop, {"type": "calc_display"}) is None
 
 
 def test_a_failed_command_gives_its_empty_output_as_waa_getter_does(desktop: Desktop) -> None:
