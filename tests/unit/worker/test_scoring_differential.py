@@ -294,3 +294,68 @@ def test_deliberate_difference_or_with_a_later_getter_finding_no_file(
     assert run_waa(waa, evaluator, "DONE", tmp_path / "c") == 0.5  # 0.5 read twice
     assert run_rules(getters, metrics, evaluator, "DONE") == CRASH
     assert run_scoring_server(getters, metrics, evaluator, "DONE", tmp_path / "s") == CRASH
+
+
+class _NoPostconfig:
+    """Stands for WAA's SetupController in the real-task check below: postconfig steps need a
+    Windows guest and say nothing about the rules compared here."""
+
+    def setup(self, config: Any) -> None:
+        return None
+
+
+def _real_tasks() -> list[Path]:
+    from tests.conftest import WAA_DATA
+
+    return sorted((WAA_DATA / "examples").glob("*/*.json"))
+
+
+@pytest.mark.parametrize("last", ["FAIL", "fail"])
+def test_every_real_waa_task_is_read_as_waa_reads_it(
+    waa: types.ModuleType, tmp_path: Path, last: str
+) -> None:
+    """WAA's 154 tasks, with WAA's real getters and metrics: where ``_set_task_info`` accepts a
+    task, so do our rules, and an answer of ``FAIL``/``fail`` scores the same (no getter runs
+    for ``FAIL``; for ``fail`` feasible tasks reach the getters, which need the guest, so only
+    infeasible ones are compared)."""
+    import json
+
+    from desktop_env.evaluators import getters as waa_getters
+    from desktop_env.evaluators import metrics as waa_metrics
+
+    paths = _real_tasks()
+    if len(paths) < 150:
+        pytest.skip("WAA's task data not found at ../shared/waa")
+    compared = 0
+    for path in paths:
+        task = json.loads(path.read_text(encoding="utf-8"))
+        if task["evaluator"].get("func") != "infeasible" and last != "FAIL":
+            continue
+        env = waa.DesktopEnv.__new__(waa.DesktopEnv)
+        env.cache_dir_base = str(tmp_path / "cache")
+        env.action_history = [last]
+        env.setup_controller = _NoPostconfig()
+        try:
+            env._set_task_info(task)
+            upstream: Any = env.evaluate()
+        except Exception:
+            upstream = CRASH
+
+        def metric(name: str) -> Any:
+            fn = getattr(waa_metrics, name, None)
+            if fn is None:
+                raise KeyError(name)
+            return fn
+
+        try:
+            ours: Any = scoring_rules.evaluate(
+                task["evaluator"], last, get_value=lambda cfg: pytest.fail("no getter runs"),
+                metric=metric,
+                getter_exists=lambda kind: hasattr(waa_getters, f"get_{kind}"),
+            ).score
+        except scoring_rules.Unscorable:
+            ours = CRASH
+        compared += 1
+        assert ours == upstream or (CRASH not in (ours, upstream)
+                                    and float(ours) == float(upstream)), path.name
+    assert compared >= (150 if last == "FAIL" else 10)  # WAA has 13 infeasible tasks
