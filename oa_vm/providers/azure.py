@@ -58,6 +58,8 @@ class AzureProvider(PulumiCloudProvider):
                 region_config="azure-native:location",
                 check_size=_check_size,
                 manual_check=MANUAL_CHECK,
+                image_module="infra.image_azure",
+                component_type="oa-vm:azure:WorkerPool",
                 notes=(
                     "each VM is deallocated at the expiry by a DevTest Labs shutdown schedule",
                     "everything lives in the resource group oa-vm-<pool>",
