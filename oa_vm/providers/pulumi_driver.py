@@ -449,6 +449,28 @@ class PulumiDriver:
             if self.engine.stack_exists(ref):
                 self.engine.remove_stack(ref)
 
+    # -- update (image stages) ------------------------------------------------------------------
+
+    def update(
+        self,
+        ref: StackRef,
+        program: Program,
+        config: Mapping[str, str],
+        progress: Progress,
+    ) -> dict[str, Any]:
+        """One ``up`` of ``program`` on an existing or new stack, recovering from an interrupted
+        update first; no rollback (the caller decides what a failure means).
+
+        Raises:
+            EngineError: the update failed.
+            ProvisioningError: the stack is locked by a running command.
+        """
+        self.recover(ref, progress)
+        outputs = self._with_recovery(
+            ref, progress, lambda: self.engine.up(ref, program, config, progress)
+        )
+        return dict(outputs)
+
     # -- refresh -------------------------------------------------------------------------------
 
     def refresh(self, ref: StackRef, progress: Progress) -> set[str] | None:

@@ -132,6 +132,10 @@ class PulumiCloudProvider:
                 f"pip install 'oa-vm[{self.name}]'"
             ) from exc
 
+    def check_sdk(self) -> None:
+        """One line naming the missing extra (plans need the SDK, not the engine)."""
+        self._require_sdk()
+
     def check_available(self) -> None:
         """One line naming the missing extra or engine; writes nothing."""
         self._require_sdk()
