@@ -26,7 +26,7 @@ from oa_vm.providers.base import PoolSpec
 from oa_vm.providers.pulumi_driver import PoolProvisioningError, classify_failure
 from oa_vm.state import WorkerState
 from tests.support.fake_pulumi_engine import FakePulumiEngine, dead_pid
-from tests.support.pool_programs import AwsLookups
+from tests.support.pool_programs import AWS_IMAGE, AZURE_IMAGE, AwsLookups
 
 CAPACITY = (
     "aws:ec2/instance:Instance resource 'p-w0': creating EC2 Instance: "
@@ -41,6 +41,7 @@ def spec(cloud: str = "aws", **changes: Any) -> PoolSpec:
         "expires_at": state.utcnow() + timedelta(hours=4),
         "regions": ["us-east-1"] if cloud == "aws" else ["eastus"],
         "allow_cidrs": ["198.51.100.7/32"],
+        "image": AWS_IMAGE if cloud == "aws" else AZURE_IMAGE,
     }
     values.update(changes)
     return PoolSpec(**values)
