@@ -25,7 +25,10 @@ import os
 from pathlib import Path
 
 _COMMON = """#!/bin/bash
-log="${FAKE_STATE:?}/calls.log"
+# Outcomes may also come from a file the test rewrites between passes (over SSH, the session's
+# environment is fixed by the server).
+if [ -f "${FAKE_STATE:?}/env" ]; then set -a; . "$FAKE_STATE/env"; set +a; fi
+log="$FAKE_STATE/calls.log"
 printf '%s\\n' "$(basename "$0") $*" >> "$log"
 count() {  # count NAME: bump and print a per-name counter
   local f="$FAKE_STATE/count.$1" n=0
@@ -120,6 +123,13 @@ def standin_env(bin_dir: Path, state_dir: Path, **fake: str) -> dict[str, str]:
     env["FAKE_STATE"] = str(state_dir)
     env.update(fake)
     return env
+
+
+def set_outcomes(state_dir: Path, **fake: str) -> None:
+    """Replace the outcomes the stand-ins read from ``state_dir/env`` (for SSH sessions)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"{key}='{value}'\n" for key, value in fake.items())
+    (state_dir / "env").write_text(lines, encoding="utf-8")
 
 
 def calls(state_dir: Path) -> list[str]:
