@@ -127,10 +127,10 @@ class Plan:
         head += f", size {self.size}" if self.size else ""
         price = "-" if self.price_per_hour is None else f"${self.price_per_hour:.2f}/hour"
         lines = [head]
+        lines += [f"  {n} x {kind}" for kind, n in sorted(counts.items())]
         if self.tree:
+            lines.append("Resource tree (as Pulumi's preview shows it):")
             lines += [f"  {line}" for line in self.tree]
-        else:
-            lines += [f"  {n} x {kind}" for kind, n in sorted(counts.items())]
         if self.machine:
             m = self.machine
             units = [("vcpus", "{} vCPUs"), ("memory_gib", "{} GiB memory"),

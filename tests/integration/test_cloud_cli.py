@@ -65,11 +65,17 @@ def test_open_to_everyone_needs_asking_and_warns(tmp_path: Path) -> None:
     assert "0.0.0.0/0" in result.stdout
 
 
+IMAGES = {
+    "aws": "snap-0123456789abcdef0",
+    "azure": "/subscriptions/0/resourceGroups/g/providers/Microsoft.Compute/snapshots/x",
+}
+
+
 @pytest.mark.parametrize("cloud", ["aws", "azure"])
 def test_create_without_engine_is_one_line_and_writes_nothing(tmp_path: Path, cloud: str) -> None:
     home = tmp_path / "home"
     result = run_cli("oa-vm", "pool-create", "--cloud", cloud, "--workers", "1", "-y",
-                     home=home, env=_no_engine_env(tmp_path))
+                     "--image", IMAGES[cloud], home=home, env=_no_engine_env(tmp_path))
     line = result.assert_one_line_error()
     assert "pulumi" in line.lower() and "install" in line
     assert not home.exists() or not list(home.rglob("pool.json"))
@@ -104,3 +110,103 @@ def test_cloud_sweep_without_engine_is_one_line_and_writes_nothing(tmp_path: Pat
     assert "pulumi" in result.assert_one_line_error().lower()
     assert not list(home.rglob("pool.json")) if home.exists() else True
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("cloud", "region", "builder", "image_type"),
+    [("aws", "us-east-1", "aws:ec2/instance:Instance", "aws:ebs/snapshot:Snapshot"),
+     ("azure", "eastus", "azure-native:compute:VirtualMachine",
+      "azure-native:compute:Snapshot")],
+)
+def test_image_plan_offline(
+    tmp_path: Path, cloud: str, region: str, builder: str, image_type: str
+) -> None:
+    home = tmp_path / "home"
+    result = run_cli("oa-vm", "image-create", "--cloud", cloud, "--region", region, "--plan",
+                     "--json", home=home, env=_no_engine_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert all({"type", "name", "inputs"} <= set(r) for r in plan["resources"])
+    types = [r["type"] for r in plan["resources"]]
+    assert types.count(builder) == 1 and types.count(image_type) == 1
+    assert plan["price_per_hour"] > 0 and plan["region"] == region
+    assert plan["ready_in"] == "about 90 min"
+    assert plan["image"]["licence_expires"] and plan["image"]["storage_usd_per_month"] > 0
+    snapshot = next(r for r in plan["resources"] if r["type"] == image_type)
+    assert snapshot["inputs"]["tags"]["oa-vm:image"] == plan["name"]
+    text = run_cli("oa-vm", "image-create", "--cloud", cloud, "--region", region, "--plan",
+                   home=home, env=_no_engine_env(tmp_path))
+    assert text.returncode == 0, text.stderr
+    assert image_type in text.stdout and "keeping the image costs about $" in text.stdout
+    assert not home.exists(), "a plan must write nothing"
+
+
+def test_pool_plan_from_an_image_shows_each_workers_storage_from_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    result = run_cli("oa-vm", "pool-create", "--cloud", "aws", "--workers", "2", "--image",
+                     IMAGES["aws"], "--allow-cidr", "203.0.113.7/32", "--plan", "--json",
+                     home=home, env=_no_engine_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    instances = [r for r in plan["resources"] if r["type"] == "aws:ec2/instance:Instance"]
+    assert len(instances) == 2
+    for instance in instances:
+        (storage,) = instance["inputs"]["ebsBlockDevices"]
+        assert storage["snapshotId"] == IMAGES["aws"]
+    # Everything the plan must carry (text and JSON).
+    assert plan["name"] == "waa-pool" and plan["image"]["id"] == IMAGES["aws"]
+    assert plan["tree"][0].startswith("pulumi:pulumi:Stack") and len(plan["tree"]) > 5
+    assert plan["machine"] == {"vcpus": 8, "memory_gib": 32, "os_disk_gb": 160,
+                               "storage_gb": 96}
+    assert any("traffic" in item for item in plan["not_priced"])
+    assert plan["max_spend_usd"] == pytest.approx(plan["price_per_hour"] * 4, rel=0.01)
+    assert plan["ready_in"].startswith("about 20 min")
+    assert plan["bills_after_expiry"] and plan["alternatives"]
+    assert all({"size", "region", "price_per_hour"} <= set(a) for a in plan["alternatives"])
+    text = run_cli("oa-vm", "pool-create", "--cloud", "aws", "--workers", "2", "--image",
+                   IMAGES["aws"], "--plan", home=home, env=_no_engine_env(tmp_path))
+    for fragment in ("pulumi:pulumi:Stack", "8 vCPUs, 32 GiB memory", "Not priced:",
+                     "Most it can spend before it expires: $", "Expected ready in: about 20 min",
+                     "Keeps billing after expiry:", "Cheapest alternatives"):
+        assert fragment in text.stdout, fragment
+
+
+@pytest.mark.parametrize("cloud", ["aws", "azure"])
+def test_real_create_without_an_image_names_image_create(tmp_path: Path, cloud: str) -> None:
+    home = tmp_path / "home"
+    result = run_cli("oa-vm", "pool-create", "--cloud", cloud, "--workers", "2", "-y",
+                     "--allow-cidr", "203.0.113.7/32", home=home, env=_no_engine_env(tmp_path))
+    line = result.assert_one_line_error()
+    assert f"oa-vm image-create --cloud {cloud}" in line
+    assert not home.exists() or not list(home.rglob("pool.json"))
+
+
+def test_pool_create_without_a_cloud_asks_or_uses_the_configured_default(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = _no_engine_env(tmp_path)
+    refused = run_cli("oa-vm", "pool-create", "--workers", "1", "--plan", home=home, env=env)
+    line = refused.assert_one_line_error()
+    assert "--cloud" in line and "oa-vm config set default-cloud" in line
+    assert not home.exists()
+    bad = run_cli("oa-vm", "config", "set", "default-cloud", "gcp", home=home, env=env)
+    assert "local, aws, azure" in bad.assert_one_line_error()
+    ok = run_cli("oa-vm", "config", "set", "default-cloud", "aws", home=home, env=env)
+    assert ok.returncode == 0, ok.stderr
+    planned = run_cli("oa-vm", "pool-create", "--workers", "1", "--plan", "--json",
+                      home=home, env=env)
+    assert planned.returncode == 0, planned.stderr
+    assert json.loads(planned.stdout)["cloud"] == "aws"
+    shown = run_cli("oa-vm", "config", "--json", home=home, env=env)
+    assert json.loads(shown.stdout) == {"default-cloud": "aws"}
+
+
+def test_image_list_and_delete_of_an_unknown_image(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = _no_engine_env(tmp_path)
+    listed = run_cli("oa-vm", "image-list", "--json", home=home, env=env)
+    assert listed.returncode == 0 and json.loads(listed.stdout) == []
+    empty = run_cli("oa-vm", "image-list", home=home, env=env)
+    assert "oa-vm image-create" in empty.stdout
+    gone = run_cli("oa-vm", "image-delete", "waa-us-east-1-20260101-0000", "-y",
+                   home=home, env=env)
+    assert "no image named" in gone.assert_one_line_error()
