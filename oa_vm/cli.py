@@ -289,10 +289,16 @@ def pool_tunnel(
 
 
 @app.command("doctor")
-def doctor() -> None:
+def doctor(
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Install a missing Pulumi CLI into the oa-vm home.")
+    ] = False,
+) -> None:
     """Check the Pulumi engine, cloud credentials, SSH tooling and the oa-vm home."""
-    from oa_vm.doctor import run_checks
+    from oa_vm.doctor import check_pulumi, install_pulumi, run_checks
 
+    if fix and not check_pulumi().ok:
+        _echo(f"installed {install_pulumi(progress=_echo)}")
     failed = 0
     for check in run_checks():
         mark = "ok  " if check.ok else "FAIL"
