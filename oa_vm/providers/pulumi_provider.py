@@ -352,6 +352,8 @@ class PulumiCloudProvider:
         }
         # Images are regional: only regions holding one can take the pool.
         regions = [r for r, chosen in chosen_by_region.items() if chosen is not None]
+        if not regions:
+            raise InvalidInputError(self.no_image_message(self._regions(spec)[0]))
         from oa_vm import netdetect, sshkeys
 
         cidrs = list(spec.allow_cidrs)
