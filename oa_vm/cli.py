@@ -141,7 +141,7 @@ def pool_create(
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
         return
     pool_options.preflight(spec)  # a missing image or bad size: one line, nothing written
-    api.check_available(spec.cloud)
+    pool_options.ensure_engine(spec.cloud)
     if pool_options.needs_image_build(spec):
         from oa_vm.cli_images import image_create
 

@@ -66,7 +66,9 @@ def image_create(
         plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=_owner())
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
         return
-    provider.check_available()
+    from oa_vm.pool_options import ensure_engine
+
+    ensure_engine(cloud)
     if not cidrs:
         from oa_vm.api import detect_caller_cidr
 

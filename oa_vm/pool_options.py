@@ -54,6 +54,32 @@ def choose_cloud(cloud: str | None, ask: Callable[[], str] | None = None) -> str
     return answer
 
 
+def ensure_engine(cloud: str) -> None:
+    """The provider can run here; a missing Pulumi CLI is installed after asking (on a terminal
+    only: elsewhere the one-line error stands, naming ``oa-vm doctor --fix``).
+
+    Raises:
+        ProviderUnavailableError: a missing extra, or a missing engine not installed.
+    """
+    from oa_vm import api
+    from oa_vm.errors import ProviderUnavailableError
+
+    try:
+        api.check_available(cloud)
+    except ProviderUnavailableError as exc:
+        from oa_vm.doctor import check_pulumi, install_pulumi
+
+        if check_pulumi().ok or not sys.stdin.isatty():
+            raise
+        import typer
+
+        if not typer.confirm(f"{exc}.\nInstall the Pulumi CLI into the oa-vm home now?",
+                             default=False):
+            raise
+        install_pulumi(progress=typer.echo)
+        api.check_available(cloud)
+
+
 def preflight(spec: PoolSpec) -> None:
     """The provider's checks before anything is created or recorded (cloud pools: the size and
     a prepared image). Local pools have none."""
