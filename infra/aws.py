@@ -288,9 +288,10 @@ class AwsWorkerPool(pulumi.ComponentResource):
         """The cloud-side kill switch: terminate the instances at the expiry, whatever the
         guests do."""
         settings = self._settings
+        # Names are left to Pulumi's auto-naming (a random suffix): IAM roles are global to the
+        # account, and two people may both call their pool "waa-pool".
         role = aws.iam.Role(
             f"{name}-expiry",
-            name=f"oa-vm-{settings.name}-expiry",
             description=f"oa-vm pool {settings.name}: terminate its instances at the expiry",
             assume_role_policy=scheduler_trust_policy(),
             tags=self._named(f"{name}-expiry"),
@@ -306,7 +307,6 @@ class AwsWorkerPool(pulumi.ComponentResource):
         )
         aws.scheduler.Schedule(
             f"{name}-expiry",
-            name=f"oa-vm-{settings.name}-expiry",
             description=f"oa-vm pool {settings.name}: expires {self._tags['oa-vm:expires-at']}",
             schedule_expression=schedule_expression(settings.expires_at),
             schedule_expression_timezone="UTC",

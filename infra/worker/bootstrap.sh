@@ -63,9 +63,15 @@ mount_storage() {
   step storage "mounting the storage volume on /var/lib/oa-vm/storage"
   mkdir -p "$OA_VM_STORAGE"
   local dev
-  if ! dev="$(find_device)"; then
-    fail "no storage volume attached (looked for: ${OA_VM_STORAGE_DEVICES:-nothing})"
-  fi
+  # The cloud may attach the volume a little after boot (an image builder's is a separate
+  # attachment): wait for it, but not forever.
+  local deadline=$(($(date +%s) + ${OA_VM_DEVICE_WAIT_S:-300}))
+  until dev="$(find_device)"; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      fail "no storage volume attached (looked for: ${OA_VM_STORAGE_DEVICES:-nothing})"
+    fi
+    sleep "$poll_s"
+  done
   if [ "$mode" = build ] && ! blkid "$dev" >/dev/null 2>&1; then
     mkfs.ext4 -q -L oa-vm-storage "$dev" || fail "could not format $dev"
   fi

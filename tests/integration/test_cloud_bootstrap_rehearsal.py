@@ -237,3 +237,13 @@ def test_every_shell_file_in_infra_passes_shellcheck() -> None:
     done = subprocess.run([checker, "-x", *scripts], cwd=ROOT, capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 0, done.stdout
+
+
+def test_a_storage_volume_that_never_shows_up_fails_the_storage_step(tmp_path: Path) -> None:
+    host = make_host(tmp_path, prepared=True)
+    (host.root / "dev/sdf").unlink()
+    host = bootstrap(host, "pool", OA_VM_DEVICE_WAIT_S="1")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "storage")
+    assert "no storage volume attached (looked for: /dev/sdf)" in status["message"]
