@@ -210,3 +210,66 @@ def test_image_list_and_delete_of_an_unknown_image(tmp_path: Path) -> None:
     gone = run_cli("oa-vm", "image-delete", "waa-us-east-1-20260101-0000", "-y",
                    home=home, env=env)
     assert "no image named" in gone.assert_one_line_error()
+
+
+def _record_image(home: Path, monkeypatch: pytest.MonkeyPatch, *, expired: bool = False) -> str:
+    """An image as image-create records it (the cloud cannot be reached here)."""
+    from datetime import timedelta
+
+    from oa_vm import image_records, state
+
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    created = state.utcnow() - timedelta(days=100 if expired else 1)
+    record = image_records.ImageRecord(
+        id="waa-us-east-1-20261101-1200", cloud="aws", region="us-east-1",
+        state=image_records.READY, size_gb=96, created_at=created,
+        licence_expires=created + timedelta(days=90),
+        waa_image="windowsarena/winarena@sha256:0123", builder_size="m8i.2xlarge",
+        project="oa-vm-aws-images", stack="waa-us-east-1-20261101-1200", owner="alice",
+        cloud_id="snap-0fedcba9876543210", volume_id="vol-0abc", storage_usd_per_month=4.8,
+    )
+    image_records.save(record)
+    return record.id
+
+
+def test_a_recorded_image_is_listed_and_used_by_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    env = _no_engine_env(tmp_path)
+    image = _record_image(home, monkeypatch)
+    listed = run_cli("oa-vm", "image-list", home=home, env=env)
+    assert listed.returncode == 0, listed.stderr
+    for fragment in ("aws", "us-east-1", image, "96 GB", "$4.80", "ready"):
+        assert fragment in listed.stdout, fragment
+    (entry,) = json.loads(run_cli("oa-vm", "image-list", "--json", home=home, env=env).stdout)
+    assert entry["cloud_id"] == "snap-0fedcba9876543210" and entry["expired"] is False
+    plan = run_cli("oa-vm", "pool-create", "--cloud", "aws", "--workers", "2", "--image", image,
+                   "--allow-cidr", "203.0.113.7/32", "--plan", "--json", home=home, env=env)
+    assert plan.returncode == 0, plan.stderr
+    data = json.loads(plan.stdout)
+    snapshots = {
+        r["inputs"]["ebsBlockDevices"][0]["snapshotId"]
+        for r in data["resources"] if r["type"] == "aws:ec2/instance:Instance"
+    }
+    assert snapshots == {"snap-0fedcba9876543210"}
+    assert data["image"]["id"] == image and data["image"]["licence_expires"]
+    # Without --image, the newest ready image of the region is the one.
+    newest = json.loads(run_cli("oa-vm", "pool-create", "--cloud", "aws", "--plan", "--json",
+                                home=home, env=env).stdout)
+    assert newest["image"]["id"] == image
+
+
+def test_an_expired_image_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    image = _record_image(home, monkeypatch, expired=True)
+    result = run_cli("oa-vm", "pool-create", "--cloud", "aws", "--workers", "1", "--image",
+                     image, "--allow-cidr", "203.0.113.7/32", "-y", home=home,
+                     env=_no_engine_env(tmp_path))
+    line = result.assert_one_line_error()
+    assert "expired on" in line and "oa-vm image-create --cloud aws --region us-east-1" in line
+    assert not list(home.rglob("pool.json"))
+    listed = run_cli("oa-vm", "image-list", home=home, env=_no_engine_env(tmp_path))
+    assert "(EXPIRED)" in listed.stdout
