@@ -69,14 +69,19 @@ def machine(cloud: str, size: str, disk_gb: int, storage_gb: int) -> dict[str, A
 
 
 def resource_tree(
-    project: str, stack: str, resources: Sequence[tuple[str, str]], component: tuple[str, str]
+    project: str,
+    stack: str,
+    resources: Sequence[tuple[str, str]],
+    component: tuple[str, str],
+    top_level: Sequence[str] = (),
 ) -> list[str]:
-    """The plan's resources as Pulumi's preview draws them: the stack, the component, its
-    children (``(type, name)`` pairs in registration order)."""
+    """The plan's resources as Pulumi's preview draws them: the stack, its providers and
+    ``top_level`` resources (by name), then the component with its children (``(type, name)``
+    pairs in registration order)."""
     lines = [f"pulumi:pulumi:Stack  {project}-{stack}"]
-    providers = [r for r in resources if r[0].startswith("pulumi:providers:")]
-    children = [r for r in resources if not r[0].startswith("pulumi:providers:")]
-    for kind, name in providers:
+    top = [r for r in resources if r[0].startswith("pulumi:providers:") or r[1] in top_level]
+    children = [r for r in resources if r not in top]
+    for kind, name in top:
         lines.append(f"├─ {kind}  {name}")
     lines.append(f"└─ {component[0]}  {component[1]}")
     for index, (kind, name) in enumerate(children):

@@ -156,6 +156,7 @@ def plan_image(
     ]
     return Plan(
         name=image.name,
+        kind="image",
         cloud=provider.name,
         region=region,
         size=image.builder.size,
@@ -166,6 +167,7 @@ def plan_image(
         tree=cloud_plan.resource_tree(
             project(provider.name), image.name, [(r.type, r.name) for r in custom],
             (provider.info.component_type, f"{image.name}-builder"),
+            top_level=(f"{image.name}-rg", f"{image.name}-image"),
         ),
         machine=cloud_plan.machine(
             provider.name, image.builder.size, image.builder.disk_gb, image.builder.storage_gb

@@ -84,6 +84,7 @@ class Plan:
     resources: list[PlannedResource] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     name: str | None = None
+    kind: str = "pool"
     tree: list[str] = field(default_factory=list)
     machine: dict[str, Any] | None = None
     image: dict[str, Any] | None = None
@@ -96,6 +97,7 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         """``{"resources": [{"type", "name", "inputs"}], "price_per_hour", ...}``."""
         return {
+            "kind": self.kind,
             "name": self.name,
             "cloud": self.cloud,
             "region": self.region,
@@ -121,10 +123,14 @@ class Plan:
         counts: dict[str, int] = {}
         for resource in self.resources:
             counts[resource.type] = counts.get(resource.type, 0) + 1
-        head = f"Plan: {self.workers} worker(s) on {self.cloud}"
-        head = head if self.name is None else f"{head} (pool {self.name})"
-        head += f" in {self.region}" if self.region else ""
-        head += f", size {self.size}" if self.size else ""
+        if self.kind == "image":
+            head = f"Plan: image {self.name} on {self.cloud} in {self.region}, built by one "
+            head += f"{self.size} host"
+        else:
+            head = f"Plan: {self.workers} worker(s) on {self.cloud}"
+            head = head if self.name is None else f"{head} (pool {self.name})"
+            head += f" in {self.region}" if self.region else ""
+            head += f", size {self.size}" if self.size else ""
         price = "-" if self.price_per_hour is None else f"${self.price_per_hour:.2f}/hour"
         lines = [head]
         lines += [f"  {n} x {kind}" for kind, n in sorted(counts.items())]
@@ -144,7 +150,8 @@ class Plan:
                 f"{k.replace('_', ' ')} {v}" for k, v in self.image.items()
                 if v and not (k == "cloud_id" and v == self.image.get("id"))
             ))
-        lines.append(f"Price: {price} for the whole pool")
+        whole = "the whole pool" if self.kind == "pool" else "the builder, while it runs"
+        lines.append(f"Price: {price} for {whole}")
         if self.not_priced:
             lines.append("Not priced: " + "; ".join(self.not_priced))
         if self.max_spend_usd is not None:
