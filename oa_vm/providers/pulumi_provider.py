@@ -195,6 +195,13 @@ class PulumiCloudProvider:
         """
         if spec.image:
             if spec.image.startswith(RAW_IMAGE_PREFIXES):
+                wanted = "snap-" if self.name == "aws" else "/subscriptions/"
+                if not spec.image.startswith(wanted):
+                    raise InvalidInputError(
+                        f"--image {spec.image!r} is not a {self.name} snapshot ID; give an "
+                        "oa-vm image ID (see 'oa-vm image-list') or one of your "
+                        f"{self.name} snapshots"
+                    )
                 return ChosenImage(spec.image)
             record = image_records.load(image_records.check_image_id(spec.image))
             if (record.cloud, record.region) != (self.name, region):
