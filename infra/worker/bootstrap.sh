@@ -48,10 +48,24 @@ start_docker() {
   dockerx info >/dev/null 2>&1 || fail "docker does not answer (see: journalctl -u docker)"
 }
 
+# root_disk: the disk holding / (e.g. /dev/nvme0n1 for /dev/nvme0n1p1), never the storage.
+root_disk() {
+  local source
+  source="$(findmnt -no SOURCE / 2>/dev/null || true)"
+  source="$(readlink -f "$source" 2>/dev/null || echo "$source")"
+  case "$source" in
+    /dev/nvme*) echo "${source%p[0-9]*}" ;;
+    *) echo "${source%%[0-9]*}" ;;
+  esac
+}
+
+# find_device: the first candidate that exists and is not the root disk (on Nitro instances the
+# storage volume appears as an NVMe device, and NVMe numbering is not guaranteed).
 find_device() {
-  local dev
+  local dev root
+  root="$(root_disk)"
   for dev in ${OA_VM_STORAGE_DEVICES:-}; do
-    if [ -e "$OA_VM_ROOT$dev" ]; then
+    if [ -e "$OA_VM_ROOT$dev" ] && [ "$(readlink -f "$OA_VM_ROOT$dev")" != "$root" ]; then
       echo "$OA_VM_ROOT$dev"
       return 0
     fi
