@@ -27,6 +27,7 @@ eligible gen2 images default to Trusted Launch.
 from __future__ import annotations
 
 import base64
+import gzip
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -108,10 +109,10 @@ def ssh_rule(cidrs: list[str]) -> network.SecurityRuleArgsDict:
 
 
 def custom_data(settings: PoolSettings) -> str:
-    """Cloud-init, base64-encoded as Azure's custom data must be."""
-    return base64.b64encode(
-        cloud_init.render(settings, HOST_FACTS).encode("utf-8")
-    ).decode("ascii")
+    """Cloud-init, gzip-compressed (cloud-init recognises gzip by its magic bytes) and
+    base64-encoded as Azure's custom data must be (at most 64 KB)."""
+    raw = gzip.compress(cloud_init.render(settings, HOST_FACTS).encode("utf-8"), mtime=0)
+    return base64.b64encode(raw).decode("ascii")
 
 
 def spot_settings(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import inspect
 import re
 from datetime import UTC, datetime
@@ -159,7 +160,7 @@ def test_spot_only_when_asked(run_azure: RunAzure) -> None:
 def test_custom_data_is_the_workers_cloud_init(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure"))
     encoded = run.of_type(VM)[0].inputs["osProfile"]["customData"]
-    text = base64.b64decode(encoded).decode("utf-8")
+    text = gzip.decompress(base64.b64decode(encoded)).decode("utf-8")
     assert text.startswith("#cloud-config\n")
     doc: dict[str, Any] = yaml.safe_load(text)
     env = next(f for f in doc["write_files"] if f["path"] == "/etc/oa-vm/worker.env")["content"]
