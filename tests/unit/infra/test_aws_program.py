@@ -23,7 +23,9 @@ SG = "aws:ec2/securityGroup:SecurityGroup"
 
 
 def _instances(run: OfflineRun) -> list[RecordedResource]:
-    return run.of_type(INSTANCE)
+    # By worker index: the engine registers resources as their inputs resolve, so the order of
+    # registration is not the order of declaration.
+    return sorted(run.of_type(INSTANCE), key=lambda r: int(r.name.rsplit("-w", 1)[1]))
 
 
 @pytest.mark.parametrize("workers", [1, 3])
