@@ -354,9 +354,9 @@ class PulumiCloudProvider:
         """
         self.check_available()
         self.preflight(spec)  # refuse a bad size or a missing image before anything is written
-        chosen_by_region = {
-            region: self.choose_image(spec, region) for region in self._regions(spec)
-        }
+        # Images (and snapshots) are regional: a named one pins the pool to the first region.
+        candidates = self._regions(spec)[:1] if spec.image else self._regions(spec)
+        chosen_by_region = {region: self.choose_image(spec, region) for region in candidates}
         # Images are regional: only regions holding one can take the pool.
         regions = [r for r, chosen in chosen_by_region.items() if chosen is not None]
         if not regions:
