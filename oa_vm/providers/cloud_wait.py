@@ -37,8 +37,10 @@ COMMAND_TIMEOUT_S = 20.0
 PROBE_TIMEOUT_S = 5.0
 
 
-STATUS_FILE = "/var/lib/oa-vm/status"
-IMAGE_INFO_FILE = "/var/lib/oa-vm/image-info"
+# Expanded by the host's shell: OA_VM_STATE_DIR is unset on a real host; a rehearsal host (the
+# tests' SSH server) sets it to where its bootstrap writes.
+STATUS_FILE = '"${OA_VM_STATE_DIR:-/var/lib/oa-vm}/status"'
+IMAGE_INFO_FILE = '"${OA_VM_STATE_DIR:-/var/lib/oa-vm}/image-info"'
 CONTAINER = "winarena"
 SECTION = "--- oa-vm:"
 

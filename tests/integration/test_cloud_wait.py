@@ -21,24 +21,16 @@ from oa_vm.errors import ProvisioningError
 from oa_vm.providers.cloud_wait import RemoteCommands, follow_status, worker_phase
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 from tests.support import sshd as sshd_support
-from tests.support.host_standins import calls, set_outcomes, write_standins
+from tests.support.host_standins import (
+    HostSshServer,
+    calls,
+    set_outcomes,
+    write_standins,
+)
 from tests.support.sshd import SshServer, free_port
 from tests.support.worker_proc import WorkerProcess, running_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
-
-
-class HostSshServer(SshServer):
-    """The test SSH server, its sessions' PATH starting with the host stand-ins."""
-
-    def __init__(self, root: Path, bin_dir: Path, fake_state: Path) -> None:
-        self.bin_dir, self.fake_state = bin_dir, fake_state
-        super().__init__(root)
-
-    def _write_config(self) -> None:
-        super()._write_config()
-        with self.config.open("a", encoding="utf-8") as handle:
-            handle.write(f"SetEnv PATH={self.bin_dir}:/usr/bin:/bin FAKE_STATE={self.fake_state}\n")
 
 
 @pytest.fixture

@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from tests.support.sshd import SshServer
+
 _COMMON = """#!/bin/bash
 # Outcomes may also come from a file the test rewrites between passes (over SSH, the session's
 # environment is fixed by the server).
@@ -136,3 +138,19 @@ def calls(state_dir: Path) -> list[str]:
     """The stand-ins' calls so far, one ``name args`` string each."""
     log = state_dir / "calls.log"
     return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
+class HostSshServer(SshServer):
+    """The test SSH server as a worker host: its sessions' PATH starts with the stand-ins, and
+    ``env`` (e.g. ``OA_VM_STATE_DIR``, where this host's status file lives) is set for them."""
+
+    def __init__(self, root: Path, bin_dir: Path, fake_state: Path, **env: str) -> None:
+        self.bin_dir, self.fake_state, self.env = bin_dir, fake_state, env
+        super().__init__(root)
+
+    def _write_config(self) -> None:
+        super()._write_config()
+        pairs = {"PATH": f"{self.bin_dir}:/usr/bin:/bin", "FAKE_STATE": str(self.fake_state),
+                 **self.env}
+        with self.config.open("a", encoding="utf-8") as handle:
+            handle.write("SetEnv " + " ".join(f"{k}={v}" for k, v in pairs.items()) + "\n")
