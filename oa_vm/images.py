@@ -123,7 +123,7 @@ def plan_image(
     """
     from infra.offline import run_offline
     from infra.settings import CALLER_CIDR_PLACEHOLDER, SSH_KEY_PLACEHOLDER
-    from oa_vm.providers.pulumi_provider import _plain, _price
+    from oa_vm.providers.pulumi_provider import plain_inputs, worker_price
 
     provider.check_sdk()
     now = state.utcnow()
@@ -142,7 +142,7 @@ def plan_image(
     except ValueError as exc:
         raise InvalidInputError(str(exc)) from exc
     custom = [r for r in run.resources if r.custom]
-    price, price_note = _price(provider.name, region, image.builder.size, False)
+    price, price_note = worker_price(provider.name, region, image.builder.size, False)
     hours = cloud_plan.BUILD_READY_S / 3600.0
     monthly = _storage_per_month(provider.name, image.builder.storage_gb)
     notes = [price_note] if price_note else []
@@ -162,7 +162,7 @@ def plan_image(
         size=image.builder.size,
         workers=1,
         price_per_hour=price,
-        resources=[PlannedResource(r.type, r.name, _plain(r.inputs)) for r in custom],
+        resources=[PlannedResource(r.type, r.name, plain_inputs(r.inputs)) for r in custom],
         notes=notes,
         tree=cloud_plan.resource_tree(
             project(provider.name), image.name, [(r.type, r.name) for r in custom],

@@ -282,11 +282,11 @@ class PulumiCloudProvider:
         except ValueError as exc:
             raise InvalidInputError(str(exc)) from exc
         resources = [
-            PlannedResource(type=r.type, name=r.name, inputs=_plain(r.inputs))
+            PlannedResource(type=r.type, name=r.name, inputs=plain_inputs(r.inputs))
             for r in run.resources
             if r.custom
         ]
-        price, price_note = _price(self.name, regions[0], settings.size, spec.spot)
+        price, price_note = worker_price(self.name, regions[0], settings.size, spec.spot)
         notes = [price_note] if price_note else []
         total = None if price is None else price * spec.workers
         hours = (spec.expires_at - state.utcnow()).total_seconds() / 3600.0
@@ -388,7 +388,7 @@ class PulumiCloudProvider:
         ref = stack_ref(self.info.project, spec.name)
         result = self.driver.create(ref, regions, program_for, config_for, progress)
         settings = settings_for[result.region]
-        price, _ = _price(self.name, result.region, settings.size, spec.spot)
+        price, _ = worker_price(self.name, result.region, settings.size, spec.spot)
         workers = [
             WorkerRecord(
                 name=str(w["name"]),
@@ -473,7 +473,7 @@ class PulumiCloudProvider:
         )
 
 
-def _price(cloud: str, region: str, size: str, spot: bool) -> tuple[float | None, str | None]:
+def worker_price(cloud: str, region: str, size: str, spot: bool) -> tuple[float | None, str | None]:
     """$/hour per worker from the price catalog, or None with the reason."""
     try:
         from oa_vm.pricing import hourly_price
@@ -485,12 +485,12 @@ def _price(cloud: str, region: str, size: str, spot: bool) -> tuple[float | None
         return None, f"price unknown: {exc}"
 
 
-def _plain(value: Any) -> Any:
+def plain_inputs(value: Any) -> Any:
     """Mock inputs come back through protobuf: whole floats become ints again for display."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain_inputs(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [plain_inputs(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
