@@ -34,7 +34,7 @@ def confirm(question: str, yes: bool) -> None:
         return
     if not sys.stdin.isatty():
         raise InvalidInputError(f"{question.rstrip('?')}: not asked (no terminal); pass -y")
-    if not typer.confirm(question, default=False):
+    if not typer.confirm(question, default=False, err=True):
         raise typer.Abort()
 
 

@@ -44,8 +44,10 @@ def choose_cloud(cloud: str | None, ask: Callable[[], str] | None = None) -> str
         import typer
 
         def ask() -> str:
+            # On stderr: stdout may be carrying --json.
             return str(typer.prompt(
-                "Which cloud? local (free, simulated workers), aws or azure (billed by the hour)"
+                "Which cloud? local (free, simulated workers), aws or azure (billed by the hour)",
+                err=True,
             ))
 
     answer = ask().strip().lower()
@@ -74,7 +76,7 @@ def ensure_engine(cloud: str) -> None:
         import typer
 
         if not typer.confirm(f"{exc}.\nInstall the Pulumi CLI into the oa-vm home now?",
-                             default=False):
+                             default=False, err=True):
             raise
         install_pulumi(progress=typer.echo)
         api.check_available(cloud)

@@ -273,3 +273,35 @@ def test_an_expired_image_is_refused_in_one_line(
     assert not list(home.rglob("pool.json"))
     listed = run_cli("oa-vm", "image-list", home=home, env=_no_engine_env(tmp_path))
     assert "(EXPIRED)" in listed.stdout
+
+
+def test_pool_create_without_a_cloud_asks_on_a_terminal(tmp_path: Path) -> None:
+    """On a terminal the question is asked (a pseudo-terminal stands for the user's)."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import time
+
+    from tests.support.cli import BIN
+
+    primary, secondary = pty.openpty()
+    env = {**os.environ, **_no_engine_env(tmp_path), "OA_VM_HOME": str(tmp_path / "home"),
+           "COLUMNS": "200"}
+    proc = subprocess.Popen(
+        [str(BIN / "oa-vm"), "pool-create", "--workers", "1", "--plan", "--json"],
+        stdin=secondary, stdout=subprocess.PIPE, stderr=secondary, env=env,
+    )
+    os.close(secondary)
+    shown = b""
+    deadline = time.monotonic() + 60
+    while b"Which cloud?" not in shown and time.monotonic() < deadline:
+        ready, _, _ = select.select([primary], [], [], 1.0)
+        if ready:
+            shown += os.read(primary, 4096)
+    assert b"Which cloud?" in shown and b"billed by the hour" in shown
+    os.write(primary, b"azure\n")
+    out, _ = proc.communicate(timeout=120)
+    os.close(primary)
+    assert proc.returncode == 0
+    assert json.loads(out)["cloud"] == "azure"
