@@ -160,5 +160,8 @@ class Heartbeat:
             line = (f"[{format_duration(now - self.started):>6}] {worker.name}: {phase} "
                     f"({format_duration(now - since)} in this phase)")
             if worker.detail:
-                line += f" - {worker.detail}"
+                detail = worker.detail
+                if detail.startswith(phase):  # "failed at kvm: ..." under phase "failed at kvm"
+                    detail = detail[len(phase):].lstrip(": ")
+                line += f" - {detail}"
             self.echo(line)
