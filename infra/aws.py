@@ -8,8 +8,13 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
 - a security group opening 22 only to the allowed CIDRs (nothing else comes in);
 - a key pair from the pool's own ed25519 key;
 - per worker, an Ubuntu LTS instance (C8i/M8i/R8i with nested virtualization, or ``.metal``),
-  128 GB encrypted gp3 root volume, shutdown behaviour ``terminate`` and cloud-init (which arms a
-  power-off at the pool's expiry: together they end the instance on time), optionally spot.
+  160 GB encrypted gp3 root volume, a storage volume (``/dev/sdf``) created from the prepared
+  image's EBS snapshot (an image builder gets an empty volume of its own instead, so that it can
+  be snapshotted), shutdown behaviour ``terminate`` and cloud-init (which arms a power-off at the
+  pool's expiry), optionally spot;
+- the cloud-side kill switch: an EventBridge Scheduler one-shot schedule at the expiry that calls
+  ``ec2:TerminateInstances`` on the pool's instances, with an IAM role allowed to terminate those
+  instances and nothing else. It ends the pool even when a guest hangs and never powers off.
 
 Pure builders (:func:`ssh_ingress`, :func:`ami_filters`, :func:`worker_output`) decide; the
 component only wires them to resources.
@@ -20,7 +25,9 @@ from __future__ import annotations
 import base64
 import gzip
 import ipaddress
+import json
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pulumi
@@ -37,6 +44,16 @@ SSH_USER = "ubuntu"
 OWN_VPC_CIDR = "10.77.0.0/16"
 OWN_SUBNET_CIDR = "10.77.0.0/24"
 COMPONENT_TYPE = "oa-vm:aws:WorkerPool"
+STORAGE_DEVICE = "/dev/sdf"
+# Where the storage volume shows up: /dev/sdf on Xen, an NVMe name on Nitro (C8i/M8i/R8i).
+STORAGE_DEVICES = (STORAGE_DEVICE, "/dev/xvdf", "/dev/nvme1n1")
+TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
+HOST_FACTS = cloud_init.HostFacts(
+    ssh_user=SSH_USER,
+    storage_devices=STORAGE_DEVICES,
+    size_hint="a C8i/M8i/R8i size (e.g. m8i.2xlarge) or a .metal size",
+    guest_poweroff=True,
+)
 
 
 class CapacityError(RuntimeError):
@@ -74,10 +91,59 @@ def ssh_ingress(cidrs: list[str]) -> list[aws.ec2.SecurityGroupIngressArgsDict]:
 def user_data_base64(settings: PoolSettings) -> str:
     """The worker's cloud-init, gzip-compressed and base64-encoded (AWS caps user data at 16 KiB;
     cloud-init recognises gzip by its magic bytes)."""
-    raw = gzip.compress(cloud_init.render(settings).encode("utf-8"), mtime=0)
+    raw = gzip.compress(cloud_init.render(settings, HOST_FACTS).encode("utf-8"), mtime=0)
     if len(raw) > cloud_init.MAX_USER_DATA:
         raise ValueError(f"worker user data is {len(raw)} bytes, over AWS's 16 KiB limit")
     return base64.b64encode(raw).decode("ascii")
+
+
+def schedule_expression(expires_at: datetime) -> str:
+    """EventBridge Scheduler's one-shot ``at(...)`` expression (UTC), rounded up to the minute so
+    the pool never ends before the time it was promised."""
+    utc = expires_at.astimezone(UTC)
+    whole = utc.replace(second=0, microsecond=0)
+    if utc > whole:
+        whole += timedelta(minutes=1)
+    return f"at({whole.strftime('%Y-%m-%dT%H:%M:%S')})"
+
+
+def scheduler_trust_policy() -> str:
+    """Who may take the expiry role: EventBridge Scheduler only."""
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": {"Service": "scheduler.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }],
+    })
+
+
+def terminate_policy(instance_arns: list[str]) -> str:
+    """The expiry role's only permission: terminate the pool's own instances."""
+    return json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Action": "ec2:TerminateInstances",
+            "Resource": sorted(instance_arns),
+        }],
+    })
+
+
+def storage_block_device(
+    settings: PoolSettings, tags: dict[str, str]
+) -> aws.ec2.InstanceEbsBlockDeviceArgsDict:
+    """A pool worker's storage volume, made from the prepared image's snapshot."""
+    return {
+        "device_name": STORAGE_DEVICE,
+        "snapshot_id": str(settings.image_id),
+        "volume_size": settings.storage_gb,
+        "volume_type": "gp3",
+        "encrypted": True,
+        "delete_on_termination": True,
+        "tags": tags,
+    }
 
 
 def worker_output(name: str, public_ip: str, instance_id: str) -> dict[str, str]:
@@ -103,11 +169,14 @@ class AwsWorkerPool(pulumi.ComponentResource):
     """
 
     workers: pulumi.Output[list[dict[str, str]]]
+    storage_volumes: list[aws.ebs.Volume]
+    """Image builders only: the empty storage volumes that are snapshotted once built."""
 
     def __init__(
         self, name: str, settings: PoolSettings, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
+        self.storage_volumes = []
         # Placeholders are allowed so offline plans can render; a create validates strictly
         # before it gets here (and the cloud would refuse a placeholder anyway).
         settings.validate(allow_placeholders=True)
@@ -151,6 +220,8 @@ class AwsWorkerPool(pulumi.ComponentResource):
         cpu_options: aws.ec2.InstanceCpuOptionsArgsDict | None = (
             {"nested_virtualization": "enabled"} if nests else None
         )
+        instances: list[aws.ec2.Instance] = []
+        building = settings.mode == "build"
         for index, worker in enumerate(settings.worker_names()):
             instance = aws.ec2.Instance(
                 worker,
@@ -170,16 +241,87 @@ class AwsWorkerPool(pulumi.ComponentResource):
                     "delete_on_termination": True,
                     "tags": self._named(f"{worker}-root"),
                 },
+                ebs_block_devices=None if building else [
+                    storage_block_device(settings, self._named(f"{worker}-storage"))
+                ],
                 metadata_options={"http_tokens": "required", "http_endpoint": "enabled"},
                 user_data_base64=user_data,
                 user_data_replace_on_change=True,
                 tags=self._named(worker),
                 opts=child,
             )
+            if building:
+                self._builder_volume(worker, instance, child)
+            instances.append(instance)
             outputs.append(_worker_output(worker, instance.public_ip, instance.id))
+        self._expiry_schedule(name, instances, child)
         self.workers = pulumi.Output.all(*outputs)
         self.security_group_id = sg.id
         self.register_outputs({"workers": self.workers, "security_group_id": sg.id})
+
+    def _builder_volume(
+        self, worker: str, instance: aws.ec2.Instance, child: pulumi.ResourceOptions
+    ) -> None:
+        """An empty storage volume of its own, attached to the builder: it outlives the builder
+        as the snapshot source."""
+        volume = aws.ebs.Volume(
+            f"{worker}-storage",
+            availability_zone=instance.availability_zone,
+            size=self._settings.storage_gb,
+            type="gp3",
+            encrypted=True,
+            tags=self._named(f"{worker}-storage"),
+            opts=child,
+        )
+        aws.ec2.VolumeAttachment(
+            f"{worker}-storage-attach",
+            device_name=STORAGE_DEVICE,
+            volume_id=volume.id,
+            instance_id=instance.id,
+            opts=child,
+        )
+        self.storage_volumes.append(volume)
+
+    def _expiry_schedule(
+        self, name: str, instances: list[aws.ec2.Instance], child: pulumi.ResourceOptions
+    ) -> None:
+        """The cloud-side kill switch: terminate the instances at the expiry, whatever the
+        guests do."""
+        settings = self._settings
+        # Names are left to Pulumi's auto-naming (a random suffix): IAM roles are global to the
+        # account, and two people may both call their pool "waa-pool".
+        role = aws.iam.Role(
+            f"{name}-expiry",
+            description=f"oa-vm pool {settings.name}: terminate its instances at the expiry",
+            assume_role_policy=scheduler_trust_policy(),
+            tags=self._named(f"{name}-expiry"),
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-expiry",
+            role=role.id,
+            policy=pulumi.Output.all(*[i.arn for i in instances]).apply(
+                lambda arns: terminate_policy([str(a) for a in arns])
+            ),
+            opts=child,
+        )
+        aws.scheduler.Schedule(
+            f"{name}-expiry",
+            description=f"oa-vm pool {settings.name}: expires {self._tags['oa-vm:expires-at']}",
+            schedule_expression=schedule_expression(settings.expires_at),
+            schedule_expression_timezone="UTC",
+            flexible_time_window={"mode": "OFF"},
+            target={
+                "arn": TERMINATE_TARGET,
+                "role_arn": role.arn,
+                "input": pulumi.Output.all(*[i.id for i in instances]).apply(
+                    lambda ids: json.dumps({"InstanceIds": [str(i) for i in ids]})
+                ),
+                "retry_policy": {"maximum_retry_attempts": 20,
+                                 "maximum_event_age_in_seconds": 86400},
+            },
+            opts=child,
+        )
 
     def _named(self, name: str) -> dict[str, str]:
         return {**self._tags, "Name": name}

@@ -6,10 +6,15 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
 - a virtual network with one subnet, and a network security group allowing 22 only from the
   allowed CIDRs (Azure's default rules deny every other inbound connection);
 - per worker: a static Standard public IP, a NIC and an Ubuntu 24.04 LTS (gen2) VM of a nesting
-  size, 128 GB Premium SSD, SSH key only, cloud-init as custom data, optionally Spot (eviction
+  size, a 160 GB OS disk of the type the size can take (Premium SSD for ``s`` sizes, Standard SSD
+  otherwise), a storage data disk (LUN 0) copied from the prepared image's snapshot (an image
+  builder gets an empty one), SSH key only, cloud-init as custom data, optionally Spot (eviction
   Deallocate); and a DevTest Labs schedule ``shutdown-computevm-<vm>`` that deallocates the VM at
-  the pool's expiry time (daily, UTC): the cloud-side kill switch. (A power-off from inside the
-  guest would stop the VM without deallocating it, and a stopped VM still bills.)
+  the pool's expiry time (UTC): the cloud-side kill switch. The schedule is daily, so a pool may
+  live at most 24 hours (longer TTLs are refused: the schedule would fire early). Nothing in the
+  guest powers the VM off: that would stop it without deallocating it, and a stopped VM still
+  bills. The ``Microsoft.DevTestLab`` resource provider must be registered on the subscription
+  (``oa-vm doctor`` checks it).
 
 Security type: nesting needs security type Standard (Trusted Launch has been reported to block
 it). The compute API this SDK pins (2024-11-01) creates a Standard VM when ``securityProfile`` is
@@ -22,6 +27,7 @@ eligible gen2 images default to Trusted Launch.
 from __future__ import annotations
 
 import base64
+import gzip
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -30,7 +36,7 @@ import pulumi
 from pulumi_azure_native import compute, devtestlab, network, resources
 
 from infra import sizes
-from infra.settings import PoolSettings
+from infra.settings import PoolSettings, SettingsError
 from infra.tags import pool_tags
 from infra.worker import cloud_init
 
@@ -39,6 +45,15 @@ COMPONENT_TYPE = "oa-vm:azure:WorkerPool"
 VNET_CIDR = "10.78.0.0/16"
 SUBNET_CIDR = "10.78.0.0/24"
 SUBNET_NAME = "workers"
+MAX_TTL = timedelta(hours=24)
+STORAGE_LUN = 0
+HOST_FACTS = cloud_init.HostFacts(
+    ssh_user=SSH_USER,
+    # azure-vm-utils' names first, then the older waagent udev rules'.
+    storage_devices=("/dev/disk/azure/data/by-lun/0", "/dev/disk/azure/scsi1/lun0"),
+    size_hint="a D-series v3/v5 size such as Standard_D8s_v5 (security type Standard)",
+    guest_poweroff=False,
+)
 UBUNTU_IMAGE: compute.ImageReferenceArgsDict = {
     "publisher": "Canonical",
     "offer": "ubuntu-24_04-lts",
@@ -62,6 +77,21 @@ def shutdown_time(expires_at: datetime) -> str:
     return whole.strftime("%H%M")
 
 
+def check_ttl(expires_at: datetime, now: datetime | None = None) -> None:
+    """Refuse an expiry more than 24 hours away: the shutdown schedule is daily, so it would
+    deallocate the VMs at that time of day before the day the pool was meant to end.
+
+    Raises:
+        SettingsError: the expiry is too far.
+    """
+    now = now or datetime.now(UTC)
+    if expires_at - now > MAX_TTL + timedelta(minutes=5):
+        raise SettingsError(
+            "Azure pools live at most 24 hours (their shutdown schedule is daily); pass "
+            "--ttl-hours 24 or less, and extend the pool later if needed"
+        )
+
+
 def ssh_rule(cidrs: list[str]) -> network.SecurityRuleArgsDict:
     """The NSG's one inbound rule: TCP 22 from ``cidrs``."""
     return {
@@ -79,8 +109,10 @@ def ssh_rule(cidrs: list[str]) -> network.SecurityRuleArgsDict:
 
 
 def custom_data(settings: PoolSettings) -> str:
-    """Cloud-init, base64-encoded as Azure's custom data must be."""
-    return base64.b64encode(cloud_init.render(settings).encode("utf-8")).decode("ascii")
+    """Cloud-init, gzip-compressed (cloud-init recognises gzip by its magic bytes) and
+    base64-encoded as Azure's custom data must be (at most 64 KB)."""
+    raw = gzip.compress(cloud_init.render(settings, HOST_FACTS).encode("utf-8"), mtime=0)
+    return base64.b64encode(raw).decode("ascii")
 
 
 def spot_settings(
@@ -116,20 +148,31 @@ class AzureWorkerPool(pulumi.ComponentResource):
     """
 
     workers: pulumi.Output[list[dict[str, str]]]
+    storage_disks: list[compute.Disk]
+    """The workers' storage data disks (an image builder's is snapshotted once built)."""
 
     def __init__(
-        self, name: str, settings: PoolSettings, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        settings: PoolSettings,
+        opts: pulumi.ResourceOptions | None = None,
+        *,
+        group: resources.ResourceGroup | None = None,
     ) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
         # Placeholders are allowed so offline plans can render; a create validates strictly
         # before it gets here (and the cloud would refuse a placeholder anyway).
         settings.validate(allow_placeholders=True)
         sizes.check_azure_size(settings.size)
+        check_ttl(settings.expires_at)
+        disk_type = sizes.azure_disk_type(settings.size)
+        self.storage_disks = []
         tags = pool_tags(settings)
         child = pulumi.ResourceOptions(parent=self)
         location = settings.region
 
-        group = resources.ResourceGroup(
+        # An image builder lives in its image's group, which outlives it (with the snapshot).
+        group = group or resources.ResourceGroup(
             f"{name}-rg",
             resource_group_name=resource_group_name(settings.name),
             location=location,
@@ -197,6 +240,7 @@ class AzureWorkerPool(pulumi.ComponentResource):
                 tags=tags,
                 opts=child,
             )
+            storage = self._storage_disk(worker, settings, group.name, disk_type, tags, child)
             os_profile: compute.OSProfileArgsDict = {
                 "computer_name": worker,
                 "admin_username": SSH_USER,
@@ -219,10 +263,18 @@ class AzureWorkerPool(pulumi.ComponentResource):
                     "name": f"{worker}-os",
                     "create_option": "FromImage",
                     "disk_size_gb": settings.disk_gb,
-                    "managed_disk": {"storage_account_type": "Premium_LRS"},
+                    "managed_disk": {"storage_account_type": disk_type},
                     "delete_option": "Delete",
                     "caching": compute.CachingTypes.READ_WRITE,
                 },
+                "data_disks": [{
+                    "lun": STORAGE_LUN,
+                    "name": storage.name,
+                    "create_option": "Attach",
+                    "managed_disk": {"id": storage.id},
+                    "caching": compute.CachingTypes.READ_ONLY
+                    if settings.mode == "pool" else compute.CachingTypes.NONE,
+                }],
             }
             network_profile: compute.NetworkProfileArgsDict = {
                 "network_interfaces": [{"id": nic.id, "primary": True, "delete_option": "Delete"}]
@@ -259,7 +311,37 @@ class AzureWorkerPool(pulumi.ComponentResource):
             outputs.append(_worker_output(worker, ip.ip_address, vm.id))
         self.workers = pulumi.Output.all(*outputs)
         self.resource_group = group.name
+        self.location = location
         self.register_outputs({"workers": self.workers, "resource_group": group.name})
+
+
+    def _storage_disk(
+        self,
+        worker: str,
+        settings: PoolSettings,
+        group: pulumi.Input[str],
+        disk_type: str,
+        tags: dict[str, str],
+        child: pulumi.ResourceOptions,
+    ) -> compute.Disk:
+        """The worker's storage data disk: a copy of the image's snapshot, or empty (builder)."""
+        creation: compute.CreationDataArgsDict = (
+            {"create_option": "Empty"} if settings.mode == "build"
+            else {"create_option": "Copy", "source_resource_id": str(settings.image_id)}
+        )
+        disk = compute.Disk(
+            f"{worker}-storage",
+            disk_name=f"{worker}-storage",
+            resource_group_name=group,
+            location=settings.region,
+            creation_data=creation,
+            disk_size_gb=settings.storage_gb,
+            sku={"name": disk_type},
+            tags=tags,
+            opts=child,
+        )
+        self.storage_disks.append(disk)
+        return disk
 
 
 def offline_lookup(token: str, args: Mapping[str, Any]) -> dict[str, Any]:

@@ -54,7 +54,10 @@ def _stand_in_outputs(type_: str, name: str, index: int) -> dict[str, Any]:
     """Computed outputs a real create would return, for types whose outputs programs read."""
     address = f"203.0.113.{10 + index % 240}"
     if type_ == "aws:ec2/instance:Instance":
-        return {"publicIp": address, "arn": f"arn:aws:ec2:offline:instance/{name}"}
+        return {"publicIp": address, "arn": f"arn:aws:ec2:offline:instance/{name}",
+                "availabilityZone": "zone-chosen-at-create"}
+    if type_ == "aws:iam/role:Role":
+        return {"arn": f"arn:aws:iam::offline:role/{name}"}
     if type_ == "azure-native:network:PublicIPAddress":
         return {"ipAddress": address}
     return {}

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 
 DEFAULT_WORKERS = 1
-DEFAULT_DISK_GB = 128
+DEFAULT_DISK_GB = 160
+DEFAULT_STORAGE_GB = 96
 DEFAULT_WAA_IMAGE = "windowsarena/winarena:latest"
+DEFAULT_BASE_IMAGE = "dockurr/windows:latest"
+MODES = ("pool", "build")
 DEFAULT_WINDOWS_VERSION = "11e"
 DEFAULT_RAM_SIZE = "8G"
 DEFAULT_CPU_CORES = 4
@@ -29,6 +32,9 @@ always runs with real CIDRs.
 
 SSH_KEY_PLACEHOLDER = "ssh-ed25519 AAAA-generated-at-create oa-vm"
 """Stands for the pool's own public key in an offline plan (the key is made at create)."""
+
+IMAGE_PLACEHOLDER = "newest-ready-image-of-the-region"
+"""Stands for "the image picked at create" in an offline plan made without ``--image``."""
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$|^[a-z]$")
 
@@ -53,8 +59,18 @@ class PoolSettings:
             caller passed it explicitly.
         expires_at: timezone-aware instant at which the cloud itself stops the pool.
         ssh_public_key: OpenSSH public key line installed for the SSH user.
-        disk_gb: OS disk size; the Windows disk lives on it (never on Azure's wiped /mnt).
-        waa_image: the WAA container image.
+        disk_gb: OS disk size (Ubuntu, Docker and the WAA container image). 160 GB by default:
+            128 GB was tight for the images plus a Windows disk.
+        storage_gb: size of the storage volume holding the Windows disk (a separate data
+            volume, never Azure's wiped /mnt). Pools create it from ``image_id``; an image build
+            creates it empty.
+        image_id: the prepared image each worker's storage volume is created from (an EBS
+            snapshot ID on AWS, a managed snapshot's resource ID on Azure); None only for an
+            image builder.
+        mode: ``pool`` (start WAA from the prepared disk) or ``build`` (install Windows once, shut
+            down, exit: an image builder).
+        waa_image: the WAA container image the worker's image is built from.
+        base_image: the dockur/windows image it is built on (a current one downloads the ISO).
         windows_version, ram_size, cpu_cores, disk_size: the WAA container's environment
             (``VERSION``, ``RAM_SIZE``, ``CPU_CORES``, ``DISK_SIZE``).
     """
@@ -69,7 +85,11 @@ class PoolSettings:
     allowed_cidrs: tuple[str, ...] = field(default_factory=tuple)
     spot: bool = False
     disk_gb: int = DEFAULT_DISK_GB
+    storage_gb: int = DEFAULT_STORAGE_GB
+    image_id: str | None = None
+    mode: str = "pool"
     waa_image: str = DEFAULT_WAA_IMAGE
+    base_image: str = DEFAULT_BASE_IMAGE
     windows_version: str = DEFAULT_WINDOWS_VERSION
     ram_size: str = DEFAULT_RAM_SIZE
     cpu_cores: int = DEFAULT_CPU_CORES
@@ -117,6 +137,17 @@ class PoolSettings:
             raise SettingsError(
                 f"disk_gb must be at least 64 (the Windows disk), not {self.disk_gb}"
             )
+        if self.mode not in MODES:
+            raise SettingsError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.storage_gb < 80:
+            raise SettingsError(
+                f"storage_gb must be at least 80 (a {self.disk_size} Windows disk and the saved "
+                f"container image), not {self.storage_gb}"
+            )
+        if self.mode == "pool" and not self.image_id and not allow_placeholders:
+            raise SettingsError(
+                "a pool needs a prepared image (image_id); build one with 'oa-vm image-create'"
+            )
         return self
 
     def normalized_cidrs(self) -> list[str]:
@@ -132,3 +163,45 @@ class PoolSettings:
     def worker_names(self) -> list[str]:
         """``<pool>-w0``, ``<pool>-w1``, ...: stable names that resource names derive from."""
         return [f"{self.name}-w{i}" for i in range(self.workers)]
+
+
+LICENCE_DAYS = 90
+"""Windows evaluation editions run 90 days from install; an image is refused after that."""
+
+
+@dataclass(frozen=True)
+class ImageSettings:
+    """One prepared image: what its builder is, and what the image is tagged with.
+
+    Attributes:
+        name: the image's ID in oa-vm (``waa-<region>-<yyyymmdd-hhmm>``); the builder and every
+            resource of the image are named after it.
+        builder: the builder host, as a one-worker pool in ``build`` mode (its ``expires_at`` is
+            the builder's own kill switch).
+        created_at: when the build started (Windows is installed then).
+    """
+
+    name: str
+    builder: PoolSettings
+    created_at: datetime
+
+    @property
+    def licence_expires(self) -> datetime:
+        """When the Windows evaluation licence inside the image runs out."""
+        return self.created_at + timedelta(days=LICENCE_DAYS)
+
+    def validate(self, *, allow_placeholders: bool = False) -> ImageSettings:
+        """Check the builder's settings; return ``self``.
+
+        Raises:
+            SettingsError: a builder setting is unusable.
+        """
+        if self.builder.mode != "build" or self.builder.workers != 1:
+            raise SettingsError("an image has exactly one builder, in build mode")
+        self.builder.validate(allow_placeholders=allow_placeholders)
+        return self
+
+
+def builder_settings(base: PoolSettings) -> PoolSettings:
+    """``base`` turned into an image builder: one host, build mode, no image to start from."""
+    return replace(base, workers=1, mode="build", image_id=None)

@@ -5,17 +5,68 @@ flex variants) through ``cpu_options.nested_virtualization``, or on bare metal (
 Azure nests on the Intel/AMD D-series v3/v5 families with security type Standard. A size outside
 these lists would boot, then fail 30 minutes later when the container finds no ``/dev/kvm``:
 refusing it up front is cheaper.
+
+Azure sizes are checked against a list of sizes that exist (a pattern would admit names such
+as ``Standard_D8a_v5`` that Azure does not sell, and a create would then fail over from region to
+region for nothing), each with the disk type it can use: sizes without ``s`` in their name
+(``Standard_D8_v5``) cannot attach Premium SSD, so they get Standard SSD.
 """
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 
 AWS_DEFAULT_SIZE = "m8i.2xlarge"
 AZURE_DEFAULT_SIZE = "Standard_D8s_v5"
 
 AWS_NESTED_FAMILIES = ("c8i", "m8i", "r8i", "c8i-flex", "m8i-flex", "r8i-flex")
 AZURE_NESTED_FAMILIES = ("Dv3", "Dsv3", "Dv5", "Dsv5", "Ddv5", "Ddsv5", "Dasv5", "Dadsv5")
+
+PREMIUM_SSD = "Premium_LRS"
+STANDARD_SSD = "StandardSSD_LRS"
+
+
+@dataclass(frozen=True)
+class SizeSpec:
+    """What one size offers: vCPUs, memory (GiB) and, on Azure, the managed disk type it takes."""
+
+    name: str
+    vcpus: int
+    memory_gib: int
+    disk_type: str = ""
+
+
+# vCPUs and memory as the clouds document them (AWS: 8xl family pages; Azure: Dv5/Dsv5/Ddv5/
+# Ddsv5/Dasv5/Dadsv5/Dv3/Dsv3 pages). Four vCPUs is the floor: WAA's guest takes four itself.
+_AWS_MEMORY_PER_VCPU = {"c8i": 2, "m8i": 4, "r8i": 8}
+_AWS_MULTIPLIERS = {"xlarge": 4, "2xlarge": 8, "4xlarge": 16, "8xlarge": 32}
+AWS_SIZES: dict[str, SizeSpec] = {
+    f"{family}{flex}.{mult}": SizeSpec(
+        f"{family}{flex}.{mult}", vcpus, vcpus * _AWS_MEMORY_PER_VCPU[family]
+    )
+    for family in _AWS_MEMORY_PER_VCPU
+    for flex in ("", "-flex")
+    for mult, vcpus in _AWS_MULTIPLIERS.items()
+}
+
+_AZURE_SERIES: dict[str, tuple[str, tuple[int, ...]]] = {
+    # suffix pattern -> (disk type, vCPU counts sold)
+    "{n}_v5": (STANDARD_SSD, (4, 8, 16, 32, 48, 64, 96)),
+    "{n}s_v5": (PREMIUM_SSD, (4, 8, 16, 32, 48, 64, 96)),
+    "{n}d_v5": (STANDARD_SSD, (4, 8, 16, 32, 48, 64, 96)),
+    "{n}ds_v5": (PREMIUM_SSD, (4, 8, 16, 32, 48, 64, 96)),
+    "{n}as_v5": (PREMIUM_SSD, (4, 8, 16, 32, 48, 64, 96)),
+    "{n}ads_v5": (PREMIUM_SSD, (4, 8, 16, 32, 48, 64, 96)),
+    "{n}_v3": (STANDARD_SSD, (4, 8, 16, 32, 48, 64)),
+    "{n}s_v3": (PREMIUM_SSD, (4, 8, 16, 32, 48, 64)),
+}
+AZURE_SIZES: dict[str, SizeSpec] = {
+    f"Standard_D{pattern.format(n=n)}": SizeSpec(
+        f"Standard_D{pattern.format(n=n)}", n, 4 * n, disk
+    )
+    for pattern, (disk, counts) in _AZURE_SERIES.items()
+    for n in counts
+}
 
 AWS_GOOD_SIZES = (
     "m8i.2xlarge",
@@ -33,8 +84,6 @@ AZURE_GOOD_SIZES = (
     "Standard_D8s_v3",
     "Standard_D16s_v5",
 )
-
-_AZURE_SIZE_RE = re.compile(r"^Standard_D(\d+)(a?)(d?)(s?)_v([35])$")
 
 
 class UnsupportedSizeError(ValueError):
@@ -62,15 +111,27 @@ def check_aws_size(size: str) -> str:
 
 
 def check_azure_size(size: str) -> str:
-    """Return ``size`` if it can nest on Azure (D-series v3/v5, 4 vCPUs or more).
+    """Return ``size`` if Azure sells it in a nesting D-series v3/v5 family with 4+ vCPUs.
 
     Raises:
-        UnsupportedSizeError: another family, or fewer than 4 vCPUs.
+        UnsupportedSizeError: another family, fewer than 4 vCPUs, or a name Azure does not sell.
     """
-    match = _AZURE_SIZE_RE.match(size)
-    if match and int(match.group(1)) >= 4:
+    if size in AZURE_SIZES:
         return size
     raise UnsupportedSizeError(
-        f"Azure size {size!r} cannot run WAA's nested Windows VM; use a D-series v3/v5 size "
-        f"with 4+ vCPUs (e.g. {', '.join(AZURE_GOOD_SIZES)})"
+        f"Azure size {size!r} cannot run WAA's nested Windows VM (or does not exist); use a "
+        f"D-series v3/v5 size with 4+ vCPUs (e.g. {', '.join(AZURE_GOOD_SIZES)})"
     )
+
+
+def azure_disk_type(size: str) -> str:
+    """The managed disk type ``size`` can attach: Premium SSD for ``s`` sizes, else Standard
+    SSD (Azure refuses Premium_LRS on a VM such as ``Standard_D8_v5``)."""
+    spec = AZURE_SIZES.get(size)
+    return spec.disk_type if spec else PREMIUM_SSD
+
+
+def size_spec(cloud: str, size: str) -> SizeSpec | None:
+    """vCPUs and memory of ``size`` (None for sizes not in the tables, e.g. ``.metal``)."""
+    table = AWS_SIZES if cloud == "aws" else AZURE_SIZES if cloud == "azure" else {}
+    return table.get(size)

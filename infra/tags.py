@@ -26,6 +26,12 @@ OWNER = "oa-vm:owner"
 EXPIRES_AT = "oa-vm:expires-at"
 ALL_KEYS = (POOL, OWNER, EXPIRES_AT)
 
+IMAGE = "oa-vm:image"
+IMAGE_CREATED = "oa-vm:created"
+IMAGE_WAA_DIGEST = "oa-vm:waa-image"
+IMAGE_LICENCE_EXPIRES = "oa-vm:licence-expires"
+IMAGE_KEYS = (IMAGE, OWNER, IMAGE_CREATED, IMAGE_WAA_DIGEST, IMAGE_LICENCE_EXPIRES)
+
 _AZURE_FORBIDDEN = set('<>%&\\?/')
 _RESERVED_PREFIXES = ("aws:", "microsoft", "azure", "windows")
 _VALUE_BAD = re.compile(r"[^\w .:/=+\-@]", re.UNICODE)
@@ -63,6 +69,27 @@ def pool_tags(settings: PoolSettings) -> dict[str, str]:
         POOL: clean_value(settings.name),
         OWNER: clean_value(settings.owner) or "unknown",
         EXPIRES_AT: format_expiry(settings.expires_at),
+    }
+    for key in tags:
+        check_key(key)
+    return tags
+
+
+def image_tags(
+    image: str, owner: str, created: datetime, waa_image: str, licence_expires: datetime
+) -> dict[str, str]:
+    """Tags of a prepared image (the snapshot a pool's storage volumes are made from).
+
+    ``waa_image`` is the WAA image reference the image was built from (a digest once the build
+    reports it); ``licence_expires`` is when the Windows evaluation licence installed in the
+    image runs out (90 days after install).
+    """
+    tags = {
+        IMAGE: clean_value(image),
+        OWNER: clean_value(owner) or "unknown",
+        IMAGE_CREATED: format_expiry(created),
+        IMAGE_WAA_DIGEST: clean_value(waa_image),
+        IMAGE_LICENCE_EXPIRES: format_expiry(licence_expires),
     }
     for key in tags:
         check_key(key)

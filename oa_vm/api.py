@@ -189,6 +189,9 @@ def create_pool(
         spec = build_spec(**kwargs)
     provider = get_provider(spec.cloud)
     provider.check_available()
+    preflight = getattr(provider, "preflight", None)  # cloud pools: a prepared image, a size
+    if preflight is not None:
+        preflight(spec)
     if state.exists(spec.name):
         raise PoolExistsError(spec.name)
     placeholder = PoolRecord(

@@ -8,14 +8,13 @@ what it returns. Heavy modules (requests, paramiko, Pulumi) are imported inside 
 from __future__ import annotations
 
 import sys
-import time
 from typing import Annotated, Any
 
 import typer
 
-from oa_vm import api, state
+from oa_vm import api, cli_images, state
 from oa_vm.clikit import print_json, run_main
-from oa_vm.durations import format_duration, parse_duration
+from oa_vm.durations import format_duration
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.state import PoolRecord
 from oa_vm.tables import money, render_table
@@ -82,7 +81,10 @@ def _parse_ssh_via(via: str | None, key: str | None) -> dict[str, Any] | None:
 @app.command("pool-create")
 def pool_create(
     name: NameOpt = None,
-    cloud: Annotated[str, typer.Option(help="local, aws or azure.")] = api.DEFAULT_CLOUD,
+    cloud: Annotated[
+        str | None,
+        typer.Option(help="local, aws or azure (default: 'oa-vm config'; else asked)."),
+    ] = None,
     workers: Annotated[int, typer.Option(help="Number of workers.")] = api.DEFAULT_WORKERS,
     size: Annotated[str | None, typer.Option(help="Instance size (cloud default).")] = None,
     region: Annotated[
@@ -108,6 +110,12 @@ def pool_create(
     tasks_dir: Annotated[
         str | None, typer.Option(help="Local pools: serve this WAA-layout task folder.")
     ] = None,
+    image: Annotated[
+        str | None, typer.Option(help="Cloud pools: the prepared image (see image-list).")
+    ] = None,
+    build_image: Annotated[
+        bool, typer.Option(help="Cloud pools: build the region's image first if it has none.")
+    ] = False,
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Show the plan and price; create nothing.")
     ] = False,
@@ -115,6 +123,9 @@ def pool_create(
     yes: YesOpt = False,
 ) -> None:
     """Create a pool (shows the plan and its price first)."""
+    from oa_vm import pool_options
+
+    cloud = pool_options.choose_cloud(cloud)
     regions = [r.strip() for r in region.split(",") if r.strip()] if region else []
     spec = api.build_spec(
         name=name, cloud=cloud, workers=workers, size=size, regions=regions, spot=spot,
@@ -122,13 +133,20 @@ def pool_create(
         faults=_parse_faults(list(fault or [])), ssh_via=_parse_ssh_via(ssh_via, ssh_key),
         price_per_hour=price_per_hour, tasks_dir=tasks_dir,
     )
+    spec.image, spec.build_image = image, build_image
     if "0.0.0.0/0" in spec.allow_cidrs:
         _err("warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet")
     if plan_only:
         plan = api.plan_pool(spec)
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
         return
-    api.check_available(spec.cloud)
+    pool_options.preflight(spec)  # a missing image or bad size: one line, nothing written
+    pool_options.ensure_engine(spec.cloud)
+    if pool_options.needs_image_build(spec):
+        from oa_vm.cli_images import image_create
+
+        image_create(cloud=spec.cloud, region=pool_options.first_region(spec),
+                     size=spec.size, allow_cidr=spec.allow_cidrs, json_out=json_out, yes=yes)
     if spec.cloud != "local" and not spec.allow_cidrs:
         spec.allow_cidrs = [api.detect_caller_cidr()]
         _err(f"SSH will be open to {spec.allow_cidrs[0]} only (your address; see --allow-cidr)")
@@ -149,22 +167,16 @@ def pool_create(
 def pool_wait(
     name: NameOpt = None,
     timeout: Annotated[
-        str, typer.Option(help="How long to wait: 30m, 90s, 1h, or minutes.")
-    ] = "30m",
+        str,
+        typer.Option(help="How long to wait: 30m, 90s, 1h, or auto (what the pool's start "
+                          "takes: about 30 min from an image)."),
+    ] = "auto",
 ) -> None:
     """Wait until every worker of the pool is ready, showing each worker's phase."""
-    timeout_s = parse_duration(timeout)
-    seen: dict[str, str] = {}
-    started = time.monotonic()
+    from oa_vm import pool_options
 
-    def show(record: PoolRecord) -> None:
-        for worker in record.workers:
-            phase = worker.phase or worker.state.value
-            if seen.get(worker.name) != phase:
-                seen[worker.name] = phase
-                elapsed = format_duration(time.monotonic() - started)
-                _echo(f"[{elapsed:>6}] {worker.name}: {phase}")
-
+    timeout_s = pool_options.wait_timeout(state.load(api.resolve_name(name)), timeout)
+    show = pool_options.Heartbeat(_echo)
     record = api.wait_pool(name, timeout_s=timeout_s, on_update=show)
     _echo(f"Pool {record.name!r} is ready: {len(record.workers)} worker(s).")
 
@@ -277,10 +289,16 @@ def pool_tunnel(
 
 
 @app.command("doctor")
-def doctor() -> None:
+def doctor(
+    fix: Annotated[
+        bool, typer.Option("--fix", help="Install a missing Pulumi CLI into the oa-vm home.")
+    ] = False,
+) -> None:
     """Check the Pulumi engine, cloud credentials, SSH tooling and the oa-vm home."""
-    from oa_vm.doctor import run_checks
+    from oa_vm.doctor import check_pulumi, install_pulumi, run_checks
 
+    if fix and not check_pulumi().ok:
+        _echo(f"installed {install_pulumi(progress=_echo)}")
     failed = 0
     for check in run_checks():
         mark = "ok  " if check.ok else "FAIL"
@@ -302,6 +320,7 @@ def _mount_prices() -> None:
 
 
 _mount_prices()
+cli_images.register(app)
 
 
 def main() -> None:

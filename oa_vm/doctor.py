@@ -1,8 +1,12 @@
 """``oa-vm doctor``: what this machine has and lacks for cloud pools, without touching a cloud.
 
-Every check is local (files, environment, PATH); none makes a network call, so doctor is fast
-and safe to run anywhere. A cloud whose credentials are missing fails its check, but only
-matters for pools on that cloud: the ``fix`` says what to run.
+Every check is local (files, environment, PATH), except one: with the ``az`` CLI installed and
+logged in, whether the subscription registered ``Microsoft.DevTestLab`` (the Azure pools'
+shutdown schedules need it), asked through ``az`` with a timeout. A cloud whose credentials are
+missing fails its check, but only matters for pools on that cloud: the ``fix`` says what to run.
+
+``oa-vm doctor --fix`` installs a missing Pulumi CLI, the version matching the installed SDK,
+into ``$OA_VM_HOME/pulumi-cli/<version>`` with the Automation API's ``PulumiCommand.install``.
 """
 
 from __future__ import annotations
@@ -11,12 +15,23 @@ import importlib.util
 import os
 import shutil
 import stat
-from collections.abc import Mapping
+import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from oa_vm import state
-from oa_vm.providers.pulumi_driver import PULUMI_INSTALL_HINT, passphrase_path
+from oa_vm.errors import OaVmError
+from oa_vm.providers.pulumi_driver import (
+    PULUMI_INSTALL_HINT,
+    local_cli,
+    local_cli_root,
+    passphrase_path,
+    sdk_version,
+)
+
+AZ_TIMEOUT_S = 60.0
+DEVTESTLAB = "Microsoft.DevTestLab"
 
 
 @dataclass(frozen=True)
@@ -37,12 +52,84 @@ class Check:
 
 
 def check_pulumi(path_lookup: str | None = None) -> Check:
-    """The Pulumi engine (the ``pulumi`` CLI) is on PATH."""
-    found = path_lookup if path_lookup is not None else shutil.which("pulumi")
+    """The Pulumi engine (the ``pulumi`` CLI) is on PATH or installed in the oa-vm home."""
+    if path_lookup is None:
+        installed = local_cli()
+        found = shutil.which("pulumi") or (str(installed) if installed else None)
+    else:
+        found = path_lookup
     if found:
         return Check("pulumi engine", True, f"found at {found}")
     return Check("pulumi engine", False, "the 'pulumi' CLI is not on PATH",
                  PULUMI_INSTALL_HINT.split("; ", 1)[1])
+
+
+class PulumiInstallError(OaVmError):
+    """Installing the Pulumi CLI failed (the message says why and what to do instead)."""
+
+
+def install_pulumi(progress: Callable[[str], None] = lambda _line: None) -> Path:
+    """Install the Pulumi CLI matching the installed SDK into the oa-vm home; return its path.
+
+    Uses the Automation API's ``PulumiCommand.install`` (it downloads Pulumi's install script and
+    runs it with an install root); an install already there is reused.
+
+    Raises:
+        PulumiInstallError: the download or the install failed.
+    """
+    from pulumi.automation import PulumiCommand
+    from semver import VersionInfo
+
+    root = local_cli_root()
+    version = sdk_version()
+    progress(f"installing the Pulumi CLI {version} into {root}")
+    root.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        PulumiCommand.install(root=str(root), version=VersionInfo.parse(version))
+    except (OSError, subprocess.CalledProcessError, ValueError) as exc:
+        raise PulumiInstallError(
+            f"installing the Pulumi CLI {version} failed ({type(exc).__name__}: {exc}); "
+            "install it yourself: curl -fsSL https://get.pulumi.com | sh"
+        ) from exc
+    installed = local_cli()
+    if installed is None:
+        raise PulumiInstallError(
+            f"the Pulumi installer finished but {root}/bin/pulumi is missing; install it "
+            "yourself: curl -fsSL https://get.pulumi.com | sh"
+        )
+    return installed
+
+
+def check_devtestlab(
+    run: Callable[[list[str]], subprocess.CompletedProcess[str]] | None = None,
+    az: str | None = None,
+) -> Check:
+    """Whether the Azure subscription registered ``Microsoft.DevTestLab`` (asked with ``az``).
+
+    Without the ``az`` CLI the check is skipped (ok, saying so): pools would then find out at
+    create, where the schedule's failure names the same fix.
+    """
+    name = "azure devtestlab provider"
+    fix = f"az provider register --namespace {DEVTESTLAB} (takes a few minutes)"
+    az = az if az is not None else shutil.which("az")
+    if not az:
+        return Check(name, True, "not checked (no 'az' CLI on PATH)")
+    runner = run or (lambda args: subprocess.run(  # fixed argv, no shell
+        args, capture_output=True, text=True, timeout=AZ_TIMEOUT_S, check=False
+    ))
+    try:
+        done = runner([az, "provider", "show", "--namespace", DEVTESTLAB,
+                       "--query", "registrationState", "-o", "tsv"])
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check(name, False, f"could not ask az ({exc})", fix)
+    answer = done.stdout.strip()
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or ["no output"])[0][:200]
+        return Check(name, False, f"az failed: {first}", "az login, then " + fix)
+    if answer == "Registered":
+        return Check(name, True, f"{DEVTESTLAB} is registered")
+    return Check(name, False, f"{DEVTESTLAB} is {answer or 'not registered'} on this subscription "
+                 "(Azure pools' shutdown schedules need it)", fix)
 
 
 def check_extra(cloud: str, module: str) -> Check:
@@ -141,6 +228,7 @@ def run_checks() -> list[Check]:
         check_extra("azure", "pulumi_azure_native"),
         check_aws_credentials(),
         check_azure_credentials(),
+        check_devtestlab(),
         check_ssh(),
         check_home(),
     ]

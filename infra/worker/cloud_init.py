@@ -1,18 +1,23 @@
 """Render a worker host's cloud-init document from the pool settings (a pure function).
 
-The document installs Docker and socat, frees ports 53/80, ships the scoring server, its rules and
-the bridge relay to ``/opt/oa-vm``, installs the systemd units of :mod:`infra.worker.units`,
-starts the WAA container with the Windows disk on the OS disk, and arms the expiry timer.
+The document installs Docker and socat, writes the worker's settings to
+``/etc/oa-vm/worker.env``, ships the shell scripts, the scoring server, its rules, the relay and
+the worker image's Dockerfile to ``/opt/oa-vm``, installs the systemd units, arms the expiry
+timer (AWS), and starts ``oa-vm-bootstrap.service`` without waiting for it: cloud-init ends in
+seconds and the bootstrap's own status file (``/var/lib/oa-vm/status``) tells how the host is
+doing, step by step, failures included. (cloud-init's ``runcmd`` status is that of its last
+command, so a failing start script used to read as ``done``.)
 
-AWS caps user data at 16 KiB, so the shipped Python files travel gzip-compressed
-(``encoding: gz+b64``); :data:`MAX_USER_DATA` is checked by the tests.
+AWS caps user data at 16 KiB, so the whole document is gzip-compressed by the programs (cloud-init
+recognises gzip by its magic bytes, on both clouds). The shipped files are written as plain text:
+gzip compresses them once, together, better than per-file ``gz+b64`` blobs that the outer gzip
+cannot compress again. :data:`MAX_USER_DATA` is checked by the tests.
 """
 
 from __future__ import annotations
 
-import base64
-import gzip
-from dataclasses import dataclass
+import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,25 +34,39 @@ _INFRA = _HERE.parent
 
 @dataclass(frozen=True)
 class WorkerFiles:
-    """The Python sources shipped onto the host (read from this package by default)."""
+    """The files shipped onto the host (read from this package by default), by destination
+    name under ``/opt/oa-vm``."""
 
-    scoring_server: str
-    scoring_rules: str
-    relay: str
+    files: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_package(cls) -> WorkerFiles:
         """The files as installed beside this module."""
-        return cls(
-            scoring_server=(_HERE / "scoring_server.py").read_text(encoding="utf-8"),
-            scoring_rules=(_INFRA / "scoring_rules.py").read_text(encoding="utf-8"),
-            relay=(_HERE / "relay.py").read_text(encoding="utf-8"),
-        )
+        files = {name: units.read(name) for name in units.SCRIPTS}
+        files["scoring_server.py"] = (_HERE / "scoring_server.py").read_text(encoding="utf-8")
+        files["scoring_rules.py"] = (_INFRA / "scoring_rules.py").read_text(encoding="utf-8")
+        files["relay.py"] = (_HERE / "relay.py").read_text(encoding="utf-8")
+        files[units.DOCKERFILE] = units.read(units.DOCKERFILE)
+        return cls(files)
 
 
-def _gz_b64(text: str) -> str:
-    # mtime=0 keeps the output identical for identical input: plans and user data stay stable.
-    return base64.b64encode(gzip.compress(text.encode("utf-8"), mtime=0)).decode("ascii")
+@dataclass(frozen=True)
+class HostFacts:
+    """What the bootstrap needs to know about the cloud it runs on.
+
+    Attributes:
+        ssh_user: the login user (pool-wait reaches docker as this user through sudo).
+        storage_devices: where the storage volume may appear, in order (device names differ
+            between Xen and Nitro on AWS; Azure names data disks by LUN).
+        size_hint: sizes to suggest when ``/dev/kvm`` is missing.
+        guest_poweroff: arm the guest-side expiry timer (AWS: power-off terminates; never on
+            Azure, where it would stop the VM without deallocating it).
+    """
+
+    ssh_user: str
+    storage_devices: tuple[str, ...]
+    size_hint: str
+    guest_poweroff: bool
 
 
 class _Literal(str):
@@ -70,63 +89,63 @@ def _file(path: str, content: str, permissions: str = "0644") -> dict[str, Any]:
             "content": _Literal(content)}
 
 
-def _packed(path: str, content: str, permissions: str = "0644") -> dict[str, Any]:
-    return {"path": path, "permissions": permissions, "owner": "root:root",
-            "encoding": "gz+b64", "content": _gz_b64(content)}
+def worker_env(settings: PoolSettings, facts: HostFacts) -> str:
+    """``/etc/oa-vm/worker.env``: the bootstrap's settings (systemd ``EnvironmentFile`` syntax,
+    which bash can also source: values are shell-quoted)."""
+    q = shlex.quote
+    values = {
+        "OA_VM_POOL": settings.name,
+        "OA_VM_MODE": settings.mode,
+        "OA_VM_EXPIRES_AT": format_expiry(settings.expires_at),
+        "OA_VM_SIZE": settings.size,
+        "OA_VM_SIZE_HINT": facts.size_hint,
+        "OA_VM_SSH_USER": facts.ssh_user,
+        "OA_VM_STORAGE_DEVICES": " ".join(facts.storage_devices),
+        "OA_VM_WAA_IMAGE": settings.waa_image,
+        "OA_VM_BASE_IMAGE": settings.base_image,
+        "VERSION": settings.windows_version,
+        "RAM_SIZE": settings.ram_size,
+        "CPU_CORES": str(settings.cpu_cores),
+        "DISK_SIZE": settings.disk_size,
+    }
+    return "".join(f"{key}={q(value)}\n" for key, value in values.items())
 
 
-def cloud_config(settings: PoolSettings, files: WorkerFiles | None = None) -> dict[str, Any]:
+def cloud_config(
+    settings: PoolSettings, facts: HostFacts, files: WorkerFiles | None = None
+) -> dict[str, Any]:
     """The cloud-config as a mapping (what :func:`render` serializes)."""
     files = files or WorkerFiles.from_package()
     ship = units.SHIP_DIR
-    timer, expiry_service = units.expiry_units(settings.expires_at)
-    unit_dir = "/etc/systemd/system"
-    worker_env = (
-        f"OA_VM_POOL={settings.name}\n"
-        f"OA_VM_EXPIRES_AT={format_expiry(settings.expires_at)}\n"
-    )
+    write_files = [_file("/etc/oa-vm/worker.env", worker_env(settings, facts))]
+    for name, content in sorted(files.files.items()):
+        mode = "0755" if name.endswith(".sh") else "0644"
+        write_files.append(_file(f"{ship}/{name}", content, mode))
+    for unit in units.STATIC_UNITS:
+        write_files.append(_file(f"{units.UNIT_DIR}/{unit}", units.read(unit)))
+    runcmd: list[list[str]] = [["systemctl", "daemon-reload"]]
+    if facts.guest_poweroff:
+        timer, expiry_service = units.expiry_units(settings.expires_at)
+        write_files.append(_file(f"{units.UNIT_DIR}/oa-vm-expiry.timer", timer))
+        write_files.append(_file(f"{units.UNIT_DIR}/oa-vm-expiry.service", expiry_service))
+        # Armed before anything slow: a host whose setup hangs still powers off on time.
+        runcmd.append(["systemctl", "enable", "--now", "oa-vm-expiry.timer"])
+    runcmd += [
+        ["systemctl", "enable", "oa-vm-bootstrap.service"],
+        # --no-block: cloud-init finishes now; the bootstrap reports in its status file.
+        ["systemctl", "start", "--no-block", "oa-vm-bootstrap.service"],
+    ]
     return {
         "package_update": True,
-        "packages": ["docker.io", "socat", "python3"],
-        "write_files": [
-            _file("/etc/oa-vm/worker.env", worker_env),
-            _packed(f"{ship}/scoring_server.py", files.scoring_server),
-            _packed(f"{ship}/scoring_rules.py", files.scoring_rules),
-            _packed(f"{ship}/relay.py", files.relay),
-            _file(f"{ship}/free-ports.sh", units.free_ports_script(), "0755"),
-            _file(
-                f"{ship}/start-waa.sh",
-                units.start_waa_script(
-                    settings.waa_image,
-                    settings.windows_version,
-                    settings.ram_size,
-                    settings.cpu_cores,
-                    settings.disk_size,
-                ),
-                "0755",
-            ),
-            _file(f"{unit_dir}/oa-vm-scoring.service", units.scoring_unit()),
-            _file(f"{unit_dir}/oa-vm-bridge.service", units.bridge_unit()),
-            _file(f"{unit_dir}/oa-vm-expiry.timer", timer),
-            _file(f"{unit_dir}/oa-vm-expiry.service", expiry_service),
-        ],
-        # The expiry timer is armed before anything slow (package installs are already done by
-        # then, but the image pull and first Windows boot take many minutes): a host whose
-        # setup hangs still ends on time.
-        "runcmd": [
-            ["systemctl", "daemon-reload"],
-            ["systemctl", "enable", "--now", "oa-vm-expiry.timer"],
-            [f"{ship}/free-ports.sh"],
-            ["systemctl", "enable", "--now", "docker"],
-            [f"{ship}/start-waa.sh"],
-            ["systemctl", "enable", "--now", "oa-vm-scoring.service", "oa-vm-bridge.service"],
-        ],
+        "packages": ["docker.io", "socat", "python3", "curl"],
+        "write_files": write_files,
+        "runcmd": runcmd,
     }
 
 
-def render(settings: PoolSettings, files: WorkerFiles | None = None) -> str:
+def render(settings: PoolSettings, facts: HostFacts, files: WorkerFiles | None = None) -> str:
     """The worker's cloud-init user data: ``#cloud-config`` followed by YAML."""
     body = yaml.dump(
-        cloud_config(settings, files), Dumper=_Dumper, sort_keys=False, width=100
+        cloud_config(settings, facts, files), Dumper=_Dumper, sort_keys=False, width=100
     )
     return "#cloud-config\n" + str(body)

@@ -86,9 +86,11 @@ class AwsProvider(PulumiCloudProvider):
                 region_config="aws:region",
                 check_size=_check_size,
                 manual_check=MANUAL_CHECK,
+                image_module="infra.image_aws",
+                component_type="oa-vm:aws:WorkerPool",
                 notes=(
-                    "each worker ends itself at the expiry (power-off + shutdown behaviour "
-                    "terminate)",
+                    "at the expiry an EventBridge Scheduler schedule terminates the instances "
+                    "(and each worker also powers itself off: shutdown behaviour terminate)",
                     "without a default VPC the pool makes its own (AWS allows 5 VPCs per region "
                     "by default)",
                 ),

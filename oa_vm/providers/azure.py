@@ -10,7 +10,8 @@ import json
 import shutil
 import subprocess
 
-from oa_vm.providers.base import CleanupReport, Progress
+from oa_vm.errors import InvalidInputError
+from oa_vm.providers.base import CleanupReport, PoolSpec, Progress
 from oa_vm.providers.cloud_wait import RemoteRunner
 from oa_vm.providers.pulumi_driver import Engine, Lister
 from oa_vm.providers.pulumi_provider import CloudInfo, PulumiCloudProvider
@@ -58,6 +59,8 @@ class AzureProvider(PulumiCloudProvider):
                 region_config="azure-native:location",
                 check_size=_check_size,
                 manual_check=MANUAL_CHECK,
+                image_module="infra.image_azure",
+                component_type="oa-vm:azure:WorkerPool",
                 notes=(
                     "each VM is deallocated at the expiry by a DevTest Labs shutdown schedule",
                     "everything lives in the resource group oa-vm-<pool>",
@@ -68,6 +71,30 @@ class AzureProvider(PulumiCloudProvider):
             remote=remote,
         )
         self._explicit_lister = lister is not None
+
+    def preflight(self, spec: PoolSpec) -> None:
+        """The shared checks, then Azure's own: a TTL the daily shutdown schedule can keep (24 h
+        at most), and ``Microsoft.DevTestLab`` registered (asked through ``az`` when it is
+        installed and answers).
+
+        Raises:
+            InvalidInputError: one line saying what is wrong and what to run.
+        """
+        from infra.azure import check_ttl
+        from infra.settings import SettingsError
+
+        try:
+            check_ttl(spec.expires_at)
+        except SettingsError as exc:
+            raise InvalidInputError(str(exc)) from exc
+        super().preflight(spec)
+        from oa_vm.doctor import DEVTESTLAB, check_devtestlab
+
+        check = check_devtestlab()
+        if not check.ok and check.detail.startswith(f"{DEVTESTLAB} is "):
+            raise InvalidInputError(
+                f"{check.detail}; register it first: {check.fix}, then create again"
+            )
 
     def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
         """Remove the pool; with the ``az`` CLI on PATH, also ask Azure for leftovers by tag."""

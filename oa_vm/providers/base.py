@@ -41,6 +41,9 @@ class PoolSpec:
         price_per_hour: local pool only: a pretend $/hour per worker, to test costs and caps.
         tasks_dir: local pool only: the task suite the simulated workers serve (a folder in
             WAA's layout); None means the bundled local suite.
+        image: cloud pools: the prepared image (oa-vm image ID, or the cloud's snapshot ID) the
+            workers' storage is made from; None means the newest ready image of the region.
+        build_image: cloud pools: build an image first when the region has none.
     """
 
     name: str
@@ -56,6 +59,8 @@ class PoolSpec:
     ssh_via: dict[str, Any] | None = None
     price_per_hour: float | None = None
     tasks_dir: str | None = None
+    image: str | None = None
+    build_image: bool = False
 
 
 @dataclass
@@ -78,10 +83,22 @@ class Plan:
     price_per_hour: float | None
     resources: list[PlannedResource] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    name: str | None = None
+    kind: str = "pool"
+    tree: list[str] = field(default_factory=list)
+    machine: dict[str, Any] | None = None
+    image: dict[str, Any] | None = None
+    not_priced: list[str] = field(default_factory=list)
+    max_spend_usd: float | None = None
+    ready_in: str | None = None
+    bills_after_expiry: list[str] = field(default_factory=list)
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """``{"resources": [{"type", "name", "inputs"}], "price_per_hour", ...}``."""
         return {
+            "kind": self.kind,
+            "name": self.name,
             "cloud": self.cloud,
             "region": self.region,
             "size": self.size,
@@ -90,6 +107,14 @@ class Plan:
             "resources": [
                 {"type": r.type, "name": r.name, "inputs": r.inputs} for r in self.resources
             ],
+            "tree": self.tree,
+            "machine": self.machine,
+            "image": self.image,
+            "not_priced": self.not_priced,
+            "max_spend_usd": self.max_spend_usd,
+            "ready_in": self.ready_in,
+            "bills_after_expiry": self.bills_after_expiry,
+            "alternatives": self.alternatives,
             "notes": self.notes,
         }
 
@@ -98,13 +123,49 @@ class Plan:
         counts: dict[str, int] = {}
         for resource in self.resources:
             counts[resource.type] = counts.get(resource.type, 0) + 1
-        head = f"Plan: {self.workers} worker(s) on {self.cloud}"
-        head += f" in {self.region}" if self.region else ""
-        head += f", size {self.size}" if self.size else ""
+        if self.kind == "image":
+            head = f"Plan: image {self.name} on {self.cloud} in {self.region}, built by one "
+            head += f"{self.size} host"
+        else:
+            head = f"Plan: {self.workers} worker(s) on {self.cloud}"
+            head = head if self.name is None else f"{head} (pool {self.name})"
+            head += f" in {self.region}" if self.region else ""
+            head += f", size {self.size}" if self.size else ""
         price = "-" if self.price_per_hour is None else f"${self.price_per_hour:.2f}/hour"
         lines = [head]
         lines += [f"  {n} x {kind}" for kind, n in sorted(counts.items())]
-        lines.append(f"Price: {price} for the whole pool")
+        if self.tree:
+            lines.append("Resource tree (as Pulumi's preview shows it):")
+            lines += [f"  {line}" for line in self.tree]
+        if self.machine:
+            m = self.machine
+            units = [("vcpus", "{} vCPUs"), ("memory_gib", "{} GiB memory"),
+                     ("os_disk_gb", "{} GB OS disk"), ("storage_gb", "{} GB storage volume")]
+            lines.append("Each worker: " + ", ".join(
+                fmt.format(m[key]) if m.get(key) is not None else fmt.format("?")
+                for key, fmt in units
+            ))
+        if self.image:
+            lines.append("Image: " + ", ".join(
+                f"{k.replace('_', ' ')} {v}" for k, v in self.image.items()
+                if v and not (k == "cloud_id" and v == self.image.get("id"))
+            ))
+        whole = "the whole pool" if self.kind == "pool" else "the builder, while it runs"
+        lines.append(f"Price: {price} for {whole}")
+        if self.not_priced:
+            lines.append("Not priced: " + "; ".join(self.not_priced))
+        if self.max_spend_usd is not None:
+            lines.append(f"Most it can spend before it expires: ${self.max_spend_usd:.2f}")
+        if self.ready_in:
+            lines.append(f"Expected ready in: {self.ready_in}")
+        if self.bills_after_expiry:
+            lines.append("Keeps billing after expiry: " + "; ".join(self.bills_after_expiry))
+        if self.alternatives:
+            lines.append("Cheapest alternatives that also run WAA:")
+            lines += [
+                f"  {a['size']} in {a['region']}: ${a['price_per_hour']:.4f}/h per worker"
+                for a in self.alternatives
+            ]
         lines += [f"Note: {note}" for note in self.notes]
         return "\n".join(lines)
 

@@ -45,10 +45,29 @@ Lister = Callable[[str], list[str]]
 """Asks the cloud what still carries ``oa-vm:pool=<name>``; one line per resource."""
 
 PULUMI_INSTALL_HINT = (
-    "the Pulumi engine (the 'pulumi' CLI) is not installed or not on PATH; install it with "
-    "'curl -fsSL https://get.pulumi.com | sh' (or see https://www.pulumi.com/docs/install/) "
-    "and open a new shell"
+    "the Pulumi engine (the 'pulumi' CLI) is not installed or not on PATH; run "
+    "'oa-vm doctor --fix' to install the version matching the installed SDK into the oa-vm "
+    "home (or install it yourself: 'curl -fsSL https://get.pulumi.com | sh', then open a new "
+    "shell)"
 )
+
+
+def sdk_version() -> str:
+    """The version of the installed Pulumi SDK (the CLI installed by oa-vm matches it)."""
+    import importlib.metadata
+
+    return importlib.metadata.version("pulumi")
+
+
+def local_cli_root() -> Path:
+    """Where ``oa-vm doctor --fix`` installs the Pulumi CLI: ``$OA_VM_HOME/pulumi-cli/<ver>``."""
+    return state.home() / "pulumi-cli" / sdk_version()
+
+
+def local_cli() -> Path | None:
+    """The ``pulumi`` executable oa-vm installed, if it is there."""
+    path = local_cli_root() / "bin" / "pulumi"
+    return path if path.is_file() and os.access(path, os.X_OK) else None
 
 
 # --- the engine interface ----------------------------------------------------------------------
@@ -449,6 +468,28 @@ class PulumiDriver:
             if self.engine.stack_exists(ref):
                 self.engine.remove_stack(ref)
 
+    # -- update (image stages) ------------------------------------------------------------------
+
+    def update(
+        self,
+        ref: StackRef,
+        program: Program,
+        config: Mapping[str, str],
+        progress: Progress,
+    ) -> dict[str, Any]:
+        """One ``up`` of ``program`` on an existing or new stack, recovering from an interrupted
+        update first; no rollback (the caller decides what a failure means).
+
+        Raises:
+            EngineError: the update failed.
+            ProvisioningError: the stack is locked by a running command.
+        """
+        self.recover(ref, progress)
+        outputs = self._with_recovery(
+            ref, progress, lambda: self.engine.up(ref, program, config, progress)
+        )
+        return dict(outputs)
+
     # -- refresh -------------------------------------------------------------------------------
 
     def refresh(self, ref: StackRef, progress: Progress) -> set[str] | None:
@@ -538,8 +579,8 @@ class AutomationEngine:
     """:class:`Engine` over Pulumi's Automation API and the ``pulumi`` CLI it runs."""
 
     def missing(self) -> str | None:
-        """None when ``pulumi`` is on PATH."""
-        return None if shutil.which("pulumi") else PULUMI_INSTALL_HINT
+        """None when ``pulumi`` is on PATH or installed in the oa-vm home."""
+        return None if shutil.which("pulumi") or local_cli() else PULUMI_INSTALL_HINT
 
     def _env(self, ref: StackRef) -> dict[str, str]:
         return {
@@ -553,8 +594,12 @@ class AutomationEngine:
 
         work_dir = ref.backend_dir / "projects" / ref.project
         work_dir.mkdir(parents=True, exist_ok=True)
+        installed = None if shutil.which("pulumi") else local_cli()
         return auto.LocalWorkspaceOptions(
             work_dir=str(work_dir),
+            pulumi_command=(
+                auto.PulumiCommand(root=str(installed.parent.parent)) if installed else None
+            ),
             env_vars=self._env(ref),
             secrets_provider="passphrase",
             project_settings=auto.ProjectSettings(

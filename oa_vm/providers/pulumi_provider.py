@@ -8,11 +8,12 @@ Nothing heavy is imported at module import: Pulumi and the cloud SDKs load insid
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from oa_vm import state
+from oa_vm import cloud_plan, image_records, state
 from oa_vm.errors import InvalidInputError, OaVmError, ProviderUnavailableError
 from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec, Progress
 from oa_vm.providers.cloud_wait import RemoteRunner, worker_phase
@@ -29,6 +30,29 @@ from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, Worker
 if TYPE_CHECKING:
     from infra.settings import PoolSettings
 
+RAW_IMAGE_PREFIXES = ("snap-", "/subscriptions/")
+"""Cloud snapshot IDs accepted by ``--image`` without an oa-vm record (EBS, Azure)."""
+
+
+@dataclass(frozen=True)
+class ChosenImage:
+    """The image a pool's storage is made from: the cloud's ID and oa-vm's record (if any)."""
+
+    cloud_id: str
+    record: image_records.ImageRecord | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """What a plan shows about the image."""
+        if self.record is None:
+            return {"id": self.cloud_id, "cloud_id": self.cloud_id}
+        return {
+            "id": self.record.id,
+            "cloud_id": self.record.cloud_id,
+            "created": state.format_time(self.record.created_at),
+            "licence_expires": state.format_time(self.record.licence_expires),
+            "waa_image": self.record.waa_image,
+        }
+
 
 @dataclass(frozen=True)
 class CloudInfo:
@@ -44,6 +68,8 @@ class CloudInfo:
             default provider), or None.
         check_size: refuses sizes that cannot nest (raises ``ValueError``).
         manual_check: the CLI command listing a pool's resources by tag (``{pool}`` filled in).
+        image_module: the ``infra`` module with the image program.
+        component_type: the pool component's Pulumi type (for the plan's tree).
     """
 
     name: str
@@ -56,6 +82,8 @@ class CloudInfo:
     check_size: Callable[[str], str]
     manual_check: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    image_module: str = ""
+    component_type: str = ""
 
     @property
     def project(self) -> str:
@@ -75,6 +103,8 @@ class PulumiCloudProvider:
     """
 
     poll_interval_s = 15.0
+    refresh_interval_s = 180.0
+    """``pool-wait`` polls every 15 s; a full Pulumi refresh is heavy, so at most this often."""
 
     def __init__(
         self,
@@ -89,6 +119,7 @@ class PulumiCloudProvider:
         self.lister = lister
         self.remote = remote
         self.driver = PulumiDriver(self.engine)
+        self._refreshed_at: dict[str, float] = {}
 
     # -- availability --------------------------------------------------------------------------
 
@@ -100,6 +131,10 @@ class PulumiCloudProvider:
                 f"the {self.name} provider needs its extra ({self.info.sdk_module} is missing): "
                 f"pip install 'oa-vm[{self.name}]'"
             ) from exc
+
+    def check_sdk(self) -> None:
+        """One line naming the missing extra (plans need the SDK, not the engine)."""
+        self._require_sdk()
 
     def check_available(self) -> None:
         """One line naming the missing extra or engine; writes nothing."""
@@ -119,9 +154,17 @@ class PulumiCloudProvider:
             raise InvalidInputError(str(exc)) from exc
 
     def _settings(
-        self, spec: PoolSpec, region: str, public_key: str, cidrs: list[str], *, plan: bool
+        self,
+        spec: PoolSpec,
+        region: str,
+        public_key: str,
+        cidrs: list[str],
+        *,
+        plan: bool,
+        image_id: str | None = None,
     ) -> PoolSettings:
         from infra.settings import PoolSettings, SettingsError
+        from oa_vm import config
 
         settings = PoolSettings(
             name=spec.name,
@@ -133,11 +176,79 @@ class PulumiCloudProvider:
             ssh_public_key=public_key,
             allowed_cidrs=tuple(cidrs),
             spot=spec.spot,
+            image_id=image_id,
+            disk_gb=config.disk_gb(),
         )
         try:
             return settings.validate(allow_placeholders=plan)
         except SettingsError as exc:
             raise InvalidInputError(str(exc)) from exc
+
+    # -- images --------------------------------------------------------------------------------
+
+    def choose_image(self, spec: PoolSpec, region: str) -> ChosenImage | None:
+        """The image for a pool in ``region``: ``spec.image``, else the newest ready one there.
+
+        Raises:
+            InvalidInputError: the named image is unknown, of another cloud or region, not
+                ready, or its Windows licence expired (one line naming ``oa-vm image-create``).
+        """
+        if spec.image:
+            if spec.image.startswith(RAW_IMAGE_PREFIXES):
+                wanted = "snap-" if self.name == "aws" else "/subscriptions/"
+                if not spec.image.startswith(wanted):
+                    raise InvalidInputError(
+                        f"--image {spec.image!r} is not a {self.name} snapshot ID; give an "
+                        "oa-vm image ID (see 'oa-vm image-list') or one of your "
+                        f"{self.name} snapshots"
+                    )
+                return ChosenImage(spec.image)
+            record = image_records.load(image_records.check_image_id(spec.image))
+            if (record.cloud, record.region) != (self.name, region):
+                raise InvalidInputError(
+                    f"image {record.id!r} is in {record.cloud} {record.region}, not "
+                    f"{self.name} {region}; pass --region {record.region}, or build one there "
+                    f"with 'oa-vm image-create --cloud {self.name} --region {region}'"
+                )
+            self._check_usable(record)
+            return ChosenImage(str(record.cloud_id), record)
+        newest = image_records.newest_ready(self.name, region)
+        return ChosenImage(str(newest.cloud_id), newest) if newest else None
+
+    def _check_usable(self, record: image_records.ImageRecord) -> None:
+        if record.state != image_records.READY or not record.cloud_id:
+            raise InvalidInputError(
+                f"image {record.id!r} is {record.state}, not ready; see 'oa-vm image-list', or "
+                f"build another with 'oa-vm image-create --cloud {record.cloud} "
+                f"--region {record.region}'"
+            )
+        if record.is_expired():
+            raise InvalidInputError(
+                f"image {record.id!r} expired on {state.format_time(record.licence_expires)} "
+                "(its Windows evaluation licence lasts 90 days); build a new one with "
+                f"'oa-vm image-create --cloud {record.cloud} --region {record.region}' "
+                f"and remove the old one with 'oa-vm image-delete {record.id}'"
+            )
+
+    def no_image_message(self, region: str) -> str:
+        """One line: no image in ``region``, and how to get one."""
+        return (
+            f"no prepared image for {self.name} {region}: build one first with "
+            f"'oa-vm image-create --cloud {self.name} --region {region}' (about 90 min, once per "
+            "region), or pass --build-image to build it now, or --image ID"
+        )
+
+    def preflight(self, spec: PoolSpec) -> None:
+        """Checks a real create runs before anything is created or recorded: the size, and an
+        image for the first region (unless ``--build-image`` will make one).
+
+        Raises:
+            InvalidInputError: one line saying what is wrong and what to run.
+        """
+        self._size(spec)
+        region = self._regions(spec)[0]
+        if self.choose_image(spec, region) is None and not spec.build_image:
+            raise InvalidInputError(self.no_image_message(region))
 
     def _program_module(self) -> Any:
         return importlib.import_module(self.info.program_module)
@@ -146,15 +257,20 @@ class PulumiCloudProvider:
 
     def plan(self, spec: PoolSpec) -> Plan:
         """Run the real program under Pulumi's mocks: resources with their inputs, and $/hour
-        for the whole pool (the record keeps the per-worker figure). No engine, no
-        credentials, no network, no files."""
+        for the whole pool (the record keeps the per-worker figure), the machine, the image,
+        what is not priced, the most it can spend, when it is ready, what bills after expiry
+        and cheaper alternatives. No engine, no credentials, no network, no files."""
         self._require_sdk()
         from infra.offline import run_offline
-        from infra.settings import CALLER_CIDR_PLACEHOLDER, SSH_KEY_PLACEHOLDER
+        from infra.settings import CALLER_CIDR_PLACEHOLDER, IMAGE_PLACEHOLDER, SSH_KEY_PLACEHOLDER
 
         regions = self._regions(spec)
         cidrs = list(spec.allow_cidrs) or [CALLER_CIDR_PLACEHOLDER]
-        settings = self._settings(spec, regions[0], SSH_KEY_PLACEHOLDER, cidrs, plan=True)
+        chosen = self.choose_image(spec, regions[0])
+        image_id = chosen.cloud_id if chosen else IMAGE_PLACEHOLDER
+        settings = self._settings(
+            spec, regions[0], SSH_KEY_PLACEHOLDER, cidrs, plan=True, image_id=image_id
+        )
         module = self._program_module()
         try:
             run = run_offline(
@@ -166,12 +282,14 @@ class PulumiCloudProvider:
         except ValueError as exc:
             raise InvalidInputError(str(exc)) from exc
         resources = [
-            PlannedResource(type=r.type, name=r.name, inputs=_plain(r.inputs))
+            PlannedResource(type=r.type, name=r.name, inputs=plain_inputs(r.inputs))
             for r in run.resources
             if r.custom
         ]
-        price, price_note = _price(self.name, regions[0], settings.size, spec.spot)
+        price, price_note = worker_price(self.name, regions[0], settings.size, spec.spot)
         notes = [price_note] if price_note else []
+        total = None if price is None else price * spec.workers
+        hours = (spec.expires_at - state.utcnow()).total_seconds() / 3600.0
         if price is not None:
             notes.append(
                 f"{spec.workers} worker(s) x ${price:.4f}/h = ${price * spec.workers:.4f}/h "
@@ -186,14 +304,40 @@ class PulumiCloudProvider:
             )
         notes.append("IDs and addresses shown are placeholders until create")
         notes.extend(self.info.notes)
+        if chosen is None:
+            ready_in = (
+                f"{cloud_plan.minutes(cloud_plan.BUILD_READY_S + cloud_plan.WARM_READY_S)} "
+                f"(no image in {regions[0]} yet: one image build, then the pool)"
+            )
+            image = {"id": None, "note": self.no_image_message(regions[0])}
+        else:
+            ready_in = f"{cloud_plan.minutes(cloud_plan.WARM_READY_S)} (warm, from the image)"
+            image = chosen.describe()
         return Plan(
+            name=spec.name,
             cloud=self.name,
             region=regions[0],
             size=settings.size,
             workers=spec.workers,
-            price_per_hour=None if price is None else price * spec.workers,
+            price_per_hour=total,
             resources=resources,
             notes=notes,
+            tree=cloud_plan.resource_tree(
+                self.info.project, spec.name, [(r.type, r.name) for r in run.resources
+                                               if r.custom],
+                (self.info.component_type, spec.name),
+            ),
+            machine=cloud_plan.machine(
+                self.name, settings.size, settings.disk_gb, settings.storage_gb
+            ),
+            image=image,
+            not_priced=list(cloud_plan.NOT_PRICED.get(self.name, [])),
+            max_spend_usd=cloud_plan.max_spend(total, hours),
+            ready_in=ready_in,
+            bills_after_expiry=list(cloud_plan.BILLS_AFTER_EXPIRY.get(self.name, [])),
+            alternatives=cloud_plan.alternatives(
+                self.name, settings.size, regions[0], spec.spot
+            ),
         )
 
     # -- create --------------------------------------------------------------------------------
@@ -209,8 +353,14 @@ class PulumiCloudProvider:
                 unless the error's ``resources_left`` says otherwise.
         """
         self.check_available()
-        regions = self._regions(spec)
-        self._size(spec)  # refuse a bad size before anything is written
+        self.preflight(spec)  # refuse a bad size or a missing image before anything is written
+        # Images (and snapshots) are regional: a named one pins the pool to the first region.
+        candidates = self._regions(spec)[:1] if spec.image else self._regions(spec)
+        chosen_by_region = {region: self.choose_image(spec, region) for region in candidates}
+        # Images are regional: only regions holding one can take the pool.
+        regions = [r for r, chosen in chosen_by_region.items() if chosen is not None]
+        if not regions:
+            raise InvalidInputError(self.no_image_message(self._regions(spec)[0]))
         from oa_vm import netdetect, sshkeys
 
         cidrs = list(spec.allow_cidrs)
@@ -221,7 +371,10 @@ class PulumiCloudProvider:
         ensure_passphrase()
         module = self._program_module()
         settings_for = {
-            region: self._settings(spec, region, public_key, cidrs, plan=False)
+            region: self._settings(
+                spec, region, public_key, cidrs, plan=False,
+                image_id=chosen_by_region[region].cloud_id,  # type: ignore[union-attr]
+            )
             for region in regions
         }
 
@@ -235,7 +388,7 @@ class PulumiCloudProvider:
         ref = stack_ref(self.info.project, spec.name)
         result = self.driver.create(ref, regions, program_for, config_for, progress)
         settings = settings_for[result.region]
-        price, _ = _price(self.name, result.region, settings.size, spec.spot)
+        price, _ = worker_price(self.name, result.region, settings.size, spec.spot)
         workers = [
             WorkerRecord(
                 name=str(w["name"]),
@@ -264,6 +417,9 @@ class PulumiCloudProvider:
                 "spot": spec.spot,
                 "workers": spec.workers,
                 "allow_cidrs": cidrs,
+                "image": (chosen_by_region[result.region] or ChosenImage("")).describe(),
+                "expected_ready_s": cloud_plan.WARM_READY_S,
+                "wait_timeout_s": cloud_plan.WARM_READY_S * cloud_plan.WAIT_MARGIN,
             },
             provider_data={
                 "project": ref.project,
@@ -283,7 +439,15 @@ class PulumiCloudProvider:
         return stack_ref(project, str(record.provider_data.get("stack") or record.name))
 
     def refresh(self, record: PoolRecord) -> PoolRecord:
-        """Refresh the stack from the cloud; workers whose instance is gone become ``LOST``."""
+        """Refresh the stack from the cloud; workers whose instance is gone become ``LOST``.
+
+        Within one provider (one ``pool-wait``), at most once per :attr:`refresh_interval_s`:
+        the record is returned unchanged in between.
+        """
+        last = self._refreshed_at.get(record.name)
+        if last is not None and time.monotonic() - last < self.refresh_interval_s:
+            return record
+        self._refreshed_at[record.name] = time.monotonic()
         alive = self.driver.refresh(self._ref(record), lambda _line: None)
         for worker in record.workers:
             gone = alive is None or bool(worker.provider_id and worker.provider_id not in alive)
@@ -309,7 +473,7 @@ class PulumiCloudProvider:
         )
 
 
-def _price(cloud: str, region: str, size: str, spot: bool) -> tuple[float | None, str | None]:
+def worker_price(cloud: str, region: str, size: str, spot: bool) -> tuple[float | None, str | None]:
     """$/hour per worker from the price catalog, or None with the reason."""
     try:
         from oa_vm.pricing import hourly_price
@@ -321,12 +485,12 @@ def _price(cloud: str, region: str, size: str, spot: bool) -> tuple[float | None
         return None, f"price unknown: {exc}"
 
 
-def _plain(value: Any) -> Any:
+def plain_inputs(value: Any) -> Any:
     """Mock inputs come back through protobuf: whole floats become ints again for display."""
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain_inputs(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_plain(v) for v in value]
+        return [plain_inputs(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value

@@ -1,8 +1,12 @@
-"""Cloud worker readiness, step by step, against a real SSH server and a simulated worker.
+"""Cloud worker readiness over a real SSH session, with the host's tools stood in.
 
-The worker is registered as a cloud worker would be (an SSH endpoint, remote ports behind it);
-the host's ``cloud-init status`` and ``docker ps`` are replaced by commands that print what a
-real host prints, from files the test changes between passes.
+The worker is registered as a cloud worker would be (an SSH endpoint, remote ports behind it) and
+the test SSH server runs pool-wait's real remote commands. Its sessions get a PATH whose first
+folder holds stand-ins for ``cloud-init``, ``docker`` and ``sudo`` (``tests/support/
+host_standins.py``): docker refuses the login user as it does on a fresh host, so only a command
+that goes through ``sudo -n`` gets an answer, and ``docker ps`` answers only the exact arguments
+a correctly quoted command delivers. The bootstrap's status file is a real file the test
+rewrites between passes.
 """
 
 from __future__ import annotations
@@ -13,14 +17,34 @@ from pathlib import Path
 import pytest
 
 from oa_vm import state
-from oa_vm.providers.cloud_wait import RemoteCommands, worker_phase
-from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord
+from oa_vm.errors import ProvisioningError
+from oa_vm.providers.cloud_wait import RemoteCommands, follow_status, worker_phase
+from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 from tests.support import sshd as sshd_support
+from tests.support.host_standins import (
+    HostSshServer,
+    calls,
+    set_outcomes,
+    write_standins,
+)
 from tests.support.sshd import SshServer, free_port
 from tests.support.worker_proc import WorkerProcess, running_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
-sshd = sshd_support.sshd
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[HostSshServer]:
+    if not sshd_support.sshd_available():
+        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    fake_state = tmp_path / "fake"
+    fake_state.mkdir()
+    server = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "bin"), fake_state)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
@@ -33,7 +57,7 @@ def _record(sshd: SshServer, waa_port: int, scoring_port: int) -> PoolRecord:
     return PoolRecord(
         name="cloudish", cloud="aws", state=PoolState.PROVISIONING, created_at=state.utcnow(),
         workers=[WorkerRecord(
-            name="cloudish-w0",
+            name="cloudish-w0", state=WorkerState.BOOTING,
             ssh=SshEndpoint(host=sshd.host, port=sshd.port, user=sshd.user,
                             key_path=str(sshd.client_key)),
             remote_waa_port=waa_port, remote_scoring_port=scoring_port,
@@ -41,42 +65,110 @@ def _record(sshd: SshServer, waa_port: int, scoring_port: int) -> PoolRecord:
     )
 
 
-def test_phases_in_order_until_ready(
-    sshd: SshServer, worker: WorkerProcess, tmp_path: Path, oa_home: Path
-) -> None:
-    boot, docker = tmp_path / "cloud-init.txt", tmp_path / "docker.txt"
-    commands = RemoteCommands(cloud_init=f"cat {boot}", container=f"cat {docker}")
-    entry = worker.workers[0]
-    record = _record(sshd, int(entry["waa_port"]), int(entry["scoring_port"]))
+def _status(path: Path, state_: str, step: str, message: str) -> None:
+    path.write_text(f"state={state_}\nstep={step}\nmessage={message}\nupdated=now\n")
 
-    sshd.stop()
+
+def test_phases_in_order_until_ready(
+    host: HostSshServer, worker: WorkerProcess, tmp_path: Path, oa_home: Path
+) -> None:
+    status = tmp_path / "status"
+    commands = RemoteCommands(status_file=str(status))
+    entry = worker.workers[0]
+    record = _record(host, int(entry["waa_port"]), int(entry["scoring_port"]))
+    # A fresh host: the login user is not in the docker group.
+    denied = {"FAKE_DOCKER_DENIED": "1", "FAKE_UID": "1000"}
+
+    host.stop()
     assert worker_phase(record, 0, commands=commands) == ("ssh", False)
     assert record.workers[0].detail
-    sshd.start()
+    host.start()
 
-    boot.write_text("status: running\n")
+    set_outcomes(host.fake_state, FAKE_CLOUD_INIT="running", **denied)
     assert worker_phase(record, 0, commands=commands) == ("cloud-init", False)
-    boot.write_text("status: error\nextended_status: error - done\n")
+    set_outcomes(host.fake_state, FAKE_CLOUD_INIT="error", **denied)
     assert worker_phase(record, 0, commands=commands) == ("cloud-init failed", False)
-    assert "error" in (record.workers[0].detail or "")
 
-    boot.write_text("status: done\n")
+    set_outcomes(host.fake_state, FAKE_LOG="Windows is being installed: 42%", **denied)
+    assert worker_phase(record, 0, commands=commands) == ("bootstrap", False)
+    _status(status, "running", "guest", "waiting for Windows to answer /probe")
+    assert worker_phase(record, 0, commands=commands) == ("bootstrap: guest", False)
+    assert "last log: Windows is being installed: 42%" in (record.workers[0].detail or "")
+    # docker was reached through sudo, with pool-wait's quoting intact.
+    made = calls(host.fake_state)
+    assert "sudo -n docker logs --tail 1 winarena" in made
+    assert "sudo -n docker ps -a --filter name=^winarena$ --format {{.Status}}" in made
+
+    _status(status, "done", "ready", "Windows answers /probe")
+    set_outcomes(host.fake_state, FAKE_CONTAINER_STATUS="Exited (1) 2 minutes ago", **denied)
     assert worker_phase(record, 0, commands=commands) == ("container", False)
-    docker.write_text("Up 3 minutes\n")
+    assert "Exited (1)" in (record.workers[0].detail or "")
+    set_outcomes(host.fake_state, **denied)
     assert worker_phase(record, 0, commands=commands) == ("ready", True)
     assert record.workers[0].detail is None
     # The host key was pinned on first contact, in the pool's own known_hosts.
     known = state.pool_dir("cloudish") / "known_hosts"
-    assert sshd.host_public_key_line().split()[1] in known.read_text()
+    assert host.host_public_key_line().split()[1] in known.read_text()
+
+
+def test_without_sudo_docker_cannot_be_reached_and_the_phase_says_so(
+    host: HostSshServer, tmp_path: Path, oa_home: Path
+) -> None:
+    status = tmp_path / "status"
+    _status(status, "done", "ready", "Windows answers /probe")
+    set_outcomes(host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_NO_SUDO="1")
+    record = _record(host, free_port(), free_port())
+    phase = worker_phase(record, 0, commands=RemoteCommands(status_file=str(status)))
+    assert phase == ("container", False)
+    assert "sudo: command not found" in (record.workers[0].detail or "")
+
+
+def test_a_failed_bootstrap_ends_the_wait_with_its_message_and_logs(
+    host: HostSshServer, tmp_path: Path, oa_home: Path
+) -> None:
+    status = tmp_path / "status"
+    _status(status, "failed", "kvm", "nested virtualization is not enabled on m8i.large")
+    set_outcomes(host.fake_state)
+    record = _record(host, free_port(), free_port())
+    phase = worker_phase(record, 0, commands=RemoteCommands(status_file=str(status)))
+    assert phase == ("failed at kvm", False)
+    worker = record.workers[0]
+    assert worker.state == WorkerState.LOST
+    assert "nested virtualization is not enabled on m8i.large" in (worker.detail or "")
+    assert "journalctl -u oa-vm-bootstrap" in (worker.detail or "")
 
 
 def test_waa_not_answering_stops_at_the_waa_probe(
-    sshd: SshServer, tmp_path: Path, oa_home: Path
+    host: HostSshServer, tmp_path: Path, oa_home: Path
 ) -> None:
-    ok = tmp_path / "ok.sh"
-    ok.write_text("echo 'status: done'\n")
-    commands = RemoteCommands(cloud_init=f"sh {ok}", container="echo Up 1 second")
-    record = _record(sshd, free_port(), free_port())
-    phase, ready = worker_phase(record, 0, commands=commands)
+    status = tmp_path / "status"
+    _status(status, "done", "ready", "Windows answers /probe")
+    set_outcomes(host.fake_state)
+    record = _record(host, free_port(), free_port())
+    phase, ready = worker_phase(record, 0, commands=RemoteCommands(status_file=str(status)))
     assert (phase, ready) == ("waa probe", False)
     assert record.workers[0].detail
+
+
+def test_an_image_builder_is_followed_until_built(
+    host: HostSshServer, tmp_path: Path, oa_home: Path
+) -> None:
+    status, info = tmp_path / "status", tmp_path / "image-info"
+    _status(status, "done", "built", "Windows installed and shut down")
+    info.write_text("waa_image=windowsarena/winarena@sha256:0123\nbuilt=2026-03-01T12:00:00Z\n")
+    set_outcomes(host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000")
+    ssh = SshEndpoint(host=host.host, port=host.port, user=host.user,
+                      key_path=str(host.client_key))
+    lines: list[str] = []
+    got = follow_status(
+        ssh, tmp_path / "known_hosts", name="img-builder", timeout_s=60, progress=lines.append,
+        commands=RemoteCommands(status_file=str(status), image_info_file=str(info)), poll_s=0.05,
+    )
+    assert got["waa_image"] == "windowsarena/winarena@sha256:0123"
+
+    _status(status, "failed", "pull", "could not pull windowsarena/winarena:latest")
+    with pytest.raises(ProvisioningError, match="failed at pull: could not pull"):
+        follow_status(
+            ssh, tmp_path / "known_hosts", name="img-builder", timeout_s=60,
+            progress=lines.append, commands=RemoteCommands(status_file=str(status)), poll_s=0.05,
+        )

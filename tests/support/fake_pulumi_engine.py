@@ -99,8 +99,16 @@ class FakePulumiEngine:
         ]
 
     def live_resources(self, stack: str) -> list[dict[str, Any]]:
-        """What the fake cloud holds for ``stack``."""
+        """What the fake cloud holds for ``stack`` (each with the ``inputs`` it was made with)."""
         return list(self.stacks.get(stack, _Stack()).resources)
+
+    def live_types(self, stack: str) -> list[str]:
+        """The types of the cloud resources the fake cloud holds for ``stack`` (providers and
+        components left out)."""
+        return sorted(
+            r["type"] for r in self.live_resources(stack)
+            if r["custom"] and not r["type"].startswith("pulumi:providers:")
+        )
 
     # -- Engine --------------------------------------------------------------------------------
 
@@ -144,6 +152,7 @@ class FakePulumiEngine:
                 "custom": r.custom,
                 "id": f"{r.name}-id" if r.custom else None,
                 "cloud_id": f"{r.name}-id",
+                "inputs": copy.deepcopy(r.inputs),
                 "outputs": {"tags": r.inputs.get("tags")},
             }
             for r in run.resources
@@ -188,7 +197,8 @@ class FakePulumiEngine:
         stack = self.stacks[ref.stack]
         deployment: dict[str, Any] = {
             "resources": [
-                {k: v for k, v in r.items() if k != "cloud_id"} for r in stack.resources
+                {k: v for k, v in r.items() if k not in ("cloud_id", "inputs")}
+                for r in stack.resources
             ]
         }
         if stack.pending:

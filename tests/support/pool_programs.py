@@ -11,6 +11,11 @@ from infra.offline import OfflineRun
 from infra.settings import PoolSettings
 
 EXPIRES = datetime(2026, 3, 1, 18, 30, 5, tzinfo=UTC)
+AWS_IMAGE = "snap-0123456789abcdef0"
+AZURE_IMAGE = (
+    "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/oa-vm-image-waa-eastus"
+    "/providers/Microsoft.Compute/snapshots/waa-eastus-20260301-1200"
+)
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOaVmTestKeyOnlyForTestsXXXXXXXXXXXXXXXXXXX oa-vm"
 
 
@@ -25,6 +30,7 @@ def make_settings(cloud: str, **changes: Any) -> PoolSettings:
         expires_at=EXPIRES,
         ssh_public_key=KEY,
         allowed_cidrs=("198.51.100.7/32",),
+        image_id=AWS_IMAGE if cloud == "aws" else AZURE_IMAGE,
     )
     return replace(base, **changes)
 
@@ -58,5 +64,11 @@ def taggable(run: OfflineRun) -> list[Any]:
         for r in run.resources
         if r.custom
         and not r.type.startswith("pulumi:providers:")
-        and r.type != "aws:ec2/routeTableAssociation:RouteTableAssociation"  # has no tags
+        # These types take no tags.
+        and r.type not in (
+            "aws:ec2/routeTableAssociation:RouteTableAssociation",
+            "aws:ec2/volumeAttachment:VolumeAttachment",
+            "aws:iam/rolePolicy:RolePolicy",
+            "aws:scheduler/schedule:Schedule",
+        )
     ]

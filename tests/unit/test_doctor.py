@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from oa_vm import doctor
 
 
@@ -54,6 +56,83 @@ def test_home_permissions(tmp_path: Path) -> None:
 def test_run_checks_names_every_check(oa_home: Path) -> None:
     names = [c.name for c in doctor.run_checks()]
     assert names == ["pulumi engine", "aws extra", "azure extra", "aws credentials",
-                     "azure credentials", "ssh", "oa-vm home"]
+                     "azure credentials", "azure devtestlab provider", "ssh", "oa-vm home"]
     for check in doctor.run_checks():
         assert check.ok or check.fix, check
+
+
+def test_fix_installs_the_pulumi_cli_matching_the_sdk_into_the_home(
+    tmp_path: Path, oa_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The download is the only stand-in: the Automation API's installer runs for real and then
+    checks the installed CLI's version, as it does after a real download."""
+    import pulumi.automation._cmd as cmd
+
+    from oa_vm.providers import pulumi_driver
+
+    version = pulumi_driver.sdk_version()
+    fetched: list[str] = []
+
+    def download(url: str, path: str) -> None:
+        fetched.append(url)
+        # What get.pulumi.com/install.sh does, in short: put bin/pulumi under --install-root.
+        Path(path).write_text(
+            "#!/bin/bash\nset -e\nwhile [ $# -gt 0 ]; do case $1 in --install-root) root=$2;"
+            " shift 2;; --version) ver=$2; shift 2;; *) shift;; esac; done\n"
+            'mkdir -p "$root/bin"\n'
+            'printf \'#!/bin/bash\\necho v%s\\n\' "$ver" > "$root/bin/pulumi"\n'
+            'chmod +x "$root/bin/pulumi"\n'
+        )
+
+    monkeypatch.setattr(cmd, "_download_to_file", download)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")  # no pulumi on PATH
+    assert not doctor.check_pulumi().ok
+    assert pulumi_driver.AutomationEngine().missing() == pulumi_driver.PULUMI_INSTALL_HINT
+    installed = doctor.install_pulumi()
+    assert fetched == ["https://get.pulumi.com/install.sh"]
+    assert installed == oa_home / "pulumi-cli" / version / "bin" / "pulumi"
+    assert doctor.check_pulumi().ok
+    assert pulumi_driver.AutomationEngine().missing() is None
+    # Installing again reuses what is there (no second download).
+    assert doctor.install_pulumi() == installed and len(fetched) == 1
+
+
+def test_a_failed_download_is_one_line_naming_the_manual_install(
+    tmp_path: Path, oa_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pulumi.automation._cmd as cmd
+
+    def offline(url: str, path: str) -> None:
+        raise OSError("Network is unreachable")
+
+    monkeypatch.setattr(cmd, "_download_to_file", offline)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    with pytest.raises(doctor.PulumiInstallError) as info:
+        doctor.install_pulumi()
+    assert "Network is unreachable" in str(info.value) and "get.pulumi.com" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def _az(tmp_path: Path, body: str) -> str:
+    """A stand-in ``az`` that answers like the real CLI (recorded answers)."""
+    az = tmp_path / "az"
+    az.write_text("#!/bin/bash\necho \"$*\" >> \"$(dirname \"$0\")/az.calls\"\n" + body)
+    az.chmod(0o755)
+    return str(az)
+
+
+def test_devtestlab_registration(tmp_path: Path) -> None:
+    registered = doctor.check_devtestlab(az=_az(tmp_path, "echo Registered\n"))
+    assert registered.ok
+    calls = (tmp_path / "az.calls").read_text()
+    assert "provider show --namespace Microsoft.DevTestLab --query registrationState -o tsv" in (
+        calls
+    )
+    missing = doctor.check_devtestlab(az=_az(tmp_path, "echo NotRegistered\n"))
+    assert not missing.ok and "NotRegistered" in missing.detail
+    assert "az provider register --namespace Microsoft.DevTestLab" in missing.fix
+    logged_out = doctor.check_devtestlab(az=_az(
+        tmp_path, "echo \"ERROR: Please run 'az login' to setup account.\" >&2; exit 1\n"
+    ))
+    assert not logged_out.ok and "az login" in logged_out.detail
+    assert doctor.check_devtestlab(az="").ok  # no az CLI: not checked, says so

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import json
 from typing import Any
 
 import pulumi
@@ -14,7 +15,7 @@ from infra import aws as infra_aws
 from infra.offline import OfflineRun, RecordedResource
 from infra.sizes import UnsupportedSizeError
 from infra.tags import ALL_KEYS
-from tests.support.pool_programs import EXPIRES, AwsLookups, make_settings, taggable
+from tests.support.pool_programs import AWS_IMAGE, EXPIRES, AwsLookups, make_settings, taggable
 from tests.unit.infra.conftest import RunAws
 
 INSTANCE = "aws:ec2/instance:Instance"
@@ -22,7 +23,9 @@ SG = "aws:ec2/securityGroup:SecurityGroup"
 
 
 def _instances(run: OfflineRun) -> list[RecordedResource]:
-    return run.of_type(INSTANCE)
+    # By worker index: the engine registers resources as their inputs resolve, so the order of
+    # registration is not the order of declaration.
+    return sorted(run.of_type(INSTANCE), key=lambda r: int(r.name.rsplit("-w", 1)[1]))
 
 
 @pytest.mark.parametrize("workers", [1, 3])
@@ -48,7 +51,7 @@ def test_instances_nest_terminate_on_shutdown_and_have_encrypted_gp3(
         assert inputs["instanceInitiatedShutdownBehavior"] == "terminate"
         assert inputs["instanceType"] == "m8i.2xlarge"
         root = inputs["rootBlockDevice"]
-        assert (root["volumeSize"], root["volumeType"], root["encrypted"]) == (128, "gp3", True)
+        assert (root["volumeSize"], root["volumeType"], root["encrypted"]) == (160, "gp3", True)
         assert root["deleteOnTermination"] is True
         assert inputs["ami"] == "ami-0123456789abcdef0"
         assert inputs["metadataOptions"]["httpTokens"] == "required"
@@ -207,3 +210,52 @@ def test_component_outputs_resolve_through_output_all() -> None:
         pulumi_settings.reset_options()
     assert [w["public_ip"] for w in seen["workers"]] == ["203.0.113.9", "203.0.113.9"]
     assert EXPIRES.tzinfo is not None
+
+
+def test_each_workers_storage_volume_is_made_from_the_image(run_aws: RunAws) -> None:
+    run, _ = run_aws(make_settings("aws", workers=2))
+    for inst in _instances(run):
+        (storage,) = inst.inputs["ebsBlockDevices"]
+        assert storage["snapshotId"] == AWS_IMAGE
+        assert (storage["deviceName"], storage["volumeType"], storage["encrypted"]) == (
+            "/dev/sdf", "gp3", True
+        )
+        assert storage["deleteOnTermination"] is True
+    # A pool never makes a volume to snapshot: that is an image builder's.
+    assert not run.of_type("aws:ebs/volume:Volume")
+
+
+def test_the_cloud_terminates_the_instances_at_the_expiry(run_aws: RunAws) -> None:
+    run, _ = run_aws(make_settings("aws", workers=2))
+    (schedule,) = run.of_type("aws:scheduler/schedule:Schedule")
+    inputs = schedule.inputs
+    # 18:30:05 rounds up: the pool never ends before the time it was promised.
+    assert inputs["scheduleExpression"] == "at(2026-03-01T18:31:00)"
+    assert inputs["scheduleExpressionTimezone"] == "UTC"
+    assert inputs["flexibleTimeWindow"] == {"mode": "OFF"}
+    target = inputs["target"]
+    assert target["arn"] == "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
+    assert json.loads(target["input"]) == {"InstanceIds": ["waa-eval-w0-id", "waa-eval-w1-id"]}
+    (role,) = run.of_type("aws:iam/role:Role")
+    trust = json.loads(role.inputs["assumeRolePolicy"])
+    assert trust["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
+    (policy,) = run.of_type("aws:iam/rolePolicy:RolePolicy")
+    (statement,) = json.loads(policy.inputs["policy"])["Statement"]
+    # Scoped to this pool's instances: the role can terminate nothing else.
+    assert statement["Action"] == "ec2:TerminateInstances"
+    assert statement["Resource"] == [
+        "arn:aws:ec2:offline:instance/waa-eval-w0", "arn:aws:ec2:offline:instance/waa-eval-w1"
+    ]
+
+
+def test_the_installed_sdk_has_nested_virtualization() -> None:
+    import importlib.metadata
+
+    import pulumi_aws
+
+    fields = pulumi_aws.ec2.InstanceCpuOptionsArgs.__init__.__code__.co_varnames
+    assert "nested_virtualization" in fields
+    floor = next(
+        r for r in importlib.metadata.requires("oa-vm") or [] if r.startswith("pulumi-aws")
+    )
+    assert ">=7.51" in floor, floor

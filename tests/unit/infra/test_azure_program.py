@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import inspect
 import re
 from datetime import UTC, datetime
@@ -15,7 +16,7 @@ from pulumi_azure_native import compute
 from infra import azure as infra_azure
 from infra.sizes import UnsupportedSizeError
 from infra.tags import ALL_KEYS
-from tests.support.pool_programs import make_settings, taggable
+from tests.support.pool_programs import AZURE_IMAGE, make_settings, taggable
 from tests.unit.infra.conftest import RunAzure
 
 VM = "azure-native:compute:VirtualMachine"
@@ -43,7 +44,7 @@ def test_one_vm_ip_nic_and_schedule_per_worker_with_outputs(
 
 
 @pytest.mark.parametrize("workers", [1, 3])
-def test_vms_are_ssh_key_only_premium_128_standard_security(
+def test_vms_are_ssh_key_only_premium_160_standard_security(
     run_azure: RunAzure, workers: int
 ) -> None:
     run = run_azure(make_settings("azure", workers=workers))
@@ -57,7 +58,7 @@ def test_vms_are_ssh_key_only_premium_128_standard_security(
         assert key["keyData"].startswith("ssh-ed25519 ")
         assert "adminPassword" not in inputs["osProfile"]
         disk = inputs["storageProfile"]["osDisk"]
-        assert disk["diskSizeGB"] == 128
+        assert disk["diskSizeGB"] == 160
         assert disk["managedDisk"]["storageAccountType"] == "Premium_LRS"
         image = inputs["storageProfile"]["imageReference"]
         assert (image["publisher"], image["sku"]) == ("Canonical", "server")
@@ -84,7 +85,7 @@ def test_the_pinned_compute_api_makes_standard_the_default_security_type() -> No
 def test_every_resource_carries_the_three_tags(run_azure: RunAzure, workers: int) -> None:
     run = run_azure(make_settings("azure", workers=workers))
     resources = taggable(run)
-    assert len(resources) == 3 + 4 * workers
+    assert len(resources) == 3 + 5 * workers
     for res in resources:
         tags = res.inputs.get("tags") or {}
         assert {k: tags.get(k) for k in ALL_KEYS} == {
@@ -159,10 +160,14 @@ def test_spot_only_when_asked(run_azure: RunAzure) -> None:
 def test_custom_data_is_the_workers_cloud_init(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure"))
     encoded = run.of_type(VM)[0].inputs["osProfile"]["customData"]
-    text = base64.b64decode(encoded).decode("utf-8")
+    text = gzip.decompress(base64.b64decode(encoded)).decode("utf-8")
     assert text.startswith("#cloud-config\n")
     doc: dict[str, Any] = yaml.safe_load(text)
-    assert "/var/lib/oa-vm/storage" in str(doc) and "/mnt" not in str(doc)
+    env = next(f for f in doc["write_files"] if f["path"] == "/etc/oa-vm/worker.env")["content"]
+    assert "OA_VM_STORAGE_DEVICES='/dev/disk/azure/data/by-lun/0 /dev/disk/azure/scsi1/lun0'" in env
+    assert "/mnt" not in str(doc)
+    # No power-off from the guest on Azure: it would stop the VM without deallocating it.
+    assert "oa-vm-expiry" not in str(doc) and "poweroff" not in str(doc)
 
 
 def test_sizes_that_cannot_nest_are_refused_with_the_good_ones(run_azure: RunAzure) -> None:
@@ -174,3 +179,47 @@ def test_resource_group_is_per_pool(run_azure: RunAzure) -> None:
     (group,) = run_azure(make_settings("azure")).of_type("azure-native:resources:ResourceGroup")
     assert group.inputs["resourceGroupName"] == "oa-vm-waa-eval"
     assert group.inputs["location"] == "eastus"
+
+
+def test_each_workers_storage_disk_is_copied_from_the_image(run_azure: RunAzure) -> None:
+    run = run_azure(make_settings("azure", workers=2))
+    disks = run.of_type("azure-native:compute:Disk")
+    assert sorted(d.name for d in disks) == ["waa-eval-w0-storage", "waa-eval-w1-storage"]
+    for disk in disks:
+        assert disk.inputs["creationData"] == {
+            "createOption": "Copy", "sourceResourceId": AZURE_IMAGE
+        }
+        assert disk.inputs["sku"] == {"name": "Premium_LRS"}
+    for vm in run.of_type(VM):
+        (data,) = vm.inputs["storageProfile"]["dataDisks"]
+        assert (data["lun"], data["createOption"]) == (0, "Attach")
+
+
+def test_a_size_without_premium_storage_gets_standard_ssd(run_azure: RunAzure) -> None:
+    run = run_azure(make_settings("azure", size="Standard_D8_v5"))
+    (vm,) = run.of_type(VM)
+    assert vm.inputs["storageProfile"]["osDisk"]["managedDisk"]["storageAccountType"] == (
+        "StandardSSD_LRS"
+    )
+    (disk,) = run.of_type("azure-native:compute:Disk")
+    assert disk.inputs["sku"] == {"name": "StandardSSD_LRS"}
+
+
+@pytest.mark.parametrize("size", ["Standard_D8a_v5", "Standard_D3s_v5", "Standard_D8s_v4"])
+def test_sizes_azure_does_not_sell_are_refused(size: str) -> None:
+    from infra import sizes
+
+    with pytest.raises(UnsupportedSizeError, match="does not exist"):
+        sizes.check_azure_size(size)
+
+
+def test_a_ttl_over_a_day_is_refused() -> None:
+    from datetime import timedelta
+
+    from infra.azure import check_ttl
+    from infra.settings import SettingsError
+
+    now = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    check_ttl(now + timedelta(hours=24), now)
+    with pytest.raises(SettingsError, match="at most 24 hours"):
+        check_ttl(now + timedelta(hours=25), now)

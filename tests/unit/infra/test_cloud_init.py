@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import base64
 import gzip
+import shlex
 from pathlib import Path
 from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
+from infra import aws as infra_aws
+from infra import azure as infra_azure
 from infra.worker import cloud_init, units
 from tests.support.pool_programs import make_settings
 
 ROOT = Path(__file__).resolve().parents[3]
+WORKER = ROOT / "infra" / "worker"
 
 
-def _doc(**changes: Any) -> dict[str, Any]:
-    text = cloud_init.render(make_settings("aws", **changes))
+def _doc(cloud: str = "aws", **changes: Any) -> dict[str, Any]:
+    facts = infra_aws.HOST_FACTS if cloud == "aws" else infra_azure.HOST_FACTS
+    text = cloud_init.render(make_settings(cloud, **changes), facts)
     assert text.startswith("#cloud-config\n")
     doc: dict[str, Any] = yaml.safe_load(text)
     return doc
@@ -32,69 +37,83 @@ def _content(entry: dict[str, Any]) -> str:
     return str(entry["content"])
 
 
-def test_installs_docker_and_socat() -> None:
-    doc = _doc()
-    assert {"docker.io", "socat"} <= set(doc["packages"])
-    assert ["systemctl", "enable", "--now", "docker"] in doc["runcmd"]
+def _env(doc: dict[str, Any]) -> dict[str, str]:
+    text = _content(_files(doc)["/etc/oa-vm/worker.env"])
+    out = {}
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        out[key] = " ".join(shlex.split(value))
+    return out
 
 
-def test_ships_the_scoring_server_its_rules_and_the_relay_verbatim() -> None:
+def test_installs_docker_socat_and_curl() -> None:
+    assert {"docker.io", "socat", "curl"} <= set(_doc()["packages"])
+
+
+def test_ships_the_scripts_servers_and_dockerfile_verbatim() -> None:
     files = _files(_doc())
     for shipped, source in [
-        ("/opt/oa-vm/scoring_server.py", ROOT / "infra/worker/scoring_server.py"),
+        ("/opt/oa-vm/bootstrap.sh", WORKER / "bootstrap.sh"),
+        ("/opt/oa-vm/lib.sh", WORKER / "lib.sh"),
+        ("/opt/oa-vm/scoring.sh", WORKER / "scoring.sh"),
+        ("/opt/oa-vm/waa-image/Dockerfile", WORKER / "waa-image" / "Dockerfile"),
+        ("/opt/oa-vm/scoring_server.py", WORKER / "scoring_server.py"),
         ("/opt/oa-vm/scoring_rules.py", ROOT / "infra/scoring_rules.py"),
-        ("/opt/oa-vm/relay.py", ROOT / "infra/worker/relay.py"),
+        ("/opt/oa-vm/relay.py", WORKER / "relay.py"),
     ]:
-        assert _content(files[shipped]) == source.read_text(encoding="utf-8")
+        assert _content(files[shipped]) == source.read_text(encoding="utf-8"), shipped
+    assert files["/opt/oa-vm/bootstrap.sh"]["permissions"] == "0755"
+    for unit in units.STATIC_UNITS:
+        assert _content(files[f"/etc/systemd/system/{unit}"]) == (
+            WORKER / "systemd" / unit
+        ).read_text(encoding="utf-8")
 
 
-def test_waa_container_is_started_as_the_protocol_says() -> None:
-    script = _content(_files(_doc(disk_size="80G"))["/opt/oa-vm/start-waa.sh"])
-    for flag in ["--device=/dev/kvm", "--cap-add NET_ADMIN", "-e VERSION=11e", "-e RAM_SIZE=8G",
-                 "-e CPU_CORES=4", "-e DISK_SIZE=80G", "-p 127.0.0.1:5000:5000",
-                 "-p 127.0.0.1:8006:8006", "-p 127.0.0.1:7200:7200",
-                 "-v /var/lib/oa-vm/storage:/storage", "-v /opt/oa-vm:/oa-vm:ro",
-                 "windowsarena/winarena:latest"]:
-        assert flag in script, flag
-    assert "/mnt" not in script
-    assert "/dev/kvm is missing" in script
-
-
-def test_ports_53_and_80_are_freed() -> None:
-    script = _content(_files(_doc())["/opt/oa-vm/free-ports.sh"])
-    assert "DNSStubListener=no" in script
-    assert "nginx" in script and "apache2" in script and "named" in script
-    assert ["/opt/oa-vm/free-ports.sh"] in _doc()["runcmd"]
-
-
-def test_scoring_server_and_bridge_units() -> None:
-    files = _files(_doc())
-    scoring = _content(files["/etc/systemd/system/oa-vm-scoring.service"])
-    assert "docker exec winarena python3 /oa-vm/scoring_server.py" in scoring
-    assert "--port 5050" in scoring and "Restart=always" in scoring
-    assert "kill $$(cat /run/oa-vm-scoring.pid)" in scoring  # systemd's literal $
-    bridge = _content(files["/etc/systemd/system/oa-vm-bridge.service"])
-    assert "TCP-LISTEN:5051,bind=127.0.0.1" in bridge
-    assert "docker exec -i winarena python3 /oa-vm/relay.py 5050" in bridge
-    enable = ["systemctl", "enable", "--now", "oa-vm-scoring.service", "oa-vm-bridge.service"]
-    assert enable in _doc()["runcmd"]
-
-
-def test_expiry_timer_is_armed_first_and_at_the_expiry() -> None:
+def test_the_bootstrap_runs_as_a_unit_and_cloud_init_does_not_wait_for_it() -> None:
     doc = _doc()
+    assert ["systemctl", "enable", "oa-vm-bootstrap.service"] in doc["runcmd"]
+    assert doc["runcmd"][-1] == ["systemctl", "start", "--no-block", "oa-vm-bootstrap.service"]
+    unit = _content(_files(doc)["/etc/systemd/system/oa-vm-bootstrap.service"])
+    assert "EnvironmentFile=/etc/oa-vm/worker.env" in unit
+    assert "ExecStart=/opt/oa-vm/bootstrap.sh" in unit
+    # The old unit named a service that never existed.
+    scoring = _content(_files(doc)["/etc/systemd/system/oa-vm-scoring.service"])
+    assert "oa-vm-waa.service" not in scoring and "oa-vm-bootstrap.service" in scoring
+
+
+def test_worker_env_carries_the_settings_the_bootstrap_reads() -> None:
+    env = _env(_doc(disk_size="80G"))
+    assert env["OA_VM_MODE"] == "pool"
+    assert env["OA_VM_SIZE"] == "m8i.2xlarge"
+    assert env["OA_VM_STORAGE_DEVICES"] == "/dev/sdf /dev/xvdf /dev/nvme1n1"
+    assert (env["VERSION"], env["RAM_SIZE"], env["CPU_CORES"], env["DISK_SIZE"]) == (
+        "11e", "8G", "4", "80G"
+    )
+    assert env["OA_VM_WAA_IMAGE"] == "windowsarena/winarena:latest"
+    assert env["OA_VM_BASE_IMAGE"] == "dockurr/windows:latest"
+    assert "m8i.2xlarge" in env["OA_VM_SIZE_HINT"]
+    assert _env(_doc(mode="build", image_id=None))["OA_VM_MODE"] == "build"
+
+
+def test_expiry_timer_is_armed_first_on_aws_only() -> None:
+    doc = _doc("aws")
     timer = _content(_files(doc)["/etc/systemd/system/oa-vm-expiry.timer"])
     assert "OnCalendar=2026-03-01 18:30:05 UTC" in timer and "Persistent=true" in timer
     service = _content(_files(doc)["/etc/systemd/system/oa-vm-expiry.service"])
     assert "ExecStart=/usr/bin/systemctl poweroff" in service
     steps = [" ".join(step) for step in doc["runcmd"]]
     assert steps.index("systemctl enable --now oa-vm-expiry.timer") < steps.index(
-        "/opt/oa-vm/start-waa.sh"
+        "systemctl start --no-block oa-vm-bootstrap.service"
     )
+    assert "/etc/systemd/system/oa-vm-expiry.timer" not in _files(_doc("azure"))
 
 
-def test_rendering_is_deterministic() -> None:
+def test_rendering_is_deterministic_and_fits_aws_user_data() -> None:
     settings = make_settings("azure")
-    assert cloud_init.render(settings) == cloud_init.render(settings)
+    facts = infra_azure.HOST_FACTS
+    assert cloud_init.render(settings, facts) == cloud_init.render(settings, facts)
+    raw = gzip.compress(cloud_init.render(make_settings("aws"), infra_aws.HOST_FACTS).encode())
+    assert len(raw) < cloud_init.MAX_USER_DATA
 
 
 def test_expiry_calendar_is_utc() -> None:
@@ -102,3 +121,14 @@ def test_expiry_calendar_is_utc() -> None:
 
     local = datetime.fromisoformat("2026-06-01T01:00:00+02:00")
     assert units.expiry_calendar(local) == "2026-05-31 23:00:00 UTC"
+
+
+def test_the_worker_image_is_built_on_a_current_dockur_with_waas_files() -> None:
+    dockerfile = (WORKER / "waa-image" / "Dockerfile").read_text(encoding="utf-8")
+    assert "FROM ${BASE_IMAGE}" in dockerfile and "ARG BASE_IMAGE=dockurr/windows:latest" in (
+        dockerfile
+    )
+    for copied in ("/client", "/oem", "/models", "/entry.sh"):
+        assert f"COPY --from=waa {copied}" in dockerfile
+    # dockur's guest is at 172.30.0.2; WAA's scripts say 20.20.20.21.
+    assert "s/20\\.20\\.20\\.21/172.30.0.2/g" in dockerfile

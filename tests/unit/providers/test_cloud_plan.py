@@ -46,9 +46,13 @@ def test_aws_plan_lists_the_programs_resources_and_writes_nothing(
         "aws", "us-east-1", "m8i.2xlarge", 3
     )
     instances = [r for r in data["resources"] if r["type"] == "aws:ec2/instance:Instance"]
-    assert [r["name"] for r in instances] == ["plan-me-w0", "plan-me-w1", "plan-me-w2"]
+    assert sorted(r["name"] for r in instances) == ["plan-me-w0", "plan-me-w1", "plan-me-w2"]
     assert instances[0]["inputs"]["cpuOptions"] == {"nestedVirtualization": "enabled"}
-    assert instances[0]["inputs"]["rootBlockDevice"]["volumeSize"] == 128  # int, not 128.0
+    assert instances[0]["inputs"]["rootBlockDevice"]["volumeSize"] == 160  # int, not 160.0
+    # No image yet in this home: the plan says which image a create would use, and how to get one.
+    storage = instances[0]["inputs"]["ebsBlockDevices"][0]
+    assert storage["snapshotId"] == "newest-ready-image-of-the-region"
+    assert data["image"]["id"] is None and "oa-vm image-create" in data["image"]["note"]
     group = next(r for r in data["resources"] if r["type"].endswith("SecurityGroup"))
     assert group["inputs"]["ingress"][0]["cidrBlocks"] == ["caller-ip/32"]
     assert any("detected at create" in note for note in plan.notes)

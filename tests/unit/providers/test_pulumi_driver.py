@@ -26,7 +26,7 @@ from oa_vm.providers.base import PoolSpec
 from oa_vm.providers.pulumi_driver import PoolProvisioningError, classify_failure
 from oa_vm.state import WorkerState
 from tests.support.fake_pulumi_engine import FakePulumiEngine, dead_pid
-from tests.support.pool_programs import AwsLookups
+from tests.support.pool_programs import AWS_IMAGE, AZURE_IMAGE, AwsLookups
 
 CAPACITY = (
     "aws:ec2/instance:Instance resource 'p-w0': creating EC2 Instance: "
@@ -47,12 +47,30 @@ def spec(cloud: str = "aws", **changes: Any) -> PoolSpec:
 
 
 @pytest.fixture
+def images(oa_home: Path) -> None:
+    """A ready image in every region these tests use, as image-create would record it."""
+    from oa_vm import image_records
+
+    created = state.utcnow() - timedelta(days=1)
+    for cloud, region, cloud_id in [
+        ("aws", "us-east-1", AWS_IMAGE), ("aws", "us-west-2", "snap-0west"),
+        ("azure", "eastus", AZURE_IMAGE), ("azure", "westus3", AZURE_IMAGE + "-w3"),
+    ]:
+        image_records.save(image_records.ImageRecord(
+            id=f"waa-{region}-20260301-1200", cloud=cloud, region=region,
+            state=image_records.READY, size_gb=96, created_at=created,
+            licence_expires=created + timedelta(days=90), waa_image="w", builder_size="s",
+            project=f"oa-vm-{cloud}-images", stack=f"waa-{region}", cloud_id=cloud_id,
+        ))
+
+
+@pytest.fixture
 def engine() -> FakePulumiEngine:
     return FakePulumiEngine(AwsLookups())
 
 
 @pytest.fixture
-def aws(engine: FakePulumiEngine, oa_home: Path) -> AwsProvider:
+def aws(engine: FakePulumiEngine, oa_home: Path, images: None) -> AwsProvider:
     return AwsProvider(engine=engine, lister=lambda pool: [])
 
 
@@ -135,7 +153,8 @@ def test_a_size_that_cannot_nest_is_refused_before_anything_is_written(
 ) -> None:
     with pytest.raises(InvalidInputError, match="m8i.2xlarge"):
         aws.create(spec(size="t3.large"), Lines())
-    assert engine.calls == [] and not oa_home.exists()
+    # Only the images this test set up are in the home: no pool folder, key or passphrase.
+    assert engine.calls == [] and {p.name for p in oa_home.iterdir()} == {"images"}
 
 
 # --- region failover --------------------------------------------------------------------------
@@ -295,7 +314,7 @@ def test_destroy_removes_everything_and_the_stack_and_is_idempotent(
 
 
 def test_destroy_reports_what_the_cloud_still_holds_by_tag(
-    engine: FakePulumiEngine, oa_home: Path
+    engine: FakePulumiEngine, oa_home: Path, images: None
 ) -> None:
     asked: list[str] = []
 
@@ -312,7 +331,9 @@ def test_destroy_reports_what_the_cloud_still_holds_by_tag(
                and "Key=oa-vm:pool,Values=waa-eval" in h for h in report.hints)
 
 
-def test_a_failing_leftover_check_becomes_a_hint(engine: FakePulumiEngine, oa_home: Path) -> None:
+def test_a_failing_leftover_check_becomes_a_hint(
+    engine: FakePulumiEngine, oa_home: Path, images: None
+) -> None:
     def lister(pool: str) -> list[str]:
         raise subprocess.TimeoutExpired("aws", 60)
 
@@ -332,7 +353,7 @@ def test_a_failed_destroy_lists_what_is_left(aws: AwsProvider, engine: FakePulum
 # --- Azure through the same driver ------------------------------------------------------------
 
 
-def test_azure_create_and_destroy(oa_home: Path) -> None:
+def test_azure_create_and_destroy(oa_home: Path, images: None) -> None:
     engine = FakePulumiEngine(infra_azure.offline_lookup)
     provider = AzureProvider(engine=engine, lister=lambda pool: [])
     record = provider.create(spec("azure", workers=1), Lines())
@@ -342,7 +363,7 @@ def test_azure_create_and_destroy(oa_home: Path) -> None:
     assert provider.destroy(record, Lines()).left == []
 
 
-def test_azure_all_regions_failing(oa_home: Path) -> None:
+def test_azure_all_regions_failing(oa_home: Path, images: None) -> None:
     engine = FakePulumiEngine(infra_azure.offline_lookup)
     engine.fail_up.update({"eastus": "Code=SkuNotAvailable", "westus3": "Code=QuotaExceeded"})
     with pytest.raises(PoolProvisioningError, match="eastus: .*SkuNotAvailable.*westus3: "):

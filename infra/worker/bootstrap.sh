@@ -1,0 +1,224 @@
+#!/bin/bash
+# Brings a worker host up; run once per boot by oa-vm-bootstrap.service (as root).
+#
+#   bootstrap.sh pool    start WAA from the prepared Windows disk on the storage volume
+#   bootstrap.sh build   build the worker image, install Windows once, let it shut down, and
+#                        leave the storage volume ready to be snapshotted (an image builder)
+#
+# Each step rewrites the status file (/var/lib/oa-vm/status: state, step, message) that
+# 'oa-vm pool-wait' reads over SSH; a failure names its step and exits non-zero, so a failing
+# host never reads as done. Settings come from /etc/oa-vm/worker.env (see cloud_init.py).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=infra/worker/lib.sh
+. "$here/lib.sh"
+load_env
+
+mode="${1:-${OA_VM_MODE:-pool}}"
+poll_s="${OA_VM_POLL_S:-10}"
+waa_image="${OA_VM_WAA_IMAGE:-windowsarena/winarena:latest}"
+base_image="${OA_VM_BASE_IMAGE:-dockurr/windows:latest}"
+waa_digest="$waa_image"
+
+check_kvm() {
+  step kvm "checking /dev/kvm"
+  if [ ! -e "$OA_VM_ROOT/dev/kvm" ]; then
+    fail "nested virtualization is not enabled on ${OA_VM_SIZE:-this size} (no /dev/kvm); use ${OA_VM_SIZE_HINT:-a size with nested virtualization}"
+  fi
+}
+
+free_ports() {
+  step ports "freeing ports 53 and 80 for the Windows guest"
+  mkdir -p "$OA_VM_ROOT/etc/systemd/resolved.conf.d"
+  printf '[Resolve]\nDNSStubListener=no\n' >"$OA_VM_ROOT/etc/systemd/resolved.conf.d/oa-vm.conf"
+  if [ -e "$OA_VM_ROOT/run/systemd/resolve/resolv.conf" ]; then
+    ln -sf /run/systemd/resolve/resolv.conf "$OA_VM_ROOT/etc/resolv.conf"
+  fi
+  systemctl restart systemd-resolved || true
+  local unit
+  for unit in nginx apache2 named bind9 dnsmasq; do
+    systemctl disable --now "$unit.service" >/dev/null 2>&1 || true
+  done
+}
+
+start_docker() {
+  step docker "starting docker"
+  systemctl enable --now docker || fail "docker did not start (see: journalctl -u docker)"
+  dockerx info >/dev/null 2>&1 || fail "docker does not answer (see: journalctl -u docker)"
+}
+
+# root_disk: the disk holding / (e.g. /dev/nvme0n1 for /dev/nvme0n1p1), never the storage.
+root_disk() {
+  local source
+  source="$(findmnt -no SOURCE / 2>/dev/null || true)"
+  source="$(readlink -f "$source" 2>/dev/null || echo "$source")"
+  case "$source" in
+    /dev/nvme*) echo "${source%p[0-9]*}" ;;
+    *) echo "${source%%[0-9]*}" ;;
+  esac
+}
+
+# find_device: the first candidate that exists and is not the root disk (on Nitro instances the
+# storage volume appears as an NVMe device, and NVMe numbering is not guaranteed).
+find_device() {
+  local dev root
+  root="$(root_disk)"
+  for dev in ${OA_VM_STORAGE_DEVICES:-}; do
+    if [ -e "$OA_VM_ROOT$dev" ] && [ "$(readlink -f "$OA_VM_ROOT$dev")" != "$root" ]; then
+      echo "$OA_VM_ROOT$dev"
+      return 0
+    fi
+  done
+  return 1
+}
+
+mount_storage() {
+  step storage "mounting the storage volume on /var/lib/oa-vm/storage"
+  mkdir -p "$OA_VM_STORAGE"
+  local dev
+  # The cloud may attach the volume a little after boot (an image builder's is a separate
+  # attachment): wait for it, but not forever.
+  local deadline=$(($(date +%s) + ${OA_VM_DEVICE_WAIT_S:-300}))
+  until dev="$(find_device)"; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      fail "no storage volume attached (looked for: ${OA_VM_STORAGE_DEVICES:-nothing})"
+    fi
+    sleep "$poll_s"
+  done
+  if [ "$mode" = build ] && ! blkid "$dev" >/dev/null 2>&1; then
+    mkfs.ext4 -q -L oa-vm-storage "$dev" || fail "could not format $dev"
+  fi
+  if ! mountpoint -q "$OA_VM_STORAGE"; then
+    mount "$dev" "$OA_VM_STORAGE" || fail "could not mount $dev on $OA_VM_STORAGE"
+  fi
+  if [ "$mode" = pool ] && [ ! -e "$OA_VM_STORAGE/$OA_VM_READY_MARKER" ]; then
+    fail "the storage volume holds no prepared Windows disk; make an image with 'oa-vm image-create' and create the pool from it"
+  fi
+}
+
+build_image() {
+  step pull "pulling $waa_image and $base_image"
+  dockerx pull "$waa_image" >/dev/null ||
+    fail "could not pull $waa_image (check the name, Docker Hub's rate limit and outbound HTTPS)"
+  dockerx pull "$base_image" >/dev/null ||
+    fail "could not pull $base_image (check the name, Docker Hub's rate limit and outbound HTTPS)"
+  waa_digest="$(dockerx image inspect --format '{{index .RepoDigests 0}}' "$waa_image" 2>/dev/null || echo "$waa_image")"
+  step build "building the worker image on $base_image with WAA's files from $waa_image"
+  dockerx build -t "$OA_VM_LOCAL_IMAGE" --build-arg "WAA_IMAGE=$waa_image" \
+    --build-arg "BASE_IMAGE=$base_image" "$here/waa-image" >/dev/null ||
+    fail "docker build failed (see: journalctl -u oa-vm-bootstrap)"
+}
+
+load_image() {
+  step load "loading the worker image from the storage volume"
+  dockerx load -i "$OA_VM_STORAGE/$OA_VM_IMAGE_TAR" >/dev/null ||
+    fail "could not load $OA_VM_IMAGE_TAR from the storage volume (see: journalctl -u oa-vm-bootstrap)"
+}
+
+run_container() {
+  step container "starting the WAA container"
+  dockerx rm -f "$OA_VM_CONTAINER" >/dev/null 2>&1 || true
+  local prepare=false
+  local restart=(--restart on-failure:3)
+  if [ "$mode" = build ]; then
+    # One-shot: in prepare mode WAA installs Windows, shuts it down and exits on purpose, so a
+    # restart policy would install, shut down and start again in a loop.
+    prepare=true
+    restart=()
+  fi
+  dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" \
+    --device=/dev/kvm --cap-add NET_ADMIN --stop-timeout 120 \
+    -p 127.0.0.1:5000:5000 -p 127.0.0.1:8006:8006 -p 127.0.0.1:7200:7200 \
+    -v "$OA_VM_STORAGE:/storage" -v "$here:/oa-vm:ro" \
+    -e "VERSION=${VERSION:-11e}" -e "RAM_SIZE=${RAM_SIZE:-8G}" \
+    -e "CPU_CORES=${CPU_CORES:-4}" -e "DISK_SIZE=${DISK_SIZE:-64G}" \
+    --entrypoint /bin/bash "$OA_VM_LOCAL_IMAGE" \
+    -c "/entry.sh --prepare-image $prepare --start-client false" >/dev/null ||
+    fail "docker run failed (see: journalctl -u oa-vm-bootstrap)"
+}
+
+# container_state: "<running> <exit code>", e.g. "true 0" or "false 1".
+container_state() {
+  dockerx inspect -f '{{.State.Running}} {{.State.ExitCode}}' "$OA_VM_CONTAINER" 2>/dev/null ||
+    echo "false ?"
+}
+
+probe() {
+  curl -fsS --max-time 5 "http://127.0.0.1:5000/probe" >/dev/null 2>&1
+}
+
+# wait_guest TIMEOUT_S: until Windows answers WAA's /probe (pool), or until the one-shot
+# container has installed Windows, seen it answer, and exited cleanly (build).
+wait_guest() {
+  local timeout_s="$1"
+  local deadline=$(($(date +%s) + timeout_s))
+  local answered=0 state
+  step guest "waiting for Windows to answer /probe (up to ${timeout_s}s)"
+  while :; do
+    if probe; then
+      answered=1
+      if [ "$mode" = pool ]; then
+        return 0
+      fi
+    fi
+    state="$(container_state)"
+    if [ "${state%% *}" != true ]; then
+      if [ "$mode" = build ] && [ "$answered" = 1 ] && [ "${state#* }" = 0 ]; then
+        return 0
+      fi
+      if [ "$answered" = 1 ]; then
+        fail "the WAA container exited with code ${state#* } after Windows answered; last log: $(last_log)"
+      fi
+      fail "the WAA container exited (code ${state#* }) before Windows answered /probe; last log: $(last_log)"
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      fail "Windows did not answer /probe within ${timeout_s}s; last log: $(last_log)"
+    fi
+    write_status running guest "waiting for Windows to answer /probe; last log: $(last_log)"
+    sleep "$poll_s"
+  done
+}
+
+finish_build() {
+  step save "saving the worker image on the storage volume"
+  dockerx rm "$OA_VM_CONTAINER" >/dev/null 2>&1 || true
+  dockerx save -o "$OA_VM_STORAGE/$OA_VM_IMAGE_TAR" "$OA_VM_LOCAL_IMAGE" ||
+    fail "could not save the worker image on the storage volume"
+  printf 'waa_image=%s\nbuilt=%s\n' "$waa_digest" "$(now_utc)" >"$OA_VM_STORAGE/$OA_VM_READY_MARKER"
+  printf 'waa_image=%s\nbuilt=%s\n' "$waa_digest" "$(now_utc)" >"$OA_VM_IMAGE_INFO"
+  sync
+  umount "$OA_VM_STORAGE" || fail "could not unmount the storage volume before the snapshot"
+  write_status "done" built "Windows installed and shut down; the storage volume is ready to snapshot ($waa_digest)"
+}
+
+finish_pool() {
+  step scoring "starting the scoring server and its bridge"
+  systemctl enable --now oa-vm-scoring.service oa-vm-bridge.service ||
+    fail "the scoring units did not start (see: journalctl -u oa-vm-scoring -u oa-vm-bridge)"
+  write_status "done" ready "Windows answers /probe"
+}
+
+case "$mode" in
+  pool | build) ;;
+  *)
+    echo "usage: $0 pool|build" >&2
+    exit 2
+    ;;
+esac
+
+check_kvm
+free_ports
+start_docker
+mount_storage
+if [ "$mode" = build ]; then
+  build_image
+  run_container
+  wait_guest "${OA_VM_GUEST_TIMEOUT_S:-5400}"
+  finish_build
+else
+  load_image
+  run_container
+  wait_guest "${OA_VM_GUEST_TIMEOUT_S:-1200}"
+  finish_pool
+fi

@@ -1,0 +1,356 @@
+"""Prepared images: plan, build, list and delete the Windows image pools start from.
+
+One image per region is built once (about 90 minutes) and reused by every pool of that region,
+which then starts warm (about 20 minutes) instead of installing Windows on every worker. The
+build is one Pulumi stack per image (project ``oa-vm-<cloud>-images``) driven through three
+updates (see :mod:`infra.image_aws`): ``build`` (a builder host with an empty storage volume),
+``snapshot`` (once the builder reports ``built`` in its status file), ``keep`` (the builder and
+its volume deleted, the snapshot kept). Records live in ``$OA_VM_HOME/images``
+(:mod:`oa_vm.image_records`).
+
+Nothing prints here; progress goes to a callback, errors are :mod:`oa_vm.errors` types.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from oa_vm import cloud_plan, image_records, state
+from oa_vm.errors import InvalidInputError, ProvisioningError
+from oa_vm.image_records import ImageRecord
+from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, Progress, no_progress
+
+if TYPE_CHECKING:
+    from infra.settings import ImageSettings
+    from oa_vm.providers.pulumi_provider import PulumiCloudProvider
+
+BUILDER_TTL = timedelta(seconds=cloud_plan.BUILD_READY_S * 2)
+"""The builder's own expiry: it ends itself after this even if oa-vm is gone."""
+
+WaitBuilt = Callable[[ImageRecord, Mapping[str, Any], Progress], dict[str, str]]
+"""Follows the builder until its status says ``built``; returns its image info
+(``waa_image`` digest...). Raises ``ProvisioningError`` naming the failed step."""
+
+
+def project(cloud: str) -> str:
+    """The Pulumi project of ``cloud``'s images."""
+    return f"oa-vm-{cloud}-images"
+
+
+def new_image_id(region: str, now: datetime) -> str:
+    """``waa-<region>-<yyyymmdd-hhmm>`` (UTC)."""
+    return f"waa-{region.lower()}-{now.astimezone(UTC).strftime('%Y%m%d-%H%M')}"
+
+
+def cloud_provider(cloud: str) -> PulumiCloudProvider:
+    """The provider of ``cloud``, which must build images (aws or azure).
+
+    Raises:
+        InvalidInputError: a cloud without images (local pools need none).
+    """
+    from oa_vm.providers import get_provider
+    from oa_vm.providers.pulumi_provider import PulumiCloudProvider
+
+    provider = get_provider(cloud)
+    if not isinstance(provider, PulumiCloudProvider):
+        raise InvalidInputError(
+            f"--cloud {cloud}: images are for cloud pools (aws or azure); local pools need none"
+        )
+    return provider
+
+
+def image_settings(
+    provider: PulumiCloudProvider,
+    region: str,
+    *,
+    size: str | None,
+    owner: str,
+    public_key: str,
+    cidrs: list[str],
+    now: datetime,
+    plan: bool,
+) -> ImageSettings:
+    """The image and its builder (one host of the pool program in ``build`` mode).
+
+    Raises:
+        InvalidInputError: a size that cannot nest, or a bad setting.
+    """
+    from infra.settings import ImageSettings, PoolSettings, SettingsError
+    from oa_vm import config
+
+    name = new_image_id(region, now)
+    try:
+        builder = PoolSettings(
+            name=name,
+            owner=owner,
+            workers=1,
+            size=provider.info.check_size(size or provider.info.default_size),
+            region=region,
+            expires_at=now + BUILDER_TTL,
+            ssh_public_key=public_key,
+            allowed_cidrs=tuple(cidrs),
+            mode="build",
+            disk_gb=config.disk_gb(),
+        )
+        return ImageSettings(name=name, builder=builder, created_at=now).validate(
+            allow_placeholders=plan
+        )
+    except (SettingsError, ValueError) as exc:
+        raise InvalidInputError(str(exc)) from exc
+
+
+def _image_program(provider: PulumiCloudProvider) -> Any:
+    return importlib.import_module(provider.info.image_module)
+
+
+def _storage_per_month(cloud: str, size_gb: int) -> float:
+    return round(size_gb * cloud_plan.STORAGE_USD_PER_GB_MONTH.get(cloud, 0.05), 2)
+
+
+def plan_image(
+    provider: PulumiCloudProvider,
+    region: str,
+    *,
+    size: str | None = None,
+    allow_cidrs: list[str] | None = None,
+    owner: str = "you",
+) -> Plan:
+    """What ``image-create`` would make and cost, offline (the program under Pulumi's mocks):
+    the builder, its storage volume and the snapshot. No engine, credentials, network or files.
+    """
+    from infra.offline import run_offline
+    from infra.settings import CALLER_CIDR_PLACEHOLDER, SSH_KEY_PLACEHOLDER
+    from oa_vm.providers.pulumi_provider import plain_inputs, worker_price
+
+    provider.check_sdk()
+    now = state.utcnow()
+    cidrs = list(allow_cidrs or []) or [CALLER_CIDR_PLACEHOLDER]
+    image = image_settings(
+        provider, region, size=size, owner=owner, public_key=SSH_KEY_PLACEHOLDER, cidrs=cidrs,
+        now=now, plan=True,
+    )
+    module = _image_program(provider)
+    lookup = importlib.import_module(provider.info.program_module).offline_lookup
+    try:
+        run = run_offline(
+            lambda: module.image_program(image, "snapshot"), lookup,
+            project=project(provider.name), stack=image.name,
+        )
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from exc
+    custom = [r for r in run.resources if r.custom]
+    price, price_note = worker_price(provider.name, region, image.builder.size, False)
+    hours = cloud_plan.BUILD_READY_S / 3600.0
+    monthly = _storage_per_month(provider.name, image.builder.storage_gb)
+    notes = [price_note] if price_note else []
+    notes += [
+        f"the builder runs about {hours:.1f} h (${(price or 0) * hours:.2f} at the listed price), "
+        f"then is deleted; it ends itself after {BUILDER_TTL.total_seconds() / 3600:.0f} h "
+        "whatever happens",
+        f"keeping the image costs about ${monthly:.2f}/month "
+        f"({image.builder.storage_gb} GB snapshot at most)",
+        "IDs and addresses shown are placeholders until create",
+    ]
+    return Plan(
+        name=image.name,
+        kind="image",
+        cloud=provider.name,
+        region=region,
+        size=image.builder.size,
+        workers=1,
+        price_per_hour=price,
+        resources=[PlannedResource(r.type, r.name, plain_inputs(r.inputs)) for r in custom],
+        notes=notes,
+        tree=cloud_plan.resource_tree(
+            project(provider.name), image.name, [(r.type, r.name) for r in custom],
+            (provider.info.component_type, f"{image.name}-builder"),
+            top_level=(f"{image.name}-rg", f"{image.name}-image"),
+        ),
+        machine=cloud_plan.machine(
+            provider.name, image.builder.size, image.builder.disk_gb, image.builder.storage_gb
+        ),
+        image={
+            "id": image.name,
+            "waa_image": image.builder.waa_image,
+            "base_image": image.builder.base_image,
+            "licence_expires": state.format_time(image.licence_expires),
+            "storage_usd_per_month": monthly,
+        },
+        not_priced=[
+            "the builder's disks while it runs",
+            f"the snapshot while kept (about ${monthly:.2f}/month)",
+            "downloads into the cloud (free) and the Windows ISO (free evaluation)",
+        ],
+        max_spend_usd=cloud_plan.max_spend(price, BUILDER_TTL.total_seconds() / 3600.0),
+        ready_in=cloud_plan.minutes(cloud_plan.BUILD_READY_S),
+        bills_after_expiry=[f"the snapshot (about ${monthly:.2f}/month) until oa-vm image-delete"],
+        alternatives=cloud_plan.alternatives(provider.name, image.builder.size, region, False),
+    )
+
+
+def create_image(
+    provider: PulumiCloudProvider,
+    region: str,
+    *,
+    size: str | None = None,
+    allow_cidrs: list[str],
+    owner: str,
+    wait_built: WaitBuilt | None = None,
+    progress: Progress = no_progress,
+) -> ImageRecord:
+    """Build an image: builder up, wait for ``built``, snapshot, builder deleted, image kept.
+
+    The record is written as ``building`` before the first update (so an interrupted build can
+    be found and deleted) and ``ready`` at the end. On any failure the image's stack is
+    destroyed and the record removed; the error names the failed step.
+
+    Raises:
+        ProviderUnavailableError: the extra or the engine is missing (nothing written).
+        InvalidInputError: a bad size or CIDR.
+        ProvisioningError: the build failed (what was made is removed, unless it says so).
+    """
+    from oa_vm import sshkeys
+    from oa_vm.providers.pulumi_driver import EngineError, classify_failure, ensure_passphrase
+    from oa_vm.providers.pulumi_driver import stack_ref as make_ref
+
+    provider.check_available()
+    now = state.utcnow()
+    # Validate everything before the first write.
+    image_settings(
+        provider, region, size=size, owner=owner, public_key="ssh-ed25519 AAAA check",
+        cidrs=allow_cidrs, now=now, plan=False,
+    )
+    image_id = new_image_id(region, now)
+    if image_records.record_path(image_id).exists():
+        raise InvalidInputError(f"image {image_id!r} exists already; try again in a minute")
+    _key_path, public_key = sshkeys.ensure_pool_key(image_id)
+    image = image_settings(
+        provider, region, size=size, owner=owner, public_key=public_key, cidrs=allow_cidrs,
+        now=now, plan=False,
+    )
+    ensure_passphrase()
+    ref = make_ref(project(provider.name), image.name)
+    record = ImageRecord(
+        id=image.name, cloud=provider.name, region=region, state=image_records.BUILDING,
+        size_gb=image.builder.storage_gb, created_at=now, licence_expires=image.licence_expires,
+        waa_image=image.builder.waa_image, builder_size=image.builder.size,
+        project=ref.project, stack=ref.stack, owner=owner,
+        storage_usd_per_month=_storage_per_month(provider.name, image.builder.storage_gb),
+    )
+    image_records.save(record)
+    module = _image_program(provider)
+    config = {provider.info.region_config: region} if provider.info.region_config else {}
+    wait = wait_built or follow_builder
+    step = "build"
+    try:
+        progress(f"image {image.name}: starting the builder ({image.builder.size} in {region})")
+        outputs = provider.driver.update(
+            ref, lambda: module.image_program(image, "build"), config, progress
+        )
+        step = "wait"
+        info = wait(record, outputs, progress)
+        record.waa_image = info.get("waa_image") or record.waa_image
+        step = "snapshot"
+        progress(f"image {image.name}: snapshotting the storage volume")
+        volume_id = str(outputs["volume_id"])
+        outputs = provider.driver.update(
+            ref, lambda: module.image_program(image, "snapshot"), config, progress
+        )
+        step = "keep"
+        progress(f"image {image.name}: deleting the builder, keeping the snapshot")
+        outputs = provider.driver.update(
+            ref, lambda: module.image_program(image, "keep", volume_id), config, progress
+        )
+    except (EngineError, ProvisioningError, KeyError) as exc:
+        reason = classify_failure(str(exc)).reason if isinstance(exc, EngineError) else str(exc)
+        _roll_back(provider, ref, record, progress)
+        raise ProvisioningError(
+            f"building image {image.name} failed at the {step} step: {reason}; what was made has "
+            "been removed (see docs/runbook.md, 'Image builds')"
+        ) from exc
+    record.state = image_records.READY
+    record.cloud_id = str(outputs["image_id"])
+    record.volume_id = volume_id
+    image_records.save(record)
+    _forget_builder_key(image.name)
+    progress(f"image {image.name} is ready ({record.cloud_id})")
+    return record
+
+
+def _roll_back(
+    provider: PulumiCloudProvider, ref: Any, record: ImageRecord, progress: Progress
+) -> None:
+    report = provider.driver.destroy(ref, progress)
+    if report.left:
+        record.state = image_records.FAILED
+        record.detail = "left: " + "; ".join(report.left)
+        image_records.save(record)
+        raise ProvisioningError(
+            f"building image {record.id} failed and removing what was made failed too; run "
+            f"'oa-vm image-delete {record.id}'"
+        )
+    image_records.delete(record.id)
+    _forget_builder_key(record.id)
+
+
+def _forget_builder_key(image_id: str) -> None:
+    import shutil
+
+    folder = state.pool_dir(image_id)
+    if folder.is_dir() and not (folder / "pool.json").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def delete_image(
+    image_id: str, provider: PulumiCloudProvider | None = None, progress: Progress = no_progress
+) -> CleanupReport:
+    """Delete the image's snapshot (and anything its stack still holds), then its record.
+
+    Pools made from the image are unaffected: their storage volumes are copies.
+
+    Raises:
+        ImageNotFoundError: no such image.
+    """
+    from oa_vm.providers.pulumi_driver import stack_ref as make_ref
+
+    record = image_records.load(image_records.check_image_id(image_id))
+    provider = provider or cloud_provider(record.cloud)
+    provider.check_available()
+    report = provider.driver.destroy(make_ref(record.project, record.stack), progress)
+    if report.left:
+        record.detail = "left: " + "; ".join(report.left)
+        image_records.save(record)
+        return report
+    image_records.delete(record.id)
+    _forget_builder_key(record.id)
+    report.removed.append(f"removed the record of image {record.id!r}")
+    return report
+
+
+def follow_builder(
+    record: ImageRecord, outputs: Mapping[str, Any], progress: Progress
+) -> dict[str, str]:
+    """Follow the builder over SSH until its status file says ``built`` (the real wait).
+
+    Raises:
+        ProvisioningError: the builder reported a failed step, or the deadline passed.
+    """
+    from oa_vm.providers.cloud_wait import follow_status
+    from oa_vm.state import SshEndpoint
+
+    workers = list(outputs.get("workers") or [])
+    if not workers:
+        raise ProvisioningError("the builder's address is missing from the stack outputs")
+    worker = workers[0]
+    from oa_vm.sshkeys import key_path
+
+    ssh = SshEndpoint(host=str(worker["public_ip"]), port=22, user=str(worker["ssh_user"]),
+                      key_path=str(key_path(record.id)))
+    return follow_status(
+        ssh, state.pool_dir(record.id) / "known_hosts", name=f"{record.id}-builder",
+        timeout_s=cloud_plan.BUILD_READY_S * cloud_plan.WAIT_MARGIN, progress=progress,
+        want="built",
+    )

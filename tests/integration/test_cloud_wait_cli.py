@@ -1,0 +1,113 @@
+"""``oa-vm pool-wait`` on a cloud pool, as a user runs it: the real CLI as a subprocess.
+
+Only what cannot be reached is stood in: the worker host is the test SSH server with stand-in
+docker, sudo and cloud-init on its sessions' PATH and its bootstrap status file in a folder of
+the test (``OA_VM_STATE_DIR``, set for the sessions); the Pulumi engine behind the wait's
+refresh is the stand-in ``pulumi`` CLI, driven by the real Automation API. The test asserts what
+pool-wait prints: each worker's phase, its last log line, and why a failed worker failed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from oa_vm import state
+from oa_vm.providers import pulumi_driver
+from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+from tests.support import fake_pulumi_cli
+from tests.support import sshd as sshd_support
+from tests.support.cli import run_cli
+from tests.support.host_standins import HostSshServer, set_outcomes, write_standins
+from tests.support.sshd import free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.sshd]
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[HostSshServer]:
+    if not sshd_support.sshd_available():
+        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    fake_state, host_state = tmp_path / "fake", tmp_path / "host-state"
+    fake_state.mkdir()
+    host_state.mkdir()
+    server = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "host-bin"), fake_state,
+                           OA_VM_STATE_DIR=str(host_state))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _pool(home: Path, host: HostSshServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cloud pool's record (as pool-create leaves it) and its stack in the engine's state."""
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    state.save(PoolRecord(
+        name="waa", cloud="aws", state=PoolState.PROVISIONING, created_at=state.utcnow(),
+        settings={"wait_timeout_s": 120.0}, provider_data={"project": "oa-vm-aws",
+                                                           "stack": "waa"},
+        workers=[WorkerRecord(
+            name="waa-w0", state=WorkerState.BOOTING, provider_id="i-0abc", phase="created",
+            ssh=SshEndpoint(host=host.host, port=host.port, user=host.user,
+                            key_path=str(host.client_key)),
+            remote_waa_port=free_port(), remote_scoring_port=free_port(),
+        )],
+    ))
+
+
+def _engine_env(tmp_path: Path) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    fake_pulumi_cli.install(bin_dir)
+    stacks = tmp_path / "fake-pulumi" / "stacks"
+    stacks.mkdir(parents=True)
+    (stacks / "waa.json").write_text(json.dumps({"version": 3, "deployment": {"resources": [
+        {"urn": "urn:pulumi:waa::oa-vm-aws::aws:ec2/instance:Instance::waa-w0",
+         "type": "aws:ec2/instance:Instance", "custom": True, "id": "i-0abc"},
+    ]}}))
+    return {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "FAKE_PULUMI_STATE": str(tmp_path / "fake-pulumi"),
+        "FAKE_PULUMI_VERSION": pulumi_driver.sdk_version(),
+    }
+
+
+def _status(host: HostSshServer, body: str) -> None:
+    (Path(host.env["OA_VM_STATE_DIR"]) / "status").write_text(body)
+
+
+def test_a_failed_bootstrap_is_shown_and_ends_the_wait(
+    host: HostSshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    _pool(home, host, monkeypatch)
+    set_outcomes(host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000")
+    _status(host, "state=failed\nstep=kvm\nmessage=nested virtualization is not enabled on "
+                  "m8i.large (no /dev/kvm); use a C8i/M8i/R8i size\n")
+    result = run_cli("oa-vm", "pool-wait", "--name", "waa", home=home, env=_engine_env(tmp_path))
+    line = result.assert_one_line_error()
+    assert "waa-w0: failed at kvm: nested virtualization is not enabled on m8i.large" in line
+    assert "sudo journalctl -u oa-vm-bootstrap" in line
+    assert "waa-w0: failed at kvm" in result.stdout  # the heartbeat showed it first
+    calls = (tmp_path / "fake-pulumi" / "calls.log").read_text()
+    assert "refresh" in calls, "the wait asked the engine about the pool"
+
+
+def test_a_worker_still_installing_shows_its_step_and_last_log_until_the_deadline(
+    host: HostSshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    _pool(home, host, monkeypatch)
+    set_outcomes(host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000",
+                 FAKE_LOG="Windows is being installed: 61%")
+    _status(host, "state=running\nstep=guest\nmessage=waiting for Windows to answer /probe\n")
+    result = run_cli("oa-vm", "pool-wait", "--name", "waa", "--timeout", "1s", home=home,
+                     env=_engine_env(tmp_path))
+    line = result.assert_one_line_error()
+    assert "not ready after 1s" in line and "waa-w0 stuck at bootstrap: guest" in line
+    shown = result.stdout
+    assert "waa-w0: bootstrap: guest" in shown
+    assert "last log: Windows is being installed: 61%" in shown

@@ -1,0 +1,156 @@
+"""Stand-ins for what a worker host has and a test machine lacks: docker, systemctl, curl (and the
+Windows guest behind it), sudo, cloud-init and the disk tools.
+
+They are small bash scripts written into a folder that goes first on ``PATH``. Each records its
+call (``name args...``, one line) in ``calls.log`` and plays an outcome chosen by environment
+variables, so the shipped scripts run for real under bash and the test asserts what they did:
+
+- ``FAKE_PULL_FAIL=1``: ``docker pull`` fails as Docker Hub's refusal does;
+- ``FAKE_PROBE_AFTER=N``: the guest answers ``/probe`` from the N-th poll on (``never``: never);
+- ``FAKE_EXIT_AFTER=N`` / ``FAKE_EXIT_CODE=C``: the container stops after N state checks with
+  exit code C (``docker inspect`` then says ``false C``);
+- ``FAKE_UID=1000``: ``id`` reports an unprivileged user outside the ``docker`` group, so docker
+  must be reached through ``sudo -n``; ``FAKE_NO_SUDO=1``: ``sudo`` is missing;
+- ``FAKE_DOCKER_DENIED=1``: docker refuses the caller (permission denied on the socket) unless
+  it runs through sudo;
+- ``FAKE_CONTAINER_STATUS``: what ``docker ps --format {{.Status}}`` prints (default ``Up 3
+  minutes``); ``FAKE_LOG``: the container's last log line.
+
+Nothing here talks to a network or a real daemon.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tests.support.sshd import SshServer
+
+_COMMON = """#!/bin/bash
+# Outcomes may also come from a file the test rewrites between passes (over SSH, the session's
+# environment is fixed by the server).
+if [ -f "${FAKE_STATE:?}/env" ]; then set -a; . "$FAKE_STATE/env"; set +a; fi
+log="$FAKE_STATE/calls.log"
+printf '%s\\n' "$(basename "$0") $*" >> "$log"
+count() {  # count NAME: bump and print a per-name counter
+  local f="$FAKE_STATE/count.$1" n=0
+  [ -f "$f" ] && n="$(cat "$f")"
+  n=$((n + 1)); echo "$n" > "$f"; echo "$n"
+}
+"""
+
+_SCRIPTS = {
+    "docker": r"""
+if [ -n "${FAKE_DOCKER_DENIED:-}" ] && [ -z "${FAKE_VIA_SUDO:-}" ]; then
+  echo "permission denied while trying to connect to the Docker daemon socket" >&2
+  exit 1
+fi
+case "$1" in
+  info) echo "Server Version: 27.0" ;;
+  pull)
+    if [ -n "${FAKE_PULL_FAIL:-}" ]; then
+      echo "Error response from daemon: pull access denied for $2" >&2; exit 1
+    fi ;;
+  image) echo "windowsarena/winarena@sha256:0123abcd" ;;
+  build|save|load|rm) ;;
+  run) echo "c0ffee" ;;
+  inspect)
+    n="$(count inspect)"
+    if [ -n "${FAKE_EXIT_AFTER:-}" ] && [ "$n" -gt "$FAKE_EXIT_AFTER" ]; then
+      echo "false ${FAKE_EXIT_CODE:-1}"
+    else
+      echo "true 0"
+    fi ;;
+  logs) echo "${FAKE_LOG:-Windows is being installed: 42%}" ;;
+  ps)
+    # Only the exact arguments pool-wait must send: a quoting mistake prints nothing useful.
+    if [ "$*" = "ps -a --filter name=^winarena$ --format {{.Status}}" ]; then
+      echo "${FAKE_CONTAINER_STATUS:-Up 3 minutes}"
+    else
+      echo "unexpected docker ps arguments: $*" >&2; exit 2
+    fi ;;
+  *) echo "docker stand-in: unknown command $1" >&2; exit 2 ;;
+esac
+""",
+    "sudo": r"""
+if [ -n "${FAKE_NO_SUDO:-}" ]; then echo "sudo: command not found" >&2; exit 127; fi
+if [ "$1" != "-n" ]; then echo "sudo: a password is required" >&2; exit 1; fi
+shift
+FAKE_VIA_SUDO=1 exec "$@"
+""",
+    "id": r"""
+if [ -z "${FAKE_UID:-}" ]; then exec /usr/bin/id "$@"; fi
+case "$1" in -u) echo "$FAKE_UID" ;; -nG) echo "ubuntu adm" ;; *) echo "uid=$FAKE_UID" ;; esac
+""",
+    "systemctl": r"""
+exit 0
+""",
+    "curl": r"""
+n="$(count probe)"
+after="${FAKE_PROBE_AFTER:-never}"
+if [ "$after" != never ] && [ "$n" -ge "$after" ]; then
+  echo '{"status": "Probe successful"}'; exit 0
+fi
+echo "curl: (7) Failed to connect to 127.0.0.1 port 5000" >&2
+exit 7
+""",
+    "cloud-init": r"""
+echo "status: ${FAKE_CLOUD_INIT:-done}"
+""",
+    "mount": "exit 0\n",
+    "umount": "exit 0\n",
+    "mountpoint": "exit 1\n",
+    "blkid": "exit 2\n",
+    "mkfs.ext4": "exit 0\n",
+}
+
+
+def write_standins(bin_dir: Path, only: tuple[str, ...] | None = None) -> Path:
+    """Write the stand-ins (all, or ``only`` these) into ``bin_dir``; returns it."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for name, body in _SCRIPTS.items():
+        if only is not None and name not in only:
+            continue
+        path = bin_dir / name
+        path.write_text(_COMMON + body, encoding="utf-8")
+        path.chmod(0o755)
+    return bin_dir
+
+
+def standin_env(bin_dir: Path, state_dir: Path, **fake: str) -> dict[str, str]:
+    """An environment with the stand-ins first on PATH and ``FAKE_*`` outcomes set."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FAKE_", "OA_VM_"))}
+    env["PATH"] = f"{bin_dir}:/usr/bin:/bin"
+    env["FAKE_STATE"] = str(state_dir)
+    env.update(fake)
+    return env
+
+
+def set_outcomes(state_dir: Path, **fake: str) -> None:
+    """Replace the outcomes the stand-ins read from ``state_dir/env`` (for SSH sessions)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    lines = "".join(f"{key}='{value}'\n" for key, value in fake.items())
+    (state_dir / "env").write_text(lines, encoding="utf-8")
+
+
+def calls(state_dir: Path) -> list[str]:
+    """The stand-ins' calls so far, one ``name args`` string each."""
+    log = state_dir / "calls.log"
+    return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
+class HostSshServer(SshServer):
+    """The test SSH server as a worker host: its sessions' PATH starts with the stand-ins, and
+    ``env`` (e.g. ``OA_VM_STATE_DIR``, where this host's status file lives) is set for them."""
+
+    def __init__(self, root: Path, bin_dir: Path, fake_state: Path, **env: str) -> None:
+        self.bin_dir, self.fake_state, self.env = bin_dir, fake_state, env
+        super().__init__(root)
+
+    def _write_config(self) -> None:
+        super()._write_config()
+        pairs = {"PATH": f"{self.bin_dir}:/usr/bin:/bin", "FAKE_STATE": str(self.fake_state),
+                 **self.env}
+        with self.config.open("a", encoding="utf-8") as handle:
+            handle.write("SetEnv " + " ".join(f"{k}={v}" for k, v in pairs.items()) + "\n")

@@ -1,0 +1,49 @@
+"""``oa-vm pool-create --build-image``: the region's image is built first (its plan and price
+shown), then the pool starts from it. In-process, because the engine is ``FakePulumiEngine``
+and the builder's own report stands for the SSH follow-up (run for real in
+``tests/integration/test_cloud_wait.py``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from oa_vm import api, cli, image_records, images
+from oa_vm.providers.aws import AwsProvider
+from tests.support.fake_pulumi_engine import FakePulumiEngine
+from tests.support.pool_programs import AwsLookups
+
+
+def test_build_image_then_pool(oa_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = FakePulumiEngine(AwsLookups())
+    provider = AwsProvider(engine=engine, lister=lambda pool: [])
+    monkeypatch.setattr("oa_vm.providers.get_provider", lambda cloud: provider)
+    monkeypatch.setattr(api, "get_provider", lambda cloud: provider)
+
+    def built(record: Any, outputs: Mapping[str, Any], progress: Any) -> dict[str, str]:
+        progress(f"[    5s] {record.id}-builder: guest: waiting for Windows to answer /probe")
+        return {"waa_image": "windowsarena/winarena@sha256:0123"}
+
+    monkeypatch.setattr(images, "follow_builder", built)
+    args = ["pool-create", "--cloud", "aws", "--region", "us-east-1", "--workers", "2",
+            "--allow-cidr", "203.0.113.7/32", "--name", "waa-eval", "-y"]
+    refused = CliRunner().invoke(cli.app, args)
+    assert refused.exit_code != 0 and "oa-vm image-create" in str(refused.exception)
+    assert engine.calls == []
+
+    result = CliRunner().invoke(cli.app, [*args, "--build-image"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.index("Plan: image waa-us-east-1-") < out.index("Plan: 2 worker(s) on aws")
+    assert "keeping the image costs about $" in out and "guest: waiting for Windows" in out
+    (image,) = image_records.list_records()
+    assert image.state == image_records.READY and image.waa_image.endswith("sha256:0123")
+    instances = [r for r in engine.live_resources("waa-eval")
+                 if r["type"] == "aws:ec2/instance:Instance"]
+    assert {r["inputs"]["ebsBlockDevices"][0]["snapshotId"] for r in instances} == {
+        image.cloud_id
+    }

@@ -1,0 +1,179 @@
+"""Prepared images through the driver against ``FakePulumiEngine``: build, snapshot, builder
+deleted, a pool from the image, pool cleanup that keeps the image, image-delete.
+
+The engine is the only stand-in (the image and pool programs are the real ones, run under
+Pulumi's mocks by the fake engine); the builder's own report (``wait_built``) stands for the
+SSH follow-up, which ``tests/integration/test_cloud_wait.py`` runs over a real SSH session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oa_vm import image_records, images, state
+from oa_vm.errors import InvalidInputError, ProvisioningError
+from oa_vm.image_records import ImageRecord
+from oa_vm.providers.aws import AwsProvider
+from oa_vm.providers.azure import AzureProvider
+from oa_vm.providers.base import PoolSpec
+from oa_vm.state import WorkerState
+from tests.support.fake_pulumi_engine import FakePulumiEngine
+from tests.support.pool_programs import AwsLookups
+
+INSTANCE = "aws:ec2/instance:Instance"
+VOLUME = "aws:ebs/volume:Volume"
+SNAPSHOT = "aws:ebs/snapshot:Snapshot"
+DIGEST = "windowsarena/winarena@sha256:0123abcd"
+
+
+class Lines(list[str]):
+    def __call__(self, line: str) -> None:
+        self.append(line)
+
+
+@pytest.fixture
+def engine() -> FakePulumiEngine:
+    return FakePulumiEngine(AwsLookups())
+
+
+@pytest.fixture
+def aws(engine: FakePulumiEngine, oa_home: Path) -> AwsProvider:
+    return AwsProvider(engine=engine, lister=lambda pool: [])
+
+
+def pool_spec(cloud: str = "aws", **changes: Any) -> PoolSpec:
+    values: dict[str, Any] = {
+        "name": "waa-eval", "cloud": cloud, "workers": 2, "owner": "alice",
+        "expires_at": state.utcnow() + timedelta(hours=4),
+        "regions": ["us-east-1"] if cloud == "aws" else ["eastus"],
+        "allow_cidrs": ["198.51.100.7/32"],
+    }
+    values.update(changes)
+    return PoolSpec(**values)
+
+
+def build(provider: Any, engine: FakePulumiEngine, region: str = "us-east-1") -> ImageRecord:
+    def wait_built(
+        record: ImageRecord, outputs: Mapping[str, Any], progress: Any
+    ) -> dict[str, str]:
+        # The builder runs now: an instance with an empty volume of its own, no snapshot yet.
+        live = engine.live_types(record.stack)
+        if provider.name == "aws":
+            assert INSTANCE in live and VOLUME in live and SNAPSHOT not in live
+        assert outputs["workers"][0]["ssh_user"] in ("ubuntu", "azureuser")
+        return {"waa_image": DIGEST, "built": "2026-03-01T12:00:00Z"}
+
+    return images.create_image(provider, region, allow_cidrs=["198.51.100.7/32"],
+                               owner="alice", wait_built=wait_built, progress=Lines())
+
+
+def test_build_snapshots_deletes_the_builder_and_keeps_the_image(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    record = build(aws, engine)
+    assert record.state == image_records.READY
+    assert engine.live_types(record.stack) == [SNAPSHOT], "only the image is left"
+    (snapshot,) = [r for r in engine.live_resources(record.stack) if r["type"] == SNAPSHOT]
+    assert record.cloud_id == snapshot["id"]
+    # The snapshot's input never changed (the builder volume's ID), so it was kept, not remade.
+    assert snapshot["inputs"]["volumeId"] == record.volume_id
+    tags = snapshot["inputs"]["tags"]
+    assert tags["oa-vm:image"] == record.id and "oa-vm:pool" not in tags
+    assert tags["oa-vm:created"] == record.created_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert record.licence_expires - record.created_at == timedelta(days=90)
+    assert tags["oa-vm:licence-expires"] == record.licence_expires.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert record.waa_image == DIGEST
+    # Recorded under $OA_VM_HOME like the pools: versioned JSON.
+    saved = json.loads((oa_home / "images" / f"{record.id}.json").read_text())
+    assert saved["version"] == 1 and saved["state"] == "ready" and saved["region"] == "us-east-1"
+    assert image_records.load(record.id) == record
+    # The builder's key is gone with the builder.
+    assert not state.pool_dir(record.id).exists()
+    ups = [c for c in engine.calls if c[0] == "up"]
+    assert len(ups) == 3  # build, snapshot, keep
+
+
+def test_a_pool_starts_from_the_image_and_its_cleanup_keeps_the_image(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    image = build(aws, engine)
+    pool = aws.create(pool_spec(), Lines())  # no --image: the newest ready one of the region
+    instances = [r for r in engine.live_resources("waa-eval") if r["type"] == INSTANCE]
+    assert len(instances) == 2
+    for inst in instances:
+        (storage,) = inst["inputs"]["ebsBlockDevices"]
+        assert storage["snapshotId"] == image.cloud_id
+    assert pool.settings["image"]["id"] == image.id
+    assert pool.settings["wait_timeout_s"] == 30 * 60
+    report = aws.destroy(pool, Lines())
+    assert not report.left and not engine.live_resources("waa-eval")
+    assert engine.live_types(image.stack) == [SNAPSHOT], "pool cleanup keeps the image"
+    assert image_records.load(image.id).state == image_records.READY
+
+    report = images.delete_image(image.id, aws, Lines())
+    assert not report.left
+    assert image.stack not in engine.stacks
+    assert not image_records.record_path(image.id).exists()
+    assert any("removed the record of image" in line for line in report.removed)
+
+
+def test_a_failed_build_removes_everything_and_names_the_step(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    def fails(record: ImageRecord, outputs: Mapping[str, Any], progress: Any) -> dict[str, str]:
+        raise ProvisioningError("builder failed at kvm: nested virtualization is not enabled")
+
+    with pytest.raises(ProvisioningError) as info:
+        images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
+                            wait_built=fails)
+    assert "failed at the wait step" in str(info.value) and "kvm" in str(info.value)
+    assert not engine.stacks, "builder and stack removed"
+    assert image_records.list_records() == []
+
+
+def test_a_real_create_without_an_image_refuses_before_anything(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        aws.create(pool_spec(), Lines())
+    message = str(info.value)
+    assert "\n" not in message
+    assert "oa-vm image-create --cloud aws --region us-east-1" in message
+    assert engine.calls == []
+    assert not (oa_home / "pools").exists()
+
+
+def test_expired_and_foreign_images_are_refused(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    image = build(aws, engine)
+    image.licence_expires = state.utcnow() - timedelta(days=1)
+    image_records.save(image)
+    with pytest.raises(InvalidInputError, match="expired on .*oa-vm image-create"):
+        aws.preflight(pool_spec(image=image.id))
+    with pytest.raises(InvalidInputError, match="oa-vm image-create"):
+        aws.preflight(pool_spec())  # the only image is expired: none usable
+    with pytest.raises(InvalidInputError, match="in aws us-east-1, not aws us-west-2"):
+        aws.choose_image(pool_spec(image=image.id), "us-west-2")
+
+
+def test_azure_image_lifecycle_keeps_the_group_and_snapshot(oa_home: Path) -> None:
+    from infra import azure as infra_azure
+
+    engine = FakePulumiEngine(infra_azure.offline_lookup)
+    azure = AzureProvider(engine=engine, lister=lambda pool: [])
+    image = build(azure, engine, region="eastus")
+    assert engine.live_types(image.stack) == [
+        "azure-native:compute:Snapshot", "azure-native:resources:ResourceGroup"
+    ]
+    pool = azure.create(pool_spec("azure"), Lines())
+    disks = [r for r in engine.live_resources("waa-eval")
+             if r["type"] == "azure-native:compute:Disk"]
+    assert {d["inputs"]["creationData"]["sourceResourceId"] for d in disks} == {image.cloud_id}
+    assert pool.workers[0].state == WorkerState.BOOTING
