@@ -352,7 +352,8 @@ class Player:
             self._close_dialog(window)
 
     def drag(self, start: tuple[int, int], end: tuple[int, int]) -> None:
-        """A drag: an explorer item dropped on a folder item moves into it."""
+        """A drag: explorer items dropped on a folder item move into it (all the selected
+        items when the drag starts on one of them)."""
         desktop = self.desktop
         with desktop.lock:
             source_win, source = hit(desktop, *start)
@@ -365,11 +366,13 @@ class Player:
                 return
             window = source_win.window
             folder = window.path or "C:\\"
-            src = _join(folder, source.name)
             dst = _join(folder, target.name)
-            if desktop.host(dst).is_dir() and src != dst:
-                desktop.move(src, dst)
-                window.selection = []
+            moving = window.selection if source.name in window.selection else [source.name]
+            if not desktop.host(dst).is_dir() or target.name in moving:
+                return
+            for name in list(moving):
+                desktop.move(_join(folder, name), dst)
+            window.selection = []
 
     # -- keyboard ----------------------------------------------------------------------------
 
