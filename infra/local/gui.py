@@ -126,12 +126,14 @@ def hit(desktop: Desktop, x: int, y: int) -> tuple[WindowLayout | None, Control 
 
 
 def find_control(desktop: Desktop, name: str, role: str | None = None) -> Control | None:
-    """The topmost control with this accessible name (any case), e.g. for an agent's target."""
+    """The topmost control with this accessible name (any case), e.g. for an agent's target;
+    one that acts on a click wins over a label of the same name."""
     lowered = name.strip().lower()
     for placed in reversed(layout(desktop)):
-        for control in placed.controls:
-            if control.name.lower() == lowered and (role is None or control.role == role):
-                return control
+        matches = [c for c in placed.controls
+                   if c.name.lower() == lowered and (role is None or c.role == role)]
+        if matches:  # a control that acts (a switch) before its label of the same name
+            return next((c for c in matches if c.key), matches[0])
     for control in taskbar(desktop):
         if control.name.lower() == lowered:
             return control

@@ -165,7 +165,7 @@ def _statement(node: ast.stmt, imported: set[str]) -> list[Call]:
 def _call(node: ast.Call, imported: set[str], line: int) -> Call:
     name = _dotted(node.func)
     if name is None:
-        raise ForbiddenSource(f"line {line}: call of {_describe(node.func)} is not allowed")
+        raise ForbiddenSource(f"line {line}: call {ast.unparse(node.func)}(...) is not allowed")
     if name == "print":
         return _print(node, imported, line)
     module, _, rest = name.partition(".")
