@@ -3,7 +3,8 @@
 Each feasible task: setup, its reference solution (pyautogui source, WAA's real action format)
 through ``/execute_windows`` and then as the ``python -c`` command WAA's client sends to
 ``/execute``, ``/evaluate`` with DONE scores 1.0 each time on the same worker (setup must reset
-what the task checks); then setup and nothing else scores 0.0. Each infeasible task: FAIL scores 1.0 and DONE 0.0.
+what the task checks); then setup and nothing else scores 0.0. Each infeasible task: FAIL
+scores 1.0 and DONE 0.0.
 """
 
 from __future__ import annotations
