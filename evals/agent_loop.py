@@ -30,6 +30,7 @@ from evals.agents.base import (
     BenchmarkObservation,
     BenchmarkTask,
 )
+from evals.agents.builtin import call_reset
 from evals.records import (
     CostRecord,
     ErrorType,
@@ -151,7 +152,7 @@ def run_task(
     try:
         _reset_and_setup(waa, scoring, task, clock)
         try:
-            agent.reset(bench_task)
+            call_reset(agent, bench_task)
         except Exception as exc:  # an agent is third-party code: any failure is its own
             raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {_describe(exc)}") from exc
         last_action = _steps(

@@ -122,7 +122,8 @@ def test_mock_adapter_oracle_and_agent_error(oa_home: Path, tmp_path: Path) -> N
     assert (second.success, second.score, second.error_type) == (False, 0.0, "agent")
     assert "model endpoint said no" in (second.error or "")
     assert all(r.domain for r in results)
-    assert results[0].steps >= 1 and results[0].num_steps == results[0].steps
+    assert results[0].num_steps >= 1 and results[0].num_steps == len(results[0].steps)
+    assert all(isinstance(a, BenchmarkAction) for _, a in results[0].steps)
     assert results[0].execution is not None
     assert results[0].execution.worker == "worker-0"
 
