@@ -109,6 +109,8 @@ def event_line(event: RunEvent) -> str | None:
         return f"run started: {snap.total} task(s), {snap.done} already done"
     if event.kind == "task_finished":
         detail = f" ({event.detail})" if event.detail and event.status != "success" else ""
+        if event.rejected:
+            detail += f" [{event.rejected} action(s) rejected by the worker]"
         return f"[{snap.done}/{snap.total}] {event.status} {event.task_id}{where}{detail}"
     if event.kind == "task_retry":
         return f"retry {event.task_id}: failed{where} ({event.detail}); another worker takes it"
