@@ -25,10 +25,26 @@ from evals.agents.base import (
     BenchmarkTask,
     parse_action,
 )
+from evals.agents.builtin import (
+    ApiAgent,
+    RandomAgent,
+    ScriptedAgent,
+    SmartMockAgent,
+    action_to_string,
+    format_accessibility_tree,
+    parse_action_response,
+)
 from evals.errors import InvalidRunInputError, UnknownAgentError
 
 __all__ = [
     "BUILTIN_AGENTS",
+    "ApiAgent",
+    "RandomAgent",
+    "ScriptedAgent",
+    "SmartMockAgent",
+    "action_to_string",
+    "format_accessibility_tree",
+    "parse_action_response",
     "AgentOptions",
     "BenchmarkAction",
     "BenchmarkAgent",
