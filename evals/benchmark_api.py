@@ -330,6 +330,11 @@ class WAALiveConfig:
         read_timeout: Seconds to wait for an answer.
         step_pause_s: Pause after each action (WAA's stock loop waits 3 s for the UI).
         task_timeout_s: A task taking longer ends as ``error/timeout``.
+        a11y_backend, screen_width, screen_height, max_steps, waa_examples_path: The reference
+            tool's settings, accepted and kept (the worker reports its own screen size; the
+            task catalog is the scoring server's).
+        action_delay: The reference's name for ``step_pause_s`` (wins when given).
+        timeout: The reference's name for ``read_timeout`` (wins when given).
     """
 
     server_url: str = "http://127.0.0.1:5001"
@@ -338,6 +343,20 @@ class WAALiveConfig:
     read_timeout: float = 60.0
     step_pause_s: float = 3.0
     task_timeout_s: float = 900.0
+    a11y_backend: str = "uia"
+    screen_width: int = 1280
+    screen_height: int = 720
+    max_steps: int = DEFAULT_MAX_STEPS
+    action_delay: float | None = None
+    timeout: float | None = None
+    waa_examples_path: str | None = None
+
+    def __post_init__(self) -> None:
+        # The reference tool's names for two of the settings above.
+        if self.action_delay is not None:
+            self.step_pause_s = self.action_delay
+        if self.timeout is not None:
+            self.read_timeout = self.timeout
 
 
 class WAALiveAdapter(BenchmarkAdapter):
