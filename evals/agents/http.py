@@ -7,10 +7,12 @@ Each step is one ``POST <url>`` with a JSON body::
                      "window_title"},
      "history": ["<action>", ...]}
 
-and the answer is ``{"action": "<action>" | {"type", "command"?, "code"?},
+and the answer is ``{"action": "<action>" | {"type", ...fields},
 "usage": {"model", "tokens_in", "tokens_out"}?}``. Actions use WAA's string form (``DONE``,
-``FAIL``, ``WAIT`` or a command). Any failure (no answer in time, a non-2xx status, a malformed
-answer) raises :class:`~evals.errors.AgentError`, which ends the task as ``error/agent``.
+``FAIL``, ``WAIT``, pyautogui source or a command) or a :class:`BenchmarkAction` as JSON
+(``{"type": "click", "x": 100, "y": 200}``, see docs/agents.md). Any failure (no answer in
+time, a non-2xx status, a malformed answer) raises :class:`~evals.errors.AgentError`, which
+ends the task as ``error/agent``.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def test_api_claude_completes_a_local_task_and_the_ledger_prices_it(
     home: Path, tmp_path: Path
 ) -> None:
     with FakeModelApis(anthropic_script=CLAUDE_SCRIPT, rate_limited=1) as fake:
-        _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
+        summary = _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
              "--run-name", "claude", "--agent-arg", f"base_url={fake.url}",
              env={"ANTHROPIC_API_KEY": "sk-ant-test"})
         record = read_records(tmp_path / "r" / "claude")[NOTIFICATIONS_OFF]
@@ -80,6 +80,12 @@ def test_api_claude_completes_a_local_task_and_the_ledger_prices_it(
     assert (cost["tokens_in"], cost["tokens_out"]) == (used_in, used_out)
     assert cost["model_usd"] == pytest.approx(token_cost("claude-sonnet-4", used_in, used_out))
     assert sum(int(s["usage"]["tokens_in"]) for s in record["steps"]) == used_in
+    # the run's ledger (the printed summary) carries them too
+    ledger = summary["cost"]
+    assert isinstance(ledger, dict)
+    assert (ledger["tokens_in"], ledger["tokens_out"]) == (used_in, used_out)
+    assert ledger["model_usd"] == pytest.approx(cost["model_usd"], abs=1e-6)
+    assert summary["success_rate"] == 1.0
 
 
 def test_the_token_cap_stops_the_agent(home: Path, tmp_path: Path) -> None:
