@@ -6,7 +6,8 @@ simulated worker never executes it. :func:`parse_source` reads it with :mod:`ast
 only a whitelist: imports of ``pyautogui`` and ``time`` (``platform`` too, for WAA's
 ``print(platform.system())`` getter), ``pyautogui.FAILSAFE``/``PAUSE`` set to a literal, and calls
 of whitelisted functions whose arguments are literals (numbers, strings, ``True``/``False``/
-``None``, lists and tuples of them, f-strings without expressions). Anything else (another import,
+``None``, lists and tuples of them, f-strings without expressions, and pyautogui's tween
+functions such as ``pyautogui.easeInQuad``). Anything else (another import,
 a name, a longer attribute chain, any other call, a comprehension, an f-string with an expression,
 a loop...) raises :class:`ForbiddenSource` naming the construct and its line, and nothing of the
 source runs: the whole program is checked before the first call is played.
@@ -54,6 +55,10 @@ PRINTABLE = frozenset({"platform.system", "platform.release", "platform.machine"
 """Getter calls that may appear inside ``print(...)`` (their value is the output)."""
 
 SETTABLE = frozenset({"FAILSAFE", "PAUSE"})
+TWEENS = frozenset({"linear", "easeInQuad", "easeOutQuad", "easeInOutQuad", "easeInCubic",
+                    "easeOutCubic", "easeInOutCubic", "easeInBounce", "easeOutBounce",
+                    "easeInElastic", "easeOutElastic", "easeInOutElastic"})
+"""pyautogui's tween functions, allowed as an argument (WAA's client passes one to moveTo)."""
 
 
 class ForbiddenSource(ValueError):
@@ -226,6 +231,8 @@ def _literal(node: ast.expr, line: int) -> Any:
             return -value if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.List | ast.Tuple):
         return [_literal(item, line) for item in node.elts]
+    if isinstance(node, ast.Attribute) and _dotted(node) in {f"pyautogui.{t}" for t in TWEENS}:
+        return _dotted(node)  # a tween only shapes the motion, which is not simulated
     if isinstance(node, ast.JoinedStr):
         if all(isinstance(part, ast.Constant) for part in node.values):
             return "".join(str(part.value) for part in node.values)  # type: ignore[attr-defined]

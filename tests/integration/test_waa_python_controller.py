@@ -103,7 +103,9 @@ def test_actions_drive_the_desktop(controller: Any, worker: WorkerProcess) -> No
         "x": (left + right) // 2, "y": (top + bottom) // 2, "button": "left"}})
     controller.execute_action({"action_type": "TYPING", "parameters": {"text": "1:30:00\n"}})
     assert controller.get_vm_check_if_timer_started(1, 30, 0) == "True"
-    controller.execute_action({"action_type": "MOVE_TO", "parameters": {"x": 10, "y": 10}})
+    controller.execute_action({"action_type": "MOVE_TO", "parameters": {"x": 10, "y": 12}})
+    where = controller.execute_python_command("print(pyautogui.position())")
+    assert where["output"] == "Point(x=10, y=12)\n"  # the tween argument was accepted
     controller.execute_action({"action_type": "SCROLL", "parameters": {"dx": 0, "dy": -3}})
     controller.execute_action("DONE")
 
