@@ -6,7 +6,8 @@
 ``/are_all_images_tagged``, ``/is_details_view``, ``/library_folders``,
 ``/check_if_timer_started``, ``/check_if_world_clock_exists``, ``/terminal`` and
 ``/update_computer``. Boolean checks answer 200 for true and 400 for false, as WAA's server does.
-Screen recording is not simulated (``/start_recording`` answers 404).
+Screen recording is not simulated (``/start_recording`` answers 404); ``/save_state`` and
+``/revert_to_snapshot`` answer 501, as WAA's server does for restores.
 """
 
 from __future__ import annotations
@@ -148,6 +149,14 @@ def build_info_routes(desktop: Desktop, screen: Screen) -> list[tuple[str, str, 
     def terminal(request: Request) -> Response:
         return Response.json({"output": "", "status": "success"})
 
+    def snapshot(kind: str) -> Route:
+        def refuse(request: Request) -> Response:
+            # WAA's own server answers 501 to restores; the simulated guest keeps no snapshots
+            # (each task's config resets what it checks).
+            return Response.json({"error": f"{kind} is not implemented"}, 501)
+
+        return refuse
+
     def update_computer(request: Request) -> Response:
         _json(request)
         return Response.json({"success": True})
@@ -169,6 +178,8 @@ def build_info_routes(desktop: Desktop, screen: Screen) -> list[tuple[str, str, 
         ("POST", "/check_if_world_clock_exists", world_clock, 400),
         ("GET", "/terminal", terminal, 400),
         ("POST", "/update_computer", update_computer, 400),
+        ("POST", "/save_state", snapshot("Save state"), 400),
+        ("POST", "/revert_to_snapshot", snapshot("Restore snapshot"), 400),
     ]
 
 

@@ -75,6 +75,8 @@ def test_getters_answer_in_the_shapes_the_client_reads(controller: Any,
     assert controller.get_vm_check_if_world_clock_exists("Tokyo", "Japan") == "False"
     # os.stat is not on the whitelist: the answer is a 400 the client reads as "not hidden"
     assert controller.get_file_hidden_status(f"{HOME}\\Desktop") == 0
+    controller.save_state("before")  # 501 (no snapshots here; WAA's restore is 501 too): logged
+    controller.revert_to_snapshot("before")
     # shell commands are not run at all; the client gets None, as for a failed command
     assert controller.get_registry_key("HKCU:\\Control Panel", "Wallpaper") is None
 
