@@ -156,3 +156,18 @@ def test_accessibility_rects_match_the_hit_test(desktop: Desktop) -> None:
         run_action(desktop, f"import pyautogui\npyautogui.click({(left + right) // 2}, "
                             f"{(top + bottom) // 2})")
     assert desktop.active is not None and desktop.active.display == "56"
+
+
+def test_the_screenshot_shows_what_a_click_there_changes(desktop: Desktop) -> None:
+    import datetime as dt
+
+    from infra.local.render import draw
+
+    run_action(desktop, "open settings")
+    x, y = _control(desktop, "Dark mode").center
+    when = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    before = draw(desktop, when).getpixel((x, y))
+    run_action(desktop, f"import pyautogui\npyautogui.click({x}, {y})")
+    after = draw(desktop, when).getpixel((x, y))
+    assert before == (230, 230, 230) and after == (0, 120, 212)  # the switch, off then on
+    assert desktop.settings.dark_mode is True
