@@ -60,7 +60,7 @@ class Player:
     def __init__(self, desktop: Desktop, *, sleep_cap: float = MAX_SLEEP) -> None:
         self.desktop = desktop
         self.output: list[str] = []
-        self.sleep_cap = sleep_cap
+        self.sleep_cap = sleep_cap  # for the whole program: many sleeps share it
         self._pressed_at: tuple[int, int] | None = None
 
     def play(self, program: Program) -> str:
@@ -84,8 +84,9 @@ class Player:
             self.output.append(f"{self._getter(args[0]) if kwargs.get('call') else args[0]}\n")
             return
         if name in ("time.sleep", "pyautogui.sleep"):
-            seconds = _number(_arg(args, kwargs, 0, "seconds", 0))
-            time.sleep(max(0.0, min(seconds, self.sleep_cap)))
+            seconds = max(0.0, min(_number(_arg(args, kwargs, 0, "seconds", 0)), self.sleep_cap))
+            self.sleep_cap -= seconds
+            time.sleep(seconds)
             return
         module, _, function = name.partition(".")
         if module == "computer":

@@ -55,6 +55,8 @@ PRINTABLE = frozenset({"platform.system", "platform.release", "platform.machine"
 """Getter calls that may appear inside ``print(...)`` (their value is the output)."""
 
 SETTABLE = frozenset({"FAILSAFE", "PAUSE"})
+MAX_CALLS = 500
+"""Calls one program may make (a real action is a handful; this bounds a runaway script)."""
 TWEENS = frozenset({"linear", "easeInQuad", "easeOutQuad", "easeInOutQuad", "easeInCubic",
                     "easeOutCubic", "easeInOutCubic", "easeInBounce", "easeOutBounce",
                     "easeInElastic", "easeOutElastic", "easeInOutElastic"})
@@ -124,6 +126,8 @@ def parse_source(source: str) -> Program:
     calls: list[Call] = []
     for statement in tree.body:
         calls.extend(_statement(statement, imported))
+        if len(calls) > MAX_CALLS:
+            raise ForbiddenSource(f"more than {MAX_CALLS} calls in one action; send fewer")
     return Program(calls)
 
 

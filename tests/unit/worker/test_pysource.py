@@ -171,3 +171,13 @@ def test_the_screenshot_shows_what_a_click_there_changes(desktop: Desktop) -> No
     after = draw(desktop, when).getpixel((x, y))
     assert before == (230, 230, 230) and after == (0, 120, 212)  # the switch, off then on
     assert desktop.settings.dark_mode is True
+
+
+def test_a_runaway_program_is_bounded(desktop: Desktop) -> None:
+    with pytest.raises(ForbiddenSource, match="more than 500 calls"):
+        parse_source("import pyautogui\n" + "pyautogui.press('a')\n" * 501)
+    from infra.local.inputs import Player
+
+    player = Player(desktop, sleep_cap=0.2)
+    player.play(parse_source("import time\ntime.sleep(0.15)\ntime.sleep(0.15)\ntime.sleep(5)"))
+    assert player.sleep_cap == 0.0  # all the sleeps together waited 0.2 s, not 5.3 s
