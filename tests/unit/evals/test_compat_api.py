@@ -151,3 +151,29 @@ def test_eval_flow_main_returns_exit_codes(capsys: pytest.CaptureFixture[str]) -
     assert {"mode", "num_tasks", "tasks_with_bundle", "tasks_missing_bundle"} <= set(data["plan"])
     assert flow_main(["--tasks", "-3"]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_reference_style_reset_without_a_task_is_called() -> None:
+    from evals import BenchmarkAgent
+    from evals.agents.builtin import call_reset
+
+    class OldStyle(BenchmarkAgent):
+        resets = 0
+
+        def reset(self) -> None:  # type: ignore[override]  # the reference's signature
+            self.resets += 1
+
+        def act(self, observation: BenchmarkObservation, task: BenchmarkTask,
+                history: object = None) -> BenchmarkAction:
+            return BenchmarkAction(type="done")
+
+    class NewStyle(OldStyle):
+        seen: list[str] = []
+
+        def reset(self, task: BenchmarkTask) -> None:  # type: ignore[override]
+            self.seen.append(task.task_id)
+
+    old, new = OldStyle(), NewStyle()
+    call_reset(old, TASK)
+    call_reset(new, TASK)
+    assert old.resets == 1 and new.seen == ["t1"]
