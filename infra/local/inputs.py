@@ -9,6 +9,7 @@ before it have happened, the ones after it do not run, as when a real script rai
 
 from __future__ import annotations
 
+import math
 import shlex
 import time
 from typing import Any
@@ -127,7 +128,7 @@ class Player:
         point = self._point(args, kwargs)
         if point is not None:
             self.desktop.pointer = point
-        count = clicks if clicks is not None else int(_number(kwargs.get("clicks", 1)))
+        count = clicks if clicks is not None else _count(kwargs.get("clicks", 1))
         which = button or str(kwargs.get("button", "left")).lower()
         if which in ("primary",):
             which = "left"
@@ -224,7 +225,7 @@ class Player:
 
     def _pg_press(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         keys = _arg(args, kwargs, 0, "keys", None)
-        presses = int(_number(kwargs.get("presses", args[1] if len(args) > 1 else 1)))
+        presses = _count(kwargs.get("presses", args[1] if len(args) > 1 else 1))
         names = keys if isinstance(keys, list) else [keys]
         for _ in range(max(0, min(presses, 1000))):
             for key in names:
@@ -828,7 +829,17 @@ def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str,
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise AppError(f"{value!r} is not a number")
+    if not math.isfinite(value):
+        raise AppError(f"{value!r} is not a finite number")
     return float(value)
+
+
+def _count(value: Any) -> int:
+    """A repeat count (clicks, presses), 0 to 1000."""
+    number = _number(value)
+    if not 0 <= number <= 1000:
+        raise AppError(f"{value!r} is not a count from 0 to 1000")
+    return int(number)
 
 
 def _pixel(x: float, y: float) -> tuple[int, int]:

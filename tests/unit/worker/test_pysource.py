@@ -181,3 +181,26 @@ def test_a_runaway_program_is_bounded(desktop: Desktop) -> None:
     player = Player(desktop, sleep_cap=0.2)
     player.play(parse_source("import time\ntime.sleep(0.15)\ntime.sleep(0.15)\ntime.sleep(5)"))
     assert player.sleep_cap == 0.0  # all the sleeps together waited 0.2 s, not 5.3 s
+
+
+def test_odd_arguments_fail_the_action_not_the_worker(desktop: Desktop) -> None:
+    """Every whitelisted call with awkward literal arguments ends as a refused action (400) or
+    a failed one (returncode 1), never as an unexpected exception (a 500)."""
+    import itertools
+
+    from infra.local.pysource import COMPUTER_CALLS, PYAUTOGUI_CALLS
+
+    odd = ["1e999", "-1e999", "-5", "0.5", "'x'", "None", "True", "[1, 2, 3]", "[]", "''",
+           "'\\n'", "(1, 2)", "10**10"]
+    functions = [f"pyautogui.{f}" for f in sorted(PYAUTOGUI_CALLS - {"sleep"})]
+    functions += [f"computer.{f}" for f in sorted(COMPUTER_CALLS)]
+    run_action(desktop, "open notepad")
+    for function, (a, b) in itertools.product(functions, itertools.combinations(odd, 2)):
+        for args in (f"{a}", f"{a}, {b}", f"x={a}, y={b}", f"{a}, presses={b}",
+                     f"{a}, clicks={b}"):
+            source = f"import pyautogui\n{function}({args})"
+            try:
+                result = run_action(desktop, source)
+            except ForbiddenSource:
+                continue
+            assert result.returncode in (0, 1), source
