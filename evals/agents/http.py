@@ -4,7 +4,7 @@ Each step is one ``POST <url>`` with a JSON body::
 
     {"task": {"task_id", "domain", "instruction"},
      "observation": {"step", "screenshot": <base64 PNG or null>, "accessibility_tree",
-                     "window_title"},
+                     "window_title", "last_result", "last_error"},
      "history": ["<action>", ...]}
 
 and the answer is ``{"action": "<action>" | {"type", ...fields},
@@ -51,6 +51,8 @@ def observation_payload(
             "screenshot": None if shot is None else base64.b64encode(shot).decode("ascii"),
             "accessibility_tree": observation.accessibility_tree,
             "window_title": observation.window_title,
+            "last_result": observation.last_result,
+            "last_error": observation.last_error,
         },
         "history": [a.to_string() for a in history or ()],
     }
