@@ -1,9 +1,10 @@
 """What the simulated desktop looks like: a PNG screenshot and an accessibility tree.
 
-The picture is drawn with Pillow: a wallpaper, one window per open app (cascaded, the active one
-last with a blue title bar) and a taskbar with a clock. It is cached per desktop version and
-minute, because agents ask for a screenshot after every action and most actions change nothing
-on screen.
+The picture is drawn with Pillow from the layout of :mod:`infra.local.gui` (the same one the
+accessibility tree lists and clicks land on): a wallpaper, the windows (the active one with a
+blue title bar) with their controls, and a taskbar with a button per window and a clock. It is
+cached per desktop version and minute, because agents ask for a screenshot after every action
+and most actions change nothing on screen.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
 
 from infra.local import gui
-from infra.local.apps import Window
 from infra.local.desktop import Desktop
 from infra.local.gui import HEIGHT, TASKBAR, WIDTH
 
@@ -33,23 +33,6 @@ def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
     from PIL import ImageFont
 
     return ImageFont.load_default(size=14)
-
-
-def window_lines(desktop: Desktop, window: Window) -> list[str]:
-    """The text a window shows, line by line (its controls' names and values)."""
-    with desktop.lock:
-        for placed in gui.layout(desktop):
-            if placed.window is window:
-                return [_label(c) for c in placed.controls if c.key != "close"]
-    return []
-
-
-def _label(control: gui.Control) -> str:
-    if control.role == "Document":
-        return control.value
-    if control.value and control.role in ("Edit", "Button", "ListItem"):
-        return f"{control.name}: {control.value}" if control.role != "Edit" else control.value
-    return control.name
 
 
 def _now() -> dt.datetime:
@@ -212,8 +195,3 @@ def accessibility_xml(desktop: Desktop, backend: str = "uia") -> str:
 def _rect(rect: tuple[int, int, int, int]) -> str:
     return ",".join(str(v) for v in rect)
 
-
-def window_rect(index: int) -> tuple[int, int, int, int]:
-    """``(left, top, right, bottom)`` of an app window opened in cascade slot ``index``."""
-    left, top = 60 + 36 * (index % 8), 30 + 30 * (index % 8)
-    return left, top, left + gui.WIN_W, top + gui.WIN_H
