@@ -29,6 +29,7 @@ from evals.agents.base import (
     BenchmarkAgent,
     BenchmarkObservation,
     BenchmarkTask,
+    task_for_agent,
 )
 from evals.agents.builtin import call_reset
 from evals.records import (
@@ -130,19 +131,17 @@ def run_task(
     Returns:
         The record, with ``worker``, ``attempts`` and prices left for the runner to fill.
     """
-    instruction = task.get("instruction", "")
-    bench_task = BenchmarkTask(
-        task_id=task_id,
-        domain=domain or str(task.get("domain", "")),
-        instruction=instruction if isinstance(instruction, str) else str(instruction),
-        infeasible=is_infeasible(task_id, task),
-        raw=task,
+    infeasible = is_infeasible(task_id, task)
+    # The agent sees the public task view (no evaluator, expected values, infeasible flag or
+    # reference solution) unless its class opted in (BenchmarkAgent.sees_answers).
+    bench_task = task_for_agent(
+        agent, task_id, domain or str(task.get("domain", "")), task, infeasible
     )
     execution = TaskExecution(
         task_id=task_id,
         domain=bench_task.domain,
         instruction=bench_task.instruction,
-        infeasible=bench_task.infeasible,
+        infeasible=infeasible,
         status=TaskStatus.ERROR,
         attempts=1,
         started_at=now_iso(),
@@ -197,7 +196,9 @@ def _reset_and_setup(
     if not isinstance(config, list):
         raise _TaskEnded(ErrorType.SETUP, "the task's 'config' is not a list of setup steps")
     try:
-        scoring.setup(config, timeout=clock.bound(SETUP_TIMEOUT_S, "setup"))
+        task_id = task.get("id")
+        scoring.setup(config, timeout=clock.bound(SETUP_TIMEOUT_S, "setup"),
+                      task_id=task_id if isinstance(task_id, str) else None)
     except WaaError as exc:
         if exc.is_infrastructure:
             raise clock.classify(exc, "setup") from exc

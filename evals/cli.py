@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import typer
 
+from evals.commands.audit import audit_verifier
 from evals.commands.compare import compare
 from evals.commands.mock import mock
 from evals.commands.run import run
@@ -30,6 +31,9 @@ app.command("sweep", help="Create a pool, run tasks on it, and remove it afterwa
 app.command("mock", help="Offline quick start: a few local tasks on a local pool.")(mock)
 app.command("view", help="Write a run's HTML page and print its path.")(view)
 app.command("compare", help="Compare two runs task by task.")(compare)
+app.command(
+    "audit-verifier", help="Check the checkers: replay edited reference solutions."
+)(audit_verifier)
 
 
 def main() -> None:

@@ -6,9 +6,12 @@ Counting rules (the same for ``summary.json``, the printed summary and the publi
   (with a type: infrastructure, setup, agent, evaluation, timeout) or *not run* (a budget cap kept
   it from starting);
 - *attempts* are outcomes plus errors; tasks that never ran are listed, not attempted;
-- the success rate and the average score count outcomes only: an error says nothing about the
+- the success rate and the mean score count outcomes only: an error says nothing about the
   agent, so it is listed instead of being folded in as a zero (WAA's own loop silently drops
   failed tasks; this keeps them visible without skewing the rate);
+- the mean score (``avg_score``) is WAA's own headline figure: WAA's checker gives fractions
+  (``compare_pdfs``, ``compare_images``...), only a score of 1 is a ``success``, and the mean
+  counts each fraction as it is;
 - the average number of steps is taken over all attempts.
 
 A rate or average with nothing to average over is ``None`` (``null`` in JSON, ``n/a`` when
@@ -256,6 +259,7 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         "run": metadata.get("run", path.name),
         "status": metadata.get("status"),
         "agent": metadata.get("agent"),
+        "answer_visible_agents": list(metadata.get("answer_visible_agents") or []),
         "pool": metadata.get("pool"),
         "price_per_hour": metadata.get("price_per_hour"),
         **aggregate(items),
@@ -397,7 +401,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         lines.append(f"Not run: {summary['not_run']}")
     lines += [
         f"Success rate: {fmt_rate(summary['success_rate'])} (outcomes only)",
-        f"Avg score: {fmt_num(summary['avg_score'])}",
+        f"Mean score: {fmt_num(summary['avg_score'])} "
+        "(WAA's headline: the mean score over scored tasks)",
         f"Avg steps: {fmt_num(summary['avg_steps'], 1)}",
     ]
     if summary.get("rejected_actions"):
@@ -416,7 +421,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             ]
             for domain, d in by_domain.items()
         ]
-        headers = ["domain", "attempts", "success", "failure", "errors", "rate", "avg score"]
+        headers = ["domain", "attempts", "success", "failure", "errors", "rate", "mean score"]
         lines += ["", table(headers, rows)]
     by_error = summary.get("by_error_type") or {}
     if by_error:
@@ -425,6 +430,10 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     quarantined = summary.get("quarantined_workers") or []
     if quarantined:
         lines += ["", f"Quarantined workers: {', '.join(quarantined)}"]
+    opted_in = summary.get("answer_visible_agents") or []
+    if opted_in:
+        lines += ["", f"Agent saw the answers: {', '.join(opted_in)} (opted in to the task's "
+                      "evaluator data; not a benchmark result)"]
     lines += _cost_lines(summary)
     return "\n".join(lines)
 

@@ -38,6 +38,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from evals.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
 from evals.agents import AgentOptions, BenchmarkAgent, agent_factory
+from evals.agents.base import tasks_for_agent
 from evals.errors import (
     EvalsError,
     InvalidRunInputError,
@@ -709,7 +710,8 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         }
         for tid in task_ids:
             folder.task_dir(tid)  # refuses IDs unusable as folder names, before writing
-        make_agent().check_tasks(tasks)
+        probe_agent = make_agent()
+        probe_agent.check_tasks(tasks_for_agent(probe_agent, tasks))
         return _run_in_folder(
             folder, config, record.name, record.cloud, record.price_per_hour,
             workers, tasks, infos, make_agent, previous, on_event,
@@ -745,6 +747,8 @@ def _run_in_folder(
             "pool": pool,
             "cloud": cloud,
             "agent": config.agent,
+            # Agents that opted in to the tasks' answers (evals.agents.base.sees_answers).
+            "answer_visible_agents": [config.agent] if make_agent().sees_answers else [],
             "selection": config.selection,
             "task_ids": task_ids,
             "max_steps": config.max_steps,

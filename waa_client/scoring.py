@@ -82,14 +82,26 @@ class ScoringClient(HttpClient):
         path = "/task/" + quote(task_id, safe="")
         return json_object(self._request("GET", path, idempotent=True))
 
+    def state(self) -> dict[str, Any]:
+        """``GET /state``: the guest's end state (simulated workers only; used by the audit).
+
+        Raises:
+            NotFoundError: The worker has no state endpoint (a cloud worker).
+        """
+        return json_object(self._request("GET", "/state", idempotent=True))
+
     def setup(
-        self, config: list[dict[str, Any]], timeout: float | None = DEFAULT_SETUP_TIMEOUT
+        self,
+        config: list[dict[str, Any]],
+        timeout: float | None = DEFAULT_SETUP_TIMEOUT,
+        task_id: str | None = None,
     ) -> dict[str, Any]:
         """``POST /setup``: run a task's setup steps in the guest; never retried.
 
         Args:
             config: The task's ``config`` steps, ``[{"type", "parameters"}]``.
             timeout: Seconds to wait; setup downloads files, so the default is generous.
+            task_id: The task's ID, so the checker gives the task its own cache folder.
 
         Returns:
             ``{"status", "results": [{"type", "status", "error"?}]}``.
@@ -99,7 +111,8 @@ class ScoringClient(HttpClient):
         """
         response = self._request(
             "POST", "/setup", idempotent=False, timeout=timeout, accept=(422,),
-            json={"config": config},
+            json={"config": config} if task_id is None else {"config": config,
+                                                              "task_id": task_id},
         )
         if response.status_code == 422:
             raise _setup_failed(response)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from evals.agents.pyautogui_code import GUI_TYPES, to_pyautogui
 
@@ -219,23 +219,39 @@ class BenchmarkObservation:
     raw_observation: dict[str, Any] | None = None
 
 
+PUBLIC_TASK_FIELDS = ("id", "instruction", "domain", "snapshot", "source", "related_apps")
+"""The task JSON fields every agent sees: what WAA's agents are told, no more. The rest
+(``evaluator`` with its expected values, ``config``, ``trajectory``, ``reference_solution``,
+comments) is the checker's or the harness's."""
+
+
+def public_task_json(task: Mapping[str, Any]) -> dict[str, Any]:
+    """The task JSON an agent that did not opt in sees (:data:`PUBLIC_TASK_FIELDS` only)."""
+    return {key: task[key] for key in PUBLIC_TASK_FIELDS if key in task}
+
+
 @dataclass
 class BenchmarkTask:
     """The task given to an agent.
+
+    An agent sees what WAA's agents see: the instruction and the task's public fields
+    (:data:`PUBLIC_TASK_FIELDS`). Only an agent whose class sets
+    :attr:`BenchmarkAgent.sees_answers` (the oracle) is given the full task JSON and the
+    infeasible flag; a run with such an agent says so in its metadata and summary.
 
     Attributes:
         task_id: The index ID (the task's identity).
         domain: The index domain (``chrome``, ``notepad``...).
         instruction: What the agent is asked to do.
-        infeasible: True when the right answer is ``FAIL``; agents are not meant to peek, but
-            built-in scripted agents (oracle) and the records use it.
-        raw: The task JSON as run.
+        infeasible: True when the right answer is ``FAIL``; ``None`` (not told) unless the
+            agent opted in.
+        raw: The public task JSON, or the full task JSON for an agent that opted in.
     """
 
     task_id: str
     domain: str
     instruction: str
-    infeasible: bool
+    infeasible: bool | None
     raw: dict[str, Any] = field(default_factory=dict)
 
 
@@ -245,6 +261,11 @@ class BenchmarkAgent(ABC):
     An agent instance serves one worker at a time (the runner makes one per worker), so it may
     keep per-task state between :meth:`reset` and the end of the task.
     """
+
+    sees_answers: ClassVar[bool] = False
+    """Opt-in to the task's evaluator data (evaluator, expected values, infeasible flag,
+    reference solution). Off by default: set it only on test agents that replay known answers
+    (the oracle); a run that used one is marked in ``metadata.json`` and the summary."""
 
     @abstractmethod
     def act(
@@ -271,8 +292,30 @@ class BenchmarkAgent(ABC):
         """Refuse a run before it starts if the agent cannot play some selected tasks.
 
         Args:
-            tasks: Task JSON by task ID, every selected task.
+            tasks: Task JSON by task ID, every selected task (the public view unless the agent
+                opted in with :attr:`sees_answers`).
 
         Raises:
             InvalidRunInputError: listing every task the agent cannot play.
         """
+
+
+def task_for_agent(
+    agent: BenchmarkAgent, task_id: str, domain: str, task: Mapping[str, Any],
+    infeasible: bool,
+) -> BenchmarkTask:
+    """The :class:`BenchmarkTask` an agent is given: the public view unless it opted in."""
+    instruction = task.get("instruction", "")
+    text = instruction if isinstance(instruction, str) else str(instruction)
+    if agent.sees_answers:
+        return BenchmarkTask(task_id, domain, text, infeasible, dict(task))
+    return BenchmarkTask(task_id, domain, text, None, public_task_json(task))
+
+
+def tasks_for_agent(
+    agent: BenchmarkAgent, tasks: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Task JSON by ID as :meth:`BenchmarkAgent.check_tasks` may see it."""
+    if agent.sees_answers:
+        return {tid: dict(t) for tid, t in tasks.items()}
+    return {tid: public_task_json(t) for tid, t in tasks.items()}

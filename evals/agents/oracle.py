@@ -17,8 +17,11 @@ class OracleAgent(ScriptedAgent):
     """Sends each action of the task's ``reference_solution``, one per step.
 
     Only the simulated worker's tasks carry a reference solution; WAA's own tasks do not, and a
-    run selecting them with this agent is refused before it starts.
+    run selecting them with this agent is refused before it starts. It opts in to the task's
+    answers (:attr:`~evals.agents.base.BenchmarkAgent.sees_answers`): its runs are marked as such.
     """
+
+    sees_answers = True
 
     def script(self, task: BenchmarkTask) -> list[str]:
         """The task's ``reference_solution``."""

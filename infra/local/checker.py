@@ -8,20 +8,27 @@ with ``rules["expected"]``), so tasks read like WAA's. The combination rules com
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import re
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 from infra.local import commands, setup_steps
 from infra.local.apps import AppError
 from infra.local.desktop import Desktop
-from infra.scoring_rules import EvaluatorConfigError, Verdict, evaluate
+from infra.scoring_rules import EvaluatorConfigError, Unscorable, Verdict, evaluate
 
 
 class GetterError(RuntimeError):
-    """A getter could not fetch its value (scores 0, as in WAA)."""
+    """A getter could not fetch its value (WAA's rules decide what that scores)."""
+
+
+class MissingFileError(GetterError, FileNotFoundError):
+    """A getter found no file: a ``FileNotFoundError``, as WAA's rules single those out."""
 
 
 class PostconfigError(RuntimeError):
@@ -47,27 +54,55 @@ def _vm_file_text(desktop: Desktop, cfg: Mapping[str, Any]) -> str:
     return desktop.read_file(_cfg_str(cfg, "path")).decode("utf-8", errors="replace")
 
 
+_TASK_ID: ContextVar[str | None] = ContextVar("oa_vm_checker_task_id", default=None)
+_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
+
+
+def cache_dir(desktop: Desktop) -> Path:
+    """The cache folder of the task being checked (``<worker>/cache/<task id>``), as WAA gives
+    each task its own; outside the drive so the agent can never see or change it."""
+    task_id = _TASK_ID.get()
+    name = task_id if task_id and _SAFE_ID.match(task_id) else "_no_task_id"
+    folder = desktop.sandbox.drive.parent / "cache" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def _inline_file(desktop: Desktop, cfg: Mapping[str, Any]) -> str:
     content = cfg.get("content")
-    if not isinstance(content, str):
-        raise GetterError("inline_file getter needs a string 'content'")
-    # Cached outside the drive so the agent can never see or change the expected file.
-    cache = desktop.sandbox.drive.parent / "cache"
-    cache.mkdir(exist_ok=True)
-    target = cache / (hashlib.sha256(content.encode("utf-8")).hexdigest()[:32] + ".txt")
+    encoded = cfg.get("content_base64")
+    if isinstance(encoded, str):
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise GetterError(f"inline_file: content_base64 is not base64 ({exc})") from exc
+    elif isinstance(content, str):
+        data = content.encode("utf-8")
+    else:
+        raise GetterError("inline_file getter needs a string 'content' or 'content_base64'")
+    target = cache_dir(desktop) / (hashlib.sha256(data).hexdigest()[:32] + ".bin")
     if not target.is_file():
-        target.write_text(content, encoding="utf-8")
+        target.write_bytes(data)
     return str(target)
 
 
 def _vm_command_line(desktop: Desktop, cfg: Mapping[str, Any]) -> str:
+    """The command's output, as WAA's getter returns it whatever the exit status (a failed
+    command prints nothing on its standard output)."""
     command = cfg.get("command")
     if not isinstance(command, str | list):
         raise GetterError("vm_command_line getter needs a 'command'")
-    result = commands.run(desktop, command)
-    if result.returncode != 0:
-        raise GetterError(result.error)
-    return result.output
+    return commands.run(desktop, command).output
+
+
+def _clock_timers(desktop: Desktop, cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every timer; ``fields`` (optional) keeps only those keys (``["seconds", "running"]``
+    when the task names no label)."""
+    timers: list[dict[str, Any]] = desktop.clock.as_dict()["timers"]
+    fields = cfg.get("fields")
+    if isinstance(fields, list):
+        return [{k: t[k] for k in fields if k in t} for t in timers]
+    return timers
 
 
 def _exists_in_folder(desktop: Desktop, cfg: Mapping[str, Any]) -> float:
@@ -108,11 +143,13 @@ def _notepad_state(desktop: Desktop, cfg: Mapping[str, Any]) -> list[dict[str, A
         ]
 
 
-def _calc_display(desktop: Desktop, cfg: Mapping[str, Any]) -> str:
+def _calc_display(desktop: Desktop, cfg: Mapping[str, Any]) -> str | None:
+    """The calculator's display, or ``None`` when it is closed (a value the metric scores 0,
+    as WAA's getters answer ``None`` for what they cannot find, rather than an error)."""
     for window in desktop.windows:
         if window.app == "calc":
             return window.display
-    raise GetterError("the calculator is not open")
+    return None
 
 
 def _active_title(desktop: Desktop, cfg: Mapping[str, Any]) -> str | None:
@@ -130,7 +167,7 @@ GETTERS: dict[str, Callable[[Desktop, Mapping[str, Any]], Any]] = {
     "list_directory": _list_directory,
     "settings_value": _settings_value,
     "night_light_state": _night_light_state,
-    "clock_timers": lambda d, cfg: d.clock.as_dict()["timers"],
+    "clock_timers": _clock_timers,
     "clock_alarms": lambda d, cfg: d.clock.as_dict()["alarms"],
     "world_clocks": lambda d, cfg: list(d.clock.world_clocks),
     "check_if_timer_started": _timer_started,
@@ -154,10 +191,12 @@ def get_value(desktop: Desktop, cfg: Mapping[str, Any]) -> Any:
         raise GetterError("a getter config must be an object with a 'type'")
     getter = GETTERS.get(str(cfg.get("type")))
     if getter is None:
-        raise GetterError(f"unknown getter type {cfg.get('type')!r}")
+        raise Unscorable(f"unknown getter type {cfg.get('type')!r}")
     try:
         return getter(desktop, cfg)
-    except (AppError, FileNotFoundError, commands.CommandSyntaxError, ValueError) as exc:
+    except FileNotFoundError as exc:
+        raise MissingFileError(str(exc)) from exc
+    except (AppError, commands.CommandSyntaxError, ValueError) as exc:
         raise GetterError(str(exc)) from exc
 
 
@@ -232,6 +271,13 @@ def file_exists(result: Any) -> float:
     return 1.0 if isinstance(result, str) and Path(result).is_file() else 0.0
 
 
+def compare_files(path1: str | None, path2: str | None) -> float:
+    """1 if two files hold the same bytes (a copied picture, not a text file of that name)."""
+    if not path1 or not path2:
+        return 0.0
+    return 1.0 if Path(path1).read_bytes() == Path(path2).read_bytes() else 0.0
+
+
 METRICS: dict[str, Callable[..., float]] = {
     "exact_match": exact_match,
     "is_in_list": is_in_list,
@@ -240,8 +286,12 @@ METRICS: dict[str, Callable[..., float]] = {
     "compare_text_file": compare_text_file,
     "literal_match": literal_match,
     "file_exists": file_exists,
+    "compare_files": compare_files,
 }
 """Metrics, by WAA name: ``metric(result, expected?, **options) -> float``."""
+
+FILE_METRICS = frozenset({"compare_text_file", "file_exists", "compare_files"})
+"""Metrics whose positional arguments are host paths: each must stay inside the sandbox."""
 
 
 def metric(name: str) -> Callable[..., float]:
@@ -263,6 +313,26 @@ def metric(name: str) -> Callable[..., float]:
     return checked
 
 
+def confined_metric(desktop: Desktop, name: str) -> Callable[..., float]:
+    """:func:`metric`, refusing (as an evaluation error) any path argument of a file metric
+    that resolves outside the worker's drive and the task's cache folder, so a ``rule`` path
+    such as ``/etc/passwd`` is never read on the host."""
+    fn = metric(name)
+    if name not in FILE_METRICS:
+        return fn
+    roots = [desktop.sandbox.drive.resolve(), cache_dir(desktop).resolve()]
+
+    def checked(*args: Any, **kwargs: Any) -> float:
+        for arg in args:
+            if isinstance(arg, str | Path):
+                resolved = Path(arg).resolve()
+                if not any(resolved.is_relative_to(root) for root in roots):
+                    raise Unscorable(f"{name}: path {str(arg)!r} is outside the worker's sandbox")
+        return fn(*args, **kwargs)
+
+    return checked
+
+
 def evaluate_task(desktop: Desktop, task: Mapping[str, Any], last_action: str | None) -> Verdict:
     """Score a task on a desktop: postconfig, then WAA's rules.
 
@@ -279,9 +349,15 @@ def evaluate_task(desktop: Desktop, task: Mapping[str, Any], last_action: str | 
     for index, result in enumerate(setup_steps.run_steps(desktop, postconfig)):
         if not result.ok:
             raise PostconfigError(f"postconfig step {index} ({result.type}) failed: {result.error}")
-    return evaluate(
-        evaluator,
-        last_action,
-        get_value=lambda cfg: get_value(desktop, cfg),
-        metric=metric,
-    )
+    task_id = task.get("id")
+    token = _TASK_ID.set(task_id if isinstance(task_id, str) else None)
+    try:
+        return evaluate(
+            evaluator,
+            last_action,
+            get_value=lambda cfg: get_value(desktop, cfg),
+            metric=lambda name: confined_metric(desktop, name),
+            getter_exists=lambda kind: kind in GETTERS,
+        )
+    finally:
+        _TASK_ID.reset(token)

@@ -6,6 +6,7 @@ state the agent changed through ``/execute``.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from infra.local import setup_steps
@@ -16,6 +17,32 @@ from infra.local.taskstore import TaskStore
 from infra.scoring_rules import EvaluatorConfigError
 
 PROBE = {"status": "ok", "service": "evaluate"}
+
+
+def end_state(desktop: Desktop) -> dict[str, Any]:
+    """The guest's whole state as read back after a run: every file on the drive (a SHA-256 of
+    its bytes, by guest path), folders, windows with their text, settings, clock, clipboard.
+
+    Local workers only (``GET /state``): the audit compares a run's end state with the
+    reference solution's to tell an edit that changed nothing from one the checker missed.
+    """
+    with desktop.lock:
+        files: dict[str, str] = {}
+        folders: list[str] = []
+        drive = desktop.sandbox.drive
+        for path in sorted(drive.rglob("*")):
+            guest = desktop.sandbox.to_guest(path)
+            if path.is_dir():
+                folders.append(guest)
+            elif path.is_file():
+                files[guest] = hashlib.sha256(path.read_bytes()).hexdigest()
+        snapshot = desktop.snapshot()
+        snapshot["windows"] = [
+            {"title": w.title, "app": w.app, "path": w.path, "dirty": w.dirty,
+             "text": getattr(w, "text", None), "display": getattr(w, "display", None)}
+            for w in reversed(desktop.windows)
+        ]
+    return {"files": files, "folders": folders, **snapshot}
 
 
 def build_scoring_app(app: App, desktop: Desktop, store: TaskStore) -> App:
@@ -75,6 +102,10 @@ def build_scoring_app(app: App, desktop: Desktop, store: TaskStore) -> App:
     app.route("GET", "/tasks", tasks)
     app.route("GET", "/indexes", indexes)
     app.route("GET", "/task/", task)
+    def state(request: Request) -> Response:
+        return Response.json(end_state(desktop))
+
+    app.route("GET", "/state", state)
     app.route("POST", "/setup", setup)
     app.route("POST", "/evaluate", evaluate)
     return app

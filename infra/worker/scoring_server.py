@@ -4,7 +4,7 @@ It runs inside the WAA container, beside WAA's client code, because that is wher
 and metrics (``desktop_env.evaluators``) and setup controller live; the host reaches it through
 the 5050 -> 5051 bridge. Cloud-init ships it as a loose file next to ``scoring_rules.py`` (the
 rule combiner shared with the simulated worker), so it uses the standard library only and runs
-on the container's Python (3.10 or newer).
+on the container's Python (3.9, checked in CI by ``vermin`` and a test run under 3.9).
 
 Endpoints:
 
@@ -12,10 +12,11 @@ Endpoints:
 - ``GET /tasks[?index=NAME]`` -> a task index the worker holds, ``{domain: [task_id]}``
 - ``GET /indexes`` -> ``{"indexes": [names]}``, the index files held (main one first)
 - ``GET /task/<task_id>`` -> that task's JSON; 404 if unknown
-- ``POST /setup`` ``{"config": [steps]}`` -> ``{"status", "results": [{"type", "status",
+- ``POST /setup`` ``{"config": [steps], "task_id"?}`` -> ``{"status", "results": [{"type", "status",
   "error"?}]}``; 422 if a step failed (later steps are skipped, as WAA stops at the first failure)
 - ``POST /evaluate`` ``{"task": <task json>, "last_action": "DONE"}`` -> ``{"score", "success",
-  "reason"}``; the task's ``postconfig`` runs first
+  "reason"}``; the task's ``postconfig`` runs first; 422 where WAA's own ``evaluate`` would
+  raise and drop the task (an ``evaluation`` error, never a score)
 
 Errors answer ``{"status": "error", "message": ...}``: 400 for a malformed request, 404 for an
 unknown path or task, 422 for a failed setup step or an unusable evaluator block, 500 otherwise.
@@ -29,6 +30,7 @@ import contextlib
 import importlib
 import inspect
 import json
+import logging
 import os
 import re
 import sys
@@ -61,11 +63,13 @@ class RequestError(Exception):
 
 
 class GuestEnv:
-    """The slice of WAA's ``DesktopEnv`` that its getters and setup steps read.
+    """What WAA's getters and setup steps read off their ``env`` argument (a ``DesktopEnv``).
 
-    WAA's getters take the environment as first argument and use its controller (the guest's
-    HTTP server), address and cache folder; nothing else of the full environment (the agent
-    loop, recording) is needed to check a task.
+    WAA's getters take the environment as first argument and read ``controller`` (the guest's
+    HTTP server), ``vm_ip``, ``cache_dir`` (one folder per task, as ``DesktopEnv`` makes it) and
+    ``vm_platform`` (a property asking the controller, as in ``DesktopEnv``); a test scans WAA's
+    getters for every attribute they read and fails if one is missing here. Nothing else of the
+    full environment (the agent loop, recording) is needed to check a task.
     """
 
     def __init__(self, vm_ip: str, cache_dir: str, server_port: int = 5000) -> None:
@@ -74,9 +78,35 @@ class GuestEnv:
         self.http_server = f"http://{vm_ip}:{server_port}"
         self.chromium_port = 9222
         self.vlc_port = 8080
+        self.cache_dir_base = cache_dir
         self.cache_dir = cache_dir
+        self.task_id: str | None = None
         self.controller: Any = None
         self.setup_controller: Any = None
+        self.action_history: list[str] = []
+
+    @property
+    def vm_platform(self) -> Any:
+        """The guest's platform, asked of the controller as ``DesktopEnv.vm_platform`` does."""
+        if self.controller is None:
+            raise RuntimeError("WAA's PythonController is missing: no vm_platform")
+        return self.controller.get_vm_platform()
+
+    @property
+    def vm_screen_size(self) -> Any:
+        """The guest's screen size, as ``DesktopEnv.vm_screen_size``."""
+        if self.controller is None:
+            raise RuntimeError("WAA's PythonController is missing: no vm_screen_size")
+        return self.controller.get_vm_screen_size()
+
+    def use_task(self, task_id: str | None) -> None:
+        """Point ``cache_dir`` at the task's own folder (``<base>/<task id>``), as WAA does."""
+        safe = task_id if task_id and _TASK_ID_RE.match(task_id) else "_no_task_id"
+        self.task_id = task_id
+        self.cache_dir = os.path.join(self.cache_dir_base, safe)
+        os.makedirs(self.cache_dir, exist_ok=True)
+        if self.setup_controller is not None and hasattr(self.setup_controller, "reset_cache_dir"):
+            self.setup_controller.reset_cache_dir(self.cache_dir)
 
 
 def _construct(cls: Any, candidates: Mapping[str, Any]) -> Any:
@@ -122,23 +152,35 @@ class Checker:
             self.env.setup_controller = _construct(setup_ctl.SetupController, args)
         self.lock = threading.Lock()
 
+    def getter_exists(self, kind: str) -> bool:
+        """True if WAA has a getter ``get_<kind>`` (WAA checks them all before scoring)."""
+        return callable(getattr(self.getters, f"get_{kind}", None))
+
     def get_value(self, config: Mapping[str, Any]) -> Any:
         """Run WAA's getter ``get_<type>(env, config)``."""
         kind = config.get("type")
         getter = getattr(self.getters, f"get_{kind}", None)
         if getter is None:
-            raise LookupError(f"WAA has no getter for type {kind!r}")
+            raise scoring_rules.Unscorable(f"WAA has no getter for type {kind!r}")
         return getter(self.env, dict(config))
 
-    def metric(self, name: str) -> Callable[..., float]:
+    def metric(self, name: str) -> Callable[..., Any]:
         """WAA's metric function called ``name``; ``KeyError`` if there is none."""
         fn = getattr(self.metrics, name, None)
         if not callable(fn):
             raise KeyError(name)
         return fn  # type: ignore[no-any-return]
 
-    def run_steps(self, steps: list[Any]) -> tuple[bool, list[dict[str, Any]]]:
-        """Run setup steps in order, stopping at the first failure (later ones are skipped)."""
+    def run_steps(
+        self, steps: list[Any], task_id: str | None = None
+    ) -> tuple[bool, list[dict[str, Any]]]:
+        """Run setup steps in order, stopping at the first failure (later ones are skipped).
+
+        ``task_id`` (when given) points the cache folder at the task's own, as WAA's ``reset``
+        does before its setup.
+        """
+        if task_id is not None:
+            self.env.use_task(task_id)
         results: list[dict[str, Any]] = []
         failed = False
         for step in steps:
@@ -166,13 +208,24 @@ class Checker:
         parameters = step.get("parameters") or {}
         if not isinstance(parameters, dict):
             raise ValueError("a setup step's 'parameters' must be an object")
-        handler(**parameters)
+        # WAA's SetupController logs a failed request (the guest answering non-200, or not at
+        # all) and carries on; the watch turns those logged errors into a failed step.
+        with _ErrorWatch() as watch:
+            handler(**parameters)
+        if watch.errors:
+            raise RuntimeError("; ".join(watch.errors))
 
     def evaluate(self, task: Mapping[str, Any], last_action: str | None) -> dict[str, Any]:
-        """Run the task's postconfig, then WAA's checker; ``{"score", "success", "reason"}``."""
+        """Run the task's postconfig, then WAA's checker; ``{"score", "success", "reason"}``.
+
+        Where WAA's own ``evaluate`` would raise (and drop the task) this answers 422, which
+        the runner records as an ``evaluation`` error, never as a score.
+        """
         evaluator = task.get("evaluator")
         if not isinstance(evaluator, dict):
             raise RequestError(422, "the task has no 'evaluator' object")
+        task_id = task.get("id")
+        self.env.use_task(task_id if isinstance(task_id, str) else None)
         postconfig = evaluator.get("postconfig") or []
         if not isinstance(postconfig, list):
             raise RequestError(422, "evaluator.postconfig must be a list of setup steps")
@@ -184,11 +237,36 @@ class Checker:
             )
         try:
             verdict = scoring_rules.evaluate(
-                evaluator, last_action, get_value=self.get_value, metric=self.metric
+                evaluator, last_action, get_value=self.get_value, metric=self.metric,
+                getter_exists=self.getter_exists,
             )
+        except scoring_rules.Unscorable as exc:
+            raise RequestError(422, f"WAA's checker cannot score this task: {exc}") from exc
         except scoring_rules.EvaluatorConfigError as exc:
             raise RequestError(422, f"unusable evaluator: {exc}") from exc
         return verdict.to_json()
+
+
+class _ErrorWatch(logging.Handler):
+    """Collects the errors WAA's ``desktopenv.*`` loggers report while it is active."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.errors: list[str] = []
+        self._logger = logging.getLogger("desktopenv")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.errors.append(record.getMessage())
+        except Exception:  # a malformed log call is still a failure
+            self.errors.append(str(record.msg))
+
+    def __enter__(self) -> _ErrorWatch:
+        self._logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._logger.removeHandler(self)
 
 
 _INDEX_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,100}$")
@@ -307,8 +385,11 @@ def make_handler(checker: Checker, store: TaskStore) -> type[BaseHTTPRequestHand
             steps = body.get("config")
             if not isinstance(steps, list):
                 raise RequestError(400, "'config' must be a list of setup steps")
+            task_id = body.get("task_id")
+            if task_id is not None and not isinstance(task_id, str):
+                raise RequestError(400, "'task_id' must be a string")
             with checker.lock:
-                ok, results = checker.run_steps(steps)
+                ok, results = checker.run_steps(steps, task_id=task_id)
             return (200 if ok else 422), {"status": "ok" if ok else "error", "results": results}
 
         def _evaluate(self) -> tuple[int, Any]:

@@ -84,6 +84,8 @@ def test_reference_snippet_prints_zero_and_cleans_up(tmp_path: Path) -> None:
 class _FailOnSecondTask(BenchmarkAgent):
     """Oracle on every task but the second, where it raises (an agent error)."""
 
+    sees_answers = True  # it plays the reference solutions, so it opts in as the oracle does
+
     def __init__(self) -> None:
         self.oracle = OracleAgent()
         self.tasks_seen = 0

@@ -25,6 +25,11 @@ def test_mock_view_compare(tmp_path: Path) -> None:
     assert oracle.returncode == 0, oracle.stderr
     assert oracle.stdout.startswith("Attempts: 3\nOutcomes: 3  (success 3, failure 0)\n")
     assert "Success rate: 100.0% (outcomes only)" in oracle.stdout
+    assert "Mean score: 1.000 (WAA's headline: the mean score over scored tasks)" in oracle.stdout
+    # The oracle read the answers: the run says so, in its summary and its metadata.
+    assert "Agent saw the answers: oracle" in oracle.stdout
+    metadata = json.loads((results / "quick-oracle" / "metadata.json").read_text())
+    assert metadata["answer_visible_agents"] == ["oracle"]
     assert f"Page: {results / 'quick-oracle' / 'view.html'}" in oracle.stdout
     assert "removing local pool mock-" in oracle.stderr
     assert _pools_left(home) == []
@@ -34,6 +39,7 @@ def test_mock_view_compare(tmp_path: Path) -> None:
                    timeout=240)
     assert noop.returncode == 0, noop.stderr
     assert "Success rate: 0.0% (outcomes only)" in noop.stdout
+    assert "saw the answers" not in noop.stdout
     assert _pools_left(home) == []
 
     viewed = run_cli("openadapt-evals", "view", "--run-name", "quick-noop", home=home, env=env)

@@ -96,7 +96,7 @@ def test_a_scored_task_records_steps_screenshots_and_the_checkers_verdict(
     sent = json.loads([b for p, b in scoring_srv.bodies if p == "/evaluate"][0])
     assert sent["last_action"] == "DONE"
     assert json.loads([b for p, b in scoring_srv.bodies if p == "/setup"][0]) == {
-        "config": TASK["config"]}
+        "config": TASK["config"], "task_id": "t1"}  # the checker's cache folder is per task
 
 
 def test_the_score_is_the_checkers_even_when_the_agent_says_done(

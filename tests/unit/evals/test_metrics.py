@@ -91,7 +91,7 @@ def test_no_outcomes_gives_null_rates_not_zero(tmp_path: Path) -> None:
     assert summary["avg_steps"] == 0.0
     text = format_summary(summary)
     assert "Success rate: n/a (outcomes only)" in text
-    assert "Avg score: n/a" in text
+    assert "Mean score: n/a (WAA's headline" in text
 
 
 def test_empty_run_has_pending_tasks(tmp_path: Path) -> None:
@@ -137,7 +137,7 @@ def test_format_summary_reference_lines_then_tables_then_cost(tmp_path: Path) ->
         "Errors: 2",
         "Not run: 1",
         "Success rate: 66.7% (outcomes only)",
-        "Avg score: 0.500",
+        "Mean score: 0.500 (WAA's headline: the mean score over scored tasks)",
         "Avg steps: 3.0",
     ]
     domain_header = next(i for i, line in enumerate(lines) if line.startswith("domain"))
@@ -166,7 +166,7 @@ def test_reference_example_is_reproduced() -> None:
         "Outcomes: 20  (success 20, failure 0)\n"
         "Errors: 2\n"
         "Success rate: 100.0% (outcomes only)\n"
-        "Avg score: 1.000\n"
+        "Mean score: 1.000 (WAA's headline: the mean score over scored tasks)\n"
         "Avg steps: 3.4"
     )
 
@@ -251,3 +251,30 @@ def test_compute_metrics_accepts_mappings_and_empty_input() -> None:
     assert metrics["by_domain"] == {"unknown": {
         "attempts": 1, "successes": 0, "failures": 1, "errors": 0, "not_run": 0,
         "success_rate": 0.0, "avg_score": 0.0}}
+
+
+def test_fractional_scores_count_as_they_are_in_the_mean_score(tmp_path: Path) -> None:
+    run = RunFolder(tmp_path, "fractions")
+    run.add_task("a", status="failure", score=0.25)
+    run.add_task("b", status="failure", score=0.5)
+    run.add_task("c", status="success", score=1.0)
+    run.add_task("d", status="error", error_type="evaluation", steps=1)
+    summary = compute_summary(run.finish())
+
+    assert summary["success_rate"] == pytest.approx(1 / 3)
+    assert summary["avg_score"] == pytest.approx(0.5833333)
+    text = format_summary(summary)
+    assert "Success rate: 33.3% (outcomes only)" in text
+    assert "Mean score: 0.583 (WAA's headline: the mean score over scored tasks)" in text
+    assert "saw the answers" not in text
+
+
+def test_an_opted_in_agent_is_named_in_the_summary(tmp_path: Path) -> None:
+    run = RunFolder(tmp_path, "oracle-run")
+    run.add_task("a")
+    path = run.finish()
+    metadata = json.loads((path / "metadata.json").read_text(encoding="utf-8"))
+    metadata["answer_visible_agents"] = ["oracle"]
+    (path / "metadata.json").write_text(json.dumps(metadata), encoding="utf-8")
+    text = format_summary(compute_summary(path))
+    assert "Agent saw the answers: oracle" in text

@@ -1,13 +1,21 @@
-"""The scoring server as shipped: loose files in a folder, run by a real Python on loopback.
+"""The scoring server as shipped, on WAA's own code, against a simulated guest.
 
-WAA's evaluator modules are replaced by a stand-in package (``tests/support/fake_waa_evaluators``)
-with the same shape; everything else (HTTP, rule combination, setup dispatch) is the real thing.
+The server runs as cloud-init lays it out (loose files side by side, a real Python process on
+loopback) with ``--waa-client`` pointing at WAA's real client code in ``../shared/waa/upstream``:
+its getters, metrics, ``PythonController`` and ``SetupController`` are WAA's, unmodified. The
+libraries of ``tests/support/waa_stubs.HEAVY_OPTIONAL`` that are not installed are stubbed at
+import only (through a ``sitecustomize`` on the child's ``PYTHONPATH``); none of the getters
+and metrics used here touch them.
+
+WAA's controllers talk to ``http://<vm_ip>:5000``; the guest is a real simulated worker
+(``python -m infra.local``) listening on port 5000 of a random 127.x.y.z address.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -19,15 +27,21 @@ from typing import Any
 import pytest
 import requests
 
+from tests.support.waa_upstream import WAA_CLIENT, stub_pythonpath
+from tests.support.worker_proc import WorkerProcess, WorkerStartError, start_worker_process
+
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[3]
-STAND_IN = ROOT / "tests" / "support" / "fake_waa_evaluators"
-TIMEOUT = 10
+TIMEOUT = 30
+DOCS = "C:\\Users\\Docker\\Documents"
+FILE_A = f"{DOCS}\\a.txt"
 
 
 @dataclass
 class Server:
     url: str
-    desktop: Path
+    cache: Path
     process: subprocess.Popen[str]
 
 
@@ -40,22 +54,30 @@ def _ship(folder: Path) -> Path:
     return folder
 
 
-def _start(ship: Path, desktop: Path, tasks_dir: Path, index: str = "test_all.json") -> Server:
-    desktop.mkdir(exist_ok=True)
+def _start(tmp_path: Path, vm_ip: str, tasks_dir: Path, index: str = "test_all.json") -> Server:
+    if not (WAA_CLIENT / "desktop_env").is_dir():
+        pytest.skip("WAA's upstream code not found at ../shared/waa/upstream")
+    ship = _ship(tmp_path / "ship")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env["FAKE_WAA_DESKTOP"] = str(desktop)
+    env["PYTHONPATH"] = str(stub_pythonpath(tmp_path / "stubs"))
+    cache = tmp_path / "cache"
     process = subprocess.Popen(
         [sys.executable, str(ship / "scoring_server.py"), "--host", "127.0.0.1", "--port", "0",
-         "--waa-client", str(STAND_IN), "--tasks-dir", str(tasks_dir), "--index", index,
-         "--cache-dir", str(desktop.parent / "cache")],
+         "--waa-client", str(WAA_CLIENT), "--tasks-dir", str(tasks_dir), "--index", index,
+         "--vm-ip", vm_ip, "--cache-dir", str(cache)],
         cwd=ship, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line.startswith("listening on "):
+    seen = []
+    for _ in range(200):  # WAA's modules may print while they are imported
+        line = process.stdout.readline()
+        seen.append(line)
+        if line.startswith("listening on ") or not line:
+            break
+    if not seen[-1].startswith("listening on "):
         process.kill()
-        raise AssertionError(f"scoring server did not start: {line!r}")
-    return Server(url=line.split()[-1], desktop=desktop, process=process)
+        raise AssertionError(f"scoring server did not start: {seen[-5:]!r}")
+    return Server(url=seen[-1].split()[-1], cache=cache, process=process)
 
 
 def _stop(server: Server) -> None:
@@ -67,46 +89,86 @@ def _stop(server: Server) -> None:
         server.process.wait(timeout=TIMEOUT)
 
 
+def _free_loopback() -> str:
+    return f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(2, 254)}"
+
+
+@pytest.fixture
+def guest(tmp_path: Path) -> Iterator[tuple[str, WorkerProcess]]:
+    """A simulated worker whose WAA server listens on <random 127.x.y.z>:5000."""
+    for _ in range(5):
+        ip = _free_loopback()
+        try:
+            worker = start_worker_process(tmp_path / f"guest-{ip}",
+                                          extra_args=["--host", ip, "--waa-port", "5000"])
+        except WorkerStartError:
+            continue  # port 5000 taken on that address: try another one
+        try:
+            yield ip, worker
+        finally:
+            try:
+                worker.stop()
+            finally:
+                worker.kill()
+        return
+    raise AssertionError("no free 127.x.y.z:5000 for the simulated guest")
+
+
 @pytest.fixture
 def tasks_dir(tmp_path: Path) -> Path:
     """A tiny task folder in WAA's layout (index + examples/<domain>/<id>.json)."""
     root = tmp_path / "tasks"
     (root / "examples" / "notepad").mkdir(parents=True)
     task = {"id": "inner-id-differs", "instruction": "write hi", "config": [],
-            "evaluator": {"func": "exact_match",
-                          "result": {"type": "vm_file", "path": "C:\\a.txt"},
-                          "expected": {"type": "rule", "rules": {"expected": "hi"}}}}
+            "evaluator": {"func": "exact_match", "result": _read(FILE_A),
+                          "expected": _rule("hi")}}
     (root / "examples" / "notepad" / "note-1.json").write_text(json.dumps(task))
     (root / "test_all.json").write_text(json.dumps({"notepad": ["note-1"]}))
     return root
 
 
 @pytest.fixture
-def server(tmp_path: Path, tasks_dir: Path) -> Iterator[Server]:
-    srv = _start(_ship(tmp_path / "ship"), tmp_path / "desktop", tasks_dir)
+def server(tmp_path: Path, guest: tuple[str, WorkerProcess], tasks_dir: Path) -> Iterator[Server]:
+    srv = _start(tmp_path, guest[0], tasks_dir)
     yield srv
     _stop(srv)
 
 
-def _task(func: Any, result: Any = None, expected: Any = None, **extra: Any) -> dict[str, Any]:
+def _task(func: Any, result: Any = None, expected: Any = None, task_id: str = "t",
+          **extra: Any) -> dict[str, Any]:
     evaluator: dict[str, Any] = {"func": func, **extra}
     if result is not None:
         evaluator["result"] = result
     if expected is not None:
         evaluator["expected"] = expected
-    return {"id": "t", "evaluator": evaluator}
+    return {"id": task_id, "evaluator": evaluator}
 
 
-FILE_A = {"type": "vm_file", "path": "C:\\Users\\Docker\\a.txt"}
+def _read(path: str) -> dict[str, Any]:
+    """WAA's get_vm_command_line, run by the guest (``read`` prints a file)."""
+    return {"type": "vm_command_line", "command": f'read "{path}"'}
 
 
-def _rule(value: str) -> dict[str, Any]:
+def _rule(value: Any) -> dict[str, Any]:
     return {"type": "rule", "rules": {"expected": value}}
+
+
+def _create(path: str, content: str) -> dict[str, Any]:
+    return {"type": "create_file", "parameters": {"path": path, "content": content}}
+
+
+def _setup(server: Server, steps: list[Any], **extra: Any) -> requests.Response:
+    return requests.post(f"{server.url}/setup", json={"config": steps, **extra}, timeout=TIMEOUT)
 
 
 def _evaluate(server: Server, task: dict[str, Any], last: str | None = "DONE") -> requests.Response:
     return requests.post(f"{server.url}/evaluate", json={"task": task, "last_action": last},
                          timeout=TIMEOUT)
+
+
+def _guest_file(worker: WorkerProcess, path: str) -> bytes | None:
+    answer = requests.post(f"{worker.waa_url}/file", data={"file_path": path}, timeout=TIMEOUT)
+    return answer.content if answer.status_code == 200 else None
 
 
 def test_probe(server: Server) -> None:
@@ -115,62 +177,99 @@ def test_probe(server: Server) -> None:
     assert response.json() == {"status": "ok", "service": "evaluate"}
 
 
-def test_setup_then_evaluate_success_and_failure(server: Server) -> None:
-    setup = requests.post(
-        f"{server.url}/setup",
-        json={"config": [{"type": "create_file",
-                          "parameters": {"path": FILE_A["path"], "content": "hello"}},
-                         {"type": "sleep", "parameters": {"seconds": 1}}]},
-        timeout=TIMEOUT,
-    )
-    assert setup.status_code == 200
+def test_setup_by_waas_controller_then_waas_getter_and_metric(
+    server: Server, guest: tuple[str, WorkerProcess]
+) -> None:
+    setup = _setup(server, [_create(FILE_A, "hello"), {"type": "sleep",
+                                                       "parameters": {"seconds": 0}}],
+                   task_id="task-1")
+    assert setup.status_code == 200, setup.text
     assert setup.json() == {"status": "ok", "results": [{"type": "create_file", "status": "ok"},
                                                         {"type": "sleep", "status": "ok"}]}
-    good = _evaluate(server, _task("exact_match", FILE_A, _rule("hello")))
-    assert good.status_code == 200
+    assert _guest_file(guest[1], FILE_A) == b"hello"  # WAA's SetupController reached the guest
+    assert (server.cache / "task-1").is_dir()  # a cache folder per task, from setup on
+    good = _evaluate(server, _task("exact_match", _read(FILE_A), _rule("hello")))
+    assert good.status_code == 200, good.text
     assert good.json()["score"] == 1.0 and good.json()["success"] is True
-    bad = _evaluate(server, _task("exact_match", FILE_A, _rule("bye")))
+    bad = _evaluate(server, _task("exact_match", _read(FILE_A), _rule("bye")))
     assert bad.json()["score"] == 0.0 and bad.json()["success"] is False
 
 
-def test_failed_setup_step_is_422_and_later_steps_are_skipped(server: Server) -> None:
-    response = requests.post(
-        f"{server.url}/setup",
-        json={"config": [{"type": "launch", "parameters": {"command": "notepad"}},
-                         {"type": "create_file", "parameters": {"path": "x.txt"}}]},
-        timeout=TIMEOUT,
-    )
-    assert response.status_code == 422
+def test_waas_vm_file_getter_fills_the_tasks_own_cache(server: Server) -> None:
+    other = f"{DOCS}\\b.txt"
+    assert _setup(server, [_create(FILE_A, "same text"), _create(other, "same text")]).ok
+    task = _task("compare_text_file", {"type": "vm_file", "path": FILE_A, "dest": "a.txt"},
+                 {"type": "vm_file", "path": other, "dest": "b.txt"}, task_id="cmp-task")
+    answer = _evaluate(server, task)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["score"] == 1.0
+    assert (server.cache / "cmp-task" / "a.txt").read_text() == "same text"
+    missing = _task("compare_text_file",
+                    {"type": "vm_file", "path": f"{DOCS}\\none.txt", "dest": "n.txt"},
+                    {"type": "vm_file", "path": other, "dest": "b.txt"}, task_id="cmp-2")
+    assert _evaluate(server, missing).json()["score"] == 0.0  # WAA: get_vm_file gives None
+
+
+def test_waas_file_exists_getter(server: Server) -> None:
+    assert _setup(server, [_create(FILE_A, "x")]).ok
+    exists = {"type": "vm_file_exists_in_vm_folder", "folder_name": DOCS, "file_name": "a.txt"}
+    absent = {**exists, "file_name": "zzz.txt"}
+    assert _evaluate(server, _task("exact_match", exists, _rule(1.0))).json()["score"] == 1.0
+    assert _evaluate(server, _task("exact_match", absent, _rule(1.0))).json()["score"] == 0.0
+
+
+def test_a_step_waas_setup_controller_swallows_is_still_a_setup_error(
+    server: Server, guest: tuple[str, WorkerProcess]
+) -> None:
+    """WAA's _activate_window_setup logs the guest's 404 and returns; the server notices."""
+    later = f"{DOCS}\\later.txt"
+    response = _setup(server, [{"type": "activate_window",
+                                "parameters": {"window_name": "No Such Window", "strict": True}},
+                               _create(later, "x")])
+    assert response.status_code == 422, response.text
     body = response.json()
     assert body["status"] == "error"
-    assert body["results"][0]["status"] == "error" and "notepad" in body["results"][0]["error"]
+    assert body["results"][0]["status"] == "error"
+    assert "No Such Window" in body["results"][0]["error"]
     assert body["results"][1] == {"type": "create_file", "status": "skipped"}
-    assert not (server.desktop / "x.txt").exists()
+    assert _guest_file(guest[1], later) is None
+
+
+def test_an_unreachable_guest_fails_setup_instead_of_passing_silently(
+    tmp_path: Path, tasks_dir: Path
+) -> None:
+    srv = _start(tmp_path, _free_loopback(), tasks_dir)  # nothing listens there
+    try:
+        response = _setup(srv, [_create(FILE_A, "x")])
+        assert response.status_code == 422, response.text
+        assert response.json()["results"][0]["status"] == "error"
+    finally:
+        _stop(srv)
 
 
 def test_unknown_setup_step_type_is_reported(server: Server) -> None:
-    response = requests.post(f"{server.url}/setup", json={"config": [{"type": "teleport"}]},
-                             timeout=TIMEOUT)
+    response = _setup(server, [{"type": "teleport"}])
     assert response.status_code == 422
     assert "unknown setup step type 'teleport'" in response.json()["results"][0]["error"]
 
 
 def test_postconfig_runs_before_checking(server: Server) -> None:
-    task = _task("exact_match", FILE_A, _rule("made by postconfig"), postconfig=[
-        {"type": "create_file", "parameters": {"path": FILE_A["path"],
-                                               "content": "made by postconfig"}}])
+    task = _task("exact_match", _read(FILE_A), _rule("made by postconfig"),
+                 postconfig=[_create(FILE_A, "made by postconfig")])
     assert _evaluate(server, task).json()["score"] == 1.0
 
 
 def test_a_failing_postconfig_is_an_error_not_a_score(server: Server) -> None:
-    task = _task("exact_match", FILE_A, _rule("x"),
-                 postconfig=[{"type": "launch", "parameters": {"command": "calc"}}])
+    task = _task("exact_match", _read(FILE_A), _rule("x"),
+                 postconfig=[{"type": "activate_window",
+                              "parameters": {"window_name": "No Such Window", "strict": True}}])
     response = _evaluate(server, task)
     assert response.status_code == 500
-    assert "postconfig step 'launch' failed" in response.json()["message"]
+    assert "postconfig step 'activate_window' failed" in response.json()["message"]
 
 
-@pytest.mark.parametrize(("last", "score"), [("FAIL", 1.0), ("DONE", 0.0), (None, 0.0)])
+@pytest.mark.parametrize(("last", "score"),
+                         [("FAIL", 1.0), ("fail", 0.0), ("DONE", 0.0), (None, 0.0)])
 def test_infeasible_tasks_score_fail_answers(
     server: Server, last: str | None, score: float
 ) -> None:
@@ -178,28 +277,40 @@ def test_infeasible_tasks_score_fail_answers(
 
 
 def test_feasible_task_answered_fail_scores_zero_without_checking(server: Server) -> None:
-    response = _evaluate(server, _task("exact_match", FILE_A, _rule("x")), "FAIL")
+    response = _evaluate(server, _task("exact_match", _read(FILE_A), _rule("x")), "FAIL")
     assert response.json() == {"score": 0.0, "success": False,
                                "reason": "feasible task, agent answered FAIL"}
 
 
-def test_a_getter_that_raises_scores_zero(server: Server) -> None:
-    task = _task("is_nonempty", {"type": "vm_command_line", "command": "dir"})
+def test_a_result_getter_that_raises_scores_zero(server: Server) -> None:
+    # WAA's get_vm_file reads config["dest"]: without it the getter raises, and WAA scores 0.
+    task = _task("compare_text_file", {"type": "vm_file", "path": FILE_A}, None)
     body = _evaluate(server, task).json()
-    assert body["score"] == 0.0 and "getter failed" in body["reason"]
+    assert body["score"] == 0.0 and "result getter failed" in body["reason"]
+
+
+def test_an_expected_getter_that_raises_is_an_evaluation_error(server: Server) -> None:
+    task = _task("compare_text_file", {"type": "vm_file", "path": FILE_A, "dest": "a.txt"},
+                 {"type": "vm_file", "path": FILE_A})
+    response = _evaluate(server, task)
+    assert response.status_code == 422
+    assert "WAA's checker cannot score this task" in response.json()["message"]
 
 
 def test_several_metrics_with_or(server: Server) -> None:
-    (server.desktop / "a.txt").write_text("hello world")
-    task = _task(["exact_match", "check_include_exclude"],
-                 [FILE_A, FILE_A],
-                 [_rule("nope"), {"type": "rule", "rules": {"include": ["world"]}}],
-                 conj="or")
+    assert _setup(server, [_create(FILE_A, "hello world")]).ok
+    task = _task(["exact_match", "check_include_exclude"], [_read(FILE_A), _read(FILE_A)],
+                 [_rule("nope"), {"type": "rule", "rules": {"include": ["world"]}}], conj="or")
     assert _evaluate(server, task).json()["score"] == 1.0
 
 
+def test_a_metric_list_without_expected_is_an_evaluation_error(server: Server) -> None:
+    task = _task(["exact_match", "exact_match"], [_read(FILE_A), _read(FILE_A)])
+    assert _evaluate(server, task).status_code == 422
+
+
 def test_unknown_metric_is_422(server: Server) -> None:
-    response = _evaluate(server, _task("no_such_metric", FILE_A))
+    response = _evaluate(server, _task("no_such_metric", _read(FILE_A)))
     assert response.status_code == 422
     assert "unknown metric 'no_such_metric'" in response.json()["message"]
 
@@ -211,6 +322,7 @@ def test_unknown_metric_is_422(server: Server) -> None:
         ("/evaluate", b"[1, 2]", 400),
         ("/evaluate", b'{"task": "nope"}', 400),
         ("/setup", b'{"config": {}}', 400),
+        ("/setup", b'{"config": [], "task_id": 3}', 400),
         ("/nowhere", b"{}", 404),
     ],
 )
@@ -233,7 +345,7 @@ def test_tasks_and_task_by_index_id(server: Server) -> None:
 
 
 def test_real_waa_index_is_served(tmp_path: Path, waa_data: Path) -> None:
-    srv = _start(_ship(tmp_path / "ship"), tmp_path / "desktop", waa_data)
+    srv = _start(tmp_path, _free_loopback(), waa_data)
     try:
         index = requests.get(f"{srv.url}/tasks", timeout=TIMEOUT).json()
         assert len(index) == 12 and sum(len(ids) for ids in index.values()) == 154

@@ -11,7 +11,7 @@ from infra.local import checker
 from infra.local.checker import GetterError, PostconfigError, evaluate_task, get_value
 from infra.local.commands import run
 from infra.local.desktop import Desktop
-from infra.scoring_rules import EvaluatorConfigError
+from infra.scoring_rules import EvaluatorConfigError, Unscorable
 
 DOCS = "C:\\Users\\Docker\\Documents"
 
@@ -112,13 +112,10 @@ def test_getters_read_the_desktop(desktop: Desktop) -> None:
 @pytest.mark.parametrize(
     "cfg",
     [
-        {"type": "nope"},
         {"type": "vm_file_text", "path": f"{DOCS}\\missing.txt"},
         {"type": "vm_file", "path": "C:\\..\\..\\etc\\passwd"},
-        {"type": "vm_command_line", "command": "read C:\\missing.txt"},
         {"type": "vm_command_line", "command": "bogus verb"},
         {"type": "settings_value", "key": "volume"},
-        {"type": "calc_display"},
         {"type": "vm_file"},
     ],
 )
@@ -127,20 +124,35 @@ def test_getter_errors(desktop: Desktop, cfg: dict[str, Any]) -> None:
         get_value(desktop, cfg)
 
 
+def test_a_closed_calculator_shows_nothing(desktop: Desktop) -> None:
+    assert get_value(desktop, {"type": "calc_display"}) is None
+
+
+def test_a_failed_command_gives_its_empty_output_as_waa_getter_does(desktop: Desktop) -> None:
+    assert get_value(desktop, {"type": "vm_command_line", "command": "read C:\\missing.txt"}) == ""
+
+
+def test_an_unknown_getter_type_is_unscorable_not_a_getter_failure(desktop: Desktop) -> None:
+    with pytest.raises(Unscorable):
+        get_value(desktop, {"type": "nope"})
+
+
 # -- WAA's rules through evaluate_task -----------------------------------------------------
 
 
 def test_infeasible(desktop: Desktop) -> None:
     infeasible = task(func="infeasible")
     assert evaluate_task(desktop, infeasible, "FAIL").score == 1.0
-    assert evaluate_task(desktop, infeasible, "fail").score == 1.0
+    # WAA compares its last action with "FAIL" exactly.
+    assert evaluate_task(desktop, infeasible, "fail").score == 0.0
     assert evaluate_task(desktop, infeasible, "DONE").score == 0.0
     assert evaluate_task(desktop, infeasible, None).score == 0.0
 
 
 def test_fail_on_a_feasible_task_scores_0_without_checking(desktop: Desktop) -> None:
     # The getter would raise if it ran: FAIL must short-circuit before any getter.
-    broken = task(func="exact_match", result={"type": "nope"}, expected=rule(1))
+    broken = task(func="exact_match", result={"type": "vm_file_text", "path": "C:\\x"},
+                  expected=rule(1))
     verdict = evaluate_task(desktop, broken, "FAIL")
     assert (verdict.score, verdict.success) == (0.0, False)
 

@@ -1,1 +1,0 @@
-"""Stand-in for WAA's ``desktop_env.evaluators`` (tests only)."""
