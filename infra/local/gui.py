@@ -301,8 +301,10 @@ def _calc(window: Window, left: int, top: int, right: int) -> list[Control]:
         controls.append(Control("Text", "To:", (left + 12, top + 94, left + 80, top + 118)))
         controls.append(_field(window, "To", (left + 90, top + 88, left + 400, top + 120),
                                window.fields.get("To", "")))
+        days = window.display
+        shown = f"{days} day{'' if days == '1' else 's'}" if days else ""
         controls.append(Control("Text", "Difference", (left + 12, top + 140, left + 400,
-                                                       top + 176), value=window.display))
+                                                       top + 176), value=shown))
         return controls
     controls.append(Control("Text", "Display", (left + 12, top + 40, right - 12, top + 90),
                             value=window.display))

@@ -791,7 +791,7 @@ class Player:
         except (ArithmeticInputError, ValueError):
             window.display = ""
             return
-        window.display = f"{days} day" + ("" if days == 1 else "s")
+        window.display = str(days)  # the number, as the calculator's own result (shown "N days")
 
 
 def play(desktop: Desktop, program: Program) -> str:
