@@ -93,6 +93,9 @@ def test_actions_drive_the_desktop(controller: Any, worker: WorkerProcess) -> No
     controller.execute_python_windows_command(
         f"import pyautogui\npyautogui.typewrite({path!r})\npyautogui.press('enter')")
     assert controller.get_file_as_text(path) == "hi there"
+    assert controller.get_file(path) == b"hi there"
+    assert controller.get_vm_window_size("notepad") == {"width": 760, "height": 460}
+    assert controller.get_vm_window_size("vlc") is None
     assert controller.get_vm_file_exists_in_path("from_controller.txt", f"{HOME}\\Desktop")
     # the clock: a click where the accessibility tree puts "Add timer"
     controller.execute_python_command("pyautogui.hotkey('win', 'r'); "
