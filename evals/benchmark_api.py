@@ -49,6 +49,7 @@ from evals.agents.base import (
     BenchmarkObservation,
     BenchmarkTask,
     parse_action,
+    public_task_json,
 )
 from evals.records import TaskExecution, TaskStatus
 
@@ -187,7 +188,8 @@ class BenchmarkAdapter(ABC):
         return [t for t in tasks if domain is None or t.domain == domain]
 
     def load_task(self, task_id: str) -> BenchmarkTask:
-        """One task by ID.
+        """One task by ID, in the public view agents get (no evaluator, no reference solution;
+        ``reset``/``evaluate`` read the full task from the catalog).
 
         Raises:
             KeyError: no such task (as the reference tool raises).
@@ -196,9 +198,10 @@ class BenchmarkAdapter(ABC):
         if task_id not in catalog:
             raise KeyError(f"task {task_id!r} not found; known: {catalog.task_ids()[:10]}...")
         ref = catalog.ref(task_id)
+        # The public view, as agents get it in the loop: no evaluator, no answers.
         return BenchmarkTask(task_id=ref.task_id, domain=ref.domain,
-                             instruction=ref.instruction, infeasible=ref.infeasible,
-                             raw=catalog.load(task_id))
+                             instruction=ref.instruction, infeasible=None,
+                             raw=public_task_json(catalog.load(task_id)))
 
     def reset(self, task: BenchmarkTask) -> BenchmarkObservation:
         """Reset the worker and set ``task`` up (WAA's stock reset); the first observation.
