@@ -19,12 +19,23 @@ if TYPE_CHECKING:
         BenchmarkObservation,
         BenchmarkTask,
     )
+    from evals.agents.builtin import (
+        ApiAgent,
+        RandomAgent,
+        ScriptedAgent,
+        SmartMockAgent,
+        action_to_string,
+        format_accessibility_tree,
+        parse_action_response,
+    )
     from evals.benchmark_api import (
         BenchmarkAdapter,
         BenchmarkResult,
+        EvaluationConfig,
         WAALiveAdapter,
         WAALiveConfig,
         WAAMockAdapter,
+        compute_domain_metrics,
         evaluate_agent_on_benchmark,
     )
     from evals.metrics import compute_metrics
@@ -41,20 +52,38 @@ _EXPORTS = {
     "WAAMockAdapter": "evals.benchmark_api",
     "evaluate_agent_on_benchmark": "evals.benchmark_api",
     "compute_metrics": "evals.metrics",
+    "EvaluationConfig": "evals.benchmark_api",
+    "compute_domain_metrics": "evals.benchmark_api",
+    "ApiAgent": "evals.agents.builtin",
+    "RandomAgent": "evals.agents.builtin",
+    "ScriptedAgent": "evals.agents.builtin",
+    "SmartMockAgent": "evals.agents.builtin",
+    "action_to_string": "evals.agents.builtin",
+    "format_accessibility_tree": "evals.agents.builtin",
+    "parse_action_response": "evals.agents.builtin",
 }
 
 __all__ = [
+    "ApiAgent",
     "BenchmarkAction",
     "BenchmarkAdapter",
     "BenchmarkAgent",
     "BenchmarkObservation",
     "BenchmarkResult",
     "BenchmarkTask",
+    "EvaluationConfig",
+    "RandomAgent",
+    "ScriptedAgent",
+    "SmartMockAgent",
     "WAALiveAdapter",
     "WAALiveConfig",
     "WAAMockAdapter",
+    "action_to_string",
+    "compute_domain_metrics",
     "compute_metrics",
     "evaluate_agent_on_benchmark",
+    "format_accessibility_tree",
+    "parse_action_response",
 ]
 
 

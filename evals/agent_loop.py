@@ -23,6 +23,7 @@ from typing import Any
 from evals.agents.base import (
     EXECUTE,
     EXECUTE_WINDOWS,
+    GUI_ACTION_TYPES,
     WAIT,
     BenchmarkAction,
     BenchmarkAgent,
@@ -30,6 +31,7 @@ from evals.agents.base import (
     BenchmarkTask,
     task_for_agent,
 )
+from evals.agents.builtin import call_reset
 from evals.records import (
     CostRecord,
     ErrorType,
@@ -149,7 +151,7 @@ def run_task(
     try:
         _reset_and_setup(waa, scoring, task, clock)
         try:
-            agent.reset(bench_task)
+            call_reset(agent, bench_task)
         except Exception as exc:  # an agent is third-party code: any failure is its own
             raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {_describe(exc)}") from exc
         last_action = _steps(
@@ -260,8 +262,11 @@ def _steps(
     """
     history: list[BenchmarkAction] = []
     last_command = ""
+    last_result: dict[str, Any] | None = None
+    last_error: str | None = None
     for index in range(max_steps):
         observation, step = _observe(waa, index, clock, record_dir)
+        observation.last_result, observation.last_error = last_result, last_error
         execution.steps.append(step)
         begun = time.monotonic()
         try:
@@ -283,9 +288,15 @@ def _steps(
             if action.ends_task:
                 return action.to_string()
             if action.type == WAIT:
+                last_result = last_error = None
                 sleep(max(0.0, min(wait_s, clock.remaining() or wait_s)))
                 continue
-            step.result, step.error = _send(waa, action, clock, index)
+            step.result, step.error = _send(
+                waa, action, clock, index, observation.accessibility_tree
+            )
+            if step.error is not None:
+                step.rejected = True
+            last_result, last_error = step.result, step.error
             last_command = action.to_string()
             if step_pause_s > 0:
                 sleep(step_pause_s)
@@ -295,18 +306,23 @@ def _steps(
 
 
 def _send(
-    waa: WaaClient, action: BenchmarkAction, clock: _Clock, index: int
+    waa: WaaClient, action: BenchmarkAction, clock: _Clock, index: int,
+    tree: str | None = None,
 ) -> tuple[dict[str, Any] | None, str | None]:
     """Send an action; returns ``(result, error)``. The worker refusing an action is the
-    agent's problem: it is recorded in the step and the loop goes on."""
+    agent's problem: it is recorded in the step and the loop goes on. GUI actions (click,
+    type...) go as pyautogui source to ``/execute_windows``, as WAA's agents send them."""
     timeout = clock.bound(waa.read_timeout, f"sending step {index}")
     try:
         if action.type == EXECUTE:
             assert action.command is not None
             return waa.execute(action.command, shell=False, timeout=timeout), None
-        if action.type == EXECUTE_WINDOWS:
-            assert action.code is not None
-            return waa.execute_windows(action.code, timeout=timeout), None
+        if action.type == EXECUTE_WINDOWS or action.type in GUI_ACTION_TYPES:
+            try:
+                code = action.to_pyautogui(tree)
+            except ValueError as exc:
+                return None, f"the action cannot be sent: {exc}"
+            return waa.execute_windows(code, timeout=timeout), None
     except WaaError as exc:
         if exc.is_infrastructure:
             raise clock.classify(exc, f"sending step {index}") from exc

@@ -41,7 +41,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from evals.agents.base import BenchmarkAgent
+from evals.agents.base import (
+    EXECUTE,
+    WAIT,
+    BenchmarkAction,
+    BenchmarkAgent,
+    BenchmarkObservation,
+    BenchmarkTask,
+    parse_action,
+    public_task_json,
+)
 from evals.records import TaskExecution, TaskStatus
 
 if TYPE_CHECKING:
@@ -54,49 +63,70 @@ DEFAULT_MAX_STEPS = 15
 
 @dataclass
 class BenchmarkResult:
-    """How one task ended.
+    """How one task ended (the reference tool's fields, plus ``domain`` and ``status``).
 
     Attributes:
         task_id: The task's index ID.
-        domain: The task's domain.
         success: True only when WAA's checker said so.
-        score: The checker's score; ``0.0`` when the task ended in error (see ``status``).
-        steps: How many steps the agent took.
-        status: ``success``, ``failure`` (both scored outcomes) or ``error``.
+        score: The checker's score; ``0.0`` when the task ended in error (see ``status``: an
+            error is not a failure and is kept out of success rates).
+        steps: The trajectory, ``(observation, action)`` per step (observations carry the
+            window title and step index; screenshots stay in the run folder).
+        num_steps: How many steps the agent took.
         error: What went wrong, for errors.
-        error_type: ``infrastructure``, ``setup``, ``agent``, ``evaluation`` or ``timeout``.
         reason: The checker's explanation, for outcomes.
+        error_type: ``infrastructure``, ``setup``, ``agent``, ``evaluation`` or ``timeout``.
         total_time_seconds: Wall time of the task, setup and scoring included.
+        domain: The task's domain.
+        status: ``success``, ``failure`` (both scored outcomes) or ``error``; derived from
+            ``success`` and ``error_type``/``error`` when not given.
         execution: The full record (steps, actions, results), as ``execution.json`` holds it.
     """
 
     task_id: str
-    domain: str
     success: bool
     score: float
-    steps: int
-    status: str
+    steps: list[tuple[BenchmarkObservation, BenchmarkAction]] = field(default_factory=list)
+    num_steps: int = 0
     error: str | None = None
-    error_type: str | None = None
     reason: str | None = None
+    error_type: str | None = None
     total_time_seconds: float = 0.0
+    domain: str = ""
+    status: str = ""
     execution: TaskExecution | None = field(default=None, repr=False, compare=False)
 
-    @property
-    def num_steps(self) -> int:
-        """Alias of :attr:`steps` (the reference tool's name)."""
-        return self.steps
+    def __post_init__(self) -> None:
+        if not self.status:
+            if self.error_type or self.error:
+                self.status = TaskStatus.ERROR.value
+            else:
+                self.status = (TaskStatus.SUCCESS if self.success else TaskStatus.FAILURE).value
+        if not self.num_steps and self.steps:
+            self.num_steps = len(self.steps)
 
     @classmethod
     def from_execution(cls, execution: TaskExecution) -> BenchmarkResult:
         """The result a task record stands for."""
         status = TaskStatus(execution.status)
+        trajectory = []
+        for step in execution.steps:
+            if not step.action:
+                continue
+            try:
+                action = parse_action(step.action)
+            except ValueError:
+                continue
+            observation = BenchmarkObservation(window_title=step.window_title, step=step.index,
+                                               last_error=step.error)
+            trajectory.append((observation, action))
         return cls(
             task_id=execution.task_id,
             domain=execution.domain,
             success=status is TaskStatus.SUCCESS,
             score=float(execution.score) if execution.score is not None else 0.0,
-            steps=len(execution.steps),
+            steps=trajectory,
+            num_steps=len(execution.steps),
             status=status.value,
             error=execution.error_message,
             error_type=None if execution.error_type is None else str(execution.error_type.value),
@@ -147,6 +177,125 @@ class BenchmarkAdapter(ABC):
             return []
         return self.catalog().select(",".join(ids), live=self.live)
 
+    # -- the reference tool's interactive interface ---------------------------------------------
+
+    benchmark_type = "interactive"
+    supports_parallel = False
+
+    def list_tasks(self, domain: str | None = None) -> list[BenchmarkTask]:
+        """The adapter's tasks (its default selection), optionally of one domain."""
+        tasks = [self.load_task(task_id) for task_id in self.default_task_ids()]
+        return [t for t in tasks if domain is None or t.domain == domain]
+
+    def load_task(self, task_id: str) -> BenchmarkTask:
+        """One task by ID, in the public view agents get (no evaluator, no reference solution;
+        ``reset``/``evaluate`` read the full task from the catalog).
+
+        Raises:
+            KeyError: no such task (as the reference tool raises).
+        """
+        catalog = self.catalog()
+        if task_id not in catalog:
+            raise KeyError(f"task {task_id!r} not found; known: {catalog.task_ids()[:10]}...")
+        ref = catalog.ref(task_id)
+        # The public view, as agents get it in the loop: no evaluator, no answers.
+        return BenchmarkTask(task_id=ref.task_id, domain=ref.domain,
+                             instruction=ref.instruction, infeasible=None,
+                             raw=public_task_json(catalog.load(task_id)))
+
+    def reset(self, task: BenchmarkTask) -> BenchmarkObservation:
+        """Reset the worker and set ``task`` up (WAA's stock reset); the first observation.
+
+        Raises:
+            WaaError: the worker refused or could not be reached (not turned into a score).
+        """
+        waa, scoring = self.clients()
+        raw = self.catalog().load(task.task_id)
+        waa.close_all()
+        waa.clear_task_files()
+        scoring.setup(raw.get("config") or [])
+        self._episode = _Episode(task=task, raw=raw)
+        return self._observe(0)
+
+    def step(self, action: BenchmarkAction) -> tuple[BenchmarkObservation, bool, dict[str, Any]]:
+        """Play one action; ``(observation, done, info)``. ``done`` is True after ``done`` or
+        ``fail``; a refused action is reported in ``info["error"]`` and the next observation's
+        ``last_error``, as in the agent loop.
+
+        Raises:
+            RuntimeError: :meth:`reset` was not called.
+        """
+        episode = self._current()
+        episode.steps += 1
+        info: dict[str, Any] = {"step": episode.steps, "result": None, "error": None}
+        if action.ends_task:
+            episode.last_action = action.to_string()
+            return self._observe(episode.steps), True, info
+        if action.type == WAIT:
+            time.sleep(1.0)
+            return self._observe(episode.steps), False, info
+        waa, _ = self.clients()
+        from waa_client.errors import WaaError
+
+        try:
+            if action.type == EXECUTE:
+                info["result"] = waa.execute(str(action.command), shell=False)
+            else:
+                info["result"] = waa.execute_windows(action.to_pyautogui(episode.tree))
+            episode.last_action = action.to_string()
+        except (WaaError, ValueError) as exc:
+            if isinstance(exc, WaaError) and exc.is_infrastructure:
+                raise
+            info["error"] = str(exc)
+        observation = self._observe(episode.steps)
+        observation.last_result, observation.last_error = info["result"], info["error"]
+        return observation, False, info
+
+    def evaluate(self, task: BenchmarkTask) -> BenchmarkResult:
+        """Score the worker's state with WAA's checker. A checker or worker that fails gives a
+        result with ``status="error"`` (never a silent 0 counted as a failure)."""
+        episode = self._episode if self._episode and self._episode.task.task_id == task.task_id \
+            else _Episode(task=task, raw=self.catalog().load(task.task_id))
+        _, scoring = self.clients()
+        from waa_client.errors import WaaError
+
+        try:
+            verdict = scoring.evaluate(episode.raw, episode.last_action)
+        except WaaError as exc:
+            kind = "infrastructure" if exc.is_infrastructure else "evaluation"
+            return BenchmarkResult(task_id=task.task_id, success=False, score=0.0,
+                                   num_steps=episode.steps, error=str(exc), error_type=kind,
+                                   domain=task.domain)
+        return BenchmarkResult(task_id=task.task_id, success=bool(verdict["success"]),
+                               score=float(verdict["score"]), num_steps=episode.steps,
+                               reason=str(verdict.get("reason", "")), domain=task.domain)
+
+    _episode: _Episode | None = None
+
+    def _current(self) -> _Episode:
+        if self._episode is None:
+            raise RuntimeError("call reset(task) before step()")
+        return self._episode
+
+    def _observe(self, index: int) -> BenchmarkObservation:
+        import base64
+
+        waa, _ = self.clients()
+        obs = waa.observe()
+        tree = waa.accessibility()
+        if self._episode is not None:
+            self._episode.tree = tree
+        image = obs.get("image")
+        title = obs.get("window_title")
+        return BenchmarkObservation(
+            screenshot=base64.b64decode(image) if isinstance(image, str) and image else None,
+            accessibility_tree=tree,
+            window_title=title if isinstance(title, str) else None,
+            step=index,
+            viewport=(1280, 720) if not self.live else None,
+            raw_observation={k: v for k, v in obs.items() if k != "image"},
+        )
+
     def close(self) -> None:  # noqa: B027 - optional hook: adapters that own nothing skip it
         """Release what the adapter started. Idempotent."""
 
@@ -163,6 +312,17 @@ class BenchmarkAdapter(ABC):
 
 
 @dataclass
+class _Episode:
+    """The task being played through :meth:`BenchmarkAdapter.reset`/``step``."""
+
+    task: BenchmarkTask
+    raw: dict[str, Any]
+    steps: int = 0
+    last_action: str = ""
+    tree: str | None = None
+
+
+@dataclass
 class WAALiveConfig:
     """How to reach one real worker.
 
@@ -173,6 +333,11 @@ class WAALiveConfig:
         read_timeout: Seconds to wait for an answer.
         step_pause_s: Pause after each action (WAA's stock loop waits 3 s for the UI).
         task_timeout_s: A task taking longer ends as ``error/timeout``.
+        a11y_backend, screen_width, screen_height, max_steps, waa_examples_path: The reference
+            tool's settings, accepted and kept (the worker reports its own screen size; the
+            task catalog is the scoring server's).
+        action_delay: The reference's name for ``step_pause_s`` (wins when given).
+        timeout: The reference's name for ``read_timeout`` (wins when given).
     """
 
     server_url: str = "http://127.0.0.1:5001"
@@ -181,6 +346,20 @@ class WAALiveConfig:
     read_timeout: float = 60.0
     step_pause_s: float = 3.0
     task_timeout_s: float = 900.0
+    a11y_backend: str = "uia"
+    screen_width: int = 1280
+    screen_height: int = 720
+    max_steps: int = DEFAULT_MAX_STEPS
+    action_delay: float | None = None
+    timeout: float | None = None
+    waa_examples_path: str | None = None
+
+    def __post_init__(self) -> None:
+        # The reference tool's names for two of the settings above.
+        if self.action_delay is not None:
+            self.step_pause_s = self.action_delay
+        if self.timeout is not None:
+            self.read_timeout = self.timeout
 
 
 class WAALiveAdapter(BenchmarkAdapter):
@@ -189,12 +368,13 @@ class WAALiveAdapter(BenchmarkAdapter):
     name = "waa-live"
     live = True
 
-    def __init__(self, config: WAALiveConfig | None = None) -> None:
-        """Prepare clients for ``config`` (nothing is contacted until the first task)."""
+    def __init__(self, config: WAALiveConfig | None = None, **options: Any) -> None:
+        """Prepare clients for ``config`` (or ``WAALiveConfig(**options)``, e.g.
+        ``server_url=...``); nothing is contacted until the first task."""
         from waa_client.scoring import ScoringClient
         from waa_client.waa import WaaClient
 
-        self.config = config or WAALiveConfig()
+        self.config = config or WAALiveConfig(**options)
         self.step_pause_s = self.config.step_pause_s
         self.task_timeout_s = self.config.task_timeout_s
         connect, read = self.config.connect_timeout, self.config.read_timeout
@@ -239,6 +419,7 @@ class WAAMockAdapter(BenchmarkAdapter):
     def __init__(
         self,
         num_tasks: int | None = None,
+        domains: Sequence[str] | None = None,
         *,
         faults: dict[str, str] | None = None,
         ready_timeout_s: float = 120.0,
@@ -249,6 +430,7 @@ class WAAMockAdapter(BenchmarkAdapter):
 
         Args:
             num_tasks: Run the first ``num_tasks`` local tasks when none are named (all if None).
+            domains: Only tasks of these domains (``notepad``, ``settings``...); all if None.
             faults: Fault knobs of the simulated worker (``latency``, ``error-rate``...).
             ready_timeout_s: How long the worker may take to come up.
             task_timeout_s: A task taking longer ends as ``error/timeout``.
@@ -257,6 +439,7 @@ class WAAMockAdapter(BenchmarkAdapter):
         if num_tasks is not None and (isinstance(num_tasks, bool) or num_tasks < 1):
             raise ValueError(f"num_tasks must be a whole number of at least 1, not {num_tasks}")
         self.num_tasks = num_tasks
+        self.domains = list(domains) if domains is not None else None
         self.faults = dict(faults or {})
         self.ready_timeout_s = ready_timeout_s
         self.task_timeout_s = task_timeout_s
@@ -304,8 +487,12 @@ class WAAMockAdapter(BenchmarkAdapter):
         return self._catalog
 
     def default_task_ids(self) -> list[str]:
-        """The first ``num_tasks`` local tasks (all when ``num_tasks`` is None)."""
-        ids = self.catalog().task_ids()
+        """The first ``num_tasks`` local tasks of ``domains`` (all when None)."""
+        catalog = self.catalog()
+        ids = catalog.task_ids()
+        if self.domains is not None:
+            wanted = set(self.domains)
+            ids = [t for t in ids if catalog.ref(t).domain in wanted]
         return ids if self.num_tasks is None else ids[: self.num_tasks]
 
     def clients(self) -> tuple[WaaClient, ScoringClient]:
@@ -339,12 +526,49 @@ def _remove_pool(name: str) -> None:
         api.cleanup_pool(name)
 
 
+@dataclass
+class EvaluationConfig:
+    """The reference tool's evaluation settings, as :func:`evaluate_agent_on_benchmark` reads
+    them.
+
+    Attributes:
+        max_steps: Steps per task at most.
+        parallel: Accepted for compatibility; tasks run one after another on the adapter's one
+            worker (``openadapt-evals sweep`` runs many workers).
+        save_trajectories: Keep ``(observation, action)`` pairs in each result's ``steps``.
+        verbose: Accepted for compatibility (progress goes to the run folder's records).
+        on_step: Accepted for compatibility; not called (steps are in each result).
+        on_task_complete: Called with each result as soon as its task ends.
+        save_execution_traces: Record a run folder (``output_dir/run_name``).
+        model_id: Recorded in the run folder's metadata.
+        output_dir: Where run folders go.
+        run_name: The run folder's name (default: ``eval-<UTC time>``).
+        enable_live_tracking, live_tracking_file: Accepted for compatibility; the run folder is
+            what ``openadapt-evals view`` shows while a run goes on.
+    """
+
+    max_steps: int = DEFAULT_MAX_STEPS
+    parallel: int = 1
+    save_trajectories: bool = True
+    verbose: bool = True
+    on_step: Callable[..., None] | None = None
+    on_task_complete: Callable[[BenchmarkResult], None] | None = None
+    save_execution_traces: bool = False
+    model_id: str = "unknown"
+    output_dir: str = "benchmark_results"
+    run_name: str | None = None
+    enable_live_tracking: bool = False
+    live_tracking_file: str = "benchmark_live.json"
+
+
 def evaluate_agent_on_benchmark(
     agent: BenchmarkAgent,
     adapter: BenchmarkAdapter,
     task_ids: Sequence[str] | None = None,
-    *,
     max_steps: int = DEFAULT_MAX_STEPS,
+    parallel: int = 1,
+    config: EvaluationConfig | None = None,
+    *,
     run_dir: Path | str | None = None,
     on_result: Callable[[BenchmarkResult], None] | None = None,
 ) -> list[BenchmarkResult]:
@@ -357,7 +581,9 @@ def evaluate_agent_on_benchmark(
         agent: The agent.
         adapter: Where tasks run (:class:`WAAMockAdapter`, :class:`WAALiveAdapter`).
         task_ids: Tasks to run (default: the adapter's, see its ``default_task_ids``).
-        max_steps: Steps per task at most.
+        max_steps: Steps per task at most (``config.max_steps`` wins when a config is given).
+        parallel: Accepted for the reference's signature; tasks run one at a time here.
+        config: The reference tool's :class:`EvaluationConfig`.
         run_dir: When given, also record a run folder there (records, screenshots,
             ``summary.json``) that ``openadapt-evals view`` can show.
         on_result: Called with each result as soon as its task ends.
@@ -366,6 +592,13 @@ def evaluate_agent_on_benchmark(
         UnknownTaskError: some IDs are unknown to the adapter's catalog (all are listed).
         SyntheticTaskError: mock/toy IDs were given to a live adapter.
     """
+    if config is not None:
+        max_steps = config.max_steps
+        on_result = on_result or config.on_task_complete
+        if run_dir is None and config.save_execution_traces:
+            from evals.runner import default_run_name
+
+            run_dir = Path(config.output_dir) / (config.run_name or default_run_name("eval"))
     from evals.agent_loop import run_task
 
     if max_steps < 1:
@@ -392,6 +625,8 @@ def evaluate_agent_on_benchmark(
         if recorder:
             recorder.record(execution)
         result = BenchmarkResult.from_execution(execution)
+        if config is not None and not config.save_trajectories:
+            result.steps = []
         results.append(result)
         if on_result is not None:
             on_result(result)
@@ -449,3 +684,18 @@ class _Recorder:
 
         self.folder.update_metadata(ended_at=now_iso(), status=RunStatus.FINISHED.value)
         write_summary(self.folder.path)
+
+
+def compute_domain_metrics(
+    results: Sequence[BenchmarkResult], tasks: Sequence[BenchmarkTask] | None = None
+) -> dict[str, dict[str, Any]]:
+    """:func:`evals.metrics.compute_metrics` per domain. The domain is the task's (from
+    ``tasks``, as the reference takes them) or the result's own ``domain``."""
+    from evals.metrics import compute_metrics
+
+    domains = {t.task_id: t.domain for t in tasks or ()}
+    grouped: dict[str, list[BenchmarkResult]] = {}
+    for result in results:
+        domain = domains.get(result.task_id) or result.domain or "unknown"
+        grouped.setdefault(domain, []).append(result)
+    return {domain: compute_metrics(items) for domain, items in grouped.items()}

@@ -102,6 +102,8 @@ MODELS: dict[str, ModelPrice] = {
         ModelPrice("claude-sonnet-4", 3.00, 15.00, claude_image_tokens),
         ModelPrice("claude-opus-4.5", 15.00, 75.00, claude_image_tokens),
         ModelPrice("claude-haiku-4.5", 1.00, 5.00, claude_image_tokens),
+        # OpenAI's computer-use model (the api-openai agent), list price per million tokens
+        ModelPrice("computer-use-preview", 3.00, 12.00, openai_image_tokens),
     )
 }
 

@@ -7,6 +7,7 @@ workflow bundles on a pool through the sweep runner (same queue, records and cap
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -101,7 +102,7 @@ def flow(
         n_tasks=tasks, task_ids=ids, bundles_dir=bundles, inputs=inputs, price=price
     )
     if as_json:
-        print_json(plan.to_json())
+        print_json(reference_json(plan))
     else:
         typer.echo(render(plan))
 
@@ -170,13 +171,19 @@ def _bundle_line(plan: DryRun) -> str:
     return line
 
 
+def _display(model: str) -> str:
+    from evals.flow_cost import MODELS
+
+    return MODELS[model].name if model in MODELS else model
+
+
 def render(plan: DryRun) -> str:
-    """The dry run as text, in the reference tool's layout."""
+    """The dry run as text, under the reference tool's headings."""
     est = plan.estimate
     lines = [
         "",
         RULE,
-        f"  openadapt-eval-flow on WAA  --  dry run, mode={est.mode}, model={est.model}",
+        f"  openadapt-flow on WAA  --  mode={est.mode}",
         RULE,
         f"  tasks:               {est.n_tasks}",
         f"  bundles:             {_bundle_line(plan)}",
@@ -185,18 +192,73 @@ def render(plan: DryRun) -> str:
     ]
     if est.mode == Mode.HYBRID:
         lines.append(f"  fallback rate:       {est.fallback_rate:g}")
-    lines += ["", format_estimate(est)]
+    lines += [
+        "",
+        RULE,
+        f"  COST ESTIMATE  (mode={est.mode}, model={_display(est.model)})",
+        RULE,
+        "",
+        format_estimate(est),
+    ]
     if plan.full_suite is not None:
         lines += ["", format_estimate(plan.full_suite, title="154 tasks (the full WAA suite)")]
     lines += [
         "",
         f"  {est.summary_line()}",
         "",
-        "  DRY RUN: no VM created, no task run, nothing spent.",
+        "  HARD GUARDRAILS (enforced on any --live run):",
+        "    spend cap:        --max-cost-usd (dispatching stops at it; exit 3)",
+        "    model tokens:     --agent-arg token_cap=N (model-API agents, per run)",
+        "",
+        "  DRY-RUN: no VM provisioned, no task run, no money spent.",
     ]
     return "\n".join(lines)
 
 
-def main() -> None:
-    """Console entry point."""
-    run_main(app, PROG, known=(OaVmError, EvalsError))
+def reference_json(plan: DryRun) -> dict[str, object]:
+    """The ``--json`` document: this tool's keys (``dry_run``, ``price``, ``estimate``,
+    ``full_suite``) and the reference's (``plan`` with its fields, ``estimates`` rows,
+    ``guardrails``)."""
+    from evals.flow_cost import CostGuardConfig, estimate_flow_waa_cost, guardrails_json
+
+    data = plan.to_json()
+    est = plan.estimate
+    ids = list(plan.task_ids) if plan.task_ids is not None else None
+    missing = list(plan.bundles.missing) if plan.bundles is not None else None
+    data["plan"] = {
+        **data["plan"],
+        "mode": est.mode,
+        "server_url": None,
+        "bundles_dir": plan.bundles.folder if plan.bundles is not None else None,
+        "tasks_with_bundle": plan.bundles.present if plan.bundles is not None else 0,
+        "tasks_missing_bundle": (len(missing) if missing is not None
+                                 else est.n_tasks if plan.bundles is None else 0),
+        "tasks": [{"task_id": t, "bundle_dir": None if missing is None or t in missing
+                   else f"{plan.bundles.folder}/{t}" if plan.bundles else None}
+                  for t in ids] if ids is not None else [],
+    }
+    counts = [est.n_tasks] + ([154] if plan.full_suite is not None else [])
+    data["estimates"] = [
+        estimate_flow_waa_cost(n, mode=est.mode, model_name=est.model,
+                               fallback_rate=est.fallback_rate, vm_hourly=est.vm_hourly,
+                               num_workers=est.workers).as_dict()
+        for n in counts
+    ]
+    data["guardrails"] = guardrails_json(CostGuardConfig())
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``main(["--dry-run", "--tasks", "10"])`` returns the exit code (0 on
+    success), as the reference's ``main(argv)`` does; errors print one line on stderr."""
+    saved = sys.argv
+    if argv is not None:
+        sys.argv = [PROG, *argv]
+    try:
+        run_main(app, PROG, known=(OaVmError, EvalsError))
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    finally:
+        sys.argv = saved
+    return 0  # pragma: no cover - run_main always exits

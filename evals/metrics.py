@@ -267,6 +267,9 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         "quarantined_workers": quarantined,
         "task_ids_not_run": [t.task_id for t in items if t.status == "not_run"],
         "task_ids_pending": [t for t in _metadata_task_ids(path) if t not in recorded],
+        "rejected_actions": sum(
+            1 for r in records for step in r.get("steps") or [] if step.get("rejected")
+        ),
     }
 
 
@@ -402,6 +405,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         "(WAA's headline: the mean score over scored tasks)",
         f"Avg steps: {fmt_num(summary['avg_steps'], 1)}",
     ]
+    if summary.get("rejected_actions"):
+        lines.append(f"Actions rejected by workers: {summary['rejected_actions']}")
     by_domain = summary.get("by_domain") or {}
     if by_domain:
         rows = [

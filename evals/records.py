@@ -80,6 +80,8 @@ class StepRecord:
     result: dict[str, Any] | None = None
     error: str | None = None
     usage: dict[str, Any] | None = None
+    rejected: bool = False
+    """The worker refused or failed the step's action (the reason is in ``error``)."""
 
 
 @dataclass
@@ -137,6 +139,11 @@ class TaskExecution:
     def is_outcome(self) -> bool:
         """True for success/failure (scored by the checker)."""
         return self.status in (TaskStatus.SUCCESS, TaskStatus.FAILURE)
+
+    @property
+    def rejected_actions(self) -> int:
+        """Actions the worker refused or failed in this task."""
+        return sum(1 for step in self.steps if step.rejected)
 
     def to_json(self) -> dict[str, Any]:
         """The ``execution.json`` document."""

@@ -179,6 +179,8 @@ class RunEvent:
     worker: str | None = None
     status: str | None = None
     detail: str | None = None
+    rejected: int = 0
+    """Actions the worker refused or failed in the finished task."""
 
 
 EventSink = Callable[[RunEvent], None]
@@ -362,9 +364,9 @@ class Dispatcher:
                 done_this_session=self._done_this_session,
             )
 
-    def _emit(self, kind: str, **details: str | None) -> None:
+    def _emit(self, kind: str, *, rejected: int = 0, **details: str | None) -> None:
         if self.on_event is not None:
-            self.on_event(RunEvent(kind, self.snapshot(), **details))
+            self.on_event(RunEvent(kind, self.snapshot(), rejected=rejected, **details))
 
     # --- running ------------------------------------------------------------------------------
 
@@ -550,6 +552,7 @@ class Dispatcher:
             self._emit(
                 "task_finished", task_id=task_id, worker=worker.name,
                 status=execution.status.value, detail=execution.error_message,
+                rejected=execution.rejected_actions,
             )
         else:
             self._emit(
@@ -573,6 +576,7 @@ class Dispatcher:
         self._emit(
             "task_finished", task_id=execution.task_id, worker=execution.worker,
             status=execution.status.value, detail=execution.error_message or execution.reason,
+            rejected=execution.rejected_actions,
         )
 
     def _count(self, execution: TaskExecution) -> None:

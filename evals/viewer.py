@@ -273,6 +273,8 @@ def _safe_file(folder: Path, name: object) -> Path | None:
 def _action_text(action: Mapping[str, Any]) -> tuple[str, str]:
     kind = str(action.get("type", "?"))
     body = action.get("command") or action.get("code") or ""
+    if not body:  # a GUI action (click at x, y; type text...): show its fields
+        body = ", ".join(f"{k}={v!r}" for k, v in action.items() if k not in ("type", "raw"))
     if not body and action.get("raw"):
         body = json.dumps(action["raw"], default=str)
     return kind, str(body)

@@ -2,16 +2,21 @@
 
 Built-ins: ``noop`` (done at once), ``oracle`` (a local task's reference solution), ``replay``
 (``--bundles DIR``: a workflow bundle per task), ``http`` (``--agent-url URL``: any agent behind
-a URL). Any other agent is named ``package.module:ClassName``; the class must subclass
-:class:`BenchmarkAgent` and take no constructor arguments.
+a URL), ``api-claude`` and ``api-openai`` (the model APIs' computer-use tools). Any other agent
+is named ``package.module:ClassName`` (modules in the current folder are found too); the class
+must subclass :class:`BenchmarkAgent`. Options given as ``--agent-arg key=value`` become keyword
+arguments of its constructor.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evals.agents.base import (
     BenchmarkAction,
@@ -20,10 +25,26 @@ from evals.agents.base import (
     BenchmarkTask,
     parse_action,
 )
+from evals.agents.builtin import (
+    ApiAgent,
+    RandomAgent,
+    ScriptedAgent,
+    SmartMockAgent,
+    action_to_string,
+    format_accessibility_tree,
+    parse_action_response,
+)
 from evals.errors import InvalidRunInputError, UnknownAgentError
 
 __all__ = [
     "BUILTIN_AGENTS",
+    "ApiAgent",
+    "RandomAgent",
+    "ScriptedAgent",
+    "SmartMockAgent",
+    "action_to_string",
+    "format_accessibility_tree",
+    "parse_action_response",
     "AgentOptions",
     "BenchmarkAction",
     "BenchmarkAgent",
@@ -40,7 +61,10 @@ BUILTIN_AGENTS: dict[str, str] = {
     "oracle": "evals.agents.oracle:OracleAgent",
     "replay": "evals.agents.replay:ReplayAgent",
     "http": "evals.agents.http:HttpAgent",
+    "api-claude": "evals.agents.api_claude:ClaudeComputerUseAgent",
+    "api-openai": "evals.agents.api_openai:OpenAIComputerUseAgent",
 }
+MODEL_AGENTS = ("api-claude", "api-openai")
 
 
 @dataclass(frozen=True)
@@ -51,11 +75,13 @@ class AgentOptions:
         bundles: The replay agent's bundle folder (``--bundles``).
         agent_url: The http agent's endpoint (``--agent-url``).
         http_timeout_s: Seconds the http agent waits for each answer.
+        args: ``key=value`` options for the agent's constructor (``--agent-arg``).
     """
 
     bundles: Path | None = None
     agent_url: str | None = None
     http_timeout_s: float = 120.0
+    args: tuple[str, ...] = ()
 
 
 def load_agent_class(spec: str) -> type[BenchmarkAgent]:
@@ -73,7 +99,13 @@ def load_agent_class(spec: str) -> type[BenchmarkAgent]:
     if not module_name or not class_name:
         raise UnknownAgentError(spec, known, "write it as module:Class")
     try:
-        module = importlib.import_module(module_name)
+        module = _import(module_name)
+    except ModuleNotFoundError as exc:
+        raise UnknownAgentError(
+            spec, known,
+            f"cannot import {module_name} ({exc}); run from the folder that holds it or add "
+            "its folder to PYTHONPATH",
+        ) from exc
     except Exception as exc:  # any import-time failure of third-party code is the user's to fix
         raise UnknownAgentError(
             spec, known, f"cannot import {module_name}: {type(exc).__name__}: {exc}"
@@ -86,16 +118,39 @@ def load_agent_class(spec: str) -> type[BenchmarkAgent]:
     return cls
 
 
-def create_agent(spec: str, options: AgentOptions | None = None) -> BenchmarkAgent:
+def _import(module_name: str) -> Any:
+    """Import a module, looking in the current folder too (as ``python -m`` would)."""
+    here = os.getcwd()
+    added = here not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, here)
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        if added:
+            sys.path.remove(here)
+
+
+def create_agent(
+    spec: str, options: AgentOptions | None = None, *, shared: dict[str, Any] | None = None
+) -> BenchmarkAgent:
     """A new agent instance.
+
+    Args:
+        spec: A built-in name or ``module:Class``.
+        options: Built-ins' options and ``--agent-arg`` keyword arguments.
+        shared: Objects every agent of a run shares (the model agents' token budget).
 
     Raises:
         UnknownAgentError: see :func:`load_agent_class`.
-        InvalidRunInputError: a built-in lacks its option (``--bundles``, ``--agent-url``), or a
-            third-party class cannot be built without arguments.
+        InvalidRunInputError: a built-in lacks its option (``--bundles``, ``--agent-url``), an
+            ``--agent-arg`` is malformed or not accepted, or the class cannot be built.
     """
+    from evals.agents.model_api import parse_agent_args
+
     options = options or AgentOptions()
     cls = load_agent_class(spec)
+    kwargs = parse_agent_args(options.args)
     if spec == "replay":
         if options.bundles is None:
             raise InvalidRunInputError("--agent replay needs --bundles DIR (a workflow per task)")
@@ -108,22 +163,31 @@ def create_agent(spec: str, options: AgentOptions | None = None) -> BenchmarkAge
         from evals.agents.http import HttpAgent
 
         return HttpAgent(options.agent_url, timeout_s=options.http_timeout_s)
+    if spec in MODEL_AGENTS and shared is not None:
+        from evals.agents.model_api import TokenBudget
+
+        cap = kwargs.pop("token_cap", None)
+        budget = shared.setdefault("budget", TokenBudget(int(cap) if cap is not None else None))
+        kwargs["budget"] = budget
     try:
-        return cls()
+        return cls(**kwargs)
     except TypeError as exc:
+        given = ", ".join(sorted(kwargs)) or "no options"
         raise InvalidRunInputError(
-            f"agent {spec!r} cannot be created without arguments ({exc}); "
-            "give the class a constructor with defaults"
+            f"agent {spec!r} cannot be created with {given} ({exc}); check --agent-arg names, "
+            "or give the class a constructor with defaults"
         ) from exc
 
 
 def agent_factory(
     spec: str, options: AgentOptions | None = None
 ) -> Callable[[], BenchmarkAgent]:
-    """A factory of fresh agents (one per worker), checked now by building a first one.
+    """A factory of fresh agents (one per worker), checked now by building a first one. The
+    agents of one factory share what a run shares (the model agents' token cap).
 
     Raises:
         UnknownAgentError, InvalidRunInputError: as :func:`create_agent`.
     """
-    create_agent(spec, options)
-    return lambda: create_agent(spec, options)
+    shared: dict[str, Any] = {}
+    create_agent(spec, options, shared=shared)
+    return lambda: create_agent(spec, options, shared=shared)

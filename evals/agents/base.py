@@ -1,8 +1,10 @@
 """What an agent is: one action per step, from an observation of the screen and the task.
 
-An action is written either as a dataclass (:class:`BenchmarkAction`) or as WAA's action string:
-``DONE``, ``FAIL`` and ``WAIT`` are special, anything else is a command for the WAA server's
-``/execute``. :func:`parse_action` and :meth:`BenchmarkAction.to_string` convert between them.
+An action is written either as a dataclass (:class:`BenchmarkAction`: the reference tool's GUI
+actions such as ``click`` at ``x, y``, which become pyautogui source, the form WAA's agents send)
+or as WAA's action string: ``DONE``, ``FAIL`` and ``WAIT`` are special, pyautogui source goes to
+``/execute_windows``, anything else is a command for the local worker's ``/execute``.
+:func:`parse_action` and :meth:`BenchmarkAction.to_string` convert between them.
 
 Agents may report the model tokens a step used through ``BenchmarkAction.usage``
 (``{"model", "tokens_in", "tokens_out"}``); the ledger prices them. They never score: a score is
@@ -16,12 +18,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from evals.agents.pyautogui_code import GUI_TYPES, to_pyautogui
+
 EXECUTE = "execute"
 EXECUTE_WINDOWS = "execute_windows"
 DONE = "done"
 FAIL = "fail"
 WAIT = "wait"
-ACTION_TYPES = (EXECUTE, EXECUTE_WINDOWS, DONE, FAIL, WAIT)
+GUI_ACTION_TYPES = GUI_TYPES
+"""The reference tool's GUI actions, sent to the worker as pyautogui source."""
+ACTION_TYPES = (EXECUTE, EXECUTE_WINDOWS, DONE, FAIL, WAIT, *GUI_TYPES)
 _SPECIAL = {"DONE": DONE, "FAIL": FAIL, "WAIT": WAIT}
 
 
@@ -29,9 +35,32 @@ _SPECIAL = {"DONE": DONE, "FAIL": FAIL, "WAIT": WAIT}
 class BenchmarkAction:
     """One action.
 
+    GUI actions (the reference tool's vocabulary) become pyautogui source, the form WAA's
+    agents send, which real and local workers both accept (see docs/agents.md):
+
+    - ``click``, ``double_click``, ``right_click``: at ``x, y`` or at the target element;
+    - ``move``: move the mouse there; ``drag``: from ``x, y`` to ``end_x, end_y``;
+    - ``type``: ``text`` (clicking ``x, y`` first when given);
+    - ``key``/``hotkey``: ``key`` (``"enter"``, ``"ctrl+s"``) with optional ``modifiers``;
+    - ``scroll``: ``scroll_direction`` and ``scroll_amount``;
+    - ``wait``, ``done``, ``fail``: WAA's special actions.
+
+    ``execute`` (a command-language ``command``) and ``execute_windows`` (Python ``code``) send
+    what the agent wrote as is.
+
     Attributes:
-        type: ``execute`` (``command`` for ``/execute``), ``execute_windows`` (``code`` for
-            ``/execute_windows``), ``done``, ``fail`` or ``wait``.
+        type: One of :data:`ACTION_TYPES`.
+        x, y: Pixels, or normalized to ``[0, 1]`` when both are floats in that range.
+        target_node_id, target_bbox, target_role, target_name: The element aimed at; used when
+            ``x``/``y`` are absent (the bbox centre, or the named element's centre in the
+            accessibility tree).
+        text: Text of a ``type`` action.
+        key: Key of a ``key``/``hotkey`` action (``"enter"``, ``"ctrl+s"``).
+        modifiers: Keys held with ``key`` (``["ctrl", "shift"]``).
+        scroll_direction, scroll_amount: A ``scroll`` action's direction and clicks.
+        end_x, end_y: Where a ``drag`` ends.
+        answer: An answer string (kept for the reference tool's benchmarks; not scored here).
+        raw_action: The agent's own form of the action, kept as is.
         command: The command of an ``execute`` action.
         code: The Python source of an ``execute_windows`` action.
         raw: What the agent sent, when it came from outside (the http agent's answer).
@@ -39,12 +68,30 @@ class BenchmarkAction:
     """
 
     type: str
+    x: float | None = None
+    y: float | None = None
+    target_node_id: str | None = None
+    target_bbox: tuple[float, float, float, float] | None = None
+    target_role: str | None = None
+    target_name: str | None = None
+    text: str | None = None
+    key: str | None = None
+    modifiers: list[str] | None = None
+    scroll_direction: str | None = None
+    scroll_amount: float | None = None
+    end_x: float | None = None
+    end_y: float | None = None
+    answer: str | None = None
+    raw_action: dict[str, Any] | None = None
     command: str | None = None
     code: str | None = None
     raw: dict[str, Any] | None = None
     usage: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
+        self.type = self.type.lower() if isinstance(self.type, str) else self.type
+        if self.type == "hotkey" and self.key is None and self.modifiers:
+            self.key = ""
         if self.type not in ACTION_TYPES:
             raise ValueError(f"unknown action type {self.type!r}; use one of {ACTION_TYPES}")
         if self.type == EXECUTE and not self.command:
@@ -57,26 +104,54 @@ class BenchmarkAction:
         """True for ``done`` and ``fail``: the agent says it is finished."""
         return self.type in (DONE, FAIL)
 
+    def to_pyautogui(self, accessibility_tree: str | None = None) -> str:
+        """The pyautogui source a worker runs for this action (``execute_windows``: its code).
+
+        Raises:
+            ValueError: a GUI action lacking what its type needs, or a non-GUI action.
+        """
+        if self.type == EXECUTE_WINDOWS:
+            return str(self.code)
+        return to_pyautogui(self, accessibility_tree)
+
     def to_string(self) -> str:
-        """WAA's action string: ``DONE``/``FAIL``/``WAIT``, or the command/code itself."""
+        """WAA's action string: ``DONE``/``FAIL``/``WAIT``, the command/code itself, or a GUI
+        action's pyautogui source (aimed by coordinates or bbox; a target named only in the
+        accessibility tree is resolved when the action is sent)."""
         if self.type == EXECUTE:
             return str(self.command)
         if self.type == EXECUTE_WINDOWS:
             return str(self.code)
+        if self.type in GUI_TYPES:
+            try:
+                return to_pyautogui(self)
+            except ValueError:
+                return f"{self.type.upper()} {self.target_name or self.target_node_id or ''}"
         return self.type.upper()
 
     def to_json(self) -> dict[str, Any]:
-        """The action as recorded in a step (``{"type", "command"?, "code"?}``)."""
+        """The action as recorded in a step: ``type`` and every field that is set."""
         data: dict[str, Any] = {"type": self.type}
-        if self.command is not None:
-            data["command"] = self.command
-        if self.code is not None:
-            data["code"] = self.code
+        for name in _RECORDED:
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = list(value) if isinstance(value, tuple) else value
         return data
 
 
+_RECORDED = ("x", "y", "target_node_id", "target_bbox", "target_role", "target_name", "text",
+             "key", "modifiers", "scroll_direction", "scroll_amount", "end_x", "end_y", "answer",
+             "command", "code")
+_FIELDS = ("x", "y", "target_node_id", "target_bbox", "target_role", "target_name", "text",
+           "key", "modifiers", "scroll_direction", "scroll_amount", "end_x", "end_y", "answer",
+           "raw_action")
+
+
 def parse_action(value: str | Mapping[str, Any]) -> BenchmarkAction:
-    """An action from WAA's string form or from ``{"type", "command"?, "code"?}``.
+    """An action from WAA's string form or from a mapping (``{"type", ...fields}``).
+
+    A string is ``DONE``/``FAIL``/``WAIT``, Python source for the guest (``import pyautogui;
+    ...``: an ``execute_windows`` action) or a command of the local worker's language.
 
     Raises:
         ValueError: the value is empty, or a mapping with an unknown type or missing field.
@@ -84,20 +159,31 @@ def parse_action(value: str | Mapping[str, Any]) -> BenchmarkAction:
     if isinstance(value, str):
         text = value.strip()
         if not text:
-            raise ValueError("an empty action; send DONE, FAIL, WAIT or a command")
+            raise ValueError("an empty action; send DONE, FAIL, WAIT, pyautogui code or a command")
         special = _SPECIAL.get(text.upper())
-        return BenchmarkAction(special) if special else BenchmarkAction(EXECUTE, command=text)
+        if special:
+            return BenchmarkAction(special)
+        if text.startswith(_PYTHON_STARTS):
+            return BenchmarkAction(EXECUTE_WINDOWS, code=text)
+        return BenchmarkAction(EXECUTE, command=text)
     kind = value.get("type")
     if not isinstance(kind, str):
         raise ValueError(f"an action object needs a 'type' ({', '.join(ACTION_TYPES)})")
     command = value.get("command")
     code = value.get("code")
+    fields = {name: value[name] for name in _FIELDS if value.get(name) is not None}
+    if "target_bbox" in fields:
+        fields["target_bbox"] = tuple(fields["target_bbox"])
     return BenchmarkAction(
         kind.lower(),
         command=command if isinstance(command, str) else None,
         code=code if isinstance(code, str) else None,
         raw=dict(value),
+        **fields,
     )
+
+
+_PYTHON_STARTS = ("import pyautogui", "import time", "pyautogui.", "computer.")
 
 
 @dataclass
@@ -106,15 +192,31 @@ class BenchmarkObservation:
 
     Attributes:
         screenshot: The screen as PNG bytes (``None`` if the worker could not provide it).
-        accessibility_tree: The UI Automation tree as XML text, when available.
+        accessibility_tree: The UI Automation tree as XML text, when available (each element
+            with ``rect="left,top,right,bottom"`` in screen pixels on the local worker).
         window_title: The title of the focused window, when available.
         step: The index of the step about to be taken (0-based).
+        last_result: What the worker answered to the previous action (``output``,
+            ``returncode``...), ``None`` at the first step or after ``WAIT``.
+        last_error: Why the worker refused or failed the previous action, if it did.
+        viewport: ``(width, height)`` of the screenshot.
+        screenshot_path, url, app_name, focused_element, dom_html, raw_observation: The
+            reference tool's other fields, ``None`` here unless a worker provides them.
     """
 
-    screenshot: bytes | None
-    accessibility_tree: str | None
-    window_title: str | None
-    step: int
+    screenshot: bytes | None = None
+    accessibility_tree: str | None = None
+    window_title: str | None = None
+    step: int = 0
+    last_result: dict[str, Any] | None = None
+    last_error: str | None = None
+    viewport: tuple[int, int] | None = None
+    screenshot_path: str | None = None
+    url: str | None = None
+    app_name: str | None = None
+    focused_element: dict[str, Any] | None = None
+    dom_html: str | None = None
+    raw_observation: dict[str, Any] | None = None
 
 
 PUBLIC_TASK_FIELDS = ("id", "instruction", "domain", "snapshot", "source", "related_apps")

@@ -4,13 +4,15 @@ Each step is one ``POST <url>`` with a JSON body::
 
     {"task": {"task_id", "domain", "instruction"},
      "observation": {"step", "screenshot": <base64 PNG or null>, "accessibility_tree",
-                     "window_title"},
+                     "window_title", "last_result", "last_error"},
      "history": ["<action>", ...]}
 
-and the answer is ``{"action": "<action>" | {"type", "command"?, "code"?},
+and the answer is ``{"action": "<action>" | {"type", ...fields},
 "usage": {"model", "tokens_in", "tokens_out"}?}``. Actions use WAA's string form (``DONE``,
-``FAIL``, ``WAIT`` or a command). Any failure (no answer in time, a non-2xx status, a malformed
-answer) raises :class:`~evals.errors.AgentError`, which ends the task as ``error/agent``.
+``FAIL``, ``WAIT``, pyautogui source or a command) or a :class:`BenchmarkAction` as JSON
+(``{"type": "click", "x": 100, "y": 200}``, see docs/agents.md). Any failure (no answer in
+time, a non-2xx status, a malformed answer) raises :class:`~evals.errors.AgentError`, which
+ends the task as ``error/agent``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def observation_payload(
             "screenshot": None if shot is None else base64.b64encode(shot).decode("ascii"),
             "accessibility_tree": observation.accessibility_tree,
             "window_title": observation.window_title,
+            "last_result": observation.last_result,
+            "last_error": observation.last_error,
         },
         "history": [a.to_string() for a in history or ()],
     }

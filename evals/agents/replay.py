@@ -2,7 +2,8 @@
 
 A bundle folder holds ``<task_id>/workflow.json`` for each task, a JSON object
 ``{"actions": ["<action>", ...]}`` with actions in WAA's string form (``DONE``, ``FAIL``,
-``WAIT`` or a command for ``/execute``).
+``WAIT``, pyautogui source for ``/execute_windows``, or a command for the local worker's
+``/execute``).
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ TasksOpt = Annotated[
 ]
 AgentOpt = Annotated[
     str,
-    typer.Option("--agent", help="noop, oracle, replay, http, or a third-party module:Class."),
+    typer.Option("--agent", help="noop, oracle, replay, http, api-claude, api-openai, or "
+                 "module:Class."),
 ]
 MaxStepsOpt = Annotated[int, typer.Option("--max-steps", help="Steps per task at most.")]
 RunNameOpt = Annotated[
@@ -60,6 +61,10 @@ BundlesOpt = Annotated[
 ]
 AgentUrlOpt = Annotated[
     str | None, typer.Option("--agent-url", help="Http agent: the agent server's URL.")
+]
+AgentArgOpt = Annotated[
+    list[str] | None,
+    typer.Option("--agent-arg", help="KEY=VALUE option for the agent (repeatable)."),
 ]
 ReadTimeoutOpt = Annotated[
     float,
@@ -104,6 +109,8 @@ def event_line(event: RunEvent) -> str | None:
         return f"run started: {snap.total} task(s), {snap.done} already done"
     if event.kind == "task_finished":
         detail = f" ({event.detail})" if event.detail and event.status != "success" else ""
+        if event.rejected:
+            detail += f" [{event.rejected} action(s) rejected by the worker]"
         return f"[{snap.done}/{snap.total}] {event.status} {event.task_id}{where}{detail}"
     if event.kind == "task_retry":
         return f"retry {event.task_id}: failed{where} ({event.detail}); another worker takes it"
@@ -198,6 +205,7 @@ def build_config(
     agent_url: str | None,
     read_timeout: float,
     step_pause: float,
+    agent_args: list[str] | None = None,
 ) -> RunConfig:
     """The :class:`evals.runner.RunConfig` for command-line options (checked)."""
     from evals.agents import AgentOptions
@@ -207,7 +215,8 @@ def build_config(
         pool=pool,
         selection=tasks,
         agent=agent,
-        agent_options=AgentOptions(bundles=bundles, agent_url=agent_url),
+        agent_options=AgentOptions(bundles=bundles, agent_url=agent_url,
+                                   args=tuple(agent_args or ())),
         max_steps=max_steps,
         run_name=run_name or (None if resume else default_run_name(agent)),
         resume=resume,
@@ -273,6 +282,7 @@ def run(
     agent_url: AgentUrlOpt = None,
     read_timeout: ReadTimeoutOpt = 60.0,
     step_pause: StepPauseOpt = 0.0,
+    agent_arg: AgentArgOpt = None,
 ) -> None:
     """Run tasks on an existing pool; every task gets one final record in the run folder."""
     config = build_config(
@@ -280,5 +290,6 @@ def run(
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
+        agent_args=agent_arg,
     )
     execute(config, json_out=json_out)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evals.commands.run import (
+    AgentArgOpt,
     AgentOpt,
     AgentUrlOpt,
     BundlesOpt,
@@ -114,6 +115,7 @@ def sweep(
     agent_url: AgentUrlOpt = None,
     read_timeout: ReadTimeoutOpt = 60.0,
     step_pause: StepPauseOpt = 0.0,
+    agent_arg: AgentArgOpt = None,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
     from evals.agents import agent_factory
@@ -125,6 +127,7 @@ def sweep(
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
+        agent_args=agent_arg,
     )
     faults = parse_faults(fault)
     # Everything checkable without a pool is checked before one is paid for.

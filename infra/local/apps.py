@@ -12,6 +12,15 @@ from typing import Any
 APPS = ("notepad", "explorer", "settings", "clock", "calc")
 """Applications the simulated desktop can open."""
 
+DIALOGS = {
+    "run": ("Run", ("Open",)),
+    "save_as": ("Save As", ("File name",)),
+    "timer_dialog": ("Add new timer", ("Duration", "Name")),
+    "alarm_dialog": ("Add new alarm", ("Time", "Name")),
+    "worldclock_dialog": ("Add new city", ("City",)),
+}
+"""Dialog windows: ``kind -> (title, edit fields in tab order)``."""
+
 
 class AppError(ValueError):
     """An action that the simulated applications refuse (bad value, no such window...)."""
@@ -28,10 +37,33 @@ class Window:
     saved_text: str = ""
     page: str = ""
     display: str = "0"
+    slot: int = 0
+    """Where the window sits (cascade position, fixed while it is open)."""
+    focus: str = ""
+    """The focused control's key (``field:Name``, ``doc``...), empty for none."""
+    fields: dict[str, str] = field(default_factory=dict)
+    """Edit boxes' text being typed (dialogs, settings fields, explorer address/rename)."""
+    select_all: bool = False
+    """The focused text is selected: the next key typed replaces it."""
+    selection: list[str] = field(default_factory=list)
+    """Explorer: the selected item names."""
+    renaming: str | None = None
+    """Explorer: the item whose name is being edited."""
+    owner: int | None = None
+    """A dialog's owner window (its ``wid``)."""
+    fresh: bool = True
+    """Calculator: the display shows a result; the next digit starts a new entry."""
+
+    @property
+    def is_dialog(self) -> bool:
+        """Run, Save As and the clock's add dialogs."""
+        return self.app in DIALOGS
 
     @property
     def title(self) -> str:
         """The title Windows would show (``draft.txt - Notepad``, ``Documents``, ``Clock``...)."""
+        if self.app in DIALOGS:
+            return DIALOGS[self.app][0]
         if self.app == "notepad":
             name = self.path.replace("/", "\\").rsplit("\\", 1)[-1] if self.path else "Untitled"
             return f"{name} - Notepad"

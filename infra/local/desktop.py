@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from infra.local.apps import APPS, AppError, Clock, Settings, Window
+from infra.local.apps import APPS, DIALOGS, AppError, Clock, Settings, Window
 from infra.local.sandbox import HOME, USER_FOLDERS, Sandbox, SandboxError
 
 TEXT_SUFFIXES = (".txt", ".md", ".log", ".csv", ".json", ".ini", ".xml", ".py", ".html", ".bat")
@@ -53,6 +53,9 @@ class Desktop:
         self.settings = Settings()
         self.clock = Clock()
         self.clipboard = ""
+        self.file_clipboard: tuple[str, list[str]] | None = None  # ("copy"|"cut", guest paths)
+        self.pointer = (640, 360)  # the mouse, in screen pixels
+        self.held: set[str] = set()  # keys held down (keyDown without keyUp yet)
         self.version = 0
         self._next_wid = 1
 
@@ -88,7 +91,7 @@ class Desktop:
                         if path:
                             window.page = path
                         return window
-            window = Window(app=app, wid=self._next_wid)
+            window = Window(app=app, wid=self._next_wid, slot=self._free_slot())
             self._next_wid += 1
             if app == "notepad" and path:
                 host = self.sandbox.to_host(path)
@@ -107,6 +110,52 @@ class Desktop:
             self.windows.append(window)
             self._changed()
             return window
+
+    def _free_slot(self) -> int:
+        """The first cascade position no open window holds (so layouts repeat task to task)."""
+        taken = {w.slot for w in self.windows if not w.is_dialog}
+        slot = 0
+        while slot in taken:
+            slot += 1
+        return slot
+
+    def open_dialog(self, kind: str, owner: Window | None = None) -> Window:
+        """Open a dialog (``run``, ``save_as``...) in front, its first field focused.
+
+        An open dialog of the same kind is brought back instead of a second one.
+        """
+        fields = DIALOGS[kind][1]
+        with self.lock:
+            for window in self.windows:
+                if window.app == kind:
+                    self._raise(window)
+                    return window
+            window = Window(
+                app=kind, wid=self._next_wid, owner=owner.wid if owner else None,
+                focus=f"field:{fields[0]}", fields=dict.fromkeys(fields, ""),
+            )
+            self._next_wid += 1
+            self.windows.append(window)
+            self._changed()
+            return window
+
+    def window_by_id(self, wid: int | None) -> Window | None:
+        """The open window with this id, if any."""
+        for window in self.windows:
+            if window.wid == wid:
+                return window
+        return None
+
+    def raise_window(self, window: Window) -> None:
+        """Bring an open window to the front."""
+        with self.lock:
+            if window in self.windows:
+                self._raise(window)
+
+    def touch(self) -> None:
+        """Record a change made directly on a window's state (for the screenshot cache)."""
+        with self.lock:
+            self._changed()
 
     def open_path(self, path: str) -> Window:
         """Open a file or folder with its default app (folders in explorer, text in notepad).
@@ -174,6 +223,7 @@ class Desktop:
         with self.lock:
             count = len(self.windows)
             self.windows.clear()
+            self.held.clear()  # a key left down by the last task must not stick
             self._changed()
             return count
 
@@ -230,8 +280,15 @@ class Desktop:
         Raises:
             AppError: untitled document and no path, or the folder does not exist.
         """
+        return self.save_window(self.require_active("notepad"), path)
+
+    def save_window(self, window: Window, path: str | None = None) -> str:
+        """Save a notepad window's document (``path``: save as). Returns the guest path.
+
+        Raises:
+            AppError: untitled document and no path, or the folder does not exist.
+        """
         with self.lock:
-            window = self.require_active("notepad")
             target = path or window.path
             if not target:
                 raise AppError('the document has no file name yet; use save "C:\\...\\name.txt"')

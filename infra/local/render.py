@@ -1,9 +1,10 @@
 """What the simulated desktop looks like: a PNG screenshot and an accessibility tree.
 
-The picture is drawn with Pillow: a wallpaper, one window per open app (cascaded, the active one
-last with a blue title bar) and a taskbar with a clock. It is cached per desktop version and
-minute, because agents ask for a screenshot after every action and most actions change nothing
-on screen.
+The picture is drawn with Pillow from the layout of :mod:`infra.local.gui` (the same one the
+accessibility tree lists and clicks land on): a wallpaper, the windows (the active one with a
+blue title bar) with their controls, and a taskbar with a button per window and a clock. It is
+cached per desktop version and minute, because agents ask for a screenshot after every action
+and most actions change nothing on screen.
 """
 
 from __future__ import annotations
@@ -15,18 +16,16 @@ import struct
 import threading
 import zlib
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
 
-from infra.local.apps import Window, format_duration
+from infra.local import gui
 from infra.local.desktop import Desktop
+from infra.local.gui import HEIGHT, TASKBAR, WIDTH
 
 if TYPE_CHECKING:  # Pillow is imported on the first screenshot, so a worker starts fast
     from PIL import Image, ImageFont
 
-WIDTH, HEIGHT = 1280, 720
-TASKBAR = 40
-_WIN_W, _WIN_H = 760, 460
 
 
 @lru_cache(maxsize=1)
@@ -36,77 +35,80 @@ def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
     return ImageFont.load_default(size=14)
 
 
-def window_rect(index: int) -> tuple[int, int, int, int]:
-    """``(left, top, right, bottom)`` of the index-th window (cascaded from the top left)."""
-    left, top = 60 + 36 * (index % 8), 30 + 30 * (index % 8)
-    return left, top, left + _WIN_W, top + _WIN_H
-
-
-def window_lines(desktop: Desktop, window: Window) -> list[str]:
-    """The text a window shows, line by line."""
-    if window.app == "notepad":
-        return window.text.split("\n") or [""]
-    if window.app == "explorer":
-        try:
-            names = desktop.list_names(window.path or "C:\\")
-        except (ValueError, OSError):
-            return ["(this folder is no longer available)"]
-        return [window.path or "C:\\", ""] + (names or ["This folder is empty."])
-    if window.app == "settings":
-        s = desktop.settings
-        return [
-            f"Night light: {'On' if s.night_light else 'Off'}"
-            f"  (schedule {s.night_light_start} - {s.night_light_end})",
-            f"Notifications: {'On' if s.notifications else 'Off'}",
-            f"Do not disturb: {'On' if s.do_not_disturb else 'Off'}",
-            f"Dark mode: {'On' if s.dark_mode else 'Off'}",
-            f"Time zone: {s.time_zone}",
-        ]
-    if window.app == "clock":
-        c = desktop.clock
-        lines = ["Timers:"] + [
-            f"  {t.label}  {format_duration(t.seconds)}  {'running' if t.running else 'paused'}"
-            for t in c.timers
-        ]
-        lines += ["Alarms:"] + [
-            f"  {a.time}  {a.label}  {'on' if a.enabled else 'off'}" for a in c.alarms
-        ]
-        return lines + ["World clock:"] + [f"  {city}" for city in c.world_clocks]
-    return [window.display]
-
-
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+_SELECTED = (204, 228, 247)
+
+
 def draw(desktop: Desktop, now: dt.datetime | None = None) -> Image.Image:
-    """Draw the desktop as it is now."""
+    """Draw the desktop as it is now: every control where :mod:`infra.local.gui` puts it."""
     from PIL import Image, ImageDraw
 
     font = _font()
     image = Image.new("RGB", (WIDTH, HEIGHT), (32, 84, 140))
     pen = ImageDraw.Draw(image)
     with desktop.lock:
-        windows = list(desktop.windows)
-        contents = [window_lines(desktop, w) for w in windows]
-    for index, (window, lines) in enumerate(zip(windows, contents, strict=True)):
-        left, top, right, bottom = window_rect(index)
-        active = index == len(windows) - 1
-        pen.rectangle((left, top, right, bottom), fill=(250, 250, 250), outline=(90, 90, 90))
-        bar = (0, 95, 184) if active else (200, 200, 200)
-        pen.rectangle((left, top, right, top + 28), fill=bar)
-        title_color = (255, 255, 255) if active else (30, 30, 30)
-        pen.text((left + 10, top + 6), window.title, fill=title_color, font=font)
-        pen.text((right - 24, top + 6), "X", fill=title_color, font=font)
-        for row, line in enumerate(lines[: (_WIN_H - 40) // 18]):
-            pen.text((left + 12, top + 38 + 18 * row), line[:100], fill=(20, 20, 20), font=font)
+        placed = gui.layout(desktop)
+        bar = gui.taskbar(desktop)
+    for item in placed:
+        left, top, right, bottom = item.rect
+        pen.rectangle((left, top, right - 1, bottom - 1), fill=(250, 250, 250),
+                      outline=(90, 90, 90))
+        title_fill = (0, 95, 184) if item.active else (200, 200, 200)
+        pen.rectangle((left, top, right - 1, top + gui.TITLE_H), fill=title_fill)
+        ink = (255, 255, 255) if item.active else (30, 30, 30)
+        pen.text((left + 10, top + 6), item.window.title, fill=ink, font=font)
+        for control in item.controls:
+            _draw_control(pen, control, font, ink)
     pen.rectangle((0, HEIGHT - TASKBAR, WIDTH, HEIGHT), fill=(235, 235, 240))
     pen.text((14, HEIGHT - 28), "Start", fill=(0, 0, 0), font=font)
-    for index, window in enumerate(windows):
-        pen.text((90 + 150 * index, HEIGHT - 28), window.title[:18], fill=(0, 0, 0), font=font)
+    for control in bar:
+        pen.rectangle(control.rect, outline=(160, 160, 170))
+        pen.text((control.rect[0] + 6, control.rect[1] + 8), control.name[:18], fill=(0, 0, 0),
+                 font=font)
     clock = (now or _now()).strftime("%H:%M  %Y-%m-%d")
     pen.text((WIDTH - 150, HEIGHT - 28), clock, fill=(0, 0, 0), font=font)
     return image
+
+
+def _draw_control(pen: Any, control: gui.Control, font: Any, title_ink: Any) -> None:
+    left, top, right, bottom = control.rect
+    dark = (20, 20, 20)
+    if control.key == "close":
+        pen.text((left + 9, top + 4), "X", fill=title_ink, font=font)
+        return
+    if control.role == "Document":
+        for row, line in enumerate(control.value.split("\n")[: (bottom - top - 8) // 18]):
+            pen.text((left + 8, top + 6 + 18 * row), line[:100], fill=dark, font=font)
+        return
+    if control.role == "Edit":
+        outline = (0, 95, 184) if control.focused else (120, 120, 120)
+        pen.rectangle((left, top, right - 1, bottom - 1), fill=(255, 255, 255), outline=outline)
+        pen.text((left + 6, top + 7), control.value[:80], fill=dark, font=font)
+        return
+    if control.role == "Button":
+        on = control.value == "On"
+        pen.rectangle((left, top, right - 1, bottom - 1), fill=(0, 120, 212) if on
+                      else (230, 230, 230), outline=(120, 120, 120))
+        text = control.value if control.value else control.name
+        pen.text((left + 8, top + 7), text[:30], fill=(255, 255, 255) if on else dark,
+                 font=font)
+        return
+    if control.role == "ListItem":
+        if control.selected:
+            pen.rectangle((left, top, right - 1, bottom - 1), fill=_SELECTED)
+        text = control.value if control.focused else control.name
+        if control.focused:
+            pen.rectangle((left + 2, top + 1, left + 300, bottom - 2), fill=(255, 255, 255),
+                          outline=(0, 95, 184))
+        pen.text((left + 6, top + 4), text[:90], fill=dark, font=font)
+        return
+    text = f"{control.name}  {control.value}".strip() if control.value else control.name
+    if control.name in ("Display", "Difference"):
+        text = control.value
+    pen.text((left, top + 2), text[:100], fill=dark, font=font)
 
 
 def _pad_png(png: bytes, min_bytes: int) -> bytes:
@@ -156,30 +158,40 @@ class Screen:
 
 
 def accessibility_xml(desktop: Desktop, backend: str = "uia") -> str:
-    """The desktop's accessibility tree as XML (the same desktop the screenshot shows)."""
+    """The desktop's accessibility tree as XML: the same windows and controls, at the same
+    places (``rect="left,top,right,bottom"``), as the screenshot."""
     root = ET.Element("Desktop", {"name": "Desktop", "backend": backend})
     with desktop.lock:
-        windows = list(desktop.windows)
-        for index, window in enumerate(windows):
-            left, top, right, bottom = window_rect(index)
-            node = ET.SubElement(
-                root,
-                "Window",
-                {
-                    "name": window.title,
-                    "class": window.app,
-                    "active": str(index == len(windows) - 1).lower(),
-                    "rect": f"{left},{top},{right},{bottom}",
-                },
-            )
-            if window.app == "notepad":
-                ET.SubElement(node, "Document", {"name": "Text editor", "value": window.text})
-            else:
-                for line in window_lines(desktop, window):
-                    if line.strip():
-                        ET.SubElement(node, "Text", {"name": line.strip()})
-        bar = ET.SubElement(root, "Pane", {"name": "Taskbar"})
-        for window in windows:
-            ET.SubElement(bar, "Button", {"name": window.title})
-        ET.SubElement(bar, "Text", {"name": "Clock", "value": _now().strftime("%H:%M")})
+        placed = gui.layout(desktop)
+        bar_controls = gui.taskbar(desktop)
+    for item in placed:
+        node = ET.SubElement(
+            root,
+            "Window",
+            {
+                "name": item.window.title,
+                "class": item.window.app,
+                "active": str(item.active).lower(),
+                "rect": _rect(item.rect),
+            },
+        )
+        for control in item.controls:
+            attributes = {"name": control.name, "rect": _rect(control.rect)}
+            if control.value or control.role in ("Edit", "Document"):
+                attributes["value"] = control.value
+            if control.focused:
+                attributes["focused"] = "true"
+            if control.selected:
+                attributes["selected"] = "true"
+            ET.SubElement(node, control.role, attributes)
+    bar = ET.SubElement(root, "Pane", {"name": "Taskbar",
+                                       "rect": _rect((0, HEIGHT - TASKBAR, WIDTH, HEIGHT))})
+    for control in bar_controls:
+        ET.SubElement(bar, "Button", {"name": control.name, "rect": _rect(control.rect)})
+    ET.SubElement(bar, "Text", {"name": "Clock", "value": _now().strftime("%H:%M")})
     return ET.tostring(root, encoding="unicode")
+
+
+def _rect(rect: tuple[int, int, int, int]) -> str:
+    return ",".join(str(v) for v in rect)
+

@@ -1,7 +1,10 @@
 """The guest's WAA server (``:5000``): observations, commands, files and setup endpoints.
 
-Shapes follow WAA_PROTOCOL section 2. ``/execute`` takes the command language of
-:mod:`infra.local.commands` instead of Python or shell code.
+Shapes follow WAA_PROTOCOL section 2. ``/execute`` and ``/execute_windows`` take WAA's real
+action format (pyautogui source, checked and played without running it, see
+:mod:`infra.local.actions`) or the command language of :mod:`infra.local.commands`. The getters
+WAA's own ``PythonController`` calls (screen size, desktop and documents paths, wallpaper, file
+and folder checks...) answer in the shapes that client reads.
 """
 
 from __future__ import annotations
@@ -11,9 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from infra.local import commands, setup_steps
+from infra.local.actions import run_action
 from infra.local.apps import AppError
 from infra.local.desktop import Desktop
-from infra.local.render import Screen, accessibility_xml, window_rect
+from infra.local.guest_info import build_info_routes
+from infra.local.gui import window_rect
+from infra.local.pysource import ForbiddenSource
+from infra.local.render import Screen, accessibility_xml
 from infra.local.sandbox import SandboxError
 from infra.local.server import App, HttpError, Request, Response, Route
 
@@ -30,6 +37,8 @@ def guarded(handler: Route, *, missing: int = 400) -> Route:
             raise HttpError(exc.status, exc.message) from None
         except commands.CommandSyntaxError as exc:
             raise HttpError(400, str(exc)) from None
+        except ForbiddenSource as exc:
+            raise HttpError(400, f"refused, nothing ran: {exc}") from None
         except setup_steps.StepError as exc:
             raise HttpError(400, str(exc)) from None
         except AppError as exc:
@@ -74,10 +83,9 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
     def obs_winagent(request: Request) -> Response:
         with desktop.lock:
             active = desktop.active
-            index = len(desktop.windows) - 1
             titles = desktop.titles()
             clipboard = desktop.clipboard
-        left, top, right, bottom = window_rect(index) if active else (0, 0, 0, 0)
+        left, top, right, bottom = window_rect(active) if active else (0, 0, 0, 0)
         return Response.json(
             {
                 "image": base64.b64encode(screen.png()).decode("ascii"),
@@ -90,11 +98,11 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
         )
 
     def execute(request: Request) -> Response:
-        result = commands.run(desktop, _command_arg(request.json()))
+        result = run_action(desktop, _command_arg(request.json()))
         return Response.json(result.to_json())
 
     def execute_windows(request: Request) -> Response:
-        result = commands.run(desktop, _command_arg(request.json()))
+        result = run_action(desktop, _command_arg(request.json()))
         if result.returncode != 0:
             raise HttpError(500, result.error)
         return Response.json(result.to_json())
@@ -108,20 +116,6 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
 
     def list_directory(request: Request) -> Response:
         return Response.json({"directory_tree": desktop.tree(_path_arg(request.json()))})
-
-    def exists(kind: str) -> Route:
-        def check(request: Request) -> Response:
-            data = request.json() if request.content_type.startswith("application/json") else {
-                k: v for k, v in request.form().items() if isinstance(v, str)
-            }
-            path = data.get("path") or data.get("file_path") or data.get("folder_path")
-            if not isinstance(path, str) or not path:
-                raise HttpError(400, "missing 'path'")
-            host = desktop.host(path)
-            found = host.is_file() if kind == "file" else host.is_dir()
-            return Response.json({"exists": found}, 200 if found else 400)
-
-        return check
 
     def upload(request: Request) -> Response:
         form = request.form()
@@ -149,8 +143,6 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
         ("POST", "/execute_windows", execute_windows, 400),
         ("POST", "/file", file, 404),
         ("POST", "/list_directory", list_directory, 404),
-        ("POST", "/file_exists", exists("file"), 400),
-        ("POST", "/folder_exists", exists("folder"), 400),
         ("POST", "/setup/upload", upload, 400),
         ("POST", "/setup/launch", step("launch", lambda p: f"{p.get('command')} launched"), 400),
         ("POST", "/setup/open_file", step("open", lambda p: f"{p.get('path')} opened"), 404),
@@ -184,6 +176,7 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
         ("POST", "/setup/recycle", _recycle(desktop), 404),
         ("POST", "/setup/download_file", step("download_file", lambda p: ""), 400),
     ]
+    routes += build_info_routes(desktop, screen)
     for method, path, handler, missing in routes:
         app.route(method, path, guarded(handler, missing=missing))
     return app

@@ -124,7 +124,8 @@ def test_mock_adapter_oracle_and_agent_error(oa_home: Path, tmp_path: Path) -> N
     assert (second.success, second.score, second.error_type) == (False, 0.0, "agent")
     assert "model endpoint said no" in (second.error or "")
     assert all(r.domain for r in results)
-    assert results[0].steps >= 1 and results[0].num_steps == results[0].steps
+    assert results[0].num_steps >= 1 and results[0].num_steps == len(results[0].steps)
+    assert all(isinstance(a, BenchmarkAction) for _, a in results[0].steps)
     assert results[0].execution is not None
     assert results[0].execution.worker == "worker-0"
 
@@ -169,6 +170,39 @@ def test_live_adapter_on_one_worker_by_url(tmp_path: Path) -> None:
     assert [r.task_id for r in results] == ids
     assert [r.status for r in results] == ["success", "success"]
     assert all(r.score == 1.0 and r.reason for r in results)
+
+
+def test_adapter_task_methods_as_the_reference_uses_them(tmp_path: Path) -> None:
+    """list_tasks(domain), load_task, reset, step, evaluate: a task played by hand."""
+    with running_worker(tmp_path) as worker:
+        config = WAALiveConfig(server_url=worker.waa_url, evaluate_url=worker.scoring_url,
+                               action_delay=0.0, timeout=20.0)
+        with WAALiveAdapter(config) as adapter:
+            clock = adapter.list_tasks(domain="clock")
+            assert clock and {t.domain for t in clock} == {"clock"}
+            assert len(adapter.list_tasks()) > len(clock)
+            with pytest.raises(KeyError):
+                adapter.load_task("nope-WOS")
+            task = adapter.load_task("cd42b1b1-5323-5028-b63e-ec1cbc9d9f2a-WOS")  # Tokyo clock
+            assert "Tokyo" in task.instruction
+            with pytest.raises(RuntimeError, match="reset"):
+                adapter.step(BenchmarkAction(type="done"))
+            obs = adapter.reset(task)
+            assert obs.screenshot and obs.window_title == "Clock" and obs.step == 0
+            assert adapter.evaluate(task).success is False  # nothing done yet
+            obs = adapter.reset(task)
+            obs, done, info = adapter.step(
+                BenchmarkAction(type="click", target_name="Add world clock"))
+            assert not done and info["error"] is None and obs.window_title == "Add new city"
+            obs, done, info = adapter.step(BenchmarkAction(type="execute_windows",
+                                                           code="import os"))
+            assert "import os" in info["error"] and obs.last_error == info["error"]
+            adapter.step(BenchmarkAction(type="type", text="Tokyo\n"))
+            obs, done, _ = adapter.step(BenchmarkAction(type="done"))
+            assert done
+            result = adapter.evaluate(task)
+            assert (result.success, result.score, result.num_steps) == (True, 1.0, 4)
+            assert result.status == "success"
 
 
 def test_live_adapter_reports_an_unreachable_worker_per_task(tmp_path: Path) -> None:

@@ -85,6 +85,12 @@ def test_oracle_sweep_scores_every_local_task_a_success(home: Path, tmp_path: Pa
         assert (run_dir / "tasks" / task_id / "step_000.png").is_file()
         assert (run_dir / "tasks" / task_id / "task.json").is_file()
     assert len({r["worker"] for r in records.values()}) > 1  # the work was spread
+    # the oracle acts as real agents do: pyautogui source to /execute_windows, none refused
+    sent = [s for r in records.values() for s in r["steps"] if s["action"]["type"] not in
+            ("done", "fail")]
+    assert sent and all(s["action"]["type"] == "execute_windows" for s in sent)
+    assert all(s["action"]["code"].startswith("import pyautogui") for s in sent)
+    assert not any(s.get("rejected") for s in sent)
     metadata = json.loads((run_dir / "metadata.json").read_text())
     assert metadata["status"] == "finished" and len(metadata["task_ids"]) == LOCAL_TASKS
     assert state.list_names() == []  # the sweep removed its pool

@@ -123,13 +123,13 @@ def test_bad_commands_get_400_with_the_usage(worker: WorkerProcess) -> None:
     usage = execute(worker, "move onlyone")
     assert usage.status_code == 400 and "usage: move" in usage.json()["message"]
     agent = execute(worker, ["python", "-c", "import pyautogui; pyautogui.click(10, 10)"])
-    assert agent.status_code == 400 and "docs/local-worker.md" in agent.json()["message"]
+    assert agent.status_code == 200 and agent.json()["returncode"] == 0
     windows = requests.post(
         f"{worker.waa_url}/execute_windows",
-        json={"command": "import pyautogui"},
+        json={"command": "import os; os.system('echo hi')"},
         timeout=TIMEOUT,
     )
-    assert windows.status_code == 400
+    assert windows.status_code == 400 and "import os" in windows.json()["message"]
     not_json = requests.post(f"{worker.waa_url}/execute", data=b"{", timeout=TIMEOUT)
     assert not_json.status_code == 400
 

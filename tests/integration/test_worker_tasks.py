@@ -1,8 +1,10 @@
 """Every bundled local task, end to end against a real worker process.
 
-Each feasible task: setup, its reference solution through ``/execute``, ``/evaluate`` with DONE
-scores 1.0, twice in a row on the same worker (setup must reset what the task checks); then
-setup and nothing else scores 0.0. Each infeasible task: FAIL scores 1.0 and DONE 0.0.
+Each feasible task: setup, its reference solution (pyautogui source, WAA's real action format)
+through ``/execute_windows`` and then as the ``python -c`` command WAA's client sends to
+``/execute``, ``/evaluate`` with DONE scores 1.0 each time on the same worker (setup must reset
+what the task checks); then setup and nothing else scores 0.0. Each infeasible task: FAIL
+scores 1.0 and DONE 0.0.
 """
 
 from __future__ import annotations
@@ -48,12 +50,18 @@ def _setup(worker: WorkerProcess, task: dict[str, Any]) -> None:
     assert len(body["results"]) == len(task["config"])
 
 
-def _solve(worker: WorkerProcess, task: dict[str, Any]) -> str:
+WAA_PREFIX = "import pyautogui; import time; pyautogui.FAILSAFE = False; {command}"
+
+
+def _solve(worker: WorkerProcess, task: dict[str, Any], form: str = "execute_windows") -> str:
     *actions, last = task["reference_solution"]
     for action in actions:
-        response = requests.post(
-            f"{worker.waa_url}/execute", json={"command": action, "shell": False}, timeout=TIMEOUT
-        )
+        if form == "execute_windows":
+            url, body = f"{worker.waa_url}/execute_windows", {"command": action}
+        else:  # PythonController.execute_python_command's shape
+            command = ["python", "-c", WAA_PREFIX.format(command=action)]
+            url, body = f"{worker.waa_url}/execute", {"command": command, "shell": False}
+        response = requests.post(url, json=body, timeout=TIMEOUT)
         assert response.status_code == 200, f"{action}: {response.text}"
         assert response.json()["returncode"] == 0, f"{action}: {response.text}"
     return str(last)
@@ -88,9 +96,9 @@ def test_task_scores_like_waa(worker: WorkerProcess, task_id: str) -> None:
         assert _score(worker, task, "FAIL") == 1.0
         assert _score(worker, task, "DONE") == 0.0
         return
-    for _ in range(2):
+    for form in ("execute_windows", "python -c"):
         _setup(worker, task)
-        assert _solve(worker, task) == "DONE"
+        assert _solve(worker, task, form) == "DONE"
         assert _score(worker, task, "DONE") == 1.0
     _setup(worker, task)
     assert _score(worker, task, "DONE") == 0.0
@@ -115,6 +123,10 @@ def test_bundled_suite_shape() -> None:
         task = json.loads(path.read_text("utf-8"))
         assert task["id"] == path.stem and path.stem in INDEX[path.parent.name]
         assert task["reference_solution"][-1] in ("DONE", "FAIL")
+        assert all(a.startswith("import pyautogui\n") for a in task["reference_solution"][:-1])
+    clicking = [t for t in tasks if any(
+        "pyautogui.click(" in a or "dragTo(" in a for a in t["reference_solution"])]
+    assert len(clicking) * 3 >= len(tasks)
 
 
 def test_waa_data_is_readable_by_the_task_store(waa_data: Path) -> None:

@@ -62,7 +62,7 @@ def test_reference_figures_printed_by_the_real_cli(oa_home: Path) -> None:
     assert "-> TOTAL:              $0.54 ($0.0035/task)" in out
     assert "Pure-agent baseline:   $39.06 (22 steps/task, all paid)" in out
     assert "Savings vs baseline:   $38.53" in out
-    assert "DRY RUN" in out
+    assert "DRY-RUN" in out and "COST ESTIMATE  (mode=replay, model=Claude Sonnet 4)" in out
 
 
 @pytest.mark.integration

@@ -126,6 +126,7 @@ def test_token_cost(model: str, tokens_in: int, tokens_out: int, expected: float
 def test_known_models() -> None:
     assert known_models() == [
         "gpt-4o", "gpt-4o-mini", "claude-sonnet-4", "claude-opus-4.5", "claude-haiku-4.5",
+        "computer-use-preview",
     ]
 
 

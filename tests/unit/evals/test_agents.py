@@ -173,6 +173,7 @@ def test_http_agent_posts_the_observation_and_takes_the_answer() -> None:
     sent = json.loads(body)
     assert base64.b64decode(sent["observation"]["screenshot"]) == OBS.screenshot
     assert sent["observation"]["window_title"] == "Notepad"
+    assert sent["observation"]["last_error"] is None and "last_result" in sent["observation"]
     assert sent["task"] == {"task_id": "t1", "domain": "notepad", "instruction": "Type hi"}
     assert sent["history"] == ["WAIT"]
 

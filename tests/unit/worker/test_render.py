@@ -57,4 +57,4 @@ def test_accessibility_tree(tmp_path: Path) -> None:
     assert [w.get("name") for w in windows] == ["Clock", "Untitled - Notepad"]
     assert windows[1].get("active") == "true"
     assert windows[1].find("Document").get("value") == "<b>&"  # type: ignore[union-attr]
-    assert any("tea" in (t.get("name") or "") for t in windows[0].iter("Text"))
+    assert any("tea" in (t.get("name") or "") for t in windows[0].iter("ListItem"))

@@ -1,0 +1,30 @@
+"""The reference tool's ``openadapt_evals.adapters`` names, for code importing them from there.
+
+See docs/compat.md for what differs.
+"""
+
+from __future__ import annotations
+
+from evals.agents.base import BenchmarkAction, BenchmarkObservation, BenchmarkTask
+from evals.benchmark_api import (
+    BenchmarkAdapter,
+    BenchmarkResult,
+    WAALiveAdapter,
+    WAALiveConfig,
+    WAAMockAdapter,
+)
+from waa_client.catalog import is_synthetic as is_synthetic_task_id
+from waa_client.errors import SyntheticTaskError
+
+__all__ = [
+    "BenchmarkAction",
+    "BenchmarkAdapter",
+    "BenchmarkObservation",
+    "BenchmarkResult",
+    "BenchmarkTask",
+    "SyntheticTaskError",
+    "WAALiveAdapter",
+    "WAALiveConfig",
+    "WAAMockAdapter",
+    "is_synthetic_task_id",
+]

@@ -1,0 +1,210 @@
+"""What the model-API agents share: screenshot sizing, the run's token cap, rate-limit backoff.
+
+The agents (``api-claude``, ``api-openai``) call the official ``anthropic`` and ``openai`` SDKs,
+installed with ``pip install 'oa-vm[anthropic]'`` / ``'oa-vm[openai]'``. Keys come from the
+environment (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``); the endpoint from ``base_url`` (an
+agent option) or the SDKs' own ``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from evals.errors import AgentError, InvalidRunInputError
+
+T = TypeVar("T")
+
+DEFAULT_RETRIES = 5
+MAX_BACKOFF_S = 30.0
+
+
+class TokenBudget:
+    """Tokens every agent of one run may spend together (input plus output); thread-safe.
+
+    Args:
+        cap: The most tokens the run may use; ``None`` for no cap.
+    """
+
+    def __init__(self, cap: int | None = None) -> None:
+        if cap is not None and cap < 1:
+            raise InvalidRunInputError(f"token_cap must be at least 1, not {cap}")
+        self.cap = cap
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def check(self) -> None:
+        """Refuse another call once the cap is reached.
+
+        Raises:
+            AgentError: the run used its tokens (the task ends as ``error/agent``).
+        """
+        with self._lock:
+            if self.cap is not None and self.used >= self.cap:
+                raise AgentError(
+                    f"the run's token cap is reached ({self.used} of {self.cap} tokens); "
+                    "raise --agent-arg token_cap=N to allow more"
+                )
+
+    def add(self, tokens: int) -> None:
+        """Count tokens a call used."""
+        with self._lock:
+            self.used += max(0, int(tokens))
+
+
+@dataclass(frozen=True)
+class Shot:
+    """A screenshot as sent to a model, and how to map its coordinates back to the screen."""
+
+    png: bytes
+    width: int
+    height: int
+    scale: float
+    """Model pixels per screen pixel (``< 1`` when the picture was shrunk)."""
+
+    def to_screen(self, x: float, y: float) -> tuple[int, int]:
+        """A point in the model's picture -> screen pixels."""
+        return round(x / self.scale), round(y / self.scale)
+
+
+def fit_screenshot(png: bytes | None, max_size: tuple[int, int]) -> Shot:
+    """Shrink a screenshot to fit ``max_size`` (never enlarged), keeping its aspect ratio.
+
+    Raises:
+        AgentError: no screenshot, or one Pillow cannot read.
+    """
+    if not png:
+        raise AgentError("the observation has no screenshot; a model-API agent needs one")
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(png)) as image:
+            image.load()
+            width, height = image.size
+            scale = min(1.0, max_size[0] / width, max_size[1] / height)
+            if scale >= 1.0:
+                return Shot(png, width, height, 1.0)
+            size = (max(1, round(width * scale)), max(1, round(height * scale)))
+            out = io.BytesIO()
+            image.convert("RGB").resize(size, Image.Resampling.LANCZOS).save(out, format="PNG")
+    except OSError as exc:
+        raise AgentError(f"the screenshot cannot be read: {exc}") from exc
+    return Shot(out.getvalue(), size[0], size[1], size[0] / width)
+
+
+def api_key(variable: str, explicit: str | None) -> str:
+    """The key given, or the one in the environment.
+
+    Raises:
+        InvalidRunInputError: neither is set.
+    """
+    key = explicit or os.environ.get(variable)
+    if not key:
+        raise InvalidRunInputError(f"set {variable} in the environment (the model API's key)")
+    return key
+
+
+def with_backoff(
+    call: Callable[[], T],
+    *,
+    is_rate_limit: Callable[[BaseException], bool],
+    retry_after: Callable[[BaseException], float | None],
+    retries: int = DEFAULT_RETRIES,
+    base_s: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> T:
+    """Call, waiting and retrying on rate limits (HTTP 429): the server's ``retry-after`` when
+    it gives one, else ``base_s`` doubled each time (at most :data:`MAX_BACKOFF_S`).
+
+    Raises:
+        AgentError: still rate-limited after ``retries`` retries.
+    """
+    wait = base_s
+    for attempt in range(retries + 1):
+        try:
+            return call()
+        except Exception as exc:
+            if not is_rate_limit(exc):
+                raise
+            if attempt >= retries:
+                raise AgentError(f"the model API kept answering 429 (rate limit): {exc}") from exc
+            told = retry_after(exc)
+            sleep(min(MAX_BACKOFF_S, told if told is not None else wait))
+            wait = min(MAX_BACKOFF_S, wait * 2)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def header_retry_after(exc: BaseException) -> float | None:
+    """Seconds from an SDK error's ``retry-after`` header, if any."""
+    response: Any = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def catalog_model(model: str, known: list[str]) -> str:
+    """The price catalog's name for an API model id (the longest catalog name it starts with,
+    ``claude-sonnet-4-20250514`` -> ``claude-sonnet-4``); the id itself when none matches (the
+    ledger then reports it as unpriced)."""
+    matches = [name for name in known if model == name or model.startswith(name + "-")]
+    return max(matches, key=len) if matches else model
+
+
+def known_models() -> list[str]:
+    """The model names the price catalog knows."""
+    from evals.cost import known_models as catalog
+
+    return catalog()
+
+
+def parse_agent_args(pairs: list[str] | tuple[str, ...] | None) -> dict[str, Any]:
+    """``["key=value", ...]`` -> ``{key: value}`` with numbers and booleans converted.
+
+    Raises:
+        InvalidRunInputError: an item without ``=``.
+    """
+    options: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidRunInputError(
+                f"--agent-arg {pair!r} is not KEY=VALUE; e.g. --agent-arg max_tokens=2048"
+            )
+        options[key.strip().replace("-", "_")] = _value(value.strip())
+    return options
+
+
+def _value(text: str) -> Any:
+    lowered = text.lower()
+    if lowered in ("true", "yes", "on"):
+        return True
+    if lowered in ("false", "no", "off"):
+        return False
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+__all__ = [
+    "Shot",
+    "TokenBudget",
+    "api_key",
+    "catalog_model",
+    "fit_screenshot",
+    "header_retry_after",
+    "parse_agent_args",
+    "with_backoff",
+]

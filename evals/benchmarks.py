@@ -1,0 +1,23 @@
+"""The reference tool's ``openadapt_evals.benchmarks`` names (the evaluation runner and metrics),
+for code importing them from there. See docs/compat.md for what differs.
+"""
+
+from __future__ import annotations
+
+from evals.benchmark_api import (
+    EvaluationConfig,
+    WAALiveAdapter,
+    WAAMockAdapter,
+    compute_domain_metrics,
+    evaluate_agent_on_benchmark,
+)
+from evals.metrics import compute_metrics
+
+__all__ = [
+    "EvaluationConfig",
+    "WAALiveAdapter",
+    "WAAMockAdapter",
+    "compute_domain_metrics",
+    "compute_metrics",
+    "evaluate_agent_on_benchmark",
+]

@@ -1,0 +1,69 @@
+"""One door for every action a worker receives: WAA's pyautogui source or the command language.
+
+``/execute`` and ``/execute_windows`` take either form: Python source (``import pyautogui;
+pyautogui.click(100, 200)``, WAA's ``python -c "<source>"`` command list) is checked by
+:mod:`infra.local.pysource` and played by :mod:`infra.local.inputs`; anything whose first word is
+a verb of :mod:`infra.local.commands` (or ``DONE``/``FAIL``/``WAIT``) runs as before.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+
+from infra.local import commands
+from infra.local.apps import AppError
+from infra.local.arith import ArithmeticInputError
+from infra.local.desktop import Desktop
+from infra.local.inputs import play
+from infra.local.pysource import (
+    ForbiddenSource,
+    looks_like_source,
+    parse_source,
+    python_c_source,
+)
+
+
+def source_of(command: str | Sequence[str]) -> str | None:
+    """The Python source an action carries, or ``None`` for the command language."""
+    source = python_c_source(command)
+    if source is not None:
+        return source
+    if not isinstance(command, str):
+        return None
+    try:
+        words = commands.split_command(command)
+    except commands.CommandSyntaxError:
+        return command  # not splittable as words: only Python can make sense of it
+    first = words[0]
+    if first.upper() in commands.SPECIAL_ACTIONS or first.lower() in commands.VERBS:
+        return None
+    if looks_like_source(command):
+        return command
+    try:
+        ast.parse(command)
+    except SyntaxError:
+        return None  # neither Python nor a verb: the command language explains its verbs
+    return command
+
+
+def run_action(desktop: Desktop, command: str | Sequence[str]) -> commands.CommandResult:
+    """Run one action on a desktop.
+
+    Raises:
+        ForbiddenSource: Python outside the whitelist (nothing of it ran).
+        CommandSyntaxError: a command the language does not accept.
+        SandboxError: a path leaving the simulated drive.
+    """
+    source = source_of(command)
+    if source is None:
+        return commands.run(desktop, command)
+    program = parse_source(source)
+    try:
+        output = play(desktop, program)
+    except (AppError, ArithmeticInputError, FileNotFoundError) as exc:
+        return commands.CommandResult(error=str(exc), returncode=1)
+    return commands.CommandResult(output=output)
+
+
+__all__ = ["ForbiddenSource", "run_action", "source_of"]

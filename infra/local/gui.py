@@ -1,0 +1,332 @@
+"""Where things are on the simulated screen: windows, their controls, and the taskbar.
+
+One layout serves three readers, so they always agree: the screenshot draws it
+(:mod:`infra.local.render`), the accessibility tree lists it with each control's ``rect``, and a
+click is played against it (:mod:`infra.local.inputs`): a click at a point lands on the
+topmost control whose rectangle holds that point, which is what the screenshot shows there.
+
+Positions depend only on the open windows (each keeps the cascade slot it was opened in), so the
+same task set up the same way has the same layout every time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from infra.local.apps import DIALOGS, SETTING_KEYS, Window, format_duration
+from infra.local.desktop import Desktop
+
+WIDTH, HEIGHT = 1280, 720
+TASKBAR = 40
+WIN_W, WIN_H = 760, 460
+TITLE_H = 28
+ROW_H = 24
+
+Rect = tuple[int, int, int, int]
+"""``(left, top, right, bottom)`` in screen pixels; right and bottom are exclusive."""
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control on screen.
+
+    Attributes:
+        role: UI Automation control type (``Button``, ``Edit``, ``ListItem``, ``Document``...).
+        name: Its accessible name (a button's label, an edit's caption, a file's name).
+        rect: Where it is.
+        key: What a click on it does (``close``, ``field:Time zone``, ``item:a.txt``...);
+            empty for text that does nothing.
+        value: Its value (an edit's text, a switch's ``On``/``Off``).
+        focused: It has the keyboard focus.
+        selected: A selected list item.
+    """
+
+    role: str
+    name: str
+    rect: Rect
+    key: str = ""
+    value: str = ""
+    focused: bool = False
+    selected: bool = False
+
+    def contains(self, x: int, y: int) -> bool:
+        """True when the point is inside the control."""
+        left, top, right, bottom = self.rect
+        return left <= x < right and top <= y < bottom
+
+    @property
+    def center(self) -> tuple[int, int]:
+        """The middle of the control (where an agent would click)."""
+        left, top, right, bottom = self.rect
+        return (left + right) // 2, (top + bottom) // 2
+
+
+@dataclass(frozen=True)
+class WindowLayout:
+    """One window on screen, with its controls (title bar buttons first)."""
+
+    window: Window
+    rect: Rect
+    active: bool
+    controls: list[Control] = field(default_factory=list)
+
+
+def window_rect(window: Window) -> Rect:
+    """Where a window sits: apps cascade by slot from the top left, dialogs are centred
+    (the Run dialog sits above the Start button, as on Windows)."""
+    if window.app == "run":
+        return 12, HEIGHT - TASKBAR - 212, 432, HEIGHT - TASKBAR - 12
+    if window.is_dialog:
+        return 430, 230, 850, 450
+    left, top = 60 + 36 * (window.slot % 8), 30 + 30 * (window.slot % 8)
+    return left, top, left + WIN_W, top + WIN_H
+
+
+def layout(desktop: Desktop) -> list[WindowLayout]:
+    """Every open window, bottom first (the last one is in front). Call under ``desktop.lock``
+    or accept a picture of a moment."""
+    with desktop.lock:
+        windows = list(desktop.windows)
+        result = []
+        for index, window in enumerate(windows):
+            rect = window_rect(window)
+            active = index == len(windows) - 1
+            result.append(WindowLayout(window, rect, active, _controls(desktop, window, rect)))
+        return result
+
+
+def taskbar(desktop: Desktop) -> list[Control]:
+    """The taskbar: one button per open app window (a click brings it to the front)."""
+    with desktop.lock:
+        apps = [w for w in desktop.windows if not w.is_dialog]
+    top = HEIGHT - TASKBAR + 4
+    return [
+        Control("Button", w.title, (90 + 150 * i, top, 230 + 150 * i, HEIGHT - 4), f"task:{w.wid}")
+        for i, w in enumerate(apps)
+    ]
+
+
+def hit(desktop: Desktop, x: int, y: int) -> tuple[WindowLayout | None, Control | None]:
+    """What a click at ``(x, y)`` lands on: the topmost window there and its control, if any
+    (``(None, taskbar button)`` on the taskbar, ``(None, None)`` on the wallpaper)."""
+    with desktop.lock:
+        if y >= HEIGHT - TASKBAR:
+            for control in taskbar(desktop):
+                if control.contains(x, y):
+                    return None, control
+            return None, None
+        for placed in reversed(layout(desktop)):
+            left, top, right, bottom = placed.rect
+            if left <= x < right and top <= y < bottom:
+                for control in reversed(placed.controls):
+                    if control.key and control.contains(x, y):
+                        return placed, control
+                return placed, None
+        return None, None
+
+
+def find_control(desktop: Desktop, name: str, role: str | None = None) -> Control | None:
+    """The topmost control with this accessible name (any case), e.g. for an agent's target;
+    one that acts on a click wins over a label of the same name."""
+    lowered = name.strip().lower()
+    for placed in reversed(layout(desktop)):
+        matches = [c for c in placed.controls
+                   if c.name.lower() == lowered and (role is None or c.role == role)]
+        if matches:  # a control that acts (a switch) before its label of the same name
+            return next((c for c in matches if c.key), matches[0])
+    for control in taskbar(desktop):
+        if control.name.lower() == lowered:
+            return control
+    return None
+
+
+# -- controls per app ------------------------------------------------------------------------
+
+
+def _controls(desktop: Desktop, window: Window, rect: Rect) -> list[Control]:
+    left, top, right, bottom = rect
+    controls = [Control("Button", "Close", (right - 30, top + 2, right - 4, top + TITLE_H - 2),
+                        "close")]
+    body_top = top + TITLE_H + 6
+    if window.is_dialog:
+        controls += _dialog(window, left, body_top, right, bottom)
+    elif window.app == "notepad":
+        controls.append(Control("Document", "Text editor", (left + 4, body_top, right - 4,
+                                                             bottom - 4), "doc", window.text,
+                                focused=True))
+    elif window.app == "explorer":
+        controls += _explorer(desktop, window, left, body_top, right, bottom)
+    elif window.app == "settings":
+        controls += _settings(desktop, window, left, body_top)
+    elif window.app == "clock":
+        controls += _clock(desktop, left, body_top, bottom)
+    elif window.app == "calc":
+        controls += _calc(window, left, body_top, right)
+    return controls
+
+
+def _field(window: Window, name: str, rect: Rect, committed: str = "") -> Control:
+    key = f"field:{name}"
+    focused = window.focus == key
+    value = window.fields.get(name, committed) if focused or window.is_dialog else committed
+    return Control("Edit", name, rect, key, value, focused=focused)
+
+
+def _dialog(window: Window, left: int, top: int, right: int, bottom: int) -> list[Control]:
+    title, names = DIALOGS[window.app]
+    controls: list[Control] = []
+    if window.app == "run":
+        controls.append(Control("Text", "Type the name of a program, folder or document",
+                                (left + 16, top, right - 16, top + 20)))
+        top += 28
+    for index, name in enumerate(names):
+        row = top + index * 40
+        controls.append(Control("Text", f"{name}:", (left + 16, row + 4, left + 110, row + 28)))
+        controls.append(_field(window, name, (left + 116, row, right - 16, row + 30)))
+    ok = "OK" if window.app == "run" else "Save"
+    controls.append(Control("Button", ok, (right - 196, bottom - 46, right - 106, bottom - 14),
+                            "ok"))
+    controls.append(Control("Button", "Cancel", (right - 96, bottom - 46, right - 16,
+                                                 bottom - 14), "cancel"))
+    return controls
+
+
+EXPLORER_TOOLS = ("New folder", "Cut", "Copy", "Paste", "Rename", "Delete")
+
+
+def _explorer(
+    desktop: Desktop, window: Window, left: int, top: int, right: int, bottom: int
+) -> list[Control]:
+    path = window.path or "C:\\"
+    controls = [_field(window, "Address", (left + 8, top, right - 8, top + 26), path)]
+    tool_top = top + 32
+    for index, tool in enumerate(EXPLORER_TOOLS):
+        x = left + 8 + index * 96
+        controls.append(Control("Button", tool, (x, tool_top, x + 90, tool_top + 26),
+                                f"tool:{tool}"))
+    try:
+        names = desktop.list_names(path)
+    except (ValueError, OSError):
+        names = []
+    row = tool_top + 34
+    for name in names:
+        if row + ROW_H > bottom - 4:
+            break
+        renaming = window.renaming == name
+        value = window.fields.get("Rename", name) if renaming else ""
+        controls.append(Control("ListItem", name, (left + 8, row, right - 8, row + ROW_H),
+                                f"item:{name}", value, focused=renaming,
+                                selected=name in window.selection))
+        row += ROW_H
+    if not names:
+        controls.append(Control("Text", "This folder is empty.", (left + 8, row, right - 8,
+                                                                  row + ROW_H)))
+    return controls
+
+
+SETTING_LABELS = {
+    "night_light": "Night light",
+    "night_light_start": "Night light start",
+    "night_light_end": "Night light end",
+    "notifications": "Notifications",
+    "do_not_disturb": "Do not disturb",
+    "dark_mode": "Dark mode",
+    "time_zone": "Time zone",
+}
+"""Each setting's label on screen (its accessible name)."""
+
+SWITCHES = ("night_light", "notifications", "do_not_disturb", "dark_mode")
+
+
+def _settings(desktop: Desktop, window: Window, left: int, top: int) -> list[Control]:
+    controls: list[Control] = []
+    for index, key in enumerate(SETTING_KEYS):
+        row = top + 8 + index * 40
+        label = SETTING_LABELS[key]
+        controls.append(Control("Text", label, (left + 20, row + 6, left + 300, row + 28)))
+        value = desktop.settings.get(key)
+        box = (left + 320, row, left + 560, row + 32)
+        if key in SWITCHES:
+            controls.append(Control("Button", label, box, f"toggle:{key}",
+                                    "On" if value == "on" else "Off"))
+        else:
+            controls.append(_field(window, label, box, value))
+    return controls
+
+
+CLOCK_SECTIONS = (("Timers", "Add timer", "timer_dialog"),
+                  ("Alarms", "Add alarm", "alarm_dialog"),
+                  ("World clock", "Add world clock", "worldclock_dialog"))
+
+
+def _clock(desktop: Desktop, left: int, top: int, bottom: int) -> list[Control]:
+    clock = desktop.clock
+    items = (
+        [f"{t.label}  {format_duration(t.seconds)}  {'running' if t.running else 'paused'}"
+         for t in clock.timers],
+        [f"{a.time}  {a.label}  {'on' if a.enabled else 'off'}" for a in clock.alarms],
+        list(clock.world_clocks),
+    )
+    controls: list[Control] = []
+    for index, (heading, button, dialog) in enumerate(CLOCK_SECTIONS):
+        x = left + 12 + index * 248
+        controls.append(Control("Text", heading, (x, top + 4, x + 236, top + 26)))
+        controls.append(Control("Button", button, (x, top + 32, x + 236, top + 64),
+                                f"dialog:{dialog}"))
+        row = top + 72
+        for text in items[index]:
+            if row + ROW_H > bottom - 4:
+                break
+            controls.append(Control("ListItem", text, (x, row, x + 236, row + ROW_H)))
+            row += ROW_H
+    return controls
+
+
+CALC_KEYS = ("7", "8", "9", "/", "4", "5", "6", "*", "1", "2", "3", "-", "0", ".", "=", "+")
+CALC_NAMES = {"/": "Divide", "*": "Multiply", "-": "Minus", "+": "Plus", "=": "Equals",
+              ".": "Decimal separator"}
+"""Calculator keys' accessible names (digits are named by themselves, as on Windows)."""
+
+
+def _calc(window: Window, left: int, top: int, right: int) -> list[Control]:
+    date_mode = window.page == "date"
+    controls = [
+        Control("Button", "Standard" if date_mode else "Date calculation",
+                (left + 12, top, left + 200, top + 30), "calc:mode"),
+    ]
+    if date_mode:
+        controls.append(Control("Text", "From:", (left + 12, top + 50, left + 80, top + 74)))
+        controls.append(_field(window, "From", (left + 90, top + 44, left + 400, top + 76),
+                               window.fields.get("From", "")))
+        controls.append(Control("Text", "To:", (left + 12, top + 94, left + 80, top + 118)))
+        controls.append(_field(window, "To", (left + 90, top + 88, left + 400, top + 120),
+                               window.fields.get("To", "")))
+        days = window.display
+        shown = f"{days} day{'' if days == '1' else 's'}" if days else ""
+        controls.append(Control("Text", "Difference", (left + 12, top + 140, left + 400,
+                                                       top + 176), value=shown))
+        return controls
+    controls.append(Control("Text", "Display", (left + 12, top + 40, right - 12, top + 90),
+                            value=window.display))
+    for index, key in enumerate(CALC_KEYS):
+        col, row = index % 4, index // 4
+        x, y = left + 12 + col * 110, top + 100 + row * 64
+        controls.append(Control("Button", CALC_NAMES.get(key, key), (x, y, x + 100, y + 56),
+                                f"calc:{key}"))
+    x = left + 12 + 4 * 110
+    controls.append(Control("Button", "Clear", (x, top + 100, x + 100, top + 156), "calc:C"))
+    return controls
+
+
+__all__ = [
+    "HEIGHT",
+    "TASKBAR",
+    "WIDTH",
+    "Control",
+    "WindowLayout",
+    "find_control",
+    "hit",
+    "layout",
+    "taskbar",
+    "window_rect",
+]

@@ -1,0 +1,124 @@
+"""``--agent api-claude`` and ``--agent api-openai`` through the real CLI and a real local pool,
+against loopback stand-ins for the model APIs (tests/support/fake_model_apis.py; the real
+endpoints are never contacted)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evals.cost import token_cost
+from oa_vm import api, state
+from tests.support.cli import run_cli
+from tests.support.fake_model_apis import TOKENS_IN, TOKENS_OUT, FakeModelApis
+from tests.support.run_records import read_records
+
+pytestmark = pytest.mark.integration
+
+NOTIFICATIONS_OFF = "d999d632-3d7d-5774-9c6f-ccc79bea22ec-WOS"
+DARK_MODE = "e112363f-4a10-536e-89c0-53e0fb3afa05-WOS"
+# Claude sees the 1280x720 screen shrunk to 1024x576 (x0.8): the Notifications switch, centred
+# at (500, 208) on screen, is at (400, 166) in its picture.
+CLAUDE_SCRIPT = [
+    {"action": "key", "text": "super+i"},
+    {"action": "screenshot"},
+    {"action": "left_click", "coordinate": [400, 166]},
+    {"final": "Notifications are now off."},
+]
+OPENAI_SCRIPT = [
+    {"type": "keypress", "keys": ["META", "I"]},
+    {"type": "click", "button": "left", "x": 500, "y": 288},
+    {"final": "Dark mode is on."},
+]
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    api.create_pool(name="p", cloud="local", workers=1)
+    api.wait_pool("p", timeout_s=120)
+    yield home
+    for name in state.list_names():
+        api.cleanup_pool(name)
+
+
+def _run(home: Path, results: Path, *args: str, env: dict[str, str]) -> dict[str, object]:
+    done = run_cli("openadapt-evals", "run", "--pool", "p", "--results-dir", str(results),
+                   "--json", *args, home=home, env=env, timeout=240)
+    assert done.returncode == 0, done.stderr
+    summary: dict[str, object] = json.loads(done.stdout)
+    return summary
+
+
+def test_api_claude_completes_a_local_task_and_the_ledger_prices_it(
+    home: Path, tmp_path: Path
+) -> None:
+    with FakeModelApis(anthropic_script=CLAUDE_SCRIPT, rate_limited=1) as fake:
+        summary = _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
+             "--run-name", "claude", "--agent-arg", f"base_url={fake.url}",
+             env={"ANTHROPIC_API_KEY": "sk-ant-test"})
+        record = read_records(tmp_path / "r" / "claude")[NOTIFICATIONS_OFF]
+        assert record["status"] == "success" and record["score"] == 1.0
+        assert [s["action"]["type"] for s in record["steps"]] == ["key", "click", "done"]
+        click = record["steps"][1]["action"]
+        assert (click["x"], click["y"]) == (500, 208)
+        # 4 model calls answered (the screenshot request cost a call), plus one 429 retried
+        calls = [r for r in fake.requests if r.path.endswith("/v1/messages")]
+        assert len(calls) == 5
+        # the key from the environment (newer SDKs send it as a bearer token)
+        assert all("sk-ant-test" in (r.headers.get("x-api-key", "") +
+                                     r.headers.get("authorization", "")) for r in calls)
+        assert set(fake.images("/v1/messages")) == {(1024, 576)}
+        tool = calls[-1].body["tools"][0]
+        assert (tool["display_width_px"], tool["display_height_px"]) == (1024, 576)
+    used_in, used_out = 4 * TOKENS_IN, 4 * TOKENS_OUT
+    cost = record["cost"]
+    assert (cost["tokens_in"], cost["tokens_out"]) == (used_in, used_out)
+    assert cost["model_usd"] == pytest.approx(token_cost("claude-sonnet-4", used_in, used_out))
+    assert sum(int(s["usage"]["tokens_in"]) for s in record["steps"]) == used_in
+    # the run's ledger (the printed summary) carries them too
+    ledger = summary["cost"]
+    assert isinstance(ledger, dict)
+    assert (ledger["tokens_in"], ledger["tokens_out"]) == (used_in, used_out)
+    assert ledger["model_usd"] == pytest.approx(cost["model_usd"], abs=1e-6)
+    assert summary["success_rate"] == 1.0
+
+
+def test_the_token_cap_stops_the_agent(home: Path, tmp_path: Path) -> None:
+    with FakeModelApis(anthropic_script=CLAUDE_SCRIPT) as fake:
+        _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
+             "--run-name", "capped", "--max-attempts", "1", "--agent-arg",
+             f"base_url={fake.url}", "--agent-arg", "token_cap=1000",
+             env={"ANTHROPIC_API_KEY": "sk-ant-test"})
+        record = read_records(tmp_path / "r" / "capped")[NOTIFICATIONS_OFF]
+        assert record["status"] == "error" and record["error_type"] == "agent"
+        assert "token cap" in record["error_message"]
+        assert len(fake.requests) == 1  # the call past the cap was never made
+
+
+def test_api_openai_completes_a_local_task(home: Path, tmp_path: Path) -> None:
+    with FakeModelApis(openai_script=OPENAI_SCRIPT) as fake:
+        _run(home, tmp_path / "r", "--agent", "api-openai", "--tasks", DARK_MODE,
+             "--run-name", "openai", "--agent-arg", f"base_url={fake.url}/v1",
+             env={"OPENAI_API_KEY": "sk-test"})
+        record = read_records(tmp_path / "r" / "openai")[DARK_MODE]
+        assert record["status"] == "success"
+        calls = [r for r in fake.requests if r.path.endswith("/v1/responses")]
+        assert {r.headers.get("authorization") for r in calls} == {"Bearer sk-test"}
+        assert set(fake.images("/v1/responses")) == {(1280, 720)}
+        assert calls[1].body["previous_response_id"] == "resp_000"
+        assert calls[1].body["input"][0]["type"] == "computer_call_output"
+    assert record["cost"]["model_usd"] == pytest.approx(
+        token_cost("computer-use-preview", 3 * TOKENS_IN, 3 * TOKENS_OUT))
+
+
+def test_a_missing_key_is_one_line(home: Path, tmp_path: Path) -> None:
+    done = run_cli("openadapt-evals", "run", "--pool", "p", "--agent", "api-claude", "--tasks",
+                   NOTIFICATIONS_OFF, "--results-dir", str(tmp_path / "r"), home=home,
+                   env={"ANTHROPIC_API_KEY": ""})
+    assert done.returncode != 0
+    assert "ANTHROPIC_API_KEY" in done.assert_one_line_error()

@@ -1,0 +1,103 @@
+"""The model-API agents' shared parts: screenshot sizing, token cap, backoff, options."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from PIL import Image
+
+from evals.agents.model_api import (
+    MAX_BACKOFF_S,
+    TokenBudget,
+    catalog_model,
+    fit_screenshot,
+    parse_agent_args,
+    with_backoff,
+)
+from evals.errors import AgentError, InvalidRunInputError
+
+
+def _png(size: tuple[int, int]) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, (10, 20, 30)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def test_screenshots_shrink_to_fit_and_coordinates_map_back() -> None:
+    shot = fit_screenshot(_png((1280, 720)), (1024, 768))
+    assert (shot.width, shot.height, shot.scale) == (1024, 576, 0.8)
+    with Image.open(io.BytesIO(shot.png)) as image:
+        assert image.size == (1024, 576)
+    assert shot.to_screen(400, 166) == (500, 208)
+    same = fit_screenshot(_png((1280, 720)), (2048, 768))
+    assert (same.width, same.height, same.scale) == (1280, 720, 1.0)
+    with pytest.raises(AgentError, match="no screenshot"):
+        fit_screenshot(None, (1024, 768))
+    with pytest.raises(AgentError, match="cannot be read"):
+        fit_screenshot(b"not a png", (1024, 768))
+
+
+def test_token_budget() -> None:
+    budget = TokenBudget(100)
+    budget.check()
+    budget.add(60)
+    budget.check()
+    budget.add(60)
+    with pytest.raises(AgentError, match="token cap is reached"):
+        budget.check()
+    TokenBudget(None).check()
+    with pytest.raises(InvalidRunInputError):
+        TokenBudget(0)
+
+
+class _Limited(Exception):
+    def __init__(self, after: str | None) -> None:
+        super().__init__("429")
+        self.after = after
+
+
+def test_backoff_waits_what_the_server_says_then_doubles() -> None:
+    waits: list[float] = []
+    answers = iter([_Limited("2"), _Limited(None), _Limited(None), "ok"])
+
+    def call() -> str:
+        item = next(answers)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    result = with_backoff(call, is_rate_limit=lambda e: isinstance(e, _Limited),
+                          retry_after=lambda e: float(e.after) if getattr(e, "after", None)
+                          else None, base_s=1.0, sleep=waits.append)
+    assert result == "ok" and waits == [2.0, 2.0, 4.0]  # the doubling counts every retry
+
+
+def test_backoff_gives_up_and_passes_other_errors() -> None:
+    def limited() -> str:
+        raise _Limited(None)
+
+    waits: list[float] = []
+    with pytest.raises(AgentError, match="kept answering 429"):
+        with_backoff(limited, is_rate_limit=lambda e: True, retry_after=lambda e: None,
+                     retries=3, base_s=20.0, sleep=waits.append)
+    assert waits == [20.0, MAX_BACKOFF_S, MAX_BACKOFF_S]
+
+    def broken() -> str:
+        raise KeyError("x")
+
+    with pytest.raises(KeyError):
+        with_backoff(broken, is_rate_limit=lambda e: False, retry_after=lambda e: None)
+
+
+def test_catalog_names_and_agent_args() -> None:
+    known = ["claude-sonnet-4", "gpt-4o", "gpt-4o-mini", "computer-use-preview"]
+    assert catalog_model("claude-sonnet-4-20250514", known) == "claude-sonnet-4"
+    assert catalog_model("gpt-4o-mini-2024-07-18", known) == "gpt-4o-mini"
+    assert catalog_model("computer-use-preview", known) == "computer-use-preview"
+    assert catalog_model("something-else", known) == "something-else"
+    assert parse_agent_args(["token_cap=5000", "probe=true", "model=x", "base-url=http://h",
+                             "ratio=0.5"]) == {
+        "token_cap": 5000, "probe": True, "model": "x", "base_url": "http://h", "ratio": 0.5}
+    with pytest.raises(InvalidRunInputError, match="KEY=VALUE"):
+        parse_agent_args(["oops"])
