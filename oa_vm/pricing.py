@@ -390,24 +390,11 @@ def known_regions(cloud: str, *, catalog: PriceCatalog | None = None) -> list[st
 
 
 def pool_cost_so_far(record: state.PoolRecord, now: datetime | None = None) -> float:
-    """What a pool has cost since it was created: uptime x price per worker-hour x workers.
+    """What a pool has cost since it was created; see :func:`oa_vm.pool_cost.pool_cost_so_far`
+    (running hours at the worker price, paused days at the storage price)."""
+    from oa_vm.pool_cost import pool_cost_so_far as cost
 
-    Uptime stops at the pool's expiry, since the cloud-side kill switch ends billing then.
-    Workers are the pool's worker records (each was started and billed), or the requested count
-    in ``settings["workers"]`` while none is recorded yet. A pool without a price
-    (``price_per_hour`` None, e.g. a local pool) costs 0.0.
-    """
-    if record.price_per_hour is None:
-        return 0.0
-    end = now or state.utcnow()
-    if record.expires_at is not None and record.expires_at < end:
-        end = record.expires_at
-    hours = max(0.0, (end - record.created_at).total_seconds() / 3600.0)
-    workers = len(record.workers)
-    if workers == 0:
-        requested = record.settings.get("workers")
-        workers = requested if isinstance(requested, int) and requested > 0 else 0
-    return hours * float(record.price_per_hour) * workers
+    return cost(record, now)
 
 
 # --- live figures: parsers (pure) --------------------------------------------------------------

@@ -41,6 +41,7 @@ class PoolSpec:
         price_per_hour: local pool only: a pretend $/hour per worker, to test costs and caps.
         tasks_dir: local pool only: the task suite the simulated workers serve (a folder in
             WAA's layout); None means the bundled local suite.
+        per_process: local pool only: workers served by each process (``infra.local --count``).
     """
 
     name: str
@@ -56,6 +57,7 @@ class PoolSpec:
     ssh_via: dict[str, Any] | None = None
     price_per_hour: float | None = None
     tasks_dir: str | None = None
+    per_process: int = 1
 
 
 @dataclass
