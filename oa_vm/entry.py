@@ -5,8 +5,8 @@ Typer and Click (several times the interpreter's own start-up). The rendered top
 therefore kept as a snapshot beside this file and printed directly; a test renders the real help
 and fails when the snapshot differs, so it cannot drift. ``pool-status`` and ``pool-list`` are
 answered without Typer too (:mod:`oa_vm.quick`; ``OA_VM_FAST_PATH=0`` turns that off). Click
-wraps help at ``min(terminal width, 80)``, so the snapshot is used only on terminals at least 80 columns wide
-(or when output is not a terminal); anything else goes through Typer.
+wraps help at ``min(terminal width, 80)``, so the snapshot is used only on terminals at least 80
+columns wide (or when output is not a terminal); anything else goes through Typer.
 """
 
 from __future__ import annotations
