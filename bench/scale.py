@@ -26,7 +26,6 @@ import contextlib
 import json
 import resource
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -53,7 +52,6 @@ from bench.workload import short_tasks, write_task_folder
 PROG = "bench/scale.py"
 SCREENSHOT_BYTES = 204_800
 STEPS_SOLUTION = ["echo step-1", "echo step-2", "DONE"]  # three observed steps per task
-READY_TIMEOUT_S = 120.0
 SCREENSHOT_EVERY_S = 3.0
 FLEET = 200
 
@@ -87,85 +85,6 @@ class Measured:
     worker_cpu_s: float = 0.0
     helper_cpu_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def _spawn_workers(
-    scratch: Path, folder: Path, total: int, per_process: int
-) -> list[tuple[subprocess.Popen[bytes], Path, Path]]:
-    """Start ``total`` workers, ``per_process`` to a process; returns (process, root, ready)."""
-    started = []
-    logs = scratch / "worker-logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    for number in range((total + per_process - 1) // per_process):
-        count = min(per_process, total - number * per_process)
-        root = scratch / "fleet" / f"p{number}"
-        ready = root / "ready.json"
-        root.mkdir(parents=True, exist_ok=True)
-        with open(logs / f"p{number}.log", "ab") as log:
-            proc = subprocess.Popen(  # fixed argv, no shell
-                [sys.executable, "-m", "infra.local", "--name", f"p{number}", "--root",
-                 str(root), "--ready-file", str(ready), "--count", str(count), "--tasks",
-                 str(folder), "--fault", f"screenshot-min-bytes={SCREENSHOT_BYTES}",
-                 "--log-level", "WARNING"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            )
-        started.append((proc, root, ready))
-    return started
-
-
-def _stop_workers(started: Sequence[tuple[subprocess.Popen[bytes], Path, Path]]) -> None:
-    for proc, _, _ in started:
-        if proc.poll() is None:
-            proc.terminate()
-    for proc, _, _ in started:
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
-def _register_fleet(
-    pool: str, started: Sequence[tuple[subprocess.Popen[bytes], Path, Path]]
-) -> None:
-    """Record the running processes' workers as one ready local pool.
-
-    The local provider starts one process per worker; 200 processes would measure the
-    machine's memory rather than the controller, so the fleet is started here with
-    ``--count`` and described to oa-vm as the provider would describe it (process ID, start
-    time, and the ``--root`` folder that identifies the process as ours).
-    """
-    import psutil
-
-    from oa_vm import state
-    from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
-
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    workers: list[WorkerRecord] = []
-    for proc, root, ready in started:
-        while not ready.is_file():
-            if proc.poll() is not None:
-                raise RuntimeError(f"a worker process exited at start (status {proc.returncode})")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"workers not ready after {READY_TIMEOUT_S:g} s")
-            time.sleep(0.1)
-        data = json.loads(ready.read_text(encoding="utf-8"))
-        created = psutil.Process(proc.pid).create_time()
-        for entry in data["workers"]:
-            workers.append(WorkerRecord(
-                name=str(entry["name"]), state=WorkerState.READY, pid=proc.pid,
-                pid_create_time=created, host="127.0.0.1", workdir=str(root),
-                waa_url=f"http://127.0.0.1:{entry['waa_port']}",
-                scoring_url=f"http://127.0.0.1:{entry['scoring_port']}",
-                remote_waa_port=int(entry["waa_port"]),
-                remote_scoring_port=int(entry["scoring_port"]), phase="ready",
-            ))
-    now = state.utcnow()
-    state.save(PoolRecord(
-        name=pool, cloud="local", state=PoolState.READY, created_at=now,
-        expires_at=None, owner="bench", workers=workers,
-        settings={"workers": len(workers), "registered_by": "bench/scale.py"},
-    ))
 
 
 def _observation_bytes(waa_url: str) -> int:
@@ -268,29 +187,34 @@ def _figures(m: Measured, observation_bytes: int) -> dict[str, Any]:
 
 
 def run_direct(scratch: Path, workers: int, per_process: int, tasks: int) -> dict[str, Any]:
-    """The fleet reached directly; returns its figures."""
+    """The fleet reached directly; returns its figures.
+
+    The pool is an ordinary local pool with ``per_process`` workers in each process
+    (``oa-vm pool-create --per-process``), so hundreds of workers cost tens of interpreters.
+    """
     folder = write_task_folder(
         short_tasks(tasks), scratch / "tasks-direct", solution=STEPS_SOLUTION
     )
     progress(f"direct: starting {workers} workers, {per_process} per process")
-    started = _spawn_workers(scratch, folder, workers, per_process)
     pool = "bench-scale"
     try:
-        _register_fleet(pool, started)
+        create_local_pool(
+            pool, workers, tasks_dir=str(folder), per_process=per_process,
+            faults={"screenshot-min-bytes": str(SCREENSHOT_BYTES)},
+        )
         from oa_vm import state
 
-        first = state.load(pool).workers[0]
+        record = state.load(pool)
+        pids = sorted({w.pid for w in record.workers if w.pid is not None})
+        first = record.workers[0]
         assert first.waa_url is not None
         obs_bytes = _observation_bytes(first.waa_url)
         progress(f"direct: running {tasks} tasks")
-        measured = _measure_run(
-            pool, "scale-direct", scratch / "results", workers, [p.pid for p, _, _ in started]
-        )
+        measured = _measure_run(pool, "scale-direct", scratch / "results", workers, pids)
     finally:
-        _stop_workers(started)
         remove_pool(pool)
     figures = _figures(measured, obs_bytes)
-    figures["processes"] = len(started)
+    figures["processes"] = len(pids)
     figures["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     return figures
 
