@@ -82,14 +82,17 @@ def fleet_ops(cloud: str) -> FleetOps:
     if cloud == "local":
         return _LocalOps()
     provider: Any = get_provider(cloud)
-    ops = getattr(provider, "fleet_ops", None)
-    if ops is None:
+    from oa_vm.providers.pulumi_provider import PulumiCloudProvider
+
+    if not isinstance(provider, PulumiCloudProvider):
         raise ProviderUnavailableError(
-            f"pause, resume and repair are not available for {cloud} pools in this version; "
+            f"pause, resume and repair are not available for {cloud} pools; "
             "use pool-cleanup and pool-create"
         )
-    result: FleetOps = ops()
-    return result
+    provider.check_available()
+    from oa_vm.providers.cloud_fleet import CloudFleetOps
+
+    return CloudFleetOps(provider)
 
 
 def parse_span(text: str, *, default_unit: str = "h") -> float:
@@ -122,7 +125,11 @@ def _disk_gb(record: PoolRecord) -> int:
 
 
 def pause_pool(
-    name: str | None, *, keep_days: float = DEFAULT_KEEP_DAYS, progress: Progress = no_progress
+    name: str | None,
+    *,
+    keep_days: float = DEFAULT_KEEP_DAYS,
+    progress: Progress = no_progress,
+    ops: FleetOps | None = None,
 ) -> PoolRecord:
     """Stop every worker of the pool, keeping its disks; the pool expires ``keep_days`` later.
 
@@ -130,6 +137,8 @@ def pause_pool(
         PoolNotReadyError: the pool is being created or removed, or is already paused.
         InvalidInputError: ``keep_days`` is not positive.
         ProviderUnavailableError: the pool's cloud cannot pause.
+
+    ``ops`` replaces the cloud's implementation (tests give one with a stand-in engine).
     """
     if not keep_days > 0:
         raise InvalidInputError(f"--keep-days must be more than 0, not {keep_days}")
@@ -139,7 +148,7 @@ def pause_pool(
             f"pool {record.name!r} is already paused; resume it with "
             f"'oa-vm pool-resume --name {record.name}'"
         )
-    ops = fleet_ops(record.cloud)
+    ops = ops or fleet_ops(record.cloud)
     try:
         record = ops.pause(record, progress)
     finally:
@@ -165,6 +174,7 @@ def resume_pool(
     timeout_s: float = 1800.0,
     progress: Progress = no_progress,
     on_update: Callable[[PoolRecord], None] | None = None,
+    ops: FleetOps | None = None,
 ) -> PoolRecord:
     """Start a paused pool's workers again (same names, same disks), then wait for them.
 
@@ -181,7 +191,7 @@ def resume_pool(
         raise PoolNotReadyError(
             f"pool {record.name!r} is not paused ({record.state.value}); nothing to resume"
         )
-    ops = fleet_ops(record.cloud)
+    ops = ops or fleet_ops(record.cloud)
     now = state.utcnow()
     pauses = list(record.provider_data.get("pauses") or [])
     if pauses and pauses[-1].get("to") is None:
@@ -210,6 +220,7 @@ def repair_pool(
     timeout_s: float = 1800.0,
     progress: Progress = no_progress,
     on_update: Callable[[PoolRecord], None] | None = None,
+    ops: FleetOps | None = None,
 ) -> tuple[PoolRecord, list[str]]:
     """Replace the pool's lost workers (or the named ``workers``) under the same names.
 
@@ -234,7 +245,7 @@ def repair_pool(
                 f"pool {record.name!r} has no worker {', '.join(unknown)} "
                 f"(workers: {', '.join(sorted(known))})"
             )
-    ops = fleet_ops(record.cloud)
+    ops = ops or fleet_ops(record.cloud)
     try:
         replaced = ops.repair(record, progress, list(workers) if workers else None)
     finally:
@@ -254,6 +265,11 @@ def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
         raise InvalidInputError("the extension must be more than zero")
     record = state.load(api.resolve_name(name))
     now = state.utcnow()
+    if record.cloud != "local":
+        # the expiry the instances were made with is in their cloud-init: kept for repairs
+        record.provider_data.setdefault(
+            "program_expires_at", state.format_time(record.expires_at)
+        )
     base = record.expires_at if record.expires_at is not None and record.expires_at > now else now
     record.expires_at = base + timedelta(seconds=by_s)
     state.save(record)
