@@ -15,7 +15,11 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oa_vm.errors import CorruptRecordError
+    from oa_vm.state import PoolRecord
 
 PROG = "oa-vm"
 COMMANDS = ("pool-status", "pool-list")
@@ -45,6 +49,36 @@ def parse(argv: Sequence[str]) -> tuple[str, str | None, bool, bool] | None:
     return command, name, as_json, debug
 
 
+def _pool_status(name: str | None) -> PoolRecord:
+    """:func:`oa_vm.api.pool_status`, without loading the provider when nothing changed."""
+    from oa_vm import state
+    from oa_vm.proc_check import record_is_current
+
+    names = state.list_names()
+    if name or len(names) == 1:
+        record = state.load(name or names[0])
+        if record.cloud != "local" or record_is_current(record):
+            return record
+    from oa_vm import api
+
+    return api.pool_status(name)  # refreshes, and words the errors (no pool, several pools)
+
+
+def _list_pools() -> list[PoolRecord | CorruptRecordError]:
+    """:func:`oa_vm.api.list_pools`, without loading the provider when nothing changed."""
+    from oa_vm import state
+    from oa_vm.proc_check import record_is_current
+    from oa_vm.state import PoolRecord
+
+    items = list(state.iter_records())
+    if all(not isinstance(i, PoolRecord) or i.cloud != "local" or record_is_current(i)
+           for i in items):
+        return items
+    from oa_vm import api
+
+    return api.list_pools()
+
+
 def print_json(data: Any) -> None:
     """As :func:`oa_vm.clikit.print_json` (which would load the traceback module)."""
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
@@ -58,16 +92,16 @@ def try_run(argv: Sequence[str]) -> int | None:
     command, name, as_json, debug = parsed
     debug = debug or os.environ.get("OA_VM_DEBUG") == "1"
     try:
-        from oa_vm import api, pool_views
+        from oa_vm import pool_views
 
         if command == "pool-status":
-            record = api.pool_status(name)
+            record = _pool_status(name)
             if as_json:
                 print_json(pool_views.status_json(record))
             else:
                 print(pool_views.status_text(record))
         else:
-            items = api.list_pools()
+            items = _list_pools()
             if as_json:
                 print_json(pool_views.list_json(items))
             else:

@@ -60,3 +60,37 @@ def test_fast_path_prints_what_typer_prints(home: Path) -> None:
     data = json.loads(run_cli("oa-vm", "pool-list", "--json", home=home).stdout)
     assert data[0]["name"] == "q" and data[0]["price_per_hour_total"] == 2
     assert "$2.00/h" in run_cli("oa-vm", "pool-list", home=home).stdout
+
+
+def test_the_proc_check_agrees_with_the_provider(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+    import time
+
+    from oa_vm import api, state
+    from oa_vm.proc_check import record_is_current
+
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    api.create_pool(name="pc", cloud="local", workers=2)
+    api.wait_pool("pc", timeout_s=60)
+    record = state.load("pc")
+    assert record_is_current(record)
+    changed = state.load("pc")
+    assert changed.workers[0].pid_create_time is not None
+    changed.workers[0].pid_create_time -= 5.0  # a reused PID: another process
+    assert not record_is_current(changed)
+    victim = record.workers[1].pid
+    assert victim is not None
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while record_is_current(state.load("pc")):
+        assert time.monotonic() < deadline, "the killed worker still looks alive"
+        time.sleep(0.05)
+    # the fast path then refreshes through the provider, exactly as Typer's command does
+    fast = run_cli("oa-vm", "pool-status", "--name", "pc", "--json", home=home)
+    worker = json.loads(fast.stdout)["workers"][1]
+    assert worker["state"] == "lost"
+    slow = run_cli("oa-vm", "pool-status", "--name", "pc", "--json", home=home, env=TYPER)
+    assert json.loads(slow.stdout)["workers"][1]["state"] == "lost"
