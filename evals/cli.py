@@ -32,6 +32,11 @@ app.command("view", help="Write a run's HTML page and print its path.")(view)
 app.command("compare", help="Compare two runs task by task.")(compare)
 
 
+from oa_vm.cli_version import add_version_and_short_help  # noqa: E402
+
+add_version_and_short_help(app, "openadapt-evals")
+
+
 def main() -> None:
     """Console entry point."""
     run_main(app, "openadapt-evals")

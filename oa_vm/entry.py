@@ -33,7 +33,7 @@ def _terminal_columns() -> int:
 
 def main() -> None:
     """Print the help snapshot for ``oa-vm --help``; hand everything else to the Typer app."""
-    if sys.argv[1:] == ["--help"] and _terminal_columns() >= SNAPSHOT_MIN_COLUMNS:
+    if sys.argv[1:] in (["--help"], ["-h"]) and _terminal_columns() >= SNAPSHOT_MIN_COLUMNS:
         try:
             with open(HELP_SNAPSHOT, encoding="utf-8") as handle:
                 sys.stdout.write(handle.read())
