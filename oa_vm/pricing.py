@@ -11,8 +11,9 @@ Live sources, and the choices made for them:
   ``NextPageLink``. It carries both pay-as-you-go and Spot meters, so both are refreshed.
 - AWS: the public price list, one offer file per region
   (``/offers/v1.0/aws/AmazonEC2/current/<region>/index.json``). That file is hundreds of
-  megabytes to gigabytes, so it is parsed as a stream (:func:`parse_aws_offer`): one product or
-  one term at a time, never the whole document, stopping once the on-demand terms are read. The
+  megabytes to gigabytes, so it is parsed as a stream (:func:`parse_aws_offer`, with ``ijson``'s
+  C parser): one product or one term at a time, never the whole document, stopping once the
+  on-demand terms are read. The
   AWS Pricing API would answer with far less data but needs signed (credentialed) requests.
   Spot prices are not in the public price list: a refresh keeps the catalog's dated AWS spot
   figures and says so.
@@ -23,11 +24,9 @@ when at least one cloud was refreshed.
 
 from __future__ import annotations
 
-import codecs
 import json
 import math
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
@@ -522,45 +521,127 @@ def parse_aws_offer(
 ) -> list[LiveQuote]:
     """On-demand Linux hourly prices from an EC2 offer file, read as a stream.
 
-    The document is walked member by member (``products`` then ``terms.OnDemand``), decoding
-    one product or one SKU's terms at a time, so memory stays small however large the file is.
+    The document is walked member by member (``products`` then ``terms.OnDemand``) over
+    ``ijson``'s parse events, building one product or one SKU's terms at a time, so memory
+    stays small however large the file is.
     Reading stops once the on-demand terms are done: the reserved terms that follow are most of
     the file and are not needed.
 
     Raises:
         ValueError: the stream is not a JSON object of the offer file's shape.
     """
+    import ijson  # lazily: only a price refresh reads offer files
+
     wanted = {s.lower(): s for s in sizes}
-    stream = _JsonStream(chunks)
+    events = _Events(ijson.parse(_ChunkReader(chunks), use_float=True))
     matched: dict[str, tuple[str, str]] = {}
     prices: dict[str, tuple[float, str | None]] = {}
     products_seen = False
-    for key in stream.members():
-        if key == "products":
-            for sku in stream.members():
-                found = _aws_product_match(stream.read_value(), wanted)
-                if found is not None:
-                    matched[sku] = found
-            products_seen = True
-        elif key == "terms":
-            for term_type in stream.members():
-                if term_type != "OnDemand":
-                    stream.skip_value(walk=True)
-                    continue
-                for sku in stream.members():
-                    # Before the products are known every SKU's price is kept (a float each);
-                    # the documented layout puts products first, so this is the rare path.
-                    if products_seen and sku not in matched:
-                        stream.skip_value()
+    try:
+        for key in events.members():
+            if key == "products":
+                for sku in events.members():
+                    found = _aws_product_match(events.value(), wanted)
+                    if found is not None:
+                        matched[sku] = found
+                products_seen = True
+            elif key == "terms":
+                for term_type in events.members():
+                    if term_type != "OnDemand":
+                        events.skip()
                         continue
-                    hourly = _aws_hourly_usd(stream.read_value())
-                    if hourly is not None:
-                        prices[sku] = hourly
-                if products_seen:
-                    return _aws_quotes(matched, prices, source)
-        else:
-            stream.skip_value(walk=True)
+                    for sku in events.members():
+                        # Before the products are known every SKU's price is kept (a float
+                        # each); the documented layout puts products first, so this is rare.
+                        if products_seen and sku not in matched:
+                            events.skip()
+                            continue
+                        hourly = _aws_hourly_usd(events.value())
+                        if hourly is not None:
+                            prices[sku] = hourly
+                    if products_seen:
+                        return _aws_quotes(matched, prices, source)
+            else:
+                events.skip()
+    except ijson.JSONError as exc:
+        raise ValueError(f"malformed JSON in the price list ({str(exc).splitlines()[0]})") from exc
     return _aws_quotes(matched, prices, source)
+
+
+class _ChunkReader:
+    """A file-like ``read`` over an iterable of byte (or text) chunks, for ``ijson``."""
+
+    def __init__(self, chunks: Iterable[bytes | str]) -> None:
+        self._chunks = iter(chunks)
+        self._rest = b""
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes (all that is left when negative); b"" at the end."""
+        while size < 0 or len(self._rest) < size:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                break
+            self._rest += chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+        if size < 0:
+            out, self._rest = self._rest, b""
+        else:
+            out, self._rest = self._rest[:size], self._rest[size:]
+        return out
+
+
+class _Events:
+    """Walks an object's members over ``ijson`` parse events, building only the values asked
+    for (one product, one SKU's terms) and stepping over the rest in ``ijson``'s C parser."""
+
+    def __init__(self, events: Iterator[tuple[str, str, Any]]) -> None:
+        self._events = events
+
+    def _next(self) -> tuple[str, Any]:
+        try:
+            _, event, value = next(self._events)
+        except StopIteration:
+            raise ValueError("unexpected end of the price list") from None
+        return event, value
+
+    def members(self) -> Iterator[str]:
+        """Yield the keys of the object that starts at the next event; the caller consumes
+        each key's value (:meth:`value`, :meth:`skip` or a nested :meth:`members`)."""
+        event, _ = self._next()
+        if event != "start_map":
+            raise ValueError(f"expected an object in the price list, found {event}")
+        while True:
+            event, value = self._next()
+            if event == "end_map":
+                return
+            yield str(value)
+
+    def value(self) -> Any:
+        """Build the next value whole."""
+        import ijson
+
+        builder = ijson.ObjectBuilder()
+        depth = 0
+        while True:
+            event, value = self._next()
+            builder.event(event, value)
+            if event in ("start_map", "start_array"):
+                depth += 1
+            elif event in ("end_map", "end_array"):
+                depth -= 1
+            if depth == 0:
+                return builder.value
+
+    def skip(self) -> None:
+        """Step over the next value without building it."""
+        depth = 0
+        while True:
+            event, _ = self._next()
+            if event in ("start_map", "start_array"):
+                depth += 1
+            elif event in ("end_map", "end_array"):
+                depth -= 1
+            if depth == 0:
+                return
 
 
 def _aws_quotes(
@@ -574,108 +655,6 @@ def _aws_quotes(
             price, effective = prices[sku]
             quotes.append(LiveQuote("aws", region, size, price, False, source, effective))
     return quotes
-
-
-_NON_WS = re.compile(r"[^ \t\r\n]")
-
-
-class _JsonStream:
-    """Just enough of a streaming JSON reader to walk a huge object's members.
-
-    Values are decoded whole with the standard library's C decoder (``raw_decode``) once the
-    buffer holds them, so only the walking is done in Python.
-    """
-
-    def __init__(self, chunks: Iterable[bytes | str]) -> None:
-        self._chunks: Iterator[bytes | str] = iter(chunks)
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
-        self._json = json.JSONDecoder()
-        self._buf = ""
-        self._pos = 0
-        self._eof = False
-
-    def _fill(self) -> bool:
-        if self._eof:
-            return False
-        try:
-            chunk = next(self._chunks)
-        except StopIteration:
-            self._buf = self._buf[self._pos :] + self._decoder.decode(b"", final=True)
-            self._pos = 0
-            self._eof = True
-            return False
-        text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
-        self._buf = self._buf[self._pos :] + text
-        self._pos = 0
-        return True
-
-    def _peek(self) -> str:
-        while True:
-            # A regex search skips the offer file's indentation in C, not char by char.
-            found = _NON_WS.search(self._buf, self._pos)
-            if found is not None:
-                self._pos = found.start()
-                return self._buf[self._pos]
-            self._pos = len(self._buf)
-            if not self._fill():
-                raise ValueError("unexpected end of the price list")
-
-    def _expect(self, char: str) -> None:
-        found = self._peek()
-        if found != char:
-            raise ValueError(f"expected {char!r} in the price list, found {found!r}")
-        self._pos += 1
-
-    def read_value(self) -> Any:
-        """Decode the next value whole."""
-        self._peek()
-        while True:
-            try:
-                value, end = self._json.raw_decode(self._buf, self._pos)
-            except json.JSONDecodeError:
-                if self._fill():
-                    continue
-                raise ValueError("malformed JSON in the price list") from None
-            # A number that ends at the buffer's end may go on in the next chunk.
-            if end == len(self._buf) and not self._eof and self._fill():
-                continue
-            self._pos = end
-            return value
-
-    def skip_value(self, walk: bool = False) -> None:
-        """Step over the next value.
-
-        Args:
-            walk: the value may be huge (a whole section): step over its members one by one
-                rather than decode it whole. Small values are faster decoded whole in C.
-        """
-        if walk and self._peek() == "{":
-            for _ in self.members():
-                self.read_value()
-        else:
-            self.read_value()
-
-    def members(self) -> Iterator[str]:
-        """Yield the keys of the object at the cursor.
-
-        After each key the caller must consume its value (:meth:`read_value`,
-        :meth:`skip_value` or a nested :meth:`members`) before asking for the next key.
-        """
-        self._expect("{")
-        if self._peek() == "}":
-            self._pos += 1
-            return
-        while True:
-            key = self.read_value()
-            if not isinstance(key, str):
-                raise ValueError("an object key in the price list is not a string")
-            self._expect(":")
-            yield key
-            if self._peek() == ",":
-                self._pos += 1
-                continue
-            self._expect("}")
-            return
 
 
 # --- live figures: fetching and merging --------------------------------------------------------
