@@ -59,18 +59,24 @@ class WorkerRepairer:
         """Replace ``worker`` (and any other lost worker) and connect to it; None on failure."""
         asked = time.monotonic()
         with self._lock:
+            # every request counts, replaced or not: a worker that cannot be replaced (or
+            # keeps failing once replaced) is dropped after max_repairs tries
             if self.repairs.get(worker, 0) >= self.max_repairs:
                 log.warning("worker %s was replaced %d times already; dropping it", worker,
                             self.max_repairs)
                 return None
+            self.repairs[worker] = self.repairs.get(worker, 0) + 1
             try:
                 record = self._replace(worker, asked)
             except Exception as exc:  # a failed repair must not end the run
                 log.warning("could not replace worker %s: %s", worker, exc)
                 return None
+            if record is None:
+                return None
             return self._connect(record, worker)
 
-    def _replace(self, worker: str, asked: float) -> object:
+    def _replace(self, worker: str, asked: float) -> object | None:
+        """The pool's record once ``worker`` was replaced (None if it was not)."""
         from oa_vm import api, fleet
         from oa_vm.state import WorkerState
 
@@ -85,8 +91,10 @@ class WorkerRepairer:
         )
         now = time.monotonic()
         for name in replaced:
-            self.repairs[name] = self.repairs.get(name, 0) + 1
             self._replaced_at[name] = now
+        if worker not in replaced:
+            log.warning("worker %s could not be replaced (its instance is still there)", worker)
+            return None
         return record
 
     def _connect(self, record: object, worker: str) -> WorkerConnection | None:

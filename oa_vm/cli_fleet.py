@@ -82,8 +82,9 @@ def pool_resume(
 def pool_repair(
     name: NameOpt = None,
     worker: Annotated[
-        list[str] | None, typer.Option(help="Replace this worker even if it looks alive "
-                                            "(repeatable); default: every lost worker.")
+        list[str] | None, typer.Option(help="Local pools: replace this worker even if it "
+                                            "looks alive (repeatable). Default: every lost "
+                                            "worker (cloud: every instance that is gone).")
     ] = None,
     timeout: TimeoutOpt = "30m",
     no_wait: NoWaitOpt = False,

@@ -183,15 +183,18 @@ class CloudFleetOps:
         return names
 
     def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
-        """Run the program again: what the cloud removed is recreated under the same names."""
+        """Run the program again: what the cloud removed is recreated under the same names.
+
+        A named worker whose instance still exists is not replaced (the program recreates only
+        what is gone); it is left out of the names returned.
+        """
         record = self.provider.refresh(record)
         lost = [w.name for w in record.workers if w.state == WorkerState.LOST]
-        wanted = sorted(set(lost) | set(names or []))
-        if not wanted:
+        if not lost:
             return []
         paused = False if record.cloud == "aws" and record.provider_data.get("pauses") else None
         changed = self._update_workers(record, self._run_program(record, progress, paused=paused))
-        replaced = sorted(set(wanted) | set(changed))
+        replaced = sorted(set(lost) | set(changed))
         self._mark(record, replaced, WorkerState.BOOTING, "recreated")
         record.state = state.derive_pool_state(record.workers)
         return replaced
