@@ -130,9 +130,11 @@ class _Master:
                 raise SshUnreachableError("no ssh client installed; install openssh-client")
             self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (closed by stop())
             argv = [ssh, "-M", "-N", *self.options(), f"{self.user}@{self.host}"]
+            # In this process's group: a Ctrl-C in the terminal ends the masters with the
+            # controller. A controller killed outright (SIGKILL) leaves them running until the
+            # worker side closes the connection; `pgrep -f 'ssh -M -N'` finds them.
             self._proc = subprocess.Popen(  # fixed argv, no shell
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=self._stderr, start_new_session=True,
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
             )
             # connect, host key, login, each bounded by ConnectTimeout; this deadline bounds
             # the whole (a server that accepts and never speaks, for one)
