@@ -53,6 +53,7 @@ DEFAULT_WORKERS = 3
 DEFAULT_TTL_HOURS = 4.0
 MAX_WORKERS = 256
 MAX_LOCAL_WORKERS = 1000  # several per process (per_process), for scale tests
+MAX_PER_PROCESS = 100
 
 
 def _owner() -> str:
@@ -106,8 +107,10 @@ def build_spec(
         raise InvalidInputError(f"--workers {workers} is more than the limit of {limit}")
     if per_process != 1 and cloud != "local":
         raise InvalidInputError("--per-process is for local pools (--cloud local)")
-    if isinstance(per_process, bool) or not 1 <= per_process <= 100:
-        raise InvalidInputError(f"--per-process must be between 1 and 100, not {per_process}")
+    if isinstance(per_process, bool) or not 1 <= per_process <= MAX_PER_PROCESS:
+        raise InvalidInputError(
+            f"--per-process must be between 1 and {MAX_PER_PROCESS}, not {per_process}"
+        )
     if not ttl_hours > 0:
         raise InvalidInputError(f"--ttl-hours must be more than 0, not {ttl_hours}")
     if price_per_hour is not None and not price_per_hour >= 0:

@@ -34,8 +34,7 @@ from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 if TYPE_CHECKING:  # the provider imports this module
     from oa_vm.providers.local import LocalProvider
 
-GROUP_READY_TIMEOUT_S = 120.0
-MAX_PER_PROCESS = 100
+GROUP_READY_TIMEOUT_S = 120.0  # a process of many workers on a busy machine starts slowly
 
 
 def group_name(index: int) -> str:
