@@ -4,20 +4,23 @@ Two measurements, one after the other, each a real ``run_evaluation`` with the `
 on short tasks whose every step carries realistic traffic (a screenshot padded to at least
 200 KB and an accessibility tree):
 
-1. **direct**: >= 200 workers on loopback, several per process (``python -m infra.local
-   --count N``), reached directly;
+1. **direct**: hundreds of workers on loopback, an ordinary local pool with several workers per
+   process (``oa-vm pool-create --per-process N``), reached directly;
 2. **tunnel**: a sample of workers (8 by default) behind a real OpenSSH server on loopback,
-   reached through :mod:`waa_client.tunnel` tunnels, as cloud workers are. Skipped with a note
-   when ``/usr/sbin/sshd`` is missing.
+   reached through :mod:`waa_client.tunnel` tunnels as cloud workers are, once per backend
+   (``--tunnel-backends openssh,paramiko``). Skipped with a note when ``/usr/sbin/sshd`` is
+   missing.
 
 Figures: tasks/s, steps/s, controller CPU ms per step (``getrusage(RUSAGE_SELF)`` of this
 process, which is the controller; workers are other processes), MB of observations moved per
-controller CPU second, the controller's peak RSS; for the tunnel, its cost per MB and whether
-one core would carry 200 workers taking a screenshot every 3 s.
+controller CPU second, the controller's peak RSS; for each tunnel backend, its CPU per MB (in the
+controller and in the ``ssh`` child processes) and whether the controller's core would carry
+200 workers taking a screenshot every 3 s.
 
 Usage (from the repository root)::
 
     .venv/bin/python bench/scale.py [--workers 200] [--per-process 25] [--tasks 2000] [--json]
+    .venv/bin/python bench/scale.py --workers 500 --tasks 3000 --json
 """
 
 from __future__ import annotations
