@@ -10,7 +10,9 @@
 
 The program's settings are rebuilt from the record. The expiry the instances were created with
 is kept (``provider_data["program_expires_at"]``): it is part of cloud-init, and a changed
-cloud-init would replace every instance.
+cloud-init would replace every instance. Known gap: the worker's own power-off timer is armed
+by cloud-init for that original expiry, so a pool resumed after it powers itself off again
+(AWS then terminates it); re-arming the timer on resume belongs to the worker bootstrap.
 """
 
 from __future__ import annotations
