@@ -4,7 +4,8 @@ Each command is run several times as a real subprocess with this same interprete
 script, and the median wall time is divided by the median of ``python -c pass`` measured in the
 same run, so the ratio says how much the CLI adds to bare interpreter start-up on this machine.
 ``pool-status`` is timed on an empty ``OA_VM_HOME`` (it answers that there is no pool) and with
-one local pool of one worker.
+one local pool of one worker, ``pool-list`` with that pool; both again through Typer
+(``OA_VM_FAST_PATH=0``), as they ran before the fast path of :mod:`oa_vm.quick`.
 
 Usage (from the repository root)::
 
@@ -115,12 +116,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["pool_status_one_local_pool"] = time_command(
             [str(oa_vm), "pool-status", "--name", "bench-cli"], with_pool, args.runs
         )
+        progress("timing oa-vm pool-list (one local pool)")
+        results["pool_list_one_local_pool"] = time_command(
+            [str(oa_vm), "pool-list"], with_pool, args.runs
+        )
+        # The same two through Typer (the fast path turned off): the figures before it.
+        typer_path = {**with_pool, "OA_VM_FAST_PATH": "0"}
+        progress("timing both again through Typer (OA_VM_FAST_PATH=0)")
+        results["typer_pool_status_one_local_pool"] = time_command(
+            [str(oa_vm), "pool-status", "--name", "bench-cli"], typer_path, args.runs
+        )
+        results["typer_pool_list_one_local_pool"] = time_command(
+            [str(oa_vm), "pool-list"], typer_path, args.runs
+        )
     baseline = base["median_s"]
     for figures in results.values():
         figures["ratio_to_python"] = round(figures["median_s"] / baseline, 2)
     out = {"runs": args.runs, "results": results, "machine": machine_info()}
     text = "\n".join(
-        f"{key:<28} median {f['median_s'] * 1000:7.1f} ms  x{f['ratio_to_python']:<5} "
+        f"{key:<34} median {f['median_s'] * 1000:7.1f} ms  x{f['ratio_to_python']:<5} "
         f"(exit {f['exit_code']})"
         for key, f in results.items()
     )

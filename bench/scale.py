@@ -4,29 +4,32 @@ Two measurements, one after the other, each a real ``run_evaluation`` with the `
 on short tasks whose every step carries realistic traffic (a screenshot padded to at least
 200 KB and an accessibility tree):
 
-1. **direct**: >= 200 workers on loopback, several per process (``python -m infra.local
-   --count N``), reached directly;
+1. **direct**: hundreds of workers on loopback, an ordinary local pool with several workers per
+   process (``oa-vm pool-create --per-process N``), reached directly;
 2. **tunnel**: a sample of workers (8 by default) behind a real OpenSSH server on loopback,
-   reached through :mod:`waa_client.tunnel` tunnels, as cloud workers are. Skipped with a note
-   when ``/usr/sbin/sshd`` is missing.
+   reached through :mod:`waa_client.tunnel` tunnels as cloud workers are, once per backend
+   (``--tunnel-backends openssh,paramiko``). Skipped with a note when ``/usr/sbin/sshd`` is
+   missing.
 
 Figures: tasks/s, steps/s, controller CPU ms per step (``getrusage(RUSAGE_SELF)`` of this
 process, which is the controller; workers are other processes), MB of observations moved per
-controller CPU second, the controller's peak RSS; for the tunnel, its cost per MB and whether
-one core would carry 200 workers taking a screenshot every 3 s.
+controller CPU second, the controller's peak RSS; for each tunnel backend, its CPU per MB (in the
+controller and in the ``ssh`` child processes) and whether the controller's core would carry
+200 workers taking a screenshot every 3 s.
 
 Usage (from the repository root)::
 
     .venv/bin/python bench/scale.py [--workers 200] [--per-process 25] [--tasks 2000] [--json]
+    .venv/bin/python bench/scale.py --workers 500 --tasks 3000 --json
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import resource
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -53,7 +56,6 @@ from bench.workload import short_tasks, write_task_folder
 PROG = "bench/scale.py"
 SCREENSHOT_BYTES = 204_800
 STEPS_SOLUTION = ["echo step-1", "echo step-2", "DONE"]  # three observed steps per task
-READY_TIMEOUT_S = 120.0
 SCREENSHOT_EVERY_S = 3.0
 FLEET = 200
 
@@ -86,86 +88,8 @@ class Measured:
     setup_wall_s: float = 0.0
     worker_cpu_s: float = 0.0
     helper_cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def _spawn_workers(
-    scratch: Path, folder: Path, total: int, per_process: int
-) -> list[tuple[subprocess.Popen[bytes], Path, Path]]:
-    """Start ``total`` workers, ``per_process`` to a process; returns (process, root, ready)."""
-    started = []
-    logs = scratch / "worker-logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    for number in range((total + per_process - 1) // per_process):
-        count = min(per_process, total - number * per_process)
-        root = scratch / "fleet" / f"p{number}"
-        ready = root / "ready.json"
-        root.mkdir(parents=True, exist_ok=True)
-        with open(logs / f"p{number}.log", "ab") as log:
-            proc = subprocess.Popen(  # fixed argv, no shell
-                [sys.executable, "-m", "infra.local", "--name", f"p{number}", "--root",
-                 str(root), "--ready-file", str(ready), "--count", str(count), "--tasks",
-                 str(folder), "--fault", f"screenshot-min-bytes={SCREENSHOT_BYTES}",
-                 "--log-level", "WARNING"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            )
-        started.append((proc, root, ready))
-    return started
-
-
-def _stop_workers(started: Sequence[tuple[subprocess.Popen[bytes], Path, Path]]) -> None:
-    for proc, _, _ in started:
-        if proc.poll() is None:
-            proc.terminate()
-    for proc, _, _ in started:
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-
-
-def _register_fleet(
-    pool: str, started: Sequence[tuple[subprocess.Popen[bytes], Path, Path]]
-) -> None:
-    """Record the running processes' workers as one ready local pool.
-
-    The local provider starts one process per worker; 200 processes would measure the
-    machine's memory rather than the controller, so the fleet is started here with
-    ``--count`` and described to oa-vm as the provider would describe it (process ID, start
-    time, and the ``--root`` folder that identifies the process as ours).
-    """
-    import psutil
-
-    from oa_vm import state
-    from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
-
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    workers: list[WorkerRecord] = []
-    for proc, root, ready in started:
-        while not ready.is_file():
-            if proc.poll() is not None:
-                raise RuntimeError(f"a worker process exited at start (status {proc.returncode})")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"workers not ready after {READY_TIMEOUT_S:g} s")
-            time.sleep(0.1)
-        data = json.loads(ready.read_text(encoding="utf-8"))
-        created = psutil.Process(proc.pid).create_time()
-        for entry in data["workers"]:
-            workers.append(WorkerRecord(
-                name=str(entry["name"]), state=WorkerState.READY, pid=proc.pid,
-                pid_create_time=created, host="127.0.0.1", workdir=str(root),
-                waa_url=f"http://127.0.0.1:{entry['waa_port']}",
-                scoring_url=f"http://127.0.0.1:{entry['scoring_port']}",
-                remote_waa_port=int(entry["waa_port"]),
-                remote_scoring_port=int(entry["scoring_port"]), phase="ready",
-            ))
-    now = state.utcnow()
-    state.save(PoolRecord(
-        name=pool, cloud="local", state=PoolState.READY, created_at=now,
-        expires_at=None, owner="bench", workers=workers,
-        settings={"workers": len(workers), "registered_by": "bench/scale.py"},
-    ))
 
 
 def _observation_bytes(waa_url: str) -> int:
@@ -202,6 +126,22 @@ def _sshd_cpu(listener_pid: int | None) -> float:
     return _cpu_of([c.pid for c in children])
 
 
+def _ssh_client_cpu() -> float:
+    """CPU seconds of this process's ``ssh`` children (the OpenSSH tunnels' forwarding)."""
+    import psutil
+
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return 0.0
+    ssh = []
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            if child.name() == "ssh":
+                ssh.append(child.pid)
+    return _cpu_of(ssh)
+
+
 def _measure_run(
     pool: str, run_name: str, results: Path, workers: int, worker_pids: Sequence[int],
     helper_pid: int | None = None,
@@ -221,13 +161,19 @@ def _measure_run(
             marks["end"] = Usage.now()
             # per-connection sshd processes end with the tunnels: sample them now
             helper["end"] = _sshd_cpu(helper_pid)
+            helper["client_end"] = _ssh_client_cpu()
 
     helper["start"] = _sshd_cpu(helper_pid)
+
+    def on_started(event: RunEvent) -> None:
+        on_event(event)
+        if event.kind == "started":  # the tunnels are open by now
+            helper["client_start"] = _ssh_client_cpu()
     config = RunConfig(
         pool=pool, selection="all", agent="oracle", run_name=run_name, results_dir=results,
         task_timeout_s=120.0, read_timeout_s=60.0,
     )
-    result = run_evaluation(config, on_event=on_event)
+    result = run_evaluation(config, on_event=on_started)
     start, end = marks["start"], marks["end"]
     measured = Measured(workers=workers)
     measured.wall_s = end.wall_s - start.wall_s
@@ -236,6 +182,7 @@ def _measure_run(
     measured.setup_wall_s = start.wall_s - before.wall_s
     measured.worker_cpu_s = _cpu_of(worker_pids) - workers_before
     measured.helper_cpu_s = helper.get("end", 0.0) - helper.get("start", 0.0)
+    measured.client_cpu_s = helper.get("client_end", 0.0) - helper.get("client_start", 0.0)
     for path in (result.run_dir / "tasks").glob("*/execution.json"):
         record = json.loads(path.read_text(encoding="utf-8"))
         measured.tasks += 1
@@ -268,29 +215,34 @@ def _figures(m: Measured, observation_bytes: int) -> dict[str, Any]:
 
 
 def run_direct(scratch: Path, workers: int, per_process: int, tasks: int) -> dict[str, Any]:
-    """The fleet reached directly; returns its figures."""
+    """The fleet reached directly; returns its figures.
+
+    The pool is an ordinary local pool with ``per_process`` workers in each process
+    (``oa-vm pool-create --per-process``), so hundreds of workers cost tens of interpreters.
+    """
     folder = write_task_folder(
         short_tasks(tasks), scratch / "tasks-direct", solution=STEPS_SOLUTION
     )
     progress(f"direct: starting {workers} workers, {per_process} per process")
-    started = _spawn_workers(scratch, folder, workers, per_process)
     pool = "bench-scale"
     try:
-        _register_fleet(pool, started)
+        create_local_pool(
+            pool, workers, tasks_dir=str(folder), per_process=per_process,
+            faults={"screenshot-min-bytes": str(SCREENSHOT_BYTES)},
+        )
         from oa_vm import state
 
-        first = state.load(pool).workers[0]
+        record = state.load(pool)
+        pids = sorted({w.pid for w in record.workers if w.pid is not None})
+        first = record.workers[0]
         assert first.waa_url is not None
         obs_bytes = _observation_bytes(first.waa_url)
         progress(f"direct: running {tasks} tasks")
-        measured = _measure_run(
-            pool, "scale-direct", scratch / "results", workers, [p.pid for p, _, _ in started]
-        )
+        measured = _measure_run(pool, "scale-direct", scratch / "results", workers, pids)
     finally:
-        _stop_workers(started)
         remove_pool(pool)
     figures = _figures(measured, obs_bytes)
-    figures["processes"] = len(started)
+    figures["processes"] = len(pids)
     figures["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     return figures
 
@@ -307,49 +259,66 @@ def _ssh_server(scratch: Path) -> Iterator[Any]:
         server.stop()
 
 
-def run_tunnel(scratch: Path, workers: int, tasks: int) -> dict[str, Any]:
-    """A sample of workers behind the test SSH server; returns its figures (or a skip note)."""
+def run_tunnel(scratch: Path, workers: int, tasks: int, backend: str) -> dict[str, Any]:
+    """A sample of workers behind the test SSH server, tunnelled with ``backend``
+    (``openssh`` or ``paramiko``); returns its figures (or a skip note)."""
     from tests.support.sshd import sshd_available
+    from waa_client.openssh import ssh_binary
 
     if not sshd_available():
         return {"skipped": "OpenSSH server not installed (/usr/sbin/sshd); tunnel not measured"}
+    if backend == "openssh" and ssh_binary() is None:
+        return {"skipped": "no ssh client installed; OpenSSH tunnels not measured"}
     folder = write_task_folder(
-        short_tasks(tasks, seed=12), scratch / "tasks-tunnel", solution=STEPS_SOLUTION
+        short_tasks(tasks, seed=12), scratch / f"tasks-tunnel-{backend}", solution=STEPS_SOLUTION
     )
-    pool = "bench-tunnel"
-    with _ssh_server(scratch) as sshd:
-        progress(f"tunnel: starting {workers} workers behind sshd on port {sshd.port}")
-        try:
-            create_local_pool(
-                pool, workers, tasks_dir=str(folder),
-                faults={"screenshot-min-bytes": str(SCREENSHOT_BYTES)},
-                ssh_via={"host": sshd.host, "port": sshd.port, "user": sshd.user,
-                         "key_path": str(sshd.client_key)},
-            )
-            from oa_vm import state
+    pool = f"bench-tunnel-{backend}"
+    previous = os.environ.get("OA_VM_SSH_BACKEND")
+    os.environ["OA_VM_SSH_BACKEND"] = backend
+    try:
+        with _ssh_server(scratch / backend) as sshd:
+            progress(f"tunnel ({backend}): starting {workers} workers behind sshd on port "
+                     f"{sshd.port}")
+            try:
+                create_local_pool(
+                    pool, workers, tasks_dir=str(folder),
+                    faults={"screenshot-min-bytes": str(SCREENSHOT_BYTES)},
+                    ssh_via={"host": sshd.host, "port": sshd.port, "user": sshd.user,
+                             "key_path": str(sshd.client_key)},
+                )
+                from oa_vm import state
 
-            record = state.load(pool)
-            pids = [w.pid for w in record.workers if w.pid is not None]
-            assert record.workers[0].waa_url is not None
-            obs_bytes = _observation_bytes(record.workers[0].waa_url)
-            progress(f"tunnel: running {tasks} tasks")
-            measured = _measure_run(
-                pool, "scale-tunnel", scratch / "results", workers, pids, helper_pid=sshd.pid
-            )
-        finally:
-            remove_pool(pool)
+                record = state.load(pool)
+                pids = [w.pid for w in record.workers if w.pid is not None]
+                assert record.workers[0].waa_url is not None
+                obs_bytes = _observation_bytes(record.workers[0].waa_url)
+                progress(f"tunnel ({backend}): running {tasks} tasks")
+                measured = _measure_run(
+                    pool, f"scale-tunnel-{backend}", scratch / "results", workers, pids,
+                    helper_pid=sshd.pid,
+                )
+            finally:
+                remove_pool(pool)
+    finally:
+        if previous is None:
+            os.environ.pop("OA_VM_SSH_BACKEND", None)
+        else:
+            os.environ["OA_VM_SSH_BACKEND"] = previous
     figures = _figures(measured, obs_bytes)
+    figures["backend"] = backend
     figures["sshd_cpu_ms_per_step"] = round(
         1000 * measured.helper_cpu_s / max(1, measured.steps), 2
     )
+    figures["ssh_client_cpu_s"] = round(measured.client_cpu_s, 2)
     return figures
 
 
 def tunnel_capacity(direct: dict[str, Any], tunnel: dict[str, Any]) -> dict[str, Any]:
     """What the tunnel costs per MB and whether one core carries a 200-worker fleet.
 
-    The tunnels' forwarding runs in the controller (paramiko threads), so the tunnel's own cost
-    is the controller CPU per MB with tunnels minus that without.
+    The tunnel's own cost is the controller CPU per MB with tunnels minus that without
+    (paramiko forwards in the controller's threads) plus the CPU of the ``ssh`` child
+    processes per MB (OpenSSH forwards there; zero for paramiko).
     """
     if "skipped" in tunnel:
         return {"skipped": tunnel["skipped"]}
@@ -357,12 +326,17 @@ def tunnel_capacity(direct: dict[str, Any], tunnel: dict[str, Any]) -> dict[str,
     mb_tunnel = tunnel["mb_moved"]
     cpu_per_mb_direct = direct["controller_cpu_s"] / mb_direct
     cpu_per_mb_tunnel = tunnel["controller_cpu_s"] / mb_tunnel
-    tunnel_cpu_per_mb = max(cpu_per_mb_tunnel - cpu_per_mb_direct, 1e-9)
+    client_per_mb = tunnel.get("ssh_client_cpu_s", 0.0) / mb_tunnel
+    in_controller = max(cpu_per_mb_tunnel - cpu_per_mb_direct, 0.0)
+    tunnel_cpu_per_mb = max(in_controller + client_per_mb, 1e-9)
     needed = FLEET / SCREENSHOT_EVERY_S * tunnel["observation_bytes_per_step"] / 1e6
     per_core = 1.0 / tunnel_cpu_per_mb
     whole_per_core = 1.0 / cpu_per_mb_tunnel
     return {
+        "backend": tunnel.get("backend"),
         "tunnel_cpu_ms_per_mb": round(1000 * tunnel_cpu_per_mb, 2),
+        "tunnel_cpu_ms_per_mb_in_controller": round(1000 * in_controller, 2),
+        "tunnel_cpu_ms_per_mb_in_ssh_processes": round(1000 * client_per_mb, 2),
         "tunnel_mb_per_s_per_core": round(per_core, 1),
         "controller_with_tunnels_mb_per_s_per_core": round(whole_per_core, 1),
         "fleet_need_mb_per_s": round(needed, 1),
@@ -379,8 +353,10 @@ def _peak_rss_mb() -> float:
 
 def _text(figures: dict[str, Any]) -> str:
     lines = []
-    for part in ("direct", "tunnel"):
-        data = figures[part]
+    parts = [("direct", figures["direct"])] + [
+        (f"tunnel {name}", data) for name, data in figures["tunnels"].items()
+    ]
+    for part, data in parts:
         if "skipped" in data:
             lines.append(f"{part}: skipped ({data['skipped']})")
             continue
@@ -391,13 +367,14 @@ def _text(figures: dict[str, Any]) -> str:
             f"{data['mb_per_controller_cpu_s']} MB per CPU s, {data['errors']} errors"
         )
     lines.append(f"controller peak RSS: {figures['direct'].get('peak_rss_mb')} MB")
-    cap = figures["tunnel_capacity"]
-    if "skipped" not in cap:
+    for name, cap in figures["tunnel_capacity"].items():
+        if "skipped" in cap:
+            continue
         lines.append(
-            f"tunnel: {cap['tunnel_cpu_ms_per_mb']} ms CPU per MB "
+            f"tunnel {name}: {cap['tunnel_cpu_ms_per_mb']} ms CPU per MB "
             f"({cap['tunnel_mb_per_s_per_core']} MB/s per core); a fleet of {cap['fleet']} "
-            f"needs {cap['fleet_need_mb_per_s']} MB/s: one core carries it: "
-            f"{cap['one_core_carries_fleet']} ({cap['cores_needed']} cores needed)"
+            f"needs {cap['fleet_need_mb_per_s']} MB/s: the controller's core carries it: "
+            f"{cap['one_core_carries_fleet']} ({cap['cores_needed']} of its core needed)"
         )
     return "\n".join(lines)
 
@@ -410,6 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tasks", type=int, default=2000, help="tasks for the direct run")
     ap.add_argument("--tunnel-workers", type=int, default=8, help="workers behind sshd (0: skip)")
     ap.add_argument("--tunnel-tasks", type=int, default=240, help="tasks for the tunnel run")
+    ap.add_argument("--tunnel-backends", default="openssh,paramiko",
+                    help="SSH backends to measure, comma-separated (openssh, paramiko)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     args = ap.parse_args(argv)
     for name in ("workers", "per_process", "tasks"):
@@ -419,17 +398,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise BenchInputError("--workers is limited to 1000 and --tasks to 20000")
     if args.tunnel_workers < 0 or args.tunnel_tasks < 1:
         raise BenchInputError("--tunnel-workers must be 0 or more and --tunnel-tasks at least 1")
+    backends = [b.strip() for b in args.tunnel_backends.split(",") if b.strip()]
+    if not backends or any(b not in ("openssh", "paramiko") for b in backends):
+        raise BenchInputError("--tunnel-backends takes openssh, paramiko or both")
     with isolated_home() as scratch:
         direct = run_direct(scratch, args.workers, args.per_process, args.tasks)
-        if args.tunnel_workers:
-            tunnel = run_tunnel(scratch, args.tunnel_workers, args.tunnel_tasks)
-        else:
-            tunnel = {"skipped": "--tunnel-workers 0"}
+        tunnels: dict[str, dict[str, Any]] = {}
+        for backend in backends:
+            if args.tunnel_workers:
+                tunnels[backend] = run_tunnel(
+                    scratch, args.tunnel_workers, args.tunnel_tasks, backend
+                )
+            else:
+                tunnels[backend] = {"skipped": "--tunnel-workers 0"}
     figures = {
         "direct": direct,
-        "tunnel": tunnel,
-        "tunnel_capacity": tunnel_capacity(direct, tunnel),
-        "targets": {"controller_cpu_ms_per_step_direct": 10.0, "peak_rss_mb": 500.0},
+        "tunnels": tunnels,
+        "tunnel_capacity": {b: tunnel_capacity(direct, t) for b, t in tunnels.items()},
+        "targets": {"controller_cpu_ms_per_step_direct": 5.0, "peak_rss_mb": 500.0},
         "machine": machine_info(),
     }
     emit(figures, args.json, _text(figures))

@@ -13,7 +13,6 @@ left, so a hung worker costs at most the task's budget (plus the client's connec
 
 from __future__ import annotations
 
-import base64
 import binascii
 import time
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from evals.records import (
     now_iso,
     save_screenshot,
 )
+from waa_client.b64 import b64decode_strict
 from waa_client.catalog import is_infeasible
 from waa_client.errors import RequestRejectedError, ServerError, WaaError
 from waa_client.scoring import ScoringClient
@@ -218,7 +218,7 @@ def _observe(
         obs = waa.observe()
         image = obs.get("image")
         if isinstance(image, str) and image:
-            screenshot = base64.b64decode(image, validate=True)
+            screenshot = b64decode_strict(image)  # pybase64 when installed: 40x faster
         raw_title = obs.get("window_title")
         title = raw_title if isinstance(raw_title, str) else None
     except WaaError as exc:

@@ -36,6 +36,11 @@ app.command(
 )(audit_verifier)
 
 
+from oa_vm.cli_version import add_version_and_short_help  # noqa: E402
+
+add_version_and_short_help(app, "openadapt-evals")
+
+
 def main() -> None:
     """Console entry point."""
     run_main(app, "openadapt-evals")

@@ -122,6 +122,7 @@ class RunConfig:
     quarantine_after: int = DEFAULT_QUARANTINE_AFTER
     lease_seconds: float = 60.0
     evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
+    repair: bool = False  # replace quarantined workers from the pool (evals.repair)
 
     def validate(self) -> None:
         """Raise :class:`InvalidRunInputError` for values no run can use."""
@@ -322,8 +323,10 @@ class Dispatcher:
         make_agent: Callable[[], BenchmarkAgent],
         settings: DispatchSettings,
         on_event: EventSink | None = None,
+        repair: Callable[[str], WorkerConnection | None] | None = None,
     ) -> None:
         self.folder = folder
+        self.repair = repair  # gives a replacement for a quarantined worker (run --repair)
         self.queue = queue
         self.ledger = ledger
         self.workers = workers
@@ -443,7 +446,23 @@ class Dispatcher:
             consecutive = consecutive + 1 if worker_fault else 0
             if consecutive >= self.settings.quarantine_after:
                 self._quarantine(worker.name, consecutive)
-                break
+                replacement = self._replace(worker)
+                if replacement is None:
+                    break
+                worker, consecutive = replacement, 0
+
+    def _replace(self, worker: WorkerConnection) -> WorkerConnection | None:
+        """A repaired connection for a quarantined worker (``run --repair``), or None."""
+        if self.repair is None or self._stop.is_set() or self._drained():
+            return None
+        replacement = self.repair(worker.name)
+        if replacement is None or self._stop.is_set():
+            return None
+        with self._state_lock:
+            if worker.name in self._quarantined:
+                self._quarantined.remove(worker.name)
+        self._emit("worker_repaired", worker=worker.name, detail="replaced from the pool")
+        return replacement
 
     def _drained(self) -> bool:
         counts = self.queue.counts()
@@ -790,6 +809,12 @@ def _run_in_folder(
                 # The queue is the source of truth: restore a copy lost in a crash.
                 if folder.read_execution(tid) is None:
                     folder.write_execution(TaskExecution.from_json(record))
+            repairer = None
+            if config.repair:
+                from evals.repair import WorkerRepairer
+
+                repairer = WorkerRepairer(pool, connect_timeout=config.connect_timeout_s,
+                                          read_timeout=config.read_timeout_s)
             dispatcher = Dispatcher(
                 folder, queue, ledger, workers, tasks, infos, make_agent,
                 DispatchSettings(
@@ -800,6 +825,7 @@ def _run_in_folder(
                     evaluate_backoff_s=config.evaluate_backoff_s,
                 ),
                 on_event,
+                repair=repairer,
             )
             try:
                 outcome = dispatcher.run()
@@ -809,6 +835,9 @@ def _run_in_folder(
                     cost=ledger.totals(),
                 )
                 raise
+            finally:
+                if repairer is not None:
+                    repairer.close()
             quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
             status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED
             records = queue.records()

@@ -6,7 +6,6 @@ Records are written by this module only (providers return records, they never sa
 
 from __future__ import annotations
 
-import getpass
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -53,12 +52,16 @@ __all__ = [
 DEFAULT_WORKERS = 3
 DEFAULT_TTL_HOURS = 4.0
 MAX_WORKERS = 256
+MAX_LOCAL_WORKERS = 1000  # several per process (per_process), for scale tests
+MAX_PER_PROCESS = 100
 
 
 def _owner() -> str:
     env = os.environ.get("OA_VM_OWNER")
     if env:
         return env
+    import getpass  # only when creating a pool: read-only commands start faster without it
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -90,6 +93,7 @@ def build_spec(
     ssh_via: dict[str, Any] | None = None,
     price_per_hour: float | None = None,
     tasks_dir: str | None = None,
+    per_process: int = 1,
 ) -> PoolSpec:
     """Validate what the user asked for and turn it into a :class:`PoolSpec`.
 
@@ -98,8 +102,15 @@ def build_spec(
     """
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidInputError(f"--workers must be a whole number of at least 1, not {workers}")
-    if workers > MAX_WORKERS:
-        raise InvalidInputError(f"--workers {workers} is more than the limit of {MAX_WORKERS}")
+    limit = MAX_LOCAL_WORKERS if cloud == "local" else MAX_WORKERS
+    if workers > limit:
+        raise InvalidInputError(f"--workers {workers} is more than the limit of {limit}")
+    if per_process != 1 and cloud != "local":
+        raise InvalidInputError("--per-process is for local pools (--cloud local)")
+    if isinstance(per_process, bool) or not 1 <= per_process <= MAX_PER_PROCESS:
+        raise InvalidInputError(
+            f"--per-process must be between 1 and {MAX_PER_PROCESS}, not {per_process}"
+        )
     if not ttl_hours > 0:
         raise InvalidInputError(f"--ttl-hours must be more than 0, not {ttl_hours}")
     if price_per_hour is not None and not price_per_hour >= 0:
@@ -136,6 +147,7 @@ def build_spec(
         ssh_via=ssh_via,
         price_per_hour=price_per_hour,
         tasks_dir=tasks_dir,
+        per_process=per_process,
     )
 
 
@@ -264,14 +276,11 @@ def list_pools(*, refresh_local: bool = True) -> list[PoolRecord | CorruptRecord
 
 
 def pool_cost_so_far(record: PoolRecord) -> float | None:
-    """$ spent so far by the pool (uptime x price x workers), or None when unpriced."""
-    if record.price_per_hour is None:
+    """$ spent so far by the pool (running and paused time), or None when it has no price."""
+    from oa_vm.pool_cost import pool_cost_so_far as cost
+
+    if record.price_per_hour is None and not record.provider_data.get("pauses"):
         return None
-    try:
-        from oa_vm.pricing import pool_cost_so_far as cost
-    except ImportError:
-        hours = record.age_seconds() / 3600.0
-        return hours * record.price_per_hour * len(record.workers)
     return cost(record)
 
 

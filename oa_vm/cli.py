@@ -14,10 +14,8 @@ import typer
 
 from oa_vm import api, cli_images, state
 from oa_vm.clikit import print_json, run_main
-from oa_vm.durations import format_duration
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.state import PoolRecord
-from oa_vm.tables import money, render_table
 
 app = typer.Typer(
     name="oa-vm",
@@ -116,6 +114,9 @@ def pool_create(
     build_image: Annotated[
         bool, typer.Option(help="Cloud pools: build the region's image first if it has none.")
     ] = False,
+    per_process: Annotated[
+        int, typer.Option(help="Local pools: workers served by each process.")
+    ] = 1,
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Show the plan and price; create nothing.")
     ] = False,
@@ -131,7 +132,7 @@ def pool_create(
         name=name, cloud=cloud, workers=workers, size=size, regions=regions, spot=spot,
         ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),
         faults=_parse_faults(list(fault or [])), ssh_via=_parse_ssh_via(ssh_via, ssh_key),
-        price_per_hour=price_per_hour, tasks_dir=tasks_dir,
+        price_per_hour=price_per_hour, tasks_dir=tasks_dir, per_process=per_process,
     )
     spec.image, spec.build_image = image, build_image
     if "0.0.0.0/0" in spec.allow_cidrs:
@@ -182,16 +183,9 @@ def pool_wait(
 
 
 def _status_json(record: PoolRecord) -> dict[str, Any]:
-    data = record.to_json()
-    data["age_s"] = round(record.age_seconds(), 1)
-    data["expired"] = record.is_expired()
-    data["price_per_hour_total"] = (
-        None if record.price_per_hour is None else record.price_per_hour * len(record.workers)
-    )
-    data["cost_so_far_usd"] = api.pool_cost_so_far(record)
-    for worker in data["workers"]:
-        worker["reached_via"] = "ssh" if worker.get("ssh") else "direct"
-    return data
+    from oa_vm.pool_views import status_json
+
+    return status_json(record)
 
 
 @app.command("pool-status")
@@ -201,52 +195,25 @@ def pool_status(
     refresh: Annotated[bool, typer.Option(help="Ask the cloud, not just the record.")] = False,
 ) -> None:
     """Show a pool: its workers, their state and URLs, its cost so far."""
+    from oa_vm.pool_views import status_text
+
     record = api.pool_status(name, refresh=refresh)
     if json_out:
         print_json(_status_json(record))
         return
-    per_hour = None if record.price_per_hour is None else record.price_per_hour * len(
-        record.workers
-    )
-    expiry = state.format_time(record.expires_at) or "-"
-    _echo(f"Pool {record.name} ({record.cloud}): {record.state.value}, "
-          f"age {format_duration(record.age_seconds())}, expires {expiry}"
-          + (" (EXPIRED)" if record.is_expired() else ""))
-    _echo(f"Price {money(per_hour)}/hour, cost so far {money(api.pool_cost_so_far(record))}")
-    rows = [
-        [w.name, w.state.value, w.phase or "", w.waa_url or "", w.scoring_url or "",
-         w.pid or w.provider_id or "", "ssh" if w.ssh else "direct"]
-        for w in record.workers
-    ]
-    _echo(render_table(["WORKER", "STATE", "PHASE", "WAA", "SCORING", "ID", "VIA"], rows))
+    _echo(status_text(record))
 
 
 @app.command("pool-list")
 def pool_list(json_out: JsonOpt = False) -> None:
     """List every pool with its cloud, workers, age, state and cost so far."""
+    from oa_vm.pool_views import list_json, list_text
+
     items = api.list_pools()
     if json_out:
-        print_json([
-            _status_json(item) if isinstance(item, PoolRecord)
-            else {"error": str(item), "path": str(item.path)}
-            for item in items
-        ])
+        print_json(list_json(items))
         return
-    if not items:
-        _echo("No pools. Create one with: oa-vm pool-create --cloud local --workers 3")
-        return
-    rows: list[list[object]] = []
-    for item in items:
-        if not isinstance(item, PoolRecord):
-            rows.append([item.path.parent.name, "?", "?", "?", f"corrupt: {item.reason}", "", ""])
-            continue
-        per_hour = None if item.price_per_hour is None else item.price_per_hour * len(item.workers)
-        rows.append([
-            item.name, item.cloud, len(item.workers), format_duration(item.age_seconds()),
-            item.state.value + (" (expired)" if item.is_expired() else ""),
-            money(per_hour), money(api.pool_cost_so_far(item)),
-        ])
-    _echo(render_table(["NAME", "CLOUD", "WORKERS", "AGE", "STATE", "$/HOUR", "COST"], rows))
+    _echo(list_text(items))
 
 
 @app.command("pool-cleanup")
@@ -321,6 +288,14 @@ def _mount_prices() -> None:
 
 _mount_prices()
 cli_images.register(app)
+
+from oa_vm.cli_fleet import register as _register_fleet  # noqa: E402  (after the app exists)
+
+_register_fleet(app)
+
+from oa_vm.cli_version import add_version_and_short_help  # noqa: E402
+
+add_version_and_short_help(app, "oa-vm")
 
 
 def main() -> None:

@@ -3,9 +3,10 @@
 ``oa-vm --help`` is what people type most, and rendering it through Typer costs the import of
 Typer and Click (several times the interpreter's own start-up). The rendered top-level help is
 therefore kept as a snapshot beside this file and printed directly; a test renders the real help
-and fails when the snapshot differs, so it cannot drift. Click wraps help at
-``min(terminal width, 80)``, so the snapshot is used only on terminals at least 80 columns wide
-(or when output is not a terminal); anything else goes through Typer.
+and fails when the snapshot differs, so it cannot drift. ``pool-status`` and ``pool-list`` are
+answered without Typer too (:mod:`oa_vm.quick`; ``OA_VM_FAST_PATH=0`` turns that off). Click
+wraps help at ``min(terminal width, 80)``, so the snapshot is used only on terminals at least 80
+columns wide (or when output is not a terminal); anything else goes through Typer.
 """
 
 from __future__ import annotations
@@ -32,13 +33,21 @@ def _terminal_columns() -> int:
 
 def main() -> None:
     """Print the help snapshot for ``oa-vm --help``; hand everything else to the Typer app."""
-    if sys.argv[1:] == ["--help"] and _terminal_columns() >= SNAPSHOT_MIN_COLUMNS:
+    if sys.argv[1:] in (["--help"], ["-h"]) and _terminal_columns() >= SNAPSHOT_MIN_COLUMNS:
         try:
             with open(HELP_SNAPSHOT, encoding="utf-8") as handle:
                 sys.stdout.write(handle.read())
             return
         except OSError:
             pass  # a broken install: fall back to rendering it
+    fast = os.environ.get("OA_VM_FAST_PATH", "1") != "0"  # 0: always through Typer (bench)
+    if fast and sys.argv[1:2] and sys.argv[1] in ("pool-status", "pool-list"):
+        from oa_vm.quick import try_run
+
+        code = try_run(sys.argv[1:])
+        if code is not None:
+            sys.stdout.flush()
+            sys.exit(code)
     from oa_vm.cli import main as cli_main
 
     cli_main()

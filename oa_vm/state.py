@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
@@ -38,6 +37,7 @@ class PoolState(StrEnum):
     DEGRADED = "degraded"  # some workers lost, the rest usable
     FAILED = "failed"
     DELETING = "deleting"
+    PAUSED = "paused"  # every worker stopped on purpose; disks kept (oa_vm.fleet)
 
 
 class WorkerState(StrEnum):
@@ -48,6 +48,7 @@ class WorkerState(StrEnum):
     READY = "ready"
     LOST = "lost"  # was started, is gone (process died, instance terminated)
     STOPPED = "stopped"
+    PAUSED = "paused"  # stopped by pool-pause, to be started again by pool-resume
 
 
 def utcnow() -> datetime:
@@ -187,6 +188,8 @@ class PoolRecord:
 def derive_pool_state(workers: list[WorkerRecord]) -> PoolState:
     """The pool's state as its workers' states imply it."""
     states = [w.state for w in workers]
+    if states and all(s == WorkerState.PAUSED for s in states):
+        return PoolState.PAUSED
     if not states or all(s in (WorkerState.LOST, WorkerState.STOPPED) for s in states):
         return PoolState.FAILED
     if WorkerState.LOST in states:
@@ -245,6 +248,8 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
     POSIX). The file and then the folder are fsynced, trading a few milliseconds for a record
     that survives a power cut.
     """
+    import tempfile  # here, not at the top: read-only commands never load it (start-up time)
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

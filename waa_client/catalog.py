@@ -21,6 +21,10 @@ from waa_client.errors import CatalogError, SyntheticTaskError, UnknownTaskError
 from waa_client.scoring import ScoringClient
 
 INFEASIBLE_PREFIX = "INF-"
+BULK_CHUNK = 500  # task IDs per bulk request (the servers take up to 1000)
+
+BulkLoader = Callable[[list[str]], "dict[str, dict[str, Any]] | None"]
+"""Reads many tasks at once: ``{task_id: json}`` (unknown IDs left out), or None if it cannot."""
 _EXAMPLES = "examples"
 _LISTED_MAX = 20
 
@@ -74,6 +78,7 @@ class Catalog:
         indexes: dict[str, dict[str, list[str]]],
         domains: dict[str, str],
         loader: Callable[[str], dict[str, Any]],
+        bulk_loader: BulkLoader | None = None,
     ) -> None:
         """Use :meth:`from_folder` or :meth:`from_scoring`.
 
@@ -82,11 +87,14 @@ class Catalog:
             indexes: Index name -> ``{domain: [task_id]}``.
             domains: Every known task ID -> its domain, in catalog order.
             loader: Reads one task's JSON by ID.
+            bulk_loader: Reads many at once (``{id: json}``, or None when the source cannot);
+                :meth:`select` then loads a selection's tasks in a few requests, not one each.
         """
         self.source = source
         self._indexes = indexes
         self._domains = domains
         self._loader = loader
+        self._bulk_loader = bulk_loader
         self._cache: dict[str, dict[str, Any]] = {}
 
     # -- construction ---------------------------------------------------------------------------
@@ -170,6 +178,7 @@ class Catalog:
             indexes=indexes,
             domains=domains,
             loader=client.task,
+            bulk_loader=client.tasks_batch,
         )
 
     # -- queries ----------------------------------------------------------------------------------
@@ -209,6 +218,22 @@ class Catalog:
                 raise CatalogError(f"task {task_id} from {self.source} is not a JSON object")
             self._cache[task_id] = task
         return self._cache[task_id]
+
+    def prefetch(self, task_ids: Iterable[str]) -> None:
+        """Load the known, not yet cached tasks among ``task_ids`` with the bulk loader, in
+        chunks of :data:`BULK_CHUNK`; without one (or if the source cannot) nothing happens and
+        :meth:`load` reads them one by one later. Malformed tasks are left to :meth:`load`."""
+        if self._bulk_loader is None:
+            return
+        wanted = [t for t in _dedupe(task_ids) if t in self._domains and t not in self._cache]
+        for start in range(0, len(wanted), BULK_CHUNK):
+            got = self._bulk_loader(wanted[start:start + BULK_CHUNK])
+            if got is None:  # a source without the bulk endpoint
+                self._bulk_loader = None
+                return
+            for task_id, task in got.items():
+                if task_id in self._domains and isinstance(task, dict):
+                    self._cache[task_id] = task
 
     def ref(self, task_id: str) -> TaskRef:
         """A :class:`TaskRef` for one task (loads its JSON for the instruction)."""
@@ -265,7 +290,9 @@ class Catalog:
             UnknownTaskError: Some IDs are not in the catalog (lists them all).
             CatalogError: Unknown index or domain, unreadable ``@file``, empty selection.
         """
-        return [self.ref(task_id) for task_id in self.resolve(selection, live=live)]
+        task_ids = self.resolve(selection, live=live)
+        self.prefetch(task_ids)
+        return [self.ref(task_id) for task_id in task_ids]
 
     def _expand(self, selection: str) -> list[str]:
         text = selection.strip()

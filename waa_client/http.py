@@ -37,8 +37,15 @@ from waa_client.errors import (
     WorkerTimeoutError,
     WorkerUnreachableError,
 )
+from waa_client.transport import LeanSession
 
 T = TypeVar("T")
+
+_orjson_loads: Callable[[bytes], Any] | None
+try:
+    from orjson import loads as _orjson_loads
+except ImportError:  # optional speed-up
+    _orjson_loads = None
 
 DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 60.0
@@ -107,11 +114,10 @@ class HttpClient:
         self.read_timeout = read_timeout
         self.retries = retries
         self.backoff_max = backoff_max
-        self._session = requests.Session()
         # Workers are reached directly or through our own tunnels: a proxy from the environment
-        # must never apply, nor ~/.netrc credentials, and requests otherwise looks both up (file
-        # system calls) on every request, a measurable share of a sweep's controller CPU.
-        self._session.trust_env = False
+        # must never apply, nor ~/.netrc credentials (LeanSession never looks them up). It
+        # sends on http.client, a fraction of requests' CPU per call (see its module).
+        self._session = LeanSession()
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -300,10 +306,21 @@ def raise_for_status(response: requests.Response) -> None:
     )
 
 
+def _loads(content: bytes) -> Any:
+    """JSON from bytes: ``orjson`` when installed (a 273 KB observation in 0.1 ms rather than
+    0.2 to 0.3), the standard library for what orjson refuses (NaN, huge integers, UTF-16)."""
+    if _orjson_loads is not None:
+        try:
+            return _orjson_loads(content)
+        except ValueError:
+            pass  # the standard parser decides: it accepts a little more, or raises
+    return json.loads(content)
+
+
 def json_body(response: requests.Response) -> Any:
     """Parse a JSON body, mapping anything else to :class:`MalformedResponseError`."""
     try:
-        return response.json()
+        return _loads(response.content)
     except (ValueError, json.JSONDecodeError) as e:
         snippet = response.text[:80]
         raise MalformedResponseError(

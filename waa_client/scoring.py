@@ -90,6 +90,29 @@ class ScoringClient(HttpClient):
         """
         return json_object(self._request("GET", "/state", idempotent=True))
 
+    def tasks_batch(self, task_ids: list[str]) -> dict[str, dict[str, Any]] | None:
+        """``POST /tasks/batch``: many tasks' JSON in one round trip (retried like ``task``).
+
+        Returns ``{task_id: json}`` for the IDs the worker holds (unknown ones are left out), or
+        None when the server predates the endpoint (404), so callers fall back to :meth:`task`.
+
+        Raises:
+            MalformedResponseError: The answer is not ``{"tasks": {id: object}, ...}``.
+        """
+        response = self._request(
+            "POST", "/tasks/batch", idempotent=True, accept=(404,), json={"ids": task_ids}
+        )
+        if response.status_code == 404:
+            return None
+        tasks = json_object(response).get("tasks")
+        if not isinstance(tasks, dict) or not all(isinstance(t, dict) for t in tasks.values()):
+            raise MalformedResponseError(
+                f"POST {response.url}: 'tasks' is not an object of task objects",
+                url=response.url,
+                status=response.status_code,
+            )
+        return {str(k): v for k, v in tasks.items()}
+
     def setup(
         self,
         config: list[dict[str, Any]],

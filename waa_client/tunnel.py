@@ -24,6 +24,7 @@ authenticates with its own key only.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import stat
 import threading
@@ -33,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Protocol, Self
 
 import paramiko
 import sshtunnel
@@ -511,6 +512,90 @@ def _close_transport(transport: paramiko.Transport) -> None:
         transport.join(_SERVER_THREAD_JOIN)
 
 
+class ForwardingTunnel(Protocol):
+    """What :class:`PoolTunnels` and its users need of one worker's tunnel, whichever backend
+    forwards it (:class:`WorkerTunnel` with paramiko, or
+    :class:`waa_client.openssh.OpenSshTunnel` with OpenSSH)."""
+
+    target: TunnelTarget
+    reconnects: int
+
+    def start(self) -> None:
+        """Connect and forward."""
+        ...
+
+    def stop(self) -> None:
+        """Close; idempotent."""
+        ...
+
+    def ensure(self) -> None:
+        """Reconnect if down."""
+        ...
+
+    def is_healthy(self) -> bool:
+        """Up and forwarding."""
+        ...
+
+    @property
+    def local_ports(self) -> tuple[int, int]:
+        """``(waa_port, scoring_port)`` on 127.0.0.1."""
+        ...
+
+    @property
+    def local_waa_port(self) -> int:
+        """Local WAA port."""
+        ...
+
+    @property
+    def local_scoring_port(self) -> int:
+        """Local scoring port."""
+        ...
+
+    @property
+    def local_waa_url(self) -> str:
+        """Local WAA URL."""
+        ...
+
+    @property
+    def local_scoring_url(self) -> str:
+        """Local scoring URL."""
+        ...
+
+
+BACKENDS = ("openssh", "paramiko")
+
+
+def default_backend() -> str:
+    """``openssh`` when an ``ssh`` client is installed, else ``paramiko``.
+
+    ``OA_VM_SSH_BACKEND=paramiko`` (or ``openssh``) chooses explicitly.
+    """
+    chosen = os.environ.get("OA_VM_SSH_BACKEND", "").strip().lower()
+    if chosen in BACKENDS:
+        return chosen
+    from waa_client.openssh import ssh_binary
+
+    return "openssh" if ssh_binary() is not None else "paramiko"
+
+
+def make_tunnel(
+    target: TunnelTarget, known_hosts: Path, *, backend: str | None = None, **options: float
+) -> ForwardingTunnel:
+    """An unstarted tunnel to ``target`` with ``backend`` (default: :func:`default_backend`).
+
+    ``options`` are the tunnels' keyword arguments (``keepalive``, ``connect_timeout``,
+    ``reconnect_attempts``, ``backoff_max``).
+    """
+    chosen = backend or default_backend()
+    if chosen == "openssh":
+        from waa_client.openssh import OpenSshTunnel
+
+        return OpenSshTunnel(target, known_hosts, **options)  # type: ignore[arg-type]
+    if chosen != "paramiko":
+        raise ValueError(f"unknown SSH backend {chosen!r}; use one of {', '.join(BACKENDS)}")
+    return WorkerTunnel(target, known_hosts, **options)  # type: ignore[arg-type]
+
+
 class PoolTunnels:
     """One :class:`WorkerTunnel` per worker, kept alive by a background health loop.
 
@@ -526,6 +611,8 @@ class PoolTunnels:
         backoff_max: Cap of the wait before retrying a worker whose reconnect failed.
         allow_partial: When False (default), entering fails if any tunnel cannot be opened;
             when True, failed ones are retried by the loop and listed in :attr:`errors`.
+        backend: ``openssh`` (``ssh`` child processes, one connection per host) or
+            ``paramiko`` (forwarding in this process); default :func:`default_backend`.
     """
 
     def __init__(
@@ -538,18 +625,20 @@ class PoolTunnels:
         check_interval: float = 5.0,
         backoff_max: float = 60.0,
         allow_partial: bool = False,
+        backend: str | None = None,
     ) -> None:
         self.targets = list(targets)
+        self.backend = backend or default_backend()
         names = [t.name for t in self.targets]
         if len(set(names)) != len(names):
             raise ValueError(f"worker names must be unique, got {names}")
         self.check_interval = check_interval
         self.backoff_max = backoff_max
         self.allow_partial = allow_partial
-        self.tunnels: dict[str, WorkerTunnel] = {
-            t.name: WorkerTunnel(
-                t, known_hosts, keepalive=keepalive, connect_timeout=connect_timeout,
-                reconnect_attempts=1, backoff_max=backoff_max,
+        self.tunnels: dict[str, ForwardingTunnel] = {
+            t.name: make_tunnel(
+                t, known_hosts, backend=self.backend, keepalive=keepalive,
+                connect_timeout=connect_timeout, reconnect_attempts=1, backoff_max=backoff_max,
             )
             for t in self.targets
         }
@@ -557,10 +646,10 @@ class PoolTunnels:
         self._stop = threading.Event()
         self._loop: threading.Thread | None = None
 
-    def __getitem__(self, name: str) -> WorkerTunnel:
+    def __getitem__(self, name: str) -> ForwardingTunnel:
         return self.tunnels[name]
 
-    def __iter__(self) -> Iterator[WorkerTunnel]:
+    def __iter__(self) -> Iterator[ForwardingTunnel]:
         return iter(self.tunnels.values())
 
     def urls(self) -> dict[str, tuple[str, str]]:
@@ -577,7 +666,7 @@ class PoolTunnels:
         Raises:
             TunnelError: A tunnel failed and ``allow_partial`` is False (all are closed again).
         """
-        def open_one(tunnel: WorkerTunnel) -> tuple[str, TunnelError | None]:
+        def open_one(tunnel: ForwardingTunnel) -> tuple[str, TunnelError | None]:
             try:
                 tunnel.start()
             except TunnelError as e:

@@ -116,6 +116,8 @@ def event_line(event: RunEvent) -> str | None:
         return f"retry {event.task_id}: failed{where} ({event.detail}); another worker takes it"
     if event.kind == "worker_quarantined":
         return f"worker {event.worker} quarantined: {event.detail}"
+    if event.kind == "worker_repaired":
+        return f"worker {event.worker} {event.detail}: back at work"
     if event.kind == "budget_stop":
         return f"budget cap reached ({event.detail}): no more tasks are started"
     if event.kind == "finished":
@@ -156,7 +158,7 @@ class LiveProgress:
     def __call__(self, event: RunEvent) -> None:
         """Redraw the block for the new state."""
         with self._lock:
-            if event.kind in ("task_retry", "worker_quarantined", "budget_stop"):
+            if event.kind in ("task_retry", "worker_quarantined", "worker_repaired", "budget_stop"):
                 line = event_line(event)
                 if line:
                     self._notices = [*self._notices, line][-self.keep_notices:]
@@ -283,6 +285,10 @@ def run(
     read_timeout: ReadTimeoutOpt = 60.0,
     step_pause: StepPauseOpt = 0.0,
     agent_arg: AgentArgOpt = None,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Replace workers quarantined for infrastructure "
+                                            "reasons from the pool (oa-vm pool-repair).")
+    ] = False,
 ) -> None:
     """Run tasks on an existing pool; every task gets one final record in the run folder."""
     config = build_config(
@@ -292,4 +298,5 @@ def run(
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
         agent_args=agent_arg,
     )
+    config.repair = repair
     execute(config, json_out=json_out)

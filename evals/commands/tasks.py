@@ -33,9 +33,19 @@ def tasks(
         bool, typer.Option("--json", help="Print JSON instead of a table.")
     ] = False,
 ) -> None:
-    """List the selected tasks (ID, domain, infeasible, instruction) and the count per domain."""
-    if (source is None) == (pool is None):
-        raise typer.BadParameter("give exactly one of --source DIR or --pool NAME")
+    """List the selected tasks (ID, domain, infeasible, instruction) and the count per domain.
+
+    Without ``--source`` or ``--pool`` it lists the bundled local suite (what a local pool
+    serves unless created with ``--tasks-dir``).
+    """
+    if source is not None and pool is not None:
+        raise typer.BadParameter("give one of --source DIR or --pool NAME, not both")
+    if source is None and pool is None:
+        from infra.local.taskstore import tasks_dir
+
+        source = tasks_dir()
+        typer.echo(f"(the bundled local suite, {source}; --source DIR or --pool NAME for others)",
+                   err=True)
     if source is not None:
         refs = Catalog.from_folder(source).select(tasks_sel, live=False)
     else:

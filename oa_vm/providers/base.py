@@ -44,6 +44,7 @@ class PoolSpec:
         image: cloud pools: the prepared image (oa-vm image ID, or the cloud's snapshot ID) the
             workers' storage is made from; None means the newest ready image of the region.
         build_image: cloud pools: build an image first when the region has none.
+        per_process: local pool only: workers served by each process (``infra.local --count``).
     """
 
     name: str
@@ -61,6 +62,7 @@ class PoolSpec:
     tasks_dir: str | None = None
     image: str | None = None
     build_image: bool = False
+    per_process: int = 1
 
 
 @dataclass

@@ -79,6 +79,10 @@ class LocalProvider:
     def create(self, spec: PoolSpec, progress: Progress) -> PoolRecord:
         """Start the worker processes and wait (briefly) for each to report its ports."""
         validate_faults(spec.faults)
+        if spec.per_process > 1:
+            from oa_vm.providers.local_fleet import create_grouped
+
+            return create_grouped(self, spec, spec.per_process, progress)
         pool_dir = state.pool_dir(spec.name)
         record = PoolRecord(
             name=spec.name,
@@ -167,7 +171,7 @@ class LocalProvider:
     def refresh(self, record: PoolRecord) -> PoolRecord:
         """Mark workers whose process is gone (or is no longer ours) as ``LOST``."""
         for worker in record.workers:
-            if worker.state in (WorkerState.STOPPED, WorkerState.LOST):
+            if worker.state in (WorkerState.STOPPED, WorkerState.LOST, WorkerState.PAUSED):
                 continue
             if not self._is_ours(worker):
                 worker.state = WorkerState.LOST
@@ -295,7 +299,9 @@ def _read_ready(worker: WorkerRecord) -> bool:
         return False
     try:
         data = json.loads((Path(worker.workdir) / "ready.json").read_text(encoding="utf-8"))
-        entry = data["workers"][0]
+        # a process serving several workers lists them all; provider_id names this one's slot
+        entry = next((e for e in data["workers"] if e.get("name") == worker.provider_id),
+                     data["workers"][0])
         waa_port, scoring_port = int(entry["waa_port"]), int(entry["scoring_port"])
     except (FileNotFoundError, json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError):
         return False

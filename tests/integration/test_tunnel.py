@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+import psutil
 import pytest
 
 from tests.support import sshd as sshd_support
@@ -27,7 +28,8 @@ from waa_client import (
     SshUnreachableError,
     WaaClient,
 )
-from waa_client.tunnel import PoolTunnels, TunnelTarget, WorkerTunnel
+from waa_client.openssh import ssh_binary
+from waa_client.tunnel import ForwardingTunnel, PoolTunnels, TunnelTarget, make_tunnel
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 sshd = sshd_support.sshd  # the real-sshd fixture, shared with other test modules
@@ -74,10 +76,20 @@ def _target(sshd: SshServer, worker: SimWorker, name: str = "w1",
     )
 
 
+@pytest.fixture(params=["openssh", "paramiko"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Every tunnel test runs with both backends: ssh child processes and paramiko."""
+    if request.param == "openssh" and ssh_binary() is None:
+        pytest.skip("no ssh client installed (Debian package openssh-client)")
+    return str(request.param)
+
+
 @pytest.fixture
-def tunnel(sshd: SshServer, worker: SimWorker, tmp_path: Path) -> Iterator[WorkerTunnel]:
-    opened = WorkerTunnel(_target(sshd, worker), tmp_path / "pool" / "known_hosts",
-                          keepalive=1.0, connect_timeout=5.0)
+def tunnel(
+    sshd: SshServer, worker: SimWorker, tmp_path: Path, backend: str
+) -> Iterator[ForwardingTunnel]:
+    opened = make_tunnel(_target(sshd, worker), tmp_path / "pool" / "known_hosts",
+                         backend=backend, keepalive=1.0, connect_timeout=5.0)
     opened.start()
     try:
         yield opened
@@ -111,7 +123,7 @@ def _wait_until(condition: Callable[[], bool], deadline: float, what: str) -> No
         time.sleep(0.05)
 
 
-def test_clients_work_through_the_tunnel(tunnel: WorkerTunnel, sshd: SshServer) -> None:
+def test_clients_work_through_the_tunnel(tunnel: ForwardingTunnel, sshd: SshServer) -> None:
     with WaaClient(tunnel.local_waa_url) as waa, ScoringClient(tunnel.local_scoring_url) as scoring:
         assert waa.probe()["status"] == "Probe successful"
         assert waa.screenshot().startswith(b"\x89PNG\r\n\x1a\n")
@@ -128,7 +140,7 @@ def test_clients_work_through_the_tunnel(tunnel: WorkerTunnel, sshd: SshServer) 
 
 
 def test_reconnects_after_the_connection_is_killed(
-    tunnel: WorkerTunnel, sshd: SshServer
+    tunnel: ForwardingTunnel, sshd: SshServer
 ) -> None:
     urls = (tunnel.local_waa_url, tunnel.local_scoring_url)
     assert sshd.drop_connections() >= 1
@@ -143,13 +155,14 @@ def test_reconnects_after_the_connection_is_killed(
 
 
 def test_pool_health_loop_reconnects_by_itself(
-    sshd: SshServer, worker: SimWorker, tmp_path: Path
+    sshd: SshServer, worker: SimWorker, tmp_path: Path, backend: str
 ) -> None:
     targets = [_target(sshd, worker, "w1"), _target(sshd, worker, "w2")]
     with PoolTunnels(targets, tmp_path / "known_hosts", keepalive=1.0, connect_timeout=5.0,
-                     check_interval=0.2, backoff_max=1.0) as pool:
+                     check_interval=0.2, backoff_max=1.0, backend=backend) as pool:
         urls = pool.urls()
-        assert sshd.drop_connections() >= 2
+        # paramiko: a connection per worker; openssh: one per host, shared by both workers
+        assert sshd.drop_connections() >= (2 if backend == "paramiko" else 1)
         for name in ("w1", "w2"):
             with WaaClient(urls[name][0], connect_timeout=2.0, read_timeout=5.0) as waa:
                 # Retries ride over the gap; the loop, not this test, reopens the tunnel.
@@ -160,11 +173,13 @@ def test_pool_health_loop_reconnects_by_itself(
 
 
 def test_pool_tunnels_leave_no_thread_and_no_port(
-    sshd: SshServer, worker: SimWorker, tmp_path: Path
+    sshd: SshServer, worker: SimWorker, tmp_path: Path, backend: str
 ) -> None:
     before = {t.ident for t in threading.enumerate()}
+    children = {c.pid for c in psutil.Process().children()}
     targets = [_target(sshd, worker, "w1"), _target(sshd, worker, "w2")]
-    with PoolTunnels(targets, tmp_path / "known_hosts", check_interval=0.2) as pool:
+    with PoolTunnels(targets, tmp_path / "known_hosts", check_interval=0.2,
+                     backend=backend) as pool:
         ports = [port for t in pool for port in t.local_ports]
         # Keep HTTP connections open through the tunnels while they are closed under them.
         waa = WaaClient(pool["w1"].local_waa_url)
@@ -174,13 +189,15 @@ def test_pool_tunnels_leave_no_thread_and_no_port(
         assert len(threading.enumerate()) > len(before)
     leftover = [t.name for t in threading.enumerate() if t.ident not in before]
     assert leftover == []
+    ssh_left = [c.cmdline() for c in psutil.Process().children() if c.pid not in children]
+    assert ssh_left == [], "no ssh process outlives the tunnels"
     assert all(_port_closed(port) for port in ports), ports
     waa.close()
     scoring.close()
 
 
 def test_changed_host_key_is_refused(
-    tunnel: WorkerTunnel, sshd: SshServer
+    tunnel: ForwardingTunnel, sshd: SshServer
 ) -> None:
     known_before = tunnel.known_hosts.path.read_text()
     tunnel.stop()
@@ -194,36 +211,48 @@ def test_changed_host_key_is_refused(
         tunnel.ensure()  # never retried into acceptance
 
 
-def test_unreachable_ssh_port(worker: SimWorker, tmp_path: Path, sshd: SshServer) -> None:
+def test_unreachable_ssh_port(
+    worker: SimWorker, tmp_path: Path, sshd: SshServer, backend: str
+) -> None:
     with RefusingPort() as refusing:
         target = TunnelTarget("w1", "127.0.0.1", refusing.port, sshd.user, sshd.client_key)
         with pytest.raises(SshUnreachableError) as info:
-            WorkerTunnel(target, tmp_path / "known_hosts", connect_timeout=2.0).start()
+            make_tunnel(target, tmp_path / "known_hosts", backend=backend,
+                        connect_timeout=2.0).start()
     assert info.value.is_infrastructure
     assert "refused" in str(info.value).lower()
 
 
-def test_port_that_is_not_ssh(worker: SimWorker, tmp_path: Path, sshd: SshServer) -> None:
+def test_port_that_is_not_ssh(
+    worker: SimWorker, tmp_path: Path, sshd: SshServer, backend: str
+) -> None:
     with SilentServer() as silent:
         target = TunnelTarget("w1", "127.0.0.1", silent.port, sshd.user, sshd.client_key)
         with pytest.raises(SshUnreachableError, match="handshake"):
-            WorkerTunnel(target, tmp_path / "known_hosts", connect_timeout=1.0).start()
+            make_tunnel(target, tmp_path / "known_hosts", backend=backend,
+                        connect_timeout=1.0).start()
 
 
-def test_key_not_authorized(sshd: SshServer, worker: SimWorker, tmp_path: Path) -> None:
+def test_key_not_authorized(
+    sshd: SshServer, worker: SimWorker, tmp_path: Path, backend: str
+) -> None:
     stranger = generate_key(tmp_path / "stranger")
     target = _target(sshd, worker, key=stranger)
     with pytest.raises(SshAuthenticationError, match="refused"):
-        WorkerTunnel(target, tmp_path / "known_hosts", connect_timeout=5.0).start()
+        make_tunnel(target, tmp_path / "known_hosts", backend=backend,
+                    connect_timeout=5.0).start()
 
 
-def test_bad_key_files(sshd: SshServer, worker: SimWorker, tmp_path: Path) -> None:
+def test_bad_key_files(
+    sshd: SshServer, worker: SimWorker, tmp_path: Path, backend: str
+) -> None:
     known = tmp_path / "known_hosts"
     with pytest.raises(KeyFileError, match="not found"):
-        WorkerTunnel(_target(sshd, worker, key=tmp_path / "missing"), known).start()
+        make_tunnel(_target(sshd, worker, key=tmp_path / "missing"), known,
+                    backend=backend).start()
     open_key = tmp_path / "open_key"
     open_key.write_bytes(sshd.client_key.read_bytes())
     os.chmod(open_key, 0o644)
     with pytest.raises(KeyFileError, match="chmod 600"):
-        WorkerTunnel(_target(sshd, worker, key=open_key), known).start()
+        make_tunnel(_target(sshd, worker, key=open_key), known, backend=backend).start()
     assert not known.exists(), "nothing was contacted"

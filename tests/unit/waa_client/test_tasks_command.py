@@ -26,10 +26,20 @@ def test_errors_propagate_for_the_cli_to_print(waa_data: Path) -> None:
         tasks(source=waa_data, pool=None, tasks_sel="nope-WOS", json_out=False)
 
 
-@pytest.mark.parametrize(("source", "pool"), [(None, None), (Path("x"), "p")])
-def test_exactly_one_source(source: Path | None, pool: str | None) -> None:
-    with pytest.raises(typer.BadParameter):
-        tasks(source=source, pool=pool, tasks_sel="all", json_out=False)
+def test_not_both_sources() -> None:
+    with pytest.raises(typer.BadParameter, match="not both"):
+        tasks(source=Path("x"), pool="p", tasks_sel="all", json_out=False)
+
+
+def test_no_source_lists_the_bundled_local_suite(capsys: pytest.CaptureFixture[str]) -> None:
+    from infra.local.taskstore import tasks_dir
+
+    tasks(source=None, pool=None, tasks_sel="all", json_out=True)
+    captured = capsys.readouterr()
+    listing = json.loads(captured.out)
+    expected = Catalog.from_folder(tasks_dir()).resolve("all", live=False)
+    assert [t["task_id"] for t in listing["tasks"]] == expected and expected
+    assert "bundled local suite" in captured.err
 
 
 def test_table() -> None:

@@ -1,0 +1,276 @@
+"""Fleet operations on existing pools: pause, resume, repair, extend.
+
+- **pause** stops every worker but keeps its disk (AWS: instances stopped; Azure: deallocated;
+  local: processes stopped, folders kept). A paused pool costs only what it keeps (see
+  :mod:`oa_vm.pool_cost`) and gets a new expiry, ``keep_days`` ahead: paused pools expire too,
+  and ``pool-cleanup --expired`` removes them, unless ``pool-extend`` moves the expiry.
+- **resume** starts the workers again and waits for them (a warm start: the image and the
+  Windows disk are already there).
+- **repair** replaces lost workers (terminated, evicted, killed) under the same names.
+- **extend** moves the expiry of a pool, paused or not.
+
+Like :mod:`oa_vm.api`, every function returns records and raises :mod:`oa_vm.errors`; nothing
+prints. Records are saved after every step, so an interrupted operation leaves a record that
+says what is running.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, Protocol
+
+from oa_vm import api, state
+from oa_vm.errors import InvalidInputError, PoolNotReadyError, ProviderUnavailableError
+from oa_vm.pool_cost import paused_price_per_day
+from oa_vm.providers import get_provider
+from oa_vm.providers.base import Progress, no_progress
+from oa_vm.state import PoolRecord, PoolState, WorkerState
+
+DEFAULT_KEEP_DAYS = 7.0
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+class FleetOps(Protocol):
+    """What a provider does for pause, resume and repair (records are saved by this module)."""
+
+    def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
+        """Stop every worker, keeping its disk; workers become ``paused``."""
+        ...
+
+    def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
+        """Start the paused workers again; returns their names."""
+        ...
+
+    def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
+        """Replace lost workers (or ``names``) under the same names; returns their names."""
+        ...
+
+
+class _LocalOps:
+    """The local provider's processes (see :mod:`oa_vm.providers.local_fleet`)."""
+
+    def __init__(self) -> None:
+        from oa_vm.providers.local import LocalProvider
+
+        self.provider = LocalProvider()
+
+    def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
+        from oa_vm.providers.local_fleet import pause
+
+        return pause(self.provider, record, progress)
+
+    def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
+        from oa_vm.providers.local_fleet import resume
+
+        return resume(self.provider, record, progress)
+
+    def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
+        from oa_vm.providers.local_fleet import repair
+
+        return repair(self.provider, record, progress, names)
+
+
+def fleet_ops(cloud: str) -> FleetOps:
+    """The pause/resume/repair implementation for ``cloud``.
+
+    Raises:
+        ProviderUnavailableError: the cloud's provider does not implement them.
+    """
+    if cloud == "local":
+        return _LocalOps()
+    provider: Any = get_provider(cloud)
+    from oa_vm.providers.pulumi_provider import PulumiCloudProvider
+
+    if not isinstance(provider, PulumiCloudProvider):
+        raise ProviderUnavailableError(
+            f"pause, resume and repair are not available for {cloud} pools; "
+            "use pool-cleanup and pool-create"
+        )
+    provider.check_available()
+    from oa_vm.providers.cloud_fleet import CloudFleetOps
+
+    return CloudFleetOps(provider)
+
+
+def parse_span(text: str, *, default_unit: str = "h") -> float:
+    """Seconds for ``2d``, ``12h``, ``90m``, ``30s`` or a bare number (hours by default).
+
+    Raises:
+        InvalidInputError: not a positive duration.
+    """
+    match = _DURATION.match(text)
+    if not match:
+        raise InvalidInputError(f"invalid duration {text!r}: use e.g. 2d, 12h, 90m or 30s")
+    seconds = float(match.group(1)) * _UNITS[(match.group(2) or default_unit).lower()]
+    if seconds <= 0:
+        raise InvalidInputError(f"invalid duration {text!r}: it must be more than zero")
+    return seconds
+
+
+def _load(name: str | None) -> PoolRecord:
+    record = state.load(api.resolve_name(name))
+    if record.state in (PoolState.CREATING, PoolState.DELETING):
+        raise PoolNotReadyError(
+            f"pool {record.name!r} is {record.state.value}; wait for it to finish first"
+        )
+    return record
+
+
+def _disk_gb(record: PoolRecord) -> int:
+    value = record.settings.get("disk_gb")
+    return int(value) if isinstance(value, int | float) and value > 0 else 128
+
+
+def pause_pool(
+    name: str | None,
+    *,
+    keep_days: float = DEFAULT_KEEP_DAYS,
+    progress: Progress = no_progress,
+    ops: FleetOps | None = None,
+) -> PoolRecord:
+    """Stop every worker of the pool, keeping its disks; the pool expires ``keep_days`` later.
+
+    Raises:
+        PoolNotReadyError: the pool is being created or removed, or is already paused.
+        InvalidInputError: ``keep_days`` is not positive.
+        ProviderUnavailableError: the pool's cloud cannot pause.
+
+    ``ops`` replaces the cloud's implementation (tests give one with a stand-in engine).
+    """
+    if not keep_days > 0:
+        raise InvalidInputError(f"--keep-days must be more than 0, not {keep_days}")
+    record = _load(name)
+    if record.state == PoolState.PAUSED:
+        raise PoolNotReadyError(
+            f"pool {record.name!r} is already paused; resume it with "
+            f"'oa-vm pool-resume --name {record.name}'"
+        )
+    ops = ops or fleet_ops(record.cloud)
+    try:
+        record = ops.pause(record, progress)
+    finally:
+        state.save(record)
+    now = state.utcnow()
+    pauses = list(record.provider_data.get("pauses") or [])
+    pauses.append({
+        "from": state.format_time(now), "to": None,
+        "per_day": paused_price_per_day(record.cloud, len(record.workers), _disk_gb(record)),
+    })
+    record.provider_data["pauses"] = pauses
+    record.expires_at = now + timedelta(days=keep_days)
+    record.state = PoolState.PAUSED
+    state.save(record)
+    return record
+
+
+def resume_pool(
+    name: str | None,
+    *,
+    ttl_hours: float = api.DEFAULT_TTL_HOURS,
+    wait: bool = True,
+    timeout_s: float = 1800.0,
+    progress: Progress = no_progress,
+    on_update: Callable[[PoolRecord], None] | None = None,
+    ops: FleetOps | None = None,
+) -> PoolRecord:
+    """Start a paused pool's workers again (same names, same disks), then wait for them.
+
+    The pool expires ``ttl_hours`` after the resume, as a new pool would.
+
+    Raises:
+        PoolNotReadyError: the pool is not paused, or a worker was lost while waiting.
+        WaitTimeoutError: ``wait`` and the workers were not ready in ``timeout_s``.
+    """
+    if not ttl_hours > 0:
+        raise InvalidInputError(f"--ttl-hours must be more than 0, not {ttl_hours}")
+    record = _load(name)
+    if not any(w.state == WorkerState.PAUSED for w in record.workers):
+        raise PoolNotReadyError(
+            f"pool {record.name!r} is not paused ({record.state.value}); nothing to resume"
+        )
+    ops = ops or fleet_ops(record.cloud)
+    now = state.utcnow()
+    pauses = list(record.provider_data.get("pauses") or [])
+    if pauses and pauses[-1].get("to") is None:
+        pauses[-1] = {**pauses[-1], "to": state.format_time(now)}
+    record.provider_data["pauses"] = pauses
+    record.expires_at = now + timedelta(hours=ttl_hours)
+    try:
+        ops.resume(record, progress)
+    finally:
+        state.save(record)
+    if not wait:
+        return record
+    return api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update)
+
+
+def lost_workers(record: PoolRecord) -> list[str]:
+    """Names of the pool's workers that are gone (after a refresh of the record)."""
+    return [w.name for w in record.workers if w.state == WorkerState.LOST]
+
+
+def repair_pool(
+    name: str | None,
+    *,
+    workers: list[str] | None = None,
+    wait: bool = True,
+    timeout_s: float = 1800.0,
+    progress: Progress = no_progress,
+    on_update: Callable[[PoolRecord], None] | None = None,
+    ops: FleetOps | None = None,
+) -> tuple[PoolRecord, list[str]]:
+    """Replace the pool's lost workers (or the named ``workers``) under the same names.
+
+    Returns the record and the names replaced (empty when nothing was lost).
+
+    Raises:
+        InvalidInputError: a named worker is not in the pool.
+        PoolNotReadyError: the pool is paused (resume it instead), or a worker was lost again
+            while waiting.
+    """
+    record = _load(name)
+    if record.state == PoolState.PAUSED:
+        raise PoolNotReadyError(
+            f"pool {record.name!r} is paused; 'oa-vm pool-resume --name {record.name}' starts "
+            "every worker"
+        )
+    if workers:
+        known = {w.name for w in record.workers}
+        unknown = [w for w in workers if w not in known]
+        if unknown:
+            raise InvalidInputError(
+                f"pool {record.name!r} has no worker {', '.join(unknown)} "
+                f"(workers: {', '.join(sorted(known))})"
+            )
+    ops = ops or fleet_ops(record.cloud)
+    try:
+        replaced = ops.repair(record, progress, list(workers) if workers else None)
+    finally:
+        state.save(record)
+    if not replaced or not wait:
+        return record, replaced
+    return api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update), replaced
+
+
+def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
+    """Move the pool's expiry ``by_s`` seconds later (from now, if it has already passed).
+
+    Raises:
+        InvalidInputError: ``by_s`` is not positive.
+    """
+    if not by_s > 0:
+        raise InvalidInputError("the extension must be more than zero")
+    record = state.load(api.resolve_name(name))
+    now = state.utcnow()
+    if record.cloud != "local":
+        # the expiry the instances were made with is in their cloud-init: kept for repairs
+        record.provider_data.setdefault(
+            "program_expires_at", state.format_time(record.expires_at)
+        )
+    base = record.expires_at if record.expires_at is not None and record.expires_at > now else now
+    record.expires_at = base + timedelta(seconds=by_s)
+    state.save(record)
+    return record

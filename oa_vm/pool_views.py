@@ -1,0 +1,101 @@
+"""What ``oa-vm pool-status`` and ``pool-list`` print, as text or JSON.
+
+Shared by the Typer commands (:mod:`oa_vm.cli`) and the fast path that answers these two
+commands without loading Typer (:mod:`oa_vm.quick`), so both print exactly the same. Only light
+modules are imported here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oa_vm import state
+from oa_vm.durations import format_duration
+from oa_vm.errors import CorruptRecordError
+from oa_vm.pool_cost import current_paused_per_day, paused_since, pool_cost_so_far
+from oa_vm.state import PoolRecord
+from oa_vm.tables import money, render_table
+
+
+def cost_so_far(record: PoolRecord) -> float | None:
+    """$ spent so far, or None for a pool with no price that was never paused."""
+    if record.price_per_hour is None and not record.provider_data.get("pauses"):
+        return None
+    return pool_cost_so_far(record)
+
+
+def _per_hour(record: PoolRecord) -> float | None:
+    return None if record.price_per_hour is None else record.price_per_hour * len(record.workers)
+
+
+def status_json(record: PoolRecord) -> dict[str, Any]:
+    """The pool as ``--json`` shows it: the record plus age, expiry, prices and cost so far."""
+    data = record.to_json()
+    data["age_s"] = round(record.age_seconds(), 1)
+    data["expired"] = record.is_expired()
+    data["price_per_hour_total"] = _per_hour(record)
+    data["cost_so_far_usd"] = cost_so_far(record)
+    data["paused_price_per_day"] = current_paused_per_day(record)
+    data["paused_since"] = state.format_time(paused_since(record))
+    for worker in data["workers"]:
+        worker["reached_via"] = "ssh" if worker.get("ssh") else "direct"
+    return data
+
+
+def status_text(record: PoolRecord) -> str:
+    """The pool as ``pool-status`` prints it: a header, prices, one row per worker."""
+    expiry = state.format_time(record.expires_at) or "-"
+    lines = [
+        f"Pool {record.name} ({record.cloud}): {record.state.value}, "
+        f"age {format_duration(record.age_seconds())}, expires {expiry}"
+        + (" (EXPIRED)" if record.is_expired() else "")
+    ]
+    since = paused_since(record)
+    if since is not None:
+        paused_for = (state.utcnow() - since).total_seconds()
+        lines.append(
+            f"Paused for {format_duration(paused_for)}: "
+            f"{money(current_paused_per_day(record))}/day (disks and addresses only), "
+            f"cost so far {money(cost_so_far(record))}"
+        )
+    else:
+        lines.append(
+            f"Price {money(_per_hour(record))}/hour, cost so far {money(cost_so_far(record))}"
+        )
+    rows = [
+        [w.name, w.state.value, w.phase or "", w.waa_url or "", w.scoring_url or "",
+         w.pid or w.provider_id or "", "ssh" if w.ssh else "direct"]
+        for w in record.workers
+    ]
+    lines.append(render_table(["WORKER", "STATE", "PHASE", "WAA", "SCORING", "ID", "VIA"], rows))
+    return "\n".join(lines)
+
+
+def list_json(items: list[PoolRecord | CorruptRecordError]) -> list[dict[str, Any]]:
+    """Every pool as ``pool-list --json`` shows it (corrupt records as an error entry)."""
+    return [
+        status_json(item) if isinstance(item, PoolRecord)
+        else {"error": str(item), "path": str(item.path)}
+        for item in items
+    ]
+
+
+def list_text(items: list[PoolRecord | CorruptRecordError]) -> str:
+    """Every pool as ``pool-list`` prints it; a paused pool's price is its price per day."""
+    if not items:
+        return "No pools. Create one with: oa-vm pool-create --cloud local --workers 3"
+    rows: list[list[object]] = []
+    for item in items:
+        if not isinstance(item, PoolRecord):
+            rows.append([item.path.parent.name, "?", "?", "?", f"corrupt: {item.reason}", "", ""])
+            continue
+        per_day = current_paused_per_day(item)
+        per_hour = _per_hour(item)
+        price = (f"{money(per_day)}/day" if per_day is not None
+                 else "-" if per_hour is None else f"{money(per_hour)}/h")
+        rows.append([
+            item.name, item.cloud, len(item.workers), format_duration(item.age_seconds()),
+            item.state.value + (" (expired)" if item.is_expired() else ""),
+            price, money(cost_so_far(item)),
+        ])
+    return render_table(["NAME", "CLOUD", "WORKERS", "AGE", "STATE", "PRICE", "COST"], rows)

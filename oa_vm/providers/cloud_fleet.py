@@ -1,0 +1,207 @@
+"""Pause, resume and repair of cloud pools (the :class:`oa_vm.fleet.FleetOps` of AWS and Azure).
+
+- **AWS**: the pool's own program runs again (same settings, so nothing is replaced) with each
+  instance's power state declared ``stopped`` or ``running`` (:mod:`infra.pause`).
+- **Azure**: the native provider has no power state resource, so the driver deallocates and
+  starts the VMs itself through a :class:`PowerControl` (by default the ``az`` CLI); the stack
+  is left as it is.
+- **repair** (both): the program runs again; Pulumi recreates what the cloud removed (a
+  terminated, evicted or interrupted instance) under the same name, from the same image.
+
+The program's settings are rebuilt from the record. The expiry the instances were created with
+is kept (``provider_data["program_expires_at"]``): it is part of cloud-init, and a changed
+cloud-init would replace every instance. Known gap: the worker's own power-off timer is armed
+by cloud-init for that original expiry, so a pool resumed after it powers itself off again
+(AWS then terminates it); re-arming the timer on resume belongs to the worker bootstrap.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from oa_vm import state
+from oa_vm.errors import ProviderUnavailableError, ProvisioningError
+from oa_vm.providers.base import PoolSpec, Progress
+from oa_vm.providers.pulumi_driver import EngineError
+from oa_vm.providers.pulumi_provider import PulumiCloudProvider
+from oa_vm.state import PoolRecord, SshEndpoint, WorkerState
+
+AZ_TIMEOUT_S = 1800.0
+
+
+class PowerControl(Protocol):
+    """Stops (deallocates) and starts cloud VMs by their IDs (Azure)."""
+
+    def deallocate(self, ids: Sequence[str], progress: Progress) -> None:
+        """Deallocate the VMs: compute billing ends, disks stay."""
+        ...
+
+    def start(self, ids: Sequence[str], progress: Progress) -> None:
+        """Start deallocated VMs again."""
+        ...
+
+
+class AzCliPower:
+    """:class:`PowerControl` with the ``az`` CLI (``az vm deallocate/start --ids ...``)."""
+
+    def _run(self, verb: str, ids: Sequence[str], progress: Progress) -> None:
+        az = shutil.which("az")
+        if az is None:
+            raise ProviderUnavailableError(
+                "pausing an Azure pool needs the Azure CLI ('az', logged in): "
+                "https://learn.microsoft.com/cli/azure/install-azure-cli"
+            )
+        progress(f"az vm {verb} {len(ids)} VM(s)")
+        done = subprocess.run(  # fixed argv, no shell
+            [az, "vm", verb, "--ids", *ids], capture_output=True, text=True,
+            timeout=AZ_TIMEOUT_S, check=False,
+        )
+        if done.returncode != 0:
+            raise ProvisioningError(f"az vm {verb} failed: {done.stderr.strip()[-400:]}")
+
+    def deallocate(self, ids: Sequence[str], progress: Progress) -> None:
+        """``az vm deallocate --ids ...``."""
+        self._run("deallocate", ids, progress)
+
+    def start(self, ids: Sequence[str], progress: Progress) -> None:
+        """``az vm start --ids ...``."""
+        self._run("start", ids, progress)
+
+
+class CloudFleetOps:
+    """Pause, resume and repair for a :class:`PulumiCloudProvider` (AWS or Azure).
+
+    Args:
+        provider: The cloud's provider (its engine runs the program).
+        power: Azure's VM power control; the ``az`` CLI by default.
+    """
+
+    def __init__(self, provider: PulumiCloudProvider, power: PowerControl | None = None) -> None:
+        self.provider = provider
+        self.power = power or AzCliPower()
+
+    # -- the program, rebuilt from the record ----------------------------------------------
+
+    def _run_program(
+        self, record: PoolRecord, progress: Progress, *, paused: bool | None
+    ) -> dict[str, Any]:
+        from oa_vm import sshkeys
+
+        settings = record.settings
+        region = str(record.provider_data.get("region") or settings.get("region") or "")
+        expires = state.parse_time(
+            record.provider_data.get("program_expires_at")
+        ) or record.expires_at
+        assert expires is not None, "cloud pools always have an expiry"
+        spec = PoolSpec(
+            name=record.name, cloud=record.cloud, workers=int(settings.get("workers") or 1),
+            owner=record.owner, expires_at=expires, size=settings.get("size"),
+            regions=[region], spot=bool(settings.get("spot")),
+            allow_cidrs=list(settings.get("allow_cidrs") or []),
+        )
+        _key_path, public_key = sshkeys.ensure_pool_key(record.name)
+        program_settings = self.provider._settings(
+            spec, region, public_key, list(spec.allow_cidrs), plan=False
+        )
+        module = self.provider._program_module()
+        cloud = record.cloud
+
+        def program() -> object:
+            pool = module.pool_program(program_settings)
+            if cloud == "aws" and paused is not None:
+                from infra.pause import declare_power_states
+
+                declare_power_states(pool, program_settings, paused=paused)
+            return pool
+
+        key = self.provider.info.region_config
+        config: Mapping[str, str] = {key: region} if key else {}
+        ref = self.provider._ref(record)
+        try:
+            outputs: dict[str, Any] = self.provider.driver._with_recovery(
+                ref, progress, lambda: self.provider.engine.up(ref, program, config, progress)
+            )
+        except EngineError as exc:
+            raise ProvisioningError(f"pool {record.name!r}: the update failed: {exc}") from exc
+        return outputs
+
+    def _update_workers(self, record: PoolRecord, outputs: dict[str, Any]) -> list[str]:
+        """Take the workers' addresses and IDs from the program's outputs; returns the names
+        whose instance changed (recreated)."""
+        by_name = {str(w["name"]): w for w in outputs.get("workers") or []}
+        changed = []
+        for worker in record.workers:
+            out = by_name.get(worker.name)
+            if out is None:
+                continue
+            instance = str(out["instance_id"])
+            if instance != worker.provider_id or worker.state == WorkerState.LOST:
+                changed.append(worker.name)
+            worker.provider_id = instance
+            worker.host = str(out["public_ip"])
+            if worker.ssh is not None:
+                worker.ssh = SshEndpoint(host=worker.host, port=worker.ssh.port,
+                                         user=str(out.get("ssh_user") or worker.ssh.user),
+                                         key_path=worker.ssh.key_path)
+        return changed
+
+    def _mark(self, record: PoolRecord, names: Sequence[str], new: WorkerState, phase: str) -> None:
+        for worker in record.workers:
+            if worker.name in names:
+                worker.state = new
+                worker.phase = phase
+                worker.detail = None
+
+    def _ids(self, record: PoolRecord) -> list[str]:
+        return [str(w.provider_id) for w in record.workers if w.provider_id]
+
+    # -- FleetOps ------------------------------------------------------------------------------
+
+    def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
+        """AWS: instances stopped by the program; Azure: VMs deallocated. Disks stay."""
+        record.provider_data.setdefault(
+            "program_expires_at", state.format_time(record.expires_at)
+        )
+        if record.cloud == "aws":
+            self._update_workers(record, self._run_program(record, progress, paused=True))
+        else:
+            self.power.deallocate(self._ids(record), progress)
+        self._mark(record, [w.name for w in record.workers], WorkerState.PAUSED, "paused")
+        record.state = state.derive_pool_state(record.workers)
+        return record
+
+    def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
+        """AWS: instances declared running again; Azure: VMs started. Workers then boot."""
+        names = [w.name for w in record.workers if w.state == WorkerState.PAUSED]
+        if record.cloud == "aws":
+            self._update_workers(record, self._run_program(record, progress, paused=False))
+        else:
+            self.power.start(self._ids(record), progress)
+        self._mark(record, names, WorkerState.BOOTING, "resumed")
+        record.state = state.derive_pool_state(record.workers)
+        return names
+
+    def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
+        """Run the program again: what the cloud removed is recreated under the same names.
+
+        A named worker whose instance still exists is not replaced (the program recreates only
+        what is gone); it is left out of the names returned.
+        """
+        record = self.provider.refresh(record)
+        lost = [w.name for w in record.workers if w.state == WorkerState.LOST]
+        if not lost:
+            return []
+        paused = False if record.cloud == "aws" and record.provider_data.get("pauses") else None
+        changed = self._update_workers(record, self._run_program(record, progress, paused=paused))
+        replaced = sorted(set(lost) | set(changed))
+        self._mark(record, replaced, WorkerState.BOOTING, "recreated")
+        record.state = state.derive_pool_state(record.workers)
+        return replaced
+
+
+def fleet_ops_for(provider: PulumiCloudProvider) -> Callable[[], CloudFleetOps]:
+    """A factory of :class:`CloudFleetOps` for ``provider`` (what :mod:`oa_vm.fleet` calls)."""
+    return lambda: CloudFleetOps(provider)

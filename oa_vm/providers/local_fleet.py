@@ -1,0 +1,268 @@
+"""Fleet operations of the ``local`` provider: several workers per process, pause, resume, repair.
+
+A local pool's unit of work is a process (``python -m infra.local``). By default each worker has
+its own; with ``per_process`` > 1 a process serves several workers (``infra.local --count``), so a
+pool of hundreds of workers costs tens of interpreters. Workers of one process share its PID and
+its ``--root`` folder (their ``workdir``, which is how :meth:`LocalProvider._is_ours` recognises
+the process); each one's slot in the process is named by ``provider_id`` (the name
+``infra.local`` gives it, e.g. ``group-2-7``), which picks its entry in the ready file.
+
+Pausing stops a pool's processes and marks its workers ``paused``; their folders (the simulated
+desktops, ``drive_c``) stay, so resuming starts the same processes again on the same folders.
+Repairing restarts the processes whose workers were lost (killed, crashed), under the same names.
+Processes are only ever signalled after :meth:`LocalProvider._is_ours` said they are ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil
+
+from oa_vm import state
+from oa_vm.errors import ProvisioningError
+from oa_vm.providers.base import PoolSpec, Progress
+from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
+
+if TYPE_CHECKING:  # the provider imports this module
+    from oa_vm.providers.local import LocalProvider
+
+GROUP_READY_TIMEOUT_S = 120.0  # a process of many workers on a busy machine starts slowly
+
+
+def group_name(index: int) -> str:
+    """The ``--name`` of the ``index``-th process of a pool with several workers per process."""
+    return f"group-{index}"
+
+
+def units(record: PoolRecord) -> list[list[WorkerRecord]]:
+    """The pool's workers grouped by the process that serves them (same ``workdir``)."""
+    grouped: dict[str, list[WorkerRecord]] = {}
+    for worker in record.workers:
+        grouped.setdefault(worker.workdir or worker.name, []).append(worker)
+    return list(grouped.values())
+
+
+def _unit_args(
+    workers: list[WorkerRecord], faults: dict[str, str], tasks_dir: str | None
+) -> list[str]:
+    first = workers[0]
+    assert first.workdir is not None
+    ready = Path(first.workdir) / "ready.json"
+    if len(workers) == 1 and first.provider_id is None:
+        name = first.name
+        count: list[str] = []
+    else:
+        name = Path(first.workdir).name
+        count = ["--count", str(len(workers))]
+    args = [sys.executable, "-m", "infra.local", "--name", name, "--root", first.workdir,
+            "--ready-file", str(ready), "--host", "127.0.0.1", *count]
+    for key, value in faults.items():
+        args += ["--fault", f"{key}={value}"]
+    if tasks_dir is not None:
+        args += ["--tasks", tasks_dir]
+    return args
+
+
+def launch_unit(workers: list[WorkerRecord], faults: dict[str, str], tasks_dir: str | None) -> None:
+    """Start the process serving ``workers`` (one process, ``--count`` of them when several).
+
+    The ready file is removed first so a stale one is never read as the new process's ports.
+    """
+    first = workers[0]
+    assert first.workdir is not None and first.log_path is not None
+    Path(first.workdir).mkdir(parents=True, exist_ok=True)
+    Path(first.log_path).parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        (Path(first.workdir) / "ready.json").unlink()
+    with open(first.log_path, "ab") as log:
+        proc = subprocess.Popen(  # fixed argv, no shell
+            _unit_args(workers, faults, tasks_dir), stdin=subprocess.DEVNULL, stdout=log,
+            stderr=log, start_new_session=True, close_fds=True,
+        )
+    created: float | None = None
+    with contextlib.suppress(psutil.Error):
+        created = psutil.Process(proc.pid).create_time()
+    for worker in workers:
+        worker.pid = proc.pid
+        worker.pid_create_time = created
+        worker.waa_url = worker.scoring_url = None
+        worker.state = WorkerState.STARTING
+        worker.phase = "process started"
+        worker.detail = None
+
+
+def read_unit_ready(workers: list[WorkerRecord]) -> bool:
+    """Fill each worker's URLs from its process's ready file; False while it is not written."""
+    first = workers[0]
+    if first.workdir is None:
+        return False
+    try:
+        data = json.loads((Path(first.workdir) / "ready.json").read_text(encoding="utf-8"))
+        entries = {str(e["name"]): e for e in data["workers"]}
+        listed = list(entries.values())
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
+        return False
+    for worker in workers:
+        entry = entries.get(worker.provider_id or "") if worker.provider_id else listed[0]
+        if entry is None:
+            return False
+        host = str(entry.get("host", "127.0.0.1"))
+        worker.remote_waa_port = int(entry["waa_port"])
+        worker.remote_scoring_port = int(entry["scoring_port"])
+        worker.waa_url = f"http://{host}:{worker.remote_waa_port}"
+        worker.scoring_url = f"http://{host}:{worker.remote_scoring_port}"
+        if worker.state == WorkerState.STARTING:
+            worker.state = WorkerState.BOOTING
+            worker.phase = "listening"
+    return True
+
+
+def await_units(
+    provider: LocalProvider, pending: list[list[WorkerRecord]], progress: Progress,
+    timeout_s: float = GROUP_READY_TIMEOUT_S,
+) -> None:
+    """Wait until every process in ``pending`` wrote its ready file.
+
+    Raises:
+        ProvisioningError: a process exited during start-up, or time ran out.
+    """
+    deadline = time.monotonic() + timeout_s
+    left = list(pending)
+    while left:
+        for unit in list(left):
+            if read_unit_ready(unit):
+                names = unit[0].name if len(unit) == 1 else f"{unit[0].name}..{unit[-1].name}"
+                progress(f"{names} listening (pid {unit[0].pid})")
+                left.remove(unit)
+            elif not provider._is_ours(unit[0]):
+                raise ProvisioningError(
+                    f"{unit[0].name} exited during start-up (log: {unit[0].log_path})"
+                )
+        if left and time.monotonic() > deadline:
+            raise ProvisioningError(
+                f"{len(left)} worker process(es) not listening after {timeout_s:g} s; see "
+                f"{left[0][0].log_path}"
+            )
+        if left:
+            time.sleep(0.1)
+
+
+def create_grouped(
+    provider: LocalProvider, spec: PoolSpec, per_process: int, progress: Progress
+) -> PoolRecord:
+    """Create a local pool with ``per_process`` workers in each process (``infra.local --count``).
+
+    Workers keep the usual names (``worker-0``...); process ``g`` serves workers
+    ``g * per_process`` onwards in folders under ``workers/group-g``.
+    """
+    from oa_vm.providers.local import _ssh_endpoint, worker_name
+
+    pool_dir = state.pool_dir(spec.name)
+    record = PoolRecord(
+        name=spec.name, cloud="local", state=PoolState.CREATING, created_at=state.utcnow(),
+        expires_at=spec.expires_at, owner=spec.owner, price_per_hour=spec.price_per_hour,
+        settings={"workers": spec.workers, "faults": dict(spec.faults), "ssh_via": spec.ssh_via,
+                  "tasks_dir": spec.tasks_dir, "per_process": per_process},
+    )
+    ssh = _ssh_endpoint(spec.ssh_via)
+    pending: list[list[WorkerRecord]] = []
+    try:
+        for group in range((spec.workers + per_process - 1) // per_process):
+            gname = group_name(group)
+            workdir = pool_dir / "workers" / gname
+            log_path = pool_dir / "logs" / f"{gname}.log"
+            first = group * per_process
+            members = [
+                WorkerRecord(
+                    name=worker_name(first + slot), workdir=str(workdir), log_path=str(log_path),
+                    host="127.0.0.1", ssh=ssh, provider_id=f"{gname}-{slot}",
+                )
+                for slot in range(min(per_process, spec.workers - first))
+            ]
+            launch_unit(members, spec.faults, spec.tasks_dir)
+            record.workers.extend(members)
+            pending.append(members)
+            progress(f"started {gname}: {members[0].name}..{members[-1].name} (pid "
+                     f"{members[0].pid})")
+        await_units(provider, pending, progress)
+    except OSError as exc:
+        provider._stop_all(record)
+        raise ProvisioningError(f"could not start the worker processes: {exc}") from exc
+    except BaseException:
+        provider._stop_all(record)
+        raise
+    record.state = PoolState.PROVISIONING
+    return record
+
+
+# -- pause, resume, repair ---------------------------------------------------------------------
+
+
+def _stop_unit(provider: LocalProvider, unit: list[WorkerRecord]) -> str:
+    first = unit[0]
+    if first.pid is None or not provider._is_ours(first):
+        return f"{first.name}: no process to stop"
+    return provider._stop(first)
+
+
+def pause(provider: LocalProvider, record: PoolRecord, progress: Progress) -> PoolRecord:
+    """Stop every process of the pool; workers become ``paused``, their folders stay."""
+    for unit in units(record):
+        progress(_stop_unit(provider, unit))
+        for worker in unit:
+            worker.state = WorkerState.PAUSED
+            worker.phase = "paused"
+            worker.pid = None
+            worker.pid_create_time = None
+            worker.waa_url = worker.scoring_url = None  # the ports close with the process
+    record.state = state.derive_pool_state(record.workers)
+    return record
+
+
+def _restart(
+    provider: LocalProvider, record: PoolRecord, wanted: Callable[[list[WorkerRecord]], bool],
+    progress: Progress, verb: str,
+) -> list[str]:
+    faults = dict(record.settings.get("faults") or {})
+    tasks_dir = record.settings.get("tasks_dir")
+    started: list[list[WorkerRecord]] = []
+    for unit in units(record):
+        if not wanted(unit):
+            continue
+        _stop_unit(provider, unit)  # a process half alive (some slots lost) is replaced whole
+        launch_unit(unit, faults, tasks_dir)
+        started.append(unit)
+        progress(f"{verb} {unit[0].name}" + (f"..{unit[-1].name}" if len(unit) > 1 else "")
+                 + f" (pid {unit[0].pid})")
+    await_units(provider, started, progress)
+    record.state = state.derive_pool_state(record.workers)
+    return [w.name for unit in started for w in unit]
+
+
+def resume(provider: LocalProvider, record: PoolRecord, progress: Progress) -> list[str]:
+    """Start every paused process again on its folders; returns the workers started."""
+    return _restart(
+        provider, record, lambda unit: any(w.state == WorkerState.PAUSED for w in unit),
+        progress, "resumed",
+    )
+
+
+def repair(provider: LocalProvider, record: PoolRecord, progress: Progress,
+           names: list[str] | None = None) -> list[str]:
+    """Restart the processes of lost workers (or of ``names``); returns the workers started."""
+    provider.refresh(record)
+
+    def lost(unit: list[WorkerRecord]) -> bool:
+        if names is not None:
+            return any(w.name in names for w in unit)
+        return any(w.state == WorkerState.LOST for w in unit)
+
+    return _restart(provider, record, lost, progress, "replaced")

@@ -1,0 +1,124 @@
+"""``oa-vm pool-status`` and ``oa-vm pool-list`` without Typer, for a fast start.
+
+These two are what people (and scripts polling a pool) run most after ``--help``; going through
+Typer costs the import of Typer, Click and their dependencies, several times the interpreter's
+own start-up. :func:`try_run` answers the plain forms of the two commands
+(``[--name NAME | -n NAME | --name=NAME] [--json] [--debug]``) with the same API calls and the
+same output (:mod:`oa_vm.pool_views`) as the Typer commands; any other form (``--help``,
+``--refresh``, a typo) returns None and the caller hands the command to Typer, which owns the
+usage messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from oa_vm.errors import CorruptRecordError
+    from oa_vm.state import PoolRecord
+
+PROG = "oa-vm"
+COMMANDS = ("pool-status", "pool-list")
+
+
+def parse(argv: Sequence[str]) -> tuple[str, str | None, bool, bool] | None:
+    """``(command, name, json, debug)`` for a plain form of the two commands, else None."""
+    if not argv or argv[0] not in COMMANDS:
+        return None
+    command, rest = argv[0], list(argv[1:])
+    name: str | None = None
+    as_json = debug = False
+    while rest:
+        token = rest.pop(0)
+        if token == "--json":
+            as_json = True
+        elif token == "--debug":
+            debug = True
+        elif command == "pool-status" and token in ("--name", "-n") and rest:
+            name = rest.pop(0)
+            if name.startswith("-"):
+                return None
+        elif command == "pool-status" and token.startswith("--name="):
+            name = token.removeprefix("--name=")
+        else:
+            return None
+    return command, name, as_json, debug
+
+
+def _pool_status(name: str | None) -> PoolRecord:
+    """:func:`oa_vm.api.pool_status`, without loading the provider when nothing changed."""
+    from oa_vm import state
+    from oa_vm.proc_check import record_is_current
+
+    names = state.list_names()
+    if name or len(names) == 1:
+        record = state.load(name or names[0])
+        if record.cloud != "local" or record_is_current(record):
+            return record
+    from oa_vm import api
+
+    return api.pool_status(name)  # refreshes, and words the errors (no pool, several pools)
+
+
+def _list_pools() -> list[PoolRecord | CorruptRecordError]:
+    """:func:`oa_vm.api.list_pools`, without loading the provider when nothing changed."""
+    from oa_vm import state
+    from oa_vm.proc_check import record_is_current
+    from oa_vm.state import PoolRecord
+
+    items = list(state.iter_records())
+    if all(not isinstance(i, PoolRecord) or i.cloud != "local" or record_is_current(i)
+           for i in items):
+        return items
+    from oa_vm import api
+
+    return api.list_pools()
+
+
+def print_json(data: Any) -> None:
+    """As :func:`oa_vm.clikit.print_json` (which would load the traceback module)."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def try_run(argv: Sequence[str]) -> int | None:
+    """Run ``argv`` if it is a plain form of a fast command; the exit status, or None."""
+    parsed = parse(argv)
+    if parsed is None:
+        return None
+    command, name, as_json, debug = parsed
+    debug = debug or os.environ.get("OA_VM_DEBUG") == "1"
+    try:
+        from oa_vm import pool_views
+
+        if command == "pool-status":
+            record = _pool_status(name)
+            if as_json:
+                print_json(pool_views.status_json(record))
+            else:
+                print(pool_views.status_text(record))
+        else:
+            items = _list_pools()
+            if as_json:
+                print_json(pool_views.list_json(items))
+            else:
+                print(pool_views.list_text(items))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the same one-line policy as oa_vm.clikit
+        if debug:
+            import traceback
+
+            traceback.print_exception(exc)
+        module = type(exc).__module__.split(".")[0]
+        if module in ("oa_vm", "waa_client", "evals", "infra"):
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            return int(getattr(exc, "exit_code", 1))
+        print(f"{PROG}: unexpected error: {type(exc).__name__}: {exc} (run again with --debug "
+              "for details)", file=sys.stderr)
+        return 1
+    return 0

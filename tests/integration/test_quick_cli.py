@@ -1,0 +1,96 @@
+"""``pool-status`` and ``pool-list`` answered without Typer print what the Typer commands print."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from oa_vm.quick import parse
+from tests.support.cli import run_cli
+
+pytestmark = pytest.mark.integration
+
+TYPER = {"OA_VM_FAST_PATH": "0"}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    home = tmp_path / "home"
+    yield home
+    for record in (home / "pools").glob("*/pool.json"):
+        run_cli("oa-vm", "pool-cleanup", "--name", record.parent.name, "-y", home=home)
+
+
+def _steady(text: str) -> str:
+    """Ages and costs so far grow between two runs; the rest must match."""
+    text = re.sub(r"\$\d+\.\d+|\"cost_so_far_usd\": [\d.e-]+", "COST", text)
+    return re.sub(r"age \w+|\b\d+[smhd](\d+[smh])?\b|\"age_s\": [\d.]+", "AGE", text)
+
+
+def test_parse_takes_only_the_plain_forms() -> None:
+    assert parse(["pool-status"]) == ("pool-status", None, False, False)
+    assert parse(["pool-status", "-n", "a", "--json"]) == ("pool-status", "a", True, False)
+    assert parse(["pool-status", "--name=a", "--debug"]) == ("pool-status", "a", False, True)
+    assert parse(["pool-list", "--json"]) == ("pool-list", None, True, False)
+    for other in (["pool-status", "--help"], ["pool-status", "--refresh"], ["pool-list", "-n", "a"],
+                  ["pool-status", "--name"], ["pool-status", "--nme", "a"], ["pool-create"]):
+        assert parse(other) is None, other
+
+
+def test_fast_path_prints_what_typer_prints(home: Path) -> None:
+    for args in (["pool-status"], ["pool-list"], ["pool-list", "--json"]):
+        fast, slow = run_cli("oa-vm", *args, home=home), run_cli("oa-vm", *args, home=home,
+                                                                  env=TYPER)
+        assert (fast.returncode, fast.stdout, fast.stderr) == (
+            slow.returncode, slow.stdout, slow.stderr), args
+    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1", "--name",
+                      "q", "--price-per-hour", "2", "-y", home=home)
+    assert created.returncode == 0, created.stderr
+    for args in (["pool-status", "--name", "q"], ["pool-status", "-n", "q", "--json"],
+                 ["pool-list"], ["pool-list", "--json"], ["pool-status", "--name", "nope"]):
+        fast, slow = run_cli("oa-vm", *args, home=home), run_cli("oa-vm", *args, home=home,
+                                                                  env=TYPER)
+        assert fast.returncode == slow.returncode, args
+        assert _steady(fast.stdout) == _steady(slow.stdout), args
+        assert fast.stderr == slow.stderr, args
+    data = json.loads(run_cli("oa-vm", "pool-list", "--json", home=home).stdout)
+    assert data[0]["name"] == "q" and data[0]["price_per_hour_total"] == 2
+    assert "$2.00/h" in run_cli("oa-vm", "pool-list", home=home).stdout
+
+
+def test_the_proc_check_agrees_with_the_provider(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import signal
+    import time
+
+    from oa_vm import api, state
+    from oa_vm.proc_check import record_is_current
+
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    api.create_pool(name="pc", cloud="local", workers=2)
+    api.wait_pool("pc", timeout_s=60)
+    record = state.load("pc")
+    assert record_is_current(record)
+    changed = state.load("pc")
+    assert changed.workers[0].pid_create_time is not None
+    changed.workers[0].pid_create_time -= 5.0  # a reused PID: another process
+    assert not record_is_current(changed)
+    victim = record.workers[1].pid
+    assert victim is not None
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while record_is_current(state.load("pc")):
+        assert time.monotonic() < deadline, "the killed worker still looks alive"
+        time.sleep(0.05)
+    # the fast path then refreshes through the provider, exactly as Typer's command does
+    fast = run_cli("oa-vm", "pool-status", "--name", "pc", "--json", home=home)
+    worker = json.loads(fast.stdout)["workers"][1]
+    assert worker["state"] == "lost"
+    slow = run_cli("oa-vm", "pool-status", "--name", "pc", "--json", home=home, env=TYPER)
+    assert json.loads(slow.stdout)["workers"][1]["state"] == "lost"

@@ -1,0 +1,81 @@
+"""``openadapt-evals run --repair``: a worker killed mid-run is replaced from the pool (same name,
+new process) and goes back to work; every task ends with one final record."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from oa_vm import api, state
+from tests.integration.test_drill_faults import (
+    LOCAL_TASKS,
+    Controller,
+    wait_for_records,
+    worker_pid,
+)
+from tests.support.run_records import assert_summary_matches, read_records
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    yield home
+    for name in state.list_names():
+        api.cleanup_pool(name)
+
+
+@pytest.fixture
+def controllers() -> Iterator[list[Controller]]:
+    started: list[Controller] = []
+    yield started
+    for controller in started:
+        controller.kill()
+
+
+def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    api.create_pool(name="heal", cloud="local", workers=3)
+    api.wait_pool("heal", timeout_s=60)
+    results = tmp_path / "results"
+    # Timing: a task takes about 3 s (3 steps x 1 s pause), so the two survivors need about
+    # 30 s for the rest of the suite, while the dead worker is quarantined and replaced within
+    # a few seconds: the replacement still finds tasks, however fast or slow the machine.
+    run = Controller(home, results, "--pool", "heal", "--agent", "oracle", "--tasks", "all",
+                     "--run-name", "repaired", "--step-pause", "1.0", "--read-timeout", "5",
+                     "--repair")
+    controllers.append(run)
+    run_dir = results / "repaired"
+    wait_for_records(run_dir, 2, run)
+    killed = worker_pid("heal", "worker-1")
+    os.kill(killed, signal.SIGKILL)
+    assert run.wait() == 0, run.output()
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    output = run.output()
+    assert "worker worker-1 quarantined" in output
+    assert "worker worker-1 replaced from the pool: back at work" in output
+    # the pool holds a new worker-1 process, ready, and the run used it after the repair
+    after = state.load("heal")
+    replacement = next(w for w in after.workers if w.name == "worker-1")
+    assert replacement.pid not in (None, killed) and psutil.pid_exists(replacement.pid)
+    assert replacement.state.value == "ready"
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == []
+    killed_attempts = [a for r in records.values() for a in r["previous_attempts"]
+                       if a["worker"] == "worker-1"]
+    assert killed_attempts, "the kill cost no attempt: the drill did not bite"
+    finished_on_1 = [r for r in records.values() if r["worker"] == "worker-1"]
+    assert finished_on_1, "the replaced worker-1 finished no task"
+    assert_summary_matches(run_dir, records)

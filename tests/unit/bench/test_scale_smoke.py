@@ -1,0 +1,51 @@
+"""The scale benchmark end to end, tiny: a local pool of several workers per process, the real
+runner, tunnels through the test sshd with both backends, one JSON object."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.support.sshd import sshd_available
+
+
+@pytest.mark.integration
+def test_scale_prints_figures_for_the_direct_run_and_each_tunnel_backend() -> None:
+    done = subprocess.run(  # our own script, fixed arguments
+        [sys.executable, str(ROOT / "bench" / "scale.py"), "--workers", "6", "--per-process",
+         "3", "--tasks", "18", "--tunnel-workers", "2", "--tunnel-tasks", "6", "--json"],
+        capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    direct = figures["direct"]
+    assert (direct["workers"], direct["tasks"], direct["errors"]) == (6, 18, 0)
+    assert direct["processes"] == 2  # six workers, three to a process: the pool option
+    assert direct["steps"] == 3 * 18
+    assert direct["controller_cpu_ms_per_step"] > 0
+    assert set(figures["tunnels"]) == {"openssh", "paramiko"}
+    if not sshd_available():
+        assert all("skipped" in t for t in figures["tunnels"].values())
+        return
+    for backend, tunnel in figures["tunnels"].items():
+        assert (tunnel["backend"], tunnel["tasks"], tunnel["errors"]) == (backend, 6, 0)
+    # OpenSSH forwards in ssh child processes, paramiko in the controller
+    assert figures["tunnels"]["openssh"]["ssh_client_cpu_s"] > 0
+    assert figures["tunnels"]["paramiko"]["ssh_client_cpu_s"] == 0
+    capacity = figures["tunnel_capacity"]
+    assert capacity["openssh"]["tunnel_cpu_ms_per_mb_in_ssh_processes"] > 0
+    assert capacity["paramiko"]["tunnel_cpu_ms_per_mb_in_ssh_processes"] == 0
+
+
+def test_bad_input_is_one_line_and_exit_2() -> None:
+    done = subprocess.run(  # our own script, fixed arguments
+        [sys.executable, str(ROOT / "bench" / "scale.py"), "--tunnel-backends", "putty"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, check=False,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert len([ln for ln in done.stderr.splitlines() if ln.strip()]) == 1

@@ -1,0 +1,190 @@
+"""Pause, resume and repair of AWS and Azure pools, against ``FakePulumiEngine``.
+
+The pool programs are the real ones (run under Pulumi's mocks by the fake engine); records,
+keys and the passphrase are real files in an isolated home. Two stand-ins, for what cannot be
+reached here: the engine (the fake cloud is a dict) and, for Azure, the VM power control
+(``az vm deallocate/start``), replaced by :class:`RecordingPower`, which only records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import azure as infra_azure
+from oa_vm import fleet, state
+from oa_vm.errors import PoolNotReadyError
+from oa_vm.providers.aws import AwsProvider
+from oa_vm.providers.azure import AzureProvider
+from oa_vm.providers.base import PoolSpec, Progress
+from oa_vm.providers.cloud_fleet import CloudFleetOps
+from oa_vm.state import PoolState, WorkerState
+from tests.support.fake_pulumi_engine import FakePulumiEngine
+from tests.support.pool_programs import AwsLookups
+
+POWER_TYPE = "aws:ec2transitgateway/instanceState:InstanceState"
+INSTANCE_TYPE = "aws:ec2/instance:Instance"
+
+
+def spec(cloud: str) -> PoolSpec:
+    return PoolSpec(
+        name="waa-eval", cloud=cloud, workers=2, owner="alice",
+        expires_at=state.utcnow() + timedelta(hours=4),
+        regions=["us-east-1"] if cloud == "aws" else ["eastus"],
+        allow_cidrs=["198.51.100.7/32"],
+    )
+
+
+class RecordingPower:
+    """Stands in for ``az vm deallocate/start``: records the VM IDs it was given."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def deallocate(self, ids: Sequence[str], progress: Progress) -> None:
+        self.calls.append(("deallocate", list(ids)))
+
+    def start(self, ids: Sequence[str], progress: Progress) -> None:
+        self.calls.append(("start", list(ids)))
+
+
+def _resources(engine: FakePulumiEngine, kind: str) -> list[dict[str, Any]]:
+    return [r for r in engine.live_resources("waa-eval") if r["type"] == kind]
+
+
+def _power_states(engine: FakePulumiEngine) -> dict[str, Any]:
+    """Power resource name -> the resource, as the fake cloud holds it after the last update."""
+    return {r["urn"].rsplit("::", 1)[-1]: r for r in _resources(engine, POWER_TYPE)}
+
+
+@pytest.fixture
+def engine() -> FakePulumiEngine:
+    return FakePulumiEngine(AwsLookups())
+
+
+def _aws_pool(engine: FakePulumiEngine) -> tuple[AwsProvider, CloudFleetOps]:
+    provider = AwsProvider(engine=engine, lister=lambda pool: [])
+    record = provider.create(spec("aws"), lambda line: None)
+    for worker in record.workers:
+        worker.state = WorkerState.READY
+    record.state = PoolState.READY
+    state.save(record)
+    return provider, CloudFleetOps(provider)
+
+
+def test_aws_pause_stops_every_instance_and_resume_starts_them(
+    engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    _, ops = _aws_pool(engine)
+    created_expiry = state.load("waa-eval").expires_at
+    instances_before = _resources(engine, INSTANCE_TYPE)
+    ups = engine.calls.count(("up", "us-east-1"))
+
+    paused = fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
+    assert paused.state == PoolState.PAUSED
+    assert {w.state for w in paused.workers} == {WorkerState.PAUSED}
+    assert engine.calls.count(("up", "us-east-1")) == ups + 1
+    power = _power_states(engine)
+    assert sorted(power) == ["waa-eval-w0-power", "waa-eval-w1-power"]
+    # the same instances, untouched: a changed input would have replaced them (and their disks)
+    assert _resources(engine, INSTANCE_TYPE) == instances_before
+    saved = state.load("waa-eval")
+    assert saved.state == PoolState.PAUSED
+    per_day = saved.provider_data["pauses"][-1]["per_day"]
+    assert per_day == pytest.approx(2 * 128 * 0.08 * 24 / 730)  # two gp3 disks, no address
+    assert saved.expires_at is not None
+    assert timedelta(days=1.9) < saved.expires_at - state.utcnow() <= timedelta(days=2)
+    with pytest.raises(PoolNotReadyError, match="already paused"):
+        fleet.pause_pool("waa-eval", ops=ops)
+
+    resumed = fleet.resume_pool("waa-eval", wait=False, ops=ops)
+    assert {w.state for w in resumed.workers} == {WorkerState.BOOTING}
+    assert _resources(engine, INSTANCE_TYPE) == instances_before
+    assert len(_power_states(engine)) == 2
+    saved = state.load("waa-eval")
+    assert saved.provider_data["pauses"][-1]["to"] is not None
+    # the instances keep the expiry they were made with (it is in their cloud-init)
+    assert saved.provider_data["program_expires_at"] == state.format_time(created_expiry)
+
+
+def test_aws_program_declares_stopped_then_running(engine: FakePulumiEngine, oa_home: Path) -> None:
+    """The power state each update declares, read from the program run under mocks."""
+    import infra.aws as infra_aws
+    from infra.offline import run_offline
+    from infra.pause import declare_power_states
+    from tests.support.pool_programs import make_settings
+
+    settings = make_settings("aws", workers=2)
+    for paused, expected in ((True, "stopped"), (False, "running")):
+        def program(paused: bool = paused) -> object:
+            pool = infra_aws.pool_program(settings)
+            declare_power_states(pool, settings, paused=paused)
+            return pool
+
+        run = run_offline(program, AwsLookups())
+        states = [r for r in run.resources if r.type == POWER_TYPE]
+        assert [r.inputs["state"] for r in states] == [expected, expected]
+        # each worker's power resource points at that worker's instance
+        assert [r.inputs["instanceId"] for r in states] == [
+            f"{name}-id" for name in settings.worker_names()
+        ]
+
+
+def test_aws_repair_recreates_a_vanished_instance_under_its_name(
+    engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    provider, ops = _aws_pool(engine)
+    record = state.load("waa-eval")
+    gone = str(record.workers[1].provider_id)
+    engine.vanish("waa-eval", gone)  # spot interruption / termination behind our back
+    assert len(_resources(engine, INSTANCE_TYPE)) == 1
+
+    record, replaced = fleet.repair_pool("waa-eval", wait=False, ops=ops)
+    assert replaced == ["waa-eval-w1"]
+    assert len(_resources(engine, INSTANCE_TYPE)) == 2
+    assert record.workers[1].name == "waa-eval-w1"
+    assert record.workers[1].state == WorkerState.BOOTING
+    assert record.workers[0].state == WorkerState.READY  # the survivor was left alone
+    _, nothing = fleet.repair_pool("waa-eval", wait=False, ops=ops)
+    assert nothing == []
+
+
+def test_azure_pause_deallocates_and_resume_starts_through_the_driver(oa_home: Path) -> None:
+    engine = FakePulumiEngine(infra_azure.offline_lookup)
+    provider = AzureProvider(engine=engine, lister=lambda pool: [])
+    record = provider.create(spec("azure"), lambda line: None)
+    state.save(record)
+    power = RecordingPower()
+    ops = CloudFleetOps(provider, power=power)
+    ids = [str(w.provider_id) for w in record.workers]
+    ups = len([c for c in engine.calls if c[0] == "up"])
+
+    paused = fleet.pause_pool("waa-eval", ops=ops)
+    assert paused.state == PoolState.PAUSED
+    assert power.calls == [("deallocate", ids)]
+    assert len([c for c in engine.calls if c[0] == "up"]) == ups  # the stack is left alone
+    per_day = state.load("waa-eval").provider_data["pauses"][-1]["per_day"]
+    assert per_day == pytest.approx(2 * (19.71 * 24 / 730 + 0.005 * 24))
+
+    fleet.resume_pool("waa-eval", wait=False, ops=ops)
+    assert power.calls[-1] == ("start", ids)
+    assert {w.state for w in state.load("waa-eval").workers} == {WorkerState.BOOTING}
+
+
+def test_azure_repair_recreates_a_vanished_vm(oa_home: Path) -> None:
+    engine = FakePulumiEngine(infra_azure.offline_lookup)
+    provider = AzureProvider(engine=engine, lister=lambda pool: [])
+    record = provider.create(spec("azure"), lambda line: None)
+    state.save(record)
+    vms_before = len(engine.live_resources("waa-eval"))
+    engine.vanish("waa-eval", str(record.workers[0].provider_id))
+    assert len(engine.live_resources("waa-eval")) < vms_before
+    record, replaced = fleet.repair_pool(
+        "waa-eval", wait=False, ops=CloudFleetOps(provider, power=RecordingPower())
+    )
+    assert replaced == [record.workers[0].name]
+    assert len(engine.live_resources("waa-eval")) == vms_before
