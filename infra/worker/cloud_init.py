@@ -11,11 +11,14 @@ command, so a failing start script used to read as ``done``.)
 AWS caps user data at 16 KiB, so the whole document is gzip-compressed by the programs (cloud-init
 recognises gzip by its magic bytes, on both clouds). The shipped files are written as plain text:
 gzip compresses them once, together, better than per-file ``gz+b64`` blobs that the outer gzip
-cannot compress again. :data:`MAX_USER_DATA` is checked by the tests.
+cannot compress again. The Python files travel without their docstrings and comments
+(:func:`ship_python`): the host only runs them, and the room they free keeps the document under
+AWS's cap. :data:`MAX_USER_DATA` is checked by the tests.
 """
 
 from __future__ import annotations
 
+import ast
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +35,24 @@ _HERE = Path(__file__).resolve().parent
 _INFRA = _HERE.parent
 
 
+def ship_python(source: str) -> str:
+    """``source`` as it travels to the host: the same program without docstrings or comments.
+
+    ``ast.unparse`` writes the parsed program back, so what runs is what the tests ran; the
+    result keeps the source's own syntax (the shipped files are checked against Python 3.9, the
+    container's, in their shipped form too).
+    """
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            first = body[0] if body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree) + "\n"
+
+
 @dataclass(frozen=True)
 class WorkerFiles:
     """The files shipped onto the host (read from this package by default), by destination
@@ -43,9 +64,9 @@ class WorkerFiles:
     def from_package(cls) -> WorkerFiles:
         """The files as installed beside this module."""
         files = {name: units.read(name) for name in units.SCRIPTS}
-        files["scoring_server.py"] = (_HERE / "scoring_server.py").read_text(encoding="utf-8")
-        files["scoring_rules.py"] = (_INFRA / "scoring_rules.py").read_text(encoding="utf-8")
-        files["relay.py"] = (_HERE / "relay.py").read_text(encoding="utf-8")
+        for name, folder in (("scoring_server.py", _HERE), ("scoring_rules.py", _INFRA),
+                             ("relay.py", _HERE)):
+            files[name] = ship_python((folder / name).read_text(encoding="utf-8"))
         files[units.DOCKERFILE] = units.read(units.DOCKERFILE)
         return cls(files)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import gzip
 import shlex
@@ -13,6 +14,7 @@ import yaml  # type: ignore[import-untyped]
 from infra import aws as infra_aws
 from infra import azure as infra_azure
 from infra.worker import cloud_init, units
+from infra.worker.cloud_init import ship_python
 from tests.support.pool_programs import make_settings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,11 +59,22 @@ def test_ships_the_scripts_servers_and_dockerfile_verbatim() -> None:
         ("/opt/oa-vm/lib.sh", WORKER / "lib.sh"),
         ("/opt/oa-vm/scoring.sh", WORKER / "scoring.sh"),
         ("/opt/oa-vm/waa-image/Dockerfile", WORKER / "waa-image" / "Dockerfile"),
+    ]:
+        assert _content(files[shipped]) == source.read_text(encoding="utf-8"), shipped
+    for shipped, source in [
         ("/opt/oa-vm/scoring_server.py", WORKER / "scoring_server.py"),
         ("/opt/oa-vm/scoring_rules.py", ROOT / "infra/scoring_rules.py"),
         ("/opt/oa-vm/relay.py", WORKER / "relay.py"),
     ]:
-        assert _content(files[shipped]) == source.read_text(encoding="utf-8"), shipped
+        # The same program (its syntax tree, docstrings aside), without comments or docstrings.
+        text = source.read_text(encoding="utf-8")
+        assert _content(files[shipped]) == ship_python(text), shipped
+        assert len(_content(files[shipped])) < len(text)
+        names = [
+            {n.name for n in ast.walk(ast.parse(t)) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+            for t in (text, _content(files[shipped]))
+        ]
+        assert names[0] == names[1], shipped
     assert files["/opt/oa-vm/bootstrap.sh"]["permissions"] == "0755"
     for unit in units.STATIC_UNITS:
         assert _content(files[f"/etc/systemd/system/{unit}"]) == (

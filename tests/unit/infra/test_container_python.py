@@ -1,7 +1,8 @@
 """What ships into WAA's container (the scoring server, the rules, the relay) runs on its 3.9.
 
-Two checks: ``vermin -t=3.9-`` over the shipped files (the same command as ``.ci/run``), and the
-shipped files run for real under a Python 3.9 interpreter when one can be found.
+Two checks: ``vermin -t=3.9-`` over the source files (the same command as ``.ci/run``) and over
+the form cloud-init ships (docstrings and comments stripped), and that shipped form run for real
+under a Python 3.9 interpreter when one can be found.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 
 import pytest
 import requests
+
+from infra.worker.cloud_init import WorkerFiles
 
 ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = [
@@ -47,6 +50,23 @@ def test_vermin_finds_nothing_newer_than_3_9() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_vermin_finds_nothing_newer_than_3_9_in_the_shipped_form(tmp_path: Path) -> None:
+    shipped = _write_shipped(tmp_path)
+    done = _vermin(*shipped)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _write_shipped(folder: Path) -> list[Path]:
+    """The Python files exactly as cloud-init writes them onto the host."""
+    files = WorkerFiles.from_package().files
+    written = []
+    for path in SHIPPED:
+        target = folder / path.name
+        target.write_text(files[path.name], encoding="utf-8")
+        written.append(target)
+    return written
+
+
 def test_vermin_would_catch_zip_strict(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("pairs = list(zip([1], [2], strict=True))\n", encoding="utf-8")
@@ -55,13 +75,15 @@ def test_vermin_would_catch_zip_strict(tmp_path: Path) -> None:
 
 
 def _python39() -> str:
-    for candidate in ("/root/.pyenv/versions/3.9.18/bin/python3.9", shutil.which("python3.9")):
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    installed = sorted(str(p) for p in pyenv.glob("3.9.*/bin/python3.9"))
+    for candidate in (*installed, shutil.which("python3.9")):
         if candidate and Path(candidate).is_file():
             probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],
                                    capture_output=True, text=True, timeout=60, check=False)
             if probe.returncode == 0 and probe.stdout.strip() == "(3, 9)":
                 return candidate
-    pytest.skip("no Python 3.9 interpreter found (pyenv 3.9.18 or python3.9 on PATH)")
+    pytest.skip("no Python 3.9 interpreter found (pyenv's 3.9 or python3.9 on PATH)")
 
 
 # Python 3.9 here has no third-party packages, so WAA's desktop_env (which needs requests)
@@ -103,8 +125,7 @@ def test_shipped_files_run_under_python_3_9(tmp_path: Path) -> None:
     python = _python39()
     ship = tmp_path / "ship"
     ship.mkdir()
-    for path in SHIPPED:
-        shutil.copy(path, ship)
+    _write_shipped(ship)
     client = tmp_path / "client"
     for name, body in _STAND_IN.items():
         (client / name).parent.mkdir(parents=True, exist_ok=True)
