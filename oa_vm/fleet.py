@@ -120,8 +120,13 @@ def _load(name: str | None) -> PoolRecord:
 
 
 def _disk_gb(record: PoolRecord) -> int:
-    value = record.settings.get("disk_gb")
-    return int(value) if isinstance(value, int | float) and value > 0 else 128
+    """Gigabytes of disk each worker keeps while paused: its OS disk and its storage volume."""
+    total = 0
+    for key in ("disk_gb", "storage_gb"):
+        value = record.settings.get(key)
+        if isinstance(value, int | float) and value > 0:
+            total += int(value)
+    return total or 128
 
 
 def pause_pool(

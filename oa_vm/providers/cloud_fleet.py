@@ -103,8 +103,12 @@ class CloudFleetOps:
             allow_cidrs=list(settings.get("allow_cidrs") or []),
         )
         _key_path, public_key = sshkeys.ensure_pool_key(record.name)
+        # The image and disk size the pool was created with: a later default would replace
+        # every instance.
+        image = settings.get("image") or {}
         program_settings = self.provider._settings(
-            spec, region, public_key, list(spec.allow_cidrs), plan=False
+            spec, region, public_key, list(spec.allow_cidrs), plan=False,
+            image_id=image.get("cloud_id") or None, disk_gb=settings.get("disk_gb"),
         )
         module = self.provider._program_module()
         cloud = record.cloud

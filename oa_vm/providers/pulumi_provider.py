@@ -162,6 +162,7 @@ class PulumiCloudProvider:
         *,
         plan: bool,
         image_id: str | None = None,
+        disk_gb: int | None = None,
     ) -> PoolSettings:
         from infra.settings import PoolSettings, SettingsError
         from oa_vm import config
@@ -177,7 +178,7 @@ class PulumiCloudProvider:
             allowed_cidrs=tuple(cidrs),
             spot=spec.spot,
             image_id=image_id,
-            disk_gb=config.disk_gb(),
+            disk_gb=disk_gb or config.disk_gb(),
         )
         try:
             return settings.validate(allow_placeholders=plan)
@@ -418,6 +419,8 @@ class PulumiCloudProvider:
                 "workers": spec.workers,
                 "allow_cidrs": cidrs,
                 "image": (chosen_by_region[result.region] or ChosenImage("")).describe(),
+                "disk_gb": settings.disk_gb,
+                "storage_gb": settings.storage_gb,
                 "expected_ready_s": cloud_plan.WARM_READY_S,
                 "wait_timeout_s": cloud_plan.WARM_READY_S * cloud_plan.WAIT_MARGIN,
             },

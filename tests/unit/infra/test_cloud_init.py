@@ -71,7 +71,8 @@ def test_ships_the_scripts_servers_and_dockerfile_verbatim() -> None:
         assert _content(files[shipped]) == ship_python(text), shipped
         assert len(_content(files[shipped])) < len(text)
         names = [
-            {n.name for n in ast.walk(ast.parse(t)) if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+            {n.name for n in ast.walk(ast.parse(t))
+             if isinstance(n, ast.FunctionDef | ast.ClassDef)}
             for t in (text, _content(files[shipped]))
         ]
         assert names[0] == names[1], shipped

@@ -36,6 +36,11 @@ def spec(cloud: str) -> PoolSpec:
         expires_at=state.utcnow() + timedelta(hours=4),
         regions=["us-east-1"] if cloud == "aws" else ["eastus"],
         allow_cidrs=["198.51.100.7/32"],
+        # Pools start from a prepared image; the cloud's own snapshot ID stands for one here.
+        image="snap-0123456789abcdef0" if cloud == "aws" else (
+            "/subscriptions/0000/resourceGroups/oa-vm-images/providers/Microsoft.Compute/"
+            "snapshots/oa-vm-image-eastus"
+        ),
     )
 
 
@@ -95,7 +100,9 @@ def test_aws_pause_stops_every_instance_and_resume_starts_them(
     saved = state.load("waa-eval")
     assert saved.state == PoolState.PAUSED
     per_day = saved.provider_data["pauses"][-1]["per_day"]
-    assert per_day == pytest.approx(2 * 128 * 0.08 * 24 / 730)  # two gp3 disks, no address
+    disk_gb = saved.settings["disk_gb"] + saved.settings["storage_gb"]  # OS disk + storage
+    assert disk_gb > 128
+    assert per_day == pytest.approx(2 * disk_gb * 0.08 * 24 / 730)  # gp3 disks, no address
     assert saved.expires_at is not None
     assert timedelta(days=1.9) < saved.expires_at - state.utcnow() <= timedelta(days=2)
     with pytest.raises(PoolNotReadyError, match="already paused"):
@@ -167,8 +174,10 @@ def test_azure_pause_deallocates_and_resume_starts_through_the_driver(oa_home: P
     assert paused.state == PoolState.PAUSED
     assert power.calls == [("deallocate", ids)]
     assert len([c for c in engine.calls if c[0] == "up"]) == ups  # the stack is left alone
-    per_day = state.load("waa-eval").provider_data["pauses"][-1]["per_day"]
-    assert per_day == pytest.approx(2 * (19.71 * 24 / 730 + 0.005 * 24))
+    saved = state.load("waa-eval")
+    per_day = saved.provider_data["pauses"][-1]["per_day"]
+    disk_gb = saved.settings["disk_gb"] + saved.settings["storage_gb"]  # OS disk + storage
+    assert per_day == pytest.approx(2 * (19.71 * disk_gb / 128 * 24 / 730 + 0.005 * 24))
 
     fleet.resume_pool("waa-eval", wait=False, ops=ops)
     assert power.calls[-1] == ("start", ids)
