@@ -314,14 +314,32 @@ class BenchmarkAdapter(ABC):
             self._episode.tree = tree
         image = obs.get("image")
         title = obs.get("window_title")
+        png = base64.b64decode(image) if isinstance(image, str) and image else None
         return BenchmarkObservation(
-            screenshot=base64.b64decode(image) if isinstance(image, str) and image else None,
+            screenshot=png,
+            screenshot_path=self._save_screenshot(png, index) if png else None,
             accessibility_tree=tree,
             window_title=title if isinstance(title, str) else None,
             step=index,
-            viewport=(1280, 720) if not self.live else None,
+            viewport=_png_size(png) or ((1280, 720) if not self.live else None),
             raw_observation={k: v for k, v in obs.items() if k != "image"},
         )
+
+    _screens: Any = None
+    _shots = 0
+
+    def _save_screenshot(self, png: bytes, index: int) -> str:
+        """The screenshot as a file (the reference's ``screenshot_path``), in a folder of this
+        adapter's that is removed with it (or when the process exits)."""
+        import tempfile
+
+        if self._screens is None:
+            self._screens = tempfile.TemporaryDirectory(prefix="evals-screens-")
+            self._shots = 0
+        self._shots += 1  # every observation keeps its own file, across resets too
+        path = Path(self._screens.name) / f"{self._shots:05d}_step{index:03d}.png"
+        path.write_bytes(png)
+        return str(path)
 
     def close(self) -> None:  # noqa: B027 - optional hook: adapters that own nothing skip it
         """Release what the adapter started. Idempotent."""
@@ -336,6 +354,13 @@ class BenchmarkAdapter(ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _png_size(png: bytes | None) -> tuple[int, int] | None:
+    """``(width, height)`` from a PNG's header, or None when it is not a PNG."""
+    if not png or len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 @dataclass
@@ -585,6 +610,13 @@ class EvaluationConfig:
         run_name: The run folder's name (default: ``eval-<UTC time>``).
         enable_live_tracking, live_tracking_file: Accepted for compatibility; the run folder is
             what ``openadapt-evals view`` shows while a run goes on.
+        done_gate, done_gate_max_overrides, done_gate_threshold: The reference's option to
+            score a task when the agent says ``done`` and send it back if the score is low.
+            Accepted off only: it hands the checker's verdict to the agent mid-task (an agent
+            sees no evaluator data here), so ``done_gate=True`` is refused.
+
+    Raises:
+        ValueError: ``done_gate=True``.
     """
 
     max_steps: int = REFERENCE_MAX_STEPS
@@ -597,8 +629,17 @@ class EvaluationConfig:
     model_id: str = "unknown"
     output_dir: str = "benchmark_results"
     run_name: str | None = None
-    enable_live_tracking: bool = False
+    enable_live_tracking: bool = True
     live_tracking_file: str = "benchmark_live.json"
+    done_gate: bool = False
+    done_gate_max_overrides: int = 3
+    done_gate_threshold: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.done_gate:
+            raise ValueError(
+                "done_gate is not supported: it would tell the agent the checker's score "
+                "mid-task; leave it off (the checker scores once, when the task ends)")
 
 
 def evaluate_agent_on_benchmark(

@@ -92,3 +92,15 @@ def test_run_single_task_keeps_agent_errors_apart(worker_urls: tuple[str, str]) 
         task.time_limit_steps = 2
         capped = _run_single_task(ScriptedAgent([ESCAPE] * 10), adapter, task, config)
         assert capped.status == "failure" and capped.num_steps == 2
+
+
+def test_observations_carry_a_screenshot_file_and_its_size(
+        worker_urls: tuple[str, str]) -> None:
+    with _adapter(worker_urls) as adapter:
+        task = adapter.load_task(CLOCK_TASK)
+        first = adapter.reset(task)
+        second, _, _ = adapter.step(ESCAPE)
+        paths = [first.screenshot_path, second.screenshot_path]
+        assert all(paths) and paths[0] != paths[1]
+        assert Path(str(paths[0])).read_bytes() == first.screenshot
+        assert first.viewport == (1280, 720)  # read from the PNG the worker sent

@@ -207,3 +207,11 @@ def test_value_metrics() -> None:
     assert boolean([], None) == 1.0 and boolean(1, 0) == 0.0
     assert file_exists(__file__, None) == 1.0 and file_exists("/no/such/file", None) == 0.0
     assert get_metric("contains") is contains and get_metric("nope") is None
+
+
+def test_done_gate_is_accepted_off_and_refused_on() -> None:
+    config = EvaluationConfig(done_gate=False, done_gate_max_overrides=2,
+                              done_gate_threshold=0.5, enable_live_tracking=True)
+    assert config.done_gate is False and config.done_gate_threshold == 0.5
+    with pytest.raises(ValueError, match="checker's score"):
+        EvaluationConfig(done_gate=True)
