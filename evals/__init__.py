@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evals.adapters.base import UIElement
     from evals.agents.base import (
         BenchmarkAction,
         BenchmarkAgent,
@@ -61,6 +62,7 @@ _EXPORTS = {
     "action_to_string": "evals.agents.builtin",
     "format_accessibility_tree": "evals.agents.builtin",
     "parse_action_response": "evals.agents.builtin",
+    "UIElement": "evals.adapters.base",
 }
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "RandomAgent",
     "ScriptedAgent",
     "SmartMockAgent",
+    "UIElement",
     "WAALiveAdapter",
     "WAALiveConfig",
     "WAAMockAdapter",

@@ -84,7 +84,7 @@ def test_task_built_with_the_reference_keywords() -> None:
 
 
 def test_ui_element_is_a_plain_record() -> None:
-    from evals.adapters import UIElement
+    from evals import UIElement
 
     element = UIElement(node_id="3", role="button", name="Save", bbox=(0, 0, 10, 10))
     assert dataclasses.asdict(element)["name"] == "Save" and element.children is None
