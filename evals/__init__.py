@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         SmartMockAgent,
         action_to_string,
         format_accessibility_tree,
+        parse_accessibility_tree,
         parse_action_response,
     )
     from evals.benchmark_api import (
@@ -61,6 +62,7 @@ _EXPORTS = {
     "SmartMockAgent": "evals.agents.builtin",
     "action_to_string": "evals.agents.builtin",
     "format_accessibility_tree": "evals.agents.builtin",
+    "parse_accessibility_tree": "evals.agents.builtin",
     "parse_action_response": "evals.agents.builtin",
     "UIElement": "evals.adapters.base",
 }
@@ -86,6 +88,7 @@ __all__ = [
     "compute_metrics",
     "evaluate_agent_on_benchmark",
     "format_accessibility_tree",
+    "parse_accessibility_tree",
     "parse_action_response",
 ]
 

@@ -370,6 +370,47 @@ def _fractions(values: list[float], observation: BenchmarkObservation | None,
     return [v / (width if i % 2 == 0 else height) for i, v in enumerate(values)]
 
 
+def parse_accessibility_tree(xml: str | None) -> dict[str, Any] | None:
+    """An accessibility tree in XML as the reference tool's dict tree, or None when ``xml`` is
+    empty or not XML.
+
+    Each element becomes ``{"role", "name", "id", "BoundingRectangle", "children"}``: ``role``
+    is the tag, ``id`` the ``AutomationId``, else the ``RuntimeId``, else the name, and
+    ``BoundingRectangle`` is ``"left,top,right,bottom"`` in pixels (absent when unknown). Three
+    spellings are read: the local worker's (``name``, ``rect``), Windows UI Automation's
+    (``Name``, ``AutomationId``, ``BoundingRectangle``) and AT-SPI's (``name``,
+    ``cp:screencoord="(x, y)"`` with ``cp:size="(w, h)"``).
+    """
+    root = _root(xml)
+    return None if root is None else _element_dict(root)
+
+
+def _element_dict(element: ET.Element) -> dict[str, Any]:
+    # Attribute names without their XML namespace ("{uri}screencoord" -> "screencoord").
+    attrs = {key.rsplit("}", 1)[-1]: value for key, value in element.attrib.items()}
+    name = attrs.get("Name", attrs.get("name", ""))
+    node: dict[str, Any] = {
+        "role": element.tag.rsplit("}", 1)[-1],
+        "name": name,
+        "id": attrs.get("AutomationId") or attrs.get("RuntimeId") or name,
+    }
+    rect = attrs.get("BoundingRectangle") or attrs.get("rect") or _atspi_rect(attrs)
+    if rect:
+        node["BoundingRectangle"] = rect
+    node["children"] = [_element_dict(child) for child in element]
+    return node
+
+
+def _atspi_rect(attrs: dict[str, str]) -> str | None:
+    """AT-SPI's position and size as ``"left,top,right,bottom"``."""
+    position = _NUMBER.findall(attrs.get("screencoord", ""))
+    size = _NUMBER.findall(attrs.get("size", ""))
+    if len(position) != 2 or len(size) != 2:
+        return None
+    x, y, w, h = (int(float(v)) for v in (*position, *size))
+    return f"{x},{y},{x + w},{y + h}"
+
+
 def _root(tree: str | None) -> ET.Element | None:
     if not tree:
         return None
@@ -397,5 +438,6 @@ __all__ = [
     "action_to_string",
     "call_reset",
     "format_accessibility_tree",
+    "parse_accessibility_tree",
     "parse_action_response",
 ]

@@ -215,3 +215,28 @@ def test_done_gate_is_accepted_off_and_refused_on() -> None:
     assert config.done_gate is False and config.done_gate_threshold == 0.5
     with pytest.raises(ValueError, match="checker's score"):
         EvaluationConfig(done_gate=True)
+
+
+def test_accessibility_xml_becomes_the_reference_dict_tree() -> None:
+    from evals import parse_accessibility_tree
+    from evals.adapters.waa.live import _parse_xml_a11y_tree
+
+    assert _parse_xml_a11y_tree is parse_accessibility_tree
+    local = parse_accessibility_tree(XML_TREE)
+    assert local is not None
+    window = local["children"][0]
+    assert (window["role"], window["id"], window["BoundingRectangle"]) == (
+        "Window", "Form", "0,0,400,300")
+    assert [c["name"] for c in window["children"]] == ["Cancel", "OK"]
+    uia = parse_accessibility_tree(
+        '<Pane Name="Bar" RuntimeId="7"><Button Name="Go" AutomationId="go"'
+        ' BoundingRectangle="1,2,3,4"/></Pane>')
+    assert uia is not None and uia["id"] == "7"
+    assert uia["children"][0] == {"role": "Button", "name": "Go", "id": "go",
+                                  "BoundingRectangle": "1,2,3,4", "children": []}
+    atspi = parse_accessibility_tree(
+        '<desktop xmlns:cp="uri:c"><push name="Start" cp:screencoord="(10, 20)"'
+        ' cp:size="(30, 40)"/></desktop>')
+    assert atspi is not None and atspi["children"][0]["BoundingRectangle"] == "10,20,40,60"
+    assert "[Start] push: Start" in format_accessibility_tree(atspi)
+    assert parse_accessibility_tree("") is None and parse_accessibility_tree("<a><b>") is None
