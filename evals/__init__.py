@@ -94,6 +94,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the reference exports it; here it is the oa-vm distribution's
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("oa-vm")
+        except PackageNotFoundError:
+            return "0.0.0+unknown"
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'evals' has no attribute {name!r}")

@@ -240,3 +240,11 @@ def test_accessibility_xml_becomes_the_reference_dict_tree() -> None:
     assert atspi is not None and atspi["children"][0]["BoundingRectangle"] == "10,20,40,60"
     assert "[Start] push: Start" in format_accessibility_tree(atspi)
     assert parse_accessibility_tree("") is None and parse_accessibility_tree("<a><b>") is None
+
+
+def test_version_is_the_distributions() -> None:
+    from importlib.metadata import version
+
+    import evals
+
+    assert evals.__version__ == version("oa-vm")
