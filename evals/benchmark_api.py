@@ -760,7 +760,7 @@ class _Recorder:
             "run": path.name,
             "pool": getattr(adapter, "pool_name", None),
             "cloud": "local" if not adapter.live else None,
-            "agent": type(getattr(agent, "agent", agent)).__name__,
+            "agent": type(agent.agent if isinstance(agent, _StepNotifier) else agent).__name__,
             "selection": ",".join(r.task_id for r in refs),
             "task_ids": [r.task_id for r in refs],
             "max_steps": max_steps,
