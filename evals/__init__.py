@@ -13,6 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evals.adapters.base import UIElement
     from evals.agents.base import (
         BenchmarkAction,
         BenchmarkAgent,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
         SmartMockAgent,
         action_to_string,
         format_accessibility_tree,
+        parse_accessibility_tree,
         parse_action_response,
     )
     from evals.benchmark_api import (
@@ -60,7 +62,9 @@ _EXPORTS = {
     "SmartMockAgent": "evals.agents.builtin",
     "action_to_string": "evals.agents.builtin",
     "format_accessibility_tree": "evals.agents.builtin",
+    "parse_accessibility_tree": "evals.agents.builtin",
     "parse_action_response": "evals.agents.builtin",
+    "UIElement": "evals.adapters.base",
 }
 
 __all__ = [
@@ -75,6 +79,7 @@ __all__ = [
     "RandomAgent",
     "ScriptedAgent",
     "SmartMockAgent",
+    "UIElement",
     "WAALiveAdapter",
     "WAALiveConfig",
     "WAAMockAdapter",
@@ -83,11 +88,19 @@ __all__ = [
     "compute_metrics",
     "evaluate_agent_on_benchmark",
     "format_accessibility_tree",
+    "parse_accessibility_tree",
     "parse_action_response",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the reference exports it; here it is the oa-vm distribution's
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("oa-vm")
+        except PackageNotFoundError:
+            return "0.0.0+unknown"
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'evals' has no attribute {name!r}")

@@ -59,6 +59,27 @@ if TYPE_CHECKING:
     from waa_client.waa import WaaClient
 
 DEFAULT_MAX_STEPS = 15
+"""WAA's own step limit: the live adapter's default, as ``openadapt-evals run`` uses."""
+REFERENCE_MAX_STEPS = 50
+"""The reference tool's default for :func:`evaluate_agent_on_benchmark` and
+:class:`EvaluationConfig`, kept so code written against it takes as many steps here."""
+
+WAA_DOMAINS: list[str] = [
+    "chrome",
+    "clock",
+    "file_explorer",
+    "libreoffice_calc",
+    "libreoffice_writer",
+    "microsoft_paint",
+    "msedge",
+    "notepad",
+    "settings",
+    "vlc",
+    "vs_code",
+    "windows_calc",
+]
+"""The twelve domains of WAA's task suite (its ``evaluation_examples_windows`` folders), in the
+order WAA lists them."""
 
 
 @dataclass
@@ -181,6 +202,9 @@ class BenchmarkAdapter(ABC):
 
     benchmark_type = "interactive"
     supports_parallel = False
+    max_steps: int = DEFAULT_MAX_STEPS
+    """Steps per task in the interactive interface: :meth:`step` says ``done`` once a task
+    took this many (or the task's own ``time_limit_steps``), as the reference's adapters do."""
 
     def list_tasks(self, domain: str | None = None) -> list[BenchmarkTask]:
         """The adapter's tasks (its default selection), optionally of one domain."""
@@ -201,7 +225,8 @@ class BenchmarkAdapter(ABC):
         # The public view, as agents get it in the loop: no evaluator, no answers.
         return BenchmarkTask(task_id=ref.task_id, domain=ref.domain,
                              instruction=ref.instruction, infeasible=None,
-                             raw=public_task_json(catalog.load(task_id)))
+                             raw=public_task_json(catalog.load(task_id)),
+                             time_limit_steps=self.max_steps)
 
     def reset(self, task: BenchmarkTask) -> BenchmarkObservation:
         """Reset the worker and set ``task`` up (WAA's stock reset); the first observation.
@@ -219,8 +244,9 @@ class BenchmarkAdapter(ABC):
 
     def step(self, action: BenchmarkAction) -> tuple[BenchmarkObservation, bool, dict[str, Any]]:
         """Play one action; ``(observation, done, info)``. ``done`` is True after ``done`` or
-        ``fail``; a refused action is reported in ``info["error"]`` and the next observation's
-        ``last_error``, as in the agent loop.
+        ``fail``, and once the task took :attr:`max_steps` steps (the task's
+        ``time_limit_steps`` when it has one); a refused action is reported in
+        ``info["error"]`` and the next observation's ``last_error``, as in the agent loop.
 
         Raises:
             RuntimeError: :meth:`reset` was not called.
@@ -231,9 +257,10 @@ class BenchmarkAdapter(ABC):
         if action.ends_task:
             episode.last_action = action.to_string()
             return self._observe(episode.steps), True, info
+        limit = episode.task.time_limit_steps or self.max_steps
         if action.type == WAIT:
             time.sleep(1.0)
-            return self._observe(episode.steps), False, info
+            return self._observe(episode.steps), episode.steps >= limit, info
         waa, _ = self.clients()
         from waa_client.errors import WaaError
 
@@ -249,7 +276,7 @@ class BenchmarkAdapter(ABC):
             info["error"] = str(exc)
         observation = self._observe(episode.steps)
         observation.last_result, observation.last_error = info["result"], info["error"]
-        return observation, False, info
+        return observation, episode.steps >= limit, info
 
     def evaluate(self, task: BenchmarkTask) -> BenchmarkResult:
         """Score the worker's state with WAA's checker. A checker or worker that fails gives a
@@ -287,14 +314,32 @@ class BenchmarkAdapter(ABC):
             self._episode.tree = tree
         image = obs.get("image")
         title = obs.get("window_title")
+        png = base64.b64decode(image) if isinstance(image, str) and image else None
         return BenchmarkObservation(
-            screenshot=base64.b64decode(image) if isinstance(image, str) and image else None,
+            screenshot=png,
+            screenshot_path=self._save_screenshot(png, index) if png else None,
             accessibility_tree=tree,
             window_title=title if isinstance(title, str) else None,
             step=index,
-            viewport=(1280, 720) if not self.live else None,
+            viewport=_png_size(png) or ((1280, 720) if not self.live else None),
             raw_observation={k: v for k, v in obs.items() if k != "image"},
         )
+
+    _screens: Any = None
+    _shots = 0
+
+    def _save_screenshot(self, png: bytes, index: int) -> str:
+        """The screenshot as a file (the reference's ``screenshot_path``), in a folder of this
+        adapter's that is removed with it (or when the process exits)."""
+        import tempfile
+
+        if self._screens is None:
+            self._screens = tempfile.TemporaryDirectory(prefix="evals-screens-")
+            self._shots = 0
+        self._shots += 1  # every observation keeps its own file, across resets too
+        path = Path(self._screens.name) / f"{self._shots:05d}_step{index:03d}.png"
+        path.write_bytes(png)
+        return str(path)
 
     def close(self) -> None:  # noqa: B027 - optional hook: adapters that own nothing skip it
         """Release what the adapter started. Idempotent."""
@@ -309,6 +354,13 @@ class BenchmarkAdapter(ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _png_size(png: bytes | None) -> tuple[int, int] | None:
+    """``(width, height)`` from a PNG's header, or None when it is not a PNG."""
+    if not png or len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
 
 
 @dataclass
@@ -375,6 +427,7 @@ class WAALiveAdapter(BenchmarkAdapter):
         from waa_client.waa import WaaClient
 
         self.config = config or WAALiveConfig(**options)
+        self.max_steps = self.config.max_steps
         self.step_pause_s = self.config.step_pause_s
         self.task_timeout_s = self.config.task_timeout_s
         connect, read = self.config.connect_timeout, self.config.read_timeout
@@ -418,7 +471,7 @@ class WAAMockAdapter(BenchmarkAdapter):
 
     def __init__(
         self,
-        num_tasks: int | None = None,
+        num_tasks: int | None = 20,
         domains: Sequence[str] | None = None,
         *,
         faults: dict[str, str] | None = None,
@@ -429,8 +482,13 @@ class WAAMockAdapter(BenchmarkAdapter):
         """Describe the pool; it starts on first use.
 
         Args:
-            num_tasks: Run the first ``num_tasks`` local tasks when none are named (all if None).
-            domains: Only tasks of these domains (``notepad``, ``settings``...); all if None.
+            num_tasks: Run the first ``num_tasks`` local tasks when none are named (20, the
+                reference's default; all if None). Named tasks are always found.
+            domains: Only tasks of these WAA domains (``notepad``, ``settings``...); all if
+                None.
+
+        Raises:
+            ValueError: ``num_tasks`` below 1, or a domain WAA does not have.
             faults: Fault knobs of the simulated worker (``latency``, ``error-rate``...).
             ready_timeout_s: How long the worker may take to come up.
             task_timeout_s: A task taking longer ends as ``error/timeout``.
@@ -438,6 +496,12 @@ class WAAMockAdapter(BenchmarkAdapter):
         """
         if num_tasks is not None and (isinstance(num_tasks, bool) or num_tasks < 1):
             raise ValueError(f"num_tasks must be a whole number of at least 1, not {num_tasks}")
+        unknown = [d for d in domains or () if d not in WAA_DOMAINS]
+        if unknown:
+            # The reference's mock makes up tasks for any domain ("browser", "office"); here
+            # tasks are real, so a domain WAA does not have would silently select nothing.
+            raise ValueError(f"unknown WAA domain(s) {', '.join(map(repr, unknown))}; "
+                             f"use some of: {', '.join(WAA_DOMAINS)}")
         self.num_tasks = num_tasks
         self.domains = list(domains) if domains is not None else None
         self.faults = dict(faults or {})
@@ -537,7 +601,8 @@ class EvaluationConfig:
             worker (``openadapt-evals sweep`` runs many workers).
         save_trajectories: Keep ``(observation, action)`` pairs in each result's ``steps``.
         verbose: Accepted for compatibility (progress goes to the run folder's records).
-        on_step: Accepted for compatibility; not called (steps are in each result).
+        on_step: Called as ``on_step(observation, action, step_index)`` with each action the
+            agent chooses (before the worker runs it).
         on_task_complete: Called with each result as soon as its task ends.
         save_execution_traces: Record a run folder (``output_dir/run_name``).
         model_id: Recorded in the run folder's metadata.
@@ -545,27 +610,43 @@ class EvaluationConfig:
         run_name: The run folder's name (default: ``eval-<UTC time>``).
         enable_live_tracking, live_tracking_file: Accepted for compatibility; the run folder is
             what ``openadapt-evals view`` shows while a run goes on.
+        done_gate, done_gate_max_overrides, done_gate_threshold: The reference's option to
+            score a task when the agent says ``done`` and send it back if the score is low.
+            Accepted off only: it hands the checker's verdict to the agent mid-task (an agent
+            sees no evaluator data here), so ``done_gate=True`` is refused.
+
+    Raises:
+        ValueError: ``done_gate=True``.
     """
 
-    max_steps: int = DEFAULT_MAX_STEPS
+    max_steps: int = REFERENCE_MAX_STEPS
     parallel: int = 1
     save_trajectories: bool = True
     verbose: bool = True
     on_step: Callable[..., None] | None = None
     on_task_complete: Callable[[BenchmarkResult], None] | None = None
-    save_execution_traces: bool = False
+    save_execution_traces: bool = True
     model_id: str = "unknown"
     output_dir: str = "benchmark_results"
     run_name: str | None = None
-    enable_live_tracking: bool = False
+    enable_live_tracking: bool = True
     live_tracking_file: str = "benchmark_live.json"
+    done_gate: bool = False
+    done_gate_max_overrides: int = 3
+    done_gate_threshold: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.done_gate:
+            raise ValueError(
+                "done_gate is not supported: it would tell the agent the checker's score "
+                "mid-task; leave it off (the checker scores once, when the task ends)")
 
 
 def evaluate_agent_on_benchmark(
     agent: BenchmarkAgent,
     adapter: BenchmarkAdapter,
     task_ids: Sequence[str] | None = None,
-    max_steps: int = DEFAULT_MAX_STEPS,
+    max_steps: int = REFERENCE_MAX_STEPS,
     parallel: int = 1,
     config: EvaluationConfig | None = None,
     *,
@@ -595,6 +676,8 @@ def evaluate_agent_on_benchmark(
     if config is not None:
         max_steps = config.max_steps
         on_result = on_result or config.on_task_complete
+        if config.on_step is not None:
+            agent = _StepNotifier(agent, config.on_step)
         if run_dir is None and config.save_execution_traces:
             from evals.runner import default_run_name
 
@@ -635,6 +718,27 @@ def evaluate_agent_on_benchmark(
     return results
 
 
+class _StepNotifier(BenchmarkAgent):
+    """Wraps an agent to call ``EvaluationConfig.on_step`` with each action it chooses."""
+
+    def __init__(self, agent: BenchmarkAgent, on_step: Callable[..., None]) -> None:
+        self.agent = agent
+        self.on_step = on_step
+        self.sees_answers = agent.sees_answers  # type: ignore[misc]  # the wrapped agent's opt-in
+
+    def reset(self, task: BenchmarkTask | None = None) -> None:
+        from evals.agents.builtin import call_reset
+
+        if task is not None:
+            call_reset(self.agent, task)
+
+    def act(self, observation: BenchmarkObservation, task: BenchmarkTask,
+            history: Sequence[BenchmarkAction] | None = None) -> BenchmarkAction:
+        action = self.agent.act(observation, task, history)
+        self.on_step(observation, action, observation.step)
+        return action
+
+
 class _Recorder:
     """Writes what the API ran as a run folder, in the same format as ``openadapt-evals run``."""
 
@@ -656,7 +760,7 @@ class _Recorder:
             "run": path.name,
             "pool": getattr(adapter, "pool_name", None),
             "cloud": "local" if not adapter.live else None,
-            "agent": type(agent).__name__,
+            "agent": type(agent.agent if isinstance(agent, _StepNotifier) else agent).__name__,
             "selection": ",".join(r.task_id for r in refs),
             "task_ids": [r.task_id for r in refs],
             "max_steps": max_steps,

@@ -32,6 +32,7 @@ from evals.agents.builtin import (
     SmartMockAgent,
     action_to_string,
     format_accessibility_tree,
+    parse_accessibility_tree,
     parse_action_response,
 )
 from evals.errors import InvalidRunInputError, UnknownAgentError
@@ -44,6 +45,7 @@ __all__ = [
     "SmartMockAgent",
     "action_to_string",
     "format_accessibility_tree",
+    "parse_accessibility_tree",
     "parse_action_response",
     "AgentOptions",
     "BenchmarkAction",

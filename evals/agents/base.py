@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from evals.agents.pyautogui_code import GUI_TYPES, to_pyautogui
@@ -230,7 +230,7 @@ def public_task_json(task: Mapping[str, Any]) -> dict[str, Any]:
     return {key: task[key] for key in PUBLIC_TASK_FIELDS if key in task}
 
 
-@dataclass
+@dataclass(init=False)
 class BenchmarkTask:
     """The task given to an agent.
 
@@ -246,13 +246,43 @@ class BenchmarkTask:
         infeasible: True when the right answer is ``FAIL``; ``None`` (not told) unless the
             agent opted in.
         raw: The public task JSON, or the full task JSON for an agent that opted in.
+        time_limit_steps: The task's own step limit, if it has one (the reference tool's
+            field; the run's ``max_steps`` applies when it is ``None``).
+
+    ``raw_config=`` (the reference tool's name) is accepted for ``raw`` and read back as
+    ``task.raw_config``. The positional order is ``(task_id, domain, instruction, ...)``;
+    the reference's is ``(task_id, instruction, domain, ...)``, so pass them by keyword.
     """
 
     task_id: str
     domain: str
     instruction: str
     infeasible: bool | None
-    raw: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any]
+    time_limit_steps: int | None
+
+    def __init__(
+        self,
+        task_id: str,
+        domain: str = "",
+        instruction: str = "",
+        infeasible: bool | None = None,
+        raw: dict[str, Any] | None = None,
+        time_limit_steps: int | None = None,
+        *,
+        raw_config: dict[str, Any] | None = None,
+    ) -> None:
+        self.task_id = task_id
+        self.domain = domain
+        self.instruction = instruction
+        self.infeasible = infeasible
+        self.raw = dict(raw if raw is not None else raw_config or {})
+        self.time_limit_steps = time_limit_steps
+
+    @property
+    def raw_config(self) -> dict[str, Any]:
+        """The reference tool's name for :attr:`raw`."""
+        return self.raw
 
 
 class BenchmarkAgent(ABC):

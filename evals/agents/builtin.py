@@ -17,7 +17,6 @@ from xml.etree import ElementTree as ET
 
 from evals.agents.base import (
     DONE,
-    FAIL,
     BenchmarkAction,
     BenchmarkAgent,
     BenchmarkObservation,
@@ -25,7 +24,10 @@ from evals.agents.base import (
 )
 from evals.agents.pyautogui_code import SCREEN
 
-_TYPES = ("click", "double_click", "right_click", "type", "key", "scroll", "wait")
+_TYPES = ("click", "type", "scroll", "done")
+"""The reference tool's default random action types."""
+_PREFERRED_BUTTONS = ("submit", "ok")
+"""Buttons :class:`SmartMockAgent` clicks before any other, as a form's confirm button."""
 
 
 def call_reset(agent: BenchmarkAgent, task: BenchmarkTask) -> None:
@@ -46,13 +48,15 @@ class RandomAgent(BenchmarkAgent):
     """Random GUI actions (a floor to compare against), ``done`` after ``max_actions``.
 
     Args:
-        action_types: The types to draw from (default: clicks, typing, keys, scrolls, waits).
+        action_types: The types to draw from (default, as the reference's: ``click``,
+            ``type``, ``scroll``, ``done``; also ``double_click``, ``right_click``, ``key``,
+            ``wait``, ``fail``).
         seed: For a repeatable sequence.
-        max_actions: Actions per task before ``done``.
+        max_actions: Actions per task before ``done`` (the reference stops after 20).
     """
 
     def __init__(self, action_types: Sequence[str] | None = None, seed: int | None = None,
-                 max_actions: int = 10) -> None:
+                 max_actions: int = 20) -> None:
         self.action_types = list(action_types or _TYPES)
         self.rng = random.Random(seed)
         self.max_actions = max_actions
@@ -85,29 +89,77 @@ class ScriptedAgent(BenchmarkAgent):
 
     def __init__(self, actions: Sequence[BenchmarkAction] | None = None) -> None:
         self.actions = list(actions or [])
+        self._next = 0
+
+    def reset(self, task: BenchmarkTask | None = None) -> None:
+        """Start the script again (the loop calls this before each task)."""
+        self._next = 0
 
     def act(self, observation: BenchmarkObservation, task: BenchmarkTask,
             history: Sequence[BenchmarkAction] | None = None) -> BenchmarkAction:
-        """The next scripted action."""
-        index = len(history or ())
+        """The next scripted action (counted per call, so it also works without history)."""
+        index = self._next
+        self._next += 1
         return self.actions[index] if index < len(self.actions) else BenchmarkAction(DONE)
 
 
 class SmartMockAgent(BenchmarkAgent):
-    """A deterministic agent for exercising a harness: clicks the first button the
-    accessibility tree lists, then says ``done``. It does not solve tasks (the reference's
-    solves its own mock UI, which has no counterpart here: the local tasks are real)."""
+    """A deterministic agent for exercising a harness: clicks one button of the accessibility
+    tree (``Submit`` or ``OK`` if there is one, else the first), then says ``done``.
+
+    It does not solve tasks: the reference's is tuned to its own synthetic mock UI, which has
+    no counterpart here (the local tasks are real). Both WAA's XML tree and the reference's
+    dict tree (``{"role", "name", "id", "children"}``) are read.
+    """
+
+    def __init__(self) -> None:
+        self._acted = False
+
+    def reset(self, task: BenchmarkTask | None = None) -> None:
+        """Start again with the click (the loop calls this before each task)."""
+        self._acted = False
 
     def act(self, observation: BenchmarkObservation, task: BenchmarkTask,
             history: Sequence[BenchmarkAction] | None = None) -> BenchmarkAction:
-        """Click the first button once, then finish."""
-        if history:
+        """Click a button once, then finish."""
+        if self._acted or history:
             return BenchmarkAction(DONE)
-        for element in _elements(observation.accessibility_tree):
-            if element.tag == "Button" and element.get("rect"):
-                return BenchmarkAction("click", target_name=element.get("name"),
-                                       target_bbox=_bbox(element.get("rect", "")))
+        self._acted = True
+        tree: Any = observation.accessibility_tree
+        if isinstance(tree, dict):
+            return _click_dict_button(tree)
+        buttons = [e for e in _elements(tree) if e.tag == "Button" and e.get("rect")]
+        buttons.sort(key=lambda e: _preference(e.get("name")))
+        if buttons:
+            return BenchmarkAction("click", target_name=buttons[0].get("name"),
+                                   target_bbox=_bbox(buttons[0].get("rect", "")))
         return BenchmarkAction(DONE)
+
+
+def _click_dict_button(tree: dict[str, Any]) -> BenchmarkAction:
+    """A click on the preferred button of a dict tree, by its node ID."""
+    buttons = [node for node in _dict_nodes(tree) if str(node.get("role", "")).lower() == "button"]
+    buttons.sort(key=lambda n: _preference(n.get("name")))
+    if not buttons:
+        return BenchmarkAction(DONE)
+    node = buttons[0]
+    node_id = node.get("id", node.get("node_id"))
+    return BenchmarkAction("click", target_node_id=None if node_id is None else str(node_id),
+                           target_name=node.get("name"))
+
+
+def _preference(name: Any) -> int:
+    """Rank of a button by name: ``Submit``, then ``OK``, then the rest in tree order."""
+    text = str(name or "").strip().lower()
+    return _PREFERRED_BUTTONS.index(text) if text in _PREFERRED_BUTTONS else len(_PREFERRED_BUTTONS)
+
+
+def _dict_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    nodes = [tree]
+    for child in tree.get("children") or ():
+        if isinstance(child, dict):
+            nodes.extend(_dict_nodes(child))
+    return nodes
 
 
 class ApiAgent(BenchmarkAgent):
@@ -156,13 +208,22 @@ class ApiAgent(BenchmarkAgent):
         return self.agent.act(observation, task, history)
 
 
+def _coord(value: float) -> str:
+    """Pixels as written, fractions with three decimals (the reference's format)."""
+    return str(value) if isinstance(value, int) else f"{value:.3f}"
+
+
 def action_to_string(action: BenchmarkAction) -> str:
-    """A short readable form: ``CLICK(500, 208)``, ``TYPE('hi')``, ``KEY(ctrl+s)``, ``DONE``."""
+    """A short readable form, as the reference writes it: ``CLICK([4])`` (node ID),
+    ``CLICK(0.500, 0.300)`` (fractions), ``CLICK(500, 208)`` (pixels), ``TYPE('hi')``,
+    ``KEY(ctrl+s)``, ``SCROLL(down)``, ``DONE()``."""
     kind = action.type.upper()
     if action.type in ("click", "double_click", "right_click", "move"):
+        if action.target_node_id:
+            return f"{kind}([{action.target_node_id}])"
         if action.x is not None and action.y is not None:
-            return f"{kind}({action.x:g}, {action.y:g})"
-        return f"{kind}({action.target_name or action.target_node_id or ''})"
+            return f"{kind}({_coord(action.x)}, {_coord(action.y)})"
+        return f"{kind}({action.target_name or ''})"
     if action.type == "type":
         return f"TYPE({action.text!r})"
     if action.type in ("key", "hotkey"):
@@ -171,16 +232,24 @@ def action_to_string(action: BenchmarkAction) -> str:
     if action.type == "scroll":
         return f"SCROLL({action.scroll_direction or 'down'})"
     if action.type == "drag":
-        return f"DRAG({action.x:g}, {action.y:g} -> {action.end_x:g}, {action.end_y:g})" \
-            if None not in (action.x, action.y, action.end_x, action.end_y) else "DRAG()"
+        points = (action.x, action.y, action.end_x, action.end_y)
+        return f"DRAG({', '.join(_coord(p) for p in points if p is not None)})" \
+            if None not in points else "DRAG()"
     if action.type in ("execute", "execute_windows"):
         return action.to_string()
-    return kind
+    return f"{kind}()"
 
 
-def format_accessibility_tree(tree: str | None, max_lines: int = 200) -> str:
-    """The accessibility tree as indented lines ``[Role] name = value @ rect``, for prompts."""
+def format_accessibility_tree(tree: str | dict[str, Any] | None, max_lines: int = 200) -> str:
+    """The accessibility tree as indented lines, for prompts.
+
+    WAA's XML (what a worker sends) gives ``[Role] name = value @ rect``; the reference's
+    dict tree (``{"role", "name", "id", "children"}``) gives its ``[id] role: name`` lines.
+    """
     lines: list[str] = []
+    if isinstance(tree, dict):
+        _walk_dict(tree, 0, lines, max_lines)
+        return "\n".join(lines)
 
     def walk(element: ET.Element, depth: int) -> None:
         if len(lines) >= max_lines:
@@ -203,40 +272,143 @@ def format_accessibility_tree(tree: str | None, max_lines: int = 200) -> str:
     return "\n".join(lines)
 
 
+def _walk_dict(node: dict[str, Any], depth: int, lines: list[str], max_lines: int) -> None:
+    if len(lines) >= max_lines:
+        return
+    node_id = node.get("id", node.get("node_id", ""))
+    line = f"{'  ' * depth}[{node_id}] {node.get('role', 'unknown')}"
+    if node.get("name"):
+        line += f": {node['name']}"
+    lines.append(line)
+    for child in node.get("children") or ():
+        if isinstance(child, dict):
+            _walk_dict(child, depth + 1, lines, max_lines)
+
+
+_NAMES = ("double_click", "right_click", "click", "move", "type", "key", "hotkey", "press",
+          "scroll", "drag", "done", "fail", "wait")
 _CALL = re.compile(r"^\s*([A-Za-z_]+)\s*(?:\((.*)\))?\s*$", re.S)
+_CALL_IN_TEXT = re.compile(
+    r"\b(" + "|".join(_NAMES) + r")\s*\(([^()]*)\)", re.I)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def parse_action_response(response: str, observation: BenchmarkObservation | None = None
                           ) -> BenchmarkAction:
-    """An action from a model's text reply: the last line of the form ``CLICK(x, y)``,
-    ``DOUBLE_CLICK(x, y)``, ``RIGHT_CLICK(x, y)``, ``TYPE("text")``, ``KEY(ctrl+s)``,
-    ``SCROLL(down)``, ``WAIT``, ``DONE`` or ``FAIL`` (``Action: ...`` prefixes are allowed).
-    Anything else becomes ``fail`` with the reply kept in ``raw_action``."""
+    """An action from a model's text reply, as the reference parses it.
+
+    The reply's last action wins: ``CLICK([4])`` (node ID), ``CLICK(x, y)``,
+    ``DOUBLE_CLICK(x, y)``, ``RIGHT_CLICK(x, y)``, ``TYPE("text")``, ``KEY(ctrl+s)`` (key
+    ``s``, modifiers ``["ctrl"]``), ``SCROLL(down)``, ``DRAG(x1, y1, x2, y2)``, ``WAIT``,
+    ``DONE`` or ``FAIL``, alone on a line, after ``Action:``, or inside a sentence. Pixel
+    coordinates (above 1) become fractions of ``observation.viewport`` when an observation
+    is given. A reply with no action is ``done`` with ``raw_action["parse_error"]``: the
+    checker then scores what is on the screen (``fail`` would claim the task infeasible).
+    """
+    raw: dict[str, Any] = {"response": response}
     for line in reversed([ln.strip() for ln in response.strip().splitlines() if ln.strip()]):
-        line = re.sub(r"^(action|ACTION|Action)\s*:\s*", "", line)
+        line = re.sub(r"^.*?\baction\s*:\s*", "", line, flags=re.I)
+        candidates: list[tuple[str, str | None]] = []
         match = _CALL.match(line)
-        if not match:
-            continue
-        name, args = match.group(1).lower(), (match.group(2) or "").strip()
-        if name in ("done", "fail", "wait") and not args:
-            return BenchmarkAction(name, raw_action={"response": response})
-        if name in ("click", "double_click", "right_click", "move"):
-            numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", args)]
-            if len(numbers) >= 2:
-                return BenchmarkAction(name, x=numbers[0], y=numbers[1],
-                                       raw_action={"response": response})
-        if name == "type":
-            text = args[1:-1] if len(args) >= 2 and args[0] == args[-1] and args[0] in "'\"" \
-                else args
-            return BenchmarkAction("type", text=text, raw_action={"response": response})
-        if name in ("key", "hotkey", "press"):
-            key = args.strip("'\" ").lower().replace(" ", "")
-            if key:
-                return BenchmarkAction("key", key=key, raw_action={"response": response})
-        if name == "scroll":
-            return BenchmarkAction("scroll", scroll_direction=args.strip("'\" ") or "down",
-                                   raw_action={"response": response})
-    return BenchmarkAction(FAIL, raw_action={"response": response, "error": "unparsed"})
+        if match:
+            candidates.append((match.group(1).lower(), match.group(2)))
+        candidates += [(m.group(1).lower(), m.group(2))
+                       for m in reversed(list(_CALL_IN_TEXT.finditer(line)))]
+        for name, args in candidates:
+            action = _action_from_call(name, (args or "").strip(), raw, observation)
+            if action is not None:
+                return action
+    raw["parse_error"] = "No action pattern found"
+    return BenchmarkAction(DONE, raw_action=raw)
+
+
+def _action_from_call(name: str, args: str, raw: dict[str, Any],
+                      observation: BenchmarkObservation | None) -> BenchmarkAction | None:
+    """The action one ``NAME(args)`` stands for, or None when it is not one."""
+    if name in ("done", "fail", "wait") and not args:
+        return BenchmarkAction(name, raw_action=raw)
+    if name in ("click", "double_click", "right_click", "move"):
+        node = re.fullmatch(r"\[\s*([^\]]+?)\s*\]", args)
+        if node:
+            return BenchmarkAction(name, target_node_id=node.group(1), raw_action=raw)
+        numbers = [float(n) for n in _NUMBER.findall(args)]
+        if len(numbers) >= 2:
+            x, y = _fractions(numbers[:2], observation, raw)
+            return BenchmarkAction(name, x=x, y=y, raw_action=raw)
+        return None
+    if name == "drag":
+        numbers = [float(n) for n in _NUMBER.findall(args)]
+        if len(numbers) < 4:
+            return None
+        x, y, end_x, end_y = _fractions(numbers[:4], observation, raw)
+        return BenchmarkAction("drag", x=x, y=y, end_x=end_x, end_y=end_y, raw_action=raw)
+    if name == "type":
+        text = args[1:-1] if len(args) >= 2 and args[0] == args[-1] and args[0] in "'\"" \
+            else args
+        return BenchmarkAction("type", text=text, raw_action=raw)
+    if name in ("key", "hotkey", "press"):
+        keys = [k for k in args.strip("'\" ").replace(" ", "").split("+") if k]
+        if not keys:
+            return None
+        return BenchmarkAction("key", key=keys[-1], modifiers=keys[:-1] or None, raw_action=raw)
+    if name == "scroll":
+        return BenchmarkAction("scroll", scroll_direction=args.strip("'\" ").lower() or "down",
+                               raw_action=raw)
+    return None
+
+
+def _fractions(values: list[float], observation: BenchmarkObservation | None,
+               raw: dict[str, Any]) -> list[float]:
+    """Pixel values as fractions of the viewport (the reference's normalization), when an
+    observation with a viewport is given and any value is above 1; else as they are."""
+    viewport = observation.viewport if observation is not None else None
+    if not viewport or all(v <= 1.0 for v in values):
+        return values
+    width, height = viewport
+    raw["original_coords"] = values
+    raw["normalized"] = True
+    return [v / (width if i % 2 == 0 else height) for i, v in enumerate(values)]
+
+
+def parse_accessibility_tree(xml: str | None) -> dict[str, Any] | None:
+    """An accessibility tree in XML as the reference tool's dict tree, or None when ``xml`` is
+    empty or not XML.
+
+    Each element becomes ``{"role", "name", "id", "BoundingRectangle", "children"}``: ``role``
+    is the tag, ``id`` the ``AutomationId``, else the ``RuntimeId``, else the name, and
+    ``BoundingRectangle`` is ``"left,top,right,bottom"`` in pixels (absent when unknown). Three
+    spellings are read: the local worker's (``name``, ``rect``), Windows UI Automation's
+    (``Name``, ``AutomationId``, ``BoundingRectangle``) and AT-SPI's (``name``,
+    ``cp:screencoord="(x, y)"`` with ``cp:size="(w, h)"``).
+    """
+    root = _root(xml)
+    return None if root is None else _element_dict(root)
+
+
+def _element_dict(element: ET.Element) -> dict[str, Any]:
+    # Attribute names without their XML namespace ("{uri}screencoord" -> "screencoord").
+    attrs = {key.rsplit("}", 1)[-1]: value for key, value in element.attrib.items()}
+    name = attrs.get("Name", attrs.get("name", ""))
+    node: dict[str, Any] = {
+        "role": element.tag.rsplit("}", 1)[-1],
+        "name": name,
+        "id": attrs.get("AutomationId") or attrs.get("RuntimeId") or name,
+    }
+    rect = attrs.get("BoundingRectangle") or attrs.get("rect") or _atspi_rect(attrs)
+    if rect:
+        node["BoundingRectangle"] = rect
+    node["children"] = [_element_dict(child) for child in element]
+    return node
+
+
+def _atspi_rect(attrs: dict[str, str]) -> str | None:
+    """AT-SPI's position and size as ``"left,top,right,bottom"``."""
+    position = _NUMBER.findall(attrs.get("screencoord", ""))
+    size = _NUMBER.findall(attrs.get("size", ""))
+    if len(position) != 2 or len(size) != 2:
+        return None
+    x, y, w, h = (int(float(v)) for v in (*position, *size))
+    return f"{x},{y},{x + w},{y + h}"
 
 
 def _root(tree: str | None) -> ET.Element | None:
@@ -266,5 +438,6 @@ __all__ = [
     "action_to_string",
     "call_reset",
     "format_accessibility_tree",
+    "parse_accessibility_tree",
     "parse_action_response",
 ]

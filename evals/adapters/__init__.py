@@ -5,8 +5,10 @@ See docs/compat.md for what differs.
 
 from __future__ import annotations
 
+from evals.adapters.base import UIElement
 from evals.agents.base import BenchmarkAction, BenchmarkObservation, BenchmarkTask
 from evals.benchmark_api import (
+    WAA_DOMAINS,
     BenchmarkAdapter,
     BenchmarkResult,
     WAALiveAdapter,
@@ -23,6 +25,8 @@ __all__ = [
     "BenchmarkResult",
     "BenchmarkTask",
     "SyntheticTaskError",
+    "UIElement",
+    "WAA_DOMAINS",
     "WAALiveAdapter",
     "WAALiveConfig",
     "WAAMockAdapter",
