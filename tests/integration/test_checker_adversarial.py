@@ -239,6 +239,7 @@ WRONG: dict[str, dict[str, list[str]]] = {
         "typed, not saved": ["key ctrl+a", 'type "final"', "DONE"],
         "saved as another file": ["key ctrl+a", 'type "final"',
                                   f'save "{H}\\Desktop\\status2.txt"', "DONE"],
+        "emptied": ["key ctrl+a", "key backspace", "key ctrl+s", "DONE"],
     },
     "inf-print": {
         "DONE on an infeasible task": ["DONE"],
@@ -252,12 +253,15 @@ WRONG: dict[str, dict[str, list[str]]] = {
                        "DONE"],
         "double extension": ['type "This is a draft."',
                              f'save "{H}\\Documents\\draft.txt.txt"', "DONE"],
+        "typed, not saved": ['type "This is a draft."', "DONE"],
+        "saved empty": [f'save "{H}\\Documents\\draft.txt"', "DONE"],
     },
     "night-light": {
         "on, dark mode switched on too": ["set night_light on", "set dark_mode on", "DONE"],
         "on, notifications switched off": ["set night_light on", "set notifications off",
                                            "DONE"],
         "toggled twice": ["set night_light on", "set night_light off", "DONE"],
+        "done, then FAIL": ["set night_light on", "FAIL"],
     },
     "time-zone": {
         "lower case": ['set time_zone "pacific standard time"', "DONE"],
@@ -308,6 +312,7 @@ WRONG: dict[str, dict[str, list[str]]] = {
         "file right, calculator closed": [_RESULT, "close Calculator", "DONE"],
         "file in Documents": ["calc 1234*5678", f'write "{H}\\Documents\\result.txt" "7006652"',
                               "DONE"],
+        "done, then FAIL": ["calc 1234*5678", _RESULT, "FAIL"],
     },
     "calc-days": {
         "number only": ["calc days 2024-01-03 2024-08-20",
@@ -375,6 +380,8 @@ GAPS: dict[str, dict[str, list[str]]] = {
         f'move "{H}\\Downloads\\cache2.tmp" "{H}\\Documents\\cache2.tmp"', "DONE"]},
     "calc-product": {"the answer typed on the calculator, not computed": [
         'type "7006652"', _RESULT, "DONE"]},
+    "calc-days": {"the answer typed on the calculator, not computed": [
+        'type "230"', _DAYS, "DONE"]},
 }
 """Wrong runs the local checkers still accept (see docs/results.md): the checker reads one
 folder, not the whole disk, and the calculator's display, not its history. Marked strict
@@ -438,6 +445,15 @@ def test_a_known_gap_is_still_accepted(worker: Any, short: str, name: str,
                                        actions: list[str]) -> None:
     score, reason = _play(worker, short, actions)
     assert score == 0.0, f"{short}: the wrong run '{name}' was accepted ({reason})"
+
+
+@pytest.mark.parametrize("short", ["inf-share", "inf-print", "inf-480hz"])
+@pytest.mark.parametrize("answer", ["fail", "FAIL ", "Fail", "DONE", ""])
+def test_an_infeasible_task_takes_exactly_fail(worker: Any, short: str, answer: str) -> None:
+    # Sent to /evaluate as is (an agent loop would normalise it): WAA compares exactly.
+    verdict = worker.scoring.evaluate(load_task(short), answer)
+    assert verdict["score"] == 0.0, verdict
+    assert worker.scoring.evaluate(load_task(short), "FAIL")["score"] == 1.0
 
 
 @pytest.mark.parametrize("short", list(TASKS))
