@@ -111,7 +111,17 @@ def _exists_in_folder(desktop: Desktop, cfg: Mapping[str, Any]) -> float:
 
 
 def _list_directory(desktop: Desktop, cfg: Mapping[str, Any]) -> list[str]:
-    return desktop.list_names(_cfg_str(cfg, "path"))
+    """The folder's names; with ``recursive`` every file below it instead, as sorted paths
+    relative to it (``Downloads\\invoice.txt``), so a file moved to another folder instead of
+    deleted is still seen."""
+    path = _cfg_str(cfg, "path")
+    if not cfg.get("recursive"):
+        return desktop.list_names(path)
+    root = desktop.host(path)
+    if not root.is_dir():
+        raise GetterError(f"folder not found: {path}")
+    return sorted(("\\".join(p.relative_to(root).parts) for p in root.rglob("*") if p.is_file()),
+                  key=str.lower)
 
 
 def _settings_value(desktop: Desktop, cfg: Mapping[str, Any]) -> Any:

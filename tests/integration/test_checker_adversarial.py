@@ -126,6 +126,13 @@ WRONG: dict[str, dict[str, list[str]]] = {
             f'write "{H}\\Downloads\\old_invoice.txt" "keep"', "DONE"],
         "a new file left in Downloads": [*_DEL_TMP, f'write "{H}\\Downloads\\x.txt" "x"',
                                          "DONE"],
+        ".tmp files moved to Documents, not deleted": [
+            f'move "{H}\\Downloads\\cache1.tmp" "{H}\\Documents\\cache1.tmp"',
+            f'move "{H}\\Downloads\\cache2.tmp" "{H}\\Documents\\cache2.tmp"', "DONE"],
+        ".tmp files moved to a new folder in Downloads": [
+            f'mkdir "{H}\\Downloads\\old"',
+            f'move "{H}\\Downloads\\cache1.tmp" "{H}\\Downloads\\old\\cache1.tmp"',
+            f'move "{H}\\Downloads\\cache2.tmp" "{H}\\Downloads\\old\\cache2.tmp"', "DONE"],
         "everything selected and deleted in the app": [
             _PY + "pyautogui.click(400, 142)\npyautogui.hotkey(\"ctrl\", \"a\")",
             _PY + 'pyautogui.press("delete")', "DONE"],
@@ -375,17 +382,14 @@ RIGHT: dict[str, dict[str, list[str]]] = {
 
 
 GAPS: dict[str, dict[str, list[str]]] = {
-    "delete-tmp": {".tmp files moved to Documents, not deleted": [
-        f'move "{H}\\Downloads\\cache1.tmp" "{H}\\Documents\\cache1.tmp"',
-        f'move "{H}\\Downloads\\cache2.tmp" "{H}\\Documents\\cache2.tmp"', "DONE"]},
     "calc-product": {"the answer typed on the calculator, not computed": [
         'type "7006652"', _RESULT, "DONE"]},
     "calc-days": {"the answer typed on the calculator, not computed": [
         'type "230"', _DAYS, "DONE"]},
 }
-"""Wrong runs the local checkers still accept (see docs/results.md): the checker reads one
-folder, not the whole disk, and the calculator's display, not its history. Marked strict
-xfail, so a fix shows up as a test to move into :data:`WRONG`."""
+"""Wrong runs the local checkers still accept (see docs/results.md): the checker reads the
+calculator's display, not its history. Marked strict xfail, so a fix shows up as a test to move
+into :data:`WRONG`."""
 
 
 def load_task(short: str) -> dict[str, Any]:

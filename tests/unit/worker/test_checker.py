@@ -275,3 +275,14 @@ def test_the_settings_getter_returns_every_setting(desktop: Desktop) -> None:
     run(desktop, "set night_light on")
     assert evaluate_task(desktop, task(func="exact_match", result={"type": "settings"},
                                        expected=rule(values)), "DONE").score == 0.0
+
+
+def test_a_recursive_listing_sees_a_file_moved_instead_of_deleted(desktop: Desktop) -> None:
+    run(desktop, f'write "{DOCS}\\keep.txt" "k"')
+    run(desktop, f'mkdir "{DOCS}\\Old"')
+    run(desktop, f'write "{DOCS}\\Old\\a.tmp" "x"')
+    home = {"type": "list_directory", "path": "C:\\Users\\Docker", "recursive": True}
+    assert get_value(desktop, home) == ["Documents\\keep.txt", "Documents\\Old\\a.tmp"]
+    assert get_value(desktop, {"type": "list_directory", "path": DOCS}) == ["Old", "keep.txt"]
+    with pytest.raises(GetterError, match="folder not found"):
+        get_value(desktop, {**home, "path": f"{DOCS}\\keep.txt"})
