@@ -152,6 +152,9 @@ WRONG: dict[str, dict[str, list[str]]] = {
                      f'"{H}\\Desktop\\report_final - Copy.txt"', "DONE"],
         "renamed into another folder": [
             f'move "{H}\\Desktop\\report_draft.txt" "{H}\\Documents\\report_final.txt"', "DONE"],
+        "renamed, a copy left in Documents": [
+            f'copy "{H}\\Desktop\\report_draft.txt" "{H}\\Documents\\report_draft.txt"',
+            _RENAME, "DONE"],
         "double extension typed in the app": [
             _PY + "pyautogui.click(400, 142)",
             _PY + 'pyautogui.press("f2")\npyautogui.typewrite("report_final.txt.txt\\n")', "DONE"],
@@ -214,6 +217,8 @@ WRONG: dict[str, dict[str, list[str]]] = {
                                      "DONE"],
         "copied to Documents": [
             f'copy "{H}\\Pictures\\photo.png" "{H}\\Documents\\photo.png"', "DONE"],
+        "copied to the Desktop and to Documents": [
+            _COPY, f'copy "{H}\\Pictures\\photo.png" "{H}\\Documents\\photo.png"', "DONE"],
     },
     "inf-share": {
         "DONE on an infeasible task": ["DONE"],
