@@ -111,7 +111,17 @@ def _exists_in_folder(desktop: Desktop, cfg: Mapping[str, Any]) -> float:
 
 
 def _list_directory(desktop: Desktop, cfg: Mapping[str, Any]) -> list[str]:
-    return desktop.list_names(_cfg_str(cfg, "path"))
+    """The folder's names; with ``recursive`` every file below it instead, as sorted paths
+    relative to it (``Downloads\\invoice.txt``), so a file moved to another folder instead of
+    deleted is still seen."""
+    path = _cfg_str(cfg, "path")
+    if not cfg.get("recursive"):
+        return desktop.list_names(path)
+    root = desktop.host(path)
+    if not root.is_dir():
+        raise GetterError(f"folder not found: {path}")
+    return sorted(("\\".join(p.relative_to(root).parts) for p in root.rglob("*") if p.is_file()),
+                  key=str.lower)
 
 
 def _settings_value(desktop: Desktop, cfg: Mapping[str, Any]) -> Any:
@@ -120,6 +130,12 @@ def _settings_value(desktop: Desktop, cfg: Mapping[str, Any]) -> Any:
     if key not in values:
         raise GetterError(f"unknown setting {key!r}; known: {', '.join(values)}")
     return values[key]
+
+
+def _settings(desktop: Desktop, cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """Every setting by key, native types: a task that expects one setting changed compares
+    them all, so a run that also flips another one (collateral damage) scores 0."""
+    return desktop.settings.as_dict()
 
 
 def _night_light_state(desktop: Desktop, cfg: Mapping[str, Any]) -> list[Any]:
@@ -166,6 +182,7 @@ GETTERS: dict[str, Callable[[Desktop, Mapping[str, Any]], Any]] = {
     "vm_file_exists_in_vm_folder": _exists_in_folder,
     "list_directory": _list_directory,
     "settings_value": _settings_value,
+    "settings": _settings,
     "night_light_state": _night_light_state,
     "clock_timers": _clock_timers,
     "clock_alarms": lambda d, cfg: d.clock.as_dict()["alarms"],
@@ -259,6 +276,25 @@ def compare_text_file(
     return 1.0 if texts[0] == texts[1] else 0.0
 
 
+def check_list(path: str | None, rules: Any) -> float:
+    """WAA's ``check_list``: 1 if each ``rules["expect"]`` regex matches some line of the file
+    and no ``rules["unexpect"]`` regex matches any line (``"one name per line"`` is an
+    ``unexpect`` of two words on a line)."""
+    if not path:
+        return 0.0
+    if not isinstance(rules, Mapping):
+        raise EvaluatorConfigError("check_list needs rules with expect/unexpect regex lists")
+    expect = [re.compile(p) for p in rules.get("expect", [])]
+    unexpect = [re.compile(p) for p in rules.get("unexpect", [])]
+    found = [False] * len(expect)
+    clean = True
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    for line in text.splitlines(keepends=True):
+        found = [f or r.search(line) is not None for f, r in zip(found, expect, strict=True)]
+        clean = clean and all(r.search(line) is None for r in unexpect)
+    return 1.0 if all(found) and clean else 0.0
+
+
 def literal_match(result: Any, expected: Any, *, ignore_case: bool = False) -> float:
     """1 if ``result == expected`` (strings compared without case when ``ignore_case``)."""
     if ignore_case and isinstance(result, str) and isinstance(expected, str):
@@ -287,10 +323,11 @@ METRICS: dict[str, Callable[..., float]] = {
     "literal_match": literal_match,
     "file_exists": file_exists,
     "compare_files": compare_files,
+    "check_list": check_list,
 }
 """Metrics, by WAA name: ``metric(result, expected?, **options) -> float``."""
 
-FILE_METRICS = frozenset({"compare_text_file", "file_exists", "compare_files"})
+FILE_METRICS = frozenset({"compare_text_file", "file_exists", "compare_files", "check_list"})
 """Metrics whose positional arguments are host paths: each must stay inside the sandbox."""
 
 

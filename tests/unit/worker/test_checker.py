@@ -227,3 +227,62 @@ def test_postconfig_failure_is_an_evaluation_error(desktop: Desktop) -> None:
         evaluate_task(desktop, broken, "DONE")
     with pytest.raises(EvaluatorConfigError):
         evaluate_task(desktop, {"id": "x"}, "DONE")
+
+
+# -- what the adversarial audit added: WAA's check_list, every setting at once -------------------
+
+CHECK_LIST_CASES = [
+    ("a.png\nb.png\n", {"unexpect": [r"\S\s+\S"]}),
+    ("a.png b.png", {"unexpect": [r"\S\s+\S"]}),
+    ("a.png\tb.png\n", {"unexpect": [r"\S\s+\S"]}),
+    ("a.png\n\nb.png", {"expect": [r"^a\.png\s*$", r"^b\.png\s*$"]}),
+    ("a.png\n", {"expect": [r"^a\.png\s*$", r"^b\.png\s*$"]}),
+    ("a.png\nreadme.txt\n", {"expect": [r"\.png"], "unexpect": [r"readme"]}),
+    ("", {"expect": [r"x"]}),
+    ("", {}),
+]
+
+
+@pytest.mark.parametrize(("text", "rules"), CHECK_LIST_CASES)
+def test_check_list_scores_as_waa_s_own(tmp_path: Path, text: str, rules: dict[str, Any]) -> None:
+    from tests.support.waa_upstream import load_desktop_env
+
+    load_desktop_env()  # puts WAA's client on the path (skips when it is absent)
+    from desktop_env.evaluators.metrics.general import check_list as waa_check_list
+
+    path = tmp_path / "list.txt"
+    path.write_bytes(text.encode("utf-8"))
+    ours = checker.check_list(str(path), rules)
+    assert ours == float(waa_check_list(str(path), rules))
+    assert checker.check_list(None, rules) == 0.0
+
+
+def test_check_list_without_rules_is_a_task_bug(tmp_path: Path) -> None:
+    path = tmp_path / "list.txt"
+    path.write_text("a")
+    with pytest.raises(EvaluatorConfigError):
+        checker.metric("check_list")(str(path), "not rules")
+
+
+def test_the_settings_getter_returns_every_setting(desktop: Desktop) -> None:
+    run(desktop, "set dark_mode on")
+    values = get_value(desktop, {"type": "settings"})
+    assert values["dark_mode"] is True and values["notifications"] is True
+    assert set(values) == {"night_light", "night_light_start", "night_light_end",
+                           "notifications", "do_not_disturb", "dark_mode", "time_zone"}
+    assert evaluate_task(desktop, task(func="exact_match", result={"type": "settings"},
+                                       expected=rule(values)), "DONE").score == 1.0
+    run(desktop, "set night_light on")
+    assert evaluate_task(desktop, task(func="exact_match", result={"type": "settings"},
+                                       expected=rule(values)), "DONE").score == 0.0
+
+
+def test_a_recursive_listing_sees_a_file_moved_instead_of_deleted(desktop: Desktop) -> None:
+    run(desktop, f'write "{DOCS}\\keep.txt" "k"')
+    run(desktop, f'mkdir "{DOCS}\\Old"')
+    run(desktop, f'write "{DOCS}\\Old\\a.tmp" "x"')
+    home = {"type": "list_directory", "path": "C:\\Users\\Docker", "recursive": True}
+    assert get_value(desktop, home) == ["Documents\\keep.txt", "Documents\\Old\\a.tmp"]
+    assert get_value(desktop, {"type": "list_directory", "path": DOCS}) == ["Old", "keep.txt"]
+    with pytest.raises(GetterError, match="folder not found"):
+        get_value(desktop, {**home, "path": f"{DOCS}\\keep.txt"})
