@@ -77,7 +77,9 @@ def _report(
         # Click's usage errors ('abc' is not a valid integer...): one line and a pointer to
         # --help instead of Click's multi-line box.
         message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
-        print(f"{prog}: error: {message} (see '{prog} --help')", file=sys.stderr)
+        # Point at the help of the command that was mistyped, not only the program's.
+        command = getattr(getattr(exc, "ctx", None), "command_path", None) or prog
+        print(f"{prog}: error: {message} (see '{command} --help')", file=sys.stderr)
         sys.exit(int(exc.exit_code))
     if debug:
         traceback.print_exception(exc)
