@@ -31,6 +31,7 @@ from oa_vm.faults import validate_faults
 from oa_vm.providers import DEFAULT_CLOUD, get_provider
 from oa_vm.providers.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
 from oa_vm.state import PoolRecord, PoolState, WorkerState
+from oa_vm.validate import require_number
 
 __all__ = [
     "DEFAULT_CLOUD",
@@ -53,6 +54,7 @@ __all__ = [
 DEFAULT_WORKERS = 3
 DEFAULT_TTL_HOURS = 4.0
 MAX_WORKERS = 256
+MAX_TTL_HOURS = 24.0 * 365
 
 
 def _owner() -> str:
@@ -100,10 +102,8 @@ def build_spec(
         raise InvalidInputError(f"--workers must be a whole number of at least 1, not {workers}")
     if workers > MAX_WORKERS:
         raise InvalidInputError(f"--workers {workers} is more than the limit of {MAX_WORKERS}")
-    if not ttl_hours > 0:
-        raise InvalidInputError(f"--ttl-hours must be more than 0, not {ttl_hours}")
-    if price_per_hour is not None and not price_per_hour >= 0:
-        raise InvalidInputError(f"--price-per-hour must be 0 or more, not {price_per_hour}")
+    require_number("--ttl-hours", ttl_hours, above=0, high=MAX_TTL_HOURS)
+    require_number("--price-per-hour", price_per_hour, low=0)
     if price_per_hour is not None and cloud != "local":
         raise InvalidInputError("--price-per-hour is for local pools; cloud pools use the catalog")
     if (faults or ssh_via or tasks_dir) and cloud != "local":
@@ -225,8 +225,9 @@ def resolve_name(name: str | None) -> str:
         PoolNotFoundError: no pool exists at all.
         AmbiguousPoolError: several exist (the message lists them).
     """
-    if name:
-        return name
+    if name is not None:
+        # An empty or path-like --name must never fall back to "the only pool" or escape the home.
+        return state.validate_pool_name(name)
     names = state.list_names()
     if not names:
         raise InvalidInputError(
