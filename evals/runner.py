@@ -548,7 +548,12 @@ class Dispatcher:
         execution.previous_attempts = [
             AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
         ]
-        retryable = execution.error_type in (ErrorType.INFRASTRUCTURE, ErrorType.TIMEOUT)
+        retryable = execution.error_type in (ErrorType.INFRASTRUCTURE, ErrorType.TIMEOUT) or (
+            # a setup failure may be the worker's (a broken desktop): once more, elsewhere
+            execution.error_type is ErrorType.SETUP
+            and lease.attempts < 2
+            and self._active_workers() > 1
+        )
         if not retryable:
             self._commit(execution, lease, seconds)
             return False
