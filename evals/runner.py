@@ -61,6 +61,7 @@ from evals.records import (
     results_root,
     versions,
 )
+from oa_vm.redact import redact_text
 
 if TYPE_CHECKING:
     from oa_vm.connect import WorkerConnection
@@ -537,6 +538,9 @@ class Dispatcher:
                 info, ErrorType.INFRASTRUCTURE, f"unexpected {type(exc).__name__}: {exc}"
             )
         seconds = time.monotonic() - began
+        if execution.error_message:
+            # records end up in execution.json, queue.sqlite and the run page: no credentials
+            execution.error_message = redact_text(execution.error_message)
         with self._state_lock:
             self._running[worker.name] = None
         if self._stop.is_set():

@@ -21,6 +21,7 @@ from oa_vm.errors import (
     AmbiguousPoolError,
     CorruptRecordError,
     InvalidInputError,
+    OaVmError,
     PoolExistsError,
     PoolNotFoundError,
     PoolNotReadyError,
@@ -210,9 +211,20 @@ def create_pool(
             _remove_pool_dir(spec.name)
         raise
     except BaseException:
-        # Interrupted or unexpected: keep a FAILED record so 'pool-cleanup' can still act.
-        placeholder.state = PoolState.FAILED
-        state.save(placeholder)
+        # Interrupted or unexpected: keep a FAILED record (with the workers the provider
+        # recorded as it spawned them) so 'pool-cleanup' can still act; a local pool that
+        # made nothing leaves nothing behind (no empty pool folder). A cloud pool always keeps
+        # its record: resources may exist that only cleanup through the record can find.
+        try:
+            current = state.load(spec.name)
+        except OaVmError:
+            current = placeholder
+        if spec.cloud != "local" or current.workers or current.provider_data:
+            current.state = PoolState.FAILED
+            state.save(current)
+        else:
+            state.delete(spec.name)
+            _remove_pool_dir(spec.name)
         raise
     state.save(record)
     return record
@@ -309,6 +321,13 @@ def wait_pool(
                 f"pool {record.name!r}: worker lost while waiting ({details}); "
                 f"see 'oa-vm pool-status --name {record.name}' and clean up with "
                 f"'oa-vm pool-cleanup --name {record.name}'"
+            )
+        live = [w for w in record.workers if w.state not in (WorkerState.LOST, WorkerState.STOPPED)]
+        if not live:
+            raise PoolNotReadyError(
+                f"pool {record.name!r} has no live worker ({record.state.value}, "
+                f"{len(record.workers)} worker(s) recorded); remove it with "
+                f"'oa-vm pool-cleanup --name {record.name}' and create it again"
             )
         if all(w.state == WorkerState.READY for w in record.workers):
             return record

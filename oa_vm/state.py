@@ -292,6 +292,10 @@ def atomic_write_json(path: Path, data: Any, mode: int = 0o644) -> None:
 def save(record: PoolRecord) -> Path:
     """Write the pool's record atomically; returns its path."""
     path = record_path(record.name)
+    if not path.parent.is_dir():
+        # The pool's folder holds its SSH key and logs: private, whatever the umask says.
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.chmod(0o700)
     atomic_write_json(path, record.to_json())
     return path
 

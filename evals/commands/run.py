@@ -8,6 +8,7 @@ error, or every worker was lost; any error with ``--fail-on-errors``), 1 any oth
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -60,8 +61,14 @@ BundlesOpt = Annotated[
     Path | None,
     typer.Option("--bundles", help="Replay agent: folder of <task_id>/workflow.json."),
 ]
+AGENT_URL_ENV = "OA_EVALS_AGENT_URL"
 AgentUrlOpt = Annotated[
-    str | None, typer.Option("--agent-url", help="Http agent: the agent server's URL.")
+    str | None,
+    typer.Option(
+        "--agent-url",
+        help="Http agent: the agent server's URL (or $OA_EVALS_AGENT_URL; a token may come "
+        "from $OA_EVALS_AGENT_TOKEN). Credentials in it are never printed or stored.",
+    ),
 ]
 ReadTimeoutOpt = Annotated[
     float,
@@ -232,7 +239,9 @@ def build_config(
         pool=pool,
         selection=tasks,
         agent=agent,
-        agent_options=AgentOptions(bundles=bundles, agent_url=agent_url),
+        agent_options=AgentOptions(
+            bundles=bundles, agent_url=agent_url or os.environ.get(AGENT_URL_ENV) or None
+        ),
         max_steps=max_steps,
         run_name=run_name or (None if resume else default_run_name(agent)),
         resume=resume,
