@@ -166,6 +166,8 @@ def sweep(
                 result = execute(
                     config, json_out=json_out, finish=False, fail_on_errors=fail_on_errors
                 )
+                if result.warning:
+                    _keep_logs(spec.name, config)  # the run is unhealthy: the logs say why
             except BaseException:
                 if created:
                     _keep_logs(spec.name, config)
