@@ -744,6 +744,27 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         )
 
 
+def _check_resumable(path: Path) -> None:
+    """A resumed run's queue must be this run's queue: without it, finished tasks would run again.
+
+    Raises:
+        sqlite3.DatabaseError: missing, not SQLite, or without the queue's table.
+    """
+    import sqlite3
+
+    if not path.is_file():
+        raise sqlite3.DatabaseError("the file is missing")
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='tasks'"
+        ).fetchone()
+    finally:
+        conn.close()
+    if not row or row[0] != 1:
+        raise sqlite3.DatabaseError("it holds no task queue")
+
+
 def _open_queue(
     folder: RunFolder, config: RunConfig, owner: str, tasks: Mapping[str, dict[str, Any]]
 ) -> TaskQueue:
@@ -756,6 +777,8 @@ def _open_queue(
 
     queue: TaskQueue | None = None
     try:
+        if config.resume:
+            _check_resumable(folder.queue_path)
         queue = TaskQueue(
             folder.queue_path, owner=owner, lease_seconds=config.lease_seconds,
             max_attempts=config.max_attempts,

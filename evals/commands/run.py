@@ -243,7 +243,10 @@ def build_config(
             bundles=bundles, agent_url=agent_url or os.environ.get(AGENT_URL_ENV) or None
         ),
         max_steps=max_steps,
-        run_name=run_name or (None if resume else default_run_name(agent)),
+        # "" stays "" (and is refused by validate), never silently replaced by a default
+        run_name=(
+            run_name if run_name is not None else (None if resume else default_run_name(agent))
+        ),
         resume=resume,
         task_timeout_s=task_timeout,
         max_attempts=max_attempts,
