@@ -560,7 +560,8 @@ class Dispatcher:
         )
         if not retryable:
             self._commit(execution, lease, seconds)
-            return False
+            # a failed setup or reset counts towards the worker's quarantine even when final
+            return execution.error_type is ErrorType.SETUP
         attempt = {
             "attempt": lease.attempts,
             "worker": worker.name,

@@ -95,3 +95,8 @@ def test_estimates_grow_with_what_a_task_holds() -> None:
     assert estimate_seconds(three) > estimate_seconds(one)
     assert estimate_seconds({"config": [{}, {}]}) > estimate_seconds({})
     assert estimate_seconds({}, default=10.0) < estimate_seconds({}, default=20.0)
+
+
+def test_an_odd_item_in_a_reference_solution_does_not_break_the_estimate() -> None:
+    odd = {"reference_solution": [{"not": "a string"}, "sleep 1", "DONE"]}
+    assert estimate_seconds(odd) >= 1.0
