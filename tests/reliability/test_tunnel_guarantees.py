@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -103,7 +104,17 @@ def test_reconnects_back_off_exponentially_up_to_the_cap(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     waits: list[float] = []
-    monkeypatch.setattr("waa_client.tunnel.time.sleep", waits.append)
+    real_sleep = time.sleep
+    this_thread = threading.current_thread()
+
+    def record(seconds: float) -> None:
+        # time.sleep is global: other threads (earlier tests' leftovers) keep sleeping for real
+        if threading.current_thread() is this_thread:
+            waits.append(seconds)
+        else:
+            real_sleep(seconds)
+
+    monkeypatch.setattr("waa_client.tunnel.time.sleep", record)
     key = generate_key(tmp_path / "key")
     with RefusingPort() as refusing:
         target = TunnelTarget("w1", "127.0.0.1", refusing.port, "u", key)
