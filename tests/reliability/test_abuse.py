@@ -247,10 +247,7 @@ CASES: dict[str, Case] = {
     "sweep price nan": _sweep("--price-per-hour", "nan"),
     "sweep max-cost nan": _sweep("--max-cost-usd", "nan"),
     "sweep unknown cloud": _sweep("--cloud", "mars"),
-    "sweep malformed task file": Case(
-        "openadapt-evals", ("sweep", "--cloud", "local", "--agent", "oracle", "--tasks", "t1",
-                            "--results-dir", "{res}"), prepare=bad_task_file,
-        env={"OA_EVALS_UNUSED": "1"}),
+    "sweep resume of a missing run": _sweep("--run-name", "never", "--resume"),
     # --- other openadapt-evals commands
     "view missing run": Case("openadapt-evals", ("view", "--run-name", "never",
                                                  "--results-dir", "{res}")),
