@@ -359,3 +359,23 @@ def test_500s_while_tasks_load_do_not_abort_the_run(
     records = read_records(results / "l")
     assert len(records) == 6, run.output()
     assert "failure" not in {r["status"] for r in records.values()}, run.output()
+
+
+def test_a_pool_create_killed_mid_way_leaves_nothing_cleanup_cannot_stop(home: Path) -> None:
+    proc = subprocess.Popen(  # our own console script, fixed arguments
+        [str(BIN / "oa-vm"), "pool-create", "--cloud", "local", "--name", "killed",
+         "--workers", "3", "-y"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+        env={**os.environ, "OA_VM_HOME": str(home)},
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("started worker-0"):
+            break
+    proc.kill()  # no clean-up of its own: the record must already name what it started
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    assert state.exists("killed")
+    cleaned = run_cli("oa-vm", "pool-cleanup", "--name", "killed", "-y", home=home)
+    assert cleaned.returncode == 0, cleaned.stderr
+    wait_until(lambda: not processes_of(home), "every worker of the killed create to stop")

@@ -160,3 +160,48 @@ def test_new_local_ports_when_the_old_ones_are_taken(
             tunnel.stop()
     finally:
         squatter.close()
+
+
+def test_pool_tunnels_pass_their_keepalive_on(
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+) -> None:
+    with PoolTunnels([_target(sshd, ports)], tmp_path / "known_hosts", keepalive=7.0,
+                     connect_timeout=3.0) as pool:
+        tunnel = pool["w1"]
+        assert tunnel.connect_timeout == 3.0
+        transport = tunnel._forwarder.transport if tunnel._forwarder else None
+        assert transport is not None
+        assert getattr(transport.packetizer, "_Packetizer__keepalive_interval") == 7  # noqa: B009
+
+
+def test_a_refused_login_leaves_no_thread_and_no_port(
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+) -> None:
+    before = {t.ident for t in threading.enumerate()}
+    stranger = generate_key(tmp_path / "stranger")
+    tunnel = WorkerTunnel(_target(sshd, ports, key=stranger), tmp_path / "known_hosts")
+    with pytest.raises(SshAuthenticationError):
+        tunnel.start()
+    deadline = time.monotonic() + 30
+    while [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]:
+        assert time.monotonic() < deadline, [t.name for t in threading.enumerate()
+                                             if t.ident not in before]
+        time.sleep(0.1)
+
+
+def test_each_reconnect_is_counted(
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+) -> None:
+    tunnel = WorkerTunnel(_target(sshd, ports), tmp_path / "known_hosts", keepalive=1.0)
+    tunnel.start()
+    try:
+        for expected in (1, 2):
+            assert sshd.drop_connections() >= 1
+            deadline = time.monotonic() + 60
+            while tunnel.is_active():
+                assert time.monotonic() < deadline, "the drop was not noticed"
+                time.sleep(0.1)
+            tunnel.ensure()
+            assert tunnel.reconnects == expected
+    finally:
+        tunnel.stop()
