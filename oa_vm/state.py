@@ -346,7 +346,10 @@ def list_names() -> list[str]:
     root = pools_dir()
     if not root.is_dir():
         return []
-    return sorted(p.parent.name for p in root.glob("*/pool.json"))
+    # a folder whose name is not a plain name was not made by oa-vm: not a pool
+    return sorted(
+        p.parent.name for p in root.glob("*/pool.json") if name_problem("", p.parent.name) is None
+    )
 
 
 def iter_records() -> Iterator[PoolRecord | CorruptRecordError]:
