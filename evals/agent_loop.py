@@ -189,7 +189,8 @@ def _reset_and_setup(
         waa.close_all()
         waa.clear_task_files()
     except WaaError as exc:
-        if exc.is_infrastructure:
+        if exc.is_infrastructure or isinstance(exc, ServerError):
+            # a 5xx while resetting is the worker failing, not the task: try another worker
             raise clock.classify(exc, "resetting the worker") from exc
         raise _TaskEnded(ErrorType.SETUP, f"resetting the worker failed: {exc}") from exc
     config = task.get("config") or []
@@ -200,7 +201,7 @@ def _reset_and_setup(
         scoring.setup(config, timeout=clock.bound(SETUP_TIMEOUT_S, "setup"),
                       task_id=task_id if isinstance(task_id, str) else None)
     except WaaError as exc:
-        if exc.is_infrastructure:
+        if exc.is_infrastructure or isinstance(exc, ServerError):
             raise clock.classify(exc, "setup") from exc
         raise _TaskEnded(ErrorType.SETUP, f"setup failed: {exc}") from exc
 
@@ -324,7 +325,11 @@ def _send(
                 return None, f"the action cannot be sent: {exc}"
             return waa.execute_windows(code, timeout=timeout), None
     except WaaError as exc:
-        if exc.is_infrastructure:
+        # /execute answers a failing command with its returncode, so a 5xx there is the server
+        # failing (not the agent): retry the task elsewhere. /execute_windows answers 500 for
+        # the agent's own failing code, which stays the agent's.
+        server_failed = isinstance(exc, ServerError) and action.type == EXECUTE
+        if exc.is_infrastructure or server_failed:
             raise clock.classify(exc, f"sending step {index}") from exc
         return None, str(exc)
     raise _TaskEnded(ErrorType.AGENT, f"action type {action.type!r} cannot be sent")

@@ -129,3 +129,21 @@ class BudgetExceeded(EvalsError):
             f"{len(self.not_run)} task(s) not run: {_listing(self.not_run)}; "
             "raise --max-cost-usd and --resume to run them"
         )
+
+
+class RunUnhealthy(EvalsError):
+    """The run went to the end, but its result is not to be trusted: most tasks ended in error,
+    or every worker was lost (or, with ``--fail-on-errors``, any task ended in error).
+
+    Exit code 4, distinct from a crash (1) and a budget stop (3), so CI can tell them apart.
+    """
+
+    exit_code = 4
+
+    def __init__(self, run_dir: str, reason: str) -> None:
+        self.run_dir = run_dir
+        self.reason = reason
+        super().__init__(
+            f"run {run_dir} is unhealthy: {reason}; see the run page and the workers' logs, "
+            "then --resume or rerun on a healthy pool"
+        )

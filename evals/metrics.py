@@ -251,6 +251,15 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         entry = workers.setdefault(item.worker, {"tasks": 0, "errors": 0, "quarantined": False})
         entry["tasks"] += 1
         entry["errors"] += item.status == "error"
+    for record in records:
+        # Failed attempts count against the worker they happened on, even when the task was
+        # finished elsewhere (or by no worker at all): a worker that lost every task it took
+        # must not show 0 errors.
+        for attempt in record.get("previous_attempts") or []:
+            name = attempt.get("worker") if isinstance(attempt, dict) else None
+            if isinstance(name, str) and name:
+                entry = workers.setdefault(name, {"tasks": 0, "errors": 0, "quarantined": False})
+                entry["errors"] += 1
     for name in quarantined:
         workers.setdefault(name, {"tasks": 0, "errors": 0, "quarantined": False})
         workers[name]["quarantined"] = True

@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from evals.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
 from evals.agents import AgentOptions, BenchmarkAgent, agent_factory
@@ -46,6 +46,7 @@ from evals.errors import (
     RunExistsError,
     RunLockedError,
 )
+from evals.failover import FailoverScoring
 from evals.ledger import Ledger, default_token_pricer
 from evals.queue import DEFAULT_MAX_ATTEMPTS, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
 from evals.records import (
@@ -61,9 +62,11 @@ from evals.records import (
     results_root,
     versions,
 )
+from oa_vm.redact import redact_text
 
 if TYPE_CHECKING:
     from oa_vm.connect import WorkerConnection
+    from waa_client import ScoringClient
 
 DEFAULT_TASK_TIMEOUT_S = 600.0
 DEFAULT_QUARANTINE_AFTER = 2
@@ -102,6 +105,7 @@ class RunConfig:
         quarantine_after: Consecutive infrastructure failures/timeouts that quarantine a worker.
         lease_seconds: How long a lease outlives a silent controller.
         evaluate_backoff_s: First wait before retrying a checker that answered 5xx.
+        wait_for_pool_s: How long to wait for another run's lease on the pool (0: refuse).
     """
 
     pool: str | None
@@ -123,20 +127,26 @@ class RunConfig:
     lease_seconds: float = 60.0
     evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
     repair: bool = False  # replace quarantined workers from the pool (evals.repair)
+    wait_for_pool_s: float = 0.0
 
     def validate(self) -> None:
         """Raise :class:`InvalidRunInputError` for values no run can use."""
-        problems = []
-        if self.max_steps < 1:
-            problems.append("--max-steps must be at least 1")
-        if self.task_timeout_s <= 0:
-            problems.append("--task-timeout must be more than 0 seconds")
-        if self.max_attempts < 1:
-            problems.append("--max-attempts must be at least 1")
-        if self.max_cost_usd is not None and self.max_cost_usd < 0:
-            problems.append("--max-cost-usd cannot be negative")
-        if self.read_timeout_s <= 0 or self.connect_timeout_s <= 0:
-            problems.append("timeouts must be more than 0 seconds")
+        from oa_vm.validate import folder_problem, number_problem
+
+        checks = [
+            number_problem("--max-steps", self.max_steps, low=1),
+            number_problem("--task-timeout", self.task_timeout_s, above=0),
+            number_problem("--max-attempts", self.max_attempts, low=1),
+            number_problem("--max-cost-usd", self.max_cost_usd, low=0),
+            number_problem("--read-timeout", self.read_timeout_s, above=0),
+            number_problem("connect timeout", self.connect_timeout_s, above=0),
+            number_problem("--step-pause", self.step_pause_s, low=0),
+            number_problem("lease seconds", self.lease_seconds, above=0),
+            number_problem("--wait-for-pool", self.wait_for_pool_s, low=0),
+            number_problem("quarantine threshold", self.quarantine_after, low=1),
+            folder_problem("--results-dir", results_root(self.results_dir)),
+        ]
+        problems = [p for p in checks if p]
         if self.run_name is not None and not _RUN_NAME.match(self.run_name):
             problems.append(
                 f"--run-name {self.run_name!r} is not a plain folder name "
@@ -200,6 +210,8 @@ class RunResult:
         spent_usd: The run's spend (earlier sessions of a resumed run included).
         cap_usd: The cap, if any.
         unpriced_models: Models whose tokens could not be priced (counted as $0).
+        warning: Why the run is not a result (:func:`health_warning`), or ``None``.
+        fail_on_errors: Whether any error is to end the command with exit code 4.
     """
 
     run_dir: Path
@@ -210,6 +222,23 @@ class RunResult:
     spent_usd: float
     cap_usd: float | None
     unpriced_models: list[str] = field(default_factory=list)
+    warning: str | None = None
+    fail_on_errors: bool = False
+
+
+def health_warning(counts: Mapping[str, int], *, lost_all: bool) -> str | None:
+    """Why a run that went to the end is still not a result, or ``None`` when it is one.
+
+    A run is unhealthy when every worker was lost or quarantined, or when more than half of its
+    tasks ended in error (their success rate would describe a handful of tasks, or nothing).
+    """
+    total = sum(counts.values())
+    errors = counts.get(TaskStatus.ERROR.value, 0)
+    if lost_all:
+        return f"every worker was lost or quarantined ({errors} of {total} task(s) in error)"
+    if total and errors * 2 > total:
+        return f"{errors} of {total} task(s) ended in error"
+    return None
 
 
 # --- estimates ---------------------------------------------------------------------------------
@@ -531,6 +560,9 @@ class Dispatcher:
                 info, ErrorType.INFRASTRUCTURE, f"unexpected {type(exc).__name__}: {exc}"
             )
         seconds = time.monotonic() - began
+        if execution.error_message:
+            # records end up in execution.json, queue.sqlite and the run page: no credentials
+            execution.error_message = redact_text(execution.error_message)
         with self._state_lock:
             self._running[worker.name] = None
         if self._stop.is_set():
@@ -542,10 +574,16 @@ class Dispatcher:
         execution.previous_attempts = [
             AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
         ]
-        retryable = execution.error_type in (ErrorType.INFRASTRUCTURE, ErrorType.TIMEOUT)
+        retryable = execution.error_type in (ErrorType.INFRASTRUCTURE, ErrorType.TIMEOUT) or (
+            # a setup failure may be the worker's (a broken desktop): once more, elsewhere
+            execution.error_type is ErrorType.SETUP
+            and lease.attempts < 2
+            and self._active_workers() > 1
+        )
         if not retryable:
             self._commit(execution, lease, seconds)
-            return False
+            # a failed setup or reset counts towards the worker's quarantine even when final
+            return execution.error_type is ErrorType.SETUP
         attempt = {
             "attempt": lease.attempts,
             "worker": worker.name,
@@ -682,8 +720,8 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         KeyboardInterrupt: Ctrl-C; the run is marked ``interrupted`` and can be resumed.
     """
     from oa_vm import api, state
+    from oa_vm.lease import hold_pool
     from waa_client.catalog import Catalog
-    from waa_client.errors import WaaError
 
     config.validate()
     run_name = config.run_name or default_run_name(config.agent)
@@ -698,24 +736,19 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     make_agent = agent_factory(config.agent, config.agent_options)
 
     pool_name = api.resolve_name(config.pool)
-    with api.connect(
+    record = state.load(pool_name)
+    if record.state in (state.PoolState.CREATING, state.PoolState.DELETING):
+        from oa_vm.errors import PoolNotReadyError
+
+        raise PoolNotReadyError(f"pool {pool_name!r} is {record.state.value}")
+    with hold_pool(pool_name, run_name, wait_s=config.wait_for_pool_s), api.connect(
         pool_name, connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s
     ) as workers:
         record = state.load(pool_name)
         live = record.cloud != "local"
-        catalog: Catalog | None = None
-        last_error: WaaError | None = None
-        for worker in workers:
-            try:
-                catalog = Catalog.from_scoring(worker.scoring)
-                break
-            except WaaError as exc:
-                if not exc.is_infrastructure:
-                    raise
-                last_error = exc
-        if catalog is None:
-            assert last_error is not None
-            raise last_error
+        catalog = Catalog.from_scoring(
+            cast("ScoringClient", FailoverScoring([w.scoring for w in workers]))
+        )
         refs = catalog.select(config.selection, live=live)
         task_ids = [r.task_id for r in refs]
         if config.resume and list(previous.get("task_ids") or []) != task_ids:
@@ -735,6 +768,63 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
             folder, config, record.name, record.cloud, record.price_per_hour,
             workers, tasks, infos, make_agent, previous, on_event,
         )
+
+
+def _check_resumable(path: Path) -> None:
+    """A resumed run's queue must be this run's queue: without it, finished tasks would run again.
+
+    Raises:
+        sqlite3.DatabaseError: missing, not SQLite, or without the queue's table.
+    """
+    import sqlite3
+
+    if not path.is_file():
+        raise sqlite3.DatabaseError("the file is missing")
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='tasks'"
+        ).fetchone()
+    finally:
+        conn.close()
+    if not row or row[0] != 1:
+        raise sqlite3.DatabaseError("it holds no task queue")
+
+
+def _open_queue(
+    folder: RunFolder, config: RunConfig, owner: str, tasks: Mapping[str, dict[str, Any]]
+) -> TaskQueue:
+    """The run's queue, filled and recovered; an unreadable one is reported in one line.
+
+    Raises:
+        InvalidRunInputError: ``queue.sqlite`` is not a readable queue (nothing was changed).
+    """
+    import sqlite3
+
+    queue: TaskQueue | None = None
+    try:
+        if config.resume:
+            _check_resumable(folder.queue_path)
+        queue = TaskQueue(
+            folder.queue_path, owner=owner, lease_seconds=config.lease_seconds,
+            max_attempts=config.max_attempts,
+        )
+        given = config.expected_seconds or {}
+        pause = config.step_pause_s
+        queue.add([
+            (tid, given.get(tid) or estimate_seconds(task, step_pause_s=pause))
+            for tid, task in tasks.items()
+        ])
+        queue.recover()
+        queue.records()
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        if queue is not None:
+            queue.close()
+        raise InvalidRunInputError(
+            f"run {folder.path}: its queue {folder.queue_path.name} is unreadable ({exc}); "
+            "it cannot be resumed: start a new run with another --run-name"
+        ) from exc
+    return queue
 
 
 def _run_in_folder(
@@ -786,28 +876,24 @@ def _run_in_folder(
             metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
             earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
             metadata["quarantined_workers"] = earlier_quarantined
-        folder.write_metadata(metadata)
-        for tid, task in tasks.items():
-            folder.write_task(tid, task)
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        queue = TaskQueue(
-            folder.queue_path, owner=owner, lease_seconds=config.lease_seconds,
-            max_attempts=config.max_attempts,
-        )
+        # The queue is opened and checked before metadata.json is touched: a --resume that
+        # fails here leaves the run exactly as it was (a finished run is not marked running).
+        queue = _open_queue(folder, config, owner, tasks)
         try:
-            given = config.expected_seconds or {}
-            pause = config.step_pause_s
-            queue.add([
-                (tid, given.get(tid) or estimate_seconds(tasks[tid], step_pause_s=pause))
-                for tid in task_ids
-            ])
-            queue.recover()
+            folder.write_metadata(metadata)
+            for tid, task in tasks.items():
+                folder.write_task(tid, task)
             ledger = Ledger(price_per_hour, config.max_cost_usd, default_token_pricer())
             done = queue.records()
             ledger.carry(r.get("cost") or {} for r in done.values())
             for tid, record in done.items():
-                # The queue is the source of truth: restore a copy lost in a crash.
-                if folder.read_execution(tid) is None:
+                # The queue is the source of truth: restore a copy lost or cut short in a crash.
+                try:
+                    present = folder.read_execution(tid) is not None
+                except (ValueError, TypeError, KeyError):
+                    present = False
+                if not present:
                     folder.write_execution(TaskExecution.from_json(record))
             repairer = None
             if config.repair:
@@ -843,15 +929,19 @@ def _run_in_folder(
             records = queue.records()
         finally:
             queue.close()
+        counts = {s.value: 0 for s in TaskStatus}
+        for record in records.values():
+            counts[str(record["status"])] += 1
+        warning = health_warning(
+            counts, lost_all=bool(workers) and set(outcome.quarantined) >= {w.name for w in workers}
+        )
         folder.update_metadata(
             status=status.value, ended_at=now_iso(), quarantined_workers=quarantined,
-            cost=ledger.totals(),
+            cost=ledger.totals(), warning=warning,
         )
         metrics.write_summary(folder.path)
-    counts = {s.value: 0 for s in TaskStatus}
-    for record in records.values():
-        counts[str(record["status"])] += 1
     return RunResult(
+        warning=warning,
         run_dir=folder.path,
         status=status,
         counts=counts,

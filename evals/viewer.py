@@ -448,6 +448,14 @@ def render_run(
         f"<header><h1>{esc(run_name)} {badge(summary.get('status'))}</h1>"
         f'<div class="meta">{meta}</div></header>'
     )
+    warning = metadata.get("warning")
+    if warning:
+        # An unhealthy run says so before any figure (its success rate is not a result).
+        header += (
+            '<div class="warning" role="alert" style="background:#fff4e5;border:2px solid '
+            '#d4a72c;padding:.6em 1em;margin:.6em 0;font-weight:600">'
+            f"Unhealthy run: {esc(warning)}. The figures below are not a result.</div>"
+        )
     cost = summary["cost"]
     cards = [
         _card("success rate", esc(fmt_rate(summary["success_rate"])), hero=True,

@@ -20,6 +20,7 @@ from oa_vm.errors import (
     AmbiguousPoolError,
     CorruptRecordError,
     InvalidInputError,
+    OaVmError,
     PoolExistsError,
     PoolNotFoundError,
     PoolNotReadyError,
@@ -30,6 +31,7 @@ from oa_vm.faults import validate_faults
 from oa_vm.providers import DEFAULT_CLOUD, get_provider
 from oa_vm.providers.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
 from oa_vm.state import PoolRecord, PoolState, WorkerState
+from oa_vm.validate import require_number
 
 __all__ = [
     "DEFAULT_CLOUD",
@@ -54,6 +56,7 @@ DEFAULT_TTL_HOURS = 4.0
 MAX_WORKERS = 256
 MAX_LOCAL_WORKERS = 1000  # several per process (per_process), for scale tests
 MAX_PER_PROCESS = 100
+MAX_TTL_HOURS = 24.0 * 365
 
 
 def _owner() -> str:
@@ -111,10 +114,8 @@ def build_spec(
         raise InvalidInputError(
             f"--per-process must be between 1 and {MAX_PER_PROCESS}, not {per_process}"
         )
-    if not ttl_hours > 0:
-        raise InvalidInputError(f"--ttl-hours must be more than 0, not {ttl_hours}")
-    if price_per_hour is not None and not price_per_hour >= 0:
-        raise InvalidInputError(f"--price-per-hour must be 0 or more, not {price_per_hour}")
+    require_number("--ttl-hours", ttl_hours, above=0, high=MAX_TTL_HOURS)
+    require_number("--price-per-hour", price_per_hour, low=0)
     if price_per_hour is not None and cloud != "local":
         raise InvalidInputError("--price-per-hour is for local pools; cloud pools use the catalog")
     if (faults or ssh_via or tasks_dir) and cloud != "local":
@@ -225,9 +226,20 @@ def create_pool(
             _remove_pool_dir(spec.name)
         raise
     except BaseException:
-        # Interrupted or unexpected: keep a FAILED record so 'pool-cleanup' can still act.
-        placeholder.state = PoolState.FAILED
-        state.save(placeholder)
+        # Interrupted or unexpected: keep a FAILED record (with the workers the provider
+        # recorded as it spawned them) so 'pool-cleanup' can still act; a local pool that
+        # made nothing leaves nothing behind (no empty pool folder). A cloud pool always keeps
+        # its record: resources may exist that only cleanup through the record can find.
+        try:
+            current = state.load(spec.name)
+        except OaVmError:
+            current = placeholder
+        if spec.cloud != "local" or current.workers or current.provider_data:
+            current.state = PoolState.FAILED
+            state.save(current)
+        else:
+            state.delete(spec.name)
+            _remove_pool_dir(spec.name)
         raise
     state.save(record)
     return record
@@ -240,8 +252,9 @@ def resolve_name(name: str | None) -> str:
         PoolNotFoundError: no pool exists at all.
         AmbiguousPoolError: several exist (the message lists them).
     """
-    if name:
-        return name
+    if name is not None:
+        # An empty or path-like --name must never fall back to "the only pool" or escape the home.
+        return state.validate_pool_name(name)
     names = state.list_names()
     if not names:
         raise InvalidInputError(
@@ -320,6 +333,13 @@ def wait_pool(
                 f"pool {record.name!r}: worker lost while waiting ({details}); "
                 f"see 'oa-vm pool-status --name {record.name}' and clean up with "
                 f"'oa-vm pool-cleanup --name {record.name}'"
+            )
+        live = [w for w in record.workers if w.state not in (WorkerState.LOST, WorkerState.STOPPED)]
+        if not live:
+            raise PoolNotReadyError(
+                f"pool {record.name!r} has no live worker ({record.state.value}, "
+                f"{len(record.workers)} worker(s) recorded); remove it with "
+                f"'oa-vm pool-cleanup --name {record.name}' and create it again"
             )
         if all(w.state == WorkerState.READY for w in record.workers):
             return record

@@ -7,12 +7,15 @@ traceback. Ctrl-C exits 130, as shells expect.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, NoReturn
+
+from oa_vm.redact import redact_text
 
 EXIT_INTERRUPTED = 130
 
@@ -34,6 +37,44 @@ def _is_known(exc: BaseException, known: tuple[type[BaseException], ...]) -> boo
     return isinstance(exc, known) or module in PROJECT_PACKAGES
 
 
+class _PipeSafe:
+    """stdout that survives its reader going away (``oa-vm pool-create | head -3``).
+
+    A closed pipe must not kill a command half-way (a pool half made, a worker left running):
+    once a write fails with ``BrokenPipeError``, the rest of the output is dropped and the
+    command finishes what it was doing.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._broken = False
+
+    def write(self, text: str) -> int:
+        if not self._broken:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self._broken = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, self._stream.fileno())  # so the flush at exit does not fail
+        os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def run_main(
     app: Callable[..., Any], prog: str, known: tuple[type[BaseException], ...] = ()
 ) -> NoReturn:
@@ -44,6 +85,7 @@ def run_main(
     """
     argv = sys.argv[1:]
     debug = _debug_requested(argv)
+    sys.stdout = _PipeSafe(sys.stdout)
     args = [a for a in argv if a != "--debug"]
     try:
         # Outside standalone mode Click returns (not raises) the code of an Exit, Ctrl-C's
@@ -84,11 +126,12 @@ def _report(
     if debug:
         traceback.print_exception(exc)
     if _is_known(exc, known):
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {redact_text(str(exc))}", file=sys.stderr)
         sys.exit(int(getattr(exc, "exit_code", 1)))
     name = type(exc).__name__
     print(
-        f"{prog}: unexpected error: {name}: {exc} (run again with --debug for details)",
+        f"{prog}: unexpected error: {name}: {redact_text(str(exc))} "
+        "(run again with --debug for details)",
         file=sys.stderr,
     )
     sys.exit(1)

@@ -81,3 +81,15 @@ class PoolNotReadyError(OaVmError):
 
 class WaitTimeoutError(PoolNotReadyError):
     """``pool-wait`` ran out of time; the message names each stuck worker and where it is."""
+
+
+class PoolBusyError(OaVmError):
+    """Another run holds the pool's lease (one run per pool: runs would share the desktops)."""
+
+    def __init__(self, name: str, holder: str) -> None:
+        self.name = name
+        self.holder = holder
+        super().__init__(
+            f"pool {name!r} is in use by {holder}; wait for that run to end, pass "
+            "--wait-for-pool 30m to wait, or use another pool"
+        )

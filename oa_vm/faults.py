@@ -6,6 +6,8 @@ in one line before a pool record or a process exists.
 
 from __future__ import annotations
 
+import math
+
 from oa_vm.errors import InvalidInputError
 
 FAULT_KEYS = ("latency", "error-rate", "hang-after", "crash-after", "seed", "screenshot-min-bytes")
@@ -22,7 +24,7 @@ def validate_faults(faults: dict[str, str]) -> dict[str, str]:
             number = float(value)
         except ValueError:
             raise InvalidInputError(f"fault {key}={value!r}: the value must be a number") from None
-        if number < 0 or (key == "error-rate" and number > 1):
+        if not math.isfinite(number) or number < 0 or (key == "error-rate" and number > 1):
             raise InvalidInputError(
                 f"fault {key}={value!r}: out of range"
                 + (" (a share between 0 and 1)" if key == "error-rate" else " (must be >= 0)")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from oa_vm.errors import CorruptRecordError, InvalidInputError, PoolNotFoundError
+from oa_vm.validate import name_problem
 
 SCHEMA_VERSION = 1
 POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$|^[a-z]$")
@@ -205,7 +206,13 @@ def derive_pool_state(workers: list[WorkerRecord]) -> PoolState:
 def home() -> Path:
     """The oa-vm home: ``$OA_VM_HOME`` or ``~/.oa-vm``. Read on every call so tests can redirect."""
     env = os.environ.get("OA_VM_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".oa-vm"
+    path = Path(env).expanduser() if env else Path.home() / ".oa-vm"
+    if path.exists() and not path.is_dir():
+        # Otherwise every listing would quietly say "no pools" and every create would fail late.
+        raise InvalidInputError(
+            f"the oa-vm home {path} is a file, not a folder; point OA_VM_HOME at a folder"
+        )
+    return path
 
 
 def pools_dir() -> Path:
@@ -214,7 +221,14 @@ def pools_dir() -> Path:
 
 
 def pool_dir(name: str) -> Path:
-    """The folder of one pool (record, key, worker folders, logs)."""
+    """The folder of one pool (record, key, worker folders, logs); never outside the home.
+
+    Raises:
+        InvalidInputError: ``name`` is not a plain name (empty, a path, ``..``).
+    """
+    problem = name_problem("pool name", name)
+    if problem:
+        raise InvalidInputError(problem)
     return pools_dir() / name
 
 
@@ -272,7 +286,9 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
 
 def atomic_write_json(path: Path, data: Any, mode: int = 0o644) -> None:
     """:func:`atomic_write_text` of pretty-printed JSON."""
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n", mode=mode)
+    # allow_nan=False: NaN/Infinity are not JSON; refusing them keeps every record readable.
+    text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False)
+    atomic_write_text(path, text + "\n", mode=mode)
 
 
 # --- records -----------------------------------------------------------------------------------
@@ -281,6 +297,10 @@ def atomic_write_json(path: Path, data: Any, mode: int = 0o644) -> None:
 def save(record: PoolRecord) -> Path:
     """Write the pool's record atomically; returns its path."""
     path = record_path(record.name)
+    if not path.parent.is_dir():
+        # The pool's folder holds its SSH key and logs: private, whatever the umask says.
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.chmod(0o700)
     atomic_write_json(path, record.to_json())
     return path
 
@@ -331,7 +351,10 @@ def list_names() -> list[str]:
     root = pools_dir()
     if not root.is_dir():
         return []
-    return sorted(p.parent.name for p in root.glob("*/pool.json"))
+    # a folder whose name is not a plain name was not made by oa-vm: not a pool
+    return sorted(
+        p.parent.name for p in root.glob("*/pool.json") if name_problem("", p.parent.name) is None
+    )
 
 
 def iter_records() -> Iterator[PoolRecord | CorruptRecordError]:

@@ -361,6 +361,16 @@ class WorkerTunnel:
                 f"SSH tunnel to worker {self.target.name}: {e}; retry, or check the worker",
                 url=f"ssh://{host_entry(self.target.ssh_host, self.target.ssh_port)}",
             ) from e
+        if len(forwarder.local_bind_ports) != 2:
+            # sshtunnel only logs a local port it could not bind (and forwards the other):
+            # treat it as taken, so start() falls back to new ports instead of failing later.
+            _shutdown(forwarder)
+            if ports != (0, 0):
+                raise _PortsTaken
+            raise SshUnreachableError(
+                f"SSH tunnel to worker {self.target.name}: a local port could not be bound; retry",
+                url=f"ssh://{host_entry(self.target.ssh_host, self.target.ssh_port)}",
+            )
         return forwarder
 
     def stop(self) -> None:

@@ -18,6 +18,7 @@ ends the task as ``error/agent``.
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,7 +33,10 @@ from evals.agents.base import (
     parse_action,
 )
 from evals.errors import AgentError, InvalidRunInputError
+from oa_vm.redact import redact_text, redact_url
 
+AGENT_TOKEN_ENV = "OA_EVALS_AGENT_TOKEN"
+"""If set, sent as ``Authorization: Bearer <token>`` to the agent server."""
 DEFAULT_TIMEOUT_S = 120.0
 CONNECT_TIMEOUT_S = 5.0
 
@@ -92,13 +96,20 @@ class HttpAgent(BenchmarkAgent):
 
     def __init__(self, url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         parts = urlsplit(url)
+        shown = redact_url(url)  # what messages and records may show (no credentials)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidRunInputError(
-                f"--agent-url {url!r} is not an http(s) URL; pass one like http://127.0.0.1:8000/act"
+                f"--agent-url {shown!r} is not an http(s) URL; pass one like "
+                "http://127.0.0.1:8000/act"
             )
         self.url = url
+        self.shown_url = shown
         self.timeout_s = timeout_s
         self._session = requests.Session()
+        token = os.environ.get(AGENT_TOKEN_ENV)
+        if token:
+            # a credential kept out of the command line (and so out of ps and shell history)
+            self._session.headers["Authorization"] = f"Bearer {token}"
 
     def act(
         self,
@@ -113,16 +124,18 @@ class HttpAgent(BenchmarkAgent):
                 self.url, json=payload, timeout=(CONNECT_TIMEOUT_S, self.timeout_s)
             )
         except requests.RequestException as exc:
-            raise AgentError(f"agent server {self.url} did not answer: {exc}") from exc
+            raise AgentError(
+                f"agent server {self.shown_url} did not answer: {redact_text(str(exc))}"
+            ) from exc
         if not response.ok:
             raise AgentError(
-                f"agent server {self.url} answered HTTP {response.status_code}: "
+                f"agent server {self.shown_url} answered HTTP {response.status_code}: "
                 f"{response.text[:200]}"
             )
         try:
             body = response.json()
         except ValueError as exc:
             raise AgentError(
-                f"agent server {self.url} answered something that is not JSON"
+                f"agent server {self.shown_url} answered something that is not JSON"
             ) from exc
         return parse_answer(body)

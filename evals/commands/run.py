@@ -1,11 +1,14 @@
 """``openadapt-evals run``: run tasks on an existing pool and score them with WAA's checker.
 
-Exit codes: 0 the run went to the end (task failures and errors included), 2 bad input,
-3 stopped at the budget cap, 1 any other failure, 130 Ctrl-C.
+Exit codes: 0 the run went to the end (task failures, and errors in a minority of tasks,
+included), 2 bad input, 3 stopped at the budget cap, 4 the run is unhealthy (most tasks ended in
+error, or every worker was lost; any error with ``--fail-on-errors``), 1 any other failure,
+130 Ctrl-C.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
@@ -59,8 +62,14 @@ BundlesOpt = Annotated[
     Path | None,
     typer.Option("--bundles", help="Replay agent: folder of <task_id>/workflow.json."),
 ]
+AGENT_URL_ENV = "OA_EVALS_AGENT_URL"
 AgentUrlOpt = Annotated[
-    str | None, typer.Option("--agent-url", help="Http agent: the agent server's URL.")
+    str | None,
+    typer.Option(
+        "--agent-url",
+        help="Http agent: the agent server's URL (or $OA_EVALS_AGENT_URL; a token may come "
+        "from $OA_EVALS_AGENT_TOKEN). Credentials in it are never printed or stored.",
+    ),
 ]
 AgentArgOpt = Annotated[
     list[str] | None,
@@ -73,6 +82,29 @@ ReadTimeoutOpt = Annotated[
 StepPauseOpt = Annotated[
     float, typer.Option("--step-pause", help="Seconds to pause after each action (WAA: 3).")
 ]
+
+
+WaitForPoolOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--wait-for-pool",
+        help="If another run holds the pool, wait this long for it (30m, 90s) instead of failing.",
+    ),
+]
+
+
+def parse_wait(text: str | None) -> float:
+    """Seconds for ``--wait-for-pool`` (0 when not given)."""
+    if text is None:
+        return 0.0
+    from evals.errors import InvalidRunInputError
+    from oa_vm.durations import parse_duration
+    from oa_vm.errors import InvalidInputError
+
+    try:
+        return parse_duration(text, default_unit="s")
+    except InvalidInputError as exc:
+        raise InvalidRunInputError(f"--wait-for-pool: {exc}") from None
 
 
 # --- progress: a live block on a terminal, plain lines otherwise (both on stderr, so --json
@@ -217,10 +249,15 @@ def build_config(
         pool=pool,
         selection=tasks,
         agent=agent,
-        agent_options=AgentOptions(bundles=bundles, agent_url=agent_url,
-                                   args=tuple(agent_args or ())),
+        agent_options=AgentOptions(
+            bundles=bundles, agent_url=agent_url or os.environ.get(AGENT_URL_ENV) or None,
+            args=tuple(agent_args or ()),
+        ),
         max_steps=max_steps,
-        run_name=run_name or (None if resume else default_run_name(agent)),
+        # "" stays "" (and is refused by validate), never silently replaced by a default
+        run_name=(
+            run_name if run_name is not None else (None if resume else default_run_name(agent))
+        ),
         resume=resume,
         task_timeout_s=task_timeout,
         max_attempts=max_attempts,
@@ -233,11 +270,23 @@ def build_config(
     return config
 
 
-def execute(config: RunConfig, *, json_out: bool) -> RunResult:
-    """Run with a progress display, print the summary, and raise for a budget stop (exit 3)."""
+FailOnErrorsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-errors",
+        help="Exit 4 if any task ended in error (CI); otherwise only a mostly-failed run does.",
+    ),
+]
+
+
+def execute(
+    config: RunConfig, *, json_out: bool, finish: bool = True, fail_on_errors: bool = False
+) -> RunResult:
+    """Run with a progress display, print the summary (a warning first for an unhealthy run),
+    and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4)."""
     from evals import metrics
-    from evals.errors import BudgetExceeded, RunInterrupted
-    from evals.records import RunStatus, results_root
+    from evals.errors import RunInterrupted
+    from evals.records import results_root
     from evals.runner import run_evaluation
     from oa_vm.clikit import print_json
 
@@ -250,20 +299,37 @@ def execute(config: RunConfig, *, json_out: bool) -> RunResult:
         raise RunInterrupted(str(folder) if started else None) from None
     finally:
         progress.close()
+    result.fail_on_errors = fail_on_errors
     summary = metrics.compute_summary(result.run_dir)
     if json_out:
-        print_json({**summary, "run_dir": str(result.run_dir)})
+        print_json({**summary, "run_dir": str(result.run_dir), "warning": result.warning})
     else:
+        if result.warning:
+            typer.echo(f"WARNING: {result.warning}; the figures below are not a result")
         typer.echo(metrics.format_summary(summary))
         typer.echo(f"Run folder: {result.run_dir}")
-        if result.quarantined:
-            typer.echo(f"Quarantined workers: {', '.join(result.quarantined)}")
         if result.unpriced_models:
             unpriced = ", ".join(result.unpriced_models)
             typer.echo(f"Tokens of unpriced models counted as $0: {unpriced}")
+    if finish:
+        finish_run(result)
+    return result
+
+
+def finish_run(result: RunResult) -> None:
+    """Raise what the ending calls for: a budget stop (exit 3), an unhealthy run (exit 4)."""
+    from evals.errors import BudgetExceeded, RunUnhealthy
+    from evals.records import RunStatus
+
     if result.status is RunStatus.BUDGET_STOPPED:
         raise BudgetExceeded(result.cap_usd or 0.0, result.spent_usd, result.not_run)
-    return result
+    if result.warning:
+        raise RunUnhealthy(str(result.run_dir), result.warning)
+    errors = result.counts.get("error", 0)
+    if result.fail_on_errors and errors:
+        raise RunUnhealthy(
+            str(result.run_dir), f"{errors} task(s) ended in error (--fail-on-errors)"
+        )
 
 
 def run(
@@ -289,6 +355,8 @@ def run(
         bool, typer.Option("--repair", help="Replace workers quarantined for infrastructure "
                                             "reasons from the pool (oa-vm pool-repair).")
     ] = False,
+    fail_on_errors: FailOnErrorsOpt = False,
+    wait_for_pool: WaitForPoolOpt = None,
 ) -> None:
     """Run tasks on an existing pool; every task gets one final record in the run folder."""
     config = build_config(
@@ -299,4 +367,5 @@ def run(
         agent_args=agent_arg,
     )
     config.repair = repair
-    execute(config, json_out=json_out)
+    config.wait_for_pool_s = parse_wait(wait_for_pool)
+    execute(config, json_out=json_out, fail_on_errors=fail_on_errors)

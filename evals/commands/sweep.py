@@ -2,7 +2,9 @@
 
 The pool is removed whatever happens once it exists: the run ends, fails, or is stopped with
 Ctrl-C or SIGTERM (both end the run as interrupted; ``--resume`` continues it on a new pool).
-Exit codes as ``run``: 0, 2 bad input, 3 budget cap, 1 other failure, 130 interrupted.
+Exit codes as ``run``: 0, 2 bad input, 3 budget cap, 4 unhealthy run, 1 other failure,
+130 interrupted. A sweep never removes a pool it did not create: a ``--name`` that names an
+existing pool is refused before anything is made.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from evals.commands.run import (
     AgentOpt,
     AgentUrlOpt,
     BundlesOpt,
+    FailOnErrorsOpt,
     JsonOpt,
     MaxAttemptsOpt,
     MaxCostOpt,
@@ -35,9 +38,11 @@ from evals.commands.run import (
     TaskTimeoutOpt,
     build_config,
     execute,
+    finish_run,
 )
 
 if TYPE_CHECKING:
+    from evals.runner import RunConfig
     from oa_vm.providers.base import PoolSpec
 
 
@@ -116,11 +121,13 @@ def sweep(
     read_timeout: ReadTimeoutOpt = 60.0,
     step_pause: StepPauseOpt = 0.0,
     agent_arg: AgentArgOpt = None,
+    fail_on_errors: FailOnErrorsOpt = False,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
     from evals.agents import agent_factory
     from evals.errors import RunInterrupted
-    from oa_vm import api
+    from oa_vm import api, state
+    from oa_vm.errors import PoolExistsError
 
     config = build_config(
         pool=None, tasks=tasks, agent=agent, max_steps=max_steps, run_name=run_name,
@@ -138,19 +145,73 @@ def sweep(
         price_per_hour=price_per_hour,
     )
     config.pool = spec.name
-    if cloud != "local":
+    if state.exists(spec.name):
+        # A sweep removes only the pool it made; an existing pool of that name is the user's.
+        raise PoolExistsError(spec.name)
+    if cloud == "local":
+        _check_local_tasks(config.selection, spec.tasks_dir)
+    else:
         _show_plan_and_confirm(spec, yes)
     with sigterm_as_interrupt():
+        created = False
         try:
             try:
                 _say(f"creating pool {spec.name} ({cloud}, {workers} worker(s))")
-                api.create_pool(spec, progress=_say)
+                try:
+                    api.create_pool(spec, progress=_say)
+                except PoolExistsError:
+                    raise  # made by someone else meanwhile: not ours to remove
+                except BaseException:
+                    created = True  # a partial pool of ours may be left: remove it
+                    raise
+                created = True
                 api.wait_pool(spec.name, timeout_s=wait_timeout)
-                execute(config, json_out=json_out)
+                result = execute(
+                    config, json_out=json_out, finish=False, fail_on_errors=fail_on_errors
+                )
+                if result.warning:
+                    _keep_logs(spec.name, config)  # the run is unhealthy: the logs say why
+            except BaseException:
+                if created:
+                    _keep_logs(spec.name, config)
+                raise
             finally:
-                _cleanup(spec.name)
+                if created:
+                    _cleanup(spec.name)
+            finish_run(result)
         except KeyboardInterrupt:
             raise RunInterrupted(None) from None
+
+
+def _check_local_tasks(selection: str, tasks_dir: str | None) -> None:
+    """Refuse unknown task IDs (and malformed task files) before a pool is made for them."""
+    from infra.local import tasks_dir as default_tasks_dir
+    from waa_client.catalog import Catalog
+
+    catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else default_tasks_dir())
+    for ref in catalog.select(selection, live=False):
+        catalog.load(ref.task_id)
+
+
+def _keep_logs(pool: str, config: RunConfig) -> None:
+    """Copy the workers' logs of a failed sweep next to its run (or its results folder), since
+    removing the pool removes them, and the error may point at them."""
+    import shutil
+
+    from evals.records import results_root
+    from oa_vm import state as pool_state
+
+    logs = pool_state.pool_dir(pool) / "logs"
+    if not logs.is_dir() or not any(logs.iterdir()):
+        return
+    root = results_root(config.results_dir)
+    target = (root / config.run_name if config.run_name else root) / f"worker-logs-{pool}"
+    try:
+        shutil.copytree(logs, target, dirs_exist_ok=True)
+    except OSError as exc:
+        _say(f"the worker logs of pool {pool} could not be kept: {exc}")
+        return
+    _say(f"worker logs kept in {target}")
 
 
 def _show_plan_and_confirm(spec: PoolSpec, yes: bool) -> None:

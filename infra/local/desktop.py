@@ -358,6 +358,8 @@ class Desktop:
             src, dst = self.host(source), self.host(destination)
             if not src.exists():
                 raise AppError(f"not found: {source}")
+            if self.sandbox.is_protected(src):
+                raise AppError(f"{source} is a system folder and cannot be moved or renamed")
             if dst.is_dir():
                 dst = dst / src.name
             if dst.exists():
@@ -410,7 +412,7 @@ class Desktop:
             host = self.host(path)
             if not host.exists() and not host.is_symlink():
                 raise AppError(f"not found: {path}")
-            if host.resolve() in self._protected():
+            if host.resolve() in self._protected() or self.sandbox.is_protected(host):
                 raise AppError(f"{path} is a system folder and cannot be deleted")
             if host.is_dir() and not host.is_symlink():
                 shutil.rmtree(host)
@@ -449,6 +451,8 @@ class Desktop:
     def clear_task_files(self) -> None:
         """Empty the user folders (Desktop, Documents, Downloads...), as between WAA tasks."""
         with self.lock:
+            # Rebuild the layout first: a reset must work even if the profile went missing.
+            self.sandbox.create_layout()
             home = self.sandbox.drive / "Users" / "Docker"
             for folder in USER_FOLDERS:
                 shutil.rmtree(home / folder, ignore_errors=True)

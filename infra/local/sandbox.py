@@ -103,6 +103,28 @@ class Sandbox:
         (self.drive / "Windows" / "Temp").mkdir(parents=True, exist_ok=True)
         (self.drive / "Program Files").mkdir(parents=True, exist_ok=True)
 
+    def protected(self) -> set[Path]:
+        """Folders an action may never move, rename or delete: the drive, ``C:\\Users``, the
+        profile and its user folders, ``C:\\Windows`` (and Temp), ``C:\\Program Files``.
+
+        Without them every later reset fails and the worker is broken for good.
+        """
+        drive = self.drive
+        home = drive / "Users" / "Docker"
+        return {
+            drive, drive / "Users", home, *(home / f for f in USER_FOLDERS),
+            drive / "Windows", drive / "Windows" / "Temp", drive / "Program Files",
+        }
+
+    def is_protected(self, host: Path) -> bool:
+        """Whether ``host`` (a path inside the drive) is one of :meth:`protected` (any case)."""
+        try:
+            resolved = Path(os.path.realpath(host))
+        except OSError:
+            return False
+        lowered = {str(p).lower() for p in self.protected()}
+        return str(resolved).lower() in lowered
+
     def to_host(self, path: str) -> Path:
         """The host path for a guest path, matched case-insensitively, checked to stay inside.
 

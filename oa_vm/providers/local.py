@@ -96,6 +96,25 @@ class LocalProvider:
                       "ssh_via": spec.ssh_via, "tasks_dir": spec.tasks_dir},
         )
         ssh = _ssh_endpoint(spec.ssh_via)
+        try:
+            self._spawn_all(spec, record, pool_dir, ssh, progress)
+        except BaseException:
+            # Ctrl-C, a closed pipe, any failure: stop what was started before passing it on.
+            self._stop_all(record)
+            if record.workers:
+                state.save(record)
+            raise
+        record.state = PoolState.PROVISIONING
+        return record
+
+    def _spawn_all(
+        self,
+        spec: PoolSpec,
+        record: PoolRecord,
+        pool_dir: Path,
+        ssh: SshEndpoint | None,
+        progress: Progress,
+    ) -> None:
         for i in range(spec.workers):
             name = worker_name(i)
             workdir = pool_dir / "workers" / name
@@ -114,14 +133,11 @@ class LocalProvider:
                 self._stop_all(record)
                 raise
             record.workers.append(worker)
+            # Recorded as soon as it exists: a command killed from here on leaves a record
+            # that names the process, so 'pool-cleanup' stops it.
+            state.save(record)
             progress(f"started {name} (pid {worker.pid})")
-        try:
-            self._await_ports(record, progress)
-        except KeyboardInterrupt:
-            self._stop_all(record)
-            raise
-        record.state = PoolState.PROVISIONING
-        return record
+        self._await_ports(record, progress)
 
     def _launch(
         self, worker: WorkerRecord, faults: dict[str, str], tasks_dir: str | None
@@ -224,6 +240,9 @@ class LocalProvider:
             report.removed.append(line)
             progress(line)
         pool_dir = state.pool_dir(record.name)
+        for line in _stop_strays(pool_dir):
+            report.removed.append(line)
+            progress(line)
         for sub in ("workers", "logs"):
             target = pool_dir / sub
             if target.exists():
@@ -285,6 +304,40 @@ class LocalProvider:
         if not cmdline:
             return worker.pid_create_time is not None
         return "infra.local" in cmdline and (worker.workdir or "") in cmdline
+
+
+def _stop_strays(pool_dir: Path) -> list[str]:
+    """Stop worker processes of this pool that its record does not name (a command killed
+    between spawning a worker and recording it): any ``infra.local`` process of ours whose
+    ``--root`` lies in the pool's folder."""
+    prefix = str(pool_dir.resolve()) + os.sep
+    lines = []
+    for proc in psutil.process_iter(["pid", "cmdline", "uids"]):
+        try:
+            cmdline = proc.info.get("cmdline") or []
+            uids = proc.info.get("uids")
+            if uids is not None and uids.real != os.getuid():
+                continue
+            if "infra.local" not in cmdline or "--root" not in cmdline:
+                continue
+            root = cmdline[cmdline.index("--root") + 1]
+            if not (str(Path(root).resolve()) + os.sep).startswith(prefix):
+                continue
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                _reap(proc.pid)
+                continue
+            proc.send_signal(signal.SIGCONT)
+            proc.terminate()
+            try:
+                proc.wait(timeout=STOP_GRACE_S)
+            except psutil.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=STOP_GRACE_S)
+        except (psutil.Error, IndexError, OSError):
+            continue
+        _reap(proc.pid)
+        lines.append(f"stopped stray worker process {proc.pid} of {pool_dir.name}")
+    return lines
 
 
 def _reap(pid: int) -> None:

@@ -166,15 +166,19 @@ def test_a_checker_that_recovers_gives_an_outcome(
     assert result.status is TaskStatus.SUCCESS
 
 
-def test_a_command_the_worker_rejects_is_recorded_and_the_loop_goes_on(
+def test_a_500_on_execute_is_the_workers_fault_not_the_agents(
     servers: tuple[ScriptedServer, ScriptedServer],
 ) -> None:
+    # /execute reports a failing command in its body (returncode); a 500 is the server failing,
+    # so the attempt ends as an infrastructure error (retried elsewhere), never as a score.
     waa_srv, scoring_srv = servers
     waa_srv.set("/execute", Reply.json({"status": "error", "message": "no such app"}, 500))
     result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(),
                       sleep=_no_sleep)
-    assert result.status is TaskStatus.SUCCESS
-    assert "no such app" in (result.steps[0].error or "")
+    assert result.status is TaskStatus.ERROR
+    assert result.error_type is ErrorType.INFRASTRUCTURE
+    assert "no such app" in (result.error_message or "")
+    assert result.score is None
 
 
 def test_an_unreachable_worker_is_an_infrastructure_error(

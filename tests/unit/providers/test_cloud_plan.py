@@ -46,6 +46,7 @@ def test_aws_plan_lists_the_programs_resources_and_writes_nothing(
         "aws", "us-east-1", "m8i.2xlarge", 3
     )
     instances = [r for r in data["resources"] if r["type"] == "aws:ec2/instance:Instance"]
+    # Pulumi's mocks register resources in no set order: compare as a set, not a list
     assert sorted(r["name"] for r in instances) == ["plan-me-w0", "plan-me-w1", "plan-me-w2"]
     assert instances[0]["inputs"]["cpuOptions"] == {"nestedVirtualization": "enabled"}
     assert instances[0]["inputs"]["rootBlockDevice"]["volumeSize"] == 160  # int, not 160.0

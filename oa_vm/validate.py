@@ -1,0 +1,98 @@
+"""Checks of user input shared by every command, run before any state is touched.
+
+Numbers must be finite and in range (``nan`` compares false with everything, so a plain
+``x < 0`` check lets it through, and it later turns ``metadata.json`` into invalid JSON); names
+become folder names and cloud tags, so they must be plain names; paths given for folders must not
+name files. Each check returns a problem as one sentence (for callers that gather several) or
+raises :class:`~oa_vm.errors.InvalidInputError` (the ``require_*`` forms).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from oa_vm.errors import InvalidInputError
+
+PLAIN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def number_problem(
+    option: str,
+    value: float | int | None,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    above: float | None = None,
+) -> str | None:
+    """Why ``value`` is unusable for ``option`` (``None`` if it is fine or absent).
+
+    ``low``/``high`` are inclusive bounds, ``above`` an exclusive lower bound.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not math.isfinite(float(value)):
+        return f"{option} must be a finite number, not {value}"
+    if above is not None and not value > above:
+        return f"{option} must be more than {above:g}, not {value:g}"
+    if low is not None and value < low:
+        return f"{option} must be at least {low:g}, not {value:g}"
+    if high is not None and value > high:
+        return f"{option} must be at most {high:g}, not {value:g}"
+    return None
+
+
+def require_number(
+    option: str,
+    value: float | int | None,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    above: float | None = None,
+) -> None:
+    """:func:`number_problem`, raised as :class:`InvalidInputError`."""
+    problem = number_problem(option, value, low=low, high=high, above=above)
+    if problem:
+        raise InvalidInputError(problem)
+
+
+def port_problem(option: str, port: int) -> str | None:
+    """A TCP port must be 1..65535."""
+    if not 1 <= port <= 65535:
+        return f"{option}: port {port} is not a TCP port (1-65535)"
+    return None
+
+
+def name_problem(kind: str, name: str | None) -> str | None:
+    """Why ``name`` cannot name a folder (``None`` when it is a plain name).
+
+    A plain name is 1-100 letters, digits, ``.``, ``_`` or ``-``, starting with a letter or
+    digit: never empty, never a path (``/``, ``..``), so it stays inside its parent folder.
+    """
+    if name is None:
+        return None
+    if not PLAIN_NAME_RE.match(name) or name in (".", ".."):
+        return (
+            f"{kind} {name!r} is not a plain name: use letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit"
+        )
+    return None
+
+
+def require_under(root: Path, path: Path, what: str) -> Path:
+    """``path`` resolved, refused unless it lies inside ``root`` (resolved)."""
+    resolved = path.resolve()
+    base = root.resolve()
+    if resolved != base and base not in resolved.parents:
+        raise InvalidInputError(f"{what} {path} is outside {root}; refusing to touch it")
+    return resolved
+
+
+def folder_problem(option: str, path: Path | None) -> str | None:
+    """A path meant as a folder must not name an existing file."""
+    if path is None:
+        return None
+    if path.exists() and not path.is_dir():
+        return f"{option} {path} is a file, not a folder; give a folder path"
+    return None

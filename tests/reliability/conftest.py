@@ -1,0 +1,101 @@
+"""Shared fixtures of the reliability suites: a home whose pools and processes are gone after
+each test, and controllers run as real subprocesses."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from oa_vm import api, state
+from tests.support.cli import BIN
+
+WAIT_LIMIT_S = 240.0
+
+
+def processes_of(home: Path) -> list[psutil.Process]:
+    """Live (non-zombie) processes whose command line names a path inside ``home``."""
+    found = []
+    marker = str(home)
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        with contextlib.suppress(psutil.Error):
+            if proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if any(marker in part for part in proc.info["cmdline"] or []):
+                found.append(proc)
+    return found
+
+
+def wait_until(condition: object, what: str, limit: float = WAIT_LIMIT_S) -> None:
+    """Poll ``condition()`` until true; fail naming ``what`` after ``limit`` seconds."""
+    deadline = time.monotonic() + limit
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An oa-vm home; afterwards its pools are removed and no process of it may be left."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    yield home
+    for name in state.list_names():
+        with contextlib.suppress(Exception):
+            for worker in state.load(name).workers:
+                if worker.pid is not None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(worker.pid, signal.SIGCONT)
+            api.cleanup_pool(name)
+    leftovers = processes_of(home)
+    for proc in leftovers:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    assert not leftovers, f"processes left running: {[p.pid for p in leftovers]}"
+
+
+class Controller:
+    """An ``openadapt-evals`` command as a subprocess the test can wait on, signal or kill."""
+
+    def __init__(self, home: Path, *args: str, log_dir: Path) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log = log_dir / f"controller-{time.monotonic_ns()}.log"
+        env = {**os.environ, "OA_VM_HOME": str(home)}
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(  # our own console script, fixed arguments
+                [str(BIN / "openadapt-evals"), *args],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+            )
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait(self, timeout: float = WAIT_LIMIT_S) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise AssertionError(f"controller did not finish:\n{self.output()[-3000:]}") from None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def controllers() -> Iterator[list[Controller]]:
+    """Controllers started by a test; any still running at the end are killed."""
+    started: list[Controller] = []
+    yield started
+    for controller in started:
+        controller.kill()

@@ -1,0 +1,351 @@
+"""The abuse suite: bad input to the three console scripts, each run as a real subprocess.
+
+Every case must end the same way: exactly one line on stderr, a non-zero exit, no traceback, and
+nothing already recorded changed (the pool's record, the finished run's files; see
+:func:`snapshot`). The cases come from a fault-and-abuse review: options, names, environment
+variables, corrupt state and run files. ``docs/reliability.md`` carries this table with counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from oa_vm import api
+from tests.support.cli import run_cli
+
+pytestmark = pytest.mark.integration
+
+TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
+POOL = "abuse"
+DONE = "done"
+
+
+@dataclass(frozen=True)
+class World:
+    """A home with one ready pool and one finished run, shared by every case."""
+
+    home: Path
+    results: Path
+    afile: Path
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("abuse")
+    home, results, afile = root / "home", root / "results", root / "afile"
+    afile.write_text("not a folder\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OA_VM_HOME", str(home))
+        api.create_pool(name=POOL, cloud="local", workers=1)
+        try:
+            api.wait_pool(POOL, timeout_s=120)
+            done = run_cli("openadapt-evals", "run", "--pool", POOL, "--agent", "oracle",
+                           "--tasks", TASK, "--run-name", DONE, "--results-dir", str(results),
+                           home=home, timeout=300)
+            assert done.returncode == 0, done.stderr
+            yield World(home, results, afile)
+        finally:
+            api.cleanup_pool(POOL)
+
+
+def snapshot(world: World) -> dict[str, str]:
+    """Digest of every file that records something: pool records and run folders (worker
+    folders, logs and lock files change on their own and are left out)."""
+    digests: dict[str, str] = {}
+    for base in (world.home, world.results):
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*")):
+            rel = path.relative_to(base)
+            if not path.is_file() or rel.parts[-1] in ("lease.lock", ".lock"):
+                continue
+            if "workers" in rel.parts or "logs" in rel.parts or rel.parts[0] == "scratch":
+                continue
+            if rel.name.startswith("queue.sqlite-"):
+                continue  # SQLite's WAL companions come and go
+            digests[f"{base.name}/{rel}"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digests
+
+
+# --- corrupt inputs made per case (in a scratch copy, so the real run stays as it was) ---------
+
+
+def _copy_done(world: World, name: str) -> Path:
+    target = world.results / "scratch" / name
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(world.results / DONE, target)
+    return target
+
+
+def corrupt_queue(world: World) -> None:
+    folder = _copy_done(world, "badqueue")
+    (folder / "queue.sqlite").write_bytes(b"this is not a database" * 100)
+
+
+def truncated_metadata(world: World) -> None:
+    folder = _copy_done(world, "badmeta")
+    text = (folder / "metadata.json").read_text()
+    (folder / "metadata.json").write_text(text[: len(text) // 2])
+
+
+def foreign_queue(world: World) -> None:
+    folder = _copy_done(world, "foreignq")
+    (folder / "queue.sqlite").unlink()
+    conn = sqlite3.connect(folder / "queue.sqlite")
+    conn.execute("CREATE TABLE other (x)")
+    conn.commit()
+    conn.close()
+
+
+def results_is_file(world: World) -> None:
+    (world.results / "scratch").mkdir(parents=True, exist_ok=True)
+    (world.results / "scratch" / "rfile").write_text("x")
+
+
+def bad_task_file(world: World) -> None:
+    folder = world.results / "scratch" / "badsrc"
+    (folder / "examples" / "notepad").mkdir(parents=True, exist_ok=True)
+    (folder / "local_x.json").write_text('{"notepad": ["t1"]}')
+    (folder / "examples" / "notepad" / "t1.json").write_text('{"id": "t1", "config": [')
+
+
+def ids_file(world: World) -> None:
+    (world.results / "scratch").mkdir(parents=True, exist_ok=True)
+    (world.results / "scratch" / "ids.txt").write_text("no-such-task-1\nno-such-task-2\n")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input: the script, its arguments ({res}, {file}, {home}, {scratch} filled in),
+    extra environment, and what to prepare first."""
+
+    script: str
+    args: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    prepare: Callable[[World], None] | None = None
+
+
+def _run(*args: str, **kw: object) -> Case:
+    base = ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK, "--results-dir", "{res}")
+    return Case("openadapt-evals", base + args, **kw)  # type: ignore[arg-type]
+
+
+def _sweep(*args: str, **kw: object) -> Case:
+    base = ("sweep", "--cloud", "local", "--workers", "1", "--agent", "oracle", "--tasks", TASK,
+            "--results-dir", "{res}")
+    return Case("openadapt-evals", base + args, **kw)  # type: ignore[arg-type]
+
+
+def _oavm(*args: str, **kw: object) -> Case:
+    return Case("oa-vm", args, **kw)  # type: ignore[arg-type]
+
+
+def _flow(*args: str, **kw: object) -> Case:
+    return Case("openadapt-eval-flow", args, **kw)  # type: ignore[arg-type]
+
+
+CASES: dict[str, Case] = {
+    # --- openadapt-evals run: numbers
+    "run max-cost nan": _run("--max-cost-usd", "nan"),
+    "run max-cost inf": _run("--max-cost-usd", "inf"),
+    "run max-cost negative": _run("--max-cost-usd", "-1"),
+    "run step-pause negative": _run("--step-pause", "-1"),
+    "run step-pause nan": _run("--step-pause", "nan"),
+    "run task-timeout nan": _run("--task-timeout", "nan"),
+    "run task-timeout zero": _run("--task-timeout", "0"),
+    "run task-timeout inf": _run("--task-timeout", "inf"),
+    "run read-timeout nan": _run("--read-timeout", "nan"),
+    "run read-timeout negative": _run("--read-timeout", "-5"),
+    "run max-steps zero": _run("--max-steps", "0"),
+    "run max-steps text": _run("--max-steps", "many"),
+    "run max-attempts zero": _run("--max-attempts", "0"),
+    "run wait-for-pool bad": _run("--wait-for-pool", "soon"),
+    # --- run: names and paths
+    "run run-name with ../": _run("--run-name", "../escape"),
+    "run run-name empty": _run("--run-name", ""),
+    "run run-name slash": _run("--run-name", "a/b"),
+    "run pool empty": Case("openadapt-evals", ("run", "--pool", "", "--agent", "oracle",
+                                               "--tasks", TASK, "--results-dir", "{res}")),
+    "run pool ../": Case("openadapt-evals", ("run", "--pool", "../x", "--agent", "oracle",
+                                             "--tasks", TASK, "--results-dir", "{res}")),
+    "run unknown pool": Case("openadapt-evals", ("run", "--pool", "nope", "--agent", "oracle",
+                                                 "--tasks", TASK, "--results-dir", "{res}")),
+    "run results-dir is a file": _run("--results-dir", "{file}"),
+    "run results-dir env is a file": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK),
+        env={"OA_EVALS_RESULTS": "{file}"}),
+    "run OA_VM_HOME is a file": _run(env={"OA_VM_HOME": "{file}"}),
+    "run unknown agent": Case("openadapt-evals", ("run", "--pool", POOL, "--agent", "nobody",
+                                                  "--tasks", TASK, "--results-dir", "{res}")),
+    "run agent module missing": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "no_such_mod:Agent",
+                            "--tasks", TASK, "--results-dir", "{res}")),
+    "run http agent without url": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "http", "--tasks", TASK,
+                            "--results-dir", "{res}")),
+    "run http agent ftp url": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "http", "--agent-url",
+                            "ftp://u:secret@h/x", "--tasks", TASK, "--results-dir", "{res}")),
+    "run replay without bundles": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "replay", "--tasks", TASK,
+                            "--results-dir", "{res}")),
+    "run unknown task": Case("openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle",
+                                                 "--tasks", "no-such-task",
+                                                 "--results-dir", "{res}")),
+    "run empty tasks": Case("openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle",
+                                                "--tasks", " ", "--results-dir", "{res}")),
+    "run tasks @missing file": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks",
+                            "@/no/such/file", "--results-dir", "{res}")),
+    "run tasks @file of unknown ids": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks",
+                            "@{scratch}/ids.txt", "--results-dir", "{res}"), prepare=ids_file),
+    "run unknown domain": Case("openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle",
+                                                   "--tasks", "domain:nowhere",
+                                                   "--results-dir", "{res}")),
+    # --- run: existing and corrupt runs
+    "run existing run without resume": _run("--run-name", DONE),
+    "run resume missing run": _run("--run-name", "never", "--resume"),
+    "run resume without run-name": _run("--resume"),
+    "run resume other tasks": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks", "all",
+                            "--run-name", DONE, "--resume", "--results-dir", "{res}")),
+    "run resume other agent": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "noop", "--tasks", TASK,
+                            "--run-name", DONE, "--resume", "--results-dir", "{res}")),
+    "run resume corrupt queue": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK,
+                            "--run-name", "badqueue", "--resume",
+                            "--results-dir", "{res}/scratch"), prepare=corrupt_queue),
+    "run resume foreign queue": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK,
+                            "--run-name", "foreignq", "--resume",
+                            "--results-dir", "{res}/scratch"), prepare=foreign_queue),
+    "run resume truncated metadata": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK,
+                            "--run-name", "badmeta", "--resume",
+                            "--results-dir", "{res}/scratch"), prepare=truncated_metadata),
+    # --- sweep
+    "sweep name of an existing pool": _sweep("--name", POOL),
+    "sweep name with ../": _sweep("--name", "../x"),
+    "sweep name upper case": _sweep("--name", "Bad_Name"),
+    "sweep unknown task": Case("openadapt-evals", ("sweep", "--cloud", "local", "--agent",
+                                                   "oracle", "--tasks", "no-such-task",
+                                                   "--results-dir", "{res}")),
+    "sweep workers zero": _sweep("--workers", "0"),
+    "sweep fault latency nan": _sweep("--fault", "latency=nan"),
+    "sweep fault not key=value": _sweep("--fault", "latency"),
+    "sweep fault unknown": _sweep("--fault", "explode=1"),
+    "sweep price nan": _sweep("--price-per-hour", "nan"),
+    "sweep max-cost nan": _sweep("--max-cost-usd", "nan"),
+    "sweep unknown cloud": _sweep("--cloud", "mars"),
+    "sweep resume of a missing run": _sweep("--run-name", "never", "--resume"),
+    # --- other openadapt-evals commands
+    "view missing run": Case("openadapt-evals", ("view", "--run-name", "never",
+                                                 "--results-dir", "{res}")),
+    "view run-name ../": Case("openadapt-evals", ("view", "--run-name", "../../etc",
+                                                  "--results-dir", "{res}")),
+    "compare missing run": Case("openadapt-evals", ("compare", DONE, "never",
+                                                    "--results-dir", "{res}")),
+    "tasks missing source": Case("openadapt-evals", ("tasks", "--source", "/no/such/dir")),
+    "tasks source is a file": Case("openadapt-evals", ("tasks", "--source", "{file}")),
+    "tasks malformed task file": Case(
+        "openadapt-evals", ("tasks", "--source", "{scratch}/badsrc", "--tasks", "t1"),
+        prepare=bad_task_file),
+    "mock tasks zero": Case("openadapt-evals", ("mock", "--tasks", "0",
+                                                "--results-dir", "{res}")),
+    # --- oa-vm
+    "pool-cleanup name empty": _oavm("pool-cleanup", "--name", "", "-y"),
+    "pool-cleanup name ../": _oavm("pool-cleanup", "--name", "../pools", "-y"),
+    "pool-cleanup name ../../": _oavm("pool-cleanup", "--name", "../../outside", "-y"),
+    "pool-cleanup unknown": _oavm("pool-cleanup", "--name", "nope", "-y"),
+    "pool-cleanup name and expired": _oavm("pool-cleanup", "--name", POOL, "--expired", "-y"),
+    "pool-status name ../": _oavm("pool-status", "--name", "../x"),
+    "pool-status name empty": _oavm("pool-status", "--name", ""),
+    "pool-wait name empty": _oavm("pool-wait", "--name", ""),
+    "pool-wait bad timeout": _oavm("pool-wait", "--name", POOL, "--timeout", "soon"),
+    "pool-create ttl inf": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                 "--ttl-hours", "inf", "-y"),
+    "pool-create ttl nan": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                 "--ttl-hours", "nan", "-y"),
+    "pool-create ttl zero": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                  "--ttl-hours", "0", "-y"),
+    "pool-create fault latency nan": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                           "--fault", "latency=nan", "-y"),
+    "pool-create fault error-rate 2": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                            "--fault", "error-rate=2", "-y"),
+    "pool-create fault hang-after inf": _oavm("pool-create", "--cloud", "local", "--name",
+                                              "t1", "--fault", "hang-after=inf", "-y"),
+    "pool-create ssh port 99999": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                        "--ssh-via", "u@127.0.0.1:99999", "--ssh-key",
+                                        "{file}", "-y"),
+    "pool-create ssh port 0": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                    "--ssh-via", "u@127.0.0.1:0", "--ssh-key", "{file}", "-y"),
+    "pool-create ssh no port": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                     "--ssh-via", "u@127.0.0.1", "--ssh-key", "{file}", "-y"),
+    "pool-create cidr /33": _oavm("pool-create", "--cloud", "aws", "--name", "t1",
+                                  "--allow-cidr", "1.2.3.4/33", "--plan"),
+    "pool-create existing name": _oavm("pool-create", "--cloud", "local", "--name", POOL, "-y"),
+    "pool-create name ../": _oavm("pool-create", "--cloud", "local", "--name", "../x", "-y"),
+    "pool-create workers zero": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                      "--workers", "0", "-y"),
+    "pool-create price negative": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                        "--price-per-hour", "-1", "-y"),
+    "pool-create price nan": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                   "--price-per-hour", "nan", "-y"),
+    "pool-create tasks-dir missing": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                           "--tasks-dir", "/no/such", "-y"),
+    "pool-list OA_VM_HOME is a file": _oavm("pool-list", env={"OA_VM_HOME": "{file}"}),
+    "pool-create OA_VM_HOME is a file": _oavm("pool-create", "--cloud", "local", "--name", "t1",
+                                              "-y", env={"OA_VM_HOME": "{file}"}),
+    # --- openadapt-eval-flow
+    "flow fallback-rate nan": _flow("--mode", "hybrid", "--fallback-rate", "nan"),
+    "flow fallback-rate 2": _flow("--mode", "hybrid", "--fallback-rate", "2"),
+    "flow vm-hourly negative": _flow("--vm-hourly", "-1"),
+    "flow vm-hourly nan": _flow("--vm-hourly", "nan"),
+    "flow tasks zero": _flow("--tasks", "0"),
+    "flow workers zero": _flow("--workers", "0"),
+    "flow unknown mode": _flow("--mode", "magic"),
+    "flow live without pool": _flow("--live", "--task-ids", TASK, "--bundles", "{res}"),
+    "flow max-cost nan": _flow("--live", "--pool", POOL, "--task-ids", TASK, "--bundles",
+                               "{res}", "--max-cost-usd", "nan", "--results-dir", "{res}"),
+    "flow run-name ../": _flow("--live", "--pool", POOL, "--task-ids", TASK, "--bundles",
+                               "{res}", "--run-name", "../x", "--results-dir", "{res}"),
+}
+
+
+def _fill(text: str, world: World) -> str:
+    return (text.replace("{res}", str(world.results)).replace("{file}", str(world.afile))
+            .replace("{home}", str(world.home)).replace("{scratch}",
+                                                        str(world.results / "scratch")))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_bad_input_is_one_line_nonzero_and_loses_nothing(world: World, name: str) -> None:
+    case = CASES[name]
+    if case.prepare is not None:
+        case.prepare(world)
+    before = snapshot(world)
+    result = run_cli(
+        case.script, *(_fill(a, world) for a in case.args), home=world.home,
+        env={k: _fill(v, world) for k, v in case.env.items()}, timeout=120,
+    )
+    line = result.assert_one_line_error()
+    assert "unexpected error" not in line, line
+    assert "secret" not in result.stderr + result.stdout
+    assert snapshot(world) == before
+    assert api.pool_status(POOL).state.value == "ready"
+
+
+def test_the_suite_has_at_least_sixty_cases() -> None:
+    assert len(CASES) >= 60
+    assert {c.script for c in CASES.values()} == {"oa-vm", "openadapt-evals",
+                                                  "openadapt-eval-flow"}

@@ -1,0 +1,207 @@
+"""Each guarantee stated in ``docs/tunnels.md`` that used to survive a code change unnoticed:
+keepalives, no SSH agent, reconnect backoff, ``allow_partial``, and new local ports when the old
+ones are taken. Real OpenSSH server on loopback, real simulated worker behind it."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import sshd as sshd_support
+from tests.support.http_servers import RefusingPort
+from tests.support.sshd import SshServer, generate_key
+from tests.support.worker_proc import running_worker
+from waa_client import SshAuthenticationError, SshUnreachableError, WaaClient
+from waa_client.tunnel import PoolTunnels, TunnelTarget, WorkerTunnel
+
+pytestmark = [pytest.mark.integration, pytest.mark.sshd]
+sshd = sshd_support.sshd
+
+
+@pytest.fixture
+def ports(tmp_path: Path) -> Iterator[tuple[int, int]]:
+    """A simulated worker's (WAA, scoring) ports."""
+    with running_worker(tmp_path) as process:
+        described = process.workers[0]
+        yield described["waa_port"], described["scoring_port"]
+
+
+def _target(sshd: SshServer, ports: tuple[int, int], name: str = "w1",
+            key: Path | None = None) -> TunnelTarget:
+    return TunnelTarget(
+        name=name, ssh_host=sshd.host, ssh_port=sshd.port, ssh_user=sshd.user,
+        key_path=key or sshd.client_key, remote_waa_port=ports[0], remote_scoring_port=ports[1],
+    )
+
+
+def test_the_transport_sends_keepalives(
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+) -> None:
+    tunnel = WorkerTunnel(_target(sshd, ports), tmp_path / "known_hosts", keepalive=7.0)
+    tunnel.start()
+    try:
+        transport = tunnel._forwarder.transport if tunnel._forwarder else None
+        assert transport is not None
+        # paramiko keeps the interval in its packetizer; 0 means no keepalives
+        interval = getattr(transport.packetizer, "_Packetizer__keepalive_interval")  # noqa: B009
+        assert interval == 7
+    finally:
+        tunnel.stop()
+
+
+class _AgentSocket:
+    """A unix socket standing where SSH_AUTH_SOCK points; counts who connects."""
+
+    def __init__(self, path: Path) -> None:
+        self.connections = 0
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.bind(str(path))
+        self._sock.listen(8)
+        self._sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._sock.close()
+
+
+def test_an_ssh_agent_is_never_asked(
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = _AgentSocket(tmp_path / "agent.sock")
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(tmp_path / "agent.sock"))
+    try:
+        good = WorkerTunnel(_target(sshd, ports), tmp_path / "known_hosts")
+        good.start()
+        good.stop()
+        stranger = generate_key(tmp_path / "stranger")
+        refused = WorkerTunnel(_target(sshd, ports, key=stranger), tmp_path / "known_hosts")
+        with pytest.raises(SshAuthenticationError):
+            refused.start()  # an agent, if asked, would be the fallback here
+    finally:
+        agent.close()
+    assert agent.connections == 0
+
+
+def test_reconnects_back_off_exponentially_up_to_the_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits: list[float] = []
+    real_sleep = time.sleep
+    this_thread = threading.current_thread()
+
+    def record(seconds: float) -> None:
+        # time.sleep is global: other threads (earlier tests' leftovers) keep sleeping for real
+        if threading.current_thread() is this_thread:
+            waits.append(seconds)
+        else:
+            real_sleep(seconds)
+
+    monkeypatch.setattr("waa_client.tunnel.time.sleep", record)
+    key = generate_key(tmp_path / "key")
+    with RefusingPort() as refusing:
+        target = TunnelTarget("w1", "127.0.0.1", refusing.port, "u", key)
+        tunnel = WorkerTunnel(target, tmp_path / "known_hosts", connect_timeout=2.0,
+                              reconnect_attempts=5, backoff_max=3.0)
+        with pytest.raises(SshUnreachableError):
+            tunnel.ensure()
+    assert waits == [0.5, 1.0, 2.0, 3.0]
+
+
+def test_allow_partial_keeps_the_good_tunnels(
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+) -> None:
+    with RefusingPort() as refusing:
+        bad = TunnelTarget("bad", "127.0.0.1", refusing.port, sshd.user, sshd.client_key)
+        targets = [_target(sshd, ports, "good"), bad]
+        with pytest.raises(SshUnreachableError):
+            PoolTunnels(targets, tmp_path / "known_hosts", connect_timeout=2.0).start()
+        with PoolTunnels(targets, tmp_path / "known_hosts", connect_timeout=2.0,
+                         allow_partial=True) as pool:
+            assert set(pool.errors) == {"bad"}
+            with WaaClient(pool["good"].local_waa_url) as waa:
+                assert waa.probe()["status"] == "Probe successful"
+
+
+def test_new_local_ports_when_the_old_ones_are_taken(
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+) -> None:
+    tunnel = WorkerTunnel(_target(sshd, ports), tmp_path / "known_hosts")
+    tunnel.start()
+    old = tunnel.local_ports
+    tunnel.stop()
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", old[0]))
+    squatter.listen(1)
+    try:
+        tunnel.start()
+        try:
+            assert tunnel.local_ports[0] != old[0]
+            with WaaClient(tunnel.local_waa_url) as waa:
+                assert waa.probe()["status"] == "Probe successful"
+        finally:
+            tunnel.stop()
+    finally:
+        squatter.close()
+
+
+def test_pool_tunnels_pass_their_keepalive_on(
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+) -> None:
+    with PoolTunnels([_target(sshd, ports)], tmp_path / "known_hosts", keepalive=7.0,
+                     connect_timeout=3.0) as pool:
+        tunnel = pool["w1"]
+        assert tunnel.connect_timeout == 3.0
+        transport = tunnel._forwarder.transport if tunnel._forwarder else None
+        assert transport is not None
+        assert getattr(transport.packetizer, "_Packetizer__keepalive_interval") == 7  # noqa: B009
+
+
+def test_a_refused_login_leaves_no_thread_and_no_port(
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+) -> None:
+    before = {t.ident for t in threading.enumerate()}
+    stranger = generate_key(tmp_path / "stranger")
+    tunnel = WorkerTunnel(_target(sshd, ports, key=stranger), tmp_path / "known_hosts")
+    with pytest.raises(SshAuthenticationError):
+        tunnel.start()
+    deadline = time.monotonic() + 30
+    while [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]:
+        assert time.monotonic() < deadline, [t.name for t in threading.enumerate()
+                                             if t.ident not in before]
+        time.sleep(0.1)
+
+
+def test_each_reconnect_is_counted(
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+) -> None:
+    tunnel = WorkerTunnel(_target(sshd, ports), tmp_path / "known_hosts", keepalive=1.0)
+    tunnel.start()
+    try:
+        for expected in (1, 2):
+            assert sshd.drop_connections() >= 1
+            deadline = time.monotonic() + 60
+            while tunnel.is_active():
+                assert time.monotonic() < deadline, "the drop was not noticed"
+                time.sleep(0.1)
+            tunnel.ensure()
+            assert tunnel.reconnects == expected
+    finally:
+        tunnel.stop()

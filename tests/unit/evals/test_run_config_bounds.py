@@ -1,0 +1,102 @@
+"""Every number of a run checked at its bound, by name, before anything is touched; and the
+small pure helpers of the runner (found unguarded by the mutation run, see
+``docs/reliability.md``)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from evals.errors import InvalidRunInputError
+from evals.runner import RunConfig, default_run_name, estimate_seconds, health_warning
+
+# field, option named in the message, smallest accepted value, a refused value just below it
+BOUNDS = [
+    ("max_steps", "--max-steps", 1, 0),
+    ("task_timeout_s", "--task-timeout", 0.01, 0.0),
+    ("max_attempts", "--max-attempts", 1, 0),
+    ("max_cost_usd", "--max-cost-usd", 0.0, -0.01),
+    ("read_timeout_s", "--read-timeout", 0.01, 0.0),
+    ("connect_timeout_s", "connect timeout", 0.01, 0.0),
+    ("step_pause_s", "--step-pause", 0.0, -0.01),
+    ("lease_seconds", "lease seconds", 0.01, 0.0),
+    ("quarantine_after", "quarantine threshold", 1, 0),
+    ("wait_for_pool_s", "--wait-for-pool", 0.0, -0.01),
+]
+
+
+def _config(**changes: object) -> RunConfig:
+    config = RunConfig(pool="p", selection="all", agent="noop", run_name="r")
+    for key, value in changes.items():
+        setattr(config, key, value)
+    return config
+
+
+@pytest.mark.parametrize(("field", "option", "lowest", "below"), BOUNDS)
+def test_each_number_is_checked_at_its_bound(
+    field: str, option: str, lowest: float, below: float
+) -> None:
+    _config(**{field: lowest}).validate()
+    for bad in (below, math.nan, math.inf, -math.inf):
+        with pytest.raises(InvalidRunInputError, match=re.escape(option)):
+            _config(**{field: bad}).validate()
+
+
+def test_results_dir_naming_a_file_is_refused(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(InvalidRunInputError, match="--results-dir .* is a file"):
+        _config(results_dir=afile).validate()
+    _config(results_dir=tmp_path / "new").validate()
+
+
+def test_resume_needs_a_run_name() -> None:
+    with pytest.raises(InvalidRunInputError, match="--resume needs --run-name"):
+        _config(resume=True, run_name=None).validate()
+    _config(resume=True, run_name="r").validate()
+    _config(resume=False, run_name=None).validate()
+
+
+@pytest.mark.parametrize(
+    ("errors", "total", "unhealthy"),
+    [(9, 24, False), (12, 24, False), (13, 24, True), (1, 1, True), (0, 5, False)],
+)
+def test_more_than_half_in_error_is_unhealthy(errors: int, total: int, unhealthy: bool) -> None:
+    counts = {"success": total - errors, "error": errors}
+    assert (health_warning(counts, lost_all=False) is not None) is unhealthy
+
+
+def test_counts_without_errors_are_healthy_and_a_lost_pool_never_is() -> None:
+    assert health_warning({"success": 3}, lost_all=False) is None
+    warning = health_warning({"success": 3}, lost_all=True)
+    assert warning is not None and "every worker" in warning
+
+
+def test_default_run_names_carry_the_agent_and_the_time() -> None:
+    name = default_run_name("--my agent--")
+    assert re.fullmatch(r"my-agent-\d{4}-\d{2}-\d{2}T\d{6}Z?", name), name
+    assert "." not in name
+
+
+def test_estimates_grow_with_what_a_task_holds() -> None:
+    base = {"reference_solution": ["echo a", "DONE"], "config": []}
+    slept = {"reference_solution": ["sleep 2", "sleep 3", "DONE"], "config": []}
+    assert estimate_seconds(slept) - estimate_seconds(base) >= 5.0  # both sleeps count
+    set_up = {**base, "config": [{"type": "x"}, {"type": "y"}]}
+    assert estimate_seconds(set_up) > estimate_seconds(base)
+    assert estimate_seconds({"reference_solution": "not a list", "config": "nope"}) == (
+        estimate_seconds({})
+    )
+    one = {"evaluator": {"func": ["a"]}}
+    three = {"evaluator": {"func": ["a", "b", "c"]}}
+    assert estimate_seconds(three) > estimate_seconds(one)
+    assert estimate_seconds({"config": [{}, {}]}) > estimate_seconds({})
+    assert estimate_seconds({}, default=10.0) < estimate_seconds({}, default=20.0)
+
+
+def test_an_odd_item_in_a_reference_solution_does_not_break_the_estimate() -> None:
+    odd = {"reference_solution": [{"not": "a string"}, "sleep 1", "DONE"]}
+    assert estimate_seconds(odd) >= 1.0
