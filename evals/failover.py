@@ -91,3 +91,7 @@ class FailoverScoring:
     def task(self, task_id: str) -> dict[str, Any]:
         """``GET /task/<id>`` from any worker."""
         return self._call(lambda c: c.task(task_id))
+
+    def tasks_batch(self, task_ids: list[str]) -> dict[str, dict[str, Any]] | None:
+        """``POST /tasks/batch`` from any worker (None when the workers predate it)."""
+        return self._call(lambda c: c.tasks_batch(task_ids))

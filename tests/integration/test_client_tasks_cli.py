@@ -61,10 +61,12 @@ def test_malformed_index_one_line_exit_2(tmp_path: Path) -> None:
     assert "local_all.json" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_source_or_pool_required() -> None:
+def test_no_source_lists_the_bundled_local_suite() -> None:
     done = run_cli()
-    assert done.returncode == 2
-    assert "--source" in done.stderr and "--pool" in done.stderr
+    assert done.returncode == 0, done.stderr
+    assert "bundled local suite" in done.stderr
+    assert "--source" in done.stderr and "--pool" in done.stderr  # how to list other tasks
+    assert "c499b229-110c-5fc8-9895-f2f879ac1512-WOS" in done.stdout  # a local notepad task
 
 
 def _oa_vm(*args: str) -> subprocess.CompletedProcess[str]:

@@ -46,10 +46,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         api.cleanup_pool(name)
 
 
-def _run(home: Path, results: Path, *args: str, env: dict[str, str]) -> dict[str, object]:
+def _run(
+    home: Path, results: Path, *args: str, env: dict[str, str], exit_code: int = 0
+) -> dict[str, object]:
     done = run_cli("openadapt-evals", "run", "--pool", "p", "--results-dir", str(results),
                    "--json", *args, home=home, env=env, timeout=240)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == exit_code, done.stderr
     summary: dict[str, object] = json.loads(done.stdout)
     return summary
 
@@ -93,7 +95,8 @@ def test_the_token_cap_stops_the_agent(home: Path, tmp_path: Path) -> None:
         _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
              "--run-name", "capped", "--max-attempts", "1", "--agent-arg",
              f"base_url={fake.url}", "--agent-arg", "token_cap=1000",
-             env={"ANTHROPIC_API_KEY": "sk-ant-test"})
+             env={"ANTHROPIC_API_KEY": "sk-ant-test"},
+             exit_code=4)  # every task ended in error: the run is reported unhealthy
         record = read_records(tmp_path / "r" / "capped")[NOTIFICATIONS_OFF]
         assert record["status"] == "error" and record["error_type"] == "agent"
         assert "token cap" in record["error_message"]

@@ -54,6 +54,24 @@ def test_task_loading_falls_over_to_another_worker_on_refusal_and_500() -> None:
         assert catalog.load("t1") == {"id": "t1"}
 
 
+def test_bulk_task_loading_falls_over_to_another_worker() -> None:
+    index = Reply.json({"notepad": ["t1", "t2"]})
+    with ScriptedServer({
+        "/tasks": index, "/indexes": Reply(404),
+        "/tasks/batch": Reply.json({"message": "boom"}, 500),
+    }) as failing, ScriptedServer({
+        "/tasks": index, "/indexes": Reply(404),
+        "/tasks/batch": Reply.json({"tasks": {"t1": {"id": "t1"}, "t2": {"id": "t2"}},
+                                    "missing": []}),
+    }) as good:
+        clients = [ScoringClient(u, retries=0, connect_timeout=2, read_timeout=5)
+                   for u in (failing.url, good.url)]
+        catalog = Catalog.from_scoring(FailoverScoring(clients, sleep=lambda s: None))  # type: ignore[arg-type]
+        catalog.prefetch(["t1", "t2"])
+        assert catalog.load("t2") == {"id": "t2"}
+        assert good.hits["/tasks/batch"] == 1 and "/task/t2" not in good.hits
+
+
 def test_task_loading_does_not_retry_an_unknown_task() -> None:
     with ScriptedServer({"/tasks": Reply.json({"d": ["t1"]}), "/indexes": Reply(404)}) as one:
         client = ScoringClient(one.url, retries=0, connect_timeout=2, read_timeout=5)
