@@ -94,4 +94,5 @@ class FailoverScoring:
 
     def tasks_batch(self, task_ids: list[str]) -> dict[str, dict[str, Any]] | None:
         """``POST /tasks/batch`` from any worker (None when the workers predate it)."""
-        return self._call(lambda c: c.tasks_batch(task_ids))
+        found: dict[str, dict[str, Any]] | None = self._call(lambda c: c.tasks_batch(task_ids))
+        return found
