@@ -28,13 +28,12 @@ from oa_vm.errors import (
     WaitTimeoutError,
 )
 from oa_vm.faults import validate_faults
-from oa_vm.providers import DEFAULT_CLOUD, get_provider
+from oa_vm.providers import get_provider
 from oa_vm.providers.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
 from oa_vm.state import PoolRecord, PoolState, WorkerState
 from oa_vm.validate import require_number
 
 __all__ = [
-    "DEFAULT_CLOUD",
     "WorkerConnection",
     "build_spec",
     "check_available",
@@ -85,7 +84,7 @@ def _default_name() -> str:
 def build_spec(
     *,
     name: str | None,
-    cloud: str = DEFAULT_CLOUD,
+    cloud: str | None = None,
     workers: int = DEFAULT_WORKERS,
     size: str | None = None,
     regions: list[str] | None = None,
@@ -100,9 +99,15 @@ def build_spec(
 ) -> PoolSpec:
     """Validate what the user asked for and turn it into a :class:`PoolSpec`.
 
+    ``cloud`` has no default: a pool on a cloud that bills is never chosen for the caller.
+
     Raises:
-        InvalidInputError: a value is out of range (the message says which and why).
+        InvalidInputError: no cloud, or a value out of range (the message says which and why).
     """
+    if cloud is None:
+        raise InvalidInputError(
+            "no cloud chosen: pass cloud='local', 'aws' or 'azure' (aws and azure bill by the hour)"
+        )
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidInputError(f"--workers must be a whole number of at least 1, not {workers}")
     limit = MAX_LOCAL_WORKERS if cloud == "local" else MAX_WORKERS

@@ -17,9 +17,6 @@ _REGISTRY: dict[str, str] = {
     "azure": "oa_vm.providers.azure:AzureProvider",
 }
 
-DEFAULT_CLOUD = "azure"  # the reference tool's default, kept so its users are not surprised
-
-
 def known_clouds() -> list[str]:
     """Names accepted by ``--cloud``."""
     return list(_REGISTRY)
