@@ -326,9 +326,12 @@ def _send(
             return waa.execute_windows(code, timeout=timeout), None
     except WaaError as exc:
         # /execute answers a failing command with its returncode, so a 5xx there is the server
-        # failing (not the agent): retry the task elsewhere. /execute_windows answers 500 for
-        # the agent's own failing code, which stays the agent's.
-        server_failed = isinstance(exc, ServerError) and action.type == EXECUTE
+        # failing (not the agent): retry the task elsewhere. /execute_windows answers 500 with
+        # its JSON error body for the agent's own failing code, which stays the agent's; any
+        # other 5xx there (no such body) is the server failing.
+        server_failed = isinstance(exc, ServerError) and (
+            action.type == EXECUTE or not exc.endpoint_answered
+        )
         if exc.is_infrastructure or server_failed:
             raise clock.classify(exc, f"sending step {index}") from exc
         return None, str(exc)

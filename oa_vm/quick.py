@@ -46,6 +46,11 @@ def parse(argv: Sequence[str]) -> tuple[str, str | None, bool, bool] | None:
             name = token.removeprefix("--name=")
         else:
             return None
+    if name is not None:
+        from oa_vm.validate import name_problem
+
+        if name_problem("pool", name):
+            return None  # the full path words the error, with every other validation
     return command, name, as_json, debug
 
 

@@ -61,9 +61,20 @@ class ServerError(WaaError):
     request itself.
     """
 
-    def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str | None = None,
+        status: int | None = None,
+        endpoint_answered: bool = False,
+    ) -> None:
         super().__init__(message, url=url, status=status)
         self.is_infrastructure = status in INFRASTRUCTURE_STATUSES
+        #: True when the body was the WAA server's own JSON error answer
+        #: (``{"status": "error", "message": ...}``): the endpoint ran and reported a failure
+        #: (on ``/execute_windows``, the agent's code raising), rather than the server failing.
+        self.endpoint_answered = endpoint_answered
 
 
 class RequestRejectedError(WaaError):

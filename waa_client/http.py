@@ -278,6 +278,16 @@ def server_message(response: requests.Response) -> str:
     return text if len(text) <= _BODY_SNIPPET else text[:_BODY_SNIPPET] + "..."
 
 
+def _is_waa_error(response: requests.Response) -> bool:
+    """The body is the WAA server's own error answer, ``{"status": "error", "message": ...}``."""
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return (isinstance(body, dict) and body.get("status") == "error"
+            and isinstance(body.get("message"), str))
+
+
 def raise_for_status(response: requests.Response) -> None:
     """Map a non-2xx answer into the error tree (2xx passes through)."""
     status = response.status_code
@@ -294,7 +304,7 @@ def raise_for_status(response: requests.Response) -> None:
             else "see the worker's log"
         )
         raise ServerError(f"{where}: server error {status}: {message} ({hint})",
-                          url=url, status=status)
+                          url=url, status=status, endpoint_answered=_is_waa_error(response))
     if status == 404:
         raise NotFoundError(f"{where}: not found (404): {message}", url=url, status=status)
     if status >= 400:

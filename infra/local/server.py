@@ -203,8 +203,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = self.rfile.read(length) if length else b""
         if action is Action.ERROR:
+            # The server itself failing (as a web server's own error page does), not an
+            # endpoint answering: WAA's JSON error body on /execute_windows means the agent's
+            # code raised, so an injected fault must not look like one.
             message = f"injected fault (error-rate={app.gate.faults.error_rate:g})"
-            self._send(Response.json({"status": "error", "message": message}, 500))
+            self._send(Response.text(f"Internal Server Error: {message}", 500))
             return
         split = urlsplit(self.path)
         request = Request(

@@ -37,7 +37,9 @@ def test_parse_takes_only_the_plain_forms() -> None:
     assert parse(["pool-status", "--name=a", "--debug"]) == ("pool-status", "a", False, True)
     assert parse(["pool-list", "--json"]) == ("pool-list", None, True, False)
     for other in (["pool-status", "--help"], ["pool-status", "--refresh"], ["pool-list", "-n", "a"],
-                  ["pool-status", "--name"], ["pool-status", "--nme", "a"], ["pool-create"]):
+                  ["pool-status", "--name"], ["pool-status", "--nme", "a"], ["pool-create"],
+                  # names the full path refuses in one line (an empty one is not "the only pool")
+                  ["pool-status", "--name", ""], ["pool-status", "--name=../x"]):
         assert parse(other) is None, other
 
 

@@ -162,16 +162,26 @@ def test_new_local_ports_when_the_old_ones_are_taken(
         squatter.close()
 
 
+@pytest.mark.parametrize("backend", ["paramiko", "openssh"])
 def test_pool_tunnels_pass_their_keepalive_on(
-    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+    sshd: SshServer, ports: tuple[int, int], tmp_path: Path, backend: str
 ) -> None:
     with PoolTunnels([_target(sshd, ports)], tmp_path / "known_hosts", keepalive=7.0,
-                     connect_timeout=3.0) as pool:
+                     connect_timeout=3.0, backend=backend) as pool:
         tunnel = pool["w1"]
         assert tunnel.connect_timeout == 3.0
-        transport = tunnel._forwarder.transport if tunnel._forwarder else None
-        assert transport is not None
-        assert getattr(transport.packetizer, "_Packetizer__keepalive_interval") == 7  # noqa: B009
+        if backend == "paramiko":
+            forwarder = getattr(tunnel, "_forwarder", None)
+            transport = forwarder.transport if forwarder else None
+            assert transport is not None
+            interval = getattr(transport.packetizer, "_Packetizer__keepalive_interval")  # noqa: B009
+            assert interval == 7
+        else:
+            # What the running ssh master was started with, read from the process itself.
+            master = getattr(tunnel, "_master", None)
+            assert master is not None and master._proc is not None
+            argv = Path(f"/proc/{master._proc.pid}/cmdline").read_bytes().split(b"\0")
+            assert b"ServerAliveInterval=7" in argv and b"ConnectTimeout=3" in argv
 
 
 def test_a_refused_login_leaves_no_thread_and_no_port(

@@ -181,6 +181,49 @@ def test_a_500_on_execute_is_the_workers_fault_not_the_agents(
     assert result.score is None
 
 
+class ClickThenDone(BenchmarkAgent):
+    """Clicks once (sent as pyautogui source to /execute_windows), then says done."""
+
+    def act(
+        self,
+        observation: BenchmarkObservation,
+        task: BenchmarkTask,
+        history: Sequence[BenchmarkAction] | None = None,
+    ) -> BenchmarkAction:
+        if history:
+            return BenchmarkAction(type="done")
+        return BenchmarkAction(type="click", x=10, y=20)
+
+
+def test_waas_own_500_answer_on_execute_windows_is_the_agents_code_failing(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    # WAA's server answers code that raised with 500 and its JSON error body: the agent's
+    # problem, recorded on the step; the task goes on and is scored.
+    waa_srv, scoring_srv = servers
+    waa_srv.set("/execute_windows",
+                Reply.json({"status": "error", "message": "NameError: foo"}, 500))
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", ClickThenDone(),
+                      sleep=_no_sleep)
+    assert result.status is TaskStatus.SUCCESS  # the scripted checker's verdict
+    assert result.steps[0].rejected and "NameError" in (result.steps[0].error or "")
+
+
+def test_any_other_5xx_on_execute_windows_is_the_workers_fault(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    # No WAA error body: the server failed before its endpoint ran, so the attempt is an
+    # infrastructure error (retried elsewhere), never a score.
+    waa_srv, scoring_srv = servers
+    waa_srv.set("/execute_windows",
+                Reply(500, b"Internal Server Error: injected fault", "text/plain"))
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", ClickThenDone(),
+                      sleep=_no_sleep)
+    assert result.status is TaskStatus.ERROR
+    assert result.error_type is ErrorType.INFRASTRUCTURE and result.score is None
+    assert scoring_srv.hits["/evaluate"] == 0
+
+
 def test_an_unreachable_worker_is_an_infrastructure_error(
     servers: tuple[ScriptedServer, ScriptedServer],
 ) -> None:
