@@ -676,13 +676,17 @@ def evaluate_agent_on_benchmark(
         parallel: Accepted for the reference's signature; tasks run one at a time here.
         config: The reference tool's :class:`EvaluationConfig`.
         run_dir: When given, also record a run folder there (records, screenshots,
-            ``summary.json``) that ``openadapt-evals view`` can show.
+            ``summary.json``) that ``openadapt-evals view`` can show. Never for the synthetic
+            :class:`evals.WAAMockAdapter` (refused; a config's ``save_execution_traces`` is
+            ignored for it), whose scores are not benchmark results.
         on_result: Called with each result as soon as its task ends.
 
     Raises:
         UnknownTaskError: some IDs are unknown to the adapter's catalog (all are listed).
         SyntheticTaskError: mock/toy IDs were given to a live adapter.
+        ValueError: ``max_steps`` below 1, or ``run_dir`` for the synthetic mock.
     """
+    asked_for_folder = run_dir is not None
     if config is not None:
         max_steps = config.max_steps
         on_result = on_result or config.on_task_complete
@@ -697,7 +701,10 @@ def evaluate_agent_on_benchmark(
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, not {max_steps}")
     if adapter.in_process:
-        if run_dir is not None and config is None:
+        # A synthetic mock's scores must never sit beside real runs: no run folder, ever. The
+        # reference's default config asks for traces, so that request is dropped, not refused;
+        # an explicit run_dir is refused, as it can only be a mistake.
+        if asked_for_folder:
             raise ValueError(f"{type(adapter).__name__} is a synthetic mock: its results are "
                              "not recorded as a run; drop run_dir, or use WAASimulatedAdapter")
         save = config.save_trajectories if config is not None else True
