@@ -292,3 +292,18 @@ def test_the_simulated_adapter_is_a_different_class() -> None:
     assert WAASimulatedAdapter.name == "waa-simulated" and WAAMockAdapter.name == "waa-mock"
     assert not issubclass(WAAMockAdapter, WAASimulatedAdapter)
     assert WAAMockAdapter.in_process and not WAASimulatedAdapter.in_process
+
+
+def test_the_agents_doc_mock_example_prints_what_it_says(tmp_path: Path) -> None:
+    doc = (PROJECT_ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in doc.split("```python\n")[1:]]
+    example = next(b for b in blocks if "WAAMockAdapter(num_tasks=4)" in b)
+    claimed = example.rsplit("# ", 1)[1].strip()
+    script = tmp_path / "example.py"
+    script.write_text(example, encoding="utf-8")
+    done = subprocess.run(  # a fixed argv, no shell
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "OA_VM_HOME": str(tmp_path / "home")}, cwd=tmp_path,
+        stdin=subprocess.DEVNULL, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == claimed == "1.0 [1, 1, 1, 1]"
