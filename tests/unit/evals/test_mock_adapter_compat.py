@@ -183,7 +183,8 @@ def test_step_counts_and_ends() -> None:
     ],
 )
 def test_scoring_rules(actions: list[BenchmarkAction], success: bool, score: float) -> None:
-    assert _played(WAAMockAdapter(num_tasks=1), actions) == (success, pytest.approx(score))
+    got_success, got_score = _played(WAAMockAdapter(num_tasks=1), actions)
+    assert got_success is success and got_score == pytest.approx(score)
 
 
 def test_evaluate_reports_steps_and_a_task_not_played_has_done_nothing() -> None:
