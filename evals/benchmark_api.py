@@ -22,7 +22,7 @@ many tasks on many workers, with retries, resume and cost caps, use ``openadapt-
 synthetic mock, in-process, for testing agent plumbing: its invented tasks are played through
 the adapter's own ``reset``/``step``/``evaluate`` and never recorded as a run.
 
-Where the mock adapter's pool lives: in the current oa-vm home (``$OA_VM_HOME``, default
+Where the simulated adapter's pool lives: in the current oa-vm home (``$OA_VM_HOME``, default
 ``~/.oa-vm``), under a fresh name ``mock-<hex>``. A temporary home was considered and rejected:
 if the process were killed before cleaning up, its worker processes would be recorded nowhere a
 user looks; in the real home, ``oa-vm pool-list`` shows them and ``oa-vm pool-cleanup`` removes
