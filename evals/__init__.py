@@ -3,7 +3,7 @@
 The public Python API is re-exported here and loaded on first use, so ``import evals`` stays
 cheap (no HTTP client, no image library) until a name is used::
 
-    from evals import BenchmarkAgent, BenchmarkAction, WAAMockAdapter
+    from evals import BenchmarkAgent, BenchmarkAction, WAASimulatedAdapter
     from evals import evaluate_agent_on_benchmark, compute_metrics
 """
 
@@ -36,11 +36,12 @@ if TYPE_CHECKING:
         EvaluationConfig,
         WAALiveAdapter,
         WAALiveConfig,
-        WAAMockAdapter,
+        WAASimulatedAdapter,
         compute_domain_metrics,
         evaluate_agent_on_benchmark,
     )
     from evals.metrics import compute_metrics
+    from evals.synthetic_mock import WAAMockAdapter
 
 _EXPORTS = {
     "BenchmarkAction": "evals.agents.base",
@@ -51,7 +52,8 @@ _EXPORTS = {
     "BenchmarkResult": "evals.benchmark_api",
     "WAALiveAdapter": "evals.benchmark_api",
     "WAALiveConfig": "evals.benchmark_api",
-    "WAAMockAdapter": "evals.benchmark_api",
+    "WAAMockAdapter": "evals.synthetic_mock",
+    "WAASimulatedAdapter": "evals.benchmark_api",
     "evaluate_agent_on_benchmark": "evals.benchmark_api",
     "compute_metrics": "evals.metrics",
     "EvaluationConfig": "evals.benchmark_api",
@@ -83,6 +85,7 @@ __all__ = [
     "WAALiveAdapter",
     "WAALiveConfig",
     "WAAMockAdapter",
+    "WAASimulatedAdapter",
     "action_to_string",
     "compute_domain_metrics",
     "compute_metrics",

@@ -2,29 +2,32 @@
 
 ::
 
-    from evals import BenchmarkAgent, BenchmarkAction, WAAMockAdapter
+    from evals import BenchmarkAgent, BenchmarkAction, WAASimulatedAdapter
     from evals import evaluate_agent_on_benchmark, compute_metrics
 
     class MyAgent(BenchmarkAgent):
         def act(self, observation, task, history=None):
             return BenchmarkAction(type="done")
 
-    results = evaluate_agent_on_benchmark(MyAgent(), WAAMockAdapter(num_tasks=5))
+    results = evaluate_agent_on_benchmark(MyAgent(), WAASimulatedAdapter(num_tasks=5))
     print(compute_metrics(results)["success_rate"])
 
-An adapter says where tasks run: :class:`WAAMockAdapter` starts its own local pool of simulated
-workers (no cloud, no Windows), :class:`WAALiveAdapter` speaks to one real worker by URL (directly
-or through a tunnel). Tasks run one after another on one worker through the same agent loop as
-``openadapt-evals run`` (:func:`evals.agent_loop.run_task`), so a result means the same thing
-here as in a sweep: scored by WAA's checker, or an explicit error with its type. For many tasks on
-many workers, with retries, resume and cost caps, use the ``openadapt-evals run`` command.
+An adapter says where tasks run: :class:`WAASimulatedAdapter` starts its own local pool of
+simulated workers (no cloud, no Windows), :class:`WAALiveAdapter` speaks to one real worker by
+URL (directly or through a tunnel). Tasks run one after another on one worker through the same
+agent loop as ``openadapt-evals run`` (:func:`evals.agent_loop.run_task`), so a result means the
+same thing here as in a sweep: scored by WAA's checker, or an explicit error with its type. For
+many tasks on many workers, with retries, resume and cost caps, use ``openadapt-evals run``.
+:class:`evals.WAAMockAdapter` (module :mod:`evals.synthetic_mock`) is the reference tool's
+synthetic mock, in-process, for testing agent plumbing: its invented tasks are played through
+the adapter's own ``reset``/``step``/``evaluate`` and never recorded as a run.
 
-Where the mock adapter's pool lives: in the current oa-vm home (``$OA_VM_HOME``, default
+Where the simulated adapter's pool lives: in the current oa-vm home (``$OA_VM_HOME``, default
 ``~/.oa-vm``), under a fresh name ``mock-<hex>``. A temporary home was considered and rejected:
 if the process were killed before cleaning up, its worker processes would be recorded nowhere a
 user looks; in the real home, ``oa-vm pool-list`` shows them and ``oa-vm pool-cleanup`` removes
-them. The adapter removes its pool on :meth:`WAAMockAdapter.close`, on leaving a ``with`` block,
-and at interpreter exit, whichever comes first.
+them. The adapter removes its pool on :meth:`WAASimulatedAdapter.close`, on leaving a ``with``
+block, and at interpreter exit, whichever comes first.
 """
 
 from __future__ import annotations
@@ -166,6 +169,9 @@ class BenchmarkAdapter(ABC):
 
     name = "waa"
     live = True
+    in_process = False
+    """True for adapters without a worker (the synthetic mock): :func:`evaluate_agent_on_benchmark`
+    plays them through their own ``reset``/``step``/``evaluate`` and records no run folder."""
     step_pause_s = 0.0
     task_timeout_s: float | None = None
 
@@ -460,13 +466,17 @@ class WAALiveAdapter(BenchmarkAdapter):
         self._scoring.close()
 
 
-class WAAMockAdapter(BenchmarkAdapter):
-    """A local pool of simulated workers, started on first use and removed when done.
+class WAASimulatedAdapter(BenchmarkAdapter):
+    """A local pool of simulated workers running the real local task suite (WAA task JSON,
+    scored by the real checker), started on first use and removed when done.
 
-    See the module docstring for where the pool lives and when it is removed.
+    This is what the reference tool's ``WAAMockAdapter`` is used for, made meaningful: an
+    agent's results here are real outcomes on the simulated desktop. (``WAAMockAdapter`` here
+    is the reference's synthetic in-process mock, for testing agent plumbing only.) See the
+    module docstring for where the pool lives and when it is removed.
     """
 
-    name = "waa-mock"
+    name = "waa-simulated"
     live = False
 
     def __init__(
@@ -519,7 +529,7 @@ class WAAMockAdapter(BenchmarkAdapter):
         """Create, wait for and connect to the pool (once)."""
         with self._lock:
             if self._closed:
-                raise RuntimeError("this WAAMockAdapter was closed; create a new one")
+                raise RuntimeError("this WAASimulatedAdapter was closed; create a new one")
             if self._conn is not None:
                 return self._conn
             from oa_vm import api
@@ -660,19 +670,23 @@ def evaluate_agent_on_benchmark(
 
     Args:
         agent: The agent.
-        adapter: Where tasks run (:class:`WAAMockAdapter`, :class:`WAALiveAdapter`).
+        adapter: Where tasks run (:class:`WAASimulatedAdapter`, :class:`WAALiveAdapter`).
         task_ids: Tasks to run (default: the adapter's, see its ``default_task_ids``).
         max_steps: Steps per task at most (``config.max_steps`` wins when a config is given).
         parallel: Accepted for the reference's signature; tasks run one at a time here.
         config: The reference tool's :class:`EvaluationConfig`.
         run_dir: When given, also record a run folder there (records, screenshots,
-            ``summary.json``) that ``openadapt-evals view`` can show.
+            ``summary.json``) that ``openadapt-evals view`` can show. Never for the synthetic
+            :class:`evals.WAAMockAdapter` (refused; a config's ``save_execution_traces`` is
+            ignored for it), whose scores are not benchmark results.
         on_result: Called with each result as soon as its task ends.
 
     Raises:
         UnknownTaskError: some IDs are unknown to the adapter's catalog (all are listed).
         SyntheticTaskError: mock/toy IDs were given to a live adapter.
+        ValueError: ``max_steps`` below 1, or ``run_dir`` for the synthetic mock.
     """
+    asked_for_folder = run_dir is not None
     if config is not None:
         max_steps = config.max_steps
         on_result = on_result or config.on_task_complete
@@ -686,6 +700,16 @@ def evaluate_agent_on_benchmark(
 
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, not {max_steps}")
+    if adapter.in_process:
+        # A synthetic mock's scores must never sit beside real runs: no run folder, ever. The
+        # reference's default config asks for traces, so that request is dropped, not refused;
+        # an explicit run_dir is refused, as it can only be a mistake.
+        if asked_for_folder:
+            raise ValueError(f"{type(adapter).__name__} is a synthetic mock: its results are "
+                             "not recorded as a run; drop run_dir, or use WAASimulatedAdapter")
+        save = config.save_trajectories if config is not None else True
+        return [_play_in_process(agent, adapter, task, max_steps, save, on_result)
+                for task in _in_process_tasks(adapter, task_ids)]
     refs = adapter.select(task_ids)
     recorder = _Recorder(Path(run_dir), adapter, agent, refs, max_steps) if run_dir else None
     waa, scoring = adapter.clients() if refs else (None, None)
@@ -716,6 +740,77 @@ def evaluate_agent_on_benchmark(
     if recorder:
         recorder.finish()
     return results
+
+
+def _in_process_tasks(adapter: BenchmarkAdapter,
+                      task_ids: Sequence[str] | None) -> list[BenchmarkTask]:
+    """The tasks of an in-process adapter; every unknown ID is listed before anything runs."""
+    if task_ids is None:
+        return adapter.list_tasks()
+    from waa_client.errors import UnknownTaskError
+
+    tasks, unknown = [], []
+    for task_id in task_ids:
+        try:
+            tasks.append(adapter.load_task(task_id))
+        except KeyError:
+            unknown.append(task_id)
+    if unknown:
+        raise UnknownTaskError(f"unknown task ID(s) for {type(adapter).__name__}: "
+                               f"{', '.join(unknown)}", task_ids=unknown)
+    return tasks
+
+
+def _play_in_process(
+    agent: BenchmarkAgent,
+    adapter: BenchmarkAdapter,
+    task: BenchmarkTask,
+    max_steps: int,
+    save_trajectories: bool,
+    on_result: Callable[[BenchmarkResult], None] | None,
+) -> BenchmarkResult:
+    """One task of an in-process adapter, as the reference's loop plays it: the agent acts
+    until ``done``/``fail``, the adapter says done, or the step limit (the task's own
+    ``time_limit_steps`` first); ``done``/``fail`` are not sent to the adapter, so
+    ``num_steps`` counts the actions it played (0 for an agent that says ``done`` at once).
+    An agent that raises ends the task as ``status="error"``, ``error_type="agent"``."""
+    from evals.agents.builtin import call_reset
+
+    started = time.monotonic()
+    trajectory: list[tuple[BenchmarkObservation, BenchmarkAction]] = []
+    played: list[BenchmarkAction] = []
+    limit = task.time_limit_steps or max_steps
+    error: str | None = None
+    try:
+        call_reset(agent, task)
+    except Exception as exc:  # an agent's failure is its task's result
+        error = f"{type(exc).__name__}: {exc}"
+    observation = adapter.reset(task)
+    while error is None and len(played) < limit:
+        try:
+            action = agent.act(observation, task, list(played))
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            break
+        trajectory.append((observation, action))
+        if action.ends_task:
+            break
+        observation, done, _ = adapter.step(action)
+        played.append(action)
+        if done:
+            break
+    if error is not None:
+        result = BenchmarkResult(task_id=task.task_id, success=False, score=0.0,
+                                 num_steps=len(played), error=error, error_type="agent",
+                                 domain=task.domain)
+    else:
+        result = adapter.evaluate(task)
+        result.num_steps = len(played)
+    result.steps = trajectory if save_trajectories else []
+    result.total_time_seconds = time.monotonic() - started
+    if on_result is not None:
+        on_result(result)
+    return result
 
 
 class _StepNotifier(BenchmarkAgent):

@@ -13,8 +13,9 @@ from evals.benchmark_api import (
     BenchmarkResult,
     WAALiveAdapter,
     WAALiveConfig,
-    WAAMockAdapter,
+    WAASimulatedAdapter,
 )
+from evals.synthetic_mock import WAAMockAdapter
 from waa_client.catalog import is_synthetic as is_synthetic_task_id
 from waa_client.errors import SyntheticTaskError
 
@@ -30,5 +31,6 @@ __all__ = [
     "WAALiveAdapter",
     "WAALiveConfig",
     "WAAMockAdapter",
+    "WAASimulatedAdapter",
     "is_synthetic_task_id",
 ]

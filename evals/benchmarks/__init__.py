@@ -7,16 +7,18 @@ from __future__ import annotations
 from evals.benchmark_api import (
     EvaluationConfig,
     WAALiveAdapter,
-    WAAMockAdapter,
+    WAASimulatedAdapter,
     compute_domain_metrics,
     evaluate_agent_on_benchmark,
 )
 from evals.metrics import compute_metrics
+from evals.synthetic_mock import WAAMockAdapter
 
 __all__ = [
     "EvaluationConfig",
     "WAALiveAdapter",
     "WAAMockAdapter",
+    "WAASimulatedAdapter",
     "compute_domain_metrics",
     "compute_metrics",
     "evaluate_agent_on_benchmark",

@@ -21,7 +21,7 @@ from evals import (
     BenchmarkTask,
     WAALiveAdapter,
     WAALiveConfig,
-    WAAMockAdapter,
+    WAASimulatedAdapter,
     compute_metrics,
     evaluate_agent_on_benchmark,
 )
@@ -37,14 +37,14 @@ pytestmark = pytest.mark.integration
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 README_SNIPPET = textwrap.dedent("""\
-    from evals import BenchmarkAgent, BenchmarkAction, WAAMockAdapter
+    from evals import BenchmarkAgent, BenchmarkAction, WAASimulatedAdapter
     from evals import evaluate_agent_on_benchmark, compute_metrics
 
     class MyAgent(BenchmarkAgent):
         def act(self, observation, task, history=None):
             return BenchmarkAction(type="done")
 
-    results = evaluate_agent_on_benchmark(MyAgent(), WAAMockAdapter(num_tasks=5))
+    results = evaluate_agent_on_benchmark(MyAgent(), WAASimulatedAdapter(num_tasks=5))
     print(compute_metrics(results)["success_rate"])
 """)
 
@@ -107,7 +107,7 @@ class _FailOnSecondTask(BenchmarkAgent):
 
 def test_mock_adapter_oracle_and_agent_error(oa_home: Path, tmp_path: Path) -> None:
     run_dir = tmp_path / "results" / "api-run"
-    with WAAMockAdapter(num_tasks=3) as adapter:
+    with WAASimulatedAdapter(num_tasks=3) as adapter:
         seen: list[BenchmarkResult] = []
         results = evaluate_agent_on_benchmark(
             _FailOnSecondTask(), adapter, max_steps=10, run_dir=run_dir, on_result=seen.append
@@ -146,7 +146,7 @@ def test_mock_adapter_oracle_and_agent_error(oa_home: Path, tmp_path: Path) -> N
 
 
 def test_mock_adapter_rejects_unknown_ids_before_running(oa_home: Path) -> None:
-    adapter = WAAMockAdapter()
+    adapter = WAASimulatedAdapter()
     try:
         with pytest.raises(UnknownTaskError) as info:
             evaluate_agent_on_benchmark(OracleAgent(), adapter, ["nope-1", "nope-2"])

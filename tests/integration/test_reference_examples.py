@@ -114,7 +114,11 @@ def readme_worker(tmp_path: Path) -> Iterator[WorkerProcess]:
 def test_quick_start_runs(tmp_path: Path) -> None:
     done = _python(QUICK_START, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "Success rate: 0.0%\n"  # SmartMockAgent clicks and stops; no luck
+    # The synthetic mock, as the reference's: SmartMockAgent clicks Submit on every mock task.
+    assert done.stdout == "Success rate: 100.0%\n"
+    # In-process: no pool was created and no run folder written.
+    assert not (tmp_path / "home" / "pools").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["example.py"]
 
 
 def test_adapter_examples_construct_without_contacting_anything(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from evals import (
     BenchmarkAgent,
     BenchmarkObservation,
     BenchmarkTask,
-    WAAMockAdapter,
+    WAASimulatedAdapter,
     evaluate_agent_on_benchmark,
 )
 from evals.agents.oracle import OracleAgent
@@ -84,7 +84,7 @@ class MixedAgent(BenchmarkAgent):
 
 def make_real_run(run_dir: Path, num_tasks: int = 3) -> list[str]:
     """Run ``num_tasks`` local tasks on a throwaway local pool, recorded in ``run_dir``."""
-    with WAAMockAdapter(num_tasks=num_tasks) as adapter:
+    with WAASimulatedAdapter(num_tasks=num_tasks) as adapter:
         results = evaluate_agent_on_benchmark(MixedAgent(), adapter, run_dir=run_dir)
     return [r.task_id for r in results]
 

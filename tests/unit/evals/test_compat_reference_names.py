@@ -18,6 +18,7 @@ from evals import (
     ScriptedAgent,
     SmartMockAgent,
     WAAMockAdapter,
+    WAASimulatedAdapter,
     action_to_string,
     format_accessibility_tree,
     parse_action_response,
@@ -42,7 +43,8 @@ TASK = BenchmarkTask(task_id="t", domain="notepad", instruction="do it")
     ("module", "names"),
     [
         ("evals.adapters", ["BenchmarkAction", "BenchmarkObservation", "BenchmarkResult",
-                            "BenchmarkTask", "UIElement", "WAAMockAdapter", "WAA_DOMAINS"]),
+                            "BenchmarkTask", "UIElement", "WAAMockAdapter", "WAA_DOMAINS",
+                            "WAASimulatedAdapter"]),
         ("evals.adapters.base", ["BenchmarkAction", "BenchmarkAdapter", "UIElement"]),
         ("evals.adapters.waa", ["WAA_DOMAINS", "WAALiveAdapter", "WAALiveConfig",
                                 "WAAMockAdapter", "SyntheticTaskError", "is_synthetic_task_id"]),
@@ -98,11 +100,14 @@ def test_evaluation_config_defaults_are_the_reference_ones() -> None:
         "unknown", "benchmark_results", 1)
 
 
-def test_mock_adapter_defaults_and_unknown_domains() -> None:
+def test_mock_adapter_defaults_and_simulated_adapter_domains() -> None:
+    # The synthetic mock, as the reference's: 20 invented tasks, any domain name.
     assert WAAMockAdapter().num_tasks == 20
-    # the reference's mock invents tasks for any domain; real tasks have WAA's domains only
+    assert {t.domain for t in WAAMockAdapter(domains=["browser"]).list_tasks()} == {"browser"}
+    # Real tasks have WAA's domains only: an invented one would silently select nothing.
+    assert WAASimulatedAdapter().num_tasks == 20
     with pytest.raises(ValueError, match=r"unknown WAA domain\(s\) 'browser'.*notepad"):
-        WAAMockAdapter(domains=["notepad", "browser"])
+        WAASimulatedAdapter(domains=["notepad", "browser"])
 
 
 @pytest.mark.parametrize(
