@@ -18,6 +18,7 @@ A status that cannot be read (SSH down, no file) never means draining: only a no
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -35,6 +36,16 @@ LOCAL_STATUS_NAME = "host-status"
 DRAINING = "draining"
 DEFAULT_CHECK_INTERVAL_S = 15.0
 """How often one worker's status is read during a run (AWS gives two minutes' notice)."""
+
+
+def check_interval_s() -> float:
+    """Seconds between two status reads of one worker in a run: ``$OA_VM_DRAIN_CHECK_S``, else
+    :data:`DEFAULT_CHECK_INTERVAL_S` (a value that is not a number >= 0 is ignored)."""
+    try:
+        value = float(os.environ.get("OA_VM_DRAIN_CHECK_S", ""))
+    except ValueError:
+        return DEFAULT_CHECK_INTERVAL_S
+    return value if value >= 0 else DEFAULT_CHECK_INTERVAL_S
 
 
 @dataclass(frozen=True)
@@ -112,10 +123,10 @@ class DrainWatch:
         runner: how remote commands run (paramiko with the pool's known_hosts by default).
     """
 
-    def __init__(self, pool: str, *, interval_s: float = DEFAULT_CHECK_INTERVAL_S,
+    def __init__(self, pool: str, *, interval_s: float | None = None,
                  runner: RemoteRunner | None = None) -> None:
         self.pool = pool
-        self.interval_s = interval_s
+        self.interval_s = check_interval_s() if interval_s is None else interval_s
         self.runner = runner
         self._checked: dict[str, tuple[float, DrainNotice | None]] = {}
         self._lock = threading.Lock()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.worker import cloud_init, units
 from infra.settings import PoolSettings
+from infra.worker import cloud_init, units
 from oa_vm.providers.cloud_wait import RemoteCommands, RemoteResult, parse_status, worker_phase
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
 from tests.support.host_standins import calls, standin_env, write_standins
