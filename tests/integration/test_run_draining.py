@@ -19,6 +19,7 @@ import pytest
 from oa_vm import api, state
 from oa_vm.drain import DrainWatch, local_status_path
 from tests.integration.test_drill_faults import LOCAL_TASKS, Controller, wait_for_records
+from tests.support.cli import run_cli
 from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
@@ -88,4 +89,36 @@ def test_a_draining_worker_finishes_its_task_and_takes_no_new_one(
     later = [r for r in records.values() if _started(r) > noticed]
     assert len(later) >= 3, "the notice came too late to show where the queue went"
     assert {r["worker"] for r in later} - {"worker-1"} == {"worker-0", "worker-2"}
+    assert_summary_matches(run_dir, records)
+
+
+def test_with_repair_a_draining_worker_is_replaced_and_goes_back_to_work(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    # Made by the CLI, as a user would: the replacement stops the draining worker's process,
+    # which must not be a child of this test (it would stay a zombie nobody here reaps).
+    made = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "3",
+                   "--name", "healspot", "-y", home=home)
+    assert made.returncode == 0, made.stderr
+    api.wait_pool("healspot", timeout_s=60)
+    before = next(w for w in state.load("healspot").workers if w.name == "worker-1")
+    status_file = local_status_path(before)
+    assert status_file is not None
+    results = tmp_path / "results"
+    run = Controller(home, results, "--pool", "healspot", "--agent", "oracle", "--tasks", "all",
+                     "--run-name", "replaced", "--step-pause", "1.0", "--read-timeout", "5",
+                     "--repair")
+    controllers.append(run)
+    run_dir = results / "replaced"
+    wait_for_records(run_dir, 3, run)
+    status_file.write_text(NOTICE, encoding="utf-8")
+    assert run.wait() == 0, run.output()
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    assert "worker worker-1 replaced from the pool" in run.output(), run.output()
+    after = next(w for w in state.load("healspot").workers if w.name == "worker-1")
+    assert after.pid not in (None, before.pid) and after.state.value == "ready"
+    assert not status_file.exists(), "the replacement kept its predecessor's notice"
     assert_summary_matches(run_dir, records)
