@@ -5,8 +5,8 @@ instance metadata and, on the two-minute warning, writes ``state=draining`` with
 ``action`` and ``action_time`` into the host's status file, the one ``pool-wait`` reads. This
 module reads that file back:
 
-- over SSH for workers reached that way (the same command and parser as ``pool-wait``,
-  :mod:`oa_vm.providers.cloud_wait`);
+- over SSH for workers reached that way, in spot pools only (the same status file and parser
+  as ``pool-wait``, :mod:`oa_vm.providers.cloud_wait`);
 - from ``<worker folder>/host-status`` for workers reached directly (local pools). A local
   worker gets no spot notice; the file is the seam through which a test, or a user who wants a
   local worker out of a running sweep, marks it draining: write ``state=draining`` (and a
@@ -129,12 +129,21 @@ class DrainWatch:
         self.interval_s = check_interval_s() if interval_s is None else interval_s
         self.runner = runner
         self._checked: dict[str, tuple[float, DrainNotice | None]] = {}
+        self._loaded: tuple[float, PoolRecord] | None = None
         self._lock = threading.Lock()
+
+    def _record(self, now: float, *, fresh: bool = False) -> PoolRecord:
+        """The pool's record, read again at most once per ``interval_s`` (a pool of hundreds
+        of workers is not parsed for every lease)."""
+        from oa_vm import state
+
+        with self._lock:
+            if fresh or self._loaded is None or now - self._loaded[0] >= self.interval_s:
+                self._loaded = (now, state.load(self.pool))
+            return self._loaded[1]
 
     def __call__(self, worker: str) -> DrainNotice | None:
         """The worker's drain notice, or None (also when its status cannot be read)."""
-        from oa_vm import state
-
         now = time.monotonic()
         with self._lock:
             cached = self._checked.get(worker)
@@ -142,9 +151,13 @@ class DrainWatch:
             return cached[1]
         notice: DrainNotice | None = None
         try:
-            record = state.load(self.pool)
+            record = self._record(now)
             found = next((w for w in record.workers if w.name == worker), None)
-            if found is not None:
+            if found is None:  # e.g. added since: read the record again
+                record = self._record(now, fresh=True)
+                found = next((w for w in record.workers if w.name == worker), None)
+            # Only spot hosts get notices: no SSH session to the others for nothing.
+            if found is not None and (found.ssh is None or record.settings.get("spot")):
                 notice = notice_from_status(read_status(record, found, self.runner))
         except Exception as exc:  # a failed read must not stop a run: not draining
             log.info("could not check whether %s is draining: %s", worker, exc)

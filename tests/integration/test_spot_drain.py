@@ -114,3 +114,9 @@ def test_the_notice_is_read_over_ssh_and_pool_status_shows_draining(
     assert text.returncode == 0, text.stderr
     row = next(line for line in text.stdout.splitlines() if line.startswith("waa-w0"))
     assert "draining" in row.split()
+
+    # An on-demand pool's hosts get no notices: the run does not open SSH sessions for them.
+    record = state.load("waa")
+    record.settings["spot"] = False
+    state.save(record)
+    assert DrainWatch("waa", interval_s=0, runner=runner)("waa-w0") is None
