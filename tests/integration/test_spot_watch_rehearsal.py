@@ -111,6 +111,13 @@ def test_a_notice_marks_the_worker_draining_with_its_action_and_time(tmp_path: P
     assert again.returncode == 0 and again.stdout == ""
     assert (status.stat().st_mtime_ns, status.read_text(encoding="utf-8")) == before
 
+    # A bootstrap still at work may rewrite the file after the notice: the next poll says
+    # draining again.
+    status.write_text(READY, encoding="utf-8")
+    again, _ = watch_once(tmp_path, FAKE_IMDS="notice", FAKE_IMDS_TIME="2026-11-30T22:02:00Z")
+    assert again.returncode == 0
+    assert parse_status(status.read_text(encoding="utf-8"))["state"] == "draining"
+
 
 @pytest.mark.parametrize("imds", ["down", "error"])
 def test_an_unreachable_or_failing_metadata_service_never_marks_draining(
