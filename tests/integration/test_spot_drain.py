@@ -114,6 +114,8 @@ def test_the_notice_is_read_over_ssh_and_pool_status_shows_draining(
     assert text.returncode == 0, text.stderr
     row = next(line for line in text.stdout.splitlines() if line.startswith("waa-w0"))
     assert "draining" in row.split()
+    assert ("waa-w0 is draining: AWS spot interruption notice: terminate at "
+            "2026-11-30T22:02:00Z" in text.stdout)
 
     # An on-demand pool's hosts get no notices: the run does not open SSH sessions for them.
     record = state.load("waa")
