@@ -14,7 +14,9 @@ What happens to a task that goes wrong:
   tasks and is named in ``metadata.json``;
 - setup failed, the agent raised, the checker kept failing: the task's final record says so
   (``error/setup``, ``error/agent``, ``error/evaluation``), without retry;
-- the budget cap: dispatching stops, running tasks finish, the rest are recorded ``not_run``.
+- the budget cap: dispatching stops, running tasks finish, the rest are recorded ``not_run``;
+- a worker that is draining (a spot interruption notice, :mod:`oa_vm.drain`) finishes its task
+  and takes no new one (with ``--repair`` it is replaced when the pool can).
 
 Every task ends with exactly one final record, committed to the queue before ``execution.json``
 is written, so a controller killed at any moment loses nothing that finished and ``--resume``
@@ -181,7 +183,7 @@ class RunEvent:
     """Something that happened in a run.
 
     ``kind`` is one of ``started``, ``task_started``, ``task_finished``, ``task_retry``,
-    ``worker_quarantined``, ``budget_stop``, ``finished``.
+    ``worker_quarantined``, ``worker_draining``, ``budget_stop``, ``finished``.
     """
 
     kind: str
@@ -353,9 +355,13 @@ class Dispatcher:
         settings: DispatchSettings,
         on_event: EventSink | None = None,
         repair: Callable[[str], WorkerConnection | None] | None = None,
+        draining: Callable[[str], object | None] | None = None,
     ) -> None:
         self.folder = folder
         self.repair = repair  # gives a replacement for a quarantined worker (run --repair)
+        # Asked before every lease: a notice (e.g. oa_vm.drain.DrainWatch) means no new task.
+        self.draining = draining
+        self._drained_workers: list[str] = []
         self.queue = queue
         self.ledger = ledger
         self.workers = workers
@@ -464,6 +470,13 @@ class Dispatcher:
         agent = self.make_agent()
         consecutive = 0
         while not self._stop.is_set():
+            if self._is_draining(worker.name):
+                # Its last task has finished; with --repair a replacement takes its place.
+                replacement = self._replace(worker)
+                if replacement is None:
+                    break
+                worker, consecutive = replacement, 0
+                continue
             lease = self._next_lease(worker.name)
             if lease is None:
                 if self._stop.is_set() or self._budget_stopped or self._drained():
@@ -490,8 +503,24 @@ class Dispatcher:
         with self._state_lock:
             if worker.name in self._quarantined:
                 self._quarantined.remove(worker.name)
+            if worker.name in self._drained_workers:
+                self._drained_workers.remove(worker.name)
         self._emit("worker_repaired", worker=worker.name, detail="replaced from the pool")
         return replacement
+
+    def _is_draining(self, worker: str) -> bool:
+        """True (and said once, as ``worker_draining``) when the worker is going away."""
+        notice = self.draining(worker) if self.draining is not None else None
+        if notice is None:
+            return False
+        with self._state_lock:
+            first = worker not in self._drained_workers
+            if first:
+                self._drained_workers.append(worker)
+        if first:
+            self._emit("worker_draining", worker=worker,
+                       detail=str(getattr(notice, "message", notice)))
+        return True
 
     def _drained(self) -> bool:
         counts = self.queue.counts()
@@ -499,7 +528,7 @@ class Dispatcher:
 
     def _active_workers(self) -> int:
         with self._state_lock:
-            return len(self.workers) - len(self._quarantined)
+            return len(self.workers) - len({*self._quarantined, *self._drained_workers})
 
     def _next_lease(self, worker: str) -> QueuedTask | None:
         with self._lease_lock:
@@ -662,9 +691,11 @@ class Dispatcher:
                 )
             else:
                 names = ", ".join(self._quarantined) or "none"
+                drained = ", ".join(self._drained_workers)
                 record = error_execution(
                     info, ErrorType.INFRASTRUCTURE,
-                    f"no healthy worker was left to run it (quarantined: {names})",
+                    f"no healthy worker was left to run it (quarantined: {names}"
+                    + (f"; draining: {drained})" if drained else ")"),
                 )
             record.attempts = len(self.queue.history(task_id))
             record.cost = self.ledger.task_cost(task_id)
@@ -895,6 +926,8 @@ def _run_in_folder(
                     present = False
                 if not present:
                     folder.write_execution(TaskExecution.from_json(record))
+            from oa_vm.drain import DrainWatch
+
             repairer = None
             if config.repair:
                 from evals.repair import WorkerRepairer
@@ -912,6 +945,7 @@ def _run_in_folder(
                 ),
                 on_event,
                 repair=repairer,
+                draining=DrainWatch(pool),
             )
             try:
                 outcome = dispatcher.run()

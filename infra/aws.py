@@ -53,6 +53,7 @@ HOST_FACTS = cloud_init.HostFacts(
     storage_devices=STORAGE_DEVICES,
     size_hint="a C8i/M8i/R8i size (e.g. m8i.2xlarge) or a .metal size",
     guest_poweroff=True,
+    spot_notices=True,
 )
 
 

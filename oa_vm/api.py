@@ -331,7 +331,8 @@ def wait_pool(
         state.save(record)
         if on_update is not None:
             on_update(record)
-        lost = [w for w in record.workers if w.state == WorkerState.LOST]
+        lost = [w for w in record.workers
+                if w.state in (WorkerState.LOST, WorkerState.DRAINING)]
         if lost:
             details = "; ".join(f"{w.name}: {w.detail or w.phase}" for w in lost)
             raise PoolNotReadyError(

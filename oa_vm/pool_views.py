@@ -68,6 +68,9 @@ def status_text(record: PoolRecord) -> str:
         for w in record.workers
     ]
     lines.append(render_table(["WORKER", "STATE", "PHASE", "WAA", "SCORING", "ID", "VIA"], rows))
+    # A draining worker goes away soon: say why and when (its notice).
+    lines += [f"{w.name} is draining: {w.detail or 'no new task'}"
+              for w in record.workers if w.state == state.WorkerState.DRAINING]
     return "\n".join(lines)
 
 

@@ -50,6 +50,7 @@ class WorkerState(StrEnum):
     LOST = "lost"  # was started, is gone (process died, instance terminated)
     STOPPED = "stopped"
     PAUSED = "paused"  # stopped by pool-pause, to be started again by pool-resume
+    DRAINING = "draining"  # going away (a spot interruption notice): no new task, its own ends
 
 
 def utcnow() -> datetime:
@@ -193,7 +194,7 @@ def derive_pool_state(workers: list[WorkerRecord]) -> PoolState:
         return PoolState.PAUSED
     if not states or all(s in (WorkerState.LOST, WorkerState.STOPPED) for s in states):
         return PoolState.FAILED
-    if WorkerState.LOST in states:
+    if WorkerState.LOST in states or WorkerState.DRAINING in states:
         return PoolState.DEGRADED
     if all(s == WorkerState.READY for s in states):
         return PoolState.READY

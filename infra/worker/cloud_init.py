@@ -82,12 +82,15 @@ class HostFacts:
         size_hint: sizes to suggest when ``/dev/kvm`` is missing.
         guest_poweroff: arm the guest-side expiry timer (AWS: power-off terminates; never on
             Azure, where it would stop the VM without deallocating it).
+        spot_notices: on a spot pool, watch the instance metadata for interruption notices
+            (AWS's two-minute warning, ``spot_watch.sh``) and mark the worker draining.
     """
 
     ssh_user: str
     storage_devices: tuple[str, ...]
     size_hint: str
     guest_poweroff: bool
+    spot_notices: bool = False
 
 
 class _Literal(str):
@@ -145,6 +148,13 @@ def cloud_config(
     for unit in units.STATIC_UNITS:
         write_files.append(_file(f"{units.UNIT_DIR}/{unit}", units.read(unit)))
     runcmd: list[list[str]] = [["systemctl", "daemon-reload"]]
+    if settings.spot and facts.spot_notices:
+        write_files.append(_file(f"{ship}/{units.SPOT_WATCH_SCRIPT}",
+                                 units.read(units.SPOT_WATCH_SCRIPT), "0755"))
+        write_files.append(_file(f"{units.UNIT_DIR}/{units.SPOT_WATCH_UNIT}",
+                                 units.read(units.SPOT_WATCH_UNIT)))
+        # Watching from the first minute: a notice may come while the host is still booting.
+        runcmd.append(["systemctl", "enable", "--now", units.SPOT_WATCH_UNIT])
     if facts.guest_poweroff:
         timer, expiry_service = units.expiry_units(settings.expires_at)
         write_files.append(_file(f"{units.UNIT_DIR}/oa-vm-expiry.timer", timer))

@@ -14,6 +14,9 @@ Layout on the host:
   ``bootstrap.sh`` once per boot; ``oa-vm-scoring.service`` runs the scoring server inside the
   container on its loopback :5050; ``oa-vm-bridge.service`` relays the host's 127.0.0.1:5051 to
   it.
+- ``oa-vm-spot-watch.service`` (AWS spot workers only): runs ``spot_watch.sh``, which polls the
+  instance metadata (IMDSv2) for a spot interruption notice and marks the worker ``draining`` in
+  the status file, so the controller gives it no new task.
 - ``oa-vm-expiry.timer`` (AWS only): powers the host off at the pool's expiry; the instance's
   shutdown behaviour ``terminate`` then ends it. It backs up the cloud-side schedule that
   terminates the instance even when the guest hangs. Azure has no such timer: a power-off from
@@ -43,11 +46,14 @@ SCRIPTS = ("lib.sh", "bootstrap.sh", "scoring.sh")
 """Shell files shipped to ``/opt/oa-vm`` (all pass shellcheck in CI)."""
 STATIC_UNITS = ("oa-vm-bootstrap.service", "oa-vm-scoring.service", "oa-vm-bridge.service")
 DOCKERFILE = "waa-image/Dockerfile"
+SPOT_WATCH_SCRIPT = "spot_watch.sh"
+"""Shipped to AWS spot workers only (with :data:`SPOT_WATCH_UNIT`)."""
+SPOT_WATCH_UNIT = "oa-vm-spot-watch.service"
 
 
 def read(name: str) -> str:
     """A shipped file of this package, by its path relative to ``infra/worker``."""
-    if name in STATIC_UNITS:
+    if name in STATIC_UNITS or name == SPOT_WATCH_UNIT:
         return (WORKER_DIR / "systemd" / name).read_text(encoding="utf-8")
     return (WORKER_DIR / name).read_text(encoding="utf-8")
 

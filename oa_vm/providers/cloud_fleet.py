@@ -192,10 +192,17 @@ class CloudFleetOps:
         """Run the program again: what the cloud removed is recreated under the same names.
 
         A named worker whose instance still exists is not replaced (the program recreates only
-        what is gone); it is left out of the names returned.
+        what is gone); it is left out of the names returned. A spot worker terminated after its
+        interruption notice is found gone by the refresh, hence lost, and replaced.
         """
         record = self.provider.refresh(record)
         lost = [w.name for w in record.workers if w.state == WorkerState.LOST]
+        for worker in record.workers:
+            if worker.state == WorkerState.DRAINING:
+                # A spot worker under notice still has its instance: the cloud ends it at the
+                # notice's time, the refresh then finds it gone (LOST) and it is replaced.
+                progress(f"{worker.name} is draining ({worker.detail}); it is replaced once "
+                         "the cloud has ended it: run pool-repair again then")
         if not lost:
             return []
         paused = False if record.cloud == "aws" and record.provider_data.get("pauses") else None

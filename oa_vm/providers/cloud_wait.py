@@ -239,7 +239,9 @@ def worker_phase(
     """One readiness pass over worker ``index``: ``(phase, ready)``.
 
     A bootstrap that reports a failed step marks the worker ``LOST`` with the step, the script's
-    message and how to read its logs: waiting longer cannot help it.
+    message and how to read its logs: waiting longer cannot help it. A host that reports
+    ``draining`` (a spot interruption notice, see :mod:`oa_vm.drain`) marks the worker
+    ``DRAINING``.
 
     Args:
         record: the pool.
@@ -274,6 +276,12 @@ def worker_phase(
         worker.state = WorkerState.LOST
         return _fail(worker, f"failed at {status.get('step', '?')}",
                      describe_failure(report, worker.ssh))
+    from oa_vm.drain import mark_draining, notice_from_status
+
+    notice = notice_from_status(status)
+    if notice is not None:  # a spot interruption notice (spot_watch.sh): going away
+        mark_draining(worker, notice)
+        return "draining", False
     if status.get("state") != "done":
         return _fail(worker, f"bootstrap: {status.get('step', '?')}",
                      _with_log(status.get("message", ""), report))

@@ -227,6 +227,16 @@ def pause(provider: LocalProvider, record: PoolRecord, progress: Progress) -> Po
     return record
 
 
+def _clear_drain_notices(unit: list[WorkerRecord]) -> None:
+    """A replacement starts without its predecessor's drain notice (:mod:`oa_vm.drain`)."""
+    from oa_vm.drain import local_status_path
+
+    for worker in unit:
+        path = local_status_path(worker)
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+
 def _restart(
     provider: LocalProvider, record: PoolRecord, wanted: Callable[[list[WorkerRecord]], bool],
     progress: Progress, verb: str,
@@ -238,6 +248,8 @@ def _restart(
         if not wanted(unit):
             continue
         _stop_unit(provider, unit)  # a process half alive (some slots lost) is replaced whole
+        if verb == "replaced":
+            _clear_drain_notices(unit)
         launch_unit(unit, faults, tasks_dir)
         started.append(unit)
         progress(f"{verb} {unit[0].name}" + (f"..{unit[-1].name}" if len(unit) > 1 else "")
@@ -263,6 +275,6 @@ def repair(provider: LocalProvider, record: PoolRecord, progress: Progress,
     def lost(unit: list[WorkerRecord]) -> bool:
         if names is not None:
             return any(w.name in names for w in unit)
-        return any(w.state == WorkerState.LOST for w in unit)
+        return any(w.state in (WorkerState.LOST, WorkerState.DRAINING) for w in unit)
 
     return _restart(provider, record, lost, progress, "replaced")

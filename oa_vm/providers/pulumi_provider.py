@@ -457,8 +457,21 @@ class PulumiCloudProvider:
             if gone and worker.state != WorkerState.STOPPED:
                 worker.state = WorkerState.LOST
                 worker.detail = "the instance no longer exists (expired, evicted or removed)"
+        if record.cloud == "aws" and record.settings.get("spot"):
+            self._read_drain_notices(record)
         record.state = state.derive_pool_state(record.workers)
         return record
+
+    def _read_drain_notices(self, record: PoolRecord) -> None:
+        """Ready spot workers whose host reports an interruption notice become ``DRAINING``
+        (read over SSH from the status file ``spot_watch.sh`` writes; see :mod:`oa_vm.drain`)."""
+        from oa_vm.drain import mark_draining, notice_from_status, read_status
+
+        for worker in record.workers:
+            if worker.state == WorkerState.READY and worker.ssh is not None:
+                notice = notice_from_status(read_status(record, worker, self.remote))
+                if notice is not None:
+                    mark_draining(worker, notice)
 
     def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
         """SSH -> cloud-init -> container -> WAA probe -> scoring probe (see ``cloud_wait``)."""

@@ -14,7 +14,10 @@ variables, so the shipped scripts run for real under bash and the test asserts w
 - ``FAKE_DOCKER_DENIED=1``: docker refuses the caller (permission denied on the socket) unless
   it runs through sudo;
 - ``FAKE_CONTAINER_STATUS``: what ``docker ps --format {{.Status}}`` prints (default ``Up 3
-  minutes``); ``FAKE_LOG``: the container's last log line.
+  minutes``); ``FAKE_LOG``: the container's last log line;
+- ``FAKE_IMDS``: the instance metadata service (IMDSv2) behind ``curl``: ``none`` (no spot
+  notice: 404), ``notice`` (an interruption notice, ``FAKE_IMDS_ACTION`` at ``FAKE_IMDS_TIME``),
+  ``error`` (500) or ``down`` (unreachable: curl times out).
 
 Nothing here talks to a network or a real daemon.
 """
@@ -36,6 +39,45 @@ count() {  # count NAME: bump and print a per-name counter
   local f="$FAKE_STATE/count.$1" n=0
   [ -f "$f" ] && n="$(cat "$f")"
   n=$((n + 1)); echo "$n" > "$f"; echo "$n"
+}
+"""
+
+# The instance metadata service (IMDSv2) as curl meets it: a PUT for a token, then reads that
+# must carry it (401 otherwise, as the real service answers). Calls without both timeouts fail.
+_IMDS = r"""
+imds() {
+  local method=GET out="" fmt="" token="" url="" timeouts=0
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      -X) method="$2"; shift ;;
+      -o) out="$2"; shift ;;
+      -w) fmt="$2"; shift ;;
+      -H) case "$2" in X-aws-ec2-metadata-token:*) token="${2#*: }" ;; esac; shift ;;
+      --connect-timeout|--max-time) timeouts=$((timeouts + 1)); shift ;;
+      http*) url="$1" ;;
+    esac
+    shift
+  done
+  if [ "$timeouts" -lt 2 ]; then echo "curl stand-in: IMDS call without timeouts" >&2; exit 90; fi
+  if [ "${FAKE_IMDS:-none}" = down ]; then
+    echo "curl: (28) Connection timed out after 2001 milliseconds" >&2; exit 28
+  fi
+  local code=200 body=""
+  case "$method $url" in
+    "PUT "*/latest/api/token) body="AQAEAFakeToken==" ;;
+    "GET "*/latest/meta-data/spot/instance-action)
+      if [ "$token" != "AQAEAFakeToken==" ]; then code=401
+      elif [ "${FAKE_IMDS:-none}" = notice ]; then
+        body="{\"action\": \"${FAKE_IMDS_ACTION:-terminate}\", "
+        body+="\"time\": \"${FAKE_IMDS_TIME:-2026-11-30T22:02:00Z}\"}"
+      elif [ "${FAKE_IMDS:-none}" = error ]; then code=500
+      else code=404; fi ;;
+    *) code=404 ;;
+  esac
+  if [ -n "$out" ]; then printf '%s' "$body" > "$out"; else printf '%s' "$body"; fi
+  [ -n "$fmt" ] && printf '%s' "$code"
+  if [ -z "$fmt" ] && [ "$code" != 200 ]; then exit 22; fi  # -f: an HTTP error fails
+  return 0
 }
 """
 
@@ -86,6 +128,9 @@ case "$1" in -u) echo "$FAKE_UID" ;; -nG) echo "ubuntu adm" ;; *) echo "uid=$FAK
 exit 0
 """,
     "curl": r"""
+case "$*" in
+  *169.254.169.254*) imds "$@"; exit $? ;;
+esac
 n="$(count probe)"
 after="${FAKE_PROBE_AFTER:-never}"
 if [ "$after" != never ] && [ "$n" -ge "$after" ]; then
@@ -112,7 +157,8 @@ def write_standins(bin_dir: Path, only: tuple[str, ...] | None = None) -> Path:
         if only is not None and name not in only:
             continue
         path = bin_dir / name
-        path.write_text(_COMMON + body, encoding="utf-8")
+        extra = _IMDS if name == "curl" else ""
+        path.write_text(_COMMON + extra + body, encoding="utf-8")
         path.chmod(0o755)
     return bin_dir
 

@@ -174,6 +174,16 @@ def test_user_data_is_the_workers_cloud_init_within_the_aws_limit(run_aws: RunAw
     assert _instances(run)[0].inputs["userDataReplaceOnChange"] is True
 
 
+def test_spot_user_data_carries_the_spot_watcher_within_the_aws_limit(run_aws: RunAws) -> None:
+    run, _ = run_aws(make_settings("aws", spot=True))
+    raw = base64.b64decode(_instances(run)[0].inputs["userDataBase64"])
+    assert len(raw) <= 16 * 1024
+    doc = yaml.safe_load(gzip.decompress(raw).decode("utf-8"))
+    paths = {f["path"] for f in doc["write_files"]}
+    assert {"/opt/oa-vm/spot_watch.sh", "/etc/systemd/system/oa-vm-spot-watch.service"} <= paths
+    assert ["systemctl", "enable", "--now", "oa-vm-spot-watch.service"] in doc["runcmd"]
+
+
 def test_component_outputs_resolve_through_output_all() -> None:
     """The style the Pulumi docs show: assert on outputs with ``Output.all(...).apply``."""
     seen: dict[str, Any] = {}

@@ -101,6 +101,9 @@ def test_derive_pool_state() -> None:
     assert state.derive_pool_state([ready, lost]) == PoolState.DEGRADED
     assert state.derive_pool_state([lost]) == PoolState.FAILED
     assert state.derive_pool_state([ready, booting]) == PoolState.PROVISIONING
+    draining = WorkerRecord("d", state=WorkerState.DRAINING)  # a spot interruption notice
+    assert state.derive_pool_state([ready, draining]) == PoolState.DEGRADED
+    assert WorkerRecord.from_json(draining.to_json()).state == WorkerState.DRAINING
 
 
 def test_home_follows_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

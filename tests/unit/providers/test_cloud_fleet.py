@@ -197,3 +197,29 @@ def test_azure_repair_recreates_a_vanished_vm(oa_home: Path) -> None:
     )
     assert replaced == [record.workers[0].name]
     assert len(engine.live_resources("waa-eval")) == vms_before
+
+
+def test_aws_repair_replaces_a_draining_spot_worker_once_the_cloud_ended_it(
+    engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    _, ops = _aws_pool(engine)
+    record = state.load("waa-eval")
+    worker = record.workers[1]
+    # as 'pool-status --refresh' leaves a spot worker that got the two-minute warning
+    worker.state = WorkerState.DRAINING
+    worker.detail = "AWS spot interruption notice: terminate at 2026-11-30T22:02:00Z; no new task"
+    state.save(record)
+    lines: list[str] = []
+    record, replaced = fleet.repair_pool("waa-eval", wait=False, ops=ops, progress=lines.append)
+    assert replaced == []  # its instance is still there: nothing to recreate yet
+    assert record.workers[1].state == WorkerState.DRAINING
+    assert any("waa-eval-w1 is draining" in line and "run pool-repair again" in line
+               for line in lines), lines
+
+    engine.vanish("waa-eval", str(worker.provider_id))  # AWS terminates it at the notice's time
+    # a later 'oa-vm pool-repair' (a new process, so a fresh refresh of the stack)
+    later = CloudFleetOps(AwsProvider(engine=engine, lister=lambda pool: []))
+    record, replaced = fleet.repair_pool("waa-eval", wait=False, ops=later)
+    assert replaced == ["waa-eval-w1"]
+    assert record.workers[1].state == WorkerState.BOOTING
+    assert len(_resources(engine, INSTANCE_TYPE)) == 2

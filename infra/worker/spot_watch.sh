@@ -1,0 +1,92 @@
+#!/bin/bash
+# Watches for an AWS spot interruption notice; run by oa-vm-spot-watch.service on spot workers.
+#
+#   spot_watch.sh        poll every OA_VM_SPOT_POLL_S seconds (default 5), for ever
+#   spot_watch.sh once   one poll (the rehearsal runs this)
+#
+# AWS announces a spot interruption about two minutes ahead in the instance metadata
+# (IMDSv2: a PUT for a session token, then GET /latest/meta-data/spot/instance-action, which
+# answers 404 until there is a notice, then {"action": "terminate|stop|hibernate", "time": ...}).
+# On a notice the host's status file (the one 'oa-vm pool-wait' and 'pool-status' read over SSH)
+# says state=draining, with the action and its time, so the controller gives the worker no new
+# task while its current one finishes. Nothing else is touched: the container keeps running.
+# An unreachable or failing metadata service never marks the worker draining.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=infra/worker/lib.sh
+. "$here/lib.sh"
+
+imds="${OA_VM_IMDS_URL:-http://169.254.169.254}"
+poll_s="${OA_VM_SPOT_POLL_S:-5}"
+# Every call is bounded: a metadata service that hangs must not hang the watcher.
+curl_opts=(-sS --connect-timeout 2 --max-time 5)
+
+# imds_token: an IMDSv2 session token on stdout, or nothing (and status 1).
+imds_token() {
+  curl "${curl_opts[@]}" -f -X PUT -H "X-aws-ec2-metadata-token-ttl-seconds: 300" \
+    "$imds/latest/api/token"
+}
+
+# json_field NAME: the string value of "NAME" in the JSON document on stdin (a flat object).
+json_field() {
+  tr -d '\n' | sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"\([^\"]*\)\".*/\1/p"
+}
+
+# write_draining ACTION TIME: the status file says draining (replaced in one rename).
+write_draining() {
+  mkdir -p "$OA_VM_STATE_DIR"
+  local tmp="$OA_VM_STATUS_FILE.tmp.$$"
+  printf 'state=draining\nstep=spot-interruption\nmessage=%s\naction=%s\naction_time=%s\nstarted=%s\nupdated=%s\n' \
+    "AWS spot interruption notice: $1 at $2; no new task" "$1" "$2" "$(now_utc)" "$(now_utc)" >"$tmp"
+  mv -f "$tmp" "$OA_VM_STATUS_FILE"
+}
+
+# check_once: 0 after a poll that went through (notice or not), 1 when the metadata service
+# could not be asked (nothing is written then).
+check_once() {
+  local token body code action when
+  if ! token="$(imds_token)" || [ -z "$token" ]; then
+    echo "oa-vm: spot-watch: the instance metadata service gave no token" >&2
+    return 1
+  fi
+  body="$(mktemp)"
+  code="$(curl "${curl_opts[@]}" -o "$body" -w '%{http_code}' \
+    -H "X-aws-ec2-metadata-token: $token" "$imds/latest/meta-data/spot/instance-action")" ||
+    code="failed"
+  case "$code" in
+    404)
+      rm -f "$body"
+      return 0
+      ;;
+    200) ;;
+    *)
+      rm -f "$body"
+      echo "oa-vm: spot-watch: instance-action answered ${code:-nothing}" >&2
+      return 1
+      ;;
+  esac
+  action="$(json_field action <"$body")"
+  when="$(json_field time <"$body")"
+  rm -f "$body"
+  if [ -z "$action" ]; then
+    echo "oa-vm: spot-watch: instance-action without an action" >&2
+    return 1
+  fi
+  # Written again only when it changed (the bootstrap may have rewritten the file meanwhile).
+  if ! grep -qx "action_time=$when" "$OA_VM_STATUS_FILE" 2>/dev/null ||
+    ! grep -qx 'state=draining' "$OA_VM_STATUS_FILE" 2>/dev/null; then
+    write_draining "$action" "${when:-unknown}"
+    echo "oa-vm: spot-watch: interruption notice ($action at ${when:-unknown}); draining"
+  fi
+  return 0
+}
+
+if [ "${1:-}" = once ]; then
+  check_once
+  exit $?
+fi
+while :; do
+  check_once || true
+  sleep "$poll_s"
+done
