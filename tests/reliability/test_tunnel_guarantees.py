@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from tests.support import sshd as sshd_support
-from tests.support.http_servers import RefusingPort
+from tests.support.http_servers import BlackHolePort, RefusingPort
 from tests.support.sshd import SshServer, generate_key
 from tests.support.worker_proc import running_worker
 from waa_client import SshAuthenticationError, SshUnreachableError, WaaClient
+from waa_client.openssh import OpenSshTunnel
 from waa_client.tunnel import PoolTunnels, TunnelTarget, WorkerTunnel
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
@@ -215,3 +216,35 @@ def test_each_reconnect_is_counted(
             assert tunnel.reconnects == expected
     finally:
         tunnel.stop()
+
+
+@pytest.mark.parametrize("tunnel_class", [WorkerTunnel, OpenSshTunnel])
+def test_a_black_holed_host_fails_at_the_connect_timeout(
+    tmp_path: Path, tunnel_class: type[WorkerTunnel] | type[OpenSshTunnel]
+) -> None:
+    # Without its connect timeout a start would wait for the OS's SYN retries (about two
+    # minutes); with connect_timeout=2 it gives up long before the 60 s this test allows.
+    key = generate_key(tmp_path / "key")
+    with BlackHolePort() as hole:
+        target = TunnelTarget(name="w1", ssh_host="127.0.0.1", ssh_port=hole.port,
+                              ssh_user="nobody", key_path=key, remote_waa_port=5000,
+                              remote_scoring_port=5051)
+        tunnel = tunnel_class(target, tmp_path / "known_hosts", connect_timeout=2.0,
+                              reconnect_attempts=1)
+        outcome: list[BaseException | None] = []
+
+        def start() -> None:
+            try:
+                tunnel.start()
+                outcome.append(None)
+            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+                outcome.append(exc)
+
+        thread = threading.Thread(target=start, daemon=True)
+        thread.start()
+        thread.join(timeout=60)
+        try:
+            assert not thread.is_alive(), "start() still waiting: the connect timeout is gone"
+            assert outcome and isinstance(outcome[0], SshUnreachableError), outcome
+        finally:
+            tunnel.stop()

@@ -12,6 +12,7 @@ Each is a context manager; leaving it closes its sockets and joins its threads.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -53,6 +54,33 @@ class RefusingPort(_Closable):
         self.url = f"http://127.0.0.1:{self.port}"
 
     def close(self) -> None:
+        self._sock.close()
+
+
+class BlackHolePort(_Closable):
+    """A loopback port whose connection attempts go unanswered (a black-holed address).
+
+    A listener that never accepts, with its accept queue filled by connections held here: the
+    kernel then drops further SYNs, so a new ``connect`` waits (for the caller's timeout, or the
+    OS's SYN retries, about two minutes) as it would towards an address that drops packets.
+    """
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(0)
+        self.port: int = self._sock.getsockname()[1]
+        self._held: list[socket.socket] = []
+        for _ in range(4):  # more than a backlog of 0 can queue
+            held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            held.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                held.connect(("127.0.0.1", self.port))
+            self._held.append(held)
+
+    def close(self) -> None:
+        for held in self._held:
+            held.close()
         self._sock.close()
 
 
