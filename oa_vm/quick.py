@@ -15,9 +15,12 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
+# typing is not imported at run time (start-up time); mypy reads this as typing's.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from oa_vm.errors import CorruptRecordError
     from oa_vm.state import PoolRecord
 
