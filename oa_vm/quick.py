@@ -58,6 +58,10 @@ def _pool_status(name: str | None) -> PoolRecord:
     from oa_vm.proc_check import record_is_current
 
     names = state.list_names()
+    if name is None and not names:  # api.resolve_name's answer, without importing the api
+        from oa_vm.errors import NO_POOLS_MESSAGE, InvalidInputError
+
+        raise InvalidInputError(NO_POOLS_MESSAGE)
     if name or len(names) == 1:
         record = state.load(name or names[0])
         if record.cloud != "local" or record_is_current(record):
