@@ -177,10 +177,11 @@ def pool_wait(
 ) -> None:
     """Wait until every worker of the pool is ready, showing each worker's phase."""
     from oa_vm import pool_options
+    from oa_vm.wait_display import wait_display
 
     timeout_s = pool_options.wait_timeout(state.load(api.resolve_name(name)), timeout)
-    show = pool_options.Heartbeat(_echo)
-    record = api.wait_pool(name, timeout_s=timeout_s, on_update=show)
+    with wait_display(_echo, timeout_s) as show:  # live on a terminal, heartbeat lines otherwise
+        record = api.wait_pool(name, timeout_s=timeout_s, on_update=show)
     _echo(f"Pool {record.name!r} is ready: {len(record.workers)} worker(s).")
 
 

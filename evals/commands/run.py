@@ -286,11 +286,12 @@ def execute(
     and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4)."""
     from evals import metrics
     from evals.errors import RunInterrupted
+    from evals.progress import make_progress as live_or_plain
     from evals.records import results_root
     from evals.runner import run_evaluation
     from oa_vm.clikit import print_json
 
-    progress = make_progress()
+    progress = live_or_plain(json_out=json_out)
     try:
         result = run_evaluation(config, on_event=progress)
     except KeyboardInterrupt:
