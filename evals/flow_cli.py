@@ -43,7 +43,8 @@ def flow(
         Mode, typer.Option("--mode", help="replay: compiled bundles only; hybrid: agent fallback.")
     ] = Mode.REPLAY,
     tasks: Annotated[
-        int | None, typer.Option("--tasks", help="Number of tasks (default: the 154 of WAA).")
+        int | None, typer.Option("--task-count", "--tasks",
+                                 help="Number of tasks (default: the 154 of WAA).")
     ] = None,
     task_ids: Annotated[
         str | None, typer.Option("--task-ids", help="Task IDs 'A,B,C', or '@file', one a line.")
@@ -58,7 +59,8 @@ def flow(
         float, typer.Option("--fallback-rate", help="Share of tasks that fall back (hybrid).")
     ] = DEFAULT_FALLBACK_RATE,
     vm_hourly: Annotated[
-        float | None, typer.Option("--vm-hourly", help="VM $/hour per worker (default 0.19).")
+        float | None, typer.Option("--vm-hourly", "--price-per-hour",
+                                    help="VM $/hour per worker (default 0.19).")
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="Workers sharing the tasks.")] = 1,
     cloud: Annotated[
@@ -71,7 +73,9 @@ def flow(
         str | None, typer.Option("--region", help="Catalog region (default per cloud).")
     ] = None,
     spot: Annotated[bool, typer.Option("--spot", help="Use the catalog's spot price.")] = False,
-    pool: Annotated[str | None, typer.Option("--pool", help="Pool to run on (--live).")] = None,
+    pool: Annotated[
+        str | None, typer.Option("--pool", "-n", help="Pool to run on (--live).")
+    ] = None,
     max_cost_usd: Annotated[
         float | None,
         typer.Option("--max-cost-usd", help="--live: stop dispatching at this spend ($); exit 3."),

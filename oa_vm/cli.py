@@ -14,6 +14,7 @@ import typer
 
 from oa_vm import api, cli_images, state
 from oa_vm.clikit import print_json, run_main
+from oa_vm.duration_options import METAVAR, duration
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.state import PoolRecord
 
@@ -27,7 +28,8 @@ app = typer.Typer(
 )
 
 NameOpt = Annotated[
-    str | None, typer.Option("--name", "-n", help="Pool name (optional when only one exists).")
+    str | None,
+    typer.Option("--name", "-n", "--pool", help="Pool name (optional when only one exists)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
@@ -92,7 +94,9 @@ def pool_create(
     ] = None,
     spot: Annotated[bool, typer.Option(help="Use spot capacity.")] = False,
     ttl_hours: Annotated[
-        float, typer.Option(help="Hours until the cloud ends the pool itself.")
+        float,
+        typer.Option("--ttl-hours", "--ttl", parser=duration("h"), metavar=METAVAR,
+                     help="How long until the cloud ends the pool itself (90m, 1d; hours)."),
     ] = api.DEFAULT_TTL_HOURS,
     allow_cidr: Annotated[
         list[str] | None, typer.Option(help="CIDR allowed to reach SSH (repeatable).")

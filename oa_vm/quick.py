@@ -3,10 +3,10 @@
 These two are what people (and scripts polling a pool) run most after ``--help``; going through
 Typer costs the import of Typer, Click and their dependencies, several times the interpreter's
 own start-up. :func:`try_run` answers the plain forms of the two commands
-(``[--name NAME | -n NAME | --name=NAME] [--json] [--debug]``) with the same API calls and the
-same output (:mod:`oa_vm.pool_views`) as the Typer commands; any other form (``--help``,
-``--refresh``, a typo) returns None and the caller hands the command to Typer, which owns the
-usage messages.
+(``[--name NAME | -n NAME | --pool NAME | --name=NAME | --pool=NAME] [--json] [--debug]``) with
+the same API calls and the same output (:mod:`oa_vm.pool_views`) as the Typer commands; any
+other form (``--help``, ``--refresh``, a typo) returns None and the caller hands the command to
+Typer, which owns the usage messages.
 """
 
 from __future__ import annotations
@@ -41,12 +41,12 @@ def parse(argv: Sequence[str]) -> tuple[str, str | None, bool, bool] | None:
             as_json = True
         elif token == "--debug":
             debug = True
-        elif command == "pool-status" and token in ("--name", "-n") and rest:
+        elif command == "pool-status" and token in ("--name", "-n", "--pool") and rest:
             name = rest.pop(0)
             if name.startswith("-"):
                 return None
-        elif command == "pool-status" and token.startswith("--name="):
-            name = token.removeprefix("--name=")
+        elif command == "pool-status" and token.startswith(("--name=", "--pool=")):
+            name = token.partition("=")[2]
         else:
             return None
     return command, name, as_json, debug

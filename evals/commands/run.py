@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
+from oa_vm.duration_options import METAVAR, duration
+
 if TYPE_CHECKING:
     from evals.runner import RunConfig, RunEvent, RunResult, Snapshot
 
@@ -40,7 +42,8 @@ ResumeOpt = Annotated[
     typer.Option("--resume", help="Continue the run named by --run-name; finished tasks stay."),
 ]
 TaskTimeoutOpt = Annotated[
-    float, typer.Option("--task-timeout", help="Seconds one attempt of one task may take.")
+    float, typer.Option("--task-timeout", parser=duration("s"), metavar=METAVAR,
+                        help="How long one attempt of one task may take (90s, 10m; seconds).")
 ]
 MaxAttemptsOpt = Annotated[
     int,
@@ -77,10 +80,12 @@ AgentArgOpt = Annotated[
 ]
 ReadTimeoutOpt = Annotated[
     float,
-    typer.Option("--read-timeout", help="Seconds to wait for a worker's answer to one request."),
+    typer.Option("--read-timeout", parser=duration("s"), metavar=METAVAR,
+                 help="How long to wait for a worker's answer to one request (seconds)."),
 ]
 StepPauseOpt = Annotated[
-    float, typer.Option("--step-pause", help="Seconds to pause after each action (WAA: 3).")
+    float, typer.Option("--step-pause", parser=duration("s", zero_ok=True), metavar=METAVAR,
+                        help="Pause after each action (seconds; WAA: 3).")
 ]
 
 
@@ -337,7 +342,8 @@ def run(
     tasks: TasksOpt,
     agent: AgentOpt,
     pool: Annotated[
-        str | None, typer.Option("--pool", help="The pool's name (default: the only pool).")
+        str | None,
+        typer.Option("--pool", "-n", help="The pool's name (default: the only pool)."),
     ] = None,
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,
