@@ -62,8 +62,10 @@ def _pool_status(name: str | None) -> PoolRecord:
         from oa_vm.errors import NO_POOLS_MESSAGE, InvalidInputError
 
         raise InvalidInputError(NO_POOLS_MESSAGE)
-    if name or len(names) == 1:
-        record = state.load(name or names[0])
+    if name is not None:
+        state.validate_pool_name(name)  # as api.resolve_name: "" is refused, not "the only pool"
+    if name is not None or len(names) == 1:
+        record = state.load(names[0] if name is None else name)
         if record.cloud != "local" or record_is_current(record):
             return record
     from oa_vm import api

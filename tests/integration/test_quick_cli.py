@@ -54,7 +54,8 @@ def test_fast_path_prints_what_typer_prints(home: Path) -> None:
     assert created.returncode == 0, created.stderr
     for args in (["pool-status", "--name", "q"], ["pool-status", "-n", "q", "--json"],
                  ["pool-list"], ["pool-list", "--json"], ["pool-status", "--name", "nope"],
-                 ["pool-status", "--pool", "q"], ["pool-status", "--pool=q", "--json"]):
+                 ["pool-status", "--pool", "q"], ["pool-status", "--pool=q", "--json"],
+                 ["pool-status", "--name", ""], ["pool-status", "--pool", "Bad/Name"]):
         fast, slow = run_cli("oa-vm", *args, home=home), run_cli("oa-vm", *args, home=home,
                                                                   env=TYPER)
         assert fast.returncode == slow.returncode, args
