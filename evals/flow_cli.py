@@ -31,7 +31,16 @@ app = typer.Typer(
 )
 
 
-@app.command()
+def _show_version(value: bool) -> None:
+    """``--version``: print it and stop (as ``oa-vm --version`` and ``openadapt-evals``)."""
+    if value:
+        from oa_vm.cli_version import package_version
+
+        typer.echo(f"{PROG} {package_version()}")
+        raise typer.Exit()
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
 def flow(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and its cost (the default).")
@@ -86,6 +95,10 @@ def flow(
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the plan and estimate as JSON.")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True,
+                           help="Print the version and exit.")
     ] = False,
 ) -> None:
     """Print a flow run's plan and cost estimate (dry run), or hand it to the sweep runner."""

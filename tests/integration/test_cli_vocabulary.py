@@ -168,3 +168,11 @@ def test_readme_tour_runs_as_written(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "results" / "first" / "view.html").is_file()
     assert not any((tmp_path / "home" / "pools").glob("*/pool.json"))
+
+
+def test_every_cli_has_version_and_short_help(home: Path) -> None:
+    for script in ("oa-vm", "openadapt-evals", "openadapt-eval-flow"):
+        version = _ok(run_cli(script, "--version", home=home)).stdout
+        assert re.fullmatch(rf"{script} \S+\n", version), version
+        short, long = (_ok(run_cli(script, flag, home=home)).stdout for flag in ("-h", "--help"))
+        assert short == long and short.startswith(f"Usage: {script}")
