@@ -153,7 +153,10 @@ class LiveDisplay:
         return Group(Text(totals_line(snapshot)), table)
 
     def close(self) -> None:
-        """Draw the last state and leave it on screen."""
+        """Draw the last state and leave it on screen (nothing, if the run never started: the
+        error that stopped it is then the only thing printed)."""
+        with self._lock:
+            self._live.transient = self._snapshot is None
         self._live.refresh()
         self._live.stop()
 

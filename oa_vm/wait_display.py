@@ -81,7 +81,9 @@ class LiveWait:
         return Group(head, table)
 
     def close(self) -> None:
-        """Draw the last state and leave it on screen."""
+        """Draw the last state and leave it on screen (nothing, if no pass was made)."""
+        with self._lock:
+            self._live.transient = self._record is None
         self._live.refresh()
         self._live.stop()
 
