@@ -31,7 +31,16 @@ app = typer.Typer(
 )
 
 
-@app.command()
+def _show_version(value: bool) -> None:
+    """``--version``: print it and stop (as ``oa-vm --version`` and ``openadapt-evals``)."""
+    if value:
+        from oa_vm.cli_version import package_version
+
+        typer.echo(f"{PROG} {package_version()}")
+        raise typer.Exit()
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
 def flow(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and its cost (the default).")
@@ -43,7 +52,8 @@ def flow(
         Mode, typer.Option("--mode", help="replay: compiled bundles only; hybrid: agent fallback.")
     ] = Mode.REPLAY,
     tasks: Annotated[
-        int | None, typer.Option("--tasks", help="Number of tasks (default: the 154 of WAA).")
+        int | None, typer.Option("--task-count", "--tasks",
+                                 help="Number of tasks (default: the 154 of WAA).")
     ] = None,
     task_ids: Annotated[
         str | None, typer.Option("--task-ids", help="Task IDs 'A,B,C', or '@file', one a line.")
@@ -58,7 +68,8 @@ def flow(
         float, typer.Option("--fallback-rate", help="Share of tasks that fall back (hybrid).")
     ] = DEFAULT_FALLBACK_RATE,
     vm_hourly: Annotated[
-        float | None, typer.Option("--vm-hourly", help="VM $/hour per worker (default 0.19).")
+        float | None, typer.Option("--vm-hourly", "--price-per-hour",
+                                    help="VM $/hour per worker (default 0.19).")
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="Workers sharing the tasks.")] = 1,
     cloud: Annotated[
@@ -71,7 +82,9 @@ def flow(
         str | None, typer.Option("--region", help="Catalog region (default per cloud).")
     ] = None,
     spot: Annotated[bool, typer.Option("--spot", help="Use the catalog's spot price.")] = False,
-    pool: Annotated[str | None, typer.Option("--pool", help="Pool to run on (--live).")] = None,
+    pool: Annotated[
+        str | None, typer.Option("--pool", "-n", help="Pool to run on (--live).")
+    ] = None,
     max_cost_usd: Annotated[
         float | None,
         typer.Option("--max-cost-usd", help="--live: stop dispatching at this spend ($); exit 3."),
@@ -82,6 +95,10 @@ def flow(
     ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the plan and estimate as JSON.")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True,
+                           help="Print the version and exit.")
     ] = False,
 ) -> None:
     """Print a flow run's plan and cost estimate (dry run), or hand it to the sweep runner."""

@@ -176,6 +176,8 @@ class Snapshot:
     quarantined: list[str]
     elapsed_s: float
     done_this_session: int
+    spent_usd: float | None = None
+    """$ charged so far (finished attempts, and tasks of an earlier controller on resume)."""
 
 
 @dataclass(frozen=True)
@@ -388,6 +390,7 @@ class Dispatcher:
 
     def snapshot(self) -> Snapshot:
         """Where the run stands now."""
+        spent = self.ledger.spent()  # outside the state lock: the two locks never nest
         with self._state_lock:
             return Snapshot(
                 total=len(self.tasks),
@@ -400,6 +403,7 @@ class Dispatcher:
                 quarantined=list(self._quarantined),
                 elapsed_s=time.monotonic() - self._started,
                 done_this_session=self._done_this_session,
+                spent_usd=spent,
             )
 
     def _emit(self, kind: str, *, rejected: int = 0, **details: str | None) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from oa_vm import state
 from oa_vm.connect import WorkerConnection, connect_record
 from oa_vm.errors import (
+    NO_POOLS_MESSAGE,
     AmbiguousPoolError,
     CorruptRecordError,
     InvalidInputError,
@@ -262,9 +263,7 @@ def resolve_name(name: str | None) -> str:
         return state.validate_pool_name(name)
     names = state.list_names()
     if not names:
-        raise InvalidInputError(
-            "there are no pools; create one with 'oa-vm pool-create --cloud local'"
-        )
+        raise InvalidInputError(NO_POOLS_MESSAGE)
     if len(names) > 1:
         raise AmbiguousPoolError(names)
     return names[0]

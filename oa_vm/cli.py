@@ -14,6 +14,7 @@ import typer
 
 from oa_vm import api, cli_images, state
 from oa_vm.clikit import print_json, run_main
+from oa_vm.duration_options import METAVAR, duration
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.state import PoolRecord
 
@@ -27,7 +28,8 @@ app = typer.Typer(
 )
 
 NameOpt = Annotated[
-    str | None, typer.Option("--name", "-n", help="Pool name (optional when only one exists).")
+    str | None,
+    typer.Option("--name", "-n", "--pool", help="Pool name (optional when only one exists)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
@@ -92,7 +94,9 @@ def pool_create(
     ] = None,
     spot: Annotated[bool, typer.Option(help="Use spot capacity.")] = False,
     ttl_hours: Annotated[
-        float, typer.Option(help="Hours until the cloud ends the pool itself.")
+        float,
+        typer.Option("--ttl-hours", "--ttl", parser=duration("h"), metavar=METAVAR,
+                     help="How long until the cloud ends the pool itself (90m, 1d; hours)."),
     ] = api.DEFAULT_TTL_HOURS,
     allow_cidr: Annotated[
         list[str] | None, typer.Option(help="CIDR allowed to reach SSH (repeatable).")
@@ -177,10 +181,11 @@ def pool_wait(
 ) -> None:
     """Wait until every worker of the pool is ready, showing each worker's phase."""
     from oa_vm import pool_options
+    from oa_vm.wait_display import wait_display
 
     timeout_s = pool_options.wait_timeout(state.load(api.resolve_name(name)), timeout)
-    show = pool_options.Heartbeat(_echo)
-    record = api.wait_pool(name, timeout_s=timeout_s, on_update=show)
+    with wait_display(_echo, timeout_s) as show:  # live on a terminal, heartbeat lines otherwise
+        record = api.wait_pool(name, timeout_s=timeout_s, on_update=show)
     _echo(f"Pool {record.name!r} is ready: {len(record.workers)} worker(s).")
 
 

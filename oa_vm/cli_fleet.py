@@ -11,13 +11,15 @@ import typer
 
 from oa_vm import fleet, state
 from oa_vm.api import DEFAULT_TTL_HOURS
+from oa_vm.duration_options import METAVAR, duration
 from oa_vm.durations import format_duration, parse_duration
 from oa_vm.pool_cost import current_paused_per_day
 from oa_vm.state import PoolRecord
 from oa_vm.tables import money
 
 NameOpt = Annotated[
-    str | None, typer.Option("--name", "-n", help="Pool name (optional when only one exists).")
+    str | None,
+    typer.Option("--name", "-n", "--pool", help="Pool name (optional when only one exists)."),
 ]
 TimeoutOpt = Annotated[
     str, typer.Option(help="How long to wait for the workers: 30m, 90s, 1h, or minutes.")
@@ -49,7 +51,9 @@ def _shower(seen: dict[str, str], started: float) -> Callable[[PoolRecord], None
 def pool_pause(
     name: NameOpt = None,
     keep_days: Annotated[
-        float, typer.Option(help="Days the paused pool is kept before it expires.")
+        float,
+        typer.Option("--keep-days", "--keep", parser=duration("d"), metavar=METAVAR,
+                     help="How long the paused pool is kept before it expires (12h, 7d; days)."),
     ] = fleet.DEFAULT_KEEP_DAYS,
 ) -> None:
     """Stop every worker, keeping its disk; a paused pool costs only its disks."""
@@ -63,7 +67,9 @@ def pool_pause(
 def pool_resume(
     name: NameOpt = None,
     ttl_hours: Annotated[
-        float, typer.Option(help="Hours from now until the resumed pool expires.")
+        float,
+        typer.Option("--ttl-hours", "--ttl", parser=duration("h"), metavar=METAVAR,
+                     help="How long from now until the resumed pool expires (90m, 1d; hours)."),
     ] = DEFAULT_TTL_HOURS,
     timeout: TimeoutOpt = "30m",
     no_wait: NoWaitOpt = False,

@@ -1,4 +1,5 @@
-"""Parsing of human durations given on the command line (``30m``, ``90s``, ``1h``, ``45``)."""
+"""Parsing of human durations given on the command line (``30m``, ``90s``, ``1h``, ``1d``,
+``45``)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import re
 
 from oa_vm.errors import InvalidInputError
 
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0}
-_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.IGNORECASE)
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
 
 
 def parse_duration(text: str, *, default_unit: str = "m") -> float:

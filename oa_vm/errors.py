@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+NO_POOLS_MESSAGE = "there are no pools; create one with 'oa-vm pool-create --cloud local'"
+
 
 class OaVmError(Exception):
     """Base of every error oa-vm reports to a user."""

@@ -22,10 +22,14 @@ few percent at most):
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from oa_vm import state
 from oa_vm.state import PoolRecord
+
+# typing is not imported at run time: these modules are on pool-status's start-up path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HOURS_PER_MONTH = 730.0
 AWS_GP3_PER_GB_MONTH = 0.08

@@ -7,14 +7,17 @@ modules are imported here.
 
 from __future__ import annotations
 
-from typing import Any
-
 from oa_vm import state
 from oa_vm.durations import format_duration
 from oa_vm.errors import CorruptRecordError
 from oa_vm.pool_cost import current_paused_per_day, paused_since, pool_cost_so_far
 from oa_vm.state import PoolRecord
 from oa_vm.tables import money, render_table
+
+# typing is not imported at run time: these modules are on pool-status's start-up path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def cost_so_far(record: PoolRecord) -> float | None:

@@ -3,10 +3,10 @@
 These two are what people (and scripts polling a pool) run most after ``--help``; going through
 Typer costs the import of Typer, Click and their dependencies, several times the interpreter's
 own start-up. :func:`try_run` answers the plain forms of the two commands
-(``[--name NAME | -n NAME | --name=NAME] [--json] [--debug]``) with the same API calls and the
-same output (:mod:`oa_vm.pool_views`) as the Typer commands; any other form (``--help``,
-``--refresh``, a typo) returns None and the caller hands the command to Typer, which owns the
-usage messages.
+(``[--name NAME | -n NAME | --pool NAME | --name=NAME | --pool=NAME] [--json] [--debug]``) with
+the same API calls and the same output (:mod:`oa_vm.pool_views`) as the Typer commands; any
+other form (``--help``, ``--refresh``, a typo) returns None and the caller hands the command to
+Typer, which owns the usage messages.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
+# typing is not imported at run time (start-up time); mypy reads this as typing's.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from oa_vm.errors import CorruptRecordError
     from oa_vm.state import PoolRecord
 
@@ -38,12 +41,12 @@ def parse(argv: Sequence[str]) -> tuple[str, str | None, bool, bool] | None:
             as_json = True
         elif token == "--debug":
             debug = True
-        elif command == "pool-status" and token in ("--name", "-n") and rest:
+        elif command == "pool-status" and token in ("--name", "-n", "--pool") and rest:
             name = rest.pop(0)
             if name.startswith("-"):
                 return None
-        elif command == "pool-status" and token.startswith("--name="):
-            name = token.removeprefix("--name=")
+        elif command == "pool-status" and token.startswith(("--name=", "--pool=")):
+            name = token.partition("=")[2]
         else:
             return None
     if name is not None:
@@ -60,8 +63,14 @@ def _pool_status(name: str | None) -> PoolRecord:
     from oa_vm.proc_check import record_is_current
 
     names = state.list_names()
-    if name or len(names) == 1:
-        record = state.load(name or names[0])
+    if name is None and not names:  # api.resolve_name's answer, without importing the api
+        from oa_vm.errors import NO_POOLS_MESSAGE, InvalidInputError
+
+        raise InvalidInputError(NO_POOLS_MESSAGE)
+    if name is not None:
+        state.validate_pool_name(name)  # as api.resolve_name: "" is refused, not "the only pool"
+    if name is not None or len(names) == 1:
+        record = state.load(names[0] if name is None else name)
         if record.cloud != "local" or record_is_current(record):
             return record
     from oa_vm import api

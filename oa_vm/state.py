@@ -16,14 +16,17 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
 
 from oa_vm.errors import CorruptRecordError, InvalidInputError, PoolNotFoundError
 from oa_vm.validate import name_problem
+
+# typing is not imported at run time: these modules are on pool-status's start-up path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 POOL_NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$|^[a-z]$")
@@ -73,74 +76,148 @@ def format_time(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(UTC).isoformat()
 
 
-@dataclass
-class SshEndpoint:
+class _Record:
+    """Value semantics for the record classes below (equality and repr over their fields).
+
+    The records are plain classes rather than dataclasses because ``dataclasses`` imports
+    ``inspect`` (and with it ``ast``, ``dis``, ``tokenize``) and generates its methods with
+    ``exec`` when the module loads: together a third of the start-up of ``oa-vm pool-status``,
+    which reads these records and nothing heavier (docs/performance.md).
+    """
+
+    FIELDS: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self) or not isinstance(other, _Record):
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass without frozen=True
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELDS)
+        return f"{type(self).__name__}({inner})"
+
+
+class SshEndpoint(_Record):
     """How a worker's host is reached over SSH."""
 
-    host: str
-    port: int
-    user: str
-    key_path: str
+    FIELDS = ("host", "port", "user", "key_path")
+
+    def __init__(self, host: str, port: int, user: str, key_path: str) -> None:
+        self.host = host
+        self.port = port
+        self.user = user
+        self.key_path = key_path
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {name: getattr(self, name) for name in self.FIELDS}
 
 
-@dataclass
-class WorkerRecord:
+class WorkerRecord(_Record):
     """One worker of a pool.
 
     ``waa_url`` and ``scoring_url`` are the URLs a client on this machine uses when the worker is
     reached directly (local pools). Workers reached over SSH (cloud pools, or local pools registered
     behind an SSH server) also carry ``ssh`` and the ports on the far side of the tunnel
     (``remote_waa_port``, ``remote_scoring_port``); their URLs are then those of the tunnel.
+    ``pid_create_time``, with ``pid``, identifies *our* process (PIDs get reused).
     """
 
-    name: str
-    state: WorkerState = WorkerState.STARTING
-    waa_url: str | None = None
-    scoring_url: str | None = None
-    pid: int | None = None
-    pid_create_time: float | None = None  # with pid, identifies *our* process (pids get reused)
-    host: str | None = None
-    ssh: SshEndpoint | None = None
-    remote_waa_port: int = 5000
-    remote_scoring_port: int = 5051
-    log_path: str | None = None
-    workdir: str | None = None
-    provider_id: str | None = None
-    phase: str | None = None
-    detail: str | None = None
+    FIELDS = (
+        "name", "state", "waa_url", "scoring_url", "pid", "pid_create_time", "host", "ssh",
+        "remote_waa_port", "remote_scoring_port", "log_path", "workdir", "provider_id", "phase",
+        "detail",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        state: WorkerState = WorkerState.STARTING,
+        waa_url: str | None = None,
+        scoring_url: str | None = None,
+        pid: int | None = None,
+        pid_create_time: float | None = None,
+        host: str | None = None,
+        ssh: SshEndpoint | None = None,
+        remote_waa_port: int = 5000,
+        remote_scoring_port: int = 5051,
+        log_path: str | None = None,
+        workdir: str | None = None,
+        provider_id: str | None = None,
+        phase: str | None = None,
+        detail: str | None = None,
+    ) -> None:
+        self.name = name
+        self.state = state
+        self.waa_url = waa_url
+        self.scoring_url = scoring_url
+        self.pid = pid
+        self.pid_create_time = pid_create_time
+        self.host = host
+        self.ssh = ssh
+        self.remote_waa_port = remote_waa_port
+        self.remote_scoring_port = remote_scoring_port
+        self.log_path = log_path
+        self.workdir = workdir
+        self.provider_id = provider_id
+        self.phase = phase
+        self.detail = detail
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        data = asdict(self)
+        data = {name: getattr(self, name) for name in self.FIELDS}
         data["state"] = self.state.value
+        data["ssh"] = None if self.ssh is None else self.ssh.to_json()
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WorkerRecord:
         """Inverse of :meth:`to_json`; unknown keys are ignored for forward tolerance."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
+        values = {k: v for k, v in data.items() if k in cls.FIELDS}
         values["state"] = WorkerState(values.get("state", WorkerState.STARTING))
         if values.get("ssh") is not None:
             values["ssh"] = SshEndpoint(**values["ssh"])
         return cls(**values)
 
 
-@dataclass
-class PoolRecord:
+class PoolRecord(_Record):
     """Everything oa-vm knows about one pool; the cloud stays the source of truth for cleanup."""
 
-    name: str
-    cloud: str
-    state: PoolState
-    created_at: datetime
-    expires_at: datetime | None = None
-    owner: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)
-    workers: list[WorkerRecord] = field(default_factory=list)
-    provider_data: dict[str, Any] = field(default_factory=dict)
-    price_per_hour: float | None = None
-    version: int = SCHEMA_VERSION
+    FIELDS = (
+        "name", "cloud", "state", "created_at", "expires_at", "owner", "settings", "workers",
+        "provider_data", "price_per_hour", "version",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        cloud: str,
+        state: PoolState,
+        created_at: datetime,
+        expires_at: datetime | None = None,
+        owner: str = "",
+        settings: dict[str, Any] | None = None,
+        workers: list[WorkerRecord] | None = None,
+        provider_data: dict[str, Any] | None = None,
+        price_per_hour: float | None = None,
+        version: int = SCHEMA_VERSION,
+    ) -> None:
+        self.name = name
+        self.cloud = cloud
+        self.state = state
+        self.created_at = created_at
+        self.expires_at = expires_at
+        self.owner = owner
+        self.settings: dict[str, Any] = {} if settings is None else settings
+        self.workers: list[WorkerRecord] = [] if workers is None else workers
+        self.provider_data: dict[str, Any] = {} if provider_data is None else provider_data
+        self.price_per_hour = price_per_hour
+        self.version = version
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (``version`` first, for people reading the file)."""

@@ -21,8 +21,8 @@ def audit_verifier(
                                               "worker's tasks, the ones with reference solutions).")
     ] = "local",
     pool: Annotated[
-        str | None, typer.Option("--pool", help="A ready pool to replay on (default: a "
-                                                "temporary local pool).")
+        str | None, typer.Option("--pool", "-n", help="A ready pool to replay on (default: a "
+                                                      "temporary local pool).")
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the report as JSON here.")

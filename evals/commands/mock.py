@@ -23,7 +23,8 @@ MOCK_AGENTS = ("noop", "oracle")
 
 def mock(
     tasks: Annotated[
-        int, typer.Option("--tasks", min=1, help="How many local tasks to run (the first N).")
+        int, typer.Option("--task-count", "--tasks", min=1,
+                          help="How many local tasks to run (the first N).")
     ] = 5,
     agent: Annotated[
         str,

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
+from oa_vm.duration_options import METAVAR, duration
+
 if TYPE_CHECKING:
     from evals.runner import RunConfig, RunEvent, RunResult, Snapshot
 
@@ -40,7 +42,8 @@ ResumeOpt = Annotated[
     typer.Option("--resume", help="Continue the run named by --run-name; finished tasks stay."),
 ]
 TaskTimeoutOpt = Annotated[
-    float, typer.Option("--task-timeout", help="Seconds one attempt of one task may take.")
+    float, typer.Option("--task-timeout", parser=duration("s"), metavar=METAVAR,
+                        help="How long one attempt of one task may take (90s, 10m; seconds).")
 ]
 MaxAttemptsOpt = Annotated[
     int,
@@ -77,10 +80,12 @@ AgentArgOpt = Annotated[
 ]
 ReadTimeoutOpt = Annotated[
     float,
-    typer.Option("--read-timeout", help="Seconds to wait for a worker's answer to one request."),
+    typer.Option("--read-timeout", parser=duration("s"), metavar=METAVAR,
+                 help="How long to wait for a worker's answer to one request (seconds)."),
 ]
 StepPauseOpt = Annotated[
-    float, typer.Option("--step-pause", help="Seconds to pause after each action (WAA: 3).")
+    float, typer.Option("--step-pause", parser=duration("s", zero_ok=True), metavar=METAVAR,
+                        help="Pause after each action (seconds; WAA: 3).")
 ]
 
 
@@ -286,11 +291,12 @@ def execute(
     and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4)."""
     from evals import metrics
     from evals.errors import RunInterrupted
+    from evals.progress import make_progress as live_or_plain
     from evals.records import results_root
     from evals.runner import run_evaluation
     from oa_vm.clikit import print_json
 
-    progress = make_progress()
+    progress = live_or_plain(json_out=json_out)
     try:
         result = run_evaluation(config, on_event=progress)
     except KeyboardInterrupt:
@@ -336,7 +342,8 @@ def run(
     tasks: TasksOpt,
     agent: AgentOpt,
     pool: Annotated[
-        str | None, typer.Option("--pool", help="The pool's name (default: the only pool).")
+        str | None,
+        typer.Option("--pool", "-n", help="The pool's name (default: the only pool)."),
     ] = None,
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,

@@ -40,6 +40,7 @@ from evals.commands.run import (
     execute,
     finish_run,
 )
+from oa_vm.duration_options import METAVAR, duration
 
 if TYPE_CHECKING:
     from evals.runner import RunConfig
@@ -92,7 +93,7 @@ def sweep(
     ] = "local",
     workers: Annotated[int, typer.Option("--workers", help="Workers in the pool.")] = 3,
     name: Annotated[
-        str | None, typer.Option("--name", help="Pool name (default: generated).")
+        str | None, typer.Option("--name", "-n", "--pool", help="Pool name (default: generated).")
     ] = None,
     fault: Annotated[
         list[str] | None,
@@ -103,7 +104,8 @@ def sweep(
         typer.Option("--price-per-hour", help="Local pools: pretend $ per worker-hour."),
     ] = None,
     wait_timeout: Annotated[
-        float, typer.Option("--wait-timeout", help="Seconds to wait for the workers.")
+        float, typer.Option("--wait-timeout", parser=duration("s"), metavar=METAVAR,
+                            help="How long to wait for the workers (30m, 1h; seconds).")
     ] = 1800.0,
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Cloud pools: create without asking.")

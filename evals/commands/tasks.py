@@ -21,7 +21,8 @@ def tasks(
     ] = None,
     pool: Annotated[
         str | None,
-        typer.Option("--pool", help="Read the catalog from this pool's scoring server instead."),
+        typer.Option("--pool", "-n",
+                     help="Read the catalog from this pool's scoring server instead."),
     ] = None,
     tasks_sel: Annotated[
         str,

@@ -12,7 +12,12 @@ RESULTS_HELP = "Folder holding the runs (default: $OA_EVALS_RESULTS, else ./benc
 
 
 def view(
-    run_name: Annotated[str, typer.Option("--run-name", help="The run folder's name.")],
+    run: Annotated[
+        str | None, typer.Argument(metavar="RUN", help="The run folder's name (as in compare A B).")
+    ] = None,
+    run_name: Annotated[
+        str | None, typer.Option("--run-name", help="The run folder's name (the same as RUN).")
+    ] = None,
     results_dir: Annotated[Path | None, typer.Option("--results-dir", help=RESULTS_HELP)] = None,
     out: Annotated[Path | None, typer.Option("--out", help=OUT_HELP)] = None,
 ) -> None:
@@ -20,5 +25,13 @@ def view(
     from evals.metrics import find_run
     from evals.viewer import write_view
 
-    path = write_view(find_run(run_name, results_dir), out)
+    if run is not None and run_name is not None and run != run_name:
+        raise typer.BadParameter(
+            f"two runs named ({run!r} and --run-name {run_name!r}); give one", param_hint="RUN"
+        )
+    name = run if run is not None else run_name
+    if name is None:
+        raise typer.BadParameter("missing; give the run's name: openadapt-evals view RUN",
+                                 param_hint="RUN")
+    path = write_view(find_run(name, results_dir), out)
     typer.echo(str(path))

@@ -36,6 +36,8 @@ def test_parse_takes_only_the_plain_forms() -> None:
     assert parse(["pool-status", "-n", "a", "--json"]) == ("pool-status", "a", True, False)
     assert parse(["pool-status", "--name=a", "--debug"]) == ("pool-status", "a", False, True)
     assert parse(["pool-list", "--json"]) == ("pool-list", None, True, False)
+    assert parse(["pool-status", "--pool", "a"]) == ("pool-status", "a", False, False)
+    assert parse(["pool-status", "--pool=a", "--json"]) == ("pool-status", "a", True, False)
     for other in (["pool-status", "--help"], ["pool-status", "--refresh"], ["pool-list", "-n", "a"],
                   ["pool-status", "--name"], ["pool-status", "--nme", "a"], ["pool-create"],
                   # names the full path refuses in one line (an empty one is not "the only pool")
@@ -53,7 +55,9 @@ def test_fast_path_prints_what_typer_prints(home: Path) -> None:
                       "q", "--price-per-hour", "2", "-y", home=home)
     assert created.returncode == 0, created.stderr
     for args in (["pool-status", "--name", "q"], ["pool-status", "-n", "q", "--json"],
-                 ["pool-list"], ["pool-list", "--json"], ["pool-status", "--name", "nope"]):
+                 ["pool-list"], ["pool-list", "--json"], ["pool-status", "--name", "nope"],
+                 ["pool-status", "--pool", "q"], ["pool-status", "--pool=q", "--json"],
+                 ["pool-status", "--name", ""], ["pool-status", "--pool", "Bad/Name"]):
         fast, slow = run_cli("oa-vm", *args, home=home), run_cli("oa-vm", *args, home=home,
                                                                   env=TYPER)
         assert fast.returncode == slow.returncode, args

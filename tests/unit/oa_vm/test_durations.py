@@ -9,13 +9,14 @@ from oa_vm.errors import InvalidInputError
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"), [("30m", 1800), ("90s", 90), ("1h", 3600), ("45", 2700), ("1.5m", 90)]
+    ("text", "seconds"),
+    [("30m", 1800), ("90s", 90), ("1h", 3600), ("45", 2700), ("1.5m", 90), ("1d", 86400)],
 )
 def test_parse(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "abc", "-5", "0", "5d", "m"])
+@pytest.mark.parametrize("text", ["", "abc", "-5", "0", "5w", "m"])
 def test_parse_rejects(text: str) -> None:
     with pytest.raises(InvalidInputError):
         parse_duration(text)

@@ -1,0 +1,116 @@
+"""What ``oa-vm pool-wait`` shows while workers start.
+
+On a terminal a live table redrawn in place with ``rich`` (imported only then): how many workers
+are ready, time elapsed and left before the timeout, and per worker its state, its phase, the
+time spent in that phase and its last log line. Anywhere else (a pipe, a log, CI) the plain
+heartbeat lines of :class:`oa_vm.pool_options.Heartbeat`, and no terminal control code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from oa_vm.durations import format_duration
+
+if TYPE_CHECKING:
+    from oa_vm.state import PoolRecord
+
+REFRESHES_PER_SECOND = 2
+
+
+class LiveWait:
+    """The pool's workers redrawn in place on a terminal (``rich.live.Live``)."""
+
+    def __init__(self, timeout_s: float) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self.timeout_s = timeout_s
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._record: PoolRecord | None = None
+        self._phase: dict[str, tuple[str, float]] = {}  # worker -> (phase, since)
+        self._live = Live(
+            get_renderable=self._render, console=Console(file=sys.stdout),
+            refresh_per_second=REFRESHES_PER_SECOND, transient=False, redirect_stdout=False,
+            redirect_stderr=False,
+        )
+        self._live.start()
+
+    def __call__(self, record: PoolRecord) -> None:
+        """Take the pool's new state (called by the wait after every pass)."""
+        now = time.monotonic()
+        with self._lock:
+            self._record = record
+            for worker in record.workers:
+                phase = worker.phase or worker.state.value
+                if self._phase.get(worker.name, ("", 0.0))[0] != phase:
+                    self._phase[worker.name] = (phase, now)
+        self._live.refresh()
+
+    def _render(self) -> Any:
+        from rich.console import Group
+        from rich.table import Table
+        from rich.text import Text
+
+        with self._lock:
+            record = self._record
+            phases = dict(self._phase)
+        now = time.monotonic()
+        elapsed = now - self.started
+        left = format_duration(max(0.0, self.timeout_s - elapsed))
+        if record is None:
+            return Text(f"waiting for the pool's workers | elapsed "
+                        f"{format_duration(elapsed)} | time left {left}")
+        ready = sum(1 for w in record.workers if w.state.value == "ready")
+        head = Text(f"Pool {record.name}: {ready}/{len(record.workers)} ready | elapsed "
+                    f"{format_duration(elapsed)} | time left {left}")
+        table = Table(box=None, pad_edge=False, show_edge=False)
+        for header in ("WORKER", "STATE", "PHASE", "IN PHASE", "DETAIL"):
+            table.add_column(header, overflow="ellipsis", no_wrap=header == "DETAIL")
+        for worker in record.workers:
+            phase, since = phases.get(worker.name, (worker.phase or worker.state.value, now))
+            table.add_row(worker.name, worker.state.value, phase,
+                          format_duration(now - since), worker.detail or "")
+        return Group(head, table)
+
+    def close(self) -> None:
+        """Draw the last state and leave it on screen (nothing, if no pass was made)."""
+        with self._lock:
+            self._live.transient = self._record is None
+        self._live.refresh()
+        self._live.stop()
+
+
+def wants_live() -> bool:
+    """Only for a person at a terminal: standard output a terminal, not a ``dumb`` one."""
+    if os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+@contextmanager
+def wait_display(
+    echo: Callable[[str], None], timeout_s: float
+) -> Iterator[Callable[[PoolRecord], None]]:
+    """The ``on_update`` callback for :func:`oa_vm.api.wait_pool`: live on a terminal, the
+    plain heartbeat otherwise; a live display is closed (its last state kept) on the way out."""
+    if not wants_live():
+        from oa_vm.pool_options import Heartbeat
+
+        yield Heartbeat(echo)
+        return
+    live = LiveWait(timeout_s)
+    try:
+        yield live
+    finally:
+        live.close()
