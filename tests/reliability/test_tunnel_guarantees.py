@@ -237,7 +237,7 @@ def test_a_black_holed_host_fails_at_the_connect_timeout(
             try:
                 tunnel.start()
                 outcome.append(None)
-            except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            except BaseException as exc:  # handed to the test thread
                 outcome.append(exc)
 
         thread = threading.Thread(target=start, daemon=True)
