@@ -656,6 +656,11 @@ class PoolTunnels:
         self._stop = threading.Event()
         self._loop: threading.Thread | None = None
 
+    def retry_delay(self, failures: int) -> float:
+        """Seconds before the health loop tries a worker again after ``failures`` failed
+        reconnects in a row: doubling from the check interval, capped at ``backoff_max``."""
+        return float(min(self.backoff_max, self.check_interval * 2 ** failures))
+
     def __getitem__(self, name: str) -> ForwardingTunnel:
         return self.tunnels[name]
 
@@ -729,7 +734,7 @@ class PoolTunnels:
                     tunnel.ensure()
                 except TunnelError as e:
                     failures[name] = failures.get(name, 0) + 1
-                    delay = min(self.backoff_max, self.check_interval * 2 ** failures[name])
+                    delay = self.retry_delay(failures[name])
                     next_try[name] = time.monotonic() + delay
                     self.errors[name] = e
                     log.warning("tunnel to %s still down (retry in %.0fs): %s", name, delay, e)

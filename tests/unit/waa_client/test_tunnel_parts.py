@@ -10,7 +10,7 @@ import pytest
 
 from waa_client import HostKeyMismatchError, KeyFileError
 from waa_client.known_hosts import KnownHosts, fingerprint, host_entry
-from waa_client.tunnel import TunnelTarget, load_private_key, ssh_command
+from waa_client.tunnel import PoolTunnels, TunnelTarget, load_private_key, ssh_command
 
 
 def write_ed25519(path: Path, mode: int = 0o600) -> Path:
@@ -133,3 +133,8 @@ def test_known_hosts_refuses_a_changed_key(tmp_path: Path) -> None:
     assert "ssh-keygen -R '[127.0.0.1]:2222'" in message
     assert info.value.offered_fingerprint == fingerprint(changed)
     assert path.read_text() == before, "a changed key is never written over the known one"
+
+
+def test_the_health_loop_backs_off_doubling_up_to_its_cap(tmp_path: Path) -> None:
+    pool = PoolTunnels([], tmp_path / "known_hosts", check_interval=2.0, backoff_max=30.0)
+    assert [pool.retry_delay(n) for n in range(1, 6)] == [4.0, 8.0, 16.0, 30.0, 30.0]
