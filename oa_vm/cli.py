@@ -7,12 +7,14 @@ what it returns. Heavy modules (requests, paramiko, Pulumi) are imported inside 
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
 
 from oa_vm import api, cli_images, state
+from oa_vm.cli_common import confirm as _confirm
+from oa_vm.cli_common import echo as _echo
+from oa_vm.cli_common import err as _err
 from oa_vm.clikit import print_json, run_main
 from oa_vm.duration_options import METAVAR, duration
 from oa_vm.errors import InvalidInputError, OaVmError
@@ -35,22 +37,6 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 
-def _echo(line: str) -> None:
-    typer.echo(line)
-
-
-def _err(line: str) -> None:
-    typer.echo(line, err=True)
-
-
-def _confirm(question: str, yes: bool) -> None:
-    """Ask before anything that costs money or removes things; refuse silently-piped runs."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise InvalidInputError(f"{question.rstrip('?')}: not asked (no terminal); pass -y")
-    if not typer.confirm(question, default=False):
-        raise typer.Abort()
 
 
 def _parse_faults(items: list[str]) -> dict[str, str]:

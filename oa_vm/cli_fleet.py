@@ -11,6 +11,7 @@ import typer
 
 from oa_vm import fleet, state
 from oa_vm.api import DEFAULT_TTL_HOURS
+from oa_vm.cli_common import echo as _echo
 from oa_vm.duration_options import METAVAR, duration
 from oa_vm.durations import format_duration, parse_duration
 from oa_vm.pool_cost import current_paused_per_day
@@ -27,10 +28,6 @@ TimeoutOpt = Annotated[
 NoWaitOpt = Annotated[
     bool, typer.Option("--no-wait", help="Return once the workers are starting.")
 ]
-
-
-def _echo(line: str) -> None:
-    typer.echo(line)
 
 
 def _phases() -> tuple[dict[str, str], float]:

@@ -7,35 +7,21 @@ the commands that need it.
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
 
+from oa_vm.cli_common import confirm
+from oa_vm.cli_common import echo as _echo
+from oa_vm.cli_common import err as _err
 from oa_vm.clikit import print_json
-from oa_vm.errors import InvalidInputError, OaVmError
+from oa_vm.errors import OaVmError
 from oa_vm.tables import money, render_table
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 
-def _echo(line: str) -> None:
-    typer.echo(line)
-
-
-def _err(line: str) -> None:
-    typer.echo(line, err=True)
-
-
-def confirm(question: str, yes: bool) -> None:
-    """Ask before anything that costs money or removes things; refuse silently-piped runs."""
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise InvalidInputError(f"{question.rstrip('?')}: not asked (no terminal); pass -y")
-    if not typer.confirm(question, default=False, err=True):
-        raise typer.Abort()
 
 
 def _owner() -> str:

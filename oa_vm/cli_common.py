@@ -1,0 +1,38 @@
+"""What every ``oa-vm`` command module prints and asks with (Typer is already loaded there).
+
+Questions go to stderr, so that ``--json`` output on stdout stays parseable when a question is
+asked on a terminal; with no terminal nothing is asked and the command refuses in one line.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from oa_vm.errors import InvalidInputError
+
+
+def echo(line: str) -> None:
+    """One line of output."""
+    typer.echo(line)
+
+
+def err(line: str) -> None:
+    """One line on stderr (warnings, progress beside JSON)."""
+    typer.echo(line, err=True)
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask before anything that costs money or removes things; refuse silently-piped runs.
+
+    Raises:
+        InvalidInputError: no terminal to ask on and no ``-y``.
+        typer.Abort: the user said no.
+    """
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidInputError(f"{question.rstrip('?')}: not asked (no terminal); pass -y")
+    if not typer.confirm(question, default=False, err=True):
+        raise typer.Abort()
