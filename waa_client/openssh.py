@@ -31,19 +31,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Self
+from typing import IO
 
 from waa_client.errors import (
     HostKeyMismatchError,
     SshAuthenticationError,
     SshUnreachableError,
     TunnelError,
-    TunnelNotStartedError,
 )
 from waa_client.known_hosts import KnownHosts, fingerprint, host_entry
-from waa_client.tunnel import TunnelTarget, load_private_key
+from waa_client.tunnel import LOCALHOST, LocalForwards, TunnelTarget, load_private_key
 
-LOCALHOST = "127.0.0.1"
 _CONTROL_TIMEOUT = 15.0  # for the short ``-O`` commands
 _STOP_GRACE = 5.0
 _RECONNECT_BACKOFF_MIN = 0.5
@@ -270,7 +268,7 @@ def _release(master: _Master) -> None:
         master.stop()
 
 
-class OpenSshTunnel:
+class OpenSshTunnel(LocalForwards):
     """One worker's WAA and scoring ports on 127.0.0.1, forwarded by an OpenSSH master.
 
     The same interface as :class:`waa_client.tunnel.WorkerTunnel` (``start``, ``stop``,
@@ -360,45 +358,6 @@ class OpenSshTunnel:
                 with contextlib.suppress(OSError, subprocess.SubprocessError):
                     master.control_command(*args)
             _release(master)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    @property
-    def local_ports(self) -> tuple[int, int]:
-        """``(waa_port, scoring_port)`` on 127.0.0.1 (``(0, 0)`` before the first start)."""
-        return self._ports
-
-    @property
-    def local_waa_port(self) -> int:
-        """Local port forwarded to the WAA server."""
-        return self._ports[0]
-
-    @property
-    def local_scoring_port(self) -> int:
-        """Local port forwarded to the scoring server."""
-        return self._ports[1]
-
-    @property
-    def local_waa_url(self) -> str:
-        """``http://127.0.0.1:<port>`` reaching the worker's WAA server."""
-        return self._url(self._ports[0])
-
-    @property
-    def local_scoring_url(self) -> str:
-        """``http://127.0.0.1:<port>`` reaching the worker's scoring server."""
-        return self._url(self._ports[1])
-
-    def _url(self, port: int) -> str:
-        if port == 0:
-            raise TunnelNotStartedError(
-                f"tunnel to worker {self.target.name} was never started; call start() first"
-            )
-        return f"http://{LOCALHOST}:{port}"
 
     def is_active(self) -> bool:
         """True while the SSH connection is up."""

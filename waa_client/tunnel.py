@@ -282,7 +282,65 @@ class _Forwarder(sshtunnel.SSHTunnelForwarder):  # type: ignore[misc]  # sshtunn
             raise
 
 
-class WorkerTunnel:
+class LocalForwards:
+    """What both tunnel backends share: the two local ports, their URLs, and ``with``.
+
+    A backend sets ``target`` and ``_ports`` (``(0, 0)`` until its first start) and provides
+    ``start()`` and ``stop()``.
+    """
+
+    target: TunnelTarget
+    _ports: tuple[int, int]
+
+    def start(self) -> None:
+        """Open the tunnel (the backend's own)."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Close the tunnel (the backend's own)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def local_ports(self) -> tuple[int, int]:
+        """``(waa_port, scoring_port)`` on 127.0.0.1 (``(0, 0)`` before the first start)."""
+        return self._ports
+
+    @property
+    def local_waa_port(self) -> int:
+        """Local port forwarded to the WAA server (0 before the first start)."""
+        return self._ports[0]
+
+    @property
+    def local_scoring_port(self) -> int:
+        """Local port forwarded to the scoring server (0 before the first start)."""
+        return self._ports[1]
+
+    @property
+    def local_waa_url(self) -> str:
+        """``http://127.0.0.1:<port>`` reaching the worker's WAA server."""
+        return self._url(self._ports[0])
+
+    @property
+    def local_scoring_url(self) -> str:
+        """``http://127.0.0.1:<port>`` reaching the worker's scoring server."""
+        return self._url(self._ports[1])
+
+    def _url(self, port: int) -> str:
+        if port == 0:
+            raise TunnelNotStartedError(
+                f"tunnel to worker {self.target.name} was never started; call start() first"
+            )
+        return f"http://{LOCALHOST}:{port}"
+
+
+class WorkerTunnel(LocalForwards):
     """Forwards one worker's WAA and scoring ports to free local ports on 127.0.0.1.
 
     Thread-safe: ``ensure()`` may be called from a health loop while clients use the URLs.
@@ -382,47 +440,6 @@ class WorkerTunnel:
             forwarder, self._forwarder = self._forwarder, None
             if forwarder is not None:
                 _shutdown(forwarder)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
-
-    # -- addresses --------------------------------------------------------------------------------
-
-    @property
-    def local_ports(self) -> tuple[int, int]:
-        """``(waa_port, scoring_port)`` on 127.0.0.1 (``(0, 0)`` before the first start)."""
-        return self._ports
-
-    @property
-    def local_waa_port(self) -> int:
-        """Local port forwarded to the WAA server (0 before the first start)."""
-        return self._ports[0]
-
-    @property
-    def local_scoring_port(self) -> int:
-        """Local port forwarded to the scoring server (0 before the first start)."""
-        return self._ports[1]
-
-    @property
-    def local_waa_url(self) -> str:
-        """``http://127.0.0.1:<port>`` reaching the worker's WAA server."""
-        return self._url(self._ports[0])
-
-    @property
-    def local_scoring_url(self) -> str:
-        """``http://127.0.0.1:<port>`` reaching the worker's scoring server."""
-        return self._url(self._ports[1])
-
-    def _url(self, port: int) -> str:
-        if port == 0:
-            raise TunnelNotStartedError(
-                f"tunnel to worker {self.target.name} was never started; call start() first"
-            )
-        return f"http://{LOCALHOST}:{port}"
 
     # -- health -----------------------------------------------------------------------------------
 
