@@ -21,6 +21,8 @@ Usage (from the repository root)::
 
     .venv/bin/python bench/scale.py [--workers 200] [--per-process 25] [--tasks 2000] [--json]
     .venv/bin/python bench/scale.py --workers 500 --tasks 3000 --json
+    .venv/bin/python bench/scale.py --workers 100 --tasks 600 --tunnel-workers 0 \\
+        --profile prof.pstats        # then read prof.pstats.txt, or python -m pstats prof.pstats
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pstats
 import resource
 import shutil
 import sys
@@ -51,6 +54,7 @@ from bench.harness import (
     remove_pool,
     run_cli,
 )
+from bench.profiling import ThreadProfiler, write_profile
 from bench.workload import short_tasks, write_task_folder
 
 PROG = "bench/scale.py"
@@ -144,20 +148,31 @@ def _ssh_client_cpu() -> float:
 
 def _measure_run(
     pool: str, run_name: str, results: Path, workers: int, worker_pids: Sequence[int],
-    helper_pid: int | None = None,
+    helper_pid: int | None = None, profile: Path | None = None,
 ) -> Measured:
-    """Run every task of the pool's index once and measure the controller around dispatch."""
+    """Run every task of the pool's index once and measure the controller around dispatch
+    (and profile it there, into ``profile``, when given)."""
     from evals.runner import RunConfig, RunEvent, run_evaluation
 
     marks: dict[str, Usage] = {}
     helper: dict[str, float] = {}
     before = Usage.now()
     workers_before = _cpu_of(worker_pids)
+    profiler = ThreadProfiler() if profile is not None else None
+    profiled: list[pstats.Stats] = []
 
     def on_event(event: RunEvent) -> None:
+        # "started" and "finished" come from the dispatcher's calling thread, before its
+        # worker threads start and after they ended.
         if event.kind == "started":
             marks["start"] = Usage.now()
+            if profiler is not None:
+                profiler.start()
         elif event.kind == "finished":
+            if profiler is not None:
+                stats = profiler.stop()
+                if stats is not None:
+                    profiled.append(stats)
             marks["end"] = Usage.now()
             # per-connection sshd processes end with the tunnels: sample them now
             helper["end"] = _sshd_cpu(helper_pid)
@@ -188,6 +203,8 @@ def _measure_run(
         measured.tasks += 1
         measured.steps += len(record.get("steps") or [])
         measured.errors += 1 if record["status"] not in ("success", "failure") else 0
+    if profile is not None and profiled:
+        write_profile(profiled[0], profile, ("step", measured.steps))
     shutil.rmtree(result.run_dir, ignore_errors=True)  # gigabytes of screenshots
     return measured
 
@@ -214,11 +231,15 @@ def _figures(m: Measured, observation_bytes: int) -> dict[str, Any]:
     }
 
 
-def run_direct(scratch: Path, workers: int, per_process: int, tasks: int) -> dict[str, Any]:
+def run_direct(
+    scratch: Path, workers: int, per_process: int, tasks: int, profile: Path | None = None
+) -> dict[str, Any]:
     """The fleet reached directly; returns its figures.
 
     The pool is an ordinary local pool with ``per_process`` workers in each process
     (``oa-vm pool-create --per-process``), so hundreds of workers cost tens of interpreters.
+    With ``profile``, the controller's dispatch is profiled into that ``pstats`` file (its CPU
+    figures then include the profiler's own cost).
     """
     folder = write_task_folder(
         short_tasks(tasks), scratch / "tasks-direct", solution=STEPS_SOLUTION
@@ -238,7 +259,9 @@ def run_direct(scratch: Path, workers: int, per_process: int, tasks: int) -> dic
         assert first.waa_url is not None
         obs_bytes = _observation_bytes(first.waa_url)
         progress(f"direct: running {tasks} tasks")
-        measured = _measure_run(pool, "scale-direct", scratch / "results", workers, pids)
+        measured = _measure_run(
+            pool, "scale-direct", scratch / "results", workers, pids, profile=profile
+        )
     finally:
         remove_pool(pool)
     figures = _figures(measured, obs_bytes)
@@ -390,10 +413,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tunnel-backends", default="openssh,paramiko",
                     help="SSH backends to measure, comma-separated (openssh, paramiko)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--profile", type=Path, metavar="FILE",
+                    help="profile the direct run's dispatch (every thread, CPU time) into this "
+                         "pstats file, with a text summary in FILE.txt; CPU figures then "
+                         "include the profiler's cost")
     args = ap.parse_args(argv)
     for name in ("workers", "per_process", "tasks"):
         if getattr(args, name) < 1:
             raise BenchInputError(f"--{name.replace('_', '-')} must be at least 1")
+    if args.profile is not None and not args.profile.resolve().parent.is_dir():
+        raise BenchInputError(f"--profile: the folder of {args.profile} does not exist")
     if args.workers > 1000 or args.tasks > 20000:
         raise BenchInputError("--workers is limited to 1000 and --tasks to 20000")
     if args.tunnel_workers < 0 or args.tunnel_tasks < 1:
@@ -402,7 +431,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not backends or any(b not in ("openssh", "paramiko") for b in backends):
         raise BenchInputError("--tunnel-backends takes openssh, paramiko or both")
     with isolated_home() as scratch:
-        direct = run_direct(scratch, args.workers, args.per_process, args.tasks)
+        profile = args.profile.resolve() if args.profile is not None else None
+        direct = run_direct(scratch, args.workers, args.per_process, args.tasks, profile)
         tunnels: dict[str, dict[str, Any]] = {}
         for backend in backends:
             if args.tunnel_workers:

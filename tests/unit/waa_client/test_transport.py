@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
 import threading
 import time
 from collections.abc import Iterator
@@ -99,6 +101,30 @@ def test_one_connection_is_kept_alive(echo: Echo) -> None:
     with ScoringClient(echo.url) as client:
         for _ in range(5):
             client.probe()
+    assert len(echo.peers) == 5 and len(set(echo.peers)) == 1
+
+
+def test_connections_are_kept_alive_past_a_thousand_descriptors(echo: Echo) -> None:
+    # A controller with hundreds of workers holds more than FD_SETSIZE (1024) descriptors;
+    # a connection numbered above it must be reused like any other (select() refuses it).
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200 and (hard == resource.RLIM_INFINITY or hard >= 1200):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1200, hard))
+    elif soft < 1200:
+        pytest.skip("this process may not open 1,200 files")
+    filler: list[int] = []
+    try:
+        while not filler or filler[-1] < 1030:
+            filler.append(os.open(os.devnull, os.O_RDONLY))
+        with ScoringClient(echo.url) as client:
+            for _ in range(5):
+                client.probe()
+            sock = client._session._idle[("127.0.0.1", int(echo.url.rsplit(":", 1)[1]))][0].sock
+            assert sock is not None and sock.fileno() > 1024
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert len(echo.peers) == 5 and len(set(echo.peers)) == 1
 
 
