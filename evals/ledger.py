@@ -69,6 +69,9 @@ class Ledger:
         self._actual_done = 0.0
         self._model_usd_done: list[float] = []
         self.unpriced_models: set[str] = set()
+        # Each charged task's total as of its last charge: the spend is asked for at every run
+        # event, and pricing every task again each time made it quadratic in the run's size.
+        self._charged_usd: dict[str, float] = {}
 
     # --- pricing ------------------------------------------------------------------------------
 
@@ -111,7 +114,9 @@ class Ledger:
                 account.tokens_in += int(usage.get("tokens_in", 0) or 0)
                 account.tokens_out += int(usage.get("tokens_out", 0) or 0)
                 account.model_usd += self.token_usd(usage)
-            return self._cost(account)
+            cost = self._cost(account)
+            self._charged_usd[task_id] = cost.total_usd
+            return cost
 
     def _cost(self, account: _TaskAccount) -> CostRecord:
         vm = self.vm_usd(account.worker_seconds)
@@ -151,7 +156,9 @@ class Ledger:
             return self._expected_locked(expected_seconds)
 
     def _spent_locked(self) -> float:
-        vm_and_model = sum(self._cost(a).total_usd for a in self._accounts.values())
+        # the same sum, in the same order, as pricing every account again (an account only
+        # changes in charge(), which refreshes its entry)
+        vm_and_model = sum(self._charged_usd.values())
         return self._carried_usd + vm_and_model
 
     def spent(self) -> float:

@@ -69,3 +69,16 @@ def test_carry_counts_spend_of_an_earlier_session() -> None:
     assert ledger.spent() == pytest.approx(0.045)
     assert not ledger.try_reserve("x", 10.0)
     assert ledger.totals()["worker_seconds"] == 45.0
+
+
+def test_spent_is_every_task_priced_as_charged_so_far() -> None:
+    # spent() keeps each task's total from its last charge: it must equal pricing every task
+    # again, exactly, after tasks charged several times, tokens and carried spend.
+    ledger = Ledger(3.6, token_pricer=lambda model, i, o: (i + 2 * o) / 1e6)
+    ledger.carry([{"total_usd": 0.25}])
+    for attempt in range(3):
+        for n in range(40):
+            ledger.charge(f"t{n}", 0.37 * (n + attempt), [{"model": "m", "tokens_in": 7 * n}])
+    expected = 0.25 + sum(ledger.task_cost(f"t{n}").total_usd for n in range(40))
+    assert ledger.spent() == expected
+    assert ledger.totals()["total_usd"] == round(expected, 6)
