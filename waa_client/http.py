@@ -10,21 +10,22 @@ Policy, stated once:
 - requests/urllib3 exceptions never escape: each is mapped into :mod:`waa_client.errors` with
   ``raise ... from``, so callers handle one tree.
 
-Retry waits are capped exponential backoff. Tests turn them off with :func:`no_retry_waits` (or a
-client built with ``backoff_max=0``), so no test sleeps for real.
+Retry waits are capped exponential backoff (0.5 s, doubling, at most ``backoff_max``). Tests
+turn them off with :func:`no_retry_waits` (or a client built with ``backoff_max=0``), so no
+test sleeps for real.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Self, TypeVar
 from urllib.parse import urlsplit
 
 import requests
-import tenacity
 import urllib3
 
 from waa_client.errors import (
@@ -70,6 +71,12 @@ def no_retry_waits() -> Iterator[None]:
     finally:
         if not already:
             _waits_disabled.clear()
+
+
+def backoff_s(attempt: int, backoff_max: float) -> float:
+    """The wait after failed attempt ``attempt`` (1-based): 0.5 s doubling, capped at
+    ``backoff_max`` (0: no wait)."""
+    return float(min(backoff_max, _BACKOFF_MIN * 2 ** (attempt - 1)))
 
 
 def _is_retryable(exc: BaseException) -> bool:
@@ -140,23 +147,29 @@ class HttpClient:
         return f"{self.base_url}/{path.lstrip('/')}"
 
     def _call(self, fn: Callable[[], T], *, idempotent: bool) -> T:
-        """Run ``fn`` once, or under the retry policy when the call is idempotent."""
+        """Run ``fn`` once, or under the retry policy when the call is idempotent.
+
+        A plain loop rather than a retry library: it runs for every request a sweep makes
+        (hundreds per second at hundreds of workers), and building a retry object per call cost
+        more CPU than the request's own bookkeeping.
+        """
         if not idempotent or self.retries == 0:
             return fn()
-        wait_max = self.backoff_max
+        attempts = self.retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return fn()
+            except WaaError as exc:
+                if attempt >= attempts or not _is_retryable(exc):
+                    raise
+            wait = self._retry_wait(attempt)
+            if wait > 0:
+                time.sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
 
-        def wait(state: tenacity.RetryCallState) -> float:
-            if _waits_disabled.is_set() or wait_max == 0:
-                return 0.0
-            return float(min(wait_max, _BACKOFF_MIN * 2 ** (state.attempt_number - 1)))
-
-        retrying = tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.retries + 1),
-            wait=wait,
-            retry=tenacity.retry_if_exception(_is_retryable),
-            reraise=True,
-        )
-        return retrying(fn)
+    def _retry_wait(self, attempt: int) -> float:
+        """Seconds to wait after failed attempt ``attempt`` (none under :func:`no_retry_waits`)."""
+        return 0.0 if _waits_disabled.is_set() else backoff_s(attempt, self.backoff_max)
 
     def _request(
         self,

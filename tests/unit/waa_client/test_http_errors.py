@@ -18,6 +18,7 @@ from waa_client import (
     WorkerTimeoutError,
     WorkerUnreachableError,
 )
+from waa_client.http import backoff_s
 
 SHORT = 0.5
 
@@ -93,6 +94,12 @@ def test_retries_are_bounded(server: ScriptedServer) -> None:
         client.probe()
     assert info.value.is_infrastructure
     assert server.hits["/probe"] == 3  # one attempt + two retries
+
+
+def test_retry_waits_double_from_half_a_second_up_to_the_cap() -> None:
+    assert [backoff_s(n, 3.0) for n in range(1, 6)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+    assert backoff_s(1, 0.0) == 0.0
+    assert WaaClient("http://127.0.0.1:9", backoff_max=3.0)._retry_wait(1) == 0.0  # tests: none
 
 
 def test_execute_is_never_retried(server: ScriptedServer) -> None:
