@@ -15,11 +15,12 @@ of truth, and a resumed run rewrites a missing copy from it.
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import platform
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from importlib import metadata as importlib_metadata
@@ -146,8 +147,8 @@ class TaskExecution:
         return sum(1 for step in self.steps if step.rejected)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``execution.json`` document."""
-        data = asdict(self)
+        """The ``execution.json`` document (a copy: nothing in it is shared with the record)."""
+        data: dict[str, Any] = _plain(self)
         data["status"] = self.status.value
         data["error_type"] = None if self.error_type is None else self.error_type.value
         return data
@@ -176,6 +177,39 @@ class TaskExecution:
             cost=CostRecord(**data.get("cost", {})),
             previous_attempts=[AttemptRecord(**a) for a in data.get("previous_attempts", [])],
         )
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain(value: Any) -> Any:
+    """What :func:`dataclasses.asdict` makes of a record, a few times faster.
+
+    ``asdict`` copies every value it does not know with ``copy.deepcopy``, which for a task of
+    a few steps (actions, results, usage as small dicts) cost about 0.1 ms, twice per task, in
+    the controller's busiest path. JSON-shaped values are copied here directly; anything else
+    goes to ``deepcopy`` as before.
+    """
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    if cls is dict:
+        return {k: v if type(v) in _SCALARS else _plain(v) for k, v in value.items()}
+    if cls is list:
+        return [v if type(v) in _SCALARS else _plain(v) for v in value]
+    if cls is tuple:
+        return tuple(_plain(v) for v in value)
+    names = _FIELDS.get(cls)
+    if names is None and is_dataclass(value) and not isinstance(value, type):
+        names = _FIELDS[cls] = tuple(f.name for f in fields(value))
+    if names is not None:
+        plain = {}
+        for name in names:
+            v = getattr(value, name)
+            plain[name] = v if type(v) in _SCALARS else _plain(v)
+        return plain
+    return copy.deepcopy(value)
 
 
 @dataclass(frozen=True)
@@ -271,9 +305,13 @@ class RunFolder:
         """``tasks/<task_id>/task.json``: the task as it is run."""
         atomic_write_json(self.task_dir(task_id) / "task.json", task)
 
-    def write_execution(self, execution: TaskExecution) -> None:
-        """``tasks/<task_id>/execution.json``."""
-        atomic_write_json(self.task_dir(execution.task_id) / "execution.json", execution.to_json())
+    def write_execution(
+        self, execution: TaskExecution, document: dict[str, Any] | None = None
+    ) -> None:
+        """``tasks/<task_id>/execution.json``; ``document`` is ``execution.to_json()`` when the
+        caller already made it (the runner commits the same document to the queue first)."""
+        data = execution.to_json() if document is None else document
+        atomic_write_json(self.task_dir(execution.task_id) / "execution.json", data)
 
     def read_execution(self, task_id: str) -> TaskExecution | None:
         """The task's final record, or ``None`` when there is none yet."""

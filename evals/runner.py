@@ -654,8 +654,9 @@ class Dispatcher:
         return True
 
     def _commit(self, execution: TaskExecution, lease: QueuedTask, seconds: float) -> None:
-        self.queue.complete(execution.task_id, execution.to_json())
-        self.folder.write_execution(execution)
+        document = execution.to_json()  # one copy for the queue and execution.json
+        self.queue.complete(execution.task_id, document)
+        self.folder.write_execution(execution, document)
         self.ledger.settle(
             execution.task_id,
             expected_seconds=lease.expected_seconds,

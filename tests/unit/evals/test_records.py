@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from evals.records import (
+    AttemptRecord,
     CostRecord,
     ErrorType,
     RunFolder,
@@ -57,6 +59,26 @@ def test_execution_round_trips(tmp_path: Path) -> None:
     folder.write_execution(original)
     assert folder.read_execution("abc-WOS") == original
     assert folder.read_execution("other") is None
+
+
+def test_to_json_is_what_asdict_makes_and_shares_nothing_with_the_record() -> None:
+    execution = _execution()
+    execution.status, execution.error_type = TaskStatus.ERROR, ErrorType.SETUP
+    execution.steps.append(StepRecord(
+        index=1, action={"type": "click", "at": [1, 2], "meta": {"keys": ("a", "b")}},
+        started_at="t", result={"output": "x", "nested": [{"n": None}]},
+        usage={"model": "m", "tokens_in": 3},
+    ))
+    execution.previous_attempts = [AttemptRecord(1, "w1", "timeout", "slow", "t0", "t1")]
+    expected = dataclasses.asdict(execution)
+    expected.update(status="error", error_type="setup")
+    document = execution.to_json()
+    assert document == expected
+    assert json.dumps(document) == json.dumps(expected)
+    document["steps"][1]["action"]["at"].append(3)
+    document["steps"][1]["result"]["nested"][0]["n"] = 1
+    assert execution.steps[1].action["at"] == [1, 2]
+    assert execution.steps[1].result == {"output": "x", "nested": [{"n": None}]}
 
 
 def test_not_run_record_has_no_times_and_the_budget_type() -> None:
