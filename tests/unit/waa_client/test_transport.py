@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -150,3 +151,133 @@ def test_failures_map_to_the_clients_errors() -> None:
         assert not isinstance(refused.value, WorkerTimeoutError)
     with SilentServer() as silent, pytest.raises(WorkerTimeoutError, match="no answer within"):
         WaaClient(f"http://127.0.0.1:{silent.port}", retries=0, read_timeout=0.5).probe()
+
+
+class RawServer:
+    """A loopback server answering each request with scripted raw bytes (what a real server
+    may send that the simple ones above never do: chunked bodies, interim answers, HTTP/1.0).
+
+    Each script entry is ``(raw answer, close the connection after it)``; answers are sent in
+    small pieces so the client has to put them together from several reads.
+    """
+
+    def __init__(self, script: list[tuple[bytes, bool]]) -> None:
+        self.script = list(script)
+        self.requests: list[bytes] = []
+        self.connections = 0
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while self.script:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with conn:
+                buffer = b""
+                while self.script:
+                    while b"\r\n\r\n" not in buffer:
+                        data = conn.recv(65536)
+                        if not data:
+                            break
+                        buffer += data
+                    if b"\r\n\r\n" not in buffer:
+                        break
+                    head, _, buffer = buffer.partition(b"\r\n\r\n")
+                    length = 0
+                    for line in head.split(b"\r\n")[1:]:
+                        name, _, value = line.partition(b":")
+                        if name.strip().lower() == b"content-length":
+                            length = int(value)
+                    while len(buffer) < length:
+                        buffer += conn.recv(65536)
+                    self.requests.append(head + b"\r\n\r\n" + buffer[:length])
+                    buffer = buffer[length:]
+                    answer, close = self.script.pop(0)
+                    for start in range(0, len(answer), 7):
+                        conn.sendall(answer[start:start + 7])
+                    if close:
+                        break
+
+    def close(self) -> None:
+        self._sock.close()
+        self._thread.join(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("answer", "body", "kept"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: 1\r\n\r\nhello", b"hello", True),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"3;ext=1\r\nhel\r\n2\r\nlo\r\n0\r\nTrailer: x\r\n\r\n", b"hello", True),
+        (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+         b"ok", True),
+        (b"HTTP/1.1 204 No Content\r\n\r\n", b"", True),
+        (b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok", b"ok", False),
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", b"ok", False),
+        (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", b"ok",
+         True),
+    ],
+    ids=["length", "chunked", "interim", "no-content", "close", "http10", "http10-keep-alive"],
+)
+def test_answers_are_read_whole_and_connections_kept_only_when_they_may_be(
+    answer: bytes, body: bytes, kept: bool
+) -> None:
+    second = b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext"
+    server = RawServer([(answer, not kept), (second, True)])
+    session = LeanSession()
+    try:
+        got = session.request("POST", f"{server.url}/x", timeout=(5, 5), json={"a": 1})
+        assert (got.content, got.status_code) == (body, int(answer.split(b" ")[1]) if
+                                                  b"100 Continue" not in answer else 200)
+        if kept:
+            assert got.headers.get("x-a") == ("1" if b"X-A" in answer else None)
+        assert session.request("GET", f"{server.url}/y", timeout=(5, 5)).content == b"next"
+    finally:
+        session.close()
+        server.close()
+    assert server.connections == (1 if kept else 2)
+    first, then = server.requests
+    assert first.startswith(b"POST /x HTTP/1.1\r\nHost: 127.0.0.1:")
+    assert b"\r\nContent-Type: application/json\r\nContent-Length: 8\r\n\r\n{\"a\": 1}" in first
+    assert then.startswith(b"GET /y HTTP/1.1\r\n") and b"Content-Length" not in then
+
+
+def test_a_body_delimited_by_the_close_is_read_to_the_end() -> None:
+    big = bytes(range(256)) * 2000
+    server = RawServer([(b"HTTP/1.0 200 OK\r\n\r\n" + big, True)])
+    try:
+        session = LeanSession()
+        assert session.request("GET", f"{server.url}/big", timeout=(5, 5)).content == big
+        session.close()
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "cause"),
+    [
+        (b"SSH-2.0-OpenSSH_9.6\r\n\r\n", "not an HTTP/1.x status line"),
+        (b"HTTP/1.1 2xx OK\r\n\r\n", "bad status code"),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort", "after 5 of 10 body bytes"),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size"),
+        (b"", "closed the connection without answering"),
+    ],
+    ids=["not-http", "bad-status", "cut-body", "bad-chunk", "nothing"],
+)
+def test_what_is_not_a_whole_http_answer_is_an_unreachable_worker(
+    answer: bytes, cause: str
+) -> None:
+    server = RawServer([(answer, True)])
+    try:
+        with ScoringClient(server.url, retries=0) as client, pytest.raises(
+            WorkerUnreachableError, match=cause
+        ) as info:
+            client.probe()
+        assert not isinstance(info.value, WorkerTimeoutError)
+    finally:
+        server.close()
