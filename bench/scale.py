@@ -70,12 +70,14 @@ class Usage:
 
     cpu_s: float
     wall_s: float
+    sys_s: float = 0.0
+    """The part of ``cpu_s`` spent in the kernel (sockets, files, fsync, thread switches)."""
 
     @classmethod
     def now(cls) -> Usage:
         """Sample now."""
         ru = resource.getrusage(resource.RUSAGE_SELF)
-        return cls(ru.ru_utime + ru.ru_stime, time.monotonic())
+        return cls(ru.ru_utime + ru.ru_stime, time.monotonic(), ru.ru_stime)
 
 
 @dataclass
@@ -88,6 +90,7 @@ class Measured:
     errors: int = 0
     wall_s: float = 0.0
     cpu_s: float = 0.0
+    sys_cpu_s: float = 0.0
     setup_cpu_s: float = 0.0
     setup_wall_s: float = 0.0
     worker_cpu_s: float = 0.0
@@ -193,6 +196,7 @@ def _measure_run(
     measured = Measured(workers=workers)
     measured.wall_s = end.wall_s - start.wall_s
     measured.cpu_s = end.cpu_s - start.cpu_s
+    measured.sys_cpu_s = end.sys_s - start.sys_s
     measured.setup_cpu_s = start.cpu_s - before.cpu_s
     measured.setup_wall_s = start.wall_s - before.wall_s
     measured.worker_cpu_s = _cpu_of(worker_pids) - workers_before
@@ -222,6 +226,7 @@ def _figures(m: Measured, observation_bytes: int) -> dict[str, Any]:
         "controller_cpu_s": round(m.cpu_s, 2),
         "controller_cpu_ms_per_step": round(1000 * m.cpu_s / max(1, m.steps), 2),
         "controller_cpu_cores": round(m.cpu_s / m.wall_s, 2),
+        "controller_sys_cpu_ms_per_step": round(1000 * m.sys_cpu_s / max(1, m.steps), 2),
         "controller_setup_cpu_s": round(m.setup_cpu_s, 2),
         "controller_setup_wall_s": round(m.setup_wall_s, 2),
         "observation_bytes_per_step": observation_bytes,
