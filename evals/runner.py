@@ -527,8 +527,7 @@ class Dispatcher:
         return True
 
     def _drained(self) -> bool:
-        counts = self.queue.counts()
-        return counts[QueueStatus.PENDING] == 0 and counts[QueueStatus.LEASED] == 0
+        return not self.queue.unfinished()
 
     def _active_workers(self) -> int:
         with self._state_lock:

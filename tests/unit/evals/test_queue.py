@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -184,3 +186,58 @@ def test_many_threads_lease_each_task_exactly_once(tmp_path: Path) -> None:
 def test_max_attempts_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         TaskQueue(tmp_path / "q.sqlite", owner="x", max_attempts=0)
+
+
+_REFERENCE_PEEK = (
+    "SELECT task_id FROM tasks WHERE status='pending' OR (status='leased' AND"
+    " lease_expires_at < ?) ORDER BY (last_worker IS NOT NULL AND last_worker = ?) ASC,"
+    " expected_seconds DESC, position ASC LIMIT 1"
+)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_peek_next_picks_what_one_sort_of_every_candidate_would(
+    tmp_path: Path, seed: int
+) -> None:
+    # peek_next answers from an index in the usual case; it must pick exactly the task that
+    # sorting every candidate (pending, or leased and expired) picks, whatever the state.
+    rng = random.Random(seed)
+    q = _queue(tmp_path, lease_seconds=60.0, max_attempts=5)
+    q.add([(f"t{i:03d}", float(rng.choice([1, 2, 2, 3, 5]))) for i in range(120)])
+    workers = [f"w{i}" for i in range(6)]
+    for step in range(150):
+        worker = rng.choice(workers)
+        leased = q.lease_next(worker)
+        if leased is None:
+            break
+        roll = rng.random()
+        if roll < 0.3:
+            q.release(leased.task_id, worker, "down", attempt=ATTEMPT,
+                      final_record=_record(leased.task_id, "error"))
+        elif roll < 0.6:
+            q.complete(leased.task_id, _record(leased.task_id))
+        if step % 40 == 39:  # some leases run out (a silent controller)
+            conn = q._conn()
+            conn.execute("UPDATE tasks SET lease_expires_at = 0 WHERE status='leased'"
+                         " AND position % 3 = 0")
+        conn = q._conn()
+        now = time.time()
+        for asking in workers:
+            row = conn.execute(_REFERENCE_PEEK, (now, asking)).fetchone()
+            got = q.peek_next(asking)
+            assert (got.task_id if got else None) == (row[0] if row else None)
+    q.close()
+
+
+def test_unfinished_says_whether_anything_is_pending_or_leased(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    assert not q.unfinished()
+    q.add([("a", 1.0), ("b", 1.0)])
+    assert q.unfinished()
+    a = q.lease_next("w0")
+    b = q.lease_next("w1")
+    assert a is not None and b is not None
+    q.complete(a.task_id, _record(a.task_id))
+    assert q.unfinished()  # b is leased
+    q.complete(b.task_id, _record(b.task_id))
+    assert not q.unfinished()
