@@ -334,8 +334,11 @@ class RunFolder:
 
 
 def save_screenshot(folder: Path, index: int, png: bytes) -> str:
-    """Write ``step_<index>.png`` into ``folder``; returns the file name."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write ``step_<index>.png`` into ``folder`` (made if missing); returns the file name."""
     name = f"step_{index:03d}.png"
-    (folder / name).write_bytes(png)
+    try:
+        (folder / name).write_bytes(png)
+    except FileNotFoundError:  # the task's first screenshot: the folder is made once, not per step
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(png)
     return name
