@@ -6,7 +6,8 @@ on short tasks whose every step carries realistic traffic (a screenshot padded t
 
 1. **direct**: hundreds of workers on loopback, an ordinary local pool with several workers per
    process (``oa-vm pool-create --per-process N``), reached directly;
-2. **tunnel**: a sample of workers (8 by default) behind a real OpenSSH server on loopback,
+2. **tunnel**: a sample of workers (8 by default) reached directly (the baseline), then
+   the same workers and tasks behind a real OpenSSH server on loopback,
    reached through :mod:`waa_client.tunnel` tunnels as cloud workers are, once per backend
    (``--tunnel-backends openssh,paramiko``). Skipped with a note when ``/usr/sbin/sshd`` is
    missing.
@@ -237,20 +238,22 @@ def _figures(m: Measured, observation_bytes: int) -> dict[str, Any]:
 
 
 def run_direct(
-    scratch: Path, workers: int, per_process: int, tasks: int, profile: Path | None = None
+    scratch: Path, workers: int, per_process: int, tasks: int, profile: Path | None = None,
+    *, label: str = "direct", seed: int = 11,
 ) -> dict[str, Any]:
     """The fleet reached directly; returns its figures.
 
     The pool is an ordinary local pool with ``per_process`` workers in each process
     (``oa-vm pool-create --per-process``), so hundreds of workers cost tens of interpreters.
     With ``profile``, the controller's dispatch is profiled into that ``pstats`` file (its CPU
-    figures then include the profiler's own cost).
+    figures then include the profiler's own cost). ``label`` names the pool, folder and run
+    (the tunnels' baseline is a second, small direct run); ``seed`` draws the task IDs.
     """
     folder = write_task_folder(
-        short_tasks(tasks), scratch / "tasks-direct", solution=STEPS_SOLUTION
+        short_tasks(tasks, seed=seed), scratch / f"tasks-{label}", solution=STEPS_SOLUTION
     )
-    progress(f"direct: starting {workers} workers, {per_process} per process")
-    pool = "bench-scale"
+    progress(f"{label}: starting {workers} workers, {per_process} per process")
+    pool = f"bench-{label}"
     try:
         create_local_pool(
             pool, workers, tasks_dir=str(folder), per_process=per_process,
@@ -263,9 +266,9 @@ def run_direct(
         first = record.workers[0]
         assert first.waa_url is not None
         obs_bytes = _observation_bytes(first.waa_url)
-        progress(f"direct: running {tasks} tasks")
+        progress(f"{label}: running {tasks} tasks")
         measured = _measure_run(
-            pool, "scale-direct", scratch / "results", workers, pids, profile=profile
+            pool, f"scale-{label}", scratch / "results", workers, pids, profile=profile
         )
     finally:
         remove_pool(pool)
@@ -346,7 +349,10 @@ def tunnel_capacity(direct: dict[str, Any], tunnel: dict[str, Any]) -> dict[str,
 
     The tunnel's own cost is the controller CPU per MB with tunnels minus that without
     (paramiko forwards in the controller's threads) plus the CPU of the ``ssh`` child
-    processes per MB (OpenSSH forwards there; zero for paramiko).
+    processes per MB (OpenSSH forwards there; zero for paramiko). ``direct`` is the run
+    without tunnels to subtract: the baseline of the same workers and tasks reached directly
+    (the 500-worker run costs more per MB than 8 workers do, for reasons of its own, and
+    subtracting it hid most of paramiko's cost).
     """
     if "skipped" in tunnel:
         return {"skipped": tunnel["skipped"]}
@@ -381,7 +387,7 @@ def _peak_rss_mb() -> float:
 
 def _text(figures: dict[str, Any]) -> str:
     lines = []
-    parts = [("direct", figures["direct"])] + [
+    parts = [("direct", figures["direct"]), ("tunnel baseline", figures["tunnel_baseline"])] + [
         (f"tunnel {name}", data) for name, data in figures["tunnels"].items()
     ]
     for part, data in parts:
@@ -439,6 +445,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         profile = args.profile.resolve() if args.profile is not None else None
         direct = run_direct(scratch, args.workers, args.per_process, args.tasks, profile)
         tunnels: dict[str, dict[str, Any]] = {}
+        baseline: dict[str, Any] = {"skipped": "--tunnel-workers 0"}
+        if args.tunnel_workers:
+            # the tunnels' workers and tasks, reached directly: what the tunnels add is measured
+            # against this, like for like
+            baseline = run_direct(
+                scratch, args.tunnel_workers, 1, args.tunnel_tasks, label="baseline", seed=12
+            )
         for backend in backends:
             if args.tunnel_workers:
                 tunnels[backend] = run_tunnel(
@@ -448,8 +461,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 tunnels[backend] = {"skipped": "--tunnel-workers 0"}
     figures = {
         "direct": direct,
+        "tunnel_baseline": baseline,
         "tunnels": tunnels,
-        "tunnel_capacity": {b: tunnel_capacity(direct, t) for b, t in tunnels.items()},
+        "tunnel_capacity": {
+            b: tunnel_capacity(baseline, t) if "skipped" not in baseline else {"skipped": "-"}
+            for b, t in tunnels.items()
+        },
         "targets": {"controller_cpu_ms_per_step_direct": 5.0, "peak_rss_mb": 500.0},
         "machine": machine_info(),
     }
