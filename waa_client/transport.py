@@ -38,7 +38,6 @@ from requests.structures import CaseInsensitiveDict
 _POOL_MAX = 4  # idle connections kept per host; a client is mostly used by one thread
 _READY_OR_GONE = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP | select.POLLNVAL
 _RECV = 8192  # the status line and headers; a larger first read cost memory, not CPU saved
-_BODY_RECV = 1 << 20
 _MAX_HEAD = 65536  # status line and headers; a server sending more is not a worker
 _MAX_CHUNK_LINE = 4096
 
@@ -94,20 +93,21 @@ class _Connection:
             data = bytes(self.buffer[:size])
             del self.buffer[:size]
             return data
-        # Pieces as the socket gives them, joined once: a body is held twice only while it is
-        # joined (a buffer filled in place and then copied to bytes held it twice throughout).
-        parts = [bytes(self.buffer)]
-        have = len(self.buffer)
-        self.buffer.clear()
-        while have < size:
-            piece = self.sock.recv(min(size - have, _BODY_RECV))
-            if not piece:
-                raise ProtocolError(
-                    f"the connection closed after {have} of {size} body bytes"
-                )
-            parts.append(piece)
-            have += len(piece)
-        return b"".join(parts)
+        # Filled in place as the pieces arrive (a tunnel delivers a screenshot in dozens), then
+        # copied once into the bytes the caller gets.
+        body = bytearray(size)
+        with memoryview(body) as view:
+            have = len(self.buffer)
+            view[:have] = self.buffer
+            self.buffer.clear()
+            while have < size:
+                got = self.sock.recv_into(view[have:])
+                if not got:
+                    raise ProtocolError(
+                        f"the connection closed after {have} of {size} body bytes"
+                    )
+                have += got
+        return bytes(body)
 
     def read_line(self) -> bytes:
         """One CRLF-terminated line (without the CRLF), for chunked bodies."""
