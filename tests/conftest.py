@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 WAA_DATA = ROOT.parent / "shared" / "waa"
+
+# Some tests press Ctrl-C (SIGINT) on the CLIs they start. A suite started in the background by a
+# non-interactive shell (`pytest &`, some CI runners) has SIGINT ignored, and every child inherits
+# that, so those CLIs would never see the key. Restoring Python's handler here means the children
+# start with the default disposition, as they would from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
