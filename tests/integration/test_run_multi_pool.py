@@ -1,0 +1,276 @@
+"""One run over several pools (``openadapt-evals run --pool a --pool b``): real local pools, the
+real CLI as a subprocess, the oracle agent over the local suite.
+
+Shown: one record per task, tasks on both pools, each task's worker time priced at its own
+pool's price (the pools' prices differ, so one price for all fails), the per-pool summary rows;
+the refusals (another run's lease on one pool, a pool given twice, a resume with other pools,
+pools serving different tasks); a worker of one pool killed mid-run (its tasks finish on the
+other pool), and with ``--repair`` replaced through its own pool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from infra.local import tasks_dir
+from oa_vm import api, state
+from oa_vm.lease import hold_pool, read_lease
+from tests.integration.test_drill_faults import Controller, wait_for_records, worker_pid
+from tests.integration.test_sweep_local import LOCAL_TASKS, evals, folder_digest
+from tests.support.run_records import assert_summary_matches, read_records
+
+pytestmark = pytest.mark.integration
+
+PRICES = {"pa": 3.6, "pb": 36.0}  # $/worker-hour: a wrong pool's price is off tenfold
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An oa-vm home whose pools are removed afterwards."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    yield home
+    for name in state.list_names():
+        api.cleanup_pool(name)
+
+
+@pytest.fixture
+def controllers() -> Iterator[list[Controller]]:
+    started: list[Controller] = []
+    yield started
+    for controller in started:
+        controller.kill()
+
+
+def make_pools(workers: dict[str, int], **extra: Any) -> None:
+    """Local pools (``name -> worker count``) at :data:`PRICES`, created and waited on through
+    the public API as a user's script would."""
+    for name, count in workers.items():
+        api.create_pool(name=name, cloud="local", workers=count, price_per_hour=PRICES[name],
+                        **extra.get(name, {}))
+    for name in workers:
+        api.wait_pool(name, timeout_s=60)
+
+
+def pool_of(worker: str) -> str:
+    pool, sep, _ = worker.partition("/")
+    assert sep, f"worker {worker!r} is not named <pool>/<worker>"
+    return pool
+
+
+def test_one_run_over_two_pools_prices_each_pool_and_names_where_tasks_ran(
+    home: Path, tmp_path: Path
+) -> None:
+    make_pools({"pa": 2, "pb": 2})
+    results = tmp_path / "results"
+    done = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle", "--tasks", "all",
+                 "--run-name", "multi", "--step-pause", "0.1", home=home, results=results)
+    assert done.returncode == 0, done.stderr
+    run_dir = results / "multi"
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}
+    assert all(r["attempts"] == 1 for r in records.values())
+    per_pool = Counter(pool_of(r["worker"]) for r in records.values())
+    assert set(per_pool) == {"pa", "pb"}, per_pool  # the work was spread over both pools
+
+    # each task's worker time is priced at the price of its own worker's pool
+    vm_by_pool: dict[str, float] = {"pa": 0.0, "pb": 0.0}
+    seconds_by_pool: dict[str, float] = {"pa": 0.0, "pb": 0.0}
+    for record in records.values():
+        pool, cost = pool_of(record["worker"]), record["cost"]
+        assert list(cost["by_pool"]) == [pool]
+        seconds = cost["worker_seconds"]
+        assert seconds > 0
+        expected = seconds * PRICES[pool] / 3600
+        # seconds are recorded to the ms, $ to the micro-dollar: allow both roundings
+        tolerance = 0.0005 * PRICES[pool] / 3600 + 1e-6
+        assert cost["vm_usd"] == pytest.approx(expected, abs=tolerance)
+        assert cost["by_pool"][pool]["vm_usd"] == pytest.approx(expected, abs=tolerance)
+        vm_by_pool[pool] += cost["vm_usd"]
+        seconds_by_pool[pool] += seconds
+    expected_total = sum(seconds_by_pool[p] * PRICES[p] / 3600 for p in PRICES)
+
+    summary = assert_summary_matches(run_dir, records)
+    assert summary["cost"]["vm_usd"] == pytest.approx(expected_total, abs=1e-4)
+    rows = summary["by_pool"]
+    assert list(rows) == ["pa", "pb"]
+    for pool, row in rows.items():
+        assert row["cloud"] == "local" and row["price_per_hour"] == PRICES[pool]
+        assert row["workers"] == 2
+        assert row["tasks"] == row["successes"] == per_pool[pool]
+        assert row["failures"] == row["errors"] == 0
+        assert row["worker_seconds"] == pytest.approx(seconds_by_pool[pool], abs=1e-2)
+        assert row["vm_usd"] == pytest.approx(vm_by_pool[pool], abs=1e-5)
+    assert set(summary["workers"]) <= {f"{p}/worker-{i}" for p in PRICES for i in (0, 1)}
+
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["pool"] == "pa+pb" and metadata["cloud"] == "local"
+    assert metadata["price_per_hour"] is None  # the prices differ: see "pools"
+    assert metadata["pools"] == [
+        {"name": p, "cloud": "local", "price_per_hour": PRICES[p],
+         "workers": [f"{p}/worker-0", f"{p}/worker-1"]} for p in ("pa", "pb")
+    ]
+    assert metadata["workers"] == [f"{p}/worker-{i}" for p in ("pa", "pb") for i in (0, 1)]
+    assert metadata["cost"]["by_pool"]["pb"]["price_per_hour"] == PRICES["pb"]
+
+    # the printed summary has a row per pool, with its own counts and cost
+    printed = {line.split()[0]: line.split() for line in done.stdout.splitlines()
+               if line.split() and line.split()[0] in PRICES}
+    for pool, cells in printed.items():
+        assert cells[1] == "local" and cells[4] == str(per_pool[pool])
+        assert cells[-1] == f"${rows[pool]['total_usd']:.4f}"
+    assert set(printed) == {"pa", "pb"}, done.stdout
+    # both leases were given back
+    assert read_lease("pa") is None and read_lease("pb") is None
+
+
+def test_a_lease_held_on_one_pool_refuses_the_run_and_releases_the_others(
+    home: Path, tmp_path: Path
+) -> None:
+    make_pools({"pa": 1, "pb": 1})
+    results = tmp_path / "results"
+    with hold_pool("pb", "someone-else"):
+        refused = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                        "--tasks", "local_small", "--run-name", "busy", home=home,
+                        results=results)
+        line = refused.assert_one_line_error()
+        assert refused.returncode == 1
+        assert "pool 'pb' is in use by run 'someone-else'" in line
+        assert read_lease("pa") is None, "pool pa's lease was not given back"
+    assert not (results / "busy").exists()
+
+
+def test_a_pool_given_twice_is_refused(home: Path, tmp_path: Path) -> None:
+    make_pools({"pa": 1})
+    results = tmp_path / "results"
+    refused = evals("run", "--pool", "pa", "--pool", "pa", "--agent", "oracle",
+                    "--tasks", "local_small", "--run-name", "twice", home=home, results=results)
+    line = refused.assert_one_line_error()
+    assert refused.returncode == 2
+    assert "--pool pa is given twice" in line
+    assert not (results / "twice").exists() and read_lease("pa") is None
+
+
+def test_a_resume_must_name_the_same_pools(home: Path, tmp_path: Path) -> None:
+    make_pools({"pa": 1, "pb": 1})
+    results = tmp_path / "results"
+    first = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                  "--tasks", "local_small", "--run-name", "r", home=home, results=results)
+    assert first.returncode == 0, first.stderr
+    before = folder_digest(results / "r")
+    for pools in (["--pool", "pa"], ["--pool", "pb", "--pool", "pa", "-n", "pc"]):
+        refused = evals("run", *pools, "--agent", "oracle", "--tasks", "local_small",
+                        "--run-name", "r", "--resume", home=home, results=results)
+        line = refused.assert_one_line_error()
+        assert refused.returncode == 2
+        assert "was started with the pools 'pa, pb'" in line, line
+    assert folder_digest(results / "r") == before  # nothing recorded was touched
+    # the same pools in another order, or none at all (the run's own), resume it
+    for pools in (["--pool", "pb", "--pool", "pa"], []):
+        again = evals("run", *pools, "--agent", "oracle", "--tasks", "local_small",
+                      "--run-name", "r", "--resume", home=home, results=results)
+        assert again.returncode == 0, again.stderr
+    records = read_records(results / "r")
+    assert len(records) == 6 and all(r["attempts"] == 1 for r in records.values())
+
+
+def test_pools_serving_different_tasks_are_refused(home: Path, tmp_path: Path) -> None:
+    # pool pc holds the local suite with one task's instruction changed
+    changed = tmp_path / "changed-tasks"
+    shutil.copytree(tasks_dir(), changed)
+    task_file = next((changed / "examples").glob("notepad/c499b229*.json"))
+    task = json.loads(task_file.read_text())
+    task["instruction"] += " (edited)"
+    task_file.write_text(json.dumps(task))
+    PRICES["pc"] = 1.0
+    try:
+        make_pools({"pa": 1, "pc": 1}, pc={"tasks_dir": str(changed)})
+    finally:
+        del PRICES["pc"]
+    results = tmp_path / "results"
+    refused = evals("run", "--pool", "pa", "--pool", "pc", "--agent", "oracle", "--tasks", "all",
+                    "--run-name", "mixed", home=home, results=results)
+    line = refused.assert_one_line_error()
+    assert refused.returncode == 2
+    assert "pools 'pa' and 'pc' serve 1 of the selected task(s) differently" in line
+    assert "c499b229-110c-5fc8-9895-f2f879ac1512-WOS" in line
+    assert not (results / "mixed").exists()
+    # a selection of tasks they serve alike runs
+    same = evals("run", "--pool", "pa", "--pool", "pc", "--agent", "oracle",
+                 "--tasks", "domain:clock", "--run-name", "alike", home=home, results=results)
+    assert same.returncode == 0, same.stderr
+
+
+def test_a_killed_worker_of_one_pool_has_its_tasks_finished_on_the_other(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    make_pools({"pa": 2, "pb": 1})
+    results = tmp_path / "results"
+    run = Controller(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                     "--tasks", "all", "--run-name", "killed", "--step-pause", "0.3",
+                     "--read-timeout", "5")
+    controllers.append(run)
+    run_dir = results / "killed"
+    wait_for_records(run_dir, 3, run)
+    os.kill(worker_pid("pb", "worker-0"), signal.SIGKILL)
+    assert run.wait() == 0, run.output()
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    retried = [r for r in records.values()
+               if any(a["worker"] == "pb/worker-0" for a in r["previous_attempts"])]
+    assert retried, "no task was retried after its worker died"
+    for record in retried:
+        assert pool_of(record["worker"]) == "pa"
+        # the failed attempt was billed by pool pb, the one that finished it by pool pa
+        assert set(record["cost"]["by_pool"]) == {"pa", "pb"}
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == ["pb/worker-0"]
+    assert "worker pb/worker-0 quarantined" in run.output()
+    summary = assert_summary_matches(run_dir, records)
+    assert summary["workers"]["pb/worker-0"]["quarantined"] is True
+
+
+def test_with_repair_a_killed_worker_is_replaced_through_its_own_pool(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    make_pools({"pa": 2, "pb": 2})
+    untouched = {w.name: w.pid for w in state.load("pa").workers}
+    results = tmp_path / "results"
+    # about 3 s per task (3 steps x 1 s): the survivors still have work when the replacement
+    # is ready, however slow the machine
+    run = Controller(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                     "--tasks", "all", "--run-name", "repaired", "--step-pause", "1.0",
+                     "--read-timeout", "5", "--repair")
+    controllers.append(run)
+    run_dir = results / "repaired"
+    wait_for_records(run_dir, 2, run)
+    killed = worker_pid("pb", "worker-1")
+    os.kill(killed, signal.SIGKILL)
+    assert run.wait() == 0, run.output()
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    output = run.output()
+    assert "worker pb/worker-1 replaced from the pool: back at work" in output
+    replacement = next(w for w in state.load("pb").workers if w.name == "worker-1")
+    assert replacement.pid not in (None, killed) and psutil.pid_exists(replacement.pid)
+    assert {w.name: w.pid for w in state.load("pa").workers} == untouched  # pa left alone
+    assert any(r["worker"] == "pb/worker-1" for r in records.values()), (
+        "the replaced pb/worker-1 finished no task"
+    )
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == []
