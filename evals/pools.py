@@ -99,15 +99,20 @@ def load_ready(names: Sequence[str]) -> list[PoolRecord]:
 def hold_pools(names: Sequence[str], run: str, *, wait_s: float = 0.0) -> Iterator[None]:
     """Hold every pool's lease for the block, taken in name order (no deadlock between two
     multi-pool runs); if one is refused, those taken are released and its error is raised.
+    ``wait_s`` (``--wait-for-pool``) bounds the wait for all of them together.
 
     Raises:
         oa_vm.errors.PoolBusyError: another live run holds one of them (the error names it).
     """
+    import time
+
     from oa_vm.lease import hold_pool
 
+    deadline = time.monotonic() + wait_s  # one wait for them all, not one per pool
     with contextlib.ExitStack() as stack:
         for name in sorted(names):
-            stack.enter_context(hold_pool(name, run, wait_s=wait_s))
+            left = max(0.0, deadline - time.monotonic())
+            stack.enter_context(hold_pool(name, run, wait_s=left))
         yield
 
 
