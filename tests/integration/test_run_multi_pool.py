@@ -133,6 +133,13 @@ def test_one_run_over_two_pools_prices_each_pool_and_names_where_tasks_ran(
     assert set(printed) == {"pa", "pb"}, done.stdout
     # both leases were given back
     assert read_lease("pa") is None and read_lease("pb") is None
+    # the run's page has the same rows
+    view = evals("view", "multi", home=home, results=results)
+    assert view.returncode == 0, view.stderr
+    html = Path(view.stdout.strip()).read_text()
+    assert "<h2>Pools</h2>" in html
+    for pool in PRICES:
+        assert f"<tr><td>{pool}</td><td>local</td><td>{PRICES[pool]:g}</td><td>2</td>" in html
 
 
 def test_a_lease_held_on_one_pool_refuses_the_run_and_releases_the_others(
