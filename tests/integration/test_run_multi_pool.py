@@ -281,3 +281,69 @@ def test_with_repair_a_killed_worker_is_replaced_through_its_own_pool(
     )
     metadata = json.loads((run_dir / "metadata.json").read_text())
     assert metadata["quarantined_workers"] == []
+
+
+def test_a_drain_notice_drains_only_that_pools_worker(
+    home: Path, tmp_path: Path, controllers: list[Controller], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import datetime
+
+    from oa_vm.drain import local_status_path
+    from tests.integration.test_run_draining import NOTICE
+
+    monkeypatch.setenv("OA_VM_DRAIN_CHECK_S", "0")  # the controller reads every status each time
+    make_pools({"pa": 1, "pb": 2})
+    drained = next(w for w in state.load("pb").workers if w.name == "worker-0")
+    status_file = local_status_path(drained)
+    assert status_file is not None
+    results = tmp_path / "results"
+    run = Controller(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                     "--tasks", "all", "--run-name", "drained", "--step-pause", "1.0",
+                     "--read-timeout", "5")
+    controllers.append(run)
+    run_dir = results / "drained"
+    wait_for_records(run_dir, 3, run)
+    status_file.write_text(NOTICE, encoding="utf-8")
+    noticed = datetime.now().astimezone()
+    assert run.wait() == 0, run.output()
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    later = [r for r in records.values()
+             if datetime.fromisoformat(r["started_at"]) > noticed]
+    assert len(later) >= 3, "the notice came too late to show where the queue went"
+    on_drained = [r for r in later if r["worker"] == "pb/worker-0"]
+    assert len(on_drained) <= 1  # a lease may race the write; nothing after it
+    # pa's worker-0 has the same bare name and no notice: it keeps working
+    assert {r["worker"] for r in later} - {"pb/worker-0"} == {"pa/worker-0", "pb/worker-1"}
+
+
+def test_the_budget_cap_holds_across_both_pools(home: Path, tmp_path: Path) -> None:
+    PRICES.update({"pc": 1800.0, "pd": 3600.0})  # $0.5 and $1 per worker-second
+    try:
+        make_pools({"pc": 1, "pd": 1})
+        results = tmp_path / "results"
+        cap = 20.0
+        done = evals("run", "--pool", "pc", "--pool", "pd", "--agent", "oracle",
+                     "--tasks", "all", "--max-cost-usd", str(cap), "--step-pause", "0.5",
+                     "--run-name", "capped", home=home, results=results)
+        assert done.returncode == 3, done.stderr
+        assert "budget cap" in done.stderr.strip().splitlines()[-1]
+        records = read_records(results / "capped")
+        assert len(records) == LOCAL_TASKS
+        ran = [r for r in records.values() if r["status"] != "not_run"]
+        assert ran and len(ran) < LOCAL_TASKS
+        assert {pool_of(r["worker"]) for r in ran} == {"pc", "pd"}
+        for record in ran:
+            pool = pool_of(record["worker"])
+            expected = record["cost"]["worker_seconds"] * PRICES[pool] / 3600
+            assert record["cost"]["vm_usd"] == pytest.approx(expected, abs=0.001)
+        spent = sum(r["cost"]["total_usd"] for r in records.values())
+        biggest = max(r["cost"]["total_usd"] for r in ran)
+        assert spent <= cap + 2 * biggest  # at most what was in flight on the two workers
+        metadata = json.loads((results / "capped" / "metadata.json").read_text())
+        assert metadata["status"] == "budget_stopped"
+        assert metadata["cost"]["total_usd"] == pytest.approx(spent, abs=1e-5)
+    finally:
+        del PRICES["pc"], PRICES["pd"]
