@@ -769,11 +769,16 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     Nothing is dispatched, and the run folder is not touched, until the options, the agent, the
     pool and every task ID were checked.
 
+    With several pools (``config.pools``) every pool is checked and leased first, the tasks
+    must be the same on all of them, and one dispatcher runs the union of their workers
+    (:mod:`evals.pools`).
+
     Raises:
         InvalidRunInputError: bad options, an unknown agent, a run that exists without
-            ``resume`` (or is missing with it), ``resume`` with another selection or agent, a
-            task the agent cannot play (exit code 2).
-        oa_vm.errors.OaVmError: the pool is unknown or not ready.
+            ``resume`` (or is missing with it), ``resume`` with another selection, agent or
+            set of pools, a task the agent cannot play, a pool given twice, pools that serve
+            different tasks (exit code 2).
+        oa_vm.errors.OaVmError: a pool is unknown, not ready, or held by another run.
         waa_client.errors.CatalogError: unknown or synthetic task IDs (all listed; exit code 2).
         RunLockedError: another process runs this run now.
         KeyboardInterrupt: Ctrl-C; the run is marked ``interrupted`` and can be resumed.
