@@ -347,3 +347,58 @@ def test_the_budget_cap_holds_across_both_pools(home: Path, tmp_path: Path) -> N
         assert metadata["cost"]["total_usd"] == pytest.approx(spent, abs=1e-5)
     finally:
         del PRICES["pc"], PRICES["pd"]
+
+
+def test_two_multi_pool_runs_naming_the_pools_in_opposite_orders_both_finish(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    # Two real controllers at once: one waits for the other and they never share a worker
+    # (that the order of the leases is what prevents a deadlock is shown deterministically by
+    # test_leases_are_taken_in_name_order_whatever_the_order_given).
+    make_pools({"pa": 1, "pb": 1})
+    results = tmp_path / "results"
+    common = ["--agent", "oracle", "--tasks", "local_small", "--step-pause", "0.3",
+              "--wait-for-pool", "3m"]
+    one = Controller(home, results, "--pool", "pa", "--pool", "pb", "--run-name", "one", *common)
+    two = Controller(home, results, "--pool", "pb", "--pool", "pa", "--run-name", "two", *common)
+    controllers += [one, two]
+    assert one.wait() == 0, one.output()
+    assert two.wait() == 0, two.output()
+    spans = []
+    for run in ("one", "two"):
+        records = read_records(results / run)
+        assert len(records) == 6 and {r["status"] for r in records.values()} == {"success"}
+        spans.append((min(r["started_at"] for r in records.values()),
+                      max(r["ended_at"] for r in records.values())))
+    first, second = sorted(spans)
+    assert first[1] <= second[0], "the two runs shared the pools' workers"
+
+
+def test_leases_are_taken_in_name_order_whatever_the_order_given(home: Path) -> None:
+    import threading
+    import time
+
+    from evals.pools import hold_pools
+
+    make_pools({"pa": 1, "pb": 1})
+    entered, leave = threading.Event(), threading.Event()
+
+    def multi_pool_run() -> None:
+        with hold_pools(["pb", "pa"], "multi", wait_s=60):
+            entered.set()
+            leave.wait(60)
+
+    with hold_pool("pa", "someone-else"):
+        thread = threading.Thread(target=multi_pool_run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 5  # long enough for a wrong order to have taken pb
+        while time.monotonic() < deadline:
+            # blocked on pa, the first in name order, it holds nothing meanwhile
+            assert read_lease("pb") is None
+            assert not entered.is_set()
+            time.sleep(0.05)
+    assert entered.wait(60), "the multi-pool run never got the leases"
+    assert read_lease("pa")["run"] == read_lease("pb")["run"] == "multi"  # type: ignore[index]
+    leave.set()
+    thread.join(60)
+    assert read_lease("pa") is None and read_lease("pb") is None
