@@ -402,3 +402,44 @@ def test_leases_are_taken_in_name_order_whatever_the_order_given(home: Path) -> 
     leave.set()
     thread.join(60)
     assert read_lease("pa") is None and read_lease("pb") is None
+
+
+def test_a_local_pool_and_a_cloud_pool_with_other_tasks_are_refused(
+    home: Path, tmp_path: Path, waa_data: Path
+) -> None:
+    # A cloud cannot be reached here: pool "pz" is a local pool serving WAA's own 154 tasks (what
+    # a cloud worker serves) whose record is then marked "aws". Its workers are reached
+    # directly, as a cloud pool's are through their tunnels.
+    PRICES["pz"] = 1.0
+    try:
+        make_pools({"pa": 1, "pz": 1}, pz={"tasks_dir": str(waa_data)})
+    finally:
+        del PRICES["pz"]
+    record = state.load("pz")
+    record.cloud = "aws"
+    state.save(record)
+    try:
+        results = tmp_path / "results"
+        refused = evals("run", "--pool", "pa", "--pool", "pz", "--agent", "oracle",
+                        "--tasks", "all", "--run-name", "mixed", home=home, results=results)
+        line = refused.assert_one_line_error()
+        assert refused.returncode == 2
+        assert ("pools 'pa' and 'pz' resolve the selection to different tasks (24 vs 154: "
+                "24 only on 'pa', 154 only on 'pz')") in line
+        # a WAA task ID: the local pool does not have it, and says so under its name
+        waa_id = next(iter(json.loads((waa_data / "test_all.json").read_text())["chrome"]))
+        refused = evals("run", "--pool", "pa", "--pool", "pz", "--agent", "oracle",
+                        "--tasks", waa_id, "--run-name", "mixed", home=home, results=results)
+        line = refused.assert_one_line_error()
+        assert line.startswith("openadapt-evals: error: pool 'pa': 1 unknown task ID(s)"), line
+        # with a cloud pool in the run the selection is read as on a cloud pool ("live"):
+        # synthetic IDs are refused even by the local pool
+        refused = evals("run", "--pool", "pa", "--pool", "pz", "--agent", "oracle",
+                        "--tasks", "notepad_1", "--run-name", "mixed", home=home, results=results)
+        line = refused.assert_one_line_error()
+        assert "pool 'pa': 1 synthetic task ID(s) cannot run on a live pool" in line, line
+        assert not (results / "mixed").exists()
+        assert read_lease("pa") is None and read_lease("pz") is None
+    finally:
+        record.cloud = "local"  # so that the fixture removes it as the local pool it is
+        state.save(record)
