@@ -443,3 +443,37 @@ def test_a_local_pool_and_a_cloud_pool_with_other_tasks_are_refused(
     finally:
         record.cloud = "local"  # so that the fixture removes it as the local pool it is
         state.save(record)
+
+
+def test_a_killed_multi_pool_controller_resumes_on_its_pools_and_keeps_each_pools_cost(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    make_pools({"pa": 1, "pb": 1})
+    results = tmp_path / "results"
+    args = ["--agent", "oracle", "--tasks", "all", "--run-name", "cut", "--step-pause", "0.3"]
+    first = Controller(home, results, "--pool", "pa", "--pool", "pb", *args)
+    controllers.append(first)
+    run_dir = results / "cut"
+    wait_for_records(run_dir, 4, first)
+    first.kill()  # SIGKILL: no clean-up at all
+    before = read_records(run_dir)
+    assert len(before) < LOCAL_TASKS, "the first controller finished before the kill"
+
+    again = evals("run", *args, "--resume", home=home, results=results)  # its own pools
+    assert again.returncode == 0, again.stderr
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}
+    for task_id, record in before.items():
+        assert records[task_id] == record  # nothing finished was redone
+    assert {pool_of(r["worker"]) for r in records.values()} == {"pa", "pb"}
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert len(metadata["resumed_at"]) == 1
+    by_pool = metadata["cost"]["by_pool"]
+    for pool in ("pa", "pb"):
+        billed = sum(r["cost"]["by_pool"].get(pool, {}).get("vm_usd", 0.0)
+                     for r in records.values())
+        # both sessions' tasks (the first session's carried from their records)
+        assert by_pool[pool]["vm_usd"] == pytest.approx(billed, abs=1e-5)
+    assert metadata["cost"]["total_usd"] == pytest.approx(
+        sum(r["cost"]["total_usd"] for r in records.values()), abs=1e-5)
