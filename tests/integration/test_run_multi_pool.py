@@ -477,3 +477,20 @@ def test_a_killed_multi_pool_controller_resumes_on_its_pools_and_keeps_each_pool
         assert by_pool[pool]["vm_usd"] == pytest.approx(billed, abs=1e-5)
     assert metadata["cost"]["total_usd"] == pytest.approx(
         sum(r["cost"]["total_usd"] for r in records.values()), abs=1e-5)
+
+
+def test_a_pool_without_a_ready_worker_is_named_and_nothing_is_held(
+    home: Path, tmp_path: Path
+) -> None:
+    make_pools({"pa": 1, "pb": 1})
+    dead = worker_pid("pb", "worker-0")
+    os.kill(dead, signal.SIGKILL)
+    psutil.wait_procs([psutil.Process(dead)] if psutil.pid_exists(dead) else [], timeout=30)
+    results = tmp_path / "results"
+    refused = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                    "--tasks", "local_small", "--run-name", "lost", home=home, results=results)
+    line = refused.assert_one_line_error()
+    assert refused.returncode == 1
+    assert "pool 'pb' has no ready worker" in line, line
+    assert read_lease("pa") is None and read_lease("pb") is None
+    assert not (results / "lost").exists()
