@@ -152,10 +152,10 @@ class TaskExecution:
     def to_json(self) -> dict[str, Any]:
         """The ``execution.json`` document."""
         data = asdict(self)
-        if not data["cost"]["by_pool"]:
-            del data["cost"]["by_pool"]
         data["status"] = self.status.value
         data["error_type"] = None if self.error_type is None else self.error_type.value
+        if not self.cost.by_pool:
+            del data["cost"]["by_pool"]  # single-pool records keep their shape
         return data
 
     @classmethod

@@ -871,6 +871,7 @@ def _per_pool_helpers(
     from evals.pools import PoolRouter, renamed_connection
     from oa_vm.drain import DrainWatch
 
+    watches = {p.name: DrainWatch(p.name) for p in pools}
     repairers: dict[str, WorkerRepairer] = {}
     if config.repair:
         from evals.repair import WorkerRepairer
@@ -881,9 +882,10 @@ def _per_pool_helpers(
             for p in pools
         }
     if len(pools) == 1:
-        return list(repairers.values()), repairers.get(pools[0].name), DrainWatch(pools[0].name)
+        name = pools[0].name
+        return list(repairers.values()), repairers.get(name), watches[name]
     repair = PoolRouter(repairers, renamed_connection) if repairers else None
-    draining: PoolRouter[object] = PoolRouter({p.name: DrainWatch(p.name) for p in pools})
+    draining: PoolRouter[object] = PoolRouter(watches)
     return list(repairers.values()), repair, draining
 
 
