@@ -75,7 +75,7 @@ def test_resume_and_repair_show_the_live_display_on_a_terminal(home: Path, pool:
     assert HEAD.search(shown), shown
     assert "WORKER" in shown and "IN PHASE" in shown and ESC in shown
     assert "resumed worker-0" in shown  # the command's own progress, above the table
-    assert re.search(r"Pool 'shown' resumed: 2 worker\(s\) ready after \w+$", shown.rstrip())
+    assert re.search(r"Pool 'shown' resumed: 2 worker\(s\) ready after \w+\.$", shown.rstrip())
     assert _status(home)["state"] == "ready"
 
     _kill(home, 1)
