@@ -1,9 +1,10 @@
-"""Draining workers: a worker about to go away (an AWS spot interruption notice) takes no new task.
+"""Draining workers: a worker about to go away (a spot interruption notice) takes no new task.
 
 On an AWS spot worker, ``spot_watch.sh`` (run by ``oa-vm-spot-watch.service``) polls the
 instance metadata and, on the two-minute warning, writes ``state=draining`` with the notice's
-``action`` and ``action_time`` into the host's status file, the one ``pool-wait`` reads. This
-module reads that file back:
+``action`` and ``action_time`` into the host's status file, the one ``pool-wait`` reads. On an
+Azure Spot worker ``spot_watch_azure.sh`` does the same on a Scheduled Events ``Preempt``
+(``action=preempt``, ``action_time`` its ``NotBefore``). This module reads that file back:
 
 - over SSH for workers reached that way, in spot pools only (the same status file and parser
   as ``pool-wait``, :mod:`oa_vm.providers.cloud_wait`);
