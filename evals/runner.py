@@ -932,12 +932,14 @@ def _run_in_folder(
                     folder.write_execution(TaskExecution.from_json(record))
             from oa_vm.drain import DrainWatch
 
+            drains = DrainWatch(pool)
             repairer = None
             if config.repair:
                 from evals.repair import WorkerRepairer
 
+                # given the drain check, it replaces a worker under notice right away
                 repairer = WorkerRepairer(pool, connect_timeout=config.connect_timeout_s,
-                                          read_timeout=config.read_timeout_s)
+                                          read_timeout=config.read_timeout_s, draining=drains)
             dispatcher = Dispatcher(
                 folder, queue, ledger, workers, tasks, infos, make_agent,
                 DispatchSettings(
@@ -949,7 +951,7 @@ def _run_in_folder(
                 ),
                 on_event,
                 repair=repairer,
-                draining=DrainWatch(pool),
+                draining=drains,
             )
             try:
                 outcome = dispatcher.run()

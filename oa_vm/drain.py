@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -103,6 +106,26 @@ def read_status(record: PoolRecord, worker: WorkerRecord, runner: RemoteRunner |
         log.info("could not read %s's status: %s", worker.name, exc)
         return {}
     return cloud_wait.parse_status(result.output)
+
+
+_NOTICE_AT = re.compile(r" at (.+?); no new task$")
+
+
+def notice_time(worker: WorkerRecord) -> datetime | None:
+    """When the cloud ends a draining worker, from its notice (AWS's ISO time, Azure's
+    ``NotBefore``), or None when the notice gives none (e.g. a local worker marked by hand)."""
+    match = _NOTICE_AT.search(worker.detail or "")
+    if worker.state != WorkerState.DRAINING or match is None:
+        return None
+    text = match.group(1)
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)  # "Mon, 19 Sep 2016 18:29:47 GMT"
+        except (TypeError, ValueError):
+            return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def mark_draining(worker: WorkerRecord, notice: DrainNotice) -> None:
