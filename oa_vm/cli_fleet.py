@@ -90,15 +90,22 @@ def pool_resume(
 def pool_repair(
     name: NameOpt = None,
     worker: Annotated[
-        list[str] | None, typer.Option(help="Local pools: replace this worker even if it "
-                                            "looks alive (repeatable). Default: every lost "
-                                            "worker (cloud: every instance that is gone).")
+        list[str] | None, typer.Option(help="Replace this worker even if it looks alive "
+                                            "(local pools; repeatable); a draining worker "
+                                            "already replaced is retired now. Default: every "
+                                            "lost or draining worker (cloud: every instance "
+                                            "that is gone).")
     ] = None,
     timeout: TimeoutOpt = "30m",
     no_wait: NoWaitOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Replace lost workers (killed, terminated, evicted) under the same names."""
+    """Replace lost workers under the same names, draining ones at once under new names.
+
+    A lost worker (killed, terminated, evicted) is started again under its name. A draining
+    worker (a spot notice) gets a new worker under the next name right away, while it finishes
+    its task; a later repair retires it once the cloud has ended it (or when --worker names it).
+    """
     from oa_vm.wait_display import wait_display
 
     timeout_s = parse_duration(timeout)
@@ -111,9 +118,12 @@ def pool_repair(
         print_json(_pool_json(record, replaced=replaced))
         return
     if not replaced:
-        _echo(f"Pool {record.name!r}: no worker is lost; nothing to repair.")
+        _echo(f"Pool {record.name!r}: no worker is lost or newly draining; nothing to repair.")
         return
-    _echo(f"Pool {record.name!r}: replaced {', '.join(replaced)}.")
+    stands_for = {new: old for old, new in fleet.replaced_by(record).items()}
+    _echo(f"Pool {record.name!r}: replaced " + ", ".join(
+        f"{name} (a new worker for draining {stands_for[name]})" if name in stands_for else name
+        for name in replaced) + ".")
 
 
 def pool_extend(
