@@ -136,3 +136,41 @@ def test_a_named_draining_worker_with_a_replacement_is_retired_at_once(home: Pat
         assert time.monotonic() < deadline, "the retired worker's process is still alive"
         time.sleep(0.05)
     assert [w["name"] for w in _status(home)["workers"]] == ["worker-1", "worker-2"]
+
+
+def test_run_repair_starts_the_replacement_before_the_draining_worker_lets_go(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run --repair``'s repairer, given the run's drain check: the replacement starts on the
+    notice, while the draining worker is still busy (its dispatch loop has not asked yet); when
+    the loop asks, it gets the new worker and the draining one is retired."""
+    from evals.repair import WorkerRepairer
+    from oa_vm import state
+    from oa_vm.drain import DrainWatch
+
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name",
+                      "spot", "-y", home=home)
+    assert created.returncode == 0, created.stderr
+    assert run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", "60s",
+                   home=home).returncode == 0
+    draining = _workers(home)["worker-1"]
+    repairer = WorkerRepairer("spot", draining=DrainWatch("spot", interval_s=0),
+                              watch_interval_s=0.1, timeout_s=DEADLINE_S)
+    try:
+        (Path(draining["workdir"]) / "host-status").write_text(NOTICE, encoding="utf-8")
+        deadline = time.monotonic() + DEADLINE_S
+        while "worker-2" not in {w.name for w in state.load("spot").workers}:
+            assert time.monotonic() < deadline, "no replacement was started"
+            time.sleep(0.05)
+        assert _alive(draining["pid"])  # still there: nobody asked for its replacement yet
+        connection = repairer("worker-1")  # its loop asks once its last task is over
+        assert connection is not None and connection.name == "worker-2"
+        assert _answers(connection.waa_url)
+        assert [w.name for w in state.load("spot").workers] == ["worker-0", "worker-2"]
+        deadline = time.monotonic() + DEADLINE_S
+        while _alive(draining["pid"]):
+            assert time.monotonic() < deadline, "the retired worker's process is still alive"
+            time.sleep(0.05)
+    finally:
+        repairer.close()
