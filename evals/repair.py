@@ -79,7 +79,8 @@ class WorkerRepairer:
 
     def _watch(self) -> None:
         """Start a replacement for every worker under notice, without waiting for it."""
-        from oa_vm import api, fleet
+        from oa_vm import api, fleet, state
+        from oa_vm.drain import DrainNotice, mark_draining
         from oa_vm.state import WorkerState
 
         assert self.draining is not None
@@ -90,12 +91,21 @@ class WorkerRepairer:
                         return
                     record = api.pool_status(self.pool)
                     chain = fleet.replaced_by(record)
-                    noticed = [w.name for w in record.workers
-                               if w.state in (WorkerState.READY, WorkerState.DRAINING)
-                               and w.name not in chain and w.name not in self._noticed
-                               and self.draining(w.name) is not None]
+                    noticed = []
+                    for worker in record.workers:
+                        if (worker.state not in (WorkerState.READY, WorkerState.DRAINING)
+                                or worker.name in chain or worker.name in self._noticed):
+                            continue
+                        notice = self.draining(worker.name)
+                        if isinstance(notice, DrainNotice):
+                            # recorded here, so the repair does not depend on its own refresh
+                            # reading the notice again (over SSH, at most so often)
+                            mark_draining(worker, notice)
+                            noticed.append(worker.name)
                     if not noticed:
                         continue
+                    state.save(record)
+                    # tried once here; if it fails, the worker's loop asks again after its task
                     self._noticed.update(noticed)
                     log.info("starting replacements for draining %s", ", ".join(noticed))
                     # no names: only what is lost or draining is touched, nothing alive is
