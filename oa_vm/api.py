@@ -333,8 +333,12 @@ def wait_pool(
         state.save(record)
         if on_update is not None:
             on_update(record)
+        # A draining worker already replaced (oa_vm.fleet) is not waited for: it is going.
+        wanted = set(workers) if workers is not None else {
+            w.name for w in record.workers
+        } - set(record.provider_data.get("replaced_by") or {})
         lost = [w for w in record.workers if w.state in (WorkerState.LOST, WorkerState.DRAINING)
-                and (workers is None or w.name in workers)]
+                and w.name in wanted]
         if lost:
             details = "; ".join(f"{w.name}: {w.detail or w.phase}" for w in lost)
             raise PoolNotReadyError(
@@ -349,8 +353,7 @@ def wait_pool(
                 f"{len(record.workers)} worker(s) recorded); remove it with "
                 f"'oa-vm pool-cleanup --name {record.name}' and create it again"
             )
-        if all(w.state == WorkerState.READY for w in record.workers
-               if workers is None or w.name in workers):
+        if all(w.state == WorkerState.READY for w in record.workers if w.name in wanted):
             return record
         if time.monotonic() >= deadline:
             stuck = "; ".join(

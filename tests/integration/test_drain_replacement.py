@@ -95,6 +95,9 @@ def test_pool_repair_replaces_a_draining_worker_while_it_still_runs(home: Path) 
         before[n]["pid"] for n in ("worker-0", "worker-2")]
     text = run_cli("oa-vm", "pool-status", "--name", "spot", home=home).stdout
     assert "draining" in text
+    # pool-wait waits for the workers that stay, not for the one that is going
+    waited = run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", "60s", home=home)
+    assert waited.returncode == 0, waited.stderr
 
     # Repairing again while it still runs changes nothing: no second replacement.
     again = _repair(home)
