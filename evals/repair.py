@@ -108,9 +108,9 @@ class WorkerRepairer:
                     # tried once here; if it fails, the worker's loop asks again after its task
                     self._noticed.update(noticed)
                     log.info("starting replacements for draining %s", ", ".join(noticed))
-                    # no names: only what is lost or draining is touched, nothing alive is
-                    # restarted
-                    _, started = fleet.repair_pool(self.pool, wait=False)
+                    # named, and marked draining above: they get new workers beside them (a
+                    # lost worker is left to its own loop, which asks for it when it must)
+                    _, started = fleet.repair_pool(self.pool, workers=noticed, wait=False)
                     now = time.monotonic()
                     for name in started:
                         self._replaced_at[name] = now
