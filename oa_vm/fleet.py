@@ -146,6 +146,7 @@ def pause_pool(
     ops: FleetOps | None = None,
 ) -> PoolRecord:
     """Stop every worker of the pool, keeping its disks; the pool expires ``keep_days`` later.
+    Draining workers that were already replaced are retired first, not paused.
 
     Raises:
         PoolNotReadyError: the pool is being created or removed, or is already paused.
@@ -163,7 +164,10 @@ def pause_pool(
             f"'oa-vm pool-resume --name {record.name}'"
         )
     ops = ops or fleet_ops(record.cloud)
+    going = [w.name for w in record.workers if w.name in replaced_by(record)]
     try:
+        if going:  # replaced draining workers are retired, not kept paused
+            ops.repair(record, progress, going)
         record = ops.pause(record, progress)
     finally:
         state.save(record)

@@ -120,6 +120,16 @@ def test_pool_repair_replaces_a_draining_worker_while_it_still_runs(home: Path) 
     (Path(final["workers"][2]["workdir"]) / "host-status").write_text(NOTICE, encoding="utf-8")
     assert "started worker-4 to replace draining worker-3" in _repair(home)
 
+    # A pause retires the draining worker rather than keep it paused; resume brings back the rest.
+    paused = run_cli("oa-vm", "pool-pause", "--name", "spot", home=home)
+    assert paused.returncode == 0, paused.stderr
+    assert "retired worker-3 (replaced by worker-4)" in paused.stdout
+    resumed = run_cli("oa-vm", "pool-resume", "--name", "spot", "--timeout", "60s", home=home)
+    assert resumed.returncode == 0, resumed.stderr
+    final = _status(home)
+    assert [w["name"] for w in final["workers"]] == ["worker-0", "worker-2", "worker-4"]
+    assert final["state"] == "ready"
+
 
 def test_a_named_draining_worker_with_a_replacement_is_retired_at_once(home: Path) -> None:
     created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name",
