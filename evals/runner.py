@@ -877,8 +877,9 @@ def _per_pool_helpers(
         from evals.repair import WorkerRepairer
 
         repairers = {
+            # given its pool's drain check, it replaces a worker under notice right away
             p.name: WorkerRepairer(p.name, connect_timeout=config.connect_timeout_s,
-                                   read_timeout=config.read_timeout_s)
+                                   read_timeout=config.read_timeout_s, draining=watches[p.name])
             for p in pools
         }
     if len(pools) == 1:
