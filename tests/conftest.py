@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,25 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 WAA_DATA = ROOT.parent / "shared" / "waa"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_oa_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Never the user's ``~/.oa-vm``: a test that sets no home gets one per test process.
+
+    Tests run in parallel processes (pytest-xdist), so a home they would otherwise share is
+    one per process; tests that need their own use :func:`oa_home` (or set ``OA_VM_HOME``).
+    """
+    home = tmp_path_factory.mktemp("session-oa-home")
+    previous = os.environ.get("OA_VM_HOME")
+    os.environ["OA_VM_HOME"] = str(home)
+    try:
+        yield home
+    finally:
+        if previous is None:
+            os.environ.pop("OA_VM_HOME", None)
+        else:
+            os.environ["OA_VM_HOME"] = previous
 
 
 @pytest.fixture
