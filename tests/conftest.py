@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 WAA_DATA = ROOT.parent / "shared" / "waa"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the processes the tests start, however the suite itself was started.
+
+    Tests send SIGINT to the CLIs they start and expect a clean interrupt. A suite started as a
+    background job of a non-interactive shell (``pytest ... &``) inherits SIGINT *ignored*, and
+    so would every process it starts: their Python then installs no KeyboardInterrupt handler
+    and they ignore the test's Ctrl-C (a hang, or a run that finishes instead of stopping). A
+    handled signal is reset to its default in a child, so handling it here fixes the children.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session", autouse=True)
