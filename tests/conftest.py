@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 WAA_DATA = ROOT.parent / "shared" / "waa"
 
+
 def pytest_configure(config: pytest.Config) -> None:
     """Ctrl-C reaches the processes the tests start, however the suite itself was started.
 
