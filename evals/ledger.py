@@ -2,7 +2,9 @@
 
 A task costs the seconds it held a worker (every attempt, failed ones included: the worker was
 billing) times the pool's price per worker-hour, plus the tokens its agent reported, priced by
-:func:`evals.cost.token_cost`.
+:func:`evals.cost.token_cost`. A run over several pools (``run --pool a --pool b``) prices each
+attempt at the hourly price of the pool its worker belongs to (``worker_pools`` and
+``pool_prices``), and each task's cost also says how much of its worker time each pool billed.
 
 The cap (``--max-cost-usd``) is checked before each lease: the spend so far, plus what the tasks
 in flight are expected to cost, plus what the next task is expected to cost, must stay within it.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evals.records import CostRecord
@@ -39,6 +41,8 @@ class _TaskAccount:
     tokens_in: int = 0
     tokens_out: int = 0
     model_usd: float = 0.0
+    # Worker seconds by the pool that billed them (multi-pool runs only; None: the one price).
+    pool_seconds: dict[str | None, float] = field(default_factory=dict)
 
 
 class Ledger:
@@ -46,9 +50,14 @@ class Ledger:
 
     Args:
         price_per_hour: $ per worker-hour (``None``: worker time is free, e.g. an unpriced pool).
+            With several pools, the price that estimates (the cap's reservations) use: give the
+            highest, so the cap is checked against the dearest worker a task could land on.
         cap_usd: The run's cap (``None``: no cap).
         token_pricer: ``(model, tokens_in, tokens_out) -> $``; tokens with no model, or a model
             the pricer does not know, count as $0 and the model is listed in ``unpriced_models``.
+        worker_pools: Worker name -> its pool's name (multi-pool runs); a worker not listed is
+            priced at ``price_per_hour``.
+        pool_prices: Pool name -> $ per worker-hour (``None``: unpriced) for ``worker_pools``.
     """
 
     def __init__(
@@ -56,8 +65,13 @@ class Ledger:
         price_per_hour: float | None,
         cap_usd: float | None = None,
         token_pricer: TokenPricer | None = None,
+        *,
+        worker_pools: Mapping[str, str] | None = None,
+        pool_prices: Mapping[str, float | None] | None = None,
     ) -> None:
         self.price_per_hour = price_per_hour
+        self.worker_pools = dict(worker_pools or {})
+        self.pool_prices = dict(pool_prices or {})
         self.cap_usd = cap_usd
         self._pricer = token_pricer
         self._lock = threading.Lock()
@@ -65,6 +79,7 @@ class Ledger:
         self._reserved: dict[str, float] = {}
         self._carried_usd = 0.0  # spend of tasks finished by an earlier controller (resume)
         self._carried_seconds = 0.0
+        self._carried_pools: dict[str, list[float]] = {}  # pool -> [seconds, $] carried
         self._expected_done = 0.0
         self._actual_done = 0.0
         self._model_usd_done: list[float] = []
@@ -75,9 +90,14 @@ class Ledger:
 
     # --- pricing ------------------------------------------------------------------------------
 
-    def vm_usd(self, seconds: float) -> float:
-        """The price of ``seconds`` of one worker."""
-        return 0.0 if self.price_per_hour is None else seconds * self.price_per_hour / 3600.0
+    def vm_usd(self, seconds: float, pool: str | None = None) -> float:
+        """The price of ``seconds`` of one worker (of ``pool``; default: ``price_per_hour``)."""
+        price = self.price_per_hour if pool is None else self.pool_prices.get(pool)
+        return 0.0 if price is None else seconds * price / 3600.0
+
+    def pool_of(self, worker: str | None) -> str | None:
+        """The pool whose price applies to ``worker`` (None: ``price_per_hour``)."""
+        return None if worker is None else self.worker_pools.get(worker)
 
     def token_usd(self, usage: Mapping[str, Any]) -> float:
         """The price of one step's reported usage."""
@@ -103,11 +123,19 @@ class Ledger:
         task_id: str,
         worker_seconds: float,
         usages: Iterable[Mapping[str, Any] | None],
+        worker: str | None = None,
     ) -> CostRecord:
-        """Add one attempt's worker time and token usage to the task; returns its total so far."""
+        """Add one attempt's worker time and token usage to the task; returns its total so far.
+
+        ``worker`` (the attempt's worker) selects its pool's price in a multi-pool run.
+        """
+        pool = self.pool_of(worker)
         with self._lock:
             account = self._accounts.setdefault(task_id, _TaskAccount())
             account.worker_seconds += max(0.0, worker_seconds)
+            account.pool_seconds[pool] = account.pool_seconds.get(pool, 0.0) + max(
+                0.0, worker_seconds
+            )
             for usage in usages:
                 if not usage:
                     continue
@@ -119,7 +147,17 @@ class Ledger:
             return cost
 
     def _cost(self, account: _TaskAccount) -> CostRecord:
-        vm = self.vm_usd(account.worker_seconds)
+        if not self.worker_pools:
+            # one price (the single-pool path, computed exactly as it always was)
+            vm = self.vm_usd(account.worker_seconds)
+            by_pool: dict[str, dict[str, float]] = {}
+        else:
+            by_pool = {
+                pool or "unassigned": {"worker_seconds": round(seconds, 3),
+                            "vm_usd": round(self.vm_usd(seconds, pool), 6)}
+                for pool, seconds in sorted(account.pool_seconds.items(), key=lambda i: str(i[0]))
+            }
+            vm = sum(self.vm_usd(seconds, pool) for pool, seconds in account.pool_seconds.items())
         return CostRecord(
             worker_seconds=round(account.worker_seconds, 3),
             vm_usd=round(vm, 6),
@@ -127,6 +165,7 @@ class Ledger:
             tokens_out=account.tokens_out,
             model_usd=round(account.model_usd, 6),
             total_usd=round(vm + account.model_usd, 6),
+            by_pool=by_pool,
         )
 
     def task_cost(self, task_id: str) -> CostRecord:
@@ -140,6 +179,12 @@ class Ledger:
             for cost in costs:
                 self._carried_usd += float(cost.get("total_usd", 0.0) or 0.0)
                 self._carried_seconds += float(cost.get("worker_seconds", 0.0) or 0.0)
+                by_pool = cost.get("by_pool")
+                for pool, part in (by_pool.items() if isinstance(by_pool, dict) else ()):
+                    if isinstance(part, dict):
+                        entry = self._carried_pools.setdefault(str(pool), [0.0, 0.0])
+                        entry[0] += float(part.get("worker_seconds", 0.0) or 0.0)
+                        entry[1] += float(part.get("vm_usd", 0.0) or 0.0)
 
     # --- the cap ------------------------------------------------------------------------------
 
@@ -206,7 +251,7 @@ class Ledger:
                 a.worker_seconds for a in self._accounts.values()
             )
             model = sum(a.model_usd for a in self._accounts.values())
-            return {
+            totals: dict[str, Any] = {
                 "price_per_hour": self.price_per_hour,
                 "cap_usd": self.cap_usd,
                 "worker_seconds": round(seconds, 3),
@@ -214,3 +259,22 @@ class Ledger:
                 "model_usd_this_session": round(model, 6),
                 "unpriced_models": sorted(self.unpriced_models),
             }
+            if self.worker_pools:
+                totals["by_pool"] = self._pool_totals_locked()
+            return totals
+
+    def _pool_totals_locked(self) -> dict[str, dict[str, Any]]:
+        """Per pool: its price, the worker time it billed and its $ (earlier sessions included)."""
+        parts = {pool: list(carried) for pool, carried in self._carried_pools.items()}
+        for name in self.pool_prices:
+            parts.setdefault(name, [0.0, 0.0])
+        for account in self._accounts.values():
+            for pool, secs in account.pool_seconds.items():
+                entry = parts.setdefault(pool or "unassigned", [0.0, 0.0])
+                entry[0] += secs
+                entry[1] += self.vm_usd(secs, pool)
+        return {
+            pool: {"price_per_hour": self.pool_prices.get(pool),
+                   "worker_seconds": round(secs, 3), "vm_usd": round(usd, 6)}
+            for pool, (secs, usd) in sorted(parts.items())
+        }

@@ -264,6 +264,7 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         workers.setdefault(name, {"tasks": 0, "errors": 0, "quarantined": False})
         workers[name]["quarantined"] = True
     recorded = {t.task_id for t in items}
+    multi = _by_pool(metadata, records)
     return {
         "run": metadata.get("run", path.name),
         "status": metadata.get("status"),
@@ -271,6 +272,7 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         "answer_visible_agents": list(metadata.get("answer_visible_agents") or []),
         "pool": metadata.get("pool"),
         "price_per_hour": metadata.get("price_per_hour"),
+        **multi,  # by_pool: a multi-pool run's rows (where each task ran)
         **aggregate(items),
         "workers": dict(sorted(workers.items())),
         "quarantined_workers": quarantined,
@@ -280,6 +282,52 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
             1 for r in records for step in r.get("steps") or [] if step.get("rejected")
         ),
     }
+
+
+def _by_pool(metadata: Mapping[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"by_pool": {...}}`` for a run over several pools (``{}`` otherwise): per pool its
+    cloud, price and workers, the tasks that ended on its workers (by status), the worker time
+    it billed (every attempt on it, including those of tasks finished elsewhere) and its cost.
+
+    A task's pool is its final worker's (``<pool>/<worker>``); its model cost counts there.
+    """
+    pools = metadata.get("pools")
+    if not isinstance(pools, list):
+        return {}
+    rows: dict[str, dict[str, Any]] = {}
+    for entry in pools:
+        if not isinstance(entry, dict):
+            continue
+        rows[str(entry.get("name"))] = {
+            "cloud": entry.get("cloud"),
+            "price_per_hour": entry.get("price_per_hour"),
+            "workers": len(entry.get("workers") or []),
+            "tasks": 0, "successes": 0, "failures": 0, "errors": 0,
+            "worker_seconds": 0.0, "vm_usd": 0.0, "model_usd": 0.0,
+        }
+    for record in records:
+        cost = record.get("cost") or {}
+        for name, part in (cost.get("by_pool") or {}).items():
+            if name in rows and isinstance(part, dict):
+                rows[name]["worker_seconds"] += float(part.get("worker_seconds") or 0.0)
+                rows[name]["vm_usd"] += float(part.get("vm_usd") or 0.0)
+        worker = record.get("worker")
+        name = worker.partition("/")[0] if isinstance(worker, str) and "/" in worker else None
+        if name not in rows:
+            continue
+        row = rows[name]
+        row["tasks"] += 1
+        status = record.get("status")
+        key = {"success": "successes", "failure": "failures", "error": "errors"}.get(str(status))
+        if key:
+            row[key] += 1
+        row["model_usd"] += float(cost.get("model_usd") or 0.0)
+    for row in rows.values():
+        row["worker_seconds"] = round(row["worker_seconds"], 3)
+        row["vm_usd"] = round(row["vm_usd"], 6)
+        row["model_usd"] = round(row["model_usd"], 6)
+        row["total_usd"] = round(row["vm_usd"] + row["model_usd"], 6)
+    return {"by_pool": rows}
 
 
 def write_summary(run_dir: Path | str) -> dict[str, Any]:
@@ -436,6 +484,26 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     if by_error:
         rows = [[kind, str(n)] for kind, n in by_error.items()]
         lines += ["", table(["error type", "tasks"], rows)]
+    by_pool = summary.get("by_pool") or {}
+    if by_pool:
+        rows = [
+            [
+                name,
+                str(row.get("cloud")),
+                "n/a" if row.get("price_per_hour") is None else f"{row['price_per_hour']:g}",
+                str(row["workers"]),
+                str(row["tasks"]),
+                str(row["successes"]),
+                str(row["failures"]),
+                str(row["errors"]),
+                f"{float(row['worker_seconds']) / 3600:.3f}",
+                f"${float(row['total_usd']):.4f}",
+            ]
+            for name, row in by_pool.items()
+        ]
+        headers = ["pool", "cloud", "$/hour", "workers", "tasks", "success", "failure",
+                   "errors", "worker-hours", "cost"]
+        lines += ["", table(headers, rows, align="ll" + "r" * 8)]
     quarantined = summary.get("quarantined_workers") or []
     if quarantined:
         lines += ["", f"Quarantined workers: {', '.join(quarantined)}"]
@@ -451,7 +519,8 @@ def _cost_lines(summary: Mapping[str, Any]) -> list[str]:
     cost = summary.get("cost") or {}
     priced = summary.get("price_per_hour") is not None or any(
         cost.get(k) for k in ("vm_usd", "model_usd", "total_usd")
-    )
+    ) or any(row.get("price_per_hour") is not None
+             for row in (summary.get("by_pool") or {}).values())
     if not priced:
         return []
     hours = float(cost.get("worker_seconds", 0.0)) / 3600

@@ -95,6 +95,10 @@ class CostRecord:
     tokens_out: int = 0
     model_usd: float = 0.0
     total_usd: float = 0.0
+    by_pool: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Multi-pool runs: ``{pool: {"worker_seconds", "vm_usd"}}``, what each pool billed (attempts
+    on several pools happen when a task is retried elsewhere). Left out of the JSON when empty, so
+    single-pool records keep their shape."""
 
 
 @dataclass
@@ -151,6 +155,8 @@ class TaskExecution:
         data: dict[str, Any] = _plain(self)
         data["status"] = self.status.value
         data["error_type"] = None if self.error_type is None else self.error_type.value
+        if not self.cost.by_pool:
+            del data["cost"]["by_pool"]  # single-pool records keep their shape
         return data
 
     @classmethod

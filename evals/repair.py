@@ -8,6 +8,13 @@ continues with it, while the other workers carry on.
 
 Repairs are serialised (they update the pool's record) and bounded: a worker is replaced at
 most ``max_repairs`` times in one run, so a worker that keeps failing is dropped in the end.
+
+A *draining* worker (a spot notice) is replaced before it ends: given the run's drain check
+(``draining``), a watcher thread asks the pool for a replacement as soon as a worker is under
+notice (``oa-vm pool-repair``: a new worker under a new name, :mod:`oa_vm.fleet`), while the
+draining worker finishes its task. When that task is over, its dispatch loop asks for its
+replacement: the draining worker is retired and the loop goes on with the new worker, which
+has been starting meanwhile.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 
 from oa_vm.connect import WorkerConnection
@@ -34,6 +42,9 @@ class WorkerRepairer:
         read_timeout: Seconds to wait for a worker's answer.
         max_repairs: Replacements of one worker at most.
         timeout_s: How long to wait for a replacement to become ready.
+        draining: The run's drain check (e.g. :class:`oa_vm.drain.DrainWatch`); given, a
+            thread starts a replacement for each worker under notice right away.
+        watch_interval_s: Seconds between two passes of that thread.
     """
 
     def __init__(
@@ -44,6 +55,8 @@ class WorkerRepairer:
         read_timeout: float = 60.0,
         max_repairs: int = DEFAULT_MAX_REPAIRS,
         timeout_s: float = DEFAULT_REPAIR_TIMEOUT_S,
+        draining: Callable[[str], object | None] | None = None,
+        watch_interval_s: float = 1.0,
     ) -> None:
         self.pool = pool
         self.connect_timeout = connect_timeout
@@ -54,6 +67,69 @@ class WorkerRepairer:
         self._replaced_at: dict[str, float] = {}
         self._lock = threading.Lock()
         self._stack = ExitStack()
+        self.draining = draining
+        self.watch_interval_s = watch_interval_s
+        self._noticed: set[str] = set()
+        self._closed = threading.Event()
+        self._watcher: threading.Thread | None = None
+        if draining is not None:
+            self._watcher = threading.Thread(target=self._watch, name="drain-replacements",
+                                             daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        """Start a replacement for every worker under notice, without waiting for it."""
+        from oa_vm import api, fleet, state
+        from oa_vm.drain import DrainNotice, mark_draining
+        from oa_vm.state import WorkerState
+
+        assert self.draining is not None
+        while not self._closed.wait(self.watch_interval_s):
+            try:
+                with self._lock:  # the record is read and written by repairs too
+                    if self._closed.is_set():
+                        return
+                    record = api.pool_status(self.pool)
+                    chain = fleet.replaced_by(record)
+                    noticed = []
+                    for worker in record.workers:
+                        if (worker.state not in (WorkerState.READY, WorkerState.DRAINING)
+                                or worker.name in chain or worker.name in self._noticed):
+                            continue
+                        notice = self.draining(worker.name)
+                        if isinstance(notice, DrainNotice):
+                            # recorded here, so the repair does not depend on its own refresh
+                            # reading the notice again (over SSH, at most so often)
+                            mark_draining(worker, notice)
+                            noticed.append(worker.name)
+                    if not noticed:
+                        continue
+                    state.save(record)
+                    # tried once here; if it fails, the worker's loop asks again after its task
+                    self._noticed.update(noticed)
+                    log.info("starting replacements for draining %s", ", ".join(noticed))
+                    # named, and marked draining above: they get new workers beside them (a
+                    # lost worker is left to its own loop, which asks for it when it must)
+                    _, started = fleet.repair_pool(self.pool, workers=noticed, wait=False)
+                    now = time.monotonic()
+                    for name in started:
+                        self._replaced_at[name] = now
+            except Exception as exc:  # the run goes on; the loop asks again when it must
+                log.warning("could not start a replacement for a draining worker: %s", exc)
+
+    def _retire_leftovers(self) -> None:
+        """At the end of the run, retire the replaced draining workers still in the pool (their
+        loops ended without asking, e.g. because the queue was empty)."""
+        from oa_vm import api, fleet
+
+        try:
+            record = api.pool_status(self.pool)
+            names = [n for n in fleet.replaced_by(record) if n in self._noticed
+                     and any(w.name == n for w in record.workers)]
+            if names:
+                fleet.repair_pool(self.pool, workers=names, wait=False)
+        except Exception as exc:  # the run's results are what matters here
+            log.warning("could not retire the draining workers: %s", exc)
 
     def __call__(self, worker: str) -> WorkerConnection | None:
         """Replace ``worker`` (and any other lost worker) and connect to it; None on failure."""
@@ -67,23 +143,30 @@ class WorkerRepairer:
                 return None
             self.repairs[worker] = self.repairs.get(worker, 0) + 1
             try:
-                record = self._replace(worker, asked)
+                replaced = self._replace(worker, asked)
             except Exception as exc:  # a failed repair must not end the run
                 log.warning("could not replace worker %s: %s", worker, exc)
                 return None
-            if record is None:
+            if replaced is None:
                 return None
-            return self._connect(record, worker)
+            return self._connect(*replaced)
 
-    def _replace(self, worker: str, asked: float) -> object | None:
-        """The pool's record once ``worker`` was replaced (None if it was not)."""
+    def _replace(self, worker: str, asked: float) -> tuple[object, str] | None:
+        """The pool's record once ``worker`` was replaced, and the name of the worker that now
+        stands for it (itself, or a new worker for a draining one); None if not replaced."""
         from oa_vm import api, fleet
         from oa_vm.state import WorkerState
 
         if self._replaced_at.get(worker, 0.0) > asked:
             # replaced meanwhile, together with another lost worker: just reconnect
-            return api.pool_status(self.pool)
+            return api.pool_status(self.pool), worker
         record = api.pool_status(self.pool)
+        present = {w.name for w in record.workers}
+        if worker not in present:  # retired meanwhile (e.g. by pool-repair): its successor
+            target = fleet.successor(record, worker)
+            if target == worker or target not in present:
+                return None
+            return api.wait_pool(self.pool, timeout_s=self.timeout_s, workers=[target]), target
         names = sorted({worker, *(w.name for w in record.workers
                                   if w.state == WorkerState.LOST)})
         record, replaced = fleet.repair_pool(
@@ -92,10 +175,18 @@ class WorkerRepairer:
         now = time.monotonic()
         for name in replaced:
             self._replaced_at[name] = now
+        target = fleet.successor(record, worker)
+        if target != worker:
+            # A draining worker, replaced under a new name; its last task is over (its loop
+            # asks only then): retire it now rather than when the cloud ends it.
+            if worker in {w.name for w in record.workers}:
+                record, _ = fleet.repair_pool(self.pool, workers=[worker], wait=True,
+                                              timeout_s=self.timeout_s)
+            return record, target
         if worker not in replaced:
             log.warning("worker %s could not be replaced (its instance is still there)", worker)
             return None
-        return record
+        return record, worker
 
     def _connect(self, record: object, worker: str) -> WorkerConnection | None:
         from oa_vm.connect import known_hosts_path, tunnel_target
@@ -125,5 +216,10 @@ class WorkerRepairer:
         return WorkerConnection(worker, waa, scoring, waa_url, scoring_url)
 
     def close(self) -> None:
-        """Close every client and tunnel opened for replacements."""
+        """Stop the drain watcher; close every client and tunnel opened for replacements."""
+        self._closed.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=self.timeout_s)
+            with self._lock:
+                self._retire_leftovers()
         self._stack.close()

@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, TYPE_CHECKING, Any
 
 from evals.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
 from evals.agents import AgentOptions, BenchmarkAgent, agent_factory
@@ -48,7 +48,6 @@ from evals.errors import (
     RunExistsError,
     RunLockedError,
 )
-from evals.failover import FailoverScoring
 from evals.ledger import Ledger, default_token_pricer
 from evals.queue import DEFAULT_MAX_ATTEMPTS, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
 from evals.records import (
@@ -67,8 +66,9 @@ from evals.records import (
 from oa_vm.redact import redact_text
 
 if TYPE_CHECKING:
+    from evals.pools import RunPool
+    from evals.repair import WorkerRepairer
     from oa_vm.connect import WorkerConnection
-    from waa_client import ScoringClient
 
 DEFAULT_TASK_TIMEOUT_S = 600.0
 DEFAULT_QUARANTINE_AFTER = 2
@@ -87,6 +87,9 @@ class RunConfig:
 
     Attributes:
         pool: The pool's name (``None``: the only pool there is).
+        pools: Several pools for one run (``run --pool a --pool b``: one queue, one ledger
+            priced per pool, workers named ``<pool>/<worker>``; :mod:`evals.pools`). Leave
+            ``None`` (or give one name) for a single-pool run; ``pool`` is then the pool.
         selection: The task selection (``all``, an index, ``domain:X``, IDs, ``@file``).
         agent: A built-in agent name or ``module:Class``.
         agent_options: Options of built-in agents (bundles, URL).
@@ -130,6 +133,24 @@ class RunConfig:
     evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
     repair: bool = False  # replace quarantined workers from the pool (evals.repair)
     wait_for_pool_s: float = 0.0
+    pools: list[str] | None = None
+
+    def pool_names(self) -> list[str]:
+        """The pools asked for: ``pools`` if given, else ``[pool]``, else ``[]`` (the only one).
+
+        Raises:
+            InvalidRunInputError: ``pools`` repeats a name, or ``pool`` is not among them.
+        """
+        from evals.pools import check_pool_names
+
+        if not self.pools:
+            return [] if self.pool is None else [self.pool]
+        check_pool_names(self.pools)
+        if self.pool is not None and self.pool not in self.pools:
+            raise InvalidRunInputError(
+                f"pool {self.pool!r} and pools {', '.join(self.pools)} disagree; give pools only"
+            )
+        return list(self.pools)
 
     def validate(self) -> None:
         """Raise :class:`InvalidRunInputError` for values no run can use."""
@@ -160,6 +181,7 @@ class RunConfig:
             problems.append("--tasks is empty; give 'all', an index name, domain:<name> or IDs")
         if problems:
             raise InvalidRunInputError("; ".join(problems))
+        self.pool_names()  # a pool given twice
 
 
 @dataclass(frozen=True)
@@ -602,7 +624,9 @@ class Dispatcher:
             return False
         execution.worker = worker.name
         execution.attempts = lease.attempts
-        execution.cost = self.ledger.charge(task_id, seconds, [s.usage for s in execution.steps])
+        execution.cost = self.ledger.charge(
+            task_id, seconds, [s.usage for s in execution.steps], worker=worker.name
+        )
         execution.previous_attempts = [
             AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
         ]
@@ -745,18 +769,21 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     Nothing is dispatched, and the run folder is not touched, until the options, the agent, the
     pool and every task ID were checked.
 
+    With several pools (``config.pools``) every pool is checked and leased first, the tasks
+    must be the same on all of them, and one dispatcher runs the union of their workers
+    (:mod:`evals.pools`).
+
     Raises:
         InvalidRunInputError: bad options, an unknown agent, a run that exists without
-            ``resume`` (or is missing with it), ``resume`` with another selection or agent, a
-            task the agent cannot play (exit code 2).
-        oa_vm.errors.OaVmError: the pool is unknown or not ready.
+            ``resume`` (or is missing with it), ``resume`` with another selection, agent or
+            set of pools, a task the agent cannot play, a pool given twice, pools that serve
+            different tasks (exit code 2).
+        oa_vm.errors.OaVmError: a pool is unknown, not ready, or held by another run.
         waa_client.errors.CatalogError: unknown or synthetic task IDs (all listed; exit code 2).
         RunLockedError: another process runs this run now.
         KeyboardInterrupt: Ctrl-C; the run is marked ``interrupted`` and can be resumed.
     """
-    from oa_vm import api, state
-    from oa_vm.lease import hold_pool
-    from waa_client.catalog import Catalog
+    from evals.pools import connect_pools, hold_pools, load_ready, select_tasks
 
     config.validate()
     run_name = config.run_name or default_run_name(config.agent)
@@ -770,28 +797,20 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     previous = _check_resume(folder, config) if config.resume else {}
     make_agent = agent_factory(config.agent, config.agent_options)
 
-    pool_name = api.resolve_name(config.pool)
-    record = state.load(pool_name)
-    if record.state in (state.PoolState.CREATING, state.PoolState.DELETING):
-        from oa_vm.errors import PoolNotReadyError
-
-        raise PoolNotReadyError(f"pool {pool_name!r} is {record.state.value}")
-    with hold_pool(pool_name, run_name, wait_s=config.wait_for_pool_s), api.connect(
-        pool_name, connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s
-    ) as workers:
-        record = state.load(pool_name)
-        live = record.cloud != "local"
-        catalog = Catalog.from_scoring(
-            cast("ScoringClient", FailoverScoring([w.scoring for w in workers]))
-        )
-        refs = catalog.select(config.selection, live=live)
+    names = _resolve_pools(folder, config, previous)
+    load_ready(names)  # every pool exists and is usable before any lease is taken
+    with hold_pools(names, run_name, wait_s=config.wait_for_pool_s), connect_pools(
+        names, connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s
+    ) as pools:
+        selected = select_tasks(pools, config.selection)
+        refs = selected.refs
         task_ids = [r.task_id for r in refs]
         if config.resume and list(previous.get("task_ids") or []) != task_ids:
             raise ResumeMismatchError(
                 str(folder.path), "--tasks (the tasks it names now differ)",
                 ",".join(previous.get("task_ids") or []), ",".join(task_ids),
             )
-        tasks = {tid: catalog.load(tid) for tid in task_ids}
+        tasks = selected.tasks
         infos = {
             r.task_id: TaskInfo(r.task_id, r.domain, r.instruction, r.infeasible) for r in refs
         }
@@ -800,9 +819,75 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         probe_agent = make_agent()
         probe_agent.check_tasks(tasks_for_agent(probe_agent, tasks))
         return _run_in_folder(
-            folder, config, record.name, record.cloud, record.price_per_hour,
-            workers, tasks, infos, make_agent, previous, on_event,
+            folder, config, pools, tasks, infos, make_agent, previous, on_event,
         )
+
+
+def _resolve_pools(folder: RunFolder, config: RunConfig, previous: Mapping[str, Any]) -> list[str]:
+    """The run's pool names, resolved (none given: the only pool; resuming a multi-pool run
+    without ``--pool``: its own pools), checked against a resumed run's.
+
+    Raises:
+        ResumeMismatchError: a resumed multi-pool run given other pools (or a single-pool run
+            given several).
+    """
+    from evals.pools import recorded_pool_names
+    from oa_vm import api
+
+    names = config.pool_names()
+    recorded = recorded_pool_names(previous) if config.resume else None
+    if not names and recorded:
+        names = recorded
+    names = [api.resolve_name(n) for n in names] if names else [api.resolve_name(None)]
+    if config.resume:
+        before = recorded or ([str(previous["pool"])] if previous.get("pool") else [])
+        # A single-pool run resumed on one pool keeps today's rule (any pool will do).
+        if (len(before) > 1 or len(names) > 1) and sorted(before) != sorted(names):
+            raise ResumeMismatchError(
+                str(folder.path), "the pools", ", ".join(before), ", ".join(names)
+            )
+    return names
+
+
+def _ledger(pools: list[RunPool], cap_usd: float | None) -> Ledger:
+    """The run's ledger: one pool's price, or each worker priced at its own pool's."""
+    from evals.pools import highest_price
+
+    if len(pools) == 1:
+        return Ledger(pools[0].record.price_per_hour, cap_usd, default_token_pricer())
+    return Ledger(
+        highest_price(pools), cap_usd, default_token_pricer(),
+        worker_pools={w.name: p.name for p in pools for w in p.workers},
+        pool_prices={p.name: p.record.price_per_hour for p in pools},
+    )
+
+
+def _per_pool_helpers(
+    pools: list[RunPool], config: RunConfig
+) -> tuple[list[WorkerRepairer], Callable[[str], WorkerConnection | None] | None,
+           Callable[[str], object | None]]:
+    """The repairers to close, the dispatcher's ``repair`` and ``draining``: each worker is
+    repaired, and watched for drain notices, through its own pool."""
+    from evals.pools import PoolRouter, renamed_connection
+    from oa_vm.drain import DrainWatch
+
+    watches = {p.name: DrainWatch(p.name) for p in pools}
+    repairers: dict[str, WorkerRepairer] = {}
+    if config.repair:
+        from evals.repair import WorkerRepairer
+
+        repairers = {
+            # given its pool's drain check, it replaces a worker under notice right away
+            p.name: WorkerRepairer(p.name, connect_timeout=config.connect_timeout_s,
+                                   read_timeout=config.read_timeout_s, draining=watches[p.name])
+            for p in pools
+        }
+    if len(pools) == 1:
+        name = pools[0].name
+        return list(repairers.values()), repairers.get(name), watches[name]
+    repair = PoolRouter(repairers, renamed_connection) if repairers else None
+    draining: PoolRouter[object] = PoolRouter(watches)
+    return list(repairers.values()), repair, draining
 
 
 def _check_resumable(path: Path) -> None:
@@ -865,10 +950,7 @@ def _open_queue(
 def _run_in_folder(
     folder: RunFolder,
     config: RunConfig,
-    pool: str,
-    cloud: str,
-    price_per_hour: float | None,
-    workers: list[WorkerConnection],
+    pools: list[RunPool],
     tasks: dict[str, dict[str, Any]],
     infos: dict[str, TaskInfo],
     make_agent: Callable[[], BenchmarkAgent],
@@ -876,8 +958,12 @@ def _run_in_folder(
     on_event: EventSink | None,
 ) -> RunResult:
     from evals import metrics
+    from evals.pools import summary_fields
 
     task_ids = list(tasks)
+    workers = [w for p in pools for w in p.workers]
+    first = pools[0].record  # a multi-pool run's pool keys are set from summary_fields below
+    pool, cloud, price_per_hour = first.name, first.cloud, first.price_per_hour
     if not config.resume:
         folder.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -907,6 +993,8 @@ def _run_in_folder(
             "status": RunStatus.RUNNING.value,
             "quarantined_workers": [],
         }
+        if len(pools) > 1:
+            metadata.update(summary_fields(pools))  # pool "a+b", and each pool in "pools"
         if config.resume:
             metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
             earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
@@ -919,7 +1007,7 @@ def _run_in_folder(
             folder.write_metadata(metadata)
             for tid, task in tasks.items():
                 folder.write_task(tid, task)
-            ledger = Ledger(price_per_hour, config.max_cost_usd, default_token_pricer())
+            ledger = _ledger(pools, config.max_cost_usd)
             done = queue.records()
             ledger.carry(r.get("cost") or {} for r in done.values())
             for tid, record in done.items():
@@ -930,14 +1018,7 @@ def _run_in_folder(
                     present = False
                 if not present:
                     folder.write_execution(TaskExecution.from_json(record))
-            from oa_vm.drain import DrainWatch
-
-            repairer = None
-            if config.repair:
-                from evals.repair import WorkerRepairer
-
-                repairer = WorkerRepairer(pool, connect_timeout=config.connect_timeout_s,
-                                          read_timeout=config.read_timeout_s)
+            repairers, repair, draining = _per_pool_helpers(pools, config)
             dispatcher = Dispatcher(
                 folder, queue, ledger, workers, tasks, infos, make_agent,
                 DispatchSettings(
@@ -948,8 +1029,8 @@ def _run_in_folder(
                     evaluate_backoff_s=config.evaluate_backoff_s,
                 ),
                 on_event,
-                repair=repairer,
-                draining=DrainWatch(pool),
+                repair=repair,
+                draining=draining,
             )
             try:
                 outcome = dispatcher.run()
@@ -960,7 +1041,7 @@ def _run_in_folder(
                 )
                 raise
             finally:
-                if repairer is not None:
+                for repairer in repairers:
                     repairer.close()
             quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
             status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED

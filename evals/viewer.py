@@ -468,7 +468,9 @@ def render_run(
     ]
     if summary["not_run"]:
         cards.insert(3, _card("not run", str(summary["not_run"]), sub="budget cap"))
-    if cost.get("total_usd") or summary.get("price_per_hour") is not None:
+    if cost.get("total_usd") or summary.get("price_per_hour") is not None or any(
+        row.get("price_per_hour") is not None for row in (summary.get("by_pool") or {}).values()
+    ):
         cards.append(_card("cost", f"${float(cost['total_usd']):.4f}",
                            sub=f"VM ${float(cost['vm_usd']):.4f} &middot; "
                                f"model ${float(cost['model_usd']):.4f}"))
@@ -489,6 +491,17 @@ def render_run(
         rows = [[badge("not_run" if kind == "budget" else "error"), esc(kind), str(n)]
                 for kind, n in summary["by_error_type"].items()]
         sections += ["<h2>Errors by type</h2>", _small_table(["", "type", "tasks"], rows)]
+    if summary.get("by_pool"):  # a run over several pools: where the tasks ran
+        rows = [
+            [esc(name), esc(row.get("cloud")),
+             "n/a" if row.get("price_per_hour") is None else f"{row['price_per_hour']:g}",
+             str(row["workers"]), str(row["tasks"]), str(row["successes"]),
+             str(row["failures"]), str(row["errors"]), f"${float(row['total_usd']):.4f}"]
+            for name, row in summary["by_pool"].items()
+        ]
+        sections += ["<h2>Pools</h2>", _small_table(
+            ["pool", "cloud", "$/hour", "workers", "tasks", "success", "failure", "errors",
+             "cost"], rows)]
     if summary["workers"]:
         rows = [
             [esc(name), str(w["tasks"]), str(w["errors"]),

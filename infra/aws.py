@@ -223,7 +223,8 @@ class AwsWorkerPool(pulumi.ComponentResource):
         )
         instances: list[aws.ec2.Instance] = []
         building = settings.mode == "build"
-        for index, worker in enumerate(settings.worker_names()):
+        # Each worker's own number picks its subnet: a worker added by a repair moves no other.
+        for index, worker in zip(settings.worker_indexes(), settings.worker_names(), strict=True):
             instance = aws.ec2.Instance(
                 worker,
                 ami=ami.id,

@@ -9,8 +9,9 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
   size, a 160 GB OS disk of the type the size can take (Premium SSD for ``s`` sizes, Standard SSD
   otherwise), a storage data disk (LUN 0) copied from the prepared image's snapshot (an image
   builder gets an empty one), SSH key only, cloud-init as custom data, optionally Spot (eviction
-  Deallocate); and a DevTest Labs schedule ``shutdown-computevm-<vm>`` that deallocates the VM at
-  the pool's expiry time (UTC): the cloud-side kill switch. The schedule is daily, so a pool may
+  Deallocate; ``spot_watch_azure.sh`` marks the worker draining on the eviction notice); and a
+  DevTest Labs schedule ``shutdown-computevm-<vm>`` that deallocates the VM at the pool's expiry
+  time (UTC): the cloud-side kill switch. The schedule is daily, so a pool may
   live at most 24 hours (longer TTLs are refused: the schedule would fire early). Nothing in the
   guest powers the VM off: that would stop it without deallocating it, and a stopped VM still
   bills. The ``Microsoft.DevTestLab`` resource provider must be registered on the subscription
@@ -38,7 +39,7 @@ from pulumi_azure_native import compute, devtestlab, network, resources
 from infra import sizes
 from infra.settings import PoolSettings, SettingsError
 from infra.tags import pool_tags
-from infra.worker import cloud_init
+from infra.worker import cloud_init, units
 
 SSH_USER = "azureuser"
 COMPONENT_TYPE = "oa-vm:azure:WorkerPool"
@@ -53,6 +54,9 @@ HOST_FACTS = cloud_init.HostFacts(
     storage_devices=("/dev/disk/azure/data/by-lun/0", "/dev/disk/azure/scsi1/lun0"),
     size_hint="a D-series v3/v5 size such as Standard_D8s_v5 (security type Standard)",
     guest_poweroff=False,
+    # Spot pools watch Scheduled Events for an eviction (Preempt) and mark the worker draining.
+    spot_notices=True,
+    spot_watch=(units.AZURE_SPOT_WATCH_SCRIPT, units.AZURE_SPOT_WATCH_UNIT),
 )
 UBUNTU_IMAGE: compute.ImageReferenceArgsDict = {
     "publisher": "Canonical",

@@ -94,6 +94,9 @@ class PoolSettings:
     ram_size: str = DEFAULT_RAM_SIZE
     cpu_cores: int = DEFAULT_CPU_CORES
     disk_size: str = DEFAULT_DISK_SIZE
+    indexes: tuple[int, ...] | None = None
+    """The workers' numbers when they are not ``0..workers-1``: a repair that replaces a
+    draining worker adds a new number before the old one is retired (:mod:`oa_vm.fleet`)."""
 
     def validate(self, *, allow_placeholders: bool = False) -> PoolSettings:
         """Check every field; return ``self`` so calls chain.
@@ -111,6 +114,11 @@ class PoolSettings:
             )
         if self.workers < 1:
             raise SettingsError(f"workers must be at least 1, not {self.workers}")
+        if self.indexes is not None and (
+            not self.indexes or len(set(self.indexes)) != len(self.indexes)
+            or min(self.indexes) < 0
+        ):
+            raise SettingsError(f"worker numbers must be distinct and >= 0, not {self.indexes}")
         if self.expires_at.tzinfo is None:
             raise SettingsError("expires_at must be timezone-aware (e.g. UTC)")
         if not self.owner.strip():
@@ -160,9 +168,13 @@ class PoolSettings:
                 out.append(str(ipaddress.ip_network(cidr, strict=False)))
         return out
 
+    def worker_indexes(self) -> list[int]:
+        """The workers' numbers: ``indexes`` if given, else ``0..workers-1``."""
+        return list(self.indexes) if self.indexes is not None else list(range(self.workers))
+
     def worker_names(self) -> list[str]:
         """``<pool>-w0``, ``<pool>-w1``, ...: stable names that resource names derive from."""
-        return [f"{self.name}-w{i}" for i in range(self.workers)]
+        return [f"{self.name}-w{i}" for i in self.worker_indexes()]
 
 
 LICENCE_DAYS = 90

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -306,8 +306,10 @@ def wait_pool(
     *,
     timeout_s: float = 1800.0,
     on_update: Callable[[PoolRecord], None] | None = None,
+    workers: Collection[str] | None = None,
 ) -> PoolRecord:
-    """Follow every worker through its phases until all are ready.
+    """Follow every worker (or only ``workers``, e.g. a repair's replacements) through its
+    phases until all are ready.
 
     Raises:
         PoolNotReadyError: a worker was lost while waiting (its last log line is given).
@@ -320,7 +322,8 @@ def wait_pool(
     while True:
         record = provider.refresh(record)
         for index, worker in enumerate(record.workers):
-            if worker.state in (WorkerState.READY, WorkerState.LOST, WorkerState.STOPPED):
+            if worker.state in (WorkerState.READY, WorkerState.LOST, WorkerState.STOPPED,
+                                WorkerState.DRAINING):  # a notice is final: never "ready" again
                 continue
             phase, ready = provider.worker_phase(record, index)
             worker.phase = phase
@@ -330,8 +333,12 @@ def wait_pool(
         state.save(record)
         if on_update is not None:
             on_update(record)
-        lost = [w for w in record.workers
-                if w.state in (WorkerState.LOST, WorkerState.DRAINING)]
+        # A draining worker already replaced (oa_vm.fleet) is not waited for: it is going.
+        wanted = set(workers) if workers is not None else {
+            w.name for w in record.workers
+        } - set(record.provider_data.get("replaced_by") or {})
+        lost = [w for w in record.workers if w.state in (WorkerState.LOST, WorkerState.DRAINING)
+                and w.name in wanted]
         if lost:
             details = "; ".join(f"{w.name}: {w.detail or w.phase}" for w in lost)
             raise PoolNotReadyError(
@@ -346,7 +353,7 @@ def wait_pool(
                 f"{len(record.workers)} worker(s) recorded); remove it with "
                 f"'oa-vm pool-cleanup --name {record.name}' and create it again"
             )
-        if all(w.state == WorkerState.READY for w in record.workers):
+        if all(w.state == WorkerState.READY for w in record.workers if w.name in wanted):
             return record
         if time.monotonic() >= deadline:
             stuck = "; ".join(

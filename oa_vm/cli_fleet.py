@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from oa_vm import fleet, state
 from oa_vm.api import DEFAULT_TTL_HOURS
 from oa_vm.cli_common import echo as _echo
+from oa_vm.cli_common import err as _err
+from oa_vm.clikit import print_json
 from oa_vm.duration_options import METAVAR, duration
 from oa_vm.durations import format_duration, parse_duration
 from oa_vm.pool_cost import current_paused_per_day
@@ -28,21 +29,16 @@ TimeoutOpt = Annotated[
 NoWaitOpt = Annotated[
     bool, typer.Option("--no-wait", help="Return once the workers are starting.")
 ]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the pool as JSON (progress as plain lines on "
+                                      "stderr).")
+]
 
 
-def _phases() -> tuple[dict[str, str], float]:
-    return {}, time.monotonic()
+def _pool_json(record: PoolRecord, **extra: Any) -> dict[str, Any]:
+    from oa_vm.pool_views import status_json
 
-
-def _shower(seen: dict[str, str], started: float) -> Callable[[PoolRecord], None]:
-    def show(record: PoolRecord) -> None:
-        for worker in record.workers:
-            phase = worker.phase or worker.state.value
-            if seen.get(worker.name) != phase:
-                seen[worker.name] = phase
-                _echo(f"[{format_duration(time.monotonic() - started):>6}] {worker.name}: {phase}")
-
-    return show
+    return {**status_json(record), **extra}
 
 
 def pool_pause(
@@ -70,13 +66,22 @@ def pool_resume(
     ] = DEFAULT_TTL_HOURS,
     timeout: TimeoutOpt = "30m",
     no_wait: NoWaitOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Start a paused pool's workers again and wait until they are ready."""
-    seen, started = _phases()
-    record = fleet.resume_pool(
-        name, ttl_hours=ttl_hours, wait=not no_wait, timeout_s=parse_duration(timeout),
-        progress=_echo, on_update=_shower(seen, started),
-    )
+    from oa_vm.wait_display import wait_display
+
+    started = time.monotonic()
+    timeout_s = parse_duration(timeout)
+    # live on a terminal; plain lines when piped, and on stderr beside --json
+    with wait_display(_err if json_out else _echo, timeout_s, plain=json_out) as view:
+        record = fleet.resume_pool(
+            name, ttl_hours=ttl_hours, wait=not no_wait, timeout_s=timeout_s,
+            progress=view.echo, on_update=view,
+        )
+    if json_out:
+        print_json(_pool_json(record))
+        return
     took = format_duration(time.monotonic() - started)
     verb = "starting" if no_wait else f"ready after {took}"
     _echo(f"Pool {record.name!r} resumed: {len(record.workers)} worker(s) {verb}.")
@@ -85,23 +90,40 @@ def pool_resume(
 def pool_repair(
     name: NameOpt = None,
     worker: Annotated[
-        list[str] | None, typer.Option(help="Local pools: replace this worker even if it "
-                                            "looks alive (repeatable). Default: every lost "
-                                            "worker (cloud: every instance that is gone).")
+        list[str] | None, typer.Option(help="Replace this worker even if it looks alive "
+                                            "(local pools; repeatable); a draining worker "
+                                            "already replaced is retired now. Default: every "
+                                            "lost or draining worker (cloud: every instance "
+                                            "that is gone).")
     ] = None,
     timeout: TimeoutOpt = "30m",
     no_wait: NoWaitOpt = False,
+    json_out: JsonOpt = False,
 ) -> None:
-    """Replace lost workers (killed, terminated, evicted) under the same names."""
-    seen, started = _phases()
-    record, replaced = fleet.repair_pool(
-        name, workers=list(worker or []) or None, wait=not no_wait,
-        timeout_s=parse_duration(timeout), progress=_echo, on_update=_shower(seen, started),
-    )
-    if not replaced:
-        _echo(f"Pool {record.name!r}: no worker is lost; nothing to repair.")
+    """Replace lost workers under the same names, draining ones at once under new names.
+
+    A lost worker (killed, terminated, evicted) is started again under its name. A draining
+    worker (a spot notice) gets a new worker under the next name right away, while it finishes
+    its task; a later repair retires it once the cloud has ended it (or when --worker names it).
+    """
+    from oa_vm.wait_display import wait_display
+
+    timeout_s = parse_duration(timeout)
+    with wait_display(_err if json_out else _echo, timeout_s, plain=json_out) as view:
+        record, replaced = fleet.repair_pool(
+            name, workers=list(worker or []) or None, wait=not no_wait, timeout_s=timeout_s,
+            progress=view.echo, on_update=view,
+        )
+    if json_out:
+        print_json(_pool_json(record, replaced=replaced))
         return
-    _echo(f"Pool {record.name!r}: replaced {', '.join(replaced)}.")
+    if not replaced:
+        _echo(f"Pool {record.name!r}: no worker is lost or newly draining; nothing to repair.")
+        return
+    stands_for = {new: old for old, new in fleet.replaced_by(record).items()}
+    _echo(f"Pool {record.name!r}: replaced " + ", ".join(
+        f"{name} (a new worker for draining {stands_for[name]})" if name in stands_for else name
+        for name in replaced) + ".")
 
 
 def pool_extend(

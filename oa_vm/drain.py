@@ -1,9 +1,10 @@
-"""Draining workers: a worker about to go away (an AWS spot interruption notice) takes no new task.
+"""Draining workers: a worker about to go away (a spot interruption notice) takes no new task.
 
 On an AWS spot worker, ``spot_watch.sh`` (run by ``oa-vm-spot-watch.service``) polls the
 instance metadata and, on the two-minute warning, writes ``state=draining`` with the notice's
-``action`` and ``action_time`` into the host's status file, the one ``pool-wait`` reads. This
-module reads that file back:
+``action`` and ``action_time`` into the host's status file, the one ``pool-wait`` reads. On an
+Azure Spot worker ``spot_watch_azure.sh`` does the same on a Scheduled Events ``Preempt``
+(``action=preempt``, ``action_time`` its ``NotBefore``). This module reads that file back:
 
 - over SSH for workers reached that way, in spot pools only (the same status file and parser
   as ``pool-wait``, :mod:`oa_vm.providers.cloud_wait`);
@@ -19,9 +20,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -102,6 +106,26 @@ def read_status(record: PoolRecord, worker: WorkerRecord, runner: RemoteRunner |
         log.info("could not read %s's status: %s", worker.name, exc)
         return {}
     return cloud_wait.parse_status(result.output)
+
+
+_NOTICE_AT = re.compile(r" at (.+?); no new task$")
+
+
+def notice_time(worker: WorkerRecord) -> datetime | None:
+    """When the cloud ends a draining worker, from its notice (AWS's ISO time, Azure's
+    ``NotBefore``), or None when the notice gives none (e.g. a local worker marked by hand)."""
+    match = _NOTICE_AT.search(worker.detail or "")
+    if worker.state != WorkerState.DRAINING or match is None:
+        return None
+    text = match.group(1)
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)  # "Mon, 19 Sep 2016 18:29:47 GMT"
+        except (TypeError, ValueError):
+            return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
 def mark_draining(worker: WorkerRecord, notice: DrainNotice) -> None:

@@ -6,7 +6,16 @@
   and ``pool-cleanup --expired`` removes them, unless ``pool-extend`` moves the expiry.
 - **resume** starts the workers again and waits for them (a warm start: the image and the
   Windows disk are already there).
-- **repair** replaces lost workers (terminated, evicted, killed) under the same names.
+- **repair** replaces lost workers (terminated, evicted, killed) under the same names. A worker
+  that is *draining* (a spot notice: the cloud ends it soon) is replaced at once, before it ends,
+  by a new worker under a new name (the next number: ``worker-3``, ``<pool>-w3``), because the
+  old name is still in use (its process or instance, its folder or cloud resources); the
+  draining worker keeps finishing its current task. A later repair *retires* it (stops it,
+  removes it from the pool's record, and on a cloud from the program, which deletes what is
+  left of it) once it has ended (lost), once its notice's time is past (an evicted Azure VM is
+  deallocated, not deleted, so it never shows as lost), or when it is named (``run --repair``
+  names it once its last task has finished). ``provider_data["replaced_by"]`` keeps who
+  replaced whom.
 - **extend** moves the expiry of a pool, paused or not.
 
 Like :mod:`oa_vm.api`, every function returns records and raises :mod:`oa_vm.errors`; nothing
@@ -18,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from oa_vm import api, state
@@ -137,6 +146,7 @@ def pause_pool(
     ops: FleetOps | None = None,
 ) -> PoolRecord:
     """Stop every worker of the pool, keeping its disks; the pool expires ``keep_days`` later.
+    Draining workers that were already replaced are retired first, not paused.
 
     Raises:
         PoolNotReadyError: the pool is being created or removed, or is already paused.
@@ -154,7 +164,10 @@ def pause_pool(
             f"'oa-vm pool-resume --name {record.name}'"
         )
     ops = ops or fleet_ops(record.cloud)
+    going = [w.name for w in record.workers if w.name in replaced_by(record)]
     try:
+        if going:  # replaced draining workers are retired, not kept paused
+            ops.repair(record, progress, going)
         record = ops.pause(record, progress)
     finally:
         state.save(record)
@@ -217,6 +230,75 @@ def lost_workers(record: PoolRecord) -> list[str]:
     return [w.name for w in record.workers if w.state == WorkerState.LOST]
 
 
+REPLACED_BY = "replaced_by"
+"""``provider_data`` key: {draining worker: the worker started to replace it} (kept after the
+draining one is retired, so that a name is never given twice)."""
+NOTICE_GRACE_S = 120.0
+"""How long after its notice's time a draining worker is taken as ended by the cloud."""
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+
+
+def replaced_by(record: PoolRecord) -> dict[str, str]:
+    """Who replaced whom: {draining worker: its replacement}."""
+    value = record.provider_data.get(REPLACED_BY) or {}
+    return {str(k): str(v) for k, v in dict(value).items()}
+
+
+def successor(record: PoolRecord, name: str) -> str:
+    """The worker now standing for ``name``: ``name`` itself unless it was replaced (the
+    chain is followed: a replacement may be replaced in turn)."""
+    chain = replaced_by(record)
+    seen = {name}
+    while name in chain and chain[name] not in seen:
+        name = chain[name]
+        seen.add(name)
+    return name
+
+
+def next_worker_name(record: PoolRecord) -> str:
+    """A name no worker of the pool had yet: its numbered names' next number (``worker-3``
+    after ``worker-0..2``, ``<pool>-w3`` on a cloud)."""
+    names = [w.name for w in record.workers]
+    history = replaced_by(record)
+    numbered = [m for m in (_NUMBERED.match(n) for n in [*names, *history, *history.values()])
+                if m is not None]
+    if not numbered:
+        raise InvalidInputError(f"pool {record.name!r} has no numbered worker to follow")
+    prefix = numbered[0].group(1)
+    return f"{prefix}{max(int(m.group(2)) for m in numbered) + 1}"
+
+
+def add_replacement(record: PoolRecord, draining: str, new: str) -> None:
+    """Record that ``new`` was started to replace the draining worker ``draining``."""
+    record.provider_data[REPLACED_BY] = {**replaced_by(record), draining: new}
+
+
+def to_retire(record: PoolRecord, names: list[str] | None,
+              now: datetime | None = None) -> list[str]:
+    """Replaced draining workers that can go now: ended (lost), past their notice's time
+    (plus :data:`NOTICE_GRACE_S`), or named in ``names``."""
+    from oa_vm.drain import notice_time
+
+    now = now or state.utcnow()
+    chain = replaced_by(record)
+    out = []
+    for worker in record.workers:
+        if worker.name not in chain:
+            continue
+        when = notice_time(worker)
+        if (worker.state == WorkerState.LOST or (names is not None and worker.name in names)
+                or (when is not None and now > when + timedelta(seconds=NOTICE_GRACE_S))):
+            out.append(worker.name)
+    return out
+
+
+def needs_replacement(record: PoolRecord) -> list[str]:
+    """Draining workers that have no replacement yet."""
+    chain = replaced_by(record)
+    return [w.name for w in record.workers
+            if w.state == WorkerState.DRAINING and w.name not in chain]
+
+
 def repair_pool(
     name: str | None,
     *,
@@ -227,9 +309,13 @@ def repair_pool(
     on_update: Callable[[PoolRecord], None] | None = None,
     ops: FleetOps | None = None,
 ) -> tuple[PoolRecord, list[str]]:
-    """Replace the pool's lost workers (or the named ``workers``) under the same names.
+    """Replace the pool's lost workers (or the named ``workers``) under the same names; start a
+    replacement under a new name for each draining worker, and retire the replaced draining
+    workers that can go (see the module docstring).
 
-    Returns the record and the names replaced (empty when nothing was lost).
+    Returns the record and the names of the workers started (recreated or new; empty when
+    nothing was lost or draining). With ``wait``, waits for those (and for the replacements of
+    the named workers) to be ready, not for the rest of the pool.
 
     Raises:
         InvalidInputError: a named worker is not in the pool.
@@ -255,9 +341,16 @@ def repair_pool(
         replaced = ops.repair(record, progress, list(workers) if workers else None)
     finally:
         state.save(record)
-    if not replaced or not wait:
+    present = {w.name: w for w in record.workers}
+    targets = sorted(
+        name for name in {*replaced, *(successor(record, w) for w in workers or [])}
+        if name in present and present[name].state != WorkerState.READY
+    )
+    if not targets or not wait:
         return record, replaced
-    return api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update), replaced
+    record = api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update,
+                           workers=targets)
+    return record, replaced
 
 
 def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:

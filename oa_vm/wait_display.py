@@ -1,9 +1,14 @@
-"""What ``oa-vm pool-wait`` shows while workers start.
+"""What ``oa-vm pool-wait``, ``pool-resume`` and ``pool-repair`` show while workers start.
 
 On a terminal a live table redrawn in place with ``rich`` (imported only then): how many workers
 are ready, time elapsed and left before the timeout, and per worker its state, its phase, the
-time spent in that phase and its last log line. Anywhere else (a pipe, a log, CI) the plain
-heartbeat lines of :class:`oa_vm.pool_options.Heartbeat`, and no terminal control code.
+time spent in that phase and its last log line. Anywhere else (a pipe, a log, CI, or beside
+``--json``) the plain heartbeat lines of :class:`oa_vm.pool_options.Heartbeat`, and no terminal
+control code.
+
+Both views also take the command's own progress lines (``view.echo``: "replaced worker-1",
+"az vm start 3 VM(s)"...): the live display prints them above the table, so that they neither
+tear the redrawn table nor get lost.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oa_vm.durations import format_duration
 
@@ -22,6 +27,17 @@ if TYPE_CHECKING:
     from oa_vm.state import PoolRecord
 
 REFRESHES_PER_SECOND = 2
+
+
+class WaitView(Protocol):
+    """What a wait shows: each pass's pool state (``view(record)``) and progress lines."""
+
+    echo: Callable[[str], None]
+    """Shows one progress line of the command."""
+
+    def __call__(self, record: PoolRecord) -> None:
+        """Take the pool's new state (called by the wait after every pass)."""
+        ...
 
 
 class LiveWait:
@@ -42,6 +58,11 @@ class LiveWait:
             redirect_stderr=False,
         )
         self._live.start()
+        self.echo: Callable[[str], None] = self._print
+
+    def _print(self, line: str) -> None:
+        """A progress line, printed above the live table (which is then drawn again)."""
+        self._live.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def __call__(self, record: PoolRecord) -> None:
         """Take the pool's new state (called by the wait after every pass)."""
@@ -100,11 +121,12 @@ def wants_live() -> bool:
 
 @contextmanager
 def wait_display(
-    echo: Callable[[str], None], timeout_s: float
-) -> Iterator[Callable[[PoolRecord], None]]:
+    echo: Callable[[str], None], timeout_s: float, *, plain: bool = False
+) -> Iterator[WaitView]:
     """The ``on_update`` callback for :func:`oa_vm.api.wait_pool`: live on a terminal, the
-    plain heartbeat otherwise; a live display is closed (its last state kept) on the way out."""
-    if not wants_live():
+    plain heartbeat (through ``echo``) otherwise or when ``plain`` (``--json``); a live display
+    is closed (its last state kept) on the way out."""
+    if plain or not wants_live():
         from oa_vm.pool_options import Heartbeat
 
         yield Heartbeat(echo)

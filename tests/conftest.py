@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +11,38 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 WAA_DATA = ROOT.parent / "shared" / "waa"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the processes the tests start, however the suite itself was started.
+
+    Tests send SIGINT to the CLIs they start and expect a clean interrupt. A suite started as a
+    background job of a non-interactive shell (``pytest ... &``) inherits SIGINT *ignored*, and
+    so would every process it starts: their Python then installs no KeyboardInterrupt handler
+    and they ignore the test's Ctrl-C (a hang, or a run that finishes instead of stopping). A
+    handled signal is reset to its default in a child, so handling it here fixes the children.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_oa_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Never the user's ``~/.oa-vm``: a test that sets no home gets one per test process.
+
+    Tests run in parallel processes (pytest-xdist), so a home they would otherwise share is
+    one per process; tests that need their own use :func:`oa_home` (or set ``OA_VM_HOME``).
+    """
+    home = tmp_path_factory.mktemp("session-oa-home")
+    previous = os.environ.get("OA_VM_HOME")
+    os.environ["OA_VM_HOME"] = str(home)
+    try:
+        yield home
+    finally:
+        if previous is None:
+            os.environ.pop("OA_VM_HOME", None)
+        else:
+            os.environ["OA_VM_HOME"] = previous
 
 
 @pytest.fixture

@@ -245,8 +245,12 @@ def build_config(
     read_timeout: float,
     step_pause: float,
     agent_args: list[str] | None = None,
+    pools: list[str] | None = None,
 ) -> RunConfig:
-    """The :class:`evals.runner.RunConfig` for command-line options (checked)."""
+    """The :class:`evals.runner.RunConfig` for command-line options (checked).
+
+    ``pools``: several ``--pool`` options (one run over several pools); one is ``pool``.
+    """
     from evals.agents import AgentOptions
     from evals.runner import RunConfig, default_run_name
 
@@ -270,6 +274,7 @@ def build_config(
         results_dir=results_dir,
         read_timeout_s=read_timeout,
         step_pause_s=step_pause,
+        pools=pools,
     )
     config.validate()
     return config
@@ -342,8 +347,9 @@ def run(
     tasks: TasksOpt,
     agent: AgentOpt,
     pool: Annotated[
-        str | None,
-        typer.Option("--pool", "-n", help="The pool's name (default: the only pool)."),
+        list[str] | None,
+        typer.Option("--pool", "-n", help="The pool's name (default: the only pool); repeat it "
+                     "to run over several pools (--pool a --pool b)."),
     ] = None,
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,
@@ -366,8 +372,10 @@ def run(
     wait_for_pool: WaitForPoolOpt = None,
 ) -> None:
     """Run tasks on an existing pool; every task gets one final record in the run folder."""
+    several = pool is not None and len(pool) > 1
     config = build_config(
-        pool=pool, tasks=tasks, agent=agent, max_steps=max_steps, run_name=run_name,
+        pool=None if several or not pool else pool[0], pools=pool if several else None,
+        tasks=tasks, agent=agent, max_steps=max_steps, run_name=run_name,
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,

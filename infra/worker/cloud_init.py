@@ -83,7 +83,9 @@ class HostFacts:
         guest_poweroff: arm the guest-side expiry timer (AWS: power-off terminates; never on
             Azure, where it would stop the VM without deallocating it).
         spot_notices: on a spot pool, watch the instance metadata for interruption notices
-            (AWS's two-minute warning, ``spot_watch.sh``) and mark the worker draining.
+            and mark the worker draining.
+        spot_watch: the watcher's script and its unit: AWS's two-minute warning
+            (``spot_watch.sh``) by default, Azure's Scheduled Events (``spot_watch_azure.sh``).
     """
 
     ssh_user: str
@@ -91,6 +93,7 @@ class HostFacts:
     size_hint: str
     guest_poweroff: bool
     spot_notices: bool = False
+    spot_watch: tuple[str, str] = (units.SPOT_WATCH_SCRIPT, units.SPOT_WATCH_UNIT)
 
 
 class _Literal(str):
@@ -149,12 +152,11 @@ def cloud_config(
         write_files.append(_file(f"{units.UNIT_DIR}/{unit}", units.read(unit)))
     runcmd: list[list[str]] = [["systemctl", "daemon-reload"]]
     if settings.spot and facts.spot_notices:
-        write_files.append(_file(f"{ship}/{units.SPOT_WATCH_SCRIPT}",
-                                 units.read(units.SPOT_WATCH_SCRIPT), "0755"))
-        write_files.append(_file(f"{units.UNIT_DIR}/{units.SPOT_WATCH_UNIT}",
-                                 units.read(units.SPOT_WATCH_UNIT)))
+        script, unit = facts.spot_watch
+        write_files.append(_file(f"{ship}/{script}", units.read(script), "0755"))
+        write_files.append(_file(f"{units.UNIT_DIR}/{unit}", units.read(unit)))
         # Watching from the first minute: a notice may come while the host is still booting.
-        runcmd.append(["systemctl", "enable", "--now", units.SPOT_WATCH_UNIT])
+        runcmd.append(["systemctl", "enable", "--now", unit])
     if facts.guest_poweroff:
         timer, expiry_service = units.expiry_units(settings.expires_at)
         write_files.append(_file(f"{units.UNIT_DIR}/oa-vm-expiry.timer", timer))

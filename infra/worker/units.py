@@ -17,6 +17,9 @@ Layout on the host:
 - ``oa-vm-spot-watch.service`` (AWS spot workers only): runs ``spot_watch.sh``, which polls the
   instance metadata (IMDSv2) for a spot interruption notice and marks the worker ``draining`` in
   the status file, so the controller gives it no new task.
+- ``oa-vm-spot-watch-azure.service`` (Azure Spot workers only): the same for Azure, with
+  ``spot_watch_azure.sh`` polling Scheduled Events for a ``Preempt`` (eviction) of this VM. Two
+  scripts rather than one with both: AWS's user data has little room to spare.
 - ``oa-vm-expiry.timer`` (AWS only): powers the host off at the pool's expiry; the instance's
   shutdown behaviour ``terminate`` then ends it. It backs up the cloud-side schedule that
   terminates the instance even when the guest hangs. Azure has no such timer: a power-off from
@@ -49,11 +52,14 @@ DOCKERFILE = "waa-image/Dockerfile"
 SPOT_WATCH_SCRIPT = "spot_watch.sh"
 """Shipped to AWS spot workers only (with :data:`SPOT_WATCH_UNIT`)."""
 SPOT_WATCH_UNIT = "oa-vm-spot-watch.service"
+AZURE_SPOT_WATCH_SCRIPT = "spot_watch_azure.sh"
+"""Shipped to Azure Spot workers only (with :data:`AZURE_SPOT_WATCH_UNIT`)."""
+AZURE_SPOT_WATCH_UNIT = "oa-vm-spot-watch-azure.service"
 
 
 def read(name: str) -> str:
     """A shipped file of this package, by its path relative to ``infra/worker``."""
-    if name in STATIC_UNITS or name == SPOT_WATCH_UNIT:
+    if name in STATIC_UNITS or name in (SPOT_WATCH_UNIT, AZURE_SPOT_WATCH_UNIT):
         return (WORKER_DIR / "systemd" / name).read_text(encoding="utf-8")
     return (WORKER_DIR / name).read_text(encoding="utf-8")
 

@@ -6,7 +6,14 @@
   starts the VMs itself through a :class:`PowerControl` (by default the ``az`` CLI); the stack
   is left as it is.
 - **repair** (both): the program runs again; Pulumi recreates what the cloud removed (a
-  terminated, evicted or interrupted instance) under the same name, from the same image.
+  terminated, evicted or interrupted instance) under the same name, from the same image. A
+  *draining* worker (a spot notice) is not waited for: the program gets one more worker, under
+  the next number (``<pool>-w3``), at once, while the draining one finishes its task. The
+  workers' numbers are then kept in ``settings["worker_indexes"]`` (the program's
+  ``PoolSettings.indexes``), so no other worker moves. A later repair retires the draining
+  worker (its number leaves the program, and Pulumi deletes what is left of it: a terminated
+  AWS instance's record, an evicted and deallocated Azure VM with its disks, address and
+  schedule) once the refresh finds it gone, its notice's time has passed, or it is named.
 
 The program's settings are rebuilt from the record. The expiry the instances were created with
 is kept (``provider_data["program_expires_at"]``): it is part of cloud-init, and a changed
@@ -17,6 +24,8 @@ by cloud-init for that original expiry, so a pool resumed after it powers itself
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +36,7 @@ from oa_vm.errors import ProviderUnavailableError, ProvisioningError
 from oa_vm.providers.base import PoolSpec, Progress
 from oa_vm.providers.pulumi_driver import EngineError
 from oa_vm.providers.pulumi_provider import PulumiCloudProvider
-from oa_vm.state import PoolRecord, SshEndpoint, WorkerState
+from oa_vm.state import PoolRecord, SshEndpoint, WorkerRecord, WorkerState
 
 AZ_TIMEOUT_S = 1800.0
 
@@ -110,6 +119,11 @@ class CloudFleetOps:
             spec, region, public_key, list(spec.allow_cidrs), plan=False,
             image_id=image.get("cloud_id") or None, disk_gb=settings.get("disk_gb"),
         )
+        indexes = settings.get("worker_indexes")
+        if indexes:  # a repair added or retired workers: these numbers, no other
+            program_settings = dataclasses.replace(
+                program_settings, workers=len(indexes), indexes=tuple(int(i) for i in indexes)
+            )
         module = self.provider._program_module()
         cloud = record.cloud
 
@@ -189,28 +203,75 @@ class CloudFleetOps:
         return names
 
     def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
-        """Run the program again: what the cloud removed is recreated under the same names.
+        """Run the program again: what the cloud removed is recreated under the same names, a
+        draining worker gets a new worker beside it, and replaced draining workers that can go
+        are retired (see the module docstring). Returns the workers started.
 
         A named worker whose instance still exists is not replaced (the program recreates only
-        what is gone); it is left out of the names returned. A spot worker terminated after its
-        interruption notice is found gone by the refresh, hence lost, and replaced.
+        what is gone); it is left out of the names returned, unless it is a replaced draining
+        worker, which is then retired.
         """
+        from oa_vm import fleet
+
         record = self.provider.refresh(record)
-        lost = [w.name for w in record.workers if w.state == WorkerState.LOST]
+        chain = fleet.replaced_by(record)
+        retire = fleet.to_retire(record, names)
+        lost = [w.name for w in record.workers
+                if w.state == WorkerState.LOST and w.name not in chain]
+        draining = fleet.needs_replacement(record)
         for worker in record.workers:
-            if worker.state == WorkerState.DRAINING:
-                # A spot worker under notice still has its instance: the cloud ends it at the
-                # notice's time, the refresh then finds it gone (LOST) and it is replaced.
-                progress(f"{worker.name} is draining ({worker.detail}); it is replaced once "
-                         "the cloud has ended it: run pool-repair again then")
-        if not lost:
+            if worker.name in chain and worker.name not in retire:
+                progress(f"{worker.name} is draining ({worker.detail}); {chain[worker.name]} "
+                         "replaces it; it is retired once the cloud has ended it")
+        if not (lost or retire or draining):
             return []
+        for name in retire:
+            record.workers = [w for w in record.workers if w.name != name]
+            progress(f"retiring {name} (replaced by {fleet.successor(record, name)})")
+        new: list[str] = []
+        for name in draining:
+            new_name = fleet.next_worker_name(record)
+            fleet.add_replacement(record, name, new_name)
+            new.append(new_name)
+            progress(f"starting {new_name} to replace draining {name}")
+        record.settings["worker_indexes"] = sorted(
+            _number(n) for n in [*(w.name for w in record.workers), *new]
+        )
         paused = False if record.cloud == "aws" and record.provider_data.get("pauses") else None
-        changed = self._update_workers(record, self._run_program(record, progress, paused=paused))
-        replaced = sorted(set(lost) | set(changed))
+        outputs = self._run_program(record, progress, paused=paused)
+        self._add_workers(record, outputs, new)
+        changed = self._update_workers(record, outputs)
+        replaced = sorted(set(lost) | (set(changed) - set(new)))
         self._mark(record, replaced, WorkerState.BOOTING, "recreated")
+        self._mark(record, new, WorkerState.BOOTING, "created")
         record.state = state.derive_pool_state(record.workers)
-        return replaced
+        return replaced + new
+
+    def _add_workers(self, record: PoolRecord, outputs: dict[str, Any], new: list[str]) -> None:
+        """Records for the workers the program just created (``new``), as a create makes them."""
+        from oa_vm import sshkeys
+
+        key_path = next((w.ssh.key_path for w in record.workers if w.ssh is not None), None)
+        key = key_path or str(sshkeys.ensure_pool_key(record.name)[0])
+        by_name = {str(w["name"]): w for w in outputs.get("workers") or []}
+        for name in new:
+            out = by_name.get(name)
+            if out is None:
+                raise ProvisioningError(f"pool {record.name!r}: the update made no {name}")
+            record.workers.append(WorkerRecord(
+                name=name, state=WorkerState.BOOTING, host=str(out["public_ip"]),
+                ssh=SshEndpoint(host=str(out["public_ip"]), port=22, user=str(out["ssh_user"]),
+                                key_path=key),
+                provider_id=str(out["instance_id"]), phase="created",
+            ))
+
+
+def _number(name: str) -> int:
+    """A cloud worker's number: 3 for ``<pool>-w3``."""
+    match = re.search(r"(\d+)$", name)
+    if match is None:
+        raise ProvisioningError(f"worker {name!r} has no number")
+    return int(match.group(1))
 
 
 def fleet_ops_for(provider: PulumiCloudProvider) -> Callable[[], CloudFleetOps]:

@@ -267,14 +267,89 @@ def resume(provider: LocalProvider, record: PoolRecord, progress: Progress) -> l
     )
 
 
+def _read_notices(record: PoolRecord) -> None:
+    """Ready workers whose ``host-status`` says draining become ``DRAINING`` (the local seam of
+    a spot notice, :mod:`oa_vm.drain`)."""
+    from oa_vm.drain import mark_draining, notice_from_status, read_status
+
+    for worker in record.workers:
+        if worker.state == WorkerState.READY and worker.ssh is None:
+            notice = notice_from_status(read_status(record, worker))
+            if notice is not None:
+                mark_draining(worker, notice)
+
+
+def _retire(provider: LocalProvider, record: PoolRecord, names: list[str],
+            progress: Progress) -> None:
+    """Stop replaced draining workers and remove them from the record (their folders stay
+    until ``pool-cleanup``)."""
+    from oa_vm import fleet
+
+    for name in names:
+        worker = next(w for w in record.workers if w.name == name)
+        if worker.pid is not None and provider._is_ours(worker):
+            provider._stop(worker)
+        record.workers.remove(worker)
+        progress(f"retired {name} (replaced by {fleet.successor(record, name)})")
+
+
+def _start_replacement(record: PoolRecord, draining: WorkerRecord, faults: dict[str, str],
+                       tasks_dir: str | None, progress: Progress) -> WorkerRecord:
+    """A new worker (next number, its own folder and process) for a draining one, which is left
+    running."""
+    from oa_vm import fleet
+
+    name = fleet.next_worker_name(record)
+    pool_dir = state.pool_dir(record.name)
+    new = WorkerRecord(name=name, workdir=str(pool_dir / "workers" / name),
+                       log_path=str(pool_dir / "logs" / f"{name}.log"), host="127.0.0.1",
+                       ssh=draining.ssh)
+    launch_unit([new], faults, tasks_dir)
+    record.workers.append(new)
+    fleet.add_replacement(record, draining.name, name)
+    progress(f"started {name} to replace draining {draining.name} (pid {new.pid})")
+    return new
+
+
 def repair(provider: LocalProvider, record: PoolRecord, progress: Progress,
            names: list[str] | None = None) -> list[str]:
-    """Restart the processes of lost workers (or of ``names``); returns the workers started."""
+    """Repair the pool; returns the workers started (restarted under their names, or new).
+
+    - a lost worker (or one in ``names``) has its process restarted under its name;
+    - a draining worker (its ``host-status`` says so) gets a replacement under a new name
+      while it keeps running; once replaced, it is retired when its process ended or it is
+      named (see :mod:`oa_vm.fleet`).
+
+    Pools of several workers per process restart a draining worker's process instead (one
+    slot of a process cannot be stopped alone).
+    """
+    from oa_vm import fleet
+
     provider.refresh(record)
+    _read_notices(record)
+    if any(len(unit) > 1 for unit in units(record)):
+        def wanted(unit: list[WorkerRecord]) -> bool:
+            if names is not None:
+                return any(w.name in names for w in unit)
+            return any(w.state in (WorkerState.LOST, WorkerState.DRAINING) for w in unit)
+
+        return _restart(provider, record, wanted, progress, "replaced")
+
+    _retire(provider, record, fleet.to_retire(record, names), progress)
+    faults = dict(record.settings.get("faults") or {})
+    tasks_dir = record.settings.get("tasks_dir")
+    chain = fleet.replaced_by(record)
 
     def lost(unit: list[WorkerRecord]) -> bool:
-        if names is not None:
-            return any(w.name in names for w in unit)
-        return any(w.state in (WorkerState.LOST, WorkerState.DRAINING) for w in unit)
+        worker = unit[0]
+        if worker.state == WorkerState.DRAINING or worker.name in chain:
+            return False  # replaced under a new name instead, or retired above
+        return worker.state == WorkerState.LOST or (names is not None and worker.name in names)
 
-    return _restart(provider, record, lost, progress, "replaced")
+    started = _restart(provider, record, lost, progress, "replaced")
+    new = [_start_replacement(record, record_worker, faults, tasks_dir, progress)
+           for record_worker in [w for w in record.workers
+                                 if w.name in fleet.needs_replacement(record)]]
+    await_units(provider, [[w] for w in new], progress)
+    record.state = state.derive_pool_state(record.workers)
+    return started + [w.name for w in new]

@@ -457,14 +457,14 @@ class PulumiCloudProvider:
             if gone and worker.state != WorkerState.STOPPED:
                 worker.state = WorkerState.LOST
                 worker.detail = "the instance no longer exists (expired, evicted or removed)"
-        if record.cloud == "aws" and record.settings.get("spot"):
+        if record.settings.get("spot"):  # AWS's and Azure's watchers write the same status
             self._read_drain_notices(record)
         record.state = state.derive_pool_state(record.workers)
         return record
 
     def _read_drain_notices(self, record: PoolRecord) -> None:
         """Ready spot workers whose host reports an interruption notice become ``DRAINING``
-        (read over SSH from the status file ``spot_watch.sh`` writes; see :mod:`oa_vm.drain`)."""
+        (read over SSH from the status file the spot watcher writes; see :mod:`oa_vm.drain`)."""
         from oa_vm.drain import mark_draining, notice_from_status, read_status
 
         for worker in record.workers:

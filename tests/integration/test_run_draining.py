@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psutil
 import pytest
 
 from oa_vm import api, state
@@ -92,11 +93,11 @@ def test_a_draining_worker_finishes_its_task_and_takes_no_new_one(
     assert_summary_matches(run_dir, records)
 
 
-def test_with_repair_a_draining_worker_is_replaced_and_goes_back_to_work(
+def test_with_repair_a_draining_worker_is_replaced_by_a_new_worker_that_takes_tasks(
     home: Path, tmp_path: Path, controllers: list[Controller]
 ) -> None:
-    # Made by the CLI, as a user would: the replacement stops the draining worker's process,
-    # which must not be a child of this test (it would stay a zombie nobody here reaps).
+    # Made by the CLI, as a user would: retiring the draining worker stops its process, which
+    # must not be a child of this test (it would stay a zombie nobody here reaps).
     made = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "3",
                    "--name", "healspot", "-y", home=home)
     assert made.returncode == 0, made.stderr
@@ -111,14 +112,25 @@ def test_with_repair_a_draining_worker_is_replaced_and_goes_back_to_work(
     controllers.append(run)
     run_dir = results / "replaced"
     wait_for_records(run_dir, 3, run)
-    status_file.write_text(NOTICE, encoding="utf-8")
+    # due in an hour: the worker is still there, finishing its task, when its successor starts
+    when = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    status_file.write_text(NOTICE.replace("2026-11-30T22:02:00Z", when), encoding="utf-8")
+    noticed = datetime.now().astimezone()
     assert run.wait() == 0, run.output()
 
     records = read_records(run_dir)
-    assert len(records) == LOCAL_TASKS
+    assert len(records) == LOCAL_TASKS  # every task, exactly one final record each
     assert {r["status"] for r in records.values()} == {"success"}, run.output()
     assert "worker worker-1 replaced from the pool" in run.output(), run.output()
-    after = next(w for w in state.load("healspot").workers if w.name == "worker-1")
-    assert after.pid not in (None, before.pid) and after.state.value == "ready"
-    assert not status_file.exists(), "the replacement kept its predecessor's notice"
+    # the replacement is a new worker, worker-3, and it took tasks after the notice
+    on_new = [r for r in records.values() if r["worker"] == "worker-3"]
+    assert on_new, run.output()
+    assert all(_started(r) > noticed for r in on_new)
+    after = {w.name: w for w in state.load("healspot").workers}
+    # the draining worker was retired once its last task was over; its successor stays
+    assert sorted(after) == ["worker-0", "worker-2", "worker-3"]
+    assert after["worker-3"].state.value == "ready"
+    assert state.load("healspot").provider_data["replaced_by"] == {"worker-1": "worker-3"}
+    assert before.pid is not None and not psutil.pid_exists(before.pid) or (
+        psutil.Process(before.pid).status() == psutil.STATUS_ZOMBIE)
     assert_summary_matches(run_dir, records)

@@ -46,8 +46,13 @@ SSHD = Path("/usr/sbin/sshd")
 SSH_KEYGEN = shutil.which("ssh-keygen") or "/usr/bin/ssh-keygen"
 # sshd refuses to start without its privilege-separation directory.
 PRIVSEP_DIR = Path("/run/sshd")
-_START_DEADLINE = 15.0
+_START_DEADLINE = 60.0
 _STOP_DEADLINE = 10.0
+_BIND_ATTEMPTS = 5
+
+
+class _PortTakenError(Exception):
+    """sshd could not bind its port: another process has it."""
 
 
 def free_port() -> int:
@@ -83,6 +88,9 @@ class SshServer:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
+        # A port picked here may be taken by another process before sshd binds it (tests run
+        # in parallel): start() then moves to another free one, unless the caller chose it.
+        self._port_chosen = port is not None
         self.user = getpass.getuser()
         self.host_key = self.root / "ssh_host_ed25519_key"
         self.client_key = self.root / "client_key"
@@ -136,10 +144,31 @@ class SshServer:
         )
 
     def start(self) -> None:
-        """Start sshd and wait until it accepts connections."""
+        """Start sshd and wait until it accepts connections.
+
+        A port picked by the server (no ``port`` given) that another process took meanwhile is
+        replaced by another free one, a few times, at the first start; a port given by the
+        caller, or already used by a start, is kept.
+        """
+        for _attempt in range(_BIND_ATTEMPTS):
+            try:
+                self._start_once()
+                self._port_chosen = True  # clients know it now: a restart keeps it
+                return
+            except _PortTakenError:
+                if self._port_chosen:
+                    raise RuntimeError(
+                        f"sshd: port {self.port} is taken; its log:\n{self.log_text()}"
+                    ) from None
+                self.port = free_port()
+                self._write_config()
+        raise RuntimeError(f"sshd found no free port; its log:\n{self.log_text()}")
+
+    def _start_once(self) -> None:
         if self._process is not None:
             return
         PRIVSEP_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+        logged_before = self.log_file.stat().st_size if self.log_file.exists() else 0
         log = self.log_file.open("ab")
         try:
             self._process = subprocess.Popen(
@@ -154,12 +183,15 @@ class SshServer:
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
                 self._process = None
+                if "Address already in use" in self._log_since(logged_before):
+                    raise _PortTakenError(self.port)
                 raise RuntimeError(f"sshd exited at start; its log:\n{self.log_text()}")
-            try:
-                with socket.create_connection((self.host, self.port), timeout=1.0):
-                    return
-            except OSError:
-                time.sleep(0.05)
+            # sshd's own word that it listens, not a connection test: a test connection could
+            # reach another process that took the port, and leaves a line in sshd's log.
+            listening = f"Server listening on {self.host} port {self.port}."
+            if listening in self._log_since(logged_before):
+                return
+            time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"sshd did not listen on {self.port}; its log:\n{self.log_text()}")
 
@@ -209,6 +241,14 @@ class SshServer:
                 child.kill()
         psutil.wait_procs(children, timeout=_STOP_DEADLINE)
         return len(children)
+
+    def _log_since(self, offset: int) -> str:
+        try:
+            with self.log_file.open("rb") as log:
+                log.seek(offset)
+                return log.read().decode(errors="replace")
+        except OSError:
+            return ""
 
     def log_text(self) -> str:
         """sshd's log so far (useful in assertion messages)."""

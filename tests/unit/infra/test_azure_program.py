@@ -170,6 +170,28 @@ def test_custom_data_is_the_workers_cloud_init(run_azure: RunAzure) -> None:
     assert "oa-vm-expiry" not in str(doc) and "poweroff" not in str(doc)
 
 
+def _custom_data(run: Any) -> tuple[int, dict[str, Any]]:
+    encoded = run.of_type(VM)[0].inputs["osProfile"]["customData"]
+    raw = base64.b64decode(encoded)
+    return len(encoded), yaml.safe_load(gzip.decompress(raw).decode("utf-8"))
+
+
+def test_spot_workers_watch_for_evictions_and_regular_ones_do_not(run_azure: RunAzure) -> None:
+    size, doc = _custom_data(run_azure(make_settings("azure", spot=True)))
+    assert size <= 64 * 1024  # Azure's cap on custom data (base64-encoded)
+    files = {f["path"]: f for f in doc["write_files"]}
+    script = files["/opt/oa-vm/spot_watch_azure.sh"]
+    assert script["permissions"] == "0755" and "scheduledevents" in script["content"]
+    unit = files["/etc/systemd/system/oa-vm-spot-watch-azure.service"]["content"]
+    assert "ExecStart=/opt/oa-vm/spot_watch_azure.sh" in unit
+    assert ["systemctl", "enable", "--now", "oa-vm-spot-watch-azure.service"] in doc["runcmd"]
+    assert "/opt/oa-vm/lib.sh" in files  # what the watcher sources
+    assert "/opt/oa-vm/spot_watch.sh" not in files  # AWS's watcher stays on AWS
+
+    _, regular = _custom_data(run_azure(make_settings("azure")))
+    assert "spot_watch" not in str(regular) and "spot-watch" not in str(regular)
+
+
 def test_sizes_that_cannot_nest_are_refused_with_the_good_ones(run_azure: RunAzure) -> None:
     with pytest.raises(UnsupportedSizeError, match="Standard_D8s_v5"):
         run_azure(make_settings("azure", size="Standard_B2s"))

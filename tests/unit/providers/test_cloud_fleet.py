@@ -199,27 +199,98 @@ def test_azure_repair_recreates_a_vanished_vm(oa_home: Path) -> None:
     assert len(engine.live_resources("waa-eval")) == vms_before
 
 
-def test_aws_repair_replaces_a_draining_spot_worker_once_the_cloud_ended_it(
+def _notice(worker: Any, cloud: str, due: timedelta) -> None:
+    """Mark ``worker`` as 'pool-status --refresh' leaves a spot worker under notice (due in
+    ``due``), with the notice text its cloud's watcher writes."""
+    when = state.utcnow() + due
+    if cloud == "aws":
+        detail = (f"AWS spot interruption notice: terminate at "
+                  f"{when.strftime('%Y-%m-%dT%H:%M:%SZ')}; no new task")
+    else:
+        detail = (f"Azure Spot eviction notice: Preempt at "
+                  f"{when.strftime('%a, %d %b %Y %H:%M:%S GMT')}; no new task")
+    worker.state = WorkerState.DRAINING
+    worker.phase = "draining"
+    worker.detail = detail
+
+
+def _by_name(engine: FakePulumiEngine, kind: str) -> dict[str, dict[str, Any]]:
+    return {r["urn"].rsplit("::", 1)[-1]: r for r in _resources(engine, kind)}
+
+
+def test_aws_repair_starts_a_new_worker_beside_a_draining_one_then_retires_it(
     engine: FakePulumiEngine, oa_home: Path
 ) -> None:
     _, ops = _aws_pool(engine)
     record = state.load("waa-eval")
-    worker = record.workers[1]
-    # as 'pool-status --refresh' leaves a spot worker that got the two-minute warning
-    worker.state = WorkerState.DRAINING
-    worker.detail = "AWS spot interruption notice: terminate at 2026-11-30T22:02:00Z; no new task"
+    _notice(record.workers[1], "aws", timedelta(minutes=2))
     state.save(record)
+    before = _by_name(engine, INSTANCE_TYPE)
     lines: list[str] = []
-    record, replaced = fleet.repair_pool("waa-eval", wait=False, ops=ops, progress=lines.append)
-    assert replaced == []  # its instance is still there: nothing to recreate yet
-    assert record.workers[1].state == WorkerState.DRAINING
-    assert any("waa-eval-w1 is draining" in line and "run pool-repair again" in line
-               for line in lines), lines
+    record, started = fleet.repair_pool("waa-eval", wait=False, ops=ops, progress=lines.append)
+    assert started == ["waa-eval-w2"]  # at once, before the cloud ends the draining one
+    assert any("starting waa-eval-w2 to replace draining waa-eval-w1" in line for line in lines)
+    after = _by_name(engine, INSTANCE_TYPE)
+    assert sorted(after) == ["waa-eval-w0", "waa-eval-w1", "waa-eval-w2"]
+    # the two that were there are untouched (same inputs: nothing replaced, no subnet moved)
+    assert {n: after[n]["inputs"] for n in before} == {n: r["inputs"] for n, r in before.items()}
+    assert [(w.name, w.state) for w in record.workers] == [
+        ("waa-eval-w0", WorkerState.READY), ("waa-eval-w1", WorkerState.DRAINING),
+        ("waa-eval-w2", WorkerState.BOOTING)]
+    new = record.workers[2]
+    assert new.provider_id == "waa-eval-w2-id" and new.ssh is not None
+    assert new.ssh.key_path == record.workers[0].ssh.key_path  # type: ignore[union-attr]
+    saved = state.load("waa-eval")
+    assert saved.settings["worker_indexes"] == [0, 1, 2]
+    assert saved.provider_data["replaced_by"] == {"waa-eval-w1": "waa-eval-w2"}
 
-    engine.vanish("waa-eval", str(worker.provider_id))  # AWS terminates it at the notice's time
-    # a later 'oa-vm pool-repair' (a new process, so a fresh refresh of the stack)
+    # Again while it still runs: no second replacement, and the stack is not touched.
+    ups = engine.calls.count(("up", "us-east-1"))
+    lines.clear()
+    _, started = fleet.repair_pool("waa-eval", wait=False, ops=ops, progress=lines.append)
+    assert started == [] and engine.calls.count(("up", "us-east-1")) == ups
+    assert any("waa-eval-w2 replaces it" in line for line in lines), lines
+
+    engine.vanish("waa-eval", "waa-eval-w1-id")  # AWS terminates it at the notice's time
     later = CloudFleetOps(AwsProvider(engine=engine, lister=lambda pool: []))
-    record, replaced = fleet.repair_pool("waa-eval", wait=False, ops=later)
-    assert replaced == ["waa-eval-w1"]
-    assert record.workers[1].state == WorkerState.BOOTING
-    assert len(_resources(engine, INSTANCE_TYPE)) == 2
+    record, started = fleet.repair_pool("waa-eval", wait=False, ops=later)
+    assert started == []  # retired, not recreated
+    assert [w.name for w in record.workers] == ["waa-eval-w0", "waa-eval-w2"]
+    assert sorted(_by_name(engine, INSTANCE_TYPE)) == ["waa-eval-w0", "waa-eval-w2"]
+    assert state.load("waa-eval").settings["worker_indexes"] == [0, 2]
+    # a later pause and resume use the same workers (nothing recreated)
+    kept = _by_name(engine, INSTANCE_TYPE)
+    fleet.pause_pool("waa-eval", ops=later)
+    fleet.resume_pool("waa-eval", wait=False, ops=later)
+    assert _by_name(engine, INSTANCE_TYPE) == kept
+    assert sorted(_power_states(engine)) == ["waa-eval-w0-power", "waa-eval-w2-power"]
+
+
+def test_azure_evicted_vm_is_replaced_then_retired_once_its_notice_time_passed(
+    oa_home: Path
+) -> None:
+    engine = FakePulumiEngine(infra_azure.offline_lookup)
+    provider = AzureProvider(engine=engine, lister=lambda pool: [])
+    record = provider.create(spec("azure"), lambda line: None)
+    _notice(record.workers[0], "azure", timedelta(seconds=30))
+    state.save(record)
+    ops = CloudFleetOps(provider, power=RecordingPower())
+    record, started = fleet.repair_pool("waa-eval", wait=False, ops=ops)
+    assert started == ["waa-eval-w2"]
+    vms = _by_name(engine, "azure-native:compute:VirtualMachine")
+    assert sorted(vms) == ["waa-eval-w0", "waa-eval-w1", "waa-eval-w2"]
+
+    # Azure deallocates an evicted VM (it does not vanish): the notice's time is what tells.
+    record = state.load("waa-eval")
+    _notice(record.workers[0], "azure", -timedelta(seconds=fleet.NOTICE_GRACE_S + 60))
+    state.save(record)
+    later = CloudFleetOps(AzureProvider(engine=engine, lister=lambda pool: []),
+                          power=RecordingPower())
+    record, started = fleet.repair_pool("waa-eval", wait=False, ops=later)
+    assert started == []
+    assert [w.name for w in record.workers] == ["waa-eval-w1", "waa-eval-w2"]
+    names = {r["urn"].rsplit("::", 1)[-1] for r in engine.live_resources("waa-eval")}
+    # every resource of the retired worker is gone (VM, address, NIC, disk, schedule)
+    assert not {n for n in names if n.startswith("waa-eval-w0")}, names
+    assert {"waa-eval-w2", "waa-eval-w2-ip", "waa-eval-w2-nic", "waa-eval-w2-storage",
+            "waa-eval-w2-shutdown"} <= names

@@ -1,0 +1,496 @@
+"""One run over several pools (``openadapt-evals run --pool a --pool b``): real local pools, the
+real CLI as a subprocess, the oracle agent over the local suite.
+
+Shown: one record per task, tasks on both pools, each task's worker time priced at its own
+pool's price (the pools' prices differ, so one price for all fails), the per-pool summary rows;
+the refusals (another run's lease on one pool, a pool given twice, a resume with other pools,
+pools serving different tasks); a worker of one pool killed mid-run (its tasks finish on the
+other pool), and with ``--repair`` replaced through its own pool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from infra.local import tasks_dir
+from oa_vm import api, state
+from oa_vm.lease import hold_pool, read_lease
+from tests.integration.test_drill_faults import Controller, wait_for_records, worker_pid
+from tests.integration.test_sweep_local import LOCAL_TASKS, evals, folder_digest
+from tests.support.run_records import assert_summary_matches, read_records
+
+pytestmark = pytest.mark.integration
+
+PRICES = {"pa": 3.6, "pb": 36.0}  # $/worker-hour: a wrong pool's price is off tenfold
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An oa-vm home whose pools are removed afterwards."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    yield home
+    for name in state.list_names():
+        api.cleanup_pool(name)
+
+
+@pytest.fixture
+def controllers() -> Iterator[list[Controller]]:
+    started: list[Controller] = []
+    yield started
+    for controller in started:
+        controller.kill()
+
+
+def make_pools(workers: dict[str, int], **extra: Any) -> None:
+    """Local pools (``name -> worker count``) at :data:`PRICES`, created and waited on through
+    the public API as a user's script would."""
+    for name, count in workers.items():
+        api.create_pool(name=name, cloud="local", workers=count, price_per_hour=PRICES[name],
+                        **extra.get(name, {}))
+    for name in workers:
+        api.wait_pool(name, timeout_s=60)
+
+
+def pool_of(worker: str) -> str:
+    pool, sep, _ = worker.partition("/")
+    assert sep, f"worker {worker!r} is not named <pool>/<worker>"
+    return pool
+
+
+def test_one_run_over_two_pools_prices_each_pool_and_names_where_tasks_ran(
+    home: Path, tmp_path: Path
+) -> None:
+    make_pools({"pa": 2, "pb": 2})
+    results = tmp_path / "results"
+    done = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle", "--tasks", "all",
+                 "--run-name", "multi", "--step-pause", "0.1", home=home, results=results)
+    assert done.returncode == 0, done.stderr
+    run_dir = results / "multi"
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}
+    assert all(r["attempts"] == 1 for r in records.values())
+    per_pool = Counter(pool_of(r["worker"]) for r in records.values())
+    assert set(per_pool) == {"pa", "pb"}, per_pool  # the work was spread over both pools
+
+    # each task's worker time is priced at the price of its own worker's pool
+    vm_by_pool: dict[str, float] = {"pa": 0.0, "pb": 0.0}
+    seconds_by_pool: dict[str, float] = {"pa": 0.0, "pb": 0.0}
+    for record in records.values():
+        pool, cost = pool_of(record["worker"]), record["cost"]
+        assert list(cost["by_pool"]) == [pool]
+        seconds = cost["worker_seconds"]
+        assert seconds > 0
+        expected = seconds * PRICES[pool] / 3600
+        # seconds are recorded to the ms, $ to the micro-dollar: allow both roundings
+        tolerance = 0.0005 * PRICES[pool] / 3600 + 1e-6
+        assert cost["vm_usd"] == pytest.approx(expected, abs=tolerance)
+        assert cost["by_pool"][pool]["vm_usd"] == pytest.approx(expected, abs=tolerance)
+        vm_by_pool[pool] += cost["vm_usd"]
+        seconds_by_pool[pool] += seconds
+    expected_total = sum(seconds_by_pool[p] * PRICES[p] / 3600 for p in PRICES)
+
+    summary = assert_summary_matches(run_dir, records)
+    assert summary["cost"]["vm_usd"] == pytest.approx(expected_total, abs=1e-4)
+    rows = summary["by_pool"]
+    assert list(rows) == ["pa", "pb"]
+    for pool, row in rows.items():
+        assert row["cloud"] == "local" and row["price_per_hour"] == PRICES[pool]
+        assert row["workers"] == 2
+        assert row["tasks"] == row["successes"] == per_pool[pool]
+        assert row["failures"] == row["errors"] == 0
+        assert row["worker_seconds"] == pytest.approx(seconds_by_pool[pool], abs=1e-2)
+        assert row["vm_usd"] == pytest.approx(vm_by_pool[pool], abs=1e-5)
+    assert set(summary["workers"]) <= {f"{p}/worker-{i}" for p in PRICES for i in (0, 1)}
+
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["pool"] == "pa+pb" and metadata["cloud"] == "local"
+    assert metadata["price_per_hour"] is None  # the prices differ: see "pools"
+    assert metadata["pools"] == [
+        {"name": p, "cloud": "local", "price_per_hour": PRICES[p],
+         "workers": [f"{p}/worker-0", f"{p}/worker-1"]} for p in ("pa", "pb")
+    ]
+    assert metadata["workers"] == [f"{p}/worker-{i}" for p in ("pa", "pb") for i in (0, 1)]
+    assert metadata["cost"]["by_pool"]["pb"]["price_per_hour"] == PRICES["pb"]
+
+    # the printed summary has a row per pool, with its own counts and cost
+    printed = {line.split()[0]: line.split() for line in done.stdout.splitlines()
+               if line.split() and line.split()[0] in PRICES}
+    for pool, cells in printed.items():
+        assert cells[1] == "local" and cells[4] == str(per_pool[pool])
+        assert cells[-1] == f"${rows[pool]['total_usd']:.4f}"
+    assert set(printed) == {"pa", "pb"}, done.stdout
+    # both leases were given back
+    assert read_lease("pa") is None and read_lease("pb") is None
+    # the run's page has the same rows
+    view = evals("view", "multi", home=home, results=results)
+    assert view.returncode == 0, view.stderr
+    html = Path(view.stdout.strip()).read_text()
+    assert "<h2>Pools</h2>" in html
+    for pool in PRICES:
+        assert f"<tr><td>{pool}</td><td>local</td><td>{PRICES[pool]:g}</td><td>2</td>" in html
+
+
+def test_a_lease_held_on_one_pool_refuses_the_run_and_releases_the_others(
+    home: Path, tmp_path: Path
+) -> None:
+    make_pools({"pa": 1, "pb": 1})
+    results = tmp_path / "results"
+    with hold_pool("pb", "someone-else"):
+        refused = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                        "--tasks", "local_small", "--run-name", "busy", home=home,
+                        results=results)
+        line = refused.assert_one_line_error()
+        assert refused.returncode == 1
+        assert "pool 'pb' is in use by run 'someone-else'" in line
+        assert read_lease("pa") is None, "pool pa's lease was not given back"
+    assert not (results / "busy").exists()
+
+
+def test_a_pool_given_twice_is_refused(home: Path, tmp_path: Path) -> None:
+    make_pools({"pa": 1})
+    results = tmp_path / "results"
+    refused = evals("run", "--pool", "pa", "--pool", "pa", "--agent", "oracle",
+                    "--tasks", "local_small", "--run-name", "twice", home=home, results=results)
+    line = refused.assert_one_line_error()
+    assert refused.returncode == 2
+    assert "--pool pa is given twice" in line
+    assert not (results / "twice").exists() and read_lease("pa") is None
+
+
+def test_a_resume_must_name_the_same_pools(home: Path, tmp_path: Path) -> None:
+    make_pools({"pa": 1, "pb": 1})
+    results = tmp_path / "results"
+    first = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                  "--tasks", "local_small", "--run-name", "r", home=home, results=results)
+    assert first.returncode == 0, first.stderr
+    before = folder_digest(results / "r")
+    for pools in (["--pool", "pa"], ["--pool", "pb", "--pool", "pa", "-n", "pc"]):
+        refused = evals("run", *pools, "--agent", "oracle", "--tasks", "local_small",
+                        "--run-name", "r", "--resume", home=home, results=results)
+        line = refused.assert_one_line_error()
+        assert refused.returncode == 2
+        assert "was started with the pools 'pa, pb'" in line, line
+    assert folder_digest(results / "r") == before  # nothing recorded was touched
+    # the same pools in another order, or none at all (the run's own), resume it
+    for pools in (["--pool", "pb", "--pool", "pa"], []):
+        again = evals("run", *pools, "--agent", "oracle", "--tasks", "local_small",
+                      "--run-name", "r", "--resume", home=home, results=results)
+        assert again.returncode == 0, again.stderr
+    records = read_records(results / "r")
+    assert len(records) == 6 and all(r["attempts"] == 1 for r in records.values())
+
+
+def test_pools_serving_different_tasks_are_refused(home: Path, tmp_path: Path) -> None:
+    # pool pc holds the local suite with one task's instruction changed
+    changed = tmp_path / "changed-tasks"
+    shutil.copytree(tasks_dir(), changed)
+    task_file = next((changed / "examples").glob("notepad/c499b229*.json"))
+    task = json.loads(task_file.read_text())
+    task["instruction"] += " (edited)"
+    task_file.write_text(json.dumps(task))
+    PRICES["pc"] = 1.0
+    try:
+        make_pools({"pa": 1, "pc": 1}, pc={"tasks_dir": str(changed)})
+    finally:
+        del PRICES["pc"]
+    results = tmp_path / "results"
+    refused = evals("run", "--pool", "pa", "--pool", "pc", "--agent", "oracle", "--tasks", "all",
+                    "--run-name", "mixed", home=home, results=results)
+    line = refused.assert_one_line_error()
+    assert refused.returncode == 2
+    assert "pools 'pa' and 'pc' serve 1 of the selected task(s) differently" in line
+    assert "c499b229-110c-5fc8-9895-f2f879ac1512-WOS" in line
+    assert not (results / "mixed").exists()
+    # a selection of tasks they serve alike runs
+    same = evals("run", "--pool", "pa", "--pool", "pc", "--agent", "oracle",
+                 "--tasks", "domain:clock", "--run-name", "alike", home=home, results=results)
+    assert same.returncode == 0, same.stderr
+
+
+def test_a_killed_worker_of_one_pool_has_its_tasks_finished_on_the_other(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    make_pools({"pa": 2, "pb": 1})
+    results = tmp_path / "results"
+    run = Controller(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                     "--tasks", "all", "--run-name", "killed", "--step-pause", "0.3",
+                     "--read-timeout", "5")
+    controllers.append(run)
+    run_dir = results / "killed"
+    wait_for_records(run_dir, 3, run)
+    os.kill(worker_pid("pb", "worker-0"), signal.SIGKILL)
+    assert run.wait() == 0, run.output()
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    retried = [r for r in records.values()
+               if any(a["worker"] == "pb/worker-0" for a in r["previous_attempts"])]
+    assert retried, "no task was retried after its worker died"
+    for record in retried:
+        assert pool_of(record["worker"]) == "pa"
+        # the failed attempt was billed by pool pb, the one that finished it by pool pa
+        assert set(record["cost"]["by_pool"]) == {"pa", "pb"}
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == ["pb/worker-0"]
+    assert "worker pb/worker-0 quarantined" in run.output()
+    summary = assert_summary_matches(run_dir, records)
+    assert summary["workers"]["pb/worker-0"]["quarantined"] is True
+
+
+def test_with_repair_a_killed_worker_is_replaced_through_its_own_pool(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    make_pools({"pa": 2, "pb": 2})
+    untouched = {w.name: w.pid for w in state.load("pa").workers}
+    results = tmp_path / "results"
+    # about 3 s per task (3 steps x 1 s): the survivors still have work when the replacement
+    # is ready, however slow the machine
+    run = Controller(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                     "--tasks", "all", "--run-name", "repaired", "--step-pause", "1.0",
+                     "--read-timeout", "5", "--repair")
+    controllers.append(run)
+    run_dir = results / "repaired"
+    wait_for_records(run_dir, 2, run)
+    killed = worker_pid("pb", "worker-1")
+    os.kill(killed, signal.SIGKILL)
+    assert run.wait() == 0, run.output()
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    output = run.output()
+    assert "worker pb/worker-1 replaced from the pool: back at work" in output
+    replacement = next(w for w in state.load("pb").workers if w.name == "worker-1")
+    assert replacement.pid not in (None, killed) and psutil.pid_exists(replacement.pid)
+    assert {w.name: w.pid for w in state.load("pa").workers} == untouched  # pa left alone
+    assert any(r["worker"] == "pb/worker-1" for r in records.values()), (
+        "the replaced pb/worker-1 finished no task"
+    )
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == []
+
+
+def test_a_drain_notice_drains_only_that_pools_worker(
+    home: Path, tmp_path: Path, controllers: list[Controller], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import datetime
+
+    from oa_vm.drain import local_status_path
+    from tests.integration.test_run_draining import NOTICE
+
+    monkeypatch.setenv("OA_VM_DRAIN_CHECK_S", "0")  # the controller reads every status each time
+    make_pools({"pa": 1, "pb": 2})
+    drained = next(w for w in state.load("pb").workers if w.name == "worker-0")
+    status_file = local_status_path(drained)
+    assert status_file is not None
+    results = tmp_path / "results"
+    run = Controller(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                     "--tasks", "all", "--run-name", "drained", "--step-pause", "1.0",
+                     "--read-timeout", "5")
+    controllers.append(run)
+    run_dir = results / "drained"
+    wait_for_records(run_dir, 3, run)
+    status_file.write_text(NOTICE, encoding="utf-8")
+    noticed = datetime.now().astimezone()
+    assert run.wait() == 0, run.output()
+
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    later = [r for r in records.values()
+             if datetime.fromisoformat(r["started_at"]) > noticed]
+    assert len(later) >= 3, "the notice came too late to show where the queue went"
+    on_drained = [r for r in later if r["worker"] == "pb/worker-0"]
+    assert len(on_drained) <= 1  # a lease may race the write; nothing after it
+    # pa's worker-0 has the same bare name and no notice: it keeps working
+    assert {r["worker"] for r in later} - {"pb/worker-0"} == {"pa/worker-0", "pb/worker-1"}
+
+
+def test_the_budget_cap_holds_across_both_pools(home: Path, tmp_path: Path) -> None:
+    PRICES.update({"pc": 1800.0, "pd": 3600.0})  # $0.5 and $1 per worker-second
+    try:
+        make_pools({"pc": 1, "pd": 1})
+        results = tmp_path / "results"
+        cap = 20.0
+        done = evals("run", "--pool", "pc", "--pool", "pd", "--agent", "oracle",
+                     "--tasks", "all", "--max-cost-usd", str(cap), "--step-pause", "0.5",
+                     "--run-name", "capped", home=home, results=results)
+        assert done.returncode == 3, done.stderr
+        assert "budget cap" in done.stderr.strip().splitlines()[-1]
+        records = read_records(results / "capped")
+        assert len(records) == LOCAL_TASKS
+        ran = [r for r in records.values() if r["status"] != "not_run"]
+        assert ran and len(ran) < LOCAL_TASKS
+        assert {pool_of(r["worker"]) for r in ran} == {"pc", "pd"}
+        for record in ran:
+            pool = pool_of(record["worker"])
+            expected = record["cost"]["worker_seconds"] * PRICES[pool] / 3600
+            assert record["cost"]["vm_usd"] == pytest.approx(expected, abs=0.001)
+        spent = sum(r["cost"]["total_usd"] for r in records.values())
+        biggest = max(r["cost"]["total_usd"] for r in ran)
+        assert spent <= cap + 2 * biggest  # at most what was in flight on the two workers
+        metadata = json.loads((results / "capped" / "metadata.json").read_text())
+        assert metadata["status"] == "budget_stopped"
+        assert metadata["cost"]["total_usd"] == pytest.approx(spent, abs=1e-5)
+    finally:
+        del PRICES["pc"], PRICES["pd"]
+
+
+def test_two_multi_pool_runs_naming_the_pools_in_opposite_orders_both_finish(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    # Two real controllers at once: one waits for the other and they never share a worker
+    # (that the order of the leases is what prevents a deadlock is shown deterministically by
+    # test_leases_are_taken_in_name_order_whatever_the_order_given).
+    make_pools({"pa": 1, "pb": 1})
+    results = tmp_path / "results"
+    common = ["--agent", "oracle", "--tasks", "local_small", "--step-pause", "0.3",
+              "--wait-for-pool", "3m"]
+    one = Controller(home, results, "--pool", "pa", "--pool", "pb", "--run-name", "one", *common)
+    two = Controller(home, results, "--pool", "pb", "--pool", "pa", "--run-name", "two", *common)
+    controllers += [one, two]
+    assert one.wait() == 0, one.output()
+    assert two.wait() == 0, two.output()
+    spans = []
+    for run in ("one", "two"):
+        records = read_records(results / run)
+        assert len(records) == 6 and {r["status"] for r in records.values()} == {"success"}
+        spans.append((min(r["started_at"] for r in records.values()),
+                      max(r["ended_at"] for r in records.values())))
+    first, second = sorted(spans)
+    assert first[1] <= second[0], "the two runs shared the pools' workers"
+
+
+def test_leases_are_taken_in_name_order_whatever_the_order_given(home: Path) -> None:
+    import threading
+    import time
+
+    from evals.pools import hold_pools
+
+    make_pools({"pa": 1, "pb": 1})
+    entered, leave = threading.Event(), threading.Event()
+
+    def multi_pool_run() -> None:
+        with hold_pools(["pb", "pa"], "multi", wait_s=60):
+            entered.set()
+            leave.wait(60)
+
+    with hold_pool("pa", "someone-else"):
+        thread = threading.Thread(target=multi_pool_run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 5  # long enough for a wrong order to have taken pb
+        while time.monotonic() < deadline:
+            # blocked on pa, the first in name order, it holds nothing meanwhile
+            assert read_lease("pb") is None
+            assert not entered.is_set()
+            time.sleep(0.05)
+    assert entered.wait(60), "the multi-pool run never got the leases"
+    assert read_lease("pa")["run"] == read_lease("pb")["run"] == "multi"  # type: ignore[index]
+    leave.set()
+    thread.join(60)
+    assert read_lease("pa") is None and read_lease("pb") is None
+
+
+def test_a_local_pool_and_a_cloud_pool_with_other_tasks_are_refused(
+    home: Path, tmp_path: Path, waa_data: Path
+) -> None:
+    # A cloud cannot be reached here: pool "pz" is a local pool serving WAA's own 154 tasks (what
+    # a cloud worker serves) whose record is then marked "aws". Its workers are reached
+    # directly, as a cloud pool's are through their tunnels.
+    PRICES["pz"] = 1.0
+    try:
+        make_pools({"pa": 1, "pz": 1}, pz={"tasks_dir": str(waa_data)})
+    finally:
+        del PRICES["pz"]
+    record = state.load("pz")
+    record.cloud = "aws"
+    state.save(record)
+    try:
+        results = tmp_path / "results"
+        refused = evals("run", "--pool", "pa", "--pool", "pz", "--agent", "oracle",
+                        "--tasks", "all", "--run-name", "mixed", home=home, results=results)
+        line = refused.assert_one_line_error()
+        assert refused.returncode == 2
+        assert ("pools 'pa' and 'pz' resolve the selection to different tasks (24 vs 154: "
+                "24 only on 'pa', 154 only on 'pz')") in line
+        # a WAA task ID: the local pool does not have it, and says so under its name
+        waa_id = next(iter(json.loads((waa_data / "test_all.json").read_text())["chrome"]))
+        refused = evals("run", "--pool", "pa", "--pool", "pz", "--agent", "oracle",
+                        "--tasks", waa_id, "--run-name", "mixed", home=home, results=results)
+        line = refused.assert_one_line_error()
+        assert line.startswith("openadapt-evals: error: pool 'pa': 1 unknown task ID(s)"), line
+        # with a cloud pool in the run the selection is read as on a cloud pool ("live"):
+        # synthetic IDs are refused even by the local pool
+        refused = evals("run", "--pool", "pa", "--pool", "pz", "--agent", "oracle",
+                        "--tasks", "notepad_1", "--run-name", "mixed", home=home, results=results)
+        line = refused.assert_one_line_error()
+        assert "pool 'pa': 1 synthetic task ID(s) cannot run on a live pool" in line, line
+        assert not (results / "mixed").exists()
+        assert read_lease("pa") is None and read_lease("pz") is None
+    finally:
+        record.cloud = "local"  # so that the fixture removes it as the local pool it is
+        state.save(record)
+
+
+def test_a_killed_multi_pool_controller_resumes_on_its_pools_and_keeps_each_pools_cost(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    make_pools({"pa": 1, "pb": 1})
+    results = tmp_path / "results"
+    args = ["--agent", "oracle", "--tasks", "all", "--run-name", "cut", "--step-pause", "0.3"]
+    first = Controller(home, results, "--pool", "pa", "--pool", "pb", *args)
+    controllers.append(first)
+    run_dir = results / "cut"
+    wait_for_records(run_dir, 4, first)
+    first.kill()  # SIGKILL: no clean-up at all
+    before = read_records(run_dir)
+    assert len(before) < LOCAL_TASKS, "the first controller finished before the kill"
+
+    again = evals("run", *args, "--resume", home=home, results=results)  # its own pools
+    assert again.returncode == 0, again.stderr
+    records = read_records(run_dir)
+    assert len(records) == LOCAL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}
+    for task_id, record in before.items():
+        assert records[task_id] == record  # nothing finished was redone
+    assert {pool_of(r["worker"]) for r in records.values()} == {"pa", "pb"}
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert len(metadata["resumed_at"]) == 1
+    by_pool = metadata["cost"]["by_pool"]
+    for pool in ("pa", "pb"):
+        billed = sum(r["cost"]["by_pool"].get(pool, {}).get("vm_usd", 0.0)
+                     for r in records.values())
+        # both sessions' tasks (the first session's carried from their records)
+        assert by_pool[pool]["vm_usd"] == pytest.approx(billed, abs=1e-5)
+    assert metadata["cost"]["total_usd"] == pytest.approx(
+        sum(r["cost"]["total_usd"] for r in records.values()), abs=1e-5)
+
+
+def test_a_pool_without_a_ready_worker_is_named_and_nothing_is_held(
+    home: Path, tmp_path: Path
+) -> None:
+    make_pools({"pa": 1, "pb": 1})
+    dead = worker_pid("pb", "worker-0")
+    os.kill(dead, signal.SIGKILL)
+    psutil.wait_procs([psutil.Process(dead)] if psutil.pid_exists(dead) else [], timeout=30)
+    results = tmp_path / "results"
+    refused = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                    "--tasks", "local_small", "--run-name", "lost", home=home, results=results)
+    line = refused.assert_one_line_error()
+    assert refused.returncode == 1
+    assert "pool 'pb' has no ready worker" in line, line
+    assert read_lease("pa") is None and read_lease("pb") is None
+    assert not (results / "lost").exists()
