@@ -26,7 +26,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 app.command("tasks", help="List the tasks a selection picks (from a folder or a pool).")(tasks)
-app.command("run", help="Run tasks on an existing pool.")(run)
+app.command("run", help="Run tasks on one or more existing pools.")(run)
 app.command("sweep", help="Create a pool, run tasks on it, and remove it afterwards.")(sweep)
 app.command("mock", help="Offline quick start: a few local tasks on a local pool.")(mock)
 app.command("view", help="Write a run's HTML page and print its path.")(view)

@@ -1,4 +1,4 @@
-"""``openadapt-evals run``: run tasks on an existing pool and score them with WAA's checker.
+"""``openadapt-evals run``: run tasks on existing pools and score them with WAA's checker.
 
 Exit codes: 0 the run went to the end (task failures, and errors in a minority of tasks,
 included), 2 bad input, 3 stopped at the budget cap, 4 the run is unhealthy (most tasks ended in
@@ -371,7 +371,7 @@ def run(
     fail_on_errors: FailOnErrorsOpt = False,
     wait_for_pool: WaitForPoolOpt = None,
 ) -> None:
-    """Run tasks on an existing pool; every task gets one final record in the run folder."""
+    """Run tasks on one or more existing pools (one queue); every task gets one final record."""
     several = pool is not None and len(pool) > 1
     config = build_config(
         pool=None if several or not pool else pool[0], pools=pool if several else None,
