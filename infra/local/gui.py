@@ -315,7 +315,8 @@ def _calc(window: Window, left: int, top: int, right: int) -> list[Control]:
                                 f"calc:{key}"))
     x = left + 12 + 4 * 110
     controls.append(Control("Button", "Clear", (x, top + 100, x + 100, top + 156), "calc:C"))
-    return controls + _calc_history(window, left + 572, top + 100, right - 12, top + 356)
+    # The History pane fills the space under Clear, beside the keys.
+    return controls + _calc_history(window, x, top + 168, right - 12, top + 356)
 
 
 def _calc_history(window: Window, left: int, top: int, right: int,
