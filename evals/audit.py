@@ -222,11 +222,12 @@ another path (a setting changed without opening the Settings window is still cha
 
 
 def outcome(state: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The outcome part of an end state (:data:`OUTCOME_KEYS` and the calculator display)."""
+    """The outcome part of an end state (:data:`OUTCOME_KEYS` and what the calculator shows:
+    its display and its history of calculations)."""
     if state is None:
         return None
     windows = state.get("windows") or []
-    shown = sorted(str(w.get("display")) for w in windows
+    shown = sorted(f"{w.get('display')} {w.get('history') or []}" for w in windows
                    if isinstance(w, Mapping) and w.get("app") == "calc")
     return {**{key: state.get(key) for key in OUTCOME_KEYS}, "calculator": shown}
 

@@ -53,6 +53,23 @@ class Window:
     """A dialog's owner window (its ``wid``)."""
     fresh: bool = True
     """Calculator: the display shows a result; the next digit starts a new entry."""
+    history: list[str] = field(default_factory=list)
+    """Calculator: the calculations performed, oldest first (``1234*5678 = 7006652``), as the
+    History pane lists them; a number typed onto the display adds none, and closing the
+    calculator forgets them, as Windows does."""
+
+    def record(self, line: str | None) -> None:
+        """Add a calculation to the calculator's history (``None``: nothing was computed)."""
+        if line is not None:
+            self.history.append(line)
+
+    def record_dates(self, line: str) -> None:
+        """Show a date difference in the history: it replaces a date entry just before it, as
+        the date page recomputes live while a date is typed (one entry per difference)."""
+        if self.history and self.history[-1].endswith(" days"):
+            self.history[-1] = line
+        else:
+            self.history.append(line)
 
     @property
     def is_dialog(self) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import datetime as dt
 import operator
+import re
 from collections.abc import Callable
 
 _BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
@@ -63,6 +64,40 @@ def calculate(expression: str) -> str:
         raise ArithmeticInputError(f"{expression!r} is not an arithmetic expression") from None
     except (ZeroDivisionError, OverflowError) as exc:
         raise ArithmeticInputError(f"{expression!r}: {exc}") from None
+
+
+def history_line(expression: str, result: str) -> str | None:
+    """The History pane's entry for a calculation (``1234*5678 = 7006652``), or ``None`` when
+    the expression computes nothing (a number alone, as Windows adds no entry for it).
+
+    The expression is shown without blanks and with ``*``/``/`` for the operators, so the same
+    calculation reads the same whether it was clicked, typed or sent as a command.
+    """
+    text = re.sub(r"\s+", "", expression)
+    text = text.replace("×", "*").replace("÷", "/").replace("x", "*").replace("X", "*")
+    try:
+        body = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    while isinstance(body, ast.UnaryOp):
+        body = body.operand
+    if isinstance(body, ast.Constant):
+        return None
+    return f"{text} = {result}"
+
+
+def date_history_line(first: str, second: str, days: int) -> str:
+    """The entry for a date difference, earlier date first, dates as ``YYYY-MM-DD``
+    (``2024-01-03 to 2024-08-20 = 230 days``).
+
+    Raises:
+        ArithmeticInputError: a date is not ``YYYY-MM-DD``.
+    """
+    try:
+        dates = sorted((dt.date.fromisoformat(first), dt.date.fromisoformat(second)))
+    except ValueError:
+        raise ArithmeticInputError(f"dates must be YYYY-MM-DD, got {first!r} {second!r}") from None
+    return f"{dates[0].isoformat()} to {dates[1].isoformat()} = {days} days"
 
 
 def days_between(first: str, second: str) -> int:

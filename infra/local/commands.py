@@ -31,7 +31,13 @@ from infra.local.apps import (
     parse_clock_time,
     parse_duration,
 )
-from infra.local.arith import ArithmeticInputError, calculate, days_between
+from infra.local.arith import (
+    ArithmeticInputError,
+    calculate,
+    date_history_line,
+    days_between,
+    history_line,
+)
 from infra.local.desktop import Desktop, app_name
 from infra.local.sandbox import HOME, SandboxError
 
@@ -371,17 +377,36 @@ def _worldclock(desktop: Desktop, args: list[str]) -> str:
 
 
 def _calc(desktop: Desktop, args: list[str]) -> str:
+    if args[0].lower() == "history" and len(args) == 1:
+        return _calc_history(desktop)
     window = desktop.require_active("calc")
     if args[0].lower() == "days":
         if len(args) != 3:
             raise _UsageError("calc days needs two dates")
-        result = str(days_between(args[1], args[2]))
-    else:
-        result = calculate(" ".join(args))
+        days = days_between(args[1], args[2])
+        result = str(days)
+        with desktop.lock:
+            window.display = result
+            window.record_dates(date_history_line(args[1], args[2], days))
+            desktop.version += 1
+        return result
+    expression = " ".join(args)
+    result = calculate(expression)
     with desktop.lock:
         window.display = result
+        window.record(history_line(expression, result))
         desktop.version += 1
     return result
+
+
+def _calc_history(desktop: Desktop) -> str:
+    """The calculator's History pane, one calculation a line, oldest first: read-only, and
+    whichever window is active (a checker reads it after the answer was saved in Notepad)."""
+    with desktop.lock:
+        for window in desktop.windows:
+            if window.app == "calc":
+                return "\n".join(window.history)
+    raise AppError("the calculator is not open (its history is gone when it closes)")
 
 
 def _clipboard(desktop: Desktop, args: list[str]) -> str:
@@ -450,7 +475,8 @@ VERBS: dict[str, Verb] = {
     "alarm": Verb('alarm add TIME ["LABEL"] | on|off|delete LABEL_OR_TIME | list | clear',
                   1, 3, _alarm),
     "worldclock": Verb('worldclock add|delete "CITY" | list | clear', 1, 2, _worldclock),
-    "calc": Verb('calc EXPRESSION | calc days YYYY-MM-DD YYYY-MM-DD', 1, 100, _calc),
+    "calc": Verb('calc EXPRESSION | calc days YYYY-MM-DD YYYY-MM-DD | calc history',
+                 1, 100, _calc),
     "clipboard": Verb('clipboard "TEXT"', 1, 1000, _clipboard),
     "paste": Verb("paste", 0, 0, _paste),
     "sleep": Verb("sleep SECONDS (0 to 30)", 1, 1, _sleep),

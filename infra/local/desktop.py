@@ -449,19 +449,23 @@ class Desktop:
         return _tree(host, depth)
 
     def clear_task_files(self) -> None:
-        """Empty the user folders (Desktop, Documents, Downloads...), as between WAA tasks."""
+        """Bring the drive back to a fresh profile's layout, as between WAA tasks: the user
+        folders (Desktop, Documents, Downloads...) emptied, and anything else a run left on the
+        drive (``C:\\Windows\\Temp``, the drive's root...) removed, so a task that checks the
+        whole drive sees only what its own setup and run put there."""
         with self.lock:
             # Rebuild the layout first: a reset must work even if the profile went missing.
             self.sandbox.create_layout()
-            home = self.sandbox.drive / "Users" / "Docker"
-            for folder in USER_FOLDERS:
-                shutil.rmtree(home / folder, ignore_errors=True)
-            for extra in home.iterdir():
-                if extra.name not in USER_FOLDERS:
-                    if extra.is_dir() and not extra.is_symlink():
-                        shutil.rmtree(extra, ignore_errors=True)
+            keep = self.sandbox.protected()
+            pending = [self.sandbox.drive]
+            while pending:
+                for entry in pending.pop().iterdir():
+                    if entry in keep and entry.is_dir() and not entry.is_symlink():
+                        pending.append(entry)
+                    elif entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry, ignore_errors=True)
                     else:
-                        extra.unlink(missing_ok=True)
+                        entry.unlink(missing_ok=True)
             self.sandbox.create_layout()
             self._changed()
 

@@ -315,6 +315,24 @@ def _calc(window: Window, left: int, top: int, right: int) -> list[Control]:
                                 f"calc:{key}"))
     x = left + 12 + 4 * 110
     controls.append(Control("Button", "Clear", (x, top + 100, x + 100, top + 156), "calc:C"))
+    # The History pane fills the space under Clear, beside the keys.
+    return controls + _calc_history(window, x, top + 168, right - 12, top + 356)
+
+
+def _calc_history(window: Window, left: int, top: int, right: int,
+                  bottom: int) -> list[Control]:
+    """The History pane: newest calculation first, as many as fit, as Windows lists them."""
+    controls = [Control("Text", "History", (left, top, right, top + ROW_H))]
+    if not window.history:
+        controls.append(Control("Text", "There's no history yet",
+                                (left, top + ROW_H, right, top + 2 * ROW_H)))
+        return controls
+    row = top + ROW_H
+    for line in reversed(window.history):
+        if row + ROW_H > bottom:
+            break
+        controls.append(Control("ListItem", line, (left, row, right, row + ROW_H)))
+        row += ROW_H
     return controls
 
 

@@ -23,7 +23,13 @@ from infra.local.apps import (
     parse_clock_time,
     parse_duration,
 )
-from infra.local.arith import ArithmeticInputError, calculate, days_between
+from infra.local.arith import (
+    ArithmeticInputError,
+    calculate,
+    date_history_line,
+    days_between,
+    history_line,
+)
 from infra.local.desktop import Desktop, app_name
 from infra.local.gui import (
     HEIGHT,
@@ -777,7 +783,9 @@ class Player:
             window.display, window.fresh = "0", True
             return
         if key == "=":
-            window.display, window.fresh = calculate(window.display), True
+            expression = window.display
+            window.display, window.fresh = calculate(expression), True
+            window.record(history_line(expression, window.display))
             return
         if window.fresh and (key.isdigit() or key in ".("):
             window.display = ""
@@ -792,6 +800,7 @@ class Player:
             window.display = ""
             return
         window.display = str(days)  # the number, as the calculator's own result (shown "N days")
+        window.record_dates(date_history_line(first, second, days))
 
 
 def play(desktop: Desktop, program: Program) -> str:

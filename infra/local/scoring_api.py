@@ -40,7 +40,8 @@ def end_state(desktop: Desktop) -> dict[str, Any]:
         snapshot = desktop.snapshot()
         snapshot["windows"] = [
             {"title": w.title, "app": w.app, "path": w.path, "dirty": w.dirty,
-             "text": getattr(w, "text", None), "display": getattr(w, "display", None)}
+             "text": getattr(w, "text", None), "display": getattr(w, "display", None),
+             "history": list(getattr(w, "history", []))}
             for w in reversed(desktop.windows)
         ]
     return {"files": files, "folders": folders, **snapshot}

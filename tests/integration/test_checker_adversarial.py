@@ -4,10 +4,11 @@ The audit-verifier's edit operators only produce wrong runs that are edits of th
 solution. These are the others: the right file in the wrong folder, the right name with the
 wrong content, extra or duplicated content, case and whitespace tricks, the goal met with
 collateral damage (other files renamed or rewritten, other settings flipped, extra timers), the
-answer typed where it should have been computed, DONE on an infeasible task, FAIL on a feasible
-one. Each run starts from the task's setup on a real worker process, is sent through the
-worker's HTTP API (``/execute``: the command language; ``/execute_windows``: pyautogui source),
-and is graded by the worker's ``/evaluate`` with the task's shipped checker, as a sweep does.
+answer typed (or computed another way) where it should have been computed, DONE on an
+infeasible task, FAIL on a feasible one. Each run starts from the task's setup on a real worker
+process, is sent through the worker's HTTP API (``/execute``: the command language;
+``/execute_windows``: pyautogui source), and is graded by the worker's ``/evaluate`` with the
+task's shipped checker, as a sweep does.
 
 Beside them, the reference solution and correct runs by another route must still score 1, and
 an agent that does nothing must score 0 on every task.
@@ -133,6 +134,12 @@ WRONG: dict[str, dict[str, list[str]]] = {
             f'mkdir "{H}\\Downloads\\old"',
             f'move "{H}\\Downloads\\cache1.tmp" "{H}\\Downloads\\old\\cache1.tmp"',
             f'move "{H}\\Downloads\\cache2.tmp" "{H}\\Downloads\\old\\cache2.tmp"', "DONE"],
+        ".tmp files moved out of the user folders": [
+            f'move "{H}\\Downloads\\cache1.tmp" "C:\\Windows\\Temp\\cache1.tmp"',
+            f'move "{H}\\Downloads\\cache2.tmp" "C:\\Windows\\Temp\\cache2.tmp"', "DONE"],
+        ".tmp files moved to the drive's root under other names": [
+            f'move "{H}\\Downloads\\cache1.tmp" "C:\\cache1.bak"',
+            f'move "{H}\\Downloads\\cache2.tmp" "C:\\cache2.bak"', "DONE"],
         "everything selected and deleted in the app": [
             _PY + "pyautogui.click(400, 142)\npyautogui.hotkey(\"ctrl\", \"a\")",
             _PY + 'pyautogui.press("delete")', "DONE"],
@@ -325,6 +332,11 @@ WRONG: dict[str, dict[str, list[str]]] = {
         "file in Documents": ["calc 1234*5678", f'write "{H}\\Documents\\result.txt" "7006652"',
                               "DONE"],
         "done, then FAIL": ["calc 1234*5678", _RESULT, "FAIL"],
+        "the answer typed on the calculator, not computed": ['type "7006652"', _RESULT, "DONE"],
+        "the answer entered with = , not computed": [
+            _PY + 'pyautogui.typewrite("7006652")\npyautogui.press("enter")', _RESULT, "DONE"],
+        "the answer sent as a calc command": ["calc 7006652", _RESULT, "DONE"],
+        "the answer computed another way": ["calc 7006650+2", _RESULT, "DONE"],
     },
     "calc-days": {
         "number only": ["calc days 2024-01-03 2024-08-20",
@@ -334,6 +346,8 @@ WRONG: dict[str, dict[str, list[str]]] = {
         "file right, calculator on other dates": ["calc days 2024-01-03 2024-08-21", _DAYS,
                                                   "DONE"],
         "file right, calculator not used": [_DAYS, "DONE"],
+        "the answer typed on the calculator, not computed": ['type "230"', _DAYS, "DONE"],
+        "the answer computed as arithmetic": ["calc 229+1", _DAYS, "DONE"],
     },
 }
 """Per task (by short name): wrong runs, each a list of actions ending in the final answer."""
@@ -375,8 +389,14 @@ RIGHT: dict[str, dict[str, list[str]]] = {
                "both": ["set do_not_disturb on", "set notifications off", "DONE"]},
     "notifications": {"by command": ["set notifications off", "DONE"]},
     "dark-mode": {"by command": ["set dark_mode on", "DONE"]},
-    "calc-product": {"by command": ["calc 1234*5678", _RESULT, "DONE"]},
+    "calc-product": {"by command": ["calc 1234*5678", _RESULT, "DONE"],
+                     "with blanks and x": ["calc 1234 x 5678", _RESULT, "DONE"],
+                     "typed on the calculator's keys": [
+                         _PY + 'pyautogui.typewrite("1234*5678=")', _RESULT, "DONE"],
+                     "after another calculation": ["calc 2+2", "calc 1234*5678", _RESULT,
+                                                   "DONE"]},
     "calc-days": {"by command": ["calc days 2024-01-03 2024-08-20", _DAYS, "DONE"],
+                  "dates in the other order": ["calc days 2024-08-20 2024-01-03", _DAYS, "DONE"],
                   "upper case": ["calc days 2024-01-03 2024-08-20",
                                  f'write "{H}\\Desktop\\numdays.txt" "230 DAYS"', "DONE"]},
     "inf-share": {"FAIL": ["FAIL"]},
@@ -384,17 +404,6 @@ RIGHT: dict[str, dict[str, list[str]]] = {
     "inf-480hz": {"FAIL": ["FAIL"]},
 }
 """Per task: correct runs by another route than the reference solution; each must score 1."""
-
-
-GAPS: dict[str, dict[str, list[str]]] = {
-    "calc-product": {"the answer typed on the calculator, not computed": [
-        'type "7006652"', _RESULT, "DONE"]},
-    "calc-days": {"the answer typed on the calculator, not computed": [
-        'type "230"', _DAYS, "DONE"]},
-}
-"""Wrong runs the local checkers still accept (see docs/results.md): the checker reads the
-calculator's display, not its history. Marked strict xfail, so a fix shows up as a test to move
-into :data:`WRONG`."""
 
 
 def load_task(short: str) -> dict[str, Any]:
@@ -446,14 +455,6 @@ def test_a_correct_run_by_another_route_scores_1(worker: Any, short: str, name: 
                                                  actions: list[str]) -> None:
     score, reason = _play(worker, short, actions)
     assert score == 1.0, f"{short}: the correct run '{name}' was refused ({reason})"
-
-
-@pytest.mark.xfail(strict=True, reason="a known gap of the local checkers (docs/results.md)")
-@pytest.mark.parametrize(("short", "name", "actions"), _cases(GAPS))
-def test_a_known_gap_is_still_accepted(worker: Any, short: str, name: str,
-                                       actions: list[str]) -> None:
-    score, reason = _play(worker, short, actions)
-    assert score == 0.0, f"{short}: the wrong run '{name}' was accepted ({reason})"
 
 
 @pytest.mark.parametrize("short", ["inf-share", "inf-print", "inf-480hz"])

@@ -195,6 +195,40 @@ def test_setup_by_waas_controller_then_waas_getter_and_metric(
     assert bad.json()["score"] == 0.0 and bad.json()["success"] is False
 
 
+def _guest_run(worker: WorkerProcess, command: str) -> None:
+    answer = requests.post(f"{worker.waa_url}/execute", json={"command": command},
+                           timeout=TIMEOUT)
+    assert answer.status_code == 200 and answer.json().get("returncode") == 0, answer.text
+
+
+@pytest.mark.parametrize(("short", "task_id", "computed", "typed"), [
+    ("product", "windows_calc/2c82e242-3aa1-5fd4-b0ce-53a678d42149-WOS", "calc 1234*5678",
+     'type "7006652"'),
+    ("days", "windows_calc/96f46cd3-9572-592e-b6d8-d0b0c4609e33-WOS",
+     "calc days 2024-01-03 2024-08-20", 'type "230"'),
+])
+def test_waas_getter_and_metric_read_the_calculators_history(
+    server: Server, guest: tuple[str, WorkerProcess], short: str, task_id: str, computed: str,
+    typed: str,
+) -> None:
+    # The history check of a shipped calculator task, scored by WAA's own get_vm_command_line
+    # (the guest's /execute) and check_include_exclude: 1 once computed, 0 when only typed.
+    shipped = json.loads((ROOT / "infra" / "local" / "tasks" / "examples" /
+                          f"{task_id}.json").read_text(encoding="utf-8"))["evaluator"]
+    where = shipped["func"].index("check_include_exclude")
+    history = _task("check_include_exclude", shipped["result"][where],
+                    shipped["expected"][where])
+    assert history["evaluator"]["result"] == {"type": "vm_command_line",
+                                              "command": "calc history"}
+    for answer, score in ((typed, 0.0), (computed, 1.0)):
+        assert _setup(server, [{"type": "close_all", "parameters": {}},
+                               {"type": "launch", "parameters": {"command": "calc"}}]).ok
+        _guest_run(guest[1], answer)
+        verdict = _evaluate(server, history)
+        assert verdict.status_code == 200, verdict.text
+        assert verdict.json()["score"] == score, (short, answer, verdict.json())
+
+
 def test_waas_vm_file_getter_fills_the_tasks_own_cache(server: Server) -> None:
     other = f"{DOCS}\\b.txt"
     assert _setup(server, [_create(FILE_A, "same text"), _create(other, "same text")]).ok

@@ -165,6 +165,21 @@ def test_settings_clock_and_calc(desktop: Desktop) -> None:
         assert run(desktop, bad).returncode == 1
 
 
+def test_calc_history_lists_the_calculations_performed(desktop: Desktop) -> None:
+    assert run(desktop, "calc history").returncode == 1  # closed: no history to read
+    ok(desktop, "open calc")
+    assert ok(desktop, "calc history") == ""
+    ok(desktop, "calc 7006652")  # a number alone computes nothing
+    ok(desktop, "calc 1234 * 5678")
+    ok(desktop, "calc days 2024-08-20 2024-01-03")
+    ok(desktop, "calc -(2)")
+    ok(desktop, "open notepad")  # read whichever window is active, and read-only
+    version = desktop.version
+    assert ok(desktop, "calc history").splitlines() == [
+        "1234*5678 = 7006652", "2024-01-03 to 2024-08-20 = 230 days"]
+    assert desktop.version == version
+
+
 def test_special_actions_are_no_ops(desktop: Desktop) -> None:
     for action in ("DONE", "FAIL", "WAIT", "wait"):
         assert run(desktop, action).returncode == 0

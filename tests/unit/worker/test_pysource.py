@@ -156,6 +156,33 @@ def test_accessibility_rects_match_the_hit_test(desktop: Desktop) -> None:
         run_action(desktop, f"import pyautogui\npyautogui.click({(left + right) // 2}, "
                             f"{(top + bottom) // 2})")
     assert desktop.active is not None and desktop.active.display == "56"
+    # The History pane lists the calculation (newest first) in the accessibility tree.
+    root = ET.fromstring(accessibility_xml(desktop))
+    assert [i.get("name") for i in root.iter("ListItem")] == ["7*8 = 56"]
+
+
+def test_only_a_calculation_enters_the_calculators_history(desktop: Desktop) -> None:
+    run_action(desktop, "open calc")
+    window = desktop.active
+    assert window is not None and window.app == "calc"
+    # Digits typed onto the display, even with = pressed, compute nothing: no entry.
+    run_action(desktop, 'import pyautogui\npyautogui.typewrite("7006652")\n'
+                        'pyautogui.press("enter")')
+    run_action(desktop, 'type "42"')
+    assert window.history == []
+    run_action(desktop, 'import pyautogui\npyautogui.typewrite("1234 x 5678=")')
+    run_action(desktop, "calc 2+2")
+    assert window.history == ["1234*5678 = 7006652", "2+2 = 4"]
+    # The date page recomputes as a date is typed: one entry for the difference shown.
+    x, y = _control(desktop, "Date calculation").center
+    run_action(desktop, f"import pyautogui\npyautogui.click({x}, {y})\n"
+                        'pyautogui.typewrite("2024-08-20")\npyautogui.press("tab")\n'
+                        'pyautogui.typewrite("2024-01-03")')
+    assert window.history[-1] == "2024-01-03 to 2024-08-20 = 230 days"
+    assert len(window.history) == 3
+    run_action(desktop, "close Calculator")
+    run_action(desktop, "open calc")
+    assert desktop.active is not None and desktop.active.history == []
 
 
 def test_the_screenshot_shows_what_a_click_there_changes(desktop: Desktop) -> None:

@@ -57,6 +57,21 @@ def test_steps_build_a_desktop(desktop: Desktop) -> None:
     assert desktop.titles() == [] and desktop.list_names(DOCS) == []
 
 
+def test_clear_task_files_brings_the_whole_drive_back_to_its_layout(desktop: Desktop) -> None:
+    # What a run left outside the user folders must not leak into the next task, which may
+    # check the whole drive (a file moved to C:\Windows\Temp instead of deleted).
+    for folder in ("C:\\Program Files\\App", "C:\\Users\\Public"):
+        desktop.make_folder(folder)
+    for path in (f"{DOCS}\\a.txt", "C:\\Windows\\Temp\\cache1.tmp", "C:\\stray.bak",
+                 "C:\\Program Files\\App\\app.exe", "C:\\Users\\Public\\x.txt"):
+        desktop.write_file(path, b"x")
+    desktop.make_folder("C:\\Users\\Docker\\Downloads\\old")
+    assert all(r.ok for r in run_steps(desktop, [{"type": "clear_task_files"}]))
+    drive = desktop.sandbox.drive
+    assert sorted(p.relative_to(drive).as_posix() for p in drive.rglob("*")) == sorted(
+        p.relative_to(drive).as_posix() for p in desktop.sandbox.protected() if p != drive)
+
+
 @pytest.mark.parametrize(
     ("step", "needle"),
     [
