@@ -179,6 +179,8 @@ class CleanupReport:
     removed: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
+    skipped: str | None = None
+    """Why the pool was left alone (``cleanup_expired``: a live run holds it); else None."""
 
 
 class Provider(Protocol):
