@@ -18,6 +18,13 @@
   replaced whom.
 - **extend** moves the expiry of a pool, paused or not.
 
+A run holds its pool's lease (:mod:`oa_vm.lease`). **pause** would stop the workers under it,
+so it is refused while a live run holds the lease (``force`` overrides), and holds the lease
+itself while it stops them. **resume**, **repair** and **extend** are allowed during a run:
+resume and extend take nothing away, and repair is what ``run --repair`` itself calls while
+holding the lease (a user's ``pool-repair`` during a run replaces lost workers the run would
+otherwise quarantine; it never touches a worker that is alive, unless named).
+
 Like :mod:`oa_vm.api`, every function returns records and raises :mod:`oa_vm.errors`; nothing
 prints. Records are saved after every step, so an interrupted operation leaves a record that
 says what is running.
