@@ -17,7 +17,7 @@ from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
 from oa_vm.clikit import print_json, run_main
 from oa_vm.duration_options import METAVAR, duration
-from oa_vm.errors import InvalidInputError, OaVmError
+from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
 from oa_vm.state import PoolRecord
 
 app = typer.Typer(
@@ -237,6 +237,11 @@ def pool_cleanup(
         return
     pool = api.resolve_name(name)
     if state.exists(pool):
+        from oa_vm.lease import describe, live_holder
+
+        holder = None if force else live_holder(pool)
+        if holder is not None:  # before asking: the answer would not matter
+            raise PoolInUseError(pool, describe(holder), "pool-cleanup")
         _confirm(f"Remove pool {pool!r} and everything it created?", yes)
     report = api.cleanup_pool(pool, progress=_echo, force=force)
     for hint in report.hints:

@@ -191,6 +191,15 @@ def _kept(pool: str, token: str) -> Iterator[None]:
             release(pool, token)
 
 
+def live_holder(pool: str) -> dict[str, Any] | None:
+    """The lease of a live holder other than the calling process, or None (free, stale or
+    ours). A read only: :func:`guard_pool` is what decides, under the lock."""
+    lease = read_lease(pool)
+    if lease is None or held_by_this_process(lease) or not holder_alive(lease):
+        return None
+    return lease
+
+
 @contextlib.contextmanager
 def guard_pool(
     pool: str, operation: str, *, force: bool = False

@@ -146,6 +146,9 @@ def test_pause_and_cleanup_are_refused_while_a_live_run_holds_the_pool(
         lease = _lease(home, "busy")
         assert lease is not None and lease["pid"] == holder.pid and lease["run"] == HOLDER
         assert _alive(worker_pid)
+    # without --yes the refusal comes before the question (whose answer would not matter)
+    asked = run_cli("oa-vm", "pool-cleanup", "--name", "busy", home=home)
+    assert f"in use by run {HOLDER!r}" in asked.assert_one_line_error()
     status = _status(home, "busy")
     assert status["state"] == "ready" and status["workers"][0]["pid"] == worker_pid
 
