@@ -23,6 +23,7 @@ from oa_vm.errors import (
     InvalidInputError,
     OaVmError,
     PoolExistsError,
+    PoolInUseError,
     PoolNotFoundError,
     PoolNotReadyError,
     ProvisioningError,
@@ -368,21 +369,45 @@ def wait_pool(
         time.sleep(interval)
 
 
-def cleanup_pool(name: str | None, *, progress: Progress = no_progress) -> CleanupReport:
+def cleanup_pool(
+    name: str | None, *, progress: Progress = no_progress, force: bool = False
+) -> CleanupReport:
     """Remove everything the pool created, then its record. Idempotent.
 
     A pool removed earlier gives an empty report saying so; an unknown name raises
     :class:`PoolNotFoundError`; a corrupt record raises :class:`CorruptRecordError` and nothing
-    is deleted.
+    is deleted. A pool whose lease a live run holds (:mod:`oa_vm.lease`) is not removed from
+    under it: :class:`PoolInUseError`, nothing changed, unless ``force`` (then ``progress``
+    says whose pool it removes). A stale lease (its holder gone) never stops a cleanup, and a
+    process may remove a pool whose lease it holds itself. While it removes, the pool's lease
+    is held, so no run starts on it meanwhile.
     """
+    from oa_vm.lease import describe, guard_pool
+
     pool = resolve_name(name)
     try:
-        record = state.load(pool)
+        state.load(pool)  # unknown or corrupt: refused before anything is written
     except PoolNotFoundError:
         tomb = state.removed_dir() / f"{pool}.json"
         if tomb.exists():
             return CleanupReport(hints=[f"pool {pool!r} was already removed; nothing to remove"])
         raise
+    with guard_pool(pool, "pool-cleanup", force=force) as overridden:
+        if overridden is not None:
+            progress(f"pool {pool!r} is in use by {describe(overridden)}; "
+                     "removing it anyway (--force)")
+        report = _destroy(state.load(pool), progress)  # as it is now that the lease is ours
+    if not report.left:
+        # after the lease is given back: its heartbeat must not touch a folder being removed
+        _remove_pool_dir(pool)
+        report.removed.append(f"removed the record of pool {pool!r}")
+    return report
+
+
+def _destroy(record: PoolRecord, progress: Progress) -> CleanupReport:
+    """Destroy what the pool made; drop its record (leaving a tombstone) unless something is
+    left."""
+    pool = record.name
     record.state = PoolState.DELETING
     state.save(record)
     report = get_provider(record.cloud).destroy(record, progress)
@@ -395,17 +420,24 @@ def cleanup_pool(name: str | None, *, progress: Progress = no_progress) -> Clean
          "removed": report.removed},
     )
     state.delete(pool)
-    _remove_pool_dir(pool)
-    report.removed.append(f"removed the record of pool {pool!r}")
     return report
 
 
-def cleanup_expired(*, progress: Progress = no_progress) -> dict[str, CleanupReport]:
-    """Clean up every pool past its expiry."""
+def cleanup_expired(
+    *, progress: Progress = no_progress, force: bool = False
+) -> dict[str, CleanupReport]:
+    """Clean up every pool past its expiry. A pool a live run holds is skipped (its report's
+    ``skipped`` says by whom, and ``progress`` says so too) rather than failing the batch,
+    unless ``force``."""
     reports = {}
     for item in state.iter_records():
         if isinstance(item, PoolRecord) and item.is_expired():
-            reports[item.name] = cleanup_pool(item.name, progress=progress)
+            try:
+                reports[item.name] = cleanup_pool(item.name, progress=progress, force=force)
+            except PoolInUseError as exc:
+                why = f"pool {item.name!r} skipped: in use by {exc.holder}"
+                progress(why)
+                reports[item.name] = CleanupReport(skipped=why)
     return reports
 
 

@@ -17,7 +17,7 @@ from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
 from oa_vm.clikit import print_json, run_main
 from oa_vm.duration_options import METAVAR, duration
-from oa_vm.errors import InvalidInputError, OaVmError
+from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
 from oa_vm.state import PoolRecord
 
 app = typer.Typer(
@@ -213,20 +213,37 @@ def pool_list(json_out: JsonOpt = False) -> None:
 def pool_cleanup(
     name: NameOpt = None,
     expired: Annotated[bool, typer.Option(help="Remove every pool past its expiry.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Remove a pool even while a run holds it (the "
+                                           "run's tasks fail); default: refuse, or skip it "
+                                           "with --expired.")
+    ] = False,
     yes: YesOpt = False,
 ) -> None:
-    """Remove everything a pool created, then its record (safe to run again)."""
+    """Remove everything a pool created, then its record (safe to run again).
+
+    A pool a live run is using is not removed (one line names the run) unless --force.
+    """
     if expired:
         if name:
             raise InvalidInputError("use either --name or --expired, not both")
         _confirm("Remove every expired pool?", yes)
-        reports = api.cleanup_expired(progress=_echo)
-        _echo("No expired pools." if not reports else f"Removed {len(reports)} expired pool(s).")
+        reports = api.cleanup_expired(progress=_echo, force=force)
+        done = [r for r in reports.values() if r.skipped is None]
+        skipped = len(reports) - len(done)
+        _echo("No expired pools." if not reports else
+              f"Removed {len(done)} expired pool(s)"
+              + (f"; skipped {skipped} in use (see above)." if skipped else "."))
         return
     pool = api.resolve_name(name)
     if state.exists(pool):
+        from oa_vm.lease import describe, live_holder
+
+        holder = None if force else live_holder(pool)
+        if holder is not None:  # before asking: the answer would not matter
+            raise PoolInUseError(pool, describe(holder), "pool-cleanup")
         _confirm(f"Remove pool {pool!r} and everything it created?", yes)
-    report = api.cleanup_pool(pool, progress=_echo)
+    report = api.cleanup_pool(pool, progress=_echo, force=force)
     for hint in report.hints:
         _echo(hint)
     if report.left:

@@ -48,9 +48,16 @@ def pool_pause(
         typer.Option("--keep-days", "--keep", parser=duration("d"), metavar=METAVAR,
                      help="How long the paused pool is kept before it expires (12h, 7d; days)."),
     ] = fleet.DEFAULT_KEEP_DAYS,
+    force: Annotated[
+        bool, typer.Option("--force", help="Pause even while a run holds the pool (the run's "
+                                           "tasks fail); default: refuse.")
+    ] = False,
 ) -> None:
-    """Stop every worker, keeping its disk; a paused pool costs only its disks."""
-    record = fleet.pause_pool(name, keep_days=keep_days, progress=_echo)
+    """Stop every worker, keeping its disk; a paused pool costs only its disks.
+
+    A pool a live run is using is not paused (one line names the run) unless --force.
+    """
+    record = fleet.pause_pool(name, keep_days=keep_days, progress=_echo, force=force)
     per_day = current_paused_per_day(record)
     _echo(f"Pool {record.name!r} paused: {len(record.workers)} worker(s) stopped, disks kept; "
           f"{money(per_day)}/day while paused; expires {state.format_time(record.expires_at)}.")

@@ -95,3 +95,23 @@ class PoolBusyError(OaVmError):
             f"pool {name!r} is in use by {holder}; wait for that run to end, pass "
             "--wait-for-pool 30m to wait, or use another pool"
         )
+
+
+class PoolInUseError(PoolBusyError):
+    """An ``oa-vm`` operation that would pull the workers from under a run (``pool-pause``,
+    ``pool-cleanup``) was refused: a live run holds the pool's lease. Nothing was changed."""
+
+    _VERBS = {"pool-pause": "pause", "pool-cleanup": "remove"}
+
+    def __init__(self, name: str, holder: str, operation: str) -> None:
+        self.name = name
+        self.holder = holder
+        self.operation = operation
+        verb = self._VERBS.get(operation, "change")
+        # PoolBusyError's message tells a run to wait; this one tells a pool operation what
+        # to do, so the base's __init__ is skipped on purpose.
+        OaVmError.__init__(
+            self,
+            f"pool {name!r} is in use by {holder}; wait for it to end, or pass --force to "
+            f"{verb} the pool anyway (its tasks fail)",
+        )

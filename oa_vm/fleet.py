@@ -18,6 +18,13 @@
   replaced whom.
 - **extend** moves the expiry of a pool, paused or not.
 
+A run holds its pool's lease (:mod:`oa_vm.lease`). **pause** would stop the workers under it,
+so it is refused while a live run holds the lease (``force`` overrides), and holds the lease
+itself while it stops them. **resume**, **repair** and **extend** are allowed during a run:
+resume and extend take nothing away, and repair is what ``run --repair`` itself calls while
+holding the lease (a user's ``pool-repair`` during a run replaces lost workers the run would
+otherwise quarantine; it never touches a worker that is alive, unless named).
+
 Like :mod:`oa_vm.api`, every function returns records and raises :mod:`oa_vm.errors`; nothing
 prints. Records are saved after every step, so an interrupted operation leaves a record that
 says what is running.
@@ -144,26 +151,49 @@ def pause_pool(
     keep_days: float = DEFAULT_KEEP_DAYS,
     progress: Progress = no_progress,
     ops: FleetOps | None = None,
+    force: bool = False,
 ) -> PoolRecord:
     """Stop every worker of the pool, keeping its disks; the pool expires ``keep_days`` later.
     Draining workers that were already replaced are retired first, not paused.
 
+    A run holding the pool's lease (:mod:`oa_vm.lease`) would lose its workers: the pause is
+    refused unless ``force`` (then ``progress`` says whose workers it stops). While it pauses,
+    the pool's lease is held, so no run starts on workers being stopped.
+
     Raises:
         PoolNotReadyError: the pool is being created or removed, or is already paused.
+        PoolInUseError: a live run holds the pool's lease and ``force`` is false (nothing
+            changed).
         InvalidInputError: ``keep_days`` is not positive.
         ProviderUnavailableError: the pool's cloud cannot pause.
 
     ``ops`` replaces the cloud's implementation (tests give one with a stand-in engine).
     """
+    from oa_vm.lease import describe, guard_pool
+
     if not keep_days > 0:
         raise InvalidInputError(f"--keep-days must be more than 0, not {keep_days}")
-    record = _load(name)
+    record = _check_pausable(_load(name))
+    ops = ops or fleet_ops(record.cloud)
+    with guard_pool(record.name, "pool-pause", force=force) as overridden:
+        if overridden is not None:
+            progress(f"pool {record.name!r} is in use by {describe(overridden)}; "
+                     "pausing it anyway (--force)")
+        record = _check_pausable(_load(record.name))  # as it is now that the lease is ours
+        return _pause(record, ops, keep_days, progress)
+
+
+def _check_pausable(record: PoolRecord) -> PoolRecord:
     if record.state == PoolState.PAUSED:
         raise PoolNotReadyError(
             f"pool {record.name!r} is already paused; resume it with "
             f"'oa-vm pool-resume --name {record.name}'"
         )
-    ops = ops or fleet_ops(record.cloud)
+    return record
+
+
+def _pause(record: PoolRecord, ops: FleetOps, keep_days: float,
+           progress: Progress) -> PoolRecord:
     going = [w.name for w in record.workers if w.name in replaced_by(record)]
     try:
         if going:  # replaced draining workers are retired, not kept paused

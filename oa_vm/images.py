@@ -146,8 +146,9 @@ def plan_image(
     hours = cloud_plan.BUILD_READY_S / 3600.0
     monthly = _storage_per_month(provider.name, image.builder.storage_gb)
     notes = [price_note] if price_note else []
+    cost = f"${price * hours:.2f} at the listed price" if price is not None else "price unknown"
     notes += [
-        f"the builder runs about {hours:.1f} h (${(price or 0) * hours:.2f} at the listed price), "
+        f"the builder runs about {hours:.1f} h ({cost}), "
         f"then is deleted; it ends itself after {BUILDER_TTL.total_seconds() / 3600:.0f} h "
         "whatever happens",
         f"keeping the image costs about ${monthly:.2f}/month "

@@ -25,7 +25,7 @@ from typing import Any
 import psutil
 
 from oa_vm import state
-from oa_vm.errors import PoolBusyError
+from oa_vm.errors import PoolBusyError, PoolInUseError
 
 HEARTBEAT_S = 10.0
 STALE_AFTER_S = 120.0
@@ -72,12 +72,20 @@ def holder_alive(lease: dict[str, Any], *, now: float | None = None) -> bool:
 
 
 def describe(lease: dict[str, Any]) -> str:
-    """``run 'x' (pid 123 on host, heartbeat 4s ago)``."""
+    """``run 'x' (pid 123 on host, heartbeat 4s ago)``; an operation's lease (see
+    :func:`guard_pool`) reads ``oa-vm pool-pause (pid 123 ...)``."""
     age = time.time() - float(lease.get("heartbeat") or 0)
+    operation = lease.get("operation")
+    who = f"oa-vm {operation}" if operation else f"run {lease.get('run')!r}"
     return (
-        f"run {lease.get('run')!r} (pid {lease.get('pid')} on {lease.get('host')}, "
+        f"{who} (pid {lease.get('pid')} on {lease.get('host')}, "
         f"heartbeat {max(0, int(age))}s ago)"
     )
+
+
+def held_by_this_process(lease: dict[str, Any]) -> bool:
+    """Whether the lease was taken by the calling process (a run acting on its own pool)."""
+    return lease.get("host") == socket.gethostname() and lease.get("pid") == os.getpid()
 
 
 @contextlib.contextmanager
@@ -95,17 +103,25 @@ def _ours(lease: dict[str, Any] | None, token: str) -> bool:
     return lease is not None and lease.get("token") == token
 
 
-def try_acquire(pool: str, run: str, token: str) -> dict[str, Any] | None:
-    """Take the lease if it is free or its holder is gone; else return the holder's lease."""
+def try_acquire(
+    pool: str, run: str, token: str, *, operation: str | None = None
+) -> dict[str, Any] | None:
+    """Take the lease if it is free or its holder is gone; else return the holder's lease.
+
+    ``operation`` marks a lease taken by an ``oa-vm`` command rather than a run (it is named
+    that way to whoever is refused)."""
     with _locked(pool):
         current = read_lease(pool)
         if current is not None and not _ours(current, token) and holder_alive(current):
             return current
         pid = os.getpid()
-        state.atomic_write_json(lease_path(pool), {
+        lease: dict[str, Any] = {
             "host": socket.gethostname(), "pid": pid, "pid_start": _process_start(pid),
             "run": run, "token": token, "acquired": time.time(), "heartbeat": time.time(),
-        })
+        }
+        if operation:
+            lease["operation"] = operation
+        state.atomic_write_json(lease_path(pool), lease)
         return None
 
 
@@ -148,6 +164,14 @@ def hold_pool(pool: str, run: str, *, wait_s: float = 0.0) -> Iterator[None]:
         if time.monotonic() >= deadline:
             raise PoolBusyError(pool, describe(holder))
         time.sleep(_WAIT_POLL_S)
+    with _kept(pool, token):
+        yield
+
+
+@contextlib.contextmanager
+def _kept(pool: str, token: str) -> Iterator[None]:
+    """Refresh the lease taken with ``token`` in the background for the block, then give it
+    back."""
     stop = threading.Event()
 
     def beat() -> None:
@@ -165,3 +189,42 @@ def hold_pool(pool: str, run: str, *, wait_s: float = 0.0) -> Iterator[None]:
         thread.join(timeout=5.0)
         with contextlib.suppress(OSError):
             release(pool, token)
+
+
+def live_holder(pool: str) -> dict[str, Any] | None:
+    """The lease of a live holder other than the calling process, or None (free, stale or
+    ours). A read only: :func:`guard_pool` is what decides, under the lock."""
+    lease = read_lease(pool)
+    if lease is None or held_by_this_process(lease) or not holder_alive(lease):
+        return None
+    return lease
+
+
+@contextlib.contextmanager
+def guard_pool(
+    pool: str, operation: str, *, force: bool = False
+) -> Iterator[dict[str, Any] | None]:
+    """Hold the pool's lease for an ``oa-vm`` operation that would pull the workers from under a
+    run (``pool-pause``, ``pool-cleanup``), so no run starts on the pool meanwhile.
+
+    Yields ``None`` when the operation may go ahead as usual: the lease was free or stale (and
+    is now held, as ``operation``), or the calling process holds it itself (a run acting on its
+    own pool). Yields the live holder's lease when ``force`` overrides it: the lease is left to
+    its holder, and the caller says what it overrode.
+
+    Raises:
+        PoolInUseError: a live run (or another operation) holds the lease and ``force`` is
+            false; nothing was written.
+    """
+    token = f"{socket.gethostname()}:{os.getpid()}:{os.urandom(6).hex()}"
+    holder = try_acquire(pool, operation, token, operation=operation)
+    if holder is None:
+        with _kept(pool, token):
+            yield None
+        return
+    if held_by_this_process(holder):
+        yield None
+        return
+    if not force:
+        raise PoolInUseError(pool, describe(holder), operation)
+    yield holder

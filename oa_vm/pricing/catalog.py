@@ -221,7 +221,7 @@ class PriceCatalog:
             known = ", ".join(e.region for e in by_region.values())
             raise InvalidInputError(
                 f"no {name} price for {canonical_size} in region {region!r}; "
-                f"known regions: {known}"
+                f"known regions: {known}{_did_you_mean(wanted_region, list(by_region))}"
             )
         return entry
 
@@ -239,6 +239,7 @@ class PriceCatalog:
                 scope = f" for {cloud}" if cloud else ""
                 raise InvalidInputError(
                     f"unknown region {region!r}{scope}; known regions: {', '.join(known)}"
+                    f"{_did_you_mean(wanted, [k.lower() for k in known])}"
                 )
             entries = matching
         return entries
@@ -383,3 +384,11 @@ class LiveQuote:
     spot: bool
     source: str
     effective: str | None = None
+
+
+def _did_you_mean(wanted: str, known: list[str]) -> str:
+    """`` (did you mean eastus?)`` for a near miss (a typo), else nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(wanted, known, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]}?)" if close else ""

@@ -65,6 +65,10 @@ class PoolSpec:
     per_process: int = 1
 
 
+PRICE_UNKNOWN = "price unknown:"
+"""How a plan's note starts when the catalog has no price for it (:meth:`Plan.price_unknown`)."""
+
+
 @dataclass
 class PlannedResource:
     """One resource a create would make, with the inputs the program set."""
@@ -117,6 +121,7 @@ class Plan:
             "ready_in": self.ready_in,
             "bills_after_expiry": self.bills_after_expiry,
             "alternatives": self.alternatives,
+            "price_unknown": self.price_unknown(),
             "notes": self.notes,
         }
 
@@ -133,6 +138,7 @@ class Plan:
             head = head if self.name is None else f"{head} (pool {self.name})"
             head += f" in {self.region}" if self.region else ""
             head += f", size {self.size}" if self.size else ""
+        unknown = self.price_unknown()
         price = "-" if self.price_per_hour is None else f"${self.price_per_hour:.2f}/hour"
         lines = [head]
         lines += [f"  {n} x {kind}" for kind, n in sorted(counts.items())]
@@ -153,7 +159,11 @@ class Plan:
                 if v and not (k == "cloud_id" and v == self.image.get("id"))
             ))
         whole = "the whole pool" if self.kind == "pool" else "the builder, while it runs"
-        lines.append(f"Price: {price} for {whole}")
+        if unknown is not None:  # said on the price line itself, not only in a note at the end
+            lines.append(f"Price: UNKNOWN for {whole}: "
+                         f"{unknown.removeprefix(PRICE_UNKNOWN).strip()}")
+        else:
+            lines.append(f"Price: {price} for {whole}")
         if self.not_priced:
             lines.append("Not priced: " + "; ".join(self.not_priced))
         if self.max_spend_usd is not None:
@@ -168,8 +178,15 @@ class Plan:
                 f"  {a['size']} in {a['region']}: ${a['price_per_hour']:.4f}/h per worker"
                 for a in self.alternatives
             ]
-        lines += [f"Note: {note}" for note in self.notes]
+        lines += [f"Note: {note}" for note in self.notes if note != unknown]
         return "\n".join(lines)
+
+    def price_unknown(self) -> str | None:
+        """Why the plan has no price (its ``price unknown: ...`` note: a region or size the
+        catalog does not list), or None."""
+        if self.price_per_hour is not None:
+            return None
+        return next((n for n in self.notes if n.startswith(PRICE_UNKNOWN)), None)
 
 
 @dataclass
@@ -179,6 +196,8 @@ class CleanupReport:
     removed: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
+    skipped: str | None = None
+    """Why the pool was left alone (``cleanup_expired``: a live run holds it); else None."""
 
 
 class Provider(Protocol):

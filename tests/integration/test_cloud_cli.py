@@ -85,7 +85,36 @@ def test_unknown_region_is_planned_with_unknown_price(tmp_path: Path) -> None:
     result = run_cli("oa-vm", "pool-create", "--cloud", "azure", "--region", "mars-1",
                      "--workers", "1", "--plan", home=tmp_path / "h", env=_no_engine_env(tmp_path))
     assert result.returncode == 0, result.stderr
-    assert "Price: -" in result.stdout and "known regions: eastus" in result.stdout
+    # a region the catalog does not list may still be real: planned, but said on the price line
+    assert "Price: UNKNOWN for the whole pool: no azure price" in result.stdout
+    assert "known regions: eastus" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("cloud", "region", "known", "near"),
+    [("azure", "mars-1", "eastus", None), ("aws", "us-east-7", "us-east-1", None),
+     ("azure", "westeurop", "eastus", "westeurope")],
+)
+def test_image_plan_in_a_region_without_a_price_says_so_loudly(
+    tmp_path: Path, cloud: str, region: str, known: str, near: str | None
+) -> None:
+    home = tmp_path / "home"
+    text = run_cli("oa-vm", "image-create", "--cloud", cloud, "--region", region, "--plan",
+                   home=home, env=_no_engine_env(tmp_path))
+    assert text.returncode == 0, text.stderr
+    price_line = next(line for line in text.stdout.splitlines() if line.startswith("Price:"))
+    assert price_line.startswith("Price: UNKNOWN for the builder, while it runs: no "), price_line
+    assert f"region {region!r}" in price_line and f"known regions: {known}" in price_line
+    assert (f"(did you mean {near}?)" in price_line) == (near is not None), price_line
+    assert "(price unknown)" in text.stdout and "$0.00" not in text.stdout  # never a false $0
+    as_json = run_cli("oa-vm", "image-create", "--cloud", cloud, "--region", region, "--plan",
+                      "--json", home=home, env=_no_engine_env(tmp_path))
+    assert as_json.returncode == 0, as_json.stderr
+    plan = json.loads(as_json.stdout)
+    assert plan["price_per_hour"] is None and plan["region"] == region
+    assert plan["price_unknown"].startswith("price unknown: no ")
+    assert f"known regions: {known}" in plan["price_unknown"]
+    assert not home.exists(), "a plan must write nothing"
 
 
 @pytest.mark.parametrize(
@@ -130,6 +159,7 @@ def test_image_plan_offline(
     types = [r["type"] for r in plan["resources"]]
     assert types.count(builder) == 1 and types.count(image_type) == 1
     assert plan["price_per_hour"] > 0 and plan["region"] == region
+    assert plan["price_unknown"] is None
     assert plan["ready_in"] == "about 90 min"
     assert plan["image"]["licence_expires"] and plan["image"]["storage_usd_per_month"] > 0
     snapshot = next(r for r in plan["resources"] if r["type"] == image_type)

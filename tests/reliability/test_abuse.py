@@ -8,9 +8,13 @@ variables, corrupt state and run files. ``docs/reliability.md`` carries this tab
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,8 +68,8 @@ def snapshot(world: World) -> dict[str, str]:
             continue
         for path in sorted(base.rglob("*")):
             rel = path.relative_to(base)
-            if not path.is_file() or rel.parts[-1] in ("lease.lock", ".lock"):
-                continue
+            if not path.is_file() or rel.parts[-1] in ("lease.lock", ".lock", "lease.json"):
+                continue  # a held lease's heartbeat rewrites it every 10 s
             if "workers" in rel.parts or "logs" in rel.parts or rel.parts[0] == "scratch":
                 continue
             if rel.name.startswith("queue.sqlite-"):
@@ -125,12 +129,44 @@ def ids_file(world: World) -> None:
 @dataclass(frozen=True)
 class Case:
     """One bad input: the script, its arguments ({res}, {file}, {home}, {scratch} filled in),
-    extra environment, and what to prepare first."""
+    extra environment, what to prepare first, and whether another live process (a run's
+    stand-in) holds the pool's lease meanwhile."""
 
     script: str
     args: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
     prepare: Callable[[World], None] | None = None
+    held: bool = False
+
+
+_HOLD = """
+import sys
+from oa_vm.lease import hold_pool
+with hold_pool(sys.argv[1], "holder"):
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def _lease_held(world: World, held: bool) -> Iterator[None]:
+    """The pool's lease held by another live process for the block (when ``held``), given back
+    after it, as a run's controller would."""
+    if not held:
+        yield
+        return
+    proc = subprocess.Popen(  # fixed argv, no shell
+        [sys.executable, "-c", _HOLD, POOL], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True, env={**os.environ, "OA_VM_HOME": str(world.home)},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        yield
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=120)
+        proc.stdout.close()
 
 
 def _run(*args: str, **kw: object) -> Case:
@@ -268,6 +304,11 @@ CASES: dict[str, Case] = {
     "pool-cleanup name ../../": _oavm("pool-cleanup", "--name", "../../outside", "-y"),
     "pool-cleanup unknown": _oavm("pool-cleanup", "--name", "nope", "-y"),
     "pool-cleanup name and expired": _oavm("pool-cleanup", "--name", POOL, "--expired", "-y"),
+    "pool-pause while a run holds the pool": _oavm("pool-pause", "--name", POOL, held=True),
+    "pool-cleanup while a run holds the pool": _oavm("pool-cleanup", "--name", POOL, "-y",
+                                                     held=True),
+    "pool-pause keep-days nan": _oavm("pool-pause", "--name", POOL, "--keep-days", "nan"),
+    "pool-pause keep-days zero": _oavm("pool-pause", "--name", POOL, "--keep-days", "0"),
     "pool-status name ../": _oavm("pool-status", "--name", "../x"),
     "pool-status name empty": _oavm("pool-status", "--name", ""),
     "pool-wait name empty": _oavm("pool-wait", "--name", ""),
@@ -333,13 +374,16 @@ def test_bad_input_is_one_line_nonzero_and_loses_nothing(world: World, name: str
     case = CASES[name]
     if case.prepare is not None:
         case.prepare(world)
-    before = snapshot(world)
-    result = run_cli(
-        case.script, *(_fill(a, world) for a in case.args), home=world.home,
-        env={k: _fill(v, world) for k, v in case.env.items()}, timeout=120,
-    )
+    with _lease_held(world, case.held):
+        before = snapshot(world)
+        result = run_cli(
+            case.script, *(_fill(a, world) for a in case.args), home=world.home,
+            env={k: _fill(v, world) for k, v in case.env.items()}, timeout=120,
+        )
     line = result.assert_one_line_error()
     assert "unexpected error" not in line, line
+    if case.held:  # refused because of the holder, and naming it, not for another reason
+        assert "in use by run 'holder'" in line and "--force" in line, line
     assert "secret" not in result.stderr + result.stdout
     assert snapshot(world) == before
     assert api.pool_status(POOL).state.value == "ready"

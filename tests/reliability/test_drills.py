@@ -161,3 +161,41 @@ def test_a_sweep_named_like_an_existing_pool_leaves_that_pool_alone(
     pid = before.workers[0].pid
     assert pid is not None
     os.kill(pid, 0)  # still alive
+
+
+def test_pause_and_cleanup_refuse_a_pool_a_run_is_using_and_the_run_finishes(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    from tests.support.cli import run_cli
+
+    # created by the CLI, not in this process: a worker that is the test's child would be left
+    # a zombie when the pause below stops it from another process
+    for args in (("pool-create", "--cloud", "local", "--workers", "1", "-y"),
+                 ("pool-wait", "--timeout", "120s")):
+        done = run_cli("oa-vm", *args, "--name", "inuse", home=home)
+        assert done.returncode == 0, done.stderr
+    pid = state.load("inuse").workers[0].pid
+    results = tmp_path / "results"
+    run = Controller(home, "run", "--pool", "inuse", "--agent", "oracle", "--results-dir",
+                     str(results), "--tasks", "all", "--run-name", "live", "--step-pause", "0.2",
+                     log_dir=tmp_path)
+    controllers.append(run)
+    wait_until(lambda: len(read_records(results / "live")) >= 1, "the run's first record")
+    record = state.record_path("inuse").read_bytes()
+    for args in (("pool-pause",), ("pool-cleanup", "-y")):
+        refused = run_cli("oa-vm", *args, "--name", "inuse", home=home)
+        line = refused.assert_one_line_error()
+        assert f"in use by run 'live' (pid {run.proc.pid} " in line and "--force" in line, line
+    assert run.proc.poll() is None, "the run ended before the refusals were checked"
+    assert state.record_path("inuse").read_bytes() == record
+    assert pid is not None
+    os.kill(pid, 0)  # the run's worker was left running
+    assert run.wait() == 0, run.output()
+    records = every_task_once(results / "live", ALL_TASKS)
+    assert {r["status"] for r in records.values()} == {"success"}
+    # the run gave its lease back: the same commands now go ahead
+    paused = run_cli("oa-vm", "pool-pause", "--name", "inuse", home=home)
+    assert paused.returncode == 0, paused.stderr
+    removed = run_cli("oa-vm", "pool-cleanup", "--name", "inuse", "-y", home=home)
+    assert removed.returncode == 0, removed.stderr
+    assert not state.exists("inuse")

@@ -162,8 +162,19 @@ def test_select_filters_and_validates(small_catalog: Path) -> None:
     assert [e.size for e in catalog.select(cloud="azure", region="EASTUS")] == [
         "Standard_D8s_v5", "Standard_D4s_v5",
     ]
-    with pytest.raises(InvalidInputError, match="known regions: us-east-1, eu-west-1"):
+    with pytest.raises(InvalidInputError, match="known regions: us-east-1, eu-west-1") as far:
         catalog.select(cloud="aws", region="eastus")
+    assert "did you mean" not in str(far.value)
+    with pytest.raises(InvalidInputError, match=r"\(did you mean us-east-1\?\)"):
+        catalog.select(cloud="aws", region="us-east1")
+
+
+def test_a_near_miss_region_names_the_closest_known_one(shipped: pricing.PriceCatalog) -> None:
+    with pytest.raises(InvalidInputError, match=r"known regions: .*\(did you mean eastus2\?\)"):
+        shipped.lookup("azure", "eastus-2", "Standard_D8s_v5")
+    with pytest.raises(InvalidInputError) as far:
+        shipped.lookup("azure", "mars-1", "Standard_D8s_v5")
+    assert "did you mean" not in str(far.value)
 
 
 # --- pool cost so far --------------------------------------------------------------------------
