@@ -8,7 +8,6 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -21,14 +20,6 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEPAD_TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"  # in the bundled local suite
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    home = tmp_path / "home"
-    yield home
-    for record in (home / "pools").glob("*/pool.json"):
-        run_cli("oa-vm", "pool-cleanup", "--name", record.parent.name, "-y", home=home)
 
 
 def _ok(result: Result) -> Result:

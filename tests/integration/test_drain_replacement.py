@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -31,14 +30,6 @@ WHEN = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 NOTICE = ("state=draining\nstep=spot-interruption\n"
           f"message=AWS spot interruption notice: terminate at {WHEN}; no new task\n"
           f"action=terminate\naction_time={WHEN}\n")
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    home = tmp_path / "home"
-    yield home
-    for record in (home / "pools").glob("*/pool.json"):
-        run_cli("oa-vm", "pool-cleanup", "--name", record.parent.name, "-y", home=home)
 
 
 def _status(home: Path) -> dict[str, Any]:

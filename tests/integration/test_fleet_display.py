@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +24,6 @@ pytestmark = pytest.mark.integration
 ESC = "\x1b"
 DEADLINE_S = 60.0
 HEAD = re.compile(r"Pool shown: \d/2 ready \| elapsed \w+ \| time left \w+")
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    home = tmp_path / "home"
-    yield home
-    for record in (home / "pools").glob("*/pool.json"):
-        run_cli("oa-vm", "pool-cleanup", "--name", record.parent.name, "-y", home=home)
 
 
 def _status(home: Path) -> dict[str, Any]:

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -33,15 +32,6 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    """An oa-vm home whose pools are cleaned up even if the test fails half-way."""
-    home = tmp_path / "home"
-    yield home
-    for record in (home / "pools").glob("*/pool.json"):
-        run_cli("oa-vm", "pool-cleanup", "--name", record.parent.name, "-y", home=home)
 
 
 def _create_and_wait(home: Path, name: str, workers: int) -> dict[str, object]:

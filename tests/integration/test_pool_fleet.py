@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +32,6 @@ def _wait_dead(pid: int) -> None:
     while _alive(pid):
         assert time.monotonic() < deadline, f"process {pid} still alive"
         time.sleep(0.05)
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    """An oa-vm home whose pools are cleaned up even if the test fails half-way."""
-    home = tmp_path / "home"
-    yield home
-    for record in (home / "pools").glob("*/pool.json"):
-        run_cli("oa-vm", "pool-cleanup", "--name", record.parent.name, "-y", home=home)
 
 
 def _status(home: Path, name: str) -> dict[str, Any]:

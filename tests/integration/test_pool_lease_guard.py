@@ -73,16 +73,6 @@ class Holder:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    """An oa-vm home whose pools are removed afterwards (forced: a failed test may have left a
-    holder)."""
-    home = tmp_path / "home"
-    yield home
-    for record in (home / "pools").glob("*/pool.json"):
-        run_cli("oa-vm", "pool-cleanup", "--name", record.parent.name, "-y", "--force", home=home)
-
-
-@pytest.fixture
 def holders() -> Iterator[list[Holder]]:
     started: list[Holder] = []
     yield started

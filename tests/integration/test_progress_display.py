@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,14 +19,6 @@ pytestmark = pytest.mark.integration
 ESC = "\x1b"
 TOTALS = re.compile(r"(\d+)/5 done: \d+ success, \d+ failure, \d+ error, \d+ not run \| "
                     r"elapsed \w+ \| ETA [\w?]+ \| cost (\$[\d.]+)")
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    home = tmp_path / "home"
-    yield home
-    for record in (home / "pools").glob("*/pool.json"):
-        run_cli("oa-vm", "pool-cleanup", "--name", record.parent.name, "-y", home=home)
 
 
 @pytest.fixture
