@@ -1,0 +1,506 @@
+"""The dispatcher: runs a run's queued tasks on its workers, one task in flight per worker.
+
+One loop (thread) per worker leases from the run's durable queue (:mod:`evals.queue`), longest
+expected task first; :func:`evals.runner.run_evaluation` builds it after every check.
+
+What happens to a task that goes wrong:
+
+- the worker could not be reached, or the task ran past ``task_timeout_s``: the attempt is
+  released and another worker takes the task (``max_attempts`` in all; the last failure is the
+  final record, ``error/infrastructure`` or ``error/timeout``);
+- a worker that fails ``quarantine_after`` tasks in a row that way is quarantined: it gets no more
+  tasks and is named in ``metadata.json``;
+- setup failed, the agent raised, the checker kept failing: the task's final record says so
+  (``error/setup``, ``error/agent``, ``error/evaluation``), without retry;
+- the budget cap: dispatching stops, running tasks finish, the rest are recorded ``not_run``;
+- a worker that is draining (a spot interruption notice, :mod:`oa_vm.drain`) finishes its task
+  and takes no new one (with ``--repair`` it is replaced when the pool can).
+
+Every task ends with exactly one final record, committed to the queue before ``execution.json``
+is written, so a controller killed at any moment loses nothing that finished and ``--resume``
+redoes nothing that finished.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evals.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
+from evals.agents import BenchmarkAgent
+from evals.errors import EvalsError
+from evals.ledger import Ledger
+from evals.queue import QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
+from evals.records import (
+    AttemptRecord,
+    ErrorType,
+    RunFolder,
+    TaskExecution,
+    TaskInfo,
+    TaskStatus,
+    error_execution,
+)
+from oa_vm.redact import redact_text
+
+if TYPE_CHECKING:
+    from oa_vm.connect import WorkerConnection
+
+DEFAULT_TASK_TIMEOUT_S = 600.0
+DEFAULT_QUARANTINE_AFTER = 2
+_IDLE_POLL_S = 0.2
+
+
+# --- what a progress display is fed ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where a run stands (what a progress display shows)."""
+
+    total: int
+    done: int
+    successes: int
+    failures: int
+    errors: int
+    not_run: int
+    running: dict[str, str | None]
+    quarantined: list[str]
+    elapsed_s: float
+    done_this_session: int
+    spent_usd: float | None = None
+    """$ charged so far (finished attempts, and tasks of an earlier controller on resume)."""
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Something that happened in a run.
+
+    ``kind`` is one of ``started``, ``task_started``, ``task_finished``, ``task_retry``,
+    ``worker_quarantined``, ``worker_draining``, ``budget_stop``, ``finished``.
+    """
+
+    kind: str
+    snapshot: Snapshot
+    task_id: str | None = None
+    worker: str | None = None
+    status: str | None = None
+    detail: str | None = None
+    rejected: int = 0
+    """Actions the worker refused or failed in the finished task."""
+
+
+EventSink = Callable[[RunEvent], None]
+
+
+# --- the dispatcher ----------------------------------------------------------------------------
+
+
+@dataclass
+class DispatchSettings:
+    """The dispatcher's knobs (a subset of :class:`RunConfig`)."""
+
+    max_steps: int = DEFAULT_MAX_STEPS
+    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    quarantine_after: int = DEFAULT_QUARANTINE_AFTER
+    step_pause_s: float = 0.0
+    evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
+
+
+@dataclass
+class DispatchOutcome:
+    """What the dispatcher ended with."""
+
+    budget_stopped: bool
+    quarantined: list[str]
+
+
+class Dispatcher:
+    """Runs the queue's pending tasks on the given workers until none is left.
+
+    Args:
+        folder: The run folder (records and screenshots go there).
+        queue: The run's queue, filled and recovered.
+        ledger: Prices attempts and holds the cap.
+        workers: One connection per ready worker.
+        tasks: Task JSON by ID (every task of the queue).
+        infos: Record facts by ID (domain, instruction, infeasible).
+        make_agent: Builds one agent per worker.
+        settings: Steps, timeouts, quarantine threshold.
+        on_event: Called (from worker threads) as things happen; must be quick and thread-safe.
+    """
+
+    def __init__(
+        self,
+        folder: RunFolder,
+        queue: TaskQueue,
+        ledger: Ledger,
+        workers: list[WorkerConnection],
+        tasks: Mapping[str, dict[str, Any]],
+        infos: Mapping[str, TaskInfo],
+        make_agent: Callable[[], BenchmarkAgent],
+        settings: DispatchSettings,
+        on_event: EventSink | None = None,
+        repair: Callable[[str], WorkerConnection | None] | None = None,
+        draining: Callable[[str], object | None] | None = None,
+    ) -> None:
+        self.folder = folder
+        self.repair = repair  # gives a replacement for a quarantined worker (run --repair)
+        # Asked before every lease: a notice (e.g. oa_vm.drain.DrainWatch) means no new task.
+        self.draining = draining
+        self._drained_workers: list[str] = []
+        self.queue = queue
+        self.ledger = ledger
+        self.workers = workers
+        self.tasks = tasks
+        self.infos = infos
+        self.make_agent = make_agent
+        self.settings = settings
+        self.on_event = on_event
+        self._lease_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._wake = threading.Condition()
+        self._stop = threading.Event()
+        self._budget_stopped = False
+        self._quarantined: list[str] = []
+        self._running: dict[str, str | None] = {w.name: None for w in workers}
+        self._counts = {s.value: 0 for s in TaskStatus}
+        self._done_this_session = 0
+        self._crash: BaseException | None = None
+        self._started = time.monotonic()
+        for record in queue.records().values():
+            self._counts[str(record["status"])] += 1
+
+    # --- events -------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """Where the run stands now."""
+        spent = self.ledger.spent()  # outside the state lock: the two locks never nest
+        with self._state_lock:
+            return Snapshot(
+                total=len(self.tasks),
+                done=sum(self._counts.values()),
+                successes=self._counts[TaskStatus.SUCCESS],
+                failures=self._counts[TaskStatus.FAILURE],
+                errors=self._counts[TaskStatus.ERROR],
+                not_run=self._counts[TaskStatus.NOT_RUN],
+                running=dict(self._running),
+                quarantined=list(self._quarantined),
+                elapsed_s=time.monotonic() - self._started,
+                done_this_session=self._done_this_session,
+                spent_usd=spent,
+            )
+
+    def _emit(self, kind: str, *, rejected: int = 0, **details: str | None) -> None:
+        if self.on_event is not None:
+            self.on_event(RunEvent(kind, self.snapshot(), rejected=rejected, **details))
+
+    # --- running ------------------------------------------------------------------------------
+
+    def run(self) -> DispatchOutcome:
+        """Dispatch until every task has a final record (or Ctrl-C: leases stay for --resume).
+
+        Raises:
+            KeyboardInterrupt: passed on after the loops were told to stop committing.
+        """
+        self._emit("started")
+        threads = [
+            threading.Thread(
+                target=self._worker_loop, args=(w,), name=f"dispatch-{w.name}", daemon=True
+            )
+            for w in self.workers
+        ]
+        beat = threading.Thread(target=self._heartbeat, name="lease-heartbeat", daemon=True)
+        beat.start()
+        for thread in threads:
+            thread.start()
+        try:
+            # join with a timeout so that Ctrl-C reaches this (main) thread promptly
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(timeout=0.5)
+        except BaseException:
+            self._stop.set()
+            with self._wake:
+                self._wake.notify_all()
+            raise
+        finally:
+            self._stop.set()
+        beat.join(timeout=5.0)
+        if self._crash is not None:
+            raise EvalsError(
+                f"a dispatch loop failed ({type(self._crash).__name__}: {self._crash}); "
+                "finished tasks are kept, continue with --resume"
+            ) from self._crash
+        self._finalize_leftovers()
+        self._emit("finished")
+        return DispatchOutcome(self._budget_stopped, list(self._quarantined))
+
+    def _heartbeat(self) -> None:
+        interval = max(0.5, self.queue.lease_seconds / 3.0)
+        while not self._stop.wait(interval):
+            self.queue.heartbeat()
+
+    def _worker_loop(self, worker: WorkerConnection) -> None:
+        try:
+            self._dispatch(worker)
+        except BaseException as exc:
+            # A loop that dies would leave its lease held and the others waiting for ever:
+            # stop the run instead (its leases are recovered by --resume) and report why.
+            self._crash = exc
+            self._stop.set()
+        finally:
+            with self._state_lock:
+                self._running[worker.name] = None
+            with self._wake:
+                self._wake.notify_all()
+
+    def _dispatch(self, worker: WorkerConnection) -> None:
+        agent = self.make_agent()
+        consecutive = 0
+        while not self._stop.is_set():
+            if self._is_draining(worker.name):
+                # Its last task has finished; with --repair a replacement takes its place.
+                replacement = self._replace(worker)
+                if replacement is None:
+                    break
+                worker, consecutive = replacement, 0
+                continue
+            lease = self._next_lease(worker.name)
+            if lease is None:
+                if self._stop.is_set() or self._budget_stopped or self._drained():
+                    break
+                with self._wake:
+                    self._wake.wait(_IDLE_POLL_S)
+                continue
+            worker_fault = self._run_one(worker, agent, lease)
+            consecutive = consecutive + 1 if worker_fault else 0
+            if consecutive >= self.settings.quarantine_after:
+                self._quarantine(worker.name, consecutive)
+                replacement = self._replace(worker)
+                if replacement is None:
+                    break
+                worker, consecutive = replacement, 0
+
+    def _replace(self, worker: WorkerConnection) -> WorkerConnection | None:
+        """A repaired connection for a quarantined worker (``run --repair``), or None."""
+        if self.repair is None or self._stop.is_set() or self._drained():
+            return None
+        replacement = self.repair(worker.name)
+        if replacement is None or self._stop.is_set():
+            return None
+        with self._state_lock:
+            if worker.name in self._quarantined:
+                self._quarantined.remove(worker.name)
+            if worker.name in self._drained_workers:
+                self._drained_workers.remove(worker.name)
+        self._emit("worker_repaired", worker=worker.name, detail="replaced from the pool")
+        return replacement
+
+    def _is_draining(self, worker: str) -> bool:
+        """True (and said once, as ``worker_draining``) when the worker is going away."""
+        notice = self.draining(worker) if self.draining is not None else None
+        if notice is None:
+            return False
+        with self._state_lock:
+            first = worker not in self._drained_workers
+            if first:
+                self._drained_workers.append(worker)
+        if first:
+            self._emit("worker_draining", worker=worker,
+                       detail=str(getattr(notice, "message", notice)))
+        return True
+
+    def _drained(self) -> bool:
+        return not self.queue.unfinished()
+
+    def _active_workers(self) -> int:
+        with self._state_lock:
+            return len(self.workers) - len({*self._quarantined, *self._drained_workers})
+
+    def _next_lease(self, worker: str) -> QueuedTask | None:
+        with self._lease_lock:
+            if self._stop.is_set() or self._budget_stopped:
+                return None
+            candidate = self.queue.peek_next(worker)
+            if candidate is None:
+                return None
+            if candidate.last_worker == worker and self._active_workers() > 1:
+                # Every task left just failed here: leave it to a healthier worker.
+                return None
+            if not self.ledger.try_reserve(candidate.task_id, candidate.expected_seconds):
+                if self.ledger.in_flight() > 0:
+                    # Reservations are estimates; once the running tasks settle, their real
+                    # cost (and better estimates) may leave room. Wait rather than stop.
+                    return None
+                self._budget_stopped = True
+                self._emit(
+                    "budget_stop",
+                    task_id=candidate.task_id,
+                    detail=f"spent ${self.ledger.spent():.4f} of ${self.ledger.cap_usd}",
+                )
+                with self._wake:
+                    self._wake.notify_all()
+                return None
+            lease = self.queue.lease(candidate.task_id, worker)
+            if lease is None:
+                self.ledger.settle(
+                    candidate.task_id, expected_seconds=0.0, actual_seconds=0.0, final=False
+                )
+            return lease
+
+    def _run_one(self, worker: WorkerConnection, agent: BenchmarkAgent, lease: QueuedTask) -> bool:
+        """Run one leased attempt and commit what it ended with; True if the worker is to blame."""
+        task_id = lease.task_id
+        info = self.infos[task_id]
+        with self._state_lock:
+            self._running[worker.name] = task_id
+        self._emit("task_started", task_id=task_id, worker=worker.name)
+        self.folder.clear_steps(task_id)
+        began = time.monotonic()
+        try:
+            execution = run_task(
+                worker.waa,
+                worker.scoring,
+                self.tasks[task_id],
+                task_id,
+                agent,
+                max_steps=self.settings.max_steps,
+                step_pause_s=self.settings.step_pause_s,
+                deadline=began + self.settings.task_timeout_s,
+                record_dir=self.folder.task_dir(task_id),
+                domain=info.domain,
+                evaluate_backoff_s=self.settings.evaluate_backoff_s,
+            )
+        except Exception as exc:  # a harness bug must still leave a record, not a stuck lease
+            execution = error_execution(
+                info, ErrorType.INFRASTRUCTURE, f"unexpected {type(exc).__name__}: {exc}"
+            )
+        seconds = time.monotonic() - began
+        if execution.error_message:
+            # records end up in execution.json, queue.sqlite and the run page: no credentials
+            execution.error_message = redact_text(execution.error_message)
+        with self._state_lock:
+            self._running[worker.name] = None
+        if self._stop.is_set():
+            # Interrupted: commit nothing, the lease is recovered by --resume.
+            return False
+        execution.worker = worker.name
+        execution.attempts = lease.attempts
+        execution.cost = self.ledger.charge(
+            task_id, seconds, [s.usage for s in execution.steps], worker=worker.name
+        )
+        execution.previous_attempts = [
+            AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
+        ]
+        retryable = execution.error_type in (ErrorType.INFRASTRUCTURE, ErrorType.TIMEOUT) or (
+            # a setup failure may be the worker's (a broken desktop): once more, elsewhere
+            execution.error_type is ErrorType.SETUP
+            and lease.attempts < 2
+            and self._active_workers() > 1
+        )
+        if not retryable:
+            self._commit(execution, lease, seconds)
+            # a failed setup or reset counts towards the worker's quarantine even when final
+            return execution.error_type is ErrorType.SETUP
+        attempt = {
+            "attempt": lease.attempts,
+            "worker": worker.name,
+            "error_type": None if execution.error_type is None else execution.error_type.value,
+            "error_message": execution.error_message,
+            "started_at": execution.started_at,
+            "ended_at": execution.ended_at,
+        }
+        outcome = self.queue.release(
+            task_id,
+            worker.name,
+            execution.error_message or "",
+            attempt=attempt,
+            final_record=execution.to_json(),
+        )
+        final = outcome is ReleaseOutcome.FINAL
+        self.ledger.settle(
+            task_id, expected_seconds=lease.expected_seconds, actual_seconds=seconds, final=final
+        )
+        if final:
+            self.folder.write_execution(execution)
+            self._count(execution)
+            self._emit(
+                "task_finished", task_id=task_id, worker=worker.name,
+                status=execution.status.value, detail=execution.error_message,
+                rejected=execution.rejected_actions,
+            )
+        else:
+            self._emit(
+                "task_retry", task_id=task_id, worker=worker.name,
+                detail=execution.error_message,
+            )
+            with self._wake:
+                self._wake.notify_all()
+        return True
+
+    def _commit(self, execution: TaskExecution, lease: QueuedTask, seconds: float) -> None:
+        document = execution.to_json()  # one copy for the queue and execution.json
+        self.queue.complete(execution.task_id, document)
+        self.folder.write_execution(execution, document)
+        self.ledger.settle(
+            execution.task_id,
+            expected_seconds=lease.expected_seconds,
+            actual_seconds=seconds,
+            final=True,
+        )
+        self._count(execution)
+        self._emit(
+            "task_finished", task_id=execution.task_id, worker=execution.worker,
+            status=execution.status.value, detail=execution.error_message or execution.reason,
+            rejected=execution.rejected_actions,
+        )
+
+    def _count(self, execution: TaskExecution) -> None:
+        with self._state_lock:
+            self._counts[execution.status.value] += 1
+            self._done_this_session += 1
+
+    def _quarantine(self, worker: str, failures: int) -> None:
+        with self._state_lock:
+            self._quarantined.append(worker)
+        self._emit(
+            "worker_quarantined", worker=worker,
+            detail=f"{failures} consecutive infrastructure failures or timeouts",
+        )
+
+    def _finalize_leftovers(self) -> None:
+        """Give every task still pending its final record (budget cap, or no worker left)."""
+        pending = self.queue.ids_with_status(QueueStatus.PENDING)
+        for task_id in pending:
+            info = self.infos[task_id]
+            if self._budget_stopped:
+                record = error_execution(
+                    info, ErrorType.BUDGET,
+                    f"not run: the budget cap ${self.ledger.cap_usd} was reached",
+                    status=TaskStatus.NOT_RUN,
+                )
+            else:
+                names = ", ".join(self._quarantined) or "none"
+                drained = ", ".join(self._drained_workers)
+                record = error_execution(
+                    info, ErrorType.INFRASTRUCTURE,
+                    f"no healthy worker was left to run it (quarantined: {names}"
+                    + (f"; draining: {drained})" if drained else ")"),
+                )
+            record.attempts = len(self.queue.history(task_id))
+            record.cost = self.ledger.task_cost(task_id)
+            record.previous_attempts = [
+                AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
+            ]
+            self.queue.complete(task_id, record.to_json())
+            self.folder.write_execution(record)
+            self._count(record)
+            self._emit("task_finished", task_id=task_id, status=record.status.value,
+                       detail=record.error_message)
+
+
+def _attempt_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("attempt", "worker", "error_type", "error_message", "started_at", "ended_at")
+    return {k: entry.get(k) for k in keys}
