@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.controller import Controller
+
 ROOT = Path(__file__).resolve().parent.parent
 WAA_DATA = ROOT.parent / "shared" / "waa"
 
@@ -59,3 +61,12 @@ def waa_data() -> Path:
     if not (WAA_DATA / "test_all.json").is_file():
         pytest.skip(f"WAA task data not found at ../shared/waa (looked for {WAA_DATA.name})")
     return WAA_DATA
+
+
+@pytest.fixture
+def controllers() -> Iterator[list[Controller]]:
+    """Controllers started by a test; any still running at the end are killed."""
+    started: list[Controller] = []
+    yield started
+    for controller in started:
+        controller.kill()

@@ -13,21 +13,18 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from oa_vm import api, state
-from tests.support.cli import BIN
+from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
 
 LOCAL_TASKS = 24
-WAIT_LIMIT_S = 120.0
 
 
 @pytest.fixture
@@ -52,67 +49,11 @@ def pool(home: Path) -> str:
     return "drill"
 
 
-class Controller:
-    """``openadapt-evals run`` as a subprocess the test can wait on or kill."""
-
-    def __init__(self, home: Path, results: Path, *args: str) -> None:
-        self.log = results.parent / f"controller-{time.monotonic_ns()}.log"
-        results.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "OA_VM_HOME": str(home)}
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(  # our own console script, fixed arguments
-                [str(BIN / "openadapt-evals"), "run", *args, "--results-dir", str(results)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-            )
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def wait(self, timeout: float = WAIT_LIMIT_S) -> int:
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-            raise AssertionError(f"controller did not finish:\n{self.output()[-3000:]}") from None
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-
-@pytest.fixture
-def controllers() -> Iterator[list[Controller]]:
-    """Controllers started by a test; any still running at the end are killed."""
-    started: list[Controller] = []
-    yield started
-    for controller in started:
-        controller.kill()
-
-
-def wait_for_records(run_dir: Path, count: int, controller: Controller) -> None:
-    """Poll until ``count`` tasks have a final record (fails if the controller ends first)."""
-    deadline = time.monotonic() + WAIT_LIMIT_S
-    while len(read_records(run_dir)) < count:
-        if controller.proc.poll() is not None:
-            raise AssertionError(f"controller ended early:\n{controller.output()[-3000:]}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"fewer than {count} records in time:\n{controller.output()}")
-        time.sleep(0.05)
-
-
-def worker_pid(pool: str, name: str) -> int:
-    pid = next(w.pid for w in state.load(pool).workers if w.name == name)
-    assert pid is not None
-    return pid
-
-
 def test_a_worker_killed_mid_sweep_has_its_task_finished_elsewhere(
-    home: Path, pool: str, tmp_path: Path, controllers: list[Controller]
+    home: Path, pool: str, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     results = tmp_path / "results"
-    run = Controller(home, results, "--pool", pool, "--agent", "oracle", "--tasks", "all",
+    run = RunController(home, results, "--pool", pool, "--agent", "oracle", "--tasks", "all",
                      "--run-name", "killed", "--step-pause", "0.3", "--read-timeout", "5")
     controllers.append(run)
     run_dir = results / "killed"
@@ -138,14 +79,14 @@ def test_a_worker_killed_mid_sweep_has_its_task_finished_elsewhere(
 
 
 def test_a_hung_worker_times_out_its_task_which_is_retried_and_the_worker_quarantined(
-    home: Path, pool: str, tmp_path: Path, controllers: list[Controller]
+    home: Path, pool: str, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     results = tmp_path / "results"
     # Timing: a healthy task takes about 2 s (3 steps x 0.6 s pause), so the two healthy workers
     # need about 20 s for the rest of the suite, while each attempt on the hung worker ends
     # within the 4 s task timeout: it fails twice (and is quarantined) well before the queue
     # drains, however fast or slow the machine.
-    run = Controller(home, results, "--pool", pool, "--agent", "oracle", "--tasks", "all",
+    run = RunController(home, results, "--pool", pool, "--agent", "oracle", "--tasks", "all",
                      "--run-name", "hung", "--step-pause", "0.6", "--read-timeout", "1",
                      "--task-timeout", "4")
     controllers.append(run)
@@ -175,12 +116,12 @@ def test_a_hung_worker_times_out_its_task_which_is_retried_and_the_worker_quaran
 
 
 def test_a_controller_killed_mid_run_resumes_without_redoing_or_losing_tasks(
-    home: Path, pool: str, tmp_path: Path, controllers: list[Controller]
+    home: Path, pool: str, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     results = tmp_path / "results"
     args = ("--pool", pool, "--agent", "oracle", "--tasks", "all", "--run-name", "crash",
             "--step-pause", "0.3")
-    first = Controller(home, results, *args)
+    first = RunController(home, results, *args)
     controllers.append(first)
     run_dir = results / "crash"
     wait_for_records(run_dir, 6, first)
@@ -190,7 +131,7 @@ def test_a_controller_killed_mid_run_resumes_without_redoing_or_losing_tasks(
     assert 6 <= len(finished_before) < LOCAL_TASKS
     assert json.loads((run_dir / "metadata.json").read_text())["status"] == "running"
 
-    second = Controller(home, results, *args, "--resume")
+    second = RunController(home, results, *args, "--resume")
     controllers.append(second)
     assert second.wait() == 0, second.output()
 
@@ -206,15 +147,15 @@ def test_a_controller_killed_mid_run_resumes_without_redoing_or_losing_tasks(
 
 
 def test_the_same_run_cannot_be_driven_by_two_controllers(
-    home: Path, pool: str, tmp_path: Path, controllers: list[Controller]
+    home: Path, pool: str, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     results = tmp_path / "results"
     args = ("--pool", pool, "--agent", "oracle", "--tasks", "all", "--run-name", "busy",
             "--step-pause", "0.3")
-    first = Controller(home, results, *args)
+    first = RunController(home, results, *args)
     controllers.append(first)
     wait_for_records(results / "busy", 1, first)
-    second = Controller(home, results, *args, "--resume")
+    second = RunController(home, results, *args, "--resume")
     controllers.append(second)
     assert second.wait() == 1
     # refused by the pool's lease (or the run's own lock), naming who holds it

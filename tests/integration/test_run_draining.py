@@ -19,8 +19,9 @@ import pytest
 
 from oa_vm import api, state
 from oa_vm.drain import DrainWatch, local_status_path
-from tests.integration.test_drill_faults import LOCAL_TASKS, Controller, wait_for_records
+from tests.integration.test_drill_faults import LOCAL_TASKS
 from tests.support.cli import run_cli
+from tests.support.controller import RunController, wait_for_records
 from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
@@ -40,20 +41,12 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         api.cleanup_pool(name)
 
 
-@pytest.fixture
-def controllers() -> Iterator[list[Controller]]:
-    started: list[Controller] = []
-    yield started
-    for controller in started:
-        controller.kill()
-
-
 def _started(record: dict[str, object]) -> datetime:
     return datetime.fromisoformat(str(record["started_at"]))
 
 
 def test_a_draining_worker_finishes_its_task_and_takes_no_new_one(
-    home: Path, tmp_path: Path, controllers: list[Controller]
+    home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     api.create_pool(name="spotty", cloud="local", workers=3)
     api.wait_pool("spotty", timeout_s=60)
@@ -65,7 +58,7 @@ def test_a_draining_worker_finishes_its_task_and_takes_no_new_one(
 
     results = tmp_path / "results"
     # A task takes about 3 s (3 steps x 1 s pause): the notice lands while tasks remain.
-    run = Controller(home, results, "--pool", "spotty", "--agent", "oracle", "--tasks", "all",
+    run = RunController(home, results, "--pool", "spotty", "--agent", "oracle", "--tasks", "all",
                      "--run-name", "drained", "--step-pause", "1.0", "--read-timeout", "5")
     controllers.append(run)
     run_dir = results / "drained"
@@ -94,7 +87,7 @@ def test_a_draining_worker_finishes_its_task_and_takes_no_new_one(
 
 
 def test_with_repair_a_draining_worker_is_replaced_by_a_new_worker_that_takes_tasks(
-    home: Path, tmp_path: Path, controllers: list[Controller]
+    home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     # Made by the CLI, as a user would: retiring the draining worker stops its process, which
     # must not be a child of this test (it would stay a zombie nobody here reaps).
@@ -106,7 +99,7 @@ def test_with_repair_a_draining_worker_is_replaced_by_a_new_worker_that_takes_ta
     status_file = local_status_path(before)
     assert status_file is not None
     results = tmp_path / "results"
-    run = Controller(home, results, "--pool", "healspot", "--agent", "oracle", "--tasks", "all",
+    run = RunController(home, results, "--pool", "healspot", "--agent", "oracle", "--tasks", "all",
                      "--run-name", "replaced", "--step-pause", "1.0", "--read-timeout", "5",
                      "--repair")
     controllers.append(run)

@@ -25,8 +25,8 @@ import pytest
 from infra.local import tasks_dir
 from oa_vm import api, state
 from oa_vm.lease import hold_pool, read_lease
-from tests.integration.test_drill_faults import Controller, wait_for_records, worker_pid
 from tests.integration.test_sweep_local import LOCAL_TASKS, evals, folder_digest
+from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
@@ -42,14 +42,6 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield home
     for name in state.list_names():
         api.cleanup_pool(name)
-
-
-@pytest.fixture
-def controllers() -> Iterator[list[Controller]]:
-    started: list[Controller] = []
-    yield started
-    for controller in started:
-        controller.kill()
 
 
 def make_pools(workers: dict[str, int], **extra: Any) -> None:
@@ -220,11 +212,11 @@ def test_pools_serving_different_tasks_are_refused(home: Path, tmp_path: Path) -
 
 
 def test_a_killed_worker_of_one_pool_has_its_tasks_finished_on_the_other(
-    home: Path, tmp_path: Path, controllers: list[Controller]
+    home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     make_pools({"pa": 2, "pb": 1})
     results = tmp_path / "results"
-    run = Controller(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+    run = RunController(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
                      "--tasks", "all", "--run-name", "killed", "--step-pause", "0.3",
                      "--read-timeout", "5")
     controllers.append(run)
@@ -251,14 +243,14 @@ def test_a_killed_worker_of_one_pool_has_its_tasks_finished_on_the_other(
 
 
 def test_with_repair_a_killed_worker_is_replaced_through_its_own_pool(
-    home: Path, tmp_path: Path, controllers: list[Controller]
+    home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     make_pools({"pa": 2, "pb": 2})
     untouched = {w.name: w.pid for w in state.load("pa").workers}
     results = tmp_path / "results"
     # about 3 s per task (3 steps x 1 s): the survivors still have work when the replacement
     # is ready, however slow the machine
-    run = Controller(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+    run = RunController(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
                      "--tasks", "all", "--run-name", "repaired", "--step-pause", "1.0",
                      "--read-timeout", "5", "--repair")
     controllers.append(run)
@@ -284,7 +276,7 @@ def test_with_repair_a_killed_worker_is_replaced_through_its_own_pool(
 
 
 def test_a_drain_notice_drains_only_that_pools_worker(
-    home: Path, tmp_path: Path, controllers: list[Controller], monkeypatch: pytest.MonkeyPatch
+    home: Path, tmp_path: Path, controllers: list[RunController], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from datetime import datetime
 
@@ -297,7 +289,7 @@ def test_a_drain_notice_drains_only_that_pools_worker(
     status_file = local_status_path(drained)
     assert status_file is not None
     results = tmp_path / "results"
-    run = Controller(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+    run = RunController(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
                      "--tasks", "all", "--run-name", "drained", "--step-pause", "1.0",
                      "--read-timeout", "5")
     controllers.append(run)
@@ -350,7 +342,7 @@ def test_the_budget_cap_holds_across_both_pools(home: Path, tmp_path: Path) -> N
 
 
 def test_two_multi_pool_runs_naming_the_pools_in_opposite_orders_both_finish(
-    home: Path, tmp_path: Path, controllers: list[Controller]
+    home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     # Two real controllers at once: one waits for the other and they never share a worker
     # (that the order of the leases is what prevents a deadlock is shown deterministically by
@@ -359,8 +351,8 @@ def test_two_multi_pool_runs_naming_the_pools_in_opposite_orders_both_finish(
     results = tmp_path / "results"
     common = ["--agent", "oracle", "--tasks", "local_small", "--step-pause", "0.3",
               "--wait-for-pool", "3m"]
-    one = Controller(home, results, "--pool", "pa", "--pool", "pb", "--run-name", "one", *common)
-    two = Controller(home, results, "--pool", "pb", "--pool", "pa", "--run-name", "two", *common)
+    one = RunController(home, results, "--pool", "pa", "--pool", "pb", "--run-name", "one", *common)
+    two = RunController(home, results, "--pool", "pb", "--pool", "pa", "--run-name", "two", *common)
     controllers += [one, two]
     assert one.wait() == 0, one.output()
     assert two.wait() == 0, two.output()
@@ -446,12 +438,12 @@ def test_a_local_pool_and_a_cloud_pool_with_other_tasks_are_refused(
 
 
 def test_a_killed_multi_pool_controller_resumes_on_its_pools_and_keeps_each_pools_cost(
-    home: Path, tmp_path: Path, controllers: list[Controller]
+    home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     make_pools({"pa": 1, "pb": 1})
     results = tmp_path / "results"
     args = ["--agent", "oracle", "--tasks", "all", "--run-name", "cut", "--step-pause", "0.3"]
-    first = Controller(home, results, "--pool", "pa", "--pool", "pb", *args)
+    first = RunController(home, results, "--pool", "pa", "--pool", "pb", *args)
     controllers.append(first)
     run_dir = results / "cut"
     wait_for_records(run_dir, 4, first)

@@ -13,12 +13,8 @@ import psutil
 import pytest
 
 from oa_vm import api, state
-from tests.integration.test_drill_faults import (
-    LOCAL_TASKS,
-    Controller,
-    wait_for_records,
-    worker_pid,
-)
+from tests.integration.test_drill_faults import LOCAL_TASKS
+from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
@@ -33,16 +29,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         api.cleanup_pool(name)
 
 
-@pytest.fixture
-def controllers() -> Iterator[list[Controller]]:
-    started: list[Controller] = []
-    yield started
-    for controller in started:
-        controller.kill()
-
-
 def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
-    home: Path, tmp_path: Path, controllers: list[Controller]
+    home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     api.create_pool(name="heal", cloud="local", workers=3)
     api.wait_pool("heal", timeout_s=60)
@@ -50,7 +38,7 @@ def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
     # Timing: a task takes about 3 s (3 steps x 1 s pause), so the two survivors need about
     # 30 s for the rest of the suite, while the dead worker is quarantined and replaced within
     # a few seconds: the replacement still finds tasks, however fast or slow the machine.
-    run = Controller(home, results, "--pool", "heal", "--agent", "oracle", "--tasks", "all",
+    run = RunController(home, results, "--pool", "heal", "--agent", "oracle", "--tasks", "all",
                      "--run-name", "repaired", "--step-pause", "1.0", "--read-timeout", "5",
                      "--repair")
     controllers.append(run)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,9 +14,7 @@ import psutil
 import pytest
 
 from oa_vm import api, state
-from tests.support.cli import BIN
-
-WAIT_LIMIT_S = 240.0
+from tests.support.controller import WAIT_LIMIT_S
 
 
 def processes_of(home: Path) -> list[psutil.Process]:
@@ -60,42 +57,3 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         with contextlib.suppress(psutil.Error):
             proc.kill()
     assert not leftovers, f"processes left running: {[p.pid for p in leftovers]}"
-
-
-class Controller:
-    """An ``openadapt-evals`` command as a subprocess the test can wait on, signal or kill."""
-
-    def __init__(self, home: Path, *args: str, log_dir: Path) -> None:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        self.log = log_dir / f"controller-{time.monotonic_ns()}.log"
-        env = {**os.environ, "OA_VM_HOME": str(home)}
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(  # our own console script, fixed arguments
-                [str(BIN / "openadapt-evals"), *args],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-            )
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def wait(self, timeout: float = WAIT_LIMIT_S) -> int:
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-            raise AssertionError(f"controller did not finish:\n{self.output()[-3000:]}") from None
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-
-
-@pytest.fixture
-def controllers() -> Iterator[list[Controller]]:
-    """Controllers started by a test; any still running at the end are killed."""
-    started: list[Controller] = []
-    yield started
-    for controller in started:
-        controller.kill()

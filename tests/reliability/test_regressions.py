@@ -25,8 +25,9 @@ from oa_vm import api, state
 from oa_vm.errors import InvalidInputError, PoolNotReadyError
 from oa_vm.redact import redact_text, redact_url
 from oa_vm.state import PoolRecord, PoolState
-from tests.reliability.conftest import Controller, processes_of, wait_until
+from tests.reliability.conftest import processes_of, wait_until
 from tests.support.cli import BIN, run_cli
+from tests.support.controller import Controller
 from tests.support.http_servers import RefusingPort, Reply, ScriptedServer
 from tests.support.run_records import read_records
 from waa_client import ScoringClient

@@ -1,0 +1,75 @@
+"""``openadapt-evals`` run as a real subprocess that a test can wait on, signal or kill, and the
+polling helpers the drills use with it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from oa_vm import state
+from tests.support.cli import BIN
+from tests.support.run_records import read_records
+
+WAIT_LIMIT_S = 240.0  # generous: the drills run on busy 2-core machines
+
+
+class Controller:
+    """``openadapt-evals ARGS`` as a subprocess, its output in a log file under ``log_dir``."""
+
+    def __init__(self, home: Path, *args: str, log_dir: Path) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.log = log_dir / f"controller-{time.monotonic_ns()}.log"
+        env = {**os.environ, "OA_VM_HOME": str(home)}
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(  # our own console script, fixed arguments
+                [str(BIN / "openadapt-evals"), *args],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+            )
+
+    def output(self) -> str:
+        """Everything the command printed so far."""
+        return self.log.read_text(errors="replace")
+
+    def wait(self, timeout: float = WAIT_LIMIT_S) -> int:
+        """The exit code; a command still running after ``timeout`` is killed and fails the test."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            raise AssertionError(f"controller did not finish:\n{self.output()[-3000:]}") from None
+
+    def kill(self) -> None:
+        """SIGKILL, if it still runs."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+class RunController(Controller):
+    """``openadapt-evals run ARGS --results-dir RESULTS`` (its log beside ``results``)."""
+
+    def __init__(self, home: Path, results: Path, *args: str) -> None:
+        results.mkdir(parents=True, exist_ok=True)
+        super().__init__(home, "run", *args, "--results-dir", str(results),
+                         log_dir=results.parent)
+
+
+def wait_for_records(run_dir: Path, count: int, controller: Controller) -> None:
+    """Poll until ``count`` tasks have a final record (fails if the controller ends first)."""
+    deadline = time.monotonic() + WAIT_LIMIT_S
+    while len(read_records(run_dir)) < count:
+        if controller.proc.poll() is not None:
+            raise AssertionError(f"controller ended early:\n{controller.output()[-3000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"fewer than {count} records in time:\n{controller.output()}")
+        time.sleep(0.05)
+
+
+def worker_pid(pool: str, name: str) -> int:
+    """The PID recorded for a pool's worker."""
+    pid = next(w.pid for w in state.load(pool).workers if w.name == name)
+    assert pid is not None
+    return pid
