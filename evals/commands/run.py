@@ -9,10 +9,8 @@ error, or every worker was lost; any error with ``--fail-on-errors``), 1 any oth
 from __future__ import annotations
 
 import os
-import sys
-import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -115,7 +113,6 @@ def parse_wait(text: str | None) -> float:
 # --- progress: a live block on a terminal, plain lines otherwise (both on stderr, so --json
 # output on stdout stays clean); events arrive from the dispatcher's threads.
 
-_UP_AND_CLEAR = "\x1b[{n}F\x1b[J"
 
 
 def _eta(snapshot: Snapshot) -> str:
@@ -160,69 +157,6 @@ def event_line(event: RunEvent) -> str | None:
     if event.kind == "finished":
         return headline(snap)
     return None
-
-
-class PlainProgress:
-    """One line per finished task, retry, quarantine or budget stop (logs, pipes, CI)."""
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self._lock = threading.Lock()
-
-    def __call__(self, event: RunEvent) -> None:
-        """Print the event's line, if it has one."""
-        line = event_line(event)
-        if line is None:
-            return
-        with self._lock:
-            self.stream.write(line + "\n")
-            self.stream.flush()
-
-    def close(self) -> None:
-        """Nothing to tidy up."""
-
-
-class LiveProgress:
-    """A block redrawn in place: totals, ETA, what each worker is doing, recent notices."""
-
-    def __init__(self, stream: TextIO, keep_notices: int = 4) -> None:
-        self.stream = stream
-        self.keep_notices = keep_notices
-        self._lock = threading.Lock()
-        self._drawn = 0
-        self._notices: list[str] = []
-
-    def __call__(self, event: RunEvent) -> None:
-        """Redraw the block for the new state."""
-        with self._lock:
-            if event.kind in ("task_retry", "worker_quarantined", "worker_repaired", "budget_stop"):
-                line = event_line(event)
-                if line:
-                    self._notices = [*self._notices, line][-self.keep_notices:]
-            self._draw(event.snapshot)
-
-    def _draw(self, snapshot: Snapshot) -> None:
-        lines = [headline(snapshot)]
-        for worker, task in sorted(snapshot.running.items()):
-            if worker in snapshot.quarantined:
-                state = "quarantined"
-            else:
-                state = f"running {task}" if task else "idle"
-            lines.append(f"  {worker}: {state}")
-        lines += [f"  ! {n}" for n in self._notices]
-        out = _UP_AND_CLEAR.format(n=self._drawn) if self._drawn else ""
-        self.stream.write(out + "\n".join(lines) + "\n")
-        self.stream.flush()
-        self._drawn = len(lines)
-
-    def close(self) -> None:
-        """Leave the last block on screen."""
-
-
-def make_progress(stream: TextIO | None = None) -> PlainProgress | LiveProgress:
-    """A live display when ``stream`` is a terminal, plain lines otherwise."""
-    out = stream or sys.stderr
-    return LiveProgress(out) if out.isatty() else PlainProgress(out)
 
 
 # --- the command -------------------------------------------------------------------------------

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from evals.commands.run import LiveProgress, PlainProgress, event_line, make_progress
+from evals.commands.run import event_line
 from evals.commands.sweep import parse_faults
 from evals.errors import InvalidRunInputError, RunLockedError
+from evals.progress import LiveDisplay, PlainLines, eta_text, make_progress, totals_line
 from evals.records import RunFolder
 from evals.runner import (
     RunConfig,
@@ -74,36 +75,45 @@ def test_a_run_lock_is_exclusive(tmp_path: Path) -> None:
         pass
 
 
-def test_plain_progress_prints_one_line_per_finished_task() -> None:
+def test_plain_progress_prints_one_line_per_finished_task_with_the_eta() -> None:
     out = io.StringIO()
-    show = PlainProgress(out)
+    show = PlainLines(out)
     show(RunEvent("task_started", _snapshot(), task_id="t4", worker="w0"))
     show(RunEvent("task_finished", _snapshot(4), task_id="t4", worker="w0", status="success"))
     show(RunEvent("task_finished", _snapshot(5), task_id="t5", worker="w1", status="error",
                   detail="worker unreachable"))
     assert out.getvalue().splitlines() == [
-        "[4/10] success t4 on w0",
-        "[5/10] error t5 on w1 (worker unreachable)",
+        f"[4/10] success t4 on w0 - ETA {eta_text(_snapshot(4))}",
+        f"[5/10] error t5 on w1 (worker unreachable) - ETA {eta_text(_snapshot(5))}",
     ]
 
 
-def test_live_progress_redraws_its_block_in_place() -> None:
+def test_live_display_shows_totals_workers_and_notices() -> None:
     out = io.StringIO()
-    show = LiveProgress(out)
+    show = LiveDisplay(out)
     show(RunEvent("started", _snapshot()))
     show(RunEvent("worker_quarantined", _snapshot(), worker="w1", detail="2 failures"))
+    show.close()
     text = out.getvalue()
-    assert "3/10 done: 2 success, 1 failure, 0 error, 0 not run; ETA 1m10s" in text
-    assert "w0: running t4" in text and "w1: idle" in text
-    assert "\x1b[3F\x1b[J" in text  # the second draw moved up over the first (3 lines)
+    assert totals_line(_snapshot()).split(" | ")[0] in text
     assert "worker w1 quarantined: 2 failures" in text
+    rows = {line.split()[0]: line.split()[1:] for line in text.splitlines()
+            if line.strip().startswith(("w0", "w1"))}
+    assert rows["w0"][:2] == ["running", "t4"] and rows["w1"] == ["idle"]
 
 
-def test_progress_kind_follows_the_stream() -> None:
+def test_progress_kind_follows_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     class Tty(io.StringIO):
         def isatty(self) -> bool:
             return True
 
-    assert isinstance(make_progress(Tty()), LiveProgress)
-    assert isinstance(make_progress(io.StringIO()), PlainProgress)
+    monkeypatch.setenv("TERM", "xterm")
+    assert isinstance(make_progress(io.StringIO()), PlainLines)
+    assert isinstance(make_progress(Tty(), json_out=True), PlainLines)
+    monkeypatch.setattr("sys.stdout", Tty())
+    live = make_progress(Tty())
+    assert isinstance(live, LiveDisplay)
+    live.close()
+    monkeypatch.setenv("TERM", "dumb")
+    assert isinstance(make_progress(Tty()), PlainLines)
     assert event_line(RunEvent("task_started", _snapshot())) is None
