@@ -266,14 +266,7 @@ class LocalProvider:
     def _stop(self, worker: WorkerRecord) -> str:
         assert worker.pid is not None
         try:
-            proc = psutil.Process(worker.pid)
-            proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
-            proc.terminate()
-            try:
-                proc.wait(timeout=STOP_GRACE_S)
-            except psutil.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=STOP_GRACE_S)
+            if not _end(psutil.Process(worker.pid)):
                 return f"{worker.name}: killed process {worker.pid} (did not stop on SIGTERM)"
         except psutil.NoSuchProcess:
             return f"{worker.name}: process {worker.pid} already gone"
@@ -326,18 +319,29 @@ def _stop_strays(pool_dir: Path) -> list[str]:
             if proc.status() == psutil.STATUS_ZOMBIE:
                 _reap(proc.pid)
                 continue
-            proc.send_signal(signal.SIGCONT)
-            proc.terminate()
-            try:
-                proc.wait(timeout=STOP_GRACE_S)
-            except psutil.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=STOP_GRACE_S)
+            _end(proc)
         except (psutil.Error, IndexError, OSError):
             continue
         _reap(proc.pid)
         lines.append(f"stopped stray worker process {proc.pid} of {pool_dir.name}")
     return lines
+
+
+def _end(proc: psutil.Process) -> bool:
+    """SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`; True if SIGTERM was enough.
+
+    Raises:
+        psutil.NoSuchProcess: the process was already gone.
+    """
+    proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+    proc.terminate()
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+        return True
+    except psutil.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=STOP_GRACE_S)
+        return False
 
 
 def _reap(pid: int) -> None:
