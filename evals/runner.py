@@ -3,12 +3,9 @@
 :func:`run_evaluation` checks everything a user can get wrong before it dispatches anything (the
 agent, the run folder, the pools, every task ID), takes each pool's lease, then hands the tasks
 to a :class:`evals.dispatcher.Dispatcher` (one loop per worker, leasing from the run's durable
-queue; what happens to a task that goes wrong is described there) and writes the run's metadata
-and summary when it ends.
-
-Every task ends with exactly one final record, committed to the queue before ``execution.json``
-is written, so a controller killed at any moment loses nothing that finished and ``--resume``
-redoes nothing that finished.
+queue; what happens to a task that goes wrong, and why a controller killed at any moment loses
+nothing that finished, is described there) and writes the run's metadata and summary when it
+ends.
 """
 
 from __future__ import annotations
