@@ -153,21 +153,31 @@ def step_cost(model: str, screen: tuple[int, int] = SCREEN) -> float:
     return token_cost(model, tokens_in, tokens_out)
 
 
-def minutes_per_task(mode: Mode | str, fallback_rate: float = DEFAULT_FALLBACK_RATE) -> float:
+def minutes_per_task(
+    mode: Mode | str,
+    fallback_rate: float = DEFAULT_FALLBACK_RATE,
+    *,
+    replay_minutes: float = REPLAY_MINUTES_PER_TASK,
+    agent_minutes: float = AGENT_MINUTES_PER_TASK,
+) -> float:
     """VM minutes one task takes: replay 1.0; hybrid (1 - f) * 1.0 + f * 3.0."""
     if Mode(mode) is Mode.REPLAY:
-        return REPLAY_MINUTES_PER_TASK
-    return (1 - fallback_rate) * REPLAY_MINUTES_PER_TASK + fallback_rate * AGENT_MINUTES_PER_TASK
+        return replay_minutes
+    return (1 - fallback_rate) * replay_minutes + fallback_rate * agent_minutes
 
 
-def wall_hours(n_tasks: int, minutes: float, workers: int = 1) -> float:
+def wall_hours(
+    n_tasks: int, minutes: float, workers: int = 1, startup_hours: float = STARTUP_HOURS
+) -> float:
     """Hours from start to finish with ``workers`` sharing the tasks, start-up included."""
-    return n_tasks * minutes / 60 / workers + STARTUP_HOURS
+    return n_tasks * minutes / 60 / workers + startup_hours
 
 
-def vm_hours(n_tasks: int, minutes: float, workers: int = 1) -> float:
+def vm_hours(
+    n_tasks: int, minutes: float, workers: int = 1, startup_hours: float = STARTUP_HOURS
+) -> float:
     """Machine-hours billed: every worker is up for the whole wall time."""
-    return wall_hours(n_tasks, minutes, workers) * workers
+    return wall_hours(n_tasks, minutes, workers, startup_hours) * workers
 
 
 @dataclass(frozen=True)
@@ -181,6 +191,9 @@ class EstimateInput:
         fallback_rate: share of tasks that fall back to the agent in hybrid (0..1).
         vm_hourly: USD per worker-hour (>= 0).
         workers: parallel workers (at least 1).
+        screen, baseline_steps, fallback_steps, replay_minutes, agent_minutes, startup_hours:
+            the formula's constants (the reference's defaults); the flow cost API
+            (:func:`evals.flow.cost.estimate_flow_waa_cost`) lets callers change them.
     """
 
     n_tasks: int
@@ -189,6 +202,12 @@ class EstimateInput:
     fallback_rate: float = DEFAULT_FALLBACK_RATE
     vm_hourly: float = DEFAULT_VM_HOURLY
     workers: int = 1
+    screen: tuple[int, int] = SCREEN
+    baseline_steps: int = BASELINE_STEPS_PER_TASK
+    fallback_steps: int = FALLBACK_STEPS_PER_TASK
+    replay_minutes: float = REPLAY_MINUTES_PER_TASK
+    agent_minutes: float = AGENT_MINUTES_PER_TASK
+    startup_hours: float = STARTUP_HOURS
 
     def validated(self) -> EstimateInput:
         """This input, checked; raises :class:`InvalidInputError` with what to fix."""
@@ -205,6 +224,20 @@ class EstimateInput:
                 f"--fallback-rate must be between 0 and 1 (got {self.fallback_rate})"
             )
         model_price(self.model)
+        width, height = self.screen
+        if width < 1 or height < 1:
+            raise InvalidInputError(
+                f"the screen must be at least 1x1 pixels (got {width}x{height})"
+            )
+        for name, value in (("steps per task", self.baseline_steps),
+                            ("fallback steps", self.fallback_steps)):
+            if value < 0:
+                raise InvalidInputError(f"{name} must not be negative (got {value})")
+        for name, number in (("replay minutes per task", self.replay_minutes),
+                             ("agent minutes per task", self.agent_minutes),
+                             ("start-up hours", self.startup_hours)):
+            if not math.isfinite(number) or number < 0:
+                raise InvalidInputError(f"{name} must be a non-negative number (got {number})")
         return self
 
 
@@ -259,16 +292,17 @@ def estimate(inputs: EstimateInput) -> CostEstimate:
     """
     i = inputs.validated()
     mode = Mode(i.mode)
-    per_step = step_cost(i.model)
+    per_step = step_cost(i.model, i.screen)
     rate = 0.0 if mode is Mode.REPLAY else i.fallback_rate
-    minutes = minutes_per_task(mode, rate)
+    minutes = minutes_per_task(mode, rate, replay_minutes=i.replay_minutes,
+                               agent_minutes=i.agent_minutes)
     paid_tasks = i.n_tasks * rate
-    steps = 0 if mode is Mode.REPLAY else FALLBACK_STEPS_PER_TASK
+    steps = 0 if mode is Mode.REPLAY else i.fallback_steps
     tokens = paid_tasks * steps * per_step
-    hours = vm_hours(i.n_tasks, minutes, i.workers)
+    hours = vm_hours(i.n_tasks, minutes, i.workers, i.startup_hours)
     vm_cost = hours * i.vm_hourly
     total = vm_cost + tokens
-    baseline = i.n_tasks * BASELINE_STEPS_PER_TASK * per_step
+    baseline = i.n_tasks * i.baseline_steps * per_step
     return CostEstimate(
         n_tasks=i.n_tasks,
         mode=mode.value,
@@ -277,7 +311,7 @@ def estimate(inputs: EstimateInput) -> CostEstimate:
         vm_hourly=i.vm_hourly,
         fallback_rate=rate,
         minutes_per_task=minutes,
-        wall_hours=wall_hours(i.n_tasks, minutes, i.workers),
+        wall_hours=wall_hours(i.n_tasks, minutes, i.workers, i.startup_hours),
         vm_hours=hours,
         vm_cost=vm_cost,
         step_cost=per_step,
@@ -286,7 +320,7 @@ def estimate(inputs: EstimateInput) -> CostEstimate:
         token_cost=tokens,
         total=total,
         per_task=total / i.n_tasks,
-        baseline_steps_per_task=BASELINE_STEPS_PER_TASK,
+        baseline_steps_per_task=i.baseline_steps,
         baseline=baseline,
         savings=baseline - total,
     )

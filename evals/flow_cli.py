@@ -189,7 +189,7 @@ def _bundle_line(plan: DryRun) -> str:
 
 
 def _display(model: str) -> str:
-    from evals.flow_cost import MODELS
+    from evals.flow.cost import MODELS
 
     return MODELS[model].name if model in MODELS else model
 
@@ -236,7 +236,7 @@ def reference_json(plan: DryRun) -> dict[str, object]:
     """The ``--json`` document: this tool's keys (``dry_run``, ``price``, ``estimate``,
     ``full_suite``) and the reference's (``plan`` with its fields, ``estimates`` rows,
     ``guardrails``)."""
-    from evals.flow_cost import CostGuardConfig, estimate_flow_waa_cost, guardrails_json
+    from evals.flow.cost import CostGuardConfig, estimate_flow_waa_cost, guardrails_json
 
     data = plan.to_json()
     est = plan.estimate

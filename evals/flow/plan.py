@@ -260,12 +260,3 @@ def plan_dry_run(
     bundles = count_bundles(bundles_dir, task_ids) if bundles_dir is not None else None
     ids = tuple(task_ids) if task_ids is not None else None
     return DryRun(task_ids=ids, bundles=bundles, price=price, estimate=est, full_suite=full)
-
-
-
-# The reference tool's flow cost API (``openadapt_evals.flow``), on this module's formula.
-from evals.flow_cost import MODELS as MODELS  # noqa: E402 - re-exports after the module's own
-from evals.flow_cost import CostGuardConfig as CostGuardConfig  # noqa: E402
-from evals.flow_cost import FlowRunCostEstimate as FlowRunCostEstimate  # noqa: E402
-from evals.flow_cost import SpendLedger as SpendLedger  # noqa: E402
-from evals.flow_cost import estimate_flow_waa_cost as estimate_flow_waa_cost  # noqa: E402

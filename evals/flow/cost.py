@@ -1,9 +1,11 @@
 """The reference tool's flow cost API (``openadapt_evals.flow.cost``) on this package's formula.
 
-``estimate_flow_waa_cost`` returns a :class:`FlowRunCostEstimate` whose ``as_dict()`` has the
-reference's keys; the figures come from :func:`evals.cost.estimate` (the same formula, one source
-of truth). :class:`SpendLedger` and :class:`CostGuardConfig` are the reference's guardrails. The
-names are re-exported by :mod:`evals.flow` and :mod:`evals`.
+Same module path with only the import changed (``from evals.flow.cost import ...``), same names
+and keyword arguments: :func:`estimate_flow_waa_cost` returns a :class:`FlowRunCostEstimate`
+whose ``as_dict()`` has the reference's keys, :class:`SpendLedger` and :class:`CostGuardConfig`
+are its guardrails, :func:`looks_like_billing_error` its billing-error detection. The figures
+come from :func:`evals.cost.estimate` (the same formula, one source of truth), so the dry run,
+the sweep ledger and this API cannot drift apart.
 """
 
 from __future__ import annotations
@@ -12,17 +14,32 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evals.cost import (
-    DEFAULT_MODEL,
-    DEFAULT_VM_HOURLY,
-    EstimateInput,
-    Mode,
-    estimate,
-)
-from evals.cost import (
-    MODELS as PRICES,
-)
+from evals import cost as _cost
+from evals.cost import DEFAULT_MODEL, DEFAULT_VM_HOURLY, EstimateInput, Mode, estimate
+from evals.cost import MODELS as PRICES
 from oa_vm.errors import InvalidInputError
+
+DEFAULT_SCREEN = _cost.SCREEN
+DEFAULT_AGENT_STEPS_PER_TASK = _cost.BASELINE_STEPS_PER_TASK
+DEFAULT_FALLBACK_STEPS = _cost.FALLBACK_STEPS_PER_TASK
+DEFAULT_TEXT_TOKENS_PER_STEP = _cost.TEXT_TOKENS_PER_STEP
+DEFAULT_OUTPUT_TOKENS_PER_STEP = _cost.OUTPUT_TOKENS_PER_STEP
+DEFAULT_REPLAY_MINUTES_PER_TASK = _cost.REPLAY_MINUTES_PER_TASK
+DEFAULT_AGENT_MINUTES_PER_TASK = _cost.AGENT_MINUTES_PER_TASK
+DEFAULT_OVERHEAD_HOURS = _cost.STARTUP_HOURS
+
+
+def openai_image_tokens(width: int, height: int, detail: str = "high") -> int:
+    """Tokens an OpenAI vision model bills for one image (``detail="low"``: a flat 85)."""
+    if detail == "low":
+        return _cost.OPENAI_BASE_TOKENS
+    return _cost.openai_image_tokens(width, height)
+
+
+def claude_image_tokens(width: int, height: int) -> int:
+    """Tokens Claude bills for one image (long edge scaled to at most 1568 px)."""
+    return _cost.claude_image_tokens(width, height)
+
 
 _DISPLAY = {
     "gpt-4o": "GPT-4o",
@@ -94,6 +111,22 @@ class FlowRunCostEstimate:
         }
 
 
+def tokens_per_step(
+    model: ModelPricing,
+    screen: tuple[int, int] = DEFAULT_SCREEN,
+    text_tokens: int = DEFAULT_TEXT_TOKENS_PER_STEP,
+    output_tokens: int = DEFAULT_OUTPUT_TOKENS_PER_STEP,
+) -> tuple[int, int]:
+    """(input, output) tokens of one agent step: a screenshot plus text in, a reply out."""
+    return model.image_token_calculator(*screen) + text_tokens, output_tokens
+
+
+def cost_per_step_usd(model: ModelPricing, **kw: Any) -> float:
+    """List-price dollars of one agent step (``kw`` as :func:`tokens_per_step` takes them)."""
+    tokens_in, tokens_out = tokens_per_step(model, **kw)
+    return (tokens_in * model.input_per_million + tokens_out * model.output_per_million) / 1e6
+
+
 def estimate_flow_waa_cost(
     num_tasks: int,
     mode: str = "replay",
@@ -101,24 +134,37 @@ def estimate_flow_waa_cost(
     *,
     fallback_rate: float = 0.30,
     vm_hourly: float = DEFAULT_VM_HOURLY,
+    screen: tuple[int, int] = DEFAULT_SCREEN,
+    agent_steps_per_task: int = DEFAULT_AGENT_STEPS_PER_TASK,
+    fallback_steps: int = DEFAULT_FALLBACK_STEPS,
+    replay_minutes_per_task: float = DEFAULT_REPLAY_MINUTES_PER_TASK,
+    agent_minutes_per_task: float = DEFAULT_AGENT_MINUTES_PER_TASK,
+    overhead_hours: float = DEFAULT_OVERHEAD_HOURS,
     num_workers: int = 1,
 ) -> FlowRunCostEstimate:
     """What a flow run of ``num_tasks`` WAA tasks costs (see :func:`evals.cost.estimate`).
 
-    The reference's other keyword arguments (screen size, steps per task, minutes per task,
-    overhead) are the formula's constants here and are not accepted.
+    The reference's arguments, with its defaults: ``mode`` ``"replay"`` or ``"hybrid"``,
+    ``model_name`` a key of :data:`MODELS`, the fallback rate (clamped to 0..1, hybrid only),
+    the VM's $/hour, the screen, the steps a from-scratch agent and a fallback take, the VM
+    minutes per replayed and per agent task, the one-off start-up hours, and the workers.
 
     Raises:
-        ValueError: an unknown mode or model, or an input out of range.
+        ValueError: an unknown mode or model, or an input out of range (unlike the reference,
+            which prices zero or negative counts without complaint).
     """
     if mode not in (m.value for m in Mode):
         raise ValueError(f"unknown mode {mode!r}; expected 'replay' or 'hybrid'")
     if model_name not in MODELS:
         raise ValueError(f"unknown model {model_name!r}; choose from {sorted(MODELS)}")
     try:
-        est = estimate(EstimateInput(n_tasks=num_tasks, mode=Mode(mode), model=model_name,
-                                     fallback_rate=max(0.0, min(1.0, fallback_rate)),
-                                     vm_hourly=vm_hourly, workers=num_workers))
+        est = estimate(EstimateInput(
+            n_tasks=num_tasks, mode=Mode(mode), model=model_name,
+            fallback_rate=max(0.0, min(1.0, fallback_rate)), vm_hourly=vm_hourly,
+            workers=num_workers, screen=screen, baseline_steps=agent_steps_per_task,
+            fallback_steps=fallback_steps, replay_minutes=replay_minutes_per_task,
+            agent_minutes=agent_minutes_per_task, startup_hours=overhead_hours,
+        ))
     except InvalidInputError as exc:
         raise ValueError(str(exc)) from exc
     return FlowRunCostEstimate(
@@ -219,11 +265,26 @@ def guardrails_json(config: CostGuardConfig) -> dict[str, Any]:
 
 
 __all__ = [
+    "BILLING_ABORT_AFTER",
+    "DEFAULT_AGENT_MINUTES_PER_TASK",
+    "DEFAULT_AGENT_STEPS_PER_TASK",
+    "DEFAULT_FALLBACK_STEPS",
+    "DEFAULT_MODEL",
+    "DEFAULT_OUTPUT_TOKENS_PER_STEP",
+    "DEFAULT_OVERHEAD_HOURS",
+    "DEFAULT_REPLAY_MINUTES_PER_TASK",
+    "DEFAULT_SCREEN",
+    "DEFAULT_TEXT_TOKENS_PER_STEP",
+    "DEFAULT_VM_HOURLY",
     "MODELS",
     "CostGuardConfig",
     "FlowRunCostEstimate",
     "ModelPricing",
     "SpendLedger",
+    "claude_image_tokens",
+    "cost_per_step_usd",
     "estimate_flow_waa_cost",
     "looks_like_billing_error",
+    "openai_image_tokens",
+    "tokens_per_step",
 ]
