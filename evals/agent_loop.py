@@ -14,6 +14,7 @@ left, so a hung worker costs at most the task's budget (plus the client's connec
 from __future__ import annotations
 
 import binascii
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,6 +41,7 @@ from evals.records import (
     now_iso,
     save_screenshot,
 )
+from waa_client import retry
 from waa_client.b64 import b64decode_strict
 from waa_client.catalog import is_infeasible
 from waa_client.errors import RequestRejectedError, ServerError, WaaError
@@ -350,25 +352,34 @@ def _evaluate(
 ) -> dict[str, Any]:
     """Score with the checker, retrying its 5xx answers with backoff (they say nothing of the
     agent); a checker that keeps failing ends the task as ``error/evaluation``."""
-    wait = backoff_s
-    for attempt in range(1, max(1, attempts) + 1):
-        try:
-            return scoring.evaluate(
-                task, last_action, timeout=clock.bound(EVALUATE_TIMEOUT_S, "scoring")
-            )
-        except WaaError as exc:
-            if exc.is_infrastructure:
-                raise clock.classify(exc, "scoring") from exc
-            retryable = isinstance(exc, ServerError) and not isinstance(exc, RequestRejectedError)
-            if not retryable or attempt >= attempts:
-                raise _TaskEnded(
-                    ErrorType.EVALUATION,
-                    f"the checker failed after {attempt} attempt(s): {exc}",
-                ) from exc
+    tries = 0
+
+    def once() -> dict[str, Any]:
+        nonlocal tries
+        tries += 1
+        return scoring.evaluate(
+            task, last_action, timeout=clock.bound(EVALUATE_TIMEOUT_S, "scoring")
+        )
+
+    def checker_failed(exc: BaseException) -> bool:
+        # The path to the worker failing is infrastructure, never retried here; a 4xx is final.
+        return (isinstance(exc, ServerError) and not isinstance(exc, RequestRejectedError)
+                and not exc.is_infrastructure)
+
+    def within_deadline(_exc: BaseException, planned: float) -> float:
         left = clock.remaining()
-        sleep(wait if left is None else max(0.0, min(wait, left)))
-        wait *= 2
-    raise AssertionError("unreachable")  # pragma: no cover
+        return planned if left is None else max(0.0, min(planned, left))
+
+    try:
+        return retry.call(once, attempts=max(1, attempts), retryable=checker_failed,
+                          backoff_max=math.inf, first_wait=backoff_s,
+                          wait_for=within_deadline, sleep=sleep)
+    except WaaError as exc:
+        if exc.is_infrastructure:
+            raise clock.classify(exc, "scoring") from exc
+        raise _TaskEnded(
+            ErrorType.EVALUATION, f"the checker failed after {tries} attempt(s): {exc}"
+        ) from exc
 
 
 def _describe(exc: BaseException) -> str:

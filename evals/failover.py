@@ -9,10 +9,12 @@ died or answered 500 while the tasks were loading. Answers that are not infrastr
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from waa_client import retry
 from waa_client.errors import ServerError, WaaError
 
 T = TypeVar("T")
@@ -58,10 +60,12 @@ class FailoverScoring:
         return str(self.clients[self._preferred].base_url)
 
     def _call(self, call: Callable[[Any], T]) -> T:
-        last: WaaError | None = None
-        wait = self.backoff_s
-        count = len(self.clients)
-        for round_index in range(self.rounds):
+        """``call`` on the preferred worker, else on the next ones: one round; rounds are
+        retried under the retry policy while every worker failed for an infrastructure
+        reason (the last such error is raised once the rounds are spent)."""
+        def one_round() -> T:
+            last: WaaError | None = None
+            count = len(self.clients)
             for offset in range(count):
                 index = (self._preferred + offset) % count
                 try:
@@ -73,11 +77,12 @@ class FailoverScoring:
                     continue
                 self._preferred = index
                 return result
-            if round_index < self.rounds - 1:
-                self.sleep(wait)
-                wait *= 2
-        assert last is not None
-        raise last
+            assert last is not None
+            raise last
+
+        return retry.call(one_round, attempts=max(1, self.rounds),
+                          retryable=lambda e: isinstance(e, WaaError) and is_infra_failure(e),
+                          backoff_max=math.inf, first_wait=self.backoff_s, sleep=self.sleep)
 
     def indexes(self) -> list[str] | None:
         """``GET /indexes`` from any worker."""

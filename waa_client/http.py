@@ -10,24 +10,22 @@ Policy, stated once:
 - requests/urllib3 exceptions never escape: each is mapped into :mod:`waa_client.errors` with
   ``raise ... from``, so callers handle one tree.
 
-Retry waits are capped exponential backoff (0.5 s, doubling, at most ``backoff_max``). Tests
-turn them off with :func:`no_retry_waits` (or a client built with ``backoff_max=0``), so no
-test sleeps for real.
+Retries follow the project's one policy (:mod:`waa_client.retry`: 0.5 s, doubling, at most
+``backoff_max``). Tests turn the waits off with :func:`no_retry_waits` (or a client built with
+``backoff_max=0``), so no test sleeps for real.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any, Self, TypeVar
 from urllib.parse import urlsplit
 
 import requests
 import urllib3
 
+from waa_client import retry
 from waa_client.errors import (
     InvalidWorkerUrlError,
     MalformedResponseError,
@@ -38,7 +36,10 @@ from waa_client.errors import (
     WorkerTimeoutError,
     WorkerUnreachableError,
 )
+from waa_client.retry import backoff_s, no_retry_waits
 from waa_client.transport import LeanSession
+
+__all__ = ["DEFAULT_BACKOFF_MAX", "HttpClient", "backoff_s", "no_retry_waits"]
 
 T = TypeVar("T")
 
@@ -52,32 +53,7 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 60.0
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF_MAX = 8.0
-_BACKOFF_MIN = 0.5
 _BODY_SNIPPET = 200
-
-_waits_disabled = threading.Event()
-
-
-@contextmanager
-def no_retry_waits() -> Iterator[None]:
-    """Within the block, retries of every client happen at once (for tests).
-
-    The number of attempts is unchanged; only the sleeps between them are skipped.
-    """
-    already = _waits_disabled.is_set()
-    _waits_disabled.set()
-    try:
-        yield
-    finally:
-        if not already:
-            _waits_disabled.clear()
-
-
-def backoff_s(attempt: int, backoff_max: float) -> float:
-    """The wait after failed attempt ``attempt`` (1-based): 0.5 s doubling, capped at
-    ``backoff_max`` (0: no wait)."""
-    return float(min(backoff_max, _BACKOFF_MIN * 2 ** (attempt - 1)))
-
 
 def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, WaaError) and exc.is_infrastructure
@@ -147,29 +123,12 @@ class HttpClient:
         return f"{self.base_url}/{path.lstrip('/')}"
 
     def _call(self, fn: Callable[[], T], *, idempotent: bool) -> T:
-        """Run ``fn`` once, or under the retry policy when the call is idempotent.
-
-        A plain loop rather than a retry library: it runs for every request a sweep makes
-        (hundreds per second at hundreds of workers), and building a retry object per call cost
-        more CPU than the request's own bookkeeping.
-        """
+        """Run ``fn`` once, or under the retry policy (:mod:`waa_client.retry`) when the call
+        is idempotent."""
         if not idempotent or self.retries == 0:
             return fn()
-        attempts = self.retries + 1
-        for attempt in range(1, attempts + 1):
-            try:
-                return fn()
-            except WaaError as exc:
-                if attempt >= attempts or not _is_retryable(exc):
-                    raise
-            wait = self._retry_wait(attempt)
-            if wait > 0:
-                time.sleep(wait)
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _retry_wait(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt ``attempt`` (none under :func:`no_retry_waits`)."""
-        return 0.0 if _waits_disabled.is_set() else backoff_s(attempt, self.backoff_max)
+        return retry.call(fn, attempts=self.retries + 1, retryable=_is_retryable,
+                          backoff_max=self.backoff_max)
 
     def _request(
         self,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from evals.errors import AgentError, InvalidRunInputError
+from waa_client import retry
 
 T = TypeVar("T")
 
@@ -124,19 +125,18 @@ def with_backoff(
     Raises:
         AgentError: still rate-limited after ``retries`` retries.
     """
-    wait = base_s
-    for attempt in range(retries + 1):
-        try:
-            return call()
-        except Exception as exc:
-            if not is_rate_limit(exc):
-                raise
-            if attempt >= retries:
-                raise AgentError(f"the model API kept answering 429 (rate limit): {exc}") from exc
-            told = retry_after(exc)
-            sleep(min(MAX_BACKOFF_S, told if told is not None else wait))
-            wait = min(MAX_BACKOFF_S, wait * 2)
-    raise AssertionError("unreachable")  # pragma: no cover
+    def server_wait(exc: BaseException, planned: float) -> float:
+        told = retry_after(exc)
+        return min(MAX_BACKOFF_S, told) if told is not None else planned
+
+    try:
+        return retry.call(call, attempts=retries + 1, retryable=is_rate_limit,
+                          backoff_max=MAX_BACKOFF_S, first_wait=base_s, wait_for=server_wait,
+                          sleep=sleep)
+    except Exception as exc:
+        if is_rate_limit(exc):
+            raise AgentError(f"the model API kept answering 429 (rate limit): {exc}") from exc
+        raise
 
 
 def header_retry_after(exc: BaseException) -> float | None:

@@ -99,7 +99,6 @@ def test_retries_are_bounded(server: ScriptedServer) -> None:
 def test_retry_waits_double_from_half_a_second_up_to_the_cap() -> None:
     assert [backoff_s(n, 3.0) for n in range(1, 6)] == [0.5, 1.0, 2.0, 3.0, 3.0]
     assert backoff_s(1, 0.0) == 0.0
-    assert WaaClient("http://127.0.0.1:9", backoff_max=3.0)._retry_wait(1) == 0.0  # tests: none
 
 
 def test_execute_is_never_retried(server: ScriptedServer) -> None:

@@ -1,0 +1,91 @@
+"""The one retry policy (``waa_client.retry``): attempts, waits, what is final, and hooks."""
+
+from __future__ import annotations
+
+import pytest
+
+from waa_client import retry
+
+
+class Flaky:
+    """Fails with ``errors`` in turn, then returns ``"ok"``."""
+
+    def __init__(self, *errors: BaseException) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return "ok"
+
+
+def test_success_first_time_never_waits() -> None:
+    waits: list[float] = []
+    fn = Flaky()
+    assert retry.call(fn, attempts=3, retryable=lambda e: True, backoff_max=8,
+                      sleep=waits.append) == "ok"
+    assert fn.calls == 1 and waits == []
+
+
+def test_retryable_errors_wait_doubling_to_the_cap() -> None:
+    waits: list[float] = []
+    fn = Flaky(OSError("a"), OSError("b"), OSError("c"), OSError("d"))
+    assert retry.call(fn, attempts=5, retryable=lambda e: isinstance(e, OSError),
+                      backoff_max=1.5, sleep=waits.append) == "ok"
+    assert fn.calls == 5
+    assert waits == [0.5, 1.0, 1.5, 1.5]
+
+
+def test_attempts_spent_reraises_the_last_error() -> None:
+    waits: list[float] = []
+    fn = Flaky(OSError("first"), OSError("second"), OSError("third"))
+    with pytest.raises(OSError, match="third"):
+        retry.call(fn, attempts=3, retryable=lambda e: True, backoff_max=8, sleep=waits.append)
+    assert fn.calls == 3 and waits == [0.5, 1.0]
+
+
+def test_a_final_error_is_raised_at_once() -> None:
+    fn = Flaky(OSError("retry me"), ValueError("final"))
+    waits: list[float] = []
+    with pytest.raises(ValueError, match="final"):
+        retry.call(fn, attempts=5, retryable=lambda e: isinstance(e, OSError), backoff_max=8,
+                   sleep=waits.append)
+    assert fn.calls == 2 and waits == [0.5]
+    once = Flaky(ValueError("final"))
+    with pytest.raises(ValueError):
+        retry.call(once, attempts=5, retryable=lambda e: False, backoff_max=8)
+    assert once.calls == 1
+
+
+def test_one_attempt_means_no_retry() -> None:
+    fn = Flaky(OSError("x"))
+    with pytest.raises(OSError):
+        retry.call(fn, attempts=1, retryable=lambda e: True, backoff_max=8)
+    assert fn.calls == 1
+
+
+def test_wait_for_and_on_retry_hooks() -> None:
+    waits: list[float] = []
+    seen: list[tuple[int, str]] = []
+    fn = Flaky(OSError("slow down"), OSError("again"))
+    retry.call(fn, attempts=3, retryable=lambda e: True, backoff_max=8, first_wait=2.0,
+               wait_for=lambda exc, planned: 7.0 if "slow" in str(exc) else planned,
+               sleep=waits.append, on_retry=lambda n, e: seen.append((n, str(e))))
+    assert waits == [7.0, 4.0]  # the server's own wait, then first_wait doubled
+    assert seen == [(1, "slow down"), (2, "again")]
+
+
+def test_no_retry_waits_keeps_the_attempts(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr("waa_client.retry.time.sleep", slept.append)
+    fn = Flaky(OSError("a"), OSError("b"))
+    with retry.no_retry_waits():
+        assert retry.call(fn, attempts=3, retryable=lambda e: True, backoff_max=8) == "ok"
+    assert fn.calls == 3 and slept == [0.0, 0.0]
+    injected: list[float] = []  # a fake clock still sees the planned waits
+    with retry.no_retry_waits():
+        retry.call(Flaky(OSError("a")), attempts=2, retryable=lambda e: True, backoff_max=8,
+                   sleep=injected.append)
+    assert injected == [0.5]
