@@ -8,7 +8,7 @@ on short tasks whose every step carries realistic traffic (a screenshot padded t
    process (``oa-vm pool-create --per-process N``), reached directly;
 2. **tunnel**: a sample of workers (8 by default) reached directly (the baseline), then
    the same workers and tasks behind a real OpenSSH server on loopback,
-   reached through :mod:`waa_client.tunnel` tunnels as cloud workers are, once per backend
+   reached through :mod:`waa_client.ssh` tunnels as cloud workers are, once per backend
    (``--tunnel-backends openssh,paramiko``). Skipped with a note when ``/usr/sbin/sshd`` is
    missing.
 
@@ -294,7 +294,7 @@ def run_tunnel(scratch: Path, workers: int, tasks: int, backend: str) -> dict[st
     """A sample of workers behind the test SSH server, tunnelled with ``backend``
     (``openssh`` or ``paramiko``); returns its figures (or a skip note)."""
     from tests.support.sshd import sshd_available
-    from waa_client.openssh import ssh_binary
+    from waa_client.ssh import ssh_binary
 
     if not sshd_available():
         return {"skipped": "OpenSSH server not installed (/usr/sbin/sshd); tunnel not measured"}

@@ -162,7 +162,7 @@ def build_spec(
 def _check_ssh_key(key_path: str) -> None:
     """Refuse a key ssh would refuse (missing, unreadable, open to others) before any write."""
     from waa_client.errors import KeyFileError
-    from waa_client.tunnel import load_private_key
+    from waa_client.ssh import load_private_key
 
     path = Path(key_path).expanduser()
     if not path.is_file():

@@ -19,7 +19,7 @@ from oa_vm.state import PoolRecord, WorkerRecord, WorkerState
 
 if TYPE_CHECKING:
     from waa_client import ScoringClient, WaaClient
-    from waa_client.tunnel import TunnelTarget, WorkerTunnel
+    from waa_client.ssh import TunnelTarget, WorkerTunnel
 
 
 @dataclass
@@ -40,7 +40,7 @@ def known_hosts_path(pool: str) -> Path:
 
 def tunnel_target(worker: WorkerRecord) -> TunnelTarget:
     """Where the tunnel of ``worker`` goes: its SSH endpoint and the ports behind it."""
-    from waa_client.tunnel import TunnelTarget
+    from waa_client.ssh import TunnelTarget
 
     assert worker.ssh is not None, "only workers reached over SSH have a tunnel"
     return TunnelTarget(
@@ -56,7 +56,7 @@ def tunnel_target(worker: WorkerRecord) -> TunnelTarget:
 
 def tunnel_for(record: PoolRecord, worker: WorkerRecord) -> WorkerTunnel:
     """An unstarted tunnel to one worker of ``record``."""
-    from waa_client.tunnel import WorkerTunnel
+    from waa_client.ssh import WorkerTunnel
 
     return WorkerTunnel(tunnel_target(worker), known_hosts_path(record.name))
 
@@ -91,7 +91,7 @@ def connect_record(
         urls: dict[str, tuple[str, str]] = {}
         via_ssh = [w for w in ready if w.ssh is not None]
         if via_ssh:
-            from waa_client.tunnel import PoolTunnels
+            from waa_client.ssh import PoolTunnels
 
             tunnels = stack.enter_context(
                 PoolTunnels([tunnel_target(w) for w in via_ssh], known_hosts_path(record.name))

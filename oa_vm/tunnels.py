@@ -2,7 +2,7 @@
 
 Shows, per worker, the local URLs to use and the equivalent ``ssh -N -L ...`` command (for
 people who prefer their own ssh), follows drops and reconnects (done by
-:class:`waa_client.tunnel.PoolTunnels` in the background) and closes everything on Ctrl-C.
+:class:`waa_client.ssh.PoolTunnels` in the background) and closes everything on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def run_foreground(
     stop: threading.Event | None = None,
 ) -> None:
     """Open the tunnels of ``pool`` (or of one ``worker``) until Ctrl-C or ``stop`` is set."""
-    from waa_client.tunnel import PoolTunnels, ssh_command
+    from waa_client.ssh import PoolTunnels, ssh_command
 
     record = api.pool_status(pool)
     workers = [w for w in record.workers if worker is None or w.name == worker]

@@ -32,7 +32,7 @@ from waa_client.scoring import ScoringClient
 from waa_client.waa import WaaClient
 
 if TYPE_CHECKING:
-    from waa_client.tunnel import PoolTunnels, TunnelTarget, WorkerTunnel, ssh_command
+    from waa_client.ssh import PoolTunnels, TunnelTarget, WorkerTunnel, ssh_command
 
 _LAZY = {"PoolTunnels", "TunnelTarget", "WorkerTunnel", "ssh_command"}
 

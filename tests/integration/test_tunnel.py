@@ -28,8 +28,7 @@ from waa_client import (
     SshUnreachableError,
     WaaClient,
 )
-from waa_client.openssh import ssh_binary
-from waa_client.tunnel import ForwardingTunnel, PoolTunnels, TunnelTarget, make_tunnel
+from waa_client.ssh import ForwardingTunnel, PoolTunnels, TunnelTarget, make_tunnel, ssh_binary
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 sshd = sshd_support.sshd  # the real-sshd fixture, shared with other test modules

@@ -18,8 +18,7 @@ from tests.support.http_servers import BlackHolePort, RefusingPort
 from tests.support.sshd import SshServer, generate_key
 from tests.support.worker_proc import running_worker
 from waa_client import SshAuthenticationError, SshUnreachableError, WaaClient
-from waa_client.openssh import OpenSshTunnel
-from waa_client.tunnel import PoolTunnels, TunnelTarget, WorkerTunnel
+from waa_client.ssh import OpenSshTunnel, PoolTunnels, TunnelTarget, WorkerTunnel
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 sshd = sshd_support.sshd
@@ -113,12 +112,12 @@ def test_reconnects_back_off_exponentially_up_to_the_cap(
         # time.sleep is global: other threads (earlier tests' leftovers) and other code of this
         # thread (subprocess's wait loop, when ssh-keygen is slow to exit) sleep for real
         caller = sys._getframe(1).f_globals.get("__name__")
-        if threading.current_thread() is this_thread and caller == "waa_client.tunnel":
+        if threading.current_thread() is this_thread and caller == "waa_client.retry":
             waits.append(seconds)
         else:
             real_sleep(seconds)
 
-    monkeypatch.setattr("waa_client.tunnel.time.sleep", record)
+    monkeypatch.setattr("waa_client.retry.time.sleep", record)
     key = generate_key(tmp_path / "key")
     with RefusingPort() as refusing:
         target = TunnelTarget("w1", "127.0.0.1", refusing.port, "u", key)

@@ -9,8 +9,15 @@ import paramiko
 import pytest
 
 from waa_client import HostKeyMismatchError, KeyFileError
-from waa_client.known_hosts import KnownHosts, fingerprint, host_entry
-from waa_client.tunnel import PoolTunnels, TunnelTarget, load_private_key, ssh_command
+from waa_client.ssh import (
+    KnownHosts,
+    PoolTunnels,
+    TunnelTarget,
+    fingerprint,
+    host_entry,
+    load_private_key,
+    ssh_command,
+)
 
 
 def write_ed25519(path: Path, mode: int = 0o600) -> Path:

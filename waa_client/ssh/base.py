@@ -1,0 +1,286 @@
+"""What both SSH tunnel backends share: the worker to reach, the pool's key, the local ports and
+their URLs, reconnecting, and the interface callers use (:class:`ForwardingTunnel`)."""
+
+from __future__ import annotations
+
+import logging
+import stat
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, Self
+
+import paramiko
+
+from waa_client import retry
+from waa_client.errors import (
+    KeyFileError,
+    SshAuthenticationError,
+    SshUnreachableError,
+    TunnelNotStartedError,
+)
+
+log = logging.getLogger("waa_client.ssh")
+
+LOCALHOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class TunnelTarget:
+    """Where one worker's SSH server is and what to forward from it.
+
+    Attributes:
+        name: The worker's name (used in messages).
+        ssh_host: Address of the worker's SSH server.
+        ssh_port: Its port.
+        ssh_user: Login user (``ubuntu`` on AWS, ``azureuser`` on Azure).
+        key_path: The pool's private key.
+        remote_host: Where, seen from the worker, the servers listen.
+        remote_waa_port: The WAA server's port there.
+        remote_scoring_port: The scoring server's port there.
+    """
+
+    name: str
+    ssh_host: str
+    ssh_port: int
+    ssh_user: str
+    key_path: Path
+    remote_host: str = "127.0.0.1"
+    remote_waa_port: int = 5000
+    remote_scoring_port: int = 5051
+
+
+def ssh_command(
+    target: TunnelTarget,
+    local_waa_port: int,
+    local_scoring_port: int,
+    known_hosts: Path | None = None,
+) -> list[str]:
+    """The ``ssh`` command that opens the same tunnel as :class:`WorkerTunnel` (pure).
+
+    Args:
+        target: The worker.
+        local_waa_port: Local port for the WAA server.
+        local_scoring_port: Local port for the scoring server.
+        known_hosts: The pool's known_hosts file; when given, ssh uses it and refuses a
+            changed host key.
+
+    Returns:
+        The argument list, e.g. for ``oa-vm pool-tunnel``'s table or ``subprocess``.
+    """
+    command = [
+        "ssh", "-N",
+        "-L", f"{LOCALHOST}:{local_waa_port}:{target.remote_host}:{target.remote_waa_port}",
+        "-L", f"{LOCALHOST}:{local_scoring_port}:{target.remote_host}:"
+              f"{target.remote_scoring_port}",
+        "-i", str(target.key_path),
+        "-p", str(target.ssh_port),
+        "-o", "IdentitiesOnly=yes",
+        "-o", "ExitOnForwardFailure=yes",
+        "-o", "ServerAliveInterval=15",
+    ]
+    if known_hosts is not None:
+        command += ["-o", f"UserKnownHostsFile={known_hosts}",
+                    "-o", "StrictHostKeyChecking=accept-new"]
+    command.append(f"{target.ssh_user}@{target.ssh_host}")
+    return command
+
+
+def load_private_key(path: Path) -> paramiko.PKey:
+    """Read a pool's private key, refusing what ``ssh`` would refuse.
+
+    Raises:
+        KeyFileError: Missing, unreadable, readable by group/others, encrypted, or not a key.
+    """
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError as e:
+        raise KeyFileError(
+            f"SSH key {path} not found; each pool's key is created with the pool, check the "
+            "pool's folder (OA_VM_HOME) or recreate the pool",
+            path=path,
+        ) from e
+    except OSError as e:
+        raise KeyFileError(f"cannot read SSH key {path}: {e.strerror or e}", path=path) from e
+    if not stat.S_ISREG(mode):
+        raise KeyFileError(f"SSH key {path} is not a regular file; give the key file", path=path)
+    if mode & 0o077:
+        raise KeyFileError(
+            f"SSH key {path} has permissions {stat.S_IMODE(mode):04o}, readable by others "
+            f"(ssh refuses such keys too); fix with: chmod 600 {path}",
+            path=path,
+        )
+    encrypted = KeyFileError(
+        f"SSH key {path} is passphrase-protected; pool keys must be unencrypted", path=path
+    )
+    try:
+        return paramiko.PKey.from_path(str(path))
+    except paramiko.PasswordRequiredException as e:
+        raise encrypted from e
+    except TypeError as e:
+        # paramiko lets cryptography's "password was not provided" TypeError through for
+        # encrypted OpenSSH-format keys.
+        if "password" in str(e).lower():
+            raise encrypted from e
+        raise KeyFileError(f"SSH key {path} cannot be read as a key ({e})", path=path) from e
+    except PermissionError as e:
+        raise KeyFileError(
+            f"cannot read SSH key {path} (permission denied); run as its owner",
+            path=path,
+        ) from e
+    except (OSError, paramiko.SSHException, ValueError) as e:
+        raise KeyFileError(
+            f"SSH key {path} is not a private key that can be used ({e}); give an OpenSSH "
+            "ed25519, ECDSA or RSA private key",
+            path=path,
+        ) from e
+
+
+
+class LocalForwards:
+    """What both tunnel backends share: the two local ports, their URLs, and ``with``.
+
+    A backend sets ``target``, ``reconnect_attempts``, ``backoff_max``, ``reconnects``, a
+    re-entrant ``_lock`` and ``_ports`` (``(0, 0)`` until its first start), and provides
+    ``start()``, ``stop()`` and ``is_healthy()``; reconnecting (``ensure()``) is shared.
+    """
+
+    target: TunnelTarget
+    reconnect_attempts: int
+    backoff_max: float
+    reconnects: int
+    _ports: tuple[int, int]
+    _lock: threading.RLock
+
+    def start(self) -> None:
+        """Open the tunnel (the backend's own)."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """Close the tunnel (the backend's own)."""
+        raise NotImplementedError
+
+    def is_healthy(self) -> bool:
+        """Up and forwarding (the backend's own check)."""
+        raise NotImplementedError
+
+    def ensure(self) -> None:
+        """Make sure the tunnel is up, reconnecting after a drop (``reconnect_attempts`` tries
+        under the retry policy, :mod:`waa_client.retry`).
+
+        The local ports are kept when they are still free, so URLs handed out stay valid.
+        Returns once the SSH connection is up again; whether the servers behind it answer is
+        the clients' business.
+
+        Raises:
+            TunnelError: The last reconnect error once the attempts are spent (a changed host
+                key or a bad key file at once, never retried). An authentication failure is
+                retried: it happens while a recreated worker is still booting.
+        """
+        with self._lock:
+            if self.is_healthy():
+                return
+
+            def reconnect() -> None:
+                self.stop()
+                self.start()
+
+            retry.call(
+                reconnect, attempts=self.reconnect_attempts, backoff_max=self.backoff_max,
+                retryable=lambda e: isinstance(e, SshUnreachableError | SshAuthenticationError),
+                on_retry=lambda n, e: log.info("reconnect %d to %s failed: %s", n,
+                                               self.target.name, e),
+            )
+            self.reconnects += 1
+            log.info("tunnel to %s reconnected on ports %s", self.target.name, self._ports)
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def local_ports(self) -> tuple[int, int]:
+        """``(waa_port, scoring_port)`` on 127.0.0.1 (``(0, 0)`` before the first start)."""
+        return self._ports
+
+    @property
+    def local_waa_port(self) -> int:
+        """Local port forwarded to the WAA server (0 before the first start)."""
+        return self._ports[0]
+
+    @property
+    def local_scoring_port(self) -> int:
+        """Local port forwarded to the scoring server (0 before the first start)."""
+        return self._ports[1]
+
+    @property
+    def local_waa_url(self) -> str:
+        """``http://127.0.0.1:<port>`` reaching the worker's WAA server."""
+        return self._url(self._ports[0])
+
+    @property
+    def local_scoring_url(self) -> str:
+        """``http://127.0.0.1:<port>`` reaching the worker's scoring server."""
+        return self._url(self._ports[1])
+
+    def _url(self, port: int) -> str:
+        if port == 0:
+            raise TunnelNotStartedError(
+                f"tunnel to worker {self.target.name} was never started; call start() first"
+            )
+        return f"http://{LOCALHOST}:{port}"
+
+
+
+class ForwardingTunnel(Protocol):
+    """What :class:`PoolTunnels` and its users need of one worker's tunnel, whichever backend
+    forwards it (:class:`WorkerTunnel` with paramiko, or
+    :class:`waa_client.ssh.OpenSshTunnel` with OpenSSH)."""
+
+    target: TunnelTarget
+    reconnects: int
+
+    def start(self) -> None:
+        """Connect and forward."""
+        ...
+
+    def stop(self) -> None:
+        """Close; idempotent."""
+        ...
+
+    def ensure(self) -> None:
+        """Reconnect if down."""
+        ...
+
+    def is_healthy(self) -> bool:
+        """Up and forwarding."""
+        ...
+
+    @property
+    def local_ports(self) -> tuple[int, int]:
+        """``(waa_port, scoring_port)`` on 127.0.0.1."""
+        ...
+
+    @property
+    def local_waa_port(self) -> int:
+        """Local WAA port."""
+        ...
+
+    @property
+    def local_scoring_port(self) -> int:
+        """Local scoring port."""
+        ...
+
+    @property
+    def local_waa_url(self) -> str:
+        """Local WAA URL."""
+        ...
+
+    @property
+    def local_scoring_url(self) -> str:
+        """Local scoring URL."""
+        ...

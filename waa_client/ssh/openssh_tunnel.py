@@ -1,0 +1,332 @@
+"""SSH forwarding through OpenSSH child processes: one ControlMaster per host, ``-O forward``.
+
+The default backend of :class:`waa_client.ssh.PoolTunnels` when an ``ssh`` client is
+installed (paramiko, :class:`waa_client.ssh.WorkerTunnel`, is the fallback). Forwarding in
+paramiko runs in the controller's own threads and interpreter lock: 11 to 16 ms of controller
+CPU per MB moved, measured by ``bench/scale.py``. ``ssh`` does the same work in C, in other
+processes, so a sweep's controller spends its CPU on the sweep.
+
+One master connection is opened per SSH endpoint (``user@host:port`` and key):
+``ssh -M -N -S <control socket> ...``, a child process of this one. Each worker's two forwards
+(WAA and scoring, ``-L 127.0.0.1:<local>:<remote host>:<port>``) are then added to it with
+``ssh -S <socket> -O forward``. Cloud workers have one host each, so one master each; local
+workers behind one SSH server share a single connection.
+
+The same rules as the paramiko backend hold: the pool's key only (no agent, no
+``~/.ssh/config``), host keys pinned in the pool's ``known_hosts`` (OpenSSH's own format;
+first contact remembered, a changed key refused), every step bounded by ``connect_timeout``,
+failures raised as :mod:`waa_client.errors` with the reason ssh gave.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+from waa_client.errors import SshUnreachableError, TunnelError
+from waa_client.ssh.base import LOCALHOST, LocalForwards, TunnelTarget, load_private_key
+from waa_client.ssh.failures import ssh_output_error
+from waa_client.ssh.known_hosts import KnownHosts
+
+_CONTROL_TIMEOUT = 15.0  # for the short ``-O`` commands
+_STOP_GRACE = 5.0
+_RECONNECT_BACKOFF_MIN = 0.5
+
+
+def ssh_binary() -> str | None:
+    """The ``ssh`` client to use, or None when none is installed."""
+    return shutil.which("ssh")
+
+
+def _control_dir() -> Path:
+    """A private folder for control sockets (short path: sockets are limited to ~100 bytes)."""
+    global _CONTROL_DIR
+    with _control_dir_lock:
+        if _CONTROL_DIR is None or not _CONTROL_DIR.is_dir():
+            _CONTROL_DIR = Path(tempfile.mkdtemp(prefix="oa-ssh-"))
+            atexit.register(shutil.rmtree, _CONTROL_DIR, True)
+        return _CONTROL_DIR
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((LOCALHOST, 0))
+        return int(sock.getsockname()[1])
+
+
+class _Master:
+    """One ``ssh -M`` connection to an SSH endpoint, shared by the tunnels through it."""
+
+    def __init__(
+        self, host: str, port: int, user: str, key_path: Path, known_hosts: KnownHosts,
+        *, connect_timeout: float, keepalive: float, name: str,
+    ) -> None:
+        self.host, self.port, self.user, self.key_path = host, port, user, key_path
+        self.known_hosts = known_hosts
+        self.connect_timeout = connect_timeout
+        self.keepalive = keepalive
+        self.name = name
+        self.users = 0
+        self.lock = threading.RLock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+        self.control = _control_dir() / f"m{os.getpid()}-{id(self):x}"
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def options(self) -> list[str]:
+        """Options every ssh invocation for this endpoint gets."""
+        return [
+            "-F", "/dev/null",  # no ~/.ssh/config: a pool connects with its own settings only
+            "-i", str(self.key_path),
+            "-p", str(self.port),
+            "-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none", "-o", "BatchMode=yes",
+            "-o", f"UserKnownHostsFile={self.known_hosts.path}",
+            "-o", "GlobalKnownHostsFile=/dev/null",
+            "-o", "StrictHostKeyChecking=accept-new", "-o", "UpdateHostKeys=no",
+            "-o", f"ConnectTimeout={max(1, round(self.connect_timeout))}",
+            "-o", f"ServerAliveInterval={max(1, round(self.keepalive))}",
+            "-o", "ServerAliveCountMax=3", "-o", "ExitOnForwardFailure=yes",
+            "-o", "LogLevel=ERROR",
+            "-S", str(self.control),
+        ]
+
+    def alive(self) -> bool:
+        """True while the master process runs and its control socket exists."""
+        proc = self._proc
+        return proc is not None and proc.poll() is None and self.control.exists()
+
+    def start(self) -> None:
+        """Connect (no-op when connected).
+
+        Raises:
+            SshUnreachableError, SshAuthenticationError, HostKeyMismatchError: as ssh reported.
+        """
+        with self.lock:
+            if self.alive():
+                return
+            self.stop()
+            self.known_hosts.path.parent.mkdir(parents=True, exist_ok=True)
+            ssh = ssh_binary()
+            if ssh is None:
+                raise SshUnreachableError("no ssh client installed; install openssh-client")
+            self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (closed by stop())
+            argv = [ssh, "-M", "-N", *self.options(), f"{self.user}@{self.host}"]
+            # In this process's group: a Ctrl-C in the terminal ends the masters with the
+            # controller. A controller killed outright (SIGKILL) leaves them running until the
+            # worker side closes the connection; `pgrep -f 'ssh -M -N'` finds them.
+            self._proc = subprocess.Popen(  # fixed argv, no shell
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=self._stderr,
+            )
+            # connect, host key, login, each bounded by ConnectTimeout; this deadline bounds
+            # the whole (a server that accepts and never speaks, for one)
+            deadline = time.monotonic() + 2 * self.connect_timeout + 5.0
+            while not self.control.exists():
+                if self._proc.poll() is not None:
+                    raise self._failure(self._read_stderr())
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise SshUnreachableError(
+                        f"SSH to worker {self.name} at {self.address}: no SSH handshake within "
+                        f"{self.connect_timeout:g}s; the port may not be an SSH server, or the "
+                        "worker is still starting",
+                        url=f"ssh://{self.address}",
+                    )
+                time.sleep(0.02)
+
+    def _read_stderr(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        return self._stderr.read().decode("utf-8", "replace")
+
+    def _failure(self, text: str) -> TunnelError:
+        """ssh's own words, mapped onto the error tree."""
+        return ssh_output_error(text, worker=self.name, host=self.host, port=self.port,
+                                user=self.user, key_path=self.key_path,
+                                connect_timeout=self.connect_timeout,
+                                known_hosts=self.known_hosts)
+
+    def control_command(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run ``ssh -S <socket> <args> user@host`` against the master."""
+        ssh = ssh_binary() or "ssh"
+        return subprocess.run(  # fixed argv, no shell
+            [ssh, *self.options(), *args, f"{self.user}@{self.host}"],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            timeout=_CONTROL_TIMEOUT, check=False,
+        )
+
+    def stop(self) -> None:
+        """Close the connection and reap the process (idempotent)."""
+        with self.lock:
+            proc, self._proc = self._proc, None
+            if proc is not None and proc.poll() is None:
+                with contextlib.suppress(OSError, subprocess.SubprocessError):
+                    self.control_command("-O", "exit")
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()
+                try:
+                    proc.wait(timeout=_STOP_GRACE)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=_STOP_GRACE)
+            elif proc is not None:
+                proc.wait()
+            with contextlib.suppress(FileNotFoundError):
+                self.control.unlink()
+            if self._stderr is not None:
+                self._stderr.close()
+                self._stderr = None
+
+
+_registry_lock = threading.Lock()
+_control_dir_lock = threading.Lock()
+_masters: dict[tuple[str, int, str, str, str], _Master] = {}
+_CONTROL_DIR: Path | None = None
+
+
+def _acquire(
+    host: str, port: int, user: str, key_path: Path, known_hosts: KnownHosts, *,
+    connect_timeout: float, keepalive: float, name: str,
+) -> _Master:
+    key = (host, port, user, str(key_path), str(known_hosts.path))
+    with _registry_lock:
+        master = _masters.get(key)
+        if master is None:
+            master = _Master(host, port, user, key_path, known_hosts,
+                             connect_timeout=connect_timeout, keepalive=keepalive, name=name)
+            _masters[key] = master
+        master.users += 1
+        return master
+
+
+def _release(master: _Master) -> None:
+    with _registry_lock:
+        master.users -= 1
+        last = master.users <= 0
+        if last:
+            for key, value in list(_masters.items()):
+                if value is master:
+                    del _masters[key]
+    if last:
+        master.stop()
+
+
+class OpenSshTunnel(LocalForwards):
+    """One worker's WAA and scoring ports on 127.0.0.1, forwarded by an OpenSSH master.
+
+    The same interface as :class:`waa_client.ssh.WorkerTunnel` (``start``, ``stop``,
+    ``ensure``, ``is_healthy``, the local ports and URLs) and the same arguments.
+    """
+
+    def __init__(
+        self,
+        target: TunnelTarget,
+        known_hosts: Path,
+        *,
+        keepalive: float = 15.0,
+        connect_timeout: float = 10.0,
+        reconnect_attempts: int = 5,
+        backoff_max: float = 8.0,
+    ) -> None:
+        self.target = target
+        self.known_hosts = KnownHosts(known_hosts)
+        self.keepalive = keepalive
+        self.connect_timeout = connect_timeout
+        self.reconnect_attempts = max(1, reconnect_attempts)
+        self.backoff_max = backoff_max
+        self._master: _Master | None = None
+        self._ports: tuple[int, int] = (0, 0)
+        self._lock = threading.RLock()
+        self.reconnects = 0
+
+    def _specs(self, ports: tuple[int, int]) -> list[str]:
+        t = self.target
+        return [f"{LOCALHOST}:{ports[0]}:{t.remote_host}:{t.remote_waa_port}",
+                f"{LOCALHOST}:{ports[1]}:{t.remote_host}:{t.remote_scoring_port}"]
+
+    def start(self) -> None:
+        """Connect (or join the endpoint's connection) and add both forwards.
+
+        Raises:
+            KeyFileError, SshUnreachableError, HostKeyMismatchError, SshAuthenticationError.
+        """
+        with self._lock:
+            if self._master is not None:
+                return
+            t = self.target
+            load_private_key(t.key_path)  # refuse what ssh would refuse, with our message
+            master = _acquire(
+                t.ssh_host, t.ssh_port, t.ssh_user, t.key_path, self.known_hosts,
+                connect_timeout=self.connect_timeout, keepalive=self.keepalive, name=t.name,
+            )
+            try:
+                master.start()
+                self._forward(master)
+            except BaseException:
+                _release(master)
+                raise
+            self._master = master
+
+    def _forward(self, master: _Master) -> None:
+        wanted = self._ports if self._ports != (0, 0) else (_free_port(), _free_port())
+        for attempt in range(3):
+            args = ["-O", "forward"]
+            for spec in self._specs(wanted):
+                args += ["-L", spec]
+            done = master.control_command(*args)
+            if done.returncode == 0:
+                self._ports = wanted
+                return
+            if not master.alive():
+                raise master._failure(done.stderr)
+            # a port taken since it was chosen (or kept from before): take new ones
+            wanted = (_free_port(), _free_port())
+            if attempt == 2:
+                raise SshUnreachableError(
+                    f"SSH tunnel to worker {self.target.name}: ssh could not forward local "
+                    f"ports ({done.stderr.strip() or 'no message'}); retry",
+                    url=f"ssh://{master.address}",
+                )
+
+    def stop(self) -> None:
+        """Remove this worker's forwards; the connection closes with its last tunnel."""
+        with self._lock:
+            master, self._master = self._master, None
+            if master is None:
+                return
+            if master.alive():
+                args = ["-O", "cancel"]
+                for spec in self._specs(self._ports):
+                    args += ["-L", spec]
+                with contextlib.suppress(OSError, subprocess.SubprocessError):
+                    master.control_command(*args)
+            _release(master)
+
+    def is_active(self) -> bool:
+        """True while the SSH connection is up."""
+        master = self._master
+        return master is not None and master.alive()
+
+    def is_healthy(self) -> bool:
+        """True when the connection is up and both local ports accept connections."""
+        if not self.is_active():
+            return False
+        for port in self._ports:
+            try:
+                with socket.create_connection((LOCALHOST, port), timeout=self.connect_timeout):
+                    pass
+            except OSError:
+                return False
+        return True
