@@ -10,11 +10,27 @@ observation's accessibility tree (``rect="left,top,right,bottom"`` attributes).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 from xml.etree import ElementTree as ET
 
-if TYPE_CHECKING:
-    from evals.agents.base import BenchmarkAction
+
+class BenchmarkAction(Protocol):
+    """What this module reads of an action (:class:`evals.agents.base.BenchmarkAction` has it);
+    a protocol, so that this module needs nothing from the one that builds actions."""
+
+    type: str
+    x: float | None
+    y: float | None
+    target_node_id: str | None
+    target_bbox: tuple[float, float, float, float] | None
+    target_name: str | None
+    text: str | None
+    key: str | None
+    modifiers: list[str] | None
+    scroll_direction: str | None
+    scroll_amount: float | None
+    end_x: float | None
+    end_y: float | None
 
 SCREEN = (1280, 720)
 """The screen size normalized coordinates are scaled to (the local worker's and WAA's)."""

@@ -42,9 +42,9 @@ def tasks(
     if source is not None and pool is not None:
         raise typer.BadParameter("give one of --source DIR or --pool NAME, not both")
     if source is None and pool is None:
-        from infra.local.taskstore import tasks_dir
+        from oa_vm.local_suite import local_tasks_dir
 
-        source = tasks_dir()
+        source = local_tasks_dir()
         typer.echo(f"(the bundled local suite, {source}; --source DIR or --pool NAME for others)",
                    err=True)
     if source is not None:
