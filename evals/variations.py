@@ -1,0 +1,156 @@
+"""Goal variations in a run: adding them to a selection, and comparing each style with the
+original tasks (see :mod:`waa_client.variations` for the file format).
+
+``--variations FILE`` adds, right after each selected task, that task's variations from FILE;
+each runs as a task of its own (``<task_id>__<style>_<n>``) with the original's setup and
+checker. The summary then sets each style beside the originals of the same tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from evals.errors import InvalidRunInputError
+from evals.pools import Selected
+from waa_client.errors import CatalogError
+from waa_client.variations import (
+    STYLES,
+    Variation,
+    base_of,
+    expand,
+    load_variations,
+    style_of,
+    variation_task,
+)
+
+
+def read_variations(path: Path) -> dict[str, Variation]:
+    """The variations of ``--variations FILE``, checked (one line naming the entry if not).
+
+    Raises:
+        InvalidRunInputError: the file cannot be read or an entry is malformed.
+    """
+    try:
+        return load_variations(path)
+    except CatalogError as exc:
+        raise InvalidRunInputError(f"--variations: {exc.message}") from exc
+
+
+def add_variations(selected: Selected, variations: Mapping[str, Variation],
+                   source: str = "--variations") -> Selected:
+    """``selected`` with each selected task's variations added right after it.
+
+    Raises:
+        InvalidRunInputError: none of the variations is of a selected task, or one changes a
+            field other than the instruction.
+    """
+    refs = {r.task_id: r for r in selected.refs}
+    order = expand([r.task_id for r in selected.refs], variations)
+    if len(order) == len(selected.refs):
+        raise InvalidRunInputError(
+            f"{source}: no variation of the {len(refs)} selected task(s); the file's keys are "
+            "'<task_id>__<style>_<n>' of the tasks to vary"
+        )
+    tasks: dict[str, dict[str, Any]] = {}
+    new_refs: list[Any] = []
+    for task_id in order:
+        if task_id in refs:
+            new_refs.append(refs[task_id])
+            tasks[task_id] = selected.tasks[task_id]
+            continue
+        variation = variations[task_id]
+        try:
+            tasks[task_id] = variation_task(selected.tasks[variation.base_id], variation)
+        except CatalogError as exc:
+            raise InvalidRunInputError(f"{source}: {exc.message}") from exc
+        new_refs.append(replace(refs[variation.base_id], task_id=task_id,
+                                instruction=variation.instruction))
+    return Selected(new_refs, tasks)
+
+
+@dataclass(frozen=True)
+class StyleRow:
+    """One goal style beside the originals of the same tasks (outcomes only; errors apart).
+
+    Attributes:
+        style: ``original`` or a goal style.
+        tasks: Distinct original tasks with at least one scored run in this style.
+        runs: Scored runs (outcomes) in this style.
+        successes: Of those, successes.
+        mean_score: Mean checker score of the runs.
+        errors: Runs that ended in an error (not outcomes).
+        original_success_rate: The originals' success rate on the same tasks (None for the
+            ``original`` row or when the originals have no outcome there).
+    """
+
+    style: str
+    tasks: int
+    runs: int
+    successes: int
+    mean_score: float | None
+    errors: int
+    original_success_rate: float | None
+
+    @property
+    def success_rate(self) -> float | None:
+        """Successes over scored runs; None when nothing was scored."""
+        return self.successes / self.runs if self.runs else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as ``summary.json`` keeps it."""
+        return {"style": self.style, "tasks": self.tasks, "runs": self.runs,
+                "successes": self.successes, "success_rate": self.success_rate,
+                "mean_score": self.mean_score, "errors": self.errors,
+                "original_success_rate": self.original_success_rate}
+
+
+Outcome = tuple[str, str, float | None]
+"""``(task_id, status, score)`` of one final record (status ``success``/``failure``/``error``)."""
+
+
+def compare_styles(outcomes: Iterable[Outcome]) -> list[StyleRow]:
+    """The originals' row, then one row per goal style present, from final records.
+
+    A style's ``original_success_rate`` is computed on the originals of the tasks that style
+    has outcomes for, so the two rates compare the same tasks.
+    """
+    by_style: dict[str, list[Outcome]] = {}
+    for outcome in outcomes:
+        by_style.setdefault(style_of(outcome[0]) or "original", []).append(outcome)
+    originals = {t: s for t, s, _ in by_style.get("original", []) if s != "error"}
+
+    def row(style: str, rows: list[Outcome]) -> StyleRow:
+        scored = [(t, s, sc) for t, s, sc in rows if s != "error"]
+        scores = [sc for _, _, sc in scored if sc is not None]
+        bases = {base_of(t) for t, _, _ in scored}
+        paired = [originals[b] for b in bases if b in originals]
+        rate = (sum(1 for s in paired if s == "success") / len(paired)
+                if style != "original" and paired else None)
+        return StyleRow(style, len(bases), len(scored),
+                        sum(1 for _, s, _ in scored if s == "success"),
+                        sum(scores) / len(scores) if scores else None,
+                        len(rows) - len(scored), rate)
+
+    order = ["original", *STYLES]
+    return [row(style, by_style[style]) for style in order if style in by_style]
+
+
+def format_styles(rows: list[StyleRow]) -> list[str]:
+    """The comparison as summary lines (an empty list when the run has no variation)."""
+    if not any(r.style != "original" for r in rows):
+        return []
+
+    def pct(value: float | None) -> str:
+        return "n/a" if value is None else f"{100 * value:.1f}%"
+
+    lines = ["Goal styles (the same tasks, reworded; the checker is the original's):"]
+    for r in rows:
+        against = ("" if r.style == "original"
+                   else f"; originals of these tasks {pct(r.original_success_rate)}")
+        errors = f", {r.errors} error(s)" if r.errors else ""
+        lines.append(f"  {r.style:<18} {r.successes}/{r.runs} succeeded ({pct(r.success_rate)})"
+                     f" on {r.tasks} task(s){errors}{against}")
+    return lines
