@@ -65,3 +65,41 @@ def test_the_worked_example_runs_as_documented(tmp_path: Path) -> None:
     )
     assert swept.returncode == 0, swept.stderr
     assert "Success rate: 100.0%" in swept.stdout
+
+
+def test_the_step_by_step_tree_example_prints_what_the_document_says(tmp_path: Path) -> None:
+    demo = next(b for b in _blocks("python") if "class SwitchOnAgent" in b)
+    (tmp_path / "tree_agent_demo.py").write_text(demo, encoding="utf-8")
+    done = subprocess.run(  # a fixed argv, no shell
+        [sys.executable, "tree_agent_demo.py"], capture_output=True, text=True, timeout=300,
+        env=_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = next(b for b in _blocks("text") if b.startswith("0 hotkey"))
+    assert done.stdout == printed
+
+
+def test_the_tree_excerpt_is_the_local_workers_own(tmp_path: Path) -> None:
+    """Every element of the excerpt is in the tree the local worker really serves."""
+    import xml.etree.ElementTree as ET
+
+    excerpt = next(b for b in _blocks("xml") if "<Desktop" in b).replace("...", "")
+    script = (
+        "from evals import BenchmarkAction, WAASimulatedAdapter\n"
+        "with WAASimulatedAdapter() as adapter:\n"
+        "    task = adapter.load_task('e112363f-4a10-536e-89c0-53e0fb3afa05-WOS')\n"
+        "    adapter.reset(task)\n"
+        "    obs, done, info = adapter.step(BenchmarkAction(type='hotkey', key='win+i'))\n"
+        "    print(obs.accessibility_tree)\n"
+    )
+    done = subprocess.run(  # a fixed argv, no shell
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+        env=_env(tmp_path), cwd=tmp_path, stdin=subprocess.DEVNULL, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    real = {(e.tag, tuple(sorted(e.attrib.items())))
+            for e in ET.fromstring(done.stdout.strip()).iter()}
+    for element in ET.fromstring(excerpt).iter():
+        if element.tag in ("Desktop", "Pane"):
+            continue
+        assert (element.tag, tuple(sorted(element.attrib.items()))) in real, element.attrib
