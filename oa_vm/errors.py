@@ -44,8 +44,8 @@ class PoolExistsError(OaVmError):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(
-            f"a pool named {name!r} already exists; pick another --name, "
-            f"or remove it first with 'oa-vm pool-cleanup --name {name}'"
+            f"a pool named {name!r} already exists; pick another --pool, "
+            f"or remove it first with 'oa-vm pool-cleanup --pool {name}'"
         )
 
 

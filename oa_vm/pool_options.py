@@ -83,9 +83,18 @@ def ensure_engine(cloud: str) -> None:
 
 
 def preflight(spec: PoolSpec) -> None:
-    """The provider's checks before anything is created or recorded (cloud pools: the size and
-    a prepared image). Local pools have none."""
+    """The checks before anything is shown, asked, created or recorded: the name is free, then
+    the provider's own (cloud pools: the size and a prepared image; local pools have none).
+
+    Raises:
+        PoolExistsError: a pool of that name exists (before any plan is printed).
+    """
+    from oa_vm import state
+    from oa_vm.errors import PoolExistsError
     from oa_vm.providers import get_provider
+
+    if state.exists(spec.name):
+        raise PoolExistsError(spec.name)
 
     check = getattr(get_provider(spec.cloud), "preflight", None)
     if check is not None:

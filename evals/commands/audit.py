@@ -97,6 +97,8 @@ def audit_verifier(
             "module:Class); --benchmark local replays the local suite's reference solutions"
         )
     temporary = pool is None
+    if temporary and tasks:
+        _check_local_ids(tasks)  # before a pool is made for them
     name = pool or f"audit-{secrets.token_hex(4)}"
     try:
         if temporary:
@@ -109,6 +111,20 @@ def audit_verifier(
             _remove(name)
     if failed and not exit_zero:
         raise typer.Exit(1)
+
+
+def _check_local_ids(wanted: str) -> None:
+    """Refuse IDs the bundled local suite (what a temporary audit pool serves) does not have."""
+    from evals.errors import InvalidRunInputError
+    from oa_vm.local_suite import local_tasks_dir
+    from waa_client.catalog import Catalog
+
+    known = set(Catalog.from_folder(local_tasks_dir()).task_ids())
+    unknown = [t.strip() for t in wanted.split(",") if t.strip() and t.strip() not in known]
+    if unknown:
+        raise InvalidRunInputError(
+            f"--tasks: unknown task(s) {', '.join(unknown)}; 'openadapt-evals tasks' lists them"
+        )
 
 
 def _load_adapter(spec: str) -> BenchmarkAdapter:
