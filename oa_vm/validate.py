@@ -57,13 +57,6 @@ def require_number(
         raise InvalidInputError(problem)
 
 
-def port_problem(option: str, port: int) -> str | None:
-    """A TCP port must be 1..65535."""
-    if not 1 <= port <= 65535:
-        return f"{option}: port {port} is not a TCP port (1-65535)"
-    return None
-
-
 def name_problem(kind: str, name: str | None) -> str | None:
     """Why ``name`` cannot name a folder (``None`` when it is a plain name).
 
@@ -78,15 +71,6 @@ def name_problem(kind: str, name: str | None) -> str | None:
             "starting with a letter or digit"
         )
     return None
-
-
-def require_under(root: Path, path: Path, what: str) -> Path:
-    """``path`` resolved, refused unless it lies inside ``root`` (resolved)."""
-    resolved = path.resolve()
-    base = root.resolve()
-    if resolved != base and base not in resolved.parents:
-        raise InvalidInputError(f"{what} {path} is outside {root}; refusing to touch it")
-    return resolved
 
 
 def folder_problem(option: str, path: Path | None) -> str | None:
