@@ -303,6 +303,10 @@ from oa_vm.cli_fleet import register as _register_fleet  # noqa: E402  (after th
 
 _register_fleet(app)
 
+from oa_vm.cli_smoke import register as _register_smoke  # noqa: E402
+
+_register_smoke(app)
+
 from oa_vm.cli_version import add_version_and_short_help  # noqa: E402
 
 add_version_and_short_help(app, "oa-vm")
