@@ -64,6 +64,9 @@ def smoke(
     )
     if "0.0.0.0/0" in opts.allow_cidrs:
         _err("warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet")
+    import time
+
+    started = time.monotonic()
     plan = make_plan(opts)
     if plan_only:
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
@@ -84,7 +87,7 @@ def smoke(
     say = _err if json_out else _echo
     say(plan.describe())
     confirm(f"Run the smoke (it can spend up to ${plan.max_cost_usd:.2f})?", yes)
-    runner = SmokeRun(opts, plan, say)
+    runner = SmokeRun(opts, plan, say, plan_s=time.monotonic() - started)
     timeline = runner.run()
     if json_out:
         print_json({"plan": plan.to_json(), **timeline.to_json()})

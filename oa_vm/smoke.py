@@ -217,7 +217,7 @@ def budgets(
     """One :class:`PhaseBudget` per phase. ``build_s`` is 0 when the image exists."""
     return [
         PhaseBudget("plan", 0.0, None, "show this plan; nothing is created"),
-        PhaseBudget("image", build_s, builder_price,
+        PhaseBudget("image", build_s, builder_price if build_s else 0.0,
                     "build the region's image (the builder ends itself by then)" if build_s
                     else "use the region's prepared image"),
         PhaseBudget("create", CREATE_DEADLINE_S, worker_price, "one worker (oa-vm pool-create)"),

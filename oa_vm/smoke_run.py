@@ -192,16 +192,26 @@ class SmokeRun:
         plan: the plan shown to the user (from :func:`make_plan`).
         say: progress lines.
         results_dir: where the task's run folder goes (default ``$OA_VM_HOME/smoke``).
+        plan_s: how long planning (and the question) took.
     """
 
     def __init__(
-        self, opts: SmokeOptions, plan: SmokePlan, say: Say, results_dir: Path | None = None
+        self,
+        opts: SmokeOptions,
+        plan: SmokePlan,
+        say: Say,
+        results_dir: Path | None = None,
+        plan_s: float = 0.0,
     ) -> None:
         self.opts = opts
         self.plan = plan
         self.say = say
         self.results_dir = results_dir or state.home() / "smoke"
         self.timeline = Timeline()
+        self.timeline.add(PhaseResult(
+            "plan", "ok", plan_s, 0.0,
+            f"at most ${plan.max_cost_usd or 0:.2f} (limit ${plan.limit_usd:g})",
+        ))
         self.created = False
         self.built_image: str | None = None
         self.interrupted = False
