@@ -162,7 +162,7 @@ def pool_wait(
     timeout: Annotated[
         str,
         typer.Option(help="How long to wait: 30m, 90s, 1h, or auto (what the pool's start "
-                          "takes: about 30 min from an image)."),
+                          "takes: 40 min from an image)."),
     ] = "auto",
 ) -> None:
     """Wait until every worker of the pool is ready, showing each worker's phase."""
