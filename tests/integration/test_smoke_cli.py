@@ -205,7 +205,8 @@ def test_a_task_that_errors_fails_at_task_and_still_cleans_up(
     assert cloud_task_errors.left() == {}
 
 
-def test_ctrl_c_during_the_wait_cleans_up(cloud: FakeCloud) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_during_the_wait_cleans_up(cloud: FakeCloud, signum: int) -> None:
     cloud.set_status("state=running\nstep=guest\nmessage=waiting for Windows to answer /probe\n")
     proc = subprocess.Popen(cloud.args(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT, env=cloud.env, stdin=subprocess.DEVNULL)
@@ -223,7 +224,7 @@ def test_ctrl_c_during_the_wait_cleans_up(cloud: FakeCloud) -> None:
     reader.start()
     try:
         assert waiting.wait(300), "".join(seen)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         assert proc.wait(timeout=300) == 130
     finally:
         if proc.poll() is None:
