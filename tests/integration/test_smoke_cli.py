@@ -60,6 +60,7 @@ class FakeCloud:
     status: Path
     engine_state: Path
     env: dict[str, str]
+    builder_status: Path
 
     def set_status(self, body: str) -> None:
         self.status.write_text(body)
@@ -79,7 +80,9 @@ class FakeCloud:
                               check=False)
 
 
-def _cloud(tmp_path: Path, domain: str, task_id: str) -> Iterator[FakeCloud]:
+def _cloud(
+    tmp_path: Path, domain: str, task_id: str, *, image: bool = True
+) -> Iterator[FakeCloud]:
     if not sshd_support.sshd_available():
         pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
     tasks = _tasks(tmp_path / "tasks", domain, task_id)
@@ -99,26 +102,47 @@ def _cloud(tmp_path: Path, domain: str, task_id: str) -> Iterator[FakeCloud]:
                         "authorized_keys": str(host.authorized_keys)},
                 "waa_port": entry["waa_port"], "scoring_port": entry["scoring_port"],
                 "engine_state": str(tmp_path / "engine.json"),
+                "builder_state": str(_builder_state(tmp_path / "builder-state")),
             }))
-            # A prepared image of the region, as image-create leaves it.
-            os.environ["OA_VM_HOME"] = str(home)
-            try:
-                image_records.save(image_records.ImageRecord(
-                    id="waa-us-east-1-20261130-1200", cloud="aws", region="us-east-1",
-                    state=image_records.READY, size_gb=60, created_at=state.utcnow(),
-                    licence_expires=state.utcnow() + timedelta(days=80),
-                    waa_image="windowsarena/winarena@sha256:0123", builder_size="m8i.2xlarge",
-                    project="oa-vm-aws-images", stack="waa-us-east-1-20261130-1200",
-                    owner="alice", cloud_id="snap-0123456789abcdef0",
-                ))
-            finally:
-                os.environ.pop("OA_VM_HOME", None)
+            if image:
+                _save_image(home)
             env = {**os.environ, "OA_VM_HOME": str(home), "FAKE_CLOUD": str(config),
                    "PULUMI_CONFIG_PASSPHRASE": "test", "PYTHONUNBUFFERED": "1"}
             yield FakeCloud(host, worker, home, host_state / "status", tmp_path / "engine.json",
-                            env)
+                            env, tmp_path / "builder-state" / "status")
     finally:
         host.stop()
+
+
+def _save_image(home: Path) -> None:
+    """A prepared image of the region, as image-create leaves it."""
+    os.environ["OA_VM_HOME"] = str(home)
+    try:
+        image_records.save(image_records.ImageRecord(
+            id="waa-us-east-1-20261130-1200", cloud="aws", region="us-east-1",
+            state=image_records.READY, size_gb=60, created_at=state.utcnow(),
+            licence_expires=state.utcnow() + timedelta(days=80),
+            waa_image="windowsarena/winarena@sha256:0123", builder_size="m8i.2xlarge",
+            project="oa-vm-aws-images", stack="waa-us-east-1-20261130-1200",
+            owner="alice", cloud_id="snap-0123456789abcdef0",
+        ))
+    finally:
+        os.environ.pop("OA_VM_HOME", None)
+
+
+def _builder_state(folder: Path) -> Path:
+    """What the builder's bootstrap leaves when the build succeeded (bootstrap.sh's files)."""
+    folder.mkdir()
+    (folder / "status").write_text("state=done\nstep=built\nmessage=Windows installed and "
+                                   "shut down\n")
+    (folder / "image-info").write_text("waa_image=windowsarena/winarena@sha256:0123\n"
+                                       "built=2026-12-01T09:00:00Z\n")
+    return folder
+
+
+@pytest.fixture
+def cloud_without_image(tmp_path: Path) -> Iterator[FakeCloud]:
+    yield from _cloud(tmp_path, *SCORED, image=False)
 
 
 @pytest.fixture
@@ -159,6 +183,45 @@ def test_smoke_from_plan_to_cleanup_with_a_scored_task(cloud: FakeCloud) -> None
     run = next((cloud.home / "smoke").iterdir())
     execution = json.loads((run / "tasks" / SCORED[1] / "execution.json").read_text())
     assert execution["status"] == "failure" and execution["reason"] == "exact_match=0"
+
+
+@pytest.mark.parametrize("delete_image", [False, True])
+def test_a_region_without_an_image_builds_one_first(
+    cloud_without_image: FakeCloud, delete_image: bool
+) -> None:
+    cloud = cloud_without_image
+    cloud.set_status(READY)
+    result = cloud.run(*(["--delete-image"] if delete_image else []))
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Image: none in us-east-1 yet: one is built first" in out
+    assert _lines(out)[-1].startswith("smoke PASSED"), _lines(out)[-1]
+    image_row = next(line for line in _lines(out) if line.startswith("image    ok"))
+    assert "built waa-us-east-1-" in image_row
+    left = cloud.left()
+    assert "smoke-t" not in left, "the pool was removed"
+    images = {name: types for name, types in left.items() if name.startswith("waa-us-east-1-")}
+    if delete_image:
+        assert images == {}, left
+        assert "deleted (--delete-image)" in out
+    else:
+        assert list(images.values()) == [["aws:ebs/snapshot:Snapshot"]], left
+        assert "stays for later pools" in out and "oa-vm image-delete waa-us-east-1-" in out
+
+
+def test_a_failed_build_fails_at_image_and_makes_no_pool(cloud_without_image: FakeCloud) -> None:
+    cloud = cloud_without_image
+    cloud.builder_status.write_text("state=failed\nstep=guest\nmessage=Windows did not answer "
+                                    "/probe in time\n")
+    result = cloud.run()
+    assert result.returncode == 1, result.stdout + result.stderr
+    verdict = _lines(result.stdout)[-1]
+    assert verdict.startswith("smoke FAILED at image: "), verdict
+    assert "failed at guest: Windows did not answer /probe in time" in verdict
+    assert "logs: oa-vm image-list" in verdict
+    assert "cleanup  skipped  " in result.stdout and "no pool was made" in result.stdout
+    assert cloud.left() == {}, "the builder was rolled back and no pool was made"
+    assert not list(cloud.home.rglob("pool.json"))
 
 
 def test_json_document_and_keep(cloud: FakeCloud) -> None:

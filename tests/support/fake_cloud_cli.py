@@ -13,6 +13,11 @@ the cloud is stood in, everything else is the shipped code in this process:
   cloud host). The pool's public key is put into ``authorized_keys`` as cloud-init would, and
   the record's address is the host's, as the cloud's public IP would be.
 
+An image builder is the same host: ``images.follow_builder`` (which reaches the builder at its
+public IP, port 22) is replaced by the real ``cloud_wait.follow_status`` on the rehearsal host,
+reading the builder's status and image-info files from ``builder_state`` (a folder of the test),
+after the builder's key is authorized as cloud-init would.
+
 At exit the fake cloud's content is written to ``engine_state`` (``{stack: [types]}`` and the
 engine's calls), so a test can assert what was left.
 """
@@ -64,6 +69,29 @@ class RehearsalAws(AwsProvider):
         return record
 
 
+def follow_builder_on(config: dict[str, Any]) -> Any:
+    """``images.follow_builder`` for a builder that is the rehearsal host (see the docstring)."""
+    from oa_vm import sshkeys, state
+    from oa_vm.providers.cloud_wait import RemoteCommands, follow_status
+
+    def follow(record: Any, outputs: Any, progress: Progress) -> dict[str, str]:
+        ssh = config["ssh"]
+        _path, public_key = sshkeys.ensure_pool_key(record.id)
+        with Path(ssh["authorized_keys"]).open("a", encoding="utf-8") as keys:
+            keys.write(public_key + "\n")
+        folder = Path(config["builder_state"])
+        return follow_status(
+            SshEndpoint(host=ssh["host"], port=int(ssh["port"]), user=ssh["user"],
+                        key_path=str(sshkeys.key_path(record.id))),
+            state.pool_dir(record.id) / "known_hosts", name=f"{record.id}-builder",
+            timeout_s=120, progress=progress, poll_s=0.5,
+            commands=RemoteCommands(status_file=str(folder / "status"),
+                                    image_info_file=str(folder / "image-info")),
+        )
+
+    return follow
+
+
 def _dump(engine: FakePulumiEngine, target: Path) -> None:
     target.write_text(json.dumps({
         "stacks": {name: engine.live_types(name) for name in engine.stacks},
@@ -86,6 +114,10 @@ def main(argv: list[str]) -> None:
 
     oa_vm.providers.get_provider = get_provider
     oa_vm.api.get_provider = get_provider  # type: ignore[assignment]
+    if config.get("builder_state"):
+        import oa_vm.images
+
+        oa_vm.images.follow_builder = follow_builder_on(config)
     atexit.register(_dump, engine, Path(config["engine_state"]))
     from oa_vm.cli import main as cli_main
 
