@@ -3,8 +3,8 @@
 Everything goes through the public functions the single commands use (:mod:`oa_vm.api`,
 :mod:`oa_vm.images`), so the smoke proves what ``pool-create``, ``pool-wait``,
 ``openadapt-evals run`` and ``pool-cleanup`` do. What it made is removed whatever happens once
-something exists: a failed phase, Ctrl-C (SIGINT) or SIGTERM; a second Ctrl-C during cleanup is
-ignored so the cleanup finishes.
+something exists: a failed phase, Ctrl-C (SIGINT) or SIGTERM; a second Ctrl-C or SIGTERM during
+the cleanup is ignored so the cleanup finishes.
 
 **The task phase runs ``openadapt-evals run`` as a child process** (``python -m evals``), not
 through ``evals``' Python API: imports point ``evals -> oa_vm`` only (``docs/architecture.md``),
@@ -150,12 +150,14 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 @contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _signals_ignored() -> Iterator[None]:
+    """Ctrl-C and SIGTERM are ignored within the block (a cleanup must not stop half-way)."""
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class _PhaseFailed(Exception):
@@ -264,7 +266,7 @@ class SmokeRun:
             except _PhaseFailed:
                 pass
             finally:
-                with _sigint_ignored():  # a second Ctrl-C must not stop the cleanup half-way
+                with _signals_ignored():  # a second Ctrl-C must not stop the cleanup half-way
                     self._finish()
         return self.timeline
 
@@ -330,10 +332,7 @@ class SmokeRun:
 
     def _cleanup(self) -> str:
         pool = self.plan.pool
-        try:
-            report = api.cleanup_pool(pool, progress=self.say)
-        except KeyboardInterrupt:  # SIGTERM during cleanup: finish anyway
-            report = api.cleanup_pool(pool, progress=self.say)
+        report = api.cleanup_pool(pool, progress=self.say)
         if report.left:
             raise OaVmError(f"still present: {'; '.join(report.left)}")
         return f"pool {pool} removed" + self._image_note()
@@ -390,8 +389,14 @@ def run_command(pool: str, task_id: str, results_dir: Path, run_name: str) -> li
     ]
 
 
-def _stop(proc: subprocess.Popen[str]) -> None:
-    """Ask the run to stop as Ctrl-C does (it marks itself interrupted), then kill it."""
+def _stop(proc: subprocess.Popen[str], *, grace_s: float = 0.0) -> None:
+    """Ask the run to stop as Ctrl-C does (it marks itself interrupted), then kill it.
+
+    ``grace_s``: first let it end on its own: a Ctrl-C on the terminal reached it too, and a
+    second one could cut its own wrap-up short.
+    """
+    with suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=grace_s)
     if proc.poll() is None:
         proc.send_signal(signal.SIGINT)
         try:
@@ -434,7 +439,7 @@ def run_task(pool: str, results_dir: Path, *, say: Say) -> _TaskOutcome:
         return _TaskOutcome(False, f"task {task_id} did not finish in "
                                    f"{TASK_DEADLINE_S / 60:g} min", view)
     except KeyboardInterrupt:
-        _stop(proc)
+        _stop(proc, grace_s=10.0)
         raise
     reader.join(timeout=10)
     execution = _read_execution(results_dir / run_name, task_id)
