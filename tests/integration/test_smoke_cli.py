@@ -81,7 +81,7 @@ class FakeCloud:
 
 
 def _cloud(
-    tmp_path: Path, domain: str, task_id: str, *, image: bool = True
+    tmp_path: Path, domain: str, task_id: str, *, image: bool = True, faults: tuple[str, ...] = ()
 ) -> Iterator[FakeCloud]:
     if not sshd_support.sshd_available():
         pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
@@ -94,7 +94,7 @@ def _cloud(
     host.start()
     set_outcomes(fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000")
     try:
-        with running_worker(tmp_path, tasks=tasks) as worker:
+        with running_worker(tmp_path, tasks=tasks, faults=faults) as worker:
             entry = worker.workers[0]
             config = tmp_path / "fake-cloud.json"
             config.write_text(json.dumps({
@@ -143,6 +143,12 @@ def _builder_state(folder: Path) -> Path:
 @pytest.fixture
 def cloud_without_image(tmp_path: Path) -> Iterator[FakeCloud]:
     yield from _cloud(tmp_path, *SCORED, image=False)
+
+
+@pytest.fixture
+def slow_cloud(tmp_path: Path) -> Iterator[FakeCloud]:
+    """Every request to the worker takes two seconds more (so a Ctrl-C lands mid-task)."""
+    yield from _cloud(tmp_path, *SCORED, faults=("latency=2",))
 
 
 @pytest.fixture
@@ -343,3 +349,40 @@ def test_bad_input_is_one_line_before_anything_is_made(
     line = result.assert_one_line_error()
     assert needle in line, line
     assert not home.exists() or not list(home.rglob("pool.json"))
+
+
+def test_ctrl_c_during_the_task_stops_the_run_and_cleans_up(slow_cloud: FakeCloud) -> None:
+    import psutil
+
+    cloud = slow_cloud
+    cloud.set_status(READY)
+    proc = subprocess.Popen(cloud.args(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, env=cloud.env, stdin=subprocess.DEVNULL)
+    seen: list[str] = []
+    running = threading.Event()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            if "run started:" in line:  # the child openadapt-evals run is at work
+                running.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        assert running.wait(300), "".join(seen)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=300) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(timeout=30)
+    out = "".join(seen)
+    verdict = _lines(out)[-1]
+    assert verdict.startswith("smoke FAILED at task: the task phase was interrupted"), verdict
+    assert "cleanup  ok" in out
+    assert cloud.left() == {}
+    runs = [p for p in psutil.process_iter(["cmdline"])
+            if str(cloud.home) in " ".join(p.info["cmdline"] or [])]
+    assert runs == [], "the task's openadapt-evals run outlived the smoke"
