@@ -305,7 +305,7 @@ def pool_cost_so_far(record: PoolRecord) -> float | None:
 def wait_pool(
     name: str | None,
     *,
-    timeout_s: float = 1800.0,
+    timeout_s: float = 2400.0,  # pool-wait's for a pool from an image (oa_vm.cloud_plan)
     on_update: Callable[[PoolRecord], None] | None = None,
     workers: Collection[str] | None = None,
 ) -> PoolRecord:

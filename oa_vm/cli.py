@@ -162,7 +162,7 @@ def pool_wait(
     timeout: Annotated[
         str,
         typer.Option(help="How long to wait: 30m, 90s, 1h, or auto (what the pool's start "
-                          "takes: about 30 min from an image)."),
+                          "takes: 40 min from an image)."),
     ] = "auto",
 ) -> None:
     """Wait until every worker of the pool is ready, showing each worker's phase."""
@@ -302,6 +302,10 @@ cli_images.register(app)
 from oa_vm.cli_fleet import register as _register_fleet  # noqa: E402  (after the app exists)
 
 _register_fleet(app)
+
+from oa_vm.cli_smoke import register as _register_smoke  # noqa: E402
+
+_register_smoke(app)
 
 from oa_vm.cli_version import add_version_and_short_help  # noqa: E402
 

@@ -103,7 +103,7 @@ def pool_repair(
                                             "lost or draining worker (cloud: every instance "
                                             "that is gone).")
     ] = None,
-    timeout: TimeoutOpt = "30m",
+    timeout: TimeoutOpt = "40m",  # new workers start from the image: 15-35 min
     no_wait: NoWaitOpt = False,
     json_out: JsonOpt = False,
 ) -> None:

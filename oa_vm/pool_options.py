@@ -124,7 +124,8 @@ def first_region(spec: PoolSpec) -> str:
 
 def wait_timeout(record: PoolRecord, given: str) -> float:
     """Seconds ``pool-wait`` waits: ``given`` (``30m``, ``90s``...), or with ``auto`` what the
-    pool's record says its start takes (a warm start from an image: 20 min x 1.5)."""
+    pool's record says its start takes (from an image: 20 min x 2, which covers the first pool
+    from a new AWS snapshot, 15-35 min; see :mod:`oa_vm.cloud_plan`)."""
     from oa_vm.durations import parse_duration
 
     if given != "auto":

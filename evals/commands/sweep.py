@@ -105,8 +105,9 @@ def sweep(
     ] = None,
     wait_timeout: Annotated[
         float, typer.Option("--wait-timeout", parser=duration("s"), metavar=METAVAR,
-                            help="How long to wait for the workers (30m, 1h; seconds).")
-    ] = 1800.0,
+                            help="How long to wait for the workers (30m, 1h; seconds; "
+                                 "40m covers a first cloud pool, 15-35 min).")
+    ] = 2400.0,
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Cloud pools: create without asking.")
     ] = False,
