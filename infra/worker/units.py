@@ -42,6 +42,15 @@ STORAGE_DIR = f"{STATE_DIR}/storage"
 SCORING_PORT_IN_CONTAINER = 5050
 SCORING_PORT_ON_HOST = 5051
 WAA_PORT = 5000
+GUEST_IP = "172.30.0.2"
+"""The Windows guest's address inside the container: dockur's default (``qemu/src/network.sh``),
+pinned with ``VM_NET_IP``. ``lib.sh``'s ``OA_VM_GUEST_IP``, the image recipe's ``GUEST_IP`` and
+the scoring server's default hold the same value (checked by the tests, against dockur too)."""
+QMP_DIR = f"{STATE_DIR}/qmp"
+"""Host folder (0700) holding QEMU's QMP unix socket, mounted at :data:`QMP_MOUNT` in the
+container; ``lib.sh``'s ``OA_VM_QMP_DIR``. No TCP port carries QMP."""
+QMP_SOCKET = f"{QMP_DIR}/qmp.sock"
+QMP_MOUNT = "/run/oa-vm-qmp"
 UNIT_DIR = "/etc/systemd/system"
 
 WORKER_DIR = Path(__file__).resolve().parent
