@@ -144,6 +144,8 @@ def test_pool_success_starts_from_the_image_with_a_bounded_restart_policy(
     assert qmp.stat().st_mode & 0o777 == 0o700
     conf = host.root / "etc/systemd/resolved.conf.d/oa-vm.conf"
     assert "DNSStubListener=no" in conf.read_text()
+    # Each status was replaced in one rename: no half-written copy is left behind.
+    assert sorted(p.name for p in host.status_file.parent.glob("status*")) == ["status"]
 
 
 def test_image_build_is_one_shot_and_leaves_the_volume_ready(tmp_path: Path) -> None:
@@ -292,7 +294,7 @@ def test_a_build_whose_windows_never_answered_fails_even_with_a_full_disk(tmp_pa
     assert not (host.root / "var/lib/oa-vm/storage/oa-vm-image.ready").exists()
 
 
-def test_wAAs_own_log_is_evidence_that_windows_answered(tmp_path: Path) -> None:
+def test_waas_own_log_is_evidence_that_windows_answered(tmp_path: Path) -> None:
     # Our polls all fell outside the few seconds Windows answered; WAA's probe did not.
     host = bootstrap(make_host(tmp_path, installed=True), "build", FAKE_PROBE_AFTER="never",
                      FAKE_EXIT_AFTER="2", FAKE_EXIT_CODE="127",

@@ -99,7 +99,9 @@ def test_scoring_sh_runs_waas_python_against_the_guest_address(tmp_path: Path) -
                           text=True, timeout=30, check=False,
                           env={"PATH": f"{bin_dir}:/usr/bin:/bin", "LOG": str(log)})
     assert done.returncode == 0, done.stderr
-    start = log.read_text().splitlines()[-1]
+    stop, start = log.read_text().splitlines()
+    # A scorer left from an earlier start is stopped first (its pidfile inside the container).
+    assert stop.startswith("docker exec winarena sh -c test -f /run/oa-vm-scoring.pid && kill")
     assert start.startswith("docker exec winarena /usr/local/bin/python3.9 "
                             "/oa-vm/scoring_server.py ")
     assert f"--vm-ip {units.GUEST_IP}" in start
