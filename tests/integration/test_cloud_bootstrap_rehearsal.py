@@ -129,6 +129,9 @@ def test_pool_success_starts_from_the_image_with_a_bounded_restart_policy(
     run = next(c for c in made if c.startswith("docker run"))
     assert "--restart on-failure:3" in run and "--prepare-image false" in run
     assert "--device=/dev/kvm" in run and "-p 127.0.0.1:5000:5000" in run
+    # Windows gets two minutes to shut down on 'docker stop'; the shipped files are read-only.
+    assert "--stop-timeout 120" in run
+    assert f"-v {host.root.parent}/opt-oa-vm:/oa-vm:ro" in run
     assert any(c.startswith("docker load -i") for c in made)
     assert not any(c.startswith("docker pull") for c in made), "a warm start pulls nothing"
     assert "systemctl enable --now oa-vm-scoring.service oa-vm-bridge.service" in made
@@ -359,3 +362,19 @@ def test_a_scorer_that_never_answers_never_reads_ready(tmp_path: Path) -> None:
     assert "cannot import WAA's evaluators" in status["message"]  # the journal's reason
     _, lines = what_pool_wait_prints(host)
     assert "failed at scoring" in lines[0]
+
+
+def test_a_host_without_systemd_resolved_still_frees_its_ports(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="1",
+                     FAKE_SYSTEMCTL_FAIL="systemd-resolved")
+    assert host.returncode == 0, host.output
+    assert (host.status()["state"], host.status()["step"]) == ("done", "ready")
+
+
+def test_a_saved_image_that_does_not_load_fails_the_load_step(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_LOAD_FAIL="1")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "load")
+    assert "could not load oa-vm-waa-image.tar" in status["message"]
+    assert not any(c.startswith("docker run") for c in host.calls())

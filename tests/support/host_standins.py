@@ -5,7 +5,8 @@ They are small bash scripts written into a folder that goes first on ``PATH``. E
 call (``name args...``, one line) in ``calls.log`` and plays an outcome chosen by environment
 variables, so the shipped scripts run for real under bash and the test asserts what they did:
 
-- ``FAKE_PULL_FAIL=1``: ``docker pull`` fails as Docker Hub's refusal does;
+- ``FAKE_PULL_FAIL=1``: ``docker pull`` fails as Docker Hub's refusal does; ``FAKE_LOAD_FAIL=1``:
+  ``docker load`` fails (the saved image missing from the volume);
 - ``FAKE_PROBE_AFTER=N``: the guest answers ``/probe`` from the N-th poll on (``never``: never);
 - ``FAKE_EXIT_AFTER=N`` / ``FAKE_EXIT_CODE=C``: the container stops after N state checks with
   exit code C (``docker inspect`` then says ``false C``);
@@ -107,7 +108,11 @@ case "$1" in
       *winarena*) echo "windowsarena/winarena@sha256:0123abcd" ;;
       *) echo "dockurr/windows@sha256:4567ef01" ;;
     esac ;;
-  build|save|load|rm) ;;
+  load)
+    if [ -n "${FAKE_LOAD_FAIL:-}" ]; then
+      echo "open $3: no such file or directory" >&2; exit 1
+    fi ;;
+  build|save|rm) ;;
   run) echo "c0ffee" ;;
   inspect)
     n="$(count inspect)"

@@ -143,3 +143,9 @@ def test_azure_custom_data_exposes_no_qmp_port(run_azure: RunAzure) -> None:
     (vm,) = run.of_type("azure-native:compute:VirtualMachine")
     text = gzip.decompress(base64.b64decode(vm.inputs["osProfile"]["customData"])).decode()
     _assert_no_qmp_port(*_bootstrap_and_recipe(yaml.safe_load(text)))
+
+
+def test_the_host_probes_the_scorer_on_the_port_the_tools_use() -> None:
+    assert _lib_value("OA_VM_SCORING_HOST_PORT") == str(units.SCORING_PORT_ON_HOST)
+    bridge = (WORKER / "systemd" / "oa-vm-bridge.service").read_text(encoding="utf-8")
+    assert f"TCP-LISTEN:{units.SCORING_PORT_ON_HOST},bind=127.0.0.1" in bridge
