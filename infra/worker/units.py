@@ -7,6 +7,11 @@ Layout on the host:
   read-only into the WAA container at ``/oa-vm``.
 - ``/var/lib/oa-vm/status``: what ``bootstrap.sh`` is doing or where it failed (``pool-wait``
   reads it).
+- ``/var/lib/oa-vm/image-info`` (image builder): ``waa_image=`` and ``base_image=``, the digests
+  of ``windowsarena/winarena`` and ``dockurr/windows`` the image was built from, and ``built=``;
+  the same lines are the ready marker ``oa-vm-image.ready`` on the storage volume.
+- ``/var/lib/oa-vm/qmp/`` (0700): QEMU's QMP socket ``qmp.sock``, mounted in the container at
+  ``/run/oa-vm-qmp`` (dockur's ``QMP`` variable); no TCP port carries QMP.
 - ``/var/lib/oa-vm/storage``: the storage volume (a data disk made from the prepared image), with
   the Windows disk and the saved worker image on it. Never Azure's ``/mnt``, a temporary disk
   wiped on every deallocation.
