@@ -17,9 +17,13 @@ load_env
 
 mode="${1:-${OA_VM_MODE:-pool}}"
 poll_s="${OA_VM_POLL_S:-10}"
+# Polls while waiting for Windows are quicker: in prepare mode WAA shuts Windows down seconds
+# after its own first answer from /probe.
+guest_poll_s="${OA_VM_GUEST_POLL_S:-1}"
 waa_image="${OA_VM_WAA_IMAGE:-windowsarena/winarena:latest}"
 base_image="${OA_VM_BASE_IMAGE:-dockurr/windows:latest}"
 waa_digest="$waa_image"
+base_digest="$base_image"
 
 check_kvm() {
   step kvm "checking /dev/kvm"
@@ -64,6 +68,7 @@ root_disk() {
 find_device() {
   local dev root
   root="$(root_disk)"
+  root="$(readlink -f "$OA_VM_ROOT$root")"
   for dev in ${OA_VM_STORAGE_DEVICES:-}; do
     if [ -e "$OA_VM_ROOT$dev" ] && [ "$(readlink -f "$OA_VM_ROOT$dev")" != "$root" ]; then
       echo "$OA_VM_ROOT$dev"
@@ -97,16 +102,23 @@ mount_storage() {
   fi
 }
 
+# repo_digest IMAGE: the pulled image's name@sha256:... (the name itself if docker knows none).
+repo_digest() {
+  dockerx image inspect --format '{{index .RepoDigests 0}}' "$1" 2>/dev/null || echo "$1"
+}
+
 build_image() {
   step pull "pulling $waa_image and $base_image"
   dockerx pull "$waa_image" >/dev/null ||
     fail "could not pull $waa_image (check the name, Docker Hub's rate limit and outbound HTTPS)"
   dockerx pull "$base_image" >/dev/null ||
     fail "could not pull $base_image (check the name, Docker Hub's rate limit and outbound HTTPS)"
-  waa_digest="$(dockerx image inspect --format '{{index .RepoDigests 0}}' "$waa_image" 2>/dev/null || echo "$waa_image")"
+  waa_digest="$(repo_digest "$waa_image")"
+  base_digest="$(repo_digest "$base_image")"
   step build "building the worker image on $base_image with WAA's files from $waa_image"
   dockerx build -t "$OA_VM_LOCAL_IMAGE" --build-arg "WAA_IMAGE=$waa_image" \
-    --build-arg "BASE_IMAGE=$base_image" "$here/waa-image" >/dev/null ||
+    --build-arg "BASE_IMAGE=$base_image" --build-arg "GUEST_IP=$OA_VM_GUEST_IP" \
+    "$here/waa-image" >/dev/null ||
     fail "docker build failed (see: journalctl -u oa-vm-bootstrap)"
 }
 
@@ -127,10 +139,14 @@ run_container() {
     prepare=true
     restart=()
   fi
+  # QMP only on a unix socket in a root-only host folder: no TCP port the guest could reach.
+  mkdir -p "$OA_VM_QMP_DIR"
+  chmod 0700 "$OA_VM_QMP_DIR"
   dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" \
     --device=/dev/kvm --cap-add NET_ADMIN --stop-timeout 120 \
-    -p 127.0.0.1:5000:5000 -p 127.0.0.1:8006:8006 -p 127.0.0.1:7200:7200 \
-    -v "$OA_VM_STORAGE:/storage" -v "$here:/oa-vm:ro" \
+    -p 127.0.0.1:5000:5000 -p 127.0.0.1:8006:8006 \
+    -v "$OA_VM_STORAGE:/storage" -v "$here:/oa-vm:ro" -v "$OA_VM_QMP_DIR:$OA_VM_QMP_MOUNT" \
+    -e "QMP=unix:$OA_VM_QMP_MOUNT/qmp.sock,server=on,wait=off" -e "VM_NET_IP=$OA_VM_GUEST_IP" \
     -e "VERSION=${VERSION:-11e}" -e "RAM_SIZE=${RAM_SIZE:-8G}" \
     -e "CPU_CORES=${CPU_CORES:-4}" -e "DISK_SIZE=${DISK_SIZE:-64G}" \
     --entrypoint /bin/bash "$OA_VM_LOCAL_IMAGE" \
@@ -148,8 +164,16 @@ probe() {
   curl -fsS --max-time 5 "http://127.0.0.1:5000/probe" >/dev/null 2>&1
 }
 
+# waa_saw_windows: WAA's own log says its /probe was answered (the container's whole log: a
+# guest answering for a few seconds between two of our polls still counts).
+waa_saw_windows() {
+  dockerx logs "$OA_VM_CONTAINER" 2>&1 | grep -F "$OA_VM_WAA_READY_LINE" >/dev/null
+}
+
 # wait_guest TIMEOUT_S: until Windows answers WAA's /probe (pool), or until the one-shot
-# container has installed Windows, seen it answer, and exited cleanly (build).
+# container has seen Windows answer, has ended, and left a completed install on the storage
+# volume (build). In prepare mode WAA's entry.sh ends with 'wait -n' in PID 1 without child
+# jobs, so its exit code (127) says nothing: the storage volume does.
 wait_guest() {
   local timeout_s="$1"
   local deadline=$(($(date +%s) + timeout_s))
@@ -164,8 +188,14 @@ wait_guest() {
     fi
     state="$(container_state)"
     if [ "${state%% *}" != true ]; then
-      if [ "$mode" = build ] && [ "$answered" = 1 ] && [ "${state#* }" = 0 ]; then
-        return 0
+      if [ "$answered" = 0 ] && waa_saw_windows; then
+        answered=1
+      fi
+      if [ "$mode" = build ] && [ "$answered" = 1 ]; then
+        if install_complete "$OA_VM_STORAGE"; then
+          return 0
+        fi
+        fail "Windows answered, but the storage volume shows no completed install (no windows.boot or an empty data disk); the container exited with code ${state#* }; last log: $(last_log)"
       fi
       if [ "$answered" = 1 ]; then
         fail "the WAA container exited with code ${state#* } after Windows answered; last log: $(last_log)"
@@ -176,7 +206,7 @@ wait_guest() {
       fail "Windows did not answer /probe within ${timeout_s}s; last log: $(last_log)"
     fi
     write_status running guest "waiting for Windows to answer /probe; last log: $(last_log)"
-    sleep "$poll_s"
+    sleep "$guest_poll_s"
   done
 }
 
@@ -185,18 +215,40 @@ finish_build() {
   dockerx rm "$OA_VM_CONTAINER" >/dev/null 2>&1 || true
   dockerx save -o "$OA_VM_STORAGE/$OA_VM_IMAGE_TAR" "$OA_VM_LOCAL_IMAGE" ||
     fail "could not save the worker image on the storage volume"
-  printf 'waa_image=%s\nbuilt=%s\n' "$waa_digest" "$(now_utc)" >"$OA_VM_STORAGE/$OA_VM_READY_MARKER"
-  printf 'waa_image=%s\nbuilt=%s\n' "$waa_digest" "$(now_utc)" >"$OA_VM_IMAGE_INFO"
+  local info
+  info="$(printf 'waa_image=%s\nbase_image=%s\nbuilt=%s\n' "$waa_digest" "$base_digest" "$(now_utc)")"
+  printf '%s\n' "$info" >"$OA_VM_STORAGE/$OA_VM_READY_MARKER"
+  printf '%s\n' "$info" >"$OA_VM_IMAGE_INFO"
   sync
   umount "$OA_VM_STORAGE" || fail "could not unmount the storage volume before the snapshot"
   write_status "done" built "Windows installed and shut down; the storage volume is ready to snapshot ($waa_digest)"
 }
 
+# scoring_log: the scoring units' last journal line (why a scorer does not come up).
+scoring_log() {
+  journalctl -u oa-vm-scoring -u oa-vm-bridge -n 1 --no-pager -o cat 2>&1 | tail -n 1 | cut -c1-200
+}
+
+scoring_probe() {
+  curl -fsS --max-time 5 "http://127.0.0.1:$OA_VM_SCORING_HOST_PORT/probe" >/dev/null 2>&1
+}
+
+# finish_pool: 'ready' only once the scoring server itself answers, through the bridge, on the
+# host port the tools use (a unit that starts is not a scorer that works: it may fail to import
+# WAA's evaluators and restart forever).
 finish_pool() {
-  step scoring "starting the scoring server and its bridge"
+  local timeout_s="${OA_VM_SCORING_TIMEOUT_S:-300}"
+  step scoring "starting the scoring server and its bridge (up to ${timeout_s}s)"
   systemctl enable --now oa-vm-scoring.service oa-vm-bridge.service ||
-    fail "the scoring units did not start (see: journalctl -u oa-vm-scoring -u oa-vm-bridge)"
-  write_status "done" ready "Windows answers /probe"
+    fail "the scoring units did not start: $(scoring_log) (see: journalctl -u oa-vm-scoring -u oa-vm-bridge)"
+  local deadline=$(($(date +%s) + timeout_s))
+  until scoring_probe; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      fail "the scoring server did not answer on 127.0.0.1:$OA_VM_SCORING_HOST_PORT within ${timeout_s}s; last log: $(scoring_log) (see: journalctl -u oa-vm-scoring -u oa-vm-bridge)"
+    fi
+    sleep "$guest_poll_s"
+  done
+  write_status "done" ready "Windows answers /probe and the scoring server answers on 127.0.0.1:$OA_VM_SCORING_HOST_PORT"
 }
 
 case "$mode" in

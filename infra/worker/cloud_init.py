@@ -12,7 +12,8 @@ AWS caps user data at 16 KiB, so the whole document is gzip-compressed by the pr
 recognises gzip by its magic bytes, on both clouds). The shipped files are written as plain text:
 gzip compresses them once, together, better than per-file ``gz+b64`` blobs that the outer gzip
 cannot compress again. The Python files travel without their docstrings and comments
-(:func:`ship_python`): the host only runs them, and the room they free keeps the document under
+(:func:`ship_python`), the shell scripts and the Dockerfile without their comment lines
+(:func:`ship_text`): the host only runs them, and the room they free keeps the document under
 AWS's cap. :data:`MAX_USER_DATA` is checked by the tests.
 """
 
@@ -53,6 +54,18 @@ def ship_python(source: str) -> str:
     return ast.unparse(tree) + "\n"
 
 
+def ship_text(source: str) -> str:
+    """A shell script or the Dockerfile as it travels to the host: without its comment lines and
+    blank lines (the shebang stays). None of the shipped scripts holds a here-document or a
+    multi-line string, where a line starting with ``#`` would be data; ``bash -n`` and the
+    rehearsals run the shipped form."""
+    lines = source.splitlines()
+    kept = [line for i, line in enumerate(lines)
+            if (i == 0 and line.startswith("#!")) or (line.strip() and
+                                                     not line.lstrip().startswith("#"))]
+    return "\n".join(kept) + "\n"
+
+
 @dataclass(frozen=True)
 class WorkerFiles:
     """The files shipped onto the host (read from this package by default), by destination
@@ -63,11 +76,11 @@ class WorkerFiles:
     @classmethod
     def from_package(cls) -> WorkerFiles:
         """The files as installed beside this module."""
-        files = {name: units.read(name) for name in units.SCRIPTS}
+        files = {name: ship_text(units.read(name)) for name in units.SCRIPTS}
         for name, folder in (("scoring_server.py", _HERE), ("scoring_rules.py", _INFRA),
                              ("relay.py", _HERE)):
             files[name] = ship_python((folder / name).read_text(encoding="utf-8"))
-        files[units.DOCKERFILE] = units.read(units.DOCKERFILE)
+        files[units.DOCKERFILE] = ship_text(units.read(units.DOCKERFILE))
         return cls(files)
 
 
@@ -153,7 +166,7 @@ def cloud_config(
     runcmd: list[list[str]] = [["systemctl", "daemon-reload"]]
     if settings.spot and facts.spot_notices:
         script, unit = facts.spot_watch
-        write_files.append(_file(f"{ship}/{script}", units.read(script), "0755"))
+        write_files.append(_file(f"{ship}/{script}", ship_text(units.read(script)), "0755"))
         write_files.append(_file(f"{units.UNIT_DIR}/{unit}", units.read(unit)))
         # Watching from the first minute: a notice may come while the host is still booting.
         runcmd.append(["systemctl", "enable", "--now", unit])

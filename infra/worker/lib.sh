@@ -16,6 +16,22 @@ OA_VM_CONTAINER="winarena"
 OA_VM_LOCAL_IMAGE="oa-vm/waa:local"
 OA_VM_IMAGE_TAR="oa-vm-waa-image.tar"
 OA_VM_READY_MARKER="oa-vm-image.ready"
+# The Windows guest's address inside the container: dockur's own default (qemu/src/network.sh
+# derives 172.30.0.2 from docker's default bridge), pinned with VM_NET_IP so dockur never rotates
+# to another subnet. The image recipe, the scoring server and the tests use this same value.
+OA_VM_GUEST_IP="172.30.0.2"
+# QEMU's QMP: a unix socket in a host folder only root can open (never a TCP port the guest
+# could reach); mounted into the container at OA_VM_QMP_MOUNT (dockur's QMP variable).
+OA_VM_QMP_DIR="$OA_VM_STATE_DIR/qmp"
+OA_VM_QMP_SOCKET="$OA_VM_QMP_DIR/qmp.sock"
+OA_VM_QMP_MOUNT="/run/oa-vm-qmp"
+# WAA's Python 3.9 with its packages, copied into the worker image from windowsarena/winarena.
+OA_VM_WAA_PYTHON="/usr/local/bin/python3.9"
+# Where the tools reach the scoring server on the host (oa-vm-bridge.service).
+OA_VM_SCORING_HOST_PORT="${OA_VM_SCORING_HOST_PORT:-5051}"
+# What WAA's entry_setup.sh prints once Windows answered its own /probe: evidence that Windows
+# answered even when the host's polls fell between its first answer and its shutdown.
+OA_VM_WAA_READY_LINE="VM is up and running, and the Windows Arena Server is ready to use!"
 OA_VM_STEP="start"
 OA_VM_STEP_STARTED=""
 
@@ -61,6 +77,21 @@ dockerx() {
 # last_log: the container's last log line (dockur prints the Windows install's progress there).
 last_log() {
   dockerx logs --tail 1 "$OA_VM_CONTAINER" 2>&1 | tail -n 1 | cut -c1-200
+}
+
+# install_complete DIR: DIR (the storage volume) holds a finished Windows install in dockur's own
+# terms (windows/src/install.sh, hasCompletedInstall): the boot marker windows.boot, which
+# dockur writes once Windows booted from its disk (power.sh, markWindowsBooted), and a data disk
+# (data.qcow2 or data.img) whose first 100 KiB are not all zero (qemu/src/utils.sh, hasData).
+install_complete() {
+  local dir="$1" disk
+  [ -f "$dir/windows.boot" ] || return 1
+  for disk in "$dir/data.qcow2" "$dir/data.img"; do
+    if [ -s "$disk" ] && ! cmp -s -n 102400 "$disk" /dev/zero; then
+      return 0
+    fi
+  done
+  return 1
 }
 
 # load_env: the worker's settings, written by cloud-init.

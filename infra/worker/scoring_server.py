@@ -49,7 +49,9 @@ try:
 except ImportError:  # shipped as loose files side by side on the worker host
     import scoring_rules  # type: ignore[no-redef, import-not-found, unused-ignore]
 
-DEFAULT_VM_IP = "20.20.20.21"
+DEFAULT_VM_IP = "172.30.0.2"
+"""dockur's guest address (``qemu/src/network.sh``), the same as ``lib.sh``'s ``OA_VM_GUEST_IP``
+and :data:`infra.worker.units.GUEST_IP`; the container's ``VM_NET_IP``, when set, wins."""
 DEFAULT_WAA_CLIENT = "/client"
 DEFAULT_TASKS_DIR = "/client/evaluation_examples_windows"
 MAX_BODY = 8 * 1024 * 1024
@@ -434,7 +436,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="folder holding WAA's desktop_env package")
     parser.add_argument("--tasks-dir", default=DEFAULT_TASKS_DIR)
     parser.add_argument("--index", default="test_all.json")
-    parser.add_argument("--vm-ip", default=DEFAULT_VM_IP)
+    parser.add_argument("--vm-ip", default=os.environ.get("VM_NET_IP") or DEFAULT_VM_IP)
     parser.add_argument("--cache-dir", default="/tmp/oa-vm-scoring-cache")  # noqa: S108
     parser.add_argument("--pidfile", default=None)
     return parser.parse_args(argv)

@@ -7,6 +7,11 @@ Layout on the host:
   read-only into the WAA container at ``/oa-vm``.
 - ``/var/lib/oa-vm/status``: what ``bootstrap.sh`` is doing or where it failed (``pool-wait``
   reads it).
+- ``/var/lib/oa-vm/image-info`` (image builder): ``waa_image=`` and ``base_image=``, the digests
+  of ``windowsarena/winarena`` and ``dockurr/windows`` the image was built from, and ``built=``;
+  the same lines are the ready marker ``oa-vm-image.ready`` on the storage volume.
+- ``/var/lib/oa-vm/qmp/`` (0700): QEMU's QMP socket ``qmp.sock``, mounted in the container at
+  ``/run/oa-vm-qmp`` (dockur's ``QMP`` variable); no TCP port carries QMP.
 - ``/var/lib/oa-vm/storage``: the storage volume (a data disk made from the prepared image), with
   the Windows disk and the saved worker image on it. Never Azure's ``/mnt``, a temporary disk
   wiped on every deallocation.
@@ -42,6 +47,15 @@ STORAGE_DIR = f"{STATE_DIR}/storage"
 SCORING_PORT_IN_CONTAINER = 5050
 SCORING_PORT_ON_HOST = 5051
 WAA_PORT = 5000
+GUEST_IP = "172.30.0.2"
+"""The Windows guest's address inside the container: dockur's default (``qemu/src/network.sh``),
+pinned with ``VM_NET_IP``. ``lib.sh``'s ``OA_VM_GUEST_IP``, the image recipe's ``GUEST_IP`` and
+the scoring server's default hold the same value (checked by the tests, against dockur too)."""
+QMP_DIR = f"{STATE_DIR}/qmp"
+"""Host folder (0700) holding QEMU's QMP unix socket, mounted at :data:`QMP_MOUNT` in the
+container; ``lib.sh``'s ``OA_VM_QMP_DIR``. No TCP port carries QMP."""
+QMP_SOCKET = f"{QMP_DIR}/qmp.sock"
+QMP_MOUNT = "/run/oa-vm-qmp"
 UNIT_DIR = "/etc/systemd/system"
 
 WORKER_DIR = Path(__file__).resolve().parent

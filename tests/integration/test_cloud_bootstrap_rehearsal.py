@@ -21,7 +21,7 @@ import pytest
 from oa_vm.pool_options import Heartbeat
 from oa_vm.providers.cloud_wait import RemoteCommands, RemoteResult, parse_status, worker_phase
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
-from tests.support.host_standins import calls, standin_env, write_standins
+from tests.support.host_standins import calls, standin_env, write_shipped, write_standins
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,8 @@ class Host:
         return calls(self.state_dir)
 
 
-def make_host(tmp_path: Path, *, kvm: bool = True, prepared: bool = False) -> Host:
+def make_host(tmp_path: Path, *, kvm: bool = True, prepared: bool = False,
+              installed: bool = False) -> Host:
     root = tmp_path / "host"
     (root / "dev").mkdir(parents=True)
     if kvm:
@@ -62,8 +63,11 @@ def make_host(tmp_path: Path, *, kvm: bool = True, prepared: bool = False) -> Ho
     if prepared:  # a volume created from an image carries the marker the build wrote
         (storage / "oa-vm-image.ready").write_text("waa_image=w@sha256:1\n")
         (storage / "oa-vm-waa-image.tar").write_text("image")
-    ship = tmp_path / "opt-oa-vm"  # the shipped scripts, as /opt/oa-vm holds them
-    shutil.copytree(WORKER, ship, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    if installed:  # what dockur leaves once Windows installed and booted from its disk
+        (storage / "windows.base").write_text("win11x64-enterprise-eval.iso\n")
+        (storage / "windows.boot").touch()
+        (storage / "data.img").write_bytes(b"EFI PART" + bytes(200_000))
+    write_shipped(tmp_path / "opt-oa-vm")  # the shipped files, as /opt/oa-vm holds them
     return Host(root=root, bin_dir=write_standins(tmp_path / "bin"), state_dir=tmp_path / "fake")
 
 
@@ -75,6 +79,7 @@ def bootstrap(host: Host, mode: str, **fake: str) -> Host:
         "OA_VM_SIZE_HINT": "a C8i/M8i/R8i size (e.g. m8i.2xlarge) or a .metal size",
         "OA_VM_STORAGE_DEVICES": "/dev/sdf",
         "OA_VM_POLL_S": "0.05",
+        "OA_VM_GUEST_POLL_S": "0.05",
     })
     env.update({k: v for k, v in fake.items() if k.startswith("OA_VM_")})
     script = host.root.parent / "opt-oa-vm" / "bootstrap.sh"
@@ -124,17 +129,32 @@ def test_pool_success_starts_from_the_image_with_a_bounded_restart_policy(
     run = next(c for c in made if c.startswith("docker run"))
     assert "--restart on-failure:3" in run and "--prepare-image false" in run
     assert "--device=/dev/kvm" in run and "-p 127.0.0.1:5000:5000" in run
+    # Windows gets two minutes to shut down on 'docker stop'; the shipped files are read-only.
+    assert "--stop-timeout 120" in run
+    assert f"-v {host.root.parent}/opt-oa-vm:/oa-vm:ro" in run
     assert any(c.startswith("docker load -i") for c in made)
     assert not any(c.startswith("docker pull") for c in made), "a warm start pulls nothing"
     assert "systemctl enable --now oa-vm-scoring.service oa-vm-bridge.service" in made
+    assert "curl -fsS --max-time 5 http://127.0.0.1:5051/probe" in made, "the scorer answered"
     assert "systemctl restart systemd-resolved" in made  # ports 53/80 freed
+    assert not any(c.startswith("mkfs") for c in made), "a pool never formats its volume"
+    # QMP on a unix socket in a root-only folder; no TCP monitor; the guest address pinned.
+    assert ":7200" not in run and " -qmp " not in run and "tcp:" not in run
+    assert "-e QMP=unix:/run/oa-vm-qmp/qmp.sock,server=on,wait=off" in run
+    assert f"-v {host.root}/var/lib/oa-vm/qmp:/run/oa-vm-qmp" in run
+    assert "-e VM_NET_IP=172.30.0.2" in run
+    qmp = host.root / "var/lib/oa-vm/qmp"
+    assert qmp.stat().st_mode & 0o777 == 0o700
     conf = host.root / "etc/systemd/resolved.conf.d/oa-vm.conf"
     assert "DNSStubListener=no" in conf.read_text()
+    # Each status was replaced in one rename: no half-written copy is left behind.
+    assert sorted(p.name for p in host.status_file.parent.glob("status*")) == ["status"]
 
 
 def test_image_build_is_one_shot_and_leaves_the_volume_ready(tmp_path: Path) -> None:
-    host = bootstrap(make_host(tmp_path), "build", FAKE_PROBE_AFTER="2",
-                     FAKE_EXIT_AFTER="3", FAKE_EXIT_CODE="0")
+    # WAA's entry.sh ends with 'wait -n' and no child jobs: 127, whatever happened.
+    host = bootstrap(make_host(tmp_path, installed=True), "build", FAKE_PROBE_AFTER="2",
+                     FAKE_EXIT_AFTER="3", FAKE_EXIT_CODE="127")
     assert host.returncode == 0, host.output
     status = host.status()
     assert (status["state"], status["step"]) == ("done", "built")
@@ -147,8 +167,13 @@ def test_image_build_is_one_shot_and_leaves_the_volume_ready(tmp_path: Path) -> 
     assert "BASE_IMAGE=dockurr/windows:latest" in build
     assert any(c.startswith("docker save -o") for c in made)
     assert any(c.startswith("umount") for c in made), "unmounted before the snapshot"
+    assert "GUEST_IP=172.30.0.2" in build
     info = (host.root / "var/lib/oa-vm/image-info").read_text()
     assert "waa_image=windowsarena/winarena@sha256:0123abcd" in info
+    assert "base_image=dockurr/windows@sha256:4567ef01" in info
+    # The marker travels with the volume's snapshot: every pool checks it.
+    marker = host.root / "var/lib/oa-vm/storage/oa-vm-image.ready"
+    assert marker.read_text() == info
 
 
 def test_no_kvm_fails_first_and_names_the_size(tmp_path: Path) -> None:
@@ -193,12 +218,13 @@ def test_a_container_that_exits_is_reported_not_restarted(tmp_path: Path) -> Non
 
 
 def test_a_guest_that_never_answers_times_out_with_its_last_log(tmp_path: Path) -> None:
+    # 3 s against whole-second clock readings: at least 2 s of polling, whatever the rounding.
     host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="never",
-                     OA_VM_GUEST_TIMEOUT_S="1")
+                     OA_VM_GUEST_TIMEOUT_S="3")
     assert host.returncode == 1
     status = host.status()
     assert (status["state"], status["step"]) == ("failed", "guest")
-    assert "did not answer /probe within 1s" in status["message"]
+    assert "did not answer /probe within 3s" in status["message"]
     assert "Windows is being installed: 42%" in status["message"]
     assert sum(c.startswith("curl") for c in host.calls()) >= 2, "it polled before giving up"
 
@@ -248,3 +274,107 @@ def test_a_storage_volume_that_never_shows_up_fails_the_storage_step(tmp_path: P
     status = host.status()
     assert (status["state"], status["step"]) == ("failed", "storage")
     assert "no storage volume attached (looked for: /dev/sdf)" in status["message"]
+
+
+def test_a_build_whose_storage_shows_no_finished_install_fails(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path), "build", FAKE_PROBE_AFTER="1",
+                     FAKE_EXIT_AFTER="2", FAKE_EXIT_CODE="0")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "guest")
+    assert "shows no completed install" in status["message"]
+    assert not (host.root / "var/lib/oa-vm/storage/oa-vm-image.ready").exists()
+    assert not any(c.startswith("docker save") for c in host.calls())
+
+
+def test_a_build_whose_windows_never_answered_fails_even_with_a_full_disk(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, installed=True), "build", FAKE_PROBE_AFTER="never",
+                     FAKE_EXIT_AFTER="2", FAKE_EXIT_CODE="0")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "guest")
+    assert "before Windows answered /probe" in status["message"]
+    assert not (host.root / "var/lib/oa-vm/storage/oa-vm-image.ready").exists()
+
+
+def test_waas_own_log_is_evidence_that_windows_answered(tmp_path: Path) -> None:
+    # Our polls all fell outside the few seconds Windows answered; WAA's probe did not.
+    host = bootstrap(make_host(tmp_path, installed=True), "build", FAKE_PROBE_AFTER="never",
+                     FAKE_EXIT_AFTER="2", FAKE_EXIT_CODE="127",
+                     FAKE_WAA_LOG="VM is up and running, and the Windows Arena Server is ready "
+                                  "to use!")
+    assert host.returncode == 0, host.output
+    assert (host.status()["state"], host.status()["step"]) == ("done", "built")
+
+
+def test_a_build_on_a_formatted_volume_keeps_it(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, installed=True), "build", FAKE_PROBE_AFTER="1",
+                     FAKE_EXIT_AFTER="2", FAKE_BLKID="formatted")
+    assert host.returncode == 0, host.output
+    assert not any(c.startswith("mkfs") for c in host.calls())
+
+
+def test_a_pool_never_formats_its_volume_even_when_blkid_sees_none(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="1",
+                     FAKE_BLKID="unformatted")
+    assert host.returncode == 0, host.output
+    assert not any(c.startswith("mkfs") for c in host.calls())
+
+
+def test_the_root_disk_listed_first_is_never_taken_for_the_storage(tmp_path: Path) -> None:
+    host = make_host(tmp_path, installed=True)
+    (host.root / "dev/nvme0n1").touch()
+    (host.root / "dev/nvme1n1").touch()
+    host = bootstrap(host, "build", FAKE_PROBE_AFTER="1", FAKE_EXIT_AFTER="2",
+                     FAKE_ROOT_SOURCE="/dev/nvme0n1p1",
+                     OA_VM_STORAGE_DEVICES="/dev/nvme0n1 /dev/nvme1n1")
+    assert host.returncode == 0, host.output
+    made = host.calls()
+    assert f"mkfs.ext4 -q -L oa-vm-storage {host.root}/dev/nvme1n1" in made
+    assert not any("nvme0n1" in c for c in made if c.startswith(("mkfs", "mount")))
+
+
+def test_an_already_mounted_volume_is_not_mounted_twice(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="1",
+                     FAKE_MOUNTED="1", FAKE_BLKID="formatted")
+    assert host.returncode == 0, host.output
+    assert not any(c.startswith("mount ") for c in host.calls())
+
+
+def test_scoring_units_that_fail_to_start_fail_the_scoring_step(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="1",
+                     FAKE_SYSTEMCTL_FAIL="oa-vm-scoring",
+                     FAKE_JOURNAL="docker: Error response from daemon: No such container")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "scoring")
+    assert "the scoring units did not start" in status["message"]
+    assert "No such container" in status["message"]
+
+
+def test_a_scorer_that_never_answers_never_reads_ready(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="1",
+                     FAKE_SCORER="never", OA_VM_SCORING_TIMEOUT_S="2")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "scoring")
+    assert "did not answer on 127.0.0.1:5051 within 2s" in status["message"]
+    assert "cannot import WAA's evaluators" in status["message"]  # the journal's reason
+    _, lines = what_pool_wait_prints(host)
+    assert "failed at scoring" in lines[0]
+
+
+def test_a_host_without_systemd_resolved_still_frees_its_ports(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="1",
+                     FAKE_SYSTEMCTL_FAIL="systemd-resolved")
+    assert host.returncode == 0, host.output
+    assert (host.status()["state"], host.status()["step"]) == ("done", "ready")
+
+
+def test_a_saved_image_that_does_not_load_fails_the_load_step(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_LOAD_FAIL="1")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "load")
+    assert "could not load oa-vm-waa-image.tar" in status["message"]
+    assert not any(c.startswith("docker run") for c in host.calls())

@@ -5,7 +5,8 @@ They are small bash scripts written into a folder that goes first on ``PATH``. E
 call (``name args...``, one line) in ``calls.log`` and plays an outcome chosen by environment
 variables, so the shipped scripts run for real under bash and the test asserts what they did:
 
-- ``FAKE_PULL_FAIL=1``: ``docker pull`` fails as Docker Hub's refusal does;
+- ``FAKE_PULL_FAIL=1``: ``docker pull`` fails as Docker Hub's refusal does; ``FAKE_LOAD_FAIL=1``:
+  ``docker load`` fails (the saved image missing from the volume);
 - ``FAKE_PROBE_AFTER=N``: the guest answers ``/probe`` from the N-th poll on (``never``: never);
 - ``FAKE_EXIT_AFTER=N`` / ``FAKE_EXIT_CODE=C``: the container stops after N state checks with
   exit code C (``docker inspect`` then says ``false C``);
@@ -13,6 +14,15 @@ variables, so the shipped scripts run for real under bash and the test asserts w
   must be reached through ``sudo -n``; ``FAKE_NO_SUDO=1``: ``sudo`` is missing;
 - ``FAKE_DOCKER_DENIED=1``: docker refuses the caller (permission denied on the socket) unless
   it runs through sudo;
+- ``FAKE_WAA_LOG``: lines of WAA's own in the container's whole log (``docker logs`` without
+  ``--tail``), e.g. entry_setup.sh's "VM is up and running" once its probe was answered;
+- ``FAKE_SYSTEMCTL_FAIL=WORD``: a ``systemctl`` call naming WORD fails; ``FAKE_SCORER_CMD``: a
+  command that ``systemctl enable --now oa-vm-scoring.service`` starts in the background;
+  ``FAKE_SCORER=never``: the scoring server never answers on the bridge (127.0.0.1:5051);
+  ``FAKE_JOURNAL``: the units' last journal line;
+- ``FAKE_BLKID=formatted``: the volume holds a filesystem (default: none, exit 2);
+  ``FAKE_MOUNTED=1``: it is mounted already; ``FAKE_ROOT_SOURCE``: what ``findmnt`` says holds
+  ``/`` (default ``/dev/xvda1``);
 - ``FAKE_CONTAINER_STATUS``: what ``docker ps --format {{.Status}}`` prints (default ``Up 3
   minutes``); ``FAKE_LOG``: the container's last log line;
 - ``FAKE_IMDS``: the instance metadata service (IMDSv2) behind ``curl``: ``none`` (no spot
@@ -93,8 +103,16 @@ case "$1" in
     if [ -n "${FAKE_PULL_FAIL:-}" ]; then
       echo "Error response from daemon: pull access denied for $2" >&2; exit 1
     fi ;;
-  image) echo "windowsarena/winarena@sha256:0123abcd" ;;
-  build|save|load|rm) ;;
+  image)
+    case "${!#}" in
+      *winarena*) echo "windowsarena/winarena@sha256:0123abcd" ;;
+      *) echo "dockurr/windows@sha256:4567ef01" ;;
+    esac ;;
+  load)
+    if [ -n "${FAKE_LOAD_FAIL:-}" ]; then
+      echo "open $3: no such file or directory" >&2; exit 1
+    fi ;;
+  build|save|rm) ;;
   run) echo "c0ffee" ;;
   inspect)
     n="$(count inspect)"
@@ -103,7 +121,10 @@ case "$1" in
     else
       echo "true 0"
     fi ;;
-  logs) echo "${FAKE_LOG:-Windows is being installed: 42%}" ;;
+  logs)
+    # The whole log (no --tail) holds WAA's own lines too.
+    if [ "$2" != --tail ] && [ -n "${FAKE_WAA_LOG:-}" ]; then printf '%s\n' "$FAKE_WAA_LOG"; fi
+    echo "${FAKE_LOG:-Windows is being installed: 42%}" ;;
   ps)
     # Only the exact arguments pool-wait must send: a quoting mistake prints nothing useful.
     if [ "$*" = "ps -a --filter name=^winarena$ --format {{.Status}}" ]; then
@@ -125,11 +146,32 @@ if [ -z "${FAKE_UID:-}" ]; then exec /usr/bin/id "$@"; fi
 case "$1" in -u) echo "$FAKE_UID" ;; -nG) echo "ubuntu adm" ;; *) echo "uid=$FAKE_UID" ;; esac
 """,
     "systemctl": r"""
+# FAKE_SYSTEMCTL_FAIL=WORD: a call naming WORD (e.g. oa-vm-scoring) fails as systemd says.
+if [ -n "${FAKE_SYSTEMCTL_FAIL:-}" ] && [[ " $* " == *"$FAKE_SYSTEMCTL_FAIL"* ]]; then
+  echo "Job for $FAKE_SYSTEMCTL_FAIL.service failed because the control process exited" \
+    "with error code." >&2
+  exit 1
+fi
+# FAKE_SCORER_CMD: what starting the scoring units runs (in the background, its pid recorded).
+if [ "$1 $2" = "enable --now" ] && [[ " $* " == *" oa-vm-scoring.service "* ]] &&
+  [ -n "${FAKE_SCORER_CMD:-}" ]; then
+  setsid bash -c "$FAKE_SCORER_CMD" >"$FAKE_STATE/scorer.log" 2>&1 </dev/null &
+  echo "$!" >"$FAKE_STATE/scorer.pid"
+fi
 exit 0
+""",
+    "journalctl": r"""
+default="scoring: cannot import WAA's evaluators (No module named 'cv2')"
+echo "${FAKE_JOURNAL:-$default}"
 """,
     "curl": r"""
 case "$*" in
   *169.254.169.254*) imds "$@"; exit $? ;;
+esac
+case "$*" in
+  *127.0.0.1:5051/*)  # the scoring server through the bridge
+    if [ "${FAKE_SCORER:-answers}" = answers ]; then echo '{"status": "ok"}'; exit 0; fi
+    echo "curl: (7) Failed to connect to 127.0.0.1 port 5051" >&2; exit 7 ;;
 esac
 n="$(count probe)"
 after="${FAKE_PROBE_AFTER:-never}"
@@ -144,10 +186,36 @@ echo "status: ${FAKE_CLOUD_INIT:-done}"
 """,
     "mount": "exit 0\n",
     "umount": "exit 0\n",
-    "mountpoint": "exit 1\n",
-    "blkid": "exit 2\n",
+    "mountpoint": r"""
+[ -n "${FAKE_MOUNTED:-}" ] && exit 0
+exit 1
+""",
+    # blkid exits 2 when it finds no filesystem on the device.
+    "blkid": r"""
+if [ "${FAKE_BLKID:-unformatted}" = formatted ]; then
+  echo "${!#}: LABEL=\"oa-vm-storage\" TYPE=\"ext4\""; exit 0
+fi
+exit 2
+""",
+    # The root filesystem's source (bootstrap.sh must never take the root disk for the storage).
+    "findmnt": r"""
+echo "${FAKE_ROOT_SOURCE:-/dev/xvda1}"
+""",
     "mkfs.ext4": "exit 0\n",
 }
+
+
+def write_shipped(folder: Path) -> Path:
+    """``/opt/oa-vm`` as cloud-init writes it (the shipped form of every file, executable
+    scripts), into ``folder``; returns it."""
+    from infra.worker.cloud_init import WorkerFiles
+
+    for name, content in WorkerFiles.from_package().files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+        path.chmod(0o755 if name.endswith(".sh") else 0o644)
+    return folder
 
 
 def write_standins(bin_dir: Path, only: tuple[str, ...] | None = None) -> Path:

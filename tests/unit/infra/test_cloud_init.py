@@ -6,6 +6,7 @@ import ast
 import base64
 import gzip
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import yaml  # type: ignore[import-untyped]
 from infra import aws as infra_aws
 from infra import azure as infra_azure
 from infra.worker import cloud_init, units
-from infra.worker.cloud_init import ship_python
+from infra.worker.cloud_init import ship_python, ship_text
 from tests.support.pool_programs import make_settings
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -60,7 +61,12 @@ def test_ships_the_scripts_servers_and_dockerfile_verbatim() -> None:
         ("/opt/oa-vm/scoring.sh", WORKER / "scoring.sh"),
         ("/opt/oa-vm/waa-image/Dockerfile", WORKER / "waa-image" / "Dockerfile"),
     ]:
-        assert _content(files[shipped]) == source.read_text(encoding="utf-8"), shipped
+        # The same lines in the same order, without the comment lines and blank lines.
+        text = source.read_text(encoding="utf-8")
+        assert _content(files[shipped]) == ship_text(text), shipped
+        code = [line for line in text.splitlines()
+                if line.strip() and not line.lstrip().startswith("#")]
+        assert _content(files[shipped]).splitlines()[-len(code):] == code, shipped
     for shipped, source in [
         ("/opt/oa-vm/scoring_server.py", WORKER / "scoring_server.py"),
         ("/opt/oa-vm/scoring_rules.py", ROOT / "infra/scoring_rules.py"),
@@ -142,7 +148,23 @@ def test_the_worker_image_is_built_on_a_current_dockur_with_waas_files() -> None
     assert "FROM ${BASE_IMAGE}" in dockerfile and "ARG BASE_IMAGE=dockurr/windows:latest" in (
         dockerfile
     )
-    for copied in ("/client", "/oem", "/models", "/entry.sh"):
+    for copied in ("/client", "/oem", "/entry.sh"):
         assert f"COPY --from=waa {copied}" in dockerfile
-    # dockur's guest is at 172.30.0.2; WAA's scripts say 20.20.20.21.
-    assert "s/20\\.20\\.20\\.21/172.30.0.2/g" in dockerfile
+    # Several GB of weights only WAA's own agent uses: not in every worker's volume.
+    assert "/models" not in dockerfile.replace("# Not copied: /models", "")
+    # dockur's guest is at GUEST_IP (172.30.0.2); WAA's scripts say 20.20.20.21.
+    assert "ARG GUEST_IP=172.30.0.2" in dockerfile
+    assert "s/20\\.20\\.20\\.21/${GUEST_IP}/g" in dockerfile
+
+
+def test_the_shipped_shell_scripts_parse_and_hold_no_here_documents(tmp_path: Path) -> None:
+    """ship_text drops lines starting with '#': safe only without here-documents."""
+    for name in (*units.SCRIPTS, units.SPOT_WATCH_SCRIPT, units.AZURE_SPOT_WATCH_SCRIPT):
+        source = units.read(name)
+        assert "<<" not in source, f"{name} holds a here-document: ship_text would change it"
+        shipped = tmp_path / name
+        shipped.write_text(ship_text(source), encoding="utf-8")
+        assert ship_text(source).startswith("#!/bin/bash\n")
+        done = subprocess.run(["bash", "-n", str(shipped)], capture_output=True, text=True,
+                              timeout=30, check=False)
+        assert done.returncode == 0, (name, done.stderr)

@@ -1,0 +1,263 @@
+"""An image build and a pool start rehearsed with WAA's and dockur's real scripts.
+
+Our real ``bootstrap.sh`` runs with the shipped files; WAA's real ``entry.sh`` and
+``entry_setup.sh`` run as PID 1 of their own PID namespace with the arguments our ``docker run``
+passes; dockur's real functions decide between installing and booting from the storage folder.
+Only Docker's daemon, dockur's runtime with QEMU and Windows, the disks and systemd are played
+(``tests/support/waa_container.py``, ``tests/support/host_standins.py``). Everything runs in a
+private network namespace: the guest address lives on its own loopback.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from infra.worker import units
+from infra.worker.cloud_init import WorkerFiles
+from oa_vm.providers.cloud_wait import parse_status
+from tests.support import waa_container
+from tests.support.host_standins import calls, standin_env, write_shipped, write_standins
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = ROOT / "infra" / "worker"
+BASH = shutil.which("bash") or "/bin/bash"
+_WHY_NOT = None if not waa_container.WAA_CONTAINER_SRC.is_dir() else waa_container.unshare_works()
+
+
+@pytest.fixture(autouse=True)
+def _needs_namespaces() -> None:
+    if not waa_container.WAA_CONTAINER_SRC.is_dir() or not waa_container.DOCKUR.is_dir():
+        pytest.skip("WAA's or dockur's upstream code not found under ../shared")
+    if _WHY_NOT:
+        pytest.skip(_WHY_NOT)
+
+
+@dataclass
+class Rehearsal:
+    """One rehearsed host: its root, shipped files, stand-ins and the last bootstrap's result."""
+
+    tmp: Path
+    returncode: int = -1
+    output: str = ""
+
+    @property
+    def root(self) -> Path:
+        return self.tmp / "host"
+
+    @property
+    def ship(self) -> Path:
+        return self.tmp / "opt-oa-vm"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.tmp / "fake"
+
+    @property
+    def storage(self) -> Path:
+        return self.root / "var/lib/oa-vm/storage"
+
+    @property
+    def container(self) -> Path:
+        return self.state_dir / "docker" / "container"
+
+    def status(self) -> dict[str, str]:
+        return parse_status((self.root / "var/lib/oa-vm/status").read_text(encoding="utf-8"))
+
+    def log(self) -> str:
+        return (self.container / "log").read_text(encoding="utf-8", errors="replace")
+
+    def build_steps(self) -> list[dict[str, object]]:
+        data = json.loads((self.state_dir / "docker" / "build.json").read_text())
+        steps: list[dict[str, object]] = data["steps"]
+        return steps
+
+
+def make_rehearsal(tmp_path: Path) -> Rehearsal:
+    host = Rehearsal(tmp_path)
+    (host.root / "dev").mkdir(parents=True)
+    (host.root / "dev/kvm").touch()
+    (host.root / "dev/sdf").touch()
+    host.storage.mkdir(parents=True)
+    write_shipped(host.ship)  # /opt/oa-vm as cloud-init writes it
+    bin_dir = write_standins(tmp_path / "bin", only=("systemctl", "journalctl", "blkid",
+                                                     "mountpoint", "mount", "umount",
+                                                     "mkfs.ext4"))
+    waa_container.write_docker(bin_dir)
+    waa_container.waa_rootfs(tmp_path / "waa-rootfs")
+    waa_container.base_rootfs(tmp_path / "dockur-rootfs")
+    return host
+
+
+def bootstrap(host: Rehearsal, mode: str, timeout_s: int = 120, **fake: str) -> Rehearsal:
+    env = standin_env(host.tmp / "bin", host.state_dir, **fake)
+    env["PATH"] = f"{host.tmp / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin"
+    env.update({
+        "OA_VM_ROOT": str(host.root),
+        "OA_VM_STORAGE_DEVICES": "/dev/sdf",
+        "OA_VM_POLL_S": "0.2",
+        "OA_VM_GUEST_TIMEOUT_S": str(timeout_s),
+        "OA_VM_SCORING_TIMEOUT_S": "60",
+        "FAKE_WAA_ROOTFS": str(host.tmp / "waa-rootfs"),
+        "FAKE_BASE_ROOTFS": str(host.tmp / "dockur-rootfs"),
+    })
+    env.update({k: v for k, v in fake.items() if k.startswith("OA_VM_")})
+    # A private network namespace: the guest's address on its own loopback, nothing outside.
+    script = (f"ip link set lo up && ip addr add {units.GUEST_IP}/32 dev lo && "
+              f'exec {BASH} "$0" "$1"')
+    try:
+        done = subprocess.run(
+            ["unshare", "--net", BASH, "-c", script, str(host.ship / "bootstrap.sh"), mode],
+            env=env, capture_output=True, text=True, timeout=timeout_s + 180, check=False)
+    finally:
+        waa_container.stop_container(host.state_dir)
+        scorer = host.state_dir / "scorer.pid"
+        if scorer.exists():
+            subprocess.run(["kill", "--", f"-{scorer.read_text().strip()}"], check=False,
+                           capture_output=True, timeout=10)
+            scorer.unlink()
+    host.returncode, host.output = done.returncode, done.stdout + done.stderr
+    return host
+
+
+def dockur_decides(storage: Path) -> str:
+    """dockur's own install/boot decision (``needsInstall``) for a storage folder: ``install``
+    or ``boot``, from its real functions in ``../shared/dockur/upstream``."""
+    src = waa_container.DOCKUR
+    script = f"""set -Eeuo pipefail
+export STORAGE={storage} APP=Windows PLATFORM=x64 BOOT_MODE=windows PROCESS=windows
+export FOOTER1="" FOOTER2="" TEMPLATE=/dev/null VERSION=11e LANGUAGE=en DEBUG=""
+. {src}/qemu/src/utils.sh
+. {src}/windows/src/define.sh
+. <(sed '/^startWindows$/d' {src}/windows/src/install.sh)
+parseVersion; parseLanguage; detectCustom
+if needsInstall; then echo install; else echo boot; fi
+"""
+    done = subprocess.run([BASH, "-c", script], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_a_build_succeeds_though_waas_entry_exits_127_and_pools_boot_from_it(
+    tmp_path: Path,
+) -> None:
+    host = bootstrap(make_rehearsal(tmp_path), "build")
+    assert host.returncode == 0, host.output + host.log()
+    status = host.status()
+    assert (status["state"], status["step"]) == ("done", "built"), status
+    log = host.log()
+    # WAA's real entry.sh was PID 1 with our arguments, saw Windows, shut it down, and ended
+    # with 'wait -n' and no child jobs: 127.
+    assert "rehearsal: PID 1 is /bin/bash /entry.sh --prepare-image true --start-client false" \
+        in log
+    assert "VM is up and running, and the Windows Arena Server is ready to use!" in log
+    assert "Windows VM is shutting down..." in log
+    assert (host.container / "rc").read_text().strip() == "127"
+    assert "rehearsal: dockur decides: install Windows" in log
+    # The container pinned dockur's guest address and took QMP on the unix socket only.
+    assert f"guest address {units.GUEST_IP}" in log
+    assert "QMP unix:/run/oa-vm-qmp/qmp.sock,server=on,wait=off" in log
+    qmp = host.root / "var/lib/oa-vm/qmp"
+    assert qmp.is_dir() and qmp.stat().st_mode & 0o777 == 0o700
+    # The storage the build leaves is, for dockur's own functions, a finished install.
+    assert dockur_decides(host.storage) == "boot"
+    marker = (host.storage / "oa-vm-image.ready").read_text()
+    assert "waa_image=windowsarena/winarena@sha256:" in marker
+    assert "base_image=dockurr/windows@sha256:" in marker
+    assert marker == (host.root / "var/lib/oa-vm/image-info").read_text()
+
+    # A pool worker from that volume: dockur boots the installed Windows, no second install.
+    pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path))
+    assert pool.returncode == 0, pool.output + pool.log()
+    assert (pool.status()["state"], pool.status()["step"]) == ("done", "ready")
+    assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
+    assert "PID 1 is /bin/bash /entry.sh --prepare-image false --start-client false" in pool.log()
+
+
+def _scorer_cmd(tmp_path: Path) -> str:
+    """The shipped scoring server on the bridge's port, beside WAA's real ``desktop_env``."""
+    from tests.support.waa_upstream import WAA_CLIENT, stub_pythonpath
+
+    stubs = stub_pythonpath(tmp_path / "stubs")
+    ship = tmp_path / "opt-oa-vm"
+    return (f"PYTHONPATH={stubs} exec {sys.executable} {ship}/scoring_server.py --host 127.0.0.1 "
+            f"--port 5051 --waa-client {WAA_CLIENT} --tasks-dir {tmp_path}")
+
+
+def test_a_guest_answering_for_only_3s_is_still_seen(tmp_path: Path) -> None:
+    # The host polls only every 10 s; the guest comes up after 1 s and powers off at most 3 s
+    # after its first answer (WAA's own probe): only WAA's log can tell the host it answered.
+    host = bootstrap(make_rehearsal(tmp_path), "build", OA_VM_GUEST_POLL_S="10",
+                     FAKE_GUEST_DELAY_S="1", FAKE_GUEST_WINDOW_S="3")
+    assert host.returncode == 0, host.output + host.log()
+    assert (host.status()["state"], host.status()["step"]) == ("done", "built")
+    assert "guest: powered off" in host.log()
+
+
+def test_windows_that_never_answers_fails_the_guest_step(tmp_path: Path) -> None:
+    host = bootstrap(make_rehearsal(tmp_path), "build", timeout_s=8, FAKE_GUEST="never")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "guest")
+    assert "Windows did not answer /probe within 8s" in status["message"]
+    assert "Waiting for a response from the windows server" in host.log()
+    assert not (host.storage / "oa-vm-image.ready").exists()
+
+
+def test_a_storage_without_a_finished_install_fails_the_build(tmp_path: Path) -> None:
+    host = bootstrap(make_rehearsal(tmp_path), "build", FAKE_INSTALL="no-boot-marker")
+    assert host.returncode == 1, host.output
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "guest")
+    assert "shows no completed install" in status["message"]
+    assert "exited with code 127" in status["message"]
+    assert dockur_decides(host.storage) == "install"
+    assert not (host.storage / "oa-vm-image.ready").exists()
+
+
+def test_no_stand_in_replaces_a_shipped_or_upstream_entry_script(tmp_path: Path) -> None:
+    host = bootstrap(make_rehearsal(tmp_path), "build")
+    assert host.returncode == 0, host.output
+    image = host.state_dir / "docker" / "image"
+    src = waa_container.WAA_CONTAINER_SRC
+    for name in ("entry.sh", "entry_setup.sh", "start_client.sh"):
+        # Upstream's own script, changed only by the recipe's address rewrite.
+        expected = (src / name).read_text().replace("20.20.20.21", units.GUEST_IP)
+        assert (image / name).read_text() == expected, name
+    # /start_vm.sh is the recipe's own, dockur's /run scripts are dockur's.
+    start_vm = "#!/bin/bash\nexec /usr/bin/tini -s /run/entry.sh\n"
+    assert (image / "start_vm.sh").read_text() == start_vm
+    for name in ("entry.sh", "install.sh", "power.sh"):
+        assert filecmp.cmp(image / "run" / name, waa_container.DOCKUR / "windows/src" / name,
+                           shallow=False)
+    assert filecmp.cmp(image / "run" / "utils.sh", waa_container.DOCKUR / "qemu/src/utils.sh",
+                       shallow=False)
+    # What ran, and what the container mounts at /oa-vm, is what cloud-init writes.
+    for name, content in WorkerFiles.from_package().files.items():
+        assert (host.ship / name).read_text() == content, name
+    # The bootstrap ran the shipped file, and no stand-in carries a shipped or upstream name.
+    assert not {p.name for p in (tmp_path / "bin").iterdir()} & {
+        "bootstrap.sh", "lib.sh", "scoring.sh", "entry.sh", "entry_setup.sh", "start_vm.sh"}
+    stand_ins = {p.relative_to(tmp_path / "dockur-rootfs").as_posix()
+                 for p in (tmp_path / "dockur-rootfs").rglob("*")
+                 if p.is_file() and "run" not in p.parts}
+    assert stand_ins == {"usr/bin/tini", "usr/local/bin/sleep", "usr/share/oa-rehearsal/guest.py"}
+    # Only the steps that need the network or WAA's Python were not run.
+    skipped = [str(s["step"]) for s in host.build_steps() if "skipped" in s]
+    assert all("python3.9" in s or "apt-get" in s or "/usr/local/" in s for s in skipped)
+    ran = [str(s["step"]) for s in host.build_steps() if s.get("ran")]
+    assert any("sed -i" in s for s in ran) and any("start_vm.sh" in s for s in ran)
+    calls_made = calls(host.state_dir)
+    assert any(c.startswith("docker build -t oa-vm/waa:local") for c in calls_made)
+    assert f"GUEST_IP={units.GUEST_IP}" in next(c for c in calls_made
+                                                 if c.startswith("docker build"))
