@@ -13,6 +13,7 @@ Nothing prints here; progress goes to a callback, errors are :mod:`oa_vm.errors`
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -213,6 +214,7 @@ def create_image(
         InvalidInputError: a bad size or CIDR.
         ProvisioningError: the build failed (what was made is removed, unless it says so).
     """
+    from infra.settings import with_pinned
     from oa_vm import sshkeys
     from oa_vm.providers.pulumi_driver import EngineError, classify_failure, ensure_passphrase
     from oa_vm.providers.pulumi_driver import stack_ref as make_ref
@@ -237,7 +239,8 @@ def create_image(
     record = ImageRecord(
         id=image.name, cloud=provider.name, region=region, state=image_records.BUILDING,
         size_gb=image.builder.storage_gb, created_at=now, licence_expires=image.licence_expires,
-        waa_image=image.builder.waa_image, builder_size=image.builder.size,
+        waa_image=image.builder.waa_image, base_image=image.builder.base_image,
+        builder_size=image.builder.size,
         project=ref.project, stack=ref.stack, owner=owner,
         storage_usd_per_month=_storage_per_month(provider.name, image.builder.storage_gb),
     )
@@ -254,6 +257,13 @@ def create_image(
         step = "wait"
         info = wait(record, outputs, progress)
         record.waa_image = info.get("waa_image") or record.waa_image
+        record.base_image = info.get("base_image") or record.base_image
+        # The builder's inputs as the first update resolved them (its AMI: a newer one now would
+        # replace the builder), and the digests it really used, for the snapshot's tags.
+        image = dataclasses.replace(
+            image, builder=with_pinned(image.builder, provider.driver.pinned(ref)),
+            waa_digest=info.get("waa_image", ""), base_digest=info.get("base_image", ""),
+        )
         step = "snapshot"
         progress(f"image {image.name}: snapshotting the storage volume")
         volume_id = str(outputs["volume_id"])

@@ -13,6 +13,9 @@ own; the "cloud" is a dict. Scriptable failures:
 - ``lock_before_next = pid``: a lock appears just before the next action (after any check);
 - ``vanish(stack, id)``: the cloud deleted a resource behind the engine's back.
 
+``replaced(stack)`` lists the resources the last ``up`` would have replaced or updated (same
+name, other inputs), as the engine's diff would show them.
+
 Like the real engine, ``up``/``refresh``/``destroy`` refuse to run while a lock is held
 (``StackLockedError``) or pending operations remain (``PendingOperationsError``).
 """
@@ -55,6 +58,7 @@ class _Stack:
     locks: list[LockInfo] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)
+    changed: list[str] = field(default_factory=list)
 
 
 class FakePulumiEngine:
@@ -102,6 +106,11 @@ class FakePulumiEngine:
         """What the fake cloud holds for ``stack`` (each with the ``inputs`` it was made with)."""
         return list(self.stacks.get(stack, _Stack()).resources)
 
+    def replaced(self, stack: str) -> list[str]:
+        """Names of the resources whose inputs the last ``up`` changed (a replacement or an
+        in-place update in a real engine)."""
+        return list(self.stacks[stack].changed)
+
     def live_types(self, stack: str) -> list[str]:
         """The types of the cloud resources the fake cloud holds for ``stack`` (providers and
         components left out)."""
@@ -143,7 +152,7 @@ class FakePulumiEngine:
         region = next((config[k] for k in REGION_KEYS if k in config), "?")
         self.calls.append(("up", region))
         stack = self._guard(ref)
-        stack.config = dict(config)
+        stack.config.update(config)  # as ``set_all_config``: other keys stay
         run = run_offline(program, self.lookup, project=ref.project, stack=ref.stack)
         created: list[dict[str, Any]] = [
             {
@@ -164,6 +173,11 @@ class FakePulumiEngine:
             raise EngineError(
                 f"error: update failed\n  {self.fail_up[region]}\n"
             )
+        before = {r["urn"]: r["inputs"] for r in stack.resources}
+        stack.changed = [
+            r["urn"].rsplit("::", 1)[-1] for r in created
+            if r["urn"] in before and before[r["urn"]] != r["inputs"]
+        ]
         stack.resources = created
         stack.outputs = copy.deepcopy(run.exports)
         return copy.deepcopy(run.exports)
@@ -210,6 +224,16 @@ class FakePulumiEngine:
         self.calls.append(("import", ref.stack))
         body = deployment.get("deployment") or {}
         self.stacks[ref.stack].pending = list(body.get("pending_operations") or [])
+
+    def get_config(self, ref: StackRef) -> dict[str, str]:
+        """The stack's config."""
+        self.calls.append(("get_config", ref.stack))
+        return dict(self.stacks[ref.stack].config)
+
+    def set_config(self, ref: StackRef, values: Mapping[str, str]) -> None:
+        """Add or overwrite config values (the stack must exist, as the CLI's does)."""
+        self.calls.append(("set_config", ref.stack))
+        self.stacks[ref.stack].config.update(values)
 
     def locks(self, ref: StackRef) -> list[LockInfo]:
         """Locks held on the stack."""

@@ -359,7 +359,10 @@ def test_azure_create_and_destroy(oa_home: Path, images: None) -> None:
     record = provider.create(spec("azure", workers=1), Lines())
     (worker,) = record.workers
     assert worker.ssh is not None and worker.ssh.user == "azureuser"
-    assert engine.stacks["waa-eval"].config == {"azure-native:location": "eastus"}
+    config = engine.stacks["waa-eval"].config
+    assert config["azure-native:location"] == "eastus"
+    # The size and disks the create used are pinned in the stack's config.
+    assert config["oa-vm:pinned-size"] == "Standard_D8s_v5"
     assert provider.destroy(record, Lines()).left == []
 
 
