@@ -154,6 +154,9 @@ def plan_image(
         "whatever happens",
         f"keeping the image costs about ${monthly:.2f}/month "
         f"({image.builder.storage_gb} GB snapshot at most)",
+        cloud_plan.disks_note(
+            provider.name, image.builder.size, image.builder.disk_gb, image.builder.storage_gb
+        ),
         "IDs and addresses shown are placeholders until create",
     ]
     return Plan(

@@ -303,6 +303,9 @@ class PulumiCloudProvider:
             notes.append(
                 f"regions tried in order on capacity or quota errors: {', '.join(regions)}"
             )
+        notes.append(cloud_plan.disks_note(
+            self.name, settings.size, settings.disk_gb, settings.storage_gb, spec.workers
+        ))
         notes.append("IDs and addresses shown are placeholders until create")
         notes.extend(self.info.notes)
         if chosen is None:

@@ -176,8 +176,10 @@ def test_azure_pause_deallocates_and_resume_starts_through_the_driver(oa_home: P
     assert len([c for c in engine.calls if c[0] == "up"]) == ups  # the stack is left alone
     saved = state.load("waa-eval")
     per_day = saved.provider_data["pauses"][-1]["per_day"]
-    disk_gb = saved.settings["disk_gb"] + saved.settings["storage_gb"]  # OS disk + storage
-    assert per_day == pytest.approx(2 * (19.71 * disk_gb / 128 * 24 / 730 + 0.005 * 24))
+    # Azure bills each disk by its tier: the 160 GB OS disk as P15 (256 GiB), the 96 GB
+    # storage disk as P10 (128 GiB); and the static address.
+    assert (saved.settings["disk_gb"], saved.settings["storage_gb"]) == (160, 96)
+    assert per_day == pytest.approx(2 * ((38.01 + 19.71) * 24 / 730 + 0.005 * 24))
 
     fleet.resume_pool("waa-eval", wait=False, ops=ops)
     assert power.calls[-1] == ("start", ids)
