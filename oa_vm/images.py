@@ -27,6 +27,7 @@ from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, Progress,
 if TYPE_CHECKING:
     from infra.settings import ImageSettings
     from oa_vm.providers.pulumi_provider import PulumiCloudProvider
+    from oa_vm.shared_images import ListedImage
 
 BUILDER_TTL = timedelta(seconds=cloud_plan.BUILD_READY_S * 2)
 """The builder's own expiry: it ends itself after this even if oa-vm is gone."""
@@ -316,6 +317,43 @@ def _forget_builder_key(image_id: str) -> None:
     folder = state.pool_dir(image_id)
     if folder.is_dir() and not (folder / "pool.json").exists():
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def list_images(
+    provider: PulumiCloudProvider, region: str | None = None
+) -> list[ListedImage]:
+    """The images of ``provider``'s cloud (in ``region``, if given): local records and those
+    the account holds by their ``oa-vm:image`` tags (a teammate's), each marked where it was
+    found; newest first.
+
+    Raises:
+        ProviderUnavailableError: the cloud's CLI (``aws``/``az``) is not installed.
+        ProvisioningError: the CLI failed (one line with its last words).
+    """
+    import subprocess
+
+    from oa_vm.errors import ProviderUnavailableError
+    from oa_vm.shared_images import merge
+
+    cli = "aws" if provider.name == "aws" else "az"
+    if provider.image_lister is None:
+        raise ProviderUnavailableError(
+            f"listing the images of the {provider.name} account needs the '{cli}' CLI, logged "
+            "in; without --cloud, image-list shows this machine's images"
+        )
+    local = [r for r in image_records.list_records()
+             if r.cloud == provider.name and (region is None or r.region == region)]
+    try:
+        found = provider.image_lister(region)
+    except subprocess.CalledProcessError as exc:
+        words = (exc.stderr or "").strip().splitlines()
+        raise ProvisioningError(
+            f"'{cli}' could not list the account's snapshots: "
+            f"{words[-1] if words else f'exit code {exc.returncode}'}"
+        ) from exc
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        raise ProvisioningError(f"'{cli}' could not list the account's snapshots: {exc}") from exc
+    return merge(local, found)
 
 
 def delete_image(
