@@ -387,6 +387,9 @@ def follow_builder(
 ) -> dict[str, str]:
     """Follow the builder over SSH until its status file says ``built`` (the real wait).
 
+    The builder is the first of ``outputs["workers"]`` (``public_ip``, ``ssh_user`` and, when
+    not 22, ``ssh_port``); its key is the image's own (:func:`oa_vm.sshkeys.key_path`).
+
     Raises:
         ProvisioningError: the builder reported a failed step, or the deadline passed.
     """
@@ -399,8 +402,8 @@ def follow_builder(
     worker = workers[0]
     from oa_vm.sshkeys import key_path
 
-    ssh = SshEndpoint(host=str(worker["public_ip"]), port=22, user=str(worker["ssh_user"]),
-                      key_path=str(key_path(record.id)))
+    ssh = SshEndpoint(host=str(worker["public_ip"]), port=int(worker.get("ssh_port") or 22),
+                      user=str(worker["ssh_user"]), key_path=str(key_path(record.id)))
     return follow_status(
         ssh, state.pool_dir(record.id) / "known_hosts", name=f"{record.id}-builder",
         timeout_s=cloud_plan.BUILD_READY_S * cloud_plan.WAIT_MARGIN, progress=progress,

@@ -8,6 +8,8 @@ own; the "cloud" is a dict. Scriptable failures:
 - ``fail_up[region]``: ``up`` in that region fails with that message (after creating part of
   the resources, as a real failed update does);
 - ``fail_destroy``: ``destroy`` fails with that message (leaving the resources);
+- ``destroy_leaves``: types that ``destroy`` leaves in the state although it reports success
+  (as a resource the engine skipped does);
 - ``add_lock(stack, pid, host)``: a lock like the file backend's (stale when the pid is dead);
 - ``add_pending(stack)``: pending operations an interrupted update left in the state;
 - ``lock_before_next = pid``: a lock appears just before the next action (after any check);
@@ -75,6 +77,7 @@ class FakePulumiEngine:
         self.missing_reason: str | None = None
         self.fail_up: dict[str, str] = {}
         self.fail_destroy: str | None = None
+        self.destroy_leaves: set[str] = set()
         self.lock_before_next: int | None = None
         self._lock_seq = 0
 
@@ -195,8 +198,9 @@ class FakePulumiEngine:
         if self.fail_destroy:
             raise EngineError(f"error: destroy failed\n  {self.fail_destroy}\n")
         for res in reversed(stack.resources):
-            on_line(f"-  {res['type']} deleted")
-        stack.resources = []
+            if res["type"] not in self.destroy_leaves:
+                on_line(f"-  {res['type']} deleted")
+        stack.resources = [r for r in stack.resources if r["type"] in self.destroy_leaves]
         stack.outputs = {}
 
     def remove_stack(self, ref: StackRef) -> None:

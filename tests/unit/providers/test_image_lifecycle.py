@@ -238,3 +238,15 @@ def test_the_snapshot_update_changes_no_builder_input(
     images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
                         wait_built=wait_built)
     assert replaced[1] == [], "the snapshot stage changed the builder"
+
+
+def test_an_image_delete_that_leaves_the_snapshot_keeps_the_record(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    image = build(aws, engine)
+    engine.destroy_leaves = {SNAPSHOT}
+    report = images.delete_image(image.id, aws, Lines())
+    assert report.left and report.left[0].startswith(SNAPSHOT)
+    kept = image_records.load(image.id)
+    assert kept.detail is not None and kept.detail.startswith("left: ")
+    assert image.stack in engine.stacks
