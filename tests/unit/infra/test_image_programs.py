@@ -21,12 +21,15 @@ SNAPSHOT = {"aws": "aws:ebs/snapshot:Snapshot", "azure": "azure-native:compute:S
 CREATED = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 WAA_DIGEST = "windowsarena/winarena@sha256:" + "ab" * 32
 BASE_DIGEST = "dockurr/windows@sha256:" + "cd" * 32
+# One instant for every run of this module: the builder's expiry is in its inputs (tags, the
+# shutdown time), and Azure refuses one more than 24 h away.
+EXPIRES = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=6)
 
 
 def _image(cloud: str, **changes: Any) -> ImageSettings:
     builder = builder_settings(make_settings(
         cloud, name="waa-img", storage_gb=112,
-        expires_at=datetime.now(UTC) + timedelta(hours=6),
+        expires_at=EXPIRES,
     ))
     return replace(ImageSettings(name="waa-img", builder=builder, created_at=CREATED), **changes)
 
