@@ -124,3 +124,15 @@ def test_the_build_exports_the_ami_it_used_and_a_pinned_ami_is_not_looked_up() -
     (builder,) = again.of_type("aws:ec2/instance:Instance")
     assert builder.inputs["ami"] == "ami-0123456789abcdef0"
     assert not [c for c in lookups.calls if c[0] == "aws:ec2/getAmi:getAmi"]
+
+
+def test_the_azure_image_is_a_full_standard_hdd_snapshot() -> None:
+    """Full, not incremental: the keep stage deletes the builder's disk, and an incremental
+    snapshot depends on its source disk's chain; Standard HDD: read once per worker."""
+    run = _run("azure", _image("azure"), "keep", "/subscriptions/0/disks/waa-img-builder-w0")
+    (snapshot,) = run.of_type(SNAPSHOT["azure"])
+    assert snapshot.inputs["incremental"] is False
+    assert snapshot.inputs["sku"] == {"name": "Standard_LRS"}
+    assert snapshot.inputs["creationData"] == {
+        "createOption": "Copy", "sourceResourceId": "/subscriptions/0/disks/waa-img-builder-w0"
+    }
