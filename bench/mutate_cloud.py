@@ -167,8 +167,7 @@ MUTANTS: list[Mutant] = [
                       "it exports under pinned equals what is kept"),
     Mutant("d7", "driver", D, "            for key, value in config.items() if key.startswith("
            "PINNED_PREFIX) and value", "            for key, value in config.items() if value",
-           "other config keys read as pinned",
-           equivalent="with_pinned reads only the pinned names; the region key is ignored"),
+           "other config keys read as pinned"),
     Mutant("d8", "driver", IM, '        want="built",', '        want="ready",',
            "follow_builder waits for a pool worker's state, not a built image"),
     Mutant("d9", "driver", IM, "            image, builder=with_pinned(image.builder, "

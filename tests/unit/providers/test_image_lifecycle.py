@@ -250,3 +250,20 @@ def test_an_image_delete_that_leaves_the_snapshot_keeps_the_record(
     kept = image_records.load(image.id)
     assert kept.detail is not None and kept.detail.startswith("left: ")
     assert image.stack in engine.stacks
+
+
+def test_a_failed_build_whose_rollback_leaves_resources_keeps_a_failed_record(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    def fails(record: ImageRecord, outputs: Mapping[str, Any], progress: Any) -> dict[str, str]:
+        engine.destroy_leaves = {INSTANCE}  # the builder survives the rollback's destroy
+        raise ProvisioningError("builder failed at guest: Windows never answered")
+
+    with pytest.raises(ProvisioningError, match="removing what was made failed too") as info:
+        images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
+                            wait_built=fails)
+    assert "oa-vm image-delete" in str(info.value)
+    (record,) = image_records.list_records()
+    assert record.state == image_records.FAILED
+    assert record.detail is not None and INSTANCE in record.detail
+    assert record.stack in engine.stacks, "the stack that still holds the builder is kept"
