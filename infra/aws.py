@@ -9,9 +9,9 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
 - a key pair from the pool's own ed25519 key;
 - per worker, an Ubuntu LTS instance (C8i/M8i/R8i with nested virtualization, or ``.metal``),
   160 GB encrypted gp3 root volume, a storage volume (``/dev/sdf``) created from the prepared
-  image's EBS snapshot (an image builder gets an empty volume of its own instead, so that it can
-  be snapshotted), shutdown behaviour ``terminate`` and cloud-init (which arms a power-off at the
-  pool's expiry), optionally spot;
+  image's EBS snapshot (an image builder gets an empty one instead, snapshotted once built; both
+  are deleted on termination, so the expiry ends them too), shutdown behaviour ``terminate``
+  and cloud-init (which arms a power-off at the pool's expiry), optionally spot;
 - the cloud-side kill switch: an EventBridge Scheduler one-shot schedule at the expiry that calls
   ``ec2:TerminateInstances`` on the pool's instances, with an IAM role allowed to terminate those
   instances and nothing else. It ends the pool even when a guest hangs and never powers off.
@@ -26,7 +26,7 @@ import base64
 import gzip
 import ipaddress
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -34,7 +34,7 @@ import pulumi
 import pulumi_aws as aws
 
 from infra import sizes
-from infra.settings import CALLER_CIDR_PLACEHOLDER, PoolSettings
+from infra.settings import CALLER_CIDR_PLACEHOLDER, PINNED_EXPORT, PoolSettings, pinned_values
 from infra.tags import pool_tags
 from infra.worker import cloud_init
 
@@ -147,6 +147,30 @@ def storage_block_device(
     }
 
 
+def builder_block_device(
+    settings: PoolSettings, tags: dict[str, str]
+) -> aws.ec2.InstanceEbsBlockDeviceArgsDict:
+    """An image builder's empty storage volume, part of the instance so that it ends with it:
+    if the build is abandoned (the laptop gone), the expiry's termination deletes it too. The
+    snapshot is taken while the builder still runs."""
+    return {
+        "device_name": STORAGE_DEVICE,
+        "volume_size": settings.storage_gb,
+        "volume_type": "gp3",
+        "encrypted": True,
+        "delete_on_termination": True,
+        "tags": tags,
+    }
+
+
+def _storage_volume_id(devices: Sequence[aws.ec2.outputs.InstanceEbsBlockDevice]) -> str:
+    """The builder's storage volume ID from the instance's ``ebs_block_devices`` output."""
+    for device in devices or []:
+        if device.device_name == STORAGE_DEVICE:
+            return str(device.volume_id)
+    raise ValueError(f"the builder has no storage volume at {STORAGE_DEVICE}")
+
+
 def worker_output(name: str, public_ip: str, instance_id: str) -> dict[str, str]:
     """One worker as the driver reads it back from the stack outputs."""
     return {"name": name, "public_ip": public_ip, "instance_id": instance_id, "ssh_user": SSH_USER}
@@ -170,14 +194,16 @@ class AwsWorkerPool(pulumi.ComponentResource):
     """
 
     workers: pulumi.Output[list[dict[str, str]]]
-    storage_volumes: list[aws.ebs.Volume]
-    """Image builders only: the empty storage volumes that are snapshotted once built."""
+    storage_volume_ids: list[pulumi.Output[str]]
+    """Image builders only: the IDs of the empty storage volumes snapshotted once built."""
+    ami_id: str
+    """The Ubuntu AMI the instances run (the pinned one, or the one looked up at create)."""
 
     def __init__(
         self, name: str, settings: PoolSettings, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
-        self.storage_volumes = []
+        self.storage_volume_ids = []
         # Placeholders are allowed so offline plans can render; a create validates strictly
         # before it gets here (and the cloud would refuse a placeholder anyway).
         settings.validate(allow_placeholders=True)
@@ -212,9 +238,11 @@ class AwsWorkerPool(pulumi.ComponentResource):
             tags=self._named(f"{name}-key"),
             opts=child,
         )
-        ami = aws.ec2.get_ami(
+        # Looked up once, at create; every later update gets the same one from the stack's
+        # config (a newer AMI would replace every instance).
+        self.ami_id = settings.ami_id or str(aws.ec2.get_ami(
             owners=[CANONICAL_OWNER], most_recent=True, filters=ami_filters(), opts=invoke
-        )
+        ).id)
         user_data = user_data_base64(settings)
         outputs: list[pulumi.Output[dict[str, str]]] = []
         nests = sizes.aws_nests_natively(settings.size)
@@ -227,7 +255,7 @@ class AwsWorkerPool(pulumi.ComponentResource):
         for index, worker in zip(settings.worker_indexes(), settings.worker_names(), strict=True):
             instance = aws.ec2.Instance(
                 worker,
-                ami=ami.id,
+                ami=self.ami_id,
                 instance_type=settings.size,
                 subnet_id=subnet_ids[index % len(subnet_ids)],
                 vpc_security_group_ids=[sg.id],
@@ -243,8 +271,10 @@ class AwsWorkerPool(pulumi.ComponentResource):
                     "delete_on_termination": True,
                     "tags": self._named(f"{worker}-root"),
                 },
-                ebs_block_devices=None if building else [
-                    storage_block_device(settings, self._named(f"{worker}-storage"))
+                ebs_block_devices=[
+                    (builder_block_device if building else storage_block_device)(
+                        settings, self._named(f"{worker}-storage")
+                    )
                 ],
                 metadata_options={"http_tokens": "required", "http_endpoint": "enabled"},
                 user_data_base64=user_data,
@@ -253,36 +283,15 @@ class AwsWorkerPool(pulumi.ComponentResource):
                 opts=child,
             )
             if building:
-                self._builder_volume(worker, instance, child)
+                self.storage_volume_ids.append(
+                    instance.ebs_block_devices.apply(_storage_volume_id)
+                )
             instances.append(instance)
             outputs.append(_worker_output(worker, instance.public_ip, instance.id))
         self._expiry_schedule(name, instances, child)
         self.workers = pulumi.Output.all(*outputs)
         self.security_group_id = sg.id
         self.register_outputs({"workers": self.workers, "security_group_id": sg.id})
-
-    def _builder_volume(
-        self, worker: str, instance: aws.ec2.Instance, child: pulumi.ResourceOptions
-    ) -> None:
-        """An empty storage volume of its own, attached to the builder: it outlives the builder
-        as the snapshot source."""
-        volume = aws.ebs.Volume(
-            f"{worker}-storage",
-            availability_zone=instance.availability_zone,
-            size=self._settings.storage_gb,
-            type="gp3",
-            encrypted=True,
-            tags=self._named(f"{worker}-storage"),
-            opts=child,
-        )
-        aws.ec2.VolumeAttachment(
-            f"{worker}-storage-attach",
-            device_name=STORAGE_DEVICE,
-            volume_id=volume.id,
-            instance_id=instance.id,
-            opts=child,
-        )
-        self.storage_volumes.append(volume)
 
     def _expiry_schedule(
         self, name: str, instances: list[aws.ec2.Instance], child: pulumi.ResourceOptions
@@ -442,4 +451,5 @@ def pool_program(settings: PoolSettings) -> AwsWorkerPool:
     pulumi.export("cloud", "aws")
     pulumi.export("region", settings.region)
     pulumi.export("workers", pool.workers)
+    pulumi.export(PINNED_EXPORT, pinned_values(settings, pool.ami_id))
     return pool

@@ -37,7 +37,7 @@ import pulumi
 from pulumi_azure_native import compute, devtestlab, network, resources
 
 from infra import sizes
-from infra.settings import PoolSettings, SettingsError
+from infra.settings import PINNED_EXPORT, PoolSettings, SettingsError, pinned_values
 from infra.tags import pool_tags
 from infra.worker import cloud_init, units
 
@@ -360,5 +360,6 @@ def pool_program(settings: PoolSettings) -> AzureWorkerPool:
     pulumi.export("region", settings.region)
     pulumi.export("resource_group", pool.resource_group)
     pulumi.export("workers", pool.workers)
+    pulumi.export(PINNED_EXPORT, pinned_values(settings, None))
     return pool
 

@@ -24,17 +24,27 @@ import pulumi
 import pulumi_aws as aws
 
 from infra import aws as aws_pool
-from infra.settings import ImageSettings
+from infra.settings import PINNED_EXPORT, ImageSettings, pinned_values
 from infra.tags import image_tags
 
 STAGES = ("build", "snapshot", "keep")
+
+SNAPSHOT_TIMEOUTS = pulumi.CustomTimeouts(create="3h", update="3h", delete="1h")
+"""The provider waits 10 minutes for a snapshot by default; a first full snapshot of a 40-60 GB
+Windows disk plus the saved worker image takes far longer (its blocks are copied to S3)."""
+
+
+def snapshot_options(provider: pulumi.ProviderResource) -> pulumi.ResourceOptions:
+    """The snapshot's resource options: the region's provider and :data:`SNAPSHOT_TIMEOUTS`."""
+    return pulumi.ResourceOptions(provider=provider, custom_timeouts=SNAPSHOT_TIMEOUTS)
 
 
 def snapshot_tags(image: ImageSettings) -> dict[str, str]:
     """The image's tags (no ``oa-vm:pool``: pool cleanup never touches an image)."""
     tags = image_tags(
-        image.name, image.builder.owner, image.created_at, image.builder.waa_image,
-        image.licence_expires,
+        image.name, image.builder.owner, image.created_at,
+        image.waa_digest or image.builder.waa_image, image.licence_expires,
+        base_image=image.base_digest,
     )
     return {**tags, "Name": image.name}
 
@@ -62,9 +72,10 @@ def image_program(
     source: Any
     if stage in ("build", "snapshot"):
         pool = aws_pool.AwsWorkerPool(f"{image.name}-builder", builder, opts=opts)
-        source = pool.storage_volumes[0].id
+        source = pool.storage_volume_ids[0]
         exports["workers"] = pool.workers
         exports["volume_id"] = source
+        exports[PINNED_EXPORT] = pinned_values(builder, pool.ami_id)
     else:
         if not kept_volume_id:
             raise ValueError("the keep stage needs the builder volume's ID")
@@ -76,7 +87,7 @@ def image_program(
             volume_id=source,
             description=f"oa-vm WAA image {image.name} (Windows installed, worker image saved)",
             tags=snapshot_tags(image),
-            opts=pulumi.ResourceOptions(provider=provider),
+            opts=snapshot_options(provider),
         )
         exports["image_id"] = snapshot.id
     for key, value in exports.items():

@@ -18,10 +18,13 @@ import pulumi
 from pulumi_azure_native import compute, resources
 
 from infra import azure as azure_pool
-from infra.settings import ImageSettings
+from infra.settings import PINNED_EXPORT, ImageSettings, pinned_values
 from infra.tags import image_tags
 
 STAGES = ("build", "snapshot", "keep")
+
+SNAPSHOT_TIMEOUTS = pulumi.CustomTimeouts(create="3h", update="3h", delete="1h")
+"""A full copy of the builder's disk takes longer than a provider's default wait."""
 
 
 def image_group_name(image: str) -> str:
@@ -42,7 +45,8 @@ def image_program(
     image.validate(allow_placeholders=True)
     builder = image.builder
     tags = image_tags(
-        image.name, builder.owner, image.created_at, builder.waa_image, image.licence_expires
+        image.name, builder.owner, image.created_at, image.waa_digest or builder.waa_image,
+        image.licence_expires, base_image=image.base_digest,
     )
     group = resources.ResourceGroup(
         f"{image.name}-rg",
@@ -60,6 +64,7 @@ def image_program(
         source = pool.storage_disks[0].id
         exports["workers"] = pool.workers
         exports["volume_id"] = source
+        exports[PINNED_EXPORT] = pinned_values(builder, None)
     else:
         if not kept_disk_id:
             raise ValueError("the keep stage needs the builder disk's ID")
@@ -77,6 +82,7 @@ def image_program(
             sku={"name": "Standard_LRS"},
             incremental=False,
             tags=tags,
+            opts=pulumi.ResourceOptions(custom_timeouts=SNAPSHOT_TIMEOUTS),
         )
         exports["image_id"] = snapshot.id
     for key, value in exports.items():

@@ -19,6 +19,7 @@ from typing import Any
 
 import pulumi
 from pulumi.runtime import settings as pulumi_settings
+from pulumi.runtime.mocks import MockMonitor
 
 Lookup = Callable[[str, Mapping[str, Any]], dict[str, Any]]
 """Answers a data-source call: ``(token, args) -> result`` (e.g. ``aws:ec2/getAmi:getAmi``)."""
@@ -35,6 +36,9 @@ class RecordedResource:
     name: str
     inputs: dict[str, Any]
     custom: bool
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    """The resource options' ``custom_timeouts`` as the engine receives them (``create``,
+    ``update``, ``delete``: Go durations such as ``2h``; only those set)."""
 
 
 @dataclass
@@ -50,12 +54,18 @@ class OfflineRun:
         return [r for r in self.resources if r.type == type_]
 
 
-def _stand_in_outputs(type_: str, name: str, index: int) -> dict[str, Any]:
+def _stand_in_outputs(
+    type_: str, name: str, index: int, inputs: Mapping[str, Any]
+) -> dict[str, Any]:
     """Computed outputs a real create would return, for types whose outputs programs read."""
     address = f"203.0.113.{10 + index % 240}"
     if type_ == "aws:ec2/instance:Instance":
+        devices = [
+            {**device, "volumeId": f"vol-{name}-{i}"}
+            for i, device in enumerate(inputs.get("ebsBlockDevices") or [])
+        ]
         return {"publicIp": address, "arn": f"arn:aws:ec2:offline:instance/{name}",
-                "availabilityZone": "zone-chosen-at-create"}
+                "availabilityZone": "zone-chosen-at-create", "ebsBlockDevices": devices}
     if type_ == "aws:iam/role:Role":
         return {"arn": f"arn:aws:iam::offline:role/{name}"}
     if type_ == "azure-native:network:PublicIPAddress":
@@ -69,14 +79,17 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def __init__(self, lookup: Lookup) -> None:
         self.lookup = lookup
         self.recorded: list[RecordedResource] = []
+        # Registrations run on executor threads: timeouts are handed over by type and name.
+        self.timeouts: dict[tuple[str, str], dict[str, str]] = {}
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         """Record the resource; echo its inputs as its state, plus stand-in computed outputs."""
         inputs = dict(args.inputs)
         self.recorded.append(
-            RecordedResource(type=args.typ, name=args.name, inputs=inputs, custom=bool(args.custom))
+            RecordedResource(type=args.typ, name=args.name, inputs=inputs, custom=bool(args.custom),
+                             custom_timeouts=self.timeouts.pop((args.typ, args.name), {}))
         )
-        state = {**inputs, **_stand_in_outputs(args.typ, args.name, len(self.recorded))}
+        state = {**inputs, **_stand_in_outputs(args.typ, args.name, len(self.recorded), inputs)}
         return f"{args.name}-id", state
 
     def call(  # type: ignore[override]
@@ -84,6 +97,24 @@ class RecordingMocks(pulumi.runtime.Mocks):
     ) -> dict[str, Any]:
         """Answer a data-source call (the mock monitor accepts a bare result, no failures)."""
         return self.lookup(args.token, dict(args.args))
+
+
+class RecordingMonitor(MockMonitor):
+    """The mock monitor, also handing each registration's ``customTimeouts`` to the mocks
+    (Pulumi's own mock monitor drops the resource options it does not pass on)."""
+
+    def __init__(self, mocks: RecordingMocks) -> None:
+        super().__init__(mocks)
+        self.recording = mocks
+
+    def RegisterResource(self, request: Any) -> Any:
+        """Note the request's custom timeouts, then register as the mock monitor does."""
+        timeouts = request.customTimeouts
+        self.recording.timeouts[(request.type, request.name)] = {
+            key: value for key in ("create", "update", "delete")
+            if (value := getattr(timeouts, key, ""))
+        }
+        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 
 
 def run_offline(
@@ -109,7 +140,9 @@ def run_offline(
     holder: dict[str, Any] = {}
     with _RUN_LOCK:
         pulumi_settings.ROOT.set(None)
-        pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False)
+        pulumi.runtime.set_mocks(
+            mocks, project=project, stack=stack, preview=False, monitor=RecordingMonitor(mocks)
+        )
         try:
 
             def body() -> Any:

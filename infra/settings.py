@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -97,6 +98,10 @@ class PoolSettings:
     indexes: tuple[int, ...] | None = None
     """The workers' numbers when they are not ``0..workers-1``: a repair that replaces a
     draining worker adds a new number before the old one is retired (:mod:`oa_vm.fleet`)."""
+    ami_id: str | None = None
+    """AWS: the host's Ubuntu AMI. None at create (the program looks up Canonical's newest);
+    every later update passes the one the create used (:data:`PINNED`), so a newer AMI published
+    in between replaces nothing."""
 
     def validate(self, *, allow_placeholders: bool = False) -> PoolSettings:
         """Check every field; return ``self`` so calls chain.
@@ -177,6 +182,43 @@ class PoolSettings:
         return [f"{self.name}-w{i}" for i in self.worker_indexes()]
 
 
+PINNED_EXPORT = "pinned"
+"""The stack output naming the inputs a program resolved at create and that must never change
+after (:func:`pinned_values`); the driver keeps them in the stack's config."""
+
+PINNED = ("ami", "image", "size", "disk_gb", "storage_gb")
+"""What is pinned: the host OS image (AWS AMI), the prepared image, the size and both disks.
+Any of them changing would replace every instance of the stack."""
+
+
+def pinned_values(settings: PoolSettings, ami: str | None) -> dict[str, str]:
+    """The values a program exports under :data:`PINNED_EXPORT` (``ami`` as resolved)."""
+    values = {
+        "ami": ami or "",
+        "image": settings.image_id or "",
+        "size": settings.size,
+        "disk_gb": str(settings.disk_gb),
+        "storage_gb": str(settings.storage_gb),
+    }
+    return {key: value for key, value in values.items() if value}
+
+
+def with_pinned(settings: PoolSettings, pinned: Mapping[str, str]) -> PoolSettings:
+    """``settings`` with every value the stack pinned at create put back (a later default, a
+    newer AMI or another image never reaches an existing stack)."""
+    changes: dict[str, object] = {}
+    if pinned.get("ami"):
+        changes["ami_id"] = pinned["ami"]
+    if pinned.get("image"):
+        changes["image_id"] = pinned["image"]
+    if pinned.get("size"):
+        changes["size"] = pinned["size"]
+    for key in ("disk_gb", "storage_gb"):
+        if str(pinned.get(key, "")).isdigit():
+            changes[key] = int(pinned[key])
+    return replace(settings, **changes)  # type: ignore[arg-type]
+
+
 LICENCE_DAYS = 90
 """Windows evaluation editions run 90 days from install; an image is refused after that."""
 
@@ -191,11 +233,16 @@ class ImageSettings:
         builder: the builder host, as a one-worker pool in ``build`` mode (its ``expires_at`` is
             the builder's own kill switch).
         created_at: when the build started (Windows is installed then).
+        waa_digest, base_digest: the digests of the WAA and dockur/windows images the builder
+            really used (from its image info); empty until it reported them. Only the
+            snapshot's tags read them: the builder's own inputs never change.
     """
 
     name: str
     builder: PoolSettings
     created_at: datetime
+    waa_digest: str = ""
+    base_digest: str = ""
 
     @property
     def licence_expires(self) -> datetime:

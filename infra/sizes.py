@@ -90,10 +90,19 @@ class UnsupportedSizeError(ValueError):
     """The size cannot run a nested KVM guest; the message lists sizes that can."""
 
 
+def aws_is_metal(size: str) -> bool:
+    """True for bare-metal types: ``m7i.metal``, but also ``m8i.metal-48xl``, ``c7i.metal-24xl``
+    (the part after the dot starts with ``metal``)."""
+    _family, _dot, rest = size.lower().partition(".")
+    return rest == "metal" or rest.startswith("metal-")
+
+
 def aws_nests_natively(size: str) -> bool:
-    """True for C8i/M8i/R8i (flex too): they need ``cpu_options.nested_virtualization``."""
+    """True for C8i/M8i/R8i (flex too) virtual types: they need
+    ``cpu_options.nested_virtualization``. Bare metal (``m8i.metal-48xl``) runs KVM itself and
+    takes no such option."""
     family = size.split(".", 1)[0].lower()
-    return family in AWS_NESTED_FAMILIES
+    return family in AWS_NESTED_FAMILIES and not aws_is_metal(size)
 
 
 def check_aws_size(size: str) -> str:
@@ -102,7 +111,7 @@ def check_aws_size(size: str) -> str:
     Raises:
         UnsupportedSizeError: neither a C8i/M8i/R8i type nor a ``.metal`` type.
     """
-    if aws_nests_natively(size) or size.lower().endswith(".metal"):
+    if aws_nests_natively(size) or aws_is_metal(size):
         return size
     raise UnsupportedSizeError(
         f"AWS size {size!r} cannot run WAA's nested Windows VM; use a C8i/M8i/R8i type "

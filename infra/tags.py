@@ -30,7 +30,9 @@ IMAGE = "oa-vm:image"
 IMAGE_CREATED = "oa-vm:created"
 IMAGE_WAA_DIGEST = "oa-vm:waa-image"
 IMAGE_LICENCE_EXPIRES = "oa-vm:licence-expires"
+IMAGE_BASE_DIGEST = "oa-vm:base-image"
 IMAGE_KEYS = (IMAGE, OWNER, IMAGE_CREATED, IMAGE_WAA_DIGEST, IMAGE_LICENCE_EXPIRES)
+"""The tags every image carries (``oa-vm:base-image`` too once the builder reported it)."""
 
 _AZURE_FORBIDDEN = set('<>%&\\?/')
 _RESERVED_PREFIXES = ("aws:", "microsoft", "azure", "windows")
@@ -76,13 +78,15 @@ def pool_tags(settings: PoolSettings) -> dict[str, str]:
 
 
 def image_tags(
-    image: str, owner: str, created: datetime, waa_image: str, licence_expires: datetime
+    image: str, owner: str, created: datetime, waa_image: str, licence_expires: datetime,
+    base_image: str = "",
 ) -> dict[str, str]:
     """Tags of a prepared image (the snapshot a pool's storage volumes are made from).
 
     ``waa_image`` is the WAA image reference the image was built from (a digest once the build
     reports it); ``licence_expires`` is when the Windows evaluation licence installed in the
-    image runs out (90 days after install).
+    image runs out (90 days after install); ``base_image`` the dockur/windows digest the worker
+    image was built on (left out when unknown).
     """
     tags = {
         IMAGE: clean_value(image),
@@ -91,6 +95,8 @@ def image_tags(
         IMAGE_WAA_DIGEST: clean_value(waa_image),
         IMAGE_LICENCE_EXPIRES: format_expiry(licence_expires),
     }
+    if base_image:
+        tags[IMAGE_BASE_DIGEST] = clean_value(base_image)
     for key in tags:
         check_key(key)
     return tags

@@ -75,31 +75,47 @@ def image_create(
     _echo(f"  oa-vm pool-create --cloud {cloud} --region {region}")
 
 
-def image_list(json_out: JsonOpt = False) -> None:
+def image_list(
+    cloud: Annotated[str | None, typer.Option(
+        help="aws or azure: also list the images the account holds (by their oa-vm:image "
+             "tags, a teammate's too), with the cloud's CLI.")] = None,
+    region: Annotated[str | None, typer.Option(
+        help="With --cloud: only this region (AWS: the region asked; default us-east-1).")
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
     """List prepared images: cloud, region, ID, size, created, licence expiry, $/month."""
-    from oa_vm import image_records, state
+    from oa_vm import image_records, images, state
 
-    records = image_records.list_records()
+    listed: list[tuple[image_records.ImageRecord, str | None]]
+    if cloud is None:
+        if region is not None:
+            raise OaVmError("--region needs --cloud (aws or azure)")
+        listed = [(r, None) for r in image_records.list_records()]
+    else:
+        found = images.list_images(images.cloud_provider(cloud), region)
+        listed = [(item.record, item.found) for item in found]
     if json_out:
         print_json([
-            {**r.to_json(), "expired": r.is_expired()} for r in records
+            {**r.to_json(), "expired": r.is_expired(), **({"found": where} if where else {})}
+            for r, where in listed
         ])
         return
-    if not records:
-        _echo("No images. Build one per region with: oa-vm image-create --cloud aws "
-              "--region us-east-1")
+    if not listed:
+        where_hint = f" in the {cloud} account" if cloud else ""
+        _echo(f"No images{where_hint}. Build one per region with: oa-vm image-create --cloud "
+              f"{cloud or 'aws'} --region {region or 'us-east-1'}")
         return
     rows = [
         [r.cloud, r.region, r.id, f"{r.size_gb} GB",
          (state.format_time(r.created_at) or "")[:16],
          (state.format_time(r.licence_expires) or "")[:10]
          + (" (EXPIRED)" if r.is_expired() else ""),
-         money(r.storage_usd_per_month), r.state]
-        for r in records
+         money(r.storage_usd_per_month), r.state, *([where] if cloud else [])]
+        for r, where in listed
     ]
-    _echo(render_table(
-        ["CLOUD", "REGION", "ID", "SIZE", "CREATED", "LICENCE EXPIRES", "$/MONTH", "STATE"], rows
-    ))
+    headers = ["CLOUD", "REGION", "ID", "SIZE", "CREATED", "LICENCE EXPIRES", "$/MONTH", "STATE"]
+    _echo(render_table(headers + (["FOUND"] if cloud else []), rows))
 
 
 def image_delete(

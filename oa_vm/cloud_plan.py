@@ -42,7 +42,7 @@ NOT_PRICED = {
         "the image's snapshot while kept (see oa-vm image-list)",
     ],
     "azure": [
-        "OS and storage disks (about $0.08-0.15/GB-month by type)",
+        "OS and storage disks (billed by tier, not by GB: see the disks note)",
         "Standard public IPs (about $0.005/h each)",
         "traffic out of Azure",
         "the image's snapshot while kept (see oa-vm image-list)",
@@ -62,6 +62,30 @@ BILLS_AFTER_EXPIRY = {
         "the image's snapshot stays until oa-vm image-delete",
     ],
 }
+
+
+def disks_note(cloud: str, size: str, disk_gb: int, storage_gb: int, workers: int = 1) -> str:
+    """One line: what the workers' two disks cost per month (AWS gp3 by the GB; Azure by the
+    tier each disk falls in: a 160 GB OS disk bills as P15, 256 GiB)."""
+    from infra.sizes import azure_disk_type
+    from oa_vm.pool_cost import azure_disk_tier, disk_price_per_month
+
+    if cloud == "azure":
+        kind = azure_disk_type(size)
+        parts = []
+        for label, gb in (("OS disk", disk_gb), ("storage disk", storage_gb)):
+            tier, gib, usd = azure_disk_tier(gb, kind)
+            parts.append(f"{label} {gb} GB bills as {tier} ({gib} GiB, ${usd:.2f}/month)")
+        monthly = sum(azure_disk_tier(gb, kind)[2] for gb in (disk_gb, storage_gb))
+        detail = "; ".join(parts)
+    else:
+        monthly = sum(disk_price_per_month(cloud, gb) for gb in (disk_gb, storage_gb))
+        detail = f"{disk_gb} + {storage_gb} GB gp3 at ${monthly / (disk_gb + storage_gb):.2f}/GB"
+    return (
+        f"disks: {detail}: ${monthly:.2f}/month per worker"
+        + (f", ${monthly * workers:.2f}/month for {workers}" if workers > 1 else "")
+        + ", billed while they exist"
+    )
 
 
 def minutes(seconds: float) -> str:

@@ -39,7 +39,7 @@ from typing import Any, Protocol
 
 from oa_vm import api, state
 from oa_vm.errors import InvalidInputError, PoolNotReadyError, ProviderUnavailableError
-from oa_vm.pool_cost import paused_price_per_day
+from oa_vm.pool_cost import paused_price_of
 from oa_vm.providers import get_provider
 from oa_vm.providers.base import Progress, no_progress
 from oa_vm.state import PoolRecord, PoolState, WorkerState
@@ -135,16 +135,6 @@ def _load(name: str | None) -> PoolRecord:
     return record
 
 
-def _disk_gb(record: PoolRecord) -> int:
-    """Gigabytes of disk each worker keeps while paused: its OS disk and its storage volume."""
-    total = 0
-    for key in ("disk_gb", "storage_gb"):
-        value = record.settings.get(key)
-        if isinstance(value, int | float) and value > 0:
-            total += int(value)
-    return total or 128
-
-
 def pause_pool(
     name: str | None,
     *,
@@ -205,7 +195,7 @@ def _pause(record: PoolRecord, ops: FleetOps, keep_days: float,
     pauses = list(record.provider_data.get("pauses") or [])
     pauses.append({
         "from": state.format_time(now), "to": None,
-        "per_day": paused_price_per_day(record.cloud, len(record.workers), _disk_gb(record)),
+        "per_day": paused_price_of(record),
     })
     record.provider_data["pauses"] = pauses
     record.expires_at = now + timedelta(days=keep_days)

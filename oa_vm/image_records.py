@@ -49,6 +49,8 @@ class ImageRecord:
         project, stack: the image's Pulumi stack.
         volume_id: the builder volume the snapshot was taken of (the snapshot's fixed input).
         storage_usd_per_month: what keeping the image costs (estimate), or None.
+        base_image: the dockur/windows image the worker image was built on (its digest once
+            the build reports it).
     """
 
     id: str
@@ -67,6 +69,7 @@ class ImageRecord:
     volume_id: str | None = None
     storage_usd_per_month: float | None = None
     detail: str | None = None
+    base_image: str = ""
     version: int = IMAGE_SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -13,6 +13,7 @@ Nothing prints here; progress goes to a callback, errors are :mod:`oa_vm.errors`
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -26,6 +27,7 @@ from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, Progress,
 if TYPE_CHECKING:
     from infra.settings import ImageSettings
     from oa_vm.providers.pulumi_provider import PulumiCloudProvider
+    from oa_vm.shared_images import ListedImage
 
 BUILDER_TTL = timedelta(seconds=cloud_plan.BUILD_READY_S * 2)
 """The builder's own expiry: it ends itself after this even if oa-vm is gone."""
@@ -153,6 +155,9 @@ def plan_image(
         "whatever happens",
         f"keeping the image costs about ${monthly:.2f}/month "
         f"({image.builder.storage_gb} GB snapshot at most)",
+        cloud_plan.disks_note(
+            provider.name, image.builder.size, image.builder.disk_gb, image.builder.storage_gb
+        ),
         "IDs and addresses shown are placeholders until create",
     ]
     return Plan(
@@ -213,6 +218,7 @@ def create_image(
         InvalidInputError: a bad size or CIDR.
         ProvisioningError: the build failed (what was made is removed, unless it says so).
     """
+    from infra.settings import with_pinned
     from oa_vm import sshkeys
     from oa_vm.providers.pulumi_driver import EngineError, classify_failure, ensure_passphrase
     from oa_vm.providers.pulumi_driver import stack_ref as make_ref
@@ -237,7 +243,8 @@ def create_image(
     record = ImageRecord(
         id=image.name, cloud=provider.name, region=region, state=image_records.BUILDING,
         size_gb=image.builder.storage_gb, created_at=now, licence_expires=image.licence_expires,
-        waa_image=image.builder.waa_image, builder_size=image.builder.size,
+        waa_image=image.builder.waa_image, base_image=image.builder.base_image,
+        builder_size=image.builder.size,
         project=ref.project, stack=ref.stack, owner=owner,
         storage_usd_per_month=_storage_per_month(provider.name, image.builder.storage_gb),
     )
@@ -254,6 +261,13 @@ def create_image(
         step = "wait"
         info = wait(record, outputs, progress)
         record.waa_image = info.get("waa_image") or record.waa_image
+        record.base_image = info.get("base_image") or record.base_image
+        # The builder's inputs as the first update resolved them (its AMI: a newer one now would
+        # replace the builder), and the digests it really used, for the snapshot's tags.
+        image = dataclasses.replace(
+            image, builder=with_pinned(image.builder, provider.driver.pinned(ref)),
+            waa_digest=info.get("waa_image", ""), base_digest=info.get("base_image", ""),
+        )
         step = "snapshot"
         progress(f"image {image.name}: snapshotting the storage volume")
         volume_id = str(outputs["volume_id"])
@@ -305,6 +319,43 @@ def _forget_builder_key(image_id: str) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def list_images(
+    provider: PulumiCloudProvider, region: str | None = None
+) -> list[ListedImage]:
+    """The images of ``provider``'s cloud (in ``region``, if given): local records and those
+    the account holds by their ``oa-vm:image`` tags (a teammate's), each marked where it was
+    found; newest first.
+
+    Raises:
+        ProviderUnavailableError: the cloud's CLI (``aws``/``az``) is not installed.
+        ProvisioningError: the CLI failed (one line with its last words).
+    """
+    import subprocess
+
+    from oa_vm.errors import ProviderUnavailableError
+    from oa_vm.shared_images import merge
+
+    cli = "aws" if provider.name == "aws" else "az"
+    if provider.image_lister is None:
+        raise ProviderUnavailableError(
+            f"listing the images of the {provider.name} account needs the '{cli}' CLI, logged "
+            "in; without --cloud, image-list shows this machine's images"
+        )
+    local = [r for r in image_records.list_records()
+             if r.cloud == provider.name and (region is None or r.region == region)]
+    try:
+        found = provider.image_lister(region)
+    except subprocess.CalledProcessError as exc:
+        words = (exc.stderr or "").strip().splitlines()
+        raise ProvisioningError(
+            f"'{cli}' could not list the account's snapshots: "
+            f"{words[-1] if words else f'exit code {exc.returncode}'}"
+        ) from exc
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        raise ProvisioningError(f"'{cli}' could not list the account's snapshots: {exc}") from exc
+    return merge(local, found)
+
+
 def delete_image(
     image_id: str, provider: PulumiCloudProvider | None = None, progress: Progress = no_progress
 ) -> CleanupReport:
@@ -336,6 +387,9 @@ def follow_builder(
 ) -> dict[str, str]:
     """Follow the builder over SSH until its status file says ``built`` (the real wait).
 
+    The builder is the first of ``outputs["workers"]`` (``public_ip``, ``ssh_user`` and, when
+    not 22, ``ssh_port``); its key is the image's own (:func:`oa_vm.sshkeys.key_path`).
+
     Raises:
         ProvisioningError: the builder reported a failed step, or the deadline passed.
     """
@@ -348,8 +402,8 @@ def follow_builder(
     worker = workers[0]
     from oa_vm.sshkeys import key_path
 
-    ssh = SshEndpoint(host=str(worker["public_ip"]), port=22, user=str(worker["ssh_user"]),
-                      key_path=str(key_path(record.id)))
+    ssh = SshEndpoint(host=str(worker["public_ip"]), port=int(worker.get("ssh_port") or 22),
+                      user=str(worker["ssh_user"]), key_path=str(key_path(record.id)))
     return follow_status(
         ssh, state.pool_dir(record.id) / "known_hosts", name=f"{record.id}-builder",
         timeout_s=cloud_plan.BUILD_READY_S * cloud_plan.WAIT_MARGIN, progress=progress,

@@ -13,8 +13,15 @@ few percent at most):
 - AWS EBS gp3: $0.08 per GB-month (us-east-1), https://aws.amazon.com/ebs/pricing/. A stopped
   instance keeps its volumes and releases its automatic public IPv4 address, which is then not
   billed (https://aws.amazon.com/vpc/pricing/: $0.005 per hour only while in use).
-- Azure Premium SSD P10 (128 GiB): $19.71 per month (East US),
-  https://azure.microsoft.com/pricing/details/managed-disks/; a Standard static public IP is
+- Azure managed disks bill by tier, not by GB: a disk is billed as the smallest tier that
+  holds it (a 160 GB disk as P15, 256 GiB), https://learn.microsoft.com/azure/virtual-machines/
+  disks-understand-billing. Premium SSD (East US): P10 128 GiB $19.71, P15 256 GiB $38.01,
+  P20 512 GiB $73.22, P30 1 TiB $135.17, P40 2 TiB $259.05, P50 4 TiB $495.57 per month;
+  Standard SSD (sizes without ``s``, :func:`infra.sizes.azure_disk_type`): E10 $9.60, E15
+  $19.20, E20 $38.40, E30 $76.80, E40 $153.60, E50 $307.20,
+  https://azure.microsoft.com/pricing/details/managed-disks/. Disks of 128 GiB or less are
+  priced as the 128 GiB tier (the pools' disks are never smaller than 64 GB): an estimate that
+  never comes out below the bill. A Standard static public IP is
   billed while allocated, deallocated VM or not: $0.005 per hour,
   https://azure.microsoft.com/pricing/details/ip-addresses/.
 """
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from infra.sizes import PREMIUM_SSD, STANDARD_SSD, azure_disk_type
 from oa_vm import state
 from oa_vm.state import PoolRecord
 
@@ -33,24 +41,83 @@ if TYPE_CHECKING:
 
 HOURS_PER_MONTH = 730.0
 AWS_GP3_PER_GB_MONTH = 0.08
-AZURE_P10_PER_MONTH = 19.71  # 128 GiB Premium SSD, the pools' OS disk
+AZURE_P10_PER_MONTH = 19.71  # 128 GiB Premium SSD
 AZURE_P10_GB = 128
 AZURE_STATIC_IP_PER_HOUR = 0.005
+AZURE_PREMIUM = PREMIUM_SSD
+AZURE_STANDARD_SSD = STANDARD_SSD
+AZURE_DISK_TIERS: dict[str, tuple[tuple[str, int, float], ...]] = {
+    # (tier, GiB, $/month), smallest first
+    AZURE_PREMIUM: (
+        ("P10", 128, 19.71), ("P15", 256, 38.01), ("P20", 512, 73.22), ("P30", 1024, 135.17),
+        ("P40", 2048, 259.05), ("P50", 4096, 495.57),
+    ),
+    AZURE_STANDARD_SSD: (
+        ("E10", 128, 9.60), ("E15", 256, 19.20), ("E20", 512, 38.40), ("E30", 1024, 76.80),
+        ("E40", 2048, 153.60), ("E50", 4096, 307.20),
+    ),
+}
 
 
-def paused_price_per_day(cloud: str, workers: int, disk_gb: int = 128) -> float:
+def azure_disk_tier(size_gb: int, disk_type: str = AZURE_PREMIUM) -> tuple[str, int, float]:
+    """The tier an Azure disk of ``size_gb`` bills as: ``(name, GiB, $/month)`` (160 -> P15).
+
+    Raises:
+        ValueError: a disk larger than the biggest tier listed, or an unknown disk type.
+    """
+    tiers = AZURE_DISK_TIERS.get(disk_type)
+    if tiers is None:
+        raise ValueError(f"no tier prices for Azure disk type {disk_type!r}")
+    for tier in tiers:
+        if size_gb <= tier[1]:
+            return tier
+    raise ValueError(f"an Azure disk of {size_gb} GiB is beyond the tiers priced here")
+
+
+def disk_price_per_month(cloud: str, size_gb: int, disk_type: str = AZURE_PREMIUM) -> float:
+    """What one disk of ``size_gb`` costs per month: by the GB on AWS (gp3), by the tier on
+    Azure (``disk_type`` picks Premium or Standard SSD); 0 elsewhere."""
+    if cloud == "aws":
+        return size_gb * AWS_GP3_PER_GB_MONTH
+    if cloud == "azure":
+        return azure_disk_tier(size_gb, disk_type)[2]
+    return 0.0
+
+
+def paused_price_per_day(
+    cloud: str, workers: int, disk_gb: int = 128, *, disks: tuple[int, ...] | None = None,
+    disk_type: str = AZURE_PREMIUM,
+) -> float:
     """Dollars per day for a paused pool of ``workers`` on ``cloud``: disks and addresses only.
 
-    A local pool rents nothing, so it costs nothing paused.
+    ``disks`` are one worker's disk sizes (OS disk, storage); without them one disk of
+    ``disk_gb``. Azure bills each disk by its tier, so the sizes must be given apart. A local
+    pool rents nothing, so it costs nothing paused.
     """
-    if cloud == "aws":
-        per_worker = disk_gb * AWS_GP3_PER_GB_MONTH * 24.0 / HOURS_PER_MONTH
-    elif cloud == "azure":
-        disk = AZURE_P10_PER_MONTH * max(1.0, disk_gb / AZURE_P10_GB) * 24.0 / HOURS_PER_MONTH
-        per_worker = disk + AZURE_STATIC_IP_PER_HOUR * 24.0
-    else:
-        per_worker = 0.0
+    sizes = disks if disks else (disk_gb,)
+    if cloud not in ("aws", "azure"):
+        return 0.0
+    monthly = sum(disk_price_per_month(cloud, size, disk_type) for size in sizes)
+    per_worker = monthly * 24.0 / HOURS_PER_MONTH
+    if cloud == "azure":
+        per_worker += AZURE_STATIC_IP_PER_HOUR * 24.0
     return per_worker * workers
+
+
+def paused_price_of(record: PoolRecord) -> float:
+    """:func:`paused_price_per_day` for a pool record: its workers, each with its OS disk and
+    storage volume (from the record's settings), of the disk type its size takes."""
+    disks = tuple(
+        int(value) for key in ("disk_gb", "storage_gb")
+        if isinstance(value := record.settings.get(key), int | float) and value > 0
+    )
+    disk_type = AZURE_PREMIUM
+    size = record.settings.get("size")
+    if record.cloud == "azure" and isinstance(size, str):
+        disk_type = azure_disk_type(size)
+    return paused_price_per_day(
+        record.cloud, len(record.workers), disks=disks or (128,), disk_type=disk_type
+    )
 
 
 def pauses(record: PoolRecord) -> list[dict[str, Any]]:

@@ -11,10 +11,11 @@ import shutil
 import subprocess
 from typing import Any
 
+from oa_vm.image_records import ImageRecord
 from oa_vm.providers.base import CleanupReport, Progress
 from oa_vm.providers.cloud_wait import RemoteRunner
 from oa_vm.providers.pulumi_driver import Engine, Lister
-from oa_vm.providers.pulumi_provider import CloudInfo, PulumiCloudProvider
+from oa_vm.providers.pulumi_provider import CloudInfo, ImageLister, PulumiCloudProvider
 from oa_vm.state import PoolRecord
 
 LIST_TIMEOUT_S = 60.0
@@ -30,6 +31,30 @@ def _check_size(size: str) -> str:
     return check_aws_size(size)
 
 
+def aws_cli_json(region: str, args: list[str]) -> Any:
+    """``aws ARGS --region R --output json``, parsed (fixed argv, no shell).
+
+    Raises:
+        subprocess.CalledProcessError, subprocess.TimeoutExpired: the CLI failed or hung.
+    """
+    done = subprocess.run(
+        ["aws", *args, "--region", region, "--output", "json"],
+        capture_output=True, text=True, timeout=LIST_TIMEOUT_S, check=True,
+    )
+    return json.loads(done.stdout or "{}")
+
+
+def aws_cli_image_lister(region: str | None) -> list[ImageRecord]:
+    """The account's own snapshots tagged ``oa-vm:image`` in ``region`` (the default region
+    when None: EBS snapshots are regional), as image records."""
+    from oa_vm.shared_images import aws_snapshots
+
+    where = region or "us-east-1"
+    data = aws_cli_json(where, ["ec2", "describe-snapshots", "--owner-ids", "self",
+                                "--filters", "Name=tag-key,Values=oa-vm:image"])
+    return aws_snapshots(data, where)
+
+
 def aws_cli_lister(region: str) -> Lister:
     """Lists what AWS still holds tagged ``oa-vm:pool=<pool>`` in ``region`` with the ``aws`` CLI.
 
@@ -38,11 +63,7 @@ def aws_cli_lister(region: str) -> Lister:
     """
 
     def run(args: list[str]) -> Any:
-        done = subprocess.run(
-            ["aws", *args, "--region", region, "--output", "json"],
-            capture_output=True, text=True, timeout=LIST_TIMEOUT_S, check=True,
-        )
-        return json.loads(done.stdout or "{}")
+        return aws_cli_json(region, args)
 
     def lister(pool: str) -> list[str]:
         tagged = run(["resourcegroupstaggingapi", "get-resources",
@@ -72,6 +93,7 @@ class AwsProvider(PulumiCloudProvider):
         engine: Engine | None = None,
         lister: Lister | None = None,
         remote: RemoteRunner | None = None,
+        image_lister: ImageLister | None = None,
     ) -> None:
         from infra.sizes import AWS_DEFAULT_SIZE
 
@@ -98,6 +120,10 @@ class AwsProvider(PulumiCloudProvider):
             engine=engine,
             lister=lister,
             remote=remote,
+            # A teammate's images are found with the CLI when it is installed.
+            image_lister=image_lister if image_lister is not None else (
+                aws_cli_image_lister if shutil.which("aws") else None
+            ),
         )
         self._explicit_lister = lister is not None
 

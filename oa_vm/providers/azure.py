@@ -11,10 +11,11 @@ import shutil
 import subprocess
 
 from oa_vm.errors import InvalidInputError
+from oa_vm.image_records import ImageRecord
 from oa_vm.providers.base import CleanupReport, PoolSpec, Progress
 from oa_vm.providers.cloud_wait import RemoteRunner
 from oa_vm.providers.pulumi_driver import Engine, Lister
-from oa_vm.providers.pulumi_provider import CloudInfo, PulumiCloudProvider
+from oa_vm.providers.pulumi_provider import CloudInfo, ImageLister, PulumiCloudProvider
 from oa_vm.state import PoolRecord
 
 LIST_TIMEOUT_S = 60.0
@@ -25,6 +26,18 @@ def _check_size(size: str) -> str:
     from infra.sizes import check_azure_size
 
     return check_azure_size(size)
+
+
+def az_cli_image_lister(region: str | None) -> list[ImageRecord]:
+    """The subscription's snapshots tagged ``oa-vm:image`` (of ``region``; None: every
+    location), as image records, asked with ``az snapshot list``."""
+    from oa_vm.shared_images import azure_snapshots
+
+    done = subprocess.run(
+        ["az", "snapshot", "list", "-o", "json"],
+        capture_output=True, text=True, timeout=LIST_TIMEOUT_S, check=True,
+    )
+    return azure_snapshots(json.loads(done.stdout or "[]"), region)
 
 
 def az_cli_lister(pool: str) -> list[str]:
@@ -45,6 +58,7 @@ class AzureProvider(PulumiCloudProvider):
         engine: Engine | None = None,
         lister: Lister | None = None,
         remote: RemoteRunner | None = None,
+        image_lister: ImageLister | None = None,
     ) -> None:
         from infra.sizes import AZURE_DEFAULT_SIZE
 
@@ -69,6 +83,10 @@ class AzureProvider(PulumiCloudProvider):
             engine=engine,
             lister=lister,
             remote=remote,
+            # A teammate's images are found with the CLI when it is installed.
+            image_lister=image_lister if image_lister is not None else (
+                az_cli_image_lister if shutil.which("az") else None
+            ),
         )
         self._explicit_lister = lister is not None
 

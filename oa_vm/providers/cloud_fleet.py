@@ -119,6 +119,11 @@ class CloudFleetOps:
             spec, region, public_key, list(spec.allow_cidrs), plan=False,
             image_id=image.get("cloud_id") or None, disk_gb=settings.get("disk_gb"),
         )
+        ref = self.provider._ref(record)
+        # What the create resolved (the AMI above all): a newer one must replace nothing.
+        from infra.settings import with_pinned
+
+        program_settings = with_pinned(program_settings, self.provider.driver.pinned(ref))
         indexes = settings.get("worker_indexes")
         if indexes:  # a repair added or retired workers: these numbers, no other
             program_settings = dataclasses.replace(
@@ -137,7 +142,6 @@ class CloudFleetOps:
 
         key = self.provider.info.region_config
         config: Mapping[str, str] = {key: region} if key else {}
-        ref = self.provider._ref(record)
         try:
             outputs: dict[str, Any] = self.provider.driver._with_recovery(
                 ref, progress, lambda: self.provider.engine.up(ref, program, config, progress)

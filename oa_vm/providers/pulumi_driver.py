@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from infra.settings import PINNED_EXPORT
 from oa_vm import state
 from oa_vm.errors import ProviderUnavailableError, ProvisioningError
 from oa_vm.providers.base import CleanupReport, Progress
@@ -162,9 +163,21 @@ class Engine(Protocol):
         """Locks currently held on the stack."""
         ...
 
+    def get_config(self, ref: StackRef) -> dict[str, str]:
+        """The stack's config, ``{"<namespace>:<key>": value}`` (empty for a new stack)."""
+        ...
+
+    def set_config(self, ref: StackRef, values: Mapping[str, str]) -> None:
+        """Add or overwrite these config values of the (existing) stack; others stay."""
+        ...
+
     def remove_lock(self, ref: StackRef, lock: LockInfo) -> None:
         """Delete one lock (only ever called for a lock whose process is gone)."""
         ...
+
+
+PINNED_PREFIX = "oa-vm:pinned-"
+"""Stack config keys of the values a program resolved at create (``oa-vm:pinned-ami``...)."""
 
 
 # --- pure decisions ----------------------------------------------------------------------------
@@ -402,6 +415,33 @@ class PulumiDriver:
             self.recover(ref, progress)
             return action()
 
+    # -- pinned inputs -------------------------------------------------------------------------
+
+    def pinned(self, ref: StackRef) -> dict[str, str]:
+        """What the stack pinned at create (``{"ami": ..., "size": ...}``; empty: no stack, or
+        one made before pinning). Later updates build their program from these."""
+        if not self.engine.stack_exists(ref):
+            return {}
+        config = self.engine.get_config(ref)
+        return {
+            key.removeprefix(PINNED_PREFIX): value
+            for key, value in config.items() if key.startswith(PINNED_PREFIX) and value
+        }
+
+    def _pin(self, ref: StackRef, outputs: Mapping[str, Any]) -> None:
+        """Keep the program's ``pinned`` output in the stack's config: resolved once, never
+        overwritten (a value already pinned stays, whatever the program resolved now)."""
+        values = outputs.get(PINNED_EXPORT)
+        if not isinstance(values, Mapping):
+            return
+        known = self.pinned(ref)
+        new = {
+            f"{PINNED_PREFIX}{key}": str(value)
+            for key, value in values.items() if value and key not in known
+        }
+        if new:
+            self.engine.set_config(ref, new)
+
     # -- create --------------------------------------------------------------------------------
 
     def create(
@@ -442,6 +482,7 @@ class PulumiDriver:
                         "what was made there has been removed"
                     ) from exc
                 continue
+            self._pin(ref, outputs)
             return CreateResult(region=region, outputs=dict(outputs), tried=tried, notes=notes)
         self._forget(ref)
         summary = "; ".join(f"{region}: {reason}" for region, reason in tried)
@@ -488,6 +529,7 @@ class PulumiDriver:
         outputs = self._with_recovery(
             ref, progress, lambda: self.engine.up(ref, program, config, progress)
         )
+        self._pin(ref, outputs)
         return dict(outputs)
 
     # -- refresh -------------------------------------------------------------------------------
@@ -685,6 +727,21 @@ class AutomationEngine:
             version=deployment.get("version", 3), deployment=deployment.get("deployment")
         )
         self._call(lambda: stack.import_stack(value))
+
+    def get_config(self, ref: StackRef) -> dict[str, str]:
+        """``pulumi config --json`` of the stack."""
+        stack = self._stack(ref)
+        config = self._call(stack.get_all_config)
+        return {key: str(item.value) for key, item in config.items()}
+
+    def set_config(self, ref: StackRef, values: Mapping[str, str]) -> None:
+        """``pulumi config set-all``."""
+        from pulumi import automation as auto
+
+        stack = self._stack(ref)
+        self._call(lambda: stack.set_all_config(
+            {key: auto.ConfigValue(value=value) for key, value in values.items()}
+        ))
 
     def _lock_dir(self, ref: StackRef) -> Path:
         # The file backend keeps one JSON file per lock under .pulumi/locks/<org>/<project>/<stack>.

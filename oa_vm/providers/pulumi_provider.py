@@ -8,6 +8,7 @@ Nothing heavy is imported at module import: Pulumi and the cloud SDKs load insid
 from __future__ import annotations
 
 import importlib
+import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,7 +31,13 @@ from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, Worker
 if TYPE_CHECKING:
     from infra.settings import PoolSettings
 
+ImageLister = Callable[[str | None], list[image_records.ImageRecord]]
+"""Asks the cloud account for images tagged ``oa-vm:image`` (of a region; None: the default or
+every region), as records (:mod:`oa_vm.shared_images`)."""
+
 RAW_IMAGE_PREFIXES = ("snap-", "/subscriptions/")
+IMAGE_FROM_ACCOUNT = "looked-up-in-the-account-at-create"
+"""An offline plan's stand-in for an image named by ID that has no local record."""
 """Cloud snapshot IDs accepted by ``--image`` without an oa-vm record (EBS, Azure)."""
 
 
@@ -40,11 +47,13 @@ class ChosenImage:
 
     cloud_id: str
     record: image_records.ImageRecord | None = None
+    name: str | None = None
+    """The oa-vm ID asked for when the record is not known yet (an offline plan)."""
 
     def describe(self) -> dict[str, Any]:
         """What a plan shows about the image."""
         if self.record is None:
-            return {"id": self.cloud_id, "cloud_id": self.cloud_id}
+            return {"id": self.name or self.cloud_id, "cloud_id": self.cloud_id}
         return {
             "id": self.record.id,
             "cloud_id": self.record.cloud_id,
@@ -100,6 +109,8 @@ class PulumiCloudProvider:
         lister: asks the cloud what is still tagged with a pool (None: cleanup gives the
             command to check by hand).
         remote: runs readiness commands on workers over SSH (see ``cloud_wait``).
+        image_lister: finds the account's tagged images (a teammate's); None: local records
+            only.
     """
 
     poll_interval_s = 15.0
@@ -112,8 +123,10 @@ class PulumiCloudProvider:
         engine: Engine | None = None,
         lister: Lister | None = None,
         remote: RemoteRunner | None = None,
+        image_lister: ImageLister | None = None,
     ) -> None:
         self.info = info
+        self.image_lister = image_lister
         self.name = info.name
         self.engine: Engine = engine or AutomationEngine()
         self.lister = lister
@@ -187,8 +200,14 @@ class PulumiCloudProvider:
 
     # -- images --------------------------------------------------------------------------------
 
-    def choose_image(self, spec: PoolSpec, region: str) -> ChosenImage | None:
+    def choose_image(
+        self, spec: PoolSpec, region: str, *, look_in_account: bool = True
+    ) -> ChosenImage | None:
         """The image for a pool in ``region``: ``spec.image``, else the newest ready one there.
+
+        A named image without a local record is looked for in the account by its tags (a
+        teammate's, :mod:`oa_vm.shared_images`), unless ``look_in_account`` is False (offline
+        plans: it is then looked up at create).
 
         Raises:
             InvalidInputError: the named image is unknown, of another cloud or region, not
@@ -204,7 +223,10 @@ class PulumiCloudProvider:
                         f"{self.name} snapshots"
                     )
                 return ChosenImage(spec.image)
-            record = image_records.load(image_records.check_image_id(spec.image))
+            record = self._named_image(image_records.check_image_id(spec.image), region,
+                                       look_in_account=look_in_account)
+            if record is None:  # an offline plan: the account is asked at create
+                return ChosenImage(IMAGE_FROM_ACCOUNT, None, spec.image)
             if (record.cloud, record.region) != (self.name, region):
                 raise InvalidInputError(
                     f"image {record.id!r} is in {record.cloud} {record.region}, not "
@@ -215,6 +237,38 @@ class PulumiCloudProvider:
             return ChosenImage(str(record.cloud_id), record)
         newest = image_records.newest_ready(self.name, region)
         return ChosenImage(str(newest.cloud_id), newest) if newest else None
+
+    def _named_image(
+        self, image_id: str, region: str, *, look_in_account: bool
+    ) -> image_records.ImageRecord | None:
+        """The local record of ``image_id``, else the account's image of that ID in ``region``
+        (None: not looked for, offline).
+
+        Raises:
+            ImageNotFoundError: neither here nor in the account.
+        """
+        from oa_vm.shared_images import find
+
+        try:
+            return image_records.load(image_id)
+        except image_records.ImageNotFoundError as exc:
+            if self.image_lister is None:
+                raise
+            if not look_in_account:
+                return None
+            try:
+                found = find(self.image_lister, image_id, region)
+            except (OSError, subprocess.SubprocessError, ValueError) as failed:
+                raise image_records.ImageNotFoundError(
+                    f"{exc}; asking {self.name} for a shared image failed too ({failed})"
+                ) from failed
+            if found is None:
+                raise image_records.ImageNotFoundError(
+                    f"{exc}; nor does the {self.name} account hold an image tagged "
+                    f"oa-vm:image={image_id} in {region} (see 'oa-vm image-list --cloud "
+                    f"{self.name} --region {region}')"
+                ) from None
+            return found
 
     def _check_usable(self, record: image_records.ImageRecord) -> None:
         if record.state != image_records.READY or not record.cloud_id:
@@ -267,7 +321,7 @@ class PulumiCloudProvider:
 
         regions = self._regions(spec)
         cidrs = list(spec.allow_cidrs) or [CALLER_CIDR_PLACEHOLDER]
-        chosen = self.choose_image(spec, regions[0])
+        chosen = self.choose_image(spec, regions[0], look_in_account=False)
         image_id = chosen.cloud_id if chosen else IMAGE_PLACEHOLDER
         settings = self._settings(
             spec, regions[0], SSH_KEY_PLACEHOLDER, cidrs, plan=True, image_id=image_id
@@ -303,6 +357,9 @@ class PulumiCloudProvider:
             notes.append(
                 f"regions tried in order on capacity or quota errors: {', '.join(regions)}"
             )
+        notes.append(cloud_plan.disks_note(
+            self.name, settings.size, settings.disk_gb, settings.storage_gb, spec.workers
+        ))
         notes.append("IDs and addresses shown are placeholders until create")
         notes.extend(self.info.notes)
         if chosen is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,3 +173,114 @@ def test_an_image_builder_is_followed_until_built(
             ssh, tmp_path / "known_hosts", name="img-builder", timeout_s=60,
             progress=lines.append, commands=RemoteCommands(status_file=str(status)), poll_s=0.05,
         )
+
+
+# -- images.follow_builder: the image build's real wait ------------------------------------------
+
+
+@pytest.fixture
+def builder_host(tmp_path: Path) -> Iterator[HostSshServer]:
+    """A host whose sessions find the bootstrap's files where ``lib.sh`` puts them under
+    ``OA_VM_STATE_DIR`` (the wait's default paths, nothing passed in)."""
+    if not sshd_support.sshd_available():
+        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    fake_state, host_state = tmp_path / "fake", tmp_path / "host-state"
+    fake_state.mkdir()
+    host_state.mkdir()
+    server = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "bin"), fake_state,
+                           OA_VM_STATE_DIR=str(host_state))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _builder(host: HostSshServer) -> tuple[Any, dict[str, Any]]:
+    """An image record as create_image writes it, its key where the image's key lives, and the
+    build stage's outputs pointing at the test host."""
+    import shutil
+    from datetime import timedelta
+
+    from oa_vm import image_records, sshkeys
+
+    image_id = "waa-us-east-1-20261201-0900"
+    key = sshkeys.key_path(image_id)
+    key.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(host.client_key, key)
+    key.chmod(0o600)
+    now = state.utcnow()
+    record = image_records.ImageRecord(
+        id=image_id, cloud="aws", region="us-east-1", state=image_records.BUILDING, size_gb=96,
+        created_at=now, licence_expires=now + timedelta(days=90),
+        waa_image="windowsarena/winarena:latest", builder_size="m8i.2xlarge",
+        project="oa-vm-aws-images", stack=image_id,
+    )
+    outputs = {"workers": [{"name": f"{image_id}-builder-w0", "public_ip": host.host,
+                            "ssh_port": host.port, "ssh_user": host.user,
+                            "instance_id": "i-0builder"}]}
+    return record, outputs
+
+
+def test_follow_builder_waits_for_built_and_returns_both_digests(
+    builder_host: HostSshServer, oa_home: Path
+) -> None:
+    from oa_vm import images
+
+    folder = Path(builder_host.env["OA_VM_STATE_DIR"])
+    _status(folder / "status", "done", "built", "Windows installed and shut down")
+    (folder / "image-info").write_text(
+        "waa_image=windowsarena/winarena@sha256:0123\n"
+        "base_image=dockurr/windows@sha256:4567\nbuilt=2026-12-01T10:40:00Z\n"
+    )
+    set_outcomes(builder_host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000")
+    record, outputs = _builder(builder_host)
+    lines: list[str] = []
+    info = images.follow_builder(record, outputs, lines.append)
+    assert info["waa_image"] == "windowsarena/winarena@sha256:0123"
+    assert info["base_image"] == "dockurr/windows@sha256:4567"
+    # The host key was pinned beside the image's key.
+    assert (state.pool_dir(record.id) / "known_hosts").read_text().strip()
+
+
+@pytest.mark.parametrize(
+    ("state_", "step", "message", "expected"),
+    [
+        # A host that booted as a pool worker (ready) is not a built image.
+        ("done", "ready", "WAA answers", "finished as 'ready', not 'built'"),
+        ("failed", "install", "Windows never answered /probe", "failed at install"),
+    ],
+)
+def test_follow_builder_refuses_anything_but_built(
+    builder_host: HostSshServer, oa_home: Path, state_: str, step: str, message: str,
+    expected: str,
+) -> None:
+    from oa_vm import images
+
+    folder = Path(builder_host.env["OA_VM_STATE_DIR"])
+    _status(folder / "status", state_, step, message)
+    set_outcomes(builder_host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000")
+    record, outputs = _builder(builder_host)
+    with pytest.raises(ProvisioningError, match=expected):
+        images.follow_builder(record, outputs, lambda line: None)
+
+
+def test_the_default_host_paths_are_lib_shs() -> None:
+    """What the wait reads by default is where the shipped ``lib.sh`` writes on a real host
+    (both expanded by a real shell: lib.sh with ``OA_VM_ROOT`` empty, the wait's paths with
+    ``OA_VM_STATE_DIR`` unset)."""
+    import subprocess
+
+    from oa_vm.providers.cloud_wait import IMAGE_INFO_FILE, STATUS_FILE
+
+    lib = Path(__file__).resolve().parents[2] / "infra" / "worker" / "lib.sh"
+    shipped = subprocess.run(
+        ["bash", "-c", f'source "{lib}"; echo "$OA_VM_STATUS_FILE"; echo "$OA_VM_IMAGE_INFO"'],
+        capture_output=True, text=True, timeout=60, check=True,
+        env={"PATH": "/usr/bin:/bin"},
+    ).stdout.split()
+    ours = subprocess.run(
+        ["sh", "-c", f"echo {STATUS_FILE}; echo {IMAGE_INFO_FILE}"],
+        capture_output=True, text=True, timeout=60, check=True, env={"PATH": "/usr/bin:/bin"},
+    ).stdout.split()
+    assert ours == shipped == ["/var/lib/oa-vm/status", "/var/lib/oa-vm/image-info"]

@@ -11,6 +11,7 @@ Run as ``python fake_pulumi_cli.py ARGS...`` by a wrapper named ``pulumi`` on PA
   ``up``/``refresh``/``destroy`` fail with the file backend's "currently locked" error;
 - ``pending_operations`` in the stack's state make them fail with the "pending operations"
   error (until an import without them);
+- ``config set-all`` / ``config --json`` keep each stack's config in ``config/<name>.json``;
 - ``$FAKE_PULUMI_STATE/fail`` holding ``plugin`` or ``credentials`` makes them fail with the
   CLI's missing-plugin or missing-credentials error.
 
@@ -62,6 +63,20 @@ def _stack_arg(args: list[str]) -> str | None:
 
 def _stack_file(name: str) -> Path:
     return _state() / "stacks" / f"{name.split('/')[-1]}.json"
+
+
+def _config_file(name: str) -> Path:
+    folder = _state() / "config"
+    folder.mkdir(exist_ok=True)
+    return folder / f"{name.split('/')[-1]}.json"
+
+
+def _config(name: str) -> dict[str, dict[str, object]]:
+    path = _config_file(name)
+    if not path.exists():
+        return {}
+    loaded: dict[str, dict[str, object]] = json.loads(path.read_text())
+    return loaded
 
 
 def _locks(stack: str) -> list[Path]:
@@ -133,6 +148,18 @@ def main(args: list[str]) -> int:
             "environment": {}, "config": {}, "result": "succeeded",
             "endTime": "2026-03-01T12:00:01.000Z", "resourceChanges": {}, "version": 1,
         }]))
+        return 0
+    if args[:2] == ["config", "set-all"] and stack:
+        config = _config(stack)
+        rest = args[2:]
+        for flag, value in zip(rest, rest[1:], strict=False):
+            if flag in ("--plaintext", "--secret"):
+                key, _, item = value.partition("=")
+                config[key] = {"value": item, "secret": flag == "--secret"}
+        _config_file(stack).write_text(json.dumps(config))
+        return 0
+    if args[:1] == ["config"] and "--json" in args and stack:
+        print(json.dumps(_config(stack)))
         return 0
     if args[:1] in (["refresh"], ["destroy"]) and stack:
         return _guarded(stack, args[0])

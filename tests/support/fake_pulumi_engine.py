@@ -8,10 +8,15 @@ own; the "cloud" is a dict. Scriptable failures:
 - ``fail_up[region]``: ``up`` in that region fails with that message (after creating part of
   the resources, as a real failed update does);
 - ``fail_destroy``: ``destroy`` fails with that message (leaving the resources);
+- ``destroy_leaves``: types that ``destroy`` leaves in the state although it reports success
+  (as a resource the engine skipped does);
 - ``add_lock(stack, pid, host)``: a lock like the file backend's (stale when the pid is dead);
 - ``add_pending(stack)``: pending operations an interrupted update left in the state;
 - ``lock_before_next = pid``: a lock appears just before the next action (after any check);
 - ``vanish(stack, id)``: the cloud deleted a resource behind the engine's back.
+
+``replaced(stack)`` lists the resources the last ``up`` would have replaced or updated (same
+name, other inputs), as the engine's diff would show them.
 
 Like the real engine, ``up``/``refresh``/``destroy`` refuse to run while a lock is held
 (``StackLockedError``) or pending operations remain (``PendingOperationsError``).
@@ -55,6 +60,7 @@ class _Stack:
     locks: list[LockInfo] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)
+    changed: list[str] = field(default_factory=list)
 
 
 class FakePulumiEngine:
@@ -71,6 +77,7 @@ class FakePulumiEngine:
         self.missing_reason: str | None = None
         self.fail_up: dict[str, str] = {}
         self.fail_destroy: str | None = None
+        self.destroy_leaves: set[str] = set()
         self.lock_before_next: int | None = None
         self._lock_seq = 0
 
@@ -101,6 +108,11 @@ class FakePulumiEngine:
     def live_resources(self, stack: str) -> list[dict[str, Any]]:
         """What the fake cloud holds for ``stack`` (each with the ``inputs`` it was made with)."""
         return list(self.stacks.get(stack, _Stack()).resources)
+
+    def replaced(self, stack: str) -> list[str]:
+        """Names of the resources whose inputs the last ``up`` changed (a replacement or an
+        in-place update in a real engine)."""
+        return list(self.stacks[stack].changed)
 
     def live_types(self, stack: str) -> list[str]:
         """The types of the cloud resources the fake cloud holds for ``stack`` (providers and
@@ -143,7 +155,7 @@ class FakePulumiEngine:
         region = next((config[k] for k in REGION_KEYS if k in config), "?")
         self.calls.append(("up", region))
         stack = self._guard(ref)
-        stack.config = dict(config)
+        stack.config.update(config)  # as ``set_all_config``: other keys stay
         run = run_offline(program, self.lookup, project=ref.project, stack=ref.stack)
         created: list[dict[str, Any]] = [
             {
@@ -164,6 +176,11 @@ class FakePulumiEngine:
             raise EngineError(
                 f"error: update failed\n  {self.fail_up[region]}\n"
             )
+        before = {r["urn"]: r["inputs"] for r in stack.resources}
+        stack.changed = [
+            r["urn"].rsplit("::", 1)[-1] for r in created
+            if r["urn"] in before and before[r["urn"]] != r["inputs"]
+        ]
         stack.resources = created
         stack.outputs = copy.deepcopy(run.exports)
         return copy.deepcopy(run.exports)
@@ -181,8 +198,9 @@ class FakePulumiEngine:
         if self.fail_destroy:
             raise EngineError(f"error: destroy failed\n  {self.fail_destroy}\n")
         for res in reversed(stack.resources):
-            on_line(f"-  {res['type']} deleted")
-        stack.resources = []
+            if res["type"] not in self.destroy_leaves:
+                on_line(f"-  {res['type']} deleted")
+        stack.resources = [r for r in stack.resources if r["type"] in self.destroy_leaves]
         stack.outputs = {}
 
     def remove_stack(self, ref: StackRef) -> None:
@@ -210,6 +228,16 @@ class FakePulumiEngine:
         self.calls.append(("import", ref.stack))
         body = deployment.get("deployment") or {}
         self.stacks[ref.stack].pending = list(body.get("pending_operations") or [])
+
+    def get_config(self, ref: StackRef) -> dict[str, str]:
+        """The stack's config."""
+        self.calls.append(("get_config", ref.stack))
+        return dict(self.stacks[ref.stack].config)
+
+    def set_config(self, ref: StackRef, values: Mapping[str, str]) -> None:
+        """Add or overwrite config values (the stack must exist, as the CLI's does)."""
+        self.calls.append(("set_config", ref.stack))
+        self.stacks[ref.stack].config.update(values)
 
     def locks(self, ref: StackRef) -> list[LockInfo]:
         """Locks held on the stack."""

@@ -41,12 +41,14 @@ class AwsLookups:
     def __init__(self, *, default_vpc: bool = True, zones: tuple[str, ...] = ("a", "b", "c")):
         self.default_vpc = default_vpc
         self.zones = zones
+        self.ami = "ami-0123456789abcdef0"
+        """What the AMI lookup answers: set it to play Canonical publishing a newer one."""
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def __call__(self, token: str, args: Mapping[str, Any]) -> dict[str, Any]:
         self.calls.append((token, dict(args)))
         if token == "aws:ec2/getAmi:getAmi":
-            return {"id": "ami-0123456789abcdef0", "name": "ubuntu-noble-24.04"}
+            return {"id": self.ami, "name": "ubuntu-noble-24.04"}
         if token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
             region = args.get("region", "us-east-1")
             return {"locations": [f"{region}{z}" for z in self.zones], "id": region}

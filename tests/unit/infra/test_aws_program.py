@@ -96,6 +96,14 @@ def test_only_ssh_comes_in_and_only_from_the_allowed_cidrs(run_aws: RunAws, work
     assert "0.0.0.0/0" not in str(rules) and "::/0" not in str(rules)
 
 
+def test_an_ipv6_only_allow_list_opens_no_ipv4_at_all(run_aws: RunAws) -> None:
+    run, _ = run_aws(make_settings("aws", allowed_cidrs=("2001:db8:1234::/48",)))
+    (rule,) = _ingress(run)
+    assert rule["ipv6CidrBlocks"] == ["2001:db8:1234::/48"]
+    assert not rule.get("cidrBlocks"), "no IPv4 source may be added for an IPv6-only list"
+    assert "0.0.0.0/0" not in json.dumps(rule) and "::/0" not in json.dumps(rule)
+
+
 def test_the_whole_internet_only_when_explicitly_allowed(run_aws: RunAws) -> None:
     run, _ = run_aws(make_settings("aws", allowed_cidrs=("0.0.0.0/0",)))
     assert _ingress(run)[0]["cidrBlocks"] == ["0.0.0.0/0"]

@@ -95,6 +95,13 @@ def test_every_resource_carries_the_three_tags(run_azure: RunAzure, workers: int
         }, res.name
 
 
+def test_an_ipv6_only_allow_list_opens_no_ipv4_at_all(run_azure: RunAzure) -> None:
+    run = run_azure(make_settings("azure", allowed_cidrs=("2001:db8:1234::/48",)))
+    (rule,) = run.of_type(NSG)[0].inputs["securityRules"]
+    assert rule["sourceAddressPrefixes"] == ["2001:db8:1234::/48"]
+    assert "0.0.0.0/0" not in str(rule) and "*" not in rule["sourceAddressPrefixes"]
+
+
 @pytest.mark.parametrize("workers", [1, 3])
 def test_only_ssh_from_the_allowed_cidrs(run_azure: RunAzure, workers: int) -> None:
     run = run_azure(make_settings("azure", workers=workers, allowed_cidrs=("198.51.100.0/28",)))

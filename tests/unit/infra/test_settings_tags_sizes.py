@@ -42,6 +42,19 @@ def test_aws_sizes_that_nest(size: str) -> None:
     assert sizes.check_aws_size(size) == size
 
 
+@pytest.mark.parametrize("size", ["m5.metal", "m8i.metal-48xl", "c7i.metal-24xl", "r8i.metal-96xl"])
+def test_every_bare_metal_name_is_metal_and_takes_no_nesting_option(size: str) -> None:
+    assert sizes.aws_is_metal(size)
+    assert sizes.check_aws_size(size) == size
+    # Bare metal runs KVM itself: the nested-virtualization CPU option is for virtual types.
+    assert not sizes.aws_nests_natively(size)
+
+
+@pytest.mark.parametrize("size", ["m8i.2xlarge", "m8i-flex.4xlarge", "t3.metallic"])
+def test_virtual_sizes_are_not_metal(size: str) -> None:
+    assert not sizes.aws_is_metal(size)
+
+
 @pytest.mark.parametrize("size", ["t3.large", "m7i.2xlarge", "m8g.2xlarge"])
 def test_aws_sizes_that_do_not_nest_name_the_good_ones(size: str) -> None:
     with pytest.raises(sizes.UnsupportedSizeError) as info:

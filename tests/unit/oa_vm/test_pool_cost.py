@@ -54,3 +54,56 @@ def test_paused_rates_are_disks_and_addresses_only() -> None:
     azure = pool_cost.paused_price_per_day("azure", 1, 128)
     assert azure == pytest.approx(19.71 * 24 / 730 + 0.005 * 24)  # P10 + static IP
     assert pool_cost.paused_price_per_day("local", 5) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("size_gb", "disk_type", "tier"),
+    [
+        (64, "Premium_LRS", ("P10", 128, 19.71)),
+        (128, "Premium_LRS", ("P10", 128, 19.71)),
+        (129, "Premium_LRS", ("P15", 256, 38.01)),
+        (160, "Premium_LRS", ("P15", 256, 38.01)),  # the pools' OS disk
+        (256, "Premium_LRS", ("P15", 256, 38.01)),
+        (300, "Premium_LRS", ("P20", 512, 73.22)),
+        (160, "StandardSSD_LRS", ("E15", 256, 19.20)),
+        (96, "StandardSSD_LRS", ("E10", 128, 9.60)),
+    ],
+)
+def test_azure_disks_bill_by_the_tier_that_holds_them(
+    size_gb: int, disk_type: str, tier: tuple[str, int, float]
+) -> None:
+    assert pool_cost.azure_disk_tier(size_gb, disk_type) == tier
+    assert pool_cost.disk_price_per_month("azure", size_gb, disk_type) == tier[2]
+
+
+def test_a_paused_azure_pool_pays_each_disk_by_its_tier_not_by_the_gb() -> None:
+    per_day = pool_cost.paused_price_per_day("azure", 2, disks=(160, 96))
+    assert per_day == pytest.approx(2 * ((38.01 + 19.71) * 24 / 730 + 0.005 * 24))
+    # By the GB, 256 GB would have come to 2 P10s: less than the bill.
+    assert per_day > pool_cost.paused_price_per_day("azure", 2, 256) - 1e-9
+    aws = pool_cost.paused_price_per_day("aws", 2, disks=(160, 96))
+    assert aws == pytest.approx(2 * 256 * 0.08 * 24 / 730)
+
+
+def test_the_record_gives_the_disks_and_the_size_gives_the_disk_type() -> None:
+    record = _record(1.0, 3, [])
+    record.cloud = "azure"
+    record.settings = {"disk_gb": 160, "storage_gb": 96, "size": "Standard_D8_v5"}
+    assert pool_cost.paused_price_of(record) == pytest.approx(
+        3 * ((19.20 + 9.60) * 24 / 730 + 0.005 * 24)  # Standard SSD: E15 + E10
+    )
+    record.settings["size"] = "Standard_D8s_v5"
+    assert pool_cost.paused_price_of(record) == pytest.approx(
+        3 * ((38.01 + 19.71) * 24 / 730 + 0.005 * 24)
+    )
+
+
+def test_the_plan_says_what_the_disks_bill() -> None:
+    from oa_vm import cloud_plan
+
+    note = cloud_plan.disks_note("azure", "Standard_D8s_v5", 160, 96, workers=2)
+    assert "160 GB bills as P15 (256 GiB, $38.01/month)" in note
+    assert "96 GB bills as P10 (128 GiB, $19.71/month)" in note
+    assert "$57.72/month per worker" in note and "$115.44/month for 2" in note
+    aws = cloud_plan.disks_note("aws", "m8i.2xlarge", 160, 96)
+    assert "$20.48/month per worker" in aws

@@ -139,3 +139,20 @@ def test_a_lock_held_by_a_running_process_is_respected(fake_cli: Path) -> None:
         PulumiDriver(AutomationEngine()).refresh(stack_ref("oa-vm-aws", "waa-eval"),
                                                  lambda line: None)
     assert lock.exists()
+
+
+def test_config_is_set_and_read_back_through_the_cli(fake_cli: Path) -> None:
+    """Pinned inputs live in the stack's config: written with ``config set-all``, read back with
+    ``config --json``; other keys stay."""
+    _stack(fake_cli, "waa-eval")
+    engine = AutomationEngine()
+    ref = stack_ref("oa-vm-aws", "waa-eval")
+    assert engine.get_config(ref) == {}
+    engine.set_config(ref, {"oa-vm:pinned-ami": "ami-0abc", "aws:region": "us-east-1"})
+    engine.set_config(ref, {"oa-vm:pinned-size": "m8i.2xlarge"})
+    assert engine.get_config(ref) == {
+        "oa-vm:pinned-ami": "ami-0abc", "aws:region": "us-east-1",
+        "oa-vm:pinned-size": "m8i.2xlarge",
+    }
+    assert PulumiDriver(engine).pinned(ref) == {"ami": "ami-0abc", "size": "m8i.2xlarge"}
+    assert any(call.startswith("config set-all --stack waa-eval") for call in _calls(fake_cli))

@@ -176,8 +176,10 @@ def test_azure_pause_deallocates_and_resume_starts_through_the_driver(oa_home: P
     assert len([c for c in engine.calls if c[0] == "up"]) == ups  # the stack is left alone
     saved = state.load("waa-eval")
     per_day = saved.provider_data["pauses"][-1]["per_day"]
-    disk_gb = saved.settings["disk_gb"] + saved.settings["storage_gb"]  # OS disk + storage
-    assert per_day == pytest.approx(2 * (19.71 * disk_gb / 128 * 24 / 730 + 0.005 * 24))
+    # Azure bills each disk by its tier: the 160 GB OS disk as P15 (256 GiB), the 96 GB
+    # storage disk as P10 (128 GiB); and the static address.
+    assert (saved.settings["disk_gb"], saved.settings["storage_gb"]) == (160, 96)
+    assert per_day == pytest.approx(2 * ((38.01 + 19.71) * 24 / 730 + 0.005 * 24))
 
     fleet.resume_pool("waa-eval", wait=False, ops=ops)
     assert power.calls[-1] == ("start", ids)
@@ -294,3 +296,30 @@ def test_azure_evicted_vm_is_replaced_then_retired_once_its_notice_time_passed(
     assert not {n for n in names if n.startswith("waa-eval-w0")}, names
     assert {"waa-eval-w2", "waa-eval-w2-ip", "waa-eval-w2-nic", "waa-eval-w2-storage",
             "waa-eval-w2-shutdown"} <= names
+
+
+@pytest.mark.parametrize("action", ["pause", "repair"])
+def test_a_newer_ami_between_create_and_an_update_replaces_nothing(
+    engine: FakePulumiEngine, oa_home: Path, action: str
+) -> None:
+    """Canonical publishes a new Ubuntu AMI after the create: the update reads the one the create
+    used from the stack's config and never looks it up again."""
+    lookups = engine.lookup
+    assert isinstance(lookups, AwsLookups)
+    _, ops = _aws_pool(engine)
+    created_ami = lookups.ami
+    assert engine.stacks["waa-eval"].config["oa-vm:pinned-ami"] == created_ami
+    lookups.ami = "ami-0fffffffffffffff1"
+    lookups.calls.clear()
+    if action == "pause":
+        fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
+    else:
+        engine.vanish("waa-eval", "waa-eval-w1-id")  # one worker ended by the cloud
+        record = state.load("waa-eval")
+        ops.repair(record, lambda line: None, None)
+    assert not [call for call in lookups.calls if call[0] == "aws:ec2/getAmi:getAmi"]
+    assert engine.replaced("waa-eval") == []
+    instances = _resources(engine, INSTANCE_TYPE)
+    assert len(instances) == 2
+    assert {inst["inputs"]["ami"] for inst in instances} == {created_ami}
+    assert engine.stacks["waa-eval"].config["oa-vm:pinned-ami"] == created_ami

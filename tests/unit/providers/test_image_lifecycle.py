@@ -27,9 +27,9 @@ from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
 
 INSTANCE = "aws:ec2/instance:Instance"
-VOLUME = "aws:ebs/volume:Volume"
 SNAPSHOT = "aws:ebs/snapshot:Snapshot"
 DIGEST = "windowsarena/winarena@sha256:0123abcd"
+BASE_DIGEST = "dockurr/windows@sha256:4567ef01"
 
 
 class Lines(list[str]):
@@ -65,7 +65,11 @@ def build(provider: Any, engine: FakePulumiEngine, region: str = "us-east-1") ->
         # The builder runs now: an instance with an empty volume of its own, no snapshot yet.
         live = engine.live_types(record.stack)
         if provider.name == "aws":
-            assert INSTANCE in live and VOLUME in live and SNAPSHOT not in live
+            assert INSTANCE in live and SNAPSHOT not in live
+            (builder,) = [r for r in engine.live_resources(record.stack)
+                          if r["type"] == INSTANCE]
+            (storage,) = builder["inputs"]["ebsBlockDevices"]
+            assert "snapshotId" not in storage and storage["deleteOnTermination"] is True
         assert outputs["workers"][0]["ssh_user"] in ("ubuntu", "azureuser")
         return {"waa_image": DIGEST, "built": "2026-03-01T12:00:00Z"}
 
@@ -177,3 +181,89 @@ def test_azure_image_lifecycle_keeps_the_group_and_snapshot(oa_home: Path) -> No
              if r["type"] == "azure-native:compute:Disk"]
     assert {d["inputs"]["creationData"]["sourceResourceId"] for d in disks} == {image.cloud_id}
     assert pool.workers[0].state == WorkerState.BOOTING
+
+
+def test_a_newer_ami_between_the_builds_updates_replaces_nothing(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    """Canonical publishes a newer AMI while Windows installs (1-3 h): the snapshot update keeps
+    the builder's AMI (a replaced builder would lose its disk, and the attachment fail)."""
+    lookups = engine.lookup
+    assert isinstance(lookups, AwsLookups)
+    seen: dict[str, Any] = {}
+
+    def wait_built(record: ImageRecord, outputs: Mapping[str, Any], progress: Any
+                   ) -> dict[str, str]:
+        (builder,) = [r for r in engine.live_resources(record.stack) if r["type"] == INSTANCE]
+        seen["builder"] = builder
+        lookups.ami = "ami-0fffffffffffffff1"
+        lookups.calls.clear()
+        return {"waa_image": DIGEST, "base_image": BASE_DIGEST}
+
+    record = images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"],
+                                 owner="alice", wait_built=wait_built)
+    assert not [call for call in lookups.calls if call[0] == "aws:ec2/getAmi:getAmi"]
+    assert record.state == image_records.READY
+    # The snapshot stage's builder is the build stage's, input for input; only the snapshot's
+    # tags learnt the digests the builder reported.
+    ups = [c for c in engine.calls if c[0] == "up"]
+    assert len(ups) == 3
+    assert seen["builder"]["inputs"]["ami"] == "ami-0123456789abcdef0"
+    (snapshot,) = [r for r in engine.live_resources(record.stack) if r["type"] == SNAPSHOT]
+    assert snapshot["inputs"]["tags"]["oa-vm:waa-image"] == DIGEST
+    assert snapshot["inputs"]["tags"]["oa-vm:base-image"] == BASE_DIGEST
+    assert (record.waa_image, record.base_image) == (DIGEST, BASE_DIGEST)
+
+
+def test_the_snapshot_update_changes_no_builder_input(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    lookups = engine.lookup
+    assert isinstance(lookups, AwsLookups)
+    replaced: list[list[str]] = []
+    real_update = aws.driver.update
+
+    def update(ref: Any, program: Any, config: Any, progress: Any) -> dict[str, Any]:
+        outputs = real_update(ref, program, config, progress)
+        replaced.append(engine.replaced(ref.stack))
+        return outputs
+
+    aws.driver.update = update  # type: ignore[method-assign]
+
+    def wait_built(record: ImageRecord, outputs: Mapping[str, Any], progress: Any
+                   ) -> dict[str, str]:
+        lookups.ami = "ami-0fffffffffffffff1"
+        return {"waa_image": DIGEST}
+
+    images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
+                        wait_built=wait_built)
+    assert replaced[1] == [], "the snapshot stage changed the builder"
+
+
+def test_an_image_delete_that_leaves_the_snapshot_keeps_the_record(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    image = build(aws, engine)
+    engine.destroy_leaves = {SNAPSHOT}
+    report = images.delete_image(image.id, aws, Lines())
+    assert report.left and report.left[0].startswith(SNAPSHOT)
+    kept = image_records.load(image.id)
+    assert kept.detail is not None and kept.detail.startswith("left: ")
+    assert image.stack in engine.stacks
+
+
+def test_a_failed_build_whose_rollback_leaves_resources_keeps_a_failed_record(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    def fails(record: ImageRecord, outputs: Mapping[str, Any], progress: Any) -> dict[str, str]:
+        engine.destroy_leaves = {INSTANCE}  # the builder survives the rollback's destroy
+        raise ProvisioningError("builder failed at guest: Windows never answered")
+
+    with pytest.raises(ProvisioningError, match="removing what was made failed too") as info:
+        images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
+                            wait_built=fails)
+    assert "oa-vm image-delete" in str(info.value)
+    (record,) = image_records.list_records()
+    assert record.state == image_records.FAILED
+    assert record.detail is not None and INSTANCE in record.detail
+    assert record.stack in engine.stacks, "the stack that still holds the builder is kept"

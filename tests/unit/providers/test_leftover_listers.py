@@ -3,13 +3,13 @@ that print recorded outputs of those CLIs (shapes as the services return them)."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from oa_vm.providers.aws import aws_cli_lister
 from oa_vm.providers.azure import az_cli_lister
+from tests.support.cli_standins import standin as _standin
 
 TAGGING = {
     "ResourceTagMappingList": [
@@ -31,23 +31,6 @@ AZ_LIST = [
      "name": "waa-eval-w0-ip", "type": "Microsoft.Network/publicIPAddresses",
      "tags": {"oa-vm:pool": "waa-eval"}},
 ]
-
-
-def _standin(bin_dir: Path, name: str, outputs: dict[str, object]) -> Path:
-    """``name`` printing the recorded output whose key is the first words of its arguments."""
-    bin_dir.mkdir(exist_ok=True)
-    cases = "\n".join(
-        f"  '{key}'*) cat <<'JSON'\n{json.dumps(value)}\nJSON\n  ;;"
-        for key, value in outputs.items()
-    )
-    script = bin_dir / name
-    script.write_text(
-        "#!/bin/bash\n"
-        f'echo "$*" >> "{bin_dir}/{name}.calls"\n'
-        f'case "$*" in\n{cases}\n  *) echo "unexpected: $*" >&2; exit 2 ;;\nesac\n'
-    )
-    script.chmod(0o755)
-    return script
 
 
 @pytest.fixture

@@ -313,6 +313,25 @@ def test_destroy_removes_everything_and_the_stack_and_is_idempotent(
     assert again.removed == [] and again.left == []
 
 
+def test_a_destroy_that_leaves_resources_in_the_state_is_not_a_success(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    record = aws.create(spec(), Lines())
+    engine.destroy_leaves = {"aws:ec2/instance:Instance"}
+    report = aws.destroy(record, Lines())
+    assert sorted(item.split()[1] for item in report.left) == ["waa-eval-w0", "waa-eval-w1"]
+    assert all(item.startswith("aws:ec2/instance:Instance ") for item in report.left)
+    assert any("still holds 2 resource(s)" in hint and "pool-cleanup --name waa-eval" in hint
+               for hint in report.hints)
+    assert "waa-eval" in engine.stacks, "a stack holding resources is never removed"
+    assert ("remove_stack", "waa-eval") not in engine.calls
+    assert not any("instance" in removed.lower() for removed in report.removed)
+    # Once the engine gets them, the next cleanup finishes the job.
+    engine.destroy_leaves = set()
+    again = aws.destroy(record, Lines())
+    assert again.left == [] and "waa-eval" not in engine.stacks
+
+
 def test_destroy_reports_what_the_cloud_still_holds_by_tag(
     engine: FakePulumiEngine, oa_home: Path, images: None
 ) -> None:
@@ -359,7 +378,10 @@ def test_azure_create_and_destroy(oa_home: Path, images: None) -> None:
     record = provider.create(spec("azure", workers=1), Lines())
     (worker,) = record.workers
     assert worker.ssh is not None and worker.ssh.user == "azureuser"
-    assert engine.stacks["waa-eval"].config == {"azure-native:location": "eastus"}
+    config = engine.stacks["waa-eval"].config
+    assert config["azure-native:location"] == "eastus"
+    # The size and disks the create used are pinned in the stack's config.
+    assert config["oa-vm:pinned-size"] == "Standard_D8s_v5"
     assert provider.destroy(record, Lines()).left == []
 
 
