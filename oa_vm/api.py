@@ -270,16 +270,20 @@ def resolve_name(name: str | None) -> str:
     return names[0]
 
 
-def pool_status(name: str | None, *, refresh: bool = False) -> PoolRecord:
+def pool_status(
+    name: str | None, *, refresh: bool = False,
+    save: Callable[[PoolRecord], object] = state.save,
+) -> PoolRecord:
     """The pool's record; refreshed from the provider when asked (always for local pools,
-    where it only checks processes)."""
+    where it only checks processes). ``save`` writes a changed record (a run's repairer gives
+    :func:`oa_vm.lease.save_fenced`, which never recreates a pool being removed)."""
     record = state.load(resolve_name(name))
     if refresh or record.cloud == "local":
         provider = get_provider(record.cloud)
         before = record.to_json()
         record = provider.refresh(record)
         if record.to_json() != before:
-            state.save(record)
+            save(record)
     return record
 
 
@@ -308,9 +312,10 @@ def wait_pool(
     timeout_s: float = 1800.0,
     on_update: Callable[[PoolRecord], None] | None = None,
     workers: Collection[str] | None = None,
+    save: Callable[[PoolRecord], object] = state.save,
 ) -> PoolRecord:
     """Follow every worker (or only ``workers``, e.g. a repair's replacements) through its
-    phases until all are ready.
+    phases until all are ready (``save`` writes each refresh: see :func:`pool_status`).
 
     Raises:
         PoolNotReadyError: a worker was lost while waiting (its last log line is given).
@@ -331,7 +336,7 @@ def wait_pool(
             if ready:
                 worker.state = WorkerState.READY
         record.state = state.derive_pool_state(record.workers)
-        state.save(record)
+        save(record)
         if on_update is not None:
             on_update(record)
         # A draining worker already replaced (oa_vm.fleet) is not waited for: it is going.
