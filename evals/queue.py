@@ -404,12 +404,11 @@ class TaskQueue:
         """Commit a task's final record (the ``execution.json`` document) and mark it done.
 
         Given the attempt's ``lease`` (and its ``worker``), the commit is fenced: it happens only
-        while the row still holds that lease. Without, only a task that is not leased (pending)
-        is finished (a leftover given its record at the end of a run).
+        while the row still holds that lease. Without, any task not done yet is finished (a
+        leftover given its record at the end of a run).
 
         Raises:
-            AttemptFencedError: the lease was lost (or the task is leased, or done); nothing
-                written.
+            AttemptFencedError: the lease was lost, or the task is done; nothing written.
         """
         with self._tx() as conn:
             if lease is not None:
@@ -421,7 +420,7 @@ class TaskQueue:
                 ).fetchone()
             else:
                 row = conn.execute(
-                    "SELECT 1 FROM tasks WHERE task_id=? AND status='pending'", (task_id,)
+                    "SELECT 1 FROM tasks WHERE task_id=? AND status!='done'", (task_id,)
                 ).fetchone()
             if row is None:
                 raise AttemptFencedError(
