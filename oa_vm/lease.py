@@ -311,8 +311,11 @@ def _kept(pool: str, token: str, hold: Hold | None = None) -> Iterator[None]:
     back. A heartbeat that finds the lease taken over marks ``hold`` lost."""
     stop = threading.Event()
 
+    # a beat several times within the staleness limit, however short it is set
+    every = min(HEARTBEAT_S, stale_after_s() / 4.0)
+
     def beat() -> None:
-        while not stop.wait(HEARTBEAT_S):
+        while not stop.wait(every):
             with contextlib.suppress(OSError):
                 if not _beat(pool, token):
                     if hold is not None:
@@ -402,9 +405,9 @@ def guard_pool(
 
     Yields ``None`` when the operation may go ahead as usual: the lease was free or stale (and
     is now held, as ``operation``), or the calling process holds it itself (a run acting on its
-    own pool). Yields the live holder's lease when ``force`` overrides it: the lease is taken
-    over (a new generation), so the run's next write is refused (:class:`Hold`), and the caller
-    says what it overrode.
+    own pool). Yields the live holder's lease when ``force`` overrides it, and the caller says
+    what it overrode: ``pool-cleanup`` takes the lease over (a new generation), so the run's next
+    write is refused (:class:`Hold`); ``pool-pause`` leaves it to its holder.
 
     ``pool-cleanup`` also marks the pool as being removed before it yields, and waits for a
     repair in progress (:func:`fleet_lock`): from then on nothing recreates the pool or its
@@ -420,9 +423,13 @@ def guard_pool(
         with _removal(pool, operation):
             yield None
         return
+    if holder is not None and not force:
+        raise PoolInUseError(pool, describe(holder), operation)
+    if holder is not None and operation != "pool-cleanup":
+        yield holder  # a forced pause leaves the lease to its holder, as it always did
+        return
     if holder is not None:
-        if not force:
-            raise PoolInUseError(pool, describe(holder), operation)
+        # Cleanup wins: the run's lease is taken over, so its next write is refused.
         try_acquire(pool, operation, token, operation=operation, take_over=True)
     with _kept(pool, token), _removal(pool, operation):
         yield holder

@@ -248,7 +248,8 @@ def test_max_attempts_must_be_positive(tmp_path: Path) -> None:
 
 _REFERENCE_PEEK = (
     "SELECT task_id FROM tasks WHERE status='pending' OR (status='leased' AND"
-    " lease_expires_at < ? AND lease_owner NOT LIKE 'ctl-a/%') ORDER BY (last_worker IS NOT NULL AND last_worker = ?) ASC,"
+    " lease_expires_at < ? AND lease_owner NOT LIKE 'ctl-a/%')"
+    " ORDER BY (last_worker IS NOT NULL AND last_worker = ?) ASC,"
     " expected_seconds DESC, position ASC LIMIT 1"
 )
 
