@@ -266,7 +266,9 @@ class Dispatcher:
         return DispatchOutcome(self._budget_stopped, list(self._quarantined))
 
     def _heartbeat(self) -> None:
-        interval = max(0.5, self.queue.lease_seconds / 3.0)
+        # at least every 5 s: the last heartbeat is also what an attempt a crash interrupted is
+        # billed up to (evals.queue.TaskQueue.recover)
+        interval = max(0.5, min(5.0, self.queue.lease_seconds / 3.0))
         while not self._stop.wait(interval):
             self.queue.heartbeat()
 

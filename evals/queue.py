@@ -216,9 +216,12 @@ class TaskQueue:
                 " WHERE status='leased' AND (lease_owner IS NULL OR lease_owner NOT LIKE ?)",
                 (others,),
             ).fetchall()
+            # The earlier controller's last sign of life: its latest lease or commit (every one
+            # stamps updated_at), or a row's last heartbeat, whichever is later.
+            last_seen = conn.execute("SELECT MAX(updated_at) FROM tasks").fetchone()[0]
             self.interrupted = []
             for row in rows:
-                cut = _interrupted(row, now, self.lease_seconds)
+                cut = _interrupted(row, now, self.lease_seconds, last_seen)
                 if cut is None:
                     continue
                 self.interrupted.append(cut)
@@ -531,13 +534,16 @@ def _iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat()
 
 
-def _interrupted(row: sqlite3.Row, now: float, lease_seconds: float) -> InterruptedAttempt | None:
-    """The attempt behind an earlier controller's lease: from its start to its last heartbeat
-    (its expiry less the lease's length; never past now)."""
+def _interrupted(
+    row: sqlite3.Row, now: float, lease_seconds: float, last_seen: float | None
+) -> InterruptedAttempt | None:
+    """The attempt behind an earlier controller's lease: from its start to the controller's last
+    sign of life (the lease's last heartbeat, i.e. its expiry less the lease's length, or
+    ``last_seen``, whichever is later; never past now)."""
     started, expires, owner = row["lease_started_at"], row["lease_expires_at"], row["lease_owner"]
     if started is None or expires is None:
         return None
-    last_beat = min(now, float(expires) - lease_seconds)
+    last_beat = min(now, max(float(expires) - lease_seconds, float(last_seen or 0.0)))
     worker = str(owner or "").split("/", 1)[-1]  # owners are "<controller>/<worker>"
     return InterruptedAttempt(str(row["task_id"]), worker, float(started),
                               max(0.0, last_beat - float(started)))
