@@ -257,3 +257,40 @@ def _seconds(start: str, end: str) -> float:
     from datetime import datetime
 
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+# --- defect 11: a resumed sweep finds the pool its killed self created ---------------------------
+
+
+def test_a_killed_sweep_is_resumed_on_the_pool_it_created_not_on_a_second_one(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    results = tmp_path / "results"
+    args = ("sweep", "--cloud", "local", "--workers", "2", "--agent", "oracle", "--tasks", "all",
+            "--run-name", "swept", "--step-pause", "0.2", "--results-dir", str(results))
+    sweep = Controller(home, *args, log_dir=tmp_path)
+    controllers.append(sweep)
+    wait_until(lambda: len(read_records(results / "swept")) >= 1, "the sweep's first record")
+    sweep.kill()
+    [left] = state.list_names()  # the killed sweep's pool is still there
+    recorded = json.loads((results / "swept" / "sweep-pool.json").read_text())
+    assert recorded["pool"] == left
+    # another --name would leave it billing unnoticed: refused, naming it
+    other = run_cli("openadapt-evals", *args, "--resume", "--name", "elsewhere", home=home)
+    line = other.assert_one_line_error()
+    assert repr(left) in line and "pool-cleanup" in line, line
+    assert state.list_names() == [left]
+    resumed = Controller(home, *args, "--resume", log_dir=tmp_path)
+    controllers.append(resumed)
+    seen: set[str] = set()
+
+    def finished() -> bool:
+        seen.update(state.list_names())
+        return resumed.proc.poll() is not None
+
+    wait_until(finished, "the resumed sweep to end")
+    assert resumed.proc.returncode == 0, resumed.output()
+    assert f"reusing pool {left}" in resumed.output()
+    assert seen <= {left}, f"a second pool was created: {seen}"
+    assert len(read_records(results / "swept")) == 24
+    assert not state.list_names()  # the resumed sweep removed the pool at its end
