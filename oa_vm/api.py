@@ -6,6 +6,7 @@ Records are written by this module only (providers return records, they never sa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -272,18 +273,25 @@ def resolve_name(name: str | None) -> str:
 
 def pool_status(
     name: str | None, *, refresh: bool = False,
-    save: Callable[[PoolRecord], object] = state.save,
+    save: Callable[[PoolRecord], object] | None = None,
 ) -> PoolRecord:
     """The pool's record; refreshed from the provider when asked (always for local pools,
-    where it only checks processes). ``save`` writes a changed record (a run's repairer gives
-    :func:`oa_vm.lease.save_fenced`, which never recreates a pool being removed)."""
+    where it only checks processes). ``save`` writes a changed record (default:
+    :func:`oa_vm.lease.save_fenced`, which never recreates a pool being removed; a refresh it
+    refuses is simply not saved; a run's repairer gives one that also carries its lease)."""
+    from oa_vm.lease import PoolRemovingError, save_fenced
+
     record = state.load(resolve_name(name))
     if refresh or record.cloud == "local":
         provider = get_provider(record.cloud)
         before = record.to_json()
         record = provider.refresh(record)
         if record.to_json() != before:
-            save(record)
+            if save is not None:
+                save(record)
+            else:
+                with contextlib.suppress(PoolRemovingError):
+                    save_fenced(record)
     return record
 
 
@@ -312,15 +320,20 @@ def wait_pool(
     timeout_s: float = 1800.0,
     on_update: Callable[[PoolRecord], None] | None = None,
     workers: Collection[str] | None = None,
-    save: Callable[[PoolRecord], object] = state.save,
+    save: Callable[[PoolRecord], object] | None = None,
 ) -> PoolRecord:
     """Follow every worker (or only ``workers``, e.g. a repair's replacements) through its
-    phases until all are ready (``save`` writes each refresh: see :func:`pool_status`).
+    phases until all are ready. ``save`` writes each refresh (default:
+    :func:`oa_vm.lease.save_fenced`: once ``pool-cleanup`` began, the wait ends with
+    :class:`oa_vm.lease.PoolRemovingError` instead of bringing the record back).
 
     Raises:
         PoolNotReadyError: a worker was lost while waiting (its last log line is given).
         WaitTimeoutError: time ran out; the message names each stuck worker and its phase.
     """
+    from oa_vm.lease import save_fenced
+
+    save = save or save_fenced
     record = state.load(resolve_name(name))
     provider = get_provider(record.cloud)
     deadline = time.monotonic() + timeout_s

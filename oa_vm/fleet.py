@@ -25,6 +25,10 @@ resume and extend take nothing away, and repair is what ``run --repair`` itself 
 holding the lease (a user's ``pool-repair`` during a run replaces lost workers the run would
 otherwise quarantine; it never touches a worker that is alive, unless named).
 
+Cleanup wins: once ``pool-cleanup`` has begun (:mod:`oa_vm.lease`), repair and resume start
+nothing and extend writes nothing (:class:`oa_vm.lease.PoolRemovingError`); their check, start and
+save happen under :func:`oa_vm.lease.fleet_lock`, which the cleanup takes after marking the pool.
+
 Like :mod:`oa_vm.api`, every function returns records and raises :mod:`oa_vm.errors`; nothing
 prints. Records are saved after every step, so an interrupted operation leaves a record that
 says what is running.
@@ -231,6 +235,7 @@ def resume_pool(
     Raises:
         PoolNotReadyError: the pool is not paused, or a worker was lost while waiting.
         WaitTimeoutError: ``wait`` and the workers were not ready in ``timeout_s``.
+        PoolRemovingError: ``pool-cleanup`` has begun (nothing was started).
     """
     if not ttl_hours > 0:
         raise InvalidInputError(f"--ttl-hours must be more than 0, not {ttl_hours}")
@@ -239,17 +244,23 @@ def resume_pool(
         raise PoolNotReadyError(
             f"pool {record.name!r} is not paused ({record.state.value}); nothing to resume"
         )
+    from oa_vm.lease import PoolRemovingError, fleet_lock, removing
+
     ops = ops or fleet_ops(record.cloud)
-    now = state.utcnow()
-    pauses = list(record.provider_data.get("pauses") or [])
-    if pauses and pauses[-1].get("to") is None:
-        pauses[-1] = {**pauses[-1], "to": state.format_time(now)}
-    record.provider_data["pauses"] = pauses
-    record.expires_at = now + timedelta(hours=ttl_hours)
-    try:
-        ops.resume(record, progress)
-    finally:
-        state.save(record)
+    with fleet_lock(record.name):  # cleanup wins: see repair_pool
+        if removing(record.name):
+            raise PoolRemovingError(record.name)
+        record = _load(record.name)
+        now = state.utcnow()
+        pauses = list(record.provider_data.get("pauses") or [])
+        if pauses and pauses[-1].get("to") is None:
+            pauses[-1] = {**pauses[-1], "to": state.format_time(now)}
+        record.provider_data["pauses"] = pauses
+        record.expires_at = now + timedelta(hours=ttl_hours)
+        try:
+            ops.resume(record, progress)
+        finally:
+            state.save(record)
     if not wait:
         return record
     return api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update)
@@ -429,6 +440,7 @@ def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
 
     Raises:
         InvalidInputError: ``by_s`` is not positive.
+        PoolRemovingError: ``pool-cleanup`` has begun (nothing was written).
     """
     if not by_s > 0:
         raise InvalidInputError("the extension must be more than zero")
@@ -441,5 +453,7 @@ def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
         )
     base = record.expires_at if record.expires_at is not None and record.expires_at > now else now
     record.expires_at = base + timedelta(seconds=by_s)
-    state.save(record)
+    from oa_vm.lease import save_fenced
+
+    save_fenced(record)  # never brings back the record of a pool being removed
     return record

@@ -246,6 +246,10 @@ class Hold:
         self.generation = generation
         self.lost = threading.Event()
         self._holder: str | None = None
+        self._verified: tuple[int, int, int] | None = None
+        # resolved once: the home and the name check cost more than the stats themselves
+        self._lease_file = lease_path(pool)
+        self._removing_file = state.pool_dir(pool) / REMOVING
 
     def check(self) -> None:
         """Return if the lease on file is still this one, else raise (and stay lost).
@@ -255,9 +259,18 @@ class Hold:
             PoolRemovingError: ``pool-cleanup`` has begun on the pool.
         """
         if not self.lost.is_set():
+            # Asked before every request to a worker: the file is parsed again only when it
+            # changed since it was last found ours (two stats instead of a read and a parse:
+            # about 10 times cheaper).
+            seen = _identity(self._lease_file)
+            if seen is not None and seen == self._verified:
+                if self._removing_file.exists():
+                    raise PoolRemovingError(self.pool)
+                return
             current = read_lease(self.pool)
             if current is not None and _ours(current, self.token):
-                if _removing(self.pool):
+                self._verified = seen
+                if self._removing_file.exists():
                     raise PoolRemovingError(self.pool)
                 return
             self._lose(current)
@@ -299,6 +312,16 @@ def hold_pool(pool: str, run: str, *, wait_s: float = 0.0) -> Iterator[Hold]:
     hold = Hold(pool, token, int(lease.get("generation") or 0))
     with _kept(pool, token, hold):
         yield hold
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    """The file's inode, change time and size: every lease write is an atomic replace (a new
+    inode), so an unchanged identity means unchanged content."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _new_token() -> str:
