@@ -433,16 +433,33 @@ class TaskQueue:
 
     def give_back(self, task_id: str, worker: str, lease: QueuedTask) -> bool:
         """Give an attempt's lease back without a result (the controller is stopping: the run's
-        pool lease was lost); the attempt is not counted. False if the lease was not ours."""
+        pool lease was lost); the attempt is not counted, but its worker time is kept in the
+        history as interrupted, to be billed on resume. False if the lease was not ours."""
         now = time.time()
         with self._tx() as conn:
-            cur = conn.execute(
+            row = conn.execute(
+                "SELECT history, lease_started_at FROM tasks WHERE task_id=? AND status='leased'"
+                " AND lease_owner=? AND attempts=?",
+                (task_id, self._lease_owner(worker), lease.attempts),
+            ).fetchone()
+            if row is None:
+                return False
+            history = json.loads(row["history"])
+            started = float(row["lease_started_at"] or now)
+            history.append({
+                "attempt": lease.attempts, "worker": worker, "error_type": None,
+                "reason": INTERRUPTED,
+                "error_message": "interrupted: the run lost its pool during this attempt",
+                "started_at": _iso(started), "ended_at": _iso(now),
+                "worker_seconds": round(max(0.0, now - started), 3),
+            })
+            conn.execute(
                 "UPDATE tasks SET status='pending', lease_owner=NULL, lease_expires_at=NULL,"
-                " lease_started_at=NULL, attempts=MAX(attempts - 1, 0), updated_at=?"
-                " WHERE task_id=? AND status='leased' AND lease_owner=? AND attempts=?",
-                (now, task_id, self._lease_owner(worker), lease.attempts),
+                " lease_started_at=NULL, attempts=MAX(attempts - 1, 0), history=?, updated_at=?"
+                " WHERE task_id=?",
+                (json.dumps(history), now, task_id),
             )
-            return cur.rowcount == 1
+            return True
 
     def _finish(
         self,

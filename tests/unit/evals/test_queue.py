@@ -192,8 +192,9 @@ def test_recover_keeps_an_interrupted_attempt_to_bill(tmp_path: Path) -> None:
     leased = killed.lease_next("w0")
     assert leased is not None
     conn = killed._conn()
-    # started 100 s ago, last heartbeat 40 s ago (expiry = heartbeat + 60 s)
+    # leased 100 s ago, last heartbeat 40 s ago (expiry = heartbeat + 60 s)
     now = time.time()
+    conn.execute("UPDATE tasks SET updated_at=?", (now - 100.0,))  # its last lease or commit
     conn.execute("UPDATE tasks SET lease_started_at=?, lease_expires_at=? WHERE task_id=?",
                  (now - 100.0, now + 20.0, leased.task_id))
     killed.close()
@@ -206,6 +207,19 @@ def test_recover_keeps_an_interrupted_attempt_to_bill(tmp_path: Path) -> None:
     assert list(billed) == [leased.task_id]
     assert billed[leased.task_id][0][1] == pytest.approx(60.0, abs=2.0)
     resumed.close()
+
+
+def test_an_attempt_given_back_keeps_its_worker_time_to_bill(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    q.add([("a", 1.0)])
+    leased = q.lease_next("w0")
+    assert leased is not None
+    assert q.give_back("a", "w0", leased)
+    assert q.counts()["pending"] == 1 and q.history("a")[-1]["reason"] == "interrupted"
+    assert list(q.interrupted_seconds()) == ["a"]
+    again = q.lease_next("w1")
+    assert again is not None and again.attempts == 1  # the given-back attempt is not counted
+    q.close()
 
 
 def test_heartbeat_extends_only_this_controllers_leases(tmp_path: Path) -> None:
