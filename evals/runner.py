@@ -317,6 +317,23 @@ def _check_resume(folder: RunFolder, config: RunConfig) -> dict[str, Any]:
     return metadata
 
 
+_FIRST_MOMENT = frozenset(
+    {".lock", "queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm", "sweep-pool.json"}
+)
+"""What a run folder holds before its metadata: the lock, the queue, a sweep's pool record."""
+
+
+def _unstarted(folder: RunFolder) -> bool:
+    """A run folder killed in its first moments: no metadata, and nothing but what a run writes
+    before it (a folder holding anything else is not ours to reuse)."""
+    if not folder.path.is_dir() or folder.exists():
+        return False
+    try:
+        return all(entry.name in _FIRST_MOMENT for entry in folder.path.iterdir())
+    except OSError:
+        return False
+
+
 def resumed_cap(
     previous: Mapping[str, Any], given: float | None
 ) -> tuple[float | None, str | None]:
@@ -362,7 +379,7 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     folder = RunFolder(results_root(config.results_dir) / run_name)
     # A folder without metadata is a run killed in its first moments (before anything was
     # dispatched): it can be resumed or reused, and starts afresh.
-    unstarted = folder.path.is_dir() and not folder.exists()
+    unstarted = _unstarted(folder)
     if config.resume and not folder.exists() and not unstarted:
         raise InvalidRunInputError(
             f"there is no run {folder.path} to resume; check --run-name and --results-dir"
@@ -557,7 +574,7 @@ def _run_in_folder(
     workers = [w for p in pools for w in p.workers]
     first = pools[0].record  # a multi-pool run's pool keys are set from summary_fields below
     pool, cloud, price_per_hour = first.name, first.cloud, first.price_per_hour
-    unstarted = not config.resume and folder.path.is_dir() and not folder.exists()
+    unstarted = not config.resume and _unstarted(folder)
     if not config.resume and not unstarted:
         folder.path.parent.mkdir(parents=True, exist_ok=True)
         try:

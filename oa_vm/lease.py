@@ -8,14 +8,15 @@ zombie (dead, not yet reaped), or the pid was reused by another process; on anot
 heartbeat is older than :data:`STALE_AFTER_S`. Check-and-take happens under an ``flock`` on
 ``lease.lock``, so two runs starting at once cannot both win.
 
-Fencing (as lock services do it): every acquisition gets a new *generation*, one more than the
-last one given for the pool (kept in ``lease.generation``, so it survives the lease being given
-back). A holder (:class:`Hold`) checks, before each write it makes to the pool or to what runs on
-it (dispatching a task, committing a result, repairing), that the lease on file is still the one
-it took (:meth:`Hold.check`); once it was taken over (a controller frozen past
+Fencing (as lock services do it): every acquisition gets a random token and a *generation*, one
+more than that of the lease it replaces (so a takeover always raises it). A holder
+(:class:`Hold`) checks, before each write it makes to the pool or to what runs on it
+(dispatching a task, committing a result, repairing), that the lease on file is still the one it
+took (:meth:`Hold.check`); once it was taken over (a controller frozen past
 :data:`STALE_AFTER_S` on another host, or ``pool-cleanup --force``) the check raises
-:class:`LeaseLostError` and the holder stops. The check reads the file each time, so a holder
-that wakes from a freeze is refused at its first write, before its heartbeat thread runs.
+:class:`LeaseLostError` and the holder stops. The check looks at the file each time (it parses
+it again whenever it changed), so a holder that wakes from a freeze is refused at its first
+write, before its heartbeat thread runs.
 
 Cleanup wins: ``pool-cleanup`` marks the pool as being removed (``removing`` in its folder)
 before it removes anything, under the lease's lock, then waits for a repair in progress to save
@@ -183,7 +184,7 @@ def try_acquire(
                 and not take_over):
             return current
         pid = os.getpid()
-        generation = _next_generation(pool, current)
+        generation = _next_generation(current)
         lease: dict[str, Any] = {
             "host": host_id(), "pid": pid, "pid_start": _process_start(pid),
             "run": run, "token": token, "generation": generation,
@@ -195,17 +196,13 @@ def try_acquire(
         return None
 
 
-def _next_generation(pool: str, current: dict[str, Any] | None) -> int:
-    """One more than any generation given for the pool (call under the lease's lock)."""
-    path = state.pool_dir(pool) / "lease.generation"
-    try:
-        last = int(path.read_text(encoding="ascii").strip() or 0)
-    except (OSError, ValueError):
-        last = 0
+def _next_generation(current: dict[str, Any] | None) -> int:
+    """One more than the lease it replaces (1 for a free pool). A takeover always replaces the
+    lease on file, so generations only grow along a chain of holders; a lease given back ends
+    its chain, and its holder has stopped writing."""
     if current is not None and isinstance(current.get("generation"), int):
-        last = max(last, int(current["generation"]))
-    state.atomic_write_text(path, f"{last + 1}\n")
-    return last + 1
+        return int(current["generation"]) + 1
+    return 1
 
 
 def _beat(pool: str, token: str) -> bool:
@@ -237,7 +234,7 @@ class Hold:
     Attributes:
         pool: The pool.
         token: Identifies this acquisition (no two are alike).
-        generation: The acquisition's number (higher than every earlier one for the pool).
+        generation: The acquisition's number (higher than the lease's it replaced).
     """
 
     def __init__(self, pool: str, token: str, generation: int) -> None:
