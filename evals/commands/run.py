@@ -283,6 +283,11 @@ def _signals_interrupt() -> Iterator[None]:
     """SIGTERM and SIGHUP (a closed terminal, a service stopping) end a run as Ctrl-C does: the
     run is marked interrupted and can be resumed, never left ``running``."""
     import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (a caller running a run in a thread)
+        return
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
