@@ -334,10 +334,29 @@ def _send(
         server_failed = isinstance(exc, ServerError) and (
             action.type == EXECUTE or not exc.endpoint_answered
         )
+        if (isinstance(exc, ServerError) and exc.endpoint_answered and server_failed
+                and not exc.is_infrastructure and _still_healthy(waa, clock)):
+            # The endpoint ran and reported a failure (WAA's JSON error body, as its /execute
+            # answers an exception) and the worker answers its probe: it failed on this action
+            # (a path too long for its file system), so the failure is the agent's, never a
+            # reason to quarantine a healthy worker. A plain 5xx (the server itself failing) or
+            # a worker that fails its probe too is the infrastructure's.
+            return None, f"the worker failed on this action: {exc}"
         if exc.is_infrastructure or server_failed:
             raise clock.classify(exc, f"sending step {index}") from exc
         return None, str(exc)
     raise _TaskEnded(ErrorType.AGENT, f"action type {action.type!r} cannot be sent")
+
+
+def _still_healthy(waa: WaaClient, clock: _Clock) -> bool:
+    """Whether the worker answers its probe now (within the task's time)."""
+    try:
+        if clock.remaining() is not None and (clock.remaining() or 0.0) <= 0:
+            return False
+        waa.probe()
+    except WaaError:
+        return False
+    return True
 
 
 def _evaluate(

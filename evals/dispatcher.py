@@ -19,6 +19,16 @@ What happens to a task that goes wrong:
 Every task ends with exactly one final record, committed to the queue before ``execution.json``
 is written, so a controller killed at any moment loses nothing that finished and ``--resume``
 redoes nothing that finished.
+
+Fencing: every write the dispatcher makes carries the lease it holds. Each request to a worker,
+each lease taken from the queue and each repair first asks ``fence`` (the run's pool leases,
+:meth:`oa_vm.lease.Hold.check`); each commit carries the attempt's task lease
+(:meth:`evals.queue.TaskQueue.complete`). Once a pool lease is lost (taken over by another
+controller after a freeze, ``pool-cleanup`` begun) the dispatcher sends nothing more to any worker,
+gives its attempts in flight back to the queue uncounted (``--resume`` runs them; none runs twice)
+and :meth:`Dispatcher.run` raises the fence's error (one line). A commit refused because the
+task's lease is no longer this attempt's is dropped, with its ``execution.json`` unwritten. An
+earlier attempt's screenshots are moved aside (``attempt_<n>/``), never deleted.
 """
 
 from __future__ import annotations
@@ -27,13 +37,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from evals.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
 from evals.agents import BenchmarkAgent
 from evals.errors import EvalsError
 from evals.ledger import Ledger
-from evals.queue import QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
+from evals.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
 from evals.records import (
     AttemptRecord,
     ErrorType,
@@ -43,10 +54,15 @@ from evals.records import (
     TaskStatus,
     error_execution,
 )
+from oa_vm.lease import LeaseLostError, PoolRemovingError
 from oa_vm.redact import redact_text
 
 if TYPE_CHECKING:
     from oa_vm.connect import WorkerConnection
+    from waa_client import ScoringClient, WaaClient
+
+FENCE_ERRORS = (LeaseLostError, PoolRemovingError)
+"""What ``fence`` raises: the run no longer holds its pool (taken over, or being removed)."""
 
 DEFAULT_TASK_TIMEOUT_S = 600.0
 DEFAULT_QUARANTINE_AFTER = 2
@@ -129,6 +145,10 @@ class Dispatcher:
         make_agent: Builds one agent per worker.
         settings: Steps, timeouts, quarantine threshold.
         on_event: Called (from worker threads) as things happen; must be quick and thread-safe.
+        repair: Gives a replacement for a quarantined worker (``run --repair``).
+        draining: A worker's drain notice, or None.
+        fence: Raises one of :data:`FENCE_ERRORS` once the run's pool lease is lost; asked
+            before every request, lease and repair (see the module docstring).
     """
 
     def __init__(
@@ -144,8 +164,12 @@ class Dispatcher:
         on_event: EventSink | None = None,
         repair: Callable[[str], WorkerConnection | None] | None = None,
         draining: Callable[[str], object | None] | None = None,
+        fence: Callable[[], None] | None = None,
     ) -> None:
         self.folder = folder
+        # Raises one of FENCE_ERRORS once the run's pool lease is lost (see the module).
+        self.fence = fence or (lambda: None)
+        self._fenced: BaseException | None = None
         self.repair = repair  # gives a replacement for a quarantined worker (run --repair)
         # Asked before every lease: a notice (e.g. oa_vm.drain.DrainWatch) means no new task.
         self.draining = draining
@@ -203,6 +227,8 @@ class Dispatcher:
 
         Raises:
             KeyboardInterrupt: passed on after the loops were told to stop committing.
+            LeaseLostError, PoolRemovingError: the run's pool lease was lost; attempts in
+                flight were given back, pending tasks are left for ``--resume``.
         """
         self._emit("started")
         threads = [
@@ -228,6 +254,8 @@ class Dispatcher:
         finally:
             self._stop.set()
         beat.join(timeout=5.0)
+        if self._fenced is not None:
+            raise self._fenced
         if self._crash is not None:
             raise EvalsError(
                 f"a dispatch loop failed ({type(self._crash).__name__}: {self._crash}); "
@@ -238,13 +266,18 @@ class Dispatcher:
         return DispatchOutcome(self._budget_stopped, list(self._quarantined))
 
     def _heartbeat(self) -> None:
-        interval = max(0.5, self.queue.lease_seconds / 3.0)
+        # at least every 5 s: the last heartbeat is also what an attempt a crash interrupted is
+        # billed up to (evals.queue.TaskQueue.recover)
+        interval = max(0.5, min(5.0, self.queue.lease_seconds / 3.0))
         while not self._stop.wait(interval):
             self.queue.heartbeat()
 
     def _worker_loop(self, worker: WorkerConnection) -> None:
         try:
             self._dispatch(worker)
+        except FENCE_ERRORS as exc:
+            self._fenced = self._fenced or exc
+            self._stop.set()
         except BaseException as exc:
             # A loop that dies would leave its lease held and the others waiting for ever:
             # stop the run instead (its leases are recovered by --resume) and report why.
@@ -323,6 +356,7 @@ class Dispatcher:
         with self._lease_lock:
             if self._stop.is_set() or self._budget_stopped:
                 return None
+            self.fence()
             candidate = self.queue.peek_next(worker)
             if candidate is None:
                 return None
@@ -351,18 +385,23 @@ class Dispatcher:
             return lease
 
     def _run_one(self, worker: WorkerConnection, agent: BenchmarkAgent, lease: QueuedTask) -> bool:
-        """Run one leased attempt and commit what it ended with; True if the worker is to blame."""
+        """Run one leased attempt and commit what it ended with; True if the worker is to blame.
+
+        Raises:
+            LeaseLostError, PoolRemovingError: the run's pool lease was lost (the attempt was
+                given back to the queue).
+        """
         task_id = lease.task_id
         info = self.infos[task_id]
         with self._state_lock:
             self._running[worker.name] = task_id
         self._emit("task_started", task_id=task_id, worker=worker.name)
-        self.folder.clear_steps(task_id)
+        _keep_earlier_evidence(self.folder.task_dir(task_id))
         began = time.monotonic()
         try:
             execution = run_task(
-                worker.waa,
-                worker.scoring,
+                cast("WaaClient", _Fenced(worker.waa, self.fence)),
+                cast("ScoringClient", _Fenced(worker.scoring, self.fence)),
                 self.tasks[task_id],
                 task_id,
                 agent,
@@ -373,6 +412,9 @@ class Dispatcher:
                 domain=info.domain,
                 evaluate_backoff_s=self.settings.evaluate_backoff_s,
             )
+        except FENCE_ERRORS:
+            self._give_back(worker.name, lease)
+            raise
         except Exception as exc:  # a harness bug must still leave a record, not a stuck lease
             execution = error_execution(
                 info, ErrorType.INFRASTRUCTURE, f"unexpected {type(exc).__name__}: {exc}"
@@ -384,8 +426,18 @@ class Dispatcher:
         with self._state_lock:
             self._running[worker.name] = None
         if self._stop.is_set():
-            # Interrupted: commit nothing, the lease is recovered by --resume.
+            # Interrupted: commit nothing, the lease is recovered by --resume (given back now
+            # when the stop is a lost pool lease).
+            try:
+                self.fence()
+            except FENCE_ERRORS:
+                self.queue.give_back(task_id, worker.name, lease)
             return False
+        try:
+            self.fence()  # a result obtained while the lease was lost is not committed
+        except FENCE_ERRORS:
+            self._give_back(worker.name, lease)
+            raise
         execution.worker = worker.name
         execution.attempts = lease.attempts
         execution.cost = self.ledger.charge(
@@ -401,7 +453,7 @@ class Dispatcher:
             and self._active_workers() > 1
         )
         if not retryable:
-            self._commit(execution, lease, seconds)
+            self._commit(execution, lease, seconds, worker.name)
             # a failed setup or reset counts towards the worker's quarantine even when final
             return execution.error_type is ErrorType.SETUP
         attempt = {
@@ -412,13 +464,18 @@ class Dispatcher:
             "started_at": execution.started_at,
             "ended_at": execution.ended_at,
         }
-        outcome = self.queue.release(
-            task_id,
-            worker.name,
-            execution.error_message or "",
-            attempt=attempt,
-            final_record=execution.to_json(),
-        )
+        try:
+            outcome = self.queue.release(
+                task_id,
+                worker.name,
+                execution.error_message or "",
+                attempt=attempt,
+                final_record=execution.to_json(),
+                lease=lease,
+            )
+        except AttemptFencedError:
+            self._dropped(task_id, worker.name, seconds, lease)
+            return False
         final = outcome is ReleaseOutcome.FINAL
         self.ledger.settle(
             task_id, expected_seconds=lease.expected_seconds, actual_seconds=seconds, final=final
@@ -440,9 +497,15 @@ class Dispatcher:
                 self._wake.notify_all()
         return True
 
-    def _commit(self, execution: TaskExecution, lease: QueuedTask, seconds: float) -> None:
+    def _commit(
+        self, execution: TaskExecution, lease: QueuedTask, seconds: float, worker: str
+    ) -> None:
         document = execution.to_json()  # one copy for the queue and execution.json
-        self.queue.complete(execution.task_id, document)
+        try:
+            self.queue.complete(execution.task_id, document, lease=lease, worker=worker)
+        except AttemptFencedError:
+            self._dropped(execution.task_id, worker, seconds, lease)
+            return
         self.folder.write_execution(execution, document)
         self.ledger.settle(
             execution.task_id,
@@ -456,6 +519,22 @@ class Dispatcher:
             status=execution.status.value, detail=execution.error_message or execution.reason,
             rejected=execution.rejected_actions,
         )
+
+    def _give_back(self, worker: str, lease: QueuedTask) -> None:
+        """The pool lease is lost: the attempt is not counted, ``--resume`` runs the task."""
+        with self._state_lock:
+            self._running[worker] = None
+        self._stop.set()
+        self.queue.give_back(lease.task_id, worker, lease)
+        self.ledger.settle(lease.task_id, expected_seconds=0.0, actual_seconds=0.0, final=False)
+
+    def _dropped(self, task_id: str, worker: str, seconds: float, lease: QueuedTask) -> None:
+        """The task's lease is no longer this attempt's: its result is not committed (the
+        attempt that holds the lease now owns the task's record)."""
+        self.ledger.settle(task_id, expected_seconds=lease.expected_seconds,
+                           actual_seconds=seconds, final=False)
+        self._emit("task_retry", task_id=task_id, worker=worker,
+                   detail="result dropped: the task's lease is no longer this attempt's")
 
     def _count(self, execution: TaskExecution) -> None:
         with self._state_lock:
@@ -499,6 +578,43 @@ class Dispatcher:
             self._count(record)
             self._emit("task_finished", task_id=task_id, status=record.status.value,
                        detail=record.error_message)
+
+
+class _Fenced:
+    """A worker client whose every call first asks the fence: a controller that lost its pool
+    lease sends nothing more to the workers (another controller drives them now)."""
+
+    def __init__(self, client: object, fence: Callable[[], None]) -> None:
+        self._client = client
+        self._fence = fence
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def fenced(*args: Any, **kwargs: Any) -> Any:
+            self._fence()
+            return attr(*args, **kwargs)
+
+        return fenced
+
+
+def _keep_earlier_evidence(folder: Path) -> None:
+    """Move an earlier attempt's screenshots to ``attempt_<n>/`` (the next free ``n``) before a
+    new attempt writes its own: no attempt deletes another's evidence."""
+    if not folder.is_dir():
+        return
+    shots = sorted(folder.glob("step_*.png"))
+    if not shots:
+        return
+    n = 1
+    while (folder / f"attempt_{n}").exists():
+        n += 1
+    aside = folder / f"attempt_{n}"
+    aside.mkdir()
+    for shot in shots:
+        shot.rename(aside / shot.name)
 
 
 def _attempt_fields(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from evals.errors import InvalidRunInputError
 
 if TYPE_CHECKING:
     from oa_vm.connect import WorkerConnection
+    from oa_vm.lease import Hold
     from oa_vm.state import PoolRecord
 
 SEPARATOR = "/"
@@ -96,10 +97,13 @@ def load_ready(names: Sequence[str]) -> list[PoolRecord]:
 
 
 @contextlib.contextmanager
-def hold_pools(names: Sequence[str], run: str, *, wait_s: float = 0.0) -> Iterator[None]:
+def hold_pools(
+    names: Sequence[str], run: str, *, wait_s: float = 0.0
+) -> Iterator[dict[str, Hold]]:
     """Hold every pool's lease for the block, taken in name order (no deadlock between two
     multi-pool runs); if one is refused, those taken are released and its error is raised.
-    ``wait_s`` (``--wait-for-pool``) bounds the wait for all of them together.
+    ``wait_s`` (``--wait-for-pool``) bounds the wait for all of them together. Yields each
+    pool's :class:`oa_vm.lease.Hold` (the fence of the run's writes), by pool name.
 
     Raises:
         oa_vm.errors.PoolBusyError: another live run holds one of them (the error names it).
@@ -110,10 +114,11 @@ def hold_pools(names: Sequence[str], run: str, *, wait_s: float = 0.0) -> Iterat
 
     deadline = time.monotonic() + wait_s  # one wait for them all, not one per pool
     with contextlib.ExitStack() as stack:
+        holds = {}
         for name in sorted(names):
             left = max(0.0, deadline - time.monotonic())
-            stack.enter_context(hold_pool(name, run, wait_s=left))
-        yield
+            holds[name] = stack.enter_context(hold_pool(name, run, wait_s=left))
+        yield holds
 
 
 @contextlib.contextmanager

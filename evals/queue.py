@@ -10,6 +10,13 @@ Trade-offs accepted:
 
 - One controller per run (the runner holds a file lock); leases exist so that a controller that
   died mid-task is detected, not to share a run between machines.
+- Fencing: an attempt is identified by its lease owner and its attempt number (``attempts`` as
+  leased), and every write that ends an attempt (:meth:`TaskQueue.complete`,
+  :meth:`TaskQueue.release`, :meth:`TaskQueue.give_back`) carries that lease and is refused
+  (:class:`AttemptFencedError`) when the row no longer holds it. A controller never reclaims its own
+  expired leases: a controller frozen past ``lease_seconds`` (a laptop asleep) wakes with its
+  attempts still in flight, and its idle loops must not hand those tasks out a second time.
+  Only an earlier controller's leases are reclaimed (:meth:`TaskQueue.recover`, or once expired).
 - An attempt cut short by the controller dying is not held against the task (``recover`` gives
   the attempt back), because it says nothing about the task or the worker.
 - Each thread opens its own connection (SQLite connections are not meant to be shared between
@@ -30,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_VERSION = 1
+INTERRUPTED = "interrupted"
+"""The ``reason`` of a history entry for an attempt cut short by its controller stopping."""
 DEFAULT_LEASE_SECONDS = 60.0
 DEFAULT_MAX_ATTEMPTS = 3
 
@@ -57,6 +66,22 @@ CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (status, lease_expires_at);
 
 _CANDIDATE = "SELECT task_id, attempts, expected_seconds, last_worker FROM tasks"
 _LEASE_ORDER = "ORDER BY expected_seconds DESC, position ASC LIMIT 1"
+
+
+class AttemptFencedError(LookupError):
+    """A write that ends an attempt was refused: the row no longer holds that attempt's lease
+    (it was reclaimed, given back, or the task is done)."""
+
+
+@dataclass(frozen=True)
+class InterruptedAttempt:
+    """An attempt an earlier controller left leased (it was killed or frozen), given back by
+    :meth:`TaskQueue.recover`; its worker time is still to be billed."""
+
+    task_id: str
+    worker: str
+    started_at: float
+    seconds: float
 
 
 class QueueStatus(StrEnum):
@@ -109,6 +134,7 @@ class TaskQueue:
         self.lease_seconds = lease_seconds
         self.max_attempts = max_attempts
         self._local = threading.local()
+        self.interrupted: list[InterruptedAttempt] = []  # filled by recover()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         conn = self._conn()
@@ -177,16 +203,46 @@ class TaskQueue:
         """Take back leases held by earlier controllers; returns how many tasks went to pending.
 
         Call while holding the run's lock (no other controller is alive). The interrupted attempt
-        is given back. With ``retry_not_run``, tasks a budget cap kept from running are pending
-        again, so a resumed run with a higher cap runs them.
+        is given back (it says nothing about the task), and kept in :attr:`interrupted` so its
+        worker time can be billed. With ``retry_not_run``, tasks a budget cap kept from running
+        are pending again, so a resumed run with a higher cap runs them.
         """
         now = time.time()
         with self._tx() as conn:
+            others = f"{self.owner}/%"
+            rows = conn.execute(
+                "SELECT task_id, attempts, history, lease_owner, lease_started_at,"
+                " lease_expires_at FROM tasks"
+                " WHERE status='leased' AND (lease_owner IS NULL OR lease_owner NOT LIKE ?)",
+                (others,),
+            ).fetchall()
+            # The earlier controller's last sign of life: its latest lease or commit (every one
+            # stamps updated_at), or a row's last heartbeat, whichever is later.
+            last_seen = conn.execute("SELECT MAX(updated_at) FROM tasks").fetchone()[0]
+            self.interrupted = []
+            for row in rows:
+                cut = _interrupted(row, now, self.lease_seconds, last_seen)
+                if cut is None:
+                    continue
+                self.interrupted.append(cut)
+                # Kept in the history, so a task that is interrupted again before it ends is
+                # still billed for this attempt on the next resume (interrupted_seconds).
+                history = json.loads(row["history"])
+                history.append({
+                    "attempt": int(row["attempts"]), "worker": cut.worker,
+                    "error_type": None, "reason": INTERRUPTED,
+                    "error_message": "interrupted: the controller stopped during this attempt",
+                    "started_at": _iso(cut.started_at),
+                    "ended_at": _iso(cut.started_at + cut.seconds),
+                    "worker_seconds": round(cut.seconds, 3),
+                })
+                conn.execute("UPDATE tasks SET history=? WHERE task_id=?",
+                             (json.dumps(history), cut.task_id))
             cur = conn.execute(
                 "UPDATE tasks SET status='pending', lease_owner=NULL, lease_expires_at=NULL,"
                 " lease_started_at=NULL, attempts=MAX(attempts - 1, 0), updated_at=?"
                 " WHERE status='leased' AND (lease_owner IS NULL OR lease_owner NOT LIKE ?)",
-                (now, f"{self.owner}/%"),
+                (now, others),
             )
             moved = cur.rowcount
             if retry_not_run:
@@ -201,10 +257,13 @@ class TaskQueue:
     # --- leasing ------------------------------------------------------------------------------
 
     def _reclaim_expired(self, conn: sqlite3.Connection, now: float) -> None:
+        # Only another controller's leases: our own may have expired while we were frozen, and
+        # their attempts are still running here (fencing, see the module docstring).
         conn.execute(
             "UPDATE tasks SET status='pending', lease_owner=NULL, lease_expires_at=NULL,"
-            " lease_started_at=NULL, updated_at=? WHERE status='leased' AND lease_expires_at < ?",
-            (now, now),
+            " lease_started_at=NULL, updated_at=? WHERE status='leased' AND lease_expires_at < ?"
+            " AND (lease_owner IS NULL OR lease_owner NOT LIKE ?)",
+            (now, now, f"{self.owner}/%"),
         )
 
     def peek_next(self, worker: str) -> QueuedTask | None:
@@ -215,8 +274,10 @@ class TaskQueue:
         """
         conn = self._conn()
         now = time.time()
+        mine = f"{self.owner}/%"
         expired = conn.execute(
-            "SELECT 1 FROM tasks WHERE status='leased' AND lease_expires_at < ? LIMIT 1", (now,)
+            "SELECT 1 FROM tasks WHERE status='leased' AND lease_expires_at < ?"
+            " AND (lease_owner IS NULL OR lease_owner NOT LIKE ?) LIMIT 1", (now, mine)
         ).fetchone()
         if expired is None:
             # The usual case, in two index lookups (tasks_in_lease_order) instead of sorting
@@ -232,10 +293,11 @@ class TaskQueue:
             return None if row is None else _queued(row)
         # Leases of a silent controller ran out: they are candidates too (lease() reclaims them).
         row = conn.execute(
-            f"{_CANDIDATE} WHERE status='pending' OR (status='leased' AND lease_expires_at < ?)"
+            f"{_CANDIDATE} WHERE status='pending' OR (status='leased' AND lease_expires_at < ?"
+            " AND (lease_owner IS NULL OR lease_owner NOT LIKE ?))"
             " ORDER BY (last_worker IS NOT NULL AND last_worker = ?) ASC,"
             " expected_seconds DESC, position ASC LIMIT 1",
-            (now, worker),
+            (now, mine, worker),
         ).fetchone()
         return None if row is None else _queued(row)
 
@@ -300,12 +362,17 @@ class TaskQueue:
         *,
         attempt: dict[str, Any],
         final_record: dict[str, Any],
+        lease: QueuedTask | None = None,
     ) -> ReleaseOutcome:
         """Give a task back after an infrastructure error or a timeout on ``worker``.
 
         ``attempt`` (worker, error, times) is appended to the task's history either way. If the
         task has attempts left it goes back to pending; otherwise ``final_record`` (with the
         history filled in) is committed as its final record, in the same transaction.
+
+        Raises:
+            AttemptFencedError: the task is not leased to ``worker`` (for that attempt, when
+                ``lease`` is given) any more; nothing was written.
         """
         now = time.time()
         with self._tx() as conn:
@@ -314,8 +381,8 @@ class TaskQueue:
                 " AND lease_owner=?",
                 (task_id, self._lease_owner(worker)),
             ).fetchone()
-            if row is None:
-                raise LookupError(f"task {task_id} is not leased to {worker}")
+            if row is None or (lease is not None and row["attempts"] != lease.attempts):
+                raise AttemptFencedError(f"task {task_id} is not leased to {worker}")
             history = json.loads(row["history"])
             history.append({**attempt, "reason": reason})
             if row["attempts"] < self.max_attempts:
@@ -329,10 +396,70 @@ class TaskQueue:
             self._finish(conn, task_id, final_record, history=json.dumps(history), now=now)
             return ReleaseOutcome.FINAL
 
-    def complete(self, task_id: str, record: dict[str, Any]) -> None:
-        """Commit a task's final record (the ``execution.json`` document) and mark it done."""
+    def complete(
+        self,
+        task_id: str,
+        record: dict[str, Any],
+        *,
+        lease: QueuedTask | None = None,
+        worker: str | None = None,
+    ) -> None:
+        """Commit a task's final record (the ``execution.json`` document) and mark it done.
+
+        Given the attempt's ``lease`` (and its ``worker``), the commit is fenced: it happens only
+        while the row still holds that lease. Without, any task not done yet is finished (a
+        leftover given its record at the end of a run).
+
+        Raises:
+            AttemptFencedError: the lease was lost, or the task is done; nothing written.
+        """
         with self._tx() as conn:
+            if lease is not None:
+                assert worker is not None, "a fenced commit names the attempt's worker"
+                row = conn.execute(
+                    "SELECT 1 FROM tasks WHERE task_id=? AND status='leased' AND lease_owner=?"
+                    " AND attempts=?",
+                    (task_id, self._lease_owner(worker), lease.attempts),
+                ).fetchone()
+            else:
+                row = conn.execute(
+                    "SELECT 1 FROM tasks WHERE task_id=? AND status!='done'", (task_id,)
+                ).fetchone()
+            if row is None:
+                raise AttemptFencedError(
+                    f"task {task_id} is no longer held by this attempt (taken over or done)"
+                )
             self._finish(conn, task_id, record, history=None, now=time.time())
+
+    def give_back(self, task_id: str, worker: str, lease: QueuedTask) -> bool:
+        """Give an attempt's lease back without a result (the controller is stopping: the run's
+        pool lease was lost); the attempt is not counted, but its worker time is kept in the
+        history as interrupted, to be billed on resume. False if the lease was not ours."""
+        now = time.time()
+        with self._tx() as conn:
+            row = conn.execute(
+                "SELECT history, lease_started_at FROM tasks WHERE task_id=? AND status='leased'"
+                " AND lease_owner=? AND attempts=?",
+                (task_id, self._lease_owner(worker), lease.attempts),
+            ).fetchone()
+            if row is None:
+                return False
+            history = json.loads(row["history"])
+            started = float(row["lease_started_at"] or now)
+            history.append({
+                "attempt": lease.attempts, "worker": worker, "error_type": None,
+                "reason": INTERRUPTED,
+                "error_message": "interrupted: the run lost its pool during this attempt",
+                "started_at": _iso(started), "ended_at": _iso(now),
+                "worker_seconds": round(max(0.0, now - started), 3),
+            })
+            conn.execute(
+                "UPDATE tasks SET status='pending', lease_owner=NULL, lease_expires_at=NULL,"
+                " lease_started_at=NULL, attempts=MAX(attempts - 1, 0), history=?, updated_at=?"
+                " WHERE task_id=?",
+                (json.dumps(history), now, task_id),
+            )
+            return True
 
     def _finish(
         self,
@@ -350,7 +477,7 @@ class TaskQueue:
             (str(record["status"]), json.dumps(record), history, now, task_id),
         )
         if cur.rowcount != 1:
-            raise LookupError(f"task {task_id} is unknown or already done")
+            raise AttemptFencedError(f"task {task_id} is unknown or already done")
 
     # --- reading ------------------------------------------------------------------------------
 
@@ -381,6 +508,21 @@ class TaskQueue:
         ).fetchone()
         return row is not None
 
+    def interrupted_seconds(self) -> dict[str, list[tuple[str, float]]]:
+        """Per unfinished task, the ``(worker, seconds)`` of its attempts interrupted by a
+        controller that stopped (killed, frozen), to bill on resume: they ran on a worker."""
+        out: dict[str, list[tuple[str, float]]] = {}
+        rows = self._conn().execute(
+            "SELECT task_id, history FROM tasks WHERE status != 'done'"
+        ).fetchall()
+        for row in rows:
+            for entry in json.loads(row["history"]):
+                if entry.get("reason") == INTERRUPTED:
+                    out.setdefault(str(row["task_id"]), []).append(
+                        (str(entry.get("worker") or ""), float(entry.get("worker_seconds") or 0))
+                    )
+        return out
+
     def history(self, task_id: str) -> list[dict[str, Any]]:
         """The earlier attempts of a task that were released (oldest first)."""
         row = self._conn().execute(
@@ -401,6 +543,27 @@ class TaskQueue:
             "SELECT task_id, record FROM tasks WHERE status='done' ORDER BY position"
         ).fetchall()
         return {str(r["task_id"]): dict(json.loads(r["record"])) for r in rows}
+
+
+def _iso(epoch: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
+def _interrupted(
+    row: sqlite3.Row, now: float, lease_seconds: float, last_seen: float | None
+) -> InterruptedAttempt | None:
+    """The attempt behind an earlier controller's lease: from its start to the controller's last
+    sign of life (the lease's last heartbeat, i.e. its expiry less the lease's length, or
+    ``last_seen``, whichever is later; never past now)."""
+    started, expires, owner = row["lease_started_at"], row["lease_expires_at"], row["lease_owner"]
+    if started is None or expires is None:
+        return None
+    last_beat = min(now, max(float(expires) - lease_seconds, float(last_seen or 0.0)))
+    worker = str(owner or "").split("/", 1)[-1]  # owners are "<controller>/<worker>"
+    return InterruptedAttempt(str(row["task_id"]), worker, float(started),
+                              max(0.0, last_beat - float(started)))
 
 
 def _queued(row: sqlite3.Row) -> QueuedTask:

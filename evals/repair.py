@@ -9,6 +9,12 @@ continues with it, while the other workers carry on.
 Repairs are serialised (they update the pool's record) and bounded: a worker is replaced at
 most ``max_repairs`` times in one run, so a worker that keeps failing is dropped in the end.
 
+Cleanup wins: every record this repairer writes goes through :func:`oa_vm.lease.save_fenced`
+and every repair carries the run's lease (``fence``), so once ``pool-cleanup`` has begun (or the
+lease was taken over) nothing is started or saved; the error (:class:`oa_vm.lease.
+PoolRemovingError`, :class:`oa_vm.lease.LeaseLostError`) is passed on to the dispatcher, which
+stops the run, instead of being taken as one worker that could not be replaced.
+
 A *draining* worker (a spot notice) is replaced before it ends: given the run's drain check
 (``draining``), a watcher thread asks the pool for a replacement as soon as a worker is under
 notice (``oa-vm pool-repair``: a new worker under a new name, :mod:`oa_vm.fleet`), while the
@@ -26,6 +32,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 
 from oa_vm.connect import WorkerConnection
+from oa_vm.lease import LeaseLostError, PoolRemovingError, save_fenced
+from oa_vm.state import PoolRecord
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +53,8 @@ class WorkerRepairer:
         draining: The run's drain check (e.g. :class:`oa_vm.drain.DrainWatch`); given, a
             thread starts a replacement for each worker under notice right away.
         watch_interval_s: Seconds between two passes of that thread.
+        fence: The run's lease check (:meth:`oa_vm.lease.Hold.check`), asked before each
+            repair and each record written.
     """
 
     def __init__(
@@ -57,8 +67,10 @@ class WorkerRepairer:
         timeout_s: float = DEFAULT_REPAIR_TIMEOUT_S,
         draining: Callable[[str], object | None] | None = None,
         watch_interval_s: float = 1.0,
+        fence: Callable[[], None] | None = None,
     ) -> None:
         self.pool = pool
+        self.fence = fence
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_repairs = max_repairs
@@ -79,7 +91,7 @@ class WorkerRepairer:
 
     def _watch(self) -> None:
         """Start a replacement for every worker under notice, without waiting for it."""
-        from oa_vm import api, fleet, state
+        from oa_vm import api, fleet
         from oa_vm.drain import DrainNotice, mark_draining
         from oa_vm.state import WorkerState
 
@@ -89,7 +101,7 @@ class WorkerRepairer:
                 with self._lock:  # the record is read and written by repairs too
                     if self._closed.is_set():
                         return
-                    record = api.pool_status(self.pool)
+                    record = api.pool_status(self.pool, save=self._save)
                     chain = fleet.replaced_by(record)
                     noticed = []
                     for worker in record.workers:
@@ -104,16 +116,20 @@ class WorkerRepairer:
                             noticed.append(worker.name)
                     if not noticed:
                         continue
-                    state.save(record)
+                    self._save(record)
                     # tried once here; if it fails, the worker's loop asks again after its task
                     self._noticed.update(noticed)
                     log.info("starting replacements for draining %s", ", ".join(noticed))
                     # named, and marked draining above: they get new workers beside them (a
                     # lost worker is left to its own loop, which asks for it when it must)
-                    _, started = fleet.repair_pool(self.pool, workers=noticed, wait=False)
+                    _, started = fleet.repair_pool(self.pool, workers=noticed, wait=False,
+                                                   fence=self.fence)
                     now = time.monotonic()
                     for name in started:
                         self._replaced_at[name] = now
+            except (PoolRemovingError, LeaseLostError) as exc:
+                log.warning("%s", exc)  # the dispatcher's own checks stop the run
+                return
             except Exception as exc:  # the run goes on; the loop asks again when it must
                 log.warning("could not start a replacement for a draining worker: %s", exc)
 
@@ -123,11 +139,11 @@ class WorkerRepairer:
         from oa_vm import api, fleet
 
         try:
-            record = api.pool_status(self.pool)
+            record = api.pool_status(self.pool, save=self._save)
             names = [n for n in fleet.replaced_by(record) if n in self._noticed
                      and any(w.name == n for w in record.workers)]
             if names:
-                fleet.repair_pool(self.pool, workers=names, wait=False)
+                fleet.repair_pool(self.pool, workers=names, wait=False, fence=self.fence)
         except Exception as exc:  # the run's results are what matters here
             log.warning("could not retire the draining workers: %s", exc)
 
@@ -144,6 +160,8 @@ class WorkerRepairer:
             self.repairs[worker] = self.repairs.get(worker, 0) + 1
             try:
                 replaced = self._replace(worker, asked)
+            except (PoolRemovingError, LeaseLostError):
+                raise  # not this worker's problem: the run must stop (see the module)
             except Exception as exc:  # a failed repair must not end the run
                 log.warning("could not replace worker %s: %s", worker, exc)
                 return None
@@ -159,18 +177,19 @@ class WorkerRepairer:
 
         if self._replaced_at.get(worker, 0.0) > asked:
             # replaced meanwhile, together with another lost worker: just reconnect
-            return api.pool_status(self.pool), worker
-        record = api.pool_status(self.pool)
+            return api.pool_status(self.pool, save=self._save), worker
+        record = api.pool_status(self.pool, save=self._save)
         present = {w.name for w in record.workers}
         if worker not in present:  # retired meanwhile (e.g. by pool-repair): its successor
             target = fleet.successor(record, worker)
             if target == worker or target not in present:
                 return None
-            return api.wait_pool(self.pool, timeout_s=self.timeout_s, workers=[target]), target
+            return api.wait_pool(self.pool, timeout_s=self.timeout_s, workers=[target],
+                                 save=self._save), target
         names = sorted({worker, *(w.name for w in record.workers
                                   if w.state == WorkerState.LOST)})
         record, replaced = fleet.repair_pool(
-            self.pool, workers=names, wait=True, timeout_s=self.timeout_s
+            self.pool, workers=names, wait=True, timeout_s=self.timeout_s, fence=self.fence
         )
         now = time.monotonic()
         for name in replaced:
@@ -181,12 +200,15 @@ class WorkerRepairer:
             # asks only then): retire it now rather than when the cloud ends it.
             if worker in {w.name for w in record.workers}:
                 record, _ = fleet.repair_pool(self.pool, workers=[worker], wait=True,
-                                              timeout_s=self.timeout_s)
+                                              timeout_s=self.timeout_s, fence=self.fence)
             return record, target
         if worker not in replaced:
             log.warning("worker %s could not be replaced (its instance is still there)", worker)
             return None
         return record, worker
+
+    def _save(self, record: PoolRecord) -> None:
+        save_fenced(record, self.fence)
 
     def _connect(self, record: object, worker: str) -> WorkerConnection | None:
         from oa_vm.connect import known_hosts_path, tunnel_target

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from evals.pools import RunPool
     from evals.repair import WorkerRepairer
     from oa_vm.connect import WorkerConnection
+    from oa_vm.lease import Hold
 
 # The dispatcher's names are also exported here, where they lived before it had a module.
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "default_run_name",
     "estimate_seconds",
     "health_warning",
+    "resumed_cap",
     "run_evaluation",
     "run_lock",
 ]
@@ -315,6 +317,41 @@ def _check_resume(folder: RunFolder, config: RunConfig) -> dict[str, Any]:
     return metadata
 
 
+_FIRST_MOMENT = frozenset(
+    {".lock", "queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm", "sweep-pool.json"}
+)
+"""What a run folder holds before its metadata: the lock, the queue, a sweep's pool record."""
+
+
+def _unstarted(folder: RunFolder) -> bool:
+    """A run folder killed in its first moments: no metadata, and nothing but what a run writes
+    before it (a folder holding anything else is not ours to reuse)."""
+    if not folder.path.is_dir() or folder.exists():
+        return False
+    try:
+        return all(entry.name in _FIRST_MOMENT for entry in folder.path.iterdir())
+    except OSError:
+        return False
+
+
+def resumed_cap(
+    previous: Mapping[str, Any], given: float | None
+) -> tuple[float | None, str | None]:
+    """The cap of a resumed run and what to say about it: the run's own cap is kept unless
+    ``--max-cost-usd`` gives a new one (the cap is part of the run), and a change is said."""
+    recorded = previous.get("max_cost_usd")
+    before = float(recorded) if isinstance(recorded, int | float) else None
+    if given is None:
+        if before is None:
+            return None, None
+        return before, f"keeping the run's cap of ${before:g} (--max-cost-usd changes it)"
+    if before is None:
+        return given, f"the run had no cap; capping it at ${given:g} from now on"
+    if given != before:
+        return given, f"changing the run's cap from ${before:g} to ${given:g}"
+    return given, None
+
+
 def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> RunResult:
     """Run (or resume) a selection of tasks on a pool and write the run folder.
 
@@ -340,18 +377,25 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     config.validate()
     run_name = config.run_name or default_run_name(config.agent)
     folder = RunFolder(results_root(config.results_dir) / run_name)
-    if config.resume and not folder.exists():
+    # A folder without metadata is a run killed in its first moments (before anything was
+    # dispatched): it can be resumed or reused, and starts afresh.
+    unstarted = _unstarted(folder)
+    if config.resume and not folder.exists() and not unstarted:
         raise InvalidRunInputError(
             f"there is no run {folder.path} to resume; check --run-name and --results-dir"
         )
-    if not config.resume and folder.path.exists():
+    if not config.resume and folder.path.exists() and not unstarted:
         raise RunExistsError(str(folder.path))
+    if unstarted:
+        config.resume = False
     previous = _check_resume(folder, config) if config.resume else {}
+    if config.resume:
+        config.max_cost_usd, _ = resumed_cap(previous, config.max_cost_usd)
     make_agent = agent_factory(config.agent, config.agent_options)
 
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken
-    with hold_pools(names, run_name, wait_s=config.wait_for_pool_s), connect_pools(
+    with hold_pools(names, run_name, wait_s=config.wait_for_pool_s) as holds, connect_pools(
         names, connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s
     ) as pools:
         selected = select_tasks(pools, config.selection)
@@ -372,7 +416,18 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         probe_agent.check_tasks(tasks_for_agent(probe_agent, tasks))
         return _run_in_folder(
             folder, config, pools, tasks, infos, make_agent, previous, on_event,
+            fence=_fence(list(holds.values())),
         )
+
+
+def _fence(holds: list[Hold]) -> Callable[[], None]:
+    """One check for every pool lease the run holds (the dispatcher's ``fence``)."""
+
+    def check() -> None:
+        for hold in holds:
+            hold.check()
+
+    return check
 
 
 def _resolve_pools(folder: RunFolder, config: RunConfig, previous: Mapping[str, Any]) -> list[str]:
@@ -415,7 +470,7 @@ def _ledger(pools: list[RunPool], cap_usd: float | None) -> Ledger:
 
 
 def _per_pool_helpers(
-    pools: list[RunPool], config: RunConfig
+    pools: list[RunPool], config: RunConfig, fence: Callable[[], None] | None = None
 ) -> tuple[list[WorkerRepairer], Callable[[str], WorkerConnection | None] | None,
            Callable[[str], object | None]]:
     """The repairers to close, the dispatcher's ``repair`` and ``draining``: each worker is
@@ -431,7 +486,8 @@ def _per_pool_helpers(
         repairers = {
             # given its pool's drain check, it replaces a worker under notice right away
             p.name: WorkerRepairer(p.name, connect_timeout=config.connect_timeout_s,
-                                   read_timeout=config.read_timeout_s, draining=watches[p.name])
+                                   read_timeout=config.read_timeout_s, draining=watches[p.name],
+                                   fence=fence)
             for p in pools
         }
     if len(pools) == 1:
@@ -508,6 +564,8 @@ def _run_in_folder(
     make_agent: Callable[[], BenchmarkAgent],
     previous: dict[str, Any],
     on_event: EventSink | None,
+    *,
+    fence: Callable[[], None] | None = None,
 ) -> RunResult:
     from evals import metrics
     from evals.pools import summary_fields
@@ -516,13 +574,20 @@ def _run_in_folder(
     workers = [w for p in pools for w in p.workers]
     first = pools[0].record  # a multi-pool run's pool keys are set from summary_fields below
     pool, cloud, price_per_hour = first.name, first.cloud, first.price_per_hour
-    if not config.resume:
+    unstarted = not config.resume and _unstarted(folder)
+    if not config.resume and not unstarted:
         folder.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             folder.path.mkdir()
         except FileExistsError:
             raise RunExistsError(str(folder.path)) from None
     with run_lock(folder):
+        if unstarted:
+            if folder.exists():  # another controller started it meanwhile
+                raise RunExistsError(str(folder.path))
+            # Killed before its metadata: nothing was dispatched; its queue starts again.
+            for leftover in ("queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm"):
+                (folder.path / leftover).unlink(missing_ok=True)
         earlier_quarantined: list[str] = []
         metadata: dict[str, Any] = {
             "run": folder.path.name,
@@ -562,6 +627,11 @@ def _run_in_folder(
             ledger = _ledger(pools, config.max_cost_usd)
             done = queue.records()
             ledger.carry(r.get("cost") or {} for r in done.values())
+            # Attempts an earlier controller left running (killed, frozen) ran on a worker:
+            # billed to their tasks, from their lease's start to its last heartbeat.
+            for tid, cut in queue.interrupted_seconds().items():
+                for worker_name, seconds in cut:
+                    ledger.charge(tid, seconds, [], worker=worker_name or None)
             for tid, record in done.items():
                 # The queue is the source of truth: restore a copy lost or cut short in a crash.
                 try:
@@ -570,7 +640,7 @@ def _run_in_folder(
                     present = False
                 if not present:
                     folder.write_execution(TaskExecution.from_json(record))
-            repairers, repair, draining = _per_pool_helpers(pools, config)
+            repairers, repair, draining = _per_pool_helpers(pools, config, fence)
             dispatcher = Dispatcher(
                 folder, queue, ledger, workers, tasks, infos, make_agent,
                 DispatchSettings(
@@ -583,13 +653,17 @@ def _run_in_folder(
                 on_event,
                 repair=repair,
                 draining=draining,
+                fence=fence,
             )
             try:
                 outcome = dispatcher.run()
-            except BaseException:
+            except BaseException as exc:
+                from evals.dispatcher import FENCE_ERRORS
+
+                extra = {"stopped": str(exc)} if isinstance(exc, FENCE_ERRORS) else {}
                 folder.update_metadata(
                     status=RunStatus.INTERRUPTED.value, ended_at=now_iso(),
-                    cost=ledger.totals(),
+                    cost=ledger.totals(), **extra,
                 )
                 raise
             finally:

@@ -6,6 +6,7 @@ Records are written by this module only (providers return records, they never sa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -270,16 +271,27 @@ def resolve_name(name: str | None) -> str:
     return names[0]
 
 
-def pool_status(name: str | None, *, refresh: bool = False) -> PoolRecord:
+def pool_status(
+    name: str | None, *, refresh: bool = False,
+    save: Callable[[PoolRecord], object] | None = None,
+) -> PoolRecord:
     """The pool's record; refreshed from the provider when asked (always for local pools,
-    where it only checks processes)."""
+    where it only checks processes). ``save`` writes a changed record (default:
+    :func:`oa_vm.lease.save_fenced`, which never recreates a pool being removed; a refresh it
+    refuses is simply not saved; a run's repairer gives one that also carries its lease)."""
+    from oa_vm.lease import PoolRemovingError, save_fenced
+
     record = state.load(resolve_name(name))
     if refresh or record.cloud == "local":
         provider = get_provider(record.cloud)
         before = record.to_json()
         record = provider.refresh(record)
         if record.to_json() != before:
-            state.save(record)
+            if save is not None:
+                save(record)
+            else:
+                with contextlib.suppress(PoolRemovingError):
+                    save_fenced(record)
     return record
 
 
@@ -308,14 +320,20 @@ def wait_pool(
     timeout_s: float = 2400.0,  # pool-wait's for a pool from an image (oa_vm.cloud_plan)
     on_update: Callable[[PoolRecord], None] | None = None,
     workers: Collection[str] | None = None,
+    save: Callable[[PoolRecord], object] | None = None,
 ) -> PoolRecord:
     """Follow every worker (or only ``workers``, e.g. a repair's replacements) through its
-    phases until all are ready.
+    phases until all are ready. ``save`` writes each refresh (default:
+    :func:`oa_vm.lease.save_fenced`: once ``pool-cleanup`` began, the wait ends with
+    :class:`oa_vm.lease.PoolRemovingError` instead of bringing the record back).
 
     Raises:
         PoolNotReadyError: a worker was lost while waiting (its last log line is given).
         WaitTimeoutError: time ran out; the message names each stuck worker and its phase.
     """
+    from oa_vm.lease import save_fenced
+
+    save = save or save_fenced
     record = state.load(resolve_name(name))
     provider = get_provider(record.cloud)
     deadline = time.monotonic() + timeout_s
@@ -331,7 +349,7 @@ def wait_pool(
             if ready:
                 worker.state = WorkerState.READY
         record.state = state.derive_pool_state(record.workers)
-        state.save(record)
+        save(record)
         if on_update is not None:
             on_update(record)
         # A draining worker already replaced (oa_vm.fleet) is not waited for: it is going.

@@ -25,6 +25,10 @@ resume and extend take nothing away, and repair is what ``run --repair`` itself 
 holding the lease (a user's ``pool-repair`` during a run replaces lost workers the run would
 otherwise quarantine; it never touches a worker that is alive, unless named).
 
+Cleanup wins: once ``pool-cleanup`` has begun (:mod:`oa_vm.lease`), repair and resume start
+nothing and extend writes nothing (:class:`oa_vm.lease.PoolRemovingError`); their check, start and
+save happen under :func:`oa_vm.lease.fleet_lock`, which the cleanup takes after marking the pool.
+
 Like :mod:`oa_vm.api`, every function returns records and raises :mod:`oa_vm.errors`; nothing
 prints. Records are saved after every step, so an interrupted operation leaves a record that
 says what is running.
@@ -221,6 +225,7 @@ def resume_pool(
     Raises:
         PoolNotReadyError: the pool is not paused, or a worker was lost while waiting.
         WaitTimeoutError: ``wait`` and the workers were not ready in ``timeout_s``.
+        PoolRemovingError: ``pool-cleanup`` has begun (nothing was started).
     """
     if not ttl_hours > 0:
         raise InvalidInputError(f"--ttl-hours must be more than 0, not {ttl_hours}")
@@ -229,17 +234,23 @@ def resume_pool(
         raise PoolNotReadyError(
             f"pool {record.name!r} is not paused ({record.state.value}); nothing to resume"
         )
+    from oa_vm.lease import PoolRemovingError, fleet_lock, removing
+
     ops = ops or fleet_ops(record.cloud)
-    now = state.utcnow()
-    pauses = list(record.provider_data.get("pauses") or [])
-    if pauses and pauses[-1].get("to") is None:
-        pauses[-1] = {**pauses[-1], "to": state.format_time(now)}
-    record.provider_data["pauses"] = pauses
-    record.expires_at = now + timedelta(hours=ttl_hours)
-    try:
-        ops.resume(record, progress)
-    finally:
-        state.save(record)
+    with fleet_lock(record.name):  # cleanup wins: see repair_pool
+        if removing(record.name):
+            raise PoolRemovingError(record.name)
+        record = _load(record.name)
+        now = state.utcnow()
+        pauses = list(record.provider_data.get("pauses") or [])
+        if pauses and pauses[-1].get("to") is None:
+            pauses[-1] = {**pauses[-1], "to": state.format_time(now)}
+        record.provider_data["pauses"] = pauses
+        record.expires_at = now + timedelta(hours=ttl_hours)
+        try:
+            ops.resume(record, progress)
+        finally:
+            state.save(record)
     if not wait:
         return record
     return api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update)
@@ -328,6 +339,7 @@ def repair_pool(
     progress: Progress = no_progress,
     on_update: Callable[[PoolRecord], None] | None = None,
     ops: FleetOps | None = None,
+    fence: Callable[[], None] | None = None,
 ) -> tuple[PoolRecord, list[str]]:
     """Replace the pool's lost workers (or the named ``workers``) under the same names; start a
     replacement under a new name for each draining worker, and retire the replaced draining
@@ -337,30 +349,49 @@ def repair_pool(
     nothing was lost or draining). With ``wait``, waits for those (and for the replacements of
     the named workers) to be ready, not for the rest of the pool.
 
+    Cleanup wins: the check that the pool is not being removed, the start and the record's save
+    happen under :func:`oa_vm.lease.fleet_lock`, which ``pool-cleanup`` takes after marking the
+    pool, and every later save (while waiting) is refused once the cleanup began; ``fence`` (a
+    run's :meth:`oa_vm.lease.Hold.check`) is asked before anything starts, so a run whose lease
+    was taken over repairs nothing.
+
     Raises:
         InvalidInputError: a named worker is not in the pool.
         PoolNotReadyError: the pool is paused (resume it instead), or a worker was lost again
             while waiting.
+        PoolRemovingError: ``pool-cleanup`` has begun (nothing was started).
+        LeaseLostError: ``fence`` refused (nothing was started).
     """
-    record = _load(name)
-    if record.state == PoolState.PAUSED:
-        raise PoolNotReadyError(
-            f"pool {record.name!r} is paused; 'oa-vm pool-resume --name {record.name}' starts "
-            "every worker"
-        )
-    if workers:
-        known = {w.name for w in record.workers}
-        unknown = [w for w in workers if w not in known]
-        if unknown:
-            raise InvalidInputError(
-                f"pool {record.name!r} has no worker {', '.join(unknown)} "
-                f"(workers: {', '.join(sorted(known))})"
+    from oa_vm.lease import PoolRemovingError, fleet_lock, removing, save_fenced
+
+    pool = api.resolve_name(name)
+    with fleet_lock(pool):
+        if removing(pool):
+            raise PoolRemovingError(pool)
+        record = _load(pool)
+        if record.state == PoolState.PAUSED:
+            raise PoolNotReadyError(
+                f"pool {record.name!r} is paused; 'oa-vm pool-resume --name {record.name}' "
+                "starts every worker"
             )
-    ops = ops or fleet_ops(record.cloud)
-    try:
-        replaced = ops.repair(record, progress, list(workers) if workers else None)
-    finally:
-        state.save(record)
+        if workers:
+            known = {w.name for w in record.workers}
+            unknown = [w for w in workers if w not in known]
+            if unknown:
+                raise InvalidInputError(
+                    f"pool {record.name!r} has no worker {', '.join(unknown)} "
+                    f"(workers: {', '.join(sorted(known))})"
+                )
+        if fence is not None:
+            fence()
+        ops = ops or fleet_ops(record.cloud)
+        try:
+            _repair_hook(pool)
+            replaced = ops.repair(record, progress, list(workers) if workers else None)
+        finally:
+            # A plain save: a cleanup that began meanwhile waits for this lock, then loads this
+            # record and removes what was started.
+            state.save(record)
     present = {w.name: w for w in record.workers}
     targets = sorted(
         name for name in {*replaced, *(successor(record, w) for w in workers or [])}
@@ -368,9 +399,30 @@ def repair_pool(
     )
     if not targets or not wait:
         return record, replaced
+
+    def save(current: PoolRecord) -> None:
+        save_fenced(current, fence)
+
     record = api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update,
-                           workers=targets)
+                           workers=targets, save=save)
     return record, replaced
+
+
+def _repair_hook(pool: str) -> None:
+    """Drills only: ``OA_VM_REPAIR_HOLD=<file>`` holds every repair, once its pool was checked
+    and before it starts anything, until ``<file>`` exists, so a drill can run ``pool-cleanup``
+    at exactly that point instead of hoping for the timing."""
+    import os
+    import time
+    from pathlib import Path
+
+    gate = os.environ.get("OA_VM_REPAIR_HOLD")
+    if not gate:
+        return
+    Path(f"{gate}.waiting").write_text(pool, encoding="utf-8")
+    deadline = time.monotonic() + 600.0
+    while not Path(gate).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
@@ -378,6 +430,7 @@ def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
 
     Raises:
         InvalidInputError: ``by_s`` is not positive.
+        PoolRemovingError: ``pool-cleanup`` has begun (nothing was written).
     """
     if not by_s > 0:
         raise InvalidInputError("the extension must be more than zero")
@@ -390,5 +443,7 @@ def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
         )
     base = record.expires_at if record.expires_at is not None and record.expires_at > now else now
     record.expires_at = base + timedelta(seconds=by_s)
-    state.save(record)
+    from oa_vm.lease import save_fenced
+
+    save_fenced(record)  # never brings back the record of a pool being removed
     return record

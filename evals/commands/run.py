@@ -8,7 +8,9 @@ error, or every worker was lost; any error with ``--fail-on-errors``), 1 any oth
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -235,9 +237,11 @@ def execute(
     from evals.runner import run_evaluation
     from oa_vm.clikit import print_json
 
+    _say_cap(config)
     progress = live_or_plain(json_out=json_out)
     try:
-        result = run_evaluation(config, on_event=progress)
+        with _signals_interrupt():
+            result = run_evaluation(config, on_event=progress)
     except KeyboardInterrupt:
         folder = results_root(config.results_dir) / (config.run_name or "")
         started = config.run_name is not None and (folder / "metadata.json").is_file()
@@ -259,6 +263,42 @@ def execute(
     if finish:
         finish_run(result)
     return result
+
+
+def _say_cap(config: RunConfig) -> None:
+    """On ``--resume``, say what becomes of the run's cap (kept, or changed)."""
+    if not config.resume or not config.run_name:
+        return
+    from evals.records import RunFolder, results_root
+    from evals.runner import resumed_cap
+
+    previous = RunFolder(results_root(config.results_dir) / config.run_name).read_metadata()
+    _, note = resumed_cap(previous, config.max_cost_usd)
+    if note:
+        typer.echo(f"Budget: {note}", err=True)
+
+
+@contextlib.contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP (a closed terminal, a service stopping) end a run as Ctrl-C does: the
+    run is marked interrupted and can be resumed, never left ``running``."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (a caller running a run in a thread)
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    caught = (signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, interrupt) for sig in caught}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def finish_run(result: RunResult) -> None:

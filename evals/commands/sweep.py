@@ -143,25 +143,35 @@ def sweep(
     # Everything checkable without a pool is checked before one is paid for.
     agent_factory(config.agent, config.agent_options)
     _check_run_folder(config.results_dir, config.run_name, config.resume)
+    # A resumed sweep whose pool outlived it (the sweep was killed) reuses that pool rather
+    # than paying for a second one.
+    reused = _pool_to_reuse(config, name, cloud) if config.resume else None
     spec = api.build_spec(
-        name=name, cloud=cloud, workers=workers, faults=faults or None,
+        name=reused or name, cloud=cloud, workers=workers, faults=faults or None,
         price_per_hour=price_per_hour,
     )
     config.pool = spec.name
-    if state.exists(spec.name):
+    if state.exists(spec.name) and spec.name != reused:
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
         raise PoolExistsError(spec.name)
     if cloud == "local":
         _check_local_tasks(config.selection, spec.tasks_dir)
-    else:
+    elif not reused:
         _show_plan_and_confirm(spec, yes)
     with sigterm_as_interrupt():
         created = False
         try:
             try:
-                _say(f"creating pool {spec.name} ({cloud}, {workers} worker(s))")
+                if reused:
+                    _say(f"reusing pool {reused}, which this sweep created before it was "
+                         "interrupted")
+                else:
+                    # recorded before it exists: a sweep killed from here on is found again
+                    _record_pool(config, spec.name, cloud)
+                    _say(f"creating pool {spec.name} ({cloud}, {workers} worker(s))")
                 try:
-                    api.create_pool(spec, progress=_say)
+                    if not reused:
+                        api.create_pool(spec, progress=_say)
                 except PoolExistsError:
                     raise  # made by someone else meanwhile: not ours to remove
                 except BaseException:
@@ -236,6 +246,10 @@ def _show_plan_and_confirm(spec: PoolSpec, yes: bool) -> None:
         raise typer.Abort()
 
 
+SWEEP_POOL = "sweep-pool.json"
+"""The run folder's record of the pool its sweep created (written before the pool is)."""
+
+
 def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bool) -> None:
     from evals.errors import InvalidRunInputError, RunExistsError
     from evals.records import RunFolder, results_root
@@ -245,10 +259,58 @@ def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bo
     folder = RunFolder(results_root(results_dir) / run_name)
     if not resume and folder.path.exists():
         raise RunExistsError(str(folder.path))
-    if resume and not folder.exists():
+    # a sweep killed before its run began has a folder holding only the pool it made
+    if resume and not folder.exists() and not (folder.path / SWEEP_POOL).is_file():
         raise InvalidRunInputError(
             f"there is no run {folder.path} to resume; check --run-name and --results-dir"
         )
+
+
+def _sweep_pool_path(config: RunConfig) -> Path:
+    from evals.records import results_root
+
+    assert config.run_name is not None  # build_config names every sweep's run
+    return results_root(config.results_dir) / config.run_name / SWEEP_POOL
+
+
+def _record_pool(config: RunConfig, pool: str, cloud: str) -> None:
+    """Write down, in the run folder, the pool this sweep is about to create."""
+    from evals.records import now_iso
+    from oa_vm import state
+
+    path = _sweep_pool_path(config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state.atomic_write_json(path, {"pool": pool, "cloud": cloud, "recorded_at": now_iso()})
+
+
+def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | None:
+    """The pool an interrupted sweep of this run created and left, if it is still there.
+
+    Raises:
+        InvalidInputError: it is there, but ``--name`` or ``--cloud`` asks for another pool
+            (resuming would leave it billing unnoticed): the line says how to reuse or
+            remove it.
+    """
+    import json
+
+    from oa_vm import state
+    from oa_vm.errors import InvalidInputError
+
+    try:
+        recorded = json.loads(_sweep_pool_path(config).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    pool = recorded.get("pool") if isinstance(recorded, dict) else None
+    if not isinstance(pool, str) or not state.exists(pool):
+        return None
+    if (name is not None and name != pool) or recorded.get("cloud") != cloud:
+        raise InvalidInputError(
+            f"pool {pool!r} ({recorded.get('cloud')}), created by this sweep before it was "
+            f"interrupted, still exists; resume with --name {pool} --cloud "
+            f"{recorded.get('cloud')} to reuse it, or remove it with "
+            f"'oa-vm pool-cleanup --name {pool}'"
+        )
+    return pool
 
 
 def _cleanup(pool: str) -> None:

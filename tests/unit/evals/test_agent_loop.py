@@ -169,8 +169,9 @@ def test_a_checker_that_recovers_gives_an_outcome(
 def test_a_500_on_execute_is_the_workers_fault_not_the_agents(
     servers: tuple[ScriptedServer, ScriptedServer],
 ) -> None:
-    # /execute reports a failing command in its body (returncode); a 500 is the server failing,
-    # so the attempt ends as an infrastructure error (retried elsewhere), never as a score.
+    # /execute reports a failing command in its body (returncode); a 500 from a worker that does
+    # not answer its probe either (no /probe here) is the server failing, so the attempt ends
+    # as an infrastructure error (retried elsewhere), never as a score.
     waa_srv, scoring_srv = servers
     waa_srv.set("/execute", Reply.json({"status": "error", "message": "no such app"}, 500))
     result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(),
@@ -179,6 +180,35 @@ def test_a_500_on_execute_is_the_workers_fault_not_the_agents(
     assert result.error_type is ErrorType.INFRASTRUCTURE
     assert "no such app" in (result.error_message or "")
     assert result.score is None
+
+
+def test_a_500_on_execute_from_a_healthy_worker_is_the_agents_action_failing(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    # The worker answers its probe: the action itself (a 300-character path) made the endpoint
+    # fail, so the step is the agent's (rejected) and the task is scored, never retried.
+    waa_srv, scoring_srv = servers
+    waa_srv.set("/execute",
+                Reply.json({"status": "error", "message": "[Errno 36] File name too long"}, 500))
+    waa_srv.set("/probe", Reply.json({"status": "Probe successful"}))
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(),
+                      sleep=_no_sleep)
+    assert result.error_type is None, result.error_message
+    assert result.status in (TaskStatus.SUCCESS, TaskStatus.FAILURE)
+    rejected = [step for step in result.steps if step.rejected]
+    assert rejected and "failed on this action" in (rejected[0].error or "")
+
+
+def test_a_plain_500_on_execute_stays_the_workers_even_if_it_answers_its_probe(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    # no WAA JSON body: the server itself failed (a proxy, an injected fault), not the endpoint
+    waa_srv, scoring_srv = servers
+    waa_srv.set("/execute", Reply(500, b"Internal Server Error", "text/plain"))
+    waa_srv.set("/probe", Reply.json({"status": "Probe successful"}))
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(),
+                      sleep=_no_sleep)
+    assert result.error_type is ErrorType.INFRASTRUCTURE
 
 
 class ClickThenDone(BenchmarkAgent):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.queue import QueueStatus, ReleaseOutcome, TaskQueue
+from evals.queue import AttemptFencedError, QueueStatus, ReleaseOutcome, TaskQueue
 
 
 def _queue(
@@ -139,15 +139,87 @@ def test_recover_puts_not_run_tasks_back_but_keeps_real_outcomes(tmp_path: Path)
     q.close()
 
 
-def test_expired_leases_are_handed_out_again_and_heartbeats_keep_them(tmp_path: Path) -> None:
-    q = _queue(tmp_path, lease_seconds=-1.0)  # every lease is born expired
-    q.add([("a", 1.0)])
-    assert q.lease_next("w0") is not None
-    assert q.lease_next("w1") is not None  # reclaimed
+def test_expired_leases_of_another_controller_are_handed_out_again(tmp_path: Path) -> None:
+    gone = _queue(tmp_path, owner="ctl-gone", lease_seconds=-1.0)  # every lease born expired
+    gone.add([("a", 1.0)])
+    assert gone.lease_next("w0") is not None
+    q = _queue(tmp_path, lease_seconds=60.0)
+    assert q.lease_next("w1") is not None  # reclaimed from the silent controller
     live = _queue(tmp_path, owner="ctl-b", lease_seconds=60.0)
     assert live.heartbeat() == 0  # not its lease
+    for queue in (gone, q, live):
+        queue.close()
+
+
+def test_a_controller_never_reclaims_its_own_expired_leases(tmp_path: Path) -> None:
+    # A controller frozen past its leases (a laptop asleep) wakes with its attempts still in
+    # flight: its idle workers must not be handed those tasks a second time, and the attempt's
+    # commit still goes through (its lease was never taken).
+    q = _queue(tmp_path, lease_seconds=-1.0)
+    q.add([("a", 1.0)])
+    first = q.lease_next("w0")
+    assert first is not None
+    assert q.peek_next("w1") is None
+    assert q.lease_next("w1") is None
+    q.complete("a", _record("a"), lease=first, worker="w0")
+    assert q.counts()["done"] == 1
     q.close()
-    live.close()
+
+
+def test_a_commit_whose_lease_was_taken_over_is_refused(tmp_path: Path) -> None:
+    old = _queue(tmp_path, owner="ctl-old", lease_seconds=-1.0)
+    old.add([("a", 1.0)])
+    stale = old.lease_next("w0")
+    assert stale is not None
+    new = _queue(tmp_path, owner="ctl-new")
+    taken = new.lease_next("w1")
+    assert taken is not None and taken.attempts == 2
+    with pytest.raises(AttemptFencedError):
+        old.complete("a", _record("a"), lease=stale, worker="w0")
+    with pytest.raises(AttemptFencedError):
+        old.release("a", "w0", "late", attempt=ATTEMPT, final_record=_record("a", "error"),
+                    lease=stale)
+    assert not old.give_back("a", "w0", stale)
+    new.complete("a", _record("a"), lease=taken, worker="w1")
+    assert new.record("a") is not None
+    for queue in (old, new):
+        queue.close()
+
+
+def test_recover_keeps_an_interrupted_attempt_to_bill(tmp_path: Path) -> None:
+    killed = _queue(tmp_path, owner="ctl-killed", lease_seconds=60.0)
+    killed.add([("a", 1.0), ("b", 1.0)])
+    leased = killed.lease_next("w0")
+    assert leased is not None
+    conn = killed._conn()
+    # leased 100 s ago, last heartbeat 40 s ago (expiry = heartbeat + 60 s)
+    now = time.time()
+    conn.execute("UPDATE tasks SET updated_at=?", (now - 100.0,))  # its last lease or commit
+    conn.execute("UPDATE tasks SET lease_started_at=?, lease_expires_at=? WHERE task_id=?",
+                 (now - 100.0, now + 20.0, leased.task_id))
+    killed.close()
+    resumed = _queue(tmp_path, owner="ctl-resumed", lease_seconds=60.0)
+    assert resumed.recover() == 1
+    [cut] = resumed.interrupted
+    assert cut.task_id == leased.task_id and cut.worker == "w0"
+    assert cut.seconds == pytest.approx(60.0, abs=2.0)
+    billed = resumed.interrupted_seconds()
+    assert list(billed) == [leased.task_id]
+    assert billed[leased.task_id][0][1] == pytest.approx(60.0, abs=2.0)
+    resumed.close()
+
+
+def test_an_attempt_given_back_keeps_its_worker_time_to_bill(tmp_path: Path) -> None:
+    q = _queue(tmp_path)
+    q.add([("a", 1.0)])
+    leased = q.lease_next("w0")
+    assert leased is not None
+    assert q.give_back("a", "w0", leased)
+    assert q.counts()["pending"] == 1 and q.history("a")[-1]["reason"] == "interrupted"
+    assert list(q.interrupted_seconds()) == ["a"]
+    again = q.lease_next("w1")
+    assert again is not None and again.attempts == 1  # the given-back attempt is not counted
+    q.close()
 
 
 def test_heartbeat_extends_only_this_controllers_leases(tmp_path: Path) -> None:
@@ -190,7 +262,8 @@ def test_max_attempts_must_be_positive(tmp_path: Path) -> None:
 
 _REFERENCE_PEEK = (
     "SELECT task_id FROM tasks WHERE status='pending' OR (status='leased' AND"
-    " lease_expires_at < ?) ORDER BY (last_worker IS NOT NULL AND last_worker = ?) ASC,"
+    " lease_expires_at < ? AND lease_owner NOT LIKE 'ctl-a/%')"
+    " ORDER BY (last_worker IS NOT NULL AND last_worker = ?) ASC,"
     " expected_seconds DESC, position ASC LIMIT 1"
 )
 
@@ -218,7 +291,9 @@ def test_peek_next_picks_what_one_sort_of_every_candidate_would(
             q.complete(leased.task_id, _record(leased.task_id))
         if step % 40 == 39:  # some leases run out (a silent controller)
             conn = q._conn()
-            conn.execute("UPDATE tasks SET lease_expires_at = 0 WHERE status='leased'"
+            # (another controller's: a controller never reclaims its own leases)
+            conn.execute("UPDATE tasks SET lease_expires_at = 0,"
+                         " lease_owner = 'ctl-gone/' || task_id WHERE status='leased'"
                          " AND position % 3 = 0")
         conn = q._conn()
         now = time.time()
