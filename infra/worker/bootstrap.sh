@@ -266,11 +266,15 @@ mount_storage
 if [ "$mode" = build ]; then
   build_image
   run_container
-  wait_guest "${OA_VM_GUEST_TIMEOUT_S:-5400}"
+  # A build takes about 2 h (1.5-3 h, docs/providers.md): 2.5 h for Windows to install and
+  # answer, within the builder's own 4 h expiry.
+  wait_guest "${OA_VM_GUEST_TIMEOUT_S:-9000}"
   finish_build
 else
   load_image
   run_container
-  wait_guest "${OA_VM_GUEST_TIMEOUT_S:-1200}"
+  # The first pool from a new AWS snapshot reads its blocks lazily from S3: 15-35 min to a
+  # booted guest; inside pool-wait's 40 min.
+  wait_guest "${OA_VM_GUEST_TIMEOUT_S:-2100}"
   finish_pool
 fi
