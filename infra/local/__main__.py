@@ -14,6 +14,7 @@ import argparse
 import datetime as dt
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -124,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{PROG}: error: port {port} is out of range", file=sys.stderr)
             return 2
     try:
+        if not math.isfinite(args.max_body_mb):
+            raise ValueError("--max-body-mb must be a number of MiB")
         limits = Limits(max_body=int(args.max_body_mb * 2**20),
                         max_connections=args.max_connections, read_timeout=args.read_timeout)
     except ValueError as exc:

@@ -130,8 +130,8 @@ class Limits:
             raise ValueError("the body size limit must be 0 or more bytes")
         if self.max_connections < 1:
             raise ValueError("the connection limit must be at least 1")
-        if not self.read_timeout > 0:
-            raise ValueError("the read timeout must be more than 0 seconds")
+        if not 0 < self.read_timeout < 86400:
+            raise ValueError("the read timeout must be more than 0 seconds and under a day")
 
 
 class Guard:

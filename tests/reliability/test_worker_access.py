@@ -281,8 +281,9 @@ def test_a_bad_secret_file_is_refused_in_one_line(
 
 
 @pytest.mark.parametrize("args", [
-    ["--max-connections", "0"], ["--read-timeout", "0"], ["--max-body-mb", "-1"],
-    ["--no-auth", "--secret-file", "x"],
+    ["--max-connections", "0"], ["--read-timeout", "0"], ["--read-timeout", "nan"],
+    ["--read-timeout", "inf"], ["--max-body-mb", "-1"], ["--max-body-mb", "nan"],
+    ["--max-body-mb", "inf"], ["--no-auth", "--secret-file", "x"],
 ])
 def test_bad_limits_are_refused_in_one_line(tmp_path: Path, args: list[str]) -> None:
     done = _start(tmp_path, *args)
