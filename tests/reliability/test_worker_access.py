@@ -92,6 +92,25 @@ def test_pool_workers_refuse_requests_without_the_pool_secret(
         assert secret not in Path(worker.log_path or "").read_text()
 
 
+def test_a_repaired_worker_keeps_the_pool_secret(pool: state.PoolRecord, home: Path) -> None:
+    from oa_vm import fleet
+
+    lost = pool.workers[1]
+    assert lost.pid and lost.waa_url
+    secret = _secret(lost.waa_url)
+    psutil.Process(lost.pid).kill()
+    wait_until(lambda: not psutil.pid_exists(lost.pid or 0)
+               or psutil.Process(lost.pid or 0).status() == psutil.STATUS_ZOMBIE,
+               "the worker to die")
+    record, replaced = fleet.repair_pool("guarded", timeout_s=120)
+    assert replaced == [lost.name]
+    again = next(w for w in record.workers if w.name == lost.name)
+    assert again.pid != lost.pid and again.waa_url and again.waa_url != lost.waa_url
+    assert _secret(again.waa_url) == secret
+    assert requests.get(f"{again.waa_url}/probe", timeout=TIMEOUT).ok
+    assert requests.get(f"{_origin(again.waa_url)}/probe", timeout=TIMEOUT).status_code == 403
+
+
 def test_pool_status_masks_the_secret_but_json_keeps_the_urls(
     pool: state.PoolRecord, home: Path
 ) -> None:
