@@ -307,3 +307,12 @@ def test_a_bad_secret_file_is_refused_in_one_line(
 def test_bad_limits_are_refused_in_one_line(tmp_path: Path, args: list[str]) -> None:
     done = _start(tmp_path, *args)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_error_lines_mask_the_secret() -> None:
+    from oa_vm.redact import redact_text
+
+    secret = "cap-" + "5e" * 20
+    line = redact_text(f"POST http://127.0.0.1:40123/{secret}/execute: server error 500 "
+                       f"(path /{secret}/execute)")
+    assert secret not in line and line.count("/cap-***/execute") == 2
