@@ -12,6 +12,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from oa_vm import state
 from oa_vm.errors import PoolNotReadyError
@@ -51,6 +52,8 @@ def tunnel_target(worker: WorkerRecord) -> TunnelTarget:
         key_path=Path(worker.ssh.key_path),
         remote_waa_port=worker.remote_waa_port,
         remote_scoring_port=worker.remote_scoring_port,
+        # A local worker's URLs start with its pool's secret; the forwarded ones must too.
+        base_path=urlsplit(worker.waa_url).path.rstrip("/") if worker.waa_url else "",
     )
 
 

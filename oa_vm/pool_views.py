@@ -11,6 +11,7 @@ from oa_vm import state
 from oa_vm.durations import format_duration
 from oa_vm.errors import CorruptRecordError
 from oa_vm.pool_cost import current_paused_per_day, paused_since, pool_cost_so_far
+from oa_vm.redact import redact_worker_secrets
 from oa_vm.state import PoolRecord
 from oa_vm.tables import money, render_table
 
@@ -65,8 +66,10 @@ def status_text(record: PoolRecord) -> str:
         lines.append(
             f"Price {money(_per_hour(record))}/hour, cost so far {money(cost_so_far(record))}"
         )
+    # A local worker's URLs carry its pool's secret: masked here, whole in --json.
     rows = [
-        [w.name, w.state.value, w.phase or "", w.waa_url or "", w.scoring_url or "",
+        [w.name, w.state.value, w.phase or "", redact_worker_secrets(w.waa_url or ""),
+         redact_worker_secrets(w.scoring_url or ""),
          w.pid or w.provider_id or "", "ssh" if w.ssh else "direct"]
         for w in record.workers
     ]

@@ -55,4 +55,15 @@ def redact_text(text: str) -> str:
     """``text`` with every URL in it passed through :func:`redact_url`, and credential-like
     query values of bare paths (``/act?token=...``, as HTTP libraries quote them) masked."""
     text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+    text = redact_worker_secrets(text)
     return _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
+
+
+_WORKER_SECRET = re.compile(r"\bcap-[0-9a-f]{40}\b")
+
+
+def redact_worker_secrets(text: str) -> str:
+    """``text`` with local workers' secrets masked: the first path segment of their URLs
+    (``http://127.0.0.1:PORT/cap-<40 hex>/...``, see ``docs/local-worker.md``) is a capability,
+    which error messages, records and tables must not show."""
+    return _WORKER_SECRET.sub("cap-" + MASK, text)

@@ -2,6 +2,10 @@
 
 Binds every server first, then writes the ready file atomically, so whoever waits for the file
 can connect at once. Bad command-line input prints one line and exits 2.
+
+The secret every request path must start with is read from ``--secret-file`` (a 0600 file: it
+never appears on the command line, where ``ps`` would show it), or made at random; either way
+the ready file (0600) lists each worker's URLs with it.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import argparse
 import datetime as dt
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -20,6 +25,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
 
+from infra.local.access import (
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_READ_TIMEOUT,
+    Limits,
+    SecretError,
+    new_secret,
+    read_secret_file,
+)
 from infra.local.faults import FaultError, parse_fault_args
 from infra.local.taskstore import TaskStoreError
 from infra.local.worker import RunningWorker, start_worker
@@ -45,6 +59,27 @@ def _parser() -> argparse.ArgumentParser:
         "--fault", action="append", default=[], metavar="KEY=VALUE", help="fault knob, repeatable"
     )
     parser.add_argument("--count", type=int, default=1, help="workers in this process")
+    parser.add_argument(
+        "--secret-file", type=Path, default=None,
+        help="0600 file holding the secret path prefix of every URL (default: a random one)",
+    )
+    parser.add_argument(
+        "--no-auth", action="store_true",
+        help="no secret prefix: only to stand in for a guest that WAA's code calls at "
+        "http://VM_IP:5000 (never for a pool)",
+    )
+    parser.add_argument(
+        "--max-body-mb", type=float, default=DEFAULT_MAX_BODY / 2**20,
+        help="largest request body, in MiB (413 above; default %(default)g)",
+    )
+    parser.add_argument(
+        "--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
+        help="connections served at once per worker (503 above; default %(default)d)",
+    )
+    parser.add_argument(
+        "--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT,
+        help="seconds of client silence before its connection is closed (default %(default)g)",
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING"])
     return parser
 
@@ -57,6 +92,7 @@ def write_ready_file(path: Path, workers: Sequence[RunningWorker], started_at: d
         "workers": [w.describe() for w in workers],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
+    # mkstemp makes the file 0600: it lists URLs that carry the workers' secret.
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -88,6 +124,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not 0 <= port <= 65535 - args.count:
             print(f"{PROG}: error: port {port} is out of range", file=sys.stderr)
             return 2
+    try:
+        if not math.isfinite(args.max_body_mb):
+            raise ValueError("--max-body-mb must be a number of MiB")
+        limits = Limits(max_body=int(args.max_body_mb * 2**20),
+                        max_connections=args.max_connections, read_timeout=args.read_timeout)
+    except ValueError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    if args.no_auth and args.secret_file is not None:
+        print(f"{PROG}: error: give --secret-file or --no-auth, not both", file=sys.stderr)
+        return 2
+    try:
+        secret = read_secret_file(args.secret_file) if args.secret_file else new_secret()
+    except SecretError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         stream=sys.stderr,
         level=args.log_level,
@@ -107,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     scoring_port=_port(args.scoring_port, index),
                     tasks=args.tasks,
                     faults=faults,
+                    secret=secret,
+                    auth=not args.no_auth,
+                    limits=limits,
                 )
             )
     except (OSError, TaskStoreError) as exc:

@@ -1,8 +1,13 @@
 """HTTP plumbing shared by the two servers of a simulated worker (stdlib only).
 
 Each server is a ``ThreadingHTTPServer`` with a route table. One thread per worker waits on both
-listening sockets at once (a selector, no polling), and each request gets its own daemon thread,
-so an idle worker costs one sleeping thread and 200 workers fit in one process.
+listening sockets at once (a selector, no polling), and each connection gets its own daemon
+thread, at most ``max_connections`` of them per worker (:mod:`infra.local.access`), so an idle
+worker costs one sleeping thread and 200 workers fit in one process.
+
+Every request passes the worker's :class:`~infra.local.access.Guard` before anything else: the
+secret prefix of its path, then the size of its body. Routes are registered without the prefix
+(``app.route("GET", "/probe", ...)``), so a module adding endpoints never sees it.
 """
 
 from __future__ import annotations
@@ -22,14 +27,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from infra.local.access import Guard
 from infra.local.faults import Action, FaultGate
 
 log = logging.getLogger("infra.local")
 
-SOCKET_TIMEOUT = 60.0
-"""Seconds a client may stay silent before its connection (and thread) is dropped."""
-
-MAX_BODY = 64 * 1024 * 1024
+_BUSY_BODY = b'{"status": "error", "message": "too many connections to this worker; retry later"}'
+_BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    b"Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" % len(_BUSY_BODY)
+    + _BUSY_BODY
+)
 
 
 class HttpError(Exception):
@@ -146,14 +154,25 @@ class App:
 
 
 class AppServer(ThreadingHTTPServer):
-    """A threading HTTP server that answers through an :class:`App`."""
+    """A threading HTTP server that answers through an :class:`App`, behind a :class:`Guard`.
+
+    Connections are accepted by an :class:`Acceptor`, which takes one of the guard's slots for
+    each; the slot is given back when the connection's thread ends.
+    """
 
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, address: tuple[str, int], app: App) -> None:
+    def __init__(self, address: tuple[str, int], app: App, guard: Guard) -> None:
         self.app = app
+        self.guard = guard
         super().__init__(address, _Handler)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.guard.close()
 
     @property
     def port(self) -> int:
@@ -163,7 +182,6 @@ class AppServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    timeout = SOCKET_TIMEOUT
     server: AppServer
     server_version = "oa-vm-local-worker"
     # Headers and body go out in separate writes; with Nagle's algorithm on, the body waits for
@@ -182,23 +200,61 @@ class _Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:
         self._handle()
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s " + format, self.server.app.name, self.address_string(), *args)
+    def setup(self) -> None:
+        # The socket timeout: a client silent this long has its connection (and thread) closed.
+        super().setup()
+        self.connection.settimeout(self.server.guard.limits.read_timeout)
 
-    def _handle(self) -> None:
-        app = self.server.app
-        action = app.gate.admit()
-        if action is Action.HANG:
-            # Hold the connection open without a word until the worker stops.
-            app.release.wait()
-            self.close_connection = True
+    def log_message(self, format: str, *args: Any) -> None:
+        if not log.isEnabledFor(logging.DEBUG):
             return
+        # Request lines (quoted by http.server's own messages) carry the secret.
+        text = self.server.guard.capability.redact(format % args)
+        log.debug("%s %s %s", self.server.app.name, self.address_string(), text)
+
+    def handle_expect_100(self) -> bool:
+        # A client that asks before sending its body learns of a refusal without sending it.
+        admitted = self._admit()
+        if isinstance(admitted, Response):
+            self._send(admitted, close=True)
+            return False
+        return super().handle_expect_100()
+
+    def _admit(self) -> tuple[str, int] | Response:
+        """``(path below the secret prefix, body length)``, or the refusal to send.
+
+        Nothing of the body has been read at this point; every refusal closes the connection.
+        """
+        guard = self.server.guard
+        path = guard.capability.strip(urlsplit(self.path).path)
+        if path is None:
+            return Response.json({"status": "error", "message": "forbidden"}, 403)
+        if "Transfer-Encoding" in self.headers:
+            message = "send the body with a Content-Length (no Transfer-Encoding)"
+            return Response.json({"status": "error", "message": message}, 411)
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = -1
-        if not 0 <= length <= MAX_BODY:
-            self._send(Response.json({"status": "error", "message": "bad Content-Length"}, 400))
+        if length < 0:
+            return Response.json({"status": "error", "message": "bad Content-Length"}, 400)
+        if length > guard.limits.max_body:
+            message = (f"request body of {length} bytes is over this worker's limit of "
+                       f"{guard.limits.max_body} bytes (--max-body-mb)")
+            return Response.json({"status": "error", "message": message}, 413)
+        return path, length
+
+    def _handle(self) -> None:
+        app = self.server.app
+        admitted = self._admit()
+        if isinstance(admitted, Response):
+            self._send(admitted, close=True)
+            return
+        path, length = admitted
+        action = app.gate.admit()
+        if action is Action.HANG:
+            # Hold the connection open without a word until the worker stops.
+            app.release.wait()
             self.close_connection = True
             return
         body = self.rfile.read(length) if length else b""
@@ -209,11 +265,10 @@ class _Handler(BaseHTTPRequestHandler):
             message = f"injected fault (error-rate={app.gate.faults.error_rate:g})"
             self._send(Response.text(f"Internal Server Error: {message}", 500))
             return
-        split = urlsplit(self.path)
         request = Request(
             method=self.command,
-            path=split.path.rstrip("/") or "/",
-            query=parse_qs(split.query),
+            path=path.rstrip("/") or "/",
+            query=parse_qs(urlsplit(self.path).query),
             content_type=self.headers.get("Content-Type", ""),
             body=body,
         )
@@ -226,11 +281,13 @@ class _Handler(BaseHTTPRequestHandler):
             response = Response.json({"status": "error", "message": str(exc)}, 500)
         self._send(response)
 
-    def _send(self, response: Response) -> None:
+    def _send(self, response: Response, *, close: bool = False) -> None:
         try:
             self.send_response(response.status)
             self.send_header("Content-Type", response.content_type)
             self.send_header("Content-Length", str(len(response.body)))
+            if close:  # an unread body must not be taken for the next request
+                self.send_header("Connection", "close")
             self.end_headers()
             self.wfile.write(response.body)
         except OSError:
@@ -265,11 +322,15 @@ class Acceptor:
                 except OSError:
                     log.exception("accept failed on %s", server.app.name)
                     continue
+                if not server.guard.try_open():
+                    _refuse_busy(conn)
+                    continue
                 conn.setblocking(True)
                 try:
                     server.process_request(conn, address)
                 except Exception:  # one bad connection must not stop the worker
                     log.exception("could not start a request thread")
+                    server.guard.close()
                     server.shutdown_request(conn)
 
     def stop(self) -> None:
@@ -283,3 +344,16 @@ class Acceptor:
         self._wake_w.close()
         for server in self._servers:
             server.server_close()
+
+
+def _refuse_busy(conn: socket.socket) -> None:
+    """Answer 503 on a connection over the limit and close it, from the accepting thread.
+
+    The write cannot block (a fresh connection's send buffer is empty, and the socket is
+    non-blocking), so a flood of connections costs no thread and never stalls accepting.
+    """
+    with contextlib.suppress(OSError):
+        conn.setblocking(False)
+        conn.send(_BUSY)
+    with contextlib.suppress(OSError):
+        conn.close()

@@ -1,7 +1,8 @@
 """Start and stop simulated workers inside the current process.
 
 A worker is two HTTP servers (the guest's WAA server and the scoring server) around one desktop,
-with one fault gate counting requests across both.
+with one fault gate counting requests across both and one guard (:mod:`infra.local.access`)
+deciding, for both, who is served and how much.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra.local.access import Capability, Guard, Limits, check_secret, new_secret
 from infra.local.desktop import Desktop
 from infra.local.faults import FaultGate, Faults, parse_faults
 from infra.local.render import Screen
@@ -34,26 +36,34 @@ class RunningWorker:
     waa_port: int
     scoring_port: int
     desktop: Desktop
+    capability: Capability = field(repr=False)
     _acceptor: Acceptor = field(repr=False)
     _release: threading.Event = field(repr=False)
 
     @property
+    def base_path(self) -> str:
+        """The secret prefix of every path (``/<secret>``; empty for a worker without one)."""
+        return self.capability.prefix
+
+    @property
     def waa_url(self) -> str:
-        """Base URL of the WAA server (``http://127.0.0.1:PORT``)."""
-        return f"http://{self.host}:{self.waa_port}"
+        """Base URL of the WAA server, secret included (``http://127.0.0.1:PORT/<secret>``)."""
+        return f"http://{self.host}:{self.waa_port}{self.base_path}"
 
     @property
     def scoring_url(self) -> str:
-        """Base URL of the scoring server."""
-        return f"http://{self.host}:{self.scoring_port}"
+        """Base URL of the scoring server, secret included."""
+        return f"http://{self.host}:{self.scoring_port}{self.base_path}"
 
     def describe(self) -> dict[str, Any]:
-        """The worker's entry in the ready file."""
+        """The worker's entry in the ready file (its URLs carry the secret: the file is 0600)."""
         return {
             "name": self.name,
             "host": self.host,
             "waa_port": self.waa_port,
             "scoring_port": self.scoring_port,
+            "waa_url": self.waa_url,
+            "scoring_url": self.scoring_url,
             "root": str(self.root),
         }
 
@@ -75,6 +85,9 @@ def start_worker(
     scoring_port: int = 0,
     tasks: Path | str | None = None,
     faults: Faults | Mapping[str, object] | None = None,
+    secret: str | None = None,
+    auth: bool = True,
+    limits: Limits | None = None,
 ) -> RunningWorker:
     """Start one simulated worker serving in background threads of this process.
 
@@ -86,8 +99,14 @@ def start_worker(
         scoring_port: port of the scoring server, 0 for a free one.
         tasks: task folder (``examples/`` plus an index); default the bundled suite.
         faults: fault knobs (see :mod:`infra.local.faults`) as :class:`Faults` or a dict.
+        secret: the prefix every request path must start with; None for a random one (read it
+            back from ``waa_url``).
+        auth: False serves without any prefix, for a stand-in of a guest that WAA's own code
+            addresses as ``http://<vm_ip>:5000`` (never for a pool's workers).
+        limits: body size, connection and read-timeout limits (default :class:`Limits`).
 
     Raises:
+        SecretError: ``secret`` cannot be one (see :func:`infra.local.access.check_secret`).
         FaultError: a bad fault knob.
         TaskStoreError: the task folder has no readable index.
         OSError: a port cannot be bound.
@@ -98,11 +117,15 @@ def start_worker(
     folder.mkdir(parents=True, exist_ok=True)
     desktop = Desktop(folder)
     screen = Screen(desktop, knobs.screenshot_min_bytes)
+    capability = Capability(
+        (new_secret() if secret is None else check_secret(secret)) if auth else None
+    )
+    guard = Guard(capability, limits or Limits())
     gate = FaultGate(knobs)
     release = threading.Event()
-    waa = AppServer((host, waa_port), App(f"{name}/waa", gate, release))
+    waa = AppServer((host, waa_port), App(f"{name}/waa", gate, release), guard)
     try:
-        scoring = AppServer((host, scoring_port), App(f"{name}/scoring", gate, release))
+        scoring = AppServer((host, scoring_port), App(f"{name}/scoring", gate, release), guard)
     except OSError:
         waa.server_close()
         raise
@@ -116,8 +139,10 @@ def start_worker(
         waa_port=waa.port,
         scoring_port=scoring.port,
         desktop=desktop,
+        capability=capability,
         _acceptor=acceptor,
         _release=release,
     )
-    log.info("worker %s: waa %s, scoring %s", name, worker.waa_url, worker.scoring_url)
+    log.info("worker %s: waa port %d, scoring port %d%s", name, worker.waa_port,
+             worker.scoring_port, "" if auth else " (no secret required)")
     return worker

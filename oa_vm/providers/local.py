@@ -2,8 +2,11 @@
 
 Each worker is ``python -m infra.local`` bound to 127.0.0.1 on ports it picks itself; it reports
 them in a ready file once its servers listen, which avoids the race of choosing free ports here
-and binding them there. Processes start in their own session so a Ctrl-C in the terminal that
-created the pool does not take the pool down with it.
+and binding them there. Its URLs carry the pool's secret as their first path segment (see
+:mod:`oa_vm.providers.local_fleet` and ``docs/local-worker.md``): a request without it is
+refused, so another user of this machine cannot drive or write into a worker. Processes start
+in their own session so a Ctrl-C in the terminal that created the pool does not take the pool
+down with it.
 
 The provider only ever signals processes it started: a PID is trusted only if the process still
 has the creation time recorded at start and its command line names this worker's folder (PIDs are
@@ -17,8 +20,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +30,8 @@ from oa_vm import state
 from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.faults import validate_faults
 from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec, Progress
+from oa_vm.providers.local_fleet import entry_urls, launch_unit, secret_file
+from oa_vm.redact import redact_worker_secrets
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 
 if TYPE_CHECKING:
@@ -119,13 +122,11 @@ class LocalProvider:
             name = worker_name(i)
             workdir = pool_dir / "workers" / name
             log_path = pool_dir / "logs" / f"{name}.log"
-            workdir.mkdir(parents=True, exist_ok=True)
-            log_path.parent.mkdir(parents=True, exist_ok=True)
             worker = WorkerRecord(
                 name=name, workdir=str(workdir), log_path=str(log_path), host="127.0.0.1", ssh=ssh
             )
             try:
-                self._launch(worker, spec.faults, spec.tasks_dir)
+                self._launch(worker, spec.faults, spec.tasks_dir, secret_file(spec.name))
             except OSError as exc:
                 self._stop_all(record)
                 raise ProvisioningError(f"could not start {name}: {exc}") from exc
@@ -140,28 +141,9 @@ class LocalProvider:
         self._await_ports(record, progress)
 
     def _launch(
-        self, worker: WorkerRecord, faults: dict[str, str], tasks_dir: str | None
+        self, worker: WorkerRecord, faults: dict[str, str], tasks_dir: str | None, secret: Path
     ) -> None:
-        assert worker.workdir and worker.log_path
-        ready = Path(worker.workdir) / "ready.json"
-        with contextlib.suppress(FileNotFoundError):
-            ready.unlink()
-        args = [sys.executable, "-m", "infra.local", "--name", worker.name,
-                "--root", worker.workdir, "--ready-file", str(ready), "--host", "127.0.0.1"]
-        for key, value in faults.items():
-            args += ["--fault", f"{key}={value}"]
-        if tasks_dir is not None:
-            args += ["--tasks", tasks_dir]
-        with open(worker.log_path, "ab") as log:
-            proc = subprocess.Popen(  # fixed argv, no shell
-                args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True, close_fds=True,
-            )
-        worker.pid = proc.pid
-        with contextlib.suppress(psutil.Error):
-            worker.pid_create_time = psutil.Process(proc.pid).create_time()
-        worker.state = WorkerState.STARTING
-        worker.phase = "process started"
+        launch_unit([worker], faults, tasks_dir, secret)
 
     def _await_ports(self, record: PoolRecord, progress: Progress) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -169,8 +151,10 @@ class LocalProvider:
         while pending and time.monotonic() < deadline:
             for worker in list(pending):
                 if _read_ready(worker):
-                    progress(f"{worker.name} listening: WAA {worker.waa_url}, "
-                             f"scoring {worker.scoring_url}")
+                    # The URLs are capabilities: 'pool-status --json' gives them whole.
+                    progress(redact_worker_secrets(f"{worker.name} listening: WAA "
+                                                   f"{worker.waa_url}, scoring "
+                                                   f"{worker.scoring_url}"))
                     pending.remove(worker)
                 elif not self._is_ours(worker):
                     self._stop_all(record)
@@ -360,11 +344,10 @@ def _read_ready(worker: WorkerRecord) -> bool:
         entry = next((e for e in data["workers"] if e.get("name") == worker.provider_id),
                      data["workers"][0])
         waa_port, scoring_port = int(entry["waa_port"]), int(entry["scoring_port"])
+        urls = entry_urls(entry)
     except (FileNotFoundError, json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError):
         return False
-    host = entry.get("host", "127.0.0.1")
-    worker.waa_url = f"http://{host}:{waa_port}"
-    worker.scoring_url = f"http://{host}:{scoring_port}"
+    worker.waa_url, worker.scoring_url = urls
     worker.remote_waa_port = waa_port
     worker.remote_scoring_port = scoring_port
     if worker.state == WorkerState.STARTING:

@@ -11,12 +11,18 @@ Pausing stops a pool's processes and marks its workers ``paused``; their folders
 desktops, ``drive_c``) stay, so resuming starts the same processes again on the same folders.
 Repairing restarts the processes whose workers were lost (killed, crashed), under the same names.
 Processes are only ever signalled after :meth:`LocalProvider._is_ours` said they are ours.
+
+Every process of a pool gets the pool's secret (made once, kept 0600 in the pool's folder as
+:data:`SECRET_FILE`) through ``--secret-file``, never on its command line; each worker's URLs in
+the record (read from its process's ready file) carry it as their first path segment.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import secrets
 import subprocess
 import sys
 import time
@@ -35,6 +41,45 @@ if TYPE_CHECKING:  # the provider imports this module
     from oa_vm.providers.local import LocalProvider
 
 GROUP_READY_TIMEOUT_S = 120.0  # a process of many workers on a busy machine starts slowly
+SECRET_FILE = "worker-secret"
+
+
+def secret_file(pool: str) -> Path:
+    """The pool's secret file, made (0600, never through a symlink) when it does not exist yet.
+
+    The secret has the form ``cap-<40 hex digits>`` (160 random bits), which
+    :func:`oa_vm.redact.redact_worker_secrets` recognises; the worker process checks the file
+    itself (its mode, its content) and refuses to start on a bad one, saying why in its log.
+    """
+    path = state.pool_dir(pool) / SECRET_FILE
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        return path
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(f"cap-{secrets.token_hex(20)}\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    return path
+
+
+def entry_urls(entry: dict[str, object]) -> tuple[str, str]:
+    """A worker's ``(waa_url, scoring_url)`` from its ready-file entry.
+
+    The URLs there carry the secret; a process of an older version lists only ports (and
+    wants no secret).
+    """
+    host = str(entry.get("host", "127.0.0.1"))
+    waa = entry.get("waa_url") or f"http://{host}:{int(str(entry['waa_port']))}"
+    scoring = entry.get("scoring_url") or f"http://{host}:{int(str(entry['scoring_port']))}"
+    return str(waa), str(scoring)
+
+
+def open_log(path: Path) -> int:
+    """A worker log opened for appending, 0600 when it is made (it may quote requests)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
 
 
 def group_name(index: int) -> str:
@@ -51,7 +96,7 @@ def units(record: PoolRecord) -> list[list[WorkerRecord]]:
 
 
 def _unit_args(
-    workers: list[WorkerRecord], faults: dict[str, str], tasks_dir: str | None
+    workers: list[WorkerRecord], faults: dict[str, str], tasks_dir: str | None, secret: Path
 ) -> list[str]:
     first = workers[0]
     assert first.workdir is not None
@@ -63,7 +108,8 @@ def _unit_args(
         name = Path(first.workdir).name
         count = ["--count", str(len(workers))]
     args = [sys.executable, "-m", "infra.local", "--name", name, "--root", first.workdir,
-            "--ready-file", str(ready), "--host", "127.0.0.1", *count]
+            "--ready-file", str(ready), "--host", "127.0.0.1", "--secret-file", str(secret),
+            *count]
     for key, value in faults.items():
         args += ["--fault", f"{key}={value}"]
     if tasks_dir is not None:
@@ -71,22 +117,27 @@ def _unit_args(
     return args
 
 
-def launch_unit(workers: list[WorkerRecord], faults: dict[str, str], tasks_dir: str | None) -> None:
-    """Start the process serving ``workers`` (one process, ``--count`` of them when several).
+def launch_unit(
+    workers: list[WorkerRecord], faults: dict[str, str], tasks_dir: str | None, secret: Path
+) -> None:
+    """Start the process serving ``workers`` (one process, ``--count`` of them when several),
+    with the pool's ``secret`` file (:func:`secret_file`).
 
     The ready file is removed first so a stale one is never read as the new process's ports.
     """
     first = workers[0]
     assert first.workdir is not None and first.log_path is not None
     Path(first.workdir).mkdir(parents=True, exist_ok=True)
-    Path(first.log_path).parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         (Path(first.workdir) / "ready.json").unlink()
-    with open(first.log_path, "ab") as log:
+    log = open_log(Path(first.log_path))
+    try:
         proc = subprocess.Popen(  # fixed argv, no shell
-            _unit_args(workers, faults, tasks_dir), stdin=subprocess.DEVNULL, stdout=log,
-            stderr=log, start_new_session=True, close_fds=True,
+            _unit_args(workers, faults, tasks_dir, secret), stdin=subprocess.DEVNULL,
+            stdout=log, stderr=log, start_new_session=True, close_fds=True,
         )
+    finally:
+        os.close(log)
     created: float | None = None
     with contextlib.suppress(psutil.Error):
         created = psutil.Process(proc.pid).create_time()
@@ -108,17 +159,19 @@ def read_unit_ready(workers: list[WorkerRecord]) -> bool:
         data = json.loads((Path(first.workdir) / "ready.json").read_text(encoding="utf-8"))
         entries = {str(e["name"]): e for e in data["workers"]}
         listed = list(entries.values())
-    except (FileNotFoundError, json.JSONDecodeError, KeyError, TypeError):
+        found = []
+        for worker in workers:
+            entry = entries.get(worker.provider_id or "") if worker.provider_id else listed[0]
+            if entry is None:
+                return False
+            ports = int(entry["waa_port"]), int(entry["scoring_port"])
+            found.append((worker, ports, entry_urls(entry)))
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, IndexError, TypeError,
+            ValueError):
         return False
-    for worker in workers:
-        entry = entries.get(worker.provider_id or "") if worker.provider_id else listed[0]
-        if entry is None:
-            return False
-        host = str(entry.get("host", "127.0.0.1"))
-        worker.remote_waa_port = int(entry["waa_port"])
-        worker.remote_scoring_port = int(entry["scoring_port"])
-        worker.waa_url = f"http://{host}:{worker.remote_waa_port}"
-        worker.scoring_url = f"http://{host}:{worker.remote_scoring_port}"
+    for worker, (waa_port, scoring_port), (waa_url, scoring_url) in found:
+        worker.remote_waa_port, worker.remote_scoring_port = waa_port, scoring_port
+        worker.waa_url, worker.scoring_url = waa_url, scoring_url
         if worker.state == WorkerState.STARTING:
             worker.state = WorkerState.BOOTING
             worker.phase = "listening"
@@ -187,7 +240,7 @@ def create_grouped(
                 )
                 for slot in range(min(per_process, spec.workers - first))
             ]
-            launch_unit(members, spec.faults, spec.tasks_dir)
+            launch_unit(members, spec.faults, spec.tasks_dir, secret_file(spec.name))
             record.workers.extend(members)
             pending.append(members)
             progress(f"started {gname}: {members[0].name}..{members[-1].name} (pid "
@@ -250,7 +303,7 @@ def _restart(
         _stop_unit(provider, unit)  # a process half alive (some slots lost) is replaced whole
         if verb == "replaced":
             _clear_drain_notices(unit)
-        launch_unit(unit, faults, tasks_dir)
+        launch_unit(unit, faults, tasks_dir, secret_file(record.name))
         started.append(unit)
         progress(f"{verb} {unit[0].name}" + (f"..{unit[-1].name}" if len(unit) > 1 else "")
                  + f" (pid {unit[0].pid})")
@@ -304,7 +357,7 @@ def _start_replacement(record: PoolRecord, draining: WorkerRecord, faults: dict[
     new = WorkerRecord(name=name, workdir=str(pool_dir / "workers" / name),
                        log_path=str(pool_dir / "logs" / f"{name}.log"), host="127.0.0.1",
                        ssh=draining.ssh)
-    launch_unit([new], faults, tasks_dir)
+    launch_unit([new], faults, tasks_dir, secret_file(record.name))
     record.workers.append(new)
     fleet.add_replacement(record, draining.name, name)
     progress(f"started {name} to replace draining {draining.name} (pid {new.pid})")

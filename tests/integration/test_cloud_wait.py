@@ -50,7 +50,9 @@ def host(tmp_path: Path) -> Iterator[HostSshServer]:
 
 @pytest.fixture
 def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
-    with running_worker(tmp_path) as proc:
+    # Stands in for a cloud worker's servers, which want no secret prefix (only SSH reaches
+    # them).
+    with running_worker(tmp_path, auth=False) as proc:
         yield proc
 
 

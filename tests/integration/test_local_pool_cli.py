@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psutil
 import pytest
@@ -21,10 +22,11 @@ pytestmark = pytest.mark.integration
 
 
 def _port_open(url: str) -> bool:
-    host, port = url.removeprefix("http://").split(":")
+    parts = urlsplit(url)  # a local worker's URL ends with its pool's secret
+    assert parts.hostname is not None and parts.port is not None
     with socket.socket() as sock:
         sock.settimeout(1.0)
-        return sock.connect_ex((host, int(port))) == 0
+        return sock.connect_ex((parts.hostname, parts.port)) == 0
 
 
 def _alive(pid: int) -> bool:

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -107,7 +108,8 @@ def test_pool_tunnel_command(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: 
         out = _read_until(proc, "Ctrl-C", timeout=60)
         assert "Tunnels open" in out, out
         assert "ssh -N -L" in out
-        urls = re.findall(r"http://127\.0\.0\.1:\d+", out)
+        # the local URLs the command prints carry the pool's secret: they are for use
+        urls = re.findall(r"http://127\.0\.0\.1:\d+/cap-[0-9a-f]{40}", out)
         assert len(urls) == 2, out
         waa_url = urls[0]
         assert _wait_probe(waa_url, 60)
@@ -119,7 +121,8 @@ def test_pool_tunnel_command(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: 
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=180)
         assert proc.returncode == 0, err
-        host, port = waa_url.removeprefix("http://").split(":")
+        host, port = urlsplit(waa_url).hostname, urlsplit(waa_url).port
+        assert host is not None and port is not None
         with socket.socket() as sock:
             sock.settimeout(1)
             assert sock.connect_ex((host, int(port))) != 0, "local port left open"

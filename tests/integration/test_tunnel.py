@@ -44,6 +44,7 @@ class SimWorker:
 
     waa_port: int
     scoring_port: int
+    base_path: str  # the secret prefix of its paths
 
 
 def _write_suite(folder: Path) -> Path:
@@ -63,7 +64,7 @@ def worker(tmp_path: Path) -> Iterator[SimWorker]:
     """One simulated worker process holding a two-task suite written by the test."""
     with running_worker(tmp_path, tasks=_write_suite(tmp_path / "suite")) as process:
         described = process.workers[0]
-        yield SimWorker(described["waa_port"], described["scoring_port"])
+        yield SimWorker(described["waa_port"], described["scoring_port"], process.base_path)
 
 
 def _target(sshd: SshServer, worker: SimWorker, name: str = "w1",
@@ -72,6 +73,7 @@ def _target(sshd: SshServer, worker: SimWorker, name: str = "w1",
         name=name, ssh_host=sshd.host, ssh_port=sshd.port, ssh_user=sshd.user,
         key_path=key or sshd.client_key,
         remote_waa_port=worker.waa_port, remote_scoring_port=worker.scoring_port,
+        base_path=worker.base_path,
     )
 
 

@@ -25,23 +25,24 @@ sshd = sshd_support.sshd
 
 
 @pytest.fixture
-def ports(tmp_path: Path) -> Iterator[tuple[int, int]]:
-    """A simulated worker's (WAA, scoring) ports."""
+def ports(tmp_path: Path) -> Iterator[tuple[int, int, str]]:
+    """A simulated worker's (WAA, scoring) ports and the secret prefix of its paths."""
     with running_worker(tmp_path) as process:
         described = process.workers[0]
-        yield described["waa_port"], described["scoring_port"]
+        yield described["waa_port"], described["scoring_port"], process.base_path
 
 
-def _target(sshd: SshServer, ports: tuple[int, int], name: str = "w1",
+def _target(sshd: SshServer, ports: tuple[int, int, str], name: str = "w1",
             key: Path | None = None) -> TunnelTarget:
     return TunnelTarget(
         name=name, ssh_host=sshd.host, ssh_port=sshd.port, ssh_user=sshd.user,
         key_path=key or sshd.client_key, remote_waa_port=ports[0], remote_scoring_port=ports[1],
+        base_path=ports[2],
     )
 
 
 def test_the_transport_sends_keepalives(
-    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+    sshd: SshServer, ports: tuple[int, int, str], tmp_path: Path
 ) -> None:
     tunnel = WorkerTunnel(_target(sshd, ports), tmp_path / "known_hosts", keepalive=7.0)
     tunnel.start()
@@ -84,7 +85,7 @@ class _AgentSocket:
 
 
 def test_an_ssh_agent_is_never_asked(
-    sshd: SshServer, ports: tuple[int, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sshd: SshServer, ports: tuple[int, int, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agent = _AgentSocket(tmp_path / "agent.sock")
     monkeypatch.setenv("SSH_AUTH_SOCK", str(tmp_path / "agent.sock"))
@@ -129,7 +130,7 @@ def test_reconnects_back_off_exponentially_up_to_the_cap(
 
 
 def test_allow_partial_keeps_the_good_tunnels(
-    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+    sshd: SshServer, ports: tuple[int, int, str], tmp_path: Path
 ) -> None:
     with RefusingPort() as refusing:
         bad = TunnelTarget("bad", "127.0.0.1", refusing.port, sshd.user, sshd.client_key)
@@ -144,7 +145,7 @@ def test_allow_partial_keeps_the_good_tunnels(
 
 
 def test_new_local_ports_when_the_old_ones_are_taken(
-    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+    sshd: SshServer, ports: tuple[int, int, str], tmp_path: Path
 ) -> None:
     tunnel = WorkerTunnel(_target(sshd, ports), tmp_path / "known_hosts")
     tunnel.start()
@@ -167,7 +168,7 @@ def test_new_local_ports_when_the_old_ones_are_taken(
 
 @pytest.mark.parametrize("backend", ["paramiko", "openssh"])
 def test_pool_tunnels_pass_their_keepalive_on(
-    sshd: SshServer, ports: tuple[int, int], tmp_path: Path, backend: str
+    sshd: SshServer, ports: tuple[int, int, str], tmp_path: Path, backend: str
 ) -> None:
     with PoolTunnels([_target(sshd, ports)], tmp_path / "known_hosts", keepalive=7.0,
                      connect_timeout=3.0, backend=backend) as pool:
@@ -188,7 +189,7 @@ def test_pool_tunnels_pass_their_keepalive_on(
 
 
 def test_a_refused_login_leaves_no_thread_and_no_port(
-    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+    sshd: SshServer, ports: tuple[int, int, str], tmp_path: Path
 ) -> None:
     before = {t.ident for t in threading.enumerate()}
     stranger = generate_key(tmp_path / "stranger")
@@ -203,7 +204,7 @@ def test_a_refused_login_leaves_no_thread_and_no_port(
 
 
 def test_each_reconnect_is_counted(
-    sshd: SshServer, ports: tuple[int, int], tmp_path: Path
+    sshd: SshServer, ports: tuple[int, int, str], tmp_path: Path
 ) -> None:
     tunnel = WorkerTunnel(_target(sshd, ports), tmp_path / "known_hosts", keepalive=1.0)
     tunnel.start()

@@ -18,6 +18,12 @@ or, for a process the test stops itself (to check its exit status)::
         worker.kill()
 
 The process logs to ``worker.log_path``; its tail is put in the error when it fails to start.
+
+Like the local provider, the helper hands the worker a secret through a 0600 ``--secret-file``;
+the URLs (``worker.waa_url``, ``worker.url(i, "scoring")``) carry it, as a pool record's do.
+This is the one place tests get a worker's URL from: never build ``http://127.0.0.1:{port}``
+from the ports alone (a request without the secret is refused with 403). A tunnel to a worker
+forwards its ports; give the tunnel target ``base_path=worker.base_path``.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra.local.access import new_secret
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -49,6 +57,7 @@ class WorkerProcess:
     ready_file: Path
     log_path: Path
     ready: dict[str, Any] = field(default_factory=dict)
+    secret: str | None = None
 
     @property
     def workers(self) -> list[dict[str, Any]]:
@@ -56,9 +65,13 @@ class WorkerProcess:
         return list(self.ready.get("workers", []))
 
     def url(self, index: int = 0, server: str = "waa") -> str:
-        """``http://host:port`` of worker ``index``'s ``waa`` or ``scoring`` server."""
-        entry = self.workers[index]
-        return f"http://{entry['host']}:{entry[server + '_port']}"
+        """``http://host:port/<secret>`` of worker ``index``'s ``waa`` or ``scoring`` server."""
+        return str(self.workers[index][server + "_url"])
+
+    @property
+    def base_path(self) -> str:
+        """The path every URL of this process's workers starts with (``/<secret>``)."""
+        return "" if self.secret is None else f"/{self.secret}"
 
     @property
     def waa_url(self) -> str:
@@ -103,6 +116,7 @@ def start_worker_process(
     tasks: Path | None = None,
     extra_args: Sequence[str] = (),
     timeout: float = 30.0,
+    auth: bool = True,
 ) -> WorkerProcess:
     """Start ``python -m infra.local`` under ``tmp_path`` and wait for its ready file.
 
@@ -114,6 +128,8 @@ def start_worker_process(
         tasks: task folder (default: the bundled suite).
         extra_args: more command-line arguments.
         timeout: seconds to wait for the ready file.
+        auth: False starts it with ``--no-auth`` (a stand-in for a guest that WAA's own code
+            calls at ``http://<vm_ip>:5000``, with no room for a secret).
 
     Raises:
         WorkerStartError: the process exited first, or timed out (the process is killed).
@@ -123,6 +139,16 @@ def start_worker_process(
     ready_file, log_path = base / "ready.json", base / "worker.log"
     args = [sys.executable, "-m", "infra.local", "--name", name, "--root", str(base / "root"),
             "--ready-file", str(ready_file), "--count", str(count)]
+    secret: str | None = None
+    if auth:
+        secret = new_secret()
+        secret_file = base / "secret"
+        fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secret + "\n")
+        args += ["--secret-file", str(secret_file)]
+    else:
+        args.append("--no-auth")
     for knob in faults:
         args += ["--fault", knob]
     if tasks is not None:
@@ -133,7 +159,7 @@ def start_worker_process(
         proc = subprocess.Popen(
             args, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=log, env=env
         )
-    worker = WorkerProcess(proc=proc, ready_file=ready_file, log_path=log_path)
+    worker = WorkerProcess(proc=proc, ready_file=ready_file, log_path=log_path, secret=secret)
     deadline = time.monotonic() + timeout
     while not ready_file.exists():
         if proc.poll() is not None:

@@ -38,6 +38,8 @@ class TunnelTarget:
         remote_host: Where, seen from the worker, the servers listen.
         remote_waa_port: The WAA server's port there.
         remote_scoring_port: The scoring server's port there.
+        base_path: Path prefix both servers want before every endpoint (a local worker's
+            secret, ``/<secret>``); the local URLs carry it.
     """
 
     name: str
@@ -48,6 +50,7 @@ class TunnelTarget:
     remote_host: str = "127.0.0.1"
     remote_waa_port: int = 5000
     remote_scoring_port: int = 5051
+    base_path: str = ""
 
 
 def ssh_command(
@@ -219,12 +222,12 @@ class LocalForwards:
 
     @property
     def local_waa_url(self) -> str:
-        """``http://127.0.0.1:<port>`` reaching the worker's WAA server."""
+        """``http://127.0.0.1:<port>[base_path]`` reaching the worker's WAA server."""
         return self._url(self._ports[0])
 
     @property
     def local_scoring_url(self) -> str:
-        """``http://127.0.0.1:<port>`` reaching the worker's scoring server."""
+        """``http://127.0.0.1:<port>[base_path]`` reaching the worker's scoring server."""
         return self._url(self._ports[1])
 
     def _url(self, port: int) -> str:
@@ -232,7 +235,7 @@ class LocalForwards:
             raise TunnelNotStartedError(
                 f"tunnel to worker {self.target.name} was never started; call start() first"
             )
-        return f"http://{LOCALHOST}:{port}"
+        return f"http://{LOCALHOST}:{port}{self.target.base_path}"
 
 
 

@@ -37,15 +37,19 @@ def test_ready_file_format(tmp_path: Path, worker: RunningWorker) -> None:
                 "host": "127.0.0.1",
                 "waa_port": worker.waa_port,
                 "scoring_port": worker.scoring_port,
+                "waa_url": f"http://127.0.0.1:{worker.waa_port}{worker.base_path}",
+                "scoring_url": f"http://127.0.0.1:{worker.scoring_port}{worker.base_path}",
                 "root": str((tmp_path / "root").resolve()),
             }
         ],
     }
     assert [p.name for p in path.parent.iterdir()] == ["ready.json"]  # no temp file left
+    assert path.stat().st_mode & 0o777 == 0o600  # its URLs carry the secret
+    assert worker.base_path.startswith("/cap-")
 
 
 def test_in_process_worker_serves_and_stops(worker: RunningWorker) -> None:
-    assert worker.waa_url == f"http://127.0.0.1:{worker.waa_port}"
+    assert worker.waa_url == f"http://127.0.0.1:{worker.waa_port}{worker.base_path}"
     probe = requests.get(f"{worker.scoring_url}/probe", timeout=5)
     assert probe.json() == {"status": "ok", "service": "evaluate"}
     worker.stop()

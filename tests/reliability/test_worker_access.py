@@ -1,0 +1,318 @@
+"""Who may talk to a local worker, and how much (issue 19, defect 16).
+
+Real worker processes on loopback: a pool's workers refuse requests without the pool's secret
+(WAA server and scoring server alike), while WAA's own unmodified client given the URL from the
+pool's record works; oversize bodies get 413 before they are sent; a flood of slow connections
+costs at most the connection limit in threads; a silent connection is closed by the read
+timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psutil
+import pytest
+import requests
+
+from oa_vm import api, pool_views, state
+from oa_vm.providers.local_fleet import SECRET_FILE
+from tests.reliability.conftest import wait_until
+from tests.support.cli import run_cli
+from tests.support.waa_upstream import load_desktop_env
+from tests.support.worker_proc import PROJECT_ROOT, WorkerProcess, running_worker
+
+pytestmark = pytest.mark.integration
+TIMEOUT = 30
+HOME = "C:\\Users\\Docker"
+
+
+def _origin(url: str) -> str:
+    """``http://host:port`` of a worker URL: what a client that lacks the secret can reach."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _secret(url: str) -> str:
+    return urlsplit(url).path.strip("/")
+
+
+@pytest.fixture
+def pool(home: Path) -> Iterator[state.PoolRecord]:
+    """A ready local pool of two workers (one process each)."""
+    api.create_pool(name="guarded", cloud="local", workers=2)
+    yield api.wait_pool("guarded", timeout_s=120)
+
+
+def test_pool_workers_refuse_requests_without_the_pool_secret(
+    pool: state.PoolRecord, home: Path
+) -> None:
+    secret_path = state.pool_dir("guarded") / SECRET_FILE
+    assert secret_path.stat().st_mode & 0o777 == 0o600
+    secret = secret_path.read_text().strip()
+    for worker in pool.workers:
+        assert worker.waa_url and worker.scoring_url and worker.pid and worker.workdir
+        assert _secret(worker.waa_url) == secret == _secret(worker.scoring_url)
+        # handed over in a 0600 file: `ps` shows no secret
+        assert not any(secret in part for part in psutil.Process(worker.pid).cmdline())
+        waa, scoring = _origin(worker.waa_url), _origin(worker.scoring_url)
+        wrong = "cap-" + "0" * 40
+        refused = [
+            requests.get(f"{waa}/probe", timeout=TIMEOUT),
+            requests.get(f"{waa}/{wrong}/probe", timeout=TIMEOUT),
+            requests.get(f"{waa}/{secret[:-1]}/probe", timeout=TIMEOUT),
+            requests.post(f"{waa}/setup/upload", timeout=TIMEOUT,
+                          files={"file_path": (None, f"{HOME}\\Desktop\\planted.txt"),
+                                 "file_data": ("planted.txt", b"owned")}),
+            requests.post(f"{waa}/execute", json={"command": "pyautogui.press('enter')"},
+                          timeout=TIMEOUT),
+            requests.get(f"{scoring}/probe", timeout=TIMEOUT),
+            requests.get(f"{scoring}/state", timeout=TIMEOUT),
+            requests.post(f"{scoring}/setup", timeout=TIMEOUT, json={"config": [
+                {"type": "create_file", "parameters": {"path": f"{HOME}\\x.txt"}}]}),
+        ]
+        for answer in refused:
+            assert answer.status_code == 403, (answer.request.url, answer.text)
+            assert answer.json() == {"status": "error", "message": "forbidden"}
+            assert secret not in answer.text and secret not in str(answer.headers)
+        drive = Path(worker.workdir) / "drive_c"
+        assert not list(drive.rglob("planted.txt")) and not list(drive.rglob("x.txt"))
+        # with the record's URLs, the same worker answers
+        probe = requests.get(f"{worker.waa_url}/probe", timeout=TIMEOUT)
+        assert probe.json()["status"] == "Probe successful"
+        assert requests.get(f"{worker.scoring_url}/probe", timeout=TIMEOUT).json()["status"] == "ok"
+        # the worker's log never quotes the secret
+        assert secret not in Path(worker.log_path or "").read_text()
+
+
+def test_a_repaired_worker_keeps_the_pool_secret(pool: state.PoolRecord, home: Path) -> None:
+    from oa_vm import fleet
+
+    lost = pool.workers[1]
+    assert lost.pid and lost.waa_url
+    secret = _secret(lost.waa_url)
+    psutil.Process(lost.pid).kill()
+    wait_until(lambda: not psutil.pid_exists(lost.pid or 0)
+               or psutil.Process(lost.pid or 0).status() == psutil.STATUS_ZOMBIE,
+               "the worker to die")
+    record, replaced = fleet.repair_pool("guarded", timeout_s=120)
+    assert replaced == [lost.name]
+    again = next(w for w in record.workers if w.name == lost.name)
+    assert again.pid != lost.pid and again.waa_url and again.waa_url != lost.waa_url
+    assert _secret(again.waa_url) == secret
+    assert requests.get(f"{again.waa_url}/probe", timeout=TIMEOUT).ok
+    assert requests.get(f"{_origin(again.waa_url)}/probe", timeout=TIMEOUT).status_code == 403
+
+
+def test_pool_status_masks_the_secret_but_json_keeps_the_urls(
+    pool: state.PoolRecord, home: Path
+) -> None:
+    secret = _secret(pool.workers[0].waa_url or "")
+    text = run_cli("oa-vm", "pool-status", "--name", "guarded", home=home)
+    assert text.returncode == 0, text.stderr
+    assert secret not in text.stdout and "/cap-***" in text.stdout
+    assert secret not in pool_views.status_text(pool)
+    listed = json.loads(run_cli("oa-vm", "pool-status", "--name", "guarded", "--json",
+                                home=home).stdout)
+    assert [w["waa_url"] for w in listed["workers"]] == [w.waa_url for w in pool.workers]
+
+
+def test_waa_own_client_works_with_the_pool_url(pool: state.PoolRecord, tmp_path: Path) -> None:
+    load_desktop_env()  # WAA's client from ../shared/waa/upstream, unmodified
+    from desktop_env.controllers.python import PythonController
+    from desktop_env.controllers.setup import SetupController
+
+    worker = pool.workers[0]
+    assert worker.waa_url
+    # WAA's controllers build http://<vm_ip>:5000 and only ever append paths to it: given the
+    # pool's URL in its place, every call carries the secret.
+    ctl = PythonController(vm_ip="127.0.0.1")
+    ctl.http_server = worker.waa_url
+    setup = SetupController(vm_ip="127.0.0.1", cache_dir=str(tmp_path / "cache"))
+    setup.http_server = worker.waa_url
+    setup.http_server_setup_root = worker.waa_url + "/setup"
+    assert ctl.get_probe() is True
+    assert ctl.get_vm_screen_size() == {"width": 1280, "height": 720}
+    assert ctl.get_screenshot()[:4] == b"\x89PNG"
+    local = tmp_path / "report.txt"
+    local.write_bytes(b"uploaded by WAA's SetupController\n" * 40_000)  # about 1.4 MB
+    target = f"{HOME}\\Desktop\\report.txt"
+    setup.setup([{"type": "upload_file",
+                  "parameters": {"files": [{"local_path": str(local), "path": target}]}},
+                 {"type": "create_folder", "parameters": {"path": f"{HOME}\\Desktop\\made"}}])
+    assert ctl.get_file(target) == local.read_bytes()
+    assert ctl.get_vm_folder_exists_in_path("made", f"{HOME}\\Desktop") is True
+    # the same client given the worker's address without the secret gets nothing
+    ctl.http_server = _origin(worker.waa_url)
+    assert ctl.get_probe() is False
+    assert ctl.get_screenshot() is None
+
+
+def _raw(port: int, head: str, timeout: float = TIMEOUT) -> bytes:
+    """Send ``head`` (request line and headers, no body) and read the answer until EOF."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(head.encode("latin-1"))
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        return answer
+
+
+@pytest.fixture
+def small_worker(tmp_path: Path) -> Iterator[WorkerProcess]:
+    """A worker process with a 1 MiB body limit, 6 connections and a 2 s read timeout."""
+    with running_worker(tmp_path, extra_args=["--max-body-mb", "1", "--max-connections", "6",
+                                              "--read-timeout", "2"]) as proc:
+        yield proc
+
+
+def test_oversize_bodies_get_413_before_they_are_sent(small_worker: WorkerProcess) -> None:
+    port = small_worker.workers[0]["waa_port"]
+    path = small_worker.base_path + "/setup/upload"
+    # Only the headers go out: the answer comes without the worker waiting for the 2 MiB.
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; "
+            f"boundary=x\r\nContent-Length: {2 * 2**20}\r\n\r\n")
+    answer = _raw(port, head)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    assert b"Connection: close" in answer and b"1048576 bytes" in answer
+    # a client that asks first (curl does for large bodies) is told at once, not "100 Continue"
+    answer = _raw(port, head.replace("\r\n\r\n", "\r\nExpect: 100-continue\r\n\r\n"))
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:200]
+    # without the secret, the size does not even matter
+    assert _raw(port, head.replace(small_worker.base_path, "")).startswith(b"HTTP/1.1 403 ")
+    # a body under the limit is served
+    upload = requests.post(small_worker.waa_url + "/setup/upload", timeout=TIMEOUT,
+                           files={"file_path": (None, f"{HOME}\\Desktop\\ok.bin"),
+                                  "file_data": ("ok.bin", b"x" * 900_000)})
+    assert upload.status_code == 200, upload.text
+    try:
+        big = requests.post(small_worker.waa_url + "/setup/upload", timeout=TIMEOUT,
+                            files={"file_path": (None, f"{HOME}\\Desktop\\big.bin"),
+                                   "file_data": ("big.bin", b"x" * (8 * 2**20))})
+    except requests.ConnectionError:
+        pass  # requests sends the whole body: the worker answered 413 and closed meanwhile
+    else:
+        assert big.status_code == 413, big.text
+    drive = Path(small_worker.workers[0]["root"]) / "drive_c"
+    assert len(list(drive.rglob("ok.bin"))) == 1 and not list(drive.rglob("big.bin"))
+
+
+def _worker_threads(proc: WorkerProcess) -> int:
+    return psutil.Process(proc.proc.pid).num_threads()
+
+
+def _established(proc: WorkerProcess, port: int) -> int:
+    """Connections the worker process holds open on ``port``."""
+    return sum(1 for c in psutil.Process(proc.proc.pid).net_connections(kind="tcp")
+               if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == port)
+
+
+def test_many_slow_connections_do_not_grow_threads(small_worker: WorkerProcess) -> None:
+    port = small_worker.workers[0]["waa_port"]
+    assert requests.get(small_worker.waa_url + "/probe", timeout=TIMEOUT).ok
+    wait_until(lambda: _established(small_worker, port) == 0, "the probe's connection to end")
+    idle = _worker_threads(small_worker)
+    slow: list[socket.socket] = []
+    refused = 0
+    try:
+        for _ in range(150):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+            sock.sendall(b"GET /")  # a request line that never ends (slowloris)
+            slow.append(sock)
+
+        answers: dict[int, bytes] = {}
+
+        def settled() -> bool:
+            # every connection is either served (held open by the worker) or was refused
+            for index, sock in enumerate(slow):
+                if index in answers:
+                    continue
+                sock.setblocking(False)
+                with contextlib.suppress(BlockingIOError):
+                    answers[index] = sock.recv(4096)
+            return len(answers) + _established(small_worker, port) >= len(slow)
+
+        wait_until(settled, "the worker to serve or refuse every connection")
+        refused = sum(1 for a in answers.values() if a.startswith(b"HTTP/1.1 503 "))
+        assert _worker_threads(small_worker) <= idle + 6  # one thread per served connection
+        assert _established(small_worker, port) <= 6
+        assert refused >= len(slow) - 6
+        # a client with the secret is turned away at once too while all slots are taken
+        busy = requests.get(small_worker.waa_url + "/probe", timeout=TIMEOUT)
+        assert busy.status_code == 503
+    finally:
+        for sock in slow:
+            sock.close()
+    # the read timeout frees the slots, and the worker serves again
+    wait_until(lambda: requests.get(small_worker.waa_url + "/probe", timeout=TIMEOUT).ok,
+               "the worker to serve again")
+    wait_until(lambda: _worker_threads(small_worker) <= idle + 1, "the threads to end")
+
+
+def test_a_silent_connection_is_closed_by_the_read_timeout(small_worker: WorkerProcess) -> None:
+    port = small_worker.workers[0]["waa_port"]
+    assert requests.get(small_worker.waa_url + "/probe", timeout=TIMEOUT).ok
+    wait_until(lambda: _established(small_worker, port) == 0, "the probe's connection to end")
+    idle = _worker_threads(small_worker)
+    # recv() waits 15 times the worker's 2 s (and half the default 60 s): EOF in time proves
+    # the worker closed it, by its read timeout
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as silent:
+        wait_until(lambda: _worker_threads(small_worker) > idle, "the connection's thread")
+        assert silent.recv(1) == b""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as halfway:
+        halfway.sendall(f"GET {small_worker.base_path}/probe HTTP/1.1\r\n".encode())
+        assert halfway.recv(1) == b""  # the headers never end: closed all the same
+    wait_until(lambda: _worker_threads(small_worker) <= idle, "the threads to end")
+
+
+def _start(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "infra.local", "--name", "w", "--root", str(tmp_path / "r"),
+         "--ready-file", str(tmp_path / "ready.json"), *extra],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60,
+    )
+
+
+@pytest.mark.parametrize(("mode", "content", "says"), [
+    (0o644, "cap-" + "a" * 40, "chmod 600"),
+    (0o600, "short", "16 to 128 characters"),
+    (0o600, "", "16 to 128 characters"),
+])
+def test_a_bad_secret_file_is_refused_in_one_line(
+    tmp_path: Path, mode: int, content: str, says: str
+) -> None:
+    path = tmp_path / "secret"
+    path.write_text(content + "\n")
+    path.chmod(mode)
+    done = _start(tmp_path, "--secret-file", str(path))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0] and str(path) in lines[0], done.stderr
+    assert "a" * 40 not in done.stderr
+    assert not (tmp_path / "ready.json").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["--max-connections", "0"], ["--read-timeout", "0"], ["--read-timeout", "nan"],
+    ["--read-timeout", "inf"], ["--max-body-mb", "-1"], ["--max-body-mb", "nan"],
+    ["--max-body-mb", "inf"], ["--no-auth", "--secret-file", "x"],
+])
+def test_bad_limits_are_refused_in_one_line(tmp_path: Path, args: list[str]) -> None:
+    done = _start(tmp_path, *args)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_error_lines_mask_the_secret() -> None:
+    from oa_vm.redact import redact_text
+
+    secret = "cap-" + "5e" * 20
+    line = redact_text(f"POST http://127.0.0.1:40123/{secret}/execute: server error 500 "
+                       f"(path /{secret}/execute)")
+    assert secret not in line and line.count("/cap-***/execute") == 2
