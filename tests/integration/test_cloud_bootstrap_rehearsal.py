@@ -378,3 +378,20 @@ def test_a_saved_image_that_does_not_load_fails_the_load_step(tmp_path: Path) ->
     assert (status["state"], status["step"]) == ("failed", "load")
     assert "could not load oa-vm-waa-image.tar" in status["message"]
     assert not any(c.startswith("docker run") for c in host.calls())
+
+
+def test_a_scorer_that_cannot_import_waas_evaluators_fails_with_its_own_words(
+    tmp_path: Path,
+) -> None:
+    # The shipped scoring server, really started, without WAA's client beside it: it exits.
+    ship = tmp_path / "opt-oa-vm"
+    (tmp_path / "no-client").mkdir()
+    scorer = (f"exec {sys.executable} {ship}/scoring_server.py --host 127.0.0.1 --port 0 "
+              f"--waa-client {tmp_path / 'no-client'}")
+    host = bootstrap(make_host(tmp_path, prepared=True), "pool", FAKE_PROBE_AFTER="1",
+                     FAKE_SCORER="never", FAKE_SCORER_CMD=scorer, OA_VM_SCORING_TIMEOUT_S="5")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "scoring")
+    assert "last log: scoring: cannot import WAA's evaluators" in status["message"]
+    assert "desktop_env" in status["message"]

@@ -11,6 +11,7 @@ private network namespace: the guest address lives on its own loopback.
 from __future__ import annotations
 
 import filecmp
+import functools
 import json
 import shutil
 import subprocess
@@ -31,15 +32,16 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = ROOT / "infra" / "worker"
 BASH = shutil.which("bash") or "/bin/bash"
-_WHY_NOT = None if not waa_container.WAA_CONTAINER_SRC.is_dir() else waa_container.unshare_works()
+_why_not = functools.cache(waa_container.unshare_works)
 
 
 @pytest.fixture(autouse=True)
 def _needs_namespaces() -> None:
     if not waa_container.WAA_CONTAINER_SRC.is_dir() or not waa_container.DOCKUR.is_dir():
         pytest.skip("WAA's or dockur's upstream code not found under ../shared")
-    if _WHY_NOT:
-        pytest.skip(_WHY_NOT)
+    reason = _why_not()
+    if reason:
+        pytest.skip(reason)
 
 
 @dataclass

@@ -19,7 +19,8 @@ variables, so the shipped scripts run for real under bash and the test asserts w
 - ``FAKE_SYSTEMCTL_FAIL=WORD``: a ``systemctl`` call naming WORD fails; ``FAKE_SCORER_CMD``: a
   command that ``systemctl enable --now oa-vm-scoring.service`` starts in the background;
   ``FAKE_SCORER=never``: the scoring server never answers on the bridge (127.0.0.1:5051);
-  ``FAKE_JOURNAL``: the units' last journal line;
+  ``FAKE_JOURNAL``: the units' last journal line (unless a scorer started by
+  ``FAKE_SCORER_CMD`` wrote one);
 - ``FAKE_BLKID=formatted``: the volume holds a filesystem (default: none, exit 2);
   ``FAKE_MOUNTED=1``: it is mounted already; ``FAKE_ROOT_SOURCE``: what ``findmnt`` says holds
   ``/`` (default ``/dev/xvda1``);
@@ -161,6 +162,8 @@ fi
 exit 0
 """,
     "journalctl": r"""
+# The units' journal: what a scorer started through FAKE_SCORER_CMD wrote, else FAKE_JOURNAL.
+if [ -s "$FAKE_STATE/scorer.log" ]; then tail -n 1 "$FAKE_STATE/scorer.log"; exit 0; fi
 default="scoring: cannot import WAA's evaluators (No module named 'cv2')"
 echo "${FAKE_JOURNAL:-$default}"
 """,

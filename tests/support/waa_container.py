@@ -57,7 +57,7 @@ import check is rehearsed by ``tests/unit/infra/test_waa_image.py`` with this ma
 
 DOCKER = r'''#!__PYTHON__
 """docker stand-in: see tests/support/waa_container.py."""
-import fnmatch, glob, hashlib, json, os, shlex, shutil, signal, subprocess, sys, time
+import glob, hashlib, json, os, shlex, shutil, signal, subprocess, sys, time
 from pathlib import Path
 
 STATE = Path(os.environ["FAKE_STATE"]) / "docker"
@@ -141,7 +141,6 @@ def build(args):
             steps.append({"step": line, "from": name})
             if stage == "final":
                 shutil.copytree(BASE_ROOTFS, IMAGE, symlinks=True)
-                args_seen = {k: v for k, v in args_seen.items()}
         elif stage != "final":
             die(f"docker stand-in: unexpected step in stage {stage}: {line}")
         elif word == "COPY":
