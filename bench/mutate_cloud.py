@@ -73,6 +73,7 @@ AREA_TESTS: dict[str, list[str]] = {
         "tests/integration/test_cloud_wait.py",
     ],
     "wait": [
+        "tests/unit/providers/test_cloud_wait_parsing.py",
         "tests/integration/test_cloud_wait.py",
         "tests/integration/test_spot_drain.py",
         "tests/integration/test_cloud_wait_cli.py",
@@ -227,9 +228,7 @@ MUTANTS: list[Mutant] = [
            "    worker.state = WorkerState.READY\n", "a notice does not mark the worker"),
     Mutant("w12", "wait", DR, "    command = f\"cat {cloud_wait.RemoteCommands().status_file} "
            "2>/dev/null || true\"", "    command = \"cat /var/lib/oa-vm/status 2>/dev/null || "
-           "true\"", "the drain reads a fixed path, not the wait's",
-           equivalent="the same path on a real host; only a rehearsal host moves it, and the "
-                      "drain rehearsal sets OA_VM_STATE_DIR (test_spot_drain kills it if not)"),
+           "true\"", "the drain reads a fixed path, not the wait's"),
 ]
 
 
