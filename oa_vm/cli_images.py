@@ -79,11 +79,15 @@ def image_list(json_out: JsonOpt = False) -> None:
     """List prepared images: cloud, region, ID, size, created, licence expiry, $/month."""
     from oa_vm import image_records, state
 
-    records = image_records.list_records()
+    records, unreadable = image_records.scan_records()
+    for problem in unreadable:  # never hidden: the image it names may still be billing
+        _err(f"oa-vm: warning: {problem}")
     if json_out:
         print_json([
             {**r.to_json(), "expired": r.is_expired()} for r in records
         ])
+        return
+    if unreadable and not records:
         return
     if not records:
         _echo("No images. Build one per region with: oa-vm image-create --cloud aws "

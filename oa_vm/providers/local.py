@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from oa_vm import state
+from oa_vm import safe_fs, state
 from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.faults import validate_faults
 from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec, Progress
@@ -119,8 +119,8 @@ class LocalProvider:
             name = worker_name(i)
             workdir = pool_dir / "workers" / name
             log_path = pool_dir / "logs" / f"{name}.log"
-            workdir.mkdir(parents=True, exist_ok=True)
-            log_path.parent.mkdir(parents=True, exist_ok=True)
+            safe_fs.ensure_dir(workdir, root=pool_dir)
+            safe_fs.ensure_dir(log_path.parent, root=pool_dir)
             worker = WorkerRecord(
                 name=name, workdir=str(workdir), log_path=str(log_path), host="127.0.0.1", ssh=ssh
             )
@@ -152,7 +152,7 @@ class LocalProvider:
             args += ["--fault", f"{key}={value}"]
         if tasks_dir is not None:
             args += ["--tasks", tasks_dir]
-        with open(worker.log_path, "ab") as log:
+        with os.fdopen(safe_fs.open_private(Path(worker.log_path)), "ab") as log:
             proc = subprocess.Popen(  # fixed argv, no shell
                 args, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 start_new_session=True, close_fds=True,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from oa_vm import state
+from oa_vm import safe_fs, state
 from oa_vm.errors import ProvisioningError
 from oa_vm.providers.base import PoolSpec, Progress
 from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
@@ -78,11 +79,11 @@ def launch_unit(workers: list[WorkerRecord], faults: dict[str, str], tasks_dir: 
     """
     first = workers[0]
     assert first.workdir is not None and first.log_path is not None
-    Path(first.workdir).mkdir(parents=True, exist_ok=True)
-    Path(first.log_path).parent.mkdir(parents=True, exist_ok=True)
+    safe_fs.ensure_dir(Path(first.workdir))
+    safe_fs.ensure_dir(Path(first.log_path).parent)
     with contextlib.suppress(FileNotFoundError):
         (Path(first.workdir) / "ready.json").unlink()
-    with open(first.log_path, "ab") as log:
+    with os.fdopen(safe_fs.open_private(Path(first.log_path)), "ab") as log:
         proc = subprocess.Popen(  # fixed argv, no shell
             _unit_args(workers, faults, tasks_dir), stdin=subprocess.DEVNULL, stdout=log,
             stderr=log, start_new_session=True, close_fds=True,
