@@ -99,21 +99,27 @@ def ensure_dir(path: Path, root: Path | None = None, mode: int = PRIVATE_DIR) ->
     chain = [path, *path.parents]
     if top not in chain:
         raise ValueError(f"{path} is not inside {top}")
+    checked = chain[: chain.index(top) + 1]
     missing = []
     for folder in chain:
         if os.path.lexists(folder):
             break
         missing.append(folder)
+    # what exists is checked first: nothing is made through a planted symlink
+    for folder in reversed(checked):
+        if folder not in missing:
+            check_dir(folder)
     for folder in reversed(missing):
         try:
             os.mkdir(folder, mode)
         except FileExistsError:
-            continue  # made a moment ago by another command: checked below like any other
+            pass  # made a moment ago by another command: checked below like any other
         except OSError as exc:
             raise WriteFailedError(folder, exc) from exc
-        os.chmod(folder, mode)  # mkdir's mode is filtered by the umask
-    for folder in chain[: chain.index(top) + 1]:
-        check_dir(folder)
+        else:
+            os.chmod(folder, mode)  # mkdir's mode is filtered by the umask
+        if folder in checked:
+            check_dir(folder)
     return path
 
 

@@ -4,7 +4,10 @@ One versioned JSON document per pool at ``$OA_VM_HOME/pools/<name>/pool.json`` (
 ``~/.oa-vm``), beside the pool's own files (SSH key, worker folders, logs). Records are written
 atomically (temp file in the same folder, fsync, rename) so a crash leaves either the old record or
 the new one, never half of each. JSON only, never pickle: a record written by one version must stay
-readable, and one written by a newer, unknown version is refused rather than misread.
+readable, and one written by a newer, unknown version is refused rather than misread; one of the
+wrong types (``"workers": "x"``) is refused whole, naming the field. Folders and files are made
+through :mod:`oa_vm.safe_fs` (0700/0600, never through a symlink or into someone else's folder),
+and a read-modify-write of a record runs under the pool's lock (:func:`locked`).
 
 Paths come from functions, not import-time constants, so tests redirect them with ``OA_VM_HOME``.
 """
