@@ -60,8 +60,12 @@ def _owner_name(uid: int) -> str:
         return f"uid {uid}"
 
 
-def check_dir(path: Path) -> None:
+def check_dir(path: Path, own_link: bool = False) -> None:
     """Refuse ``path`` unless it is a real folder (not a symlink) owned by us or by root.
+
+    ``own_link`` (for the root of a layout only): a symlink that we (or root) own, to a folder
+    that passes this check, is accepted, so ``~/.oa-vm`` or ``benchmark_results`` may point at
+    another disk; one planted by another user (in ``/tmp``, say) is still refused.
 
     Raises:
         UnsafePathError: it is a symlink, not a folder, or owned by another user.
@@ -70,6 +74,9 @@ def check_dir(path: Path) -> None:
         info = os.lstat(path)
     except FileNotFoundError:
         raise UnsafePathError(path, "the folder vanished while it was being made") from None
+    if stat.S_ISLNK(info.st_mode) and own_link and info.st_uid in (os.geteuid(), 0):
+        check_dir(Path(os.path.realpath(path)))
+        return
     if stat.S_ISLNK(info.st_mode):
         raise UnsafePathError(
             path, "it is a symlink oa-vm did not make; remove it and run the command again"
@@ -108,7 +115,7 @@ def ensure_dir(path: Path, root: Path | None = None, mode: int = PRIVATE_DIR) ->
     # what exists is checked first: nothing is made through a planted symlink
     for folder in reversed(checked):
         if folder not in missing:
-            check_dir(folder)
+            check_dir(folder, own_link=folder == top)
     for folder in reversed(missing):
         try:
             os.mkdir(folder, mode)
@@ -119,7 +126,7 @@ def ensure_dir(path: Path, root: Path | None = None, mode: int = PRIVATE_DIR) ->
         else:
             os.chmod(folder, mode)  # mkdir's mode is filtered by the umask
         if folder in checked:
-            check_dir(folder)
+            check_dir(folder, own_link=folder == top)
     return path
 
 
@@ -174,7 +181,7 @@ def write_atomic(
     else:
         if not os.path.lexists(parent):
             raise UnsafePathError(path, f"the folder {parent} does not exist; make it first")
-        check_dir(parent)
+        check_dir(parent, own_link=True)
     _check_target(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:

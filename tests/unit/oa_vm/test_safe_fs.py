@@ -90,3 +90,27 @@ def test_an_existing_folder_keeps_its_mode(tmp_path: Path) -> None:
     os.chmod(folder, 0o755)
     safe_fs.ensure_dir(folder)
     assert _mode(folder) == 0o755  # oa-vm doctor reports it; nothing changes it behind one's back
+
+
+def test_the_root_may_be_our_own_symlink_to_our_own_folder(tmp_path: Path) -> None:
+    disk = tmp_path / "bigdisk"
+    disk.mkdir()
+    (tmp_path / "results").symlink_to(disk)  # benchmark_results kept on another disk
+    safe_fs.ensure_dir(tmp_path / "results" / "run1", root=tmp_path / "results")
+    assert (disk / "run1").is_dir()
+
+
+def test_a_root_symlink_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a symlink to another user needs root")
+    import pwd
+
+    disk = tmp_path / "bigdisk"
+    disk.mkdir()
+    link = tmp_path / "results"
+    link.symlink_to(disk)
+    nobody = pwd.getpwnam("nobody")
+    os.lchown(link, nobody.pw_uid, nobody.pw_gid)
+    with pytest.raises(UnsafePathError, match="symlink"):
+        safe_fs.ensure_dir(link / "run1", root=link)
+    assert list(disk.iterdir()) == []
