@@ -315,4 +315,8 @@ def write_report(report: AuditReport, path: str) -> None:
     """Write the ``--out`` JSON document."""
     from pathlib import Path
 
-    Path(path).write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    from oa_vm import safe_fs  # atomic, 0600, never through a symlink; the folder must exist
+
+    safe_fs.write_atomic(
+        Path(path), json.dumps(report.to_json(), indent=2) + "\n", make_parents=False
+    )

@@ -21,6 +21,7 @@ printed), never a made-up zero.
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,9 @@ COST_KEYS = ("worker_seconds", "vm_usd", "model_usd", "total_usd")
 # --- locating and reading a run folder ---------------------------------------------------------
 
 
+_NAME_MAX = 255  # bytes in one file name on the file systems runs live on (ext4, APFS, NTFS)
+
+
 def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
     """The folder of the run named ``run_name``.
 
@@ -48,6 +52,11 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
     if not run_name or run_name in (".", "..") or "/" in run_name or "\\" in run_name:
         raise InvalidRunInputError(
             f"invalid run name {run_name!r}: give the run folder's name, without slashes"
+        )
+    if len(os.fsencode(run_name)) > _NAME_MAX:
+        raise InvalidRunInputError(
+            f"invalid run name {run_name[:40]!r}... ({len(run_name)} characters): a run folder's "
+            f"name is at most {_NAME_MAX} bytes; give the run folder's name"
         )
     root = results_root(results_dir)
     path = root / run_name

@@ -540,9 +540,9 @@ class TaskQueue:
     def records(self) -> dict[str, dict[str, Any]]:
         """Every committed final record, by task ID, in selection order."""
         rows = self._conn().execute(
-            "SELECT task_id, record FROM tasks WHERE status='done' ORDER BY position"
+            "SELECT task_id, final_status, record FROM tasks WHERE status='done' ORDER BY position"
         ).fetchall()
-        return {str(r["task_id"]): dict(json.loads(r["record"])) for r in rows}
+        return {str(r["task_id"]): _final_record(r) for r in rows}
 
 
 def _iso(epoch: float) -> str:
@@ -573,3 +573,21 @@ def _queued(row: sqlite3.Row) -> QueuedTask:
         expected_seconds=float(row["expected_seconds"]),
         last_worker=row["last_worker"],
     )
+
+
+def _final_record(row: sqlite3.Row) -> dict[str, Any]:
+    """A committed record, refused (``ValueError``) when its final status is not one this
+    version writes: read before anything of the run is rewritten, so a resume stops first."""
+    from evals.records import TaskStatus
+
+    known = {s.value for s in TaskStatus}
+    record = json.loads(row["record"]) if row["record"] is not None else None
+    if not isinstance(record, dict):
+        raise ValueError(f"task {row['task_id']} is done without a record")
+    for status in (row["final_status"], record.get("status")):
+        if status not in known:
+            raise ValueError(
+                f"task {row['task_id']} has the final status {status!r}, not one of "
+                f"{', '.join(sorted(known))}"
+            )
+    return dict(record)

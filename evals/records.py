@@ -27,6 +27,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from oa_vm import safe_fs
 from oa_vm.state import atomic_write_json
 
 DEFAULT_RESULTS_DIR = "benchmark_results"
@@ -268,6 +269,27 @@ class RunFolder:
     def __init__(self, path: Path) -> None:
         self.path = path
 
+    def create(self) -> None:
+        """Make the run folder (and the results folder above it), 0700 whatever the umask.
+
+        Raises:
+            FileExistsError: the run folder exists already (another run's name).
+            oa_vm.safe_fs.UnsafePathError: the results folder is a symlink or someone else's.
+        """
+        safe_fs.ensure_dir(self.path.parent)
+        if os.path.lexists(self.path):
+            raise FileExistsError(str(self.path))
+        safe_fs.ensure_dir(self.path, root=self.path.parent)
+
+    def ensure(self) -> Path:
+        """The run folder, made if missing, checked (not a symlink, ours): for a resumed run."""
+        return safe_fs.ensure_dir(self.path, root=self.path.parent)
+
+    def open_private(self, name: str, append: bool = True) -> int:
+        """A file descriptor on ``<run>/<name>`` (0600, never through a symlink)."""
+        self.ensure()
+        return safe_fs.open_private(self.path / name, append=append)
+
     @property
     def metadata_path(self) -> Path:
         """``metadata.json``."""
@@ -298,7 +320,7 @@ class RunFolder:
 
     def write_metadata(self, data: dict[str, Any]) -> None:
         """Replace ``metadata.json``."""
-        atomic_write_json(self.metadata_path, data)
+        atomic_write_json(self.metadata_path, data, root=self.path)
 
     def update_metadata(self, **changes: Any) -> dict[str, Any]:
         """Merge ``changes`` into ``metadata.json`` and return the result."""
@@ -309,7 +331,7 @@ class RunFolder:
 
     def write_task(self, task_id: str, task: dict[str, Any]) -> None:
         """``tasks/<task_id>/task.json``: the task as it is run."""
-        atomic_write_json(self.task_dir(task_id) / "task.json", task)
+        atomic_write_json(self.task_dir(task_id) / "task.json", task, root=self.path)
 
     def write_execution(
         self, execution: TaskExecution, document: dict[str, Any] | None = None
@@ -317,7 +339,9 @@ class RunFolder:
         """``tasks/<task_id>/execution.json``; ``document`` is ``execution.to_json()`` when the
         caller already made it (the runner commits the same document to the queue first)."""
         data = execution.to_json() if document is None else document
-        atomic_write_json(self.task_dir(execution.task_id) / "execution.json", data)
+        atomic_write_json(
+            self.task_dir(execution.task_id) / "execution.json", data, root=self.path
+        )
 
     def read_execution(self, task_id: str) -> TaskExecution | None:
         """The task's final record, or ``None`` when there is none yet."""
@@ -336,15 +360,14 @@ class RunFolder:
 
     def write_screenshot(self, task_id: str, index: int, png: bytes) -> str:
         """Save the observation before step ``index``; returns the file name for the record."""
-        return save_screenshot(self.task_dir(task_id), index, png)
+        return save_screenshot(self.task_dir(task_id), index, png, root=self.path)
 
 
-def save_screenshot(folder: Path, index: int, png: bytes) -> str:
-    """Write ``step_<index>.png`` into ``folder`` (made if missing); returns the file name."""
+def save_screenshot(folder: Path, index: int, png: bytes, root: Path | None = None) -> str:
+    """Write ``step_<index>.png`` into ``folder`` (made if missing, 0700, checked down from
+    ``root``); returns the file name. The file is 0600 and never written through a symlink."""
     name = f"step_{index:03d}.png"
-    try:
-        (folder / name).write_bytes(png)
-    except FileNotFoundError:  # the task's first screenshot: the folder is made once, not per step
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_bytes(png)
+    if not os.path.isdir(folder):  # the task's first screenshot: made once, not per step
+        safe_fs.ensure_dir(folder, root=root or folder)
+    safe_fs.write_file(folder / name, png)
     return name

@@ -280,8 +280,8 @@ def run_lock(folder: RunFolder) -> Iterator[None]:
     Raises:
         RunLockedError: another live process holds it.
     """
-    folder.path.mkdir(parents=True, exist_ok=True)
-    handle: IO[str] = open(folder.path / ".lock", "a+", encoding="utf-8")  # noqa: SIM115
+    # 0600, never through a symlink planted as .lock (it is truncated below)
+    handle: IO[str] = os.fdopen(folder.open_private(".lock"), "a+", encoding="utf-8")
     try:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -533,6 +533,8 @@ def _open_queue(
     try:
         if config.resume:
             _check_resumable(folder.queue_path)
+        # made 0600 before SQLite opens it (SQLite gives its -wal and -shm files the same mode)
+        os.close(folder.open_private(folder.queue_path.name))
         queue = TaskQueue(
             folder.queue_path, owner=owner, lease_seconds=config.lease_seconds,
             max_attempts=config.max_attempts,
@@ -576,9 +578,8 @@ def _run_in_folder(
     pool, cloud, price_per_hour = first.name, first.cloud, first.price_per_hour
     unstarted = not config.resume and _unstarted(folder)
     if not config.resume and not unstarted:
-        folder.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            folder.path.mkdir()
+            folder.create()  # 0700 whatever the umask; refuses a symlinked or foreign folder
         except FileExistsError:
             raise RunExistsError(str(folder.path)) from None
     with run_lock(folder):

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from evals.errors import InvalidRunInputError
 from evals.metrics import compute_summary, fmt_num, fmt_rate, read_execution_files, read_metadata
 
 THUMB_WIDTH = 360
@@ -171,11 +172,16 @@ def badge(status: str | None) -> str:
     return f'<span class="badge b-{esc(key)}">{esc(label)}</span>'
 
 
+# Marks the pages this project writes, so 'view' replaces its own page but no other file.
+GENERATOR_TAG = '<meta name="generator" content="openadapt-evals">'
+
+
 def page(title: str, body: str, *, script: str = "") -> str:
     """A complete HTML document with the shared styles."""
     tail = f"<script>{script}</script>" if script else ""
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"{GENERATOR_TAG}"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)}</title><style>{CSS}</style></head>"
         f"<body>{body}{tail}</body></html>\n"
@@ -536,13 +542,39 @@ def render_run(
                 + footer, script=SCRIPT)
 
 
-def write_view(run_dir: Path | str, out: Path | str | None = None) -> Path:
-    """Render the run's page and write it (default ``<run_dir>/view.html``); returns its path."""
-    from oa_vm.state import atomic_write_text
+def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool = False) -> Path:
+    """Render the run's page and write it (default ``<run_dir>/view.html``); returns its path.
+
+    An existing file is replaced only when it is a page this project wrote, or with ``force``;
+    a symlink, a device or a missing folder is refused whatever ``force`` says (one line each,
+    :mod:`oa_vm.safe_fs`), and the page is written atomically, so an interrupted write leaves
+    the old file whole.
+
+    Raises:
+        InvalidRunInputError: the target is another file and ``force`` is not given.
+        oa_vm.safe_fs.UnsafePathError: the target is a symlink, a device, or its folder is
+            missing or someone else's.
+        oa_vm.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
+    """
+    from oa_vm import safe_fs
 
     path = Path(run_dir)
     target = Path(out) if out is not None else path / "view.html"
+    if safe_fs.exists_as_file(target) and not force and not _is_our_page(target):
+        raise InvalidRunInputError(
+            f"{target} exists and is not a page openadapt-evals wrote; choose another --out, "
+            "or pass --force to replace it"
+        )
     relative = os.path.relpath(path / "tasks", target.parent).replace(os.sep, "/")
     prefix = "" if relative == "." else quote(relative.rstrip("/")) + "/"
-    atomic_write_text(target, render_run(path, link_prefix=prefix))
+    safe_fs.write_atomic(target, render_run(path, link_prefix=prefix), make_parents=False)
     return target
+
+
+def _is_our_page(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return GENERATOR_TAG.encode() in head

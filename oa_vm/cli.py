@@ -200,9 +200,11 @@ def pool_status(
 @app.command("pool-list")
 def pool_list(json_out: JsonOpt = False) -> None:
     """List every pool with its cloud, workers, age, state and cost so far."""
-    from oa_vm.pool_views import list_json, list_text
+    from oa_vm.pool_views import list_json, list_text, unreadable_lines
 
     items = api.list_pools()
+    for line in unreadable_lines(items):
+        _err(line)
     if json_out:
         print_json(list_json(items))
         return

@@ -88,10 +88,13 @@ def image_list(
     from oa_vm import image_records, images, state
 
     listed: list[tuple[image_records.ImageRecord, str | None]]
+    records, unreadable = image_records.scan_records()
+    for problem in unreadable:  # never hidden: the image it names may still be billing
+        _err(f"oa-vm: warning: {problem}")
     if cloud is None:
         if region is not None:
             raise OaVmError("--region needs --cloud (aws or azure)")
-        listed = [(r, None) for r in image_records.list_records()]
+        listed = [(r, None) for r in records]
     else:
         found = images.list_images(images.cloud_provider(cloud), region)
         listed = [(item.record, item.found) for item in found]
@@ -100,6 +103,8 @@ def image_list(
             {**r.to_json(), "expired": r.is_expired(), **({"found": where} if where else {})}
             for r, where in listed
         ])
+        return
+    if unreadable and not listed:
         return
     if not listed:
         where_hint = f" in the {cloud} account" if cloud else ""

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from oa_vm import state
+from oa_vm import safe_fs, state
 from oa_vm.errors import OaVmError
 from oa_vm.providers.pulumi_driver import (
     PULUMI_INSTALL_HINT,
@@ -83,7 +83,7 @@ def install_pulumi(progress: Callable[[str], None] = lambda _line: None) -> Path
     root = local_cli_root()
     version = sdk_version()
     progress(f"installing the Pulumi CLI {version} into {root}")
-    root.parent.mkdir(parents=True, exist_ok=True)
+    safe_fs.ensure_dir(root.parent, root=state.home())  # 0700 whatever the umask
     try:
         PulumiCommand.install(root=str(root), version=VersionInfo.parse(version))
     except (OSError, subprocess.CalledProcessError, ValueError) as exc:

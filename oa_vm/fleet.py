@@ -434,16 +434,19 @@ def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
     """
     if not by_s > 0:
         raise InvalidInputError("the extension must be more than zero")
-    record = state.load(api.resolve_name(name))
-    now = state.utcnow()
-    if record.cloud != "local":
-        # the expiry the instances were made with is in their cloud-init: kept for repairs
-        record.provider_data.setdefault(
-            "program_expires_at", state.format_time(record.expires_at)
-        )
-    base = record.expires_at if record.expires_at is not None and record.expires_at > now else now
-    record.expires_at = base + timedelta(seconds=by_s)
+    resolved = api.resolve_name(name)
     from oa_vm.lease import save_fenced
 
-    save_fenced(record)  # never brings back the record of a pool being removed
+    with state.locked(resolved):  # read-modify-write: parallel extends must all count
+        record = state.load(resolved)
+        now = state.utcnow()
+        if record.cloud != "local":
+            # the expiry the instances were made with is in their cloud-init: kept for repairs
+            record.provider_data.setdefault(
+                "program_expires_at", state.format_time(record.expires_at)
+            )
+        base = (record.expires_at if record.expires_at is not None and record.expires_at > now
+                else now)
+        record.expires_at = base + timedelta(seconds=by_s)
+        save_fenced(record)  # never brings back the record of a pool being removed
     return record

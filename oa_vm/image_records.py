@@ -8,7 +8,6 @@ the record is how oa-vm finds the newest ready image of a region without asking 
 
 from __future__ import annotations
 
-import contextlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
@@ -130,7 +129,7 @@ def _parse(path: Path, text: str) -> ImageRecord:
         )
     try:
         return ImageRecord.from_json(data)
-    except (KeyError, ValueError, TypeError) as exc:
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise CorruptImageRecordError(
             f"image record {path} is malformed ({exc}); fix or move it by hand"
         ) from exc
@@ -156,15 +155,29 @@ def load(image_id: str) -> ImageRecord:
 
 
 def list_records() -> list[ImageRecord]:
-    """Every readable image record, newest first (unreadable ones are skipped)."""
+    """Every readable image record, newest first (unreadable ones are skipped: see
+    :func:`scan_records` to report them)."""
+    return scan_records()[0]
+
+
+def scan_records() -> tuple[list[ImageRecord], list[CorruptImageRecordError]]:
+    """Every readable image record, newest first, and an error naming each unreadable one
+    (an image forgotten because its record is damaged may still be billing)."""
     root = images_dir()
     out: list[ImageRecord] = []
+    bad: list[CorruptImageRecordError] = []
     if not root.is_dir():
-        return out
+        return out, bad
     for path in sorted(root.glob("*.json")):
-        with contextlib.suppress(CorruptImageRecordError, OSError):
+        try:
             out.append(_parse(path, path.read_text(encoding="utf-8")))
-    return sorted(out, key=lambda r: r.created_at, reverse=True)
+        except CorruptImageRecordError as exc:
+            bad.append(exc)
+        except (OSError, UnicodeDecodeError) as exc:
+            bad.append(CorruptImageRecordError(
+                f"image record {path} cannot be read ({exc}); fix or move it by hand"
+            ))
+    return sorted(out, key=lambda r: r.created_at, reverse=True), bad
 
 
 def delete(image_id: str) -> None:

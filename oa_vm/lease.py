@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from oa_vm import state
+from oa_vm import safe_fs, state
 from oa_vm.errors import OaVmError, PoolBusyError, PoolInUseError
 
 if TYPE_CHECKING:
@@ -156,7 +156,8 @@ def held_by_this_process(lease: dict[str, Any]) -> bool:
 @contextlib.contextmanager
 def _locked(pool: str) -> Iterator[None]:
     folder = state.pool_dir(pool)
-    with open(folder / "lease.lock", "a", encoding="utf-8") as handle:
+    # 0600 whatever the umask, never through a symlink (oa_vm.safe_fs)
+    with os.fdopen(safe_fs.open_private(folder / "lease.lock"), "a", encoding="utf-8") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield

@@ -108,3 +108,9 @@ def list_text(items: list[PoolRecord | CorruptRecordError]) -> str:
             price, money(cost_so_far(item)),
         ])
     return render_table(["NAME", "CLOUD", "WORKERS", "AGE", "STATE", "PRICE", "COST"], rows)
+
+
+def unreadable_lines(items: list[PoolRecord | CorruptRecordError]) -> list[str]:
+    """One line per unreadable record, naming its file and what to do (``pool-list`` prints
+    them on stderr beside the table, which still lists every other pool)."""
+    return [f"oa-vm: warning: {item}" for item in items if isinstance(item, CorruptRecordError)]

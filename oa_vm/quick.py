@@ -116,6 +116,8 @@ def try_run(argv: Sequence[str]) -> int | None:
                 print(pool_views.status_text(record))
         else:
             items = _list_pools()
+            for line in pool_views.unreadable_lines(items):
+                print(line, file=sys.stderr)
             if as_json:
                 print_json(pool_views.list_json(items))
             else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from oa_vm import state
+from oa_vm import safe_fs, state
 from oa_vm.errors import OaVmError
 
 KEY_NAME = "id_ed25519"
@@ -47,22 +47,31 @@ def ensure_pool_key(pool: str) -> tuple[Path, str]:
 
     path = key_path(pool)
     comment = f"oa-vm-{pool}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
+    state.ensure_pool_dir(pool)
+    if not safe_fs.exists_as_file(path):
         pem = Ed25519PrivateKey.generate().private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.OpenSSH,
             serialization.NoEncryption(),
         )
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            # O_EXCL never follows a link, and fchmod makes 0600 exact whatever the umask.
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         except FileExistsError:
             pass  # another command made it a moment ago: use theirs
+        except OSError as exc:
+            raise safe_fs.WriteFailedError(path, exc) from exc
         else:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(pem)
-                handle.flush()
-                os.fsync(handle.fileno())
+            os.fchmod(fd, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(pem)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError as exc:
+                path.unlink(missing_ok=True)  # half a key is worse than none
+                raise safe_fs.WriteFailedError(path, exc) from exc
+    safe_fs.exists_as_file(path)  # refuses a symlink planted in place of the key
     try:
         line = _public_line(path.read_bytes(), comment)
     except (ValueError, TypeError) as exc:
@@ -72,6 +81,6 @@ def ensure_pool_key(pool: str) -> tuple[Path, str]:
         ) from exc
     os.chmod(path, 0o600)
     public_path = path.with_name(KEY_NAME + ".pub")
-    if not public_path.exists():
-        public_path.write_text(line + "\n", encoding="utf-8")
+    if not safe_fs.exists_as_file(public_path):
+        safe_fs.write_atomic(public_path, line + "\n", root=path.parent)
     return path, line

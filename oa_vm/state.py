@@ -4,7 +4,10 @@ One versioned JSON document per pool at ``$OA_VM_HOME/pools/<name>/pool.json`` (
 ``~/.oa-vm``), beside the pool's own files (SSH key, worker folders, logs). Records are written
 atomically (temp file in the same folder, fsync, rename) so a crash leaves either the old record or
 the new one, never half of each. JSON only, never pickle: a record written by one version must stay
-readable, and one written by a newer, unknown version is refused rather than misread.
+readable, and one written by a newer, unknown version is refused rather than misread; one of the
+wrong types (``"workers": "x"``) is refused whole, naming the field. Folders and files are made
+through :mod:`oa_vm.safe_fs` (0700/0600, never through a symlink or into someone else's folder),
+and a read-modify-write of a record runs under the pool's lock (:func:`locked`).
 
 Paths come from functions, not import-time constants, so tests redirect them with ``OA_VM_HOME``.
 """
@@ -333,54 +336,128 @@ def validate_pool_name(name: str) -> str:
 # --- atomic IO ---------------------------------------------------------------------------------
 
 
-def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
+def atomic_write_text(
+    path: Path, text: str, mode: int = 0o600, root: Path | None = None,
+    make_parents: bool = True,
+) -> None:
     """Write ``text`` to ``path`` so that readers see the old or the new content, never a mix.
 
-    The temp file lives in the same folder so the rename stays on one file system (atomic on
-    POSIX). The file and then the folder are fsynced, trading a few milliseconds for a record
-    that survives a power cut.
+    A thin name for :func:`oa_vm.safe_fs.write_atomic` (temp file, fsync, rename; explicit
+    mode; never through a symlink; a failure names ``path``), kept because every record
+    writer already calls it.
     """
-    import tempfile  # here, not at the top: read-only commands never load it (start-up time)
+    from oa_vm import safe_fs  # here, not at the top: read-only commands never load it
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    safe_fs.write_atomic(path, text, mode=mode, root=root, make_parents=make_parents)
 
 
-def atomic_write_json(path: Path, data: Any, mode: int = 0o644) -> None:
+def atomic_write_json(
+    path: Path, data: Any, mode: int = 0o600, root: Path | None = None
+) -> None:
     """:func:`atomic_write_text` of pretty-printed JSON."""
     # allow_nan=False: NaN/Infinity are not JSON; refusing them keeps every record readable.
     text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False)
-    atomic_write_text(path, text + "\n", mode=mode)
+    atomic_write_text(path, text + "\n", mode=mode, root=root)
 
 
 # --- records -----------------------------------------------------------------------------------
 
 
 def save(record: PoolRecord) -> Path:
-    """Write the pool's record atomically; returns its path."""
+    """Write the pool's record atomically, under the pool's lock (:func:`locked`); returns its
+    path."""
     path = record_path(record.name)
-    if not path.parent.is_dir():
-        # The pool's folder holds its SSH key and logs: private, whatever the umask says.
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.parent.chmod(0o700)
-    atomic_write_json(path, record.to_json())
+    made = not os.path.lexists(path.parent)
+    # The pool's folder holds its SSH key and logs: private whatever the umask says, and
+    # refused when someone else made it first (a squatter could plant the key a cloud uses).
+    ensure_pool_dir(record.name)
+    try:
+        with locked(record.name):
+            atomic_write_json(path, record.to_json(), root=home())
+    except BaseException:
+        if made:  # a full disk must not leave an empty pool folder behind
+            with contextlib.suppress(OSError):
+                (path.parent / LOCK_NAME).unlink()
+                os.rmdir(path.parent)
+        raise
     return path
+
+
+LOCK_NAME = "pool.lock"
+LOCK_WAIT_S = 60.0
+_thread_locks: dict[str, Any] = {}
+_held: dict[str, list[int]] = {}  # pool -> [fd, depth], for the thread holding its lock
+
+
+@contextlib.contextmanager
+def locked(name: str) -> Iterator[None]:
+    """Hold the pool's record lock (``flock`` on ``pool.lock`` beside ``pool.json``).
+
+    A read-modify-write of ``pool.json`` (``load``, change, ``save``) done inside it cannot lose
+    another command's update: eight parallel ``pool-extend --by 1h`` move the expiry 8 h. The
+    lock is re-entrant within a thread (``save`` takes it too) and dropped by the OS if the
+    process dies. A pool without a folder is not locked (and nothing is made): ``load`` then
+    says it does not exist.
+
+    Raises:
+        OaVmError: another command held the lock for longer than ``LOCK_WAIT_S``.
+    """
+    import threading
+
+    folder = pool_dir(name)
+    guard = _thread_locks.setdefault(name, threading.RLock())
+    with guard:
+        entry = _held.get(name)
+        if entry is not None:  # this thread holds it already
+            entry[1] += 1
+            try:
+                yield
+            finally:
+                entry[1] -= 1
+            return
+        if not folder.is_dir():
+            yield
+            return
+        from oa_vm import safe_fs
+
+        fd = safe_fs.open_private(folder / LOCK_NAME)
+        try:
+            _flock(fd, folder / LOCK_NAME)
+            _held[name] = [fd, 1]
+            try:
+                yield
+            finally:
+                del _held[name]
+        finally:
+            os.close(fd)
+
+
+def _flock(fd: int, path: Path) -> None:
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                from oa_vm.errors import OaVmError
+
+                raise OaVmError(
+                    f"{path} is held by another oa-vm command (a stopped one?); "
+                    "let it finish, or end it, and run the command again"
+                ) from None
+            time.sleep(0.01)
+
+
+def ensure_pool_dir(name: str) -> Path:
+    """The pool's folder, made 0700 (with the home and ``pools/``) and checked from the home
+    down: no symlink, nobody else's folder (:func:`oa_vm.safe_fs.ensure_dir`)."""
+    from oa_vm import safe_fs
+
+    return safe_fs.ensure_dir(pool_dir(name), root=home())
 
 
 def exists(name: str) -> bool:
@@ -418,10 +495,79 @@ def _parse(path: Path, text: str) -> PoolRecord:
         raise CorruptRecordError(
             path, f"written by a newer oa-vm (schema {version} > {SCHEMA_VERSION}); upgrade oa-vm"
         )
+    problem = type_problem(data)
+    if problem is not None:
+        raise CorruptRecordError(path, problem)
     try:
         return PoolRecord.from_json(data)
     except (KeyError, ValueError, TypeError) as exc:
         raise CorruptRecordError(path, f"malformed record ({exc})") from exc
+
+
+_STR = (str,)
+_OPT_STR = (str, type(None))
+_OPT_NUM = (int, float, type(None))
+_OPT_DICT = (dict, type(None))
+_POOL_TYPES: dict[str, tuple[type, ...]] = {
+    "name": _STR, "cloud": _STR, "state": _STR, "created_at": _STR, "expires_at": _OPT_STR,
+    "owner": _OPT_STR, "price_per_hour": _OPT_NUM, "settings": _OPT_DICT,
+    "provider_data": _OPT_DICT, "workers": (list, type(None)),
+}
+_WORKER_TYPES: dict[str, tuple[type, ...]] = {
+    "name": _STR, "state": _STR, "waa_url": _OPT_STR, "scoring_url": _OPT_STR,
+    "pid": (int, type(None)), "pid_create_time": _OPT_NUM, "host": _OPT_STR, "ssh": _OPT_DICT,
+    "remote_waa_port": (int,), "remote_scoring_port": (int,), "log_path": _OPT_STR,
+    "workdir": _OPT_STR, "provider_id": _OPT_STR, "phase": _OPT_STR, "detail": _OPT_STR,
+}
+_SSH_TYPES: dict[str, tuple[type, ...]] = {
+    "host": _STR, "port": (int,), "user": _STR, "key_path": _STR,
+}
+
+
+def _field_problem(
+    where: str, data: dict[str, Any], types: dict[str, tuple[type, ...]]
+) -> str | None:
+    for key, allowed in types.items():
+        if key not in data:
+            continue
+        value = data[key]
+        # bool is an int to Python, never a count or a port to us
+        if isinstance(value, bool) or not isinstance(value, allowed):
+            return f"{where}{key} is {json.dumps(value)[:40]}, not {_kind(allowed)}"
+    return None
+
+
+def _kind(allowed: tuple[type, ...]) -> str:
+    names = {str: "a string", int: "a whole number", float: "a number", dict: "an object",
+             list: "a list"}
+    kinds = [names[t] for t in allowed if t in names and not (t is float and int in allowed)]
+    return " or ".join(kinds) + (" or null" if type(None) in allowed else "")
+
+
+def type_problem(data: dict[str, Any]) -> str | None:
+    """What is wrong with the types of a pool record's JSON (``"workers": "x"``, ``"pid": -5``),
+    or ``None``: a record is refused whole rather than half-used (a negative PID given to
+    ``kill`` would signal a whole process group)."""
+    problem = _field_problem("", data, _POOL_TYPES)
+    if problem is not None:
+        return problem
+    for i, worker in enumerate(data.get("workers") or []):
+        where = f"workers[{i}]."
+        if not isinstance(worker, dict):
+            return f"workers[{i}] is {json.dumps(worker)[:40]}, not an object"
+        problem = _field_problem(where, worker, _WORKER_TYPES)
+        if problem is None and isinstance(worker.get("ssh"), dict):
+            problem = _field_problem(where + "ssh.", worker["ssh"], _SSH_TYPES)
+        if problem is not None:
+            return problem
+        pid = worker.get("pid")
+        if pid is not None and pid <= 0:
+            return f"{where}pid is {pid}, not a process ID (a whole number above 0)"
+        for key in ("remote_waa_port", "remote_scoring_port"):
+            port = worker.get(key)
+            if port is not None and not 0 < port < 65536:
+                return f"{where}{key} is {port}, not a port (1-65535)"
+    return None
 
 
 def list_names() -> list[str]:

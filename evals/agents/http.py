@@ -21,7 +21,7 @@ import base64
 import os
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import requests
 
@@ -33,7 +33,7 @@ from evals.agents.base import (
     parse_action,
 )
 from evals.errors import AgentError, InvalidRunInputError
-from oa_vm.redact import redact_text, redact_url
+from oa_vm.redact import redact_text, redact_url, register_secret
 
 AGENT_TOKEN_ENV = "OA_EVALS_AGENT_TOKEN"
 """If set, sent as ``Authorization: Bearer <token>`` to the agent server."""
@@ -107,9 +107,21 @@ class HttpAgent(BenchmarkAgent):
         self.timeout_s = timeout_s
         self._session = requests.Session()
         token = os.environ.get(AGENT_TOKEN_ENV)
+        if token and (parts.username is not None or parts.password is not None):
+            # requests would send the URL's user:pass as Basic auth in place of the token
+            raise InvalidRunInputError(
+                f"--agent-url {shown!r} carries a user name or password and {AGENT_TOKEN_ENV} "
+                "is set: only one can be the Authorization header; drop one of them"
+            )
         if token:
             # a credential kept out of the command line (and so out of ps and shell history)
             self._session.headers["Authorization"] = f"Bearer {token}"
+            register_secret(token)  # a server echoing it back must not get it into a record
+        if parts.password is not None:
+            # requests sends the URL's user:pass as Basic auth: its base64 form is a secret too
+            register_secret(parts.password)
+            basic = f"{unquote(parts.username or '')}:{unquote(parts.password)}"
+            register_secret(base64.b64encode(basic.encode()).decode("ascii"))
 
     def act(
         self,
@@ -130,7 +142,7 @@ class HttpAgent(BenchmarkAgent):
         if not response.ok:
             raise AgentError(
                 f"agent server {self.shown_url} answered HTTP {response.status_code}: "
-                f"{response.text[:200]}"
+                f"{redact_text(response.text)[:200]}"
             )
         try:
             body = response.json()

@@ -20,6 +20,10 @@ def view(
     ] = None,
     results_dir: Annotated[Path | None, typer.Option("--results-dir", help=RESULTS_HELP)] = None,
     out: Annotated[Path | None, typer.Option("--out", help=OUT_HELP)] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an existing --out file that is not a page "
+                           "openadapt-evals wrote (never a symlink or a device).")
+    ] = False,
 ) -> None:
     """Write the run's self-contained page (summary, tasks, steps, screenshots); print its path."""
     from evals.metrics import find_run
@@ -33,5 +37,5 @@ def view(
     if name is None:
         raise typer.BadParameter("missing; give the run's name: openadapt-evals view RUN",
                                  param_hint="RUN")
-    path = write_view(find_run(name, results_dir), out)
+    path = write_view(find_run(name, results_dir), out, force=force)
     typer.echo(str(path))

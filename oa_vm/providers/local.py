@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from oa_vm import state
+from oa_vm import safe_fs, state
 from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.faults import validate_faults
 from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec, Progress
@@ -122,6 +122,8 @@ class LocalProvider:
             name = worker_name(i)
             workdir = pool_dir / "workers" / name
             log_path = pool_dir / "logs" / f"{name}.log"
+            safe_fs.ensure_dir(workdir, root=pool_dir)
+            safe_fs.ensure_dir(log_path.parent, root=pool_dir)
             worker = WorkerRecord(
                 name=name, workdir=str(workdir), log_path=str(log_path), host="127.0.0.1", ssh=ssh
             )

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from oa_vm import state
+from oa_vm import safe_fs, state
 from oa_vm.errors import ProvisioningError
 from oa_vm.providers.base import PoolSpec, Progress
 from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
@@ -74,12 +74,6 @@ def entry_urls(entry: dict[str, object]) -> tuple[str, str]:
     waa = entry.get("waa_url") or f"http://{host}:{int(str(entry['waa_port']))}"
     scoring = entry.get("scoring_url") or f"http://{host}:{int(str(entry['scoring_port']))}"
     return str(waa), str(scoring)
-
-
-def open_log(path: Path) -> int:
-    """A worker log opened for appending, 0600 when it is made (it may quote requests)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
 
 
 def group_name(index: int) -> str:
@@ -127,10 +121,11 @@ def launch_unit(
     """
     first = workers[0]
     assert first.workdir is not None and first.log_path is not None
-    Path(first.workdir).mkdir(parents=True, exist_ok=True)
+    safe_fs.ensure_dir(Path(first.workdir))
+    safe_fs.ensure_dir(Path(first.log_path).parent)
     with contextlib.suppress(FileNotFoundError):
         (Path(first.workdir) / "ready.json").unlink()
-    log = open_log(Path(first.log_path))
+    log = safe_fs.open_private(Path(first.log_path))  # 0600: a log may quote requests
     try:
         proc = subprocess.Popen(  # fixed argv, no shell
             _unit_args(workers, faults, tasks_dir, secret), stdin=subprocess.DEVNULL,

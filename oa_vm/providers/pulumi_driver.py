@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from infra.settings import PINNED_EXPORT
-from oa_vm import state
+from oa_vm import safe_fs, state
 from oa_vm.errors import ProviderUnavailableError, ProvisioningError
 from oa_vm.providers.base import CleanupReport, Progress
 
@@ -305,13 +305,12 @@ def ensure_passphrase() -> Path:
     the stacks' secrets unreadable, so it is never rewritten.
     """
     path = passphrase_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.suppress(OSError):
-        os.chmod(path.parent, 0o700)
+    safe_fs.ensure_dir(path.parent)  # 0700 whatever the umask; refuses a symlink or a squatter
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         return path
+    os.fchmod(fd, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(secrets.token_urlsafe(32) + "\n")
         handle.flush()
@@ -635,7 +634,7 @@ class AutomationEngine:
         from pulumi import automation as auto
 
         work_dir = ref.backend_dir / "projects" / ref.project
-        work_dir.mkdir(parents=True, exist_ok=True)
+        safe_fs.ensure_dir(work_dir, root=ref.backend_dir)
         installed = None if shutil.which("pulumi") else local_cli()
         return auto.LocalWorkspaceOptions(
             work_dir=str(work_dir),

@@ -57,3 +57,17 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         with contextlib.suppress(psutil.Error):
             proc.kill()
     assert not leftovers, f"processes left running: {[p.pid for p in leftovers]}"
+
+
+@pytest.fixture(scope="module")
+def pooled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A home with one ready local pool, ``p``."""
+    home = tmp_path_factory.mktemp("files") / "home"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OA_VM_HOME", str(home))
+        api.create_pool(name="p", cloud="local", workers=1)
+        try:
+            api.wait_pool("p", timeout_s=120)
+            yield home
+        finally:
+            api.cleanup_pool("p", force=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
@@ -124,6 +125,41 @@ def bad_task_file(world: World) -> None:
 def ids_file(world: World) -> None:
     (world.results / "scratch").mkdir(parents=True, exist_ok=True)
     (world.results / "scratch" / "ids.txt").write_text("no-such-task-1\nno-such-task-2\n")
+
+
+def _typed_home(world: World, name: str, change: Callable[[dict[str, object]], None]) -> None:
+    """A scratch home holding one pool record that is valid JSON with a wrong-typed field."""
+    folder = world.results / "scratch" / "typedhome" / "pools" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    data: dict[str, object] = {
+        "version": 1, "name": name, "cloud": "local", "state": "ready",
+        "created_at": "2026-01-01T00:00:00+00:00", "expires_at": None,
+        "workers": [{"name": "worker-0", "state": "ready", "pid": 4242}],
+    }
+    change(data)
+    (folder / "pool.json").write_text(json.dumps(data))
+
+
+def workers_not_a_list(world: World) -> None:
+    _typed_home(world, "typed", lambda d: d.update(workers="x"))
+
+
+def negative_pid(world: World) -> None:
+    _typed_home(world, "negpid", lambda d: d.update(
+        workers=[{"name": "worker-0", "state": "ready", "pid": -5}]))
+
+
+def unknown_final_status(world: World) -> None:
+    folder = _copy_done(world, "weirdstatus")
+    conn = sqlite3.connect(folder / "queue.sqlite")
+    conn.execute("UPDATE tasks SET final_status='weird'")
+    conn.commit()
+    conn.close()
+
+
+def existing_page_target(world: World) -> None:
+    (world.results / "scratch").mkdir(parents=True, exist_ok=True)
+    (world.results / "scratch" / "notes.html").write_text("my own notes\n")
 
 
 @dataclass(frozen=True)
@@ -269,6 +305,10 @@ CASES: dict[str, Case] = {
         "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK,
                             "--run-name", "badmeta", "--resume",
                             "--results-dir", "{res}/scratch"), prepare=truncated_metadata),
+    "run resume unknown final status in the queue": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK,
+                            "--run-name", "weirdstatus", "--resume",
+                            "--results-dir", "{res}/scratch"), prepare=unknown_final_status),
     # --- sweep
     "sweep name of an existing pool": _sweep("--name", POOL),
     "sweep name with ../": _sweep("--name", "../x"),
@@ -289,6 +329,22 @@ CASES: dict[str, Case] = {
                                                  "--results-dir", "{res}")),
     "view run-name ../": Case("openadapt-evals", ("view", "--run-name", "../../etc",
                                                   "--results-dir", "{res}")),
+    "view run name of 300 characters": Case("openadapt-evals", ("view", "r" * 300,
+                                                            "--results-dir", "{res}")),
+    "view --out an existing file": Case(
+        "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out",
+                            "{scratch}/notes.html"), prepare=existing_page_target),
+    "view --out the run's own metadata": Case(
+        "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out",
+                            "{res}/" + DONE + "/metadata.json")),
+    "view --out a device even with --force": Case(
+        "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out", "/dev/null",
+                            "--force")),
+    "view --out a missing folder": Case(
+        "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out",
+                            "{scratch}/no/such/page.html")),
+    "view --out under /proc": Case(
+        "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out", "/proc/x.html")),
     "compare missing run": Case("openadapt-evals", ("compare", DONE, "never",
                                                     "--results-dir", "{res}")),
     "tasks missing source": Case("openadapt-evals", ("tasks", "--source", "/no/such/dir")),
@@ -344,6 +400,12 @@ CASES: dict[str, Case] = {
                                    "--price-per-hour", "nan", "-y"),
     "pool-create tasks-dir missing": _oavm("pool-create", "--cloud", "local", "--name", "t1",
                                            "--tasks-dir", "/no/such", "-y"),
+    "pool-status pool.json workers not a list": _oavm(
+        "pool-status", "--name", "typed", env={"OA_VM_HOME": "{scratch}/typedhome"},
+        prepare=workers_not_a_list),
+    "pool-extend pool.json pid -5": _oavm(
+        "pool-extend", "--name", "negpid", "--by", "1h",
+        env={"OA_VM_HOME": "{scratch}/typedhome"}, prepare=negative_pid),
     "pool-list OA_VM_HOME is a file": _oavm("pool-list", env={"OA_VM_HOME": "{file}"}),
     "pool-create OA_VM_HOME is a file": _oavm("pool-create", "--cloud", "local", "--name", "t1",
                                               "-y", env={"OA_VM_HOME": "{file}"}),

@@ -159,6 +159,7 @@ def test_write_view_links_relative_to_the_page(tmp_path: Path) -> None:
     assert default == path / "view.html"
     assert "tasks/ok-1/step_000.png" in _audit(default.read_text(encoding="utf-8")).links
 
+    (tmp_path / "pages").mkdir()  # --out never makes its folder
     elsewhere = write_view(path, tmp_path / "pages" / "run.html")
     links = _audit(elsewhere.read_text(encoding="utf-8")).links
     assert "../results/view-run/tasks/ok-1/step_000.png" in links

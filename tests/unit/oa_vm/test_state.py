@@ -40,7 +40,9 @@ def test_round_trip(oa_home: Path) -> None:
 def test_save_leaves_no_temp_files(oa_home: Path) -> None:
     state.save(_record())
     state.save(_record())
-    assert sorted(p.name for p in (oa_home / "pools" / "p1").iterdir()) == ["pool.json"]
+    # pool.lock: the record's lock file (state.locked), empty, kept beside it
+    names = sorted(p.name for p in (oa_home / "pools" / "p1").iterdir())
+    assert names == ["pool.json", "pool.lock"]
 
 
 def test_unknown_pool_lists_known(oa_home: Path) -> None:

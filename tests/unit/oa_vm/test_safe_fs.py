@@ -1,0 +1,116 @@
+"""The one place folders and files are made: modes, symlinks, owners, failures named."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from oa_vm import safe_fs
+from oa_vm.safe_fs import UnsafePathError, WriteFailedError
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.lstat().st_mode)
+
+
+def test_folders_and_files_get_their_mode_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0)
+    try:
+        made = safe_fs.ensure_dir(tmp_path / "a" / "b" / "c", root=tmp_path / "a")
+        safe_fs.write_atomic(made / "f.json", "{}\n")
+        safe_fs.write_file(made / "s.png", b"png")
+        os.close(safe_fs.open_private(made / "log"))
+    finally:
+        os.umask(old)
+    for folder in ("a", "a/b", "a/b/c"):
+        assert _mode(tmp_path / folder) == 0o700, folder
+    for name in ("f.json", "s.png", "log"):
+        assert _mode(made / name) == 0o600, name
+
+
+def test_a_symlinked_folder_between_the_root_and_the_target_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "tasks").symlink_to(elsewhere)
+    with pytest.raises(UnsafePathError, match="symlink"):
+        safe_fs.ensure_dir(tmp_path / "root" / "tasks" / "t1", root=tmp_path / "root")
+    with pytest.raises(UnsafePathError, match="symlink"):
+        safe_fs.write_atomic(tmp_path / "root" / "tasks" / "x.json", "{}",
+                             root=tmp_path / "root")
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("writer", ["atomic", "file", "open"])
+def test_a_symlink_or_a_device_as_the_file_is_refused(tmp_path: Path, writer: str) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    link = tmp_path / "link"
+    link.symlink_to(victim)
+    write = {
+        "atomic": lambda p: safe_fs.write_atomic(p, "x"),
+        "file": lambda p: safe_fs.write_file(p, b"x"),
+        "open": lambda p: os.close(safe_fs.open_private(p, append=False)),
+    }[writer]
+    with pytest.raises(UnsafePathError, match="symlink"):
+        write(link)
+    with pytest.raises(UnsafePathError, match="not a regular file"):
+        write(Path("/dev/null"))
+    assert victim.read_text() == "precious\n"
+
+
+def test_a_missing_folder_is_refused_when_parents_are_not_to_be_made(tmp_path: Path) -> None:
+    with pytest.raises(UnsafePathError, match="does not exist"):
+        safe_fs.write_atomic(tmp_path / "no" / "page.html", "x", make_parents=False)
+    assert not (tmp_path / "no").exists()
+
+
+def test_a_failed_write_names_the_file_and_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    target = tmp_path / "record.json"
+    with pytest.raises(WriteFailedError) as caught:
+        safe_fs.write_atomic(target, "{}")
+    assert str(target) in str(caught.value) and "free some space" in str(caught.value)
+    assert ".tmp" not in str(caught.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_folder_keeps_its_mode(tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    safe_fs.ensure_dir(folder)
+    assert _mode(folder) == 0o755  # oa-vm doctor reports it; nothing changes it behind one's back
+
+
+def test_the_root_may_be_our_own_symlink_to_our_own_folder(tmp_path: Path) -> None:
+    disk = tmp_path / "bigdisk"
+    disk.mkdir()
+    (tmp_path / "results").symlink_to(disk)  # benchmark_results kept on another disk
+    safe_fs.ensure_dir(tmp_path / "results" / "run1", root=tmp_path / "results")
+    assert (disk / "run1").is_dir()
+
+
+def test_a_root_symlink_owned_by_another_user_is_refused(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("giving a symlink to another user needs root")
+    import pwd
+
+    disk = tmp_path / "bigdisk"
+    disk.mkdir()
+    link = tmp_path / "results"
+    link.symlink_to(disk)
+    nobody = pwd.getpwnam("nobody")
+    os.lchown(link, nobody.pw_uid, nobody.pw_gid)
+    with pytest.raises(UnsafePathError, match="symlink"):
+        safe_fs.ensure_dir(link / "run1", root=link)
+    assert list(disk.iterdir()) == []
