@@ -45,7 +45,7 @@ WAA_PORT = 5000
 UNIT_DIR = "/etc/systemd/system"
 
 WORKER_DIR = Path(__file__).resolve().parent
-SCRIPTS = ("lib.sh", "bootstrap.sh", "scoring.sh")
+SCRIPTS = ("lib.sh", "bootstrap.sh", "scoring.sh", "reset.sh")
 """Shell files shipped to ``/opt/oa-vm`` (all pass shellcheck in CI)."""
 STATIC_UNITS = ("oa-vm-bootstrap.service", "oa-vm-scoring.service", "oa-vm-bridge.service")
 DOCKERFILE = "waa-image/Dockerfile"
