@@ -32,6 +32,7 @@ from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec,
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 
 if TYPE_CHECKING:
+    from oa_vm.snapshots import SnapshotControl
     from waa_client.tunnel import WorkerTunnel
 
 READY_TIMEOUT_S = 20.0
@@ -48,6 +49,15 @@ class LocalProvider:
     """Simulated workers on loopback; see the module docstring."""
 
     name = "local"
+    clean_reset = True  # infra.local.snapshot: the simulated desktop saved after start
+
+    def snapshot_control(
+        self, record: PoolRecord, worker: WorkerRecord, scoring_url: str
+    ) -> SnapshotControl:
+        """The simulated worker's snapshot endpoints, on its scoring server."""
+        from oa_vm.snapshots import HttpSnapshotControl
+
+        return HttpSnapshotControl(scoring_url)
     poll_interval_s = 0.2
 
     def check_available(self) -> None:

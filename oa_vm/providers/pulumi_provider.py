@@ -29,6 +29,7 @@ from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, Worker
 
 if TYPE_CHECKING:
     from infra.settings import PoolSettings
+    from oa_vm.snapshots import SnapshotControl
 
 RAW_IMAGE_PREFIXES = ("snap-", "/subscriptions/")
 """Cloud snapshot IDs accepted by ``--image`` without an oa-vm record (EBS, Azure)."""
@@ -104,6 +105,7 @@ class PulumiCloudProvider:
 
     poll_interval_s = 15.0
     refresh_interval_s = 180.0
+    clean_reset = True  # infra/worker/reset.sh: QEMU snapshots through the host's QMP socket
     """``pool-wait`` polls every 15 s; a full Pulumi refresh is heavy, so at most this often."""
 
     def __init__(
@@ -120,6 +122,20 @@ class PulumiCloudProvider:
         self.remote = remote
         self.driver = PulumiDriver(self.engine)
         self._refreshed_at: dict[str, float] = {}
+
+    def snapshot_control(
+        self, record: PoolRecord, worker: WorkerRecord, scoring_url: str
+    ) -> SnapshotControl:
+        """``reset.sh`` on the worker's host, over the pool's SSH path (``remote`` when set)."""
+        from oa_vm.connect import known_hosts_path
+        from oa_vm.snapshots import HostSnapshotControl, SnapshotError, host_control
+
+        if worker.ssh is None:
+            raise SnapshotError(f"{worker.name} has no SSH endpoint in its record",
+                                unsupported=True)
+        if self.remote is not None:
+            return HostSnapshotControl(worker.ssh, self.remote)
+        return host_control(worker.ssh, known_hosts_path(record.name))
 
     # -- availability --------------------------------------------------------------------------
 

@@ -1,0 +1,175 @@
+"""Clean resets: the worker's host saves the whole machine once and puts it back before a task.
+
+A provider that can do this declares it (``clean_reset = True`` on the provider) and hands out
+one :class:`SnapshotControl` per worker (``provider.snapshot_control(record, worker)``):
+
+- cloud workers: :class:`HostSnapshotControl` runs the shipped ``/opt/oa-vm/reset.sh`` as root
+  over the pool's SSH path (QEMU's monitor is a unix socket on the host, never a port);
+- local workers: :class:`HttpSnapshotControl` calls the simulated worker's snapshot endpoints
+  (:mod:`infra.local.snapshot`) on its scoring server's base URL, tunnels included.
+
+What the snapshot means to a run (the fingerprint written into the guest, the marker, the
+record) is :mod:`evals.reset`'s business; this module only moves the machine.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from oa_vm.errors import OaVmError
+
+if TYPE_CHECKING:
+    from oa_vm.providers.cloud_wait import RemoteRunner
+    from oa_vm.state import SshEndpoint
+
+RESET_SCRIPT = "/opt/oa-vm/reset.sh"
+HTTP_TIMEOUT_S = 120.0
+SSH_TIMEOUT_S = 900.0
+"""A restore reads the machine's memory back from the volume (8 GB) and waits for WAA."""
+
+
+class SnapshotError(OaVmError):
+    """A take or restore failed; ``unsupported`` when the worker cannot do it at all."""
+
+    def __init__(self, message: str, *, unsupported: bool = False) -> None:
+        super().__init__(message)
+        self.unsupported = unsupported
+
+
+@dataclass(frozen=True)
+class SnapshotState:
+    """What the worker's host holds: whether a clean snapshot exists and its recorded token."""
+
+    snapshot: bool
+    token: str | None = None
+    taken_at: str | None = None
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A finished restore: the token recorded at take time and how long the host took."""
+
+    token: str | None
+    seconds: float | None
+
+
+class SnapshotControl(Protocol):
+    """Takes and restores one worker's clean snapshot. Every call has a timeout.
+
+    Raises (all methods): :class:`SnapshotError`, with ``unsupported`` set when the worker has
+    no way of restoring (no QEMU monitor, an old simulated worker).
+    """
+
+    def check(self) -> SnapshotState:
+        """Whether the worker can restore, and what it holds."""
+        ...
+
+    def take(self, token: str) -> SnapshotState:
+        """Replace the snapshot with the machine as it is now, recording ``token``."""
+        ...
+
+    def restore(self) -> Restored:
+        """Put the machine back; returns once the guest's WAA server answers again."""
+        ...
+
+
+class HttpSnapshotControl:
+    """:class:`SnapshotControl` of a simulated worker, over its scoring server's base URL."""
+
+    def __init__(self, base_url: str, timeout: float = HTTP_TIMEOUT_S) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        import requests
+
+        try:
+            response = requests.request(
+                method, f"{self.base_url}{path}", json=body, timeout=self.timeout
+            )
+        except requests.RequestException as exc:
+            raise SnapshotError(f"the worker's snapshot endpoint is unreachable: {exc}") from exc
+        if response.status_code == 404:
+            raise SnapshotError("this worker has no snapshot endpoints (an older simulated "
+                                "worker): it cannot restore", unsupported=True)
+        if response.status_code != 200:
+            raise SnapshotError(f"{path} answered {response.status_code}: {response.text[:200]}")
+        return response.json()
+
+    def check(self) -> SnapshotState:
+        """``GET /oa-vm/snapshot``."""
+        data = self._call("GET", "/oa-vm/snapshot")
+        return SnapshotState(bool(data.get("snapshot")), data.get("token"), data.get("taken_at"))
+
+    def take(self, token: str) -> SnapshotState:
+        """``POST /oa-vm/snapshot``."""
+        data = self._call("POST", "/oa-vm/snapshot", {"token": token})
+        return SnapshotState(bool(data.get("snapshot")), data.get("token"), data.get("taken_at"))
+
+    def restore(self) -> Restored:
+        """``POST /oa-vm/restore`` (the simulated WAA server answers throughout)."""
+        data = self._call("POST", "/oa-vm/restore", {})
+        return Restored(data.get("token"), data.get("seconds"))
+
+
+class HostSnapshotControl:
+    """:class:`SnapshotControl` of a cloud worker: ``sudo -n reset.sh ...`` over SSH."""
+
+    def __init__(self, ssh: SshEndpoint, runner: RemoteRunner, script: str = RESET_SCRIPT) -> None:
+        self.ssh = ssh
+        self.runner = runner
+        self.script = script
+
+    def _run(self, *args: str) -> dict[str, Any]:
+        import shlex
+
+        from oa_vm.providers.cloud_wait import RemoteUnreachableError
+
+        command = " ".join(shlex.quote(a) for a in ("sudo", "-n", self.script, *args))
+        try:
+            result = self.runner.run(self.ssh, command, SSH_TIMEOUT_S)
+        except RemoteUnreachableError as exc:
+            raise SnapshotError(f"cannot reach the worker's host: {exc}") from exc
+        lines = result.output.strip().splitlines()
+        try:
+            answer: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+        except ValueError:
+            answer = {}
+        if result.status == 3 or (result.status == 127 and not answer):
+            raise SnapshotError(
+                str(answer.get("error") or f"{self.script} is not on this worker's host"),
+                unsupported=True,
+            )
+        if result.status != 0 or not answer.get("ok"):
+            raise SnapshotError(f"reset.sh {args[0]}: "
+                                f"{answer.get('error') or result.output.strip()[-300:]}")
+        return answer
+
+    def check(self) -> SnapshotState:
+        """``reset.sh check``."""
+        data = self._run("check")
+        has = "oa-vm-clean" in (data.get("snapshots") or []) and bool(data.get("token"))
+        return SnapshotState(has, data.get("token"), data.get("taken_at"))
+
+    def take(self, token: str) -> SnapshotState:
+        """``reset.sh take TOKEN``."""
+        data = self._run("take", token)
+        return SnapshotState(True, data.get("token"), data.get("taken_at"))
+
+    def restore(self) -> Restored:
+        """``reset.sh restore`` (returns once WAA's ``/probe`` answers on the host)."""
+        data = self._run("restore")
+        seconds = data.get("load_s")
+        if seconds is not None and data.get("wait_s") is not None:
+            seconds = float(seconds) + float(data["wait_s"])
+        return Restored(data.get("token"), seconds)
+
+
+def host_control(ssh: SshEndpoint, known_hosts: Path) -> HostSnapshotControl:
+    """A :class:`HostSnapshotControl` over paramiko with the pool's pinned host keys."""
+    from oa_vm.providers.cloud_wait import ParamikoRunner
+
+    return HostSnapshotControl(ssh, ParamikoRunner(known_hosts))
