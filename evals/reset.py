@@ -267,3 +267,78 @@ def describe_plan(plans: Mapping[str, WorkerReset]) -> dict[str, Any]:
         "fallbacks": {n: p.fallback_reason for n, p in sorted(plans.items())
                       if p.fallback_reason},
     }
+
+
+def reset_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The run's resets for ``summary.json``: counts, durations, and whether the fingerprints
+    agree (every clean reset showed its worker's one snapshot token, with the marker gone).
+
+    ``fingerprints_agree`` is None when no task had a clean reset.
+    """
+    import statistics
+
+    kinds: dict[str, list[float]] = {}
+    bad: list[str] = []
+    tokens: dict[str, set[str]] = {}
+    unrecorded = 0
+    for record in records:
+        kind = record.get("reset")
+        if not isinstance(kind, str):
+            unrecorded += 1
+            continue
+        seconds = record.get("reset_s")
+        kinds.setdefault(kind, [])
+        if isinstance(seconds, int | float):
+            kinds[kind].append(float(seconds))
+        fingerprint = record.get("fingerprint")
+        if kind != ResetMode.CLEAN or record.get("error_type") is not None and not fingerprint:
+            continue
+        if not fingerprint_ok(fingerprint):
+            bad.append(str(record.get("task_id")))
+        token = (fingerprint or {}).get("expected")
+        if isinstance(token, str):
+            tokens.setdefault(str(record.get("worker")), set()).add(token)
+    split_workers = sorted(w for w, t in tokens.items() if len(t) > 1)
+    checked = len(kinds.get(ResetMode.CLEAN, []))
+    agree = None if not checked and not bad else not bad and not split_workers
+    warning = None
+    if agree is False:
+        parts = []
+        if bad:
+            parts.append(f"{len(bad)} clean reset(s) did not show the clean machine "
+                         f"({', '.join(sorted(bad)[:5])}{', ...' if len(bad) > 5 else ''})")
+        if split_workers:
+            parts.append(f"worker(s) {', '.join(split_workers)} restored different snapshots")
+        warning = "fingerprints disagree: " + "; ".join(parts)
+    return {
+        "counts": {k: len(v) for k, v in sorted(kinds.items())},
+        "unrecorded": unrecorded,
+        "seconds": {
+            k: {"median": round(statistics.median(v), 3), "max": round(max(v), 3)}
+            for k, v in sorted(kinds.items()) if v
+        },
+        "fingerprints_bad": sorted(bad),
+        "fingerprints_agree": agree,
+        "warning": warning,
+    }
+
+
+def reset_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The summary's reset lines (empty for a run recorded before resets were)."""
+    resets = summary.get("resets") or {}
+    counts = resets.get("counts") or {}
+    if not counts:
+        return []
+    seconds = resets.get("seconds") or {}
+    parts = []
+    for kind, n in counts.items():
+        timing = seconds.get(kind)
+        extra = f" (median {timing['median']:.2f} s, max {timing['max']:.2f} s)" if timing else ""
+        parts.append(f"{kind} {n}{extra}")
+    lines = ["", "Resets: " + ", ".join(parts)]
+    if resets.get("warning"):
+        lines.append(f"WARNING: {resets['warning']}")
+    elif resets.get("fingerprints_agree"):
+        lines.append(f"Fingerprints: all {counts.get('clean', 0)} clean resets showed their "
+                     "worker's snapshot, with the after-snapshot marker gone")
+    return lines
