@@ -62,7 +62,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON
 ResetOpt = Annotated[
     str,
     typer.Option(
-        "--reset", metavar="clean|stock|clean-or-stock",
+        "--reset", metavar="<mode>",
         help="Before each task: clean (put back a snapshot of the whole machine; fails before "
         "any task if a worker cannot), stock (WAA's: close windows, clear files), "
         "clean-or-stock (clean where the worker can, else stock).",

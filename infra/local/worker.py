@@ -109,8 +109,9 @@ def start_worker(
         raise
     build_waa_app(waa.app, desktop, screen)
     build_scoring_app(scoring.app, desktop, store)
-    # clean resets (--reset clean): the state right after start, put back before each task
-    register_snapshot_routes(scoring.app, desktop, folder / "clean-snapshot")
+    if not knobs.no_snapshots:
+        # clean resets (--reset clean): the state right after start, put back before each task
+        register_snapshot_routes(scoring.app, desktop, folder / "clean-snapshot")
     acceptor = Acceptor([waa, scoring], name)
     worker = RunningWorker(
         name=name,
