@@ -89,3 +89,49 @@ def test_a_worker_without_a_monitor_says_so(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 3
     assert "cannot restore snapshots" in json.loads(done.stdout)["error"]
+
+
+def test_the_cloud_control_over_ssh_restores_the_guest(
+    guest: tuple[Path, tiny_guest.TinyGuest], tmp_path: Path
+) -> None:
+    """What a run does on a cloud worker: ``sudo -n reset.sh`` over the pool's SSH path."""
+    from oa_vm.providers.cloud_wait import ParamikoRunner
+    from oa_vm.snapshots import HostSnapshotControl, SnapshotError
+    from oa_vm.state import SshEndpoint
+    from tests.support import sshd as sshd_support
+    from tests.support.host_standins import HostSshServer, write_standins
+
+    if not sshd_support.sshd_available():
+        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    root, vm = guest
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    host = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "bin", only=("sudo",)), fake,
+                         OA_VM_ROOT=str(root), OA_VM_RESET_WAIT_S="240",
+                         OA_VM_RESET_PROBE_URL=f"{vm.url}/cgi-bin/state")
+    host.start()
+    try:
+        ssh = SshEndpoint(host=host.host, port=host.port, user=host.user,
+                          key_path=str(host.client_key))
+        control = HostSnapshotControl(ssh, ParamikoRunner(tmp_path / "known_hosts"),
+                                      script=str(RESET_SH))
+        assert control.check().snapshot is False
+        with pytest.raises(SnapshotError, match="no clean snapshot") as refused:
+            control.restore()
+        assert refused.value.unsupported is False
+        vm.set(mem="m0", disk="d0")
+        assert control.take("tok-ssh").token == "tok-ssh"
+        assert control.check().token == "tok-ssh"
+        vm.set(mem="m1", disk="d1")
+        restored = control.restore()
+        assert restored.token == "tok-ssh" and restored.seconds is not None
+        assert vm.state() == {"mem": "m0", "disk": "d0"}
+
+        no_monitor = HostSnapshotControl(ssh, ParamikoRunner(tmp_path / "known_hosts"),
+                                         script=str(RESET_SH))
+        (root / "var" / "lib" / "oa-vm" / "qmp" / "qmp.sock").rename(root / "moved.sock")
+        with pytest.raises(SnapshotError, match="cannot restore snapshots") as missing:
+            no_monitor.check()
+        assert missing.value.unsupported is True
+    finally:
+        host.stop()
