@@ -37,7 +37,9 @@ from evals.records import ErrorType, TaskExecution
 if TYPE_CHECKING:
     from evals.pools import RunPool
     from oa_vm.connect import WorkerConnection
+    from oa_vm.providers.base import Provider
     from oa_vm.snapshots import SnapshotControl
+    from oa_vm.state import PoolRecord
 
 GUEST_DIR = "C:\\oa-vm"
 TOKEN_FILE = f"{GUEST_DIR}\\clean-token.txt"
@@ -201,9 +203,7 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
         InvalidRunInputError: ``--reset clean`` and a worker that cannot restore (one line,
             naming the worker and what to do).
     """
-    from evals.pools import split
     from oa_vm.providers import get_provider
-    from oa_vm.snapshots import SnapshotError
 
     mode = ResetMode(mode)
     plans: dict[str, WorkerReset] = {}
@@ -213,39 +213,16 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
     checks: list[tuple[str, Callable[[], str | None]]] = []
     for pool in pools:
         provider = get_provider(pool.record.cloud)
-        records = {w.name: w for w in pool.record.workers}
         for connection in pool.workers:
-            name = connection.name
-            if not getattr(provider, "clean_reset", False):
-                reason = f"{pool.record.cloud} workers cannot restore a snapshot"
-                checks.append((name, lambda reason=reason: reason))  # type: ignore[misc]
+            if not provider.clean_reset:
+                checks.append((connection.name, _refusal(
+                    f"{pool.record.cloud} workers cannot restore a snapshot")))
                 continue
-            record = pool.record
-            worker_record = records.get(split(name)[1])
-
-            def resolve(conn: WorkerConnection, record: Any = record,
-                        worker_record: Any = worker_record, provider: Any = provider
-                        ) -> SnapshotControl:
-                if worker_record is None:
-                    raise SnapshotError(f"{conn.name} is not in the pool's record",
-                                        unsupported=True)
-                control: SnapshotControl = provider.snapshot_control(
-                    record, worker_record, conn.scoring_url)
-                return control
-
-            def check(conn: WorkerConnection = connection,
-                      resolve: Callable[[WorkerConnection], SnapshotControl] = resolve
-                      ) -> str | None:
-                try:
-                    resolve(conn).check()
-                except SnapshotError as exc:
-                    return str(exc)
-                return None
-
-            plans[name] = WorkerReset("clean", resolve)
-            checks.append((name, check))
-    with ThreadPoolExecutor(max_workers=min(16, max(1, len(checks)))) as pool_:
-        reasons = dict(zip([n for n, _ in checks], pool_.map(lambda c: c[1](), checks),
+            resolve = _resolver(provider, pool.record)
+            plans[connection.name] = WorkerReset("clean", resolve)
+            checks.append((connection.name, _checker(resolve, connection)))
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(checks)))) as executor:
+        reasons = dict(zip([n for n, _ in checks], executor.map(lambda c: c[1](), checks),
                            strict=True))
     for name, reason in reasons.items():
         if reason is None:
@@ -257,6 +234,43 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
             )
         plans[name] = WorkerReset("stock", fallback_reason=reason)
     return plans
+
+
+def _refusal(reason: str) -> Callable[[], str | None]:
+    return lambda: reason
+
+
+def _resolver(provider: Provider, record: PoolRecord) -> Callable[[WorkerConnection],
+                                                                   SnapshotControl]:
+    """The snapshot control of a connection of ``record`` (named ``<pool>/<worker>`` or not)."""
+    from evals.pools import split
+    from oa_vm.snapshots import SnapshotError
+
+    def resolve(connection: WorkerConnection) -> SnapshotControl:
+        bare = split(connection.name)[1]
+        worker = next((w for w in record.workers if w.name == bare), None)
+        if worker is None:
+            raise SnapshotError(f"{connection.name} is not in the pool's record",
+                                unsupported=True)
+        return provider.snapshot_control(record, worker, connection.scoring_url)
+
+    return resolve
+
+
+def _checker(
+    resolve: Callable[[WorkerConnection], SnapshotControl], connection: WorkerConnection
+) -> Callable[[], str | None]:
+    """Asks the worker's host whether it can restore: None, or why not."""
+    from oa_vm.snapshots import SnapshotError
+
+    def check() -> str | None:
+        try:
+            resolve(connection).check()
+        except SnapshotError as exc:
+            return str(exc)
+        return None
+
+    return check
 
 
 def describe_plan(plans: Mapping[str, WorkerReset]) -> dict[str, Any]:
