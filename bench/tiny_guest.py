@@ -185,13 +185,13 @@ class TinyGuest:
         """The guest's HTTP endpoint as this machine reaches it."""
         return f"http://127.0.0.1:{self.port}"
 
-    def state(self, timeout: float = 30.0) -> dict[str, str]:
+    def state(self, timeout: float = 60.0) -> dict[str, str]:
         """``{"mem", "disk"}`` as the guest reports them."""
         with urllib.request.urlopen(f"{self.url}/cgi-bin/state", timeout=timeout) as response:
             value: dict[str, str] = json.loads(response.read())
             return value
 
-    def set(self, mem: str, disk: str, timeout: float = 30.0) -> None:
+    def set(self, mem: str, disk: str, timeout: float = 60.0) -> None:
         """Change the guest's memory and disk state."""
         url = f"{self.url}/cgi-bin/set?mem={mem}&disk={disk}"
         with urllib.request.urlopen(url, timeout=timeout) as response:

@@ -252,7 +252,7 @@ def _resolver(provider: Provider, record: PoolRecord) -> Callable[[WorkerConnect
         if worker is None:
             raise SnapshotError(f"{connection.name} is not in the pool's record",
                                 unsupported=True)
-        return provider.snapshot_control(record, worker, connection.scoring_url)
+        return provider.snapshot_control(record, worker, connection)
 
     return resolve
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from oa_vm.errors import OaVmError
+from waa_client.http import HttpClient
 
 if TYPE_CHECKING:
     from oa_vm.providers.cloud_wait import RemoteRunner
@@ -76,42 +77,44 @@ class SnapshotControl(Protocol):
         ...
 
 
-class HttpSnapshotControl:
-    """:class:`SnapshotControl` of a simulated worker, over its scoring server's base URL."""
+class HttpSnapshotControl(HttpClient):
+    """:class:`SnapshotControl` of a simulated worker, over its scoring server's base URL.
 
-    def __init__(self, base_url: str, timeout: float = HTTP_TIMEOUT_S) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
+    A :class:`waa_client.http.HttpClient` like the worker's other clients (the same timeouts and
+    error messages; takes and restores are never retried), so a hung worker is noticed by the
+    run's read timeout.
+    """
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        import requests
+    def __init__(self, base_url: str, *, connect_timeout: float = 5.0,
+                 read_timeout: float = HTTP_TIMEOUT_S) -> None:
+        super().__init__(base_url, connect_timeout=connect_timeout, read_timeout=read_timeout,
+                         retries=0)
+
+    def _snapshot_call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        from waa_client.errors import NotFoundError, WaaError
+        from waa_client.http import json_object
 
         try:
-            response = requests.request(
-                method, f"{self.base_url}{path}", json=body, timeout=self.timeout
-            )
-        except requests.RequestException as exc:
-            raise SnapshotError(f"the worker's snapshot endpoint is unreachable: {exc}") from exc
-        if response.status_code == 404:
+            return json_object(self._request(method, path, idempotent=False, json=body))
+        except NotFoundError as exc:
             raise SnapshotError("this worker has no snapshot endpoints (an older simulated "
-                                "worker): it cannot restore", unsupported=True)
-        if response.status_code != 200:
-            raise SnapshotError(f"{path} answered {response.status_code}: {response.text[:200]}")
-        return response.json()
+                                "worker): it cannot restore", unsupported=True) from exc
+        except WaaError as exc:
+            raise SnapshotError(str(exc)) from exc
 
     def check(self) -> SnapshotState:
         """``GET /oa-vm/snapshot``."""
-        data = self._call("GET", "/oa-vm/snapshot")
+        data = self._snapshot_call("GET", "/oa-vm/snapshot")
         return SnapshotState(bool(data.get("snapshot")), data.get("token"), data.get("taken_at"))
 
     def take(self, token: str) -> SnapshotState:
         """``POST /oa-vm/snapshot``."""
-        data = self._call("POST", "/oa-vm/snapshot", {"token": token})
+        data = self._snapshot_call("POST", "/oa-vm/snapshot", {"token": token})
         return SnapshotState(bool(data.get("snapshot")), data.get("token"), data.get("taken_at"))
 
     def restore(self) -> Restored:
         """``POST /oa-vm/restore`` (the simulated WAA server answers throughout)."""
-        data = self._call("POST", "/oa-vm/restore", {})
+        data = self._snapshot_call("POST", "/oa-vm/restore", {})
         return Restored(data.get("token"), data.get("seconds"))
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from oa_vm.state import PoolRecord, WorkerRecord
 
 if TYPE_CHECKING:
+    from oa_vm.connect import WorkerConnection
     from oa_vm.snapshots import SnapshotControl
 
 Progress = Callable[[str], None]
@@ -217,12 +218,13 @@ class Provider(Protocol):
     (``--reset clean``); then :meth:`snapshot_control` hands out the means."""
 
     def snapshot_control(
-        self, record: PoolRecord, worker: WorkerRecord, scoring_url: str
+        self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
     ) -> SnapshotControl:
         """How to take and restore ``worker``'s clean snapshot (only when :attr:`clean_reset`).
 
-        ``scoring_url`` is the worker's scoring server as this machine reaches it (tunnels
-        included). Returns quickly; nothing is contacted until the control is used.
+        ``connection`` is the run's connection to the worker (its scoring server's URL as this
+        machine reaches it, tunnels included, and its timeouts). Returns quickly; nothing is
+        contacted until the control is used.
         """
         ...
 

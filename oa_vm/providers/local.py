@@ -32,6 +32,7 @@ from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec,
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 
 if TYPE_CHECKING:
+    from oa_vm.connect import WorkerConnection
     from oa_vm.snapshots import SnapshotControl
     from waa_client.tunnel import WorkerTunnel
 
@@ -52,12 +53,14 @@ class LocalProvider:
     clean_reset = True  # infra.local.snapshot: the simulated desktop saved after start
 
     def snapshot_control(
-        self, record: PoolRecord, worker: WorkerRecord, scoring_url: str
+        self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
     ) -> SnapshotControl:
         """The simulated worker's snapshot endpoints, on its scoring server."""
         from oa_vm.snapshots import HttpSnapshotControl
 
-        return HttpSnapshotControl(scoring_url)
+        scoring = connection.scoring
+        return HttpSnapshotControl(connection.scoring_url, connect_timeout=scoring.connect_timeout,
+                                   read_timeout=scoring.read_timeout)
     poll_interval_s = 0.2
 
     def check_available(self) -> None:

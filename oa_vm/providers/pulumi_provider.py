@@ -29,6 +29,7 @@ from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, Worker
 
 if TYPE_CHECKING:
     from infra.settings import PoolSettings
+    from oa_vm.connect import WorkerConnection
     from oa_vm.snapshots import SnapshotControl
 
 RAW_IMAGE_PREFIXES = ("snap-", "/subscriptions/")
@@ -124,7 +125,7 @@ class PulumiCloudProvider:
         self._refreshed_at: dict[str, float] = {}
 
     def snapshot_control(
-        self, record: PoolRecord, worker: WorkerRecord, scoring_url: str
+        self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
     ) -> SnapshotControl:
         """``reset.sh`` on the worker's host, over the pool's SSH path (``remote`` when set)."""
         from oa_vm.connect import known_hosts_path
