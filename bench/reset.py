@@ -80,7 +80,7 @@ def qemu_restores(restores: int) -> dict[str, Any]:
                 began = time.perf_counter()
                 answer = _reset(root, guest, "restore")
                 whole.append(time.perf_counter() - began)
-                load.append(float(answer["load_s"]))
+                load.append(float(answer["seconds"]))
                 if guest.state() != {"mem": "clean", "disk": "clean"}:
                     raise RuntimeError(f"restore {i + 1} did not bring the clean state back")
         finally:

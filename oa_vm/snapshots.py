@@ -153,9 +153,8 @@ class HostSnapshotControl:
 
     def check(self) -> SnapshotState:
         """``reset.sh check``."""
-        data = self._run("check")
-        has = "oa-vm-clean" in (data.get("snapshots") or []) and bool(data.get("token"))
-        return SnapshotState(has, data.get("token"), data.get("taken_at"))
+        data = self._run("check")  # the record of the last take (reset.sh keeps it on the host)
+        return SnapshotState(bool(data.get("token")), data.get("token"), data.get("taken_at"))
 
     def take(self, token: str) -> SnapshotState:
         """``reset.sh take TOKEN``."""
@@ -165,7 +164,7 @@ class HostSnapshotControl:
     def restore(self) -> Restored:
         """``reset.sh restore`` (returns once WAA's ``/probe`` answers on the host)."""
         data = self._run("restore")
-        seconds = data.get("load_s")
+        seconds = data.get("seconds")
         if seconds is not None and data.get("wait_s") is not None:
             seconds = float(seconds) + float(data["wait_s"])
         return Restored(data.get("token"), seconds)

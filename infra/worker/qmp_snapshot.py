@@ -9,34 +9,30 @@ soon as one writable drive cannot hold a snapshot, and dockur's UEFI variables a
 ``pflash`` drive; listing the disks leaves that drive (which tasks never change) out. The
 machine's memory goes into the first of those disks.
 
-Commands (one JSON line on stdout each, exit 0 on success, 1 on failure, 2 on bad usage):
+``qmp_snapshot.py SOCKET RECORD save TAG TOKEN | load TAG``, one JSON line on stdout
+(``{"ok": true, ...}``, exit 0; ``{"ok": false, "error"}``, exit 1):
 
-- ``save TAG --record FILE --token T``: replace snapshot TAG with the machine as it is now and
-  write TAG and T (the fingerprint the caller put into the guest just before) to FILE;
-- ``load TAG --record FILE [--wait-url URL --wait-s S]``: put the machine back to snapshot TAG,
-  make sure it runs, wait until URL (the guest's server) answers, and print the recorded token;
-- ``info --record FILE``: the snapshots the disks hold and the recorded token, if any;
-- ``wait-http URL SECONDS``: wait until URL answers 2xx.
+- ``save``: replace snapshot TAG with the machine as it is now, then write ``{"tag", "token",
+  "taken_at"}`` to RECORD (TOKEN: the fingerprint the caller put into the guest just before);
+- ``load``: put the machine back to snapshot TAG, make sure it runs, print RECORD and the
+  seconds it took.
 
-Standard library only (the host's own python3).
+Standard library only (the host's own python3). Its docstrings and comments are stripped when
+shipped (``cloud_init.ship_python``): AWS caps a worker's whole user data at 16 KiB.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import os
 import socket
 import sys
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
-CONNECT_TIMEOUT_S = 10.0
 JOB_TIMEOUT_S = 900.0
-"""How long a save or load may take: 8 GB of memory to write or read back from the volume."""
-POLL_S = 0.05
+"""A save or load moves the machine's memory (8 GB) to or from the volume."""
 
 
 class QmpError(Exception):
@@ -46,201 +42,96 @@ class QmpError(Exception):
 class Qmp:
     """One QMP session on a unix socket (capabilities negotiated on connect)."""
 
-    def __init__(self, path: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(10)
         try:
             self.sock.connect(path)
         except OSError as exc:
-            self.sock.close()
-            raise QmpError(f"cannot reach QEMU's monitor at {path}: {exc}") from exc
-        self.buffer = b""
-        self._read()  # the greeting
-        self.command("qmp_capabilities")
+            raise QmpError(f"QEMU's monitor {path}: {exc}") from exc
+        self.lines = self.sock.makefile("rb")
+        self.lines.readline()  # the greeting
+        self.run("qmp_capabilities")
 
-    def close(self) -> None:
-        """End the session."""
-        self.sock.close()
-
-    def _read(self) -> dict[str, Any]:
-        while b"\n" not in self.buffer:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise QmpError("QEMU closed the monitor connection")
-            self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        message: dict[str, Any] = json.loads(line)
-        return message
-
-    def command(self, name: str, **arguments: Any) -> Any:
+    def run(self, name: str, **arguments: Any) -> Any:
         """Run one command and return its ``return`` value (events in between are skipped)."""
-        request: dict[str, Any] = {"execute": name}
-        if arguments:
-            request["arguments"] = arguments
-        self.sock.sendall(json.dumps(request).encode() + b"\n")
+        self.sock.sendall(json.dumps({"execute": name, "arguments": arguments}).encode() + b"\n")
         while True:
-            message = self._read()
+            line = self.lines.readline()
+            if not line:
+                raise QmpError("QEMU closed the monitor connection")
+            message = json.loads(line)
+            if "error" in message:
+                raise QmpError(f"{name}: {message['error'].get('desc')}")
             if "return" in message:
                 return message["return"]
-            if "error" in message:
-                raise QmpError(f"{name}: {message['error'].get('desc', message['error'])}")
 
-    def run_job(self, name: str, job_id: str, timeout: float = JOB_TIMEOUT_S, **args: Any) -> None:
-        """Start job ``name`` and wait for it to conclude; raise with its error if it failed."""
-        self.command(name, **{"job-id": job_id}, **args)
-        deadline = time.monotonic() + timeout
-        while True:
-            jobs = {job["id"]: job for job in self.command("query-jobs")}
-            job = jobs.get(job_id)
-            if job is None:
-                raise QmpError(f"{name}: the job vanished")
-            if job["status"] == "concluded":
-                self.command("job-dismiss", id=job_id)
-                if job.get("error"):
-                    raise QmpError(f"{name}: {job['error']}")
+    def job(self, name: str, **arguments: Any) -> None:
+        """Run job ``name`` to its end; raise with its error if it failed."""
+        self.run(name, **{"job-id": name}, **arguments)
+        deadline = time.monotonic() + JOB_TIMEOUT_S
+        while time.monotonic() < deadline:
+            job = next((j for j in self.run("query-jobs") if j["id"] == name), None)
+            if job is None or job["status"] == "concluded":
+                if job is not None:
+                    self.run("job-dismiss", id=name)
+                if job is None or job.get("error"):
+                    raise QmpError(f"{name}: {job and job.get('error') or 'the job vanished'}")
                 return
-            if time.monotonic() > deadline:
-                raise QmpError(f"{name}: not done after {timeout:.0f} s")
-            time.sleep(POLL_S)
+            time.sleep(0.05)
+        raise QmpError(f"{name}: not done after {JOB_TIMEOUT_S:.0f} s")
 
-    def snapshot_disks(self) -> list[str]:
-        """Node names of the writable qcow2 images (format nodes, not their files)."""
-        nodes = self.command("query-named-block-nodes", flat=True)
-        names = [
-            str(n["node-name"]) for n in nodes
-            if n.get("drv") == "qcow2" and not n.get("ro") and n.get("node-name")
-        ]
-        if not names:
-            raise QmpError(
-                "no writable qcow2 disk: snapshots need the VM's disk in qcow2 "
-                "(dockur: DISK_FMT=qcow2)"
-            )
-        return names
-
-    def snapshot_tags(self) -> list[str]:
-        """Snapshot tags held by the disks."""
-        tags: set[str] = set()
-        for device in self.command("query-block"):
-            image = (device.get("inserted") or {}).get("image") or {}
-            if image.get("format") == "qcow2":
-                tags.update(str(s["name"]) for s in image.get("snapshots", []))
-        return sorted(tags)
+    def disks(self) -> list[str]:
+        """Node names of the writable qcow2 images."""
+        nodes = [n["node-name"] for n in self.run("query-named-block-nodes", flat=True)
+                 if n.get("drv") == "qcow2" and not n.get("ro")]
+        if not nodes:
+            raise QmpError("no writable qcow2 disk (dockur: DISK_FMT=qcow2)")
+        return nodes
 
 
 def read_record(path: str) -> dict[str, Any]:
-    """What ``save`` recorded (``{"tag", "token", "taken_at"}``), or ``{}``."""
+    """What ``save`` recorded, or ``{}``."""
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path) as handle:
             record: dict[str, Any] = json.load(handle)
-            return record
     except (OSError, ValueError):
         return {}
+    return record
 
 
-def write_record(path: str, record: dict[str, Any]) -> None:
-    """Write the record in one rename, so a reader never sees half of it."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(record, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-def save(qmp: Qmp, tag: str, record: str, token: str) -> dict[str, Any]:
-    """Replace snapshot ``tag`` with the running machine (memory and disks)."""
-    disks = qmp.snapshot_disks()
+def main(args: list[str]) -> dict[str, Any]:
+    """Run one command (see the module's docstring) and return its answer."""
+    qmp_path, record_path, command, *rest = args
+    record = read_record(record_path)
+    qmp = Qmp(qmp_path)
+    tag = rest[0]
+    disks = qmp.disks()
     started = time.monotonic()
-    if os.path.exists(record):
-        os.unlink(record)  # a half-replaced snapshot must not pass for the recorded one
-    if tag in qmp.snapshot_tags():
-        qmp.run_job("snapshot-delete", "oa-vm-delete", tag=tag, devices=disks)
-    qmp.run_job("snapshot-save", "oa-vm-save", tag=tag, vmstate=disks[0], devices=disks)
-    taken = {"tag": tag, "token": token,
-             "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    write_record(record, taken)
-    return {"ok": True, **taken, "disks": disks,
-            "seconds": round(time.monotonic() - started, 3)}
-
-
-def load(
-    qmp: Qmp, tag: str, record: str, wait_url: str | None, wait_s: float
-) -> dict[str, Any]:
-    """Load snapshot ``tag``, leave the machine running, wait for ``wait_url``."""
-    taken = read_record(record)
-    disks = qmp.snapshot_disks()
-    if taken.get("tag") != tag or tag not in qmp.snapshot_tags():
-        raise QmpError(f"no clean snapshot {tag!r} was taken on this worker (take one first)")
-    started = time.monotonic()
-    qmp.run_job("snapshot-load", "oa-vm-load", tag=tag, vmstate=disks[0], devices=disks)
-    if not qmp.command("query-status").get("running"):
-        qmp.command("cont")  # a machine stopped before the load stays stopped otherwise
-    loaded = time.monotonic()
-    result = {"ok": True, **taken, "load_s": round(loaded - started, 3)}
-    if wait_url:
-        wait_http(wait_url, wait_s)
-        result["wait_s"] = round(time.monotonic() - loaded, 3)
-    return result
-
-
-def wait_http(url: str, seconds: float) -> dict[str, Any]:
-    """Wait until ``url`` answers 2xx (each try bounded; no fixed sleep beyond the poll)."""
-    started = time.monotonic()
-    deadline = started + seconds
-    last = "no answer"
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                if 200 <= response.status < 300:
-                    return {"ok": True, "url": url,
-                            "seconds": round(time.monotonic() - started, 3)}
-                last = f"HTTP {response.status}"
-        except (urllib.error.URLError, OSError) as exc:
-            last = str(exc)
-        if time.monotonic() > deadline:
-            raise QmpError(f"{url} did not answer within {seconds:.0f} s ({last})")
-        time.sleep(0.2)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``qmp_snapshot.py [--socket PATH] [--record FILE] save|load|info|wait-http ...``."""
-    parser = argparse.ArgumentParser(prog="qmp_snapshot.py")
-    parser.add_argument("--socket", default="/var/lib/oa-vm/qmp/qmp.sock")
-    parser.add_argument("--record", default="/var/lib/oa-vm/clean-snapshot.json")
-    sub = parser.add_subparsers(dest="command", required=True)
-    saver = sub.add_parser("save")
-    saver.add_argument("tag")
-    saver.add_argument("--token", required=True)
-    loader = sub.add_parser("load")
-    loader.add_argument("tag")
-    loader.add_argument("--wait-url")
-    loader.add_argument("--wait-s", type=float, default=300.0)
-    sub.add_parser("info")
-    waiter = sub.add_parser("wait-http")
-    waiter.add_argument("url")
-    waiter.add_argument("seconds", type=float)
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "wait-http":
-            result = wait_http(args.url, args.seconds)
-        else:
-            qmp = Qmp(args.socket)
-            try:
-                if args.command == "save":
-                    result = save(qmp, args.tag, args.record, args.token)
-                elif args.command == "load":
-                    result = load(qmp, args.tag, args.record, args.wait_url, args.wait_s)
-                else:
-                    result = {"ok": True, "snapshots": qmp.snapshot_tags(),
-                              **read_record(args.record)}
-            finally:
-                qmp.close()
-    except (QmpError, OSError, ValueError) as exc:
-        print(json.dumps({"ok": False, "error": str(exc)}))
-        return 1
-    print(json.dumps(result))
-    return 0
+    if command == "save":
+        if os.path.exists(record_path):
+            os.unlink(record_path)  # a half-replaced snapshot must not pass for the recorded one
+        with contextlib.suppress(QmpError):  # there may be none yet
+            qmp.job("snapshot-delete", tag=tag, devices=disks)
+        qmp.job("snapshot-save", tag=tag, vmstate=disks[0], devices=disks)
+        record = {"tag": tag, "token": rest[1],
+                  "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        with open(record_path + ".tmp", "w") as handle:
+            json.dump(record, handle)
+        os.replace(record_path + ".tmp", record_path)
+    elif record.get("tag") != tag:
+        raise QmpError(f"no clean snapshot {tag!r} was taken on this worker")
+    else:
+        qmp.job("snapshot-load", tag=tag, vmstate=disks[0], devices=disks)
+        if not qmp.run("query-status")["running"]:
+            qmp.run("cont")  # a machine stopped before the load stays stopped otherwise
+    return {**record, "disks": disks, "seconds": round(time.monotonic() - started, 3)}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        answer = {"ok": True, **main(sys.argv[1:])}
+    except (QmpError, OSError, ValueError) as exc:
+        answer = {"ok": False, "error": str(exc)}
+    print(json.dumps(answer))
+    sys.exit(0 if answer["ok"] else 1)

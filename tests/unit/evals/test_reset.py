@@ -56,8 +56,7 @@ SSH = SshEndpoint(host="127.0.0.1", port=22, user="ubuntu", key_path="/nonexiste
 
 
 @pytest.mark.parametrize(("status", "output", "unsupported"), [
-    (3, '{"ok": false, "error": "no QEMU monitor socket at /x: this worker cannot restore"}\n',
-     True),
+    (3, '{"ok": false, "error": "no QEMU monitor at /x: cannot restore snapshots"}\n', True),
     (127, "bash: /opt/oa-vm/reset.sh: No such file or directory\n", True),
     (1, '{"ok": false, "error": "snapshot-load: boom"}\n', False),
 ])
@@ -70,6 +69,6 @@ def test_reset_sh_failures_map_to_one_error(status: int, output: str, unsupporte
 
 
 def test_a_restore_reports_the_recorded_token_and_its_time() -> None:
-    runner = _Runner(0, 'noise\n{"ok": true, "token": "t", "load_s": 1.5, "wait_s": 0.5}\n')
+    runner = _Runner(0, 'noise\n{"ok": true, "token": "t", "seconds": 1.5, "wait_s": 0.5}\n')
     restored = HostSnapshotControl(SSH, runner).restore()
     assert restored.token == "t" and restored.seconds == 2.0
