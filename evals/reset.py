@@ -292,6 +292,7 @@ def reset_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     import statistics
 
     kinds: dict[str, list[float]] = {}
+    counts: dict[str, int] = {}
     bad: list[str] = []
     tokens: dict[str, set[str]] = {}
     unrecorded = 0
@@ -302,6 +303,7 @@ def reset_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             continue
         seconds = record.get("reset_s")
         kinds.setdefault(kind, [])
+        counts[kind] = counts.get(kind, 0) + 1
         if isinstance(seconds, int | float):
             kinds[kind].append(float(seconds))
         fingerprint = record.get("fingerprint")
@@ -313,7 +315,7 @@ def reset_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if isinstance(token, str):
             tokens.setdefault(str(record.get("worker")), set()).add(token)
     split_workers = sorted(w for w, t in tokens.items() if len(t) > 1)
-    checked = len(kinds.get(ResetMode.CLEAN, []))
+    checked = len(kinds.get(ResetMode.CLEAN, []))  # clean resets that finished
     agree = None if not checked and not bad else not bad and not split_workers
     warning = None
     if agree is False:
@@ -325,12 +327,13 @@ def reset_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             parts.append(f"worker(s) {', '.join(split_workers)} restored different snapshots")
         warning = "fingerprints disagree: " + "; ".join(parts)
     return {
-        "counts": {k: len(v) for k, v in sorted(kinds.items())},
+        "counts": dict(sorted(counts.items())),
         "unrecorded": unrecorded,
         "seconds": {
             k: {"median": round(statistics.median(v), 3), "max": round(max(v), 3)}
             for k, v in sorted(kinds.items()) if v
         },
+        "fingerprints_checked": checked,
         "fingerprints_bad": sorted(bad),
         "fingerprints_agree": agree,
         "warning": warning,
@@ -353,6 +356,6 @@ def reset_lines(summary: Mapping[str, Any]) -> list[str]:
     if resets.get("warning"):
         lines.append(f"WARNING: {resets['warning']}")
     elif resets.get("fingerprints_agree"):
-        lines.append(f"Fingerprints: all {counts.get('clean', 0)} clean resets showed their "
-                     "worker's snapshot, with the after-snapshot marker gone")
+        lines.append(f"Fingerprints: all {resets.get('fingerprints_checked', 0)} clean resets "
+                     "showed their worker's snapshot, with the after-snapshot marker gone")
     return lines

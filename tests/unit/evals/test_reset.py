@@ -72,3 +72,11 @@ def test_a_restore_reports_the_recorded_token_and_its_time() -> None:
     runner = _Runner(0, 'noise\n{"ok": true, "token": "t", "seconds": 1.5, "wait_s": 0.5}\n')
     restored = HostSnapshotControl(SSH, runner).restore()
     assert restored.token == "t" and restored.seconds == 2.0
+
+
+def test_a_failed_reset_is_counted_without_a_duration() -> None:
+    failed = {"task_id": "c", "worker": "w0", "reset": "clean", "reset_s": None,
+              "fingerprint": None, "error_type": "infrastructure"}
+    summary = reset_summary([_clean("a", "w0", "t0"), failed])
+    assert summary["counts"] == {"clean": 2}
+    assert summary["fingerprints_agree"] is True  # the failed one has nothing to agree on
