@@ -3,8 +3,9 @@
 A provider that can do this declares it (``clean_reset = True`` on the provider) and hands out
 one :class:`SnapshotControl` per worker (``provider.snapshot_control(record, worker)``):
 
-- cloud workers: :class:`HostSnapshotControl` runs the shipped ``/opt/oa-vm/reset.sh`` as root
-  over the pool's SSH path (QEMU's monitor is a unix socket on the host, never a port);
+- cloud workers: :class:`oa_vm.providers.cloud_reset.HostSnapshotControl` runs the shipped
+  ``/opt/oa-vm/reset.sh`` as root over the pool's SSH path (QEMU's monitor is a unix socket on
+  the host, never a port);
 - local workers: :class:`HttpSnapshotControl` calls the simulated worker's snapshot endpoints
   (:mod:`infra.local.snapshot`) on its scoring server's base URL, tunnels included.
 
@@ -14,22 +15,13 @@ record) is :mod:`evals.reset`'s business; this module only moves the machine.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from oa_vm.errors import OaVmError
 from waa_client.http import HttpClient
 
-if TYPE_CHECKING:
-    from oa_vm.providers.cloud_wait import RemoteRunner
-    from oa_vm.state import SshEndpoint
-
-RESET_SCRIPT = "/opt/oa-vm/reset.sh"
 HTTP_TIMEOUT_S = 120.0
-SSH_TIMEOUT_S = 900.0
-"""A restore reads the machine's memory back from the volume (8 GB) and waits for WAA."""
 
 
 class SnapshotError(OaVmError):
@@ -116,62 +108,3 @@ class HttpSnapshotControl(HttpClient):
         """``POST /oa-vm/restore`` (the simulated WAA server answers throughout)."""
         data = self._snapshot_call("POST", "/oa-vm/restore", {})
         return Restored(data.get("token"), data.get("seconds"))
-
-
-class HostSnapshotControl:
-    """:class:`SnapshotControl` of a cloud worker: ``sudo -n reset.sh ...`` over SSH."""
-
-    def __init__(self, ssh: SshEndpoint, runner: RemoteRunner, script: str = RESET_SCRIPT) -> None:
-        self.ssh = ssh
-        self.runner = runner
-        self.script = script
-
-    def _run(self, *args: str) -> dict[str, Any]:
-        import shlex
-
-        from oa_vm.providers.cloud_wait import RemoteUnreachableError
-
-        command = " ".join(shlex.quote(a) for a in ("sudo", "-n", self.script, *args))
-        try:
-            result = self.runner.run(self.ssh, command, SSH_TIMEOUT_S)
-        except RemoteUnreachableError as exc:
-            raise SnapshotError(f"cannot reach the worker's host: {exc}") from exc
-        lines = result.output.strip().splitlines()
-        try:
-            answer: dict[str, Any] = json.loads(lines[-1]) if lines else {}
-        except ValueError:
-            answer = {}
-        if result.status == 3 or (result.status == 127 and not answer):
-            raise SnapshotError(
-                str(answer.get("error") or f"{self.script} is not on this worker's host"),
-                unsupported=True,
-            )
-        if result.status != 0 or not answer.get("ok"):
-            raise SnapshotError(f"reset.sh {args[0]}: "
-                                f"{answer.get('error') or result.output.strip()[-300:]}")
-        return answer
-
-    def check(self) -> SnapshotState:
-        """``reset.sh check``."""
-        data = self._run("check")  # the record of the last take (reset.sh keeps it on the host)
-        return SnapshotState(bool(data.get("token")), data.get("token"), data.get("taken_at"))
-
-    def take(self, token: str) -> SnapshotState:
-        """``reset.sh take TOKEN``."""
-        data = self._run("take", token)
-        return SnapshotState(True, data.get("token"), data.get("taken_at"))
-
-    def restore(self) -> Restored:
-        """``reset.sh restore`` (returns once WAA's ``/probe`` answers on the host)."""
-        data = self._run("restore")
-        seconds = data.get("seconds")
-        if seconds is not None and data.get("wait_s") is not None:
-            seconds = float(seconds) + float(data["wait_s"])
-        return Restored(data.get("token"), seconds)
-
-
-def host_control(ssh: SshEndpoint, known_hosts: Path) -> HostSnapshotControl:
-    """A :class:`HostSnapshotControl` over paramiko with the pool's pinned host keys."""
-    from oa_vm.providers.cloud_wait import ParamikoRunner
-
-    return HostSnapshotControl(ssh, ParamikoRunner(known_hosts))

@@ -129,7 +129,8 @@ class PulumiCloudProvider:
     ) -> SnapshotControl:
         """``reset.sh`` on the worker's host, over the pool's SSH path (``remote`` when set)."""
         from oa_vm.connect import known_hosts_path
-        from oa_vm.snapshots import HostSnapshotControl, SnapshotError, host_control
+        from oa_vm.providers.cloud_reset import HostSnapshotControl, host_control
+        from oa_vm.snapshots import SnapshotError
 
         if worker.ssh is None:
             raise SnapshotError(f"{worker.name} has no SSH endpoint in its record",

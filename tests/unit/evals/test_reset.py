@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from evals.reset import reset_lines, reset_summary
+from oa_vm.providers.cloud_reset import HostSnapshotControl
 from oa_vm.providers.cloud_wait import RemoteResult
-from oa_vm.snapshots import HostSnapshotControl, SnapshotError
+from oa_vm.snapshots import SnapshotError
 from oa_vm.state import SshEndpoint
 
 
