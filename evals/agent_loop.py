@@ -111,6 +111,7 @@ def run_task(
     evaluate_attempts: int = DEFAULT_EVALUATE_ATTEMPTS,
     evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S,
     sleep: Callable[[float], None] = time.sleep,
+    stock_reset: bool = True,
 ) -> TaskExecution:
     """Run one task once and return its record (never raises for what happens in the task).
 
@@ -129,6 +130,8 @@ def run_task(
         evaluate_attempts: Tries of ``/evaluate`` when the checker answers 5xx.
         evaluate_backoff_s: First wait between those tries (doubled each time).
         sleep: The sleep function (tests pass a fake to skip waits).
+        stock_reset: Close windows and clear files before the setup (WAA's stock reset);
+            False when the caller reset the worker already (:mod:`evals.reset`).
 
     Returns:
         The record, with ``worker``, ``attempts`` and prices left for the runner to fill.
@@ -151,7 +154,7 @@ def run_task(
     clock = _Clock(deadline)
     started = time.monotonic()
     try:
-        _reset_and_setup(waa, scoring, task, clock)
+        _reset_and_setup(waa, scoring, task, clock, stock_reset=stock_reset)
         try:
             call_reset(agent, bench_task)
         except Exception as exc:  # an agent is third-party code: any failure is its own
@@ -183,13 +186,15 @@ def run_task(
 
 
 def _reset_and_setup(
-    waa: WaaClient, scoring: ScoringClient, task: dict[str, Any], clock: _Clock
+    waa: WaaClient, scoring: ScoringClient, task: dict[str, Any], clock: _Clock,
+    *, stock_reset: bool = True,
 ) -> None:
     """Close windows, clear the last task's files, run the task's setup (WAA's stock reset)."""
     clock.check("the reset")
     try:
-        waa.close_all()
-        waa.clear_task_files()
+        if stock_reset:
+            waa.close_all()
+            waa.clear_task_files()
     except WaaError as exc:
         if exc.is_infrastructure or isinstance(exc, ServerError):
             # a 5xx while resetting is the worker failing, not the task: try another worker

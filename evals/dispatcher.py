@@ -54,6 +54,7 @@ from evals.records import (
     TaskStatus,
     error_execution,
 )
+from evals.reset import ResetFailed, WorkerReset
 from oa_vm.lease import LeaseLostError, PoolRemovingError
 from oa_vm.redact import redact_text
 
@@ -149,6 +150,9 @@ class Dispatcher:
         draining: A worker's drain notice, or None.
         fence: Raises one of :data:`FENCE_ERRORS` once the run's pool lease is lost; asked
             before every request, lease and repair (see the module docstring).
+        resets: The reset of each worker before each task, by worker name
+            (:func:`evals.reset.plan_resets`); a worker without one gets WAA's stock reset
+            inside :func:`evals.agent_loop.run_task`, unrecorded.
     """
 
     def __init__(
@@ -165,11 +169,13 @@ class Dispatcher:
         repair: Callable[[str], WorkerConnection | None] | None = None,
         draining: Callable[[str], object | None] | None = None,
         fence: Callable[[], None] | None = None,
+        resets: Mapping[str, WorkerReset] | None = None,
     ) -> None:
         self.folder = folder
         # Raises one of FENCE_ERRORS once the run's pool lease is lost (see the module).
         self.fence = fence or (lambda: None)
         self._fenced: BaseException | None = None
+        self.resets = resets or {}
         self.repair = repair  # gives a replacement for a quarantined worker (run --repair)
         # Asked before every lease: a notice (e.g. oa_vm.drain.DrainWatch) means no new task.
         self.draining = draining
@@ -398,7 +404,11 @@ class Dispatcher:
         self._emit("task_started", task_id=task_id, worker=worker.name)
         _keep_earlier_evidence(self.folder.task_dir(task_id))
         began = time.monotonic()
+        reset = self.resets.get(worker.name)
         try:
+            # the reset (evals.reset) is its own step: a clean restore may take minutes on a
+            # cloud worker, so the task's own time limit starts after it
+            done_reset = None if reset is None else reset.before_task(worker)
             execution = run_task(
                 cast("WaaClient", _Fenced(worker.waa, self.fence)),
                 cast("ScoringClient", _Fenced(worker.scoring, self.fence)),
@@ -407,14 +417,20 @@ class Dispatcher:
                 agent,
                 max_steps=self.settings.max_steps,
                 step_pause_s=self.settings.step_pause_s,
-                deadline=began + self.settings.task_timeout_s,
+                deadline=time.monotonic() + self.settings.task_timeout_s,
                 record_dir=self.folder.task_dir(task_id),
                 domain=info.domain,
                 evaluate_backoff_s=self.settings.evaluate_backoff_s,
+                stock_reset=reset is None,
             )
+            if done_reset is not None:
+                done_reset.apply(execution)
         except FENCE_ERRORS:
             self._give_back(worker.name, lease)
             raise
+        except ResetFailed as failed:
+            execution = error_execution(info, failed.error_type, failed.message)
+            execution.reset = None if reset is None else reset.kind
         except Exception as exc:  # a harness bug must still leave a record, not a stuck lease
             execution = error_execution(
                 info, ErrorType.INFRASTRUCTURE, f"unexpected {type(exc).__name__}: {exc}"

@@ -30,6 +30,7 @@ from typing import Any
 
 from evals.errors import InvalidRunInputError
 from evals.records import results_root
+from evals.reset import reset_lines, reset_summary
 
 OUTCOMES = ("success", "failure")
 STATUSES = ("success", "failure", "error", "not_run")
@@ -290,6 +291,7 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         "rejected_actions": sum(
             1 for r in records for step in r.get("steps") or [] if step.get("rejected")
         ),
+        "resets": reset_summary(records),
     }
 
 
@@ -520,6 +522,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     if opted_in:
         lines += ["", f"Agent saw the answers: {', '.join(opted_in)} (opted in to the task's "
                       "evaluator data; not a benchmark result)"]
+    lines += reset_lines(summary)
     lines += _cost_lines(summary)
     return "\n".join(lines)
 

@@ -140,6 +140,14 @@ class TaskExecution:
     steps: list[StepRecord] = field(default_factory=list)
     cost: CostRecord = field(default_factory=CostRecord)
     previous_attempts: list[AttemptRecord] = field(default_factory=list)
+    reset: str | None = None
+    """How the worker was reset before the task: ``clean`` (a snapshot of the whole machine
+    put back) or ``stock`` (WAA's close windows and clear files); see :mod:`evals.reset`."""
+    reset_s: float | None = None
+    """Seconds the reset took (for ``clean``: the restore, WAA answering, the fingerprint)."""
+    fingerprint: dict[str, Any] | None = None
+    """``clean`` only: ``{"token", "expected", "marker_gone", "ok", ...}``, read from the guest
+    after the restore (:func:`evals.reset.fingerprint_ok`)."""
 
     @property
     def is_outcome(self) -> bool:
@@ -183,6 +191,9 @@ class TaskExecution:
             steps=[StepRecord(**s) for s in data.get("steps", [])],
             cost=CostRecord(**data.get("cost", {})),
             previous_attempts=[AttemptRecord(**a) for a in data.get("previous_attempts", [])],
+            reset=data.get("reset"),
+            reset_s=data.get("reset_s"),
+            fingerprint=data.get("fingerprint"),
         )
 
 

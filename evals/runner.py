@@ -51,6 +51,7 @@ from evals.records import (
     results_root,
     versions,
 )
+from evals.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
 
 if TYPE_CHECKING:
     from evals.pools import RunPool
@@ -116,6 +117,8 @@ class RunConfig:
         lease_seconds: How long a lease outlives a silent controller.
         evaluate_backoff_s: First wait before retrying a checker that answered 5xx.
         wait_for_pool_s: How long to wait for another run's lease on the pool (0: refuse).
+        reset: How each worker is reset before each task: ``clean``, ``stock`` or
+            ``clean-or-stock`` (:mod:`evals.reset`).
     """
 
     pool: str | None
@@ -139,6 +142,7 @@ class RunConfig:
     repair: bool = False  # replace quarantined workers from the pool (evals.repair)
     wait_for_pool_s: float = 0.0
     pools: list[str] | None = None
+    reset: str = DEFAULT_RESET.value
 
     def pool_names(self) -> list[str]:
         """The pools asked for: ``pools`` if given, else ``[pool]``, else ``[]`` (the only one).
@@ -184,6 +188,9 @@ class RunConfig:
             problems.append("--resume needs --run-name (the run to continue)")
         if not self.selection.strip():
             problems.append("--tasks is empty; give 'all', an index name, domain:<name> or IDs")
+        if self.reset not in {m.value for m in ResetMode}:
+            problems.append(f"--reset {self.reset!r} is not one of "
+                            f"{', '.join(m.value for m in ResetMode)}")
         if problems:
             raise InvalidRunInputError("; ".join(problems))
         self.pool_names()  # a pool given twice
@@ -414,8 +421,10 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
             folder.task_dir(tid)  # refuses IDs unusable as folder names, before writing
         probe_agent = make_agent()
         probe_agent.check_tasks(tasks_for_agent(probe_agent, tasks))
+        # asks every worker whether it can restore: --reset clean fails here, before any task
+        resets = plan_resets(config.reset, pools)
         return _run_in_folder(
-            folder, config, pools, tasks, infos, make_agent, previous, on_event,
+            folder, config, pools, tasks, infos, make_agent, previous, on_event, resets,
             fence=_fence(list(holds.values())),
         )
 
@@ -566,6 +575,7 @@ def _run_in_folder(
     make_agent: Callable[[], BenchmarkAgent],
     previous: dict[str, Any],
     on_event: EventSink | None,
+    resets: Mapping[str, WorkerReset] | None = None,
     *,
     fence: Callable[[], None] | None = None,
 ) -> RunResult:
@@ -610,6 +620,7 @@ def _run_in_folder(
             "ended_at": None,
             "status": RunStatus.RUNNING.value,
             "quarantined_workers": [],
+            "reset": {"mode": config.reset, **describe_plan(resets or {})},
         }
         if len(pools) > 1:
             metadata.update(summary_fields(pools))  # pool "a+b", and each pool in "pools"
@@ -655,6 +666,7 @@ def _run_in_folder(
                 repair=repair,
                 draining=draining,
                 fence=fence,
+                resets=resets,
             )
             try:
                 outcome = dispatcher.run()

@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 from evals.errors import InvalidRunInputError
 from evals.metrics import compute_summary, fmt_num, fmt_rate, read_execution_files, read_metadata
+from evals.reset import fingerprint_ok
 
 THUMB_WIDTH = 360
 THUMB_QUALITY = 60
@@ -359,6 +360,7 @@ def _task_html(
         facts.append("infeasible task")
     if record.get("last_action"):
         facts.append(f"last action <code>{esc(record['last_action'])}</code>")
+    facts += _reset_facts(record)
     body.append(f'<div class="muted">{" &middot; ".join(facts)}</div>')
     if status == "error" or status == "not_run":
         message = f"{error_type or 'error'}: {record.get('error_message') or ''}"
@@ -385,6 +387,27 @@ def _task_html(
         f"<summary>{''.join(summary_cells)}</summary>"
         f'<div class="tbody">{"".join(body)}</div></details>'
     )
+
+
+def _reset_facts(record: Mapping[str, Any]) -> list[str]:
+    """``reset clean in 0.08 s``, and the fingerprint's verdict (see :mod:`evals.reset`)."""
+    kind = record.get("reset")
+    if not kind:
+        return []
+    took = record.get("reset_s")
+    facts = [f"reset {esc(kind)}" + (f" in {float(took):.2f} s" if took is not None else "")]
+    fingerprint = record.get("fingerprint")
+    if isinstance(fingerprint, Mapping):
+        if fingerprint_ok(fingerprint):
+            facts.append(f"fingerprint ok (<code>{esc(fingerprint.get('token'))}</code>)")
+        else:
+            facts.append(
+                f'<span class="bad">fingerprint NOT clean: token '
+                f'<code>{esc(fingerprint.get("token"))}</code>, expected '
+                f'<code>{esc(fingerprint.get("expected"))}</code>, marker '
+                f'{"gone" if fingerprint.get("marker_gone") else "still there"}</span>'
+            )
+    return facts
 
 
 def task_anchor(task_id: str) -> str:
@@ -515,6 +538,21 @@ def render_run(
             for name, w in summary["workers"].items()
         ]
         sections += ["<h2>Workers</h2>", _small_table(["worker", "tasks", "errors", ""], rows)]
+    resets = summary.get("resets") or {}
+    if resets.get("counts"):
+        timings = resets.get("seconds") or {}
+        rows = [
+            [esc(kind), str(n),
+             f"{timings[kind]['median']:.2f} s" if kind in timings else "",
+             f"{timings[kind]['max']:.2f} s" if kind in timings else ""]
+            for kind, n in resets["counts"].items()
+        ]
+        sections += ["<h2>Resets</h2>", _small_table(["reset", "tasks", "median", "max"], rows)]
+        if resets.get("warning"):
+            sections.append(f'<div class="note err">{esc(resets["warning"])}</div>')
+        elif resets.get("fingerprints_agree"):
+            sections.append('<p class="muted">Fingerprints agree: every clean reset showed its '
+                            "worker's snapshot, with the after-snapshot marker gone.</p>")
     counts = {"all": len(records), "success": summary["successes"],
               "failure": summary["failures"], "error": summary["errors"],
               "not_run": summary["not_run"]}

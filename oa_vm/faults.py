@@ -10,7 +10,8 @@ import math
 
 from oa_vm.errors import InvalidInputError
 
-FAULT_KEYS = ("latency", "error-rate", "hang-after", "crash-after", "seed", "screenshot-min-bytes")
+FAULT_KEYS = ("latency", "error-rate", "hang-after", "crash-after", "seed", "screenshot-min-bytes",
+              "no-snapshots")
 
 
 def validate_faults(faults: dict[str, str]) -> dict[str, str]:

@@ -61,6 +61,15 @@ ResultsDirOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
+ResetOpt = Annotated[
+    str,
+    typer.Option(
+        "--reset", metavar="<mode>",
+        help="Before each task: clean (put back a snapshot of the whole machine; fails before "
+        "any task if a worker cannot), stock (WAA's: close windows, clear files), "
+        "clean-or-stock (clean where the worker can, else stock).",
+    ),
+]
 BundlesOpt = Annotated[
     Path | None,
     typer.Option("--bundles", help="Replay agent: folder of <task_id>/workflow.json."),
@@ -182,6 +191,7 @@ def build_config(
     step_pause: float,
     agent_args: list[str] | None = None,
     pools: list[str] | None = None,
+    reset: str = "clean-or-stock",
 ) -> RunConfig:
     """The :class:`evals.runner.RunConfig` for command-line options (checked).
 
@@ -211,6 +221,7 @@ def build_config(
         read_timeout_s=read_timeout,
         step_pause_s=step_pause,
         pools=pools,
+        reset=reset,
     )
     config.validate()
     return config
@@ -344,6 +355,7 @@ def run(
     ] = False,
     fail_on_errors: FailOnErrorsOpt = False,
     wait_for_pool: WaitForPoolOpt = None,
+    reset: ResetOpt = "clean-or-stock",
 ) -> None:
     """Run tasks on one or more existing pools (one queue); every task gets one final record."""
     several = pool is not None and len(pool) > 1
@@ -353,7 +365,7 @@ def run(
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
-        agent_args=agent_arg,
+        agent_args=agent_arg, reset=reset,
     )
     config.repair = repair
     config.wait_for_pool_s = parse_wait(wait_for_pool)

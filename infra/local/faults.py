@@ -9,6 +9,8 @@ starting at 1. The knobs (``--fault KEY=VALUE``, or the same keys in a dict):
 - ``crash-after=N``: at request N the whole process exits at once (``os._exit``), as a
   guest that dies would; in-process users get their own process killed, by design.
 - ``screenshot-min-bytes=N``: pad every screenshot PNG to at least N bytes.
+- ``no-snapshots=1``: the worker has no snapshot endpoints (it cannot do ``--reset clean``),
+  as a cloud worker whose QEMU has no monitor socket.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ class Faults:
     hang_after: int | None = None
     crash_after: int | None = None
     screenshot_min_bytes: int = 0
+    no_snapshots: bool = False
 
 
 def _number(key: str, value: object, *, low: float, high: float | None = None) -> float:
@@ -63,7 +66,8 @@ def _count(key: str, value: object, *, low: int) -> int:
     return number
 
 
-KNOBS = ("latency", "error-rate", "seed", "hang-after", "crash-after", "screenshot-min-bytes")
+KNOBS = ("latency", "error-rate", "seed", "hang-after", "crash-after", "screenshot-min-bytes",
+         "no-snapshots")
 
 
 def parse_faults(knobs: Mapping[str, object] | None) -> Faults:
@@ -93,6 +97,7 @@ def parse_faults(knobs: Mapping[str, object] | None) -> Faults:
         screenshot_min_bytes=_count(
             "screenshot-min-bytes", values.get("screenshot-min-bytes", 0), low=0
         ),
+        no_snapshots=_count("no-snapshots", values.get("no-snapshots", 0), low=0) > 0,
     )
 
 

@@ -20,6 +20,7 @@ from infra.local.faults import FaultGate, Faults, parse_faults
 from infra.local.render import Screen
 from infra.local.scoring_api import build_scoring_app
 from infra.local.server import Acceptor, App, AppServer
+from infra.local.snapshot import register_snapshot_routes
 from infra.local.taskstore import TaskStore
 from infra.local.waa_api import build_waa_app
 
@@ -131,6 +132,9 @@ def start_worker(
         raise
     build_waa_app(waa.app, desktop, screen)
     build_scoring_app(scoring.app, desktop, store)
+    if not knobs.no_snapshots:
+        # clean resets (--reset clean): the state right after start, put back before each task
+        register_snapshot_routes(scoring.app, desktop, folder / "clean-snapshot")
     acceptor = Acceptor([waa, scoring], name)
     worker = RunningWorker(
         name=name,

@@ -78,7 +78,7 @@ class WorkerFiles:
         """The files as installed beside this module."""
         files = {name: ship_text(units.read(name)) for name in units.SCRIPTS}
         for name, folder in (("scoring_server.py", _HERE), ("scoring_rules.py", _INFRA),
-                             ("relay.py", _HERE)):
+                             ("relay.py", _HERE), ("qmp_snapshot.py", _HERE)):
             files[name] = ship_python((folder / name).read_text(encoding="utf-8"))
         files[units.DOCKERFILE] = ship_text(units.read(units.DOCKERFILE))
         return cls(files)

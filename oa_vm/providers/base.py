@@ -10,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from oa_vm.state import PoolRecord
+from oa_vm.state import PoolRecord, WorkerRecord
+
+if TYPE_CHECKING:
+    from oa_vm.connect import WorkerConnection
+    from oa_vm.snapshots import SnapshotControl
 
 Progress = Callable[[str], None]
 """Receives one human-readable line per step (``create`` streams what it does)."""
@@ -208,6 +212,21 @@ class Provider(Protocol):
     """
 
     name: str
+
+    clean_reset: bool
+    """Capability: the workers can put back a snapshot of the whole machine before each task
+    (``--reset clean``); then :meth:`snapshot_control` hands out the means."""
+
+    def snapshot_control(
+        self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
+    ) -> SnapshotControl:
+        """How to take and restore ``worker``'s clean snapshot (only when :attr:`clean_reset`).
+
+        ``connection`` is the run's connection to the worker (its scoring server's URL as this
+        machine reaches it, tunnels included, and its timeouts). Returns quickly; nothing is
+        contacted until the control is used.
+        """
+        ...
 
     def check_available(self) -> None:
         """Raise ``ProviderUnavailableError`` (one line, with the fix) if this provider cannot

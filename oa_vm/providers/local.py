@@ -35,6 +35,8 @@ from oa_vm.redact import redact_worker_secrets
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 
 if TYPE_CHECKING:
+    from oa_vm.connect import WorkerConnection
+    from oa_vm.snapshots import SnapshotControl
     from waa_client.tunnel import WorkerTunnel
 
 READY_TIMEOUT_S = 20.0
@@ -51,6 +53,17 @@ class LocalProvider:
     """Simulated workers on loopback; see the module docstring."""
 
     name = "local"
+    clean_reset = True  # infra.local.snapshot: the simulated desktop saved after start
+
+    def snapshot_control(
+        self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
+    ) -> SnapshotControl:
+        """The simulated worker's snapshot endpoints, on its scoring server."""
+        from oa_vm.snapshots import HttpSnapshotControl
+
+        scoring = connection.scoring
+        return HttpSnapshotControl(connection.scoring_url, connect_timeout=scoring.connect_timeout,
+                                   read_timeout=scoring.read_timeout)
     poll_interval_s = 0.2
 
     def check_available(self) -> None:

@@ -30,6 +30,8 @@ from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, Worker
 
 if TYPE_CHECKING:
     from infra.settings import PoolSettings
+    from oa_vm.connect import WorkerConnection
+    from oa_vm.snapshots import SnapshotControl
 
 ImageLister = Callable[[str | None], list[image_records.ImageRecord]]
 """Asks the cloud account for images tagged ``oa-vm:image`` (of a region; None: the default or
@@ -115,6 +117,7 @@ class PulumiCloudProvider:
 
     poll_interval_s = 15.0
     refresh_interval_s = 180.0
+    clean_reset = True  # infra/worker/reset.sh: QEMU snapshots through the host's QMP socket
     """``pool-wait`` polls every 15 s; a full Pulumi refresh is heavy, so at most this often."""
 
     def __init__(
@@ -133,6 +136,21 @@ class PulumiCloudProvider:
         self.remote = remote
         self.driver = PulumiDriver(self.engine)
         self._refreshed_at: dict[str, float] = {}
+
+    def snapshot_control(
+        self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
+    ) -> SnapshotControl:
+        """``reset.sh`` on the worker's host, over the pool's SSH path (``remote`` when set)."""
+        from oa_vm.connect import known_hosts_path
+        from oa_vm.providers.cloud_reset import HostSnapshotControl, host_control
+        from oa_vm.snapshots import SnapshotError
+
+        if worker.ssh is None:
+            raise SnapshotError(f"{worker.name} has no SSH endpoint in its record",
+                                unsupported=True)
+        if self.remote is not None:
+            return HostSnapshotControl(worker.ssh, self.remote)
+        return host_control(worker.ssh, known_hosts_path(record.name))
 
     # -- availability --------------------------------------------------------------------------
 

@@ -1,0 +1,64 @@
+#!/bin/bash
+# Clean resets: take TOKEN | restore | check (docs/providers.md; kept short: AWS user data).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=infra/worker/lib.sh
+. "$here/lib.sh"
+
+OA_VM_QMP_DIR="${OA_VM_QMP_DIR:-$OA_VM_STATE_DIR/qmp}"
+OA_VM_QMP_SOCKET="${OA_VM_QMP_SOCKET:-$OA_VM_QMP_DIR/qmp.sock}"
+tag="oa-vm-clean"
+probe_url="${OA_VM_RESET_PROBE_URL:-http://127.0.0.1:5000/probe}"
+wait_s="${OA_VM_RESET_WAIT_S:-300}"
+
+usage() {
+  echo "usage: reset.sh take TOKEN | restore | check" >&2
+  exit 2
+}
+
+helper() {
+  python3 "$here/qmp_snapshot.py" "$OA_VM_QMP_SOCKET" "$OA_VM_STATE_DIR/clean-snapshot.json" "$@"
+}
+
+wait_waa() {
+  local start="${EPOCHREALTIME/./}" now
+  until curl -fsS --max-time 5 "$probe_url" >/dev/null 2>&1; do
+    now="${EPOCHREALTIME/./}"
+    if (((now - start) / 1000000 >= wait_s)); then
+      printf '{"ok": false, "error": "WAA not up %ss after the restore"}\n' "$wait_s"
+      exit 1
+    fi
+    sleep 0.2
+  done
+  now="${EPOCHREALTIME/./}"
+  printf '%d.%06d' $(((now - start) / 1000000)) $(((now - start) % 1000000))
+}
+
+[ $# -ge 1 ] || usage
+if [ ! -S "$OA_VM_QMP_SOCKET" ]; then
+  printf '{"ok": false, "error": "no QEMU monitor at %s: cannot restore snapshots"}\n' \
+    "$OA_VM_QMP_SOCKET"
+  exit 3
+fi
+case "$1" in
+  take)
+    [ $# -eq 2 ] || usage
+    mkdir -p "$OA_VM_STATE_DIR"
+    helper save "$tag" "$2"
+    ;;
+  restore)
+    [ $# -eq 1 ] || usage
+    answer="$(helper load "$tag")" || { echo "$answer"; exit 1; }
+    waited="$(wait_waa)" || { echo "$waited"; exit 1; }
+    echo "${answer%\}}, \"wait_s\": $waited}"
+    ;;
+  check)
+    [ $# -eq 1 ] || usage
+    record="$OA_VM_STATE_DIR/clean-snapshot.json"
+    if [ -s "$record" ]; then echo "{\"ok\": true, $(tail -c +2 "$record")"; else echo '{"ok": true}'; fi
+    ;;
+  *)
+    usage
+    ;;
+esac

@@ -1,0 +1,138 @@
+"""The shipped host-side reset (``infra/worker/reset.sh``) against a real QEMU guest.
+
+The guest (:mod:`bench.tiny_guest`) is Debian's cloud kernel with a busybox initramfs built by
+the test; it keeps state in memory and on a qcow2 disk attached as ``ide-hd`` and serves it over
+HTTP through user-mode networking. QMP is a unix socket under ``OA_VM_ROOT``, where a cloud
+worker has it, and ``reset.sh`` runs exactly as shipped (it sources ``lib.sh``). TCG unless
+``TINY_GUEST_ACCEL=kvm``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench import tiny_guest
+
+RESET_SH = Path(__file__).resolve().parents[2] / "infra" / "worker" / "reset.sh"
+
+
+def _unavailable() -> str | None:
+    try:
+        tiny_guest.check_available()
+    except tiny_guest.GuestUnavailable as exc:
+        return str(exc)
+    return None
+
+
+pytestmark = pytest.mark.skipif(_unavailable() is not None, reason=f"QEMU rehearsal: "
+                                f"{_unavailable()}")
+
+
+def _reset(root: Path, guest: tiny_guest.TinyGuest, *args: str) -> tuple[int, dict[str, object]]:
+    env = dict(os.environ, OA_VM_ROOT=str(root),
+               OA_VM_RESET_PROBE_URL=f"{guest.url}/cgi-bin/state", OA_VM_RESET_WAIT_S="240")
+    done = subprocess.run([str(RESET_SH), *args], env=env, capture_output=True, text=True,
+                          timeout=600)
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"reset.sh {args} printed nothing; stderr: {done.stderr}"
+    return done.returncode, json.loads(lines[-1])
+
+
+@pytest.fixture
+def guest() -> Iterator[tuple[Path, tiny_guest.TinyGuest]]:
+    # A short root: a unix socket path must stay under 108 bytes.
+    with tempfile.TemporaryDirectory(prefix="oa-qemu-") as folder:
+        root = Path(folder)
+        qmp = root / "var" / "lib" / "oa-vm" / "qmp" / "qmp.sock"
+        running = tiny_guest.start_guest(root, qmp)
+        try:
+            running.wait_serving()
+            yield root, running
+        finally:
+            running.stop()
+
+
+def test_restore_brings_back_memory_and_disk(guest: tuple[Path, tiny_guest.TinyGuest]) -> None:
+    root, vm = guest
+    status, answer = _reset(root, vm, "restore")
+    assert status == 1 and answer["ok"] is False
+    assert "no clean snapshot" in str(answer["error"])
+    assert _reset(root, vm, "check") == (0, {"ok": True})
+
+    vm.set(mem="clean-mem", disk="clean-disk")
+    status, answer = _reset(root, vm, "take", "fingerprint-1")
+    assert status == 0, answer
+    assert answer["disks"] == ["disk0"]
+
+    for round_ in range(2):
+        vm.set(mem=f"dirty-mem-{round_}", disk=f"dirty-disk-{round_}")
+        assert vm.state() == {"mem": f"dirty-mem-{round_}", "disk": f"dirty-disk-{round_}"}
+        status, answer = _reset(root, vm, "restore")
+        assert status == 0, answer
+        assert answer["token"] == "fingerprint-1"
+        # reset.sh returned only once the endpoint answered again
+        assert vm.state() == {"mem": "clean-mem", "disk": "clean-disk"}
+
+    status, answer = _reset(root, vm, "check")
+    assert status == 0 and answer["token"] == "fingerprint-1" and answer["tag"] == "oa-vm-clean"
+
+
+def test_a_worker_without_a_monitor_says_so(tmp_path: Path) -> None:
+    done = subprocess.run([str(RESET_SH), "check"], env=dict(os.environ, OA_VM_ROOT=str(tmp_path)),
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    assert "cannot restore snapshots" in json.loads(done.stdout)["error"]
+
+
+def test_the_cloud_control_over_ssh_restores_the_guest(
+    guest: tuple[Path, tiny_guest.TinyGuest], tmp_path: Path
+) -> None:
+    """What a run does on a cloud worker: ``sudo -n reset.sh`` over the pool's SSH path."""
+    from oa_vm.providers.cloud_reset import HostSnapshotControl
+    from oa_vm.providers.cloud_wait import ParamikoRunner
+    from oa_vm.snapshots import SnapshotError
+    from oa_vm.state import SshEndpoint
+    from tests.support import sshd as sshd_support
+    from tests.support.host_standins import HostSshServer, write_standins
+
+    if not sshd_support.sshd_available():
+        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    root, vm = guest
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    host = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "bin", only=("sudo",)), fake,
+                         OA_VM_ROOT=str(root), OA_VM_RESET_WAIT_S="240",
+                         OA_VM_RESET_PROBE_URL=f"{vm.url}/cgi-bin/state")
+    host.start()
+    try:
+        ssh = SshEndpoint(host=host.host, port=host.port, user=host.user,
+                          key_path=str(host.client_key))
+        control = HostSnapshotControl(ssh, ParamikoRunner(tmp_path / "known_hosts"),
+                                      script=str(RESET_SH))
+        assert control.check().snapshot is False
+        with pytest.raises(SnapshotError, match="no clean snapshot") as refused:
+            control.restore()
+        assert refused.value.unsupported is False
+        vm.set(mem="m0", disk="d0")
+        assert control.take("tok-ssh").token == "tok-ssh"
+        assert control.check().token == "tok-ssh"
+        vm.set(mem="m1", disk="d1")
+        restored = control.restore()
+        assert restored.token == "tok-ssh" and restored.seconds is not None
+        assert vm.state() == {"mem": "m0", "disk": "d0"}
+
+        no_monitor = HostSnapshotControl(ssh, ParamikoRunner(tmp_path / "known_hosts"),
+                                         script=str(RESET_SH))
+        (root / "var" / "lib" / "oa-vm" / "qmp" / "qmp.sock").rename(root / "moved.sock")
+        with pytest.raises(SnapshotError, match="cannot restore snapshots") as missing:
+            no_monitor.check()
+        assert missing.value.unsupported is True
+    finally:
+        host.stop()

@@ -1,0 +1,83 @@
+"""The run's reset summary and the cloud control's reading of ``reset.sh`` (pure parts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from evals.reset import reset_lines, reset_summary
+from oa_vm.providers.cloud_reset import HostSnapshotControl
+from oa_vm.providers.cloud_wait import RemoteResult
+from oa_vm.snapshots import SnapshotError
+from oa_vm.state import SshEndpoint
+
+
+def _clean(task: str, worker: str, token: str, *, ok: bool = True) -> dict[str, Any]:
+    return {"task_id": task, "worker": worker, "reset": "clean", "reset_s": 0.5,
+            "fingerprint": {"token": token if ok else "x", "expected": token,
+                            "marker_gone": True, "ok": ok}}
+
+
+def test_agreeing_fingerprints_are_said_once() -> None:
+    summary = {"resets": reset_summary([_clean("a", "w0", "t0"), _clean("b", "w1", "t1")])}
+    assert summary["resets"]["fingerprints_agree"] is True
+    assert summary["resets"]["counts"] == {"clean": 2}
+    assert "Fingerprints: all 2 clean resets" in "\n".join(reset_lines(summary))
+
+
+def test_a_bad_fingerprint_or_two_snapshots_on_one_worker_disagree() -> None:
+    bad = reset_summary([_clean("a", "w0", "t0"), _clean("b", "w0", "t0", ok=False)])
+    assert bad["fingerprints_agree"] is False and bad["fingerprints_bad"] == ["b"]
+    split = reset_summary([_clean("a", "w0", "t0"), _clean("b", "w0", "t1")])
+    assert split["fingerprints_agree"] is False
+    assert "w0 restored different snapshots" in split["warning"]
+    assert any(line.startswith("WARNING: fingerprints disagree")
+               for line in reset_lines({"resets": split}))
+
+
+def test_stock_resets_have_no_fingerprint_to_agree_on() -> None:
+    summary = reset_summary([{"task_id": "a", "reset": "stock", "reset_s": 0.1,
+                              "fingerprint": None}, {"task_id": "b", "status": "not_run"}])
+    assert summary["fingerprints_agree"] is None and summary["unrecorded"] == 1
+    assert summary["counts"] == {"stock": 1}
+
+
+class _Runner:
+    def __init__(self, status: int, output: str) -> None:
+        self.result = RemoteResult(status, output)
+        self.commands: list[str] = []
+
+    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> RemoteResult:
+        self.commands.append(command)
+        return self.result
+
+
+SSH = SshEndpoint(host="127.0.0.1", port=22, user="ubuntu", key_path="/nonexistent")
+
+
+@pytest.mark.parametrize(("status", "output", "unsupported"), [
+    (3, '{"ok": false, "error": "no QEMU monitor at /x: cannot restore snapshots"}\n', True),
+    (127, "bash: /opt/oa-vm/reset.sh: No such file or directory\n", True),
+    (1, '{"ok": false, "error": "snapshot-load: boom"}\n', False),
+])
+def test_reset_sh_failures_map_to_one_error(status: int, output: str, unsupported: bool) -> None:
+    runner = _Runner(status, output)
+    with pytest.raises(SnapshotError) as failed:
+        HostSnapshotControl(SSH, runner).restore()
+    assert failed.value.unsupported is unsupported
+    assert runner.commands == ["sudo -n /opt/oa-vm/reset.sh restore"]
+
+
+def test_a_restore_reports_the_recorded_token_and_its_time() -> None:
+    runner = _Runner(0, 'noise\n{"ok": true, "token": "t", "seconds": 1.5, "wait_s": 0.5}\n')
+    restored = HostSnapshotControl(SSH, runner).restore()
+    assert restored.token == "t" and restored.seconds == 2.0
+
+
+def test_a_failed_reset_is_counted_without_a_duration() -> None:
+    failed = {"task_id": "c", "worker": "w0", "reset": "clean", "reset_s": None,
+              "fingerprint": None, "error_type": "infrastructure"}
+    summary = reset_summary([_clean("a", "w0", "t0"), failed])
+    assert summary["counts"] == {"clean": 2}
+    assert summary["fingerprints_agree"] is True  # the failed one has nothing to agree on
