@@ -409,6 +409,41 @@ def _small_table(headers: list[str], rows: list[list[str]]) -> str:
     return f'<table class="small"><tr>{head}</tr>{body}</table>'
 
 
+def _statistics_section(summary: Mapping[str, Any]) -> list[str]:
+    """The intervals, pass@k / pass^k and the flaky tasks (see :func:`evals.metrics.statistics`)."""
+    from evals.metrics import fmt_interval
+
+    if "success_rate_ci" not in summary:
+        return []
+    k = int(summary.get("trials") or 1)
+    rows = []
+    for name, key, ci_key, rate in (
+        ("success rate", "success_rate", "success_rate_ci", True),
+        ("mean score", "avg_score", "mean_score_ci", False),
+    ):
+        ci = summary.get(ci_key)
+        value = fmt_rate(summary.get(key)) if rate else fmt_num(summary.get(key))
+        rows.append([esc(name), esc(value), esc(fmt_interval(ci, rate=rate)),
+                     esc(ci["method"]) if ci else ""])
+    pass_at, pass_all = summary.get("pass_at_k") or {}, summary.get("pass_all_k") or {}
+    for label, doc in ((f"pass@{k}", pass_at), (f"pass^{k}", pass_all)):
+        rows.append([esc(label), esc(fmt_rate(doc.get("value"))), "",
+                     esc(f"mean over {doc.get('tasks', 0)} task(s) with {k} scored trial(s)")])
+    html = ["<h2>Statistics</h2>",
+            _small_table(["", "estimate", "95% interval", "how"], rows)]
+    flaky = summary.get("flaky_tasks") or []
+    if flaky:
+        items = "".join(
+            f'<li><a href="#{esc(task_anchor(str(f["task_id"])))}">{esc(f["task_id"])}</a> '
+            f'{int(f["successes"])}/{int(f["outcomes"])} success</li>'
+            for f in flaky
+        )
+        html.append(f"<h3>Flaky tasks ({len(flaky)}): trials disagree</h3><ul>{items}</ul>")
+    elif k > 1:
+        html.append('<p class="muted">No flaky task: every task\'s trials agree.</p>')
+    return html
+
+
 def render_run(
     run_dir: Path | str,
     *,
@@ -485,6 +520,7 @@ def render_run(
         f'<div class="cards">{"".join(cards)}</div>',
         f'<div style="max-width:720px">{outcome_bar(summary)}</div>{legend}',
     ]
+    sections += _statistics_section(summary)
     if summary["by_domain"]:
         sections += ["<h2>By domain</h2>", _domain_table(summary["by_domain"])]
     if summary["by_error_type"]:

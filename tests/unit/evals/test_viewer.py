@@ -189,3 +189,12 @@ def test_step_shows_model_usage(tmp_path: Path) -> None:
         '"tokens_out": 35}\n', 1), encoding="utf-8")
 
     assert "model gpt-4o: 1200 tokens in, 35 out" in render_run(path)
+
+
+def test_statistics_section_shows_the_intervals(tmp_path: Path) -> None:
+    text = " ".join(_audit(render_run(_run(tmp_path))).text)
+
+    assert "Statistics" in text
+    # 1 success of 2 outcomes: Wilson [9.5%, 90.5%]
+    assert "[9.5%, 90.5%]" in text
+    assert "pass@1" in text and "pass^1" in text
