@@ -135,6 +135,21 @@ def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     return records
 
 
+def read_trials(run_dir: Path) -> dict[str, list[TaskOutcome]]:
+    """Every trial's final record, grouped by task (in the run's task order).
+
+    A run without ``--trials`` has one trial per task: its ``execution.json``.
+
+    Raises:
+        InvalidRunInputError: as :func:`read_executions`.
+    """
+    grouped: dict[str, list[TaskOutcome]] = {}
+    for record in read_executions(run_dir):
+        item = TaskOutcome.from_execution(record)
+        grouped.setdefault(item.task_id, []).append(item)
+    return grouped
+
+
 def _metadata_task_ids(run_dir: Path) -> list[str]:
     path = run_dir / "metadata.json"
     if not path.is_file():
