@@ -29,6 +29,7 @@ from urllib.parse import quote
 
 from evals import stats
 from evals.errors import InvalidRunInputError
+from evals.manifest import manifest_differences, read_manifest
 from evals.metrics import (
     TaskOutcome,
     aggregate,
@@ -298,6 +299,9 @@ def _mean_score(items: list[TaskOutcome]) -> float:
 def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
     """Pair the tasks two run folders share (in run A's order).
 
+    Its ``warnings`` list every way the runs' manifests differ other than the agent (or that
+    one has none): :func:`evals.manifest.manifest_differences`.
+
     Raises:
         InvalidRunInputError: a folder is not a run folder, a record is unreadable, or the runs
             share no task.
@@ -327,6 +331,9 @@ def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
         only_b=[tid for tid in items_b if tid not in ids_a],
         trials_a=trials_a,
         trials_b=trials_b,
+        warnings=manifest_differences(
+            read_manifest(path_a), read_manifest(path_b), [p.task_id for p in pairs]
+        ),
     )
 
 

@@ -499,6 +499,22 @@ def _open_queue(
     return queue
 
 
+def _write_manifest(
+    folder: RunFolder, config: RunConfig, pools: list[RunPool],
+    tasks: Mapping[str, dict[str, Any]], make_agent: Callable[[], BenchmarkAgent],
+) -> None:
+    """``manifest.json`` (:mod:`evals.manifest`) at the run's start; a resumed run keeps the
+    one it started with."""
+    from evals.manifest import MANIFEST, build_manifest, write_manifest
+
+    if (folder.path / MANIFEST).is_file():
+        return
+    write_manifest(folder, build_manifest(
+        run=folder.path.name, selection=config.selection, tasks=tasks, pools=pools,
+        agent_spec=config.agent, agent=make_agent(), agent_options=config.agent_options,
+    ))
+
+
 def _run_in_folder(
     folder: RunFolder,
     config: RunConfig,
@@ -559,6 +575,7 @@ def _run_in_folder(
             folder.write_metadata(metadata)
             for tid, task in tasks.items():
                 folder.write_task(tid, task)
+            _write_manifest(folder, config, pools, tasks, make_agent)
             ledger = _ledger(pools, config.max_cost_usd)
             done = queue.records()
             ledger.carry(r.get("cost") or {} for r in done.values())

@@ -444,6 +444,18 @@ def _statistics_section(summary: Mapping[str, Any]) -> list[str]:
     return html
 
 
+def _manifest_section(run_dir: Path) -> list[str]:
+    """What the run measured (``manifest.json``, :mod:`evals.manifest`), in a few rows."""
+    from evals.manifest import MANIFEST, read_manifest, summary_lines
+
+    manifest = read_manifest(run_dir)
+    if manifest is None:
+        return []
+    rows = [[esc(label), f"<code>{esc(value)}</code>"] for label, value in summary_lines(manifest)]
+    return ["<h2>What was measured</h2>",
+            _small_table(["", f"from {MANIFEST}"], rows)]
+
+
 def render_run(
     run_dir: Path | str,
     *,
@@ -521,6 +533,7 @@ def render_run(
         f'<div style="max-width:720px">{outcome_bar(summary)}</div>{legend}',
     ]
     sections += _statistics_section(summary)
+    sections += _manifest_section(path)
     if summary["by_domain"]:
         sections += ["<h2>By domain</h2>", _domain_table(summary["by_domain"])]
     if summary["by_error_type"]:

@@ -1,0 +1,118 @@
+"""Run statistics, manifests and paired comparisons end to end: the real ``openadapt-evals`` CLI
+over real local worker processes, with the ``random`` agent (the reference solution with a known
+probability)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from oa_vm import api, state
+from tests.support.cli import Result, run_cli
+
+pytestmark = pytest.mark.integration
+
+LOCAL_TASKS = 24
+REPO = Path(__file__).resolve().parents[2]
+
+
+def evals(*args: str, home: Path, results: Path, timeout: float = 240.0) -> Result:
+    """``openadapt-evals ARGS --results-dir RESULTS`` as a subprocess."""
+    return run_cli("openadapt-evals", *args, "--results-dir", str(results), home=home,
+                   timeout=timeout)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An oa-vm home whose pools are removed afterwards."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    yield home
+    for name in state.list_names():
+        api.cleanup_pool(name)
+
+
+def _edited_tasks(root: Path) -> tuple[Path, str]:
+    """A copy of the local task suite with one task's JSON changed (not its solution)."""
+    folder = root / "tasks-edited"
+    shutil.copytree(REPO / "infra" / "local" / "tasks", folder)
+    path = sorted((folder / "examples").glob("notepad/*.json"))[0]
+    task = json.loads(path.read_text(encoding="utf-8"))
+    task["instruction"] = str(task["instruction"]) + " (edited)"
+    path.write_text(json.dumps(task), encoding="utf-8")
+    return folder, path.stem
+
+
+def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    agent = ["--agent", "random", "--agent-arg", "p=0.5", "--agent-arg", "seed=3"]
+    swept = evals("sweep", "--cloud", "local", "--workers", "3", *agent, "--tasks", "all",
+                  "--run-name", "a", home=home, results=results)
+    assert swept.returncode == 0, swept.stderr
+    # the closing summary carries the statistics
+    assert "95% CI of the success rate: [" in swept.stdout
+    assert "95% CI of the mean score: [" in swept.stdout
+    assert "Trials per task: 1; pass@1" in swept.stdout
+    summary = json.loads((results / "a" / "summary.json").read_text())
+    for key in ("trials", "success_rate_ci", "mean_score_ci", "pass_at_k", "pass_all_k",
+                "flaky_tasks"):
+        assert key in summary, key
+    rate = summary["success_rate_ci"]
+    assert rate["low"] <= summary["success_rate"] <= rate["high"]
+    assert summary["pass_at_k"]["tasks"] == LOCAL_TASKS
+
+    # manifest.json pins tasks, checker, worker, agent, project and pool
+    manifest = json.loads((results / "a" / "manifest.json").read_text())
+    assert len(manifest["tasks"]["sha256"]) == LOCAL_TASKS
+    assert all(len(h) == 64 for h in manifest["tasks"]["sha256"].values())
+    served = next(iter(manifest["tasks"]["indexes"].values()))
+    assert {"(main)", "local_all", "local_small"} <= set(served)
+    assert len(manifest["checker"]["scoring_rules_sha256"]) == 64
+    assert len(manifest["checker"]["scoring_server_sha256"]) == 64
+    assert manifest["workers"][0]["kind"] == "local"
+    assert manifest["workers"][0]["local_worker_version"]
+    assert manifest["agent"]["class"] == "evals.agents.chance:ChanceAgent"
+    assert manifest["agent"]["arguments"] == {"p": 0.5, "seed": 3}
+    assert len(manifest["agent"]["module_sha256"]) == 64
+    assert manifest["project"]["oa_vm"]
+    assert manifest["pools"][0]["cloud"] == "local"
+
+    # the same setup, another agent: no warning
+    again = evals("sweep", "--cloud", "local", "--workers", "3", "--agent", "oracle",
+                  "--tasks", "all", "--run-name", "b", home=home, results=results)
+    assert again.returncode == 0, again.stderr
+    compared = evals("compare", "a", "b", "--json", home=home, results=results)
+    assert compared.returncode == 0, compared.stderr
+    paired = json.loads(compared.stdout)["paired"]
+    assert paired["warnings"] == []
+    assert paired["tasks"] == LOCAL_TASKS
+    assert paired["success_rate"]["test"] == "McNemar exact"
+    assert 0 <= paired["success_rate"]["p_value"] <= 1
+    assert paired["success_rate"]["ci"]["low"] <= paired["success_rate"]["difference"]
+    assert paired["worse_in_b"] == []  # the oracle solves every task
+    assert paired["verdict"]
+
+    # a pool serving one edited task: compare warns, before its verdict
+    folder, edited = _edited_tasks(tmp_path)
+    api.create_pool(name="edited", cloud="local", workers=2, tasks_dir=str(folder))
+    api.wait_pool("edited", timeout_s=60)
+    ran = evals("run", "--pool", "edited", *agent, "--tasks", "all", "--run-name", "c",
+                home=home, results=results)
+    assert ran.returncode == 0, ran.stderr
+    compared = evals("compare", "a", "c", "--json", home=home, results=results)
+    warnings = json.loads(compared.stdout)["paired"]["warnings"]
+    assert any(w.startswith("1 task(s) differ in their JSON: " + edited) for w in warnings)
+    assert not any(w.startswith("tasks.indexes") for w in warnings)  # same IDs, same index
+    text = evals("compare", "a", "c", home=home, results=results).stdout
+    lines = text.splitlines()
+    warning_at = next(i for i, line in enumerate(lines) if line.startswith("Warning: 1 task(s)"))
+    verdict_at = next(i for i, line in enumerate(lines) if line.startswith("Verdict: "))
+    assert warning_at < verdict_at
+    viewed = evals("view", "c", home=home, results=results)
+    assert viewed.returncode == 0, viewed.stderr
+    page = (results / "c" / "view.html").read_text(encoding="utf-8")
+    assert "What was measured" in page and "Statistics" in page
