@@ -118,10 +118,17 @@ def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     if not tasks_dir.is_dir():
         return []
     order = {tid: i for i, tid in enumerate(_metadata_task_ids(run_dir))}
-    paths = sorted(
-        tasks_dir.glob("*/execution.json"),
-        key=lambda p: (order.get(p.parent.name, len(order)), p.parent.name),
-    )
+
+    def where(path: Path) -> tuple[str, int]:
+        """The task and trial a record's path is of (trials >= 2 in ``trial-<n>/``)."""
+        folder = path.parent
+        if folder.parent != tasks_dir and folder.name.startswith("trial-"):
+            number = folder.name.removeprefix("trial-")
+            return folder.parent.name, int(number) if number.isdigit() else 0
+        return folder.name, 1
+
+    found = [*tasks_dir.glob("*/execution.json"), *tasks_dir.glob("*/trial-*/execution.json")]
+    paths = sorted(found, key=lambda p: (order.get(where(p)[0], len(order)), *where(p)))
     records = []
     for path in paths:
         record = _read_json(path)
@@ -130,7 +137,9 @@ def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
             raise InvalidRunInputError(
                 f"{path}: unknown status {status!r} (expected one of {', '.join(STATUSES)})"
             )
-        record.setdefault("task_id", path.parent.name)
+        task_id, trial = where(path)
+        record.setdefault("task_id", task_id)
+        record.setdefault("trial", trial)
         records.append((path.parent, record))
     return records
 
@@ -174,6 +183,7 @@ class TaskOutcome:
     worker: str | None = None
     duration_s: float | None = None
     cost: Mapping[str, float] = field(default_factory=dict)
+    trial: int = 1
 
     @property
     def is_outcome(self) -> bool:
@@ -199,6 +209,7 @@ class TaskOutcome:
             worker=record.get("worker"),
             duration_s=_as_float(record.get("duration_s")),
             cost={k: float(v) for k, v in cost.items() if isinstance(v, int | float)},
+            trial=int(record.get("trial") or 1),
         )
 
 
@@ -288,7 +299,15 @@ def statistics(items: list[TaskOutcome], trials: int | None = None) -> dict[str,
          "scores": [t.score for t in ts]}
         for tid, ts in scored.items() if stats.flaky([(t.status, t.score) for t in ts])
     ]
+    listed: dict[str, Any] = {}
+    if k > 1:  # each task's trials, listed (the records are in tasks/<id>/[trial-<n>/])
+        listed["trials_by_task"] = {
+            tid: [{"trial": t.trial, "status": t.status, "score": t.score,
+                   "error_type": t.error_type, "worker": t.worker} for t in ts]
+            for tid, ts in by_task.items()
+        }
     return {
+        **listed,
         "trials": k,
         "success_rate_ci": rate.to_json() if rate else None,
         "mean_score_ci": score.to_json() if score else None,

@@ -29,6 +29,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from evals.trials import SEPARATOR, split_key
+
 SCHEMA_VERSION = 1
 DEFAULT_LEASE_SECONDS = 60.0
 DEFAULT_MAX_ATTEMPTS = 3
@@ -113,6 +115,7 @@ class TaskQueue:
         self._all_lock = threading.Lock()
         conn = self._conn()
         conn.executescript(_SCHEMA)
+        _migrate_trials(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # --- connections ------------------------------------------------------------------------
@@ -159,7 +162,11 @@ class TaskQueue:
     # --- filling and recovering ---------------------------------------------------------------
 
     def add(self, tasks: Sequence[tuple[str, float]]) -> int:
-        """Add ``(task_id, expected_seconds)`` rows that are not there yet; returns how many."""
+        """Add ``(task_id, expected_seconds)`` rows that are not there yet; returns how many.
+
+        ``task_id`` may be a trial's key (:func:`evals.trials.trial_key`); the row's ``trial``
+        column is set from it.
+        """
         now = time.time()
         added = 0
         with self._tx() as conn:
@@ -167,11 +174,27 @@ class TaskQueue:
             for offset, (task_id, expected) in enumerate(tasks):
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO tasks (task_id, position, status, expected_seconds,"
-                    " updated_at) VALUES (?, ?, 'pending', ?, ?)",
-                    (task_id, start + offset, float(expected), now),
+                    " updated_at, trial) VALUES (?, ?, 'pending', ?, ?, ?)",
+                    (task_id, start + offset, float(expected), now, split_key(task_id)[1]),
                 )
                 added += cur.rowcount
         return added
+
+    def spread_trials(self, task_id: str, worker: str) -> int:
+        """Ask that the task's other pending trials go to other workers than ``worker``.
+
+        Marks them as last run on ``worker``, which :meth:`peek_next` already serves after the
+        others (the same preference that sends a retry elsewhere); with one worker left they
+        still run there. Returns how many rows were marked.
+        """
+        base, _ = split_key(task_id)
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE tasks SET last_worker=? WHERE status='pending' AND last_worker IS NULL"
+                " AND (task_id=? OR (trial > 1 AND substr(task_id, 1, ?)=?))",
+                (worker, base, len(base) + len(SEPARATOR), base + SEPARATOR),
+            )
+            return cur.rowcount
 
     def recover(self, *, retry_not_run: bool = True) -> int:
         """Take back leases held by earlier controllers; returns how many tasks went to pending.
@@ -401,6 +424,22 @@ class TaskQueue:
             "SELECT task_id, record FROM tasks WHERE status='done' ORDER BY position"
         ).fetchall()
         return {str(r["task_id"]): dict(json.loads(r["record"])) for r in rows}
+
+
+# --- migration 1 -> trials --------------------------------------------------------------------
+#
+# Added with ``--trials K``: rows are keyed by task and trial. The ``task_id`` column (the
+# primary key) holds the trial's key (the task's ID for trial 1, ``<id>#<n>`` for trial n; see
+# evals.trials) and the ``trial`` column its number. A queue from before has no ``trial`` column:
+# it is added here, every row being trial 1, so its run still resumes. The column's presence is
+# the migration's marker (it runs once, and is a no-op on a queue that has it); it does not
+# change ``user_version``, which the queue's own schema changes own.
+
+
+def _migrate_trials(conn: sqlite3.Connection) -> None:
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(tasks)")}
+    if "trial" not in columns:
+        conn.execute("ALTER TABLE tasks ADD COLUMN trial INTEGER NOT NULL DEFAULT 1")
 
 
 def _queued(row: sqlite3.Row) -> QueuedTask:

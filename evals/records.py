@@ -27,6 +27,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from evals.trials import split_key, trial_folder, trial_key
 from oa_vm.state import atomic_write_json
 
 DEFAULT_RESULTS_DIR = "benchmark_results"
@@ -139,6 +140,12 @@ class TaskExecution:
     steps: list[StepRecord] = field(default_factory=list)
     cost: CostRecord = field(default_factory=CostRecord)
     previous_attempts: list[AttemptRecord] = field(default_factory=list)
+    trial: int = 1  # which of the task's trials (evals.trials); left out of the JSON when 1
+
+    @property
+    def key(self) -> str:
+        """The trial's key (:func:`evals.trials.trial_key`): the task ID for trial 1."""
+        return trial_key(self.task_id, self.trial)
 
     @property
     def is_outcome(self) -> bool:
@@ -157,6 +164,8 @@ class TaskExecution:
         data["error_type"] = None if self.error_type is None else self.error_type.value
         if not self.cost.by_pool:
             del data["cost"]["by_pool"]  # single-pool records keep their shape
+        if self.trial == 1:
+            del data["trial"]  # records of runs without trials keep their shape
         return data
 
     @classmethod
@@ -182,6 +191,7 @@ class TaskExecution:
             steps=[StepRecord(**s) for s in data.get("steps", [])],
             cost=CostRecord(**data.get("cost", {})),
             previous_attempts=[AttemptRecord(**a) for a in data.get("previous_attempts", [])],
+            trial=int(data.get("trial", 1)),
         )
 
 
@@ -283,10 +293,16 @@ class RunFolder:
         return self.metadata_path.is_file()
 
     def task_dir(self, task_id: str) -> Path:
-        """``tasks/<task_id>/``; refuses IDs that could escape the folder."""
-        if not _SAFE_ID.match(task_id):
+        """``tasks/<task_id>/``; refuses IDs that could escape the folder.
+
+        Given a trial's key (:mod:`evals.trials`), the trial's folder: ``tasks/<task_id>/`` for
+        trial 1, ``tasks/<task_id>/trial-<n>/`` for trial ``n``.
+        """
+        base, trial = split_key(task_id)
+        if not _SAFE_ID.match(base):
             raise ValueError(f"task ID {task_id!r} cannot be used as a folder name")
-        return self.path / "tasks" / task_id
+        sub = trial_folder(trial)
+        return self.path / "tasks" / base / sub if sub else self.path / "tasks" / base
 
     def read_metadata(self) -> dict[str, Any]:
         """The run's metadata; ``{}`` when the file is missing or unreadable."""
@@ -317,7 +333,7 @@ class RunFolder:
         """``tasks/<task_id>/execution.json``; ``document`` is ``execution.to_json()`` when the
         caller already made it (the runner commits the same document to the queue first)."""
         data = execution.to_json() if document is None else document
-        atomic_write_json(self.task_dir(execution.task_id) / "execution.json", data)
+        atomic_write_json(self.task_dir(execution.key) / "execution.json", data)
 
     def read_execution(self, task_id: str) -> TaskExecution | None:
         """The task's final record, or ``None`` when there is none yet."""

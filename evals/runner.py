@@ -51,6 +51,7 @@ from evals.records import (
     results_root,
     versions,
 )
+from evals.trials import MAX_TRIALS, trial_key
 
 if TYPE_CHECKING:
     from evals.pools import RunPool
@@ -114,6 +115,8 @@ class RunConfig:
         lease_seconds: How long a lease outlives a silent controller.
         evaluate_backoff_s: First wait before retrying a checker that answered 5xx.
         wait_for_pool_s: How long to wait for another run's lease on the pool (0: refuse).
+        trials: Times each task is run (``--trials K``; :mod:`evals.trials`), each trial an
+            attempt of its own with its own record.
     """
 
     pool: str | None
@@ -137,6 +140,7 @@ class RunConfig:
     repair: bool = False  # replace quarantined workers from the pool (evals.repair)
     wait_for_pool_s: float = 0.0
     pools: list[str] | None = None
+    trials: int = 1
 
     def pool_names(self) -> list[str]:
         """The pools asked for: ``pools`` if given, else ``[pool]``, else ``[]`` (the only one).
@@ -170,6 +174,7 @@ class RunConfig:
             number_problem("lease seconds", self.lease_seconds, above=0),
             number_problem("--wait-for-pool", self.wait_for_pool_s, low=0),
             number_problem("quarantine threshold", self.quarantine_after, low=1),
+            number_problem("--trials", self.trials, low=1, high=MAX_TRIALS),
             folder_problem("--results-dir", results_root(self.results_dir)),
         ]
         problems = [p for p in checks if p]
@@ -312,6 +317,11 @@ def _check_resume(folder: RunFolder, config: RunConfig) -> dict[str, Any]:
     recorded_agent = str(metadata.get("agent", ""))
     if recorded_agent != config.agent:
         raise ResumeMismatchError(str(folder.path), "--agent", recorded_agent, config.agent)
+    recorded_trials = int(metadata.get("trials") or 1)  # runs from before trials: 1
+    if recorded_trials != config.trials:
+        raise ResumeMismatchError(
+            str(folder.path), "--trials", str(recorded_trials), str(config.trials)
+        )
     return metadata
 
 
@@ -484,8 +494,9 @@ def _open_queue(
         given = config.expected_seconds or {}
         pause = config.step_pause_s
         queue.add([
-            (tid, given.get(tid) or estimate_seconds(task, step_pause_s=pause))
+            (trial_key(tid, trial), given.get(tid) or estimate_seconds(task, step_pause_s=pause))
             for tid, task in tasks.items()
+            for trial in range(1, config.trials + 1)
         ])
         queue.recover()
         queue.records()
@@ -512,6 +523,7 @@ def _write_manifest(
     write_manifest(folder, build_manifest(
         run=folder.path.name, selection=config.selection, tasks=tasks, pools=pools,
         agent_spec=config.agent, agent=make_agent(), agent_options=config.agent_options,
+        trials=config.trials,
     ))
 
 
@@ -549,6 +561,7 @@ def _run_in_folder(
             "answer_visible_agents": [config.agent] if make_agent().sees_answers else [],
             "selection": config.selection,
             "task_ids": task_ids,
+            "trials": config.trials,
             "max_steps": config.max_steps,
             "max_attempts": config.max_attempts,
             "task_timeout_s": config.task_timeout_s,
@@ -596,6 +609,7 @@ def _run_in_folder(
                     quarantine_after=config.quarantine_after,
                     step_pause_s=config.step_pause_s,
                     evaluate_backoff_s=config.evaluate_backoff_s,
+                    trials=config.trials,
                 ),
                 on_event,
                 repair=repair,

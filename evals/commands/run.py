@@ -28,10 +28,14 @@ TasksOpt = Annotated[
 ]
 AgentOpt = Annotated[
     str,
-    typer.Option("--agent", help="noop, oracle, replay, http, api-claude, api-openai, or "
+    typer.Option("--agent", help="noop, oracle, random, replay, http, api-claude, api-openai, or "
                  "module:Class."),
 ]
 MaxStepsOpt = Annotated[int, typer.Option("--max-steps", help="Steps per task at most.")]
+TrialsOpt = Annotated[
+    int, typer.Option("--trials", help="Run each task K times (each trial its own record; "
+                      "pass@k, pass^k and flaky tasks in the summary).", metavar="K")
+]
 RunNameOpt = Annotated[
     str | None, typer.Option("--run-name", help="Run folder name (default: <agent>-<UTC time>).")
 ]
@@ -180,6 +184,7 @@ def build_config(
     step_pause: float,
     agent_args: list[str] | None = None,
     pools: list[str] | None = None,
+    trials: int = 1,
 ) -> RunConfig:
     """The :class:`evals.runner.RunConfig` for command-line options (checked).
 
@@ -209,6 +214,7 @@ def build_config(
         read_timeout_s=read_timeout,
         step_pause_s=step_pause,
         pools=pools,
+        trials=trials,
     )
     config.validate()
     return config
@@ -304,6 +310,7 @@ def run(
     ] = False,
     fail_on_errors: FailOnErrorsOpt = False,
     wait_for_pool: WaitForPoolOpt = None,
+    trials: TrialsOpt = 1,
 ) -> None:
     """Run tasks on one or more existing pools (one queue); every task gets one final record."""
     several = pool is not None and len(pool) > 1
@@ -313,7 +320,7 @@ def run(
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
-        agent_args=agent_arg,
+        agent_args=agent_arg, trials=trials,
     )
     config.repair = repair
     config.wait_for_pool_s = parse_wait(wait_for_pool)

@@ -116,3 +116,50 @@ def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -
     assert viewed.returncode == 0, viewed.stderr
     page = (results / "c" / "view.html").read_text(encoding="utf-8")
     assert "What was measured" in page and "Statistics" in page
+
+
+def test_sweep_with_trials_reports_pass_k_and_flaky_tasks(home: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    swept = evals("sweep", "--cloud", "local", "--workers", "3", "--agent", "random",
+                  "--agent-arg", "p=0.5", "--trials", "5", "--tasks", "all", "--run-name", "t5",
+                  home=home, results=results, timeout=420.0)
+    assert swept.returncode == 0, swept.stderr
+    run_dir = results / "t5"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["trials"] == 5
+    assert summary["attempts"] == 5 * LOCAL_TASKS
+    assert summary["successes"] + summary["failures"] + summary["errors"] == 5 * LOCAL_TASKS
+    # every task's five trials are recorded, trial 1 where a run without trials has it
+    for task_id in json.loads((run_dir / "metadata.json").read_text())["task_ids"]:
+        folder = run_dir / "tasks" / task_id
+        assert (folder / "execution.json").is_file()
+        for n in range(2, 6):
+            record = json.loads((folder / f"trial-{n}" / "execution.json").read_text())
+            assert record["task_id"] == task_id and record["trial"] == n
+        assert [t["trial"] for t in summary["trials_by_task"][task_id]] == [1, 2, 3, 4, 5]
+    # the trials of a task went to more than one worker
+    spread = [len({t["worker"] for t in ts}) for ts in summary["trials_by_task"].values()]
+    assert max(spread) > 1
+    assert summary["pass_at_k"]["k"] == 5 and summary["pass_at_k"]["tasks"] == LOCAL_TASKS
+    at, every = summary["pass_at_k"]["value"], summary["pass_all_k"]["value"]
+    assert every <= summary["success_rate"] <= at
+    counts = {tid: sum(t["status"] == "success" for t in ts)
+              for tid, ts in summary["trials_by_task"].items()}
+    assert sorted(f["task_id"] for f in summary["flaky_tasks"]) == sorted(
+        tid for tid, c in counts.items() if 0 < c < 5)
+    assert every == pytest.approx(sum(c == 5 for c in counts.values()) / LOCAL_TASKS, abs=1e-6)
+    assert "method" in summary["success_rate_ci"] and "mean_score_ci" in summary
+    out = swept.stdout
+    assert "Trials per task: 5; pass@5 " in out and "pass^5 " in out
+    assert "95% CI of the success rate: [" in out
+    assert ("Flaky tasks (" in out) or ("Flaky tasks: none" in out)
+
+    # resuming with another number of trials is refused, in one line, changing nothing
+    before = (run_dir / "metadata.json").read_text()
+    api.create_pool(name="again", cloud="local", workers=1)
+    api.wait_pool("again", timeout_s=60)
+    resumed = evals("run", "--pool", "again", "--agent", "random", "--tasks", "all",
+                    "--run-name", "t5", "--resume", "--trials", "3", home=home, results=results)
+    assert resumed.returncode == 2
+    assert "--trials" in resumed.stderr and "Traceback" not in resumed.stderr
+    assert (run_dir / "metadata.json").read_text() == before
