@@ -240,8 +240,9 @@ def manifest_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | Non
     """
     if a is None or b is None:
         missing = [name for name, m in (("A", a), ("B", b)) if m is None]
-        return [f"run {' and '.join(missing)} has no {MANIFEST} (started before manifests were "
-                "written): the tasks, checker and worker image it measured cannot be checked"]
+        who = f"run {missing[0]} has" if len(missing) == 1 else "runs A and B have"
+        return [f"{who} no {MANIFEST} (started before manifests were written): the tasks, "
+                "checker and worker image measured cannot be checked"]
     lines: list[str] = []
     hashes_a = (a.get("tasks") or {}).get("sha256") or {}
     hashes_b = (b.get("tasks") or {}).get("sha256") or {}

@@ -368,6 +368,8 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         "quarantined_workers": quarantined,
         "task_ids_not_run": [t.task_id for t in items if t.status == "not_run"],
         "task_ids_pending": [t for t in _metadata_task_ids(path) if t not in recorded],
+        # run --rerun-errors: each session's reopened tasks (their earlier attempts are kept)
+        "reruns": list(metadata.get("reruns") or []),
         "rejected_actions": sum(
             1 for r in records for step in r.get("steps") or [] if step.get("rejected")
         ),
@@ -554,6 +556,14 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     ]
     if summary.get("rejected_actions"):
         lines.append(f"Actions rejected by workers: {summary['rejected_actions']}")
+    reruns = summary.get("reruns") or []
+    if reruns:
+        last = reruns[-1].get("tasks") or []
+        lines.append(
+            f"Rerun: {len(last)} task(s) that had ended in an infrastructure, setup or timeout "
+            f"error (rerun {len(reruns)} time(s); earlier attempts kept in previous_attempts "
+            "and tasks/<id>/attempt-<n>/)"
+        )
     lines += _statistics_lines(summary)
     by_domain = summary.get("by_domain") or {}
     if by_domain:

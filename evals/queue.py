@@ -221,6 +221,41 @@ class TaskQueue:
                 moved += cur.rowcount
         return moved
 
+    def reopen_errors(self, error_types: Sequence[str]) -> list[str]:
+        """Put done rows whose final record is an error of one of ``error_types`` back to
+        pending, for ``run --rerun-errors``; returns their keys, in selection order.
+
+        Nothing is replaced: the final record is appended to the row's history (with
+        ``reason`` ``"rerun"``), so the new final record lists it among its earlier attempts,
+        and the row gets a fresh count of attempts.
+        """
+        now = time.time()
+        reopened = []
+        with self._tx() as conn:
+            rows = conn.execute(
+                "SELECT task_id, record, history FROM tasks WHERE status='done'"
+                " AND final_status='error' ORDER BY position"
+            ).fetchall()
+            for row in rows:
+                record = json.loads(row["record"] or "{}")
+                if record.get("error_type") not in error_types:
+                    continue
+                history = json.loads(row["history"])
+                history.append({
+                    "attempt": record.get("attempts"), "worker": record.get("worker"),
+                    "error_type": record.get("error_type"),
+                    "error_message": record.get("error_message"),
+                    "started_at": record.get("started_at"), "ended_at": record.get("ended_at"),
+                    "reason": "rerun", "cost": record.get("cost") or {},
+                })
+                conn.execute(
+                    "UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
+                    " attempts=0, last_worker=NULL, history=?, updated_at=? WHERE task_id=?",
+                    (json.dumps(history), now, row["task_id"]),
+                )
+                reopened.append(str(row["task_id"]))
+        return reopened
+
     # --- leasing ------------------------------------------------------------------------------
 
     def _reclaim_expired(self, conn: sqlite3.Connection, now: float) -> None:

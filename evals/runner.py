@@ -78,6 +78,8 @@ __all__ = [
 ]
 
 DEFAULT_EXPECTED_SECONDS = 120.0
+RERUN_ERROR_TYPES = ("infrastructure", "setup", "timeout")
+"""Errors that were not the agent's doing: what ``run --rerun-errors`` runs again."""
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _SLEEP_COMMAND = re.compile(r"^\s*sleep\s+([0-9]+(?:\.[0-9]+)?)\s*$")
 
@@ -117,6 +119,8 @@ class RunConfig:
         wait_for_pool_s: How long to wait for another run's lease on the pool (0: refuse).
         trials: Times each task is run (``--trials K``; :mod:`evals.trials`), each trial an
             attempt of its own with its own record.
+        rerun_errors: With ``resume``: run again the tasks (trials) of the run that ended in
+            an error of :data:`RERUN_ERROR_TYPES`, keeping the earlier attempts.
     """
 
     pool: str | None
@@ -141,6 +145,7 @@ class RunConfig:
     wait_for_pool_s: float = 0.0
     pools: list[str] | None = None
     trials: int = 1
+    rerun_errors: bool = False
 
     def pool_names(self) -> list[str]:
         """The pools asked for: ``pools`` if given, else ``[pool]``, else ``[]`` (the only one).
@@ -185,6 +190,8 @@ class RunConfig:
             )
         if self.resume and not self.run_name:
             problems.append("--resume needs --run-name (the run to continue)")
+        if self.rerun_errors and not (self.resume and self.run_name):
+            problems.append("--rerun-errors needs the run's name (the run to rerun errors of)")
         if not self.selection.strip():
             problems.append("--tasks is empty; give 'all', an index name, domain:<name> or IDs")
         if problems:
@@ -510,6 +517,21 @@ def _open_queue(
     return queue
 
 
+def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
+    """Reopen the run's tasks that ended in a :data:`RERUN_ERROR_TYPES` error; their records
+    and screenshots move to ``<task folder>/attempt-<n>/`` (kept, never replaced; ``n`` counts
+    the task's earlier attempts). Returns the reopened keys."""
+    keys = queue.reopen_errors(RERUN_ERROR_TYPES)
+    for key in keys:
+        source = folder.task_dir(key)
+        target = source / f"attempt-{len(queue.history(key))}"
+        target.mkdir(parents=True, exist_ok=True)
+        for path in [source / "execution.json", *source.glob("step_*.png")]:
+            if path.is_file():
+                path.replace(target / path.name)
+    return keys
+
+
 def _write_manifest(
     folder: RunFolder, config: RunConfig, pools: list[RunPool],
     tasks: Mapping[str, dict[str, Any]], make_agent: Callable[[], BenchmarkAgent],
@@ -580,11 +602,18 @@ def _run_in_folder(
             metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
             earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
             metadata["quarantined_workers"] = earlier_quarantined
+            if previous.get("reruns"):
+                metadata["reruns"] = list(previous["reruns"])
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         # The queue is opened and checked before metadata.json is touched: a --resume that
         # fails here leaves the run exactly as it was (a finished run is not marked running).
         queue = _open_queue(folder, config, owner, tasks)
         try:
+            if config.rerun_errors:
+                metadata["reruns"] = [*metadata.get("reruns", []), {
+                    "at": now_iso(), "error_types": list(RERUN_ERROR_TYPES),
+                    "tasks": _reopen_errors(folder, queue),
+                }]
             folder.write_metadata(metadata)
             for tid, task in tasks.items():
                 folder.write_task(tid, task)
@@ -592,6 +621,11 @@ def _run_in_folder(
             ledger = _ledger(pools, config.max_cost_usd)
             done = queue.records()
             ledger.carry(r.get("cost") or {} for r in done.values())
+            if metadata.get("reruns"):  # what attempts reopened by --rerun-errors spent stays spent
+                ledger.carry(
+                    h["cost"] for key in queue.task_ids() for h in queue.history(key)
+                    if h.get("reason") == "rerun" and isinstance(h.get("cost"), dict)
+                )
             for tid, record in done.items():
                 # The queue is the source of truth: restore a copy lost or cut short in a crash.
                 try:

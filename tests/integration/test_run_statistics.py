@@ -163,3 +163,42 @@ def test_sweep_with_trials_reports_pass_k_and_flaky_tasks(home: Path, tmp_path: 
     assert resumed.returncode == 2
     assert "--trials" in resumed.stderr and "Traceback" not in resumed.stderr
     assert (run_dir / "metadata.json").read_text() == before
+
+
+def test_rerun_errors_reruns_only_error_tasks_and_keeps_their_attempts(
+    home: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    # One worker that crashes part-way: the tasks after the crash end in infrastructure errors.
+    swept = evals("sweep", "--cloud", "local", "--workers", "1", "--fault", "crash-after=40",
+                  "--agent", "oracle", "--tasks", "local_small", "--run-name", "e",
+                  home=home, results=results)
+    run_dir = results / "e"
+    first = {p.parent.name: json.loads(p.read_text())
+             for p in (run_dir / "tasks").glob("*/execution.json")}
+    errors = sorted(t for t, r in first.items() if r["status"] == "error")
+    kept = {t: (run_dir / "tasks" / t / "execution.json").read_bytes()
+            for t, r in first.items() if r["status"] != "error"}
+    assert errors and kept, swept.stdout  # both kinds, or the test shows nothing
+    assert {first[t]["error_type"] for t in errors} <= {"infrastructure", "setup", "timeout"}
+
+    api.create_pool(name="good", cloud="local", workers=2)
+    api.wait_pool("good", timeout_s=60)
+    rerun = evals("run", "--rerun-errors", "e", "--pool", "good", home=home, results=results)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"Rerun: {len(errors)} task(s) that had ended in an infrastructure, setup or " \
+           "timeout error" in rerun.stdout
+    for task_id in errors:
+        folder = run_dir / "tasks" / task_id
+        record = json.loads((folder / "execution.json").read_text())
+        assert record["status"] == "success"
+        (kept_attempt,) = folder.glob("attempt-*/execution.json")  # n: earlier attempts
+        assert kept_attempt.parent.name == f"attempt-{len(record['previous_attempts'])}"
+        earlier = json.loads(kept_attempt.read_text())
+        assert earlier == first[task_id]  # the earlier attempt is kept as it was
+        assert record["previous_attempts"][-1]["error_message"] == first[task_id]["error_message"]
+    for task_id, content in kept.items():  # finished tasks were not run again
+        assert (run_dir / "tasks" / task_id / "execution.json").read_bytes() == content
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert sorted(summary["reruns"][-1]["tasks"]) == errors
+    assert summary["errors"] == 0
