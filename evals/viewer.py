@@ -290,7 +290,10 @@ def _step_html(
     elif not shot.is_file():
         image = f'<div class="noimg">screenshot {esc(shot.name)} is missing</div>'
     else:
-        href = esc(f"{link_prefix}{quote(folder.name)}/{quote(shot.name)}")
+        # a trial's folder is tasks/<id>/trial-<n>/ (evals.trials)
+        where = (f"{quote(folder.parent.name)}/{quote(folder.name)}"
+                 if folder.name.startswith("trial-") else quote(folder.name))
+        href = esc(f"{link_prefix}{where}/{quote(shot.name)}")
         uri = embedder.thumbnail(shot)
         if uri is None:
             image = (f'<div class="noimg"><a href="{href}">{esc(shot.name)}</a>'
@@ -331,13 +334,16 @@ def _task_html(
 ) -> str:
     status = str(record.get("status"))
     task_id = str(record.get("task_id"))
+    trial = int(record.get("trial") or 1)
+    anchor = task_anchor(task_id) + (f"-trial-{trial}" if trial > 1 else "")
     steps = record.get("steps") or []
     score = record.get("score")
     why = record.get("error_message") or record.get("reason") or ""
     error_type = record.get("error_type")
     summary_cells = [
         badge(status),
-        f'<span class="tid">{esc(task_id)}</span>',
+        f'<span class="tid">{esc(task_id)}</span>'
+        + (f' <span class="muted">trial {trial}</span>' if trial > 1 else ""),
         f'<span class="muted">{esc(record.get("domain"))}</span>',
         f'<span class="num">{esc(fmt_num(score, 2) if score is not None else "")}</span>',
         f'<span class="muted">{len(steps)} step{"" if len(steps) == 1 else "s"}</span>',
@@ -374,7 +380,7 @@ def _task_html(
         body.append(f'<div class="steps">{cards}</div>')
     search = f"{task_id} {record.get('domain')} {error_type or ''} {why}".lower()
     return (
-        f'<details class="task" id="{esc(task_anchor(task_id))}" data-status="{esc(status)}" '
+        f'<details class="task" id="{esc(anchor)}" data-status="{esc(status)}" '
         f'data-search="{esc(search)}">'
         f"<summary>{''.join(summary_cells)}</summary>"
         f'<div class="tbody">{"".join(body)}</div></details>'
