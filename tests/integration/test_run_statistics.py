@@ -202,3 +202,31 @@ def test_rerun_errors_reruns_only_error_tasks_and_keeps_their_attempts(
     summary = json.loads((run_dir / "summary.json").read_text())
     assert sorted(summary["reruns"][-1]["tasks"]) == errors
     assert summary["errors"] == 0
+
+
+def test_a_capped_trials_run_resumes_the_trials_it_did_not_run(home: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    # $1 per worker-second: the cap stops the run part-way through its 2 x 6 trials.
+    capped = evals("sweep", "--workers", "2", "--agent", "oracle", "--tasks", "local_small",
+                   "--trials", "2", "--price-per-hour", "3600", "--max-cost-usd", "12",
+                   "--step-pause", "0.5", "--run-name", "cap", home=home, results=results)
+    assert capped.returncode == 3, capped.stderr
+    run_dir = results / "cap"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["not_run"] > 0 and summary["successes"] > 0
+    assert summary["attempts"] + summary["not_run"] == 12
+    finished = {p: p.read_bytes() for p in (run_dir / "tasks").glob("**/execution.json")
+                if json.loads(p.read_text())["status"] == "success"}
+
+    api.create_pool(name="more", cloud="local", workers=2)
+    api.wait_pool("more", timeout_s=60)
+    resumed = evals("run", "--pool", "more", "--agent", "oracle", "--tasks", "local_small",
+                    "--trials", "2", "--run-name", "cap", "--resume", home=home, results=results)
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["successes"] == 12 and summary["not_run"] == 0
+    assert summary["pass_all_k"]["value"] == 1.0 and summary["pass_all_k"]["tasks"] == 6
+    for path, content in finished.items():  # what was finished was not run again
+        assert path.read_bytes() == content
+    trials = [t["trial"] for ts in summary["trials_by_task"].values() for t in ts]
+    assert sorted(trials) == [1] * 6 + [2] * 6

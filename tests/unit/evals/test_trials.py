@@ -86,3 +86,25 @@ def test_trial_records_live_in_the_task_folder(tmp_path: Path) -> None:
     assert "trial" not in TaskExecution("t", "d", "i", False, TaskStatus.SUCCESS).to_json()
     restored = folder.read_execution("t#2")
     assert restored is not None and restored.trial == 2
+
+
+def test_reopen_errors_reopens_only_those_types_and_keeps_the_record(tmp_path: Path) -> None:
+    queue = TaskQueue(tmp_path / "q.sqlite", owner="me")
+    try:
+        queue.add([("a", 1.0), ("b", 1.0), ("c", 1.0), ("d", 1.0)])
+        ends = {"a": ("error", "infrastructure"), "b": ("error", "agent"),
+                "c": ("success", None), "d": ("error", "timeout")}
+        for key, (status, error_type) in ends.items():
+            assert queue.lease(key, "w0") is not None
+            queue.complete(key, {"task_id": key, "status": status, "error_type": error_type,
+                                 "error_message": f"{key} broke", "attempts": 1,
+                                 "worker": "w0", "cost": {"total_usd": 0.5}})
+        assert queue.reopen_errors(("infrastructure", "setup", "timeout")) == ["a", "d"]
+        assert list(queue.records()) == ["b", "c"]
+        (entry,) = queue.history("a")
+        assert entry["reason"] == "rerun" and entry["error_message"] == "a broke"
+        assert entry["cost"] == {"total_usd": 0.5} and entry["worker"] == "w0"
+        again = queue.lease("a", "w1")
+        assert again is not None and again.attempts == 1  # a fresh count of attempts
+    finally:
+        queue.close()
