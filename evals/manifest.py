@@ -79,6 +79,7 @@ def _redact(key: str, value: Any) -> Any:
 def agent_facts(spec: str, agent: BenchmarkAgent, options: AgentOptions | None) -> dict[str, Any]:
     """The agent's entry: its name, class, module file hash, arguments and model."""
     from evals.agents.model_api import parse_agent_args
+    from oa_vm.redact import redact_url
 
     cls = type(agent)
     try:
@@ -93,7 +94,8 @@ def agent_facts(spec: str, agent: BenchmarkAgent, options: AgentOptions | None) 
         "module_sha256": sha256_file(Path(source)) if source else None,
         "arguments": {k: _redact(k, v) for k, v in sorted(args.items())},
         "bundles": str(options.bundles) if options and options.bundles else None,
-        "agent_url": options.agent_url if options else None,
+        # credentials in the URL (user, password, token-like query values) are never stored
+        "agent_url": redact_url(options.agent_url) if options and options.agent_url else None,
         "model": None if model is None else str(model),
         "sees_answers": bool(getattr(agent, "sees_answers", False)),
     }

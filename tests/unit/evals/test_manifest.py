@@ -71,3 +71,19 @@ def test_tasks_in_one_run_only_are_not_a_json_difference() -> None:
 def test_a_run_without_manifest_is_named() -> None:
     (line,) = manifest_differences(_manifest(), None)
     assert line.startswith("run B has no manifest.json")
+
+
+def test_agent_facts_keep_no_credentials() -> None:
+    from evals.agents import AgentOptions
+    from evals.agents.noop import NoopAgent
+    from evals.manifest import agent_facts
+
+    options = AgentOptions(agent_url="http://alice:hunter2@127.0.0.1:9/act?token=sekret",
+                           args=("api_key=abc123", "model=m1", "temperature=0.5"))
+    facts = agent_facts("http", NoopAgent(), options)
+    text = repr(facts)
+    for secret in ("hunter2", "sekret", "abc123"):
+        assert secret not in text
+    assert facts["arguments"] == {"api_key": "<redacted>", "model": "m1", "temperature": 0.5}
+    assert facts["model"] == "m1"
+    assert facts["class"] == "evals.agents.noop:NoopAgent"
