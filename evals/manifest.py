@@ -136,7 +136,9 @@ def _served_indexes(pool: RunPool) -> tuple[dict[str, str | None], dict[str, Any
             hashes[name] = sha256_json(client.tasks(index=name))
         probe: dict[str, Any] | None = client.probe()
     except WaaError as exc:  # the run goes on; the manifest says what it could not read
-        return {"(error)": f"{type(exc).__name__}: {exc}"[:300]}, None
+        from oa_vm.redact import redact_text
+
+        return {"(error)": redact_text(f"{type(exc).__name__}: {exc}")[:300]}, None
     return hashes, probe
 
 
