@@ -379,6 +379,9 @@ def format_comparison(comparison: Comparison) -> str:
     for label, ids in (("A", comparison.only_a), ("B", comparison.only_b)):
         if ids:
             lines += ["", f"Only in {label} ({len(ids)}): {', '.join(ids)}"]
+    if any(len(t) > 1 for t in (*comparison.trials_a.values(), *comparison.trials_b.values())):
+        lines += ["", "(With trials: the tables show each task's first trial; the paired "
+                      "comparison below uses all of them.)"]
     lines += ["", *paired_lines(comparison)]
     return "\n".join(lines)
 
