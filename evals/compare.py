@@ -10,6 +10,13 @@ How a task changed from run A to run B:
   ``same``;
 - otherwise (an error or a task not run on either side): ``same`` when both ended alike (status
   and error type), else ``changed`` (e.g. ``error -> success``), since an error is not a score.
+
+The paired comparison (:func:`paired_comparison`, the ``paired`` key of ``--json``) uses the tasks
+both runs *scored* (at least one outcome each; errors say nothing about the agent) and, per task,
+the success rate and mean score over its scored trials. It reports B minus A with a 95% paired
+bootstrap interval over tasks, a paired exact test (McNemar's on outcomes when every task has one
+trial a side, else the sign test on the per-task rates, which is the same test on binary data; the
+sign test on the scores), the tasks that changed each way, and a verdict in words at the 5% level.
 """
 
 from __future__ import annotations
@@ -20,18 +27,21 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from evals import stats
 from evals.errors import InvalidRunInputError
+from evals.manifest import manifest_differences, read_manifest
 from evals.metrics import (
     TaskOutcome,
     aggregate,
     fmt_num,
     fmt_rate,
-    read_executions,
     read_metadata,
+    read_trials,
     table,
 )
 
 CHANGES = ("improved", "regressed", "changed", "same")
+SIGNIFICANCE = 0.05
 
 
 @dataclass(frozen=True)
@@ -84,6 +94,16 @@ class Comparison:
     pairs: list[TaskPair]
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
+    trials_a: dict[str, list[TaskOutcome]] = field(default_factory=dict)
+    trials_b: dict[str, list[TaskOutcome]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def paired(self) -> PairedComparison:
+        """The paired statistics over the tasks both runs scored (:func:`paired_comparison`)."""
+        ids = [p.task_id for p in self.pairs]
+        return paired_comparison(
+            {t: self.trials_a.get(t, []) for t in ids}, {t: self.trials_b.get(t, []) for t in ids}
+        )
 
     def summary(self, side: str) -> dict[str, Any]:
         """Counts and rates of run ``"a"`` or ``"b"`` over the shared tasks only."""
@@ -120,11 +140,167 @@ class Comparison:
             ],
             "only_in_a": self.only_a,
             "only_in_b": self.only_b,
+            "paired": {**self.paired().to_json(), "warnings": self.warnings},
         }
+
+
+@dataclass(frozen=True)
+class PairedMeasure:
+    """One measure (success rate or mean score) of both runs over the paired tasks.
+
+    Attributes:
+        a, b: Each run's value (the mean over tasks of the per-task value).
+        difference: The mean of the per-task differences, B minus A (an interval of it).
+        test: The paired exact test.
+    """
+
+    a: float
+    b: float
+    difference: stats.Interval
+    test: stats.PairedTest
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"a", "b", "difference", "ci": {"low", "high", ...}, "test", "p_value", ...}``."""
+        return {
+            "a": round(self.a, 6),
+            "b": round(self.b, 6),
+            "difference": round(self.difference.estimate, 6),
+            "ci": self.difference.to_json(),
+            **self.test.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """B against A over the tasks both scored (see the module docstring).
+
+    Attributes:
+        tasks: The paired tasks (scored by both runs).
+        success_rate, mean_score: The two measures, ``None`` when no task was scored by both.
+        better_in_b, worse_in_b: Tasks whose success rate (or, at equal rates, mean score)
+            went up / down from A to B.
+        minimum_detectable: About the smallest success-rate difference (a fraction) this many
+            pairs would detect at 80% power (:func:`evals.stats.minimum_detectable_difference`).
+    """
+
+    tasks: list[str]
+    success_rate: PairedMeasure | None
+    mean_score: PairedMeasure | None
+    better_in_b: list[str]
+    worse_in_b: list[str]
+    minimum_detectable: float | None
+
+    @property
+    def significant(self) -> bool:
+        """Whether the success rates differ at the 5% level."""
+        return self.success_rate is not None and self.success_rate.test.p_value < SIGNIFICANCE
+
+    def verdict(self) -> str:
+        """The comparison in one sentence, on the success rate (points are percentage points)."""
+        rate = self.success_rate
+        if rate is None:
+            return "no verdict: no task was scored by both runs"
+        ci = rate.difference
+        figures = (f"{_points(ci.estimate)} points, 95% CI [{_points(ci.low)}, "
+                   f"{_points(ci.high)}], {rate.test.name} p = {_p(rate.test.p_value)}")
+        if self.significant:
+            side = "better" if ci.estimate > 0 else "worse"
+            return f"B is {side} than A: {figures}"
+        text = f"no detectable difference ({figures})"
+        if self.minimum_detectable is not None:
+            smallest = (f"about {self.minimum_detectable * 100:.0f} points"
+                        if self.minimum_detectable < 1 else "more than 100 points (too few tasks)")
+            text += f"; the smallest difference this pair could detect is {smallest}"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``paired`` document of ``compare --json`` (its ``warnings`` are added there)."""
+        return {
+            "tasks": len(self.tasks),
+            "success_rate": self.success_rate.to_json() if self.success_rate else None,
+            "mean_score": self.mean_score.to_json() if self.mean_score else None,
+            "better_in_b": self.better_in_b,
+            "worse_in_b": self.worse_in_b,
+            "minimum_detectable_difference": (
+                None if self.minimum_detectable is None else round(self.minimum_detectable, 6)
+            ),
+            "significant": self.significant,
+            "significance_level": SIGNIFICANCE,
+            "verdict": self.verdict(),
+        }
+
+
+def _points(fraction: float) -> str:
+    return f"{fraction * 100:+.1f}"
+
+
+def _p(value: float) -> str:
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def paired_comparison(
+    trials_a: dict[str, list[TaskOutcome]], trials_b: dict[str, list[TaskOutcome]],
+    *, seed: int | None = None,
+) -> PairedComparison:
+    """Pair the tasks both runs scored and compare B with A (see the module docstring).
+
+    Args:
+        trials_a, trials_b: Each run's trials by task (errors may be among them; they are
+            left out).
+        seed: The bootstrap's seed (default :data:`evals.stats.DEFAULT_SEED`).
+    """
+    rates: dict[str, tuple[float, float]] = {}
+    scores: dict[str, tuple[float, float]] = {}
+    one_trial = True
+    for tid, items_a in trials_a.items():
+        scored_a = [t for t in items_a if t.is_outcome]
+        scored_b = [t for t in trials_b.get(tid, []) if t.is_outcome]
+        if not scored_a or not scored_b:
+            continue
+        one_trial = one_trial and len(scored_a) == 1 == len(scored_b)
+        rates[tid] = (_rate(scored_a), _rate(scored_b))
+        scores[tid] = (_mean_score(scored_a), _mean_score(scored_b))
+    tasks = list(rates)
+    if not tasks:
+        return PairedComparison([], None, None, [], [], None)
+    rate_d = [b - a for a, b in rates.values()]
+    score_d = [b - a for a, b in scores.values()]
+    better = [t for t in tasks if (rates[t][1], scores[t][1]) > (rates[t][0], scores[t][0])]
+    worse = [t for t in tasks if (rates[t][1], scores[t][1]) < (rates[t][0], scores[t][0])]
+    up = sum(1 for d in rate_d if d > 0)
+    down = sum(1 for d in rate_d if d < 0)
+    rate_test = stats.mcnemar_exact(up, down) if one_trial else stats.sign_test(up, down)
+    score_test = stats.sign_test(sum(1 for d in score_d if d > 0), sum(1 for d in score_d if d < 0))
+    rate_ci = stats.mean_difference_interval(rate_d, seed=seed)
+    score_ci = stats.mean_difference_interval(score_d, seed=seed)
+    assert rate_ci is not None and score_ci is not None  # there are tasks
+    n = len(tasks)
+    pooled = sum(a + b for a, b in rates.values()) / (2 * n)
+    return PairedComparison(
+        tasks=tasks,
+        success_rate=PairedMeasure(sum(a for a, _ in rates.values()) / n,
+                                   sum(b for _, b in rates.values()) / n, rate_ci, rate_test),
+        mean_score=PairedMeasure(sum(a for a, _ in scores.values()) / n,
+                                 sum(b for _, b in scores.values()) / n, score_ci, score_test),
+        better_in_b=better,
+        worse_in_b=worse,
+        minimum_detectable=stats.minimum_detectable_difference(rate_d, pooled),
+    )
+
+
+def _rate(items: list[TaskOutcome]) -> float:
+    return sum(1 for t in items if t.status == "success") / len(items)
+
+
+def _mean_score(items: list[TaskOutcome]) -> float:
+    return sum(t.score or 0.0 for t in items) / len(items)
 
 
 def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
     """Pair the tasks two run folders share (in run A's order).
+
+    Its ``warnings`` list every way the runs' manifests differ other than the agent (or that
+    one has none): :func:`evals.manifest.manifest_differences`.
 
     Raises:
         InvalidRunInputError: a folder is not a run folder, a record is unreadable, or the runs
@@ -134,10 +310,10 @@ def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
     meta_a, meta_b = read_metadata(path_a), read_metadata(path_b)
     name_a = str(meta_a.get("run") or path_a.name)
     name_b = str(meta_b.get("run") or path_b.name)
-    items_a = [TaskOutcome.from_execution(r) for r in read_executions(path_a)]
-    items_b = {
-        t.task_id: t for t in (TaskOutcome.from_execution(r) for r in read_executions(path_b))
-    }
+    trials_a, trials_b = read_trials(path_a), read_trials(path_b)
+    # The per-task table shows each task's first trial; the paired statistics use them all.
+    items_a = [trials[0] for trials in trials_a.values()]
+    items_b = {tid: trials[0] for tid, trials in trials_b.items()}
     ids_a = {t.task_id for t in items_a}
     pairs = [TaskPair(a, items_b[a.task_id]) for a in items_a if a.task_id in items_b]
     if not pairs:
@@ -153,6 +329,11 @@ def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
         pairs=pairs,
         only_a=[t.task_id for t in items_a if t.task_id not in items_b],
         only_b=[tid for tid in items_b if tid not in ids_a],
+        trials_a=trials_a,
+        trials_b=trials_b,
+        warnings=manifest_differences(
+            read_manifest(path_a), read_manifest(path_b), [p.task_id for p in pairs]
+        ),
     )
 
 
@@ -198,7 +379,38 @@ def format_comparison(comparison: Comparison) -> str:
     for label, ids in (("A", comparison.only_a), ("B", comparison.only_b)):
         if ids:
             lines += ["", f"Only in {label} ({len(ids)}): {', '.join(ids)}"]
+    if any(len(t) > 1 for t in (*comparison.trials_a.values(), *comparison.trials_b.values())):
+        lines += ["", "(With trials: the tables show each task's first trial; the paired "
+                      "comparison below uses all of them.)"]
+    lines += ["", *paired_lines(comparison)]
     return "\n".join(lines)
+
+
+def paired_lines(comparison: Comparison) -> list[str]:
+    """The paired statistics as text: both measures, the changed tasks, the warnings about
+    what else differs between the runs, then the verdict."""
+    paired = comparison.paired()
+    lines = [f"Paired over {len(paired.tasks)} task(s) both runs scored (B minus A):"]
+    for name, measure, rate in (("success rate", paired.success_rate, True),
+                                ("mean score", paired.mean_score, False)):
+        if measure is None:
+            continue
+        ci = measure.difference
+        if rate:
+            values = (f"A {fmt_rate(measure.a)}, B {fmt_rate(measure.b)}, "
+                      f"{_points(ci.estimate)} points, "
+                      f"95% CI [{_points(ci.low)}, {_points(ci.high)}]")
+        else:
+            values = (f"A {fmt_num(measure.a)}, B {fmt_num(measure.b)}, "
+                      f"{ci.estimate:+.3f}, 95% CI [{ci.low:+.3f}, {ci.high:+.3f}]")
+        lines.append(f"  {name}: {values}; {measure.test.name} p = {_p(measure.test.p_value)} "
+                     f"(B better on {measure.test.b_better}, A on {measure.test.a_better})")
+    for label, ids in (("Better in B", paired.better_in_b), ("Worse in B", paired.worse_in_b)):
+        lines.append(f"  {label} ({len(ids)}): {', '.join(ids) if ids else '-'}")
+    for warning in comparison.warnings:
+        lines.append(f"Warning: {warning}")
+    lines.append(f"Verdict: {paired.verdict()}")
+    return lines
 
 
 def _view_link(run_path: Path, page_dir: Path, task_id: str) -> str | None:
@@ -264,6 +476,7 @@ def render_comparison(comparison: Comparison, page_dir: Path | None = None) -> s
         f'<p class="muted">Only in {label} ({len(ids)}): {esc(", ".join(ids))}</p>'
         for label, ids in (("A", comparison.only_a), ("B", comparison.only_b)) if ids
     )
+    paired = "".join(f"<p>{esc(line)}</p>" for line in paired_lines(comparison))
     body = (
         f"<header><h1>{esc(comparison.run_a)} vs {esc(comparison.run_b)}</h1>"
         f'<div class="meta"><span>{len(comparison.pairs)} task(s) both runs recorded</span>'
@@ -272,6 +485,7 @@ def render_comparison(comparison: Comparison, page_dir: Path | None = None) -> s
         f"<table class='small'><tr><th></th><th class='num name'>A: {esc(comparison.run_a)}</th>"
         f"<th class='num name'>B: {esc(comparison.run_b)}</th></tr>{totals}</table>"
         f"<h2>Changes</h2><p>{chips}</p>"
+        f"<h2>Paired comparison</h2>{paired}"
         "<h2>Tasks</h2><table><tr><th>task</th><th>domain</th><th>A</th>"
         "<th class='num'>score</th><th class='num'>steps</th><th>B</th>"
         "<th class='num'>score</th><th class='num'>steps</th><th>change</th></tr>"

@@ -55,6 +55,7 @@ from evals.records import (
     error_execution,
 )
 from evals.reset import ResetFailed, WorkerReset
+from evals.trials import split_key
 from oa_vm.lease import LeaseLostError, PoolRemovingError
 from oa_vm.redact import redact_text
 
@@ -123,6 +124,7 @@ class DispatchSettings:
     quarantine_after: int = DEFAULT_QUARANTINE_AFTER
     step_pause_s: float = 0.0
     evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
+    trials: int = 1  # trials per task (evals.trials): the queue's keys name the trial
 
 
 @dataclass
@@ -209,7 +211,7 @@ class Dispatcher:
         spent = self.ledger.spent()  # outside the state lock: the two locks never nest
         with self._state_lock:
             return Snapshot(
-                total=len(self.tasks),
+                total=len(self.tasks) * self.settings.trials,  # units of work: trials
                 done=sum(self._counts.values()),
                 successes=self._counts[TaskStatus.SUCCESS],
                 failures=self._counts[TaskStatus.FAILURE],
@@ -397,8 +399,11 @@ class Dispatcher:
             LeaseLostError, PoolRemovingError: the run's pool lease was lost (the attempt was
                 given back to the queue).
         """
-        task_id = lease.task_id
-        info = self.infos[task_id]
+        task_id = lease.task_id  # the trial's key; the task's ID for trial 1 (evals.trials)
+        base, trial = split_key(task_id)
+        info = self.infos[base]
+        if self.settings.trials > 1:
+            self.queue.spread_trials(task_id, worker.name)  # other trials: other workers
         with self._state_lock:
             self._running[worker.name] = task_id
         self._emit("task_started", task_id=task_id, worker=worker.name)
@@ -412,8 +417,8 @@ class Dispatcher:
             execution = run_task(
                 cast("WaaClient", _Fenced(worker.waa, self.fence)),
                 cast("ScoringClient", _Fenced(worker.scoring, self.fence)),
-                self.tasks[task_id],
-                task_id,
+                self.tasks[base],
+                base,
                 agent,
                 max_steps=self.settings.max_steps,
                 step_pause_s=self.settings.step_pause_s,
@@ -455,6 +460,7 @@ class Dispatcher:
             self._give_back(worker.name, lease)
             raise
         execution.worker = worker.name
+        execution.trial = trial
         execution.attempts = lease.attempts
         execution.cost = self.ledger.charge(
             task_id, seconds, [s.usage for s in execution.steps], worker=worker.name
@@ -518,20 +524,20 @@ class Dispatcher:
     ) -> None:
         document = execution.to_json()  # one copy for the queue and execution.json
         try:
-            self.queue.complete(execution.task_id, document, lease=lease, worker=worker)
+            self.queue.complete(execution.key, document, lease=lease, worker=worker)
         except AttemptFencedError:
-            self._dropped(execution.task_id, worker, seconds, lease)
+            self._dropped(execution.key, worker, seconds, lease)
             return
         self.folder.write_execution(execution, document)
         self.ledger.settle(
-            execution.task_id,
+            execution.key,
             expected_seconds=lease.expected_seconds,
             actual_seconds=seconds,
             final=True,
         )
         self._count(execution)
         self._emit(
-            "task_finished", task_id=execution.task_id, worker=execution.worker,
+            "task_finished", task_id=execution.key, worker=execution.worker,
             status=execution.status.value, detail=execution.error_message or execution.reason,
             rejected=execution.rejected_actions,
         )
@@ -569,7 +575,8 @@ class Dispatcher:
         """Give every task still pending its final record (budget cap, or no worker left)."""
         pending = self.queue.ids_with_status(QueueStatus.PENDING)
         for task_id in pending:
-            info = self.infos[task_id]
+            base, trial = split_key(task_id)
+            info = self.infos[base]
             if self._budget_stopped:
                 record = error_execution(
                     info, ErrorType.BUDGET,
@@ -584,6 +591,7 @@ class Dispatcher:
                     f"no healthy worker was left to run it (quarantined: {names}"
                     + (f"; draining: {drained})" if drained else ")"),
                 )
+            record.trial = trial
             record.attempts = len(self.queue.history(task_id))
             record.cost = self.ledger.task_cost(task_id)
             record.previous_attempts = [

@@ -12,7 +12,10 @@ Counting rules (the same for ``summary.json``, the printed summary and the publi
 - the mean score (``avg_score``) is WAA's own headline figure: WAA's checker gives fractions
   (``compare_pdfs``, ``compare_images``...), only a score of 1 is a ``success``, and the mean
   counts each fraction as it is;
-- the average number of steps is taken over all attempts.
+- the average number of steps is taken over all attempts;
+- with several trials per task (``--trials K``) each trial is an attempt of its own; the
+  intervals, pass@k, pass^k and the flaky tasks (:func:`statistics`, on :mod:`evals.stats`)
+  group the trials by task and use scored trials only.
 
 A rate or average with nothing to average over is ``None`` (``null`` in JSON, ``n/a`` when
 printed), never a made-up zero.
@@ -125,10 +128,17 @@ def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     if not tasks_dir.is_dir():
         return []
     order = {tid: i for i, tid in enumerate(_metadata_task_ids(run_dir))}
-    paths = sorted(
-        tasks_dir.glob("*/execution.json"),
-        key=lambda p: (order.get(p.parent.name, len(order)), p.parent.name),
-    )
+
+    def where(path: Path) -> tuple[str, int]:
+        """The task and trial a record's path is of (trials >= 2 in ``trial-<n>/``)."""
+        folder = path.parent
+        if folder.parent != tasks_dir and folder.name.startswith("trial-"):
+            number = folder.name.removeprefix("trial-")
+            return folder.parent.name, int(number) if number.isdigit() else 0
+        return folder.name, 1
+
+    found = [*tasks_dir.glob("*/execution.json"), *tasks_dir.glob("*/trial-*/execution.json")]
+    paths = sorted(found, key=lambda p: (order.get(where(p)[0], len(order)), *where(p)))
     records = []
     for path in paths:
         record = _read_json(path)
@@ -137,9 +147,26 @@ def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
             raise InvalidRunInputError(
                 f"{path}: unknown status {status!r} (expected one of {', '.join(STATUSES)})"
             )
-        record.setdefault("task_id", path.parent.name)
+        task_id, trial = where(path)
+        record.setdefault("task_id", task_id)
+        record.setdefault("trial", trial)
         records.append((path.parent, record))
     return records
+
+
+def read_trials(run_dir: Path) -> dict[str, list[TaskOutcome]]:
+    """Every trial's final record, grouped by task (in the run's task order).
+
+    A run without ``--trials`` has one trial per task: its ``execution.json``.
+
+    Raises:
+        InvalidRunInputError: as :func:`read_executions`.
+    """
+    grouped: dict[str, list[TaskOutcome]] = {}
+    for record in read_executions(run_dir):
+        item = TaskOutcome.from_execution(record)
+        grouped.setdefault(item.task_id, []).append(item)
+    return grouped
 
 
 def _metadata_task_ids(run_dir: Path) -> list[str]:
@@ -166,6 +193,7 @@ class TaskOutcome:
     worker: str | None = None
     duration_s: float | None = None
     cost: Mapping[str, float] = field(default_factory=dict)
+    trial: int = 1
 
     @property
     def is_outcome(self) -> bool:
@@ -191,6 +219,7 @@ class TaskOutcome:
             worker=record.get("worker"),
             duration_s=_as_float(record.get("duration_s")),
             cost={k: float(v) for k, v in cost.items() if isinstance(v, int | float)},
+            trial=int(record.get("trial") or 1),
         )
 
 
@@ -239,6 +268,65 @@ def aggregate(items: list[TaskOutcome]) -> dict[str, Any]:
     }
 
 
+def statistics(items: list[TaskOutcome], trials: int | None = None) -> dict[str, Any]:
+    """The run's statistics (:mod:`evals.stats`), the ``summary.json`` keys of the same names.
+
+    Trials are grouped by task; only scored trials (outcomes) count, errors never do.
+
+    Args:
+        items: Every trial's final record (one per task when there are no trials).
+        trials: The trials asked for per task (``metadata.json``'s ``trials``); by default the
+            most trials any task has.
+
+    Returns:
+        ``trials``; ``success_rate_ci`` (Wilson, over an effective sample size when trials
+        are clustered in tasks) and ``mean_score_ci`` (a seeded bootstrap over tasks), each
+        :meth:`evals.stats.Interval.to_json` or ``None`` when nothing was scored;
+        ``pass_at_k`` and ``pass_all_k`` (:func:`evals.stats.pass_k_table`); ``flaky_tasks``:
+        ``[{"task_id", "successes", "outcomes", "scores"}]`` of the tasks whose scored trials
+        disagree.
+    """
+    from evals import stats
+
+    by_task: dict[str, list[TaskOutcome]] = {}
+    for item in items:
+        by_task.setdefault(item.task_id, []).append(item)
+    k = trials or max((len(v) for v in by_task.values()), default=1)
+    scored = {tid: [t for t in ts if t.is_outcome] for tid, ts in by_task.items()}
+    counts = {
+        tid: (sum(1 for t in ts if t.status == "success"), len(ts))
+        for tid, ts in scored.items() if ts
+    }
+    rate = stats.success_rate_interval(
+        [c for c, _ in counts.values()], [n for _, n in counts.values()]
+    )
+    score = stats.mean_score_interval(
+        [[t.score for t in ts if t.score is not None] for ts in scored.values()]
+    )
+    pass_at, pass_all = stats.pass_k_table(counts, k)
+    flaky = [
+        {"task_id": tid, "successes": counts[tid][0], "outcomes": counts[tid][1],
+         "scores": [t.score for t in ts]}
+        for tid, ts in scored.items() if stats.flaky([(t.status, t.score) for t in ts])
+    ]
+    listed: dict[str, Any] = {}
+    if k > 1:  # each task's trials, listed (the records are in tasks/<id>/[trial-<n>/])
+        listed["trials_by_task"] = {
+            tid: [{"trial": t.trial, "status": t.status, "score": t.score,
+                   "error_type": t.error_type, "worker": t.worker} for t in ts]
+            for tid, ts in by_task.items()
+        }
+    return {
+        **listed,
+        "trials": k,
+        "success_rate_ci": rate.to_json() if rate else None,
+        "mean_score_ci": score.to_json() if score else None,
+        "pass_at_k": pass_at,
+        "pass_all_k": pass_all,
+        "flaky_tasks": flaky,
+    }
+
+
 def compute_summary(run_dir: Path | str) -> dict[str, Any]:
     """The run's summary (the ``summary.json`` document), computed from its task records.
 
@@ -275,6 +363,7 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         workers[name]["quarantined"] = True
     recorded = {t.task_id for t in items}
     multi = _by_pool(metadata, records)
+    trials = metadata.get("trials")
     return {
         "run": metadata.get("run", path.name),
         "status": metadata.get("status"),
@@ -284,10 +373,13 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         "price_per_hour": metadata.get("price_per_hour"),
         **multi,  # by_pool: a multi-pool run's rows (where each task ran)
         **aggregate(items),
+        **statistics(items, trials if isinstance(trials, int) and trials > 0 else None),
         "workers": dict(sorted(workers.items())),
         "quarantined_workers": quarantined,
         "task_ids_not_run": [t.task_id for t in items if t.status == "not_run"],
         "task_ids_pending": [t for t in _metadata_task_ids(path) if t not in recorded],
+        # run --rerun-errors: each session's reopened tasks (their earlier attempts are kept)
+        "reruns": list(metadata.get("reruns") or []),
         "rejected_actions": sum(
             1 for r in records for step in r.get("steps") or [] if step.get("rejected")
         ),
@@ -475,6 +567,15 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     ]
     if summary.get("rejected_actions"):
         lines.append(f"Actions rejected by workers: {summary['rejected_actions']}")
+    reruns = summary.get("reruns") or []
+    if reruns:
+        last = reruns[-1].get("tasks") or []
+        lines.append(
+            f"Rerun: {len(last)} task(s) that had ended in an infrastructure, setup or timeout "
+            f"error (rerun {len(reruns)} time(s); earlier attempts kept in previous_attempts "
+            "and tasks/<id>/attempt-<n>/)"
+        )
+    lines += _statistics_lines(summary)
     by_domain = summary.get("by_domain") or {}
     if by_domain:
         rows = [
@@ -525,6 +626,45 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     lines += reset_lines(summary)
     lines += _cost_lines(summary)
     return "\n".join(lines)
+
+
+def fmt_interval(interval: Mapping[str, Any] | None, *, rate: bool) -> str:
+    """``[40.0%, 89.2%]`` (a rate) or ``[0.412, 0.771]``; ``n/a`` without an interval."""
+    if not interval:
+        return "n/a"
+    show = fmt_rate if rate else fmt_num
+    return f"[{show(interval['low'])}, {show(interval['high'])}]"
+
+
+def _statistics_lines(summary: Mapping[str, Any]) -> list[str]:
+    """The intervals, pass@k / pass^k and flaky tasks (a summary from before them: none)."""
+    if "success_rate_ci" not in summary:
+        return []
+    rate_ci, score_ci = summary.get("success_rate_ci"), summary.get("mean_score_ci")
+    lines = [
+        "",
+        f"95% CI of the success rate: {fmt_interval(rate_ci, rate=True)}"
+        + (f" ({rate_ci['method']})" if rate_ci else ""),
+        f"95% CI of the mean score: {fmt_interval(score_ci, rate=False)}"
+        + (f" ({score_ci['method']})" if score_ci else ""),
+    ]
+    k = int(summary.get("trials") or 1)
+    pass_at, pass_all = summary.get("pass_at_k") or {}, summary.get("pass_all_k") or {}
+    lines.append(
+        f"Trials per task: {k}; pass@{k} {fmt_rate(pass_at.get('value'))}, "
+        f"pass^{k} {fmt_rate(pass_all.get('value'))} (over {pass_at.get('tasks', 0)} task(s) "
+        f"with {k} scored trial(s))"
+    )
+    flaky = summary.get("flaky_tasks") or []
+    if flaky:
+        shown = ", ".join(
+            f"{f['task_id']} ({f['successes']}/{f['outcomes']} success)" for f in flaky[:20]
+        )
+        more = f" and {len(flaky) - 20} more" if len(flaky) > 20 else ""
+        lines.append(f"Flaky tasks ({len(flaky)}, trials disagree): {shown}{more}")
+    elif k > 1:
+        lines.append("Flaky tasks: none (every task's trials agree)")
+    return lines
 
 
 def _cost_lines(summary: Mapping[str, Any]) -> list[str]:

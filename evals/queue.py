@@ -36,6 +36,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from evals.trials import SEPARATOR, split_key
+
 SCHEMA_VERSION = 1
 INTERRUPTED = "interrupted"
 """The ``reason`` of a history entry for an attempt cut short by its controller stopping."""
@@ -139,6 +141,7 @@ class TaskQueue:
         self._all_lock = threading.Lock()
         conn = self._conn()
         conn.executescript(_SCHEMA)
+        _migrate_trials(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # --- connections ------------------------------------------------------------------------
@@ -185,7 +188,11 @@ class TaskQueue:
     # --- filling and recovering ---------------------------------------------------------------
 
     def add(self, tasks: Sequence[tuple[str, float]]) -> int:
-        """Add ``(task_id, expected_seconds)`` rows that are not there yet; returns how many."""
+        """Add ``(task_id, expected_seconds)`` rows that are not there yet; returns how many.
+
+        ``task_id`` may be a trial's key (:func:`evals.trials.trial_key`); the row's ``trial``
+        column is set from it.
+        """
         now = time.time()
         added = 0
         with self._tx() as conn:
@@ -193,11 +200,27 @@ class TaskQueue:
             for offset, (task_id, expected) in enumerate(tasks):
                 cur = conn.execute(
                     "INSERT OR IGNORE INTO tasks (task_id, position, status, expected_seconds,"
-                    " updated_at) VALUES (?, ?, 'pending', ?, ?)",
-                    (task_id, start + offset, float(expected), now),
+                    " updated_at, trial) VALUES (?, ?, 'pending', ?, ?, ?)",
+                    (task_id, start + offset, float(expected), now, split_key(task_id)[1]),
                 )
                 added += cur.rowcount
         return added
+
+    def spread_trials(self, task_id: str, worker: str) -> int:
+        """Ask that the task's other pending trials go to other workers than ``worker``.
+
+        Marks them as last run on ``worker``, which :meth:`peek_next` already serves after the
+        others (the same preference that sends a retry elsewhere); with one worker left they
+        still run there. Returns how many rows were marked.
+        """
+        base, _ = split_key(task_id)
+        with self._tx() as conn:
+            cur = conn.execute(
+                "UPDATE tasks SET last_worker=? WHERE status='pending' AND last_worker IS NULL"
+                " AND (task_id=? OR (trial > 1 AND substr(task_id, 1, ?)=?))",
+                (worker, base, len(base) + len(SEPARATOR), base + SEPARATOR),
+            )
+            return cur.rowcount
 
     def recover(self, *, retry_not_run: bool = True) -> int:
         """Take back leases held by earlier controllers; returns how many tasks went to pending.
@@ -253,6 +276,41 @@ class TaskQueue:
                 )
                 moved += cur.rowcount
         return moved
+
+    def reopen_errors(self, error_types: Sequence[str]) -> list[str]:
+        """Put done rows whose final record is an error of one of ``error_types`` back to
+        pending, for ``run --rerun-errors``; returns their keys, in selection order.
+
+        Nothing is replaced: the final record is appended to the row's history (with
+        ``reason`` ``"rerun"``), so the new final record lists it among its earlier attempts,
+        and the row gets a fresh count of attempts.
+        """
+        now = time.time()
+        reopened = []
+        with self._tx() as conn:
+            rows = conn.execute(
+                "SELECT task_id, record, history FROM tasks WHERE status='done'"
+                " AND final_status='error' ORDER BY position"
+            ).fetchall()
+            for row in rows:
+                record = json.loads(row["record"] or "{}")
+                if record.get("error_type") not in error_types:
+                    continue
+                history = json.loads(row["history"])
+                history.append({
+                    "attempt": record.get("attempts"), "worker": record.get("worker"),
+                    "error_type": record.get("error_type"),
+                    "error_message": record.get("error_message"),
+                    "started_at": record.get("started_at"), "ended_at": record.get("ended_at"),
+                    "reason": "rerun", "cost": record.get("cost") or {},
+                })
+                conn.execute(
+                    "UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
+                    " attempts=0, last_worker=NULL, history=?, updated_at=? WHERE task_id=?",
+                    (json.dumps(history), now, row["task_id"]),
+                )
+                reopened.append(str(row["task_id"]))
+        return reopened
 
     # --- leasing ------------------------------------------------------------------------------
 
@@ -564,6 +622,22 @@ def _interrupted(
     worker = str(owner or "").split("/", 1)[-1]  # owners are "<controller>/<worker>"
     return InterruptedAttempt(str(row["task_id"]), worker, float(started),
                               max(0.0, last_beat - float(started)))
+
+
+# --- migration 1 -> trials --------------------------------------------------------------------
+#
+# Added with ``--trials K``: rows are keyed by task and trial. The ``task_id`` column (the
+# primary key) holds the trial's key (the task's ID for trial 1, ``<id>#<n>`` for trial n; see
+# evals.trials) and the ``trial`` column its number. A queue from before has no ``trial`` column:
+# it is added here, every row being trial 1, so its run still resumes. The column's presence is
+# the migration's marker (it runs once, and is a no-op on a queue that has it); it does not
+# change ``user_version``, which the queue's own schema changes own.
+
+
+def _migrate_trials(conn: sqlite3.Connection) -> None:
+    columns = {str(row[1]) for row in conn.execute("PRAGMA table_info(tasks)")}
+    if "trial" not in columns:
+        conn.execute("ALTER TABLE tasks ADD COLUMN trial INTEGER NOT NULL DEFAULT 1")
 
 
 def _queued(row: sqlite3.Row) -> QueuedTask:

@@ -27,6 +27,7 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
+from evals.trials import split_key, trial_folder, trial_key
 from oa_vm import safe_fs
 from oa_vm.state import atomic_write_json
 
@@ -148,6 +149,12 @@ class TaskExecution:
     fingerprint: dict[str, Any] | None = None
     """``clean`` only: ``{"token", "expected", "marker_gone", "ok", ...}``, read from the guest
     after the restore (:func:`evals.reset.fingerprint_ok`)."""
+    trial: int = 1  # which of the task's trials (evals.trials); left out of the JSON when 1
+
+    @property
+    def key(self) -> str:
+        """The trial's key (:func:`evals.trials.trial_key`): the task ID for trial 1."""
+        return trial_key(self.task_id, self.trial)
 
     @property
     def is_outcome(self) -> bool:
@@ -166,6 +173,8 @@ class TaskExecution:
         data["error_type"] = None if self.error_type is None else self.error_type.value
         if not self.cost.by_pool:
             del data["cost"]["by_pool"]  # single-pool records keep their shape
+        if self.trial == 1:
+            del data["trial"]  # records of runs without trials keep their shape
         return data
 
     @classmethod
@@ -194,6 +203,7 @@ class TaskExecution:
             reset=data.get("reset"),
             reset_s=data.get("reset_s"),
             fingerprint=data.get("fingerprint"),
+            trial=int(data.get("trial", 1)),
         )
 
 
@@ -316,10 +326,16 @@ class RunFolder:
         return self.metadata_path.is_file()
 
     def task_dir(self, task_id: str) -> Path:
-        """``tasks/<task_id>/``; refuses IDs that could escape the folder."""
-        if not _SAFE_ID.match(task_id):
+        """``tasks/<task_id>/``; refuses IDs that could escape the folder.
+
+        Given a trial's key (:mod:`evals.trials`), the trial's folder: ``tasks/<task_id>/`` for
+        trial 1, ``tasks/<task_id>/trial-<n>/`` for trial ``n``.
+        """
+        base, trial = split_key(task_id)
+        if not _SAFE_ID.match(base):
             raise ValueError(f"task ID {task_id!r} cannot be used as a folder name")
-        return self.path / "tasks" / task_id
+        sub = trial_folder(trial)
+        return self.path / "tasks" / base / sub if sub else self.path / "tasks" / base
 
     def read_metadata(self) -> dict[str, Any]:
         """The run's metadata; ``{}`` when the file is missing or unreadable."""
@@ -351,7 +367,7 @@ class RunFolder:
         caller already made it (the runner commits the same document to the queue first)."""
         data = execution.to_json() if document is None else document
         atomic_write_json(
-            self.task_dir(execution.task_id) / "execution.json", data, root=self.path
+            self.task_dir(execution.key) / "execution.json", data, root=self.path
         )
 
     def read_execution(self, task_id: str) -> TaskExecution | None:

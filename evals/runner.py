@@ -52,6 +52,7 @@ from evals.records import (
     versions,
 )
 from evals.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
+from evals.trials import MAX_TRIALS, trial_key
 
 if TYPE_CHECKING:
     from evals.pools import RunPool
@@ -80,6 +81,8 @@ __all__ = [
 ]
 
 DEFAULT_EXPECTED_SECONDS = 120.0
+RERUN_ERROR_TYPES = ("infrastructure", "setup", "timeout")
+"""Errors that were not the agent's doing: what ``run --rerun-errors`` runs again."""
 _RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _SLEEP_COMMAND = re.compile(r"^\s*sleep\s+([0-9]+(?:\.[0-9]+)?)\s*$")
 
@@ -119,6 +122,10 @@ class RunConfig:
         wait_for_pool_s: How long to wait for another run's lease on the pool (0: refuse).
         reset: How each worker is reset before each task: ``clean``, ``stock`` or
             ``clean-or-stock`` (:mod:`evals.reset`).
+        trials: Times each task is run (``--trials K``; :mod:`evals.trials`), each trial an
+            attempt of its own with its own record.
+        rerun_errors: With ``resume``: run again the tasks (trials) of the run that ended in
+            an error of :data:`RERUN_ERROR_TYPES`, keeping the earlier attempts.
     """
 
     pool: str | None
@@ -143,6 +150,8 @@ class RunConfig:
     wait_for_pool_s: float = 0.0
     pools: list[str] | None = None
     reset: str = DEFAULT_RESET.value
+    trials: int = 1
+    rerun_errors: bool = False
 
     def pool_names(self) -> list[str]:
         """The pools asked for: ``pools`` if given, else ``[pool]``, else ``[]`` (the only one).
@@ -176,6 +185,7 @@ class RunConfig:
             number_problem("lease seconds", self.lease_seconds, above=0),
             number_problem("--wait-for-pool", self.wait_for_pool_s, low=0),
             number_problem("quarantine threshold", self.quarantine_after, low=1),
+            number_problem("--trials", self.trials, low=1, high=MAX_TRIALS),
             folder_problem("--results-dir", results_root(self.results_dir)),
         ]
         problems = [p for p in checks if p]
@@ -186,6 +196,8 @@ class RunConfig:
             )
         if self.resume and not self.run_name:
             problems.append("--resume needs --run-name (the run to continue)")
+        if self.rerun_errors and not (self.resume and self.run_name):
+            problems.append("--rerun-errors needs the run's name (the run to rerun errors of)")
         if not self.selection.strip():
             problems.append("--tasks is empty; give 'all', an index name, domain:<name> or IDs")
         if self.reset not in {m.value for m in ResetMode}:
@@ -321,6 +333,11 @@ def _check_resume(folder: RunFolder, config: RunConfig) -> dict[str, Any]:
     recorded_agent = str(metadata.get("agent", ""))
     if recorded_agent != config.agent:
         raise ResumeMismatchError(str(folder.path), "--agent", recorded_agent, config.agent)
+    recorded_trials = int(metadata.get("trials") or 1)  # runs from before trials: 1
+    if recorded_trials != config.trials:
+        raise ResumeMismatchError(
+            str(folder.path), "--trials", str(recorded_trials), str(config.trials)
+        )
     return metadata
 
 
@@ -551,8 +568,9 @@ def _open_queue(
         given = config.expected_seconds or {}
         pause = config.step_pause_s
         queue.add([
-            (tid, given.get(tid) or estimate_seconds(task, step_pause_s=pause))
+            (trial_key(tid, trial), given.get(tid) or estimate_seconds(task, step_pause_s=pause))
             for tid, task in tasks.items()
+            for trial in range(1, config.trials + 1)
         ])
         queue.recover()
         queue.records()
@@ -564,6 +582,38 @@ def _open_queue(
             "it cannot be resumed: start a new run with another --run-name"
         ) from exc
     return queue
+
+
+def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
+    """Reopen the run's tasks that ended in a :data:`RERUN_ERROR_TYPES` error; their records
+    and screenshots move to ``<task folder>/attempt-<n>/`` (kept, never replaced; ``n`` counts
+    the task's earlier attempts). Returns the reopened keys."""
+    keys = queue.reopen_errors(RERUN_ERROR_TYPES)
+    for key in keys:
+        source = folder.task_dir(key)
+        target = source / f"attempt-{len(queue.history(key))}"
+        target.mkdir(parents=True, exist_ok=True)
+        for path in [source / "execution.json", *source.glob("step_*.png")]:
+            if path.is_file():
+                path.replace(target / path.name)
+    return keys
+
+
+def _write_manifest(
+    folder: RunFolder, config: RunConfig, pools: list[RunPool],
+    tasks: Mapping[str, dict[str, Any]], make_agent: Callable[[], BenchmarkAgent],
+) -> None:
+    """``manifest.json`` (:mod:`evals.manifest`) at the run's start; a resumed run keeps the
+    one it started with."""
+    from evals.manifest import MANIFEST, build_manifest, write_manifest
+
+    if (folder.path / MANIFEST).is_file():
+        return
+    write_manifest(folder, build_manifest(
+        run=folder.path.name, selection=config.selection, tasks=tasks, pools=pools,
+        agent_spec=config.agent, agent=make_agent(), agent_options=config.agent_options,
+        trials=config.trials,
+    ))
 
 
 def _run_in_folder(
@@ -609,6 +659,7 @@ def _run_in_folder(
             "answer_visible_agents": [config.agent] if make_agent().sees_answers else [],
             "selection": config.selection,
             "task_ids": task_ids,
+            "trials": config.trials,
             "max_steps": config.max_steps,
             "max_attempts": config.max_attempts,
             "task_timeout_s": config.task_timeout_s,
@@ -628,14 +679,22 @@ def _run_in_folder(
             metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
             earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
             metadata["quarantined_workers"] = earlier_quarantined
+            if previous.get("reruns"):
+                metadata["reruns"] = list(previous["reruns"])
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         # The queue is opened and checked before metadata.json is touched: a --resume that
         # fails here leaves the run exactly as it was (a finished run is not marked running).
         queue = _open_queue(folder, config, owner, tasks)
         try:
+            if config.rerun_errors:
+                metadata["reruns"] = [*metadata.get("reruns", []), {
+                    "at": now_iso(), "error_types": list(RERUN_ERROR_TYPES),
+                    "tasks": _reopen_errors(folder, queue),
+                }]
             folder.write_metadata(metadata)
             for tid, task in tasks.items():
                 folder.write_task(tid, task)
+            _write_manifest(folder, config, pools, tasks, make_agent)
             ledger = _ledger(pools, config.max_cost_usd)
             done = queue.records()
             ledger.carry(r.get("cost") or {} for r in done.values())
@@ -644,6 +703,11 @@ def _run_in_folder(
             for tid, cut in queue.interrupted_seconds().items():
                 for worker_name, seconds in cut:
                     ledger.charge(tid, seconds, [], worker=worker_name or None)
+            if metadata.get("reruns"):  # what attempts reopened by --rerun-errors spent stays spent
+                ledger.carry(
+                    h["cost"] for key in queue.task_ids() for h in queue.history(key)
+                    if h.get("reason") == "rerun" and isinstance(h.get("cost"), dict)
+                )
             for tid, record in done.items():
                 # The queue is the source of truth: restore a copy lost or cut short in a crash.
                 try:
@@ -661,6 +725,7 @@ def _run_in_folder(
                     quarantine_after=config.quarantine_after,
                     step_pause_s=config.step_pause_s,
                     evaluate_backoff_s=config.evaluate_backoff_s,
+                    trials=config.trials,
                 ),
                 on_event,
                 repair=repair,

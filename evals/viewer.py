@@ -297,7 +297,10 @@ def _step_html(
     elif not shot.is_file():
         image = f'<div class="noimg">screenshot {esc(shot.name)} is missing</div>'
     else:
-        href = esc(f"{link_prefix}{quote(folder.name)}/{quote(shot.name)}")
+        # a trial's folder is tasks/<id>/trial-<n>/ (evals.trials)
+        where = (f"{quote(folder.parent.name)}/{quote(folder.name)}"
+                 if folder.name.startswith("trial-") else quote(folder.name))
+        href = esc(f"{link_prefix}{where}/{quote(shot.name)}")
         uri = embedder.thumbnail(shot)
         if uri is None:
             image = (f'<div class="noimg"><a href="{href}">{esc(shot.name)}</a>'
@@ -338,13 +341,16 @@ def _task_html(
 ) -> str:
     status = str(record.get("status"))
     task_id = str(record.get("task_id"))
+    trial = int(record.get("trial") or 1)
+    anchor = task_anchor(task_id) + (f"-trial-{trial}" if trial > 1 else "")
     steps = record.get("steps") or []
     score = record.get("score")
     why = record.get("error_message") or record.get("reason") or ""
     error_type = record.get("error_type")
     summary_cells = [
         badge(status),
-        f'<span class="tid">{esc(task_id)}</span>',
+        f'<span class="tid">{esc(task_id)}</span>'
+        + (f' <span class="muted">trial {trial}</span>' if trial > 1 else ""),
         f'<span class="muted">{esc(record.get("domain"))}</span>',
         f'<span class="num">{esc(fmt_num(score, 2) if score is not None else "")}</span>',
         f'<span class="muted">{len(steps)} step{"" if len(steps) == 1 else "s"}</span>',
@@ -382,7 +388,7 @@ def _task_html(
         body.append(f'<div class="steps">{cards}</div>')
     search = f"{task_id} {record.get('domain')} {error_type or ''} {why}".lower()
     return (
-        f'<details class="task" id="{esc(task_anchor(task_id))}" data-status="{esc(status)}" '
+        f'<details class="task" id="{esc(anchor)}" data-status="{esc(status)}" '
         f'data-search="{esc(search)}">'
         f"<summary>{''.join(summary_cells)}</summary>"
         f'<div class="tbody">{"".join(body)}</div></details>'
@@ -436,6 +442,53 @@ def _small_table(headers: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table class="small"><tr>{head}</tr>{body}</table>'
+
+
+def _statistics_section(summary: Mapping[str, Any]) -> list[str]:
+    """The intervals, pass@k / pass^k and the flaky tasks (see :func:`evals.metrics.statistics`)."""
+    from evals.metrics import fmt_interval
+
+    if "success_rate_ci" not in summary:
+        return []
+    k = int(summary.get("trials") or 1)
+    rows = []
+    for name, key, ci_key, rate in (
+        ("success rate", "success_rate", "success_rate_ci", True),
+        ("mean score", "avg_score", "mean_score_ci", False),
+    ):
+        ci = summary.get(ci_key)
+        value = fmt_rate(summary.get(key)) if rate else fmt_num(summary.get(key))
+        rows.append([esc(name), esc(value), esc(fmt_interval(ci, rate=rate)),
+                     esc(ci["method"]) if ci else ""])
+    pass_at, pass_all = summary.get("pass_at_k") or {}, summary.get("pass_all_k") or {}
+    for label, doc in ((f"pass@{k}", pass_at), (f"pass^{k}", pass_all)):
+        rows.append([esc(label), esc(fmt_rate(doc.get("value"))), "",
+                     esc(f"mean over {doc.get('tasks', 0)} task(s) with {k} scored trial(s)")])
+    html = ["<h2>Statistics</h2>",
+            _small_table(["", "estimate", "95% interval", "how"], rows)]
+    flaky = summary.get("flaky_tasks") or []
+    if flaky:
+        items = "".join(
+            f'<li><a href="#{esc(task_anchor(str(f["task_id"])))}">{esc(f["task_id"])}</a> '
+            f'{int(f["successes"])}/{int(f["outcomes"])} success</li>'
+            for f in flaky
+        )
+        html.append(f"<h3>Flaky tasks ({len(flaky)}): trials disagree</h3><ul>{items}</ul>")
+    elif k > 1:
+        html.append('<p class="muted">No flaky task: every task\'s trials agree.</p>')
+    return html
+
+
+def _manifest_section(run_dir: Path) -> list[str]:
+    """What the run measured (``manifest.json``, :mod:`evals.manifest`), in a few rows."""
+    from evals.manifest import MANIFEST, read_manifest, summary_lines
+
+    manifest = read_manifest(run_dir)
+    if manifest is None:
+        return []
+    rows = [[esc(label), f"<code>{esc(value)}</code>"] for label, value in summary_lines(manifest)]
+    return ["<h2>What was measured</h2>",
+            _small_table(["", f"from {MANIFEST}"], rows)]
 
 
 def render_run(
@@ -514,6 +567,8 @@ def render_run(
         f'<div class="cards">{"".join(cards)}</div>',
         f'<div style="max-width:720px">{outcome_bar(summary)}</div>{legend}',
     ]
+    sections += _statistics_section(summary)
+    sections += _manifest_section(path)
     if summary["by_domain"]:
         sections += ["<h2>By domain</h2>", _domain_table(summary["by_domain"])]
     if summary["by_error_type"]:

@@ -1,6 +1,7 @@
 """Agents: the interface, the built-ins by name, and third-party agents as ``module:Class``.
 
-Built-ins: ``noop`` (done at once), ``oracle`` (a local task's reference solution), ``replay``
+Built-ins: ``noop`` (done at once), ``oracle`` (a local task's reference solution), ``random``
+(the reference solution with probability ``p``, else done: ``--agent-arg p=0.3``), ``replay``
 (``--bundles DIR``: a workflow bundle per task), ``http`` (``--agent-url URL``: any agent behind
 a URL), ``api-claude`` and ``api-openai`` (the model APIs' computer-use tools). Any other agent
 is named ``package.module:ClassName`` (modules in the current folder are found too); the class
@@ -61,6 +62,7 @@ __all__ = [
 BUILTIN_AGENTS: dict[str, str] = {
     "noop": "evals.agents.noop:NoopAgent",
     "oracle": "evals.agents.oracle:OracleAgent",
+    "random": "evals.agents.chance:ChanceAgent",
     "replay": "evals.agents.replay:ReplayAgent",
     "http": "evals.agents.http:HttpAgent",
     "api-claude": "evals.agents.api_claude:ClaudeComputerUseAgent",

@@ -21,19 +21,15 @@ from oa_vm.duration_options import METAVAR, duration
 if TYPE_CHECKING:
     from evals.runner import RunConfig, RunEvent, RunResult, Snapshot
 
-TasksOpt = Annotated[
-    str,
-    typer.Option(
-        "--tasks",
-        help="Tasks: all, an index (local_all, test_small...), domain:<name>, IDs 'A,B', @file.",
-    ),
-]
-AgentOpt = Annotated[
-    str,
-    typer.Option("--agent", help="noop, oracle, replay, http, api-claude, api-openai, or "
-                 "module:Class."),
-]
+TASKS_HELP = "Tasks: all, an index (local_all, test_small...), domain:<name>, IDs 'A,B', @file."
+AGENT_HELP = "noop, oracle, random, replay, http, api-claude, api-openai, or module:Class."
+TasksOpt = Annotated[str, typer.Option("--tasks", help=TASKS_HELP)]
+AgentOpt = Annotated[str, typer.Option("--agent", help=AGENT_HELP)]
 MaxStepsOpt = Annotated[int, typer.Option("--max-steps", help="Steps per task at most.")]
+TrialsOpt = Annotated[
+    int, typer.Option("--trials", help="Run each task K times (each trial its own record; "
+                      "pass@k, pass^k and flaky tasks in the summary).", metavar="K")
+]
 RunNameOpt = Annotated[
     str | None, typer.Option("--run-name", help="Run folder name (default: <agent>-<UTC time>).")
 ]
@@ -192,6 +188,7 @@ def build_config(
     agent_args: list[str] | None = None,
     pools: list[str] | None = None,
     reset: str = "clean-or-stock",
+    trials: int = 1,
 ) -> RunConfig:
     """The :class:`evals.runner.RunConfig` for command-line options (checked).
 
@@ -222,6 +219,7 @@ def build_config(
         step_pause_s=step_pause,
         pools=pools,
         reset=reset,
+        trials=trials,
     )
     config.validate()
     return config
@@ -328,9 +326,47 @@ def finish_run(result: RunResult) -> None:
         )
 
 
+def _rerun_defaults(
+    run: str, results_dir: Path | None, tasks: str | None, agent: str | None,
+    trials: int | None, agent_args: list[str] | None,
+) -> tuple[str, str, int, list[str] | None]:
+    """``--tasks``, ``--agent``, ``--trials`` and ``--agent-arg`` of ``--rerun-errors RUN``:
+    those given, else the run's own (its metadata, and its manifest's agent arguments).
+
+    Raises:
+        InvalidRunInputError: no such run, or its agent had arguments that were redacted (they
+            must be given again).
+    """
+    from evals.errors import InvalidRunInputError
+    from evals.manifest import read_manifest
+    from evals.metrics import find_run, read_metadata
+
+    folder = find_run(run, results_dir)
+    metadata = read_metadata(folder)
+    if agent_args is None and agent is None:
+        recorded = ((read_manifest(folder) or {}).get("agent") or {}).get("arguments") or {}
+        hidden = sorted(k for k, v in recorded.items() if v == "<redacted>")
+        if hidden:
+            raise InvalidRunInputError(
+                f"run {run!r}: its agent's {', '.join(hidden)} were not recorded; give them "
+                "again with --agent-arg KEY=VALUE"
+            )
+        agent_args = [f"{k}={v}" for k, v in recorded.items()] or None
+    return (
+        tasks if tasks is not None else str(metadata.get("selection") or ""),
+        agent if agent is not None else str(metadata.get("agent") or ""),
+        trials if trials is not None else int(metadata.get("trials") or 1),
+        agent_args,
+    )
+
+
 def run(
-    tasks: TasksOpt,
-    agent: AgentOpt,
+    tasks: Annotated[
+        str | None, typer.Option("--tasks", help=TASKS_HELP + " Required (but for --rerun-errors).")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help=AGENT_HELP + " Required (but for --rerun-errors).")
+    ] = None,
     pool: Annotated[
         list[str] | None,
         typer.Option("--pool", "-n", help="The pool's name (default: the only pool); repeat it "
@@ -356,8 +392,31 @@ def run(
     fail_on_errors: FailOnErrorsOpt = False,
     wait_for_pool: WaitForPoolOpt = None,
     reset: ResetOpt = "clean-or-stock",
+    trials: Annotated[
+        int | None, typer.Option("--trials", metavar="K", help="Run each task K times (each "
+                                 "trial its own record; pass@k, pass^k and flaky tasks in the "
+                                 "summary). Default 1.")
+    ] = None,
+    rerun_errors: Annotated[
+        str | None, typer.Option(
+            "--rerun-errors", metavar="RUN",
+            help="Run again, in RUN's folder, only its tasks that ended in an infrastructure, "
+                 "setup or timeout error; earlier attempts are kept. --tasks, --agent, --trials "
+                 "and --agent-arg default to RUN's.")
+    ] = None,
 ) -> None:
     """Run tasks on one or more existing pools (one queue); every task gets one final record."""
+    from evals.errors import InvalidRunInputError
+
+    if rerun_errors is not None:
+        tasks, agent, trials, agent_arg = _rerun_defaults(
+            rerun_errors, results_dir, tasks, agent, trials, agent_arg
+        )
+        run_name, resume = rerun_errors, True
+    if tasks is None or agent is None:
+        raise InvalidRunInputError(
+            "give --tasks and --agent (or --rerun-errors RUN to rerun a run's errors)"
+        )
     several = pool is not None and len(pool) > 1
     config = build_config(
         pool=None if several or not pool else pool[0], pools=pool if several else None,
@@ -365,8 +424,9 @@ def run(
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
-        agent_args=agent_arg, reset=reset,
+        agent_args=agent_arg, reset=reset, trials=trials or 1,
     )
+    config.rerun_errors = rerun_errors is not None
     config.repair = repair
     config.wait_for_pool_s = parse_wait(wait_for_pool)
     execute(config, json_out=json_out, fail_on_errors=fail_on_errors)

@@ -37,6 +37,7 @@ from evals.commands.run import (
     StepPauseOpt,
     TasksOpt,
     TaskTimeoutOpt,
+    TrialsOpt,
     build_config,
     execute,
     finish_run,
@@ -127,6 +128,7 @@ def sweep(
     agent_arg: AgentArgOpt = None,
     fail_on_errors: FailOnErrorsOpt = False,
     reset: ResetOpt = "clean-or-stock",
+    trials: TrialsOpt = 1,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
     from evals.agents import agent_factory
@@ -139,7 +141,7 @@ def sweep(
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
-        agent_args=agent_arg, reset=reset,
+        agent_args=agent_arg, reset=reset, trials=trials,
     )
     faults = parse_faults(fault)
     # Everything checkable without a pool is checked before one is paid for.

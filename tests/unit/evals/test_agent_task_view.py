@@ -121,5 +121,5 @@ def test_only_the_oracle_opts_in_among_the_built_ins() -> None:
     from evals.agents import BUILTIN_AGENTS, load_agent_class
 
     opted = {name for name in BUILTIN_AGENTS if load_agent_class(name).sees_answers}
-    assert opted == {"oracle"}
+    assert opted == {"oracle", "random"}  # random plays the reference solution at times
     assert OracleAgent.sees_answers is True

@@ -174,3 +174,84 @@ def test_view_command_writes_the_page(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.strip() == str(tmp_path / "new" / "view.html")
     assert "only-b" in (tmp_path / "new" / "view.html").read_text(encoding="utf-8")
+
+
+def _paired_runs(root: Path, b_wins: int, a_wins: int, same: int) -> None:
+    """Runs A and B over the same tasks: B alone solves ``b_wins``, A alone ``a_wins``, both
+    fail ``same``; one infrastructure error in B is left out of the pairing."""
+    a, b = RunFolder(root, "a"), RunFolder(root, "b")
+    for i in range(b_wins):
+        a.add_task(f"bw{i}", status="failure")
+        b.add_task(f"bw{i}", status="success")
+    for i in range(a_wins):
+        a.add_task(f"aw{i}", status="success")
+        b.add_task(f"aw{i}", status="failure")
+    for i in range(same):
+        a.add_task(f"s{i}", status="failure")
+        b.add_task(f"s{i}", status="failure")
+    a.add_task("err", status="success")
+    b.add_task("err", status="error", error_type="infrastructure")
+    a.finish()
+    b.finish()
+
+
+def test_paired_comparison_calls_a_real_difference(tmp_path: Path) -> None:
+    _paired_runs(tmp_path, b_wins=12, a_wins=2, same=16)
+    paired = compare_runs(tmp_path / "a", tmp_path / "b").paired()
+
+    assert len(paired.tasks) == 30  # "err" was not scored by B
+    rate = paired.success_rate
+    assert rate is not None
+    # McNemar exact, 12 vs 2 discordant: 2 * (1 + 14 + 91) / 2^14
+    assert rate.test.name == "McNemar exact"
+    assert rate.test.p_value == pytest.approx(212 / 16384)
+    assert rate.difference.estimate == pytest.approx(10 / 30)
+    assert 0 < rate.difference.low < 10 / 30 < rate.difference.high
+    assert paired.significant
+    assert paired.verdict().startswith("B is better than A: +33.3 points, 95% CI [+")
+    assert paired.verdict().endswith("McNemar exact p = 0.013")
+    assert sorted(paired.better_in_b) == sorted(f"bw{i}" for i in range(12))
+    assert sorted(paired.worse_in_b) == ["aw0", "aw1"]
+
+
+def test_paired_comparison_of_alike_runs_finds_no_difference(tmp_path: Path) -> None:
+    _paired_runs(tmp_path, b_wins=3, a_wins=2, same=25)
+    paired = compare_runs(tmp_path / "a", tmp_path / "b").paired()
+
+    assert not paired.significant
+    assert paired.success_rate is not None and paired.success_rate.test.p_value == 1.0
+    assert paired.verdict().startswith("no detectable difference (+3.3 points")
+    assert "the smallest difference this pair could detect is about" in paired.verdict()
+
+
+def test_compare_json_carries_the_paired_statistics(tmp_path: Path) -> None:
+    _paired_runs(tmp_path, b_wins=12, a_wins=2, same=16)
+    result = CliRunner().invoke(_app(), ["compare", "a", "b", "--json", "--results-dir",
+                                         str(tmp_path)])
+
+    assert result.exit_code == 0, result.output
+    paired = json.loads(result.stdout)["paired"]
+    assert paired["tasks"] == 30
+    assert paired["success_rate"]["test"] == "McNemar exact"
+    assert paired["success_rate"]["p_value"] == pytest.approx(212 / 16384, abs=1e-6)
+    assert paired["success_rate"]["ci"]["low"] > 0
+    assert paired["mean_score"]["test"] == "sign test"
+    assert paired["verdict"].startswith("B is better than A")
+    text = CliRunner().invoke(_app(), ["compare", "a", "b", "--results-dir", str(tmp_path)])
+    assert "Verdict: B is better than A: +33.3 points" in text.output
+
+
+def test_paired_comparison_over_trials_uses_the_sign_test_on_task_rates() -> None:
+    from evals.compare import paired_comparison
+
+    def trials(tid: str, *statuses: str) -> list[TaskOutcome]:
+        return [TaskOutcome(tid, "d", s, 1.0 if s == "success" else 0.0, 1) for s in statuses]
+
+    a = {f"t{i}": trials(f"t{i}", "failure", "failure", "success") for i in range(6)}
+    b = {f"t{i}": trials(f"t{i}", "success", "success", "failure") for i in range(6)}
+    paired = paired_comparison(a, b)
+
+    assert paired.success_rate is not None
+    assert paired.success_rate.test.name == "sign test"
+    assert paired.success_rate.test.p_value == pytest.approx(2 / 64)  # 6 of 6 up
+    assert paired.success_rate.difference.estimate == pytest.approx(1 / 3)

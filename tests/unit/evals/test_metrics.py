@@ -278,3 +278,44 @@ def test_an_opted_in_agent_is_named_in_the_summary(tmp_path: Path) -> None:
     (path / "metadata.json").write_text(json.dumps(metadata), encoding="utf-8")
     text = format_summary(compute_summary(path))
     assert "Agent saw the answers: oracle" in text
+
+
+def test_summary_carries_the_statistics(tmp_path: Path) -> None:
+    summary = compute_summary(_mixed_run(tmp_path))
+
+    assert summary["trials"] == 1
+    # 2 successes of 3 outcomes (errors left out): Wilson 2/3 = [0.2077, 0.9385].
+    rate = summary["success_rate_ci"]
+    assert (round(rate["low"], 4), round(rate["high"], 4)) == (0.2077, 0.9385)
+    assert rate["method"] == "wilson" and rate["estimate"] == pytest.approx(2 / 3)
+    score = summary["mean_score_ci"]
+    assert score["low"] <= summary["avg_score"] <= score["high"]
+    assert summary["pass_at_k"]["value"] == pytest.approx(2 / 3)
+    assert summary["pass_at_k"]["tasks"] == 3  # the tasks with a scored trial
+    assert summary["flaky_tasks"] == []
+    text = format_summary(summary)
+    assert "95% CI of the success rate: [20.8%, 93.9%] (wilson)" in text
+    assert "Trials per task: 1; pass@1 66.7%, pass^1 66.7% (over 3 task(s)" in text
+
+
+def test_statistics_group_trials_by_task_and_list_flaky_tasks() -> None:
+    from evals.metrics import TaskOutcome, statistics
+
+    def trial(tid: str, status: str) -> TaskOutcome:
+        score = {"success": 1.0, "failure": 0.0}.get(status)
+        return TaskOutcome(tid, "d", status, score, 1,
+                           error_type="infrastructure" if status == "error" else None)
+
+    items = [trial("a", s) for s in ("success", "success", "failure")]
+    items += [trial("b", "success")] * 3 + [trial("c", "failure")] * 3
+    items += [trial("d", "success"), trial("d", "error"), trial("d", "success")]
+    stats = statistics(items, trials=3)
+
+    assert stats["trials"] == 3
+    assert [f["task_id"] for f in stats["flaky_tasks"]] == ["a"]
+    assert stats["flaky_tasks"][0]["successes"] == 2
+    # d lost a trial to an error: it counts at k <= 2 only.
+    assert stats["pass_at_k"]["tasks"] == 3 and stats["pass_at_k"]["by_task"]["d"] is None
+    assert stats["pass_at_k"]["value"] == pytest.approx((1 + 1 + 0) / 3)
+    assert stats["pass_all_k"]["value"] == pytest.approx((0 + 1 + 0) / 3)
+    assert stats["success_rate_ci"]["estimate"] == pytest.approx(7 / 11)

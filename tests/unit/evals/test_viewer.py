@@ -190,3 +190,36 @@ def test_step_shows_model_usage(tmp_path: Path) -> None:
         '"tokens_out": 35}\n', 1), encoding="utf-8")
 
     assert "model gpt-4o: 1200 tokens in, 35 out" in render_run(path)
+
+
+def test_statistics_section_shows_the_intervals(tmp_path: Path) -> None:
+    text = " ".join(_audit(render_run(_run(tmp_path))).text)
+
+    assert "Statistics" in text
+    # 1 success of 2 outcomes: Wilson [9.5%, 90.5%]
+    assert "[9.5%, 90.5%]" in text
+    assert "pass@1" in text and "pass^1" in text
+
+
+def test_trials_have_their_own_rows_and_screenshot_links(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    run = RunFolder(tmp_path, "trials-run", extra_metadata={"trials": 2})
+    run.add_task("t1", domain="notepad", status="success", steps=1)
+    path = run.finish()
+    task = path / "tasks" / "t1"
+    trial = task / "trial-2"
+    trial.mkdir()
+    record = json.loads((task / "execution.json").read_text(encoding="utf-8"))
+    record.update(trial=2, status="failure", score=0.0)
+    (trial / "execution.json").write_text(json.dumps(record), encoding="utf-8")
+    for png in task.glob("step_*.png"):
+        shutil.copy(png, trial / png.name)
+    page = render_run(path, embed_budget_bytes=1)  # links, not embedded thumbnails
+
+    assert 'id="task-t1"' in page and 'id="task-t1-trial-2"' in page
+    assert "tasks/t1/trial-2/step_000.png" in page
+    text = " ".join(_audit(page).text)
+    assert "trial 2" in text
+    assert "Flaky tasks (1)" in text  # one success, one failure

@@ -1,0 +1,142 @@
+"""evals.stats against values published or worked out by hand (not against itself)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scipy.stats import binomtest
+
+from evals import stats
+
+
+def test_wilson_interval_of_7_in_10_is_the_textbook_one() -> None:
+    # Wilson (1927) / Newcombe (1998) table: 7/10 -> 0.3968 to 0.8922.
+    low, high = stats.wilson_interval(7, 10)
+    assert (round(low, 4), round(high, 4)) == (0.3968, 0.8922)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 10), (1, 1), (3, 17), (50, 154), (154, 154)])
+def test_wilson_interval_agrees_with_scipy_binomtest(k: int, n: int) -> None:
+    ci = binomtest(k, n).proportion_ci(method="wilson")
+    low, high = stats.wilson_interval(k, n)
+    assert low == pytest.approx(ci.low, abs=1e-12) and high == pytest.approx(ci.high, abs=1e-12)
+
+
+def test_wilson_interval_of_nothing_in_ten() -> None:
+    low, high = stats.wilson_interval(0, 10)
+    assert low == 0.0 and round(high, 4) == 0.2775
+
+
+def test_wilson_refuses_counts_that_are_not_a_proportion() -> None:
+    with pytest.raises(ValueError):
+        stats.wilson_interval(3, 0)
+    with pytest.raises(ValueError):
+        stats.wilson_interval(4, 3)
+
+
+def test_success_rate_interval_with_one_trial_per_task_is_plain_wilson() -> None:
+    ci = stats.success_rate_interval([1] * 7 + [0] * 3, [1] * 10)
+    assert ci is not None and ci.method == "wilson" and ci.estimate == 0.7
+    assert (round(ci.low, 4), round(ci.high, 4)) == (0.3968, 0.8922)
+
+
+def test_trials_that_always_agree_count_as_one_trial_per_task_not_five() -> None:
+    # 5 tasks x 5 trials, each task all-or-nothing: 3 solved. Cluster variance of the pooled
+    # rate = sum((p_i - 0.6)^2) / (m (m - 1)) = (3*0.16 + 2*0.36) / 20 = 0.06; SRS variance =
+    # 0.6*0.4/25 = 0.0096; design effect 6.25; effective n 25/6.25 = 4 (m - 1).
+    assert stats.design_effect([5, 5, 5, 0, 0], [5] * 5) == pytest.approx(6.25)
+    ci = stats.success_rate_interval([5, 5, 5, 0, 0], [5] * 5)
+    assert ci is not None
+    assert (ci.low, ci.high) == pytest.approx(stats.wilson_interval(2.4, 4.0))
+    naive = stats.wilson_interval(15, 25)
+    assert ci.high - ci.low > 1.5 * (naive[1] - naive[0])
+
+
+def test_independent_looking_trials_have_no_design_effect() -> None:
+    # Every task 2/4 successes: the tasks do not differ, so trials are as good as independent.
+    assert stats.design_effect([2, 2, 2, 2], [4, 4, 4, 4]) == 1.0
+    assert stats.success_rate_interval([], []) is None
+
+
+def test_mean_score_bootstrap_matches_the_normal_interval_for_many_tasks() -> None:
+    scores = [[1.0]] * 60 + [[0.0]] * 140  # p = 0.3, n = 200
+    ci = stats.mean_score_interval(scores)
+    assert ci is not None and ci.estimate == pytest.approx(0.3)
+    half = 1.96 * math.sqrt(0.3 * 0.7 / 200)  # 0.0635
+    assert ci.low == pytest.approx(0.3 - half, abs=0.01)
+    assert ci.high == pytest.approx(0.3 + half, abs=0.01)
+
+
+def test_mean_score_bootstrap_is_reproducible_and_seeded() -> None:
+    scores = [[(i * 37 % 101) / 100] for i in range(40)]
+    assert stats.mean_score_interval(scores) == stats.mean_score_interval(scores)
+    other = stats.mean_score_interval(scores, seed=7)
+    assert other is not None and other != stats.mean_score_interval(scores)
+
+
+def test_mean_score_bootstrap_resamples_tasks_not_trials() -> None:
+    # Repeating every task's score five times adds no information about other tasks: a
+    # bootstrap clustered by task gives exactly the interval of one trial per task.
+    one = [[1.0], [0.0], [0.5], [1.0], [0.0], [0.0], [1.0], [0.25]]
+    five = [s * 5 for s in one]
+    assert stats.mean_score_interval(five) == stats.mean_score_interval(one)
+
+
+def test_mean_score_of_identical_scores_has_zero_width() -> None:
+    ci = stats.mean_score_interval([[1.0], [1.0], [1.0]])
+    assert ci is not None and (ci.low, ci.high, ci.method) == (1.0, 1.0, "degenerate")
+    assert stats.mean_score_interval([[], []]) is None
+
+
+def test_pass_at_k_and_pass_all_k_by_hand() -> None:
+    # n=5 trials, c=2 successes, k=2: pass@2 = 1 - C(3,2)/C(5,2) = 1 - 3/10; pass^2 = C(2,2)/C(5,2).
+    assert stats.pass_at_k(5, 2, 2) == pytest.approx(0.7)
+    assert stats.pass_all_k(5, 2, 2) == pytest.approx(0.1)
+    assert stats.pass_at_k(5, 2, 1) == pytest.approx(0.4) == stats.pass_all_k(5, 2, 1)
+    assert stats.pass_at_k(5, 0, 5) == 0.0 and stats.pass_at_k(5, 1, 5) == 1.0
+    assert stats.pass_all_k(5, 4, 5) == 0.0 and stats.pass_all_k(5, 5, 5) == 1.0
+    with pytest.raises(ValueError):
+        stats.pass_at_k(3, 1, 4)
+
+
+def test_pass_k_table_counts_only_tasks_with_k_scored_trials() -> None:
+    at, every = stats.pass_k_table({"a": (2, 5), "b": (5, 5), "c": (0, 5), "d": (1, 2)}, 5)
+    assert at["value"] == pytest.approx(2 / 3) and at["tasks"] == 3  # d has 2 trials only
+    assert every["value"] == pytest.approx(1 / 3)
+    assert at["by_task"] == {"a": 1.0, "b": 1.0, "c": 0.0, "d": None}
+    assert at["by_k"]["1"] == pytest.approx((0.4 + 1.0 + 0.0 + 0.5) / 4)
+
+
+def test_flaky_means_scored_trials_disagree() -> None:
+    assert stats.flaky([("success", 1.0), ("failure", 0.0)])
+    assert stats.flaky([("failure", 0.5), ("failure", 0.0)])
+    assert not stats.flaky([("failure", 0.0)] * 3)
+
+
+def test_mcnemar_exact_p_for_10_and_2_discordant_pairs() -> None:
+    # 2 * P(X <= 2), X ~ Binomial(12, 1/2) = 2 * (1 + 12 + 66) / 4096 = 0.038574...
+    test = stats.mcnemar_exact(10, 2)
+    assert test.p_value == pytest.approx(158 / 4096)
+    assert test.name == "McNemar exact"
+    assert stats.mcnemar_exact(0, 0).p_value == 1.0
+    assert stats.mcnemar_exact(3, 3).p_value == 1.0
+    # 6 vs 0: 2 / 64
+    assert stats.sign_test(0, 6).p_value == pytest.approx(2 / 64)
+
+
+def test_paired_difference_interval_and_detectable_difference() -> None:
+    assert stats.mean_difference_interval([]) is None
+    same = stats.mean_difference_interval([0.0] * 10)
+    assert same is not None and (same.low, same.high) == (0.0, 0.0)
+    diffs = [1.0] * 30 + [0.0] * 60 + [-1.0] * 10  # mean 0.2
+    ci = stats.mean_difference_interval(diffs)
+    assert ci is not None and ci.estimate == pytest.approx(0.2)
+    sd = math.sqrt(sum((d - 0.2) ** 2 for d in diffs) / 99)
+    assert ci.low == pytest.approx(0.2 - 1.96 * sd / 10, abs=0.02)
+    # (z_.975 + z_.80) * 0.5 / sqrt(100) = (1.95996 + 0.84162) * 0.05
+    mdd = stats.minimum_detectable_difference([0.5, -0.5] * 50)
+    assert mdd == pytest.approx(2.80158 * 0.5025 / 10, rel=1e-3)
+    # No discordant task: the spread of two outcomes at the pooled rate stands in.
+    none = stats.minimum_detectable_difference([0.0] * 100, pooled_rate=0.5)
+    assert none == pytest.approx(2.80158 * math.sqrt(0.5) / 10, rel=1e-4)
