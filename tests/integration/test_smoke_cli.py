@@ -94,7 +94,9 @@ def _cloud(
     host.start()
     set_outcomes(fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000")
     try:
-        with running_worker(tmp_path, tasks=tasks, faults=faults) as worker:
+        # It plays a cloud worker, reached only through the host's SSH tunnels: no local
+        # pool's secret prefix (a cloud host's servers have none).
+        with running_worker(tmp_path, tasks=tasks, faults=faults, auth=False) as worker:
             entry = worker.workers[0]
             config = tmp_path / "fake-cloud.json"
             config.write_text(json.dumps({
