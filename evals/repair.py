@@ -220,7 +220,7 @@ class WorkerRepairer:
         if found is None or found.state != WorkerState.READY:
             return None
         if found.ssh is not None:
-            from waa_client.tunnel import make_tunnel
+            from waa_client.ssh import make_tunnel
 
             tunnel = make_tunnel(tunnel_target(found), known_hosts_path(record.name))
             tunnel.start()

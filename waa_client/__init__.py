@@ -39,9 +39,9 @@ _LAZY = {"PoolTunnels", "TunnelTarget", "WorkerTunnel", "ssh_command"}
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from waa_client import tunnel
+        from waa_client import ssh
 
-        return getattr(tunnel, name)
+        return getattr(ssh, name)
     raise AttributeError(f"module 'waa_client' has no attribute {name!r}")
 
 __all__ = [

@@ -173,8 +173,7 @@ class ParamikoRunner:
         import paramiko
 
         from waa_client.errors import TunnelError
-        from waa_client.known_hosts import KnownHosts
-        from waa_client.tunnel import load_private_key
+        from waa_client.ssh import KnownHosts, load_private_key
 
         try:
             pkey = load_private_key(Path(ssh.key_path))

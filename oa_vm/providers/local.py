@@ -37,7 +37,7 @@ from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, Worker
 if TYPE_CHECKING:
     from oa_vm.connect import WorkerConnection
     from oa_vm.snapshots import SnapshotControl
-    from waa_client.tunnel import WorkerTunnel
+    from waa_client.ssh import WorkerTunnel
 
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 5.0
