@@ -384,7 +384,18 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
             1 for r in records for step in r.get("steps") or [] if step.get("rejected")
         ),
         "resets": reset_summary(records),
+        # --variations: each goal style beside the originals of the same tasks
+        "goal_styles": _goal_styles(items),
     }
+
+
+def _goal_styles(items: list[TaskOutcome]) -> list[dict[str, Any]]:
+    """``goal_styles`` rows (none for a run without goal variations)."""
+    from evals.variations import compare_styles
+
+    rows = compare_styles((t.task_id, t.status, t.score) for t in items
+                          if t.status in ("success", "failure", "error"))
+    return [r.to_json() for r in rows] if any(r.style != "original" for r in rows) else []
 
 
 def _by_pool(metadata: Mapping[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -576,6 +587,11 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             "and tasks/<id>/attempt-<n>/)"
         )
     lines += _statistics_lines(summary)
+    styles = summary.get("goal_styles") or []
+    if styles:
+        from evals.variations import format_styles
+
+        lines += ["", *format_styles(styles)]
     by_domain = summary.get("by_domain") or {}
     if by_domain:
         rows = [

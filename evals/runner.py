@@ -53,6 +53,7 @@ from evals.records import (
 )
 from evals.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
 from evals.trials import MAX_TRIALS, trial_key
+from evals.variations import add_variations, read_variations
 
 if TYPE_CHECKING:
     from evals.pools import RunPool
@@ -124,6 +125,8 @@ class RunConfig:
             ``clean-or-stock`` (:mod:`evals.reset`).
         trials: Times each task is run (``--trials K``; :mod:`evals.trials`), each trial an
             attempt of its own with its own record.
+        variations: A goal-variations file (``--variations``, :mod:`evals.variations`): each
+            selected task's variations run after it, with its checker.
         rerun_errors: With ``resume``: run again the tasks (trials) of the run that ended in
             an error of :data:`RERUN_ERROR_TYPES`, keeping the earlier attempts.
     """
@@ -152,6 +155,7 @@ class RunConfig:
     reset: str = DEFAULT_RESET.value
     trials: int = 1
     rerun_errors: bool = False
+    variations: Path | None = None
 
     def pool_names(self) -> list[str]:
         """The pools asked for: ``pools`` if given, else ``[pool]``, else ``[]`` (the only one).
@@ -416,6 +420,7 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     if config.resume:
         config.max_cost_usd, _ = resumed_cap(previous, config.max_cost_usd)
     make_agent = agent_factory(config.agent, config.agent_options)
+    variations = read_variations(config.variations) if config.variations is not None else None
 
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken
@@ -423,6 +428,8 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         names, connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s
     ) as pools:
         selected = select_tasks(pools, config.selection)
+        if variations is not None:
+            selected = add_variations(selected, variations)
         refs = selected.refs
         task_ids = [r.task_id for r in refs]
         if config.resume and list(previous.get("task_ids") or []) != task_ids:
@@ -660,6 +667,7 @@ def _run_in_folder(
             "selection": config.selection,
             "task_ids": task_ids,
             "trials": config.trials,
+            "variations": str(config.variations) if config.variations is not None else None,
             "max_steps": config.max_steps,
             "max_attempts": config.max_attempts,
             "task_timeout_s": config.task_timeout_s,

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evals.errors import InvalidRunInputError
-from evals.pools import Selected
 from waa_client.errors import CatalogError
 from waa_client.variations import (
     STYLES,
@@ -25,6 +24,9 @@ from waa_client.variations import (
     style_of,
     variation_task,
 )
+
+if TYPE_CHECKING:
+    from evals.pools import Selected
 
 
 def read_variations(path: Path) -> dict[str, Variation]:
@@ -47,6 +49,8 @@ def add_variations(selected: Selected, variations: Mapping[str, Variation],
         InvalidRunInputError: none of the variations is of a selected task, or one changes a
             field other than the instruction.
     """
+    from evals.pools import Selected
+
     refs = {r.task_id: r for r in selected.refs}
     order = expand([r.task_id for r in selected.refs], variations)
     if len(order) == len(selected.refs):
@@ -100,11 +104,18 @@ class StyleRow:
         return self.successes / self.runs if self.runs else None
 
     def to_json(self) -> dict[str, Any]:
-        """The row as ``summary.json`` keeps it."""
+        """The row as ``summary.json`` keeps it (``goal_styles``), with the 95% Wilson interval
+        of its success rate (:func:`evals.stats.wilson_interval`)."""
+        from evals.stats import wilson_interval
+
+        interval = None
+        if self.runs:
+            low, high = wilson_interval(self.successes, self.runs)
+            interval = {"low": low, "high": high, "method": "wilson"}
         return {"style": self.style, "tasks": self.tasks, "runs": self.runs,
                 "successes": self.successes, "success_rate": self.success_rate,
-                "mean_score": self.mean_score, "errors": self.errors,
-                "original_success_rate": self.original_success_rate}
+                "success_rate_ci": interval, "mean_score": self.mean_score,
+                "errors": self.errors, "original_success_rate": self.original_success_rate}
 
 
 Outcome = tuple[str, str, float | None]
@@ -138,19 +149,23 @@ def compare_styles(outcomes: Iterable[Outcome]) -> list[StyleRow]:
     return [row(style, by_style[style]) for style in order if style in by_style]
 
 
-def format_styles(rows: list[StyleRow]) -> list[str]:
-    """The comparison as summary lines (an empty list when the run has no variation)."""
-    if not any(r.style != "original" for r in rows):
+def format_styles(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The ``goal_styles`` rows of a summary as lines (none when the run has no variation)."""
+    listed = list(rows)
+    if not any(r["style"] != "original" for r in listed):
         return []
 
     def pct(value: float | None) -> str:
         return "n/a" if value is None else f"{100 * value:.1f}%"
 
     lines = ["Goal styles (the same tasks, reworded; the checker is the original's):"]
-    for r in rows:
-        against = ("" if r.style == "original"
-                   else f"; originals of these tasks {pct(r.original_success_rate)}")
-        errors = f", {r.errors} error(s)" if r.errors else ""
-        lines.append(f"  {r.style:<18} {r.successes}/{r.runs} succeeded ({pct(r.success_rate)})"
-                     f" on {r.tasks} task(s){errors}{against}")
+    for r in listed:
+        ci = r.get("success_rate_ci")
+        interval = f" 95% CI [{pct(ci['low'])}, {pct(ci['high'])}]" if ci else ""
+        against = ("" if r["style"] == "original"
+                   else f"; originals of these tasks {pct(r.get('original_success_rate'))}")
+        errors = f", {r['errors']} error(s)" if r.get("errors") else ""
+        lines.append(f"  {r['style']:<18} {r['successes']}/{r['runs']} succeeded "
+                     f"({pct(r.get('success_rate'))}){interval} on {r['tasks']} task(s)"
+                     f"{errors}{against}")
     return lines

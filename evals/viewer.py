@@ -479,6 +479,26 @@ def _statistics_section(summary: Mapping[str, Any]) -> list[str]:
     return html
 
 
+def _styles_section(summary: Mapping[str, Any]) -> list[str]:
+    """Each goal style beside the originals of the same tasks (``--variations``)."""
+    from evals.metrics import fmt_interval
+
+    styles = summary.get("goal_styles") or []
+    if not styles:
+        return []
+    rows = [[esc(r["style"]), esc(f"{r['successes']}/{r['runs']}"),
+             esc(fmt_rate(r.get("success_rate"))),
+             esc(fmt_interval(r.get("success_rate_ci"), rate=True)),
+             esc(fmt_num(r.get("mean_score"))), esc(str(r.get("errors", 0))),
+             esc(fmt_rate(r.get("original_success_rate")) if r["style"] != "original" else "")]
+            for r in styles]
+    return ["<h2>Goal styles</h2>",
+            '<p class="muted">The same tasks with the instruction reworded; the checker is the '
+            "original's.</p>",
+            _small_table(["style", "succeeded", "rate", "95% interval", "mean score", "errors",
+                          "originals of these tasks"], rows)]
+
+
 def _manifest_section(run_dir: Path) -> list[str]:
     """What the run measured (``manifest.json``, :mod:`evals.manifest`), in a few rows."""
     from evals.manifest import MANIFEST, read_manifest, summary_lines
@@ -568,6 +588,7 @@ def render_run(
         f'<div style="max-width:720px">{outcome_bar(summary)}</div>{legend}',
     ]
     sections += _statistics_section(summary)
+    sections += _styles_section(summary)
     sections += _manifest_section(path)
     if summary["by_domain"]:
         sections += ["<h2>By domain</h2>", _domain_table(summary["by_domain"])]

@@ -189,6 +189,7 @@ def build_config(
     pools: list[str] | None = None,
     reset: str = "clean-or-stock",
     trials: int = 1,
+    variations: Path | None = None,
 ) -> RunConfig:
     """The :class:`evals.runner.RunConfig` for command-line options (checked).
 
@@ -220,10 +221,19 @@ def build_config(
         pools=pools,
         reset=reset,
         trials=trials,
+        variations=variations,
     )
     config.validate()
     return config
 
+
+VariationsOpt = Annotated[
+    Path | None,
+    typer.Option("--variations", metavar="FILE",
+                 help="Goal variations to add after each selected task (<task_id>__<style>_<n>: "
+                      "the instruction reworded, the original's checker); the local suite's: "
+                      "infra/local/tasks/variations/local_all.json."),
+]
 
 FailOnErrorsOpt = Annotated[
     bool,
@@ -397,6 +407,7 @@ def run(
                                  "trial its own record; pass@k, pass^k and flaky tasks in the "
                                  "summary). Default 1.")
     ] = None,
+    variations: VariationsOpt = None,
     rerun_errors: Annotated[
         str | None, typer.Option(
             "--rerun-errors", metavar="RUN",
@@ -424,7 +435,7 @@ def run(
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
-        agent_args=agent_arg, reset=reset, trials=trials or 1,
+        agent_args=agent_arg, reset=reset, trials=trials or 1, variations=variations,
     )
     config.rerun_errors = rerun_errors is not None
     config.repair = repair

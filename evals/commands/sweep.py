@@ -38,6 +38,7 @@ from evals.commands.run import (
     TasksOpt,
     TaskTimeoutOpt,
     TrialsOpt,
+    VariationsOpt,
     build_config,
     execute,
     finish_run,
@@ -129,6 +130,7 @@ def sweep(
     fail_on_errors: FailOnErrorsOpt = False,
     reset: ResetOpt = "clean-or-stock",
     trials: TrialsOpt = 1,
+    variations: VariationsOpt = None,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
     from evals.agents import agent_factory
@@ -141,11 +143,15 @@ def sweep(
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
-        agent_args=agent_arg, reset=reset, trials=trials,
+        agent_args=agent_arg, reset=reset, trials=trials, variations=variations,
     )
     faults = parse_faults(fault)
     # Everything checkable without a pool is checked before one is paid for.
     agent_factory(config.agent, config.agent_options)
+    if config.variations is not None:
+        from evals.variations import read_variations
+
+        read_variations(config.variations)  # a bad file: one line, before the pool
     _check_run_folder(config.results_dir, config.run_name, config.resume)
     # A resumed sweep whose pool outlived it (the sweep was killed) reuses that pool rather
     # than paying for a second one.

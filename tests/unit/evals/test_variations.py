@@ -95,10 +95,10 @@ def test_each_style_is_compared_with_the_originals_of_the_same_tasks() -> None:
     assert by["casual"].original_success_rate == 1.0  # a and b both succeeded as originals
     assert (by["formal"].runs, by["formal"].errors, by["formal"].tasks) == (1, 1, 1)
     assert by["formal"].success_rate == 1.0 and by["formal"].mean_score == 1.0
-    text = "\n".join(format_styles(rows))
-    assert "casual" in text and "1/2 succeeded (50.0%) on 2 task(s)" in text
+    text = "\n".join(format_styles(r.to_json() for r in rows))
+    assert "casual" in text and "1/2 succeeded (50.0%) 95% CI [9.5%, 90.5%] on 2 task(s)" in text
     assert "originals of these tasks 100.0%" in text
-    assert format_styles(compare_styles([("a", "success", 1.0)])) == []
+    assert format_styles(r.to_json() for r in compare_styles([("a", "success", 1.0)])) == []
 
 
 def test_the_shipped_file_varies_every_local_task_in_every_style() -> None:
