@@ -21,11 +21,55 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
-from evals.commands.run import event_line
 from oa_vm.durations import format_duration
 
 if TYPE_CHECKING:
     from evals.runner import RunEvent, Snapshot
+
+
+def _eta(snapshot: Snapshot) -> str:
+    remaining = snapshot.total - snapshot.done
+    if remaining <= 0:
+        return "0s"
+    if snapshot.done_this_session == 0:
+        return "?"
+    seconds = snapshot.elapsed_s / snapshot.done_this_session * remaining
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def headline(snapshot: Snapshot) -> str:
+    """``12/24 done: 10 success, 1 failure, 1 error, 0 not run; ETA 40s``."""
+    return (
+        f"{snapshot.done}/{snapshot.total} done: {snapshot.successes} success, "
+        f"{snapshot.failures} failure, {snapshot.errors} error, {snapshot.not_run} not run; "
+        f"ETA {_eta(snapshot)}"
+    )
+
+
+def event_line(event: RunEvent) -> str | None:
+    """The plain line for an event, or ``None`` for events not worth a line."""
+    snap = event.snapshot
+    where = f" on {event.worker}" if event.worker else ""
+    if event.kind == "started":
+        return f"run started: {snap.total} task(s), {snap.done} already done"
+    if event.kind == "task_finished":
+        detail = f" ({event.detail})" if event.detail and event.status != "success" else ""
+        if event.rejected:
+            detail += f" [{event.rejected} action(s) rejected by the worker]"
+        return f"[{snap.done}/{snap.total}] {event.status} {event.task_id}{where}{detail}"
+    if event.kind == "task_retry":
+        return f"retry {event.task_id}: failed{where} ({event.detail}); another worker takes it"
+    if event.kind == "worker_quarantined":
+        return f"worker {event.worker} quarantined: {event.detail}"
+    if event.kind == "worker_repaired":
+        return f"worker {event.worker} {event.detail}: back at work"
+    if event.kind == "budget_stop":
+        return f"budget cap reached ({event.detail}): no more tasks are started"
+    if event.kind == "finished":
+        return headline(snap)
+    return None
+
 
 REFRESHES_PER_SECOND = 2  # enough for the per-worker clocks; cheap beside a run's own work
 NOTICE_KINDS = ("task_retry", "worker_quarantined", "worker_repaired", "budget_stop")

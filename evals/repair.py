@@ -91,7 +91,7 @@ class WorkerRepairer:
 
     def _watch(self) -> None:
         """Start a replacement for every worker under notice, without waiting for it."""
-        from oa_vm import api, fleet
+        from oa_vm import api, fleet, replacements
         from oa_vm.drain import DrainNotice, mark_draining
         from oa_vm.state import WorkerState
 
@@ -102,7 +102,7 @@ class WorkerRepairer:
                     if self._closed.is_set():
                         return
                     record = api.pool_status(self.pool, save=self._save)
-                    chain = fleet.replaced_by(record)
+                    chain = replacements.replaced_by(record)
                     noticed = []
                     for worker in record.workers:
                         if (worker.state not in (WorkerState.READY, WorkerState.DRAINING)
@@ -136,11 +136,11 @@ class WorkerRepairer:
     def _retire_leftovers(self) -> None:
         """At the end of the run, retire the replaced draining workers still in the pool (their
         loops ended without asking, e.g. because the queue was empty)."""
-        from oa_vm import api, fleet
+        from oa_vm import api, fleet, replacements
 
         try:
             record = api.pool_status(self.pool, save=self._save)
-            names = [n for n in fleet.replaced_by(record) if n in self._noticed
+            names = [n for n in replacements.replaced_by(record) if n in self._noticed
                      and any(w.name == n for w in record.workers)]
             if names:
                 fleet.repair_pool(self.pool, workers=names, wait=False, fence=self.fence)
@@ -172,7 +172,7 @@ class WorkerRepairer:
     def _replace(self, worker: str, asked: float) -> tuple[object, str] | None:
         """The pool's record once ``worker`` was replaced, and the name of the worker that now
         stands for it (itself, or a new worker for a draining one); None if not replaced."""
-        from oa_vm import api, fleet
+        from oa_vm import api, fleet, replacements
         from oa_vm.state import WorkerState
 
         if self._replaced_at.get(worker, 0.0) > asked:
@@ -181,7 +181,7 @@ class WorkerRepairer:
         record = api.pool_status(self.pool, save=self._save)
         present = {w.name for w in record.workers}
         if worker not in present:  # retired meanwhile (e.g. by pool-repair): its successor
-            target = fleet.successor(record, worker)
+            target = replacements.successor(record, worker)
             if target == worker or target not in present:
                 return None
             return api.wait_pool(self.pool, timeout_s=self.timeout_s, workers=[target],
@@ -194,7 +194,7 @@ class WorkerRepairer:
         now = time.monotonic()
         for name in replaced:
             self._replaced_at[name] = now
-        target = fleet.successor(record, worker)
+        target = replacements.successor(record, worker)
         if target != worker:
             # A draining worker, replaced under a new name; its last task is over (its loop
             # asks only then): retire it now rather than when the cloud ends it.

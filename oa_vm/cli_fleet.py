@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from oa_vm import fleet, state
+from oa_vm import fleet, replacements, state
 from oa_vm.api import DEFAULT_TTL_HOURS
 from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
@@ -127,7 +127,7 @@ def pool_repair(
     if not replaced:
         _echo(f"Pool {record.name!r}: no worker is lost or newly draining; nothing to repair.")
         return
-    stands_for = {new: old for old, new in fleet.replaced_by(record).items()}
+    stands_for = {new: old for old, new in replacements.replaced_by(record).items()}
     _echo(f"Pool {record.name!r}: replaced " + ", ".join(
         f"{name} (a new worker for draining {stands_for[name]})" if name in stands_for else name
         for name in replaced) + ".")

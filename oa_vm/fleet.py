@@ -36,9 +36,8 @@ says what is running.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Protocol
 
 from oa_vm import api, state
@@ -46,11 +45,10 @@ from oa_vm.errors import InvalidInputError, PoolNotReadyError, ProviderUnavailab
 from oa_vm.pool_cost import paused_price_of
 from oa_vm.providers import get_provider
 from oa_vm.providers.base import Progress, no_progress
+from oa_vm.replacements import replaced_by, successor
 from oa_vm.state import PoolRecord, PoolState, WorkerState
 
 DEFAULT_KEEP_DAYS = 7.0
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 class FleetOps(Protocol):
@@ -121,13 +119,12 @@ def parse_span(text: str, *, default_unit: str = "h") -> float:
     Raises:
         InvalidInputError: not a positive duration.
     """
-    match = _DURATION.match(text)
-    if not match:
-        raise InvalidInputError(f"invalid duration {text!r}: use e.g. 2d, 12h, 90m or 30s")
-    seconds = float(match.group(1)) * _UNITS[(match.group(2) or default_unit).lower()]
-    if seconds <= 0:
-        raise InvalidInputError(f"invalid duration {text!r}: it must be more than zero")
-    return seconds
+    from oa_vm.durations import SECONDS, to_unit
+
+    try:
+        return to_unit(text, default_unit) * SECONDS[default_unit]
+    except ValueError as exc:
+        raise InvalidInputError(f"invalid duration: {exc}") from None
 
 
 def _load(name: str | None) -> PoolRecord:
@@ -254,80 +251,6 @@ def resume_pool(
     if not wait:
         return record
     return api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update)
-
-
-def lost_workers(record: PoolRecord) -> list[str]:
-    """Names of the pool's workers that are gone (after a refresh of the record)."""
-    return [w.name for w in record.workers if w.state == WorkerState.LOST]
-
-
-REPLACED_BY = "replaced_by"
-"""``provider_data`` key: {draining worker: the worker started to replace it} (kept after the
-draining one is retired, so that a name is never given twice)."""
-NOTICE_GRACE_S = 120.0
-"""How long after its notice's time a draining worker is taken as ended by the cloud."""
-_NUMBERED = re.compile(r"^(.*?)(\d+)$")
-
-
-def replaced_by(record: PoolRecord) -> dict[str, str]:
-    """Who replaced whom: {draining worker: its replacement}."""
-    value = record.provider_data.get(REPLACED_BY) or {}
-    return {str(k): str(v) for k, v in dict(value).items()}
-
-
-def successor(record: PoolRecord, name: str) -> str:
-    """The worker now standing for ``name``: ``name`` itself unless it was replaced (the
-    chain is followed: a replacement may be replaced in turn)."""
-    chain = replaced_by(record)
-    seen = {name}
-    while name in chain and chain[name] not in seen:
-        name = chain[name]
-        seen.add(name)
-    return name
-
-
-def next_worker_name(record: PoolRecord) -> str:
-    """A name no worker of the pool had yet: its numbered names' next number (``worker-3``
-    after ``worker-0..2``, ``<pool>-w3`` on a cloud)."""
-    names = [w.name for w in record.workers]
-    history = replaced_by(record)
-    numbered = [m for m in (_NUMBERED.match(n) for n in [*names, *history, *history.values()])
-                if m is not None]
-    if not numbered:
-        raise InvalidInputError(f"pool {record.name!r} has no numbered worker to follow")
-    prefix = numbered[0].group(1)
-    return f"{prefix}{max(int(m.group(2)) for m in numbered) + 1}"
-
-
-def add_replacement(record: PoolRecord, draining: str, new: str) -> None:
-    """Record that ``new`` was started to replace the draining worker ``draining``."""
-    record.provider_data[REPLACED_BY] = {**replaced_by(record), draining: new}
-
-
-def to_retire(record: PoolRecord, names: list[str] | None,
-              now: datetime | None = None) -> list[str]:
-    """Replaced draining workers that can go now: ended (lost), past their notice's time
-    (plus :data:`NOTICE_GRACE_S`), or named in ``names``."""
-    from oa_vm.drain import notice_time
-
-    now = now or state.utcnow()
-    chain = replaced_by(record)
-    out = []
-    for worker in record.workers:
-        if worker.name not in chain:
-            continue
-        when = notice_time(worker)
-        if (worker.state == WorkerState.LOST or (names is not None and worker.name in names)
-                or (when is not None and now > when + timedelta(seconds=NOTICE_GRACE_S))):
-            out.append(worker.name)
-    return out
-
-
-def needs_replacement(record: PoolRecord) -> list[str]:
-    """Draining workers that have no replacement yet."""
-    chain = replaced_by(record)
-    return [w.name for w in record.workers
-            if w.state == WorkerState.DRAINING and w.name not in chain]
 
 
 def repair_pool(

@@ -19,7 +19,7 @@ import typer
 from oa_vm.duration_options import METAVAR, duration
 
 if TYPE_CHECKING:
-    from evals.runner import RunConfig, RunEvent, RunResult, Snapshot
+    from evals.runner import RunConfig, RunResult
 
 TASKS_HELP = "Tasks: all, an index (local_all, test_small...), domain:<name>, IDs 'A,B', @file."
 AGENT_HELP = "noop, oracle, random, replay, http, api-claude, api-openai, or module:Class."
@@ -120,50 +120,6 @@ def parse_wait(text: str | None) -> float:
 # --- progress: a live block on a terminal, plain lines otherwise (both on stderr, so --json
 # output on stdout stays clean); events arrive from the dispatcher's threads.
 
-
-
-def _eta(snapshot: Snapshot) -> str:
-    remaining = snapshot.total - snapshot.done
-    if remaining <= 0:
-        return "0s"
-    if snapshot.done_this_session == 0:
-        return "?"
-    seconds = snapshot.elapsed_s / snapshot.done_this_session * remaining
-    minutes, secs = divmod(int(seconds), 60)
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-
-
-def headline(snapshot: Snapshot) -> str:
-    """``12/24 done: 10 success, 1 failure, 1 error, 0 not run; ETA 40s``."""
-    return (
-        f"{snapshot.done}/{snapshot.total} done: {snapshot.successes} success, "
-        f"{snapshot.failures} failure, {snapshot.errors} error, {snapshot.not_run} not run; "
-        f"ETA {_eta(snapshot)}"
-    )
-
-
-def event_line(event: RunEvent) -> str | None:
-    """The plain line for an event, or ``None`` for events not worth a line."""
-    snap = event.snapshot
-    where = f" on {event.worker}" if event.worker else ""
-    if event.kind == "started":
-        return f"run started: {snap.total} task(s), {snap.done} already done"
-    if event.kind == "task_finished":
-        detail = f" ({event.detail})" if event.detail and event.status != "success" else ""
-        if event.rejected:
-            detail += f" [{event.rejected} action(s) rejected by the worker]"
-        return f"[{snap.done}/{snap.total}] {event.status} {event.task_id}{where}{detail}"
-    if event.kind == "task_retry":
-        return f"retry {event.task_id}: failed{where} ({event.detail}); another worker takes it"
-    if event.kind == "worker_quarantined":
-        return f"worker {event.worker} quarantined: {event.detail}"
-    if event.kind == "worker_repaired":
-        return f"worker {event.worker} {event.detail}: back at work"
-    if event.kind == "budget_stop":
-        return f"budget cap reached ({event.detail}): no more tasks are started"
-    if event.kind == "finished":
-        return headline(snap)
-    return None
 
 
 # --- the command -------------------------------------------------------------------------------

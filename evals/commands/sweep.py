@@ -208,10 +208,10 @@ def sweep(
 
 def _check_local_tasks(selection: str, tasks_dir: str | None) -> None:
     """Refuse unknown task IDs (and malformed task files) before a pool is made for them."""
-    from infra.local import tasks_dir as default_tasks_dir
+    from oa_vm.local_suite import local_tasks_dir
     from waa_client.catalog import Catalog
 
-    catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else default_tasks_dir())
+    catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
     for ref in catalog.select(selection, live=False):
         catalog.load(ref.task_id)
 

@@ -215,14 +215,14 @@ class CloudFleetOps:
         what is gone); it is left out of the names returned, unless it is a replaced draining
         worker, which is then retired.
         """
-        from oa_vm import fleet
+        from oa_vm import replacements
 
         record = self.provider.refresh(record)
-        chain = fleet.replaced_by(record)
-        retire = fleet.to_retire(record, names)
+        chain = replacements.replaced_by(record)
+        retire = replacements.to_retire(record, names)
         lost = [w.name for w in record.workers
                 if w.state == WorkerState.LOST and w.name not in chain]
-        draining = fleet.needs_replacement(record)
+        draining = replacements.needs_replacement(record)
         for worker in record.workers:
             if worker.name in chain and worker.name not in retire:
                 progress(f"{worker.name} is draining ({worker.detail}); {chain[worker.name]} "
@@ -231,11 +231,11 @@ class CloudFleetOps:
             return []
         for name in retire:
             record.workers = [w for w in record.workers if w.name != name]
-            progress(f"retiring {name} (replaced by {fleet.successor(record, name)})")
+            progress(f"retiring {name} (replaced by {replacements.successor(record, name)})")
         new: list[str] = []
         for name in draining:
-            new_name = fleet.next_worker_name(record)
-            fleet.add_replacement(record, name, new_name)
+            new_name = replacements.next_worker_name(record)
+            replacements.add_replacement(record, name, new_name)
             new.append(new_name)
             progress(f"starting {new_name} to replace draining {name}")
         record.settings["worker_indexes"] = sorted(

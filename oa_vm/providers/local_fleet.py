@@ -331,30 +331,30 @@ def _retire(provider: LocalProvider, record: PoolRecord, names: list[str],
             progress: Progress) -> None:
     """Stop replaced draining workers and remove them from the record (their folders stay
     until ``pool-cleanup``)."""
-    from oa_vm import fleet
+    from oa_vm import replacements
 
     for name in names:
         worker = next(w for w in record.workers if w.name == name)
         if worker.pid is not None and provider._is_ours(worker):
             provider._stop(worker)
         record.workers.remove(worker)
-        progress(f"retired {name} (replaced by {fleet.successor(record, name)})")
+        progress(f"retired {name} (replaced by {replacements.successor(record, name)})")
 
 
 def _start_replacement(record: PoolRecord, draining: WorkerRecord, faults: dict[str, str],
                        tasks_dir: str | None, progress: Progress) -> WorkerRecord:
     """A new worker (next number, its own folder and process) for a draining one, which is left
     running."""
-    from oa_vm import fleet
+    from oa_vm import replacements
 
-    name = fleet.next_worker_name(record)
+    name = replacements.next_worker_name(record)
     pool_dir = state.pool_dir(record.name)
     new = WorkerRecord(name=name, workdir=str(pool_dir / "workers" / name),
                        log_path=str(pool_dir / "logs" / f"{name}.log"), host="127.0.0.1",
                        ssh=draining.ssh)
     launch_unit([new], faults, tasks_dir, secret_file(record.name))
     record.workers.append(new)
-    fleet.add_replacement(record, draining.name, name)
+    replacements.add_replacement(record, draining.name, name)
     progress(f"started {name} to replace draining {draining.name} (pid {new.pid})")
     return new
 
@@ -371,7 +371,7 @@ def repair(provider: LocalProvider, record: PoolRecord, progress: Progress,
     Pools of several workers per process restart a draining worker's process instead (one
     slot of a process cannot be stopped alone).
     """
-    from oa_vm import fleet
+    from oa_vm import replacements
 
     provider.refresh(record)
     _read_notices(record)
@@ -383,10 +383,10 @@ def repair(provider: LocalProvider, record: PoolRecord, progress: Progress,
 
         return _restart(provider, record, wanted, progress, "replaced")
 
-    _retire(provider, record, fleet.to_retire(record, names), progress)
+    _retire(provider, record, replacements.to_retire(record, names), progress)
     faults = dict(record.settings.get("faults") or {})
     tasks_dir = record.settings.get("tasks_dir")
-    chain = fleet.replaced_by(record)
+    chain = replacements.replaced_by(record)
 
     def lost(unit: list[WorkerRecord]) -> bool:
         worker = unit[0]
@@ -397,7 +397,7 @@ def repair(provider: LocalProvider, record: PoolRecord, progress: Progress,
     started = _restart(provider, record, lost, progress, "replaced")
     new = [_start_replacement(record, record_worker, faults, tasks_dir, progress)
            for record_worker in [w for w in record.workers
-                                 if w.name in fleet.needs_replacement(record)]]
+                                 if w.name in replacements.needs_replacement(record)]]
     await_units(provider, [[w] for w in new], progress)
     record.state = state.derive_pool_state(record.workers)
     return started + [w.name for w in new]

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.commands.run import event_line
 from evals.commands.sweep import parse_faults
 from evals.errors import InvalidRunInputError, RunLockedError
-from evals.progress import LiveDisplay, PlainLines, eta_text, make_progress, totals_line
+from evals.progress import LiveDisplay, PlainLines, eta_text, event_line, make_progress, totals_line
 from evals.records import RunFolder
 from evals.runner import (
     RunConfig,

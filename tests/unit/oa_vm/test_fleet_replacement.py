@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from infra.settings import SettingsError
-from oa_vm import fleet
+from oa_vm import replacements
 from oa_vm.drain import notice_time
 from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 from tests.support.pool_programs import make_settings
@@ -25,7 +25,7 @@ def _pool(*workers: WorkerRecord, replaced: dict[str, str] | None = None) -> Poo
     record = PoolRecord(name="p", cloud="aws", state=PoolState.DEGRADED, created_at=NOW,
                         workers=list(workers))
     if replaced:
-        record.provider_data[fleet.REPLACED_BY] = replaced
+        record.provider_data[replacements.REPLACED_BY] = replaced
     return record
 
 
@@ -44,13 +44,13 @@ def test_notice_time_reads_both_clouds_notices() -> None:
 
 def test_names_are_never_given_twice() -> None:
     record = _pool(WorkerRecord(name="p-w0"), WorkerRecord(name="p-w1"))
-    assert fleet.next_worker_name(record) == "p-w2"
+    assert replacements.next_worker_name(record) == "p-w2"
     # p-w2 replaced p-w1 and was itself retired after being replaced by p-w3: p-w4 is next
     record = _pool(WorkerRecord(name="p-w0"), WorkerRecord(name="p-w3"),
                    replaced={"p-w1": "p-w2", "p-w2": "p-w3"})
-    assert fleet.next_worker_name(record) == "p-w4"
-    assert fleet.successor(record, "p-w1") == "p-w3"  # the chain is followed
-    assert fleet.successor(record, "p-w0") == "p-w0"
+    assert replacements.next_worker_name(record) == "p-w4"
+    assert replacements.successor(record, "p-w1") == "p-w3"  # the chain is followed
+    assert replacements.successor(record, "p-w0") == "p-w0"
 
 
 def test_which_replaced_draining_workers_are_retired() -> None:
@@ -61,9 +61,9 @@ def test_which_replaced_draining_workers_are_retired() -> None:
     unreplaced = _draining("p-w4", "2026-11-30T21:00:00Z")
     record = _pool(due_later, past, just_past, gone, unreplaced, replaced={
         n: f"new-{n}" for n in ("p-w0", "p-w1", "p-w2", "p-w3")})
-    assert fleet.to_retire(record, None, now=NOW) == ["p-w1", "p-w3"]
-    assert fleet.to_retire(record, ["p-w0"], now=NOW) == ["p-w0", "p-w1", "p-w3"]
-    assert fleet.needs_replacement(record) == ["p-w4"]
+    assert replacements.to_retire(record, None, now=NOW) == ["p-w1", "p-w3"]
+    assert replacements.to_retire(record, ["p-w0"], now=NOW) == ["p-w0", "p-w1", "p-w3"]
+    assert replacements.needs_replacement(record) == ["p-w4"]
 
 
 def test_worker_numbers_in_the_program_settings() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from infra import azure as infra_azure
-from oa_vm import fleet, state
+from oa_vm import fleet, replacements, state
 from oa_vm.errors import PoolNotReadyError
 from oa_vm.providers.aws import AwsProvider
 from oa_vm.providers.azure import AzureProvider
@@ -284,7 +284,7 @@ def test_azure_evicted_vm_is_replaced_then_retired_once_its_notice_time_passed(
 
     # Azure deallocates an evicted VM (it does not vanish): the notice's time is what tells.
     record = state.load("waa-eval")
-    _notice(record.workers[0], "azure", -timedelta(seconds=fleet.NOTICE_GRACE_S + 60))
+    _notice(record.workers[0], "azure", -timedelta(seconds=replacements.NOTICE_GRACE_S + 60))
     state.save(record)
     later = CloudFleetOps(AzureProvider(engine=engine, lister=lambda pool: []),
                           power=RecordingPower())

@@ -1,0 +1,84 @@
+"""Who replaced whom in a pool: the replacement chain of draining (spot) workers.
+
+A draining worker is replaced under the pool's next number while it finishes its task; the chain
+``{draining: replacement}`` is kept in the record's ``provider_data`` (also after the draining
+worker is retired, so a name is never given twice). The providers' repairs and the run's
+repairer read and extend it here; :mod:`oa_vm.fleet` orchestrates them.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+from oa_vm import state
+from oa_vm.errors import InvalidInputError
+from oa_vm.state import PoolRecord, WorkerState
+
+REPLACED_BY = "replaced_by"
+"""``provider_data`` key: {draining worker: the worker started to replace it} (kept after the
+draining one is retired, so that a name is never given twice)."""
+NOTICE_GRACE_S = 120.0
+"""How long after its notice's time a draining worker is taken as ended by the cloud."""
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+
+
+def replaced_by(record: PoolRecord) -> dict[str, str]:
+    """Who replaced whom: {draining worker: its replacement}."""
+    value = record.provider_data.get(REPLACED_BY) or {}
+    return {str(k): str(v) for k, v in dict(value).items()}
+
+
+def successor(record: PoolRecord, name: str) -> str:
+    """The worker now standing for ``name``: ``name`` itself unless it was replaced (the
+    chain is followed: a replacement may be replaced in turn)."""
+    chain = replaced_by(record)
+    seen = {name}
+    while name in chain and chain[name] not in seen:
+        name = chain[name]
+        seen.add(name)
+    return name
+
+
+def next_worker_name(record: PoolRecord) -> str:
+    """A name no worker of the pool had yet: its numbered names' next number (``worker-3``
+    after ``worker-0..2``, ``<pool>-w3`` on a cloud)."""
+    names = [w.name for w in record.workers]
+    history = replaced_by(record)
+    numbered = [m for m in (_NUMBERED.match(n) for n in [*names, *history, *history.values()])
+                if m is not None]
+    if not numbered:
+        raise InvalidInputError(f"pool {record.name!r} has no numbered worker to follow")
+    prefix = numbered[0].group(1)
+    return f"{prefix}{max(int(m.group(2)) for m in numbered) + 1}"
+
+
+def add_replacement(record: PoolRecord, draining: str, new: str) -> None:
+    """Record that ``new`` was started to replace the draining worker ``draining``."""
+    record.provider_data[REPLACED_BY] = {**replaced_by(record), draining: new}
+
+
+def to_retire(record: PoolRecord, names: list[str] | None,
+              now: datetime | None = None) -> list[str]:
+    """Replaced draining workers that can go now: ended (lost), past their notice's time
+    (plus :data:`NOTICE_GRACE_S`), or named in ``names``."""
+    from oa_vm.drain import notice_time
+
+    now = now or state.utcnow()
+    chain = replaced_by(record)
+    out = []
+    for worker in record.workers:
+        if worker.name not in chain:
+            continue
+        when = notice_time(worker)
+        if (worker.state == WorkerState.LOST or (names is not None and worker.name in names)
+                or (when is not None and now > when + timedelta(seconds=NOTICE_GRACE_S))):
+            out.append(worker.name)
+    return out
+
+
+def needs_replacement(record: PoolRecord) -> list[str]:
+    """Draining workers that have no replacement yet."""
+    chain = replaced_by(record)
+    return [w.name for w in record.workers
+            if w.state == WorkerState.DRAINING and w.name not in chain]
