@@ -252,7 +252,9 @@ def start_guest(folder: Path, qmp_socket: Path, memory_mb: int = 256) -> TinyGue
         "-serial", f"file:{serial}",
         "-drive", f"file={disk},format=qcow2,if=none,id=drive0,node-name=disk0",
         "-device", "ide-hd,drive=drive0",
-        "-netdev", f"user,id=net0,hostfwd=tcp:127.0.0.1:{port}-:80",
+        # QEMU's own user-mode network, restricted: the guest (at SLIRP's 10.0.2.15 inside
+        # QEMU) reaches nothing outside; the host reaches it only on the loopback forward.
+        "-netdev", f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
         "-device", "virtio-net-pci,netdev=net0",
         "-qmp", f"unix:{qmp_socket},server=on,wait=off",
         "-no-reboot",

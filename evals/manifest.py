@@ -42,7 +42,7 @@ MANIFEST_VERSION = 1
 CHECKER_FILES = {"scoring_rules": "scoring_rules.py", "scoring_server": "worker/scoring_server.py"}
 """The checker's files, relative to the ``infra`` package (read as bytes, never imported:
 ``evals`` does not import ``infra``)."""
-IMAGE_FACTS = ("id", "cloud_id", "waa_image", "waa_image_digest", "dockur_image",
+IMAGE_FACTS = ("id", "cloud_id", "waa_image", "base_image", "waa_image_digest", "dockur_image",
                "dockur_image_digest", "windows_build", "waa_upstream_commit", "created")
 """What a cloud pool's ``settings["image"]`` may say about its worker image."""
 _SECRET_WORDS = ("key", "token", "secret", "password", "credential", "auth")

@@ -62,6 +62,7 @@ class ChosenImage:
             "created": state.format_time(self.record.created_at),
             "licence_expires": state.format_time(self.record.licence_expires),
             "waa_image": self.record.waa_image,
+            "base_image": self.record.base_image,
         }
 
 
