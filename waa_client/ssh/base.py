@@ -19,6 +19,7 @@ from waa_client.errors import (
     SshUnreachableError,
     TunnelNotStartedError,
 )
+from waa_client.ssh.known_hosts import KnownHosts
 
 log = logging.getLogger("waa_client.ssh")
 
@@ -144,17 +145,31 @@ def load_private_key(path: Path) -> paramiko.PKey:
 class LocalForwards:
     """What both tunnel backends share: the two local ports, their URLs, and ``with``.
 
-    A backend sets ``target``, ``reconnect_attempts``, ``backoff_max``, ``reconnects``, a
-    re-entrant ``_lock`` and ``_ports`` (``(0, 0)`` until its first start), and provides
-    ``start()``, ``stop()`` and ``is_healthy()``; reconnecting (``ensure()``) is shared.
+    The arguments, the local ports (``(0, 0)`` until the first start), the lock and
+    reconnecting (``ensure()``) are shared; a backend provides ``start()``, ``stop()`` and
+    ``is_healthy()``.
     """
 
-    target: TunnelTarget
-    reconnect_attempts: int
-    backoff_max: float
-    reconnects: int
-    _ports: tuple[int, int]
-    _lock: threading.RLock
+    def __init__(
+        self,
+        target: TunnelTarget,
+        known_hosts: Path,
+        *,
+        keepalive: float = 15.0,
+        connect_timeout: float = 10.0,
+        reconnect_attempts: int = 5,
+        backoff_max: float = 8.0,
+    ) -> None:
+        """The arguments every backend takes (see :class:`waa_client.ssh.WorkerTunnel`)."""
+        self.target = target
+        self.known_hosts = KnownHosts(known_hosts)
+        self.keepalive = keepalive
+        self.connect_timeout = connect_timeout
+        self.reconnect_attempts = max(1, reconnect_attempts)
+        self.backoff_max = backoff_max
+        self._ports: tuple[int, int] = (0, 0)
+        self._lock = threading.RLock()
+        self.reconnects = 0
 
     def start(self) -> None:
         """Open the tunnel (the backend's own)."""

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from waa_client.errors import SshUnreachableError, TunnelError
-from waa_client.ssh.base import LOCALHOST, LocalForwards, TunnelTarget, load_private_key
+from waa_client.ssh.base import LOCALHOST, LocalForwards, load_private_key
 from waa_client.ssh.failures import ssh_output_error
 from waa_client.ssh.known_hosts import KnownHosts
 
@@ -230,26 +230,7 @@ class OpenSshTunnel(LocalForwards):
     ``ensure``, ``is_healthy``, the local ports and URLs) and the same arguments.
     """
 
-    def __init__(
-        self,
-        target: TunnelTarget,
-        known_hosts: Path,
-        *,
-        keepalive: float = 15.0,
-        connect_timeout: float = 10.0,
-        reconnect_attempts: int = 5,
-        backoff_max: float = 8.0,
-    ) -> None:
-        self.target = target
-        self.known_hosts = KnownHosts(known_hosts)
-        self.keepalive = keepalive
-        self.connect_timeout = connect_timeout
-        self.reconnect_attempts = max(1, reconnect_attempts)
-        self.backoff_max = backoff_max
-        self._master: _Master | None = None
-        self._ports: tuple[int, int] = (0, 0)
-        self._lock = threading.RLock()
-        self.reconnects = 0
+    _master: _Master | None = None
 
     def _specs(self, ports: tuple[int, int]) -> list[str]:
         t = self.target

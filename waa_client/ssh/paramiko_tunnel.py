@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from pathlib import Path
 
 import paramiko
 import sshtunnel
@@ -164,26 +163,7 @@ class WorkerTunnel(LocalForwards):
         backoff_max: Cap of the wait between reconnect attempts, in seconds.
     """
 
-    def __init__(
-        self,
-        target: TunnelTarget,
-        known_hosts: Path,
-        *,
-        keepalive: float = 15.0,
-        connect_timeout: float = 10.0,
-        reconnect_attempts: int = 5,
-        backoff_max: float = 8.0,
-    ) -> None:
-        self.target = target
-        self.known_hosts = KnownHosts(known_hosts)
-        self.keepalive = keepalive
-        self.connect_timeout = connect_timeout
-        self.reconnect_attempts = max(1, reconnect_attempts)
-        self.backoff_max = backoff_max
-        self._forwarder: _Forwarder | None = None
-        self._ports: tuple[int, int] = (0, 0)
-        self._lock = threading.RLock()
-        self.reconnects = 0
+    _forwarder: _Forwarder | None = None
 
     # -- lifecycle --------------------------------------------------------------------------------
 
