@@ -27,10 +27,16 @@ from typing import TYPE_CHECKING
 import psutil
 
 from oa_vm import safe_fs, state
-from oa_vm.errors import InvalidInputError, ProvisioningError
+from oa_vm.errors import ProvisioningError
 from oa_vm.faults import validate_faults
 from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec, Progress
-from oa_vm.providers.local_fleet import entry_urls, launch_unit, secret_file
+from oa_vm.providers.local_fleet import (
+    entry_urls,
+    launch_unit,
+    secret_file,
+    ssh_endpoint,
+    worker_name,
+)
 from oa_vm.redact import redact_worker_secrets
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 
@@ -42,11 +48,6 @@ if TYPE_CHECKING:
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 5.0
 PROBE_TIMEOUT_S = 2.0
-
-
-def worker_name(index: int) -> str:
-    """Stable worker names within a pool."""
-    return f"worker-{index}"
 
 
 class LocalProvider:
@@ -111,12 +112,12 @@ class LocalProvider:
             settings={"workers": spec.workers, "faults": dict(spec.faults),
                       "ssh_via": spec.ssh_via, "tasks_dir": spec.tasks_dir},
         )
-        ssh = _ssh_endpoint(spec.ssh_via)
+        ssh = ssh_endpoint(spec.ssh_via)
         try:
             self._spawn_all(spec, record, pool_dir, ssh, progress)
         except BaseException:
             # Ctrl-C, a closed pipe, any failure: stop what was started before passing it on.
-            self._stop_all(record)
+            self.stop_all(record)
             if record.workers:
                 state.save(record)
             raise
@@ -143,10 +144,10 @@ class LocalProvider:
             try:
                 self._launch(worker, spec.faults, spec.tasks_dir, secret_file(spec.name))
             except OSError as exc:
-                self._stop_all(record)
+                self.stop_all(record)
                 raise ProvisioningError(f"could not start {name}: {exc}") from exc
             except BaseException:
-                self._stop_all(record)
+                self.stop_all(record)
                 raise
             record.workers.append(worker)
             # Recorded as soon as it exists: a command killed from here on leaves a record
@@ -171,8 +172,8 @@ class LocalProvider:
                                                    f"{worker.waa_url}, scoring "
                                                    f"{worker.scoring_url}"))
                     pending.remove(worker)
-                elif not self._is_ours(worker):
-                    self._stop_all(record)
+                elif not self.is_ours(worker):
+                    self.stop_all(record)
                     raise ProvisioningError(
                         f"{worker.name} exited during start-up: {_log_tail(worker)} "
                         f"(log: {worker.log_path})"
@@ -188,7 +189,7 @@ class LocalProvider:
         for worker in record.workers:
             if worker.state in (WorkerState.STOPPED, WorkerState.LOST, WorkerState.PAUSED):
                 continue
-            if not self._is_ours(worker):
+            if not self.is_ours(worker):
                 worker.state = WorkerState.LOST
                 worker.phase = "process gone"
                 worker.detail = _log_tail(worker)
@@ -200,7 +201,7 @@ class LocalProvider:
     def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
         """process up, listening, WAA /probe, scoring /probe (through SSH if so registered)."""
         worker = record.workers[index]
-        if not self._is_ours(worker):
+        if not self.is_ours(worker):
             worker.state = WorkerState.LOST
             return "process gone", False
         if worker.waa_url is None and not _read_ready(worker):
@@ -235,7 +236,7 @@ class LocalProvider:
     def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
         """Stop our processes (never anyone else's) and remove the pool's folder."""
         report = CleanupReport()
-        for line in self._stop_all(record):
+        for line in self.stop_all(record):
             report.removed.append(line)
             progress(line)
         pool_dir = state.pool_dir(record.name)
@@ -250,19 +251,19 @@ class LocalProvider:
                 progress(f"removed {target}")
         return report
 
-    def _stop_all(self, record: PoolRecord) -> list[str]:
+    def stop_all(self, record: PoolRecord) -> list[str]:
         lines = []
         for worker in record.workers:
             if worker.pid is None:
                 continue
-            if not self._is_ours(worker):
+            if not self.is_ours(worker):
                 lines.append(f"{worker.name}: process {worker.pid} already gone")
             else:
-                lines.append(self._stop(worker))
+                lines.append(self.stop_worker(worker))
             worker.state = WorkerState.STOPPED
         return lines
 
-    def _stop(self, worker: WorkerRecord) -> str:
+    def stop_worker(self, worker: WorkerRecord) -> str:
         assert worker.pid is not None
         try:
             if not _end(psutil.Process(worker.pid)):
@@ -273,7 +274,7 @@ class LocalProvider:
         return f"{worker.name}: stopped process {worker.pid}"
 
     @staticmethod
-    def _is_ours(worker: WorkerRecord) -> bool:
+    def is_ours(worker: WorkerRecord) -> bool:
         """True if ``worker.pid`` is still the process this provider started for ``worker``.
 
         PID plus the start time recorded at launch identifies the process; the command line is
@@ -383,19 +384,6 @@ def _log_tail(worker: WorkerRecord) -> str:
     return tail[-1].strip() if tail else "log is empty"
 
 
-def _ssh_endpoint(ssh_via: dict[str, object] | None) -> SshEndpoint | None:
-    if not ssh_via:
-        return None
-    try:
-        return SshEndpoint(
-            host=str(ssh_via["host"]), port=int(str(ssh_via["port"])),
-            user=str(ssh_via["user"]), key_path=str(ssh_via["key_path"]),
-        )
-    except (KeyError, ValueError) as exc:
-        raise InvalidInputError(
-            f"--ssh-via needs host, port, user and key ({exc}); e.g. "
-            "--ssh-via user@127.0.0.1:2222 --ssh-key ~/.ssh/id_ed25519"
-        ) from exc
 
 
 def _open_tunnel(record: PoolRecord, worker: WorkerRecord) -> WorkerTunnel:

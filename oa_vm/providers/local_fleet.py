@@ -3,14 +3,14 @@
 A local pool's unit of work is a process (``python -m infra.local``). By default each worker has
 its own; with ``per_process`` > 1 a process serves several workers (``infra.local --count``), so a
 pool of hundreds of workers costs tens of interpreters. Workers of one process share its PID and
-its ``--root`` folder (their ``workdir``, which is how :meth:`LocalProvider._is_ours` recognises
+its ``--root`` folder (their ``workdir``, which is how :meth:`LocalProcesses.is_ours` recognises
 the process); each one's slot in the process is named by ``provider_id`` (the name
 ``infra.local`` gives it, e.g. ``group-2-7``), which picks its entry in the ready file.
 
 Pausing stops a pool's processes and marks its workers ``paused``; their folders (the simulated
 desktops, ``drive_c``) stay, so resuming starts the same processes again on the same folders.
 Repairing restarts the processes whose workers were lost (killed, crashed), under the same names.
-Processes are only ever signalled after :meth:`LocalProvider._is_ours` said they are ours.
+Processes are only ever signalled after :meth:`LocalProcesses.is_ours` said they are ours.
 
 Every process of a pool gets the pool's secret (made once, kept 0600 in the pool's folder as
 :data:`SECRET_FILE`) through ``--secret-file``, never on its command line; each worker's URLs in
@@ -28,20 +28,65 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import psutil
 
 from oa_vm import safe_fs, state
-from oa_vm.errors import ProvisioningError
+from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.providers.base import PoolSpec, Progress
-from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
-
-if TYPE_CHECKING:  # the provider imports this module
-    from oa_vm.providers.local import LocalProvider
+from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 
 GROUP_READY_TIMEOUT_S = 120.0  # a process of many workers on a busy machine starts slowly
 SECRET_FILE = "worker-secret"
+
+
+
+class LocalProcesses(Protocol):
+    """What this module needs of the local provider (:class:`oa_vm.providers.local.
+    LocalProvider`): a protocol, so the provider's module imports this one and not the reverse.
+    """
+
+    def is_ours(self, worker: WorkerRecord) -> bool:
+        """The worker's PID runs the process recorded for it."""
+        ...
+
+    def stop_worker(self, worker: WorkerRecord) -> str:
+        """Stop one worker's process; a line saying what was done."""
+        ...
+
+    def stop_all(self, record: PoolRecord) -> list[str]:
+        """Stop every process of the pool that is ours; what was done."""
+        ...
+
+    def refresh(self, record: PoolRecord) -> PoolRecord:
+        """The record with the processes' states read again."""
+        ...
+
+
+def worker_name(index: int) -> str:
+    """Stable worker names within a pool."""
+    return f"worker-{index}"
+
+
+def ssh_endpoint(ssh_via: dict[str, object] | None) -> SshEndpoint | None:
+    """The SSH endpoint of ``--ssh-via`` (None without one).
+
+    Raises:
+        InvalidInputError: a part is missing or not a number.
+    """
+    if not ssh_via:
+        return None
+    try:
+        return SshEndpoint(
+            host=str(ssh_via["host"]), port=int(str(ssh_via["port"])),
+            user=str(ssh_via["user"]), key_path=str(ssh_via["key_path"]),
+        )
+    except (KeyError, ValueError) as exc:
+        raise InvalidInputError(
+            f"--ssh-via needs host, port, user and key ({exc}); e.g. "
+            "--ssh-via user@127.0.0.1:2222 --ssh-key ~/.ssh/id_ed25519"
+        ) from exc
 
 
 def secret_file(pool: str) -> Path:
@@ -174,7 +219,7 @@ def read_unit_ready(workers: list[WorkerRecord]) -> bool:
 
 
 def await_units(
-    provider: LocalProvider, pending: list[list[WorkerRecord]], progress: Progress,
+    provider: LocalProcesses, pending: list[list[WorkerRecord]], progress: Progress,
     timeout_s: float = GROUP_READY_TIMEOUT_S,
 ) -> None:
     """Wait until every process in ``pending`` wrote its ready file.
@@ -190,7 +235,7 @@ def await_units(
                 names = unit[0].name if len(unit) == 1 else f"{unit[0].name}..{unit[-1].name}"
                 progress(f"{names} listening (pid {unit[0].pid})")
                 left.remove(unit)
-            elif not provider._is_ours(unit[0]):
+            elif not provider.is_ours(unit[0]):
                 raise ProvisioningError(
                     f"{unit[0].name} exited during start-up (log: {unit[0].log_path})"
                 )
@@ -204,14 +249,13 @@ def await_units(
 
 
 def create_grouped(
-    provider: LocalProvider, spec: PoolSpec, per_process: int, progress: Progress
+    provider: LocalProcesses, spec: PoolSpec, per_process: int, progress: Progress
 ) -> PoolRecord:
     """Create a local pool with ``per_process`` workers in each process (``infra.local --count``).
 
     Workers keep the usual names (``worker-0``...); process ``g`` serves workers
     ``g * per_process`` onwards in folders under ``workers/group-g``.
     """
-    from oa_vm.providers.local import _ssh_endpoint, worker_name
 
     pool_dir = state.pool_dir(spec.name)
     record = PoolRecord(
@@ -220,7 +264,7 @@ def create_grouped(
         settings={"workers": spec.workers, "faults": dict(spec.faults), "ssh_via": spec.ssh_via,
                   "tasks_dir": spec.tasks_dir, "per_process": per_process},
     )
-    ssh = _ssh_endpoint(spec.ssh_via)
+    ssh = ssh_endpoint(spec.ssh_via)
     pending: list[list[WorkerRecord]] = []
     try:
         for group in range((spec.workers + per_process - 1) // per_process):
@@ -242,10 +286,10 @@ def create_grouped(
                      f"{members[0].pid})")
         await_units(provider, pending, progress)
     except OSError as exc:
-        provider._stop_all(record)
+        provider.stop_all(record)
         raise ProvisioningError(f"could not start the worker processes: {exc}") from exc
     except BaseException:
-        provider._stop_all(record)
+        provider.stop_all(record)
         raise
     record.state = PoolState.PROVISIONING
     return record
@@ -254,14 +298,14 @@ def create_grouped(
 # -- pause, resume, repair ---------------------------------------------------------------------
 
 
-def _stop_unit(provider: LocalProvider, unit: list[WorkerRecord]) -> str:
+def _stop_unit(provider: LocalProcesses, unit: list[WorkerRecord]) -> str:
     first = unit[0]
-    if first.pid is None or not provider._is_ours(first):
+    if first.pid is None or not provider.is_ours(first):
         return f"{first.name}: no process to stop"
-    return provider._stop(first)
+    return provider.stop_worker(first)
 
 
-def pause(provider: LocalProvider, record: PoolRecord, progress: Progress) -> PoolRecord:
+def pause(provider: LocalProcesses, record: PoolRecord, progress: Progress) -> PoolRecord:
     """Stop every process of the pool; workers become ``paused``, their folders stay."""
     for unit in units(record):
         progress(_stop_unit(provider, unit))
@@ -286,7 +330,7 @@ def _clear_drain_notices(unit: list[WorkerRecord]) -> None:
 
 
 def _restart(
-    provider: LocalProvider, record: PoolRecord, wanted: Callable[[list[WorkerRecord]], bool],
+    provider: LocalProcesses, record: PoolRecord, wanted: Callable[[list[WorkerRecord]], bool],
     progress: Progress, verb: str,
 ) -> list[str]:
     faults = dict(record.settings.get("faults") or {})
@@ -307,7 +351,7 @@ def _restart(
     return [w.name for unit in started for w in unit]
 
 
-def resume(provider: LocalProvider, record: PoolRecord, progress: Progress) -> list[str]:
+def resume(provider: LocalProcesses, record: PoolRecord, progress: Progress) -> list[str]:
     """Start every paused process again on its folders; returns the workers started."""
     return _restart(
         provider, record, lambda unit: any(w.state == WorkerState.PAUSED for w in unit),
@@ -327,7 +371,7 @@ def _read_notices(record: PoolRecord) -> None:
                 mark_draining(worker, notice)
 
 
-def _retire(provider: LocalProvider, record: PoolRecord, names: list[str],
+def _retire(provider: LocalProcesses, record: PoolRecord, names: list[str],
             progress: Progress) -> None:
     """Stop replaced draining workers and remove them from the record (their folders stay
     until ``pool-cleanup``)."""
@@ -335,8 +379,8 @@ def _retire(provider: LocalProvider, record: PoolRecord, names: list[str],
 
     for name in names:
         worker = next(w for w in record.workers if w.name == name)
-        if worker.pid is not None and provider._is_ours(worker):
-            provider._stop(worker)
+        if worker.pid is not None and provider.is_ours(worker):
+            provider.stop_worker(worker)
         record.workers.remove(worker)
         progress(f"retired {name} (replaced by {replacements.successor(record, name)})")
 
@@ -359,7 +403,7 @@ def _start_replacement(record: PoolRecord, draining: WorkerRecord, faults: dict[
     return new
 
 
-def repair(provider: LocalProvider, record: PoolRecord, progress: Progress,
+def repair(provider: LocalProcesses, record: PoolRecord, progress: Progress,
            names: list[str] | None = None) -> list[str]:
     """Repair the pool; returns the workers started (restarted under their names, or new).
 
