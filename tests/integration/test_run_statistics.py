@@ -220,8 +220,10 @@ def test_a_capped_trials_run_resumes_the_trials_it_did_not_run(home: Path, tmp_p
 
     api.create_pool(name="more", cloud="local", workers=2)
     api.wait_pool("more", timeout_s=60)
+    # A resume keeps the run's cap unless given another one: raise it so the rest can run.
     resumed = evals("run", "--pool", "more", "--agent", "oracle", "--tasks", "local_small",
-                    "--trials", "2", "--run-name", "cap", "--resume", home=home, results=results)
+                    "--trials", "2", "--run-name", "cap", "--resume", "--max-cost-usd", "10000",
+                    home=home, results=results)
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["successes"] == 12 and summary["not_run"] == 0
