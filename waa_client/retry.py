@@ -9,21 +9,27 @@ this for every request a sweep makes (hundreds per second at hundreds of workers
 up a retry object per call cost more CPU than the request's own bookkeeping. The failed first
 attempt is replayed into tenacity, which then owns the waits, the stop and the re-raise.
 
+A loop that serves many keys and must not block on one (the tunnel pool's health loop, one
+pass over every worker) keeps a :class:`Backoff` instead: the same waits, asked for per key.
+Both take their waits from tenacity's ``wait_exponential``; no module computes one itself.
+
 Tests make every real wait zero with :func:`no_retry_waits` (the number of attempts is
 unchanged); a caller that passes its own ``sleep`` (a fake clock) still sees the planned waits.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 import tenacity
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 BACKOFF_MIN = 0.5
 
@@ -47,10 +53,69 @@ def _sleep(seconds: float) -> None:
     time.sleep(seconds)
 
 
+def _exponential(first: float, cap: float) -> tenacity.wait_exponential:
+    """``first`` doubling after each failure, capped at ``cap`` (0: no wait)."""
+    return tenacity.wait_exponential(multiplier=first, max=cap, exp_base=2, min=0)
+
+
+# Only a holder for the RetryCallState that backoff_s hands to tenacity's wait strategy.
+_STATE_OWNER = tenacity.Retrying()
+
+
 def backoff_s(attempt: int, backoff_max: float, first: float = BACKOFF_MIN) -> float:
     """The wait after failed attempt ``attempt`` (1-based): ``first`` doubling, capped at
-    ``backoff_max`` (0: no wait)."""
-    return float(min(backoff_max, first * 2 ** (attempt - 1)))
+    ``backoff_max`` (0: no wait); tenacity's ``wait_exponential``, as :func:`call` waits."""
+    state = tenacity.RetryCallState(_STATE_OWNER, None, (), {})
+    state.attempt_number = max(1, attempt)
+    return float(_exponential(first, backoff_max)(state))
+
+
+class Backoff(Generic[K]):
+    """Per-key backoff for a loop that serves many keys and must not block on one.
+
+    After the ``n``-th failure in a row of a key, :meth:`due` is False for it until
+    ``backoff_s(n, cap, first)`` seconds have passed on ``clock``; a success forgets its
+    failures. The tunnel pool's health loop keeps one, keyed by worker name. Not thread-safe:
+    one loop owns it.
+
+    Args:
+        first: The wait after a key's first failure; it doubles after each further one.
+        cap: The longest wait, in seconds.
+        clock: Monotonic seconds (a test's fake clock); ``time.monotonic`` by default.
+    """
+
+    def __init__(self, *, first: float, cap: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.first = first
+        self.cap = cap
+        self.clock = clock
+        self._failures: dict[K, int] = {}
+        self._next_try: dict[K, float] = {}
+
+    def wait(self, failures: int) -> float:
+        """Seconds a key waits after ``failures`` failures in a row."""
+        return backoff_s(failures, self.cap, self.first)
+
+    def due(self, key: K) -> bool:
+        """Whether ``key`` may be tried now (never failed, or its wait is over)."""
+        return self.clock() >= self._next_try.get(key, -math.inf)
+
+    def failed(self, key: K) -> float:
+        """Count a failure of ``key``; returns the seconds before it is due again."""
+        failures = self._failures.get(key, 0) + 1
+        self._failures[key] = failures
+        delay = self.wait(failures)
+        self._next_try[key] = self.clock() + delay
+        return delay
+
+    def succeeded(self, key: K) -> None:
+        """Forget ``key``'s failures: it is due at once and a next failure waits ``first``."""
+        self._failures.pop(key, None)
+        self._next_try.pop(key, None)
+
+    def failures(self, key: K) -> int:
+        """Failures of ``key`` in a row so far."""
+        return self._failures.get(key, 0)
 
 
 def call(
@@ -94,10 +159,12 @@ def call(
             raise failed
         return fn()
 
+    exponential = _exponential(first_wait, backoff_max)
+
     def wait(state: tenacity.RetryCallState) -> float:
         if sleep is None and _waits_disabled.is_set():
             return 0.0
-        planned = backoff_s(state.attempt_number, backoff_max, first_wait)
+        planned = float(exponential(state))
         error = state.outcome.exception() if state.outcome is not None else None
         if wait_for is not None and error is not None:
             planned = wait_for(error, planned)

@@ -257,3 +257,43 @@ def test_bad_key_files(
     with pytest.raises(KeyFileError, match="chmod 600"):
         make_tunnel(_target(sshd, worker, key=open_key), known, backend=backend).start()
     assert not known.exists(), "nothing was contacted"
+
+
+def test_openssh_forward_takes_new_ports_when_its_own_are_taken(
+    sshd: SshServer, worker: SimWorker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if ssh_binary() is None:
+        pytest.skip("no ssh client installed (Debian package openssh-client)")
+    from waa_client.ssh import openssh_tunnel
+
+    opened = make_tunnel(_target(sshd, worker), tmp_path / "pool" / "known_hosts",
+                         backend="openssh", keepalive=1.0, connect_timeout=5.0)
+    opened.start()
+    kept = opened.local_ports
+    opened.stop()
+    with socket.socket() as squatter:  # another program took the tunnel's port meanwhile
+        squatter.bind(("127.0.0.1", kept[0]))
+        squatter.listen()
+        opened.start()  # ssh refuses the kept ports; the retry takes new free ones
+        try:
+            assert opened.local_ports[0] != kept[0]
+            with WaaClient(opened.local_waa_url) as waa:
+                assert waa.probe()["status"] == "Probe successful"
+        finally:
+            opened.stop()
+        # every port it is offered is taken: FORWARD_ATTEMPTS refusals, then one clear error
+        offered: list[int] = []
+
+        def taken_port() -> int:
+            offered.append(kept[0])
+            return kept[0]
+
+        monkeypatch.setattr(openssh_tunnel, "_free_port", taken_port)
+        fresh = make_tunnel(_target(sshd, worker, name="w2"), tmp_path / "pool" / "known_hosts",
+                            backend="openssh", keepalive=1.0, connect_timeout=5.0)
+        with pytest.raises(SshUnreachableError, match="could not forward local ports"):
+            fresh.start()
+        # two for the first try, two more after each of the first FORWARD_ATTEMPTS - 1 refusals
+        # and after the last one
+        assert len(offered) == 2 * (openssh_tunnel.FORWARD_ATTEMPTS + 1)
+        assert not fresh.is_active()

@@ -89,3 +89,47 @@ def test_no_retry_waits_keeps_the_attempts(monkeypatch: pytest.MonkeyPatch) -> N
         retry.call(Flaky(OSError("a")), attempts=2, retryable=lambda e: True, backoff_max=8,
                    sleep=injected.append)
     assert injected == [0.5]
+
+
+def test_backoff_s_is_the_schedule_call_sleeps() -> None:
+    waits: list[float] = []
+    retry.call(Flaky(*(OSError(str(n)) for n in range(5))), attempts=6, retryable=lambda e: True,
+               backoff_max=10.0, first_wait=1.5, sleep=waits.append)
+    assert waits == [1.5, 3.0, 6.0, 10.0, 10.0]
+    assert [retry.backoff_s(n, 10.0, 1.5) for n in range(1, 6)] == waits
+    assert retry.backoff_s(3, 0.0) == 0.0  # a cap of 0: no wait at all
+
+
+class FakeClock:
+    """Monotonic seconds that move only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_backoff_puts_a_failing_key_off_doubling_to_the_cap() -> None:
+    clock = FakeClock()
+    backoff: retry.Backoff[str] = retry.Backoff(first=4.0, cap=30.0, clock=clock)
+    assert backoff.due("w1") and backoff.due("w2")
+    delays = []
+    for _ in range(5):
+        delays.append(backoff.failed("w1"))
+        assert not backoff.due("w1") and backoff.due("w2")  # one key's failures are its own
+        clock.now += delays[-1] - 0.01
+        assert not backoff.due("w1")
+        clock.now += 0.01
+        assert backoff.due("w1")
+    assert delays == [4.0, 8.0, 16.0, 30.0, 30.0]
+    assert backoff.failures("w1") == 5
+
+
+def test_backoff_forgets_a_key_that_succeeded() -> None:
+    clock = FakeClock()
+    backoff: retry.Backoff[str] = retry.Backoff(first=1.0, cap=60.0, clock=clock)
+    assert [backoff.failed("w1") for _ in range(3)] == [1.0, 2.0, 4.0]
+    backoff.succeeded("w1")
+    assert backoff.due("w1") and backoff.failures("w1") == 0
+    assert backoff.failed("w1") == 1.0  # a new run of failures starts from the first wait

@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+from waa_client import retry
 from waa_client.errors import SshUnreachableError, TunnelError
 from waa_client.ssh.base import LOCALHOST, LocalForwards, load_private_key
 from waa_client.ssh.failures import ssh_output_error
@@ -39,7 +40,12 @@ from waa_client.ssh.known_hosts import KnownHosts
 
 _CONTROL_TIMEOUT = 15.0  # for the short ``-O`` commands
 _STOP_GRACE = 5.0
-_RECONNECT_BACKOFF_MIN = 0.5
+FORWARD_ATTEMPTS = 3
+"""Tries of ``ssh -O forward`` before a refused forward is raised."""
+
+
+class _ForwardRefused(Exception):
+    """``ssh -O forward`` refused while the connection is up (ssh's words as the message)."""
 
 
 def ssh_binary() -> str | None:
@@ -261,8 +267,13 @@ class OpenSshTunnel(LocalForwards):
             self._master = master
 
     def _forward(self, master: _Master) -> None:
+        """Add both forwards; a refusal while the connection is up (a local port taken since
+        it was chosen, or kept from before) is retried at once on new free ports,
+        :data:`FORWARD_ATTEMPTS` tries in all, under the retry policy."""
         wanted = self._ports if self._ports != (0, 0) else (_free_port(), _free_port())
-        for attempt in range(3):
+
+        def once() -> None:
+            nonlocal wanted
             args = ["-O", "forward"]
             for spec in self._specs(wanted):
                 args += ["-L", spec]
@@ -272,14 +283,19 @@ class OpenSshTunnel(LocalForwards):
                 return
             if not master.alive():
                 raise master._failure(done.stderr)
-            # a port taken since it was chosen (or kept from before): take new ones
             wanted = (_free_port(), _free_port())
-            if attempt == 2:
-                raise SshUnreachableError(
-                    f"SSH tunnel to worker {self.target.name}: ssh could not forward local "
-                    f"ports ({done.stderr.strip() or 'no message'}); retry",
-                    url=f"ssh://{master.address}",
-                )
+            raise _ForwardRefused(done.stderr.strip() or "no message")
+
+        try:
+            # no wait between tries: the new ports are free now, waiting would not help
+            retry.call(once, attempts=FORWARD_ATTEMPTS, backoff_max=0,
+                       retryable=lambda e: isinstance(e, _ForwardRefused))
+        except _ForwardRefused as exc:
+            raise SshUnreachableError(
+                f"SSH tunnel to worker {self.target.name}: ssh could not forward local "
+                f"ports ({exc}); retry",
+                url=f"ssh://{master.address}",
+            ) from None
 
     def stop(self) -> None:
         """Remove this worker's forwards; the connection closes with its last tunnel."""

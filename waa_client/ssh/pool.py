@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from waa_client import retry
 from waa_client.errors import TunnelError
 from waa_client.ssh.backends import default_backend, make_tunnel
 from waa_client.ssh.base import ForwardingTunnel, TunnelTarget
@@ -30,11 +31,13 @@ class PoolTunnels:
         keepalive: Seconds between SSH keepalives.
         connect_timeout: Seconds for each connect.
         check_interval: Seconds between health checks of each tunnel.
-        backoff_max: Cap of the wait before retrying a worker whose reconnect failed.
+        backoff_max: Cap of the wait before retrying a worker whose reconnect failed (the
+            wait doubles from twice ``check_interval``: a :class:`waa_client.retry.Backoff`).
         allow_partial: When False (default), entering fails if any tunnel cannot be opened;
             when True, failed ones are retried by the loop and listed in :attr:`errors`.
         backend: ``openssh`` (``ssh`` child processes, one connection per host) or
             ``paramiko`` (forwarding in this process); default :func:`default_backend`.
+        clock: Monotonic seconds the backoff counts on (a test's fake clock).
     """
 
     def __init__(
@@ -48,6 +51,7 @@ class PoolTunnels:
         backoff_max: float = 60.0,
         allow_partial: bool = False,
         backend: str | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.targets = list(targets)
         self.backend = backend or default_backend()
@@ -65,13 +69,16 @@ class PoolTunnels:
             for t in self.targets
         }
         self.errors: dict[str, TunnelError] = {}
+        # one pass serves every worker, so a down one is skipped until due, not waited for
+        self.backoff: retry.Backoff[str] = retry.Backoff(
+            first=2 * check_interval, cap=backoff_max, clock=clock)
         self._stop = threading.Event()
         self._loop: threading.Thread | None = None
 
     def retry_delay(self, failures: int) -> float:
         """Seconds before the health loop tries a worker again after ``failures`` failed
-        reconnects in a row: doubling from the check interval, capped at ``backoff_max``."""
-        return float(min(self.backoff_max, self.check_interval * 2 ** failures))
+        reconnects in a row: doubling from twice the check interval, capped at ``backoff_max``."""
+        return self.backoff.wait(failures)
 
     def __getitem__(self, name: str) -> ForwardingTunnel:
         return self.tunnels[name]
@@ -134,25 +141,29 @@ class PoolTunnels:
 
     def _run(self) -> None:
         """Check each tunnel every ``check_interval``; back off per worker after a failure."""
-        failures: dict[str, int] = {}
-        next_try: dict[str, float] = {}
         while not self._stop.wait(self.check_interval):
-            for name, tunnel in self.tunnels.items():
-                if self._stop.is_set():
-                    return
-                if time.monotonic() < next_try.get(name, 0.0):
-                    continue
-                try:
-                    tunnel.ensure()
-                except TunnelError as e:
-                    failures[name] = failures.get(name, 0) + 1
-                    delay = self.retry_delay(failures[name])
-                    next_try[name] = time.monotonic() + delay
-                    self.errors[name] = e
-                    log.warning("tunnel to %s still down (retry in %.0fs): %s", name, delay, e)
-                except Exception:  # the loop must outlive any one worker's bug
-                    log.exception("health check of %s failed unexpectedly", name)
-                else:
-                    failures.pop(name, None)
-                    next_try.pop(name, None)
-                    self.errors.pop(name, None)
+            self.check_once()
+
+    def check_once(self) -> None:
+        """One pass of the health loop: ``ensure()`` every tunnel whose backoff is over.
+
+        A failed reconnect is recorded in :attr:`errors` and puts the worker off for
+        :meth:`retry_delay`; a success clears both. No error escapes (the loop outlives any
+        one worker's bug).
+        """
+        for name, tunnel in self.tunnels.items():
+            if self._stop.is_set():
+                return
+            if not self.backoff.due(name):
+                continue
+            try:
+                tunnel.ensure()
+            except TunnelError as e:
+                delay = self.backoff.failed(name)
+                self.errors[name] = e
+                log.warning("tunnel to %s still down (retry in %.0fs): %s", name, delay, e)
+            except Exception:  # the loop must outlive any one worker's bug
+                log.exception("health check of %s failed unexpectedly", name)
+            else:
+                self.backoff.succeeded(name)
+                self.errors.pop(name, None)

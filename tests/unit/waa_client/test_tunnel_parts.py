@@ -8,7 +8,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from waa_client import HostKeyMismatchError, KeyFileError
+from waa_client import HostKeyMismatchError, KeyFileError, SshUnreachableError
 from waa_client.ssh import (
     KnownHosts,
     PoolTunnels,
@@ -145,3 +145,38 @@ def test_known_hosts_refuses_a_changed_key(tmp_path: Path) -> None:
 def test_the_health_loop_backs_off_doubling_up_to_its_cap(tmp_path: Path) -> None:
     pool = PoolTunnels([], tmp_path / "known_hosts", check_interval=2.0, backoff_max=30.0)
     assert [pool.retry_delay(n) for n in range(1, 6)] == [4.0, 8.0, 16.0, 30.0, 30.0]
+
+
+class _DownTunnel:
+    """A tunnel whose reconnects fail ``failures`` times, then succeed; records when it was
+    asked (on the pool's clock)."""
+
+    def __init__(self, clock: list[float], failures: int) -> None:
+        self.clock = clock
+        self.failures = failures
+        self.asked: list[float] = []
+
+    def ensure(self) -> None:
+        self.asked.append(self.clock[0])
+        if len(self.asked) <= self.failures:
+            raise SshUnreachableError("SSH to worker w1: connection refused")
+
+    def stop(self) -> None:
+        """Nothing to close."""
+
+
+def test_the_health_loop_tries_a_down_worker_on_the_backoff_schedule(tmp_path: Path) -> None:
+    now = [0.0]
+    pool = PoolTunnels([], tmp_path / "known_hosts", check_interval=2.0, backoff_max=30.0,
+                       clock=lambda: now[0])
+    down, up = _DownTunnel(now, failures=5), _DownTunnel(now, failures=0)
+    pool.tunnels = {"w1": down, "w2": up}  # type: ignore[dict-item]
+    while now[0] <= 120.0:  # one health pass per check interval, on the fake clock
+        pool.check_once()
+        if now[0] in down.asked[:5]:
+            assert isinstance(pool.errors.get("w1"), SshUnreachableError)
+        now[0] += 2.0
+    # waits after each failure: 4, 8, 16, 30, 30 s; then the worker is checked every pass
+    assert down.asked[:7] == [0.0, 4.0, 12.0, 28.0, 58.0, 88.0, 90.0]
+    assert len(up.asked) == 61  # a healthy worker is never put off
+    assert pool.errors == {}
