@@ -115,6 +115,8 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
         self.retries = int(retries)
         self.keep_screenshots = max(1, int(keep_screenshots))
         self.demo = demo
+        # The SDK's own retries are off: rate limits are retried by model_api.with_backoff
+        # (on tenacity), whose docstring says why the SDK's do not do that job here.
         self.client = anthropic.Anthropic(
             api_key=_key_of(api_key), base_url=base_url, max_retries=0, timeout=timeout_s
         )

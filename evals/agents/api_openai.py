@@ -89,6 +89,8 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
         self.budget = budget or TokenBudget(token_cap)
         self.retries = int(retries)
         self.demo = demo
+        # The SDK's own retries are off: rate limits are retried by model_api.with_backoff
+        # (on tenacity), whose docstring says why the SDK's do not do that job here.
         self.client = openai.OpenAI(
             api_key=_key_of(api_key), base_url=base_url, max_retries=0, timeout=timeout_s
         )

@@ -122,6 +122,15 @@ def with_backoff(
     """Call, waiting and retrying on rate limits (HTTP 429): the server's ``retry-after`` when
     it gives one, else ``base_s`` doubled each time (at most :data:`MAX_BACKOFF_S`).
 
+    The agents build their SDK clients with ``max_retries=0`` and retry here, on
+    :mod:`waa_client.retry` (tenacity), rather than with the SDKs' own retries, because those
+    do not do this job (read in anthropic 2.15 and openai 3.57): the two disagree about a long
+    ``retry-after`` (anthropic sleeps whatever the server says, up to 49 days; openai gives up
+    past 120 s) while ours waits at most :data:`MAX_BACKOFF_S` for both, so an agent never holds
+    a billed worker for the server's whole wait; and their sleep is ``time.sleep`` inside the
+    client, which a test's fake clock cannot see, where ``sleep`` here lets tests pin the
+    schedule (``tests/unit/evals/test_model_api.py``).
+
     Raises:
         AgentError: still rate-limited after ``retries`` retries.
     """

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 
 from waa_client import retry
@@ -133,3 +136,53 @@ def test_backoff_forgets_a_key_that_succeeded() -> None:
     backoff.succeeded("w1")
     assert backoff.due("w1") and backoff.failures("w1") == 0
     assert backoff.failed("w1") == 1.0  # a new run of failures starts from the first wait
+
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("waa_client", "evals", "oa_vm", "infra")
+RETRY_NAMES = ("attempt", "tries", "retry", "retries")
+
+
+def _hand_written_backoff(tree: ast.AST) -> list[tuple[int, str]]:
+    """The marks of a backoff written by hand: a wait doubled (``2 ** n``, ``pow(2, n)``,
+    ``x *= 2``) or a loop counting its own tries (``for attempt in range(...)``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        exponential = (
+            isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow)
+            and isinstance(node.left, ast.Constant) and not isinstance(node.right, ast.Constant)
+        ) or (
+            isinstance(node, ast.Call) and ast.unparse(node.func) in ("pow", "math.pow")
+        )
+        if exponential:
+            found.append((getattr(node, "lineno", 0), f"{ast.unparse(node)} (an exponential wait)"))
+        elif (isinstance(node, ast.AugAssign) and isinstance(node.op, ast.Mult)
+              and isinstance(node.value, ast.Constant) and node.value.value in (2, 2.0)):
+            found.append((node.lineno, f"{ast.unparse(node)} (a doubled wait)"))
+        elif (isinstance(node, ast.For) and isinstance(node.target, ast.Name)
+              and isinstance(node.iter, ast.Call) and ast.unparse(node.iter.func) == "range"
+              and any(word in node.target.id.lower() for word in RETRY_NAMES)):
+            found.append((node.lineno, f"for {node.target.id} in ... (a retry loop)"))
+    return found
+
+
+def test_no_backoff_loop_is_written_by_hand_outside_the_retry_module() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {what}"
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if path != ROOT / "waa_client" / "retry.py"
+        for line, what in _hand_written_backoff(ast.parse(path.read_text(), str(path)))
+    ]
+    assert offenders == [], "retry through waa_client.retry:\n" + "\n".join(offenders)
+
+
+def test_the_backoff_scan_finds_the_loops_it_forbids() -> None:
+    written = ast.parse(
+        "def f(n):\n"
+        "    for attempt in range(3):\n"
+        "        delay = 0.5 * 2 ** attempt\n"
+        "        wait *= 2\n"
+        "    return pow(2, n), 2 ** 20\n"
+    )
+    assert sorted(line for line, _ in _hand_written_backoff(written)) == [2, 3, 4, 5]
