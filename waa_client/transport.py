@@ -17,6 +17,25 @@ server closing the connection; interim 1xx answers are skipped; no body after 20
 HEAD request. A connection is kept for the next request unless the server said
 ``Connection: close`` (HTTP/1.0: unless it said ``keep-alive``) or the body ran to the close.
 
+Why not urllib3 (measured): ``bench/transport.py`` sends the calls a task makes to one local
+simulated worker on loopback with this transport, a ``urllib3.PoolManager`` (urllib3 2.8, the
+same timeouts, no retries, raw bytes returned) and a ``requests.Session`` (2.34), in one run
+(2 cores, load average 6; medians of 5 rounds of 200 calls each; two runs):
+
+=============  ===========  ======================  ======================
+call           ours, CPU    urllib3, CPU (x ours)   requests, CPU (x ours)
+=============  ===========  ======================  ======================
+/probe         62 / 43 us   168 / 160 us (2.7/3.7)  355 / 380 us (5.8/8.8)
+/screenshot    58 / 45 us   176 / 174 us (3.0/3.9)  410 / 407 us (7.1/9.0)
+/execute       67 / 51 us   212 / 220 us (3.2/4.4)  398 / 419 us (6.0/8.3)
+=============  ===========  ======================  ======================
+
+urllib3 costs the controller three to four times this transport's CPU per call (its
+``http.client`` underneath parses headers with the ``email`` package, and its pool and
+response objects add their own bookkeeping), and the controller is CPU-bound at hundreds of
+workers (``docs/performance.md``), so this module stays; wall time per call is 1.0 to 2.3 times
+ours through urllib3 on the same loopback. Run the benchmark again before changing either.
+
 Failures are raised as the ``requests`` exceptions the clients already map
 (``ConnectTimeout``, ``ReadTimeout``, ``ConnectionError``), each carrying the socket error that
 names the cause. A pooled connection the server has closed is noticed before it is reused (the
