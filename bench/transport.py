@@ -29,6 +29,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -206,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise BenchInputError("the local worker has no WAA URL")
         result = {
             "machine": machine_info(), "rounds": args.rounds, "calls_per_round": args.calls,
-            "urllib3": urllib3.__version__, "requests": requests.__version__,
+            "urllib3": version("urllib3"), "requests": version("requests"),
             "calls": measure(worker.waa_url, args.rounds, args.calls),
         }
     emit(result, args.json, _text(result))
