@@ -8,6 +8,8 @@ the same ``(connect, read)`` timeouts and no retries:
 - ``urllib3``: a ``urllib3.PoolManager`` (keep-alive pool, ``retries=False``), the body read
   whole, the raw bytes returned: the least a switch to urllib3 would cost (the clients would
   read its response object instead of a ``requests.Response``);
+- ``httpcore``: an ``httpcore.ConnectionPool`` (HTTP/1.1 on h11, keep-alive, the same
+  timeouts as its ``connect`` and ``read`` extensions), the body read whole, raw bytes;
 - ``requests``: a ``requests.Session`` (``trust_env`` off), what the clients used before.
 
 Each client sends ``--calls`` of each request per round, the clients taking turns in a
@@ -57,7 +59,7 @@ POOL = "bench-transport"
 CONNECT_TIMEOUT_S = 5.0  # the worker clients' defaults (waa_client.http)
 READ_TIMEOUT_S = 60.0
 EXECUTE = {"command": "wait", "shell": False}  # a verb the simulated worker answers at once
-CLIENTS = ("lean", "urllib3", "requests")
+CLIENTS = ("lean", "urllib3", "httpcore", "requests")
 CALLS = ("probe", "screenshot", "execute")
 
 Send = Callable[[str, str, "dict[str, Any] | None"], "tuple[int, bytes]"]
@@ -88,6 +90,28 @@ def _urllib3() -> tuple[Send, Callable[[], None]]:
     return send, pool.clear
 
 
+def _httpcore() -> tuple[Send, Callable[[], None]]:
+    import json
+
+    import httpcore
+
+    pool = httpcore.ConnectionPool(max_connections=4, retries=0)
+    timeouts = {"connect": CONNECT_TIMEOUT_S, "read": READ_TIMEOUT_S, "write": READ_TIMEOUT_S,
+                "pool": CONNECT_TIMEOUT_S}
+
+    def send(method: str, url: str, body: dict[str, Any] | None) -> tuple[int, bytes]:
+        headers = [(b"Accept", b"*/*"), (b"Accept-Encoding", b"identity")]
+        content = b""
+        if body is not None:
+            content = json.dumps(body).encode("utf-8")
+            headers.append((b"Content-Type", b"application/json"))
+        answer = pool.request(method, url, headers=headers, content=content,
+                              extensions={"timeout": timeouts})
+        return answer.status, answer.content
+
+    return send, pool.close
+
+
 def _requests() -> tuple[Send, Callable[[], None]]:
     session = requests.Session()
     session.trust_env = False
@@ -101,7 +125,7 @@ def _requests() -> tuple[Send, Callable[[], None]]:
 
 
 MAKERS: dict[str, Callable[[], tuple[Send, Callable[[], None]]]] = {
-    "lean": _lean, "urllib3": _urllib3, "requests": _requests,
+    "lean": _lean, "urllib3": _urllib3, "httpcore": _httpcore, "requests": _requests,
 }
 
 
@@ -116,7 +140,11 @@ def _requests_of(waa_url: str) -> dict[str, tuple[str, str, dict[str, Any] | Non
 
 def _check_loopback(url: str) -> None:
     host = urlsplit(url).hostname or ""
-    if not ipaddress.ip_address(host).is_loopback:
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name: not resolved, so not known to be loopback
+        loopback = False
+    if not loopback:
         raise BenchInputError(f"the worker's URL {url} is not on loopback; this benchmark "
                               "connects to loopback only")
 
@@ -207,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise BenchInputError("the local worker has no WAA URL")
         result = {
             "machine": machine_info(), "rounds": args.rounds, "calls_per_round": args.calls,
-            "urllib3": version("urllib3"), "requests": version("requests"),
+            "urllib3": version("urllib3"), "httpcore": version("httpcore"),
+            "requests": version("requests"),
             "calls": measure(worker.waa_url, args.rounds, args.calls),
         }
     emit(result, args.json, _text(result))

@@ -99,7 +99,7 @@ class HttpClient:
         self.backoff_max = backoff_max
         # Workers are reached directly or through our own tunnels: a proxy from the environment
         # must never apply, nor ~/.netrc credentials (LeanSession never looks them up). It
-        # costs a fraction of requests' and urllib3's CPU per call (measured in its module).
+        # costs a fraction of the CPU per call of requests, urllib3 or httpcore (measured there).
         self._session = LeanSession()
 
     # -- lifecycle --------------------------------------------------------------------------------

@@ -17,24 +17,26 @@ server closing the connection; interim 1xx answers are skipped; no body after 20
 HEAD request. A connection is kept for the next request unless the server said
 ``Connection: close`` (HTTP/1.0: unless it said ``keep-alive``) or the body ran to the close.
 
-Why not urllib3 (measured): ``bench/transport.py`` sends the calls a task makes to one local
-simulated worker on loopback with this transport, a ``urllib3.PoolManager`` (urllib3 2.8, the
-same timeouts, no retries, raw bytes returned) and a ``requests.Session`` (2.34), in one run
-(2 cores, load average 6; medians of 5 rounds of 200 calls each; two runs):
+Why not urllib3 or httpcore (measured): ``bench/transport.py`` sends the calls a task makes
+to one local simulated worker on loopback through this transport, a ``urllib3.PoolManager``
+(urllib3 2.8), an ``httpcore.ConnectionPool`` (httpcore 1.0.9 on h11) and a
+``requests.Session`` (2.34), all with the same timeouts and no retries, in one run (2 cores,
+load average 14; medians of 5 rounds of 200 calls each; two runs). CPU per call, and its
+ratio to ours:
 
-=============  ===========  ======================  ======================
-call           ours, CPU    urllib3, CPU (x ours)   requests, CPU (x ours)
-=============  ===========  ======================  ======================
-/probe         62 / 43 us   168 / 160 us (2.7/3.7)  355 / 380 us (5.8/8.8)
-/screenshot    58 / 45 us   176 / 174 us (3.0/3.9)  410 / 407 us (7.1/9.0)
-/execute       67 / 51 us   212 / 220 us (3.2/4.4)  398 / 419 us (6.0/8.3)
-=============  ===========  ======================  ======================
+=============  ============  ===================  ===================  ===================
+call           ours          urllib3              httpcore             requests
+=============  ============  ===================  ===================  ===================
+/probe         52 / 46 us    206 / 240 (4.0/5.2)  202 / 210 (3.9/4.6)  444 / 447 (8.6/9.7)
+/screenshot    59 / 60 us    211 / 243 (3.6/4.1)  209 / 220 (3.5/3.7)  457 / 472 (7.7/7.9)
+/execute       64 / 62 us    237 / 292 (3.7/4.7)  222 / 233 (3.5/3.8)  460 / 489 (7.2/7.9)
+=============  ============  ===================  ===================  ===================
 
-urllib3 costs the controller three to four times this transport's CPU per call (its
-``http.client`` underneath parses headers with the ``email`` package, and its pool and
-response objects add their own bookkeeping), and the controller is CPU-bound at hundreds of
-workers (``docs/performance.md``), so this module stays; wall time per call is 1.0 to 2.3 times
-ours through urllib3 on the same loopback. Run the benchmark again before changing either.
+Either library costs the controller 3.5 to 5 times this transport's CPU per call (urllib3 sends
+on ``http.client``, whose header parsing goes through the ``email`` package; httpcore parses
+with h11 in pure Python, through its pool and stream objects), and the controller is CPU-bound
+at hundreds of workers (``docs/performance.md``), so this module stays; wall time per call is
+1.7 to 3.7 times ours through either. Run the benchmark again before changing this module.
 
 Failures are raised as the ``requests`` exceptions the clients already map
 (``ConnectTimeout``, ``ReadTimeout``, ``ConnectionError``), each carrying the socket error that

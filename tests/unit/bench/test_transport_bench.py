@@ -47,3 +47,5 @@ def test_an_answer_that_is_not_200_stops_the_benchmark() -> None:
 def test_only_loopback_is_measured() -> None:
     with pytest.raises(BenchInputError, match="not on loopback"):
         transport.measure("http://192.0.2.10:5000", rounds=1, calls=1)
+    with pytest.raises(BenchInputError, match="not on loopback"):
+        transport.measure("http://worker.example:5000", rounds=1, calls=1)
