@@ -17,7 +17,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from oa_vm import cloud_plan, image_records, state
 from oa_vm.errors import InvalidInputError, ProvisioningError
@@ -54,14 +54,16 @@ def cloud_provider(cloud: str) -> PulumiCloudProvider:
         InvalidInputError: a cloud without images (local pools need none).
     """
     from oa_vm.providers import get_provider
-    from oa_vm.providers.pulumi_provider import PulumiCloudProvider
+    from oa_vm.providers.base import Capability
 
     provider = get_provider(cloud)
-    if not isinstance(provider, PulumiCloudProvider):
+    if Capability.IMAGES not in provider.capabilities:
         raise InvalidInputError(
             f"--cloud {cloud}: images are for cloud pools (aws or azure); local pools need none"
         )
-    return provider
+    # The providers declaring IMAGES are the Pulumi ones (tests/unit/providers/
+    # test_capabilities.py checks every registered provider's declaration).
+    return cast("PulumiCloudProvider", provider)
 
 
 def image_settings(

@@ -1,4 +1,5 @@
-"""Pause, resume and repair of cloud pools (the :class:`oa_vm.fleet.FleetOps` of AWS and Azure).
+"""Pause, resume and repair of cloud pools (the :class:`~oa_vm.providers.base.FleetOps` of AWS
+and Azure, which :meth:`PulumiCloudProvider.fleet_ops` hands out).
 
 - **AWS**: the pool's own program runs again (same settings, so nothing is replaced) with each
   instance's power state declared ``stopped`` or ``running`` (:mod:`infra.pause`).
@@ -28,15 +29,17 @@ import dataclasses
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from oa_vm import state
 from oa_vm.errors import ProviderUnavailableError, ProvisioningError
 from oa_vm.providers.base import PoolSpec, Progress
 from oa_vm.providers.pulumi_driver import EngineError
-from oa_vm.providers.pulumi_provider import PulumiCloudProvider
 from oa_vm.state import PoolRecord, SshEndpoint, WorkerRecord, WorkerState
+
+if TYPE_CHECKING:  # the provider makes this module's object (PulumiCloudProvider.fleet_ops)
+    from oa_vm.providers.pulumi_provider import PulumiCloudProvider
 
 AZ_TIMEOUT_S = 1800.0
 
@@ -115,11 +118,11 @@ class CloudFleetOps:
         # The image and disk size the pool was created with: a later default would replace
         # every instance.
         image = settings.get("image") or {}
-        program_settings = self.provider._settings(
+        program_settings = self.provider.program_settings(
             spec, region, public_key, list(spec.allow_cidrs), plan=False,
             image_id=image.get("cloud_id") or None, disk_gb=settings.get("disk_gb"),
         )
-        ref = self.provider._ref(record)
+        ref = self.provider.stack_of(record)
         # What the create resolved (the AMI above all): a newer one must replace nothing.
         from infra.settings import with_pinned
 
@@ -129,7 +132,7 @@ class CloudFleetOps:
             program_settings = dataclasses.replace(
                 program_settings, workers=len(indexes), indexes=tuple(int(i) for i in indexes)
             )
-        module = self.provider._program_module()
+        module = self.provider.program_module()
         cloud = record.cloud
 
         def program() -> object:
@@ -143,7 +146,7 @@ class CloudFleetOps:
         key = self.provider.info.region_config
         config: Mapping[str, str] = {key: region} if key else {}
         try:
-            outputs: dict[str, Any] = self.provider.driver._with_recovery(
+            outputs: dict[str, Any] = self.provider.driver.with_recovery(
                 ref, progress, lambda: self.provider.engine.up(ref, program, config, progress)
             )
         except EngineError as exc:
@@ -277,7 +280,3 @@ def _number(name: str) -> int:
         raise ProvisioningError(f"worker {name!r} has no number")
     return int(match.group(1))
 
-
-def fleet_ops_for(provider: PulumiCloudProvider) -> Callable[[], CloudFleetOps]:
-    """A factory of :class:`CloudFleetOps` for ``provider`` (what :mod:`oa_vm.fleet` calls)."""
-    return lambda: CloudFleetOps(provider)

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from oa_vm import cloud_plan, image_records, state
 from oa_vm.errors import InvalidInputError, OaVmError, ProviderUnavailableError
-from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec, Progress
+from oa_vm.providers.base import (
+    Capability,
+    CleanupReport,
+    FleetOps,
+    Plan,
+    PlannedResource,
+    PoolSpec,
+    Progress,
+)
 from oa_vm.providers.cloud_wait import RemoteRunner, worker_phase
 from oa_vm.providers.pulumi_driver import (
     AutomationEngine,
@@ -118,8 +126,13 @@ class PulumiCloudProvider:
 
     poll_interval_s = 15.0
     refresh_interval_s = 180.0
-    clean_reset = True  # infra/worker/reset.sh: QEMU snapshots through the host's QMP socket
     """``pool-wait`` polls every 15 s; a full Pulumi refresh is heavy, so at most this often."""
+    capabilities = frozenset({
+        Capability.PAUSE, Capability.RESUME, Capability.REPAIR,  # cloud_fleet.CloudFleetOps
+        Capability.DRAIN,  # spot_watch*.sh writes the notice into the host's status file
+        Capability.CLEAN_RESET,  # infra/worker/reset.sh: QEMU snapshots through the QMP socket
+        Capability.IMAGES,  # oa_vm.images: one Pulumi stack per prepared image
+    })
 
     def __init__(
         self,
@@ -137,6 +150,18 @@ class PulumiCloudProvider:
         self.remote = remote
         self.driver = PulumiDriver(self.engine)
         self._refreshed_at: dict[str, float] = {}
+
+    def fleet_ops(self) -> FleetOps:
+        """Pause, resume and repair through the pool's program
+        (:class:`~oa_vm.providers.cloud_fleet.CloudFleetOps`).
+
+        Raises:
+            ProviderUnavailableError: the cloud's extra is not installed.
+        """
+        self.check_available()
+        from oa_vm.providers.cloud_fleet import CloudFleetOps
+
+        return CloudFleetOps(self)
 
     def snapshot_control(
         self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
@@ -185,7 +210,7 @@ class PulumiCloudProvider:
         except ValueError as exc:
             raise InvalidInputError(str(exc)) from exc
 
-    def _settings(
+    def program_settings(
         self,
         spec: PoolSpec,
         region: str,
@@ -196,6 +221,12 @@ class PulumiCloudProvider:
         image_id: str | None = None,
         disk_gb: int | None = None,
     ) -> PoolSettings:
+        """The pool program's settings for ``spec`` in ``region`` (validated; a ``plan`` allows
+        placeholders for what only a create resolves). A repair rebuilds them from the record.
+
+        Raises:
+            InvalidInputError: a size that cannot nest, or a bad setting.
+        """
         from infra.settings import PoolSettings, SettingsError
         from oa_vm import config
 
@@ -324,7 +355,8 @@ class PulumiCloudProvider:
         if self.choose_image(spec, region) is None and not spec.build_image:
             raise InvalidInputError(self.no_image_message(region))
 
-    def _program_module(self) -> Any:
+    def program_module(self) -> Any:
+        """The ``infra`` module of this cloud's pool program (imported here, on first use)."""
         return importlib.import_module(self.info.program_module)
 
     # -- plan ----------------------------------------------------------------------------------
@@ -342,10 +374,10 @@ class PulumiCloudProvider:
         cidrs = list(spec.allow_cidrs) or [CALLER_CIDR_PLACEHOLDER]
         chosen = self.choose_image(spec, regions[0], look_in_account=False)
         image_id = chosen.cloud_id if chosen else IMAGE_PLACEHOLDER
-        settings = self._settings(
+        settings = self.program_settings(
             spec, regions[0], SSH_KEY_PLACEHOLDER, cidrs, plan=True, image_id=image_id
         )
-        module = self._program_module()
+        module = self.program_module()
         try:
             run = run_offline(
                 lambda: module.pool_program(settings).workers,
@@ -446,9 +478,9 @@ class PulumiCloudProvider:
             progress(f"SSH will be open to {cidrs[0]} only")
         key_path, public_key = sshkeys.ensure_pool_key(spec.name)
         ensure_passphrase()
-        module = self._program_module()
+        module = self.program_module()
         settings_for = {
-            region: self._settings(
+            region: self.program_settings(
                 spec, region, public_key, cidrs, plan=False,
                 image_id=chosen_by_region[region].cloud_id,  # type: ignore[union-attr]
             )
@@ -513,7 +545,8 @@ class PulumiCloudProvider:
 
     # -- refresh, wait, destroy ----------------------------------------------------------------
 
-    def _ref(self, record: PoolRecord) -> Any:
+    def stack_of(self, record: PoolRecord) -> Any:
+        """The Pulumi stack holding ``record``'s pool (its project and stack name)."""
         project = str(record.provider_data.get("project") or self.info.project)
         return stack_ref(project, str(record.provider_data.get("stack") or record.name))
 
@@ -527,7 +560,7 @@ class PulumiCloudProvider:
         if last is not None and time.monotonic() - last < self.refresh_interval_s:
             return record
         self._refreshed_at[record.name] = time.monotonic()
-        alive = self.driver.refresh(self._ref(record), lambda _line: None)
+        alive = self.driver.refresh(self.stack_of(record), lambda _line: None)
         for worker in record.workers:
             gone = alive is None or bool(worker.provider_id and worker.provider_id not in alive)
             if gone and worker.state != WorkerState.STOPPED:
@@ -556,7 +589,7 @@ class PulumiCloudProvider:
     def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
         """Refresh, destroy, check the stack is empty, remove it, check the cloud by tag."""
         return self.driver.destroy(
-            self._ref(record),
+            self.stack_of(record),
             progress,
             lister=self.lister,
             manual_check=self.info.manual_check.format(
