@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from oa_vm.providers.cloud_wait import ParamikoRunner, RemoteRunner, RemoteUnreachableError
+from oa_vm.host_status import ParamikoRunner, RemoteRunner, RemoteUnreachableError
 from oa_vm.snapshots import Restored, SnapshotError, SnapshotState
 from oa_vm.state import SshEndpoint
 

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oa_vm import cloud_plan, image_records, state
-from oa_vm.errors import InvalidInputError, OaVmError, ProviderUnavailableError
+from oa_vm.errors import (
+    InvalidInputError,
+    OaVmError,
+    ProviderUnavailableError,
+    ProvisioningError,
+)
+from oa_vm.host_status import RemoteRunner
 from oa_vm.providers.base import (
     Capability,
     CleanupReport,
@@ -25,10 +31,11 @@ from oa_vm.providers.base import (
     PoolSpec,
     Progress,
 )
-from oa_vm.providers.cloud_wait import RemoteRunner, worker_phase
+from oa_vm.providers.cloud_wait import worker_phase
 from oa_vm.providers.pulumi_driver import (
     AutomationEngine,
     Engine,
+    EngineError,
     Lister,
     PulumiDriver,
     ensure_passphrase,
@@ -119,7 +126,7 @@ class PulumiCloudProvider:
         engine: the Pulumi engine; the Automation API by default.
         lister: asks the cloud what is still tagged with a pool (None: cleanup gives the
             command to check by hand).
-        remote: runs readiness commands on workers over SSH (see ``cloud_wait``).
+        remote: runs readiness commands on workers over SSH (see :mod:`oa_vm.host_status`).
         image_lister: finds the account's tagged images (a teammate's); None: local records
             only.
     """
@@ -549,6 +556,74 @@ class PulumiCloudProvider:
         """The Pulumi stack holding ``record``'s pool (its project and stack name)."""
         project = str(record.provider_data.get("project") or self.info.project)
         return stack_ref(project, str(record.provider_data.get("stack") or record.name))
+
+    def update_program(
+        self, record: PoolRecord, progress: Progress, *, paused: bool | None
+    ) -> dict[str, Any]:
+        """Run the pool's program again, its settings rebuilt from the record (pause, resume
+        and repair, :mod:`oa_vm.providers.cloud_fleet`): the image, disk size, expiry and what
+        the create resolved are kept, so nothing is replaced that the cloud did not remove.
+
+        ``paused``: AWS's instances declared stopped (True) or running (False); None leaves
+        their power state alone. Returns the program's outputs.
+
+        Raises:
+            ProvisioningError: the update failed.
+        """
+        import dataclasses
+
+        from oa_vm import sshkeys
+
+        settings = record.settings
+        region = str(record.provider_data.get("region") or settings.get("region") or "")
+        expires = state.parse_time(
+            record.provider_data.get("program_expires_at")
+        ) or record.expires_at
+        assert expires is not None, "cloud pools always have an expiry"
+        spec = PoolSpec(
+            name=record.name, cloud=record.cloud, workers=int(settings.get("workers") or 1),
+            owner=record.owner, expires_at=expires, size=settings.get("size"),
+            regions=[region], spot=bool(settings.get("spot")),
+            allow_cidrs=list(settings.get("allow_cidrs") or []),
+        )
+        _key_path, public_key = sshkeys.ensure_pool_key(record.name)
+        # The image and disk size the pool was created with: a later default would replace
+        # every instance.
+        image = settings.get("image") or {}
+        program_settings = self.program_settings(
+            spec, region, public_key, list(spec.allow_cidrs), plan=False,
+            image_id=image.get("cloud_id") or None, disk_gb=settings.get("disk_gb"),
+        )
+        ref = self.stack_of(record)
+        # What the create resolved (the AMI above all): a newer one must replace nothing.
+        from infra.settings import with_pinned
+
+        program_settings = with_pinned(program_settings, self.driver.pinned(ref))
+        indexes = settings.get("worker_indexes")
+        if indexes:  # a repair added or retired workers: these numbers, no other
+            program_settings = dataclasses.replace(
+                program_settings, workers=len(indexes), indexes=tuple(int(i) for i in indexes)
+            )
+        module = self.program_module()
+        cloud = record.cloud
+
+        def program() -> object:
+            pool = module.pool_program(program_settings)
+            if cloud == "aws" and paused is not None:
+                from infra.pause import declare_power_states
+
+                declare_power_states(pool, program_settings, paused=paused)
+            return pool
+
+        key = self.info.region_config
+        config: Mapping[str, str] = {key: region} if key else {}
+        try:
+            outputs: dict[str, Any] = self.driver.with_recovery(
+                ref, progress, lambda: self.engine.up(ref, program, config, progress)
+            )
+        except EngineError as exc:
+            raise ProvisioningError(f"pool {record.name!r}: the update failed: {exc}") from exc
+        return outputs
 
     def refresh(self, record: PoolRecord) -> PoolRecord:
         """Refresh the stack from the cloud; workers whose instance is gone become ``LOST``.
