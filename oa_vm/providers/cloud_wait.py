@@ -177,6 +177,10 @@ def follow_status(
     deadline = started + timeout_s
     last_line = ""
     last_print = -HEARTBEAT_S
+    # A poll at a fixed interval until a deadline, not a retry: every pass reports progress and
+    # an unreachable host is one more pass, not a failure, so waa_client.retry (attempts with
+    # backoff, for calls that fail) does not fit. There is no poll helper to share
+    # (api.wait_pool polls the same way, on its own loop).
     while True:
         try:
             report = parse_host_report(runner.run(ssh, commands.host, COMMAND_TIMEOUT_S).output)
