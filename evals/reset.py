@@ -204,6 +204,7 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
             naming the worker and what to do).
     """
     from oa_vm.providers import get_provider
+    from oa_vm.providers.base import Capability
 
     mode = ResetMode(mode)
     plans: dict[str, WorkerReset] = {}
@@ -214,7 +215,7 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
     for pool in pools:
         provider = get_provider(pool.record.cloud)
         for connection in pool.workers:
-            if not provider.clean_reset:
+            if Capability.CLEAN_RESET not in provider.capabilities:
                 checks.append((connection.name, _refusal(
                     f"{pool.record.cloud} workers cannot restore a snapshot")))
                 continue

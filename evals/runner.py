@@ -502,16 +502,35 @@ def _ledger(pools: list[RunPool], cap_usd: float | None) -> Ledger:
     )
 
 
+@dataclass(frozen=True)
+class PoolHelpers:
+    """What a run's dispatcher gets from its pools for repairs and drain notices.
+
+    Attributes:
+        repairers: The repairers to close when the run ends (none without ``--repair``).
+        repair: The dispatcher's ``repair``: a worker's replacement, through its own pool
+            (None without ``--repair``).
+        draining: The dispatcher's ``draining``: a worker's drain notice, read through its own
+            pool (pools whose provider declares no ``DRAIN`` capability are not watched).
+    """
+
+    repairers: list[WorkerRepairer]
+    repair: Callable[[str], WorkerConnection | None] | None
+    draining: Callable[[str], object | None] | None
+
+
 def _per_pool_helpers(
     pools: list[RunPool], config: RunConfig, fence: Callable[[], None] | None = None
-) -> tuple[list[WorkerRepairer], Callable[[str], WorkerConnection | None] | None,
-           Callable[[str], object | None]]:
-    """The repairers to close, the dispatcher's ``repair`` and ``draining``: each worker is
-    repaired, and watched for drain notices, through its own pool."""
+) -> PoolHelpers:
+    """The repairers, the dispatcher's ``repair`` and ``draining``: each worker is repaired,
+    and watched for drain notices, through its own pool."""
     from evals.pools import PoolRouter, renamed_connection
     from oa_vm.drain import DrainWatch
+    from oa_vm.providers import get_provider
+    from oa_vm.providers.base import Capability
 
-    watches = {p.name: DrainWatch(p.name) for p in pools}
+    watches = {p.name: DrainWatch(p.name) for p in pools
+               if Capability.DRAIN in get_provider(p.record.cloud).capabilities}
     repairers: dict[str, WorkerRepairer] = {}
     if config.repair:
         from evals.repair import WorkerRepairer
@@ -519,16 +538,16 @@ def _per_pool_helpers(
         repairers = {
             # given its pool's drain check, it replaces a worker under notice right away
             p.name: WorkerRepairer(p.name, connect_timeout=config.connect_timeout_s,
-                                   read_timeout=config.read_timeout_s, draining=watches[p.name],
-                                   fence=fence)
+                                   read_timeout=config.read_timeout_s,
+                                   draining=watches.get(p.name), fence=fence)
             for p in pools
         }
     if len(pools) == 1:
         name = pools[0].name
-        return list(repairers.values()), repairers.get(name), watches[name]
+        return PoolHelpers(list(repairers.values()), repairers.get(name), watches.get(name))
     repair = PoolRouter(repairers, renamed_connection) if repairers else None
-    draining: PoolRouter[object] = PoolRouter(watches)
-    return list(repairers.values()), repair, draining
+    draining: PoolRouter[object] | None = PoolRouter(watches) if watches else None
+    return PoolHelpers(list(repairers.values()), repair, draining)
 
 
 def _check_resumable(path: Path) -> None:
@@ -724,7 +743,7 @@ def _run_in_folder(
                     present = False
                 if not present:
                     folder.write_execution(TaskExecution.from_json(record))
-            repairers, repair, draining = _per_pool_helpers(pools, config, fence)
+            helpers = _per_pool_helpers(pools, config, fence)
             dispatcher = Dispatcher(
                 folder, queue, ledger, workers, tasks, infos, make_agent,
                 DispatchSettings(
@@ -736,8 +755,8 @@ def _run_in_folder(
                     trials=config.trials,
                 ),
                 on_event,
-                repair=repair,
-                draining=draining,
+                repair=helpers.repair,
+                draining=helpers.draining,
                 fence=fence,
                 resets=resets,
             )
@@ -753,7 +772,7 @@ def _run_in_folder(
                 )
                 raise
             finally:
-                for repairer in repairers:
+                for repairer in helpers.repairers:
                     repairer.close()
             quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
             status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED

@@ -259,8 +259,3 @@ class ImageSettings:
             raise SettingsError("an image has exactly one builder, in build mode")
         self.builder.validate(allow_placeholders=allow_placeholders)
         return self
-
-
-def builder_settings(base: PoolSettings) -> PoolSettings:
-    """``base`` turned into an image builder: one host, build mode, no image to start from."""
-    return replace(base, workers=1, mode="build", image_id=None)

@@ -353,9 +353,11 @@ def wait_pool(
         if on_update is not None:
             on_update(record)
         # A draining worker already replaced (oa_vm.fleet) is not waited for: it is going.
+        from oa_vm import replacements
+
         wanted = set(workers) if workers is not None else {
             w.name for w in record.workers
-        } - set(record.provider_data.get("replaced_by") or {})
+        } - set(replacements.replaced_by(record))
         lost = [w for w in record.workers if w.state in (WorkerState.LOST, WorkerState.DRAINING)
                 and w.name in wanted]
         if lost:

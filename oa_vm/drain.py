@@ -7,7 +7,7 @@ Azure Spot worker ``spot_watch_azure.sh`` does the same on a Scheduled Events ``
 (``action=preempt``, ``action_time`` its ``NotBefore``). This module reads that file back:
 
 - over SSH for workers reached that way, in spot pools only (the same status file and parser
-  as ``pool-wait``, :mod:`oa_vm.providers.cloud_wait`);
+  as ``pool-wait``, :mod:`oa_vm.host_status`);
 - from ``<worker folder>/host-status`` for workers reached directly (local pools). A local
   worker gets no spot notice; the file is the seam through which a test, or a user who wants a
   local worker out of a running sweep, marks it draining: write ``state=draining`` (and a
@@ -27,12 +27,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from oa_vm import host_status
+from oa_vm.host_status import RemoteRunner
 from oa_vm.state import PoolRecord, WorkerRecord, WorkerState
-
-if TYPE_CHECKING:
-    from oa_vm.providers.cloud_wait import RemoteRunner
 
 log = logging.getLogger(__name__)
 
@@ -84,28 +82,26 @@ def read_status(record: PoolRecord, worker: WorkerRecord, runner: RemoteRunner |
     Args:
         record: the worker's pool (its known_hosts pins the worker's host key).
         worker: the worker.
-        runner: a :class:`oa_vm.providers.cloud_wait.RemoteRunner` (paramiko by default).
+        runner: a :class:`oa_vm.host_status.RemoteRunner` (paramiko by default).
     """
-    from oa_vm.providers import cloud_wait
-
     if worker.ssh is None:
         path = local_status_path(worker)
         try:
             text = path.read_text(encoding="utf-8") if path is not None else ""
         except OSError:
             return {}
-        return cloud_wait.parse_status(text)
+        return host_status.parse_status(text)
     if runner is None:
         from oa_vm.connect import known_hosts_path
 
-        runner = cloud_wait.ParamikoRunner(known_hosts_path(record.name))
-    command = f"cat {cloud_wait.RemoteCommands().status_file} 2>/dev/null || true"
+        runner = host_status.ParamikoRunner(known_hosts_path(record.name))
     try:
-        result = runner.run(worker.ssh, command, cloud_wait.COMMAND_TIMEOUT_S)
-    except cloud_wait.RemoteUnreachableError as exc:
+        result = runner.run(worker.ssh, host_status.read_status_command(),
+                            host_status.COMMAND_TIMEOUT_S)
+    except host_status.RemoteUnreachableError as exc:
         log.info("could not read %s's status: %s", worker.name, exc)
         return {}
-    return cloud_wait.parse_status(result.output)
+    return host_status.parse_status(result.output)
 
 
 _NOTICE_AT = re.compile(r" at (.+?); no new task$")

@@ -38,79 +38,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Protocol
 
 from oa_vm import api, state
 from oa_vm.errors import InvalidInputError, PoolNotReadyError, ProviderUnavailableError
 from oa_vm.pool_cost import paused_price_of
 from oa_vm.providers import get_provider
-from oa_vm.providers.base import Progress, no_progress
+from oa_vm.providers.base import Capability, FleetOps, Progress, no_progress
 from oa_vm.replacements import replaced_by, successor
 from oa_vm.state import PoolRecord, PoolState, WorkerState
 
 DEFAULT_KEEP_DAYS = 7.0
 
 
-class FleetOps(Protocol):
-    """What a provider does for pause, resume and repair (records are saved by this module)."""
-
-    def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
-        """Stop every worker, keeping its disk; workers become ``paused``."""
-        ...
-
-    def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
-        """Start the paused workers again; returns their names."""
-        ...
-
-    def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
-        """Replace lost workers (or ``names``) under the same names; returns their names."""
-        ...
-
-
-class _LocalOps:
-    """The local provider's processes (see :mod:`oa_vm.providers.local_fleet`)."""
-
-    def __init__(self) -> None:
-        from oa_vm.providers.local import LocalProvider
-
-        self.provider = LocalProvider()
-
-    def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
-        from oa_vm.providers.local_fleet import pause
-
-        return pause(self.provider, record, progress)
-
-    def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
-        from oa_vm.providers.local_fleet import resume
-
-        return resume(self.provider, record, progress)
-
-    def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
-        from oa_vm.providers.local_fleet import repair
-
-        return repair(self.provider, record, progress, names)
-
-
-def fleet_ops(cloud: str) -> FleetOps:
-    """The pause/resume/repair implementation for ``cloud``.
+def fleet_ops(cloud: str, need: Capability) -> FleetOps:
+    """The provider of ``cloud``'s pause/resume/repair, once it declared ``need``.
 
     Raises:
-        ProviderUnavailableError: the cloud's provider does not implement them.
+        ProviderUnavailableError: the provider does not declare ``need`` (one line: what to do
+            instead), or cannot run here (a missing extra).
     """
-    if cloud == "local":
-        return _LocalOps()
-    provider: Any = get_provider(cloud)
-    from oa_vm.providers.pulumi_provider import PulumiCloudProvider
-
-    if not isinstance(provider, PulumiCloudProvider):
+    provider = get_provider(cloud)
+    if need not in provider.capabilities:
         raise ProviderUnavailableError(
-            f"pause, resume and repair are not available for {cloud} pools; "
-            "use pool-cleanup and pool-create"
+            f"{need.value} is not available for {cloud} pools; use pool-cleanup and pool-create"
         )
-    provider.check_available()
-    from oa_vm.providers.cloud_fleet import CloudFleetOps
-
-    return CloudFleetOps(provider)
+    return provider.fleet_ops()
 
 
 def parse_span(text: str, *, default_unit: str = "h") -> float:
@@ -158,14 +110,15 @@ def pause_pool(
         InvalidInputError: ``keep_days`` is not positive.
         ProviderUnavailableError: the pool's cloud cannot pause.
 
-    ``ops`` replaces the cloud's implementation (tests give one with a stand-in engine).
+    ``ops`` replaces the provider's :meth:`~oa_vm.providers.base.Provider.fleet_ops` (tests
+    give one with a stand-in engine).
     """
     from oa_vm.lease import describe, guard_pool
 
     if not keep_days > 0:
         raise InvalidInputError(f"--keep-days must be more than 0, not {keep_days}")
     record = _check_pausable(_load(name))
-    ops = ops or fleet_ops(record.cloud)
+    ops = ops or fleet_ops(record.cloud, Capability.PAUSE)
     with guard_pool(record.name, "pool-pause", force=force) as overridden:
         if overridden is not None:
             progress(f"pool {record.name!r} is in use by {describe(overridden)}; "
@@ -233,7 +186,7 @@ def resume_pool(
         )
     from oa_vm.lease import PoolRemovingError, fleet_lock, removing
 
-    ops = ops or fleet_ops(record.cloud)
+    ops = ops or fleet_ops(record.cloud, Capability.RESUME)
     with fleet_lock(record.name):  # cleanup wins: see repair_pool
         if removing(record.name):
             raise PoolRemovingError(record.name)
@@ -307,7 +260,7 @@ def repair_pool(
                 )
         if fence is not None:
             fence()
-        ops = ops or fleet_ops(record.cloud)
+        ops = ops or fleet_ops(record.cloud, Capability.REPAIR)
         try:
             _repair_hook(pool)
             replaced = ops.repair(record, progress, list(workers) if workers else None)

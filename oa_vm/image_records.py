@@ -96,6 +96,11 @@ class ImageRecord:
         return (now or state.utcnow()) >= self.licence_expires
 
 
+def project(cloud: str) -> str:
+    """The Pulumi project of ``cloud``'s images (every image is one stack of it)."""
+    return f"oa-vm-{cloud}-images"
+
+
 def images_dir() -> Path:
     """``$OA_VM_HOME/images``."""
     return state.home() / "images"

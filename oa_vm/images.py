@@ -17,7 +17,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from oa_vm import cloud_plan, image_records, state
 from oa_vm.errors import InvalidInputError, ProvisioningError
@@ -37,11 +37,6 @@ WaitBuilt = Callable[[ImageRecord, Mapping[str, Any], Progress], dict[str, str]]
 (``waa_image`` digest...). Raises ``ProvisioningError`` naming the failed step."""
 
 
-def project(cloud: str) -> str:
-    """The Pulumi project of ``cloud``'s images."""
-    return f"oa-vm-{cloud}-images"
-
-
 def new_image_id(region: str, now: datetime) -> str:
     """``waa-<region>-<yyyymmdd-hhmm>`` (UTC)."""
     return f"waa-{region.lower()}-{now.astimezone(UTC).strftime('%Y%m%d-%H%M')}"
@@ -54,14 +49,16 @@ def cloud_provider(cloud: str) -> PulumiCloudProvider:
         InvalidInputError: a cloud without images (local pools need none).
     """
     from oa_vm.providers import get_provider
-    from oa_vm.providers.pulumi_provider import PulumiCloudProvider
+    from oa_vm.providers.base import Capability
 
     provider = get_provider(cloud)
-    if not isinstance(provider, PulumiCloudProvider):
+    if Capability.IMAGES not in provider.capabilities:
         raise InvalidInputError(
             f"--cloud {cloud}: images are for cloud pools (aws or azure); local pools need none"
         )
-    return provider
+    # The providers declaring IMAGES are the Pulumi ones (tests/unit/providers/
+    # test_capabilities.py checks every registered provider's declaration).
+    return cast("PulumiCloudProvider", provider)
 
 
 def image_settings(
@@ -139,7 +136,7 @@ def plan_image(
     try:
         run = run_offline(
             lambda: module.image_program(image, "snapshot"), lookup,
-            project=project(provider.name), stack=image.name,
+            project=image_records.project(provider.name), stack=image.name,
         )
     except ValueError as exc:
         raise InvalidInputError(str(exc)) from exc
@@ -171,7 +168,7 @@ def plan_image(
         resources=[PlannedResource(r.type, r.name, plain_inputs(r.inputs)) for r in custom],
         notes=notes,
         tree=cloud_plan.resource_tree(
-            project(provider.name), image.name, [(r.type, r.name) for r in custom],
+            image_records.project(provider.name), image.name, [(r.type, r.name) for r in custom],
             (provider.info.component_type, f"{image.name}-builder"),
             top_level=(f"{image.name}-rg", f"{image.name}-image"),
         ),
@@ -239,7 +236,7 @@ def create_image(
         now=now, plan=False,
     )
     ensure_passphrase()
-    ref = make_ref(project(provider.name), image.name)
+    ref = make_ref(image_records.project(provider.name), image.name)
     record = ImageRecord(
         id=image.name, cloud=provider.name, region=region, state=image_records.BUILDING,
         size_gb=image.builder.storage_gb, created_at=now, licence_expires=image.licence_expires,

@@ -1,14 +1,18 @@
 """Who replaced whom in a pool: the replacement chain of draining (spot) workers.
 
 A draining worker is replaced under the pool's next number while it finishes its task; the chain
-``{draining: replacement}`` is kept in the record's ``provider_data`` (also after the draining
-worker is retired, so a name is never given twice). The providers' repairs and the run's
-repairer read and extend it here; :mod:`oa_vm.fleet` orchestrates them.
+(:class:`ReplacementChain`) is kept in the record's ``provider_data["replaced_by"]`` as
+``{draining: replacement}`` (also after the draining worker is retired, so a name is never given
+twice). It is read and written only here (:meth:`ReplacementChain.of`,
+:meth:`ReplacementChain.save`); the providers' repairs and the run's repairer extend it through
+this module, and :mod:`oa_vm.fleet` orchestrates them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from oa_vm import state
@@ -23,29 +27,73 @@ NOTICE_GRACE_S = 120.0
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
 
+@dataclass(frozen=True)
+class ReplacementChain:
+    """Who replaced whom in one pool: each draining worker and the worker started for it.
+
+    Attributes:
+        links: ``(draining, replacement)`` pairs, in the order they were made.
+    """
+
+    links: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_json(cls, value: object) -> ReplacementChain:
+        """The chain from its JSON, ``{draining: replacement}`` (what every record holds,
+        older ones included); None or anything that is not such an object is no chain."""
+        if not isinstance(value, Mapping):
+            return cls()
+        return cls(tuple((str(k), str(v)) for k, v in value.items() if k and v))
+
+    def to_json(self) -> dict[str, str]:
+        """``{draining: replacement}``, as records keep it."""
+        return dict(self.links)
+
+    @classmethod
+    def of(cls, record: PoolRecord) -> ReplacementChain:
+        """The chain kept in ``record``."""
+        return cls.from_json(record.provider_data.get(REPLACED_BY))
+
+    def save(self, record: PoolRecord) -> None:
+        """Keep this chain in ``record`` (saving the record is the caller's)."""
+        record.provider_data[REPLACED_BY] = self.to_json()
+
+    def with_link(self, draining: str, new: str) -> ReplacementChain:
+        """This chain with ``new`` started to replace ``draining``."""
+        kept = tuple(link for link in self.links if link[0] != draining)
+        return ReplacementChain((*kept, (draining, new)))
+
+    def names(self) -> set[str]:
+        """Every name the chain holds, draining and replacements (never given again)."""
+        return {name for link in self.links for name in link}
+
+    def successor(self, name: str) -> str:
+        """The worker now standing for ``name``: ``name`` itself unless it was replaced (the
+        chain is followed: a replacement may be replaced in turn)."""
+        chain = self.to_json()
+        seen = {name}
+        while name in chain and chain[name] not in seen:
+            name = chain[name]
+            seen.add(name)
+        return name
+
+
 def replaced_by(record: PoolRecord) -> dict[str, str]:
-    """Who replaced whom: {draining worker: its replacement}."""
-    value = record.provider_data.get(REPLACED_BY) or {}
-    return {str(k): str(v) for k, v in dict(value).items()}
+    """Who replaced whom: {draining worker: its replacement} (:class:`ReplacementChain`)."""
+    return ReplacementChain.of(record).to_json()
 
 
 def successor(record: PoolRecord, name: str) -> str:
-    """The worker now standing for ``name``: ``name`` itself unless it was replaced (the
-    chain is followed: a replacement may be replaced in turn)."""
-    chain = replaced_by(record)
-    seen = {name}
-    while name in chain and chain[name] not in seen:
-        name = chain[name]
-        seen.add(name)
-    return name
+    """The worker now standing for ``name`` (:meth:`ReplacementChain.successor`)."""
+    return ReplacementChain.of(record).successor(name)
 
 
 def next_worker_name(record: PoolRecord) -> str:
     """A name no worker of the pool had yet: its numbered names' next number (``worker-3``
     after ``worker-0..2``, ``<pool>-w3`` on a cloud)."""
     names = [w.name for w in record.workers]
-    history = replaced_by(record)
-    numbered = [m for m in (_NUMBERED.match(n) for n in [*names, *history, *history.values()])
+    history = ReplacementChain.of(record).names()
+    numbered = [m for m in (_NUMBERED.match(n) for n in [*names, *sorted(history)])
                 if m is not None]
     if not numbered:
         raise InvalidInputError(f"pool {record.name!r} has no numbered worker to follow")
@@ -55,7 +103,7 @@ def next_worker_name(record: PoolRecord) -> str:
 
 def add_replacement(record: PoolRecord, draining: str, new: str) -> None:
     """Record that ``new`` was started to replace the draining worker ``draining``."""
-    record.provider_data[REPLACED_BY] = {**replaced_by(record), draining: new}
+    ReplacementChain.of(record).with_link(draining, new).save(record)
 
 
 def to_retire(record: PoolRecord, names: list[str] | None,

@@ -40,7 +40,6 @@ def record_from_tags(
     The record's state is ``ready`` only for a snapshot the cloud reports complete.
     """
     from infra import tags as tag_keys
-    from oa_vm import images
 
     image_id = tags.get(tag_keys.IMAGE, "")
     created = state.parse_time(tags.get(tag_keys.IMAGE_CREATED))
@@ -56,7 +55,7 @@ def record_from_tags(
         size_gb=size_gb, created_at=created, licence_expires=expires,
         waa_image=tags.get(tag_keys.IMAGE_WAA_DIGEST, ""),
         base_image=tags.get(tag_keys.IMAGE_BASE_DIGEST, ""),
-        builder_size="", project=images.project(cloud), stack=image_id,
+        builder_size="", project=image_records.project(cloud), stack=image_id,
         owner=tags.get(tag_keys.OWNER, ""), cloud_id=cloud_id,
         detail=None if ready else f"the snapshot is {cloud_state}",
         extra={"found": ACCOUNT},

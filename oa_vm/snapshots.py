@@ -1,7 +1,8 @@
 """Clean resets: the worker's host saves the whole machine once and puts it back before a task.
 
-A provider that can do this declares it (``clean_reset = True`` on the provider) and hands out
-one :class:`SnapshotControl` per worker (``provider.snapshot_control(record, worker)``):
+A provider that can do this declares it (``Capability.CLEAN_RESET`` in its ``capabilities``)
+and hands out one :class:`SnapshotControl` per worker
+(``provider.snapshot_control(record, worker)``):
 
 - cloud workers: :class:`oa_vm.providers.cloud_reset.HostSnapshotControl` runs the shipped
   ``/opt/oa-vm/reset.sh`` as root over the pool's SSH path (QEMU's monitor is a unix socket on

@@ -11,9 +11,9 @@ import shutil
 import subprocess
 from typing import Any
 
+from oa_vm.host_status import RemoteRunner
 from oa_vm.image_records import ImageRecord
 from oa_vm.providers.base import CleanupReport, Progress
-from oa_vm.providers.cloud_wait import RemoteRunner
 from oa_vm.providers.pulumi_driver import Engine, Lister
 from oa_vm.providers.pulumi_provider import CloudInfo, ImageLister, PulumiCloudProvider
 from oa_vm.state import PoolRecord

@@ -11,9 +11,9 @@ import shutil
 import subprocess
 
 from oa_vm.errors import InvalidInputError
+from oa_vm.host_status import RemoteRunner
 from oa_vm.image_records import ImageRecord
 from oa_vm.providers.base import CleanupReport, PoolSpec, Progress
-from oa_vm.providers.cloud_wait import RemoteRunner
 from oa_vm.providers.pulumi_driver import Engine, Lister
 from oa_vm.providers.pulumi_provider import CloudInfo, ImageLister, PulumiCloudProvider
 from oa_vm.state import PoolRecord
@@ -106,7 +106,7 @@ class AzureProvider(PulumiCloudProvider):
         except SettingsError as exc:
             raise InvalidInputError(str(exc)) from exc
         super().preflight(spec)
-        from oa_vm.doctor import DEVTESTLAB, check_devtestlab
+        from oa_vm.checks import DEVTESTLAB, check_devtestlab
 
         check = check_devtestlab()
         if not check.ok and check.detail.startswith(f"{DEVTESTLAB} is "):

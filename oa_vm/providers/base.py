@@ -7,6 +7,7 @@ them, so a provider can be tested without a home folder.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -204,6 +205,50 @@ class CleanupReport:
     """Why the pool was left alone (``cleanup_expired``: a live run holds it); else None."""
 
 
+class Capability(enum.Enum):
+    """What a provider may do beyond the core contract; each provider declares its set in
+    :attr:`Provider.capabilities`, and callers ask for one before they use it (no caller looks
+    at a provider's class)."""
+
+    PAUSE = "pause"
+    """Stop every worker and keep its disk (:meth:`FleetOps.pause`)."""
+    RESUME = "resume"
+    """Start paused workers again (:meth:`FleetOps.resume`)."""
+    REPAIR = "repair"
+    """Replace lost workers under their names, draining ones under new names
+    (:meth:`FleetOps.repair`)."""
+    DRAIN = "drain"
+    """The workers report a notice before they go away (a spot notice; a local worker's
+    ``host-status`` file), which :mod:`oa_vm.drain` reads: they take no new task."""
+    CLEAN_RESET = "clean reset"
+    """The workers put back a snapshot of the whole machine before each task
+    (``--reset clean``); :meth:`Provider.snapshot_control` hands out the means."""
+    IMAGES = "images"
+    """Prepared images are built, listed and deleted for the cloud (:mod:`oa_vm.images`)."""
+
+
+FLEET_CAPABILITIES = frozenset({Capability.PAUSE, Capability.RESUME, Capability.REPAIR})
+"""The capabilities served by :meth:`Provider.fleet_ops`: a provider with any of them
+implements it."""
+
+
+class FleetOps(Protocol):
+    """What a provider does for pause, resume and repair; :mod:`oa_vm.fleet` saves the records,
+    holds the locks and checks the pool's state around each call."""
+
+    def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
+        """Stop every worker, keeping its disk; workers become ``paused``."""
+        ...
+
+    def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
+        """Start the paused workers again; returns their names."""
+        ...
+
+    def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
+        """Replace lost workers (or ``names``) under the same names; returns their names."""
+        ...
+
+
 class Provider(Protocol):
     """The contract between the API and one cloud.
 
@@ -213,14 +258,22 @@ class Provider(Protocol):
 
     name: str
 
-    clean_reset: bool
-    """Capability: the workers can put back a snapshot of the whole machine before each task
-    (``--reset clean``); then :meth:`snapshot_control` hands out the means."""
+    capabilities: frozenset[Capability]
+    """What this provider does beyond the core methods below (see :class:`Capability`).
+    Declared as data, so that a caller refuses in one line what a provider cannot do, before
+    anything is contacted."""
+
+    def fleet_ops(self) -> FleetOps:
+        """Pause, resume and repair of this provider's pools (only with one of
+        :data:`FLEET_CAPABILITIES`); raises ``ProviderUnavailableError`` when it cannot run
+        here (a missing extra). Returns quickly; nothing is contacted."""
+        ...
 
     def snapshot_control(
         self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
     ) -> SnapshotControl:
-        """How to take and restore ``worker``'s clean snapshot (only when :attr:`clean_reset`).
+        """How to take and restore ``worker``'s clean snapshot (only with
+        :attr:`Capability.CLEAN_RESET`).
 
         ``connection`` is the run's connection to the worker (its scoring server's URL as this
         machine reaches it, tunnels included, and its timeouts). Returns quickly; nothing is

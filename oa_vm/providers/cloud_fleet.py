@@ -1,4 +1,5 @@
-"""Pause, resume and repair of cloud pools (the :class:`oa_vm.fleet.FleetOps` of AWS and Azure).
+"""Pause, resume and repair of cloud pools (the :class:`~oa_vm.providers.base.FleetOps` of AWS
+and Azure, which :meth:`PulumiCloudProvider.fleet_ops` hands out).
 
 - **AWS**: the pool's own program runs again (same settings, so nothing is replaced) with each
   instance's power state declared ``stopped`` or ``running`` (:mod:`infra.pause`).
@@ -15,27 +16,25 @@
   AWS instance's record, an evicted and deallocated Azure VM with its disks, address and
   schedule) once the refresh finds it gone, its notice's time has passed, or it is named.
 
-The program's settings are rebuilt from the record. The expiry the instances were created with
-is kept (``provider_data["program_expires_at"]``): it is part of cloud-init, and a changed
-cloud-init would replace every instance. Known gap: the worker's own power-off timer is armed
+The program's settings are rebuilt from the record by the provider
+(:meth:`PoolProgram.update_program`). The expiry the instances were created with is kept
+(``provider_data["program_expires_at"]``): it is part of cloud-init, and a changed cloud-init
+would replace every instance. Known gap: the worker's own power-off timer is armed
 by cloud-init for that original expiry, so a pool resumed after it powers itself off again
 (AWS then terminates it); re-arming the timer on resume belongs to the worker bootstrap.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from oa_vm import state
 from oa_vm.errors import ProviderUnavailableError, ProvisioningError
-from oa_vm.providers.base import PoolSpec, Progress
-from oa_vm.providers.pulumi_driver import EngineError
-from oa_vm.providers.pulumi_provider import PulumiCloudProvider
+from oa_vm.providers.base import Progress
 from oa_vm.state import PoolRecord, SshEndpoint, WorkerRecord, WorkerState
 
 AZ_TIMEOUT_S = 1800.0
@@ -80,75 +79,35 @@ class AzCliPower:
         self._run("start", ids, progress)
 
 
+class PoolProgram(Protocol):
+    """What the fleet operations need of a cloud's provider: its pool's program run again and
+    what the cloud really has (:class:`~oa_vm.providers.pulumi_provider.PulumiCloudProvider`;
+    a protocol, so that the provider and this module do not import each other)."""
+
+    def update_program(
+        self, record: PoolRecord, progress: Progress, *, paused: bool | None
+    ) -> dict[str, Any]:
+        """Run the pool's program again with the settings it was created with (``paused``:
+        AWS's instances declared stopped or running; None: left as they are); returns its
+        outputs (``{"workers": [{"name", "instance_id", "public_ip", "ssh_user"}]}``)."""
+        ...
+
+    def refresh(self, record: PoolRecord) -> PoolRecord:
+        """Ask the cloud what is really there; mark vanished workers ``LOST``."""
+        ...
+
+
 class CloudFleetOps:
-    """Pause, resume and repair for a :class:`PulumiCloudProvider` (AWS or Azure).
+    """Pause, resume and repair for a cloud pool (AWS or Azure).
 
     Args:
         provider: The cloud's provider (its engine runs the program).
         power: Azure's VM power control; the ``az`` CLI by default.
     """
 
-    def __init__(self, provider: PulumiCloudProvider, power: PowerControl | None = None) -> None:
+    def __init__(self, provider: PoolProgram, power: PowerControl | None = None) -> None:
         self.provider = provider
         self.power = power or AzCliPower()
-
-    # -- the program, rebuilt from the record ----------------------------------------------
-
-    def _run_program(
-        self, record: PoolRecord, progress: Progress, *, paused: bool | None
-    ) -> dict[str, Any]:
-        from oa_vm import sshkeys
-
-        settings = record.settings
-        region = str(record.provider_data.get("region") or settings.get("region") or "")
-        expires = state.parse_time(
-            record.provider_data.get("program_expires_at")
-        ) or record.expires_at
-        assert expires is not None, "cloud pools always have an expiry"
-        spec = PoolSpec(
-            name=record.name, cloud=record.cloud, workers=int(settings.get("workers") or 1),
-            owner=record.owner, expires_at=expires, size=settings.get("size"),
-            regions=[region], spot=bool(settings.get("spot")),
-            allow_cidrs=list(settings.get("allow_cidrs") or []),
-        )
-        _key_path, public_key = sshkeys.ensure_pool_key(record.name)
-        # The image and disk size the pool was created with: a later default would replace
-        # every instance.
-        image = settings.get("image") or {}
-        program_settings = self.provider._settings(
-            spec, region, public_key, list(spec.allow_cidrs), plan=False,
-            image_id=image.get("cloud_id") or None, disk_gb=settings.get("disk_gb"),
-        )
-        ref = self.provider._ref(record)
-        # What the create resolved (the AMI above all): a newer one must replace nothing.
-        from infra.settings import with_pinned
-
-        program_settings = with_pinned(program_settings, self.provider.driver.pinned(ref))
-        indexes = settings.get("worker_indexes")
-        if indexes:  # a repair added or retired workers: these numbers, no other
-            program_settings = dataclasses.replace(
-                program_settings, workers=len(indexes), indexes=tuple(int(i) for i in indexes)
-            )
-        module = self.provider._program_module()
-        cloud = record.cloud
-
-        def program() -> object:
-            pool = module.pool_program(program_settings)
-            if cloud == "aws" and paused is not None:
-                from infra.pause import declare_power_states
-
-                declare_power_states(pool, program_settings, paused=paused)
-            return pool
-
-        key = self.provider.info.region_config
-        config: Mapping[str, str] = {key: region} if key else {}
-        try:
-            outputs: dict[str, Any] = self.provider.driver._with_recovery(
-                ref, progress, lambda: self.provider.engine.up(ref, program, config, progress)
-            )
-        except EngineError as exc:
-            raise ProvisioningError(f"pool {record.name!r}: the update failed: {exc}") from exc
-        return outputs
 
     def _update_workers(self, record: PoolRecord, outputs: dict[str, Any]) -> list[str]:
         """Take the workers' addresses and IDs from the program's outputs; returns the names
@@ -188,7 +147,8 @@ class CloudFleetOps:
             "program_expires_at", state.format_time(record.expires_at)
         )
         if record.cloud == "aws":
-            self._update_workers(record, self._run_program(record, progress, paused=True))
+            outputs = self.provider.update_program(record, progress, paused=True)
+            self._update_workers(record, outputs)
         else:
             self.power.deallocate(self._ids(record), progress)
         self._mark(record, [w.name for w in record.workers], WorkerState.PAUSED, "paused")
@@ -199,7 +159,8 @@ class CloudFleetOps:
         """AWS: instances declared running again; Azure: VMs started. Workers then boot."""
         names = [w.name for w in record.workers if w.state == WorkerState.PAUSED]
         if record.cloud == "aws":
-            self._update_workers(record, self._run_program(record, progress, paused=False))
+            outputs = self.provider.update_program(record, progress, paused=False)
+            self._update_workers(record, outputs)
         else:
             self.power.start(self._ids(record), progress)
         self._mark(record, names, WorkerState.BOOTING, "resumed")
@@ -242,7 +203,7 @@ class CloudFleetOps:
             _number(n) for n in [*(w.name for w in record.workers), *new]
         )
         paused = False if record.cloud == "aws" and record.provider_data.get("pauses") else None
-        outputs = self._run_program(record, progress, paused=paused)
+        outputs = self.provider.update_program(record, progress, paused=paused)
         self._add_workers(record, outputs, new)
         changed = self._update_workers(record, outputs)
         replaced = sorted(set(lost) | (set(changed) - set(new)))
@@ -277,7 +238,3 @@ def _number(name: str) -> int:
         raise ProvisioningError(f"worker {name!r} has no number")
     return int(match.group(1))
 
-
-def fleet_ops_for(provider: PulumiCloudProvider) -> Callable[[], CloudFleetOps]:
-    """A factory of :class:`CloudFleetOps` for ``provider`` (what :mod:`oa_vm.fleet` calls)."""
-    return lambda: CloudFleetOps(provider)

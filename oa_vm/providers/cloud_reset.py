@@ -12,11 +12,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from oa_vm.providers.cloud_wait import ParamikoRunner, RemoteRunner, RemoteUnreachableError
+from infra.worker import units
+from oa_vm.host_status import ParamikoRunner, RemoteRunner, RemoteUnreachableError
 from oa_vm.snapshots import Restored, SnapshotError, SnapshotState
 from oa_vm.state import SshEndpoint
 
-RESET_SCRIPT = "/opt/oa-vm/reset.sh"
+RESET_SCRIPT = f"{units.SHIP_DIR}/reset.sh"  # where cloud-init ships infra/worker/reset.sh
 SSH_TIMEOUT_S = 900.0
 """A restore reads the machine's memory back from the volume (8 GB) and waits for WAA."""
 

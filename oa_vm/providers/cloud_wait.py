@@ -16,196 +16,33 @@ The steps, in order (the phase names the furthest one reached):
 then ``ready``. Each call makes one pass and returns quickly (every step has a timeout). The
 details carry the container's last log line (dockur prints the Windows install's progress).
 
-The remote commands are data (:class:`RemoteCommands`) and the SSH runner an interface
-(:class:`RemoteRunner`); the tests run the real commands over a real SSH session to a test
-server with stand-in ``docker`` and ``sudo`` on the remote PATH.
+The host's status protocol (the remote commands as data, their parsers, the SSH runner
+interface) lives in :mod:`oa_vm.host_status`, shared with the drain checks; the tests run the
+real commands over a real SSH session to a test server with stand-in ``docker`` and ``sudo`` on
+the remote PATH.
 """
 
 from __future__ import annotations
 
-import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
+from oa_vm.host_status import (
+    COMMAND_TIMEOUT_S,
+    HostReport,
+    ParamikoRunner,
+    RemoteCommands,
+    RemoteRunner,
+    RemoteUnreachableError,
+    describe_failure,
+    logs_hint,
+    parse_host_report,
+    parse_status,
+)
 from oa_vm.state import PoolRecord, SshEndpoint, WorkerRecord, WorkerState
 
-SSH_TIMEOUT_S = 10.0
-COMMAND_TIMEOUT_S = 20.0
 PROBE_TIMEOUT_S = 5.0
-
-
-# Expanded by the host's shell: OA_VM_STATE_DIR is unset on a real host; a rehearsal host (the
-# tests' SSH server) sets it to where its bootstrap writes.
-STATUS_FILE = '"${OA_VM_STATE_DIR:-/var/lib/oa-vm}/status"'
-IMAGE_INFO_FILE = '"${OA_VM_STATE_DIR:-/var/lib/oa-vm}/image-info"'
-CONTAINER = "winarena"
-SECTION = "--- oa-vm:"
-
-
-def _docker_probe_script(status_file: str, container: str) -> str:
-    """One remote shell command printing the status file, the container's status and its last
-    log line, in sections. docker is reached directly if the user may, else through sudo -n
-    (never prompting)."""
-    return (
-        f"cat {status_file} 2>/dev/null; "
-        f"echo '{SECTION}container'; "
-        "D=docker; docker info >/dev/null 2>&1 || D='sudo -n docker'; "
-        f"$D ps -a --filter 'name=^{container}$' --format '{{{{.Status}}}}' 2>&1; "
-        f"echo '{SECTION}log'; "
-        f"$D logs --tail 1 {container} 2>&1 | tail -n 1"
-    )
-
-
-@dataclass(frozen=True)
-class RemoteCommands:
-    """The shell commands run on a worker host to follow its boot.
-
-    Attributes:
-        cloud_init: prints cloud-init's status.
-        status_file: where ``bootstrap.sh`` writes its status.
-        image_info_file: where an image builder writes what it built from.
-    """
-
-    cloud_init: str = "cloud-init status"
-    status_file: str = STATUS_FILE
-    image_info_file: str = IMAGE_INFO_FILE
-
-    @property
-    def host(self) -> str:
-        """The status file, the container's status and its last log line, in one command."""
-        return _docker_probe_script(self.status_file, CONTAINER)
-
-
-@dataclass(frozen=True)
-class HostReport:
-    """What one pass of :attr:`RemoteCommands.host` found.
-
-    Attributes:
-        status: the bootstrap's status (``state``, ``step``, ``message``, ...); empty when the
-            bootstrap has not started.
-        container: the container's status line (``Up 3 minutes``, ``Exited (1) ...``) or
-            docker's error.
-        last_log: the container's last log line.
-    """
-
-    status: dict[str, str]
-    container: str
-    last_log: str
-
-
-def parse_status(text: str) -> dict[str, str]:
-    """``key=value`` lines of the status file as a dict (other lines ignored)."""
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep and key.strip().isidentifier():
-            out[key.strip()] = value.strip()
-    return out
-
-
-def parse_host_report(output: str) -> HostReport:
-    """Split :attr:`RemoteCommands.host`'s output into its sections."""
-    sections: dict[str, list[str]] = {"status": []}
-    current = "status"
-    for line in output.splitlines():
-        if line.startswith(SECTION):
-            current = line[len(SECTION):].strip()
-            sections[current] = []
-        else:
-            sections.setdefault(current, []).append(line)
-    container = "\n".join(sections.get("container", [])).strip()
-    log_lines = [line for line in sections.get("log", []) if line.strip()]
-    return HostReport(
-        status=parse_status("\n".join(sections["status"])),
-        container=container,
-        last_log=log_lines[-1].strip()[:200] if log_lines else "",
-    )
-
-
-def logs_hint(ssh: SshEndpoint) -> str:
-    """How to read a worker's bootstrap and container logs by hand."""
-    return (
-        f"read its logs with: ssh -i {ssh.key_path} {ssh.user}@{ssh.host} "
-        f"'sudo journalctl -u oa-vm-bootstrap --no-pager | tail -50; "
-        f"sudo docker logs --tail 50 {CONTAINER}'"
-    )
-
-
-def describe_failure(report: HostReport, ssh: SshEndpoint) -> str:
-    """One line for a failed bootstrap: the step, the script's message, how to read logs."""
-    step = report.status.get("step", "?")
-    message = report.status.get("message", "no message")
-    return f"failed at {step}: {message}; {logs_hint(ssh)}"
-
-
-@dataclass(frozen=True)
-class RemoteResult:
-    """Exit status and combined output of one remote command."""
-
-    status: int
-    output: str
-
-
-class RemoteUnreachableError(Exception):
-    """SSH to the host failed (not up yet, refused, key refused, changed host key)."""
-
-
-class RemoteRunner(Protocol):
-    """Runs one command on a worker host over SSH."""
-
-    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> RemoteResult:
-        """Run ``command``; raise :class:`RemoteUnreachableError` if SSH itself fails."""
-        ...
-
-
-class ParamikoRunner:
-    """:class:`RemoteRunner` over paramiko with the pool's key and known_hosts (trust on first
-    use, then a changed host key is refused)."""
-
-    def __init__(self, known_hosts: Path) -> None:
-        self.known_hosts = known_hosts
-
-    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> RemoteResult:
-        """Connect, check the host key, log in with the key, run ``command``."""
-        import paramiko
-
-        from waa_client.errors import TunnelError
-        from waa_client.ssh import KnownHosts, load_private_key
-
-        try:
-            pkey = load_private_key(Path(ssh.key_path))
-            sock = socket.create_connection((ssh.host, ssh.port), timeout=SSH_TIMEOUT_S)
-        except (OSError, TunnelError) as exc:
-            raise RemoteUnreachableError(f"{ssh.host}:{ssh.port}: {exc}") from exc
-        transport = paramiko.Transport(sock)
-        transport.banner_timeout = SSH_TIMEOUT_S
-        transport.handshake_timeout = SSH_TIMEOUT_S
-        transport.auth_timeout = SSH_TIMEOUT_S
-        try:
-            transport.start_client(timeout=SSH_TIMEOUT_S)
-            KnownHosts(self.known_hosts).verify(
-                ssh.host, ssh.port, transport.get_remote_server_key()
-            )
-            transport.auth_publickey(ssh.user, pkey)
-            channel = transport.open_session(timeout=SSH_TIMEOUT_S)
-            channel.settimeout(timeout)
-            channel.set_combine_stderr(True)
-            channel.exec_command(command)
-            chunks = []
-            while True:
-                data = channel.recv(65536)
-                if not data:
-                    break
-                chunks.append(data)
-            status = channel.recv_exit_status()
-        except (paramiko.SSHException, OSError, EOFError, TunnelError) as exc:
-            raise RemoteUnreachableError(f"{ssh.host}:{ssh.port}: {exc}") from exc
-        finally:
-            transport.close()
-        return RemoteResult(status, b"".join(chunks).decode("utf-8", "replace"))
 
 
 def cloud_init_state(output: str) -> str:
@@ -340,6 +177,10 @@ def follow_status(
     deadline = started + timeout_s
     last_line = ""
     last_print = -HEARTBEAT_S
+    # A poll at a fixed interval until a deadline, not a retry: every pass reports progress and
+    # an unreachable host is one more pass, not a failure, so waa_client.retry (attempts with
+    # backoff, for calls that fail) does not fit. There is no poll helper to share
+    # (api.wait_pool polls the same way, on its own loop).
     while True:
         try:
             report = parse_host_report(runner.run(ssh, commands.host, COMMAND_TIMEOUT_S).output)

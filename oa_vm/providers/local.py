@@ -29,8 +29,17 @@ import psutil
 from oa_vm import safe_fs, state
 from oa_vm.errors import ProvisioningError
 from oa_vm.faults import validate_faults
-from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec, Progress
+from oa_vm.providers.base import (
+    Capability,
+    CleanupReport,
+    FleetOps,
+    Plan,
+    PlannedResource,
+    PoolSpec,
+    Progress,
+)
 from oa_vm.providers.local_fleet import (
+    LocalFleetOps,
     entry_urls,
     launch_unit,
     secret_file,
@@ -54,7 +63,16 @@ class LocalProvider:
     """Simulated workers on loopback; see the module docstring."""
 
     name = "local"
-    clean_reset = True  # infra.local.snapshot: the simulated desktop saved after start
+    capabilities = frozenset({
+        Capability.PAUSE, Capability.RESUME, Capability.REPAIR,
+        Capability.DRAIN,  # through each worker's host-status file (oa_vm.drain)
+        Capability.CLEAN_RESET,  # infra.local.snapshot: the simulated desktop saved after start
+    })
+
+    def fleet_ops(self) -> FleetOps:
+        """Pause, resume and repair of the pool's processes
+        (:class:`~oa_vm.providers.local_fleet.LocalFleetOps`)."""
+        return LocalFleetOps(self)
 
     def snapshot_control(
         self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection

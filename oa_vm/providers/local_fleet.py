@@ -445,3 +445,23 @@ def repair(provider: LocalProcesses, record: PoolRecord, progress: Progress,
     await_units(provider, [[w] for w in new], progress)
     record.state = state.derive_pool_state(record.workers)
     return started + [w.name for w in new]
+
+
+class LocalFleetOps:
+    """The :class:`~oa_vm.providers.base.FleetOps` of a local pool: its processes stopped,
+    started again and replaced by ``provider`` (see the module docstring)."""
+
+    def __init__(self, provider: LocalProcesses) -> None:
+        self.provider = provider
+
+    def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
+        """Stop the pool's processes; their folders stay (:func:`pause`)."""
+        return pause(self.provider, record, progress)
+
+    def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
+        """Start the paused processes again on their folders (:func:`resume`)."""
+        return resume(self.provider, record, progress)
+
+    def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
+        """Restart lost processes, replace draining workers (:func:`repair`)."""
+        return repair(self.provider, record, progress, names)

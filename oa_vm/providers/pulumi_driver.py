@@ -405,7 +405,7 @@ class PulumiDriver:
                 progress(note)
         return notes
 
-    def _with_recovery(self, ref: StackRef, progress: Progress, action: Callable[[], Any]) -> Any:
+    def with_recovery(self, ref: StackRef, progress: Progress, action: Callable[[], Any]) -> Any:
         """Run ``action``; if the engine reports a lock or pending operations, recover once
         and run it again."""
         try:
@@ -468,7 +468,7 @@ class PulumiDriver:
                 return self.engine.up(ref, program_for(region), config_for(region), progress)
 
             try:
-                outputs = self._with_recovery(ref, progress, up)
+                outputs = self.with_recovery(ref, progress, up)
             except EngineError as exc:
                 failure = classify_failure(str(exc))
                 progress(f"{region}: {failure.reason}")
@@ -525,7 +525,7 @@ class PulumiDriver:
             ProvisioningError: the stack is locked by a running command.
         """
         self.recover(ref, progress)
-        outputs = self._with_recovery(
+        outputs = self.with_recovery(
             ref, progress, lambda: self.engine.up(ref, program, config, progress)
         )
         self._pin(ref, outputs)
@@ -538,7 +538,7 @@ class PulumiDriver:
         if not self.engine.stack_exists(ref):
             return None
         self.recover(ref, progress)
-        self._with_recovery(ref, progress, lambda: self.engine.refresh(ref, progress))
+        self.with_recovery(ref, progress, lambda: self.engine.refresh(ref, progress))
         return resource_ids(self.engine.export_deployment(ref))
 
     # -- destroy -------------------------------------------------------------------------------
@@ -564,11 +564,11 @@ class PulumiDriver:
         if self.engine.stack_exists(ref):
             self.recover(ref, progress)
             progress(f"refreshing pool {ref.stack!r} from the cloud")
-            self._with_recovery(ref, progress, lambda: self.engine.refresh(ref, progress))
+            self.with_recovery(ref, progress, lambda: self.engine.refresh(ref, progress))
             before = state_resources(self.engine.export_deployment(ref))
             progress(f"destroying {len(before)} resource(s)")
             try:
-                self._with_recovery(ref, progress, lambda: self.engine.destroy(ref, progress))
+                self.with_recovery(ref, progress, lambda: self.engine.destroy(ref, progress))
             except EngineError as exc:
                 after = state_resources(self.engine.export_deployment(ref))
                 report.removed = [r for r in before if r not in after]

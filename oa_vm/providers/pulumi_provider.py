@@ -15,12 +15,27 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oa_vm import cloud_plan, image_records, state
-from oa_vm.errors import InvalidInputError, OaVmError, ProviderUnavailableError
-from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, PoolSpec, Progress
-from oa_vm.providers.cloud_wait import RemoteRunner, worker_phase
+from oa_vm.errors import (
+    InvalidInputError,
+    OaVmError,
+    ProviderUnavailableError,
+    ProvisioningError,
+)
+from oa_vm.host_status import RemoteRunner
+from oa_vm.providers.base import (
+    Capability,
+    CleanupReport,
+    FleetOps,
+    Plan,
+    PlannedResource,
+    PoolSpec,
+    Progress,
+)
+from oa_vm.providers.cloud_wait import worker_phase
 from oa_vm.providers.pulumi_driver import (
     AutomationEngine,
     Engine,
+    EngineError,
     Lister,
     PulumiDriver,
     ensure_passphrase,
@@ -111,15 +126,20 @@ class PulumiCloudProvider:
         engine: the Pulumi engine; the Automation API by default.
         lister: asks the cloud what is still tagged with a pool (None: cleanup gives the
             command to check by hand).
-        remote: runs readiness commands on workers over SSH (see ``cloud_wait``).
+        remote: runs readiness commands on workers over SSH (see :mod:`oa_vm.host_status`).
         image_lister: finds the account's tagged images (a teammate's); None: local records
             only.
     """
 
     poll_interval_s = 15.0
     refresh_interval_s = 180.0
-    clean_reset = True  # infra/worker/reset.sh: QEMU snapshots through the host's QMP socket
     """``pool-wait`` polls every 15 s; a full Pulumi refresh is heavy, so at most this often."""
+    capabilities = frozenset({
+        Capability.PAUSE, Capability.RESUME, Capability.REPAIR,  # cloud_fleet.CloudFleetOps
+        Capability.DRAIN,  # spot_watch*.sh writes the notice into the host's status file
+        Capability.CLEAN_RESET,  # infra/worker/reset.sh: QEMU snapshots through the QMP socket
+        Capability.IMAGES,  # oa_vm.images: one Pulumi stack per prepared image
+    })
 
     def __init__(
         self,
@@ -137,6 +157,18 @@ class PulumiCloudProvider:
         self.remote = remote
         self.driver = PulumiDriver(self.engine)
         self._refreshed_at: dict[str, float] = {}
+
+    def fleet_ops(self) -> FleetOps:
+        """Pause, resume and repair through the pool's program
+        (:class:`~oa_vm.providers.cloud_fleet.CloudFleetOps`).
+
+        Raises:
+            ProviderUnavailableError: the cloud's extra is not installed.
+        """
+        self.check_available()
+        from oa_vm.providers.cloud_fleet import CloudFleetOps
+
+        return CloudFleetOps(self)
 
     def snapshot_control(
         self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
@@ -185,7 +217,7 @@ class PulumiCloudProvider:
         except ValueError as exc:
             raise InvalidInputError(str(exc)) from exc
 
-    def _settings(
+    def program_settings(
         self,
         spec: PoolSpec,
         region: str,
@@ -196,6 +228,12 @@ class PulumiCloudProvider:
         image_id: str | None = None,
         disk_gb: int | None = None,
     ) -> PoolSettings:
+        """The pool program's settings for ``spec`` in ``region`` (validated; a ``plan`` allows
+        placeholders for what only a create resolves). A repair rebuilds them from the record.
+
+        Raises:
+            InvalidInputError: a size that cannot nest, or a bad setting.
+        """
         from infra.settings import PoolSettings, SettingsError
         from oa_vm import config
 
@@ -324,7 +362,8 @@ class PulumiCloudProvider:
         if self.choose_image(spec, region) is None and not spec.build_image:
             raise InvalidInputError(self.no_image_message(region))
 
-    def _program_module(self) -> Any:
+    def program_module(self) -> Any:
+        """The ``infra`` module of this cloud's pool program (imported here, on first use)."""
         return importlib.import_module(self.info.program_module)
 
     # -- plan ----------------------------------------------------------------------------------
@@ -342,10 +381,10 @@ class PulumiCloudProvider:
         cidrs = list(spec.allow_cidrs) or [CALLER_CIDR_PLACEHOLDER]
         chosen = self.choose_image(spec, regions[0], look_in_account=False)
         image_id = chosen.cloud_id if chosen else IMAGE_PLACEHOLDER
-        settings = self._settings(
+        settings = self.program_settings(
             spec, regions[0], SSH_KEY_PLACEHOLDER, cidrs, plan=True, image_id=image_id
         )
-        module = self._program_module()
+        module = self.program_module()
         try:
             run = run_offline(
                 lambda: module.pool_program(settings).workers,
@@ -446,9 +485,9 @@ class PulumiCloudProvider:
             progress(f"SSH will be open to {cidrs[0]} only")
         key_path, public_key = sshkeys.ensure_pool_key(spec.name)
         ensure_passphrase()
-        module = self._program_module()
+        module = self.program_module()
         settings_for = {
-            region: self._settings(
+            region: self.program_settings(
                 spec, region, public_key, cidrs, plan=False,
                 image_id=chosen_by_region[region].cloud_id,  # type: ignore[union-attr]
             )
@@ -513,9 +552,78 @@ class PulumiCloudProvider:
 
     # -- refresh, wait, destroy ----------------------------------------------------------------
 
-    def _ref(self, record: PoolRecord) -> Any:
+    def stack_of(self, record: PoolRecord) -> Any:
+        """The Pulumi stack holding ``record``'s pool (its project and stack name)."""
         project = str(record.provider_data.get("project") or self.info.project)
         return stack_ref(project, str(record.provider_data.get("stack") or record.name))
+
+    def update_program(
+        self, record: PoolRecord, progress: Progress, *, paused: bool | None
+    ) -> dict[str, Any]:
+        """Run the pool's program again, its settings rebuilt from the record (pause, resume
+        and repair, :mod:`oa_vm.providers.cloud_fleet`): the image, disk size, expiry and what
+        the create resolved are kept, so nothing is replaced that the cloud did not remove.
+
+        ``paused``: AWS's instances declared stopped (True) or running (False); None leaves
+        their power state alone. Returns the program's outputs.
+
+        Raises:
+            ProvisioningError: the update failed.
+        """
+        import dataclasses
+
+        from oa_vm import sshkeys
+
+        settings = record.settings
+        region = str(record.provider_data.get("region") or settings.get("region") or "")
+        expires = state.parse_time(
+            record.provider_data.get("program_expires_at")
+        ) or record.expires_at
+        assert expires is not None, "cloud pools always have an expiry"
+        spec = PoolSpec(
+            name=record.name, cloud=record.cloud, workers=int(settings.get("workers") or 1),
+            owner=record.owner, expires_at=expires, size=settings.get("size"),
+            regions=[region], spot=bool(settings.get("spot")),
+            allow_cidrs=list(settings.get("allow_cidrs") or []),
+        )
+        _key_path, public_key = sshkeys.ensure_pool_key(record.name)
+        # The image and disk size the pool was created with: a later default would replace
+        # every instance.
+        image = settings.get("image") or {}
+        program_settings = self.program_settings(
+            spec, region, public_key, list(spec.allow_cidrs), plan=False,
+            image_id=image.get("cloud_id") or None, disk_gb=settings.get("disk_gb"),
+        )
+        ref = self.stack_of(record)
+        # What the create resolved (the AMI above all): a newer one must replace nothing.
+        from infra.settings import with_pinned
+
+        program_settings = with_pinned(program_settings, self.driver.pinned(ref))
+        indexes = settings.get("worker_indexes")
+        if indexes:  # a repair added or retired workers: these numbers, no other
+            program_settings = dataclasses.replace(
+                program_settings, workers=len(indexes), indexes=tuple(int(i) for i in indexes)
+            )
+        module = self.program_module()
+        cloud = record.cloud
+
+        def program() -> object:
+            pool = module.pool_program(program_settings)
+            if cloud == "aws" and paused is not None:
+                from infra.pause import declare_power_states
+
+                declare_power_states(pool, program_settings, paused=paused)
+            return pool
+
+        key = self.info.region_config
+        config: Mapping[str, str] = {key: region} if key else {}
+        try:
+            outputs: dict[str, Any] = self.driver.with_recovery(
+                ref, progress, lambda: self.engine.up(ref, program, config, progress)
+            )
+        except EngineError as exc:
+            raise ProvisioningError(f"pool {record.name!r}: the update failed: {exc}") from exc
+        return outputs
 
     def refresh(self, record: PoolRecord) -> PoolRecord:
         """Refresh the stack from the cloud; workers whose instance is gone become ``LOST``.
@@ -527,7 +635,7 @@ class PulumiCloudProvider:
         if last is not None and time.monotonic() - last < self.refresh_interval_s:
             return record
         self._refreshed_at[record.name] = time.monotonic()
-        alive = self.driver.refresh(self._ref(record), lambda _line: None)
+        alive = self.driver.refresh(self.stack_of(record), lambda _line: None)
         for worker in record.workers:
             gone = alive is None or bool(worker.provider_id and worker.provider_id not in alive)
             if gone and worker.state != WorkerState.STOPPED:
@@ -556,7 +664,7 @@ class PulumiCloudProvider:
     def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
         """Refresh, destroy, check the stack is empty, remove it, check the cloud by tag."""
         return self.driver.destroy(
-            self._ref(record),
+            self.stack_of(record),
             progress,
             lister=self.lister,
             manual_check=self.info.manual_check.format(

@@ -18,10 +18,12 @@ from pathlib import Path
 
 import pytest
 
+from oa_vm.host_status import RemoteCommands, parse_status
 from oa_vm.pool_options import Heartbeat
-from oa_vm.providers.cloud_wait import RemoteCommands, RemoteResult, parse_status, worker_phase
+from oa_vm.providers.cloud_wait import worker_phase
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
 from tests.support.host_standins import calls, standin_env, write_shipped, write_standins
+from waa_client.ssh import CommandResult
 
 pytestmark = pytest.mark.integration
 
@@ -96,10 +98,10 @@ class LocalRunner:
     def __init__(self, host: Host, **fake: str) -> None:
         self.env = standin_env(host.bin_dir, host.state_dir, **fake)
 
-    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> RemoteResult:
+    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> CommandResult:
         done = subprocess.run([BASH, "-c", command], env=self.env, capture_output=True,
                               text=True, timeout=timeout, check=False)
-        return RemoteResult(done.returncode, done.stdout + done.stderr)
+        return CommandResult(done.returncode, done.stdout + done.stderr)
 
 
 def what_pool_wait_prints(host: Host, **fake: str) -> tuple[WorkerRecord, list[str]]:

@@ -19,7 +19,8 @@ import pytest
 
 from oa_vm import state
 from oa_vm.errors import ProvisioningError
-from oa_vm.providers.cloud_wait import RemoteCommands, follow_status, worker_phase
+from oa_vm.host_status import RemoteCommands
+from oa_vm.providers.cloud_wait import follow_status, worker_phase
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 from tests.support import sshd as sshd_support
 from tests.support.host_standins import (
@@ -273,7 +274,7 @@ def test_the_default_host_paths_are_lib_shs() -> None:
     ``OA_VM_STATE_DIR`` unset)."""
     import subprocess
 
-    from oa_vm.providers.cloud_wait import IMAGE_INFO_FILE, STATUS_FILE
+    from oa_vm.host_status import IMAGE_INFO_FILE, STATUS_FILE
 
     lib = Path(__file__).resolve().parents[2] / "infra" / "worker" / "lib.sh"
     shipped = subprocess.run(

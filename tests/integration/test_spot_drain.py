@@ -20,7 +20,7 @@ import pytest
 
 from oa_vm import state
 from oa_vm.drain import DrainWatch, read_status
-from oa_vm.providers.cloud_wait import ParamikoRunner
+from oa_vm.host_status import ParamikoRunner
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 from tests.integration.test_cloud_wait_cli import _engine_env
 from tests.support import sshd as sshd_support

@@ -18,10 +18,12 @@ import pytest
 
 from infra.settings import PoolSettings
 from infra.worker import cloud_init, units
-from oa_vm.providers.cloud_wait import RemoteCommands, RemoteResult, parse_status, worker_phase
+from oa_vm.host_status import RemoteCommands, parse_status
+from oa_vm.providers.cloud_wait import worker_phase
 from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
 from tests.support.host_standins import calls, standin_env, write_standins
 from tests.support.pool_programs import make_settings
+from waa_client.ssh import CommandResult
 
 pytestmark = pytest.mark.integration
 
@@ -53,10 +55,10 @@ def watch_once(tmp_path: Path, **fake: str) -> tuple[subprocess.CompletedProcess
 class BashRunner:
     """pool-wait's remote commands, run by bash here (what sshd would run on the host)."""
 
-    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> RemoteResult:
+    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> CommandResult:
         done = subprocess.run([BASH, "-c", command], capture_output=True, text=True,
                               timeout=timeout, check=False)
-        return RemoteResult(done.returncode, done.stdout + done.stderr)
+        return CommandResult(done.returncode, done.stdout + done.stderr)
 
 
 def pool_wait_phase(status: Path) -> tuple[str, WorkerRecord]:
@@ -68,9 +70,9 @@ def pool_wait_phase(status: Path) -> tuple[str, WorkerRecord]:
                         created_at=utcnow(), workers=[worker])
 
     class Runner(BashRunner):
-        def run(self, ssh: SshEndpoint, command: str, timeout: float) -> RemoteResult:
+        def run(self, ssh: SshEndpoint, command: str, timeout: float) -> CommandResult:
             if command == "cloud-init status":
-                return RemoteResult(0, "status: done\n")
+                return CommandResult(0, "status: done\n")
             return super().run(ssh, command, timeout)
 
     phase, _ = worker_phase(record, 0, Runner(), RemoteCommands(status_file=str(status)))

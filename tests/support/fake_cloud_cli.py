@@ -72,7 +72,8 @@ class RehearsalAws(AwsProvider):
 def follow_builder_on(config: dict[str, Any]) -> Any:
     """``images.follow_builder`` for a builder that is the rehearsal host (see the docstring)."""
     from oa_vm import sshkeys, state
-    from oa_vm.providers.cloud_wait import RemoteCommands, follow_status
+    from oa_vm.host_status import RemoteCommands
+    from oa_vm.providers.cloud_wait import follow_status
 
     def follow(record: Any, outputs: Any, progress: Progress) -> dict[str, str]:
         ssh = config["ssh"]

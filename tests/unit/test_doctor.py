@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import doctor
+from oa_vm import checks, doctor
 
 
 def test_missing_pulumi_engine_says_how_to_install() -> None:
@@ -122,17 +122,17 @@ def _az(tmp_path: Path, body: str) -> str:
 
 
 def test_devtestlab_registration(tmp_path: Path) -> None:
-    registered = doctor.check_devtestlab(az=_az(tmp_path, "echo Registered\n"))
+    registered = checks.check_devtestlab(az=_az(tmp_path, "echo Registered\n"))
     assert registered.ok
     calls = (tmp_path / "az.calls").read_text()
     assert "provider show --namespace Microsoft.DevTestLab --query registrationState -o tsv" in (
         calls
     )
-    missing = doctor.check_devtestlab(az=_az(tmp_path, "echo NotRegistered\n"))
+    missing = checks.check_devtestlab(az=_az(tmp_path, "echo NotRegistered\n"))
     assert not missing.ok and "NotRegistered" in missing.detail
     assert "az provider register --namespace Microsoft.DevTestLab" in missing.fix
-    logged_out = doctor.check_devtestlab(az=_az(
+    logged_out = checks.check_devtestlab(az=_az(
         tmp_path, "echo \"ERROR: Please run 'az login' to setup account.\" >&2; exit 1\n"
     ))
     assert not logged_out.ok and "az login" in logged_out.detail
-    assert doctor.check_devtestlab(az="").ok  # no az CLI: not checked, says so
+    assert checks.check_devtestlab(az="").ok  # no az CLI: not checked, says so

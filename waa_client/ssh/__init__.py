@@ -1,8 +1,8 @@
 """SSH to workers, in one package: targets and keys (:mod:`.base`), known hosts
 (:mod:`.known_hosts`), the one mapping of SSH failures onto :mod:`waa_client.errors`
-(:mod:`.failures`), the OpenSSH and paramiko backends (:mod:`.openssh_tunnel`,
-:mod:`.paramiko_tunnel`), choosing between them (:mod:`.backends`), and the pool of tunnels a
-sweep keeps alive (:mod:`.pool`).
+(:mod:`.failures`), the one runner of commands on a host (:mod:`.command`), the OpenSSH and
+paramiko backends (:mod:`.openssh_tunnel`, :mod:`.paramiko_tunnel`), choosing between them
+(:mod:`.backends`), and the pool of tunnels a sweep keeps alive (:mod:`.pool`).
 
 Callers import from here.
 """
@@ -18,6 +18,7 @@ from waa_client.ssh.base import (
     load_private_key,
     ssh_command,
 )
+from waa_client.ssh.command import CommandResult, SshCommandRunner
 from waa_client.ssh.failures import connect_error, ssh_output_error
 from waa_client.ssh.known_hosts import KnownHosts, fingerprint, host_entry
 from waa_client.ssh.openssh_tunnel import OpenSshTunnel, ssh_binary
@@ -26,12 +27,14 @@ from waa_client.ssh.pool import PoolTunnels
 
 __all__ = [
     "BACKENDS",
+    "CommandResult",
     "LOCALHOST",
     "ForwardingTunnel",
     "KnownHosts",
     "LocalForwards",
     "OpenSshTunnel",
     "PoolTunnels",
+    "SshCommandRunner",
     "TunnelTarget",
     "WorkerTunnel",
     "connect_error",

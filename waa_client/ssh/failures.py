@@ -1,15 +1,18 @@
 """SSH failures mapped onto :mod:`waa_client.errors`, in one place for every SSH user.
 
-The OpenSSH backend, the host status reads of cloud workers (``ssh ... cat status``) and the
-paramiko backend's connect step all turn what went wrong into the same errors with the same
-advice: a changed host key (refuse, say how to forget it), a refused key (check the user and the
-pool's key), and an unreachable or not-yet-started host (retryable infrastructure).
+The OpenSSH backend, the paramiko backend's connect step and the one SSH command runner
+(:mod:`.command`: the host status reads of cloud workers, their resets) all turn what went
+wrong into the same errors with the same advice: a changed host key (refuse, say how to forget
+it), a refused key (check the user and the pool's key), and an unreachable or not-yet-started
+host (retryable infrastructure).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import paramiko
 
 from waa_client.errors import (
     HostKeyMismatchError,
@@ -20,12 +23,17 @@ from waa_client.errors import (
 from waa_client.ssh.known_hosts import KnownHosts, fingerprint, host_entry
 
 
+def describe_connection(worker: str, address: str) -> str:
+    """How a message names the SSH connection: the worker and its address, or the address."""
+    return f"SSH to worker {worker} at {address}" if worker else f"SSH to {address}"
+
+
 def ssh_output_error(text: str, *, worker: str, host: str, port: int, user: str,
                      key_path: Path | str, connect_timeout: float,
                      known_hosts: KnownHosts | None) -> TunnelError:
     """The error an ``ssh`` client's stderr ``text`` reports, for worker ``worker``."""
     address = f"{host}:{port}"
-    where = f"SSH to worker {worker} at {address}"
+    where = describe_connection(worker, address)
     url = f"ssh://{address}"
     last = next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
     if "IDENTIFICATION HAS CHANGED" in text or "Host key verification failed" in text:
@@ -78,7 +86,37 @@ def connect_error(exc: OSError, *, worker: str, host: str, port: int,
     else:
         reason = str(exc.strerror or exc)
     return SshUnreachableError(
-        f"SSH to worker {worker} at {address}: {reason}; check the worker is running and port "
+        f"{describe_connection(worker, address)}: {reason}; check the worker is running and port "
         f"{port} is open to this machine",
+        url=f"ssh://{address}",
+    )
+
+
+def handshake_error(exc: BaseException, *, worker: str, host: str, port: int,
+                    connect_timeout: float) -> SshUnreachableError:
+    """The error for an SSH handshake (banner, key exchange) that failed with ``exc`` after the
+    TCP connect succeeded."""
+    address = f"{host}:{port}"
+    return SshUnreachableError(
+        f"{describe_connection(worker, address)}: no SSH handshake within {connect_timeout:g}s "
+        f"({exc or type(exc).__name__}); the port may not be an SSH server, or the worker is "
+        "still starting",
+        url=f"ssh://{address}",
+    )
+
+
+def login_error(exc: BaseException, *, worker: str, host: str, port: int, user: str,
+                key_path: Path | str) -> TunnelError:
+    """The error for a public-key login that failed with ``exc``: the key refused
+    (:class:`SshAuthenticationError`), or the session lost while logging in (retryable)."""
+    address = f"{host}:{port}"
+    if isinstance(exc, paramiko.AuthenticationException):
+        return SshAuthenticationError(
+            f"{describe_connection(worker, address)}: user {user!r} refused with key {key_path}; "
+            "check the user name and that the worker holds the pool's public key",
+            url=f"ssh://{address}",
+        )
+    return SshUnreachableError(
+        f"{describe_connection(worker, address)}: connection lost while logging in ({exc}); retry",
         url=f"ssh://{address}",
     )

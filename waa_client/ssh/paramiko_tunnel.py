@@ -32,9 +32,9 @@ import threading
 import paramiko
 import sshtunnel
 
-from waa_client.errors import SshAuthenticationError, SshUnreachableError, TunnelError
+from waa_client.errors import SshUnreachableError, TunnelError
 from waa_client.ssh.base import LOCALHOST, LocalForwards, TunnelTarget, load_private_key
-from waa_client.ssh.failures import connect_error
+from waa_client.ssh.failures import connect_error, handshake_error, login_error
 from waa_client.ssh.known_hosts import KnownHosts, host_entry
 
 log = logging.getLogger("waa_client.ssh")
@@ -104,7 +104,6 @@ class _Forwarder(sshtunnel.SSHTunnelForwarder):  # type: ignore[misc]  # sshtunn
 
     def _connect_to_gateway(self) -> None:
         # (2) + (3): verify the host key ourselves, raise precise errors.
-        address = f"{self.ssh_host}:{self.ssh_port}"
         transport = self._get_transport()
         self._transport = transport
         try:
@@ -114,12 +113,9 @@ class _Forwarder(sshtunnel.SSHTunnelForwarder):  # type: ignore[misc]  # sshtunn
                 transport.start_client(timeout=self._connect_timeout)
                 server_key = transport.get_remote_server_key()
             except (paramiko.SSHException, OSError, EOFError) as e:
-                raise SshUnreachableError(
-                    f"SSH to worker {self._target.name} at {address}: no SSH handshake within "
-                    f"{self._connect_timeout:g}s ({e or type(e).__name__}); the port may not be "
-                    "an SSH server, or the worker is still starting",
-                    url=f"ssh://{address}",
-                ) from e
+                raise handshake_error(e, worker=self._target.name, host=self.ssh_host,
+                                      port=self.ssh_port,
+                                      connect_timeout=self._connect_timeout) from e
             first = self._known_hosts.verify(
                 self.ssh_host, self.ssh_port, server_key, worker=self._target.name
             )
@@ -128,19 +124,10 @@ class _Forwarder(sshtunnel.SSHTunnelForwarder):  # type: ignore[misc]  # sshtunn
                          host_entry(self.ssh_host, self.ssh_port), self._known_hosts.path)
             try:
                 transport.auth_publickey(self.ssh_username, self._pkey)
-            except paramiko.AuthenticationException as e:
-                raise SshAuthenticationError(
-                    f"SSH to worker {self._target.name} at {address}: user "
-                    f"{self.ssh_username!r} refused with key {self._target.key_path}; check the "
-                    "user name and that the worker holds the pool's public key",
-                    url=f"ssh://{address}",
-                ) from e
             except (paramiko.SSHException, OSError, EOFError) as e:
-                raise SshUnreachableError(
-                    f"SSH to worker {self._target.name} at {address}: connection lost while "
-                    f"logging in ({e}); retry",
-                    url=f"ssh://{address}",
-                ) from e
+                raise login_error(e, worker=self._target.name, host=self.ssh_host,
+                                  port=self.ssh_port, user=self.ssh_username,
+                                  key_path=self._target.key_path) from e
         except BaseException:
             _close_transport(transport)
             raise

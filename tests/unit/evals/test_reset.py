@@ -8,9 +8,9 @@ import pytest
 
 from evals.reset import reset_lines, reset_summary
 from oa_vm.providers.cloud_reset import HostSnapshotControl
-from oa_vm.providers.cloud_wait import RemoteResult
 from oa_vm.snapshots import SnapshotError
 from oa_vm.state import SshEndpoint
+from waa_client.ssh import CommandResult
 
 
 def _clean(task: str, worker: str, token: str, *, ok: bool = True) -> dict[str, Any]:
@@ -45,10 +45,10 @@ def test_stock_resets_have_no_fingerprint_to_agree_on() -> None:
 
 class _Runner:
     def __init__(self, status: int, output: str) -> None:
-        self.result = RemoteResult(status, output)
+        self.result = CommandResult(status, output)
         self.commands: list[str] = []
 
-    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> RemoteResult:
+    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> CommandResult:
         self.commands.append(command)
         return self.result
 

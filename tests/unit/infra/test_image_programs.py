@@ -13,7 +13,7 @@ import pytest
 from infra import azure as infra_azure
 from infra import image_aws, image_azure
 from infra.offline import OfflineRun, run_offline
-from infra.settings import ImageSettings, builder_settings
+from infra.settings import ImageSettings
 from infra.tags import IMAGE_KEYS
 from tests.support.pool_programs import AwsLookups, make_settings
 
@@ -27,10 +27,10 @@ EXPIRES = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=6)
 
 
 def _image(cloud: str, **changes: Any) -> ImageSettings:
-    builder = builder_settings(make_settings(
-        cloud, name="waa-img", storage_gb=112,
-        expires_at=EXPIRES,
-    ))
+    builder = make_settings(  # one host in build mode, as oa_vm.images.image_settings makes it
+        cloud, name="waa-img", storage_gb=112, expires_at=EXPIRES, workers=1, mode="build",
+        image_id=None,
+    )
     return replace(ImageSettings(name="waa-img", builder=builder, created_at=CREATED), **changes)
 
 

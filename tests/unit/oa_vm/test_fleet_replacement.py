@@ -4,6 +4,7 @@ next name, who stands for whom, and when a replaced draining worker is retired."
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +74,24 @@ def test_worker_numbers_in_the_program_settings() -> None:
     for bad in ((), (1, 1), (-1,)):
         with pytest.raises(SettingsError, match="worker numbers"):
             make_settings("aws", workers=1, indexes=bad).validate(allow_placeholders=True)
+
+
+def test_the_chain_is_a_typed_record_kept_as_records_always_kept_it(oa_home: Path) -> None:
+    from oa_vm import state
+
+    # a record written before the chain had a type: the same {draining: replacement} object
+    old = _pool(WorkerRecord(name="p-w0"), WorkerRecord(name="p-w2"))
+    old.provider_data["replaced_by"] = {"p-w1": "p-w2"}
+    state.save(old)
+    loaded = state.load("p")
+    chain = replacements.ReplacementChain.of(loaded)
+    assert chain == replacements.ReplacementChain((("p-w1", "p-w2"),))
+    grown = chain.with_link("p-w2", "p-w3")
+    assert grown.successor("p-w1") == "p-w3" and grown.names() == {"p-w1", "p-w2", "p-w3"}
+    assert chain.links == (("p-w1", "p-w2"),)  # frozen: extending makes a new chain
+    replacements.add_replacement(loaded, "p-w2", "p-w3")
+    state.save(loaded)
+    assert state.load("p").provider_data["replaced_by"] == {"p-w1": "p-w2", "p-w2": "p-w3"}
+    for junk in (None, [], "p-w1", {"": "x", "p-w9": ""}):
+        assert replacements.ReplacementChain.from_json(junk) == replacements.ReplacementChain()
+    assert replacements.ReplacementChain.from_json(grown.to_json()) == grown

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from oa_vm.drain import DrainNotice, notice_from_status
-from oa_vm.providers.cloud_wait import cloud_init_state, parse_status
+from oa_vm.host_status import parse_status
+from oa_vm.providers.cloud_wait import cloud_init_state
 
 
 def test_a_status_value_may_hold_equals_signs() -> None:

@@ -1,0 +1,68 @@
+"""The one SSH command runner (:class:`waa_client.ssh.SshCommandRunner`) against a real OpenSSH
+server on loopback: output and exit status, trust on first use then a changed host key refused,
+a refused key and a closed port named as such, and the host status read through it."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from oa_vm.host_status import ParamikoRunner, RemoteUnreachableError
+from oa_vm.state import SshEndpoint
+from tests.support import sshd as sshd_support
+from tests.support.sshd import SshServer, generate_key
+from waa_client.errors import HostKeyMismatchError, SshAuthenticationError, SshUnreachableError
+from waa_client.ssh import SshCommandRunner
+
+sshd = sshd_support.sshd
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_command_returns_its_output_and_status(sshd: SshServer, tmp_path: Path) -> None:
+    runner = SshCommandRunner(tmp_path / "known_hosts")
+    done = runner.run(sshd.host, sshd.port, sshd.user, sshd.client_key,
+                      "echo out; echo err >&2; exit 3", 30.0, worker="w0")
+    assert done.status == 3
+    assert done.output.splitlines() == ["out", "err"]
+    assert (tmp_path / "known_hosts").read_text().strip()  # remembered on first contact
+
+
+def test_a_changed_host_key_is_refused(sshd: SshServer, tmp_path: Path) -> None:
+    runner = SshCommandRunner(tmp_path / "known_hosts")
+    assert runner.run(sshd.host, sshd.port, sshd.user, sshd.client_key, "true", 30.0).status == 0
+    sshd.restart(new_host_key=True)
+    with pytest.raises(HostKeyMismatchError, match="changed"):
+        runner.run(sshd.host, sshd.port, sshd.user, sshd.client_key, "true", 30.0, worker="w0")
+
+
+def test_a_refused_key_and_a_closed_port_say_so(sshd: SshServer, tmp_path: Path) -> None:
+    other = generate_key(tmp_path / "other_key")
+    os.chmod(other, 0o600)
+    runner = SshCommandRunner(tmp_path / "known_hosts")
+    with pytest.raises(SshAuthenticationError, match=f"SSH to worker w0 at .*{sshd.port}.*"
+                                                     "refused with key"):
+        runner.run(sshd.host, sshd.port, sshd.user, other, "true", 30.0, worker="w0")
+    port = _closed_port()
+    with pytest.raises(SshUnreachableError, match=f"SSH to 127.0.0.1:{port}: "):
+        runner.run("127.0.0.1", port, sshd.user, sshd.client_key, "true", 30.0)
+
+
+def test_the_host_status_runner_maps_ssh_failures_to_unreachable(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    runner = ParamikoRunner(tmp_path / "known_hosts")
+    endpoint = SshEndpoint(host=sshd.host, port=sshd.port, user=sshd.user,
+                           key_path=str(sshd.client_key))
+    assert runner.run(endpoint, "printf state=done", 30.0).output == "state=done"
+    closed = SshEndpoint(host="127.0.0.1", port=_closed_port(), user=sshd.user,
+                         key_path=str(sshd.client_key))
+    with pytest.raises(RemoteUnreachableError, match="check the worker is running"):
+        runner.run(closed, "true", 30.0)

@@ -1,0 +1,117 @@
+"""The one SSH command runner: one command on a worker host, its exit status and its output.
+
+Used for what is read or done on a cloud worker's host itself rather than through its servers:
+the host's status file while a pool boots or drains, a clean reset's ``reset.sh``. It speaks
+paramiko with the pool's own key and known_hosts (trust on first use, then a changed host key is
+refused), like the paramiko tunnel backend, and maps every failure through :mod:`.failures`, so
+a command and a tunnel to the same worker fail with the same words.
+
+Every step has a timeout: the TCP connect, the SSH banner, handshake and login
+(``connect_timeout``), and the command's output (``timeout`` of :meth:`SshCommandRunner.run`).
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+
+from waa_client.errors import SshUnreachableError
+from waa_client.ssh.base import load_private_key
+from waa_client.ssh.failures import (
+    connect_error,
+    describe_connection,
+    handshake_error,
+    login_error,
+)
+from waa_client.ssh.known_hosts import KnownHosts
+
+CONNECT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """Exit status and combined output (stdout and stderr) of one remote command."""
+
+    status: int
+    output: str
+
+
+class SshCommandRunner:
+    """Runs commands on hosts over SSH, one connection per command.
+
+    Args:
+        known_hosts: The pool's known_hosts file (a host's key is remembered on first contact).
+        connect_timeout: Seconds for the TCP connect and for each step of the SSH handshake and
+            login.
+    """
+
+    def __init__(self, known_hosts: Path, *, connect_timeout: float = CONNECT_TIMEOUT_S) -> None:
+        self.known_hosts = KnownHosts(known_hosts)
+        self.connect_timeout = connect_timeout
+
+    def run(self, host: str, port: int, user: str, key_path: Path | str, command: str,
+            timeout: float, *, worker: str = "") -> CommandResult:
+        """Connect, check the host key, log in with the key, run ``command``.
+
+        Args:
+            host, port, user, key_path: The host's SSH server and the pool's login.
+            command: One shell command line, run by the login shell of ``user``.
+            timeout: Seconds the command may go without sending output.
+            worker: The worker's name, for messages (none when empty).
+
+        Raises:
+            KeyFileError: The pool's key cannot be used.
+            SshUnreachableError: The host cannot be reached, the handshake failed, or the
+                session was lost (also when the command's output stopped for ``timeout``).
+            HostKeyMismatchError: The host's key changed.
+            SshAuthenticationError: The key was refused.
+        """
+        who = worker
+        pkey = load_private_key(Path(key_path))
+        try:
+            sock = socket.create_connection((host, port), timeout=self.connect_timeout)
+        except OSError as exc:
+            raise connect_error(exc, worker=who, host=host, port=port,
+                                connect_timeout=self.connect_timeout) from exc
+        transport = paramiko.Transport(sock)
+        transport.banner_timeout = self.connect_timeout
+        transport.handshake_timeout = self.connect_timeout
+        transport.auth_timeout = self.connect_timeout
+        try:
+            try:
+                transport.start_client(timeout=self.connect_timeout)
+                server_key = transport.get_remote_server_key()
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise handshake_error(exc, worker=who, host=host, port=port,
+                                      connect_timeout=self.connect_timeout) from exc
+            self.known_hosts.verify(host, port, server_key, worker=worker)
+            try:
+                transport.auth_publickey(user, pkey)
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise login_error(exc, worker=who, host=host, port=port, user=user,
+                                  key_path=key_path) from exc
+            return self._exec(transport, command, timeout, who, f"{host}:{port}")
+        finally:
+            transport.close()
+
+    def _exec(self, transport: paramiko.Transport, command: str, timeout: float, who: str,
+              address: str) -> CommandResult:
+        try:
+            channel = transport.open_session(timeout=self.connect_timeout)
+            channel.settimeout(timeout)
+            channel.set_combine_stderr(True)
+            channel.exec_command(command)
+            chunks = []
+            while data := channel.recv(65536):  # until the command closes its output
+                chunks.append(data)
+            status = channel.recv_exit_status()
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise SshUnreachableError(
+                f"{describe_connection(who, address)}: the command's session failed "
+                f"({exc or type(exc).__name__}); retry",
+                url=f"ssh://{address}",
+            ) from exc
+        return CommandResult(status, b"".join(chunks).decode("utf-8", "replace"))
