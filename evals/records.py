@@ -414,9 +414,6 @@ class RunFolder:
             for png in folder.glob("step_*.png"):
                 png.unlink(missing_ok=True)
 
-    def write_screenshot(self, task_id: str, index: int, png: bytes) -> str:
-        """Save the observation before step ``index``; returns the file name for the record."""
-        return save_screenshot(self.task_dir(task_id), index, png, root=self.path)
 
 
 def save_screenshot(folder: Path, index: int, png: bytes, root: Path | None = None) -> str:

@@ -23,6 +23,7 @@ from evals.pools import (
 )
 from evals.records import TaskExecution, TaskStatus
 from evals.runner import RunConfig
+from tests.support.leasing import reserved_for
 
 
 def test_qualified_names_split_back() -> None:
@@ -82,7 +83,7 @@ def test_the_ledger_prices_each_worker_at_its_pools_price() -> None:
     assert totals["a"] == {"price_per_hour": 3.6, "worker_seconds": 100.0, "vm_usd": 0.1}
     assert totals["b"]["worker_seconds"] == 20.0 and totals["b"]["vm_usd"] == pytest.approx(0.2)
     # estimates (the cap's reservations) use the given price: the dearest pool's
-    assert ledger.expected_cost(100.0) == pytest.approx(1.0)
+    assert reserved_for(ledger, 100.0) == pytest.approx(1.0)
 
 
 def test_a_resumed_ledger_carries_each_pools_share() -> None:
