@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -144,7 +145,7 @@ def sweep(
         name=reused or name, cloud=cloud, workers=workers, faults=faults or None,
         price_per_hour=price_per_hour,
     )
-    config.pool = spec.name
+    config = replace(config, pool=spec.name)
     if state.exists(spec.name) and spec.name != reused:
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
         raise PoolExistsError(spec.name)

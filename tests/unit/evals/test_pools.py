@@ -36,9 +36,8 @@ def test_a_pool_given_twice_is_refused_in_the_config() -> None:
     check_pool_names(["a", "b"])
     with pytest.raises(InvalidRunInputError, match="--pool a is given twice"):
         check_pool_names(["a", "b", "a"])
-    config = RunConfig(pool=None, pools=["a", "a"], selection="all", agent="noop")
     with pytest.raises(InvalidRunInputError, match="given twice"):
-        config.validate()
+        RunConfig(pool=None, pools=["a", "a"], selection="all", agent="noop")
 
 
 def test_pool_and_pools() -> None:
@@ -47,7 +46,7 @@ def test_pool_and_pools() -> None:
     both = RunConfig(pool=None, pools=["a", "b"], selection="all", agent="noop")
     assert both.pool_names() == ["a", "b"]
     with pytest.raises(InvalidRunInputError, match="disagree"):
-        RunConfig(pool="c", pools=["a", "b"], selection="all", agent="noop").pool_names()
+        RunConfig(pool="c", pools=["a", "b"], selection="all", agent="noop")
 
 
 def test_the_router_sends_a_worker_to_its_own_pool_under_its_bare_name() -> None:
