@@ -511,12 +511,28 @@ def _ledger(pools: list[RunPool], cap_usd: float | None) -> Ledger:
     )
 
 
+@dataclass(frozen=True)
+class PoolHelpers:
+    """What the dispatcher is given to repair workers and watch them for drain notices, each
+    worker through its own pool.
+
+    Attributes:
+        repairers: The repairers to close when the run ends (none without ``--repair``).
+        repair: The dispatcher's ``repair`` (a replacement for a quarantined worker, by name),
+            or ``None`` without ``--repair``.
+        draining: The dispatcher's ``draining`` (a worker's drain notice, or ``None``).
+    """
+
+    repairers: list[WorkerRepairer]
+    repair: Callable[[str], WorkerConnection | None] | None
+    draining: Callable[[str], object | None]
+
+
 def _per_pool_helpers(
     pools: list[RunPool], config: RunConfig, fence: Callable[[], None] | None = None
-) -> tuple[list[WorkerRepairer], Callable[[str], WorkerConnection | None] | None,
-           Callable[[str], object | None]]:
-    """The repairers to close, the dispatcher's ``repair`` and ``draining``: each worker is
-    repaired, and watched for drain notices, through its own pool."""
+) -> PoolHelpers:
+    """The run's :class:`PoolHelpers`: each worker is repaired, and watched for drain notices,
+    through its own pool."""
     from evals.pools import PoolRouter, renamed_connection
     from oa_vm.drain import DrainWatch
 
@@ -534,10 +550,10 @@ def _per_pool_helpers(
         }
     if len(pools) == 1:
         name = pools[0].name
-        return list(repairers.values()), repairers.get(name), watches[name]
+        return PoolHelpers(list(repairers.values()), repairers.get(name), watches[name])
     repair = PoolRouter(repairers, renamed_connection) if repairers else None
     draining: PoolRouter[object] = PoolRouter(watches)
-    return list(repairers.values()), repair, draining
+    return PoolHelpers(list(repairers.values()), repair, draining)
 
 
 def _check_resumable(path: Path) -> None:
@@ -733,7 +749,7 @@ def _run_in_folder(
                     present = False
                 if not present:
                     folder.write_execution(TaskExecution.from_json(record))
-            repairers, repair, draining = _per_pool_helpers(pools, config, fence)
+            helpers = _per_pool_helpers(pools, config, fence)
             dispatcher = Dispatcher(
                 folder, queue, ledger, workers, tasks, infos, make_agent,
                 DispatchSettings(
@@ -745,8 +761,8 @@ def _run_in_folder(
                     trials=config.trials,
                 ),
                 on_event,
-                repair=repair,
-                draining=draining,
+                repair=helpers.repair,
+                draining=helpers.draining,
                 fence=fence,
                 resets=resets,
             )
@@ -762,7 +778,7 @@ def _run_in_folder(
                 )
                 raise
             finally:
-                for repairer in repairers:
+                for repairer in helpers.repairers:
                     repairer.close()
             quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
             status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED
