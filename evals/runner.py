@@ -782,12 +782,13 @@ def _run_in_folder(
                     repairer.close()
             quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
             status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED
-            records = queue.records()
+            # the queue commits TaskExecution.to_json() documents: read back as records
+            records = {k: TaskExecution.from_json(v) for k, v in queue.records().items()}
         finally:
             queue.close()
         counts = {s.value: 0 for s in TaskStatus}
-        for record in records.values():
-            counts[str(record["status"])] += 1
+        for final in records.values():
+            counts[final.status.value] += 1
         warning = health_warning(
             counts, lost_all=bool(workers) and set(outcome.quarantined) >= {w.name for w in workers}
         )
@@ -801,7 +802,7 @@ def _run_in_folder(
         run_dir=folder.path,
         status=status,
         counts=counts,
-        not_run=[tid for tid, r in records.items() if r["status"] == TaskStatus.NOT_RUN],
+        not_run=[tid for tid, r in records.items() if r.status is TaskStatus.NOT_RUN],
         quarantined=quarantined,
         spent_usd=ledger.spent(),
         cap_usd=config.max_cost_usd,
