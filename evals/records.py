@@ -205,12 +205,7 @@ class TaskExecution:
             error_type=None if error_type is None else ErrorType(error_type),
             attempts=int(data.get("attempts") or 0),
             duration_s=float(data.get("duration_s") or 0.0),
-            steps=[
-                # index, action and start are always written; a hand-made record may lack them
-                StepRecord(**{"index": i, "action": {}, "started_at": "",
-                              **_known(StepRecord, step)})
-                for i, step in enumerate(data.get("steps") or [])
-            ],
+            steps=[_step(i, step) for i, step in enumerate(data.get("steps") or [])],
             cost=CostRecord(**_known(CostRecord, data.get("cost") or {})),
             previous_attempts=[
                 AttemptRecord(**_known(AttemptRecord, a, missing=None))
@@ -221,6 +216,18 @@ class TaskExecution:
         return cls(**values)
 
 
+_STEP_REQUIRED = frozenset({"index", "action", "started_at"})
+
+
+def _step(index: int, data: Mapping[str, Any]) -> StepRecord:
+    """A step of a record; index, action and start are always written, but a hand-made
+    record may lack them."""
+    values = _known(StepRecord, data)
+    if not _STEP_REQUIRED.issubset(values):
+        values = {"index": index, "action": {}, "started_at": "", **values}
+    return StepRecord(**values)
+
+
 def _known(cls: type, data: Mapping[str, Any], missing: Any = _UNSET) -> dict[str, Any]:
     """The items of ``data`` that are fields of the dataclass ``cls`` (a record written by
     another version may hold more); with ``missing``, absent fields take it.
@@ -228,12 +235,19 @@ def _known(cls: type, data: Mapping[str, Any], missing: Any = _UNSET) -> dict[st
     Raises:
         TypeError: ``data`` is not an object.
     """
-    if not isinstance(data, Mapping):
+    if type(data) is not dict and not isinstance(data, Mapping):  # the ABC check is slow
         raise TypeError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
-    names = [f.name for f in fields(cls)]
-    if missing is _UNSET:
-        return {n: data[n] for n in names if n in data}
-    return {n: data.get(n, missing) for n in names}
+    known = _KNOWN.get(cls)
+    if known is None:  # dataclasses.fields() per call made from_json several times slower
+        known = _KNOWN[cls] = frozenset(f.name for f in fields(cls))
+    if missing is not _UNSET:
+        return {n: data.get(n, missing) for n in known}
+    if known.issuperset(data):  # the usual case: a record of this version
+        return dict(data)
+    return {k: v for k, v in data.items() if k in known}
+
+
+_KNOWN: dict[type, frozenset[str]] = {}
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
