@@ -131,7 +131,9 @@ class BenchmarkResult:
 
     @classmethod
     def from_execution(cls, execution: TaskExecution) -> BenchmarkResult:
-        """The result a task record stands for."""
+        """The result a task record stands for: the one derivation from the record (what each
+        field comes from: :data:`RESULT_FROM_RECORD`; the whole record stays in
+        ``execution``)."""
         status = TaskStatus(execution.status)
         trajectory = []
         for step in execution.steps:
@@ -158,6 +160,26 @@ class BenchmarkResult:
             total_time_seconds=float(execution.duration_s or 0.0),
             execution=execution,
         )
+
+
+RESULT_FROM_RECORD: dict[str, str] = {
+    "task_id": "task_id",
+    "domain": "domain",
+    "status": "status",  # and success
+    "score": "score",  # 0.0 for an error
+    "steps": "num_steps",  # and the trajectory, steps
+    "error_message": "error",
+    "error_type": "error_type",
+    "reason": "reason",
+    "duration_s": "total_time_seconds",
+}
+"""Which :class:`BenchmarkResult` field each :class:`evals.records.TaskExecution` field
+becomes (the reference tool's names)."""
+RESULT_LEAVES_OUT = frozenset({
+    "instruction", "infeasible", "worker", "attempts", "started_at", "ended_at", "last_action",
+    "cost", "previous_attempts", "reset", "reset_s", "fingerprint", "trial",
+})
+"""Record fields the reference's result has no field for (``result.execution`` holds them)."""
 
 
 class BenchmarkAdapter(ABC):

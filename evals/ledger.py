@@ -195,11 +195,6 @@ class Ledger:
         )
         return self.vm_usd(expected_seconds * ratio) + model
 
-    def expected_cost(self, expected_seconds: float) -> float:
-        """What a task expected to take ``expected_seconds`` is expected to cost now."""
-        with self._lock:
-            return self._expected_locked(expected_seconds)
-
     def _spent_locked(self) -> float:
         # the same sum, in the same order, as pricing every account again (an account only
         # changes in charge(), which refreshes its entry)

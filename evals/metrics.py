@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import InvalidRunInputError
-from evals.records import results_root
+from evals.records import TaskExecution, results_root
 from evals.reset import reset_lines, reset_summary
 
 OUTCOMES = ("success", "failure")
@@ -163,10 +163,31 @@ def read_trials(run_dir: Path) -> dict[str, list[TaskOutcome]]:
         InvalidRunInputError: as :func:`read_executions`.
     """
     grouped: dict[str, list[TaskOutcome]] = {}
-    for record in read_executions(run_dir):
+    for record in read_records(run_dir):
         item = TaskOutcome.from_execution(record)
         grouped.setdefault(item.task_id, []).append(item)
     return grouped
+
+
+def read_records(run_dir: Path) -> list[TaskExecution]:
+    """Every final task record, parsed (:meth:`evals.records.TaskExecution.from_json`), in the
+    order of :func:`read_executions`.
+
+    Raises:
+        InvalidRunInputError: as :func:`read_executions`, or a record that does not parse (the
+            message names the file).
+    """
+    return [_parse(folder / "execution.json", doc) for folder, doc in read_execution_files(run_dir)]
+
+
+def _parse(path: Path, document: dict[str, Any]) -> TaskExecution:
+    try:
+        return TaskExecution.from_json(document)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidRunInputError(
+            f"{path}: not a task record ({type(exc).__name__}: {exc}); fix or move the file, "
+            "then try again"
+        ) from exc
 
 
 def _metadata_task_ids(run_dir: Path) -> list[str]:
@@ -206,21 +227,46 @@ class TaskOutcome:
         return self.status != "not_run"
 
     @classmethod
-    def from_execution(cls, record: Mapping[str, Any]) -> TaskOutcome:
-        """From an ``execution.json`` document."""
-        cost = record.get("cost") or {}
+    def from_execution(cls, execution: TaskExecution) -> TaskOutcome:
+        """The one derivation from the task record (what each field comes from:
+        :data:`OUTCOME_FROM_RECORD`)."""
+        cost = {
+            k: float(v) for k, v in vars(execution.cost).items()
+            if isinstance(v, int | float) and not isinstance(v, bool)
+        }
         return cls(
-            task_id=str(record.get("task_id")),
-            domain=str(record.get("domain") or "unknown"),
-            status=str(record.get("status")),
-            score=_as_float(record.get("score")),
-            steps=len(record.get("steps") or []),
-            error_type=record.get("error_type"),
-            worker=record.get("worker"),
-            duration_s=_as_float(record.get("duration_s")),
-            cost={k: float(v) for k, v in cost.items() if isinstance(v, int | float)},
-            trial=int(record.get("trial") or 1),
+            task_id=execution.task_id,
+            domain=execution.domain or "unknown",
+            status=execution.status.value,
+            score=_as_float(execution.score),
+            steps=len(execution.steps),
+            error_type=None if execution.error_type is None else execution.error_type.value,
+            worker=execution.worker,
+            duration_s=_as_float(execution.duration_s),
+            cost=cost,
+            trial=execution.trial,
         )
+
+
+OUTCOME_FROM_RECORD: Mapping[str, str] = {
+    "task_id": "task_id",
+    "domain": "domain",
+    "status": "status",
+    "score": "score",
+    "steps": "steps",  # their number
+    "error_type": "error_type",
+    "worker": "worker",
+    "duration_s": "duration_s",
+    "cost": "cost",  # the totals; by_pool stays in the record
+    "trial": "trial",
+}
+"""Which :class:`TaskOutcome` field each :class:`evals.records.TaskExecution` field becomes."""
+OUTCOME_LEAVES_OUT = frozenset({
+    "instruction", "infeasible", "error_message", "reason", "attempts", "started_at",
+    "ended_at", "last_action", "previous_attempts", "reset", "reset_s", "fingerprint",
+})
+"""Record fields no metric is computed from (the summary reads the few it needs, such as
+``previous_attempts`` and ``reset``, from the record itself)."""
 
 
 def _as_float(value: Any) -> float | None:
@@ -339,7 +385,8 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
     """
     path = Path(run_dir)
     metadata = read_metadata(path)
-    records = read_executions(path)
+    documents = read_execution_files(path)
+    records = [_parse(folder / "execution.json", doc) for folder, doc in documents]
     items = [TaskOutcome.from_execution(r) for r in records]
     quarantined = sorted(str(w) for w in metadata.get("quarantined_workers") or [])
     workers: dict[str, dict[str, Any]] = {}
@@ -353,10 +400,10 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         # Failed attempts count against the worker they happened on, even when the task was
         # finished elsewhere (or by no worker at all): a worker that lost every task it took
         # must not show 0 errors.
-        for attempt in record.get("previous_attempts") or []:
-            name = attempt.get("worker") if isinstance(attempt, dict) else None
-            if isinstance(name, str) and name:
-                entry = workers.setdefault(name, {"tasks": 0, "errors": 0, "quarantined": False})
+        for attempt in record.previous_attempts:
+            if isinstance(attempt.worker, str) and attempt.worker:
+                entry = workers.setdefault(
+                    attempt.worker, {"tasks": 0, "errors": 0, "quarantined": False})
                 entry["errors"] += 1
     for name in quarantined:
         workers.setdefault(name, {"tasks": 0, "errors": 0, "quarantined": False})
@@ -380,10 +427,8 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         "task_ids_pending": [t for t in _metadata_task_ids(path) if t not in recorded],
         # run --rerun-errors: each session's reopened tasks (their earlier attempts are kept)
         "reruns": list(metadata.get("reruns") or []),
-        "rejected_actions": sum(
-            1 for r in records for step in r.get("steps") or [] if step.get("rejected")
-        ),
-        "resets": reset_summary(records),
+        "rejected_actions": sum(r.rejected_actions for r in records),
+        "resets": reset_summary([doc for _, doc in documents]),
         # --variations: each goal style beside the originals of the same tasks
         "goal_styles": _goal_styles(items),
     }
@@ -398,7 +443,7 @@ def _goal_styles(items: list[TaskOutcome]) -> list[dict[str, Any]]:
     return [r.to_json() for r in rows] if any(r.style != "original" for r in rows) else []
 
 
-def _by_pool(metadata: Mapping[str, Any], records: list[dict[str, Any]]) -> dict[str, Any]:
+def _by_pool(metadata: Mapping[str, Any], records: list[TaskExecution]) -> dict[str, Any]:
     """``{"by_pool": {...}}`` for a run over several pools (``{}`` otherwise): per pool its
     cloud, price and workers, the tasks that ended on its workers (by status), the worker time
     it billed (every attempt on it, including those of tasks finished elsewhere) and its cost.
@@ -420,22 +465,22 @@ def _by_pool(metadata: Mapping[str, Any], records: list[dict[str, Any]]) -> dict
             "worker_seconds": 0.0, "vm_usd": 0.0, "model_usd": 0.0,
         }
     for record in records:
-        cost = record.get("cost") or {}
-        for name, part in (cost.get("by_pool") or {}).items():
+        cost = record.cost
+        for name, part in cost.by_pool.items():
             if name in rows and isinstance(part, dict):
                 rows[name]["worker_seconds"] += float(part.get("worker_seconds") or 0.0)
                 rows[name]["vm_usd"] += float(part.get("vm_usd") or 0.0)
-        worker = record.get("worker")
-        name = worker.partition("/")[0] if isinstance(worker, str) and "/" in worker else None
-        if name not in rows:
+        worker = record.worker
+        pool = worker.partition("/")[0] if isinstance(worker, str) and "/" in worker else None
+        if pool is None or pool not in rows:
             continue
-        row = rows[name]
+        row = rows[pool]
         row["tasks"] += 1
-        status = record.get("status")
-        key = {"success": "successes", "failure": "failures", "error": "errors"}.get(str(status))
+        key = {"success": "successes", "failure": "failures", "error": "errors"}.get(
+            record.status.value)
         if key:
             row[key] += 1
-        row["model_usd"] += float(cost.get("model_usd") or 0.0)
+        row["model_usd"] += float(cost.model_usd or 0.0)
     for row in rows.values():
         row["worker_seconds"] = round(row["worker_seconds"], 3)
         row["vm_usd"] = round(row["vm_usd"], 6)
@@ -458,6 +503,11 @@ def write_summary(run_dir: Path | str) -> dict[str, Any]:
 
 def _outcome_of(result: Any) -> TaskOutcome:
     """Read a result object (attributes) or mapping (keys) from the public API."""
+
+    execution = getattr(result, "execution", None)
+    if isinstance(execution, TaskExecution):
+        # a BenchmarkResult of the API: derived from the same record, in the same one place
+        return TaskOutcome.from_execution(execution)
 
     def get(name: str, default: Any = None) -> Any:
         if isinstance(result, Mapping):

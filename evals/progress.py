@@ -14,26 +14,28 @@ write to standard error so that ``--json`` on standard output stays one clean do
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TextIO
 
+from evals.events import NOTICES, EventKind, kind_of
 from oa_vm.durations import format_duration
+from oa_vm.live_display import wants_live
 
 if TYPE_CHECKING:
     from evals.runner import RunEvent, Snapshot
 
 
 def _eta(snapshot: Snapshot) -> str:
-    remaining = snapshot.total - snapshot.done
-    if remaining <= 0:
-        return "0s"
-    if snapshot.done_this_session == 0:
+    """The headline's ETA (whole minutes and seconds, ``?`` before the first task ends)."""
+    seconds = eta_seconds(snapshot)
+    if seconds is None:
         return "?"
-    seconds = snapshot.elapsed_s / snapshot.done_this_session * remaining
+    if seconds <= 0:
+        return "0s"
     minutes, secs = divmod(int(seconds), 60)
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
@@ -47,32 +49,39 @@ def headline(snapshot: Snapshot) -> str:
     )
 
 
+def _where(event: RunEvent) -> str:
+    return f" on {event.worker}" if event.worker else ""
+
+
+def _task_finished(event: RunEvent) -> str:
+    snap = event.snapshot
+    detail = f" ({event.detail})" if event.detail and event.status != "success" else ""
+    if event.rejected:
+        detail += f" [{event.rejected} action(s) rejected by the worker]"
+    return f"[{snap.done}/{snap.total}] {event.status} {event.task_id}{_where(event)}{detail}"
+
+
+_LINES: dict[EventKind, Callable[[RunEvent], str]] = {
+    EventKind.STARTED: lambda e: (
+        f"run started: {e.snapshot.total} task(s), {e.snapshot.done} already done"),
+    EventKind.TASK_FINISHED: _task_finished,
+    EventKind.TASK_RETRY: lambda e: (
+        f"retry {e.task_id}: failed{_where(e)} ({e.detail}); another worker takes it"),
+    EventKind.WORKER_QUARANTINED: lambda e: f"worker {e.worker} quarantined: {e.detail}",
+    EventKind.WORKER_REPAIRED: lambda e: f"worker {e.worker} {e.detail}: back at work",
+    EventKind.BUDGET_STOP: lambda e: (
+        f"budget cap reached ({e.detail}): no more tasks are started"),
+    EventKind.FINISHED: lambda e: headline(e.snapshot),
+}
+"""The plain line of each kind worth one (not ``task_started`` nor ``worker_draining``: the
+live display shows those in its table)."""
+
+
 def event_line(event: RunEvent) -> str | None:
     """The plain line for an event, or ``None`` for events not worth a line."""
-    snap = event.snapshot
-    where = f" on {event.worker}" if event.worker else ""
-    if event.kind == "started":
-        return f"run started: {snap.total} task(s), {snap.done} already done"
-    if event.kind == "task_finished":
-        detail = f" ({event.detail})" if event.detail and event.status != "success" else ""
-        if event.rejected:
-            detail += f" [{event.rejected} action(s) rejected by the worker]"
-        return f"[{snap.done}/{snap.total}] {event.status} {event.task_id}{where}{detail}"
-    if event.kind == "task_retry":
-        return f"retry {event.task_id}: failed{where} ({event.detail}); another worker takes it"
-    if event.kind == "worker_quarantined":
-        return f"worker {event.worker} quarantined: {event.detail}"
-    if event.kind == "worker_repaired":
-        return f"worker {event.worker} {event.detail}: back at work"
-    if event.kind == "budget_stop":
-        return f"budget cap reached ({event.detail}): no more tasks are started"
-    if event.kind == "finished":
-        return headline(snap)
-    return None
-
-
-REFRESHES_PER_SECOND = 2  # enough for the per-worker clocks; cheap beside a run's own work
-NOTICE_KINDS = ("task_retry", "worker_quarantined", "worker_repaired", "budget_stop")
+    kind = kind_of(event)
+    show = None if kind is None else _LINES.get(kind)
+    return None if show is None else show(event)
 
 
 def eta_seconds(snapshot: Snapshot) -> float | None:
@@ -122,7 +131,7 @@ class PlainLines:
         line = event_line(event)
         if line is None:
             return
-        if event.kind == "task_finished":
+        if kind_of(event) is EventKind.TASK_FINISHED:
             line += f" - ETA {eta_text(event.snapshot)}"
         with self._lock:
             self.stream.write(line + "\n")
@@ -133,23 +142,18 @@ class PlainLines:
 
 
 class LiveDisplay:
-    """The run redrawn in place on a terminal (``rich.live.Live``); see the module."""
+    """The run redrawn in place on a terminal (:class:`oa_vm.live_display.LiveRegion`); see the
+    module."""
 
     def __init__(self, stream: TextIO) -> None:
-        from rich.console import Console
-        from rich.live import Live
+        from oa_vm.live_display import LiveRegion
 
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
         self._since: dict[str, tuple[str | None, float]] = {}  # worker -> (task, monotonic)
         self._stamp = time.monotonic()
-        self.console = Console(file=stream)
-        self._live = Live(
-            get_renderable=self._render, console=self.console,
-            refresh_per_second=REFRESHES_PER_SECOND, transient=False, redirect_stdout=False,
-            redirect_stderr=False,
-        )
-        self._live.start()
+        self._region = LiveRegion(stream, self._render)
+        self.console = self._region.console
 
     def __call__(self, event: RunEvent) -> None:
         """Take the run's new state; notable events are also printed above the display."""
@@ -160,32 +164,29 @@ class LiveDisplay:
             for worker, task in event.snapshot.running.items():
                 if self._since.get(worker, ("\0", 0.0))[0] != task:
                     self._since[worker] = (task, now)
+        kind = kind_of(event)
         line = None
-        if event.kind in NOTICE_KINDS or (
-            event.kind == "task_finished" and event.status not in (None, "success")
+        if kind in NOTICES or (
+            kind is EventKind.TASK_FINISHED and event.status not in (None, "success")
         ):
             line = event_line(event)
         if line:
-            self.console.print(line, markup=False, highlight=False)
-        self._live.refresh()
+            self._region.print_above(line)
+        self._region.refresh()
 
     def _render(self) -> Any:
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
+        from oa_vm.live_display import table_view, text_view
 
         with self._lock:
             snapshot = self._snapshot
             since = dict(self._since)
             stamp = self._stamp
         if snapshot is None:
-            return Text("starting the run...")
+            return text_view("starting the run...")
         now = time.monotonic()
         # the snapshot's clocks move on between events
         snapshot = replace(snapshot, elapsed_s=snapshot.elapsed_s + (now - stamp))
-        table = Table(box=None, pad_edge=False, show_edge=False)
-        for header in ("WORKER", "STATE", "TASK", "ON IT"):
-            table.add_column(header)
+        rows = []
         for worker, task in sorted(snapshot.running.items()):
             if worker in snapshot.quarantined:
                 row = ["quarantined", task or "", ""]
@@ -193,27 +194,15 @@ class LiveDisplay:
                 row = ["running", task, format_duration(now - since.get(worker, (task, now))[1])]
             else:
                 row = ["idle", "", ""]
-            table.add_row(worker, *row)
-        return Group(Text(totals_line(snapshot)), table)
+            rows.append([worker, *row])
+        return table_view(totals_line(snapshot), ("WORKER", "STATE", "TASK", "ON IT"), rows)
 
     def close(self) -> None:
         """Draw the last state and leave it on screen (nothing, if the run never started: the
         error that stopped it is then the only thing printed)."""
         with self._lock:
-            self._live.transient = self._snapshot is None
-        self._live.refresh()
-        self._live.stop()
-
-
-def wants_live(stream: TextIO, *, json_out: bool = False) -> bool:
-    """A live display only for a person at a terminal: not with ``--json``, not when standard
-    output or ``stream`` is piped or redirected, not on a ``dumb`` terminal."""
-    if json_out or os.environ.get("TERM") == "dumb":
-        return False
-    try:
-        return stream.isatty() and sys.stdout.isatty()
-    except (AttributeError, ValueError):  # a closed or unusual stream: plain lines
-        return False
+            keep = self._snapshot is not None
+        self._region.close(keep=keep)
 
 
 def make_progress(

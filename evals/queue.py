@@ -325,7 +325,7 @@ class TaskQueue:
         )
 
     def peek_next(self, worker: str) -> QueuedTask | None:
-        """The task :meth:`lease_next` would hand ``worker`` now, without leasing it.
+        """The task to hand ``worker`` next, without leasing it (then :meth:`lease` it).
 
         Longest expected first; a task that just failed on ``worker`` comes after the others, so
         a retry goes to another worker whenever another one is asking.
@@ -378,16 +378,6 @@ class TaskQueue:
                 (task_id,),
             ).fetchone()
         return _queued(row)
-
-    def lease_next(self, worker: str) -> QueuedTask | None:
-        """Lease the longest expected pending task to ``worker``; ``None`` when none is pending."""
-        while True:
-            candidate = self.peek_next(worker)
-            if candidate is None:
-                return None
-            leased = self.lease(candidate.task_id, worker)
-            if leased is not None:
-                return leased
 
     def heartbeat(self, task_ids: Sequence[str] | None = None) -> int:
         """Push forward the expiry of this controller's leases (all, or ``task_ids``)."""

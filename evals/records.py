@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -34,6 +35,7 @@ from oa_vm.state import atomic_write_json
 DEFAULT_RESULTS_DIR = "benchmark_results"
 RESULTS_ENV = "OA_EVALS_RESULTS"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_UNSET: Any = object()
 
 
 class TaskStatus(StrEnum):
@@ -178,33 +180,74 @@ class TaskExecution:
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> TaskExecution:
-        """Inverse of :meth:`to_json`."""
+    def from_json(cls, data: Mapping[str, Any]) -> TaskExecution:
+        """Inverse of :meth:`to_json`: the one parser of an ``execution.json`` document (the
+        queue's committed record is the same document).
+
+        Records of older runs load: a key the document lacks takes the field's default, and a
+        key this version does not know is ignored (at the top level and in steps, cost and
+        attempts). A field added to the record with a default needs nothing here unless its
+        JSON form differs from its value (an enum, a nested record).
+
+        Raises:
+            KeyError: no ``task_id`` or ``status``.
+            ValueError, TypeError: a value of the wrong kind (an unknown status, steps that are
+                not a list of objects...).
+        """
+        values = _known(cls, data)
         error_type = data.get("error_type")
-        return cls(
+        values.update(
             task_id=str(data["task_id"]),
-            domain=str(data.get("domain", "")),
-            instruction=str(data.get("instruction", "")),
+            domain=str(data.get("domain") or ""),
+            instruction=str(data.get("instruction") or ""),
             infeasible=bool(data.get("infeasible", False)),
             status=TaskStatus(data["status"]),
-            score=data.get("score"),
             error_type=None if error_type is None else ErrorType(error_type),
-            error_message=data.get("error_message"),
-            reason=data.get("reason"),
-            worker=data.get("worker"),
-            attempts=int(data.get("attempts", 0)),
-            started_at=data.get("started_at"),
-            ended_at=data.get("ended_at"),
-            duration_s=float(data.get("duration_s", 0.0)),
-            last_action=data.get("last_action"),
-            steps=[StepRecord(**s) for s in data.get("steps", [])],
-            cost=CostRecord(**data.get("cost", {})),
-            previous_attempts=[AttemptRecord(**a) for a in data.get("previous_attempts", [])],
-            reset=data.get("reset"),
-            reset_s=data.get("reset_s"),
-            fingerprint=data.get("fingerprint"),
-            trial=int(data.get("trial", 1)),
+            attempts=int(data.get("attempts") or 0),
+            duration_s=float(data.get("duration_s") or 0.0),
+            steps=[_step(i, step) for i, step in enumerate(data.get("steps") or [])],
+            cost=CostRecord(**_known(CostRecord, data.get("cost") or {})),
+            previous_attempts=[
+                AttemptRecord(**_known(AttemptRecord, a, missing=None))
+                for a in data.get("previous_attempts") or []
+            ],
+            trial=int(data.get("trial") or 1),
         )
+        return cls(**values)
+
+
+_STEP_REQUIRED = frozenset({"index", "action", "started_at"})
+
+
+def _step(index: int, data: Mapping[str, Any]) -> StepRecord:
+    """A step of a record; index, action and start are always written, but a hand-made
+    record may lack them."""
+    values = _known(StepRecord, data)
+    if not _STEP_REQUIRED.issubset(values):
+        values = {"index": index, "action": {}, "started_at": "", **values}
+    return StepRecord(**values)
+
+
+def _known(cls: type, data: Mapping[str, Any], missing: Any = _UNSET) -> dict[str, Any]:
+    """The items of ``data`` that are fields of the dataclass ``cls`` (a record written by
+    another version may hold more); with ``missing``, absent fields take it.
+
+    Raises:
+        TypeError: ``data`` is not an object.
+    """
+    if type(data) is not dict and not isinstance(data, Mapping):  # the ABC check is slow
+        raise TypeError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
+    known = _KNOWN.get(cls)
+    if known is None:  # dataclasses.fields() per call made from_json several times slower
+        known = _KNOWN[cls] = frozenset(f.name for f in fields(cls))
+    if missing is not _UNSET:
+        return {n: data.get(n, missing) for n in known}
+    if known.issuperset(data):  # the usual case: a record of this version
+        return dict(data)
+    return {k: v for k, v in data.items() if k in known}
+
+
+_KNOWN: dict[type, frozenset[str]] = {}
 
 
 _FIELDS: dict[type, tuple[str, ...]] = {}
@@ -385,9 +428,6 @@ class RunFolder:
             for png in folder.glob("step_*.png"):
                 png.unlink(missing_ok=True)
 
-    def write_screenshot(self, task_id: str, index: int, png: bytes) -> str:
-        """Save the observation before step ``index``; returns the file name for the record."""
-        return save_screenshot(self.task_dir(task_id), index, png, root=self.path)
 
 
 def save_screenshot(folder: Path, index: int, png: bytes, root: Path | None = None) -> str:

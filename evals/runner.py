@@ -17,7 +17,7 @@ import re
 import socket
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -91,9 +91,14 @@ _SLEEP_COMMAND = re.compile(r"^\s*sleep\s+([0-9]+(?:\.[0-9]+)?)\s*$")
 # --- configuration and results -----------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunConfig:
-    """Everything a run needs (the ``run`` command's options).
+    """Everything a run needs (the ``run`` command's options), checked once, when it is made.
+
+    Immutable: a config is checked as it is made (:meth:`validate`; a value no run can use
+    raises :class:`InvalidRunInputError` then), so whatever holds one holds a valid one. To
+    change a setting, make a new config with :func:`dataclasses.replace`, which is checked in
+    turn.
 
     Attributes:
         pool: The pool's name (``None``: the only pool there is).
@@ -157,6 +162,9 @@ class RunConfig:
     rerun_errors: bool = False
     variations: Path | None = None
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def pool_names(self) -> list[str]:
         """The pools asked for: ``pools`` if given, else ``[pool]``, else ``[]`` (the only one).
 
@@ -175,7 +183,8 @@ class RunConfig:
         return list(self.pools)
 
     def validate(self) -> None:
-        """Raise :class:`InvalidRunInputError` for values no run can use."""
+        """Raise :class:`InvalidRunInputError` for values no run can use (run when the config
+        is made)."""
         from oa_vm.validate import folder_problem, number_problem
 
         checks = [
@@ -402,7 +411,6 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     """
     from evals.pools import connect_pools, hold_pools, load_ready, select_tasks
 
-    config.validate()
     run_name = config.run_name or default_run_name(config.agent)
     folder = RunFolder(results_root(config.results_dir) / run_name)
     # A folder without metadata is a run killed in its first moments (before anything was
@@ -414,11 +422,12 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         )
     if not config.resume and folder.path.exists() and not unstarted:
         raise RunExistsError(str(folder.path))
-    if unstarted:
-        config.resume = False
+    if unstarted and config.resume:
+        # killed before its metadata: nothing ran, so there are no errors to run again either
+        config = replace(config, resume=False, rerun_errors=False)
     previous = _check_resume(folder, config) if config.resume else {}
     if config.resume:
-        config.max_cost_usd, _ = resumed_cap(previous, config.max_cost_usd)
+        config = replace(config, max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
     make_agent = agent_factory(config.agent, config.agent_options)
     variations = read_variations(config.variations) if config.variations is not None else None
 
@@ -776,12 +785,13 @@ def _run_in_folder(
                     repairer.close()
             quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
             status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED
-            records = queue.records()
+            # the queue commits TaskExecution.to_json() documents: read back as records
+            records = {k: TaskExecution.from_json(v) for k, v in queue.records().items()}
         finally:
             queue.close()
         counts = {s.value: 0 for s in TaskStatus}
-        for record in records.values():
-            counts[str(record["status"])] += 1
+        for final in records.values():
+            counts[final.status.value] += 1
         warning = health_warning(
             counts, lost_all=bool(workers) and set(outcome.quarantined) >= {w.name for w in workers}
         )
@@ -795,7 +805,7 @@ def _run_in_folder(
         run_dir=folder.path,
         status=status,
         counts=counts,
-        not_run=[tid for tid, r in records.items() if r["status"] == TaskStatus.NOT_RUN],
+        not_run=[tid for tid, r in records.items() if r.status is TaskStatus.NOT_RUN],
         quarantined=quarantined,
         spent_usd=ledger.spent(),
         cap_usd=config.max_cost_usd,

@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from oa_vm import api, state
 from oa_vm.errors import InvalidInputError, OaVmError, PoolExistsError
+from oa_vm.signals import sigterm_as_interrupt
 from oa_vm.smoke import (
     AGENT,
     CLOUDS,
@@ -133,20 +133,6 @@ def make_plan(opts: SmokeOptions) -> SmokePlan:
         pool_plan=pool_plan, phases=phases, ttl_hours=ttl, limit_usd=opts.max_cost_usd,
         keep=opts.keep, not_priced=list(pool_plan.not_priced),
     )
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises KeyboardInterrupt, so cleanup runs as for Ctrl-C."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager

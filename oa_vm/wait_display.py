@@ -13,7 +13,6 @@ tear the redrawn table nor get lost.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -25,9 +24,6 @@ from oa_vm.durations import format_duration
 
 if TYPE_CHECKING:
     from oa_vm.state import PoolRecord
-
-REFRESHES_PER_SECOND = 2
-
 
 class WaitView(Protocol):
     """What a wait shows: each pass's pool state (``view(record)``) and progress lines."""
@@ -41,28 +37,22 @@ class WaitView(Protocol):
 
 
 class LiveWait:
-    """The pool's workers redrawn in place on a terminal (``rich.live.Live``)."""
+    """The pool's workers redrawn in place on a terminal (a live region)."""
 
     def __init__(self, timeout_s: float) -> None:
-        from rich.console import Console
-        from rich.live import Live
+        from oa_vm.live_display import LiveRegion
 
         self.timeout_s = timeout_s
         self.started = time.monotonic()
         self._lock = threading.Lock()
         self._record: PoolRecord | None = None
         self._phase: dict[str, tuple[str, float]] = {}  # worker -> (phase, since)
-        self._live = Live(
-            get_renderable=self._render, console=Console(file=sys.stdout),
-            refresh_per_second=REFRESHES_PER_SECOND, transient=False, redirect_stdout=False,
-            redirect_stderr=False,
-        )
-        self._live.start()
+        self._region = LiveRegion(sys.stdout, self._render)
         self.echo: Callable[[str], None] = self._print
 
     def _print(self, line: str) -> None:
         """A progress line, printed above the live table (which is then drawn again)."""
-        self._live.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        self._region.print_above(line, soft_wrap=True)
 
     def __call__(self, record: PoolRecord) -> None:
         """Take the pool's new state (called by the wait after every pass)."""
@@ -73,12 +63,10 @@ class LiveWait:
                 phase = worker.phase or worker.state.value
                 if self._phase.get(worker.name, ("", 0.0))[0] != phase:
                     self._phase[worker.name] = (phase, now)
-        self._live.refresh()
+        self._region.refresh()
 
     def _render(self) -> Any:
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
+        from oa_vm.live_display import table_view, text_view
 
         with self._lock:
             record = self._record
@@ -87,36 +75,32 @@ class LiveWait:
         elapsed = now - self.started
         left = format_duration(max(0.0, self.timeout_s - elapsed))
         if record is None:
-            return Text(f"waiting for the pool's workers | elapsed "
-                        f"{format_duration(elapsed)} | time left {left}")
+            return text_view(f"waiting for the pool's workers | elapsed "
+                             f"{format_duration(elapsed)} | time left {left}")
         ready = sum(1 for w in record.workers if w.state.value == "ready")
-        head = Text(f"Pool {record.name}: {ready}/{len(record.workers)} ready | elapsed "
-                    f"{format_duration(elapsed)} | time left {left}")
-        table = Table(box=None, pad_edge=False, show_edge=False)
-        for header in ("WORKER", "STATE", "PHASE", "IN PHASE", "DETAIL"):
-            table.add_column(header, overflow="ellipsis", no_wrap=header == "DETAIL")
+        head = (f"Pool {record.name}: {ready}/{len(record.workers)} ready | elapsed "
+                f"{format_duration(elapsed)} | time left {left}")
+        rows = []
         for worker in record.workers:
             phase, since = phases.get(worker.name, (worker.phase or worker.state.value, now))
-            table.add_row(worker.name, worker.state.value, phase,
-                          format_duration(now - since), worker.detail or "")
-        return Group(head, table)
+            rows.append([worker.name, worker.state.value, phase,
+                         format_duration(now - since), worker.detail or ""])
+        return table_view(head, ("WORKER", "STATE", "PHASE", "IN PHASE", "DETAIL"), rows,
+                          no_wrap=("DETAIL",))
 
     def close(self) -> None:
         """Draw the last state and leave it on screen (nothing, if no pass was made)."""
         with self._lock:
-            self._live.transient = self._record is None
-        self._live.refresh()
-        self._live.stop()
+            keep = self._record is not None
+        self._region.close(keep=keep)
 
 
 def wants_live() -> bool:
-    """Only for a person at a terminal: standard output a terminal, not a ``dumb`` one."""
-    if os.environ.get("TERM") == "dumb":
-        return False
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
+    """Only for a person at a terminal: standard output a terminal, not a ``dumb`` one
+    (:func:`oa_vm.live_display.wants_live`)."""
+    from oa_vm.live_display import wants_live as at_terminal
+
+    return at_terminal()
 
 
 @contextmanager

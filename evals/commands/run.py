@@ -146,8 +146,11 @@ def build_config(
     reset: str = "clean-or-stock",
     trials: int = 1,
     variations: Path | None = None,
+    rerun_errors: bool = False,
+    repair: bool = False,
+    wait_for_pool_s: float = 0.0,
 ) -> RunConfig:
-    """The :class:`evals.runner.RunConfig` for command-line options (checked).
+    """The :class:`evals.runner.RunConfig` for command-line options (checked as it is made).
 
     ``pools``: several ``--pool`` options (one run over several pools); one is ``pool``.
     """
@@ -178,8 +181,10 @@ def build_config(
         reset=reset,
         trials=trials,
         variations=variations,
+        rerun_errors=rerun_errors,
+        repair=repair,
+        wait_for_pool_s=wait_for_pool_s,
     )
-    config.validate()
     return config
 
 
@@ -392,8 +397,7 @@ def run(
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
         agent_args=agent_arg, reset=reset, trials=trials or 1, variations=variations,
+        rerun_errors=rerun_errors is not None, repair=repair,
+        wait_for_pool_s=parse_wait(wait_for_pool),
     )
-    config.rerun_errors = rerun_errors is not None
-    config.repair = repair
-    config.wait_for_pool_s = parse_wait(wait_for_pool)
     execute(config, json_out=json_out, fail_on_errors=fail_on_errors)

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -44,6 +42,7 @@ from evals.commands.run import (
     finish_run,
 )
 from oa_vm.duration_options import METAVAR, duration
+from oa_vm.signals import sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from evals.runner import RunConfig
@@ -67,20 +66,6 @@ def parse_faults(values: list[str] | None) -> dict[str, str]:
             )
         faults[key.strip()] = value.strip()
     return faults
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises KeyboardInterrupt, so cleanup runs as for Ctrl-C."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _say(line: str) -> None:
@@ -160,7 +145,7 @@ def sweep(
         name=reused or name, cloud=cloud, workers=workers, faults=faults or None,
         price_per_hour=price_per_hour,
     )
-    config.pool = spec.name
+    config = replace(config, pool=spec.name)
     if state.exists(spec.name) and spec.name != reused:
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
         raise PoolExistsError(spec.name)

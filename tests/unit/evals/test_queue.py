@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from evals.queue import AttemptFencedError, QueueStatus, ReleaseOutcome, TaskQueue
+from tests.support.leasing import lease_next
 
 
 def _queue(
@@ -44,7 +45,7 @@ def test_longest_expected_first_then_selection_order(tmp_path: Path) -> None:
     q = _queue(tmp_path)
     q.add([("short", 1.0), ("long", 50.0), ("mid-1", 10.0), ("mid-2", 10.0)])
     order = []
-    while (lease := q.lease_next("w0")) is not None:
+    while (lease := lease_next(q, "w0")) is not None:
         order.append(lease.task_id)
     assert order == ["long", "mid-1", "mid-2", "short"]
     assert q.counts() == {"pending": 0, "leased": 4, "done": 0}
@@ -62,11 +63,11 @@ def test_add_is_idempotent_and_keeps_order(tmp_path: Path) -> None:
 def test_complete_stores_the_record_and_a_done_task_is_never_leased_again(tmp_path: Path) -> None:
     q = _queue(tmp_path)
     q.add([("a", 1.0)])
-    lease = q.lease_next("w0")
+    lease = lease_next(q, "w0")
     assert lease is not None and lease.attempts == 1
     q.complete("a", _record("a"))
     assert q.record("a") == _record("a")
-    assert q.lease_next("w0") is None
+    assert lease_next(q, "w0") is None
     with pytest.raises(LookupError):
         q.complete("a", _record("a"))
     q.close()
@@ -77,11 +78,11 @@ def test_release_retries_until_attempts_run_out_then_commits_the_final_record(
 ) -> None:
     q = _queue(tmp_path, max_attempts=2)
     q.add([("a", 1.0)])
-    assert q.lease_next("w0") is not None
+    assert lease_next(q, "w0") is not None
     final = _record("a", "error")
     assert q.release("a", "w0", "down", attempt=ATTEMPT, final_record=final) is ReleaseOutcome.RETRY
     assert q.counts()["pending"] == 1
-    second = q.lease_next("w1")
+    second = lease_next(q, "w1")
     assert second is not None and second.attempts == 2 and second.last_worker == "w0"
     assert q.release("a", "w1", "down", attempt=ATTEMPT, final_record=final) is ReleaseOutcome.FINAL
     assert q.counts() == {"pending": 0, "leased": 0, "done": 1}
@@ -93,7 +94,7 @@ def test_release_retries_until_attempts_run_out_then_commits_the_final_record(
 def test_release_by_a_worker_that_does_not_hold_the_lease_is_refused(tmp_path: Path) -> None:
     q = _queue(tmp_path)
     q.add([("a", 1.0)])
-    q.lease_next("w0")
+    lease_next(q, "w0")
     with pytest.raises(LookupError):
         q.release("a", "w1", "x", attempt=ATTEMPT, final_record=_record("a", "error"))
     q.close()
@@ -114,15 +115,15 @@ def test_a_task_that_failed_on_a_worker_goes_to_the_others_first(tmp_path: Path)
 def test_recover_gives_back_a_dead_controllers_leases_and_its_attempts(tmp_path: Path) -> None:
     first = _queue(tmp_path, owner="ctl-a")
     first.add([("a", 1.0), ("b", 2.0), ("c", 3.0)])
-    first.lease_next("w0")  # c
-    first.lease_next("w1")  # b
+    lease_next(first, "w0")  # c
+    lease_next(first, "w1")  # b
     first.complete("b", _record("b"))
     first.close()  # the controller "dies" with c leased
 
     second = _queue(tmp_path, owner="ctl-b")
     assert second.recover() == 1
     assert second.counts() == {"pending": 2, "leased": 0, "done": 1}
-    again = second.lease_next("w0")
+    again = lease_next(second, "w0")
     assert again is not None and again.task_id == "c" and again.attempts == 1
     assert second.record("b") == _record("b")
     second.close()
@@ -142,9 +143,9 @@ def test_recover_puts_not_run_tasks_back_but_keeps_real_outcomes(tmp_path: Path)
 def test_expired_leases_of_another_controller_are_handed_out_again(tmp_path: Path) -> None:
     gone = _queue(tmp_path, owner="ctl-gone", lease_seconds=-1.0)  # every lease born expired
     gone.add([("a", 1.0)])
-    assert gone.lease_next("w0") is not None
+    assert lease_next(gone, "w0") is not None
     q = _queue(tmp_path, lease_seconds=60.0)
-    assert q.lease_next("w1") is not None  # reclaimed from the silent controller
+    assert lease_next(q, "w1") is not None  # reclaimed from the silent controller
     live = _queue(tmp_path, owner="ctl-b", lease_seconds=60.0)
     assert live.heartbeat() == 0  # not its lease
     for queue in (gone, q, live):
@@ -157,10 +158,10 @@ def test_a_controller_never_reclaims_its_own_expired_leases(tmp_path: Path) -> N
     # commit still goes through (its lease was never taken).
     q = _queue(tmp_path, lease_seconds=-1.0)
     q.add([("a", 1.0)])
-    first = q.lease_next("w0")
+    first = lease_next(q, "w0")
     assert first is not None
     assert q.peek_next("w1") is None
-    assert q.lease_next("w1") is None
+    assert lease_next(q, "w1") is None
     q.complete("a", _record("a"), lease=first, worker="w0")
     assert q.counts()["done"] == 1
     q.close()
@@ -169,10 +170,10 @@ def test_a_controller_never_reclaims_its_own_expired_leases(tmp_path: Path) -> N
 def test_a_commit_whose_lease_was_taken_over_is_refused(tmp_path: Path) -> None:
     old = _queue(tmp_path, owner="ctl-old", lease_seconds=-1.0)
     old.add([("a", 1.0)])
-    stale = old.lease_next("w0")
+    stale = lease_next(old, "w0")
     assert stale is not None
     new = _queue(tmp_path, owner="ctl-new")
-    taken = new.lease_next("w1")
+    taken = lease_next(new, "w1")
     assert taken is not None and taken.attempts == 2
     with pytest.raises(AttemptFencedError):
         old.complete("a", _record("a"), lease=stale, worker="w0")
@@ -189,7 +190,7 @@ def test_a_commit_whose_lease_was_taken_over_is_refused(tmp_path: Path) -> None:
 def test_recover_keeps_an_interrupted_attempt_to_bill(tmp_path: Path) -> None:
     killed = _queue(tmp_path, owner="ctl-killed", lease_seconds=60.0)
     killed.add([("a", 1.0), ("b", 1.0)])
-    leased = killed.lease_next("w0")
+    leased = lease_next(killed, "w0")
     assert leased is not None
     conn = killed._conn()
     # leased 100 s ago, last heartbeat 40 s ago (expiry = heartbeat + 60 s)
@@ -212,12 +213,12 @@ def test_recover_keeps_an_interrupted_attempt_to_bill(tmp_path: Path) -> None:
 def test_an_attempt_given_back_keeps_its_worker_time_to_bill(tmp_path: Path) -> None:
     q = _queue(tmp_path)
     q.add([("a", 1.0)])
-    leased = q.lease_next("w0")
+    leased = lease_next(q, "w0")
     assert leased is not None
     assert q.give_back("a", "w0", leased)
     assert q.counts()["pending"] == 1 and q.history("a")[-1]["reason"] == "interrupted"
     assert list(q.interrupted_seconds()) == ["a"]
-    again = q.lease_next("w1")
+    again = lease_next(q, "w1")
     assert again is not None and again.attempts == 1  # the given-back attempt is not counted
     q.close()
 
@@ -225,8 +226,8 @@ def test_an_attempt_given_back_keeps_its_worker_time_to_bill(tmp_path: Path) -> 
 def test_heartbeat_extends_only_this_controllers_leases(tmp_path: Path) -> None:
     q = _queue(tmp_path, lease_seconds=60.0)
     q.add([("a", 1.0), ("b", 1.0)])
-    q.lease_next("w0")
-    q.lease_next("w1")
+    lease_next(q, "w0")
+    lease_next(q, "w1")
     assert q.heartbeat() == 2
     assert q.heartbeat(["a"]) == 1
     q.close()
@@ -240,7 +241,7 @@ def test_many_threads_lease_each_task_exactly_once(tmp_path: Path) -> None:
     lock = threading.Lock()
 
     def worker(name: str) -> None:
-        while (lease := q.lease_next(name)) is not None:
+        while (lease := lease_next(q, name)) is not None:
             q.complete(lease.task_id, _record(lease.task_id))
             with lock:
                 taken.append(lease.task_id)
@@ -280,7 +281,7 @@ def test_peek_next_picks_what_one_sort_of_every_candidate_would(
     workers = [f"w{i}" for i in range(6)]
     for step in range(150):
         worker = rng.choice(workers)
-        leased = q.lease_next(worker)
+        leased = lease_next(q, worker)
         if leased is None:
             break
         roll = rng.random()
@@ -309,8 +310,8 @@ def test_unfinished_says_whether_anything_is_pending_or_leased(tmp_path: Path) -
     assert not q.unfinished()
     q.add([("a", 1.0), ("b", 1.0)])
     assert q.unfinished()
-    a = q.lease_next("w0")
-    b = q.lease_next("w1")
+    a = lease_next(q, "w0")
+    b = lease_next(q, "w1")
     assert a is not None and b is not None
     q.complete(a.task_id, _record(a.task_id))
     assert q.unfinished()  # b is leased

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from evals.queue import ReleaseOutcome, TaskQueue
+from tests.support.leasing import lease_next
 
 ATTEMPT = {"attempt": 1, "worker": "w0", "error_type": "infrastructure", "error_message": "down",
            "started_at": None, "ended_at": None}
@@ -34,7 +35,7 @@ def _expiries(tmp_path: Path) -> dict[str, float]:
 def test_one_attempt_is_a_valid_limit_and_zero_is_not(tmp_path: Path) -> None:
     q = _queue(tmp_path, max_attempts=1)
     q.add([("a", 1.0)])
-    lease = q.lease_next("w0")
+    lease = lease_next(q, "w0")
     assert lease is not None
     final = {"task_id": "a", "status": "error"}
     assert q.release("a", "w0", "down", attempt=ATTEMPT, final_record=final) is (
@@ -48,7 +49,7 @@ def test_one_attempt_is_a_valid_limit_and_zero_is_not(tmp_path: Path) -> None:
 def test_heartbeat_pushes_every_lease_forward_and_counts_them(tmp_path: Path) -> None:
     q = _queue(tmp_path, lease_seconds=100.0)
     q.add([("a", 2.0), ("b", 1.0)])
-    assert q.lease_next("w0") is not None and q.lease_next("w1") is not None
+    assert lease_next(q, "w0") is not None and lease_next(q, "w1") is not None
     now = time.time()
     assert q.heartbeat() == 2
     assert all(expiry > now + 50 for expiry in _expiries(tmp_path).values())
@@ -60,11 +61,11 @@ def test_heartbeat_pushes_every_lease_forward_and_counts_them(tmp_path: Path) ->
 def test_a_retry_goes_to_another_worker_first(tmp_path: Path) -> None:
     q = _queue(tmp_path)
     q.add([("long", 50.0), ("short", 1.0)])
-    assert q.lease_next("w0") is not None  # 'long'
+    assert lease_next(q, "w0") is not None  # 'long'
     q.release("long", "w0", "down", attempt=ATTEMPT, final_record={"task_id": "long"})
-    again = q.lease_next("w0")
+    again = lease_next(q, "w0")
     assert again is not None and again.task_id == "short"  # not the task that just failed here
-    other = q.lease_next("w1")
+    other = lease_next(q, "w1")
     assert other is not None and other.task_id == "long"
     assert other.expected_seconds == 50.0
     q.close()

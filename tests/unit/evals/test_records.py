@@ -19,6 +19,7 @@ from evals.records import (
     TaskStatus,
     error_execution,
     results_root,
+    save_screenshot,
 )
 
 DOCUMENTED_KEYS = {
@@ -100,8 +101,8 @@ def test_task_ids_that_could_escape_the_folder_are_refused(tmp_path: Path, bad: 
 def test_clear_steps_removes_only_screenshots(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")
     folder.write_task("t1", {"id": "t1"})
-    folder.write_screenshot("t1", 0, b"png")
-    folder.write_screenshot("t1", 1, b"png")
+    for index in (0, 1):  # as the agent loop saves them
+        save_screenshot(folder.task_dir("t1"), index, b"png", root=folder.path)
     folder.clear_steps("t1")
     assert sorted(p.name for p in folder.task_dir("t1").iterdir()) == ["task.json"]
 

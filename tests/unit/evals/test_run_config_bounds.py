@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,36 +29,35 @@ BOUNDS = [
 ]
 
 
-def _config(**changes: object) -> RunConfig:
-    config = RunConfig(pool="p", selection="all", agent="noop", run_name="r")
-    for key, value in changes.items():
-        setattr(config, key, value)
-    return config
+def _config(**changes: Any) -> RunConfig:
+    """A config with ``changes``; checked as it is made (a bad value raises here)."""
+    return RunConfig(**{"pool": "p", "selection": "all", "agent": "noop", "run_name": "r",
+                        **changes})
 
 
 @pytest.mark.parametrize(("field", "option", "lowest", "below"), BOUNDS)
 def test_each_number_is_checked_at_its_bound(
     field: str, option: str, lowest: float, below: float
 ) -> None:
-    _config(**{field: lowest}).validate()
+    _config(**{field: lowest})
     for bad in (below, math.nan, math.inf, -math.inf):
         with pytest.raises(InvalidRunInputError, match=re.escape(option)):
-            _config(**{field: bad}).validate()
+            _config(**{field: bad})
 
 
 def test_results_dir_naming_a_file_is_refused(tmp_path: Path) -> None:
     afile = tmp_path / "afile"
     afile.write_text("x")
     with pytest.raises(InvalidRunInputError, match="--results-dir .* is a file"):
-        _config(results_dir=afile).validate()
-    _config(results_dir=tmp_path / "new").validate()
+        _config(results_dir=afile)
+    _config(results_dir=tmp_path / "new")
 
 
 def test_resume_needs_a_run_name() -> None:
     with pytest.raises(InvalidRunInputError, match="--resume needs --run-name"):
-        _config(resume=True, run_name=None).validate()
-    _config(resume=True, run_name="r").validate()
-    _config(resume=False, run_name=None).validate()
+        _config(resume=True, run_name=None)
+    _config(resume=True, run_name="r")
+    _config(resume=False, run_name=None)
 
 
 @pytest.mark.parametrize(

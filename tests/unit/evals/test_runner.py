@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
@@ -45,11 +46,17 @@ def test_estimates_follow_the_reference_solution_and_the_pause() -> None:
      ({"run_name": "a/b"}, "--run-name"), ({"selection": " "}, "--tasks")],
 )
 def test_bad_run_options_are_refused(changes: dict[str, object], needle: str) -> None:
-    config = RunConfig(pool=None, selection="all", agent="noop")
-    for key, value in changes.items():
-        setattr(config, key, value)
     with pytest.raises(InvalidRunInputError, match=needle):
-        config.validate()
+        RunConfig(**{"pool": None, "selection": "all", "agent": "noop", **changes})
+
+
+def test_a_run_config_is_checked_once_and_cannot_be_changed() -> None:
+    config = RunConfig(pool=None, selection="all", agent="noop")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.max_steps = 0
+    with pytest.raises(InvalidRunInputError, match="--max-steps"):
+        dataclasses.replace(config, max_steps=0)  # a changed copy is checked in turn
+    assert dataclasses.replace(config, max_steps=3).max_steps == 3
 
 
 def test_default_run_names_are_folder_safe() -> None:

@@ -10,6 +10,7 @@ import pytest
 from evals.queue import TaskQueue
 from evals.records import RunFolder, TaskExecution, TaskStatus
 from evals.trials import split_key, trial_key
+from tests.support.leasing import lease_next
 
 OLD_SCHEMA = """
 CREATE TABLE tasks (
@@ -48,7 +49,7 @@ def test_a_queue_from_before_trials_is_migrated_and_still_resumes(tmp_path: Path
         trials = dict(queue._conn().execute("SELECT task_id, trial FROM tasks").fetchall())
         assert trials == {"done-1": 1, "todo-1": 1}
         assert list(queue.records()) == ["done-1"]  # the finished task stays finished
-        leased = queue.lease_next("w0")
+        leased = lease_next(queue, "w0")
         assert leased is not None and leased.task_id == "todo-1"
     finally:
         queue.close()
@@ -61,13 +62,13 @@ def test_trial_rows_and_spreading_them_over_workers(tmp_path: Path) -> None:
         queue.add([(trial_key("t", n), 10.0) for n in (1, 2, 3)] + [("t#x", 1.0), ("u", 5.0)])
         rows = dict(queue._conn().execute("SELECT task_id, trial FROM tasks").fetchall())
         assert rows == {"t": 1, "t#2": 2, "t#3": 3, "t#x": 1, "u": 1}
-        first = queue.lease_next("w0")
+        first = lease_next(queue, "w0")
         assert first is not None and first.task_id == "t"
         # The other trials of t (not t#x, another ID, nor u) now prefer other workers.
         assert queue.spread_trials("t", "w0") == 2
-        again = queue.lease_next("w0")
+        again = lease_next(queue, "w0")
         assert again is not None and again.task_id == "u"
-        other = queue.lease_next("w1")
+        other = lease_next(queue, "w1")
         assert other is not None and other.task_id == "t#2"
     finally:
         queue.close()

@@ -1,0 +1,44 @@
+"""SIGTERM inside ``sigterm_as_interrupt`` is a Ctrl-C; outside it, the old handler is back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+from oa_vm.signals import sigterm_as_interrupt
+
+
+def test_sigterm_raises_keyboard_interrupt_then_the_old_handler_is_back() -> None:
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        with pytest.raises(KeyboardInterrupt, match="signal 15"), sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs between bytecodes of the main thread
+                pass
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(1000):
+            pass
+        assert seen == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_outside_the_main_thread_nothing_is_changed() -> None:
+    errors: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            with sigterm_as_interrupt():
+                pass
+        except BaseException as exc:  # signal.signal would raise ValueError here
+            errors.append(exc)
+
+    before = signal.getsignal(signal.SIGTERM)
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join(timeout=60)
+    assert not errors and signal.getsignal(signal.SIGTERM) is before
