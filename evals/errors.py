@@ -13,6 +13,7 @@ they become that task's final record. The classes below that describe them
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 
 class EvalsError(Exception):
@@ -128,6 +129,26 @@ class BudgetExceeded(EvalsError):
             f"stopped at the budget cap ${cap_usd:.4f} (spent ${spent_usd:.4f}); "
             f"{len(self.not_run)} task(s) not run: {_listing(self.not_run)}; "
             "raise --max-cost-usd and --resume to run them"
+        )
+
+
+class AgentFailed(EvalsError):
+    """The run went to the end, but the agent raised in most of its tasks (or, with
+    ``--fail-on-errors``, in every task that ended in error): the agent's failure, not the pool's.
+
+    Exit code 4, as :class:`RunUnhealthy`: the figures are not a result either way.
+    """
+
+    exit_code = 4
+
+    def __init__(self, run_dir: str, what: str) -> None:
+        from evals.agent_failures import where_to_look
+
+        self.run_dir = run_dir
+        self.what = what
+        super().__init__(
+            f"run {run_dir}: {what}; {where_to_look(run_dir)}; "
+            f"fix the agent, then --rerun-errors {Path(run_dir).name}"
         )
 
 

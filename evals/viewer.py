@@ -262,6 +262,7 @@ def _task_view(
             else {**fingerprint, "ok": fingerprint_ok(fingerprint)}
         ),
         "error_note": error_note,
+        "agent_traceback": record.get("agent_traceback") or "",
         "reason": _clip(str(record["reason"])) if record.get("reason") else "",
         "reason_tone": "ok" if status == "success" else "bad",
         "previous": [
@@ -380,6 +381,7 @@ def render_run(
         status=summary.get("status"),
         meta=[(k, v) for k, v in meta_bits if v not in (None, "")],
         warning=metadata.get("warning"),
+        warning_cause=metadata.get("warning_cause"),
         summary=summary,
         cost=cost,
         show_cost=show_cost,

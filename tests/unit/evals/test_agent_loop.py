@@ -141,6 +141,12 @@ def test_an_agent_that_raises_is_an_agent_error(
     assert result.error_type is ErrorType.AGENT
     assert "model overloaded" in (result.error_message or "")
     assert scoring_srv.hits["/evaluate"] == 0
+    # the agent's traceback is kept, from its own frame on
+    trace = result.agent_traceback or ""
+    assert trace.startswith("Traceback (most recent call last):")
+    assert "in act" in trace and trace.rstrip().endswith("RuntimeError: model overloaded")
+    assert 'evals/agent_loop.py"' not in trace
+    assert result.to_json()["agent_traceback"] == trace
 
 
 def test_a_checker_answering_500_is_retried_then_an_evaluation_error(
