@@ -13,7 +13,6 @@ they become that task's final record. The classes below that describe them
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 
 class EvalsError(Exception):
@@ -146,9 +145,10 @@ class AgentFailed(EvalsError):
 
         self.run_dir = run_dir
         self.what = what
+        # not --rerun-errors: it reruns what was not the agent's fault, and keeps agent errors
         super().__init__(
             f"run {run_dir}: {what}; {where_to_look(run_dir)}; "
-            f"fix the agent, then --rerun-errors {Path(run_dir).name}"
+            "fix the agent, then run it again under a new --run-name"
         )
 
 

@@ -69,7 +69,7 @@ def test_a_raising_agent_is_named_and_its_traceback_kept(home: Path, tmp_path: P
     closing = done.stderr.strip().splitlines()[-1]
     assert "6 task(s): the agent (failing_agent:Flaky) raised RuntimeError" in closing
     assert "execution.json" in closing and "openadapt-evals view boom" in closing
-    assert "--rerun-errors boom" in closing
+    assert "fix the agent, then run it again" in closing
     for blame in ("unhealthy", "workers' logs", "healthy pool"):
         assert blame not in done.stderr + done.stdout
     assert "the agent (failing_agent:Flaky) raised RuntimeError" in done.stdout  # the summary
