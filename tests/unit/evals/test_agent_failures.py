@@ -132,3 +132,40 @@ def test_a_result_from_a_record_carries_its_traceback() -> None:
     assert BenchmarkResult.from_execution(execution).agent_traceback == execution.agent_traceback
     assert TaskExecution.from_json(execution.to_json()).agent_traceback == (
         execution.agent_traceback)
+
+
+@pytest.mark.parametrize(("warning", "fail_on_errors", "agent_errors", "expected"), [
+    ("6 of 6 task(s) ended in error; 6 task(s): the agent (m:A) raised E", False, 6,
+     "AgentFailed"),
+    (None, True, 1, "AgentFailed"),  # --fail-on-errors, and the one error is the agent's
+    (None, True, 0, "RunUnhealthy"),  # --fail-on-errors, and the error is the pool's
+])
+def test_the_closing_error_names_the_agent_when_it_is_the_agents(
+    warning: str | None, fail_on_errors: bool, agent_errors: int,
+    expected: str,
+) -> None:
+    from pathlib import Path
+
+    from evals.commands.run import finish_run
+    from evals.errors import AgentFailed, RunUnhealthy
+    from evals.records import RunStatus
+    from evals.runner import RunResult
+
+    errors = 6 if warning else 1
+    result = RunResult(
+        run_dir=Path("results/r"), status=RunStatus.FINISHED,
+        counts={"error": errors, "success": 6 - errors}, not_run=[], quarantined=[],
+        spent_usd=0.0, cap_usd=None, warning=warning, fail_on_errors=fail_on_errors,
+        agent_failed=f"{agent_errors} task(s): the agent (m:A) raised E" if agent_errors else None,
+        agent_errors=agent_errors, blames_agent=warning is not None and agent_errors > 0,
+    )
+    with pytest.raises((AgentFailed, RunUnhealthy)) as raised:
+        finish_run(result)
+    assert type(raised.value).__name__ == expected
+    assert raised.value.exit_code == 4
+    message = str(raised.value)
+    if expected == "AgentFailed":
+        assert "the agent (m:A) raised E" in message and "fix the agent" in message
+        assert "unhealthy" not in message and "workers' logs" not in message
+    else:
+        assert "workers' logs" in message
