@@ -16,6 +16,7 @@ from __future__ import annotations
 import binascii
 import math
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from evals.records import (
     now_iso,
     save_screenshot,
 )
+from oa_vm.redact import redact_text
 from waa_client import retry
 from waa_client.b64 import b64decode_strict
 from waa_client.catalog import is_infeasible
@@ -54,15 +56,35 @@ DEFAULT_EVALUATE_ATTEMPTS = 3
 DEFAULT_EVALUATE_BACKOFF_S = 1.0
 SETUP_TIMEOUT_S = 600.0
 EVALUATE_TIMEOUT_S = 300.0
+TRACEBACK_LIMIT = 20_000
+"""Characters of an agent's traceback kept in its record: a recursion error's or a chained
+exception's can run to megabytes, and the record goes into the queue and the run page."""
 
 
 class _TaskEnded(Exception):
     """Ends the loop early with an error record."""
 
-    def __init__(self, error_type: ErrorType, message: str) -> None:
+    def __init__(
+        self, error_type: ErrorType, message: str, agent_traceback: str | None = None
+    ) -> None:
         super().__init__(message)
         self.error_type = error_type
         self.message = message
+        self.agent_traceback = agent_traceback
+
+
+def agent_traceback(exc: BaseException, limit: int = TRACEBACK_LIMIT) -> str:
+    """The traceback of an exception the agent raised, as Python prints it, from the agent's
+    own frame on (the loop's call site is left out), credentials masked, and bounded to
+    ``limit`` characters: the start and the end (where the raising line is) are kept."""
+    tb = exc.__traceback__
+    shown = tb.tb_next if tb is not None and tb.tb_next is not None else tb
+    text = redact_text("".join(traceback.format_exception(type(exc), exc, shown)))
+    if len(text) <= limit:
+        return text
+    head, tail = limit // 4, limit - limit // 4
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n... ({cut} characters left out) ...\n{text[-tail:]}"
 
 
 class _Clock:
@@ -158,7 +180,8 @@ def run_task(
         try:
             call_reset(agent, bench_task)
         except Exception as exc:  # an agent is third-party code: any failure is its own
-            raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {_describe(exc)}") from exc
+            raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {_describe(exc)}",
+                             agent_traceback(exc)) from exc
         last_action = _steps(
             waa, agent, bench_task, execution, clock,
             max_steps=max_steps, step_pause_s=step_pause_s, record_dir=record_dir,
@@ -176,6 +199,7 @@ def run_task(
         execution.status = TaskStatus.ERROR
         execution.error_type = ended.error_type
         execution.error_message = ended.message
+        execution.agent_traceback = ended.agent_traceback
     execution.ended_at = now_iso()
     execution.duration_s = round(time.monotonic() - started, 3)
     execution.cost = CostRecord(
@@ -282,7 +306,8 @@ def _steps(
         except Exception as exc:  # third-party code: every failure is the agent's
             step.duration_s = round(time.monotonic() - begun, 3)
             raise _TaskEnded(
-                ErrorType.AGENT, f"agent failed at step {index}: {_describe(exc)}"
+                ErrorType.AGENT, f"agent failed at step {index}: {_describe(exc)}",
+                agent_traceback(exc),
             ) from exc
         if not isinstance(action, BenchmarkAction):
             raise _TaskEnded(

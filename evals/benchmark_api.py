@@ -105,6 +105,8 @@ class BenchmarkResult:
         status: ``success``, ``failure`` (both scored outcomes) or ``error``; derived from
             ``success`` and ``error_type``/``error`` when not given.
         execution: The full record (steps, actions, results), as ``execution.json`` holds it.
+        agent_traceback: For ``error_type="agent"`` from an agent that raised: its traceback
+            as Python prints it (bounded), which ``error`` sums up in one line.
     """
 
     task_id: str
@@ -119,6 +121,7 @@ class BenchmarkResult:
     domain: str = ""
     status: str = ""
     execution: TaskExecution | None = field(default=None, repr=False, compare=False)
+    agent_traceback: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not self.status:
@@ -159,6 +162,7 @@ class BenchmarkResult:
             reason=execution.reason,
             total_time_seconds=float(execution.duration_s or 0.0),
             execution=execution,
+            agent_traceback=execution.agent_traceback,
         )
 
 
@@ -796,6 +800,7 @@ def _play_in_process(
     ``time_limit_steps`` first); ``done``/``fail`` are not sent to the adapter, so
     ``num_steps`` counts the actions it played (0 for an agent that says ``done`` at once).
     An agent that raises ends the task as ``status="error"``, ``error_type="agent"``."""
+    from evals.agent_loop import agent_traceback
     from evals.agents.builtin import call_reset
 
     started = time.monotonic()
@@ -803,16 +808,17 @@ def _play_in_process(
     played: list[BenchmarkAction] = []
     limit = task.time_limit_steps or max_steps
     error: str | None = None
+    raised: str | None = None
     try:
         call_reset(agent, task)
     except Exception as exc:  # an agent's failure is its task's result
-        error = f"{type(exc).__name__}: {exc}"
+        error, raised = f"{type(exc).__name__}: {exc}", agent_traceback(exc)
     observation = adapter.reset(task)
     while error is None and len(played) < limit:
         try:
             action = agent.act(observation, task, list(played))
         except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
+            error, raised = f"{type(exc).__name__}: {exc}", agent_traceback(exc)
             break
         trajectory.append((observation, action))
         if action.ends_task:
@@ -824,7 +830,7 @@ def _play_in_process(
     if error is not None:
         result = BenchmarkResult(task_id=task.task_id, success=False, score=0.0,
                                  num_steps=len(played), error=error, error_type="agent",
-                                 domain=task.domain)
+                                 domain=task.domain, agent_traceback=raised)
     else:
         result = adapter.evaluate(task)
         result.num_steps = len(played)

@@ -131,6 +131,27 @@ class BudgetExceeded(EvalsError):
         )
 
 
+class AgentFailed(EvalsError):
+    """The run went to the end, but the agent raised in most of its tasks (or, with
+    ``--fail-on-errors``, in every task that ended in error): the agent's failure, not the pool's.
+
+    Exit code 4, as :class:`RunUnhealthy`: the figures are not a result either way.
+    """
+
+    exit_code = 4
+
+    def __init__(self, run_dir: str, what: str) -> None:
+        from evals.agent_failures import where_to_look
+
+        self.run_dir = run_dir
+        self.what = what
+        # not --rerun-errors: it reruns what was not the agent's fault, and keeps agent errors
+        super().__init__(
+            f"run {run_dir}: {what}; {where_to_look(run_dir)}; "
+            "fix the agent, then run it again under a new --run-name"
+        )
+
+
 class RunUnhealthy(EvalsError):
     """The run went to the end, but its result is not to be trusted: most tasks ended in error,
     or every worker was lost (or, with ``--fail-on-errors``, any task ended in error).

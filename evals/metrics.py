@@ -541,8 +541,10 @@ def compute_metrics(results: Iterable[Any]) -> dict[str, Any]:
     ``steps`` (a count) and ``error``/``error_type``. The keys follow the reference tool's
     (``num_tasks``, ``success_rate``, ``avg_score``, ``avg_steps``, ``avg_time_seconds``, ...),
     with this project's counting rule: ``success_rate`` and ``avg_score`` count outcomes only
-    (errors are in ``error_count`` and ``by_error_type``). Unlike ``summary.json``, rates with
-    nothing to count over are ``0.0``, because callers of this API format them as numbers.
+    (errors are in ``error_count`` and ``by_error_type``). ``success_rate`` is ``None`` when
+    every task errored, as ``summary.json`` and the CLI's ``n/a`` say: a 0.0 there would read as
+    an agent that failed every task. No results at all, and the other averages with nothing to
+    count over, give ``0.0``, as the reference tool's do.
 
     Returns:
         A dict with ``num_tasks``, ``num_outcomes``, ``success_count``, ``fail_count``,
@@ -560,7 +562,8 @@ def compute_metrics(results: Iterable[Any]) -> dict[str, Any]:
         "success_count": agg["successes"],
         "fail_count": agg["failures"],
         "error_count": agg["errors"],
-        "success_rate": agg["success_rate"] or 0.0,
+        # None when every task errored (the CLI's n/a); [] gives 0.0, as the reference's does
+        "success_rate": None if items and not agg["outcomes"] else agg["success_rate"] or 0.0,
         "avg_score": agg["avg_score"] or 0.0,
         "avg_steps": agg["avg_steps"] or 0.0,
         "avg_time_seconds": _mean(t.duration_s for t in items if t.duration_s is not None) or 0.0,

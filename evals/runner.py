@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from evals.agent_failures import agent_failures, describe
 from evals.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS
 from evals.agents import AgentOptions, BenchmarkAgent, agent_factory
 from evals.agents.base import tasks_for_agent
@@ -236,6 +237,10 @@ class RunResult:
         unpriced_models: Models whose tokens could not be priced (counted as $0).
         warning: Why the run is not a result (:func:`health_warning`), or ``None``.
         fail_on_errors: Whether any error is to end the command with exit code 4.
+        agent_failed: The tasks the agent ended by raising, in one line
+            (:func:`evals.agent_failures.describe`), or ``None``.
+        agent_errors: How many tasks those are.
+        blames_agent: The warning is the agent's doing (:func:`blames_agent`), not the pool's.
     """
 
     run_dir: Path
@@ -248,21 +253,40 @@ class RunResult:
     unpriced_models: list[str] = field(default_factory=list)
     warning: str | None = None
     fail_on_errors: bool = False
+    agent_failed: str | None = None
+    agent_errors: int = 0
+    blames_agent: bool = False
 
 
-def health_warning(counts: Mapping[str, int], *, lost_all: bool) -> str | None:
+def health_warning(
+    counts: Mapping[str, int], *, lost_all: bool, agent_errors: int = 0,
+    agent_failed: str | None = None,
+) -> str | None:
     """Why a run that went to the end is still not a result, or ``None`` when it is one.
 
     A run is unhealthy when every worker was lost or quarantined, or when more than half of its
     tasks ended in error (their success rate would describe a handful of tasks, or nothing).
+    When the agent's own errors (``agent_errors`` tasks, told by ``agent_failed``) are what
+    makes it so, the warning says so instead (:func:`blames_agent`): it is no pool's fault.
     """
     total = sum(counts.values())
     errors = counts.get(TaskStatus.ERROR.value, 0)
     if lost_all:
         return f"every worker was lost or quarantined ({errors} of {total} task(s) in error)"
     if total and errors * 2 > total:
+        if agent_failed and blames_agent(counts, lost_all=False, agent_errors=agent_errors):
+            return f"{errors} of {total} task(s) ended in error; {agent_failed}"
         return f"{errors} of {total} task(s) ended in error"
     return None
+
+
+def blames_agent(counts: Mapping[str, int], *, lost_all: bool, agent_errors: int) -> bool:
+    """True when the agent's errors are what spoils the run: without them the rest would not
+    (no worker lost, and the other errors at most half the tasks). An agent's exception never
+    quarantines a worker (:mod:`evals.dispatcher`), so it cannot have lost the pool either."""
+    total = sum(counts.values())
+    others = counts.get(TaskStatus.ERROR.value, 0) - agent_errors
+    return agent_errors > 0 and not lost_all and others * 2 <= total
 
 
 # --- estimates ---------------------------------------------------------------------------------
@@ -792,12 +816,21 @@ def _run_in_folder(
         counts = {s.value: 0 for s in TaskStatus}
         for final in records.values():
             counts[final.status.value] += 1
+        failures = agent_failures(records.values())
+        agent_errors = sum(len(keys) for keys in failures.values())
+        agent_failed = describe(config.agent, failures) if failures else None
+        lost_all = bool(workers) and set(outcome.quarantined) >= {w.name for w in workers}
         warning = health_warning(
-            counts, lost_all=bool(workers) and set(outcome.quarantined) >= {w.name for w in workers}
+            counts, lost_all=lost_all, agent_errors=agent_errors, agent_failed=agent_failed
+        )
+        agent_blamed = warning is not None and blames_agent(
+            counts, lost_all=lost_all, agent_errors=agent_errors
         )
         folder.update_metadata(
             status=status.value, ended_at=now_iso(), quarantined_workers=quarantined,
             cost=ledger.totals(), warning=warning,
+            # the run page's banner: "the agent failed", not "unhealthy run"
+            warning_cause=None if warning is None else "agent" if agent_blamed else "workers",
         )
         metrics.write_summary(folder.path)
     return RunResult(
@@ -810,4 +843,7 @@ def _run_in_folder(
         spent_usd=ledger.spent(),
         cap_usd=config.max_cost_usd,
         unpriced_models=sorted(ledger.unpriced_models),
+        agent_failed=agent_failed,
+        agent_errors=agent_errors,
+        blames_agent=agent_blamed,
     )

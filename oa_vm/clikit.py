@@ -24,6 +24,12 @@ def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("OA_VM_DEBUG") == "1"
 
 
+def debug_requested() -> bool:
+    """Whether this command was given ``--debug`` (or ``OA_VM_DEBUG=1``): a command that has
+    more to show than its error's traceback (an agent's, kept in a record) shows it then."""
+    return _debug_requested(sys.argv[1:])
+
+
 PROJECT_PACKAGES = ("oa_vm", "waa_client", "evals", "infra")
 
 

@@ -231,7 +231,8 @@ def execute(
     result.fail_on_errors = fail_on_errors
     summary = metrics.compute_summary(result.run_dir)
     if json_out:
-        print_json({**summary, "run_dir": str(result.run_dir), "warning": result.warning})
+        print_json({**summary, "run_dir": str(result.run_dir), "warning": result.warning,
+                    "agent_failed": result.agent_failed})
     else:
         if result.warning:
             typer.echo(f"WARNING: {result.warning}; the figures below are not a result")
@@ -240,6 +241,11 @@ def execute(
         if result.unpriced_models:
             unpriced = ", ".join(result.unpriced_models)
             typer.echo(f"Tokens of unpriced models counted as $0: {unpriced}")
+        if result.agent_failed:
+            from evals.agent_failures import where_to_look
+
+            typer.echo(f"{result.agent_failed}; {where_to_look(str(result.run_dir))}")
+    _debug_agent_tracebacks(result)
     if finish:
         finish_run(result)
     return result
@@ -282,19 +288,47 @@ def _signals_interrupt() -> Iterator[None]:
 
 
 def finish_run(result: RunResult) -> None:
-    """Raise what the ending calls for: a budget stop (exit 3), an unhealthy run (exit 4)."""
-    from evals.errors import BudgetExceeded, RunUnhealthy
+    """Raise what the ending calls for: a budget stop (exit 3), an unhealthy run (exit 4), or
+    a run the agent spoiled by raising (exit 4, naming the agent, never the pool)."""
+    from evals.errors import AgentFailed, BudgetExceeded, RunUnhealthy
     from evals.records import RunStatus
 
     if result.status is RunStatus.BUDGET_STOPPED:
         raise BudgetExceeded(result.cap_usd or 0.0, result.spent_usd, result.not_run)
     if result.warning:
+        if result.blames_agent and result.agent_failed:
+            raise AgentFailed(str(result.run_dir), result.warning)
         raise RunUnhealthy(str(result.run_dir), result.warning)
     errors = result.counts.get("error", 0)
     if result.fail_on_errors and errors:
+        if result.agent_failed and result.agent_errors == errors:
+            raise AgentFailed(str(result.run_dir), f"{result.agent_failed} (--fail-on-errors)")
         raise RunUnhealthy(
             str(result.run_dir), f"{errors} task(s) ended in error (--fail-on-errors)"
         )
+
+
+def _debug_agent_tracebacks(result: RunResult) -> None:
+    """With ``--debug``: the agent's traceback, once per kind of exception it raised (the
+    others are in their tasks' ``execution.json``), on stderr."""
+    from oa_vm.clikit import debug_requested
+
+    if not result.agent_failed or not debug_requested():
+        return
+    from evals.agent_failures import exception_name
+    from evals.metrics import read_execution_files
+
+    shown: set[str] = set()
+    for folder, record in read_execution_files(result.run_dir):
+        text = record.get("agent_traceback")
+        if record.get("error_type") != "agent" or not isinstance(text, str) or not text:
+            continue
+        kind = exception_name(text)
+        if kind in shown:
+            continue
+        shown.add(kind)
+        typer.echo(f"The agent's traceback in task {record.get('task_id')} "
+                   f"({folder / 'execution.json'}):\n{text.rstrip()}", err=True)
 
 
 def _rerun_defaults(

@@ -123,6 +123,8 @@ def test_mock_adapter_oracle_and_agent_error(oa_home: Path, tmp_path: Path) -> N
     second = results[1]
     assert (second.success, second.score, second.error_type) == (False, 0.0, "agent")
     assert "model endpoint said no" in (second.error or "")
+    assert "RuntimeError: model endpoint said no" in (second.agent_traceback or "")
+    assert results[0].agent_traceback is None
     assert all(r.domain for r in results)
     assert results[0].num_steps >= 1 and results[0].num_steps == len(results[0].steps)
     assert all(isinstance(a, BenchmarkAction) for _, a in results[0].steps)
@@ -143,6 +145,8 @@ def test_mock_adapter_oracle_and_agent_error(oa_home: Path, tmp_path: Path) -> N
         "finished")
     assert (run_dir / "tasks" / ids[0] / "step_000.png").is_file()
     assert ids[1] in render_run(run_dir)
+    recorded = json.loads((run_dir / "tasks" / ids[1] / "execution.json").read_text("utf-8"))
+    assert recorded["agent_traceback"] == second.agent_traceback
 
 
 def test_mock_adapter_rejects_unknown_ids_before_running(oa_home: Path) -> None:

@@ -141,6 +141,28 @@ def test_an_agent_that_raises_is_an_agent_error(
     assert result.error_type is ErrorType.AGENT
     assert "model overloaded" in (result.error_message or "")
     assert scoring_srv.hits["/evaluate"] == 0
+    # the agent's traceback is kept, from its own frame on
+    trace = result.agent_traceback or ""
+    assert trace.startswith("Traceback (most recent call last):")
+    assert "in act" in trace and trace.rstrip().endswith("RuntimeError: model overloaded")
+    assert 'evals/agent_loop.py"' not in trace
+    assert result.to_json()["agent_traceback"] == trace
+
+
+class ResetRaisingAgent(RaisingAgent):
+    def reset(self, task: BenchmarkTask | None = None) -> None:
+        raise KeyError("no such profile")
+
+
+def test_an_agent_whose_reset_raises_keeps_its_traceback(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    waa_srv, scoring_srv = servers
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", ResetRaisingAgent())
+    assert result.error_type is ErrorType.AGENT
+    assert (result.error_message or "").startswith("agent reset failed: KeyError")
+    trace = result.agent_traceback or ""
+    assert "in reset" in trace and trace.rstrip().endswith("KeyError: 'no such profile'")
 
 
 def test_a_checker_answering_500_is_retried_then_an_evaluation_error(

@@ -91,7 +91,8 @@ def test_record_text_is_escaped(tmp_path: Path) -> None:
     text = "".join(audit.text)
 
     assert "<script>alert" not in page
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    # Jinja2's autoescape (markupsafe) writes a quote as &#39;
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page
     assert HOSTILE in text  # shown to the reader verbatim
     assert "bad-&-<b>" in text
 
@@ -223,3 +224,38 @@ def test_trials_have_their_own_rows_and_screenshot_links(tmp_path: Path) -> None
     text = " ".join(_audit(page).text)
     assert "trial 2" in text
     assert "Flaky tasks (1)" in text  # one success, one failure
+
+
+def test_html_from_the_task_and_the_agent_is_escaped(tmp_path: Path) -> None:
+    """An instruction, the agent's command, what the worker answered and the agent's traceback,
+    each holding markup, reach the reader as text: no element of theirs exists on the page."""
+    import json
+
+    run = RunFolder(tmp_path)
+    folder = run.add_task("t", steps=2, instruction='<img src=x onerror="alert(1)">Open it')
+    crashed = run.add_task("c", status="error", error_type="agent", steps=1,
+                           error_message="agent failed at step 0: RuntimeError: <b>no</b>")
+    path = run.finish()
+    record = json.loads((folder / "execution.json").read_text(encoding="utf-8"))
+    record["steps"][0]["action"] = {"type": "execute", "command": "</pre><script>bad()</script>"}
+    record["steps"][0]["result"] = {"output": "<iframe src=//evil>", "returncode": 0}
+    (folder / "execution.json").write_text(json.dumps(record), encoding="utf-8")
+    trace = ('Traceback (most recent call last):\n  File "agent.py", line 3, in act\n'
+             '    raise RuntimeError("</pre></details><svg onload=x()>")\n'
+             "RuntimeError: </pre></details><svg onload=x()>\n")
+    record = json.loads((crashed / "execution.json").read_text(encoding="utf-8"))
+    record["agent_traceback"] = trace
+    (crashed / "execution.json").write_text(json.dumps(record), encoding="utf-8")
+    page = render_run(path)
+    audit = _audit(page)
+    text = "".join(audit.text)
+
+    assert audit.problems == [] and audit.stack == []
+    assert audit.scripts == 1  # the page's own
+    for markup in ("<img src=x", "<iframe", "<script>bad", "<svg", "<b>no"):
+        assert markup not in page
+    assert '<img src=x onerror="alert(1)">Open it' in text
+    assert "</pre><script>bad()</script>" in text
+    assert "<iframe src=//evil>" in text
+    assert trace in text  # the whole traceback, as text, in its collapsible block
+    assert page.count('<details class="traceback">') == 1
