@@ -176,6 +176,7 @@ RESULT_FROM_RECORD: dict[str, str] = {
     "error_type": "error_type",
     "reason": "reason",
     "duration_s": "total_time_seconds",
+    "agent_traceback": "agent_traceback",
 }
 """Which :class:`BenchmarkResult` field each :class:`evals.records.TaskExecution` field
 becomes (the reference tool's names)."""

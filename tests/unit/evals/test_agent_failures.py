@@ -9,7 +9,6 @@ import pytest
 
 from evals import BenchmarkAction, BenchmarkAgent, BenchmarkObservation, BenchmarkTask
 from evals.agent_failures import NO_ACTION, agent_failures, describe, exception_name
-from evals.records import TaskExecution
 from evals.agent_loop import agent_traceback
 from evals.metrics import compute_metrics
 from evals.records import TaskExecution

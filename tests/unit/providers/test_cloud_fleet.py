@@ -58,7 +58,10 @@ class RecordingPower:
 
 
 def _resources(engine: FakePulumiEngine, kind: str) -> list[dict[str, Any]]:
-    return [r for r in engine.live_resources("waa-eval") if r["type"] == kind]
+    """The live resources of ``kind`` by URN: the engine registers a pool's workers in
+    parallel, so the order it holds them in changes from one update to the next."""
+    found = [r for r in engine.live_resources("waa-eval") if r["type"] == kind]
+    return sorted(found, key=lambda r: str(r["urn"]))
 
 
 def _power_states(engine: FakePulumiEngine) -> dict[str, Any]:
