@@ -39,6 +39,7 @@ from evals.commands.run import (
     TaskTimeoutOpt,
     TrialsOpt,
     VariationsOpt,
+    agent_url_option,
     build_config,
     execute,
     finish_run,
@@ -133,8 +134,8 @@ def sweep(
     variations: VariationsOpt = None,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
-    from evals.agents import agent_factory
     from evals.errors import RunInterrupted
+    from evals.prechecks import check_before_run
     from oa_vm import api, state
     from oa_vm.errors import PoolExistsError
 
@@ -147,11 +148,7 @@ def sweep(
     )
     faults = parse_faults(fault)
     # Everything checkable without a pool is checked before one is paid for.
-    agent_factory(config.agent, config.agent_options)
-    if config.variations is not None:
-        from evals.variations import read_variations
-
-        read_variations(config.variations)  # a bad file: one line, before the pool
+    check_before_run(config, agent_url_option=agent_url_option(agent_url), needs_home=True)
     _check_run_folder(config.results_dir, config.run_name, config.resume)
     # A resumed sweep whose pool outlived it (the sweep was killed) reuses that pool rather
     # than paying for a second one.
