@@ -96,3 +96,30 @@ def check_agent(config: RunConfig, *, agent_url_option: str = "--agent-url") -> 
         from evals.agents.http import probe
 
         probe(url, option=agent_url_option)
+
+
+def check_local_tasks(config: RunConfig, tasks_dir: str | None) -> None:
+    """A local pool's tasks are known before it exists: refuse unknown task IDs, malformed task
+    files, and tasks the agent cannot play (``replay`` without their bundles, ``oracle`` without
+    a reference solution), as the run would once the pool was made.
+
+    Args:
+        config: The run's options.
+        tasks_dir: The pool's task folder (``None``: the bundled local suite).
+
+    Raises:
+        waa_client.errors.CatalogError: unknown IDs (all listed) or a malformed task file.
+        InvalidRunInputError: tasks the agent cannot play (all listed).
+    """
+    from pathlib import Path
+
+    from evals.agents import create_agent
+    from evals.agents.base import tasks_for_agent
+    from oa_vm.local_suite import local_tasks_dir
+    from waa_client.catalog import Catalog
+
+    catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
+    tasks = {ref.task_id: catalog.load(ref.task_id)
+             for ref in catalog.select(config.selection, live=False)}
+    agent = create_agent(config.agent, config.agent_options)
+    agent.check_tasks(tasks_for_agent(agent, tasks))

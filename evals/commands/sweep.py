@@ -135,7 +135,7 @@ def sweep(
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
     from evals.errors import RunInterrupted
-    from evals.prechecks import check_before_run
+    from evals.prechecks import check_before_run, check_local_tasks
     from oa_vm import api, state
     from oa_vm.errors import PoolExistsError
 
@@ -162,7 +162,7 @@ def sweep(
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
         raise PoolExistsError(spec.name)
     if cloud == "local":
-        _check_local_tasks(config.selection, spec.tasks_dir)
+        check_local_tasks(config, spec.tasks_dir)
     elif not reused:
         _show_plan_and_confirm(spec, yes)
     with sigterm_as_interrupt():
@@ -201,16 +201,6 @@ def sweep(
             finish_run(result)
         except KeyboardInterrupt:
             raise RunInterrupted(None) from None
-
-
-def _check_local_tasks(selection: str, tasks_dir: str | None) -> None:
-    """Refuse unknown task IDs (and malformed task files) before a pool is made for them."""
-    from oa_vm.local_suite import local_tasks_dir
-    from waa_client.catalog import Catalog
-
-    catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
-    for ref in catalog.select(selection, live=False):
-        catalog.load(ref.task_id)
 
 
 def _keep_logs(pool: str, config: RunConfig) -> None:

@@ -230,3 +230,23 @@ def test_an_agent_whose_constructor_raises_is_refused_in_one_line(
     assert done.returncode == 2
     assert "agent 'boom_agent:Boom' could not be created: RuntimeError: no weights" in line
     _nothing_created(oa_home, results)
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    # each was an 'unexpected error', or a refusal after the pool was made
+    (("--agent", "http", "--agent-url", "http://[::1/act"), "is not a valid URL (Invalid IPv6"),
+    (("--agent", "http", "--agent-url", "http://127.0.0.1:99999/act"), "Port out of range"),
+    (("--agent", "replay", "--bundles", "{empty}"), "4 selected task(s) have no"),
+])
+def test_bad_agent_options_of_a_local_sweep_are_refused_before_its_pool(
+    oa_home: Path, tmp_path: Path, extra: tuple[str, ...], needle: str
+) -> None:
+    (tmp_path / "empty").mkdir()
+    results = tmp_path / "results"
+    argv = [part.replace("{empty}", str(tmp_path / "empty")) for part in extra]
+    done = run_cli("openadapt-evals", "sweep", "--workers", "1", *argv, "--tasks",
+                   "domain:clock", "--results-dir", str(results), home=oa_home)
+    line = done.assert_one_line_error()
+    assert done.returncode == 2
+    assert needle in line and "unexpected" not in line
+    _nothing_created(oa_home, results)
