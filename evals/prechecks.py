@@ -3,8 +3,9 @@
 A sweep creates a pool (on a cloud: minutes and money) and a run writes a folder; an input that
 was always going to be refused must be refused first, in one line, with nothing created: the
 folders that will be written, the run folder against ``--resume`` (the selection, agent and
-trials it was started with), the agent (built once), an ``http`` agent's server (one probe) and
-the variations file. Only then do the plan, the question and the pool come.
+trials it was started with), the agent (built once), an ``http`` agent's server (one probe),
+the variations file and, for a local pool, the tasks themselves (known before the pool exists).
+Only then do the plan, the question and the pool come.
 
 The run itself (:func:`evals.runner.run_evaluation`) checks the same again where it matters:
 these checks read, and try a write only as an empty folder made and removed at once.
