@@ -363,7 +363,10 @@ def default_run_name(agent: str) -> str:
 
 
 def _check_resume(folder: RunFolder, config: RunConfig) -> dict[str, Any]:
-    metadata = folder.read_metadata()
+    from evals.metrics import read_metadata
+
+    # unreadable metadata is said so, not compared as empty ("started with --tasks ''")
+    metadata = read_metadata(folder.path)
     recorded = str(metadata.get("selection", ""))
     if recorded != config.selection:
         raise ResumeMismatchError(str(folder.path), "--tasks", recorded, config.selection)
@@ -393,6 +396,31 @@ def _unstarted(folder: RunFolder) -> bool:
         return all(entry.name in _FIRST_MOMENT for entry in folder.path.iterdir())
     except OSError:
         return False
+
+
+def check_run_folder(
+    config: RunConfig, run_name: str | None = None
+) -> tuple[RunFolder, bool, dict[str, Any]]:
+    """The run's folder checked against ``resume``, reading only: the folder, whether it is a
+    run killed in its first moments (it starts afresh), and a resumed run's metadata.
+
+    Raises:
+        InvalidRunInputError: ``resume`` and there is no such run.
+        RunExistsError: the run exists and ``resume`` is not given.
+        ResumeMismatchError: ``resume`` with another selection, agent or number of trials.
+    """
+    folder = RunFolder(results_root(config.results_dir) / (run_name or config.run_name or ""))
+    # A folder without metadata is a run killed in its first moments (before anything was
+    # dispatched): it can be resumed or reused, and starts afresh.
+    unstarted = _unstarted(folder)
+    if config.resume and not folder.exists() and not unstarted:
+        raise InvalidRunInputError(
+            f"there is no run {folder.path} to resume; check --run-name and --results-dir"
+        )
+    if not config.resume and folder.path.exists() and not unstarted:
+        raise RunExistsError(str(folder.path))
+    previous = _check_resume(folder, config) if config.resume and not unstarted else {}
+    return folder, unstarted, previous
 
 
 def resumed_cap(
@@ -436,20 +464,10 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     from evals.pools import connect_pools, hold_pools, load_ready, select_tasks
 
     run_name = config.run_name or default_run_name(config.agent)
-    folder = RunFolder(results_root(config.results_dir) / run_name)
-    # A folder without metadata is a run killed in its first moments (before anything was
-    # dispatched): it can be resumed or reused, and starts afresh.
-    unstarted = _unstarted(folder)
-    if config.resume and not folder.exists() and not unstarted:
-        raise InvalidRunInputError(
-            f"there is no run {folder.path} to resume; check --run-name and --results-dir"
-        )
-    if not config.resume and folder.path.exists() and not unstarted:
-        raise RunExistsError(str(folder.path))
+    folder, unstarted, previous = check_run_folder(config, run_name)
     if unstarted and config.resume:
         # killed before its metadata: nothing ran, so there are no errors to run again either
         config = replace(config, resume=False, rerun_errors=False)
-    previous = _check_resume(folder, config) if config.resume else {}
     if config.resume:
         config = replace(config, max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
     make_agent = agent_factory(config.agent, config.agent_options)

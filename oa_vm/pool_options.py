@@ -88,13 +88,17 @@ def preflight(spec: PoolSpec) -> None:
 
     Raises:
         PoolExistsError: a pool of that name exists (before any plan is printed).
+        InvalidInputError: the oa-vm home cannot be written.
     """
     from oa_vm import state
-    from oa_vm.errors import PoolExistsError
+    from oa_vm.errors import InvalidInputError, PoolExistsError
     from oa_vm.providers import get_provider
 
     if state.exists(spec.name):
         raise PoolExistsError(spec.name)
+    problem = state.home_problem()  # else the plan is shown and the record's write fails
+    if problem:
+        raise InvalidInputError(problem)
 
     check = getattr(get_provider(spec.cloud), "preflight", None)
     if check is not None:

@@ -134,8 +134,8 @@ def _check_target(path: Path) -> bool:
     """Whether ``path`` exists; refuses a symlink or anything but a regular file."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
-        return False
+    except (FileNotFoundError, NotADirectoryError):
+        return False  # under a file: no file here (what writes it says why it cannot)
     if stat.S_ISLNK(info.st_mode):
         raise UnsafePathError(
             path, "it is a symlink oa-vm did not make; remove it and run the command again"
@@ -181,6 +181,8 @@ def write_atomic(
     else:
         if not os.path.lexists(parent):
             raise UnsafePathError(path, f"the folder {parent} does not exist; make it first")
+        if not os.path.isdir(parent):
+            raise UnsafePathError(path, f"{parent} is not a folder; give a path in a folder")
         check_dir(parent, own_link=True)
     _check_target(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
@@ -247,3 +249,32 @@ def write_file(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> None:
             handle.write(data)
     except OSError as exc:
         raise WriteFailedError(path, exc) from exc
+
+
+def write_problem(path: Path) -> str | None:
+    """Why a folder (or file) could not be made at ``path``, found without leaving anything
+    behind; ``None`` when it can be, as far as a test can tell.
+
+    The nearest existing folder on the way must be a folder and must accept a new entry. The
+    second is tried, not inferred from permission bits: root passes every permission check, yet
+    ``/proc`` and a read-only mount refuse it. The try is an empty folder made and removed at
+    once, so a command refused later leaves nothing.
+    """
+    import tempfile
+
+    existing = path
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not os.path.isdir(existing):
+        if existing == path:
+            return f"{path} is a file, not a folder"
+        return f"{path} is under {existing}, which is not a folder"
+    try:
+        probe = tempfile.mkdtemp(prefix=".oa-write-check-", dir=existing)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        if existing == path:
+            return f"{path} cannot be written to ({reason})"
+        return f"{path} cannot be made: {existing} accepts no new folder ({reason})"
+    os.rmdir(probe)
+    return None

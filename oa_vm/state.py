@@ -303,6 +303,19 @@ def home() -> Path:
     return path
 
 
+def home_problem() -> str | None:
+    """Why the oa-vm home could not hold a pool's record (``None`` when it can), found before
+    any plan is shown or anything is made, naming ``OA_VM_HOME`` as the user set it.
+
+    Raises:
+        InvalidInputError: the home is a file (as :func:`home`).
+    """
+    from oa_vm.validate import writable_problem
+
+    option = "OA_VM_HOME" if os.environ.get("OA_VM_HOME") else "the oa-vm home (OA_VM_HOME)"
+    return writable_problem(option, home(), "point OA_VM_HOME at a folder you can write")
+
+
 def pools_dir() -> Path:
     """Folder holding one sub-folder per pool."""
     return home() / "pools"

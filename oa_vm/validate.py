@@ -80,3 +80,16 @@ def folder_problem(option: str, path: Path | None) -> str | None:
     if path.exists() and not path.is_dir():
         return f"{option} {path} is a file, not a folder; give a folder path"
     return None
+
+
+def writable_problem(option: str, path: Path, fix: str | None = None) -> str | None:
+    """Why the folder ``path`` given by ``option`` could not be made or written (``None`` if it
+    can be): a path under a file, under ``/proc``, on a read-only disk. Checked before anything
+    is created for it, so such a path costs a line, not a pool made and removed again.
+    ``fix`` says what to do (default: give the option a folder you can write)."""
+    from oa_vm.safe_fs import write_problem
+
+    problem = write_problem(path)
+    if problem is None:
+        return None
+    return f"{option}: {problem}; {fix or f'give {option} a folder you can write'}"

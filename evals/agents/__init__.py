@@ -36,7 +36,7 @@ from evals.agents.builtin import (
     parse_accessibility_tree,
     parse_action_response,
 )
-from evals.errors import InvalidRunInputError, UnknownAgentError
+from evals.errors import EvalsError, InvalidRunInputError, UnknownAgentError
 
 __all__ = [
     "BUILTIN_AGENTS",
@@ -148,7 +148,7 @@ def create_agent(
     Raises:
         UnknownAgentError: see :func:`load_agent_class`.
         InvalidRunInputError: a built-in lacks its option (``--bundles``, ``--agent-url``), an
-            ``--agent-arg`` is malformed or not accepted, or the class cannot be built.
+            ``--agent-arg`` is malformed or not accepted, or the constructor raised.
     """
     from evals.agents.model_api import parse_agent_args
 
@@ -180,6 +180,13 @@ def create_agent(
         raise InvalidRunInputError(
             f"agent {spec!r} cannot be created with {given} ({exc}); check --agent-arg names, "
             "or give the class a constructor with defaults"
+        ) from exc
+    except EvalsError:
+        raise  # the agent's own refusal of its options is already one line
+    except Exception as exc:  # third-party code: its failure is the user's to fix, in one line
+        raise InvalidRunInputError(
+            f"agent {spec!r} could not be created: {type(exc).__name__}: {exc} (--debug shows "
+            "where); fix the agent or its --agent-arg options"
         ) from exc
 
 

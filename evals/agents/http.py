@@ -95,8 +95,15 @@ class HttpAgent(BenchmarkAgent):
     """
 
     def __init__(self, url: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        parts = urlsplit(url)
         shown = redact_url(url)  # what messages and records may show (no credentials)
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 - parsed only to refuse a port out of range now
+        except ValueError as exc:  # an unclosed [IPv6 bracket, a port past 65535
+            raise InvalidRunInputError(
+                f"--agent-url {shown!r} is not a valid URL ({exc}); pass one like "
+                "http://127.0.0.1:8000/act"
+            ) from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidRunInputError(
                 f"--agent-url {shown!r} is not an http(s) URL; pass one like "
@@ -151,3 +158,40 @@ class HttpAgent(BenchmarkAgent):
                 f"agent server {self.shown_url} answered something that is not JSON"
             ) from exc
         return parse_answer(body)
+
+
+PROBE_TIMEOUT_S = 10.0
+"""How long the probe before a run waits for the agent server (to connect, then to answer)."""
+
+
+def probe(url: str, *, option: str = "--agent-url", timeout_s: float = PROBE_TIMEOUT_S) -> None:
+    """Ask the agent server once, before any task runs or any pool is made, whether it is there.
+
+    One ``HEAD <url>``: any HTTP answer counts, a 404, 405 or 501 too (the protocol is ``POST``,
+    and a server need not know ``HEAD``), since only a server that does not answer at all
+    would end every task in ``error/agent``. ``option`` is where the URL came from (the option
+    or the environment variable), as the refusal names it.
+
+    Raises:
+        InvalidRunInputError: nothing answered within ``timeout_s`` (the line names the URL
+            without its credentials).
+    """
+    try:
+        requests.head(url, timeout=(timeout_s, timeout_s), allow_redirects=False)
+    except requests.RequestException as exc:
+        raise InvalidRunInputError(
+            f"{option} {redact_url(url)}: the agent server does not answer "
+            f"({_reason(exc, timeout_s)}); start it, or give the URL it listens on"
+        ) from exc
+
+
+def _reason(exc: requests.RequestException, timeout_s: float) -> str:
+    """The short cause of a failed request ("Connection refused"), not urllib3's retry prose."""
+    if isinstance(exc, requests.Timeout):
+        return f"no answer within {timeout_s:g} s"
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror
+        cause = cause.__cause__ or cause.__context__
+    return type(exc).__name__

@@ -94,6 +94,11 @@ StepPauseOpt = Annotated[
 ]
 
 
+def agent_url_option(given: str | None) -> str:
+    """How refusals name the http agent's URL: the option, or the variable it came from."""
+    return "--agent-url" if given else f"${AGENT_URL_ENV}"
+
+
 WaitForPoolOpt = Annotated[
     str | None,
     typer.Option(
@@ -413,6 +418,7 @@ def run(
 ) -> None:
     """Run tasks on one or more existing pools (one queue); every task gets one final record."""
     from evals.errors import InvalidRunInputError
+    from evals.prechecks import check_before_run
 
     if rerun_errors is not None:
         tasks, agent, trials, agent_arg = _rerun_defaults(
@@ -434,4 +440,6 @@ def run(
         rerun_errors=rerun_errors is not None, repair=repair,
         wait_for_pool_s=parse_wait(wait_for_pool),
     )
+    # before any lease is taken or any task runs (a dead agent server would fail every task)
+    check_before_run(config, agent_url_option=agent_url_option(agent_url))
     execute(config, json_out=json_out, fail_on_errors=fail_on_errors)

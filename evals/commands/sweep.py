@@ -37,6 +37,7 @@ from evals.commands.run import (
     TaskTimeoutOpt,
     TrialsOpt,
     VariationsOpt,
+    agent_url_option,
     build_config,
     execute,
     finish_run,
@@ -118,8 +119,8 @@ def sweep(
     variations: VariationsOpt = None,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
-    from evals.agents import agent_factory
     from evals.errors import RunInterrupted
+    from evals.prechecks import check_before_run, check_local_tasks
     from oa_vm import api, state
     from oa_vm.errors import PoolExistsError
 
@@ -132,11 +133,7 @@ def sweep(
     )
     faults = parse_faults(fault)
     # Everything checkable without a pool is checked before one is paid for.
-    agent_factory(config.agent, config.agent_options)
-    if config.variations is not None:
-        from evals.variations import read_variations
-
-        read_variations(config.variations)  # a bad file: one line, before the pool
+    check_before_run(config, agent_url_option=agent_url_option(agent_url), needs_home=True)
     _check_run_folder(config.results_dir, config.run_name, config.resume)
     # A resumed sweep whose pool outlived it (the sweep was killed) reuses that pool rather
     # than paying for a second one.
@@ -150,7 +147,7 @@ def sweep(
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
         raise PoolExistsError(spec.name)
     if cloud == "local":
-        _check_local_tasks(config.selection, spec.tasks_dir)
+        check_local_tasks(config, spec.tasks_dir)
     elif not reused:
         _show_plan_and_confirm(spec, yes)
     with sigterm_as_interrupt():
@@ -189,16 +186,6 @@ def sweep(
             finish_run(result)
         except KeyboardInterrupt:
             raise RunInterrupted(None) from None
-
-
-def _check_local_tasks(selection: str, tasks_dir: str | None) -> None:
-    """Refuse unknown task IDs (and malformed task files) before a pool is made for them."""
-    from oa_vm.local_suite import local_tasks_dir
-    from waa_client.catalog import Catalog
-
-    catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
-    for ref in catalog.select(selection, live=False):
-        catalog.load(ref.task_id)
 
 
 def _keep_logs(pool: str, config: RunConfig) -> None:

@@ -329,7 +329,8 @@ def test_credentials_in_the_agent_url_are_written_nowhere(
     home: Path, pool: str, tmp_path: Path
 ) -> None:
     results = tmp_path / "results"
-    with RefusingPort() as dead:
+    # the server answers (the probe before the run passes) but fails every step
+    with ScriptedServer({"/act": Reply.json({"error": "down"}, 503)}) as dead:
         url = f"http://alice:hunter2@127.0.0.1:{dead.port}/act?token=sekret"
         result = run_cli("openadapt-evals", "run", "--pool", pool, "--agent", "http",
                          "--agent-url", url, "--tasks", SMALL, "--run-name", "h",
@@ -353,7 +354,7 @@ def test_credentials_in_the_agent_url_are_written_nowhere(
 def test_the_agent_url_may_come_from_the_environment(
     home: Path, pool: str, tmp_path: Path
 ) -> None:
-    with RefusingPort() as dead:
+    with ScriptedServer({"/act": Reply.json({"error": "down"}, 503)}) as dead:
         result = run_cli("openadapt-evals", "run", "--pool", pool, "--agent", "http",
                          "--tasks", TASK, "--run-name", "e", "--results-dir",
                          str(tmp_path / "results"), home=home,

@@ -18,12 +18,12 @@ from evals.agents import (
     load_agent_class,
     parse_action,
 )
-from evals.agents.http import HttpAgent
+from evals.agents.http import HttpAgent, probe
 from evals.agents.noop import NoopAgent
 from evals.agents.oracle import OracleAgent
 from evals.agents.replay import ReplayAgent
 from evals.errors import AgentError, InvalidRunInputError, MissingBundlesError, UnknownAgentError
-from tests.support.http_servers import RefusingPort, Reply, ScriptedServer
+from tests.support.http_servers import RefusingPort, Reply, ScriptedServer, SilentServer
 
 OBS = BenchmarkObservation(screenshot=b"\x89PNG fake", accessibility_tree="<a/>",
                            window_title="Notepad", step=0)
@@ -106,6 +106,13 @@ def test_builtins_that_need_an_option_say_which() -> None:
         create_agent("http")
     with pytest.raises(InvalidRunInputError, match="not an http"):
         create_agent("http", AgentOptions(agent_url="ftp://x"))
+    for url, why in [("http://[::1/act", "Invalid IPv6 URL"),
+                     ("http://127.0.0.1:99999/act", "Port out of range")]:
+        with pytest.raises(InvalidRunInputError, match=rf"is not a valid URL \({why}"):
+            create_agent("http", AgentOptions(agent_url=url))
+    # an agent's own refusal of its options is passed on as it is, not wrapped
+    with pytest.raises(InvalidRunInputError, match=r"^the random agent's p must be"):
+        create_agent("random", AgentOptions(args=("p=2",)))
 
 
 # --- scripted agents ---------------------------------------------------------------------------
@@ -191,3 +198,41 @@ def test_http_agent_failures_are_agent_errors(reply: Reply) -> None:
 def test_http_agent_unreachable_is_an_agent_error() -> None:
     with RefusingPort() as port, pytest.raises(AgentError, match="did not answer"):
         HttpAgent(port.url, timeout_s=2).act(OBS, _task())
+
+
+def test_the_probe_accepts_any_http_answer_and_sends_one_request() -> None:
+    # the protocol is POST: a server that knows no HEAD (501) or no such path (404) is there
+    with ScriptedServer({"/act": Reply.json({"action": "DONE"})}) as server:
+        probe(server.url + "/act")
+        probe(server.url + "/elsewhere")
+        assert server.hits == {}  # HEAD is not scripted: answered 501 before any route
+
+
+def test_the_probe_refuses_a_server_that_does_not_answer_naming_the_url() -> None:
+    with RefusingPort() as port, pytest.raises(InvalidRunInputError) as refused:
+        probe(f"http://bob:s3cret@127.0.0.1:{port.port}/act", option="$OA_EVALS_AGENT_URL")
+    assert str(refused.value).startswith(
+        f"$OA_EVALS_AGENT_URL http://***@127.0.0.1:{port.port}/act: the agent server does not "
+        "answer (Connection refused)")
+    assert "s3cret" not in str(refused.value)
+    with SilentServer() as silent, pytest.raises(InvalidRunInputError, match="no answer within"):
+        probe(f"http://127.0.0.1:{silent.port}/act", timeout_s=1)
+
+
+def test_a_constructor_that_raises_is_bad_input_naming_the_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "raising_agents.py").write_text(
+        "from evals.agents.base import BenchmarkAgent\n"
+        "class NoWeights(BenchmarkAgent):\n"
+        "    def __init__(self):\n"
+        "        raise RuntimeError('no weights in ./model')\n"
+        "    def act(self, observation, task, history=None):\n"
+        "        raise AssertionError\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(InvalidRunInputError) as refused:
+        agent_factory("raising_agents:NoWeights")
+    assert str(refused.value).startswith(
+        "agent 'raising_agents:NoWeights' could not be created: RuntimeError: no weights")
+    assert isinstance(refused.value.__cause__, RuntimeError)  # --debug shows where

@@ -114,3 +114,25 @@ def test_a_root_symlink_owned_by_another_user_is_refused(tmp_path: Path) -> None
     with pytest.raises(UnsafePathError, match="symlink"):
         safe_fs.ensure_dir(link / "run1", root=link)
     assert list(disk.iterdir()) == []
+
+
+def test_write_problem_finds_folders_that_cannot_be_made_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "f").write_text("")
+    assert safe_fs.write_problem(tmp_path / "new" / "deeper") is None
+    assert safe_fs.write_problem(tmp_path) is None
+    assert list(tmp_path.iterdir()) == [tmp_path / "f"]  # the probe folder was removed
+    assert safe_fs.write_problem(tmp_path / "f") == f"{tmp_path / 'f'} is a file, not a folder"
+    under = safe_fs.write_problem(tmp_path / "f" / "a" / "b")
+    assert under == f"{tmp_path / 'f' / 'a' / 'b'} is under {tmp_path / 'f'}, which is not a folder"
+    # /proc takes no new folder, even from root (whom permission bits do not stop)
+    problem = safe_fs.write_problem(Path("/proc/oa-vm-nope/x"))
+    assert problem is not None and problem.startswith("/proc/oa-vm-nope/x cannot be made: /proc ")
+
+
+def test_a_page_under_a_file_is_refused_naming_the_page(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("")
+    assert not safe_fs.exists_as_file(tmp_path / "f" / "x.html")
+    with pytest.raises(UnsafePathError, match=r"x\.html: .*/f is not a folder"):
+        safe_fs.write_atomic(tmp_path / "f" / "x.html", "page", make_parents=False)

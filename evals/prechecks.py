@@ -1,0 +1,126 @@
+"""Everything about a run that can be checked before anything is made for it.
+
+A sweep creates a pool (on a cloud: minutes and money) and a run writes a folder; an input that
+was always going to be refused must be refused first, in one line, with nothing created: the
+folders that will be written, the run folder against ``--resume`` (the selection, agent and
+trials it was started with), the agent (built once), an ``http`` agent's server (one probe),
+the variations file and, for a local pool, the tasks themselves (known before the pool exists).
+Only then do the plan, the question and the pool come.
+
+The run itself (:func:`evals.runner.run_evaluation`) checks the same again where it matters:
+these checks read, and try a write only as an empty folder made and removed at once.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from evals.errors import InvalidRunInputError
+
+if TYPE_CHECKING:
+    from evals.runner import RunConfig
+
+
+def check_before_run(
+    config: RunConfig, *, agent_url_option: str = "--agent-url", needs_home: bool = False
+) -> None:
+    """Refuse, before any pool, process or folder exists, what the run would refuse later.
+
+    Args:
+        config: The run's checked options (:meth:`RunConfig.validate` has run).
+        agent_url_option: Where the http agent's URL came from, as refusals name it
+            (``--agent-url`` or ``$OA_EVALS_AGENT_URL``).
+        needs_home: The command is about to create a pool, so the oa-vm home must be
+            writable too.
+
+    Raises:
+        InvalidRunInputError: a folder cannot be written, ``--resume`` does not match the run,
+            the agent cannot be built, the agent server does not answer, or the variations
+            file is unusable (all exit code 2).
+        RunExistsError, ResumeMismatchError: see :func:`evals.runner.check_run_folder`.
+    """
+    check_folders(config, needs_home=needs_home)
+    if config.run_name is not None:
+        from evals.runner import check_run_folder
+
+        check_run_folder(config)
+    check_agent(config, agent_url_option=agent_url_option)
+    if config.variations is not None:
+        from evals.variations import read_variations
+
+        read_variations(config.variations)
+
+
+def check_folders(config: RunConfig, *, needs_home: bool = False) -> None:
+    """The results folder (and, for a pool to be made, the oa-vm home) can be written.
+
+    Raises:
+        InvalidRunInputError: one of them is under a file, under ``/proc``, read-only...
+    """
+    from evals.records import RESULTS_ENV, results_root
+    from oa_vm import state
+    from oa_vm.errors import InvalidInputError
+    from oa_vm.validate import writable_problem
+
+    if config.results_dir is not None:
+        option, fix = "--results-dir", "pass --results-dir a folder you can write"
+    elif os.environ.get(RESULTS_ENV):
+        option = RESULTS_ENV
+        fix = f"point {RESULTS_ENV} (or --results-dir) at a folder you can write"
+    else:
+        option, fix = "the results folder", "pass --results-dir a folder you can write"
+    # the folder of runs, not the run's own: a probe inside a live run's folder could be seen
+    # by that run as a stranger's file
+    problem = writable_problem(option, results_root(config.results_dir), fix)
+    if problem is None and needs_home:
+        try:
+            problem = state.home_problem()
+        except InvalidInputError as exc:
+            problem = str(exc)
+    if problem:
+        raise InvalidRunInputError(problem)
+
+
+def check_agent(config: RunConfig, *, agent_url_option: str = "--agent-url") -> None:
+    """The agent can be built, and an ``http`` agent's server answers (one probe).
+
+    Raises:
+        InvalidRunInputError: as :func:`evals.agents.agent_factory`, or the server does not
+            answer.
+    """
+    from evals.agents import agent_factory
+
+    agent_factory(config.agent, config.agent_options)
+    url = config.agent_options.agent_url
+    if config.agent == "http" and url:
+        from evals.agents.http import probe
+
+        probe(url, option=agent_url_option)
+
+
+def check_local_tasks(config: RunConfig, tasks_dir: str | None) -> None:
+    """A local pool's tasks are known before it exists: refuse unknown task IDs, malformed task
+    files, and tasks the agent cannot play (``replay`` without their bundles, ``oracle`` without
+    a reference solution), as the run would once the pool was made.
+
+    Args:
+        config: The run's options.
+        tasks_dir: The pool's task folder (``None``: the bundled local suite).
+
+    Raises:
+        waa_client.errors.CatalogError: unknown IDs (all listed) or a malformed task file.
+        InvalidRunInputError: tasks the agent cannot play (all listed).
+    """
+    from pathlib import Path
+
+    from evals.agents import create_agent
+    from evals.agents.base import tasks_for_agent
+    from oa_vm.local_suite import local_tasks_dir
+    from waa_client.catalog import Catalog
+
+    catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
+    tasks = {ref.task_id: catalog.load(ref.task_id)
+             for ref in catalog.select(config.selection, live=False)}
+    agent = create_agent(config.agent, config.agent_options)
+    agent.check_tasks(tasks_for_agent(agent, tasks))
