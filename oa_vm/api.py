@@ -362,15 +362,15 @@ def wait_pool(
             details = "; ".join(f"{w.name}: {w.detail or w.phase}" for w in lost)
             raise PoolNotReadyError(
                 f"pool {record.name!r}: worker lost while waiting ({details}); "
-                f"see 'oa-vm pool-status --name {record.name}' and clean up with "
-                f"'oa-vm pool-cleanup --name {record.name}'"
+                f"see 'oa-vm pool-status --pool {record.name}' and clean up with "
+                f"'oa-vm pool-cleanup --pool {record.name}'"
             )
         live = [w for w in record.workers if w.state not in (WorkerState.LOST, WorkerState.STOPPED)]
         if not live:
             raise PoolNotReadyError(
                 f"pool {record.name!r} has no live worker ({record.state.value}, "
                 f"{len(record.workers)} worker(s) recorded); remove it with "
-                f"'oa-vm pool-cleanup --name {record.name}' and create it again"
+                f"'oa-vm pool-cleanup --pool {record.name}' and create it again"
             )
         if all(w.state == WorkerState.READY for w in record.workers if w.name in wanted):
             return record

@@ -111,10 +111,10 @@ def _remove(pool: str) -> None:
     except PoolNotFoundError:
         return  # a create that failed already removed what it made
     except OaVmError as exc:
-        _say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --name {pool}'")
+        _say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --pool {pool}'")
         return
     for item in report.left:
-        _say(f"left behind: {item}; run 'oa-vm pool-cleanup --name {pool}'")
+        _say(f"left behind: {item}; run 'oa-vm pool-cleanup --pool {pool}'")
 
 
 def _say(message: str) -> None:

@@ -23,7 +23,14 @@ def test_parse_rejects(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seconds", "text"), [(5, "5s"), (185, "3m05s"), (7800, "2h10m"), (3 * 86400, "3d00h")]
+    ("seconds", "text"),
+    [(5, "5s"), (0, "0s"), (185, "3m05s"), (600, "10m"), (7800, "2h10m"), (4 * 3600, "4h"),
+     (3 * 86400, "3d"), (3 * 86400 + 7200, "3d02h"), (365 * 86400, "365d")],
 )
 def test_format(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+@pytest.mark.parametrize("seconds", [1, 59, 60, 185, 600, 3600, 7800, 86400 * 3 + 7200])
+def test_the_parser_reads_back_what_the_formatter_prints(seconds: float) -> None:
+    assert parse_duration(format_duration(seconds)) == seconds
