@@ -160,6 +160,21 @@ def _report(
     sys.exit(1)
 
 
+_NOT_A = {"Input should be a valid integer": "a whole number",
+          "Input should be a valid number": "a number"}
+
+
+def _typed_value(name: str, args: Sequence[str]) -> str | None:
+    """The value given last to option ``name`` on the command line (``--x v`` or ``--x=v``)."""
+    value = None
+    for i, token in enumerate(args):
+        if token == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif token.startswith(name + "="):
+            value = token[len(name) + 1:]
+    return value
+
+
 def _as_typed(exc: BaseException, args: Sequence[str]) -> str:
     """A usage error's message naming the option as the user typed it: ``--ttl must be at most
     365d, not 9999d`` (a sentence of the option's parser, which starts ``must``/``needs``), or
@@ -171,6 +186,10 @@ def _as_typed(exc: BaseException, args: Sequence[str]) -> str:
     if not names or not message or getattr(exc, "param_hint", None) is not None:
         return exc.format_message() if hasattr(exc, "format_message") else str(exc)
     typed = typed_name(names, args) or names[0]
+    for phrase, kind in _NOT_A.items():  # the type checks' wording, said of the typed value
+        if message.startswith(phrase):
+            value = _typed_value(typed, args)
+            message = f"must be {kind}" + (f", not {value!r}" if value is not None else "")
     if message.startswith(("must ", "needs ")):
         return f"{typed} {message}"
     return f"{typed}: {message}"

@@ -21,7 +21,19 @@ from oa_vm.duration_options import Duration, duration_option
 if TYPE_CHECKING:
     from evals.runner import RunConfig, RunResult
 
-TASKS_HELP = "Tasks: all, an index (local_all, test_small...), domain:<name>, IDs 'A,B', @file."
+
+
+def tasks_help() -> str:
+    """``--tasks``'s help, naming the indexes the bundled local suite has (a local pool serves
+    no ``test_small``: offering it there sent users to an error)."""
+    from oa_vm.local_suite import local_tasks_dir
+
+    indexes = ", ".join(sorted(p.stem for p in local_tasks_dir().glob("*.json")))
+    return (f"Which tasks: all, N (the first N of all), an index of the pool's (a local pool: "
+            f"{indexes}), domain:<name>, IDs 'A,B', @file.")
+
+
+TASKS_HELP = tasks_help()
 AGENT_HELP = "noop, oracle, random, replay, http, api-claude, api-openai, or module:Class."
 TasksOpt = Annotated[str, typer.Option("--tasks", help=TASKS_HELP)]
 AgentOpt = Annotated[str, typer.Option("--agent", help=AGENT_HELP)]
