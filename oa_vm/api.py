@@ -126,9 +126,12 @@ def build_spec(
     require_number("--price-per-hour", price_per_hour, low=0)
     if price_per_hour is not None and cloud != "local":
         raise InvalidInputError("--price-per-hour is for local pools; cloud pools use the catalog")
-    if (faults or ssh_via or tasks_dir) and cloud != "local":
+    local_only = [o for o, v in (("--fault", faults), ("--ssh-via", ssh_via),
+                                 ("--tasks-dir", tasks_dir)) if v]
+    if local_only and cloud != "local":  # only those given: sweep has --fault alone
         raise InvalidInputError(
-            "--fault, --ssh-via and --tasks-dir are for local pools (--cloud local)"
+            f"{' and '.join(local_only)} {'is' if len(local_only) == 1 else 'are'} for local "
+            "pools (--cloud local)"
         )
     if tasks_dir is not None:
         folder = Path(tasks_dir).expanduser().resolve()

@@ -52,9 +52,11 @@ def tasks(
         from oa_vm.local_suite import local_tasks_dir
 
         source = local_tasks_dir()
+        refs = Catalog.from_folder(source).select(tasks_sel, live=False)
+        # after the selection is checked: a bad one is one line
         typer.echo(f"(the bundled local suite, {source}; --source DIR or --pool NAME for others)",
                    err=True)
-    if source is not None:
+    elif source is not None:
         refs = Catalog.from_folder(source).select(tasks_sel, live=False)
     else:
         refs = _select_from_pool(str(pool), tasks_sel)
