@@ -147,8 +147,9 @@ def _selection(text: str | None, *, live: bool) -> tuple[int | None, list[str] |
 
     if text is None or text.strip() == "all":
         return None, None, None
-    count = selection_count(text)
+    count = selection_count(text.strip().removeprefix("-"))  # -3: a count, refused below
     if count is not None:
+        count = -count if text.strip().startswith("-") else count
         if count < 1:
             raise InvalidInputError(f"--tasks {text.strip()}: give at least 1 task")
         return (None, None, text) if live else (count, None, None)

@@ -384,8 +384,10 @@ def wait_pool(
                 for w in record.workers
                 if w.state != WorkerState.READY
             )
+            from oa_vm.durations import format_duration
+
             raise WaitTimeoutError(
-                f"pool {record.name!r} not ready after {timeout_s:g}s: {stuck}"
+                f"pool {record.name!r} not ready after {format_duration(timeout_s)}: {stuck}"
             )
         time.sleep(interval)
 

@@ -16,7 +16,7 @@ from oa_vm.cli_common import confirm as _confirm
 from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
 from oa_vm.clikit import print_json, run_main
-from oa_vm.duration_options import Duration, duration_option
+from oa_vm.duration_options import Duration, duration_option, duration_text_option
 from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
 from oa_vm.state import PoolRecord
 
@@ -162,8 +162,9 @@ def pool_wait(
     name: NameOpt = None,
     timeout: Annotated[
         str,
-        typer.Option(help="How long to wait: 30m, 90s, 1h (a bare number is minutes), or auto "
-                          "(what the pool's start takes: 40m from an image)."),
+        duration_text_option("--timeout", unit="m", keywords=("auto",),
+                             help="How long to wait: 30m, 90s, 1h, or auto for what the "
+                                  "pool's start takes, 40m from an image"),
     ] = "auto",
 ) -> None:
     """Wait until every worker of the pool is ready, showing each worker's phase."""

@@ -13,7 +13,7 @@ from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
 from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
 from oa_vm.clikit import print_json
-from oa_vm.duration_options import Duration, duration_option
+from oa_vm.duration_options import Duration, duration_option, duration_text_option
 from oa_vm.durations import format_duration, parse_duration
 from oa_vm.pool_cost import current_paused_per_day
 from oa_vm.state import PoolRecord
@@ -24,8 +24,8 @@ NameOpt = Annotated[
     typer.Option("--pool", "-n", "--name", help="Pool name (optional when only one exists)."),
 ]
 TimeoutOpt = Annotated[
-    str, typer.Option(help="How long to wait for the workers: 30m, 90s, 1h (a bare number is "
-                           "minutes).")
+    str, duration_text_option("--timeout", unit="m",
+                              help="How long to wait for the workers: 30m, 90s, 1h")
 ]
 NoWaitOpt = Annotated[
     bool, typer.Option("--no-wait", help="Return once the workers are starting.")
@@ -138,8 +138,8 @@ def pool_repair(
 def pool_extend(
     name: NameOpt = None,
     by: Annotated[
-        str, typer.Option(help="How much longer to keep the pool: 2d, 12h, 90m (a bare number is "
-                               "hours).")
+        str, duration_text_option("--by", unit="h",
+                                  help="How much longer to keep the pool: 2d, 12h, 90m")
     ] = "1d",
 ) -> None:
     """Move a pool's expiry later (paused pools included)."""

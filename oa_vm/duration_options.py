@@ -104,4 +104,27 @@ def duration_option(
     )
 
 
-__all__ = ["ALL", "METAVAR", "Duration", "duration", "duration_option", "to_unit"]
+def duration_text_option(
+    *names: str, unit: str, help: str, keywords: Sequence[str] = ()
+) -> Any:
+    """``typer.Option(*names, ...)`` for a duration kept as the text typed (or one of
+    ``keywords``, such as ``auto``), checked as it is parsed so that a bad one is refused naming
+    the option; the command reads it with ``parse_duration(text, default_unit=unit)``."""
+
+    def check(value: object) -> str:
+        text = str(value).strip()
+        if text.lower() in keywords:
+            return text.lower()
+        try:
+            to_seconds(text, unit)
+        except ValueError as exc:
+            also = f", or {' or '.join(keywords)}" if keywords else ""
+            raise typer.BadParameter(f"{exc}{also}") from None
+        return text
+
+    return typer.Option(*names, parser=check, metavar=METAVAR,
+                        help=f"{help} (a bare number is {UNIT_NAMES[unit]}).")
+
+
+__all__ = ["ALL", "METAVAR", "Duration", "duration", "duration_option",
+           "duration_text_option", "to_unit"]

@@ -317,9 +317,12 @@ class SmokeRun:
     def _finish(self) -> None:
         pool = self.plan.pool
         if self.opts.keep and self.created:
+            from oa_vm.durations import format_duration
+
+            ttl = format_duration(self.plan.ttl_hours * 3600)
             self.timeline.add(PhaseResult(
                 "cleanup", "kept", 0.0, 0.0,
-                f"pool {pool} kept (--keep); it expires {self.plan.ttl_hours:g} h after its "
+                f"pool {pool} kept (--keep); it expires {ttl} after its "
                 f"creation; remove it with 'oa-vm pool-cleanup --pool {pool} -y'",
             ))
             return

@@ -50,6 +50,11 @@ ERRORS = [
      "--ttl must be at most 365d, not 400d", ["--ttl-hours"]),
     ("oa-vm", ["pool-pause", "--pool", "p", "--keep", "3"],
      "--keep needs a unit, e.g. 3d; --keep-days 3 means 3 days", []),
+    ("oa-vm", ["pool-wait", "--timeout", "soon"],
+     "--timeout: 'soon' is not a duration; use e.g. 90s, 30m, 2h, 1d or a number of minutes, "
+     "or auto", []),
+    ("oa-vm", ["pool-extend", "--by", "soon"],
+     "--by: 'soon' is not a duration; use e.g. 90s, 30m, 2h, 1d or a number of hours", []),
     ("openadapt-evals", ["run", "--tasks", "all", "--agent", "noop", "--wait-for-pool", "5"],
      "--wait-for-pool needs a unit, e.g. 5s", []),
     ("openadapt-evals", ["sweep", "--tasks", "all", "--agent", "noop", "--cloud", "aws",
