@@ -20,6 +20,7 @@ from oa_vm.clikit import print_json, run_main
 from oa_vm.errors import InvalidInputError, OaVmError
 
 PROG = "openadapt-eval-flow"
+PRICE_NAMES = ("--price-per-hour", "--vm-hourly")
 RULE = "=" * 78
 
 app = typer.Typer(
@@ -52,8 +53,12 @@ def flow(
         Mode, typer.Option("--mode", help="replay: compiled bundles only; hybrid: agent fallback.")
     ] = Mode.REPLAY,
     tasks: Annotated[
-        int | None, typer.Option("--task-count", "--tasks",
-                                 help="Number of tasks (default: the 154 of WAA).")
+        str | None, typer.Option("--tasks", help="Which tasks: N (the first N of WAA's 154), "
+                                 "all (the default), IDs 'A,B' or @file; --live also takes the "
+                                 "pool's index and domain:<name> selections.")
+    ] = None,
+    task_count: Annotated[
+        int | None, typer.Option("--task-count", hidden=True, help="As --tasks N.")
     ] = None,
     task_ids: Annotated[
         str | None, typer.Option("--task-ids", help="Task IDs 'A,B,C', or '@file', one a line.")
@@ -68,8 +73,7 @@ def flow(
         float, typer.Option("--fallback-rate", help="Share of tasks that fall back (hybrid).")
     ] = DEFAULT_FALLBACK_RATE,
     vm_hourly: Annotated[
-        float | None, typer.Option("--vm-hourly", "--price-per-hour",
-                                    help="VM $/hour per worker (default 0.19).")
+        float | None, typer.Option(*PRICE_NAMES, help="VM $/hour per worker (default 0.19).")
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="Workers sharing the tasks.")] = 1,
     cloud: Annotated[
@@ -104,11 +108,18 @@ def flow(
     """Print a flow run's plan and cost estimate (dry run), or hand it to the sweep runner."""
     if dry_run and live:
         raise InvalidInputError("give --dry-run or --live, not both")
-    ids = read_task_ids(task_ids) if task_ids is not None else None
+    if task_count is not None:
+        tasks = tasks or str(task_count)
+    if tasks is not None and task_ids is not None:
+        raise InvalidInputError("give either --tasks or --task-ids, not both")
+    count, ids, selection = _selection(tasks, live=live)
+    if task_ids is not None:
+        ids = read_task_ids(task_ids)
     if live:
-        _live(ids, bundles, pool, max_cost_usd=max_cost_usd, run_name=run_name,
-              results_dir=results_dir, as_json=as_json)
+        _live(ids, bundles, pool, selection=selection, max_cost_usd=max_cost_usd,
+              run_name=run_name, results_dir=results_dir, as_json=as_json)
         return
+    _check_price(vm_hourly, cloud)
     price = resolve_vm_price(
         vm_hourly=vm_hourly, cloud=cloud, size=size, region=region, spot=spot
     )
@@ -116,7 +127,7 @@ def flow(
         n_tasks=1, mode=mode, model=model, fallback_rate=fallback_rate, workers=workers
     )
     plan = plan_dry_run(
-        n_tasks=tasks, task_ids=ids, bundles_dir=bundles, inputs=inputs, price=price
+        n_tasks=count, task_ids=ids, bundles_dir=bundles, inputs=inputs, price=price
     )
     if as_json:
         print_json(reference_json(plan))
@@ -124,11 +135,65 @@ def flow(
         typer.echo(render(plan))
 
 
+def _selection(text: str | None, *, live: bool) -> tuple[int | None, list[str] | None, str | None]:
+    """``--tasks`` as (a count, task IDs, a selection for the pool's catalog), one of them set
+    (none for the default, all 154). A dry run reads no catalog: an index or domain name is
+    refused there, naming what it takes.
+
+    Raises:
+        InvalidInputError: a count below 1; an index or domain name without ``--live``.
+    """
+    from waa_client.catalog import selection_count
+
+    if text is None or text.strip() == "all":
+        return None, None, None
+    count = selection_count(text.strip().removeprefix("-"))  # -3: a count, refused below
+    if count is not None:
+        count = -count if text.strip().startswith("-") else count
+        if count < 1:
+            raise InvalidInputError(f"--tasks {text.strip()}: give at least 1 task")
+        return (None, None, text) if live else (count, None, None)
+    stripped = text.strip()
+    if stripped.startswith("@") or "," in stripped or "-" in stripped:
+        return None, read_task_ids(stripped), None
+    if live:
+        return None, None, stripped
+    raise InvalidInputError(
+        f"--tasks {stripped!r}: a dry run reads no task catalog, so it takes N, all, IDs 'A,B' "
+        "or @file (index and domain names need --live and the pool's catalog)"
+    )
+
+
+def _check_price(vm_hourly: float | None, cloud: str | None) -> None:
+    """The price option's value, named as the user typed it (``--price-per-hour`` or its old
+    name ``--vm-hourly``).
+
+    Raises:
+        InvalidInputError: a negative or non-finite price, or a price and ``--cloud`` both.
+    """
+    import math
+
+    from oa_vm.clikit import typed_name
+
+    if vm_hourly is None:
+        return
+    option = typed_name(PRICE_NAMES) or PRICE_NAMES[0]
+    if not math.isfinite(vm_hourly) or vm_hourly < 0:
+        raise InvalidInputError(
+            f"{option} must be a non-negative number of $/hour, not {vm_hourly:g}"
+        )
+    if cloud is not None:
+        raise InvalidInputError(
+            f"give either {option} or --cloud (with --size/--region/--spot), not both"
+        )
+
+
 def _live(
     task_ids: list[str] | None,
     bundles: Path | None,
     pool: str | None,
     *,
+    selection: str | None = None,
     max_cost_usd: float | None,
     run_name: str | None,
     results_dir: Path | None,
@@ -147,6 +212,9 @@ def _live(
         raise InvalidInputError("--live needs --bundles DIR and --pool NAME")
     if not bundles.is_dir():
         raise InvalidInputError(f"--bundles {bundles} is not a folder")
+    if selection is not None:  # N, an index or a domain: the pool's catalog says which tasks
+        with api.connect(pool) as workers:
+            task_ids = Catalog.from_scoring(workers[0].scoring).resolve(selection, live=True)
     if task_ids is None:
         task_ids = sorted(p.parent.name for p in bundles.glob("*/workflow.json"))
         if not task_ids:

@@ -92,7 +92,7 @@ def check_ttl(expires_at: datetime, now: datetime | None = None) -> None:
     if expires_at - now > MAX_TTL + timedelta(minutes=5):
         raise SettingsError(
             "Azure pools live at most 24 hours (their shutdown schedule is daily); pass "
-            "--ttl-hours 24 or less, and extend the pool later if needed"
+            "--ttl 24h or less, and extend the pool later if needed"
         )
 
 

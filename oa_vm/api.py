@@ -126,9 +126,12 @@ def build_spec(
     require_number("--price-per-hour", price_per_hour, low=0)
     if price_per_hour is not None and cloud != "local":
         raise InvalidInputError("--price-per-hour is for local pools; cloud pools use the catalog")
-    if (faults or ssh_via or tasks_dir) and cloud != "local":
+    local_only = [o for o, v in (("--fault", faults), ("--ssh-via", ssh_via),
+                                 ("--tasks-dir", tasks_dir)) if v]
+    if local_only and cloud != "local":  # only those given: sweep has --fault alone
         raise InvalidInputError(
-            "--fault, --ssh-via and --tasks-dir are for local pools (--cloud local)"
+            f"{' and '.join(local_only)} {'is' if len(local_only) == 1 else 'are'} for local "
+            "pools (--cloud local)"
         )
     if tasks_dir is not None:
         folder = Path(tasks_dir).expanduser().resolve()
@@ -364,15 +367,15 @@ def wait_pool(
             details = "; ".join(f"{w.name}: {w.detail or w.phase}" for w in lost)
             raise PoolNotReadyError(
                 f"pool {record.name!r}: worker lost while waiting ({details}); "
-                f"see 'oa-vm pool-status --name {record.name}' and clean up with "
-                f"'oa-vm pool-cleanup --name {record.name}'"
+                f"see 'oa-vm pool-status --pool {record.name}' and clean up with "
+                f"'oa-vm pool-cleanup --pool {record.name}'"
             )
         live = [w for w in record.workers if w.state not in (WorkerState.LOST, WorkerState.STOPPED)]
         if not live:
             raise PoolNotReadyError(
                 f"pool {record.name!r} has no live worker ({record.state.value}, "
                 f"{len(record.workers)} worker(s) recorded); remove it with "
-                f"'oa-vm pool-cleanup --name {record.name}' and create it again"
+                f"'oa-vm pool-cleanup --pool {record.name}' and create it again"
             )
         if all(w.state == WorkerState.READY for w in record.workers if w.name in wanted):
             return record
@@ -383,8 +386,10 @@ def wait_pool(
                 for w in record.workers
                 if w.state != WorkerState.READY
             )
+            from oa_vm.durations import format_duration
+
             raise WaitTimeoutError(
-                f"pool {record.name!r} not ready after {timeout_s:g}s: {stuck}"
+                f"pool {record.name!r} not ready after {format_duration(timeout_s)}: {stuck}"
             )
         time.sleep(interval)
 

@@ -16,7 +16,7 @@ from oa_vm.cli_common import confirm as _confirm
 from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
 from oa_vm.clikit import print_json, run_main
-from oa_vm.duration_options import METAVAR, duration
+from oa_vm.duration_options import Duration, duration_option, duration_text_option
 from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
 from oa_vm.state import PoolRecord
 
@@ -31,7 +31,7 @@ app = typer.Typer(
 
 NameOpt = Annotated[
     str | None,
-    typer.Option("--name", "-n", "--pool", help="Pool name (optional when only one exists)."),
+    typer.Option("--pool", "-n", "--name", help="Pool name (optional when only one exists)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
@@ -81,9 +81,10 @@ def pool_create(
     spot: Annotated[bool, typer.Option(help="Use spot capacity.")] = False,
     ttl_hours: Annotated[
         float,
-        typer.Option("--ttl-hours", "--ttl", parser=duration("h"), metavar=METAVAR,
-                     help="How long until the cloud ends the pool itself (90m, 1d; hours)."),
-    ] = api.DEFAULT_TTL_HOURS,
+        duration_option("--ttl", "--ttl-hours", unit="h", bare=("--ttl-hours",),
+                        most=api.MAX_TTL_HOURS,
+                        help="How long until the cloud ends the pool itself: 90m, 8h, 1d"),
+    ] = Duration(api.DEFAULT_TTL_HOURS, "h"),
     allow_cidr: Annotated[
         list[str] | None, typer.Option(help="CIDR allowed to reach SSH (repeatable).")
     ] = None,
@@ -153,7 +154,7 @@ def pool_create(
         print_json(_status_json(record))
         return
     _echo(f"Pool {record.name!r} created with {len(record.workers)} worker(s).")
-    _echo(f"Next: oa-vm pool-wait --name {record.name}")
+    _echo(f"Next: oa-vm pool-wait --pool {record.name}")
 
 
 @app.command("pool-wait")
@@ -161,8 +162,9 @@ def pool_wait(
     name: NameOpt = None,
     timeout: Annotated[
         str,
-        typer.Option(help="How long to wait: 30m, 90s, 1h, or auto (what the pool's start "
-                          "takes: 40 min from an image)."),
+        duration_text_option("--timeout", unit="m", keywords=("auto",),
+                             help="How long to wait: 30m, 90s, 1h, or auto for what the "
+                                  "pool's start takes, 40m from an image"),
     ] = "auto",
 ) -> None:
     """Wait until every worker of the pool is ready, showing each worker's phase."""
@@ -228,7 +230,7 @@ def pool_cleanup(
     """
     if expired:
         if name:
-            raise InvalidInputError("use either --name or --expired, not both")
+            raise InvalidInputError("use either --pool or --expired, not both")
         _confirm("Remove every expired pool?", yes)
         reports = api.cleanup_expired(progress=_echo, force=force)
         done = [r for r in reports.values() if r.skipped is None]

@@ -9,11 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from oa_vm import fleet, replacements, state
-from oa_vm.api import DEFAULT_TTL_HOURS
+from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
 from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
 from oa_vm.clikit import print_json
-from oa_vm.duration_options import METAVAR, duration
+from oa_vm.duration_options import Duration, duration_option, duration_text_option
 from oa_vm.durations import format_duration, parse_duration
 from oa_vm.pool_cost import current_paused_per_day
 from oa_vm.state import PoolRecord
@@ -21,10 +21,11 @@ from oa_vm.tables import money
 
 NameOpt = Annotated[
     str | None,
-    typer.Option("--name", "-n", "--pool", help="Pool name (optional when only one exists)."),
+    typer.Option("--pool", "-n", "--name", help="Pool name (optional when only one exists)."),
 ]
 TimeoutOpt = Annotated[
-    str, typer.Option(help="How long to wait for the workers: 30m, 90s, 1h, or minutes.")
+    str, duration_text_option("--timeout", unit="m",
+                              help="How long to wait for the workers: 30m, 90s, 1h")
 ]
 NoWaitOpt = Annotated[
     bool, typer.Option("--no-wait", help="Return once the workers are starting.")
@@ -45,9 +46,9 @@ def pool_pause(
     name: NameOpt = None,
     keep_days: Annotated[
         float,
-        typer.Option("--keep-days", "--keep", parser=duration("d"), metavar=METAVAR,
-                     help="How long the paused pool is kept before it expires (12h, 7d; days)."),
-    ] = fleet.DEFAULT_KEEP_DAYS,
+        duration_option("--keep", "--keep-days", unit="d", bare=("--keep-days",),
+                        help="How long the paused pool is kept before it expires: 12h, 7d"),
+    ] = Duration(fleet.DEFAULT_KEEP_DAYS, "d"),
     force: Annotated[
         bool, typer.Option("--force", help="Pause even while a run holds the pool (the run's "
                                            "tasks fail); default: refuse.")
@@ -61,16 +62,17 @@ def pool_pause(
     per_day = current_paused_per_day(record)
     _echo(f"Pool {record.name!r} paused: {len(record.workers)} worker(s) stopped, disks kept; "
           f"{money(per_day)}/day while paused; expires {state.format_time(record.expires_at)}.")
-    _echo(f"Next: oa-vm pool-resume --name {record.name}")
+    _echo(f"Next: oa-vm pool-resume --pool {record.name}")
 
 
 def pool_resume(
     name: NameOpt = None,
     ttl_hours: Annotated[
         float,
-        typer.Option("--ttl-hours", "--ttl", parser=duration("h"), metavar=METAVAR,
-                     help="How long from now until the resumed pool expires (90m, 1d; hours)."),
-    ] = DEFAULT_TTL_HOURS,
+        duration_option("--ttl", "--ttl-hours", unit="h", bare=("--ttl-hours",),
+                        most=MAX_TTL_HOURS,
+                        help="How long from now until the resumed pool expires: 90m, 8h, 1d"),
+    ] = Duration(DEFAULT_TTL_HOURS, "h"),
     timeout: TimeoutOpt = "30m",
     no_wait: NoWaitOpt = False,
     json_out: JsonOpt = False,
@@ -136,7 +138,8 @@ def pool_repair(
 def pool_extend(
     name: NameOpt = None,
     by: Annotated[
-        str, typer.Option(help="How much longer to keep the pool: 2d, 12h, 90m (default unit h).")
+        str, duration_text_option("--by", unit="h",
+                                  help="How much longer to keep the pool: 2d, 12h, 90m")
     ] = "1d",
 ) -> None:
     """Move a pool's expiry later (paused pools included)."""

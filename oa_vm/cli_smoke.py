@@ -16,7 +16,7 @@ from oa_vm.cli_common import confirm
 from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
 from oa_vm.clikit import EXIT_INTERRUPTED, print_json
-from oa_vm.duration_options import METAVAR, duration
+from oa_vm.duration_options import duration_option
 from oa_vm.errors import InvalidInputError
 from oa_vm.smoke import DEFAULT_MAX_COST_USD
 
@@ -31,7 +31,7 @@ def smoke(
         bool, typer.Option("--keep", help="Keep the pool at the end (prints how to remove it).")
     ] = False,
     name: Annotated[
-        str | None, typer.Option("--name", "-n", "--pool", help="Pool name (smoke-<time>).")
+        str | None, typer.Option("--pool", "-n", "--name", help="Pool name (smoke-<time>).")
     ] = None,
     size: Annotated[str | None, typer.Option(help="Worker size (cloud default).")] = None,
     image: Annotated[
@@ -45,8 +45,8 @@ def smoke(
     ] = None,
     wait_timeout: Annotated[
         float | None,
-        typer.Option("--wait-timeout", parser=duration("s"), metavar=METAVAR,
-                     help="The wait phase's deadline (default: pool-wait's, 40m)."),
+        duration_option("--wait-timeout", unit="s",
+                        help="The wait phase's deadline; default pool-wait's, 40m"),
     ] = None,
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Show the plan and the most it can spend; offline.")

@@ -12,12 +12,33 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from oa_vm.redact import redact_text
 
 EXIT_INTERRUPTED = 130
+
+
+_typed_args: list[str] | None = None
+
+
+def typed_name(names: Sequence[str], args: Sequence[str] | None = None) -> str | None:
+    """Which of an option's ``names`` the command line used last (``--ttl`` in ``--ttl=2h``), or
+    ``None`` when it used none of them (a default; a command line :func:`run_main` did not run).
+
+    Click does not record which alias matched; errors and options that must name the option as
+    the user typed it (``--ttl``, not ``--ttl-hours``) read the command line here.
+    """
+    found = None
+    tokens = args if args is not None else _typed_args if _typed_args is not None else ()
+    for token in tokens:
+        if token == "--":
+            break
+        for name in names:
+            if token == name or (name.startswith("--") and token.startswith(name + "=")):
+                found = name
+    return found
 
 
 def _debug_requested(argv: list[str]) -> bool:
@@ -93,6 +114,8 @@ def run_main(
     debug = _debug_requested(argv)
     sys.stdout = _PipeSafe(sys.stdout)
     args = [a for a in argv if a != "--debug"]
+    global _typed_args
+    _typed_args = args
     try:
         # Outside standalone mode Click returns (not raises) the code of an Exit, Ctrl-C's
         # included, so the returned value is the exit status.
@@ -124,7 +147,7 @@ def _report(
     if callable(show) and hasattr(exc, "exit_code") and not _is_known(exc, known):
         # Click's usage errors ('abc' is not a valid integer...): one line and a pointer to
         # --help instead of Click's multi-line box.
-        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        message = _as_typed(exc, _typed_args or [])
         # Point at the help of the command that was mistyped, not only the program's.
         command = getattr(getattr(exc, "ctx", None), "command_path", None) or prog
         print(f"{prog}: error: {message} (see '{command} --help')", file=sys.stderr)
@@ -141,6 +164,41 @@ def _report(
         file=sys.stderr,
     )
     sys.exit(1)
+
+
+_NOT_A = {"Input should be a valid integer": "a whole number",
+          "Input should be a valid number": "a number"}
+
+
+def _typed_value(name: str, args: Sequence[str]) -> str | None:
+    """The value given last to option ``name`` on the command line (``--x v`` or ``--x=v``)."""
+    value = None
+    for i, token in enumerate(args):
+        if token == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif token.startswith(name + "="):
+            value = token[len(name) + 1:]
+    return value
+
+
+def _as_typed(exc: BaseException, args: Sequence[str]) -> str:
+    """A usage error's message naming the option as the user typed it: ``--ttl must be at most
+    365d, not 9999d`` (a sentence of the option's parser, which starts ``must``/``needs``), or
+    ``--ttl: 'soon' is not a duration ...``, where Click would name every alias
+    (``Invalid value for '--ttl' / '--ttl-hours': ...``)."""
+    param = getattr(exc, "param", None)
+    names = [*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())]
+    message = str(getattr(exc, "message", ""))
+    if not names or not message or getattr(exc, "param_hint", None) is not None:
+        return exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    typed = typed_name(names, args) or names[0]
+    for phrase, kind in _NOT_A.items():  # the type checks' wording, said of the typed value
+        if message.startswith(phrase):
+            value = _typed_value(typed, args)
+            message = f"must be {kind}" + (f", not {value!r}" if value is not None else "")
+    if message.startswith(("must ", "needs ")):
+        return f"{typed} {message}"
+    return f"{typed}: {message}"
 
 
 def print_json(data: Any) -> None:

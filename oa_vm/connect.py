@@ -88,7 +88,7 @@ def connect_record(
         states = ", ".join(f"{w.name}: {w.state.value}" for w in record.workers) or "no workers"
         raise PoolNotReadyError(
             f"pool {record.name!r} has no ready worker ({states}); "
-            f"run 'oa-vm pool-wait --name {record.name}'"
+            f"run 'oa-vm pool-wait --pool {record.name}'"
         )
     with ExitStack() as stack:
         urls: dict[str, tuple[str, str]] = {}

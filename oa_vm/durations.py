@@ -1,5 +1,6 @@
-"""Human durations (``90s``, ``30m``, ``2h``, ``1d``, or a bare number in an option's own unit):
-the one parser every command uses, and the short form they are printed in."""
+"""Human durations (``90s``, ``30m``, ``2h``, ``1d``, ``1h30m``, or a bare number in an option's
+own unit): the one parser every command uses, and the one short form they are printed in
+(:func:`format_duration`, which the parser reads back)."""
 
 from __future__ import annotations
 
@@ -10,23 +11,50 @@ from oa_vm.errors import InvalidInputError
 
 SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 UNIT_NAMES = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-_PATTERN = re.compile(r"^\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*([smhd]?)\s*$", re.IGNORECASE)
+_NUMBER = r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
+_BARE = re.compile(rf"^\s*({_NUMBER})\s*$")
+# one or more number+unit parts, largest first as format_duration prints them (1h30m, 3m05s)
+_PARTS = re.compile(rf"^\s*(?:{_NUMBER}\s*[smhd]\s*)+$", re.IGNORECASE)
+_PART = re.compile(rf"({_NUMBER})\s*([smhd])", re.IGNORECASE)
+EXAMPLES = "90s, 30m, 2h, 1d"
+
+
+def is_bare(text: str) -> bool:
+    """True for a number without a unit (``"8"``, ``"1.5"``)."""
+    return _BARE.match(text) is not None
+
+
+def to_seconds(text: str, bare_unit: str | None, *, zero_ok: bool = False) -> float:
+    """Seconds for ``text``: ``90s``, ``30m``, ``2h``, ``1d``, ``1h30m``, or a bare number in
+    ``bare_unit`` (refused when ``bare_unit`` is ``None``).
+
+    Raises:
+        ValueError: not a duration, a bare number where none is taken, or not more than zero
+            (zero allowed with ``zero_ok``); the message is a sentence about the value only.
+    """
+    bare = _BARE.match(text)
+    if bare is not None:
+        if bare_unit is None:
+            raise ValueError(f"{text!r} has no unit; give one, e.g. {text.strip()}m or "
+                             f"{text.strip()}s")
+        seconds = float(bare.group(1)) * SECONDS[bare_unit]
+    elif _PARTS.match(text):
+        seconds = sum(float(n) * SECONDS[u.lower()] for n, u in _PART.findall(text))
+    else:
+        unit = f" or a number of {UNIT_NAMES[bare_unit]}" if bare_unit else ""
+        raise ValueError(f"{text!r} is not a duration; use e.g. {EXAMPLES}{unit}")
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not zero_ok):
+        raise ValueError(f"{text!r} must be {'zero or ' if zero_ok else ''}more than zero")
+    return seconds
 
 
 def to_unit(text: str, unit: str, *, zero_ok: bool = False) -> float:
-    """``text`` (``90s``, ``30m``, ``2h``, ``1d`` or a bare number in ``unit``) in ``unit``.
+    """``text`` (see :func:`to_seconds`; a bare number is in ``unit``) in ``unit``.
 
     Raises:
-        ValueError: not a duration, or not more than zero (zero allowed with ``zero_ok``).
+        ValueError: as :func:`to_seconds`.
     """
-    match = _PATTERN.match(text)
-    if not match:
-        raise ValueError(f"{text!r} is not a duration; use e.g. 90s, 30m, 2h, 1d or a number "
-                         f"of {UNIT_NAMES[unit]}")
-    seconds = float(match.group(1)) * SECONDS[(match.group(2) or unit).lower()]
-    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not zero_ok):
-        raise ValueError(f"{text!r} must be {'zero or ' if zero_ok else ''}more than zero")
-    return seconds / SECONDS[unit]
+    return to_seconds(text, unit, zero_ok=zero_ok) / SECONDS[unit]
 
 
 def parse_duration(text: str, *, default_unit: str = "m") -> float:
@@ -37,21 +65,22 @@ def parse_duration(text: str, *, default_unit: str = "m") -> float:
         InvalidInputError: not a positive duration.
     """
     try:
-        return to_unit(text, default_unit) * SECONDS[default_unit]
+        return to_seconds(text, default_unit)
     except ValueError as exc:
         raise InvalidInputError(f"invalid duration: {exc}") from None
 
 
 def format_duration(seconds: float) -> str:
-    """Short human form: ``42s``, ``3m05s``, ``2h10m``."""
+    """Short human form, parts that are zero left out: ``42s``, ``3m05s``, ``10m``, ``2h10m``,
+    ``4h``, ``2d03h``, ``365d`` (what :func:`to_seconds` reads back)."""
     total = int(round(seconds))
     if total < 60:
         return f"{total}s"
     minutes, secs = divmod(total, 60)
     if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
+        return f"{minutes}m{secs:02d}s" if secs else f"{minutes}m"
     hours, minutes = divmod(minutes, 60)
     if hours < 48:
-        return f"{hours}h{minutes:02d}m"
+        return f"{hours}h{minutes:02d}m" if minutes else f"{hours}h"
     days, hours = divmod(hours, 24)
-    return f"{days}d{hours:02d}h"
+    return f"{days}d{hours:02d}h" if hours else f"{days}d"

@@ -50,11 +50,11 @@ class PoolExistsError(OaVmError):
 
 
 class AmbiguousPoolError(OaVmError):
-    """``--name`` was left out while several pools exist."""
+    """``--pool`` was left out while several pools exist."""
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
-        super().__init__(f"several pools exist ({', '.join(names)}); choose one with --name")
+        super().__init__(f"several pools exist ({', '.join(names)}); choose one with --pool")
 
 
 class CorruptRecordError(OaVmError):

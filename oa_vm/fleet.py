@@ -131,7 +131,7 @@ def _check_pausable(record: PoolRecord) -> PoolRecord:
     if record.state == PoolState.PAUSED:
         raise PoolNotReadyError(
             f"pool {record.name!r} is already paused; resume it with "
-            f"'oa-vm pool-resume --name {record.name}'"
+            f"'oa-vm pool-resume --pool {record.name}'"
         )
     return record
 
@@ -247,7 +247,7 @@ def repair_pool(
         record = _load(pool)
         if record.state == PoolState.PAUSED:
             raise PoolNotReadyError(
-                f"pool {record.name!r} is paused; 'oa-vm pool-resume --name {record.name}' "
+                f"pool {record.name!r} is paused; 'oa-vm pool-resume --pool {record.name}' "
                 "starts every worker"
             )
         if workers:

@@ -194,7 +194,8 @@ class SmokePlan:
         bound = self.max_cost_usd
         lines.append(
             f"Most it can spend: {money(bound)} (limit --max-cost-usd {self.limit_usd:g}); the "
-            f"pool expires {self.ttl_hours:g} h after it is created, enforced by the cloud"
+            f"pool expires {format_duration(self.ttl_hours * 3600)} after it is created, enforced "
+            "by the cloud"
         )
         if self.not_priced:
             lines.append("Not priced: " + "; ".join(self.not_priced))

@@ -162,13 +162,13 @@ def _ssh_logs_command(pool: str) -> str:
     try:
         record = state.load(pool)
     except OaVmError:
-        return f"oa-vm pool-status --name {pool}"
+        return f"oa-vm pool-status --pool {pool}"
     worker = next((w for w in record.workers if w.ssh is not None), None)
     if worker is None or worker.ssh is None:
-        return f"oa-vm pool-status --name {pool}"
+        return f"oa-vm pool-status --pool {pool}"
     ssh = worker.ssh
     port = f" -p {ssh.port}" if ssh.port != 22 else ""
-    return (f"oa-vm pool-status --name {pool}; ssh -i {ssh.key_path}{port} {ssh.user}@{ssh.host} "
+    return (f"oa-vm pool-status --pool {pool}; ssh -i {ssh.key_path}{port} {ssh.user}@{ssh.host} "
             "'sudo journalctl -u oa-vm-bootstrap --no-pager | tail -50'")
 
 
@@ -245,9 +245,9 @@ class SmokeRun:
             try:
                 self._phase("image", self._image, lambda: "oa-vm image-list")
                 self._phase("create", self._create,
-                            lambda: f"oa-vm pool-status --name {self.plan.pool}")
+                            lambda: f"oa-vm pool-status --pool {self.plan.pool}")
                 self._phase("wait", self._wait, lambda: _ssh_logs_command(self.plan.pool))
-                self._phase("task", self._task, lambda: f"oa-vm pool-status --name "
+                self._phase("task", self._task, lambda: f"oa-vm pool-status --pool "
                                                         f"{self.plan.pool}")
             except _PhaseFailed:
                 pass
@@ -303,10 +303,13 @@ class SmokeRun:
     def _finish(self) -> None:
         pool = self.plan.pool
         if self.opts.keep and self.created:
+            from oa_vm.durations import format_duration
+
+            ttl = format_duration(self.plan.ttl_hours * 3600)
             self.timeline.add(PhaseResult(
                 "cleanup", "kept", 0.0, 0.0,
-                f"pool {pool} kept (--keep); it expires {self.plan.ttl_hours:g} h after its "
-                f"creation; remove it with 'oa-vm pool-cleanup --name {pool} -y'",
+                f"pool {pool} kept (--keep); it expires {ttl} after its "
+                f"creation; remove it with 'oa-vm pool-cleanup --pool {pool} -y'",
             ))
             return
         if not self.created or not state.exists(pool):
@@ -314,7 +317,7 @@ class SmokeRun:
                                           + self._image_note()))
             return
         with suppress(_PhaseFailed):
-            self._phase("cleanup", self._cleanup, lambda: f"oa-vm pool-cleanup --name {pool} -y")
+            self._phase("cleanup", self._cleanup, lambda: f"oa-vm pool-cleanup --pool {pool} -y")
 
     def _cleanup(self) -> str:
         pool = self.plan.pool

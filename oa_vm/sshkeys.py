@@ -77,7 +77,7 @@ def ensure_pool_key(pool: str) -> tuple[Path, str]:
     except (ValueError, TypeError) as exc:
         raise SshKeyError(
             f"the pool's SSH key {path} is unreadable ({exc}); remove the pool with "
-            f"'oa-vm pool-cleanup --name {pool}' and create it again"
+            f"'oa-vm pool-cleanup --pool {pool}' and create it again"
         ) from exc
     os.chmod(path, 0o600)
     public_path = path.with_name(KEY_NAME + ".pub")

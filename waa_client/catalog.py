@@ -277,9 +277,10 @@ class Catalog:
     def select(self, selection: str, *, live: bool) -> list[TaskRef]:
         """Resolve a selection to tasks, rejecting bad IDs before anything is dispatched.
 
-        Syntax: ``all`` (every known task); an index name (``test_small``, ``local_all``...);
-        ``domain:<name>``; comma-separated task IDs; ``@file`` (one ID a line, ``#`` comments and
-        blank lines ignored). Order follows the index (or the list given); duplicates are dropped.
+        Syntax: ``all`` (every known task); a number ``N`` (the first N of ``all``); an index
+        name (``test_small``, ``local_all``...); ``domain:<name>``; comma-separated task IDs;
+        ``@file`` (one ID a line, ``#`` comments and blank lines ignored). Order follows the
+        index (or the list given); duplicates are dropped.
 
         Args:
             selection: The selection text.
@@ -298,6 +299,15 @@ class Catalog:
         text = selection.strip()
         if text == "all":
             return self.task_ids()
+        count = selection_count(text)
+        if count is not None:
+            known = self.task_ids()
+            if not 1 <= count <= len(known):
+                raise CatalogError(
+                    f"selection {text!r}: a number N selects the first N tasks, and "
+                    f"{self.source} has {len(known)}; give 1 to {len(known)}, or all"
+                )
+            return known[:count]
         if text in self._indexes:
             return [t for ids in self._indexes[text].values() for t in ids]
         if text.startswith("domain:"):
@@ -319,6 +329,14 @@ class Catalog:
                 "IDs separated by commas, @file)"
             )
         return ids
+
+
+def selection_count(selection: str) -> int | None:
+    """N for a selection that is a bare whole number (``"5"``: the first 5 tasks of ``all``, as
+    ``openadapt-evals mock --tasks 5`` and ``openadapt-eval-flow --tasks 154`` always meant),
+    else ``None``."""
+    text = selection.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _looks_like_index(name: str) -> bool:

@@ -273,7 +273,7 @@ def _remove(pool: str) -> None:
     except PoolNotFoundError:
         return
     except OaVmError as exc:
-        _say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --name {pool}'")
+        _say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --pool {pool}'")
 
 
 def _say(message: str) -> None:

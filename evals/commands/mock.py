@@ -1,8 +1,9 @@
 """``openadapt-evals mock``: the offline quick start.
 
-Creates a local pool of simulated workers, runs the first N tasks of the local suite on it with a
-built-in agent through the same runner as ``openadapt-evals run``, prints the summary, writes the
-run's page, and removes the pool, whatever happens (errors and Ctrl-C included).
+Creates a local pool of simulated workers, runs the selected tasks of the local suite (the first
+N with ``--tasks N``) on it with a built-in agent through the same runner as ``openadapt-evals
+run``, prints the summary, writes the run's page, and removes the pool, whatever happens (errors
+and Ctrl-C included).
 """
 
 from __future__ import annotations
@@ -23,9 +24,13 @@ MOCK_AGENTS = ("noop", "oracle")
 
 def mock(
     tasks: Annotated[
-        int, typer.Option("--task-count", "--tasks", min=1,
-                          help="How many local tasks to run (the first N).")
-    ] = 5,
+        str, typer.Option("--tasks", help="Which local tasks: N (the first N), all, local_small, "
+                                          "domain:<name>, IDs 'A,B', @file.")
+    ] = "5",
+    task_count: Annotated[
+        int | None, typer.Option("--task-count", min=1, hidden=True,
+                                 help="The first N tasks (as --tasks N).")
+    ] = None,
     agent: Annotated[
         str,
         typer.Option(
@@ -56,12 +61,14 @@ def mock(
             f"--agent {agent!r} is not available for mock; use one of {', '.join(MOCK_AGENTS)} "
             "(other agents run with 'openadapt-evals run' on a pool)"
         )
+    if task_count is not None:
+        tasks = str(task_count)
+    selection = _local_selection(tasks)  # a bad selection: one line, before the pool
     pool = f"mock-{secrets.token_hex(4)}"
     _say(f"creating local pool {pool} with {workers} simulated worker(s)")
     try:
         api.create_pool(name=pool, cloud="local", workers=workers, ttl_hours=1.0)
         api.wait_pool(pool, timeout_s=120.0)
-        selection = _first_tasks(pool, tasks)
         result = run_evaluation(
             RunConfig(
                 pool=pool,
@@ -87,16 +94,19 @@ def mock(
         raise typer.Exit(1)
 
 
-def _first_tasks(pool: str, count: int) -> str:
-    """The first ``count`` tasks the pool's worker lists, as a selection."""
-    from oa_vm import api
-    from waa_client.catalog import Catalog
+def _local_selection(selection: str) -> str:
+    """``selection`` checked against the local suite the mock pool serves; a count larger than
+    the suite runs all of it (said on stderr), as the quick start always did."""
+    from oa_vm.local_suite import local_tasks_dir
+    from waa_client.catalog import Catalog, selection_count
 
-    with api.connect(pool) as connections:
-        ids = Catalog.from_scoring(connections[0].scoring).task_ids()
-    if count > len(ids):
-        _say(f"the local suite has {len(ids)} tasks; running all of them")
-    return ",".join(ids[:count])
+    catalog = Catalog.from_folder(local_tasks_dir())
+    count = selection_count(selection)
+    if count is not None and count > len(catalog):
+        _say(f"the local suite has {len(catalog)} tasks; running all of them")
+        selection = "all"
+    catalog.resolve(selection, live=False)
+    return selection
 
 
 def _remove(pool: str) -> None:
@@ -111,10 +121,10 @@ def _remove(pool: str) -> None:
     except PoolNotFoundError:
         return  # a create that failed already removed what it made
     except OaVmError as exc:
-        _say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --name {pool}'")
+        _say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --pool {pool}'")
         return
     for item in report.left:
-        _say(f"left behind: {item}; run 'oa-vm pool-cleanup --name {pool}'")
+        _say(f"left behind: {item}; run 'oa-vm pool-cleanup --pool {pool}'")
 
 
 def _say(message: str) -> None:

@@ -16,12 +16,24 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from oa_vm.duration_options import METAVAR, duration
+from oa_vm.duration_options import Duration, duration_option
 
 if TYPE_CHECKING:
     from evals.runner import RunConfig, RunResult
 
-TASKS_HELP = "Tasks: all, an index (local_all, test_small...), domain:<name>, IDs 'A,B', @file."
+
+
+def tasks_help() -> str:
+    """``--tasks``'s help, naming the indexes the bundled local suite has (a local pool serves
+    no ``test_small``: offering it there sent users to an error)."""
+    from oa_vm.local_suite import local_tasks_dir
+
+    indexes = ", ".join(sorted(p.stem for p in local_tasks_dir().glob("*.json")))
+    return (f"Which tasks: all, N (the first N of all), an index of the pool's (a local pool: "
+            f"{indexes}), domain:<name>, IDs 'A,B', @file.")
+
+
+TASKS_HELP = tasks_help()
 AGENT_HELP = "noop, oracle, random, replay, http, api-claude, api-openai, or module:Class."
 TasksOpt = Annotated[str, typer.Option("--tasks", help=TASKS_HELP)]
 AgentOpt = Annotated[str, typer.Option("--agent", help=AGENT_HELP)]
@@ -38,9 +50,10 @@ ResumeOpt = Annotated[
     typer.Option("--resume", help="Continue the run named by --run-name; finished tasks stay."),
 ]
 TaskTimeoutOpt = Annotated[
-    float, typer.Option("--task-timeout", parser=duration("s"), metavar=METAVAR,
-                        help="How long one attempt of one task may take (90s, 10m; seconds).")
+    float, duration_option("--task-timeout", unit="s",
+                           help="How long one attempt of one task may take: 90s, 10m")
 ]
+TASK_TIMEOUT = Duration(600.0, "s")
 MaxAttemptsOpt = Annotated[
     int,
     typer.Option("--max-attempts", help="Attempts per task on infrastructure errors/timeouts."),
@@ -85,13 +98,15 @@ AgentArgOpt = Annotated[
 ]
 ReadTimeoutOpt = Annotated[
     float,
-    typer.Option("--read-timeout", parser=duration("s"), metavar=METAVAR,
-                 help="How long to wait for a worker's answer to one request (seconds)."),
+    duration_option("--read-timeout", unit="s",
+                    help="How long to wait for a worker's answer to one request: 60s, 2m"),
 ]
+READ_TIMEOUT = Duration(60.0, "s")
 StepPauseOpt = Annotated[
-    float, typer.Option("--step-pause", parser=duration("s", zero_ok=True), metavar=METAVAR,
-                        help="Pause after each action (seconds; WAA: 3).")
+    float, duration_option("--step-pause", unit="s", zero_ok=True,
+                           help="Pause after each action: 0s, or 3s as WAA does")
 ]
+STEP_PAUSE = Duration(0.0, "s")
 
 
 def agent_url_option(given: str | None) -> str:
@@ -100,26 +115,11 @@ def agent_url_option(given: str | None) -> str:
 
 
 WaitForPoolOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--wait-for-pool",
-        help="If another run holds the pool, wait this long for it (30m, 90s) instead of failing.",
-    ),
+    float | None,
+    duration_option("--wait-for-pool", unit="s", bare=(),
+                    help="If another run holds the pool, wait this long for it instead of "
+                         "failing: 90s, 30m"),
 ]
-
-
-def parse_wait(text: str | None) -> float:
-    """Seconds for ``--wait-for-pool`` (0 when not given)."""
-    if text is None:
-        return 0.0
-    from evals.errors import InvalidRunInputError
-    from oa_vm.durations import parse_duration
-    from oa_vm.errors import InvalidInputError
-
-    try:
-        return parse_duration(text, default_unit="s")
-    except InvalidInputError as exc:
-        raise InvalidRunInputError(f"--wait-for-pool: {exc}") from None
 
 
 # --- progress: a live block on a terminal, plain lines otherwise (both on stderr, so --json
@@ -385,15 +385,15 @@ def run(
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,
     resume: ResumeOpt = False,
-    task_timeout: TaskTimeoutOpt = 600.0,
+    task_timeout: TaskTimeoutOpt = TASK_TIMEOUT,
     max_attempts: MaxAttemptsOpt = 3,
     max_cost_usd: MaxCostOpt = None,
     results_dir: ResultsDirOpt = None,
     json_out: JsonOpt = False,
     bundles: BundlesOpt = None,
     agent_url: AgentUrlOpt = None,
-    read_timeout: ReadTimeoutOpt = 60.0,
-    step_pause: StepPauseOpt = 0.0,
+    read_timeout: ReadTimeoutOpt = READ_TIMEOUT,
+    step_pause: StepPauseOpt = STEP_PAUSE,
     agent_arg: AgentArgOpt = None,
     repair: Annotated[
         bool, typer.Option("--repair", help="Replace workers quarantined for infrastructure "
@@ -438,7 +438,7 @@ def run(
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
         agent_args=agent_arg, reset=reset, trials=trials or 1, variations=variations,
         rerun_errors=rerun_errors is not None, repair=repair,
-        wait_for_pool_s=parse_wait(wait_for_pool),
+        wait_for_pool_s=wait_for_pool or 0.0,
     )
     # before any lease is taken or any task runs (a dead agent server would fail every task)
     check_before_run(config, agent_url_option=agent_url_option(agent_url))

@@ -3,7 +3,7 @@
 The pool is removed whatever happens once it exists: the run ends, fails, or is stopped with
 Ctrl-C or SIGTERM (both end the run as interrupted; ``--resume`` continues it on a new pool).
 Exit codes as ``run``: 0, 2 bad input, 3 budget cap, 4 unhealthy run, 1 other failure,
-130 interrupted. A sweep never removes a pool it did not create: a ``--name`` that names an
+130 interrupted. A sweep never removes a pool it did not create: a ``--pool`` that names an
 existing pool is refused before anything is made.
 """
 
@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evals.commands.run import (
+    READ_TIMEOUT,
+    STEP_PAUSE,
+    TASK_TIMEOUT,
     AgentArgOpt,
     AgentOpt,
     AgentUrlOpt,
@@ -42,7 +45,7 @@ from evals.commands.run import (
     execute,
     finish_run,
 )
-from oa_vm.duration_options import METAVAR, duration
+from oa_vm.duration_options import Duration, duration_option
 from oa_vm.signals import sigterm_as_interrupt
 
 if TYPE_CHECKING:
@@ -82,7 +85,7 @@ def sweep(
     ] = "local",
     workers: Annotated[int, typer.Option("--workers", help="Workers in the pool.")] = 3,
     name: Annotated[
-        str | None, typer.Option("--name", "-n", "--pool", help="Pool name (default: generated).")
+        str | None, typer.Option("--pool", "-n", "--name", help="Pool name (default: generated).")
     ] = None,
     fault: Annotated[
         list[str] | None,
@@ -93,25 +96,25 @@ def sweep(
         typer.Option("--price-per-hour", help="Local pools: pretend $ per worker-hour."),
     ] = None,
     wait_timeout: Annotated[
-        float, typer.Option("--wait-timeout", parser=duration("s"), metavar=METAVAR,
-                            help="How long to wait for the workers (30m, 1h; seconds; "
-                                 "40m covers a first cloud pool, 15-35 min).")
-    ] = 2400.0,
+        float, duration_option("--wait-timeout", unit="s",
+                               help="How long to wait for the workers: 30m, 1h (40m covers a "
+                                    "first cloud pool, 15-35 min)")
+    ] = Duration(2400.0, "s"),
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Cloud pools: create without asking.")
     ] = False,
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,
     resume: ResumeOpt = False,
-    task_timeout: TaskTimeoutOpt = 600.0,
+    task_timeout: TaskTimeoutOpt = TASK_TIMEOUT,
     max_attempts: MaxAttemptsOpt = 3,
     max_cost_usd: MaxCostOpt = None,
     results_dir: ResultsDirOpt = None,
     json_out: JsonOpt = False,
     bundles: BundlesOpt = None,
     agent_url: AgentUrlOpt = None,
-    read_timeout: ReadTimeoutOpt = 60.0,
-    step_pause: StepPauseOpt = 0.0,
+    read_timeout: ReadTimeoutOpt = READ_TIMEOUT,
+    step_pause: StepPauseOpt = STEP_PAUSE,
     agent_arg: AgentArgOpt = None,
     fail_on_errors: FailOnErrorsOpt = False,
     reset: ResetOpt = "clean-or-stock",
@@ -269,7 +272,7 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
     """The pool an interrupted sweep of this run created and left, if it is still there.
 
     Raises:
-        InvalidInputError: it is there, but ``--name`` or ``--cloud`` asks for another pool
+        InvalidInputError: it is there, but ``--pool`` or ``--cloud`` asks for another pool
             (resuming would leave it billing unnoticed): the line says how to reuse or
             remove it.
     """
@@ -288,9 +291,9 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
     if (name is not None and name != pool) or recorded.get("cloud") != cloud:
         raise InvalidInputError(
             f"pool {pool!r} ({recorded.get('cloud')}), created by this sweep before it was "
-            f"interrupted, still exists; resume with --name {pool} --cloud "
+            f"interrupted, still exists; resume with --pool {pool} --cloud "
             f"{recorded.get('cloud')} to reuse it, or remove it with "
-            f"'oa-vm pool-cleanup --name {pool}'"
+            f"'oa-vm pool-cleanup --pool {pool}'"
         )
     return pool
 
@@ -307,14 +310,14 @@ def _cleanup(pool: str) -> None:
         report = api.cleanup_pool(pool)  # one line below, so the summary stays in view
     except OaVmError as exc:
         _say(f"pool {pool} was not removed: {exc}; "
-             f"remove it with 'oa-vm pool-cleanup --name {pool}'")
+             f"remove it with 'oa-vm pool-cleanup --pool {pool}'")
         return
     finally:
         signal.signal(signal.SIGINT, previous)
     if report.left:
         _say(
             f"pool {pool}: still present: {'; '.join(report.left)}; "
-            f"remove it with 'oa-vm pool-cleanup --name {pool}'"
+            f"remove it with 'oa-vm pool-cleanup --pool {pool}'"
         )
     else:
         _say(f"pool {pool} removed")

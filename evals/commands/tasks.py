@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from evals.commands.run import TASKS_HELP
 from waa_client.catalog import Catalog, TaskRef
 from waa_client.errors import CatalogError
 
@@ -15,6 +16,11 @@ INSTRUCTION_WIDTH = 70
 
 
 def tasks(
+    selection: Annotated[
+        str | None,
+        typer.Argument(metavar="SELECTION", help="Which tasks, as --tasks (default: all).",
+                       show_default=False),
+    ] = None,
     source: Annotated[
         Path | None,
         typer.Option("--source", help="Folder in WAA's layout (index files + examples/)."),
@@ -24,12 +30,7 @@ def tasks(
         typer.Option("--pool", "-n",
                      help="Read the catalog from this pool's scoring server instead."),
     ] = None,
-    tasks_sel: Annotated[
-        str,
-        typer.Option(
-            "--tasks", help="all, an index name (test_small...), domain:<name>, ID,ID,... or @file."
-        ),
-    ] = "all",
+    tasks_sel: Annotated[str | None, typer.Option("--tasks", help=TASKS_HELP)] = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print JSON instead of a table.")
     ] = False,
@@ -39,15 +40,23 @@ def tasks(
     Without ``--source`` or ``--pool`` it lists the bundled local suite (what a local pool
     serves unless created with ``--tasks-dir``).
     """
+    from evals.errors import InvalidRunInputError
+
     if source is not None and pool is not None:
-        raise typer.BadParameter("give one of --source DIR or --pool NAME, not both")
+        raise InvalidRunInputError("give one of --source DIR or --pool NAME, not both")
+    if selection is not None and tasks_sel is not None and selection != tasks_sel:
+        raise InvalidRunInputError(f"two selections: {selection!r} and --tasks {tasks_sel!r}; "
+                                   "give one")
+    tasks_sel = selection or tasks_sel or "all"
     if source is None and pool is None:
         from oa_vm.local_suite import local_tasks_dir
 
         source = local_tasks_dir()
+        refs = Catalog.from_folder(source).select(tasks_sel, live=False)
+        # after the selection is checked: a bad one is one line
         typer.echo(f"(the bundled local suite, {source}; --source DIR or --pool NAME for others)",
                    err=True)
-    if source is not None:
+    elif source is not None:
         refs = Catalog.from_folder(source).select(tasks_sel, live=False)
     else:
         refs = _select_from_pool(str(pool), tasks_sel)

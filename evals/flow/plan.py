@@ -107,10 +107,10 @@ class VmPrice:
     date: str | None = None
 
     def describe(self) -> str:
-        """One phrase: ``$0.19/h (--vm-hourly)`` or ``$0.1905/h aws m8i.2xlarge ...``."""
+        """One phrase: ``$0.19/h (--price-per-hour)`` or ``$0.1905/h aws m8i.2xlarge ...``."""
         rate = f"${format_rate(self.hourly)}/h"
         if self.origin != "catalog":
-            return f"{rate} (--vm-hourly)"
+            return f"{rate} (--price-per-hour)"
         kind = "spot" if self.spot else "on-demand"
         return (
             f"{rate} {kind}, {self.cloud} {self.size} in {self.region} "

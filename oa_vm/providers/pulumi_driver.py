@@ -499,7 +499,7 @@ class PulumiDriver:
             raise PoolProvisioningError(
                 f"creating pool {ref.stack!r} failed in {region}, and removing what was made "
                 f"failed too ({classify_failure(str(exc)).reason}); run "
-                f"'oa-vm pool-cleanup --name {ref.stack}' (see docs/runbook.md)",
+                f"'oa-vm pool-cleanup --pool {ref.stack}' (see docs/runbook.md)",
                 resources_left=True,
             ) from exc
 
@@ -575,7 +575,7 @@ class PulumiDriver:
                 report.left = after
                 report.hints.append(
                     f"destroy failed ({classify_failure(str(exc)).reason}); run "
-                    f"'oa-vm pool-cleanup --name {ref.stack}' again"
+                    f"'oa-vm pool-cleanup --pool {ref.stack}' again"
                     + (f", or check by hand: {manual_check}" if manual_check else "")
                 )
                 return report
@@ -585,7 +585,7 @@ class PulumiDriver:
                 report.left = after
                 report.hints.append(
                     f"the stack still holds {len(after)} resource(s); run "
-                    f"'oa-vm pool-cleanup --name {ref.stack}' again"
+                    f"'oa-vm pool-cleanup --pool {ref.stack}' again"
                 )
                 return report
             self.engine.remove_stack(ref)

@@ -108,7 +108,7 @@ def _snapshot(done: int, session: int, elapsed: float, spent: float | None) -> S
 
 def test_eta_and_totals() -> None:
     assert eta_text(_snapshot(0, 0, 5.0, None)) == "?"  # nothing finished yet: no pace
-    assert eta_text(_snapshot(4, 2, 20.0, None)) == "1m00s"  # 10 s a task this session, 6 left
+    assert eta_text(_snapshot(4, 2, 20.0, None)) == "1m"  # 10 s a task this session, 6 left
     assert eta_text(_snapshot(10, 10, 20.0, None)) == "0s"
     line = totals_line(_snapshot(4, 4, 20.0, 0.0125))
     assert line == ("4/10 done: 4 success, 0 failure, 0 error, 0 not run | elapsed 20s | "

@@ -241,7 +241,7 @@ def test_json_document_and_keep(cloud: FakeCloud) -> None:
     assert [p["name"] for p in doc["phases"]] == ["plan", "image", "create", "wait", "task",
                                                   "cleanup"]
     assert doc["phases"][-1]["status"] == "kept"
-    assert "oa-vm pool-cleanup --name smoke-t -y" in doc["phases"][-1]["detail"]
+    assert "oa-vm pool-cleanup --pool smoke-t -y" in doc["phases"][-1]["detail"]
     assert doc["plan"]["max_cost_usd"] <= doc["plan"]["max_cost_limit_usd"]
     assert all(p["cost_usd"] is not None for p in doc["phases"])
     assert "aws:ec2/instance:Instance" in cloud.left()["smoke-t"], "--keep kept the worker"
@@ -256,7 +256,7 @@ def test_a_worker_never_ready_fails_at_wait_and_still_cleans_up(cloud: FakeCloud
     verdict = _lines(result.stdout)[-1]
     assert verdict.startswith("smoke FAILED at wait: "), verdict
     assert "stuck at bootstrap: guest" in verdict
-    assert "oa-vm pool-status --name smoke-t" in verdict
+    assert "oa-vm pool-status --pool smoke-t" in verdict
     assert "journalctl -u oa-vm-bootstrap" in verdict
     assert "cleanup  ok" in result.stdout
     assert cloud.left() == {}

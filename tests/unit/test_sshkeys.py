@@ -31,5 +31,5 @@ def test_an_unreadable_key_says_what_to_do(oa_home: Path) -> None:
     path = sshkeys.key_path("broken")
     path.parent.mkdir(parents=True)
     path.write_text("not a key")
-    with pytest.raises(sshkeys.SshKeyError, match="pool-cleanup --name broken"):
+    with pytest.raises(sshkeys.SshKeyError, match="pool-cleanup --pool broken"):
         sshkeys.ensure_pool_key("broken")

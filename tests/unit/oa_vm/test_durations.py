@@ -23,7 +23,50 @@ def test_parse_rejects(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("seconds", "text"), [(5, "5s"), (185, "3m05s"), (7800, "2h10m"), (3 * 86400, "3d00h")]
+    ("seconds", "text"),
+    [(5, "5s"), (0, "0s"), (185, "3m05s"), (600, "10m"), (7800, "2h10m"), (4 * 3600, "4h"),
+     (3 * 86400, "3d"), (3 * 86400 + 7200, "3d02h"), (365 * 86400, "365d")],
 )
 def test_format(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+@pytest.mark.parametrize("seconds", [1, 59, 60, 185, 600, 3600, 7800, 86400 * 3 + 7200])
+def test_the_parser_reads_back_what_the_formatter_prints(seconds: float) -> None:
+    assert parse_duration(format_duration(seconds)) == seconds
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("1h30m", 5400), ("3m05s", 185), ("2d03h", 183600),
+                                               ("1m 30s", 90)])
+def test_compound_durations(text: str, seconds: float) -> None:
+    from oa_vm.durations import to_seconds
+
+    assert to_seconds(text, None) == seconds
+
+
+def test_a_bare_number_is_refused_where_no_unit_is_taken() -> None:
+    from oa_vm.durations import to_seconds
+
+    with pytest.raises(ValueError, match="has no unit"):
+        to_seconds("8", None)
+    assert to_seconds("8", "h") == 8 * 3600
+
+
+def test_the_typed_alias_is_the_last_one_on_the_command_line() -> None:
+    from oa_vm.clikit import typed_name
+
+    names = ("--ttl", "--ttl-hours")
+    assert typed_name(names, ["--ttl-hours", "2", "--ttl=3h"]) == "--ttl"
+    assert typed_name(names, ["--ttl", "2h", "--ttl-hours", "3"]) == "--ttl-hours"
+    assert typed_name(names, ["--ttlx", "1", "--", "--ttl", "2h"]) is None
+
+
+def test_a_duration_parser_keeps_bare_numbers_when_it_cannot_tell_the_spelling() -> None:
+    import typer
+
+    from oa_vm.duration_options import duration
+
+    parse = duration("h", names=("--ttl", "--ttl-hours"), bare=("--ttl-hours",), most=8760)
+    assert parse("8") == 8.0 and parse("90m") == 1.5 and parse(4.0) == 4.0
+    with pytest.raises(typer.BadParameter, match="must be at most 365d, not 400d"):
+        parse("400d")

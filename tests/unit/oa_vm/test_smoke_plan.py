@@ -59,13 +59,13 @@ def test_verdict_names_the_first_failed_phase_and_its_logs() -> None:
     timeline = Timeline()
     timeline.add(PhaseResult("plan", "ok"))
     timeline.add(PhaseResult("wait", "failed", 3.0, 0.01, "worker lost",
-                             "oa-vm pool-status --name p"))
+                             "oa-vm pool-status --pool p"))
     timeline.add(PhaseResult("cleanup", "failed", 1.0, 0.0, "left: sg",
-                             "oa-vm pool-cleanup --name p -y"))
+                             "oa-vm pool-cleanup --pool p -y"))
     verdict = timeline.verdict()
     assert verdict.startswith("smoke FAILED at wait: the wait phase failed (worker lost)")
-    assert "logs: oa-vm pool-status --name p" in verdict
-    assert "cleanup failed too: oa-vm pool-cleanup --name p -y" in verdict
+    assert "logs: oa-vm pool-status --pool p" in verdict
+    assert "cleanup failed too: oa-vm pool-cleanup --pool p -y" in verdict
     assert timeline.total_cost_usd == pytest.approx(0.01)
     unknown = Timeline([PhaseResult("create", "ok", 1.0, None)])
     assert unknown.total_cost_usd is None and unknown.verdict().startswith("smoke PASSED")

@@ -206,7 +206,7 @@ def test_a_failed_rollback_says_resources_are_left(
 ) -> None:
     engine.fail_up["us-east-1"] = CAPACITY
     engine.fail_destroy = "DependencyViolation: resource has a dependent object"
-    with pytest.raises(PoolProvisioningError, match="pool-cleanup --name waa-eval") as info:
+    with pytest.raises(PoolProvisioningError, match="pool-cleanup --pool waa-eval") as info:
         aws.create(spec(), Lines())
     assert info.value.resources_left is True
     assert engine.live_resources("waa-eval")
@@ -321,7 +321,7 @@ def test_a_destroy_that_leaves_resources_in_the_state_is_not_a_success(
     report = aws.destroy(record, Lines())
     assert sorted(item.split()[1] for item in report.left) == ["waa-eval-w0", "waa-eval-w1"]
     assert all(item.startswith("aws:ec2/instance:Instance ") for item in report.left)
-    assert any("still holds 2 resource(s)" in hint and "pool-cleanup --name waa-eval" in hint
+    assert any("still holds 2 resource(s)" in hint and "pool-cleanup --pool waa-eval" in hint
                for hint in report.hints)
     assert "waa-eval" in engine.stacks, "a stack holding resources is never removed"
     assert ("remove_stack", "waa-eval") not in engine.calls

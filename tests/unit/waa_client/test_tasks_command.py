@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-import typer
 
 from evals.commands.tasks import format_table, shorten, tasks
+from evals.errors import InvalidRunInputError
 from waa_client import TaskRef, UnknownTaskError
 from waa_client.catalog import Catalog
 
@@ -27,7 +27,7 @@ def test_errors_propagate_for_the_cli_to_print(waa_data: Path) -> None:
 
 
 def test_not_both_sources() -> None:
-    with pytest.raises(typer.BadParameter, match="not both"):
+    with pytest.raises(InvalidRunInputError, match="not both"):
         tasks(source=Path("x"), pool="p", tasks_sel="all", json_out=False)
 
 
