@@ -114,6 +114,75 @@ class PolicyFigures:
     held_s: float
     retried: int = 0
     gaps_ms: list[float] | None = None  # the runner only: controller time between two tasks
+    wall_ms: dict[str, float] | None = None  # the runner only: wall ms per task of each step
+
+
+#: Steps of the controller timed on the wall clock in the runner's runs (what a worker waits
+#: for between two tasks: CPU, the SQLite writer lock, fsync): (module, class, method, label).
+WALL_STEPS = (
+    ("evals.dispatcher", "Dispatcher", "_next_lease", "lease (choose, reserve, lease; lease lock)"),
+    ("evals.queue", "TaskQueue", "lease", "  queue.lease (SQLite commit)"),
+    ("evals.dispatcher", "Dispatcher", "_commit", "commit (queue, execution.json, ledger, event)"),
+    ("evals.queue", "TaskQueue", "complete", "  queue.complete (SQLite commit)"),
+    ("evals.records", "RunFolder", "write_execution", "  execution.json (temp, fsync, rename)"),
+    ("evals.queue", "TaskQueue", "release", "queue.release (a retry; SQLite commit)"),
+    ("evals.queue", "TaskQueue", "heartbeat", "queue.heartbeat (SQLite commit)"),
+    ("evals.dispatcher", "Dispatcher", "_emit", "events (snapshot + sink)"),
+    ("evals.dispatcher", "Dispatcher", "_is_draining", "drain check"),
+    ("evals.queue", "TaskQueue", "history", "queue.history (the attempts, read)"),
+    ("evals.ledger", "Ledger", "charge", "ledger.charge"),
+    ("evals.reset", "WorkerReset", "before_task", "reset before the task (evals.reset)"),
+    ("evals.agent_loop", None, "run_task", "the task (agent loop, HTTP to the worker)"),
+)
+
+
+class _WallTimes:
+    """Wall-clock seconds and calls per step of :data:`WALL_STEPS`, while in the block (the
+    methods are wrapped, not changed; a perf_counter pair per call costs about a microsecond)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> _WallTimes:
+        import importlib
+
+        for module_name, owner_name, attr, label in WALL_STEPS:
+            module = importlib.import_module(module_name)
+            owner = module if owner_name is None else getattr(module, owner_name)
+            original = getattr(owner, attr)
+            self._undo.append((owner, attr, original))
+            setattr(owner, attr, self._timed(original, label))
+            if owner_name is None:  # a function: also where the dispatcher imported it
+                dispatcher = importlib.import_module("evals.dispatcher")
+                if getattr(dispatcher, attr, None) is original:
+                    self._undo.append((dispatcher, attr, original))
+                    setattr(dispatcher, attr, self._timed(original, label))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, attr, original in reversed(self._undo):
+            setattr(owner, attr, original)
+
+    def _timed(self, fn: Any, label: str) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - began
+                with self._lock:
+                    self.seconds[label] = self.seconds.get(label, 0.0) + spent
+                    self.calls[label] = self.calls.get(label, 0) + 1
+
+        return timed
+
+    def per_task_ms(self, tasks: int) -> dict[str, float]:
+        """Milliseconds per task of each step (summed over the workers' threads)."""
+        return {label: round(1000 * self.seconds.get(label, 0.0) / tasks, 3)
+                for *_, label in WALL_STEPS}
 
 
 def _held(workers: int, killed: int, kill_at_s: float | None, makespan_s: float) -> float:
@@ -152,7 +221,7 @@ class _Killer:
 
 def _run_ours(
     pool: str, workload: Workload, results: Path, run_name: str, killer: _Killer,
-    overhead_s: float, profile: Path | None = None,
+    overhead_s: float, profile: Path | None = None, reset: str = "stock",
 ) -> PolicyFigures:
     from evals.runner import RunConfig, RunEvent, run_evaluation
 
@@ -176,9 +245,11 @@ def _run_ours(
     config = RunConfig(
         pool=pool, selection="all", agent="oracle", run_name=run_name, results_dir=results,
         expected_seconds={t: s + overhead_s for t, s in workload.estimates().items()},
+        reset=reset,
     )
     try:
-        result = run_evaluation(config, on_event=on_event)
+        with _WallTimes() as wall:
+            result = run_evaluation(config, on_event=on_event)
     finally:
         killer.disarm()
         if profiler is not None and not stopped:  # the run failed before "finished"
@@ -194,12 +265,16 @@ def _run_ours(
         record = json.loads(path.read_text(encoding="utf-8"))
         records.append(record)
         if record["status"] in OUTCOMES:
-            work[record["task_id"]] = float(record["duration_s"] or 0.0)
+            # The runner resets a worker before run_task (evals.reset), the stock policies
+            # inside it: the reset is the task's work either way.
+            work[record["task_id"]] = float(record["duration_s"] or 0.0) + float(
+                record.get("reset_s") or 0.0)
         else:
             lost.append(record["task_id"])
         retried += 1 if record.get("previous_attempts") else 0
     return PolicyFigures("ours", marks["end"] - marks["start"], work, lost, 0.0, retried,
-                         gaps_ms=_gaps_ms(records))
+                         gaps_ms=_gaps_ms(records),
+                         wall_ms=wall.per_task_ms(len(workload.tasks)))
 
 
 def _gaps_ms(records: Sequence[dict[str, Any]]) -> list[float]:
@@ -303,7 +378,7 @@ def measure_overhead(pool: str, runs: int = 3) -> float:
 
 def run_configuration(
     workers: int, failing: int, workload: Workload, folder: Path, scratch: Path,
-    profile: Path | None = None,
+    profile: Path | None = None, reset: str = "stock",
 ) -> list[dict[str, Any]]:
     """Run the three policies for one (W, drill) and return their result rows.
 
@@ -336,7 +411,7 @@ def run_configuration(
             results = scratch / "results"
             if policy == "ours":
                 measured = _run_ours(pool, workload, results, f"ours-{tag}", killer, overhead,
-                                     None if profile is None else _tagged(profile, tag))
+                                     None if profile is None else _tagged(profile, tag), reset)
             else:
                 measured = _run_fixed(
                     policy, pool, workload, folder, results / f"{policy}-{tag}", workers, killer
@@ -404,6 +479,8 @@ def _rows(
                 "gap_ms_max": round(gaps[-1], 2),
                 "gaps": len(gaps),
             })
+        if measured.wall_ms:
+            rows[-1]["wall_ms_per_task"] = measured.wall_ms
     return rows
 
 
@@ -444,6 +521,11 @@ def _table(rows: list[dict[str, Any]], header: dict[str, Any]) -> str:
             f"{r['makespan_over_capacity_lb']:>8.3f} {r['worker_time_over_work']:>9.3f} "
             f"{r['tasks_lost']:>4}"
         )
+    for r in rows:
+        if r.get("wall_ms_per_task"):
+            lines.append(f"W={r['workers']} killed={r['failures']}: the runner's steps, wall ms "
+                         "per task (summed over the workers' threads):")
+            lines += [f"  {label:<48} {ms:9.3f}" for label, ms in r["wall_ms_per_task"].items()]
     return "\n".join([*lines, "", *verdicts(rows)])
 
 
@@ -459,6 +541,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=SEED, help="seed of the durations and IDs")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (run folders)")
+    ap.add_argument("--reset", choices=("stock", "clean-or-stock"), default="stock",
+                    help="the runner's reset before each task: stock (WAA's, as the stock "
+                         "policies do; default) or clean-or-stock (the runner's default: a "
+                         "clean restore of each local worker, counted as the task's work)")
     ap.add_argument("--profile", type=Path, metavar="FILE",
                     help="profile the runner's dispatch into FILE-<config> (pstats) and "
                          "FILE-<config>.txt (summary, per-task breakdown); its makespans then "
@@ -488,7 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if failing == 0 and args.drills == "failures":
                     continue
                 rows += run_configuration(workers, failing, workload, folder, scratch,
-                                          args.profile)
+                                          args.profile, args.reset)
     figures = {
         "results": rows,
         "machine": machine_info(),
@@ -501,6 +587,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "estimates": "per-domain lognormal means plus the measured harness overhead per task "
             "(not the tasks' own durations)",
             "kill_at_fraction_of_expected_makespan": KILL_FRACTION,
+            "reset": args.reset,
         },
     }
     emit(figures, args.json, _table(rows, header))
