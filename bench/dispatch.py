@@ -23,6 +23,11 @@ Usage (from the repository root)::
 
     .venv/bin/python bench/dispatch.py [--workers 8] [--tasks 154] [--scale full] [--json]
     .venv/bin/python bench/dispatch.py --workers 8 --drills none --profile prof.pstats
+    .venv/bin/python bench/dispatch.py --workers 8 --reset clean-or-stock   # the runner's default
+
+The runner resets each worker with WAA's stock reset before a task, as the two stock policies
+do (inside their agent loop); ``--reset clean-or-stock`` measures its default clean restore
+instead. Either way a reset's ``reset_s`` counts as the task's work, not as dispatch.
 """
 
 from __future__ import annotations
@@ -97,7 +102,9 @@ BREAKDOWN = (
     ("records.py", "write_execution", "  RunFolder.write_execution (execution.json)"),
     ("dispatcher.py", "_emit", "events: snapshot + sink (all kinds)"),
     ("dispatcher.py", "snapshot", "  Dispatcher.snapshot"),
-    ("~", "<method 'commit' of 'sqlite3.Connection' objects>", "SQLite commits (all)"),
+    # the queue's connections run in autocommit: a COMMIT is one more statement
+    ("~", "<method 'execute' of 'sqlite3.Connection' objects>", "SQLite statements (all)"),
+    ("~", "<built-in method posix.fsync>", "fsync (execution.json and folder)"),
     ("agent_loop.py", "run_task", "the task itself (agent loop: HTTP to the worker)"),
     ("dispatcher.py", "_heartbeat", "lease heartbeat thread"),
 )
