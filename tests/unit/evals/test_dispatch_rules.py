@@ -31,6 +31,9 @@ from evals.records import ErrorType, RunFolder, TaskExecution, TaskInfo, TaskSta
 from oa_vm.connect import WorkerConnection
 
 GATE_DEADLINE_S = 60.0  # generous: only a hung dispatcher comes near it
+# A loop that keeps asking without ever running a task is a dispatcher that would poll for
+# ever: counted, not timed, so a busy machine never trips it (a test asks about ten times).
+MAX_ASKS = 100
 
 
 class _FakeClient:
@@ -58,6 +61,7 @@ class FakePool:
         self.stop_on_healthy: threading.Event | None = None
         self._cond = threading.Condition()
         self._broken_asks = 0  # how often broken's loop came round for a lease
+        self._asks: dict[str, int] = {}
         self._broken_gone = False
         self._all_done = False
         self.gate_opened_by: str | None = None
@@ -80,6 +84,10 @@ class FakePool:
     def draining(self, worker: str) -> None:
         """Asked before every lease: holds ``healthy`` back until ``broken`` had its turn."""
         with self._cond:
+            self._asks[worker] = self._asks.get(worker, 0) + 1
+            if self._asks[worker] > MAX_ASKS:
+                # raised in the dispatch loop: Dispatcher.run stops and raises (EvalsError)
+                raise AssertionError(f"{worker} asked for a lease {MAX_ASKS} times: stuck")
             if worker == "broken":
                 self._broken_asks += 1
                 self._cond.notify_all()
@@ -200,7 +208,7 @@ def test_the_only_worker_left_retries_its_own_failure(
 ) -> None:
     """The other side of the rule: with no other worker active, a task that failed here is
     retried here (max_attempts in all). Kills ``_active_workers() > 1`` lowered to ``> 0``
-    (the task would wait for ever) and ``>= 1``."""
+    and ``>= 1`` (the task would wait for ever: the fake's ask counter stops the run)."""
     pool = FakePool(ErrorType.INFRASTRUCTURE)
     monkeypatch.setattr(dispatcher_module, "run_task", pool.run_task)
     queue.add([("t0", 1.0)])
@@ -209,6 +217,7 @@ def test_the_only_worker_left_retries_its_own_failure(
         run_folder, queue, Ledger(None), only_broken,
         {"t0": {"id": "t0", "config": []}}, {"t0": TaskInfo("t0", "d", "x", False)},
         NoopAgent, DispatchSettings(max_steps=2, task_timeout_s=60, quarantine_after=10),
+        draining=pool.draining,
     )
     dispatcher.run()
     record = queue.record("t0")
@@ -222,7 +231,7 @@ def test_a_worker_is_quarantined_after_exactly_n_failures_in_a_row(
     threshold: int, run_folder: RunFolder, queue: TaskQueue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Kills: ``consecutive >= quarantine_after`` as ``>`` (N + 1 failures) or against
-    ``quarantine_after - 1`` / ``+ 1``; the counter not counting (``consecutive + 0``);
+    ``quarantine_after - 1`` / ``+ 1``; the counter never counting (``consecutive = 0``);
     ``_run_one`` returning False for a retried infrastructure failure."""
     pool = FakePool(ErrorType.INFRASTRUCTURE)
     ids = [f"t{i}" for i in range(threshold + 3)]
