@@ -10,16 +10,30 @@ killed at 30% of the expected makespan), three policies run the same WAA-shaped 
   (:mod:`bench.policies`: fixed lists, no retry, a dead worker loses what it had left).
 
 Per policy it prints makespan / lower bound (LB = max(longest task, total work / W), from the
-per-task work measured in this configuration), worker-time held / total work, and tasks lost.
+per-task work measured in this configuration), worker-time held / total work, and tasks lost;
+then one line per (W, drill) with the runner's ratio against its target, to paste as is.
+
+For the runner it also measures the controller's own time between two tasks of one worker (the
+gap from one attempt's end to the next one's start: the commit, the record, the events, the
+next lease), and with ``--profile FILE`` profiles its dispatch (every thread, CPU time) into
+``FILE`` plus a text summary with a per-task breakdown (a profiled run's makespans include the
+profiler's cost: the ratios to quote come from an unprofiled run).
 
 Usage (from the repository root)::
 
     .venv/bin/python bench/dispatch.py [--workers 8] [--tasks 154] [--scale full] [--json]
+    .venv/bin/python bench/dispatch.py --workers 8 --drills none --profile prof.pstats
+    .venv/bin/python bench/dispatch.py --workers 8 --reset clean-or-stock   # the runner's default
+
+The runner resets each worker with WAA's stock reset before a task, as the two stock policies
+do (inside their agent loop); ``--reset clean-or-stock`` measures its default clean restore
+instead. Either way a reset's ``reset_s`` counts as the task's work, not as dispatch.
 """
 
 from __future__ import annotations
 
 import json
+import pstats
 import statistics
 import sys
 import threading
@@ -53,6 +67,7 @@ from bench.policies import (
     run_fixed_lists,
     static_slices,
 )
+from bench.profiling import ThreadProfiler, write_profile
 from bench.workload import (
     Workload,
     WorkloadTask,
@@ -72,6 +87,27 @@ POLICIES = ("ours", "static", "round_robin")
 FAILING = 2
 KILL_FRACTION = 0.3
 SEED = 7
+#: The runner's targets (issue 20): makespan within 5% of LB without failure, and of the
+#: capacity-adjusted LB with workers killed.
+TARGET = 1.05
+#: What the per-task breakdown of a profile adds up: the dispatcher's own steps between tasks
+#: and the plumbing under them (cumulative CPU, so the lines overlap: ``_commit`` holds the
+#: queue's ``complete``, the record write and the ``task_finished`` event).
+BREAKDOWN = (
+    ("dispatcher.py", "_next_lease", "lease: choose, reserve, lease (under the lease lock)"),
+    ("queue.py", "peek_next", "  queue.peek_next (SQLite select)"),
+    ("queue.py", "lease", "  queue.lease (SQLite transaction)"),
+    ("dispatcher.py", "_commit", "commit: queue, execution.json, ledger, event"),
+    ("queue.py", "complete", "  queue.complete (SQLite transaction)"),
+    ("records.py", "write_execution", "  RunFolder.write_execution (execution.json)"),
+    ("dispatcher.py", "_emit", "events: snapshot + sink (all kinds)"),
+    ("dispatcher.py", "snapshot", "  Dispatcher.snapshot"),
+    # the queue's connections run in autocommit: a COMMIT is one more statement
+    ("~", "<method 'execute' of 'sqlite3.Connection' objects>", "SQLite statements (all)"),
+    ("~", "<built-in method posix.fsync>", "fsync (execution.json and folder)"),
+    ("agent_loop.py", "run_task", "the task itself (agent loop: HTTP to the worker)"),
+    ("dispatcher.py", "_heartbeat", "lease heartbeat thread"),
+)
 
 
 @dataclass
@@ -84,6 +120,76 @@ class PolicyFigures:
     lost: list[str]
     held_s: float
     retried: int = 0
+    gaps_ms: list[float] | None = None  # the runner only: controller time between two tasks
+    wall_ms: dict[str, float] | None = None  # the runner only: wall ms per task of each step
+
+
+#: Steps of the controller timed on the wall clock in the runner's runs (what a worker waits
+#: for between two tasks: CPU, the SQLite writer lock, fsync): (module, class, method, label).
+WALL_STEPS = (
+    ("evals.dispatcher", "Dispatcher", "_next_lease", "lease (choose, reserve, lease; lease lock)"),
+    ("evals.queue", "TaskQueue", "lease", "  queue.lease (SQLite commit)"),
+    ("evals.dispatcher", "Dispatcher", "_commit", "commit (queue, execution.json, ledger, event)"),
+    ("evals.queue", "TaskQueue", "complete", "  queue.complete (SQLite commit)"),
+    ("evals.records", "RunFolder", "write_execution", "  execution.json (temp, fsync, rename)"),
+    ("evals.queue", "TaskQueue", "release", "queue.release (a retry; SQLite commit)"),
+    ("evals.queue", "TaskQueue", "heartbeat", "queue.heartbeat (SQLite commit)"),
+    ("evals.dispatcher", "Dispatcher", "_emit", "events (snapshot + sink)"),
+    ("evals.dispatcher", "Dispatcher", "_is_draining", "drain check"),
+    ("evals.queue", "TaskQueue", "history", "queue.history (the attempts, read)"),
+    ("evals.ledger", "Ledger", "charge", "ledger.charge"),
+    ("evals.reset", "WorkerReset", "before_task", "reset before the task (evals.reset)"),
+    ("evals.agent_loop", None, "run_task", "the task (agent loop, HTTP to the worker)"),
+)
+
+
+class _WallTimes:
+    """Wall-clock seconds and calls per step of :data:`WALL_STEPS`, while in the block (the
+    methods are wrapped, not changed; a perf_counter pair per call costs about a microsecond)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._undo: list[tuple[Any, str, Any]] = []
+
+    def __enter__(self) -> _WallTimes:
+        import importlib
+
+        for module_name, owner_name, attr, label in WALL_STEPS:
+            module = importlib.import_module(module_name)
+            owner = module if owner_name is None else getattr(module, owner_name)
+            original = getattr(owner, attr)
+            self._undo.append((owner, attr, original))
+            setattr(owner, attr, self._timed(original, label))
+            if owner_name is None:  # a function: also where the dispatcher imported it
+                dispatcher = importlib.import_module("evals.dispatcher")
+                if getattr(dispatcher, attr, None) is original:
+                    self._undo.append((dispatcher, attr, original))
+                    setattr(dispatcher, attr, self._timed(original, label))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for owner, attr, original in reversed(self._undo):
+            setattr(owner, attr, original)
+
+    def _timed(self, fn: Any, label: str) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - began
+                with self._lock:
+                    self.seconds[label] = self.seconds.get(label, 0.0) + spent
+                    self.calls[label] = self.calls.get(label, 0) + 1
+
+        return timed
+
+    def per_task_ms(self, tasks: int) -> dict[str, float]:
+        """Milliseconds per task of each step (summed over the workers' threads)."""
+        return {label: round(1000 * self.seconds.get(label, 0.0) / tasks, 3)
+                for *_, label in WALL_STEPS}
 
 
 def _held(workers: int, killed: int, kill_at_s: float | None, makespan_s: float) -> float:
@@ -122,38 +228,104 @@ class _Killer:
 
 def _run_ours(
     pool: str, workload: Workload, results: Path, run_name: str, killer: _Killer,
-    overhead_s: float,
+    overhead_s: float, profile: Path | None = None, reset: str = "stock",
 ) -> PolicyFigures:
     from evals.runner import RunConfig, RunEvent, run_evaluation
 
     marks: dict[str, float] = {}
+    profiler = ThreadProfiler() if profile is not None else None
+    stopped: list[pstats.Stats | None] = []
 
     def on_event(event: RunEvent) -> None:
         if event.kind == "started":
+            # the "started" event comes from the run's own thread before its dispatch loops
+            # start: the profile holds the dispatch and nothing of the preamble
+            if profiler is not None:
+                profiler.start()
             marks["start"] = time.monotonic()
             killer.arm()
         elif event.kind == "finished":
             marks["end"] = time.monotonic()
+            if profiler is not None:  # the same thread as "started"; the summary is not profiled
+                stopped.append(profiler.stop())
 
     config = RunConfig(
         pool=pool, selection="all", agent="oracle", run_name=run_name, results_dir=results,
         expected_seconds={t: s + overhead_s for t, s in workload.estimates().items()},
+        reset=reset,
     )
     try:
-        result = run_evaluation(config, on_event=on_event)
+        with _WallTimes() as wall:
+            result = run_evaluation(config, on_event=on_event)
     finally:
         killer.disarm()
+        if profiler is not None and not stopped:  # the run failed before "finished"
+            profiler.stop()
+    if stopped and stopped[0] is not None and profile is not None:
+        _write_dispatch_profile(stopped[0], profile, len(workload.tasks))
+        progress(f"profile written: {profile} and {profile}.txt")
     work: dict[str, float] = {}
     lost: list[str] = []
     retried = 0
+    records = []
     for path in sorted((result.run_dir / "tasks").glob("*/execution.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
+        records.append(record)
         if record["status"] in OUTCOMES:
-            work[record["task_id"]] = float(record["duration_s"] or 0.0)
+            # The runner resets a worker before run_task (evals.reset), the stock policies
+            # inside it: the reset is the task's work either way.
+            work[record["task_id"]] = float(record["duration_s"] or 0.0) + float(
+                record.get("reset_s") or 0.0)
         else:
             lost.append(record["task_id"])
         retried += 1 if record.get("previous_attempts") else 0
-    return PolicyFigures("ours", marks["end"] - marks["start"], work, lost, 0.0, retried)
+    return PolicyFigures("ours", marks["end"] - marks["start"], work, lost, 0.0, retried,
+                         gaps_ms=_gaps_ms(records),
+                         wall_ms=wall.per_task_ms(len(workload.tasks)))
+
+
+def _gaps_ms(records: Sequence[dict[str, Any]]) -> list[float]:
+    """Milliseconds from each attempt's end to the start of its worker's next attempt.
+
+    An attempt's ``started_at``/``ended_at`` bracket the agent loop (``run_task``); what lies
+    between two of them on one worker is the controller's own work: committing the attempt
+    (queue, ``execution.json``, ledger, events), the loop's drain check, choosing and leasing
+    the next task. Earlier attempts (retries) count too.
+    """
+    from datetime import datetime
+
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for record in records:
+        for attempt in [*record.get("previous_attempts", []), record]:
+            worker, began, ended = (attempt.get("worker"), attempt.get("started_at"),
+                                    attempt.get("ended_at"))
+            if worker and began and ended:
+                spans.setdefault(str(worker), []).append(
+                    (datetime.fromisoformat(began).timestamp(),
+                     datetime.fromisoformat(ended).timestamp()))
+    gaps = []
+    for runs in spans.values():
+        runs.sort()
+        gaps += [1000.0 * (nxt[0] - prev[1]) for prev, nxt in zip(runs, runs[1:], strict=False)]
+    return gaps
+
+
+def _write_dispatch_profile(stats: pstats.Stats, path: Path, tasks: int) -> None:
+    """The profile, its summary, and a per-task breakdown of the dispatcher's steps."""
+    write_profile(stats, path, ("task", tasks))
+    by_name = stats.stats  # type: ignore[attr-defined]
+    total = sum(v[2] for v in by_name.values())
+    lines = [f"per-task breakdown over {tasks} tasks (cumulative thread CPU, profiler "
+             f"included; total {1000 * total / tasks:.2f} ms per task):"]
+    for file_tail, function, label in BREAKDOWN:
+        calls, cumulative = 0, 0.0
+        for (filename, _, name), (_, ncalls, _, cum, _) in by_name.items():
+            if name == function and filename.endswith(file_tail):
+                calls, cumulative = calls + ncalls, cumulative + cum
+        lines.append(f"  {label:<52} {1000 * cumulative / tasks:8.3f} ms/task "
+                     f"{100 * cumulative / total if total else 0:5.1f}%  ({calls} calls)")
+    text = Path(f"{path}.txt").read_text(encoding="utf-8")
+    Path(f"{path}.txt").write_text("\n".join(lines) + "\n\n" + text, encoding="utf-8")
 
 
 def _run_fixed(
@@ -212,7 +384,8 @@ def measure_overhead(pool: str, runs: int = 3) -> float:
 
 
 def run_configuration(
-    workers: int, failing: int, workload: Workload, folder: Path, scratch: Path
+    workers: int, failing: int, workload: Workload, folder: Path, scratch: Path,
+    profile: Path | None = None, reset: str = "stock",
 ) -> list[dict[str, Any]]:
     """Run the three policies for one (W, drill) and return their result rows.
 
@@ -244,7 +417,8 @@ def run_configuration(
             progress(f"[{tag}] running {policy}")
             results = scratch / "results"
             if policy == "ours":
-                measured = _run_ours(pool, workload, results, f"ours-{tag}", killer, overhead)
+                measured = _run_ours(pool, workload, results, f"ours-{tag}", killer, overhead,
+                                     None if profile is None else _tagged(profile, tag), reset)
             else:
                 measured = _run_fixed(
                     policy, pool, workload, folder, results / f"{policy}-{tag}", workers, killer
@@ -261,6 +435,11 @@ def run_configuration(
     for row in rows:
         row["harness_overhead_s_per_task"] = round(overhead, 3)
     return rows
+
+
+def _tagged(path: Path, tag: str) -> Path:
+    """``prof.pstats`` -> ``prof-w8-f0.pstats``: one profile per configuration."""
+    return path.with_name(f"{path.stem}-{tag}{path.suffix}")
 
 
 def _rows(
@@ -299,7 +478,40 @@ def _rows(
             "kill_at_s": None if kill_at is None else round(kill_at, 3),
             "tasks_retried": measured.retried,
         })
+        if measured.gaps_ms:
+            gaps = sorted(measured.gaps_ms)
+            rows[-1].update({
+                "gap_ms_median": round(statistics.median(gaps), 2),
+                "gap_ms_p90": round(gaps[int(0.9 * (len(gaps) - 1))], 2),
+                "gap_ms_max": round(gaps[-1], 2),
+                "gaps": len(gaps),
+            })
+        if measured.wall_ms:
+            rows[-1]["wall_ms_per_task"] = measured.wall_ms
     return rows
+
+
+def verdicts(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per (W, drill) for the runner: the ratio that has a target, and the verdict.
+
+    Without failure the ratio is makespan / LB; with workers killed it is makespan / capLB
+    (the bound that knows the capacity lost at the kill).
+    """
+    lines = []
+    for r in rows:
+        if r["policy"] != "ours":
+            continue
+        key = "makespan_over_lb" if r["failures"] == 0 else "makespan_over_capacity_lb"
+        name = "makespan/LB" if r["failures"] == 0 else "makespan/capLB"
+        ratio = r[key]
+        gap = (f", gap between tasks median {r['gap_ms_median']:.1f} ms p90 "
+               f"{r['gap_ms_p90']:.1f} ms" if "gap_ms_median" in r else "")
+        lines.append(
+            f"dispatch W={r['workers']} killed={r['failures']}: {name} {ratio:.3f} "
+            f"({'met' if ratio <= TARGET and r['tasks_lost'] == 0 else 'MISSED'} <= {TARGET}), "
+            f"{r['tasks_lost']} lost, {r['tasks_retried']} retried{gap}"
+        )
+    return lines
 
 
 def _table(rows: list[dict[str, Any]], header: dict[str, Any]) -> str:
@@ -316,7 +528,12 @@ def _table(rows: list[dict[str, Any]], header: dict[str, Any]) -> str:
             f"{r['makespan_over_capacity_lb']:>8.3f} {r['worker_time_over_work']:>9.3f} "
             f"{r['tasks_lost']:>4}"
         )
-    return "\n".join(lines)
+    for r in rows:
+        if r.get("wall_ms_per_task"):
+            lines.append(f"W={r['workers']} killed={r['failures']}: the runner's steps, wall ms "
+                         "per task (summed over the workers' threads):")
+            lines += [f"  {label:<48} {ms:9.3f}" for label, ms in r["wall_ms_per_task"].items()]
+    return "\n".join([*lines, "", *verdicts(rows)])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -331,6 +548,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=SEED, help="seed of the durations and IDs")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder (run folders)")
+    ap.add_argument("--reset", choices=("stock", "clean-or-stock"), default="stock",
+                    help="the runner's reset before each task: stock (WAA's, as the stock "
+                         "policies do; default) or clean-or-stock (the runner's default: a "
+                         "clean restore of each local worker, counted as the task's work)")
+    ap.add_argument("--profile", type=Path, metavar="FILE",
+                    help="profile the runner's dispatch into FILE-<config> (pstats) and "
+                         "FILE-<config>.txt (summary, per-task breakdown); its makespans then "
+                         "include the profiler's cost")
     args = ap.parse_args(argv)
     if args.workers is not None and not 1 <= args.workers <= 64:
         raise BenchInputError(f"--workers must be between 1 and 64, not {args.workers}")
@@ -355,7 +580,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 failing = min(failing, workers - 1)
                 if failing == 0 and args.drills == "failures":
                     continue
-                rows += run_configuration(workers, failing, workload, folder, scratch)
+                rows += run_configuration(workers, failing, workload, folder, scratch,
+                                          args.profile, args.reset)
     figures = {
         "results": rows,
         "machine": machine_info(),
@@ -368,6 +594,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "estimates": "per-domain lognormal means plus the measured harness overhead per task "
             "(not the tasks' own durations)",
             "kill_at_fraction_of_expected_makespan": KILL_FRACTION,
+            "reset": args.reset,
         },
     }
     emit(figures, args.json, _table(rows, header))

@@ -35,6 +35,27 @@ def test_dispatch_prints_one_json_object_with_a_row_per_policy_and_drill() -> No
     # without a failure nothing is lost; the runner never loses a task to a dead worker
     assert all(by_key[(0, p)]["tasks_lost"] == 0 for p in ("ours", "static", "round_robin"))
     assert by_key[(1, "ours")]["tasks_lost"] == 0
+    # the runner's own time between tasks, and each step of it on the wall clock
+    ours = by_key[(0, "ours")]
+    assert ours["gaps"] > 0 and 0 <= ours["gap_ms_median"] <= ours["gap_ms_max"]
+    steps = ours["wall_ms_per_task"]
+    assert steps["the task (agent loop, HTTP to the worker)"] > 0
+    assert steps["  queue.complete (SQLite commit)"] > 0
+    assert figures["workload"]["reset"] == "stock"
+
+
+def test_one_line_per_scenario_names_the_ratio_with_a_target() -> None:
+    from bench.dispatch import verdicts
+
+    row = {"policy": "ours", "workers": 8, "tasks_lost": 0, "tasks_retried": 3,
+           "makespan_over_lb": 1.3, "makespan_over_capacity_lb": 1.04}
+    lines = verdicts([{**row, "failures": 0}, {**row, "failures": 2},
+                      {**row, "failures": 2, "tasks_lost": 1}, {**row, "policy": "static"}])
+    assert lines == [
+        "dispatch W=8 killed=0: makespan/LB 1.300 (MISSED <= 1.05), 0 lost, 3 retried",
+        "dispatch W=8 killed=2: makespan/capLB 1.040 (met <= 1.05), 0 lost, 3 retried",
+        "dispatch W=8 killed=2: makespan/capLB 1.040 (MISSED <= 1.05), 1 lost, 3 retried",
+    ]
 
 
 def test_bad_input_is_one_line_and_exit_2() -> None:
