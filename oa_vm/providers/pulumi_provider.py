@@ -176,7 +176,11 @@ class PulumiCloudProvider:
     # -- settings and programs -----------------------------------------------------------------
 
     def _regions(self, spec: PoolSpec) -> list[str]:
-        return list(spec.regions) or [self.info.default_region]
+        """The regions to try, each checked against the cloud's (one line naming the closest
+        known region for ``mars-1`` or another cloud's region, before any plan is drawn)."""
+        from oa_vm.pricing.regions import check_region
+
+        return [check_region(self.name, r) for r in spec.regions] or [self.info.default_region]
 
     def _size(self, spec: PoolSpec) -> str:
         size = spec.size or self.info.default_size
