@@ -4,6 +4,7 @@ at exit, which printed an ``Exception ignored ... BaseEventLoop.__del__`` traceb
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -93,3 +94,61 @@ def test_a_real_region_outside_the_catalog_plans_with_its_price_unknown(tmp_path
                      "--plan", home=tmp_path / "home", env=_offline_env(tmp_path))
     assert result.returncode == 0, result.stderr
     assert "Price: UNKNOWN for the whole pool" in result.stdout
+
+
+def _alternatives_block(stdout: str) -> list[str]:
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Cheapest alternatives"))
+    block = []
+    for line in lines[start + 1:]:
+        if not line.startswith("  "):
+            break
+        block.append(line)
+    return block
+
+
+@pytest.mark.parametrize(("cloud", "size", "region"),
+                         [("aws", "m8i.2xlarge", "us-east-1"),
+                          ("azure", "Standard_D8s_v5", "eastus")])
+def test_alternatives_are_a_table_of_distinct_sizes_and_regions(
+    tmp_path: Path, cloud: str, size: str, region: str
+) -> None:
+    env = _offline_env(tmp_path)
+    text = run_cli("oa-vm", "pool-create", "--cloud", cloud, "--plan", home=tmp_path / "h",
+                   env=env)
+    assert text.returncode == 0, text.stderr
+    header, *rows = _alternatives_block(text.stdout)
+    assert header.split() == ["CLOUD", "REGION", "SIZE", "VCPUS", "MEMORY", "ON-DEMAND/H",
+                              "SPOT/H"]
+    cells = [row.split() for row in rows]
+    chosen = [c for c in cells if c[0] == "*"]
+    assert chosen and chosen[0][1:4] == [cloud, region, size], rows
+    assert chosen[0][4:6] == ["8", "32"] and chosen[0][6] == "GiB"
+    others = [c for c in cells if c[0] != "*"]
+    assert len(others) >= 4
+    sizes = {c[2] for c in others}
+    regions = {c[1] for c in others}
+    clouds = {c[0] for c in others}
+    assert len(sizes) >= 3 and len(regions) >= 2 and clouds == {"aws", "azure"}, rows
+    # each row is a distinct machine, every one priced both ways
+    assert len({(c[0], c[1], c[2]) for c in others}) == len(others)
+    assert all(c[-1].startswith("$") and c[-2].startswith("$") for c in cells)
+
+    js = run_cli("oa-vm", "pool-create", "--cloud", cloud, "--plan", "--json",
+                 home=tmp_path / "h", env=env)
+    plan = json.loads(js.stdout)
+    first = plan["alternatives"][0]
+    assert first["chosen"] and (first["vcpus"], first["memory_gib"]) == (8, 32)
+    assert all({"cloud", "region", "size", "vcpus", "memory_gib", "on_demand", "spot",
+                "price_per_hour"} <= set(a) for a in plan["alternatives"])
+    prices = [a["price_per_hour"] for a in plan["alternatives"][1:]]
+    assert prices == sorted(prices)
+
+
+def test_spot_alternatives_are_ranked_by_spot_price(tmp_path: Path) -> None:
+    js = run_cli("oa-vm", "pool-create", "--cloud", "aws", "--spot", "--plan", "--json",
+                 home=tmp_path / "h", env=_offline_env(tmp_path))
+    assert js.returncode == 0, js.stderr
+    rows = json.loads(js.stdout)["alternatives"]
+    assert all(a["price_per_hour"] == a["spot"] for a in rows)
+    assert [a["spot"] for a in rows[1:]] == sorted(a["spot"] for a in rows[1:])
