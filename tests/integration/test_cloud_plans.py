@@ -152,3 +152,17 @@ def test_spot_alternatives_are_ranked_by_spot_price(tmp_path: Path) -> None:
     rows = json.loads(js.stdout)["alternatives"]
     assert all(a["price_per_hour"] == a["spot"] for a in rows)
     assert [a["spot"] for a in rows[1:]] == sorted(a["spot"] for a in rows[1:])
+
+
+def test_azure_plan_names_the_resource_group_it_creates(tmp_path: Path) -> None:
+    env = _offline_env(tmp_path)
+    text = run_cli("oa-vm", "pool-create", "--cloud", "azure", "--pool", "team-a", "--plan",
+                   home=tmp_path / "h", env=env)
+    assert text.returncode == 0, text.stderr
+    assert "<pool>" not in text.stdout
+    assert "Note: everything lives in the resource group oa-vm-team-a (" in text.stdout
+    js = json.loads(run_cli("oa-vm", "pool-create", "--cloud", "azure", "--pool", "team-a",
+                            "--plan", "--json", home=tmp_path / "h", env=env).stdout)
+    group = next(r for r in js["resources"] if r["type"].endswith(":ResourceGroup"))
+    assert group["inputs"]["resourceGroupName"] == "oa-vm-team-a"
+    assert any("resource group oa-vm-team-a" in note for note in js["notes"])
