@@ -69,11 +69,13 @@ def flow(
     ] = DEFAULT_FALLBACK_RATE,
     vm_hourly: Annotated[
         float | None, typer.Option("--vm-hourly", "--price-per-hour",
-                                    help="VM $/hour per worker (default 0.19).")
+                                    help="VM $/hour per worker (default: the catalog's price of "
+                                         "--cloud/--size/--region).")
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="Workers sharing the tasks.")] = 1,
     cloud: Annotated[
-        str | None, typer.Option("--cloud", help="Price from the catalog: aws or azure.")
+        str | None, typer.Option("--cloud", help="Price from the catalog: aws or azure (default: "
+                                "the configured default cloud, else aws).")
     ] = None,
     size: Annotated[
         str | None, typer.Option("--size", help="Catalog size (default per cloud).")
