@@ -166,3 +166,63 @@ def test_azure_plan_names_the_resource_group_it_creates(tmp_path: Path) -> None:
     group = next(r for r in js["resources"] if r["type"].endswith(":ResourceGroup"))
     assert group["inputs"]["resourceGroupName"] == "oa-vm-team-a"
     assert any("resource group oa-vm-team-a" in note for note in js["notes"])
+
+
+# --- openadapt-evals sweep --plan ---------------------------------------------------------------
+
+
+def test_sweep_plan_shows_the_cloud_pool_and_creates_nothing(tmp_path: Path) -> None:
+    home, results = tmp_path / "home", tmp_path / "results"
+    env = _offline_env(tmp_path)
+    text = run_cli("openadapt-evals", "sweep", "--tasks", "all", "--agent", "noop",
+                   "--cloud", "aws", "--region", "eu-west-1", "--size", "c8i.2xlarge", "--spot",
+                   "--workers", "2", "--ttl", "90m", "--pool", "sw-plan", "--plan",
+                   "--results-dir", str(results), home=home, env=env)
+    assert text.returncode == 0, text.stderr
+    out = text.stdout
+    assert "Plan: 2 worker(s) on aws (pool sw-plan) in eu-west-1, size c8i.2xlarge" in out
+    assert "Price: $" in out and "/hour for the whole pool" in out
+    assert "2 x aws:ec2/instance:Instance" in out
+    header, *rows = _alternatives_block(out)
+    assert header.split()[:3] == ["CLOUD", "REGION", "SIZE"]
+    assert rows[0].split()[:4] == ["*", "aws", "eu-west-1", "c8i.2xlarge"]
+    assert "nothing was created" in out
+    assert not home.exists() and not results.exists(), "--plan must create and write nothing"
+
+    js = run_cli("openadapt-evals", "sweep", "--tasks", "all", "--agent", "noop",
+                 "--cloud", "azure", "--workers", "1", "--plan", "--json",
+                 "--results-dir", str(results), home=home, env=env)
+    assert js.returncode == 0, js.stderr
+    data = json.loads(js.stdout)
+    assert data["plan"]["cloud"] == "azure" and data["plan"]["workers"] == 1
+    assert data["plan"]["price_per_hour"] > 0 and data["sweep"]["agent"] == "noop"
+    assert not home.exists() and not results.exists()
+
+
+def test_sweep_plan_on_the_local_pool_starts_no_worker(tmp_path: Path) -> None:
+    home, results = tmp_path / "home", tmp_path / "results"
+    text = run_cli("openadapt-evals", "sweep", "--tasks", "all", "--agent", "noop", "--plan",
+                   "--results-dir", str(results), home=home, env=_offline_env(tmp_path))
+    assert text.returncode == 0, text.stderr
+    assert "Plan: 3 worker(s) on local" in text.stdout
+    # a local pool's worker processes, their logs and its record all live under the home
+    assert not home.exists() and not results.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--cloud", "aws", "--region", "mars-1"], "unknown AWS region 'mars-1'"),
+        (["--cloud", "azure", "--region", "us-east-1"], "is an AWS region, not an Azure one"),
+        (["--cloud", "aws", "--size", "t3.micro"], "t3.micro"),
+        (["--cloud", "aws", "--ttl", "0"], "--ttl"),
+    ],
+)
+def test_sweep_plan_refuses_bad_cloud_options_in_one_line(
+    tmp_path: Path, args: list[str], expected: str
+) -> None:
+    home = tmp_path / "home"
+    result = run_cli("openadapt-evals", "sweep", "--tasks", "all", "--agent", "noop", *args,
+                     "--plan", home=home, env=_offline_env(tmp_path))
+    assert expected in result.assert_one_line_error()
+    assert not home.exists()
