@@ -230,7 +230,8 @@ def _on_own_loop(run: Callable[[], None]) -> None:
             asyncio.set_event_loop(None)
             loop.close()
 
-    thread = threading.Thread(target=target, name="oa-vm-offline-run")
+    # A daemon: Ctrl-C during a plan ends the process without waiting for the program.
+    thread = threading.Thread(target=target, name="oa-vm-offline-run", daemon=True)
     thread.start()
     thread.join()
     if failure:

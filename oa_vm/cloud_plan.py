@@ -211,33 +211,31 @@ def alternatives(
     spec = size_spec(cloud, size)
     floor = (sized.vcpus if sized and sized.vcpus else None) or (spec.vcpus if spec else 4)
 
-    def price_of(entry: Any) -> float | None:
-        value = entry.spot if spot else entry.on_demand
-        return None if value is None else float(value)
+    def price_of(entry: Any) -> float:
+        return float(entry.spot if spot else entry.on_demand)
 
+    def rank(entry: Any) -> tuple[float, bool, str]:
+        # cheapest first; on a tie the plan's own region, so only the size differs
+        return price_of(entry), entry.region.lower() != region.lower(), entry.region
+
+    chosen_size = (cloud, sized.size if sized else size)
     best: dict[tuple[str, str], Any] = {}  # (cloud, size) -> its cheapest entry
     elsewhere = None  # the chosen size in its cheapest other region
     for entry in entries:
-        price = price_of(entry)
-        if price is None or entry is mine or not _nests(entry.cloud, entry.size):
+        if (entry is mine or (spot and entry.spot is None)
+                or not _nests(entry.cloud, entry.size) or (entry.vcpus or floor) < floor):
             continue
-        if (entry.vcpus or floor) < floor:
-            continue
-        rank = (price, entry.region.lower() != region.lower(), entry.region)
-        if (entry.cloud, entry.size) == (cloud, sized.size if sized else size):
-            if elsewhere is None or rank < (price_of(elsewhere), False, elsewhere.region):
+        if (entry.cloud, entry.size) == chosen_size:
+            if elsewhere is None or rank(entry) < rank(elsewhere):
                 elsewhere = entry
-            continue
-        held = best.get((entry.cloud, entry.size))
-        if held is None or rank < (price_of(held), held.region.lower() != region.lower(),
-                                   held.region):
+        elif (held := best.get((entry.cloud, entry.size))) is None or rank(entry) < rank(held):
             best[(entry.cloud, entry.size)] = entry
 
     def cheapest(items: list[Any]) -> list[Any]:
         return sorted(items, key=lambda e: (price_of(e), e.cloud, e.size, e.region))
 
-    own = cheapest([e for (c, _s), e in best.items() if c == cloud] + ([elsewhere] if elsewhere
-                                                                       else []))[:same_cloud]
+    own = [e for (c, _s), e in best.items() if c == cloud] + ([elsewhere] if elsewhere else [])
+    own = cheapest(own)[:same_cloud]
     others = cheapest([e for (c, _s), e in best.items() if c != cloud])[:other_clouds]
     rows = [_row(e, spot) for e in cheapest(own + others)]
     return ([_row(mine, spot, chosen=True)] if mine else []) + rows
