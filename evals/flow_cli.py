@@ -73,11 +73,14 @@ def flow(
         float, typer.Option("--fallback-rate", help="Share of tasks that fall back (hybrid).")
     ] = DEFAULT_FALLBACK_RATE,
     vm_hourly: Annotated[
-        float | None, typer.Option(*PRICE_NAMES, help="VM $/hour per worker (default 0.19).")
+        float | None, typer.Option(*PRICE_NAMES,
+                                   help="VM $/hour per worker (default: the catalog's price of "
+                                        "--cloud/--size/--region).")
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="Workers sharing the tasks.")] = 1,
     cloud: Annotated[
-        str | None, typer.Option("--cloud", help="Price from the catalog: aws or azure.")
+        str | None, typer.Option("--cloud", help="Price from the catalog: aws or azure (default: "
+                                "the configured default cloud, else aws).")
     ] = None,
     size: Annotated[
         str | None, typer.Option("--size", help="Catalog size (default per cloud).")

@@ -12,8 +12,10 @@ TEST-NET-3 (203.0.113.0/24), which never route on the internet.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,9 +101,36 @@ class RecordingMocks(pulumi.runtime.Mocks):
         return self.lookup(args.token, dict(args.args))
 
 
+@contextlib.contextmanager
+def _thread_loop() -> Iterator[None]:
+    """An event loop for one mock-monitor call on an executor thread, closed after it.
+
+    Pulumi's mock monitor makes an event loop on each executor thread it is called on (it needs
+    one to deserialize resource references) and never closes it. Left open, those loops are
+    collected at interpreter exit after their self-pipe sockets, and ``BaseEventLoop.__del__``
+    prints an ``Exception ignored ... Invalid file descriptor: -1`` traceback after some plans.
+    The monitor's calls return plain protobuf messages, so nothing outlives the call's loop.
+    """
+    try:
+        asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:  # an executor thread without a loop (the main thread gets one made)
+        pass
+    else:
+        yield  # the thread's own loop (run_offline's, closed there)
+        return
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
 class RecordingMonitor(MockMonitor):
     """The mock monitor, also handing each registration's ``customTimeouts`` to the mocks
-    (Pulumi's own mock monitor drops the resource options it does not pass on)."""
+    (Pulumi's own mock monitor drops the resource options it does not pass on), and closing
+    the event loop each call needs on its executor thread (:func:`_thread_loop`)."""
 
     def __init__(self, mocks: RecordingMocks) -> None:
         super().__init__(mocks)
@@ -114,7 +143,18 @@ class RecordingMonitor(MockMonitor):
             key: value for key in ("create", "update", "delete")
             if (value := getattr(timeouts, key, ""))
         }
-        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        with _thread_loop():
+            return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+
+    def Invoke(self, request: Any) -> Any:
+        """A data-source call, as the mock monitor answers it, on a loop closed after it."""
+        with _thread_loop():
+            return super().Invoke(request)  # type: ignore[no-untyped-call]
+
+    def ReadResource(self, request: Any) -> Any:
+        """A resource read, as the mock monitor answers it, on a loop closed after it."""
+        with _thread_loop():
+            return super().ReadResource(request)  # type: ignore[no-untyped-call]
 
 
 def run_offline(
@@ -138,26 +178,61 @@ def run_offline(
     """
     mocks = RecordingMocks(lookup)
     holder: dict[str, Any] = {}
-    with _RUN_LOCK:
+
+    def body() -> Any:
+        value = program()
+        root = pulumi_settings.get_root_resource()
+        exported = dict(getattr(root, "outputs", {}) or {})
+        return pulumi.Output.all(
+            pulumi.Output.from_input(value), pulumi.Output.from_input(exported)
+        ).apply(lambda resolved: holder.update(result=resolved[0], exports=resolved[1]))
+
+    def run() -> None:
         pulumi_settings.ROOT.set(None)
         pulumi.runtime.set_mocks(
             mocks, project=project, stack=stack, preview=False, monitor=RecordingMonitor(mocks)
         )
         try:
-
-            def body() -> Any:
-                value = program()
-                root = pulumi_settings.get_root_resource()
-                exported = dict(getattr(root, "outputs", {}) or {})
-                return pulumi.Output.all(
-                    pulumi.Output.from_input(value), pulumi.Output.from_input(exported)
-                ).apply(lambda resolved: holder.update(result=resolved[0], exports=resolved[1]))
-
             pulumi.runtime.test(body)()  # type: ignore[no-untyped-call]
         finally:
             pulumi_settings.reset_options()
+
+    with _RUN_LOCK:
+        _on_own_loop(run)
     return OfflineRun(
         resources=list(mocks.recorded),
         result=holder.get("result"),
         exports=dict(holder.get("exports") or {}),
     )
+
+
+def _on_own_loop(run: Callable[[], None]) -> None:
+    """Call ``run`` on a thread of its own with an event loop of its own, and close that loop
+    and its executor's threads once ``run`` returns (re-raising what it raised).
+
+    Pulumi's runtime uses the calling thread's event loop and leaves it open; on the caller's
+    thread that loop would stay for the interpreter to collect at exit (the traceback
+    :func:`_thread_loop` describes), and closing or unsetting it there would break a caller
+    that uses Pulumi's runtime itself afterwards. A thread of its own leaves the caller's
+    loop as it was.
+    """
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            run()
+        except BaseException as exc:  # handed to the caller's thread
+            failure.append(exc)
+        finally:
+            loop.run_until_complete(loop.shutdown_default_executor())
+            asyncio.set_event_loop(None)
+            loop.close()
+
+    # A daemon: Ctrl-C during a plan ends the process without waiting for the program.
+    thread = threading.Thread(target=target, name="oa-vm-offline-run", daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]

@@ -12,11 +12,12 @@ from typing import Annotated, Any
 import typer
 
 from oa_vm import api, cli_images, state
+from oa_vm import pool_options as pool_opts
 from oa_vm.cli_common import confirm as _confirm
 from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
 from oa_vm.clikit import print_json, run_main
-from oa_vm.duration_options import Duration, duration_option, duration_text_option
+from oa_vm.duration_options import duration_text_option
 from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
 from oa_vm.state import PoolRecord
 
@@ -74,20 +75,11 @@ def pool_create(
         typer.Option(help="local, aws or azure (default: 'oa-vm config'; else asked)."),
     ] = None,
     workers: Annotated[int, typer.Option(help="Number of workers.")] = api.DEFAULT_WORKERS,
-    size: Annotated[str | None, typer.Option(help="Instance size (cloud default).")] = None,
-    region: Annotated[
-        str | None, typer.Option(help="Region, or several a,b,c tried in order.")
-    ] = None,
-    spot: Annotated[bool, typer.Option(help="Use spot capacity.")] = False,
-    ttl_hours: Annotated[
-        float,
-        duration_option("--ttl", "--ttl-hours", unit="h", bare=("--ttl-hours",),
-                        most=api.MAX_TTL_HOURS,
-                        help="How long until the cloud ends the pool itself: 90m, 8h, 1d"),
-    ] = Duration(api.DEFAULT_TTL_HOURS, "h"),
-    allow_cidr: Annotated[
-        list[str] | None, typer.Option(help="CIDR allowed to reach SSH (repeatable).")
-    ] = None,
+    size: pool_opts.SizeOpt = None,
+    region: pool_opts.RegionOpt = None,
+    spot: pool_opts.SpotOpt = False,
+    ttl_hours: pool_opts.TtlOpt = pool_opts.TTL_DEFAULT,
+    allow_cidr: pool_opts.AllowCidrOpt = None,
     fault: Annotated[
         list[str] | None, typer.Option(help="Local pools: fault knob KEY=VALUE (repeatable).")
     ] = None,
@@ -101,18 +93,14 @@ def pool_create(
     tasks_dir: Annotated[
         str | None, typer.Option(help="Local pools: serve this WAA-layout task folder.")
     ] = None,
-    image: Annotated[
-        str | None, typer.Option(help="Cloud pools: the prepared image (see image-list).")
-    ] = None,
+    image: pool_opts.ImageOpt = None,
     build_image: Annotated[
         bool, typer.Option(help="Cloud pools: build the region's image first if it has none.")
     ] = False,
     per_process: Annotated[
         int, typer.Option(help="Local pools: workers served by each process.")
     ] = 1,
-    plan_only: Annotated[
-        bool, typer.Option("--plan", help="Show the plan and price; create nothing.")
-    ] = False,
+    plan_only: pool_opts.PlanOpt = False,
     json_out: JsonOpt = False,
     yes: YesOpt = False,
 ) -> None:
@@ -120,7 +108,7 @@ def pool_create(
     from oa_vm import pool_options
 
     cloud = pool_options.choose_cloud(cloud)
-    regions = [r.strip() for r in region.split(",") if r.strip()] if region else []
+    regions = pool_options.parse_regions(region)
     spec = api.build_spec(
         name=name, cloud=cloud, workers=workers, size=size, regions=regions, spot=spot,
         ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),

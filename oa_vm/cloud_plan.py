@@ -7,7 +7,7 @@ catalog (:mod:`oa_vm.pricing`); what neither knows is said plainly instead of gu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # Honest times (docs/providers.md, "The first run, phase by phase"). No build has been timed on a
@@ -99,16 +99,29 @@ def hours(seconds: float) -> str:
 
 
 def machine(cloud: str, size: str, disk_gb: int, storage_gb: int) -> dict[str, Any]:
-    """vCPUs, memory and disks of one worker (vCPUs/memory None when the table lacks the size)."""
+    """vCPUs, memory and disks of one worker: vCPUs and memory from the size tables, else the
+    price catalog (``.metal`` sizes), else None."""
     from infra.sizes import size_spec
 
     spec = size_spec(cloud, size)
+    vcpus, memory = (spec.vcpus, spec.memory_gib) if spec else _catalog_machine(cloud, size)
     return {
-        "vcpus": spec.vcpus if spec else None,
-        "memory_gib": spec.memory_gib if spec else None,
+        "vcpus": vcpus,
+        "memory_gib": memory,
         "os_disk_gb": disk_gb,
         "storage_gb": storage_gb,
     }
+
+
+def _catalog_machine(cloud: str, size: str) -> tuple[int | None, float | None]:
+    try:
+        from oa_vm.pricing import load_catalog
+
+        entries = load_catalog().entries
+    except Exception:  # a broken catalog must not break a plan; it is reported elsewhere
+        return None, None
+    entry = next((e for e in entries if (e.cloud, e.size.lower()) == (cloud, size.lower())), None)
+    return (entry.vcpus, entry.memory_gib) if entry else (None, None)
 
 
 def resource_tree(
@@ -133,46 +146,114 @@ def resource_tree(
     return lines
 
 
+ALTERNATIVES_SAME_CLOUD = 3
+"""Rows of the plan's own cloud in its comparison (each another size, or its size elsewhere)."""
+ALTERNATIVES_OTHER_CLOUDS = 2
+"""Rows of the other clouds (their cheapest sizes that also run WAA)."""
+
+
+def _nests(cloud: str, size: str) -> bool:
+    from infra import sizes
+
+    check = {"aws": sizes.check_aws_size, "azure": sizes.check_azure_size}.get(cloud)
+    if check is None:
+        return False
+    try:
+        check(size)
+    except ValueError:
+        return False
+    return True
+
+
+def _row(entry: Any, spot: bool, chosen: bool = False) -> dict[str, Any]:
+    """One comparison row from a catalog entry; ``price_per_hour`` is what a worker would pay
+    (spot or on demand, as the plan asks), None where there is no such figure."""
+    price = entry.spot if spot else entry.on_demand
+    return {
+        "cloud": entry.cloud,
+        "region": entry.region,
+        "size": entry.size,
+        "vcpus": entry.vcpus,
+        "memory_gib": entry.memory_gib,
+        "on_demand": entry.on_demand,
+        "spot": entry.spot,
+        "price_per_hour": None if price is None else float(price),
+        "chosen": chosen,
+    }
+
+
 def alternatives(
-    cloud: str, size: str, region: str, spot: bool, limit: int = 3
+    cloud: str, size: str, region: str, spot: bool,
+    same_cloud: int = ALTERNATIVES_SAME_CLOUD, other_clouds: int = ALTERNATIVES_OTHER_CLOUDS,
 ) -> list[dict[str, Any]]:
-    """The cheapest catalog entries (size and region) other than the chosen one that can also
-    run WAA (nesting sizes with at least the chosen size's vCPUs), cheapest first."""
+    """The plan's machine beside the cheapest others that can also run WAA, as SkyPilot's
+    optimizer table shows them: cloud, region, size, vCPUs, memory, on-demand and spot $/h.
+
+    The first row is the plan's own choice (``chosen``: True; absent when the catalog does not
+    price it there). Then, cheapest first by the price the pool would pay: for every other size
+    that nests and has at least the chosen size's vCPUs, its cheapest region (the plan's region
+    on a tie, so only the size differs), and the chosen size in its cheapest other region; at
+    most ``same_cloud`` rows of ``cloud`` and ``other_clouds`` rows of the other clouds. vCPUs
+    and memory are the catalog's (offline data shipped with the package).
+    """
     try:
         from oa_vm.pricing import load_catalog
-    except ImportError:
-        return []
-    from infra.sizes import size_spec
 
-    def nests(candidate: str) -> bool:
-        from infra import sizes
-
-        try:
-            (sizes.check_aws_size if cloud == "aws" else sizes.check_azure_size)(candidate)
-        except ValueError:
-            return False
-        return True
-
-    wanted = size_spec(cloud, size)
-    floor = wanted.vcpus if wanted else 4
-    out: list[dict[str, Any]] = []
-    try:
-        entries = load_catalog().select(cloud=cloud)
+        entries = load_catalog().entries
     except Exception:  # a broken catalog must not break a plan; it is reported elsewhere
         return []
+    mine = next((e for e in entries if (e.cloud, e.size.lower(), e.region.lower())
+                 == (cloud, size.lower(), region.lower())), None)
+    sized = mine or next((e for e in entries if (e.cloud, e.size.lower())
+                          == (cloud, size.lower())), None)
+    from infra.sizes import size_spec
+
+    spec = size_spec(cloud, size)
+    floor = (sized.vcpus if sized and sized.vcpus else None) or (spec.vcpus if spec else 4)
+
+    def price_of(entry: Any) -> float:
+        return float(entry.spot if spot else entry.on_demand)
+
+    def rank(entry: Any) -> tuple[float, bool, str]:
+        # cheapest first; on a tie the plan's own region, so only the size differs
+        return price_of(entry), entry.region.lower() != region.lower(), entry.region
+
+    chosen_size = (cloud, sized.size if sized else size)
+    best: dict[tuple[str, str], Any] = {}  # (cloud, size) -> its cheapest entry
+    elsewhere = None  # the chosen size in its cheapest other region
     for entry in entries:
-        if (entry.size, entry.region) == (size, region) or not nests(entry.size):
+        if (entry is mine or (spot and entry.spot is None)
+                or not _nests(entry.cloud, entry.size) or (entry.vcpus or floor) < floor):
             continue
-        spec = size_spec(cloud, entry.size)
-        if spec is not None and spec.vcpus < floor:
-            continue
-        try:
-            price = float(entry.price(spot))
-        except Exception:  # no spot figure for this entry: skip it
-            continue
-        out.append({"size": entry.size, "region": entry.region, "price_per_hour": price})
-    out.sort(key=lambda item: (item["price_per_hour"], item["size"], item["region"]))
-    return out[:limit]
+        if (entry.cloud, entry.size) == chosen_size:
+            if elsewhere is None or rank(entry) < rank(elsewhere):
+                elsewhere = entry
+        elif (held := best.get((entry.cloud, entry.size))) is None or rank(entry) < rank(held):
+            best[(entry.cloud, entry.size)] = entry
+
+    def cheapest(items: list[Any]) -> list[Any]:
+        return sorted(items, key=lambda e: (price_of(e), e.cloud, e.size, e.region))
+
+    own = [e for (c, _s), e in best.items() if c == cloud] + ([elsewhere] if elsewhere else [])
+    own = cheapest(own)[:same_cloud]
+    others = cheapest([e for (c, _s), e in best.items() if c != cloud])[:other_clouds]
+    rows = [_row(e, spot) for e in cheapest(own + others)]
+    return ([_row(mine, spot, chosen=True)] if mine else []) + rows
+
+
+def alternatives_table(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The comparison as a plain table (``*`` marks the plan's own choice)."""
+    from oa_vm.tables import hourly, render_table
+
+    def memory(value: Any) -> str:
+        return "-" if value is None else f"{value:g} GiB"
+
+    return render_table(
+        ("", "CLOUD", "REGION", "SIZE", "VCPUS", "MEMORY", "ON-DEMAND/H", "SPOT/H"),
+        [("*" if row.get("chosen") else "", row["cloud"], row["region"], row["size"],
+          row.get("vcpus") or "-", memory(row.get("memory_gib")), hourly(row.get("on_demand")),
+          hourly(row.get("spot"))) for row in rows],
+    )
 
 
 def max_spend(price_per_hour: float | None, hours: float) -> float | None:

@@ -75,11 +75,13 @@ def image_settings(
     """The image and its builder (one host of the pool program in ``build`` mode).
 
     Raises:
-        InvalidInputError: a size that cannot nest, or a bad setting.
+        InvalidInputError: a region the cloud lacks, a size that cannot nest, or a bad setting.
     """
     from infra.settings import ImageSettings, PoolSettings, SettingsError
     from oa_vm import config
+    from oa_vm.pricing.regions import check_region
 
+    region = check_region(provider.name, region)
     name = new_image_id(region, now)
     try:
         builder = PoolSettings(

@@ -5,7 +5,9 @@
   A cloud that bills is never chosen silently.
 - the checks a create makes before anything is written (a prepared image, a size that nests);
 - ``pool-wait``'s default deadline, which follows what the pool is doing;
-- ``pool-wait``'s heartbeat: a line per worker when its phase changes, and at least every 30 s.
+- ``pool-wait``'s heartbeat: a line per worker when its phase changes, and at least every 30 s;
+- the cloud options themselves (size, region, spot, expiry, SSH CIDRs, image, ``--plan``),
+  declared once here for ``oa-vm pool-create`` and ``openadapt-evals sweep``.
 """
 
 from __future__ import annotations
@@ -13,13 +15,49 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from typing import Annotated
 
+import typer
+
+from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
+from oa_vm.duration_options import Duration, duration_option
 from oa_vm.errors import InvalidInputError
 from oa_vm.providers.base import PoolSpec
 from oa_vm.state import PoolRecord
 
 DEFAULT_WAIT_S = 30 * 60.0
 HEARTBEAT_S = 30.0
+
+# --- the cloud options of a pool, for every command that creates one -------------------------
+# Typer names an option after its parameter: declare ``size: SizeOpt = None`` and so on.
+
+SizeOpt = Annotated[str | None, typer.Option(help="Instance size (cloud default).")]
+RegionOpt = Annotated[
+    str | None, typer.Option(help="Region, or several a,b,c tried in order.")
+]
+SpotOpt = Annotated[bool, typer.Option(help="Use spot capacity.")]
+TtlOpt = Annotated[
+    float,
+    duration_option("--ttl", "--ttl-hours", unit="h", bare=("--ttl-hours",),
+                    most=MAX_TTL_HOURS,
+                    help="How long until the cloud ends the pool itself: 90m, 8h, 1d"),
+]
+TTL_DEFAULT = Duration(DEFAULT_TTL_HOURS, "h")
+"""The default of :data:`TtlOpt`, shown in ``--help`` with its unit (``4h``)."""
+AllowCidrOpt = Annotated[
+    list[str] | None, typer.Option(help="CIDR allowed to reach SSH (repeatable).")
+]
+ImageOpt = Annotated[
+    str | None, typer.Option(help="Cloud pools: the prepared image (see image-list).")
+]
+PlanOpt = Annotated[
+    bool, typer.Option("--plan", help="Show the plan and price; create nothing.")
+]
+
+
+def parse_regions(region: str | None) -> list[str]:
+    """``--region a,b,c`` -> ``["a", "b", "c"]`` (tried in that order); None -> ``[]``."""
+    return [r.strip() for r in region.split(",") if r.strip()] if region else []
 
 
 def choose_cloud(cloud: str | None, ask: Callable[[], str] | None = None) -> str:

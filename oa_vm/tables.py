@@ -19,3 +19,9 @@ def money(value: float | None) -> str:
     if value is None:
         return "-"
     return f"${value:.4f}" if 0 < abs(value) < 0.1 else f"${value:.2f}"
+
+
+def hourly(value: float | None) -> str:
+    """A price per hour with four decimals, so a column of them lines up: ``$0.3440``,
+    ``$4.6080``; ``-`` when unpriced."""
+    return "-" if value is None else f"${value:.4f}"

@@ -45,6 +45,7 @@ from evals.commands.run import (
     execute,
     finish_run,
 )
+from oa_vm import pool_options as pool_opts
 from oa_vm.duration_options import Duration, duration_option
 from oa_vm.signals import sigterm_as_interrupt
 
@@ -103,6 +104,13 @@ def sweep(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Cloud pools: create without asking.")
     ] = False,
+    size: pool_opts.SizeOpt = None,
+    region: pool_opts.RegionOpt = None,
+    spot: pool_opts.SpotOpt = False,
+    ttl_hours: pool_opts.TtlOpt = pool_opts.TTL_DEFAULT,
+    allow_cidr: pool_opts.AllowCidrOpt = None,
+    image: pool_opts.ImageOpt = None,
+    plan_only: pool_opts.PlanOpt = False,
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,
     resume: ResumeOpt = False,
@@ -143,12 +151,17 @@ def sweep(
     reused = _pool_to_reuse(config, name, cloud) if config.resume else None
     spec = api.build_spec(
         name=reused or name, cloud=cloud, workers=workers, faults=faults or None,
-        price_per_hour=price_per_hour,
+        price_per_hour=price_per_hour, size=size, regions=pool_opts.parse_regions(region),
+        spot=spot, ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),
     )
+    spec.image = image
     config = replace(config, pool=spec.name)
     if state.exists(spec.name) and spec.name != reused:
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
         raise PoolExistsError(spec.name)
+    if plan_only:
+        _print_plan(spec, config, json_out)
+        return
     if cloud == "local":
         check_local_tasks(config, spec.tasks_dir)
     elif not reused:
@@ -189,6 +202,28 @@ def sweep(
             finish_run(result)
         except KeyboardInterrupt:
             raise RunInterrupted(None) from None
+
+
+def _print_plan(spec: PoolSpec, config: RunConfig, json_out: bool) -> None:
+    """``--plan``: the pool the sweep would create and its price, on stdout; nothing is
+    created, recorded or written (no pool, no run folder), and no network is asked (the SSH
+    CIDR stays a placeholder, as in ``oa-vm pool-create --plan``)."""
+    from evals.prechecks import check_local_tasks
+    from oa_vm import api
+    from oa_vm.clikit import print_json
+
+    if spec.cloud == "local":
+        check_local_tasks(config, spec.tasks_dir)
+    plan = api.plan_pool(spec)
+    if json_out:
+        print_json({"sweep": {"pool": spec.name, "tasks": config.selection,
+                              "agent": config.agent, "run_name": config.run_name},
+                    "plan": plan.to_json()})
+        return
+    typer.echo(plan.describe())
+    typer.echo(f"Sweep: tasks {config.selection!r} with agent {config.agent!r} on pool "
+               f"{spec.name!r}, removed when the sweep ends; nothing was created "
+               "(drop --plan to run it)")
 
 
 def _keep_logs(pool: str, config: RunConfig) -> None:

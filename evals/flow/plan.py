@@ -2,8 +2,9 @@
 
 A bundle is ``<bundles>/<task_id>/workflow.json``. Live runs refuse to start while any selected
 task has none (:func:`missing_bundles`); dry runs only count them. :func:`plan_dry_run` prices a
-selection with :mod:`evals.cost` at a ``--vm-hourly`` figure or a price-catalog one
-(:func:`resolve_vm_price`); it creates nothing and spends nothing.
+selection with :mod:`evals.cost` at a ``--vm-hourly`` figure or, by default, the price catalog's
+figure for the machine a pool would run on (:func:`resolve_vm_price`); it creates nothing and
+spends nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.cost import (
-    DEFAULT_VM_HOURLY,
     FULL_SUITE_TASKS,
     CostEstimate,
     EstimateInput,
@@ -92,9 +92,10 @@ class VmPrice:
 
     Attributes:
         hourly: USD per worker-hour.
-        origin: ``flag`` (``--vm-hourly`` or its default) or ``catalog``.
+        origin: ``flag`` (``--vm-hourly``) or ``catalog``.
         cloud, region, size, spot: the catalog entry used (``catalog`` only).
         source, date: the entry's source page and the date of the figure (``catalog`` only).
+        defaulted: which of cloud, size and region were not given and took their defaults.
     """
 
     hourly: float
@@ -105,17 +106,31 @@ class VmPrice:
     spot: bool = False
     source: str | None = None
     date: str | None = None
+    defaulted: tuple[str, ...] = ()
 
     def describe(self) -> str:
-        """One phrase: ``$0.19/h (--price-per-hour)`` or ``$0.1905/h aws m8i.2xlarge ...``."""
+        """One phrase: ``$0.5/h (--price-per-hour)`` or ``$0.4234/h on-demand, aws m8i.2xlarge in
+        us-east-1 (price catalog, figure of ...)``, saying so when the machine is the default."""
         rate = f"${format_rate(self.hourly)}/h"
         if self.origin != "catalog":
             return f"{rate} (--price-per-hour)"
         kind = "spot" if self.spot else "on-demand"
-        return (
-            f"{rate} {kind}, {self.cloud} {self.size} in {self.region} "
-            f"(price catalog, figure of {self.date})"
-        )
+        note = f"price catalog, figure of {self.date}"
+        if self.defaulted:
+            named = self.defaulted
+            what = named[0] if len(named) == 1 else ", ".join(named[:-1]) + " and " + named[-1]
+            flags = "/".join(f"--{name}" for name in named)
+            note += f"; the default {what}: pick with {flags} or --price-per-hour"
+        return f"{rate} {kind}, {self.cloud} {self.size} in {self.region} ({note})"
+
+
+def default_flow_cloud(catalog: PriceCatalog) -> str:
+    """The cloud a dry run is priced on when none is given: the configured default cloud
+    (``oa-vm config set default-cloud``) when it bills, else the catalog's first (``aws``)."""
+    from oa_vm import config
+
+    configured = config.default_cloud()
+    return configured if configured in catalog.clouds() else catalog.clouds()[0]
 
 
 def resolve_vm_price(
@@ -127,36 +142,39 @@ def resolve_vm_price(
     spot: bool = False,
     catalog: PriceCatalog | None = None,
 ) -> VmPrice:
-    """The VM price to plan with: ``--vm-hourly`` (default $0.19), or a catalog figure.
+    """The VM price to plan with: ``--vm-hourly``, or the catalog's figure for the cloud, size
+    and region given, each defaulting as a pool's would (the configured default cloud, else
+    ``aws``; the cloud's default size and region), so the dry run prices the machine a pool
+    would run on rather than a built-in figure.
 
     Raises:
-        InvalidInputError: both or neither-but-catalog-flags were given, a negative or
-            non-finite price, or an unknown cloud, size or region (the known ones are listed).
+        InvalidInputError: ``--vm-hourly`` with catalog options, a negative or non-finite
+            price, or an unknown cloud, size or region (the known ones are listed).
     """
-    if cloud is None:
-        stray = [flag for flag, value in (("--size", size), ("--region", region)) if value]
-        if spot:
-            stray.append("--spot")
-        if stray:
-            verb = "needs" if len(stray) == 1 else "need"
-            raise InvalidInputError(
-                f"{', '.join(stray)} {verb} --cloud aws|azure (to pick a catalog price)"
-            )
-        hourly = DEFAULT_VM_HOURLY if vm_hourly is None else vm_hourly
-        if not math.isfinite(hourly) or hourly < 0:
-            raise InvalidInputError(
-                f"--vm-hourly must be a non-negative number of $/hour (got {hourly})"
-            )
-        return VmPrice(hourly=hourly, origin="flag")
     if vm_hourly is not None:
-        raise InvalidInputError(
-            "give either --vm-hourly or --cloud (with --size/--region/--spot), not both"
-        )
+        from oa_vm.clikit import typed_name
+
+        # errors name the price option as the user typed it (new name, or the old one)
+        option = typed_name(("--price-per-hour", "--vm-hourly")) or "--price-per-hour"
+        given = [flag for flag, value in (("--cloud", cloud), ("--size", size),
+                                          ("--region", region), ("--spot", spot)) if value]
+        if given:
+            raise InvalidInputError(
+                f"give either {option} or {', '.join(given)} (a catalog price), not both"
+            )
+        if not math.isfinite(vm_hourly) or vm_hourly < 0:
+            raise InvalidInputError(
+                f"{option} must be a non-negative number of $/hour, not {vm_hourly:g}"
+            )
+        return VmPrice(hourly=vm_hourly, origin="flag")
     from oa_vm.pricing import load_catalog
 
     cat = catalog or load_catalog()
-    chosen_size = size or cat.default_size(cloud)
-    entry = cat.lookup(cloud, region, chosen_size)
+    defaulted = tuple(what for what, value in (("cloud", cloud), ("size", size),
+                                               ("region", region)) if not value)
+    chosen_cloud = cloud or default_flow_cloud(cat)
+    chosen_size = size or cat.default_size(chosen_cloud)
+    entry = cat.lookup(chosen_cloud, region, chosen_size)
     return VmPrice(
         hourly=entry.price(spot),
         origin="catalog",
@@ -166,6 +184,7 @@ def resolve_vm_price(
         spot=spot,
         source=entry.spot_source if spot else entry.source,
         date=entry.spot_date if spot else entry.date,
+        defaulted=defaulted,
     )
 
 

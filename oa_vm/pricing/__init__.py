@@ -2,7 +2,8 @@
 
 One module per part: :mod:`~oa_vm.pricing.catalog` (the catalog, lookups, errors),
 :mod:`~oa_vm.pricing.azure` and :mod:`~oa_vm.pricing.aws` (the live sources),
-:mod:`~oa_vm.pricing.refresh` (fetch and merge); everything public is re-exported here.
+:mod:`~oa_vm.pricing.refresh` (fetch and merge), :mod:`~oa_vm.pricing.regions` (which regions
+each cloud has); everything public is re-exported here.
 
 The catalog ships with the package as a dated data file (``oa_vm/data/prices.json``): USD per
 hour, Linux, on-demand and spot, with the source page, the date and the basis of every figure.
@@ -71,6 +72,11 @@ from oa_vm.pricing.refresh import (
     RefreshReport,
     refresh_catalog,
 )
+from oa_vm.pricing.regions import (
+    check_region,
+    closest_region,
+    cloud_regions,
+)
 
 __all__ = [
     "AWS_OFFER_PATH",
@@ -95,6 +101,9 @@ __all__ = [
     "azure_filter",
     "azure_first_url",
     "azure_quotes",
+    "check_region",
+    "closest_region",
+    "cloud_regions",
     "default_region",
     "default_size",
     "fetch_json",

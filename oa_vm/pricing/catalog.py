@@ -62,6 +62,8 @@ class PriceEntry:
         date: the day the on-demand figure was taken (ISO date).
         basis: how it was obtained: a list price as published, derived from one, or live.
         spot_source, spot_date, spot_basis: the same for the spot figure.
+        vcpus, memory_gib: what one machine of the size has (None when the file omits them),
+            so a plan can compare sizes without a cloud's API.
     """
 
     cloud: str
@@ -75,6 +77,8 @@ class PriceEntry:
     spot_source: str | None = None
     spot_date: str | None = None
     spot_basis: str | None = None
+    vcpus: int | None = None
+    memory_gib: float | None = None
 
     def price(self, spot: bool = False) -> float:
         """The hourly price, spot or on-demand.
@@ -97,6 +101,8 @@ class PriceEntry:
             "cloud": self.cloud,
             "region": self.region,
             "size": self.size,
+            "vcpus": self.vcpus,
+            "memory_gib": self.memory_gib,
             "on_demand": self.on_demand,
             "spot": self.spot,
             "source": self.source,
@@ -129,6 +135,8 @@ class PriceEntry:
             spot_source=_opt_str(data.get("spot_source")),
             spot_date=_opt_str(data.get("spot_date")),
             spot_basis=_opt_str(data.get("spot_basis")),
+            vcpus=_opt_count(data.get("vcpus"), f"vcpus of {where}"),
+            memory_gib=_opt_memory(data.get("memory_gib"), f"memory_gib of {where}"),
         )
 
 
@@ -140,6 +148,23 @@ def _price_field(value: Any, what: str) -> float:
     if not math.isfinite(number) or number < 0:
         raise ValueError(f"{what} is negative or not finite")
     return number
+
+
+def _opt_count(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} is not a positive whole number")
+    return value
+
+
+def _opt_memory(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    number = _price_field(value, what)  # the same rule: a finite number, not negative
+    if number == 0:
+        raise ValueError(f"{what} is zero")
+    return int(number) if number.is_integer() else number  # 32 GiB, not 32.0
 
 
 def _opt_str(value: Any) -> str | None:

@@ -77,7 +77,8 @@ class AzureProvider(PulumiCloudProvider):
                 component_type="oa-vm:azure:WorkerPool",
                 notes=(
                     "each VM is deallocated at the expiry by a DevTest Labs shutdown schedule",
-                    "everything lives in the resource group oa-vm-<pool>",
+                    "everything lives in the resource group {resource_group} (created with "
+                    "the pool, removed by oa-vm pool-cleanup)",
                 ),
             ),
             engine=engine,

@@ -178,11 +178,11 @@ class Plan:
         if self.bills_after_expiry:
             lines.append("Keeps billing after expiry: " + "; ".join(self.bills_after_expiry))
         if self.alternatives:
-            lines.append("Cheapest alternatives that also run WAA:")
-            lines += [
-                f"  {a['size']} in {a['region']}: ${a['price_per_hour']:.4f}/h per worker"
-                for a in self.alternatives
-            ]
+            from oa_vm.cloud_plan import alternatives_table
+
+            mark = " (* is this plan)" if any(a.get("chosen") for a in self.alternatives) else ""
+            lines.append(f"Cheapest alternatives that also run WAA, $/h per machine{mark}:")
+            lines += [f"  {line}" for line in alternatives_table(self.alternatives).splitlines()]
         lines += [f"Note: {note}" for note in self.notes if note != unknown]
         return "\n".join(lines)
 

@@ -97,6 +97,8 @@ class CloudInfo:
         manual_check: the CLI command listing a pool's resources by tag (``{pool}`` filled in).
         image_module: the ``infra`` module with the image program.
         component_type: the pool component's Pulumi type (for the plan's tree).
+        notes: lines every plan of the cloud ends with; ``{pool}`` and ``{resource_group}``
+            (the resource group the program declares) are filled in.
     """
 
     name: str
@@ -208,7 +210,11 @@ class PulumiCloudProvider:
     # -- settings and programs -----------------------------------------------------------------
 
     def _regions(self, spec: PoolSpec) -> list[str]:
-        return list(spec.regions) or [self.info.default_region]
+        """The regions to try, each checked against the cloud's (one line naming the closest
+        known region for ``mars-1`` or another cloud's region, before any plan is drawn)."""
+        from oa_vm.pricing.regions import check_region
+
+        return [check_region(self.name, r) for r in spec.regions] or [self.info.default_region]
 
     def _size(self, spec: PoolSpec) -> str:
         size = spec.size or self.info.default_size
@@ -419,7 +425,12 @@ class PulumiCloudProvider:
             self.name, settings.size, settings.disk_gb, settings.storage_gb, spec.workers
         ))
         notes.append("IDs and addresses shown are placeholders until create")
-        notes.extend(self.info.notes)
+        # Notes may name what the program declares: the resource group's real name, read from
+        # the recorded resource (Azure pools), not a placeholder.
+        group = next((str(r.inputs.get("resourceGroupName")) for r in run.resources
+                      if r.type == "azure-native:resources:ResourceGroup"), "")
+        notes.extend(note.format(pool=spec.name, resource_group=group or "(none)")
+                     for note in self.info.notes)
         if chosen is None:
             ready_in = (
                 f"{cloud_plan.minutes(cloud_plan.BUILD_READY_S + cloud_plan.WARM_READY_S)} "

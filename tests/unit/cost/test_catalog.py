@@ -216,3 +216,26 @@ def test_pool_cost_uses_requested_workers_before_any_is_recorded() -> None:
 
 def test_pool_cost_is_never_negative() -> None:
     assert pricing.pool_cost_so_far(_record(1.0, 2), now=T0 - timedelta(hours=1)) == 0.0
+
+
+def test_shipped_entries_carry_vcpus_and_memory(shipped: pricing.PriceCatalog) -> None:
+    from infra.sizes import size_spec
+
+    for entry in shipped.entries:
+        assert entry.vcpus and entry.memory_gib, entry
+        spec = size_spec(entry.cloud, entry.size)
+        if spec is not None:  # the size tables and the catalog agree
+            assert (entry.vcpus, entry.memory_gib) == (spec.vcpus, spec.memory_gib), entry
+    metal = shipped.lookup("aws", "us-east-1", "m5.metal")
+    assert (metal.vcpus, metal.memory_gib) == (96, 384)
+    assert pricing.PriceEntry.from_json(metal.to_json()) == metal
+
+
+@pytest.mark.parametrize(("field", "value"), [("vcpus", 0), ("vcpus", 2.5), ("vcpus", True),
+                                              ("memory_gib", -1), ("memory_gib", 0)])
+def test_an_impossible_machine_figure_is_refused(
+    shipped: pricing.PriceCatalog, field: str, value: object
+) -> None:
+    data = {**shipped.entries[0].to_json(), field: value}
+    with pytest.raises(ValueError, match=field):
+        pricing.PriceEntry.from_json(data)

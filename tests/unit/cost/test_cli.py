@@ -108,7 +108,12 @@ def test_hybrid_prints_the_fallback_and_the_full_suite(oa_home: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "paid tasks=5.0, 10 steps each" in result.output
     assert "154 tasks (the full WAA suite):" in result.output
-    assert "10 tasks, hybrid mode, $0.19/h, gpt-4o, W=1, f=0.5:" in result.output
+    # no price given: the catalog's figure for the default machine, and the dry run says which
+    assert "10 tasks, hybrid mode, $0.42336/h, gpt-4o, W=1, f=0.5:" in result.output
+    assert ("$0.42336/h on-demand, aws m8i.2xlarge in us-east-1 (price catalog, figure of "
+            in result.output)
+    assert "the default cloud, size and region: pick with --cloud/--size/--region" in (
+        result.output)
 
 
 def test_json_output(oa_home: Path, tmp_path: Path) -> None:
@@ -125,9 +130,11 @@ def test_json_output(oa_home: Path, tmp_path: Path) -> None:
     assert data["plan"]["task_ids"] == ["a", "b"]
     assert data["plan"]["bundles"]["missing"] == ["b"]
     assert data["estimate"]["n_tasks"] == 2
+    entry = pricing.load_catalog().lookup("aws", "us-east-1", "m8i.2xlarge")
     assert data["price"] == {
-        "hourly": 0.19, "origin": "flag", "cloud": None, "region": None, "size": None,
-        "spot": False, "source": None, "date": None,
+        "hourly": entry.on_demand, "origin": "catalog", "cloud": "aws", "region": "us-east-1",
+        "size": "m8i.2xlarge", "spot": False, "source": entry.source, "date": entry.date,
+        "defaulted": ["cloud", "size", "region"],
     }
 
 
@@ -221,3 +228,33 @@ def test_prices_refresh_then_show(oa_home: Path, price_server: PriceServer) -> N
     assert entries["Standard_D8s_v5"]["basis"].startswith("live")
     # sizes the sample answers do not price keep their catalog figures
     assert entries["Standard_D8ds_v5"]["basis"].startswith("derived")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([], "$0.42336/h on-demand, aws m8i.2xlarge in us-east-1 (price catalog"),
+        (["--region", "eu-west-1", "--spot"], "$0.2123/h spot, aws m8i.2xlarge in eu-west-1"),
+        (["--cloud", "azure"], "$0.384/h on-demand, azure Standard_D8s_v5 in eastus"),
+        (["--vm-hourly", "0.5"], "$0.50/h (--vm-hourly)"),
+    ],
+)
+def test_dry_run_prices_the_machine_from_the_catalog(
+    oa_home: Path, args: list[str], expected: str
+) -> None:
+    proc = run("openadapt-eval-flow", "--dry-run", "--tasks", "10", *args,
+               env={"OA_VM_HOME": str(oa_home)})
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if x.strip().startswith("VM price:"))
+    assert expected in line, line
+    assert "0.19" not in proc.stdout  # the old built-in figure is gone
+
+
+@pytest.mark.integration
+def test_dry_run_follows_the_configured_default_cloud(oa_home: Path) -> None:
+    env = {"OA_VM_HOME": str(oa_home)}
+    assert run("oa-vm", "config", "set", "default-cloud", "azure", env=env).returncode == 0
+    proc = run("openadapt-eval-flow", "--dry-run", "--tasks", "10", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "azure Standard_D8s_v5 in eastus (price catalog" in proc.stdout

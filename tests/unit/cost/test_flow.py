@@ -55,7 +55,14 @@ def test_task_ids_from_text_and_file(tmp_path: Path) -> None:
 
 
 def test_vm_price_from_flag_default_and_catalog(oa_home: Path) -> None:
-    assert resolve_vm_price(vm_hourly=None, cloud=None).hourly == 0.19
+    default = resolve_vm_price(vm_hourly=None, cloud=None)
+    shipped = pricing.load_catalog().lookup("aws", "us-east-1", "m8i.2xlarge")
+    assert (default.hourly, default.origin, default.cloud, default.size, default.region) == (
+        shipped.on_demand, "catalog", "aws", "m8i.2xlarge", "us-east-1")
+    assert default.defaulted == ("cloud", "size", "region")
+    sized = resolve_vm_price(vm_hourly=None, cloud=None, size="c8i.2xlarge", spot=True)
+    assert (sized.cloud, sized.size, sized.spot, sized.defaulted) == (
+        "aws", "c8i.2xlarge", True, ("cloud", "region"))
     assert resolve_vm_price(vm_hourly=0.46, cloud=None).hourly == 0.46
     price = resolve_vm_price(vm_hourly=None, cloud="aws", spot=True)
     entry = pricing.load_catalog().lookup("aws", "us-east-1", "m8i.2xlarge")
@@ -72,8 +79,9 @@ def test_vm_price_from_flag_default_and_catalog(oa_home: Path) -> None:
         ({"vm_hourly": -1.0, "cloud": None}, "non-negative"),
         ({"vm_hourly": float("inf"), "cloud": None}, "non-negative"),
         ({"vm_hourly": 0.3, "cloud": "aws"}, "not both"),
-        ({"vm_hourly": None, "cloud": None, "size": "m8i.2xlarge"}, "--size needs --cloud"),
-        ({"vm_hourly": None, "cloud": None, "spot": True, "region": "x"}, "--region, --spot"),
+        ({"vm_hourly": 0.3, "cloud": None, "size": "m8i.2xlarge"}, "--vm-hourly or --size"),
+        ({"vm_hourly": 0.3, "cloud": None, "spot": True, "region": "x"}, "--region, --spot"),
+        ({"vm_hourly": None, "cloud": None, "region": "mars"}, "known regions: us-east-1"),
         ({"vm_hourly": None, "cloud": "aws", "size": "t3.nano"}, "known sizes: m8i.2xlarge"),
         ({"vm_hourly": None, "cloud": "azure", "region": "mars"}, "known regions: eastus"),
     ],
