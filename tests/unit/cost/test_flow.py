@@ -79,7 +79,7 @@ def test_vm_price_from_flag_default_and_catalog(oa_home: Path) -> None:
         ({"vm_hourly": -1.0, "cloud": None}, "non-negative"),
         ({"vm_hourly": float("inf"), "cloud": None}, "non-negative"),
         ({"vm_hourly": 0.3, "cloud": "aws"}, "not both"),
-        ({"vm_hourly": 0.3, "cloud": None, "size": "m8i.2xlarge"}, "--vm-hourly or --size"),
+        ({"vm_hourly": 0.3, "cloud": None, "size": "m8i.2xlarge"}, "--price-per-hour or --size"),
         ({"vm_hourly": 0.3, "cloud": None, "spot": True, "region": "x"}, "--region, --spot"),
         ({"vm_hourly": None, "cloud": None, "region": "mars"}, "known regions: us-east-1"),
         ({"vm_hourly": None, "cloud": "aws", "size": "t3.nano"}, "known sizes: m8i.2xlarge"),
