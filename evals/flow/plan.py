@@ -96,8 +96,6 @@ class VmPrice:
         cloud, region, size, spot: the catalog entry used (``catalog`` only).
         source, date: the entry's source page and the date of the figure (``catalog`` only).
         defaulted: which of cloud, size and region were not given and took their defaults.
-        option: the price option as the user typed it (``flag`` only; its old name
-            ``--vm-hourly`` is kept when typed).
     """
 
     hourly: float
@@ -109,14 +107,13 @@ class VmPrice:
     source: str | None = None
     date: str | None = None
     defaulted: tuple[str, ...] = ()
-    option: str = "--price-per-hour"
 
     def describe(self) -> str:
         """One phrase: ``$0.5/h (--price-per-hour)`` or ``$0.4234/h on-demand, aws m8i.2xlarge in
         us-east-1 (price catalog, figure of ...)``, saying so when the machine is the default."""
         rate = f"${format_rate(self.hourly)}/h"
         if self.origin != "catalog":
-            return f"{rate} ({self.option})"
+            return f"{rate} (--price-per-hour)"  # the same line for its old name --vm-hourly
         kind = "spot" if self.spot else "on-demand"
         note = f"price catalog, figure of {self.date}"
         if self.defaulted:
@@ -169,7 +166,7 @@ def resolve_vm_price(
             raise InvalidInputError(
                 f"{option} must be a non-negative number of $/hour, not {vm_hourly:g}"
             )
-        return VmPrice(hourly=vm_hourly, origin="flag", option=option)
+        return VmPrice(hourly=vm_hourly, origin="flag")
     from oa_vm.pricing import load_catalog
 
     cat = catalog or load_catalog()
@@ -250,7 +247,7 @@ class DryRun:
                 "task_ids": list(self.task_ids) if self.task_ids is not None else None,
                 "bundles": asdict(self.bundles) if self.bundles else None,
             },
-            "price": {k: v for k, v in asdict(self.price).items() if k != "option"},
+            "price": asdict(self.price),
             "estimate": self.estimate.to_json(),
             "full_suite": self.full_suite.to_json() if self.full_suite else None,
         }

@@ -167,7 +167,8 @@ class FakePulumiEngine:
                 "inputs": copy.deepcopy(r.inputs),
                 "outputs": {"tags": r.inputs.get("tags")},
             }
-            for r in run.resources
+            # by name: registration order changes between runs, a cloud's listing does not
+            for r in sorted(run.resources, key=lambda r: (r.name, r.type))
         ]
         for res in created:
             on_line(f"+  {res['type']} {res['urn'].rsplit('::', 1)[-1]} creating")

@@ -237,7 +237,7 @@ def test_prices_refresh_then_show(oa_home: Path, price_server: PriceServer) -> N
         ([], "$0.42336/h on-demand, aws m8i.2xlarge in us-east-1 (price catalog"),
         (["--region", "eu-west-1", "--spot"], "$0.2123/h spot, aws m8i.2xlarge in eu-west-1"),
         (["--cloud", "azure"], "$0.384/h on-demand, azure Standard_D8s_v5 in eastus"),
-        (["--vm-hourly", "0.5"], "$0.50/h (--vm-hourly)"),
+        (["--vm-hourly", "0.5"], "$0.50/h (--price-per-hour)"),
     ],
 )
 def test_dry_run_prices_the_machine_from_the_catalog(

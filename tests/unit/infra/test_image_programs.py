@@ -97,8 +97,10 @@ def test_the_snapshot_is_tagged_as_an_image_with_both_digests(cloud: str) -> Non
     # The builder's own inputs do not see the digests (its user data would change).
     plain = _run(cloud, _image(cloud), "snapshot")
 
-    def builder_inputs(run: OfflineRun) -> dict[str, Any]:
-        return {r.name: r.inputs for r in run.resources
+    def builder_inputs(run: OfflineRun) -> dict[tuple[str, str], Any]:
+        # by type and name: a schedule and its role policy share a name, and the engine
+        # registers resources in parallel, so a name alone kept whichever came last
+        return {(r.type, r.name): r.inputs for r in run.resources
                 if r.type != SNAPSHOT[cloud] and r.type != "azure-native:resources:ResourceGroup"}
 
     assert builder_inputs(plain) == builder_inputs(run)

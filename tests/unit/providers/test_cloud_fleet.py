@@ -136,7 +136,8 @@ def test_aws_program_declares_stopped_then_running(engine: FakePulumiEngine, oa_
             return pool
 
         run = run_offline(program, AwsLookups())
-        states = [r for r in run.resources if r.type == POWER_TYPE]
+        # by name: the engine registers the workers' resources in parallel, in no fixed order
+        states = sorted((r for r in run.resources if r.type == POWER_TYPE), key=lambda r: r.name)
         assert [r.inputs["state"] for r in states] == [expected, expected]
         # each worker's power resource points at that worker's instance
         assert [r.inputs["instanceId"] for r in states] == [
