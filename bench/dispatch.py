@@ -104,7 +104,7 @@ BREAKDOWN = (
     ("dispatcher.py", "snapshot", "  Dispatcher.snapshot"),
     # the queue's connections run in autocommit: a COMMIT is one more statement
     ("~", "<method 'execute' of 'sqlite3.Connection' objects>", "SQLite statements (all)"),
-    ("~", "<built-in method posix.fsync>", "fsync (execution.json and folder)"),
+    ("~", "<built-in method posix.fsync>", "fsync (all)"),
     ("agent_loop.py", "run_task", "the task itself (agent loop: HTTP to the worker)"),
     ("dispatcher.py", "_heartbeat", "lease heartbeat thread"),
 )
@@ -131,7 +131,8 @@ WALL_STEPS = (
     ("evals.queue", "TaskQueue", "lease", "  queue.lease (SQLite commit)"),
     ("evals.dispatcher", "Dispatcher", "_commit", "commit (queue, execution.json, ledger, event)"),
     ("evals.queue", "TaskQueue", "complete", "  queue.complete (SQLite commit)"),
-    ("evals.records", "RunFolder", "write_execution", "  execution.json (temp, fsync, rename)"),
+    ("evals.records", "RunFolder", "write_execution", "  execution.json (temp, rename; no fsync)"),
+    ("evals.records", "RunFolder", "sync_executions", "execution.json checked (run's end)"),
     ("evals.queue", "TaskQueue", "release", "queue.release (a retry; SQLite commit)"),
     ("evals.queue", "TaskQueue", "heartbeat", "queue.heartbeat (SQLite commit)"),
     ("evals.dispatcher", "Dispatcher", "_emit", "events (snapshot + sink)"),

@@ -503,7 +503,8 @@ class Dispatcher:
             task_id, expected_seconds=lease.expected_seconds, actual_seconds=seconds, final=final
         )
         if final:
-            self.folder.write_execution(execution)
+            # committed by the queue first: the copy needs no fsync (RunFolder.sync_executions)
+            self.folder.write_execution(execution, durable=False)
             self._count(execution)
             self._emit(
                 "task_finished", task_id=task_id, worker=worker.name,
@@ -528,7 +529,8 @@ class Dispatcher:
         except AttemptFencedError:
             self._dropped(execution.key, worker, seconds, lease)
             return
-        self.folder.write_execution(execution, document)
+        # committed by the queue first: the copy needs no fsync (RunFolder.sync_executions)
+        self.folder.write_execution(execution, document, durable=False)
         self.ledger.settle(
             execution.key,
             expected_seconds=lease.expected_seconds,

@@ -409,14 +409,47 @@ class RunFolder:
         atomic_write_json(self.task_dir(task_id) / "task.json", task, root=self.path)
 
     def write_execution(
-        self, execution: TaskExecution, document: dict[str, Any] | None = None
+        self,
+        execution: TaskExecution,
+        document: dict[str, Any] | None = None,
+        *,
+        durable: bool = True,
     ) -> None:
         """``tasks/<task_id>/execution.json``; ``document`` is ``execution.to_json()`` when the
-        caller already made it (the runner commits the same document to the queue first)."""
+        caller already made it (the runner commits the same document to the queue first).
+
+        ``durable=False`` (the dispatcher's per-task write, once the queue has committed the
+        record) skips the two fsyncs: the file is still replaced atomically, and
+        :meth:`sync_executions` at the run's end and on ``--resume`` rewrites it from the queue
+        if a power cut lost it.
+        """
         data = execution.to_json() if document is None else document
-        atomic_write_json(
-            self.task_dir(execution.key) / "execution.json", data, root=self.path
+        self._write_execution_document(execution.key, data, durable=durable)
+
+    def _write_execution_document(
+        self, key: str, data: Mapping[str, Any], *, durable: bool
+    ) -> None:
+        # the same text as oa_vm.state.atomic_write_json; NaN/Infinity refused (not JSON)
+        text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n"
+        safe_fs.write_atomic(
+            self.task_dir(key) / "execution.json", text, root=self.path, durable=durable
         )
+
+    def sync_executions(self, records: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        """Make every ``execution.json`` a copy of its committed record (``records``: the
+        queue's, by task key); returns the keys whose file was missing, unreadable or different
+        and is now rewritten (with fsyncs). Called when a run ends and when it is resumed."""
+        rewritten = []
+        for key, record in records.items():
+            path = self.task_dir(key) / "execution.json"
+            try:
+                current = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                current = None
+            if current != record:
+                self._write_execution_document(key, record, durable=True)
+                rewritten.append(key)
+        return rewritten
 
     def read_execution(self, task_id: str) -> TaskExecution | None:
         """The task's final record, or ``None`` when there is none yet."""

@@ -786,14 +786,9 @@ def _run_in_folder(
                     h["cost"] for key in queue.task_ids() for h in queue.history(key)
                     if h.get("reason") == "rerun" and isinstance(h.get("cost"), dict)
                 )
-            for tid, record in done.items():
-                # The queue is the source of truth: restore a copy lost or cut short in a crash.
-                try:
-                    present = folder.read_execution(tid) is not None
-                except (ValueError, TypeError, KeyError):
-                    present = False
-                if not present:
-                    folder.write_execution(TaskExecution.from_json(record))
+            # The queue is the source of truth: restore a copy lost, cut short or left stale
+            # by a crash (the dispatcher writes execution.json without fsync).
+            folder.sync_executions(done)
             helpers = _per_pool_helpers(pools, config, fence)
             dispatcher = Dispatcher(
                 folder, queue, ledger, workers, tasks, infos, make_agent,
@@ -828,7 +823,12 @@ def _run_in_folder(
             quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
             status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED
             # the queue commits TaskExecution.to_json() documents: read back as records
-            records = {k: TaskExecution.from_json(v) for k, v in queue.records().items()}
+            committed = queue.records()
+            # execution.json was written without fsync during the run: one that is missing or
+            # differs from the queue's record is rewritten (with fsync) before the summary
+            # reads it; one lost after this, in a power cut, is restored by --resume
+            folder.sync_executions(committed)
+            records = {k: TaskExecution.from_json(v) for k, v in committed.items()}
         finally:
             queue.close()
         counts = {s.value: 0 for s in TaskStatus}

@@ -160,6 +160,7 @@ def write_atomic(
     mode: int = PRIVATE_FILE,
     root: Path | None = None,
     make_parents: bool = True,
+    durable: bool = True,
 ) -> None:
     """Write ``data`` to ``path`` so readers see the old or the new content, never a mix.
 
@@ -167,7 +168,10 @@ def write_atomic(
     POSIX), is created exclusively with ``mode`` (never through a link), and is fsynced, then the
     folder too, trading a few milliseconds for a file that survives a power cut. ``root`` is
     passed to :func:`ensure_dir` for the folder; ``make_parents=False`` refuses a missing folder
-    instead of making it.
+    instead of making it. ``durable=False`` skips both fsyncs: still atomic (a crashed process
+    leaves the old file or the new one), but a power cut may leave the old content, or none;
+    only for copies that another durable record can rewrite (``execution.json``, rewritten
+    from the queue by ``evals.records.RunFolder.sync_executions``).
 
     Raises:
         UnsafePathError: ``path`` is a symlink or not a regular file, or its folder is unsafe.
@@ -196,7 +200,8 @@ def write_atomic(
             with os.fdopen(fd, "wb") as handle:
                 handle.write(payload)
                 handle.flush()
-                os.fsync(handle.fileno())
+                if durable:
+                    os.fsync(handle.fileno())
             os.replace(tmp, path)
         except OSError as exc:
             raise WriteFailedError(path, exc) from exc
@@ -204,6 +209,8 @@ def write_atomic(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    if not durable:
+        return
     dir_fd = os.open(parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

@@ -287,6 +287,28 @@ def test_resume_restores_a_truncated_execution_json_from_the_queue(
     assert json.loads(path.read_text()) == json.loads(whole)
 
 
+def test_resume_rewrites_a_stale_or_deleted_execution_json_from_the_queue(
+    home: Path, pool: str, tmp_path: Path
+) -> None:
+    # execution.json is written without fsync during a run: a power cut may leave the previous
+    # copy (stale, but valid JSON) or none; --resume makes it the queue's record again.
+    results = tmp_path / "results"
+    args = ("run", "--pool", pool, "--agent", "oracle", "--tasks", SMALL, "--run-name", "r",
+            "--results-dir", str(results))
+    assert run_cli("openadapt-evals", *args, home=home).returncode == 0
+    path = results / "r" / "tasks" / TASK / "execution.json"
+    whole = json.loads(path.read_text())
+    path.write_text(json.dumps({**whole, "status": "error", "error_type": "infrastructure",
+                                "error_message": "an earlier attempt's copy"}))
+    resumed = run_cli("openadapt-evals", *args, "--resume", home=home)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(path.read_text()) == whole
+    path.unlink()
+    resumed = run_cli("openadapt-evals", *args, "--resume", home=home)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(path.read_text()) == whole
+
+
 def test_a_failed_resume_leaves_a_finished_run_marked_finished(
     home: Path, pool: str, tmp_path: Path
 ) -> None:

@@ -41,6 +41,30 @@ def test_sqlite_file_is_in_wal_mode(tmp_path: Path) -> None:
         conn.close()
 
 
+def test_only_a_lease_skips_the_fsync_and_every_other_commit_is_full(tmp_path: Path) -> None:
+    # PRAGMA synchronous: 1 NORMAL (no fsync in WAL mode), 2 FULL (an fsync per commit)
+    q = _queue(tmp_path)
+    q.add([("a", 1.0), ("b", 1.0)])
+
+    def mode() -> int:
+        return int(q._conn().execute("PRAGMA synchronous").fetchone()[0])
+
+    assert mode() == 2
+    lease = q.lease("a", "w0")
+    assert lease is not None and mode() == 1
+    q.heartbeat()
+    assert mode() == 2
+    second = q.lease("b", "w0")
+    assert second is not None and mode() == 1
+    q.complete("a", _record("a"), lease=lease, worker="w0")
+    assert mode() == 2
+    q.close()
+    reopened = _queue(tmp_path, owner="ctl-b")
+    assert reopened.record("a") == _record("a")
+    assert reopened.recover() == 1  # the lease of b was committed (made durable by a's commit)
+    reopened.close()
+
+
 def test_longest_expected_first_then_selection_order(tmp_path: Path) -> None:
     q = _queue(tmp_path)
     q.add([("short", 1.0), ("long", 50.0), ("mid-1", 10.0), ("mid-2", 10.0)])

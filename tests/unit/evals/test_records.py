@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,46 @@ def test_results_root_prefers_the_flag_then_the_environment(
     assert results_root(None) == tmp_path / "env"
     monkeypatch.delenv("OA_EVALS_RESULTS")
     assert results_root(None) == Path("benchmark_results")
+
+
+def test_sync_executions_rewrites_missing_stale_and_cut_copies_from_the_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.create()
+    keys = ["same-WOS", "stale-WOS", "cut-WOS", "gone-WOS"]
+    records = {}
+    for key in keys:
+        execution = dataclasses.replace(_execution(), task_id=key)
+        records[key] = execution.to_json()
+        folder.write_execution(execution, durable=False)
+    stale = folder.task_dir("stale-WOS") / "execution.json"
+    stale.write_text(json.dumps({**records["stale-WOS"], "status": "error"}))
+    cut = folder.task_dir("cut-WOS") / "execution.json"
+    cut.write_text(cut.read_text()[:40])
+    (folder.task_dir("gone-WOS") / "execution.json").unlink()
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+    assert folder.sync_executions(records) == ["stale-WOS", "cut-WOS", "gone-WOS"]
+    assert len(fsyncs) == 2 * 3  # each rewrite is durable: the file and its folder
+    for key in keys:
+        path = folder.task_dir(key) / "execution.json"
+        assert json.loads(path.read_text()) == records[key]
+    assert folder.sync_executions(records) == []
+
+
+def test_a_non_durable_execution_write_is_atomic_without_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = RunFolder(tmp_path / "run")
+    folder.create()
+    fsyncs: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd))[1])
+    folder.write_execution(_execution(), durable=False)
+    assert fsyncs == []
+    folder.write_execution(_execution())
+    assert len(fsyncs) == 2
+    task_dir = folder.task_dir("abc-WOS")
+    assert sorted(p.name for p in task_dir.iterdir()) == ["execution.json"]  # no temp file left
