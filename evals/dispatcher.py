@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 from evals.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
 from evals.agents import BenchmarkAgent
 from evals.errors import EvalsError
+from evals.events import EventKind
 from evals.ledger import Ledger
 from evals.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
 from evals.records import (
@@ -95,8 +96,10 @@ class Snapshot:
 class RunEvent:
     """Something that happened in a run.
 
-    ``kind`` is one of ``started``, ``task_started``, ``task_finished``, ``task_retry``,
-    ``worker_quarantined``, ``worker_draining``, ``budget_stop``, ``finished``.
+    ``kind`` is what happened: the dispatcher emits an :class:`evals.events.EventKind` (a
+    ``str`` enum, so it also equals its plain name: ``started``, ``task_started``, ...); it is
+    typed ``str`` so a display built for an older version reads a newer kind as unknown
+    (:func:`evals.events.kind_of`) rather than failing.
     """
 
     kind: str
@@ -224,7 +227,7 @@ class Dispatcher:
                 spent_usd=spent,
             )
 
-    def _emit(self, kind: str, *, rejected: int = 0, **details: str | None) -> None:
+    def _emit(self, kind: EventKind, *, rejected: int = 0, **details: str | None) -> None:
         if self.on_event is not None:
             self.on_event(RunEvent(kind, self.snapshot(), rejected=rejected, **details))
 
@@ -238,7 +241,7 @@ class Dispatcher:
             LeaseLostError, PoolRemovingError: the run's pool lease was lost; attempts in
                 flight were given back, pending tasks are left for ``--resume``.
         """
-        self._emit("started")
+        self._emit(EventKind.STARTED)
         threads = [
             threading.Thread(
                 target=self._worker_loop, args=(w,), name=f"dispatch-{w.name}", daemon=True
@@ -270,7 +273,7 @@ class Dispatcher:
                 "finished tasks are kept, continue with --resume"
             ) from self._crash
         self._finalize_leftovers()
-        self._emit("finished")
+        self._emit(EventKind.FINISHED)
         return DispatchOutcome(self._budget_stopped, list(self._quarantined))
 
     def _heartbeat(self) -> None:
@@ -336,7 +339,7 @@ class Dispatcher:
                 self._quarantined.remove(worker.name)
             if worker.name in self._drained_workers:
                 self._drained_workers.remove(worker.name)
-        self._emit("worker_repaired", worker=worker.name, detail="replaced from the pool")
+        self._emit(EventKind.WORKER_REPAIRED, worker=worker.name, detail="replaced from the pool")
         return replacement
 
     def _is_draining(self, worker: str) -> bool:
@@ -349,7 +352,7 @@ class Dispatcher:
             if first:
                 self._drained_workers.append(worker)
         if first:
-            self._emit("worker_draining", worker=worker,
+            self._emit(EventKind.WORKER_DRAINING, worker=worker,
                        detail=str(getattr(notice, "message", notice)))
         return True
 
@@ -378,7 +381,7 @@ class Dispatcher:
                     return None
                 self._budget_stopped = True
                 self._emit(
-                    "budget_stop",
+                    EventKind.BUDGET_STOP,
                     task_id=candidate.task_id,
                     detail=f"spent ${self.ledger.spent():.4f} of ${self.ledger.cap_usd}",
                 )
@@ -406,7 +409,7 @@ class Dispatcher:
             self.queue.spread_trials(task_id, worker.name)  # other trials: other workers
         with self._state_lock:
             self._running[worker.name] = task_id
-        self._emit("task_started", task_id=task_id, worker=worker.name)
+        self._emit(EventKind.TASK_STARTED, task_id=task_id, worker=worker.name)
         _keep_earlier_evidence(self.folder.task_dir(task_id))
         began = time.monotonic()
         reset = self.resets.get(worker.name)
@@ -507,13 +510,13 @@ class Dispatcher:
             self.folder.write_execution(execution, durable=False)
             self._count(execution)
             self._emit(
-                "task_finished", task_id=task_id, worker=worker.name,
+                EventKind.TASK_FINISHED, task_id=task_id, worker=worker.name,
                 status=execution.status.value, detail=execution.error_message,
                 rejected=execution.rejected_actions,
             )
         else:
             self._emit(
-                "task_retry", task_id=task_id, worker=worker.name,
+                EventKind.TASK_RETRY, task_id=task_id, worker=worker.name,
                 detail=execution.error_message,
             )
             with self._wake:
@@ -539,7 +542,7 @@ class Dispatcher:
         )
         self._count(execution)
         self._emit(
-            "task_finished", task_id=execution.key, worker=execution.worker,
+            EventKind.TASK_FINISHED, task_id=execution.key, worker=execution.worker,
             status=execution.status.value, detail=execution.error_message or execution.reason,
             rejected=execution.rejected_actions,
         )
@@ -557,7 +560,7 @@ class Dispatcher:
         attempt that holds the lease now owns the task's record)."""
         self.ledger.settle(task_id, expected_seconds=lease.expected_seconds,
                            actual_seconds=seconds, final=False)
-        self._emit("task_retry", task_id=task_id, worker=worker,
+        self._emit(EventKind.TASK_RETRY, task_id=task_id, worker=worker,
                    detail="result dropped: the task's lease is no longer this attempt's")
 
     def _count(self, execution: TaskExecution) -> None:
@@ -569,7 +572,7 @@ class Dispatcher:
         with self._state_lock:
             self._quarantined.append(worker)
         self._emit(
-            "worker_quarantined", worker=worker,
+            EventKind.WORKER_QUARANTINED, worker=worker,
             detail=f"{failures} consecutive infrastructure failures or timeouts",
         )
 
@@ -602,7 +605,7 @@ class Dispatcher:
             self.queue.complete(task_id, record.to_json())
             self.folder.write_execution(record)
             self._count(record)
-            self._emit("task_finished", task_id=task_id, status=record.status.value,
+            self._emit(EventKind.TASK_FINISHED, task_id=task_id, status=record.status.value,
                        detail=record.error_message)
 
 

@@ -29,8 +29,10 @@ def _emitted_kinds() -> set[str]:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "_emit"):
             first = node.args[0]
-            assert isinstance(first, ast.Constant), ast.unparse(node)  # a kind, spelled out
-            kinds.add(first.value)
+            # a member of the enum, never a string spelled again
+            assert (isinstance(first, ast.Attribute) and isinstance(first.value, ast.Name)
+                    and first.value.id == "EventKind"), ast.unparse(node)
+            kinds.add(EventKind[first.attr].value)
     return kinds
 
 
