@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -269,27 +268,14 @@ def _say_cap(config: RunConfig) -> None:
         typer.echo(f"Budget: {note}", err=True)
 
 
-@contextlib.contextmanager
-def _signals_interrupt() -> Iterator[None]:
+def _signals_interrupt() -> contextlib.AbstractContextManager[None]:
     """SIGTERM and SIGHUP (a closed terminal, a service stopping) end a run as Ctrl-C does: the
     run is marked interrupted and can be resumed, never left ``running``."""
     import signal
-    import threading
 
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may set handlers (a caller running a run in a thread)
-        return
+    from oa_vm.signals import sigterm_as_interrupt
 
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    caught = (signal.SIGTERM, signal.SIGHUP)
-    previous = {sig: signal.signal(sig, interrupt) for sig in caught}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    return sigterm_as_interrupt((signal.SIGTERM, signal.SIGHUP))
 
 
 def finish_run(result: RunResult) -> None:
