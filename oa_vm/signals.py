@@ -36,3 +36,21 @@ def sigterm_as_interrupt(
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+@contextmanager
+def signals_ignored(
+    signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
+) -> Iterator[None]:
+    """Within the block, ``signals`` (Ctrl-C and SIGTERM by default) are ignored, so a cleanup
+    is not stopped half-way by a second Ctrl-C or ``kill``; the previous handlers are put back
+    after it. Outside the main thread the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in signals}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)

@@ -21,15 +21,15 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from oa_vm import api, state
 from oa_vm.errors import InvalidInputError, OaVmError, PoolExistsError
-from oa_vm.signals import sigterm_as_interrupt
+from oa_vm.signals import signals_ignored, sigterm_as_interrupt
 from oa_vm.smoke import (
     AGENT,
     CLOUDS,
@@ -133,17 +133,6 @@ def make_plan(opts: SmokeOptions) -> SmokePlan:
         pool_plan=pool_plan, phases=phases, ttl_hours=ttl, limit_usd=opts.max_cost_usd,
         keep=opts.keep, not_priced=list(pool_plan.not_priced),
     )
-
-
-@contextmanager
-def _signals_ignored() -> Iterator[None]:
-    """Ctrl-C and SIGTERM are ignored within the block (a cleanup must not stop half-way)."""
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 class _PhaseFailed(Exception):
@@ -252,7 +241,7 @@ class SmokeRun:
             except _PhaseFailed:
                 pass
             finally:
-                with _signals_ignored():  # a second Ctrl-C must not stop the cleanup half-way
+                with signals_ignored():  # a second Ctrl-C must not stop the cleanup half-way
                     self._finish()
         return self.timeline
 

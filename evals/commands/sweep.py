@@ -9,7 +9,6 @@ existing pool is refused before anything is made.
 
 from __future__ import annotations
 
-import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -47,7 +46,7 @@ from evals.commands.run import (
 )
 from oa_vm import pool_options as pool_opts
 from oa_vm.duration_options import Duration, duration_option
-from oa_vm.signals import sigterm_as_interrupt
+from oa_vm.signals import signals_ignored, sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from evals.runner import RunConfig
@@ -334,21 +333,19 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
 
 
 def _cleanup(pool: str) -> None:
-    """Remove the pool; a second Ctrl-C during cleanup is ignored so it finishes."""
+    """Remove the pool; a second Ctrl-C or SIGTERM during cleanup is ignored so it finishes."""
     from oa_vm import api, state
     from oa_vm.errors import OaVmError
 
     if not state.exists(pool):
         return  # creation failed and already removed what it made
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        report = api.cleanup_pool(pool)  # one line below, so the summary stays in view
-    except OaVmError as exc:
-        _say(f"pool {pool} was not removed: {exc}; "
-             f"remove it with 'oa-vm pool-cleanup --pool {pool}'")
-        return
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with signals_ignored():
+        try:
+            report = api.cleanup_pool(pool)  # one line below, so the summary stays in view
+        except OaVmError as exc:
+            _say(f"pool {pool} was not removed: {exc}; "
+                 f"remove it with 'oa-vm pool-cleanup --pool {pool}'")
+            return
     if report.left:
         _say(
             f"pool {pool}: still present: {'; '.join(report.left)}; "

@@ -42,3 +42,22 @@ def test_outside_the_main_thread_nothing_is_changed() -> None:
     thread.start()
     thread.join(timeout=60)
     assert not errors and signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_cleanup_shielded_from_sigterm_and_ctrl_c_inside_a_sigterm_block_finishes() -> None:
+    """A sweep's cleanup runs inside ``sigterm_as_interrupt``: a second SIGTERM or Ctrl-C while
+    it removes the pool must not stop it half-way, and the handlers come back after it."""
+    from oa_vm.signals import signals_ignored
+
+    finished = False
+    with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
+        with signals_ignored():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # a handler would run between these bytecodes
+                pass
+            finished = True
+        os.kill(os.getpid(), signal.SIGTERM)  # outside the shield: a Ctrl-C again
+        for _ in range(1000):
+            pass
+    assert finished
