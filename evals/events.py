@@ -8,10 +8,19 @@ The dispatcher names each event by its kind's value; :func:`kind_of` reads it ba
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from evals.dispatcher import RunEvent
+
+class HasKind(Protocol):
+    """What :func:`kind_of` reads of an event (:class:`evals.dispatcher.RunEvent`): its kind.
+
+    A protocol rather than the dispatcher's class, so that the dispatcher, which emits these
+    kinds, and this module do not import each other."""
+
+    @property
+    def kind(self) -> str:
+        """The event's kind as emitted (an :class:`EventKind` value, or a newer one)."""
+        ...
 
 
 class EventKind(StrEnum):
@@ -37,7 +46,7 @@ NOTICES = frozenset({
 """Kinds a live display also prints above itself, so they stay in the scrollback."""
 
 
-def kind_of(event: RunEvent) -> EventKind | None:
+def kind_of(event: HasKind) -> EventKind | None:
     """The event's kind; ``None`` for a kind this version does not know (shown as nothing)."""
     try:
         return EventKind(event.kind)
