@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.controller import Controller
+from tests.support.http_servers import RefusingPort
 
 ROOT = Path(__file__).resolve().parent.parent
 WAA_DATA = ROOT.parent / "shared" / "waa"
@@ -70,3 +71,21 @@ def controllers() -> Iterator[list[Controller]]:
     yield started
     for controller in started:
         controller.kill()
+
+
+@pytest.fixture
+def refused_port() -> Iterator[Callable[[], int]]:
+    """Hands out loopback ports that refuse connections until the test ends.
+
+    Each is bound and never listening, so no process of a test running beside this one can take
+    it meanwhile (a port found free and let go can be), and a client there is refused at once.
+    """
+    held: list[RefusingPort] = []
+
+    def take() -> int:
+        held.append(RefusingPort())
+        return held[-1].port
+
+    yield take
+    for port in held:
+        port.close()

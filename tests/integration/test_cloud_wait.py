@@ -11,7 +11,7 @@ rewrites between passes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from tests.support.host_standins import (
     set_outcomes,
     write_standins,
 )
-from tests.support.sshd import SshServer, free_port
+from tests.support.sshd import SshServer
 from tests.support.worker_proc import WorkerProcess, running_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
@@ -116,24 +116,24 @@ def test_phases_in_order_until_ready(
 
 
 def test_without_sudo_docker_cannot_be_reached_and_the_phase_says_so(
-    host: HostSshServer, tmp_path: Path, oa_home: Path
+    host: HostSshServer, tmp_path: Path, oa_home: Path, refused_port: Callable[[], int]
 ) -> None:
     status = tmp_path / "status"
     _status(status, "done", "ready", "Windows answers /probe")
     set_outcomes(host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_NO_SUDO="1")
-    record = _record(host, free_port(), free_port())
+    record = _record(host, refused_port(), refused_port())
     phase = worker_phase(record, 0, commands=RemoteCommands(status_file=str(status)))
     assert phase == ("container", False)
     assert "sudo: command not found" in (record.workers[0].detail or "")
 
 
 def test_a_failed_bootstrap_ends_the_wait_with_its_message_and_logs(
-    host: HostSshServer, tmp_path: Path, oa_home: Path
+    host: HostSshServer, tmp_path: Path, oa_home: Path, refused_port: Callable[[], int]
 ) -> None:
     status = tmp_path / "status"
     _status(status, "failed", "kvm", "nested virtualization is not enabled on m8i.large")
     set_outcomes(host.fake_state)
-    record = _record(host, free_port(), free_port())
+    record = _record(host, refused_port(), refused_port())
     phase = worker_phase(record, 0, commands=RemoteCommands(status_file=str(status)))
     assert phase == ("failed at kvm", False)
     worker = record.workers[0]
@@ -143,12 +143,12 @@ def test_a_failed_bootstrap_ends_the_wait_with_its_message_and_logs(
 
 
 def test_waa_not_answering_stops_at_the_waa_probe(
-    host: HostSshServer, tmp_path: Path, oa_home: Path
+    host: HostSshServer, tmp_path: Path, oa_home: Path, refused_port: Callable[[], int]
 ) -> None:
     status = tmp_path / "status"
     _status(status, "done", "ready", "Windows answers /probe")
     set_outcomes(host.fake_state)
-    record = _record(host, free_port(), free_port())
+    record = _record(host, refused_port(), refused_port())
     phase, ready = worker_phase(record, 0, commands=RemoteCommands(status_file=str(status)))
     assert (phase, ready) == ("waa probe", False)
     assert record.workers[0].detail

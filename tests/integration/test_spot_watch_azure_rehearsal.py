@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -201,14 +200,12 @@ def test_an_eviction_marks_the_worker_draining_with_its_time(
 
 @pytest.mark.parametrize("mode", ["error", "garbage", "hang", "down"])
 def test_a_failing_or_unreachable_metadata_service_never_marks_draining(
-    host: Path, metadata: tuple[Metadata, str], mode: str
+    host: Path, metadata: tuple[Metadata, str], mode: str, refused_port: Callable[[], int]
 ) -> None:
     meta, url = metadata
     meta.events = [_event()]  # even with an eviction pending, an unread answer says nothing
     if mode == "down":
-        with socket.socket() as free:  # a loopback port nobody listens on
-            free.bind(("127.0.0.1", 0))
-            url = f"http://127.0.0.1:{free.getsockname()[1]}"
+        url = f"http://127.0.0.1:{refused_port()}"  # a loopback port nobody listens on
     else:
         meta.mode = mode
     # A short first-call bound, so that the hanging service is given up on quickly.

@@ -5,7 +5,7 @@ a refused key and a closed port named as such, and the host status read through 
 from __future__ import annotations
 
 import os
-import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,12 +18,6 @@ from waa_client.errors import HostKeyMismatchError, SshAuthenticationError, SshU
 from waa_client.ssh import SshCommandRunner
 
 sshd = sshd_support.sshd
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_a_command_returns_its_output_and_status(sshd: SshServer, tmp_path: Path) -> None:
@@ -43,26 +37,28 @@ def test_a_changed_host_key_is_refused(sshd: SshServer, tmp_path: Path) -> None:
         runner.run(sshd.host, sshd.port, sshd.user, sshd.client_key, "true", 30.0, worker="w0")
 
 
-def test_a_refused_key_and_a_closed_port_say_so(sshd: SshServer, tmp_path: Path) -> None:
+def test_a_refused_key_and_a_closed_port_say_so(
+    sshd: SshServer, tmp_path: Path, refused_port: Callable[[], int]
+) -> None:
     other = generate_key(tmp_path / "other_key")
     os.chmod(other, 0o600)
     runner = SshCommandRunner(tmp_path / "known_hosts")
     with pytest.raises(SshAuthenticationError, match=f"SSH to worker w0 at .*{sshd.port}.*"
                                                      "refused with key"):
         runner.run(sshd.host, sshd.port, sshd.user, other, "true", 30.0, worker="w0")
-    port = _closed_port()
+    port = refused_port()
     with pytest.raises(SshUnreachableError, match=f"SSH to 127.0.0.1:{port}: "):
         runner.run("127.0.0.1", port, sshd.user, sshd.client_key, "true", 30.0)
 
 
 def test_the_host_status_runner_maps_ssh_failures_to_unreachable(
-    sshd: SshServer, tmp_path: Path
+    sshd: SshServer, tmp_path: Path, refused_port: Callable[[], int]
 ) -> None:
     runner = ParamikoRunner(tmp_path / "known_hosts")
     endpoint = SshEndpoint(host=sshd.host, port=sshd.port, user=sshd.user,
                            key_path=str(sshd.client_key))
     assert runner.run(endpoint, "printf state=done", 30.0).output == "state=done"
-    closed = SshEndpoint(host="127.0.0.1", port=_closed_port(), user=sshd.user,
+    closed = SshEndpoint(host="127.0.0.1", port=refused_port(), user=sshd.user,
                          key_path=str(sshd.client_key))
     with pytest.raises(RemoteUnreachableError, match="check the worker is running"):
         runner.run(closed, "true", 30.0)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -196,20 +196,16 @@ def test_prices_bad_region_is_one_line(oa_home: Path) -> None:
     assert_one_line_error(proc, "unknown region 'eastus' for aws", "us-east-1", "eu-central-1")
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.integration
-def test_prices_refresh_unreachable_leaves_catalog(oa_home: Path) -> None:
+def test_prices_refresh_unreachable_leaves_catalog(
+    oa_home: Path, refused_port: Callable[[], int]
+) -> None:
     oa_home.mkdir(parents=True, exist_ok=True)
     user_copy = oa_home / "prices.json"
     user_copy.write_text(pricing.SHIPPED_CATALOG.read_text(encoding="utf-8"), encoding="utf-8")
     before = user_copy.read_bytes()
     proc = run("oa-vm", "prices", "refresh", "--cloud", "azure",
-               env={pricing.AZURE_URL_ENV: f"http://127.0.0.1:{_closed_port()}/prices"})
+               env={pricing.AZURE_URL_ENV: f"http://127.0.0.1:{refused_port()}/prices"})
     assert_one_line_error(proc, "prices not refreshed", "left as it was", "ConnectionError")
     assert user_copy.read_bytes() == before
 
