@@ -90,13 +90,10 @@ def check_agent(config: RunConfig, *, agent_url_option: str = "--agent-url") -> 
             answer.
     """
     from evals.agents import agent_factory
+    from evals.agents.http import probe_agent_server
 
     agent_factory(config.agent, config.agent_options)
-    url = config.agent_options.agent_url
-    if config.agent == "http" and url:
-        from evals.agents.http import probe
-
-        probe(url, option=agent_url_option)
+    probe_agent_server(config.agent, config.agent_options.agent_url, option=agent_url_option)
 
 
 def check_local_tasks(config: RunConfig, tasks_dir: str | None) -> None:

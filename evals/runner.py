@@ -455,7 +455,7 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         InvalidRunInputError: bad options, an unknown agent, a run that exists without
             ``resume`` (or is missing with it), ``resume`` with another selection, agent or
             set of pools, a task the agent cannot play, a pool given twice, pools that serve
-            different tasks (exit code 2).
+            different tasks, an ``http`` agent whose server does not answer (exit code 2).
         oa_vm.errors.OaVmError: a pool is unknown, not ready, or held by another run.
         waa_client.errors.CatalogError: unknown or synthetic task IDs (all listed; exit code 2).
         RunLockedError: another process runs this run now.
@@ -471,6 +471,12 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     if config.resume:
         config = replace(config, max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
     make_agent = agent_factory(config.agent, config.agent_options)
+    # Python callers have no command to check first: an http agent's server that does not
+    # answer is refused here, before any lease, rather than ending every task in error.
+    from evals.agents.http import probe_agent_server
+
+    probe_agent_server(config.agent, config.agent_options.agent_url,
+                       option="agent_options.agent_url")
     variations = read_variations(config.variations) if config.variations is not None else None
 
     names = _resolve_pools(folder, config, previous)

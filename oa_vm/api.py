@@ -61,7 +61,9 @@ MAX_PER_PROCESS = 100
 MAX_TTL_HOURS = 24.0 * 365
 
 
-def _owner() -> str:
+def owner() -> str:
+    """Who creates a pool or an image, for its ``owner`` tag: ``$OA_VM_OWNER``, else the login
+    name (``unknown`` when there is none, as in some containers)."""
     env = os.environ.get("OA_VM_OWNER")
     if env:
         return env
@@ -149,7 +151,7 @@ def build_spec(
         name=pool_name,
         cloud=cloud,
         workers=workers,
-        owner=_owner(),
+        owner=owner(),
         expires_at=state.utcnow() + timedelta(hours=ttl_hours),
         size=size,
         regions=list(regions or []),
@@ -453,9 +455,16 @@ def cleanup_expired(
 ) -> dict[str, CleanupReport]:
     """Clean up every pool past its expiry. A pool a live run holds is skipped (its report's
     ``skipped`` says by whom, and ``progress`` says so too) rather than failing the batch,
-    unless ``force``."""
+    unless ``force``. A record that cannot be read is skipped and reported too (``unreadable``):
+    its expiry is unknown, and saying nothing would let a pool bill unseen."""
     reports = {}
     for item in state.iter_records():
+        if isinstance(item, CorruptRecordError):
+            name = item.path.parent.name
+            why = f"pool {name!r} skipped: its record {item.path} is unreadable ({item.reason})"
+            progress(why)
+            reports[name] = CleanupReport(skipped=why, unreadable=True)
+            continue
         if isinstance(item, PoolRecord) and item.is_expired():
             try:
                 reports[item.name] = cleanup_pool(item.name, progress=progress, force=force)

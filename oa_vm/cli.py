@@ -94,9 +94,7 @@ def pool_create(
         str | None, typer.Option(help="Local pools: serve this WAA-layout task folder.")
     ] = None,
     image: pool_opts.ImageOpt = None,
-    build_image: Annotated[
-        bool, typer.Option(help="Cloud pools: build the region's image first if it has none.")
-    ] = False,
+    build_image: pool_opts.BuildImageOpt = False,
     per_process: Annotated[
         int, typer.Option(help="Local pools: workers served by each process.")
     ] = 1,
@@ -124,11 +122,9 @@ def pool_create(
         return
     pool_options.preflight(spec)  # a missing image or bad size: one line, nothing written
     pool_options.ensure_engine(spec.cloud)
-    if pool_options.needs_image_build(spec):
-        from oa_vm.cli_images import image_create
+    from oa_vm.cli_images import build_missing_image
 
-        image_create(cloud=spec.cloud, region=pool_options.first_region(spec),
-                     size=spec.size, allow_cidr=spec.allow_cidrs, json_out=json_out, yes=yes)
+    build_missing_image(spec, json_out=json_out, yes=yes)
     if spec.cloud != "local" and not spec.allow_cidrs:
         spec.allow_cidrs = [api.detect_caller_cidr()]
         _err(f"SSH will be open to {spec.allow_cidrs[0]} only (your address; see --allow-cidr)")
@@ -221,11 +217,19 @@ def pool_cleanup(
             raise InvalidInputError("use either --pool or --expired, not both")
         _confirm("Remove every expired pool?", yes)
         reports = api.cleanup_expired(progress=_echo, force=force)
+        unreadable = [name for name, r in reports.items() if r.unreadable]
         done = [r for r in reports.values() if r.skipped is None]
-        skipped = len(reports) - len(done)
-        _echo("No expired pools." if not reports else
+        in_use = len(reports) - len(done) - len(unreadable)
+        _echo("No expired pools." if len(done) + in_use == 0 else
               f"Removed {len(done)} expired pool(s)"
-              + (f"; skipped {skipped} in use (see above)." if skipped else "."))
+              + (f"; skipped {in_use} in use (see above)." if in_use else "."))
+        if unreadable:
+            # Not a success: a pool whose record cannot be read may be past its expiry and billing.
+            raise OaVmError(
+                f"{len(unreadable)} pool record(s) unreadable, so not cleaned up: "
+                f"{', '.join(unreadable)}; fix or move each file by hand (see above), then run "
+                "'oa-vm pool-cleanup --expired' again"
+            )
         return
     pool = api.resolve_name(name)
     if state.exists(pool):

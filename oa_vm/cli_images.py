@@ -7,7 +7,7 @@ the commands that need it.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,16 +18,30 @@ from oa_vm.clikit import print_json
 from oa_vm.errors import OaVmError
 from oa_vm.tables import money, render_table
 
+if TYPE_CHECKING:
+    from oa_vm.providers.base import PoolSpec
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 
-
-
 def _owner() -> str:
-    from oa_vm.api import _owner as owner
+    from oa_vm.api import owner  # the API loads only for the commands that need it
 
     return owner()
+
+
+def build_missing_image(spec: PoolSpec, *, json_out: bool = False, yes: bool = False) -> None:
+    """``--build-image`` of ``pool-create`` and ``sweep``: build the first region's image now
+    when it has none (``image-create``, whose own plan, price and question come first; ``yes``
+    skips the question). Nothing happens without ``--build-image``, with ``--image``, or when
+    the region already has a usable image.
+    """
+    from oa_vm import pool_options
+
+    if pool_options.needs_image_build(spec):
+        image_create(cloud=spec.cloud, region=pool_options.first_region(spec),
+                     size=spec.size, allow_cidr=spec.allow_cidrs, json_out=json_out, yes=yes)
 
 
 def image_create(

@@ -6,7 +6,8 @@
 - the checks a create makes before anything is written (a prepared image, a size that nests);
 - ``pool-wait``'s default deadline, which follows what the pool is doing;
 - ``pool-wait``'s heartbeat: a line per worker when its phase changes, and at least every 30 s;
-- the cloud options themselves (size, region, spot, expiry, SSH CIDRs, image, ``--plan``),
+- the cloud options themselves (size, region, spot, expiry, SSH CIDRs, image, ``--build-image``,
+  ``--plan``),
   declared once here for ``oa-vm pool-create`` and ``openadapt-evals sweep``.
 """
 
@@ -49,6 +50,10 @@ AllowCidrOpt = Annotated[
 ]
 ImageOpt = Annotated[
     str | None, typer.Option(help="Cloud pools: the prepared image (see image-list).")
+]
+BuildImageOpt = Annotated[
+    bool, typer.Option(help="Cloud pools: build the region's image first if it has none "
+                            "(about 90 min, once per region; its plan and price come first).")
 ]
 PlanOpt = Annotated[
     bool, typer.Option("--plan", help="Show the plan and price; create nothing.")

@@ -252,7 +252,7 @@ class SmokeRun:
 
         record = images.create_image(
             images.cloud_provider(self.opts.cloud), self.plan.region, size=self.opts.size,
-            allow_cidrs=list(self.opts.allow_cidrs), owner=api._owner(), progress=self.say,
+            allow_cidrs=list(self.opts.allow_cidrs), owner=api.owner(), progress=self.say,
         )
         self.built_image = record.id
         return f"built {record.id} ({record.cloud_id})"

@@ -185,6 +185,17 @@ def probe(url: str, *, option: str = "--agent-url", timeout_s: float = PROBE_TIM
         ) from exc
 
 
+def probe_agent_server(agent: str, url: str | None, *, option: str = "--agent-url") -> None:
+    """:func:`probe` the server of an ``http`` agent; any other agent needs nothing.
+
+    The one check both the commands (before a pool is made) and :func:`evals.runner.run_evaluation`
+    (before a lease is taken, for Python callers) make. An ``http`` agent without a URL is
+    refused where it is built, so there is nothing to probe.
+    """
+    if agent == "http" and url:
+        probe(url, option=option)
+
+
 def _reason(exc: requests.RequestException, timeout_s: float) -> str:
     """The short cause of a failed request ("Connection refused"), not urllib3's retry prose."""
     if isinstance(exc, requests.Timeout):

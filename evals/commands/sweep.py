@@ -9,6 +9,7 @@ existing pool is refused before anything is made.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -109,6 +110,7 @@ def sweep(
     ttl_hours: pool_opts.TtlOpt = pool_opts.TTL_DEFAULT,
     allow_cidr: pool_opts.AllowCidrOpt = None,
     image: pool_opts.ImageOpt = None,
+    build_image: pool_opts.BuildImageOpt = False,
     plan_only: pool_opts.PlanOpt = False,
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,
@@ -153,7 +155,7 @@ def sweep(
         price_per_hour=price_per_hour, size=size, regions=pool_opts.parse_regions(region),
         spot=spot, ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),
     )
-    spec.image = image
+    spec.image, spec.build_image = image, build_image
     config = replace(config, pool=spec.name)
     if state.exists(spec.name) and spec.name != reused:
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
@@ -247,13 +249,23 @@ def _keep_logs(pool: str, config: RunConfig) -> None:
 
 
 def _show_plan_and_confirm(spec: PoolSpec, yes: bool) -> None:
-    """A cloud pool costs money: show what it makes and costs, and ask (``-y`` skips)."""
+    """A cloud pool costs money: show what it makes and costs, and ask (``-y`` skips).
+
+    As ``oa-vm pool-create`` does: a region without an image (and no ``--build-image``) or a
+    size that cannot nest is refused first, in one line; with ``--build-image`` the image is
+    built before the pool's plan (its own plan, price and question first).
+    """
     from oa_vm import api
+    from oa_vm.cli_images import build_missing_image
     from oa_vm.errors import InvalidInputError
 
     api.check_available(spec.cloud)
+    pool_opts.preflight(spec)
     if not spec.allow_cidrs:
         spec.allow_cidrs = [api.detect_caller_cidr()]
+    # On stderr, with the rest of the sweep's progress: its stdout is the summary (or JSON) only.
+    with contextlib.redirect_stdout(sys.stderr):
+        build_missing_image(spec, yes=yes)
     _say(api.plan_pool(spec).describe())
     if yes:
         return

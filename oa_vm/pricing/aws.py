@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from oa_vm.pricing.catalog import AWS_OFFER_PATH, FETCH_TIMEOUT, LiveQuote, _opt_str
+from oa_vm.pricing.catalog import AWS_OFFER_PATH, FETCH_TIMEOUT, LiveQuote, optional_str
 
 AwsFetch = Callable[[str], Iterable[bytes]]
 """Fetch an offer file (a full URL) and return its body as a stream of byte chunks."""
@@ -59,7 +59,7 @@ def _aws_hourly_usd(terms: Any) -> tuple[float, str | None] | None:
             except ValueError:
                 continue
             if math.isfinite(price) and price >= 0:
-                return price, _opt_str(term.get("effectiveDate"))
+                return price, optional_str(term.get("effectiveDate"))
     return None
 
 

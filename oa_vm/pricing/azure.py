@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from oa_vm.pricing.catalog import AZURE_MAX_PAGES, FETCH_TIMEOUT, LiveQuote, _opt_str
+from oa_vm.pricing.catalog import AZURE_MAX_PAGES, FETCH_TIMEOUT, LiveQuote, optional_str
 
 
 def azure_filter(region: str, sizes: Sequence[str]) -> str:
@@ -55,7 +55,7 @@ def parse_azure_items(
             continue
         spot = sku_name.lower().endswith("spot")
         region = str(item.get("armRegionName", ""))
-        effective = _opt_str(item.get("effectiveStartDate"))
+        effective = optional_str(item.get("effectiveStartDate"))
         quote_ = LiveQuote("azure", region, size, float(price), spot, source, effective)
         key = (region.lower(), size, spot)
         current = best.get(key)

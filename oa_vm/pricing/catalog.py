@@ -132,9 +132,9 @@ class PriceEntry:
             source=data["source"],
             date=data["date"],
             basis=str(data.get("basis") or ""),
-            spot_source=_opt_str(data.get("spot_source")),
-            spot_date=_opt_str(data.get("spot_date")),
-            spot_basis=_opt_str(data.get("spot_basis")),
+            spot_source=optional_str(data.get("spot_source")),
+            spot_date=optional_str(data.get("spot_date")),
+            spot_basis=optional_str(data.get("spot_basis")),
             vcpus=_opt_count(data.get("vcpus"), f"vcpus of {where}"),
             memory_gib=_opt_memory(data.get("memory_gib"), f"memory_gib of {where}"),
         )
@@ -167,7 +167,8 @@ def _opt_memory(value: Any, what: str) -> float | None:
     return int(number) if number.is_integer() else number  # 32 GiB, not 32.0
 
 
-def _opt_str(value: Any) -> str | None:
+def optional_str(value: Any) -> str | None:
+    """A JSON field that may be missing or null, as text (``None`` stays ``None``)."""
     return None if value is None else str(value)
 
 
@@ -191,7 +192,12 @@ class PriceCatalog:
         """Clouds that have at least one entry, sorted."""
         return sorted({e.cloud for e in self.entries})
 
-    def _check_cloud(self, cloud: str) -> str:
+    def check_cloud(self, cloud: str) -> str:
+        """``cloud`` as the catalog spells it (any case, spaces trimmed).
+
+        Raises:
+            InvalidInputError: the catalog prices no such cloud (the known ones are named).
+        """
         name = cloud.strip().lower()
         known = self.clouds()
         if name not in known:
@@ -202,23 +208,23 @@ class PriceCatalog:
 
     def sizes(self, cloud: str) -> list[str]:
         """Sizes priced for ``cloud``, in catalog order."""
-        name = self._check_cloud(cloud)
+        name = self.check_cloud(cloud)
         return _unique(e.size for e in self.entries if e.cloud == name)
 
     def regions(self, cloud: str) -> list[str]:
         """Regions priced for ``cloud``, in catalog order."""
-        name = self._check_cloud(cloud)
+        name = self.check_cloud(cloud)
         return _unique(e.region for e in self.entries if e.cloud == name)
 
     def default_region(self, cloud: str) -> str:
         """The region used when none is given (the first catalog region if none is declared)."""
-        name = self._check_cloud(cloud)
+        name = self.check_cloud(cloud)
         declared = self.defaults.get(name, {}).get("region")
         return declared or self.regions(name)[0]
 
     def default_size(self, cloud: str) -> str:
         """The size used when none is given (the first catalog size if none is declared)."""
-        name = self._check_cloud(cloud)
+        name = self.check_cloud(cloud)
         declared = self.defaults.get(name, {}).get("size")
         return declared or self.sizes(name)[0]
 
@@ -228,7 +234,7 @@ class PriceCatalog:
         Raises:
             InvalidInputError: unknown cloud, size or region; the message lists the known ones.
         """
-        name = self._check_cloud(cloud)
+        name = self.check_cloud(cloud)
         sizes = {s.lower(): s for s in self.sizes(name)}
         canonical_size = sizes.get(size.strip().lower())
         if canonical_size is None:
@@ -254,7 +260,7 @@ class PriceCatalog:
         """Entries filtered by cloud and region (both optional, both validated)."""
         entries = list(self.entries)
         if cloud is not None:
-            name = self._check_cloud(cloud)
+            name = self.check_cloud(cloud)
             entries = [e for e in entries if e.cloud == name]
         if region is not None:
             wanted = region.strip().lower()
@@ -313,7 +319,7 @@ class PriceCatalog:
             entries=entries,
             defaults={str(k): {str(a): str(b) for a, b in v.items()} for k, v in defaults.items()},
             generated=str(data.get("generated") or ""),
-            refreshed=_opt_str(data.get("refreshed")),
+            refreshed=optional_str(data.get("refreshed")),
             about=tuple(str(line) for line in data.get("about") or []),
             extra={k: v for k, v in data.items() if k not in known_keys},
         )

@@ -111,7 +111,7 @@ def refresh_catalog(
     """
     catalog = load_catalog(source)
     target = dest or user_catalog_path()
-    asked = [catalog._check_cloud(c) for c in (clouds or catalog.clouds())]
+    asked = [catalog.check_cloud(c) for c in (clouds or catalog.clouds())]
     report = RefreshReport(dest=target)
     stamp = _today(today)
     live: dict[tuple[str, str, str, bool], LiveQuote] = {}

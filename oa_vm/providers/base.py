@@ -202,7 +202,11 @@ class CleanupReport:
     left: list[str] = field(default_factory=list)
     hints: list[str] = field(default_factory=list)
     skipped: str | None = None
-    """Why the pool was left alone (``cleanup_expired``: a live run holds it); else None."""
+    """Why the pool was left alone (``cleanup_expired``: a live run holds it, or its record
+    cannot be read); else None."""
+    unreadable: bool = False
+    """``cleanup_expired`` skipped it because its record cannot be read (its expiry is not
+    known), not because it is in use."""
 
 
 class Capability(enum.Enum):

@@ -210,6 +210,34 @@ def test_an_http_agent_whose_server_does_not_answer_is_refused_before_the_pool(
     _nothing_created(oa_home, results)
 
 
+def test_the_python_api_refuses_an_http_agent_whose_server_does_not_answer(
+    oa_home: Path, tmp_path: Path
+) -> None:
+    from evals.agents import AgentOptions
+    from evals.errors import InvalidRunInputError
+    from evals.runner import RunConfig, run_evaluation
+
+    made = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1", "--pool", "api",
+                   "-y", home=oa_home)
+    assert made.returncode == 0, made.stderr
+    results = tmp_path / "results"
+    try:
+        assert run_cli("oa-vm", "pool-wait", "--pool", "api", home=oa_home).returncode == 0
+        with RefusingPort() as dead:
+            config = RunConfig(pool="api", selection="domain:clock", agent="http",
+                               agent_options=AgentOptions(
+                                   agent_url=f"http://127.0.0.1:{dead.port}/act"),
+                               results_dir=results)
+            with pytest.raises(InvalidRunInputError,
+                               match=r"^agent_options\.agent_url http://127\.0\.0\.1:\d+/act: "
+                                     "the agent server does not answer"):
+                run_evaluation(config)
+        # refused before a run folder, a lease or a task (they used to end in error, one by one)
+        assert not results.exists() or list(results.iterdir()) == [], list(results.rglob("*"))
+    finally:
+        run_cli("oa-vm", "pool-cleanup", "--pool", "api", "-y", home=oa_home)
+
+
 def test_an_agent_whose_constructor_raises_is_refused_in_one_line(
     oa_home: Path, tmp_path: Path
 ) -> None:

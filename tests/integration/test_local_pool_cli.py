@@ -215,6 +215,30 @@ def test_cost_so_far_grows_with_uptime(home: Path) -> None:
     assert "Price $72.00/hour, cost so far $" in text
 
 
+def test_an_unreadable_record_is_reported_by_cleanup_expired_and_left_as_it_is(
+    home: Path,
+) -> None:
+    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1",
+                      "--name", "old", "--ttl", "1s", "-y", home=home)
+    assert created.returncode == 0, created.stderr
+    corrupt = home / "pools" / "bad" / "pool.json"
+    corrupt.parent.mkdir(parents=True)
+    corrupt.write_text('{"name": "bad", "cloud": "aws"', encoding="utf-8")
+    deadline = time.monotonic() + 60
+    while "(expired)" not in run_cli("oa-vm", "pool-list", home=home).stdout:
+        assert time.monotonic() < deadline, "the 1 s pool never showed as expired"
+        time.sleep(0.2)
+    cleaned = run_cli("oa-vm", "pool-cleanup", "--expired", "-y", home=home)
+    # The expired pool goes; the unreadable record (whose expiry nobody knows) is named, left
+    # untouched, and the command fails, so a cron job's owner hears of it.
+    assert "Removed 1 expired pool(s)." in cleaned.stdout
+    assert "pool 'bad' skipped: its record" in cleaned.stdout
+    line = cleaned.assert_one_line_error()
+    assert "1 pool record(s) unreadable, so not cleaned up: bad" in line
+    assert corrupt.read_text(encoding="utf-8") == '{"name": "bad", "cloud": "aws"'
+    assert not (home / "pools" / "old").exists()
+
+
 def test_expired_pools_are_marked_and_cleaned_up_together(home: Path) -> None:
     for name, ttl in (("short", "0.0003"), ("long", "4")):  # ~1 second, 4 hours
         created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1",

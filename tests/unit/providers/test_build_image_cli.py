@@ -47,3 +47,47 @@ def test_build_image_then_pool(oa_home: Path, monkeypatch: pytest.MonkeyPatch) -
     assert {r["inputs"]["ebsBlockDevices"][0]["snapshotId"] for r in instances} == {
         image.cloud_id
     }
+
+
+def test_sweep_refuses_a_region_without_an_image_then_builds_it_with_build_image(
+    oa_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evals import cli as evals_cli
+    from oa_vm.errors import OaVmError
+
+    engine = FakePulumiEngine(AwsLookups())
+    provider = AwsProvider(engine=engine, lister=lambda pool: [])
+    monkeypatch.setattr("oa_vm.providers.get_provider", lambda cloud: provider)
+    monkeypatch.setattr(api, "get_provider", lambda cloud: provider)
+    monkeypatch.setattr(images, "follow_builder", lambda record, outputs, progress: {
+        "waa_image": "windowsarena/winarena@sha256:0123"})
+
+    snapshots: list[str] = []
+
+    def not_ready(name: str, **_: Any) -> None:
+        snapshots.extend(r["inputs"]["ebsBlockDevices"][0]["snapshotId"]
+                         for r in engine.live_resources(name)
+                         if r["type"] == "aws:ec2/instance:Instance")
+        raise OaVmError(f"pool {name!r} not ready (the test stops the sweep here)")
+
+    monkeypatch.setattr(api, "wait_pool", not_ready)
+    args = ["sweep", "--cloud", "aws", "--region", "us-east-1", "--workers", "2",
+            "--allow-cidr", "203.0.113.7/32", "--pool", "swept", "--agent", "noop",
+            "--tasks", "all", "--results-dir", str(tmp_path / "results"), "-y"]
+    refused = CliRunner().invoke(evals_cli.app, args)
+    assert refused.exit_code != 0
+    assert "--build-image" in str(refused.exception) and "oa-vm image-create" in str(
+        refused.exception)
+    assert "Plan:" not in refused.output  # refused before the plan, nothing made
+    assert engine.calls == [] and image_records.list_records() == []
+
+    result = CliRunner().invoke(evals_cli.app, [*args, "--build-image"])
+    assert "the test stops the sweep here" in str(result.exception), result.output
+    assert result.stdout == ""  # the image's plan and build went to stderr with the progress
+    err = result.stderr
+    assert err.index("Plan: image waa-us-east-1-") < err.index("Plan: 2 worker(s) on aws")
+    (image,) = image_records.list_records()
+    assert image.state == image_records.READY
+    assert snapshots == [image.cloud_id] * 2  # both workers started from the new image
+    assert ("destroy", "swept") in engine.calls  # and the sweep removed its pool
+    assert engine.live_resources("swept") == []
