@@ -7,8 +7,8 @@ becomes a :class:`BenchmarkAction` (and so pyautogui source on the worker). A re
 tool call ends the task: ``FAIL`` when it says the task is impossible, else ``DONE``.
 
 Options (``--agent-arg key=value``): ``model``, ``max_tokens`` (per reply), ``token_cap`` (the
-run's tokens in all), ``base_url``, ``retries`` (on HTTP 429), ``keep_screenshots`` (how many
-recent screenshots stay in the conversation).
+run's tokens in all), ``base_url``, ``retries`` (of what the SDK would retry),
+``keep_screenshots`` (how many recent screenshots stay in the conversation).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from evals.agents.model_api import (
     fit_screenshot,
     header_retry_after,
     known_models,
+    transient_sdk_error,
     with_backoff,
 )
 from evals.errors import AgentError, InvalidRunInputError
@@ -77,7 +78,8 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
         max_tokens: Tokens per reply at most.
         token_cap: Tokens this agent may use in all (ignored when ``budget`` is given).
         budget: A budget shared by every agent of a run (the CLI passes one).
-        retries: Retries on HTTP 429 (with backoff).
+        retries: Retries of a call the SDK would retry (429, 408, 409, 5xx, a dropped
+            connection), with backoff.
         keep_screenshots: Screenshots kept in the conversation (older ones are dropped).
         timeout_s: Seconds to wait for each reply.
         demo: Text added to the task at every step (a demonstration, as the reference's
@@ -115,7 +117,7 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
         self.retries = int(retries)
         self.keep_screenshots = max(1, int(keep_screenshots))
         self.demo = demo
-        # The SDK's own retries are off: rate limits are retried by model_api.with_backoff
+        # The SDK's own retries are off: its retryable errors are retried by with_backoff
         # (on tenacity), whose docstring says why the SDK's do not do that job here.
         self.client = anthropic.Anthropic(
             api_key=_key_of(api_key), base_url=base_url, max_retries=0, timeout=timeout_s
@@ -193,7 +195,7 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
         try:
             reply = with_backoff(
                 call,
-                is_rate_limit=lambda e: isinstance(e, anthropic.RateLimitError),
+                retryable=transient_sdk_error(anthropic),
                 retry_after=header_retry_after,
                 retries=self.retries,
             )

@@ -32,6 +32,7 @@ from evals.agents.model_api import (
     fit_screenshot,
     header_retry_after,
     known_models,
+    transient_sdk_error,
     with_backoff,
 )
 from evals.errors import AgentError, InvalidRunInputError
@@ -57,7 +58,8 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
         base_url: The API endpoint (default: the SDK's, or ``OPENAI_BASE_URL``).
         token_cap: Tokens this agent may use in all (ignored when ``budget`` is given).
         budget: A budget shared by every agent of a run (the CLI passes one).
-        retries: Retries on HTTP 429 (with backoff).
+        retries: Retries of a call the SDK would retry (429, 408, 409, 5xx, a dropped
+            connection), with backoff.
         timeout_s: Seconds to wait for each reply.
         demo: Text added to the task (a demonstration).
 
@@ -89,7 +91,7 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
         self.budget = budget or TokenBudget(token_cap)
         self.retries = int(retries)
         self.demo = demo
-        # The SDK's own retries are off: rate limits are retried by model_api.with_backoff
+        # The SDK's own retries are off: its retryable errors are retried by with_backoff
         # (on tenacity), whose docstring says why the SDK's do not do that job here.
         self.client = openai.OpenAI(
             api_key=_key_of(api_key), base_url=base_url, max_retries=0, timeout=timeout_s
@@ -169,7 +171,7 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
         try:
             reply = with_backoff(
                 call,
-                is_rate_limit=lambda e: isinstance(e, openai.RateLimitError),
+                retryable=transient_sdk_error(openai),
                 retry_after=header_retry_after,
                 retries=self.retries,
             )

@@ -1,4 +1,4 @@
-"""What the model-API agents share: screenshot sizing, the run's token cap, rate-limit backoff.
+"""What the model-API agents share: screenshot sizing, the run's token cap, retries with backoff.
 
 The agents (``api-claude``, ``api-openai``) call the official ``anthropic`` and ``openai`` SDKs,
 installed with ``pip install 'oa-vm[anthropic]'`` / ``'oa-vm[openai]'``. Keys come from the
@@ -23,6 +23,9 @@ T = TypeVar("T")
 
 DEFAULT_RETRIES = 5
 MAX_BACKOFF_S = 30.0
+RETRIED_STATUSES = frozenset({408, 409, 429})
+"""Statuses below 500 retried, as the SDKs retry them: request timeout, lock timeout, rate
+limit. Every 5xx is retried too (Anthropic's 529 "overloaded" among them)."""
 
 
 class TokenBudget:
@@ -110,17 +113,43 @@ def api_key(variable: str, explicit: str | None) -> str:
     return key
 
 
+def transient_sdk_error(sdk: Any) -> Callable[[BaseException], bool]:
+    """The errors of ``sdk`` (the ``anthropic`` or ``openai`` module) worth another try: those the
+    SDK itself retries (read in both SDKs' ``_should_retry``), so that one overloaded or dropped
+    reply does not end a task in ``error/agent``.
+
+    The server's ``x-should-retry: true|false`` decides when it is sent; else a connection that
+    failed or timed out, :data:`RETRIED_STATUSES` and any 5xx. A 400, 401, 403, 404 or 422 is
+    the request's fault and is not retried.
+    """
+
+    def transient(exc: BaseException) -> bool:
+        if not isinstance(exc, sdk.APIError):
+            return False
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        said = headers.get("x-should-retry") if headers is not None else None
+        if said in ("true", "false"):
+            return bool(said == "true")
+        if isinstance(exc, sdk.APIConnectionError):  # APITimeoutError is one
+            return True
+        status = getattr(exc, "status_code", None)
+        return isinstance(status, int) and (status in RETRIED_STATUSES or status >= 500)
+
+    return transient
+
+
 def with_backoff(
     call: Callable[[], T],
     *,
-    is_rate_limit: Callable[[BaseException], bool],
+    retryable: Callable[[BaseException], bool],
     retry_after: Callable[[BaseException], float | None],
     retries: int = DEFAULT_RETRIES,
     base_s: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Call, waiting and retrying on rate limits (HTTP 429): the server's ``retry-after`` when
-    it gives one, else ``base_s`` doubled each time (at most :data:`MAX_BACKOFF_S`).
+    """Call, waiting and retrying on a ``retryable`` error (:func:`transient_sdk_error`: rate
+    limits, overload, 5xx, dropped connections): the server's ``retry-after`` when it gives
+    one, else ``base_s`` doubled each time (at most :data:`MAX_BACKOFF_S`).
 
     The agents build their SDK clients with ``max_retries=0`` and retry here, on
     :mod:`waa_client.retry` (tenacity), rather than with the SDKs' own retries, because those
@@ -132,19 +161,22 @@ def with_backoff(
     schedule (``tests/unit/evals/test_model_api.py``).
 
     Raises:
-        AgentError: still rate-limited after ``retries`` retries.
+        AgentError: still failing after ``retries`` retries (the line says how it failed last).
     """
     def server_wait(exc: BaseException, planned: float) -> float:
         told = retry_after(exc)
         return min(MAX_BACKOFF_S, told) if told is not None else planned
 
     try:
-        return retry.call(call, attempts=retries + 1, retryable=is_rate_limit,
+        return retry.call(call, attempts=retries + 1, retryable=retryable,
                           backoff_max=MAX_BACKOFF_S, first_wait=base_s, wait_for=server_wait,
                           sleep=sleep)
     except Exception as exc:
-        if is_rate_limit(exc):
-            raise AgentError(f"the model API kept answering 429 (rate limit): {exc}") from exc
+        if retryable(exc):
+            status = getattr(exc, "status_code", None)
+            how = (("answering 429 (rate limit)" if status == 429 else f"answering {status}")
+                   if isinstance(status, int) else "failing")
+            raise AgentError(f"the model API kept {how} after {retries} retries: {exc}") from exc
         raise
 
 
@@ -215,5 +247,6 @@ __all__ = [
     "fit_screenshot",
     "header_retry_after",
     "parse_agent_args",
+    "transient_sdk_error",
     "with_backoff",
 ]

@@ -90,6 +90,29 @@ def test_api_claude_completes_a_local_task_and_the_ledger_prices_it(
     assert summary["success_rate"] == 1.0
 
 
+def test_an_overloaded_or_failing_model_api_is_retried_as_the_sdk_would(
+    home: Path, tmp_path: Path
+) -> None:
+    # 529 (overloaded) and 500 before the first answer: the task still succeeds, where it
+    # used to end in error/agent at the first of them.
+    with FakeModelApis(anthropic_script=CLAUDE_SCRIPT, failures=[529, 500]) as fake:
+        _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
+             "--run-name", "overloaded", "--max-attempts", "1", "--agent-arg",
+             f"base_url={fake.url}", env={"ANTHROPIC_API_KEY": "sk-ant-test"})
+        record = read_records(tmp_path / "r" / "overloaded")[NOTIFICATIONS_OFF]
+        assert record["status"] == "success", record.get("error_message")
+        calls = [r for r in fake.requests if r.path.endswith("/v1/messages")]
+        assert len(calls) == 4 + 2
+    with FakeModelApis(anthropic_script=CLAUDE_SCRIPT, failures=[400]) as fake:
+        _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
+             "--run-name", "refused", "--max-attempts", "1", "--agent-arg",
+             f"base_url={fake.url}", env={"ANTHROPIC_API_KEY": "sk-ant-test"}, exit_code=4)
+        record = read_records(tmp_path / "r" / "refused")[NOTIFICATIONS_OFF]
+        assert record["status"] == "error" and record["error_type"] == "agent"
+        assert "the Anthropic API failed" in record["error_message"]
+        assert len(fake.requests) == 1  # a bad request is not sent again
+
+
 def test_the_token_cap_stops_the_agent(home: Path, tmp_path: Path) -> None:
     with FakeModelApis(anthropic_script=CLAUDE_SCRIPT) as fake:
         _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,

@@ -40,6 +40,11 @@ class FakeModelApis:
     anthropic_script: list[dict[str, Any]] = field(default_factory=list)
     openai_script: list[dict[str, Any]] = field(default_factory=list)
     rate_limited: int = 0
+    failures: list[int] = field(default_factory=list)
+    """Statuses to answer first, one request each, with the API's error body (then the
+    script); each says ``retry-after: 0``, so a retry waits no time."""
+    failure_headers: dict[str, str] = field(default_factory=dict)
+    """Headers sent with each of those failures as well (``x-should-retry``...)."""
     requests: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -76,6 +81,11 @@ class FakeModelApis:
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
         with self._lock:
             self.requests.append(Seen(path, headers, body))
+            if self.failures:
+                status = self.failures.pop(0)
+                error = {"type": "error", "error": {"type": "api_error",
+                                                    "message": f"failure {status}"}}
+                return status, error, {"retry-after": "0", **self.failure_headers}
             if self.rate_limited > 0:
                 self.rate_limited -= 1
                 error = {"type": "error", "error": {"type": "rate_limit_error",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -13,9 +14,12 @@ from evals.agents.model_api import (
     catalog_model,
     fit_screenshot,
     parse_agent_args,
+    transient_sdk_error,
     with_backoff,
 )
 from evals.errors import AgentError, InvalidRunInputError
+from tests.support.fake_model_apis import FakeModelApis
+from tests.support.http_servers import RefusingPort
 
 
 def _png(size: tuple[int, int]) -> bytes:
@@ -67,7 +71,7 @@ def test_backoff_waits_what_the_server_says_then_doubles() -> None:
             raise item
         return item
 
-    result = with_backoff(call, is_rate_limit=lambda e: isinstance(e, _Limited),
+    result = with_backoff(call, retryable=lambda e: isinstance(e, _Limited),
                           retry_after=lambda e: float(e.after) if getattr(e, "after", None)
                           else None, base_s=1.0, sleep=waits.append)
     assert result == "ok" and waits == [2.0, 2.0, 4.0]  # the doubling counts every retry
@@ -78,8 +82,8 @@ def test_backoff_gives_up_and_passes_other_errors() -> None:
         raise _Limited(None)
 
     waits: list[float] = []
-    with pytest.raises(AgentError, match="kept answering 429"):
-        with_backoff(limited, is_rate_limit=lambda e: True, retry_after=lambda e: None,
+    with pytest.raises(AgentError, match="kept failing after 3 retries"):
+        with_backoff(limited, retryable=lambda e: True, retry_after=lambda e: None,
                      retries=3, base_s=20.0, sleep=waits.append)
     assert waits == [20.0, MAX_BACKOFF_S, MAX_BACKOFF_S]
 
@@ -87,7 +91,7 @@ def test_backoff_gives_up_and_passes_other_errors() -> None:
         raise KeyError("x")
 
     with pytest.raises(KeyError):
-        with_backoff(broken, is_rate_limit=lambda e: False, retry_after=lambda e: None)
+        with_backoff(broken, retryable=lambda e: False, retry_after=lambda e: None)
 
 
 def test_catalog_names_and_agent_args() -> None:
@@ -101,3 +105,51 @@ def test_catalog_names_and_agent_args() -> None:
         "token_cap": 5000, "probe": True, "model": "x", "base_url": "http://h", "ratio": 0.5}
     with pytest.raises(InvalidRunInputError, match="KEY=VALUE"):
         parse_agent_args(["oops"])
+
+
+def _sdk_error(sdk_name: str, base_url: str) -> tuple[Any, BaseException]:
+    """The exception the real SDK raises for one call to ``base_url`` (its own retries off)."""
+    sdk = pytest.importorskip(sdk_name)
+    try:
+        if sdk_name == "anthropic":
+            client: Any = sdk.Anthropic(api_key="sk-test", base_url=base_url, max_retries=0,
+                                        timeout=10.0)
+            client.messages.create(model="claude-sonnet-4-20250514", max_tokens=1,
+                                   messages=[{"role": "user", "content": "hi"}])
+        else:
+            client = sdk.OpenAI(api_key="sk-test", base_url=base_url + "/v1", max_retries=0,
+                                timeout=10.0)
+            client.responses.create(model="computer-use-preview", input="hi")
+    except Exception as exc:
+        return sdk, exc
+    raise AssertionError("the fake was to fail this call")
+
+
+@pytest.mark.parametrize("sdk_name", ["anthropic", "openai"])
+@pytest.mark.parametrize(("status", "retried"), [
+    (400, False), (401, False), (403, False), (404, False), (422, False),
+    (408, True), (409, True), (429, True), (500, True), (503, True), (529, True),
+])
+def test_what_is_retried_is_what_the_sdk_would_retry(
+    sdk_name: str, status: int, retried: bool
+) -> None:
+    with FakeModelApis(failures=[status]) as fake:
+        sdk, exc = _sdk_error(sdk_name, fake.url)
+    assert getattr(exc, "status_code", None) == status
+    assert transient_sdk_error(sdk)(exc) is retried
+
+
+@pytest.mark.parametrize("sdk_name", ["anthropic", "openai"])
+def test_the_servers_x_should_retry_decides_and_a_dropped_connection_is_retried(
+    sdk_name: str,
+) -> None:
+    with FakeModelApis(failures=[500], failure_headers={"x-should-retry": "false"}) as fake:
+        sdk, exc = _sdk_error(sdk_name, fake.url)
+    assert transient_sdk_error(sdk)(exc) is False
+    with FakeModelApis(failures=[400], failure_headers={"x-should-retry": "true"}) as fake:
+        sdk, exc = _sdk_error(sdk_name, fake.url)
+    assert transient_sdk_error(sdk)(exc) is True
+    with RefusingPort() as refused:
+        sdk, exc = _sdk_error(sdk_name, refused.url)
+    assert isinstance(exc, sdk.APIConnectionError) and transient_sdk_error(sdk)(exc) is True
+    assert transient_sdk_error(sdk)(KeyError("not the SDK's")) is False
