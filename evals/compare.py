@@ -500,10 +500,21 @@ def default_page_path(comparison: Comparison) -> Path:
     return comparison.path_a.parent / name
 
 
-def write_comparison(comparison: Comparison, out: Path | str | None = None) -> Path:
-    """Write the comparison page (default :func:`default_page_path`); returns its path."""
-    from oa_vm.state import atomic_write_text
+def write_comparison(
+    comparison: Comparison, out: Path | str | None = None, *, force: bool = False
+) -> Path:
+    """Write the comparison page (default :func:`default_page_path`); returns its path.
+
+    As a run's page is written (:func:`evals.viewer.write_page`): another file is not replaced
+    without ``force``, and a symlink, a device or a missing folder is refused.
+
+    Raises:
+        InvalidRunInputError, oa_vm.safe_fs.UnsafePathError, oa_vm.safe_fs.WriteFailedError:
+            see :func:`evals.viewer.write_page`.
+    """
+    from evals.viewer import check_page_target, write_page
 
     target = Path(out) if out is not None else default_page_path(comparison)
-    atomic_write_text(target, render_comparison(comparison, target.parent))
+    check_page_target(target, force=force)
+    write_page(target, render_comparison(comparison, target.parent), force=force)
     return target

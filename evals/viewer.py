@@ -412,19 +412,47 @@ def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool =
             missing or someone else's.
         oa_vm.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
     """
-    from oa_vm import safe_fs
-
     path = Path(run_dir)
     target = Path(out) if out is not None else path / "view.html"
+    check_page_target(target, force=force)
+    relative = os.path.relpath(path / "tasks", target.parent).replace(os.sep, "/")
+    prefix = "" if relative == "." else quote(relative.rstrip("/")) + "/"
+    write_page(target, render_run(path, link_prefix=prefix), force=force)
+    return target
+
+
+def check_page_target(target: Path, *, force: bool = False) -> None:
+    """Refuse, before anything is rendered, an ``--out`` that is a file this project did not
+    write (unless ``force``).
+
+    Raises:
+        InvalidRunInputError: the target is another file and ``force`` is not given.
+    """
+    from oa_vm import safe_fs
+
     if safe_fs.exists_as_file(target) and not force and not _is_our_page(target):
         raise InvalidRunInputError(
             f"{target} exists and is not a page openadapt-evals wrote; choose another --out, "
             "or pass --force to replace it"
         )
-    relative = os.path.relpath(path / "tasks", target.parent).replace(os.sep, "/")
-    prefix = "" if relative == "." else quote(relative.rstrip("/")) + "/"
-    safe_fs.write_atomic(target, render_run(path, link_prefix=prefix), make_parents=False)
-    return target
+
+
+def write_page(target: Path, html: str, *, force: bool = False) -> None:
+    """Write a page of this project (a run's, a comparison's) the one safe way.
+
+    An existing file is replaced only when it is a page this project wrote, or with ``force``;
+    a symlink, a device or a missing folder is refused whatever ``force`` says (the folder is
+    never made: a mistyped ``--out`` should not leave new folders about); the write is atomic.
+
+    Raises:
+        InvalidRunInputError: see :func:`check_page_target`.
+        oa_vm.safe_fs.UnsafePathError: a symlink, a device, a missing or foreign folder.
+        oa_vm.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
+    """
+    from oa_vm import safe_fs
+
+    check_page_target(target, force=force)
+    safe_fs.write_atomic(target, html, make_parents=False)
 
 
 def _is_our_page(path: Path) -> bool:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from evals.commands.view import RESULTS_HELP
+from evals.commands.view import FORCE_HELP, RESULTS_HELP
 
 OUT_HELP = "Where to write the page (default: compare-<A>-vs-<B>.html in the results folder)."
 
@@ -20,13 +20,14 @@ def compare(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print JSON instead of the table.")
     ] = False,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Print the shared tasks' results side by side and write the same as an HTML page."""
     from evals.compare import compare_runs, format_comparison, write_comparison
     from evals.metrics import find_run
 
     comparison = compare_runs(find_run(run_a, results_dir), find_run(run_b, results_dir))
-    page = write_comparison(comparison, out)
+    page = write_comparison(comparison, out, force=force)
     if json_out:
         from oa_vm.clikit import print_json
 

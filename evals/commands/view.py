@@ -9,6 +9,8 @@ import typer
 
 OUT_HELP = "Where to write the page (default: <run>/view.html)."
 RESULTS_HELP = "Folder holding the runs (default: $OA_EVALS_RESULTS, else ./benchmark_results)."
+FORCE_HELP = ("Replace an existing --out file that is not a page openadapt-evals wrote (never a "
+              "symlink or a device).")
 
 
 def view(
@@ -20,10 +22,7 @@ def view(
     ] = None,
     results_dir: Annotated[Path | None, typer.Option("--results-dir", help=RESULTS_HELP)] = None,
     out: Annotated[Path | None, typer.Option("--out", help=OUT_HELP)] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Replace an existing --out file that is not a page "
-                           "openadapt-evals wrote (never a symlink or a device).")
-    ] = False,
+    force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Write the run's self-contained page (summary, tasks, steps, screenshots); print its path."""
     from evals.metrics import find_run

@@ -149,6 +149,7 @@ def test_compare_command_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     _runs(tmp_path)
     monkeypatch.setenv("OA_EVALS_RESULTS", str(tmp_path))
     out = tmp_path / "pages" / "cmp.html"
+    out.parent.mkdir()
     result = CliRunner().invoke(_app(), ["compare", "base", "new", "--json", "--out", str(out)])
 
     assert result.exit_code == 0, result.output
@@ -156,6 +157,36 @@ def test_compare_command_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert data["page"] == str(out)
     assert out.is_file()
     assert data["changes"]["regressed"] == 1
+
+
+def test_compare_writes_its_page_as_view_does(tmp_path: Path) -> None:
+    """No folder made for a mistyped --out, no foreign file replaced without --force, no
+    symlink followed; its own page is replaced."""
+    from oa_vm.safe_fs import UnsafePathError
+
+    _runs(tmp_path)
+    base = ["compare", "base", "new", "--results-dir", str(tmp_path), "--out"]
+    missing = CliRunner().invoke(_app(), [*base, str(tmp_path / "typo" / "cmp.html")])
+    assert isinstance(missing.exception, UnsafePathError), missing.output
+    assert not (tmp_path / "typo").exists()
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine", encoding="utf-8")
+    refused = CliRunner().invoke(_app(), [*base, str(notes)])
+    assert isinstance(refused.exception, InvalidRunInputError)
+    assert "not a page openadapt-evals wrote" in str(refused.exception)
+    assert notes.read_text(encoding="utf-8") == "mine"
+    forced = CliRunner().invoke(_app(), [*base, str(notes), "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert "Only in A (1): only-a" in notes.read_text(encoding="utf-8")
+    again = CliRunner().invoke(_app(), [*base, str(notes)])  # now a page of ours: replaced
+    assert again.exit_code == 0, again.output
+
+    link = tmp_path / "link.html"
+    link.symlink_to(notes)
+    linked = CliRunner().invoke(_app(), [*base, str(link), "--force"])
+    assert isinstance(linked.exception, UnsafePathError), linked.output
+    assert link.is_symlink()
 
 
 def test_unknown_run_is_reported(tmp_path: Path) -> None:
