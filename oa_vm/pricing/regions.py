@@ -4,7 +4,9 @@ given for AWS) before it renders anything.
 The lists ship with the package (``oa_vm/data/regions.json``, with their sources and date): a
 region missing from the price catalog but listed here is real and plans with its price unknown;
 a region in neither is refused in one line naming the closest known one. The catalog's regions
-count as known too, so a refreshed catalog never refuses a region it prices.
+count as known too, so a refreshed catalog never refuses a region it prices. Another cloud's
+region (``--cloud azure --region eu-west-1``) is answered with this cloud's region in the same
+city or nearest to it (``northeurope``, Ireland), from the same file's ``nearest`` table.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import difflib
 import json
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from oa_vm.errors import InvalidInputError
 
@@ -22,9 +25,21 @@ CLOUD_LABELS = {"aws": "AWS", "azure": "Azure"}
 
 
 @cache
+def _data() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(SHIPPED_REGIONS.read_text(encoding="utf-8"))
+    return data
+
+
 def _shipped() -> dict[str, tuple[str, ...]]:
-    data = json.loads(SHIPPED_REGIONS.read_text(encoding="utf-8"))
-    return {cloud: tuple(names) for cloud, names in data["regions"].items()}
+    return {cloud: tuple(names) for cloud, names in _data()["regions"].items()}
+
+
+def nearest_region(cloud: str, other_region: str) -> str | None:
+    """The region of ``cloud`` nearest to another cloud's ``other_region`` by the city each is
+    in (``azure``, ``eu-west-1`` -> ``northeurope``); None when the table has no entry."""
+    table = _data().get("nearest", {}).get(cloud, {})
+    found = table.get(other_region.strip().lower())
+    return str(found) if found else None
 
 
 def cloud_regions(cloud: str) -> list[str]:
@@ -42,9 +57,8 @@ def cloud_regions(cloud: str) -> list[str]:
 
 def closest_region(cloud: str, region: str, *, priced_only: bool = False) -> str:
     """The known region of ``cloud`` whose name is nearest to ``region`` (difflib's ratio),
-    among the priced ones only with ``priced_only`` (another cloud's region is only a hint of
-    the geography: ``us-east-1`` comes nearest ``eastus`` among Azure's priced regions, not
-    ``austriaeast`` among them all)."""
+    among the priced ones only with ``priced_only`` (for another cloud's region that
+    :func:`nearest_region` does not know: a name is only a weak hint of the geography)."""
     from oa_vm.pricing.catalog import load_catalog
 
     known = load_catalog().regions(cloud) if priced_only else cloud_regions(cloud)
@@ -68,10 +82,12 @@ def check_region(cloud: str, region: str) -> str:
     label = CLOUD_LABELS.get(cloud, cloud)
     other = next((c for c in _shipped() if c != cloud and wanted in cloud_regions(c)), None)
     if other is not None:
-        closest = closest_region(cloud, wanted, priced_only=True)
+        nearest = nearest_region(cloud, wanted)
+        such_as = (f"{nearest} (the nearest to {wanted})" if nearest is not None
+                   else closest_region(cloud, wanted, priced_only=True))
         raise InvalidInputError(
             f"--region {region!r} is an {CLOUD_LABELS.get(other, other)} region, not an "
-            f"{label} one: pass --cloud {other}, or an {label} region such as {closest}"
+            f"{label} one: pass --cloud {other}, or an {label} region such as {such_as}"
         )
     closest = closest_region(cloud, wanted)
     raise InvalidInputError(

@@ -63,10 +63,16 @@ def test_many_plans_in_one_process_leave_no_event_loop(tmp_path: Path) -> None:
         (["pool-create", "--cloud", "aws", "--region", "us-eats-1", "--plan"],
          "unknown AWS region 'us-eats-1' (closest known: us-east-1)"),
         (["pool-create", "--cloud", "aws", "--region", "eastus", "--plan"],
-         "'eastus' is an Azure region, not an AWS one: pass --cloud azure"),
+         "'eastus' is an Azure region, not an AWS one: pass --cloud azure, or an AWS region "
+         "such as us-east-1 (the nearest to eastus)"),
         (["pool-create", "--cloud", "azure", "--region", "us-east-1", "--plan"],
          "'us-east-1' is an AWS region, not an Azure one: pass --cloud aws, or an Azure "
-         "region such as eastus"),
+         "region such as eastus (the nearest to us-east-1)"),
+        # by the city, not the name: Ireland, and Amsterdam's nearest AWS region (Frankfurt)
+        (["pool-create", "--cloud", "azure", "--region", "eu-west-1", "--plan"],
+         "an Azure region such as northeurope (the nearest to eu-west-1)"),
+        (["image-create", "--cloud", "aws", "--region", "westeurope", "--plan"],
+         "an AWS region such as eu-central-1 (the nearest to westeurope)"),
         (["pool-create", "--cloud", "azure", "--region", "westeurop", "--plan"],
          "unknown Azure region 'westeurop' (closest known: westeurope)"),
         # the second region of a failover list is checked too, and a real create likewise
