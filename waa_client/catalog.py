@@ -255,7 +255,7 @@ class Catalog:
         """
         wanted = _dedupe(self._expand(selection))
         if not wanted:
-            raise CatalogError(f"selection {selection!r} names no task")
+            raise CatalogError(f"--tasks {selection!r} names no task")
         if live:
             synthetic = [t for t in wanted if is_synthetic(t)]
             if synthetic:
@@ -304,7 +304,7 @@ class Catalog:
             known = self.task_ids()
             if not 1 <= count <= len(known):
                 raise CatalogError(
-                    f"selection {text!r}: a number N selects the first N tasks, and "
+                    f"--tasks {text!r}: a number N selects the first N tasks, and "
                     f"{self.source} has {len(known)}; give 1 to {len(known)}, or all"
                 )
             return known[:count]
@@ -316,7 +316,8 @@ class Catalog:
             if not ids:
                 known = sorted(set(self._domains.values()))
                 raise CatalogError(
-                    f"no domain {domain!r} in {self.source}; known domains: {', '.join(known)}"
+                    f"--tasks {text!r}: no domain {domain!r} in {self.source}; known domains: "
+                    f"{', '.join(known)}"
                 )
             return ids
         if text.startswith("@"):

@@ -71,7 +71,7 @@ ERRORS = [
     (FLOW, ["--dry-run", "--tasks", "local_small"],
      "--tasks 'local_small': a dry run reads no task catalog", []),
     ("openadapt-evals", ["tasks", "99"],
-     "selection '99': a number N selects the first N tasks", []),
+     "--tasks '99': a number N selects the first N tasks", []),
     ("openadapt-evals", ["mock", "--tasks", "nope"], "no index or task named 'nope'", []),
 ]
 
