@@ -101,15 +101,15 @@ def outcome_bar(counts: Mapping[str, Any]) -> str:
 
 
 def _duration(seconds: float | None) -> str:
+    """As the CLIs print durations (``4m05s``, ``2h10m``); under a minute with a tenth of a
+    second (``3.2s``), which tells one step from another."""
     if seconds is None:
         return ""
     if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
+        return f"{seconds:.1f}s"
+    from oa_vm.durations import format_duration
+
+    return format_duration(seconds)
 
 
 def _when(value: object) -> str | None:

@@ -259,3 +259,9 @@ def test_html_from_the_task_and_the_agent_is_escaped(tmp_path: Path) -> None:
     assert "<iframe src=//evil>" in text
     assert trace in text  # the whole traceback, as text, in its collapsible block
     assert page.count('<details class="traceback">') == 1
+
+
+def test_durations_on_the_page_read_as_the_clis_print_them() -> None:
+    from evals.viewer import _duration
+
+    assert [_duration(s) for s in (None, 3.24, 65.0, 7800.0)] == ["", "3.2s", "1m05s", "2h10m"]
