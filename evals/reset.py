@@ -159,7 +159,7 @@ class WorkerReset:
                 worker.scoring.setup([
                     {"type": "create_folder", "parameters": {"path": GUEST_DIR}},
                     {"type": "create_file", "parameters": {"path": TOKEN_FILE, "content": token}},
-                ])
+                ], timeout=None)  # see _write_marker
             except Exception as exc:
                 raise _waa_failure(exc, "writing the snapshot's fingerprint") from exc
             control.take(token)
@@ -169,8 +169,12 @@ class WorkerReset:
 
     def _write_marker(self, worker: WorkerConnection) -> None:
         try:
+            # A file of a few bytes: the run's read timeout (timeout=None), not setup's default
+            # of 600 s for downloads, which let a worker that hung here stall its lease, and the
+            # run with it, for ten minutes per attempt.
             worker.scoring.setup([{"type": "create_file", "parameters": {
-                "path": MARKER_FILE, "content": "written after the clean snapshot"}}])
+                "path": MARKER_FILE, "content": "written after the clean snapshot"}}],
+                timeout=None)
         except Exception as exc:
             raise _waa_failure(exc, "writing the after-snapshot marker") from exc
 

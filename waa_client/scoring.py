@@ -123,7 +123,8 @@ class ScoringClient(HttpClient):
 
         Args:
             config: The task's ``config`` steps, ``[{"type", "parameters"}]``.
-            timeout: Seconds to wait; setup downloads files, so the default is generous.
+            timeout: Seconds to wait (``None``: the client's read timeout); setup downloads
+                files, so the default is generous.
             task_id: The task's ID, so the checker gives the task its own cache folder.
 
         Returns:

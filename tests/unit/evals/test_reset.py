@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
-from evals.reset import reset_lines, reset_summary
+from evals.records import ErrorType
+from evals.reset import ResetFailed, WorkerReset, reset_lines, reset_summary
+from oa_vm.connect import WorkerConnection
 from oa_vm.providers.cloud_reset import HostSnapshotControl
-from oa_vm.snapshots import SnapshotError
+from oa_vm.snapshots import Restored, SnapshotError, SnapshotState
 from oa_vm.state import SshEndpoint
+from tests.support.http_servers import SilentServer
+from waa_client import ScoringClient, WaaClient
 from waa_client.ssh import CommandResult
 
 
@@ -81,3 +86,41 @@ def test_a_failed_reset_is_counted_without_a_duration() -> None:
     summary = reset_summary([_clean("a", "w0", "t0"), failed])
     assert summary["counts"] == {"clean": 2}
     assert summary["fingerprints_agree"] is True  # the failed one has nothing to agree on
+
+
+class _FreshSnapshots:
+    """The snapshot control of a worker that holds no snapshot yet (it answers at once)."""
+
+    def check(self) -> SnapshotState:
+        return SnapshotState(False)
+
+    def take(self, token: str) -> SnapshotState:
+        return SnapshotState(True, token)
+
+    def restore(self) -> Restored:
+        return Restored(None, 0.1)
+
+
+def test_a_worker_that_hangs_during_the_clean_reset_is_given_up_at_the_read_timeout() -> None:
+    """The reset runs before the task's deadline starts; its small guest writes must still be
+    bounded by the run's read timeout (they once took setup's 600 s default, so a worker hung
+    there held its task, and the run, for ten minutes per attempt)."""
+    with SilentServer() as hung:
+        connection = WorkerConnection(
+            "w0", WaaClient(hung.url, connect_timeout=2.0, read_timeout=0.5),
+            ScoringClient(hung.url, connect_timeout=2.0, read_timeout=0.5), hung.url, hung.url)
+        reset = WorkerReset("clean", resolve=lambda c: _FreshSnapshots())
+        failed: list[ResetFailed] = []
+
+        def attempt() -> None:
+            try:
+                reset.before_task(connection)
+            except ResetFailed as exc:
+                failed.append(exc)
+
+        thread = threading.Thread(target=attempt, daemon=True)
+        thread.start()
+        thread.join(60)  # generous: the bound is the 0.5 s read timeout
+        assert not thread.is_alive(), "the clean reset waited on a hung worker past its timeout"
+    assert [f.error_type for f in failed] == [ErrorType.INFRASTRUCTURE]
+    assert "writing the snapshot's fingerprint" in failed[0].message
