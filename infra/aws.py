@@ -276,7 +276,11 @@ class AwsWorkerPool(pulumi.ComponentResource):
                         settings, self._named(f"{worker}-storage")
                     )
                 ],
-                metadata_options={"http_tokens": "required", "http_endpoint": "enabled"},
+                # IMDSv2 only, and its answers die after one hop: the host reaches the metadata
+                # service (spot notices), a container or the Windows guest behind it never does
+                # (docs/security.md).
+                metadata_options={"http_tokens": "required", "http_endpoint": "enabled",
+                                  "http_put_response_hop_limit": 1},
                 user_data_base64=user_data,
                 user_data_replace_on_change=True,
                 tags=self._named(worker),

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from infra.worker import egress_rules
+
 DEFAULT_WORKERS = 1
 DEFAULT_DISK_GB = 160
 DEFAULT_STORAGE_GB = 96
@@ -23,6 +25,11 @@ DEFAULT_WINDOWS_VERSION = "11e"
 DEFAULT_RAM_SIZE = "8G"
 DEFAULT_CPU_CORES = 4
 DEFAULT_DISK_SIZE = "64G"
+DEFAULT_EGRESS = "web"
+"""The cloud workers' default egress mode: HTTP(S) to public addresses. Not ``allowlist``: WAA's
+browser tasks have the agent open live sites (news, shops, video) whose pages load from hosts no
+list of setup hosts names; not ``open``: nothing of WAA needs more than the web, and every other
+port is a way out (docs/security.md)."""
 
 CALLER_CIDR_PLACEHOLDER = "caller-ip/32"
 """Stands for "the caller's public address" in an offline plan, before it is detected.
@@ -74,6 +81,9 @@ class PoolSettings:
         base_image: the dockur/windows image it is built on (a current one downloads the ISO).
         windows_version, ram_size, cpu_cores, disk_size: the WAA container's environment
             (``VERSION``, ``RAM_SIZE``, ``CPU_CORES``, ``DISK_SIZE``).
+        egress: what the guest may reach (``none``, ``allowlist``, ``web``, ``open``; never the
+            metadata service, the host or another worker): see ``infra/worker/egress_rules.py``.
+        egress_allowlist: the ``allowlist`` mode's entries, one ``host:port`` a line.
     """
 
     name: str
@@ -95,6 +105,8 @@ class PoolSettings:
     ram_size: str = DEFAULT_RAM_SIZE
     cpu_cores: int = DEFAULT_CPU_CORES
     disk_size: str = DEFAULT_DISK_SIZE
+    egress: str = DEFAULT_EGRESS
+    egress_allowlist: str = ""
     indexes: tuple[int, ...] | None = None
     """The workers' numbers when they are not ``0..workers-1``: a repair that replaces a
     draining worker adds a new number before the old one is retired (:mod:`oa_vm.fleet`)."""
@@ -152,6 +164,16 @@ class PoolSettings:
             )
         if self.mode not in MODES:
             raise SettingsError(f"mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.egress not in egress_rules.MODES:
+            raise SettingsError(
+                f"egress must be one of {', '.join(egress_rules.MODES)}, not {self.egress!r}"
+            )
+        if (self.egress == "allowlist") != bool(self.egress_allowlist.strip()):
+            raise SettingsError("an allow-list goes with egress 'allowlist', and only with it")
+        try:
+            egress_rules.parse_allowlist(self.egress_allowlist)
+        except egress_rules.PolicyError as exc:
+            raise SettingsError(str(exc)) from None
         if self.storage_gb < 80:
             raise SettingsError(
                 f"storage_gb must be at least 80 (a {self.disk_size} Windows disk and the saved "

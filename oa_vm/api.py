@@ -101,6 +101,7 @@ def build_spec(
     price_per_hour: float | None = None,
     tasks_dir: str | None = None,
     per_process: int = 1,
+    egress: str | None = None,
 ) -> PoolSpec:
     """Validate what the user asked for and turn it into a :class:`PoolSpec`.
 
@@ -147,6 +148,9 @@ def build_spec(
     get_provider(cloud)  # unknown cloud -> one line listing the known ones
     validate_faults(dict(faults or {}))
     pool_name = state.validate_pool_name(name) if name else _default_name()
+    from oa_vm.egress import parse_egress
+
+    egress_mode, allowlist = parse_egress(egress)
     return PoolSpec(
         name=pool_name,
         cloud=cloud,
@@ -162,6 +166,8 @@ def build_spec(
         price_per_hour=price_per_hour,
         tasks_dir=tasks_dir,
         per_process=per_process,
+        egress=egress_mode,
+        egress_allowlist=allowlist,
     )
 
 

@@ -95,6 +95,7 @@ def pool_create(
     ] = None,
     image: pool_opts.ImageOpt = None,
     build_image: pool_opts.BuildImageOpt = False,
+    egress: pool_opts.EgressOpt = None,
     per_process: Annotated[
         int, typer.Option(help="Local pools: workers served by each process.")
     ] = 1,
@@ -112,6 +113,7 @@ def pool_create(
         ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),
         faults=_parse_faults(list(fault or [])), ssh_via=_parse_ssh_via(ssh_via, ssh_key),
         price_per_hour=price_per_hour, tasks_dir=tasks_dir, per_process=per_process,
+        egress=egress,
     )
     spec.image, spec.build_image = image, build_image
     if "0.0.0.0/0" in spec.allow_cidrs:

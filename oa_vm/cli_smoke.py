@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from oa_vm import pool_options as pool_opts
 from oa_vm.cli_common import confirm
 from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
@@ -48,6 +49,7 @@ def smoke(
         duration_option("--wait-timeout", unit="s",
                         help="The wait phase's deadline; default pool-wait's, 40m"),
     ] = None,
+    egress: pool_opts.EgressOpt = None,
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Show the plan and the most it can spend; offline.")
     ] = False,
@@ -60,7 +62,7 @@ def smoke(
     opts = SmokeOptions(
         cloud=cloud, region=region, size=size, name=name, max_cost_usd=max_cost_usd, keep=keep,
         allow_cidrs=list(allow_cidr or []), image=image, delete_image=delete_image,
-        wait_timeout_s=wait_timeout,
+        wait_timeout_s=wait_timeout, egress=egress,
     )
     if "0.0.0.0/0" in opts.allow_cidrs:
         _err("warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet")

@@ -55,6 +55,13 @@ BuildImageOpt = Annotated[
     bool, typer.Option(help="Cloud pools: build the region's image first if it has none "
                             "(about 90 min, once per region; its plan and price come first).")
 ]
+EgressOpt = Annotated[
+    str | None,
+    typer.Option(help="What the guest may reach: none, web, open, allowlist:FILE or "
+                      "allowlist:waa (the hosts WAA's tasks download from); never the metadata "
+                      "service, the host or another worker. Default: web on clouds, none on "
+                      "local pools (docs/security.md)."),
+]
 PlanOpt = Annotated[
     bool, typer.Option("--plan", help="Show the plan and price; create nothing.")
 ]

@@ -63,6 +63,7 @@ class SmokeOptions:
         image: a named image instead of the region's newest.
         delete_image: remove an image the smoke built, at the end.
         wait_timeout_s: the wait phase's deadline (``pool-wait``'s default when None).
+        egress: ``--egress`` as given (the cloud's default, ``web``, when None).
     """
 
     cloud: str
@@ -72,6 +73,7 @@ class SmokeOptions:
     max_cost_usd: float = DEFAULT_MAX_COST_USD
     keep: bool = False
     allow_cidrs: list[str] = field(default_factory=list)
+    egress: str | None = None
     image: str | None = None
     delete_image: bool = False
     wait_timeout_s: float | None = None
@@ -110,6 +112,7 @@ def make_plan(opts: SmokeOptions) -> SmokePlan:
     spec = api.build_spec(
         name=opts.name or default_name(), cloud=opts.cloud, workers=1, size=opts.size,
         regions=[region], ttl_hours=ttl, allow_cidrs=list(opts.allow_cidrs),
+        egress=opts.egress,
     )
     spec.image = opts.image
     chosen = provider.choose_image(spec, region)
@@ -261,7 +264,7 @@ class SmokeRun:
         spec = api.build_spec(  # now, so the expiry counts from the create, not the plan
             name=self.plan.pool, cloud=self.opts.cloud, workers=1, size=self.opts.size,
             regions=[self.plan.region], ttl_hours=self.plan.ttl_hours,
-            allow_cidrs=list(self.opts.allow_cidrs),
+            allow_cidrs=list(self.opts.allow_cidrs), egress=self.opts.egress,
         )
         spec.image = self.built_image or self.opts.image
         try:

@@ -111,6 +111,7 @@ def sweep(
     allow_cidr: pool_opts.AllowCidrOpt = None,
     image: pool_opts.ImageOpt = None,
     build_image: pool_opts.BuildImageOpt = False,
+    egress: pool_opts.EgressOpt = None,
     plan_only: pool_opts.PlanOpt = False,
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,
@@ -153,7 +154,7 @@ def sweep(
     spec = api.build_spec(
         name=reused or name, cloud=cloud, workers=workers, faults=faults or None,
         price_per_hour=price_per_hour, size=size, regions=pool_opts.parse_regions(region),
-        spot=spot, ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),
+        spot=spot, ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []), egress=egress,
     )
     spec.image, spec.build_image = image, build_image
     config = replace(config, pool=spec.name)

@@ -154,6 +154,22 @@ run_container() {
     fail "docker run failed (see: journalctl -u oa-vm-bootstrap)"
 }
 
+# apply_egress: the guest's egress boundary, in place before Windows boots (egress.sh; a worker
+# from before egress modes has no OA_VM_EGRESS and keeps its old behaviour).
+apply_egress() {
+  [ -n "${OA_VM_EGRESS:-}" ] || return 0
+  step egress "applying egress policy ${OA_VM_EGRESS}"
+  "$here/egress.sh" apply
+  systemctl enable --now oa-vm-egress.timer >/dev/null 2>&1 ||
+    fail "could not start oa-vm-egress.timer (see: journalctl -u oa-vm-egress)"
+}
+
+# prove_egress: from the guest's side, before the worker is ready (egress.sh prove).
+prove_egress() {
+  [ -n "${OA_VM_EGRESS:-}" ] || return 0
+  "$here/egress.sh" prove
+}
+
 # container_state: "<running> <exit code>", e.g. "true 0" or "false 1".
 container_state() {
   dockerx inspect -f '{{.State.Running}} {{.State.ExitCode}}' "$OA_VM_CONTAINER" 2>/dev/null ||
@@ -266,6 +282,7 @@ mount_storage
 if [ "$mode" = build ]; then
   build_image
   run_container
+  apply_egress
   # A build takes about 2 h (1.5-3 h, docs/providers.md): 2.5 h for Windows to install and
   # answer, within the builder's own 4 h expiry.
   wait_guest "${OA_VM_GUEST_TIMEOUT_S:-9000}"
@@ -273,8 +290,10 @@ if [ "$mode" = build ]; then
 else
   load_image
   run_container
+  apply_egress
   # The first pool from a new AWS snapshot reads its blocks lazily from S3: 15-35 min to a
   # booted guest; inside pool-wait's 40 min.
   wait_guest "${OA_VM_GUEST_TIMEOUT_S:-2100}"
+  prove_egress
   finish_pool
 fi

@@ -29,7 +29,7 @@ import yaml
 
 from infra.settings import PoolSettings
 from infra.tags import format_expiry
-from infra.worker import units
+from infra.worker import egress_rules, units
 
 MAX_USER_DATA = 16 * 1024
 _HERE = Path(__file__).resolve().parent
@@ -37,21 +37,35 @@ _INFRA = _HERE.parent
 
 
 def ship_python(source: str) -> str:
-    """``source`` as it travels to the host: the same program without docstrings or comments.
+    """``source`` as it travels to the host: the same program without docstrings, comments,
+    attribute docstrings or the annotations of functions and their locals.
 
     ``ast.unparse`` writes the parsed program back, so what runs is what the tests ran; the
     result keeps the source's own syntax (the shipped files are checked against Python 3.9, the
-    container's, in their shipped form too).
+    container's, in their shipped form too). Annotations are for mypy and the reader, and AWS's
+    user data has 16 KiB; a class body keeps its own (a dataclass's fields are annotations).
     """
     tree = ast.parse(source)
     for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            node.returns = None
+            every = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
+                     node.args.vararg, node.args.kwarg]
+            for arg in every:
+                if arg is not None:
+                    arg.annotation = None
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            first = body[0] if body else None
-            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-                    and isinstance(first.value.value, str)):
-                node.body = body[1:] or [ast.Pass()]
-    return ast.unparse(tree) + "\n"
+            kept: list[ast.stmt] = []
+            for stmt in node.body:
+                if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+                        and isinstance(stmt.value.value, str)):
+                    continue
+                if (isinstance(stmt, ast.AnnAssign) and not isinstance(node, ast.ClassDef)
+                        and stmt.value is not None and stmt.simple):
+                    stmt = ast.copy_location(ast.Assign([stmt.target], stmt.value), stmt)
+                kept.append(stmt)
+            node.body = kept or [ast.Pass()]
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
 
 
 def ship_text(source: str) -> str:
@@ -78,7 +92,8 @@ class WorkerFiles:
         """The files as installed beside this module."""
         files = {name: ship_text(units.read(name)) for name in units.SCRIPTS}
         for name, folder in (("scoring_server.py", _HERE), ("scoring_rules.py", _INFRA),
-                             ("relay.py", _HERE), ("qmp_snapshot.py", _HERE)):
+                             ("relay.py", _HERE), ("qmp_snapshot.py", _HERE),
+                             ("egress_probe.py", _HERE)):
             files[name] = ship_python((folder / name).read_text(encoding="utf-8"))
         files[units.DOCKERFILE] = ship_text(units.read(units.DOCKERFILE))
         return cls(files)
@@ -147,8 +162,24 @@ def worker_env(settings: PoolSettings, facts: HostFacts) -> str:
         "RAM_SIZE": settings.ram_size,
         "CPU_CORES": str(settings.cpu_cores),
         "DISK_SIZE": settings.disk_size,
+        "OA_VM_EGRESS": "open" if settings.mode == "build" else settings.egress,
     }
     return "".join(f"{key}={q(value)}\n" for key, value in values.items())
+
+
+def egress_files(settings: PoolSettings) -> dict[str, str]:
+    """The pool's egress tables and allow-list, by name under ``/opt/oa-vm`` (``egress.sh``
+    loads them). An image builder's guest installs Windows and WAA's software from the internet:
+    ``open`` (never the metadata service, the host or another worker, as in every mode)."""
+    mode = "open" if settings.mode == "build" else settings.egress
+    files = {
+        "egress-host.nft": egress_rules.render("host", mode, "docker0"),
+        "egress-guest.nft": egress_rules.render("guest", mode, "docker"),
+    }
+    if mode == "allowlist":
+        entries = egress_rules.parse_allowlist(settings.egress_allowlist)
+        files[units.EGRESS_ALLOWLIST] = "".join(f"{host} {port}\n" for host, port in entries)
+    return files
 
 
 def cloud_config(
@@ -158,7 +189,8 @@ def cloud_config(
     files = files or WorkerFiles.from_package()
     ship = units.SHIP_DIR
     write_files = [_file("/etc/oa-vm/worker.env", worker_env(settings, facts))]
-    for name, content in sorted(files.files.items()):
+    shipped = {**files.files, **egress_files(settings)}
+    for name, content in sorted(shipped.items()):
         mode = "0755" if name.endswith(".sh") else "0644"
         write_files.append(_file(f"{ship}/{name}", content, mode))
     for unit in units.STATIC_UNITS:
@@ -183,7 +215,7 @@ def cloud_config(
     ]
     return {
         "package_update": True,
-        "packages": ["docker.io", "socat", "python3", "curl"],
+        "packages": ["docker.io", "socat", "python3", "curl", "nftables"],
         "write_files": write_files,
         "runcmd": runcmd,
     }

@@ -19,6 +19,10 @@ Layout on the host:
   ``bootstrap.sh`` once per boot; ``oa-vm-scoring.service`` runs the scoring server inside the
   container on its loopback :5050; ``oa-vm-bridge.service`` relays the host's 127.0.0.1:5051 to
   it.
+- ``oa-vm-egress.timer``: every minute ``egress.sh refresh`` puts the guest's egress rules back in
+  a restarted container's namespace and refreshes the allow-list's addresses (the host's own
+  table, which keeps the metadata service, the host and the other workers out of reach, outlives
+  any container: docs/security.md).
 - ``oa-vm-spot-watch.service`` (AWS spot workers only): runs ``spot_watch.sh``, which polls the
   instance metadata (IMDSv2) for a spot interruption notice and marks the worker ``draining`` in
   the status file, so the controller gives it no new task.
@@ -59,10 +63,15 @@ QMP_MOUNT = "/run/oa-vm-qmp"
 UNIT_DIR = "/etc/systemd/system"
 
 WORKER_DIR = Path(__file__).resolve().parent
-SCRIPTS = ("lib.sh", "bootstrap.sh", "scoring.sh", "reset.sh")
+SCRIPTS = ("lib.sh", "bootstrap.sh", "scoring.sh", "reset.sh", "egress.sh")
 """Shell files shipped to ``/opt/oa-vm`` (all pass shellcheck in CI)."""
-STATIC_UNITS = ("oa-vm-bootstrap.service", "oa-vm-scoring.service", "oa-vm-bridge.service")
+STATIC_UNITS = (
+    "oa-vm-bootstrap.service", "oa-vm-scoring.service", "oa-vm-bridge.service",
+    "oa-vm-egress.service", "oa-vm-egress.timer",
+)
 DOCKERFILE = "waa-image/Dockerfile"
+EGRESS_ALLOWLIST = "egress-allowlist.txt"
+"""The allow-list of egress mode ``allowlist`` (by default every host WAA's setup steps name)."""
 SPOT_WATCH_SCRIPT = "spot_watch.sh"
 """Shipped to AWS spot workers only (with :data:`SPOT_WATCH_UNIT`)."""
 SPOT_WATCH_UNIT = "oa-vm-spot-watch.service"

@@ -50,6 +50,9 @@ class PoolSpec:
             workers' storage is made from; None means the newest ready image of the region.
         build_image: cloud pools: build an image first when the region has none.
         per_process: local pool only: workers served by each process (``infra.local --count``).
+        egress: what the guest may reach (``none``, ``allowlist``, ``web``, ``open``); None means
+            the provider's default.
+        egress_allowlist: the ``allowlist`` mode's entries, one ``host:port`` a line.
     """
 
     name: str
@@ -68,6 +71,8 @@ class PoolSpec:
     image: str | None = None
     build_image: bool = False
     per_process: int = 1
+    egress: str | None = None
+    egress_allowlist: str = ""
 
 
 PRICE_UNKNOWN = "price unknown:"

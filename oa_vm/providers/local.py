@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from oa_vm import safe_fs, state
+from oa_vm.egress import describe as describe_egress
 from oa_vm.errors import ProvisioningError
 from oa_vm.faults import validate_faults
 from oa_vm.providers.base import (
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
     from oa_vm.snapshots import SnapshotControl
     from waa_client.ssh import WorkerTunnel
 
+LOCAL_EGRESS = "none"
+"""The simulated guest has no internet: its setup steps ship their files (docs/security.md)."""
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 5.0
 PROBE_TIMEOUT_S = 2.0
@@ -104,7 +107,8 @@ class LocalProvider:
             for i in range(spec.workers)
         ]
         per_hour = spec.price_per_hour * spec.workers if spec.price_per_hour else 0.0
-        notes = ["simulated workers: nothing is created outside this machine"]
+        notes = ["simulated workers: nothing is created outside this machine",
+                 describe_egress(spec.egress or LOCAL_EGRESS, spec.egress_allowlist)]
         if spec.price_per_hour:
             notes.append(f"pretend price ${spec.price_per_hour:g}/h per worker (for cost tests)")
         return Plan("local", None, None, spec.workers, per_hour, resources, notes)
@@ -128,7 +132,9 @@ class LocalProvider:
             owner=spec.owner,
             price_per_hour=spec.price_per_hour,
             settings={"workers": spec.workers, "faults": dict(spec.faults),
-                      "ssh_via": spec.ssh_via, "tasks_dir": spec.tasks_dir},
+                      "ssh_via": spec.ssh_via, "tasks_dir": spec.tasks_dir,
+                      "egress": spec.egress or LOCAL_EGRESS,
+                      "egress_allowlist": spec.egress_allowlist},
         )
         ssh = ssh_endpoint(spec.ssh_via)
         try:

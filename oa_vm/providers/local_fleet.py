@@ -262,7 +262,8 @@ def create_grouped(
         name=spec.name, cloud="local", state=PoolState.CREATING, created_at=state.utcnow(),
         expires_at=spec.expires_at, owner=spec.owner, price_per_hour=spec.price_per_hour,
         settings={"workers": spec.workers, "faults": dict(spec.faults), "ssh_via": spec.ssh_via,
-                  "tasks_dir": spec.tasks_dir, "per_process": per_process},
+                  "tasks_dir": spec.tasks_dir, "per_process": per_process,
+                  "egress": spec.egress or "none", "egress_allowlist": spec.egress_allowlist},
     )
     ssh = ssh_endpoint(spec.ssh_via)
     pending: list[list[WorkerRecord]] = []

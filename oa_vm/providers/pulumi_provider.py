@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from oa_vm import cloud_plan, image_records, state
+from oa_vm.egress import describe as describe_egress
 from oa_vm.errors import (
     InvalidInputError,
     OaVmError,
@@ -240,7 +241,7 @@ class PulumiCloudProvider:
         Raises:
             InvalidInputError: a size that cannot nest, or a bad setting.
         """
-        from infra.settings import PoolSettings, SettingsError
+        from infra.settings import DEFAULT_EGRESS, PoolSettings, SettingsError
         from oa_vm import config
 
         settings = PoolSettings(
@@ -255,6 +256,8 @@ class PulumiCloudProvider:
             spot=spec.spot,
             image_id=image_id,
             disk_gb=disk_gb or config.disk_gb(),
+            egress=spec.egress or DEFAULT_EGRESS,
+            egress_allowlist=spec.egress_allowlist,
         )
         try:
             return settings.validate(allow_placeholders=plan)
@@ -424,6 +427,7 @@ class PulumiCloudProvider:
         notes.append(cloud_plan.disks_note(
             self.name, settings.size, settings.disk_gb, settings.storage_gb, spec.workers
         ))
+        notes.append(describe_egress(settings.egress, settings.egress_allowlist))
         notes.append("IDs and addresses shown are placeholders until create")
         # Notes may name what the program declares: the resource group's real name, read from
         # the recorded resource (Azure pools), not a placeholder.
@@ -542,6 +546,8 @@ class PulumiCloudProvider:
                 "region": result.region,
                 "regions": regions,
                 "spot": spec.spot,
+                "egress": settings.egress,
+                "egress_allowlist": settings.egress_allowlist,
                 "workers": spec.workers,
                 "allow_cidrs": cidrs,
                 "image": (chosen_by_region[result.region] or ChosenImage("")).describe(),
@@ -596,6 +602,8 @@ class PulumiCloudProvider:
             owner=record.owner, expires_at=expires, size=settings.get("size"),
             regions=[region], spot=bool(settings.get("spot")),
             allow_cidrs=list(settings.get("allow_cidrs") or []),
+            egress=settings.get("egress") or None,
+            egress_allowlist=str(settings.get("egress_allowlist") or ""),
         )
         _key_path, public_key = sshkeys.ensure_pool_key(record.name)
         # The image and disk size the pool was created with: a later default would replace

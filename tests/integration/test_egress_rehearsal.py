@@ -1,0 +1,288 @@
+"""The guest's egress boundary, rehearsed with real network namespaces and real nftables.
+
+Four namespaces the test makes and removes: the *guest* (Windows' place, 172.30.0.2 behind
+dockur's bridge ``docker``), the *container* (dockur's bridge and NAT, as dockur sets them up),
+the *host* (``docker0`` towards the container, its own services) and the *world* behind the host
+(the instance metadata service at 169.254.169.254, another worker at 10.9.0.2, and two public
+"sites" in TEST-NET-2). Nothing leaves these namespaces. The shipped ``egress.sh`` runs in the
+host namespace as the host runs it, with Docker's daemon the one thing played (``docker inspect``
+answers the container's PID); the guest's probes are real TCP connections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from infra.worker.cloud_init import egress_files
+from tests.support.host_standins import write_shipped
+from tests.support.pool_programs import make_settings
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        os.geteuid() != 0 or not shutil.which("nft") or not shutil.which("ip"),
+        reason="needs root, ip and nft (Debian's iproute2 and nftables; .ci/run installs them)",
+    ),
+]
+
+IMDS = "169.254.169.254:80"
+OTHER_WORKER = "10.9.0.2:22"
+HOST_SSH = "172.17.0.1:22"
+HOST_SSH_UPLINK = "10.9.0.1:22"
+HOST_SCORING = "172.17.0.1:5051"
+CONTAINER_SERVICE = "172.30.0.1:8006"
+SITE = "198.51.100.10:80"
+SITE_OTHER_PORT = "198.51.100.10:8443"
+UNLISTED = "198.51.100.20:80"
+FORBIDDEN = (IMDS, OTHER_WORKER, HOST_SSH, HOST_SSH_UPLINK, HOST_SCORING, CONTAINER_SERVICE)
+
+REACHED = {
+    "none": set(),
+    "allowlist": {SITE},
+    "web": {SITE, UNLISTED},
+    "open": {SITE, SITE_OTHER_PORT, UNLISTED},
+}
+"""Which of the public destinations each mode lets the guest reach (the forbidden ones never)."""
+
+LISTENER = textwrap.dedent("""
+    import socket, sys, threading
+    socks = []
+    for target in sys.argv[1:]:
+        a, p = target.rsplit(":", 1)
+        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind((a, int(p))); s.listen(16); socks.append(s)
+    def serve(s):
+        while True:
+            c, _ = s.accept(); c.close()
+    for s in socks:
+        threading.Thread(target=serve, args=(s,), daemon=True).start()
+    print("ready", flush=True)
+    threading.Event().wait()
+""")
+
+FAKE_GUEST = textwrap.dedent("""
+    # WAA's guest server as far as the proof uses it: POST /execute runs the command (a list,
+    # shell false) and answers with its output, as server/main.py does.
+    import json, socketserver, subprocess
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+    class Server(HTTPServer):
+        def server_bind(self):
+            # HTTPServer would look up its own name in DNS first: no DNS in the guest's place
+            socketserver.TCPServer.server_bind(self)
+            self.server_name, self.server_port = "guest", 5000
+    class H(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            r = subprocess.run(body["command"], shell=body.get("shell", False),
+                               capture_output=True, text=True, timeout=120)
+            out = json.dumps({"status": "success", "output": r.stdout, "error": r.stderr,
+                              "returncode": r.returncode}).encode()
+            self.send_response(200); self.send_header("Content-Length", str(len(out)))
+            self.end_headers(); self.wfile.write(out)
+        def log_message(self, *a):
+            pass
+    server = Server(("172.30.0.2", 5000), H)
+    print("ready", flush=True)
+    server.serve_forever()
+""")
+
+DOCKER = """#!/bin/sh
+# Docker's daemon, played: 'docker inspect -f {{.State.Pid}} winarena' names the container's
+# process (a process in the container's namespace); nothing else is asked of it here.
+cat "$FAKE_CONTAINER_PID"
+"""
+
+
+def sh(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, capture_output=True, text=True, timeout=60, check=check)
+
+
+def in_ns(ns: str, *cmd: str) -> None:
+    sh("ip", "netns", "exec", ns, *cmd)
+
+
+class Topology:
+    """The four namespaces, their links and listeners."""
+
+    def __init__(self, tmp: Path) -> None:
+        tag = f"oae{os.getpid() % 100000}"
+        self.guest, self.ctr, self.host, self.world = (f"{tag}{n}" for n in "gchw")
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def up(self) -> None:
+        for ns in (self.guest, self.ctr, self.host, self.world):
+            sh("ip", "netns", "add", ns)
+            in_ns(ns, "ip", "link", "set", "lo", "up")
+        g, c, h, w = self.guest, self.ctr, self.host, self.world
+        # world <-> host: the host's uplink (10.9.0.1) in the subnet shared with another worker
+        sh("ip", "link", "add", "eh", "netns", h, "type", "veth", "peer", "ew", "netns", w)
+        in_ns(h, "ip", "addr", "add", "10.9.0.1/24", "dev", "eh")
+        in_ns(w, "ip", "addr", "add", "10.9.0.2/24", "dev", "ew")
+        for addr in ("169.254.169.254/32", "198.51.100.10/32", "198.51.100.20/32"):
+            in_ns(w, "ip", "addr", "add", addr, "dev", "lo")
+        # host <-> container: Docker's default bridge, docker0 on the host
+        sh("ip", "link", "add", "docker0", "netns", h, "type", "veth", "peer", "eth0", "netns", c)
+        in_ns(h, "ip", "addr", "add", "172.17.0.1/16", "dev", "docker0")
+        in_ns(c, "ip", "addr", "add", "172.17.0.2/16", "dev", "eth0")
+        # container <-> guest: dockur's bridge 'docker' with the guest at 172.30.0.2
+        in_ns(c, "ip", "link", "add", "docker", "type", "bridge")
+        in_ns(c, "ip", "addr", "add", "172.30.0.1/24", "dev", "docker")
+        sh("ip", "link", "add", "tap0", "netns", c, "type", "veth", "peer", "eth0", "netns", g)
+        in_ns(c, "ip", "link", "set", "tap0", "master", "docker")
+        in_ns(g, "ip", "addr", "add", "172.30.0.2/24", "dev", "eth0")
+        for ns, dev in ((h, "eh"), (w, "ew"), (h, "docker0"), (c, "eth0"), (c, "docker"),
+                        (c, "tap0"), (g, "eth0")):
+            in_ns(ns, "ip", "link", "set", dev, "up")
+        in_ns(g, "ip", "route", "add", "default", "via", "172.30.0.1")
+        in_ns(c, "ip", "route", "add", "default", "via", "172.17.0.1")
+        in_ns(h, "ip", "route", "add", "default", "via", "10.9.0.2")
+        in_ns(h, "ip", "route", "add", "172.30.0.0/24", "via", "172.17.0.2")
+        in_ns(w, "ip", "route", "add", "172.17.0.0/16", "via", "10.9.0.1")
+        for ns in (c, h):
+            in_ns(ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        # dockur's NAT of the guest's subnet out of the container (dockur writes it with iptables)
+        nat = ("table ip dockur {\n chain post {\n  type nat hook postrouting priority 100;\n"
+               '  ip saddr 172.30.0.0/24 oifname != "docker" masquerade\n }\n}\n')
+        subprocess.run(["ip", "netns", "exec", c, "nft", "-f", "-"], input=nat, text=True,
+                       check=True, timeout=60)
+        self.listen(w, IMDS, OTHER_WORKER, SITE, SITE_OTHER_PORT, UNLISTED)
+        self.listen(h, "0.0.0.0:22", "0.0.0.0:5051")
+        self.listen(c, "0.0.0.0:8006")
+        self.container_pid = self.start(c, "sleep", "3600", wait=False).pid
+        self.start(g, sys.executable, "-c", FAKE_GUEST, env_path=str(self.tmp / "guest-bin"))
+
+    def start(self, ns: str, *cmd: str, wait: bool = True,
+              env_path: str | None = None) -> subprocess.Popen[str]:
+        env = dict(os.environ)
+        if env_path:
+            env["PATH"] = f"{env_path}:{env['PATH']}"
+        proc = subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, env=env)
+        self.procs.append(proc)
+        if wait:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "ready"
+        return proc
+
+    def listen(self, ns: str, *targets: str) -> None:
+        self.start(ns, sys.executable, "-c", LISTENER, *targets)
+
+    def reachable(self, *targets: str) -> set[str]:
+        from infra.worker import egress_probe
+
+        out = sh("ip", "netns", "exec", self.guest, sys.executable, egress_probe.__file__,
+                 "run", *targets).stdout
+        return {t for t, ok in json.loads(out).items() if ok}
+
+    def down(self) -> None:
+        for proc in self.procs:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=30)
+        for ns in (self.guest, self.ctr, self.host, self.world):
+            sh("ip", "netns", "del", ns, check=False)
+
+
+@pytest.fixture()
+def net(tmp_path: Path) -> Iterator[Topology]:
+    bin_dir = tmp_path / "guest-bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    topo = Topology(tmp_path)
+    try:
+        topo.up()
+        yield topo
+    finally:
+        topo.down()
+
+
+def egress(net: Topology, tmp: Path, command: str, mode: str,
+           allowlist: str = "") -> subprocess.CompletedProcess[str]:
+    """Run the shipped ``egress.sh COMMAND`` in the host's namespace, as the host runs it."""
+    ship = tmp / "opt-oa-vm"
+    if not ship.exists():
+        write_shipped(ship)
+    # The pool's own files, as its cloud-init carries them for this mode.
+    settings = make_settings("aws", egress=mode, egress_allowlist=allowlist)
+    for name, content in egress_files(settings).items():
+        (ship / name).write_text(content, encoding="utf-8")
+    root = tmp / "root"
+    (root / "etc").mkdir(parents=True, exist_ok=True)
+    (root / "etc" / "resolv.conf").write_text("nameserver 10.9.0.53\n", encoding="utf-8")
+    (root / "etc" / "hosts").write_text("198.51.100.10 site.test\n", encoding="utf-8")
+    bin_dir = tmp / "host-bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "docker").write_text(DOCKER, encoding="utf-8")
+    (bin_dir / "docker").chmod(0o755)
+    (tmp / "ctr.pid").write_text(str(net.container_pid), encoding="utf-8")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OA_VM_")},
+           "PATH": f"{bin_dir}:{os.environ['PATH']}", "OA_VM_ROOT": str(root),
+           "OA_VM_EGRESS": mode, "OA_VM_WAA_URL": "http://172.30.0.2:5000",
+           "OA_VM_EGRESS_PROBE": SITE if mode != "none" else "",
+           "FAKE_CONTAINER_PID": str(tmp / "ctr.pid")}
+    # The host resolves the allow-list's names: its own /etc/hosts, bound in a private mount
+    # namespace so that the machine's file is never touched.
+    script = f'mount --bind {root}/etc/hosts /etc/hosts && exec bash {ship}/egress.sh {command}'
+    return subprocess.run(["ip", "netns", "exec", net.host, "unshare", "--mount", "sh", "-c",
+                           script], capture_output=True, text=True, env=env, timeout=180,
+                          check=False)
+
+
+EVERYTHING = (*FORBIDDEN, SITE, SITE_OTHER_PORT, UNLISTED)
+
+
+def test_without_a_policy_the_guest_reaches_everything(net: Topology) -> None:
+    """Today's host: the guest reaches the metadata service, the host, another worker (so the
+    blocked results below are the rules' doing, not a broken rehearsal)."""
+    assert net.reachable(*EVERYTHING) == set(EVERYTHING)
+
+
+@pytest.mark.parametrize("mode", ["none", "allowlist", "web", "open"])
+def test_each_mode_blocks_the_forbidden_and_opens_only_what_it_allows(
+    net: Topology, tmp_path: Path, mode: str
+) -> None:
+    done = egress(net, tmp_path, "apply", mode,
+                  allowlist="site.test:80\n" if mode == "allowlist" else "")
+    assert done.returncode == 0, done.stderr
+    assert net.reachable(*EVERYTHING) == REACHED[mode]
+    proof = egress(net, tmp_path, "prove", mode)
+    assert proof.returncode == 0, proof.stderr
+    status = (tmp_path / "root" / "var" / "lib" / "oa-vm" / "status").read_text()
+    assert "step=egress" in status and "state=running" in status
+
+
+def test_the_boundary_holds_while_the_container_restarts(net: Topology, tmp_path: Path) -> None:
+    """A restarted container has a new namespace without the guest's table: the host's table
+    still keeps the metadata service, the host and the other workers out of reach."""
+    assert egress(net, tmp_path, "apply", "none").returncode == 0
+    in_ns(net.ctr, "nft", "delete", "table", "inet", "oa_vm_egress")
+    reached = net.reachable(*EVERYTHING)
+    assert reached & {IMDS, OTHER_WORKER, HOST_SSH, HOST_SSH_UPLINK, HOST_SCORING} == set()
+    assert egress(net, tmp_path, "refresh", "none").returncode == 0
+    assert net.reachable(*EVERYTHING) == set()
+
+
+def test_a_failed_proof_marks_the_worker_failed_in_one_line(net: Topology,
+                                                            tmp_path: Path) -> None:
+    assert egress(net, tmp_path, "apply", "none").returncode == 0
+    for ns in (net.ctr, net.host):
+        in_ns(ns, "nft", "delete", "table", "inet", "oa_vm_egress")
+    proof = egress(net, tmp_path, "prove", "none")
+    assert proof.returncode == 1
+    status = dict(line.split("=", 1) for line in
+                  (tmp_path / "root" / "var/lib/oa-vm/status").read_text().splitlines())
+    assert status["state"] == "failed" and status["step"] == "egress"
+    assert IMDS in status["message"] and "must block" in status["message"]
+    assert "\n" not in status["message"]

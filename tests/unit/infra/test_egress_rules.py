@@ -1,0 +1,123 @@
+"""The egress policy's decisions and its default allow-list (``infra/worker/egress_rules.py``).
+
+What the rules do to real packets is rehearsed in ``tests/integration/test_egress_rehearsal.py``;
+here: the decisions the simulated worker takes, the allow-list format, and the shipped list
+against WAA's own task files.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from infra.worker import egress_probe
+from infra.worker import egress_rules as er
+from infra.worker.units import EGRESS_ALLOWLIST, WORKER_DIR
+
+URL = re.compile(r"https?://[^\s\"'\\)]+")
+
+
+def _setup_hosts(task: dict[str, object]) -> set[str]:
+    steps = []
+    for key in ("config", "postconfig"):
+        value = task.get(key)
+        if isinstance(value, list):
+            steps += value
+    return {urlsplit(u).hostname or "" for u in URL.findall(json.dumps(steps))} - {""}
+
+
+def test_the_default_allow_list_covers_every_host_that_waas_setup_steps_name(
+    waa_data: Path,
+) -> None:
+    shipped = er.parse_allowlist((WORKER_DIR / EGRESS_ALLOWLIST).read_text(encoding="utf-8"))
+    listed = {host for host, _ in shipped}
+    named: dict[str, str] = {}
+    index = json.loads((waa_data / "test_all.json").read_text(encoding="utf-8"))
+    count = 0
+    for domain, ids in index.items():
+        for task_id in ids:
+            task = json.loads((waa_data / "examples" / domain / f"{task_id}.json").read_text())
+            count += 1
+            for host in _setup_hosts(task):
+                named.setdefault(host.lower(), task_id)
+    assert count == 154
+    assert named, "WAA's setup steps name no host: the scan is broken"
+    missing = {host: task for host, task in named.items() if host not in listed}
+    assert not missing, f"hosts WAA's setup needs, missing from {EGRESS_ALLOWLIST}: {missing}"
+    assert all(port in (80, 443) for _, port in shipped)
+
+
+@pytest.mark.parametrize(
+    ("mode", "address", "port", "allowed"),
+    [
+        ("open", "169.254.169.254", 80, False),
+        ("open", "10.0.0.7", 22, False),
+        ("open", "172.17.0.1", 2375, False),
+        ("open", "168.63.129.16", 80, False),
+        ("open", "198.51.100.10", 8443, True),
+        ("web", "198.51.100.10", 443, True),
+        ("web", "198.51.100.10", 8443, False),
+        ("web", "192.168.1.1", 443, False),
+        ("allowlist", "198.51.100.10", 443, True),
+        ("allowlist", "198.51.100.11", 443, False),
+        ("none", "198.51.100.10", 443, False),
+        ("open", "2001:db8::1", 443, False),
+    ],
+)
+def test_decide(mode: str, address: str, port: int, allowed: bool) -> None:
+    ok, why = er.decide(mode, [("198.51.100.10", 443)], address, port)
+    assert ok is allowed
+    assert bool(why) is not allowed
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("bad host name!", "line 1"),
+        ("ok.example\nx.example:0", "line 2"),
+        ("x.example:99999", "no valid port"),
+        ("x.example:http", "no valid port"),
+    ],
+)
+def test_a_bad_allow_list_line_is_named(text: str, problem: str) -> None:
+    with pytest.raises(er.PolicyError, match=problem):
+        er.parse_allowlist(text)
+
+
+def test_allow_list_entries_default_to_the_web_ports_and_comments_are_skipped() -> None:
+    assert er.parse_allowlist("# c\nA.example  # x\nb.example:8080\n") == [
+        ("a.example", 80), ("a.example", 443), ("b.example", 8080)]
+
+
+@pytest.mark.parametrize("text", ["sometimes", "allowlist", "web:file.txt"])
+def test_a_bad_mode_is_refused(text: str) -> None:
+    with pytest.raises(er.PolicyError):
+        er.parse_mode(text)
+
+
+@pytest.mark.parametrize("mode", er.MODES)
+def test_every_table_drops_the_denied_ranges_before_it_accepts_anything(mode: str) -> None:
+    for scope in ("guest", "host"):
+        rules = er.render(scope, mode, "br")
+        forward = rules[rules.index("chain forward"):]
+        accepts = [i for i, line in enumerate(forward.splitlines())
+                   if line.strip().endswith("accept") and "established" not in line
+                   and "iifname !=" not in line and "dport 53" not in line]
+        denied = next(i for i, line in enumerate(forward.splitlines()) if "@denied" in line)
+        assert all(i > denied for i in accepts), rules
+        assert "auto-merge" in rules
+
+
+def test_the_proof_judges_leaks_and_missing_sites() -> None:
+    blocked, reached = ["169.254.169.254:80"], ["198.51.100.10:80"]
+    answer = {"output": json.dumps({"169.254.169.254:80": True, "198.51.100.10:80": True})}
+    ok, line = egress_probe.judge(answer, blocked, reached)
+    assert not ok and "169.254.169.254:80" in line
+    answer = {"output": json.dumps({"169.254.169.254:80": False, "198.51.100.10:80": False})}
+    ok, line = egress_probe.judge(answer, blocked, reached)
+    assert not ok and "could not reach 198.51.100.10:80" in line
+    assert not egress_probe.judge({"output": "Traceback"}, blocked, reached)[0]
