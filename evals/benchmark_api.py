@@ -182,7 +182,7 @@ RESULT_FROM_RECORD: dict[str, str] = {
 becomes (the reference tool's names)."""
 RESULT_LEAVES_OUT = frozenset({
     "instruction", "infeasible", "worker", "attempts", "started_at", "ended_at", "last_action",
-    "cost", "previous_attempts", "reset", "reset_s", "fingerprint", "trial",
+    "cost", "previous_attempts", "reset", "reset_s", "fingerprint", "trial", "egress",
 })
 """Record fields the reference's result has no field for (``result.execution`` holds them)."""
 

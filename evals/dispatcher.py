@@ -444,6 +444,7 @@ class Dispatcher:
                 info, ErrorType.INFRASTRUCTURE, f"unexpected {type(exc).__name__}: {exc}"
             )
         seconds = time.monotonic() - began
+        execution.egress = worker.egress
         if execution.error_message:
             # records end up in execution.json, queue.sqlite and the run page: no credentials
             execution.error_message = redact_text(execution.error_message)

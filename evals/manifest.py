@@ -110,6 +110,7 @@ def _pool_facts(pool: RunPool) -> dict[str, Any]:
         "region": settings.get("region") or provider.get("region"),
         "size": settings.get("size"),
         "workers": len(pool.workers),
+        "egress": settings.get("egress"),
     }
 
 

@@ -265,6 +265,7 @@ OUTCOME_LEAVES_OUT = frozenset({
     "instruction", "infeasible", "error_message", "reason", "attempts", "started_at",
     "ended_at", "last_action", "previous_attempts", "reset", "reset_s", "fingerprint",
     "agent_traceback",  # the run page and execution.json show it; the summary counts kinds
+    "egress",  # the manifest names each pool's; the record says which one a task ran under
 })
 """Record fields no metric is computed from (the summary reads the few it needs, such as
 ``previous_attempts`` and ``reset``, from the record itself)."""

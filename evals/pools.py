@@ -74,6 +74,7 @@ class RunPool:
             "name": self.record.name,
             "cloud": self.record.cloud,
             "price_per_hour": self.record.price_per_hour,
+            "egress": self.record.settings.get("egress"),
             "workers": [w.name for w in self.workers],
         }
 

@@ -152,6 +152,9 @@ class TaskExecution:
     """``clean`` only: ``{"token", "expected", "marker_gone", "ok", ...}``, read from the guest
     after the restore (:func:`evals.reset.fingerprint_ok`)."""
     trial: int = 1  # which of the task's trials (evals.trials); left out of the JSON when 1
+    egress: str | None = None
+    """What the worker's guest could reach during the task (its pool's egress mode, see
+    docs/security.md); left out of the JSON when unknown (pools from before egress modes)."""
     agent_traceback: str | None = None
     """``error/agent`` from a raising agent: its traceback as Python prints it (bounded, see
     :data:`evals.agent_loop.TRACEBACK_LIMIT`); left out of the JSON when there is none."""
@@ -180,6 +183,8 @@ class TaskExecution:
             del data["cost"]["by_pool"]  # single-pool records keep their shape
         if self.trial == 1:
             del data["trial"]  # records of runs without trials keep their shape
+        if self.egress is None:
+            del data["egress"]
         if self.agent_traceback is None:
             del data["agent_traceback"]  # nor do records without an agent's exception change
         return data

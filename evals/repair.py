@@ -235,7 +235,8 @@ class WorkerRepairer:
                                 read_timeout=self.read_timeout)
         self._stack.callback(waa.close)
         self._stack.callback(scoring.close)
-        return WorkerConnection(worker, waa, scoring, waa_url, scoring_url)
+        return WorkerConnection(worker, waa, scoring, waa_url, scoring_url,
+                                egress=record.settings.get("egress"))
 
     def close(self) -> None:
         """Stop the drain watcher; close every client and tunnel opened for replacements."""

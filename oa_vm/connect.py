@@ -32,6 +32,9 @@ class WorkerConnection:
     scoring: ScoringClient
     waa_url: str
     scoring_url: str
+    egress: str | None = None
+    """The pool's egress mode (what the guest may reach, docs/security.md); None for a pool
+    created before egress modes."""
 
 
 def known_hosts_path(pool: str) -> Path:
@@ -115,5 +118,6 @@ def connect_record(
             )
             stack.callback(waa.close)
             stack.callback(scoring.close)
-            connections.append(WorkerConnection(w.name, waa, scoring, waa_url, scoring_url))
+            connections.append(WorkerConnection(w.name, waa, scoring, waa_url, scoring_url,
+                                                egress=record.settings.get("egress")))
         yield connections

@@ -69,6 +69,7 @@ def _full_record() -> TaskExecution:
         reset_s=4.5,
         fingerprint={"token": "t", "expected": "t", "marker_gone": True, "ok": True},
         trial=2,
+        egress="allowlist",
         agent_traceback="Traceback (most recent call last):\nRuntimeError: boom",
     )
 
