@@ -241,6 +241,11 @@ def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
     """
     from typing import cast
 
+    from evals.cua_bench import is_cua_selection, select_cua
+
+    if is_cua_selection(selection):  # module files on this machine: the same for every pool
+        return select_cua(selection, pools)
+
     from evals.failover import FailoverScoring
     from waa_client.catalog import Catalog
     from waa_client.errors import CatalogError
