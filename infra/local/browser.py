@@ -425,9 +425,12 @@ class BrowserScreen:
 
     def _mouse(self, window: BrowserWindow, kind: str, x: int, y: int, *, button: str = "left",
                clicks: int = 1, pressed: bool = False, dx: int = 0, dy: int = 0) -> None:
+        # a move carries the button only while it is held (a held left button is a drag)
+        moving_free = kind == "mouseMoved" and not pressed
         params: dict[str, Any] = {
-            "type": kind, "x": x - window.x, "y": y - window.y, "button": button,
-            "clickCount": clicks, "buttons": _BUTTON_BITS.get(button, 1) if pressed else 0,
+            "type": kind, "x": x - window.x, "y": y - window.y,
+            "button": "none" if moving_free else button, "clickCount": clicks,
+            "buttons": _BUTTON_BITS.get(button, 1) if pressed else 0,
         }
         if kind == "mouseWheel":
             params.update(deltaX=dx, deltaY=dy, button="none")
@@ -453,6 +456,7 @@ class BrowserScreen:
             self.raise_window(window)
             self.focused = True
             self._mouse(window, "mouseMoved", *start)
+            self._forget_empty_selection(window)
             self._mouse(window, "mousePressed", *start, pressed=True)
             for i in range(1, steps + 1):
                 px = round(start[0] + (end[0] - start[0]) * i / steps)
@@ -460,6 +464,14 @@ class BrowserScreen:
                 self._mouse(window, "mouseMoved", px, py, pressed=True)
             self._mouse(window, "mouseReleased", *end)
             self.version += 1
+
+    def _forget_empty_selection(self, window: BrowserWindow) -> None:
+        """Drop a selection holding no text before a drag. A drag across a page leaves one
+        (a caret range); headless Chromium then takes the next press-and-move for a native
+        drag of it, which it has no desktop to hand to, and the page sees no more mouse
+        events (a browser on a desktop drags no empty selection)."""
+        self._evaluate(window, "(() => { const s = getSelection();"
+                       " if (s && !s.toString()) s.removeAllRanges(); })()")
 
     def scroll(self, window: BrowserWindow, x: int, y: int, clicks: int) -> None:
         """Turn the wheel ``clicks`` notches at a screen point (positive: up, as pyautogui)."""
