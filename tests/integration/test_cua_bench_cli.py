@@ -1,3 +1,4 @@
+# ruff: noqa: E501 (the pages of the modules below are kept whole, as a module author writes them)
 """Cua-Bench task modules end to end: the real ``openadapt-evals`` CLI, a real local pool whose
 workers run a real headless Chromium, the modules of ``docs/examples/cua_bench/``.
 
