@@ -9,7 +9,7 @@ own channels; :mod:`~evals.cua_bench.attempt` runs one attempt. ``docs/tasks.md`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evals.cua_bench.loader import (
     DOMAIN,
@@ -20,9 +20,6 @@ from evals.cua_bench.loader import (
     shell_problem,
 )
 from evals.errors import InvalidRunInputError
-
-if TYPE_CHECKING:
-    from evals.pools import RunPool, Selected
 
 WORKER_SHELL = "windows"
 """The shell every pool's workers have: WAA's guests run Windows, and the simulated worker's
@@ -56,16 +53,16 @@ def check_selection(selection: str, *, agent: str, pools: Sequence[str] = ()) ->
     return variants
 
 
-def select_cua(selection: str, pools: Sequence[RunPool]) -> Selected:
-    """The run's tasks for a ``cua-bench:`` selection (each variant one task).
+def select_cua(selection: str, pools: Sequence[str]) -> tuple[list[Any], dict[str, Any]]:
+    """The run's tasks for a ``cua-bench:`` selection (each variant one task): the catalog's
+    references (:class:`waa_client.catalog.TaskRef`) and each task's JSON, by ID.
 
     Raises:
         InvalidRunInputError: see :func:`check_selection`.
     """
-    from evals.pools import Selected
     from waa_client.catalog import TaskRef
 
-    variants = check_selection(selection, agent="", pools=[p.name for p in pools])
+    variants = check_selection(selection, agent="", pools=pools)
     refs = [TaskRef(v.task_id, v.domain, False, v.description) for v in variants]
     tasks: dict[str, dict[str, Any]] = {v.task_id: v.task_json() for v in variants}
-    return Selected(refs, tasks)
+    return refs, tasks

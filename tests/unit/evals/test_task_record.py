@@ -70,6 +70,8 @@ def _full_record() -> TaskExecution:
         fingerprint={"token": "t", "expected": "t", "marker_gone": True, "ok": True},
         trial=2,
         agent_traceback="Traceback (most recent call last):\nRuntimeError: boom",
+        reward_components=[1.0, 0.5],
+        task_traceback="Traceback (most recent call last):\nValueError: setup",
     )
 
 
