@@ -176,8 +176,13 @@ def interact(*args: Any, **kwargs: Any) -> None:
 
 
 def real_package_installed() -> bool:
-    """Whether the real ``cua-bench`` package can be imported (then modules get it)."""
-    return importlib.util.find_spec("cua_bench") is not None
+    """Whether the real ``cua-bench`` package can be imported (then modules get it).
+
+    A folder named ``cua_bench`` on the path (a dataset folder such as the examples') is a
+    namespace package to Python, with nothing in it: that is not the package.
+    """
+    spec = importlib.util.find_spec("cua_bench")
+    return spec is not None and spec.origin not in (None, "namespace")
 
 
 def cua_bench_module() -> types.ModuleType:

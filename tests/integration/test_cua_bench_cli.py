@@ -274,3 +274,15 @@ def test_trials_compare_and_the_run_page_on_a_cua_bench_selection(
     html = (results / "oracle" / "view.html").read_text(encoding="utf-8")
     assert html.count("reward components:") == 3
     shutil.rmtree(results / "noop" / "tasks", ignore_errors=True)  # nothing else to check
+
+
+def test_a_users_own_agent_runs_a_users_own_module(pool: str, home: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    done = run_cli("openadapt-evals", "run", "--pool", pool, "--tasks",
+                   f"cua-bench:{EXAMPLES / 'submit'}", "--agent", "first_button_agent:Agent",
+                   "--max-steps", "3", "--run-name", "mine", "--results-dir", str(results),
+                   home=home, timeout=400, env={"PYTHONPATH": str(EXAMPLES.parent)})
+    assert done.returncode == 0, done.stderr
+    record = read_records(results / "mine")["submit/0"]
+    assert record["status"] == "success", record.get("error_message")
+    assert record["steps"][0]["action"]["type"] == "click"
