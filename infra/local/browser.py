@@ -525,3 +525,4 @@ class BrowserScreen:
 
 
 _BUTTON_BITS = {"left": 1, "right": 2, "middle": 4}
+
