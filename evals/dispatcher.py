@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from evals.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
 from evals.agents import BenchmarkAgent
+from evals.cua_bench.attempt import is_cua_task, run_cua_task
 from evals.errors import EvalsError
 from evals.events import EventKind
 from evals.ledger import Ledger
@@ -417,20 +418,29 @@ class Dispatcher:
             # the reset (evals.reset) is its own step: a clean restore may take minutes on a
             # cloud worker, so the task's own time limit starts after it
             done_reset = None if reset is None else reset.before_task(worker)
-            execution = run_task(
-                cast("WaaClient", _Fenced(worker.waa, self.fence)),
-                cast("ScoringClient", _Fenced(worker.scoring, self.fence)),
-                self.tasks[base],
-                base,
-                agent,
-                max_steps=self.settings.max_steps,
-                step_pause_s=self.settings.step_pause_s,
-                deadline=time.monotonic() + self.settings.task_timeout_s,
-                record_dir=self.folder.task_dir(task_id),
-                domain=info.domain,
-                evaluate_backoff_s=self.settings.evaluate_backoff_s,
-                stock_reset=reset is None,
-            )
+            task = self.tasks[base]
+            if is_cua_task(task):  # a Cua-Bench variant: its module's setup and evaluate
+                execution = run_cua_task(
+                    cast("WaaClient", _Fenced(worker.waa, self.fence)), task, base, agent,
+                    max_steps=self.settings.max_steps, step_pause_s=self.settings.step_pause_s,
+                    deadline=time.monotonic() + self.settings.task_timeout_s,
+                    record_dir=self.folder.task_dir(task_id), stock_reset=reset is None,
+                )
+            else:
+                execution = run_task(
+                    cast("WaaClient", _Fenced(worker.waa, self.fence)),
+                    cast("ScoringClient", _Fenced(worker.scoring, self.fence)),
+                    task,
+                    base,
+                    agent,
+                    max_steps=self.settings.max_steps,
+                    step_pause_s=self.settings.step_pause_s,
+                    deadline=time.monotonic() + self.settings.task_timeout_s,
+                    record_dir=self.folder.task_dir(task_id),
+                    domain=info.domain,
+                    evaluate_backoff_s=self.settings.evaluate_backoff_s,
+                    stock_reset=reset is None,
+                )
             if done_reset is not None:
                 done_reset.apply(execution)
         except FENCE_ERRORS:

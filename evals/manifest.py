@@ -178,6 +178,7 @@ def build_manifest(
             "count": len(tasks),
             "sha256": {tid: sha256_json(task) for tid, task in tasks.items()},
             "indexes": indexes,
+            **_module_files(tasks),
         },
         "checker": {
             **checker_files(),
@@ -188,6 +189,16 @@ def build_manifest(
         "agent": agent_facts(agent_spec, agent, agent_options),
         "pools": [_pool_facts(p) for p in pools],
     }
+
+
+def _module_files(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"modules": {"<module-dir>/<file>": sha256}}`` for Cua-Bench variants (every file of
+    each module's folder: a changed page or helper is a changed task), else nothing."""
+    from evals.cua_bench import module_hashes
+
+    files = sorted({Path(str(t["cua_bench"]["module"])) for t in tasks.values()
+                    if isinstance(t.get("cua_bench"), Mapping)})
+    return {"modules": module_hashes(files)} if files else {}
 
 
 def write_manifest(folder: RunFolder, manifest: Mapping[str, Any]) -> Path:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import InvalidRunInputError
-from evals.records import TaskExecution, results_root
+from evals.records import TaskExecution, results_root, task_id_of_folder
 from evals.reset import reset_lines, reset_summary
 
 OUTCOMES = ("success", "failure")
@@ -134,8 +134,8 @@ def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
         folder = path.parent
         if folder.parent != tasks_dir and folder.name.startswith("trial-"):
             number = folder.name.removeprefix("trial-")
-            return folder.parent.name, int(number) if number.isdigit() else 0
-        return folder.name, 1
+            return task_id_of_folder(folder.parent.name), int(number) if number.isdigit() else 0
+        return task_id_of_folder(folder.name), 1
 
     found = [*tasks_dir.glob("*/execution.json"), *tasks_dir.glob("*/trial-*/execution.json")]
     paths = sorted(found, key=lambda p: (order.get(where(p)[0], len(order)), *where(p)))
@@ -266,6 +266,7 @@ OUTCOME_LEAVES_OUT = frozenset({
     "ended_at", "last_action", "previous_attempts", "reset", "reset_s", "fingerprint",
     "agent_traceback",  # the run page and execution.json show it; the summary counts kinds
     "egress",  # the manifest names each pool's; the record says which one a task ran under
+    "reward_components", "task_traceback",  # shown by the run page; the score is their mean
 })
 """Record fields no metric is computed from (the summary reads the few it needs, such as
 ``previous_attempts`` and ``reset``, from the record itself)."""

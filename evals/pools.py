@@ -242,6 +242,13 @@ def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
     """
     from typing import cast
 
+    from evals.cua_bench.loader import is_cua_selection
+
+    if is_cua_selection(selection):  # module files on this machine: the same for every pool
+        from evals.cua_bench import select_cua
+
+        return Selected(*select_cua(selection, [p.name for p in pools]))
+
     from evals.failover import FailoverScoring
     from waa_client.catalog import Catalog
     from waa_client.errors import CatalogError

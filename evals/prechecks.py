@@ -46,6 +46,11 @@ def check_before_run(
 
         check_run_folder(config)
     check_agent(config, agent_url_option=agent_url_option)
+    from evals.cua_bench import check_selection, is_cua_selection
+
+    if is_cua_selection(config.selection):
+        # module files on this machine: refused now, before any pool is touched
+        check_selection(config.selection, agent=config.agent)
     if config.variations is not None:
         from evals.variations import read_variations
 
@@ -113,9 +118,12 @@ def check_local_tasks(config: RunConfig, tasks_dir: str | None) -> None:
 
     from evals.agents import create_agent
     from evals.agents.base import tasks_for_agent
+    from evals.cua_bench import is_cua_selection
     from oa_vm.local_suite import local_tasks_dir
     from waa_client.catalog import Catalog
 
+    if is_cua_selection(config.selection):
+        return  # checked with the run's other inputs (check_before_run)
     catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
     tasks = {ref.task_id: catalog.load(ref.task_id)
              for ref in catalog.select(config.selection, live=False)}

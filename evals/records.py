@@ -56,6 +56,27 @@ class ErrorType(StrEnum):
     EVALUATION = "evaluation"
     TIMEOUT = "timeout"
     BUDGET = "budget"
+    TASK = "task"
+    """The task's own code failed (a Cua-Bench module's function raised, hung or returned no
+    rewards): neither the worker's nor the agent's; never retried."""
+
+
+def task_folder_name(task_id: str) -> str:
+    """The folder of a task ID under ``tasks/``: the ID itself, or for a Cua-Bench variant
+    (``<module-dir>/<index>``) the two parts joined by ``~`` (a character no ID part has).
+
+    Raises:
+        ValueError: an ID that could escape the folder or is no plain name.
+    """
+    parts = task_id.split("/")
+    if len(parts) > 2 or not all(_SAFE_ID.match(p) for p in parts):
+        raise ValueError(f"task ID {task_id!r} cannot be used as a folder name")
+    return "~".join(parts)
+
+
+def task_id_of_folder(name: str) -> str:
+    """Inverse of :func:`task_folder_name`."""
+    return name.replace("~", "/")
 
 
 class RunStatus(StrEnum):
@@ -158,6 +179,12 @@ class TaskExecution:
     agent_traceback: str | None = None
     """``error/agent`` from a raising agent: its traceback as Python prints it (bounded, see
     :data:`evals.agent_loop.TRACEBACK_LIMIT`); left out of the JSON when there is none."""
+    reward_components: list[float] | None = None
+    """A Cua-Bench variant's rewards as its ``evaluate_task`` returned them (``score`` is their
+    mean); left out of the JSON for other tasks."""
+    task_traceback: str | None = None
+    """``error/task``: the traceback of what the task's module raised, from its own frames on;
+    left out of the JSON when there is none."""
 
     @property
     def key(self) -> str:
@@ -187,6 +214,9 @@ class TaskExecution:
             del data["egress"]
         if self.agent_traceback is None:
             del data["agent_traceback"]  # nor do records without an agent's exception change
+        for optional in ("reward_components", "task_traceback"):  # Cua-Bench variants only
+            if data[optional] is None:
+                del data[optional]
         return data
 
     @classmethod
@@ -385,10 +415,9 @@ class RunFolder:
         trial 1, ``tasks/<task_id>/trial-<n>/`` for trial ``n``.
         """
         base, trial = split_key(task_id)
-        if not _SAFE_ID.match(base):
-            raise ValueError(f"task ID {task_id!r} cannot be used as a folder name")
+        name = task_folder_name(base)
         sub = trial_folder(trial)
-        return self.path / "tasks" / base / sub if sub else self.path / "tasks" / base
+        return self.path / "tasks" / name / sub if sub else self.path / "tasks" / name
 
     def read_metadata(self) -> dict[str, Any]:
         """The run's metadata; ``{}`` when the file is missing or unreadable."""

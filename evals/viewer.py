@@ -263,6 +263,10 @@ def _task_view(
         ),
         "error_note": error_note,
         "agent_traceback": record.get("agent_traceback") or "",
+        "task_traceback": record.get("task_traceback") or "",
+        # a Cua-Bench variant's rewards, as its evaluate_task returned them
+        "rewards": [fmt_num(r, 2) for r in record.get("reward_components") or []
+                    if isinstance(r, int | float)],
         "reason": _clip(str(record["reason"])) if record.get("reason") else "",
         "reason_tone": "ok" if status == "success" else "bad",
         "previous": [

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from infra.worker import egress_rules
+from infra import egress_rules
 
 DEFAULT_WORKERS = 1
 DEFAULT_DISK_GB = 160
@@ -82,7 +82,7 @@ class PoolSettings:
         windows_version, ram_size, cpu_cores, disk_size: the WAA container's environment
             (``VERSION``, ``RAM_SIZE``, ``CPU_CORES``, ``DISK_SIZE``).
         egress: what the guest may reach (``none``, ``allowlist``, ``web``, ``open``; never the
-            metadata service, the host or another worker): see ``infra/worker/egress_rules.py``.
+            metadata service, the host or another worker): see ``infra/egress_rules.py``.
         egress_allowlist: the ``allowlist`` mode's entries, one ``host:port`` a line.
     """
 

@@ -1,6 +1,6 @@
 """``--egress``: what a pool's guests may reach, as the user gives it and as a plan shows it.
 
-The policy itself (modes, ranges never reachable, the tables) is ``infra/worker/egress_rules.py``;
+The policy itself (modes, ranges never reachable, the tables) is ``infra/egress_rules.py``;
 this module reads the option (an allow-list file, or ``allowlist:waa`` for the hosts WAA's task
 setup downloads from) before anything is created, and says in words what a mode means.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infra.worker import egress_rules
+from infra import egress_rules
 from infra.worker.units import EGRESS_ALLOWLIST, WORKER_DIR
 from oa_vm.errors import InvalidInputError
 

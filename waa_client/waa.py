@@ -111,6 +111,21 @@ class WaaClient(HttpClient):
             self._request("POST", "/list_directory", idempotent=True, json={"path": path})
         )
 
+    def upload(self, path: str, data: bytes) -> None:
+        """``POST /setup/upload``: write a file in the guest (multipart, as WAA takes it)."""
+        self._request("POST", "/setup/upload", idempotent=True,
+                      files={"file_data": ("file", data)}, data={"file_path": path})
+
+    def browser(self, operation: str, payload: dict[str, Any] | None = None, *,
+                timeout: float | None = None) -> dict[str, Any]:
+        """``/browser/<operation>`` of a simulated worker (``docs/tasks.md``): ``status``
+        (GET), ``launch``, ``evaluate``, ``move``, ``close_all`` (POST, never retried)."""
+        if operation == "status":
+            return json_object(self._request("GET", "/browser/status", idempotent=True,
+                                             timeout=timeout))
+        return json_object(self._request("POST", f"/browser/{operation}", idempotent=False,
+                                         timeout=timeout, json=payload or {}))
+
     def close_all(self) -> None:
         """``POST /setup/close_all``: close every window in the guest; never retried."""
         self._request("POST", "/setup/close_all", idempotent=False)

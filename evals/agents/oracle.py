@@ -22,6 +22,8 @@ class OracleAgent(ScriptedAgent):
     """
 
     sees_answers = True
+    runs_module_oracle = True
+    """On a Cua-Bench variant it plays the module's ``solve_task`` (:mod:`evals.cua_bench`)."""
 
     def script(self, task: BenchmarkTask) -> list[str]:
         """The task's ``reference_solution``."""
@@ -32,7 +34,9 @@ class OracleAgent(ScriptedAgent):
 
     def check_tasks(self, tasks: Mapping[str, Mapping[str, Any]]) -> None:
         """Refuse tasks without a reference solution, listing them all."""
-        lacking = [tid for tid, t in tasks.items() if as_action_list(t.get(REFERENCE_KEY)) is None]
+        lacking = [tid for tid, t in tasks.items()
+                   if as_action_list(t.get(REFERENCE_KEY)) is None
+                   and not (t.get("cua_bench") or {}).get("has_solve")]
         if lacking:
             shown = ", ".join(lacking[:20]) + (f" (and {len(lacking) - 20} more)"
                                                if len(lacking) > 20 else "")

@@ -34,11 +34,17 @@ def tasks(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print JSON instead of a table.")
     ] = False,
+    split: Annotated[
+        str, typer.Option("--split", help="cua-bench:PATH selections: the split whose "
+                          "variants are listed.")
+    ] = "train",
 ) -> None:
     """List the selected tasks (ID, domain, infeasible, instruction) and the count per domain.
 
-    Without ``--source`` or ``--pool`` it lists the bundled local suite (what a local pool
-    serves unless created with ``--tasks-dir``).
+    ``cua-bench:PATH`` lists the variants of a Cua-Bench task directory or dataset directory
+    (``--split``, default train), ``cua-bench:PATH#N`` one of them. Without ``--source`` or
+    ``--pool`` it lists the bundled local suite (what a local pool serves unless created with
+    ``--tasks-dir``).
     """
     from evals.errors import InvalidRunInputError
 
@@ -48,7 +54,13 @@ def tasks(
         raise InvalidRunInputError(f"two selections: {selection!r} and --tasks {tasks_sel!r}; "
                                    "give one")
     tasks_sel = selection or tasks_sel or "all"
-    if source is None and pool is None:
+    from evals.cua_bench import is_cua_selection, load_selection
+
+    if is_cua_selection(tasks_sel):
+        # module files on this machine: no folder or pool to read them from
+        variants = load_selection(tasks_sel, split)
+        refs = [TaskRef(v.task_id, v.domain, False, v.description) for v in variants]
+    elif source is None and pool is None:
         from oa_vm.local_suite import local_tasks_dir
 
         source = local_tasks_dir()

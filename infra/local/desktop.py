@@ -10,10 +10,13 @@ from __future__ import annotations
 import shutil
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra.local.apps import APPS, DIALOGS, AppError, Clock, Settings, Window
 from infra.local.sandbox import HOME, USER_FOLDERS, Sandbox, SandboxError
+
+if TYPE_CHECKING:
+    from infra.local.browser import BrowserScreen
 
 TEXT_SUFFIXES = (".txt", ".md", ".log", ".csv", ".json", ".ini", ".xml", ".py", ".html", ".bat")
 """Files that open in Notepad."""
@@ -58,6 +61,8 @@ class Desktop:
         self.held: set[str] = set()  # keys held down (keyDown without keyUp yet)
         self.version = 0
         self._next_wid = 1
+        # the worker's real browser windows (infra.local.browser), in front of the rest
+        self.browser: BrowserScreen | None = None
 
     # -- windows -------------------------------------------------------------------------
 
@@ -224,6 +229,8 @@ class Desktop:
             count = len(self.windows)
             self.windows.clear()
             self.held.clear()  # a key left down by the last task must not stick
+            if self.browser is not None:
+                count += self.browser.close_all()  # WAA's stock reset closes them too
             self._changed()
             return count
 

@@ -30,6 +30,7 @@ from infra.local.arith import (
     days_between,
     history_line,
 )
+from infra.local.browser import BrowserError, BrowserWindow
 from infra.local.desktop import Desktop, app_name
 from infra.local.gui import (
     HEIGHT,
@@ -209,10 +210,16 @@ class Player:
     _pg_drag = _pg_dragRel
 
     def _pg_scroll(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        _number(_arg(args, kwargs, 0, "clicks", 0))  # every list fits on screen: nothing moves
+        clicks = _number(_arg(args, kwargs, 0, "clicks", 0))
         point = self._point(args[1:], {k: v for k, v in kwargs.items() if k in ("x", "y")})
         if point is not None:
             self.desktop.pointer = point
+        window_there = self._browser_at(*self.desktop.pointer)
+        browser = self.desktop.browser
+        if window_there is not None and browser is not None:
+            where = self.desktop.pointer
+            self._in_browser(lambda: browser.scroll(window_there, *where, int(clicks)))
+        # every list of the desktop's own windows fits on screen: nothing moves there
 
     _pg_hscroll = _pg_scroll
     _pg_vscroll = _pg_scroll
@@ -293,9 +300,29 @@ class Player:
 
     # -- mouse -------------------------------------------------------------------------------
 
+    def _browser_at(self, x: int, y: int) -> BrowserWindow | None:
+        """The browser window at a screen point (browser windows stand in front)."""
+        browser = self.desktop.browser
+        return browser.window_at(x, y) if browser is not None else None
+
+    def _in_browser(self, action: Any) -> None:
+        try:
+            action()
+        except BrowserError as exc:
+            raise AppError(f"the browser: {exc}") from None
+
     def click(self, x: int, y: int, *, clicks: int = 1, button: str = "left") -> None:
-        """A click at a point: raises the window there and acts on its control."""
+        """A click at a point: raises the window there and acts on its control (a browser
+        window there gets the click at that point of its page)."""
         desktop = self.desktop
+        window_there = self._browser_at(x, y)
+        if window_there is not None and desktop.browser is not None:
+            browser = desktop.browser
+            self._in_browser(lambda: browser.click(window_there, x, y, clicks=clicks,
+                                                   button=button))
+            return
+        if desktop.browser is not None:
+            desktop.browser.focused = False  # the click went to the desktop's windows
         with desktop.lock:
             placed, control = hit(desktop, x, y)
             if placed is None:
@@ -361,8 +388,14 @@ class Player:
 
     def drag(self, start: tuple[int, int], end: tuple[int, int]) -> None:
         """A drag: explorer items dropped on a folder item move into it (all the selected
-        items when the drag starts on one of them)."""
+        items when the drag starts on one of them); a drag that starts on a browser window
+        is played in its page, press to release."""
         desktop = self.desktop
+        window_there = self._browser_at(*start)
+        if window_there is not None and desktop.browser is not None:
+            browser = desktop.browser
+            self._in_browser(lambda: browser.drag(window_there, start, end))
+            return
         with desktop.lock:
             source_win, source = hit(desktop, *start)
             target_win, target = hit(desktop, *end)
@@ -386,6 +419,10 @@ class Player:
 
     def type_text(self, text: str) -> None:
         """Type text into the focused control, character by character (``\\n`` is Enter)."""
+        browser = self.desktop.browser
+        if browser is not None and browser.front() is not None:
+            self._in_browser(lambda: browser.type_text(text))
+            return
         buffer = ""
         for char in text:
             if char in "\n\t":
@@ -413,6 +450,12 @@ class Player:
     def combo(self, modifiers: set[str], keys: list[str]) -> None:
         """A key with modifiers held (``hotkey('ctrl', 's')`` -> ``({'ctrl'}, ['s'])``)."""
         desktop = self.desktop
+        browser = desktop.browser
+        if browser is not None and browser.front() is not None:
+            for key in keys:
+                name = key.lower() if len(key) > 1 else key
+                self._in_browser(lambda n=name: browser.press(n, frozenset(modifiers)))
+            return
         with desktop.lock:
             for key in keys or [""]:
                 self._key(modifiers, key.lower() if len(key) > 1 else key)

@@ -70,7 +70,27 @@ def draw(desktop: Desktop, now: dt.datetime | None = None) -> Image.Image:
                  font=font)
     clock = (now or _now()).strftime("%H:%M  %Y-%m-%d")
     pen.text((WIDTH - 150, HEIGHT - 28), clock, fill=(0, 0, 0), font=font)
+    _paste_browser(desktop, image)
     return image
+
+
+def _paste_browser(desktop: Desktop, image: Image.Image) -> None:
+    """Paste each browser window's own picture at its place, back to front (they stand in
+    front of the desktop's windows, as the input player sends them clicks first)."""
+    browser = desktop.browser
+    if browser is None or not browser.windows:
+        return
+    from PIL import Image
+
+    from infra.local.browser import BrowserError
+
+    with browser.lock:
+        for window in list(browser.windows):
+            try:
+                shot = Image.open(io.BytesIO(browser.capture(window))).convert("RGB")
+            except BrowserError:
+                continue  # a window closing meanwhile: the rest of the screen is still right
+            image.paste(shot.crop((0, 0, window.width, window.height)), (window.x, window.y))
 
 
 def _draw_control(pen: Any, control: gui.Control, font: Any, title_ink: Any) -> None:
@@ -147,9 +167,12 @@ class Screen:
     def png(self) -> bytes:
         """The screenshot as PNG bytes (padded to ``min_bytes``)."""
         now = _now()
+        browser = self.desktop.browser
+        # a page may change on its own (scripts, timers): with windows open, never cached
+        fresh = browser is not None and bool(browser.windows)
         key = (self.desktop.version, now.strftime("%Y%m%d%H%M"))
         with self._lock:
-            if key != self._key:
+            if key != self._key or fresh:
                 buffer = io.BytesIO()
                 draw(self.desktop, now).save(buffer, format="PNG", compress_level=1)
                 self._png = _pad_png(buffer.getvalue(), self.min_bytes)
@@ -189,7 +212,39 @@ def accessibility_xml(desktop: Desktop, backend: str = "uia") -> str:
     for control in bar_controls:
         ET.SubElement(bar, "Button", {"name": control.name, "rect": _rect(control.rect)})
     ET.SubElement(bar, "Text", {"name": "Clock", "value": _now().strftime("%H:%M")})
+    _browser_nodes(desktop, root)
     return ET.tostring(root, encoding="unicode")
+
+
+def _browser_nodes(desktop: Desktop, root: ET.Element) -> None:
+    """The browser windows' accessibility trees, as Chromium gives them (role, name, value),
+    each node with its place on the screen, like the desktop's own controls."""
+    browser = desktop.browser
+    if browser is None or not browser.windows:
+        return
+    from infra.local.browser import BrowserError
+
+    with browser.lock:
+        front = browser.windows[-1]
+        for window in browser.windows:
+            rect = (window.x, window.y, window.x + window.width, window.y + window.height)
+            node = ET.SubElement(root, "Window", {
+                "name": window.title, "class": "browser",
+                "active": str(window is front and browser.focused).lower(), "rect": _rect(rect),
+            })
+            try:
+                items = browser.accessibility(window)
+            except BrowserError:
+                continue
+            for item in items[:400]:
+                attributes = {"name": item["name"]}
+                if item["value"]:
+                    attributes["value"] = item["value"]
+                place = browser.node_rect(window, item["node"]) if item["node"] else None
+                if place is not None:
+                    attributes["rect"] = _rect(place)
+                tag = "".join(ch for ch in item["role"].title() if ch.isalnum()) or "Node"
+                ET.SubElement(node, tag, attributes)
 
 
 def _rect(rect: tuple[int, int, int, int]) -> str:

@@ -28,7 +28,8 @@ from typing import Any
 from infra.local.desktop import Desktop
 from infra.local.server import App, HttpError, Request, Response
 
-_NOT_STATE = ("sandbox", "lock", "version")
+# the browser is a process, not state: a restore closes its windows instead
+_NOT_STATE = ("sandbox", "lock", "version", "browser")
 """Desktop attributes that are plumbing, not guest state (``version`` must keep growing so that
 a screenshot cache never serves a picture from before the restore)."""
 
@@ -76,6 +77,8 @@ class DesktopSnapshots:
             shutil.copytree(self.folder, drive, symlinks=True)
             for key, value in copy.deepcopy(self._memory).items():
                 setattr(self.desktop, key, value)
+            if self.desktop.browser is not None:
+                self.desktop.browser.close_all()  # no window survives a clean reset
             self.desktop.version += 1
         return {"token": self.token, "taken_at": self.taken_at,
                 "seconds": round(time.monotonic() - started, 4)}

@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from infra.local.access import Capability, Guard, Limits, check_secret, new_secret
+from infra.local.browser import BrowserScreen
+from infra.local.browser_api import build_browser_routes
 from infra.local.desktop import Desktop
 from infra.local.faults import FaultGate, Faults, parse_faults
+from infra.local.gui import HEIGHT, WIDTH
 from infra.local.render import Screen
 from infra.local.scoring_api import build_scoring_app
 from infra.local.server import Acceptor, App, AppServer
@@ -74,6 +77,8 @@ class RunningWorker:
             return
         self._release.set()
         self._acceptor.stop()
+        if self.desktop.browser is not None:
+            self.desktop.browser.stop()  # one browser per worker, gone with it
         log.info("worker %s stopped", self.name)
 
 
@@ -117,6 +122,8 @@ def start_worker(
     folder = Path(root).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     desktop = Desktop(folder)
+    # started on the first window a Cua-Bench session opens, stopped with the worker
+    desktop.browser = BrowserScreen(folder, (WIDTH, HEIGHT))
     screen = Screen(desktop, knobs.screenshot_min_bytes)
     capability = Capability(
         (new_secret() if secret is None else check_secret(secret)) if auth else None
@@ -131,6 +138,7 @@ def start_worker(
         waa.server_close()
         raise
     build_waa_app(waa.app, desktop, screen)
+    build_browser_routes(waa.app, desktop.browser)
     build_scoring_app(scoring.app, desktop, store)
     if not knobs.no_snapshots:
         # clean resets (--reset clean): the state right after start, put back before each task

@@ -27,9 +27,10 @@ from typing import Any
 
 import yaml
 
+from infra import egress_rules
 from infra.settings import PoolSettings
 from infra.tags import format_expiry
-from infra.worker import egress_rules, units
+from infra.worker import units
 
 MAX_USER_DATA = 16 * 1024
 _HERE = Path(__file__).resolve().parent

@@ -10,7 +10,7 @@
 #                      Python): forbidden destinations must fail, an allowed one must answer
 #
 # The tables (egress-host.nft, egress-guest.nft) are rendered for the pool's mode by
-# infra/worker/egress_rules.py when its cloud-init is made; here they are loaded and their sets
+# infra/egress_rules.py when its cloud-init is made; here they are loaded and their sets
 # filled with what only the host knows: its own addresses, its resolvers, and the allow-list's
 # names (egress-allowlist.txt, "host port" a line) resolved with the host's resolver.
 set -euo pipefail

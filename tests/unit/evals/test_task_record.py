@@ -71,6 +71,8 @@ def _full_record() -> TaskExecution:
         trial=2,
         egress="allowlist",
         agent_traceback="Traceback (most recent call last):\nRuntimeError: boom",
+        reward_components=[1.0, 0.5],
+        task_traceback="Traceback (most recent call last):\nValueError: setup",
     )
 
 

@@ -1,4 +1,4 @@
-"""The egress policy's decisions and its default allow-list (``infra/worker/egress_rules.py``).
+"""The egress policy's decisions and its default allow-list (``infra/egress_rules.py``).
 
 What the rules do to real packets is rehearsed in ``tests/integration/test_egress_rehearsal.py``;
 here: the decisions the simulated worker takes, the allow-list format, and the shipped list
@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from infra import egress_rules as er
 from infra.worker import egress_probe
-from infra.worker import egress_rules as er
 from infra.worker.units import EGRESS_ALLOWLIST, WORKER_DIR
 
 URL = re.compile(r"https?://[^\s\"'\\)]+")

@@ -1,6 +1,6 @@
 """No cloud credential within the guest's reach, checked under Pulumi's mocks.
 
-The egress boundary (``infra/worker/egress_rules.py``) keeps the guest off the metadata address;
+The egress boundary (``infra/egress_rules.py``) keeps the guest off the metadata address;
 these are the second wall: on AWS the metadata service answers only IMDSv2 and its token cannot
 cross more than one hop (the host itself, never a container or the guest behind it); on Azure the
 VM carries no managed identity, so there is no token to ask for.
