@@ -222,7 +222,9 @@ MUTANTS: list[Mutant] = [
     Mutant("q15", "queue", Q,
            "\" updated_at=? WHERE task_id=? AND status!='done'\",",
            "\" updated_at=? WHERE task_id=?\",",
-           "a done task's record can be replaced"),
+           "a done task's record can be replaced",
+           equivalent="both callers select the row as not done (complete) or leased (release) "
+                      "in the same transaction first"),
     Mutant("q16", "queue", Q, "            self._reclaim_expired(conn, now)\n", "",
            "an earlier controller's expired leases are never reclaimed"),
     Mutant("q17", "queue", Q,
@@ -291,7 +293,9 @@ MUTANTS: list[Mutant] = [
            "        return SnapshotState(bool(data.get(\"snapshot\")),",
            "        data = self._snapshot_call(\"GET\", \"/oa-vm/snapshot\")\n"
            "        return SnapshotState(True,",
-           "a worker without a snapshot reads as holding one"),
+           "a worker without a snapshot reads as holding one",
+           equivalent="a simulated worker always holds its start state (taken when it starts); "
+                      "the answer is never false"),
     Mutant("s3", "snapshots", S,
            "        return Restored(data.get(\"token\"), data.get(\"seconds\"))",
            "        return Restored(None, data.get(\"seconds\"))",
