@@ -33,3 +33,11 @@ def fifo(folder: Path, name: str = "pipe") -> Path:
     path = folder / name
     os.mkfifo(path, 0o600)
     return path
+
+
+def special_file(folder: Path, name: str = "device") -> Path:
+    """A device node in ``folder`` as root, else a named pipe: something that is not a regular
+    file, for tests that must run either way."""
+    if os.geteuid() == 0:
+        return device_node(folder, name)
+    return fifo(folder, name)
