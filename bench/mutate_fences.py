@@ -287,7 +287,9 @@ MUTANTS: list[Mutant] = [
     Mutant("s1", "snapshots", S,
            "worker): it cannot restore\", unsupported=True) from exc",
            "worker): it cannot restore\", unsupported=False) from exc",
-           "a worker without snapshot endpoints is a failure, not 'cannot restore'"),
+           "a worker without snapshot endpoints is a failure, not 'cannot restore'",
+           equivalent="no caller reads SnapshotError.unsupported: plan_resets falls back on "
+                      "any SnapshotError at its check"),
     Mutant("s2", "snapshots", S,
            "        data = self._snapshot_call(\"GET\", \"/oa-vm/snapshot\")\n"
            "        return SnapshotState(bool(data.get(\"snapshot\")),",
