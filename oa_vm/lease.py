@@ -8,8 +8,7 @@ zombie (dead, not yet reaped), or the pid was reused by another process; on anot
 heartbeat is older than :data:`STALE_AFTER_S`. Check-and-take happens under an ``flock`` on
 ``lease.lock``, so two runs starting at once cannot both win.
 
-Fencing (as lock services do it): every acquisition gets a random token and a *generation*, one
-more than that of the lease it replaces (so a takeover always raises it). A holder
+Fencing (as lock services do it): every acquisition gets a random token, never reused. A holder
 (:class:`Hold`) checks, before each write it makes to the pool or to what runs on it
 (dispatching a task, committing a result, repairing), that the lease on file is still the one it
 took (:meth:`Hold.check`); once it was taken over (a controller frozen past
@@ -177,33 +176,22 @@ def try_acquire(
 
     ``operation`` marks a lease taken by an ``oa-vm`` command rather than a run (it is named
     that way to whoever is refused). ``take_over`` takes it from a live holder too (``pool-cleanup
-    --force``): the holder's next :meth:`Hold.check` fails. The lease written carries the next
-    generation (see the module docstring)."""
+    --force``): the holder's next :meth:`Hold.check` fails."""
     with _locked(pool):
         current = read_lease(pool)
         if (current is not None and not _ours(current, token) and holder_alive(current)
                 and not take_over):
             return current
         pid = os.getpid()
-        generation = _next_generation(current)
         lease: dict[str, Any] = {
             "host": host_id(), "pid": pid, "pid_start": _process_start(pid),
-            "run": run, "token": token, "generation": generation,
+            "run": run, "token": token,
             "acquired": time.time(), "heartbeat": time.time(),
         }
         if operation:
             lease["operation"] = operation
         state.atomic_write_json(lease_path(pool), lease)
         return None
-
-
-def _next_generation(current: dict[str, Any] | None) -> int:
-    """One more than the lease it replaces (1 for a free pool). A takeover always replaces the
-    lease on file, so generations only grow along a chain of holders; a lease given back ends
-    its chain, and its holder has stopped writing."""
-    if current is not None and isinstance(current.get("generation"), int):
-        return int(current["generation"]) + 1
-    return 1
 
 
 def _beat(pool: str, token: str) -> bool:
@@ -234,14 +222,13 @@ class Hold:
 
     Attributes:
         pool: The pool.
-        token: Identifies this acquisition (no two are alike).
-        generation: The acquisition's number (higher than the lease's it replaced).
+        token: Identifies this acquisition (no two are alike): the fence compares it, and
+            nothing else, with the lease on file.
     """
 
-    def __init__(self, pool: str, token: str, generation: int) -> None:
+    def __init__(self, pool: str, token: str) -> None:
         self.pool = pool
         self.token = token
-        self.generation = generation
         self.lost = threading.Event()
         self._holder: str | None = None
         self._verified: tuple[int, int, int] | None = None
@@ -306,8 +293,7 @@ def hold_pool(pool: str, run: str, *, wait_s: float = 0.0) -> Iterator[Hold]:
         if time.monotonic() >= deadline:
             raise PoolBusyError(pool, describe(holder))
         time.sleep(_WAIT_POLL_S)
-    lease = read_lease(pool) or {}
-    hold = Hold(pool, token, int(lease.get("generation") or 0))
+    hold = Hold(pool, token)
     with _kept(pool, token, hold):
         yield hold
 
@@ -427,7 +413,7 @@ def guard_pool(
     Yields ``None`` when the operation may go ahead as usual: the lease was free or stale (and
     is now held, as ``operation``), or the calling process holds it itself (a run acting on its
     own pool). Yields the live holder's lease when ``force`` overrides it, and the caller says
-    what it overrode: ``pool-cleanup`` takes the lease over (a new generation), so the run's next
+    what it overrode: ``pool-cleanup`` takes the lease over (a new token), so the run's next
     write is refused (:class:`Hold`); ``pool-pause`` leaves it to its holder.
 
     ``pool-cleanup`` also marks the pool as being removed before it yields, and waits for a

@@ -130,6 +130,9 @@ def ensure_dir(path: Path, root: Path | None = None, mode: int = PRIVATE_DIR) ->
     return path
 
 
+_NOT_REGULAR = "it is not a regular file (a device, a folder, a pipe)"
+
+
 def _check_target(path: Path) -> bool:
     """Whether ``path`` exists; refuses a symlink or anything but a regular file."""
     try:
@@ -141,7 +144,7 @@ def _check_target(path: Path) -> bool:
             path, "it is a symlink oa-vm did not make; remove it and run the command again"
         )
     if not stat.S_ISREG(info.st_mode):
-        raise UnsafePathError(path, "it is not a regular file (a device, a folder, a pipe)")
+        raise UnsafePathError(path, _NOT_REGULAR)
     return True
 
 
@@ -229,16 +232,34 @@ def open_private(path: Path, append: bool = True, mode: int = PRIVATE_FILE) -> i
         WriteFailedError: it could not be opened.
     """
     existed = _check_target(path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    flags |= os.O_APPEND if append else os.O_TRUNC
+    # The check above and the open below are two steps: what was swapped in between is refused
+    # by the open itself (O_NOFOLLOW: a symlink) or by what it opened (fstat: a pipe or a
+    # device; O_NONBLOCK so a pipe without a reader cannot block the open; O_TRUNC only after
+    # the check, so a device is never truncated).
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    flags |= os.O_APPEND if append else 0
     try:
         fd = os.open(path, flags, mode)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise UnsafePathError(path, "it is a symlink oa-vm did not make") from exc
+        if exc.errno == errno.ENXIO:  # a pipe nobody reads
+            raise UnsafePathError(path, _NOT_REGULAR) from exc
         raise WriteFailedError(path, exc) from exc
-    if not existed:
-        os.fchmod(fd, mode)  # os.open's mode is filtered by the umask
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(path, _NOT_REGULAR)
+        os.set_blocking(fd, True)
+        if not append:
+            os.ftruncate(fd, 0)
+        if not existed:
+            os.fchmod(fd, mode)  # os.open's mode is filtered by the umask
+    except OSError as exc:
+        os.close(fd)
+        raise WriteFailedError(path, exc) from exc
+    except BaseException:
+        os.close(fd)
+        raise
     return fd
 
 

@@ -24,6 +24,7 @@ import pytest
 
 from oa_vm import api
 from tests.support.cli import run_cli
+from tests.support.devices import special_file
 
 pytestmark = pytest.mark.integration
 
@@ -160,6 +161,15 @@ def unknown_final_status(world: World) -> None:
 def existing_page_target(world: World) -> None:
     (world.results / "scratch").mkdir(parents=True, exist_ok=True)
     (world.results / "scratch" / "notes.html").write_text("my own notes\n")
+
+
+def device_target(world: World) -> None:
+    """A device of the test's own folder (never the machine's /dev: a regression would write
+    to it, or replace it with a file)."""
+    scratch = world.results / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    (scratch / "device").unlink(missing_ok=True)
+    special_file(scratch, "device")
 
 
 @dataclass(frozen=True)
@@ -338,8 +348,8 @@ CASES: dict[str, Case] = {
         "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out",
                             "{res}/" + DONE + "/metadata.json")),
     "view --out a device even with --force": Case(
-        "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out", "/dev/null",
-                            "--force")),
+        "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out",
+                            "{scratch}/device", "--force"), prepare=device_target),
     "view --out a missing folder": Case(
         "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out",
                             "{scratch}/no/such/page.html")),

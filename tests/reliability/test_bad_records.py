@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_cli
+from tests.support.devices import special_file
 
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
 
@@ -170,8 +171,9 @@ def test_view_out_never_writes_a_device_a_symlink_or_a_missing_folder(
     victim.write_text("precious\n")
     link = tmp_path / "page.html"
     link.symlink_to(victim)
+    device = special_file(tmp_path)  # the test's own, never the machine's /dev/null
     cases = {
-        "/dev/null": "not a regular file",
+        str(device): "not a regular file",
         str(link): "symlink",
         str(tmp_path / "no" / "such" / "page.html"): "does not exist",
     }

@@ -11,6 +11,7 @@ import pytest
 
 from oa_vm import safe_fs
 from oa_vm.safe_fs import UnsafePathError, WriteFailedError
+from tests.support.devices import device_node, fifo
 
 
 def _mode(path: Path) -> int:
@@ -58,8 +59,13 @@ def test_a_symlink_or_a_device_as_the_file_is_refused(tmp_path: Path, writer: st
     }[writer]
     with pytest.raises(UnsafePathError, match="symlink"):
         write(link)
-    with pytest.raises(UnsafePathError, match="not a regular file"):
-        write(Path("/dev/null"))
+    # a device and a pipe of the test's own folder, never the machine's /dev (a regression
+    # would write to it, and the atomic rename would replace the node with a plain file)
+    for special in (device_node(tmp_path), fifo(tmp_path)):
+        with pytest.raises(UnsafePathError, match="not a regular file"):
+            write(special)
+    assert stat.S_ISCHR((tmp_path / "device").lstat().st_mode)
+    assert stat.S_ISFIFO((tmp_path / "pipe").lstat().st_mode)
     assert victim.read_text() == "precious\n"
 
 

@@ -131,11 +131,14 @@ def test_file_verbs(desktop: Desktop) -> None:
     assert run(desktop, 'delete "C:\\"').returncode == 1
 
 
-def test_file_verbs_refuse_escapes(desktop: Desktop) -> None:
-    for command in (["read", "C:\\..\\x"], ["write", "/etc/x", "y"], ["ls", "D:\\"],
+def test_file_verbs_refuse_escapes(desktop: Desktop, tmp_path: Path) -> None:
+    # a host path of the test's own folder (never /etc: a regression would write there)
+    escape = tmp_path / "escaped.txt"
+    for command in (["read", "C:\\..\\x"], ["write", str(escape), "y"], ["ls", "D:\\"],
                     ["move", f"{DESK}\\a", "C:\\..\\..\\b"], ["open", "\\\\srv\\s\\a.txt"]):
         with pytest.raises(SandboxError):
             run(desktop, command)
+    assert not escape.exists()
 
 
 def test_settings_clock_and_calc(desktop: Desktop) -> None:

@@ -1,0 +1,44 @@
+"""Each masking rule of ``oa_vm.redact`` on its own, and what must stay readable."""
+
+from __future__ import annotations
+
+import pytest
+
+from oa_vm import redact
+from oa_vm.redact import MASK, redact_text, redact_url
+
+
+@pytest.fixture(autouse=True)
+def _registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the process's registered secrets are global: each test starts with none
+    monkeypatch.setattr(redact, "_registered", set())
+
+
+def test_a_registered_secret_inside_a_longer_one_never_leaves_a_piece() -> None:
+    redact.register_secret("k3y-short")
+    redact.register_secret("k3y-short-and-longer")
+    assert redact_text("got k3y-short-and-longer back") == f"got {MASK} back"
+
+
+def test_a_short_value_is_not_registered() -> None:
+    redact.register_secret("cap")
+    assert redact_text("capacity") == "capacity"
+
+
+def test_sas_signatures_are_masked_in_urls_and_bare_paths() -> None:
+    url = "https://acct.blob.core.windows.net/c/b.vhd?sv=2022&sig=AbCdEf%2B123"
+    assert redact_url(url) == f"https://acct.blob.core.windows.net/c/b.vhd?sv=2022&sig={MASK}"
+    assert "AbCdEf" not in redact_text("GET /c/b.vhd?sv=2022&sig=AbCdEf123 failed")
+
+
+def test_credentials_in_urls_and_free_text_are_masked() -> None:
+    assert redact_url("http://user:pw@h.example:8080/x") == f"http://{MASK}@h.example:8080/x"
+    assert redact_url("http://user:pw@[::1") == MASK  # unparsable, and it holds credentials
+    cap = "cap-" + "0123456789abcdef" * 2 + "01234567"
+    assert cap not in redact_text(f"refused: http://127.0.0.1:5000/{cap}/execute")
+    assert "s3cr3tvalue" not in redact_text("Authorization: Basic s3cr3tvalue")
+    assert "abcdefgh123" not in redact_text("sent Bearer abcdefgh123 upstream")
+
+
+def test_counts_named_like_credentials_stay_readable() -> None:
+    assert redact_text("tokens_in: 1234, max_tokens=99") == "tokens_in: 1234, max_tokens=99"
