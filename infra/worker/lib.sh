@@ -25,6 +25,14 @@ OA_VM_GUEST_IP="172.30.0.2"
 OA_VM_QMP_DIR="$OA_VM_STATE_DIR/qmp"
 OA_VM_QMP_SOCKET="$OA_VM_QMP_DIR/qmp.sock"
 OA_VM_QMP_MOUNT="/run/oa-vm-qmp"
+# The guest's CPU, for dockur's proc.sh (CPU_MODEL, CPU_FLAGS): dockur's own KVM default,
+# host with migratable=no plus +invtsc, exposes an invariant TSC, and under KVM an invariant TSC
+# without a fixed tsc-frequency registers a migration blocker: snapshot-save then refuses every
+# clean reset. CPU_MODEL=host keeps the host's migratable features; -invtsc wins over dockur's
+# +invtsc (QEMU applies '-' features last); -vmx,-svm: nested virtualization registers one where
+# the kernel keeps no nested state. Rules: tests/unit/infra/test_cpu_flags.py.
+OA_VM_CPU_MODEL="host"
+OA_VM_CPU_FLAGS="-invtsc,-vmx,-svm"
 # WAA's Python 3.9 with its packages, copied into the worker image from windowsarena/winarena.
 OA_VM_WAA_PYTHON="/usr/local/bin/python3.9"
 # Where the tools reach the scoring server on the host (oa-vm-bridge.service).
