@@ -64,12 +64,14 @@ def test_restore_brings_back_memory_and_disk(guest: tuple[Path, tiny_guest.TinyG
     status, answer = _reset(root, vm, "restore")
     assert status == 1 and answer["ok"] is False
     assert "no clean snapshot" in str(answer["error"])
-    assert _reset(root, vm, "check") == (0, {"ok": True})
+    status, answer = _reset(root, vm, "check")
+    assert status == 0 and answer["blockers"] == [] and "token" not in answer
 
     vm.set(mem="clean-mem", disk="clean-disk")
     status, answer = _reset(root, vm, "take", "fingerprint-1")
     assert status == 0, answer
-    assert answer["disks"] == ["disk0"]
+    assert answer["disks"] == ["disk0"]  # not the read-only qcow2 node beside it
+    first_tag = answer["tag"]
 
     for round_ in range(2):
         vm.set(mem=f"dirty-mem-{round_}", disk=f"dirty-disk-{round_}")
@@ -81,7 +83,20 @@ def test_restore_brings_back_memory_and_disk(guest: tuple[Path, tiny_guest.TinyG
         assert vm.state() == {"mem": "clean-mem", "disk": "clean-disk"}
 
     status, answer = _reset(root, vm, "check")
-    assert status == 0 and answer["token"] == "fingerprint-1" and answer["tag"] == "oa-vm-clean"
+    assert status == 0 and answer["token"] == "fingerprint-1" and answer["tag"] == first_tag
+
+    # A second take: a new tag, the record moves to it, the first snapshot is deleted.
+    vm.set(mem="clean-2", disk="clean-2")
+    status, answer = _reset(root, vm, "take", "fingerprint-2")
+    assert status == 0 and answer["tag"] != first_tag and str(answer["tag"]).startswith(
+        "oa-vm-clean-")
+    vm.set(mem="dirty", disk="dirty")
+    status, answer = _reset(root, vm, "restore")
+    assert status == 0 and answer["token"] == "fingerprint-2"
+    assert vm.state() == {"mem": "clean-2", "disk": "clean-2"}
+    snapshots = subprocess.run(["qemu-img", "snapshot", "-U", "-l", str(root / "disk.qcow2")],
+                               capture_output=True, text=True, timeout=60).stdout
+    assert first_tag not in snapshots and str(answer["tag"]) in snapshots
 
 
 def test_a_worker_without_a_monitor_says_so(tmp_path: Path) -> None:
