@@ -124,3 +124,53 @@ def test_a_worker_that_hangs_during_the_clean_reset_is_given_up_at_the_read_time
         assert not thread.is_alive(), "the clean reset waited on a hung worker past its timeout"
     assert [f.error_type for f in failed] == [ErrorType.INFRASTRUCTURE]
     assert "writing the snapshot's fingerprint" in failed[0].message
+
+
+class _RefusedSnapshots(_FreshSnapshots):
+    """A worker whose QEMU refuses the snapshot (a migration blocker)."""
+
+    def __init__(self) -> None:
+        self.takes = 0
+
+    def take(self, token: str) -> SnapshotState:
+        self.takes += 1
+        raise SnapshotError("QEMU refuses snapshots on this machine: State blocked by "
+                            "non-migratable CPU device (invtsc flag)", unsupported=True)
+
+
+class _Guest:
+    """The worker's WAA and scoring servers as far as a reset uses them."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def close_all(self) -> None:
+        self.calls.append("close_all")
+
+    def clear_task_files(self) -> None:
+        self.calls.append("clear_task_files")
+
+    def setup(self, steps: list[dict[str, Any]], timeout: float | None = None) -> None:
+        self.calls.append("setup")
+
+
+@pytest.mark.parametrize("may_fall_back", [True, False])
+def test_a_refused_snapshot_falls_back_to_stock_once_or_fails_under_clean(
+    may_fall_back: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    guest = _Guest()
+    connection = WorkerConnection("pool/w0", guest, guest, "", "")  # type: ignore[arg-type]
+    control = _RefusedSnapshots()
+    reset = WorkerReset("clean", resolve=lambda c: control, may_fall_back=may_fall_back)
+    if not may_fall_back:  # --reset clean: the task is an infrastructure error
+        with pytest.raises(ResetFailed) as failed:
+            reset.before_task(connection)
+        assert failed.value.error_type is ErrorType.INFRASTRUCTURE
+        return
+    with caplog.at_level("WARNING", logger="evals.reset"):
+        done = [reset.before_task(connection) for _ in range(3)]
+    assert [d.kind for d in done] == ["stock"] * 3 and control.takes == 1
+    assert guest.calls.count("close_all") == 3
+    lines = [r.getMessage() for r in caplog.records if "pool/w0" in r.getMessage()]
+    assert len(lines) == 1 and "invtsc" in lines[0] and "stock way" in lines[0]
+    assert reset.fallback_reason is not None and "could not be taken" in reset.fallback_reason
