@@ -149,7 +149,7 @@ run_container() {
     -e "QMP=unix:$OA_VM_QMP_MOUNT/qmp.sock,server=on,wait=off" -e "VM_NET_IP=$OA_VM_GUEST_IP" \
     -e "VERSION=${VERSION:-11e}" -e "RAM_SIZE=${RAM_SIZE:-8G}" \
     -e "CPU_CORES=${CPU_CORES:-4}" -e "DISK_SIZE=${DISK_SIZE:-64G}" \
-    -e "CPU_MODEL=$OA_VM_CPU_MODEL" -e "CPU_FLAGS=$OA_VM_CPU_FLAGS" \
+    -e "CPU_MODEL=$OA_VM_CPU_MODEL" -e "CPU_FLAGS=$OA_VM_CPU_FLAGS" -e "DISK_CACHE=$OA_VM_DISK_CACHE" \
     --entrypoint /bin/bash "$OA_VM_LOCAL_IMAGE" \
     -c "/entry.sh --prepare-image $prepare --start-client false" >/dev/null ||
     fail "docker run failed (see: journalctl -u oa-vm-bootstrap)"

@@ -33,6 +33,12 @@ OA_VM_QMP_MOUNT="/run/oa-vm-qmp"
 # the kernel keeps no nested state. Rules: tests/unit/infra/test_cpu_flags.py.
 OA_VM_CPU_MODEL="host"
 OA_VM_CPU_FLAGS="-invtsc,-vmx,-svm"
+# The guest disk (and the clean snapshot's RAM image stored in it) through the host's page
+# cache (dockur's DISK_CACHE; it then uses threaded I/O): a restore after the first reads the
+# guest's RAM from memory, not from the volume (8 GB at gp3's 125 MiB/s is 66 s; see
+# docs/performance.md). The worker's disk is thrown away with the worker, so the writes a
+# host crash could lose do not matter.
+OA_VM_DISK_CACHE="writeback"
 # WAA's Python 3.9 with its packages, copied into the worker image from windowsarena/winarena.
 OA_VM_WAA_PYTHON="/usr/local/bin/python3.9"
 # Where the tools reach the scoring server on the host (oa-vm-bridge.service).

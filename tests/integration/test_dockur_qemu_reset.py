@@ -69,6 +69,9 @@ def test_clean_reset_on_dockurs_qemu(
     # What dockur asked of KVM: the worker's flags, after dockur's own (they win).
     assert cpu.startswith("host,") and cpu.endswith(",-invtsc,-vmx,-svm"), cpu
     assert "migratable=no" not in cpu
+    # The disk, and the vmstate in it, through the host's page cache (docs/performance.md).
+    drive = next(a for a in args if a.startswith("file=") and "data.qcow2" in a)
+    assert "cache=writeback" in drive and "aio=threads" in drive, drive
 
     status, answer = _reset(root, vm, "check")
     assert status == 0, answer

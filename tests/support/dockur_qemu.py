@@ -1,7 +1,7 @@
 """QEMU's command line as dockur assembles it on a cloud worker, made runnable here.
 
 dockur's real scripts (``../shared/dockur/upstream/qemu/src``) run in bash with the container's
-environment as ``bootstrap.sh`` gives it (``CPU_MODEL``, ``CPU_FLAGS`` from ``lib.sh``,
+environment as ``bootstrap.sh`` gives it (``CPU_MODEL``, ``CPU_FLAGS``, ``DISK_CACHE`` from ``lib.sh``,
 ``DISK_FMT=qcow2`` from the worker image, ``QMP`` on a unix socket, ``RAM_SIZE``): ``utils.sh``
 and ``init.sh``'s defaults, then ``memory.sh``, ``disk.sh`` (which creates the qcow2 data disk
 in the storage folder with ``qemu-img``), ``proc.sh`` under KVM and ``config.sh``, whose
@@ -37,7 +37,7 @@ TCG_MODEL = {"AuthenticAMD": "EPYC", "GenuineIntel": "Skylake-Client-v4"}
 SCRIPT = r"""set -Eeuo pipefail
 exec 3>&1 1>&2  # dockur's messages to stderr, ARGS alone on stdout
 . "$OA_LIB"
-CPU_MODEL="$OA_VM_CPU_MODEL" CPU_FLAGS="$OA_VM_CPU_FLAGS"
+CPU_MODEL="$OA_VM_CPU_MODEL" CPU_FLAGS="$OA_VM_CPU_FLAGS" DISK_CACHE="$OA_VM_DISK_CACHE"
 cd "$DOCKUR_SRC"
 . ./utils.sh
 html() { :; }  # dockur's web status page

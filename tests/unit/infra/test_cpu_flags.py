@@ -164,6 +164,7 @@ def test_the_workers_cpu_registers_no_migration_blocker(host: str, tmp_path: Pat
 def test_bootstrap_passes_the_cpu_flags_to_dockur() -> None:
     text = (WORKER / "bootstrap.sh").read_text(encoding="utf-8")
     assert '-e "CPU_MODEL=$OA_VM_CPU_MODEL" -e "CPU_FLAGS=$OA_VM_CPU_FLAGS"' in text
+    assert '-e "DISK_CACHE=$OA_VM_DISK_CACHE"' in text  # docs/performance.md, clean resets
 
 
 @pytest.mark.parametrize("host", sorted(HOSTS))
