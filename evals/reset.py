@@ -122,6 +122,7 @@ class WorkerReset:
         self.resolve = resolve
         self.fallback_reason = fallback_reason
         self.may_fall_back = may_fall_back
+        self.qemu: dict[str, Any] | None = None  # the worker's QEMU, as its host's check saw it
         self._connection: WorkerConnection | None = None
         self._control: SnapshotControl | None = None
 
@@ -243,7 +244,8 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
             resolve = _resolver(provider, pool.record)
             plans[connection.name] = WorkerReset(
                 "clean", resolve, may_fall_back=mode is ResetMode.CLEAN_OR_STOCK)
-            checks.append((connection.name, _checker(resolve, connection)))
+            checks.append((connection.name, _checker(resolve, connection,
+                                                     plans[connection.name])))
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(checks)))) as executor:
         reasons = dict(zip([n for n, _ in checks], executor.map(lambda c: c[1](), checks),
                            strict=True))
@@ -281,14 +283,16 @@ def _resolver(provider: Provider, record: PoolRecord) -> Callable[[WorkerConnect
 
 
 def _checker(
-    resolve: Callable[[WorkerConnection], SnapshotControl], connection: WorkerConnection
+    resolve: Callable[[WorkerConnection], SnapshotControl], connection: WorkerConnection,
+    plan: WorkerReset,
 ) -> Callable[[], str | None]:
-    """Asks the worker's host whether it can restore: None, or why not."""
+    """Asks the worker's host whether it can restore: None, or why not (a cloud worker's QEMU
+    command line and CPU flags are kept on ``plan`` for the run's metadata)."""
     from oa_vm.snapshots import SnapshotError
 
     def check() -> str | None:
         try:
-            resolve(connection).check()
+            plan.qemu = resolve(connection).check().qemu
         except SnapshotError as exc:
             return str(exc)
         return None
@@ -297,12 +301,15 @@ def _checker(
 
 
 def describe_plan(plans: Mapping[str, WorkerReset]) -> dict[str, Any]:
-    """The run's reset plan for ``metadata.json``: ``{"clean": [...], "stock": [...], ...}``."""
+    """The run's reset plan for ``metadata.json``: ``{"clean": [...], "stock": [...], ...}``,
+    with each cloud worker's QEMU command line and ``-cpu`` value under ``qemu``."""
     return {
         "clean": sorted(n for n, p in plans.items() if p.kind == "clean"),
         "stock": sorted(n for n, p in plans.items() if p.kind == "stock"),
         "fallbacks": {n: p.fallback_reason for n, p in sorted(plans.items())
                       if p.fallback_reason},
+        "qemu": {n: {"cpu": p.qemu.get("cpu"), "cmdline": p.qemu.get("cmdline")}
+                 for n, p in sorted(plans.items()) if p.qemu},
     }
 
 

@@ -1,11 +1,11 @@
 """QEMU's command line as dockur assembles it on a cloud worker, made runnable here.
 
 dockur's real scripts (``../shared/dockur/upstream/qemu/src``) run in bash with the container's
-environment as ``bootstrap.sh`` gives it (``CPU_MODEL``, ``CPU_FLAGS``, ``DISK_CACHE`` from ``lib.sh``,
-``DISK_FMT=qcow2`` from the worker image, ``QMP`` on a unix socket, ``RAM_SIZE``): ``utils.sh``
-and ``init.sh``'s defaults, then ``memory.sh``, ``disk.sh`` (which creates the qcow2 data disk
-in the storage folder with ``qemu-img``), ``proc.sh`` under KVM and ``config.sh``, whose
-``ARGS`` is what dockur's ``entry.sh`` hands to ``qemu-system-x86_64``.
+environment as ``bootstrap.sh`` gives it (``CPU_MODEL``, ``CPU_FLAGS``, ``DISK_CACHE`` from
+``lib.sh``, ``DISK_FMT=qcow2`` from the worker image, ``QMP`` on a unix socket, ``RAM_SIZE``):
+``utils.sh`` and ``init.sh``'s defaults, then ``memory.sh``, ``disk.sh`` (which creates the
+qcow2 data disk in the storage folder with ``qemu-img``), ``proc.sh`` under KVM and
+``config.sh``, whose ``ARGS`` is what dockur's ``entry.sh`` hands to ``qemu-system-x86_64``.
 
 What cannot run here, and replaces it (:func:`runnable`):
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -174,3 +175,24 @@ def test_a_refused_snapshot_falls_back_to_stock_once_or_fails_under_clean(
     lines = [r.getMessage() for r in caplog.records if "pool/w0" in r.getMessage()]
     assert len(lines) == 1 and "invtsc" in lines[0] and "stock way" in lines[0]
     assert reset.fallback_reason is not None and "could not be taken" in reset.fallback_reason
+
+
+def test_a_blocked_qemu_is_unsupported_and_a_checked_one_is_recorded_for_the_run() -> None:
+    from evals.reset import _checker, describe_plan
+
+    blocked = _Runner(3, '{"ok": false, "error": "QEMU refuses snapshots on this machine: State '
+                         'blocked by non-migratable CPU device (invtsc flag) (-cpu host)"}\n')
+    with pytest.raises(SnapshotError, match="invtsc") as failed:
+        HostSnapshotControl(SSH, blocked).check()
+    assert failed.value.unsupported is True  # --reset clean refuses it in one line
+
+    qemu = {"pid": 7, "cmdline": ["qemu-system-x86_64", "-cpu", "host,-invtsc"],
+            "cpu": "host,-invtsc"}
+    ok = _Runner(0, json.dumps({"ok": True, "blockers": [], "qemu": qemu}) + "\n")
+    plan = WorkerReset("clean")
+    guest = _Guest()
+    connection = WorkerConnection("pool/w0", guest, guest, "", "")  # type: ignore[arg-type]
+    assert _checker(lambda c: HostSnapshotControl(SSH, ok), connection, plan)() is None
+    described = describe_plan({"pool/w0": plan})
+    assert described["qemu"] == {"pool/w0": {"cpu": "host,-invtsc",
+                                             "cmdline": qemu["cmdline"]}}
