@@ -277,7 +277,7 @@ def disk_args(disk: Path, mibps: float | None) -> list[str]:
 
 def start_guest(folder: Path, qmp_socket: Path, memory_mb: int = 256,
                 disk_mibps: float | None = None, monitor: Path | None = None,
-                prefill: bool = False) -> TinyGuest:
+                prefill: bool = False, extra: tuple[str, ...] = ()) -> TinyGuest:
     """Build the guest in ``folder`` and start QEMU with QMP on ``qmp_socket``.
 
     Args:
@@ -288,6 +288,7 @@ def start_guest(folder: Path, qmp_socket: Path, memory_mb: int = 256,
         prefill: the guest's RAM starts as a host file of non-zero pages (a private mapping),
             so the vmstate is as large as the RAM from the first second: a guest filling 2 GB
             itself takes over ten minutes under TCG on a busy machine.
+        extra: more QEMU arguments (a device that registers a migration blocker, say).
 
     Beside the disk the guest has a read-only qcow2 node (no device), as a worker with a
     read-only image has: it can hold no snapshot and must be left out of one.
@@ -322,6 +323,7 @@ def start_guest(folder: Path, qmp_socket: Path, memory_mb: int = 256,
     ]
     if monitor is not None:
         argv += ["-qmp", f"unix:{monitor},server=on,wait=off"]
+    argv += list(extra)
     if prefill:
         ram = folder / "ram.fill"
         with ram.open("wb") as handle:

@@ -99,6 +99,43 @@ def test_restore_brings_back_memory_and_disk(guest: tuple[Path, tiny_guest.TinyG
     assert first_tag not in snapshots and str(answer["tag"]) in snapshots
 
 
+def test_a_restore_whose_guest_never_answers_ends_at_its_deadline(
+    guest: tuple[Path, tiny_guest.TinyGuest],
+) -> None:
+    root, vm = guest
+    assert _reset(root, vm, "take", "fp")[0] == 0
+    env = dict(os.environ, OA_VM_ROOT=str(root), OA_VM_RESET_WAIT_S="3",
+               OA_VM_RESET_PROBE_URL=f"{vm.url}/cgi-bin/nothing-here")
+    done = subprocess.run([str(RESET_SH), "restore"], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 1
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "ok": False, "error": "WAA not up 3s after the restore"}
+
+
+# ivshmem in peer mode (master=off, its default) registers a migration blocker under any
+# accelerator (hw/misc/ivshmem.c), as invtsc does under KVM: QEMU then refuses snapshot-save.
+BLOCKER = ("-object", "memory-backend-ram,id=shm0,size=1M,share=on",
+           "-device", "ivshmem-plain,memdev=shm0,master=off")
+
+
+def test_qemu_naming_a_blocker_is_refused_in_one_line(tmp_path: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="oa-qemu-") as folder:
+        root = Path(folder)
+        qmp = root / "var" / "lib" / "oa-vm" / "qmp" / "qmp.sock"
+        vm = tiny_guest.start_guest(root, qmp, extra=BLOCKER)
+        try:
+            vm.wait_serving()
+            for args in (("check",), ("take", "fp")):
+                status, answer = _reset(root, vm, *args)
+                assert status == 3, answer  # cannot restore at all: clean-or-stock falls back
+                assert str(answer["error"]).startswith("QEMU refuses snapshots on this machine: ")
+                assert "ivshmem" in str(answer["error"])
+            assert not (root / "var" / "lib" / "oa-vm" / "clean-snapshot.json").exists()
+        finally:
+            vm.stop()
+
+
 def test_a_worker_without_a_monitor_says_so(tmp_path: Path) -> None:
     done = subprocess.run([str(RESET_SH), "check"], env=dict(os.environ, OA_VM_ROOT=str(tmp_path)),
                           capture_output=True, text=True, timeout=60)
