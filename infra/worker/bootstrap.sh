@@ -234,6 +234,15 @@ scoring_probe() {
   curl -fsS --max-time 5 "http://127.0.0.1:$OA_VM_SCORING_HOST_PORT/probe" >/dev/null 2>&1
 }
 
+# snapshot_check: whether QEMU would take the clean snapshot (no migration blocker), with its
+# -cpu value and command line, as status lines: 'snapshot=ok' or 'snapshot=refused: REASON'.
+snapshot_check() {
+  local answer state
+  answer="$("$here/reset.sh" check 2>&1 | tail -n 1 | tr -d '\r\n')" && state=ok ||
+    state="refused: $(printf '%s' "$answer" | sed -n 's/.*"error": "\([^"]*\)".*/\1/p')"
+  OA_VM_STATUS_EXTRA="$(printf 'snapshot=%s\nqemu=%s' "$state" "$answer")"
+}
+
 # finish_pool: 'ready' only once the scoring server itself answers, through the bridge, on the
 # host port the tools use (a unit that starts is not a scorer that works: it may fail to import
 # WAA's evaluators and restart forever).
@@ -249,6 +258,7 @@ finish_pool() {
     fi
     sleep "$guest_poll_s"
   done
+  snapshot_check
   write_status "done" ready "Windows answers /probe and the scoring server answers on 127.0.0.1:$OA_VM_SCORING_HOST_PORT"
 }
 

@@ -61,6 +61,8 @@ write_status() {
   local message="${3//$'\n'/ }"
   printf 'state=%s\nstep=%s\nmessage=%s\nstarted=%s\nupdated=%s\n' \
     "$1" "$2" "$message" "${OA_VM_STEP_STARTED:-$(now_utc)}" "$(now_utc)" >"$tmp"
+  # OA_VM_STATUS_EXTRA: more key=value lines (the clean snapshot's check at boot), one a line
+  if [ -n "${OA_VM_STATUS_EXTRA:-}" ]; then printf '%s\n' "$OA_VM_STATUS_EXTRA" >>"$tmp"; fi
   mv -f "$tmp" "$OA_VM_STATUS_FILE"
 }
 

@@ -100,15 +100,16 @@ class Qmp:
             raise QmpError(f"QEMU's monitor sent {line[:80]!r}") from exc
         return message
 
-    def run(self, name: str, **arguments: Any) -> Any:
-        """Run one command and return its ``return`` value."""
+    def run(self, name: str, until: float | None = None, **arguments: Any) -> Any:
+        """Run one command and return its ``return`` value (waiting up to ``until`` when given:
+        QEMU may start a job's work before it writes the command's answer)."""
         try:
             self.sock.sendall(json.dumps({"execute": name, "arguments": arguments}).encode()
                               + b"\n")
         except OSError as exc:
             raise QmpError(f"QEMU's monitor: {exc}") from exc
         while True:
-            message = self.read()
+            message = self.read(until)
             if "event" in message:
                 self.events.append(message)
             elif "error" in message:
@@ -138,7 +139,7 @@ class Qmp:
     def job(self, name: str, deadline: float, **arguments: Any) -> None:
         """Run job ``name`` to its end under a unique id; raise with its error if it failed."""
         job_id = f"oa-vm-{name}-{os.getpid()}-{time.time_ns()}"
-        self.run(name, **{"job-id": job_id}, **arguments)
+        self.run(name, deadline, **{"job-id": job_id}, **arguments)
         self.wait_job(job_id, deadline)
         job = next((j for j in self.run("query-jobs") if j["id"] == job_id), None)
         if job is None:
