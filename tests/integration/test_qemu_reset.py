@@ -99,11 +99,18 @@ def test_restore_brings_back_memory_and_disk(guest: tuple[Path, tiny_guest.TinyG
     assert first_tag not in snapshots and str(answer["tag"]) in snapshots
 
 
-def test_a_restore_whose_guest_never_answers_ends_at_its_deadline(
+def test_a_failed_load_or_a_guest_that_never_answers_ends_in_one_line(
     guest: tuple[Path, tiny_guest.TinyGuest],
 ) -> None:
     root, vm = guest
     assert _reset(root, vm, "take", "fp")[0] == 0
+    # A load job that QEMU concludes with an error (the recorded snapshot is gone) is a failure.
+    record = root / "var" / "lib" / "oa-vm" / "clean-snapshot.json"
+    kept = record.read_text()
+    record.write_text(json.dumps({**json.loads(kept), "tag": "oa-vm-clean-gone"}))
+    status, answer = _reset(root, vm, "restore")
+    assert status == 1 and "oa-vm-clean-gone" in str(answer["error"]), answer
+    record.write_text(kept)
     env = dict(os.environ, OA_VM_ROOT=str(root), OA_VM_RESET_WAIT_S="3",
                OA_VM_RESET_PROBE_URL=f"{vm.url}/cgi-bin/nothing-here")
     done = subprocess.run([str(RESET_SH), "restore"], env=env, capture_output=True, text=True,
