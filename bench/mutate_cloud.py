@@ -12,7 +12,10 @@ Areas and their tests:
   run under Pulumi's mocks);
 - ``driver``: ``oa_vm/providers/pulumi_driver.py``, ``oa_vm/images.py``,
   ``oa_vm/shared_images.py`` (the engine driver and images);
-- ``wait``: ``oa_vm/providers/cloud_wait.py``, ``oa_vm/drain.py`` (following hosts over real SSH).
+- ``wait``: ``oa_vm/providers/cloud_wait.py``, ``oa_vm/drain.py`` (following hosts over real SSH);
+- ``reset``: ``infra/worker/qmp_snapshot.py`` and ``evals/reset.py`` (the clean reset: QEMU's
+  jobs through the shipped ``reset.sh`` on real QEMU guests, dockur's own command line among them,
+  and the fallback to stock). Slow: QEMU under TCG, a few minutes per mutant.
 
 Run from the repository root (the modules are edited in place and always restored; the run
 refuses to start if one of them has uncommitted changes, so ``git checkout`` undoes an
@@ -80,11 +83,19 @@ AREA_TESTS: dict[str, list[str]] = {
         "tests/unit/oa_vm/test_fleet_replacement.py",
         "tests/integration/test_drain_replacement.py",
     ],
+    "reset": [
+        "tests/unit/evals/test_reset.py",
+        "tests/unit/infra/test_cloud_init.py",
+        "tests/integration/test_qemu_reset.py",
+        "tests/integration/test_dockur_qemu_reset.py",
+        "tests/integration/test_slow_restore.py",
+    ],
 }
 
 A, AZ, IA, IZ = "infra/aws.py", "infra/azure.py", "infra/image_aws.py", "infra/image_azure.py"
 D, IM, SH = "oa_vm/providers/pulumi_driver.py", "oa_vm/images.py", "oa_vm/shared_images.py"
 W, DR = "oa_vm/providers/cloud_wait.py", "oa_vm/drain.py"
+Q, R = "infra/worker/qmp_snapshot.py", "evals/reset.py"
 
 _BUILDER = (
     '        "volume_size": settings.{size},\n        "volume_type": "gp3",\n'
@@ -229,6 +240,28 @@ MUTANTS: list[Mutant] = [
     Mutant("w12", "wait", DR, "    command = f\"cat {cloud_wait.RemoteCommands().status_file} "
            "2>/dev/null || true\"", "    command = \"cat /var/lib/oa-vm/status 2>/dev/null || "
            "true\"", "the drain reads a fixed path, not the wait's"),
+    Mutant("r1", "reset", Q, '                 if n.get("drv") == "qcow2" and not n.get("ro")]',
+           '                 if n.get("drv") == "qcow2"]', "read-only qcow2 nodes in the devices"),
+    Mutant("r2", "reset", Q, '        if job.get("error"):\n            raise',
+           '        if job.get("error") and False:\n            raise',
+           "a job that concluded with an error counted as done"),
+    Mutant("r3", "reset", Q, '        qmp.run("cont")', "        pass",
+           "a machine stopped before the load left stopped"),
+    Mutant("r4", "reset", Q, '    tag = f"{base}-{time.time_ns()}"', "    tag = base",
+           "one fixed snapshot tag"),
+    Mutant("r5", "reset", Q,
+           "            self.sock.settimeout(max(0.1, deadline - time.monotonic()))",
+           "            self.sock.settimeout(10)", "a 10 s socket timeout while a job runs"),
+    Mutant("r6", "reset", Q, '        job_id = f"oa-vm-{name}-{os.getpid()}-{time.time_ns()}"',
+           "        job_id = name", "fixed job ids"),
+    Mutant("r7", "reset", Q, "    refuse_if_blocked(qmp)\n    disks", "    disks",
+           "a save tried while QEMU names a blocker"),
+    Mutant("r8", "reset", Q, '        if old != tag and old.startswith(base):',
+           '        if old.startswith(base):', "the new snapshot deleted with the old ones"),
+    Mutant("r9", "reset", R, "            if not self.may_fall_back:\n",
+           "            if True:\n", "clean-or-stock fails a worker whose snapshot is refused"),
+    Mutant("r10", "reset", R, "            plan.qemu = resolve(connection).check().qemu",
+           "            resolve(connection).check()", "the worker's QEMU left out of the run"),
 ]
 
 

@@ -39,6 +39,11 @@ HOST_TESTS = (
 SCORING_TESTS = ("tests/unit/infra/test_guest_address_and_qmp.py",)
 SPOT_TESTS = ("tests/integration/test_spot_watch_rehearsal.py",)
 AZURE_SPOT_TESTS = ("tests/integration/test_spot_watch_azure_rehearsal.py",)
+RESET_TESTS = ("tests/unit/infra/test_cpu_flags.py", "tests/unit/infra/test_cloud_init.py",
+               "tests/integration/test_cloud_bootstrap_rehearsal.py",
+               "tests/integration/test_qemu_reset.py",
+               "tests/integration/test_dockur_qemu_reset.py")
+"""The clean reset's shell: dockur's CPU flags and cache mode, reset.sh on real QEMU guests."""
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,19 @@ MUTANTS = (
            '-H "X-aws-ec2-metadata-token: $token" ', "", tests=SPOT_TESTS),
     Mutant("Azure eviction not written", "spot_watch_azure.sh",
            '    write_draining "${when:-unknown}" "$event"', "    :", tests=AZURE_SPOT_TESTS),
+    Mutant("dockur's default CPU (invtsc blocks snapshots)", "lib.sh",
+           'OA_VM_CPU_FLAGS="-invtsc,-vmx,-svm"', 'OA_VM_CPU_FLAGS=""', tests=RESET_TESTS),
+    Mutant("CPU flags not passed to dockur", "bootstrap.sh",
+           ' -e "CPU_FLAGS=$OA_VM_CPU_FLAGS"', "", tests=RESET_TESTS),
+    Mutant("vmstate not through the page cache", "lib.sh",
+           'OA_VM_DISK_CACHE="writeback"', 'OA_VM_DISK_CACHE="none"', tests=RESET_TESTS),
+    Mutant("reset.sh waits for WAA forever", "reset.sh",
+           "    if (((now - start) / 1000000 >= wait_s)); then",
+           "    if false; then", tests=RESET_TESTS),
+    Mutant("boot check of the snapshot not recorded", "bootstrap.sh",
+           "  snapshot_check\n", "", tests=RESET_TESTS),
+    Mutant("check does not ask QEMU", "reset.sh", "    helper check\n",
+           "    echo '{\"ok\": true}'\n", tests=RESET_TESTS),
 )
 
 

@@ -8,13 +8,20 @@ Two measurements in one run:
    memory and disk, ``reset.sh restore`` (load the snapshot and wait for the guest's HTTP
    endpoint), check both came back. Reported: median and max of the whole ``restore`` call and
    of QEMU's load alone. Skipped (and said so) where QEMU cannot run.
-2. **Local sweep**: one local pool, the whole local suite with the ``oracle`` agent, once with
+2. **Cold boot vs restore of a 2 GB guest** (``--big-mb``): the tiny guest with 2 GB of RAM
+   holding non-zero pages (so the vmstate is 2 GB), booted cold (QEMU started until the guest
+   serves), then ``reset.sh take`` and ``--big-restores`` restores side by side; once from a
+   disk as fast as this machine's page cache (the worker's ``DISK_CACHE=writeback``: a restore
+   after the first reads the vmstate from the host's memory) and once through QEMU's
+   ``throttle`` filter at 125 MiB/s (gp3's baseline: every restore read from the volume).
+3. **Local sweep**: one local pool, the whole local suite with the ``oracle`` agent, once with
    ``--reset stock`` and once with ``--reset clean`` (alternating, ``--rounds`` each); reported
    as the median makespan of each and their ratio clean / stock.
 
 Usage (from the repository root)::
 
-    .venv/bin/python bench/reset.py [--restores 20] [--workers 2] [--rounds 3] [--json]
+    .venv/bin/python bench/reset.py [--restores 20] [--big-mb 2048] [--big-restores 3]
+        [--workers 2] [--rounds 3] [--json]
 """
 
 from __future__ import annotations
@@ -94,6 +101,40 @@ def qemu_restores(restores: int) -> dict[str, Any]:
     }
 
 
+def cold_vs_restore(memory_mb: int, restores: int, disk_mibps: float | None) -> dict[str, Any]:
+    """Cold boot, take and restores of a ``memory_mb`` guest whose RAM is all non-zero pages."""
+    with tempfile.TemporaryDirectory(prefix="oa-big-") as folder:
+        root = Path(folder)
+        began = time.perf_counter()
+        guest = tiny_guest.start_guest(root, root / "var" / "lib" / "oa-vm" / "qmp" / "qmp.sock",
+                                       memory_mb=memory_mb, disk_mibps=disk_mibps, prefill=True)
+        try:
+            guest.wait_serving(timeout=900)
+            cold = time.perf_counter() - began
+            guest.set(mem="clean", disk="clean")
+            began = time.perf_counter()
+            _reset(root, guest, "take", "bench")
+            take = time.perf_counter() - began
+            whole, load = [], []
+            for i in range(restores):
+                guest.set(mem=f"dirty{i}", disk=f"dirty{i}")
+                began = time.perf_counter()
+                answer = _reset(root, guest, "restore")
+                whole.append(time.perf_counter() - began)
+                load.append(float(answer["seconds"]))
+                if guest.state() != {"mem": "clean", "disk": "clean"}:
+                    raise RuntimeError(f"restore {i + 1} did not bring the clean state back")
+        finally:
+            guest.stop()
+    return {
+        "accel": guest.accel, "guest_memory_mb": memory_mb, "disk_mibps": disk_mibps,
+        "cold_boot_s": round(cold, 3), "take_s": round(take, 3), "restores": restores,
+        "restore_median_s": round(statistics.median(whole), 3),
+        "load_median_s": round(statistics.median(load), 3),
+        "cold_over_restore": round(cold / statistics.median(whole), 2),
+    }
+
+
 def local_sweeps(workers: int, rounds: int, scratch: Path) -> dict[str, Any]:
     """Median makespan of the local suite with stock and clean resets, alternating."""
     from evals.runner import RunConfig, RunEvent, run_evaluation
@@ -137,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run both measurements and print them."""
     args_parser = parser(PROG, "Clean resets: QEMU restore time and local sweep makespans.")
     args_parser.add_argument("--restores", type=int, default=20)
+    args_parser.add_argument("--big-mb", type=int, default=2048, help="0: skip")
+    args_parser.add_argument("--big-restores", type=int, default=3)
     args_parser.add_argument("--workers", type=int, default=2)
     args_parser.add_argument("--rounds", type=int, default=3)
     args_parser.add_argument("--json", action="store_true")
@@ -145,10 +188,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise BenchInputError("--restores, --workers and --rounds must be at least 1")
     progress(f"QEMU rehearsal: {args.restores} restores")
     qemu = qemu_restores(args.restores)
+    big: dict[str, Any] = {}
+    if args.big_mb > 0 and "skipped" not in qemu:
+        for name, mibps in (("page_cache", None), ("gp3_125", 125.0)):
+            progress(f"{args.big_mb} MB guest ({name}): cold boot, take, "
+                     f"{args.big_restores} restores")
+            big[name] = cold_vs_restore(args.big_mb, max(1, args.big_restores), mibps)
     with isolated_home() as scratch:
         progress(f"local sweeps: {args.rounds} round(s) of stock and clean")
         sweeps = local_sweeps(args.workers, args.rounds, scratch)
-    figures = {"machine": machine_info(), "qemu": qemu, "local_sweep": sweeps}
+    figures = {"machine": machine_info(), "qemu": qemu, "big_guest": big,
+               "local_sweep": sweeps}
     if "skipped" in qemu:
         qemu_text = f"QEMU rehearsal skipped: {qemu['skipped']}"
     else:
@@ -158,8 +208,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"max {qemu['restore_max_s']} s (QEMU's load alone: median {qemu['load_median_s']} "
             f"s, max {qemu['load_max_s']} s)"
         )
+    big_text = [
+        f"{b['guest_memory_mb']} MB guest, vmstate disk {name} ({b['accel']}): cold boot "
+        f"{b['cold_boot_s']} s vs reset.sh restore median {b['restore_median_s']} s "
+        f"(load {b['load_median_s']} s, take {b['take_s']} s): cold/restore "
+        f"{b['cold_over_restore']}x"
+        for name, b in big.items()
+    ]
     text = "\n".join([
         qemu_text,
+        *big_text,
         f"Local sweep ({sweeps['workers']} workers, median of {sweeps['rounds']}): stock "
         f"{sweeps['stock_makespan_s']} s, clean {sweeps['clean_makespan_s']} s, "
         f"clean/stock {sweeps['clean_over_stock']}x (reset per task: stock "

@@ -40,6 +40,7 @@ MODULES = (  # load order: dependencies first (modules.dep of the cloud kernel)
     "kernel/drivers/virtio/virtio_pci_legacy_dev.ko",
     "kernel/drivers/virtio/virtio_pci_modern_dev.ko",
     "kernel/drivers/virtio/virtio_pci.ko",
+    "kernel/drivers/scsi/virtio_scsi.ko",  # dockur's data disk: scsi-hd on virtio-scsi-pci
     "kernel/net/core/failover.ko",
     "kernel/drivers/net/net_failover.ko",
     "kernel/drivers/net/virtio_net.ko",
@@ -56,6 +57,8 @@ while [ ! -b /dev/sda ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n+1)); done
 ip link set lo up
 ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
+mkdir -p /fill
+mount -t tmpfs -o size=95% tmpfs /fill
 echo booted > /state/mem
 httpd -p 80 -h /www
 echo "tiny-guest: serving"
@@ -84,6 +87,22 @@ for pair in $(echo "$QUERY_STRING" | tr '&' ' '); do
 done
 sync
 echo '{"ok": true}'
+"""
+
+
+FILL_CGI = """#!/bin/sh
+echo "Content-Type: application/json"
+echo ""
+mb=${QUERY_STRING#mb=}
+printf '%01024d' 7 > /fill/pat
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; do
+  cat /fill/pat /fill/pat > /fill/two; mv /fill/two /fill/pat
+done
+rm -f /fill/ram
+n=0
+while [ $n -lt $((mb / 64)) ]; do cat /fill/pat >> /fill/ram; n=$((n + 1)); done
+rm -f /fill/pat
+echo "{\\"filled_mb\\": $(($(wc -c < /fill/ram) / 1048576))}"
 """
 
 
@@ -140,6 +159,7 @@ def build_initramfs(path: Path) -> Path:
         ("init", script, INIT.encode()),
         ("www/cgi-bin/state", script, STATE_CGI.encode()),
         ("www/cgi-bin/set", script, SET_CGI.encode()),
+        ("www/cgi-bin/fill", script, FILL_CGI.encode()),
         ("modules.list", 0o100644, "\n".join(Path(m).name for m in MODULES).encode() + b"\n"),
     ]
     entries += [(f"lib/modules/{Path(m).name}", 0o100644, (modules / m).read_bytes())
@@ -197,6 +217,13 @@ class TinyGuest:
         with urllib.request.urlopen(url, timeout=timeout) as response:
             response.read()
 
+    def fill(self, megabytes: int, timeout: float = 1800.0) -> int:
+        """Touch ``megabytes`` of the guest's RAM with non-zero pages (QEMU writes zero pages
+        to the vmstate as flags only, so an untouched guest's vmstate is small)."""
+        url = f"{self.url}/cgi-bin/fill?mb={megabytes}"
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return int(json.loads(response.read())["filled_mb"])
+
     def wait_serving(self, timeout: float = BOOT_TIMEOUT_S) -> None:
         """Wait until the endpoint answers (the guest printed nothing useful otherwise)."""
         deadline = time.monotonic() + timeout
@@ -232,14 +259,48 @@ class TinyGuest:
                 self.process.wait(timeout=30)
 
 
-def start_guest(folder: Path, qmp_socket: Path, memory_mb: int = 256) -> TinyGuest:
-    """Build the guest in ``folder`` and start QEMU with QMP on ``qmp_socket``."""
+def disk_args(disk: Path, mibps: float | None) -> list[str]:
+    """QEMU arguments attaching ``disk`` as ``ide-hd`` (qcow2 node ``disk0``), through a
+    ``throttle`` filter of ``mibps`` when given."""
+    if mibps is None:
+        return ["-drive", f"file={disk},format=qcow2,if=none,id=drive0,node-name=disk0",
+                "-device", "ide-hd,drive=drive0"]
+    limit = int(mibps * 1024 * 1024)
+    return [
+        "-object", f"throttle-group,id=slow,x-bps-total={limit},x-bps-total-max={limit}",
+        "-blockdev", f"driver=file,node-name=file0,filename={disk}",
+        "-blockdev", "driver=throttle,node-name=throttle0,throttle-group=slow,file=file0",
+        "-blockdev", "driver=qcow2,node-name=disk0,file=throttle0",
+        "-device", "ide-hd,drive=disk0",
+    ]
+
+
+def start_guest(folder: Path, qmp_socket: Path, memory_mb: int = 256,
+                disk_mibps: float | None = None, monitor: Path | None = None,
+                prefill: bool = False, extra: tuple[str, ...] = ()) -> TinyGuest:
+    """Build the guest in ``folder`` and start QEMU with QMP on ``qmp_socket``.
+
+    Args:
+        disk_mibps: throttle the disk (and so the vmstate stored in it) to this rate with
+            QEMU's own ``throttle`` filter between the qcow2 image and its file: a slow volume.
+        monitor: a second QMP socket, for a test to watch QEMU while ``reset.sh`` holds the
+            first.
+        prefill: the guest's RAM starts as a host file of non-zero pages (a private mapping),
+            so the vmstate is as large as the RAM from the first second: a guest filling 2 GB
+            itself takes over ten minutes under TCG on a busy machine.
+        extra: more QEMU arguments (a device that registers a migration blocker, say).
+
+    Beside the disk the guest has a read-only qcow2 node (no device), as a worker with a
+    read-only image has: it can hold no snapshot and must be left out of one.
+    """
     check_available()
     vmlinuz, _ = find_kernel()
     initrd = build_initramfs(folder / "initramfs.cpio")
     disk = folder / "disk.qcow2"
-    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(disk), "16M"],
-                   check=True, timeout=60)
+    base = folder / "readonly.qcow2"
+    for image in (disk, base):
+        subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(image), "16M"],
+                       check=True, timeout=60)
     qmp_socket.parent.mkdir(parents=True, exist_ok=True)
     port = free_port()
     serial = folder / "serial.log"
@@ -250,8 +311,9 @@ def start_guest(folder: Path, qmp_socket: Path, memory_mb: int = 256) -> TinyGue
         "-kernel", str(vmlinuz), "-initrd", str(initrd),
         "-append", "console=ttyS0 panic=-1",
         "-serial", f"file:{serial}",
-        "-drive", f"file={disk},format=qcow2,if=none,id=drive0,node-name=disk0",
-        "-device", "ide-hd,drive=drive0",
+        *disk_args(disk, disk_mibps),
+        "-blockdev", f"driver=qcow2,node-name=readonly0,read-only=on,file.driver=file,"
+                     f"file.filename={base}",
         # QEMU's own user-mode network, restricted: the guest (at SLIRP's 10.0.2.15 inside
         # QEMU) reaches nothing outside; the host reaches it only on the loopback forward.
         "-netdev", f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
@@ -259,7 +321,42 @@ def start_guest(folder: Path, qmp_socket: Path, memory_mb: int = 256) -> TinyGue
         "-qmp", f"unix:{qmp_socket},server=on,wait=off",
         "-no-reboot",
     ]
+    if monitor is not None:
+        argv += ["-qmp", f"unix:{monitor},server=on,wait=off"]
+    argv += list(extra)
+    if prefill:
+        ram = folder / "ram.fill"
+        with ram.open("wb") as handle:
+            chunk = b"oa-vm-touched-ram" * (1 << 16)
+            for _ in range(memory_mb * (1 << 20) // len(chunk) + 1):
+                handle.write(chunk)
+        argv[argv.index(f"pc,accel={accel}")] = f"pc,accel={accel},memory-backend=ram0"
+        argv += ["-object", f"memory-backend-file,id=ram0,size={memory_mb}M,mem-path={ram},"
+                            "share=off"]
     log = (folder / "qemu.log").open("wb")
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     log.close()
+    return TinyGuest(process, qmp_socket, port, serial, accel)
+
+
+def start_with_args(folder: Path, qmp_socket: Path, args: list[str]) -> TinyGuest:
+    """Start QEMU with another program's ``args`` (machine, CPU, RAM, disks, QMP on
+    ``qmp_socket``), adding only the tiny guest itself: its kernel and initramfs, its serial
+    file and a user-mode network on a loopback forward."""
+    check_available()
+    vmlinuz, _ = find_kernel()
+    initrd = build_initramfs(folder / "initramfs.cpio")
+    port = free_port()
+    serial = folder / "serial.log"
+    argv = [
+        QEMU, *args, "-no-user-config",
+        "-kernel", str(vmlinuz), "-initrd", str(initrd), "-append", "console=ttyS0 panic=-1",
+        "-serial", f"file:{serial}",
+        "-netdev", f"user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:{port}-:80",
+        "-device", "virtio-net-pci,netdev=net0",
+    ]
+    log = (folder / "qemu.log").open("wb")
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    log.close()
+    accel = "kvm" if any("accel=kvm" in a for a in args) else "tcg"
     return TinyGuest(process, qmp_socket, port, serial, accel)

@@ -23,6 +23,7 @@ The dispatcher calls :meth:`WorkerReset.before_task` once per attempt, before th
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from oa_vm.providers.base import Provider
     from oa_vm.snapshots import SnapshotControl
     from oa_vm.state import PoolRecord
+
+log = logging.getLogger(__name__)
 
 GUEST_DIR = "C:\\oa-vm"
 TOKEN_FILE = f"{GUEST_DIR}\\clean-token.txt"
@@ -103,6 +106,9 @@ class WorkerReset:
         resolve: For ``clean``: gives the snapshot control of a connection (called again when
             the worker's connection is replaced, e.g. by ``--repair``).
         fallback_reason: Why a ``clean-or-stock`` run resets this worker the stock way.
+        may_fall_back: ``clean-or-stock``: when the worker's first clean snapshot cannot be
+            taken (QEMU refuses it, the host has no way), reset it the stock way from then on,
+            in one logged line naming the worker, instead of failing its tasks.
     """
 
     def __init__(
@@ -110,10 +116,13 @@ class WorkerReset:
         kind: str,
         resolve: Callable[[WorkerConnection], SnapshotControl] | None = None,
         fallback_reason: str | None = None,
+        may_fall_back: bool = False,
     ) -> None:
         self.kind = kind
         self.resolve = resolve
         self.fallback_reason = fallback_reason
+        self.may_fall_back = may_fall_back
+        self.qemu: dict[str, Any] | None = None  # the worker's QEMU, as its host's check saw it
         self._connection: WorkerConnection | None = None
         self._control: SnapshotControl | None = None
 
@@ -135,6 +144,15 @@ class WorkerReset:
 
         try:
             control = self._ensure_snapshot(worker)
+        except SnapshotError as exc:
+            if not self.may_fall_back:
+                raise ResetFailed(ErrorType.INFRASTRUCTURE, f"clean reset failed: {exc}") from exc
+            self.kind, self.may_fall_back = ResetMode.STOCK, False
+            self.fallback_reason = f"the clean snapshot could not be taken: {exc}"
+            log.warning("worker %s: %s; resetting it the stock way from now on", worker.name,
+                        self.fallback_reason)
+            return self.before_task(worker)
+        try:
             restored = control.restore()
         except SnapshotError as exc:
             raise ResetFailed(ErrorType.INFRASTRUCTURE, f"clean reset failed: {exc}") from exc
@@ -224,8 +242,10 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
                     f"{pool.record.cloud} workers cannot restore a snapshot")))
                 continue
             resolve = _resolver(provider, pool.record)
-            plans[connection.name] = WorkerReset("clean", resolve)
-            checks.append((connection.name, _checker(resolve, connection)))
+            plans[connection.name] = WorkerReset(
+                "clean", resolve, may_fall_back=mode is ResetMode.CLEAN_OR_STOCK)
+            checks.append((connection.name, _checker(resolve, connection,
+                                                     plans[connection.name])))
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(checks)))) as executor:
         reasons = dict(zip([n for n, _ in checks], executor.map(lambda c: c[1](), checks),
                            strict=True))
@@ -263,14 +283,16 @@ def _resolver(provider: Provider, record: PoolRecord) -> Callable[[WorkerConnect
 
 
 def _checker(
-    resolve: Callable[[WorkerConnection], SnapshotControl], connection: WorkerConnection
+    resolve: Callable[[WorkerConnection], SnapshotControl], connection: WorkerConnection,
+    plan: WorkerReset,
 ) -> Callable[[], str | None]:
-    """Asks the worker's host whether it can restore: None, or why not."""
+    """Asks the worker's host whether it can restore: None, or why not (a cloud worker's QEMU
+    command line and CPU flags are kept on ``plan`` for the run's metadata)."""
     from oa_vm.snapshots import SnapshotError
 
     def check() -> str | None:
         try:
-            resolve(connection).check()
+            plan.qemu = resolve(connection).check().qemu
         except SnapshotError as exc:
             return str(exc)
         return None
@@ -279,12 +301,15 @@ def _checker(
 
 
 def describe_plan(plans: Mapping[str, WorkerReset]) -> dict[str, Any]:
-    """The run's reset plan for ``metadata.json``: ``{"clean": [...], "stock": [...], ...}``."""
+    """The run's reset plan for ``metadata.json``: ``{"clean": [...], "stock": [...], ...}``,
+    with each cloud worker's QEMU command line and ``-cpu`` value under ``qemu``."""
     return {
         "clean": sorted(n for n, p in plans.items() if p.kind == "clean"),
         "stock": sorted(n for n, p in plans.items() if p.kind == "stock"),
         "fallbacks": {n: p.fallback_reason for n, p in sorted(plans.items())
                       if p.fallback_reason},
+        "qemu": {n: {"cpu": p.qemu.get("cpu"), "cmdline": p.qemu.get("cmdline")}
+                 for n, p in sorted(plans.items()) if p.qemu},
     }
 
 

@@ -40,6 +40,8 @@ class SnapshotState:
     snapshot: bool
     token: str | None = None
     taken_at: str | None = None
+    qemu: dict[str, Any] | None = None
+    """A cloud worker's QEMU as ``reset.sh check`` read it: ``{"pid", "cmdline", "cpu"}``."""
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,7 @@ run_container() {
     -e "QMP=unix:$OA_VM_QMP_MOUNT/qmp.sock,server=on,wait=off" -e "VM_NET_IP=$OA_VM_GUEST_IP" \
     -e "VERSION=${VERSION:-11e}" -e "RAM_SIZE=${RAM_SIZE:-8G}" \
     -e "CPU_CORES=${CPU_CORES:-4}" -e "DISK_SIZE=${DISK_SIZE:-64G}" \
+    -e "CPU_MODEL=$OA_VM_CPU_MODEL" -e "CPU_FLAGS=$OA_VM_CPU_FLAGS" -e "DISK_CACHE=$OA_VM_DISK_CACHE" \
     --entrypoint /bin/bash "$OA_VM_LOCAL_IMAGE" \
     -c "/entry.sh --prepare-image $prepare --start-client false" >/dev/null ||
     fail "docker run failed (see: journalctl -u oa-vm-bootstrap)"
@@ -249,6 +250,15 @@ scoring_probe() {
   curl -fsS --max-time 5 "http://127.0.0.1:$OA_VM_SCORING_HOST_PORT/probe" >/dev/null 2>&1
 }
 
+# snapshot_check: whether QEMU would take the clean snapshot (no migration blocker), with its
+# -cpu value and command line, as status lines: 'snapshot=ok' or 'snapshot=refused: REASON'.
+snapshot_check() {
+  local answer state
+  answer="$("$here/reset.sh" check 2>&1 | tail -n 1 | tr -d '\r\n')" && state=ok ||
+    state="refused: $(printf '%s' "$answer" | sed -n 's/.*"error": "\([^"]*\)".*/\1/p')"
+  OA_VM_STATUS_EXTRA="$(printf 'snapshot=%s\nqemu=%s' "$state" "$answer")"
+}
+
 # finish_pool: 'ready' only once the scoring server itself answers, through the bridge, on the
 # host port the tools use (a unit that starts is not a scorer that works: it may fail to import
 # WAA's evaluators and restart forever).
@@ -264,6 +274,7 @@ finish_pool() {
     fi
     sleep "$guest_poll_s"
   done
+  snapshot_check
   write_status "done" ready "Windows answers /probe and the scoring server answers on 127.0.0.1:$OA_VM_SCORING_HOST_PORT"
 }
 

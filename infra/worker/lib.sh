@@ -25,6 +25,20 @@ OA_VM_GUEST_IP="172.30.0.2"
 OA_VM_QMP_DIR="$OA_VM_STATE_DIR/qmp"
 OA_VM_QMP_SOCKET="$OA_VM_QMP_DIR/qmp.sock"
 OA_VM_QMP_MOUNT="/run/oa-vm-qmp"
+# The guest's CPU, for dockur's proc.sh (CPU_MODEL, CPU_FLAGS): dockur's own KVM default,
+# host with migratable=no plus +invtsc, exposes an invariant TSC, and under KVM an invariant TSC
+# without a fixed tsc-frequency registers a migration blocker: snapshot-save then refuses every
+# clean reset. CPU_MODEL=host keeps the host's migratable features; -invtsc wins over dockur's
+# +invtsc (QEMU applies '-' features last); -vmx,-svm: nested virtualization registers one where
+# the kernel keeps no nested state. Rules: tests/unit/infra/test_cpu_flags.py.
+OA_VM_CPU_MODEL="host"
+OA_VM_CPU_FLAGS="-invtsc,-vmx,-svm"
+# The guest disk (and the clean snapshot's RAM image stored in it) through the host's page
+# cache (dockur's DISK_CACHE; it then uses threaded I/O): a restore after the first reads the
+# guest's RAM from memory, not from the volume (8 GB at gp3's 125 MiB/s is 66 s; see
+# docs/performance.md). The worker's disk is thrown away with the worker, so the writes a
+# host crash could lose do not matter.
+OA_VM_DISK_CACHE="writeback"
 # WAA's Python 3.9 with its packages, copied into the worker image from windowsarena/winarena.
 OA_VM_WAA_PYTHON="/usr/local/bin/python3.9"
 # Where the tools reach the scoring server on the host (oa-vm-bridge.service).
@@ -47,6 +61,8 @@ write_status() {
   local message="${3//$'\n'/ }"
   printf 'state=%s\nstep=%s\nmessage=%s\nstarted=%s\nupdated=%s\n' \
     "$1" "$2" "$message" "${OA_VM_STEP_STARTED:-$(now_utc)}" "$(now_utc)" >"$tmp"
+  # OA_VM_STATUS_EXTRA: more key=value lines (the clean snapshot's check at boot), one a line
+  if [ -n "${OA_VM_STATUS_EXTRA:-}" ]; then printf '%s\n' "$OA_VM_STATUS_EXTRA" >>"$tmp"; fi
   mv -f "$tmp" "$OA_VM_STATUS_FILE"
 }
 

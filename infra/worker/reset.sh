@@ -1,5 +1,6 @@
 #!/bin/bash
 # Clean resets: take TOKEN | restore | check (docs/providers.md; kept short: AWS user data).
+# Exit 3: this worker cannot take snapshots at all (no monitor, or QEMU names a blocker).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -50,13 +51,12 @@ case "$1" in
   restore)
     [ $# -eq 1 ] || usage
     answer="$(helper load "$tag")" || { echo "$answer"; exit 1; }
-    waited="$(wait_waa)" || { echo "$waited"; exit 1; }
+    waited="$(wait_waa)" || { echo "$waited"; exit 1; }  # a deadline, reported either way
     echo "${answer%\}}, \"wait_s\": $waited}"
     ;;
   check)
     [ $# -eq 1 ] || usage
-    record="$OA_VM_STATE_DIR/clean-snapshot.json"
-    if [ -s "$record" ]; then echo "{\"ok\": true, $(tail -c +2 "$record")"; else echo '{"ok": true}'; fi
+    helper check
     ;;
   *)
     usage

@@ -54,7 +54,8 @@ class HostSnapshotControl:
     def check(self) -> SnapshotState:
         """``reset.sh check``."""
         data = self._run("check")  # the record of the last take (reset.sh keeps it on the host)
-        return SnapshotState(bool(data.get("token")), data.get("token"), data.get("taken_at"))
+        return SnapshotState(bool(data.get("token")), data.get("token"), data.get("taken_at"),
+                             data.get("qemu"))
 
     def take(self, token: str) -> SnapshotState:
         """``reset.sh take TOKEN``."""

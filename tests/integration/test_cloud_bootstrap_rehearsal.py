@@ -127,9 +127,14 @@ def test_pool_success_starts_from_the_image_with_a_bounded_restart_policy(
     assert host.returncode == 0, host.output
     status = host.status()
     assert (status["state"], status["step"]) == ("done", "ready")
+    # The boot's check of the clean snapshot is in the status (no QEMU monitor in this
+    # rehearsal: refused, in reset.sh's words; tests/integration/test_dockur_qemu_reset.py has
+    # the real QEMU).
+    assert status["snapshot"].startswith("refused: no QEMU monitor at "), status
     made = host.calls()
     run = next(c for c in made if c.startswith("docker run"))
     assert "--restart on-failure:3" in run and "--prepare-image false" in run
+    assert '-e CPU_MODEL=host -e CPU_FLAGS=-invtsc,-vmx,-svm -e DISK_CACHE=writeback' in run
     assert "--device=/dev/kvm" in run and "-p 127.0.0.1:5000:5000" in run
     # Windows gets two minutes to shut down on 'docker stop'; the shipped files are read-only.
     assert "--stop-timeout 120" in run

@@ -64,12 +64,14 @@ def test_restore_brings_back_memory_and_disk(guest: tuple[Path, tiny_guest.TinyG
     status, answer = _reset(root, vm, "restore")
     assert status == 1 and answer["ok"] is False
     assert "no clean snapshot" in str(answer["error"])
-    assert _reset(root, vm, "check") == (0, {"ok": True})
+    status, answer = _reset(root, vm, "check")
+    assert status == 0 and answer["blockers"] == [] and "token" not in answer
 
     vm.set(mem="clean-mem", disk="clean-disk")
     status, answer = _reset(root, vm, "take", "fingerprint-1")
     assert status == 0, answer
-    assert answer["disks"] == ["disk0"]
+    assert answer["disks"] == ["disk0"]  # not the read-only qcow2 node beside it
+    first_tag = answer["tag"]
 
     for round_ in range(2):
         vm.set(mem=f"dirty-mem-{round_}", disk=f"dirty-disk-{round_}")
@@ -81,7 +83,64 @@ def test_restore_brings_back_memory_and_disk(guest: tuple[Path, tiny_guest.TinyG
         assert vm.state() == {"mem": "clean-mem", "disk": "clean-disk"}
 
     status, answer = _reset(root, vm, "check")
-    assert status == 0 and answer["token"] == "fingerprint-1" and answer["tag"] == "oa-vm-clean"
+    assert status == 0 and answer["token"] == "fingerprint-1" and answer["tag"] == first_tag
+
+    # A second take: a new tag, the record moves to it, the first snapshot is deleted.
+    vm.set(mem="clean-2", disk="clean-2")
+    status, answer = _reset(root, vm, "take", "fingerprint-2")
+    assert status == 0 and answer["tag"] != first_tag and str(answer["tag"]).startswith(
+        "oa-vm-clean-")
+    vm.set(mem="dirty", disk="dirty")
+    status, answer = _reset(root, vm, "restore")
+    assert status == 0 and answer["token"] == "fingerprint-2"
+    assert vm.state() == {"mem": "clean-2", "disk": "clean-2"}
+    snapshots = subprocess.run(["qemu-img", "snapshot", "-U", "-l", str(root / "disk.qcow2")],
+                               capture_output=True, text=True, timeout=60).stdout
+    assert first_tag not in snapshots and str(answer["tag"]) in snapshots
+
+
+def test_a_failed_load_or_a_guest_that_never_answers_ends_in_one_line(
+    guest: tuple[Path, tiny_guest.TinyGuest],
+) -> None:
+    root, vm = guest
+    assert _reset(root, vm, "take", "fp")[0] == 0
+    # A load job that QEMU concludes with an error (the recorded snapshot is gone) is a failure.
+    record = root / "var" / "lib" / "oa-vm" / "clean-snapshot.json"
+    kept = record.read_text()
+    record.write_text(json.dumps({**json.loads(kept), "tag": "oa-vm-clean-gone"}))
+    status, answer = _reset(root, vm, "restore")
+    assert status == 1 and "oa-vm-clean-gone" in str(answer["error"]), answer
+    record.write_text(kept)
+    env = dict(os.environ, OA_VM_ROOT=str(root), OA_VM_RESET_WAIT_S="3",
+               OA_VM_RESET_PROBE_URL=f"{vm.url}/cgi-bin/nothing-here")
+    done = subprocess.run([str(RESET_SH), "restore"], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 1
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "ok": False, "error": "WAA not up 3s after the restore"}
+
+
+# ivshmem in peer mode (master=off, its default) registers a migration blocker under any
+# accelerator (hw/misc/ivshmem.c), as invtsc does under KVM: QEMU then refuses snapshot-save.
+BLOCKER = ("-object", "memory-backend-ram,id=shm0,size=1M,share=on",
+           "-device", "ivshmem-plain,memdev=shm0,master=off")
+
+
+def test_qemu_naming_a_blocker_is_refused_in_one_line(tmp_path: Path) -> None:
+    with tempfile.TemporaryDirectory(prefix="oa-qemu-") as folder:
+        root = Path(folder)
+        qmp = root / "var" / "lib" / "oa-vm" / "qmp" / "qmp.sock"
+        vm = tiny_guest.start_guest(root, qmp, extra=BLOCKER)
+        try:
+            vm.wait_serving()
+            for args in (("check",), ("take", "fp")):
+                status, answer = _reset(root, vm, *args)
+                assert status == 3, answer  # cannot restore at all: clean-or-stock falls back
+                assert str(answer["error"]).startswith("QEMU refuses snapshots on this machine: ")
+                assert "ivshmem" in str(answer["error"])
+            assert not (root / "var" / "lib" / "oa-vm" / "clean-snapshot.json").exists()
+        finally:
+            vm.stop()
 
 
 def test_a_worker_without_a_monitor_says_so(tmp_path: Path) -> None:

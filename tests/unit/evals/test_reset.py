@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -124,3 +125,74 @@ def test_a_worker_that_hangs_during_the_clean_reset_is_given_up_at_the_read_time
         assert not thread.is_alive(), "the clean reset waited on a hung worker past its timeout"
     assert [f.error_type for f in failed] == [ErrorType.INFRASTRUCTURE]
     assert "writing the snapshot's fingerprint" in failed[0].message
+
+
+class _RefusedSnapshots(_FreshSnapshots):
+    """A worker whose QEMU refuses the snapshot (a migration blocker)."""
+
+    def __init__(self) -> None:
+        self.takes = 0
+
+    def take(self, token: str) -> SnapshotState:
+        self.takes += 1
+        raise SnapshotError("QEMU refuses snapshots on this machine: State blocked by "
+                            "non-migratable CPU device (invtsc flag)", unsupported=True)
+
+
+class _Guest:
+    """The worker's WAA and scoring servers as far as a reset uses them."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def close_all(self) -> None:
+        self.calls.append("close_all")
+
+    def clear_task_files(self) -> None:
+        self.calls.append("clear_task_files")
+
+    def setup(self, steps: list[dict[str, Any]], timeout: float | None = None) -> None:
+        self.calls.append("setup")
+
+
+@pytest.mark.parametrize("may_fall_back", [True, False])
+def test_a_refused_snapshot_falls_back_to_stock_once_or_fails_under_clean(
+    may_fall_back: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    guest = _Guest()
+    connection = WorkerConnection("pool/w0", guest, guest, "", "")  # type: ignore[arg-type]
+    control = _RefusedSnapshots()
+    reset = WorkerReset("clean", resolve=lambda c: control, may_fall_back=may_fall_back)
+    if not may_fall_back:  # --reset clean: the task is an infrastructure error
+        with pytest.raises(ResetFailed) as failed:
+            reset.before_task(connection)
+        assert failed.value.error_type is ErrorType.INFRASTRUCTURE
+        return
+    with caplog.at_level("WARNING", logger="evals.reset"):
+        done = [reset.before_task(connection) for _ in range(3)]
+    assert [d.kind for d in done] == ["stock"] * 3 and control.takes == 1
+    assert guest.calls.count("close_all") == 3
+    lines = [r.getMessage() for r in caplog.records if "pool/w0" in r.getMessage()]
+    assert len(lines) == 1 and "invtsc" in lines[0] and "stock way" in lines[0]
+    assert reset.fallback_reason is not None and "could not be taken" in reset.fallback_reason
+
+
+def test_a_blocked_qemu_is_unsupported_and_a_checked_one_is_recorded_for_the_run() -> None:
+    from evals.reset import _checker, describe_plan
+
+    blocked = _Runner(3, '{"ok": false, "error": "QEMU refuses snapshots on this machine: State '
+                         'blocked by non-migratable CPU device (invtsc flag) (-cpu host)"}\n')
+    with pytest.raises(SnapshotError, match="invtsc") as failed:
+        HostSnapshotControl(SSH, blocked).check()
+    assert failed.value.unsupported is True  # --reset clean refuses it in one line
+
+    qemu = {"pid": 7, "cmdline": ["qemu-system-x86_64", "-cpu", "host,-invtsc"],
+            "cpu": "host,-invtsc"}
+    ok = _Runner(0, json.dumps({"ok": True, "blockers": [], "qemu": qemu}) + "\n")
+    plan = WorkerReset("clean")
+    guest = _Guest()
+    connection = WorkerConnection("pool/w0", guest, guest, "", "")  # type: ignore[arg-type]
+    assert _checker(lambda c: HostSnapshotControl(SSH, ok), connection, plan)() is None
+    described = describe_plan({"pool/w0": plan})
+    assert described["qemu"] == {"pool/w0": {"cpu": "host,-invtsc",
+                                             "cmdline": qemu["cmdline"]}}

@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml  # type: ignore[import-untyped]
 
 from infra import aws as infra_aws
@@ -168,3 +169,17 @@ def test_the_shipped_shell_scripts_parse_and_hold_no_here_documents(tmp_path: Pa
         done = subprocess.run(["bash", "-n", str(shipped)], capture_output=True, text=True,
                               timeout=30, check=False)
         assert done.returncode == 0, (name, done.stderr)
+
+
+@pytest.mark.parametrize("cloud", ["aws", "azure"])
+def test_the_clean_reset_ships_to_every_worker(cloud: str) -> None:
+    """Without ``reset.sh`` (or its QMP helper) the default ``clean-or-stock`` would fall back
+    to WAA's stock reset on every cloud worker, and nothing else would say so."""
+    from oa_vm.providers.cloud_reset import RESET_SCRIPT
+
+    files = _files(_doc(cloud))
+    assert RESET_SCRIPT in files and files[RESET_SCRIPT].get("permissions") == "0755"
+    shipped = _content(files[RESET_SCRIPT])
+    assert shipped.startswith("#!/bin/bash") and "qmp_snapshot.py" in shipped
+    helper = _content(files[f"{units.SHIP_DIR}/qmp_snapshot.py"])
+    assert "snapshot-load" in helper and "blocked-reasons" in helper

@@ -1,0 +1,93 @@
+"""The clean reset on QEMU started with the arguments dockur assembles for a cloud worker.
+
+dockur's real scripts build QEMU's command line (:mod:`tests.support.dockur_qemu`: the worker's
+``CPU_MODEL``/``CPU_FLAGS``, ``DISK_FMT=qcow2``, QMP on a unix socket); only KVM, the network,
+the firmware and the disk size are replaced. The tiny guest (:mod:`bench.tiny_guest`) runs on
+that machine, and the shipped ``reset.sh`` (with ``qmp_snapshot.py``) checks it, takes the
+clean snapshot and puts it back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench import tiny_guest
+from tests.support import dockur_qemu
+
+RESET_SH = Path(__file__).resolve().parents[2] / "infra" / "worker" / "reset.sh"
+
+
+def _unavailable() -> str | None:
+    try:
+        tiny_guest.check_available()
+    except tiny_guest.GuestUnavailable as exc:
+        return str(exc)
+    return dockur_qemu.available()
+
+
+pytestmark = pytest.mark.skipif(_unavailable() is not None,
+                                reason=f"dockur QEMU rehearsal: {_unavailable()}")
+
+
+def _reset(root: Path, guest: tiny_guest.TinyGuest, *args: str) -> tuple[int, dict[str, object]]:
+    env = dict(os.environ, OA_VM_ROOT=str(root),
+               OA_VM_RESET_PROBE_URL=f"{guest.url}/cgi-bin/state", OA_VM_RESET_WAIT_S="300")
+    done = subprocess.run([str(RESET_SH), *args], env=env, capture_output=True, text=True,
+                          timeout=900)
+    lines = done.stdout.strip().splitlines()
+    assert lines, f"reset.sh {args} printed nothing; stderr: {done.stderr}"
+    return done.returncode, json.loads(lines[-1])
+
+
+@pytest.fixture
+def dockur_guest() -> Iterator[tuple[Path, list[str], tiny_guest.TinyGuest]]:
+    with tempfile.TemporaryDirectory(prefix="oa-dockur-") as folder:  # a short socket path
+        root = Path(folder)
+        qmp = root / "var" / "lib" / "oa-vm" / "qmp" / "qmp.sock"
+        qmp.parent.mkdir(parents=True)
+        args = dockur_qemu.dockur_args(root / "storage", qmp, ram="512M")
+        guest = tiny_guest.start_with_args(root, qmp, dockur_qemu.runnable(args))
+        try:
+            guest.wait_serving()
+            yield root, args, guest
+        finally:
+            guest.stop()
+
+
+def test_clean_reset_on_dockurs_qemu(
+    dockur_guest: tuple[Path, list[str], tiny_guest.TinyGuest],
+) -> None:
+    root, args, vm = dockur_guest
+    cpu = args[args.index("-cpu") + 1]
+    # What dockur asked of KVM: the worker's flags, after dockur's own (they win).
+    assert cpu.startswith("host,") and cpu.endswith(",-invtsc,-vmx,-svm"), cpu
+    assert "migratable=no" not in cpu
+    # The disk, and the vmstate in it, through the host's page cache (docs/performance.md).
+    drive = next(a for a in args if a.startswith("file=") and "data.qcow2" in a)
+    assert "cache=writeback" in drive and "aio=threads" in drive, drive
+
+    status, answer = _reset(root, vm, "check")
+    assert status == 0, answer
+    assert answer["blockers"] == []
+    qemu = answer["qemu"]
+    assert isinstance(qemu, dict)
+    assert qemu["cmdline"][0].endswith("qemu-system-x86_64")
+    assert "-invtsc,-vmx,-svm" in qemu["cpu"]  # the worker's flags reached QEMU under TCG
+
+    vm.set(mem="clean-mem", disk="clean-disk")
+    status, answer = _reset(root, vm, "take", "fp-dockur")
+    assert status == 0, answer
+    assert len(answer["disks"]) == 1  # dockur's data disk (an automatic node name)
+    for round_ in range(2):
+        vm.set(mem=f"dirty-{round_}", disk=f"dirty-{round_}")
+        status, answer = _reset(root, vm, "restore")
+        assert status == 0, answer
+        assert answer["token"] == "fp-dockur"
+        assert vm.state() == {"mem": "clean-mem", "disk": "clean-disk"}
