@@ -20,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from oa_vm import timings
 from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
 from oa_vm.duration_options import Duration, duration_option
 from oa_vm.errors import InvalidInputError
@@ -53,7 +54,8 @@ ImageOpt = Annotated[
 ]
 BuildImageOpt = Annotated[
     bool, typer.Option(help="Cloud pools: build the region's image first if it has none "
-                            "(about 90 min, once per region; its plan and price come first).")
+                            f"({timings.about(timings.IMAGE_BUILD.typical_s)}, estimated; once "
+                            "per region; its plan and price come first).")
 ]
 PlanOpt = Annotated[
     bool, typer.Option("--plan", help="Show the plan and price; create nothing.")

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from oa_vm import cloud_plan
+from oa_vm import cloud_plan, timings
 from oa_vm.durations import format_duration
 from oa_vm.providers.base import Plan
 from oa_vm.tables import money, render_table
@@ -181,7 +181,7 @@ class SmokePlan:
         elif self.image_plan is not None:
             lines.append(
                 f"Image: none in {self.region} yet: one is built first ({self.image_plan.name}, "
-                f"{cloud_plan.hours(cloud_plan.BUILD_READY_S)}, "
+                f"{timings.IMAGE_BUILD.text()}, "
                 f"{money(self.image_plan.price_per_hour)}/hour for the builder; it stays "
                 "afterwards for later pools unless --delete-image)"
             )
