@@ -3,10 +3,10 @@
 One image per region is built once (:data:`oa_vm.timings.IMAGE_BUILD`) and reused by every pool
 of that region, which then starts warm (:data:`oa_vm.timings.WARM_READY`) instead of installing
 Windows on every worker. The build is one Pulumi stack per image (project
-``oa-vm-<cloud>-images``) driven through three updates (see :mod:`infra.image_aws`): ``build`` (a builder host with an empty storage volume),
-``snapshot`` (once the builder reports ``built`` in its status file), ``keep`` (the builder and
-its volume deleted, the snapshot kept). Records live in ``$OA_VM_HOME/images``
-(:mod:`oa_vm.image_records`).
+``oa-vm-<cloud>-images``) driven through three updates (see :mod:`infra.image_aws`): ``build``
+(a builder host with an empty storage volume), ``snapshot`` (once the builder reports ``built``
+in its status file), ``keep`` (the builder and its volume deleted, the snapshot kept). Records
+live in ``$OA_VM_HOME/images`` (:mod:`oa_vm.image_records`).
 
 Nothing prints here; progress goes to a callback, errors are :mod:`oa_vm.errors` types.
 """
