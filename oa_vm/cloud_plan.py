@@ -84,12 +84,12 @@ def disks_note(cloud: str, size: str, disk_gb: int, storage_gb: int, workers: in
 
 
 def minutes(seconds: float) -> str:
-    """``about 20 min`` (``about 2 h 20 min`` from an hour on: :func:`oa_vm.timings.about`)."""
+    """A duration as plans print it (:func:`oa_vm.timings.about`)."""
     return timings.about(seconds)
 
 
 def hours(seconds: float) -> str:
-    """``about 2 h`` (:func:`oa_vm.timings.about`)."""
+    """A duration as plans print it (:func:`oa_vm.timings.about`)."""
     return timings.about(seconds)
 
 

@@ -173,8 +173,9 @@ def first_region(spec: PoolSpec) -> str:
 
 def wait_timeout(record: PoolRecord, given: str) -> float:
     """Seconds ``pool-wait`` waits: ``given`` (``30m``, ``90s``...), or with ``auto`` what the
-    pool's record says its start takes (from an image: 20 min x 2, which covers the first pool
-    from a new AWS snapshot, 15-35 min; see :mod:`oa_vm.cloud_plan`)."""
+    pool's record says its start takes (from an image: :data:`oa_vm.timings.WARM_READY` times
+    :data:`oa_vm.timings.WAIT_MARGIN`, which covers the first pool from a new AWS snapshot,
+    :data:`oa_vm.timings.FIRST_POOL_READY`)."""
     from oa_vm.durations import parse_duration
 
     if given != "auto":

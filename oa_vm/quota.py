@@ -131,9 +131,9 @@ def read_vcpu_quota(
         region, size, spot: the machines a pool would make.
         run: runs one argv and returns its result (tests pass a recorded answer this way or
             put a stand-in CLI on PATH); default a subprocess with :data:`CLI_TIMEOUT_S`.
-        cli: the CLI's path (default: ``aws``/``az`` found on PATH).
+        cli: the CLI's path (default: ``aws``/``az`` found on PATH, or the bare name when
+            ``run`` is given).
     """
-    run = run or _run_cli
     if cloud == "aws":
         code, name = AWS_SPOT if spot else AWS_ON_DEMAND
         check = (f"aws service-quotas get-service-quota --service-code ec2 --quota-code {code} "
@@ -143,13 +143,13 @@ def read_vcpu_quota(
                     f"--quota-code {code} --region {region} --desired-value {{needed}}')")
         base = VcpuQuota(cloud, region, f"{code} ({name})", None, how_to_check=check,
                          how_to_raise=raise_it)
-        aws = cli if cli is not None else shutil.which("aws")
+        aws = _find("aws", cli, run)
         if not aws:
             return _missing(base, "no 'aws' CLI on PATH")
-        answer, why = _ask(run, [aws, "service-quotas", "get-service-quota", "--service-code",
-                                 "ec2", "--quota-code", code, "--region", region,
-                                 "--cli-connect-timeout", "10", "--cli-read-timeout", "30",
-                                 "--output", "json"])
+        answer, why = _ask(run or _run_cli, [
+            aws, "service-quotas", "get-service-quota", "--service-code", "ec2", "--quota-code",
+            code, "--region", region, "--cli-connect-timeout", "10", "--cli-read-timeout", "30",
+            "--output", "json"])
         value = answer.get("Quota", {}).get("Value") if isinstance(answer, dict) else None
         if not isinstance(value, int | float):
             return _missing(base, why or "the answer holds no Quota.Value")
@@ -161,10 +161,11 @@ def read_vcpu_quota(
                     f"quotas, {family} and Total Regional vCPUs in {region})")
         base = VcpuQuota(cloud, region, family, None, how_to_check=check,
                          how_to_raise=raise_it)
-        az = cli if cli is not None else shutil.which("az")
+        az = _find("az", cli, run)
         if not az:
             return _missing(base, "no 'az' CLI on PATH")
-        answer, why = _ask(run, [az, "vm", "list-usage", "--location", region, "-o", "json"])
+        answer, why = _ask(run or _run_cli,
+                           [az, "vm", "list-usage", "--location", region, "-o", "json"])
         usages = {str((u.get("name") or {}).get("value", "")).lower(): u
                   for u in answer if isinstance(u, dict)} if isinstance(answer, list) else {}
         rows = [usages[key] for key in (family.lower(), "cores") if key in usages]
@@ -177,6 +178,14 @@ def read_vcpu_quota(
                                 how_to_raise=raise_it),
                       float(tight.get("limit", 0)), float(tight.get("currentValue", 0)))
     return VcpuQuota(cloud, region, "none", None, missing=f"{cloud} has no vCPU quota")
+
+
+def _find(name: str, cli: str | None, run: Runner | None) -> str | None:
+    """The CLI to run: ``cli``; else with a ``run`` of the caller's, its bare name; else the
+    one on PATH (None: there is none)."""
+    if cli is not None:
+        return cli
+    return name if run is not None else shutil.which(name)
 
 
 def _missing(base: VcpuQuota, why: str) -> VcpuQuota:
@@ -219,6 +228,8 @@ def quota_check(cloud: str, region: str, size: str, workers: int = 1,
     problem = refusal(quota, size, workers)
     if problem:
         return Check(name, False, problem, quota.how_to_raise.replace("{needed}", str(needed)))
-    per = f"; one worker needs {needed}" if needed is not None else ""
+    per = needed // workers if needed else 0
+    fits = "" if not per or quota.room is None else (
+        f"; fits {math.floor(quota.room / per)} worker(s) of {per} vCPUs")
     return Check(name, True, quota.describe().removesuffix(", read from the account (measured)")
-                 + per)
+                 + fits)
