@@ -130,3 +130,36 @@ def test_a_local_sweep_plan_counts_its_tasks(tmp_path: Path) -> None:
     tasks = next(line for line in block if line.startswith("  tasks:"))
     assert "the local suite's catalog" in tasks and tasks.endswith("[measured]")
     assert "First: nothing" in "\n".join(block)
+
+
+def _oa_vm(tmp_path: Path, bin_dir: Path, *args: str, **extra: str) -> Result:
+    env = {k: v for k, v in os.environ.items() if k not in SECRETS}
+    env.update(PATH=str(bin_dir), OA_VM_HOME=str(tmp_path / "home"),
+               OA_VM_IP_ECHO_URL="http://127.0.0.1:9/", **extra)
+    proc = subprocess.run(  # fixed argv, no shell
+        [str(BIN / "oa-vm"), *args], capture_output=True, text=True, timeout=300, env=env,
+        stdin=subprocess.DEVNULL, check=False,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+def test_doctor_and_smoke_read_the_same_quota(tmp_path: Path) -> None:
+    bin_dir = fake_quota_cli.install(tmp_path / "bin", "aws", fake_quota_cli.aws_answer(4))
+    doctor = _oa_vm(tmp_path, bin_dir, "doctor", AWS_ACCESS_KEY_ID="AKIDEXAMPLE",
+                    AWS_SECRET_ACCESS_KEY="example")
+    assert doctor.returncode == 1
+    line = next(x for x in doctor.stdout.splitlines() if "aws vCPU quota" in x)
+    assert line.startswith("[FAIL] aws vCPU quota (us-east-1, m8i.2xlarge): 1 x m8i.2xlarge "
+                           "need 8 vCPUs"), line
+    assert "request an increase to 8" in line
+    assert "[ok  ] azure vCPU quota (eastus, Standard_D8s_v5): not checked (no azure " \
+           "credentials)" in doctor.stdout
+    smoke = _oa_vm(tmp_path, bin_dir, "smoke", "--cloud", "aws", "--plan")
+    refused = smoke.assert_one_line_error()
+    assert "1 x m8i.2xlarge need 8 vCPUs" in refused and "L-1216C47A" in refused
+    fake_quota_cli.install(bin_dir, "aws", fake_quota_cli.aws_answer(64))
+    shown = _oa_vm(tmp_path, bin_dir, "smoke", "--cloud", "aws", "--plan")
+    assert shown.returncode == 0, shown.stderr
+    assert "vCPU quota: 8 vCPUs needed; quota L-1216C47A" in shown.stdout
+    assert "First: an image build, about 2 h (1.5-3 h, estimated)" in shown.stdout
+    assert "Keeps billing after the smoke: the image's snapshot" in shown.stdout
