@@ -59,6 +59,24 @@ BILLS_AFTER_EXPIRY = {
 }
 
 
+def bills_after_expiry(
+    cloud: str, size: str, disk_gb: int, storage_gb: int, workers: int
+) -> list[str]:
+    """:data:`BILLS_AFTER_EXPIRY` with its price: on Azure, the deallocated workers' disks and
+    public IPs per day (the same as a paused pool's, :func:`oa_vm.pool_cost.paused_price_per_day`),
+    which bill until ``oa-vm pool-cleanup``."""
+    items = list(BILLS_AFTER_EXPIRY.get(cloud, []))
+    if cloud == "azure":
+        from infra.sizes import azure_disk_type
+        from oa_vm.pool_cost import paused_price_per_day
+
+        per_day = paused_price_per_day(cloud, workers, disks=(disk_gb, storage_gb),
+                                       disk_type=azure_disk_type(size))
+        items[1] = (f"{items[1]} (about ${per_day:.2f}/day for {workers} worker(s); the same "
+                    "while paused)")
+    return items
+
+
 def disks_note(cloud: str, size: str, disk_gb: int, storage_gb: int, workers: int = 1) -> str:
     """One line: what the workers' two disks cost per month (AWS gp3 by the GB; Azure by the
     tier each disk falls in: a 160 GB OS disk bills as P15, 256 GiB)."""

@@ -463,7 +463,9 @@ class PulumiCloudProvider:
             not_priced=list(cloud_plan.NOT_PRICED.get(self.name, [])),
             max_spend_usd=cloud_plan.max_spend(total, hours),
             ready_in=ready_in,
-            bills_after_expiry=list(cloud_plan.BILLS_AFTER_EXPIRY.get(self.name, [])),
+            bills_after_expiry=cloud_plan.bills_after_expiry(
+                self.name, settings.size, settings.disk_gb, settings.storage_gb, spec.workers
+            ),
             alternatives=cloud_plan.alternatives(
                 self.name, settings.size, regions[0], spec.spot
             ),
