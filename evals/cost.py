@@ -32,14 +32,17 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from oa_vm import timings
 from oa_vm.errors import InvalidInputError
 
 SCREEN = (1920, 1080)
 TEXT_TOKENS_PER_STEP = 500
 OUTPUT_TOKENS_PER_STEP = 300
-REPLAY_MINUTES_PER_TASK = 1.0
-AGENT_MINUTES_PER_TASK = 3.0
-STARTUP_HOURS = 0.25
+# The formula's times come from oa_vm.timings, the one source of every time estimate (the
+# reference's own figures, kept so its output reproduces exactly).
+REPLAY_MINUTES_PER_TASK = timings.REPLAY_TASK.typical_s / 60  # 1.0
+AGENT_MINUTES_PER_TASK = timings.AGENT_TASK.typical_s / 60  # 3.0
+STARTUP_HOURS = timings.REFERENCE_STARTUP.typical_s / 3600  # 0.25
 BASELINE_STEPS_PER_TASK = 22
 FALLBACK_STEPS_PER_TASK = 10
 DEFAULT_FALLBACK_RATE = 0.30

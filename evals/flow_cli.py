@@ -13,9 +13,17 @@ from typing import Annotated
 
 import typer
 
-from evals.cost import DEFAULT_FALLBACK_RATE, DEFAULT_MODEL, EstimateInput, Mode, format_estimate
+from evals.cost import (
+    DEFAULT_FALLBACK_RATE,
+    DEFAULT_MODEL,
+    STARTUP_HOURS,
+    EstimateInput,
+    Mode,
+    format_estimate,
+)
 from evals.errors import EvalsError, MissingBundlesError
 from evals.flow import DryRun, missing_bundles, plan_dry_run, read_task_ids, resolve_vm_price
+from oa_vm import timings
 from oa_vm.clikit import print_json, run_main
 from oa_vm.errors import InvalidInputError, OaVmError
 
@@ -298,9 +306,20 @@ def render(plan: DryRun) -> str:
         "    spend cap:        --max-cost-usd (dispatching stops at it; exit 3)",
         "    model tokens:     --agent-arg token_cap=N (model-API agents, per run)",
         "",
+        f"  {STARTUP_NOTE}",
         "  DRY-RUN: no VM provisioned, no task run, no money spent.",
     ]
     return "\n".join(lines)
+
+
+STARTUP_NOTE = (
+    f"Times are estimates: the {STARTUP_HOURS:g} h start-up is the reference's figure; an "
+    f"oa-vm cloud pool is ready in {timings.WARM_READY.text()} from an image, after "
+    f"{timings.IMAGE_BUILD.text()} of image build in a new region "
+    "('openadapt-evals sweep --plan' says which)."
+)
+"""The dry run's start-up is the reference formula's; the note says what a real pool takes
+(both figures from :mod:`oa_vm.timings`)."""
 
 
 def reference_json(plan: DryRun) -> dict[str, object]:

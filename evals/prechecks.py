@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 
 def check_before_run(
-    config: RunConfig, *, agent_url_option: str = "--agent-url", needs_home: bool = False
+    config: RunConfig, *, agent_url_option: str = "--agent-url", needs_home: bool = False,
+    plan: bool = False,
 ) -> None:
     """Refuse, before any pool, process or folder exists, what the run would refuse later.
 
@@ -33,6 +34,8 @@ def check_before_run(
             (``--agent-url`` or ``$OA_EVALS_AGENT_URL``).
         needs_home: The command is about to create a pool, so the oa-vm home must be
             writable too.
+        plan: Only a plan is asked (``--plan``): the agent's name is checked, but no agent is
+            built and no server asked, so a plan needs no secret (a model agent's API key).
 
     Raises:
         InvalidRunInputError: a folder cannot be written, ``--resume`` does not match the run,
@@ -45,7 +48,12 @@ def check_before_run(
         from evals.runner import check_run_folder
 
         check_run_folder(config)
-    check_agent(config, agent_url_option=agent_url_option)
+    if plan:
+        from evals.agents import load_agent_class
+
+        load_agent_class(config.agent)
+    else:
+        check_agent(config, agent_url_option=agent_url_option)
     from evals.cua_bench import check_selection, is_cua_selection
 
     if is_cua_selection(config.selection):

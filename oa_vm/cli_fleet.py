@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from oa_vm import fleet, replacements, state
+from oa_vm import fleet, replacements, state, timings
 from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
 from oa_vm.cli_common import echo as _echo
 from oa_vm.cli_common import err as _err
@@ -27,6 +27,9 @@ TimeoutOpt = Annotated[
     str, duration_text_option("--timeout", unit="m",
                               help="How long to wait for the workers: 30m, 90s, 1h")
 ]
+REPAIR_TIMEOUT = f"{round(timings.deadline_s(timings.WARM_READY) / 60)}m"
+"""``pool-repair``'s wait: new workers start from the image (its deadline, which covers the
+first pool from a new AWS image too)."""
 NoWaitOpt = Annotated[
     bool, typer.Option("--no-wait", help="Return once the workers are starting.")
 ]
@@ -105,7 +108,7 @@ def pool_repair(
                                             "lost or draining worker (cloud: every instance "
                                             "that is gone).")
     ] = None,
-    timeout: TimeoutOpt = "40m",  # new workers start from the image: 15-35 min
+    timeout: TimeoutOpt = REPAIR_TIMEOUT,
     no_wait: NoWaitOpt = False,
     json_out: JsonOpt = False,
 ) -> None:

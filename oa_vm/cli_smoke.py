@@ -76,7 +76,7 @@ def smoke(
     refusal = plan.refusal()
     if refusal:
         raise InvalidInputError(refusal)
-    from oa_vm import api, cloud_plan, state
+    from oa_vm import api, state, timings
     from oa_vm.errors import PoolExistsError
     from oa_vm.pool_options import ensure_engine
 
@@ -88,7 +88,7 @@ def smoke(
         _err(f"SSH will be open to {opts.allow_cidrs[0]} only (your address; see --allow-cidr)")
     say = _err if json_out else _echo
     say(plan.describe())
-    took = cloud_plan.hours(cloud_plan.BUILD_READY_S)
+    took = timings.IMAGE_BUILD.text()
     build = (f", building the {plan.region} image first ({took})"
              if plan.image_plan is not None else "")
     confirm(f"Run the smoke{build} (it can spend up to ${plan.max_cost_usd:.2f})?", yes)

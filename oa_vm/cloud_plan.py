@@ -10,26 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# Honest times (docs/providers.md, "The first run, phase by phase"). No build has been timed on a
-# cloud yet; these follow a review of what each step does, and are to be replaced by measured
-# figures (oa-vm smoke prints each phase's duration):
-# - a build pulls the WAA and dockur images, downloads the Windows ISO, installs Windows and
-#   WAA's apps under nested virtualization, then shuts down: 1.5-3 h, about 2 h;
-# - the first pool from a new AWS snapshot reads every block of the 40-60 GB volume from S3 as
-#   it is first touched (EBS restores lazily): 15-35 min;
-# - later pools (the snapshot's blocks warm in the region) about 20 min.
-WARM_READY_S = 20 * 60
-"""A worker from a prepared image: boot, load the worker image, start Windows (about 20 min)."""
-FIRST_POOL_READY_S = 35 * 60
-"""The first pool from a new AWS snapshot, whose blocks are fetched lazily from S3: at most 35
-min (15-35)."""
-BUILD_READY_S = 2 * 60 * 60
-"""An image build: pull, build, install Windows and WAA's apps, shut down (about 2 h)."""
-BUILD_MAX_S = 3 * 60 * 60
-"""The slow end of an image build (1.5-3 h)."""
-WAIT_MARGIN = 2.0
-"""Deadlines are the expected time times this margin: twice the typical figure covers the slow
-end of each range (a 3 h build within 4 h, a 35 min first pool within 40 min)."""
+from oa_vm import timings
+
+# Every time figure comes from oa_vm.timings (one source, each marked estimated or measured);
+# these names are the seconds the plans and deadlines add up.
+WARM_READY_S = timings.WARM_READY.typical_s
+"""A worker from a prepared image: boot, load the worker image, start Windows."""
+FIRST_POOL_READY_S = timings.FIRST_POOL_READY.high_s
+"""The first pool from a new AWS snapshot, whose blocks are fetched lazily from S3 (its slow
+end)."""
+BUILD_READY_S = timings.IMAGE_BUILD.typical_s
+"""An image build: pull, build, install Windows and WAA's apps, shut down."""
+BUILD_MAX_S = timings.IMAGE_BUILD.high_s
+"""The slow end of an image build."""
+WAIT_MARGIN = timings.WAIT_MARGIN
+"""Deadlines are the expected time times this margin (see :data:`oa_vm.timings.WAIT_MARGIN`)."""
 
 STORAGE_USD_PER_GB_MONTH = {"aws": 0.05, "azure": 0.05}
 """Snapshot storage list prices (EBS snapshots standard tier; Azure Standard HDD snapshots)."""
@@ -64,6 +59,24 @@ BILLS_AFTER_EXPIRY = {
 }
 
 
+def bills_after_expiry(
+    cloud: str, size: str, disk_gb: int, storage_gb: int, workers: int
+) -> list[str]:
+    """:data:`BILLS_AFTER_EXPIRY` with its price: on Azure, the deallocated workers' disks and
+    public IPs per day (the same as a paused pool's, :func:`oa_vm.pool_cost.paused_price_per_day`),
+    which bill until ``oa-vm pool-cleanup``."""
+    items = list(BILLS_AFTER_EXPIRY.get(cloud, []))
+    if cloud == "azure":
+        from infra.sizes import azure_disk_type
+        from oa_vm.pool_cost import paused_price_per_day
+
+        per_day = paused_price_per_day(cloud, workers, disks=(disk_gb, storage_gb),
+                                       disk_type=azure_disk_type(size))
+        items[1] = (f"{items[1]} (about ${per_day:.2f}/day for {workers} worker(s); the same "
+                    "while paused)")
+    return items
+
+
 def disks_note(cloud: str, size: str, disk_gb: int, storage_gb: int, workers: int = 1) -> str:
     """One line: what the workers' two disks cost per month (AWS gp3 by the GB; Azure by the
     tier each disk falls in: a 160 GB OS disk bills as P15, 256 GiB)."""
@@ -89,13 +102,13 @@ def disks_note(cloud: str, size: str, disk_gb: int, storage_gb: int, workers: in
 
 
 def minutes(seconds: float) -> str:
-    """``about 20 min``."""
-    return f"about {round(seconds / 60)} min"
+    """A duration as plans print it (:func:`oa_vm.timings.about`)."""
+    return timings.about(seconds)
 
 
 def hours(seconds: float) -> str:
-    """``about 2 h``."""
-    return f"about {seconds / 3600:g} h"
+    """A duration as plans print it (:func:`oa_vm.timings.about`)."""
+    return timings.about(seconds)
 
 
 def machine(cloud: str, size: str, disk_gb: int, storage_gb: int) -> dict[str, Any]:

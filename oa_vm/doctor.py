@@ -1,8 +1,10 @@
 """``oa-vm doctor``: what this machine has and lacks for cloud pools, without touching a cloud.
 
-Every check is local (files, environment, PATH), except one: with the ``az`` CLI installed and
-logged in, whether the subscription registered ``Microsoft.DevTestLab`` (the Azure pools'
-shutdown schedules need it), asked through ``az`` with a timeout. A cloud whose credentials are
+Every check is local (files, environment, PATH), except two, each asked through the cloud's CLI
+with a timeout: with the ``az`` CLI installed and logged in, whether the subscription
+registered ``Microsoft.DevTestLab`` (the Azure pools' shutdown schedules need it); and for a
+cloud whose credentials are found, its account's vCPU quota for a worker of the default size
+(:mod:`oa_vm.quota`; the line says how many workers fit). A cloud whose credentials are
 missing fails its check, but only matters for pools on that cloud: the ``fix`` says what to run.
 
 ``oa-vm doctor --fix`` installs a missing Pulumi CLI, the version matching the installed SDK,
@@ -29,6 +31,7 @@ from oa_vm.providers.pulumi_driver import (
     passphrase_path,
     sdk_version,
 )
+from oa_vm.quota import Runner
 
 
 def check_pulumi(path_lookup: str | None = None) -> Check:
@@ -168,15 +171,42 @@ def check_home(home: Path | None = None) -> Check:
     return Check(name, True, f"{root} (permissions fine)")
 
 
+def check_vcpu_quotas(
+    credentials: Mapping[str, Check], run: Runner | None = None
+) -> list[Check]:
+    """Each cloud's vCPU quota for one worker of its default size in its default region (the
+    line says how many fit), asked only of a cloud whose credentials were found: without them
+    the CLI could only fail, after a wait.
+
+    Args:
+        credentials: the credentials check of each cloud (``{"aws": Check, "azure": Check}``).
+        run: runs one CLI argv (tests pass a recorded answer); default a subprocess.
+    """
+    from infra.sizes import AWS_DEFAULT_SIZE, AZURE_DEFAULT_SIZE
+    from oa_vm.quota import quota_check
+
+    defaults = {"aws": ("us-east-1", AWS_DEFAULT_SIZE), "azure": ("eastus", AZURE_DEFAULT_SIZE)}
+    found = []
+    for cloud, (region, size) in defaults.items():
+        if credentials.get(cloud) is not None and not credentials[cloud].ok:
+            found.append(Check(f"{cloud} vCPU quota ({region}, {size})", True,
+                               f"not checked (no {cloud} credentials)"))
+            continue
+        found.append(quota_check(cloud, region, size, 1, run=run))
+    return found
+
+
 def run_checks() -> list[Check]:
     """Every check, in the order ``oa-vm doctor`` prints them."""
+    aws, azure = check_aws_credentials(), check_azure_credentials()
     return [
         check_pulumi(),
         check_extra("aws", "pulumi_aws"),
         check_extra("azure", "pulumi_azure_native"),
-        check_aws_credentials(),
-        check_azure_credentials(),
+        aws,
+        azure,
         check_devtestlab(),
+        *check_vcpu_quotas({"aws": aws, "azure": azure}),
         check_ssh(),
         check_home(),
     ]

@@ -1,12 +1,12 @@
 """Prepared images: plan, build, list and delete the Windows image pools start from.
 
-One image per region is built once (about 90 minutes) and reused by every pool of that region,
-which then starts warm (about 20 minutes) instead of installing Windows on every worker. The
-build is one Pulumi stack per image (project ``oa-vm-<cloud>-images``) driven through three
-updates (see :mod:`infra.image_aws`): ``build`` (a builder host with an empty storage volume),
-``snapshot`` (once the builder reports ``built`` in its status file), ``keep`` (the builder and
-its volume deleted, the snapshot kept). Records live in ``$OA_VM_HOME/images``
-(:mod:`oa_vm.image_records`).
+One image per region is built once (:data:`oa_vm.timings.IMAGE_BUILD`) and reused by every pool
+of that region, which then starts warm (:data:`oa_vm.timings.WARM_READY`) instead of installing
+Windows on every worker. The build is one Pulumi stack per image (project
+``oa-vm-<cloud>-images``) driven through three updates (see :mod:`infra.image_aws`): ``build``
+(a builder host with an empty storage volume), ``snapshot`` (once the builder reports ``built``
+in its status file), ``keep`` (the builder and its volume deleted, the snapshot kept). Records
+live in ``$OA_VM_HOME/images`` (:mod:`oa_vm.image_records`).
 
 Nothing prints here; progress goes to a callback, errors are :mod:`oa_vm.errors` types.
 """
@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from oa_vm import cloud_plan, image_records, state
+from oa_vm import cloud_plan, image_records, state, timings
 from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.image_records import ImageRecord
 from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, Progress, no_progress
@@ -190,7 +190,7 @@ def plan_image(
             "downloads into the cloud (free) and the Windows ISO (free evaluation)",
         ],
         max_spend_usd=cloud_plan.max_spend(price, BUILDER_TTL.total_seconds() / 3600.0),
-        ready_in=cloud_plan.minutes(cloud_plan.BUILD_READY_S),
+        ready_in=timings.IMAGE_BUILD.text(),
         bills_after_expiry=[f"the snapshot (about ${monthly:.2f}/month) until oa-vm image-delete"],
         alternatives=cloud_plan.alternatives(provider.name, image.builder.size, region, False),
     )

@@ -149,15 +149,34 @@ def _workers(record: PoolRecord) -> int:
     return workers
 
 
+KEEPS_BILLING_DEALLOCATED = {
+    "azure": "disks and public IPs",
+    "aws": "volumes",
+}
+"""What a stopped (AWS) or deallocated (Azure) worker still bills for (its compute does not)."""
+
+
+def after_expiry_per_day(record: PoolRecord) -> float:
+    """Dollars per day the pool keeps costing once it has expired, until ``oa-vm
+    pool-cleanup`` removes it: on Azure the expiry only deallocates the VMs, whose disks and
+    public IPs keep billing (:func:`paused_price_of`); on AWS the expiry terminates the
+    instances and their volumes go with them (0); a local pool rents nothing (0)."""
+    return paused_price_of(record) if record.cloud == "azure" else 0.0
+
+
 def pool_cost_so_far(record: PoolRecord, now: datetime | None = None) -> float:
     """What a pool has cost since it was created.
 
     Running time (uptime minus paused time) x price per worker-hour x workers, plus each
-    pause's length x its price per day. Time stops at the pool's expiry, when the cloud-side
-    kill switch (or ``pool-cleanup --expired`` for a paused pool) ends billing. A pool without a
-    price (``price_per_hour`` None, e.g. a local pool) costs 0.0 running.
+    pause's length x its price per day. The workers' time stops at the pool's expiry, when the
+    cloud-side kill switch ends it; what the kill switch leaves billing (an Azure pool's disks
+    and public IPs, :func:`after_expiry_per_day`) is counted on from then until now. A pool
+    without a price (``price_per_hour`` None, e.g. a local pool) costs 0.0 running.
     """
     end = now or state.utcnow()
+    after = 0.0
+    if record.expires_at is not None and record.expires_at < end:
+        after = (end - record.expires_at).total_seconds() / 86400.0 * after_expiry_per_day(record)
     if record.expires_at is not None and record.expires_at < end:
         end = record.expires_at
     total_s = max(0.0, (end - record.created_at).total_seconds())
@@ -175,4 +194,4 @@ def pool_cost_so_far(record: PoolRecord, now: datetime | None = None) -> float:
     running = 0.0 if record.price_per_hour is None else (
         running_h * float(record.price_per_hour) * _workers(record)
     )
-    return running + paused_cost
+    return running + paused_cost + after

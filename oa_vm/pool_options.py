@@ -20,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from oa_vm import timings
 from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
 from oa_vm.duration_options import Duration, duration_option
 from oa_vm.errors import InvalidInputError
@@ -53,7 +54,8 @@ ImageOpt = Annotated[
 ]
 BuildImageOpt = Annotated[
     bool, typer.Option(help="Cloud pools: build the region's image first if it has none "
-                            "(about 90 min, once per region; its plan and price come first).")
+                            f"({timings.about(timings.IMAGE_BUILD.typical_s)}, estimated; once "
+                            "per region; its plan and price come first).")
 ]
 EgressOpt = Annotated[
     str | None,
@@ -178,8 +180,9 @@ def first_region(spec: PoolSpec) -> str:
 
 def wait_timeout(record: PoolRecord, given: str) -> float:
     """Seconds ``pool-wait`` waits: ``given`` (``30m``, ``90s``...), or with ``auto`` what the
-    pool's record says its start takes (from an image: 20 min x 2, which covers the first pool
-    from a new AWS snapshot, 15-35 min; see :mod:`oa_vm.cloud_plan`)."""
+    pool's record says its start takes (from an image: :data:`oa_vm.timings.WARM_READY` times
+    :data:`oa_vm.timings.WAIT_MARGIN`, which covers the first pool from a new AWS snapshot,
+    :data:`oa_vm.timings.FIRST_POOL_READY`)."""
     from oa_vm.durations import parse_duration
 
     if given != "auto":

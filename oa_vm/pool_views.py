@@ -10,7 +10,13 @@ from __future__ import annotations
 from oa_vm import state
 from oa_vm.durations import format_duration
 from oa_vm.errors import CorruptRecordError
-from oa_vm.pool_cost import current_paused_per_day, paused_since, pool_cost_so_far
+from oa_vm.pool_cost import (
+    KEEPS_BILLING_DEALLOCATED,
+    after_expiry_per_day,
+    current_paused_per_day,
+    paused_since,
+    pool_cost_so_far,
+)
 from oa_vm.redact import redact_worker_secrets
 from oa_vm.state import PoolRecord
 from oa_vm.tables import money, render_table
@@ -28,6 +34,20 @@ def cost_so_far(record: PoolRecord) -> float | None:
     return pool_cost_so_far(record)
 
 
+def keeps_billing(record: PoolRecord) -> tuple[float, str] | None:
+    """What a paused or expired pool still bills, per day, and for what (None: nothing, or
+    the pool is running): a paused pool its disks (and on Azure its public IPs); an expired
+    Azure pool, deallocated by its kill switch, its disks and public IPs until cleaned up."""
+    what = KEEPS_BILLING_DEALLOCATED.get(record.cloud, "disks")
+    paused = current_paused_per_day(record)
+    if record.is_expired():
+        per_day = after_expiry_per_day(record)
+        return (per_day, f"{what} after expiry") if per_day > 0 else None
+    if paused is not None:
+        return paused, what
+    return None
+
+
 def _per_hour(record: PoolRecord) -> float | None:
     return None if record.price_per_hour is None else record.price_per_hour * len(record.workers)
 
@@ -41,6 +61,9 @@ def status_json(record: PoolRecord) -> dict[str, Any]:
     data["cost_so_far_usd"] = cost_so_far(record)
     data["paused_price_per_day"] = current_paused_per_day(record)
     data["paused_since"] = state.format_time(paused_since(record))
+    billing = keeps_billing(record)
+    data["keeps_billing_per_day"] = None if billing is None else billing[0]
+    data["keeps_billing"] = None if billing is None else billing[1]
     for worker in data["workers"]:
         worker["reached_via"] = "ssh" if worker.get("ssh") else "direct"
     return data
@@ -66,6 +89,9 @@ def status_text(record: PoolRecord) -> str:
         lines.append(
             f"Price {money(_per_hour(record))}/hour, cost so far {money(cost_so_far(record))}"
         )
+    billing = keeps_billing(record)
+    if billing is not None and billing[1].endswith("after expiry"):
+        lines.append(_still_billing_line([record]))
     # A local worker's URLs carry its pool's secret: masked here, whole in --json.
     rows = [
         [w.name, w.state.value, w.phase or "", redact_worker_secrets(w.waa_url or ""),
@@ -98,16 +124,29 @@ def list_text(items: list[PoolRecord | CorruptRecordError]) -> str:
         if not isinstance(item, PoolRecord):
             rows.append([item.path.parent.name, "?", "?", "?", f"corrupt: {item.reason}", "", ""])
             continue
-        per_day = current_paused_per_day(item)
+        billing = keeps_billing(item)
         per_hour = _per_hour(item)
-        price = (f"{money(per_day)}/day" if per_day is not None
-                 else "-" if per_hour is None else f"{money(per_hour)}/h")
+        price = (f"{money(billing[0])}/day ({billing[1]})" if billing is not None
+                 else "-" if item.is_expired() or per_hour is None else f"{money(per_hour)}/h")
         rows.append([
             item.name, item.cloud, len(item.workers), format_duration(item.age_seconds()),
             item.state.value + (" (expired)" if item.is_expired() else ""),
             price, money(cost_so_far(item)),
         ])
-    return render_table(["NAME", "CLOUD", "WORKERS", "AGE", "STATE", "PRICE", "COST"], rows)
+    table = render_table(["NAME", "CLOUD", "WORKERS", "AGE", "STATE", "PRICE", "COST"], rows)
+    kept = [item for item in items if isinstance(item, PoolRecord) and item.cloud == "azure"
+            and (item.is_expired() or current_paused_per_day(item) is not None)]
+    return table + ("\n" + _still_billing_line(kept) if kept else "")
+
+
+def _still_billing_line(records: list[PoolRecord]) -> str:
+    """One line under a listing: Azure's deallocated workers keep billing their disks and
+    public IPs, and the command that ends it."""
+    names = ", ".join(r.name for r in records)
+    first = records[0].name
+    return (f"Keeps billing: {names}: Azure bills a deallocated (paused or expired) worker's "
+            f"disks and public IPs until the pool is removed ('oa-vm pool-cleanup --pool "
+            f"{first}'{' or pool-resume' if not records[0].is_expired() else ''})")
 
 
 def unreadable_lines(items: list[PoolRecord | CorruptRecordError]) -> list[str]:

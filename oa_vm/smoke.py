@@ -24,9 +24,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from oa_vm import cloud_plan
+from oa_vm import cloud_plan, timings
 from oa_vm.durations import format_duration
 from oa_vm.providers.base import Plan
+from oa_vm.quota import VcpuQuota
 from oa_vm.tables import money, render_table
 
 PHASES = ("plan", "image", "create", "wait", "task", "cleanup")
@@ -87,6 +88,8 @@ class SmokePlan:
         ttl_hours: the pool's expiry, from its creation (the cloud ends it then).
         limit_usd: ``--max-cost-usd``.
         keep: ``--keep`` (the pool stays).
+        quota: the account's vCPU quota for the worker (:mod:`oa_vm.quota`), or None.
+        delete_image: ``--delete-image`` (an image built for the smoke is removed after it).
     """
 
     cloud: str
@@ -101,6 +104,8 @@ class SmokePlan:
     limit_usd: float
     keep: bool = False
     not_priced: list[str] = field(default_factory=list)
+    quota: VcpuQuota | None = None
+    delete_image: bool = False
 
     @property
     def worker_price_per_hour(self) -> float | None:
@@ -167,6 +172,10 @@ class SmokePlan:
             "within_limit": self.within_limit,
             "not_priced": self.not_priced,
             "keep": self.keep,
+            "vcpu_quota": None if self.quota is None else {
+                "quota": self.quota.quota, "limit": self.quota.limit,
+                "in_use": self.quota.in_use, "missing": self.quota.missing or None},
+            "expectations": self.expectations(),
         }
 
     def describe(self) -> str:
@@ -181,7 +190,7 @@ class SmokePlan:
         elif self.image_plan is not None:
             lines.append(
                 f"Image: none in {self.region} yet: one is built first ({self.image_plan.name}, "
-                f"{cloud_plan.hours(cloud_plan.BUILD_READY_S)}, "
+                f"{timings.IMAGE_BUILD.text()}, "
                 f"{money(self.image_plan.price_per_hour)}/hour for the builder; it stays "
                 "afterwards for later pools unless --delete-image)"
             )
@@ -199,7 +208,37 @@ class SmokePlan:
         )
         if self.not_priced:
             lines.append("Not priced: " + "; ".join(self.not_priced))
+        lines += self.expectations()
         return "\n".join(lines)
+
+    def expectations(self) -> list[str]:
+        """What must happen first, the expected times (:mod:`oa_vm.timings`) and what keeps
+        billing after, each marked measured or estimated: the same answer ``sweep --plan``
+        gives, for one worker and one task."""
+        from oa_vm.quota import vcpus_needed
+
+        first = []
+        if self.image_plan is not None:
+            first.append(f"an image build, {timings.IMAGE_BUILD.text()}")
+        if self.quota is not None:
+            needed = vcpus_needed(self.cloud, str(self.size), 1)
+            basis = timings.MEASURED if self.quota.limit is not None else "not read"
+            first.append(f"vCPU quota: {self.quota.describe(needed)} [{basis}]")
+        ready = (timings.FIRST_POOL_READY if self.image_plan is not None and self.cloud == "aws"
+                 else timings.WARM_READY)
+        build_s = timings.IMAGE_BUILD.typical_s if self.image_plan is not None else 0.0
+        done_s = build_s + ready.typical_s + timings.AGENT_TASK.typical_s
+        kept = ("the image's snapshot until 'oa-vm image-delete'" if not self.delete_image
+                else "nothing of the image (--delete-image)")
+        if self.keep:
+            kept += "; the pool, until its expiry or 'oa-vm pool-cleanup'"
+        return [
+            "First: " + ("; ".join(first) if first else "nothing"),
+            f"Expected: ready in {timings.about(build_s + ready.typical_s)} "
+            f"({'the build, then ' if build_s else ''}the worker {ready.text()}), done in "
+            f"{timings.about(done_s)} [estimated; the deadlines above bound it]",
+            f"Keeps billing after the smoke: {kept}",
+        ]
 
 
 def ttl_hours_for(phases: list[PhaseBudget]) -> float:

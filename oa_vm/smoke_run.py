@@ -130,11 +130,19 @@ def make_plan(opts: SmokeOptions) -> SmokePlan:
         build_s=builder_ttl_s if image_plan else 0.0,
         wait_s=wait_s,
     )
+    from oa_vm import quota
+
+    size = str(pool_plan.size or spec.size or provider.info.default_size)
+    found = quota.read_vcpu_quota(opts.cloud, region, size)
+    problem = quota.refusal(found, size, 1)
+    if problem:
+        raise InvalidInputError(problem)
     return SmokePlan(
         cloud=opts.cloud, region=region, pool=spec.name, size=pool_plan.size,
         image=chosen.describe() if chosen else None, image_plan=image_plan,
         pool_plan=pool_plan, phases=phases, ttl_hours=ttl, limit_usd=opts.max_cost_usd,
-        keep=opts.keep, not_priced=list(pool_plan.not_priced),
+        keep=opts.keep, not_priced=list(pool_plan.not_priced), quota=found,
+        delete_image=opts.delete_image,
     )
 
 

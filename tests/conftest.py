@@ -48,6 +48,31 @@ def _session_oa_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
             os.environ["OA_VM_HOME"] = previous
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_real_cloud_account(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A real ``aws`` or ``az`` CLI that a test reaches (plans read the account's vCPU quota
+    with whichever is on PATH) finds no credentials and asks no metadata service, so it fails
+    at once without a network call: tests that read a quota put a stand-in with a recorded
+    answer on PATH (:mod:`tests.support.fake_quota_cli`)."""
+    empty = tmp_path_factory.mktemp("no-cloud-account")
+    values = {
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": str(empty / "aws-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(empty / "aws-credentials"),
+        "AZURE_CONFIG_DIR": str(empty / "azure"),
+    }
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 @pytest.fixture
 def oa_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Point ``OA_VM_HOME`` at a fresh folder for the test."""

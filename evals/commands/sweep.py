@@ -46,12 +46,18 @@ from evals.commands.run import (
     finish_run,
 )
 from oa_vm import pool_options as pool_opts
+from oa_vm import timings
 from oa_vm.duration_options import Duration, duration_option
 from oa_vm.signals import signals_ignored, sigterm_as_interrupt
 
+_FIRST_POOL_SPAN = timings.span_text(timings.FIRST_POOL_READY.low_s,
+                                     timings.FIRST_POOL_READY.high_s)
+
 if TYPE_CHECKING:
     from evals.runner import RunConfig
-    from oa_vm.providers.base import PoolSpec
+    from evals.sweep_plan import SweepEstimate
+    from oa_vm.providers.base import Plan, PoolSpec
+    from oa_vm.quota import VcpuQuota
 
 
 def parse_faults(values: list[str] | None) -> dict[str, str]:
@@ -98,9 +104,10 @@ def sweep(
     ] = None,
     wait_timeout: Annotated[
         float, duration_option("--wait-timeout", unit="s",
-                               help="How long to wait for the workers: 30m, 1h (40m covers a "
-                                    "first cloud pool, 15-35 min)")
-    ] = Duration(2400.0, "s"),
+                               help="How long to wait for the workers: 30m, 1h (the default "
+                                    "covers a first cloud pool, "
+                                    f"{_FIRST_POOL_SPAN}, estimated)")
+    ] = Duration(timings.deadline_s(timings.WARM_READY), "s"),
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Cloud pools: create without asking.")
     ] = False,
@@ -146,7 +153,8 @@ def sweep(
     )
     faults = parse_faults(fault)
     # Everything checkable without a pool is checked before one is paid for.
-    check_before_run(config, agent_url_option=agent_url_option(agent_url), needs_home=True)
+    check_before_run(config, agent_url_option=agent_url_option(agent_url), needs_home=True,
+                     plan=plan_only)
     _check_run_folder(config.results_dir, config.run_name, config.resume)
     # A resumed sweep whose pool outlived it (the sweep was killed) reuses that pool rather
     # than paying for a second one.
@@ -214,18 +222,86 @@ def _print_plan(spec: PoolSpec, config: RunConfig, json_out: bool) -> None:
     from oa_vm import api
     from oa_vm.clikit import print_json
 
+    local_count = None
     if spec.cloud == "local":
         check_local_tasks(config, spec.tasks_dir)
+        local_count = _local_task_count(config, spec.tasks_dir)
     plan = api.plan_pool(spec)
+    answer = _sweep_estimate(spec, config, plan, local_count)
     if json_out:
         print_json({"sweep": {"pool": spec.name, "tasks": config.selection,
-                              "agent": config.agent, "run_name": config.run_name},
+                              "agent": config.agent, "run_name": config.run_name,
+                              "estimate": answer.json},
                     "plan": plan.to_json()})
         return
     typer.echo(plan.describe())
-    typer.echo(f"Sweep: tasks {config.selection!r} with agent {config.agent!r} on pool "
-               f"{spec.name!r}, removed when the sweep ends; nothing was created "
-               "(drop --plan to run it)")
+    typer.echo("")
+    typer.echo(answer.describe())
+
+
+def _local_task_count(config: RunConfig, tasks_dir: str | None) -> int:
+    """How many tasks the selection is on a local pool (its catalog is here)."""
+    from oa_vm.local_suite import local_tasks_dir
+    from waa_client.catalog import Catalog
+
+    catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
+    return len(catalog.select(config.selection, live=False))
+
+
+def _check_quota(spec: PoolSpec, plan: Plan) -> tuple[VcpuQuota | None, int | None]:
+    """The account's vCPU quota for the pool (cloud pools; None for local ones) and the vCPUs
+    the pool needs.
+
+    Raises:
+        InvalidInputError: the pool needs more vCPUs than the quota leaves (one line: the
+            quota, and what to do).
+    """
+    from oa_vm import quota
+    from oa_vm.errors import InvalidInputError
+
+    if spec.cloud == "local" or not plan.region or not plan.size:
+        return None, None
+    found = quota.read_vcpu_quota(spec.cloud, plan.region, plan.size, spot=spec.spot)
+    problem = quota.refusal(found, plan.size, spec.workers)
+    if problem:
+        raise InvalidInputError(problem)
+    return found, quota.vcpus_needed(spec.cloud, plan.size, spec.workers)
+
+
+def _sweep_estimate(
+    spec: PoolSpec, config: RunConfig, plan: Plan, local_count: int | None
+) -> SweepEstimate:
+    """The one block of ``sweep --plan``: :func:`evals.sweep_plan.estimate` fed with the
+    account's quota (refused above it) and, when the region has no image, the build's plan."""
+    from evals.agents.model_api import parse_agent_args
+    from evals.sweep_plan import estimate
+
+    found, needed = _check_quota(spec, plan)
+    image_plan = None
+    if spec.cloud != "local" and plan.image is not None and plan.image.get("id") is None:
+        from oa_vm import images
+
+        image_plan = images.plan_image(images.cloud_provider(spec.cloud), str(plan.region),
+                                       size=spec.size)
+    return estimate(
+        plan=plan, selection=config.selection, agent=config.agent,
+        agent_args=parse_agent_args(config.agent_options.args), max_steps=config.max_steps,
+        trials=config.trials, local_count=local_count, quota=found, vcpus_needed=needed,
+        image_plan=image_plan, price_date=_price_date(spec.cloud, plan),
+    )
+
+
+def _price_date(cloud: str, plan: Plan) -> str | None:
+    """The date of the catalog's figure for the pool's machine (None when it has none)."""
+    if cloud == "local" or plan.price_per_hour is None:
+        return None
+    try:
+        from oa_vm.pricing import load_catalog
+
+        entry = load_catalog().lookup(cloud, plan.region, str(plan.size))
+    except Exception:  # a figure without its date is still shown; the date is a courtesy
+        return None
+    return f"figure of {entry.date}"
 
 
 def _keep_logs(pool: str, config: RunConfig) -> None:
@@ -262,6 +338,8 @@ def _show_plan_and_confirm(spec: PoolSpec, yes: bool) -> None:
 
     api.check_available(spec.cloud)
     pool_opts.preflight(spec)
+    plan = api.plan_pool(spec)
+    _check_quota(spec, plan)  # refused above the account's vCPU quota before anything is made
     if not spec.allow_cidrs:
         spec.allow_cidrs = [api.detect_caller_cidr()]
     # On stderr, with the rest of the sweep's progress: its stdout is the summary (or JSON) only.

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from oa_vm import cloud_plan, image_records, state
+from oa_vm import cloud_plan, image_records, state, timings
 from oa_vm.egress import describe as describe_egress
 from oa_vm.errors import (
     InvalidInputError,
@@ -355,8 +355,9 @@ class PulumiCloudProvider:
         """One line: no image in ``region``, and how to get one."""
         return (
             f"no prepared image for {self.name} {region}: build one first with "
-            f"'oa-vm image-create --cloud {self.name} --region {region}' (about 90 min, once per "
-            "region), or pass --build-image to build it now, or --image ID"
+            f"'oa-vm image-create --cloud {self.name} --region {region}' "
+            f"({timings.IMAGE_BUILD.text()}, once per region), or pass --build-image to build "
+            "it now, or --image ID"
         )
 
     def preflight(self, spec: PoolSpec) -> None:
@@ -437,12 +438,13 @@ class PulumiCloudProvider:
                      for note in self.info.notes)
         if chosen is None:
             ready_in = (
-                f"{cloud_plan.minutes(cloud_plan.BUILD_READY_S + cloud_plan.WARM_READY_S)} "
-                f"(no image in {regions[0]} yet: one image build, then the pool)"
+                f"{timings.about(timings.IMAGE_BUILD.typical_s + timings.WARM_READY.typical_s)}"
+                f" (estimated; no image in {regions[0]} yet: an image build, "
+                f"{timings.IMAGE_BUILD.text()}, then the pool, {timings.WARM_READY.text()})"
             )
             image = {"id": None, "note": self.no_image_message(regions[0])}
         else:
-            ready_in = f"{cloud_plan.minutes(cloud_plan.WARM_READY_S)} (warm, from the image)"
+            ready_in = f"{timings.WARM_READY.text()}, warm, from the image"
             image = chosen.describe()
         return Plan(
             name=spec.name,
@@ -465,7 +467,9 @@ class PulumiCloudProvider:
             not_priced=list(cloud_plan.NOT_PRICED.get(self.name, [])),
             max_spend_usd=cloud_plan.max_spend(total, hours),
             ready_in=ready_in,
-            bills_after_expiry=list(cloud_plan.BILLS_AFTER_EXPIRY.get(self.name, [])),
+            bills_after_expiry=cloud_plan.bills_after_expiry(
+                self.name, settings.size, settings.disk_gb, settings.storage_gb, spec.workers
+            ),
             alternatives=cloud_plan.alternatives(
                 self.name, settings.size, regions[0], spec.spot
             ),

@@ -161,7 +161,7 @@ def test_image_plan_offline(
     assert types.count(builder) == 1 and types.count(image_type) == 1
     assert plan["price_per_hour"] > 0 and plan["region"] == region
     assert plan["price_unknown"] is None
-    assert plan["ready_in"] == "about 120 min"
+    assert plan["ready_in"] == "about 2 h (1.5-3 h, estimated)"
     assert plan["image"]["licence_expires"] and plan["image"]["storage_usd_per_month"] > 0
     snapshot = next(r for r in plan["resources"] if r["type"] == image_type)
     assert snapshot["inputs"]["tags"]["oa-vm:image"] == plan["name"]

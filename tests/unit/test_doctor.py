@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from oa_vm import checks, doctor
+from tests.support import fake_quota_cli
 
 
 def test_missing_pulumi_engine_says_how_to_install() -> None:
@@ -56,7 +60,9 @@ def test_home_permissions(tmp_path: Path) -> None:
 def test_run_checks_names_every_check(oa_home: Path) -> None:
     names = [c.name for c in doctor.run_checks()]
     assert names == ["pulumi engine", "aws extra", "azure extra", "aws credentials",
-                     "azure credentials", "azure devtestlab provider", "ssh", "oa-vm home"]
+                     "azure credentials", "azure devtestlab provider",
+                     "aws vCPU quota (us-east-1, m8i.2xlarge)",
+                     "azure vCPU quota (eastus, Standard_D8s_v5)", "ssh", "oa-vm home"]
     for check in doctor.run_checks():
         assert check.ok or check.fix, check
 
@@ -136,3 +142,48 @@ def test_devtestlab_registration(tmp_path: Path) -> None:
     ))
     assert not logged_out.ok and "az login" in logged_out.detail
     assert checks.check_devtestlab(az="").ok  # no az CLI: not checked, says so
+
+
+def _answering(answer: object) -> Callable[[list[str]], subprocess.CompletedProcess[str]]:
+    """A CLI runner printing ``answer`` (a recorded one) as the real CLI's JSON."""
+    def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(args, 0, json.dumps(answer), "")
+    return run
+
+
+@pytest.mark.parametrize(
+    ("cloud", "answer", "ok", "fragments"),
+    [
+        ("aws", fake_quota_cli.aws_answer(256), True,
+         ["L-1216C47A", "256 vCPUs", "fits 32 worker(s) of 8 vCPUs"]),
+        ("aws", fake_quota_cli.aws_answer(4), False,
+         ["1 x m8i.2xlarge need 8 vCPUs", "request an increase to 8"]),
+        ("azure", fake_quota_cli.az_answer(100, in_use=4), True,
+         ["standardDSv5Family", "100 vCPUs, 4 in use", "fits 12 worker(s) of 8 vCPUs"]),
+        ("azure", fake_quota_cli.az_answer(10, in_use=4), False,
+         ["6 vCPUs left (4 of 10 in use)", "no worker of this size fits"]),
+    ],
+)
+def test_vcpu_quota_line(cloud: str, answer: object, ok: bool, fragments: list[str]) -> None:
+    credentials = {"aws": checks.Check("aws credentials", True, "set"),
+                   "azure": checks.Check("azure credentials", True, "set")}
+    line = next(c for c in doctor.check_vcpu_quotas(credentials, run=_answering(answer))
+                if c.name.startswith(cloud))
+    assert line.ok is ok, line
+    for fragment in fragments:
+        assert fragment in line.detail, line
+
+
+def test_vcpu_quota_is_not_asked_without_credentials() -> None:
+    asked: list[list[str]] = []
+
+    def run(args: list[str]) -> subprocess.CompletedProcess[str]:
+        asked.append(args)
+        raise AssertionError("asked without credentials")
+
+    missing = {"aws": checks.Check("aws credentials", False, "none", "aws configure"),
+               "azure": checks.Check("azure credentials", False, "none", "az login")}
+    lines = doctor.check_vcpu_quotas(missing, run=run)
+    assert [c.detail for c in lines] == ["not checked (no aws credentials)",
+                                         "not checked (no azure credentials)"]
+    assert all(c.ok for c in lines) and asked == []

@@ -107,3 +107,28 @@ def test_the_plan_says_what_the_disks_bill() -> None:
     assert "$57.72/month per worker" in note and "$115.44/month for 2" in note
     aws = cloud_plan.disks_note("aws", "m8i.2xlarge", 160, 96)
     assert "$20.48/month per worker" in aws
+
+
+def _azure(expires_after_h: float) -> PoolRecord:
+    return PoolRecord(
+        name="az", cloud="azure", state=PoolState.READY, created_at=T0,
+        expires_at=T0 + timedelta(hours=expires_after_h), price_per_hour=1.0,
+        workers=[WorkerRecord(name=f"worker-{i}") for i in range(2)],
+        settings={"size": "Standard_D8s_v5", "disk_gb": 160, "storage_gb": 96},
+    )
+
+
+def test_an_expired_azure_pool_keeps_billing_its_disks_and_public_ips() -> None:
+    # the expiry deallocates the VMs: compute stops, the P15 + P10 disks and the IP do not
+    record = _azure(expires_after_h=2)
+    per_day = 2 * ((38.01 + 19.71) * 24 / 730 + 0.005 * 24)
+    assert pool_cost.after_expiry_per_day(record) == pytest.approx(per_day)
+    cost = pool_cost.pool_cost_so_far(record, now=T0 + timedelta(hours=2, days=3))
+    assert cost == pytest.approx(2 * 2 * 1.0 + 3 * per_day)
+
+
+def test_an_expired_aws_pool_bills_nothing_more() -> None:
+    record = _azure(expires_after_h=2)
+    record.cloud = "aws"  # the expiry terminates the instances; their volumes go with them
+    assert pool_cost.after_expiry_per_day(record) == 0.0
+    assert pool_cost.pool_cost_so_far(record, now=T0 + timedelta(days=3)) == pytest.approx(4.0)
