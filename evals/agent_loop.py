@@ -42,7 +42,7 @@ from evals.records import (
     now_iso,
     save_screenshot,
 )
-from oa_vm.redact import redact_text
+from oa_vm.redact import redact_json, redact_text
 from waa_client import retry
 from waa_client.b64 import b64decode_strict
 from waa_client.catalog import is_infeasible
@@ -198,7 +198,7 @@ def run_task(
     except _TaskEnded as ended:
         execution.status = TaskStatus.ERROR
         execution.error_type = ended.error_type
-        execution.error_message = ended.message
+        execution.error_message = redact_text(ended.message)  # a worker's error may quote its URL
         execution.agent_traceback = ended.agent_traceback
     execution.ended_at = now_iso()
     execution.duration_s = round(time.monotonic() - started, 3)
@@ -269,7 +269,7 @@ def _observe(
         step.screenshot = save_screenshot(record_dir, index, screenshot)
     step.window_title = title
     if problems:
-        step.error = "; ".join(problems)
+        step.error = redact_text("; ".join(problems))
     return BenchmarkObservation(screenshot, tree, title, index), step
 
 
@@ -324,9 +324,11 @@ def _steps(
                 last_result = last_error = None
                 sleep(max(0.0, min(wait_s, clock.remaining() or wait_s)))
                 continue
-            step.result, step.error = _send(
-                waa, action, clock, index, observation.accessibility_tree
-            )
+            result, error = _send(waa, action, clock, index, observation.accessibility_tree)
+            # what the worker answered goes to the agent (next observation) and the record:
+            # a worker's error quotes the URL it was sent to, its capability included
+            step.result = None if result is None else redact_json(result)
+            step.error = None if error is None else redact_text(error)
             if step.error is not None:
                 step.rejected = True
             last_result, last_error = step.result, step.error

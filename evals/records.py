@@ -30,6 +30,7 @@ from typing import Any
 
 from evals.trials import split_key, trial_folder, trial_key
 from oa_vm import safe_fs
+from oa_vm.redact import redact_json
 from oa_vm.state import atomic_write_json
 
 DEFAULT_RESULTS_DIR = "benchmark_results"
@@ -182,7 +183,9 @@ class TaskExecution:
             del data["trial"]  # records of runs without trials keep their shape
         if self.agent_traceback is None:
             del data["agent_traceback"]  # nor do records without an agent's exception change
-        return data
+        # the one serializer of a record (execution.json, the queue, the page): no text a
+        # worker or an exception produced crosses it with a credential (oa_vm.redact)
+        return dict(redact_json(data))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TaskExecution:
@@ -394,8 +397,8 @@ class RunFolder:
         return data if isinstance(data, dict) else {}
 
     def write_metadata(self, data: dict[str, Any]) -> None:
-        """Replace ``metadata.json``."""
-        atomic_write_json(self.metadata_path, data, root=self.path)
+        """Replace ``metadata.json`` (credentials in its texts masked, :mod:`oa_vm.redact`)."""
+        atomic_write_json(self.metadata_path, redact_json(data), root=self.path)
 
     def update_metadata(self, **changes: Any) -> dict[str, Any]:
         """Merge ``changes`` into ``metadata.json`` and return the result."""
