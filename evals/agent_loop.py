@@ -371,8 +371,8 @@ def _send(
                 ErrorType.AGENT,
                 f"{ACTION_TIMED_OUT}: the worker was still running the action of step {index} "
                 f"when the read timeout ({timeout:g}s) passed, and it answers its probe: the "
-                "action is too long for it (split it, or raise --read-timeout); the worker "
-                f"stopped it ({exc})",
+                "action is too long for it (split it, or raise --read-timeout); a worker "
+                f"stops an action whose caller has gone ({exc})",
             ) from exc
         if isinstance(exc, ServerError) and exc.endpoint_answered and action.type == EXECUTE:
             return None, f"the worker failed on this action: {exc}"

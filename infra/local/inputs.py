@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 import shlex
-import time
 from typing import Any
 
+from infra.local import cancel
 from infra.local.apps import (
     Alarm,
     AppError,
@@ -77,6 +77,7 @@ class Player:
             AppError: a call the desktop refuses (the message names its line).
         """
         for call in program.calls:
+            cancel.check()
             try:
                 self._call(call)
             except (AppError, ArithmeticInputError) as exc:
@@ -93,7 +94,7 @@ class Player:
         if name in ("time.sleep", "pyautogui.sleep"):
             seconds = max(0.0, min(_number(_arg(args, kwargs, 0, "seconds", 0)), self.sleep_cap))
             self.sleep_cap -= seconds
-            time.sleep(seconds)
+            cancel.sleep(seconds)
             return
         module, _, function = name.partition(".")
         if module == "computer":
@@ -234,6 +235,7 @@ class Player:
         presses = _count(kwargs.get("presses", args[1] if len(args) > 1 else 1))
         names = keys if isinstance(keys, list) else [keys]
         for _ in range(max(0, min(presses, 1000))):
+            cancel.check()
             for key in names:
                 if not isinstance(key, str):
                     raise AppError("press takes a key name or a list of them")
@@ -387,7 +389,9 @@ class Player:
     def type_text(self, text: str) -> None:
         """Type text into the focused control, character by character (``\\n`` is Enter)."""
         buffer = ""
-        for char in text:
+        for count, char in enumerate(text):
+            if not count % 1024:
+                cancel.check()  # a long text stops when its caller is gone
             if char in "\n\t":
                 if buffer:
                     self._insert(buffer)

@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from infra.local import cancel
 from infra.local.access import Guard
 from infra.local.faults import Action, FaultGate
 
@@ -273,7 +274,9 @@ class _Handler(BaseHTTPRequestHandler):
             body=body,
         )
         try:
-            response = app.dispatch(request)
+            # an action played for this request stops once the caller closes the connection
+            with cancel.watching(self.connection):
+                response = app.dispatch(request)
         except HttpError as exc:
             response = Response.json({"status": "error", "message": exc.message}, exc.status)
         except Exception as exc:  # WAA answers any failure with a 500

@@ -318,3 +318,58 @@ def test_error_lines_mask_the_secret() -> None:
     line = redact_text(f"POST http://127.0.0.1:40123/{secret}/execute: server error 500 "
                        f"(path /{secret}/execute)")
     assert secret not in line and line.count("/cap-***/execute") == 2
+
+
+# --- blame by what happened, not by which timer fired (issue 28, high 2) -------------------------
+
+LONG_AGENT = '''
+from evals.agents.base import BenchmarkAction, BenchmarkAgent
+
+class Long(BenchmarkAgent):
+    """One action longer than the read timeout, then DONE."""
+
+    def __init__(self, kind="type"):
+        self.kind = kind
+
+    def act(self, observation, task, history=None):
+        if history:
+            return BenchmarkAction(type="done")
+        if self.kind == "type":
+            return BenchmarkAction(type="type", text="a" * 2_000_000)
+        return BenchmarkAction(type="execute_windows",
+                               code="import pyautogui\\npyautogui.sleep(30)")
+'''
+LONG_TASKS = ("c499b229-110c-5fc8-9895-f2f879ac1512-WOS,"
+              "e112363f-4a10-536e-89c0-53e0fb3afa05-WOS")
+
+
+@pytest.mark.parametrize("kind", ["type", "sleep"])
+def test_an_action_outlasting_the_read_timeout_is_the_agents_not_the_workers(
+    pool: state.PoolRecord, home: Path, tmp_path: Path, kind: str
+) -> None:
+    """Typing 2,000,000 characters (or a 30 s pause) with --read-timeout 2s on two healthy
+    workers: each task ends error/agent at its first attempt, no worker is quarantined, the
+    closing line blames the agent, and each worker stopped the action once its caller left."""
+    (tmp_path / "long_agent.py").write_text(LONG_AGENT, encoding="utf-8")
+    results = tmp_path / "results"
+    ran = run_cli("openadapt-evals", "run", "--pool", "guarded", "--agent", "long_agent:Long",
+                  "--agent-arg", f"kind={kind}", "--tasks", LONG_TASKS, "--read-timeout", "2s",
+                  "--run-name", "long", "--results-dir", str(results), home=home, timeout=300,
+                  env={"PYTHONPATH": str(tmp_path)})
+    run = results / "long"
+    records = [json.loads(p.read_text()) for p in run.rglob("execution.json")]
+    assert len(records) == 2, ran.stderr
+    for record in records:
+        assert record["error_type"] == "agent", json.dumps(record)[:3000]
+        assert record["error_message"].startswith("an action past the read timeout")
+        assert record["attempts"] == 1 and not record.get("previous_attempts")
+    metadata = json.loads((run / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == []
+    assert ran.returncode == 4 and "Traceback" not in ran.stderr
+    line = ran.stderr.strip().splitlines()[-1]  # the closing line, after the progress
+    assert "the agent (long_agent:Long) sent an action past the read timeout" in line, line
+    assert "worker" not in line.split("sent an action", 1)[0]
+    # the workers stopped the actions their callers gave up on (each says so in its log)
+    logs = [Path(w.log_path or "") for w in pool.workers]
+    wait_until(lambda: sum(p.read_text().count("the caller went away") for p in logs) >= 2,
+               "both workers to stop the action")
