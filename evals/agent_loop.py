@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from evals.agent_failures import ACTION_TIMED_OUT, Blame, blame_action
 from evals.agents.base import (
     EXECUTE,
     EXECUTE_WINDOWS,
@@ -42,7 +43,7 @@ from evals.records import (
     now_iso,
     save_screenshot,
 )
-from oa_vm.redact import redact_text
+from oa_vm.redact import redact_json, redact_text
 from waa_client import retry
 from waa_client.b64 import b64decode_strict
 from waa_client.catalog import is_infeasible
@@ -198,7 +199,7 @@ def run_task(
     except _TaskEnded as ended:
         execution.status = TaskStatus.ERROR
         execution.error_type = ended.error_type
-        execution.error_message = ended.message
+        execution.error_message = redact_text(ended.message)  # a worker's error may quote its URL
         execution.agent_traceback = ended.agent_traceback
     execution.ended_at = now_iso()
     execution.duration_s = round(time.monotonic() - started, 3)
@@ -269,7 +270,7 @@ def _observe(
         step.screenshot = save_screenshot(record_dir, index, screenshot)
     step.window_title = title
     if problems:
-        step.error = "; ".join(problems)
+        step.error = redact_text("; ".join(problems))
     return BenchmarkObservation(screenshot, tree, title, index), step
 
 
@@ -324,9 +325,11 @@ def _steps(
                 last_result = last_error = None
                 sleep(max(0.0, min(wait_s, clock.remaining() or wait_s)))
                 continue
-            step.result, step.error = _send(
-                waa, action, clock, index, observation.accessibility_tree
-            )
+            result, error = _send(waa, action, clock, index, observation.accessibility_tree)
+            # what the worker answered goes to the agent (next observation) and the record:
+            # a worker's error quotes the URL it was sent to, its capability included
+            step.result = None if result is None else redact_json(result)
+            step.error = None if error is None else redact_text(error)
             if step.error is not None:
                 step.rejected = True
             last_result, last_error = step.result, step.error
@@ -357,23 +360,22 @@ def _send(
                 return None, f"the action cannot be sent: {exc}"
             return waa.execute_windows(code, timeout=timeout), None
     except WaaError as exc:
-        # /execute answers a failing command with its returncode, so a 5xx there is the server
-        # failing (not the agent): retry the task elsewhere. /execute_windows answers 500 with
-        # its JSON error body for the agent's own failing code, which stays the agent's; any
-        # other 5xx there (no such body) is the server failing.
-        server_failed = isinstance(exc, ServerError) and (
-            action.type == EXECUTE or not exc.endpoint_answered
-        )
-        if (isinstance(exc, ServerError) and exc.endpoint_answered and server_failed
-                and not exc.is_infrastructure and _still_healthy(waa, clock)):
-            # The endpoint ran and reported a failure (WAA's JSON error body, as its /execute
-            # answers an exception) and the worker answers its probe: it failed on this action
-            # (a path too long for its file system), so the failure is the agent's, never a
-            # reason to quarantine a healthy worker. A plain 5xx (the server itself failing) or
-            # a worker that fails its probe too is the infrastructure's.
-            return None, f"the worker failed on this action: {exc}"
-        if exc.is_infrastructure or server_failed:
+        # who pays, by what happened (the one rule: evals.agent_failures.blame_action); a
+        # task whose own time ran out meanwhile fails the probe: error/timeout, as before
+        blame = blame_action(exc, command=action.type == EXECUTE,
+                             worker_answers=lambda: _still_healthy(waa, clock))
+        if blame is Blame.WORKER:
             raise clock.classify(exc, f"sending step {index}") from exc
+        if blame is Blame.AGENT_TIMED_OUT:
+            raise _TaskEnded(
+                ErrorType.AGENT,
+                f"{ACTION_TIMED_OUT}: the worker was still running the action of step {index} "
+                f"when the read timeout ({timeout:g}s) passed, and it answers its probe: the "
+                "action is too long for it (split it, or raise --read-timeout); a worker "
+                f"stops an action whose caller has gone ({exc})",
+            ) from exc
+        if isinstance(exc, ServerError) and exc.endpoint_answered and action.type == EXECUTE:
+            return None, f"the worker failed on this action: {exc}"
         return None, str(exc)
     raise _TaskEnded(ErrorType.AGENT, f"action type {action.type!r} cannot be sent")
 

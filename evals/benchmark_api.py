@@ -457,10 +457,13 @@ class WAALiveAdapter(BenchmarkAdapter):
     def __init__(self, config: WAALiveConfig | None = None, **options: Any) -> None:
         """Prepare clients for ``config`` (or ``WAALiveConfig(**options)``, e.g.
         ``server_url=...``); nothing is contacted until the first task."""
+        from oa_vm.redact import register_url_secrets
         from waa_client.scoring import ScoringClient
         from waa_client.waa import WaaClient
 
         self.config = config or WAALiveConfig(**options)
+        register_url_secrets(self.config.server_url)  # a capability in them: masked everywhere
+        register_url_secrets(self.config.evaluate_url)
         self.max_steps = self.config.max_steps
         self.step_pause_s = self.config.step_pause_s
         self.task_timeout_s = self.config.task_timeout_s

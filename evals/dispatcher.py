@@ -230,7 +230,9 @@ class Dispatcher:
 
     def _emit(self, kind: EventKind, *, rejected: int = 0, **details: str | None) -> None:
         if self.on_event is not None:
-            self.on_event(RunEvent(kind, self.snapshot(), rejected=rejected, **details))
+            # events reach the terminal (and a caller's sink): their texts are masked too
+            shown = {k: None if v is None else redact_text(v) for k, v in details.items()}
+            self.on_event(RunEvent(kind, self.snapshot(), rejected=rejected, **shown))
 
     # --- running ------------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from evals.trials import split_key, trial_folder, trial_key
 from oa_vm import safe_fs
+from oa_vm.redact import redact_json
 from oa_vm.state import atomic_write_json
 
 DEFAULT_RESULTS_DIR = "benchmark_results"
@@ -217,7 +218,9 @@ class TaskExecution:
         for optional in ("reward_components", "task_traceback"):  # Cua-Bench variants only
             if data[optional] is None:
                 del data[optional]
-        return data
+        # the one serializer of a record (execution.json, the queue, the page): no text a
+        # worker or an exception produced crosses it with a credential (oa_vm.redact)
+        return dict(redact_json(data))
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TaskExecution:
@@ -428,8 +431,8 @@ class RunFolder:
         return data if isinstance(data, dict) else {}
 
     def write_metadata(self, data: dict[str, Any]) -> None:
-        """Replace ``metadata.json``."""
-        atomic_write_json(self.metadata_path, data, root=self.path)
+        """Replace ``metadata.json`` (credentials in its texts masked, :mod:`oa_vm.redact`)."""
+        atomic_write_json(self.metadata_path, redact_json(data), root=self.path)
 
     def update_metadata(self, **changes: Any) -> dict[str, Any]:
         """Merge ``changes`` into ``metadata.json`` and return the result."""

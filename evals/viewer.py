@@ -65,12 +65,27 @@ def _templates() -> jinja2.Environment:
         autoescape=True,  # every template is HTML (style.css and run.js are only included)
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
+        # every value a page shows passes the one redaction (oa_vm.redact): a record or a
+        # metadata file written before it masked a worker's capability still shows none
+        finalize=_redacted,
     )
     env.filters["rate"] = fmt_rate
     env.filters["num"] = fmt_num
     env.globals["labels"] = STATUS_LABELS
     env.globals["generator_tag"] = Markup(GENERATOR_TAG)
     return env
+
+
+def _redacted(value: object) -> object:
+    """A value about to be printed into a page, credentials masked (markup stays markup: the
+    mask has no character HTML treats specially)."""
+    from oa_vm.redact import redact_text
+
+    if isinstance(value, Markup):
+        return Markup(redact_text(str(value)))
+    if isinstance(value, str):
+        return redact_text(value)
+    return value
 
 
 def esc(value: object) -> str:

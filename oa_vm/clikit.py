@@ -102,6 +102,22 @@ class _PipeSafe:
         return getattr(self._stream, name)
 
 
+def _log_redacted() -> None:
+    """Log lines go to stderr as Python's last-resort handler prints them (warnings and worse),
+    through the one redaction (:mod:`oa_vm.redact`)."""
+    import logging
+
+    from oa_vm.redact import RedactingFormatter
+
+    root = logging.getLogger()
+    if any(isinstance(h.formatter, RedactingFormatter) for h in root.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("%(message)s"))
+    handler.setLevel(logging.WARNING)
+    root.addHandler(handler)
+
+
 def run_main(
     app: Callable[..., Any], prog: str, known: tuple[type[BaseException], ...] = ()
 ) -> NoReturn:
@@ -113,6 +129,7 @@ def run_main(
     argv = sys.argv[1:]
     debug = _debug_requested(argv)
     sys.stdout = _PipeSafe(sys.stdout)
+    _log_redacted()
     args = [a for a in argv if a != "--debug"]
     global _typed_args
     _typed_args = args
@@ -153,7 +170,8 @@ def _report(
         print(f"{prog}: error: {message} (see '{command} --help')", file=sys.stderr)
         sys.exit(int(exc.exit_code))
     if debug:
-        traceback.print_exception(exc)
+        # a traceback quotes messages and URLs (a worker's capability): masked like the line
+        print(redact_text("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
     if _is_known(exc, known):
         print(f"{prog}: error: {redact_text(str(exc))}", file=sys.stderr)
         sys.exit(int(getattr(exc, "exit_code", 1)))

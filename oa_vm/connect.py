@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from oa_vm import state
 from oa_vm.errors import PoolNotReadyError
+from oa_vm.redact import register_url_secrets
 from oa_vm.state import PoolRecord, WorkerRecord, WorkerState
 
 if TYPE_CHECKING:
@@ -35,6 +36,12 @@ class WorkerConnection:
     egress: str | None = None
     """The pool's egress mode (what the guest may reach, docs/security.md); None for a pool
     created before egress modes."""
+
+    def __post_init__(self) -> None:
+        # whatever built it (a pool's record, a repair, a caller's URLs): its capability is
+        # masked in every text from now on (oa_vm.redact)
+        register_url_secrets(self.waa_url)
+        register_url_secrets(self.scoring_url)
 
 
 def known_hosts_path(pool: str) -> Path:

@@ -8,17 +8,29 @@ URL inside a message, and masks credentials in free text too: ``Bearer <token>``
 ``Authorization`` header, ``"api_key": "..."``-like pairs (JSON, headers, ``key=value``), keys of
 well-known shapes (``sk-...``, ``AKIA...``, ``ghp_...``, PEM private keys), and every secret the
 process registered with :func:`register_secret` (the agent server's token: a server that echoes
-it back in an error body must not get it into a record).
+it back in an error body must not get it into a record; a worker's capability, see
+:func:`register_url_secrets`).
+
+This module is the one place text is cleaned before it leaves the controller: for an agent (the
+observation's ``last_error`` and ``last_result``), for a file (records, the queue, pages,
+``metadata.json``), for the terminal (error lines, ``--debug`` tracebacks, log lines) and for
+events. :func:`redact_json` does it for every string of a JSON document;
+:class:`RedactingFormatter` for log records.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+# a scheme starts where no scheme character stands before it and is at most 32 long: a long
+# run of letters (400,000 typed characters in a record) is then scanned once, not once for
+# each of its letters
+_URL = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s'\"<>]+")
 _SECRET_KEY = re.compile(
     r"(token|key|secret|pass|pwd|auth|sig|signature|credential|session|code)", re.IGNORECASE
 )
@@ -50,8 +62,8 @@ def redact_url(url: str) -> str:
 
 
 _QUERY_SECRET = re.compile(
-    r"([?&][^=\s&?#]*(?:token|key|secret|pass|pwd|auth|sig|credential|session|code)"
-    r"[^=\s&?#]*=)[^&\s'\"#]+",
+    r"([?&][^=\s&?#]{0,64}(?:token|key|secret|pass|pwd|auth|sig|credential|session|code)"
+    r"[^=\s&?#]{0,64}=)[^&\s'\"#]+",
     re.IGNORECASE,
 )
 
@@ -61,10 +73,12 @@ _AUTH_HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)?\s*)"
     r"([^\s\"',;}]{4,})"
 )
-# a credential-like key (not "tokens_in", "max_tokens") then ':' or '=' and its value
+# a credential-like key (not "tokens_in", "max_tokens") then ':' or '=' and its value; a key
+# starts where no key character stands before it and is at most 64 long on each side of its
+# word, so a long run of key characters (a typed text in a record) costs a single scan
 _PAIR = re.compile(
-    r"(?i)([\"']?\b[\w-]*(?:token|api[_-]?key|secret|password|passwd|credential)(?!s)[\w-]*"
-    r"[\"']?\s*[:=]\s*[\"']?)([^\s\"',;&}]{4,})"
+    r"(?i)([\"']?(?<![\w-])[\w-]{0,64}(?:token|api[_-]?key|secret|password|passwd|credential)"
+    r"(?!s)[\w-]{0,64}[\"']?\s*[:=]\s*[\"']?)([^\s\"',;&}]{4,})"
 )
 _KEY_SHAPES = re.compile(
     r"\bsk-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}"
@@ -72,6 +86,8 @@ _KEY_SHAPES = re.compile(
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----(?:.*?-----END [A-Z ]*PRIVATE KEY-----|.*)",
     re.DOTALL,
 )
+# a SAS token's signature (Azure), wherever it stands: a token given alone starts with it
+_SIGNATURE = re.compile(r"(?i)(\b(?:sig|signature)\s*=\s*)([^&\s'\"<>;,]{4,})")
 _registered: set[str] = set()
 _registered_lock = threading.Lock()
 MIN_SECRET_LEN = 6  # shorter values would mask ordinary words
@@ -91,6 +107,7 @@ def redact_text(text: str) -> str:
     ``Authorization`` values, credential-like pairs, keys of well-known shapes and registered
     secrets masked."""
     with _registered_lock:
+        # longest first: a secret that contains another is masked whole, not around it
         secrets = sorted(_registered, key=len, reverse=True)
     for secret in secrets:  # first: the other rules might cut a registered secret in two
         text = text.replace(secret, MASK)
@@ -98,6 +115,7 @@ def redact_text(text: str) -> str:
     text = redact_worker_secrets(text)
     text = _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
     text = _KEY_SHAPES.sub(MASK, text)
+    text = _SIGNATURE.sub(lambda m: m.group(1) + MASK, text)
     text = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)
     text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
     return _PAIR.sub(lambda m: m.group(1) + MASK, text)
@@ -111,3 +129,52 @@ def redact_worker_secrets(text: str) -> str:
     (``http://127.0.0.1:PORT/cap-<40 hex>/...``, see ``docs/local-worker.md``) is a capability,
     which error messages, records and tables must not show."""
     return _WORKER_SECRET.sub("cap-" + MASK, text)
+
+
+CAPABILITY_MIN_LEN = 16
+"""A worker URL's first path segment this long or longer is a capability (a local worker's
+secret is 16 to 128 characters, ``infra.local.access.SECRET_PATTERN``)."""
+_CAPABILITY_SEGMENT = re.compile(rf"[A-Za-z0-9_-]{{{CAPABILITY_MIN_LEN},128}}")
+
+
+def register_url_secrets(url: str | None) -> None:
+    """Register the secrets a worker URL carries: its capability (the first path segment of
+    ``http://127.0.0.1:PORT/<secret>/...``, whatever its form) and a password in it.
+
+    Called wherever the controller learns a worker's URL (its pool record, a client built on a
+    URL given by the caller), so that any text quoting the URL, an error a worker sends back
+    included, is masked by :func:`redact_text` before it reaches an agent, a file or the
+    terminal.
+    """
+    if not url:
+        return
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return
+    head = parts.path.lstrip("/").split("/", 1)[0]
+    if _CAPABILITY_SEGMENT.fullmatch(head):
+        register_secret(head)
+    register_secret(parts.password)
+
+
+def redact_json(value: Any) -> Any:
+    """A copy of a JSON value (dicts, lists, strings, numbers) with every string passed through
+    :func:`redact_text`; keys are kept (they are field names)."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {key: redact_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [redact_json(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(redact_json(item) for item in value)
+    return value
+
+
+class RedactingFormatter(logging.Formatter):
+    """A log formatter whose lines (exception text included) pass :func:`redact_text`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The formatted line, credentials masked."""
+        return redact_text(super().format(record))

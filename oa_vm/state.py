@@ -24,6 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from oa_vm.errors import CorruptRecordError, InvalidInputError, PoolNotFoundError
+from oa_vm.redact import register_url_secrets
 from oa_vm.validate import name_problem
 
 # typing is not imported at run time: these modules are on pool-status's start-up path.
@@ -177,6 +178,28 @@ class WorkerRecord(_Record):
         self.provider_id = provider_id
         self.phase = phase
         self.detail = detail
+
+    # A local worker's URLs carry its pool's capability: once this process knows one, any text
+    # quoting it is masked (oa_vm.redact), an error a worker sends back included.
+    @property
+    def waa_url(self) -> str | None:
+        """The WAA server's URL as this machine reaches it."""
+        return self._waa_url
+
+    @waa_url.setter
+    def waa_url(self, value: str | None) -> None:
+        register_url_secrets(value)
+        self._waa_url = value
+
+    @property
+    def scoring_url(self) -> str | None:
+        """The scoring server's URL as this machine reaches it."""
+        return self._scoring_url
+
+    @scoring_url.setter
+    def scoring_url(self, value: str | None) -> None:
+        register_url_secrets(value)
+        self._scoring_url = value
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""

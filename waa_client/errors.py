@@ -50,7 +50,21 @@ class WorkerUnreachableError(WaaError):
 
 
 class WorkerTimeoutError(WorkerUnreachableError):
-    """The worker did not connect or answer within the timeout."""
+    """The worker did not connect or answer within the timeout.
+
+    Attributes:
+        sent: True when the time ran out waiting for the answer to a request already sent (a
+            read timeout: the worker took the request and was still at it), False when no
+            connection was made. What it means is the caller's to decide: a hung worker and
+            an action that takes longer than the timeout both look like this.
+    """
+
+    def __init__(
+        self, message: str, *, url: str | None = None, status: int | None = None,
+        sent: bool = False,
+    ) -> None:
+        super().__init__(message, url=url, status=status)
+        self.sent = sent
 
 
 class ServerError(WaaError):

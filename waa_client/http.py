@@ -177,7 +177,7 @@ class HttpClient:
             raise WorkerTimeoutError(
                 f"{method} {url}: no answer within {timeout[1]:g}s; the worker may be hung "
                 "(check it, or raise the timeout for slow calls)",
-                url=url,
+                url=url, sent=True,
             ) from e
         except (
             requests.exceptions.ConnectionError,
@@ -188,7 +188,7 @@ class HttpClient:
                 raise WorkerTimeoutError(
                     f"{method} {url}: answer not complete within {timeout[1]:g}s; the worker "
                     "may be hung (check it, or raise the timeout for slow calls)",
-                    url=url,
+                    url=url, sent=True,
                 ) from e
             raise WorkerUnreachableError(
                 f"{method} {url}: worker unreachable ({_root_cause(e)}); check the worker is up "

@@ -74,11 +74,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
-        help="connections served at once per worker (503 above; default %(default)d)",
+        help="connections served at once per worker, counted once their request line shows "
+             "the secret (503 above; default %(default)d)",
     )
     parser.add_argument(
         "--read-timeout", type=float, default=DEFAULT_READ_TIMEOUT,
-        help="seconds of client silence before its connection is closed (default %(default)g)",
+        help="seconds a request may take to arrive whole, line, headers and body together, "
+             "before its connection is closed (default %(default)g)",
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING"])
     return parser

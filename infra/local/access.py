@@ -8,8 +8,9 @@ secret is refused before its body is read or any fault knob counts it.
 
 The limits keep one worker cheap whatever its clients do: bodies over ``max_body`` bytes are
 refused with 413 before being read, at most ``max_connections`` connections are served at once
-(the next ones get 503 at once, never a thread), and a connection that sends nothing for
-``read_timeout`` seconds is closed.
+(the next ones get 503 at once, never a thread; a connection counts only once its request line
+has shown the secret, see :mod:`infra.local.server`), and a request that has not arrived whole
+(line, headers and body) within ``read_timeout`` seconds has its connection closed.
 """
 
 from __future__ import annotations

@@ -31,10 +31,16 @@ def source_of(command: str | Sequence[str]) -> str | None:
         return source
     if not isinstance(command, str):
         return None
+    # Only the first word decides, so only the first line is split when it can be: splitting
+    # a 400,000-character source whole took seconds before anything was played.
+    first_line = command.split("\n", 1)[0]
     try:
-        words = commands.split_command(command)
+        words = commands.split_command(first_line if first_line.strip() else command)
     except commands.CommandSyntaxError:
-        return command  # not splittable as words: only Python can make sense of it
+        try:
+            words = commands.split_command(command)  # a quote closed on a later line
+        except commands.CommandSyntaxError:
+            return command  # not splittable as words: only Python can make sense of it
     first = words[0]
     if first.upper() in commands.SPECIAL_ACTIONS or first.lower() in commands.VERBS:
         return None

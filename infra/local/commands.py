@@ -18,11 +18,11 @@ reason in ``error``. A path leaving the sandbox raises :class:`SandboxError` (HT
 from __future__ import annotations
 
 import shlex
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from infra.local import cancel
 from infra.local.apps import (
     Alarm,
     AppError,
@@ -428,7 +428,7 @@ def _sleep(desktop: Desktop, args: list[str]) -> str:
         raise _UsageError(f"{args[0]!r} is not a number of seconds") from None
     if not 0 <= seconds <= MAX_SLEEP:
         raise _UsageError(f"sleep takes 0 to {MAX_SLEEP:g} seconds, not {args[0]}")
-    time.sleep(seconds)  # really waits: benchmarks shape task durations with it
+    cancel.sleep(seconds)  # really waits (benchmarks shape task durations with it); stoppable
     return ""
 
 

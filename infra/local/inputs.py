@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import math
 import shlex
-import time
 from typing import Any
 
+from infra.local import cancel
 from infra.local.apps import (
     Alarm,
     AppError,
@@ -78,6 +78,7 @@ class Player:
             AppError: a call the desktop refuses (the message names its line).
         """
         for call in program.calls:
+            cancel.check()
             try:
                 self._call(call)
             except (AppError, ArithmeticInputError) as exc:
@@ -94,7 +95,7 @@ class Player:
         if name in ("time.sleep", "pyautogui.sleep"):
             seconds = max(0.0, min(_number(_arg(args, kwargs, 0, "seconds", 0)), self.sleep_cap))
             self.sleep_cap -= seconds
-            time.sleep(seconds)
+            cancel.sleep(seconds)
             return
         module, _, function = name.partition(".")
         if module == "computer":
@@ -241,6 +242,7 @@ class Player:
         presses = _count(kwargs.get("presses", args[1] if len(args) > 1 else 1))
         names = keys if isinstance(keys, list) else [keys]
         for _ in range(max(0, min(presses, 1000))):
+            cancel.check()
             for key in names:
                 if not isinstance(key, str):
                     raise AppError("press takes a key name or a list of them")
@@ -424,7 +426,9 @@ class Player:
             self._in_browser(lambda: browser.type_text(text))
             return
         buffer = ""
-        for char in text:
+        for count, char in enumerate(text):
+            if not count % 1024:
+                cancel.check()  # a long text stops when its caller is gone
             if char in "\n\t":
                 if buffer:
                     self._insert(buffer)

@@ -6,8 +6,15 @@ thread, at most ``max_connections`` of them per worker (:mod:`infra.local.access
 worker costs one sleeping thread and 200 workers fit in one process.
 
 Every request passes the worker's :class:`~infra.local.access.Guard` before anything else: the
-secret prefix of its path, then the size of its body. Routes are registered without the prefix
-(``app.route("GET", "/probe", ...)``), so a module adding endpoints never sees it.
+secret prefix of its path, then the size of its body. A new connection holds no slot (and no
+thread) until its request line has shown the secret: the accepting thread reads that line itself
+(non-blocking, with the others), so connections without the secret, silent ones and HTTP/0.9
+requests are answered and closed there and cannot fill the worker's slots. Once admitted, each
+request has one deadline for the whole of its head and body (``read_timeout``), not a timeout
+per read that a client dripping a byte at a time would renew for ever.
+
+Routes are registered without the prefix (``app.route("GET", "/probe", ...)``), so a module
+adding endpoints never sees it.
 """
 
 from __future__ import annotations
@@ -15,11 +22,13 @@ from __future__ import annotations
 import contextlib
 import email.parser
 import email.policy
+import io
 import json
 import logging
 import selectors
 import socket
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +36,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from infra.local import cancel
 from infra.local.access import Guard
 from infra.local.faults import Action, FaultGate
 
@@ -166,6 +176,8 @@ class AppServer(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], app: App, guard: Guard) -> None:
         self.app = app
         self.guard = guard
+        # what the acceptor read of each admitted connection (its request line at least)
+        self.already_read: dict[socket.socket, bytes] = {}
         super().__init__(address, _Handler)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
@@ -201,9 +213,19 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def setup(self) -> None:
-        # The socket timeout: a client silent this long has its connection (and thread) closed.
         super().setup()
-        self.connection.settimeout(self.server.guard.limits.read_timeout)
+        # Read through the deadline: what the acceptor read first, then the socket, each read
+        # waiting only for what is left of this request's read_timeout (handle_one_request).
+        self._deadline = time.monotonic() + self.server.guard.limits.read_timeout
+        first = self.server.already_read.pop(self.connection, b"")
+        raw = _DeadlineReader(self.connection, first, lambda: self._deadline)
+        self.rfile = io.BufferedReader(raw, 65536)
+
+    def handle_one_request(self) -> None:
+        # one deadline for the whole request, head and body: the wait for the next request on
+        # a kept-alive connection starts a new one
+        self._deadline = time.monotonic() + self.server.guard.limits.read_timeout
+        super().handle_one_request()
 
     def log_message(self, format: str, *args: Any) -> None:
         if not log.isEnabledFor(logging.DEBUG):
@@ -273,7 +295,9 @@ class _Handler(BaseHTTPRequestHandler):
             body=body,
         )
         try:
-            response = app.dispatch(request)
+            # an action played for this request stops once the caller closes the connection
+            with cancel.watching(self.connection):
+                response = app.dispatch(request)
         except HttpError as exc:
             response = Response.json({"status": "error", "message": exc.message}, exc.status)
         except Exception as exc:  # WAA answers any failure with a 500
@@ -294,14 +318,37 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client went away; nothing to tell it
 
 
+HEAD_LIMIT = 8192
+"""Bytes of a request line the acceptor reads before it refuses the connection (414)."""
+MAX_PENDING = 256
+"""Connections waiting for their request line per worker; past it the oldest is closed."""
+
+
+@dataclass
+class _Pending:
+    """A connection accepted, not yet admitted: what it sent so far and until when it may."""
+
+    conn: socket.socket
+    address: Any
+    server: AppServer
+    deadline: float
+    data: bytes = b""
+
+
 class Acceptor:
-    """One thread that accepts connections for several servers (a selector, no polling)."""
+    """One thread that accepts connections for several servers (a selector, no polling).
+
+    It also reads each new connection's request line (non-blocking) and admits it (a slot, a
+    thread) only when the line is HTTP/1.x and its path carries the secret; every other
+    connection is answered and closed from this thread (:meth:`_screen`).
+    """
 
     def __init__(self, servers: list[AppServer], name: str) -> None:
         self._servers = servers
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = socket.socketpair()
         self._stopping = False
+        self._pending: dict[socket.socket, _Pending] = {}
         for server in servers:
             server.socket.setblocking(False)
             self._selector.register(server.socket, selectors.EVENT_READ, server)
@@ -311,27 +358,107 @@ class Acceptor:
 
     def _loop(self) -> None:
         while not self._stopping:
-            for key, _ in self._selector.select():
-                server = key.data
-                if server is None or self._stopping:
+            wait = None
+            if self._pending:
+                nearest = min(p.deadline for p in self._pending.values())
+                wait = max(0.0, nearest - time.monotonic())
+            for key, _ in self._selector.select(wait):
+                if key.data is None or self._stopping:
                     return
-                try:
-                    conn, address = server.socket.accept()
-                except (BlockingIOError, InterruptedError):
-                    continue
-                except OSError:
-                    log.exception("accept failed on %s", server.app.name)
-                    continue
-                if not server.guard.try_open():
-                    _refuse_busy(conn)
-                    continue
-                conn.setblocking(True)
-                try:
-                    server.process_request(conn, address)
-                except Exception:  # one bad connection must not stop the worker
-                    log.exception("could not start a request thread")
-                    server.guard.close()
-                    server.shutdown_request(conn)
+                if isinstance(key.data, _Pending):
+                    self._read_head(key.data)
+                else:
+                    self._accept(key.data)
+            self._expire()
+
+    def _accept(self, server: AppServer) -> None:
+        try:
+            conn, address = server.socket.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            log.exception("accept failed on %s", server.app.name)
+            return
+        conn.setblocking(False)
+        if len(self._pending) >= MAX_PENDING:  # a flood of silent connections: oldest goes
+            oldest = min(self._pending.values(), key=lambda p: p.deadline)
+            self._drop(oldest)
+        pending = _Pending(conn, address, server,
+                           time.monotonic() + server.guard.limits.read_timeout)
+        self._pending[conn] = pending
+        self._selector.register(conn, selectors.EVENT_READ, pending)
+
+    def _read_head(self, pending: _Pending) -> None:
+        try:
+            chunk = pending.conn.recv(HEAD_LIMIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._drop(pending)
+            return
+        pending.data += chunk
+        self._screen(pending)
+
+    def _screen(self, pending: _Pending) -> None:
+        """Admit, refuse or keep waiting for a connection from what it sent so far."""
+        line, found, _ = pending.data.partition(b"\n")
+        if not found:
+            if len(pending.data) >= HEAD_LIMIT:
+                self._refuse(pending, 414, "request line too long")
+            return
+        words = line.decode("latin-1").split()
+        if len(words) != 3 or not words[2].startswith("HTTP/1."):
+            # HTTP/0.9 (no version) or not HTTP: never given a slot
+            self._refuse(pending, 400, "send an HTTP/1.x request")
+            return
+        guard = pending.server.guard
+        if guard.capability.strip(urlsplit(words[1]).path) is None:
+            self._refuse(pending, 403, "forbidden")
+            return
+        self._forget(pending)
+        if not guard.try_open():
+            _refuse_busy(pending.conn)
+            return
+        conn, server = pending.conn, pending.server
+        conn.setblocking(True)
+        server.already_read[conn] = pending.data
+        try:
+            server.process_request(conn, pending.address)
+        except Exception:  # one bad connection must not stop the worker
+            log.exception("could not start a request thread")
+            server.already_read.pop(conn, None)
+            guard.close()
+            server.shutdown_request(conn)
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for pending in [p for p in self._pending.values() if p.deadline <= now]:
+            self._drop(pending)
+
+    def _forget(self, pending: _Pending) -> None:
+        self._pending.pop(pending.conn, None)
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(pending.conn)
+
+    def _drop(self, pending: _Pending) -> None:
+        self._forget(pending)
+        with contextlib.suppress(OSError):
+            pending.conn.close()
+
+    def _refuse(self, pending: _Pending, status: int, message: str) -> None:
+        """Answer an error and close, from this thread (the write cannot block: see
+        :func:`_refuse_busy`)."""
+        self._forget(pending)
+        body = json.dumps({"status": "error", "message": message}).encode()
+        reason = {400: "Bad Request", 403: "Forbidden", 414: "URI Too Long"}[status]
+        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+        with contextlib.suppress(OSError):
+            pending.conn.send(head.encode("latin-1") + body)
+        with contextlib.suppress(OSError):
+            pending.conn.close()
 
     def stop(self) -> None:
         """Stop accepting, close the listening sockets (freeing the ports)."""
@@ -339,11 +466,42 @@ class Acceptor:
         with contextlib.suppress(OSError):
             self._wake_w.send(b"x")
         self._thread.join(timeout=5)
+        for pending in list(self._pending.values()):
+            self._drop(pending)
         self._selector.close()
         self._wake_r.close()
         self._wake_w.close()
         for server in self._servers:
             server.server_close()
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A connection's bytes for the request handler: ``first`` (what the acceptor read), then
+    the socket, each read waiting at most until ``deadline()`` (then ``TimeoutError``, which
+    ``http.server`` answers by closing the connection)."""
+
+    def __init__(self, conn: socket.socket, first: bytes,
+                 deadline: Callable[[], float]) -> None:
+        super().__init__()
+        self._conn = conn
+        self._first = first
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._first:
+            n = min(len(view), len(self._first))
+            view[:n] = self._first[:n]
+            self._first = self._first[n:]
+            return n
+        left = self._deadline() - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request was not complete within the read timeout")
+        self._conn.settimeout(left)
+        return self._conn.recv_into(view)
 
 
 def _refuse_busy(conn: socket.socket) -> None:

@@ -10,10 +10,11 @@ and folder checks...) answer in the shapes that client reads.
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Callable
 from typing import Any
 
-from infra.local import commands, setup_steps
+from infra.local import cancel, commands, setup_steps
 from infra.local.actions import run_action
 from infra.local.apps import AppError
 from infra.local.desktop import Desktop
@@ -24,6 +25,7 @@ from infra.local.render import Screen, accessibility_xml
 from infra.local.sandbox import SandboxError
 from infra.local.server import App, HttpError, Request, Response, Route
 
+log = logging.getLogger("infra.local")
 PROBE = {"status": "Probe successful", "message": "Service is operational"}
 
 
@@ -45,6 +47,10 @@ def guarded(handler: Route, *, missing: int = 400) -> Route:
             raise HttpError(missing, str(exc)) from None
         except FileNotFoundError as exc:
             raise HttpError(404, str(exc)) from None
+        except cancel.ActionStopped as exc:
+            # WAA's answer to a command it stopped at its limit: an error the action caused
+            log.info("%s: %s", request.path, exc)
+            raise HttpError(500, str(exc)) from None
 
     return wrapped
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.redact import redact_text, register_secret
+from oa_vm.redact import redact_json, redact_text, register_secret
 from tests.support.cli import run_cli
 
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
@@ -110,3 +111,222 @@ def test_redact_text_leaves_ordinary_words(text: str) -> None:
 def test_a_registered_secret_is_masked_in_any_form_of_text() -> None:
     register_secret("plain-looking-value-42")
     assert redact_text("server said: plain-looking-value-42!") == "server said: ***!"
+
+
+# --- the secret search (issue 28, high 1) -------------------------------------------------------
+# A worker's capability (the secret first segment of its URLs) once reached the agent, the
+# records, the queue and the page through the error text of an action the worker refused. Here
+# a pool is made with a planted secret of no recognisable shape (only its registration can find
+# it), agents send actions the worker refuses, and every byte an agent received, every file
+# of the run folder (the queue's rows included) and everything the CLI printed are searched.
+
+REFUSED = "import os\nos.system('whoami')"  # outside the worker's whitelist: 400, nothing ran
+SEARCH_TASKS = f"{TASK},e112363f-4a10-536e-89c0-53e0fb3afa05-WOS"
+
+REJECTED_AGENT = '''
+import json, os
+from evals.agents.base import BenchmarkAction, BenchmarkAgent
+
+class Rejected(BenchmarkAgent):
+    """Sends refused actions; writes down every observation text it is given."""
+
+    def act(self, observation, task, history=None):
+        with open(os.environ["SEEN_FILE"], "a", encoding="utf-8") as seen:
+            seen.write(json.dumps({"error": observation.last_error,
+                                   "result": observation.last_result,
+                                   "title": observation.window_title}) + "\\n")
+        step = len(history or [])
+        if step == 0:
+            return BenchmarkAction(type="execute_windows", code=REFUSED)
+        if step == 1:
+            return BenchmarkAction(type="execute", command="no-such-verb --now")
+        if step == 2:
+            return BenchmarkAction(type="click", target_name="No Such Button Anywhere")
+        raise RuntimeError(f"giving up after {observation.last_error}")
+'''.replace("REFUSED", repr(REFUSED))
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A home with a ready local pool ``s`` whose workers' secret is planted by the test."""
+    from oa_vm import api
+
+    home = tmp_path_factory.mktemp("planted") / "home"
+    secret = "planted_" + secrets.token_urlsafe(24).replace("-", "_")
+    folder = home / "pools" / "s"
+    folder.mkdir(parents=True, mode=0o700)
+    (home / "pools").chmod(0o700)
+    home.chmod(0o700)
+    (folder / "worker-secret").write_text(secret + "\n")
+    (folder / "worker-secret").chmod(0o600)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OA_VM_HOME", str(home))
+        api.create_pool(name="s", cloud="local", workers=2)
+        try:
+            record = api.wait_pool("s", timeout_s=120)
+            assert all(secret in (w.waa_url or "") for w in record.workers)  # it is in use
+            yield home, secret
+        finally:
+            api.cleanup_pool("s", force=True)
+
+
+@pytest.fixture
+def recording_agent() -> Iterator[tuple[str, list[bytes]]]:
+    """An http agent server on loopback that keeps every byte it receives and answers with
+    actions the worker refuses (then one it cannot send, then DONE)."""
+    received: list[bytes] = []
+    answers = [{"action": REFUSED}, {"action": {"type": "execute", "command": "bogus --x"}},
+               {"action": "pyautogui.hotkey('nonsense-key-name')"}, {"action": "DONE"}]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            received.append(str(self.requestline).encode() + bytes(self.headers) + body)
+            step = json.loads(body)["observation"]["step"]
+            answer = json.dumps(answers[min(step, len(answers) - 1)]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def do_HEAD(self) -> None:
+            received.append(str(self.requestline).encode() + bytes(self.headers))
+            self.send_response(405)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/act", received
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+def _run_folder_bytes(run: Path) -> bytes:
+    """Every byte of every file under ``run``, and the queue's rows as SQL text."""
+    written = b"".join(p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file())
+    conn = sqlite3.connect(run / "queue.sqlite")
+    try:
+        dumped = "\n".join(conn.iterdump()).encode()
+    finally:
+        conn.close()
+    return written + dumped
+
+
+def test_secret_search_python_agent_with_refused_actions_and_debug(
+    planted: tuple[Path, str], tmp_path: Path
+) -> None:
+    home, secret = planted
+    (tmp_path / "rejected_agent.py").write_text(REJECTED_AGENT, encoding="utf-8")
+    seen = tmp_path / "seen.jsonl"
+    results = tmp_path / "results"
+    ran = run_cli("openadapt-evals", "run", "--pool", "s", "--agent", "rejected_agent:Rejected",
+                  "--tasks", SEARCH_TASKS, "--run-name", "py", "--results-dir", str(results),
+                  "--debug", home=home, timeout=300,
+                  env={"PYTHONPATH": str(tmp_path), "SEEN_FILE": str(seen)})
+    run = results / "py"
+    records = [json.loads(p.read_text()) for p in run.rglob("execution.json")]
+    assert len(records) == 2, ran.stderr
+    steps = [s for r in records for s in r["steps"]]
+    refused = [s["error"] for s in steps if s.get("rejected")]
+    # the worker did refuse: its error texts were recorded and shown to the agent
+    assert any("refused, nothing ran" in e for e in refused), refused
+    assert any("/***/" in e for e in refused), refused
+    assert all(r["error_type"] == "agent" for r in records)
+    given = seen.read_text()
+    assert "refused, nothing ran" in given
+    assert secret not in given
+    viewed = run_cli("openadapt-evals", "view", "py", "--results-dir", str(results), home=home)
+    assert viewed.returncode == 0, viewed.stderr
+    assert any(p.suffix == ".html" for p in run.rglob("*"))
+    assert secret.encode() not in _run_folder_bytes(run)
+    assert secret not in ran.stdout + ran.stderr + viewed.stdout + viewed.stderr
+
+
+def test_secret_search_http_agent_on_a_loopback_server(
+    planted: tuple[Path, str], tmp_path: Path, recording_agent: tuple[str, list[bytes]]
+) -> None:
+    home, secret = planted
+    url, received = recording_agent
+    results = tmp_path / "results"
+    ran = run_cli("openadapt-evals", "run", "--pool", "s", "--agent", "http", "--agent-url",
+                  url, "--tasks", SEARCH_TASKS, "--run-name", "h", "--results-dir",
+                  str(results), "--debug", home=home, timeout=300)
+    run = results / "h"
+    records = [json.loads(p.read_text()) for p in run.rglob("execution.json")]
+    assert len(records) == 2, ran.stderr
+    assert all(s.get("rejected") for r in records for s in r["steps"][:3]), records
+    posted = b"\n".join(received)
+    assert b"refused, nothing ran" in posted  # the refusals did reach the agent server
+    assert secret.encode() not in posted
+    assert secret.encode() not in _run_folder_bytes(run)
+    assert secret not in ran.stdout + ran.stderr
+
+
+def test_a_sas_signature_is_masked_alone_in_free_text_and_in_urls() -> None:
+    for text in ("sig=AbCd1234EfGh%2B%3D&se=2026-01-01&sp=r",
+                 "az said: the token 'sig=AbCd1234EfGh%2B%3D' expired",
+                 "https://acct.blob.core.windows.net/c/b?sv=2021&sig=AbCd1234EfGh%2B%3D"):
+        masked = redact_text(text)
+        assert "AbCd1234EfGh" not in masked and "sig=***" in masked, masked
+
+
+def test_a_registered_secret_that_contains_another_is_masked_whole() -> None:
+    inner = "inner-" + secrets.token_hex(4)
+    outer = inner + "-outer-tail-" + secrets.token_hex(4)
+    register_secret(inner)
+    register_secret(outer)
+    masked = redact_text(f"got {outer} and {inner}")
+    assert masked == "got *** and ***", masked
+
+
+def test_a_worker_url_registers_its_capability_whatever_its_form() -> None:
+    from oa_vm.state import WorkerRecord
+
+    capability = "Zq_" + secrets.token_urlsafe(20).replace("-", "_")
+    worker = WorkerRecord("w1")
+    worker.waa_url = f"http://127.0.0.1:40001/{capability}"
+    text = f"POST {worker.waa_url}/execute_windows: request rejected (400)"
+    assert capability not in redact_text(text)
+    assert redact_json({"steps": [{"error": text}], "n": 1})["steps"][0]["error"] == (
+        "POST http://127.0.0.1:40001/***/execute_windows: request rejected (400)")
+
+
+def test_debug_tracebacks_and_log_lines_of_the_cli_are_masked(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    import logging
+
+    import typer
+
+    from oa_vm.clikit import run_main
+
+    capability = "cap-" + secrets.token_hex(20)
+    url = f"http://127.0.0.1:40002/{capability}/probe"
+    register_secret(capability)
+    app = typer.Typer()
+
+    @app.command()
+    def fail() -> None:
+        logging.getLogger("oa_vm.test").warning("worker %s did not answer", url)
+        raise RuntimeError(f"GET {url}: no answer")
+
+    argv = sys.argv
+    sys.argv = ["prog", "--debug"]
+    try:
+        with pytest.raises(SystemExit):
+            run_main(app, "prog")
+    finally:
+        sys.argv = argv
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "did not answer" in err and "no answer" in err
+    assert capability not in err

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
 import socket
 import subprocess
 import sys
@@ -224,7 +225,9 @@ def test_many_slow_connections_do_not_grow_threads(small_worker: WorkerProcess) 
     try:
         for _ in range(150):
             sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
-            sock.sendall(b"GET /")  # a request line that never ends (slowloris)
+            # headers that never end (slowloris), from a client that has the secret: only
+            # such a client can hold a slot (see the test below for those that have not)
+            sock.sendall(f"GET {small_worker.base_path}/probe HTTP/1.1\r\nHost: x".encode())
             slow.append(sock)
 
         answers: dict[int, bytes] = {}
@@ -250,10 +253,78 @@ def test_many_slow_connections_do_not_grow_threads(small_worker: WorkerProcess) 
     finally:
         for sock in slow:
             sock.close()
-    # the read timeout frees the slots, and the worker serves again
+    # the request's deadline frees the slots, and the worker serves again
     wait_until(lambda: requests.get(small_worker.waa_url + "/probe", timeout=TIMEOUT).ok,
                "the worker to serve again")
     wait_until(lambda: _worker_threads(small_worker) <= idle + 1, "the threads to end")
+
+
+@pytest.fixture
+def patient_worker(tmp_path: Path) -> Iterator[WorkerProcess]:
+    """A worker process with 6 connections and a 30 s read timeout (connections stay open for
+    the whole of a test on a busy machine)."""
+    with running_worker(tmp_path, extra_args=["--max-connections", "6",
+                                              "--read-timeout", "30"]) as proc:
+        yield proc
+
+
+def test_connections_without_the_secret_hold_no_slot(patient_worker: WorkerProcess) -> None:
+    """Issue 28: 32 idle connections (no secret needed) made every new run fail with "worker
+    not ready" (503). Now a connection holds a slot only once its request line shows the
+    secret: silent ones, slow ones, wrong-secret ones and HTTP/0.9 ones (with the secret
+    too) cost no thread, and the worker keeps serving its real clients."""
+    port = patient_worker.workers[0]["waa_port"]
+    assert requests.get(patient_worker.waa_url + "/probe", timeout=TIMEOUT).ok
+    wait_until(lambda: _established(patient_worker, port) == 0, "the probe's connection to end")
+    idle = _worker_threads(patient_worker)
+    held: list[socket.socket] = []
+    try:
+        for index in range(60):  # ten times the worker's 6 slots
+            sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+            if index % 3 == 1:
+                sock.sendall(b"GET /")  # a request line that never ends
+            elif index % 3 == 2:
+                sock.sendall(b"GET /cap-" + b"0" * 40 + b"/probe HTTP/1.1\r\nHost: x")
+            held.append(sock)
+        for _ in range(3):  # real requests, each on a new connection, while those stay open
+            fresh = requests.Session()
+            answer = fresh.get(patient_worker.waa_url + "/probe", timeout=TIMEOUT)
+            fresh.close()
+            assert answer.status_code == 200, answer.text
+        # the real requests' threads end; the 60 connections still open hold none
+        wait_until(lambda: _worker_threads(patient_worker) <= idle, "the served threads to end")
+        # a wrong secret is refused at once (403), not held until a timeout
+        wrong = held[2]
+        assert wrong.recv(4096).startswith(b"HTTP/1.1 403 ")
+        # HTTP/0.9 (no version; with the secret) is refused at once, never served
+        nine = _raw(port, f"GET {patient_worker.base_path}/probe\r\n")
+        assert nine.startswith(b"HTTP/1.1 400 "), nine[:200]
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_request_dripped_a_byte_at_a_time_is_closed_at_its_deadline(
+    small_worker: WorkerProcess,
+) -> None:
+    """One deadline for the whole request (2 s here), not a timeout per read that a byte every
+    half second renews for ever."""
+    port = small_worker.workers[0]["waa_port"]
+    line = f"GET {small_worker.base_path}/probe HTTP/1.1\r\n".encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as drip:
+        drip.sendall(line)
+        closed = False
+        for _ in range(60):  # 30 s of drips at most: 15 times the deadline
+            try:
+                drip.sendall(b"X")
+                ready, _, _ = select.select([drip], [], [], 0.5)
+                if ready and drip.recv(4096) == b"":
+                    closed = True
+                    break
+            except OSError:  # reset or broken pipe: closed by the worker
+                closed = True
+                break
+        assert closed, "the worker kept a dripping request open past its deadline"
 
 
 def test_a_silent_connection_is_closed_by_the_read_timeout(small_worker: WorkerProcess) -> None:
@@ -318,3 +389,61 @@ def test_error_lines_mask_the_secret() -> None:
     line = redact_text(f"POST http://127.0.0.1:40123/{secret}/execute: server error 500 "
                        f"(path /{secret}/execute)")
     assert secret not in line and line.count("/cap-***/execute") == 2
+
+
+# --- blame by what happened, not by which timer fired (issue 28, high 2) -------------------------
+
+LONG_AGENT = '''
+from evals.agents.base import BenchmarkAction, BenchmarkAgent
+
+class Long(BenchmarkAgent):
+    """One action longer than the read timeout, then DONE."""
+
+    def __init__(self, kind="type"):
+        self.kind = kind
+
+    def act(self, observation, task, history=None):
+        if history:
+            return BenchmarkAction(type="done")
+        # 400,000 characters (the review's case), then a pause: how long typing takes
+        # depends on the machine, the pause makes the action outlast 2 s whatever it is
+        text = "a" * 400_000  # a literal in the source: the worker plays no expression
+        typed = f"pyautogui.typewrite('{text}')\\n" if self.kind == "type" else ""
+        return BenchmarkAction(type="execute_windows",
+                               code="import pyautogui\\n" + typed + "pyautogui.sleep(30)")
+'''
+LONG_TASKS = ("c499b229-110c-5fc8-9895-f2f879ac1512-WOS,"
+              "e112363f-4a10-536e-89c0-53e0fb3afa05-WOS")
+
+
+@pytest.mark.parametrize("kind", ["type", "sleep"])
+def test_an_action_outlasting_the_read_timeout_is_the_agents_not_the_workers(
+    pool: state.PoolRecord, home: Path, tmp_path: Path, kind: str
+) -> None:
+    """Typing 400,000 characters then pausing 30 s (or only the pause) with --read-timeout 2s
+    on two healthy workers: each task ends error/agent at its first attempt, no worker is
+    quarantined, the closing line blames the agent, and each worker stopped the action once its
+    caller left."""
+    (tmp_path / "long_agent.py").write_text(LONG_AGENT, encoding="utf-8")
+    results = tmp_path / "results"
+    ran = run_cli("openadapt-evals", "run", "--pool", "guarded", "--agent", "long_agent:Long",
+                  "--agent-arg", f"kind={kind}", "--tasks", LONG_TASKS, "--read-timeout", "2s",
+                  "--run-name", "long", "--results-dir", str(results), home=home, timeout=300,
+                  env={"PYTHONPATH": str(tmp_path)})
+    run = results / "long"
+    records = [json.loads(p.read_text()) for p in run.rglob("execution.json")]
+    assert len(records) == 2, ran.stderr
+    for record in records:
+        assert record["error_type"] == "agent", json.dumps(record)[:3000]
+        assert record["error_message"].startswith("an action past the read timeout")
+        assert record["attempts"] == 1 and not record.get("previous_attempts")
+    metadata = json.loads((run / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == []
+    assert ran.returncode == 4 and "Traceback" not in ran.stderr
+    line = ran.stderr.strip().splitlines()[-1]  # the closing line, after the progress
+    assert "the agent (long_agent:Long) sent an action past the read timeout" in line, line
+    assert "worker" not in line.split("sent an action", 1)[0]
+    # the workers stopped the actions their callers gave up on (each says so in its log)
+    logs = [Path(w.log_path or "") for w in pool.workers]
+    wait_until(lambda: sum(p.read_text().count("the caller went away") for p in logs) >= 2,
+               "both workers to stop the action")

@@ -8,11 +8,26 @@ from collections.abc import Sequence
 import pytest
 
 from evals import BenchmarkAction, BenchmarkAgent, BenchmarkObservation, BenchmarkTask
-from evals.agent_failures import NO_ACTION, agent_failures, describe, exception_name
+from evals.agent_failures import (
+    ACTION_TIMED_OUT,
+    NO_ACTION,
+    Blame,
+    agent_failures,
+    blame_action,
+    describe,
+    exception_name,
+)
 from evals.agent_loop import agent_traceback
 from evals.metrics import compute_metrics
 from evals.records import TaskExecution
 from evals.runner import blames_agent, health_warning
+from waa_client.errors import (
+    RequestRejectedError,
+    ServerError,
+    WaaError,
+    WorkerTimeoutError,
+    WorkerUnreachableError,
+)
 
 
 def _raise(message: str) -> None:
@@ -169,3 +184,34 @@ def test_the_closing_error_names_the_agent_when_it_is_the_agents(
         assert "unhealthy" not in message and "workers' logs" not in message
     else:
         assert "workers' logs" in message
+
+
+@pytest.mark.parametrize(("exc", "command", "answers", "blame"), [
+    # still running at the read timeout: the agent's when the worker answers its probe
+    (WorkerTimeoutError("no answer", sent=True), False, True, Blame.AGENT_TIMED_OUT),
+    (WorkerTimeoutError("no answer", sent=True), True, True, Blame.AGENT_TIMED_OUT),
+    (WorkerTimeoutError("no answer", sent=True), False, False, Blame.WORKER),
+    # no connection in time, refused: the worker's whatever the probe says
+    (WorkerTimeoutError("no connection", sent=False), False, True, Blame.WORKER),
+    (WorkerUnreachableError("refused"), False, True, Blame.WORKER),
+    # the 500 rule
+    (ServerError("500", status=500, endpoint_answered=True), False, False, Blame.AGENT_STEP),
+    (ServerError("500", status=500, endpoint_answered=True), True, True, Blame.AGENT_STEP),
+    (ServerError("500", status=500, endpoint_answered=True), True, False, Blame.WORKER),
+    (ServerError("500", status=500, endpoint_answered=False), False, True, Blame.WORKER),
+    (ServerError("503", status=503, endpoint_answered=True), False, True, Blame.WORKER),
+    # refused, nothing ran
+    (RequestRejectedError("400", status=400), False, False, Blame.AGENT_STEP),
+])
+def test_an_actions_failure_is_blamed_by_what_happened(
+    exc: WaaError, command: bool, answers: bool, blame: Blame
+) -> None:
+    assert blame_action(exc, command=command, worker_answers=lambda: answers) is blame
+
+
+def test_timed_out_actions_are_grouped_and_told_as_the_agents() -> None:
+    record = TaskExecution.from_json({"task_id": "a", "status": "error", "error_type": "agent",
+                                      "error_message": ACTION_TIMED_OUT + ": step 0 ..."})
+    groups = agent_failures([record])
+    assert groups == {ACTION_TIMED_OUT: ["a"]}
+    assert describe("m:A", groups) == "1 task(s): the agent (m:A) sent " + ACTION_TIMED_OUT
