@@ -849,11 +849,17 @@ def _run_in_folder(
             for tid, cut in queue.interrupted_seconds().items():
                 for worker_name, seconds in cut:
                     ledger.charge(tid, seconds, [], worker=worker_name or None)
-            if metadata.get("reruns"):  # what attempts reopened by --rerun-errors spent stays spent
-                ledger.carry(
-                    h["cost"] for key in queue.task_ids() for h in queue.history(key)
-                    if h.get("reason") == "rerun" and isinstance(h.get("cost"), dict)
-                )
+            if metadata.get("reruns"):
+                # What the attempts reopened by --rerun-errors spent stays spent, in their
+                # task's account: its next record (each record's cost counts every attempt of
+                # its task, the last rerun's included) and the summary agree with the ledger.
+                for key in queue.task_ids():
+                    if key in done:
+                        continue
+                    reruns = [h for h in queue.history(key) if h.get("reason") == "rerun"
+                              and isinstance(h.get("cost"), dict)]
+                    if reruns:
+                        ledger.carry_task(key, reruns[-1]["cost"])
             # The queue is the source of truth: restore a copy lost, cut short or left stale
             # by a crash (the dispatcher writes execution.json without fsync).
             folder.sync_executions(done)

@@ -512,7 +512,8 @@ def run(
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
-        agent_args=agent_arg, reset=reset, trials=trials or 1, variations=variations,
+        agent_args=agent_arg, reset=reset, trials=1 if trials is None else trials,
+        variations=variations,
         rerun_errors=rerun_errors is not None, repair=repair,
         wait_for_pool_s=wait_for_pool or 0.0, allow_change=allow_change,
     )

@@ -148,7 +148,8 @@ def test_an_edited_agent_module_is_refused_then_allowed_and_recorded(world: Worl
     manifest = json.loads((folder / "manifest.json").read_text())
     [change] = manifest["setting_changes"]
     assert change["setting"] == "agent-module"
-    assert change["to"] == hashlib.sha256((HEADER + AGENT + "\n\nVERSION = 2\n").encode()).hexdigest()
+    edited = (HEADER + AGENT + "\n\nVERSION = 2\n").encode()
+    assert change["to"] == hashlib.sha256(edited).hexdigest()
     assert manifest["settings"]["agent-module"] == change["to"]
 
 
@@ -221,3 +222,42 @@ def test_a_refused_resume_leaves_a_stalled_controllers_lease_alone(world: World)
         assert json.loads(lease.read_text()) == stale  # not taken over, not dropped
     finally:
         lease.unlink(missing_ok=True)
+
+
+SLOW = ("import time\n\nfrom evals.agents.noop import NoopAgent\n\n\n"
+        "class Slow(NoopAgent):\n    def __init__(self, nap='0'):\n"
+        "        self.nap = float(nap)\n\n"
+        "    def act(self, *args, **kwargs):\n        time.sleep(self.nap)\n"
+        "        return super().act(*args, **kwargs)\n")
+
+
+def test_rerun_errors_lists_each_attempt_once_and_its_cost_is_the_ledgers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    w = World(home, tmp_path, tmp_path / "results")
+    (tmp_path / "slow_agent.py").write_text(SLOW, encoding="utf-8")
+    api.create_pool(name="priced", cloud="local", workers=1, price_per_hour=3600.0)
+    try:
+        api.wait_pool("priced", timeout_s=120)
+        base = ("run", "--pool", "priced", "--tasks", TASK, "--agent", "slow_agent:Slow",
+                "--run-name", "errs", "--results-dir", str(w.results), "--max-attempts", "2")
+        # every attempt outlasts its 1 s: two timeouts, the second final (given back by
+        # release, so it is in the history already)
+        first = cli(w, *base, "--task-timeout", "1s", "--agent-arg", "nap=3")
+        assert first.returncode in (0, 4), first.stderr
+        again = cli(w, "run", "--pool", "priced", "--rerun-errors", "errs", "--results-dir",
+                    str(w.results), "--task-timeout", "5m", "--agent-arg", "nap=0",
+                    "--allow-change", "task-timeout", "--allow-change", "agent-arg")
+        assert again.returncode == 0, again.stderr
+    finally:
+        api.cleanup_pool("priced")
+    folder = w.results / "errs"
+    record = json.loads((folder / "tasks" / TASK / "execution.json").read_text())
+    seen = [(a["attempt"], a["started_at"]) for a in record["previous_attempts"]]
+    assert len(seen) == len(set(seen)) == 2, record["previous_attempts"]
+    ledger = json.loads((folder / "metadata.json").read_text())["cost"]["total_usd"]
+    summary = json.loads((folder / "summary.json").read_text())["cost"]["total_usd"]
+    assert ledger > 0 and summary == pytest.approx(ledger, abs=1e-4)
+    assert record["cost"]["total_usd"] == pytest.approx(ledger, abs=1e-4)
