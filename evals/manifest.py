@@ -336,7 +336,11 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def _change_text(change: Mapping[str, Any]) -> str:
-    from evals.run_settings import shown
+    def text(value: Any) -> str:
+        if isinstance(value, dict):
+            return ",".join(f"{k}={v}" for k, v in sorted(value.items())) or "(none)"
+        if isinstance(value, float):
+            return f"{value:g}"
+        return "(none)" if value is None else _short(value)
 
-    name = str(change.get("setting"))
-    return f"{shown(name, change.get('from'))} -> {shown(name, change.get('to'))}"
+    return f"{text(change.get('from'))} -> {text(change.get('to'))}"

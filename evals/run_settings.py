@@ -31,7 +31,9 @@ from evals.errors import InvalidRunInputError, ResumeMismatchError
 
 if TYPE_CHECKING:
     from evals.agents import BenchmarkAgent
-    from evals.runner import RunConfig
+
+RunConfig = Any
+"""An :class:`evals.runner.RunConfig` (not imported: the runner imports this module)."""
 
 
 @dataclass(frozen=True)
