@@ -311,12 +311,23 @@ def format_table(report: AuditReport) -> str:
     return "\n".join(lines)
 
 
-def write_report(report: AuditReport, path: str) -> None:
-    """Write the ``--out`` JSON document."""
+REPORT_MARKER = b'{\n  "generator": "openadapt-evals audit-verifier"'
+"""How an ``audit-verifier --out`` report begins: the mark by which the next ``--out`` knows the
+file as one it may replace without ``--force`` (:func:`oa_vm.safe_fs.write_out`)."""
+
+
+def report_json(document: dict[str, Any]) -> str:
+    """An ``audit-verifier`` report as written to ``--out``: its generator first, then the
+    document (keys sorted)."""
+    body = json.loads(json.dumps(document, sort_keys=True))
+    return json.dumps({"generator": "openadapt-evals audit-verifier", **body}, indent=2) + "\n"
+
+
+def write_report(report: AuditReport, path: str, *, force: bool = False) -> None:
+    """Write the ``--out`` JSON document through the one ``--out`` writer."""
     from pathlib import Path
 
     from oa_vm import safe_fs  # atomic, 0600, never through a symlink; the folder must exist
 
-    safe_fs.write_atomic(
-        Path(path), json.dumps(report.to_json(), indent=2) + "\n", make_parents=False
-    )
+    safe_fs.write_out(Path(path), report_json(report.to_json()), marker=REPORT_MARKER,
+                      force=force)

@@ -73,14 +73,16 @@ class RunExistsError(InvalidRunInputError):
 
 
 class ResumeMismatchError(InvalidRunInputError):
-    """``--resume`` was asked with a task selection (or agent) other than the run's own."""
+    """``--resume`` was asked with a setting other than the run's own (a task selection, an
+    agent, a max steps...; :mod:`evals.run_settings`)."""
 
-    def __init__(self, path: str, option: str, recorded: str, given: str) -> None:
+    def __init__(self, path: str, option: str, recorded: str, given: str, *,
+                 fix: str = "start a new run with another --run-name") -> None:
         self.path = path
         self.option = option
         super().__init__(
             f"run {path} was started with {option} {recorded!r}, not {given!r}; resume it with "
-            f"{option} {recorded!r} or start a new run with another --run-name"
+            f"{option} {recorded!r} or {fix}"
         )
 
 

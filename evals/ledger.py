@@ -186,6 +186,27 @@ class Ledger:
                         entry[0] += float(part.get("worker_seconds", 0.0) or 0.0)
                         entry[1] += float(part.get("vm_usd", 0.0) or 0.0)
 
+    def carry_task(self, task_id: str, cost: Mapping[str, Any]) -> None:
+        """Start a task's account from what its earlier attempts cost (a task reopened by
+        ``--rerun-errors``), so its next record, and the summary summing the records, count
+        every attempt, as the run's totals do."""
+        seconds = max(0.0, float(cost.get("worker_seconds", 0.0) or 0.0))
+        with self._lock:
+            account = self._accounts.setdefault(task_id, _TaskAccount())
+            account.worker_seconds += seconds
+            account.tokens_in += int(cost.get("tokens_in", 0) or 0)
+            account.tokens_out += int(cost.get("tokens_out", 0) or 0)
+            account.model_usd += float(cost.get("model_usd", 0.0) or 0.0)
+            by_pool = cost.get("by_pool")
+            if self.worker_pools and isinstance(by_pool, dict) and by_pool:
+                for pool, part in by_pool.items():
+                    if isinstance(part, dict):
+                        account.pool_seconds[str(pool)] = account.pool_seconds.get(
+                            str(pool), 0.0) + float(part.get("worker_seconds", 0.0) or 0.0)
+            else:
+                account.pool_seconds[None] = account.pool_seconds.get(None, 0.0) + seconds
+            self._charged_usd[task_id] = self._cost(account).total_usd
+
     # --- the cap ------------------------------------------------------------------------------
 
     def _expected_locked(self, expected_seconds: float) -> float:

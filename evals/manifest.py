@@ -11,6 +11,8 @@ Written once, when a run starts (a resumed run keeps the manifest it started wit
   snapshot or image ID, where the pool record has them) or the local worker's version;
 - ``agent``: its class, its module file's SHA-256, its arguments (secrets redacted), its model;
 - ``project``: this project's version and Python's;
+- ``settings``: what shapes the results and a resume must keep (:mod:`evals.run_settings`), and
+  ``setting_changes``, each change a resume made with ``--allow-change``;
 - ``pools``: cloud, region and size of each pool.
 
 Hashes of JSON documents are over a canonical form (keys sorted, no whitespace, UTF-8), so the
@@ -72,7 +74,8 @@ def checker_files() -> dict[str, str | None]:
     return {f"{name}_sha256": sha256_file(root / rel) for name, rel in CHECKER_FILES.items()}
 
 
-def _redact(key: str, value: Any) -> Any:
+def redact_argument(key: str, value: Any) -> Any:
+    """An agent argument as the manifest records it: ``<redacted>`` when its name says secret."""
     return "<redacted>" if any(w in key.lower() for w in _SECRET_WORDS) else value
 
 
@@ -92,7 +95,7 @@ def agent_facts(spec: str, agent: BenchmarkAgent, options: AgentOptions | None) 
         "name": spec,
         "class": f"{cls.__module__}:{cls.__qualname__}",
         "module_sha256": sha256_file(Path(source)) if source else None,
-        "arguments": {k: _redact(k, v) for k, v in sorted(args.items())},
+        "arguments": {k: redact_argument(k, v) for k, v in sorted(args.items())},
         "bundles": str(options.bundles) if options and options.bundles else None,
         # credentials in the URL (user, password, token-like query values) are never stored
         "agent_url": redact_url(options.agent_url) if options and options.agent_url else None,
@@ -153,6 +156,7 @@ def build_manifest(
     agent: BenchmarkAgent,
     agent_options: AgentOptions | None = None,
     trials: int | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The run's manifest (see the module docstring).
 
@@ -188,6 +192,9 @@ def build_manifest(
         "workers": workers,
         "agent": agent_facts(agent_spec, agent, agent_options),
         "pools": [_pool_facts(p) for p in pools],
+        # what a resume must keep (evals.run_settings); changes go to "setting_changes"
+        "settings": dict(settings or {}),
+        "setting_changes": [],
     }
 
 
@@ -221,7 +228,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
 
 # --- comparing two manifests ---------------------------------------------------------------------
 
-_IGNORED = ("run", "created_at", "agent", "manifest_version")
+_IGNORED = ("run", "created_at", "agent", "manifest_version", "setting_changes")
 """Top-level keys that differ between any two runs, or are the point of comparing (the agent)."""
 
 
@@ -279,6 +286,10 @@ def manifest_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | Non
         tasks["indexes"] = sorted({json.dumps(v, sort_keys=True)
                                    for v in (tasks.get("indexes") or {}).values()})
         doc["tasks"] = tasks
+        # the settings that shape results (max steps, timeouts, reset...), not the agent's
+        settings = doc.get("settings")
+        doc["settings"] = {k: v for k, v in (settings if isinstance(settings, dict) else {}).items()
+                           if k not in ("agent", "agent-arg", "agent-module", "tasks")}
         checker = dict(doc.get("checker") or {})
         checker["probe"] = sorted({json.dumps(v, sort_keys=True)
                                    for v in (checker.get("probe") or {}).values()})
@@ -317,7 +328,11 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
         facts = ", ".join(f"{k} {v}" for k, v in image.items() if v is not None) or "unknown"
         return f"{w.get('pool')}: {facts}"
 
+    changes = [c for c in manifest.get("setting_changes") or [] if isinstance(c, dict)]
+    changed = [("setting changed on resume",
+                f"{c.get('setting')}: {_change_text(c)} (at {c.get('at')})") for c in changes]
     return [
+        *changed,
         ("tasks", f"{tasks.get('count', 0)} task JSON hashed; indexes "
                   f"{', '.join(index_hashes) or 'unknown'}"),
         ("scoring rules", str(checker.get("scoring_rules_sha256") or "unknown")[:12]),
@@ -330,3 +345,14 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("pools", "; ".join(f"{p.get('name')} ({p.get('cloud')}, {p.get('region') or '-'}, "
                             f"{p.get('size') or '-'})" for p in pools) or "none"),
     ]
+
+
+def _change_text(change: Mapping[str, Any]) -> str:
+    def text(value: Any) -> str:
+        if isinstance(value, dict):
+            return ",".join(f"{k}={v}" for k, v in sorted(value.items())) or "(none)"
+        if isinstance(value, float):
+            return f"{value:g}"
+        return "(none)" if value is None else _short(value)
+
+    return f"{text(change.get('from'))} -> {text(change.get('to'))}"

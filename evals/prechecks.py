@@ -2,8 +2,8 @@
 
 A sweep creates a pool (on a cloud: minutes and money) and a run writes a folder; an input that
 was always going to be refused must be refused first, in one line, with nothing created: the
-folders that will be written, the run folder against ``--resume`` (the selection, agent and
-trials it was started with), the agent (built once), an ``http`` agent's server (one probe),
+folders that will be written, the run folder against ``--resume`` (every setting it recorded,
+:mod:`evals.run_settings`), the agent (built once), an ``http`` agent's server (one probe),
 the variations file and, for a local pool, the tasks themselves (known before the pool exists).
 Only then do the plan, the question and the pool come.
 
@@ -44,16 +44,24 @@ def check_before_run(
         RunExistsError, ResumeMismatchError: see :func:`evals.runner.check_run_folder`.
     """
     check_folders(config, needs_home=needs_home)
+    resumed = None
     if config.run_name is not None:
         from evals.runner import check_run_folder
 
-        check_run_folder(config)
+        folder, unstarted, _ = check_run_folder(config)
+        resumed = folder if config.resume and not unstarted else None
     if plan:
         from evals.agents import load_agent_class
 
         load_agent_class(config.agent)
     else:
         check_agent(config, agent_url_option=agent_url_option)
+    if resumed is not None and not plan:
+        from evals.agents import create_agent
+        from evals.runner import check_resume_settings
+
+        # every recorded setting kept, or changed with --allow-change (evals.run_settings)
+        check_resume_settings(resumed, config, create_agent(config.agent, config.agent_options))
     from evals.cua_bench import check_selection, is_cua_selection
 
     if is_cua_selection(config.selection):

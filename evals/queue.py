@@ -309,13 +309,20 @@ class TaskQueue:
                 if record.get("error_type") not in error_types:
                     continue
                 history = json.loads(row["history"])
-                history.append({
+                entry = {
                     "attempt": record.get("attempts"), "worker": record.get("worker"),
                     "error_type": record.get("error_type"),
                     "error_message": record.get("error_message"),
                     "started_at": record.get("started_at"), "ended_at": record.get("ended_at"),
                     "reason": "rerun", "cost": record.get("cost") or {},
-                })
+                }
+                last = history[-1] if history else {}
+                if all(last.get(k) == entry[k] for k in ("attempt", "worker", "started_at")):
+                    # a final attempt given back by release() is in the history already: it
+                    # is marked, not listed twice
+                    history[-1] = {**last, **entry}
+                else:
+                    history.append(entry)
                 conn.execute(
                     "UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
                     " attempts=0, last_worker=NULL, history=?, updated_at=? WHERE task_id=?",

@@ -53,6 +53,7 @@ from evals.records import (
     versions,
 )
 from evals.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
+from evals.run_settings import allow_change_problem, check_settings, current_settings
 from evals.trials import MAX_TRIALS, trial_key
 from evals.variations import add_variations, read_variations
 
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from evals.repair import WorkerRepairer
     from oa_vm.connect import WorkerConnection
     from oa_vm.lease import Hold
+    from waa_client.variations import Variation
 
 # The dispatcher's names are also exported here, where they lived before it had a module.
 __all__ = [
@@ -135,6 +137,8 @@ class RunConfig:
             selected task's variations run after it, with its checker.
         rerun_errors: With ``resume``: run again the tasks (trials) of the run that ended in
             an error of :data:`RERUN_ERROR_TYPES`, keeping the earlier attempts.
+        allow_change: With ``resume``: the recorded settings (:mod:`evals.run_settings`) this
+            session may change (``--allow-change``); any other that differs is refused.
     """
 
     pool: str | None
@@ -162,6 +166,7 @@ class RunConfig:
     trials: int = 1
     rerun_errors: bool = False
     variations: Path | None = None
+    allow_change: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.validate()
@@ -210,6 +215,11 @@ class RunConfig:
             )
         if self.resume and not self.run_name:
             problems.append("--resume needs --run-name (the run to continue)")
+        if self.allow_change and not self.resume:
+            problems.append("--allow-change changes a resumed run's settings; give it with "
+                            "--resume or --rerun-errors")
+        problems.append(allow_change_problem(self.allow_change) or "")
+        problems = [p for p in problems if p]
         if self.rerun_errors and not (self.resume and self.run_name):
             problems.append("--rerun-errors needs the run's name (the run to rerun errors of)")
         if not self.selection.strip():
@@ -461,7 +471,7 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         RunLockedError: another process runs this run now.
         KeyboardInterrupt: Ctrl-C; the run is marked ``interrupted`` and can be resumed.
     """
-    from evals.pools import connect_pools, hold_pools, load_ready, select_tasks
+    from evals.pools import load_ready
 
     run_name = config.run_name or default_run_name(config.agent)
     folder, unstarted, previous = check_run_folder(config, run_name)
@@ -478,9 +488,44 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     probe_agent_server(config.agent, config.agent_options.agent_url,
                        option="agent_options.agent_url")
     variations = read_variations(config.variations) if config.variations is not None else None
+    changes = check_resume_settings(folder, config, make_agent()) if config.resume else []
 
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken
+    with contextlib.ExitStack() as stack:
+        if config.resume:
+            # Taken before any pool lease: a resume refused because another controller (a
+            # stalled one included) runs this run must not take over, then drop, its lease.
+            stack.enter_context(run_lock(folder))
+        result = _leased(folder, config, names, run_name, variations, previous, changes,
+                         make_agent, on_event, locked=config.resume)
+    return result
+
+
+def check_resume_settings(
+    folder: RunFolder, config: RunConfig, agent: BenchmarkAgent
+) -> list[dict[str, Any]]:
+    """A resumed run's settings checked against those it recorded (:mod:`evals.run_settings`);
+    returns the changes ``--allow-change`` allowed.
+
+    Raises:
+        ResumeMismatchError: a recorded setting differs without ``--allow-change``.
+    """
+    from evals.manifest import read_manifest
+    from evals.metrics import read_metadata
+
+    return check_settings(str(folder.path), config, agent, read_manifest(folder.path),
+                          read_metadata(folder.path))
+
+
+def _leased(
+    folder: RunFolder, config: RunConfig, names: list[str], run_name: str,
+    variations: Mapping[str, Variation] | None, previous: dict[str, Any],
+    changes: list[dict[str, Any]],
+    make_agent: Callable[[], BenchmarkAgent], on_event: EventSink | None, *, locked: bool,
+) -> RunResult:
+    """The run once its pools are held (the rest of :func:`run_evaluation`)."""
+    from evals.pools import connect_pools, hold_pools, select_tasks
     with hold_pools(names, run_name, wait_s=config.wait_for_pool_s) as holds, connect_pools(
         names, connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s
     ) as pools:
@@ -506,7 +551,7 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         resets = plan_resets(config.reset, pools)
         return _run_in_folder(
             folder, config, pools, tasks, infos, make_agent, previous, on_event, resets,
-            fence=_fence(list(holds.values())),
+            fence=_fence(list(holds.values())), changes=changes, locked=locked,
         )
 
 
@@ -685,17 +730,31 @@ def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
 def _write_manifest(
     folder: RunFolder, config: RunConfig, pools: list[RunPool],
     tasks: Mapping[str, dict[str, Any]], make_agent: Callable[[], BenchmarkAgent],
+    changes: list[dict[str, Any]],
 ) -> None:
     """``manifest.json`` (:mod:`evals.manifest`) at the run's start; a resumed run keeps the
-    one it started with."""
-    from evals.manifest import MANIFEST, build_manifest, write_manifest
+    one it started with, its ``settings`` updated by the changes ``--allow-change`` allowed
+    (each appended to ``setting_changes``)."""
+    from evals.manifest import MANIFEST, build_manifest, read_manifest, write_manifest
 
+    agent = make_agent()
     if (folder.path / MANIFEST).is_file():
+        manifest = read_manifest(folder.path)
+        if manifest is not None and changes:
+            settings = manifest.get("settings")
+            if not isinstance(settings, dict):  # a run from before settings were recorded
+                settings = {}
+            settings.update({c["setting"]: c["to"] for c in changes})
+            manifest["settings"] = settings
+            at = now_iso()
+            manifest["setting_changes"] = [*(manifest.get("setting_changes") or []),
+                                           *({"at": at, **c} for c in changes)]
+            write_manifest(folder, manifest)
         return
     write_manifest(folder, build_manifest(
         run=folder.path.name, selection=config.selection, tasks=tasks, pools=pools,
-        agent_spec=config.agent, agent=make_agent(), agent_options=config.agent_options,
-        trials=config.trials,
+        agent_spec=config.agent, agent=agent, agent_options=config.agent_options,
+        trials=config.trials, settings=current_settings(config, agent),
     ))
 
 
@@ -711,6 +770,8 @@ def _run_in_folder(
     resets: Mapping[str, WorkerReset] | None = None,
     *,
     fence: Callable[[], None] | None = None,
+    changes: list[dict[str, Any]] | None = None,
+    locked: bool = False,
 ) -> RunResult:
     from evals import metrics
     from evals.pools import summary_fields
@@ -725,7 +786,8 @@ def _run_in_folder(
             folder.create()  # 0700 whatever the umask; refuses a symlinked or foreign folder
         except FileExistsError:
             raise RunExistsError(str(folder.path)) from None
-    with run_lock(folder):
+    # a resumed run's lock is taken before its pool leases (run_evaluation)
+    with contextlib.nullcontext() if locked else run_lock(folder):
         if unstarted:
             if folder.exists():  # another controller started it meanwhile
                 raise RunExistsError(str(folder.path))
@@ -778,7 +840,7 @@ def _run_in_folder(
             folder.write_metadata(metadata)
             for tid, task in tasks.items():
                 folder.write_task(tid, task)
-            _write_manifest(folder, config, pools, tasks, make_agent)
+            _write_manifest(folder, config, pools, tasks, make_agent, changes or [])
             ledger = _ledger(pools, config.max_cost_usd)
             done = queue.records()
             ledger.carry(r.get("cost") or {} for r in done.values())
@@ -787,11 +849,17 @@ def _run_in_folder(
             for tid, cut in queue.interrupted_seconds().items():
                 for worker_name, seconds in cut:
                     ledger.charge(tid, seconds, [], worker=worker_name or None)
-            if metadata.get("reruns"):  # what attempts reopened by --rerun-errors spent stays spent
-                ledger.carry(
-                    h["cost"] for key in queue.task_ids() for h in queue.history(key)
-                    if h.get("reason") == "rerun" and isinstance(h.get("cost"), dict)
-                )
+            if metadata.get("reruns"):
+                # What the attempts reopened by --rerun-errors spent stays spent, in their
+                # task's account: its next record (each record's cost counts every attempt of
+                # its task, the last rerun's included) and the summary agree with the ledger.
+                for key in queue.task_ids():
+                    if key in done:
+                        continue
+                    reruns = [h for h in queue.history(key) if h.get("reason") == "rerun"
+                              and isinstance(h.get("cost"), dict)]
+                    if reruns:
+                        ledger.carry_task(key, reruns[-1]["cost"])
             # The queue is the source of truth: restore a copy lost, cut short or left stale
             # by a crash (the dispatcher writes execution.json without fsync).
             folder.sync_executions(done)

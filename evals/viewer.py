@@ -33,7 +33,6 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from evals.errors import InvalidRunInputError
 from evals.metrics import compute_summary, fmt_num, fmt_rate, read_execution_files, read_metadata
 from evals.reset import fingerprint_ok
 
@@ -426,7 +425,7 @@ def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool =
     the old file whole.
 
     Raises:
-        InvalidRunInputError: the target is another file and ``force`` is not given.
+        oa_vm.safe_fs.ForeignFileError: the target is another file and ``force`` is not given.
         oa_vm.safe_fs.UnsafePathError: the target is a symlink, a device, or its folder is
             missing or someone else's.
         oa_vm.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
@@ -441,43 +440,26 @@ def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool =
 
 
 def check_page_target(target: Path, *, force: bool = False) -> None:
-    """Refuse, before anything is rendered, an ``--out`` that is a file this project did not
-    write (unless ``force``).
+    """Refuse, before anything is rendered, an ``--out`` that :func:`write_page` would refuse.
 
     Raises:
-        InvalidRunInputError: the target is another file and ``force`` is not given.
+        oa_vm.safe_fs.UnsafePathError: see :func:`oa_vm.safe_fs.check_out`.
     """
     from oa_vm import safe_fs
 
-    if safe_fs.exists_as_file(target) and not force and not _is_our_page(target):
-        raise InvalidRunInputError(
-            f"{target} exists and is not a page openadapt-evals wrote; choose another --out, "
-            "or pass --force to replace it"
-        )
+    safe_fs.check_out(target, marker=GENERATOR_TAG.encode(), force=force)
 
 
 def write_page(target: Path, html: str, *, force: bool = False) -> None:
-    """Write a page of this project (a run's, a comparison's) the one safe way.
-
-    An existing file is replaced only when it is a page this project wrote, or with ``force``;
-    a symlink, a device or a missing folder is refused whatever ``force`` says (the folder is
-    never made: a mistyped ``--out`` should not leave new folders about); the write is atomic.
+    """Write a page of this project (a run's, a comparison's) through the one ``--out`` writer
+    (:func:`oa_vm.safe_fs.write_out`): an existing file is replaced only when it is a page this
+    project wrote, or with ``force``; a symlink, a device or a missing folder is refused whatever
+    ``force`` says (the folder is never made); the write is atomic.
 
     Raises:
-        InvalidRunInputError: see :func:`check_page_target`.
-        oa_vm.safe_fs.UnsafePathError: a symlink, a device, a missing or foreign folder.
+        oa_vm.safe_fs.UnsafePathError: see :func:`oa_vm.safe_fs.check_out`.
         oa_vm.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
     """
     from oa_vm import safe_fs
 
-    check_page_target(target, force=force)
-    safe_fs.write_atomic(target, html, make_parents=False)
-
-
-def _is_our_page(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-    except OSError:
-        return False
-    return GENERATOR_TAG.encode() in head
+    safe_fs.write_out(target, html, marker=GENERATOR_TAG.encode(), force=force)

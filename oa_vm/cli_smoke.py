@@ -70,13 +70,15 @@ def smoke(
 
     started = time.monotonic()
     plan = make_plan(opts)
+    refusal = plan.refusal()
     if plan_only:
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
-        return
-    refusal = plan.refusal()
+    # the same refusal with --plan as without: a plan the smoke would refuse does not exit 0
     if refusal:
         raise InvalidInputError(refusal)
-    from oa_vm import api, state, timings
+    if plan_only:
+        return
+    from oa_vm import api, cloud_plan, state, timings
     from oa_vm.errors import PoolExistsError
     from oa_vm.pool_options import ensure_engine
 

@@ -127,6 +127,11 @@ def pause_pool(
         return _pause(record, ops, keep_days, progress)
 
 
+EXTENDED_WHILE_PAUSED = "extended_while_paused_s"
+"""``provider_data`` key: seconds ``pool-extend`` added while the pool was paused, which
+``pool-resume`` adds to the expiry it sets (an extension is never replaced)."""
+
+
 def _check_pausable(record: PoolRecord) -> PoolRecord:
     if record.state == PoolState.PAUSED:
         raise PoolNotReadyError(
@@ -139,12 +144,17 @@ def _check_pausable(record: PoolRecord) -> PoolRecord:
 def _pause(record: PoolRecord, ops: FleetOps, keep_days: float,
            progress: Progress) -> PoolRecord:
     going = [w.name for w in record.workers if w.name in replaced_by(record)]
+    loaded = record.expires_at
     try:
         if going:  # replaced draining workers are retired, not kept paused
             ops.repair(record, progress, going)
         record = ops.pause(record, progress)
     finally:
-        state.save(record)
+        state.save_after(record, loaded)  # an extension made meanwhile is kept
+    # ... and added to the paused expiry set below, not replaced by it
+    carried = (record.expires_at - loaded if record.expires_at is not None and loaded is not None
+               else timedelta(0))
+    loaded = record.expires_at
     now = state.utcnow()
     pauses = list(record.provider_data.get("pauses") or [])
     pauses.append({
@@ -152,9 +162,10 @@ def _pause(record: PoolRecord, ops: FleetOps, keep_days: float,
         "per_day": paused_price_of(record),
     })
     record.provider_data["pauses"] = pauses
-    record.expires_at = now + timedelta(days=keep_days)
+    record.expires_at = now + timedelta(days=keep_days) + max(carried, timedelta(0))
     record.state = PoolState.PAUSED
-    state.save(record)
+    record.provider_data.pop(EXTENDED_WHILE_PAUSED, None)
+    state.save_after(record, loaded)
     return record
 
 
@@ -191,16 +202,19 @@ def resume_pool(
         if removing(record.name):
             raise PoolRemovingError(record.name)
         record = _load(record.name)
+        loaded = record.expires_at
         now = state.utcnow()
         pauses = list(record.provider_data.get("pauses") or [])
         if pauses and pauses[-1].get("to") is None:
             pauses[-1] = {**pauses[-1], "to": state.format_time(now)}
         record.provider_data["pauses"] = pauses
-        record.expires_at = now + timedelta(hours=ttl_hours)
+        # what pool-extend added while the pool was paused is added, not replaced
+        extended = float(record.provider_data.pop(EXTENDED_WHILE_PAUSED, 0) or 0)
+        record.expires_at = now + timedelta(hours=ttl_hours, seconds=max(0.0, extended))
         try:
             ops.resume(record, progress)
         finally:
-            state.save(record)
+            state.save_after(record, loaded)  # an extension made meanwhile is kept
     if not wait:
         return record
     return api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update)
@@ -245,6 +259,7 @@ def repair_pool(
         if removing(pool):
             raise PoolRemovingError(pool)
         record = _load(pool)
+        loaded = record.expires_at
         if record.state == PoolState.PAUSED:
             raise PoolNotReadyError(
                 f"pool {record.name!r} is paused; 'oa-vm pool-resume --pool {record.name}' "
@@ -265,9 +280,9 @@ def repair_pool(
             _repair_hook(pool)
             replaced = ops.repair(record, progress, list(workers) if workers else None)
         finally:
-            # A plain save: a cleanup that began meanwhile waits for this lock, then loads this
-            # record and removes what was started.
-            state.save(record)
+            # Not fenced: a cleanup that began meanwhile waits for this lock, then loads this
+            # record and removes what was started. An extension made meanwhile is kept.
+            state.save_after(record, loaded)
     present = {w.name: w for w in record.workers}
     targets = sorted(
         name for name in {*replaced, *(successor(record, w) for w in workers or [])}
@@ -324,5 +339,8 @@ def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
         base = (record.expires_at if record.expires_at is not None and record.expires_at > now
                 else now)
         record.expires_at = base + timedelta(seconds=by_s)
+        if record.state == PoolState.PAUSED:  # pool-resume adds it to the expiry it sets
+            record.provider_data[EXTENDED_WHILE_PAUSED] = by_s + float(
+                record.provider_data.get(EXTENDED_WHILE_PAUSED, 0) or 0)
         save_fenced(record)  # never brings back the record of a pool being removed
     return record

@@ -221,6 +221,60 @@ def write_atomic(
         os.close(dir_fd)
 
 
+class ForeignFileError(UnsafePathError):
+    """An ``--out`` names an existing file this project did not write (and ``--force`` is not
+    given)."""
+
+    def __init__(self, path: Path, option: str) -> None:
+        super().__init__(path, f"it exists and is not a file this tool wrote; choose another "
+                               f"{option}, or pass --force to replace it")
+
+
+def _written_by_us(path: Path, marker: bytes) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return marker in head
+
+
+def check_out(path: Path, *, marker: bytes, force: bool = False, option: str = "--out") -> None:
+    """Refuse, before any work, an ``--out`` that :func:`write_out` would refuse: a symlink,
+    anything but a regular file (a device, a pipe, a folder), a missing or foreign folder, or a
+    file that does not carry ``marker`` in its first 4 KB (a file we did not write) unless
+    ``force``.
+
+    Raises:
+        UnsafePathError: the target or its folder is unsafe.
+        ForeignFileError: the target is another program's file and ``force`` is not given.
+    """
+    parent = path.parent
+    if not os.path.lexists(parent):
+        raise UnsafePathError(path, f"the folder {parent} does not exist; make it first")
+    if not os.path.isdir(parent):
+        raise UnsafePathError(path, f"{parent} is not a folder; give a path in a folder")
+    check_dir(parent, own_link=True)
+    if _check_target(path) and not force and not _written_by_us(path, marker):
+        raise ForeignFileError(path, option)
+
+
+def write_out(path: Path, data: str | bytes, *, marker: bytes, force: bool = False,
+              option: str = "--out") -> None:
+    """The one writer of every ``--out`` of every command: :func:`check_out`, then an atomic
+    write (0600) with no folder made. ``data`` must carry ``marker`` in its first 4 KB, so the
+    next run of the command may replace it without ``--force``.
+
+    Raises:
+        UnsafePathError, ForeignFileError: see :func:`check_out`.
+        WriteFailedError: the write failed (a full disk); names the target.
+    """
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    assert marker in payload[:4096], "an --out file carries its marker at its start"
+    check_out(path, marker=marker, force=force, option=option)
+    write_atomic(path, payload, make_parents=False)
+
+
 def open_private(path: Path, append: bool = True, mode: int = PRIVATE_FILE) -> int:
     """Open ``path`` for writing (created with ``mode`` if missing), never through a symlink.
 

@@ -426,6 +426,28 @@ def save(record: PoolRecord) -> Path:
     return path
 
 
+def save_after(record: PoolRecord, loaded_expiry: datetime | None) -> Path:
+    """Save a record an operation held across a long step (a repair, a pause, a resume), under
+    the pool's lock (:func:`locked`), keeping what ``pool-extend`` did meanwhile.
+
+    The expiry is the one field another command changes while such an operation runs (extend
+    takes only :func:`locked`, not the fleet lock, so it never waits for a repair): if the
+    stored expiry moved from ``loaded_expiry`` (what the operation read), the move is carried
+    into ``record``'s own expiry, so no acknowledged extension is lost.
+    """
+    with locked(record.name):
+        current: PoolRecord | None
+        try:
+            current = load(record.name)
+        except (PoolNotFoundError, CorruptRecordError):
+            current = None  # gone or unreadable: the plain save says what it says
+        if (current is not None and current.expires_at is not None
+                and loaded_expiry is not None and record.expires_at is not None
+                and current.expires_at != loaded_expiry):
+            record.expires_at += current.expires_at - loaded_expiry
+        return save(record)
+
+
 LOCK_NAME = "pool.lock"
 LOCK_WAIT_S = 60.0
 _thread_locks: dict[str, Any] = {}

@@ -33,8 +33,13 @@ def audit_verifier(
                                                       "(default: a temporary local pool).")
     ] = None,
     out: Annotated[
-        Path | None, typer.Option("--out", help="Write the report as JSON here.")
+        Path | None, typer.Option("--out", help="Write the report as JSON here (a file it "
+                                                "wrote is replaced; another only with --force; "
+                                                "never a symlink or a device).")
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace an --out file this tool did not write.")
+    ] = False,
     tasks: Annotated[
         str | None, typer.Option("--tasks", help="Comma-separated task IDs (default: all; "
                                                  "for an adapter, its --split).")
@@ -75,15 +80,18 @@ def audit_verifier(
     from evals.errors import InvalidRunInputError
     from oa_vm import api
 
-    if out is not None and not out.parent.is_dir():
-        raise InvalidRunInputError(f"--out {out}: folder {out.parent} does not exist")
+    if out is not None:  # refused before the audit, not after it
+        from evals.audit import REPORT_MARKER
+        from oa_vm import safe_fs
+
+        safe_fs.check_out(out, marker=REPORT_MARKER, force=force)
     if benchmark != "local":
         if pool is not None:
             raise InvalidRunInputError("--pool is for --benchmark local; an adapter "
                                        "delivers its own runs")
         failed = _audit_adapter(benchmark, tasks=tasks, split=split, limit=limit,
                                 operators=operators, ignore_fields=ignore_fields, jobs=jobs,
-                                out=out, as_json=as_json)
+                                out=out, as_json=as_json, force=force)
         if failed and not exit_zero:
             raise typer.Exit(1)
         return
@@ -105,7 +113,7 @@ def audit_verifier(
             _say(f"creating local pool {name}")
             api.create_pool(name=name, cloud="local", workers=1, ttl_hours=1.0)
             api.wait_pool(name, timeout_s=120.0)
-        failed = _audit(name, out, tasks)
+        failed = _audit(name, out, tasks, force=force)
     finally:
         if temporary:
             _remove(name)
@@ -169,7 +177,7 @@ def _load_adapter(spec: str) -> BenchmarkAdapter:
 
 def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: int,
                    operators: str | None, ignore_fields: str | None, jobs: int,
-                   out: Path | None, as_json: bool) -> bool:
+                   out: Path | None, as_json: bool, force: bool = False) -> bool:
     """Audit an adapter benchmark; True when a false accept was found."""
     import json
 
@@ -215,7 +223,10 @@ def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: in
                    progress=lambda done, total, task: _say(task_line(done, total, task)))
     payload = result.to_dict()
     if out is not None:
-        out.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        from evals.audit import REPORT_MARKER, report_json
+        from oa_vm import safe_fs
+
+        safe_fs.write_out(out, report_json(payload), marker=REPORT_MARKER, force=force)
     if as_json:
         typer.echo(json.dumps(payload, indent=2, sort_keys=True))
     else:
@@ -225,7 +236,7 @@ def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: in
     return bool(result.false_accepts)
 
 
-def _audit(pool: str, out: Path | None, wanted: str | None) -> bool:
+def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = False) -> bool:
     from evals.audit import audit, format_row, format_table, write_report
     from evals.errors import InvalidRunInputError
     from oa_vm import api
@@ -258,7 +269,7 @@ def _audit(pool: str, out: Path | None, wanted: str | None) -> bool:
     false_accepts = report.false_accepts
     typer.echo(f"\nFalse accepts: {len(false_accepts)}")
     if out is not None:
-        write_report(report, str(out))
+        write_report(report, str(out), force=force)
         typer.echo(f"Report: {out}")
     return bool(false_accepts)
 

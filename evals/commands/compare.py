@@ -26,6 +26,10 @@ def compare(
     from evals.compare import compare_runs, format_comparison, write_comparison
     from evals.metrics import find_run
 
+    if out is not None:  # refused before the comparison is computed (scipy, every record)
+        from evals.viewer import check_page_target
+
+        check_page_target(out, force=force)
     comparison = compare_runs(find_run(run_a, results_dir), find_run(run_b, results_dir))
     page = write_comparison(comparison, out, force=force)
     if json_out:

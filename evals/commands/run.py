@@ -154,6 +154,7 @@ def build_config(
     rerun_errors: bool = False,
     repair: bool = False,
     wait_for_pool_s: float = 0.0,
+    allow_change: list[str] | None = None,
 ) -> RunConfig:
     """The :class:`evals.runner.RunConfig` for command-line options (checked as it is made).
 
@@ -189,6 +190,7 @@ def build_config(
         rerun_errors=rerun_errors,
         repair=repair,
         wait_for_pool_s=wait_for_pool_s,
+        allow_change=tuple(allow_change or ()),
     )
     return config
 
@@ -323,6 +325,87 @@ def _debug_agent_tracebacks(result: RunResult) -> None:
                    f"({folder / 'execution.json'}):\n{text.rstrip()}", err=True)
 
 
+AllowChangeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--allow-change", metavar="SETTING",
+                 help="With --resume or --rerun-errors: let this recorded setting change "
+                      "(max-steps, task-timeout, read-timeout, step-pause, reset, agent-arg, "
+                      "agent-module; repeatable); the change is recorded in the run's manifest. "
+                      "Without it, a resumed run keeps every setting it started with."),
+]
+"""``--allow-change``: see :mod:`evals.run_settings`."""
+
+RESUMED_OPTIONS = {"max_steps": "max-steps", "task_timeout": "task-timeout",
+                   "read_timeout": "read-timeout", "step_pause": "step-pause",
+                   "reset": "reset", "tasks": "tasks", "agent": "agent", "trials": "trials",
+                   "agent_arg": "agent-arg", "variations": "variations"}
+"""Command parameters that set a recorded setting (:mod:`evals.run_settings`), by name."""
+
+
+def given_settings(ctx: typer.Context) -> set[str]:
+    """The recorded settings whose options were given (on the command line or from the
+    environment); the others take the resumed run's recorded values."""
+    given: set[str] = set()
+    for param, setting in RESUMED_OPTIONS.items():
+        source = ctx.get_parameter_source(param)
+        # by name: typer vendors click, and its enum is not public
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            given.add(setting)
+    return given
+
+
+def resumed_config(config: RunConfig, given: set[str]) -> RunConfig:
+    """``config`` of a resumed run with each recorded setting whose option was not given set
+    to the recorded value (a resumed run is the same run; :mod:`evals.run_settings`).
+
+    Raises:
+        InvalidRunInputError: the run's agent arguments were redacted and not given again.
+    """
+    from dataclasses import replace
+
+    from evals.errors import InvalidRunInputError
+    from evals.manifest import read_manifest
+    from evals.records import results_root
+    from evals.run_settings import REDACTED, recorded_settings, resumed_values
+
+    if not config.resume or not config.run_name:
+        return config
+    folder = results_root(config.results_dir) / config.run_name
+    if not (folder / "metadata.json").is_file():
+        return config  # no such run, or killed before it started: the run says which
+    from evals.metrics import read_metadata
+
+    recorded = recorded_settings(read_manifest(folder), read_metadata(folder))
+    values = resumed_values(recorded, given)
+    args = recorded.get("agent-arg")
+    if "agent-arg" not in given and isinstance(args, dict) and args:
+        hidden = sorted(k for k, v in args.items() if v == REDACTED)
+        if hidden:
+            raise InvalidRunInputError(
+                f"run {config.run_name!r}: its agent's {', '.join(hidden)} were not recorded; "
+                "give them again with --agent-arg KEY=VALUE"
+            )
+        values["agent_options"] = replace(
+            config.agent_options, args=tuple(f"{k}={v}" for k, v in args.items()))
+    return replace(config, **values) if values else config
+
+
+def _recorded_selection(
+    run: str, results_dir: Path | None, tasks: str | None, agent: str | None
+) -> tuple[str | None, str | None]:
+    """``--tasks`` and ``--agent`` of ``--resume``: those given, else the run's own (when it
+    has recorded them; a run that does not exist is refused by the run itself)."""
+    from evals.metrics import read_metadata
+    from evals.records import results_root
+
+    folder = results_root(results_dir) / run
+    if not (folder / "metadata.json").is_file():
+        return tasks, agent
+    metadata = read_metadata(folder)
+    return (tasks if tasks is not None else str(metadata.get("selection") or "") or None,
+            agent if agent is not None else str(metadata.get("agent") or "") or None)
+
+
 def _rerun_defaults(
     run: str, results_dir: Path | None, tasks: str | None, agent: str | None,
     trials: int | None, agent_args: list[str] | None,
@@ -358,11 +441,14 @@ def _rerun_defaults(
 
 
 def run(
+    ctx: typer.Context,
     tasks: Annotated[
-        str | None, typer.Option("--tasks", help=TASKS_HELP + " Required (but for --rerun-errors).")
+        str | None, typer.Option("--tasks", help=TASKS_HELP + " Required (but for --resume and "
+                                 "--rerun-errors: the run's own).")
     ] = None,
     agent: Annotated[
-        str | None, typer.Option("--agent", help=AGENT_HELP + " Required (but for --rerun-errors).")
+        str | None, typer.Option("--agent", help=AGENT_HELP + " Required (but for --resume and "
+                                 "--rerun-errors: the run's own).")
     ] = None,
     pool: Annotated[
         list[str] | None,
@@ -399,9 +485,11 @@ def run(
         str | None, typer.Option(
             "--rerun-errors", metavar="RUN",
             help="Run again, in RUN's folder, only its tasks that ended in an infrastructure, "
-                 "setup or timeout error; earlier attempts are kept. --tasks, --agent, --trials "
-                 "and --agent-arg default to RUN's.")
+                 "setup or timeout error; earlier attempts are kept. Every setting RUN "
+                 "recorded (--tasks, --agent, --trials, --agent-arg, --max-steps...) "
+                 "defaults to RUN's.")
     ] = None,
+    allow_change: AllowChangeOpt = None,
 ) -> None:
     """Run tasks on one or more existing pools (one queue); every task gets one final record."""
     from evals.errors import InvalidRunInputError
@@ -412,6 +500,8 @@ def run(
             rerun_errors, results_dir, tasks, agent, trials, agent_arg
         )
         run_name, resume = rerun_errors, True
+    elif resume and run_name and (tasks is None or agent is None):
+        tasks, agent = _recorded_selection(run_name, results_dir, tasks, agent)
     if tasks is None or agent is None:
         raise InvalidRunInputError(
             "give --tasks and --agent (or --rerun-errors RUN to rerun a run's errors)"
@@ -423,10 +513,12 @@ def run(
         resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
-        agent_args=agent_arg, reset=reset, trials=trials or 1, variations=variations,
+        agent_args=agent_arg, reset=reset, trials=1 if trials is None else trials,
+        variations=variations,
         rerun_errors=rerun_errors is not None, repair=repair,
-        wait_for_pool_s=wait_for_pool or 0.0,
+        wait_for_pool_s=wait_for_pool or 0.0, allow_change=allow_change,
     )
+    config = resumed_config(config, given_settings(ctx))
     # before any lease is taken or any task runs (a dead agent server would fail every task)
     check_before_run(config, agent_url_option=agent_url_option(agent_url))
     execute(config, json_out=json_out, fail_on_errors=fail_on_errors)

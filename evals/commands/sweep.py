@@ -24,6 +24,7 @@ from evals.commands.run import (
     AgentArgOpt,
     AgentOpt,
     AgentUrlOpt,
+    AllowChangeOpt,
     BundlesOpt,
     FailOnErrorsOpt,
     JsonOpt,
@@ -44,6 +45,8 @@ from evals.commands.run import (
     build_config,
     execute,
     finish_run,
+    given_settings,
+    resumed_config,
 )
 from oa_vm import pool_options as pool_opts
 from oa_vm import timings
@@ -85,6 +88,7 @@ def _say(line: str) -> None:
 
 
 def sweep(
+    ctx: typer.Context,
     tasks: TasksOpt,
     agent: AgentOpt,
     cloud: Annotated[
@@ -137,6 +141,7 @@ def sweep(
     reset: ResetOpt = "clean-or-stock",
     trials: TrialsOpt = 1,
     variations: VariationsOpt = None,
+    allow_change: AllowChangeOpt = None,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
     from evals.errors import RunInterrupted
@@ -150,7 +155,9 @@ def sweep(
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
         agent_args=agent_arg, reset=reset, trials=trials, variations=variations,
+        allow_change=allow_change,
     )
+    config = resumed_config(config, given_settings(ctx))
     faults = parse_faults(fault)
     # Everything checkable without a pool is checked before one is paid for.
     check_before_run(config, agent_url_option=agent_url_option(agent_url), needs_home=True,

@@ -303,6 +303,13 @@ CASES: dict[str, Case] = {
     "run resume other agent": Case(
         "openadapt-evals", ("run", "--pool", POOL, "--agent", "noop", "--tasks", TASK,
                             "--run-name", DONE, "--resume", "--results-dir", "{res}")),
+    "run resume other max-steps": _run("--run-name", DONE, "--resume", "--max-steps", "7"),
+    "run resume other read-timeout": _run("--run-name", DONE, "--resume", "--read-timeout",
+                                          "5s"),
+    "run resume allow-change of an unknown setting": _run(
+        "--run-name", DONE, "--resume", "--allow-change", "tasks"),
+    "run allow-change without resume": _run("--run-name", "ac", "--allow-change", "max-steps"),
+    "run trials zero": _run("--trials", "0", "--run-name", "t0"),
     "run resume corrupt queue": Case(
         "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK,
                             "--run-name", "badqueue", "--resume",

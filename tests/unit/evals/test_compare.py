@@ -162,7 +162,7 @@ def test_compare_command_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_compare_writes_its_page_as_view_does(tmp_path: Path) -> None:
     """No folder made for a mistyped --out, no foreign file replaced without --force, no
     symlink followed; its own page is replaced."""
-    from oa_vm.safe_fs import UnsafePathError
+    from oa_vm.safe_fs import ForeignFileError, UnsafePathError
 
     _runs(tmp_path)
     base = ["compare", "base", "new", "--results-dir", str(tmp_path), "--out"]
@@ -173,8 +173,8 @@ def test_compare_writes_its_page_as_view_does(tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("mine", encoding="utf-8")
     refused = CliRunner().invoke(_app(), [*base, str(notes)])
-    assert isinstance(refused.exception, InvalidRunInputError)
-    assert "not a page openadapt-evals wrote" in str(refused.exception)
+    assert isinstance(refused.exception, ForeignFileError)
+    assert "not a file this tool wrote" in str(refused.exception)
     assert notes.read_text(encoding="utf-8") == "mine"
     forced = CliRunner().invoke(_app(), [*base, str(notes), "--force"])
     assert forced.exit_code == 0, forced.output
