@@ -78,7 +78,7 @@ def smoke(
         raise InvalidInputError(refusal)
     if plan_only:
         return
-    from oa_vm import api, cloud_plan, state, timings
+    from oa_vm import api, state, timings
     from oa_vm.errors import PoolExistsError
     from oa_vm.pool_options import ensure_engine
 
