@@ -24,10 +24,10 @@ def _run(rows: dict[str, list[tuple[str, float | None]]]) -> dict[str, list[Task
 
 
 def test_identical_scores_summed_in_another_order_are_a_tie() -> None:
-    # 0.1 + 0.2 + 0.7 and 0.7 + 0.1 + 0.2 differ in floating point (1.0000000000000002 and
-    # 0.9999999999999999): summed naively, every task looked worse in B.
-    order_a = [("failure", 0.1), ("failure", 0.2), ("failure", 0.7)]
-    order_b = [("failure", 0.7), ("failure", 0.1), ("failure", 0.2)]
+    # 0.1 + 0.2 + 0.3 and 0.3 + 0.2 + 0.1 differ in floating point (0.6000000000000001 and
+    # 0.6): summed naively, every task looked worse in B.
+    order_a = [("failure", 0.1), ("failure", 0.2), ("failure", 0.3)]
+    order_b = [("failure", 0.3), ("failure", 0.2), ("failure", 0.1)]
     a = _run({f"t{i}": order_a for i in range(10)})
     b = _run({f"t{i}": order_b for i in range(10)})
     paired = paired_comparison(a, b)
