@@ -3,6 +3,8 @@ errors. Each case is one that the earlier statistics got wrong (see docs/results
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from evals import stats
@@ -145,3 +147,23 @@ def test_the_detectable_difference_is_the_tests_own() -> None:
     assert mdd is not None and 0.2 < mdd < 0.6
     assert stats.detectable_difference(a, b, [1] * 24) == mdd  # seeded
     assert stats.detectable_difference([0], [0], [1]) is None
+
+
+def test_domains_carry_intervals_in_the_summary_and_on_the_page(tmp_path: Path) -> None:
+    from evals.metrics import compute_summary, format_summary
+    from evals.viewer import render_run
+    from tests.support.run_folder import RunFolder
+
+    run = RunFolder(tmp_path, "domains")
+    for i in range(6):
+        run.add_task(f"n{i}", domain="notepad", status="success" if i < 2 else "failure")
+    run.add_task("c0", domain="clock", status="failure")
+    path = run.finish()
+    summary = compute_summary(path)
+    notepad = summary["by_domain_ci"]["notepad"]
+    low, high = stats.wilson_interval(2, 6)
+    assert (notepad["low"], notepad["high"]) == (round(low, 6), round(high, 6))
+    assert summary["by_domain_ci"]["clock"]["high"] > 0.5  # 0 of 1: wide, not [0, 0]
+    interval = f"[{100 * low:.1f}%, {100 * high:.1f}%]"
+    assert interval in format_summary(summary)
+    assert interval in render_run(path)
