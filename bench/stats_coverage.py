@@ -13,20 +13,23 @@ Two parts, reported apart:
   are read from each run's ``summary.json`` and from :func:`evals.compare.compare_runs` on
   consecutive pairs of runs. Few runs (each takes seconds), so these figures are coarse: they
   check that the pipeline end to end gives what the simulation predicts.
-- **simulated outcomes**: ``--seeds`` draws of outcomes per scenario, fed to the same functions
-  the summary and ``compare`` use (:func:`evals.metrics.statistics`,
-  :func:`evals.compare.paired_comparison`). Scenarios: the local suite's 24 tasks and WAA's 154,
-  one trial and five, every task at ``p`` and tasks of differing difficulty (each task's
-  probability drawn from a Beta distribution of mean ``p``, new tasks every seed: the true value
-  is then the mean over the task population, which is what a benchmark's rate estimates).
+- **simulated outcomes**: ``--replications`` draws per scenario (rates of 5%, 10% and 30%; 24
+  and 154 tasks; 1, 3 and 5 trials and 1 against 5; every task at ``p`` or tasks of differing
+  difficulty, each task's probability drawn from a Beta of mean ``p``, new tasks every
+  replication), fed to the functions of :mod:`evals.stats` the summary and ``compare`` print
+  from (:func:`evals.stats.success_rate_interval`, :func:`evals.stats.paired_difference`,
+  :func:`evals.stats.detectable_difference`). Vectorized draws with numpy; each replication
+  checks the run's rate interval, the printed difference interval, the test, and (on the first
+  ``--power-replications``) the detectable difference's power.
 
 Usage (from the repository root)::
 
-    .venv/bin/python bench/stats_coverage.py [--runs 20] [--seeds 300] [--p 0.3] [--json]
+    .venv/bin/python bench/stats_coverage.py [--replications 2000] [--power-replications 300]
+        [--only 0,3] [--runs 0] [--p 0.3] [--json]
+    .venv/bin/python bench/stats_coverage.py --quick     # the smoke test (about a minute)
 
-With the defaults about 5 minutes on 2 idle cores (the real runs about 1 minute; each simulated
-draw bootstraps three intervals with 9,999 resamples, as the summary does). The figures in
-docs/results.md used ``--runs 60 --seeds 1000``.
+The figures in docs/results.md used ``--replications 2000 --power-replications 200`` (about an
+hour on 2 shared cores, split in two with ``--only``).
 """
 
 from __future__ import annotations
