@@ -6,9 +6,12 @@ Counting rules (the same for ``summary.json``, the printed summary and the publi
   (with a type: infrastructure, setup, agent, evaluation, timeout) or *not run* (a budget cap kept
   it from starting);
 - *attempts* are outcomes plus errors; tasks that never ran are listed, not attempted;
-- the success rate and the mean score count outcomes only: an error says nothing about the
-  agent, so it is listed instead of being folded in as a zero (WAA's own loop silently drops
-  failed tasks; this keeps them visible without skewing the rate);
+- the success rate and the mean score count the outcomes and the agent's own errors
+  (:data:`AGENT_ERROR_TYPES`: ``agent``, ``timeout``) as failures scoring 0: leaving those out
+  would reward an agent for crashing. Infrastructure, setup and evaluation errors say nothing
+  about the agent and are listed apart, not folded in as zeros (WAA's own loop silently drops
+  failed tasks). The outcomes-only figures and the rate with every error as a failure are kept
+  beside the headline (``success_rate_outcomes_only``, ``success_rate_all_errors_as_failures``);
 - the mean score (``avg_score``) is WAA's own headline figure: WAA's checker gives fractions
   (``compare_pdfs``, ``compare_images``...), only a score of 1 is a ``success``, and the mean
   counts each fraction as it is;
@@ -614,8 +617,9 @@ def compute_metrics(results: Iterable[Any]) -> dict[str, Any]:
     Accepts result objects or mappings with ``task_id``, ``domain``, ``success``, ``score``,
     ``steps`` (a count) and ``error``/``error_type``. The keys follow the reference tool's
     (``num_tasks``, ``success_rate``, ``avg_score``, ``avg_steps``, ``avg_time_seconds``, ...),
-    with this project's counting rule: ``success_rate`` and ``avg_score`` count outcomes only
-    (errors are in ``error_count`` and ``by_error_type``). ``success_rate`` is ``None`` when
+    with this project's counting rule: ``success_rate`` and ``avg_score`` count outcomes and
+    the agent's own errors as failures (other errors are in ``error_count`` and
+    ``by_error_type`` only). ``success_rate`` is ``None`` when
     every task errored, as ``summary.json`` and the CLI's ``n/a`` say: a 0.0 there would read as
     an agent that failed every task. No results at all, and the other averages with nothing to
     count over, give ``0.0``, as the reference tool's do.
@@ -637,7 +641,7 @@ def compute_metrics(results: Iterable[Any]) -> dict[str, Any]:
         "fail_count": agg["failures"],
         "error_count": agg["errors"],
         # None when every task errored (the CLI's n/a); [] gives 0.0, as the reference's does
-        "success_rate": None if items and not agg["outcomes"] else agg["success_rate"] or 0.0,
+        "success_rate": None if items and not agg["counted"] else agg["success_rate"] or 0.0,
         "avg_score": agg["avg_score"] or 0.0,
         "avg_steps": agg["avg_steps"] or 0.0,
         "avg_time_seconds": _mean(t.duration_s for t in items if t.duration_s is not None) or 0.0,
