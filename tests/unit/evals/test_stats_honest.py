@@ -167,3 +167,15 @@ def test_domains_carry_intervals_in_the_summary_and_on_the_page(tmp_path: Path) 
     interval = f"[{100 * low:.1f}%, {100 * high:.1f}%]"
     assert interval in format_summary(summary)
     assert interval in render_run(path)
+
+
+def test_the_page_says_agent_errors_count_and_gives_the_outcomes_only_rate(
+        tmp_path: Path) -> None:
+    from evals.viewer import render_run
+    from tests.support.run_folder import RunFolder
+
+    run = RunFolder(tmp_path, "crashes")
+    run.add_task("a", status="success")
+    run.add_task("b", status="error", error_type="agent")
+    page = render_run(run.finish())
+    assert "agent errors as failures; 100.0% over outcomes only" in page
