@@ -179,3 +179,19 @@ def test_the_page_says_agent_errors_count_and_gives_the_outcomes_only_rate(
     run.add_task("b", status="error", error_type="agent")
     page = render_run(run.finish())
     assert "agent errors as failures; 100.0% over outcomes only" in page
+
+
+def test_a_variations_headline_counts_an_original_and_its_rewordings_as_one_cluster() -> None:
+    from waa_client.variations import base_of
+
+    # 7 originals, each with 3 rewordings that end as the original did: 28 rows, 7 clusters
+    items = []
+    for i in range(7):
+        status = "success" if i < 3 else "failure"
+        items.append(_trial(f"t{i}", status))
+        items += [_trial(f"t{i}__formal_{j}", status) for j in range(1, 4)]
+    clustered = statistics(items, base_task=base_of)["success_rate_ci"]
+    naive = statistics(items)["success_rate_ci"]
+    assert clustered["estimate"] == naive["estimate"] == pytest.approx(3 / 7)
+    assert "design effect" in clustered["method"]
+    assert clustered["high"] - clustered["low"] > 1.5 * (naive["high"] - naive["low"])
