@@ -13,28 +13,32 @@ Two parts, reported apart:
   are read from each run's ``summary.json`` and from :func:`evals.compare.compare_runs` on
   consecutive pairs of runs. Few runs (each takes seconds), so these figures are coarse: they
   check that the pipeline end to end gives what the simulation predicts.
-- **simulated outcomes**: ``--seeds`` draws of outcomes per scenario, fed to the same functions
-  the summary and ``compare`` use (:func:`evals.metrics.statistics`,
-  :func:`evals.compare.paired_comparison`). Scenarios: the local suite's 24 tasks and WAA's 154,
-  one trial and five, every task at ``p`` and tasks of differing difficulty (each task's
-  probability drawn from a Beta distribution of mean ``p``, new tasks every seed: the true value
-  is then the mean over the task population, which is what a benchmark's rate estimates).
+- **simulated outcomes**: ``--replications`` draws per scenario (rates of 5%, 10% and 30%; 24
+  and 154 tasks; 1, 3 and 5 trials and 1 against 5; every task at ``p`` or tasks of differing
+  difficulty, each task's probability drawn from a Beta of mean ``p``, new tasks every
+  replication), fed to the functions of :mod:`evals.stats` the summary and ``compare`` print
+  from (:func:`evals.stats.success_rate_interval`, :func:`evals.stats.paired_difference`,
+  :func:`evals.stats.detectable_difference`). Vectorized draws with numpy; each replication
+  checks the run's rate interval, the printed difference interval, the test, and (on the first
+  ``--power-replications``) the detectable difference's power.
 
 Usage (from the repository root)::
 
-    .venv/bin/python bench/stats_coverage.py [--runs 20] [--seeds 300] [--p 0.3] [--json]
+    .venv/bin/python bench/stats_coverage.py [--replications 2000] [--power-replications 300]
+        [--only 0,3] [--runs 0] [--p 0.3] [--json]
+    .venv/bin/python bench/stats_coverage.py --quick     # the smoke test (about a minute)
 
-With the defaults about 5 minutes on 2 idle cores (the real runs about 1 minute; each simulated
-draw bootstraps three intervals with 9,999 resamples, as the summary does). The figures in
-docs/results.md used ``--runs 60 --seeds 1000``.
+The figures in docs/results.md used ``--replications 2000 --power-replications 200`` (about an
+hour on 2 shared cores, split in two with ``--only``).
 """
 
 from __future__ import annotations
 
+import json
 import math
-import random
 import sys
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,27 +60,63 @@ from bench.harness import (
 
 PROG = "bench/stats_coverage.py"
 HETEROGENEITY = 2.0
-"""Beta(a, b) with a + b = 2 for the differing-difficulty scenarios: many tasks near 0 or 1."""
+"""Beta(a, b) with a + b = 2 for the differing-difficulty scenarios: at a 5% rate, most tasks
+are nearly impossible and a few are easy (the shape of WAA's results)."""
+CONFIDENCE = 0.95
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """One simulated setting: tasks, trials per task, and whether tasks differ in difficulty."""
+    """One simulated setting.
+
+    Attributes:
+        tasks: Tasks per run (24: the local suite and a WAA domain; 154: WAA).
+        trials_a, trials_b: Trials per task in run A and run B (1 and 5: unequal trials).
+        differing: Task probabilities drawn from a Beta of mean ``p`` (else every task at p).
+        gain: B's true advantage in points of rate (0: the same agent twice).
+    """
 
     name: str
+    p: float
     tasks: int
-    trials: int
+    trials_a: int
+    trials_b: int
     differing: bool
+    gain: float = 0.0
 
 
-SCENARIOS = (
-    Scenario("24 tasks, 1 trial, every task at p", 24, 1, False),
-    Scenario("154 tasks, 1 trial, every task at p", 154, 1, False),
-    Scenario("24 tasks, 5 trials, every task at p", 24, 5, False),
-    Scenario("24 tasks, 5 trials, tasks differ (Beta)", 24, 5, True),
-    Scenario("154 tasks, 1 trial, tasks differ (Beta)", 154, 1, True),
-    Scenario("154 tasks, 5 trials, tasks differ (Beta)", 154, 5, True),
-)
+def _scenarios(quick: bool) -> list[Scenario]:
+    rows = []
+    for p in (0.05, 0.10):
+        for tasks in (24, 154):
+            rows += [
+                Scenario(f"p={p:.2f}, {tasks} tasks, 1 trial", p, tasks, 1, 1, False),
+                Scenario(f"p={p:.2f}, {tasks} tasks, 3 trials, tasks differ", p, tasks, 3, 3,
+                         True),
+                Scenario(f"p={p:.2f}, {tasks} tasks, 5 trials, tasks differ", p, tasks, 5, 5,
+                         True),
+                Scenario(f"p={p:.2f}, {tasks} tasks, 1 vs 5 trials, tasks differ", p, tasks,
+                         1, 5, True),
+            ]
+    rows += [
+        Scenario("p=0.30, 24 tasks, 5 trials, tasks differ", 0.3, 24, 5, 5, True),
+        Scenario("p=0.10, 154 tasks, 1 trial, B +10 points", 0.1, 154, 1, 1, False, 0.10),
+        Scenario("p=0.10, 24 tasks, 5 trials, differ, B +10 points", 0.1, 24, 5, 5, True, 0.10),
+        Scenario("p=0.30, 154 tasks, 1 vs 5 trials, differ, B +10", 0.3, 154, 1, 5, True, 0.10),
+    ]
+    if quick:
+        return [rows[0], rows[3], rows[-1]]
+    return rows
+
+
+def _select(rows: list[Scenario], only: str | None) -> list[Scenario]:
+    """``--only 0,3,5``: those scenarios (by their place in the table), to split a long run."""
+    if not only:
+        return rows
+    picked = [int(i) for i in only.split(",") if i.strip().isdigit()]
+    if not picked or any(i >= len(rows) for i in picked):
+        raise BenchInputError(f"--only {only}: give indexes 0 to {len(rows) - 1}, comma-separated")
+    return [rows[i] for i in picked]
 
 
 def _binomial_se(rate: float, n: int) -> float:
@@ -90,59 +130,107 @@ def _covers(interval: dict[str, Any] | None, truth: float) -> bool:
 # --- simulated outcomes --------------------------------------------------------------------------
 
 
-def _draw_run(rng: random.Random, probs: Sequence[float], trials: int) -> list[Any]:
-    from evals.metrics import TaskOutcome
+def _probabilities(rng: Any, scenario: Scenario) -> Any:
+    """Each task's success probability: new tasks every replication (the truth is then the
+    mean over the population of tasks, the estimand of a run's interval)."""
+    import numpy as np
 
-    items = []
-    for i, p in enumerate(probs):
-        for _ in range(trials):
-            ok = rng.random() < p
-            items.append(TaskOutcome(f"t{i}", "d", "success" if ok else "failure",
-                                     1.0 if ok else 0.0, 1))
-    return items
-
-
-def _grouped(items: list[Any]) -> dict[str, list[Any]]:
-    grouped: dict[str, list[Any]] = {}
-    for item in items:
-        grouped.setdefault(item.task_id, []).append(item)
-    return grouped
+    if scenario.differing:
+        a = scenario.p * HETEROGENEITY
+        return rng.beta(a, HETEROGENEITY - a, size=scenario.tasks)
+    return np.full(scenario.tasks, scenario.p)
 
 
-def simulate(scenario: Scenario, p: float, seeds: int) -> dict[str, Any]:
-    """Coverage and false-positive rate of one scenario over ``seeds`` draws."""
-    from evals.compare import paired_comparison
-    from evals.metrics import statistics
+def simulate(scenario: Scenario, replications: int, power_replications: int) -> dict[str, Any]:
+    """Coverage, false alarms and the detectable difference's power in one scenario.
 
-    rate_hits = score_hits = calls = 0
+    Each replication draws run A and run B of the scenario and computes exactly what a run's
+    summary and ``compare`` print (the same functions of :mod:`evals.stats` they call): the
+    success-rate interval of each run (does it hold the true rate?), the paired difference's
+    interval (does it hold the true difference?) and test (does it call a difference?), and,
+    on the first ``power_replications``, the detectable difference, checked by drawing a
+    fresh pair whose true gain is that difference and counting how often the test finds it
+    (the promise is 80%).
+    """
+    import numpy as np
+
+    from evals import stats
+
+    rng = np.random.default_rng(zlib.crc32(scenario.name.encode()))
+    rate_hits = diff_hits = alarms = disagreements = 0
+    mdd_found = mdd_total = 0
+    mdd_values: list[float] = []
     widths = []
-    for seed in range(seeds):
-        rng = random.Random(f"{scenario.name}:{seed}")
-        if scenario.differing:
-            a = p * HETEROGENEITY
-            probs = [rng.betavariate(a, HETEROGENEITY - a) for _ in range(scenario.tasks)]
-        else:
-            probs = [p] * scenario.tasks
-        run_a = _draw_run(rng, probs, scenario.trials)
-        run_b = _draw_run(rng, probs, scenario.trials)
-        found = statistics(run_a, scenario.trials)
-        rate_hits += _covers(found["success_rate_ci"], p)
-        score_hits += _covers(found["mean_score_ci"], p)
-        if found["success_rate_ci"]:
-            widths.append(found["success_rate_ci"]["high"] - found["success_rate_ci"]["low"])
-        calls += paired_comparison(_grouped(run_a), _grouped(run_b), seed=seed).significant
+    for rep in range(replications):
+        probs = _probabilities(rng, scenario)
+        room = 1 - float(probs.mean())
+        gain_probs = probs + scenario.gain * (1 - probs) / room
+        wins_a = rng.binomial(scenario.trials_a, probs)
+        wins_b = rng.binomial(scenario.trials_b, gain_probs)
+        truth_b = scenario.p + scenario.gain
+        for wins, trials, truth in ((wins_a, scenario.trials_a, scenario.p),
+                                    (wins_b, scenario.trials_b, truth_b)):
+            ci = stats.success_rate_interval(wins.tolist(), [trials] * scenario.tasks)
+            assert ci is not None
+            rate_hits += ci.low <= truth <= ci.high
+            widths.append(ci.high - ci.low)
+        runs_a, runs_b = _trial_lists(rng, wins_a, scenario.trials_a), _trial_lists(
+            rng, wins_b, scenario.trials_b)
+        paired = stats.paired_difference(runs_a, runs_b)
+        assert paired is not None
+        ci = paired.interval
+        diff_hits += ci.low <= scenario.gain <= ci.high
+        alarms += paired.test.p_value <= 1 - CONFIDENCE
+        disagreements += not paired.agree
+        if rep < power_replications:
+            equal = [stats.equal_trials(a, b) for a, b in zip(runs_a, runs_b, strict=True)]
+            mdd = stats.detectable_difference(
+                [int(sum(a)) for a, _ in equal], [int(sum(b)) for _, b in equal],
+                [len(a) for a, _ in equal], seed=rep)
+            mdd_total += 1
+            if mdd is None:
+                continue
+            mdd_values.append(mdd)
+            fresh = _probabilities(rng, scenario)
+            shifted = fresh + mdd * (1 - fresh) / (1 - float(fresh.mean()))
+            new_a = _trial_lists(rng, rng.binomial(scenario.trials_a, fresh), scenario.trials_a)
+            new_b = _trial_lists(rng, rng.binomial(scenario.trials_b, np.minimum(shifted, 1.0)),
+                                 scenario.trials_b)
+            found = stats.paired_difference(new_a, new_b)
+            assert found is not None
+            mdd_found += found.test.p_value <= 1 - CONFIDENCE
+    runs = 2 * replications
     return {
         "scenario": scenario.name,
+        "p": scenario.p,
         "tasks": scenario.tasks,
-        "trials": scenario.trials,
+        "trials": [scenario.trials_a, scenario.trials_b],
         "differing": scenario.differing,
-        "seeds": seeds,
-        "success_rate_ci_coverage": rate_hits / seeds,
-        "mean_score_ci_coverage": score_hits / seeds,
-        "mean_ci_width_points": round(100 * sum(widths) / len(widths), 1) if widths else None,
-        "compare_false_positive_rate": calls / seeds,
-        "standard_error": round(_binomial_se(0.95, seeds), 4),
+        "gain": scenario.gain,
+        "replications": replications,
+        "rate_ci_coverage": rate_hits / runs,
+        "rate_ci_mean_width_points": round(100 * sum(widths) / len(widths), 1),
+        "difference_ci_coverage": diff_hits / replications,
+        "test_calls_a_difference": alarms / replications,
+        "test_interval_disagree": disagreements / replications,
+        "detectable_difference_points": (round(100 * float(np.mean(mdd_values)), 1)
+                                         if mdd_values else None),
+        "detectable_difference_none": mdd_total - len(mdd_values),
+        "power_at_detectable_difference": (mdd_found / len(mdd_values)) if mdd_values else None,
+        "power_replications": len(mdd_values),
+        "standard_error": round(_binomial_se(0.95, replications), 4),
     }
+
+
+def _trial_lists(rng: Any, wins: Any, trials: int) -> list[list[float]]:
+    """Per task, its trials as 0/1 in a random order (which trials succeeded is random: the
+    paired test cuts the longer side to its first trials)."""
+    lists = []
+    for w in wins.tolist():
+        row = [1.0] * w + [0.0] * (trials - w)
+        rng.shuffle(row)
+        lists.append(row)
+    return lists
 
 
 # --- real runs -----------------------------------------------------------------------------------
@@ -225,16 +313,23 @@ def _text(figures: dict[str, Any]) -> str:
         ]
     if not figures["simulated"]:
         return "\n".join(lines)
-    lines.append(f"Simulated outcomes through evals.metrics.statistics and "
-                 f"evals.compare.paired_comparison ({figures['seeds']} seeds each; standard "
-                 f"error of a 95% coverage figure: {figures['simulated'][0]['standard_error']}):")
-    header = f"  {'scenario':<42} {'rate CI':>8} {'score CI':>9} {'width':>7} {'compare':>8}"
-    lines.append(header)
+    lines.append(f"Simulated through evals.stats ({figures['replications']} replications each; "
+                 f"standard error of a 95% coverage figure: "
+                 f"{figures['simulated'][0]['standard_error']}; target: every interval 93-97%, "
+                 "every false-alarm rate 3-7% where a 5% test can reach it, 80% power at the "
+                 "detectable difference):")
+    lines.append(f"  {'scenario':<50} {'rate CI':>7} {'width':>6} {'diff CI':>7} "
+                 f"{'alarms':>6} {'disagr':>6} {'MDD':>6} {'power':>6}")
     for row in figures["simulated"]:
+        mdd = row["detectable_difference_points"]
+        power = row["power_at_detectable_difference"]
+        alarm = "-" if row["gain"] else f"{row['test_calls_a_difference']:.1%}"
         lines.append(
-            f"  {row['scenario']:<42} {row['success_rate_ci_coverage']:>8.1%} "
-            f"{row['mean_score_ci_coverage']:>9.1%} {row['mean_ci_width_points']:>6}p "
-            f"{row['compare_false_positive_rate']:>8.1%}"
+            f"  {row['scenario']:<50} {row['rate_ci_coverage']:>7.1%} "
+            f"{row['rate_ci_mean_width_points']:>5}p {row['difference_ci_coverage']:>7.1%} "
+            f"{alarm:>6} {row['test_interval_disagree']:>6.1%} "
+            f"{'n/a' if mdd is None else f'{mdd}p':>6} "
+            f"{'n/a' if power is None else f'{power:.0%}':>6}"
         )
     return "\n".join(lines)
 
@@ -242,29 +337,43 @@ def _text(figures: dict[str, Any]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; returns the exit status."""
     cli = parser(PROG, __doc__.splitlines()[0] if __doc__ else PROG)
-    cli.add_argument("--p", type=float, default=0.3, help="the agent's success probability")
-    cli.add_argument("--runs", type=int, default=20, help="real runs of the local suite")
+    cli.add_argument("--p", type=float, default=0.3,
+                     help="the random agent's success probability in the real runs")
+    cli.add_argument("--runs", type=int, default=0, help="real runs of the local suite")
     cli.add_argument("--workers", type=int, default=3, help="local workers for the real runs")
     cli.add_argument("--trials", type=int, default=1, help="trials per task in the real runs")
-    cli.add_argument("--seeds", type=int, default=300,
-                     help="simulated draws per scenario (docs/results.md: 1000)")
+    cli.add_argument("--replications", type=int, default=2000,
+                     help="simulated replications per scenario (docs/results.md: 2000)")
+    cli.add_argument("--power-replications", type=int, default=300,
+                     help="of those, how many also check the detectable difference's power")
+    cli.add_argument("--quick", action="store_true",
+                     help="a smoke test: 3 scenarios, 40 replications, no real run")
+    cli.add_argument("--only", help="scenarios to run, by index (0,3,5): to split a long run")
     cli.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = cli.parse_args(argv)
     if not 0 < args.p < 1:
         raise BenchInputError(f"--p {args.p}: give a probability strictly between 0 and 1")
-    for name in ("runs", "seeds"):
+    for name in ("runs", "replications", "power_replications"):
         if getattr(args, name) < 0:
-            raise BenchInputError(f"--{name} {getattr(args, name)}: give 0 or more")
+            raise BenchInputError(f"--{name.replace('_', '-')} {getattr(args, name)}: "
+                                  "give 0 or more")
     if not 1 <= args.workers <= 16 or not 1 <= args.trials <= 20:
         raise BenchInputError("--workers must be 1 to 16 and --trials 1 to 20")
-    figures: dict[str, Any] = {"p": args.p, "seeds": args.seeds, "machine": machine_info()}
+    if args.quick:
+        args.replications, args.power_replications, args.runs = 40, 10, 0
+    figures: dict[str, Any] = {"p": args.p, "replications": args.replications,
+                               "machine": machine_info()}
     if args.runs:
         progress(f"real runs: {args.runs} on {args.workers} local workers")
         figures["real"] = real_runs(args.p, args.runs, args.workers, args.trials)
     figures["simulated"] = []
-    for scenario in SCENARIOS if args.seeds else ():
-        progress(f"simulating: {scenario.name} ({args.seeds} seeds)")
-        figures["simulated"].append(simulate(scenario, args.p, args.seeds))
+    for scenario in _select(_scenarios(args.quick), args.only) if args.replications else ():
+        progress(f"simulating: {scenario.name} ({args.replications} replications)")
+        started = time.perf_counter()
+        row = simulate(scenario, args.replications, args.power_replications)
+        row["seconds"] = round(time.perf_counter() - started, 1)
+        figures["simulated"].append(row)
+        progress(json.dumps(row))
     emit(figures, args.json, _text(figures))
     return 0
 

@@ -12,17 +12,24 @@ How a task changed from run A to run B:
   and error type), else ``changed`` (e.g. ``error -> success``), since an error is not a score.
 
 The paired comparison (:func:`paired_comparison`, the ``paired`` key of ``--json``) uses the tasks
-both runs *scored* (at least one outcome each; errors say nothing about the agent) and, per task,
-the success rate and mean score over its scored trials. It reports B minus A with a 95% paired
-bootstrap interval over tasks, a paired exact test (McNemar's on outcomes when every task has one
-trial a side, else the sign test on the per-task rates, which is the same test on binary data; the
-sign test on the scores), the tasks that changed each way, and a verdict in words at the 5% level.
+both runs *counted* (a success, a failure, or an error of the agent's own, ``agent`` or
+``timeout``, which counts as a failure scoring 0; an infrastructure, setup or evaluation error
+says nothing about the agent and is left out), each task cut to the same number of trials a
+side (:func:`evals.stats.equal_trials`). It reports B minus A with ONE paired test and the
+interval obtained by inverting it (:func:`evals.stats.paired_difference`), so the verdict's test
+and interval agree; the tasks that changed each way; the smallest gain the test would detect
+with 80% power, simulated for that test (:func:`evals.stats.detectable_difference`); and a
+verdict in words at the 5% level. Before the verdict, ``Warning:`` lines say what else differs
+between the runs (their manifests), which side had errors of its own, and which agent saw the
+answers.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -33,6 +40,7 @@ from evals.manifest import manifest_differences, read_manifest
 from evals.metrics import (
     TaskOutcome,
     aggregate,
+    counted_score,
     fmt_num,
     fmt_rate,
     read_metadata,
@@ -97,6 +105,8 @@ class Comparison:
     trials_a: dict[str, list[TaskOutcome]] = field(default_factory=dict)
     trials_b: dict[str, list[TaskOutcome]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    """What the verdict cannot see: errors of an agent's own, an agent that saw the answers."""
 
     def paired(self) -> PairedComparison:
         """The paired statistics over the tasks both runs scored (:func:`paired_comparison`)."""
@@ -140,7 +150,8 @@ class Comparison:
             ],
             "only_in_a": self.only_a,
             "only_in_b": self.only_b,
-            "paired": {**self.paired().to_json(), "warnings": self.warnings},
+            "paired": {**self.paired().to_json(), "warnings": self.warnings,
+                       "caveats": self.caveats},
         }
 
 
@@ -172,15 +183,18 @@ class PairedMeasure:
 
 @dataclass(frozen=True)
 class PairedComparison:
-    """B against A over the tasks both scored (see the module docstring).
+    """B against A over the tasks both counted (see the module docstring).
 
     Attributes:
-        tasks: The paired tasks (scored by both runs).
-        success_rate, mean_score: The two measures, ``None`` when no task was scored by both.
+        tasks: The paired tasks (counted by both runs).
+        success_rate, mean_score: The two measures, ``None`` when no task was counted by both.
         better_in_b, worse_in_b: Tasks whose success rate (or, at equal rates, mean score)
-            went up / down from A to B.
-        minimum_detectable: About the smallest success-rate difference (a fraction) this many
-            pairs would detect at 80% power (:func:`evals.stats.minimum_detectable_difference`).
+            went up / down from A to B, on the trials compared (exact comparisons: a tie is
+            a tie whatever the order the scores were summed in).
+        minimum_detectable: The smallest success-rate gain (a fraction) the test would detect
+            with 80% power (:func:`evals.stats.detectable_difference`); ``None`` when even the
+            largest would not be.
+        trials_cut: Tasks whose longer side was cut to the other's number of trials.
     """
 
     tasks: list[str]
@@ -189,28 +203,38 @@ class PairedComparison:
     better_in_b: list[str]
     worse_in_b: list[str]
     minimum_detectable: float | None
+    trials_cut: int = 0
 
     @property
     def significant(self) -> bool:
-        """Whether the success rates differ at the 5% level."""
-        return self.success_rate is not None and self.success_rate.test.p_value < SIGNIFICANCE
+        """Whether the success rates differ at the 5% level (the test's p-value)."""
+        return self.success_rate is not None and self.success_rate.test.p_value <= SIGNIFICANCE
 
     def verdict(self) -> str:
-        """The comparison in one sentence, on the success rate (points are percentage points)."""
+        """The comparison in one sentence, on the success rate (points are percentage points).
+
+        The test and the interval agree by construction; if they ever did not (a numerical
+        edge), the verdict says so rather than picking one.
+        """
         rate = self.success_rate
         if rate is None:
-            return "no verdict: no task was scored by both runs"
+            return "no verdict: no task was counted by both runs"
         ci = rate.difference
         figures = (f"{_points(ci.estimate)} points, 95% CI [{_points(ci.low)}, "
                    f"{_points(ci.high)}], {rate.test.name} p = {_p(rate.test.p_value)}")
+        excludes = ci.low > 0 or ci.high < 0
+        if self.significant != excludes:
+            return (f"undecided: the test and the interval disagree ({figures}); "
+                    "report both and add tasks or trials")
         if self.significant:
             side = "better" if ci.estimate > 0 else "worse"
             return f"B is {side} than A: {figures}"
         text = f"no detectable difference ({figures})"
         if self.minimum_detectable is not None:
-            smallest = (f"about {self.minimum_detectable * 100:.0f} points"
-                        if self.minimum_detectable < 1 else "more than 100 points (too few tasks)")
-            text += f"; the smallest difference this pair could detect is {smallest}"
+            text += ("; the smallest gain this pair would detect with 80% power is about "
+                     f"{self.minimum_detectable * 100:.0f} points")
+        else:
+            text += "; too few tasks to detect any gain with 80% power"
         return text
 
     def to_json(self) -> dict[str, Any]:
@@ -224,6 +248,7 @@ class PairedComparison:
             "minimum_detectable_difference": (
                 None if self.minimum_detectable is None else round(self.minimum_detectable, 6)
             ),
+            "tasks_with_trials_cut": self.trials_cut,
             "significant": self.significant,
             "significance_level": SIGNIFICANCE,
             "verdict": self.verdict(),
@@ -242,58 +267,70 @@ def paired_comparison(
     trials_a: dict[str, list[TaskOutcome]], trials_b: dict[str, list[TaskOutcome]],
     *, seed: int | None = None,
 ) -> PairedComparison:
-    """Pair the tasks both runs scored and compare B with A (see the module docstring).
+    """Pair the tasks both runs counted and compare B with A (see the module docstring).
 
     Args:
-        trials_a, trials_b: Each run's trials by task (errors may be among them; they are
-            left out).
-        seed: The bootstrap's seed (default :data:`evals.stats.DEFAULT_SEED`).
+        trials_a, trials_b: Each run's trials by task (infrastructure errors may be among
+            them; they are left out; an agent's own errors count as failures).
+        seed: The seed of the detectable difference's simulation.
     """
-    rates: dict[str, tuple[float, float]] = {}
-    scores: dict[str, tuple[float, float]] = {}
-    one_trial = True
+    success: dict[str, tuple[list[float], list[float]]] = {}
+    scores: dict[str, tuple[list[float], list[float]]] = {}
+    cut = 0
     for tid, items_a in trials_a.items():
-        scored_a = [t for t in items_a if t.is_outcome]
-        scored_b = [t for t in trials_b.get(tid, []) if t.is_outcome]
-        if not scored_a or not scored_b:
+        counted_a = _counted(items_a)
+        counted_b = _counted(trials_b.get(tid, []))
+        if not counted_a or not counted_b:
             continue
-        one_trial = one_trial and len(scored_a) == 1 == len(scored_b)
-        rates[tid] = (_rate(scored_a), _rate(scored_b))
-        scores[tid] = (_mean_score(scored_a), _mean_score(scored_b))
-    tasks = list(rates)
+        cut += len(counted_a) != len(counted_b)
+        a, b = stats.equal_trials(counted_a, counted_b)
+        success[tid] = ([1.0 if t.status == "success" else 0.0 for t in a],
+                        [1.0 if t.status == "success" else 0.0 for t in b])
+        scores[tid] = ([counted_score(t) for t in a], [counted_score(t) for t in b])
+    tasks = list(success)
     if not tasks:
         return PairedComparison([], None, None, [], [], None)
-    rate_d = [b - a for a, b in rates.values()]
-    score_d = [b - a for a, b in scores.values()]
-    better = [t for t in tasks if (rates[t][1], scores[t][1]) > (rates[t][0], scores[t][0])]
-    worse = [t for t in tasks if (rates[t][1], scores[t][1]) < (rates[t][0], scores[t][0])]
-    up = sum(1 for d in rate_d if d > 0)
-    down = sum(1 for d in rate_d if d < 0)
-    rate_test = stats.mcnemar_exact(up, down) if one_trial else stats.sign_test(up, down)
-    score_test = stats.sign_test(sum(1 for d in score_d if d > 0), sum(1 for d in score_d if d < 0))
-    rate_ci = stats.mean_difference_interval(rate_d, seed=seed)
-    score_ci = stats.mean_difference_interval(score_d, seed=seed)
-    assert rate_ci is not None and score_ci is not None  # there are tasks
-    n = len(tasks)
-    pooled = sum(a + b for a, b in rates.values()) / (2 * n)
+    rate = stats.paired_difference([a for a, _ in success.values()],
+                                   [b for _, b in success.values()])
+    score = stats.paired_difference([a for a, _ in scores.values()],
+                                    [b for _, b in scores.values()])
+    assert rate is not None and score is not None  # there are tasks
+
+    def key(values: tuple[list[float], list[float]], side: int) -> Fraction:
+        # exact: fsum rounds once, so the same scores in any order give the same mean
+        return Fraction(math.fsum(values[side])) / len(values[side])
+
+    def order(tid: str, side: int) -> tuple[Fraction, Fraction]:
+        return key(success[tid], side), key(scores[tid], side)
+
+    better = [t for t in tasks if order(t, 1) > order(t, 0)]
+    worse = [t for t in tasks if order(t, 1) < order(t, 0)]
+    mdd = stats.detectable_difference(
+        [int(sum(a)) for a, _ in success.values()], [int(sum(b)) for _, b in success.values()],
+        [len(a) for a, _ in success.values()], seed=seed)
     return PairedComparison(
         tasks=tasks,
-        success_rate=PairedMeasure(sum(a for a, _ in rates.values()) / n,
-                                   sum(b for _, b in rates.values()) / n, rate_ci, rate_test),
-        mean_score=PairedMeasure(sum(a for a, _ in scores.values()) / n,
-                                 sum(b for _, b in scores.values()) / n, score_ci, score_test),
+        success_rate=_measure(success, rate),
+        mean_score=_measure(scores, score),
         better_in_b=better,
         worse_in_b=worse,
-        minimum_detectable=stats.minimum_detectable_difference(rate_d, pooled),
+        minimum_detectable=mdd,
+        trials_cut=cut,
     )
 
 
-def _rate(items: list[TaskOutcome]) -> float:
-    return sum(1 for t in items if t.status == "success") / len(items)
+def _measure(values: dict[str, tuple[list[float], list[float]]],
+             difference: stats.PairedDifference) -> PairedMeasure:
+    """Each side's mean over tasks of its per-task mean, and the paired difference."""
+    n = len(values)
+    a = math.fsum(math.fsum(x) / len(x) for x, _ in values.values()) / n
+    b = math.fsum(math.fsum(y) / len(y) for _, y in values.values()) / n
+    return PairedMeasure(a, b, difference.interval, difference.test)
 
 
-def _mean_score(items: list[TaskOutcome]) -> float:
-    return sum(t.score or 0.0 for t in items) / len(items)
+def _counted(items: list[TaskOutcome]) -> list[TaskOutcome]:
+    """The trials that count for the agent, in trial order (see the module docstring)."""
+    return sorted((t for t in items if t.counts_for_agent), key=lambda t: t.trial)
 
 
 def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
@@ -334,7 +371,36 @@ def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
         warnings=manifest_differences(
             read_manifest(path_a), read_manifest(path_b), [p.task_id for p in pairs]
         ),
+        caveats=_caveats({"A": (meta_a, trials_a), "B": (meta_b, trials_b)},
+                         {p.task_id for p in pairs}),
     )
+
+
+ANSWER_AGENTS = frozenset({"oracle", "random", "replay"})
+"""Built-in agents that play (or replay) the task's reference solution: they saw the answers
+even where a run's metadata predates ``answer_visible_agents``."""
+
+
+def _caveats(sides: dict[str, tuple[dict[str, Any], dict[str, list[TaskOutcome]]]],
+             shared: set[str]) -> list[str]:
+    """What the verdict cannot see: a side whose agent raised or timed out (those count as
+    failures, but a crash is not a comparison of skill), a side whose agent saw the answers."""
+    lines = []
+    for label, (meta, trials) in sides.items():
+        own = [t for tid, ts in trials.items() if tid in shared for t in ts
+               if t.status == "error" and t.counts_for_agent]
+        if own:
+            kinds = sorted({str(t.error_type) for t in own})
+            tasks = len({t.task_id for t in own})
+            lines.append(f"{label} has {len(own)} error(s) of its own agent ({', '.join(kinds)}) "
+                         f"on {tasks} task(s); they count as failures: read them before the "
+                         "verdict")
+        agent = str(meta.get("agent") or "")
+        seen = list(meta.get("answer_visible_agents") or [])
+        if seen or agent in ANSWER_AGENTS:
+            lines.append(f"{label}'s agent ({agent or ', '.join(map(str, seen))}) saw the "
+                         "answers (the reference solution): not a benchmark result")
+    return lines
 
 
 def _score(item: TaskOutcome) -> str:
@@ -348,8 +414,10 @@ def format_comparison(comparison: Comparison) -> str:
     totals = table(
         ["", label_a, label_b],
         [
-            ["success rate (outcomes only)", fmt_rate(a["success_rate"]),
-             fmt_rate(b["success_rate"])],
+            ["success rate", fmt_rate(a["success_rate"]), fmt_rate(b["success_rate"])],
+            ["success rate (outcomes only)", fmt_rate(a["success_rate_outcomes_only"]),
+             fmt_rate(b["success_rate_outcomes_only"])],
+            ["agent errors", str(a["agent_errors"]), str(b["agent_errors"])],
             ["outcomes", str(a["outcomes"]), str(b["outcomes"])],
             ["successes", str(a["successes"]), str(b["successes"])],
             ["errors", str(a["errors"]), str(b["errors"])],
@@ -390,7 +458,8 @@ def paired_lines(comparison: Comparison) -> list[str]:
     """The paired statistics as text: both measures, the changed tasks, the warnings about
     what else differs between the runs, then the verdict."""
     paired = comparison.paired()
-    lines = [f"Paired over {len(paired.tasks)} task(s) both runs scored (B minus A):"]
+    lines = [f"Paired over {len(paired.tasks)} task(s) both runs counted (B minus A; an "
+             "agent's own errors count as failures):"]
     for name, measure, rate in (("success rate", paired.success_rate, True),
                                 ("mean score", paired.mean_score, False)):
         if measure is None:
@@ -407,8 +476,17 @@ def paired_lines(comparison: Comparison) -> list[str]:
                      f"(B better on {measure.test.b_better}, A on {measure.test.a_better})")
     for label, ids in (("Better in B", paired.better_in_b), ("Worse in B", paired.worse_in_b)):
         lines.append(f"  {label} ({len(ids)}): {', '.join(ids) if ids else '-'}")
+    if paired.trials_cut:
+        lines.append(f"  Trials: {paired.trials_cut} task(s) had more trials on one side; each "
+                     "was compared on the first trials of the longer side, as many as the "
+                     "other has")
+    if paired.minimum_detectable is not None:
+        lines.append(f"  Smallest gain detectable with 80% power: about "
+                     f"{paired.minimum_detectable * 100:.1f} points (simulated for this test)")
     for warning in comparison.warnings:
         lines.append(f"Warning: {warning}")
+    for caveat in comparison.caveats:
+        lines.append(f"Warning: {caveat}")
     lines.append(f"Verdict: {paired.verdict()}")
     return lines
 
@@ -448,8 +526,10 @@ def render_comparison(comparison: Comparison, page_dir: Path | None = None) -> s
                f"<td class='num'>{esc(right)}</td></tr>"
 
     totals = "".join([
-        stat_row("success rate (outcomes only)", fmt_rate(a["success_rate"]),
-                 fmt_rate(b["success_rate"])),
+        stat_row("success rate", fmt_rate(a["success_rate"]), fmt_rate(b["success_rate"])),
+        stat_row("success rate (outcomes only)", fmt_rate(a["success_rate_outcomes_only"]),
+                 fmt_rate(b["success_rate_outcomes_only"])),
+        stat_row("agent errors", str(a["agent_errors"]), str(b["agent_errors"])),
         stat_row("outcomes", str(a["outcomes"]), str(b["outcomes"])),
         stat_row("successes", str(a["successes"]), str(b["successes"])),
         stat_row("errors", str(a["errors"]), str(b["errors"])),

@@ -6,9 +6,12 @@ Counting rules (the same for ``summary.json``, the printed summary and the publi
   (with a type: infrastructure, setup, agent, evaluation, timeout) or *not run* (a budget cap kept
   it from starting);
 - *attempts* are outcomes plus errors; tasks that never ran are listed, not attempted;
-- the success rate and the mean score count outcomes only: an error says nothing about the
-  agent, so it is listed instead of being folded in as a zero (WAA's own loop silently drops
-  failed tasks; this keeps them visible without skewing the rate);
+- the success rate and the mean score count the outcomes and the agent's own errors
+  (:data:`AGENT_ERROR_TYPES`: ``agent``, ``timeout``) as failures scoring 0: leaving those out
+  would reward an agent for crashing. Infrastructure, setup and evaluation errors say nothing
+  about the agent and are listed apart, not folded in as zeros (WAA's own loop silently drops
+  failed tasks). The outcomes-only figures and the rate with every error as a failure are kept
+  beside the headline (``success_rate_outcomes_only``, ``success_rate_all_errors_as_failures``);
 - the mean score (``avg_score``) is WAA's own headline figure: WAA's checker gives fractions
   (``compare_pdfs``, ``compare_images``...), only a score of 1 is a ``success``, and the mean
   counts each fraction as it is;
@@ -24,6 +27,7 @@ printed), never a made-up zero.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -38,6 +42,10 @@ from evals.reset import reset_lines, reset_summary
 OUTCOMES = ("success", "failure")
 STATUSES = ("success", "failure", "error", "not_run")
 COST_KEYS = ("worker_seconds", "vm_usd", "model_usd", "total_usd")
+AGENT_ERROR_TYPES = frozenset({"agent", "timeout"})
+"""Errors that are the agent's own (it raised, or ran out of steps or time): they count as
+failures scoring 0 in every headline figure. Leaving them out would reward crashing: an agent
+that dies on hard tasks would score higher than one that fails them politely."""
 
 
 # --- locating and reading a run folder ---------------------------------------------------------
@@ -222,6 +230,12 @@ class TaskOutcome:
         return self.status in OUTCOMES
 
     @property
+    def counts_for_agent(self) -> bool:
+        """Counted in the headline figures: an outcome, or an error of the agent's own
+        (:data:`AGENT_ERROR_TYPES`), which counts as a failure scoring 0."""
+        return self.is_outcome or (self.status == "error" and self.error_type in AGENT_ERROR_TYPES)
+
+    @property
     def attempted(self) -> bool:
         """Ran at all (an outcome or an error)."""
         return self.status != "not_run"
@@ -281,19 +295,39 @@ def _mean(values: Iterable[float]) -> float | None:
     return sum(items) / len(items) if items else None
 
 
+def counted_score(item: TaskOutcome) -> float:
+    """A counted trial's score: the checker's for an outcome, 0 for an agent's own error."""
+    return (item.score or 0.0) if item.is_outcome else 0.0
+
+
 def _counts(items: list[TaskOutcome]) -> dict[str, Any]:
     outcomes = [t for t in items if t.is_outcome]
+    counted = [t for t in items if t.counts_for_agent]
+    attempted = [t for t in items if t.attempted]
     successes = sum(1 for t in items if t.status == "success")
     return {
-        "attempts": sum(1 for t in items if t.attempted),
+        "attempts": len(attempted),
         "outcomes": len(outcomes),
+        "counted": len(counted),
         "successes": successes,
         "failures": sum(1 for t in items if t.status == "failure"),
         "errors": sum(1 for t in items if t.status == "error"),
+        "agent_errors": len(counted) - len(outcomes),
         "not_run": sum(1 for t in items if t.status == "not_run"),
-        "success_rate": successes / len(outcomes) if outcomes else None,
-        "avg_score": _mean(t.score for t in outcomes if t.score is not None),
+        # the headline: an agent's own errors count as failures (AGENT_ERROR_TYPES)
+        "success_rate": successes / len(counted) if counted else None,
+        "avg_score": _fmean(counted_score(t) for t in counted),
+        # beside it: outcomes only, and every error (infrastructure too) as a failure
+        "success_rate_outcomes_only": successes / len(outcomes) if outcomes else None,
+        "avg_score_outcomes_only": _fmean(t.score for t in outcomes if t.score is not None),
+        "success_rate_all_errors_as_failures": (
+            successes / len(attempted) if attempted else None),
     }
+
+
+def _fmean(values: Iterable[float]) -> float | None:
+    items = list(values)
+    return math.fsum(items) / len(items) if items else None
 
 
 def aggregate(items: list[TaskOutcome]) -> dict[str, Any]:
@@ -302,7 +336,9 @@ def aggregate(items: list[TaskOutcome]) -> dict[str, Any]:
     by_domain: dict[str, dict[str, Any]] = {}
     for domain in sorted({t.domain for t in items}):
         counts = _counts([t for t in items if t.domain == domain])
-        counts.pop("outcomes")
+        for key in ("outcomes", "counted", "agent_errors", "success_rate_outcomes_only",
+                    "avg_score_outcomes_only", "success_rate_all_errors_as_failures"):
+            counts.pop(key)  # the headline figures only (the run's keep the rest)
         by_domain[domain] = counts
     error_types = Counter(t.error_type for t in items if t.error_type)
     cost = {key: round(sum(t.cost.get(key, 0.0) for t in items), 6) for key in COST_KEYS}
@@ -317,22 +353,30 @@ def aggregate(items: list[TaskOutcome]) -> dict[str, Any]:
     }
 
 
-def statistics(items: list[TaskOutcome], trials: int | None = None) -> dict[str, Any]:
+def statistics(items: list[TaskOutcome], trials: int | None = None,
+               base_task: Any = None) -> dict[str, Any]:
     """The run's statistics (:mod:`evals.stats`), the ``summary.json`` keys of the same names.
 
-    Trials are grouped by task; only scored trials (outcomes) count, errors never do.
+    Trials are grouped by task; the counted trials are the outcomes and the agent's own errors
+    (as failures scoring 0, :data:`AGENT_ERROR_TYPES`); infrastructure, setup and evaluation
+    errors never count.
 
     Args:
         items: Every trial's final record (one per task when there are no trials).
         trials: The trials asked for per task (``metadata.json``'s ``trials``); by default the
             most trials any task has.
+        base_task: For a ``--variations`` run, ``task_id -> the original task's ID``: the
+            intervals then treat an original and its rewordings as one cluster (they are not
+            independent tasks). By default every task is its own.
 
     Returns:
-        ``trials``; ``success_rate_ci`` (Wilson, over an effective sample size when trials
-        are clustered in tasks) and ``mean_score_ci`` (a seeded bootstrap over tasks), each
-        :meth:`evals.stats.Interval.to_json` or ``None`` when nothing was scored;
-        ``pass_at_k`` and ``pass_all_k`` (:func:`evals.stats.pass_k_table`); ``flaky_tasks``:
-        ``[{"task_id", "successes", "outcomes", "scores"}]`` of the tasks whose scored trials
+        ``trials``; ``success_rate_ci`` and ``mean_score_ci``
+        (:func:`evals.stats.clustered_interval` over tasks, or base tasks), each
+        :meth:`evals.stats.Interval.to_json` or ``None`` when nothing was counted;
+        ``success_rate_ci_outcomes_only`` (the same over outcomes only);
+        ``by_domain_ci`` (``{domain: success_rate_ci}``); ``pass_at_k`` and ``pass_all_k``
+        (:func:`evals.stats.pass_k_table`); ``flaky_tasks``:
+        ``[{"task_id", "successes", "outcomes", "scores"}]`` of the tasks whose counted trials
         disagree.
     """
     from evals import stats
@@ -341,22 +385,39 @@ def statistics(items: list[TaskOutcome], trials: int | None = None) -> dict[str,
     for item in items:
         by_task.setdefault(item.task_id, []).append(item)
     k = trials or max((len(v) for v in by_task.values()), default=1)
-    scored = {tid: [t for t in ts if t.is_outcome] for tid, ts in by_task.items()}
+    counted = {tid: sorted((t for t in ts if t.counts_for_agent), key=lambda t: t.trial)
+               for tid, ts in by_task.items()}
     counts = {
         tid: (sum(1 for t in ts if t.status == "success"), len(ts))
-        for tid, ts in scored.items() if ts
+        for tid, ts in counted.items() if ts
     }
-    rate = stats.success_rate_interval(
-        [c for c, _ in counts.values()], [n for _, n in counts.values()]
-    )
-    score = stats.mean_score_interval(
-        [[t.score for t in ts if t.score is not None] for ts in scored.values()]
-    )
+    cluster = base_task or (lambda tid: tid)
+
+    def rate_ci(chosen: Mapping[str, list[TaskOutcome]]) -> Any:
+        sums: dict[str, list[float]] = {}
+        for tid, ts in chosen.items():
+            sums.setdefault(cluster(tid), []).extend(
+                1.0 if t.status == "success" else 0.0 for t in ts)
+        ci = stats.clustered_interval([math.fsum(v) for v in sums.values()],
+                                      [len(v) for v in sums.values()])
+        return ci.to_json() if ci else None
+
+    scores: dict[str, list[float]] = {}
+    for tid, ts in counted.items():
+        scores.setdefault(cluster(tid), []).extend(counted_score(t) for t in ts)
+    score = stats.mean_score_interval(list(scores.values()))
+    outcomes_only = {tid: [t for t in ts if t.is_outcome] for tid, ts in by_task.items()}
+    domains = sorted({t.domain for t in items})
+    by_domain_ci = {
+        d: rate_ci({tid: ts for tid, ts in counted.items() if ts and ts[0].domain == d})
+        for d in domains
+    }
     pass_at, pass_all = stats.pass_k_table(counts, k)
     flaky = [
         {"task_id": tid, "successes": counts[tid][0], "outcomes": counts[tid][1],
          "scores": [t.score for t in ts]}
-        for tid, ts in scored.items() if stats.flaky([(t.status, t.score) for t in ts])
+        for tid, ts in counted.items()
+        if ts and stats.flaky([(t.status, counted_score(t)) for t in ts])
     ]
     listed: dict[str, Any] = {}
     if k > 1:  # each task's trials, listed (the records are in tasks/<id>/[trial-<n>/])
@@ -368,8 +429,10 @@ def statistics(items: list[TaskOutcome], trials: int | None = None) -> dict[str,
     return {
         **listed,
         "trials": k,
-        "success_rate_ci": rate.to_json() if rate else None,
+        "success_rate_ci": rate_ci(counted),
         "mean_score_ci": score.to_json() if score else None,
+        "success_rate_ci_outcomes_only": rate_ci(outcomes_only),
+        "by_domain_ci": by_domain_ci,
         "pass_at_k": pass_at,
         "pass_all_k": pass_all,
         "flaky_tasks": flaky,
@@ -423,7 +486,8 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         "price_per_hour": metadata.get("price_per_hour"),
         **multi,  # by_pool: a multi-pool run's rows (where each task ran)
         **aggregate(items),
-        **statistics(items, trials if isinstance(trials, int) and trials > 0 else None),
+        **statistics(items, trials if isinstance(trials, int) and trials > 0 else None,
+                     _base_task(items)),
         "workers": dict(sorted(workers.items())),
         "quarantined_workers": quarantined,
         "task_ids_not_run": [t.task_id for t in items if t.status == "not_run"],
@@ -437,12 +501,24 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
     }
 
 
+def _base_task(items: list[TaskOutcome]) -> Any:
+    """For a ``--variations`` run, ``task_id -> original task``: its headline intervals count
+    an original and its rewordings as one cluster. ``None`` for any other run."""
+    from waa_client.variations import base_of, style_of
+
+    if not any(style_of(t.task_id) for t in items):
+        return None
+    return base_of
+
+
 def _goal_styles(items: list[TaskOutcome]) -> list[dict[str, Any]]:
     """``goal_styles`` rows (none for a run without goal variations)."""
     from evals.variations import compare_styles
 
-    rows = compare_styles((t.task_id, t.status, t.score) for t in items
-                          if t.status in ("success", "failure", "error"))
+    rows = compare_styles(
+        (t.task_id, "failure" if t.status == "error" and t.counts_for_agent else t.status,
+         counted_score(t) if t.counts_for_agent else t.score)
+        for t in items if t.status in ("success", "failure", "error"))
     return [r.to_json() for r in rows] if any(r.style != "original" for r in rows) else []
 
 
@@ -543,8 +619,9 @@ def compute_metrics(results: Iterable[Any]) -> dict[str, Any]:
     Accepts result objects or mappings with ``task_id``, ``domain``, ``success``, ``score``,
     ``steps`` (a count) and ``error``/``error_type``. The keys follow the reference tool's
     (``num_tasks``, ``success_rate``, ``avg_score``, ``avg_steps``, ``avg_time_seconds``, ...),
-    with this project's counting rule: ``success_rate`` and ``avg_score`` count outcomes only
-    (errors are in ``error_count`` and ``by_error_type``). ``success_rate`` is ``None`` when
+    with this project's counting rule: ``success_rate`` and ``avg_score`` count outcomes and
+    the agent's own errors as failures (other errors are in ``error_count`` and
+    ``by_error_type`` only). ``success_rate`` is ``None`` when
     every task errored, as ``summary.json`` and the CLI's ``n/a`` say: a 0.0 there would read as
     an agent that failed every task. No results at all, and the other averages with nothing to
     count over, give ``0.0``, as the reference tool's do.
@@ -566,7 +643,7 @@ def compute_metrics(results: Iterable[Any]) -> dict[str, Any]:
         "fail_count": agg["failures"],
         "error_count": agg["errors"],
         # None when every task errored (the CLI's n/a); [] gives 0.0, as the reference's does
-        "success_rate": None if items and not agg["outcomes"] else agg["success_rate"] or 0.0,
+        "success_rate": None if items and not agg["counted"] else agg["success_rate"] or 0.0,
         "avg_score": agg["avg_score"] or 0.0,
         "avg_steps": agg["avg_steps"] or 0.0,
         "avg_time_seconds": _mean(t.duration_s for t in items if t.duration_s is not None) or 0.0,
@@ -627,9 +704,11 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     if summary.get("not_run"):
         lines.append(f"Not run: {summary['not_run']}")
     lines += [
-        f"Success rate: {fmt_rate(summary['success_rate'])} (outcomes only)",
+        f"Success rate: {fmt_rate(summary['success_rate'])}{_rate_note(summary)}",
         f"Mean score: {fmt_num(summary['avg_score'])} "
-        "(WAA's headline: the mean score over scored tasks)",
+        "(WAA's headline: the mean score over scored tasks"
+        + (f"; {fmt_num(summary.get('avg_score_outcomes_only'))} over outcomes only)"
+           if summary.get("agent_errors") else ")"),
         f"Avg steps: {fmt_num(summary['avg_steps'], 1)}",
     ]
     if summary.get("rejected_actions"):
@@ -650,6 +729,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
         lines += ["", *format_styles(styles)]
     by_domain = summary.get("by_domain") or {}
     if by_domain:
+        domain_ci = summary.get("by_domain_ci") or {}
         rows = [
             [
                 domain,
@@ -658,11 +738,13 @@ def format_summary(summary: Mapping[str, Any]) -> str:
                 str(d["failures"]),
                 str(d["errors"]),
                 fmt_rate(d["success_rate"]),
+                fmt_interval(domain_ci.get(domain), rate=True),
                 fmt_num(d["avg_score"]),
             ]
             for domain, d in by_domain.items()
         ]
-        headers = ["domain", "attempts", "success", "failure", "errors", "rate", "mean score"]
+        headers = ["domain", "attempts", "success", "failure", "errors", "rate", "95% CI",
+                   "mean score"]
         lines += ["", table(headers, rows)]
     by_error = summary.get("by_error_type") or {}
     if by_error:
@@ -700,6 +782,24 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _rate_note(summary: Mapping[str, Any]) -> str:
+    """What the headline rate counts, with the outcomes-only figure beside it where it differs
+    and the sensitivity to every error counted as a failure."""
+    agent_errors = int(summary.get("agent_errors") or 0)
+    errors = int(summary.get("errors") or 0)
+    if "agent_errors" not in summary:  # a summary from before the rule: outcomes only
+        return " (outcomes only)"
+    parts = [] if agent_errors else ["outcomes only"]
+    if agent_errors:
+        parts.append(f"{agent_errors} agent/timeout error(s) counted as failures; "
+                     f"{fmt_rate(summary.get('success_rate_outcomes_only'))} over outcomes only")
+    if errors > agent_errors:
+        parts.append(f"{errors - agent_errors} infrastructure/setup/evaluation error(s) left "
+                     f"out; {fmt_rate(summary.get('success_rate_all_errors_as_failures'))} if "
+                     "every error were a failure")
+    return f" ({'; '.join(parts)})"
+
+
 def fmt_interval(interval: Mapping[str, Any] | None, *, rate: bool) -> str:
     """``[40.0%, 89.2%]`` (a rate) or ``[0.412, 0.771]``; ``n/a`` without an interval."""
     if not interval:
@@ -722,11 +822,17 @@ def _statistics_lines(summary: Mapping[str, Any]) -> list[str]:
     ]
     k = int(summary.get("trials") or 1)
     pass_at, pass_all = summary.get("pass_at_k") or {}, summary.get("pass_all_k") or {}
+    left_out = int(pass_at.get("tasks_left_out") or 0)
     lines.append(
         f"Trials per task: {k}; pass@{k} {fmt_rate(pass_at.get('value'))}, "
         f"pass^{k} {fmt_rate(pass_all.get('value'))} (over {pass_at.get('tasks', 0)} task(s) "
-        f"with {k} scored trial(s))"
+        f"with {k} counted trial(s)"
+        + (f"; {left_out} task(s) with fewer left out)" if left_out else ")")
     )
+    if k > 1 and pass_at.get("by_k"):
+        lines.append("  by k (the same tasks): " + ", ".join(
+            f"pass@{j} {fmt_rate(v)} / pass^{j} {fmt_rate((pass_all.get('by_k') or {}).get(j))}"
+            for j, v in pass_at["by_k"].items()))
     flaky = summary.get("flaky_tasks") or []
     if flaky:
         shown = ", ".join(

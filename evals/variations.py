@@ -8,6 +8,7 @@ checker. The summary then sets each style beside the originals of the same tasks
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,6 +28,7 @@ from waa_client.variations import (
 
 if TYPE_CHECKING:
     from evals.pools import Selected
+    from evals.stats import Interval, PairedDifference
 
 
 def read_variations(path: Path) -> dict[str, Variation]:
@@ -77,17 +79,25 @@ def add_variations(selected: Selected, variations: Mapping[str, Variation],
 
 @dataclass(frozen=True)
 class StyleRow:
-    """One goal style beside the originals of the same tasks (outcomes only; errors apart).
+    """One goal style beside the originals of the same tasks.
+
+    Counted runs are outcomes and the agent's own errors (as failures: the caller passes them
+    as ``failure``); other errors stay apart. Every trial is kept; intervals and the paired
+    test treat an original task and all its rewordings as one cluster (its base task), since
+    they are not independent tasks.
 
     Attributes:
         style: ``original`` or a goal style.
-        tasks: Distinct original tasks with at least one scored run in this style.
-        runs: Scored runs (outcomes) in this style.
+        tasks: Distinct original tasks with at least one counted run in this style.
+        runs: Counted runs in this style.
         successes: Of those, successes.
         mean_score: Mean checker score of the runs.
-        errors: Runs that ended in an error (not outcomes).
-        original_success_rate: The originals' success rate on the same tasks (None for the
-            ``original`` row or when the originals have no outcome there).
+        errors: Runs that ended in an error that does not count (infrastructure and the like).
+        original_success_rate: The originals' success rate on the same base tasks, over all
+            their trials (None for the ``original`` row or when the originals have none there).
+        success_rate_ci: The style's rate interval, clustered by base task.
+        difference: B (the style) minus the originals, paired by base task
+            (:func:`evals.stats.paired_difference`); None for the ``original`` row.
     """
 
     style: str
@@ -97,53 +107,70 @@ class StyleRow:
     mean_score: float | None
     errors: int
     original_success_rate: float | None
+    success_rate_ci: Interval | None = None
+    difference: PairedDifference | None = None
 
     @property
     def success_rate(self) -> float | None:
-        """Successes over scored runs; None when nothing was scored."""
+        """Successes over counted runs; None when nothing was counted."""
         return self.successes / self.runs if self.runs else None
 
     def to_json(self) -> dict[str, Any]:
-        """The row as ``summary.json`` keeps it (``goal_styles``), with the 95% Wilson interval
-        of its success rate (:func:`evals.stats.wilson_interval`)."""
-        from evals.stats import wilson_interval
-
-        interval = None
-        if self.runs:
-            low, high = wilson_interval(self.successes, self.runs)
-            interval = {"low": low, "high": high, "method": "wilson"}
+        """The row as ``summary.json`` keeps it (``goal_styles``)."""
+        ci = self.success_rate_ci.to_json() if self.success_rate_ci else None
+        diff = self.difference
         return {"style": self.style, "tasks": self.tasks, "runs": self.runs,
                 "successes": self.successes, "success_rate": self.success_rate,
-                "success_rate_ci": interval, "mean_score": self.mean_score,
-                "errors": self.errors, "original_success_rate": self.original_success_rate}
+                "success_rate_ci": ci, "mean_score": self.mean_score,
+                "errors": self.errors, "original_success_rate": self.original_success_rate,
+                "difference_from_originals": None if diff is None else {
+                    "ci": diff.interval.to_json(), **diff.test.to_json()}}
 
 
 Outcome = tuple[str, str, float | None]
-"""``(task_id, status, score)`` of one final record (status ``success``/``failure``/``error``)."""
+"""``(task_id, status, score)`` of one final record (status ``success``/``failure``/``error``;
+an agent's own error is passed as a ``failure``)."""
 
 
 def compare_styles(outcomes: Iterable[Outcome]) -> list[StyleRow]:
     """The originals' row, then one row per goal style present, from final records.
 
-    A style's ``original_success_rate`` is computed on the originals of the tasks that style
-    has outcomes for, so the two rates compare the same tasks.
+    A style's ``original_success_rate`` and paired difference are computed on the originals
+    of the base tasks that style has counted runs for, with every trial of each (a dict keyed
+    by task would keep only the last trial of each).
     """
+    from evals.stats import clustered_interval, paired_difference
+
     by_style: dict[str, list[Outcome]] = {}
     for outcome in outcomes:
         by_style.setdefault(style_of(outcome[0]) or "original", []).append(outcome)
-    originals = {t: s for t, s, _ in by_style.get("original", []) if s != "error"}
+
+    def by_base(rows: list[Outcome]) -> dict[str, list[float]]:
+        grouped: dict[str, list[float]] = {}
+        for t, s, _ in rows:
+            if s != "error":
+                grouped.setdefault(base_of(t), []).append(1.0 if s == "success" else 0.0)
+        return grouped
+
+    originals = by_base(by_style.get("original", []))
 
     def row(style: str, rows: list[Outcome]) -> StyleRow:
         scored = [(t, s, sc) for t, s, sc in rows if s != "error"]
         scores = [sc for _, _, sc in scored if sc is not None]
-        bases = {base_of(t) for t, _, _ in scored}
-        paired = [originals[b] for b in bases if b in originals]
-        rate = (sum(1 for s in paired if s == "success") / len(paired)
-                if style != "original" and paired else None)
+        bases = by_base(rows)
+        ci = clustered_interval([math.fsum(v) for v in bases.values()],
+                                [len(v) for v in bases.values()])
+        shared = [b for b in bases if b in originals]
+        rate = difference = None
+        if style != "original" and shared:
+            trials = [v for b in shared for v in originals[b]]
+            rate = math.fsum(trials) / len(trials)
+            difference = paired_difference([originals[b] for b in shared],
+                                           [bases[b] for b in shared])
         return StyleRow(style, len(bases), len(scored),
                         sum(1 for _, s, _ in scored if s == "success"),
-                        sum(scores) / len(scores) if scores else None,
-                        len(rows) - len(scored), rate)
+                        math.fsum(scores) / len(scores) if scores else None,
+                        len(rows) - len(scored), rate, ci, difference)
 
     order = ["original", *STYLES]
     return [row(style, by_style[style]) for style in order if style in by_style]
@@ -164,6 +191,11 @@ def format_styles(rows: Iterable[Mapping[str, Any]]) -> list[str]:
         interval = f" 95% CI [{pct(ci['low'])}, {pct(ci['high'])}]" if ci else ""
         against = ("" if r["style"] == "original"
                    else f"; originals of these tasks {pct(r.get('original_success_rate'))}")
+        diff = r.get("difference_from_originals")
+        if diff:
+            against += (f", difference {100 * diff['ci']['estimate']:+.1f} points 95% CI "
+                        f"[{100 * diff['ci']['low']:+.1f}, {100 * diff['ci']['high']:+.1f}], "
+                        f"p = {diff['p_value']:.3f} (paired by task)")
         errors = f", {r['errors']} error(s)" if r.get("errors") else ""
         lines.append(f"  {r['style']:<18} {r['successes']}/{r['runs']} succeeded "
                      f"({pct(r.get('success_rate'))}){interval} on {r['tasks']} task(s)"

@@ -70,6 +70,7 @@ def _templates() -> jinja2.Environment:
     )
     env.filters["rate"] = fmt_rate
     env.filters["num"] = fmt_num
+    env.filters["rate_ci"] = _rate_ci
     env.globals["labels"] = STATUS_LABELS
     env.globals["generator_tag"] = Markup(GENERATOR_TAG)
     return env
@@ -86,6 +87,12 @@ def _redacted(value: object) -> object:
         return redact_text(value)
     return value
 
+
+def _rate_ci(interval: Any) -> str:
+    """A domain's success-rate interval as ``[a%, b%]`` (``n/a`` without one)."""
+    from evals.metrics import fmt_interval
+
+    return fmt_interval(interval if isinstance(interval, dict) else None, rate=True)
 
 def esc(value: object) -> str:
     """HTML-escape any value (quotes included, so it is safe in attributes too), for pages

@@ -89,8 +89,9 @@ def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -
     assert compared.returncode == 0, compared.stderr
     paired = json.loads(compared.stdout)["paired"]
     assert paired["warnings"] == []
+    assert any("saw the answers" in c for c in paired["caveats"])  # random and oracle did
     assert paired["tasks"] == LOCAL_TASKS
-    assert paired["success_rate"]["test"] == "McNemar exact"
+    assert paired["success_rate"]["test"] == "paired score test (t)"
     assert 0 <= paired["success_rate"]["p_value"] <= 1
     assert paired["success_rate"]["ci"]["low"] <= paired["success_rate"]["difference"]
     assert paired["worse_in_b"] == []  # the oracle solves every task
@@ -116,6 +117,44 @@ def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -
     assert viewed.returncode == 0, viewed.stderr
     page = (results / "c" / "view.html").read_text(encoding="utf-8")
     assert "What was measured" in page and "Statistics" in page
+
+
+def test_compare_one_trial_against_five_and_oracle_against_noop(
+        home: Path, tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    api.create_pool(name="cmp", cloud="local", workers=3)
+    api.wait_pool("cmp", timeout_s=60)
+
+    def run(name: str, *args: str) -> None:
+        done = evals("run", "--pool", "cmp", "--tasks", "all", "--run-name", name, *args,
+                     home=home, results=results, timeout=600.0)
+        assert done.returncode == 0, done.stderr
+
+    # the same agent, 1 trial against 5: compared on equal trials, no difference is called
+    run("one", "--agent", "random", "--agent-arg", "p=0.3", "--agent-arg", "seed=11")
+    run("five", "--agent", "random", "--agent-arg", "p=0.3", "--agent-arg", "seed=12",
+        "--trials", "5")
+    compared = evals("compare", "one", "five", "--json", home=home, results=results)
+    assert compared.returncode == 0, compared.stderr
+    paired = json.loads(compared.stdout)["paired"]
+    assert paired["tasks"] == LOCAL_TASKS and paired["tasks_with_trials_cut"] == LOCAL_TASKS
+    assert paired["verdict"].startswith("no detectable difference (")
+    assert not paired["significant"]
+    ci = paired["success_rate"]["ci"]
+    assert ci["low"] < 0 < ci["high"] and ci["high"] - ci["low"] > 0.1
+    text = evals("compare", "one", "five", home=home, results=results).stdout
+    assert "compared on the first trials of the longer side" in text
+    assert "Warning: A's agent (random) saw the answers" in text
+
+    # oracle against noop: a difference, the test and the interval agreeing
+    run("noop", "--agent", "noop")
+    run("oracle", "--agent", "oracle")
+    compared = evals("compare", "noop", "oracle", "--json", home=home, results=results)
+    paired = json.loads(compared.stdout)["paired"]
+    assert paired["significant"] and paired["success_rate"]["p_value"] < 0.05
+    assert paired["success_rate"]["ci"]["low"] > 0
+    assert paired["verdict"].startswith("B is better than A: +100.0 points, 95% CI [+")
+    assert len(paired["better_in_b"]) == LOCAL_TASKS
 
 
 def test_sweep_with_trials_reports_pass_k_and_flaky_tasks(home: Path, tmp_path: Path) -> None:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 import typer
+from scipy.stats import t as scipy_t
 from typer.testing import CliRunner
 
 from evals.commands.compare import compare
@@ -233,14 +235,15 @@ def test_paired_comparison_calls_a_real_difference(tmp_path: Path) -> None:
     assert len(paired.tasks) == 30  # "err" was not scored by B
     rate = paired.success_rate
     assert rate is not None
-    # McNemar exact, 12 vs 2 discordant: 2 * (1 + 14 + 91) / 2^14
-    assert rate.test.name == "McNemar exact"
-    assert rate.test.p_value == pytest.approx(212 / 16384)
+    # the paired score test: at 0 it is McNemar's (b - c) / sqrt(b + c) = 10 / sqrt(14),
+    # against t with 29 df
+    assert rate.test.name == "paired score test (t)"
+    assert rate.test.p_value == pytest.approx(2 * scipy_t.sf(10 / math.sqrt(14), 29))
     assert rate.difference.estimate == pytest.approx(10 / 30)
     assert 0 < rate.difference.low < 10 / 30 < rate.difference.high
     assert paired.significant
     assert paired.verdict().startswith("B is better than A: +33.3 points, 95% CI [+")
-    assert paired.verdict().endswith("McNemar exact p = 0.013")
+    assert paired.verdict().endswith("paired score test (t) p = 0.012")
     assert sorted(paired.better_in_b) == sorted(f"bw{i}" for i in range(12))
     assert sorted(paired.worse_in_b) == ["aw0", "aw1"]
 
@@ -250,9 +253,12 @@ def test_paired_comparison_of_alike_runs_finds_no_difference(tmp_path: Path) -> 
     paired = compare_runs(tmp_path / "a", tmp_path / "b").paired()
 
     assert not paired.significant
-    assert paired.success_rate is not None and paired.success_rate.test.p_value == 1.0
+    assert paired.success_rate is not None
+    assert paired.success_rate.test.p_value == pytest.approx(
+        2 * scipy_t.sf(1 / math.sqrt(5), 29))
     assert paired.verdict().startswith("no detectable difference (+3.3 points")
-    assert "the smallest difference this pair could detect is about" in paired.verdict()
+    assert "the smallest gain this pair would detect with 80% power is about" in (
+        paired.verdict())
 
 
 def test_compare_json_carries_the_paired_statistics(tmp_path: Path) -> None:
@@ -263,26 +269,28 @@ def test_compare_json_carries_the_paired_statistics(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     paired = json.loads(result.stdout)["paired"]
     assert paired["tasks"] == 30
-    assert paired["success_rate"]["test"] == "McNemar exact"
-    assert paired["success_rate"]["p_value"] == pytest.approx(212 / 16384, abs=1e-6)
+    assert paired["success_rate"]["test"] == "paired score test (t)"
+    assert paired["success_rate"]["p_value"] == pytest.approx(
+        2 * scipy_t.sf(10 / math.sqrt(14), 29), abs=1e-6)
     assert paired["success_rate"]["ci"]["low"] > 0
-    assert paired["mean_score"]["test"] == "sign test"
+    assert paired["mean_score"]["test"] == "paired score test (t)"
     assert paired["verdict"].startswith("B is better than A")
     text = CliRunner().invoke(_app(), ["compare", "a", "b", "--results-dir", str(tmp_path)])
     assert "Verdict: B is better than A: +33.3 points" in text.output
 
 
-def test_paired_comparison_over_trials_uses_the_sign_test_on_task_rates() -> None:
+def test_paired_comparison_over_trials_tests_the_mean_of_task_rates() -> None:
     from evals.compare import paired_comparison
 
     def trials(tid: str, *statuses: str) -> list[TaskOutcome]:
         return [TaskOutcome(tid, "d", s, 1.0 if s == "success" else 0.0, 1) for s in statuses]
 
-    a = {f"t{i}": trials(f"t{i}", "failure", "failure", "success") for i in range(6)}
-    b = {f"t{i}": trials(f"t{i}", "success", "success", "failure") for i in range(6)}
+    a = {f"t{i}": trials(f"t{i}", "failure", "failure", "success") for i in range(10)}
+    b = {f"t{i}": trials(f"t{i}", "success", "success", "failure") for i in range(10)}
     paired = paired_comparison(a, b)
 
     assert paired.success_rate is not None
-    assert paired.success_rate.test.name == "sign test"
-    assert paired.success_rate.test.p_value == pytest.approx(2 / 64)  # 6 of 6 up
+    assert paired.success_rate.test.name == "paired score test (t)"
+    assert paired.success_rate.test.p_value < 0.05  # 10 of 10 up by 1/3
+    assert (paired.success_rate.test.b_better, paired.success_rate.test.a_better) == (10, 0)
     assert paired.success_rate.difference.estimate == pytest.approx(1 / 3)

@@ -43,9 +43,13 @@ def test_counts_outcomes_errors_and_not_run_separately(tmp_path: Path) -> None:
     assert (summary["attempts"], summary["outcomes"], summary["errors"], summary["not_run"]) == (
         5, 3, 2, 1)
     assert (summary["successes"], summary["failures"]) == (2, 1)
-    # Outcomes only: 2 of 3 scored tasks succeeded; errors do not pull the rate down.
-    assert summary["success_rate"] == pytest.approx(2 / 3)
-    assert summary["avg_score"] == pytest.approx((1.0 + 0.0 + 0.5) / 3)
+    # The timeout is the agent's own: a failure scoring 0 (2 of 4); the infrastructure
+    # error says nothing about the agent and is left out. Outcomes only: 2 of 3.
+    assert summary["success_rate"] == pytest.approx(2 / 4)
+    assert summary["success_rate_outcomes_only"] == pytest.approx(2 / 3)
+    assert summary["success_rate_all_errors_as_failures"] == pytest.approx(2 / 5)
+    assert summary["avg_score"] == pytest.approx((1.0 + 0.0 + 0.5 + 0.0) / 4)
+    assert summary["avg_score_outcomes_only"] == pytest.approx((1.0 + 0.0 + 0.5) / 3)
     # Steps average over every attempt, errors included, never over tasks that did not run.
     assert summary["avg_steps"] == pytest.approx((3 + 5 + 2 + 1 + 4) / 5)
     assert summary["by_error_type"] == {"budget": 1, "infrastructure": 1, "timeout": 1}
@@ -58,8 +62,9 @@ def test_by_domain_and_workers(tmp_path: Path) -> None:
 
     calc = summary["by_domain"]["calc"]
     assert (calc["attempts"], calc["successes"], calc["failures"], calc["errors"]) == (3, 1, 0, 2)
-    assert calc["success_rate"] == 1.0
-    assert calc["avg_score"] == 0.5
+    assert calc["success_rate"] == 0.5  # the timeout counts as a failure
+    assert calc["avg_score"] == 0.25
+    assert summary["by_domain_ci"]["calc"]["estimate"] == 0.5
     notepad = summary["by_domain"]["notepad"]
     assert notepad["success_rate"] == 0.5
     assert list(summary["by_domain"]) == ["calc", "notepad"]
@@ -90,7 +95,7 @@ def test_no_outcomes_gives_null_rates_not_zero(tmp_path: Path) -> None:
     assert summary["avg_score"] is None
     assert summary["avg_steps"] == 0.0
     text = format_summary(summary)
-    assert "Success rate: n/a (outcomes only)" in text
+    assert "Success rate: n/a (outcomes only;" in text
     assert "Mean score: n/a (WAA's headline" in text
 
 
@@ -136,15 +141,19 @@ def test_format_summary_reference_lines_then_tables_then_cost(tmp_path: Path) ->
         "Outcomes: 3  (success 2, failure 1)",
         "Errors: 2",
         "Not run: 1",
-        "Success rate: 66.7% (outcomes only)",
-        "Mean score: 0.500 (WAA's headline: the mean score over scored tasks)",
+        "Success rate: 50.0% (1 agent/timeout error(s) counted as failures; 66.7% over "
+        "outcomes only; 1 infrastructure/setup/evaluation error(s) left out; 40.0% if every "
+        "error were a failure)",
+        "Mean score: 0.375 (WAA's headline: the mean score over scored tasks; 0.500 over "
+        "outcomes only)",
         "Avg steps: 3.0",
     ]
     domain_header = next(i for i, line in enumerate(lines) if line.startswith("domain"))
     error_header = next(i for i, line in enumerate(lines) if line.startswith("error type"))
     cost_line = next(i for i, line in enumerate(lines) if line.startswith("Cost:"))
     assert domain_header < error_header < cost_line
-    assert lines[domain_header + 1].split() == ["calc", "3", "1", "0", "2", "100.0%", "0.500"]
+    assert lines[domain_header + 1].split() == ["calc", "3", "1", "0", "2", "50.0%", "[9.5%,",
+                                                "90.5%]", "0.250"]
     assert "timeout" in lines[error_header + 3]
     assert lines[cost_line] == "Cost: $0.5300 total"
     assert "Quarantined workers: w2" in text
@@ -264,7 +273,8 @@ def test_fractional_scores_count_as_they_are_in_the_mean_score(tmp_path: Path) -
     assert summary["success_rate"] == pytest.approx(1 / 3)
     assert summary["avg_score"] == pytest.approx(0.5833333)
     text = format_summary(summary)
-    assert "Success rate: 33.3% (outcomes only)" in text
+    assert ("Success rate: 33.3% (outcomes only; 1 infrastructure/setup/evaluation error(s) "
+            "left out; 25.0% if every error were a failure)") in text
     assert "Mean score: 0.583 (WAA's headline: the mean score over scored tasks)" in text
     assert "saw the answers" not in text
 
@@ -284,18 +294,21 @@ def test_summary_carries_the_statistics(tmp_path: Path) -> None:
     summary = compute_summary(_mixed_run(tmp_path))
 
     assert summary["trials"] == 1
-    # 2 successes of 3 outcomes (errors left out): Wilson 2/3 = [0.2077, 0.9385].
+    # 2 successes of 4 counted (the timeout a failure): Wilson 2/4 = [0.1500, 0.8500];
+    # outcomes only, Wilson 2/3 = [0.2077, 0.9385].
     rate = summary["success_rate_ci"]
-    assert (round(rate["low"], 4), round(rate["high"], 4)) == (0.2077, 0.9385)
-    assert rate["method"] == "wilson" and rate["estimate"] == pytest.approx(2 / 3)
+    assert (round(rate["low"], 4), round(rate["high"], 4)) == (0.15, 0.85)
+    assert rate["method"] == "wilson" and rate["estimate"] == pytest.approx(2 / 4)
+    only = summary["success_rate_ci_outcomes_only"]
+    assert (round(only["low"], 4), round(only["high"], 4)) == (0.2077, 0.9385)
     score = summary["mean_score_ci"]
     assert score["low"] <= summary["avg_score"] <= score["high"]
-    assert summary["pass_at_k"]["value"] == pytest.approx(2 / 3)
-    assert summary["pass_at_k"]["tasks"] == 3  # the tasks with a scored trial
+    assert summary["pass_at_k"]["value"] == pytest.approx(2 / 4)
+    assert summary["pass_at_k"]["tasks"] == 4  # the tasks with a counted trial
     assert summary["flaky_tasks"] == []
     text = format_summary(summary)
-    assert "95% CI of the success rate: [20.8%, 93.9%] (wilson)" in text
-    assert "Trials per task: 1; pass@1 66.7%, pass^1 66.7% (over 3 task(s)" in text
+    assert "95% CI of the success rate: [15.0%, 85.0%] (wilson)" in text
+    assert "Trials per task: 1; pass@1 50.0%, pass^1 50.0% (over 4 task(s)" in text
 
 
 def test_statistics_group_trials_by_task_and_list_flaky_tasks() -> None:

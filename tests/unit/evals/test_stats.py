@@ -6,6 +6,7 @@ import math
 
 import pytest
 from scipy.stats import binomtest
+from scipy.stats import t as scipy_t
 
 from evals import stats
 
@@ -44,13 +45,27 @@ def test_success_rate_interval_with_one_trial_per_task_is_plain_wilson() -> None
 def test_trials_that_always_agree_count_as_one_trial_per_task_not_five() -> None:
     # 5 tasks x 5 trials, each task all-or-nothing: 3 solved. Cluster variance of the pooled
     # rate = sum((p_i - 0.6)^2) / (m (m - 1)) = (3*0.16 + 2*0.36) / 20 = 0.06; SRS variance =
-    # 0.6*0.4/25 = 0.0096; design effect 6.25; effective n 25/6.25 = 4 (m - 1).
-    assert stats.design_effect([5, 5, 5, 0, 0], [5] * 5) == pytest.approx(6.25)
+    # 0.6*0.4/25 = 0.0096; design effect 6.25, kept at most 5 (a task never counts as less
+    # than one trial): effective n 5; the variance came from 5 tasks, so t with 4 df.
+    assert stats.design_effect([5, 5, 5, 0, 0], [5] * 5) == pytest.approx(5.0)
     ci = stats.success_rate_interval([5, 5, 5, 0, 0], [5] * 5)
     assert ci is not None
-    assert (ci.low, ci.high) == pytest.approx(stats.wilson_interval(2.4, 4.0))
+    assert (ci.low, ci.high) == pytest.approx(stats.wilson_interval(3.0, 5.0))
     naive = stats.wilson_interval(15, 25)
     assert ci.high - ci.low > 1.5 * (naive[1] - naive[0])
+
+
+def test_the_design_effect_is_estimated_between_its_bounds_with_a_t_quantile() -> None:
+    # 8 tasks x 4 trials with some spread between tasks: 1 < deff < 4.
+    wins, trials = [4, 3, 0, 1, 0, 2, 0, 0], [4] * 8
+    deff = stats.design_effect(wins, trials)
+    assert 1 < deff < 4
+    ci = stats.success_rate_interval(wins, trials)
+    assert ci is not None and "t with 7 df" in ci.method
+    n_eff = 32 / deff
+    t = 2.3646242510102993  # scipy.stats.t.ppf(0.975, 7)
+    assert (ci.low, ci.high) == pytest.approx(
+        stats.wilson_interval(10 / 32 * n_eff, n_eff, quantile=t))
 
 
 def test_independent_looking_trials_have_no_design_effect() -> None:
@@ -59,7 +74,7 @@ def test_independent_looking_trials_have_no_design_effect() -> None:
     assert stats.success_rate_interval([], []) is None
 
 
-def test_mean_score_bootstrap_matches_the_normal_interval_for_many_tasks() -> None:
+def test_mean_score_interval_matches_the_normal_interval_for_many_tasks() -> None:
     scores = [[1.0]] * 60 + [[0.0]] * 140  # p = 0.3, n = 200
     ci = stats.mean_score_interval(scores)
     assert ci is not None and ci.estimate == pytest.approx(0.3)
@@ -68,24 +83,18 @@ def test_mean_score_bootstrap_matches_the_normal_interval_for_many_tasks() -> No
     assert ci.high == pytest.approx(0.3 + half, abs=0.01)
 
 
-def test_mean_score_bootstrap_is_reproducible_and_seeded() -> None:
-    scores = [[(i * 37 % 101) / 100] for i in range(40)]
-    assert stats.mean_score_interval(scores) == stats.mean_score_interval(scores)
-    other = stats.mean_score_interval(scores, seed=7)
-    assert other is not None and other != stats.mean_score_interval(scores)
-
-
-def test_mean_score_bootstrap_resamples_tasks_not_trials() -> None:
-    # Repeating every task's score five times adds no information about other tasks: a
-    # bootstrap clustered by task gives exactly the interval of one trial per task.
+def test_mean_score_interval_counts_tasks_not_trials() -> None:
+    # Repeating every task's score five times adds no information about other tasks.
     one = [[1.0], [0.0], [0.5], [1.0], [0.0], [0.0], [1.0], [0.25]]
     five = [s * 5 for s in one]
-    assert stats.mean_score_interval(five) == stats.mean_score_interval(one)
+    a, b = stats.mean_score_interval(five), stats.mean_score_interval(one)
+    assert a is not None and b is not None
+    assert a.high - a.low >= b.high - b.low
 
 
-def test_mean_score_of_identical_scores_has_zero_width() -> None:
+def test_mean_score_of_identical_scores_is_not_zero_width() -> None:
     ci = stats.mean_score_interval([[1.0], [1.0], [1.0]])
-    assert ci is not None and (ci.low, ci.high, ci.method) == (1.0, 1.0, "degenerate")
+    assert ci is not None and ci.high == 1.0 and ci.low < 0.5
     assert stats.mean_score_interval([[], []]) is None
 
 
@@ -103,9 +112,10 @@ def test_pass_at_k_and_pass_all_k_by_hand() -> None:
 def test_pass_k_table_counts_only_tasks_with_k_scored_trials() -> None:
     at, every = stats.pass_k_table({"a": (2, 5), "b": (5, 5), "c": (0, 5), "d": (1, 2)}, 5)
     assert at["value"] == pytest.approx(2 / 3) and at["tasks"] == 3  # d has 2 trials only
+    assert at["tasks_left_out"] == 1
     assert every["value"] == pytest.approx(1 / 3)
     assert at["by_task"] == {"a": 1.0, "b": 1.0, "c": 0.0, "d": None}
-    assert at["by_k"]["1"] == pytest.approx((0.4 + 1.0 + 0.0 + 0.5) / 4)
+    assert at["by_k"]["1"] == pytest.approx((0.4 + 1.0 + 0.0) / 3)  # the same three tasks
 
 
 def test_flaky_means_scored_trials_disagree() -> None:
@@ -125,18 +135,20 @@ def test_mcnemar_exact_p_for_10_and_2_discordant_pairs() -> None:
     assert stats.sign_test(0, 6).p_value == pytest.approx(2 / 64)
 
 
-def test_paired_difference_interval_and_detectable_difference() -> None:
-    assert stats.mean_difference_interval([]) is None
-    same = stats.mean_difference_interval([0.0] * 10)
-    assert same is not None and (same.low, same.high) == (0.0, 0.0)
-    diffs = [1.0] * 30 + [0.0] * 60 + [-1.0] * 10  # mean 0.2
-    ci = stats.mean_difference_interval(diffs)
-    assert ci is not None and ci.estimate == pytest.approx(0.2)
-    sd = math.sqrt(sum((d - 0.2) ** 2 for d in diffs) / 99)
-    assert ci.low == pytest.approx(0.2 - 1.96 * sd / 10, abs=0.02)
-    # (z_.975 + z_.80) * 0.5 / sqrt(100) = (1.95996 + 0.84162) * 0.05
-    mdd = stats.minimum_detectable_difference([0.5, -0.5] * 50)
-    assert mdd == pytest.approx(2.80158 * 0.5025 / 10, rel=1e-3)
-    # No discordant task: the spread of two outcomes at the pooled rate stands in.
-    none = stats.minimum_detectable_difference([0.0] * 100, pooled_rate=0.5)
-    assert none == pytest.approx(2.80158 * math.sqrt(0.5) / 10, rel=1e-4)
+def test_paired_difference_test_and_interval_agree() -> None:
+    assert stats.paired_difference([], []) is None
+    diffs_a = [[0.0]] * 30 + [[0.0]] * 60 + [[1.0]] * 10
+    diffs_b = [[1.0]] * 30 + [[0.0]] * 60 + [[0.0]] * 10  # mean difference 0.2
+    found = stats.paired_difference(diffs_a, diffs_b)
+    assert found is not None and found.interval.estimate == pytest.approx(0.2)
+    assert found.agree and found.test.p_value < 0.01 and found.interval.low > 0
+    assert (found.test.b_better, found.test.a_better) == (30, 10)
+    # McNemar's statistic (b - c) / sqrt(b + c) = 20 / sqrt(40) at delta = 0, t with 99 df
+    assert found.test.p_value == pytest.approx(
+        2 * scipy_t.sf(20 / math.sqrt(40), 99), rel=1e-9)
+    # the interval's ends are where the same statistic reaches the critical value
+    crit = scipy_t.ppf(0.975, 99)
+    for end in (found.interval.low, found.interval.high):
+        second = 0.4
+        var = max(second - 2 * end * 0.2 + end * end, abs(end) - end * end)
+        assert abs((0.2 - end) / math.sqrt(var / 100)) == pytest.approx(crit, rel=1e-6)
