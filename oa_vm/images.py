@@ -259,8 +259,9 @@ def create_image(
         )
         step = "wait"
         info = wait(record, outputs, progress)
-        record.waa_image = info.get("waa_image") or record.waa_image
-        record.base_image = info.get("base_image") or record.base_image
+        _require_digests(info)
+        record.waa_image = info["waa_image"]
+        record.base_image = info["base_image"]
         # The builder's inputs as the first update resolved them (its AMI: a newer one now would
         # replace the builder), and the digests it really used, for the snapshot's tags.
         image = dataclasses.replace(
@@ -292,6 +293,25 @@ def create_image(
     _forget_builder_key(image.name)
     progress(f"image {image.name} is ready ({record.cloud_id})")
     return record
+
+
+def _require_digests(info: Mapping[str, str]) -> None:
+    """The builder's image info names both images by digest (``bootstrap.sh`` refuses to go on
+    without them); a tag name in their place would let the image's tags claim what nobody can
+    check, so such a build fails.
+
+    Raises:
+        ProvisioningError: an image is missing or not a digest.
+    """
+    from infra.settings import is_digest
+
+    for key, what in (("waa_image", "WAA"), ("base_image", "dockur/windows")):
+        ref = info.get(key, "")
+        if not is_digest(ref):
+            raise ProvisioningError(
+                f"the builder reported {ref or 'nothing'!r} for the {what} image, not a digest "
+                "(name@sha256:...); see the builder's log: journalctl -u oa-vm-bootstrap"
+            )
 
 
 def _roll_back(

@@ -183,7 +183,7 @@ def cloud_config(
     ]
     return {
         "package_update": True,
-        "packages": ["docker.io", "socat", "python3", "curl"],
+        "packages": ["docker.io", "socat", "python3", "curl", "qemu-utils"],
         "write_files": write_files,
         "runcmd": runcmd,
     }

@@ -28,8 +28,8 @@ from tests.support.pool_programs import AwsLookups
 
 INSTANCE = "aws:ec2/instance:Instance"
 SNAPSHOT = "aws:ebs/snapshot:Snapshot"
-DIGEST = "windowsarena/winarena@sha256:0123abcd"
-BASE_DIGEST = "dockurr/windows@sha256:4567ef01"
+DIGEST = "windowsarena/winarena@sha256:" + "0123abcd" * 8
+BASE_DIGEST = "dockurr/windows@sha256:" + "4567ef01" * 8
 
 
 class Lines(list[str]):
@@ -71,7 +71,7 @@ def build(provider: Any, engine: FakePulumiEngine, region: str = "us-east-1") ->
             (storage,) = builder["inputs"]["ebsBlockDevices"]
             assert "snapshotId" not in storage and storage["deleteOnTermination"] is True
         assert outputs["workers"][0]["ssh_user"] in ("ubuntu", "azureuser")
-        return {"waa_image": DIGEST, "built": "2026-03-01T12:00:00Z"}
+        return {"waa_image": DIGEST, "base_image": BASE_DIGEST, "built": "2026-03-01T12:00:00Z"}
 
     return images.create_image(provider, region, allow_cidrs=["198.51.100.7/32"],
                                owner="alice", wait_built=wait_built, progress=Lines())
@@ -233,7 +233,7 @@ def test_the_snapshot_update_changes_no_builder_input(
     def wait_built(record: ImageRecord, outputs: Mapping[str, Any], progress: Any
                    ) -> dict[str, str]:
         lookups.ami = "ami-0fffffffffffffff1"
-        return {"waa_image": DIGEST}
+        return {"waa_image": DIGEST, "base_image": BASE_DIGEST}
 
     images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
                         wait_built=wait_built)
