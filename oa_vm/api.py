@@ -323,7 +323,7 @@ def pool_cost_so_far(record: PoolRecord) -> float | None:
 def wait_pool(
     name: str | None,
     *,
-    timeout_s: float = 2400.0,  # pool-wait's for a pool from an image (oa_vm.cloud_plan)
+    timeout_s: float = 4200.0,  # oa_vm.cloud_plan.FIRST_POOL_WAIT_S (a test keeps them equal)
     on_update: Callable[[PoolRecord], None] | None = None,
     workers: Collection[str] | None = None,
     save: Callable[[PoolRecord], object] | None = None,

@@ -105,7 +105,7 @@ def pool_repair(
                                             "lost or draining worker (cloud: every instance "
                                             "that is gone).")
     ] = None,
-    timeout: TimeoutOpt = "40m",  # new workers start from the image: 15-35 min
+    timeout: TimeoutOpt = "70m",  # new workers start from the image: cloud_plan.FIRST_POOL_WAIT_S
     no_wait: NoWaitOpt = False,
     json_out: JsonOpt = False,
 ) -> None:

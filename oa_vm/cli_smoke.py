@@ -46,7 +46,7 @@ def smoke(
     wait_timeout: Annotated[
         float | None,
         duration_option("--wait-timeout", unit="s",
-                        help="The wait phase's deadline; default pool-wait's, 40m"),
+                        help="The wait phase's deadline; default pool-wait's, 70m"),
     ] = None,
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Show the plan and the most it can spend; offline.")

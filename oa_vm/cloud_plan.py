@@ -27,6 +27,18 @@ BUILD_READY_S = 2 * 60 * 60
 """An image build: pull, build, install Windows and WAA's apps, shut down (about 2 h)."""
 BUILD_MAX_S = 3 * 60 * 60
 """The slow end of an image build (1.5-3 h)."""
+SNAPSHOT_READY_S = 60 * 60
+"""The snapshot stage of a build, the builder still running: a first full snapshot of a 40-60
+GB volume takes about an hour."""
+SNAPSHOT_MAX_S = 3 * 60 * 60
+"""The slow end of the snapshot stage: the snapshot resource's own timeout (``SNAPSHOT_TIMEOUTS``
+of ``infra/image_aws.py`` and ``infra/image_azure.py``, 3 h)."""
+FIRST_POOL_WAIT_S = 70 * 60
+"""``pool-wait``'s deadline for a pool from an image (and smoke's): it covers the host's own
+budget for a first pool from a new AWS snapshot, whose blocks come lazily from S3 (bootstrap.sh:
+up to 5 min for the volume, loading the worker image from it, 35 min for Windows, 5 for the
+scorer), with room for the boot, cloud-init and that load; a shorter wait would give up on a
+worker that its own bootstrap still expects to come up."""
 WAIT_MARGIN = 2.0
 """Deadlines are the expected time times this margin: twice the typical figure covers the slow
 end of each range (a 3 h build within 4 h, a 35 min first pool within 40 min)."""

@@ -98,9 +98,9 @@ def sweep(
     ] = None,
     wait_timeout: Annotated[
         float, duration_option("--wait-timeout", unit="s",
-                               help="How long to wait for the workers: 30m, 1h (40m covers a "
-                                    "first cloud pool, 15-35 min)")
-    ] = Duration(2400.0, "s"),
+                               help="How long to wait for the workers: 30m, 1h (70m covers a "
+                                    "first cloud pool's own budget)")
+    ] = Duration(4200.0, "s"),
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Cloud pools: create without asking.")
     ] = False,

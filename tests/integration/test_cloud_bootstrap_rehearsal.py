@@ -167,6 +167,7 @@ def test_image_build_is_one_shot_and_leaves_the_volume_ready(tmp_path: Path) -> 
     assert "mkfs.ext4 -q -L oa-vm-storage" in " ".join(made)
     build = next(c for c in made if c.startswith("docker build"))
     assert "BASE_IMAGE=dockurr/windows@sha256:" + "4567ef01" * 8 in build  # built on the digest
+    assert "WAA_IMAGE=windowsarena/winarena@sha256:" + "0123abcd" * 8 in build
     assert any(c.startswith("docker save -o") for c in made)
     assert any(c.startswith("umount") for c in made), "unmounted before the snapshot"
     assert "GUEST_IP=172.30.0.2" in build

@@ -141,6 +141,42 @@ def test_a_failed_build_removes_everything_and_names_the_step(
     assert image_records.list_records() == []
 
 
+@pytest.mark.parametrize("info", [
+    {"waa_image": "windowsarena/winarena:latest", "base_image": BASE_DIGEST},
+    {"waa_image": DIGEST},
+])
+def test_a_build_that_reports_no_digests_is_not_snapshotted(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path, info: dict[str, str]
+) -> None:
+    """The image's tags name the digests it was built from, never a tag name in their place."""
+    def reports(record: ImageRecord, outputs: Mapping[str, Any], progress: Any
+                ) -> dict[str, str]:
+        return info
+
+    with pytest.raises(ProvisioningError) as raised:
+        images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
+                            wait_built=reports)
+    assert "failed at the wait step" in str(raised.value)
+    assert "not a digest" in str(raised.value)
+    assert not engine.stacks and image_records.list_records() == []
+
+
+def test_the_build_plan_prices_the_snapshot_stage_and_outlives_it(
+    aws: AwsProvider, oa_home: Path
+) -> None:
+    from oa_vm import cloud_plan
+
+    plan = images.plan_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice")
+    hours = (cloud_plan.BUILD_READY_S + cloud_plan.SNAPSHOT_READY_S) / 3600
+    assert plan.price_per_hour is not None
+    note = next(n for n in plan.notes if n.startswith("the builder runs about"))
+    assert f"about {hours:.1f} h with the snapshot stage (${plan.price_per_hour * hours:.2f}" \
+        in note
+    ttl_h = images.BUILDER_TTL.total_seconds() / 3600
+    assert ttl_h * 3600 >= images.BUILD_WAIT_S + cloud_plan.SNAPSHOT_MAX_S
+    assert f"it ends itself after {ttl_h:g} h" in note
+
+
 def test_a_real_create_without_an_image_refuses_before_anything(
     aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
 ) -> None:
