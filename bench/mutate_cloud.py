@@ -72,6 +72,8 @@ AREA_TESTS: dict[str, list[str]] = {
         "tests/unit/providers/test_pulumi_driver.py",
         "tests/unit/providers/test_automation_engine.py",
         "tests/unit/providers/test_cloud_fleet.py",
+        "tests/unit/oa_vm/test_smoke_plan.py",
+        "tests/unit/providers/test_build_image_cli.py",
         "tests/integration/test_shared_images.py",
         "tests/integration/test_cloud_wait.py",
     ],
@@ -96,6 +98,7 @@ A, AZ, IA, IZ = "infra/aws.py", "infra/azure.py", "infra/image_aws.py", "infra/i
 D, IM, SH = "oa_vm/providers/pulumi_driver.py", "oa_vm/images.py", "oa_vm/shared_images.py"
 W, DR = "oa_vm/providers/cloud_wait.py", "oa_vm/drain.py"
 Q, R = "infra/worker/qmp_snapshot.py", "evals/reset.py"
+HS, API, ST = "oa_vm/host_status.py", "oa_vm/api.py", "infra/settings.py"
 
 _BUILDER = (
     '        "volume_size": settings.{size},\n        "volume_type": "gp3",\n'
@@ -262,6 +265,30 @@ MUTANTS: list[Mutant] = [
            "            if True:\n", "clean-or-stock fails a worker whose snapshot is refused"),
     Mutant("r10", "reset", R, "            plan.qemu = resolve(connection).check().qemu",
            "            resolve(connection).check()", "the worker's QEMU left out of the run"),
+    # -- a host that refuses us, digests, deadlines (issue 27's build part) ---------------------
+    Mutant("w13", "wait", W, "    if exc.final:\n        raise WorkerAccessError",
+           "    if False:\n        raise WorkerAccessError",
+           "a refused key polled until the timeout"),
+    Mutant("w14", "wait", HS, "return RemoteUnreachableError(str(exc), final=not "
+           "exc.is_infrastructure)", "return RemoteUnreachableError(str(exc))",
+           "the SSH error's type erased on the way to pool-wait"),
+    Mutant("w15", "wait", API, '                worker.phase, worker.detail = "ssh refused", '
+           "str(exc)", '                worker.state = WorkerState.LOST',
+           "a refused worker recorded as lost, not as refused"),
+    Mutant("w16", "wait", W, "            if exc.final:  # the key refused, a changed host key",
+           "            if False:  # the key refused, a changed host key",
+           "an image build polls a refused builder until its deadline"),
+    Mutant("d17", "driver", IM, "        _require_digests(info)\n", "",
+           "a build that reported tag names goes on to the snapshot"),
+    Mutant("d18", "driver", IM, "    hours = (cloud_plan.BUILD_READY_S + "
+           "cloud_plan.SNAPSHOT_READY_S) / 3600.0", "    hours = cloud_plan.BUILD_READY_S / 3600.0",
+           "the build's price leaves the snapshot stage out"),
+    Mutant("d19", "driver", IM, "BUILD_WAIT_S + cloud_plan.SNAPSHOT_MAX_S + 30 * 60)",
+           "BUILD_WAIT_S)", "the builder expires mid-snapshot"),
+    Mutant("p19", "programs", ST, '        if stage == "build" and not self.waa_digest',
+           "        if not self.waa_digest", "a snapshot without digests tagged with the tag name"),
+    Mutant("p20", "programs", ST, "            if not is_digest(ref):", "            if not ref:",
+           "a tag name accepted as a digest"),
 ]
 
 

@@ -41,10 +41,10 @@ def snapshot_options(provider: pulumi.ProviderResource) -> pulumi.ResourceOption
 
 def snapshot_tags(image: ImageSettings) -> dict[str, str]:
     """The image's tags (no ``oa-vm:pool``: pool cleanup never touches an image)."""
+    waa_image, base_image = image.built_from("snapshot")
     tags = image_tags(
-        image.name, image.builder.owner, image.created_at,
-        image.waa_digest or image.builder.waa_image, image.licence_expires,
-        base_image=image.base_digest,
+        image.name, image.builder.owner, image.created_at, waa_image, image.licence_expires,
+        base_image=base_image,
     )
     return {**tags, "Name": image.name}
 

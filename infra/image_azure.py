@@ -44,9 +44,10 @@ def image_program(
         raise ValueError(f"unknown image stage {stage!r}")
     image.validate(allow_placeholders=True)
     builder = image.builder
+    waa_image, base_image = image.built_from(stage)
     tags = image_tags(
-        image.name, builder.owner, image.created_at, image.waa_digest or builder.waa_image,
-        image.licence_expires, base_image=image.base_digest,
+        image.name, builder.owner, image.created_at, waa_image, image.licence_expires,
+        base_image=base_image,
     )
     group = resources.ResourceGroup(
         f"{image.name}-rg",

@@ -21,6 +21,12 @@ DEFAULT_STORAGE_GB = 96
 DEFAULT_WAA_IMAGE = "windowsarena/winarena:latest"
 DEFAULT_BASE_IMAGE = "dockurr/windows:latest"
 MODES = ("pool", "build")
+_DIGEST = re.compile(r"[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}")
+
+
+def is_digest(ref: str) -> bool:
+    """``ref`` names an image by its content (``name@sha256:<64 hex>``), not by a tag."""
+    return _DIGEST.fullmatch(ref) is not None
 DEFAULT_WINDOWS_VERSION = "11e"
 DEFAULT_RAM_SIZE = "8G"
 DEFAULT_CPU_CORES = 4
@@ -265,6 +271,25 @@ class ImageSettings:
     created_at: datetime
     waa_digest: str = ""
     base_digest: str = ""
+
+    def built_from(self, stage: str) -> tuple[str, str]:
+        """The WAA and dockur/windows images the image's tags name at ``stage``: while the
+        builder builds (``build``), the requested WAA image and no base; from the snapshot on,
+        the two digests the builder reported, never a tag name in their place.
+
+        Raises:
+            SettingsError: past ``build``, an image is missing or not a digest
+                (``name@sha256:<64 hex>``).
+        """
+        if stage == "build" and not self.waa_digest and not self.base_digest:
+            return self.builder.waa_image, ""
+        for what, ref in (("WAA", self.waa_digest), ("dockur/windows", self.base_digest)):
+            if not is_digest(ref):
+                raise SettingsError(
+                    f"the builder reported {ref!r} for the {what} image, not a digest "
+                    "(name@sha256:...); an image is tagged only with the digests it was built from"
+                )
+        return self.waa_digest, self.base_digest
 
     @property
     def licence_expires(self) -> datetime:

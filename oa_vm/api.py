@@ -29,6 +29,7 @@ from oa_vm.errors import (
     PoolNotReadyError,
     ProvisioningError,
     WaitTimeoutError,
+    WorkerAccessError,
 )
 from oa_vm.faults import validate_faults
 from oa_vm.providers import get_provider
@@ -328,7 +329,7 @@ def pool_cost_so_far(record: PoolRecord) -> float | None:
 def wait_pool(
     name: str | None,
     *,
-    timeout_s: float = 2400.0,  # pool-wait's for a pool from an image (oa_vm.cloud_plan)
+    timeout_s: float = 4200.0,  # oa_vm.cloud_plan.FIRST_POOL_WAIT_S (a test keeps them equal)
     on_update: Callable[[PoolRecord], None] | None = None,
     workers: Collection[str] | None = None,
     save: Callable[[PoolRecord], object] | None = None,
@@ -339,6 +340,8 @@ def wait_pool(
     :class:`oa_vm.lease.PoolRemovingError` instead of bringing the record back).
 
     Raises:
+        WorkerAccessError: a worker's host refused the pool's key or offered a changed host key
+            (the message names the worker and says what to do); nothing else is waited for.
         PoolNotReadyError: a worker was lost while waiting (its last log line is given).
         WaitTimeoutError: time ran out; the message names each stuck worker and its phase.
     """
@@ -355,7 +358,14 @@ def wait_pool(
             if worker.state in (WorkerState.READY, WorkerState.LOST, WorkerState.STOPPED,
                                 WorkerState.DRAINING):  # a notice is final: never "ready" again
                 continue
-            phase, ready = provider.worker_phase(record, index)
+            try:
+                phase, ready = provider.worker_phase(record, index)
+            except WorkerAccessError as exc:  # a refused key or a changed host key: stop now
+                worker.phase, worker.detail = "ssh refused", str(exc)
+                save(record)
+                raise WorkerAccessError(
+                    f"pool {record.name!r}: worker {worker.name}: {exc}", worker=worker.name
+                ) from exc
             worker.phase = phase
             if ready:
                 worker.state = WorkerState.READY

@@ -150,7 +150,7 @@ def pool_wait(
         str,
         duration_text_option("--timeout", unit="m", keywords=("auto",),
                              help="How long to wait: 30m, 90s, 1h, or auto for what the "
-                                  "pool's start takes, 40m from an image"),
+                                  "pool's start takes, 70m from an image"),
     ] = "auto",
 ) -> None:
     """Wait until every worker of the pool is ready, showing each worker's phase."""

@@ -27,7 +27,7 @@ TimeoutOpt = Annotated[
     str, duration_text_option("--timeout", unit="m",
                               help="How long to wait for the workers: 30m, 90s, 1h")
 ]
-REPAIR_TIMEOUT = f"{round(timings.deadline_s(timings.WARM_READY) / 60)}m"
+REPAIR_TIMEOUT = f"{round(timings.FIRST_POOL_WAIT_S / 60)}m"
 """``pool-repair``'s wait: new workers start from the image (its deadline, which covers the
 first pool from a new AWS image too)."""
 NoWaitOpt = Annotated[

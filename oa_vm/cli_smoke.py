@@ -47,7 +47,7 @@ def smoke(
     wait_timeout: Annotated[
         float | None,
         duration_option("--wait-timeout", unit="s",
-                        help="The wait phase's deadline; default pool-wait's, 40m"),
+                        help="The wait phase's deadline; default pool-wait's, 70m"),
     ] = None,
     egress: pool_opts.EgressOpt = None,
     plan_only: Annotated[

@@ -25,6 +25,13 @@ BUILD_MAX_S = timings.IMAGE_BUILD.high_s
 """The slow end of an image build."""
 WAIT_MARGIN = timings.WAIT_MARGIN
 """Deadlines are the expected time times this margin (see :data:`oa_vm.timings.WAIT_MARGIN`)."""
+SNAPSHOT_READY_S = timings.SNAPSHOT_STAGE.typical_s
+"""The snapshot stage of a build, the builder still running."""
+SNAPSHOT_MAX_S = timings.SNAPSHOT_STAGE.high_s
+"""The slow end of the snapshot stage (the snapshot resource's own timeout)."""
+FIRST_POOL_WAIT_S = timings.FIRST_POOL_WAIT_S
+"""``pool-wait``'s deadline for a pool from an image (and smoke's); see
+:data:`oa_vm.timings.FIRST_POOL_WAIT_S`."""
 
 STORAGE_USD_PER_GB_MONTH = {"aws": 0.05, "azure": 0.05}
 """Snapshot storage list prices (EBS snapshots standard tier; Azure Standard HDD snapshots)."""

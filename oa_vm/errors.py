@@ -81,6 +81,20 @@ class PoolNotReadyError(OaVmError):
     """Workers did not become ready in time, or the pool is not usable."""
 
 
+class WorkerAccessError(PoolNotReadyError):
+    """A worker's host refuses us in a way waiting cannot mend (the pool's key refused, a changed
+    host key, an unusable key file): ``pool-wait`` and image builds stop at once, naming the
+    worker and what to do, instead of polling until their timeout.
+
+    Attributes:
+        worker: the worker's name (empty until the wait that raised it names it).
+    """
+
+    def __init__(self, message: str, *, worker: str = "") -> None:
+        super().__init__(message)
+        self.worker = worker
+
+
 class WaitTimeoutError(PoolNotReadyError):
     """``pool-wait`` ran out of time; the message names each stuck worker and where it is."""
 

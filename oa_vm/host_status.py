@@ -20,6 +20,7 @@ from infra.worker import units
 from oa_vm.state import SshEndpoint
 
 if TYPE_CHECKING:  # paramiko loads only when a command runs: the drain checks import this
+    from waa_client.errors import TunnelError
     from waa_client.ssh import CommandResult
 
 COMMAND_TIMEOUT_S = 20.0
@@ -137,8 +138,26 @@ def describe_failure(report: HostReport, ssh: SshEndpoint) -> str:
 
 
 class RemoteUnreachableError(Exception):
-    """SSH to the host failed (not up yet, refused, key refused, changed host key); the
-    message is the SSH error's own line (:mod:`waa_client.ssh.failures`)."""
+    """SSH to the host failed; the message is the SSH error's own line
+    (:mod:`waa_client.ssh.failures`).
+
+    Attributes:
+        final: waiting cannot help: the pool's key was refused, the host offered another host
+            key than the one remembered, or the pool's key file is unusable. A host not up yet
+            (connection refused, no handshake, session lost) is not final: poll it again.
+    """
+
+    def __init__(self, message: str, *, final: bool = False) -> None:
+        super().__init__(message)
+        self.final = final
+
+
+def remote_error(exc: TunnelError) -> RemoteUnreachableError:
+    """``exc`` (an SSH failure from :mod:`waa_client.ssh.failures`) as the host protocol's
+    error, keeping whether it is worth another try: the one rule for every reader of a host
+    (``pool-wait``, image builds, drains, resets). :attr:`WaaError.is_infrastructure` is that
+    rule on the client's side: only an unreachable host is retryable."""
+    return RemoteUnreachableError(str(exc), final=not exc.is_infrastructure)
 
 
 class RemoteRunner(Protocol):
@@ -166,7 +185,7 @@ class ParamikoRunner:
                 ssh.host, ssh.port, ssh.user, ssh.key_path, command, timeout
             )
         except TunnelError as exc:
-            raise RemoteUnreachableError(str(exc)) from exc
+            raise remote_error(exc) from exc
 
 
 def read_status_command(commands: RemoteCommands | None = None) -> str:

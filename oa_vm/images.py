@@ -29,8 +29,12 @@ if TYPE_CHECKING:
     from oa_vm.providers.pulumi_provider import PulumiCloudProvider
     from oa_vm.shared_images import ListedImage
 
-BUILDER_TTL = timedelta(seconds=cloud_plan.BUILD_READY_S * 2)
-"""The builder's own expiry: it ends itself after this even if oa-vm is gone."""
+BUILD_WAIT_S = cloud_plan.BUILD_READY_S * cloud_plan.WAIT_MARGIN
+"""How long :func:`follow_builder` waits for the builder to report ``built``."""
+BUILDER_TTL = timedelta(seconds=BUILD_WAIT_S + cloud_plan.SNAPSHOT_MAX_S + 30 * 60)
+"""The builder's own expiry (it ends itself even if oa-vm is gone): the whole build wait, then
+the snapshot stage at its slowest, and half an hour to delete it; a builder that expired
+mid-snapshot would lose the build."""
 
 WaitBuilt = Callable[[ImageRecord, Mapping[str, Any], Progress], dict[str, str]]
 """Follows the builder until its status says ``built``; returns its image info
@@ -133,6 +137,12 @@ def plan_image(
         provider, region, size=size, owner=owner, public_key=SSH_KEY_PLACEHOLDER, cidrs=cidrs,
         now=now, plan=True,
     )
+    # The snapshot's tags name the digests the builder will report: placeholders in a plan,
+    # like the IDs and addresses.
+    image = dataclasses.replace(
+        image, waa_digest=_planned_digest(image.builder.waa_image),
+        base_digest=_planned_digest(image.builder.base_image),
+    )
     module = _image_program(provider)
     lookup = importlib.import_module(provider.info.program_module).offline_lookup
     try:
@@ -144,13 +154,14 @@ def plan_image(
         raise InvalidInputError(str(exc)) from exc
     custom = [r for r in run.resources if r.custom]
     price, price_note = worker_price(provider.name, region, image.builder.size, False)
-    hours = cloud_plan.BUILD_READY_S / 3600.0
+    # The builder bills through the snapshot stage too: it is deleted only after the snapshot.
+    hours = (cloud_plan.BUILD_READY_S + cloud_plan.SNAPSHOT_READY_S) / 3600.0
     monthly = _storage_per_month(provider.name, image.builder.storage_gb)
     notes = [price_note] if price_note else []
     cost = f"${price * hours:.2f} at the listed price" if price is not None else "price unknown"
     notes += [
-        f"the builder runs about {hours:.1f} h ({cost}), "
-        f"then is deleted; it ends itself after {BUILDER_TTL.total_seconds() / 3600:.0f} h "
+        f"the builder runs about {hours:.1f} h with the snapshot stage ({cost}), "
+        f"then is deleted; it ends itself after {BUILDER_TTL.total_seconds() / 3600:g} h "
         "whatever happens",
         f"keeping the image costs about ${monthly:.2f}/month "
         f"({image.builder.storage_gb} GB snapshot at most)",
@@ -259,8 +270,9 @@ def create_image(
         )
         step = "wait"
         info = wait(record, outputs, progress)
-        record.waa_image = info.get("waa_image") or record.waa_image
-        record.base_image = info.get("base_image") or record.base_image
+        _require_digests(info)
+        record.waa_image = info["waa_image"]
+        record.base_image = info["base_image"]
         # The builder's inputs as the first update resolved them (its AMI: a newer one now would
         # replace the builder), and the digests it really used, for the snapshot's tags.
         image = dataclasses.replace(
@@ -292,6 +304,33 @@ def create_image(
     _forget_builder_key(image.name)
     progress(f"image {image.name} is ready ({record.cloud_id})")
     return record
+
+
+def _planned_digest(ref: str) -> str:
+    """A placeholder digest for ``ref`` in a plan (its name, a digest of zeros)."""
+    name = ref.split("@", 1)[0]
+    if ":" in name.rsplit("/", 1)[-1]:
+        name = name.rsplit(":", 1)[0]
+    return f"{name}@sha256:{'0' * 64}"
+
+
+def _require_digests(info: Mapping[str, str]) -> None:
+    """The builder's image info names both images by digest (``bootstrap.sh`` refuses to go on
+    without them); a tag name in their place would let the image's tags claim what nobody can
+    check, so such a build fails.
+
+    Raises:
+        ProvisioningError: an image is missing or not a digest.
+    """
+    from infra.settings import is_digest
+
+    for key, what in (("waa_image", "WAA"), ("base_image", "dockur/windows")):
+        ref = info.get(key, "")
+        if not is_digest(ref):
+            raise ProvisioningError(
+                f"the builder reported {ref or 'nothing'!r} for the {what} image, not a digest "
+                "(name@sha256:...); see the builder's log: journalctl -u oa-vm-bootstrap"
+            )
 
 
 def _roll_back(
@@ -405,6 +444,6 @@ def follow_builder(
                       user=str(worker["ssh_user"]), key_path=str(key_path(record.id)))
     return follow_status(
         ssh, state.pool_dir(record.id) / "known_hosts", name=f"{record.id}-builder",
-        timeout_s=cloud_plan.BUILD_READY_S * cloud_plan.WAIT_MARGIN, progress=progress,
+        timeout_s=BUILD_WAIT_S, progress=progress,
         want="built",
     )

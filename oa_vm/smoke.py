@@ -47,8 +47,9 @@ AGENT = "noop"
 
 
 def wait_deadline_s() -> float:
-    """``pool-wait``'s default deadline for a pool from an image (see :mod:`oa_vm.cloud_plan`)."""
-    return cloud_plan.WARM_READY_S * cloud_plan.WAIT_MARGIN
+    """``pool-wait``'s default deadline for a pool from an image (see :mod:`oa_vm.cloud_plan`):
+    a smoke's pool may be the first from its snapshot."""
+    return float(cloud_plan.FIRST_POOL_WAIT_S)
 
 
 @dataclass(frozen=True)

@@ -86,6 +86,21 @@ FIRST_POOL_READY = Timing(
 )
 """The first pool of a region from a new AWS snapshot (its blocks fetched lazily)."""
 
+SNAPSHOT_STAGE = Timing(
+    "the snapshot stage of an image build", 3600, 3600, 3 * 3600, ESTIMATED,
+    "a first full snapshot of a 40-60 GB volume, the builder still running; the slow end is "
+    "the snapshot resource's own timeout (SNAPSHOT_TIMEOUTS, infra/image_aws.py and "
+    "infra/image_azure.py)",
+)
+"""From the builder's shutdown to a ready snapshot (the builder bills meanwhile)."""
+
+FIRST_POOL_WAIT_S = 70 * 60
+"""``pool-wait``'s deadline for a pool from an image (and smoke's, sweep's, a repair's): the host's
+own budget for a first pool from a new AWS snapshot (``bootstrap.sh``: up to 5 min for the volume,
+loading the worker image from it, 35 min for Windows, 5 for the scorer), with room for the boot,
+cloud-init and that load. A deadline, not an estimate: a shorter wait gives up on a worker that
+its own bootstrap still expects to come up."""
+
 WAIT_MARGIN = 2.0
 """Deadlines are the typical figure times this margin: twice covers the slow end of each range
 (a 3 h build within 4 h, a 35 min first pool within 40 min)."""
@@ -109,7 +124,8 @@ REFERENCE_STARTUP = Timing(
 """The start-up the reference's cost formula charges each worker (``openadapt-eval-flow``); a
 cloud pool's own is :data:`WARM_READY` (or :data:`FIRST_POOL_READY`), which sweep plans use."""
 
-ALL = (IMAGE_BUILD, WARM_READY, FIRST_POOL_READY, REPLAY_TASK, AGENT_TASK, REFERENCE_STARTUP)
+ALL = (IMAGE_BUILD, SNAPSHOT_STAGE, WARM_READY, FIRST_POOL_READY, REPLAY_TASK, AGENT_TASK,
+       REFERENCE_STARTUP)
 """Every figure, for the docs' table and its test."""
 
 

@@ -109,9 +109,8 @@ def sweep(
     wait_timeout: Annotated[
         float, duration_option("--wait-timeout", unit="s",
                                help="How long to wait for the workers: 30m, 1h (the default "
-                                    "covers a first cloud pool, "
-                                    f"{_FIRST_POOL_SPAN}, estimated)")
-    ] = Duration(timings.deadline_s(timings.WARM_READY), "s"),
+                                    "covers a first cloud pool's own budget)")
+    ] = Duration(timings.FIRST_POOL_WAIT_S, "s"),
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Cloud pools: create without asking.")
     ] = False,

@@ -102,9 +102,15 @@ mount_storage() {
   fi
 }
 
-# repo_digest IMAGE: the pulled image's name@sha256:... (the name itself if docker knows none).
+# repo_digest IMAGE: the pulled image's name@sha256:...; the build fails when docker knows none
+# (the image's tags must name what it was built from, never a tag that moves).
 repo_digest() {
-  dockerx image inspect --format '{{index .RepoDigests 0}}' "$1" 2>/dev/null || echo "$1"
+  local digest
+  digest="$(dockerx image inspect --format '{{index .RepoDigests 0}}' "$1" 2>/dev/null)" || digest=""
+  case "$digest" in
+    *@sha256:*) echo "$digest" ;;
+    *) fail "docker knows no digest for $1 after pulling it (got: ${digest:-nothing}); pass an image from a registry" ;;
+  esac
 }
 
 build_image() {
@@ -113,11 +119,12 @@ build_image() {
     fail "could not pull $waa_image (check the name, Docker Hub's rate limit and outbound HTTPS)"
   dockerx pull "$base_image" >/dev/null ||
     fail "could not pull $base_image (check the name, Docker Hub's rate limit and outbound HTTPS)"
-  waa_digest="$(repo_digest "$waa_image")"
-  base_digest="$(repo_digest "$base_image")"
-  step build "building the worker image on $base_image with WAA's files from $waa_image"
-  dockerx build -t "$OA_VM_LOCAL_IMAGE" --build-arg "WAA_IMAGE=$waa_image" \
-    --build-arg "BASE_IMAGE=$base_image" --build-arg "GUEST_IP=$OA_VM_GUEST_IP" \
+  waa_digest="$(repo_digest "$waa_image")" || exit 1
+  base_digest="$(repo_digest "$base_image")" || exit 1
+  # Built FROM the digests, not the names: what the image info records is what was built on.
+  step build "building the worker image on $base_digest with WAA's files from $waa_digest"
+  dockerx build -t "$OA_VM_LOCAL_IMAGE" --build-arg "WAA_IMAGE=$waa_digest" \
+    --build-arg "BASE_IMAGE=$base_digest" --build-arg "GUEST_IP=$OA_VM_GUEST_IP" \
     "$here/waa-image" >/dev/null ||
     fail "docker build failed (see: journalctl -u oa-vm-bootstrap)"
 }
@@ -142,16 +149,20 @@ run_container() {
   # QMP only on a unix socket in a root-only host folder: no TCP port the guest could reach.
   mkdir -p "$OA_VM_QMP_DIR"
   chmod 0700 "$OA_VM_QMP_DIR"
+  # /dev/net/tun: dockur's NAT network needs a tap device; without it dockur falls back to
+  # user-mode networking and the guest is not at OA_VM_GUEST_IP (see network_fallback_line).
+  # PID 1 is waa_entry.sh around WAA's entry.sh: in prepare mode it waits for QEMU to exit.
   dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" \
-    --device=/dev/kvm --cap-add NET_ADMIN --stop-timeout 120 \
+    --device=/dev/kvm --device=/dev/net/tun --cap-add NET_ADMIN --stop-timeout 120 \
     -p 127.0.0.1:5000:5000 -p 127.0.0.1:8006:8006 \
     -v "$OA_VM_STORAGE:/storage" -v "$here:/oa-vm:ro" -v "$OA_VM_QMP_DIR:$OA_VM_QMP_MOUNT" \
     -e "QMP=unix:$OA_VM_QMP_MOUNT/qmp.sock,server=on,wait=off" -e "VM_NET_IP=$OA_VM_GUEST_IP" \
     -e "VERSION=${VERSION:-11e}" -e "RAM_SIZE=${RAM_SIZE:-8G}" \
     -e "CPU_CORES=${CPU_CORES:-4}" -e "DISK_SIZE=${DISK_SIZE:-64G}" \
     -e "CPU_MODEL=$OA_VM_CPU_MODEL" -e "CPU_FLAGS=$OA_VM_CPU_FLAGS" -e "DISK_CACHE=$OA_VM_DISK_CACHE" \
+    -e "OA_VM_POWEROFF_TIMEOUT_S=${OA_VM_POWEROFF_TIMEOUT_S:-1800}" \
     --entrypoint /bin/bash "$OA_VM_LOCAL_IMAGE" \
-    -c "/entry.sh --prepare-image $prepare --start-client false" >/dev/null ||
+    /oa-vm/waa_entry.sh --prepare-image "$prepare" --start-client false >/dev/null ||
     fail "docker run failed (see: journalctl -u oa-vm-bootstrap)"
 }
 
@@ -189,12 +200,14 @@ waa_saw_windows() {
 
 # wait_guest TIMEOUT_S: until Windows answers WAA's /probe (pool), or until the one-shot
 # container has seen Windows answer, has ended, and left a completed install on the storage
-# volume (build). In prepare mode WAA's entry.sh ends with 'wait -n' in PID 1 without child
-# jobs, so its exit code (127) says nothing: the storage volume does.
+# volume (build). In prepare mode WAA's entry.sh ends with 'wait -n' without child jobs, so its
+# exit code (127) says nothing; waa_entry.sh (PID 1) waits for QEMU to exit and exits 3 when it
+# did not in time; the storage volume says the rest. dockur falling back to user-mode
+# networking fails the network step at once.
 wait_guest() {
   local timeout_s="$1"
   local deadline=$(($(date +%s) + timeout_s))
-  local answered=0 state
+  local answered=0 state fallback
   step guest "waiting for Windows to answer /probe (up to ${timeout_s}s)"
   while :; do
     if probe; then
@@ -203,8 +216,15 @@ wait_guest() {
         return 0
       fi
     fi
+    if fallback="$(network_fallback_line)"; then
+      OA_VM_STEP=network
+      fail "dockur fell back to user-mode networking, so Windows is not at $OA_VM_GUEST_IP (check that the container gets /dev/net/tun and NET_ADMIN); dockur said: $fallback"
+    fi
     state="$(container_state)"
     if [ "${state%% *}" != true ]; then
+      if [ "$mode" = build ] && [ "${state#* }" = 3 ]; then
+        fail "Windows did not power off within ${OA_VM_POWEROFF_TIMEOUT_S:-1800}s after WAA's /shutdown and its 180 s (pending updates?); dockur wrote no windows.boot; last log: $(last_log)"
+      fi
       if [ "$answered" = 0 ] && waa_saw_windows; then
         answered=1
       fi

@@ -216,7 +216,7 @@ def cloud_config(
     ]
     return {
         "package_update": True,
-        "packages": ["docker.io", "socat", "python3", "curl", "nftables"],
+        "packages": ["docker.io", "socat", "python3", "curl", "nftables", "qemu-utils"],
         "write_files": write_files,
         "runcmd": runcmd,
     }

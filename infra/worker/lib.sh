@@ -53,14 +53,25 @@ now_utc() {
   date -u +%Y-%m-%dT%H:%M:%SZ
 }
 
+# status_field KEY VALUE: one KEY=VALUE line of the status file. Every writer of the file goes
+# through here: VALUE's line breaks and other control characters become spaces, so no value
+# (a docker log line, a metadata service's answer) can end its line early or add a key.
+status_field() {
+  printf '%s=%s\n' "$1" "$(printf '%s' "$2" | tr '\000-\037\177' ' ')"
+}
+
 # write_status STATE STEP MESSAGE: replace the status file in one rename, so that
 # 'oa-vm pool-wait' (reading it over SSH) never sees half of it.
 write_status() {
   mkdir -p "$OA_VM_STATE_DIR"
   local tmp="$OA_VM_STATUS_FILE.tmp.$$"
-  local message="${3//$'\n'/ }"
-  printf 'state=%s\nstep=%s\nmessage=%s\nstarted=%s\nupdated=%s\n' \
-    "$1" "$2" "$message" "${OA_VM_STEP_STARTED:-$(now_utc)}" "$(now_utc)" >"$tmp"
+  {
+    status_field state "$1"
+    status_field step "$2"
+    status_field message "$3"
+    status_field started "${OA_VM_STEP_STARTED:-$(now_utc)}"
+    status_field updated "$(now_utc)"
+  } >"$tmp"
   # OA_VM_STATUS_EXTRA: more key=value lines (the clean snapshot's check at boot), one a line
   if [ -n "${OA_VM_STATUS_EXTRA:-}" ]; then printf '%s\n' "$OA_VM_STATUS_EXTRA" >>"$tmp"; fi
   mv -f "$tmp" "$OA_VM_STATUS_FILE"
@@ -99,15 +110,40 @@ last_log() {
 # terms (windows/src/install.sh, hasCompletedInstall): the boot marker windows.boot, which
 # dockur writes once Windows booted from its disk (power.sh, markWindowsBooted), and a data disk
 # (data.qcow2 or data.img) whose first 100 KiB are not all zero (qemu/src/utils.sh, hasData).
+# Those 100 KiB are the VIRTUAL disk's: a qcow2 file always starts with its own header, so its
+# guest blocks are read through qemu-img, as hasData does. Where hasData assumes data when it
+# cannot read a disk (it must not replace a user's disk), a build must not publish one: here an
+# unreadable disk is not a finished install.
 install_complete() {
-  local dir="$1" disk
+  local dir="$1" disk head rc
   [ -f "$dir/windows.boot" ] || return 1
   for disk in "$dir/data.qcow2" "$dir/data.img"; do
-    if [ -s "$disk" ] && ! cmp -s -n 102400 "$disk" /dev/zero; then
-      return 0
+    [ -s "$disk" ] || continue
+    if [ "${disk##*.}" = qcow2 ]; then
+      head="$(mktemp)" || return 1
+      if ! qemu-img dd -f qcow2 -O raw bs=102400 count=1 "if=$disk" "of=$head" >/dev/null 2>&1; then
+        rm -f "$head"
+        continue
+      fi
+    else
+      head="$disk"
     fi
+    rc=0
+    cmp -s -n 102400 "$head" /dev/zero || rc=$?
+    [ "$head" = "$disk" ] || rm -f "$head"
+    [ "$rc" = 1 ] && return 0
   done
   return 1
+}
+
+# network_fallback_line: the first line of the container's log where dockur says it fell back
+# from its NAT network (tap device, guest at OA_VM_GUEST_IP) to user-mode networking (passt or
+# slirp, qemu/src/network.sh): the guest is then not at OA_VM_GUEST_IP, and WAA, the scorer and
+# the resets would fail hours later. Prints nothing and returns 1 when there is none.
+OA_VM_NET_FALLBACK='falling back to user-mode networking|falling back to slirp networking|because user-mode networking is active'
+network_fallback_line() {
+  dockerx logs "$OA_VM_CONTAINER" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' |
+    grep -m 1 -E "$OA_VM_NET_FALLBACK" | cut -c1-200 | grep .
 }
 
 # load_env: the worker's settings, written by cloud-init.

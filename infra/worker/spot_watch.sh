@@ -37,8 +37,15 @@ json_field() {
 write_draining() {
   mkdir -p "$OA_VM_STATE_DIR"
   local tmp="$OA_VM_STATUS_FILE.tmp.$$"
-  printf 'state=draining\nstep=spot-interruption\nmessage=%s\naction=%s\naction_time=%s\nstarted=%s\nupdated=%s\n' \
-    "AWS spot interruption notice: $1 at $2; no new task" "$1" "$2" "$(now_utc)" "$(now_utc)" >"$tmp"
+  {
+    status_field state draining
+    status_field step spot-interruption
+    status_field message "AWS spot interruption notice: $1 at $2; no new task"
+    status_field action "$1"
+    status_field action_time "$2"
+    status_field started "$(now_utc)"
+    status_field updated "$(now_utc)"
+  } >"$tmp"
   mv -f "$tmp" "$OA_VM_STATUS_FILE"
 }
 

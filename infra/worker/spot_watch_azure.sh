@@ -53,9 +53,16 @@ for event in events:
 write_draining() {
   mkdir -p "$OA_VM_STATE_DIR"
   local tmp="$OA_VM_STATUS_FILE.tmp.$$"
-  printf 'state=draining\nstep=spot-interruption\nmessage=%s\naction=%s\naction_time=%s\nevent_id=%s\nstarted=%s\nupdated=%s\n' \
-    "Azure Spot eviction notice: Preempt at $1; no new task" "preempt" "$1" "$2" \
-    "$(now_utc)" "$(now_utc)" >"$tmp"
+  {
+    status_field state draining
+    status_field step spot-interruption
+    status_field message "Azure Spot eviction notice: Preempt at $1; no new task"
+    status_field action preempt
+    status_field action_time "$1"
+    status_field event_id "$2"
+    status_field started "$(now_utc)"
+    status_field updated "$(now_utc)"
+  } >"$tmp"
   mv -f "$tmp" "$OA_VM_STATUS_FILE"
 }
 

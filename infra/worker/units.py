@@ -63,7 +63,7 @@ QMP_MOUNT = "/run/oa-vm-qmp"
 UNIT_DIR = "/etc/systemd/system"
 
 WORKER_DIR = Path(__file__).resolve().parent
-SCRIPTS = ("lib.sh", "bootstrap.sh", "scoring.sh", "reset.sh", "egress.sh")
+SCRIPTS = ("lib.sh", "bootstrap.sh", "scoring.sh", "reset.sh", "egress.sh", "waa_entry.sh")
 """Shell files shipped to ``/opt/oa-vm`` (all pass shellcheck in CI)."""
 STATIC_UNITS = (
     "oa-vm-bootstrap.service", "oa-vm-scoring.service", "oa-vm-bridge.service",

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from oa_vm.errors import WorkerAccessError
 from oa_vm.host_status import (
     COMMAND_TIMEOUT_S,
     HostReport,
@@ -39,6 +40,7 @@ from oa_vm.host_status import (
     logs_hint,
     parse_host_report,
     parse_status,
+    remote_error,
 )
 from oa_vm.state import PoolRecord, SshEndpoint, WorkerRecord, WorkerState
 
@@ -62,6 +64,15 @@ def _fail(worker: WorkerRecord, phase: str, detail: str | None) -> tuple[str, bo
     return phase, False
 
 
+def _unreachable(worker: WorkerRecord, phase: str, exc: RemoteUnreachableError) -> tuple[str, bool]:
+    """A pass that could not reach the host: polled again, unless waiting cannot help (the
+    key refused, a changed host key: :attr:`RemoteUnreachableError.final`), then the wait ends
+    at once with the SSH error's own advice."""
+    if exc.final:
+        raise WorkerAccessError(str(exc), worker=worker.name) from exc
+    return _fail(worker, phase, str(exc))
+
+
 def _with_log(text: str, report: HostReport) -> str:
     return f"{text}; last log: {report.last_log}" if report.last_log else text
 
@@ -75,7 +86,9 @@ def worker_phase(
     """One readiness pass over worker ``index``: ``(phase, ready)``.
 
     A bootstrap that reports a failed step marks the worker ``LOST`` with the step, the script's
-    message and how to read its logs: waiting longer cannot help it. A host that reports
+    message and how to read its logs: waiting longer cannot help it. A host that refuses the
+    pool's key or offers a changed host key raises :class:`WorkerAccessError` (the worker is
+    not lost: once the key is mended, the same wait goes on). A host that reports
     ``draining`` (a spot interruption notice, see :mod:`oa_vm.drain`) marks the worker
     ``DRAINING``.
 
@@ -95,7 +108,7 @@ def worker_phase(
     try:
         boot = runner.run(worker.ssh, commands.cloud_init, COMMAND_TIMEOUT_S)
     except RemoteUnreachableError as exc:
-        return _fail(worker, "ssh", str(exc))
+        return _unreachable(worker, "ssh", exc)
     boot_state = cloud_init_state(boot.output)
     if boot_state == "error":
         return _fail(worker, "cloud-init failed", boot.output.strip()[-300:])
@@ -104,7 +117,7 @@ def worker_phase(
     try:
         report = parse_host_report(runner.run(worker.ssh, commands.host, COMMAND_TIMEOUT_S).output)
     except RemoteUnreachableError as exc:
-        return _fail(worker, "cloud-init", str(exc))
+        return _unreachable(worker, "cloud-init", exc)
     status = report.status
     if not status:
         return _fail(worker, "bootstrap", "the bootstrap has not reported yet")
@@ -126,6 +139,7 @@ def worker_phase(
                      _with_log(f"container: {report.container or 'not running'}", report))
 
     from waa_client import ScoringClient, WaaClient, WaaError
+    from waa_client.errors import TunnelError
 
     phase = "waa probe"
     tunnel = tunnel_for(record, worker)
@@ -135,6 +149,8 @@ def worker_phase(
         WaaClient(tunnel.local_waa_url, retries=0, **timeouts).probe()
         phase = "scoring probe"
         ScoringClient(tunnel.local_scoring_url, retries=0, **timeouts).probe()
+    except TunnelError as exc:  # the probes' tunnel: the same rule as the status reads
+        return _unreachable(worker, phase, remote_error(exc))
     except WaaError as exc:
         return _fail(worker, phase, str(exc))
     finally:
@@ -187,6 +203,8 @@ def follow_status(
             phase = report.status.get("step", "starting")
             line = f"{phase}: {_with_log(report.status.get('message', 'booting'), report)}"
         except RemoteUnreachableError as exc:
+            if exc.final:  # the key refused, a changed host key: waiting cannot help
+                raise ProvisioningError(f"{name}: {exc}") from exc
             report, line = None, f"ssh: {exc}"
         if report is not None and report.status.get("state") == "failed":
             raise ProvisioningError(f"{name} {describe_failure(report, ssh)}")

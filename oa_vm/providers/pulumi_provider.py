@@ -558,7 +558,7 @@ class PulumiCloudProvider:
                 "disk_gb": settings.disk_gb,
                 "storage_gb": settings.storage_gb,
                 "expected_ready_s": cloud_plan.WARM_READY_S,
-                "wait_timeout_s": cloud_plan.WARM_READY_S * cloud_plan.WAIT_MARGIN,
+                "wait_timeout_s": float(cloud_plan.FIRST_POOL_WAIT_S),
             },
             provider_data={
                 "project": ref.project,

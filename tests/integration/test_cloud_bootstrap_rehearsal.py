@@ -171,13 +171,14 @@ def test_image_build_is_one_shot_and_leaves_the_volume_ready(tmp_path: Path) -> 
     assert "--prepare-image true" in run
     assert "mkfs.ext4 -q -L oa-vm-storage" in " ".join(made)
     build = next(c for c in made if c.startswith("docker build"))
-    assert "BASE_IMAGE=dockurr/windows:latest" in build
+    assert "BASE_IMAGE=dockurr/windows@sha256:" + "4567ef01" * 8 in build  # built on the digest
+    assert "WAA_IMAGE=windowsarena/winarena@sha256:" + "0123abcd" * 8 in build
     assert any(c.startswith("docker save -o") for c in made)
     assert any(c.startswith("umount") for c in made), "unmounted before the snapshot"
     assert "GUEST_IP=172.30.0.2" in build
     info = (host.root / "var/lib/oa-vm/image-info").read_text()
-    assert "waa_image=windowsarena/winarena@sha256:0123abcd" in info
-    assert "base_image=dockurr/windows@sha256:4567ef01" in info
+    assert "waa_image=windowsarena/winarena@sha256:" + "0123abcd" * 8 in info
+    assert "base_image=dockurr/windows@sha256:" + "4567ef01" * 8 in info
     # The marker travels with the volume's snapshot: every pool checks it.
     marker = host.root / "var/lib/oa-vm/storage/oa-vm-image.ready"
     assert marker.read_text() == info
@@ -209,6 +210,18 @@ def test_a_failed_pull_names_the_image(tmp_path: Path) -> None:
     _, lines = what_pool_wait_prints(host)
     assert "failed at pull" in lines[0]
     assert "could not pull windowsarena/winarena:latest" in lines[0]
+
+
+def test_an_image_without_a_registry_digest_fails_the_build_not_its_tags(tmp_path: Path) -> None:
+    """The image's tags name the digests it was built from: a pulled image docker knows by no
+    digest stops the build, instead of tagging the image with a name that moves."""
+    host = bootstrap(make_host(tmp_path), "build", FAKE_NO_DIGEST="1")
+    assert host.returncode == 1
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "pull")
+    assert "docker knows no digest for windowsarena/winarena:latest" in status["message"]
+    assert not any(c.startswith("docker build") for c in host.calls())
+    assert not (host.root / "var/lib/oa-vm/image-info").exists()
 
 
 def test_a_container_that_exits_is_reported_not_restarted(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from tests.support import fake_pulumi_cli
 from tests.support import sshd as sshd_support
 from tests.support.cli import run_cli
 from tests.support.host_standins import HostSshServer, set_outcomes, write_standins
-from tests.support.sshd import free_port
+from tests.support.sshd import free_port, generate_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
@@ -111,3 +111,51 @@ def test_a_worker_still_installing_shows_its_step_and_last_log_until_the_deadlin
     shown = result.stdout
     assert "waa-w0: bootstrap: guest" in shown
     assert "last log: Windows is being installed: 61%" in shown
+
+
+def _refused_key(tmp_path: Path, home: Path) -> None:
+    """The pool's record now names a key the worker does not hold."""
+    other = generate_key(tmp_path / "other_key")
+    record = state.load("waa")
+    assert record.workers[0].ssh is not None
+    record.workers[0].ssh.key_path = str(other)
+    state.save(record)
+
+
+def _changed_host_key(host: HostSshServer, tmp_path: Path, home: Path) -> None:
+    """The worker's host key was remembered, then the host came back with another one."""
+    from oa_vm.connect import known_hosts_path
+    from oa_vm.host_status import ParamikoRunner
+
+    record = state.load("waa")
+    assert record.workers[0].ssh is not None
+    ParamikoRunner(known_hosts_path("waa")).run(record.workers[0].ssh, "true", 30.0)
+    host.restart(new_host_key=True)
+
+
+@pytest.mark.parametrize(("case", "says"), [
+    ("refused key", "refused with key"),
+    ("changed host key", "ssh-keygen -R"),
+])
+def test_a_host_that_refuses_us_ends_the_wait_at_once_naming_the_worker(
+    host: HostSshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, says: str
+) -> None:
+    """Waiting cannot mend a refused key or a changed host key: pool-wait stops on its first
+    pass (its timeout is ten minutes; the CLI is given two), in one line naming the worker and
+    what to do, and the worker stays in the record as it was (not lost: once the key is mended
+    the same wait goes on)."""
+    home = tmp_path / "home"
+    _pool(home, host, monkeypatch)
+    _status(host, "state=done\nstep=scoring\nmessage=ready\n")
+    if case == "refused key":
+        _refused_key(tmp_path, home)
+    else:
+        _changed_host_key(host, tmp_path, home)
+    result = run_cli("oa-vm", "pool-wait", "--name", "waa", "--timeout", "10m", home=home,
+                     env=_engine_env(tmp_path), timeout=120.0)
+    assert result.returncode == 1
+    line = result.assert_one_line_error()
+    assert "worker waa-w0" in line and says in line, line
+    assert "not ready after" not in line
+    after = state.load("waa").workers[0]
+    assert after.state == WorkerState.BOOTING and after.phase == "ssh refused"

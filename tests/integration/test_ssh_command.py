@@ -62,3 +62,20 @@ def test_the_host_status_runner_maps_ssh_failures_to_unreachable(
                          key_path=str(sshd.client_key))
     with pytest.raises(RemoteUnreachableError, match="check the worker is running"):
         runner.run(closed, "true", 30.0)
+
+
+def test_an_image_build_stops_at_once_on_a_refused_key(sshd: SshServer, tmp_path: Path) -> None:
+    """Following a builder: a refused key ends the follow on its first pass (no sleep, no
+    deadline), in the SSH error's own words; a host not up yet would be polled again."""
+    from oa_vm.errors import ProvisioningError
+    from oa_vm.providers.cloud_wait import follow_status
+
+    other = generate_key(tmp_path / "other_key")
+    endpoint = SshEndpoint(host=sshd.host, port=sshd.port, user=sshd.user, key_path=str(other))
+
+    def no_sleep(seconds: float) -> None:
+        raise AssertionError("polled again: a refused key cannot get better by waiting")
+
+    with pytest.raises(ProvisioningError, match="builder-1: .*refused with key"):
+        follow_status(endpoint, tmp_path / "known_hosts", name="builder-1", timeout_s=3600.0,
+                      progress=lambda line: None, sleep=no_sleep)

@@ -158,13 +158,18 @@ def test_a_build_succeeds_though_waas_entry_exits_127_and_pools_boot_from_it(
     status = host.status()
     assert (status["state"], status["step"]) == ("done", "built"), status
     log = host.log()
-    # WAA's real entry.sh was PID 1 with our arguments, saw Windows, shut it down, and ended
-    # with 'wait -n' and no child jobs: 127.
-    assert "rehearsal: PID 1 is /bin/bash /entry.sh --prepare-image true --start-client false" \
-        in log
+    # Our entry was PID 1 and ran WAA's real entry.sh with our arguments: it saw Windows, shut
+    # it down, and ended with 'wait -n' and no child jobs (127); PID 1 then waited for QEMU to
+    # exit and read the boot marker dockur wrote after it.
+    assert ("rehearsal: PID 1 is /bin/bash /oa-vm/waa_entry.sh --prepare-image true "
+            "--start-client false") in log
     assert "VM is up and running, and the Windows Arena Server is ready to use!" in log
     assert "Windows VM is shutting down..." in log
-    assert (host.container / "rc").read_text().strip() == "127"
+    assert "oa-vm entry: WAA's entry.sh ended (code 127)" in log
+    assert "oa-vm entry: QEMU exited and dockur marked the install booted" in log
+    assert (host.container / "rc").read_text().strip() == "0"
+    assert (host.storage / "data.qcow2").is_file()  # dockur's DISK_FMT from the recipe
+    assert "falling back" not in log  # /dev/net/tun was passed: dockur's NAT network
     assert "rehearsal: dockur decides: install Windows" in log
     # The container pinned dockur's guest address and took QMP on the unix socket only.
     assert f"guest address {units.GUEST_IP}" in log
@@ -222,7 +227,8 @@ def test_a_storage_without_a_finished_install_fails_the_build(tmp_path: Path) ->
     status = host.status()
     assert (status["state"], status["step"]) == ("failed", "guest")
     assert "shows no completed install" in status["message"]
-    assert "exited with code 127" in status["message"]
+    assert "exited with code 4" in status["message"]
+    assert "dockur wrote no windows.boot" in host.log()
     assert dockur_decides(host.storage) == "install"
     assert not (host.storage / "oa-vm-image.ready").exists()
 
@@ -263,3 +269,45 @@ def test_no_stand_in_replaces_a_shipped_or_upstream_entry_script(tmp_path: Path)
     assert any(c.startswith("docker build -t oa-vm/waa:local") for c in calls_made)
     assert f"GUEST_IP={units.GUEST_IP}" in next(c for c in calls_made
                                                  if c.startswith("docker build"))
+
+
+def test_a_windows_slower_to_power_off_than_waas_180s_still_builds(tmp_path: Path) -> None:
+    """WAA's entry.sh gives Windows 180 s (4 s here) after /shutdown, then ends; dockur writes
+    windows.boot only once QEMU has exited. A Windows that takes longer (pending updates: 10 s
+    here) is waited for by our PID 1 instead of being killed with the container."""
+    host = bootstrap(make_rehearsal(tmp_path), "build", FAKE_GUEST_POWEROFF_S="10")
+    assert host.returncode == 0, host.output + host.log()
+    assert (host.status()["state"], host.status()["step"]) == ("done", "built")
+    log = host.log()
+    assert log.index("oa-vm entry: WAA's entry.sh ended") < log.index("guest: powered off")
+    assert dockur_decides(host.storage) == "boot"
+
+
+def test_a_windows_that_never_powers_off_fails_the_build_at_its_own_deadline(
+    tmp_path: Path,
+) -> None:
+    host = bootstrap(make_rehearsal(tmp_path), "build", FAKE_GUEST_POWEROFF_S="600",
+                     OA_VM_POWEROFF_TIMEOUT_S="3")
+    assert host.returncode == 1, host.output
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "guest")
+    assert "Windows did not power off within 3s after WAA's /shutdown" in status["message"]
+    assert (host.container / "rc").read_text().strip() == "3"
+    assert not (host.storage / "oa-vm-image.ready").exists()
+
+
+def test_dockurs_fallback_to_user_mode_networking_fails_the_network_step_at_once(
+    tmp_path: Path,
+) -> None:
+    """The guest would answer (the rehearsal's guest is reachable either way), but with
+    user-mode networking a real guest is not at dockur's address: the build fails at once, in
+    dockur's own words, instead of two hours later."""
+    host = bootstrap(make_rehearsal(tmp_path), "build", FAKE_NETWORK="fallback",
+                     FAKE_GUEST_DELAY_S="30")
+    assert host.returncode == 1, host.output
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "network"), status
+    assert "dockur said: ❯ Warning: failed to setup NAT networking, falling back to user-mode " \
+           "networking!" in status["message"]
+    assert "/dev/net/tun" in status["message"]
+    assert "VM is up and running" not in host.log()  # it did not wait for Windows

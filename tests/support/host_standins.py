@@ -105,9 +105,14 @@ case "$1" in
       echo "Error response from daemon: pull access denied for $2" >&2; exit 1
     fi ;;
   image)
+    if [ -n "${FAKE_NO_DIGEST:-}" ]; then  # an image docker knows by no registry digest
+      echo 'template: :1:2: executing "" at <index .RepoDigests 0>: error calling index:' \
+        'index out of range: 0' >&2; exit 1
+    fi
+    a=0123abcd; b=4567ef01
     case "${!#}" in
-      *winarena*) echo "windowsarena/winarena@sha256:0123abcd" ;;
-      *) echo "dockurr/windows@sha256:4567ef01" ;;
+      *winarena*) echo "windowsarena/winarena@sha256:$a$a$a$a$a$a$a$a" ;;
+      *) echo "dockurr/windows@sha256:$b$b$b$b$b$b$b$b" ;;
     esac ;;
   load)
     if [ -n "${FAKE_LOAD_FAIL:-}" ]; then

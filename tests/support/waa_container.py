@@ -30,9 +30,12 @@ between installing and booting Windows from the storage folder. What cannot run 
 Outcomes (environment of the ``docker`` stand-in, copied into the container's
 ``/etc/oa-rehearsal.env``): ``FAKE_GUEST=normal|never`` (``never``: Windows never answers);
 ``FAKE_GUEST_DELAY_S`` (the guest answers only after this many seconds); ``FAKE_GUEST_WINDOW_S``
-(it powers off at the latest this many seconds after its first answer); ``FAKE_INSTALL=
-complete|no-boot-marker`` (``no-boot-marker``: Windows never booted from its disk, so dockur
-writes no ``windows.boot``).
+(it powers off at the latest this many seconds after its first answer); ``FAKE_GUEST_POWEROFF_S``
+(seconds from ``/shutdown`` to power-off, 2 by default: pending updates take longer);
+``FAKE_INSTALL=complete|no-boot-marker`` (``no-boot-marker``: Windows never booted from its disk,
+so dockur writes no ``windows.boot``, which it writes only after QEMU has exited, as its
+``power.sh`` does); ``FAKE_NETWORK=fallback`` (dockur's NAT setup fails even with
+``/dev/net/tun``, and it falls back to user-mode networking; without the device it always does).
 """
 
 from __future__ import annotations
@@ -204,11 +207,12 @@ def running():
 
 def run(args):
     it = iter(args)
-    binds, env, entrypoint, rest = [], {}, None, []
+    binds, env, entrypoint, rest, devices = [], {}, None, [], []
     for a in it:
         if a in ("-d",): continue
         if a in ("--name", "--restart", "--cap-add", "--stop-timeout", "-p"): next(it); continue
-        if a.startswith("--device"): continue
+        if a.startswith("--device="): devices.append(a.partition("=")[2]); continue
+        if a == "--device": die("docker stand-in: write --device=PATH")
         if a == "-v":
             src, _, dst = next(it).partition(":"); binds.append(f"{src}={dst}")
         elif a == "-e":
@@ -220,7 +224,8 @@ def run(args):
     if running(): die("Conflict. The container name \"/winarena\" is already in use")
     shutil.rmtree(CTR, ignore_errors=True); CTR.mkdir(parents=True)
     fake = {k: v for k, v in os.environ.items()
-            if k.startswith("FAKE_GUEST") or k == "FAKE_INSTALL"}
+            if k.startswith("FAKE_GUEST") or k in ("FAKE_INSTALL", "FAKE_NETWORK")}
+    fake["FAKE_DEVICES"] = " ".join(devices)
     (CTR / "rehearsal.env").write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in fake.items()))
     full_env = {"PATH": DEFAULT_PATH, **image_env(), **env}
     argv = " ".join(shlex.quote(p) for p in [entrypoint, *command])
@@ -297,16 +302,24 @@ cd /run
 parseVersion
 parseLanguage
 detectCustom
+# dockur's NAT network (qemu/src/network.sh) makes a tap device, which needs /dev/net/tun from
+# 'docker run'; when that fails it warns (its own warn from utils.sh) and falls back to
+# user-mode networking. FAKE_NETWORK=fallback: it fails with the device too.
+if [[ " ${FAKE_DEVICES:-} " != *" /dev/net/tun "* ]] || [ "${FAKE_NETWORK:-nat}" = fallback ]; then
+  warn "failed to setup NAT networking, falling back to user-mode networking!"
+fi
+installing=0
 if needsInstall; then
+  installing=1
   echo "rehearsal: dockur decides: install Windows $VERSION"
   setBoot
   writeState "base" "$(basename "$BOOT")"
   writeState "ver" "rehearsal"
-  # Windows writes its partitions at the start of the data disk.
+  # Windows writes its partitions at the start of the data disk, in dockur's DISK_FMT.
   { printf 'EFI PART'; head -c 200000 /dev/urandom; } > "$STORAGE/data.img"
-  if [ "${FAKE_INSTALL:-complete}" = complete ]; then
-    # What dockur's markWindowsBooted does once the firmware boots Windows from the disk.
-    createMarker "boot"
+  if [ "${DISK_FMT:-raw}" = qcow2 ]; then
+    qemu-img convert -f raw -O qcow2 "$STORAGE/data.img" "$STORAGE/data.qcow2"
+    rm -f "$STORAGE/data.img"
   fi
 else
   echo "rehearsal: dockur decides: boot the installed Windows"
@@ -316,6 +329,11 @@ if [ "${FAKE_GUEST:-normal}" = never ]; then
   exec sleep infinity
 fi
 python3 /usr/share/oa-rehearsal/guest.py "${VM_NET_IP:?}"
+# QEMU has exited: dockur's finish (power.sh) now runs markWindowsBooted, which writes the boot
+# marker once the firmware booted Windows from its disk; only then "Shutdown completed".
+if [ "$installing" = 1 ] && [ "${FAKE_INSTALL:-complete}" = complete ]; then
+  createMarker "boot"
+fi
 echo "❯ Shutdown completed!"
 '''
 
@@ -354,8 +372,9 @@ class Guest(BaseHTTPRequestHandler):
         if self.path != "/shutdown":
             self.send_error(404); return
         self._send({"status": "success", "message": "Shutdown initiated"})
-        print("guest: /shutdown, powering off in 2 s", flush=True)
-        power_off_in(2)
+        seconds = float(os.environ.get("FAKE_GUEST_POWEROFF_S") or 2)
+        print(f"guest: /shutdown, powering off in {seconds:g} s", flush=True)
+        power_off_in(seconds)
     def log_message(self, *args):
         pass
 

@@ -13,7 +13,7 @@ import pytest
 from infra import azure as infra_azure
 from infra import image_aws, image_azure
 from infra.offline import OfflineRun, run_offline
-from infra.settings import ImageSettings
+from infra.settings import ImageSettings, SettingsError
 from infra.tags import IMAGE_KEYS
 from tests.support.pool_programs import AwsLookups, make_settings
 
@@ -31,7 +31,10 @@ def _image(cloud: str, **changes: Any) -> ImageSettings:
         cloud, name="waa-img", storage_gb=112, expires_at=EXPIRES, workers=1, mode="build",
         image_id=None,
     )
-    return replace(ImageSettings(name="waa-img", builder=builder, created_at=CREATED), **changes)
+    # As the snapshot stages see it: the builder reported its digests (oa_vm.images).
+    image = ImageSettings(name="waa-img", builder=builder, created_at=CREATED,
+                          waa_digest=WAA_DIGEST, base_digest=BASE_DIGEST)
+    return replace(image, **changes)
 
 
 def _run(cloud: str, image: ImageSettings, stage: str, kept: str | None = None) -> OfflineRun:
@@ -95,7 +98,8 @@ def test_the_snapshot_is_tagged_as_an_image_with_both_digests(cloud: str) -> Non
     assert tags["oa-vm:licence-expires"] == "2026-05-30T12:00:00Z"
     assert "oa-vm:pool" not in tags, "pool cleanup must never take an image"
     # The builder's own inputs do not see the digests (its user data would change).
-    plain = _run(cloud, _image(cloud), "snapshot")
+    plain = _run(cloud, _image(cloud, waa_digest=WAA_DIGEST.replace("ab", "ef"),
+                                base_digest=BASE_DIGEST.replace("cd", "ef")), "snapshot")
 
     def builder_inputs(run: OfflineRun) -> dict[tuple[str, str], Any]:
         # by type and name: a schedule and its role policy share a name, and the engine
@@ -106,11 +110,22 @@ def test_the_snapshot_is_tagged_as_an_image_with_both_digests(cloud: str) -> Non
     assert builder_inputs(plain) == builder_inputs(run)
 
 
-def test_without_digests_the_tag_holds_the_reference_and_no_base_tag() -> None:
-    run = _run("aws", _image("aws"), "snapshot")
-    (snapshot,) = run.of_type(SNAPSHOT["aws"])
-    assert snapshot.inputs["tags"]["oa-vm:waa-image"] == "windowsarena/winarena:latest"
-    assert "oa-vm:base-image" not in snapshot.inputs["tags"]
+def test_the_builder_is_tagged_with_the_requested_reference_until_it_reports() -> None:
+    image = _image("azure", waa_digest="", base_digest="")
+    assert image.built_from("build") == ("windowsarena/winarena:latest", "")
+
+
+@pytest.mark.parametrize("cloud", ["aws", "azure"])
+@pytest.mark.parametrize("digests", [
+    {"waa_digest": "", "base_digest": ""},
+    {"waa_digest": "windowsarena/winarena:latest", "base_digest": BASE_DIGEST},
+    {"waa_digest": WAA_DIGEST, "base_digest": ""},
+])
+def test_a_snapshot_is_never_tagged_with_a_tag_name_for_a_digest(
+    cloud: str, digests: dict[str, str]
+) -> None:
+    with pytest.raises(SettingsError, match="digest"):
+        _run(cloud, _image(cloud, **digests), "snapshot")
 
 
 def test_the_build_exports_the_ami_it_used_and_a_pinned_ami_is_not_looked_up() -> None:

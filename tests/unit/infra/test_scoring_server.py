@@ -246,6 +246,22 @@ def test_waas_vm_file_getter_fills_the_tasks_own_cache(server: Server) -> None:
     assert _evaluate(server, missing).json()["score"] == 0.0  # WAA: get_vm_file gives None
 
 
+@pytest.mark.parametrize("task_id", ["../escaped", "a/../../escaped"])
+def test_a_task_id_never_names_a_cache_folder_outside_the_cache(
+    server: Server, task_id: str
+) -> None:
+    """The task's cache folder is named after its ID only when the ID is a plain name: an ID
+    from a request must not lead WAA's getters to write outside the cache."""
+    other = f"{DOCS}\\b.txt"
+    assert _setup(server, [_create(FILE_A, "same text"), _create(other, "same text")]).ok
+    task = _task("compare_text_file", {"type": "vm_file", "path": FILE_A, "dest": "a.txt"},
+                 {"type": "vm_file", "path": other, "dest": "b.txt"}, task_id=task_id)
+    answer = _evaluate(server, task)
+    assert answer.status_code == 200, answer.text
+    assert (server.cache / "_no_task_id" / "a.txt").read_text() == "same text"
+    assert not (server.cache.parent / "escaped").exists()
+
+
 def test_waas_file_exists_getter(server: Server) -> None:
     assert _setup(server, [_create(FILE_A, "x")]).ok
     exists = {"type": "vm_file_exists_in_vm_folder", "folder_name": DOCS, "file_name": "a.txt"}

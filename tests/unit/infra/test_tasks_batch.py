@@ -48,8 +48,13 @@ def _check_batch(url: str) -> None:
     assert body["missing"] == ["nope"]
     bad = requests.post(f"{url}/tasks/batch", json={"ids": "note-1"}, timeout=TIMEOUT)
     assert bad.status_code == 400 and "'ids'" in bad.json()["message"]
+    # The limit is 1000 IDs per request: exactly 1000 pass, 1001 do not (the catalog sends
+    # BULK_CHUNK at a time, and a server counting one too few would refuse a full chunk of a
+    # client sized to the limit).
+    full = requests.post(f"{url}/tasks/batch", json={"ids": ["x"] * 1000}, timeout=TIMEOUT)
+    assert full.status_code == 200 and full.json()["missing"] == ["x"] * 1000
     many = requests.post(f"{url}/tasks/batch", json={"ids": ["x"] * 1001}, timeout=TIMEOUT)
-    assert many.status_code == 400
+    assert many.status_code == 400 and "at most 1000 IDs" in many.json()["message"]
 
 
 def test_the_simulated_workers_scoring_server(local_worker: RunningWorker) -> None:

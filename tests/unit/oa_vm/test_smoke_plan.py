@@ -26,6 +26,40 @@ def test_deadlines_cover_the_slow_end_of_each_estimate() -> None:
     assert cloud_plan.BUILD_READY_S == 2 * 3600 and cloud_plan.WARM_READY_S == 20 * 60
 
 
+def _bootstrap_default(name: str, mode: str = "") -> float:
+    """A timeout default of the shipped bootstrap.sh (``${NAME:-seconds}``), read from the
+    script itself; ``mode`` picks the line after ``if/else`` of that mode when there are two."""
+    import re
+
+    text = (Path(__file__).resolve().parents[3] / "infra/worker/bootstrap.sh").read_text()
+    found = re.findall(r"\$\{" + name + r":-(\d+)\}", text)
+    assert found, name
+    return float(found[-1] if mode == "pool" else found[0])
+
+
+def test_deadlines_add_up() -> None:
+    """Each waiting side outlasts what it waits for: pool-wait (and smoke's wait) the host's own
+    budget for a first pool, the builder's life the build wait and the snapshot stage at its
+    slowest, and the plan's build price the snapshot stage too."""
+    import datetime as dt
+
+    from infra.image_aws import SNAPSHOT_TIMEOUTS
+    from oa_vm import api, images
+    from oa_vm.durations import parse_duration
+
+    host_budget = (_bootstrap_default("OA_VM_DEVICE_WAIT_S")
+                   + _bootstrap_default("OA_VM_GUEST_TIMEOUT_S", "pool")
+                   + _bootstrap_default("OA_VM_SCORING_TIMEOUT_S"))
+    assert wait_deadline_s() >= host_budget + 10 * 60  # and the boot, cloud-init, the load
+    assert wait_deadline_s() == cloud_plan.FIRST_POOL_WAIT_S == 70 * 60
+    import inspect
+
+    assert inspect.signature(api.wait_pool).parameters["timeout_s"].default == wait_deadline_s()
+    snapshot_s = parse_duration(str(SNAPSHOT_TIMEOUTS.create))
+    assert snapshot_s == cloud_plan.SNAPSHOT_MAX_S
+    assert dt.timedelta(seconds=images.BUILD_WAIT_S + snapshot_s) <= images.BUILDER_TTL
+
+
 def test_plan_bound_is_expiry_times_price_plus_the_builder(oa_home: Path) -> None:
     plan = make_plan(SmokeOptions(cloud="aws", region="us-east-1", name="smoke-u"))
     assert plan.image is None and plan.image_plan is not None  # no image here: a build

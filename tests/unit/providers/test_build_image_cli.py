@@ -17,6 +17,10 @@ from oa_vm.providers.aws import AwsProvider
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
 
+REPORTED = {"waa_image": "windowsarena/winarena@sha256:" + "0123" * 16,
+            "base_image": "dockurr/windows@sha256:" + "4567" * 16}
+"""What a builder reports: both images by digest."""
+
 
 def test_build_image_then_pool(oa_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = FakePulumiEngine(AwsLookups())
@@ -26,7 +30,7 @@ def test_build_image_then_pool(oa_home: Path, monkeypatch: pytest.MonkeyPatch) -
 
     def built(record: Any, outputs: Mapping[str, Any], progress: Any) -> dict[str, str]:
         progress(f"[    5s] {record.id}-builder: guest: waiting for Windows to answer /probe")
-        return {"waa_image": "windowsarena/winarena@sha256:0123"}
+        return dict(REPORTED)
 
     monkeypatch.setattr(images, "follow_builder", built)
     args = ["pool-create", "--cloud", "aws", "--region", "us-east-1", "--workers", "2",
@@ -41,7 +45,7 @@ def test_build_image_then_pool(oa_home: Path, monkeypatch: pytest.MonkeyPatch) -
     assert out.index("Plan: image waa-us-east-1-") < out.index("Plan: 2 worker(s) on aws")
     assert "keeping the image costs about $" in out and "guest: waiting for Windows" in out
     (image,) = image_records.list_records()
-    assert image.state == image_records.READY and image.waa_image.endswith("sha256:0123")
+    assert image.state == image_records.READY and image.waa_image == REPORTED["waa_image"]
     instances = [r for r in engine.live_resources("waa-eval")
                  if r["type"] == "aws:ec2/instance:Instance"]
     assert {r["inputs"]["ebsBlockDevices"][0]["snapshotId"] for r in instances} == {
@@ -59,8 +63,8 @@ def test_sweep_refuses_a_region_without_an_image_then_builds_it_with_build_image
     provider = AwsProvider(engine=engine, lister=lambda pool: [])
     monkeypatch.setattr("oa_vm.providers.get_provider", lambda cloud: provider)
     monkeypatch.setattr(api, "get_provider", lambda cloud: provider)
-    monkeypatch.setattr(images, "follow_builder", lambda record, outputs, progress: {
-        "waa_image": "windowsarena/winarena@sha256:0123"})
+    monkeypatch.setattr(images, "follow_builder",
+                        lambda record, outputs, progress: dict(REPORTED))
 
     snapshots: list[str] = []
 

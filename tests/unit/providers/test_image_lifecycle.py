@@ -28,8 +28,8 @@ from tests.support.pool_programs import AwsLookups
 
 INSTANCE = "aws:ec2/instance:Instance"
 SNAPSHOT = "aws:ebs/snapshot:Snapshot"
-DIGEST = "windowsarena/winarena@sha256:0123abcd"
-BASE_DIGEST = "dockurr/windows@sha256:4567ef01"
+DIGEST = "windowsarena/winarena@sha256:" + "0123abcd" * 8
+BASE_DIGEST = "dockurr/windows@sha256:" + "4567ef01" * 8
 
 
 class Lines(list[str]):
@@ -71,7 +71,7 @@ def build(provider: Any, engine: FakePulumiEngine, region: str = "us-east-1") ->
             (storage,) = builder["inputs"]["ebsBlockDevices"]
             assert "snapshotId" not in storage and storage["deleteOnTermination"] is True
         assert outputs["workers"][0]["ssh_user"] in ("ubuntu", "azureuser")
-        return {"waa_image": DIGEST, "built": "2026-03-01T12:00:00Z"}
+        return {"waa_image": DIGEST, "base_image": BASE_DIGEST, "built": "2026-03-01T12:00:00Z"}
 
     return images.create_image(provider, region, allow_cidrs=["198.51.100.7/32"],
                                owner="alice", wait_built=wait_built, progress=Lines())
@@ -139,6 +139,42 @@ def test_a_failed_build_removes_everything_and_names_the_step(
     assert "failed at the wait step" in str(info.value) and "kvm" in str(info.value)
     assert not engine.stacks, "builder and stack removed"
     assert image_records.list_records() == []
+
+
+@pytest.mark.parametrize("info", [
+    {"waa_image": "windowsarena/winarena:latest", "base_image": BASE_DIGEST},
+    {"waa_image": DIGEST},
+])
+def test_a_build_that_reports_no_digests_is_not_snapshotted(
+    aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path, info: dict[str, str]
+) -> None:
+    """The image's tags name the digests it was built from, never a tag name in their place."""
+    def reports(record: ImageRecord, outputs: Mapping[str, Any], progress: Any
+                ) -> dict[str, str]:
+        return info
+
+    with pytest.raises(ProvisioningError) as raised:
+        images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
+                            wait_built=reports)
+    assert "failed at the wait step" in str(raised.value)
+    assert "not a digest" in str(raised.value)
+    assert not engine.stacks and image_records.list_records() == []
+
+
+def test_the_build_plan_prices_the_snapshot_stage_and_outlives_it(
+    aws: AwsProvider, oa_home: Path
+) -> None:
+    from oa_vm import cloud_plan
+
+    plan = images.plan_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice")
+    hours = (cloud_plan.BUILD_READY_S + cloud_plan.SNAPSHOT_READY_S) / 3600
+    assert plan.price_per_hour is not None
+    note = next(n for n in plan.notes if n.startswith("the builder runs about"))
+    assert f"about {hours:.1f} h with the snapshot stage (${plan.price_per_hour * hours:.2f}" \
+        in note
+    ttl_h = images.BUILDER_TTL.total_seconds() / 3600
+    assert ttl_h * 3600 >= images.BUILD_WAIT_S + cloud_plan.SNAPSHOT_MAX_S
+    assert f"it ends itself after {ttl_h:g} h" in note
 
 
 def test_a_real_create_without_an_image_refuses_before_anything(
@@ -233,7 +269,7 @@ def test_the_snapshot_update_changes_no_builder_input(
     def wait_built(record: ImageRecord, outputs: Mapping[str, Any], progress: Any
                    ) -> dict[str, str]:
         lookups.ami = "ami-0fffffffffffffff1"
-        return {"waa_image": DIGEST}
+        return {"waa_image": DIGEST, "base_image": BASE_DIGEST}
 
     images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
                         wait_built=wait_built)
