@@ -121,6 +121,20 @@ def parse_host_report(output: str) -> HostReport:
     )
 
 
+def delivery_command(payload: str) -> str:
+    """One remote shell command that unpacks ``payload`` (the scorer's files,
+    :func:`infra.worker.cloud_init.late_payload`) into the host's delivery folder, whole: into a
+    temporary folder first, then renamed, so the bootstrap never sees half of it. As root, or
+    through sudo -n (never prompting)."""
+    folder = _on_host(units.DELIVERY_DIR)
+    return (
+        f"S=; [ \"$(id -u)\" = 0 ] || S='sudo -n'; D={folder}; "
+        '$S rm -rf "$D.tmp" && $S mkdir -p "$D.tmp" && '
+        f"printf %s '{payload}' | base64 -d | $S tar -xzf - -C \"$D.tmp\" && "
+        '$S rm -rf "$D" && $S mv "$D.tmp" "$D"'
+    )
+
+
 def logs_hint(ssh: SshEndpoint) -> str:
     """How to read a worker's bootstrap and container logs by hand."""
     return (

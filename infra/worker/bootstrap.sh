@@ -166,6 +166,26 @@ run_container() {
     fail "docker run failed (see: journalctl -u oa-vm-bootstrap)"
 }
 
+# await_files: the scorer's files (units.LATE_FILES), which 'oa-vm pool-wait' delivers over SSH
+# into the delivery folder: AWS's user data has no room for them. A rehearsal that ships every
+# file has them already.
+await_files() {
+  local timeout_s="${OA_VM_DELIVERY_TIMEOUT_S:-3600}" name
+  local deadline=$(($(date +%s) + timeout_s))
+  local delivered="$OA_VM_STATE_DIR/delivery"
+  [ -f "$here/scoring_server.py" ] && return 0
+  step files "waiting for 'oa-vm pool-wait --name ${OA_VM_POOL:-POOL}' to deliver the scoring server (up to ${timeout_s}s)"
+  until [ -f "$delivered/scoring_server.py" ]; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      fail "the scoring server's files were not delivered within ${timeout_s}s: run 'oa-vm pool-wait --name ${OA_VM_POOL:-POOL}'"
+    fi
+    sleep "$poll_s"
+  done
+  for name in scoring_server.py scoring_rules.py relay.py; do
+    install -m 0644 "$delivered/$name" "$here/$name" || fail "could not install the delivered $name"
+  done
+}
+
 # apply_egress: the guest's egress boundary, in place before Windows boots (egress.sh; a worker
 # from before egress modes has no OA_VM_EGRESS and keeps its old behaviour).
 apply_egress() {
@@ -326,5 +346,6 @@ else
   # booted guest; inside pool-wait's 40 min.
   wait_guest "${OA_VM_GUEST_TIMEOUT_S:-2100}"
   prove_egress
+  await_files
   finish_pool
 fi

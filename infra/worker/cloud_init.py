@@ -168,6 +168,26 @@ def worker_env(settings: PoolSettings, facts: HostFacts) -> str:
     return "".join(f"{key}={q(value)}\n" for key, value in values.items())
 
 
+def late_payload(files: WorkerFiles | None = None) -> str:
+    """:data:`units.LATE_FILES` in their shipped form as a gzipped tar, base64: what ``pool-wait``
+    hands a host whose bootstrap waits in its ``files`` step (deterministic: the same bytes for
+    the same files)."""
+    import base64
+    import gzip
+    import io
+    import tarfile
+
+    files = files or WorkerFiles.from_package()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name in units.LATE_FILES:
+            data = files.files[name].encode("utf-8")
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return base64.b64encode(gzip.compress(buffer.getvalue(), mtime=0)).decode("ascii")
+
+
 def egress_files(settings: PoolSettings) -> dict[str, str]:
     """The pool's egress tables and allow-list, by name under ``/opt/oa-vm`` (``egress.sh``
     loads them). An image builder's guest installs Windows and WAA's software from the internet:
@@ -190,7 +210,8 @@ def cloud_config(
     files = files or WorkerFiles.from_package()
     ship = units.SHIP_DIR
     write_files = [_file("/etc/oa-vm/worker.env", worker_env(settings, facts))]
-    shipped = {**files.files, **egress_files(settings)}
+    shipped = {name: text for name, text in files.files.items() if name not in units.LATE_FILES}
+    shipped.update(egress_files(settings))
     for name, content in sorted(shipped.items()):
         mode = "0755" if name.endswith(".sh") else "0644"
         write_files.append(_file(f"{ship}/{name}", content, mode))

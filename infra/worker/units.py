@@ -69,6 +69,12 @@ STATIC_UNITS = (
     "oa-vm-bootstrap.service", "oa-vm-scoring.service", "oa-vm-bridge.service",
     "oa-vm-egress.service", "oa-vm-egress.timer",
 )
+LATE_FILES = ("scoring_server.py", "scoring_rules.py", "relay.py")
+"""Shipped by ``pool-wait`` over SSH, not in the cloud-init: AWS caps user data at 16 KiB, and the
+scorer is needed only once a pool's guest is up (an image builder never runs it). ``bootstrap.sh``
+waits for them in the ``files`` step; :func:`infra.worker.cloud_init.late_payload` packs them."""
+DELIVERY_DIR = f"{STATE_DIR}/delivery"
+"""Where ``pool-wait`` unpacks :data:`LATE_FILES` (whole: a folder renamed into place)."""
 DOCKERFILE = "waa-image/Dockerfile"
 EGRESS_ALLOWLIST = "egress-allowlist.txt"
 """The allow-list of egress mode ``allowlist`` (by default every host WAA's setup steps name)."""

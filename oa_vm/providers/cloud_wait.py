@@ -131,6 +131,16 @@ def worker_phase(
     if notice is not None:  # a spot interruption notice (spot_watch.sh): going away
         mark_draining(worker, notice)
         return "draining", False
+    if status.get("state") == "running" and status.get("step") == "files":
+        # the scorer's files do not fit AWS's user data: the bootstrap waits for them here
+        from infra.worker.cloud_init import late_payload
+        from oa_vm.host_status import delivery_command
+
+        try:
+            runner.run(worker.ssh, delivery_command(late_payload()), COMMAND_TIMEOUT_S)
+        except RemoteUnreachableError as exc:
+            return _unreachable(worker, "bootstrap: files", exc)
+        return _fail(worker, "bootstrap: files", "the scoring server's files delivered")
     if status.get("state") != "done":
         return _fail(worker, f"bootstrap: {status.get('step', '?')}",
                      _with_log(status.get("message", ""), report))

@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 import base64
 import gzip
+import io
 import shlex
 import subprocess
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from infra import aws as infra_aws
 from infra import azure as infra_azure
 from infra.worker import cloud_init, units
 from infra.worker.cloud_init import ship_python, ship_text
-from tests.support.pool_programs import make_settings
+from tests.support.pool_programs import AWS_IMAGE, make_settings
 
 ROOT = Path(__file__).resolve().parents[3]
 WORKER = ROOT / "infra" / "worker"
@@ -68,19 +70,24 @@ def test_ships_the_scripts_servers_and_dockerfile_verbatim() -> None:
         code = [line for line in text.splitlines()
                 if line.strip() and not line.lstrip().startswith("#")]
         assert _content(files[shipped]).splitlines()[-len(code):] == code, shipped
+    late = _late_files()
     for shipped, source in [
-        ("/opt/oa-vm/scoring_server.py", WORKER / "scoring_server.py"),
-        ("/opt/oa-vm/scoring_rules.py", ROOT / "infra/scoring_rules.py"),
-        ("/opt/oa-vm/relay.py", WORKER / "relay.py"),
+        ("scoring_server.py", WORKER / "scoring_server.py"),
+        ("scoring_rules.py", ROOT / "infra/scoring_rules.py"),
+        ("relay.py", WORKER / "relay.py"),
+        ("/opt/oa-vm/qmp_snapshot.py", WORKER / "qmp_snapshot.py"),
     ]:
-        # The same program (its syntax tree, docstrings aside), without comments or docstrings.
+        # The same program (its syntax tree, docstrings aside), without comments or docstrings;
+        # the scorer's files in pool-wait's delivery, not in the user data.
         text = source.read_text(encoding="utf-8")
-        assert _content(files[shipped]) == ship_python(text), shipped
-        assert len(_content(files[shipped])) < len(text)
+        content = late[shipped] if shipped in late else _content(files[shipped])
+        assert f"/opt/oa-vm/{shipped}" not in files or shipped not in late, shipped
+        assert content == ship_python(text), shipped
+        assert len(content) < len(text)
         names = [
             {n.name for n in ast.walk(ast.parse(t))
              if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-            for t in (text, _content(files[shipped]))
+            for t in (text, content)
         ]
         assert names[0] == names[1], shipped
     assert files["/opt/oa-vm/bootstrap.sh"]["permissions"] == "0755"
@@ -129,12 +136,32 @@ def test_expiry_timer_is_armed_first_on_aws_only() -> None:
     assert "/etc/systemd/system/oa-vm-expiry.timer" not in _files(_doc("azure"))
 
 
-def test_rendering_is_deterministic_and_fits_aws_user_data() -> None:
+def _late_files() -> dict[str, str]:
+    payload = base64.b64decode(cloud_init.late_payload())
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(payload))) as tar:
+        return {m.name: tar.extractfile(m).read().decode()  # type: ignore[union-attr]
+                for m in tar.getmembers()}
+
+
+def test_the_late_files_travel_whole_and_the_same_each_time() -> None:
+    assert sorted(_late_files()) == sorted(units.LATE_FILES)
+    assert cloud_init.late_payload() == cloud_init.late_payload()
+
+
+@pytest.mark.parametrize("spot", [False, True])
+@pytest.mark.parametrize("mode", ["pool", "build"])
+def test_rendering_is_deterministic_and_fits_aws_user_data_with_room_to_spare(
+    spot: bool, mode: str
+) -> None:
     settings = make_settings("azure")
     facts = infra_azure.HOST_FACTS
     assert cloud_init.render(settings, facts) == cloud_init.render(settings, facts)
-    raw = gzip.compress(cloud_init.render(make_settings("aws"), infra_aws.HOST_FACTS).encode())
-    assert len(raw) < cloud_init.MAX_USER_DATA
+    aws_settings = make_settings("aws", spot=spot, mode=mode,
+                                 image_id=None if mode == "build" else AWS_IMAGE)
+    raw = gzip.compress(cloud_init.render(aws_settings, infra_aws.HOST_FACTS).encode())
+    # 2 KiB of room: what the worker ships grows with every feature; it must not reach the cap
+    # unnoticed (the scorer's files already travel over SSH: units.LATE_FILES)
+    assert len(raw) < cloud_init.MAX_USER_DATA - 2048, len(raw)
 
 
 def test_expiry_calendar_is_utc() -> None:
