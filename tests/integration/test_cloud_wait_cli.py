@@ -96,6 +96,23 @@ def test_a_failed_bootstrap_is_shown_and_ends_the_wait(
     assert "refresh" in calls, "the wait asked the engine about the pool"
 
 
+def test_a_failed_egress_proof_keeps_the_worker_out_of_the_ready_set_in_one_line(
+    host: HostSshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The status ``egress.sh prove`` writes when the guest reached what it must not (its
+    rehearsal: tests/integration/test_egress_rehearsal.py) ends the wait for that worker."""
+    home = tmp_path / "home"
+    _pool(home, host, monkeypatch)
+    set_outcomes(host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000")
+    _status(host, "state=failed\nstep=egress\nmessage=egress proof failed (web): the guest "
+                  "reached 169.254.169.254:80, which the egress policy must block\n")
+    result = run_cli("oa-vm", "pool-wait", "--name", "waa", home=home, env=_engine_env(tmp_path))
+    line = result.assert_one_line_error()
+    assert "waa-w0: failed at egress: egress proof failed (web): the guest reached " \
+           "169.254.169.254:80" in line
+    assert state.load("waa").workers[0].state == WorkerState.LOST
+
+
 def test_a_worker_still_installing_shows_its_step_and_last_log_until_the_deadline(
     host: HostSshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
