@@ -107,10 +107,13 @@ def test_the_warning_blames_the_agent_only_when_it_is_the_agents(
 
 
 def test_success_rate_is_none_when_every_task_errored() -> None:
-    errored = [{"task_id": t, "status": "error", "error_type": "agent", "success": False,
-                "score": 0.0} for t in ("a", "b")]
+    errored = [{"task_id": t, "status": "error", "error_type": "infrastructure",
+                "success": False, "score": 0.0} for t in ("a", "b")]
 
     assert compute_metrics(errored)["success_rate"] is None  # the CLI's n/a
+    # an agent's own errors are its failures (docs/results.md): they count against it
+    crashed = [{**e, "error_type": "agent"} for e in errored]
+    assert compute_metrics(crashed)["success_rate"] == 0.0
     assert compute_metrics([])["success_rate"] == 0.0  # the reference's empty result
     mixed = [*errored, {"task_id": "c", "status": "failure", "success": False, "score": 0.0}]
     assert compute_metrics(mixed)["success_rate"] == 0.0

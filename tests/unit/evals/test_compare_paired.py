@@ -33,7 +33,7 @@ def test_the_tasks_b_does_better_on_are_counted_for_b() -> None:
     assert rate is not None
     assert (rate.a, rate.b) == (0.5, 0.75)
     assert rate.difference.estimate == pytest.approx(0.25)
-    assert rate.test.name == "McNemar exact"
+    assert rate.test.name == "paired score test (t)"
     assert (rate.test.b_better, rate.test.a_better) == (2, 1)
 
 
@@ -48,11 +48,18 @@ def test_a_clear_win_of_b_is_said_as_b_better() -> None:
 
 def test_the_pooled_rate_counts_both_runs_outcomes() -> None:
     # no task changed: the spread of the differences says nothing, the pooled rate decides
-    a, b = _runs({"s": ("success", "success"), "f1": ("failure", "failure"),
-                  "f2": ("failure", "failure"), "f3": ("failure", "failure")})
+    pairs = {f"s{i}": ("success", "success") for i in range(6)}
+    pairs.update({f"f{i}": ("failure", "failure") for i in range(18)})
+    a, b = _runs(pairs)
     paired = paired_comparison(a, b, seed=1)
+    ones = [1] * 6 + [0] * 18
+    # each task's successes of both runs together, over both runs' trials
+    assert paired.minimum_detectable is not None
     assert paired.minimum_detectable == pytest.approx(
-        stats.minimum_detectable_difference([0.0] * 4, 0.25))
+        stats.detectable_difference(ones, ones, [1] * 24, seed=1))
+    assert paired.minimum_detectable != pytest.approx(
+        stats.detectable_difference([2 * x for x in ones], [2 * x for x in ones], [1] * 24,
+                                    seed=1))
 
 
 def test_a_task_one_run_did_not_score_is_not_paired() -> None:

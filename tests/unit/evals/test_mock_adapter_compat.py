@@ -233,7 +233,8 @@ def test_an_agent_error_is_an_error_not_a_zero() -> None:
     assert [r.status for r in results] == ["success", "error", "success"]
     assert results[1].error_type == "agent" and "model timed out" in (results[1].error or "")
     metrics = compute_metrics(results)
-    assert (metrics["success_rate"], metrics["error_count"]) == (1.0, 1)
+    # listed as an error, and counted against the agent (docs/results.md): never a better rate
+    assert (metrics["success_rate"], metrics["error_count"]) == (pytest.approx(2 / 3), 1)
 
 
 def test_unknown_ids_are_all_listed_before_anything_runs() -> None:

@@ -177,7 +177,15 @@ def test_run_folder_of_an_earlier_version_loads_and_summarizes_the_same(tmp_path
     assert second is not None and second.error_type is ErrorType.TIMEOUT and second.trial == 2
     assert len(read_records(run)) == 6
     expected = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-    assert json.loads(json.dumps(compute_summary(run))) == expected
+    summary = json.loads(json.dumps(compute_summary(run)))
+    # The figures docs/results.md redefined since that release (an agent's own errors count
+    # against it; intervals that never collapse; pass@k over one task set) are computed anew;
+    # every other figure is the earlier release's, and none of its keys is gone.
+    redefined = {"agent_errors", "avg_score", "by_domain", "flaky_tasks", "mean_score_ci",
+                 "pass_all_k", "pass_at_k", "success_rate", "success_rate_ci"}
+    assert set(expected) <= set(summary)
+    assert {k: v for k, v in summary.items() if k in expected and k not in redefined} == {
+        k: v for k, v in expected.items() if k not in redefined}
 
 
 def test_a_record_that_does_not_parse_is_named(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from oa_vm import image_records, images, state
+from oa_vm import image_records, images, state, timings
 from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.image_records import ImageRecord
 from oa_vm.providers.aws import AwsProvider
@@ -114,7 +114,7 @@ def test_a_pool_starts_from_the_image_and_its_cleanup_keeps_the_image(
         (storage,) = inst["inputs"]["ebsBlockDevices"]
         assert storage["snapshotId"] == image.cloud_id
     assert pool.settings["image"]["id"] == image.id
-    assert pool.settings["wait_timeout_s"] == 40 * 60  # covers a first pool: 15-35 min
+    assert pool.settings["wait_timeout_s"] == timings.FIRST_POOL_WAIT_S  # the host's own budget
     report = aws.destroy(pool, Lines())
     assert not report.left and not engine.live_resources("waa-eval")
     assert engine.live_types(image.stack) == [SNAPSHOT], "pool cleanup keeps the image"
