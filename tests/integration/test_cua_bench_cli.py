@@ -24,6 +24,7 @@ from tests.support.cli import Result, run_cli
 from tests.support.run_records import read_records as read_by_folder
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.integration,
     pytest.mark.timeout(900),  # several runs, each worker with its browser, on 2 shared cores
     pytest.mark.skipif(find_chromium() is None, reason="needs Chromium (Debian's chromium)"),

@@ -32,8 +32,8 @@ def _unavailable() -> str | None:
     return dockur_qemu.available()
 
 
-pytestmark = pytest.mark.skipif(_unavailable() is not None,
-                                reason=f"dockur QEMU rehearsal: {_unavailable()}")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(_unavailable() is not None,
+                                reason=f"dockur QEMU rehearsal: {_unavailable()}")]
 
 
 def _reset(root: Path, guest: tiny_guest.TinyGuest, *args: str) -> tuple[int, dict[str, object]]:

@@ -37,8 +37,8 @@ def _unavailable() -> str | None:
     return None
 
 
-pytestmark = pytest.mark.skipif(_unavailable() is not None, reason=f"QEMU rehearsal: "
-                                f"{_unavailable()}")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    _unavailable() is not None, reason=f"QEMU rehearsal: {_unavailable()}")]
 
 
 class Watcher:

@@ -18,7 +18,7 @@ import typer
 
 from tests.support.cli import run_cli
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "run_folders" / "two-pools"
 SCRIPTS = {"openadapt-evals": "evals.cli", "oa-vm": "oa_vm.cli",

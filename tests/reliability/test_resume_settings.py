@@ -21,7 +21,7 @@ import pytest
 from oa_vm import api, state
 from tests.support.cli import BIN
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
 POOL = "same"
