@@ -115,7 +115,7 @@ def test_help_lists_new_names_first_and_durations_with_units(home: Path) -> None
     assert "[default: 1m]" in run and "[default: 0s]" in run
     assert re.search(r"--wait-for-pool <duration> .*\(give a unit\)", run), run
     sweep = help_of("openadapt-evals", "sweep")
-    assert "-n, --pool, --name <str>" in sweep and "[default: 40m]" in sweep
+    assert "-n, --pool, --name <str>" in sweep and "[default: 1h10m]" in sweep
     assert "--price-per-hour, --vm-hourly <float>" in help_of(FLOW)
     for text in (create, pause, run, sweep):
         assert not re.search(r"\[default: \d+\.\d+\]", text), text  # 600.0, 4.0, 7.0...

@@ -110,7 +110,7 @@ def test_one_run_over_two_pools_prices_each_pool_and_names_where_tasks_ran(
     assert metadata["pool"] == "pa+pb" and metadata["cloud"] == "local"
     assert metadata["price_per_hour"] is None  # the prices differ: see "pools"
     assert metadata["pools"] == [
-        {"name": p, "cloud": "local", "price_per_hour": PRICES[p],
+        {"name": p, "cloud": "local", "price_per_hour": PRICES[p], "egress": "none",
          "workers": [f"{p}/worker-0", f"{p}/worker-1"]} for p in ("pa", "pb")
     ]
     assert metadata["workers"] == [f"{p}/worker-{i}" for p in ("pa", "pb") for i in (0, 1)]

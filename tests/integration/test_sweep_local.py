@@ -153,7 +153,9 @@ def test_an_interrupted_sweep_removes_its_pool_and_can_be_resumed(
 
     resumed_args = [a for a in args if a != str(results)][:-1]
     resumed_args[resumed_args.index("--step-pause") + 1] = "0.1"
-    resumed = evals(*resumed_args, "--resume", home=home, results=results)
+    # a faster pause for the rest: a recorded setting, so the change is asked for and recorded
+    resumed = evals(*resumed_args, "--resume", "--allow-change", "step-pause", home=home,
+                    results=results)
     assert resumed.returncode == 0, resumed.stderr
     records = read_records(results / "cut")
     assert len(records) == LOCAL_TASKS
