@@ -31,6 +31,9 @@ from tests.support.cli import run_cli
 from tests.support.host_standins import HostSshServer, set_outcomes, write_standins
 from tests.support.worker_proc import WorkerProcess, running_worker
 
+WAA_DIGEST = "windowsarena/winarena@sha256:" + "0123" * 16
+"""What the fake builder reports: a real digest's shape (a build refuses tag names)."""
+
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
 SCORED = ("settings", "46adf721-2949-4426-b069-010b7c128d8f-wos")
@@ -124,7 +127,7 @@ def _save_image(home: Path) -> None:
             id="waa-us-east-1-20261130-1200", cloud="aws", region="us-east-1",
             state=image_records.READY, size_gb=60, created_at=state.utcnow(),
             licence_expires=state.utcnow() + timedelta(days=80),
-            waa_image="windowsarena/winarena@sha256:0123012301230123012301230123012301230123012301230123012301230123", builder_size="m8i.2xlarge",
+            waa_image=WAA_DIGEST, builder_size="m8i.2xlarge",
             project="oa-vm-aws-images", stack="waa-us-east-1-20261130-1200",
             owner="alice", cloud_id="snap-0123456789abcdef0",
         ))
@@ -137,7 +140,7 @@ def _builder_state(folder: Path) -> Path:
     folder.mkdir()
     (folder / "status").write_text("state=done\nstep=built\nmessage=Windows installed and "
                                    "shut down\n")
-    (folder / "image-info").write_text("waa_image=windowsarena/winarena@sha256:0123012301230123012301230123012301230123012301230123012301230123\n"
+    (folder / "image-info").write_text("waa_image=" + WAA_DIGEST + "\n"
                                        "built=2026-12-01T09:00:00Z\n")
     return folder
 
