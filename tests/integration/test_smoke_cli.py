@@ -141,6 +141,7 @@ def _builder_state(folder: Path) -> Path:
     (folder / "status").write_text("state=done\nstep=built\nmessage=Windows installed and "
                                    "shut down\n")
     (folder / "image-info").write_text("waa_image=" + WAA_DIGEST + "\n"
+                                       "base_image=dockurr/windows@sha256:" + "4567" * 16 + "\n"
                                        "built=2026-12-01T09:00:00Z\n")
     return folder
 
