@@ -156,6 +156,9 @@ class Dispatcher:
         draining: A worker's drain notice, or None.
         fence: Raises one of :data:`FENCE_ERRORS` once the run's pool lease is lost; asked
             before every request, lease and repair (see the module docstring).
+        fence_token: The lease generation a worker's requests carry, by worker name
+            (``waa_client.FENCE_HEADER``): the worker refuses a request sent by this run after
+            a later holder's, which closes the moment between ``fence`` and the request.
         resets: The reset of each worker before each task, by worker name
             (:func:`evals.reset.plan_resets`); a worker without one gets WAA's stock reset
             inside :func:`evals.agent_loop.run_task`, unrecorded.
@@ -176,10 +179,12 @@ class Dispatcher:
         draining: Callable[[str], object | None] | None = None,
         fence: Callable[[], None] | None = None,
         resets: Mapping[str, WorkerReset] | None = None,
+        fence_token: Callable[[str], str | None] | None = None,
     ) -> None:
         self.folder = folder
         # Raises one of FENCE_ERRORS once the run's pool lease is lost (see the module).
         self.fence = fence or (lambda: None)
+        self.fence_token = fence_token or (lambda _worker: None)
         self._fenced: BaseException | None = None
         self.resets = resets or {}
         self.repair = repair  # gives a replacement for a quarantined worker (run --repair)
@@ -412,6 +417,8 @@ class Dispatcher:
             self.queue.spread_trials(task_id, worker.name)  # other trials: other workers
         with self._state_lock:
             self._running[worker.name] = task_id
+        # every request of this attempt (a repaired worker's new clients too) carries the lease
+        worker.waa.fence_token = worker.scoring.fence_token = self.fence_token(worker.name)
         self._emit(EventKind.TASK_STARTED, task_id=task_id, worker=worker.name)
         _keep_earlier_evidence(self.folder.task_dir(task_id))
         began = time.monotonic()
@@ -419,7 +426,7 @@ class Dispatcher:
         try:
             # the reset (evals.reset) is its own step: a clean restore may take minutes on a
             # cloud worker, so the task's own time limit starts after it
-            done_reset = None if reset is None else reset.before_task(worker)
+            done_reset = None if reset is None else reset.before_task(worker, self.fence)
             task = self.tasks[base]
             if is_cua_task(task):  # a Cua-Bench variant: its module's setup and evaluate
                 execution = run_cua_task(

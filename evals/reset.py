@@ -126,13 +126,22 @@ class WorkerReset:
         self._connection: WorkerConnection | None = None
         self._control: SnapshotControl | None = None
 
-    def before_task(self, worker: WorkerConnection) -> ResetDone:
+    def before_task(
+        self, worker: WorkerConnection, fence: Callable[[], None] = lambda: None
+    ) -> ResetDone:
         """Reset ``worker`` for the next task.
+
+        ``fence`` is the run's lease check (``evals.dispatcher``), asked before each call that
+        changes the worker: a controller that woke from a freeze must not restore a desktop
+        another run is using. The snapshot control's requests carry the worker clients' lease
+        generation (``waa_client.FENCE_HEADER``) as theirs do.
 
         Raises:
             ResetFailed: the reset could not be done (the task gets an error record).
+            oa_vm.lease.LeaseLostError, oa_vm.lease.PoolRemovingError: ``fence`` refused.
         """
         began = time.monotonic()
+        fence()
         if self.kind == ResetMode.STOCK:
             try:
                 worker.waa.close_all()
@@ -151,8 +160,9 @@ class WorkerReset:
             self.fallback_reason = f"the clean snapshot could not be taken: {exc}"
             log.warning("worker %s: %s; resetting it the stock way from now on", worker.name,
                         self.fallback_reason)
-            return self.before_task(worker)
+            return self.before_task(worker, fence)
         try:
+            fence()
             restored = control.restore()
         except SnapshotError as exc:
             raise ResetFailed(ErrorType.INFRASTRUCTURE, f"clean reset failed: {exc}") from exc
@@ -164,9 +174,11 @@ class WorkerReset:
     def _ensure_snapshot(self, worker: WorkerConnection) -> SnapshotControl:
         """The worker's control; takes the tokened snapshot the first time it is missing."""
         if self._control is not None and self._connection is worker:
+            _carry_fence(self._control, worker)
             return self._control
         assert self.resolve is not None, "a clean reset needs a snapshot control"
         control = self.resolve(worker)
+        _carry_fence(control, worker)
         held = control.check()
         if not held.token:
             if held.snapshot:
@@ -216,6 +228,15 @@ class WorkerReset:
         self._write_marker(worker)
         ok = bool(expected) and token == expected and marker_gone
         return {"token": token, "expected": expected, "marker_gone": marker_gone, "ok": ok}
+
+
+def _carry_fence(control: SnapshotControl, worker: WorkerConnection) -> None:
+    """Send ``worker``'s lease generation with the control's requests too (an HTTP control:
+    a simulated worker's, which refuses an earlier holder's restore like any other request)."""
+    from waa_client.http import HttpClient
+
+    if isinstance(control, HttpClient):
+        control.fence_token = worker.scoring.fence_token
 
 
 def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, WorkerReset]:

@@ -551,8 +551,22 @@ def _leased(
         resets = plan_resets(config.reset, pools)
         return _run_in_folder(
             folder, config, pools, tasks, infos, make_agent, previous, on_event, resets,
-            fence=_fence(list(holds.values())), changes=changes, locked=locked,
+            fence=_fence(list(holds.values())), fence_token=_fence_token(holds),
+            changes=changes, locked=locked,
         )
+
+
+def _fence_token(holds: Mapping[str, Hold]) -> Callable[[str], str | None]:
+    """The lease generation a worker's requests carry, by worker name (``<pool>/<worker>`` in a
+    multi-pool run): the worker refuses requests of an earlier holder (``oa_vm.lease``)."""
+    from evals.pools import split
+
+    def token(worker: str) -> str | None:
+        pool, _ = split(worker)
+        hold = holds.get(pool) if pool is not None else next(iter(holds.values()), None)
+        return None if hold is None or hold.generation is None else str(hold.generation)
+
+    return token
 
 
 def _fence(holds: list[Hold]) -> Callable[[], None]:
@@ -770,6 +784,7 @@ def _run_in_folder(
     resets: Mapping[str, WorkerReset] | None = None,
     *,
     fence: Callable[[], None] | None = None,
+    fence_token: Callable[[str], str | None] | None = None,
     changes: list[dict[str, Any]] | None = None,
     locked: bool = False,
 ) -> RunResult:
@@ -878,6 +893,7 @@ def _run_in_folder(
                 repair=helpers.repair,
                 draining=helpers.draining,
                 fence=fence,
+                fence_token=fence_token,
                 resets=resets,
             )
             try:

@@ -22,6 +22,15 @@ before it removes anything, under the lease's lock, then waits for a repair in p
 its record (:func:`fleet_lock`). From then on :func:`save_fenced` refuses every record write
 (:class:`PoolRemovingError`), so nothing recreates the pool or any of its workers.
 
+The workers fence too. Between a holder's check and the request it then sends there is a
+moment; a controller frozen in it (a laptop's lid closed mid-call) sends that one request on
+waking, into the run that took its pool over. So every acquisition also gets a *generation*,
+one more than any before it on the pool (kept in ``lease.generation``, which outlives the
+lease), and the run's worker clients send it with each request (``X-OA-VM-Fence``,
+:data:`waa_client.FENCE_HEADER`): a worker that has seen a higher generation refuses the
+request unplayed (the simulated worker does; ``docs/reliability.md`` says what a cloud worker
+does).
+
 For drills and shared folders, ``OA_VM_HOST_ID`` replaces the host name a lease is taken under
 and ``OA_VM_LEASE_STALE_S`` the staleness limit.
 """
@@ -50,6 +59,8 @@ if TYPE_CHECKING:
 HEARTBEAT_S = 10.0
 STALE_AFTER_S = 120.0
 _WAIT_POLL_S = 0.5
+GENERATION_FILE = "lease.generation"
+"""The highest generation given on the pool so far (it outlives each lease)."""
 REMOVING = "removing"
 """The file ``pool-cleanup`` leaves in a pool's folder before it removes anything."""
 
@@ -183,15 +194,31 @@ def try_acquire(
                 and not take_over):
             return current
         pid = os.getpid()
+        generation = _next_generation(pool, current)
         lease: dict[str, Any] = {
             "host": host_id(), "pid": pid, "pid_start": _process_start(pid),
-            "run": run, "token": token,
+            "run": run, "token": token, "generation": generation,
             "acquired": time.time(), "heartbeat": time.time(),
         }
         if operation:
             lease["operation"] = operation
         state.atomic_write_json(lease_path(pool), lease)
         return None
+
+
+def _next_generation(pool: str, current: dict[str, Any] | None) -> int:
+    """One more than any generation given on ``pool`` (called under the lease's lock); the
+    count is kept in :data:`GENERATION_FILE` before the lease that carries it is written."""
+    path = state.pool_dir(pool) / GENERATION_FILE
+    try:
+        highest = int(path.read_text(encoding="utf-8").strip() or 0)
+    except (OSError, ValueError):
+        highest = 0
+    if current is not None and isinstance(current.get("generation"), int):
+        highest = max(highest, current["generation"])
+    generation = highest + 1
+    safe_fs.write_atomic(path, f"{generation}\n")
+    return generation
 
 
 def _beat(pool: str, token: str) -> bool:
@@ -224,11 +251,14 @@ class Hold:
         pool: The pool.
         token: Identifies this acquisition (no two are alike): the fence compares it, and
             nothing else, with the lease on file.
+        generation: The acquisition's place in the pool's order of holders (see the module):
+            what the run's requests carry so that a worker refuses an earlier holder's.
     """
 
-    def __init__(self, pool: str, token: str) -> None:
+    def __init__(self, pool: str, token: str, generation: int | None = None) -> None:
         self.pool = pool
         self.token = token
+        self.generation = generation
         self.lost = threading.Event()
         self._holder: str | None = None
         self._verified: tuple[int, int, int] | None = None
@@ -293,7 +323,9 @@ def hold_pool(pool: str, run: str, *, wait_s: float = 0.0) -> Iterator[Hold]:
         if time.monotonic() >= deadline:
             raise PoolBusyError(pool, describe(holder))
         time.sleep(_WAIT_POLL_S)
-    hold = Hold(pool, token)
+    taken = read_lease(pool)
+    generation = taken.get("generation") if taken is not None and _ours(taken, token) else None
+    hold = Hold(pool, token, generation if isinstance(generation, int) else None)
     with _kept(pool, token, hold):
         yield hold
 

@@ -27,7 +27,7 @@ from waa_client.errors import (
     WorkerTimeoutError,
     WorkerUnreachableError,
 )
-from waa_client.http import no_retry_waits
+from waa_client.http import FENCE_HEADER, no_retry_waits
 from waa_client.scoring import ScoringClient
 from waa_client.waa import WaaClient
 
@@ -45,6 +45,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'waa_client' has no attribute {name!r}")
 
 __all__ = [
+    "FENCE_HEADER",
     "Catalog",
     "CatalogError",
     "HostKeyMismatchError",

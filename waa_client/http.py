@@ -39,7 +39,7 @@ from waa_client.errors import (
 from waa_client.retry import backoff_s, no_retry_waits
 from waa_client.transport import LeanSession
 
-__all__ = ["DEFAULT_BACKOFF_MAX", "HttpClient", "backoff_s", "no_retry_waits"]
+__all__ = ["DEFAULT_BACKOFF_MAX", "FENCE_HEADER", "HttpClient", "backoff_s", "no_retry_waits"]
 
 T = TypeVar("T")
 
@@ -54,6 +54,11 @@ DEFAULT_READ_TIMEOUT = 60.0
 DEFAULT_RETRIES = 3
 DEFAULT_BACKOFF_MAX = 8.0
 _BODY_SNIPPET = 200
+FENCE_HEADER = "X-OA-VM-Fence"
+"""The header carrying :attr:`HttpClient.fence_token`: the generation of the pool lease the
+caller holds (``oa_vm.lease``). A worker that has seen a higher one refuses the request with a
+409 before playing it, so a controller that woke from a freeze cannot act in the run that took
+its pool over; a server that does not know the header ignores it."""
 
 def _is_retryable(exc: BaseException) -> bool:
     return isinstance(exc, WaaError) and exc.is_infrastructure
@@ -101,6 +106,9 @@ class HttpClient:
         # must never apply, nor ~/.netrc credentials (LeanSession never looks them up). It
         # costs a fraction of the CPU per call of requests, urllib3 or httpcore (measured there).
         self._session = LeanSession()
+        self.fence_token: str | None = None
+        """Sent as :data:`FENCE_HEADER` with every request when set (a run sets it to its pool
+        lease's generation)."""
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -165,6 +173,8 @@ class HttpClient:
     def _send(
         self, method: str, url: str, timeout: tuple[float, float], **kwargs: Any
     ) -> requests.Response:
+        if self.fence_token is not None:
+            kwargs["headers"] = {FENCE_HEADER: self.fence_token}
         try:
             return self._session.request(method, url, timeout=timeout, **kwargs)
         except requests.exceptions.ConnectTimeout as e:

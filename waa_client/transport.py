@@ -311,7 +311,7 @@ class LeanSession:
                 answer that is not HTTP/1.x.
         """
         parts = urlsplit(url)
-        if parts.scheme != "http" or set(kwargs) - {"params", "json", "data"}:
+        if parts.scheme != "http" or set(kwargs) - {"params", "json", "data", "headers"}:
             return self._requests().request(method, url, timeout=timeout, **kwargs)
         host = parts.hostname or ""
         port = parts.port or 80
@@ -324,6 +324,10 @@ class LeanSession:
         authority = parts.netloc.rpartition("@")[2]
         head = f"{method} {target} HTTP/1.1\r\nHost: {authority}\r\n" \
             "Accept: */*\r\nAccept-Encoding: identity\r\n"
+        for name, value in (kwargs.get("headers") or {}).items():
+            if any(c in f"{name}{value}" for c in "\r\n\0"):
+                raise requests.exceptions.InvalidHeader(f"header {name!r} holds a line break")
+            head += f"{name}: {value}\r\n"
         body: bytes | None = None
         if kwargs.get("json") is not None:
             body = jsonlib.dumps(kwargs["json"]).encode("utf-8")

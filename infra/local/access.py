@@ -135,6 +135,12 @@ class Limits:
             raise ValueError("the read timeout must be more than 0 seconds and under a day")
 
 
+FENCE_HEADER = "X-OA-VM-Fence"
+"""The request header that carries the caller's pool-lease generation (:meth:`Guard.fence`).
+The client side names it ``waa_client.FENCE_HEADER``: the worker and its client are
+independent packages, and a test holds the two names equal."""
+
+
 class Guard:
     """What one worker's two servers share: its capability, its limits and its open connections.
 
@@ -146,6 +152,28 @@ class Guard:
         self.capability = capability
         self.limits = limits
         self._slots = threading.BoundedSemaphore(limits.max_connections)
+        self._fence = 0
+        self._fence_lock = threading.Lock()
+
+    def fence(self, token: str | None) -> str | None:
+        """Admit a request carrying pool-lease generation ``token`` (``X-OA-VM-Fence``), or say
+        why not: once a request of generation N came, one of a lower generation is an earlier
+        lease holder's, sent after its pool was taken over (it woke from a freeze between its
+        own check and this request), and is refused unplayed. A request without the header
+        (``oa-vm`` commands, direct use) is admitted and moves nothing."""
+        if token is None:
+            return None
+        try:
+            generation = int(token)
+        except ValueError:
+            return f"the fence header {token[:40]!r} is not a lease generation"
+        with self._fence_lock:
+            if generation < self._fence:
+                return (f"fenced: this request comes from an earlier holder of the pool's lease "
+                        f"(generation {generation}; generation {self._fence} drives this worker "
+                        "now)")
+            self._fence = generation
+        return None
 
     def try_open(self) -> bool:
         """Take a connection slot; False (at once) when all are taken."""

@@ -37,7 +37,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from infra.local import cancel
-from infra.local.access import Guard
+from infra.local.access import FENCE_HEADER, Guard
 from infra.local.faults import Action, FaultGate
 
 log = logging.getLogger("infra.local")
@@ -273,6 +273,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(admitted, close=True)
             return
         path, length = admitted
+        refused = self.server.guard.fence(self.headers.get(FENCE_HEADER))
+        if refused is not None:
+            self._send(Response.json({"status": "error", "message": refused}, 409), close=True)
+            return
         action = app.gate.admit()
         if action is Action.HANG:
             # Hold the connection open without a word until the worker stops.

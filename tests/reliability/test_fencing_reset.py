@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evals.records import ErrorType
-from evals.reset import WorkerReset, _waa_failure
+from evals.reset import ResetFailed, WorkerReset, _waa_failure
 from oa_vm.connect import WorkerConnection
 from oa_vm.snapshots import HttpSnapshotControl, Restored, SnapshotError, SnapshotState
 from tests.support.worker_proc import WorkerProcess, running_worker
@@ -157,3 +157,32 @@ def test_an_unreachable_snapshot_control_fails_as_a_snapshot_error(
     port = refused_port()  # type: ignore[operator]
     with pytest.raises(SnapshotError):
         HttpSnapshotControl(f"http://127.0.0.1:{port}", connect_timeout=5.0).restore()
+
+
+def test_a_reset_asks_the_fence_and_carries_the_lease_generation(worker: WorkerProcess) -> None:
+    # A controller frozen just before its reset restored the desktop of the run that took its
+    # pool over when it woke: the reset asks the run's fence, and its snapshot control sends the
+    # generation the worker's clients carry, so the worker refuses it even past the check.
+    from oa_vm.lease import LeaseLostError
+
+    later = _connection(worker)
+    later.waa.fence_token = later.scoring.fence_token = "2"
+    later.waa.probe()  # the run that holds the pool now has talked to the worker
+    _dirty(later)
+
+    def lost() -> None:
+        raise LeaseLostError("p", "run 'later'")
+
+    earlier = _connection(worker)
+    earlier.waa.fence_token = earlier.scoring.fence_token = "1"
+    reset = WorkerReset("clean", resolve=lambda c: HttpSnapshotControl(worker.scoring_url))
+    with pytest.raises(LeaseLostError):
+        reset.before_task(earlier, fence=lost)
+    assert _guest_has(later, DIRT)  # nothing was restored
+    # past the check (the freeze fell after it): the worker itself refuses
+    control = HttpSnapshotControl(worker.scoring_url)
+    reset = WorkerReset("clean", resolve=lambda c: control)
+    with pytest.raises(ResetFailed, match="earlier holder of the pool's lease"):
+        reset.before_task(earlier)
+    assert control.fence_token == "1"
+    assert _guest_has(later, DIRT)

@@ -23,12 +23,14 @@ import psutil
 import pytest
 import requests
 
+from infra.local import access
 from oa_vm import api, pool_views, state
 from oa_vm.providers.local_fleet import SECRET_FILE
 from tests.reliability.conftest import wait_until
 from tests.support.cli import run_cli
 from tests.support.waa_upstream import load_desktop_env
 from tests.support.worker_proc import PROJECT_ROOT, WorkerProcess, running_worker
+from waa_client import FENCE_HEADER, RequestRejectedError, ScoringClient, WaaClient
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 30
@@ -154,6 +156,35 @@ def test_waa_own_client_works_with_the_pool_url(pool: state.PoolRecord, tmp_path
     ctl.http_server = _origin(worker.waa_url)
     assert ctl.get_probe() is False
     assert ctl.get_screenshot() is None
+
+
+def test_a_request_of_an_earlier_lease_holder_is_refused_unplayed(tmp_path: Path) -> None:
+    # A controller frozen between its lease check and its request sends that request on
+    # waking, into the run that took the pool over: the worker refuses it, and plays nothing.
+    with running_worker(tmp_path) as proc:
+        later, earlier, plain = (WaaClient(proc.waa_url, retries=0) for _ in range(3))
+        later.fence_token, earlier.fence_token = "8", "7"
+        folder = f"{HOME}\\Desktop"
+        with later, earlier, plain:
+            later.upload(f"{folder}\\later.txt", b"the run that holds the pool")
+            with pytest.raises(RequestRejectedError, match="earlier holder.*generation 8"):
+                earlier.upload(f"{folder}\\earlier.txt", b"a frozen run, awake")
+            with pytest.raises(RequestRejectedError, match="earlier holder"):
+                earlier.probe()  # reads too: the earlier holder learns it lost, at once
+            names = json.dumps(plain.list_directory(folder))
+            assert "later.txt" in names and "earlier.txt" not in names
+            # oa-vm's own commands send no generation and are served as before
+            assert plain.file(f"{folder}\\later.txt") == b"the run that holds the pool"
+            later.fence_token = "9"
+            later.probe()
+            scoring = ScoringClient(proc.scoring_url, retries=0)
+            scoring.fence_token = "8"  # the two servers of a worker share one fence
+            with scoring, pytest.raises(RequestRejectedError, match="generation 9"):
+                scoring.probe()
+
+
+def test_the_worker_and_its_client_name_one_fence_header() -> None:
+    assert FENCE_HEADER == access.FENCE_HEADER
 
 
 def _raw(port: int, head: str, timeout: float = TIMEOUT) -> bytes:

@@ -123,6 +123,19 @@ def test_the_fence_sees_a_takeover_after_it_was_verified(pool: str) -> None:
         assert not hold.held()
 
 
+def test_every_acquisition_gets_a_higher_generation_than_any_before(pool: str) -> None:
+    with lease.hold_pool(pool, "a") as first:
+        assert isinstance(first.generation, int)
+        lease.try_acquire(pool, "b", "their-token", take_over=True)
+        taken = lease.read_lease(pool)
+        assert taken is not None and taken["generation"] == first.generation + 1
+    lease.release(pool, "their-token")
+    assert lease.read_lease(pool) is None
+    # the count outlives the lease: the next holder is later than both
+    with lease.hold_pool(pool, "c") as third:
+        assert third.generation == first.generation + 2
+
+
 def test_the_fence_refuses_once_cleanup_marked_the_pool(pool: str) -> None:
     with lease.hold_pool(pool, "a") as hold:
         hold.check()
