@@ -22,14 +22,23 @@ Two parts, reported apart:
   checks the run's rate interval, the printed difference interval, the test, and (on the first
   ``--power-replications``) the detectable difference's power.
 
+Two studies beside the table, for what a different interval or test would reach:
+``--exact`` sums the one-trial scenarios (every task at ``p``) over every outcome, no Monte
+Carlo error, for the project's interval and test and the Jeffreys and mid-p intervals and the
+exact and mid-p McNemar tests; ``--candidates`` draws same-agent pairs and counts the calls of
+the project's test (vectorized over replications, checked against ``paired_difference`` one
+at a time) and of the exact and mid-p sign-flip permutation tests.
+
 Usage (from the repository root)::
 
     .venv/bin/python bench/stats_coverage.py [--replications 2000] [--power-replications 300]
         [--only 0,3] [--runs 0] [--p 0.3] [--json]
+    .venv/bin/python bench/stats_coverage.py --exact --only 0,4,8,12
+    .venv/bin/python bench/stats_coverage.py --candidates --replications 2000 --only 1,2
     .venv/bin/python bench/stats_coverage.py --quick     # the smoke test (about a minute)
 
-The figures in docs/results.md used ``--replications 2000 --power-replications 200`` (about an
-hour on 2 shared cores, split in two with ``--only``).
+The figures in docs/results.md used ``--replications 2000 --power-replications 200`` (in parts
+with ``--only``: 60-180 s a scenario on 2 shared cores).
 """
 
 from __future__ import annotations
