@@ -22,14 +22,23 @@ Two parts, reported apart:
   checks the run's rate interval, the printed difference interval, the test, and (on the first
   ``--power-replications``) the detectable difference's power.
 
+Two studies beside the table, for what a different interval or test would reach:
+``--exact`` sums the one-trial scenarios (every task at ``p``) over every outcome, no Monte
+Carlo error, for the project's interval and test and the Jeffreys and mid-p intervals and the
+exact and mid-p McNemar tests; ``--candidates`` draws same-agent pairs and counts the calls of
+the project's test (vectorized over replications, checked against ``paired_difference`` one
+at a time) and of the exact and mid-p sign-flip permutation tests.
+
 Usage (from the repository root)::
 
     .venv/bin/python bench/stats_coverage.py [--replications 2000] [--power-replications 300]
         [--only 0,3] [--runs 0] [--p 0.3] [--json]
+    .venv/bin/python bench/stats_coverage.py --exact --only 0,4,8,12
+    .venv/bin/python bench/stats_coverage.py --candidates --replications 2000 --only 1,2
     .venv/bin/python bench/stats_coverage.py --quick     # the smoke test (about a minute)
 
-The figures in docs/results.md used ``--replications 2000 --power-replications 200`` (about an
-hour on 2 shared cores, split in two with ``--only``).
+The figures in docs/results.md used ``--replications 2000 --power-replications 200`` (in parts
+with ``--only``: 60-180 s a scenario on 2 shared cores).
 """
 
 from __future__ import annotations
@@ -233,6 +242,177 @@ def _trial_lists(rng: Any, wins: Any, trials: int) -> list[list[float]]:
     return lists
 
 
+# --- exact figures and the candidates ------------------------------------------------------------
+#
+# Where a run is one trial per task and every task is at p, a run's interval depends only on its
+# number of successes and the paired test only on the counts of tasks each side won, so the
+# coverage and the false-alarm rate can be summed exactly over every outcome (no Monte Carlo
+# error). That also says what ANY interval or test could reach there: the binomial's steps.
+# The candidates measured beside the project's own choices are the ones a reviewer would name:
+# the Jeffreys and mid-p intervals for a proportion (Brown, Cai and DasGupta, 2001, "Interval
+# estimation for a binomial proportion", Statistical Science 16(2)) and Lancaster's mid-p for
+# the paired test (Lancaster, 1961; Agresti and Gottard, 2007, "Nonconservative exact
+# small-sample inference for discrete data", Computational Statistics & Data Analysis 51(12);
+# for McNemar's test: Fagerland, Lydersen and Laake, 2013, BMC Medical Research Methodology 13:91).
+
+
+def _jeffreys(x: Any, n: int) -> tuple[Any, Any]:
+    """Jeffreys' equal-tailed interval (Beta(x + 1/2, n - x + 1/2) quantiles; 0 at x = 0 and 1
+    at x = n, Brown, Cai and DasGupta's modification), scipy's beta quantiles."""
+    import numpy as np
+    from scipy import stats as sps
+
+    low = np.where(x == 0, 0.0, sps.beta.ppf(0.025, x + 0.5, n - x + 0.5))
+    high = np.where(x == n, 1.0, sps.beta.ppf(0.975, x + 0.5, n - x + 0.5))
+    return low, high
+
+
+def _mid_p_covers(x: Any, n: int, p: float) -> Any:
+    """Whether the mid-p (Clopper-Pearson with half the observed point's mass) interval holds
+    ``p``: it does exactly when neither one-sided mid-p at ``p`` is below 2.5% (the interval is
+    the set of ``p`` the mid-p test keeps), so no root finding is needed."""
+    from scipy import stats as sps
+
+    half = 0.5 * sps.binom.pmf(x, n, p)
+    upper_tail = sps.binom.sf(x, n, p) + half  # P(X > x) + P(X = x) / 2
+    lower_tail = sps.binom.cdf(x - 1, n, p) + half  # P(X < x) + P(X = x) / 2
+    return (upper_tail > 0.025) & (lower_tail > 0.025)
+
+
+def _sign_test_p(b: Any, n: Any, mid: bool) -> Any:
+    """Two-sided sign test (McNemar's exact test on ``n`` discordant tasks, ``b`` won by B),
+    exact or Lancaster's mid-p: twice the smaller tail, the observed point counted half."""
+    import numpy as np
+    from scipy import stats as sps
+
+    point = sps.binom.pmf(b, n, 0.5)
+    weight = 0.5 if mid else 1.0
+    low = sps.binom.cdf(b - 1, n, 0.5) + weight * point
+    high = sps.binom.sf(b, n, 0.5) + weight * point
+    return np.where(n == 0, 1.0, np.minimum(1.0, 2 * np.minimum(low, high)))
+
+
+def exact_one_trial(scenario: Scenario) -> dict[str, Any]:
+    """Exact coverage and false-alarm rates where one trial per task and every task at ``p``:
+    the project's interval and test (:func:`evals.stats.success_rate_interval`,
+    :func:`evals.stats.paired_difference`, called on every outcome that has a chance above
+    1e-12) against the candidates (Jeffreys, mid-p interval; exact and mid-p McNemar)."""
+    import numpy as np
+    from scipy import stats as sps
+
+    from evals import stats
+
+    m, p = scenario.tasks, scenario.p
+    x = np.arange(m + 1)
+    pmf = sps.binom.pmf(x, m, p)
+    ours = np.array([_covers(stats.success_rate_interval([1] * k + [0] * (m - k), [1] * m)
+                             .to_json(), p) for k in x.tolist()])
+    j_low, j_high = _jeffreys(x, m)
+    figures: dict[str, Any] = {
+        "scenario": scenario.name,
+        "rate_ci_coverage": float(pmf[ours].sum()),
+        "jeffreys_coverage": float(pmf[(j_low <= p) & (p <= j_high)].sum()),
+        "mid_p_interval_coverage": float(pmf[_mid_p_covers(x, m, p)].sum()),
+    }
+    # the paired test: B wins b tasks, A wins c, the rest tie; each task independently
+    one_way = p * (1 - p)
+    alarms = exact = mid = diff_hits = 0.0
+    for discordant in range(m + 1):
+        chance_n = float(sps.binom.pmf(discordant, m, 2 * one_way))
+        if chance_n < 1e-12:
+            continue
+        for b in range(discordant + 1):
+            chance = chance_n * float(sps.binom.pmf(b, discordant, 0.5))
+            if chance < 1e-12:
+                continue
+            a_runs = [[1.0]] * (discordant - b) + [[0.0]] * (m - discordant + b)
+            b_runs = [[0.0]] * (discordant - b) + [[1.0]] * b + [[0.0]] * (m - discordant)
+            paired = stats.paired_difference(a_runs, b_runs)
+            assert paired is not None
+            alarms += chance * (paired.test.p_value <= 1 - CONFIDENCE)
+            diff_hits += chance * (paired.interval.low <= 0 <= paired.interval.high)
+            exact += chance * float(_sign_test_p(np.array(b), np.array(discordant), False)
+                                    <= 1 - CONFIDENCE)
+            mid += chance * float(_sign_test_p(np.array(b), np.array(discordant), True)
+                                  <= 1 - CONFIDENCE)
+    figures.update({"difference_ci_coverage": diff_hits, "test_calls_a_difference": alarms,
+                    "mcnemar_exact_calls": exact, "mcnemar_mid_p_calls": mid})
+    return figures
+
+
+def _signflip_p(diffs: Any, trials: int, mid: bool) -> float:
+    """The sign-flip permutation test of "B and A are the same agent" on per-task differences
+    of rates over ``trials`` trials, exact (every one of the 2^m sign patterns, by convolving
+    each size's binomial count of flips rather than listing them), two-sided on the sum;
+    with ``mid`` Lancaster's mid-p (the observed sum's mass counted half)."""
+    import numpy as np
+    from scipy import stats as sps
+
+    steps = np.rint(np.abs(np.asarray(diffs)) * trials).astype(int)
+    observed = abs(int(np.rint(np.asarray(diffs).sum() * trials)))
+    dist = np.array([1.0])  # the sum's distribution over offsets -total..total
+    total = 0
+    for size in range(1, trials + 1):
+        count = int(np.sum(steps == size))
+        if not count:
+            continue
+        flips = sps.binom.pmf(np.arange(count + 1), count, 0.5)
+        spread = np.zeros(2 * size * count + 1)
+        spread[::2 * size] = flips  # sum of count values +-size: -size*count .. +size*count
+        dist = np.convolve(dist, spread)
+        total += size * count
+    if total == 0:
+        return 1.0
+    sums = np.abs(np.arange(-total, total + 1))
+    beyond = float(dist[sums > observed].sum())
+    at = float(dist[sums == observed].sum())
+    return min(1.0, beyond + (0.5 if mid else 1.0) * at)
+
+
+def candidate_tests(scenario: Scenario, replications: int) -> dict[str, Any]:
+    """Same-agent false alarms of the project's test (vectorized over replications:
+    :func:`evals.stats.score_pvalues`) and of the exact and mid-p sign-flip permutation tests,
+    on the same draws (each task's first ``min(trials)`` trials on both sides, what
+    :func:`evals.stats.equal_trials` keeps). Its own seed: the main table's draws are untouched.
+    """
+    import numpy as np
+
+    from evals import stats
+
+    rng = np.random.default_rng(zlib.crc32(("candidates " + scenario.name).encode()))
+    trials = min(scenario.trials_a, scenario.trials_b)
+    probs = np.stack([_probabilities(rng, scenario) for _ in range(replications)])
+    rate_a = rng.binomial(trials, probs) / trials
+    rate_b = rng.binomial(trials, probs) / trials
+    diffs = rate_b - rate_a
+    started = time.perf_counter()
+    ours = stats.score_pvalues(diffs, trials)
+    vectorized = time.perf_counter() - started
+    # the same p-values one replication at a time through paired_difference (what compare
+    # calls): they must be the vectorized ones, and the ratio is the speed-up
+    looped = min(replications, 200)
+    started = time.perf_counter()
+    one_by_one = []
+    for row_a, row_b in zip(rate_a[:looped].tolist(), rate_b[:looped].tolist(), strict=True):
+        paired = stats.paired_difference([[r] for r in row_a], [[r] for r in row_b])
+        assert paired is not None
+        one_by_one.append(paired.test.p_value)
+    loop_seconds = (time.perf_counter() - started) * replications / max(looped, 1)
+    assert np.allclose(one_by_one, ours[:looped], atol=1e-9), "vectorized test differs"
+    exact = np.array([_signflip_p(d, trials, False) for d in diffs])
+    mid = np.array([_signflip_p(d, trials, True) for d in diffs])
+    alpha = 1 - CONFIDENCE
+    return {
+        "scenario": scenario.name,
+        "replications": replications,
+        "score_test_calls": float(np.mean(ours <= alpha)),
+        "signflip_exact_calls": float(np.mean(exact <= alpha)),
+        "signflip_mid_p_calls": float(np.mean(mid <= alpha)),
+        "score_test_seconds_vectorized": round(vectorized, 4),
+        "score_test_seconds_one_by_one": round(loop_seconds, 2),
+    }
+
+
 # --- real runs -----------------------------------------------------------------------------------
 
 
@@ -311,6 +491,21 @@ def _text(figures: dict[str, Any]) -> str:
             f"  mean success rate over the runs: {real['mean_success_rate']:.3f}",
             "",
         ]
+    for row in figures.get("exact", []):
+        lines.append(
+            f"Exact, {row['scenario']}: rate CI {row['rate_ci_coverage']:.2%} (Jeffreys "
+            f"{row['jeffreys_coverage']:.2%}, mid-p {row['mid_p_interval_coverage']:.2%}); "
+            f"difference CI {row['difference_ci_coverage']:.2%}; same-agent calls: ours "
+            f"{row['test_calls_a_difference']:.2%}, McNemar exact "
+            f"{row['mcnemar_exact_calls']:.2%}, mid-p {row['mcnemar_mid_p_calls']:.2%}")
+    for row in figures.get("candidates", []):
+        lines.append(
+            f"Candidates, {row['scenario']} ({row['replications']} replications): same-agent "
+            f"calls: ours {row['score_test_calls']:.1%}, sign-flip exact "
+            f"{row['signflip_exact_calls']:.1%}, sign-flip mid-p "
+            f"{row['signflip_mid_p_calls']:.1%} (our test vectorized "
+            f"{row['score_test_seconds_vectorized']} s, one by one "
+            f"{row['score_test_seconds_one_by_one']} s)")
     if not figures["simulated"]:
         return "\n".join(lines)
     lines.append(f"Simulated through evals.stats ({figures['replications']} replications each; "
@@ -349,6 +544,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     cli.add_argument("--quick", action="store_true",
                      help="a smoke test: 3 scenarios, 40 replications, no real run")
     cli.add_argument("--only", help="scenarios to run, by index (0,3,5): to split a long run")
+    cli.add_argument("--exact", action="store_true",
+                     help="exact figures (no Monte Carlo) of the one-trial same-agent scenarios, "
+                          "with the Jeffreys and mid-p intervals and the mid-p McNemar test")
+    cli.add_argument("--candidates", action="store_true",
+                     help="same-agent false alarms of the exact and mid-p sign-flip tests beside "
+                          "the project's, in the same-agent scenarios (of --only)")
     cli.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = cli.parse_args(argv)
     if not 0 < args.p < 1:
@@ -367,7 +568,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress(f"real runs: {args.runs} on {args.workers} local workers")
         figures["real"] = real_runs(args.p, args.runs, args.workers, args.trials)
     figures["simulated"] = []
-    for scenario in _select(_scenarios(args.quick), args.only) if args.replications else ():
+    picked = _select(_scenarios(args.quick), args.only)
+    if args.exact:
+        figures["exact"] = []
+        for scenario in picked:
+            if (scenario.trials_a, scenario.trials_b) == (1, 1) and not scenario.differing \
+                    and not scenario.gain:
+                progress(f"exact: {scenario.name}")
+                figures["exact"].append(exact_one_trial(scenario))
+    if args.candidates:
+        figures["candidates"] = []
+        for scenario in picked:
+            if not scenario.gain:
+                progress(f"candidate tests: {scenario.name}")
+                figures["candidates"].append(candidate_tests(scenario, args.replications))
+    # --exact and --candidates are studies of their own: the main table is not redrawn
+    main_table = args.replications and not (args.exact or args.candidates)
+    for scenario in picked if main_table else ():
         progress(f"simulating: {scenario.name} ({args.replications} replications)")
         started = time.perf_counter()
         row = simulate(scenario, args.replications, args.power_replications)

@@ -43,13 +43,13 @@ def test_identical_scores_summed_in_another_order_are_a_tie() -> None:
 
 def test_pass_k_by_k_is_over_one_task_set_and_goes_the_right_way() -> None:
     # "x" has only 2 counted trials (both successes), "y" 3 failures: averaging each k over
-    # the tasks that have k trials gave pass@2 = 0.5 > pass@3 = 0.0.
+    # the tasks that have k trials gave pass@1..3 = 0.444, 0.556, 0.5 (falling at k = 3).
     at, every = stats.pass_k_table({"x": (2, 2), "y": (0, 3), "z": (1, 3)}, 3)
-    assert at["tasks"] == every["tasks"] == 2 and at["tasks_left_out"] == 1
     values_at = [at["by_k"][str(j)] for j in (1, 2, 3)]
     values_all = [every["by_k"][str(j)] for j in (1, 2, 3)]
     assert values_at == sorted(values_at)  # pass@k never falls as k grows
     assert values_all == sorted(values_all, reverse=True)  # pass^k never rises
+    assert at["tasks"] == every["tasks"] == 2 and at["tasks_left_out"] == 1
     assert values_at == pytest.approx([1 / 6, 1 / 3, 1 / 2], abs=1e-6)
     assert at["by_task"]["x"] is None
 
@@ -73,6 +73,12 @@ def test_every_task_at_zero_gives_an_interval_with_width() -> None:
 
 
 def test_paired_difference_of_no_change_is_not_zero_width() -> None:
+    # two runs of 24 tasks, nothing solved by either: the bootstrap's interval was [0, 0]
+    nothing = _run({f"t{i}": [("failure", None)] for i in range(24)})
+    compared = paired_comparison(nothing, nothing)
+    assert compared.success_rate is not None
+    difference = compared.success_rate.difference
+    assert difference.low < -0.1 and difference.high > 0.1
     same = stats.paired_difference([[0.0]] * 24, [[0.0]] * 24)
     assert same is not None and same.test.p_value == 1.0
     assert same.interval.low < -0.1 and same.interval.high > 0.1 and same.agree
@@ -97,10 +103,10 @@ def test_unequal_trials_compare_the_same_number_of_trials() -> None:
               for i in range(20)})
     paired = paired_comparison(a, b)
 
-    assert paired.trials_cut == 20
-    assert paired.success_rate is not None and paired.success_rate.difference.estimate == 0
     assert not paired.significant and paired.better_in_b == []
     assert paired.verdict().startswith("no detectable difference")
+    assert paired.success_rate is not None and paired.success_rate.difference.estimate == 0
+    assert paired.trials_cut == 20
 
 
 def test_with_trials_the_counts_say_which_side_did_better() -> None:
