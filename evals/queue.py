@@ -33,6 +33,7 @@ Trade-offs accepted:
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -49,7 +50,20 @@ SCHEMA_VERSION = 1
 INTERRUPTED = "interrupted"
 """The ``reason`` of a history entry for an attempt cut short by its controller stopping."""
 DEFAULT_LEASE_SECONDS = 60.0
+LEASE_ENV = "OA_EVALS_TASK_LEASE_S"
+"""Replaces :data:`DEFAULT_LEASE_SECONDS` for a run (a controller on a link slow enough that
+its heartbeat may miss a minute; drills that freeze a controller past its leases)."""
 DEFAULT_MAX_ATTEMPTS = 3
+
+def task_lease_seconds() -> float:
+    """How long a task lease outlives a silent controller: ``$OA_EVALS_TASK_LEASE_S`` when it
+    is a number of seconds above 0, else :data:`DEFAULT_LEASE_SECONDS`."""
+    try:
+        value = float(os.environ.get(LEASE_ENV) or DEFAULT_LEASE_SECONDS)
+    except ValueError:
+        return DEFAULT_LEASE_SECONDS
+    return value if 0 < value < float("inf") else DEFAULT_LEASE_SECONDS
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS tasks (

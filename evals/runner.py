@@ -41,7 +41,7 @@ from evals.errors import (
     RunLockedError,
 )
 from evals.ledger import Ledger, default_token_pricer
-from evals.queue import DEFAULT_MAX_ATTEMPTS, TaskQueue
+from evals.queue import DEFAULT_MAX_ATTEMPTS, TaskQueue, task_lease_seconds
 from evals.records import (
     RunFolder,
     RunStatus,
@@ -157,7 +157,7 @@ class RunConfig:
     step_pause_s: float = 0.0
     expected_seconds: dict[str, float] | None = None
     quarantine_after: int = DEFAULT_QUARANTINE_AFTER
-    lease_seconds: float = 60.0
+    lease_seconds: float = field(default_factory=task_lease_seconds)
     evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
     repair: bool = False  # replace quarantined workers from the pool (evals.repair)
     wait_for_pool_s: float = 0.0

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from evals.queue import LEASE_ENV
 from oa_vm import state
 from tests.reliability.conftest import processes_of, wait_until
 from tests.support.cli import BIN, run_cli
@@ -39,6 +40,9 @@ def _create(home: Path, name: str, workers: int) -> None:
                  ("pool-wait", "--timeout", "120s")):
         done = run_cli("oa-vm", *args, "--name", name, home=home)
         assert done.returncode == 0, done.stderr
+
+
+TASK_LEASE_S = 20.0
 
 
 def _queue_rows(run_dir: Path) -> list[sqlite3.Row]:
@@ -167,11 +171,14 @@ def test_a_frozen_controller_whose_lease_was_taken_over_stops_without_touching_t
 
 
 def test_a_controller_frozen_past_its_task_leases_runs_no_task_twice(
-    home: Path, tmp_path: Path, controllers: list[Controller],
+    home: Path, tmp_path: Path, controllers: list[Controller], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # One task on two workers: while it runs, the other worker's loop is idle and asking for
     # work, the moment the defect needed (on wake it took the in-flight task's expired lease).
     _create(home, "nap", 2)
+    # task leases of 20 s (60 s by default): long enough that a heartbeat on a busy machine
+    # keeps them, short enough to freeze past without a minute's wait
+    monkeypatch.setenv(LEASE_ENV, str(TASK_LEASE_S))
     results = tmp_path / "results"
     run = Controller(home, "run", "--pool", "nap", "--agent", "oracle", "--tasks", ONE_TASK,
                      "--run-name", "dozy", "--step-pause", "1.0", "--results-dir", str(results),
@@ -192,8 +199,8 @@ def test_a_controller_frozen_past_its_task_leases_runs_no_task_twice(
     wait_until(in_flight, "the task in flight")
     run.proc.send_signal(signal.SIGSTOP)
     try:
-        # past the task lease (60 s): a freeze is a duration, not something to poll for
-        time.sleep(65.0)
+        # past the task lease: a freeze is a duration, not something to poll for
+        time.sleep(TASK_LEASE_S + 5.0)
     finally:
         run.proc.send_signal(signal.SIGCONT)
     assert run.wait() == 0, run.output()

@@ -13,6 +13,7 @@ from tests.conftest import ROOT
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # three minutes of QEMU boots and sweeps; the restore itself is in the quick tier
 def test_reset_bench_prints_restore_times_and_the_sweep_ratio() -> None:
     done = subprocess.run(  # our own script, fixed arguments
         [sys.executable, str(ROOT / "bench" / "reset.py"), "--restores", "2", "--workers", "1",
