@@ -178,10 +178,9 @@ def parse_action(value: str | Mapping[str, Any]) -> BenchmarkAction:
         special = _SPECIAL.get(text.upper())
         if special:
             return BenchmarkAction(special)
-        abstention = _ABSTENTION_PATTERN.match(text)
-        if abstention:
-            return BenchmarkAction(abstention.group(1).lower(),
-                                   text=_unquote(abstention.group(2) or abstention.group(3)))
+        abstention = parse_abstention(text)
+        if abstention is not None:
+            return abstention
         if text.startswith(_PYTHON_STARTS):
             return BenchmarkAction(EXECUTE_WINDOWS, code=text)
         return BenchmarkAction(EXECUTE, command=text)
@@ -207,6 +206,16 @@ ABSTENTION_PROMPT = (
     "if it cannot be done, reply REPORT_INFEASIBLE \"why\"."
 )
 """What a model agent's instructions say of the two abstention actions."""
+
+
+def parse_abstention(text: str, **fields: Any) -> BenchmarkAction | None:
+    """``SEND_MSG_TO_USER "question"`` / ``report_infeasible('why')`` (either spelling, the
+    text quoted or not) as its action, or None when ``text`` is not one."""
+    match = _ABSTENTION_PATTERN.match(text.strip())
+    if match is None:
+        return None
+    return BenchmarkAction(match.group(1).lower(), text=_unquote(match.group(2) or match.group(3)),
+                           **fields)
 
 
 def final_reply_action(text: str, **fields: Any) -> BenchmarkAction:

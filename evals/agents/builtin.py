@@ -22,6 +22,7 @@ from evals.agents.base import (
     BenchmarkAgent,
     BenchmarkObservation,
     BenchmarkTask,
+    parse_abstention,
 )
 from evals.agents.pyautogui_code import SCREEN
 
@@ -309,6 +310,9 @@ def parse_action_response(response: str, observation: BenchmarkObservation | Non
     raw: dict[str, Any] = {"response": response}
     for line in reversed([ln.strip() for ln in response.strip().splitlines() if ln.strip()]):
         line = re.sub(r"^.*?\baction\s*:\s*", "", line, flags=re.I)
+        abstention = parse_abstention(line, raw_action=raw)
+        if abstention is not None:  # SEND_MSG_TO_USER "question", REPORT_INFEASIBLE "why"
+            return abstention
         candidates: list[tuple[str, str | None]] = []
         match = _CALL.match(line)
         if match:

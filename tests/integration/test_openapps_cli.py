@@ -71,6 +71,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     patch.undo()
 
 
+@pytest.mark.slow  # two runs of eight tasks (test_openapps_tasks.py scores them in process)
 def test_the_examples_score_one_with_the_oracle_and_zero_with_noop(
     home: Path, tmp_path: Path
 ) -> None:
