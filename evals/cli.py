@@ -15,6 +15,7 @@ from evals.commands.run import run
 from evals.commands.sweep import sweep
 from evals.commands.tasks import tasks
 from evals.commands.view import view
+from evals.extradup.cli import app as extradup_app
 from oa_vm.clikit import run_main
 
 app = typer.Typer(
@@ -34,6 +35,7 @@ app.command("compare", help="Compare two runs task by task.")(compare)
 app.command(
     "audit-verifier", help="Check the checkers: replay edited reference solutions."
 )(audit_verifier)
+app.add_typer(extradup_app, name="extradup")
 
 
 from oa_vm.cli_version import add_version_and_short_help  # noqa: E402

@@ -23,7 +23,6 @@ unread.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import re
 import types
 import typing
@@ -35,6 +34,7 @@ import yaml
 
 from evals.errors import InvalidRunInputError
 from evals.openapps.classes import BUILTIN, Task
+from evals.user_code import import_attribute
 
 PREFIX = "openapps:"
 DOMAIN = "openapps"
@@ -164,13 +164,7 @@ def resolve_target(target: object, where: str) -> type[Task]:
             raise InvalidRunInputError(f"{where}: unknown task class {target!r}; built in: "
                                        f"{known} (or your own as package.module:Class)")
         return cls
-    module_name, _, class_name = name.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise InvalidRunInputError(f"{where}: cannot import {module_name!r} for _target_ "
-                                   f"{target!r}: {type(exc).__name__}: {exc}") from exc
-    found = getattr(module, class_name, None)
+    found = import_attribute(name, f"{where}: _target_")
     if not (isinstance(found, type) and issubclass(found, Task)
             and dataclasses.is_dataclass(found)):
         raise InvalidRunInputError(f"{where}: {target!r} is not a task class (a dataclass "
