@@ -181,3 +181,23 @@ def test_a_users_own_class_loads_by_module_and_name(
     assert type(entry.task).__name__ == "Calm" and entry.task.score(Episode({}, {}, ACT))
     with pytest.raises(InvalidRunInputError, match="limit must be a number"):
         load_selection(write(tmp_path, "t:\n  _target_: my_tasks:Calm\n  goal: g\n  limit: x\n"))
+
+
+def test_an_openapps_variations_entry_rewords_the_goal_only() -> None:
+    from waa_client.errors import CatalogError
+    from waa_client.variations import parse_variations, variation_task
+
+    original = examples()["mark_water_plants_as_done"].task_json()
+    entry = {"_target_": "open_apps.tasks.tasks.MarkToDoDoneTask",
+             "goal": "can you check off 'Water plants' in my to-do list?",
+             "todo_name": "Water plants", "goal_style": "casual"}
+    (variation,) = parse_variations({"mark_water_plants_as_done__casual_2": entry},
+                                    "v.yaml").values()
+    task = variation_task(original, variation)
+    assert task["instruction"] == entry["goal"]
+    assert task["openapps"] == original["openapps"]  # the same class, the same reward
+    bad = parse_variations({"mark_water_plants_as_done__casual_2": {**entry,
+                                                                     "todo_name": "Other"}},
+                           "v.yaml")
+    with pytest.raises(CatalogError, match="field 'todo_name' differs"):
+        variation_task(original, next(iter(bad.values())))
