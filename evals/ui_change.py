@@ -30,7 +30,7 @@ from typing import Any
 
 from evals.errors import InvalidRunInputError
 from evals.extradup import Case, store_reward
-from evals.records_app import EXPECTED, FIELDS, PATIENTS
+from evals.records_app import EXPECTED, PATIENTS
 from waa_client.waa import WaaClient
 
 CONDITIONS = ("clean", "theme", "rename")
@@ -107,7 +107,7 @@ def _by_role(step: str) -> str:
     return f"document.getElementById({json.dumps(step)})"
 
 
-def _by_name(step: str, condition_labels: tuple[str, str]) -> str:
+def _by_name(step: str) -> str:
     pid = EXPECTED["patient_id"]
     if step == "open":  # the button labelled Open in the patient's row
         return ("[...document.querySelectorAll('tr')].filter(r => r.textContent.includes("
@@ -167,7 +167,7 @@ def play(worker: Worker, window: str, arm: str, condition: str,
         if arm == "by-position":
             x, y = recorded[step]
         else:
-            finder = _by_role(step) if arm == "by-role" else _by_name(step, LABELS[condition])
+            finder = _by_role(step) if arm == "by-role" else _by_name(step)
             point = worker.evaluate(window, _CENTRE.format(finder=finder))
             if not isinstance(point, list):
                 raise ArmStopped(f"{arm}: nothing to click for {step!r}")
@@ -267,5 +267,5 @@ def table(cells: dict[str, dict[str, Cell]]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ARMS", "CONDITIONS", "FIELDS", "Cell", "ReadbackError", "Worker", "check_arms",
+__all__ = ["ARMS", "CONDITIONS", "Cell", "ReadbackError", "Worker", "check_arms",
            "page", "read_store", "run_study", "table"]
