@@ -286,8 +286,10 @@ def _steps(
     record_dir: Path | None,
     wait_s: float,
     sleep: Callable[[float], None],
+    ends_episode: Callable[[], bool] | None = None,
 ) -> str:
-    """Observe, act, send, until the agent ends the task or the steps run out.
+    """Observe, act, send, until the agent ends the task, the steps run out, or
+    ``ends_episode`` (asked after each action sent) says the episode is over.
 
     Returns:
         The last action for the checker: ``DONE``/``FAIL`` if the agent said so, else the last
@@ -336,6 +338,8 @@ def _steps(
             last_command = action.to_string()
             if step_pause_s > 0:
                 sleep(step_pause_s)
+            if ends_episode is not None and ends_episode():
+                return last_command
         finally:
             step.duration_s = round(time.monotonic() - begun, 3)
     return last_command

@@ -183,7 +183,7 @@ becomes (the reference tool's names)."""
 RESULT_LEAVES_OUT = frozenset({
     "instruction", "infeasible", "worker", "attempts", "started_at", "ended_at", "last_action",
     "cost", "previous_attempts", "reset", "reset_s", "fingerprint", "trial", "egress",
-    "reward_components", "task_traceback",
+    "reward_components", "task_traceback", "state_diff",
 })
 """Record fields the reference's result has no field for (``result.execution`` holds them)."""
 

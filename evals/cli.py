@@ -12,9 +12,11 @@ from evals.commands.audit import audit_verifier
 from evals.commands.compare import compare
 from evals.commands.mock import mock
 from evals.commands.run import run
+from evals.commands.study import app as study_app
 from evals.commands.sweep import sweep
 from evals.commands.tasks import tasks
 from evals.commands.view import view
+from evals.extradup.cli import app as extradup_app
 from oa_vm.clikit import run_main
 
 app = typer.Typer(
@@ -34,6 +36,8 @@ app.command("compare", help="Compare two runs task by task.")(compare)
 app.command(
     "audit-verifier", help="Check the checkers: replay edited reference solutions."
 )(audit_verifier)
+app.add_typer(extradup_app, name="extradup")
+app.add_typer(study_app, name="study")
 
 
 from oa_vm.cli_version import add_version_and_short_help  # noqa: E402

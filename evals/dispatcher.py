@@ -46,6 +46,7 @@ from evals.cua_bench.attempt import is_cua_task, run_cua_task
 from evals.errors import EvalsError
 from evals.events import EventKind
 from evals.ledger import Ledger
+from evals.openapps.attempt import is_openapps_task, run_openapps_task
 from evals.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
 from evals.records import (
     AttemptRecord,
@@ -430,6 +431,13 @@ class Dispatcher:
             task = self.tasks[base]
             if is_cua_task(task):  # a Cua-Bench variant: its module's setup and evaluate
                 execution = run_cua_task(
+                    cast("WaaClient", _Fenced(worker.waa, self.fence)), task, base, agent,
+                    max_steps=self.settings.max_steps, step_pause_s=self.settings.step_pause_s,
+                    deadline=time.monotonic() + self.settings.task_timeout_s,
+                    record_dir=self.folder.task_dir(task_id), stock_reset=reset is None,
+                )
+            elif is_openapps_task(task):  # an OpenApps-style entry: the apps' state, twice
+                execution = run_openapps_task(
                     cast("WaaClient", _Fenced(worker.waa, self.fence)), task, base, agent,
                     max_steps=self.settings.max_steps, step_pause_s=self.settings.step_pause_s,
                     deadline=time.monotonic() + self.settings.task_timeout_s,

@@ -281,6 +281,7 @@ OUTCOME_LEAVES_OUT = frozenset({
     "agent_traceback",  # the run page and execution.json show it; the summary counts kinds
     "egress",  # the manifest names each pool's; the record says which one a task ran under
     "reward_components", "task_traceback",  # shown by the run page; the score is their mean
+    "state_diff",  # an OpenApps-style task's: shown by the run page, the score is its reward
 })
 """Record fields no metric is computed from (the summary reads the few it needs, such as
 ``previous_attempts`` and ``reset``, from the record itself)."""

@@ -248,6 +248,12 @@ def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
         from evals.cua_bench import select_cua
 
         return Selected(*select_cua(selection, [p.name for p in pools]))
+    from evals.openapps.loader import is_openapps_selection
+
+    if is_openapps_selection(selection):  # a config file on this machine: the same for every pool
+        from evals.openapps import select_openapps
+
+        return Selected(*cast("Any", select_openapps(selection)))
 
     from evals.failover import FailoverScoring
     from waa_client.catalog import Catalog

@@ -14,7 +14,7 @@ these checks read, and try a write only as an empty folder made and removed at o
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evals.errors import InvalidRunInputError
 
@@ -67,10 +67,24 @@ def check_before_run(
     if is_cua_selection(config.selection):
         # module files on this machine: refused now, before any pool is touched
         check_selection(config.selection, agent=config.agent)
+    from evals.openapps import is_openapps_selection, load_selection
+
+    if is_openapps_selection(config.selection):
+        # a config file on this machine: every entry checked now, before any pool is touched
+        _check_openapps_agent(config, load_selection(config.selection))
     if config.variations is not None:
         from evals.variations import read_variations
 
         read_variations(config.variations)
+
+
+def _check_openapps_agent(config: RunConfig, entries: list[Any]) -> None:
+    """The agent can play the entries (the oracle needs each class's reference solution)."""
+    from evals.agents import create_agent
+    from evals.agents.base import tasks_for_agent
+
+    agent = create_agent(config.agent, config.agent_options)
+    agent.check_tasks(tasks_for_agent(agent, {e.name: e.task_json() for e in entries}))
 
 
 def check_folders(config: RunConfig, *, needs_home: bool = False) -> None:
@@ -135,10 +149,11 @@ def check_local_tasks(config: RunConfig, tasks_dir: str | None) -> None:
     from evals.agents import create_agent
     from evals.agents.base import tasks_for_agent
     from evals.cua_bench import is_cua_selection
+    from evals.openapps import is_openapps_selection
     from oa_vm.local_suite import local_tasks_dir
     from waa_client.catalog import Catalog
 
-    if is_cua_selection(config.selection):
+    if is_cua_selection(config.selection) or is_openapps_selection(config.selection):
         return  # checked with the run's other inputs (check_before_run)
     catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
     tasks = {ref.task_id: catalog.load(ref.task_id)

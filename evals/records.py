@@ -183,6 +183,10 @@ class TaskExecution:
     reward_components: list[float] | None = None
     """A Cua-Bench variant's rewards as its ``evaluate_task`` returned them (``score`` is their
     mean); left out of the JSON for other tasks."""
+    state_diff: list[dict[str, Any]] | None = None
+    """An OpenApps-style task's apps' state, before the agent against after
+    (``[{"path", "before", "after"}]``, :func:`evals.openapps.classes.state_diff`); left out
+    of the JSON for other tasks."""
     task_traceback: str | None = None
     """``error/task``: the traceback of what the task's module raised, from its own frames on;
     left out of the JSON when there is none."""
@@ -215,7 +219,8 @@ class TaskExecution:
             del data["egress"]
         if self.agent_traceback is None:
             del data["agent_traceback"]  # nor do records without an agent's exception change
-        for optional in ("reward_components", "task_traceback"):  # Cua-Bench variants only
+        # Cua-Bench variants and OpenApps-style tasks only
+        for optional in ("reward_components", "task_traceback", "state_diff"):
             if data[optional] is None:
                 del data[optional]
         # the one serializer of a record (execution.json, the queue, the page): no text a

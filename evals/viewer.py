@@ -288,6 +288,8 @@ def _task_view(
         # a Cua-Bench variant's rewards, as its evaluate_task returned them
         "rewards": [fmt_num(r, 2) for r in record.get("reward_components") or []
                     if isinstance(r, int | float)],
+        # an OpenApps-style task's state difference (None for other tasks)
+        "state_diff": _state_diff_view(record.get("state_diff")),
         "reason": _clip(str(record["reason"])) if record.get("reason") else "",
         "reason_tone": "ok" if status == "success" else "bad",
         "previous": [
@@ -470,3 +472,13 @@ def write_page(target: Path, html: str, *, force: bool = False) -> None:
     from oa_vm import safe_fs
 
     safe_fs.write_out(target, html, marker=GENERATOR_TAG.encode(), force=force)
+
+
+def _state_diff_view(value: object) -> list[dict[str, str]] | None:
+    """A record's ``state_diff`` as the page shows it (each value as compact JSON, clipped)."""
+    if not isinstance(value, list):
+        return None
+    return [{"path": str(c.get("path", "")),
+             "before": _clip(json.dumps(c.get("before"), sort_keys=True), 200),
+             "after": _clip(json.dumps(c.get("after"), sort_keys=True), 200)}
+            for c in value[:200] if isinstance(c, Mapping)]

@@ -118,8 +118,12 @@ def variation_task(original: Mapping[str, Any], variation: Variation) -> dict[st
     Raises:
         CatalogError: a field the file gave differs from the original's.
     """
+    # an OpenApps-style task keeps its entry's fields (``_target_``, ``todo_name``...) in
+    # ``openapps.entry``; a variation copied from that file repeats them
+    entry = (original.get("openapps") or {}).get("entry")
+    fields_of = entry if isinstance(entry, Mapping) else original
     for name, value in variation.fields:
-        if original.get(name) != value:
+        if fields_of.get(name) != value:
             raise CatalogError(
                 f"variation {variation.variation_id}: field {name!r} differs from the original "
                 f"task's; a variation may change the instruction only"

@@ -18,14 +18,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from evals.agents.base import (
-    DONE,
+    ABSTENTION_PROMPT,
     EXECUTE_WINDOWS,
-    FAIL,
     WAIT,
     BenchmarkAction,
     BenchmarkAgent,
     BenchmarkObservation,
     BenchmarkTask,
+    final_reply_action,
 )
 from evals.agents.model_api import (
     Shot,
@@ -52,6 +52,7 @@ SYSTEM = (
     "You operate a Windows 11 desktop through the computer tool to complete the user's task. "
     "Act one step at a time. When the task is complete, reply with a short message and no "
     "tool call. If the task cannot be done on this computer, reply with the single word FAIL."
+    + ABSTENTION_PROMPT
 )
 
 _KEYS = {
@@ -162,8 +163,7 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
             if use is None:
                 text = " ".join(str(b.get("text", "")) for b in content if b.get("type") == "text")
                 self._pending = None
-                kind = FAIL if text.strip().upper().startswith("FAIL") else DONE
-                return BenchmarkAction(kind, usage=usage, raw_action={"content": content})
+                return final_reply_action(text, usage=usage, raw_action={"content": content})
             action = self._convert(use.get("input") or {}, shot)
             if action is None:  # a screenshot or cursor request: answer it and ask again
                 self._messages.append({"role": "user", "content": [

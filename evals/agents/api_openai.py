@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from evals.agents.base import (
-    DONE,
-    FAIL,
+    ABSTENTION_PROMPT,
     WAIT,
     BenchmarkAction,
     BenchmarkAgent,
     BenchmarkObservation,
     BenchmarkTask,
+    final_reply_action,
 )
 from evals.agents.model_api import (
     Shot,
@@ -46,6 +46,7 @@ INSTRUCTIONS = (
     "You operate a Windows 11 desktop with the computer tool to complete the user's task. "
     "When it is complete, reply with a short message and no computer call. If it cannot be "
     "done on this computer, reply with the single word FAIL."
+    + ABSTENTION_PROMPT
 )
 
 
@@ -136,8 +137,7 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
                 text = " ".join(
                     str(part.get("text", "")) for o in output if o.get("type") == "message"
                     for part in o.get("content", []) if isinstance(part, dict))
-                kind = FAIL if text.strip().upper().startswith("FAIL") else DONE
-                return BenchmarkAction(kind, usage=usage, raw_action={"output": output})
+                return final_reply_action(text, usage=usage, raw_action={"output": output})
             action = self._convert(call.get("action") or {}, shot)
             if action is None:  # a screenshot request: answer it and ask again
                 items = [_call_output(call, shot)]

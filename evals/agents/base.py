@@ -2,8 +2,10 @@
 
 An action is written either as a dataclass (:class:`BenchmarkAction`: the reference tool's GUI
 actions such as ``click`` at ``x, y``, which become pyautogui source, the form WAA's agents send)
-or as WAA's action string: ``DONE``, ``FAIL`` and ``WAIT`` are special, pyautogui source goes to
-``/execute_windows``, anything else is a command for the local worker's ``/execute``.
+or as WAA's action string: ``DONE``, ``FAIL`` and ``WAIT`` are special (and so are the two
+abstention actions, ``SEND_MSG_TO_USER "question"`` and ``REPORT_INFEASIBLE "why"``),
+pyautogui source goes to ``/execute_windows``, anything else is a command for the local
+worker's ``/execute``.
 :func:`parse_action` and :meth:`BenchmarkAction.to_string` convert between them.
 
 Agents may report the model tokens a step used through ``BenchmarkAction.usage``
@@ -13,6 +15,8 @@ the checker's, whatever the agent claims.
 
 from __future__ import annotations
 
+import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,10 +29,18 @@ EXECUTE_WINDOWS = "execute_windows"
 DONE = "done"
 FAIL = "fail"
 WAIT = "wait"
+SEND_MSG_TO_USER = "send_msg_to_user"
+REPORT_INFEASIBLE = "report_infeasible"
+ABSTENTION_TYPES = (SEND_MSG_TO_USER, REPORT_INFEASIBLE)
+"""The two abstention actions: ask the user a question, or report the request cannot be done.
+Each ends the episode, with its ``text`` recorded (``evals.openapps`` scores them)."""
 GUI_ACTION_TYPES = GUI_TYPES
 """The reference tool's GUI actions, sent to the worker as pyautogui source."""
-ACTION_TYPES = (EXECUTE, EXECUTE_WINDOWS, DONE, FAIL, WAIT, *GUI_TYPES)
+ACTION_TYPES = (EXECUTE, EXECUTE_WINDOWS, DONE, FAIL, WAIT, *ABSTENTION_TYPES, *GUI_TYPES)
 _SPECIAL = {"DONE": DONE, "FAIL": FAIL, "WAIT": WAIT}
+_ABSTENTION_PATTERN = re.compile(
+    r"^(send_msg_to_user|report_infeasible)\s*(?:\(\s*(.*?)\s*\)|\s(.*))?$",
+    re.IGNORECASE | re.DOTALL)
 
 
 @dataclass
@@ -101,8 +113,9 @@ class BenchmarkAction:
 
     @property
     def ends_task(self) -> bool:
-        """True for ``done`` and ``fail``: the agent says it is finished."""
-        return self.type in (DONE, FAIL)
+        """True for ``done``, ``fail`` and the abstention actions: the agent says it is
+        finished, asks the user, or reports the request infeasible."""
+        return self.type in (DONE, FAIL, *ABSTENTION_TYPES)
 
     def to_pyautogui(self, accessibility_tree: str | None = None) -> str:
         """The pyautogui source a worker runs for this action (``execute_windows``: its code).
@@ -127,6 +140,8 @@ class BenchmarkAction:
                 return to_pyautogui(self)
             except ValueError:
                 return f"{self.type.upper()} {self.target_name or self.target_node_id or ''}"
+        if self.type in ABSTENTION_TYPES:
+            return f"{self.type.upper()} {json.dumps(self.text or '')}"
         return self.type.upper()
 
     def to_json(self) -> dict[str, Any]:
@@ -163,6 +178,9 @@ def parse_action(value: str | Mapping[str, Any]) -> BenchmarkAction:
         special = _SPECIAL.get(text.upper())
         if special:
             return BenchmarkAction(special)
+        abstention = parse_abstention(text)
+        if abstention is not None:
+            return abstention
         if text.startswith(_PYTHON_STARTS):
             return BenchmarkAction(EXECUTE_WINDOWS, code=text)
         return BenchmarkAction(EXECUTE, command=text)
@@ -181,6 +199,49 @@ def parse_action(value: str | Mapping[str, Any]) -> BenchmarkAction:
         raw=dict(value),
         **fields,
     )
+
+
+ABSTENTION_PROMPT = (
+    " If the request is ambiguous, reply SEND_MSG_TO_USER \"your question\" instead of acting; "
+    "if it cannot be done, reply REPORT_INFEASIBLE \"why\"."
+)
+"""What a model agent's instructions say of the two abstention actions."""
+
+
+def parse_abstention(text: str, **fields: Any) -> BenchmarkAction | None:
+    """``SEND_MSG_TO_USER "question"`` / ``report_infeasible('why')`` (either spelling, the
+    text quoted or not) as its action, or None when ``text`` is not one."""
+    match = _ABSTENTION_PATTERN.match(text.strip())
+    if match is None:
+        return None
+    return BenchmarkAction(match.group(1).lower(), text=_unquote(match.group(2) or match.group(3)),
+                           **fields)
+
+
+def final_reply_action(text: str, **fields: Any) -> BenchmarkAction:
+    """The action a model's reply without a tool call stands for: a question or an
+    infeasibility report when it starts with one, ``fail`` for ``FAIL``, else ``done``."""
+    stripped = text.strip()
+    abstention = _ABSTENTION_PATTERN.match(stripped.splitlines()[0] if stripped else "")
+    if abstention:
+        rest = abstention.group(2) or abstention.group(3) or ""
+        if "\n" in stripped and not rest:
+            rest = stripped.split("\n", 1)[1]
+        return BenchmarkAction(abstention.group(1).lower(), text=_unquote(rest), **fields)
+    return BenchmarkAction(FAIL if stripped.upper().startswith("FAIL") else DONE, **fields)
+
+
+def _unquote(text: str | None) -> str:
+    """An abstention action's text: ``"..."``/``'...'`` (or a JSON string) unwrapped."""
+    text = (text or "").strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        if text[0] == '"':
+            try:
+                return str(json.loads(text))
+            except ValueError:
+                pass
+        return text[1:-1]
+    return text
 
 
 _PYTHON_STARTS = ("import pyautogui", "import time", "pyautogui.", "computer.")

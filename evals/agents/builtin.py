@@ -16,11 +16,13 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from evals.agents.base import (
+    ABSTENTION_TYPES,
     DONE,
     BenchmarkAction,
     BenchmarkAgent,
     BenchmarkObservation,
     BenchmarkTask,
+    parse_abstention,
 )
 from evals.agents.pyautogui_code import SCREEN
 
@@ -286,7 +288,7 @@ def _walk_dict(node: dict[str, Any], depth: int, lines: list[str], max_lines: in
 
 
 _NAMES = ("double_click", "right_click", "click", "move", "type", "key", "hotkey", "press",
-          "scroll", "drag", "done", "fail", "wait")
+          "scroll", "drag", "done", "fail", "wait", "send_msg_to_user", "report_infeasible")
 _CALL = re.compile(r"^\s*([A-Za-z_]+)\s*(?:\((.*)\))?\s*$", re.S)
 _CALL_IN_TEXT = re.compile(
     r"\b(" + "|".join(_NAMES) + r")\s*\(([^()]*)\)", re.I)
@@ -308,6 +310,9 @@ def parse_action_response(response: str, observation: BenchmarkObservation | Non
     raw: dict[str, Any] = {"response": response}
     for line in reversed([ln.strip() for ln in response.strip().splitlines() if ln.strip()]):
         line = re.sub(r"^.*?\baction\s*:\s*", "", line, flags=re.I)
+        abstention = parse_abstention(line, raw_action=raw)
+        if abstention is not None:  # SEND_MSG_TO_USER "question", REPORT_INFEASIBLE "why"
+            return abstention
         candidates: list[tuple[str, str | None]] = []
         match = _CALL.match(line)
         if match:
@@ -327,6 +332,10 @@ def _action_from_call(name: str, args: str, raw: dict[str, Any],
     """The action one ``NAME(args)`` stands for, or None when it is not one."""
     if name in ("done", "fail", "wait") and not args:
         return BenchmarkAction(name, raw_action=raw)
+    if name in ABSTENTION_TYPES:  # SEND_MSG_TO_USER("question"), REPORT_INFEASIBLE("why")
+        text = args[1:-1] if len(args) >= 2 and args[0] == args[-1] and args[0] in "'\"" \
+            else args
+        return BenchmarkAction(name, text=text, raw_action=raw)
     if name in ("click", "double_click", "right_click", "move"):
         node = re.fullmatch(r"\[\s*([^\]]+?)\s*\]", args)
         if node:

@@ -30,7 +30,7 @@ def tasks_help() -> str:
     indexes = ", ".join(sorted(p.stem for p in local_tasks_dir().glob("*.json")))
     return (f"Which tasks: all, N (the first N of all), an index of the pool's (a local pool: "
             f"{indexes}), domain:<name>, IDs 'A,B', @file, cua-bench:PATH[#N] (Cua-Bench task "
-            "modules, docs/tasks.md).")
+            "modules), openapps:FILE.yaml[#NAME] (OpenApps-style task entries; docs/tasks.md).")
 
 
 TASKS_HELP = tasks_help()

@@ -42,9 +42,10 @@ def tasks(
     """List the selected tasks (ID, domain, infeasible, instruction) and the count per domain.
 
     ``cua-bench:PATH`` lists the variants of a Cua-Bench task directory or dataset directory
-    (``--split``, default train), ``cua-bench:PATH#N`` one of them. Without ``--source`` or
-    ``--pool`` it lists the bundled local suite (what a local pool serves unless created with
-    ``--tasks-dir``).
+    (``--split``, default train), ``cua-bench:PATH#N`` one of them. ``openapps:FILE.yaml``
+    lists an OpenApps-style task config's entries, ``openapps:FILE.yaml#NAME`` one of them.
+    Without ``--source`` or ``--pool`` it lists the bundled local suite (what a local pool
+    serves unless created with ``--tasks-dir``).
     """
     from evals.errors import InvalidRunInputError
 
@@ -55,11 +56,14 @@ def tasks(
                                    "give one")
     tasks_sel = selection or tasks_sel or "all"
     from evals.cua_bench import is_cua_selection, load_selection
+    from evals.openapps import is_openapps_selection, select_openapps
 
     if is_cua_selection(tasks_sel):
         # module files on this machine: no folder or pool to read them from
         variants = load_selection(tasks_sel, split)
         refs = [TaskRef(v.task_id, v.domain, False, v.description) for v in variants]
+    elif is_openapps_selection(tasks_sel):  # a config file on this machine, every entry checked
+        refs = [ref for ref in select_openapps(tasks_sel)[0] if isinstance(ref, TaskRef)]
     elif source is None and pool is None:
         from oa_vm.local_suite import local_tasks_dir
 

@@ -17,6 +17,7 @@ reason in ``error``. A path leaving the sandbox raises :class:`SandboxError` (HT
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -444,6 +445,71 @@ def _wait(desktop: Desktop, args: list[str]) -> str:
     return ""
 
 
+def _todo(desktop: Desktop, args: list[str]) -> str:
+    action, rest = args[0].lower(), args[1:]
+    apps = desktop.apps
+    with desktop.lock:
+        if action == "list" and not rest:
+            return "\n".join(f"[{'x' if t.done else ' '}] {t.title}" for t in apps.todos)
+        desktop.version += 1
+        if action == "add" and len(rest) == 1:
+            return apps.add_todo(rest[0]).title
+        if action in ("done", "undone") and len(rest) == 1:
+            todo = apps.find_todo(rest[0])
+            todo.done = action == "done"
+            return todo.title
+        if action == "delete" and len(rest) == 1:
+            apps.delete_todo(rest[0])
+            return rest[0]
+    raise _UsageError(f"todo {action}: bad action or arguments")
+
+
+def _editor(desktop: Desktop, args: list[str]) -> str:
+    action, rest = args[0].lower(), args[1:]
+    apps = desktop.apps
+    with desktop.lock:
+        if action == "read" and len(rest) == 1:
+            found = apps.files.get(rest[0].replace("\\", "/"))
+            if found is None:
+                raise AppError(f"no file {rest[0]!r} in the code editor")
+            return found.content if found.buffer is None else found.buffer
+        if action == "files" and not rest:
+            return "\n".join(f["path"] for f in apps.state()["codeeditor"]["files"])
+        desktop.version += 1
+        if action == "write" and len(rest) == 2:
+            apps.edit(rest[0], rest[1])
+            return ""
+        if action == "append" and len(rest) == 2:
+            found = apps.files.get(rest[0].replace("\\", "/"))
+            if found is None:
+                raise AppError(f"no file {rest[0]!r} in the code editor")
+            apps.edit(rest[0], (found.content if found.buffer is None else found.buffer)
+                      + rest[1])
+            return ""
+        if action == "save" and len(rest) == 1:
+            apps.save(rest[0])
+            return rest[0]
+    raise _UsageError(f"editor {action}: bad action or arguments")
+
+
+def _msg(desktop: Desktop, args: list[str]) -> str:
+    if args[0].lower() != "send":
+        raise _UsageError(f"msg {args[0]}: bad action or arguments")
+    with desktop.lock:
+        desktop.version += 1
+        desktop.apps.send(args[1], args[2])
+    return args[1]
+
+
+def _appstate(desktop: Desktop, args: list[str]) -> str:
+    state = desktop.app_state()
+    if args:
+        if args[0] not in state:
+            raise _UsageError(f"no app {args[0]!r} ({', '.join(state)})")
+        state = {args[0]: state[args[0]]}
+    return json.dumps(state, sort_keys=True)
+
+
 def _int(text: str, name: str, low: int, high: int) -> int:
     if not text.isdigit() or not low <= int(text) <= high:
         raise _UsageError(f"{name} must be a whole number from {low} to {high}, not {text!r}")
@@ -482,6 +548,11 @@ VERBS: dict[str, Verb] = {
     "sleep": Verb("sleep SECONDS (0 to 30)", 1, 1, _sleep),
     "echo": Verb('echo "TEXT"', 0, 1000, _echo),
     "windows": Verb("windows", 0, 0, _windows),
+    "todo": Verb('todo add|done|undone|delete "TITLE" | todo list', 1, 2, _todo),
+    "editor": Verb('editor write|append FILE "TEXT" | editor save FILE | editor read FILE | '
+                   "editor files", 1, 3, _editor),
+    "msg": Verb('msg send "TO" "TEXT"', 3, 3, _msg),
+    "appstate": Verb("appstate [todo|codeeditor|messenger|settings|clock]", 0, 1, _appstate),
     "wait": Verb("WAIT | DONE | FAIL (no-ops)", 0, 0, _wait),
 }
 

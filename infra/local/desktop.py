@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from infra.local.apps import APPS, DIALOGS, AppError, Clock, Settings, Window
 from infra.local.sandbox import HOME, USER_FOLDERS, Sandbox, SandboxError
+from infra.local.workapps import WorkApps, seeded
 
 if TYPE_CHECKING:
     from infra.local.browser import BrowserScreen
@@ -55,6 +56,7 @@ class Desktop:
         self.windows: list[Window] = []  # z-order: the last one is the active window
         self.settings = Settings()
         self.clock = Clock()
+        self.apps: WorkApps = seeded()  # the to-do list, code editor and messenger
         self.clipboard = ""
         self.file_clipboard: tuple[str, list[str]] | None = None  # ("copy"|"cut", guest paths)
         self.pointer = (640, 360)  # the mouse, in screen pixels
@@ -474,7 +476,16 @@ class Desktop:
                     else:
                         entry.unlink(missing_ok=True)
             self.sandbox.create_layout()
+            # the apps' stores are the profile's too: a fresh profile has their seed
+            self.apps = seeded()
             self._changed()
+
+    def app_state(self) -> dict[str, Any]:
+        """One JSON document per app (``todo``, ``codeeditor``, ``messenger``, ``settings``,
+        ``clock``): what OpenApps-style tasks compare before and after an episode."""
+        with self.lock:
+            return {**self.apps.state(), "settings": self.settings.as_dict(),
+                    "clock": self.clock.as_dict()}
 
     def snapshot(self) -> dict[str, Any]:
         """The whole app state as JSON-ready data (the ``desktop_state`` getter)."""

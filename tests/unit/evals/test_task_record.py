@@ -72,6 +72,7 @@ def _full_record() -> TaskExecution:
         egress="allowlist",
         agent_traceback="Traceback (most recent call last):\nRuntimeError: boom",
         reward_components=[1.0, 0.5],
+        state_diff=[{"path": "/todo/todos/0/done", "before": False, "after": True}],
         task_traceback="Traceback (most recent call last):\nValueError: setup",
     )
 

@@ -1,0 +1,377 @@
+"""The built-in OpenApps-style task classes: their fields, their reward, their reference solution.
+
+A task's reward is :meth:`Task.check_if_task_is_complete` over the apps' state read from the
+worker before the agent starts and after it ends (one JSON document per app: ``todo``,
+``codeeditor``, ``messenger``, ``settings``, ``clock``; see ``infra/local/workapps.py``).
+
+The state-comparison classes build a *target* from the initial state (what the apps must hold
+if the task was done, and nothing else changed) and compare it with the final state over every
+app but the code editor (whose files only :class:`EditFileTask` scores). A
+:class:`CompositeTask` chains its state subtasks' targets, so two changes to one app make one
+target, and checks its other subtasks on their own. Volatile fields (ids) are compared unless a
+task asks for them to be normalised (``normalize_ids``).
+
+Each class carries a reference solution for the simulated desktop's command language
+(:meth:`Task.reference_solution`), which ``--agent oracle`` plays.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+COMPARED_APPS = ("todo", "messenger", "settings", "clock")
+"""The apps the generic state comparison covers (the code editor is scored by EditFileTask)."""
+ACT, CLARIFY, STOP = "act", "clarify", "stop"
+OUTCOMES = (ACT, CLARIFY, STOP)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """What the reward sees: the two snapshots and how the agent ended."""
+
+    initial: dict[str, Any]
+    final: dict[str, Any]
+    ended_by: str
+    """``act`` (the agent changed an app, or ended without asking), ``clarify``
+    (``send_msg_to_user``) or ``stop`` (``report_infeasible``)."""
+
+
+@dataclass(kw_only=True)
+class Task:
+    """The base of every task class: a goal, and the reward over two snapshots.
+
+    A user's own class (``package.module:Class``) subclasses it (or any built-in one) as a
+    dataclass and overrides :meth:`check_if_task_is_complete`.
+    """
+
+    goal: str = ""
+    """What the agent is asked (a nested subtask may leave it out)."""
+    goal_style: str | None = None
+    """A goal variation's style (``casual``, ``formal``...), recorded only."""
+    expects_abstention: ClassVar[bool] = False
+
+    def problem(self) -> str | None:
+        """What is wrong with the fields beyond their types (``None``: nothing)."""
+        return None
+
+    def check_if_task_is_complete(self, initial_state: dict[str, Any],
+                                  current_state: dict[str, Any]) -> bool:
+        """Whether the task is done, from the state before and after the episode."""
+        raise NotImplementedError
+
+    def score(self, episode: Episode) -> bool:
+        """The reward of an episode (an abstention-aware class also reads how it ended)."""
+        return bool(self.check_if_task_is_complete(episode.initial, episode.final))
+
+    def reference_solution(self) -> list[str] | None:
+        """Commands that do the task on the simulated desktop (``None``: no reference)."""
+        return None
+
+
+@dataclass(kw_only=True)
+class StateTask(Task):
+    """A task scored by comparing the final state with a target built from the initial one."""
+
+    normalize_ids: bool = False
+
+    def target(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The state as it must be once the task is done (a new document)."""
+        return copy.deepcopy(state)
+
+    def check_if_task_is_complete(self, initial_state: dict[str, Any],
+                                  current_state: dict[str, Any]) -> bool:
+        """The final state equals the target on every compared app."""
+        return states_match(self.target(initial_state), current_state, self.normalize_ids)
+
+
+@dataclass(kw_only=True)
+class AppStateComparison(StateTask):
+    """The generic state comparison: ``expected`` names, per app, the document it must hold
+    at the end (apps left out must not change); ``solution`` is its reference solution."""
+
+    expected: dict[str, Any]
+    solution: list[str] = field(default_factory=list)
+
+    def target(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The initial state with the expected apps' documents in place."""
+        result = copy.deepcopy(state)
+        for app, document in self.expected.items():
+            result[app] = copy.deepcopy(document)
+        return result
+
+    def reference_solution(self) -> list[str] | None:
+        """The entry's ``solution`` commands."""
+        return list(self.solution) or None
+
+
+@dataclass(kw_only=True)
+class MarkToDoDoneTask(StateTask):
+    """Mark the to-do item ``todo_name`` as done."""
+
+    todo_name: str
+
+    def problem(self) -> str | None:
+        """An empty title."""
+        return None if self.todo_name.strip() else "todo_name is empty"
+
+    def target(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The item marked done (no item of that name: a target no state can reach)."""
+        result = copy.deepcopy(state)
+        todos = result.get("todo", {}).get("todos", [])
+        found = [t for t in todos if str(t.get("title", "")).casefold()
+                 == self.todo_name.casefold()]
+        if not found:
+            result.setdefault("todo", {})["missing"] = self.todo_name
+        for todo in found[:1]:
+            todo["done"] = True
+        return result
+
+    def reference_solution(self) -> list[str]:
+        """``todo done``."""
+        return [_command("todo", "done", self.todo_name)]
+
+
+@dataclass(kw_only=True)
+class AddToDoTask(StateTask):
+    """Add the to-do item ``todo_name`` (done or not, as ``is_done`` says) at the list's end."""
+
+    todo_name: str
+    is_done: bool = False
+
+    def problem(self) -> str | None:
+        """An empty title."""
+        return None if self.todo_name.strip() else "todo_name is empty"
+
+    def target(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The list with one more item; its id is the next one the app gives."""
+        result = copy.deepcopy(state)
+        todos = result.setdefault("todo", {}).setdefault("todos", [])
+        next_id = max((int(t.get("id", 0)) for t in todos), default=0) + 1
+        todos.append({"done": self.is_done, "id": next_id, "title": self.todo_name})
+        return result
+
+    def reference_solution(self) -> list[str]:
+        """``todo add`` (and ``todo done`` when it is to be done)."""
+        commands = [_command("todo", "add", self.todo_name)]
+        if self.is_done:
+            commands.append(_command("todo", "done", self.todo_name))
+        return commands
+
+
+@dataclass(kw_only=True)
+class SendMessageTask(StateTask):
+    """Send ``text`` to ``recipient`` in the messenger."""
+
+    recipient: str
+    text: str
+
+    def target(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The messenger with the message sent."""
+        result = copy.deepcopy(state)
+        result.setdefault("messenger", {}).setdefault("messages", []).append(
+            {"text": self.text, "to": self.recipient})
+        return result
+
+    def reference_solution(self) -> list[str]:
+        """``msg send``."""
+        return [_command("msg", "send", self.recipient, self.text)]
+
+
+@dataclass(kw_only=True)
+class EditFileTask(Task):
+    """A code editor file's saved contents: ``required_fragment`` (a substring) or
+    ``expected_content`` (the whole file, whitespace-normalised). An unsaved edit or an
+    unchanged file earns nothing; a file absent at the start counts once saved."""
+
+    file_path: str
+    required_fragment: str | None = None
+    expected_content: str | None = None
+
+    def problem(self) -> str | None:
+        """Neither or both of the two checks."""
+        if (self.required_fragment is None) == (self.expected_content is None):
+            return "EditFileTask takes one of required_fragment or expected_content"
+        return None
+
+    def check_if_task_is_complete(self, initial_state: dict[str, Any],
+                                  current_state: dict[str, Any]) -> bool:
+        """The saved file matches, and differs from what it was."""
+        after = editor_file(current_state, self.file_path)
+        if after is None:
+            return False
+        before = editor_file(initial_state, self.file_path)
+        if before is not None and before == after:
+            return False
+        if self.expected_content is not None:
+            return _squash(after) == _squash(self.expected_content)
+        return self.required_fragment is not None and self.required_fragment in after
+
+    def reference_solution(self) -> list[str]:
+        """Type the text into the editor, then save."""
+        if self.expected_content is not None:
+            typed = _command("editor", "write", self.file_path, self.expected_content)
+        else:
+            typed = _command("editor", "append", self.file_path,
+                             f"\n{self.required_fragment or ''}\n")
+        return [typed, _command("editor", "save", self.file_path)]
+
+
+@dataclass(kw_only=True)
+class AbstentionTask(Task):
+    """Act, ask (``send_msg_to_user``) or say it cannot be done (``report_infeasible``).
+
+    ``expected_outcome`` is ``act`` (then ``action_task``, a nested entry with its own
+    ``_target_``, scores the act), ``clarify`` or ``stop``. The episode ends at the agent's
+    first act, question or report; the reward is 1 only if that matches, and on ``clarify``
+    and ``stop`` any app change (the code editor aside) counts as a wrong act.
+    """
+
+    expected_outcome: str
+    action_task: Task | None = None
+    message: str = "Could you tell me more about what you need?"
+    """What the reference solution says when it asks or reports."""
+    expects_abstention: ClassVar[bool] = True
+
+    def problem(self) -> str | None:
+        """An unknown outcome, or an act without the task that scores it."""
+        if self.expected_outcome not in OUTCOMES:
+            return (f"expected_outcome must be one of {', '.join(OUTCOMES)}, not "
+                    f"{self.expected_outcome!r}")
+        if self.expected_outcome == ACT and self.action_task is None:
+            return "expected_outcome act needs an action_task (the entry that scores the act)"
+        return None
+
+    def score(self, episode: Episode) -> bool:
+        """The first of act/clarify/stop matches the expected outcome (and, for act, the
+        nested task holds)."""
+        changed = not states_match(episode.initial, episode.final, False)
+        if self.expected_outcome == ACT:
+            return (episode.ended_by == ACT and self.action_task is not None
+                    and self.action_task.score(episode))
+        return episode.ended_by == self.expected_outcome and not changed
+
+    def check_if_task_is_complete(self, initial_state: dict[str, Any],
+                                  current_state: dict[str, Any]) -> bool:
+        """Without how the episode ended, only an act can be checked."""
+        return self.score(Episode(initial_state, current_state, ACT))
+
+    def reference_solution(self) -> list[str] | None:
+        """The nested task's solution, the question, or the report."""
+        if self.expected_outcome == ACT:
+            return None if self.action_task is None else self.action_task.reference_solution()
+        verb = "SEND_MSG_TO_USER" if self.expected_outcome == CLARIFY else "REPORT_INFEASIBLE"
+        return [f"{verb} {_quote(self.message)}"]
+
+
+@dataclass(kw_only=True)
+class CompositeTask(Task):
+    """Every subtask must hold. State subtasks' targets are chained into one target (so two
+    changes to one app do not fail each other); other subtasks are checked on their own.
+    ``goal`` may be left out (the subtasks' goals joined)."""
+
+    subtasks: list[Task]
+    normalize_ids: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.goal:
+            self.goal = " Then ".join(t.goal for t in self.subtasks if t.goal)
+
+    def problem(self) -> str | None:
+        """No subtask."""
+        return None if self.subtasks else "a CompositeTask needs at least one subtask"
+
+    def check_if_task_is_complete(self, initial_state: dict[str, Any],
+                                  current_state: dict[str, Any]) -> bool:
+        """The chained target holds, and every other subtask does."""
+        state_tasks = [t for t in self.subtasks if isinstance(t, StateTask)]
+        target = copy.deepcopy(initial_state)
+        for task in state_tasks:
+            target = task.target(target)
+        normalize = self.normalize_ids or any(t.normalize_ids for t in state_tasks)
+        if state_tasks and not states_match(target, current_state, normalize):
+            return False
+        return all(t.check_if_task_is_complete(initial_state, current_state)
+                   for t in self.subtasks if not isinstance(t, StateTask))
+
+    def reference_solution(self) -> list[str] | None:
+        """The subtasks' solutions, one after the other."""
+        commands: list[str] = []
+        for task in self.subtasks:
+            solution = task.reference_solution()
+            if solution is None:
+                return None
+            commands.extend(solution)
+        return commands
+
+
+BUILTIN: dict[str, type[Task]] = {cls.__name__: cls for cls in (
+    AppStateComparison, MarkToDoDoneTask, AddToDoTask, SendMessageTask, EditFileTask,
+    AbstentionTask, CompositeTask)}
+"""The built-in classes by name (``_target_: MarkToDoDoneTask``, or OpenApps' spelling
+``open_apps.tasks.tasks.MarkToDoDoneTask``)."""
+
+
+def compared(state: dict[str, Any], normalize_ids: bool) -> dict[str, Any]:
+    """The part of a state the generic comparison covers (ids dropped when normalising)."""
+    picked = {app: state.get(app) for app in COMPARED_APPS}
+    return _without_ids(picked) if normalize_ids else picked
+
+
+def states_match(target: dict[str, Any], current: dict[str, Any], normalize_ids: bool) -> bool:
+    """The compared apps hold the same documents."""
+    return compared(target, normalize_ids) == compared(current, normalize_ids)
+
+
+def editor_file(state: dict[str, Any], path: str) -> str | None:
+    """A code editor file's saved contents in a state (``None``: not in the tree)."""
+    wanted = path.replace("\\", "/").strip()
+    for item in (state.get("codeeditor") or {}).get("files") or []:
+        if isinstance(item, dict) and item.get("path") == wanted:
+            return str(item.get("content", ""))
+    return None
+
+
+def state_diff(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
+    """Where two snapshots differ: ``[{"path", "before", "after"}]``, leaves only.
+
+    A dozen lines of our own: the records need the changed paths of two small JSON documents,
+    not a diff library's report format.
+    """
+    if isinstance(before, dict) and isinstance(after, dict):
+        changes: list[dict[str, Any]] = []
+        for key in sorted(set(before) | set(after), key=str):
+            changes += state_diff(before.get(key), after.get(key), f"{path}/{key}")
+        return changes
+    if isinstance(before, list) and isinstance(after, list):
+        changes = []
+        for index in range(max(len(before), len(after))):  # an item added or gone: None
+            old = before[index] if index < len(before) else None
+            new = after[index] if index < len(after) else None
+            changes += state_diff(old, new, f"{path}/{index}")
+        return changes
+    return [] if before == after else [{"path": path or "/", "before": before, "after": after}]
+
+
+def _without_ids(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_ids(v) for k, v in value.items() if k != "id"}
+    if isinstance(value, list):
+        return [_without_ids(v) for v in value]
+    return value
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _command(*words: str) -> str:
+    """A command-language line, each argument quoted (the language has no escapes: a word is
+    quoted with the quote it does not hold; newlines stand inside quotes as they are)."""
+    return " ".join([words[0], words[1], *(_quote(w) for w in words[2:])])
+
+
+def _quote(word: str) -> str:
+    return f"'{word}'" if '"' in word else f'"{word}"'
+

@@ -1,0 +1,166 @@
+"""The simulated desktop's own productivity apps: a to-do list, a code editor and a messenger.
+
+Each keeps its state as one JSON document (:meth:`WorkApps.state`), the shape OpenApps-style
+tasks compare before and after an episode (``evals.openapps``). A fresh profile starts with the
+same seed every time (:func:`seeded`): a to-do list holding "Water plants", a code editor
+holding ``script.py``, an empty messenger. Pure data plus validation, like :mod:`apps`.
+
+The code editor separates what is typed (a file's ``buffer``) from what is saved
+(``content``): only ``save`` makes an edit count, as in an editor whose reward reads the saved
+file tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from infra.local.apps import AppError
+
+WORK_APPS = ("todo", "codeeditor", "messenger")
+"""The apps whose state :meth:`WorkApps.state` reports, in that order."""
+
+SEED_TODOS = ("Water plants", "Buy groceries", "Call the dentist")
+SEED_SCRIPT = 'def main():\n    print("hello")\n\n\nif __name__ == "__main__":\n    main()\n'
+MAX_TEXT = 100_000
+
+
+@dataclass
+class Todo:
+    """One to-do item."""
+
+    id: int
+    title: str
+    done: bool = False
+
+
+@dataclass
+class EditorFile:
+    """One file of the code editor's workspace: saved contents and the unsaved buffer."""
+
+    content: str
+    buffer: str | None = None
+    """Text typed and not saved yet (``None``: the buffer is the saved content)."""
+
+
+@dataclass
+class Message:
+    """One message sent from the messenger."""
+
+    to: str
+    text: str
+
+
+@dataclass
+class WorkApps:
+    """The three apps' state, mutated only under the desktop's lock."""
+
+    todos: list[Todo] = field(default_factory=list)
+    files: dict[str, EditorFile] = field(default_factory=dict)
+    messages: list[Message] = field(default_factory=list)
+    next_todo: int = 1
+
+    # -- to-do list ----------------------------------------------------------------------
+
+    def find_todo(self, title: str) -> Todo:
+        """The first item with that title (case-insensitive).
+
+        Raises:
+            AppError: none has it.
+        """
+        wanted = title.strip().casefold()
+        for todo in self.todos:
+            if todo.title.casefold() == wanted:
+                return todo
+        raise AppError(f"no to-do item titled {title!r}")
+
+    def add_todo(self, title: str, done: bool = False) -> Todo:
+        """Add an item at the end of the list."""
+        title = _text(title, "a to-do title")
+        if not title.strip():
+            raise AppError("a to-do item needs a title")
+        todo = Todo(self.next_todo, title, done)
+        self.next_todo += 1
+        self.todos.append(todo)
+        return todo
+
+    def delete_todo(self, title: str) -> None:
+        """Remove an item."""
+        self.todos.remove(self.find_todo(title))
+
+    # -- code editor ---------------------------------------------------------------------
+
+    def edit(self, name: str, text: str) -> None:
+        """Type ``text`` as the whole buffer of ``name`` (a new file when there is none);
+        nothing is saved."""
+        name = _file_name(name)
+        text = _text(text, "the editor's text")
+        current = self.files.get(name)
+        if current is None:
+            self.files[name] = EditorFile(content=_UNSAVED_NEW, buffer=text)
+        else:
+            current.buffer = text
+
+    def save(self, name: str) -> str:
+        """Save the buffer of ``name``; returns the saved text."""
+        name = _file_name(name)
+        current = self.files.get(name)
+        if current is None:
+            raise AppError(f"no file {name!r} in the code editor")
+        if current.buffer is not None:
+            current.content, current.buffer = current.buffer, None
+        return current.content
+
+    # -- messenger -----------------------------------------------------------------------
+
+    def send(self, to: str, text: str) -> None:
+        """Send a message."""
+        if not to.strip():
+            raise AppError("a message needs a recipient")
+        self.messages.append(Message(_text(to, "a recipient"), _text(text, "a message")))
+
+    # -- state ---------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """One JSON document per app: ``{"todo": ..., "codeeditor": ..., "messenger": ...}``.
+
+        A code editor file is listed once saved (a new file typed and never saved is not in
+        the tree); ``unsaved`` says that its buffer differs from what is saved.
+        """
+        files = [
+            {"path": name, "content": f.content,
+             "unsaved": f.buffer is not None and f.buffer != f.content}
+            for name, f in sorted(self.files.items()) if f.content != _UNSAVED_NEW
+        ]
+        return {
+            "todo": {"todos": [asdict(t) for t in self.todos]},
+            "codeeditor": {"files": files},
+            "messenger": {"messages": [asdict(m) for m in self.messages]},
+        }
+
+
+_UNSAVED_NEW = "\x00never saved"
+"""The content marker of a file created in the editor and not saved yet (a string, so that
+the snapshot's deep copy keeps it comparable)."""
+
+
+def seeded() -> WorkApps:
+    """The apps as a fresh profile has them."""
+    apps = WorkApps()
+    for title in SEED_TODOS:
+        apps.add_todo(title)
+    apps.files["script.py"] = EditorFile(SEED_SCRIPT)
+    return apps
+
+
+def _text(value: str, what: str) -> str:
+    if len(value) > MAX_TEXT:
+        raise AppError(f"{what} is longer than {MAX_TEXT} characters")
+    return value
+
+
+def _file_name(name: str) -> str:
+    name = name.strip().replace("\\", "/")
+    if not name or name.startswith("/") or ".." in name.split("/"):
+        raise AppError(f"{name!r} is not a path inside the code editor's workspace")
+    return name

@@ -1,0 +1,162 @@
+"""OpenApps-style task configs end to end: the real ``openadapt-evals`` CLI, a real local pool
+(its desktop starts with a to-do list holding "Water plants" and a code editor holding
+``script.py``), the examples of ``evals/openapps/examples/all_tasks.yaml`` (OpenApps' own
+documented entries among them, as written there).
+
+Every example scores 1 with ``--agent oracle`` and 0 with ``--agent noop``; an agent that acts
+on a ``clarify`` task scores 0 and its episode ends at that act; each record and the run page
+carry the class's reward and the state difference; bad configs are refused in one line with
+nothing created.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from oa_vm import api, state
+from tests.support.cli import Result, run_cli
+from tests.support.run_records import read_records as read_by_folder
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "evals" / "openapps" / "examples" / "all_tasks.yaml"
+EXAMPLE_TASKS = {
+    "mark_water_plants_as_done", "add_my_special_item_to_todo",
+    "edit_script_add_header_comment", "create_notes_file_in_code_editor",
+    "abstention_act_mark_groceries", "abstention_clarify_paper_deadline",
+    "abstention_stop_book_flight", "water_plants_and_log_it",
+}
+ACTOR = '''
+from evals.agents.base import BenchmarkAction, BenchmarkAgent, parse_action
+
+
+class Actor(BenchmarkAgent):
+    """Acts at once (adds a to-do item), then would ask: the act must end the episode."""
+
+    def act(self, observation, task, history=None):
+        script = ['todo add "Paper deadline"', 'SEND_MSG_TO_USER "Which paper?"']
+        index = len(history or ())
+        return parse_action(script[index]) if index < len(script) else BenchmarkAction("done")
+'''
+
+
+def evals(*args: str, home: Path, results: Path, env: dict[str, str] | None = None) -> Result:
+    """``openadapt-evals ARGS --results-dir RESULTS`` as a subprocess."""
+    return run_cli("openadapt-evals", *args, "--results-dir", str(results), home=home,
+                   timeout=400, env=env)
+
+
+def records(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """The run's records by task ID."""
+    return {r["task_id"]: r for r in read_by_folder(run_dir).values()}
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One oa-vm home with one ready local pool for the module's runs."""
+    home = tmp_path_factory.mktemp("openapps") / "home"
+    patch = pytest.MonkeyPatch()
+    patch.setenv("OA_VM_HOME", str(home))
+    api.create_pool(name="oa", cloud="local", workers=2)
+    api.wait_pool("oa", timeout_s=60)
+    yield home
+    for name in state.list_names():
+        api.cleanup_pool(name)
+    patch.undo()
+
+
+@pytest.mark.slow  # two runs of eight tasks (test_openapps_tasks.py scores them in process)
+def test_the_examples_score_one_with_the_oracle_and_zero_with_noop(
+    home: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    listed = run_cli("openadapt-evals", "tasks", f"openapps:{EXAMPLES}", "--json", home=home)
+    assert listed.returncode == 0, listed.stderr
+    assert {t["task_id"] for t in json.loads(listed.stdout)["tasks"]} == EXAMPLE_TASKS
+
+    oracle = evals("run", "--pool", "oa", "--tasks", f"openapps:{EXAMPLES}", "--agent", "oracle",
+                   "--run-name", "oracle", home=home, results=results)
+    assert oracle.returncode == 0, oracle.stderr
+    done = records(results / "oracle")
+    assert set(done) == EXAMPLE_TASKS
+    for tid, record in done.items():
+        assert record["status"] == "success", (tid, record.get("error_message"),
+                                               record.get("reason"))
+        assert record["score"] == 1.0, tid
+    diff = {c["path"]: c for c in done["mark_water_plants_as_done"]["state_diff"]}
+    assert diff == {"/todo/todos/0/done": {"path": "/todo/todos/0/done", "before": False,
+                                           "after": True}}
+    assert done["abstention_clarify_paper_deadline"]["state_diff"] == []
+    assert done["abstention_clarify_paper_deadline"]["steps"][-1]["action"]["type"] == \
+        "send_msg_to_user"
+    shown = evals("view", "oracle", home=home, results=results)
+    assert shown.returncode == 0, shown.stderr
+    page = (results / "oracle" / "view.html").read_text(encoding="utf-8")
+    assert "/todo/todos/0/done" in page and "MarkToDoDoneTask: complete" in page
+
+    noop = evals("run", "--pool", "oa", "--tasks", f"openapps:{EXAMPLES}", "--agent", "noop",
+                 "--run-name", "noop", home=home, results=results)
+    assert noop.returncode == 0, noop.stderr
+    failed = records(results / "noop")
+    assert set(failed) == EXAMPLE_TASKS
+    for tid, record in failed.items():
+        assert record["status"] == "failure", (tid, record.get("error_message"))
+        assert record["score"] == 0.0 and record["state_diff"] == [], tid
+
+
+def test_an_agent_that_acts_on_a_clarify_task_scores_zero(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "actor_agent.py").write_text(ACTOR, encoding="utf-8")
+    results = tmp_path / "results"
+    ran = evals("run", "--pool", "oa", "--tasks",
+                f"openapps:{EXAMPLES}#abstention_clarify_paper_deadline",
+                "--agent", "actor_agent:Actor", "--run-name", "actor", home=home,
+                results=results, env={"PYTHONPATH": str(tmp_path)})
+    assert ran.returncode == 0, ran.stderr
+    record = records(results / "actor")["abstention_clarify_paper_deadline"]
+    assert record["status"] == "failure" and record["score"] == 0.0
+    # the act ended the episode: the question after it was never asked
+    assert [s["action"]["type"] for s in record["steps"]] == ["execute"]
+    assert [c["path"] for c in record["state_diff"]] == ["/todo/todos/3"]
+
+
+BAD = {
+    "no-target": ("t:\n  goal: g\n  todo_name: x\n", "no _target_"),
+    "unknown-class": ("t:\n  _target_: open_apps.tasks.tasks.FlyToTheMoonTask\n  goal: g\n",
+                      "unknown task class 'open_apps.tasks.tasks.FlyToTheMoonTask'"),
+    "wrong-type": ("t:\n  _target_: AddToDoTask\n  goal: g\n  todo_name: x\n  is_done: maybe\n",
+                   "is_done must be true or false, not a string 'maybe'"),
+    "unknown-field": ("t:\n  _target_: MarkToDoDoneTask\n  goal: g\n  todo_name: x\n  colour: 1\n",
+                      "MarkToDoDoneTask has no field 'colour'"),
+    "missing-field": ("t:\n  _target_: MarkToDoDoneTask\n  goal: g\n",
+                      "MarkToDoDoneTask needs 'todo_name'"),
+    "alias-bomb": ("a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+                   + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
+                             for p, c in zip("abcdefgh", "bcdefghi", strict=True))
+                   + "t:\n  _target_: MarkToDoDoneTask\n  goal: g\n  todo_name: *i\n",
+                   "expands to more than 50000 YAML nodes"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BAD))
+def test_bad_configs_are_refused_in_one_line_with_nothing_created(
+    kind: str, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    text, said = BAD[kind]
+    config = tmp_path / f"{kind}.yaml"
+    config.write_text(text, encoding="utf-8")
+    results = tmp_path / "results"
+    listed = run_cli("openadapt-evals", "tasks", f"openapps:{config}", home=home)
+    line = listed.assert_one_line_error()
+    assert said in line and str(config) in line, line
+    ran = evals("sweep", "--cloud", "local", "--workers", "1", "--tasks", f"openapps:{config}",
+                "--agent", "noop", home=home, results=results)
+    assert said in ran.assert_one_line_error()
+    assert not results.exists() or not any(results.iterdir())
+    assert not (home / "pools").exists() or not any((home / "pools").iterdir())
