@@ -7,14 +7,21 @@ import io
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+import pytest
 from PIL import Image
 
+from infra.local import render
 from infra.local.commands import run
 from infra.local.desktop import Desktop
 from infra.local.render import Screen, accessibility_xml, draw
 
 
-def test_screen_is_cached_until_the_desktop_changes(tmp_path: Path) -> None:
+def test_screen_is_cached_until_the_desktop_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the clock on the screen changes each minute: held still, or a minute that turns between
+    # two screenshots makes a new one
+    monkeypatch.setattr(render, "_now", lambda: dt.datetime(2026, 1, 1, 9, 30, tzinfo=dt.UTC))
     desktop = Desktop(tmp_path / "root")
     screen = Screen(desktop)
     first = screen.png()
