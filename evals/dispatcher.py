@@ -55,6 +55,7 @@ from evals.records import (
     TaskInfo,
     TaskStatus,
     error_execution,
+    step_files,
 )
 from evals.reset import ResetFailed, WorkerReset
 from evals.trials import split_key
@@ -129,6 +130,7 @@ class DispatchSettings:
     step_pause_s: float = 0.0
     evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
     trials: int = 1  # trials per task (evals.trials): the queue's keys name the trial
+    record_tree: bool = True  # keep each step's accessibility tree beside its screenshot
 
 
 @dataclass
@@ -442,6 +444,7 @@ class Dispatcher:
                     domain=info.domain,
                     evaluate_backoff_s=self.settings.evaluate_backoff_s,
                     stock_reset=reset is None,
+                    record_tree=self.settings.record_tree,
                 )
             if done_reset is not None:
                 done_reset.apply(execution)
@@ -645,9 +648,7 @@ class _Fenced:
 def _keep_earlier_evidence(folder: Path) -> None:
     """Move an earlier attempt's screenshots to ``attempt_<n>/`` (the next free ``n``) before a
     new attempt writes its own: no attempt deletes another's evidence."""
-    if not folder.is_dir():
-        return
-    shots = sorted(folder.glob("step_*.png"))
+    shots = step_files(folder)
     if not shots:
         return
     n = 1

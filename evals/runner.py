@@ -50,6 +50,7 @@ from evals.records import (
     TaskStatus,
     now_iso,
     results_root,
+    step_files,
     versions,
 )
 from evals.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
@@ -167,6 +168,7 @@ class RunConfig:
     rerun_errors: bool = False
     variations: Path | None = None
     allow_change: tuple[str, ...] = ()
+    record_tree: bool = True  # each step's accessibility tree beside its screenshot
 
     def __post_init__(self) -> None:
         self.validate()
@@ -721,7 +723,7 @@ def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
         source = folder.task_dir(key)
         target = source / f"attempt-{len(queue.history(key))}"
         target.mkdir(parents=True, exist_ok=True)
-        for path in [source / "execution.json", *source.glob("step_*.png")]:
+        for path in [source / "execution.json", *step_files(source)]:
             if path.is_file():
                 path.replace(target / path.name)
     return keys
@@ -873,6 +875,7 @@ def _run_in_folder(
                     step_pause_s=config.step_pause_s,
                     evaluate_backoff_s=config.evaluate_backoff_s,
                     trials=config.trials,
+                    record_tree=config.record_tree,
                 ),
                 on_event,
                 repair=helpers.repair,

@@ -107,6 +107,13 @@ StepPauseOpt = Annotated[
                            help="Pause after each action: 0s, or 3s as WAA does")
 ]
 STEP_PAUSE = Duration(0.0, "s")
+RecordTreeOpt = Annotated[
+    bool,
+    typer.Option("--record-tree/--no-record-tree",
+                 help="Keep the accessibility tree the agent was given at each step beside its "
+                      "screenshot (gzip, at most 2 MB of XML a step)."),
+]
+"""``--no-record-tree``: see :func:`evals.records.save_tree`."""
 
 
 def agent_url_option(given: str | None) -> str:
@@ -155,6 +162,7 @@ def build_config(
     repair: bool = False,
     wait_for_pool_s: float = 0.0,
     allow_change: list[str] | None = None,
+    record_tree: bool = True,
 ) -> RunConfig:
     """The :class:`evals.runner.RunConfig` for command-line options (checked as it is made).
 
@@ -191,6 +199,7 @@ def build_config(
         repair=repair,
         wait_for_pool_s=wait_for_pool_s,
         allow_change=tuple(allow_change or ()),
+        record_tree=record_tree,
     )
     return config
 
@@ -490,6 +499,7 @@ def run(
                  "defaults to RUN's.")
     ] = None,
     allow_change: AllowChangeOpt = None,
+    record_tree: RecordTreeOpt = True,
 ) -> None:
     """Run tasks on one or more existing pools (one queue); every task gets one final record."""
     from evals.errors import InvalidRunInputError
@@ -517,6 +527,7 @@ def run(
         variations=variations,
         rerun_errors=rerun_errors is not None, repair=repair,
         wait_for_pool_s=wait_for_pool or 0.0, allow_change=allow_change,
+        record_tree=record_tree,
     )
     config = resumed_config(config, given_settings(ctx))
     # before any lease is taken or any task runs (a dead agent server would fail every task)
