@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from evals.metrics import read_records
+from infra.local.browser import BrowserScreen, find_chromium
 from tests.support.cli import run_cli
 from tests.support.local_runs import LOOK, RUNS, LocalRuns, make_runs
 
@@ -144,3 +145,88 @@ def test_runs_table_marks_the_oracle(runs: LocalRuns) -> None:
     assert list_run_rows(runs.results, since="2999-01-01") == []
 
 
+
+
+# --- the pages, in a real browser ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrowserScreen]:
+    if find_chromium() is None:
+        pytest.skip("no Chromium (apt-get install chromium)")
+    screen = BrowserScreen(tmp_path_factory.mktemp("browser"), (1400, 1800))
+    yield screen
+    screen.stop()
+
+
+def _open(browser: BrowserScreen, page: Path, png: Path) -> str:
+    """Open ``page`` in headless Chromium, save its picture to ``png``; returns the window id."""
+    window = browser.launch(url=page.as_uri(), x=0, y=0, width=1400, height=1800)
+    png.write_bytes(browser.capture(window))
+    return str(window.wid)
+
+
+def test_run_page_in_chromium(runs: LocalRuns, browser: BrowserScreen, tmp_path: Path) -> None:
+    from evals.viewer import write_view
+
+    oracle = write_view(runs.results / "oracle-trials")
+    wid = _open(browser, oracle, tmp_path / "oracle.png")
+    ev = browser.evaluate
+    assert tmp_path.joinpath("oracle.png").stat().st_size > 10_000
+    banner = ev(wid, "(() => { const b = document.querySelector('.answers-banner');"
+                     " return b ? [b.textContent, b.getBoundingClientRect().height] : null })()")
+    assert banner is not None and "saw the answers" in banner[0] and banner[1] > 10
+    # every task row's columns line up, trial 2 rows as trial 1 rows
+    lefts = ev(wid, "[...document.querySelectorAll('details.task > summary')].map(s =>"
+                    " [...s.children].map(c => Math.round(c.getBoundingClientRect().left)))")
+    assert len(lefts) == 4 and all(row == lefts[0] for row in lefts), lefts
+    # per-domain rates with interval whiskers
+    whiskers = ev(wid, "[...document.querySelectorAll('svg.domain-whiskers g.domain')].map(g =>"
+                       " [g.dataset.domain, g.querySelector('line.whisker').getBBox().width,"
+                       "  g.querySelector('circle.rate').getBBox().width])")
+    assert whiskers and all(w > 0 and dot > 0 for _, w, dot in whiskers), whiskers
+    assert ev(wid, "document.querySelector('.meta').textContent").count(
+        "evals.agents.oracle:OracleAgent") == 1
+
+    look = write_view(runs.results / "look-3")
+    wid = _open(browser, look, tmp_path / "look.png")
+    ev = browser.evaluate
+    assert ev(wid, "document.querySelector('.answers-banner')") is None
+    assert "looks=3" in ev(wid, "document.querySelector('.meta').textContent")
+    # a click's marker sits on its screenshot; the tree is in a closed block beside it
+    ev(wid, "(async () => { document.querySelectorAll('details.task').forEach(d => d.open = true);"
+            " await Promise.all([...document.images].map(i => { i.loading = 'eager';"
+            " return i.decode().catch(() => null) })) })()")
+    marks = ev(wid, "[...document.querySelectorAll('.click-marker')].map(m => {"
+                                  " const s = m.closest('.shot').getBoundingClientRect();"
+                                  " const r = m.getBoundingClientRect();"
+                                  " return [r.left - s.left, r.top - s.top, s.width, s.height] })")
+    assert marks and all(0 < x < w and 0 < y < h for x, y, w, h in marks), marks
+    trees = ev(wid, "[...document.querySelectorAll('details.tree')].map(d =>"
+                                  " [d.open, d.querySelector('pre').textContent.length])")
+    assert trees and all(not is_open and n > 0 for is_open, n in trees)
+
+
+def test_compare_page_in_chromium(runs: LocalRuns, browser: BrowserScreen, tmp_path: Path) -> None:
+    from evals.compare import compare_runs, write_comparison
+
+    # neither run's page was written before: the step links must still open one
+    for name in ("noop-b", "look-1b"):
+        assert not (runs.results / name / "view.html").exists()
+    page = write_comparison(compare_runs(runs.results / "noop-b", runs.results / "look-1b"),
+                            tmp_path / "compare.html")
+    wid = _open(browser, page, tmp_path / "compare.png")
+    ev = browser.evaluate
+    points = ev(wid, "[...document.querySelectorAll('svg.task-plot circle.task-point')].map(c =>"
+                     " c.getBoundingClientRect().width)")
+    assert len(points) == 2 and all(w > 0 for w in points)
+    rows = ev(wid, "[...document.querySelectorAll('table.manifest-diff tr')].map(r =>"
+                   " r.textContent)")
+    assert any("agent.class" in r and "LookThenStop" in r for r in rows), rows
+    assert any("agent.arguments.label" in r for r in rows), rows
+    links = ev(wid, "[...document.querySelectorAll('a')].filter(a => a.textContent == 'steps')"
+                    ".map(a => a.href)")
+    assert len(links) == 4
+    from urllib.parse import unquote, urlparse
+
+    assert all(Path(unquote(urlparse(h).path)).is_file() for h in links), links

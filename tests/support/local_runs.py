@@ -8,6 +8,7 @@ with different arguments; the oracle once with trials.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,8 @@ RUNS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
 
 
 class LookThenStop(BenchmarkAgent):
-    """Reads the accessibility tree ``looks`` times (a ``wait`` each), then says it is done.
+    """Reads the accessibility tree ``looks`` times, clicking the middle of the first document
+    it finds there (a ``wait`` when there is none), then says it is done.
 
     It never sees the answers: a stand-in for an agent of one's own that is no oracle.
     """
@@ -52,9 +54,14 @@ class LookThenStop(BenchmarkAgent):
 
     def act(self, observation: BenchmarkObservation, task: BenchmarkTask,
             history: Sequence[BenchmarkAction] | None = None) -> BenchmarkAction:
-        if len(history or ()) < self.looks and observation.accessibility_tree:
+        tree = observation.accessibility_tree
+        if len(history or ()) >= self.looks or not tree:
+            return BenchmarkAction(type="done")
+        found = re.search(r'<Document [^>]*rect="(\d+),(\d+),(\d+),(\d+)"', tree)
+        if found is None:
             return BenchmarkAction(type="wait")
-        return BenchmarkAction(type="done")
+        left, top, right, bottom = (int(v) for v in found.groups())
+        return BenchmarkAction(type="click", x=(left + right) // 2, y=(top + bottom) // 2)
 
 
 @dataclass(frozen=True)
