@@ -177,8 +177,12 @@ def create_agent(
         return cls(**kwargs)
     except TypeError as exc:
         given = ", ".join(sorted(kwargs)) or "no options"
+        accepted = accepted_agent_args(cls)
+        hint = ("check --agent-arg names" if accepted is None
+                else f"it accepts {', '.join(accepted)}" if accepted
+                else "it takes no --agent-arg")
         raise InvalidRunInputError(
-            f"agent {spec!r} cannot be created with {given} ({exc}); check --agent-arg names, "
+            f"agent {spec!r} cannot be created with {given} ({exc}); {hint}, "
             "or give the class a constructor with defaults"
         ) from exc
     except EvalsError:
@@ -188,6 +192,21 @@ def create_agent(
             f"agent {spec!r} could not be created: {type(exc).__name__}: {exc} (--debug shows "
             "where); fix the agent or its --agent-arg options"
         ) from exc
+
+
+def accepted_agent_args(cls: type) -> list[str] | None:
+    """The ``--agent-arg`` names an agent class's constructor takes, in its order; ``None`` when
+    it cannot tell (it takes ``**kwargs``, or has no signature Python can read)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return [p.name for p in parameters
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
 
 
 def agent_factory(
