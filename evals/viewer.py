@@ -296,6 +296,8 @@ def domain_whiskers(summary: Mapping[str, Any]) -> Markup:
     domains = [(d, row, intervals.get(d)) for d, row in (summary.get("by_domain") or {}).items()]
     domains = [(d, row, ci) for d, row, ci in domains
                if isinstance(ci, Mapping) and row.get("success_rate") is not None]
+    shown: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]] = [
+        (str(d), row, ci) for d, row, ci in domains if isinstance(ci, Mapping)]
     if not domains:
         return Markup("")
     label_w, plot_w, row_h, top = 150, 420, 24, 8
@@ -312,7 +314,7 @@ def domain_whiskers(summary: Mapping[str, Any]) -> Markup:
                      f'y2="{height - 20}" stroke="#eaeef2"/><text x="{x(tick)}" '
                      f'y="{height - 6}" font-size="10" text-anchor="middle">'
                      f'{int(tick * 100)}%</text>')
-    for i, (domain, row, ci) in enumerate(domains):
+    for i, (domain, row, ci) in enumerate(shown):
         y = top + row_h * i + row_h / 2
         low, high, rate = float(ci["low"]), float(ci["high"]), float(row["success_rate"])
         parts.append(

@@ -11,9 +11,6 @@ arguments of its constructor.
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,16 +120,10 @@ def load_agent_class(spec: str) -> type[BenchmarkAgent]:
 
 
 def _import(module_name: str) -> Any:
-    """Import a module, looking in the current folder too (as ``python -m`` would)."""
-    here = os.getcwd()
-    added = here not in sys.path and "" not in sys.path
-    if added:
-        sys.path.insert(0, here)
-    try:
-        return importlib.import_module(module_name)
-    finally:
-        if added:
-            sys.path.remove(here)
+    """Import a module, looking in the current folder first (:mod:`evals.module_spec`)."""
+    from evals.module_spec import import_module_here
+
+    return import_module_here(module_name)
 
 
 def create_agent(
