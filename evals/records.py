@@ -32,10 +32,9 @@ from typing import Any
 from evals.trials import split_key, trial_folder, trial_key
 from oa_vm import safe_fs
 from oa_vm.redact import redact_json
+from oa_vm.results_dir import DEFAULT_RESULTS_DIR, RESULTS_ENV, results_root  # noqa: F401
 from oa_vm.state import atomic_write_json
 
-DEFAULT_RESULTS_DIR = "benchmark_results"
-RESULTS_ENV = "OA_EVALS_RESULTS"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _UNSET: Any = object()
 
@@ -361,13 +360,6 @@ def error_execution(
         started_at=None if status is TaskStatus.NOT_RUN else now,
         ended_at=None if status is TaskStatus.NOT_RUN else now,
     )
-
-
-def results_root(explicit: str | Path | None) -> Path:
-    """Where runs live: ``--results-dir``, else ``$OA_EVALS_RESULTS``, else ./benchmark_results."""
-    if explicit is not None:
-        return Path(explicit)
-    return Path(os.environ.get(RESULTS_ENV) or DEFAULT_RESULTS_DIR)
 
 
 def versions() -> dict[str, str]:
