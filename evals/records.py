@@ -32,7 +32,11 @@ from typing import Any
 from evals.trials import split_key, trial_folder, trial_key
 from oa_vm import safe_fs
 from oa_vm.redact import redact_json
-from oa_vm.results_dir import DEFAULT_RESULTS_DIR, RESULTS_ENV, results_root  # noqa: F401
+
+# where runs live: one rule, shared with oa-vm doctor; re-exported for the run commands
+from oa_vm.results_dir import DEFAULT_RESULTS_DIR as DEFAULT_RESULTS_DIR
+from oa_vm.results_dir import RESULTS_ENV as RESULTS_ENV
+from oa_vm.results_dir import results_root as results_root
 from oa_vm.state import atomic_write_json
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
