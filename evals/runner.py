@@ -714,6 +714,23 @@ def _open_queue(
     return queue
 
 
+def _summary_of_interrupted(folder: RunFolder, queue: TaskQueue) -> None:
+    """An interrupted run still gets its ``summary.json`` (of what was recorded): a Ctrl-C that
+    lands as the last task ends leaves a finished set of records, and without a summary the
+    reader had to resume the run (a pool made for nothing) to get one. Best effort: nothing
+    here may hide the interrupt itself."""
+    import logging
+
+    from evals import metrics
+
+    try:
+        folder.sync_executions(queue.records())
+        metrics.write_summary(folder.path)
+    except Exception as exc:  # a summary is a convenience; the interrupt must go on
+        logging.getLogger("evals").warning(
+            "no summary for the interrupted run %s: %s", folder.path.name, exc)
+
+
 def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
     """Reopen the run's tasks that ended in a :data:`RERUN_ERROR_TYPES` error; their records
     and screenshots move to ``<task folder>/attempt-<n>/`` (kept, never replaced; ``n`` counts
@@ -893,6 +910,7 @@ def _run_in_folder(
                     status=RunStatus.INTERRUPTED.value, ended_at=now_iso(),
                     cost=ledger.totals(), **extra,
                 )
+                _summary_of_interrupted(folder, queue)
                 raise
             finally:
                 for repairer in helpers.repairers:

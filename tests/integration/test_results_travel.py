@@ -43,6 +43,14 @@ def test_every_step_keeps_the_tree_the_agent_was_given(runs: LocalRuns) -> None:
     assert tree.startswith("<Desktop") and "<Window" in tree
 
 
+def test_a_run_interrupted_after_its_last_task_has_its_summary(runs: LocalRuns) -> None:
+    cut = runs.results.parent / "interrupted" / "cut"
+    assert json.loads((cut / "metadata.json").read_text())["status"] == "interrupted"
+    summary = json.loads((cut / "summary.json").read_text())
+    assert summary["status"] == "interrupted" and summary["attempts"] == 2
+    assert summary["task_ids_pending"] == []
+
+
 def test_inspect_log_reads_back_one_sample_per_attempt(runs: LocalRuns, tmp_path: Path) -> None:
     from inspect_ai._view.common import get_log_file, get_logs
     from inspect_ai.log import read_eval_log

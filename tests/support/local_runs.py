@@ -20,7 +20,7 @@ from evals.agents import (
     BenchmarkObservation,
     BenchmarkTask,
 )
-from evals.runner import RunConfig, run_evaluation
+from evals.runner import RunConfig, RunEvent, run_evaluation
 from oa_vm import api, state
 
 POOL = "runs-pool"
@@ -39,6 +39,23 @@ RUNS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
     ("look-1b", LOOK, ("looks=1", "label=again"), 1),
     ("look-0", LOOK, ("looks=0",), 1),
 )
+
+
+def _interrupted_at_the_end(results: Path) -> None:
+    """A run whose Ctrl-C lands once its last task has ended: raised in the main thread from the
+    callback of the dispatcher's last event, where a real SIGINT would land."""
+
+    def ctrl_c_after_the_last(event: RunEvent) -> None:
+        if event.kind == "finished":
+            raise KeyboardInterrupt
+
+    try:
+        run_evaluation(RunConfig(pool=POOL, selection=TASKS, agent="noop", run_name="cut",
+                                 results_dir=results, reset="stock"),
+                       on_event=ctrl_c_after_the_last)
+    except KeyboardInterrupt:
+        return
+    raise AssertionError("the run was not interrupted")
 
 
 class LookThenStop(BenchmarkAgent):
@@ -84,6 +101,7 @@ def make_runs(root: Path) -> LocalRuns:
                 pool=POOL, selection=TASKS, agent=agent, run_name=name, results_dir=results,
                 trials=trials, agent_options=AgentOptions(args=args), reset="stock",
             ))
+        _interrupted_at_the_end(root / "interrupted")
     finally:
         for pool in state.list_names():
             api.cleanup_pool(pool)
