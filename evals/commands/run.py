@@ -209,7 +209,7 @@ VariationsOpt = Annotated[
     typer.Option("--variations", metavar="FILE",
                  help="Goal variations to add after each selected task (<task_id>__<style>_<n>: "
                       "the instruction reworded, the original's checker); the local suite's: "
-                      "infra/local/tasks/variations/local_all.json."),
+                      "local_all (infra/local/tasks/variations/local_all.json)."),
 ]
 
 FailOnErrorsOpt = Annotated[
