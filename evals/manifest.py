@@ -345,6 +345,10 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
         facts = ", ".join(f"{k} {v}" for k, v in image.items() if v is not None) or "unknown"
         return f"{w.get('pool')}: {facts}"
 
+    # a commit and image digests only where the run knew them: "unknown" on every local run's
+    # page said nothing and read as a defect
+    commit = checker.get("waa_upstream_commit")
+    known = [("WAA upstream commit", str(commit))] if commit else []
     changes = [c for c in manifest.get("setting_changes") or [] if isinstance(c, dict)]
     changed = [("setting changed on resume",
                 f"{c.get('setting')}: {_change_text(c)} (at {c.get('at')})") for c in changes]
@@ -354,7 +358,7 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
                   f"{', '.join(index_hashes) or 'unknown'}"),
         ("scoring rules", str(checker.get("scoring_rules_sha256") or "unknown")[:12]),
         ("scoring server", str(checker.get("scoring_server_sha256") or "unknown")[:12]),
-        ("WAA upstream commit", str(checker.get("waa_upstream_commit") or "unknown")),
+        *known,
         ("workers", "; ".join(worker_text(w) for w in workers) or "none"),
         ("agent", f"{agent.get('class')} (module {str(agent.get('module_sha256'))[:12]}"
                   f"{', model ' + str(agent['model']) if agent.get('model') else ''})"),
