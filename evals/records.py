@@ -31,7 +31,7 @@ from typing import Any
 
 from evals.trials import split_key, trial_folder, trial_key
 from oa_vm import safe_fs
-from oa_vm.redact import redact_json
+from oa_vm.redact import redact_json, redact_text
 
 # where runs live: one rule, shared with oa-vm doctor; re-exported for the run commands
 from oa_vm.results_dir import DEFAULT_RESULTS_DIR as DEFAULT_RESULTS_DIR
@@ -528,7 +528,9 @@ def save_tree(folder: Path, index: int, tree: str, root: Path | None = None) -> 
     """Write ``step_<index>.tree.xml.gz`` (gzip of the tree's first :data:`TREE_LIMIT_BYTES`
     bytes) into ``folder``, as :func:`save_screenshot` writes the screenshot; returns the file
     name and whether the tree was cut."""
-    data = tree.encode("utf-8", errors="replace")
+    # the tree is text the worker produced, as a record's is: no credential crosses into a file
+    # (oa_vm.redact; a capability URL in an address bar would otherwise be kept)
+    data = redact_text(tree).encode("utf-8", errors="replace")
     truncated = len(data) > TREE_LIMIT_BYTES
     if truncated:  # cut on a character boundary, so the text still decodes
         data = data[:TREE_LIMIT_BYTES].decode("utf-8", errors="ignore").encode("utf-8")

@@ -198,6 +198,9 @@ def test_a_step_tree_is_capped_compressed_and_moves_with_the_screenshots(tmp_pat
     (tmp_path / "task.json").write_text("{}")
     assert [p.name for p in step_files(tmp_path)] == [
         "step_000.png", "step_000.tree.xml.gz", "step_001.tree.xml.gz"]
+    address = "https://w.example/act?token=s3cr3tvalue1234"
+    secret, _ = save_tree(tmp_path, 2, f'<Edit value="{address}" />')
+    assert "s3cr3tvalue1234" not in read_tree(tmp_path, secret)  # masked as a record's text is
     record = _execution()
     record.steps.append(StepRecord(index=0, action={}, started_at="t", tree=small))
     steps = record.to_json()["steps"]
