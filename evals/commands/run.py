@@ -121,6 +121,14 @@ def agent_url_option(given: str | None) -> str:
     return "--agent-url" if given else f"${AGENT_URL_ENV}"
 
 
+WaitReadyOpt = Annotated[
+    float | None,
+    duration_option("--wait-ready", unit="s", bare=(),
+                    help="Wait this long for the pool's workers to be ready (as oa-vm pool-wait) "
+                         "before the run starts, e.g. right after pool-create: 20m"),
+]
+"""``--wait-ready``: readiness of the pool itself, not another run's lease (``--wait-for-pool``)."""
+
 WaitForPoolOpt = Annotated[
     float | None,
     duration_option("--wait-for-pool", unit="s", bare=(),
@@ -500,6 +508,7 @@ def run(
     ] = None,
     allow_change: AllowChangeOpt = None,
     record_tree: RecordTreeOpt = True,
+    wait_ready: WaitReadyOpt = None,
 ) -> None:
     """Run tasks on one or more existing pools (one queue); every task gets one final record."""
     from evals.errors import InvalidRunInputError
@@ -530,6 +539,24 @@ def run(
         record_tree=record_tree,
     )
     config = resumed_config(config, given_settings(ctx))
+    if wait_ready is not None:
+        names: list[str | None] = [*config.pool_names()] or [None]
+        _wait_ready(names, wait_ready)
     # before any lease is taken or any task runs (a dead agent server would fail every task)
     check_before_run(config, agent_url_option=agent_url_option(agent_url))
     execute(config, json_out=json_out, fail_on_errors=fail_on_errors)
+
+
+def _wait_ready(pools: list[str | None], timeout_s: float) -> None:
+    """Follow each pool's workers until they are ready, at most ``timeout_s`` in all (the
+    pool's own wait: :func:`oa_vm.api.wait_pool`, whose timeout names each stuck worker)."""
+    import time
+
+    from oa_vm import api
+    from oa_vm.durations import format_duration
+
+    deadline = time.monotonic() + timeout_s
+    for name in pools:
+        typer.echo(f"waiting for pool {name or '(the only one)'} to be ready (at most "
+                   f"{format_duration(timeout_s)})", err=True)
+        api.wait_pool(name, timeout_s=max(1.0, deadline - time.monotonic()))

@@ -238,3 +238,22 @@ def test_compare_page_in_chromium(runs: LocalRuns, browser: BrowserScreen, tmp_p
     from urllib.parse import unquote, urlparse
 
     assert all(Path(unquote(urlparse(h).path)).is_file() for h in links), links
+
+
+def test_run_waits_for_a_new_pool_to_be_ready(tmp_path: Path) -> None:
+    from oa_vm import api, state
+
+    home = tmp_path / "home"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OA_VM_HOME", str(home))
+        api.create_pool(name="fresh", cloud="local", workers=1, ttl_hours=1.0)  # not waited for
+        try:
+            done = run_cli("openadapt-evals", "run", "--pool", "fresh", "--wait-ready", "5m",
+                           "--tasks", "1", "--agent", "noop", "--run-name", "r",
+                           "--results-dir", str(tmp_path / "results"), home=home, timeout=300)
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert "waiting for pool fresh to be ready (at most 5m)" in done.stderr
+            assert (tmp_path / "results" / "r" / "summary.json").is_file()
+        finally:
+            for name in state.list_names():
+                api.cleanup_pool(name)
