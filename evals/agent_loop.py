@@ -42,6 +42,7 @@ from evals.records import (
     TaskStatus,
     now_iso,
     save_screenshot,
+    save_tree,
 )
 from oa_vm.redact import redact_json, redact_text
 from waa_client import retry
@@ -135,6 +136,7 @@ def run_task(
     evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S,
     sleep: Callable[[float], None] = time.sleep,
     stock_reset: bool = True,
+    record_tree: bool = True,
 ) -> TaskExecution:
     """Run one task once and return its record (never raises for what happens in the task).
 
@@ -155,6 +157,8 @@ def run_task(
         sleep: The sleep function (tests pass a fake to skip waits).
         stock_reset: Close windows and clear files before the setup (WAA's stock reset);
             False when the caller reset the worker already (:mod:`evals.reset`).
+        record_tree: Keep the accessibility tree the agent was given at each step in
+            ``record_dir`` (``step_NNN.tree.xml.gz``, size-capped; see ``StepRecord.tree``).
 
     Returns:
         The record, with ``worker``, ``attempts`` and prices left for the runner to fill.
@@ -186,7 +190,7 @@ def run_task(
         last_action = _steps(
             waa, agent, bench_task, execution, clock,
             max_steps=max_steps, step_pause_s=step_pause_s, record_dir=record_dir,
-            wait_s=wait_s, sleep=sleep,
+            wait_s=wait_s, sleep=sleep, record_tree=record_tree,
         )
         execution.last_action = last_action
         verdict = _evaluate(
@@ -239,7 +243,7 @@ def _reset_and_setup(
 
 
 def _observe(
-    waa: WaaClient, index: int, clock: _Clock, record_dir: Path | None
+    waa: WaaClient, index: int, clock: _Clock, record_dir: Path | None, record_tree: bool = True
 ) -> tuple[BenchmarkObservation, StepRecord]:
     step = StepRecord(index=index, action={}, started_at=now_iso())
     clock.check(f"step {index}")
@@ -268,6 +272,8 @@ def _observe(
         problems.append(f"accessibility tree: {exc}")
     if screenshot is not None and record_dir is not None:
         step.screenshot = save_screenshot(record_dir, index, screenshot)
+    if tree and record_tree and record_dir is not None:
+        step.tree, step.tree_truncated = save_tree(record_dir, index, tree)
     step.window_title = title
     if problems:
         step.error = redact_text("; ".join(problems))
@@ -287,6 +293,7 @@ def _steps(
     wait_s: float,
     sleep: Callable[[float], None],
     ends_episode: Callable[[], bool] | None = None,
+    record_tree: bool = True,
 ) -> str:
     """Observe, act, send, until the agent ends the task, the steps run out, or
     ``ends_episode`` (asked after each action sent) says the episode is over.
@@ -300,7 +307,7 @@ def _steps(
     last_result: dict[str, Any] | None = None
     last_error: str | None = None
     for index in range(max_steps):
-        observation, step = _observe(waa, index, clock, record_dir)
+        observation, step = _observe(waa, index, clock, record_dir, record_tree)
         observation.last_result, observation.last_error = last_result, last_error
         execution.steps.append(step)
         begun = time.monotonic()

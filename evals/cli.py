@@ -10,8 +10,10 @@ import typer
 
 from evals.commands.audit import audit_verifier
 from evals.commands.compare import compare
+from evals.commands.export import export
 from evals.commands.mock import mock
 from evals.commands.run import run
+from evals.commands.runs import runs
 from evals.commands.study import app as study_app
 from evals.commands.sweep import sweep
 from evals.commands.tasks import tasks
@@ -31,8 +33,10 @@ app.command("tasks", help="List the tasks a selection picks (from a folder or a 
 app.command("run", help="Run tasks on one or more existing pools.")(run)
 app.command("sweep", help="Create a pool, run tasks on it, and remove it afterwards.")(sweep)
 app.command("mock", help="Offline quick start: a few local tasks on a local pool.")(mock)
+app.command("runs", help="The table across runs: agent, rate with interval, cost, date.")(runs)
 app.command("view", help="Write a run's HTML page and print its path.")(view)
 app.command("compare", help="Compare two runs task by task.")(compare)
+app.command("export", help="Write a run as an Inspect AI log or a trajectory dataset.")(export)
 app.command(
     "audit-verifier", help="Check the checkers: replay edited reference solutions."
 )(audit_verifier)

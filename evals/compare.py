@@ -557,6 +557,16 @@ def render_comparison(comparison: Comparison, page_dir: Path | None = None) -> s
         for label, ids in (("A", comparison.only_a), ("B", comparison.only_b)) if ids
     )
     paired = "".join(f"<p>{esc(line)}</p>" for line in paired_lines(comparison))
+    from evals.manifest import difference_rows, read_manifest
+
+    differences = difference_rows(read_manifest(comparison.path_a),
+                                  read_manifest(comparison.path_b),
+                                  [p.task_id for p in comparison.pairs], agent=True)
+    diff_table = (
+        "<table class='small manifest-diff'><tr><th>what</th><th>A</th><th>B</th></tr>"
+        + "".join(f"<tr><td>{esc(w)}</td><td><code>{esc(va)}</code></td>"
+                  f"<td><code>{esc(vb)}</code></td></tr>" for w, va, vb in differences)
+        + "</table>") if differences else "<p class='muted'>The manifests agree.</p>"
     body = (
         f"<header><h1>{esc(comparison.run_a)} vs {esc(comparison.run_b)}</h1>"
         f'<div class="meta"><span>{len(comparison.pairs)} task(s) both runs recorded</span>'
@@ -565,13 +575,62 @@ def render_comparison(comparison: Comparison, page_dir: Path | None = None) -> s
         f"<table class='small'><tr><th></th><th class='num name'>A: {esc(comparison.run_a)}</th>"
         f"<th class='num name'>B: {esc(comparison.run_b)}</th></tr>{totals}</table>"
         f"<h2>Changes</h2><p>{chips}</p>"
+        f"<h2>Per task: A against B</h2>{task_plot(comparison)}"
         f"<h2>Paired comparison</h2>{paired}"
+        f"<h2>What differs between the runs</h2>{diff_table}"
         "<h2>Tasks</h2><table><tr><th>task</th><th>domain</th><th>A</th>"
         "<th class='num'>score</th><th class='num'>steps</th><th>B</th>"
         "<th class='num'>score</th><th class='num'>steps</th><th>change</th></tr>"
         f"{''.join(rows)}</table>{only}</main>"
     )
     return page(f"{comparison.run_a} vs {comparison.run_b}", body)
+
+
+PLOT_SIZE = 280
+PLOT_PAD = 34
+
+
+def task_plot(comparison: Comparison) -> str:
+    """Each shared task as a point at (A's mean score, B's mean score) over its trials, with the
+    diagonal where nothing changed: above it B did better. Inline SVG, no script, no network;
+    a point's title names the task."""
+    from evals.viewer import esc
+
+    def mean(items: list[TaskOutcome]) -> float:
+        return sum(counted_score(i) for i in items) / len(items) if items else 0.0
+
+    span = PLOT_SIZE - 2 * PLOT_PAD
+
+    def at(a: float, b: float) -> tuple[float, float]:
+        return PLOT_PAD + a * span, PLOT_SIZE - PLOT_PAD - b * span
+
+    low, high = at(0, 0), at(1, 1)
+    parts = [
+        f'<svg class="task-plot" xmlns="http://www.w3.org/2000/svg" width="{PLOT_SIZE}" '
+        f'height="{PLOT_SIZE}" viewBox="0 0 {PLOT_SIZE} {PLOT_SIZE}" role="img" '
+        f'aria-label="score per task, A against B">',
+        f'<rect x="{low[0]}" y="{high[1]}" width="{span}" height="{span}" fill="none" '
+        'stroke="#d0d7de"/>',
+        f'<line class="diagonal" x1="{low[0]}" y1="{low[1]}" x2="{high[0]}" y2="{high[1]}" '
+        'stroke="#afb8c1" stroke-dasharray="4 3"/>',
+        f'<text x="{PLOT_SIZE / 2}" y="{PLOT_SIZE - 6}" text-anchor="middle" font-size="11">'
+        f'A: {esc(comparison.run_a)}</text>',
+        f'<text x="11" y="{PLOT_SIZE / 2}" text-anchor="middle" font-size="11" '
+        f'transform="rotate(-90 11 {PLOT_SIZE / 2})">B: {esc(comparison.run_b)}</text>',
+    ]
+    colors = {"improved": "#1a7f37", "regressed": "#b42318", "changed": "#9a6700",
+              "same": "#57606a"}
+    for pair in comparison.pairs:
+        a = mean(comparison.trials_a.get(pair.task_id) or [pair.a])
+        b = mean(comparison.trials_b.get(pair.task_id) or [pair.b])
+        x, y = at(a, b)
+        parts.append(
+            f'<circle class="task-point" data-task="{esc(pair.task_id)}" cx="{x:.1f}" '
+            f'cy="{y:.1f}" r="5" fill="{colors.get(pair.change, "#57606a")}" '
+            f'fill-opacity="0.7"><title>{esc(pair.task_id)}: A {a:.2f}, B {b:.2f}'
+            f'</title></circle>')
+    parts.append("</svg>")
+    return "".join(parts)
 
 
 def default_page_path(comparison: Comparison) -> Path:
@@ -592,9 +651,14 @@ def write_comparison(
         InvalidRunInputError, oa_vm.safe_fs.UnsafePathError, oa_vm.safe_fs.WriteFailedError:
             see :func:`evals.viewer.write_page`.
     """
-    from evals.viewer import check_page_target, write_page
+    from evals.viewer import check_page_target, write_page, write_view
 
     target = Path(out) if out is not None else default_page_path(comparison)
     check_page_target(target, force=force)
+    # the page's step links open each run's own page: write it where it is missing, so they
+    # work whether or not `view` ran before
+    for run_path in (comparison.path_a, comparison.path_b):
+        if not (run_path / "view.html").exists():
+            write_view(run_path)
     write_page(target, render_comparison(comparison, target.parent), force=force)
     return target

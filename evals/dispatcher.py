@@ -56,6 +56,7 @@ from evals.records import (
     TaskInfo,
     TaskStatus,
     error_execution,
+    step_files,
 )
 from evals.reset import ResetFailed, WorkerReset
 from evals.trials import split_key
@@ -130,6 +131,7 @@ class DispatchSettings:
     step_pause_s: float = 0.0
     evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
     trials: int = 1  # trials per task (evals.trials): the queue's keys name the trial
+    record_tree: bool = True  # keep each step's accessibility tree beside its screenshot
 
 
 @dataclass
@@ -435,6 +437,7 @@ class Dispatcher:
                     max_steps=self.settings.max_steps, step_pause_s=self.settings.step_pause_s,
                     deadline=time.monotonic() + self.settings.task_timeout_s,
                     record_dir=self.folder.task_dir(task_id), stock_reset=reset is None,
+                    record_tree=self.settings.record_tree,
                 )
             elif is_openapps_task(task):  # an OpenApps-style entry: the apps' state, twice
                 execution = run_openapps_task(
@@ -442,6 +445,7 @@ class Dispatcher:
                     max_steps=self.settings.max_steps, step_pause_s=self.settings.step_pause_s,
                     deadline=time.monotonic() + self.settings.task_timeout_s,
                     record_dir=self.folder.task_dir(task_id), stock_reset=reset is None,
+                    record_tree=self.settings.record_tree,
                 )
             else:
                 execution = run_task(
@@ -457,6 +461,7 @@ class Dispatcher:
                     domain=info.domain,
                     evaluate_backoff_s=self.settings.evaluate_backoff_s,
                     stock_reset=reset is None,
+                    record_tree=self.settings.record_tree,
                 )
             if done_reset is not None:
                 done_reset.apply(execution)
@@ -660,9 +665,7 @@ class _Fenced:
 def _keep_earlier_evidence(folder: Path) -> None:
     """Move an earlier attempt's screenshots to ``attempt_<n>/`` (the next free ``n``) before a
     new attempt writes its own: no attempt deletes another's evidence."""
-    if not folder.is_dir():
-        return
-    shots = sorted(folder.glob("step_*.png"))
+    shots = step_files(folder)
     if not shots:
         return
     n = 1

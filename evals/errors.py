@@ -141,6 +141,8 @@ class AgentFailed(EvalsError):
     """
 
     exit_code = 4
+    debug_traceback = False
+    """``--debug`` printed the agent's own traceback already; the harness's adds nothing."""
 
     def __init__(self, run_dir: str, what: str) -> None:
         from evals.agent_failures import where_to_look

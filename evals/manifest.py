@@ -254,7 +254,19 @@ def _short(value: Any) -> str:
 
 def manifest_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
                          common_tasks: Sequence[str] | None = None) -> list[str]:
-    """Every way two runs' manifests differ other than the agent, one line each.
+    """Every way two runs' manifests differ other than the agent, one line each
+    (:func:`difference_rows` as text)."""
+    if a is None or b is None:
+        return [what for what, _, _ in difference_rows(a, b, common_tasks)]
+    return [f"{what}: A {va} vs B {vb}" if (va or vb) else what
+            for what, va, vb in difference_rows(a, b, common_tasks)]
+
+
+def difference_rows(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
+                    common_tasks: Sequence[str] | None = None, *, agent: bool = False,
+                    ) -> list[tuple[str, str, str]]:
+    """Every way two runs' manifests differ, as ``(what, A's value, B's value)`` rows; with
+    ``agent``, the agent's class, arguments and model first (the compare page's one table).
 
     Task JSON is compared on the tasks both runs have (``common_tasks``, default all the
     tasks both manifests list); tasks in one run only are ``compare``'s own listing. Pool and
@@ -264,9 +276,14 @@ def manifest_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | Non
     if a is None or b is None:
         missing = [name for name, m in (("A", a), ("B", b)) if m is None]
         who = f"run {missing[0]} has" if len(missing) == 1 else "runs A and B have"
-        return [f"{who} no {MANIFEST} (started before manifests were written): the tasks, "
-                "checker and worker image measured cannot be checked"]
-    lines: list[str] = []
+        return [(f"{who} no {MANIFEST} (started before manifests were written): the tasks, "
+                 "checker and worker image measured cannot be checked", "", "")]
+    lines: list[tuple[str, str, str]] = []
+    if agent:
+        agent_a, agent_b = (_flatten(dict(m.get("agent") or {}), "agent") for m in (a, b))
+        for key in sorted(set(agent_a) | set(agent_b)):
+            if agent_a.get(key) != agent_b.get(key):
+                lines.append((key, _short(agent_a.get(key)), _short(agent_b.get(key))))
     hashes_a = (a.get("tasks") or {}).get("sha256") or {}
     hashes_b = (b.get("tasks") or {}).get("sha256") or {}
     shared = [t for t in (common_tasks or hashes_a) if t in hashes_a and t in hashes_b]
@@ -274,7 +291,7 @@ def manifest_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | Non
     if changed:
         shown = ", ".join(changed[:10]) + (f" and {len(changed) - 10} more"
                                             if len(changed) > 10 else "")
-        lines.append(f"{len(changed)} task(s) differ in their JSON: {shown}")
+        lines.append((f"{len(changed)} task(s) differ in their JSON: {shown}", "", ""))
 
     def comparable(manifest: Mapping[str, Any]) -> dict[str, Any]:
         doc = {k: v for k, v in manifest.items() if k not in _IGNORED}
@@ -307,7 +324,7 @@ def manifest_differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | Non
     for key in sorted(set(flat_a) | set(flat_b)):
         va, vb = flat_a.get(key), flat_b.get(key)
         if va != vb:
-            lines.append(f"{key}: A {_short(va)} vs B {_short(vb)}")
+            lines.append((key, _short(va), _short(vb)))
     return lines
 
 
@@ -328,6 +345,10 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
         facts = ", ".join(f"{k} {v}" for k, v in image.items() if v is not None) or "unknown"
         return f"{w.get('pool')}: {facts}"
 
+    # a commit and image digests only where the run knew them: "unknown" on every local run's
+    # page said nothing and read as a defect
+    commit = checker.get("waa_upstream_commit")
+    known = [("WAA upstream commit", str(commit))] if commit else []
     changes = [c for c in manifest.get("setting_changes") or [] if isinstance(c, dict)]
     changed = [("setting changed on resume",
                 f"{c.get('setting')}: {_change_text(c)} (at {c.get('at')})") for c in changes]
@@ -337,7 +358,7 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
                   f"{', '.join(index_hashes) or 'unknown'}"),
         ("scoring rules", str(checker.get("scoring_rules_sha256") or "unknown")[:12]),
         ("scoring server", str(checker.get("scoring_server_sha256") or "unknown")[:12]),
-        ("WAA upstream commit", str(checker.get("waa_upstream_commit") or "unknown")),
+        *known,
         ("workers", "; ".join(worker_text(w) for w in workers) or "none"),
         ("agent", f"{agent.get('class')} (module {str(agent.get('module_sha256'))[:12]}"
                   f"{', model ' + str(agent['model']) if agent.get('model') else ''})"),

@@ -63,7 +63,8 @@ def _task_finished(event: RunEvent) -> str:
 
 _LINES: dict[EventKind, Callable[[RunEvent], str]] = {
     EventKind.STARTED: lambda e: (
-        f"run started: {e.snapshot.total} task(s), {e.snapshot.done} already done"),
+        # the queue counts attempts (a task's trials and goal styles each one), not tasks
+        f"run started: {e.snapshot.total} attempt(s), {e.snapshot.done} already done"),
     EventKind.TASK_FINISHED: _task_finished,
     EventKind.TASK_RETRY: lambda e: (
         f"retry {e.task_id}: failed{_where(e)} ({e.detail}); another worker takes it"),

@@ -16,6 +16,7 @@ of truth, and a resumed run rewrites a missing copy from it.
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 import os
 import platform
@@ -30,11 +31,14 @@ from typing import Any
 
 from evals.trials import split_key, trial_folder, trial_key
 from oa_vm import safe_fs
-from oa_vm.redact import redact_json
+from oa_vm.redact import redact_json, redact_text
+
+# where runs live: one rule, shared with oa-vm doctor; re-exported for the run commands
+from oa_vm.results_dir import DEFAULT_RESULTS_DIR as DEFAULT_RESULTS_DIR
+from oa_vm.results_dir import RESULTS_ENV as RESULTS_ENV
+from oa_vm.results_dir import results_root as results_root
 from oa_vm.state import atomic_write_json
 
-DEFAULT_RESULTS_DIR = "benchmark_results"
-RESULTS_ENV = "OA_EVALS_RESULTS"
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _UNSET: Any = object()
 
@@ -109,6 +113,11 @@ class StepRecord:
     usage: dict[str, Any] | None = None
     rejected: bool = False
     """The worker refused or failed the step's action (the reason is in ``error``)."""
+    tree: str | None = None
+    """The accessibility tree the agent was given, as a file beside the screenshot
+    (``step_NNN.tree.xml.gz``, :func:`save_tree`); left out of the JSON when not recorded."""
+    tree_truncated: bool = False
+    """The tree was longer than :data:`TREE_LIMIT_BYTES` and its file holds the first part."""
 
 
 @dataclass
@@ -223,6 +232,9 @@ class TaskExecution:
         for optional in ("reward_components", "task_traceback", "state_diff"):
             if data[optional] is None:
                 del data[optional]
+        for step in data["steps"]:  # steps without a recorded tree keep their shape
+            if step["tree"] is None:
+                del step["tree"], step["tree_truncated"]
         # the one serializer of a record (execution.json, the queue, the page): no text a
         # worker or an exception produced crosses it with a credential (oa_vm.redact)
         return dict(redact_json(data))
@@ -357,13 +369,6 @@ def error_execution(
         started_at=None if status is TaskStatus.NOT_RUN else now,
         ended_at=None if status is TaskStatus.NOT_RUN else now,
     )
-
-
-def results_root(explicit: str | Path | None) -> Path:
-    """Where runs live: ``--results-dir``, else ``$OA_EVALS_RESULTS``, else ./benchmark_results."""
-    if explicit is not None:
-        return Path(explicit)
-    return Path(os.environ.get(RESULTS_ENV) or DEFAULT_RESULTS_DIR)
 
 
 def versions() -> dict[str, str]:
@@ -504,10 +509,47 @@ class RunFolder:
     def clear_steps(self, task_id: str) -> None:
         """Remove a previous attempt's screenshots before a new attempt writes its own."""
         folder = self.task_dir(task_id)
-        if folder.is_dir():
-            for png in folder.glob("step_*.png"):
-                png.unlink(missing_ok=True)
+        for path in step_files(folder):
+            path.unlink(missing_ok=True)
 
+
+
+TREE_LIMIT_BYTES = 2_000_000
+"""Bytes of a step's accessibility tree (UTF-8 XML) kept in its file: a UI Automation tree of a
+busy desktop runs to megabytes, and a run of hundreds of tasks keeps one per step."""
+TREE_SUFFIX = ".tree.xml.gz"
+
+
+def step_files(folder: Path) -> list[Path]:
+    """The evidence of an attempt's steps in ``folder`` (screenshots and trees): what moves
+    aside or goes together when another attempt of the task starts. The one rule for it."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("step_*")
+                  if p.is_file() and (p.suffix == ".png" or p.name.endswith(TREE_SUFFIX)))
+
+
+def save_tree(folder: Path, index: int, tree: str, root: Path | None = None) -> tuple[str, bool]:
+    """Write ``step_<index>.tree.xml.gz`` (gzip of the tree's first :data:`TREE_LIMIT_BYTES`
+    bytes) into ``folder``, as :func:`save_screenshot` writes the screenshot; returns the file
+    name and whether the tree was cut."""
+    # the tree is text the worker produced, as a record's is: no credential crosses into a file
+    # (oa_vm.redact; a capability URL in an address bar would otherwise be kept)
+    data = redact_text(tree).encode("utf-8", errors="replace")
+    truncated = len(data) > TREE_LIMIT_BYTES
+    if truncated:  # cut on a character boundary, so the text still decodes
+        data = data[:TREE_LIMIT_BYTES].decode("utf-8", errors="ignore").encode("utf-8")
+    name = f"step_{index:03d}{TREE_SUFFIX}"
+    if not os.path.isdir(folder):
+        safe_fs.ensure_dir(folder, root=root or folder)
+    # mtime 0: the same tree gives the same bytes (level 6: the XML shrinks about tenfold)
+    safe_fs.write_file(folder / name, gzip.compress(data, compresslevel=6, mtime=0))
+    return name, truncated
+
+
+def read_tree(folder: Path, name: str) -> str:
+    """The text of a tree file written by :func:`save_tree`."""
+    return gzip.decompress((folder / name).read_bytes()).decode("utf-8")
 
 
 def save_screenshot(folder: Path, index: int, png: bytes, root: Path | None = None) -> str:

@@ -110,7 +110,10 @@ def current_settings(config: RunConfig, agent: BenchmarkAgent) -> dict[str, Any]
     for setting in SETTINGS:
         if setting.field is not None:
             values[setting.name] = getattr(config, setting.field)
-    values["variations"] = _file_sha256(config.variations)
+    from evals.variations import variations_path  # a bare name: the shipped file's hash
+
+    values["variations"] = _file_sha256(
+        None if config.variations is None else variations_path(config.variations))
     values["agent-arg"] = agent_arguments(config)
     values["agent-module"] = module_sha256(agent)
     return values

@@ -50,6 +50,7 @@ from evals.records import (
     TaskStatus,
     now_iso,
     results_root,
+    step_files,
     versions,
 )
 from evals.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
@@ -167,6 +168,7 @@ class RunConfig:
     rerun_errors: bool = False
     variations: Path | None = None
     allow_change: tuple[str, ...] = ()
+    record_tree: bool = True  # each step's accessibility tree beside its screenshot
 
     def __post_init__(self) -> None:
         self.validate()
@@ -726,6 +728,23 @@ def _open_queue(
     return queue
 
 
+def _summary_of_interrupted(folder: RunFolder, queue: TaskQueue) -> None:
+    """An interrupted run still gets its ``summary.json`` (of what was recorded): a Ctrl-C that
+    lands as the last task ends leaves a finished set of records, and without a summary the
+    reader had to resume the run (a pool made for nothing) to get one. Best effort: nothing
+    here may hide the interrupt itself."""
+    import logging
+
+    from evals import metrics
+
+    try:
+        folder.sync_executions(queue.records())
+        metrics.write_summary(folder.path)
+    except Exception as exc:  # a summary is a convenience; the interrupt must go on
+        logging.getLogger("evals").warning(
+            "no summary for the interrupted run %s: %s", folder.path.name, exc)
+
+
 def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
     """Reopen the run's tasks that ended in a :data:`RERUN_ERROR_TYPES` error; their records
     and screenshots move to ``<task folder>/attempt-<n>/`` (kept, never replaced; ``n`` counts
@@ -735,7 +754,7 @@ def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
         source = folder.task_dir(key)
         target = source / f"attempt-{len(queue.history(key))}"
         target.mkdir(parents=True, exist_ok=True)
-        for path in [source / "execution.json", *source.glob("step_*.png")]:
+        for path in [source / "execution.json", *step_files(source)]:
             if path.is_file():
                 path.replace(target / path.name)
     return keys
@@ -888,6 +907,7 @@ def _run_in_folder(
                     step_pause_s=config.step_pause_s,
                     evaluate_backoff_s=config.evaluate_backoff_s,
                     trials=config.trials,
+                    record_tree=config.record_tree,
                 ),
                 on_event,
                 repair=helpers.repair,
@@ -906,6 +926,7 @@ def _run_in_folder(
                     status=RunStatus.INTERRUPTED.value, ended_at=now_iso(),
                     cost=ledger.totals(), **extra,
                 )
+                _summary_of_interrupted(folder, queue)
                 raise
             finally:
                 for repairer in helpers.repairers:

@@ -38,9 +38,21 @@ def read_variations(path: Path) -> dict[str, Variation]:
         InvalidRunInputError: the file cannot be read or an entry is malformed.
     """
     try:
-        return load_variations(path)
+        return load_variations(variations_path(path))
     except CatalogError as exc:
         raise InvalidRunInputError(f"--variations: {exc.message}") from exc
+
+
+def variations_path(given: Path) -> Path:
+    """The file ``--variations`` names: a path as given, or a bare name of the variations
+    shipped with the local suite (``local_all``: ``infra/local/tasks/variations/local_all.json``
+    in the installed package) when no file of that name is here."""
+    from oa_vm.local_suite import local_tasks_dir
+
+    if given.exists() or given.parent != Path(".") or given.suffix:
+        return given
+    shipped = local_tasks_dir() / "variations" / f"{given.name}.json"
+    return shipped if shipped.is_file() else given
 
 
 def add_variations(selected: Selected, variations: Mapping[str, Variation],

@@ -235,6 +235,8 @@ def _step_view(
     return {
         "index": index,
         "image": image,
+        "marker": _click_marker(action if isinstance(action, Mapping) else {}, shot),
+        "tree": _tree_text(folder, step),
         "duration": _duration(step.get("duration_s")),
         "kind": kind,
         "body": _clip(body) if body else "",
@@ -243,6 +245,104 @@ def _step_view(
         "error": _clip(str(step["error"])) if step.get("error") else "",
         "result": result,
     }
+
+
+TREE_TEXT_LIMIT = 20_000
+"""Characters of a step's accessibility tree shown on the page (the file holds the rest)."""
+CLICK_TYPES = frozenset({"click", "double_click", "right_click", "move", "drag", "type"})
+
+
+def _tree_text(folder: Path, step: Mapping[str, Any]) -> str:
+    """The step's recorded accessibility tree (:func:`evals.records.save_tree`), clipped."""
+    from evals.records import read_tree
+
+    name = _safe_file(folder, step.get("tree"))
+    if name is None:
+        return ""
+    try:
+        return _clip(read_tree(folder, name.name), TREE_TEXT_LIMIT)
+    except (OSError, ValueError, EOFError):
+        return ""
+
+
+def _click_marker(action: Mapping[str, Any], shot: Path | None) -> dict[str, float] | None:
+    """Where a pointer action landed on its screenshot, in percent of the picture (``left``,
+    ``top``); ``None`` for other actions or without coordinates. Coordinates are pixels, or
+    fractions of the screen when both are floats in [0, 1] (as the action takes them)."""
+    x, y = action.get("x"), action.get("y")
+    if action.get("type") not in CLICK_TYPES or not isinstance(x, int | float) \
+            or not isinstance(y, int | float) or isinstance(x, bool) or isinstance(y, bool):
+        return None
+    if isinstance(x, float) and isinstance(y, float) and 0 <= x <= 1 and 0 <= y <= 1:
+        return {"left": round(100 * x, 2), "top": round(100 * y, 2)}
+    if shot is None or not shot.is_file():
+        return None
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(shot) as image:  # reads the header only
+            width, height = image.size
+    except (OSError, UnidentifiedImageError, ValueError):
+        return None
+    if not (0 <= x <= width and 0 <= y <= height):
+        return None
+    return {"left": round(100 * x / width, 2), "top": round(100 * y / height, 2)}
+
+
+def domain_whiskers(summary: Mapping[str, Any]) -> Markup:
+    """Per-domain success rates as dots with their 95% interval as whiskers (inline SVG: one
+    row per domain, the axis from 0 to 100%); empty when no domain has an interval."""
+    intervals = summary.get("by_domain_ci") or {}
+    domains = [(d, row, intervals.get(d)) for d, row in (summary.get("by_domain") or {}).items()]
+    domains = [(d, row, ci) for d, row, ci in domains
+               if isinstance(ci, Mapping) and row.get("success_rate") is not None]
+    shown: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]] = [
+        (str(d), row, ci) for d, row, ci in domains if isinstance(ci, Mapping)]
+    if not domains:
+        return Markup("")
+    label_w, plot_w, row_h, top = 150, 420, 24, 8
+    height = top + row_h * len(domains) + 24
+
+    def x(rate: float) -> float:
+        return label_w + plot_w * max(0.0, min(1.0, float(rate)))
+
+    parts = [f'<svg class="domain-whiskers" xmlns="http://www.w3.org/2000/svg" '
+             f'width="{label_w + plot_w + 20}" height="{height}" role="img" '
+             'aria-label="success rate by domain with 95% intervals">']
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(f'<line x1="{x(tick)}" y1="{top}" x2="{x(tick)}" '
+                     f'y2="{height - 20}" stroke="#eaeef2"/><text x="{x(tick)}" '
+                     f'y="{height - 6}" font-size="10" text-anchor="middle">'
+                     f'{int(tick * 100)}%</text>')
+    for i, (domain, row, ci) in enumerate(shown):
+        y = top + row_h * i + row_h / 2
+        low, high, rate = float(ci["low"]), float(ci["high"]), float(row["success_rate"])
+        parts.append(
+            f'<g class="domain" data-domain="{html.escape(domain)}">'
+            f'<text x="{label_w - 8}" y="{y + 4}" font-size="12" text-anchor="end">'
+            f'{html.escape(domain)}</text>'
+            f'<line class="whisker" x1="{x(low):.1f}" y1="{y}" x2="{x(high):.1f}" y2="{y}" '
+            'stroke="#57606a" stroke-width="2"/>'
+            f'<line x1="{x(low):.1f}" y1="{y - 5}" x2="{x(low):.1f}" y2="{y + 5}" '
+            'stroke="#57606a"/>'
+            f'<line x1="{x(high):.1f}" y1="{y - 5}" x2="{x(high):.1f}" y2="{y + 5}" '
+            'stroke="#57606a"/>'
+            f'<circle class="rate" cx="{x(rate):.1f}" cy="{y}" r="5" fill="#1f5fa0">'
+            f'<title>{html.escape(domain)}: {fmt_rate(rate)} [{fmt_rate(low)}, '
+            f'{fmt_rate(high)}]</title></circle></g>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _agent_facts(manifest: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
+    """The agent's class, arguments and model (``manifest.json``) for the page's header."""
+    agent = (manifest or {}).get("agent") or {}
+    arguments = agent.get("arguments") or {}
+    return [
+        ("agent class", agent.get("class")),
+        ("arguments", " ".join(f"{k}={v}" for k, v in sorted(arguments.items())) or None),
+        ("model", agent.get("model")),
+    ]
 
 
 def _task_view(
@@ -380,9 +480,13 @@ def render_run(
     embedder = _Embedder(embed_budget_bytes)
     tasks = [_task_view(r, folder, link_prefix, embedder) for folder, r in records]
 
+    from evals.manifest import read_manifest
+
     run_name = str(summary["run"])
+    manifest = read_manifest(path)
     meta_bits = [
         ("agent", metadata.get("agent")),
+        *_agent_facts(manifest),
         ("pool", f"{metadata.get('pool') or '-'} ({metadata.get('cloud') or '-'})"),
         ("tasks", len(metadata.get("task_ids") or []) or len(records)),
         ("max steps", metadata.get("max_steps")),
@@ -409,6 +513,8 @@ def render_run(
         meta=[(k, v) for k, v in meta_bits if v not in (None, "")],
         warning=metadata.get("warning"),
         warning_cause=metadata.get("warning_cause"),
+        saw_answers=list(summary.get("answer_visible_agents") or []),
+        whiskers=domain_whiskers(summary),
         summary=summary,
         cost=cost,
         show_cost=show_cost,

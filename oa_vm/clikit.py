@@ -169,8 +169,10 @@ def _report(
         command = getattr(getattr(exc, "ctx", None), "command_path", None) or prog
         print(f"{prog}: error: {message} (see '{command} --help')", file=sys.stderr)
         sys.exit(int(exc.exit_code))
-    if debug:
-        # a traceback quotes messages and URLs (a worker's capability): masked like the line
+    if debug and getattr(exc, "debug_traceback", True):
+        # a traceback quotes messages and URLs (a worker's capability): masked like the line;
+        # an error whose evidence the command printed itself (an agent's own traceback) says
+        # so with debug_traceback = False, so --debug shows one traceback, not the harness's too
         print(redact_text("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
     if _is_known(exc, known):
         print(f"{prog}: error: {redact_text(str(exc))}", file=sys.stderr)

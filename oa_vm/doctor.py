@@ -196,6 +196,18 @@ def check_vcpu_quotas(
     return found
 
 
+def check_results_folder() -> Check:
+    """Names the folder ``openadapt-evals`` keeps runs in (from here), and how many it holds."""
+    from oa_vm.results_dir import DEFAULT_RESULTS_DIR, RESULTS_ENV, results_root
+
+    root = results_root().absolute()
+    source = (f"${RESULTS_ENV}" if os.environ.get(RESULTS_ENV)
+              else f"./{DEFAULT_RESULTS_DIR} under the current folder; set ${RESULTS_ENV} to "
+                   "keep every run in one place")
+    runs = len(list(root.glob("*/metadata.json"))) if root.is_dir() else 0
+    return Check("results folder", True, f"{root} ({source}; {runs} run(s))")
+
+
 def run_checks() -> list[Check]:
     """Every check, in the order ``oa-vm doctor`` prints them."""
     aws, azure = check_aws_credentials(), check_azure_credentials()
@@ -209,4 +221,5 @@ def run_checks() -> list[Check]:
         *check_vcpu_quotas({"aws": aws, "azure": azure}),
         check_ssh(),
         check_home(),
+        check_results_folder(),
     ]

@@ -11,9 +11,6 @@ arguments of its constructor.
 
 from __future__ import annotations
 
-import importlib
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,16 +120,10 @@ def load_agent_class(spec: str) -> type[BenchmarkAgent]:
 
 
 def _import(module_name: str) -> Any:
-    """Import a module, looking in the current folder too (as ``python -m`` would)."""
-    here = os.getcwd()
-    added = here not in sys.path and "" not in sys.path
-    if added:
-        sys.path.insert(0, here)
-    try:
-        return importlib.import_module(module_name)
-    finally:
-        if added:
-            sys.path.remove(here)
+    """Import a module, looking in the current folder first (:mod:`evals.module_spec`)."""
+    from evals.module_spec import import_module_here
+
+    return import_module_here(module_name)
 
 
 def create_agent(
@@ -177,8 +168,12 @@ def create_agent(
         return cls(**kwargs)
     except TypeError as exc:
         given = ", ".join(sorted(kwargs)) or "no options"
+        accepted = accepted_agent_args(cls)
+        hint = ("check --agent-arg names" if accepted is None
+                else f"it accepts {', '.join(accepted)}" if accepted
+                else "it takes no --agent-arg")
         raise InvalidRunInputError(
-            f"agent {spec!r} cannot be created with {given} ({exc}); check --agent-arg names, "
+            f"agent {spec!r} cannot be created with {given} ({exc}); {hint}, "
             "or give the class a constructor with defaults"
         ) from exc
     except EvalsError:
@@ -188,6 +183,21 @@ def create_agent(
             f"agent {spec!r} could not be created: {type(exc).__name__}: {exc} (--debug shows "
             "where); fix the agent or its --agent-arg options"
         ) from exc
+
+
+def accepted_agent_args(cls: type) -> list[str] | None:
+    """The ``--agent-arg`` names an agent class's constructor takes, in its order; ``None`` when
+    it cannot tell (it takes ``**kwargs``, or has no signature Python can read)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return [p.name for p in parameters
+            if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
 
 
 def agent_factory(

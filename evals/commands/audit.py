@@ -137,9 +137,8 @@ def _check_local_ids(wanted: str) -> None:
 
 def _load_adapter(spec: str) -> BenchmarkAdapter:
     """The adapter named by ``--benchmark``: ``toy`` or ``package.module:Class``."""
-    import importlib
-
     from evals.errors import InvalidRunInputError
+    from evals.module_spec import import_module_here
 
     if spec == "toy":
         from evals.verifier_audit.adapters.toy import ToyAdapter
@@ -152,7 +151,8 @@ def _load_adapter(spec: str) -> BenchmarkAdapter:
             "package.module:Class for your own adapter"
         )
     try:
-        factory = getattr(importlib.import_module(module_name), attr)
+        # the current folder first, as --agent module:Class (evals.module_spec)
+        factory = getattr(import_module_here(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise InvalidRunInputError(
             f"--benchmark {spec!r}: cannot load the adapter ({type(exc).__name__}: {exc}); "

@@ -107,12 +107,27 @@ StepPauseOpt = Annotated[
                            help="Pause after each action: 0s, or 3s as WAA does")
 ]
 STEP_PAUSE = Duration(0.0, "s")
+RecordTreeOpt = Annotated[
+    bool,
+    typer.Option("--record-tree/--no-record-tree",
+                 help="Keep the accessibility tree the agent was given at each step beside its "
+                      "screenshot (gzip, at most 2 MB of XML a step)."),
+]
+"""``--no-record-tree``: see :func:`evals.records.save_tree`."""
 
 
 def agent_url_option(given: str | None) -> str:
     """How refusals name the http agent's URL: the option, or the variable it came from."""
     return "--agent-url" if given else f"${AGENT_URL_ENV}"
 
+
+WaitReadyOpt = Annotated[
+    float | None,
+    duration_option("--wait-ready", unit="s", bare=(),
+                    help="Wait this long for the pool's workers to be ready (as oa-vm pool-wait) "
+                         "before the run starts, e.g. right after pool-create: 20m"),
+]
+"""``--wait-ready``: readiness of the pool itself, not another run's lease (``--wait-for-pool``)."""
 
 WaitForPoolOpt = Annotated[
     float | None,
@@ -155,6 +170,7 @@ def build_config(
     repair: bool = False,
     wait_for_pool_s: float = 0.0,
     allow_change: list[str] | None = None,
+    record_tree: bool = True,
 ) -> RunConfig:
     """The :class:`evals.runner.RunConfig` for command-line options (checked as it is made).
 
@@ -191,6 +207,7 @@ def build_config(
         repair=repair,
         wait_for_pool_s=wait_for_pool_s,
         allow_change=tuple(allow_change or ()),
+        record_tree=record_tree,
     )
     return config
 
@@ -200,7 +217,7 @@ VariationsOpt = Annotated[
     typer.Option("--variations", metavar="FILE",
                  help="Goal variations to add after each selected task (<task_id>__<style>_<n>: "
                       "the instruction reworded, the original's checker); the local suite's: "
-                      "infra/local/tasks/variations/local_all.json."),
+                      "local_all (infra/local/tasks/variations/local_all.json)."),
 ]
 
 FailOnErrorsOpt = Annotated[
@@ -490,6 +507,8 @@ def run(
                  "defaults to RUN's.")
     ] = None,
     allow_change: AllowChangeOpt = None,
+    record_tree: RecordTreeOpt = True,
+    wait_ready: WaitReadyOpt = None,
 ) -> None:
     """Run tasks on one or more existing pools (one queue); every task gets one final record."""
     from evals.errors import InvalidRunInputError
@@ -517,8 +536,27 @@ def run(
         variations=variations,
         rerun_errors=rerun_errors is not None, repair=repair,
         wait_for_pool_s=wait_for_pool or 0.0, allow_change=allow_change,
+        record_tree=record_tree,
     )
     config = resumed_config(config, given_settings(ctx))
+    if wait_ready is not None:
+        names: list[str | None] = [*config.pool_names()] or [None]
+        _wait_ready(names, wait_ready)
     # before any lease is taken or any task runs (a dead agent server would fail every task)
     check_before_run(config, agent_url_option=agent_url_option(agent_url))
     execute(config, json_out=json_out, fail_on_errors=fail_on_errors)
+
+
+def _wait_ready(pools: list[str | None], timeout_s: float) -> None:
+    """Follow each pool's workers until they are ready, at most ``timeout_s`` in all (the
+    pool's own wait: :func:`oa_vm.api.wait_pool`, whose timeout names each stuck worker)."""
+    import time
+
+    from oa_vm import api
+    from oa_vm.durations import format_duration
+
+    deadline = time.monotonic() + timeout_s
+    for name in pools:
+        typer.echo(f"waiting for pool {name or '(the only one)'} to be ready (at most "
+                   f"{format_duration(timeout_s)})", err=True)
+        api.wait_pool(name, timeout_s=max(1.0, deadline - time.monotonic()))

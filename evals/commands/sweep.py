@@ -32,6 +32,7 @@ from evals.commands.run import (
     MaxCostOpt,
     MaxStepsOpt,
     ReadTimeoutOpt,
+    RecordTreeOpt,
     ResetOpt,
     ResultsDirOpt,
     ResumeOpt,
@@ -141,6 +142,7 @@ def sweep(
     trials: TrialsOpt = 1,
     variations: VariationsOpt = None,
     allow_change: AllowChangeOpt = None,
+    record_tree: RecordTreeOpt = True,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
     from evals.errors import RunInterrupted
@@ -154,7 +156,7 @@ def sweep(
         max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
         agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
         agent_args=agent_arg, reset=reset, trials=trials, variations=variations,
-        allow_change=allow_change,
+        allow_change=allow_change, record_tree=record_tree,
     )
     config = resumed_config(config, given_settings(ctx))
     faults = parse_faults(fault)

@@ -101,6 +101,7 @@ def run_cua_task(
     deadline: float | None = None,
     record_dir: Path | None = None,
     stock_reset: bool = True,
+    record_tree: bool = True,
 ) -> TaskExecution:
     """Run one attempt of a Cua-Bench variant and return its record (see the module).
 
@@ -115,6 +116,7 @@ def run_cua_task(
         deadline: ``time.monotonic()`` value the attempt ends at (``error/timeout`` past it).
         record_dir: Where the agent's screenshots go.
         stock_reset: Close windows and clear files first (False: the caller reset the worker).
+        record_tree: Keep the accessibility tree the agent was given at each step.
     """
     spec = task["cua_bench"]
     module_file = Path(str(spec["module"]))
@@ -180,6 +182,7 @@ def run_cua_task(
             execution.last_action = _steps(
                 waa, agent, bench_task, execution, clock, max_steps=max_steps,
                 step_pause_s=step_pause_s, record_dir=record_dir, wait_s=1.0, sleep=time.sleep,
+                record_tree=record_tree,
             )
         value = lifecycle_call("evaluate_task", functions["evaluate_task"], variant)
         rewards = rewards_of(value)

@@ -73,6 +73,7 @@ def run_openapps_task(
     deadline: float | None = None,
     record_dir: Path | None = None,
     stock_reset: bool = True,
+    record_tree: bool = True,
 ) -> TaskExecution:
     """Run one attempt of an OpenApps-style task and return its record (see the module).
 
@@ -87,6 +88,7 @@ def run_openapps_task(
         record_dir: Where the agent's screenshots go.
         stock_reset: Close windows and clear files (the apps back to their seed) first
             (False: the caller reset the worker).
+        record_tree: Keep the accessibility tree the agent was given at each step.
     """
     spec = task["openapps"]
     bench_task = task_for_agent(agent, task_id, str(task.get("domain", "")), task, False)
@@ -122,7 +124,7 @@ def run_openapps_task(
         execution.last_action = _steps(
             waa, agent, bench_task, execution, clock, max_steps=max_steps,
             step_pause_s=step_pause_s, record_dir=record_dir, wait_s=1.0, sleep=time.sleep,
-            ends_episode=acted)
+            ends_episode=acted, record_tree=record_tree)
         last = execution.steps[-1].action if execution.steps else None
         ended_by = _ENDED_BY.get(str((last or {}).get("type", "")), ACT)
         final = read_state(waa, clock, "reading the apps' state after the agent")

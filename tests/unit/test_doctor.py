@@ -62,7 +62,8 @@ def test_run_checks_names_every_check(oa_home: Path) -> None:
     assert names == ["pulumi engine", "aws extra", "azure extra", "aws credentials",
                      "azure credentials", "azure devtestlab provider",
                      "aws vCPU quota (us-east-1, m8i.2xlarge)",
-                     "azure vCPU quota (eastus, Standard_D8s_v5)", "ssh", "oa-vm home"]
+                     "azure vCPU quota (eastus, Standard_D8s_v5)", "ssh", "oa-vm home",
+                     "results folder"]
     for check in doctor.run_checks():
         assert check.ok or check.fix, check
 
@@ -187,3 +188,16 @@ def test_vcpu_quota_is_not_asked_without_credentials() -> None:
     assert [c.detail for c in lines] == ["not checked (no aws credentials)",
                                          "not checked (no azure credentials)"]
     assert all(c.ok for c in lines) and asked == []
+
+
+def test_doctor_names_the_results_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    results = tmp_path / "runs"
+    (results / "r1").mkdir(parents=True)
+    (results / "r1" / "metadata.json").write_text("{}")
+    monkeypatch.setenv("OA_EVALS_RESULTS", str(results))
+    check = doctor.check_results_folder()
+    assert check.ok and str(results) in check.detail and "$OA_EVALS_RESULTS" in check.detail
+    assert "1 run(s)" in check.detail
+    monkeypatch.delenv("OA_EVALS_RESULTS")
+    monkeypatch.chdir(tmp_path)
+    assert str(tmp_path / "benchmark_results") in doctor.check_results_folder().detail

@@ -236,3 +236,17 @@ def test_a_constructor_that_raises_is_bad_input_naming_the_agent(
     assert str(refused.value).startswith(
         "agent 'raising_agents:NoWeights' could not be created: RuntimeError: no weights")
     assert isinstance(refused.value.__cause__, RuntimeError)  # --debug shows where
+
+
+@pytest.mark.parametrize(("spec", "args", "named"), [
+    ("random", ("pp=0.5",), "it accepts p, seed"),
+    ("noop", ("speed=1",), "it takes no --agent-arg"),
+    ("tests.support.local_runs:LookThenStop", ("look=2",), "it accepts looks, label"),
+])
+def test_an_agent_arg_typo_names_the_accepted_ones(spec: str, args: tuple[str, ...],
+                                                   named: str) -> None:
+    from evals.agents import AgentOptions
+
+    with pytest.raises(InvalidRunInputError) as caught:
+        create_agent(spec, AgentOptions(args=args))
+    assert named in str(caught.value)

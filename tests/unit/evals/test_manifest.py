@@ -87,3 +87,12 @@ def test_agent_facts_keep_no_credentials() -> None:
     assert facts["arguments"] == {"api_key": "<redacted>", "model": "m1", "temperature": 0.5}
     assert facts["model"] == "m1"
     assert facts["class"] == "evals.agents.noop:NoopAgent"
+
+
+def test_the_page_names_a_waa_commit_only_where_it_is_known() -> None:
+    from evals.manifest import summary_lines
+
+    unknown = dict(summary_lines({"checker": {"waa_upstream_commit": None}}))
+    assert "WAA upstream commit" not in unknown
+    known = dict(summary_lines({"checker": {"waa_upstream_commit": "a1b2c3d"}}))
+    assert known["WAA upstream commit"] == "a1b2c3d"

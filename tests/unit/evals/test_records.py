@@ -81,6 +81,8 @@ def test_to_json_is_what_asdict_makes_and_shares_nothing_with_the_record() -> No
     del expected["egress"]  # None for pools from before egress modes, so left out
     del expected["reward_components"], expected["task_traceback"]  # Cua-Bench variants only
     del expected["state_diff"]  # OpenApps-style tasks only
+    for step in expected["steps"]:  # no tree recorded: the steps keep their shape
+        del step["tree"], step["tree_truncated"]
     document = execution.to_json()
     assert document == expected
     assert json.dumps(document) == json.dumps(expected)
@@ -180,3 +182,28 @@ def test_a_non_durable_execution_write_is_atomic_without_fsync(
     assert len(fsyncs) == 2
     task_dir = folder.task_dir("abc-WOS")
     assert sorted(p.name for p in task_dir.iterdir()) == ["execution.json"]  # no temp file left
+
+
+def test_a_step_tree_is_capped_compressed_and_moves_with_the_screenshots(tmp_path: Path) -> None:
+    from evals.records import TREE_LIMIT_BYTES, read_tree, save_tree, step_files
+
+    small, cut = save_tree(tmp_path, 0, "<Desktop>é</Desktop>")
+    assert (small, cut) == ("step_000.tree.xml.gz", False)
+    assert read_tree(tmp_path, small) == "<Desktop>é</Desktop>"
+    huge = "<Desktop>" + "é" * TREE_LIMIT_BYTES + "</Desktop>"
+    name, cut = save_tree(tmp_path, 1, huge)
+    text = read_tree(tmp_path, name)
+    assert cut and len(text.encode()) <= TREE_LIMIT_BYTES and huge.startswith(text)
+    assert (tmp_path / name).stat().st_size < TREE_LIMIT_BYTES // 50  # compressed
+    (tmp_path / "step_000.png").write_bytes(b"png")
+    (tmp_path / "task.json").write_text("{}")
+    assert [p.name for p in step_files(tmp_path)] == [
+        "step_000.png", "step_000.tree.xml.gz", "step_001.tree.xml.gz"]
+    address = "https://w.example/act?token=s3cr3tvalue1234"
+    secret, _ = save_tree(tmp_path, 2, f'<Edit value="{address}" />')
+    assert "s3cr3tvalue1234" not in read_tree(tmp_path, secret)  # masked as a record's text is
+    record = _execution()
+    record.steps.append(StepRecord(index=0, action={}, started_at="t", tree=small))
+    steps = record.to_json()["steps"]
+    assert "tree" not in steps[0] and steps[1]["tree"] == small  # only where one was recorded
+    assert TaskExecution.from_json(record.to_json()).steps[1].tree == small

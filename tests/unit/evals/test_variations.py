@@ -113,3 +113,14 @@ def test_the_shipped_file_varies_every_local_task_in_every_style() -> None:
     originals = {t: catalog.load(t)["instruction"] for t in local}
     for key, entry in raw.items():
         assert entry["instruction"] != originals[base_of(key)], key
+
+
+def test_variations_take_the_local_suites_file_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # run from anywhere, not only from the source tree
+    by_name = read_variations(Path("local_all"))
+    assert by_name == read_variations(local_variations_file())
+    (tmp_path / "local_all").write_text("not json")  # a file of that name here wins
+    with pytest.raises(InvalidRunInputError):
+        read_variations(Path("local_all"))
