@@ -21,16 +21,67 @@ Rules:
 
 from __future__ import annotations
 
+import math
 import shlex
 from dataclasses import dataclass
 
+from infra.settings import DEFAULT_CPU_CORES, DEFAULT_RAM_SIZE
 from infra.worker import units
 
 MAX_SLOTS = 32
 """The most workers one host runs (a 192-core, 768 GiB machine holds about 24 of WAA's guests)."""
 SLOT_ENV_DIR = "/etc/oa-vm/workers"
+OVERHEAD_GIB = 1.0
+"""Per worker, beside the guest's memory: QEMU itself, the container, the scoring server."""
+HOST_RESERVE_GIB = 2.0
+"""Kept for the host's own system and the container engine."""
 PORT_STEP = 100
 VNC_PORT = 8006
+
+
+def guest_memory_gib(ram_size: str = DEFAULT_RAM_SIZE) -> float:
+    """dockur's ``RAM_SIZE`` (``8G``, ``16384M``) in GiB.
+
+    Raises:
+        ValueError: not a number followed by G, M or T.
+    """
+    value, unit = ram_size[:-1], ram_size[-1:].upper()
+    scale = {"G": 1.0, "M": 1 / 1024, "T": 1024.0}
+    if unit not in scale or not value.replace(".", "", 1).isdigit():
+        raise ValueError(f"RAM_SIZE {ram_size!r}: use a number and G or M, e.g. 8G")
+    return float(value) * scale[unit]
+
+
+def memory_per_worker_gib(ram_size: str = DEFAULT_RAM_SIZE) -> float:
+    """A worker's share of its host's memory: the guest's and :data:`OVERHEAD_GIB`."""
+    return guest_memory_gib(ram_size) + OVERHEAD_GIB
+
+
+def memory_needed_gib(workers: int, ram_size: str = DEFAULT_RAM_SIZE) -> float:
+    """What a host needs for ``workers`` workers, its own share included."""
+    return workers * memory_per_worker_gib(ram_size) + HOST_RESERVE_GIB
+
+
+def fit_by_memory(memory_gib: float, ram_size: str = DEFAULT_RAM_SIZE) -> int:
+    """How many workers ``memory_gib`` holds (the one rule for own hosts and cloud sizes)."""
+    return max(0, math.floor((memory_gib - HOST_RESERVE_GIB) / memory_per_worker_gib(ram_size)))
+
+
+def fit_by_cpus(cpus: int, cpu_cores: int = DEFAULT_CPU_CORES) -> int:
+    """How many workers ``cpus`` processors hold: one per guest core (``CPU_CORES`` each), since
+    guests that share cores run WAA's tasks slower than their timeouts assume."""
+    return cpus // cpu_cores if cpu_cores > 0 else 0
+
+
+def workers_that_fit(cpus: int, memory_gib: float, ram_size: str = DEFAULT_RAM_SIZE,
+                     cpu_cores: int = DEFAULT_CPU_CORES) -> int:
+    """How many of WAA's workers a host with ``cpus`` and ``memory_gib`` holds."""
+    return min(fit_by_cpus(cpus, cpu_cores), fit_by_memory(memory_gib, ram_size), MAX_SLOTS)
+
+
+def hosts_needed(workers: int, per_host: int) -> int:
+    """Hosts for ``workers`` workers at ``per_host`` each (the last may hold fewer)."""
+    return math.ceil(workers / per_host)
 
 
 @dataclass(frozen=True)

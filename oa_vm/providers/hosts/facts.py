@@ -6,10 +6,8 @@ The rules, in the order a refusal names them:
 - it serves no other oa-vm pool (``/var/lib/oa-vm/pool`` names the pool that claimed it);
 - ``/dev/kvm`` exists: WAA's Windows guest is a KVM virtual machine;
 - the bootstrap can become root (logged in as root, or ``sudo`` without a password);
-- its available memory holds N guests (each WAA's ``RAM_SIZE`` plus QEMU's and the container's
-  own, :data:`OVERHEAD_GIB`) and :data:`HOST_RESERVE_GIB` for the host itself;
-- it has a processor per guest core (``CPU_CORES`` each): guests that share cores run WAA's
-  tasks slower than their timeouts assume;
+- its available memory and its processors hold N guests (the one rule for own hosts and cloud
+  sizes: :func:`infra.worker.slots.workers_that_fit`);
 - nothing listens on a port a worker will bind (:mod:`infra.worker.slots`).
 
 Free disk is shown, never refused: the workers' disks are sparse and grow with use.
@@ -17,26 +15,18 @@ Free disk is shown, never refused: the workers' disks are sparse and grow with u
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from infra.settings import DEFAULT_CPU_CORES, DEFAULT_RAM_SIZE
 from infra.worker import slots
+from infra.worker.slots import (
+    HOST_RESERVE_GIB,
+    fit_by_cpus,
+    fit_by_memory,
+    memory_per_worker_gib,
+)
 
-OVERHEAD_GIB = 1.0
-"""Per worker, beside the guest's memory: QEMU itself, the container, the scoring server."""
-HOST_RESERVE_GIB = 2.0
-"""Kept for the host's own system and the container engine."""
 DEFAULT_SSH_PORT = 22
-
-
-def guest_memory_gib(ram_size: str = DEFAULT_RAM_SIZE) -> float:
-    """dockur's ``RAM_SIZE`` (``8G``, ``16384M``) in GiB."""
-    value, unit = ram_size[:-1], ram_size[-1].upper()
-    scale = {"G": 1.0, "M": 1 / 1024, "T": 1024.0}
-    if unit not in scale or not value.replace(".", "", 1).isdigit():
-        raise ValueError(f"RAM_SIZE {ram_size!r}: use a number and G or M, e.g. 8G")
-    return float(value) * scale[unit]
 
 
 @dataclass(frozen=True)
@@ -137,11 +127,6 @@ class Fit:
     problems: list[str] = field(default_factory=list)
 
 
-def memory_per_worker_gib(ram_size: str = DEFAULT_RAM_SIZE) -> float:
-    """A worker's share of its host's memory: the guest's and :data:`OVERHEAD_GIB`."""
-    return guest_memory_gib(ram_size) + OVERHEAD_GIB
-
-
 def fit(facts: HostFacts, wanted: int, *, pool: str, ram_size: str = DEFAULT_RAM_SIZE,
         cpu_cores: int = DEFAULT_CPU_CORES) -> Fit:
     """How many of ``wanted`` workers ``facts``'s host can take for pool ``pool``.
@@ -159,14 +144,14 @@ def fit(facts: HostFacts, wanted: int, *, pool: str, ram_size: str = DEFAULT_RAM
     if facts.privilege not in ("root", "sudo"):
         problems.append("cannot become root (log in as root or allow sudo without a password)")
     each = memory_per_worker_gib(ram_size)
-    by_memory = max(0, math.floor((facts.avail_gib - HOST_RESERVE_GIB) / each))
+    by_memory = fit_by_memory(facts.avail_gib, ram_size)
     if by_memory < wanted:
         problems.append(
             f"too little memory for {wanted} worker(s): {facts.avail_gib:.1f} GiB available, "
             f"{wanted * each + HOST_RESERVE_GIB:.0f} GiB needed ({each:g} GiB each and "
             f"{HOST_RESERVE_GIB:g} for the host); it holds {by_memory}"
         )
-    by_cpu = facts.cpus // cpu_cores if cpu_cores > 0 else wanted
+    by_cpu = fit_by_cpus(facts.cpus, cpu_cores)
     if by_cpu < wanted:
         problems.append(f"too few CPUs for {wanted} worker(s): {facts.cpus}, "
                         f"{wanted * cpu_cores} needed ({cpu_cores} each); it holds {by_cpu}")
@@ -187,7 +172,3 @@ def refusal(address: HostAddress, problems: list[str]) -> str:
     """The one line refusing a host."""
     return f"host {address} cannot take its workers: " + "; ".join(problems)
 
-
-def hosts_needed(workers: int, per_host: int) -> int:
-    """Hosts for ``workers`` workers at ``per_host`` each."""
-    return math.ceil(workers / per_host)

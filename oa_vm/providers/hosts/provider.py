@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from infra.worker import slots
+from infra.worker.slots import memory_per_worker_gib
 from oa_vm.errors import InvalidInputError, ProviderUnavailableError
 from oa_vm.providers.base import (
     Capability,
@@ -28,7 +29,7 @@ from oa_vm.providers.base import (
     PoolSpec,
     Progress,
 )
-from oa_vm.providers.hosts.facts import HostAddress, fit, memory_per_worker_gib, refusal
+from oa_vm.providers.hosts.facts import HostAddress, fit, refusal
 from oa_vm.state import PoolRecord, WorkerRecord
 
 if TYPE_CHECKING:
