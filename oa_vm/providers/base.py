@@ -166,7 +166,9 @@ class Plan:
             m = self.machine
             units = [("vcpus", "{} vCPUs"), ("memory_gib", "{} GiB memory"),
                      ("os_disk_gb", "{} GB OS disk"), ("storage_gb", "{} GB storage volume")]
-            lines.append("Each worker: " + ", ".join(
+            per_host = m.get("workers_per_host") or 1
+            label = "Each worker" if per_host == 1 else f"Each host (up to {per_host} workers)"
+            lines.append(f"{label}: " + ", ".join(
                 fmt.format(m[key]) if m.get(key) is not None else fmt.format("?")
                 for key, fmt in units
             ))
@@ -303,7 +305,8 @@ class Provider(Protocol):
         ...
 
     def plan(self, spec: PoolSpec) -> Plan:
-        """Resources and $/hour for ``spec``. No side effects, no network."""
+        """Resources and $/hour for ``spec``. No side effects; no network, except where what
+        exists is the user's to say: the ``ssh`` provider reads its hosts (read only)."""
         ...
 
     def create(self, spec: PoolSpec, progress: Progress) -> PoolRecord:

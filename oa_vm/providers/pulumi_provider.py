@@ -517,9 +517,10 @@ class PulumiCloudProvider:
                                                if r.custom],
                 (self.info.component_type, spec.name),
             ),
-            machine=cloud_plan.machine(
+            machine={**cloud_plan.machine(
                 self.name, settings.size, settings.disk_gb, settings.storage_gb
-            ),
+            ), **({"workers_per_host": spec.workers_per_host}
+                  if spec.workers_per_host > 1 else {})},
             image=image,
             not_priced=list(cloud_plan.NOT_PRICED.get(self.name, [])),
             max_spend_usd=cloud_plan.max_spend(total, hours),

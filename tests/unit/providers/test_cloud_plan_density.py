@@ -73,6 +73,7 @@ def test_four_workers_per_host_plan_fewer_bigger_hosts_priced_per_worker(
     note = next(n for n in plan.notes if "per worker" in n)
     assert f"${host / 4:.4f}/h per worker" in note
     assert "one worker per" in note and ("saves" in note or "costs" in note)
+    assert "Each host (up to 4 workers): 16 vCPUs, 64 GiB memory" in plan.describe()
     _assert_pool_policies(cloud, plan, machines=2)
 
 
