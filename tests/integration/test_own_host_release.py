@@ -38,7 +38,8 @@ def _host(tmp_path: Path, pool: str = "lab") -> tuple[Path, dict[str, str]]:
     own = _tree(root)
     write_shipped(root / "opt/oa-vm")
     shutil.copy(units.WORKER_DIR / own_host.HOST_POOL_SCRIPT, root / "opt/oa-vm")
-    added = {**slots.host_files(2), **own_host.expiry_units(pool, datetime(2026, 12, 2, tzinfo=UTC)),
+    expiry = own_host.expiry_units(pool, datetime(2026, 12, 2, tzinfo=UTC))
+    added = {**slots.host_files(2), **expiry,
              "/etc/oa-vm/worker.env": "OA_VM_POOL=lab\n",
              f"{own_host.IMAGE_CACHE_DIR}/oa-vm-image.ready": "waa_image=w@sha256:1\n",
              f"{own_host.IMAGE_CACHE_DIR}/oa-vm-waa-image.tar": "image",
