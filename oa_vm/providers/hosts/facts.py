@@ -115,7 +115,7 @@ class HostFacts:
         return (f"KVM {'yes' if self.kvm else 'no'}, {self.cpus} CPUs, "
                 f"{self.mem_kib / 1024 / 1024:.0f} GiB memory ({self.avail_gib:.0f} available), "
                 f"{self.disk_free_kib / 1024 / 1024:.0f} GiB free disk, {engine}, "
-                f"root through {self.privilege}, "
+                f"{'logged in as root' if self.privilege == 'root' else 'root through sudo'}, "
                 f"image cache {'present' if self.image_cache else 'absent'}")
 
 
