@@ -14,7 +14,10 @@ Rules:
   differ modulo 100, so no two ports of any two slots on a host are equal (up to
   :data:`MAX_SLOTS`, all below 65536 and above the ports the host's own services commonly use).
 - guest address: ``172.30.<i>.2``, each guest in its own /24 (dockur's ``VM_NET_IP`` with its
-  default mask); slot 0 keeps dockur's default ``172.30.0.2``.
+  default mask); slot 0 keeps dockur's default ``172.30.0.2``. Open: the worker image bakes the
+  address it was built for into WAA's scripts (``waa-image/Dockerfile``'s ``GUEST_IP``), so a
+  slot above 0 needs its image built for its address, or WAA's scripts rewritten when its
+  container starts, before it runs; no create places a worker in a slot above 0 yet.
 - folders: slot 0 keeps ``/var/lib/oa-vm/{storage,qmp,status}``; slot ``i`` has
   ``/var/lib/oa-vm/workers/w<i>/{storage,qmp,status}``.
 """
