@@ -119,6 +119,8 @@ def pool_create(
     from oa_vm import pool_options
 
     cloud = pool_options.choose_cloud(cloud)
+    if cloud == "ssh" and ssh_via is not None:
+        raise InvalidInputError("--ssh-via is for local pools; name your own hosts with --host")
     regions = pool_options.parse_regions(region)
     spec = api.build_spec(
         name=name, cloud=cloud, workers=workers, size=size, regions=regions, spot=spot,

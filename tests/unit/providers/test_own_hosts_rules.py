@@ -101,3 +101,14 @@ def test_host_options_belong_to_their_clouds(key: str) -> None:
     with pytest.raises(InvalidInputError, match="given twice"):
         host_addresses(api.build_spec(name="lab", cloud="ssh", hosts=["u@h:22", "v@h"],
                                       ssh_key=key))
+
+
+def test_ssh_via_is_refused_for_own_hosts(key: str, oa_home: Path) -> None:
+    from typer.testing import CliRunner
+
+    from oa_vm.cli import app
+
+    result = CliRunner().invoke(app, ["pool-create", "--cloud", "ssh", "--host", "u@127.0.0.1:9",
+                                      "--ssh-key", key, "--ssh-via", "u@h:22", "--plan"])
+    assert result.exit_code != 0
+    assert "--ssh-via is for local pools" in str(result.exception or result.output)
