@@ -144,3 +144,22 @@ def size_spec(cloud: str, size: str) -> SizeSpec | None:
     """vCPUs and memory of ``size`` (None for sizes not in the tables, e.g. ``.metal``)."""
     table = AWS_SIZES if cloud == "aws" else AZURE_SIZES if cloud == "azure" else {}
     return table.get(size)
+
+
+def _family(cloud: str, size: str) -> str:
+    """The family a size is sold in, its count of vCPUs left out (``m8i``, ``Standard_DNs_vN``)."""
+    import re
+
+    return size.split(".", 1)[0] if cloud == "aws" else re.sub(r"\d+", "N", size)
+
+
+def size_for_workers(cloud: str, like: str, workers: int) -> str | None:
+    """The smallest size of ``like``'s family that holds ``workers`` of WAA's workers (one rule:
+    :func:`infra.worker.slots.workers_that_fit`), or None when none of the family does."""
+    from infra.worker.slots import workers_that_fit
+
+    table = AWS_SIZES if cloud == "aws" else AZURE_SIZES if cloud == "azure" else {}
+    family = _family(cloud, like)
+    fitting = [s for s in table.values() if _family(cloud, s.name) == family
+               and workers_that_fit(s.vcpus, s.memory_gib) >= workers]
+    return min(fitting, key=lambda s: (s.vcpus, s.memory_gib)).name if fitting else None

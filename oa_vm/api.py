@@ -103,6 +103,9 @@ def build_spec(
     tasks_dir: str | None = None,
     per_process: int = 1,
     egress: str | None = None,
+    hosts: list[str] | None = None,
+    ssh_key: str | None = None,
+    workers_per_host: int = 1,
 ) -> PoolSpec:
     """Validate what the user asked for and turn it into a :class:`PoolSpec`.
 
@@ -128,8 +131,10 @@ def build_spec(
         )
     require_number("--ttl-hours", ttl_hours, above=0, high=MAX_TTL_HOURS)
     require_number("--price-per-hour", price_per_hour, low=0)
-    if price_per_hour is not None and cloud != "local":
-        raise InvalidInputError("--price-per-hour is for local pools; cloud pools use the catalog")
+    if price_per_hour is not None and cloud not in ("local", "ssh"):
+        raise InvalidInputError("--price-per-hour is for local pools and your own hosts "
+                                "(--cloud ssh); cloud pools use the catalog")
+    workers = _workers_on_hosts(cloud, workers, list(hosts or []), ssh_key, workers_per_host)
     local_only = [o for o, v in (("--fault", faults), ("--ssh-via", ssh_via),
                                  ("--tasks-dir", tasks_dir)) if v]
     if local_only and cloud != "local":  # only those given: sweep has --fault alone
@@ -169,7 +174,39 @@ def build_spec(
         per_process=per_process,
         egress=egress_mode,
         egress_allowlist=allowlist,
+        hosts=list(hosts or []),
+        ssh_key=str(Path(ssh_key).expanduser()) if ssh_key else None,
+        workers_per_host=workers_per_host,
     )
+
+
+def _workers_on_hosts(cloud: str, workers: int, hosts: list[str], ssh_key: str | None,
+                      per_host: int) -> int:
+    """The checks of ``--host``, ``--ssh-key`` (for hosts) and ``--workers-per-host``; returns
+    the pool's workers (on your own hosts: every host's, whatever ``--workers`` said)."""
+    from infra.worker.slots import MAX_SLOTS
+
+    whole = isinstance(per_host, int) and not isinstance(per_host, bool)
+    if not whole or not 1 <= per_host <= MAX_SLOTS:
+        raise InvalidInputError(
+            f"--workers-per-host must be a whole number from 1 to {MAX_SLOTS}, not {per_host}"
+        )
+    if per_host != 1 and cloud == "local":
+        raise InvalidInputError("--workers-per-host is for hosts (--cloud ssh, aws, azure); "
+                                "a local pool's processes share this machine already")
+    if cloud != "ssh":
+        if hosts:
+            raise InvalidInputError("--host is for your own hosts (--cloud ssh)")
+        return workers
+    if not hosts:
+        raise InvalidInputError("--cloud ssh needs --host user@host[:port] (repeatable)")
+    if ssh_key is None:
+        raise InvalidInputError("--cloud ssh needs --ssh-key PATH (the key for every --host)")
+    _check_ssh_key(ssh_key)
+    total = len(hosts) * per_host
+    if total > MAX_WORKERS:
+        raise InvalidInputError(f"{total} workers is more than the limit of {MAX_WORKERS}")
+    return total
 
 
 def _check_ssh_key(key_path: str) -> None:

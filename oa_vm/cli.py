@@ -72,7 +72,8 @@ def pool_create(
     name: NameOpt = None,
     cloud: Annotated[
         str | None,
-        typer.Option(help="local, aws or azure (default: 'oa-vm config'; else asked)."),
+        typer.Option(help="local, aws, azure, or ssh (your own hosts) (default: 'oa-vm "
+                          "config'; else asked)."),
     ] = None,
     workers: Annotated[int, typer.Option(help="Number of workers.")] = api.DEFAULT_WORKERS,
     size: pool_opts.SizeOpt = None,
@@ -86,9 +87,20 @@ def pool_create(
     ssh_via: Annotated[
         str | None, typer.Option(help="Local pools: reach workers over SSH at user@host:port.")
     ] = None,
-    ssh_key: Annotated[str | None, typer.Option(help="Key file for --ssh-via.")] = None,
+    ssh_key: Annotated[
+        str | None, typer.Option(help="Key file for --ssh-via, or for every --host.")
+    ] = None,
+    host: Annotated[
+        list[str] | None,
+        typer.Option(help="--cloud ssh: a host of yours with KVM, user@host[:port] (repeatable)."),
+    ] = None,
+    workers_per_host: Annotated[
+        int, typer.Option(help="Workers sharing one host (ssh, aws, azure).")
+    ] = 1,
     price_per_hour: Annotated[
-        float | None, typer.Option(help="Local pools: pretend $/hour per worker.")
+        float | None,
+        typer.Option(help="Local pools: pretend $/hour per worker; own hosts: their $/hour "
+                          "per worker (default 0)."),
     ] = None,
     tasks_dir: Annotated[
         str | None, typer.Option(help="Local pools: serve this WAA-layout task folder.")
@@ -107,13 +119,17 @@ def pool_create(
     from oa_vm import pool_options
 
     cloud = pool_options.choose_cloud(cloud)
+    if cloud == "ssh" and ssh_via is not None:
+        raise InvalidInputError("--ssh-via is for local pools; name your own hosts with --host")
     regions = pool_options.parse_regions(region)
     spec = api.build_spec(
         name=name, cloud=cloud, workers=workers, size=size, regions=regions, spot=spot,
         ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),
-        faults=_parse_faults(list(fault or [])), ssh_via=_parse_ssh_via(ssh_via, ssh_key),
+        faults=_parse_faults(list(fault or [])),
+        ssh_via=None if cloud == "ssh" else _parse_ssh_via(ssh_via, ssh_key),
         price_per_hour=price_per_hour, tasks_dir=tasks_dir, per_process=per_process,
-        egress=egress,
+        egress=egress, hosts=list(host or []), ssh_key=ssh_key if cloud == "ssh" else None,
+        workers_per_host=workers_per_host,
     )
     spec.image, spec.build_image = image, build_image
     if "0.0.0.0/0" in spec.allow_cidrs:
@@ -127,7 +143,7 @@ def pool_create(
     from oa_vm.cli_images import build_missing_image
 
     build_missing_image(spec, json_out=json_out, yes=yes)
-    if spec.cloud != "local" and not spec.allow_cidrs:
+    if spec.cloud not in ("local", "ssh") and not spec.allow_cidrs:
         spec.allow_cidrs = [api.detect_caller_cidr()]
         _err(f"SSH will be open to {spec.allow_cidrs[0]} only (your address; see --allow-cidr)")
     plan = api.plan_pool(spec)

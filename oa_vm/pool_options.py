@@ -117,13 +117,17 @@ def ensure_engine(cloud: str) -> None:
     """
     from oa_vm import api
     from oa_vm.errors import ProviderUnavailableError
+    from oa_vm.providers import get_provider
+    from oa_vm.providers.base import Capability
 
     try:
         api.check_available(cloud)
     except ProviderUnavailableError as exc:
         from oa_vm.doctor import check_pulumi, install_pulumi
 
-        if check_pulumi().ok or not sys.stdin.isatty():
+        # Only the Pulumi-driven clouds (those that build images) need the engine offered.
+        pulumi_cloud = Capability.IMAGES in get_provider(cloud).capabilities
+        if not pulumi_cloud or check_pulumi().ok or not sys.stdin.isatty():
             raise
         import typer
 

@@ -154,7 +154,7 @@ run_container() {
   # PID 1 is waa_entry.sh around WAA's entry.sh: in prepare mode it waits for QEMU to exit.
   dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" \
     --device=/dev/kvm --device=/dev/net/tun --cap-add NET_ADMIN --stop-timeout 120 \
-    -p 127.0.0.1:5000:5000 -p 127.0.0.1:8006:8006 \
+    -p "127.0.0.1:$OA_VM_WAA_HOST_PORT:5000" -p "127.0.0.1:$OA_VM_VNC_HOST_PORT:8006" \
     -v "$OA_VM_STORAGE:/storage" -v "$here:/oa-vm:ro" -v "$OA_VM_QMP_DIR:$OA_VM_QMP_MOUNT" \
     -e "QMP=unix:$OA_VM_QMP_MOUNT/qmp.sock,server=on,wait=off" -e "VM_NET_IP=$OA_VM_GUEST_IP" \
     -e "VERSION=${VERSION:-11e}" -e "RAM_SIZE=${RAM_SIZE:-8G}" \
@@ -209,7 +209,7 @@ container_state() {
 }
 
 probe() {
-  curl -fsS --max-time 5 "http://127.0.0.1:5000/probe" >/dev/null 2>&1
+  curl -fsS --max-time 5 "http://127.0.0.1:$OA_VM_WAA_HOST_PORT/probe" >/dev/null 2>&1
 }
 
 # waa_saw_windows: WAA's own log says its /probe was answered (the container's whole log: a
@@ -283,7 +283,7 @@ finish_build() {
 
 # scoring_log: the scoring units' last journal line (why a scorer does not come up).
 scoring_log() {
-  journalctl -u oa-vm-scoring -u oa-vm-bridge -n 1 --no-pager -o cat 2>&1 | tail -n 1 | cut -c1-200
+  journalctl -u "oa-vm-scoring$OA_VM_UNIT_SUFFIX" -u "oa-vm-bridge$OA_VM_UNIT_SUFFIX" -n 1 --no-pager -o cat 2>&1 | tail -n 1 | cut -c1-200
 }
 
 scoring_probe() {
@@ -305,12 +305,12 @@ snapshot_check() {
 finish_pool() {
   local timeout_s="${OA_VM_SCORING_TIMEOUT_S:-300}"
   step scoring "starting the scoring server and its bridge (up to ${timeout_s}s)"
-  systemctl enable --now oa-vm-scoring.service oa-vm-bridge.service ||
-    fail "the scoring units did not start: $(scoring_log) (see: journalctl -u oa-vm-scoring -u oa-vm-bridge)"
+  systemctl enable --now "oa-vm-scoring$OA_VM_UNIT_SUFFIX.service" "oa-vm-bridge$OA_VM_UNIT_SUFFIX.service" ||
+    fail "the scoring units did not start: $(scoring_log) (see: journalctl -u oa-vm-scoring$OA_VM_UNIT_SUFFIX -u oa-vm-bridge$OA_VM_UNIT_SUFFIX)"
   local deadline=$(($(date +%s) + timeout_s))
   until scoring_probe; do
     if [ "$(date +%s)" -ge "$deadline" ]; then
-      fail "the scoring server did not answer on 127.0.0.1:$OA_VM_SCORING_HOST_PORT within ${timeout_s}s; last log: $(scoring_log) (see: journalctl -u oa-vm-scoring -u oa-vm-bridge)"
+      fail "the scoring server did not answer on 127.0.0.1:$OA_VM_SCORING_HOST_PORT within ${timeout_s}s; last log: $(scoring_log) (see: journalctl -u oa-vm-scoring$OA_VM_UNIT_SUFFIX -u oa-vm-bridge$OA_VM_UNIT_SUFFIX)"
     fi
     sleep "$guest_poll_s"
   done

@@ -21,7 +21,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 load_env
 
 mode="${OA_VM_EGRESS:-web}"
-waa_url="${OA_VM_WAA_URL:-http://127.0.0.1:5000}"
+waa_url="${OA_VM_WAA_URL:-http://127.0.0.1:$OA_VM_WAA_HOST_PORT}"
 table="inet oa_vm_egress"
 # A failure names this step in the status file (pool-wait reads it): a worker whose boundary is
 # not in place or not proved is not ready.

@@ -8,21 +8,37 @@
 # shellcheck disable=SC2034
 OA_VM_ROOT="${OA_VM_ROOT:-}"
 OA_VM_STATE_DIR="$OA_VM_ROOT/var/lib/oa-vm"
-OA_VM_STATUS_FILE="$OA_VM_STATE_DIR/status"
+# A host with several workers: OA_VM_SLOT names this worker's slot, whose settings file
+# (rendered by infra/worker/slots.py, the one rule for them) gives it its own container, status
+# file, storage folder, QMP folder, guest address, ports and snapshot tag. Without a slot every
+# value below is the one-worker host's.
+OA_VM_SLOT="${OA_VM_SLOT:-}"
+if [ -n "$OA_VM_SLOT" ]; then
+  case "$OA_VM_SLOT" in
+    *[!a-z0-9-]*) echo "oa-vm: bad worker slot name '$OA_VM_SLOT'" >&2; exit 2 ;;
+  esac
+  if [ ! -f "$OA_VM_ROOT/etc/oa-vm/workers/$OA_VM_SLOT.env" ]; then
+    echo "oa-vm: no settings for worker slot $OA_VM_SLOT (/etc/oa-vm/workers/$OA_VM_SLOT.env)" >&2
+    exit 2
+  fi
+  # shellcheck source=/dev/null
+  . "$OA_VM_ROOT/etc/oa-vm/workers/$OA_VM_SLOT.env"
+fi
+OA_VM_STATUS_FILE="$OA_VM_ROOT${OA_VM_SLOT_STATUS:-/var/lib/oa-vm/status}"
 OA_VM_IMAGE_INFO="$OA_VM_STATE_DIR/image-info"
 OA_VM_ENV_FILE="$OA_VM_ROOT/etc/oa-vm/worker.env"
-OA_VM_STORAGE="$OA_VM_STATE_DIR/storage"
-OA_VM_CONTAINER="winarena"
+OA_VM_STORAGE="$OA_VM_ROOT${OA_VM_SLOT_STORAGE:-/var/lib/oa-vm/storage}"
+OA_VM_CONTAINER="${OA_VM_SLOT_CONTAINER:-winarena}"
 OA_VM_LOCAL_IMAGE="oa-vm/waa:local"
 OA_VM_IMAGE_TAR="oa-vm-waa-image.tar"
 OA_VM_READY_MARKER="oa-vm-image.ready"
 # The Windows guest's address inside the container: dockur's own default (qemu/src/network.sh
 # derives 172.30.0.2 from docker's default bridge), pinned with VM_NET_IP so dockur never rotates
 # to another subnet. The image recipe, the scoring server and the tests use this same value.
-OA_VM_GUEST_IP="172.30.0.2"
+OA_VM_GUEST_IP="${OA_VM_SLOT_GUEST_IP:-172.30.0.2}"
 # QEMU's QMP: a unix socket in a host folder only root can open (never a TCP port the guest
 # could reach); mounted into the container at OA_VM_QMP_MOUNT (dockur's QMP variable).
-OA_VM_QMP_DIR="$OA_VM_STATE_DIR/qmp"
+OA_VM_QMP_DIR="$OA_VM_ROOT${OA_VM_SLOT_QMP_DIR:-/var/lib/oa-vm/qmp}"
 OA_VM_QMP_SOCKET="$OA_VM_QMP_DIR/qmp.sock"
 OA_VM_QMP_MOUNT="/run/oa-vm-qmp"
 # The guest's CPU, for dockur's proc.sh (CPU_MODEL, CPU_FLAGS): dockur's own KVM default,
@@ -42,7 +58,13 @@ OA_VM_DISK_CACHE="writeback"
 # WAA's Python 3.9 with its packages, copied into the worker image from windowsarena/winarena.
 OA_VM_WAA_PYTHON="/usr/local/bin/python3.9"
 # Where the tools reach the scoring server on the host (oa-vm-bridge.service).
-OA_VM_SCORING_HOST_PORT="${OA_VM_SCORING_HOST_PORT:-5051}"
+OA_VM_SCORING_HOST_PORT="${OA_VM_SCORING_HOST_PORT:-${OA_VM_SLOT_SCORING_PORT:-5051}}"
+# Where the host reaches WAA's server and the screen (127.0.0.1 only), and the clean snapshot's tag.
+OA_VM_WAA_HOST_PORT="${OA_VM_SLOT_WAA_PORT:-5000}"
+OA_VM_VNC_HOST_PORT="${OA_VM_SLOT_VNC_PORT:-8006}"
+OA_VM_SNAPSHOT_TAG="${OA_VM_SLOT_SNAPSHOT_TAG:-oa-vm-clean}"
+# The slot's own scoring and bridge units (infra/worker/slots.py): oa-vm-scoring-w1.service...
+OA_VM_UNIT_SUFFIX="${OA_VM_SLOT:+-$OA_VM_SLOT}"
 # What WAA's entry_setup.sh prints once Windows answered its own /probe: evidence that Windows
 # answered even when the host's polls fell between its first answer and its shutdown.
 OA_VM_WAA_READY_LINE="VM is up and running, and the Windows Arena Server is ready to use!"

@@ -9,8 +9,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 OA_VM_QMP_DIR="${OA_VM_QMP_DIR:-$OA_VM_STATE_DIR/qmp}"
 OA_VM_QMP_SOCKET="${OA_VM_QMP_SOCKET:-$OA_VM_QMP_DIR/qmp.sock}"
-tag="oa-vm-clean"
-probe_url="${OA_VM_RESET_PROBE_URL:-http://127.0.0.1:5000/probe}"
+tag="$OA_VM_SNAPSHOT_TAG"
+probe_url="${OA_VM_RESET_PROBE_URL:-http://127.0.0.1:$OA_VM_WAA_HOST_PORT/probe}"
 wait_s="${OA_VM_RESET_WAIT_S:-300}"
 
 usage() {

@@ -15,6 +15,7 @@ _REGISTRY: dict[str, str] = {
     "local": "oa_vm.providers.local:LocalProvider",
     "aws": "oa_vm.providers.aws:AwsProvider",
     "azure": "oa_vm.providers.azure:AzureProvider",
+    "ssh": "oa_vm.providers.hosts.provider:SshHostsProvider",
 }
 
 def known_clouds() -> list[str]:

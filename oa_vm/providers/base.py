@@ -33,7 +33,7 @@ class PoolSpec:
 
     Attributes:
         name: pool name (validated by the API).
-        cloud: provider name (``local``, ``aws``, ``azure``).
+        cloud: provider name (``local``, ``aws``, ``azure``, ``ssh``).
         workers: number of workers, at least 1.
         owner: who the pool belongs to (tag ``oa-vm:owner``).
         expires_at: when the cloud itself ends the pool (tag ``oa-vm:expires-at``).
@@ -53,6 +53,10 @@ class PoolSpec:
         egress: what the guest may reach (``none``, ``allowlist``, ``web``, ``open``); None means
             the provider's default.
         egress_allowlist: the ``allowlist`` mode's entries, one ``host:port`` a line.
+        hosts: ``ssh`` pools only: the hosts (``user@host[:port]``) the workers run on.
+        ssh_key: ``ssh`` pools only: the private key that logs in to every host.
+        workers_per_host: workers sharing one host (each in its own slot:
+            :mod:`infra.worker.slots`); 1 is one worker per host.
     """
 
     name: str
@@ -73,6 +77,9 @@ class PoolSpec:
     per_process: int = 1
     egress: str | None = None
     egress_allowlist: str = ""
+    hosts: list[str] = field(default_factory=list)
+    ssh_key: str | None = None
+    workers_per_host: int = 1
 
 
 PRICE_UNKNOWN = "price unknown:"
@@ -159,7 +166,9 @@ class Plan:
             m = self.machine
             units = [("vcpus", "{} vCPUs"), ("memory_gib", "{} GiB memory"),
                      ("os_disk_gb", "{} GB OS disk"), ("storage_gb", "{} GB storage volume")]
-            lines.append("Each worker: " + ", ".join(
+            per_host = m.get("workers_per_host") or 1
+            label = "Each worker" if per_host == 1 else f"Each host (up to {per_host} workers)"
+            lines.append(f"{label}: " + ", ".join(
                 fmt.format(m[key]) if m.get(key) is not None else fmt.format("?")
                 for key, fmt in units
             ))
@@ -296,7 +305,8 @@ class Provider(Protocol):
         ...
 
     def plan(self, spec: PoolSpec) -> Plan:
-        """Resources and $/hour for ``spec``. No side effects, no network."""
+        """Resources and $/hour for ``spec``. No side effects; no network, except where what
+        exists is the user's to say: the ``ssh`` provider reads its hosts (read only)."""
         ...
 
     def create(self, spec: PoolSpec, progress: Progress) -> PoolRecord:

@@ -218,11 +218,43 @@ class PulumiCloudProvider:
         return [check_region(self.name, r) for r in spec.regions] or [self.info.default_region]
 
     def _size(self, spec: PoolSpec) -> str:
+        """The hosts' size: ``--size`` (checked to nest, and to hold ``--workers-per-host``
+        guests), else the default, else with several workers per host the smallest size of the
+        default's family that holds them.
+
+        Raises:
+            InvalidInputError: a size that cannot nest or holds fewer guests than asked.
+        """
+        from infra.sizes import size_for_workers, size_spec
+        from infra.worker.slots import memory_needed_gib, workers_that_fit
+
+        per_host = spec.workers_per_host
         size = spec.size or self.info.default_size
+        if spec.size is None and per_host > 1:
+            size = size_for_workers(self.name, size, per_host) or size
         try:
-            return self.info.check_size(size)
+            size = self.info.check_size(size)
         except ValueError as exc:
             raise InvalidInputError(str(exc)) from exc
+        offer = size_spec(self.name, size)
+        if per_host > 1 and offer is not None:
+            holds = workers_that_fit(offer.vcpus, offer.memory_gib)
+            if holds < per_host:
+                bigger = size_for_workers(self.name, size, per_host)
+                fix = (f"use --size {bigger}" if bigger
+                       else f"use --workers-per-host {max(holds, 1)}")
+                raise InvalidInputError(
+                    f"{self.name} size {size} ({offer.vcpus} vCPUs, {offer.memory_gib} GiB) holds "
+                    f"{holds} of WAA's workers, not {per_host} (they need {4 * per_host} vCPUs "
+                    f"and {memory_needed_gib(per_host):g} GiB): {fix}"
+                )
+        return size
+
+    def hosts(self, spec: PoolSpec) -> int:
+        """The machines a pool of ``spec`` runs on (``--workers-per-host`` on each)."""
+        from infra.worker.slots import hosts_needed
+
+        return hosts_needed(spec.workers, spec.workers_per_host)
 
     def program_settings(
         self,
@@ -247,7 +279,7 @@ class PulumiCloudProvider:
         settings = PoolSettings(
             name=spec.name,
             owner=spec.owner,
-            workers=spec.workers,
+            workers=self.hosts(spec),
             size=self._size(spec),
             region=region,
             expires_at=spec.expires_at,
@@ -368,9 +400,31 @@ class PulumiCloudProvider:
             InvalidInputError: one line saying what is wrong and what to run.
         """
         self._size(spec)
+        if spec.workers_per_host > 1:
+            raise InvalidInputError(
+                f"--workers-per-host {spec.workers_per_host} on {self.name}: the plan is built "
+                "(--plan shows it), creating such hosts is not yet; create with one worker per "
+                "host for now"
+            )
         region = self._regions(spec)[0]
         if self.choose_image(spec, region) is None and not spec.build_image:
             raise InvalidInputError(self.no_image_message(region))
+
+    def _density_note(self, spec: PoolSpec, region: str, size: str, host_price: float,
+                      hosts: int) -> str:
+        """The price per worker of several workers per host, against one per host on the
+        default size."""
+        per_worker = host_price * hosts / spec.workers
+        line = (f"{spec.workers} worker(s) on {hosts} {size} host(s), up to "
+                f"{spec.workers_per_host} each: ${host_price:.4f}/h per host = "
+                f"${per_worker:.4f}/h per worker, ${host_price * hosts:.4f}/h until "
+                f"{spec.expires_at.isoformat(timespec='minutes')}")
+        single, _ = worker_price(self.name, region, self.info.default_size, spec.spot)
+        if single:
+            change = (per_worker - single) / single * 100
+            line += (f"; one worker per {self.info.default_size} host: ${single:.4f}/h per worker"
+                     f" ({'saves' if change < 0 else 'costs'} {abs(change):.0f}%)")
+        return line
 
     def program_module(self) -> Any:
         """The ``infra`` module of this cloud's pool program (imported here, on first use)."""
@@ -411,13 +465,16 @@ class PulumiCloudProvider:
         ]
         price, price_note = worker_price(self.name, regions[0], settings.size, spec.spot)
         notes = [price_note] if price_note else []
-        total = None if price is None else price * spec.workers
+        hosts = settings.workers
+        total = None if price is None else price * hosts
         hours = (spec.expires_at - state.utcnow()).total_seconds() / 3600.0
-        if price is not None:
+        if price is not None and spec.workers_per_host == 1:
             notes.append(
                 f"{spec.workers} worker(s) x ${price:.4f}/h = ${price * spec.workers:.4f}/h "
                 f"until {spec.expires_at.isoformat(timespec='minutes')}"
             )
+        elif price is not None:
+            notes.append(self._density_note(spec, regions[0], settings.size, price, hosts))
         if not spec.allow_cidrs:
             notes.append(f"SSH opens to your public IP only ({CALLER_CIDR_PLACEHOLDER} is "
                          "detected at create; or pass --allow-cidr)")
@@ -426,7 +483,7 @@ class PulumiCloudProvider:
                 f"regions tried in order on capacity or quota errors: {', '.join(regions)}"
             )
         notes.append(cloud_plan.disks_note(
-            self.name, settings.size, settings.disk_gb, settings.storage_gb, spec.workers
+            self.name, settings.size, settings.disk_gb, settings.storage_gb, hosts
         ))
         notes.append(describe_egress(settings.egress, settings.egress_allowlist))
         notes.append("IDs and addresses shown are placeholders until create")
@@ -460,15 +517,16 @@ class PulumiCloudProvider:
                                                if r.custom],
                 (self.info.component_type, spec.name),
             ),
-            machine=cloud_plan.machine(
+            machine={**cloud_plan.machine(
                 self.name, settings.size, settings.disk_gb, settings.storage_gb
-            ),
+            ), **({"workers_per_host": spec.workers_per_host}
+                  if spec.workers_per_host > 1 else {})},
             image=image,
             not_priced=list(cloud_plan.NOT_PRICED.get(self.name, [])),
             max_spend_usd=cloud_plan.max_spend(total, hours),
             ready_in=ready_in,
             bills_after_expiry=cloud_plan.bills_after_expiry(
-                self.name, settings.size, settings.disk_gb, settings.storage_gb, spec.workers
+                self.name, settings.size, settings.disk_gb, settings.storage_gb, hosts
             ),
             alternatives=cloud_plan.alternatives(
                 self.name, settings.size, regions[0], spec.spot

@@ -415,3 +415,36 @@ def test_a_scorer_that_cannot_import_waas_evaluators_fails_with_its_own_words(
     assert (status["state"], status["step"]) == ("failed", "scoring")
     assert "last log: scoring: cannot import WAA's evaluators" in status["message"]
     assert "desktop_env" in status["message"]
+
+
+def test_a_second_worker_of_a_host_runs_with_its_own_slot(tmp_path: Path) -> None:
+    """The shipped bootstrap of worker w1 on a shared host (``OA_VM_SLOT=w1``) starts its own
+    container with its own ports, storage, QMP folder and guest address, writes its own status
+    file and starts its own scoring units; slot w0's files are not touched."""
+    from infra.worker import slots
+
+    host = make_host(tmp_path, prepared=True)
+    w1 = slots.slot(1)
+    for path, text in slots.host_files(2).items():
+        target = host.root / path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    storage = host.root / w1.storage_dir.lstrip("/")
+    storage.mkdir(parents=True)
+    for name in ("oa-vm-image.ready", "oa-vm-waa-image.tar"):
+        shutil.copy(host.root / "var/lib/oa-vm/storage" / name, storage / name)
+    bootstrap(host, "pool", FAKE_PROBE_AFTER="1", OA_VM_SLOT="w1")
+    assert host.returncode == 0, host.output
+    status = parse_status((host.root / w1.status_file.lstrip("/")).read_text(encoding="utf-8"))
+    assert (status["state"], status["step"]) == ("done", "ready")
+    assert not host.status_file.exists(), "slot w0's status file was written"
+    made = host.calls()
+    run = next(c for c in made if c.startswith("docker run"))
+    assert f"--name {w1.container} " in run
+    assert f"-p 127.0.0.1:{w1.waa_port}:5000 -p 127.0.0.1:{w1.vnc_port}:8006" in run
+    assert f"-v {host.root}{w1.storage_dir}:/storage" in run
+    assert f"-v {host.root}{w1.qmp_dir}:/run/oa-vm-qmp" in run
+    assert f"-e VM_NET_IP={w1.guest_ip}" in run
+    assert ("systemctl enable --now oa-vm-scoring-w1.service oa-vm-bridge-w1.service"
+            in made)
+    assert f"curl -fsS --max-time 5 http://127.0.0.1:{w1.waa_port}/probe" in made

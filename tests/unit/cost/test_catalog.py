@@ -16,6 +16,7 @@ from oa_vm.state import PoolRecord, PoolState, WorkerRecord
 AWS_SIZES = ["m8i.2xlarge", "c8i.2xlarge", "r8i.2xlarge", "m8i.4xlarge", "m5.metal"]
 AZURE_SIZES = [
     "Standard_D8s_v5", "Standard_D8ds_v5", "Standard_D8as_v5", "Standard_D8_v3", "Standard_D4s_v5",
+    "Standard_D16s_v5",  # a host of four workers (--workers-per-host 4)
 ]
 AWS_REGIONS = ["us-east-1", "us-east-2", "us-west-2", "eu-west-1", "eu-central-1"]
 AZURE_REGIONS = ["eastus", "eastus2", "westus2", "westeurope", "northeurope"]
@@ -36,7 +37,7 @@ def test_shipped_catalog_covers_every_size_and_region(shipped: pricing.PriceCata
     assert shipped.regions("aws") == AWS_REGIONS
     assert shipped.regions("azure") == AZURE_REGIONS
     pairs = {(e.cloud, e.region, e.size) for e in shipped.entries}
-    assert len(pairs) == len(shipped.entries) == 50
+    assert len(pairs) == len(shipped.entries) == 55
 
 
 def test_every_entry_names_its_source_date_and_basis(shipped: pricing.PriceCatalog) -> None:

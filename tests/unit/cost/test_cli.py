@@ -181,7 +181,7 @@ def test_prices_table(oa_home: Path) -> None:
     assert "shipped with oa-vm" in lines[0]
     assert lines[1].split()[:5] == ["CLOUD", "REGION", "SIZE", "ON-DEMAND/H", "BASIS"]
     rows = [line for line in lines if line.startswith("azure ")]
-    assert len(rows) == 5 and all("westeurope" in r for r in rows)
+    assert len(rows) == 6 and all("westeurope" in r for r in rows)
     assert "$0.428" in rows[0] and "2026-11-30" in rows[0]
 
 

@@ -1,0 +1,51 @@
+"""What a pool adds to one of the user's own hosts (``--cloud ssh``) beside the worker files:
+the claim on the host, the image cache that outlives pools, and the expiry timer the host runs.
+
+- ``/var/lib/oa-vm/pool``: the pool that holds the host (``host_pool.sh claim``); a plan refuses
+  a host whose marker names another pool (``host_probe.sh`` reads it).
+- ``/var/lib/oa-vm/image-cache``: the prepared worker image, kept by ``host_pool.sh release``
+  for later pools unless ``--purge``.
+- ``oa-vm-expiry.timer`` / ``oa-vm-expiry.service``: at the pool's expiry the host itself runs
+  ``host_pool.sh release POOL``, so a pool whose controlling machine is gone stops on time. Never
+  a power-off (the cloud hosts' timer powers off): the host is the user's own server.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from infra.worker import units
+
+HOST_POOL_SCRIPT = "host_pool.sh"
+MARKER_FILE = f"{units.STATE_DIR}/pool"
+IMAGE_CACHE_DIR = f"{units.STATE_DIR}/image-cache"
+
+
+def release_command(pool: str, *, purge: bool = False) -> str:
+    """The command that removes what ``pool`` added to a host (what cleanup and expiry run)."""
+    return f"{units.SHIP_DIR}/{HOST_POOL_SCRIPT} release {pool}" + (" --purge" if purge else "")
+
+
+def expiry_units(pool: str, expires_at: datetime) -> dict[str, str]:
+    """``{unit path: text}``: the timer and the service that release ``pool`` at its expiry."""
+    when = units.expiry_calendar(expires_at)
+    timer = f"""[Unit]
+Description=oa-vm: release this host from pool {pool} at its expiry ({when})
+
+[Timer]
+OnCalendar={when}
+Persistent=true
+AccuracySec=1s
+
+[Install]
+WantedBy=timers.target
+"""
+    service = f"""[Unit]
+Description=oa-vm: pool {pool} expired; remove its workers from this host (the host stays up)
+
+[Service]
+Type=oneshot
+ExecStart={release_command(pool)}
+"""
+    return {f"{units.UNIT_DIR}/oa-vm-expiry.timer": timer,
+            f"{units.UNIT_DIR}/oa-vm-expiry.service": service}

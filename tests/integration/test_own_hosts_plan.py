@@ -1,0 +1,186 @@
+"""Plans on your own hosts (``--cloud ssh``): real sshd servers on loopback, each host a private
+root (``OA_VM_ROOT``, set by its sshd for every session: ``HostSshServer``) holding the files
+the shipped probe reads (``dev/kvm``, ``proc/cpuinfo``, ``proc/meminfo``, ``proc/net/tcp``,
+the pool marker). The real CLI runs as a subprocess. A plan names every host that cannot take
+its workers in one line of its own, before anything is changed on any host or in the oa-vm
+home."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import Result, run_cli
+from tests.support.host_standins import HostSshServer
+from tests.support.sshd import SshServer, free_port, generate_key
+
+pytestmark = pytest.mark.integration
+
+GIB_KIB = 1024 * 1024
+
+
+@dataclass
+class Host:
+    """A rehearsal host: its sshd and its private root."""
+
+    name: str
+    root: Path
+    server: SshServer | None
+
+    @property
+    def address(self) -> str:
+        port = self.server.port if self.server else _UNREACHABLE_PORT[0]
+        return f"{self.server.user if self.server else 'nobody'}@127.0.0.1:{port}"
+
+    def tree(self) -> dict[str, str]:
+        """Every file under the root with its digest (to prove nothing changed)."""
+        return {str(p.relative_to(self.root)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(self.root.rglob("*")) if p.is_file()}
+
+
+_UNREACHABLE_PORT: list[int] = []
+
+
+def _make_root(root: Path, *, kvm: bool = True, cpus: int = 16, mem_gib: int = 64,
+               pool: str = "", listening: tuple[int, ...] = ()) -> None:
+    (root / "dev").mkdir(parents=True)
+    if kvm:
+        (root / "dev/kvm").touch()
+    (root / "proc/net").mkdir(parents=True)
+    (root / "proc/cpuinfo").write_text(
+        "".join(f"processor\t: {i}\nmodel name\t: rehearsal\n\n" for i in range(cpus)))
+    kib = mem_gib * GIB_KIB
+    (root / "proc/meminfo").write_text(
+        f"MemTotal:       {kib} kB\nMemFree:        {kib - GIB_KIB} kB\n"
+        f"MemAvailable:   {kib - GIB_KIB} kB\n")
+    header = "  sl  local_address rem_address   st tx_queue rx_queue\n"
+    rows = "".join(f"   {i}: 0100007F:{port:04X} 00000000:0000 0A 00000000:00000000\n"
+                   for i, port in enumerate(listening))
+    (root / "proc/net/tcp").write_text(header + rows)
+    (root / "var/lib").mkdir(parents=True)
+    if pool:
+        (root / "var/lib/oa-vm").mkdir()
+        (root / "var/lib/oa-vm/pool").write_text(pool + "\n")
+
+
+HOSTS = {
+    "good-a": {}, "good-b": {},
+    "no-kvm": {"kvm": False},
+    "small": {"mem_gib": 12},  # one 9 GiB worker and the host's 2 GiB, not two
+    "taken": {"pool": "other-pool"},
+    "busy-port": {"listening": (5100,)},  # worker w1's WAA port
+}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Host]]:
+    base = tmp_path_factory.mktemp("lab")
+    key = generate_key(base / "id_ed25519")
+    hosts: dict[str, Host] = {}
+    try:
+        for name, shape in HOSTS.items():
+            root = base / name / "root"
+            _make_root(root, **shape)  # type: ignore[arg-type]
+            # No stand-ins on the sessions' PATH: the probe reads with the real tools.
+            (base / name / "bin").mkdir()
+            server = HostSshServer(base / name / "sshd", base / name / "bin",
+                                   base / name / "fake", OA_VM_ROOT=str(root))
+            server.authorized_keys.write_text((base / "id_ed25519.pub").read_text())
+            server.start()
+            hosts[name] = Host(name, root, server)
+        _UNREACHABLE_PORT.append(free_port())  # nothing listens there
+        hosts["unreachable"] = Host("unreachable", base / "unreachable", None)
+        (base / "unreachable").mkdir()
+        hosts["_key"] = Host("_key", key, None)
+        yield hosts
+    finally:
+        for host in hosts.values():
+            if host.server is not None:
+                host.server.stop()
+
+
+def _plan(lab: dict[str, Host], home: Path, names: list[str], *extra: str) -> Result:
+    args = ["pool-create", "--cloud", "ssh", "--pool", "lab", "--ssh-key", str(lab["_key"].root),
+            *extra]
+    for name in names:
+        args += ["--host", lab[name].address]
+    return run_cli("oa-vm", *args, home=home, timeout=180)
+
+
+def test_the_plan_shows_each_host_and_places_two_workers_on_each(
+    lab: dict[str, Host], tmp_path: Path
+) -> None:
+    done = _plan(lab, tmp_path, ["good-a", "good-b"], "--workers-per-host", "2", "--plan",
+                 "--json")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["cloud"] == "ssh" and plan["workers"] == 4
+    assert plan["price_per_hour"] == 0.0  # your own hosts cost nothing unless you say so
+    notes = "\n".join(plan["notes"])
+    for name in ("good-a", "good-b"):
+        assert f"host {lab[name].address}: KVM yes, 16 CPUs, 64 GiB memory" in notes
+    assert "image cache" in notes and "timer on each host" in notes
+    workers = plan["resources"]
+    assert len(workers) == 4
+    for address in (lab["good-a"].address, lab["good-b"].address):
+        mine = [w["inputs"] for w in workers if w["inputs"]["host"] == address]
+        assert len(mine) == 2
+        for field in ("container", "storage", "guest_ip"):
+            assert len({w[field] for w in mine}) == 2, field
+        ports = [p for w in mine for p in w["ports"]]
+        assert len(set(ports)) == len(ports) == 6
+    priced = _plan(lab, tmp_path, ["good-a", "good-b"], "--workers-per-host", "2",
+                   "--price-per-hour", "0.25", "--plan", "--json")
+    assert priced.returncode == 0, priced.stderr
+    assert json.loads(priced.stdout)["price_per_hour"] == pytest.approx(1.0)
+
+
+def test_every_host_that_cannot_take_its_workers_is_refused_in_one_line_before_any_change(
+    lab: dict[str, Host], tmp_path: Path
+) -> None:
+    names = ["good-a", "no-kvm", "small", "unreachable", "taken", "busy-port"]
+    before = {name: lab[name].tree() for name in names}
+    for extra in (("--plan",), ("--yes",)):  # the plan alone, and a create
+        done = _plan(lab, tmp_path, names, "--workers-per-host", "2", *extra)
+        assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        refused = {name: [line for line in lines if lab[name].address in line]
+                   for name in names}
+        assert refused["good-a"] == []
+        for name in names[1:]:
+            assert len(refused[name]) == 1, (name, lines)
+        assert "no /dev/kvm" in refused["no-kvm"][0]
+        assert "too little memory for 2 worker(s)" in refused["small"][0]
+        assert "unreachable" in refused["unreachable"][0]
+        assert "already serves pool 'other-pool'" in refused["taken"][0]
+        assert "port(s) 5100 already in use" in refused["busy-port"][0]
+        assert len(lines) == len(names) - 1, lines  # nothing else said
+    assert {name: lab[name].tree() for name in names} == before
+    assert not (tmp_path / "pools" / "lab").exists()
+
+
+def test_one_worker_fits_where_two_do_not(lab: dict[str, Host], tmp_path: Path) -> None:
+    done = _plan(lab, tmp_path, ["small"], "--plan", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["workers"] == 1
+
+
+def test_a_create_on_hosts_that_fit_is_refused_in_one_line_until_it_is_built(
+    lab: dict[str, Host], tmp_path: Path
+) -> None:
+    before = lab["good-a"].tree()
+    line = _plan(lab, tmp_path, ["good-a"], "--yes").assert_one_line_error()
+    assert "not built yet" in line and "--plan" in line
+    assert lab["good-a"].tree() == before
+    assert not (tmp_path / "pools" / "lab").exists()
+
+
+def test_a_malformed_host_gets_one_line(lab: dict[str, Host], tmp_path: Path) -> None:
+    done = run_cli("oa-vm", "pool-create", "--cloud", "ssh", "--ssh-key",
+                   str(lab["_key"].root), "--plan", "--host", "lab-server", home=tmp_path)
+    assert "use user@host or user@host:port" in done.assert_one_line_error()

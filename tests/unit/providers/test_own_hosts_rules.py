@@ -1,0 +1,114 @@
+"""The rules of what one of your own hosts can take (``oa_vm.providers.hosts.facts``) and the
+checks of the host options, without SSH (the probe over real sshd:
+tests/integration/test_own_hosts_plan.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from infra.worker import slots
+from oa_vm import api
+from oa_vm.errors import InvalidInputError
+from oa_vm.providers.hosts.facts import HostAddress, HostFacts, fit
+from oa_vm.providers.hosts.provider import host_addresses
+from tests.support.sshd import generate_key
+
+GIB = 1024 * 1024
+
+
+def facts(**changes: object) -> HostFacts:
+    values: dict[str, object] = {
+        "kvm": True, "cpus": 32, "mem_kib": 128 * GIB, "avail_kib": 120 * GIB,
+        "disk_free_kib": 900 * GIB, "engine": "docker", "listening": frozenset({22}),
+        "pool": "", "privilege": "sudo", "image_cache": False,
+    }
+    values.update(changes)
+    return HostFacts(**values)  # type: ignore[arg-type]
+
+
+def test_a_32_core_128_gib_host_holds_four_8_gib_workers() -> None:
+    assert fit(facts(), 4, pool="p").fits == 4
+    assert fit(facts(), 4, pool="p").problems == []
+
+
+@pytest.mark.parametrize(("changes", "wanted", "words"), [
+    ({"kvm": False}, 1, "no /dev/kvm"),
+    ({"avail_kib": 19 * GIB}, 2, "too little memory for 2 worker(s)"),
+    ({"cpus": 6}, 2, "too few CPUs for 2 worker(s)"),
+    ({"pool": "other"}, 1, "already serves pool 'other'"),
+    ({"privilege": "none"}, 1, "cannot become root"),
+    ({"listening": frozenset({22, 5151})}, 2, "port(s) 5151 already in use"),
+])
+def test_each_reason_a_host_is_refused(changes: dict[str, object], wanted: int,
+                                       words: str) -> None:
+    result = fit(facts(**changes), wanted, pool="p")
+    assert any(words in problem for problem in result.problems), result.problems
+
+
+def test_a_host_already_in_this_pool_is_not_refused_for_it() -> None:
+    assert fit(facts(pool="p"), 1, pool="p").problems == []
+
+
+def test_the_probe_output_is_read_whatever_order_and_gaps() -> None:
+    parsed = HostFacts.parse("pool=\nkvm=yes\ncpus=8\nmem_kib=100\nlistening=22,5000\n")
+    assert parsed.kvm and parsed.cpus == 8 and parsed.avail_kib == 100
+    assert parsed.listening == frozenset({22, 5000})
+    with pytest.raises(ValueError, match="no result"):
+        HostFacts.parse("bash: command not found")
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("lab-server", "use user@host or user@host:port"),
+    ("u@h:70000", "is not a TCP port"),
+    ("u@h:ssh", "use user@host"),
+    ("@h", "use user@host"),
+])
+def test_malformed_hosts_are_refused(text: str, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        HostAddress.parse(text)
+    assert HostAddress.parse("ubuntu@10.0.0.5") == HostAddress("ubuntu", "10.0.0.5", 22)
+
+
+@pytest.fixture
+def key(tmp_path: Path) -> str:
+    return str(generate_key(tmp_path / "id_ed25519"))
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    ({"hosts": []}, "needs --host"),
+    ({"ssh_key": None}, "needs --ssh-key"),
+    ({"workers_per_host": slots.MAX_SLOTS + 1}, "--workers-per-host must be"),
+    ({"workers_per_host": 0}, "--workers-per-host must be"),
+])
+def test_host_options_are_checked_before_anything(key: str, kwargs: dict[str, object],
+                                                 words: str) -> None:
+    given: dict[str, object] = {"name": "lab", "cloud": "ssh", "hosts": ["u@h"], "ssh_key": key}
+    given.update(kwargs)
+    with pytest.raises(InvalidInputError, match=words):
+        api.build_spec(**given)  # type: ignore[arg-type]
+
+
+def test_host_options_belong_to_their_clouds(key: str) -> None:
+    with pytest.raises(InvalidInputError, match="--host is for your own hosts"):
+        api.build_spec(name="p", cloud="aws", hosts=["u@h"])
+    with pytest.raises(InvalidInputError, match="--workers-per-host is for hosts"):
+        api.build_spec(name="p", cloud="local", workers_per_host=2)
+    spec = api.build_spec(name="lab", cloud="ssh", hosts=["u@a", "u@b:2222"], ssh_key=key,
+                          workers_per_host=3, price_per_hour=0.5)
+    assert spec.workers == 6 and spec.price_per_hour == 0.5
+    with pytest.raises(InvalidInputError, match="given twice"):
+        host_addresses(api.build_spec(name="lab", cloud="ssh", hosts=["u@h:22", "v@h"],
+                                      ssh_key=key))
+
+
+def test_ssh_via_is_refused_for_own_hosts(key: str, oa_home: Path) -> None:
+    from typer.testing import CliRunner
+
+    from oa_vm.cli import app
+
+    result = CliRunner().invoke(app, ["pool-create", "--cloud", "ssh", "--host", "u@127.0.0.1:9",
+                                      "--ssh-key", key, "--ssh-via", "u@h:22", "--plan"])
+    assert result.exit_code != 0
+    assert "--ssh-via is for local pools" in str(result.exception or result.output)
