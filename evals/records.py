@@ -19,7 +19,6 @@ import copy
 import json
 import os
 import platform
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
@@ -32,10 +31,10 @@ from evals.trials import split_key, trial_folder, trial_key
 from oa_vm import safe_fs
 from oa_vm.redact import redact_json
 from oa_vm.state import atomic_write_json
+from waa_client.inputs import id_problem
 
 DEFAULT_RESULTS_DIR = "benchmark_results"
 RESULTS_ENV = "OA_EVALS_RESULTS"
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _UNSET: Any = object()
 
 
@@ -69,10 +68,10 @@ def task_folder_name(task_id: str) -> str:
     Raises:
         ValueError: an ID that could escape the folder or is no plain name.
     """
-    parts = task_id.split("/")
-    if len(parts) > 2 or not all(_SAFE_ID.match(p) for p in parts):
-        raise ValueError(f"task ID {task_id!r} cannot be used as a folder name")
-    return "~".join(parts)
+    problem = id_problem("task ID", task_id)
+    if problem:
+        raise ValueError(problem)
+    return "~".join(task_id.split("/"))
 
 
 def task_id_of_folder(name: str) -> str:

@@ -93,3 +93,18 @@ def writable_problem(option: str, path: Path, fix: str | None = None) -> str | N
     if problem is None:
         return None
     return f"{option}: {problem}; {fix or f'give {option} a folder you can write'}"
+
+
+def module_spec_problem(option: str, spec: str) -> str | None:
+    """Why ``spec`` is not ``package.module:Class`` (``None`` when it is).
+
+    Each part must be a Python identifier: a path (``../../x:Y``), a relative import
+    (``.x:Y``) or an empty part never reaches the importer, which would fail with an error
+    about packages rather than about what was typed.
+    """
+    module_name, sep, attr = spec.partition(":")
+    parts = [*module_name.split("."), *attr.split(".")]
+    if sep and all(part.isidentifier() for part in parts):
+        return None
+    return (f"{option} {spec!r} is not package.module:Class (dotted Python names, no path); "
+            "put the module on PYTHONPATH and name it by its import name")
