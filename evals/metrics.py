@@ -38,6 +38,7 @@ from typing import Any
 from evals.errors import InvalidRunInputError
 from evals.records import TaskExecution, results_root, task_id_of_folder
 from evals.reset import reset_lines, reset_summary
+from oa_vm.validate import Schema, record_problem
 
 OUTCOMES = ("success", "failure")
 STATUSES = ("success", "failure", "error", "not_run")
@@ -89,6 +90,40 @@ def list_runs(root: Path) -> list[str]:
     return sorted(p.parent.name for p in root.glob("*/metadata.json"))
 
 
+_S, _OS, _N, _ON = (str,), (str, type(None)), (int, float), (int, float, type(None))
+METADATA_SCHEMA: Schema = {
+    "run": _S, "pool": _S, "cloud": _S, "agent": _S, "answer_visible_agents": (list,),
+    "selection": _S, "task_ids": (list,), "trials": (int,), "variations": _OS,
+    "max_steps": (int,), "max_attempts": (int,), "task_timeout_s": _N, "max_cost_usd": _ON,
+    "price_per_hour": _ON, "versions": (dict,), "workers": (list,), "started_at": _OS,
+    "ended_at": _OS, "status": _S, "quarantined_workers": (list,), "reset": (dict,),
+    "cost": (dict,), "warning": _OS, "warning_cause": _OS,
+}
+"""What ``metadata.json``'s fields must be (:func:`oa_vm.validate.record_problem`)."""
+
+EXECUTION_SCHEMA: Schema = {
+    "task_id": _S, "domain": _OS, "instruction": _OS, "infeasible": (bool,), "status": _S,
+    "score": _ON, "error_type": _OS, "error_message": _OS, "reason": _OS, "worker": _OS,
+    "attempts": (int,), "started_at": _OS, "ended_at": _OS, "duration_s": _ON,
+    "last_action": _OS, "steps": (list,), "cost": (dict, type(None)),
+    "previous_attempts": (list,), "reset": _OS, "reset_s": _ON, "fingerprint": (dict, type(None)),
+    "trial": (int,),
+}
+"""What an ``execution.json``'s fields must be."""
+
+SUMMARY_SCHEMA: Schema = {
+    "run": _S, "status": _S, "agent": _S, "pool": _S, "attempts": (int,), "outcomes": (int,),
+    "counted": (int,), "successes": (int,), "failures": (int,), "errors": (int,),
+    "by_domain": (dict,), "by_error_type": (dict,), "cost": (dict,), "trials": (int,),
+    "workers": (dict,), "task_ids_not_run": (list,), "task_ids_pending": (list,),
+    "reruns": (list,), "resets": (dict,),
+}
+"""What ``summary.json``'s fields must be."""
+
+_SCHEMAS = {"metadata.json": METADATA_SCHEMA, "execution.json": EXECUTION_SCHEMA,
+            "summary.json": SUMMARY_SCHEMA}
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -103,6 +138,9 @@ def _read_json(path: Path) -> dict[str, Any]:
         ) from exc
     if not isinstance(data, dict):
         raise InvalidRunInputError(f"{path} does not hold a JSON object")
+    problem = record_problem(data, _SCHEMAS.get(path.name, {}))
+    if problem:
+        raise InvalidRunInputError(f"{path}: {problem}; fix or move the file, then try again")
     return data
 
 

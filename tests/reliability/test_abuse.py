@@ -158,6 +158,27 @@ def unknown_final_status(world: World) -> None:
     conn.close()
 
 
+_WRONG_TYPES = {  # run folder name: (record, field, a value of the wrong type)
+    "typedmanifest": ("manifest.json", "agent", "x"),
+    "typedpools": ("manifest.json", "pools", [1]),
+    "typedmeta": ("metadata.json", "reset", []),
+    "typedexec": ("execution.json", "steps", 3),
+}
+
+
+def wrong_typed_records(world: World) -> None:
+    """Copies of the finished run, each with one record holding a field of the wrong type
+    (and one intact copy, to compare them with)."""
+    _copy_done(world, "intact")
+    for name, (record, key, value) in _WRONG_TYPES.items():
+        folder = _copy_done(world, name)
+        path = (next((folder / "tasks").glob("*/execution.json"))
+                if record == "execution.json" else folder / record)
+        data = json.loads(path.read_text())
+        data[key] = value
+        path.write_text(json.dumps(data))
+
+
 def existing_page_target(world: World) -> None:
     (world.results / "scratch").mkdir(parents=True, exist_ok=True)
     (world.results / "scratch" / "notes.html").write_text("my own notes\n")
@@ -430,6 +451,12 @@ CASES: dict[str, Case] = {
                             "{scratch}/no/such/page.html")),
     "view --out under /proc": Case(
         "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out", "/proc/x.html")),
+    **{f"{command} {name} ({record} {key} of the wrong type)": Case(
+        "openadapt-evals", (command, *(("intact", name) if command == "compare" else (name,)),
+                            "--results-dir", "{res}/scratch",
+                            *(("--out", "{scratch}/typed.html") if command == "view" else ())),
+        prepare=wrong_typed_records)
+       for name, (record, key, _) in _WRONG_TYPES.items() for command in ("view", "compare")},
     "compare missing run": Case("openadapt-evals", ("compare", DONE, "never",
                                                     "--results-dir", "{res}")),
     "tasks missing source": Case("openadapt-evals", ("tasks", "--source", "/no/such/dir")),
