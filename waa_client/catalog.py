@@ -411,7 +411,7 @@ def _read_task(path: Path) -> dict[str, Any]:
 
 
 def _read_id_file(path: Path) -> list[str]:
-    lines = inputs.read_text(path, what=f"the task list @{path}").splitlines()
+    lines = inputs.read_text(path, what="the task list").splitlines()
     ids = []
     for line in lines:
         text = line.split("#", 1)[0].strip()

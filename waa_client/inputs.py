@@ -100,7 +100,7 @@ def read_text(path: Path | str, *, what: str) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         hint = "give a regular file" if exc.errno != errno.ENOENT else "check the path"
-        raise InputError(f"{what}: cannot read {path}: {exc.strerror or exc}; {hint}") from exc
+        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}; {hint}") from exc
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
@@ -112,7 +112,7 @@ def read_text(path: Path | str, *, what: str) -> str:
         with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
-        raise InputError(f"{what}: cannot read {path}: {exc.strerror or exc}") from exc
+        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
     finally:
         os.close(fd)
     if len(data) > MAX_INPUT_BYTES:

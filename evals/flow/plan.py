@@ -69,7 +69,7 @@ def read_task_ids(spec: str) -> list[str]:
     if spec.startswith("@"):
         path = Path(spec[1:]).expanduser()
         try:  # the one bounded reader: regular files only, a size bound, UTF-8
-            text = inputs.read_text(path, what="--task-ids")
+            text = inputs.read_text(path, what="task IDs from")
         except inputs.InputError as exc:
             raise InvalidInputError(str(exc)) from exc
     else:
