@@ -38,6 +38,7 @@ from typing import Any
 from evals.errors import InvalidRunInputError
 from evals.records import TaskExecution, results_root, task_id_of_folder
 from evals.reset import reset_lines, reset_summary
+from evals.trials import trial_key
 from oa_vm.validate import Schema, record_problem
 
 OUTCOMES = ("success", "failure")
@@ -224,6 +225,31 @@ def read_records(run_dir: Path) -> list[TaskExecution]:
             message names the file).
     """
     return [_parse(folder / "execution.json", doc) for folder, doc in read_execution_files(run_dir)]
+
+
+def missing_trials(run_dir: Path) -> list[str]:
+    """The trials of a finished run that ``metadata.json`` lists (its tasks times its trials)
+    and that have no ``execution.json``: a lost or deleted record, left out of every figure.
+    Empty while the run is running (its pending trials have no record yet).
+
+    The readers of a run (``view``, ``compare``) say these, so a missing record is never
+    omitted silently.
+    """
+    metadata = read_metadata(run_dir)
+    if metadata.get("status") in (None, "running"):
+        return []
+    recorded = metadata.get("trials")
+    trials = recorded if isinstance(recorded, int) else 1
+    found = {(str(r["task_id"]), int(r["trial"])) for _, r in read_execution_files(run_dir)}
+    return [trial_key(str(tid), n) for tid in _metadata_task_ids(run_dir)
+            for n in range(1, max(trials, 1) + 1) if (str(tid), n) not in found]
+
+
+def missing_line(run: str, missing: list[str]) -> str:
+    """The one sentence saying a run's missing records (:func:`missing_trials`)."""
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return (f"{run}: {len(missing)} trial(s) listed in metadata.json have no execution.json "
+            f"({shown}); they are left out of every figure: resume the run to record them")
 
 
 def _parse(path: Path, document: dict[str, Any]) -> TaskExecution:
