@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from evals.errors import InvalidRunInputError
 from evals.records import TaskExecution, results_root, task_id_of_folder
 from evals.reset import reset_lines, reset_summary
 from evals.trials import trial_key
+from oa_vm import safe_fs
 from oa_vm.validate import Schema, record_problem
 
 OUTCOMES = ("success", "failure")
@@ -74,6 +76,8 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
         )
     root = results_root(results_dir)
     path = root / run_name
+    if os.path.lexists(path):
+        check_readable_folder(root, path)
     if not (path / "metadata.json").is_file():
         known = list_runs(root)
         hint = f"known runs: {', '.join(known)}" if known else "it holds no runs"
@@ -82,6 +86,35 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
             "pass --results-dir if it lives elsewhere"
         )
     return path
+
+
+def check_readable_folder(root: Path, path: Path) -> None:
+    """The rule of every reader of a results folder, the writers' own (:mod:`oa_vm.safe_fs`):
+    the results folder may be a symlink of ours (to another disk), but a run folder in it, and
+    every record read from it, must be a real folder or file owned by us or root, never a
+    symlink: one planted there would make ``view`` or ``compare`` read (and publish on a page)
+    whatever it points at.
+
+    Raises:
+        InvalidRunInputError: a symlink, or a folder of another user, on the way.
+    """
+    try:
+        safe_fs.check_dir(root, own_link=True)
+        if path != root:
+            safe_fs.check_dir(path)
+    except safe_fs.UnsafePathError as exc:
+        raise InvalidRunInputError(f"refusing to read {exc.path}: {exc.reason}") from None
+
+
+def _check_record(path: Path) -> None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return  # missing: the reader says so
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+        raise InvalidRunInputError(
+            f"refusing to read {path}: it is a symlink or not a regular file; a run folder's "
+            "records are plain files (remove it and run the command again)")
 
 
 def list_runs(root: Path) -> list[str]:
@@ -126,6 +159,7 @@ _SCHEMAS = {"metadata.json": METADATA_SCHEMA, "execution.json": EXECUTION_SCHEMA
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    _check_record(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -188,6 +222,9 @@ def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     paths = sorted(found, key=lambda p: (order.get(where(p)[0], len(order)), *where(p)))
     records = []
     for path in paths:
+        for folder in path.relative_to(run_dir).parents:  # tasks/, tasks/<id>/, trial-<n>/
+            if folder != Path("."):
+                check_readable_folder(run_dir, run_dir / folder)
         record = _read_json(path)
         status = record.get("status")
         if status not in STATUSES:

@@ -179,6 +179,30 @@ def wrong_typed_records(world: World) -> None:
         path.write_text(json.dumps(data))
 
 
+def symlinked_runs(world: World) -> None:
+    """Run folders in the scratch results folder that lead out of it by a symlink: the run
+    folder itself, a task's folder, the metadata (their targets are copies in the test's own
+    folder, outside the results folder)."""
+    scratch = _scratch(world)
+    outside = world.results.parent / "outside"
+    if outside.exists():
+        shutil.rmtree(outside)
+    shutil.copytree(world.results / DONE, outside / "run")
+    for name in ("linkrun", "linktask", "linkmeta"):
+        target = scratch / name
+        if target.is_symlink():
+            target.unlink()
+        elif target.exists():
+            shutil.rmtree(target)
+    (scratch / "linkrun").symlink_to(outside / "run")
+    task = _copy_done(world, "linktask") / "tasks" / TASK
+    shutil.rmtree(task)
+    task.symlink_to(outside / "run" / "tasks" / TASK)
+    meta = _copy_done(world, "linkmeta") / "metadata.json"
+    meta.unlink()
+    meta.symlink_to(outside / "run" / "metadata.json")
+
+
 def existing_page_target(world: World) -> None:
     (world.results / "scratch").mkdir(parents=True, exist_ok=True)
     (world.results / "scratch" / "notes.html").write_text("my own notes\n")
@@ -457,6 +481,14 @@ CASES: dict[str, Case] = {
                             *(("--out", "{scratch}/typed.html") if command == "view" else ())),
         prepare=wrong_typed_records)
        for name, (record, key, _) in _WRONG_TYPES.items() for command in ("view", "compare")},
+    **{f"view a run whose {what} is a symlink out of the results folder": Case(
+        "openadapt-evals", ("view", name, "--results-dir", "{res}/scratch", "--out",
+                            "{scratch}/linked.html"), prepare=symlinked_runs)
+       for what, name in (("folder", "linkrun"), ("task folder", "linktask"),
+                          ("metadata.json", "linkmeta"))},
+    "compare a run whose folder is a symlink": Case(
+        "openadapt-evals", ("compare", "intact", "linkrun", "--results-dir", "{res}/scratch"),
+        prepare=lambda w: (wrong_typed_records(w), symlinked_runs(w))),
     "compare missing run": Case("openadapt-evals", ("compare", DONE, "never",
                                                     "--results-dir", "{res}")),
     "tasks missing source": Case("openadapt-evals", ("tasks", "--source", "/no/such/dir")),
