@@ -43,6 +43,8 @@ from evals.metrics import (
     counted_score,
     fmt_num,
     fmt_rate,
+    missing_line,
+    missing_trials,
     read_metadata,
     read_trials,
     table,
@@ -371,8 +373,11 @@ def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
         warnings=manifest_differences(
             read_manifest(path_a), read_manifest(path_b), [p.task_id for p in pairs]
         ),
-        caveats=_caveats({"A": (meta_a, trials_a), "B": (meta_b, trials_b)},
-                         {p.task_id for p in pairs}),
+        caveats=[*(missing_line(f"{label} ({name})", missing)
+                   for label, name, path in (("A", name_a, path_a), ("B", name_b, path_b))
+                   if (missing := missing_trials(path))),
+                 *_caveats({"A": (meta_a, trials_a), "B": (meta_b, trials_b)},
+                           {p.task_id for p in pairs})],
     )
 
 

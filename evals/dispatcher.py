@@ -213,8 +213,12 @@ class Dispatcher:
         self._done_this_session = 0
         self._crash: BaseException | None = None
         self._started = time.monotonic()
-        for record in queue.records().values():
-            self._counts[str(record["status"])] += 1
+        # Only the selection's own trials count: a queue may hold rows of other tasks (a run
+        # resumed or rerun with a narrower selection), and counting those printed "19/18 done".
+        for key, record in queue.records().items():
+            task_id, trial = split_key(key)
+            if task_id in tasks and trial <= settings.trials:
+                self._counts[str(record["status"])] += 1
 
     # --- events -------------------------------------------------------------------------------
 

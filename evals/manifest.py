@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.records import RunFolder, now_iso, versions
+from oa_vm.validate import Schema, record_problem
 
 if TYPE_CHECKING:
     from evals.agents import AgentOptions, BenchmarkAgent
@@ -217,12 +218,35 @@ def write_manifest(folder: RunFolder, manifest: Mapping[str, Any]) -> Path:
     return path
 
 
+_S, _OS = (str,), (str, type(None))
+MANIFEST_SCHEMA: Schema = {
+    "manifest_version": (int,), "run": _S, "created_at": _S, "project": (dict,),
+    "trials": (int,), "checker": (dict,), "settings": (dict,), "setting_changes": [{}],
+    "tasks": {"selection": _S, "count": (int,), "sha256": (dict,), "indexes": (dict,)},
+    "agent": {"name": _S, "class": _S, "module_sha256": _OS, "arguments": (dict,),
+              "bundles": _OS, "agent_url": _OS, "model": _OS, "sees_answers": (bool,)},
+    "workers": [{}], "pools": [{}],
+}
+"""What ``manifest.json``'s fields must be (:func:`oa_vm.validate.record_problem`)."""
+
+
 def read_manifest(run_dir: Path) -> dict[str, Any] | None:
-    """The run's manifest, or ``None`` when it has none (or it is unreadable)."""
+    """The run's manifest, or ``None`` when it has none (or it is unreadable).
+
+    Raises:
+        InvalidRunInputError: it is readable JSON with a field of the wrong type (the message
+            names the file and the field), rather than an ``AttributeError`` later.
+    """
+    from evals.errors import InvalidRunInputError
+
+    path = run_dir / MANIFEST
     try:
-        data = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    problem = record_problem(data, MANIFEST_SCHEMA) if isinstance(data, dict) else None
+    if problem:
+        raise InvalidRunInputError(f"{path}: {problem}; fix or move the file, then try again")
     return data if isinstance(data, dict) else None
 
 

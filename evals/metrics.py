@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,6 +39,9 @@ from typing import Any
 from evals.errors import InvalidRunInputError
 from evals.records import TaskExecution, results_root, task_id_of_folder
 from evals.reset import reset_lines, reset_summary
+from evals.trials import trial_key
+from oa_vm import safe_fs
+from oa_vm.validate import Schema, record_problem
 
 OUTCOMES = ("success", "failure")
 STATUSES = ("success", "failure", "error", "not_run")
@@ -72,6 +76,8 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
         )
     root = results_root(results_dir)
     path = root / run_name
+    if os.path.lexists(path):
+        check_readable_folder(root, path)
     if not (path / "metadata.json").is_file():
         known = list_runs(root)
         hint = f"known runs: {', '.join(known)}" if known else "it holds no runs"
@@ -82,6 +88,35 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
     return path
 
 
+def check_readable_folder(root: Path, path: Path) -> None:
+    """The rule of every reader of a results folder, the writers' own (:mod:`oa_vm.safe_fs`):
+    the results folder may be a symlink of ours (to another disk), but a run folder in it, and
+    every record read from it, must be a real folder or file owned by us or root, never a
+    symlink: one planted there would make ``view`` or ``compare`` read (and publish on a page)
+    whatever it points at.
+
+    Raises:
+        InvalidRunInputError: a symlink, or a folder of another user, on the way.
+    """
+    try:
+        safe_fs.check_dir(root, own_link=True)
+        if path != root:
+            safe_fs.check_dir(path)
+    except safe_fs.UnsafePathError as exc:
+        raise InvalidRunInputError(f"refusing to read {exc.path}: {exc.reason}") from None
+
+
+def _check_record(path: Path) -> None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return  # missing: the reader says so
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+        raise InvalidRunInputError(
+            f"refusing to read {path}: it is a symlink or not a regular file; a run folder's "
+            "records are plain files (remove it and run the command again)")
+
+
 def list_runs(root: Path) -> list[str]:
     """Names of the run folders under ``root`` (those with a ``metadata.json``), sorted."""
     if not root.is_dir():
@@ -89,7 +124,42 @@ def list_runs(root: Path) -> list[str]:
     return sorted(p.parent.name for p in root.glob("*/metadata.json"))
 
 
+_S, _OS, _N, _ON = (str,), (str, type(None)), (int, float), (int, float, type(None))
+METADATA_SCHEMA: Schema = {
+    "run": _S, "pool": _S, "cloud": _S, "agent": _S, "answer_visible_agents": (list,),
+    "selection": _S, "task_ids": (list,), "trials": (int,), "variations": _OS,
+    "max_steps": (int,), "max_attempts": (int,), "task_timeout_s": _N, "max_cost_usd": _ON,
+    "price_per_hour": _ON, "versions": (dict,), "workers": (list,), "started_at": _OS,
+    "ended_at": _OS, "status": _S, "quarantined_workers": (list,), "reset": (dict,),
+    "cost": (dict,), "warning": _OS, "warning_cause": _OS,
+}
+"""What ``metadata.json``'s fields must be (:func:`oa_vm.validate.record_problem`)."""
+
+EXECUTION_SCHEMA: Schema = {
+    "task_id": _S, "domain": _OS, "instruction": _OS, "infeasible": (bool,), "status": _S,
+    "score": _ON, "error_type": _OS, "error_message": _OS, "reason": _OS, "worker": _OS,
+    "attempts": (int,), "started_at": _OS, "ended_at": _OS, "duration_s": _ON,
+    "last_action": _OS, "steps": (list,), "cost": (dict, type(None)),
+    "previous_attempts": (list,), "reset": _OS, "reset_s": _ON, "fingerprint": (dict, type(None)),
+    "trial": (int,),
+}
+"""What an ``execution.json``'s fields must be."""
+
+SUMMARY_SCHEMA: Schema = {
+    "run": _S, "status": _S, "agent": _S, "pool": _S, "attempts": (int,), "outcomes": (int,),
+    "counted": (int,), "successes": (int,), "failures": (int,), "errors": (int,),
+    "by_domain": (dict,), "by_error_type": (dict,), "cost": (dict,), "trials": (int,),
+    "workers": (dict,), "task_ids_not_run": (list,), "task_ids_pending": (list,),
+    "reruns": (list,), "resets": (dict,),
+}
+"""What ``summary.json``'s fields must be."""
+
+_SCHEMAS = {"metadata.json": METADATA_SCHEMA, "execution.json": EXECUTION_SCHEMA,
+            "summary.json": SUMMARY_SCHEMA}
+
+
 def _read_json(path: Path) -> dict[str, Any]:
+    _check_record(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -103,6 +173,9 @@ def _read_json(path: Path) -> dict[str, Any]:
         ) from exc
     if not isinstance(data, dict):
         raise InvalidRunInputError(f"{path} does not hold a JSON object")
+    problem = record_problem(data, _SCHEMAS.get(path.name, {}))
+    if problem:
+        raise InvalidRunInputError(f"{path}: {problem}; fix or move the file, then try again")
     return data
 
 
@@ -149,6 +222,9 @@ def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
     paths = sorted(found, key=lambda p: (order.get(where(p)[0], len(order)), *where(p)))
     records = []
     for path in paths:
+        for folder in path.relative_to(run_dir).parents:  # tasks/, tasks/<id>/, trial-<n>/
+            if folder != Path("."):
+                check_readable_folder(run_dir, run_dir / folder)
         record = _read_json(path)
         status = record.get("status")
         if status not in STATUSES:
@@ -186,6 +262,31 @@ def read_records(run_dir: Path) -> list[TaskExecution]:
             message names the file).
     """
     return [_parse(folder / "execution.json", doc) for folder, doc in read_execution_files(run_dir)]
+
+
+def missing_trials(run_dir: Path) -> list[str]:
+    """The trials of a finished run that ``metadata.json`` lists (its tasks times its trials)
+    and that have no ``execution.json``: a lost or deleted record, left out of every figure.
+    Empty while the run is running (its pending trials have no record yet).
+
+    The readers of a run (``view``, ``compare``) say these, so a missing record is never
+    omitted silently.
+    """
+    metadata = read_metadata(run_dir)
+    if metadata.get("status") in (None, "running"):
+        return []
+    recorded = metadata.get("trials")
+    trials = recorded if isinstance(recorded, int) else 1
+    found = {(str(r["task_id"]), int(r["trial"])) for _, r in read_execution_files(run_dir)}
+    return [trial_key(str(tid), n) for tid in _metadata_task_ids(run_dir)
+            for n in range(1, max(trials, 1) + 1) if (str(tid), n) not in found]
+
+
+def missing_line(run: str, missing: list[str]) -> str:
+    """The one sentence saying a run's missing records (:func:`missing_trials`)."""
+    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+    return (f"{run}: {len(missing)} trial(s) listed in metadata.json have no execution.json "
+            f"({shown}); they are left out of every figure: resume the run to record them")
 
 
 def _parse(path: Path, document: dict[str, Any]) -> TaskExecution:

@@ -20,7 +20,6 @@ import gzip
 import json
 import os
 import platform
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
@@ -38,8 +37,8 @@ from oa_vm.results_dir import DEFAULT_RESULTS_DIR as DEFAULT_RESULTS_DIR
 from oa_vm.results_dir import RESULTS_ENV as RESULTS_ENV
 from oa_vm.results_dir import results_root as results_root
 from oa_vm.state import atomic_write_json
+from waa_client.inputs import id_problem
 
-_SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _UNSET: Any = object()
 
 
@@ -73,10 +72,10 @@ def task_folder_name(task_id: str) -> str:
     Raises:
         ValueError: an ID that could escape the folder or is no plain name.
     """
-    parts = task_id.split("/")
-    if len(parts) > 2 or not all(_SAFE_ID.match(p) for p in parts):
-        raise ValueError(f"task ID {task_id!r} cannot be used as a folder name")
-    return "~".join(parts)
+    problem = id_problem("task ID", task_id)
+    if problem:
+        raise ValueError(problem)
+    return "~".join(task_id.split("/"))
 
 
 def task_id_of_folder(name: str) -> str:

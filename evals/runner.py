@@ -57,6 +57,7 @@ from evals.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, pl
 from evals.run_settings import allow_change_problem, check_settings, current_settings
 from evals.trials import MAX_TRIALS, trial_key
 from evals.variations import add_variations, read_variations
+from waa_client.inputs import check_id
 
 if TYPE_CHECKING:
     from evals.pools import RunPool
@@ -545,8 +546,8 @@ def _leased(
         infos = {
             r.task_id: TaskInfo(r.task_id, r.domain, r.instruction, r.infeasible) for r in refs
         }
-        for tid in task_ids:
-            folder.task_dir(tid)  # refuses IDs unusable as folder names, before writing
+        for tid in task_ids:  # the one ID rule, before anything is written: no '#' (the
+            check_id("task ID", tid)  # trial separator), no path, a length bound
         probe_agent = make_agent()
         probe_agent.check_tasks(tasks_for_agent(probe_agent, tasks))
         # asks every worker whether it can restore: --reset clean fails here, before any task

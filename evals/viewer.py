@@ -33,7 +33,15 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from evals.metrics import compute_summary, fmt_num, fmt_rate, read_execution_files, read_metadata
+from evals.metrics import (
+    compute_summary,
+    fmt_num,
+    fmt_rate,
+    missing_line,
+    missing_trials,
+    read_execution_files,
+    read_metadata,
+)
 from evals.reset import fingerprint_ok
 
 THUMB_WIDTH = 360
@@ -502,6 +510,9 @@ def render_run(
               "not_run": summary["not_run"]}
     resets = summary.get("resets") or {}
     notes = []
+    missing = missing_trials(path)
+    if missing:
+        notes.append(missing_line(run_name, missing))
     if embedder.skipped:
         notes.append(f"{embedder.skipped} screenshot(s) not embedded to keep the page small; "
                      "their links open the files in the run folder.")

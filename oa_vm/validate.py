@@ -93,3 +93,63 @@ def writable_problem(option: str, path: Path, fix: str | None = None) -> str | N
     if problem is None:
         return None
     return f"{option}: {problem}; {fix or f'give {option} a folder you can write'}"
+
+
+def module_spec_problem(option: str, spec: str) -> str | None:
+    """Why ``spec`` is not ``package.module:Class`` (``None`` when it is).
+
+    Each part must be a Python identifier: a path (``../../x:Y``), a relative import
+    (``.x:Y``) or an empty part never reaches the importer, which would fail with an error
+    about packages rather than about what was typed.
+    """
+    module_name, sep, attr = spec.partition(":")
+    parts = [*module_name.split("."), *attr.split(".")]
+    if sep and all(part.isidentifier() for part in parts):
+        return None
+    return (f"{option} {spec!r} is not package.module:Class (dotted Python names, no path); "
+            "put the module on PYTHONPATH and name it by its import name")
+
+
+Schema = dict[str, "tuple[type, ...] | Schema | list[Schema]"]
+"""The expected shape of a JSON record: per key, the allowed types; a nested schema for an
+object; ``[schema]`` for a list of objects. Keys absent from the record are not checked
+(records written by older releases lack some)."""
+
+
+def record_problem(data: object, schema: Schema, where: str = "") -> str | None:
+    """The first field of ``data`` whose type ``schema`` does not allow, as ``field 'a.b' is
+    a str, not an object`` (``None`` when every field fits).
+
+    One rule for every record read from disk (``manifest.json``, ``metadata.json``,
+    ``summary.json``, ``execution.json``): a hand-edited or damaged record is refused naming
+    the field, instead of an ``AttributeError`` far from the file.
+    """
+    if not isinstance(data, dict):
+        return f"{f'field {where!r}' if where else 'the record'} is {_kind(data)}, not an object"
+    for key, allowed in schema.items():
+        if key not in data:
+            continue
+        value, name = data[key], f"{where}.{key}" if where else key
+        if isinstance(allowed, dict):
+            problem = record_problem(value, allowed, name)
+        elif isinstance(allowed, list):
+            if not isinstance(value, list):
+                return f"field {name!r} is {_kind(value)}, not a list"
+            problem = next((p for i, item in enumerate(value)
+                            if (p := record_problem(item, allowed[0], f"{name}[{i}]"))), None)
+        elif (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
+            names = " or ".join(_TYPE_NAMES.get(t, t.__name__) for t in allowed)
+            problem = f"field {name!r} is {_kind(value)}, not {names}"
+        else:
+            problem = None
+        if problem:
+            return problem
+    return None
+
+
+_TYPE_NAMES = {dict: "an object", list: "a list", str: "text", int: "a whole number",
+               float: "a number", bool: "true/false", type(None): "null"}
+
+
+def _kind(value: object) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)

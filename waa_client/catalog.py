@@ -10,13 +10,13 @@ JSON is never used as a key: in WAA's own data six files disagree with their nam
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from waa_client import inputs
 from waa_client.errors import CatalogError, SyntheticTaskError, UnknownTaskError
 from waa_client.scoring import ScoringClient
 
@@ -321,8 +321,9 @@ class Catalog:
                 )
             return ids
         if text.startswith("@"):
-            return _read_id_file(Path(text[1:]))
-        ids = [part.strip() for part in text.split(",") if part.strip()]
+            return _checked_ids(_read_id_file(Path(text[1:])))
+        inputs.check_argument("--tasks", text)
+        ids = _checked_ids(part.strip() for part in text.split(",") if part.strip())
         if len(ids) == 1 and ids[0] not in self._domains and _looks_like_index(ids[0]):
             raise CatalogError(
                 f"no index or task named {ids[0]!r} in {self.source}; indexes: "
@@ -344,6 +345,12 @@ def _looks_like_index(name: str) -> bool:
     # Index names are short snake_case words; task IDs carry dashes (UUIDs). Only used to word
     # the error better when a misspelt index name is given.
     return "-" not in name and not is_synthetic(name)
+
+
+def _checked_ids(ids: Iterable[str]) -> list[str]:
+    """Every ID given by name passes the one ID rule before it is looked up (so ``X#2`` or a
+    path is refused as such, not reported as an unknown task)."""
+    return [inputs.check_id("task ID", task_id) for task_id in ids]
 
 
 def _dedupe(ids: Iterable[str]) -> list[str]:
@@ -370,18 +377,8 @@ def _ordered_domains(
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise CatalogError(f"cannot read {path}: {e.strerror or e}") from e
-    except UnicodeDecodeError as e:
-        raise CatalogError(f"{path} is not UTF-8 text; is it a JSON file?") from e
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CatalogError(
-            f"{path} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg}); fix the file"
-        ) from e
+    # the one bounded reader: a FIFO or a 50 MB task file in a --source folder is one line
+    return inputs.read_json(path, what="task file")
 
 
 def _read_index(path: Path) -> dict[str, list[str]]:
@@ -414,13 +411,7 @@ def _read_task(path: Path) -> dict[str, Any]:
 
 
 def _read_id_file(path: Path) -> list[str]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise CatalogError(
-            f"cannot read the task list @{path}: {getattr(e, 'strerror', None) or e}; "
-            "give a text file with one task ID a line"
-        ) from e
+    lines = inputs.read_text(path, what="the task list").splitlines()
     ids = []
     for line in lines:
         text = line.split("#", 1)[0].strip()

@@ -184,6 +184,12 @@ class CatalogError(WaaError):
     exit_code = 2
 
 
+class InputError(CatalogError):
+    """A file or argument the user gave is unusable as input: not a regular file, too large,
+    not UTF-8, a JSON/YAML document with a duplicate key, an alias or deep nesting, or an ID
+    that cannot name a folder (see :mod:`waa_client.inputs`)."""
+
+
 class UnknownTaskError(CatalogError):
     """A selection names task IDs the catalog does not hold; ``task_ids`` lists every one."""
 

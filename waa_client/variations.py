@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from waa_client import inputs
 from waa_client.errors import CatalogError
 
 STYLES = ("casual", "formal", "unrelated_context")
@@ -71,6 +72,9 @@ def parse_variations(data: Any, source: str) -> dict[str, Variation]:
                            "{goal_style, instruction}; this one is not a mapping")
     found: dict[str, Variation] = {}
     for key, entry in data.items():
+        problem = inputs.id_problem("variation key", key)
+        if problem:
+            raise CatalogError(f"{source}: {problem}")
         match = _KEY.match(str(key))
         if match is None:
             raise CatalogError(f"{source}: {key!r} is not '<task_id>__<style>_<n>' with a "
@@ -97,18 +101,8 @@ def load_variations(path: Path) -> dict[str, Variation]:
         CatalogError: unreadable, not JSON/YAML, or an entry is malformed (see
             :func:`parse_variations`).
     """
-    import yaml  # JSON is YAML: one parser reads both
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(f"cannot read the variations file {path}: "
-                           f"{exc.strerror or exc}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path} is not JSON or YAML: {exc}".splitlines()[0]) from exc
-    return parse_variations(data, str(path))
+    # JSON is YAML: one parser reads both, bounded (size, aliases, depth, duplicate keys)
+    return parse_variations(inputs.read_yaml(path, what="the variations file"), str(path))
 
 
 def variation_task(original: Mapping[str, Any], variation: Variation) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from evals.agents.builtin import (
     parse_action_response,
 )
 from evals.errors import EvalsError, InvalidRunInputError, UnknownAgentError
+from oa_vm.validate import module_spec_problem
 
 __all__ = [
     "BUILTIN_AGENTS",
@@ -97,8 +98,8 @@ def load_agent_class(spec: str) -> type[BenchmarkAgent]:
     if ":" not in target:
         raise UnknownAgentError(spec, known)
     module_name, _, class_name = target.partition(":")
-    if not module_name or not class_name:
-        raise UnknownAgentError(spec, known, "write it as module:Class")
+    if module_spec_problem("--agent", target):
+        raise UnknownAgentError(spec, known, "write it as module:Class, dotted Python names")
     try:
         module = _import(module_name)
     except ModuleNotFoundError as exc:

@@ -8,7 +8,6 @@ A bundle folder holds ``<task_id>/workflow.json`` for each task, a JSON object
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from evals.agents.base import BenchmarkTask
 from evals.agents.scripted import ScriptedAgent, as_action_list
 from evals.errors import AgentError, InvalidRunInputError, MissingBundlesError
+from waa_client import inputs
 
 WORKFLOW_FILE = "workflow.json"
 
@@ -31,10 +31,10 @@ def read_workflow(path: Path) -> list[str]:
     Raises:
         ValueError: the file is not JSON, or has no non-empty ``actions`` list of strings.
     """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+    try:  # the one bounded reader (size, regular file, duplicate keys)
+        data = inputs.read_json(path, what="the bundle")
+    except inputs.InputError as exc:
+        raise ValueError(str(exc)) from exc
     actions = as_action_list(data.get("actions")) if isinstance(data, dict) else None
     if actions is None:
         raise ValueError(f"{path} has no 'actions' list of action strings")

@@ -144,8 +144,10 @@ def _load_adapter(spec: str) -> BenchmarkAdapter:
         from evals.verifier_audit.adapters.toy import ToyAdapter
 
         return ToyAdapter()
+    from oa_vm.validate import module_spec_problem
+
     module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
+    if module_spec_problem("--benchmark", spec):
         raise InvalidRunInputError(
             f"--benchmark {spec!r}: use one of {', '.join(BENCHMARKS)}, or "
             "package.module:Class for your own adapter"

@@ -25,7 +25,7 @@ def view(
     force: Annotated[bool, typer.Option("--force", help=FORCE_HELP)] = False,
 ) -> None:
     """Write the run's self-contained page (summary, tasks, steps, screenshots); print its path."""
-    from evals.metrics import find_run
+    from evals.metrics import find_run, missing_line, missing_trials
     from evals.viewer import write_view
 
     if run is not None and run_name is not None and run != run_name:
@@ -36,5 +36,9 @@ def view(
     if name is None:
         raise typer.BadParameter("missing; give the run's name: openadapt-evals view RUN",
                                  param_hint="RUN")
-    path = write_view(find_run(name, results_dir), out, force=force)
+    folder = find_run(name, results_dir)
+    path = write_view(folder, out, force=force)
+    missing = missing_trials(folder)
+    if missing:  # also on the page; said here so a missing record is never silent
+        typer.echo(f"note: {missing_line(name, missing)}", err=True)
     typer.echo(str(path))

@@ -29,6 +29,7 @@ from typing import Any
 
 from evals.cua_bench.namespace import DEFAULT_SPLIT, cua_bench_module, real_package_installed
 from evals.errors import InvalidRunInputError
+from waa_client import inputs
 
 PREFIX = "cua-bench:"
 MODULE_FILE = "main.py"
@@ -209,7 +210,7 @@ def load_selection(selection: str, split: str = DEFAULT_SPLIT) -> list[Variant]:
         if not _SAFE_NAME.match(folder):
             raise _refuse(file, f"its folder name {folder!r} cannot be part of a task ID "
                           "(letters, digits, '.', '_', '-')")
-        source = file.read_text(encoding="utf-8", errors="replace")
+        source = inputs.read_text(file, what="the Cua-Bench task module")  # bounded, regular
         module = load_module(file)
         functions = lifecycle(module, split)
         for index, task in enumerate(variants_of(file, split, module)):

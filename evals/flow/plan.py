@@ -23,6 +23,7 @@ from evals.cost import (
     format_rate,
 )
 from oa_vm.errors import InvalidInputError
+from waa_client import inputs
 
 if TYPE_CHECKING:
     from oa_vm.pricing import PriceCatalog
@@ -67,16 +68,17 @@ def read_task_ids(spec: str) -> list[str]:
     """
     if spec.startswith("@"):
         path = Path(spec[1:]).expanduser()
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise InvalidInputError(
-                f"cannot read task IDs from {path}: {reason}; give a readable file after '@'"
-            ) from exc
+        try:  # the one bounded reader: regular files only, a size bound, UTF-8
+            text = inputs.read_text(path, what="task IDs from")
+        except inputs.InputError as exc:
+            raise InvalidInputError(str(exc)) from exc
     else:
         text = spec
-    ids = split_task_ids(text)
+    try:
+        inputs.check_argument("--task-ids", text)
+        ids = [inputs.check_id("task ID", task_id) for task_id in split_task_ids(text)]
+    except inputs.InputError as exc:
+        raise InvalidInputError(str(exc)) from exc
     if not ids:
         where = f"file {spec[1:]}" if spec.startswith("@") else "--task-ids"
         raise InvalidInputError(f"no task IDs in {where}; give IDs like 'A,B,C' or '@ids.txt'")

@@ -24,7 +24,7 @@ import pytest
 
 from oa_vm import api
 from tests.support.cli import run_cli
-from tests.support.devices import special_file
+from tests.support.devices import fifo, special_file
 
 pytestmark = pytest.mark.integration
 
@@ -158,6 +158,51 @@ def unknown_final_status(world: World) -> None:
     conn.close()
 
 
+_WRONG_TYPES = {  # run folder name: (record, field, a value of the wrong type)
+    "typedmanifest": ("manifest.json", "agent", "x"),
+    "typedpools": ("manifest.json", "pools", [1]),
+    "typedmeta": ("metadata.json", "reset", []),
+    "typedexec": ("execution.json", "steps", 3),
+}
+
+
+def wrong_typed_records(world: World) -> None:
+    """Copies of the finished run, each with one record holding a field of the wrong type
+    (and one intact copy, to compare them with)."""
+    _copy_done(world, "intact")
+    for name, (record, key, value) in _WRONG_TYPES.items():
+        folder = _copy_done(world, name)
+        path = (next((folder / "tasks").glob("*/execution.json"))
+                if record == "execution.json" else folder / record)
+        data = json.loads(path.read_text())
+        data[key] = value
+        path.write_text(json.dumps(data))
+
+
+def symlinked_runs(world: World) -> None:
+    """Run folders in the scratch results folder that lead out of it by a symlink: the run
+    folder itself, a task's folder, the metadata (their targets are copies in the test's own
+    folder, outside the results folder)."""
+    scratch = _scratch(world)
+    outside = world.results.parent / "outside"
+    if outside.exists():
+        shutil.rmtree(outside)
+    shutil.copytree(world.results / DONE, outside / "run")
+    for name in ("linkrun", "linktask", "linkmeta"):
+        target = scratch / name
+        if target.is_symlink():
+            target.unlink()
+        elif target.exists():
+            shutil.rmtree(target)
+    (scratch / "linkrun").symlink_to(outside / "run")
+    task = _copy_done(world, "linktask") / "tasks" / TASK
+    shutil.rmtree(task)
+    task.symlink_to(outside / "run" / "tasks" / TASK)
+    meta = _copy_done(world, "linkmeta") / "metadata.json"
+    meta.unlink()
+    meta.symlink_to(outside / "run" / "metadata.json")
+
+
 def existing_page_target(world: World) -> None:
     (world.results / "scratch").mkdir(parents=True, exist_ok=True)
     (world.results / "scratch" / "notes.html").write_text("my own notes\n")
@@ -170,6 +215,45 @@ def device_target(world: World) -> None:
     scratch.mkdir(parents=True, exist_ok=True)
     (scratch / "device").unlink(missing_ok=True)
     special_file(scratch, "device")
+
+
+# --- hostile input files (made in the scratch folder: never the machine's own /dev) -----------
+
+
+def _scratch(world: World) -> Path:
+    scratch = world.results / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return scratch
+
+
+_BOMB_LEVELS = 7  # 9**7 = 4.8 million strings once expanded: seconds, not minutes, unbounded
+
+
+def input_files(world: World) -> None:
+    """Every hostile input at once: a YAML alias bomb, a lone surrogate, a 300-digit variation
+    number, duplicate keys, a FIFO, a non-regular node, a file over the size bound, a line of
+    /etc/passwd's shape as task IDs."""
+    scratch = _scratch(world)
+    # a valid key whose goal_style is the bomb: the old check quoted it back, expanded
+    lines = [f"{TASK}__casual_1:", "  instruction: hi",
+             '  l0: &l0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    for n in range(1, _BOMB_LEVELS):
+        lines.append(f"  l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]")
+    lines.append(f"  goal_style: *l{_BOMB_LEVELS - 1}")
+    (scratch / "bomb.yaml").write_text("\n".join(lines) + "\n")
+    (scratch / "surrogate.json").write_text(
+        json.dumps({f"{TASK}__casual_1": {"instruction": "hi"}}).replace("hi", "hi \\ud800"))
+    (scratch / "digits.json").write_text(
+        json.dumps({f"{TASK}__casual_{'9' * 300}": {"instruction": "hi"}}))
+    (scratch / "dupkeys.json").write_text(
+        f'{{"{TASK}__casual_1": {{"instruction": "a"}}, "{TASK}__casual_1": '
+        '{"instruction": "b"}}')
+    (scratch / "huge.txt").write_text(TASK + "\n" + "x" * (5 * 1024 * 1024))
+    (scratch / "passwd.txt").write_text("root:x:0:0:root:/root:/bin/bash\n")
+    for name in ("fifo", "node"):
+        (scratch / name).unlink(missing_ok=True)
+    fifo(scratch, "fifo")
+    special_file(scratch, "node")
 
 
 @dataclass(frozen=True)
@@ -326,6 +410,35 @@ CASES: dict[str, Case] = {
         "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK,
                             "--run-name", "weirdstatus", "--resume",
                             "--results-dir", "{res}/scratch"), prepare=unknown_final_status),
+    # --- run: hostile input files and IDs (one bounded reader, one ID rule)
+    "run variations alias bomb": _run("--variations", "{scratch}/bomb.yaml", prepare=input_files),
+    "run variations lone surrogate": _run("--variations", "{scratch}/surrogate.json",
+                                          prepare=input_files),
+    "run variations 300-digit number": _run("--variations", "{scratch}/digits.json",
+                                            prepare=input_files),
+    "run variations duplicate keys": _run("--variations", "{scratch}/dupkeys.json",
+                                          prepare=input_files),
+    "run variations a FIFO": _run("--variations", "{scratch}/fifo", prepare=input_files),
+    "run variations over the size bound": _run("--variations", "{scratch}/huge.txt",
+                                               prepare=input_files),
+    "run tasks @FIFO": Case("openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle",
+                                                "--tasks", "@{scratch}/fifo", "--results-dir",
+                                                "{res}"), prepare=input_files),
+    "run tasks @device": Case("openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle",
+                                                  "--tasks", "@{scratch}/node", "--results-dir",
+                                                  "{res}"), prepare=input_files),
+    "run tasks @file over the size bound": Case(
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks",
+                            "@{scratch}/huge.txt", "--results-dir", "{res}"),
+        prepare=input_files),
+    "run task ID with #": Case("openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle",
+                                                   "--tasks", TASK + "#2", "--results-dir",
+                                                   "{res}")),
+    "run agent ../../x:Y": Case("openadapt-evals", ("run", "--pool", POOL, "--agent",
+                                                    "../../x:Y", "--tasks", TASK,
+                                                    "--results-dir", "{res}")),
+    "audit-verifier benchmark ../../x:Y": Case("openadapt-evals", ("audit-verifier",
+                                                                   "--benchmark", "../../x:Y")),
     # --- sweep
     "sweep name of an existing pool": _sweep("--name", POOL),
     "sweep name with ../": _sweep("--name", "../x"),
@@ -362,6 +475,20 @@ CASES: dict[str, Case] = {
                             "{scratch}/no/such/page.html")),
     "view --out under /proc": Case(
         "openadapt-evals", ("view", DONE, "--results-dir", "{res}", "--out", "/proc/x.html")),
+    **{f"{command} {name} ({record} {key} of the wrong type)": Case(
+        "openadapt-evals", (command, *(("intact", name) if command == "compare" else (name,)),
+                            "--results-dir", "{res}/scratch",
+                            *(("--out", "{scratch}/typed.html") if command == "view" else ())),
+        prepare=wrong_typed_records)
+       for name, (record, key, _) in _WRONG_TYPES.items() for command in ("view", "compare")},
+    **{f"view a run whose {what} is a symlink out of the results folder": Case(
+        "openadapt-evals", ("view", name, "--results-dir", "{res}/scratch", "--out",
+                            "{scratch}/linked.html"), prepare=symlinked_runs)
+       for what, name in (("folder", "linkrun"), ("task folder", "linktask"),
+                          ("metadata.json", "linkmeta"))},
+    "compare a run whose folder is a symlink": Case(
+        "openadapt-evals", ("compare", "intact", "linkrun", "--results-dir", "{res}/scratch"),
+        prepare=lambda w: (wrong_typed_records(w), symlinked_runs(w))),
     "compare missing run": Case("openadapt-evals", ("compare", DONE, "never",
                                                     "--results-dir", "{res}")),
     "tasks missing source": Case("openadapt-evals", ("tasks", "--source", "/no/such/dir")),
@@ -437,6 +564,12 @@ CASES: dict[str, Case] = {
     "flow live without pool": _flow("--live", "--task-ids", TASK, "--bundles", "{res}"),
     "flow max-cost nan": _flow("--live", "--pool", POOL, "--task-ids", TASK, "--bundles",
                                "{res}", "--max-cost-usd", "nan", "--results-dir", "{res}"),
+    "flow task-ids @FIFO": _flow("--task-ids", "@{scratch}/fifo", prepare=input_files),
+    "flow task-ids @device": _flow("--task-ids", "@{scratch}/node", prepare=input_files),
+    "flow task-ids @passwd-like file": _flow("--task-ids", "@{scratch}/passwd.txt",
+                                             prepare=input_files),
+    "flow task-ids over the size bound": _flow("--task-ids", "@{scratch}/huge.txt",
+                                               prepare=input_files),
     "flow run-name ../": _flow("--live", "--pool", POOL, "--task-ids", TASK, "--bundles",
                                "{res}", "--run-name", "../x", "--results-dir", "{res}"),
 }
@@ -461,6 +594,7 @@ def test_bad_input_is_one_line_nonzero_and_loses_nothing(world: World, name: str
         )
     line = result.assert_one_line_error()
     assert "unexpected error" not in line, line
+    assert len(line) < 1000, f"not one clear line: {len(line)} characters"
     if case.held:  # refused because of the holder, and naming it, not for another reason
         assert "in use by run 'holder'" in line and "--force" in line, line
     assert "secret" not in result.stderr + result.stdout

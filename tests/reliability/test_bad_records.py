@@ -237,3 +237,28 @@ def test_a_full_disk_is_one_line_naming_the_file_and_leaves_no_empty_pool_folder
     assert str(home / "pools" / "full" / "pool.json") in line
     assert ".tmp" not in line
     assert not (home / "pools" / "full").exists()
+
+
+def test_a_missing_trial_is_counted_and_said_by_view_and_compare(
+    pooled: Path, done_run: Path, tmp_path: Path
+) -> None:
+    """A trial metadata.json lists without an execution.json (a lost record) is said by view
+    (on stderr and on the page) and by compare, never silently left out of the figures."""
+    results = tmp_path / "results"
+    shutil.copytree(done_run, results / "a")
+    shutil.copytree(done_run, results / "b")
+    meta = json.loads((results / "b" / "metadata.json").read_text())
+    meta["task_ids"] = [TASK, "ghost-task"]
+    (results / "b" / "metadata.json").write_text(json.dumps(meta))
+    page = tmp_path / "b.html"
+    shown = run_cli("openadapt-evals", "view", "b", "--results-dir", str(results), "--out",
+                    str(page), home=pooled)
+    assert shown.returncode == 0, shown.stderr
+    assert "1 trial(s) listed in metadata.json have no execution.json (ghost-task)" in \
+        shown.stderr
+    assert "ghost-task" in page.read_text()
+    compared = run_cli("openadapt-evals", "compare", "a", "b", "--results-dir", str(results),
+                       home=pooled)
+    assert compared.returncode == 0, compared.stderr
+    assert "B (r): 1 trial(s) listed in metadata.json have no execution.json (ghost-task)" in \
+        compared.stdout

@@ -320,3 +320,22 @@ def test_a_timeout_is_retried_on_another_worker(
     assert record["status"] == "success"
     assert [a["error_type"] for a in record["previous_attempts"]] == ["timeout"]
     assert _attempt_workers(record) == ["broken", "healthy"]
+
+
+def test_progress_counts_only_the_selections_own_trials(
+    run_folder: RunFolder, queue: TaskQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queue holding finished rows outside the selection (another task, a trial beyond
+    --trials) never makes progress read "3/2 done": done counts the selection's own trials."""
+    queue.add([("t0", 2.0), ("t1", 1.0), ("other", 0.5), ("t0#2", 0.4)])
+    for key in ("other", "t0#2"):
+        lease = queue.lease(key, "w0")
+        assert lease is not None
+        queue.complete(key, {"task_id": key, "status": "success"}, lease=lease, worker="w0")
+    pool = FakePool(ErrorType.INFRASTRUCTURE)
+    dispatcher = _dispatcher(pool, run_folder, queue, ["t0", "t1"], monkeypatch)
+    before = dispatcher.snapshot()
+    assert (before.done, before.total) == (0, 2)
+    _run(dispatcher, pool)
+    after = dispatcher.snapshot()
+    assert after.done <= after.total == 2
