@@ -258,6 +258,9 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
                 "use --reset clean-or-stock to fall back to WAA's stock reset, or --reset stock"
             )
         plans[name] = WorkerReset("stock", fallback_reason=reason)
+        # said once per worker, when the run starts (the record and metadata.json keep it)
+        log.warning("worker %s cannot restore a clean snapshot (%s); resetting it the stock "
+                    "way", name, reason)
     return plans
 
 
