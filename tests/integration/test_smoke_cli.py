@@ -260,6 +260,13 @@ def test_smoke_from_plan_to_cleanup_with_a_scored_task(cloud: FakeCloud) -> None
         (qemu,) = metadata["reset"]["qemu"].values()
         assert qemu["cpu"] == cloud.qemu[cloud.qemu.index("-cpu") + 1]
         assert qemu["cpu"].endswith(",-invtsc,-vmx,-svm"), qemu
+        # and in the run's manifest, with the whole command line
+        manifest = json.loads((run / "manifest.json").read_text())
+        (worker,) = manifest["workers"]
+        assert worker["kind"] == "cloud"
+        (recorded,) = worker["qemu"].values()
+        assert recorded["cpu"] == qemu["cpu"]
+        assert recorded["cmdline"][-len(cloud.qemu):] == cloud.qemu
 
 
 @pytest.mark.slow  # a minute: test_clean_reset_local checks the fallback's line quickly

@@ -87,3 +87,18 @@ def test_agent_facts_keep_no_credentials() -> None:
     assert facts["arguments"] == {"api_key": "<redacted>", "model": "m1", "temperature": 0.5}
     assert facts["model"] == "m1"
     assert facts["class"] == "evals.agents.noop:NoopAgent"
+
+
+def _cloud_workers(cpu: str, cmdline: list[str], worker: str) -> list[dict[str, Any]]:
+    return [{"pool": "pool-a", "kind": "cloud", "local_worker_version": None,
+             "image": {"id": "waa-x"}, "qemu": {worker: {"cpu": cpu, "cmdline": cmdline}}}]
+
+
+def test_qemus_cpu_is_compared_but_not_its_command_line() -> None:
+    a, b = _manifest(), _manifest()
+    a["workers"] = _cloud_workers("host,-invtsc", ["qemu", "-name", "w0"], "pool-a-w0")
+    b["workers"] = _cloud_workers("host,-invtsc", ["qemu", "-name", "w7"], "pool-b-w7")
+    assert manifest_differences(a, b) == []
+    b["workers"] = _cloud_workers("host,migratable=no,+invtsc", ["qemu"], "pool-b-w7")
+    (line,) = manifest_differences(a, b)
+    assert line.startswith("workers[0]:") and "+invtsc" in line
