@@ -145,8 +145,12 @@ def _cloud(
             # pool's secret prefix (a cloud host's servers have none).
             with running_worker(tmp_path, tasks=tasks, faults=faults, auth=False) as worker, \
                     _qemu_monitor(root, worker.url(0, "scoring"), refused=refused) as qemu:
+                # reset.sh reaches the guest's WAA server (its probe, and its /execute for the
+                # clock's resync: the simulated guest keeps no clock, so it echoes the host's)
                 set_outcomes(fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000",
-                             FAKE_GUEST_WAA=worker.url(0, "waa"))
+                             FAKE_GUEST_WAA=worker.url(0, "waa"),
+                             OA_VM_RESET_CLOCK_URL=worker.url(0, "waa") + "/execute",
+                             OA_VM_CLOCK_COMMAND="echo @MS@")
                 entry = worker.workers[0]
                 config = tmp_path / "fake-cloud.json"
                 config.write_text(json.dumps({

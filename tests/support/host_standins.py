@@ -288,4 +288,5 @@ class HostSshServer(SshServer):
         pairs = {"PATH": f"{self.bin_dir}:/usr/bin:/bin", "FAKE_STATE": str(self.fake_state),
                  **self.env}
         with self.config.open("a", encoding="utf-8") as handle:
-            handle.write("SetEnv " + " ".join(f"{k}={v}" for k, v in pairs.items()) + "\n")
+            # quoted: a value may hold spaces (a guest command)
+            handle.write("SetEnv " + " ".join(f'"{k}={v}"' for k, v in pairs.items()) + "\n")
