@@ -159,6 +159,8 @@ class WorkerReset:
         fingerprint = self._fingerprint(worker, restored.token)
         if restored.seconds is not None:
             fingerprint["restore_s"] = restored.seconds
+        if restored.clock_skew_s is not None:  # the guest's clock, resynced after the restore
+            fingerprint["clock_skew_s"] = restored.clock_skew_s
         return ResetDone("clean", time.monotonic() - began, fingerprint)
 
     def _ensure_snapshot(self, worker: WorkerConnection) -> SnapshotControl:

@@ -256,6 +256,10 @@ wait_guest() {
         return 0
       fi
     fi
+    if fallback="$(download_failure_line)"; then
+      OA_VM_STEP=download
+      fail "dockur could not download Windows from Microsoft (a refused or blocked download: retry later or from another region); dockur said: $fallback"
+    fi
     if fallback="$(network_fallback_line)"; then
       OA_VM_STEP=network
       fail "dockur fell back to user-mode networking, so Windows is not at $OA_VM_GUEST_IP (check that the container gets /dev/net/tun and NET_ADMIN); dockur said: $fallback"

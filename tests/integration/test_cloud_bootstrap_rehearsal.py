@@ -355,6 +355,33 @@ def test_the_root_disk_listed_first_is_never_taken_for_the_storage(tmp_path: Pat
     assert not any("nvme0n1" in c for c in made if c.startswith(("mkfs", "mount")))
 
 
+DOCKUR_WINDOWS = Path(__file__).resolve().parents[3] / "shared" / "dockur" / "upstream" / "windows"
+
+
+def _dockur_error(words: str) -> str:
+    """One of dockur's own download errors (``windows/src/mido.sh``), as its ``error`` prints
+    it (``qemu/src/utils.sh``: red, with its arrow)."""
+    mido = DOCKUR_WINDOWS / "src" / "mido.sh"
+    if not mido.is_file():
+        pytest.skip("dockur's upstream code not found at ../shared/dockur/upstream")
+    assert f'error "{words}' in mido.read_text(encoding="utf-8"), words
+    return f"\x1b[1;31m\u276f ERROR: {words}\x1b[0m"
+
+
+@pytest.mark.parametrize("words", [
+    "Microsoft blocked the automated download request based on your IP address.",
+    "Failed to download the Windows image from the specified URL!",
+])
+def test_a_refused_windows_download_fails_the_build_at_once(tmp_path: Path, words: str) -> None:
+    host = bootstrap(make_host(tmp_path), "build", FAKE_PROBE_AFTER="never",
+                     FAKE_WAA_LOG=_dockur_error(words))
+    assert host.returncode == 1, host.output
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "download"), status
+    assert "could not download Windows" in status["message"]
+    assert words in status["message"] and "\x1b" not in status["message"]
+
+
 EBS_MODEL = "Amazon Elastic Block Store"
 
 

@@ -259,6 +259,7 @@ def test_smoke_from_plan_to_cleanup_with_a_scored_task(cloud: FakeCloud) -> None
     fingerprint = execution["fingerprint"]
     assert fingerprint["ok"] is True and fingerprint["marker_gone"] is True, fingerprint
     assert fingerprint["token"] == fingerprint["expected"], fingerprint
+    assert 0 <= fingerprint["clock_skew_s"] <= 5, fingerprint  # the clock's resync answered
     if cloud.qemu:  # QEMU's command line as the host's reset.sh check read it
         metadata = json.loads((run / "metadata.json").read_text())
         (qemu,) = metadata["reset"]["qemu"].values()
