@@ -59,7 +59,7 @@ RESET_SH = REPO_ROOT / "infra" / "worker" / "reset.sh"
 
 def _reset(root: Path, guest: tiny_guest.TinyGuest, *args: str) -> dict[str, Any]:
     env = dict(os.environ, OA_VM_ROOT=str(root),
-               OA_VM_RESET_PROBE_URL=f"{guest.url}/cgi-bin/state", OA_VM_RESET_WAIT_S="240")
+               **guest.reset_env(wait_s=240))
     done = subprocess.run([str(RESET_SH), *args], env=env, capture_output=True, text=True,
                           timeout=600, check=False)
     answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])

@@ -5,7 +5,10 @@ The guest is built from the packages installed on this machine (``linux-image-cl
 and network drivers, then serves ``/cgi-bin/state`` over HTTP on port 80, forwarded with
 user-mode networking to a loopback port. The guest keeps two pieces of state, one in memory (a
 file in the initramfs, which lives in RAM) and one on its qcow2 disk (attached as ``ide-hd``,
-written raw at offset 0), and ``/cgi-bin/set?mem=..&disk=..`` changes both. QMP listens on a
+written raw at offset 0), and ``/cgi-bin/set?mem=..&disk=..`` changes both. ``POST
+/cgi-bin/execute`` answers like WAA's ``/execute`` (``{"command": "...", "shell": true}`` run by
+the guest's shell; ``output``, ``error``, ``returncode``): the guest's clock, for one, is set and
+read through it, as ``reset.sh`` does on a Windows guest after a restore. QMP listens on a
 unix socket, as on a cloud worker; the serial console goes to a file.
 
 Used by the QEMU rehearsal test and by ``bench/reset.py``; imports nothing of the project.
@@ -90,6 +93,24 @@ echo '{"ok": true}'
 """
 
 
+CLOCK_COMMAND = "date -u -s @$((@MS@ / 1000)) >/dev/null && echo $(($(date +%s) * 1000))"
+"""The guest's clock set to the host's (``@MS@``, epoch milliseconds) and read back, as
+``reset.sh`` asks a Windows guest with PowerShell (``OA_VM_CLOCK_COMMAND``)."""
+
+EXECUTE_CGI = """#!/bin/sh
+echo "Content-Type: application/json"
+echo ""
+body=$(head -c "${CONTENT_LENGTH:-0}")
+command=$(echo "$body" | sed -n 's/^{"command": "\\(.*\\)", "shell": true}$/\\1/p')
+sh -c "$command" >/state/execute.out 2>/state/execute.err
+code=$?
+output=$(tr -d '"\\\\' < /state/execute.out | tr '\\n' ' ')
+error=$(tr -d '"\\\\' < /state/execute.err | tr '\\n' ' ')
+printf '{"status": "success", "output": "%s", "error": "%s", "returncode": %d}\\n' \\
+  "$output" "$error" "$code"
+"""
+
+
 FILL_CGI = """#!/bin/sh
 echo "Content-Type: application/json"
 echo ""
@@ -160,6 +181,7 @@ def build_initramfs(path: Path) -> Path:
         ("www/cgi-bin/state", script, STATE_CGI.encode()),
         ("www/cgi-bin/set", script, SET_CGI.encode()),
         ("www/cgi-bin/fill", script, FILL_CGI.encode()),
+        ("www/cgi-bin/execute", script, EXECUTE_CGI.encode()),
         ("modules.list", 0o100644, "\n".join(Path(m).name for m in MODULES).encode() + b"\n"),
     ]
     entries += [(f"lib/modules/{Path(m).name}", 0o100644, (modules / m).read_bytes())
@@ -216,6 +238,25 @@ class TinyGuest:
         url = f"{self.url}/cgi-bin/set?mem={mem}&disk={disk}"
         with urllib.request.urlopen(url, timeout=timeout) as response:
             response.read()
+
+    def execute(self, command: str, timeout: float = 60.0) -> dict[str, object]:
+        """Run ``command`` in the guest through ``/cgi-bin/execute`` (WAA's ``/execute``)."""
+        body = json.dumps({"command": command, "shell": True}).encode()
+        request = urllib.request.Request(f"{self.url}/cgi-bin/execute", data=body,
+                                         method="POST")
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            answer: dict[str, object] = json.loads(response.read())
+            return answer
+
+    def reset_env(self, wait_s: float = 240.0) -> dict[str, str]:
+        """What ``reset.sh`` needs to reach this guest as it reaches WAA's server on a worker:
+        the probe, and the clock's resync in the guest's own shell (busybox ``date``)."""
+        return {
+            "OA_VM_RESET_PROBE_URL": f"{self.url}/cgi-bin/state",
+            "OA_VM_RESET_WAIT_S": f"{wait_s:g}",
+            "OA_VM_RESET_CLOCK_URL": f"{self.url}/cgi-bin/execute",
+            "OA_VM_CLOCK_COMMAND": CLOCK_COMMAND,
+        }
 
     def fill(self, megabytes: int, timeout: float = 1800.0) -> int:
         """Touch ``megabytes`` of the guest's RAM with non-zero pages (QEMU writes zero pages

@@ -8,7 +8,10 @@ Written once, when a run starts (a resumed run keeps the manifest it started wit
   controller was installed with, which is what ``oa-vm`` ships onto workers), the scoring
   server's own ``/probe`` answer, and WAA's upstream commit where the pool's image says it;
 - ``workers``: per pool, the worker image (WAA and dockur image digests, Windows build,
-  snapshot or image ID, where the pool record has them) or the local worker's version;
+  snapshot or image ID, where the pool record has them) or the local worker's version, and for
+  cloud workers QEMU's command line and ``-cpu`` value as each host's ``reset.sh check`` read
+  them when the run started (``qemu``: ``{worker: {"cpu", "cmdline"}}``; ``compare`` looks at
+  the ``-cpu`` values only: a command line carries each host's own paths and addresses);
 - ``agent``: its class, its module file's SHA-256, its arguments (secrets redacted), its model;
 - ``project``: this project's version and Python's;
 - ``settings``: what shapes the results and a resume must keep (:mod:`evals.run_settings`), and
@@ -118,14 +121,17 @@ def _pool_facts(pool: RunPool) -> dict[str, Any]:
     }
 
 
-def _worker_facts(pool: RunPool) -> dict[str, Any]:
+def _worker_facts(pool: RunPool, qemu: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     record = pool.record
     if record.cloud == "local":
         return {"pool": record.name, "kind": "local",
-                "local_worker_version": versions()["oa_vm"], "image": None}
+                "local_worker_version": versions()["oa_vm"], "image": None, "qemu": None}
     image = record.settings.get("image") or {}
     facts = {key: image.get(key) for key in IMAGE_FACTS} if isinstance(image, dict) else {}
-    return {"pool": record.name, "kind": "cloud", "local_worker_version": None, "image": facts}
+    seen = {w.name: {"cpu": qemu[w.name].get("cpu"), "cmdline": qemu[w.name].get("cmdline")}
+            for w in pool.workers if w.name in qemu}
+    return {"pool": record.name, "kind": "cloud", "local_worker_version": None, "image": facts,
+            "qemu": seen}
 
 
 def _served_indexes(pool: RunPool) -> tuple[dict[str, str | None], dict[str, Any] | None]:
@@ -158,8 +164,12 @@ def build_manifest(
     agent_options: AgentOptions | None = None,
     trials: int | None = None,
     settings: Mapping[str, Any] | None = None,
+    qemu: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The run's manifest (see the module docstring).
+
+    ``qemu``: each cloud worker's QEMU as its host's check read it, by the run's worker name
+    (``evals.reset.describe_plan``'s ``qemu``).
 
     Asks the first worker of each pool for its indexes and ``/probe`` (a few GETs, with the
     scoring client's timeouts); a worker that does not answer leaves an ``(error)`` entry
@@ -169,7 +179,7 @@ def build_manifest(
     probes: dict[str, Any] = {}
     for pool in pools:
         indexes[pool.name], probes[pool.name] = _served_indexes(pool)
-    workers = [_worker_facts(p) for p in pools]
+    workers = [_worker_facts(p, qemu or {}) for p in pools]
     commits = {w["image"].get("waa_upstream_commit") for w in workers if w["image"]}
     commits.discard(None)
     return {
@@ -336,7 +346,8 @@ def difference_rows(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
                                    for v in (checker.get("probe") or {}).values()})
         doc["checker"] = checker
         doc["workers"] = sorted(
-            json.dumps({k: v for k, v in w.items() if k != "pool"}, sort_keys=True)
+            json.dumps({k: _cpus(v) if k == "qemu" else v for k, v in w.items() if k != "pool"},
+                       sort_keys=True)
              for w in doc.get("workers") or [] if isinstance(w, dict))
         doc["pools"] = sorted(
             json.dumps({k: v for k, v in p.items() if k not in ("name", "workers")},
@@ -350,6 +361,13 @@ def difference_rows(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
         if va != vb:
             lines.append((key, _short(va), _short(vb)))
     return lines
+
+
+def _cpus(qemu: Any) -> list[str] | None:
+    """The ``-cpu`` values of a pool's workers, without their names and command lines."""
+    if not isinstance(qemu, dict):
+        return None
+    return sorted({str(q.get("cpu")) for q in qemu.values() if isinstance(q, dict)})
 
 
 def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -367,7 +385,8 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
             return f"{w.get('pool')}: local worker {w.get('local_worker_version')}"
         image = w.get("image") or {}
         facts = ", ".join(f"{k} {v}" for k, v in image.items() if v is not None) or "unknown"
-        return f"{w.get('pool')}: {facts}"
+        cpus = _cpus(w.get("qemu"))
+        return f"{w.get('pool')}: {facts}" + (f"; QEMU -cpu {', '.join(cpus)}" if cpus else "")
 
     # a commit and image digests only where the run knew them: "unknown" on every local run's
     # page said nothing and read as a defect

@@ -169,6 +169,8 @@ class WorkerReset:
         fingerprint = self._fingerprint(worker, restored.token)
         if restored.seconds is not None:
             fingerprint["restore_s"] = restored.seconds
+        if restored.clock_skew_s is not None:  # the guest's clock, resynced after the restore
+            fingerprint["clock_skew_s"] = restored.clock_skew_s
         return ResetDone("clean", time.monotonic() - began, fingerprint)
 
     def _ensure_snapshot(self, worker: WorkerConnection) -> SnapshotControl:
@@ -279,6 +281,9 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
                 "use --reset clean-or-stock to fall back to WAA's stock reset, or --reset stock"
             )
         plans[name] = WorkerReset("stock", fallback_reason=reason)
+        # said once per worker, when the run starts (the record and metadata.json keep it)
+        log.warning("worker %s cannot restore a clean snapshot (%s); resetting it the stock "
+                    "way", name, reason)
     return plans
 
 

@@ -764,7 +764,7 @@ def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
 def _write_manifest(
     folder: RunFolder, config: RunConfig, pools: list[RunPool],
     tasks: Mapping[str, dict[str, Any]], make_agent: Callable[[], BenchmarkAgent],
-    changes: list[dict[str, Any]],
+    changes: list[dict[str, Any]], resets: Mapping[str, WorkerReset] | None = None,
 ) -> None:
     """``manifest.json`` (:mod:`evals.manifest`) at the run's start; a resumed run keeps the
     one it started with, its ``settings`` updated by the changes ``--allow-change`` allowed
@@ -789,6 +789,7 @@ def _write_manifest(
         run=folder.path.name, selection=config.selection, tasks=tasks, pools=pools,
         agent_spec=config.agent, agent=agent, agent_options=config.agent_options,
         trials=config.trials, settings=current_settings(config, agent),
+        qemu=describe_plan(resets or {})["qemu"],
     ))
 
 
@@ -875,7 +876,7 @@ def _run_in_folder(
             folder.write_metadata(metadata)
             for tid, task in tasks.items():
                 folder.write_task(tid, task)
-            _write_manifest(folder, config, pools, tasks, make_agent, changes or [])
+            _write_manifest(folder, config, pools, tasks, make_agent, changes or [], resets)
             ledger = _ledger(pools, config.max_cost_usd)
             done = queue.records()
             ledger.carry(r.get("cost") or {} for r in done.values())

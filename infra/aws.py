@@ -45,8 +45,10 @@ OWN_VPC_CIDR = "10.77.0.0/16"
 OWN_SUBNET_CIDR = "10.77.0.0/24"
 COMPONENT_TYPE = "oa-vm:aws:WorkerPool"
 STORAGE_DEVICE = "/dev/sdf"
-# Where the storage volume shows up: /dev/sdf on Xen, an NVMe name on Nitro (C8i/M8i/R8i).
-STORAGE_DEVICES = (STORAGE_DEVICE, "/dev/xvdf", "/dev/nvme1n1")
+# Where the storage volume shows up: /dev/sdf on Xen (or a udev link to it), else on Nitro
+# (C8i/M8i/R8i) an NVMe device in any order: "ebs" finds it by its serial, the EBS volume id
+# (bootstrap.sh's ebs_volume), never by its NVMe name.
+STORAGE_DEVICES = (STORAGE_DEVICE, "/dev/xvdf", "ebs")
 TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
 HOST_FACTS = cloud_init.HostFacts(
     ssh_user=SSH_USER,

@@ -169,6 +169,7 @@ def plan_image(
             provider.name, image.builder.size, image.builder.disk_gb, image.builder.storage_gb
         ),
         "IDs and addresses shown are placeholders until create",
+        *unpinned_notes(image.builder.waa_image, image.builder.base_image),
     ]
     return Plan(
         name=image.name,
@@ -304,6 +305,16 @@ def create_image(
     _forget_builder_key(image.name)
     progress(f"image {image.name} is ready ({record.cloud_id})")
     return record
+
+
+def unpinned_notes(*refs: str) -> list[str]:
+    """One note per image named by a tag, not a digest: what a build of it will use is
+    whatever the tag points at on the day, and only the image record says which that was."""
+    from infra.settings import is_digest
+
+    return [f"{ref} is a tag, not pinned: the build records the digest it pulls (oa-vm "
+            "image-list); pin it as name@sha256:<digest> in infra/settings.py"
+            for ref in refs if not is_digest(ref)]
 
 
 def _planned_digest(ref: str) -> str:

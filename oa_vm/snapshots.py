@@ -50,6 +50,8 @@ class Restored:
 
     token: str | None
     seconds: float | None
+    clock_skew_s: float | None = None
+    """A cloud worker's guest clock after its resync, against the host's (``reset.sh``)."""
 
 
 class SnapshotControl(Protocol):

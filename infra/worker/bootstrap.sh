@@ -63,13 +63,33 @@ root_disk() {
   esac
 }
 
-# find_device: the first candidate that exists and is not the root disk (on Nitro instances the
-# storage volume appears as an NVMe device, and NVMe numbering is not guaranteed).
+# ebs_volume ROOT: the one EBS volume that is not ROOT. On Nitro instances EBS volumes are NVMe
+# devices in whatever order they enumerate; each controller's serial is its volume id (vol...),
+# while instance-store disks say otherwise. None, or more than one: nothing (the caller waits).
+ebs_volume() {
+  local ctl dev found=""
+  for ctl in "$OA_VM_ROOT"/sys/block/nvme*n1/device; do
+    [ -r "$ctl/serial" ] || continue
+    case "$(tr -d ' ' <"$ctl/serial")" in vol*) ;; *) continue ;; esac
+    dev="$ctl"; dev="${dev%/device}"; dev="$OA_VM_ROOT/dev/${dev##*/}"
+    [ "$(readlink -f "$dev")" = "$1" ] && continue
+    [ -z "$found" ] || return 1
+    found="$dev"
+  done
+  [ -n "$found" ] && echo "$found"
+}
+
+# find_device: the first candidate that exists and is not the root disk; the candidate "ebs" is
+# the EBS volume found by its serial (ebs_volume), never an NVMe name.
 find_device() {
   local dev root
   root="$(root_disk)"
   root="$(readlink -f "$OA_VM_ROOT$root")"
   for dev in ${OA_VM_STORAGE_DEVICES:-}; do
+    if [ "$dev" = ebs ]; then
+      ebs_volume "$root" && return 0
+      continue
+    fi
     if [ -e "$OA_VM_ROOT$dev" ] && [ "$(readlink -f "$OA_VM_ROOT$dev")" != "$root" ]; then
       echo "$OA_VM_ROOT$dev"
       return 0
@@ -235,6 +255,10 @@ wait_guest() {
       if [ "$mode" = pool ]; then
         return 0
       fi
+    fi
+    if fallback="$(download_failure_line)"; then
+      OA_VM_STEP=download
+      fail "dockur could not download Windows from Microsoft (a refused or blocked download: retry later or from another region); dockur said: $fallback"
     fi
     if fallback="$(network_fallback_line)"; then
       OA_VM_STEP=network

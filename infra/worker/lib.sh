@@ -168,6 +168,15 @@ network_fallback_line() {
     grep -m 1 -E "$OA_VM_NET_FALLBACK" | cut -c1-200 | grep .
 }
 
+# download_failure_line: the first line of the container's log where dockur says its download of
+# Windows from Microsoft failed (windows/src/mido.sh; install.sh then exits 68): WAA's entry.sh
+# would wait for a guest that never comes. Prints nothing and returns 1 when there is none.
+OA_VM_DOWNLOAD_FAILED='ERROR: (Failed to download|Microsoft blocked|Microsoft servers|Microsoft server provided|Request to .* servers failed|Evaluation Center download page|No download in the)'
+download_failure_line() {
+  dockerx logs "$OA_VM_CONTAINER" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' |
+    grep -m 1 -E "$OA_VM_DOWNLOAD_FAILED" | cut -c1-200 | grep .
+}
+
 # load_env: the worker's settings, written by cloud-init.
 load_env() {
   if [ -f "$OA_VM_ENV_FILE" ]; then

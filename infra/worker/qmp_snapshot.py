@@ -20,6 +20,12 @@ snapshots on this machine at all: a migration blocker):
   a crash between the save and the record leaves a snapshot the next save deletes;
 - ``load``: put the machine back to the recorded snapshot, make sure it runs, print RECORD and
   the seconds it took;
+- ``clock URL``: after a load the guest's clock is the snapshot's time (Windows reads the RTC
+  only when it boots), and WAA's checkers compare dates: set it to the host's time through the
+  guest's own WAA server (``POST URL``, WAA's ``/execute``, with :data:`CLOCK_COMMAND`, or
+  ``OA_VM_CLOCK_COMMAND``: ``@MS@`` becomes the host's time in epoch milliseconds, and the
+  command prints the guest's time after it in the same unit), then check what the guest says
+  against the host's clock: off by more than ``OA_VM_CLOCK_MAX_SKEW_S`` (5 s) fails;
 - ``check``: RECORD with QEMU's command line and its ``-cpu`` value (read from
   ``/proc/PID/cmdline`` of the process at the other end of the socket); exit 3 while QEMU names
   a migration blocker (``query-migrate``'s ``blocked-reasons``: a snapshot is refused while any
@@ -51,6 +57,13 @@ JOB_BASE_S = 60.0
 MIN_MIBPS = float(os.environ.get("OA_VM_SNAPSHOT_MIN_MIBPS", "32"))
 """The slowest disk a snapshot may meet: a throttled EBS volume reading its blocks lazily from
 S3 is far slower than gp3's 125 MiB/s baseline (docs/performance.md)."""
+
+
+CLOCK_COMMAND = ('powershell -NoProfile -Command "Set-Date -Date ([DateTimeOffset]::'
+                 'FromUnixTimeMilliseconds(@MS@).LocalDateTime) | Out-Null; '
+                 '[DateTimeOffset]::UtcNow.ToUnixTimeMilliseconds()"')
+"""Windows' own clock set from the host's (needs the WAA server's administrator rights, which
+dockur's auto-logon user has); no time server: a guest without egress has none to ask."""
 
 
 class QmpError(Exception):
@@ -248,11 +261,42 @@ def load(qmp: Qmp, record: dict[str, Any], base: str) -> dict[str, Any]:
     return {**record, "disks": disks}
 
 
+def resync_clock(url: str) -> dict[str, Any]:
+    """Set the guest's clock to the host's and check it (see the module's docstring)."""
+    import urllib.request
+
+    template = os.environ.get("OA_VM_CLOCK_COMMAND") or CLOCK_COMMAND
+    limit = float(os.environ.get("OA_VM_CLOCK_MAX_SKEW_S") or 5)
+    sent = time.time_ns() // 1_000_000
+    body = json.dumps({"command": template.replace("@MS@", str(sent)), "shell": True})
+    request = urllib.request.Request(url, data=body.encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=COMMAND_TIMEOUT_S) as response:
+            answer = json.load(response)
+        back = time.time_ns() // 1_000_000
+        said = str(answer.get("output") or "").split()
+        guest = int(said[-1]) if said and answer.get("returncode") == 0 else None
+    except (OSError, ValueError) as exc:
+        raise QmpError(f"the guest's clock could not be set through {url}: {exc}") from exc
+    if guest is None:
+        raise QmpError(f"the guest's clock could not be set: {str(answer)[:300]}")
+    # The guest read its clock, just set to `sent`, between `sent` and `back` by the host's.
+    skew = max(sent - guest, guest - back, 0) / 1000
+    if skew > limit:
+        raise QmpError(f"the guest's clock is {skew:.1f} s off the host's after the resync "
+                       f"(limit {limit:g} s)")
+    return {"clock_skew_s": skew}
+
+
 def main(args: list[str]) -> dict[str, Any]:
     """Run one command (see the module's docstring) and return its answer."""
     if len(args) < 3:
-        raise QmpError("usage: qmp_snapshot.py SOCKET RECORD save TAG TOKEN | load TAG | check")
+        raise QmpError("usage: qmp_snapshot.py SOCKET RECORD save TAG TOKEN | load TAG | check "
+                       "| clock URL")
     qmp_path, record_path, command, *rest = args
+    if command == "clock" and len(rest) == 1:
+        return resync_clock(rest[0])  # the guest's WAA server, not QEMU's monitor
     record = read_record(record_path)
     qmp = Qmp(qmp_path)
     started = time.monotonic()

@@ -11,6 +11,7 @@ OA_VM_QMP_DIR="${OA_VM_QMP_DIR:-$OA_VM_STATE_DIR/qmp}"
 OA_VM_QMP_SOCKET="${OA_VM_QMP_SOCKET:-$OA_VM_QMP_DIR/qmp.sock}"
 tag="$OA_VM_SNAPSHOT_TAG"
 probe_url="${OA_VM_RESET_PROBE_URL:-http://127.0.0.1:$OA_VM_WAA_HOST_PORT/probe}"
+clock_url="${OA_VM_RESET_CLOCK_URL:-http://127.0.0.1:$OA_VM_WAA_HOST_PORT/execute}"
 wait_s="${OA_VM_RESET_WAIT_S:-300}"
 
 usage() {
@@ -52,7 +53,9 @@ case "$1" in
     [ $# -eq 1 ] || usage
     answer="$(helper load "$tag")" || { echo "$answer"; exit 1; }
     waited="$(wait_waa)" || { echo "$waited"; exit 1; }  # a deadline, reported either way
-    echo "${answer%\}}, \"wait_s\": $waited}"
+    # the guest's clock is the snapshot's: set it from the host's before any task reads it
+    clock="$(helper clock "$clock_url")" || { echo "$clock"; exit 1; }
+    echo "${answer%\}}, \"wait_s\": $waited, ${clock#\{\"ok\": true, }"
     ;;
   check)
     [ $# -eq 1 ] || usage

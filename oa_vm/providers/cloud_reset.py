@@ -63,12 +63,15 @@ class HostSnapshotControl:
         return SnapshotState(True, data.get("token"), data.get("taken_at"))
 
     def restore(self) -> Restored:
-        """``reset.sh restore`` (returns once WAA's ``/probe`` answers on the host)."""
+        """``reset.sh restore`` (returns once WAA's ``/probe`` answers on the host and the
+        guest's clock was set from the host's)."""
         data = self._run("restore")
         seconds = data.get("seconds")
         if seconds is not None and data.get("wait_s") is not None:
             seconds = float(seconds) + float(data["wait_s"])
-        return Restored(data.get("token"), seconds)
+        skew = data.get("clock_skew_s")
+        return Restored(data.get("token"), seconds,
+                        float(skew) if isinstance(skew, int | float) else None)
 
 
 def host_control(ssh: SshEndpoint, known_hosts: Path) -> HostSnapshotControl:

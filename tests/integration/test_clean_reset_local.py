@@ -128,6 +128,9 @@ def test_clean_on_a_worker_that_cannot_restore_fails_before_any_task(
     metadata = json.loads((results / "fallback" / "metadata.json").read_text())
     assert metadata["reset"]["stock"] == ["worker-0"]
     assert "no snapshot endpoints" in metadata["reset"]["fallbacks"]["worker-0"]
+    said = [line for line in done.stderr.splitlines() if "stock way" in line]
+    assert len(said) == 1 and "worker-0" in said[0] and "no snapshot endpoints" in said[0], \
+        done.stderr
     summary = json.loads((results / "fallback" / "summary.json").read_text())
     assert summary["resets"]["counts"] == {"stock": 1}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from infra import aws
 from oa_vm.host_status import RemoteCommands, parse_status
 from oa_vm.pool_options import Heartbeat
 from oa_vm.providers.cloud_wait import worker_phase
@@ -352,6 +353,85 @@ def test_the_root_disk_listed_first_is_never_taken_for_the_storage(tmp_path: Pat
     made = host.calls()
     assert f"mkfs.ext4 -q -L oa-vm-storage {host.root}/dev/nvme1n1" in made
     assert not any("nvme0n1" in c for c in made if c.startswith(("mkfs", "mount")))
+
+
+DOCKUR_WINDOWS = Path(__file__).resolve().parents[3] / "shared" / "dockur" / "upstream" / "windows"
+
+
+def _dockur_error(words: str) -> str:
+    """One of dockur's own download errors (``windows/src/mido.sh``), as its ``error`` prints
+    it (``qemu/src/utils.sh``: red, with its arrow)."""
+    mido = DOCKUR_WINDOWS / "src" / "mido.sh"
+    if not mido.is_file():
+        pytest.skip("dockur's upstream code not found at ../shared/dockur/upstream")
+    assert f'error "{words}' in mido.read_text(encoding="utf-8"), words
+    return f"\x1b[1;31m\u276f ERROR: {words}\x1b[0m"
+
+
+@pytest.mark.parametrize("words", [
+    "Microsoft blocked the automated download request based on your IP address.",
+    "Failed to download the Windows image from the specified URL!",
+])
+def test_a_refused_windows_download_fails_the_build_at_once(tmp_path: Path, words: str) -> None:
+    host = bootstrap(make_host(tmp_path), "build", FAKE_PROBE_AFTER="never",
+                     FAKE_WAA_LOG=_dockur_error(words))
+    assert host.returncode == 1, host.output
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "download"), status
+    assert "could not download Windows" in status["message"]
+    assert words in status["message"] and "\x1b" not in status["message"]
+
+
+EBS_MODEL = "Amazon Elastic Block Store"
+
+
+def _nvme(host: Host, name: str, serial: str, model: str = EBS_MODEL) -> None:
+    """An NVMe namespace as a Nitro instance's kernel shows it: ``/dev/NAME`` and its
+    controller's ``serial`` and ``model`` in sysfs (space-padded, as the kernel prints them)."""
+    (host.root / "dev" / name).touch()
+    controller = host.root / "sys" / "block" / name / "device"
+    controller.mkdir(parents=True)
+    (controller / "serial").write_text(f"{serial:<20}\n")
+    (controller / "model").write_text(f"{model:<40}\n")
+
+
+@pytest.mark.parametrize(("root", "layout", "storage"), [
+    # the root volume first, an instance-store disk, then the storage volume
+    ("nvme0n1", {"nvme0n1": "vol0aaaaaaaaaaaaaaaa", "nvme1n1": "AWS1F2E3D4C5B6A7988",
+                 "nvme2n1": "vol0bbbbbbbbbbbbbbbb"}, "nvme2n1"),
+    # NVMe enumerated the other way: the storage volume is nvme0n1, the root nvme1n1
+    ("nvme1n1", {"nvme0n1": "vol0bbbbbbbbbbbbbbbb", "nvme1n1": "vol0aaaaaaaaaaaaaaaa"},
+     "nvme0n1"),
+])
+def test_on_nitro_the_storage_volume_is_found_by_its_ebs_serial(
+    tmp_path: Path, root: str, layout: dict[str, str], storage: str
+) -> None:
+    host = make_host(tmp_path, installed=True)
+    (host.root / "dev/sdf").unlink()  # Ubuntu on Nitro makes no /dev/sdf
+    for name, serial in layout.items():
+        _nvme(host, name, serial, EBS_MODEL if serial.startswith("vol") else
+              "Amazon EC2 NVMe Instance Storage")
+    host = bootstrap(host, "build", FAKE_PROBE_AFTER="1", FAKE_EXIT_AFTER="2",
+                     FAKE_ROOT_SOURCE=f"/dev/{root}p1",
+                     OA_VM_STORAGE_DEVICES=" ".join(aws.STORAGE_DEVICES))
+    assert host.returncode == 0, host.output
+    made = [c for c in host.calls() if c.startswith(("mkfs", "mount "))]
+    assert f"mkfs.ext4 -q -L oa-vm-storage {host.root}/dev/{storage}" in made, made
+    assert all(f"/dev/{storage}" in c for c in made), made
+
+
+def test_two_ebs_data_volumes_are_never_guessed_between(tmp_path: Path) -> None:
+    host = make_host(tmp_path, installed=True)
+    (host.root / "dev/sdf").unlink()
+    for name, serial in {"nvme0n1": "vol0aaaaaaaaaaaaaaaa", "nvme1n1": "vol0bbbbbbbbbbbbbbbb",
+                         "nvme2n1": "vol0cccccccccccccccc"}.items():
+        _nvme(host, name, serial)
+    host = bootstrap(host, "build", FAKE_PROBE_AFTER="1", FAKE_ROOT_SOURCE="/dev/nvme0n1p1",
+                     OA_VM_STORAGE_DEVICES=" ".join(aws.STORAGE_DEVICES),
+                     OA_VM_DEVICE_WAIT_S="1")
+    assert host.returncode == 1, host.output
+    assert (host.status()["state"], host.status()["step"]) == ("failed", "storage")
+    assert not any(c.startswith(("mkfs", "mount ")) for c in host.calls())
 
 
 def test_an_already_mounted_volume_is_not_mounted_twice(tmp_path: Path) -> None:

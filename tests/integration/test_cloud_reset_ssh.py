@@ -87,9 +87,9 @@ def host(tmp_path: Path) -> Iterator[Host]:
 
 def test_a_restore_asks_for_reset_sh_as_root_without_a_prompt(host: Host, tmp_path: Path) -> None:
     host.answers('loading the snapshot\n{"ok": true, "token": "t1", "seconds": 4, '
-                 '"wait_s": 2}\n')
+                 '"wait_s": 2, "clock_skew_s": 0.25}\n')
     restored = host.control(tmp_path).restore()
-    assert (restored.token, restored.seconds) == ("t1", 6.0)
+    assert (restored.token, restored.seconds, restored.clock_skew_s) == ("t1", 6.0, 0.25)
     assert host.asked() == [f"sudo -n {cloud_reset.RESET_SCRIPT} restore"]
 
 

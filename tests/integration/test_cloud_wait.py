@@ -287,3 +287,23 @@ def test_the_default_host_paths_are_lib_shs() -> None:
         capture_output=True, text=True, timeout=60, check=True, env={"PATH": "/usr/bin:/bin"},
     ).stdout.split()
     assert ours == shipped == ["/var/lib/oa-vm/status", "/var/lib/oa-vm/image-info"]
+
+
+def test_follow_builder_stops_at_once_when_the_builder_refuses_the_key(
+    builder_host: HostSshServer, oa_home: Path
+) -> None:
+    """A refused key cannot get better by waiting: the build's follow ends in one error naming
+    it, not at the builder's deadline (hours)."""
+    import subprocess
+
+    from oa_vm import images, sshkeys
+
+    folder = Path(builder_host.env["OA_VM_STATE_DIR"])
+    _status(folder / "status", "running", "guest", "waiting for Windows")
+    record, outputs = _builder(builder_host)
+    key = sshkeys.key_path(record.id)
+    key.unlink()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],
+                   check=True, timeout=60)  # a key the builder never authorized
+    with pytest.raises(ProvisioningError, match="builder"):
+        images.follow_builder(record, outputs, lambda line: None)

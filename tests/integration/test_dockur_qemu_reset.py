@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(_unavailable() is not None,
 
 def _reset(root: Path, guest: tiny_guest.TinyGuest, *args: str) -> tuple[int, dict[str, object]]:
     env = dict(os.environ, OA_VM_ROOT=str(root),
-               OA_VM_RESET_PROBE_URL=f"{guest.url}/cgi-bin/state", OA_VM_RESET_WAIT_S="300")
+               **guest.reset_env(wait_s=300))
     done = subprocess.run([str(RESET_SH), *args], env=env, capture_output=True, text=True,
                           timeout=900)
     lines = done.stdout.strip().splitlines()

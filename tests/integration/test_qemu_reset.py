@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,7 +38,7 @@ pytestmark = pytest.mark.skipif(_unavailable() is not None, reason=f"QEMU rehear
 
 def _reset(root: Path, guest: tiny_guest.TinyGuest, *args: str) -> tuple[int, dict[str, object]]:
     env = dict(os.environ, OA_VM_ROOT=str(root),
-               OA_VM_RESET_PROBE_URL=f"{guest.url}/cgi-bin/state", OA_VM_RESET_WAIT_S="240")
+               **guest.reset_env(wait_s=240))
     done = subprocess.run([str(RESET_SH), *args], env=env, capture_output=True, text=True,
                           timeout=600)
     lines = done.stdout.strip().splitlines()
@@ -167,8 +168,7 @@ def test_the_cloud_control_over_ssh_restores_the_guest(
     fake = tmp_path / "fake"
     fake.mkdir()
     host = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "bin", only=("sudo",)), fake,
-                         OA_VM_ROOT=str(root), OA_VM_RESET_WAIT_S="240",
-                         OA_VM_RESET_PROBE_URL=f"{vm.url}/cgi-bin/state")
+                         OA_VM_ROOT=str(root), **vm.reset_env())
     host.start()
     try:
         ssh = SshEndpoint(host=host.host, port=host.port, user=host.user,
@@ -195,3 +195,38 @@ def test_the_cloud_control_over_ssh_restores_the_guest(
         assert missing.value.unsupported is True
     finally:
         host.stop()
+
+
+def test_a_restore_sets_the_guests_clock_from_the_hosts(
+    guest: tuple[Path, tiny_guest.TinyGuest],
+) -> None:
+    """The snapshot is taken while the guest's clock says 2001: a restore brings that clock back
+    (QEMU restores the guest's time with its memory), and reset.sh must set it from the host's
+    through the guest's own /execute before it answers."""
+    root, vm = guest
+    assert vm.execute("date -u -s @978307200 >/dev/null")["returncode"] == 0
+    status, answer = _reset(root, vm, "take", "fp-clock")
+    assert status == 0, answer
+    vm.execute(f"date -u -s @{int(time.time())} >/dev/null")
+    status, answer = _reset(root, vm, "restore")
+    assert status == 0, answer
+    assert "clock_skew_s" in answer, answer
+    assert 0 <= float(answer["clock_skew_s"]) <= 5, answer  # type: ignore[arg-type]
+    said = vm.execute("date +%s")
+    assert abs(int(str(said["output"]).strip()) - time.time()) < 120, said
+
+
+def test_a_guest_that_refuses_the_clock_fails_the_restore_in_one_line(
+    guest: tuple[Path, tiny_guest.TinyGuest],
+) -> None:
+    root, vm = guest
+    assert _reset(root, vm, "take", "fp-clock")[0] == 0
+    env = {**os.environ, "OA_VM_ROOT": str(root), **vm.reset_env(), "OA_VM_CLOCK_COMMAND":
+           "echo 'Set-Date : A required privilege is not held' >&2; false"}
+    done = subprocess.run([str(RESET_SH), "restore"], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 1, done.stdout
+    (line,) = done.stdout.strip().splitlines()
+    answer = json.loads(line)
+    assert answer["ok"] is False and "the guest's clock could not be set" in answer["error"]
+    assert "required privilege" in answer["error"], answer

@@ -10,12 +10,14 @@ runs ``openadapt-evals run`` with the noop agent through setup and the scoring s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,9 +28,15 @@ import pytest
 
 from oa_vm import image_records, state
 from tests.conftest import ROOT, WAA_DATA
+from tests.support import dockur_qemu
 from tests.support import sshd as sshd_support
 from tests.support.cli import run_cli
-from tests.support.host_standins import HostSshServer, set_outcomes, write_standins
+from tests.support.host_standins import (
+    HostSshServer,
+    set_outcomes,
+    write_shipped,
+    write_standins,
+)
 from tests.support.worker_proc import WorkerProcess, running_worker
 
 WAA_DIGEST = "windowsarena/winarena@sha256:" + "0123" * 16
@@ -64,6 +72,8 @@ class FakeCloud:
     engine_state: Path
     env: dict[str, str]
     builder_status: Path
+    qemu: list[str]
+    """The command line the host's QEMU monitor carries (dockur's arguments, or empty)."""
 
     def set_status(self, body: str) -> None:
         self.status.write_text(body)
@@ -83,40 +93,82 @@ class FakeCloud:
                               check=False)
 
 
+INVTSC = "State blocked by non-migratable CPU device (invtsc flag)"
+"""QEMU's words for dockur's own ``-cpu`` under KVM (``tests/unit/infra/test_cpu_flags.py``)."""
+
+
+@contextlib.contextmanager
+def _qemu_monitor(root: Path, scoring_url: str, *, refused: bool) -> Iterator[list[str]]:
+    """QEMU's monitor on the host's QMP socket (:mod:`tests.support.qmp_machine`: the machine
+    is the simulated worker), its command line the one dockur's scripts assemble (with the
+    worker's CPU flags, or dockur's own when ``refused``); yields that command line."""
+    socket_path = root / "var" / "lib" / "oa-vm" / "qmp" / "qmp.sock"
+    socket_path.parent.mkdir(parents=True, mode=0o700)
+    qemu: list[str] = []
+    if dockur_qemu.available() is None:
+        qemu = ["qemu-system-x86_64", *dockur_qemu.dockur_args(
+            root / "storage", socket_path, ram="8G", worker_cpu=not refused)]
+    command = [sys.executable, "-m", "tests.support.qmp_machine", str(socket_path), scoring_url,
+               *(["--blocked", INVTSC] if refused else []), "--", *qemu]
+    proc = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "listening", proc.stdout.read()
+        yield qemu
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+
+
 def _cloud(
-    tmp_path: Path, domain: str, task_id: str, *, image: bool = True, faults: tuple[str, ...] = ()
+    tmp_path: Path, domain: str, task_id: str, *, image: bool = True, faults: tuple[str, ...] = (),
+    refused: bool = False,
 ) -> Iterator[FakeCloud]:
     if not sshd_support.sshd_available():
         pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
     tasks = _tasks(tmp_path / "tasks", domain, task_id)
-    fake_state, host_state, home = tmp_path / "fake", tmp_path / "host-state", tmp_path / "home"
+    fake_state, home = tmp_path / "fake", tmp_path / "home"
     fake_state.mkdir()
-    host_state.mkdir()
-    host = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "host-bin"), fake_state,
-                         OA_VM_STATE_DIR=str(host_state))
-    host.start()
-    set_outcomes(fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000")
-    try:
-        # It plays a cloud worker, reached only through the host's SSH tunnels: no local
-        # pool's secret prefix (a cloud host's servers have none).
-        with running_worker(tmp_path, tasks=tasks, faults=faults, auth=False) as worker:
-            entry = worker.workers[0]
-            config = tmp_path / "fake-cloud.json"
-            config.write_text(json.dumps({
-                "ssh": {"host": host.host, "port": host.port, "user": host.user,
-                        "authorized_keys": str(host.authorized_keys)},
-                "waa_port": entry["waa_port"], "scoring_port": entry["scoring_port"],
-                "engine_state": str(tmp_path / "engine.json"),
-                "builder_state": str(_builder_state(tmp_path / "builder-state")),
-            }))
-            if image:
-                _save_image(home)
-            env = {**os.environ, "OA_VM_HOME": str(home), "FAKE_CLOUD": str(config),
-                   "PULUMI_CONFIG_PASSPHRASE": "test", "PYTHONUNBUFFERED": "1"}
-            yield FakeCloud(host, worker, home, host_state / "status", tmp_path / "engine.json",
-                            env, tmp_path / "builder-state" / "status")
-    finally:
-        host.stop()
+    # The host's root (lib.sh's OA_VM_ROOT): the shipped scripts under opt/oa-vm, the status file
+    # and QEMU's QMP socket under var/lib/oa-vm. Short: a unix socket's path has 108 bytes.
+    with tempfile.TemporaryDirectory(prefix="oa-smoke-") as short:
+        root = Path(short)
+        host_state = root / "var" / "lib" / "oa-vm"
+        host_state.mkdir(parents=True)
+        write_shipped(root / "opt" / "oa-vm")
+        host = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "host-bin"),
+                             fake_state, OA_VM_STATE_DIR=str(host_state), OA_VM_ROOT=str(root))
+        host.start()
+        try:
+            # It plays a cloud worker, reached only through the host's SSH tunnels: no local
+            # pool's secret prefix (a cloud host's servers have none).
+            with running_worker(tmp_path, tasks=tasks, faults=faults, auth=False) as worker, \
+                    _qemu_monitor(root, worker.url(0, "scoring"), refused=refused) as qemu:
+                # reset.sh reaches the guest's WAA server (its probe, and its /execute for the
+                # clock's resync: the simulated guest keeps no clock, so it echoes the host's)
+                set_outcomes(fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000",
+                             FAKE_GUEST_WAA=worker.url(0, "waa"),
+                             OA_VM_RESET_CLOCK_URL=worker.url(0, "waa") + "/execute",
+                             OA_VM_CLOCK_COMMAND="echo @MS@")
+                entry = worker.workers[0]
+                config = tmp_path / "fake-cloud.json"
+                config.write_text(json.dumps({
+                    "ssh": {"host": host.host, "port": host.port, "user": host.user,
+                            "authorized_keys": str(host.authorized_keys)},
+                    "waa_port": entry["waa_port"], "scoring_port": entry["scoring_port"],
+                    "engine_state": str(tmp_path / "engine.json"),
+                    "builder_state": str(_builder_state(tmp_path / "builder-state")),
+                }))
+                if image:
+                    _save_image(home)
+                env = {**os.environ, "OA_VM_HOME": str(home), "FAKE_CLOUD": str(config),
+                       "PULUMI_CONFIG_PASSPHRASE": "test", "PYTHONUNBUFFERED": "1"}
+                yield FakeCloud(host, worker, home, host_state / "status",
+                                tmp_path / "engine.json", env,
+                                tmp_path / "builder-state" / "status", qemu)
+        finally:
+            host.stop()
 
 
 def _save_image(home: Path) -> None:
@@ -163,6 +215,12 @@ def cloud(tmp_path: Path) -> Iterator[FakeCloud]:
 
 
 @pytest.fixture
+def refused_cloud(tmp_path: Path) -> Iterator[FakeCloud]:
+    """The host's QEMU refuses snapshots (dockur's own CPU flags: an invariant TSC)."""
+    yield from _cloud(tmp_path, *SCORED, refused=True)
+
+
+@pytest.fixture
 def cloud_task_errors(tmp_path: Path) -> Iterator[FakeCloud]:
     yield from _cloud(tmp_path, *SETUP_FAILS)
 
@@ -195,6 +253,47 @@ def test_smoke_from_plan_to_cleanup_with_a_scored_task(cloud: FakeCloud) -> None
     run = next((cloud.home / "smoke").iterdir())
     execution = json.loads((run / "tasks" / SCORED[1] / "execution.json").read_text())
     assert execution["status"] == "failure" and execution["reason"] == "exact_match=0"
+    # the default reset was the clean one: the shipped reset.sh took the snapshot through the
+    # host's QEMU monitor and put it back, and the guest showed the snapshot's token
+    assert execution["reset"] == "clean", execution
+    fingerprint = execution["fingerprint"]
+    assert fingerprint["ok"] is True and fingerprint["marker_gone"] is True, fingerprint
+    assert fingerprint["token"] == fingerprint["expected"], fingerprint
+    assert 0 <= fingerprint["clock_skew_s"] <= 5, fingerprint  # the clock's resync answered
+    if cloud.qemu:  # QEMU's command line as the host's reset.sh check read it
+        metadata = json.loads((run / "metadata.json").read_text())
+        (qemu,) = metadata["reset"]["qemu"].values()
+        assert qemu["cpu"] == cloud.qemu[cloud.qemu.index("-cpu") + 1]
+        assert qemu["cpu"].endswith(",-invtsc,-vmx,-svm"), qemu
+        # and in the run's manifest, with the whole command line
+        manifest = json.loads((run / "manifest.json").read_text())
+        (worker,) = manifest["workers"]
+        assert worker["kind"] == "cloud"
+        (recorded,) = worker["qemu"].values()
+        assert recorded["cpu"] == qemu["cpu"]
+        assert recorded["cmdline"][-len(cloud.qemu):] == cloud.qemu
+
+
+@pytest.mark.slow  # a minute: test_clean_reset_local checks the fallback's line quickly
+def test_a_worker_whose_snapshot_is_refused_runs_on_stock_resets(
+    refused_cloud: FakeCloud,
+) -> None:
+    cloud = refused_cloud
+    cloud.set_status(READY)
+    result = cloud.run()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _lines(result.stdout)[-1].startswith("smoke PASSED"), result.stdout
+    run = next((cloud.home / "smoke").iterdir())
+    execution = json.loads((run / "tasks" / SCORED[1] / "execution.json").read_text())
+    assert execution["status"] == "failure" and execution["reset"] == "stock", execution
+    assert execution.get("error_type") is None
+    metadata = json.loads((run / "metadata.json").read_text())
+    (worker,) = metadata["workers"]
+    assert metadata["reset"]["stock"] == [worker]
+    assert INVTSC in metadata["reset"]["fallbacks"][worker]
+    # the fallback is said once, naming the worker and QEMU's reason
+    said = [line for line in result.stdout.splitlines() if INVTSC in line]
+    assert len(said) == 1 and worker in said[0], result.stdout
 
 
 @pytest.mark.parametrize("delete_image", [False, True])

@@ -38,6 +38,7 @@ SCRIPT = r"""set -Eeuo pipefail
 exec 3>&1 1>&2  # dockur's messages to stderr, ARGS alone on stdout
 . "$OA_LIB"
 CPU_MODEL="$OA_VM_CPU_MODEL" CPU_FLAGS="$OA_VM_CPU_FLAGS" DISK_CACHE="$OA_VM_DISK_CACHE"
+if [ -n "${OA_DOCKUR_OWN_CPU:-}" ]; then CPU_MODEL="" CPU_FLAGS=""; fi  # dockur's KVM default
 cd "$DOCKUR_SRC"
 . ./utils.sh
 html() { :; }  # dockur's web status page
@@ -60,8 +61,12 @@ def available() -> str | None:
     return None
 
 
-def dockur_args(storage: Path, qmp_socket: Path, ram: str = "1G") -> list[str]:
-    """dockur's ``ARGS`` for a cloud worker (KVM), with its data disk created in ``storage``."""
+def dockur_args(storage: Path, qmp_socket: Path, ram: str = "1G", *,
+                worker_cpu: bool = True) -> list[str]:
+    """dockur's ``ARGS`` for a cloud worker (KVM), with its data disk created in ``storage``.
+
+    ``worker_cpu=False``: dockur's own ``-cpu`` (no ``CPU_MODEL``/``CPU_FLAGS``), the one
+    whose invariant TSC blocks every snapshot under KVM."""
     storage.mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "OA_LIB": str(LIB_SH),
@@ -70,6 +75,7 @@ def dockur_args(storage: Path, qmp_socket: Path, ram: str = "1G") -> list[str]:
         "DISK_FMT": "qcow2", "DISK_NAME": "data", "DISK_SIZE": "1G", "RAM_SIZE": ram,
         "RAM_CHECK": "N", "CPU_CORES": "1", "DEBUG": "N",
         "QMP": f"unix:{qmp_socket},server=on,wait=off",
+        **({} if worker_cpu else {"OA_DOCKUR_OWN_CPU": "1"}),
     }
     done = subprocess.run(["bash", "-c", SCRIPT], env=env, capture_output=True, text=True,
                           timeout=300, cwd=storage)

@@ -10,6 +10,10 @@ variables, so the shipped scripts run for real under bash and the test asserts w
 - ``FAKE_PROBE_AFTER=N``: the guest answers ``/probe`` from the N-th poll on (``never``: never);
 - ``FAKE_EXIT_AFTER=N`` / ``FAKE_EXIT_CODE=C``: the container stops after N state checks with
   exit code C (``docker inspect`` then says ``false C``);
+- ``FAKE_GUEST_WAA=http://127.0.0.1:PORT``: ``curl`` of the guest's WAA server
+  (``127.0.0.1:5000``) goes to that real server instead (e.g. ``reset.sh``'s wait after a load);
+- ``sudo`` runs an absolute command from under ``OA_VM_ROOT`` when the test shipped it there
+  (``write_shipped(OA_VM_ROOT/opt/oa-vm)``: ``sudo -n /opt/oa-vm/reset.sh``);
 - ``FAKE_UID=1000``: ``id`` reports an unprivileged user outside the ``docker`` group, so docker
   must be reached through ``sudo -n``; ``FAKE_NO_SUDO=1``: ``sudo`` is missing;
 - ``FAKE_DOCKER_DENIED=1``: docker refuses the caller (permission denied on the socket) unless
@@ -145,6 +149,11 @@ esac
 if [ -n "${FAKE_NO_SUDO:-}" ]; then echo "sudo: command not found" >&2; exit 127; fi
 if [ "$1" != "-n" ]; then echo "sudo: a password is required" >&2; exit 1; fi
 shift
+# A rehearsal host's shipped files live under OA_VM_ROOT (lib.sh's root of every path): an
+# absolute command found there (/opt/oa-vm/reset.sh) runs from there.
+if [ -n "${OA_VM_ROOT:-}" ] && [[ "$1" == /* ]] && [ -x "$OA_VM_ROOT$1" ]; then
+  set -- "$OA_VM_ROOT$1" "${@:2}"
+fi
 FAKE_VIA_SUDO=1 exec "$@"
 """,
     "id": r"""
@@ -176,6 +185,10 @@ echo "${FAKE_JOURNAL:-$default}"
 case "$*" in
   *169.254.169.254*) imds "$@"; exit $? ;;
 esac
+# FAKE_GUEST_WAA: the guest's WAA server (127.0.0.1:5000 on a worker host) is a real one there.
+if [ -n "${FAKE_GUEST_WAA:-}" ] && [[ "$*" == *127.0.0.1:5000/* ]]; then
+  exec /usr/bin/curl "${@//http:\/\/127.0.0.1:5000/$FAKE_GUEST_WAA}"
+fi
 case "$*" in
   *127.0.0.1:5051/*)  # the scoring server through the bridge
     if [ "${FAKE_SCORER:-answers}" = answers ]; then echo '{"status": "ok"}'; exit 0; fi
@@ -275,4 +288,5 @@ class HostSshServer(SshServer):
         pairs = {"PATH": f"{self.bin_dir}:/usr/bin:/bin", "FAKE_STATE": str(self.fake_state),
                  **self.env}
         with self.config.open("a", encoding="utf-8") as handle:
-            handle.write("SetEnv " + " ".join(f"{k}={v}" for k, v in pairs.items()) + "\n")
+            # quoted: a value may hold spaces (a guest command)
+            handle.write("SetEnv " + " ".join(f'"{k}={v}"' for k, v in pairs.items()) + "\n")

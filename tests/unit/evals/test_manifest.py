@@ -96,3 +96,16 @@ def test_the_page_names_a_waa_commit_only_where_it_is_known() -> None:
     assert "WAA upstream commit" not in unknown
     known = dict(summary_lines({"checker": {"waa_upstream_commit": "a1b2c3d"}}))
     assert known["WAA upstream commit"] == "a1b2c3d"
+def _cloud_workers(cpu: str, cmdline: list[str], worker: str) -> list[dict[str, Any]]:
+    return [{"pool": "pool-a", "kind": "cloud", "local_worker_version": None,
+             "image": {"id": "waa-x"}, "qemu": {worker: {"cpu": cpu, "cmdline": cmdline}}}]
+
+
+def test_qemus_cpu_is_compared_but_not_its_command_line() -> None:
+    a, b = _manifest(), _manifest()
+    a["workers"] = _cloud_workers("host,-invtsc", ["qemu", "-name", "w0"], "pool-a-w0")
+    b["workers"] = _cloud_workers("host,-invtsc", ["qemu", "-name", "w7"], "pool-b-w7")
+    assert manifest_differences(a, b) == []
+    b["workers"] = _cloud_workers("host,migratable=no,+invtsc", ["qemu"], "pool-b-w7")
+    (line,) = manifest_differences(a, b)
+    assert line.startswith("workers[0]:") and "+invtsc" in line

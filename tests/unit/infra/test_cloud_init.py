@@ -113,7 +113,7 @@ def test_worker_env_carries_the_settings_the_bootstrap_reads() -> None:
     env = _env(_doc(disk_size="80G"))
     assert env["OA_VM_MODE"] == "pool"
     assert env["OA_VM_SIZE"] == "m8i.2xlarge"
-    assert env["OA_VM_STORAGE_DEVICES"] == "/dev/sdf /dev/xvdf /dev/nvme1n1"
+    assert env["OA_VM_STORAGE_DEVICES"] == "/dev/sdf /dev/xvdf ebs"
     assert (env["VERSION"], env["RAM_SIZE"], env["CPU_CORES"], env["DISK_SIZE"]) == (
         "11e", "8G", "4", "80G"
     )

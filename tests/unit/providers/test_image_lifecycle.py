@@ -177,6 +177,19 @@ def test_the_build_plan_prices_the_snapshot_stage_and_outlives_it(
     assert f"it ends itself after {ttl_h:g} h" in note
 
 
+def test_the_build_plan_names_each_image_only_a_tag_pins(
+    aws: AwsProvider, oa_home: Path
+) -> None:
+    from infra import settings
+
+    plan = images.plan_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice")
+    unpinned = [n for n in plan.notes if "is a tag, not pinned" in n]
+    expected = [ref for ref in (settings.DEFAULT_WAA_IMAGE, settings.DEFAULT_BASE_IMAGE)
+                if not settings.is_digest(ref)]
+    assert [n.split(" ", 1)[0] for n in unpinned] == expected
+    assert images.unpinned_notes("dockurr/windows@sha256:" + "ab" * 32) == []
+
+
 def test_a_real_create_without_an_image_refuses_before_anything(
     aws: AwsProvider, engine: FakePulumiEngine, oa_home: Path
 ) -> None:
