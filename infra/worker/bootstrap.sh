@@ -238,6 +238,24 @@ waa_saw_windows() {
   dockerx logs "$OA_VM_CONTAINER" 2>&1 | grep -F "$OA_VM_WAA_READY_LINE" >/dev/null
 }
 
+# check_download_progress LINE: while dockur downloads Windows (LINE, its own words), the
+# storage volume must keep growing: a download whose bytes stop arriving (a throttled or
+# silently blocked source; wget's 30 s read timeout is reset by a trickle) fails the download
+# step after OA_VM_DOWNLOAD_STALL_S without a byte, instead of the whole guest wait.
+check_download_progress() {
+  local line="$1" bytes now stall_s="${OA_VM_DOWNLOAD_STALL_S:-600}"
+  bytes="$(storage_bytes)"
+  now="$(date +%s)"
+  if [ -z "$stalled_since" ] || [ "$bytes" != "$stalled_bytes" ]; then
+    stalled_since="$now" stalled_bytes="$bytes"
+    return 0
+  fi
+  if [ $((now - stalled_since)) -ge "$stall_s" ]; then
+    OA_VM_STEP=download
+    fail "the Windows download stalled: no byte arrived for ${stall_s}s (a throttled or blocked download: retry later or from another region); dockur said: $line"
+  fi
+}
+
 # wait_guest TIMEOUT_S: until Windows answers WAA's /probe (pool), or until the one-shot
 # container has seen Windows answer, has ended, and left a completed install on the storage
 # volume (build). In prepare mode WAA's entry.sh ends with 'wait -n' without child jobs, so its
@@ -248,6 +266,7 @@ wait_guest() {
   local timeout_s="$1"
   local deadline=$(($(date +%s) + timeout_s))
   local answered=0 state fallback
+  stalled_since="" stalled_bytes=""
   step guest "waiting for Windows to answer /probe (up to ${timeout_s}s)"
   while :; do
     if probe; then
@@ -259,6 +278,11 @@ wait_guest() {
     if fallback="$(download_failure_line)"; then
       OA_VM_STEP=download
       fail "dockur could not download Windows from Microsoft (a refused or blocked download: retry later or from another region); dockur said: $fallback"
+    fi
+    if [ "$mode" = build ] && fallback="$(downloading_line)"; then
+      check_download_progress "$fallback"
+    else
+      stalled_since=""
     fi
     if fallback="$(network_fallback_line)"; then
       OA_VM_STEP=network

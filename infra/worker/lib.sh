@@ -177,6 +177,20 @@ download_failure_line() {
     grep -m 1 -E "$OA_VM_DOWNLOAD_FAILED" | cut -c1-200 | grep .
 }
 
+# downloading_line: the container log's last line of dockur's own (its 'info' prefix, '❯ ')
+# when that line says a download is under way ('Downloading ...', windows/src/mido.sh
+# downloadFile); prints nothing and returns 1 when dockur has moved on or said nothing yet.
+downloading_line() {
+  dockerx logs "$OA_VM_CONTAINER" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -E '^❯ ' | tail -n 1 |
+    grep -E '^❯ Downloading ' | cut -c1-200 | grep .
+}
+
+# storage_bytes: the bytes the storage volume holds (dockur downloads into it), for telling a
+# download that makes progress from one whose bytes stopped arriving.
+storage_bytes() {
+  du -sb "$OA_VM_STORAGE" 2>/dev/null | cut -f1
+}
+
 # load_env: the worker's settings, written by cloud-init.
 load_env() {
   if [ -f "$OA_VM_ENV_FILE" ]; then

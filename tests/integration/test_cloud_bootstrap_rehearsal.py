@@ -528,3 +528,35 @@ def test_a_second_worker_of_a_host_runs_with_its_own_slot(tmp_path: Path) -> Non
     assert ("systemctl enable --now oa-vm-scoring-w1.service oa-vm-bridge-w1.service"
             in made)
     assert f"curl -fsS --max-time 5 http://127.0.0.1:{w1.waa_port}/probe" in made
+
+
+def _dockur_info(words: str) -> str:
+    """One of dockur's own progress lines, as its ``info`` prints it (``qemu/src/utils.sh``)."""
+    mido = DOCKUR_WINDOWS / "src" / "mido.sh"
+    if not mido.is_file():
+        pytest.skip("dockur's upstream code not found at ../shared/dockur/upstream")
+    assert 'local console_msg="Downloading $desc"' in mido.read_text(encoding="utf-8")
+    return f"\x1b[1;34m\u276f \x1b[1;36m{words}\x1b[0m"
+
+
+def test_a_stalled_windows_download_fails_the_build_in_minutes(tmp_path: Path) -> None:
+    """Microsoft's server accepts the request, then no byte arrives (wget's read timeout is
+    reset by a trickle): the build fails at its download step once the storage volume stops
+    growing, quoting dockur's own line, instead of waiting out the guest's hours."""
+    log = "\n".join([_dockur_info("Starting Windows for Docker v5.14..."),
+                     _dockur_info("Downloading Windows 11...")])
+    host = bootstrap(make_host(tmp_path), "build", FAKE_PROBE_AFTER="never",
+                     FAKE_WAA_LOG=log, OA_VM_DOWNLOAD_STALL_S="1")
+    assert host.returncode == 1, host.output
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "download"), status
+    assert "the Windows download stalled: no byte arrived for 1s" in status["message"]
+    assert status["message"].endswith("dockur said: \u276f Downloading Windows 11..."), status
+
+
+def test_a_download_dockur_moved_on_from_is_not_a_stall(tmp_path: Path) -> None:
+    log = "\n".join([_dockur_info("Downloading Windows 11..."),
+                     _dockur_info("Extracting Windows 11 image...")])
+    host = bootstrap(make_host(tmp_path, installed=True), "build", FAKE_PROBE_AFTER="1",
+                     FAKE_EXIT_AFTER="40", FAKE_WAA_LOG=log, OA_VM_DOWNLOAD_STALL_S="0")
+    assert host.returncode == 0, host.output
