@@ -285,7 +285,8 @@ def doctor(
         bool, typer.Option("--fix", help="Install a missing Pulumi CLI into the oa-vm home.")
     ] = False,
 ) -> None:
-    """Check the Pulumi engine, cloud credentials, vCPU quotas, SSH tooling and the oa-vm home."""
+    """Check the Pulumi engine, cloud credentials, vCPU quotas, the IAM/Scheduler permissions
+    (AWS) and role (Azure) a pool needs, SSH tooling and the oa-vm home."""
     from oa_vm.doctor import check_pulumi, install_pulumi, run_checks
 
     if fix and not check_pulumi().ok:

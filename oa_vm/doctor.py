@@ -4,7 +4,9 @@ Every check is local (files, environment, PATH), except two, each asked through 
 with a timeout: with the ``az`` CLI installed and logged in, whether the subscription
 registered ``Microsoft.DevTestLab`` (the Azure pools' shutdown schedules need it); and for a
 cloud whose credentials are found, its account's vCPU quota for a worker of the default size
-(:mod:`oa_vm.quota`; the line says how many workers fit). A cloud whose credentials are
+(:mod:`oa_vm.quota`; the line says how many workers fit) and whether the signed-in identity
+may do what a pool does (:mod:`oa_vm.permissions`: AWS's IAM and EventBridge Scheduler
+actions, Azure's role on the subscription). A cloud whose credentials are
 missing fails its check, but only matters for pools on that cloud: the ``fix`` says what to run.
 
 ``oa-vm doctor --fix`` installs a missing Pulumi CLI, the version matching the installed SDK,
@@ -196,6 +198,30 @@ def check_vcpu_quotas(
     return found
 
 
+def check_permissions(
+    credentials: Mapping[str, Check], run: Runner | None = None
+) -> list[Check]:
+    """Whether each cloud's signed-in identity may do what a pool does
+    (:mod:`oa_vm.permissions`: AWS's IAM and EventBridge Scheduler actions, Azure's role on the
+    subscription), asked only of a cloud whose credentials were found.
+
+    Args:
+        credentials: the credentials check of each cloud (``{"aws": Check, "azure": Check}``).
+        run: runs one CLI argv (tests pass recorded answers); default a subprocess.
+    """
+    from oa_vm.permissions import aws_permissions_check, azure_permissions_check
+
+    asks = {"aws": ("aws permissions (IAM, EventBridge Scheduler)", aws_permissions_check),
+            "azure": ("azure role assignment", azure_permissions_check)}
+    found = []
+    for cloud, (name, ask) in asks.items():
+        if credentials.get(cloud) is not None and not credentials[cloud].ok:
+            found.append(Check(name, True, f"not checked (no {cloud} credentials)"))
+            continue
+        found.append(ask(run=run))
+    return found
+
+
 def check_results_folder() -> Check:
     """Names the folder ``openadapt-evals`` keeps runs in (from here), and how many it holds."""
     from oa_vm.results_dir import DEFAULT_RESULTS_DIR, RESULTS_ENV, results_root
@@ -219,6 +245,7 @@ def run_checks() -> list[Check]:
         azure,
         check_devtestlab(),
         *check_vcpu_quotas({"aws": aws, "azure": azure}),
+        *check_permissions({"aws": aws, "azure": azure}),
         check_ssh(),
         check_home(),
         check_results_folder(),

@@ -62,7 +62,9 @@ def test_run_checks_names_every_check(oa_home: Path) -> None:
     assert names == ["pulumi engine", "aws extra", "azure extra", "aws credentials",
                      "azure credentials", "azure devtestlab provider",
                      "aws vCPU quota (us-east-1, m8i.2xlarge)",
-                     "azure vCPU quota (eastus, Standard_D8s_v5)", "ssh", "oa-vm home",
+                     "azure vCPU quota (eastus, Standard_D8s_v5)",
+                     "aws permissions (IAM, EventBridge Scheduler)", "azure role assignment",
+                     "ssh", "oa-vm home",
                      "results folder"]
     for check in doctor.run_checks():
         assert check.ok or check.fix, check

@@ -1,0 +1,105 @@
+"""``oa-vm doctor``'s permission lines: the identity's IAM and EventBridge Scheduler actions
+(AWS) and role on the subscription (Azure), asked of a stand-in CLI on PATH that plays the real
+CLI's recorded answers (``tests/support/fake_cloud_identity_cli.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from oa_vm import checks, doctor
+from oa_vm.permissions import AWS_ACTIONS, aws_permissions_check, azure_permissions_check
+from tests.support import fake_cloud_identity_cli as fake
+
+ROLE_SESSION = "arn:aws:sts::123456789012:assumed-role/oa-vm-dev/alice"
+ROLE = "arn:aws:iam::123456789012:role/oa-vm-dev"
+
+
+def _simulated(denied: dict[str, str]) -> dict[str, Any]:
+    """``aws iam simulate-principal-policy``'s answer: each action allowed unless denied."""
+    return {"EvaluationResults": [
+        {"EvalActionName": action, "EvalResourceName": "*",
+         "EvalDecision": denied.get(action, "allowed"), "MatchedStatements": [],
+         "MissingContextValues": []} for action in AWS_ACTIONS]}
+
+
+def _aws(tmp_path: Path, denied: dict[str, str]) -> Path:
+    return fake.install(tmp_path / "bin", "aws", {
+        "sts get-caller-identity": {"UserId": "AROAEXAMPLE:alice", "Account": "123456789012",
+                                    "Arn": ROLE_SESSION},
+        "iam simulate-principal-policy": _simulated(denied),
+    })
+
+
+def test_a_missing_scheduler_permission_is_one_line_naming_the_action(tmp_path: Path) -> None:
+    aws = _aws(tmp_path, {"scheduler:CreateSchedule": "implicitDeny"})
+    check = aws_permissions_check(cli=str(aws))
+    assert not check.ok
+    assert check.detail == (f"{ROLE} may not scheduler:CreateSchedule (implicitDeny), which a "
+                            "pool needs to schedule the pool's expiry (the cloud stops it on "
+                            "time)")
+    assert check.fix == f"ask the account's admin to allow scheduler:CreateSchedule to {ROLE}"
+    asked = fake.calls(aws.parent)[1]
+    # the session's role is simulated, with every action the pool's stack needs
+    assert asked[:4] == ["iam", "simulate-principal-policy", "--policy-source-arn", ROLE]
+    for action in ("iam:CreateRole", "iam:PassRole", "scheduler:CreateSchedule",
+                   "ec2:RunInstances"):
+        assert action in asked
+
+
+def test_several_missing_iam_permissions_are_all_named(tmp_path: Path) -> None:
+    aws = _aws(tmp_path, {"iam:CreateRole": "explicitDeny", "iam:PassRole": "implicitDeny"})
+    check = aws_permissions_check(cli=str(aws))
+    assert not check.ok and "\n" not in check.detail
+    assert check.detail.startswith(f"{ROLE} may not iam:CreateRole (explicitDeny)")
+    assert "(and 1 more: iam:PassRole)" in check.detail
+    assert "iam:CreateRole, iam:PassRole" in check.fix
+
+
+def test_every_action_allowed_is_ok(tmp_path: Path) -> None:
+    check = aws_permissions_check(cli=str(_aws(tmp_path, {})))
+    assert check.ok and check.detail == f"{ROLE} may do all {len(AWS_ACTIONS)} actions a pool needs"
+
+
+def test_no_aws_credentials_is_said_not_a_traceback(tmp_path: Path) -> None:
+    aws = fake.install(tmp_path / "bin", "aws",
+                       {"sts get-caller-identity": fake.AWS_NO_CREDENTIALS})
+    check = aws_permissions_check(cli=str(aws))
+    assert not check.ok
+    assert "Unable to locate credentials" in check.detail and "aws configure" in check.fix
+    assert len(fake.calls(aws.parent)) == 1, "nothing simulated without a caller"
+
+
+def test_azure_without_contributor_names_the_grant(tmp_path: Path) -> None:
+    az = fake.install(tmp_path / "bin", "az", {
+        "account show": {"id": "0000-sub", "user": {"name": "alice@example.com",
+                                                      "type": "user"}},
+        "role assignment list": [{"roleDefinitionName": "Reader",
+                                  "scope": "/subscriptions/0000-sub"}],
+    })
+    check = azure_permissions_check(cli=str(az))
+    assert not check.ok and "\n" not in check.detail
+    assert "alice@example.com holds no Owner or Contributor role on subscription 0000-sub " \
+           "(roles: Reader)" in check.detail
+    assert check.fix == ("ask an admin: az role assignment create --assignee alice@example.com "
+                         "--role Contributor --scope /subscriptions/0000-sub")
+    granted = fake.install(tmp_path / "bin2", "az", {
+        "account show": {"id": "0000-sub", "user": {"name": "alice@example.com"}},
+        "role assignment list": [{"roleDefinitionName": "Contributor"}],
+    })
+    assert azure_permissions_check(cli=str(granted)).ok
+    logged_out = fake.install(tmp_path / "bin3", "az", {"account show": fake.AZ_NOT_LOGGED_IN})
+    check = azure_permissions_check(cli=str(logged_out))
+    assert not check.ok and "az login" in check.detail and "az login" in check.fix
+
+
+def test_doctor_asks_only_a_cloud_with_credentials() -> None:
+    missing = {"aws": checks.Check("aws credentials", False, "none", "aws configure"),
+               "azure": checks.Check("azure credentials", False, "none", "az login")}
+
+    def run(args: list[str]) -> Any:
+        raise AssertionError(f"asked without credentials: {args}")
+
+    lines = doctor.check_permissions(missing, run=run)
+    assert [c.detail for c in lines] == ["not checked (no aws credentials)",
+                                         "not checked (no azure credentials)"]
