@@ -19,6 +19,8 @@ from oa_vm.providers.pulumi_provider import CloudInfo, ImageLister, PulumiCloudP
 from oa_vm.state import PoolRecord
 
 LIST_TIMEOUT_S = 60.0
+DEALLOCATE_TIMEOUT_S = 900.0
+"""Deallocating waits for Windows' shutdown on every VM at once (Azure's own limit is longer)."""
 MANUAL_CHECK = "az resource list --tag oa-vm:pool={pool} -o table"
 
 
@@ -48,6 +50,44 @@ def az_cli_lister(pool: str) -> list[str]:
     )
     items = json.loads(done.stdout or "[]")
     return [f"{item.get('type')} {item.get('name')} ({item.get('id')})" for item in items]
+
+
+VM_TYPE = "Microsoft.Compute/virtualMachines"
+
+
+def deallocate_by_tag(pool: str, progress: Progress) -> str:
+    """The Azure kill switch: deallocate every VM tagged ``oa-vm:pool=<pool>`` with the ``az``
+    CLI, found by the tag rather than the stack (whose rollback just failed), and return one
+    phrase: what was stopped, what is left, and the exact command that removes it; or, when
+    the VMs could not be stopped, the exact command that stops them. Never raises."""
+    from infra.azure import resource_group_name
+
+    group = resource_group_name(pool)
+    remove = f"'oa-vm pool-cleanup --pool {pool}' (or 'az group delete --name {group} --yes')"
+    find = (f"az resource list --tag oa-vm:pool={pool} --resource-type {VM_TYPE} "
+            "--query [].id -o tsv")
+    by_hand = (f"the VMs may still be running and billing; stop them now with 'az vm deallocate "
+               f"--ids $({find})', then remove everything with {remove}")
+    az = shutil.which("az")
+    if az is None:
+        return f"{by_hand} (no 'az' CLI here to do it)"
+    try:
+        listed = subprocess.run(  # fixed argv, no shell
+            [az, "resource", "list", "--tag", f"oa-vm:pool={pool}", "--resource-type", VM_TYPE,
+             "--query", "[].id", "-o", "json"],
+            capture_output=True, text=True, timeout=LIST_TIMEOUT_S, check=True)
+        ids = [str(i) for i in json.loads(listed.stdout or "[]")]
+        if ids:
+            progress(f"last resort: deallocating {len(ids)} VM(s) tagged oa-vm:pool={pool}")
+            subprocess.run([az, "vm", "deallocate", "--ids", *ids], capture_output=True,
+                           text=True, timeout=DEALLOCATE_TIMEOUT_S, check=True)
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        why = getattr(exc, "stderr", "") or str(exc)
+        return f"{by_hand} (deallocating failed: {why.strip().splitlines()[-1][:200]})"
+    stopped = (f"deallocated {len(ids)} VM(s) tagged oa-vm:pool={pool}, so none bills for "
+               "compute" if ids else f"Azure holds no VM tagged oa-vm:pool={pool}")
+    return (f"{stopped}; left: resource group {group} (its disks and public IPs still bill); "
+            f"remove it with {remove}")
 
 
 class AzureProvider(PulumiCloudProvider):
@@ -114,6 +154,11 @@ class AzureProvider(PulumiCloudProvider):
             raise InvalidInputError(
                 f"{check.detail}; register it first: {check.fix}, then create again"
             )
+
+    def last_resort(self, pool: str, progress: Progress) -> str:
+        """Azure's kill switch after a failed rollback: :func:`deallocate_by_tag` (a DevTest
+        Labs shutdown schedule made in the same failed update may not exist)."""
+        return deallocate_by_tag(pool, progress)
 
     def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
         """Remove the pool; with the ``az`` CLI on PATH, also ask Azure for leftovers by tag."""

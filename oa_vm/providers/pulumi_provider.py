@@ -38,6 +38,7 @@ from oa_vm.providers.pulumi_driver import (
     Engine,
     EngineError,
     Lister,
+    PoolProvisioningError,
     PulumiDriver,
     ensure_passphrase,
     stack_ref,
@@ -579,7 +580,17 @@ class PulumiCloudProvider:
             return {key: region} if key else {}
 
         ref = stack_ref(self.info.project, spec.name)
-        result = self.driver.create(ref, regions, program_for, config_for, progress)
+        try:
+            result = self.driver.create(ref, regions, program_for, config_for, progress)
+        except PoolProvisioningError as exc:
+            if not exc.resources_left:
+                raise
+            # The rollback failed with machines possibly made: stop them billing before the
+            # user reads the error (the cloud's own expiry may not exist yet).
+            last = self.last_resort(spec.name, progress)
+            if not last:
+                raise
+            raise PoolProvisioningError(f"{exc}; {last}", resources_left=True) from exc
         settings = settings_for[result.region]
         price, _ = worker_price(self.name, result.region, settings.size, spec.spot)
         workers = [
@@ -628,6 +639,14 @@ class PulumiCloudProvider:
             workers=workers,
             price_per_hour=price,
         )
+
+    def last_resort(self, pool: str, progress: Progress) -> str:
+        """After a create whose rollback failed: stop what was made from billing by other
+        means than the stack, and return one phrase saying what is left and the exact command
+        that removes it ('' when the cloud has no such means; the error's own line stands).
+        Never raises."""
+        del pool, progress
+        return ""
 
     # -- refresh, wait, destroy ----------------------------------------------------------------
 

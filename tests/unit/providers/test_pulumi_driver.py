@@ -390,3 +390,56 @@ def test_azure_all_regions_failing(oa_home: Path, images: None) -> None:
     engine.fail_up.update({"eastus": "Code=SkuNotAvailable", "westus3": "Code=QuotaExceeded"})
     with pytest.raises(PoolProvisioningError, match="eastus: .*SkuNotAvailable.*westus3: "):
         AzureProvider(engine=engine).create(spec("azure", regions=["eastus", "westus3"]), Lines())
+
+
+AZ_VM_IDS = [f"/subscriptions/0000/resourceGroups/oa-vm-waa-eval/providers/"
+             f"Microsoft.Compute/virtualMachines/waa-eval-w{i}" for i in range(2)]
+
+
+def _failed_azure_create(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                         answers: dict[str, Any]) -> tuple[PoolProvisioningError, Path]:
+    """An Azure create that fails after its VMs exist, whose rollback fails too, with a
+    stand-in ``az`` on PATH playing ``answers``."""
+    from tests.support import fake_cloud_identity_cli
+
+    az = fake_cloud_identity_cli.install(tmp_path / "bin", "az", answers)
+    monkeypatch.setenv("PATH", f"{az.parent}{os.pathsep}{os.environ['PATH']}")
+    engine = FakePulumiEngine(infra_azure.offline_lookup)
+    engine.fail_up["eastus"] = "Code=OSProvisioningTimedOut: VM has reported a failure"
+    engine.fail_destroy = "Code=Conflict: the resource group is being deleted"
+    with pytest.raises(PoolProvisioningError) as info:
+        AzureProvider(engine=engine).create(spec("azure"), Lines())
+    assert info.value.resources_left is True and "\n" not in str(info.value)
+    return info.value, az.parent
+
+
+def test_a_failed_azure_rollback_deallocates_the_pools_vms_by_tag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oa_home: Path, images: None
+) -> None:
+    from tests.support import fake_cloud_identity_cli
+
+    error, bin_dir = _failed_azure_create(tmp_path, monkeypatch, {
+        "resource list": AZ_VM_IDS, "vm deallocate": {}})
+    asked = fake_cloud_identity_cli.calls(bin_dir)
+    assert asked[-2][:7] == ["resource", "list", "--tag", "oa-vm:pool=waa-eval",
+                             "--resource-type", "Microsoft.Compute/virtualMachines", "--query"]
+    assert asked[-1] == ["vm", "deallocate", "--ids", *AZ_VM_IDS]
+    message = str(error)
+    assert "deallocated 2 VM(s) tagged oa-vm:pool=waa-eval, so none bills for compute" in message
+    assert message.endswith(
+        "left: resource group oa-vm-waa-eval (its disks and public IPs still bill); remove it "
+        "with 'oa-vm pool-cleanup --pool waa-eval' (or 'az group delete --name oa-vm-waa-eval "
+        "--yes')")
+
+
+def test_an_azure_kill_switch_that_fails_gives_the_exact_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oa_home: Path, images: None
+) -> None:
+    error, _ = _failed_azure_create(tmp_path, monkeypatch, {
+        "resource list": AZ_VM_IDS,
+        "vm deallocate": {"exit": 1, "stderr": "ERROR: (AuthorizationFailed) no permission"}})
+    message = str(error)
+    assert ("the VMs may still be running and billing; stop them now with 'az vm deallocate "
+            "--ids $(az resource list --tag oa-vm:pool=waa-eval --resource-type "
+            "Microsoft.Compute/virtualMachines --query [].id -o tsv)'") in message
+    assert message.endswith("(deallocating failed: ERROR: (AuthorizationFailed) no permission)")
