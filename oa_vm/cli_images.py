@@ -54,6 +54,10 @@ def image_create(
     plan_only: Annotated[
         bool, typer.Option("--plan", help="Show the plan and price; create nothing.")
     ] = False,
+    iso: Annotated[str | None, typer.Option(
+        "--iso", help="Your own Windows ISO instead of dockur's download from Microsoft: an "
+        "https:// URL (an Azure blob URL with its SAS) or s3://bucket/key (presigned for the "
+        "builder).")] = None,
     json_out: JsonOpt = False,
     yes: YesOpt = False,
 ) -> None:
@@ -63,24 +67,29 @@ def image_create(
     provider = images.cloud_provider(cloud)
     cidrs = list(allow_cidr or [])
     if plan_only:
-        plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=_owner())
+        plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=_owner(),
+                                 iso=iso)
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
         return
+    from oa_vm import iso_source
     from oa_vm.pool_options import ensure_engine
 
+    if iso:  # before the engine, the address and anything made
+        iso_source.check(iso)
     ensure_engine(cloud)
     if not cidrs:
         from oa_vm.api import detect_caller_cidr
 
         cidrs = [detect_caller_cidr()]
         _err(f"SSH will be open to {cidrs[0]} only (your address; see --allow-cidr)")
-    plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=_owner())
+    plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=_owner(),
+                             iso=iso)
     if not json_out:
         _echo(plan.describe())
     confirm(f"Build image {plan.name} in {region}?", yes)
     record = images.create_image(
         provider, region, size=size, allow_cidrs=cidrs, owner=_owner(),
-        progress=_err if json_out else _echo,
+        progress=_err if json_out else _echo, iso=iso,
     )
     if json_out:
         print_json(record.to_json())

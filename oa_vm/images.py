@@ -75,13 +75,14 @@ def image_settings(
     cidrs: list[str],
     now: datetime,
     plan: bool,
+    windows_version: str | None = None,
 ) -> ImageSettings:
     """The image and its builder (one host of the pool program in ``build`` mode).
 
     Raises:
         InvalidInputError: a region the cloud lacks, a size that cannot nest, or a bad setting.
     """
-    from infra.settings import ImageSettings, PoolSettings, SettingsError
+    from infra.settings import DEFAULT_WINDOWS_VERSION, ImageSettings, PoolSettings, SettingsError
     from oa_vm import config
     from oa_vm.pricing.regions import check_region
 
@@ -99,6 +100,7 @@ def image_settings(
             allowed_cidrs=tuple(cidrs),
             mode="build",
             disk_gb=config.disk_gb(),
+            windows_version=windows_version or DEFAULT_WINDOWS_VERSION,
         )
         return ImageSettings(name=name, builder=builder, created_at=now).validate(
             allow_placeholders=plan
@@ -122,14 +124,18 @@ def plan_image(
     size: str | None = None,
     allow_cidrs: list[str] | None = None,
     owner: str = "you",
+    iso: str | None = None,
 ) -> Plan:
     """What ``image-create`` would make and cost, offline (the program under Pulumi's mocks):
     the builder, its storage volume and the snapshot. No engine, credentials, network or files.
     """
     from infra.offline import run_offline
     from infra.settings import CALLER_CIDR_PLACEHOLDER, SSH_KEY_PLACEHOLDER
+    from oa_vm import iso_source
     from oa_vm.providers.pulumi_provider import plain_inputs, worker_price
 
+    if iso:
+        iso_source.check(iso)
     provider.check_sdk()
     now = state.utcnow()
     cidrs = list(allow_cidrs or []) or [CALLER_CIDR_PLACEHOLDER]
@@ -160,6 +166,7 @@ def plan_image(
     notes = [price_note] if price_note else []
     cost = f"${price * hours:.2f} at the listed price" if price is not None else "price unknown"
     notes += [
+        f"Windows: {iso_source.describe(iso)}",
         f"the builder runs about {hours:.1f} h with the snapshot stage ({cost}), "
         f"then is deleted; it ends itself after {BUILDER_TTL.total_seconds() / 3600:g} h "
         "whatever happens",
@@ -217,6 +224,7 @@ def create_image(
     owner: str,
     wait_built: WaitBuilt | None = None,
     progress: Progress = no_progress,
+    iso: str | None = None,
 ) -> ImageRecord:
     """Build an image: builder up, wait for ``built``, snapshot, builder deleted, image kept.
 
@@ -230,16 +238,20 @@ def create_image(
         ProvisioningError: the build failed (what was made is removed, unless it says so).
     """
     from infra.settings import with_pinned
-    from oa_vm import sshkeys
+    from oa_vm import iso_source, sshkeys
     from oa_vm.providers.pulumi_driver import EngineError, classify_failure, ensure_passphrase
     from oa_vm.providers.pulumi_driver import stack_ref as make_ref
 
+    if iso:  # refused in one line before anything is made
+        iso_source.check(iso)
     provider.check_available()
     now = state.utcnow()
+    # dockur's VERSION: a URL of the user's own ISO, else its Microsoft download.
+    version = iso_source.builder_url(iso, region, BUILDER_TTL) if iso else None
     # Validate everything before the first write.
     image_settings(
         provider, region, size=size, owner=owner, public_key="ssh-ed25519 AAAA check",
-        cidrs=allow_cidrs, now=now, plan=False,
+        cidrs=allow_cidrs, now=now, plan=False, windows_version=version,
     )
     image_id = new_image_id(region, now)
     if image_records.record_path(image_id).exists():
@@ -247,7 +259,7 @@ def create_image(
     _key_path, public_key = sshkeys.ensure_pool_key(image_id)
     image = image_settings(
         provider, region, size=size, owner=owner, public_key=public_key, cidrs=allow_cidrs,
-        now=now, plan=False,
+        now=now, plan=False, windows_version=version,
     )
     ensure_passphrase()
     ref = make_ref(image_records.project(provider.name), image.name)

@@ -252,7 +252,7 @@ check_download_progress() {
   fi
   if [ $((now - stalled_since)) -ge "$stall_s" ]; then
     OA_VM_STEP=download
-    fail "the Windows download stalled: no byte arrived for ${stall_s}s (a throttled or blocked download: retry later or from another region); dockur said: $line"
+    fail "the Windows download stalled: no byte arrived for ${stall_s}s (a throttled or blocked download: retry later, from another region, or build from your own ISO with 'oa-vm image-create --iso'); dockur said: $line"
   fi
 }
 
@@ -277,7 +277,7 @@ wait_guest() {
     fi
     if fallback="$(download_failure_line)"; then
       OA_VM_STEP=download
-      fail "dockur could not download Windows from Microsoft (a refused or blocked download: retry later or from another region); dockur said: $fallback"
+      fail "dockur could not download Windows from Microsoft (a refused or blocked download: retry later, from another region, or build from your own ISO with 'oa-vm image-create --iso'); dockur said: $fallback"
     fi
     if [ "$mode" = build ] && fallback="$(downloading_line)"; then
       check_download_progress "$fallback"

@@ -336,3 +336,18 @@ def test_pool_create_without_a_cloud_asks_on_a_terminal(tmp_path: Path) -> None:
     os.close(primary)
     assert proc.returncode == 0
     assert json.loads(out)["cloud"] == "azure"
+
+
+@pytest.mark.parametrize("plan", [[], ["--plan"]])
+def test_image_create_refuses_a_missing_iso_in_one_line_before_anything(
+    tmp_path: Path, plan: list[str]
+) -> None:
+    home = tmp_path / "home"
+    missing = tmp_path / "nowhere" / "win11.iso"
+    result = run_cli("oa-vm", "image-create", "--cloud", "aws", "--region", "us-east-1",
+                     "--iso", str(missing), "--yes", *plan, home=home,
+                     env=_no_engine_env(tmp_path))
+    line = result.assert_one_line_error()
+    assert line.endswith(f"--iso {missing}: no such file; pass the path of your Windows ISO, "
+                         "an s3:// address or an https:// URL"), line
+    assert not home.exists(), "nothing written before the ISO is checked"

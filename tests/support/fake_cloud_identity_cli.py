@@ -5,7 +5,8 @@ code under test finds the stand-in as it would the real CLI, runs it with its re
 and parses what it prints. Each recorded answer is keyed by the argv's leading words
 (``sts get-caller-identity``, ``iam simulate-principal-policy``, ``account show``, ``role
 assignment list``): JSON printed with exit 0, or ``{"exit": N, "stderr": "..."}`` played as the
-CLI's failure (what the real CLI prints without credentials). Any other command exits 252, as
+CLI's failure (what the real CLI prints without credentials), or ``{"stdout": "..."}`` printed
+as is (a command that prints text, as ``aws s3 presign`` does). Any other command exits 252, as
 the aws CLI does on a usage error. Every argv is written to ``calls.jsonl`` beside it.
 """
 
@@ -29,6 +30,9 @@ for key, answer in answers.items():
         if isinstance(answer, dict) and "exit" in answer:
             sys.stderr.write(answer["stderr"] + "\\n")
             sys.exit(answer["exit"])
+        if isinstance(answer, dict) and "stdout" in answer:
+            sys.stdout.write(answer["stdout"])
+            sys.exit(0)
         sys.stdout.write(json.dumps(answer))
         sys.exit(0)
 sys.stderr.write("usage: not a recorded command\\n")

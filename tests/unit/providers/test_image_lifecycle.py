@@ -316,3 +316,87 @@ def test_a_failed_build_whose_rollback_leaves_resources_keeps_a_failed_record(
     assert record.state == image_records.FAILED
     assert record.detail is not None and INSTANCE in record.detail
     assert record.stack in engine.stacks, "the stack that still holds the builder is kept"
+
+
+# --- a user's own ISO (--iso) ------------------------------------------------------------------
+
+BLOB_ISO = "https://acct.blob.core.windows.net/isos/win11.iso?sv=2024-01-01&sig=SECRET"
+
+
+def _builder_user_data(engine: FakePulumiEngine, stack: str) -> str:
+    import base64
+    import gzip
+
+    (builder,) = [r for r in engine.live_resources(stack) if r["type"] == INSTANCE]
+    return gzip.decompress(base64.b64decode(builder["inputs"]["userDataBase64"])).decode()
+
+
+def test_an_iso_url_becomes_dockurs_version_on_the_builder(
+    aws: AwsProvider, engine: FakePulumiEngine
+) -> None:
+    """dockur downloads a URL given as VERSION (windows/src/mido.sh, downloadImage's isURL):
+    the builder's environment carries the user's URL instead of the Microsoft edition."""
+    seen: dict[str, str] = {}
+
+    def wait_built(record: ImageRecord, outputs: Mapping[str, Any], progress: Any
+                   ) -> dict[str, str]:
+        seen["user_data"] = _builder_user_data(engine, record.stack)
+        return {"waa_image": DIGEST, "base_image": BASE_DIGEST, "built": "2026-03-01T12:00:00Z"}
+
+    images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
+                        wait_built=wait_built, progress=Lines(), iso=BLOB_ISO)
+    assert f"VERSION='{BLOB_ISO}'" in seen["user_data"]
+    assert "VERSION=11e" not in seen["user_data"]
+
+
+def test_an_iso_the_build_cannot_use_is_refused_before_anything_is_made(
+    aws: AwsProvider, engine: FakePulumiEngine, tmp_path: Path
+) -> None:
+    present = tmp_path / "win11.iso"
+    present.write_bytes(b"CD001")
+    for iso, words in [
+        (str(tmp_path / "missing.iso"), "no such file"),
+        ("ftp://host/win.iso", "use an https:// URL"),
+        ("s3://bucket-only", "needs a bucket and a key"),
+        (str(present), "upload it first ('aws s3 cp"),
+    ]:
+        with pytest.raises(InvalidInputError, match="^--iso ") as info:
+            images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"],
+                                owner="alice", progress=Lines(), iso=iso)
+        assert words in str(info.value) and "\n" not in str(info.value)
+    assert engine.calls == [] and image_records.list_records() == []
+
+
+def test_the_plan_names_the_isos_source_without_its_signature(aws: AwsProvider) -> None:
+    plan = images.plan_image(aws, "us-east-1", iso=BLOB_ISO)
+    text = plan.describe()
+    assert "Windows: your ISO at https://acct.blob.core.windows.net/isos/win11.iso" in text
+    assert "SECRET" not in text
+    default = images.plan_image(aws, "us-east-1").describe()
+    assert "Windows: downloaded by dockur from Microsoft" in default
+
+
+def test_an_s3_iso_is_presigned_for_the_builders_life(
+    aws: AwsProvider, engine: FakePulumiEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from tests.support import fake_cloud_identity_cli as fake
+
+    signed = ("https://isos.s3.us-east-1.amazonaws.com/win11.iso?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+              "&X-Amz-Expires=21600&X-Amz-Signature=abc")
+    cli = fake.install(tmp_path / "bin", "aws", {"s3 presign": {"stdout": signed + "\n"}})
+    monkeypatch.setenv("PATH", f"{cli.parent}{os.pathsep}{os.environ['PATH']}")
+    seen: dict[str, str] = {}
+
+    def wait_built(record: ImageRecord, outputs: Mapping[str, Any], progress: Any
+                   ) -> dict[str, str]:
+        seen["user_data"] = _builder_user_data(engine, record.stack)
+        return {"waa_image": DIGEST, "base_image": BASE_DIGEST, "built": "2026-03-01T12:00:00Z"}
+
+    images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
+                        wait_built=wait_built, progress=Lines(), iso="s3://isos/win11.iso")
+    (asked,) = fake.calls(cli.parent)
+    assert asked[:3] == ["s3", "presign", "s3://isos/win11.iso"]
+    assert asked[asked.index("--expires-in") + 1] == str(int(images.BUILDER_TTL.total_seconds()))
+    assert f"VERSION='{signed}'" in seen["user_data"]
