@@ -165,3 +165,28 @@ def test_doctor_and_smoke_read_the_same_quota(tmp_path: Path) -> None:
     assert "vCPU quota: 8 vCPUs needed; quota L-1216C47A" in shown.stdout
     assert "First: an image build, about 2 h (1.5-3 h, estimated)" in shown.stdout
     assert "Keeps billing after the smoke: the image's snapshot" in shown.stdout
+
+
+def test_doctor_names_a_missing_scheduler_permission_in_one_line(tmp_path: Path) -> None:
+    """``oa-vm doctor`` as a subprocess, a stand-in ``aws`` on PATH playing the caller's
+    identity and IAM's simulation with ``scheduler:CreateSchedule`` denied."""
+    from oa_vm.permissions import AWS_ACTIONS
+    from tests.support import fake_cloud_identity_cli
+
+    role = "arn:aws:iam::123456789012:role/oa-vm-dev"
+    aws = fake_cloud_identity_cli.install(tmp_path / "bin", "aws", {
+        "sts get-caller-identity": {"Account": "123456789012",
+                                    "Arn": "arn:aws:sts::123456789012:assumed-role/oa-vm-dev/a"},
+        "iam simulate-principal-policy": {"EvaluationResults": [
+            {"EvalActionName": a, "EvalDecision": "implicitDeny"
+             if a == "scheduler:CreateSchedule" else "allowed"} for a in AWS_ACTIONS]},
+    })
+    doctor = _oa_vm(tmp_path, aws.parent, "doctor", AWS_ACCESS_KEY_ID="AKIDEXAMPLE",
+                    AWS_SECRET_ACCESS_KEY="example")
+    assert doctor.returncode == 1 and "Traceback" not in doctor.stdout + doctor.stderr
+    (line,) = [x for x in doctor.stdout.splitlines() if x.startswith("[FAIL] aws permissions")]
+    assert line == (
+        f"[FAIL] aws permissions (IAM, EventBridge Scheduler): {role} may not "
+        "scheduler:CreateSchedule (implicitDeny), which a pool needs to schedule the pool's "
+        "expiry (the cloud stops it on time) -> ask the account's admin to allow "
+        f"scheduler:CreateSchedule to {role}")
