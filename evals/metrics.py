@@ -125,10 +125,12 @@ def list_runs(root: Path) -> list[str]:
 
 
 _S, _OS, _N, _ON = (str,), (str, type(None)), (int, float), (int, float, type(None))
+# pool and cloud are null in a run of the reference's API (evals.benchmark_api), which may
+# also leave the task time limit unset
 METADATA_SCHEMA: Schema = {
-    "run": _S, "pool": _S, "cloud": _S, "agent": _S, "answer_visible_agents": (list,),
+    "run": _S, "pool": _OS, "cloud": _OS, "agent": _S, "answer_visible_agents": (list,),
     "selection": _S, "task_ids": (list,), "trials": (int,), "variations": _OS,
-    "max_steps": (int,), "max_attempts": (int,), "task_timeout_s": _N, "max_cost_usd": _ON,
+    "max_steps": (int,), "max_attempts": (int,), "task_timeout_s": _ON, "max_cost_usd": _ON,
     "price_per_hour": _ON, "versions": (dict,), "workers": (list,), "started_at": _OS,
     "ended_at": _OS, "status": _S, "quarantined_workers": (list,), "reset": (dict,),
     "cost": (dict,), "warning": _OS, "warning_cause": _OS,
@@ -146,7 +148,7 @@ EXECUTION_SCHEMA: Schema = {
 """What an ``execution.json``'s fields must be."""
 
 SUMMARY_SCHEMA: Schema = {
-    "run": _S, "status": _S, "agent": _S, "pool": _S, "attempts": (int,), "outcomes": (int,),
+    "run": _S, "status": _S, "agent": _S, "pool": _OS, "attempts": (int,), "outcomes": (int,),
     "counted": (int,), "successes": (int,), "failures": (int,), "errors": (int,),
     "by_domain": (dict,), "by_error_type": (dict,), "cost": (dict,), "trials": (int,),
     "workers": (dict,), "task_ids_not_run": (list,), "task_ids_pending": (list,),

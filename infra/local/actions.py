@@ -8,9 +8,9 @@ a verb of :mod:`infra.local.commands` (or ``DONE``/``FAIL``/``WAIT``) runs as be
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 
+from infra import pyast
 from infra.local import commands
 from infra.local.apps import AppError
 from infra.local.arith import ArithmeticInputError
@@ -47,7 +47,7 @@ def source_of(command: str | Sequence[str]) -> str | None:
     if looks_like_source(command):
         return command
     try:
-        ast.parse(command)
+        pyast.parse_module(command)
     except SyntaxError:
         return None  # neither Python nor a verb: the command language explains its verbs
     return command

@@ -11,6 +11,8 @@ import operator
 import re
 from collections.abc import Callable
 
+from infra import pyast
+
 _BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -58,7 +60,7 @@ def calculate(expression: str) -> str:
     """
     text = expression.replace("×", "*").replace("÷", "/").replace("x", "*").replace("X", "*")
     try:
-        tree = ast.parse(text, mode="eval")
+        tree = pyast.parse_expression(text)
         return format_number(_walk(tree.body))
     except SyntaxError:
         raise ArithmeticInputError(f"{expression!r} is not an arithmetic expression") from None
@@ -76,7 +78,7 @@ def history_line(expression: str, result: str) -> str | None:
     text = re.sub(r"\s+", "", expression)
     text = text.replace("×", "*").replace("÷", "/").replace("x", "*").replace("X", "*")
     try:
-        body = ast.parse(text, mode="eval").body
+        body = pyast.parse_expression(text).body
     except SyntaxError:
         return None
     while isinstance(body, ast.UnaryOp):

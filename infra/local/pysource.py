@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infra import pyast
+
 IMPORTABLE = ("pyautogui", "time", "platform")
 """Modules a program may import (``platform`` only for the getters in :data:`PRINTABLE`)."""
 
@@ -117,7 +119,7 @@ def parse_source(source: str) -> Program:
         ForbiddenSource: a syntax error or a construct outside the whitelist.
     """
     try:
-        tree = ast.parse(source, mode="exec")
+        tree = pyast.parse_module(source)
     except SyntaxError as exc:
         raise ForbiddenSource(
             f"not valid Python (line {exc.lineno}: {exc.msg}); send pyautogui calls"

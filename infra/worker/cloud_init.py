@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from infra import egress_rules
+from infra import egress_rules, pyast
 from infra.settings import PoolSettings
 from infra.tags import format_expiry
 from infra.worker import units
@@ -46,7 +46,7 @@ def ship_python(source: str) -> str:
     container's, in their shipped form too). Annotations are for mypy and the reader, and AWS's
     user data has 16 KiB; a class body keeps its own (a dataclass's fields are annotations).
     """
-    tree = ast.parse(source)
+    tree = pyast.parse_module(source)
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             node.returns = None

@@ -70,8 +70,11 @@ def snapshot(world: World) -> dict[str, str]:
             continue
         for path in sorted(base.rglob("*")):
             rel = path.relative_to(base)
-            if not path.is_file() or rel.parts[-1] in ("lease.lock", ".lock", "lease.json"):
-                continue  # a held lease's heartbeat rewrites it every 10 s
+            if not path.is_file() or rel.parts[-1] in ("lease.lock", ".lock", "lease.json",
+                                                       "lease.generation"):
+                # a held lease's heartbeat rewrites it every 10 s; every acquisition, even one
+                # whose run is then refused, counts one more generation (oa_vm.lease)
+                continue
             if "workers" in rel.parts or "logs" in rel.parts or rel.parts[0] == "scratch":
                 continue
             if rel.name.startswith("queue.sqlite-"):
