@@ -63,14 +63,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import psutil
 
-    from evals.agent_loop import run_task
     from evals.agents import create_agent
     from evals.agents.noop import NoopAgent
-    from evals.cua_bench import load_selection
-    from evals.cua_bench.attempt import run_cua_task
+    from evals.run.agent_loop import run_task
+    from evals.run.attempt_cua import run_cua_task
+    from evals.tasks.cua_bench import load_selection
     from infra.local.browser import find_chromium
     from infra.local.worker import start_worker
-    from oa_vm.local_suite import local_tasks_dir
+    from oa_vm.clouds.local.suite import local_tasks_dir
     from waa_client import ScoringClient, WaaClient
     from waa_client.catalog import Catalog
 

@@ -5,7 +5,7 @@ script, and the median wall time is divided by the median of ``python -c pass`` 
 same run, so the ratio says how much the CLI adds to bare interpreter start-up on this machine.
 ``pool-status`` is timed on an empty ``OA_VM_HOME`` (it answers that there is no pool) and with
 one local pool of one worker, ``pool-list`` with that pool; both again through Typer
-(``OA_VM_FAST_PATH=0``), as they ran before the fast path of :mod:`oa_vm.quick`.
+(``OA_VM_FAST_PATH=0``), as they ran before the fast path of :mod:`oa_vm.cli.quick`.
 
 Usage (from the repository root)::
 

@@ -4,7 +4,7 @@ For each worker count W (4, 8, 16, or ``--workers``) and each drill (no failure;
 killed at 30% of the expected makespan), three policies run the same WAA-shaped workload
 (:mod:`bench.workload`) for real on simulated workers:
 
-- ``ours``: :func:`evals.runner.run_evaluation` with the ``oracle`` agent, given per-domain mean
+- ``ours``: :func:`evals.run.runner.run_evaluation` with the ``oracle`` agent, given per-domain mean
   durations as estimates (not the tasks' own draws);
 - ``static``: WAA ``run.py``'s contiguous slices; ``round_robin``: the wrapper's dealing
   (:mod:`bench.policies`: fixed lists, no retry, a dead worker loses what it had left).
@@ -127,20 +127,23 @@ class PolicyFigures:
 #: Steps of the controller timed on the wall clock in the runner's runs (what a worker waits
 #: for between two tasks: CPU, the SQLite writer lock, fsync): (module, class, method, label).
 WALL_STEPS = (
-    ("evals.dispatcher", "Dispatcher", "_next_lease", "lease (choose, reserve, lease; lease lock)"),
-    ("evals.queue", "TaskQueue", "lease", "  queue.lease (SQLite commit)"),
-    ("evals.dispatcher", "Dispatcher", "_commit", "commit (queue, execution.json, ledger, event)"),
-    ("evals.queue", "TaskQueue", "complete", "  queue.complete (SQLite commit)"),
-    ("evals.records", "RunFolder", "write_execution", "  execution.json (temp, rename; no fsync)"),
-    ("evals.records", "RunFolder", "sync_executions", "execution.json checked (run's end)"),
-    ("evals.queue", "TaskQueue", "release", "queue.release (a retry; SQLite commit)"),
-    ("evals.queue", "TaskQueue", "heartbeat", "queue.heartbeat (SQLite commit)"),
-    ("evals.dispatcher", "Dispatcher", "_emit", "events (snapshot + sink)"),
-    ("evals.dispatcher", "Dispatcher", "_is_draining", "drain check"),
-    ("evals.queue", "TaskQueue", "history", "queue.history (the attempts, read)"),
-    ("evals.ledger", "Ledger", "charge", "ledger.charge"),
-    ("evals.reset", "WorkerReset", "before_task", "reset before the task (evals.reset)"),
-    ("evals.agent_loop", None, "run_task", "the task (agent loop, HTTP to the worker)"),
+    ("evals.run.dispatcher", "Dispatcher", "_next_lease",
+     "lease (choose, reserve, lease; lease lock)"),
+    ("evals.run.queue", "TaskQueue", "lease", "  queue.lease (SQLite commit)"),
+    ("evals.run.dispatcher", "Dispatcher", "_commit",
+     "commit (queue, execution.json, ledger, event)"),
+    ("evals.run.queue", "TaskQueue", "complete", "  queue.complete (SQLite commit)"),
+    ("evals.results.records", "RunFolder", "write_execution",
+     "  execution.json (temp, rename; no fsync)"),
+    ("evals.results.records", "RunFolder", "sync_executions", "execution.json checked (run's end)"),
+    ("evals.run.queue", "TaskQueue", "release", "queue.release (a retry; SQLite commit)"),
+    ("evals.run.queue", "TaskQueue", "heartbeat", "queue.heartbeat (SQLite commit)"),
+    ("evals.run.dispatcher", "Dispatcher", "_emit", "events (snapshot + sink)"),
+    ("evals.run.dispatcher", "Dispatcher", "_is_draining", "drain check"),
+    ("evals.run.queue", "TaskQueue", "history", "queue.history (the attempts, read)"),
+    ("evals.results.ledger", "Ledger", "charge", "ledger.charge"),
+    ("evals.run.reset", "WorkerReset", "before_task", "reset before the task (evals.run.reset)"),
+    ("evals.run.agent_loop", None, "run_task", "the task (agent loop, HTTP to the worker)"),
 )
 
 
@@ -164,7 +167,7 @@ class _WallTimes:
             self._undo.append((owner, attr, original))
             setattr(owner, attr, self._timed(original, label))
             if owner_name is None:  # a function: also where the dispatcher imported it
-                dispatcher = importlib.import_module("evals.dispatcher")
+                dispatcher = importlib.import_module("evals.run.dispatcher")
                 if getattr(dispatcher, attr, None) is original:
                     self._undo.append((dispatcher, attr, original))
                     setattr(dispatcher, attr, self._timed(original, label))
@@ -231,7 +234,7 @@ def _run_ours(
     pool: str, workload: Workload, results: Path, run_name: str, killer: _Killer,
     overhead_s: float, profile: Path | None = None, reset: str = "stock",
 ) -> PolicyFigures:
-    from evals.runner import RunConfig, RunEvent, run_evaluation
+    from evals.run.runner import RunConfig, RunEvent, run_evaluation
 
     marks: dict[str, float] = {}
     profiler = ThreadProfiler() if profile is not None else None
@@ -273,7 +276,7 @@ def _run_ours(
         record = json.loads(path.read_text(encoding="utf-8"))
         records.append(record)
         if record["status"] in OUTCOMES:
-            # The runner resets a worker before run_task (evals.reset), the stock policies
+            # The runner resets a worker before run_task (evals.run.reset), the stock policies
             # inside it: the reset is the task's work either way.
             work[record["task_id"]] = float(record["duration_s"] or 0.0) + float(
                 record.get("reset_s") or 0.0)
@@ -369,8 +372,8 @@ def _worker_index(name: str) -> int:
 def measure_overhead(pool: str, runs: int = 3) -> float:
     """The harness's own seconds per task (reset, setup, observations, scoring) on this pool:
     the median duration of a task that sleeps 0 s, run with the runner's agent loop."""
-    from evals.agent_loop import run_task
     from evals.agents import agent_factory
+    from evals.run.agent_loop import run_task
     from oa_vm import api
 
     probe = WorkloadTask("00000000-0000-4000-8000-000000000000-WOS", "notepad", 0.0)

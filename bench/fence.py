@@ -1,4 +1,5 @@
-"""Fencing benchmark: the cost of :meth:`oa_vm.lease.Hold.check`, which a run asks before every
+"""Fencing benchmark: the cost of :meth:`oa_vm.model.lease.Hold.check`, which a run asks before
+every
 request it sends to a worker, against reading and parsing ``lease.json`` each time (what the
 check does only when the file changed) and against one ``GET /probe`` to a local worker.
 
@@ -30,7 +31,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
         os.environ["OA_VM_HOME"] = home
-        from oa_vm import api, lease
+        from oa_vm import api
+        from oa_vm.model import lease
         from waa_client import WaaClient
 
         api.create_pool(name="bench", cloud="local", workers=1)

@@ -79,7 +79,8 @@ def isolated_home(keep: bool = False) -> Iterator[Path]:
     The user's pools are never seen or touched; every pool created inside is removed on exit,
     even after an error, and the folder with it unless ``keep``.
     """
-    from oa_vm import api, state
+    from oa_vm import api
+    from oa_vm.model import state
 
     scratch = Path(tempfile.mkdtemp(prefix="oa-vm-bench-"))
     before = os.environ.get("OA_VM_HOME")
@@ -122,7 +123,7 @@ def kill_workers(pool: str, names: Sequence[str]) -> list[str]:
     Returns:
         The names of the workers whose process was killed.
     """
-    from oa_vm import state
+    from oa_vm.model import state
 
     killed = []
     for worker in state.load(pool).workers:

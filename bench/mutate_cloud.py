@@ -10,10 +10,11 @@ Areas and their tests:
 
 - ``programs``: ``infra/aws.py``, ``infra/azure.py``, ``infra/image_*.py`` (the Pulumi programs,
   run under Pulumi's mocks);
-- ``driver``: ``oa_vm/providers/pulumi_driver.py``, ``oa_vm/images.py``,
-  ``oa_vm/shared_images.py`` (the engine driver and images);
-- ``wait``: ``oa_vm/providers/cloud_wait.py``, ``oa_vm/drain.py`` (following hosts over real SSH);
-- ``reset``: ``infra/worker/qmp_snapshot.py`` and ``evals/reset.py`` (the clean reset: QEMU's
+- ``driver``: ``oa_vm/clouds/pulumi/driver.py``, ``oa_vm/images.py``,
+  ``oa_vm/model/shared_images.py`` (the engine driver and images);
+- ``wait``: ``oa_vm/clouds/pulumi/wait.py``, ``oa_vm/reach/drain.py`` (following hosts over real
+SSH);
+- ``reset``: ``infra/worker/qmp_snapshot.py`` and ``evals/run/reset.py`` (the clean reset: QEMU's
   jobs through the shipped ``reset.sh`` on real QEMU guests, dockur's own command line among them,
   and the fallback to stock). Slow: QEMU under TCG, a few minutes per mutant.
 
@@ -95,10 +96,10 @@ AREA_TESTS: dict[str, list[str]] = {
 }
 
 A, AZ, IA, IZ = "infra/aws.py", "infra/azure.py", "infra/image_aws.py", "infra/image_azure.py"
-D, IM, SH = "oa_vm/providers/pulumi_driver.py", "oa_vm/images.py", "oa_vm/shared_images.py"
-W, DR = "oa_vm/providers/cloud_wait.py", "oa_vm/drain.py"
-Q, R = "infra/worker/qmp_snapshot.py", "evals/reset.py"
-HS, API, ST = "oa_vm/host_status.py", "oa_vm/api.py", "infra/settings.py"
+D, IM, SH = "oa_vm/clouds/pulumi/driver.py", "oa_vm/images.py", "oa_vm/model/shared_images.py"
+W, DR = "oa_vm/clouds/pulumi/wait.py", "oa_vm/reach/drain.py"
+Q, R = "infra/worker/qmp_snapshot.py", "evals/run/reset.py"
+HS, API, ST = "oa_vm/reach/host_status.py", "oa_vm/api.py", "infra/settings.py"
 
 _BUILDER = (
     '        "volume_size": settings.{size},\n        "volume_type": "gp3",\n'

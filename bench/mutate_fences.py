@@ -1,10 +1,10 @@
 """Mutation run over the fences and what they guard: hand-written mutations, one at a time.
 
-The modules: ``oa_vm/lease.py`` (the pool's lease and its fence), ``evals/queue.py`` (the
-attempt fence of the task queue), ``evals/reset.py`` and ``oa_vm/snapshots.py`` (the clean
-reset's proof), ``oa_vm/providers/cloud_reset.py`` (``reset.sh`` over SSH),
-``oa_vm/safe_fs.py`` (writes never through a link or into a device), ``oa_vm/redact.py``
-(secrets out of text) and ``evals/compare.py`` (the paired comparison). The mutations were
+The modules: ``oa_vm/model/lease.py`` (the pool's lease and its fence), ``evals/run/queue.py`` (the
+attempt fence of the task queue), ``evals/run/reset.py`` and ``oa_vm/model/snapshots.py`` (the clean
+reset's proof), ``oa_vm/clouds/pulumi/reset.py`` (``reset.sh`` over SSH),
+``oa_vm/kit/safe_fs.py`` (writes never through a link or into a device), ``oa_vm/kit/redact.py``
+(secrets out of text) and ``evals/report/compare.py`` (the paired comparison). The mutations were
 written from the code alone, before its tests were read: each is an edit a real change could
 make (a dropped condition, a dropped argument, a swapped side), not one the tests were shaped
 around.
@@ -62,9 +62,9 @@ class Mutant:
 
 AREA_TESTS: dict[str, list[str]] = {}  # filled below the mutants
 
-L, Q, R = "oa_vm/lease.py", "evals/queue.py", "evals/reset.py"
-S, C, F = "oa_vm/snapshots.py", "oa_vm/providers/cloud_reset.py", "oa_vm/safe_fs.py"
-D, P = "oa_vm/redact.py", "evals/compare.py"
+L, Q, R = "oa_vm/model/lease.py", "evals/run/queue.py", "evals/run/reset.py"
+S, C, F = "oa_vm/model/snapshots.py", "oa_vm/clouds/pulumi/reset.py", "oa_vm/kit/safe_fs.py"
+D, P = "oa_vm/kit/redact.py", "evals/report/compare.py"
 
 MUTANTS: list[Mutant] = [
     # -- lease: the pool's lease and its fence --------------------------------------------------
@@ -415,7 +415,7 @@ MUTANTS: list[Mutant] = [
     Mutant("p2", "compare", P,
            "    b = math.fsum(math.fsum(y) / len(y) for _, y in values.values()) / n",
            "    b = math.fsum(math.fsum(y) / len(y) for _, y in values.values()) / (2 * n)",
-           "B's rate divided by 2n, not n (the pooled rate itself moved to evals/stats.py)"),
+           "B's rate divided by 2n, not n (the pooled rate itself moved to evals/results/stats.py)"),
     Mutant("p3", "compare", P,
            "    rate = stats.paired_difference([a for a, _ in success.values()],\n"
            "                                   [b for _, b in success.values()])",
@@ -441,7 +441,7 @@ MUTANTS: list[Mutant] = [
     Mutant("p9", "compare", P,
            "    worse = [t for t in tasks if order(t, 1) < order(t, 0)]",
            "    worse = [t for t in tasks if order(t, 1) <= order(t, 0)]",
-           "an unchanged task listed as worse in B (McNemar's direction moved to evals/stats.py)"),
+           "an unchanged task listed as worse in B (McNemar's direction moved to evals/results/stats.py)"),
 ]
 
 AREA_TESTS.update({

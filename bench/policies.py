@@ -4,7 +4,7 @@
 the flattened index; a later wrapper deals task IDs round-robin. In both, each worker runs its
 fixed list one task after another, nothing is retried, and a worker that fails is dropped with
 every task it had left. :func:`run_fixed_lists` does exactly that on real worker connections
-with the same agent loop the runner uses (:func:`evals.agent_loop.run_task`), so the three
+with the same agent loop the runner uses (:func:`evals.run.agent_loop.run_task`), so the three
 policies differ only in how they hand out tasks.
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evals.agents.base import BenchmarkAgent
-    from oa_vm.connect import WorkerConnection
+    from oa_vm.reach.connect import WorkerConnection
 
 OUTCOMES = ("success", "failure")
 
@@ -154,7 +154,7 @@ def run_fixed_lists(
     Raises:
         ValueError: there are fewer connections than lists.
     """
-    from evals.agent_loop import run_task
+    from evals.run.agent_loop import run_task
 
     if len(workers) < len(lists):
         raise ValueError(f"{len(lists)} task lists but only {len(workers)} workers")

@@ -137,7 +137,7 @@ def cold_vs_restore(memory_mb: int, restores: int, disk_mibps: float | None) -> 
 
 def local_sweeps(workers: int, rounds: int, scratch: Path) -> dict[str, Any]:
     """Median makespan of the local suite with stock and clean resets, alternating."""
-    from evals.runner import RunConfig, RunEvent, run_evaluation
+    from evals.run.runner import RunConfig, RunEvent, run_evaluation
 
     create_local_pool("bench-reset", workers)
     makespans: dict[str, list[float]] = {"stock": [], "clean": []}

@@ -156,7 +156,7 @@ def _measure_run(
 ) -> Measured:
     """Run every task of the pool's index once and measure the controller around dispatch
     (and profile it there, into ``profile``, when given)."""
-    from evals.runner import RunConfig, RunEvent, run_evaluation
+    from evals.run.runner import RunConfig, RunEvent, run_evaluation
 
     marks: dict[str, Usage] = {}
     helper: dict[str, float] = {}
@@ -259,7 +259,7 @@ def run_direct(
             pool, workers, tasks_dir=str(folder), per_process=per_process,
             faults={"screenshot-min-bytes": str(SCREENSHOT_BYTES)},
         )
-        from oa_vm import state
+        from oa_vm.model import state
 
         record = state.load(pool)
         pids = sorted({w.pid for w in record.workers if w.pid is not None})
@@ -317,7 +317,7 @@ def run_tunnel(scratch: Path, workers: int, tasks: int, backend: str) -> dict[st
                     ssh_via={"host": sshd.host, "port": sshd.port, "user": sshd.user,
                              "key_path": str(sshd.client_key)},
                 )
-                from oa_vm import state
+                from oa_vm.model import state
 
                 record = state.load(pool)
                 pids = [w.pid for w in record.workers if w.pid is not None]

@@ -1,16 +1,16 @@
 """Serializer benchmark: the pool record's hand-written JSON pair against msgspec and pydantic.
 
-``oa_vm.state`` reads and writes each pool's record with plain classes and a ``to_json`` /
-``from_json`` pair (types checked field by field, :func:`oa_vm.state.type_problem`). Two
+``oa_vm.model.state`` reads and writes each pool's record with plain classes and a ``to_json`` /
+``from_json`` pair (types checked field by field, :func:`oa_vm.model.state.type_problem`). Two
 figures decide whether a library should do it instead, both measured in this run:
 
 1. **Import cost**, what every ``oa-vm pool-status`` pays before it reads anything:
    ``python -X importtime -c "import X"`` in a fresh interpreter, the module's cumulative
-   microseconds, median of ``--imports`` runs, for ``oa_vm.state`` (all of it), ``msgspec``
+   microseconds, median of ``--imports`` runs, for ``oa_vm.model.state`` (all of it), ``msgspec``
    and ``pydantic``; beside the wall time of ``python -c pass`` measured the same way.
 2. **Round trip** of one record of ``--workers`` workers (SSH endpoints, timestamps, enums):
    the text parsed and checked into the typed record, and the record written as text; ours
-   (``oa_vm.state`` as ``load`` and ``save`` do it, with the indented JSON the file holds)
+   (``oa_vm.model.state`` as ``load`` and ``save`` do it, with the indented JSON the file holds)
    against ``msgspec.json`` with ``msgspec.Struct`` types and pydantic's ``model_validate_json``
    / ``model_dump_json`` with the same fields; medians of ``--rounds`` rounds of ``--calls``.
 
@@ -38,8 +38,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import BenchInputError, emit, machine_info, parser, progress, run_cli
-from oa_vm import state
-from oa_vm.state import PoolState, WorkerState
+from oa_vm.model import state
+from oa_vm.model.state import PoolState, WorkerState
 
 PROG = "bench/serializers.py"
 LIBRARIES = ("msgspec", "pydantic")
@@ -67,7 +67,7 @@ def _bare_start_us() -> int:
 
 def import_costs(runs: int) -> dict[str, Any]:
     """Median import microseconds per module (``None``: not installed), and a bare start."""
-    modules = ["oa_vm.state", *(m for m in LIBRARIES if importlib.util.find_spec(m))]
+    modules = ["oa_vm.model.state", *(m for m in LIBRARIES if importlib.util.find_spec(m))]
     samples: dict[str, list[int]] = {m: [] for m in modules}
     bare: list[int] = []
     for _ in range(runs):
@@ -75,11 +75,12 @@ def import_costs(runs: int) -> dict[str, Any]:
         for module in modules:
             samples[module].append(_import_us(module))
     figures: dict[str, Any] = {"python -c pass (wall)": int(statistics.median(bare))}
-    for module in ("oa_vm.state", *LIBRARIES):
+    for module in ("oa_vm.model.state", *LIBRARIES):
         figures[module] = int(statistics.median(samples[module])) if module in samples else None
     for module in LIBRARIES:
         if figures[module] is not None:
-            figures[f"{module} / oa_vm.state"] = round(figures[module] / figures["oa_vm.state"], 2)
+            base = figures["oa_vm.model.state"]
+            figures[f"{module} / oa_vm.model.state"] = round(figures[module] / base, 2)
     return figures
 
 

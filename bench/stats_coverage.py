@@ -9,16 +9,17 @@ paired comparison of two runs of it calls them different (about 5% of the time, 
 Two parts, reported apart:
 
 - **real runs**: ``--runs`` runs of the whole local suite (24 tasks) on a local pool of
-  ``--workers`` real simulated workers, through :func:`evals.runner.run_evaluation`; the figures
-  are read from each run's ``summary.json`` and from :func:`evals.compare.compare_runs` on
+  ``--workers`` real simulated workers, through :func:`evals.run.runner.run_evaluation`; the figures
+  are read from each run's ``summary.json`` and from :func:`evals.report.compare.compare_runs` on
   consecutive pairs of runs. Few runs (each takes seconds), so these figures are coarse: they
   check that the pipeline end to end gives what the simulation predicts.
 - **simulated outcomes**: ``--replications`` draws per scenario (rates of 5%, 10% and 30%; 24
   and 154 tasks; 1, 3 and 5 trials and 1 against 5; every task at ``p`` or tasks of differing
   difficulty, each task's probability drawn from a Beta of mean ``p``, new tasks every
-  replication), fed to the functions of :mod:`evals.stats` the summary and ``compare`` print
-  from (:func:`evals.stats.success_rate_interval`, :func:`evals.stats.paired_difference`,
-  :func:`evals.stats.detectable_difference`). Vectorized draws with numpy; each replication
+  replication), fed to the functions of :mod:`evals.results.stats` the summary and ``compare`` print
+  from (:func:`evals.results.stats.success_rate_interval`,
+  :func:`evals.results.stats.paired_difference`,
+  :func:`evals.results.stats.detectable_difference`). Vectorized draws with numpy; each replication
   checks the run's rate interval, the printed difference interval, the test, and (on the first
   ``--power-replications``) the detectable difference's power.
 
@@ -154,7 +155,7 @@ def simulate(scenario: Scenario, replications: int, power_replications: int) -> 
     """Coverage, false alarms and the detectable difference's power in one scenario.
 
     Each replication draws run A and run B of the scenario and computes exactly what a run's
-    summary and ``compare`` print (the same functions of :mod:`evals.stats` they call): the
+    summary and ``compare`` print (the same functions of :mod:`evals.results.stats` they call): the
     success-rate interval of each run (does it hold the true rate?), the paired difference's
     interval (does it hold the true difference?) and test (does it call a difference?), and,
     on the first ``power_replications``, the detectable difference, checked by drawing a
@@ -163,7 +164,7 @@ def simulate(scenario: Scenario, replications: int, power_replications: int) -> 
     """
     import numpy as np
 
-    from evals import stats
+    from evals.results import stats
 
     rng = np.random.default_rng(zlib.crc32(scenario.name.encode()))
     rate_hits = diff_hits = alarms = disagreements = 0
@@ -294,13 +295,13 @@ def _sign_test_p(b: Any, n: Any, mid: bool) -> Any:
 
 def exact_one_trial(scenario: Scenario) -> dict[str, Any]:
     """Exact coverage and false-alarm rates where one trial per task and every task at ``p``:
-    the project's interval and test (:func:`evals.stats.success_rate_interval`,
-    :func:`evals.stats.paired_difference`, called on every outcome that has a chance above
+    the project's interval and test (:func:`evals.results.stats.success_rate_interval`,
+    :func:`evals.results.stats.paired_difference`, called on every outcome that has a chance above
     1e-12) against the candidates (Jeffreys, mid-p interval; exact and mid-p McNemar)."""
     import numpy as np
     from scipy import stats as sps
 
-    from evals import stats
+    from evals.results import stats
 
     m, p = scenario.tasks, scenario.p
     x = np.arange(m + 1)
@@ -371,13 +372,14 @@ def _signflip_p(diffs: Any, trials: int, mid: bool) -> float:
 
 def candidate_tests(scenario: Scenario, replications: int) -> dict[str, Any]:
     """Same-agent false alarms of the project's test (vectorized over replications:
-    :func:`evals.stats.score_pvalues`) and of the exact and mid-p sign-flip permutation tests,
-    on the same draws (each task's first ``min(trials)`` trials on both sides, what
-    :func:`evals.stats.equal_trials` keeps). Its own seed: the main table's draws are untouched.
+    :func:`evals.results.stats.score_pvalues`) and of the exact and mid-p sign-flip permutation
+    tests, on the same draws (each task's first ``min(trials)`` trials on both sides, what
+    :func:`evals.results.stats.equal_trials` keeps). Its own seed: the main table's draws are
+    untouched.
     """
     import numpy as np
 
-    from evals import stats
+    from evals.results import stats
 
     rng = np.random.default_rng(zlib.crc32(("candidates " + scenario.name).encode()))
     trials = min(scenario.trials_a, scenario.trials_b)
@@ -419,9 +421,9 @@ def candidate_tests(scenario: Scenario, replications: int) -> dict[str, Any]:
 def real_runs(p: float, runs: int, workers: int, trials: int) -> dict[str, Any]:
     """``runs`` runs of the local suite with the random agent; coverage and compare calls."""
     from evals.agents import AgentOptions
-    from evals.compare import compare_runs
-    from evals.metrics import compute_summary
-    from evals.runner import RunConfig, run_evaluation
+    from evals.report.compare import compare_runs
+    from evals.run.metrics import compute_summary
+    from evals.run.runner import RunConfig, run_evaluation
 
     rate_hits = score_hits = 0
     summaries = []
@@ -508,7 +510,8 @@ def _text(figures: dict[str, Any]) -> str:
             f"{row['score_test_seconds_one_by_one']} s)")
     if not figures["simulated"]:
         return "\n".join(lines)
-    lines.append(f"Simulated through evals.stats ({figures['replications']} replications each; "
+    lines.append(f"Simulated through evals.results.stats ({figures['replications']} replications "
+                 f"each; "
                  f"standard error of a 95% coverage figure: "
                  f"{figures['simulated'][0]['standard_error']}; target: every interval 93-97%, "
                  "every false-alarm rate 3-7% where a 5% test can reach it, 80% power at the "

@@ -225,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.rounds < 1 or args.calls < 1:
         raise BenchInputError("--rounds and --calls must be at least 1")
-    from oa_vm import state
+    from oa_vm.model import state
 
     with isolated_home():
         progress("starting a local pool of one worker")

@@ -5,6 +5,15 @@ cheap (no HTTP client, no image library) until a name is used::
 
     from evals import BenchmarkAgent, BenchmarkAction, WAASimulatedAdapter
     from evals import evaluate_agent_on_benchmark, compute_metrics
+
+Two faces share it: the reference tool's API (the names above, their home is
+:mod:`evals.compat`), and the native one: :func:`run_evaluation` runs a :class:`RunConfig` on
+pools and returns a :class:`RunResult`; each task's record is a :class:`TaskExecution`;
+:func:`compute_summary` is the run's ``summary.json``.
+
+The package's wings: :mod:`evals.run` (the engine), :mod:`evals.results` (records, costs,
+statistics), :mod:`evals.report` (pages, comparisons, exports), :mod:`evals.agents`,
+:mod:`evals.tasks` (tasks users bring), :mod:`evals.cli`, :mod:`evals.compat`.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ if TYPE_CHECKING:
         parse_accessibility_tree,
         parse_action_response,
     )
-    from evals.benchmark_api import (
+    from evals.compat.benchmark_api import (
         BenchmarkAdapter,
         BenchmarkResult,
         EvaluationConfig,
@@ -40,24 +49,26 @@ if TYPE_CHECKING:
         compute_domain_metrics,
         evaluate_agent_on_benchmark,
     )
-    from evals.metrics import compute_metrics
-    from evals.synthetic_mock import WAAMockAdapter
+    from evals.compat.synthetic_mock import WAAMockAdapter
+    from evals.results.records import ErrorType, TaskExecution, TaskStatus
+    from evals.run.metrics import compute_metrics, compute_summary
+    from evals.run.runner import RunConfig, RunResult, run_evaluation
 
 _EXPORTS = {
     "BenchmarkAction": "evals.agents.base",
     "BenchmarkAgent": "evals.agents.base",
     "BenchmarkObservation": "evals.agents.base",
     "BenchmarkTask": "evals.agents.base",
-    "BenchmarkAdapter": "evals.benchmark_api",
-    "BenchmarkResult": "evals.benchmark_api",
-    "WAALiveAdapter": "evals.benchmark_api",
-    "WAALiveConfig": "evals.benchmark_api",
-    "WAAMockAdapter": "evals.synthetic_mock",
-    "WAASimulatedAdapter": "evals.benchmark_api",
-    "evaluate_agent_on_benchmark": "evals.benchmark_api",
-    "compute_metrics": "evals.metrics",
-    "EvaluationConfig": "evals.benchmark_api",
-    "compute_domain_metrics": "evals.benchmark_api",
+    "BenchmarkAdapter": "evals.compat.benchmark_api",
+    "BenchmarkResult": "evals.compat.benchmark_api",
+    "WAALiveAdapter": "evals.compat.benchmark_api",
+    "WAALiveConfig": "evals.compat.benchmark_api",
+    "WAAMockAdapter": "evals.compat.synthetic_mock",
+    "WAASimulatedAdapter": "evals.compat.benchmark_api",
+    "evaluate_agent_on_benchmark": "evals.compat.benchmark_api",
+    "compute_metrics": "evals.run.metrics",
+    "EvaluationConfig": "evals.compat.benchmark_api",
+    "compute_domain_metrics": "evals.compat.benchmark_api",
     "ApiAgent": "evals.agents.builtin",
     "RandomAgent": "evals.agents.builtin",
     "ScriptedAgent": "evals.agents.builtin",
@@ -67,6 +78,14 @@ _EXPORTS = {
     "parse_accessibility_tree": "evals.agents.builtin",
     "parse_action_response": "evals.agents.builtin",
     "UIElement": "evals.adapters.base",
+    # the native API: one run of tasks on pools, its records and its summary
+    "run_evaluation": "evals.run.runner",
+    "RunConfig": "evals.run.runner",
+    "RunResult": "evals.run.runner",
+    "compute_summary": "evals.run.metrics",
+    "TaskExecution": "evals.results.records",
+    "TaskStatus": "evals.results.records",
+    "ErrorType": "evals.results.records",
 }
 
 __all__ = [
@@ -77,10 +96,15 @@ __all__ = [
     "BenchmarkObservation",
     "BenchmarkResult",
     "BenchmarkTask",
+    "ErrorType",
     "EvaluationConfig",
     "RandomAgent",
+    "RunConfig",
+    "RunResult",
     "ScriptedAgent",
     "SmartMockAgent",
+    "TaskExecution",
+    "TaskStatus",
     "UIElement",
     "WAALiveAdapter",
     "WAALiveConfig",
@@ -89,10 +113,12 @@ __all__ = [
     "action_to_string",
     "compute_domain_metrics",
     "compute_metrics",
+    "compute_summary",
     "evaluate_agent_on_benchmark",
     "format_accessibility_tree",
     "parse_accessibility_tree",
     "parse_action_response",
+    "run_evaluation",
 ]
 
 

@@ -313,7 +313,7 @@ def format_table(report: AuditReport) -> str:
 
 REPORT_MARKER = b'{\n  "generator": "openadapt-evals audit-verifier"'
 """How an ``audit-verifier --out`` report begins: the mark by which the next ``--out`` knows the
-file as one it may replace without ``--force`` (:func:`oa_vm.safe_fs.write_out`)."""
+file as one it may replace without ``--force`` (:func:`oa_vm.kit.safe_fs.write_out`)."""
 
 
 def report_json(document: dict[str, Any]) -> str:
@@ -327,7 +327,7 @@ def write_report(report: AuditReport, path: str, *, force: bool = False) -> None
     """Write the ``--out`` JSON document through the one ``--out`` writer."""
     from pathlib import Path
 
-    from oa_vm import safe_fs  # atomic, 0600, never through a symlink; the folder must exist
+    from oa_vm.kit import safe_fs  # atomic, 0600, never through a symlink; the folder must exist
 
     safe_fs.write_out(Path(path), report_json(report.to_json()), marker=REPORT_MARKER,
                       force=force)

@@ -74,7 +74,7 @@ class RunExistsError(InvalidRunInputError):
 
 class ResumeMismatchError(InvalidRunInputError):
     """``--resume`` was asked with a setting other than the run's own (a task selection, an
-    agent, a max steps...; :mod:`evals.run_settings`)."""
+    agent, a max steps...; :mod:`evals.run.settings`)."""
 
     def __init__(self, path: str, option: str, recorded: str, given: str, *,
                  fix: str = "start a new run with another --run-name") -> None:
@@ -145,7 +145,7 @@ class AgentFailed(EvalsError):
     """``--debug`` printed the agent's own traceback already; the harness's adds nothing."""
 
     def __init__(self, run_dir: str, what: str) -> None:
-        from evals.agent_failures import where_to_look
+        from evals.results.agent_failures import where_to_look
 
         self.run_dir = run_dir
         self.what = what

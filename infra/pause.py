@@ -7,7 +7,7 @@ storage only. ``pool-resume`` declares them ``running``. The program itself is u
 nothing is replaced: same settings, same resources, one more resource per worker.
 
 Azure has no such resource in its native provider: Azure pools are deallocated by the driver
-(:mod:`oa_vm.providers.cloud_fleet`).
+(:mod:`oa_vm.clouds.pulumi.fleet`).
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from oa_vm import state
-from oa_vm.connect import WorkerConnection, connect_record
+from oa_vm.clouds import get_provider
+from oa_vm.clouds.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
+from oa_vm.clouds.local.faults import validate_faults
 from oa_vm.errors import (
     NO_POOLS_MESSAGE,
     AmbiguousPoolError,
@@ -31,11 +32,10 @@ from oa_vm.errors import (
     WaitTimeoutError,
     WorkerAccessError,
 )
-from oa_vm.faults import validate_faults
-from oa_vm.providers import get_provider
-from oa_vm.providers.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
-from oa_vm.state import PoolRecord, PoolState, WorkerState
-from oa_vm.validate import require_number
+from oa_vm.kit.validate import require_number
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, WorkerState
+from oa_vm.reach.connect import WorkerConnection, connect_record
 
 __all__ = [
     "WorkerConnection",
@@ -154,7 +154,7 @@ def build_spec(
     get_provider(cloud)  # unknown cloud -> one line listing the known ones
     validate_faults(dict(faults or {}))
     pool_name = state.validate_pool_name(name) if name else _default_name()
-    from oa_vm.egress import parse_egress
+    from oa_vm.clouds.egress import parse_egress
 
     egress_mode, allowlist = parse_egress(egress)
     return PoolSpec(
@@ -231,7 +231,7 @@ def check_available(cloud: str) -> None:
 
 def detect_caller_cidr() -> str:
     """This machine's public address as a /32, to open SSH to it alone."""
-    from oa_vm.netdetect import detect_cidr
+    from oa_vm.clouds.netdetect import detect_cidr
 
     return detect_cidr()
 
@@ -326,9 +326,9 @@ def pool_status(
 ) -> PoolRecord:
     """The pool's record; refreshed from the provider when asked (always for local pools,
     where it only checks processes). ``save`` writes a changed record (default:
-    :func:`oa_vm.lease.save_fenced`, which never recreates a pool being removed; a refresh it
+    :func:`oa_vm.model.lease.save_fenced`, which never recreates a pool being removed; a refresh it
     refuses is simply not saved; a run's repairer gives one that also carries its lease)."""
-    from oa_vm.lease import PoolRemovingError, save_fenced
+    from oa_vm.model.lease import PoolRemovingError, save_fenced
 
     record = state.load(resolve_name(name))
     if refresh or record.cloud == "local":
@@ -356,7 +356,7 @@ def list_pools(*, refresh_local: bool = True) -> list[PoolRecord | CorruptRecord
 
 def pool_cost_so_far(record: PoolRecord) -> float | None:
     """$ spent so far by the pool (running and paused time), or None when it has no price."""
-    from oa_vm.pool_cost import pool_cost_so_far as cost
+    from oa_vm.cost.pool_cost import pool_cost_so_far as cost
 
     if record.price_per_hour is None and not record.provider_data.get("pauses"):
         return None
@@ -366,15 +366,15 @@ def pool_cost_so_far(record: PoolRecord) -> float | None:
 def wait_pool(
     name: str | None,
     *,
-    timeout_s: float = 4200.0,  # oa_vm.cloud_plan.FIRST_POOL_WAIT_S (a test keeps them equal)
+    timeout_s: float = 4200.0,  # oa_vm.cost.cloud_plan.FIRST_POOL_WAIT_S (a test keeps them equal)
     on_update: Callable[[PoolRecord], None] | None = None,
     workers: Collection[str] | None = None,
     save: Callable[[PoolRecord], object] | None = None,
 ) -> PoolRecord:
     """Follow every worker (or only ``workers``, e.g. a repair's replacements) through its
     phases until all are ready. ``save`` writes each refresh (default:
-    :func:`oa_vm.lease.save_fenced`: once ``pool-cleanup`` began, the wait ends with
-    :class:`oa_vm.lease.PoolRemovingError` instead of bringing the record back).
+    :func:`oa_vm.model.lease.save_fenced`: once ``pool-cleanup`` began, the wait ends with
+    :class:`oa_vm.model.lease.PoolRemovingError` instead of bringing the record back).
 
     Raises:
         WorkerAccessError: a worker's host refused the pool's key or offered a changed host key
@@ -382,7 +382,7 @@ def wait_pool(
         PoolNotReadyError: a worker was lost while waiting (its last log line is given).
         WaitTimeoutError: time ran out; the message names each stuck worker and its phase.
     """
-    from oa_vm.lease import save_fenced
+    from oa_vm.model.lease import save_fenced
 
     save = save or save_fenced
     record = state.load(resolve_name(name))
@@ -411,7 +411,7 @@ def wait_pool(
         if on_update is not None:
             on_update(record)
         # A draining worker already replaced (oa_vm.fleet) is not waited for: it is going.
-        from oa_vm import replacements
+        from oa_vm.reach import replacements
 
         wanted = set(workers) if workers is not None else {
             w.name for w in record.workers
@@ -441,7 +441,7 @@ def wait_pool(
                 for w in record.workers
                 if w.state != WorkerState.READY
             )
-            from oa_vm.durations import format_duration
+            from oa_vm.kit.durations import format_duration
 
             raise WaitTimeoutError(
                 f"pool {record.name!r} not ready after {format_duration(timeout_s)}: {stuck}"
@@ -456,13 +456,13 @@ def cleanup_pool(
 
     A pool removed earlier gives an empty report saying so; an unknown name raises
     :class:`PoolNotFoundError`; a corrupt record raises :class:`CorruptRecordError` and nothing
-    is deleted. A pool whose lease a live run holds (:mod:`oa_vm.lease`) is not removed from
+    is deleted. A pool whose lease a live run holds (:mod:`oa_vm.model.lease`) is not removed from
     under it: :class:`PoolInUseError`, nothing changed, unless ``force`` (then ``progress``
     says whose pool it removes). A stale lease (its holder gone) never stops a cleanup, and a
     process may remove a pool whose lease it holds itself. While it removes, the pool's lease
     is held, so no run starts on it meanwhile.
     """
-    from oa_vm.lease import describe, guard_pool
+    from oa_vm.model.lease import describe, guard_pool
 
     pool = resolve_name(name)
     try:

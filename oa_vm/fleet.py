@@ -2,7 +2,7 @@
 
 - **pause** stops every worker but keeps its disk (AWS: instances stopped; Azure: deallocated;
   local: processes stopped, folders kept). A paused pool costs only what it keeps (see
-  :mod:`oa_vm.pool_cost`) and gets a new expiry, ``keep_days`` ahead: paused pools expire too,
+  :mod:`oa_vm.cost.pool_cost`) and gets a new expiry, ``keep_days`` ahead: paused pools expire too,
   and ``pool-cleanup --expired`` removes them, unless ``pool-extend`` moves the expiry.
 - **resume** starts the workers again and waits for them (a warm start: the image and the
   Windows disk are already there).
@@ -18,16 +18,18 @@
   replaced whom.
 - **extend** moves the expiry of a pool, paused or not.
 
-A run holds its pool's lease (:mod:`oa_vm.lease`). **pause** would stop the workers under it,
+A run holds its pool's lease (:mod:`oa_vm.model.lease`). **pause** would stop the workers under it,
 so it is refused while a live run holds the lease (``force`` overrides), and holds the lease
 itself while it stops them. **resume**, **repair** and **extend** are allowed during a run:
 resume and extend take nothing away, and repair is what ``run --repair`` itself calls while
 holding the lease (a user's ``pool-repair`` during a run replaces lost workers the run would
 otherwise quarantine; it never touches a worker that is alive, unless named).
 
-Cleanup wins: once ``pool-cleanup`` has begun (:mod:`oa_vm.lease`), repair and resume start
-nothing and extend writes nothing (:class:`oa_vm.lease.PoolRemovingError`); their check, start and
-save happen under :func:`oa_vm.lease.fleet_lock`, which the cleanup takes after marking the pool.
+Cleanup wins: once ``pool-cleanup`` has begun (:mod:`oa_vm.model.lease`), repair and resume start
+nothing and extend writes nothing (:class:`oa_vm.model.lease.PoolRemovingError`); their check,
+start and
+save happen under :func:`oa_vm.model.lease.fleet_lock`, which the cleanup takes after marking the
+pool.
 
 Like :mod:`oa_vm.api`, every function returns records and raises :mod:`oa_vm.errors`; nothing
 prints. Records are saved after every step, so an interrupted operation leaves a record that
@@ -39,13 +41,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.clouds import get_provider
+from oa_vm.clouds.base import Capability, FleetOps, Progress, no_progress
+from oa_vm.cost.pool_cost import paused_price_of
 from oa_vm.errors import InvalidInputError, PoolNotReadyError, ProviderUnavailableError
-from oa_vm.pool_cost import paused_price_of
-from oa_vm.providers import get_provider
-from oa_vm.providers.base import Capability, FleetOps, Progress, no_progress
-from oa_vm.replacements import replaced_by, successor
-from oa_vm.state import PoolRecord, PoolState, WorkerState
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, WorkerState
+from oa_vm.reach.replacements import replaced_by, successor
 
 DEFAULT_KEEP_DAYS = 7.0
 
@@ -71,7 +74,7 @@ def parse_span(text: str, *, default_unit: str = "h") -> float:
     Raises:
         InvalidInputError: not a positive duration.
     """
-    from oa_vm.durations import SECONDS, to_unit
+    from oa_vm.kit.durations import SECONDS, to_unit
 
     try:
         return to_unit(text, default_unit) * SECONDS[default_unit]
@@ -99,7 +102,7 @@ def pause_pool(
     """Stop every worker of the pool, keeping its disks; the pool expires ``keep_days`` later.
     Draining workers that were already replaced are retired first, not paused.
 
-    A run holding the pool's lease (:mod:`oa_vm.lease`) would lose its workers: the pause is
+    A run holding the pool's lease (:mod:`oa_vm.model.lease`) would lose its workers: the pause is
     refused unless ``force`` (then ``progress`` says whose workers it stops). While it pauses,
     the pool's lease is held, so no run starts on workers being stopped.
 
@@ -110,10 +113,10 @@ def pause_pool(
         InvalidInputError: ``keep_days`` is not positive.
         ProviderUnavailableError: the pool's cloud cannot pause.
 
-    ``ops`` replaces the provider's :meth:`~oa_vm.providers.base.Provider.fleet_ops` (tests
+    ``ops`` replaces the provider's :meth:`~oa_vm.clouds.base.Provider.fleet_ops` (tests
     give one with a stand-in engine).
     """
-    from oa_vm.lease import describe, guard_pool
+    from oa_vm.model.lease import describe, guard_pool
 
     if not keep_days > 0:
         raise InvalidInputError(f"--keep-days must be more than 0, not {keep_days}")
@@ -195,7 +198,7 @@ def resume_pool(
         raise PoolNotReadyError(
             f"pool {record.name!r} is not paused ({record.state.value}); nothing to resume"
         )
-    from oa_vm.lease import PoolRemovingError, fleet_lock, removing
+    from oa_vm.model.lease import PoolRemovingError, fleet_lock, removing
 
     ops = ops or fleet_ops(record.cloud, Capability.RESUME)
     with fleet_lock(record.name):  # cleanup wins: see repair_pool
@@ -240,10 +243,10 @@ def repair_pool(
     the named workers) to be ready, not for the rest of the pool.
 
     Cleanup wins: the check that the pool is not being removed, the start and the record's save
-    happen under :func:`oa_vm.lease.fleet_lock`, which ``pool-cleanup`` takes after marking the
-    pool, and every later save (while waiting) is refused once the cleanup began; ``fence`` (a
-    run's :meth:`oa_vm.lease.Hold.check`) is asked before anything starts, so a run whose lease
-    was taken over repairs nothing.
+    happen under :func:`oa_vm.model.lease.fleet_lock`, which ``pool-cleanup`` takes after marking
+    the pool, and every later save (while waiting) is refused once the cleanup began; ``fence`` (a
+    run's :meth:`oa_vm.model.lease.Hold.check`) is asked before anything starts, so a run whose
+    lease was taken over repairs nothing.
 
     Raises:
         InvalidInputError: a named worker is not in the pool.
@@ -252,7 +255,7 @@ def repair_pool(
         PoolRemovingError: ``pool-cleanup`` has begun (nothing was started).
         LeaseLostError: ``fence`` refused (nothing was started).
     """
-    from oa_vm.lease import PoolRemovingError, fleet_lock, removing, save_fenced
+    from oa_vm.model.lease import PoolRemovingError, fleet_lock, removing, save_fenced
 
     pool = api.resolve_name(name)
     with fleet_lock(pool):
@@ -326,7 +329,7 @@ def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
     if not by_s > 0:
         raise InvalidInputError("the extension must be more than zero")
     resolved = api.resolve_name(name)
-    from oa_vm.lease import save_fenced
+    from oa_vm.model.lease import save_fenced
 
     with state.locked(resolved):  # read-modify-write: parallel extends must all count
         record = state.load(resolved)

@@ -1,12 +1,12 @@
 """Prepared images: plan, build, list and delete the Windows image pools start from.
 
-One image per region is built once (:data:`oa_vm.timings.IMAGE_BUILD`) and reused by every pool
-of that region, which then starts warm (:data:`oa_vm.timings.WARM_READY`) instead of installing
+One image per region is built once (:data:`oa_vm.kit.timings.IMAGE_BUILD`) and reused by every pool
+of that region, which then starts warm (:data:`oa_vm.kit.timings.WARM_READY`) instead of installing
 Windows on every worker. The build is one Pulumi stack per image (project
 ``oa-vm-<cloud>-images``) driven through three updates (see :mod:`infra.image_aws`): ``build``
 (a builder host with an empty storage volume), ``snapshot`` (once the builder reports ``built``
 in its status file), ``keep`` (the builder and its volume deleted, the snapshot kept). Records
-live in ``$OA_VM_HOME/images`` (:mod:`oa_vm.image_records`).
+live in ``$OA_VM_HOME/images`` (:mod:`oa_vm.model.image_records`).
 
 Nothing prints here; progress goes to a callback, errors are :mod:`oa_vm.errors` types.
 """
@@ -19,15 +19,17 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
-from oa_vm import cloud_plan, image_records, state, timings
+from oa_vm.clouds.base import CleanupReport, Plan, PlannedResource, Progress, no_progress
+from oa_vm.cost import cloud_plan
 from oa_vm.errors import InvalidInputError, ProvisioningError
-from oa_vm.image_records import ImageRecord
-from oa_vm.providers.base import CleanupReport, Plan, PlannedResource, Progress, no_progress
+from oa_vm.kit import timings
+from oa_vm.model import image_records, state
+from oa_vm.model.image_records import ImageRecord
 
 if TYPE_CHECKING:
     from infra.settings import ImageSettings
-    from oa_vm.providers.pulumi_provider import PulumiCloudProvider
-    from oa_vm.shared_images import ListedImage
+    from oa_vm.clouds.pulumi.provider import PulumiCloudProvider
+    from oa_vm.model.shared_images import ListedImage
 
 BUILD_WAIT_S = cloud_plan.BUILD_READY_S * cloud_plan.WAIT_MARGIN
 """How long :func:`follow_builder` waits for the builder to report ``built``."""
@@ -52,8 +54,8 @@ def cloud_provider(cloud: str) -> PulumiCloudProvider:
     Raises:
         InvalidInputError: a cloud without images (local pools need none).
     """
-    from oa_vm.providers import get_provider
-    from oa_vm.providers.base import Capability
+    from oa_vm.clouds import get_provider
+    from oa_vm.clouds.base import Capability
 
     provider = get_provider(cloud)
     if Capability.IMAGES not in provider.capabilities:
@@ -83,8 +85,8 @@ def image_settings(
         InvalidInputError: a region the cloud lacks, a size that cannot nest, or a bad setting.
     """
     from infra.settings import DEFAULT_WINDOWS_VERSION, ImageSettings, PoolSettings, SettingsError
-    from oa_vm import config
-    from oa_vm.pricing.regions import check_region
+    from oa_vm.cost.pricing.regions import check_region
+    from oa_vm.model import config
 
     region = check_region(provider.name, region)
     name = new_image_id(region, now)
@@ -131,8 +133,8 @@ def plan_image(
     """
     from infra.offline import run_offline
     from infra.settings import CALLER_CIDR_PLACEHOLDER, SSH_KEY_PLACEHOLDER
-    from oa_vm import iso_source
-    from oa_vm.providers.pulumi_provider import plain_inputs, worker_price
+    from oa_vm.clouds import iso_source
+    from oa_vm.clouds.pulumi.provider import plain_inputs, worker_price
 
     if iso:
         iso_source.check(iso)
@@ -238,9 +240,10 @@ def create_image(
         ProvisioningError: the build failed (what was made is removed, unless it says so).
     """
     from infra.settings import with_pinned
-    from oa_vm import iso_source, sshkeys
-    from oa_vm.providers.pulumi_driver import EngineError, classify_failure, ensure_passphrase
-    from oa_vm.providers.pulumi_driver import stack_ref as make_ref
+    from oa_vm.clouds import iso_source
+    from oa_vm.clouds.pulumi.driver import EngineError, classify_failure, ensure_passphrase
+    from oa_vm.clouds.pulumi.driver import stack_ref as make_ref
+    from oa_vm.model import sshkeys
 
     if iso:  # refused in one line before anything is made
         iso_source.check(iso)
@@ -394,7 +397,7 @@ def list_images(
     import subprocess
 
     from oa_vm.errors import ProviderUnavailableError
-    from oa_vm.shared_images import merge
+    from oa_vm.model.shared_images import merge
 
     cli = "aws" if provider.name == "aws" else "az"
     if provider.image_lister is None:
@@ -427,7 +430,7 @@ def delete_image(
     Raises:
         ImageNotFoundError: no such image.
     """
-    from oa_vm.providers.pulumi_driver import stack_ref as make_ref
+    from oa_vm.clouds.pulumi.driver import stack_ref as make_ref
 
     record = image_records.load(image_records.check_image_id(image_id))
     provider = provider or cloud_provider(record.cloud)
@@ -449,19 +452,19 @@ def follow_builder(
     """Follow the builder over SSH until its status file says ``built`` (the real wait).
 
     The builder is the first of ``outputs["workers"]`` (``public_ip``, ``ssh_user`` and, when
-    not 22, ``ssh_port``); its key is the image's own (:func:`oa_vm.sshkeys.key_path`).
+    not 22, ``ssh_port``); its key is the image's own (:func:`oa_vm.model.sshkeys.key_path`).
 
     Raises:
         ProvisioningError: the builder reported a failed step, or the deadline passed.
     """
-    from oa_vm.providers.cloud_wait import follow_status
-    from oa_vm.state import SshEndpoint
+    from oa_vm.clouds.pulumi.wait import follow_status
+    from oa_vm.model.state import SshEndpoint
 
     workers = list(outputs.get("workers") or [])
     if not workers:
         raise ProvisioningError("the builder's address is missing from the stack outputs")
     worker = workers[0]
-    from oa_vm.sshkeys import key_path
+    from oa_vm.model.sshkeys import key_path
 
     ssh = SshEndpoint(host=str(worker["public_ip"]), port=int(worker.get("ssh_port") or 22),
                       user=str(worker["ssh_user"]), key_path=str(key_path(record.id)))

@@ -56,7 +56,7 @@ DEFAULT_BACKOFF_MAX = 8.0
 _BODY_SNIPPET = 200
 FENCE_HEADER = "X-OA-VM-Fence"
 """The header carrying :attr:`HttpClient.fence_token`: the generation of the pool lease the
-caller holds (``oa_vm.lease``). A worker that has seen a higher one refuses the request with a
+caller holds (``oa_vm.model.lease``). A worker that has seen a higher one refuses the request with a
 409 before playing it, so a controller that woke from a freeze cannot act in the run that took
 its pool over; a server that does not know the header ignores it."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from evals.adapters.base import UIElement
 from evals.agents.base import BenchmarkAction, BenchmarkObservation, BenchmarkTask
-from evals.benchmark_api import (
+from evals.compat.benchmark_api import (
     WAA_DOMAINS,
     BenchmarkAdapter,
     BenchmarkResult,
@@ -15,7 +15,7 @@ from evals.benchmark_api import (
     WAALiveConfig,
     WAASimulatedAdapter,
 )
-from evals.synthetic_mock import WAAMockAdapter
+from evals.compat.synthetic_mock import WAAMockAdapter
 from waa_client.catalog import is_synthetic as is_synthetic_task_id
 from waa_client.errors import SyntheticTaskError
 

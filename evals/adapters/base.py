@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals.agents.base import BenchmarkAction, BenchmarkObservation, BenchmarkTask
-from evals.benchmark_api import BenchmarkAdapter, BenchmarkResult
+from evals.compat.benchmark_api import BenchmarkAdapter, BenchmarkResult
 
 
 @dataclass

@@ -34,7 +34,7 @@ from evals.agents.builtin import (
     parse_action_response,
 )
 from evals.errors import EvalsError, InvalidRunInputError, UnknownAgentError
-from oa_vm.validate import module_spec_problem
+from oa_vm.kit.validate import module_spec_problem
 
 __all__ = [
     "BUILTIN_AGENTS",
@@ -121,8 +121,8 @@ def load_agent_class(spec: str) -> type[BenchmarkAgent]:
 
 
 def _import(module_name: str) -> Any:
-    """Import a module, looking in the current folder first (:mod:`evals.module_spec`)."""
-    from evals.module_spec import import_module_here
+    """Import a module, looking in the current folder first (:mod:`evals.agents.module_spec`)."""
+    from evals.agents.module_spec import import_module_here
 
     return import_module_here(module_name)
 

@@ -33,7 +33,7 @@ SEND_MSG_TO_USER = "send_msg_to_user"
 REPORT_INFEASIBLE = "report_infeasible"
 ABSTENTION_TYPES = (SEND_MSG_TO_USER, REPORT_INFEASIBLE)
 """The two abstention actions: ask the user a question, or report the request cannot be done.
-Each ends the episode, with its ``text`` recorded (``evals.openapps`` scores them)."""
+Each ends the episode, with its ``text`` recorded (``evals.tasks.openapps`` scores them)."""
 GUI_ACTION_TYPES = GUI_TYPES
 """The reference tool's GUI actions, sent to the worker as pyautogui source."""
 ACTION_TYPES = (EXECUTE, EXECUTE_WINDOWS, DONE, FAIL, WAIT, *ABSTENTION_TYPES, *GUI_TYPES)

@@ -33,7 +33,7 @@ from evals.agents.base import (
     parse_action,
 )
 from evals.errors import AgentError, InvalidRunInputError
-from oa_vm.redact import redact_text, redact_url, register_secret
+from oa_vm.kit.redact import redact_text, redact_url, register_secret
 
 AGENT_TOKEN_ENV = "OA_EVALS_AGENT_TOKEN"
 """If set, sent as ``Authorization: Bearer <token>`` to the agent server."""
@@ -188,7 +188,8 @@ def probe(url: str, *, option: str = "--agent-url", timeout_s: float = PROBE_TIM
 def probe_agent_server(agent: str, url: str | None, *, option: str = "--agent-url") -> None:
     """:func:`probe` the server of an ``http`` agent; any other agent needs nothing.
 
-    The one check both the commands (before a pool is made) and :func:`evals.runner.run_evaluation`
+    The one check both the commands (before a pool is made) and
+    :func:`evals.run.runner.run_evaluation`
     (before a lease is taken, for Python callers) make. An ``http`` agent without a URL is
     refused where it is built, so there is nothing to probe.
     """

@@ -203,7 +203,7 @@ def catalog_model(model: str, known: list[str]) -> str:
 
 def known_models() -> list[str]:
     """The model names the price catalog knows."""
-    from evals.cost import known_models as catalog
+    from evals.results.cost import known_models as catalog
 
     return catalog()
 

@@ -23,7 +23,8 @@ class OracleAgent(ScriptedAgent):
 
     sees_answers = True
     runs_module_oracle = True
-    """On a Cua-Bench variant it plays the module's ``solve_task`` (:mod:`evals.cua_bench`)."""
+    """On a Cua-Bench variant it plays the module's ``solve_task``
+    (:mod:`evals.tasks.cua_bench`)."""
 
     def script(self, task: BenchmarkTask) -> list[str]:
         """The task's ``reference_solution``."""

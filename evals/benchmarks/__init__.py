@@ -4,15 +4,15 @@ for code importing them from there. See docs/compat.md for what differs.
 
 from __future__ import annotations
 
-from evals.benchmark_api import (
+from evals.compat.benchmark_api import (
     EvaluationConfig,
     WAALiveAdapter,
     WAASimulatedAdapter,
     compute_domain_metrics,
     evaluate_agent_on_benchmark,
 )
-from evals.metrics import compute_metrics
-from evals.synthetic_mock import WAAMockAdapter
+from evals.compat.synthetic_mock import WAAMockAdapter
+from evals.run.metrics import compute_metrics
 
 __all__ = [
     "EvaluationConfig",

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evals.benchmark_api import (
+from evals.compat.benchmark_api import (
     EvaluationConfig,
     compute_domain_metrics,
     evaluate_agent_on_benchmark,
 )
-from evals.metrics import compute_metrics
+from evals.run.metrics import compute_metrics
 
 if TYPE_CHECKING:
     from evals.agents.base import BenchmarkAgent, BenchmarkTask
-    from evals.benchmark_api import BenchmarkAdapter, BenchmarkResult
+    from evals.compat.benchmark_api import BenchmarkAdapter, BenchmarkResult
 
 
 def _run_single_task(

@@ -1,7 +1,8 @@
 """ExtraDup: does a reward pay for wrong writes?
 
 Five families of wrong write are applied to an encounter of the records app
-(:mod:`evals.records_app`): a duplicate record, an extra field, a missing field, a form never
+(:mod:`evals.extradup.records_app`): a duplicate record, an extra field, a missing field, a form
+never
 submitted, a "Saved" banner with nothing saved. Each reward is asked about each family (and
 about the correct run) three times, each time on a fresh app, and the scan reports how many
 wrong writes it paid and how many correct runs. Two reference rewards of our own are built in:
@@ -18,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from evals.agents.user_code import import_attribute
 from evals.errors import InvalidRunInputError
-from evals.records_app import EXPECTED, FIELDS, SAVED_BANNER, RecordsApp, enter_expected
-from evals.user_code import import_attribute
+from evals.extradup.records_app import EXPECTED, FIELDS, SAVED_BANNER, RecordsApp, enter_expected
 
 ASKS = 3
 """How many times each reward is asked about each case (a reward may not answer the same)."""

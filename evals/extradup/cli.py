@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from oa_vm.clikit import run_main
+from oa_vm.kit.clikit import run_main
 
 app = typer.Typer(
     name="extradup",
@@ -48,7 +48,7 @@ def kill_scan(
     rewards = [(spec, load_reward(spec)) for spec in specs]  # all refused before any is asked
     scans = [scan(name, function) for name, function in rewards]
     if json_out:
-        from oa_vm.clikit import print_json
+        from oa_vm.kit.clikit import print_json
 
         print_json({"asks": ASKS, "families": list(FAMILIES), "rewards": [
             {"reward": s.name, "paid": s.paid, "wrong_paid": s.wrong_paid,

@@ -1,7 +1,8 @@
 """The simulated desktop's own productivity apps: a to-do list, a code editor and a messenger.
 
 Each keeps its state as one JSON document (:meth:`WorkApps.state`), the shape OpenApps-style
-tasks compare before and after an episode (``evals.openapps``). A fresh profile starts with the
+tasks compare before and after an episode (``evals.tasks.openapps``). A fresh profile starts with
+the
 same seed every time (:func:`seeded`): a to-do list holding "Water plants", a code editor
 holding ``script.py``, an empty messenger. Pure data plus validation, like :mod:`apps`.
 

@@ -2,7 +2,7 @@
 # What a host the user names can take, read without changing anything (the plan of
 # 'oa-vm pool-create --cloud ssh' runs it over SSH before anything is installed).
 #
-# Prints KEY=VALUE lines (oa_vm/providers/hosts/probe.py parses them):
+# Prints KEY=VALUE lines (oa_vm/clouds/hosts/probe.py parses them):
 #   kvm=yes|no            /dev/kvm exists
 #   cpus=N                processors listed in /proc/cpuinfo
 #   mem_kib=N             MemTotal of /proc/meminfo

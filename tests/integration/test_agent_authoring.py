@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.model import state
 from tests.support.cli import BIN
 from tests.support.run_records import read_records
 

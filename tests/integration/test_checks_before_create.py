@@ -215,7 +215,7 @@ def test_the_python_api_refuses_an_http_agent_whose_server_does_not_answer(
 ) -> None:
     from evals.agents import AgentOptions
     from evals.errors import InvalidRunInputError
-    from evals.runner import RunConfig, run_evaluation
+    from evals.run.runner import RunConfig, run_evaluation
 
     made = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1", "--pool", "api",
                    "-y", home=oa_home)

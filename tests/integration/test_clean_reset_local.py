@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.model import state
 from tests.support.cli import Result, run_cli
 
 pytestmark = pytest.mark.integration
@@ -154,7 +155,7 @@ def test_summary_and_page_show_resets_and_a_disagreeing_fingerprint(
     page = Path(shown.stdout.strip().splitlines()[-1]).read_text()
     assert "<h2>Resets</h2>" in page and "fingerprints disagree" in page
     assert "fingerprint NOT clean" in page
-    from evals import metrics
+    from evals.run import metrics
 
     text = metrics.format_summary(metrics.compute_summary(results / "both"))
     assert f"WARNING: fingerprints disagree: 1 clean reset(s) did not show the clean machine " \

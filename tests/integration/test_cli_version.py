@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.cli_version import package_version
+from oa_vm.kit.version import package_version
 from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.integration

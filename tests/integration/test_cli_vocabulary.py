@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.duration_options import to_unit
+from oa_vm.kit.duration_options import to_unit
 from tests.support.cli import BIN, Result, run_cli
 
 pytestmark = pytest.mark.integration

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from infra import aws
-from oa_vm.host_status import RemoteCommands, parse_status
-from oa_vm.pool_options import Heartbeat
-from oa_vm.providers.cloud_wait import worker_phase
-from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
+from oa_vm.cli.pool_options import Heartbeat
+from oa_vm.clouds.pulumi.wait import worker_phase
+from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
+from oa_vm.reach.host_status import RemoteCommands, parse_status
 from tests.support.host_standins import calls, standin_env, write_shipped, write_standins
 from waa_client.ssh import CommandResult
 

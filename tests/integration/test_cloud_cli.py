@@ -247,7 +247,7 @@ def _record_image(home: Path, monkeypatch: pytest.MonkeyPatch, *, expired: bool 
     """An image as image-create records it (the cloud cannot be reached here)."""
     from datetime import timedelta
 
-    from oa_vm import image_records, state
+    from oa_vm.model import image_records, state
 
     monkeypatch.setenv("OA_VM_HOME", str(home))
     created = state.utcnow() - timedelta(days=100 if expired else 1)

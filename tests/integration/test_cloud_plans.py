@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 # exit; the traceback came from that).
 MANY_PLANS = """
 import asyncio, gc, sys
-from oa_vm.cli import app
+from oa_vm.cli.app import app
 for i in range(22):
     cloud = ("aws", "azure")[i % 2]
     try:

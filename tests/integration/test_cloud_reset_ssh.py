@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.host_status import ParamikoRunner
-from oa_vm.providers import cloud_reset
-from oa_vm.providers.cloud_reset import HostSnapshotControl
-from oa_vm.snapshots import SnapshotError
-from oa_vm.state import SshEndpoint
+from oa_vm.clouds.pulumi import reset as cloud_reset
+from oa_vm.clouds.pulumi.reset import HostSnapshotControl
+from oa_vm.model.snapshots import SnapshotError
+from oa_vm.model.state import SshEndpoint
+from oa_vm.reach.host_status import ParamikoRunner
 from tests.support.sshd import SshServer, sshd_available
 
 pytestmark = pytest.mark.integration

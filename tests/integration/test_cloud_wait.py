@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from oa_vm import state
+from oa_vm.clouds.pulumi.wait import follow_status, worker_phase
 from oa_vm.errors import ProvisioningError
-from oa_vm.host_status import RemoteCommands
-from oa_vm.providers.cloud_wait import follow_status, worker_phase
-from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+from oa_vm.reach.host_status import RemoteCommands
 from tests.support import sshd as sshd_support
 from tests.support.host_standins import (
     HostSshServer,
@@ -205,7 +205,7 @@ def _builder(host: HostSshServer) -> tuple[Any, dict[str, Any]]:
     import shutil
     from datetime import timedelta
 
-    from oa_vm import image_records, sshkeys
+    from oa_vm.model import image_records, sshkeys
 
     image_id = "waa-us-east-1-20261201-0900"
     key = sshkeys.key_path(image_id)
@@ -274,7 +274,7 @@ def test_the_default_host_paths_are_lib_shs() -> None:
     ``OA_VM_STATE_DIR`` unset)."""
     import subprocess
 
-    from oa_vm.host_status import IMAGE_INFO_FILE, STATUS_FILE
+    from oa_vm.reach.host_status import IMAGE_INFO_FILE, STATUS_FILE
 
     lib = Path(__file__).resolve().parents[2] / "infra" / "worker" / "lib.sh"
     shipped = subprocess.run(
@@ -296,7 +296,8 @@ def test_follow_builder_stops_at_once_when_the_builder_refuses_the_key(
     it, not at the builder's deadline (hours)."""
     import subprocess
 
-    from oa_vm import images, sshkeys
+    from oa_vm import images
+    from oa_vm.model import sshkeys
 
     folder = Path(builder_host.env["OA_VM_STATE_DIR"])
     _status(folder / "status", "running", "guest", "waiting for Windows")

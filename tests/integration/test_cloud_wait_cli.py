@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import state
-from oa_vm.providers import pulumi_driver
-from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+from oa_vm.clouds.pulumi import driver as pulumi_driver
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 from tests.support import fake_pulumi_cli
 from tests.support import sshd as sshd_support
 from tests.support.cli import run_cli
@@ -141,8 +141,8 @@ def _refused_key(tmp_path: Path, home: Path) -> None:
 
 def _changed_host_key(host: HostSshServer, tmp_path: Path, home: Path) -> None:
     """The worker's host key was remembered, then the host came back with another one."""
-    from oa_vm.connect import known_hosts_path
-    from oa_vm.host_status import ParamikoRunner
+    from oa_vm.reach.connect import known_hosts_path
+    from oa_vm.reach.host_status import ParamikoRunner
 
     record = state.load("waa")
     assert record.workers[0].ssh is not None

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from infra.local.browser import find_chromium
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.model import state
 from tests.support.cli import Result, run_cli
 from tests.support.run_records import read_records as read_by_folder
 

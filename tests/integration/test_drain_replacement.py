@@ -3,7 +3,7 @@ worker processes, the real CLI) starts a new worker under a new name while the d
 keeps running, and retires the draining one once its process has ended.
 
 A local worker is marked draining through its status file (``<worker folder>/host-status``,
-the seam :mod:`oa_vm.drain` reads, with the lines a spot watcher writes on a cloud host).
+the seam :mod:`oa_vm.reach.drain` reads, with the lines a spot watcher writes on a cloud host).
 """
 
 from __future__ import annotations
@@ -148,9 +148,9 @@ def test_run_repair_starts_the_replacement_before_the_draining_worker_lets_go(
     """``run --repair``'s repairer, given the run's drain check: the replacement starts on the
     notice, while the draining worker is still busy (its dispatch loop has not asked yet); when
     the loop asks, it gets the new worker and the draining one is retired."""
-    from evals.repair import WorkerRepairer
-    from oa_vm import state
-    from oa_vm.drain import DrainWatch
+    from evals.run.repair import WorkerRepairer
+    from oa_vm.model import state
+    from oa_vm.reach.drain import DrainWatch
 
     monkeypatch.setenv("OA_VM_HOME", str(home))
     created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name",

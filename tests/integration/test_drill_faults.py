@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.model import state
 from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.run_records import assert_summary_matches, read_records
 

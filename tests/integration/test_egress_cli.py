@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import state
+from oa_vm.model import state
 from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.cost import token_cost
-from oa_vm import api, state
+from evals.results.cost import token_cost
+from oa_vm import api
+from oa_vm.model import state
 from tests.support.cli import run_cli
 from tests.support.fake_model_apis import TOKENS_IN, TOKENS_OUT, FakeModelApis
 from tests.support.run_records import read_records

@@ -1,6 +1,6 @@
 """OpenApps-style task configs end to end: the real ``openadapt-evals`` CLI, a real local pool
 (its desktop starts with a to-do list holding "Water plants" and a code editor holding
-``script.py``), the examples of ``evals/openapps/examples/all_tasks.yaml`` (OpenApps' own
+``script.py``), the examples of ``evals/tasks/openapps/examples/all_tasks.yaml`` (OpenApps' own
 documented entries among them, as written there).
 
 Every example scores 1 with ``--agent oracle`` and 0 with ``--agent noop``; an agent that acts
@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.model import state
 from tests.support.cli import Result, run_cli
 from tests.support.run_records import read_records as read_by_folder
 

@@ -1,6 +1,7 @@
 """``pool-pause`` and ``pool-cleanup`` respect a running run's lease: the real oa-vm CLI as a
 subprocess, real worker processes, and the lease held by another live process (a helper that
-takes it through :func:`oa_vm.lease.hold_pool`, as a run does, then waits to be told to stop)."""
+takes it through :func:`oa_vm.model.lease.hold_pool`, as a run does, then waits to be told to
+stop)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ HOLDER = "holder-run"
 
 _HOLD = """
 import sys
-from oa_vm.lease import hold_pool
+from oa_vm.model.lease import hold_pool
 with hold_pool(sys.argv[1], sys.argv[2]):
     print("held", flush=True)
     sys.stdin.read()  # until the test closes stdin (or kills this process)
@@ -222,7 +223,7 @@ def test_the_api_refuses_too_and_the_holder_itself_may_clean_up(
 ) -> None:
     from oa_vm import api, fleet
     from oa_vm.errors import PoolInUseError
-    from oa_vm.lease import hold_pool
+    from oa_vm.model.lease import hold_pool
 
     monkeypatch.setenv("OA_VM_HOME", str(home))
     _create(home, "api")

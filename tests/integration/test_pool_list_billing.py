@@ -18,8 +18,8 @@ pytestmark = pytest.mark.integration
 
 SAVE = """
 from datetime import timedelta
-from oa_vm import state
-from oa_vm.state import PoolRecord, PoolState, WorkerRecord
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord
 now = state.utcnow()
 for name, cloud, expired in (("deallocated", "azure", True), ("ended", "aws", True),
                              ("live", "azure", False)):

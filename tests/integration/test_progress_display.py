@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.progress import eta_text, totals_line
-from evals.runner import Snapshot
+from evals.report.progress import eta_text, totals_line
+from evals.run.runner import Snapshot
 from tests.support.cli import run_cli
 from tests.support.pty_cli import run_on_terminal
 

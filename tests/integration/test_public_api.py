@@ -26,9 +26,9 @@ from evals import (
     evaluate_agent_on_benchmark,
 )
 from evals.agents.oracle import OracleAgent
-from evals.metrics import compute_summary
-from evals.viewer import render_run
-from oa_vm import state
+from evals.report.viewer import render_run
+from evals.run.metrics import compute_summary
+from oa_vm.model import state
 from tests.support.worker_proc import running_worker
 from waa_client.errors import SyntheticTaskError, UnknownTaskError
 

@@ -155,10 +155,10 @@ def test_the_cloud_control_over_ssh_restores_the_guest(
     guest: tuple[Path, tiny_guest.TinyGuest], tmp_path: Path
 ) -> None:
     """What a run does on a cloud worker: ``sudo -n reset.sh`` over the pool's SSH path."""
-    from oa_vm.host_status import ParamikoRunner
-    from oa_vm.providers.cloud_reset import HostSnapshotControl
-    from oa_vm.snapshots import SnapshotError
-    from oa_vm.state import SshEndpoint
+    from oa_vm.clouds.pulumi.reset import HostSnapshotControl
+    from oa_vm.model.snapshots import SnapshotError
+    from oa_vm.model.state import SshEndpoint
+    from oa_vm.reach.host_status import ParamikoRunner
     from tests.support import sshd as sshd_support
     from tests.support.host_standins import HostSshServer, write_standins
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.quick import parse
+from oa_vm.cli.quick import parse
 from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.integration
@@ -75,8 +75,9 @@ def test_the_proc_check_agrees_with_the_provider(
     import signal
     import time
 
-    from oa_vm import api, state
-    from oa_vm.proc_check import record_is_current
+    from oa_vm import api
+    from oa_vm.clouds.local.proc_check import record_is_current
+    from oa_vm.model import state
 
     monkeypatch.setenv("OA_VM_HOME", str(home))
     api.create_pool(name="pc", cloud="local", workers=2)

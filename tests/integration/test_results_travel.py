@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.metrics import read_records
+from evals.run.metrics import read_records
 from infra.local.browser import BrowserScreen, find_chromium
 from tests.support.cli import run_cli
 from tests.support.local_runs import LOOK, RUNS, LocalRuns, make_runs
@@ -33,7 +33,7 @@ def evals(runs: LocalRuns, *args: str) -> tuple[int, str, str]:
 
 
 def test_every_step_keeps_the_tree_the_agent_was_given(runs: LocalRuns) -> None:
-    from evals.records import read_tree
+    from evals.results.records import read_tree
 
     records = read_records(runs.results / "oracle-trials")
     steps = [s for r in records for s in r.steps]
@@ -55,7 +55,7 @@ def test_inspect_log_reads_back_one_sample_per_attempt(runs: LocalRuns, tmp_path
     from inspect_ai._view.common import get_log_file, get_logs
     from inspect_ai.log import read_eval_log
 
-    from evals.export.inspect_log import write_inspect_log
+    from evals.report.export.inspect_log import write_inspect_log
 
     out = tmp_path / "logs" / "oracle-trials.eval"
     out.parent.mkdir()
@@ -91,7 +91,7 @@ def test_hf_dataset_reads_back_one_row_per_step(runs: LocalRuns, tmp_path: Path)
     import datasets
     from PIL import Image
 
-    from evals.export.dataset import write_hf_dataset
+    from evals.report.export.dataset import write_hf_dataset
 
     out = tmp_path / "hf"
     assert write_hf_dataset(runs.results / "oracle-trials", out) > 0
@@ -145,7 +145,7 @@ def test_runs_table_marks_the_oracle(runs: LocalRuns) -> None:
     assert slow["arguments"] == {"looks": 3, "label": "slow"}
     assert slow["rate_low"] <= slow["success_rate"] <= slow["rate_high"]
     assert slow["pool_kind"] == "local" and slow["tasks"] == 2
-    from evals.run_list import list_run_rows  # the other filters, without a process each
+    from evals.report.run_list import list_run_rows  # the other filters, without a process each
 
     assert not [r for r in list_run_rows(runs.results, hide_answers=True) if r.saw_answers]
     oracles = list_run_rows(runs.results, agent="oracle")
@@ -175,7 +175,7 @@ def _open(browser: BrowserScreen, page: Path, png: Path) -> str:
 
 
 def test_run_page_in_chromium(runs: LocalRuns, browser: BrowserScreen, tmp_path: Path) -> None:
-    from evals.viewer import write_view
+    from evals.report.viewer import write_view
 
     oracle = write_view(runs.results / "oracle-trials")
     wid = _open(browser, oracle, tmp_path / "oracle.png")
@@ -216,7 +216,7 @@ def test_run_page_in_chromium(runs: LocalRuns, browser: BrowserScreen, tmp_path:
 
 
 def test_compare_page_in_chromium(runs: LocalRuns, browser: BrowserScreen, tmp_path: Path) -> None:
-    from evals.compare import compare_runs, write_comparison
+    from evals.report.compare import compare_runs, write_comparison
 
     # neither run's page was written before: the step links must still open one
     for name in ("noop-b", "look-1b"):
@@ -241,7 +241,8 @@ def test_compare_page_in_chromium(runs: LocalRuns, browser: BrowserScreen, tmp_p
 
 
 def test_run_waits_for_a_new_pool_to_be_ready(tmp_path: Path) -> None:
-    from oa_vm import api, state
+    from oa_vm import api
+    from oa_vm.model import state
 
     home = tmp_path / "home"
     with pytest.MonkeyPatch.context() as patch:

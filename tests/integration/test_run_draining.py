@@ -2,7 +2,7 @@
 
 A local pool of three real worker processes runs the bundled suite through the real CLI
 (``openadapt-evals run``). Mid-run, one worker is marked draining through its status file
-(``<worker folder>/host-status``, the seam :mod:`oa_vm.drain` documents for workers reached
+(``<worker folder>/host-status``, the seam :mod:`oa_vm.reach.drain` documents for workers reached
 directly: the same ``state=draining`` lines ``spot_watch.sh`` writes on a cloud host). The
 run's drain check reads it before every lease (``OA_VM_DRAIN_CHECK_S=0``).
 """
@@ -17,8 +17,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from oa_vm import api, state
-from oa_vm.drain import DrainWatch, local_status_path
+from oa_vm import api
+from oa_vm.model import state
+from oa_vm.reach.drain import DrainWatch, local_status_path
 from tests.integration.test_drill_faults import LOCAL_TASKS
 from tests.support.cli import run_cli
 from tests.support.controller import RunController, wait_for_records

@@ -23,8 +23,9 @@ import psutil
 import pytest
 
 from infra.local import tasks_dir
-from oa_vm import api, state
-from oa_vm.lease import hold_pool, read_lease
+from oa_vm import api
+from oa_vm.model import state
+from oa_vm.model.lease import hold_pool, read_lease
 from tests.integration.test_sweep_local import LOCAL_TASKS, evals, folder_digest
 from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.run_records import assert_summary_matches, read_records
@@ -280,7 +281,7 @@ def test_a_drain_notice_drains_only_that_pools_worker(
 ) -> None:
     from datetime import datetime
 
-    from oa_vm.drain import local_status_path
+    from oa_vm.reach.drain import local_status_path
     from tests.integration.test_run_draining import NOTICE
 
     monkeypatch.setenv("OA_VM_DRAIN_CHECK_S", "0")  # the controller reads every status each time
@@ -370,7 +371,7 @@ def test_leases_are_taken_in_name_order_whatever_the_order_given(home: Path) -> 
     import threading
     import time
 
-    from evals.pools import hold_pools
+    from evals.run.pools import hold_pools
 
     make_pools({"pa": 1, "pb": 1})
     entered, leave = threading.Event(), threading.Event()

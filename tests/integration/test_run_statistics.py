@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.model import state
 from tests.support.cli import Result, run_cli
 
 pytestmark = pytest.mark.integration

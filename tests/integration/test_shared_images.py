@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from oa_vm import image_records, state
+from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.clouds.azure.provider import AzureProvider
+from oa_vm.clouds.base import PoolSpec
 from oa_vm.errors import InvalidInputError
-from oa_vm.image_records import ImageNotFoundError
-from oa_vm.providers.aws import AwsProvider
-from oa_vm.providers.azure import AzureProvider
-from oa_vm.providers.base import PoolSpec
+from oa_vm.model import image_records, state
+from oa_vm.model.image_records import ImageNotFoundError
 from tests.support.cli import run_cli
 from tests.support.cli_standins import standin
 from tests.support.fake_pulumi_engine import FakePulumiEngine

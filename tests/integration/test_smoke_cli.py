@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import image_records, state
+from oa_vm.model import image_records, state
 from tests.conftest import ROOT, WAA_DATA
 from tests.support import dockur_qemu
 from tests.support import sshd as sshd_support

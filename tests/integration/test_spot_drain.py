@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import state
-from oa_vm.drain import DrainWatch, read_status
-from oa_vm.host_status import ParamikoRunner
-from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+from oa_vm.reach.drain import DrainWatch, read_status
+from oa_vm.reach.host_status import ParamikoRunner
 from tests.integration.test_cloud_wait_cli import _engine_env
 from tests.support import sshd as sshd_support
 from tests.support.cli import run_cli

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from infra.worker import cloud_init, units
-from oa_vm.host_status import parse_status
+from oa_vm.reach.host_status import parse_status
 from tests.integration.test_spot_watch_rehearsal import READY, pool_wait_phase
 from tests.support.pool_programs import make_settings
 

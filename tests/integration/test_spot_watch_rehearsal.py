@@ -18,9 +18,9 @@ import pytest
 
 from infra.settings import PoolSettings
 from infra.worker import cloud_init, units
-from oa_vm.host_status import RemoteCommands, parse_status
-from oa_vm.providers.cloud_wait import worker_phase
-from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
+from oa_vm.clouds.pulumi.wait import worker_phase
+from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
+from oa_vm.reach.host_status import RemoteCommands, parse_status
 from tests.support.host_standins import calls, standin_env, write_standins
 from tests.support.pool_programs import make_settings
 from waa_client.ssh import CommandResult

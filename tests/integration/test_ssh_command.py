@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.host_status import ParamikoRunner, RemoteUnreachableError
-from oa_vm.state import SshEndpoint
+from oa_vm.model.state import SshEndpoint
+from oa_vm.reach.host_status import ParamikoRunner, RemoteUnreachableError
 from tests.support import sshd as sshd_support
 from tests.support.sshd import SshServer, generate_key
 from waa_client.errors import HostKeyMismatchError, SshAuthenticationError, SshUnreachableError
@@ -67,8 +67,8 @@ def test_the_host_status_runner_maps_ssh_failures_to_unreachable(
 def test_an_image_build_stops_at_once_on_a_refused_key(sshd: SshServer, tmp_path: Path) -> None:
     """Following a builder: a refused key ends the follow on its first pass (no sleep, no
     deadline), in the SSH error's own words; a host not up yet would be polled again."""
+    from oa_vm.clouds.pulumi.wait import follow_status
     from oa_vm.errors import ProvisioningError
-    from oa_vm.providers.cloud_wait import follow_status
 
     other = generate_key(tmp_path / "other_key")
     endpoint = SshEndpoint(host=sshd.host, port=sshd.port, user=sshd.user, key_path=str(other))

@@ -18,8 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from oa_vm import api, state
-from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
+from oa_vm import api
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 from tests.support.cli import BIN, Result, run_cli
 from tests.support.run_records import assert_summary_matches, read_records
 

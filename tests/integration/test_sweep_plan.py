@@ -170,7 +170,7 @@ def test_doctor_and_smoke_read_the_same_quota(tmp_path: Path) -> None:
 def test_doctor_names_a_missing_scheduler_permission_in_one_line(tmp_path: Path) -> None:
     """``oa-vm doctor`` as a subprocess, a stand-in ``aws`` on PATH playing the caller's
     identity and IAM's simulation with ``scheduler:CreateSchedule`` denied."""
-    from oa_vm.permissions import AWS_ACTIONS
+    from oa_vm.clouds.permissions import AWS_ACTIONS
     from tests.support import fake_cloud_identity_cli
 
     role = "arn:aws:iam::123456789012:role/oa-vm-dev"

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from evals.ui_change import ReadbackError, Worker, read_store, run_study
+from evals.tasks.ui_change import ReadbackError, Worker, read_store, run_study
 from infra.local.browser import find_chromium
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.model import state
 from tests.support.cli import run_cli
 
 pytestmark = [

@@ -21,7 +21,7 @@ from evals import (
     evaluate_agent_on_benchmark,
 )
 from evals.agents.oracle import OracleAgent
-from evals.viewer import task_anchor, write_view
+from evals.report.viewer import task_anchor, write_view
 
 pytestmark = pytest.mark.integration
 

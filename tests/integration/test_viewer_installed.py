@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 RENDER = """
 import sys
 from pathlib import Path
-import evals, evals.viewer
+import evals, evals.report.viewer
 print(evals.__file__)
-Path(sys.argv[2]).write_text(evals.viewer.render_run(sys.argv[1]), encoding="utf-8")
+Path(sys.argv[2]).write_text(evals.report.viewer.render_run(sys.argv[1]), encoding="utf-8")
 """
 
 

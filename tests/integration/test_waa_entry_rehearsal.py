@@ -23,7 +23,7 @@ import pytest
 
 from infra.worker import units
 from infra.worker.cloud_init import WorkerFiles
-from oa_vm.host_status import parse_status
+from oa_vm.reach.host_status import parse_status
 from tests.support import waa_container
 from tests.support.host_standins import calls, standin_env, write_shipped, write_standins
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.model import state
 from tests.support.controller import WAIT_LIMIT_S
 
 

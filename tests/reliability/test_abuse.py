@@ -73,7 +73,7 @@ def snapshot(world: World) -> dict[str, str]:
             if not path.is_file() or rel.parts[-1] in ("lease.lock", ".lock", "lease.json",
                                                        "lease.generation"):
                 # a held lease's heartbeat rewrites it every 10 s; every acquisition, even one
-                # whose run is then refused, counts one more generation (oa_vm.lease)
+                # whose run is then refused, counts one more generation (oa_vm.model.lease)
                 continue
             if "workers" in rel.parts or "logs" in rel.parts or rel.parts[0] == "scratch":
                 continue
@@ -274,7 +274,7 @@ class Case:
 
 _HOLD = """
 import sys
-from oa_vm.lease import hold_pool
+from oa_vm.model.lease import hold_pool
 with hold_pool(sys.argv[1], "holder"):
     print("held", flush=True)
     sys.stdin.read()

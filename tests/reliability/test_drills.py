@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.model import state
 from tests.reliability.conftest import processes_of, wait_until
 from tests.support.controller import Controller
 from tests.support.run_records import assert_summary_matches, read_records

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.queue import LEASE_ENV
-from oa_vm import state
+from evals.run.queue import LEASE_ENV
+from oa_vm.model import state
 from tests.reliability.conftest import processes_of, wait_until
 from tests.support.cli import BIN, run_cli
 from tests.support.controller import Controller, worker_pid

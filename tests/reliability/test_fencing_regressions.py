@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import api, lease, state
+from oa_vm import api
+from oa_vm.model import lease, state
 from tests.reliability.conftest import wait_until
 from tests.support.cli import run_cli
 from tests.support.controller import Controller
@@ -117,7 +118,7 @@ def test_a_dead_unreaped_holder_holds_no_lease(home: Path, pool: str) -> None:
     # the holder takes the lease and dies; this process, its parent, does not reap it
     holder = subprocess.Popen(  # fixed argv, no shell
         [sys.executable, "-c",
-         "import os, sys\nfrom oa_vm.lease import try_acquire\n"
+         "import os, sys\nfrom oa_vm.model.lease import try_acquire\n"
          "try_acquire(sys.argv[1], 'zombie-run', 'tok')\nos._exit(0)\n", pool],
         env={**os.environ, "OA_VM_HOME": str(home)},
     )

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from evals.records import ErrorType
-from evals.reset import ResetFailed, WorkerReset, _waa_failure
-from oa_vm.connect import WorkerConnection
-from oa_vm.snapshots import HttpSnapshotControl, Restored, SnapshotError, SnapshotState
+from evals.results.records import ErrorType
+from evals.run.reset import ResetFailed, WorkerReset, _waa_failure
+from oa_vm.model.snapshots import HttpSnapshotControl, Restored, SnapshotError, SnapshotState
+from oa_vm.reach.connect import WorkerConnection
 from tests.support.worker_proc import WorkerProcess, running_worker
 from waa_client import ScoringClient, WaaClient
 from waa_client.errors import NotFoundError, ServerError
@@ -163,7 +163,7 @@ def test_a_reset_asks_the_fence_and_carries_the_lease_generation(worker: WorkerP
     # A controller frozen just before its reset restored the desktop of the run that took its
     # pool over when it woke: the reset asks the run's fence, and its snapshot control sends the
     # generation the worker's clients carry, so the worker refuses it even past the check.
-    from oa_vm.lease import LeaseLostError
+    from oa_vm.model.lease import LeaseLostError
 
     later = _connection(worker)
     later.waa.fence_token = later.scoring.fence_token = "2"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import state
-from oa_vm.state import PoolRecord, PoolState
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState
 from tests.support.cli import BIN, Result, run_cli
 
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
@@ -124,8 +124,8 @@ def test_a_symlink_planted_in_a_run_folder_is_refused(tmp_path: Path, pooled: Pa
 
 
 def test_a_symlinked_lock_in_a_run_folder_is_refused(tmp_path: Path) -> None:
-    from evals.records import RunFolder
-    from oa_vm.safe_fs import UnsafePathError
+    from evals.results.records import RunFolder
+    from oa_vm.kit.safe_fs import UnsafePathError
 
     (tmp_path / "r").mkdir()
     victim = tmp_path / "victim.txt"

@@ -2,7 +2,7 @@
 (found in Typer's command tree, so a new one is covered or this test fails) refuses a file it
 did not write (without ``--force``), a symlink, a device, a pipe and a missing folder, in one
 line, before any work and without changing anything; and replaces its own file without
-``--force``. Real CLI as subprocesses (:func:`oa_vm.safe_fs.write_out`).
+``--force``. Real CLI as subprocesses (:func:`oa_vm.kit.safe_fs.write_out`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from tests.support.cli import run_cli
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "run_folders" / "two-pools"
-SCRIPTS = {"openadapt-evals": "evals.cli", "oa-vm": "oa_vm.cli",
-           "openadapt-eval-flow": "evals.flow_cli"}
+SCRIPTS = {"openadapt-evals": "evals.cli.app", "oa-vm": "oa_vm.cli.app",
+           "openadapt-eval-flow": "evals.compat.flow.cli"}
 BASES: dict[str, tuple[str, ...]] = {
     # how each command that has --out is run to its writer ({res}: a folder of two runs)
     "openadapt-evals view": ("view", "a", "--results-dir", "{res}"),

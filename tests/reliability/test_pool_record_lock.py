@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import api, fleet, state
-from oa_vm.providers.base import Capability, FleetOps, Progress
-from oa_vm.state import PoolRecord
+from oa_vm import api, fleet
+from oa_vm.clouds.base import Capability, FleetOps, Progress
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord
 from tests.support.cli import BIN, run_cli
 
 pytestmark = pytest.mark.integration

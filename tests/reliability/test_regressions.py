@@ -16,15 +16,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from evals.commands.run import finish_run
+from evals.cli.commands.run import finish_run
 from evals.errors import RunUnhealthy
-from evals.failover import FailoverScoring
-from evals.records import RunStatus
-from evals.runner import RunResult, health_warning
-from oa_vm import api, state
+from evals.results.records import RunStatus
+from evals.run.failover import FailoverScoring
+from evals.run.runner import RunResult, health_warning
+from oa_vm import api
 from oa_vm.errors import InvalidInputError, PoolNotReadyError
-from oa_vm.redact import redact_text, redact_url
-from oa_vm.state import PoolRecord, PoolState
+from oa_vm.kit.redact import redact_text, redact_url
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState
 from tests.reliability.conftest import processes_of, wait_until
 from tests.support.cli import BIN, run_cli
 from tests.support.controller import Controller
@@ -189,7 +190,7 @@ def test_a_create_that_dies_after_spawning_leaves_no_process(home: Path) -> None
 def test_an_early_interrupt_leaves_no_empty_pool_folder(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from oa_vm.providers.local import LocalProvider
+    from oa_vm.clouds.local.provider import LocalProvider
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt

@@ -1,7 +1,7 @@
 """A resumed run is the same run: every setting that shapes its results is recorded when it
 starts, kept by ``--resume`` and ``--rerun-errors`` when not given, refused in one line when
 given otherwise, and changed only with ``--allow-change SETTING`` (recorded in the manifest and
-shown on the run page). Real CLI, real local pool (:mod:`evals.run_settings`).
+shown on the run page). Real CLI, real local pool (:mod:`evals.run.settings`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import api, state
+from oa_vm import api
+from oa_vm.model import state
 from tests.support.cli import BIN
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.redact import redact_json, redact_text, register_secret
+from oa_vm.kit.redact import redact_json, redact_text, register_secret
 from tests.support.cli import run_cli
 
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
@@ -290,7 +290,7 @@ def test_a_registered_secret_that_contains_another_is_masked_whole() -> None:
 
 
 def test_a_worker_url_registers_its_capability_whatever_its_form() -> None:
-    from oa_vm.state import WorkerRecord
+    from oa_vm.model.state import WorkerRecord
 
     capability = "Zq_" + secrets.token_urlsafe(20).replace("-", "_")
     worker = WorkerRecord("w1")
@@ -308,7 +308,7 @@ def test_debug_tracebacks_and_log_lines_of_the_cli_are_masked(
 
     import typer
 
-    from oa_vm.clikit import run_main
+    from oa_vm.kit.clikit import run_main
 
     capability = "cap-" + secrets.token_hex(20)
     url = f"http://127.0.0.1:40002/{capability}/probe"

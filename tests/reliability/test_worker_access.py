@@ -24,8 +24,10 @@ import pytest
 import requests
 
 from infra.local import access
-from oa_vm import api, pool_views, state
-from oa_vm.providers.local_fleet import SECRET_FILE
+from oa_vm import api
+from oa_vm.cli import pool_views
+from oa_vm.clouds.local.fleet import SECRET_FILE
+from oa_vm.model import state
 from tests.reliability.conftest import wait_until
 from tests.support.cli import run_cli
 from tests.support.waa_upstream import load_desktop_env
@@ -414,7 +416,7 @@ def test_bad_limits_are_refused_in_one_line(tmp_path: Path, args: list[str]) -> 
 
 
 def test_error_lines_mask_the_secret() -> None:
-    from oa_vm.redact import redact_text
+    from oa_vm.kit.redact import redact_text
 
     secret = "cap-" + "5e" * 20
     line = redact_text(f"POST http://127.0.0.1:40123/{secret}/execute: server error 500 "

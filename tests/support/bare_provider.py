@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from oa_vm.providers.base import Capability, FleetOps
-from oa_vm.providers.local import LocalProvider
+from oa_vm.clouds.base import Capability, FleetOps
+from oa_vm.clouds.local.provider import LocalProvider
 
 CLOUD = "bare"
 
@@ -29,7 +29,8 @@ class BareProvider(LocalProvider):
 
 def main() -> None:
     """Register :class:`BareProvider` as ``bare``, then run the real CLI on ``sys.argv``."""
-    from oa_vm import entry, providers
+    from oa_vm import clouds as providers
+    from oa_vm.cli import entry
 
     providers._REGISTRY[CLOUD] = f"{__name__}:BareProvider"  # the registry has no plugin API
     entry.main()

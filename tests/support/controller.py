@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from oa_vm import state
+from oa_vm.model import state
 from tests.support.cli import BIN
 from tests.support.run_records import read_records
 

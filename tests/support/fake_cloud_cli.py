@@ -31,9 +31,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from oa_vm.providers.aws import AwsProvider
-from oa_vm.providers.base import PoolSpec, Progress
-from oa_vm.state import PoolRecord, SshEndpoint
+from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.clouds.base import PoolSpec, Progress
+from oa_vm.model.state import PoolRecord, SshEndpoint
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
 
@@ -52,7 +52,7 @@ class RehearsalAws(AwsProvider):
 
     def create(self, spec: PoolSpec, progress: Progress) -> PoolRecord:
         """Create as AWS does, then point the workers at the rehearsal host."""
-        from oa_vm import sshkeys
+        from oa_vm.model import sshkeys
 
         record = super().create(spec, progress)
         ssh = self.config["ssh"]
@@ -71,9 +71,9 @@ class RehearsalAws(AwsProvider):
 
 def follow_builder_on(config: dict[str, Any]) -> Any:
     """``images.follow_builder`` for a builder that is the rehearsal host (see the docstring)."""
-    from oa_vm import sshkeys, state
-    from oa_vm.host_status import RemoteCommands
-    from oa_vm.providers.cloud_wait import follow_status
+    from oa_vm.clouds.pulumi.wait import follow_status
+    from oa_vm.model import sshkeys, state
+    from oa_vm.reach.host_status import RemoteCommands
 
     def follow(record: Any, outputs: Any, progress: Progress) -> dict[str, str]:
         ssh = config["ssh"]
@@ -103,24 +103,24 @@ def _dump(engine: FakePulumiEngine, target: Path) -> None:
 def main(argv: list[str]) -> None:
     """Install the stand-in cloud, then run ``oa-vm ARGV``."""
     import oa_vm.api
-    import oa_vm.providers
+    import oa_vm.clouds
 
     config = json.loads(Path(os.environ["FAKE_CLOUD"]).read_text(encoding="utf-8"))
     engine = FakePulumiEngine(AwsLookups())
     provider = RehearsalAws(config, engine)
-    real = oa_vm.providers.get_provider
+    real = oa_vm.clouds.get_provider
 
     def get_provider(cloud: str) -> Any:
         return provider if cloud == "aws" else real(cloud)
 
-    oa_vm.providers.get_provider = get_provider
+    oa_vm.clouds.get_provider = get_provider
     oa_vm.api.get_provider = get_provider  # type: ignore[assignment]
     if config.get("builder_state"):
         import oa_vm.images
 
         oa_vm.images.follow_builder = follow_builder_on(config)
     atexit.register(_dump, engine, Path(config["engine_state"]))
-    from oa_vm.cli import main as cli_main
+    from oa_vm.cli.app import main as cli_main
 
     sys.argv = ["oa-vm", *argv]
     cli_main()

@@ -1,6 +1,6 @@
 """``FakePulumiEngine``: a stand-in for the Pulumi CLI engine, for tests that cannot reach one.
 
-It implements ``oa_vm.providers.pulumi_driver.Engine``. ``up`` runs the real pool program under
+It implements ``oa_vm.clouds.pulumi.driver.Engine``. ``up`` runs the real pool program under
 Pulumi's mocks (``infra.offline``), so the resources and outputs it records are the program's
 own; the "cloud" is a dict. Scriptable failures:
 
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.offline import Lookup, run_offline
-from oa_vm.providers.base import Progress
-from oa_vm.providers.pulumi_driver import (
+from oa_vm.clouds.base import Progress
+from oa_vm.clouds.pulumi.driver import (
     EngineError,
     LockInfo,
     PendingOperationsError,

@@ -3,8 +3,8 @@ that task; another worker may take it in between, then peek again)."""
 
 from __future__ import annotations
 
-from evals.ledger import Ledger
-from evals.queue import QueuedTask, TaskQueue
+from evals.results.ledger import Ledger
+from evals.run.queue import QueuedTask, TaskQueue
 
 
 def lease_next(queue: TaskQueue, worker: str) -> QueuedTask | None:

@@ -1,6 +1,6 @@
 """Ten real runs of three agents on one local pool, written once for a test module.
 
-The runs are made by the real runner (:func:`evals.runner.run_evaluation`) in this process, over
+The runs are made by the real runner (:func:`evals.run.runner.run_evaluation`) in this process, over
 one local pool of real simulated worker processes: the oracle (which sees the answers), the
 ``noop`` baseline and :class:`LookThenStop` (an agent of the user's own, by ``module:Class``)
 with different arguments; the oracle once with trials.
@@ -20,8 +20,9 @@ from evals.agents import (
     BenchmarkObservation,
     BenchmarkTask,
 )
-from evals.runner import RunConfig, RunEvent, run_evaluation
-from oa_vm import api, state
+from evals.run.runner import RunConfig, RunEvent, run_evaluation
+from oa_vm import api
+from oa_vm.model import state
 
 POOL = "runs-pool"
 LOOK = "tests.support.local_runs:LookThenStop"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import checks, doctor
+from oa_vm.cli import doctor
+from oa_vm.kit import checks
 from tests.support import fake_quota_cli
 
 
@@ -77,7 +78,7 @@ def test_fix_installs_the_pulumi_cli_matching_the_sdk_into_the_home(
     checks the installed CLI's version, as it does after a real download."""
     import pulumi.automation._cmd as cmd
 
-    from oa_vm.providers import pulumi_driver
+    from oa_vm.clouds.pulumi import driver as pulumi_driver
 
     version = pulumi_driver.sdk_version()
     fetched: list[str] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from oa_vm import netdetect
+from oa_vm.clouds import netdetect
 from tests.support.http_servers import RefusingPort, Reply, ScriptedServer
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from oa_vm import checks, doctor
-from oa_vm.permissions import AWS_ACTIONS, aws_permissions_check, azure_permissions_check
+from oa_vm.cli import doctor
+from oa_vm.clouds.permissions import AWS_ACTIONS, aws_permissions_check, azure_permissions_check
+from oa_vm.kit import checks
 from tests.support import fake_cloud_identity_cli as fake
 
 ROLE_SESSION = "arn:aws:sts::123456789012:assumed-role/oa-vm-dev/alice"

@@ -8,7 +8,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from oa_vm import sshkeys, state
+from oa_vm.model import sshkeys, state
 
 
 def test_key_is_made_once_0600_openssh_and_matches_its_public_line(oa_home: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from evals.adapters.waa.live import WAALiveAdapter, WAALiveConfig
 from evals.adapters.waa.mock import WAA_DOMAINS, WAAMockAdapter
-from evals.benchmark_api import WAASimulatedAdapter
+from evals.compat.benchmark_api import WAASimulatedAdapter
 from waa_client.catalog import is_synthetic as is_synthetic_task_id
 from waa_client.errors import SyntheticTaskError
 

@@ -4,7 +4,7 @@ WAA worker (reached over HTTP, usually through a tunnel)."""
 from __future__ import annotations
 
 from evals.agents.builtin import parse_accessibility_tree
-from evals.benchmark_api import WAALiveAdapter, WAALiveConfig
+from evals.compat.benchmark_api import WAALiveAdapter, WAALiveConfig
 from waa_client.catalog import is_synthetic as is_synthetic_task_id
 from waa_client.errors import SyntheticTaskError
 

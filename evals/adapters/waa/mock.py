@@ -4,7 +4,7 @@ workers are :class:`evals.WAASimulatedAdapter`."""
 
 from __future__ import annotations
 
-from evals.benchmark_api import WAA_DOMAINS
-from evals.synthetic_mock import WAAMockAdapter
+from evals.compat.benchmark_api import WAA_DOMAINS
+from evals.compat.synthetic_mock import WAAMockAdapter
 
 __all__ = ["WAA_DOMAINS", "WAAMockAdapter"]

@@ -42,7 +42,7 @@ def test_a_serializer_that_loses_a_field_is_not_timed(monkeypatch: pytest.Monkey
 
 def test_import_costs_are_read_from_fresh_interpreters() -> None:
     figures = serializers.import_costs(runs=1)
-    assert figures["oa_vm.state"] > 0 and figures["python -c pass (wall)"] > 0
+    assert figures["oa_vm.model.state"] > 0 and figures["python -c pass (wall)"] > 0
     for name in serializers.LIBRARIES:
         if importlib.util.find_spec(name) is not None:
-            assert figures[name] > 0 and figures[f"{name} / oa_vm.state"] > 0
+            assert figures[name] > 0 and figures[f"{name} / oa_vm.model.state"] > 0

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import pricing
+from oa_vm.cost import pricing
 from oa_vm.errors import InvalidInputError
-from oa_vm.state import PoolRecord, PoolState, WorkerRecord
+from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord
 
 AWS_SIZES = ["m8i.2xlarge", "c8i.2xlarge", "r8i.2xlarge", "m8i.4xlarge", "m5.metal"]
 AZURE_SIZES = [

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from evals.flow_cli import app as flow_app
-from oa_vm import pricing
-from oa_vm.cli_prices import prices_app
+from evals.compat.flow.cli import app as flow_app
+from oa_vm.cli.prices import prices_app
+from oa_vm.cost import pricing
 from tests.unit.cost.conftest import PriceServer
 
 BIN = Path(sys.executable).parent
@@ -63,7 +63,7 @@ def test_reference_figures_printed_by_the_real_cli(oa_home: Path) -> None:
     assert "Pure-agent baseline:   $39.06 (22 steps/task, all paid)" in out
     assert "Savings vs baseline:   $38.53" in out
     assert "DRY-RUN" in out and "COST ESTIMATE  (mode=replay, model=Claude Sonnet 4)" in out
-    # its start-up is the reference's, and it says what a cloud pool takes (oa_vm.timings)
+    # its start-up is the reference's, and it says what a cloud pool takes (oa_vm.kit.timings)
     assert ("Times are estimates: the 0.25 h start-up is the reference's figure; an oa-vm "
             "cloud pool is ready in about 20 min (10-20 min, estimated) from an image") in out
 

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.cost import EstimateInput, Mode
-from evals.flow import (
+from evals.compat.flow import (
     count_bundles,
     missing_bundles,
     plan_dry_run,
@@ -15,7 +14,8 @@ from evals.flow import (
     resolve_vm_price,
     split_task_ids,
 )
-from oa_vm import pricing
+from evals.results.cost import EstimateInput, Mode
+from oa_vm.cost import pricing
 from oa_vm.errors import InvalidInputError
 
 

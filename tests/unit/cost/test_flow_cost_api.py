@@ -1,4 +1,4 @@
-"""The reference's flow cost API under its own module path, ``evals.flow.cost``.
+"""The reference's flow cost API under its own module path, ``evals.compat.flow.cost``.
 
 Every call below is written as a user of ``openadapt_evals.flow.cost`` writes it; only the import
 changed. The expected figures are worked out by hand from the reference formula
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from evals.flow.cost import (
+from evals.compat.flow.cost import (
     DEFAULT_MODEL,
     DEFAULT_SCREEN,
     DEFAULT_VM_HOURLY,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from evals.cost import (
+from evals.results.cost import (
     EstimateInput,
     Mode,
     claude_image_tokens,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from oa_vm import pricing
+from oa_vm.cost import pricing
 from tests.unit.cost.conftest import azure_page, fixture_text
 
 AZURE_SIZES = ["Standard_D8s_v5", "Standard_D4s_v5"]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import requests
 
-from oa_vm import pricing
+from oa_vm.cost import pricing
 from oa_vm.errors import InvalidInputError
 from tests.unit.cost.conftest import PriceServer, azure_page, fixture_text
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from oa_vm.cost.pricing.regions import SHIPPED_REGIONS, check_region, nearest_region
 from oa_vm.errors import InvalidInputError
-from oa_vm.pricing.regions import SHIPPED_REGIONS, check_region, nearest_region
 
 
 def test_every_region_of_one_cloud_has_a_nearest_known_region_of_the_other() -> None:

@@ -8,7 +8,7 @@ import pytest
 import typer
 
 from evals.errors import AgentFailed, RunUnhealthy
-from oa_vm.clikit import run_main
+from oa_vm.kit.clikit import run_main
 
 
 def _app(error: Exception) -> typer.Typer:

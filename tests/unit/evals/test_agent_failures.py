@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from evals import BenchmarkAction, BenchmarkAgent, BenchmarkObservation, BenchmarkTask
-from evals.agent_failures import (
+from evals.results.agent_failures import (
     ACTION_TIMED_OUT,
     NO_ACTION,
     Blame,
@@ -17,10 +17,10 @@ from evals.agent_failures import (
     describe,
     exception_name,
 )
-from evals.agent_loop import agent_traceback
-from evals.metrics import compute_metrics
-from evals.records import TaskExecution
-from evals.runner import blames_agent, health_warning
+from evals.results.records import TaskExecution
+from evals.run.agent_loop import agent_traceback
+from evals.run.metrics import compute_metrics
+from evals.run.runner import blames_agent, health_warning
 from waa_client.errors import (
     RequestRejectedError,
     ServerError,
@@ -140,8 +140,8 @@ def test_the_python_api_result_carries_the_traceback() -> None:
 
 
 def test_a_result_from_a_record_carries_its_traceback() -> None:
-    from evals.benchmark_api import BenchmarkResult
-    from evals.records import ErrorType, TaskStatus
+    from evals.compat.benchmark_api import BenchmarkResult
+    from evals.results.records import ErrorType, TaskStatus
 
     execution = TaskExecution(task_id="t", domain="d", instruction="i", infeasible=False,
                               status=TaskStatus.ERROR, error_type=ErrorType.AGENT,
@@ -164,10 +164,10 @@ def test_the_closing_error_names_the_agent_when_it_is_the_agents(
 ) -> None:
     from pathlib import Path
 
-    from evals.commands.run import finish_run
+    from evals.cli.commands.run import finish_run
     from evals.errors import AgentFailed, RunUnhealthy
-    from evals.records import RunStatus
-    from evals.runner import RunResult
+    from evals.results.records import RunStatus
+    from evals.run.runner import RunResult
 
     errors = 6 if warning else 1
     result = RunResult(

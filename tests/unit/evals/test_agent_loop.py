@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from evals.agent_loop import run_task
 from evals.agents.base import BenchmarkAction, BenchmarkAgent, BenchmarkObservation, BenchmarkTask
 from evals.agents.noop import NoopAgent
 from evals.agents.oracle import OracleAgent
-from evals.records import ErrorType, TaskStatus
+from evals.results.records import ErrorType, TaskStatus
+from evals.run.agent_loop import run_task
 from tests.support.http_servers import PNG_1PX, RefusingPort, Reply, ScriptedServer, SilentServer
 from waa_client import ScoringClient, WaaClient
 from waa_client.http import no_retry_waits
@@ -145,7 +145,7 @@ def test_an_agent_that_raises_is_an_agent_error(
     trace = result.agent_traceback or ""
     assert trace.startswith("Traceback (most recent call last):")
     assert "in act" in trace and trace.rstrip().endswith("RuntimeError: model overloaded")
-    assert 'evals/agent_loop.py"' not in trace
+    assert 'evals/run/agent_loop.py"' not in trace
     assert result.to_json()["agent_traceback"] == trace
 
 

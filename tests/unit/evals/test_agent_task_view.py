@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from evals.agent_loop import run_task
 from evals.agents.base import (
     PUBLIC_TASK_FIELDS,
     BenchmarkAction,
@@ -23,6 +22,7 @@ from evals.agents.base import (
     tasks_for_agent,
 )
 from evals.agents.oracle import OracleAgent
+from evals.run.agent_loop import run_task
 from tests.support.http_servers import Reply, ScriptedServer
 from waa_client import ScoringClient, WaaClient
 from waa_client.http import no_retry_waits

@@ -11,11 +11,11 @@ import typer
 from scipy.stats import t as scipy_t
 from typer.testing import CliRunner
 
-from evals.commands.compare import compare
-from evals.commands.view import view
-from evals.compare import TaskPair, compare_runs, format_comparison, render_comparison
+from evals.cli.commands.compare import compare
+from evals.cli.commands.view import view
 from evals.errors import InvalidRunInputError
-from evals.metrics import TaskOutcome
+from evals.report.compare import TaskPair, compare_runs, format_comparison, render_comparison
+from evals.run.metrics import TaskOutcome
 from tests.support.run_folder import RunFolder
 
 
@@ -164,7 +164,7 @@ def test_compare_command_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_compare_writes_its_page_as_view_does(tmp_path: Path) -> None:
     """No folder made for a mistyped --out, no foreign file replaced without --force, no
     symlink followed; its own page is replaced."""
-    from oa_vm.safe_fs import ForeignFileError, UnsafePathError
+    from oa_vm.kit.safe_fs import ForeignFileError, UnsafePathError
 
     _runs(tmp_path)
     base = ["compare", "base", "new", "--results-dir", str(tmp_path), "--out"]
@@ -280,7 +280,7 @@ def test_compare_json_carries_the_paired_statistics(tmp_path: Path) -> None:
 
 
 def test_paired_comparison_over_trials_tests_the_mean_of_task_rates() -> None:
-    from evals.compare import paired_comparison
+    from evals.report.compare import paired_comparison
 
     def trials(tid: str, *statuses: str) -> list[TaskOutcome]:
         return [TaskOutcome(tid, "d", s, 1.0 if s == "success" else 0.0, 1) for s in statuses]

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from evals import stats
-from evals.compare import TaskPair, paired_comparison
-from evals.metrics import TaskOutcome
+from evals.report.compare import TaskPair, paired_comparison
+from evals.results import stats
+from evals.run.metrics import TaskOutcome
 
 
 def _o(task: str, status: str, score: float | None = None, error: str | None = None,

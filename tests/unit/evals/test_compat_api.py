@@ -23,8 +23,8 @@ from evals import (
 )
 from evals.agents.base import parse_action
 from evals.agents.pyautogui_code import element_center, to_pyautogui
-from evals.flow import CostGuardConfig, SpendLedger, estimate_flow_waa_cost
-from evals.flow_cli import main as flow_main
+from evals.compat.flow import CostGuardConfig, SpendLedger, estimate_flow_waa_cost
+from evals.compat.flow.cli import main as flow_main
 from infra.local.pysource import parse_source
 
 TREE = ('<Desktop name="Desktop"><Window name="Settings" rect="60,30,820,490">'

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from evals.cua_bench import check_selection, load_selection
-from evals.cua_bench.attempt import rewards_of
-from evals.cua_bench.namespace import cua_bench_module
-from evals.cua_bench.session import action_source
 from evals.errors import InvalidRunInputError
+from evals.run.attempt_cua import rewards_of
+from evals.tasks.cua_bench import check_selection, load_selection
+from evals.tasks.cua_bench.namespace import cua_bench_module
+from evals.tasks.cua_bench.session import action_source
 
 FORMS = '''
 import cua_bench as cb

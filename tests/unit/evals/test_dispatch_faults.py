@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from evals.agents.noop import NoopAgent
-from evals.ledger import Ledger
-from evals.queue import TaskQueue
-from evals.records import RunFolder, TaskInfo
-from evals.runner import Dispatcher, DispatchSettings
-from oa_vm.connect import WorkerConnection
+from evals.results.ledger import Ledger
+from evals.results.records import RunFolder, TaskInfo
+from evals.run.queue import TaskQueue
+from evals.run.runner import Dispatcher, DispatchSettings
+from oa_vm.reach.connect import WorkerConnection
 from tests.support.http_servers import PNG_1PX, Reply, ScriptedServer
 from waa_client import ScoringClient, WaaClient
 from waa_client.http import no_retry_waits

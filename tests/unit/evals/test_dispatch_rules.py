@@ -2,9 +2,10 @@
 in-process workers: ``broken`` ends every attempt with the error the test chooses, ``healthy``
 scores every task (unless the task itself is broken everywhere).
 
-The fake replaces :func:`evals.agent_loop.run_task` inside :mod:`evals.dispatcher`; the queue
+The fake replaces :func:`evals.run.agent_loop.run_task` inside :mod:`evals.run.dispatcher`; the
+queue
 (SQLite), the ledger, the run folder and the dispatch loops are the real ones. Each rule is
-named in the module docstring of :mod:`evals.dispatcher`; the mutation each test kills is
+named in the module docstring of :mod:`evals.run.dispatcher`; the mutation each test kills is
 written on the test.
 
 Order is made deterministic, not waited for: ``healthy`` takes no lease (the dispatcher asks
@@ -22,13 +23,13 @@ from typing import Any
 
 import pytest
 
-from evals import dispatcher as dispatcher_module
 from evals.agents.noop import NoopAgent
-from evals.dispatcher import Dispatcher, DispatchOutcome, DispatchSettings, RunEvent
-from evals.ledger import Ledger
-from evals.queue import QueueStatus, TaskQueue
-from evals.records import ErrorType, RunFolder, TaskExecution, TaskInfo, TaskStatus, now_iso
-from oa_vm.connect import WorkerConnection
+from evals.results.ledger import Ledger
+from evals.results.records import ErrorType, RunFolder, TaskExecution, TaskInfo, TaskStatus, now_iso
+from evals.run import dispatcher as dispatcher_module
+from evals.run.dispatcher import Dispatcher, DispatchOutcome, DispatchSettings, RunEvent
+from evals.run.queue import QueueStatus, TaskQueue
+from oa_vm.reach.connect import WorkerConnection
 
 GATE_DEADLINE_S = 60.0  # generous: only a hung dispatcher comes near it
 # A loop that keeps asking without ever running a task is a dispatcher that would poll for

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-import evals.dispatcher
-from evals.dispatcher import RunEvent, Snapshot
-from evals.events import NOTICES, EventKind, kind_of
-from evals.progress import LiveDisplay, PlainLines, event_line
+import evals.run.dispatcher
+from evals.report.progress import LiveDisplay, PlainLines, event_line
+from evals.results.events import NOTICES, EventKind, kind_of
+from evals.run.dispatcher import RunEvent, Snapshot
 
 
 def _snapshot() -> Snapshot:
@@ -23,7 +23,7 @@ def _snapshot() -> Snapshot:
 
 def _emitted_kinds() -> set[str]:
     """The first argument of every ``self._emit(...)`` in the dispatcher's source."""
-    tree = ast.parse(Path(evals.dispatcher.__file__).read_text(encoding="utf-8"))
+    tree = ast.parse(Path(evals.run.dispatcher.__file__).read_text(encoding="utf-8"))
     kinds = set()
     for node in ast.walk(tree):
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)

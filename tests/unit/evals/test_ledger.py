@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evals.ledger import Ledger
+from evals.results.ledger import Ledger
 from tests.support.leasing import reserved_for
 
 

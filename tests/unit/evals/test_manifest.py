@@ -6,7 +6,7 @@ import copy
 import hashlib
 from typing import Any
 
-from evals.manifest import checker_files, manifest_differences, sha256_json
+from evals.run.manifest import checker_files, manifest_differences, sha256_json
 
 
 def _manifest() -> dict[str, Any]:
@@ -76,7 +76,7 @@ def test_a_run_without_manifest_is_named() -> None:
 def test_agent_facts_keep_no_credentials() -> None:
     from evals.agents import AgentOptions
     from evals.agents.noop import NoopAgent
-    from evals.manifest import agent_facts
+    from evals.run.manifest import agent_facts
 
     options = AgentOptions(agent_url="http://alice:hunter2@127.0.0.1:9/act?token=sekret",
                            args=("api_key=abc123", "model=m1", "temperature=0.5"))
@@ -90,7 +90,7 @@ def test_agent_facts_keep_no_credentials() -> None:
 
 
 def test_the_page_names_a_waa_commit_only_where_it_is_known() -> None:
-    from evals.manifest import summary_lines
+    from evals.run.manifest import summary_lines
 
     unknown = dict(summary_lines({"checker": {"waa_upstream_commit": None}}))
     assert "WAA upstream commit" not in unknown

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from evals.errors import InvalidRunInputError
-from evals.metrics import (
+from evals.run.metrics import (
     compute_metrics,
     compute_summary,
     find_run,
@@ -312,7 +312,7 @@ def test_summary_carries_the_statistics(tmp_path: Path) -> None:
 
 
 def test_statistics_group_trials_by_task_and_list_flaky_tasks() -> None:
-    from evals.metrics import TaskOutcome, statistics
+    from evals.run.metrics import TaskOutcome, statistics
 
     def trial(tid: str, status: str) -> TaskOutcome:
         score = {"success": 1.0, "failure": 0.0}.get(status)

@@ -9,13 +9,13 @@ import pytest
 
 import evals
 from evals.agents.base import BenchmarkAction
-from evals.metrics import compute_metrics
+from evals.run.metrics import compute_metrics
 
 
 def test_import_evals_stays_light() -> None:
     code = (
         "import sys, evals\n"
-        "heavy = [m for m in ('requests', 'PIL', 'evals.benchmark_api', 'oa_vm.api')"
+        "heavy = [m for m in ('requests', 'PIL', 'evals.compat.benchmark_api', 'oa_vm.api')"
         " if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )

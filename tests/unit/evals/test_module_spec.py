@@ -36,7 +36,7 @@ def test_module_class_is_looked_up_in_the_current_folder_first(
     monkeypatch.chdir(tmp_path)
     monkeypatch.delitem(sys.modules, module, raising=False)
     if load == "adapter":
-        from evals.commands.audit import _load_adapter
+        from evals.cli.commands.audit import _load_adapter
 
         assert type(_load_adapter(f"{module}:MyAdapter")).__name__ == "MyAdapter"
     else:

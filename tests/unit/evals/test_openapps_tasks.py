@@ -14,12 +14,12 @@ import pytest
 from evals.agents.base import REPORT_INFEASIBLE, SEND_MSG_TO_USER, parse_action
 from evals.agents.builtin import parse_action_response
 from evals.errors import InvalidRunInputError
-from evals.openapps import Entry, Episode, load_selection
-from evals.openapps.classes import ACT, CLARIFY, STOP, state_diff
+from evals.tasks.openapps import Entry, Episode, load_selection
+from evals.tasks.openapps.classes import ACT, CLARIFY, STOP, state_diff
 from infra.local.commands import run
 from infra.local.desktop import Desktop
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "evals/openapps/examples/all_tasks.yaml"
+EXAMPLES = Path(__file__).resolve().parents[3] / "evals/tasks/openapps/examples/all_tasks.yaml"
 _ENDS = {SEND_MSG_TO_USER: CLARIFY, REPORT_INFEASIBLE: STOP}
 
 
@@ -171,7 +171,7 @@ def test_a_users_own_class_loads_by_module_and_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "my_tasks.py").write_text(
-        "from dataclasses import dataclass\nfrom evals.openapps import Task\n\n"
+        "from dataclasses import dataclass\nfrom evals.tasks.openapps import Task\n\n"
         "@dataclass(kw_only=True)\nclass Calm(Task):\n    limit: int = 0\n\n"
         "    def check_if_task_is_complete(self, initial_state, current_state):\n"
         "        return initial_state == current_state\n", encoding="utf-8")

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from evals import metrics
 from evals.errors import InvalidRunInputError
-from evals.ledger import Ledger
-from evals.pools import (
+from evals.results.ledger import Ledger
+from evals.results.records import TaskExecution, TaskStatus
+from evals.run import metrics
+from evals.run.pools import (
     PoolRouter,
     Selected,
     _same_tasks,
@@ -21,8 +22,7 @@ from evals.pools import (
     recorded_pool_names,
     split,
 )
-from evals.records import TaskExecution, TaskStatus
-from evals.runner import RunConfig
+from evals.run.runner import RunConfig
 from tests.support.leasing import reserved_for
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from evals.dispatcher import RunEvent, Snapshot
-from evals.events import EventKind
-from evals.progress import event_line
+from evals.report.progress import event_line
+from evals.results.events import EventKind
+from evals.run.dispatcher import RunEvent, Snapshot
 
 
 def test_the_start_line_counts_attempts_not_tasks() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.queue import AttemptFencedError, QueueStatus, ReleaseOutcome, TaskQueue
+from evals.run.queue import AttemptFencedError, QueueStatus, ReleaseOutcome, TaskQueue
 from tests.support.leasing import lease_next
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.queue import ReleaseOutcome, TaskQueue
+from evals.run.queue import ReleaseOutcome, TaskQueue
 from tests.support.leasing import lease_next
 
 ATTEMPT = {"attempt": 1, "worker": "w0", "error_type": "infrastructure", "error_message": "down",

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import evals.queue as queue_module
-from evals.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
+import evals.run.queue as queue_module
+from evals.run.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
 
 T0 = 1_000_000.0
 LEASE_S = 60.0

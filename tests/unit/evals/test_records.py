@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.records import (
+from evals.results.records import (
     AttemptRecord,
     CostRecord,
     ErrorType,
@@ -185,7 +185,7 @@ def test_a_non_durable_execution_write_is_atomic_without_fsync(
 
 
 def test_a_step_tree_is_capped_compressed_and_moves_with_the_screenshots(tmp_path: Path) -> None:
-    from evals.records import TREE_LIMIT_BYTES, read_tree, save_tree, step_files
+    from evals.results.records import TREE_LIMIT_BYTES, read_tree, save_tree, step_files
 
     small, cut = save_tree(tmp_path, 0, "<Desktop>é</Desktop>")
     assert (small, cut) == ("step_000.tree.xml.gz", False)

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from evals.records import ErrorType
-from evals.reset import ResetFailed, WorkerReset, reset_lines, reset_summary
-from oa_vm.connect import WorkerConnection
-from oa_vm.providers.cloud_reset import HostSnapshotControl
-from oa_vm.snapshots import Restored, SnapshotError, SnapshotState
-from oa_vm.state import SshEndpoint
+from evals.results.records import ErrorType
+from evals.run.reset import ResetFailed, WorkerReset, reset_lines, reset_summary
+from oa_vm.clouds.pulumi.reset import HostSnapshotControl
+from oa_vm.model.snapshots import Restored, SnapshotError, SnapshotState
+from oa_vm.model.state import SshEndpoint
+from oa_vm.reach.connect import WorkerConnection
 from tests.support.http_servers import SilentServer
 from waa_client import ScoringClient, WaaClient
 from waa_client.ssh import CommandResult
@@ -168,7 +168,7 @@ def test_a_refused_snapshot_falls_back_to_stock_once_or_fails_under_clean(
             reset.before_task(connection)
         assert failed.value.error_type is ErrorType.INFRASTRUCTURE
         return
-    with caplog.at_level("WARNING", logger="evals.reset"):
+    with caplog.at_level("WARNING", logger="evals.run.reset"):
         done = [reset.before_task(connection) for _ in range(3)]
     assert [d.kind for d in done] == ["stock"] * 3 and control.takes == 1
     assert guest.calls.count("close_all") == 3
@@ -178,7 +178,7 @@ def test_a_refused_snapshot_falls_back_to_stock_once_or_fails_under_clean(
 
 
 def test_a_blocked_qemu_is_unsupported_and_a_checked_one_is_recorded_for_the_run() -> None:
-    from evals.reset import _checker, describe_plan
+    from evals.run.reset import _checker, describe_plan
 
     blocked = _Runner(3, '{"ok": false, "error": "QEMU refuses snapshots on this machine: State '
                          'blocked by non-migratable CPU device (invtsc flag) (-cpu host)"}\n')

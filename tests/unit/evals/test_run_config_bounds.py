@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from evals.errors import InvalidRunInputError
-from evals.runner import RunConfig, default_run_name, estimate_seconds, health_warning
+from evals.run.runner import RunConfig, default_run_name, estimate_seconds, health_warning
 
 # field, option named in the message, smallest accepted value, a refused value just below it
 BOUNDS = [

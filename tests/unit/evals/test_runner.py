@@ -8,11 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from evals.commands.sweep import parse_faults
+from evals.cli.commands.sweep import parse_faults
 from evals.errors import InvalidRunInputError, RunLockedError
-from evals.progress import LiveDisplay, PlainLines, eta_text, event_line, make_progress, totals_line
-from evals.records import RunFolder
-from evals.runner import (
+from evals.report.progress import (
+    LiveDisplay,
+    PlainLines,
+    eta_text,
+    event_line,
+    make_progress,
+    totals_line,
+)
+from evals.results.records import RunFolder
+from evals.run.runner import (
     RunConfig,
     RunEvent,
     Snapshot,

@@ -1,4 +1,4 @@
-"""evals.stats against values published or worked out by hand (not against itself)."""
+"""evals.results.stats against values published or worked out by hand (not against itself)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from scipy.stats import binomtest
 from scipy.stats import t as scipy_t
 
-from evals import stats
+from evals.results import stats
 
 
 def test_wilson_interval_of_7_in_10_is_the_textbook_one() -> None:

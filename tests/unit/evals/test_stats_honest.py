@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from evals import stats
-from evals.compare import paired_comparison
-from evals.metrics import TaskOutcome, aggregate, statistics
-from evals.variations import compare_styles
+from evals.report.compare import paired_comparison
+from evals.results import stats
+from evals.run.metrics import TaskOutcome, aggregate, statistics
+from evals.run.variations import compare_styles
 
 
 def _trial(tid: str, status: str, score: float | None = None, trial: int = 1,
@@ -156,8 +156,8 @@ def test_the_detectable_difference_is_the_tests_own() -> None:
 
 
 def test_domains_carry_intervals_in_the_summary_and_on_the_page(tmp_path: Path) -> None:
-    from evals.metrics import compute_summary, format_summary
-    from evals.viewer import render_run
+    from evals.report.viewer import render_run
+    from evals.run.metrics import compute_summary, format_summary
     from tests.support.run_folder import RunFolder
 
     run = RunFolder(tmp_path, "domains")
@@ -177,7 +177,7 @@ def test_domains_carry_intervals_in_the_summary_and_on_the_page(tmp_path: Path) 
 
 def test_the_page_says_agent_errors_count_and_gives_the_outcomes_only_rate(
         tmp_path: Path) -> None:
-    from evals.viewer import render_run
+    from evals.report.viewer import render_run
     from tests.support.run_folder import RunFolder
 
     run = RunFolder(tmp_path, "crashes")

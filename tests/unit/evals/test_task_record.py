@@ -12,17 +12,9 @@ from typing import Any
 
 import pytest
 
-from evals.benchmark_api import RESULT_FROM_RECORD, RESULT_LEAVES_OUT, BenchmarkResult
+from evals.compat.benchmark_api import RESULT_FROM_RECORD, RESULT_LEAVES_OUT, BenchmarkResult
 from evals.errors import InvalidRunInputError
-from evals.metrics import (
-    OUTCOME_FROM_RECORD,
-    OUTCOME_LEAVES_OUT,
-    TaskOutcome,
-    compute_metrics,
-    compute_summary,
-    read_records,
-)
-from evals.records import (
+from evals.results.records import (
     AttemptRecord,
     CostRecord,
     ErrorType,
@@ -31,7 +23,15 @@ from evals.records import (
     TaskExecution,
     TaskStatus,
 )
-from evals.trials import trial_key
+from evals.results.trials import trial_key
+from evals.run.metrics import (
+    OUTCOME_FROM_RECORD,
+    OUTCOME_LEAVES_OUT,
+    TaskOutcome,
+    compute_metrics,
+    compute_summary,
+    read_records,
+)
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "run_folders" / "two-pools"
 RECORD_FIELDS = [f.name for f in fields(TaskExecution)]

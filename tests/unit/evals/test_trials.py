@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.queue import TaskQueue
-from evals.records import RunFolder, TaskExecution, TaskStatus
-from evals.trials import split_key, trial_key
+from evals.results.records import RunFolder, TaskExecution, TaskStatus
+from evals.results.trials import split_key, trial_key
+from evals.run.queue import TaskQueue
 from tests.support.leasing import lease_next
 
 OLD_SCHEMA = """

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from evals.errors import InvalidRunInputError
-from evals.pools import Selected
-from evals.variations import add_variations, compare_styles, format_styles, read_variations
-from oa_vm.local_suite import local_tasks_dir, local_variations_file
+from evals.run.pools import Selected
+from evals.run.variations import add_variations, compare_styles, format_styles, read_variations
+from oa_vm.clouds.local.suite import local_tasks_dir, local_variations_file
 from waa_client.catalog import Catalog, TaskRef
 from waa_client.errors import CatalogError
 from waa_client.variations import STYLES, base_of, parse_variations, style_of

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from evals.errors import InvalidRunInputError
-from evals.viewer import THUMB_WIDTH, render_run, write_view
+from evals.report.viewer import THUMB_WIDTH, render_run, write_view
 from tests.support.run_folder import RunFolder
 
 VOID = {"meta", "img", "input", "br", "hr", "link"}
@@ -263,6 +263,6 @@ def test_html_from_the_task_and_the_agent_is_escaped(tmp_path: Path) -> None:
 
 
 def test_durations_on_the_page_read_as_the_clis_print_them() -> None:
-    from evals.viewer import _duration
+    from evals.report.viewer import _duration
 
     assert [_duration(s) for s in (None, 3.24, 65.0, 7800.0)] == ["", "3.2s", "1m05s", "2h10m"]

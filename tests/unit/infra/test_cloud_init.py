@@ -202,7 +202,7 @@ def test_the_shipped_shell_scripts_parse_and_hold_no_here_documents(tmp_path: Pa
 def test_the_clean_reset_ships_to_every_worker(cloud: str) -> None:
     """Without ``reset.sh`` (or its QMP helper) the default ``clean-or-stock`` would fall back
     to WAA's stock reset on every cloud worker, and nothing else would say so."""
-    from oa_vm.providers.cloud_reset import RESET_SCRIPT
+    from oa_vm.clouds.pulumi.reset import RESET_SCRIPT
 
     files = _files(_doc(cloud))
     assert RESET_SCRIPT in files and files[RESET_SCRIPT].get("permissions") == "0755"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from infra.worker import units
 from infra.worker.cloud_init import WorkerFiles, late_payload
-from oa_vm.host_status import delivery_command
+from oa_vm.reach.host_status import delivery_command
 
 
 def test_the_delivery_lays_the_files_down_whole(tmp_path: Path) -> None:

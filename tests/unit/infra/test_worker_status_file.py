@@ -1,6 +1,7 @@
 """The worker host's status file stays one ``key=value`` line per key whatever a message holds.
 
-``pool-wait`` reads the file over SSH (:func:`oa_vm.host_status.parse_status`); a message with a
+``pool-wait`` reads the file over SSH (:func:`oa_vm.reach.host_status.parse_status`); a message
+with a
 line break (a docker log line, a metadata service's answer) must neither cut the message nor add
 a key of its own (``state=done`` inside a failure message would read as success).
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.host_status import parse_status
+from oa_vm.reach.host_status import parse_status
 
 ROOT = Path(__file__).resolve().parents[3]
 BASH = shutil.which("bash") or "/bin/bash"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from oa_vm.durations import format_duration, parse_duration
 from oa_vm.errors import InvalidInputError
+from oa_vm.kit.durations import format_duration, parse_duration
 
 
 @pytest.mark.parametrize(
@@ -39,13 +39,13 @@ def test_the_parser_reads_back_what_the_formatter_prints(seconds: float) -> None
 @pytest.mark.parametrize(("text", "seconds"), [("1h30m", 5400), ("3m05s", 185), ("2d03h", 183600),
                                                ("1m 30s", 90)])
 def test_compound_durations(text: str, seconds: float) -> None:
-    from oa_vm.durations import to_seconds
+    from oa_vm.kit.durations import to_seconds
 
     assert to_seconds(text, None) == seconds
 
 
 def test_a_bare_number_is_refused_where_no_unit_is_taken() -> None:
-    from oa_vm.durations import to_seconds
+    from oa_vm.kit.durations import to_seconds
 
     with pytest.raises(ValueError, match="has no unit"):
         to_seconds("8", None)
@@ -53,7 +53,7 @@ def test_a_bare_number_is_refused_where_no_unit_is_taken() -> None:
 
 
 def test_the_typed_alias_is_the_last_one_on_the_command_line() -> None:
-    from oa_vm.clikit import typed_name
+    from oa_vm.kit.clikit import typed_name
 
     names = ("--ttl", "--ttl-hours")
     assert typed_name(names, ["--ttl-hours", "2", "--ttl=3h"]) == "--ttl"
@@ -64,7 +64,7 @@ def test_the_typed_alias_is_the_last_one_on_the_command_line() -> None:
 def test_a_duration_parser_keeps_bare_numbers_when_it_cannot_tell_the_spelling() -> None:
     import typer
 
-    from oa_vm.duration_options import duration
+    from oa_vm.kit.duration_options import duration
 
     parse = duration("h", names=("--ttl", "--ttl-hours"), bare=("--ttl-hours",), most=8760)
     assert parse("8") == 8.0 and parse("90m") == 1.5 and parse(4.0) == 4.0

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from infra.settings import SettingsError
-from oa_vm import replacements
-from oa_vm.drain import notice_time
-from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
+from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
+from oa_vm.reach import replacements
+from oa_vm.reach.drain import notice_time
 from tests.support.pool_programs import make_settings
 
 NOW = datetime(2026, 11, 30, 22, 0, 0, tzinfo=UTC)
@@ -77,7 +77,7 @@ def test_worker_numbers_in_the_program_settings() -> None:
 
 
 def test_the_chain_is_a_typed_record_kept_as_records_always_kept_it(oa_home: Path) -> None:
-    from oa_vm import state
+    from oa_vm.model import state
 
     # a record written before the chain had a type: the same {draining: replacement} object
     old = _pool(WorkerRecord(name="p-w0"), WorkerRecord(name="p-w2"))

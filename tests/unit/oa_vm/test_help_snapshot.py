@@ -6,21 +6,21 @@ import os
 import subprocess
 import sys
 
-from oa_vm import entry
+from oa_vm.cli import entry
 
 
 def test_snapshot_matches_rendered_help() -> None:
     with open(entry.HELP_SNAPSHOT, encoding="utf-8") as handle:
         snapshot = handle.read()
     assert snapshot == entry.render_help(), (
-        "oa_vm/help.txt is stale: regenerate it with 'python -m oa_vm.entry'"
+        "oa_vm/cli/help.txt is stale: regenerate it with 'python -m oa_vm.cli.entry'"
     )
 
 
 def test_fast_path_prints_snapshot_without_importing_typer() -> None:
     code = (
         "import sys; sys.argv = ['oa-vm', '--help']\n"
-        "from oa_vm.entry import main; main()\n"
+        "from oa_vm.cli.entry import main; main()\n"
         "print('TYPER' if 'typer' in sys.modules else 'LIGHT', file=sys.stderr)\n"
     )
     env = {**os.environ, "COLUMNS": "120"}
@@ -35,7 +35,7 @@ def test_fast_path_prints_snapshot_without_importing_typer() -> None:
 def test_narrow_terminal_goes_through_typer() -> None:
     code = (
         "import sys; sys.argv = ['oa-vm', '--help']\n"
-        "from oa_vm.entry import main\n"
+        "from oa_vm.cli.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print('TYPER' if 'typer' in sys.modules else 'LIGHT', file=sys.stderr)\n"
     )

@@ -21,10 +21,10 @@ from typing import Any
 import psutil
 import pytest
 
-from oa_vm import lease, state
 from oa_vm.errors import PoolInUseError
-from oa_vm.lease import Hold, LeaseLostError, PoolRemovingError
-from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
+from oa_vm.model import lease, state
+from oa_vm.model.lease import Hold, LeaseLostError, PoolRemovingError
+from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 
 DEADLINE_S = 60.0
 POOL = "fenced"

@@ -1,4 +1,4 @@
-"""The one live display (oa_vm.live_display), used by the pool waits and the eval runs."""
+"""The one live display (oa_vm.kit.live_display), used by the pool waits and the eval runs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from oa_vm.live_display import LiveRegion, table_view, text_view, wants_live
+from oa_vm.kit.live_display import LiveRegion, table_view, text_view, wants_live
 
 
 class Tty(io.StringIO):

@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from oa_vm import pool_cost, state
-from oa_vm.state import PoolRecord, PoolState, WorkerRecord
+from oa_vm.cost import pool_cost
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -99,7 +100,7 @@ def test_the_record_gives_the_disks_and_the_size_gives_the_disk_type() -> None:
 
 
 def test_the_plan_says_what_the_disks_bill() -> None:
-    from oa_vm import cloud_plan
+    from oa_vm.cost import cloud_plan
 
     note = cloud_plan.disks_note("azure", "Standard_D8s_v5", 160, 96, workers=2)
     assert "160 GB bills as P15 (256 GiB, $38.01/month)" in note

@@ -1,11 +1,11 @@
-"""Each masking rule of ``oa_vm.redact`` on its own, and what must stay readable."""
+"""Each masking rule of ``oa_vm.kit.redact`` on its own, and what must stay readable."""
 
 from __future__ import annotations
 
 import pytest
 
-from oa_vm import redact
-from oa_vm.redact import MASK, redact_text, redact_url
+from oa_vm.kit import redact
+from oa_vm.kit.redact import MASK, redact_text, redact_url
 
 
 @pytest.fixture(autouse=True)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import safe_fs
-from oa_vm.safe_fs import UnsafePathError, WriteFailedError
+from oa_vm.kit import safe_fs
+from oa_vm.kit.safe_fs import UnsafePathError, WriteFailedError
 from tests.support.devices import device_node, fifo
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import safe_fs
-from oa_vm.safe_fs import UnsafePathError
+from oa_vm.kit import safe_fs
+from oa_vm.kit.safe_fs import UnsafePathError
 from tests.support.devices import device_node, fifo
 
 

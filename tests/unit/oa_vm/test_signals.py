@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from oa_vm.signals import sigterm_as_interrupt
+from oa_vm.kit.signals import sigterm_as_interrupt
 
 
 def test_sigterm_raises_keyboard_interrupt_then_the_old_handler_is_back() -> None:
@@ -47,7 +47,7 @@ def test_outside_the_main_thread_nothing_is_changed() -> None:
 def test_a_cleanup_shielded_from_sigterm_and_ctrl_c_inside_a_sigterm_block_finishes() -> None:
     """A sweep's cleanup runs inside ``sigterm_as_interrupt``: a second SIGTERM or Ctrl-C while
     it removes the pool must not stop it half-way, and the handlers come back after it."""
-    from oa_vm.signals import signals_ignored
+    from oa_vm.kit.signals import signals_ignored
 
     finished = False
     with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():

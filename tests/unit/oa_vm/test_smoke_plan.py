@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import cloud_plan
+from oa_vm.cli.smoke_plan import PhaseResult, Timeline, budgets, ttl_hours_for, wait_deadline_s
+from oa_vm.cli.smoke_run import SmokeOptions, make_plan
+from oa_vm.cost import cloud_plan
 from oa_vm.errors import InvalidInputError
-from oa_vm.smoke import PhaseResult, Timeline, budgets, ttl_hours_for, wait_deadline_s
-from oa_vm.smoke_run import SmokeOptions, make_plan
 
 
 def test_the_expiry_covers_every_phase_that_bills_and_rounds_up() -> None:
@@ -45,7 +45,7 @@ def test_deadlines_add_up() -> None:
 
     from infra.image_aws import SNAPSHOT_TIMEOUTS
     from oa_vm import api, images
-    from oa_vm.durations import parse_duration
+    from oa_vm.kit.durations import parse_duration
 
     host_budget = (_bootstrap_default("OA_VM_DEVICE_WAIT_S")
                    + _bootstrap_default("OA_VM_GUEST_TIMEOUT_S", "pool")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import state
 from oa_vm.errors import CorruptRecordError, InvalidInputError, PoolNotFoundError
-from oa_vm.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 
 
 def _record(name: str = "p1") -> PoolRecord:

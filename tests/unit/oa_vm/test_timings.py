@@ -1,4 +1,4 @@
-"""Every time estimate comes from :mod:`oa_vm.timings`: no module writes its own figure for an
+"""Every time estimate comes from :mod:`oa_vm.kit.timings`: no module writes its own figure for an
 image build or a pool's start, the docs print the module's, and each figure says its basis."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import timings
+from oa_vm.kit import timings
 
 ROOT = Path(__file__).resolve().parents[3]
 # A duration written out as a literal in prose or an f-string: "about 90 min", "140 min",
@@ -17,7 +17,7 @@ LITERAL = re.compile(r"\b(?:about \d+(?:\.\d+)? ?(?:min|minutes|h|hours)\b|\d+(?
                      r"(?:min|h)\b|\b(?:90|120|140) min\b|0\.25 h start-up)")
 SOURCES = ("oa_vm", "evals", "infra")
 # where a literal duration is not a time estimate (option examples, durations parsed)
-NOT_ESTIMATES = {"oa_vm/timings.py"}
+NOT_ESTIMATES = {"oa_vm/kit/timings.py"}
 
 
 def test_no_module_writes_its_own_time_estimate() -> None:
@@ -30,7 +30,7 @@ def test_no_module_writes_its_own_time_estimate() -> None:
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if LITERAL.search(line):
                     found.append(f"{relative}:{number}: {line.strip()}")
-    assert found == [], "time estimates written outside oa_vm.timings:\n" + "\n".join(found)
+    assert found == [], "time estimates written outside oa_vm.kit.timings:\n" + "\n".join(found)
 
 
 def test_every_figure_is_marked_and_sourced() -> None:

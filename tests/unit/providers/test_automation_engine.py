@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.providers import pulumi_driver
-from oa_vm.providers.pulumi_driver import (
+from oa_vm.clouds.pulumi import driver as pulumi_driver
+from oa_vm.clouds.pulumi.driver import (
     AutomationEngine,
     EngineError,
     PendingOperationsError,

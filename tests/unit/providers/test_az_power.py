@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from oa_vm.clouds.pulumi.fleet import AzCliPower
 from oa_vm.errors import ProviderUnavailableError, ProvisioningError
-from oa_vm.providers.cloud_fleet import AzCliPower
 from tests.support.cli_standins import standin
 
 IDS = [

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from oa_vm import api, cli, image_records, images
-from oa_vm.providers.aws import AwsProvider
+from oa_vm import api, images
+from oa_vm.cli import app as cli
+from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.model import image_records
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
 
@@ -25,7 +27,7 @@ REPORTED = {"waa_image": "windowsarena/winarena@sha256:" + "0123" * 16,
 def test_build_image_then_pool(oa_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     engine = FakePulumiEngine(AwsLookups())
     provider = AwsProvider(engine=engine, lister=lambda pool: [])
-    monkeypatch.setattr("oa_vm.providers.get_provider", lambda cloud: provider)
+    monkeypatch.setattr("oa_vm.clouds.get_provider", lambda cloud: provider)
     monkeypatch.setattr(api, "get_provider", lambda cloud: provider)
 
     def built(record: Any, outputs: Mapping[str, Any], progress: Any) -> dict[str, str]:
@@ -56,12 +58,12 @@ def test_build_image_then_pool(oa_home: Path, monkeypatch: pytest.MonkeyPatch) -
 def test_sweep_refuses_a_region_without_an_image_then_builds_it_with_build_image(
     oa_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evals import cli as evals_cli
+    from evals.cli import app as evals_cli
     from oa_vm.errors import OaVmError
 
     engine = FakePulumiEngine(AwsLookups())
     provider = AwsProvider(engine=engine, lister=lambda pool: [])
-    monkeypatch.setattr("oa_vm.providers.get_provider", lambda cloud: provider)
+    monkeypatch.setattr("oa_vm.clouds.get_provider", lambda cloud: provider)
     monkeypatch.setattr(api, "get_provider", lambda cloud: provider)
     monkeypatch.setattr(images, "follow_builder",
                         lambda record, outputs, progress: dict(REPORTED))

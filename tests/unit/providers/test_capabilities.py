@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import state
-from oa_vm.providers import get_provider, known_clouds
-from oa_vm.providers.base import FLEET_CAPABILITIES, Capability, Provider
-from oa_vm.providers.pulumi_provider import PulumiCloudProvider
-from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
+from oa_vm.clouds import get_provider, known_clouds
+from oa_vm.clouds.base import FLEET_CAPABILITIES, Capability, Provider
+from oa_vm.clouds.pulumi.provider import PulumiCloudProvider
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 from tests.support import bare_provider
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 
@@ -57,7 +57,7 @@ def test_every_provider_implements_what_it_declares(cloud: str) -> None:
 
 
 def test_a_local_worker_marked_in_its_folder_is_draining(tmp_path: Path) -> None:
-    from oa_vm.drain import local_status_path, notice_from_status, read_status
+    from oa_vm.reach.drain import local_status_path, notice_from_status, read_status
 
     assert Capability.DRAIN in _provider("local").capabilities
     worker = WorkerRecord(name="worker-0", state=WorkerState.READY, workdir=str(tmp_path))

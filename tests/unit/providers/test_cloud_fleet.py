@@ -16,13 +16,15 @@ from typing import Any
 import pytest
 
 from infra import azure as infra_azure
-from oa_vm import fleet, replacements, state
+from oa_vm import fleet
+from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.clouds.azure.provider import AzureProvider
+from oa_vm.clouds.base import PoolSpec, Progress
+from oa_vm.clouds.pulumi.fleet import CloudFleetOps
 from oa_vm.errors import PoolNotReadyError
-from oa_vm.providers.aws import AwsProvider
-from oa_vm.providers.azure import AzureProvider
-from oa_vm.providers.base import PoolSpec, Progress
-from oa_vm.providers.cloud_fleet import CloudFleetOps
-from oa_vm.state import PoolState, WorkerState
+from oa_vm.model import state
+from oa_vm.model.state import PoolState, WorkerState
+from oa_vm.reach import replacements
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from oa_vm import state
+from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.clouds.azure.provider import AzureProvider
+from oa_vm.clouds.base import PoolSpec
 from oa_vm.errors import InvalidInputError
-from oa_vm.providers.aws import AwsProvider
-from oa_vm.providers.azure import AzureProvider
-from oa_vm.providers.base import PoolSpec
+from oa_vm.model import state
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
 
@@ -61,7 +61,7 @@ def test_aws_plan_lists_the_programs_resources_and_writes_nothing(
 
 
 def test_plan_price_is_for_the_whole_pool_from_the_catalog(engine: FakePulumiEngine) -> None:
-    from oa_vm.pricing import hourly_price
+    from oa_vm.cost.pricing import hourly_price
 
     plan = AwsProvider(engine=engine).plan(spec("aws", regions=["us-east-1"]))
     per_worker = hourly_price("aws", "us-east-1", "m8i.2xlarge")
@@ -88,8 +88,8 @@ def test_plan_refuses_a_size_that_cannot_nest(engine: FakePulumiEngine) -> None:
 
 def test_provider_modules_do_not_import_pulumi() -> None:
     code = (
-        "import sys, oa_vm.providers.aws, oa_vm.providers.azure, oa_vm.doctor; "
-        "from oa_vm.providers import get_provider; get_provider('aws'); get_provider('azure'); "
+        "import sys, oa_vm.clouds.aws.provider, oa_vm.clouds.azure.provider, oa_vm.cli.doctor; "
+        "from oa_vm.clouds import get_provider; get_provider('aws'); get_provider('azure'); "
         "bad = [m for m in sys.modules if m.split('.')[0] in "
         "('pulumi', 'pulumi_aws', 'pulumi_azure_native')]; "
         "print(bad); sys.exit(1 if bad else 0)"

@@ -12,11 +12,11 @@ import pytest
 
 from infra.sizes import size_spec
 from infra.worker.slots import workers_that_fit
+from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.clouds.azure.provider import AzureProvider
+from oa_vm.clouds.base import Plan
+from oa_vm.cost.pricing import hourly_price
 from oa_vm.errors import InvalidInputError
-from oa_vm.pricing import hourly_price
-from oa_vm.providers.aws import AwsProvider
-from oa_vm.providers.azure import AzureProvider
-from oa_vm.providers.base import Plan
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
 from tests.unit.providers.test_cloud_plan import spec

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from oa_vm.drain import DrainNotice, notice_from_status
-from oa_vm.host_status import parse_status
-from oa_vm.providers.cloud_wait import cloud_init_state
+from oa_vm.clouds.pulumi.wait import cloud_init_state
+from oa_vm.reach.drain import DrainNotice, notice_from_status
+from oa_vm.reach.host_status import parse_status
 
 
 def test_a_status_value_may_hold_equals_signs() -> None:

@@ -16,13 +16,15 @@ from typing import Any
 
 import pytest
 
-from oa_vm import image_records, images, state, timings
+from oa_vm import images
+from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.clouds.azure.provider import AzureProvider
+from oa_vm.clouds.base import PoolSpec
 from oa_vm.errors import InvalidInputError, ProvisioningError
-from oa_vm.image_records import ImageRecord
-from oa_vm.providers.aws import AwsProvider
-from oa_vm.providers.azure import AzureProvider
-from oa_vm.providers.base import PoolSpec
-from oa_vm.state import WorkerState
+from oa_vm.kit import timings
+from oa_vm.model import image_records, state
+from oa_vm.model.image_records import ImageRecord
+from oa_vm.model.state import WorkerState
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
 
@@ -164,7 +166,7 @@ def test_a_build_that_reports_no_digests_is_not_snapshotted(
 def test_the_build_plan_prices_the_snapshot_stage_and_outlives_it(
     aws: AwsProvider, oa_home: Path
 ) -> None:
-    from oa_vm import cloud_plan
+    from oa_vm.cost import cloud_plan
 
     plan = images.plan_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice")
     hours = (cloud_plan.BUILD_READY_S + cloud_plan.SNAPSHOT_READY_S) / 3600

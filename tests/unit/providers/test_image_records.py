@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import config, image_records, state
 from oa_vm.errors import InvalidInputError
-from oa_vm.image_records import CorruptImageRecordError, ImageNotFoundError, ImageRecord
+from oa_vm.model import config, image_records, state
+from oa_vm.model.image_records import CorruptImageRecordError, ImageNotFoundError, ImageRecord
 
 
 def _record(image_id: str, *, region: str = "us-east-1", age_days: float = 1,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.providers.aws import aws_cli_lister
-from oa_vm.providers.azure import az_cli_lister
+from oa_vm.clouds.aws.provider import aws_cli_lister
+from oa_vm.clouds.azure.provider import az_cli_lister
 from tests.support.cli_standins import standin as _standin
 
 TAGGING = {

@@ -1,4 +1,4 @@
-"""The rules of what one of your own hosts can take (``oa_vm.providers.hosts.facts``) and the
+"""The rules of what one of your own hosts can take (``oa_vm.clouds.hosts.facts``) and the
 checks of the host options, without SSH (the probe over real sshd:
 tests/integration/test_own_hosts_plan.py)."""
 
@@ -10,9 +10,9 @@ import pytest
 
 from infra.worker import slots
 from oa_vm import api
+from oa_vm.clouds.hosts.facts import HostAddress, HostFacts, fit
+from oa_vm.clouds.hosts.provider import host_addresses
 from oa_vm.errors import InvalidInputError
-from oa_vm.providers.hosts.facts import HostAddress, HostFacts, fit
-from oa_vm.providers.hosts.provider import host_addresses
 from tests.support.sshd import generate_key
 
 GIB = 1024 * 1024
@@ -106,7 +106,7 @@ def test_host_options_belong_to_their_clouds(key: str) -> None:
 def test_ssh_via_is_refused_for_own_hosts(key: str, oa_home: Path) -> None:
     from typer.testing import CliRunner
 
-    from oa_vm.cli import app
+    from oa_vm.cli.app import app
 
     result = CliRunner().invoke(app, ["pool-create", "--cloud", "ssh", "--host", "u@127.0.0.1:9",
                                       "--ssh-key", key, "--ssh-via", "u@h:22", "--plan"])

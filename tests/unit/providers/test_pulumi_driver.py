@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 
 from infra import azure as infra_azure
-from oa_vm import state
+from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.clouds.azure.provider import AzureProvider
+from oa_vm.clouds.base import PoolSpec
+from oa_vm.clouds.pulumi import driver as pulumi_driver
+from oa_vm.clouds.pulumi.driver import PoolProvisioningError, classify_failure
 from oa_vm.errors import InvalidInputError, ProviderUnavailableError, ProvisioningError
-from oa_vm.providers import pulumi_driver
-from oa_vm.providers.aws import AwsProvider
-from oa_vm.providers.azure import AzureProvider
-from oa_vm.providers.base import PoolSpec
-from oa_vm.providers.pulumi_driver import PoolProvisioningError, classify_failure
-from oa_vm.state import WorkerState
+from oa_vm.model import state
+from oa_vm.model.state import WorkerState
 from tests.support.fake_pulumi_engine import FakePulumiEngine, dead_pid
 from tests.support.pool_programs import AWS_IMAGE, AZURE_IMAGE, AwsLookups
 
@@ -49,7 +49,7 @@ def spec(cloud: str = "aws", **changes: Any) -> PoolSpec:
 @pytest.fixture
 def images(oa_home: Path) -> None:
     """A ready image in every region these tests use, as image-create would record it."""
-    from oa_vm import image_records
+    from oa_vm.model import image_records
 
     created = state.utcnow() - timedelta(days=1)
     for cloud, region, cloud_id in [
@@ -95,7 +95,7 @@ def test_create_returns_every_worker_with_ssh_and_streams_progress(
         assert Path(worker.ssh.key_path) == state.pool_dir("waa-eval") / "id_ed25519"
     assert record.provider_data["region"] == "us-east-1"
     assert record.state == state.PoolState.PROVISIONING
-    from oa_vm.pricing import hourly_price
+    from oa_vm.cost.pricing import hourly_price
 
     assert record.price_per_hour == pytest.approx(hourly_price("aws", "us-east-1", "m8i.2xlarge"))
     assert any("aws:ec2/instance:Instance waa-eval-w1 creating" in line for line in lines)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm import state
+from oa_vm.cli.pool_options import Heartbeat, choose_cloud, wait_timeout
+from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.clouds.base import PoolSpec
 from oa_vm.errors import InvalidInputError
-from oa_vm.pool_options import Heartbeat, choose_cloud, wait_timeout
-from oa_vm.providers.aws import AwsProvider
-from oa_vm.providers.base import PoolSpec
-from oa_vm.state import PoolRecord, PoolState, WorkerRecord, WorkerState
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AWS_IMAGE, AwsLookups
 
@@ -80,7 +80,7 @@ def test_refresh_runs_at_most_every_few_minutes(oa_home: Path) -> None:
 
 
 def test_no_cloud_is_chosen_silently(oa_home: Path) -> None:
-    from oa_vm import config
+    from oa_vm.model import config
 
     assert choose_cloud("local") == "local"
     assert choose_cloud(None, ask=lambda: "aws") == "aws"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.commands.tasks import format_table, shorten, tasks
+from evals.cli.commands.tasks import format_table, shorten, tasks
 from evals.errors import InvalidRunInputError
 from waa_client import TaskRef, UnknownTaskError
 from waa_client.catalog import Catalog

@@ -1,0 +1,1 @@
+"""The ``openadapt-evals`` and ``openadapt-eval-flow`` command lines."""

@@ -1,0 +1,562 @@
+"""``openadapt-evals run``: run tasks on existing pools and score them with WAA's checker.
+
+Exit codes: 0 the run went to the end (task failures, and errors in a minority of tasks,
+included), 2 bad input, 3 stopped at the budget cap, 4 the run is unhealthy (most tasks ended in
+error, or every worker was lost; any error with ``--fail-on-errors``), 1 any other failure,
+130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from oa_vm.kit.duration_options import Duration, duration_option
+
+if TYPE_CHECKING:
+    from evals.run.runner import RunConfig, RunResult
+
+
+
+def tasks_help() -> str:
+    """``--tasks``'s help, naming the indexes the bundled local suite has (a local pool serves
+    no ``test_small``: offering it there sent users to an error)."""
+    from oa_vm import local_tasks_dir
+
+    indexes = ", ".join(sorted(p.stem for p in local_tasks_dir().glob("*.json")))
+    return (f"Which tasks: all, N (the first N of all), an index of the pool's (a local pool: "
+            f"{indexes}), domain:<name>, IDs 'A,B', @file, cua-bench:PATH[#N] (Cua-Bench task "
+            "modules), openapps:FILE.yaml[#NAME] (OpenApps-style task entries; docs/tasks.md).")
+
+
+TASKS_HELP = tasks_help()
+AGENT_HELP = "noop, oracle, random, replay, http, api-claude, api-openai, or module:Class."
+TasksOpt = Annotated[str, typer.Option("--tasks", help=TASKS_HELP)]
+AgentOpt = Annotated[str, typer.Option("--agent", help=AGENT_HELP)]
+MaxStepsOpt = Annotated[int, typer.Option("--max-steps", help="Steps per task at most.")]
+TrialsOpt = Annotated[
+    int, typer.Option("--trials", help="Run each task K times (each trial its own record; "
+                      "pass@k, pass^k and flaky tasks in the summary).", metavar="K")
+]
+RunNameOpt = Annotated[
+    str | None, typer.Option("--run-name", help="Run folder name (default: <agent>-<UTC time>).")
+]
+ResumeOpt = Annotated[
+    bool,
+    typer.Option("--resume", help="Continue the run named by --run-name; finished tasks stay."),
+]
+TaskTimeoutOpt = Annotated[
+    float, duration_option("--task-timeout", unit="s",
+                           help="How long one attempt of one task may take: 90s, 10m")
+]
+TASK_TIMEOUT = Duration(600.0, "s")
+MaxAttemptsOpt = Annotated[
+    int,
+    typer.Option("--max-attempts", help="Attempts per task on infrastructure errors/timeouts."),
+]
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option("--max-cost-usd", help="Stop dispatching before spend passes this ($); exit 3."),
+]
+ResultsDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--results-dir",
+        help="Folder of run folders (default: $OA_EVALS_RESULTS, else ./benchmark_results).",
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")]
+ResetOpt = Annotated[
+    str,
+    typer.Option(
+        "--reset", metavar="<mode>",
+        help="Before each task: clean (put back a snapshot of the whole machine; fails before "
+        "any task if a worker cannot), stock (WAA's: close windows, clear files), "
+        "clean-or-stock (clean where the worker can, else stock).",
+    ),
+]
+BundlesOpt = Annotated[
+    Path | None,
+    typer.Option("--bundles", help="Replay agent: folder of <task_id>/workflow.json."),
+]
+AGENT_URL_ENV = "OA_EVALS_AGENT_URL"
+AgentUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent-url",
+        help="Http agent: the agent server's URL (or $OA_EVALS_AGENT_URL; a token may come "
+        "from $OA_EVALS_AGENT_TOKEN). Credentials in it are never printed or stored.",
+    ),
+]
+AgentArgOpt = Annotated[
+    list[str] | None,
+    typer.Option("--agent-arg", help="KEY=VALUE option for the agent (repeatable)."),
+]
+ReadTimeoutOpt = Annotated[
+    float,
+    duration_option("--read-timeout", unit="s",
+                    help="How long to wait for a worker's answer to one request: 60s, 2m"),
+]
+READ_TIMEOUT = Duration(60.0, "s")
+StepPauseOpt = Annotated[
+    float, duration_option("--step-pause", unit="s", zero_ok=True,
+                           help="Pause after each action: 0s, or 3s as WAA does")
+]
+STEP_PAUSE = Duration(0.0, "s")
+RecordTreeOpt = Annotated[
+    bool,
+    typer.Option("--record-tree/--no-record-tree",
+                 help="Keep the accessibility tree the agent was given at each step beside its "
+                      "screenshot (gzip, at most 2 MB of XML a step)."),
+]
+"""``--no-record-tree``: see :func:`evals.results.records.save_tree`."""
+
+
+def agent_url_option(given: str | None) -> str:
+    """How refusals name the http agent's URL: the option, or the variable it came from."""
+    return "--agent-url" if given else f"${AGENT_URL_ENV}"
+
+
+WaitReadyOpt = Annotated[
+    float | None,
+    duration_option("--wait-ready", unit="s", bare=(),
+                    help="Wait this long for the pool's workers to be ready (as oa-vm pool-wait) "
+                         "before the run starts, e.g. right after pool-create: 20m"),
+]
+"""``--wait-ready``: readiness of the pool itself, not another run's lease (``--wait-for-pool``)."""
+
+WaitForPoolOpt = Annotated[
+    float | None,
+    duration_option("--wait-for-pool", unit="s", bare=(),
+                    help="If another run holds the pool, wait this long for it instead of "
+                         "failing: 90s, 30m"),
+]
+
+
+# --- progress: a live block on a terminal, plain lines otherwise (both on stderr, so --json
+# output on stdout stays clean); events arrive from the dispatcher's threads.
+
+
+
+# --- the command -------------------------------------------------------------------------------
+
+
+def build_config(
+    *,
+    pool: str | None,
+    tasks: str,
+    agent: str,
+    max_steps: int,
+    run_name: str | None,
+    resume: bool,
+    task_timeout: float,
+    max_attempts: int,
+    max_cost_usd: float | None,
+    results_dir: Path | None,
+    bundles: Path | None,
+    agent_url: str | None,
+    read_timeout: float,
+    step_pause: float,
+    agent_args: list[str] | None = None,
+    pools: list[str] | None = None,
+    reset: str = "clean-or-stock",
+    trials: int = 1,
+    variations: Path | None = None,
+    rerun_errors: bool = False,
+    repair: bool = False,
+    wait_for_pool_s: float = 0.0,
+    allow_change: list[str] | None = None,
+    record_tree: bool = True,
+) -> RunConfig:
+    """The :class:`evals.run.runner.RunConfig` for command-line options (checked as it is made).
+
+    ``pools``: several ``--pool`` options (one run over several pools); one is ``pool``.
+    """
+    from evals.agents import AgentOptions
+    from evals.run.runner import RunConfig, default_run_name
+
+    config = RunConfig(
+        pool=pool,
+        selection=tasks,
+        agent=agent,
+        agent_options=AgentOptions(
+            bundles=bundles, agent_url=agent_url or os.environ.get(AGENT_URL_ENV) or None,
+            args=tuple(agent_args or ()),
+        ),
+        max_steps=max_steps,
+        # "" stays "" (and is refused by validate), never silently replaced by a default
+        run_name=(
+            run_name if run_name is not None else (None if resume else default_run_name(agent))
+        ),
+        resume=resume,
+        task_timeout_s=task_timeout,
+        max_attempts=max_attempts,
+        max_cost_usd=max_cost_usd,
+        results_dir=results_dir,
+        read_timeout_s=read_timeout,
+        step_pause_s=step_pause,
+        pools=pools,
+        reset=reset,
+        trials=trials,
+        variations=variations,
+        rerun_errors=rerun_errors,
+        repair=repair,
+        wait_for_pool_s=wait_for_pool_s,
+        allow_change=tuple(allow_change or ()),
+        record_tree=record_tree,
+    )
+    return config
+
+
+VariationsOpt = Annotated[
+    Path | None,
+    typer.Option("--variations", metavar="FILE",
+                 help="Goal variations to add after each selected task (<task_id>__<style>_<n>: "
+                      "the instruction reworded, the original's checker); the local suite's: "
+                      "local_all (infra/local/tasks/variations/local_all.json)."),
+]
+
+FailOnErrorsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fail-on-errors",
+        help="Exit 4 if any task ended in error (CI); otherwise only a mostly-failed run does.",
+    ),
+]
+
+
+def execute(
+    config: RunConfig, *, json_out: bool, finish: bool = True, fail_on_errors: bool = False
+) -> RunResult:
+    """Run with a progress display, print the summary (a warning first for an unhealthy run),
+    and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4)."""
+    from evals.errors import RunInterrupted
+    from evals.report.progress import make_progress as live_or_plain
+    from evals.results.records import results_root
+    from evals.run import metrics
+    from evals.run.runner import run_evaluation
+    from oa_vm.kit.clikit import print_json
+
+    _say_cap(config)
+    progress = live_or_plain(json_out=json_out)
+    try:
+        with _signals_interrupt():
+            result = run_evaluation(config, on_event=progress)
+    except KeyboardInterrupt:
+        folder = results_root(config.results_dir) / (config.run_name or "")
+        started = config.run_name is not None and (folder / "metadata.json").is_file()
+        raise RunInterrupted(str(folder) if started else None) from None
+    finally:
+        progress.close()
+    result.fail_on_errors = fail_on_errors
+    summary = metrics.compute_summary(result.run_dir)
+    if json_out:
+        print_json({**summary, "run_dir": str(result.run_dir), "warning": result.warning,
+                    "agent_failed": result.agent_failed})
+    else:
+        if result.warning:
+            typer.echo(f"WARNING: {result.warning}; the figures below are not a result")
+        typer.echo(metrics.format_summary(summary))
+        typer.echo(f"Run folder: {result.run_dir}")
+        if result.unpriced_models:
+            unpriced = ", ".join(result.unpriced_models)
+            typer.echo(f"Tokens of unpriced models counted as $0: {unpriced}")
+        if result.agent_failed:
+            from evals.results.agent_failures import where_to_look
+
+            typer.echo(f"{result.agent_failed}; {where_to_look(str(result.run_dir))}")
+    _debug_agent_tracebacks(result)
+    if finish:
+        finish_run(result)
+    return result
+
+
+def _say_cap(config: RunConfig) -> None:
+    """On ``--resume``, say what becomes of the run's cap (kept, or changed)."""
+    if not config.resume or not config.run_name:
+        return
+    from evals.results.records import RunFolder, results_root
+    from evals.run.runner import resumed_cap
+
+    previous = RunFolder(results_root(config.results_dir) / config.run_name).read_metadata()
+    _, note = resumed_cap(previous, config.max_cost_usd)
+    if note:
+        typer.echo(f"Budget: {note}", err=True)
+
+
+def _signals_interrupt() -> contextlib.AbstractContextManager[None]:
+    """SIGTERM and SIGHUP (a closed terminal, a service stopping) end a run as Ctrl-C does: the
+    run is marked interrupted and can be resumed, never left ``running``."""
+    import signal
+
+    from oa_vm.kit.signals import sigterm_as_interrupt
+
+    return sigterm_as_interrupt((signal.SIGTERM, signal.SIGHUP))
+
+
+def finish_run(result: RunResult) -> None:
+    """Raise what the ending calls for: a budget stop (exit 3), an unhealthy run (exit 4), or
+    a run the agent spoiled by raising (exit 4, naming the agent, never the pool)."""
+    from evals.errors import AgentFailed, BudgetExceeded, RunUnhealthy
+    from evals.results.records import RunStatus
+
+    if result.status is RunStatus.BUDGET_STOPPED:
+        raise BudgetExceeded(result.cap_usd or 0.0, result.spent_usd, result.not_run)
+    if result.warning:
+        if result.blames_agent and result.agent_failed:
+            raise AgentFailed(str(result.run_dir), result.warning)
+        raise RunUnhealthy(str(result.run_dir), result.warning)
+    errors = result.counts.get("error", 0)
+    if result.fail_on_errors and errors:
+        if result.agent_failed and result.agent_errors == errors:
+            raise AgentFailed(str(result.run_dir), f"{result.agent_failed} (--fail-on-errors)")
+        raise RunUnhealthy(
+            str(result.run_dir), f"{errors} task(s) ended in error (--fail-on-errors)"
+        )
+
+
+def _debug_agent_tracebacks(result: RunResult) -> None:
+    """With ``--debug``: the agent's traceback, once per kind of exception it raised (the
+    others are in their tasks' ``execution.json``), on stderr."""
+    from oa_vm.kit.clikit import debug_requested
+
+    if not result.agent_failed or not debug_requested():
+        return
+    from evals.results.agent_failures import exception_name
+    from evals.run.metrics import read_execution_files
+
+    shown: set[str] = set()
+    for folder, record in read_execution_files(result.run_dir):
+        text = record.get("agent_traceback")
+        if record.get("error_type") != "agent" or not isinstance(text, str) or not text:
+            continue
+        kind = exception_name(text)
+        if kind in shown:
+            continue
+        shown.add(kind)
+        typer.echo(f"The agent's traceback in task {record.get('task_id')} "
+                   f"({folder / 'execution.json'}):\n{text.rstrip()}", err=True)
+
+
+AllowChangeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--allow-change", metavar="SETTING",
+                 help="With --resume or --rerun-errors: let this recorded setting change "
+                      "(max-steps, task-timeout, read-timeout, step-pause, reset, agent-arg, "
+                      "agent-module; repeatable); the change is recorded in the run's manifest. "
+                      "Without it, a resumed run keeps every setting it started with."),
+]
+"""``--allow-change``: see :mod:`evals.run.settings`."""
+
+RESUMED_OPTIONS = {"max_steps": "max-steps", "task_timeout": "task-timeout",
+                   "read_timeout": "read-timeout", "step_pause": "step-pause",
+                   "reset": "reset", "tasks": "tasks", "agent": "agent", "trials": "trials",
+                   "agent_arg": "agent-arg", "variations": "variations"}
+"""Command parameters that set a recorded setting (:mod:`evals.run.settings`), by name."""
+
+
+def given_settings(ctx: typer.Context) -> set[str]:
+    """The recorded settings whose options were given (on the command line or from the
+    environment); the others take the resumed run's recorded values."""
+    given: set[str] = set()
+    for param, setting in RESUMED_OPTIONS.items():
+        source = ctx.get_parameter_source(param)
+        # by name: typer vendors click, and its enum is not public
+        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+            given.add(setting)
+    return given
+
+
+def resumed_config(config: RunConfig, given: set[str]) -> RunConfig:
+    """``config`` of a resumed run with each recorded setting whose option was not given set
+    to the recorded value (a resumed run is the same run; :mod:`evals.run.settings`).
+
+    Raises:
+        InvalidRunInputError: the run's agent arguments were redacted and not given again.
+    """
+    from dataclasses import replace
+
+    from evals.errors import InvalidRunInputError
+    from evals.results.records import results_root
+    from evals.run.manifest import read_manifest
+    from evals.run.settings import REDACTED, recorded_settings, resumed_values
+
+    if not config.resume or not config.run_name:
+        return config
+    folder = results_root(config.results_dir) / config.run_name
+    if not (folder / "metadata.json").is_file():
+        return config  # no such run, or killed before it started: the run says which
+    from evals.run.metrics import read_metadata
+
+    recorded = recorded_settings(read_manifest(folder), read_metadata(folder))
+    values = resumed_values(recorded, given)
+    args = recorded.get("agent-arg")
+    if "agent-arg" not in given and isinstance(args, dict) and args:
+        hidden = sorted(k for k, v in args.items() if v == REDACTED)
+        if hidden:
+            raise InvalidRunInputError(
+                f"run {config.run_name!r}: its agent's {', '.join(hidden)} were not recorded; "
+                "give them again with --agent-arg KEY=VALUE"
+            )
+        values["agent_options"] = replace(
+            config.agent_options, args=tuple(f"{k}={v}" for k, v in args.items()))
+    return replace(config, **values) if values else config
+
+
+def _recorded_selection(
+    run: str, results_dir: Path | None, tasks: str | None, agent: str | None
+) -> tuple[str | None, str | None]:
+    """``--tasks`` and ``--agent`` of ``--resume``: those given, else the run's own (when it
+    has recorded them; a run that does not exist is refused by the run itself)."""
+    from evals.results.records import results_root
+    from evals.run.metrics import read_metadata
+
+    folder = results_root(results_dir) / run
+    if not (folder / "metadata.json").is_file():
+        return tasks, agent
+    metadata = read_metadata(folder)
+    return (tasks if tasks is not None else str(metadata.get("selection") or "") or None,
+            agent if agent is not None else str(metadata.get("agent") or "") or None)
+
+
+def _rerun_defaults(
+    run: str, results_dir: Path | None, tasks: str | None, agent: str | None,
+    trials: int | None, agent_args: list[str] | None,
+) -> tuple[str, str, int, list[str] | None]:
+    """``--tasks``, ``--agent``, ``--trials`` and ``--agent-arg`` of ``--rerun-errors RUN``:
+    those given, else the run's own (its metadata, and its manifest's agent arguments).
+
+    Raises:
+        InvalidRunInputError: no such run, or its agent had arguments that were redacted (they
+            must be given again).
+    """
+    from evals.errors import InvalidRunInputError
+    from evals.run.manifest import read_manifest
+    from evals.run.metrics import find_run, read_metadata
+
+    folder = find_run(run, results_dir)
+    metadata = read_metadata(folder)
+    if agent_args is None and agent is None:
+        recorded = ((read_manifest(folder) or {}).get("agent") or {}).get("arguments") or {}
+        hidden = sorted(k for k, v in recorded.items() if v == "<redacted>")
+        if hidden:
+            raise InvalidRunInputError(
+                f"run {run!r}: its agent's {', '.join(hidden)} were not recorded; give them "
+                "again with --agent-arg KEY=VALUE"
+            )
+        agent_args = [f"{k}={v}" for k, v in recorded.items()] or None
+    return (
+        tasks if tasks is not None else str(metadata.get("selection") or ""),
+        agent if agent is not None else str(metadata.get("agent") or ""),
+        trials if trials is not None else int(metadata.get("trials") or 1),
+        agent_args,
+    )
+
+
+def run(
+    ctx: typer.Context,
+    tasks: Annotated[
+        str | None, typer.Option("--tasks", help=TASKS_HELP + " Required (but for --resume and "
+                                 "--rerun-errors: the run's own).")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help=AGENT_HELP + " Required (but for --resume and "
+                                 "--rerun-errors: the run's own).")
+    ] = None,
+    pool: Annotated[
+        list[str] | None,
+        typer.Option("--pool", "-n", help="The pool's name (default: the only pool); repeat it "
+                     "to run over several pools (--pool a --pool b)."),
+    ] = None,
+    max_steps: MaxStepsOpt = 15,
+    run_name: RunNameOpt = None,
+    resume: ResumeOpt = False,
+    task_timeout: TaskTimeoutOpt = TASK_TIMEOUT,
+    max_attempts: MaxAttemptsOpt = 3,
+    max_cost_usd: MaxCostOpt = None,
+    results_dir: ResultsDirOpt = None,
+    json_out: JsonOpt = False,
+    bundles: BundlesOpt = None,
+    agent_url: AgentUrlOpt = None,
+    read_timeout: ReadTimeoutOpt = READ_TIMEOUT,
+    step_pause: StepPauseOpt = STEP_PAUSE,
+    agent_arg: AgentArgOpt = None,
+    repair: Annotated[
+        bool, typer.Option("--repair", help="Replace workers quarantined for infrastructure "
+                                            "reasons from the pool (oa-vm pool-repair).")
+    ] = False,
+    fail_on_errors: FailOnErrorsOpt = False,
+    wait_for_pool: WaitForPoolOpt = None,
+    reset: ResetOpt = "clean-or-stock",
+    trials: Annotated[
+        int | None, typer.Option("--trials", metavar="K", help="Run each task K times (each "
+                                 "trial its own record; pass@k, pass^k and flaky tasks in the "
+                                 "summary). Default 1.")
+    ] = None,
+    variations: VariationsOpt = None,
+    rerun_errors: Annotated[
+        str | None, typer.Option(
+            "--rerun-errors", metavar="RUN",
+            help="Run again, in RUN's folder, only its tasks that ended in an infrastructure, "
+                 "setup or timeout error; earlier attempts are kept. Every setting RUN "
+                 "recorded (--tasks, --agent, --trials, --agent-arg, --max-steps...) "
+                 "defaults to RUN's.")
+    ] = None,
+    allow_change: AllowChangeOpt = None,
+    record_tree: RecordTreeOpt = True,
+    wait_ready: WaitReadyOpt = None,
+) -> None:
+    """Run tasks on one or more existing pools (one queue); every task gets one final record."""
+    from evals.errors import InvalidRunInputError
+    from evals.run.prechecks import check_before_run
+
+    if rerun_errors is not None:
+        tasks, agent, trials, agent_arg = _rerun_defaults(
+            rerun_errors, results_dir, tasks, agent, trials, agent_arg
+        )
+        run_name, resume = rerun_errors, True
+    elif resume and run_name and (tasks is None or agent is None):
+        tasks, agent = _recorded_selection(run_name, results_dir, tasks, agent)
+    if tasks is None or agent is None:
+        raise InvalidRunInputError(
+            "give --tasks and --agent (or --rerun-errors RUN to rerun a run's errors)"
+        )
+    several = pool is not None and len(pool) > 1
+    config = build_config(
+        pool=None if several or not pool else pool[0], pools=pool if several else None,
+        tasks=tasks, agent=agent, max_steps=max_steps, run_name=run_name,
+        resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
+        max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
+        agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
+        agent_args=agent_arg, reset=reset, trials=1 if trials is None else trials,
+        variations=variations,
+        rerun_errors=rerun_errors is not None, repair=repair,
+        wait_for_pool_s=wait_for_pool or 0.0, allow_change=allow_change,
+        record_tree=record_tree,
+    )
+    config = resumed_config(config, given_settings(ctx))
+    if wait_ready is not None:
+        names: list[str | None] = [*config.pool_names()] or [None]
+        _wait_ready(names, wait_ready)
+    # before any lease is taken or any task runs (a dead agent server would fail every task)
+    check_before_run(config, agent_url_option=agent_url_option(agent_url))
+    execute(config, json_out=json_out, fail_on_errors=fail_on_errors)
+
+
+def _wait_ready(pools: list[str | None], timeout_s: float) -> None:
+    """Follow each pool's workers until they are ready, at most ``timeout_s`` in all (the
+    pool's own wait: :func:`oa_vm.api.wait_pool`, whose timeout names each stuck worker)."""
+    import time
+
+    import oa_vm
+    from oa_vm.kit.durations import format_duration
+
+    deadline = time.monotonic() + timeout_s
+    for name in pools:
+        typer.echo(f"waiting for pool {name or '(the only one)'} to be ready (at most "
+                   f"{format_duration(timeout_s)})", err=True)
+        oa_vm.wait_pool(name, timeout_s=max(1.0, deadline - time.monotonic()))

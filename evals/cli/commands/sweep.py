@@ -1,0 +1,453 @@
+"""``openadapt-evals sweep``: create a pool, run tasks on it, and remove the pool afterwards.
+
+The pool is removed whatever happens once it exists: the run ends, fails, or is stopped with
+Ctrl-C or SIGTERM (both end the run as interrupted; ``--resume`` continues it on a new pool).
+Exit codes as ``run``: 0, 2 bad input, 3 budget cap, 4 unhealthy run, 1 other failure,
+130 interrupted. A sweep never removes a pool it did not create: a ``--pool`` that names an
+existing pool is refused before anything is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from evals.cli.commands.run import (
+    READ_TIMEOUT,
+    STEP_PAUSE,
+    TASK_TIMEOUT,
+    AgentArgOpt,
+    AgentOpt,
+    AgentUrlOpt,
+    AllowChangeOpt,
+    BundlesOpt,
+    FailOnErrorsOpt,
+    JsonOpt,
+    MaxAttemptsOpt,
+    MaxCostOpt,
+    MaxStepsOpt,
+    ReadTimeoutOpt,
+    RecordTreeOpt,
+    ResetOpt,
+    ResultsDirOpt,
+    ResumeOpt,
+    RunNameOpt,
+    StepPauseOpt,
+    TasksOpt,
+    TaskTimeoutOpt,
+    TrialsOpt,
+    VariationsOpt,
+    agent_url_option,
+    build_config,
+    execute,
+    finish_run,
+    given_settings,
+    resumed_config,
+)
+from oa_vm.cli import pool_options as pool_opts
+from oa_vm.kit import timings
+from oa_vm.kit.duration_options import Duration, duration_option
+from oa_vm.kit.signals import signals_ignored, sigterm_as_interrupt
+
+_FIRST_POOL_SPAN = timings.span_text(timings.FIRST_POOL_READY.low_s,
+                                     timings.FIRST_POOL_READY.high_s)
+
+if TYPE_CHECKING:
+    from evals.cli.sweep_plan import SweepEstimate
+    from evals.run.runner import RunConfig
+    from oa_vm import Plan, PoolSpec, VcpuQuota
+
+
+def parse_faults(values: list[str] | None) -> dict[str, str]:
+    """``["latency=0.5", "hang-after=20"]`` -> ``{"latency": "0.5", "hang-after": "20"}``.
+
+    Raises:
+        InvalidRunInputError: an item is not ``KEY=VALUE``.
+    """
+    from evals.errors import InvalidRunInputError
+
+    faults: dict[str, str] = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise InvalidRunInputError(
+                f"--fault {item!r} is not KEY=VALUE (e.g. --fault latency=0.5)"
+            )
+        faults[key.strip()] = value.strip()
+    return faults
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def sweep(
+    ctx: typer.Context,
+    tasks: TasksOpt,
+    agent: AgentOpt,
+    cloud: Annotated[
+        str, typer.Option("--cloud", help="Where the pool runs: local (default), aws, azure.")
+    ] = "local",
+    workers: Annotated[int, typer.Option("--workers", help="Workers in the pool.")] = 3,
+    name: Annotated[
+        str | None, typer.Option("--pool", "-n", "--name", help="Pool name (default: generated).")
+    ] = None,
+    fault: Annotated[
+        list[str] | None,
+        typer.Option("--fault", help="Local pools: fault knob KEY=VALUE for every worker."),
+    ] = None,
+    price_per_hour: Annotated[
+        float | None,
+        typer.Option("--price-per-hour", help="Local pools: pretend $ per worker-hour."),
+    ] = None,
+    wait_timeout: Annotated[
+        float, duration_option("--wait-timeout", unit="s",
+                               help="How long to wait for the workers: 30m, 1h (the default "
+                                    "covers a first cloud pool's own budget)")
+    ] = Duration(timings.FIRST_POOL_WAIT_S, "s"),
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Cloud pools: create without asking.")
+    ] = False,
+    size: pool_opts.SizeOpt = None,
+    region: pool_opts.RegionOpt = None,
+    spot: pool_opts.SpotOpt = False,
+    ttl_hours: pool_opts.TtlOpt = pool_opts.TTL_DEFAULT,
+    allow_cidr: pool_opts.AllowCidrOpt = None,
+    image: pool_opts.ImageOpt = None,
+    build_image: pool_opts.BuildImageOpt = False,
+    egress: pool_opts.EgressOpt = None,
+    plan_only: pool_opts.PlanOpt = False,
+    max_steps: MaxStepsOpt = 15,
+    run_name: RunNameOpt = None,
+    resume: ResumeOpt = False,
+    task_timeout: TaskTimeoutOpt = TASK_TIMEOUT,
+    max_attempts: MaxAttemptsOpt = 3,
+    max_cost_usd: MaxCostOpt = None,
+    results_dir: ResultsDirOpt = None,
+    json_out: JsonOpt = False,
+    bundles: BundlesOpt = None,
+    agent_url: AgentUrlOpt = None,
+    read_timeout: ReadTimeoutOpt = READ_TIMEOUT,
+    step_pause: StepPauseOpt = STEP_PAUSE,
+    agent_arg: AgentArgOpt = None,
+    fail_on_errors: FailOnErrorsOpt = False,
+    reset: ResetOpt = "clean-or-stock",
+    trials: TrialsOpt = 1,
+    variations: VariationsOpt = None,
+    allow_change: AllowChangeOpt = None,
+    record_tree: RecordTreeOpt = True,
+) -> None:
+    """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
+    import oa_vm
+    from evals.errors import RunInterrupted
+    from evals.run.prechecks import check_before_run, check_local_tasks
+    from oa_vm.errors import PoolExistsError
+
+    config = build_config(
+        pool=None, tasks=tasks, agent=agent, max_steps=max_steps, run_name=run_name,
+        resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
+        max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
+        agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
+        agent_args=agent_arg, reset=reset, trials=trials, variations=variations,
+        allow_change=allow_change, record_tree=record_tree,
+    )
+    config = resumed_config(config, given_settings(ctx))
+    faults = parse_faults(fault)
+    # Everything checkable without a pool is checked before one is paid for.
+    check_before_run(config, agent_url_option=agent_url_option(agent_url), needs_home=True,
+                     plan=plan_only)
+    _check_run_folder(config.results_dir, config.run_name, config.resume)
+    # A resumed sweep whose pool outlived it (the sweep was killed) reuses that pool rather
+    # than paying for a second one.
+    reused = _pool_to_reuse(config, name, cloud) if config.resume else None
+    spec = oa_vm.build_spec(
+        name=reused or name, cloud=cloud, workers=workers, faults=faults or None,
+        price_per_hour=price_per_hour, size=size, regions=pool_opts.parse_regions(region),
+        spot=spot, ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []), egress=egress,
+    )
+    spec.image, spec.build_image = image, build_image
+    config = replace(config, pool=spec.name)
+    if oa_vm.pool_exists(spec.name) and spec.name != reused:
+        # A sweep removes only the pool it made; an existing pool of that name is the user's.
+        raise PoolExistsError(spec.name)
+    if plan_only:
+        _print_plan(spec, config, json_out)
+        return
+    if cloud == "local":
+        check_local_tasks(config, spec.tasks_dir)
+    elif not reused:
+        _show_plan_and_confirm(spec, yes)
+    with sigterm_as_interrupt():
+        created = False
+        try:
+            try:
+                if reused:
+                    _say(f"reusing pool {reused}, which this sweep created before it was "
+                         "interrupted")
+                else:
+                    # recorded before it exists: a sweep killed from here on is found again
+                    _record_pool(config, spec.name, cloud)
+                    _say(f"creating pool {spec.name} ({cloud}, {workers} worker(s))")
+                try:
+                    if not reused:
+                        oa_vm.create_pool(spec, progress=_say)
+                except PoolExistsError:
+                    raise  # made by someone else meanwhile: not ours to remove
+                except BaseException:
+                    created = True  # a partial pool of ours may be left: remove it
+                    raise
+                created = True
+                oa_vm.wait_pool(spec.name, timeout_s=wait_timeout)
+                result = execute(
+                    config, json_out=json_out, finish=False, fail_on_errors=fail_on_errors
+                )
+                if result.warning:
+                    _keep_logs(spec.name, config)  # the run is unhealthy: the logs say why
+            except BaseException:
+                if created:
+                    _keep_logs(spec.name, config)
+                raise
+            finally:
+                if created:
+                    _cleanup(spec.name)
+            finish_run(result)
+        except KeyboardInterrupt:
+            raise RunInterrupted(None) from None
+
+
+def _print_plan(spec: PoolSpec, config: RunConfig, json_out: bool) -> None:
+    """``--plan``: the pool the sweep would create and its price, on stdout; nothing is
+    created, recorded or written (no pool, no run folder), and no network is asked (the SSH
+    CIDR stays a placeholder, as in ``oa-vm pool-create --plan``)."""
+    import oa_vm
+    from evals.run.prechecks import check_local_tasks
+    from oa_vm.kit.clikit import print_json
+
+    local_count = None
+    if spec.cloud == "local":
+        check_local_tasks(config, spec.tasks_dir)
+        local_count = _local_task_count(config, spec.tasks_dir)
+    plan = oa_vm.plan_pool(spec)
+    answer = _sweep_estimate(spec, config, plan, local_count)
+    if json_out:
+        print_json({"sweep": {"pool": spec.name, "tasks": config.selection,
+                              "agent": config.agent, "run_name": config.run_name,
+                              "estimate": answer.json},
+                    "plan": plan.to_json()})
+        return
+    typer.echo(plan.describe())
+    typer.echo("")
+    typer.echo(answer.describe())
+
+
+def _local_task_count(config: RunConfig, tasks_dir: str | None) -> int:
+    """How many tasks the selection is on a local pool (its catalog is here)."""
+    from oa_vm import local_tasks_dir
+    from waa_client.catalog import Catalog
+
+    catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
+    return len(catalog.select(config.selection, live=False))
+
+
+def _check_quota(spec: PoolSpec, plan: Plan) -> tuple[VcpuQuota | None, int | None]:
+    """The account's vCPU quota for the pool (cloud pools; None for local ones) and the vCPUs
+    the pool needs.
+
+    Raises:
+        InvalidInputError: the pool needs more vCPUs than the quota leaves (one line: the
+            quota, and what to do).
+    """
+    import oa_vm
+    from oa_vm.errors import InvalidInputError
+
+    if spec.cloud == "local" or not plan.region or not plan.size:
+        return None, None
+    found = oa_vm.read_vcpu_quota(spec.cloud, plan.region, plan.size, spot=spec.spot)
+    problem = oa_vm.quota_refusal(found, plan.size, spec.workers)
+    if problem:
+        raise InvalidInputError(problem)
+    return found, oa_vm.vcpus_needed(spec.cloud, plan.size, spec.workers)
+
+
+def _sweep_estimate(
+    spec: PoolSpec, config: RunConfig, plan: Plan, local_count: int | None
+) -> SweepEstimate:
+    """The one block of ``sweep --plan``: :func:`evals.cli.sweep_plan.estimate` fed with the
+    account's quota (refused above it) and, when the region has no image, the build's plan."""
+    from evals.agents.model_api import parse_agent_args
+    from evals.cli.sweep_plan import estimate
+
+    found, needed = _check_quota(spec, plan)
+    image_plan = None
+    if spec.cloud != "local" and plan.image is not None and plan.image.get("id") is None:
+        import oa_vm
+
+        image_plan = oa_vm.plan_image(oa_vm.cloud_provider(spec.cloud), str(plan.region),
+                                       size=spec.size)
+    return estimate(
+        plan=plan, selection=config.selection, agent=config.agent,
+        agent_args=parse_agent_args(config.agent_options.args), max_steps=config.max_steps,
+        trials=config.trials, local_count=local_count, quota=found, vcpus_needed=needed,
+        image_plan=image_plan, price_date=_price_date(spec.cloud, plan),
+    )
+
+
+def _price_date(cloud: str, plan: Plan) -> str | None:
+    """The date of the catalog's figure for the pool's machine (None when it has none)."""
+    if cloud == "local" or plan.price_per_hour is None:
+        return None
+    try:
+        from oa_vm import load_catalog
+
+        entry = load_catalog().lookup(cloud, plan.region, str(plan.size))
+    except Exception:  # a figure without its date is still shown; the date is a courtesy
+        return None
+    return f"figure of {entry.date}"
+
+
+def _keep_logs(pool: str, config: RunConfig) -> None:
+    """Copy the workers' logs of a failed sweep next to its run (or its results folder), since
+    removing the pool removes them, and the error may point at them."""
+    import shutil
+
+    import oa_vm
+    from evals.results.records import results_root
+
+    logs = oa_vm.pool_dir(pool) / "logs"
+    if not logs.is_dir() or not any(logs.iterdir()):
+        return
+    root = results_root(config.results_dir)
+    target = (root / config.run_name if config.run_name else root) / f"worker-logs-{pool}"
+    try:
+        shutil.copytree(logs, target, dirs_exist_ok=True)
+    except OSError as exc:
+        _say(f"the worker logs of pool {pool} could not be kept: {exc}")
+        return
+    _say(f"worker logs kept in {target}")
+
+
+def _show_plan_and_confirm(spec: PoolSpec, yes: bool) -> None:
+    """A cloud pool costs money: show what it makes and costs, and ask (``-y`` skips).
+
+    As ``oa-vm pool-create`` does: a region without an image (and no ``--build-image``) or a
+    size that cannot nest is refused first, in one line; with ``--build-image`` the image is
+    built before the pool's plan (its own plan, price and question first).
+    """
+    import oa_vm
+    from oa_vm.cli.images import build_missing_image
+    from oa_vm.errors import InvalidInputError
+
+    oa_vm.check_available(spec.cloud)
+    pool_opts.preflight(spec)
+    plan = oa_vm.plan_pool(spec)
+    _check_quota(spec, plan)  # refused above the account's vCPU quota before anything is made
+    if not spec.allow_cidrs:
+        spec.allow_cidrs = [oa_vm.detect_caller_cidr()]
+    # On stderr, with the rest of the sweep's progress: its stdout is the summary (or JSON) only.
+    with contextlib.redirect_stdout(sys.stderr):
+        build_missing_image(spec, yes=yes)
+    _say(oa_vm.plan_pool(spec).describe())
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise InvalidInputError(
+            f"create cloud pool {spec.name!r}: not asked (no terminal); pass -y"
+        )
+    if not typer.confirm(f"Create pool {spec.name!r} for this sweep?", default=False):
+        raise typer.Abort()
+
+
+SWEEP_POOL = "sweep-pool.json"
+"""The run folder's record of the pool its sweep created (written before the pool is)."""
+
+
+def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bool) -> None:
+    from evals.errors import InvalidRunInputError, RunExistsError
+    from evals.results.records import RunFolder, results_root
+
+    if run_name is None:
+        return
+    folder = RunFolder(results_root(results_dir) / run_name)
+    if not resume and folder.path.exists():
+        raise RunExistsError(str(folder.path))
+    # a sweep killed before its run began has a folder holding only the pool it made
+    if resume and not folder.exists() and not (folder.path / SWEEP_POOL).is_file():
+        raise InvalidRunInputError(
+            f"there is no run {folder.path} to resume; check --run-name and --results-dir"
+        )
+
+
+def _sweep_pool_path(config: RunConfig) -> Path:
+    from evals.results.records import results_root
+
+    assert config.run_name is not None  # build_config names every sweep's run
+    return results_root(config.results_dir) / config.run_name / SWEEP_POOL
+
+
+def _record_pool(config: RunConfig, pool: str, cloud: str) -> None:
+    """Write down, in the run folder, the pool this sweep is about to create."""
+    import oa_vm
+    from evals.results.records import now_iso
+
+    path = _sweep_pool_path(config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    oa_vm.atomic_write_json(path, {"pool": pool, "cloud": cloud, "recorded_at": now_iso()})
+
+
+def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | None:
+    """The pool an interrupted sweep of this run created and left, if it is still there.
+
+    Raises:
+        InvalidInputError: it is there, but ``--pool`` or ``--cloud`` asks for another pool
+            (resuming would leave it billing unnoticed): the line says how to reuse or
+            remove it.
+    """
+    import json
+
+    import oa_vm
+    from oa_vm.errors import InvalidInputError
+
+    try:
+        recorded = json.loads(_sweep_pool_path(config).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    pool = recorded.get("pool") if isinstance(recorded, dict) else None
+    if not isinstance(pool, str) or not oa_vm.pool_exists(pool):
+        return None
+    if (name is not None and name != pool) or recorded.get("cloud") != cloud:
+        raise InvalidInputError(
+            f"pool {pool!r} ({recorded.get('cloud')}), created by this sweep before it was "
+            f"interrupted, still exists; resume with --pool {pool} --cloud "
+            f"{recorded.get('cloud')} to reuse it, or remove it with "
+            f"'oa-vm pool-cleanup --pool {pool}'"
+        )
+    return pool
+
+
+def _cleanup(pool: str) -> None:
+    """Remove the pool; a second Ctrl-C or SIGTERM during cleanup is ignored so it finishes."""
+    import oa_vm
+    from oa_vm.errors import OaVmError
+
+    if not oa_vm.pool_exists(pool):
+        return  # creation failed and already removed what it made
+    with signals_ignored():
+        try:
+            report = oa_vm.cleanup_pool(pool)  # one line below, so the summary stays in view
+        except OaVmError as exc:
+            _say(f"pool {pool} was not removed: {exc}; "
+                 f"remove it with 'oa-vm pool-cleanup --pool {pool}'")
+            return
+    if report.left:
+        _say(
+            f"pool {pool}: still present: {'; '.join(report.left)}; "
+            f"remove it with 'oa-vm pool-cleanup --pool {pool}'"
+        )
+    else:
+        _say(f"pool {pool} removed")

@@ -1,0 +1,371 @@
+"""``openadapt-eval-flow``: price a flow run on WAA before spending anything (``--dry-run``).
+
+A dry run is the default and never touches a network or a cloud. ``--live`` replays compiled
+workflow bundles on a pool through the sweep runner (same queue, records and caps as
+``openadapt-evals run --agent replay``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evals.compat.flow import DryRun, missing_bundles, plan_dry_run, read_task_ids, resolve_vm_price
+from evals.errors import EvalsError, MissingBundlesError
+from evals.results.cost import (
+    DEFAULT_FALLBACK_RATE,
+    DEFAULT_MODEL,
+    STARTUP_HOURS,
+    EstimateInput,
+    Mode,
+    format_estimate,
+)
+from oa_vm.errors import InvalidInputError, OaVmError
+from oa_vm.kit import timings
+from oa_vm.kit.clikit import print_json, run_main
+
+PROG = "openadapt-eval-flow"
+PRICE_NAMES = ("--price-per-hour", "--vm-hourly")
+RULE = "=" * 78
+
+app = typer.Typer(
+    name=PROG,
+    help="Estimate what a compiled-workflow (flow) run on Windows Agent Arena costs.",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _show_version(value: bool) -> None:
+    """``--version``: print it and stop (as ``oa-vm --version`` and ``openadapt-evals``)."""
+    if value:
+        from oa_vm.kit.version import package_version
+
+        typer.echo(f"{PROG} {package_version()}")
+        raise typer.Exit()
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def flow(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan and its cost (the default).")
+    ] = False,
+    live: Annotated[
+        bool, typer.Option("--live", help="Run on a pool (needs --task-ids, --bundles, --pool).")
+    ] = False,
+    mode: Annotated[
+        Mode, typer.Option("--mode", help="replay: compiled bundles only; hybrid: agent fallback.")
+    ] = Mode.REPLAY,
+    tasks: Annotated[
+        str | None, typer.Option("--tasks", help="Which tasks: N (the first N of WAA's 154), "
+                                 "all (the default), IDs 'A,B' or @file; --live also takes the "
+                                 "pool's index and domain:<name> selections.")
+    ] = None,
+    task_count: Annotated[
+        int | None, typer.Option("--task-count", hidden=True, help="As --tasks N.")
+    ] = None,
+    task_ids: Annotated[
+        str | None, typer.Option("--task-ids", help="Task IDs 'A,B,C', or '@file', one a line.")
+    ] = None,
+    bundles: Annotated[
+        Path | None, typer.Option("--bundles", help="Folder of bundles, <task_id>/workflow.json.")
+    ] = None,
+    model: Annotated[
+        str, typer.Option("--model", help="Agent model (hybrid fallback and the baseline).")
+    ] = DEFAULT_MODEL,
+    fallback_rate: Annotated[
+        float, typer.Option("--fallback-rate", help="Share of tasks that fall back (hybrid).")
+    ] = DEFAULT_FALLBACK_RATE,
+    vm_hourly: Annotated[
+        float | None, typer.Option(*PRICE_NAMES,
+                                   help="VM $/hour per worker (default: the catalog's price of "
+                                        "--cloud/--size/--region).")
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", help="Workers sharing the tasks.")] = 1,
+    cloud: Annotated[
+        str | None, typer.Option("--cloud", help="Price from the catalog: aws or azure (default: "
+                                "the configured default cloud, else aws).")
+    ] = None,
+    size: Annotated[
+        str | None, typer.Option("--size", help="Catalog size (default per cloud).")
+    ] = None,
+    region: Annotated[
+        str | None, typer.Option("--region", help="Catalog region (default per cloud).")
+    ] = None,
+    spot: Annotated[bool, typer.Option("--spot", help="Use the catalog's spot price.")] = False,
+    pool: Annotated[
+        str | None, typer.Option("--pool", "-n", help="Pool to run on (--live).")
+    ] = None,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option("--max-cost-usd", help="--live: stop dispatching at this spend ($); exit 3."),
+    ] = None,
+    run_name: Annotated[str | None, typer.Option("--run-name", help="--live: run name.")] = None,
+    results_dir: Annotated[
+        Path | None, typer.Option("--results-dir", help="--live: folder of run folders.")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the plan and estimate as JSON.")
+    ] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_show_version, is_eager=True,
+                           help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Print a flow run's plan and cost estimate (dry run), or hand it to the sweep runner."""
+    if dry_run and live:
+        raise InvalidInputError("give --dry-run or --live, not both")
+    if task_count is not None:
+        tasks = tasks or str(task_count)
+    if tasks is not None and task_ids is not None:
+        raise InvalidInputError("give either --tasks or --task-ids, not both")
+    count, ids, selection = _selection(tasks, live=live)
+    if task_ids is not None:
+        ids = read_task_ids(task_ids)
+    if live:
+        _live(ids, bundles, pool, selection=selection, max_cost_usd=max_cost_usd,
+              run_name=run_name, results_dir=results_dir, as_json=as_json)
+        return
+    _check_price(vm_hourly, cloud)
+    price = resolve_vm_price(
+        vm_hourly=vm_hourly, cloud=cloud, size=size, region=region, spot=spot
+    )
+    inputs = EstimateInput(
+        n_tasks=1, mode=mode, model=model, fallback_rate=fallback_rate, workers=workers
+    )
+    plan = plan_dry_run(
+        n_tasks=count, task_ids=ids, bundles_dir=bundles, inputs=inputs, price=price
+    )
+    if as_json:
+        print_json(reference_json(plan))
+    else:
+        typer.echo(render(plan))
+
+
+def _selection(text: str | None, *, live: bool) -> tuple[int | None, list[str] | None, str | None]:
+    """``--tasks`` as (a count, task IDs, a selection for the pool's catalog), one of them set
+    (none for the default, all 154). A dry run reads no catalog: an index or domain name is
+    refused there, naming what it takes.
+
+    Raises:
+        InvalidInputError: a count below 1; an index or domain name without ``--live``.
+    """
+    from waa_client.catalog import selection_count
+
+    if text is None or text.strip() == "all":
+        return None, None, None
+    count = selection_count(text.strip().removeprefix("-"))  # -3: a count, refused below
+    if count is not None:
+        count = -count if text.strip().startswith("-") else count
+        if count < 1:
+            raise InvalidInputError(f"--tasks {text.strip()}: give at least 1 task")
+        return (None, None, text) if live else (count, None, None)
+    stripped = text.strip()
+    if stripped.startswith("@") or "," in stripped or "-" in stripped:
+        return None, read_task_ids(stripped), None
+    if live:
+        return None, None, stripped
+    raise InvalidInputError(
+        f"--tasks {stripped!r}: a dry run reads no task catalog, so it takes N, all, IDs 'A,B' "
+        "or @file (index and domain names need --live and the pool's catalog)"
+    )
+
+
+def _check_price(vm_hourly: float | None, cloud: str | None) -> None:
+    """The price option's value, named as the user typed it (``--price-per-hour`` or its old
+    name ``--vm-hourly``).
+
+    Raises:
+        InvalidInputError: a negative or non-finite price, or a price and ``--cloud`` both.
+    """
+    import math
+
+    from oa_vm.kit.clikit import typed_name
+
+    if vm_hourly is None:
+        return
+    option = typed_name(PRICE_NAMES) or PRICE_NAMES[0]
+    if not math.isfinite(vm_hourly) or vm_hourly < 0:
+        raise InvalidInputError(
+            f"{option} must be a non-negative number of $/hour, not {vm_hourly:g}"
+        )
+    if cloud is not None:
+        raise InvalidInputError(
+            f"give either {option} or --cloud (with --size/--region/--spot), not both"
+        )
+
+
+def _live(
+    task_ids: list[str] | None,
+    bundles: Path | None,
+    pool: str | None,
+    *,
+    selection: str | None = None,
+    max_cost_usd: float | None,
+    run_name: str | None,
+    results_dir: Path | None,
+    as_json: bool,
+) -> None:
+    """Replay compiled workflows on a pool through the sweep runner, with its caps.
+
+    Refuses to start, listing them, while any selected task lacks a bundle or a checker
+    configuration (an ``evaluator.func``): a task nobody can score is not worth a VM-minute.
+    """
+    import oa_vm
+    from evals.cli.commands.run import build_config, execute
+    from waa_client.catalog import Catalog
+
+    if bundles is None or pool is None:
+        raise InvalidInputError("--live needs --bundles DIR and --pool NAME")
+    if not bundles.is_dir():
+        raise InvalidInputError(f"--bundles {bundles} is not a folder")
+    if selection is not None:  # N, an index or a domain: the pool's catalog says which tasks
+        with oa_vm.connect(pool) as workers:
+            task_ids = Catalog.from_scoring(workers[0].scoring).resolve(selection, live=True)
+    if task_ids is None:
+        task_ids = sorted(p.parent.name for p in bundles.glob("*/workflow.json"))
+        if not task_ids:
+            raise InvalidInputError(f"--bundles {bundles} holds no <task_id>/workflow.json")
+    missing = missing_bundles(task_ids, bundles)
+    if missing:
+        raise MissingBundlesError(str(bundles), missing)
+    with oa_vm.connect(pool) as workers:
+        catalog = Catalog.from_scoring(workers[0].scoring)
+        catalog.select(",".join(task_ids), live=True)  # unknown or synthetic IDs: one line
+        unscorable = [
+            task_id for task_id in task_ids
+            if not (catalog.load(task_id).get("evaluator") or {}).get("func")
+        ]
+    if unscorable:
+        raise InvalidInputError(
+            f"{len(unscorable)} task(s) have no checker configuration (evaluator.func): "
+            + ", ".join(unscorable)
+        )
+    config = build_config(
+        pool=pool, tasks=",".join(task_ids), agent="replay", max_steps=15, run_name=run_name,
+        resume=False, task_timeout=600.0, max_attempts=3, max_cost_usd=max_cost_usd,
+        results_dir=results_dir, bundles=bundles, agent_url=None, read_timeout=60.0,
+        step_pause=0.0,
+    )
+    execute(config, json_out=as_json)
+
+
+def _bundle_line(plan: DryRun) -> str:
+    if plan.bundles is None:
+        return "not checked (no --bundles)"
+    b = plan.bundles
+    if plan.task_ids is None:
+        return f"{b.present} present in {b.folder}"
+    line = f"{b.present} of {len(plan.task_ids)} tasks have one in {b.folder}"
+    if b.missing:
+        shown = ", ".join(b.missing[:5]) + (", ..." if len(b.missing) > 5 else "")
+        line += f"; missing {len(b.missing)}: {shown} (record and compile them first)"
+    return line
+
+
+def _display(model: str) -> str:
+    from evals.compat.flow.cost import MODELS
+
+    return MODELS[model].name if model in MODELS else model
+
+
+def render(plan: DryRun) -> str:
+    """The dry run as text, under the reference tool's headings."""
+    est = plan.estimate
+    lines = [
+        "",
+        RULE,
+        f"  openadapt-flow on WAA  --  mode={est.mode}",
+        RULE,
+        f"  tasks:               {est.n_tasks}",
+        f"  bundles:             {_bundle_line(plan)}",
+        f"  VM price:            {plan.price.describe()}",
+        f"  workers:             {est.workers}",
+    ]
+    if est.mode == Mode.HYBRID:
+        lines.append(f"  fallback rate:       {est.fallback_rate:g}")
+    lines += [
+        "",
+        RULE,
+        f"  COST ESTIMATE  (mode={est.mode}, model={_display(est.model)})",
+        RULE,
+        "",
+        format_estimate(est),
+    ]
+    if plan.full_suite is not None:
+        lines += ["", format_estimate(plan.full_suite, title="154 tasks (the full WAA suite)")]
+    lines += [
+        "",
+        f"  {est.summary_line()}",
+        "",
+        "  HARD GUARDRAILS (enforced on any --live run):",
+        "    spend cap:        --max-cost-usd (dispatching stops at it; exit 3)",
+        "    model tokens:     --agent-arg token_cap=N (model-API agents, per run)",
+        "",
+        f"  {STARTUP_NOTE}",
+        "  DRY-RUN: no VM provisioned, no task run, no money spent.",
+    ]
+    return "\n".join(lines)
+
+
+STARTUP_NOTE = (
+    f"Times are estimates: the {STARTUP_HOURS:g} h start-up is the reference's figure; an "
+    f"oa-vm cloud pool is ready in {timings.WARM_READY.text()} from an image, after "
+    f"{timings.IMAGE_BUILD.text()} of image build in a new region "
+    "('openadapt-evals sweep --plan' says which)."
+)
+"""The dry run's start-up is the reference formula's; the note says what a real pool takes
+(both figures from :mod:`oa_vm.kit.timings`)."""
+
+
+def reference_json(plan: DryRun) -> dict[str, object]:
+    """The ``--json`` document: this tool's keys (``dry_run``, ``price``, ``estimate``,
+    ``full_suite``) and the reference's (``plan`` with its fields, ``estimates`` rows,
+    ``guardrails``)."""
+    from evals.compat.flow.cost import CostGuardConfig, estimate_flow_waa_cost, guardrails_json
+
+    data = plan.to_json()
+    est = plan.estimate
+    ids = list(plan.task_ids) if plan.task_ids is not None else None
+    missing = list(plan.bundles.missing) if plan.bundles is not None else None
+    data["plan"] = {
+        **data["plan"],
+        "mode": est.mode,
+        "server_url": None,
+        "bundles_dir": plan.bundles.folder if plan.bundles is not None else None,
+        "tasks_with_bundle": plan.bundles.present if plan.bundles is not None else 0,
+        "tasks_missing_bundle": (len(missing) if missing is not None
+                                 else est.n_tasks if plan.bundles is None else 0),
+        "tasks": [{"task_id": t, "bundle_dir": None if missing is None or t in missing
+                   else f"{plan.bundles.folder}/{t}" if plan.bundles else None}
+                  for t in ids] if ids is not None else [],
+    }
+    counts = [est.n_tasks] + ([154] if plan.full_suite is not None else [])
+    data["estimates"] = [
+        estimate_flow_waa_cost(n, mode=est.mode, model_name=est.model,
+                               fallback_rate=est.fallback_rate, vm_hourly=est.vm_hourly,
+                               num_workers=est.workers).as_dict()
+        for n in counts
+    ]
+    data["guardrails"] = guardrails_json(CostGuardConfig())
+    return data
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: ``main(["--dry-run", "--tasks", "10"])`` returns the exit code (0 on
+    success), as the reference's ``main(argv)`` does; errors print one line on stderr."""
+    saved = sys.argv
+    if argv is not None:
+        sys.argv = [PROG, *argv]
+    try:
+        run_main(app, PROG, known=(OaVmError, EvalsError))
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    finally:
+        sys.argv = saved
+    return 0  # pragma: no cover - run_main always exits

@@ -1,0 +1,602 @@
+"""The run viewer: one self-contained HTML page per run.
+
+The page holds the summary, per-domain results, one row per task and each task's steps with the
+screenshot taken before the step, its action, and the score or error. It loads nothing from
+anywhere: styles and a few lines of script are inline, screenshots are embedded as downscaled JPEG
+thumbnails (data URIs). Each thumbnail also links to its full-size PNG, relative to the page, for
+when the page sits in its run folder.
+
+The markup lives in Jinja2 templates (``evals/report/templates/``, package data) with autoescape on:
+every string from a record (task IDs, instructions, commands, window titles, checker reasons, an
+agent's traceback) is escaped by the template engine, because an agent or a task can put
+anything there; this module only gathers and formats the values.
+
+Trade-offs: a full WAA sweep has thousands of screenshots, so thumbnails are small and the page
+stops embedding them past a byte budget (the rest link to their files).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import jinja2
+from markupsafe import Markup
+
+from evals.run.metrics import (
+    compute_summary,
+    fmt_num,
+    fmt_rate,
+    missing_line,
+    missing_trials,
+    read_execution_files,
+    read_metadata,
+)
+from evals.run.reset import fingerprint_ok
+
+THUMB_WIDTH = 360
+THUMB_QUALITY = 60
+EMBED_BUDGET_BYTES = 20_000_000
+TEXT_LIMIT = 2_000
+STATUS_LABELS = {
+    "success": "success",
+    "failure": "failure",
+    "error": "error",
+    "not_run": "not run",
+    "running": "running",
+    "finished": "finished",
+    "interrupted": "interrupted",
+    "budget_stopped": "budget stopped",
+}
+
+# Marks the pages this project writes, so 'view' replaces its own page but no other file.
+GENERATOR_TAG = '<meta name="generator" content="openadapt-evals">'
+
+
+@cache
+def _templates() -> jinja2.Environment:
+    """The templates shipped in the package (``evals/report/templates``), autoescaped, undefined
+    names an error (a typo in a template fails the tests instead of printing nothing)."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("evals.report", "templates"),
+        autoescape=True,  # every template is HTML (style.css and run.js are only included)
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        # every value a page shows passes the one redaction (oa_vm.kit.redact): a record or a
+        # metadata file written before it masked a worker's capability still shows none
+        finalize=_redacted,
+    )
+    env.filters["rate"] = fmt_rate
+    env.filters["num"] = fmt_num
+    env.filters["rate_ci"] = _rate_ci
+    env.globals["labels"] = STATUS_LABELS
+    env.globals["generator_tag"] = Markup(GENERATOR_TAG)
+    return env
+
+
+def _redacted(value: object) -> object:
+    """A value about to be printed into a page, credentials masked (markup stays markup: the
+    mask has no character HTML treats specially)."""
+    from oa_vm.kit.redact import redact_text
+
+    if isinstance(value, Markup):
+        return Markup(redact_text(str(value)))
+    if isinstance(value, str):
+        return redact_text(value)
+    return value
+
+
+def _rate_ci(interval: Any) -> str:
+    """A domain's success-rate interval as ``[a%, b%]`` (``n/a`` without one)."""
+    from evals.run.metrics import fmt_interval
+
+    return fmt_interval(interval if isinstance(interval, dict) else None, rate=True)
+
+def esc(value: object) -> str:
+    """HTML-escape any value (quotes included, so it is safe in attributes too), for pages
+    still assembled in Python (:mod:`evals.report.compare`)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _macro(name: str, *args: Any) -> str:
+    return str(getattr(_templates().get_template("macros.html").module, name)(*args))
+
+
+def badge(status: str | None) -> str:
+    """A colored status pill."""
+    return _macro("badge", status)
+
+
+def page(title: str, body: str, *, script: str = "") -> str:
+    """A complete HTML document with the shared styles around ``body`` (HTML, already escaped)."""
+    return _templates().get_template("page.html").render(
+        title=title, body=Markup(body), script=Markup(script)
+    )
+
+
+def outcome_bar(counts: Mapping[str, Any]) -> str:
+    """A stacked bar: success, failure, error, not run."""
+    return _macro("outcome_bar", counts)
+
+
+def _duration(seconds: float | None) -> str:
+    """As the CLIs print durations (``4m05s``, ``2h10m``); under a minute with a tenth of a
+    second (``3.2s``), which tells one step from another."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    from oa_vm.kit.durations import format_duration
+
+    return format_duration(seconds)
+
+
+def _when(value: object) -> str | None:
+    """An ISO timestamp as ``2026-01-05 09:30:00 UTC`` (what a reader wants to see)."""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except (TypeError, ValueError):
+        return None if value is None else str(value)
+    if moment.tzinfo is None:
+        return moment.strftime("%Y-%m-%d %H:%M:%S")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _run_duration(metadata: Mapping[str, Any]) -> float | None:
+    try:
+        start = datetime.fromisoformat(str(metadata["started_at"]))
+        end = datetime.fromisoformat(str(metadata["ended_at"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (end - start).total_seconds()
+
+
+def _clip(text: str, limit: int = TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more chars)"
+
+
+@dataclass
+class _Embedder:
+    """Turns screenshots into thumbnails until the page's byte budget is spent."""
+
+    budget: int
+    used: int = 0
+    skipped: int = 0
+
+    def thumbnail(self, path: Path) -> str | None:
+        """A ``data:`` URI of a downscaled JPEG, or ``None`` (missing, unreadable, over budget)."""
+        if self.used >= self.budget:
+            self.skipped += 1
+            return None
+        from PIL import Image, UnidentifiedImageError  # heavy; only the viewer needs it
+
+        try:
+            with Image.open(path) as image:
+                image.thumbnail((THUMB_WIDTH, THUMB_WIDTH * 4))
+                buffer = io.BytesIO()
+                image.convert("RGB").save(buffer, format="JPEG", quality=THUMB_QUALITY)
+        except (OSError, UnidentifiedImageError, ValueError):
+            return None
+        data = base64.b64encode(buffer.getvalue()).decode("ascii")
+        self.used += len(data)
+        return f"data:image/jpeg;base64,{data}"
+
+
+def _safe_file(folder: Path, name: object) -> Path | None:
+    """``folder/name`` if ``name`` is a plain file name (records must not point outside)."""
+    if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
+        return None
+    return folder / name
+
+
+def _action_text(action: Mapping[str, Any]) -> tuple[str, str]:
+    kind = str(action.get("type", "?"))
+    body = action.get("command") or action.get("code") or ""
+    if not body:  # a GUI action (click at x, y; type text...): show its fields
+        body = ", ".join(f"{k}={v!r}" for k, v in action.items() if k not in ("type", "raw"))
+    if not body and action.get("raw"):
+        body = json.dumps(action["raw"], default=str)
+    return kind, str(body)
+
+
+
+def _step_view(
+    step: Mapping[str, Any], folder: Path, link_prefix: str, embedder: _Embedder
+) -> dict[str, Any]:
+    """What the page shows of one step (the template escapes every value)."""
+    index = step.get("index", "?")
+    shot = _safe_file(folder, step.get("screenshot"))
+    image: dict[str, Any]
+    if shot is None:
+        image = {"kind": "none"}
+    elif not shot.is_file():
+        image = {"kind": "missing", "name": shot.name}
+    else:
+        # a trial's folder is tasks/<id>/trial-<n>/ (evals.results.trials)
+        where = (f"{quote(folder.parent.name)}/{quote(folder.name)}"
+                 if folder.name.startswith("trial-") else quote(folder.name))
+        href = f"{link_prefix}{where}/{quote(shot.name)}"
+        uri = embedder.thumbnail(shot)
+        image = ({"kind": "link", "name": shot.name, "href": href} if uri is None
+                 else {"kind": "img", "href": href, "uri": uri})
+    action = step.get("action") or {}
+    kind, body = _action_text(action if isinstance(action, Mapping) else {})
+    usage = step.get("usage")
+    shown_usage = None
+    if isinstance(usage, Mapping) and (usage.get("tokens_in") or usage.get("tokens_out")):
+        shown_usage = {"model": usage.get("model") or "?", "tokens_in": usage.get("tokens_in") or 0,
+                       "tokens_out": usage.get("tokens_out") or 0}
+    result = ""
+    if isinstance(step.get("result"), Mapping):
+        kept = {k: v for k, v in step["result"].items() if v not in ("", None)}
+        result = _clip(json.dumps(kept, default=str)) if kept else ""
+    return {
+        "index": index,
+        "image": image,
+        "marker": _click_marker(action if isinstance(action, Mapping) else {}, shot),
+        "tree": _tree_text(folder, step),
+        "duration": _duration(step.get("duration_s")),
+        "kind": kind,
+        "body": _clip(body) if body else "",
+        "window_title": step.get("window_title") or "",
+        "usage": shown_usage,
+        "error": _clip(str(step["error"])) if step.get("error") else "",
+        "result": result,
+    }
+
+
+TREE_TEXT_LIMIT = 20_000
+"""Characters of a step's accessibility tree shown on the page (the file holds the rest)."""
+CLICK_TYPES = frozenset({"click", "double_click", "right_click", "move", "drag", "type"})
+
+
+def _tree_text(folder: Path, step: Mapping[str, Any]) -> str:
+    """The step's recorded accessibility tree (:func:`evals.results.records.save_tree`), clipped."""
+    from evals.results.records import read_tree
+
+    name = _safe_file(folder, step.get("tree"))
+    if name is None:
+        return ""
+    try:
+        return _clip(read_tree(folder, name.name), TREE_TEXT_LIMIT)
+    except (OSError, ValueError, EOFError):
+        return ""
+
+
+def _click_marker(action: Mapping[str, Any], shot: Path | None) -> dict[str, float] | None:
+    """Where a pointer action landed on its screenshot, in percent of the picture (``left``,
+    ``top``); ``None`` for other actions or without coordinates. Coordinates are pixels, or
+    fractions of the screen when both are floats in [0, 1] (as the action takes them)."""
+    x, y = action.get("x"), action.get("y")
+    if action.get("type") not in CLICK_TYPES or not isinstance(x, int | float) \
+            or not isinstance(y, int | float) or isinstance(x, bool) or isinstance(y, bool):
+        return None
+    if isinstance(x, float) and isinstance(y, float) and 0 <= x <= 1 and 0 <= y <= 1:
+        return {"left": round(100 * x, 2), "top": round(100 * y, 2)}
+    if shot is None or not shot.is_file():
+        return None
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(shot) as image:  # reads the header only
+            width, height = image.size
+    except (OSError, UnidentifiedImageError, ValueError):
+        return None
+    if not (0 <= x <= width and 0 <= y <= height):
+        return None
+    return {"left": round(100 * x / width, 2), "top": round(100 * y / height, 2)}
+
+
+def domain_whiskers(summary: Mapping[str, Any]) -> Markup:
+    """Per-domain success rates as dots with their 95% interval as whiskers (inline SVG: one
+    row per domain, the axis from 0 to 100%); empty when no domain has an interval."""
+    intervals = summary.get("by_domain_ci") or {}
+    domains = [(d, row, intervals.get(d)) for d, row in (summary.get("by_domain") or {}).items()]
+    domains = [(d, row, ci) for d, row, ci in domains
+               if isinstance(ci, Mapping) and row.get("success_rate") is not None]
+    shown: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]] = [
+        (str(d), row, ci) for d, row, ci in domains if isinstance(ci, Mapping)]
+    if not domains:
+        return Markup("")
+    label_w, plot_w, row_h, top = 150, 420, 24, 8
+    height = top + row_h * len(domains) + 24
+
+    def x(rate: float) -> float:
+        return label_w + plot_w * max(0.0, min(1.0, float(rate)))
+
+    parts = [f'<svg class="domain-whiskers" xmlns="http://www.w3.org/2000/svg" '
+             f'width="{label_w + plot_w + 20}" height="{height}" role="img" '
+             'aria-label="success rate by domain with 95% intervals">']
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        parts.append(f'<line x1="{x(tick)}" y1="{top}" x2="{x(tick)}" '
+                     f'y2="{height - 20}" stroke="#eaeef2"/><text x="{x(tick)}" '
+                     f'y="{height - 6}" font-size="10" text-anchor="middle">'
+                     f'{int(tick * 100)}%</text>')
+    for i, (domain, row, ci) in enumerate(shown):
+        y = top + row_h * i + row_h / 2
+        low, high, rate = float(ci["low"]), float(ci["high"]), float(row["success_rate"])
+        parts.append(
+            f'<g class="domain" data-domain="{html.escape(domain)}">'
+            f'<text x="{label_w - 8}" y="{y + 4}" font-size="12" text-anchor="end">'
+            f'{html.escape(domain)}</text>'
+            f'<line class="whisker" x1="{x(low):.1f}" y1="{y}" x2="{x(high):.1f}" y2="{y}" '
+            'stroke="#57606a" stroke-width="2"/>'
+            f'<line x1="{x(low):.1f}" y1="{y - 5}" x2="{x(low):.1f}" y2="{y + 5}" '
+            'stroke="#57606a"/>'
+            f'<line x1="{x(high):.1f}" y1="{y - 5}" x2="{x(high):.1f}" y2="{y + 5}" '
+            'stroke="#57606a"/>'
+            f'<circle class="rate" cx="{x(rate):.1f}" cy="{y}" r="5" fill="#1f5fa0">'
+            f'<title>{html.escape(domain)}: {fmt_rate(rate)} [{fmt_rate(low)}, '
+            f'{fmt_rate(high)}]</title></circle></g>')
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def _agent_facts(manifest: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
+    """The agent's class, arguments and model (``manifest.json``) for the page's header."""
+    agent = (manifest or {}).get("agent") or {}
+    arguments = agent.get("arguments") or {}
+    return [
+        ("agent class", agent.get("class")),
+        ("arguments", " ".join(f"{k}={v}" for k, v in sorted(arguments.items())) or None),
+        ("model", agent.get("model")),
+    ]
+
+
+def _task_view(
+    record: Mapping[str, Any], folder: Path, link_prefix: str, embedder: _Embedder
+) -> dict[str, Any]:
+    """What the page shows of one task's record."""
+    status = str(record.get("status"))
+    task_id = str(record.get("task_id"))
+    trial = int(record.get("trial") or 1)
+    steps = record.get("steps") or []
+    score = record.get("score")
+    why = record.get("error_message") or record.get("reason") or ""
+    error_type = record.get("error_type")
+    error_note = ""
+    if status in ("error", "not_run"):
+        error_note = _clip(f"{error_type or 'error'}: {record.get('error_message') or ''}")
+    fingerprint = record.get("fingerprint")
+    return {
+        "status": status,
+        "task_id": task_id,
+        "trial": trial,
+        "anchor": task_anchor(task_id) + (f"-trial-{trial}" if trial > 1 else ""),
+        "domain": record.get("domain"),
+        "score": fmt_num(score, 2) if score is not None else "",
+        "n_steps": len(steps),
+        "duration": _duration(record.get("duration_s")),
+        "worker": record.get("worker") or "",
+        "why": why,
+        "error_type": error_type,
+        "instruction": record.get("instruction"),
+        "attempts": record.get("attempts", 0),
+        "infeasible": bool(record.get("infeasible")),
+        "last_action": record.get("last_action") or "",
+        "reset": record.get("reset"),
+        "reset_s": None if record.get("reset_s") is None else float(record["reset_s"]),
+        "fingerprint": (
+            None if not isinstance(fingerprint, Mapping)
+            else {**fingerprint, "ok": fingerprint_ok(fingerprint)}
+        ),
+        "error_note": error_note,
+        "agent_traceback": record.get("agent_traceback") or "",
+        "task_traceback": record.get("task_traceback") or "",
+        # a Cua-Bench variant's rewards, as its evaluate_task returned them
+        "rewards": [fmt_num(r, 2) for r in record.get("reward_components") or []
+                    if isinstance(r, int | float)],
+        # an OpenApps-style task's state difference (None for other tasks)
+        "state_diff": _state_diff_view(record.get("state_diff")),
+        "reason": _clip(str(record["reason"])) if record.get("reason") else "",
+        "reason_tone": "ok" if status == "success" else "bad",
+        "previous": [
+            {"attempt": p.get("attempt"), "worker": p.get("worker"),
+             "error_type": p.get("error_type"),
+             "error_message": _clip(str(p.get("error_message") or ""), 300)}
+            for p in record.get("previous_attempts") or [] if isinstance(p, Mapping)
+        ],
+        "steps": [_step_view(s, folder, link_prefix, embedder)
+                  for s in steps if isinstance(s, Mapping)],
+        "search": f"{task_id} {record.get('domain')} {error_type or ''} {why}".lower(),
+    }
+
+
+def task_anchor(task_id: str) -> str:
+    """The element id of a task's row: ``view.html#task-<id>`` opens and shows that task."""
+    return f"task-{task_id}"
+
+
+def _statistics_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The intervals, pass@k / pass^k and the flaky tasks (see
+    :func:`evals.run.metrics.statistics`)."""
+    from evals.run.metrics import fmt_interval
+
+    if "success_rate_ci" not in summary:
+        return None
+    k = int(summary.get("trials") or 1)
+    rows = []
+    for name, key, ci_key, rate in (
+        ("success rate", "success_rate", "success_rate_ci", True),
+        ("mean score", "avg_score", "mean_score_ci", False),
+    ):
+        ci = summary.get(ci_key)
+        value = fmt_rate(summary.get(key)) if rate else fmt_num(summary.get(key))
+        rows.append([name, value, fmt_interval(ci, rate=rate), ci["method"] if ci else ""])
+    pass_at, pass_all = summary.get("pass_at_k") or {}, summary.get("pass_all_k") or {}
+    for label, doc in ((f"pass@{k}", pass_at), (f"pass^{k}", pass_all)):
+        rows.append([label, fmt_rate(doc.get("value")), "",
+                     f"mean over {doc.get('tasks', 0)} task(s) with {k} scored trial(s)"])
+    flaky = [
+        {"anchor": task_anchor(str(f["task_id"])), "task_id": f["task_id"],
+         "successes": int(f["successes"]), "outcomes": int(f["outcomes"])}
+        for f in summary.get("flaky_tasks") or []
+    ]
+    return {"trials": k, "rows": rows, "flaky": flaky}
+
+
+def _styles_view(summary: Mapping[str, Any]) -> list[list[str]]:
+    """Each goal style beside the originals of the same tasks (``--variations``)."""
+    from evals.run.metrics import fmt_interval
+
+    return [[r["style"], f"{r['successes']}/{r['runs']}", fmt_rate(r.get("success_rate")),
+             fmt_interval(r.get("success_rate_ci"), rate=True), fmt_num(r.get("mean_score")),
+             str(r.get("errors", 0)),
+             fmt_rate(r.get("original_success_rate")) if r["style"] != "original" else ""]
+            for r in summary.get("goal_styles") or []]
+
+
+def _manifest_view(run_dir: Path) -> dict[str, Any] | None:
+    """What the run measured (``manifest.json``, :mod:`evals.run.manifest`), in a few rows."""
+    from evals.run.manifest import MANIFEST, read_manifest, summary_lines
+
+    manifest = read_manifest(run_dir)
+    if manifest is None:
+        return None
+    return {"name": MANIFEST, "rows": list(summary_lines(manifest))}
+
+
+def render_run(
+    run_dir: Path | str,
+    *,
+    link_prefix: str = "tasks/",
+    embed_budget_bytes: int = EMBED_BUDGET_BYTES,
+) -> str:
+    """The run's page as an HTML string (``evals/report/templates/run.html``).
+
+    Args:
+        run_dir: the run folder.
+        link_prefix: how the page reaches ``<run_dir>/tasks/`` (full-size screenshot links).
+        embed_budget_bytes: stop embedding thumbnails once they take this many bytes.
+
+    Raises:
+        InvalidRunInputError: the folder is not a run folder or a record is unreadable.
+    """
+    path = Path(run_dir)
+    metadata = read_metadata(path)
+    summary = compute_summary(path)
+    records = read_execution_files(path)
+    embedder = _Embedder(embed_budget_bytes)
+    tasks = [_task_view(r, folder, link_prefix, embedder) for folder, r in records]
+
+    from evals.run.manifest import read_manifest
+
+    run_name = str(summary["run"])
+    manifest = read_manifest(path)
+    meta_bits = [
+        ("agent", metadata.get("agent")),
+        *_agent_facts(manifest),
+        ("pool", f"{metadata.get('pool') or '-'} ({metadata.get('cloud') or '-'})"),
+        ("tasks", len(metadata.get("task_ids") or []) or len(records)),
+        ("max steps", metadata.get("max_steps")),
+        ("started", _when(metadata.get("started_at"))),
+        ("duration", _duration(_run_duration(metadata)) or None),
+    ]
+    cost = summary["cost"]
+    show_cost = bool(cost.get("total_usd") or summary.get("price_per_hour") is not None or any(
+        row.get("price_per_hour") is not None for row in (summary.get("by_pool") or {}).values()
+    ))
+    counts = {"all": len(records), "success": summary["successes"],
+              "failure": summary["failures"], "error": summary["errors"],
+              "not_run": summary["not_run"]}
+    resets = summary.get("resets") or {}
+    notes = []
+    missing = missing_trials(path)
+    if missing:
+        notes.append(missing_line(run_name, missing))
+    if embedder.skipped:
+        notes.append(f"{embedder.skipped} screenshot(s) not embedded to keep the page small; "
+                     "their links open the files in the run folder.")
+    notes.append("Screenshots show the screen before each step.")
+    return _templates().get_template("run.html").render(
+        title=f"{run_name} - run results",
+        run_name=run_name,
+        status=summary.get("status"),
+        meta=[(k, v) for k, v in meta_bits if v not in (None, "")],
+        warning=metadata.get("warning"),
+        warning_cause=metadata.get("warning_cause"),
+        saw_answers=list(summary.get("answer_visible_agents") or []),
+        whiskers=domain_whiskers(summary),
+        summary=summary,
+        cost=cost,
+        show_cost=show_cost,
+        statistics=_statistics_view(summary),
+        styles=_styles_view(summary),
+        manifest=_manifest_view(path),
+        resets={"counts": resets.get("counts") or {}, "seconds": resets.get("seconds") or {},
+                "warning": resets.get("warning"),
+                "fingerprints_agree": resets.get("fingerprints_agree")},
+        filters=[(k, n) for k, n in counts.items() if n or k == "all"],
+        tasks=tasks,
+        pending=summary["task_ids_pending"],
+        notes=notes,
+    )
+
+
+def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool = False) -> Path:
+    """Render the run's page and write it (default ``<run_dir>/view.html``); returns its path.
+
+    An existing file is replaced only when it is a page this project wrote, or with ``force``;
+    a symlink, a device or a missing folder is refused whatever ``force`` says (one line each,
+    :mod:`oa_vm.kit.safe_fs`), and the page is written atomically, so an interrupted write leaves
+    the old file whole.
+
+    Raises:
+        oa_vm.kit.safe_fs.ForeignFileError: the target is another file and ``force`` is not given.
+        oa_vm.kit.safe_fs.UnsafePathError: the target is a symlink, a device, or its folder is
+            missing or someone else's.
+        oa_vm.kit.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
+    """
+    path = Path(run_dir)
+    target = Path(out) if out is not None else path / "view.html"
+    check_page_target(target, force=force)
+    relative = os.path.relpath(path / "tasks", target.parent).replace(os.sep, "/")
+    prefix = "" if relative == "." else quote(relative.rstrip("/")) + "/"
+    write_page(target, render_run(path, link_prefix=prefix), force=force)
+    return target
+
+
+def check_page_target(target: Path, *, force: bool = False) -> None:
+    """Refuse, before anything is rendered, an ``--out`` that :func:`write_page` would refuse.
+
+    Raises:
+        oa_vm.kit.safe_fs.UnsafePathError: see :func:`oa_vm.kit.safe_fs.check_out`.
+    """
+    from oa_vm.kit import safe_fs
+
+    safe_fs.check_out(target, marker=GENERATOR_TAG.encode(), force=force)
+
+
+def write_page(target: Path, html: str, *, force: bool = False) -> None:
+    """Write a page of this project (a run's, a comparison's) through the one ``--out`` writer
+    (:func:`oa_vm.kit.safe_fs.write_out`): an existing file is replaced only when it is a page this
+    project wrote, or with ``force``; a symlink, a device or a missing folder is refused whatever
+    ``force`` says (the folder is never made); the write is atomic.
+
+    Raises:
+        oa_vm.kit.safe_fs.UnsafePathError: see :func:`oa_vm.kit.safe_fs.check_out`.
+        oa_vm.kit.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
+    """
+    from oa_vm.kit import safe_fs
+
+    safe_fs.write_out(target, html, marker=GENERATOR_TAG.encode(), force=force)
+
+
+def _state_diff_view(value: object) -> list[dict[str, str]] | None:
+    """A record's ``state_diff`` as the page shows it (each value as compact JSON, clipped)."""
+    if not isinstance(value, list):
+        return None
+    return [{"path": str(c.get("path", "")),
+             "before": _clip(json.dumps(c.get("before"), sort_keys=True), 200),
+             "after": _clip(json.dumps(c.get("after"), sort_keys=True), 200)}
+            for c in value[:200] if isinstance(c, Mapping)]

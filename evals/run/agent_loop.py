@@ -1,0 +1,448 @@
+"""The agent loop: reset the worker, set the task up, let the agent act, have the checker score it.
+
+One call of :func:`run_task` runs one task once on one worker and always returns a record, never
+raises for what happens inside the task: an unreachable worker becomes ``error/infrastructure``
+(the runner retries it elsewhere), a failed setup ``error/setup``, an agent that raises
+``error/agent``, a checker that keeps failing ``error/evaluation``, a task past its deadline
+``error/timeout``. Only a scored task is an outcome (``success``/``failure``), and its score is
+the checker's, whatever the agent said.
+
+The deadline is enforced between calls and by bounding each call's own timeout with the time
+left, so a hung worker costs at most the task's budget (plus the client's connect timeout).
+"""
+
+from __future__ import annotations
+
+import binascii
+import math
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evals.agents.base import (
+    EXECUTE,
+    EXECUTE_WINDOWS,
+    GUI_ACTION_TYPES,
+    WAIT,
+    BenchmarkAction,
+    BenchmarkAgent,
+    BenchmarkObservation,
+    BenchmarkTask,
+    task_for_agent,
+)
+from evals.agents.builtin import call_reset
+from evals.results.agent_failures import ACTION_TIMED_OUT, Blame, blame_action
+from evals.results.records import (
+    CostRecord,
+    ErrorType,
+    StepRecord,
+    TaskExecution,
+    TaskStatus,
+    now_iso,
+    save_screenshot,
+    save_tree,
+)
+from oa_vm.kit.redact import redact_json, redact_text
+from waa_client import retry
+from waa_client.b64 import b64decode_strict
+from waa_client.catalog import is_infeasible
+from waa_client.errors import RequestRejectedError, ServerError, WaaError
+from waa_client.scoring import ScoringClient
+from waa_client.waa import WaaClient
+
+DEFAULT_MAX_STEPS = 15
+DEFAULT_WAIT_S = 1.0
+DEFAULT_EVALUATE_ATTEMPTS = 3
+DEFAULT_EVALUATE_BACKOFF_S = 1.0
+SETUP_TIMEOUT_S = 600.0
+EVALUATE_TIMEOUT_S = 300.0
+TRACEBACK_LIMIT = 20_000
+"""Characters of an agent's traceback kept in its record: a recursion error's or a chained
+exception's can run to megabytes, and the record goes into the queue and the run page."""
+
+
+class _TaskEnded(Exception):
+    """Ends the loop early with an error record."""
+
+    def __init__(
+        self, error_type: ErrorType, message: str, agent_traceback: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        self.message = message
+        self.agent_traceback = agent_traceback
+
+
+def agent_traceback(exc: BaseException, limit: int = TRACEBACK_LIMIT) -> str:
+    """The traceback of an exception the agent raised, as Python prints it, from the agent's
+    own frame on (the loop's call site is left out), credentials masked, and bounded to
+    ``limit`` characters: the start and the end (where the raising line is) are kept."""
+    tb = exc.__traceback__
+    shown = tb.tb_next if tb is not None and tb.tb_next is not None else tb
+    text = redact_text("".join(traceback.format_exception(type(exc), exc, shown)))
+    if len(text) <= limit:
+        return text
+    head, tail = limit // 4, limit - limit // 4
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n... ({cut} characters left out) ...\n{text[-tail:]}"
+
+
+class _Clock:
+    """The task's deadline (``time.monotonic()`` based) and the timeouts it allows."""
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def check(self, what: str) -> None:
+        left = self.remaining()
+        if left is not None and left <= 0:
+            raise _TaskEnded(ErrorType.TIMEOUT, f"the task ran out of time before {what}")
+
+    def bound(self, default: float | None, what: str) -> float | None:
+        """``default`` cut down to the time left (a call never outlives the task)."""
+        self.check(what)
+        left = self.remaining()
+        if left is None:
+            return default
+        return left if default is None else min(default, left)
+
+    def classify(self, exc: WaaError, what: str) -> _TaskEnded:
+        """An infrastructure error, or a timeout if the task's time is what ran out."""
+        left = self.remaining()
+        if left is not None and left <= 0:
+            return _TaskEnded(ErrorType.TIMEOUT, f"the task ran out of time during {what}: {exc}")
+        return _TaskEnded(ErrorType.INFRASTRUCTURE, f"{what}: {exc}")
+
+
+def run_task(
+    waa: WaaClient,
+    scoring: ScoringClient,
+    task: dict[str, Any],
+    task_id: str,
+    agent: BenchmarkAgent,
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    step_pause_s: float = 0.0,
+    deadline: float | None = None,
+    record_dir: Path | None = None,
+    domain: str | None = None,
+    wait_s: float = DEFAULT_WAIT_S,
+    evaluate_attempts: int = DEFAULT_EVALUATE_ATTEMPTS,
+    evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S,
+    sleep: Callable[[float], None] = time.sleep,
+    stock_reset: bool = True,
+    record_tree: bool = True,
+) -> TaskExecution:
+    """Run one task once and return its record (never raises for what happens in the task).
+
+    Args:
+        waa: The worker's WAA server client.
+        scoring: The worker's scoring server client.
+        task: The task JSON (``config`` for setup, ``evaluator`` for the checker).
+        task_id: The task's index ID.
+        agent: The agent; ``reset(task)`` then one ``act`` per step.
+        max_steps: Steps at most; when they run out the task is scored with the last command.
+        step_pause_s: Pause after each executed action (WAA's stock loop waits 3 s).
+        deadline: ``time.monotonic()`` value past which the task ends as ``error/timeout``.
+        record_dir: Where to save ``step_NNN.png`` (the observation before each step).
+        domain: The task's domain (from the catalog); the task JSON's ``domain`` otherwise.
+        wait_s: How long a ``WAIT`` action waits.
+        evaluate_attempts: Tries of ``/evaluate`` when the checker answers 5xx.
+        evaluate_backoff_s: First wait between those tries (doubled each time).
+        sleep: The sleep function (tests pass a fake to skip waits).
+        stock_reset: Close windows and clear files before the setup (WAA's stock reset);
+            False when the caller reset the worker already (:mod:`evals.run.reset`).
+        record_tree: Keep the accessibility tree the agent was given at each step in
+            ``record_dir`` (``step_NNN.tree.xml.gz``, size-capped; see ``StepRecord.tree``).
+
+    Returns:
+        The record, with ``worker``, ``attempts`` and prices left for the runner to fill.
+    """
+    infeasible = is_infeasible(task_id, task)
+    # The agent sees the public task view (no evaluator, expected values, infeasible flag or
+    # reference solution) unless its class opted in (BenchmarkAgent.sees_answers).
+    bench_task = task_for_agent(
+        agent, task_id, domain or str(task.get("domain", "")), task, infeasible
+    )
+    execution = TaskExecution(
+        task_id=task_id,
+        domain=bench_task.domain,
+        instruction=bench_task.instruction,
+        infeasible=infeasible,
+        status=TaskStatus.ERROR,
+        attempts=1,
+        started_at=now_iso(),
+    )
+    clock = _Clock(deadline)
+    started = time.monotonic()
+    try:
+        _reset_and_setup(waa, scoring, task, clock, stock_reset=stock_reset)
+        try:
+            call_reset(agent, bench_task)
+        except Exception as exc:  # an agent is third-party code: any failure is its own
+            raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {_describe(exc)}",
+                             agent_traceback(exc)) from exc
+        last_action = _steps(
+            waa, agent, bench_task, execution, clock,
+            max_steps=max_steps, step_pause_s=step_pause_s, record_dir=record_dir,
+            wait_s=wait_s, sleep=sleep, record_tree=record_tree,
+        )
+        execution.last_action = last_action
+        verdict = _evaluate(
+            scoring, task, last_action, clock,
+            attempts=evaluate_attempts, backoff_s=evaluate_backoff_s, sleep=sleep,
+        )
+        execution.score = float(verdict["score"])
+        execution.reason = str(verdict.get("reason", ""))
+        execution.status = TaskStatus.SUCCESS if verdict["success"] else TaskStatus.FAILURE
+    except _TaskEnded as ended:
+        execution.status = TaskStatus.ERROR
+        execution.error_type = ended.error_type
+        execution.error_message = redact_text(ended.message)  # a worker's error may quote its URL
+        execution.agent_traceback = ended.agent_traceback
+    execution.ended_at = now_iso()
+    execution.duration_s = round(time.monotonic() - started, 3)
+    execution.cost = CostRecord(
+        tokens_in=sum(int((s.usage or {}).get("tokens_in", 0) or 0) for s in execution.steps),
+        tokens_out=sum(int((s.usage or {}).get("tokens_out", 0) or 0) for s in execution.steps),
+    )
+    return execution
+
+
+def _reset_and_setup(
+    waa: WaaClient, scoring: ScoringClient, task: dict[str, Any], clock: _Clock,
+    *, stock_reset: bool = True,
+) -> None:
+    """Close windows, clear the last task's files, run the task's setup (WAA's stock reset)."""
+    clock.check("the reset")
+    try:
+        if stock_reset:
+            waa.close_all()
+            waa.clear_task_files()
+    except WaaError as exc:
+        if exc.is_infrastructure or isinstance(exc, ServerError):
+            # a 5xx while resetting is the worker failing, not the task: try another worker
+            raise clock.classify(exc, "resetting the worker") from exc
+        raise _TaskEnded(ErrorType.SETUP, f"resetting the worker failed: {exc}") from exc
+    config = task.get("config") or []
+    if not isinstance(config, list):
+        raise _TaskEnded(ErrorType.SETUP, "the task's 'config' is not a list of setup steps")
+    try:
+        task_id = task.get("id")
+        scoring.setup(config, timeout=clock.bound(SETUP_TIMEOUT_S, "setup"),
+                      task_id=task_id if isinstance(task_id, str) else None)
+    except WaaError as exc:
+        if exc.is_infrastructure or isinstance(exc, ServerError):
+            raise clock.classify(exc, "setup") from exc
+        raise _TaskEnded(ErrorType.SETUP, f"setup failed: {exc}") from exc
+
+
+def _observe(
+    waa: WaaClient, index: int, clock: _Clock, record_dir: Path | None, record_tree: bool = True
+) -> tuple[BenchmarkObservation, StepRecord]:
+    step = StepRecord(index=index, action={}, started_at=now_iso())
+    clock.check(f"step {index}")
+    screenshot: bytes | None = None
+    title: str | None = None
+    tree: str | None = None
+    problems: list[str] = []
+    try:
+        obs = waa.observe()
+        image = obs.get("image")
+        if isinstance(image, str) and image:
+            screenshot = b64decode_strict(image)  # pybase64 when installed: 40x faster
+        raw_title = obs.get("window_title")
+        title = raw_title if isinstance(raw_title, str) else None
+    except WaaError as exc:
+        if exc.is_infrastructure:
+            raise clock.classify(exc, f"observing step {index}") from exc
+        problems.append(f"observation: {exc}")
+    except (binascii.Error, ValueError) as exc:
+        problems.append(f"observation: the screenshot is not valid base64 ({exc})")
+    try:
+        tree = waa.accessibility()
+    except WaaError as exc:
+        if exc.is_infrastructure:
+            raise clock.classify(exc, f"reading the accessibility tree at step {index}") from exc
+        problems.append(f"accessibility tree: {exc}")
+    if screenshot is not None and record_dir is not None:
+        step.screenshot = save_screenshot(record_dir, index, screenshot)
+    if tree and record_tree and record_dir is not None:
+        step.tree, step.tree_truncated = save_tree(record_dir, index, tree)
+    step.window_title = title
+    if problems:
+        step.error = redact_text("; ".join(problems))
+    return BenchmarkObservation(screenshot, tree, title, index), step
+
+
+def _steps(
+    waa: WaaClient,
+    agent: BenchmarkAgent,
+    task: BenchmarkTask,
+    execution: TaskExecution,
+    clock: _Clock,
+    *,
+    max_steps: int,
+    step_pause_s: float,
+    record_dir: Path | None,
+    wait_s: float,
+    sleep: Callable[[float], None],
+    ends_episode: Callable[[], bool] | None = None,
+    record_tree: bool = True,
+) -> str:
+    """Observe, act, send, until the agent ends the task, the steps run out, or
+    ``ends_episode`` (asked after each action sent) says the episode is over.
+
+    Returns:
+        The last action for the checker: ``DONE``/``FAIL`` if the agent said so, else the last
+        command sent, else ``""``.
+    """
+    history: list[BenchmarkAction] = []
+    last_command = ""
+    last_result: dict[str, Any] | None = None
+    last_error: str | None = None
+    for index in range(max_steps):
+        observation, step = _observe(waa, index, clock, record_dir, record_tree)
+        observation.last_result, observation.last_error = last_result, last_error
+        execution.steps.append(step)
+        begun = time.monotonic()
+        try:
+            action = agent.act(observation, task, list(history))
+        except Exception as exc:  # third-party code: every failure is the agent's
+            step.duration_s = round(time.monotonic() - begun, 3)
+            raise _TaskEnded(
+                ErrorType.AGENT, f"agent failed at step {index}: {_describe(exc)}",
+                agent_traceback(exc),
+            ) from exc
+        if not isinstance(action, BenchmarkAction):
+            raise _TaskEnded(
+                ErrorType.AGENT,
+                f"agent returned {type(action).__name__} at step {index}, not a BenchmarkAction",
+            )
+        step.action = action.to_json()
+        step.usage = action.usage
+        history.append(action)
+        try:
+            if action.ends_task:
+                return action.to_string()
+            if action.type == WAIT:
+                last_result = last_error = None
+                sleep(max(0.0, min(wait_s, clock.remaining() or wait_s)))
+                continue
+            result, error = _send(waa, action, clock, index, observation.accessibility_tree)
+            # what the worker answered goes to the agent (next observation) and the record:
+            # a worker's error quotes the URL it was sent to, its capability included
+            step.result = None if result is None else redact_json(result)
+            step.error = None if error is None else redact_text(error)
+            if step.error is not None:
+                step.rejected = True
+            last_result, last_error = step.result, step.error
+            last_command = action.to_string()
+            if step_pause_s > 0:
+                sleep(step_pause_s)
+            if ends_episode is not None and ends_episode():
+                return last_command
+        finally:
+            step.duration_s = round(time.monotonic() - begun, 3)
+    return last_command
+
+
+def _send(
+    waa: WaaClient, action: BenchmarkAction, clock: _Clock, index: int,
+    tree: str | None = None,
+) -> tuple[dict[str, Any] | None, str | None]:
+    """Send an action; returns ``(result, error)``. The worker refusing an action is the
+    agent's problem: it is recorded in the step and the loop goes on. GUI actions (click,
+    type...) go as pyautogui source to ``/execute_windows``, as WAA's agents send them."""
+    timeout = clock.bound(waa.read_timeout, f"sending step {index}")
+    try:
+        if action.type == EXECUTE:
+            assert action.command is not None
+            return waa.execute(action.command, shell=False, timeout=timeout), None
+        if action.type == EXECUTE_WINDOWS or action.type in GUI_ACTION_TYPES:
+            try:
+                code = action.to_pyautogui(tree)
+            except ValueError as exc:
+                return None, f"the action cannot be sent: {exc}"
+            return waa.execute_windows(code, timeout=timeout), None
+    except WaaError as exc:
+        # who pays, by what happened (the one rule: evals.results.agent_failures.blame_action); a
+        # task whose own time ran out meanwhile fails the probe: error/timeout, as before
+        blame = blame_action(exc, command=action.type == EXECUTE,
+                             worker_answers=lambda: _still_healthy(waa, clock))
+        if blame is Blame.WORKER:
+            raise clock.classify(exc, f"sending step {index}") from exc
+        if blame is Blame.AGENT_TIMED_OUT:
+            raise _TaskEnded(
+                ErrorType.AGENT,
+                f"{ACTION_TIMED_OUT}: the worker was still running the action of step {index} "
+                f"when the read timeout ({timeout:g}s) passed, and it answers its probe: the "
+                "action is too long for it (split it, or raise --read-timeout); a worker "
+                f"stops an action whose caller has gone ({exc})",
+            ) from exc
+        if isinstance(exc, ServerError) and exc.endpoint_answered and action.type == EXECUTE:
+            return None, f"the worker failed on this action: {exc}"
+        return None, str(exc)
+    raise _TaskEnded(ErrorType.AGENT, f"action type {action.type!r} cannot be sent")
+
+
+def _still_healthy(waa: WaaClient, clock: _Clock) -> bool:
+    """Whether the worker answers its probe now (within the task's time)."""
+    try:
+        if clock.remaining() is not None and (clock.remaining() or 0.0) <= 0:
+            return False
+        waa.probe()
+    except WaaError:
+        return False
+    return True
+
+
+def _evaluate(
+    scoring: ScoringClient,
+    task: dict[str, Any],
+    last_action: str,
+    clock: _Clock,
+    *,
+    attempts: int,
+    backoff_s: float,
+    sleep: Callable[[float], None],
+) -> dict[str, Any]:
+    """Score with the checker, retrying its 5xx answers with backoff (they say nothing of the
+    agent); a checker that keeps failing ends the task as ``error/evaluation``."""
+    tries = 0
+
+    def once() -> dict[str, Any]:
+        nonlocal tries
+        tries += 1
+        return scoring.evaluate(
+            task, last_action, timeout=clock.bound(EVALUATE_TIMEOUT_S, "scoring")
+        )
+
+    def checker_failed(exc: BaseException) -> bool:
+        # The path to the worker failing is infrastructure, never retried here; a 4xx is final.
+        return (isinstance(exc, ServerError) and not isinstance(exc, RequestRejectedError)
+                and not exc.is_infrastructure)
+
+    def within_deadline(_exc: BaseException, planned: float) -> float:
+        left = clock.remaining()
+        return planned if left is None else max(0.0, min(planned, left))
+
+    try:
+        return retry.call(once, attempts=max(1, attempts), retryable=checker_failed,
+                          backoff_max=math.inf, first_wait=backoff_s,
+                          wait_for=within_deadline, sleep=sleep)
+    except WaaError as exc:
+        if exc.is_infrastructure:
+            raise clock.classify(exc, "scoring") from exc
+        raise _TaskEnded(
+            ErrorType.EVALUATION, f"the checker failed after {tries} attempt(s): {exc}"
+        ) from exc
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"

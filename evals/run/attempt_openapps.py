@@ -1,0 +1,158 @@
+"""One attempt of one OpenApps-style task on one worker: reset, read the apps' state, the agent,
+read the state again, score; always a record, never an exception for what happens in the task.
+
+The state is read from the worker twice, right before the agent's first step and right after
+its last (the simulated desktop answers ``appstate`` with one JSON document per app). The
+class's reward over the two snapshots is the score (1 or 0), and the snapshots' difference goes
+into the record (``state_diff``) and onto the run page. For an abstention task the episode ends
+at the agent's first act (the first step that changes an app), question
+(``send_msg_to_user``) or report (``report_infeasible``), whichever comes first.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from evals.agents.base import REPORT_INFEASIBLE, SEND_MSG_TO_USER, BenchmarkAgent, task_for_agent
+from evals.agents.builtin import call_reset
+from evals.errors import InvalidRunInputError
+from evals.results.records import CostRecord, ErrorType, TaskExecution, TaskStatus, now_iso
+from evals.run.agent_loop import _Clock, _steps, _TaskEnded, agent_traceback
+from evals.tasks.openapps.classes import ACT, CLARIFY, STOP, Episode, Task, state_diff, states_match
+from evals.tasks.openapps.loader import build
+from waa_client.errors import WaaError
+from waa_client.waa import WaaClient
+
+STATE_COMMAND = "appstate"
+"""The simulated desktop's command that answers the apps' state (docs/local-worker.md)."""
+_ENDED_BY = {SEND_MSG_TO_USER: CLARIFY, REPORT_INFEASIBLE: STOP}
+
+
+def is_openapps_task(task: dict[str, Any]) -> bool:
+    """Whether a queued task is an OpenApps-style entry (:meth:`Entry.task_json`)."""
+    return isinstance(task.get("openapps"), dict)
+
+
+def read_state(waa: WaaClient, clock: _Clock, what: str) -> dict[str, Any]:
+    """The apps' state document, read from the worker.
+
+    Raises:
+        _TaskEnded: the worker failed (infrastructure) or answered something that is not a
+            state document (the task's: its apps are not on this worker).
+    """
+    try:
+        result = waa.execute(STATE_COMMAND, shell=False,
+                             timeout=clock.bound(waa.read_timeout, what))
+    except WaaError as exc:
+        if exc.is_infrastructure:
+            raise clock.classify(exc, what) from exc
+        raise _TaskEnded(ErrorType.TASK, f"{what}: the worker has no app state to read "
+                         f"({exc}); OpenApps-style tasks need the simulated desktop's apps"
+                         ) from exc
+    try:
+        state = json.loads(str(result.get("output") or ""))
+    except ValueError:
+        state = None
+    if int(result.get("returncode") or 0) != 0 or not isinstance(state, dict):
+        raise _TaskEnded(ErrorType.TASK, f"{what}: the worker's app state is not a JSON "
+                         f"document: {str(result.get('error') or result.get('output'))[:200]}")
+    return state
+
+
+def run_openapps_task(
+    waa: WaaClient,
+    task: dict[str, Any],
+    task_id: str,
+    agent: BenchmarkAgent,
+    *,
+    max_steps: int,
+    step_pause_s: float = 0.0,
+    deadline: float | None = None,
+    record_dir: Path | None = None,
+    stock_reset: bool = True,
+    record_tree: bool = True,
+) -> TaskExecution:
+    """Run one attempt of an OpenApps-style task and return its record (see the module).
+
+    Args:
+        waa: The worker's WAA server client.
+        task: The queued task (:meth:`evals.tasks.openapps.loader.Entry.task_json`).
+        task_id: Its task ID (the entry's name).
+        agent: The agent (the oracle plays the class's reference solution).
+        max_steps: Steps at most for the agent.
+        step_pause_s: Pause after each action the agent sends.
+        deadline: ``time.monotonic()`` value the attempt ends at (``error/timeout`` past it).
+        record_dir: Where the agent's screenshots go.
+        stock_reset: Close windows and clear files (the apps back to their seed) first
+            (False: the caller reset the worker).
+        record_tree: Keep the accessibility tree the agent was given at each step.
+    """
+    spec = task["openapps"]
+    bench_task = task_for_agent(agent, task_id, str(task.get("domain", "")), task, False)
+    execution = TaskExecution(
+        task_id=task_id, domain=bench_task.domain, instruction=bench_task.instruction,
+        infeasible=False, status=TaskStatus.ERROR, attempts=1, started_at=now_iso(),
+    )
+    clock = _Clock(deadline)
+    started = time.monotonic()
+    try:
+        try:
+            entry: Task = build(spec["entry"], f"openapps task {task_id!r}")[0]
+        except InvalidRunInputError as exc:
+            raise _TaskEnded(ErrorType.TASK, str(exc)) from exc
+        clock.check("the reset")
+        if stock_reset:
+            try:
+                waa.close_all()
+                waa.clear_task_files()
+            except WaaError as exc:
+                raise clock.classify(exc, "resetting the worker") from exc
+        initial = read_state(waa, clock, "reading the apps' state before the agent")
+        try:
+            call_reset(agent, bench_task)
+        except Exception as exc:
+            raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {exc}",
+                             agent_traceback(exc)) from exc
+
+        def acted() -> bool:  # an abstention episode ends at the first act
+            return entry.expects_abstention and not states_match(
+                initial, read_state(waa, clock, "reading the apps' state after a step"), False)
+
+        execution.last_action = _steps(
+            waa, agent, bench_task, execution, clock, max_steps=max_steps,
+            step_pause_s=step_pause_s, record_dir=record_dir, wait_s=1.0, sleep=time.sleep,
+            ends_episode=acted, record_tree=record_tree)
+        last = execution.steps[-1].action if execution.steps else None
+        ended_by = _ENDED_BY.get(str((last or {}).get("type", "")), ACT)
+        final = read_state(waa, clock, "reading the apps' state after the agent")
+        episode = Episode(initial, final, ended_by)
+        try:
+            passed = entry.score(episode)
+        except Exception as exc:  # a user's class: its failure is the task's
+            raise _TaskEnded(ErrorType.TASK, f"{type(entry).__name__}'s reward raised "
+                             f"{type(exc).__name__}: {exc}", agent_traceback(exc)) from exc
+        execution.state_diff = state_diff(initial, final)
+        execution.score = 1.0 if passed else 0.0
+        execution.reward_components = [execution.score]
+        execution.reason = (f"{type(entry).__name__}: {'complete' if passed else 'not complete'}"
+                            f" (episode ended by {ended_by}; {len(execution.state_diff)} "
+                            "state change(s))")
+        execution.status = TaskStatus.SUCCESS if passed else TaskStatus.FAILURE
+    except _TaskEnded as ended:
+        execution.status = TaskStatus.ERROR
+        execution.error_type = ended.error_type
+        execution.error_message = ended.message
+        if ended.error_type is ErrorType.TASK:
+            execution.task_traceback = ended.agent_traceback
+        else:
+            execution.agent_traceback = ended.agent_traceback
+    execution.ended_at = now_iso()
+    execution.duration_s = round(time.monotonic() - started, 3)
+    execution.cost = CostRecord(
+        tokens_in=sum(int((s.usage or {}).get("tokens_in", 0) or 0) for s in execution.steps),
+        tokens_out=sum(int((s.usage or {}).get("tokens_out", 0) or 0) for s in execution.steps),
+    )
+    return execution

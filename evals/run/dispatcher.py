@@ -1,0 +1,686 @@
+"""The dispatcher: runs a run's queued tasks on its workers, one task in flight per worker.
+
+One loop (thread) per worker leases from the run's durable queue (:mod:`evals.run.queue`), longest
+expected task first; :func:`evals.run.runner.run_evaluation` builds it after every check.
+
+What happens to a task that goes wrong:
+
+- the worker could not be reached, or the task ran past ``task_timeout_s``: the attempt is
+  released and another worker takes the task (``max_attempts`` in all; the last failure is the
+  final record, ``error/infrastructure`` or ``error/timeout``);
+- a worker that fails ``quarantine_after`` tasks in a row that way is quarantined: it gets no more
+  tasks and is named in ``metadata.json``;
+- setup failed, the agent raised, the checker kept failing: the task's final record says so
+  (``error/setup``, ``error/agent``, ``error/evaluation``), without retry;
+- the budget cap: dispatching stops, running tasks finish, the rest are recorded ``not_run``;
+- a worker that is draining (a spot interruption notice, :mod:`oa_vm.reach.drain`) finishes its task
+  and takes no new one (with ``--repair`` it is replaced when the pool can).
+
+Every task ends with exactly one final record, committed to the queue before ``execution.json``
+is written, so a controller killed at any moment loses nothing that finished and ``--resume``
+redoes nothing that finished.
+
+Fencing: every write the dispatcher makes carries the lease it holds. Each request to a worker,
+each lease taken from the queue and each repair first asks ``fence`` (the run's pool leases,
+:meth:`oa_vm.model.lease.Hold.check`); each commit carries the attempt's task lease
+(:meth:`evals.run.queue.TaskQueue.complete`). Once a pool lease is lost (taken over by another
+controller after a freeze, ``pool-cleanup`` begun) the dispatcher sends nothing more to any worker,
+gives its attempts in flight back to the queue uncounted (``--resume`` runs them; none runs twice)
+and :meth:`Dispatcher.run` raises the fence's error (one line). A commit refused because the
+task's lease is no longer this attempt's is dropped, with its ``execution.json`` unwritten. An
+earlier attempt's screenshots are moved aside (``attempt_<n>/``), never deleted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from evals.agents import BenchmarkAgent
+from evals.errors import EvalsError
+from evals.results.events import EventKind
+from evals.results.ledger import Ledger
+from evals.results.records import (
+    AttemptRecord,
+    ErrorType,
+    RunFolder,
+    TaskExecution,
+    TaskInfo,
+    TaskStatus,
+    error_execution,
+    step_files,
+)
+from evals.results.trials import split_key
+from evals.run.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
+from evals.run.attempt_cua import is_cua_task, run_cua_task
+from evals.run.attempt_openapps import is_openapps_task, run_openapps_task
+from evals.run.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
+from evals.run.reset import ResetFailed, WorkerReset
+from oa_vm import LeaseLostError, PoolRemovingError
+from oa_vm.kit.redact import redact_text
+
+if TYPE_CHECKING:
+    from oa_vm import WorkerConnection
+    from waa_client import ScoringClient, WaaClient
+
+FENCE_ERRORS = (LeaseLostError, PoolRemovingError)
+"""What ``fence`` raises: the run no longer holds its pool (taken over, or being removed)."""
+
+DEFAULT_TASK_TIMEOUT_S = 600.0
+DEFAULT_QUARANTINE_AFTER = 2
+_IDLE_POLL_S = 0.2
+
+
+# --- what a progress display is fed ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where a run stands (what a progress display shows)."""
+
+    total: int
+    done: int
+    successes: int
+    failures: int
+    errors: int
+    not_run: int
+    running: dict[str, str | None]
+    quarantined: list[str]
+    elapsed_s: float
+    done_this_session: int
+    spent_usd: float | None = None
+    """$ charged so far (finished attempts, and tasks of an earlier controller on resume)."""
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Something that happened in a run.
+
+    ``kind`` is what happened: the dispatcher emits an :class:`evals.results.events.EventKind` (a
+    ``str`` enum, so it also equals its plain name: ``started``, ``task_started``, ...); it is
+    typed ``str`` so a display built for an older version reads a newer kind as unknown
+    (:func:`evals.results.events.kind_of`) rather than failing.
+    """
+
+    kind: str
+    snapshot: Snapshot
+    task_id: str | None = None
+    worker: str | None = None
+    status: str | None = None
+    detail: str | None = None
+    rejected: int = 0
+    """Actions the worker refused or failed in the finished task."""
+
+
+EventSink = Callable[[RunEvent], None]
+
+
+# --- the dispatcher ----------------------------------------------------------------------------
+
+
+@dataclass
+class DispatchSettings:
+    """The dispatcher's knobs (a subset of :class:`RunConfig`)."""
+
+    max_steps: int = DEFAULT_MAX_STEPS
+    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    quarantine_after: int = DEFAULT_QUARANTINE_AFTER
+    step_pause_s: float = 0.0
+    evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
+    trials: int = 1  # trials per task (evals.results.trials): the queue's keys name the trial
+    record_tree: bool = True  # keep each step's accessibility tree beside its screenshot
+
+
+@dataclass
+class DispatchOutcome:
+    """What the dispatcher ended with."""
+
+    budget_stopped: bool
+    quarantined: list[str]
+
+
+class Dispatcher:
+    """Runs the queue's pending tasks on the given workers until none is left.
+
+    Args:
+        folder: The run folder (records and screenshots go there).
+        queue: The run's queue, filled and recovered.
+        ledger: Prices attempts and holds the cap.
+        workers: One connection per ready worker.
+        tasks: Task JSON by ID (every task of the queue).
+        infos: Record facts by ID (domain, instruction, infeasible).
+        make_agent: Builds one agent per worker.
+        settings: Steps, timeouts, quarantine threshold.
+        on_event: Called (from worker threads) as things happen; must be quick and thread-safe.
+        repair: Gives a replacement for a quarantined worker (``run --repair``).
+        draining: A worker's drain notice, or None.
+        fence: Raises one of :data:`FENCE_ERRORS` once the run's pool lease is lost; asked
+            before every request, lease and repair (see the module docstring).
+        fence_token: The lease generation a worker's requests carry, by worker name
+            (``waa_client.FENCE_HEADER``): the worker refuses a request sent by this run after
+            a later holder's, which closes the moment between ``fence`` and the request.
+        resets: The reset of each worker before each task, by worker name
+            (:func:`evals.run.reset.plan_resets`); a worker without one gets WAA's stock reset
+            inside :func:`evals.run.agent_loop.run_task`, unrecorded.
+    """
+
+    def __init__(
+        self,
+        folder: RunFolder,
+        queue: TaskQueue,
+        ledger: Ledger,
+        workers: list[WorkerConnection],
+        tasks: Mapping[str, dict[str, Any]],
+        infos: Mapping[str, TaskInfo],
+        make_agent: Callable[[], BenchmarkAgent],
+        settings: DispatchSettings,
+        on_event: EventSink | None = None,
+        repair: Callable[[str], WorkerConnection | None] | None = None,
+        draining: Callable[[str], object | None] | None = None,
+        fence: Callable[[], None] | None = None,
+        resets: Mapping[str, WorkerReset] | None = None,
+        fence_token: Callable[[str], str | None] | None = None,
+    ) -> None:
+        self.folder = folder
+        # Raises one of FENCE_ERRORS once the run's pool lease is lost (see the module).
+        self.fence = fence or (lambda: None)
+        self.fence_token = fence_token or (lambda _worker: None)
+        self._fenced: BaseException | None = None
+        self.resets = resets or {}
+        self.repair = repair  # gives a replacement for a quarantined worker (run --repair)
+        # Asked before every lease: a notice (e.g. oa_vm.reach.drain.DrainWatch) means no new task.
+        self.draining = draining
+        self._drained_workers: list[str] = []
+        self.queue = queue
+        self.ledger = ledger
+        self.workers = workers
+        self.tasks = tasks
+        self.infos = infos
+        self.make_agent = make_agent
+        self.settings = settings
+        self.on_event = on_event
+        self._lease_lock = threading.Lock()
+        self._state_lock = threading.Lock()
+        self._wake = threading.Condition()
+        self._stop = threading.Event()
+        self._budget_stopped = False
+        self._quarantined: list[str] = []
+        self._running: dict[str, str | None] = {w.name: None for w in workers}
+        self._counts = {s.value: 0 for s in TaskStatus}
+        self._done_this_session = 0
+        self._crash: BaseException | None = None
+        self._started = time.monotonic()
+        # Only the selection's own trials count: a queue may hold rows of other tasks (a run
+        # resumed or rerun with a narrower selection), and counting those printed "19/18 done".
+        for key, record in queue.records().items():
+            task_id, trial = split_key(key)
+            if task_id in tasks and trial <= settings.trials:
+                self._counts[str(record["status"])] += 1
+
+    # --- events -------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """Where the run stands now."""
+        spent = self.ledger.spent()  # outside the state lock: the two locks never nest
+        with self._state_lock:
+            return Snapshot(
+                total=len(self.tasks) * self.settings.trials,  # units of work: trials
+                done=sum(self._counts.values()),
+                successes=self._counts[TaskStatus.SUCCESS],
+                failures=self._counts[TaskStatus.FAILURE],
+                errors=self._counts[TaskStatus.ERROR],
+                not_run=self._counts[TaskStatus.NOT_RUN],
+                running=dict(self._running),
+                quarantined=list(self._quarantined),
+                elapsed_s=time.monotonic() - self._started,
+                done_this_session=self._done_this_session,
+                spent_usd=spent,
+            )
+
+    def _emit(self, kind: EventKind, *, rejected: int = 0, **details: str | None) -> None:
+        if self.on_event is not None:
+            # events reach the terminal (and a caller's sink): their texts are masked too
+            shown = {k: None if v is None else redact_text(v) for k, v in details.items()}
+            self.on_event(RunEvent(kind, self.snapshot(), rejected=rejected, **shown))
+
+    # --- running ------------------------------------------------------------------------------
+
+    def run(self) -> DispatchOutcome:
+        """Dispatch until every task has a final record (or Ctrl-C: leases stay for --resume).
+
+        Raises:
+            KeyboardInterrupt: passed on after the loops were told to stop committing.
+            LeaseLostError, PoolRemovingError: the run's pool lease was lost; attempts in
+                flight were given back, pending tasks are left for ``--resume``.
+        """
+        self._emit(EventKind.STARTED)
+        threads = [
+            threading.Thread(
+                target=self._worker_loop, args=(w,), name=f"dispatch-{w.name}", daemon=True
+            )
+            for w in self.workers
+        ]
+        beat = threading.Thread(target=self._heartbeat, name="lease-heartbeat", daemon=True)
+        beat.start()
+        for thread in threads:
+            thread.start()
+        try:
+            # join with a timeout so that Ctrl-C reaches this (main) thread promptly
+            for thread in threads:
+                while thread.is_alive():
+                    thread.join(timeout=0.5)
+        except BaseException:
+            self._stop.set()
+            with self._wake:
+                self._wake.notify_all()
+            raise
+        finally:
+            self._stop.set()
+        beat.join(timeout=5.0)
+        if self._fenced is not None:
+            raise self._fenced
+        if self._crash is not None:
+            raise EvalsError(
+                f"a dispatch loop failed ({type(self._crash).__name__}: {self._crash}); "
+                "finished tasks are kept, continue with --resume"
+            ) from self._crash
+        self._finalize_leftovers()
+        self._emit(EventKind.FINISHED)
+        return DispatchOutcome(self._budget_stopped, list(self._quarantined))
+
+    def _heartbeat(self) -> None:
+        # at least every 5 s: the last heartbeat is also what an attempt a crash interrupted is
+        # billed up to (evals.run.queue.TaskQueue.recover)
+        interval = max(0.5, min(5.0, self.queue.lease_seconds / 3.0))
+        while not self._stop.wait(interval):
+            self.queue.heartbeat()
+
+    def _worker_loop(self, worker: WorkerConnection) -> None:
+        try:
+            self._dispatch(worker)
+        except FENCE_ERRORS as exc:
+            self._fenced = self._fenced or exc
+            self._stop.set()
+        except BaseException as exc:
+            # A loop that dies would leave its lease held and the others waiting for ever:
+            # stop the run instead (its leases are recovered by --resume) and report why.
+            self._crash = exc
+            self._stop.set()
+        finally:
+            with self._state_lock:
+                self._running[worker.name] = None
+            with self._wake:
+                self._wake.notify_all()
+
+    def _dispatch(self, worker: WorkerConnection) -> None:
+        agent = self.make_agent()
+        consecutive = 0
+        while not self._stop.is_set():
+            if self._is_draining(worker.name):
+                # Its last task has finished; with --repair a replacement takes its place.
+                replacement = self._replace(worker)
+                if replacement is None:
+                    break
+                worker, consecutive = replacement, 0
+                continue
+            lease = self._next_lease(worker.name)
+            if lease is None:
+                if self._stop.is_set() or self._budget_stopped or self._drained():
+                    break
+                with self._wake:
+                    self._wake.wait(_IDLE_POLL_S)
+                continue
+            worker_fault = self._run_one(worker, agent, lease)
+            consecutive = consecutive + 1 if worker_fault else 0
+            if consecutive >= self.settings.quarantine_after:
+                self._quarantine(worker.name, consecutive)
+                replacement = self._replace(worker)
+                if replacement is None:
+                    break
+                worker, consecutive = replacement, 0
+
+    def _replace(self, worker: WorkerConnection) -> WorkerConnection | None:
+        """A repaired connection for a quarantined worker (``run --repair``), or None."""
+        if self.repair is None or self._stop.is_set() or self._drained():
+            return None
+        replacement = self.repair(worker.name)
+        if replacement is None or self._stop.is_set():
+            return None
+        with self._state_lock:
+            if worker.name in self._quarantined:
+                self._quarantined.remove(worker.name)
+            if worker.name in self._drained_workers:
+                self._drained_workers.remove(worker.name)
+        self._emit(EventKind.WORKER_REPAIRED, worker=worker.name, detail="replaced from the pool")
+        return replacement
+
+    def _is_draining(self, worker: str) -> bool:
+        """True (and said once, as ``worker_draining``) when the worker is going away."""
+        notice = self.draining(worker) if self.draining is not None else None
+        if notice is None:
+            return False
+        with self._state_lock:
+            first = worker not in self._drained_workers
+            if first:
+                self._drained_workers.append(worker)
+        if first:
+            self._emit(EventKind.WORKER_DRAINING, worker=worker,
+                       detail=str(getattr(notice, "message", notice)))
+        return True
+
+    def _drained(self) -> bool:
+        return not self.queue.unfinished()
+
+    def _active_workers(self) -> int:
+        with self._state_lock:
+            return len(self.workers) - len({*self._quarantined, *self._drained_workers})
+
+    def _next_lease(self, worker: str) -> QueuedTask | None:
+        with self._lease_lock:
+            if self._stop.is_set() or self._budget_stopped:
+                return None
+            self.fence()
+            candidate = self.queue.peek_next(worker)
+            if candidate is None:
+                return None
+            if candidate.last_worker == worker and self._active_workers() > 1:
+                # Every task left just failed here: leave it to a healthier worker.
+                return None
+            if not self.ledger.try_reserve(candidate.task_id, candidate.expected_seconds):
+                if self.ledger.in_flight() > 0:
+                    # Reservations are estimates; once the running tasks settle, their real
+                    # cost (and better estimates) may leave room. Wait rather than stop.
+                    return None
+                self._budget_stopped = True
+                self._emit(
+                    EventKind.BUDGET_STOP,
+                    task_id=candidate.task_id,
+                    detail=f"spent ${self.ledger.spent():.4f} of ${self.ledger.cap_usd}",
+                )
+                with self._wake:
+                    self._wake.notify_all()
+                return None
+            lease = self.queue.lease(candidate.task_id, worker)
+            if lease is None:
+                self.ledger.settle(
+                    candidate.task_id, expected_seconds=0.0, actual_seconds=0.0, final=False
+                )
+            return lease
+
+    def _run_one(self, worker: WorkerConnection, agent: BenchmarkAgent, lease: QueuedTask) -> bool:
+        """Run one leased attempt and commit what it ended with; True if the worker is to blame.
+
+        Raises:
+            LeaseLostError, PoolRemovingError: the run's pool lease was lost (the attempt was
+                given back to the queue).
+        """
+        task_id = lease.task_id  # the trial's key; the task's ID for trial 1 (evals.results.trials)
+        base, trial = split_key(task_id)
+        info = self.infos[base]
+        if self.settings.trials > 1:
+            self.queue.spread_trials(task_id, worker.name)  # other trials: other workers
+        with self._state_lock:
+            self._running[worker.name] = task_id
+        # every request of this attempt (a repaired worker's new clients too) carries the lease
+        worker.waa.fence_token = worker.scoring.fence_token = self.fence_token(worker.name)
+        self._emit(EventKind.TASK_STARTED, task_id=task_id, worker=worker.name)
+        _keep_earlier_evidence(self.folder.task_dir(task_id))
+        began = time.monotonic()
+        reset = self.resets.get(worker.name)
+        try:
+            # the reset (evals.run.reset) is its own step: a clean restore may take minutes on a
+            # cloud worker, so the task's own time limit starts after it
+            done_reset = None if reset is None else reset.before_task(worker, self.fence)
+            task = self.tasks[base]
+            if is_cua_task(task):  # a Cua-Bench variant: its module's setup and evaluate
+                execution = run_cua_task(
+                    cast("WaaClient", _Fenced(worker.waa, self.fence)), task, base, agent,
+                    max_steps=self.settings.max_steps, step_pause_s=self.settings.step_pause_s,
+                    deadline=time.monotonic() + self.settings.task_timeout_s,
+                    record_dir=self.folder.task_dir(task_id), stock_reset=reset is None,
+                    record_tree=self.settings.record_tree,
+                )
+            elif is_openapps_task(task):  # an OpenApps-style entry: the apps' state, twice
+                execution = run_openapps_task(
+                    cast("WaaClient", _Fenced(worker.waa, self.fence)), task, base, agent,
+                    max_steps=self.settings.max_steps, step_pause_s=self.settings.step_pause_s,
+                    deadline=time.monotonic() + self.settings.task_timeout_s,
+                    record_dir=self.folder.task_dir(task_id), stock_reset=reset is None,
+                    record_tree=self.settings.record_tree,
+                )
+            else:
+                execution = run_task(
+                    cast("WaaClient", _Fenced(worker.waa, self.fence)),
+                    cast("ScoringClient", _Fenced(worker.scoring, self.fence)),
+                    task,
+                    base,
+                    agent,
+                    max_steps=self.settings.max_steps,
+                    step_pause_s=self.settings.step_pause_s,
+                    deadline=time.monotonic() + self.settings.task_timeout_s,
+                    record_dir=self.folder.task_dir(task_id),
+                    domain=info.domain,
+                    evaluate_backoff_s=self.settings.evaluate_backoff_s,
+                    stock_reset=reset is None,
+                    record_tree=self.settings.record_tree,
+                )
+            if done_reset is not None:
+                done_reset.apply(execution)
+        except FENCE_ERRORS:
+            self._give_back(worker.name, lease)
+            raise
+        except ResetFailed as failed:
+            execution = error_execution(info, failed.error_type, failed.message)
+            execution.reset = None if reset is None else reset.kind
+        except Exception as exc:  # a harness bug must still leave a record, not a stuck lease
+            execution = error_execution(
+                info, ErrorType.INFRASTRUCTURE, f"unexpected {type(exc).__name__}: {exc}"
+            )
+        seconds = time.monotonic() - began
+        execution.egress = worker.egress
+        if execution.error_message:
+            # records end up in execution.json, queue.sqlite and the run page: no credentials
+            execution.error_message = redact_text(execution.error_message)
+        with self._state_lock:
+            self._running[worker.name] = None
+        if self._stop.is_set():
+            # Interrupted: commit nothing, the lease is recovered by --resume (given back now
+            # when the stop is a lost pool lease).
+            try:
+                self.fence()
+            except FENCE_ERRORS:
+                self.queue.give_back(task_id, worker.name, lease)
+            return False
+        try:
+            self.fence()  # a result obtained while the lease was lost is not committed
+        except FENCE_ERRORS:
+            self._give_back(worker.name, lease)
+            raise
+        execution.worker = worker.name
+        execution.trial = trial
+        execution.attempts = lease.attempts
+        execution.cost = self.ledger.charge(
+            task_id, seconds, [s.usage for s in execution.steps], worker=worker.name
+        )
+        execution.previous_attempts = [
+            AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
+        ]
+        retryable = execution.error_type in (ErrorType.INFRASTRUCTURE, ErrorType.TIMEOUT) or (
+            # a setup failure may be the worker's (a broken desktop): once more, elsewhere
+            execution.error_type is ErrorType.SETUP
+            and lease.attempts < 2
+            and self._active_workers() > 1
+        )
+        if not retryable:
+            self._commit(execution, lease, seconds, worker.name)
+            # a failed setup or reset counts towards the worker's quarantine even when final
+            return execution.error_type is ErrorType.SETUP
+        attempt = {
+            "attempt": lease.attempts,
+            "worker": worker.name,
+            "error_type": None if execution.error_type is None else execution.error_type.value,
+            "error_message": execution.error_message,
+            "started_at": execution.started_at,
+            "ended_at": execution.ended_at,
+        }
+        try:
+            outcome = self.queue.release(
+                task_id,
+                worker.name,
+                execution.error_message or "",
+                attempt=attempt,
+                final_record=execution.to_json(),
+                lease=lease,
+            )
+        except AttemptFencedError:
+            self._dropped(task_id, worker.name, seconds, lease)
+            return False
+        final = outcome is ReleaseOutcome.FINAL
+        self.ledger.settle(
+            task_id, expected_seconds=lease.expected_seconds, actual_seconds=seconds, final=final
+        )
+        if final:
+            # committed by the queue first: the copy needs no fsync (RunFolder.sync_executions)
+            self.folder.write_execution(execution, durable=False)
+            self._count(execution)
+            self._emit(
+                EventKind.TASK_FINISHED, task_id=task_id, worker=worker.name,
+                status=execution.status.value, detail=execution.error_message,
+                rejected=execution.rejected_actions,
+            )
+        else:
+            self._emit(
+                EventKind.TASK_RETRY, task_id=task_id, worker=worker.name,
+                detail=execution.error_message,
+            )
+            with self._wake:
+                self._wake.notify_all()
+        return True
+
+    def _commit(
+        self, execution: TaskExecution, lease: QueuedTask, seconds: float, worker: str
+    ) -> None:
+        document = execution.to_json()  # one copy for the queue and execution.json
+        try:
+            self.queue.complete(execution.key, document, lease=lease, worker=worker)
+        except AttemptFencedError:
+            self._dropped(execution.key, worker, seconds, lease)
+            return
+        # committed by the queue first: the copy needs no fsync (RunFolder.sync_executions)
+        self.folder.write_execution(execution, document, durable=False)
+        self.ledger.settle(
+            execution.key,
+            expected_seconds=lease.expected_seconds,
+            actual_seconds=seconds,
+            final=True,
+        )
+        self._count(execution)
+        self._emit(
+            EventKind.TASK_FINISHED, task_id=execution.key, worker=execution.worker,
+            status=execution.status.value, detail=execution.error_message or execution.reason,
+            rejected=execution.rejected_actions,
+        )
+
+    def _give_back(self, worker: str, lease: QueuedTask) -> None:
+        """The pool lease is lost: the attempt is not counted, ``--resume`` runs the task."""
+        with self._state_lock:
+            self._running[worker] = None
+        self._stop.set()
+        self.queue.give_back(lease.task_id, worker, lease)
+        self.ledger.settle(lease.task_id, expected_seconds=0.0, actual_seconds=0.0, final=False)
+
+    def _dropped(self, task_id: str, worker: str, seconds: float, lease: QueuedTask) -> None:
+        """The task's lease is no longer this attempt's: its result is not committed (the
+        attempt that holds the lease now owns the task's record)."""
+        self.ledger.settle(task_id, expected_seconds=lease.expected_seconds,
+                           actual_seconds=seconds, final=False)
+        self._emit(EventKind.TASK_RETRY, task_id=task_id, worker=worker,
+                   detail="result dropped: the task's lease is no longer this attempt's")
+
+    def _count(self, execution: TaskExecution) -> None:
+        with self._state_lock:
+            self._counts[execution.status.value] += 1
+            self._done_this_session += 1
+
+    def _quarantine(self, worker: str, failures: int) -> None:
+        with self._state_lock:
+            self._quarantined.append(worker)
+        self._emit(
+            EventKind.WORKER_QUARANTINED, worker=worker,
+            detail=f"{failures} consecutive infrastructure failures or timeouts",
+        )
+
+    def _finalize_leftovers(self) -> None:
+        """Give every task still pending its final record (budget cap, or no worker left)."""
+        pending = self.queue.ids_with_status(QueueStatus.PENDING)
+        for task_id in pending:
+            base, trial = split_key(task_id)
+            info = self.infos[base]
+            if self._budget_stopped:
+                record = error_execution(
+                    info, ErrorType.BUDGET,
+                    f"not run: the budget cap ${self.ledger.cap_usd} was reached",
+                    status=TaskStatus.NOT_RUN,
+                )
+            else:
+                names = ", ".join(self._quarantined) or "none"
+                drained = ", ".join(self._drained_workers)
+                record = error_execution(
+                    info, ErrorType.INFRASTRUCTURE,
+                    f"no healthy worker was left to run it (quarantined: {names}"
+                    + (f"; draining: {drained})" if drained else ")"),
+                )
+            record.trial = trial
+            record.attempts = len(self.queue.history(task_id))
+            record.cost = self.ledger.task_cost(task_id)
+            record.previous_attempts = [
+                AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
+            ]
+            self.queue.complete(task_id, record.to_json())
+            self.folder.write_execution(record)
+            self._count(record)
+            self._emit(EventKind.TASK_FINISHED, task_id=task_id, status=record.status.value,
+                       detail=record.error_message)
+
+
+class _Fenced:
+    """A worker client whose every call first asks the fence: a controller that lost its pool
+    lease sends nothing more to the workers (another controller drives them now)."""
+
+    def __init__(self, client: object, fence: Callable[[], None]) -> None:
+        self._client = client
+        self._fence = fence
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr):
+            return attr
+
+        def fenced(*args: Any, **kwargs: Any) -> Any:
+            self._fence()
+            return attr(*args, **kwargs)
+
+        return fenced
+
+
+def _keep_earlier_evidence(folder: Path) -> None:
+    """Move an earlier attempt's screenshots to ``attempt_<n>/`` (the next free ``n``) before a
+    new attempt writes its own: no attempt deletes another's evidence."""
+    shots = step_files(folder)
+    if not shots:
+        return
+    n = 1
+    while (folder / f"attempt_{n}").exists():
+        n += 1
+    aside = folder / f"attempt_{n}"
+    aside.mkdir()
+    for shot in shots:
+        shot.rename(aside / shot.name)
+
+
+def _attempt_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("attempt", "worker", "error_type", "error_message", "started_at", "ended_at")
+    return {k: entry.get(k) for k in keys}

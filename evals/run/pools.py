@@ -1,0 +1,304 @@
+"""One run over several pools (``run --pool a --pool b``): naming, leases, connections, routing.
+
+A run given several pools takes every pool's lease (in name order, so two multi-pool runs
+cannot each hold one pool and wait for the other's), connects to the ready workers of all of
+them and hands the union to one dispatcher, with one queue and one ledger. Worker names repeat
+across pools (every local pool has a ``worker-0``), so in a multi-pool run a worker is named
+``<pool>/<worker>`` wherever it is recorded or shown; pool names cannot hold a ``/``, so the
+name splits back unambiguously. A single-pool run keeps bare worker names.
+
+Repairs (``--repair``) and drain notices are per pool: :class:`PoolRouter` sends a qualified
+worker name to its own pool's :class:`evals.run.repair.WorkerRepairer` or
+:class:`oa_vm.reach.drain.DrainWatch`, under the worker's bare name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from evals.errors import InvalidRunInputError
+
+if TYPE_CHECKING:
+    from oa_vm import Hold, PoolRecord, WorkerConnection
+
+SEPARATOR = "/"
+T = TypeVar("T")
+
+
+def qualify(pool: str, worker: str) -> str:
+    """``<pool>/<worker>``: a worker's name in a multi-pool run."""
+    return f"{pool}{SEPARATOR}{worker}"
+
+
+def split(name: str) -> tuple[str | None, str]:
+    """``(pool, worker)`` of a qualified name; ``(None, name)`` for a bare one."""
+    pool, sep, worker = name.partition(SEPARATOR)
+    return (pool, worker) if sep else (None, name)
+
+
+def check_pool_names(names: Sequence[str]) -> None:
+    """Refuse a pool given twice (one line naming it).
+
+    Raises:
+        InvalidRunInputError: a name repeats.
+    """
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InvalidRunInputError(
+                f"--pool {name} is given twice; give each pool once (--pool a --pool b)"
+            )
+        seen.add(name)
+
+
+@dataclass
+class RunPool:
+    """One pool of a run: its record (as when the run started) and its ready workers."""
+
+    record: PoolRecord
+    workers: list[WorkerConnection]
+
+    @property
+    def name(self) -> str:
+        """The pool's name."""
+        return self.record.name
+
+    def describe(self) -> dict[str, Any]:
+        """The pool's entry in ``metadata.json`` (``pools``)."""
+        return {
+            "name": self.record.name,
+            "cloud": self.record.cloud,
+            "price_per_hour": self.record.price_per_hour,
+            "egress": self.record.settings.get("egress"),
+            "workers": [w.name for w in self.workers],
+        }
+
+
+def load_ready(names: Sequence[str]) -> list[PoolRecord]:
+    """Each pool's record, checked usable (exists, not being created or deleted).
+
+    Raises:
+        oa_vm.errors.OaVmError: a pool is unknown, or is being created or deleted (names it).
+    """
+    import oa_vm
+    from oa_vm.errors import PoolNotReadyError
+
+    records = []
+    for name in names:
+        record = oa_vm.load_pool(oa_vm.resolve_name(name))
+        if record.state in (oa_vm.PoolState.CREATING, oa_vm.PoolState.DELETING):
+            raise PoolNotReadyError(f"pool {record.name!r} is {record.state.value}")
+        records.append(record)
+    return records
+
+
+@contextlib.contextmanager
+def hold_pools(
+    names: Sequence[str], run: str, *, wait_s: float = 0.0
+) -> Iterator[dict[str, Hold]]:
+    """Hold every pool's lease for the block, taken in name order (no deadlock between two
+    multi-pool runs); if one is refused, those taken are released and its error is raised.
+    ``wait_s`` (``--wait-for-pool``) bounds the wait for all of them together. Yields each
+    pool's :class:`oa_vm.model.lease.Hold` (the fence of the run's writes), by pool name.
+
+    Raises:
+        oa_vm.errors.PoolBusyError: another live run holds one of them (the error names it).
+    """
+    import time
+
+    from oa_vm import hold_pool
+
+    deadline = time.monotonic() + wait_s  # one wait for them all, not one per pool
+    with contextlib.ExitStack() as stack:
+        holds = {}
+        for name in sorted(names):
+            left = max(0.0, deadline - time.monotonic())
+            holds[name] = stack.enter_context(hold_pool(name, run, wait_s=left))
+        yield holds
+
+
+@contextlib.contextmanager
+def connect_pools(
+    names: Sequence[str], *, connect_timeout: float, read_timeout: float
+) -> Iterator[list[RunPool]]:
+    """Connect to the ready workers of every pool; with more than one pool their connections
+    are named ``<pool>/<worker>``. Everything opened is closed on exit.
+
+    Raises:
+        oa_vm.errors.PoolNotReadyError: a pool has no ready worker (names it).
+    """
+    import oa_vm
+
+    with contextlib.ExitStack() as stack:
+        pools = []
+        for name in names:
+            workers = stack.enter_context(
+                oa_vm.connect(name, connect_timeout=connect_timeout, read_timeout=read_timeout)
+            )
+            if len(names) > 1:
+                for worker in workers:
+                    worker.name = qualify(name, worker.name)
+            pools.append(RunPool(oa_vm.load_pool(name), workers))
+        yield pools
+
+
+class PoolRouter(Generic[T]):
+    """Sends a call about a qualified worker to the per-pool handler, under its bare name.
+
+    Args:
+        handlers: Pool name -> a callable taking a bare worker name (a ``WorkerRepairer``, a
+            ``DrainWatch``).
+        rename: Applied to what a handler returned (e.g. name a repaired connection
+            ``<pool>/<worker>`` again); not applied to ``None``.
+    """
+
+    def __init__(
+        self,
+        handlers: Mapping[str, Callable[[str], T | None]],
+        rename: Callable[[str, T], T] | None = None,
+    ) -> None:
+        self.handlers = dict(handlers)
+        self.rename = rename
+
+    def __call__(self, worker: str) -> T | None:
+        """The answer of the worker's own pool's handler (None for a worker of no pool)."""
+        pool, bare = split(worker)
+        handler = self.handlers.get(pool or "")
+        if handler is None:
+            return None
+        answer = handler(bare)
+        if answer is None or self.rename is None:
+            return answer
+        return self.rename(worker, answer)
+
+
+def renamed_connection(name: str, connection: WorkerConnection) -> WorkerConnection:
+    """``connection``, named ``name`` (a repaired worker keeps its qualified name)."""
+    connection.name = name
+    return connection
+
+
+def summary_fields(pools: Sequence[RunPool]) -> dict[str, Any]:
+    """``metadata.json``'s pool keys for a run over several pools.
+
+    ``pool`` holds the names joined by ``+`` (``a+b``: never a pool name, so nothing mistakes
+    it for one), ``cloud`` the clouds the same way (one name when they agree) and
+    ``price_per_hour`` the common price, or ``None`` when they differ; ``pools`` lists each
+    pool with its cloud, price and (qualified) workers.
+    """
+    clouds = list(dict.fromkeys(p.record.cloud for p in pools))
+    prices = {p.record.price_per_hour for p in pools}
+    return {
+        "pool": "+".join(p.name for p in pools),
+        "cloud": "+".join(clouds),
+        "price_per_hour": next(iter(prices)) if len(prices) == 1 else None,
+        "pools": [p.describe() for p in pools],
+    }
+
+
+def recorded_pool_names(metadata: Mapping[str, Any]) -> list[str] | None:
+    """The pools a multi-pool run was started on (``None`` for a single-pool run)."""
+    entries = metadata.get("pools")
+    if not isinstance(entries, list):
+        return None
+    return [str(e.get("name")) for e in entries if isinstance(e, dict)]
+
+
+def highest_price(pools: Sequence[RunPool]) -> float | None:
+    """The dearest pool's price (what estimates of a task's cost use), or None if none is
+    priced."""
+    prices = [p.record.price_per_hour for p in pools if p.record.price_per_hour is not None]
+    return max(prices) if prices else None
+
+
+@dataclass
+class Selected:
+    """The tasks a selection names, as every pool of the run serves them."""
+
+    refs: list[Any]  # waa_client.catalog.TaskRef, in the selection's order
+    tasks: dict[str, dict[str, Any]]
+
+
+def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
+    """Resolve ``selection`` through the workers of the run's pools and load the tasks.
+
+    One pool: read from its workers (:class:`evals.run.failover.FailoverScoring`), synthetic IDs
+    refused on a cloud pool, as always. Several pools: the selection is resolved on each, and
+    refused on all of them if any is a cloud pool ("live": WAA's real tasks only; a local pool
+    serves the local suite); then every pool must name the same tasks, in the same order, with
+    the same JSON, or the run is refused in one line: a mix of a local and a cloud pool, or of
+    pools built from different task sets, would otherwise run different tasks under one ID.
+
+    Raises:
+        waa_client.errors.CatalogError: unknown or synthetic IDs (a multi-pool message names the
+            pool whose catalog refused them).
+        InvalidRunInputError: the pools disagree on the selected tasks (names the pools, the
+            first task that differs).
+    """
+    from typing import cast
+
+    from evals.tasks.cua_bench.loader import is_cua_selection
+
+    if is_cua_selection(selection):  # module files on this machine: the same for every pool
+        from evals.tasks.cua_bench import select_cua
+
+        return Selected(*select_cua(selection, [p.name for p in pools]))
+    from evals.tasks.openapps.loader import is_openapps_selection
+
+    if is_openapps_selection(selection):  # a config file on this machine: the same for every pool
+        from evals.tasks.openapps import select_openapps
+
+        return Selected(*cast("Any", select_openapps(selection)))
+
+    from evals.run.failover import FailoverScoring
+    from waa_client.catalog import Catalog
+    from waa_client.errors import CatalogError
+
+    live = any(p.record.cloud != "local" for p in pools)
+    first: tuple[str, Selected] | None = None
+    for pool in pools:
+        catalog = Catalog.from_scoring(
+            cast("Any", FailoverScoring([w.scoring for w in pool.workers]))
+        )
+        try:
+            refs = catalog.select(selection, live=live)
+        except CatalogError as exc:
+            if len(pools) > 1:  # say which pool's catalog refused it
+                exc.message = f"pool {pool.name!r}: {exc.message}"
+                exc.args = (exc.message,)
+            raise
+        chosen = Selected(refs, {r.task_id: catalog.load(r.task_id) for r in refs})
+        if first is None:
+            first = (pool.name, chosen)
+            continue
+        _same_tasks(first, (pool.name, chosen))
+    assert first is not None, "a run has at least one pool"
+    return first[1]
+
+
+def _same_tasks(a: tuple[str, Selected], b: tuple[str, Selected]) -> None:
+    (name_a, sel_a), (name_b, sel_b) = a, b
+    ids_a = [r.task_id for r in sel_a.refs]
+    ids_b = [r.task_id for r in sel_b.refs]
+    hint = ("run each pool separately, or select tasks both serve alike (e.g. explicit IDs of "
+            "WAA tasks on pools of the same image)")
+    if ids_a != ids_b:
+        only_a = [t for t in ids_a if t not in set(ids_b)]
+        only_b = [t for t in ids_b if t not in set(ids_a)]
+        what = (
+            f"{len(only_a)} only on {name_a!r}, {len(only_b)} only on {name_b!r}"
+            if only_a or only_b else "the same tasks in another order"
+        )
+        raise InvalidRunInputError(
+            f"pools {name_a!r} and {name_b!r} resolve the selection to different tasks "
+            f"({len(ids_a)} vs {len(ids_b)}: {what}); {hint}"
+        )
+    differ = [t for t in ids_a if sel_a.tasks[t] != sel_b.tasks[t]]
+    if differ:
+        raise InvalidRunInputError(
+            f"pools {name_a!r} and {name_b!r} serve {len(differ)} of the selected task(s) "
+            f"differently (first: {differ[0]}); {hint}"
+        )

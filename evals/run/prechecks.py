@@ -1,0 +1,162 @@
+"""Everything about a run that can be checked before anything is made for it.
+
+A sweep creates a pool (on a cloud: minutes and money) and a run writes a folder; an input that
+was always going to be refused must be refused first, in one line, with nothing created: the
+folders that will be written, the run folder against ``--resume`` (every setting it recorded,
+:mod:`evals.run.settings`), the agent (built once), an ``http`` agent's server (one probe),
+the variations file and, for a local pool, the tasks themselves (known before the pool exists).
+Only then do the plan, the question and the pool come.
+
+The run itself (:func:`evals.run.runner.run_evaluation`) checks the same again where it matters:
+these checks read, and try a write only as an empty folder made and removed at once.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from evals.errors import InvalidRunInputError
+
+if TYPE_CHECKING:
+    from evals.run.runner import RunConfig
+
+
+def check_before_run(
+    config: RunConfig, *, agent_url_option: str = "--agent-url", needs_home: bool = False,
+    plan: bool = False,
+) -> None:
+    """Refuse, before any pool, process or folder exists, what the run would refuse later.
+
+    Args:
+        config: The run's checked options (:meth:`RunConfig.validate` has run).
+        agent_url_option: Where the http agent's URL came from, as refusals name it
+            (``--agent-url`` or ``$OA_EVALS_AGENT_URL``).
+        needs_home: The command is about to create a pool, so the oa-vm home must be
+            writable too.
+        plan: Only a plan is asked (``--plan``): the agent's name is checked, but no agent is
+            built and no server asked, so a plan needs no secret (a model agent's API key).
+
+    Raises:
+        InvalidRunInputError: a folder cannot be written, ``--resume`` does not match the run,
+            the agent cannot be built, the agent server does not answer, or the variations
+            file is unusable (all exit code 2).
+        RunExistsError, ResumeMismatchError: see :func:`evals.run.runner.check_run_folder`.
+    """
+    check_folders(config, needs_home=needs_home)
+    resumed = None
+    if config.run_name is not None:
+        from evals.run.runner import check_run_folder
+
+        folder, unstarted, _ = check_run_folder(config)
+        resumed = folder if config.resume and not unstarted else None
+    if plan:
+        from evals.agents import load_agent_class
+
+        load_agent_class(config.agent)
+    else:
+        check_agent(config, agent_url_option=agent_url_option)
+    if resumed is not None and not plan:
+        from evals.agents import create_agent
+        from evals.run.runner import check_resume_settings
+
+        # every recorded setting kept, or changed with --allow-change (evals.run.settings)
+        check_resume_settings(resumed, config, create_agent(config.agent, config.agent_options))
+    from evals.tasks.cua_bench import check_selection, is_cua_selection
+
+    if is_cua_selection(config.selection):
+        # module files on this machine: refused now, before any pool is touched
+        check_selection(config.selection, agent=config.agent)
+    from evals.tasks.openapps import is_openapps_selection, load_selection
+
+    if is_openapps_selection(config.selection):
+        # a config file on this machine: every entry checked now, before any pool is touched
+        _check_openapps_agent(config, load_selection(config.selection))
+    if config.variations is not None:
+        from evals.run.variations import read_variations
+
+        read_variations(config.variations)
+
+
+def _check_openapps_agent(config: RunConfig, entries: list[Any]) -> None:
+    """The agent can play the entries (the oracle needs each class's reference solution)."""
+    from evals.agents import create_agent
+    from evals.agents.base import tasks_for_agent
+
+    agent = create_agent(config.agent, config.agent_options)
+    agent.check_tasks(tasks_for_agent(agent, {e.name: e.task_json() for e in entries}))
+
+
+def check_folders(config: RunConfig, *, needs_home: bool = False) -> None:
+    """The results folder (and, for a pool to be made, the oa-vm home) can be written.
+
+    Raises:
+        InvalidRunInputError: one of them is under a file, under ``/proc``, read-only...
+    """
+    import oa_vm
+    from evals.results.records import RESULTS_ENV, results_root
+    from oa_vm.errors import InvalidInputError
+    from oa_vm.kit.validate import writable_problem
+
+    if config.results_dir is not None:
+        option, fix = "--results-dir", "pass --results-dir a folder you can write"
+    elif os.environ.get(RESULTS_ENV):
+        option = RESULTS_ENV
+        fix = f"point {RESULTS_ENV} (or --results-dir) at a folder you can write"
+    else:
+        option, fix = "the results folder", "pass --results-dir a folder you can write"
+    # the folder of runs, not the run's own: a probe inside a live run's folder could be seen
+    # by that run as a stranger's file
+    problem = writable_problem(option, results_root(config.results_dir), fix)
+    if problem is None and needs_home:
+        try:
+            problem = oa_vm.home_problem()
+        except InvalidInputError as exc:
+            problem = str(exc)
+    if problem:
+        raise InvalidRunInputError(problem)
+
+
+def check_agent(config: RunConfig, *, agent_url_option: str = "--agent-url") -> None:
+    """The agent can be built, and an ``http`` agent's server answers (one probe).
+
+    Raises:
+        InvalidRunInputError: as :func:`evals.agents.agent_factory`, or the server does not
+            answer.
+    """
+    from evals.agents import agent_factory
+    from evals.agents.http import probe_agent_server
+
+    agent_factory(config.agent, config.agent_options)
+    probe_agent_server(config.agent, config.agent_options.agent_url, option=agent_url_option)
+
+
+def check_local_tasks(config: RunConfig, tasks_dir: str | None) -> None:
+    """A local pool's tasks are known before it exists: refuse unknown task IDs, malformed task
+    files, and tasks the agent cannot play (``replay`` without their bundles, ``oracle`` without
+    a reference solution), as the run would once the pool was made.
+
+    Args:
+        config: The run's options.
+        tasks_dir: The pool's task folder (``None``: the bundled local suite).
+
+    Raises:
+        waa_client.errors.CatalogError: unknown IDs (all listed) or a malformed task file.
+        InvalidRunInputError: tasks the agent cannot play (all listed).
+    """
+    from pathlib import Path
+
+    from evals.agents import create_agent
+    from evals.agents.base import tasks_for_agent
+    from evals.tasks.cua_bench import is_cua_selection
+    from evals.tasks.openapps import is_openapps_selection
+    from oa_vm import local_tasks_dir
+    from waa_client.catalog import Catalog
+
+    if is_cua_selection(config.selection) or is_openapps_selection(config.selection):
+        return  # checked with the run's other inputs (check_before_run)
+    catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
+    tasks = {ref.task_id: catalog.load(ref.task_id)
+             for ref in catalog.select(config.selection, live=False)}
+    agent = create_agent(config.agent, config.agent_options)
+    agent.check_tasks(tasks_for_agent(agent, tasks))

@@ -1,0 +1,977 @@
+"""Running a selection of tasks on one pool or several: the public entry point.
+
+:func:`run_evaluation` checks everything a user can get wrong before it dispatches anything (the
+agent, the run folder, the pools, every task ID), takes each pool's lease, then hands the tasks
+to a :class:`evals.run.dispatcher.Dispatcher` (one loop per worker, leasing from the run's durable
+queue; what happens to a task that goes wrong, and why a controller killed at any moment loses
+nothing that finished, is described there) and writes the run's metadata and summary when it
+ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import socket
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from evals.agents import AgentOptions, BenchmarkAgent, agent_factory
+from evals.agents.base import tasks_for_agent
+from evals.errors import (
+    InvalidRunInputError,
+    ResumeMismatchError,
+    RunExistsError,
+    RunLockedError,
+)
+from evals.results.agent_failures import agent_failures, describe
+from evals.results.ledger import Ledger, default_token_pricer
+from evals.results.records import (
+    RunFolder,
+    RunStatus,
+    TaskExecution,
+    TaskInfo,
+    TaskStatus,
+    now_iso,
+    results_root,
+    step_files,
+    versions,
+)
+from evals.results.trials import MAX_TRIALS, trial_key
+from evals.run.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS
+from evals.run.dispatcher import (
+    DEFAULT_QUARANTINE_AFTER,
+    DEFAULT_TASK_TIMEOUT_S,
+    Dispatcher,
+    DispatchSettings,
+    EventSink,
+    RunEvent,
+    Snapshot,
+)
+from evals.run.queue import DEFAULT_MAX_ATTEMPTS, TaskQueue, task_lease_seconds
+from evals.run.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
+from evals.run.settings import allow_change_problem, check_settings, current_settings
+from evals.run.variations import add_variations, read_variations
+from waa_client.inputs import check_id
+
+if TYPE_CHECKING:
+    from evals.run.pools import RunPool
+    from evals.run.repair import WorkerRepairer
+    from oa_vm import Hold, WorkerConnection
+    from waa_client.variations import Variation
+
+# The dispatcher's names are also exported here, where they lived before it had a module.
+__all__ = [
+    "DEFAULT_EXPECTED_SECONDS",
+    "DEFAULT_QUARANTINE_AFTER",
+    "DEFAULT_TASK_TIMEOUT_S",
+    "DispatchSettings",
+    "Dispatcher",
+    "EventSink",
+    "RunConfig",
+    "RunEvent",
+    "RunResult",
+    "Snapshot",
+    "default_run_name",
+    "estimate_seconds",
+    "health_warning",
+    "resumed_cap",
+    "run_evaluation",
+    "run_lock",
+]
+
+DEFAULT_EXPECTED_SECONDS = 120.0
+RERUN_ERROR_TYPES = ("infrastructure", "setup", "timeout")
+"""Errors that were not the agent's doing: what ``run --rerun-errors`` runs again."""
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_SLEEP_COMMAND = re.compile(r"^\s*sleep\s+([0-9]+(?:\.[0-9]+)?)\s*$")
+
+
+# --- configuration and results -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a run needs (the ``run`` command's options), checked once, when it is made.
+
+    Immutable: a config is checked as it is made (:meth:`validate`; a value no run can use
+    raises :class:`InvalidRunInputError` then), so whatever holds one holds a valid one. To
+    change a setting, make a new config with :func:`dataclasses.replace`, which is checked in
+    turn.
+
+    Attributes:
+        pool: The pool's name (``None``: the only pool there is).
+        pools: Several pools for one run (``run --pool a --pool b``: one queue, one ledger
+            priced per pool, workers named ``<pool>/<worker>``; :mod:`evals.run.pools`). Leave
+            ``None`` (or give one name) for a single-pool run; ``pool`` is then the pool.
+        selection: The task selection (``all``, an index, ``domain:X``, IDs, ``@file``).
+        agent: A built-in agent name or ``module:Class``.
+        agent_options: Options of built-in agents (bundles, URL).
+        max_steps: Steps per task at most.
+        run_name: The run folder's name (default: ``<agent>-<UTC time>``).
+        resume: Continue the run of that name instead of starting one.
+        task_timeout_s: Wall-clock budget of one attempt of one task.
+        max_attempts: Attempts per task when attempts fail for infrastructure reasons.
+        max_cost_usd: Stop dispatching when the run's spend would pass it.
+        results_dir: Where run folders live (default ``$OA_EVALS_RESULTS`` or
+            ``./benchmark_results``).
+        connect_timeout_s: Seconds to connect to a worker.
+        read_timeout_s: Seconds to wait for a worker's answer (short values make hung workers
+            show quickly).
+        step_pause_s: Pause after each action (WAA's stock loop: 3 s; the simulated worker
+            needs none).
+        expected_seconds: Expected duration per task ID; others are estimated from the task.
+        quarantine_after: Consecutive infrastructure failures/timeouts that quarantine a worker.
+        lease_seconds: How long a lease outlives a silent controller.
+        evaluate_backoff_s: First wait before retrying a checker that answered 5xx.
+        wait_for_pool_s: How long to wait for another run's lease on the pool (0: refuse).
+        reset: How each worker is reset before each task: ``clean``, ``stock`` or
+            ``clean-or-stock`` (:mod:`evals.run.reset`).
+        trials: Times each task is run (``--trials K``; :mod:`evals.results.trials`), each trial an
+            attempt of its own with its own record.
+        variations: A goal-variations file (``--variations``, :mod:`evals.run.variations`): each
+            selected task's variations run after it, with its checker.
+        rerun_errors: With ``resume``: run again the tasks (trials) of the run that ended in
+            an error of :data:`RERUN_ERROR_TYPES`, keeping the earlier attempts.
+        allow_change: With ``resume``: the recorded settings (:mod:`evals.run.settings`) this
+            session may change (``--allow-change``); any other that differs is refused.
+    """
+
+    pool: str | None
+    selection: str
+    agent: str
+    agent_options: AgentOptions = field(default_factory=AgentOptions)
+    max_steps: int = DEFAULT_MAX_STEPS
+    run_name: str | None = None
+    resume: bool = False
+    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    max_cost_usd: float | None = None
+    results_dir: Path | None = None
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 60.0
+    step_pause_s: float = 0.0
+    expected_seconds: dict[str, float] | None = None
+    quarantine_after: int = DEFAULT_QUARANTINE_AFTER
+    lease_seconds: float = field(default_factory=task_lease_seconds)
+    evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
+    repair: bool = False  # replace quarantined workers from the pool (evals.run.repair)
+    wait_for_pool_s: float = 0.0
+    pools: list[str] | None = None
+    reset: str = DEFAULT_RESET.value
+    trials: int = 1
+    rerun_errors: bool = False
+    variations: Path | None = None
+    allow_change: tuple[str, ...] = ()
+    record_tree: bool = True  # each step's accessibility tree beside its screenshot
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def pool_names(self) -> list[str]:
+        """The pools asked for: ``pools`` if given, else ``[pool]``, else ``[]`` (the only one).
+
+        Raises:
+            InvalidRunInputError: ``pools`` repeats a name, or ``pool`` is not among them.
+        """
+        from evals.run.pools import check_pool_names
+
+        if not self.pools:
+            return [] if self.pool is None else [self.pool]
+        check_pool_names(self.pools)
+        if self.pool is not None and self.pool not in self.pools:
+            raise InvalidRunInputError(
+                f"pool {self.pool!r} and pools {', '.join(self.pools)} disagree; give pools only"
+            )
+        return list(self.pools)
+
+    def validate(self) -> None:
+        """Raise :class:`InvalidRunInputError` for values no run can use (run when the config
+        is made)."""
+        from oa_vm.kit.validate import folder_problem, number_problem
+
+        checks = [
+            number_problem("--max-steps", self.max_steps, low=1),
+            number_problem("--task-timeout", self.task_timeout_s, above=0),
+            number_problem("--max-attempts", self.max_attempts, low=1),
+            number_problem("--max-cost-usd", self.max_cost_usd, low=0),
+            number_problem("--read-timeout", self.read_timeout_s, above=0),
+            number_problem("connect timeout", self.connect_timeout_s, above=0),
+            number_problem("--step-pause", self.step_pause_s, low=0),
+            number_problem("lease seconds", self.lease_seconds, above=0),
+            number_problem("--wait-for-pool", self.wait_for_pool_s, low=0),
+            number_problem("quarantine threshold", self.quarantine_after, low=1),
+            number_problem("--trials", self.trials, low=1, high=MAX_TRIALS),
+            folder_problem("--results-dir", results_root(self.results_dir)),
+        ]
+        problems = [p for p in checks if p]
+        if self.run_name is not None and not _RUN_NAME.match(self.run_name):
+            problems.append(
+                f"--run-name {self.run_name!r} is not a plain folder name "
+                "(letters, digits, '.', '_', '-')"
+            )
+        if self.resume and not self.run_name:
+            problems.append("--resume needs --run-name (the run to continue)")
+        if self.allow_change and not self.resume:
+            problems.append("--allow-change changes a resumed run's settings; give it with "
+                            "--resume or --rerun-errors")
+        problems.append(allow_change_problem(self.allow_change) or "")
+        problems = [p for p in problems if p]
+        if self.rerun_errors and not (self.resume and self.run_name):
+            problems.append("--rerun-errors needs the run's name (the run to rerun errors of)")
+        if not self.selection.strip():
+            problems.append("--tasks is empty; give 'all', an index name, domain:<name> or IDs")
+        if self.reset not in {m.value for m in ResetMode}:
+            problems.append(f"--reset {self.reset!r} is not one of "
+                            f"{', '.join(m.value for m in ResetMode)}")
+        if problems:
+            raise InvalidRunInputError("; ".join(problems))
+        self.pool_names()  # a pool given twice
+
+
+@dataclass
+class RunResult:
+    """How a run ended.
+
+    Attributes:
+        run_dir: The run folder.
+        status: ``finished`` or ``budget_stopped`` (an interrupted run raises instead).
+        counts: Final records by status (``success``, ``failure``, ``error``, ``not_run``).
+        not_run: Tasks a budget cap kept from running.
+        quarantined: Workers that were quarantined.
+        spent_usd: The run's spend (earlier sessions of a resumed run included).
+        cap_usd: The cap, if any.
+        unpriced_models: Models whose tokens could not be priced (counted as $0).
+        warning: Why the run is not a result (:func:`health_warning`), or ``None``.
+        fail_on_errors: Whether any error is to end the command with exit code 4.
+        agent_failed: The tasks the agent ended by raising, in one line
+            (:func:`evals.results.agent_failures.describe`), or ``None``.
+        agent_errors: How many tasks those are.
+        blames_agent: The warning is the agent's doing (:func:`blames_agent`), not the pool's.
+    """
+
+    run_dir: Path
+    status: RunStatus
+    counts: dict[str, int]
+    not_run: list[str]
+    quarantined: list[str]
+    spent_usd: float
+    cap_usd: float | None
+    unpriced_models: list[str] = field(default_factory=list)
+    warning: str | None = None
+    fail_on_errors: bool = False
+    agent_failed: str | None = None
+    agent_errors: int = 0
+    blames_agent: bool = False
+
+
+def health_warning(
+    counts: Mapping[str, int], *, lost_all: bool, agent_errors: int = 0,
+    agent_failed: str | None = None,
+) -> str | None:
+    """Why a run that went to the end is still not a result, or ``None`` when it is one.
+
+    A run is unhealthy when every worker was lost or quarantined, or when more than half of its
+    tasks ended in error (their success rate would describe a handful of tasks, or nothing).
+    When the agent's own errors (``agent_errors`` tasks, told by ``agent_failed``) are what
+    makes it so, the warning says so instead (:func:`blames_agent`): it is no pool's fault.
+    """
+    total = sum(counts.values())
+    errors = counts.get(TaskStatus.ERROR.value, 0)
+    if lost_all:
+        return f"every worker was lost or quarantined ({errors} of {total} task(s) in error)"
+    if total and errors * 2 > total:
+        if agent_failed and blames_agent(counts, lost_all=False, agent_errors=agent_errors):
+            return f"{errors} of {total} task(s) ended in error; {agent_failed}"
+        return f"{errors} of {total} task(s) ended in error"
+    return None
+
+
+def blames_agent(counts: Mapping[str, int], *, lost_all: bool, agent_errors: int) -> bool:
+    """True when the agent's errors are what spoils the run: without them the rest would not
+    (no worker lost, and the other errors at most half the tasks). An agent's exception never
+    quarantines a worker (:mod:`evals.run.dispatcher`), so it cannot have lost the pool either."""
+    total = sum(counts.values())
+    others = counts.get(TaskStatus.ERROR.value, 0) - agent_errors
+    return agent_errors > 0 and not lost_all and others * 2 <= total
+
+
+# --- estimates ---------------------------------------------------------------------------------
+
+
+def estimate_seconds(
+    task: Mapping[str, Any],
+    *,
+    step_pause_s: float = 0.0,
+    default: float = DEFAULT_EXPECTED_SECONDS,
+) -> float:
+    """A task's expected duration, from what it holds (used to order tasks and to budget).
+
+    A scripted reference solution gives the best guess (its ``sleep`` commands, a little per
+    step, and the pause after each action sent); otherwise the number of setup steps and
+    metrics gives a rough one on top of ``default``. Only the order and the rough size matter:
+    the ledger corrects the scale from what finished tasks took.
+    """
+    solution = task.get("reference_solution")
+    config = task.get("config")
+    setup_steps = len(config) if isinstance(config, list) else 0
+    if isinstance(solution, list) and solution:
+        sleeps = 0.0
+        sent = 0
+        for action in solution:
+            text = action.strip() if isinstance(action, str) else ""
+            match = _SLEEP_COMMAND.match(text)
+            if match:
+                sleeps += float(match.group(1))
+            if text.upper() not in ("DONE", "FAIL", "WAIT"):
+                sent += 1
+        pauses = step_pause_s * sent
+        return round(1.0 + sleeps + pauses + 0.5 * len(solution) + 0.5 * setup_steps, 3)
+    evaluator = task.get("evaluator")
+    funcs = evaluator.get("func") if isinstance(evaluator, dict) else None
+    metrics = len(funcs) if isinstance(funcs, list) else 1
+    return round(default + 10.0 * setup_steps + 5.0 * metrics, 3)
+
+
+# --- the run folder lock -----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def run_lock(folder: RunFolder) -> Iterator[None]:
+    """Hold the run's lock (one controller per run); the OS drops it if the process dies.
+
+    Raises:
+        RunLockedError: another live process holds it.
+    """
+    # 0600, never through a symlink planted as .lock (it is truncated below)
+    handle: IO[str] = os.fdopen(folder.open_private(".lock"), "a+", encoding="utf-8")
+    try:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunLockedError(str(folder.path)) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{socket.gethostname()} pid {os.getpid()}\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()
+
+
+# --- the public entry point ---------------------------------------------------------------------
+
+
+def default_run_name(agent: str) -> str:
+    """``<agent>-<UTC time>``, safe as a folder name."""
+    stamp = now_iso().replace(":", "").replace("+0000", "Z").split(".")[0]
+    agent_part = re.sub(r"[^A-Za-z0-9]+", "-", agent).strip("-") or "agent"
+    return f"{agent_part}-{stamp}"
+
+
+def _check_resume(folder: RunFolder, config: RunConfig) -> dict[str, Any]:
+    from evals.run.metrics import read_metadata
+
+    # unreadable metadata is said so, not compared as empty ("started with --tasks ''")
+    metadata = read_metadata(folder.path)
+    recorded = str(metadata.get("selection", ""))
+    if recorded != config.selection:
+        raise ResumeMismatchError(str(folder.path), "--tasks", recorded, config.selection)
+    recorded_agent = str(metadata.get("agent", ""))
+    if recorded_agent != config.agent:
+        raise ResumeMismatchError(str(folder.path), "--agent", recorded_agent, config.agent)
+    recorded_trials = int(metadata.get("trials") or 1)  # runs from before trials: 1
+    if recorded_trials != config.trials:
+        raise ResumeMismatchError(
+            str(folder.path), "--trials", str(recorded_trials), str(config.trials)
+        )
+    return metadata
+
+
+_FIRST_MOMENT = frozenset(
+    {".lock", "queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm", "sweep-pool.json"}
+)
+"""What a run folder holds before its metadata: the lock, the queue, a sweep's pool record."""
+
+
+def _unstarted(folder: RunFolder) -> bool:
+    """A run folder killed in its first moments: no metadata, and nothing but what a run writes
+    before it (a folder holding anything else is not ours to reuse)."""
+    if not folder.path.is_dir() or folder.exists():
+        return False
+    try:
+        return all(entry.name in _FIRST_MOMENT for entry in folder.path.iterdir())
+    except OSError:
+        return False
+
+
+def check_run_folder(
+    config: RunConfig, run_name: str | None = None
+) -> tuple[RunFolder, bool, dict[str, Any]]:
+    """The run's folder checked against ``resume``, reading only: the folder, whether it is a
+    run killed in its first moments (it starts afresh), and a resumed run's metadata.
+
+    Raises:
+        InvalidRunInputError: ``resume`` and there is no such run.
+        RunExistsError: the run exists and ``resume`` is not given.
+        ResumeMismatchError: ``resume`` with another selection, agent or number of trials.
+    """
+    folder = RunFolder(results_root(config.results_dir) / (run_name or config.run_name or ""))
+    # A folder without metadata is a run killed in its first moments (before anything was
+    # dispatched): it can be resumed or reused, and starts afresh.
+    unstarted = _unstarted(folder)
+    if config.resume and not folder.exists() and not unstarted:
+        raise InvalidRunInputError(
+            f"there is no run {folder.path} to resume; check --run-name and --results-dir"
+        )
+    if not config.resume and folder.path.exists() and not unstarted:
+        raise RunExistsError(str(folder.path))
+    previous = _check_resume(folder, config) if config.resume and not unstarted else {}
+    return folder, unstarted, previous
+
+
+def resumed_cap(
+    previous: Mapping[str, Any], given: float | None
+) -> tuple[float | None, str | None]:
+    """The cap of a resumed run and what to say about it: the run's own cap is kept unless
+    ``--max-cost-usd`` gives a new one (the cap is part of the run), and a change is said."""
+    recorded = previous.get("max_cost_usd")
+    before = float(recorded) if isinstance(recorded, int | float) else None
+    if given is None:
+        if before is None:
+            return None, None
+        return before, f"keeping the run's cap of ${before:g} (--max-cost-usd changes it)"
+    if before is None:
+        return given, f"the run had no cap; capping it at ${given:g} from now on"
+    if given != before:
+        return given, f"changing the run's cap from ${before:g} to ${given:g}"
+    return given, None
+
+
+def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> RunResult:
+    """Run (or resume) a selection of tasks on a pool and write the run folder.
+
+    Nothing is dispatched, and the run folder is not touched, until the options, the agent, the
+    pool and every task ID were checked.
+
+    With several pools (``config.pools``) every pool is checked and leased first, the tasks
+    must be the same on all of them, and one dispatcher runs the union of their workers
+    (:mod:`evals.run.pools`).
+
+    Raises:
+        InvalidRunInputError: bad options, an unknown agent, a run that exists without
+            ``resume`` (or is missing with it), ``resume`` with another selection, agent or
+            set of pools, a task the agent cannot play, a pool given twice, pools that serve
+            different tasks, an ``http`` agent whose server does not answer (exit code 2).
+        oa_vm.errors.OaVmError: a pool is unknown, not ready, or held by another run.
+        waa_client.errors.CatalogError: unknown or synthetic task IDs (all listed; exit code 2).
+        RunLockedError: another process runs this run now.
+        KeyboardInterrupt: Ctrl-C; the run is marked ``interrupted`` and can be resumed.
+    """
+    from evals.run.pools import load_ready
+
+    run_name = config.run_name or default_run_name(config.agent)
+    folder, unstarted, previous = check_run_folder(config, run_name)
+    if unstarted and config.resume:
+        # killed before its metadata: nothing ran, so there are no errors to run again either
+        config = replace(config, resume=False, rerun_errors=False)
+    if config.resume:
+        config = replace(config, max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
+    make_agent = agent_factory(config.agent, config.agent_options)
+    # Python callers have no command to check first: an http agent's server that does not
+    # answer is refused here, before any lease, rather than ending every task in error.
+    from evals.agents.http import probe_agent_server
+
+    probe_agent_server(config.agent, config.agent_options.agent_url,
+                       option="agent_options.agent_url")
+    variations = read_variations(config.variations) if config.variations is not None else None
+    changes = check_resume_settings(folder, config, make_agent()) if config.resume else []
+
+    names = _resolve_pools(folder, config, previous)
+    load_ready(names)  # every pool exists and is usable before any lease is taken
+    with contextlib.ExitStack() as stack:
+        if config.resume:
+            # Taken before any pool lease: a resume refused because another controller (a
+            # stalled one included) runs this run must not take over, then drop, its lease.
+            stack.enter_context(run_lock(folder))
+        result = _leased(folder, config, names, run_name, variations, previous, changes,
+                         make_agent, on_event, locked=config.resume)
+    return result
+
+
+def check_resume_settings(
+    folder: RunFolder, config: RunConfig, agent: BenchmarkAgent
+) -> list[dict[str, Any]]:
+    """A resumed run's settings checked against those it recorded (:mod:`evals.run.settings`);
+    returns the changes ``--allow-change`` allowed.
+
+    Raises:
+        ResumeMismatchError: a recorded setting differs without ``--allow-change``.
+    """
+    from evals.run.manifest import read_manifest
+    from evals.run.metrics import read_metadata
+
+    return check_settings(str(folder.path), config, agent, read_manifest(folder.path),
+                          read_metadata(folder.path))
+
+
+def _leased(
+    folder: RunFolder, config: RunConfig, names: list[str], run_name: str,
+    variations: Mapping[str, Variation] | None, previous: dict[str, Any],
+    changes: list[dict[str, Any]],
+    make_agent: Callable[[], BenchmarkAgent], on_event: EventSink | None, *, locked: bool,
+) -> RunResult:
+    """The run once its pools are held (the rest of :func:`run_evaluation`)."""
+    from evals.run.pools import connect_pools, hold_pools, select_tasks
+    with hold_pools(names, run_name, wait_s=config.wait_for_pool_s) as holds, connect_pools(
+        names, connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s
+    ) as pools:
+        selected = select_tasks(pools, config.selection)
+        if variations is not None:
+            selected = add_variations(selected, variations)
+        refs = selected.refs
+        task_ids = [r.task_id for r in refs]
+        if config.resume and list(previous.get("task_ids") or []) != task_ids:
+            raise ResumeMismatchError(
+                str(folder.path), "--tasks (the tasks it names now differ)",
+                ",".join(previous.get("task_ids") or []), ",".join(task_ids),
+            )
+        tasks = selected.tasks
+        infos = {
+            r.task_id: TaskInfo(r.task_id, r.domain, r.instruction, r.infeasible) for r in refs
+        }
+        for tid in task_ids:  # the one ID rule, before anything is written: no '#' (the
+            check_id("task ID", tid)  # trial separator), no path, a length bound
+        probe_agent = make_agent()
+        probe_agent.check_tasks(tasks_for_agent(probe_agent, tasks))
+        # asks every worker whether it can restore: --reset clean fails here, before any task
+        resets = plan_resets(config.reset, pools)
+        return _run_in_folder(
+            folder, config, pools, tasks, infos, make_agent, previous, on_event, resets,
+            fence=_fence(list(holds.values())), fence_token=_fence_token(holds),
+            changes=changes, locked=locked,
+        )
+
+
+def _fence_token(holds: Mapping[str, Hold]) -> Callable[[str], str | None]:
+    """The lease generation a worker's requests carry, by worker name (``<pool>/<worker>`` in a
+    multi-pool run): the worker refuses requests of an earlier holder (``oa_vm.model.lease``)."""
+    from evals.run.pools import split
+
+    def token(worker: str) -> str | None:
+        pool, _ = split(worker)
+        hold = holds.get(pool) if pool is not None else next(iter(holds.values()), None)
+        return None if hold is None or hold.generation is None else str(hold.generation)
+
+    return token
+
+
+def _fence(holds: list[Hold]) -> Callable[[], None]:
+    """One check for every pool lease the run holds (the dispatcher's ``fence``)."""
+
+    def check() -> None:
+        for hold in holds:
+            hold.check()
+
+    return check
+
+
+def _resolve_pools(folder: RunFolder, config: RunConfig, previous: Mapping[str, Any]) -> list[str]:
+    """The run's pool names, resolved (none given: the only pool; resuming a multi-pool run
+    without ``--pool``: its own pools), checked against a resumed run's.
+
+    Raises:
+        ResumeMismatchError: a resumed multi-pool run given other pools (or a single-pool run
+            given several).
+    """
+    import oa_vm
+    from evals.run.pools import recorded_pool_names
+
+    names = config.pool_names()
+    recorded = recorded_pool_names(previous) if config.resume else None
+    if not names and recorded:
+        names = recorded
+    names = [oa_vm.resolve_name(n) for n in names] if names else [oa_vm.resolve_name(None)]
+    if config.resume:
+        before = recorded or ([str(previous["pool"])] if previous.get("pool") else [])
+        # A single-pool run resumed on one pool keeps today's rule (any pool will do).
+        if (len(before) > 1 or len(names) > 1) and sorted(before) != sorted(names):
+            raise ResumeMismatchError(
+                str(folder.path), "the pools", ", ".join(before), ", ".join(names)
+            )
+    return names
+
+
+def _ledger(pools: list[RunPool], cap_usd: float | None) -> Ledger:
+    """The run's ledger: one pool's price, or each worker priced at its own pool's."""
+    from evals.run.pools import highest_price
+
+    if len(pools) == 1:
+        return Ledger(pools[0].record.price_per_hour, cap_usd, default_token_pricer())
+    return Ledger(
+        highest_price(pools), cap_usd, default_token_pricer(),
+        worker_pools={w.name: p.name for p in pools for w in p.workers},
+        pool_prices={p.name: p.record.price_per_hour for p in pools},
+    )
+
+
+@dataclass(frozen=True)
+class PoolHelpers:
+    """What a run's dispatcher gets from its pools for repairs and drain notices.
+
+    Attributes:
+        repairers: The repairers to close when the run ends (none without ``--repair``).
+        repair: The dispatcher's ``repair``: a worker's replacement, through its own pool
+            (None without ``--repair``).
+        draining: The dispatcher's ``draining``: a worker's drain notice, read through its own
+            pool (pools whose provider declares no ``DRAIN`` capability are not watched).
+    """
+
+    repairers: list[WorkerRepairer]
+    repair: Callable[[str], WorkerConnection | None] | None
+    draining: Callable[[str], object | None] | None
+
+
+def _per_pool_helpers(
+    pools: list[RunPool], config: RunConfig, fence: Callable[[], None] | None = None
+) -> PoolHelpers:
+    """The repairers, the dispatcher's ``repair`` and ``draining``: each worker is repaired,
+    and watched for drain notices, through its own pool."""
+    from evals.run.pools import PoolRouter, renamed_connection
+    from oa_vm import Capability, DrainWatch, get_provider
+
+    watches = {p.name: DrainWatch(p.name) for p in pools
+               if Capability.DRAIN in get_provider(p.record.cloud).capabilities}
+    repairers: dict[str, WorkerRepairer] = {}
+    if config.repair:
+        from evals.run.repair import WorkerRepairer
+
+        repairers = {
+            # given its pool's drain check, it replaces a worker under notice right away
+            p.name: WorkerRepairer(p.name, connect_timeout=config.connect_timeout_s,
+                                   read_timeout=config.read_timeout_s,
+                                   draining=watches.get(p.name), fence=fence)
+            for p in pools
+        }
+    if len(pools) == 1:
+        name = pools[0].name
+        return PoolHelpers(list(repairers.values()), repairers.get(name), watches.get(name))
+    repair = PoolRouter(repairers, renamed_connection) if repairers else None
+    draining: PoolRouter[object] | None = PoolRouter(watches) if watches else None
+    return PoolHelpers(list(repairers.values()), repair, draining)
+
+
+def _check_resumable(path: Path) -> None:
+    """A resumed run's queue must be this run's queue: without it, finished tasks would run again.
+
+    Raises:
+        sqlite3.DatabaseError: missing, not SQLite, or without the queue's table.
+    """
+    import sqlite3
+
+    if not path.is_file():
+        raise sqlite3.DatabaseError("the file is missing")
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='tasks'"
+        ).fetchone()
+    finally:
+        conn.close()
+    if not row or row[0] != 1:
+        raise sqlite3.DatabaseError("it holds no task queue")
+
+
+def _open_queue(
+    folder: RunFolder, config: RunConfig, owner: str, tasks: Mapping[str, dict[str, Any]]
+) -> TaskQueue:
+    """The run's queue, filled and recovered; an unreadable one is reported in one line.
+
+    Raises:
+        InvalidRunInputError: ``queue.sqlite`` is not a readable queue (nothing was changed).
+    """
+    import sqlite3
+
+    queue: TaskQueue | None = None
+    try:
+        if config.resume:
+            _check_resumable(folder.queue_path)
+        # made 0600 before SQLite opens it (SQLite gives its -wal and -shm files the same mode)
+        os.close(folder.open_private(folder.queue_path.name))
+        queue = TaskQueue(
+            folder.queue_path, owner=owner, lease_seconds=config.lease_seconds,
+            max_attempts=config.max_attempts,
+        )
+        given = config.expected_seconds or {}
+        pause = config.step_pause_s
+        queue.add([
+            (trial_key(tid, trial), given.get(tid) or estimate_seconds(task, step_pause_s=pause))
+            for tid, task in tasks.items()
+            for trial in range(1, config.trials + 1)
+        ])
+        queue.recover()
+        queue.records()
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        if queue is not None:
+            queue.close()
+        raise InvalidRunInputError(
+            f"run {folder.path}: its queue {folder.queue_path.name} is unreadable ({exc}); "
+            "it cannot be resumed: start a new run with another --run-name"
+        ) from exc
+    return queue
+
+
+def _summary_of_interrupted(folder: RunFolder, queue: TaskQueue) -> None:
+    """An interrupted run still gets its ``summary.json`` (of what was recorded): a Ctrl-C that
+    lands as the last task ends leaves a finished set of records, and without a summary the
+    reader had to resume the run (a pool made for nothing) to get one. Best effort: nothing
+    here may hide the interrupt itself."""
+    import logging
+
+    from evals.run import metrics
+
+    try:
+        folder.sync_executions(queue.records())
+        metrics.write_summary(folder.path)
+    except Exception as exc:  # a summary is a convenience; the interrupt must go on
+        logging.getLogger("evals").warning(
+            "no summary for the interrupted run %s: %s", folder.path.name, exc)
+
+
+def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
+    """Reopen the run's tasks that ended in a :data:`RERUN_ERROR_TYPES` error; their records
+    and screenshots move to ``<task folder>/attempt-<n>/`` (kept, never replaced; ``n`` counts
+    the task's earlier attempts). Returns the reopened keys."""
+    keys = queue.reopen_errors(RERUN_ERROR_TYPES)
+    for key in keys:
+        source = folder.task_dir(key)
+        target = source / f"attempt-{len(queue.history(key))}"
+        target.mkdir(parents=True, exist_ok=True)
+        for path in [source / "execution.json", *step_files(source)]:
+            if path.is_file():
+                path.replace(target / path.name)
+    return keys
+
+
+def _write_manifest(
+    folder: RunFolder, config: RunConfig, pools: list[RunPool],
+    tasks: Mapping[str, dict[str, Any]], make_agent: Callable[[], BenchmarkAgent],
+    changes: list[dict[str, Any]], resets: Mapping[str, WorkerReset] | None = None,
+) -> None:
+    """``manifest.json`` (:mod:`evals.run.manifest`) at the run's start; a resumed run keeps the
+    one it started with, its ``settings`` updated by the changes ``--allow-change`` allowed
+    (each appended to ``setting_changes``)."""
+    from evals.run.manifest import MANIFEST, build_manifest, read_manifest, write_manifest
+
+    agent = make_agent()
+    if (folder.path / MANIFEST).is_file():
+        manifest = read_manifest(folder.path)
+        if manifest is not None and changes:
+            settings = manifest.get("settings")
+            if not isinstance(settings, dict):  # a run from before settings were recorded
+                settings = {}
+            settings.update({c["setting"]: c["to"] for c in changes})
+            manifest["settings"] = settings
+            at = now_iso()
+            manifest["setting_changes"] = [*(manifest.get("setting_changes") or []),
+                                           *({"at": at, **c} for c in changes)]
+            write_manifest(folder, manifest)
+        return
+    write_manifest(folder, build_manifest(
+        run=folder.path.name, selection=config.selection, tasks=tasks, pools=pools,
+        agent_spec=config.agent, agent=agent, agent_options=config.agent_options,
+        trials=config.trials, settings=current_settings(config, agent),
+        qemu=describe_plan(resets or {})["qemu"],
+    ))
+
+
+def _run_in_folder(
+    folder: RunFolder,
+    config: RunConfig,
+    pools: list[RunPool],
+    tasks: dict[str, dict[str, Any]],
+    infos: dict[str, TaskInfo],
+    make_agent: Callable[[], BenchmarkAgent],
+    previous: dict[str, Any],
+    on_event: EventSink | None,
+    resets: Mapping[str, WorkerReset] | None = None,
+    *,
+    fence: Callable[[], None] | None = None,
+    fence_token: Callable[[str], str | None] | None = None,
+    changes: list[dict[str, Any]] | None = None,
+    locked: bool = False,
+) -> RunResult:
+    from evals.run import metrics
+    from evals.run.pools import summary_fields
+
+    task_ids = list(tasks)
+    workers = [w for p in pools for w in p.workers]
+    first = pools[0].record  # a multi-pool run's pool keys are set from summary_fields below
+    pool, cloud, price_per_hour = first.name, first.cloud, first.price_per_hour
+    unstarted = not config.resume and _unstarted(folder)
+    if not config.resume and not unstarted:
+        try:
+            folder.create()  # 0700 whatever the umask; refuses a symlinked or foreign folder
+        except FileExistsError:
+            raise RunExistsError(str(folder.path)) from None
+    # a resumed run's lock is taken before its pool leases (run_evaluation)
+    with contextlib.nullcontext() if locked else run_lock(folder):
+        if unstarted:
+            if folder.exists():  # another controller started it meanwhile
+                raise RunExistsError(str(folder.path))
+            # Killed before its metadata: nothing was dispatched; its queue starts again.
+            for leftover in ("queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm"):
+                (folder.path / leftover).unlink(missing_ok=True)
+        earlier_quarantined: list[str] = []
+        metadata: dict[str, Any] = {
+            "run": folder.path.name,
+            "pool": pool,
+            "cloud": cloud,
+            "agent": config.agent,
+            # Agents that opted in to the tasks' answers (evals.agents.base.sees_answers).
+            "answer_visible_agents": [config.agent] if make_agent().sees_answers else [],
+            "selection": config.selection,
+            "task_ids": task_ids,
+            "trials": config.trials,
+            "variations": str(config.variations) if config.variations is not None else None,
+            "max_steps": config.max_steps,
+            "max_attempts": config.max_attempts,
+            "task_timeout_s": config.task_timeout_s,
+            "max_cost_usd": config.max_cost_usd,
+            "price_per_hour": price_per_hour,
+            "versions": versions(),
+            "workers": [w.name for w in workers],
+            "started_at": previous.get("started_at") or now_iso(),
+            "ended_at": None,
+            "status": RunStatus.RUNNING.value,
+            "quarantined_workers": [],
+            "reset": {"mode": config.reset, **describe_plan(resets or {})},
+        }
+        if len(pools) > 1:
+            metadata.update(summary_fields(pools))  # pool "a+b", and each pool in "pools"
+        if config.resume:
+            metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
+            earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
+            metadata["quarantined_workers"] = earlier_quarantined
+            if previous.get("reruns"):
+                metadata["reruns"] = list(previous["reruns"])
+        owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        # The queue is opened and checked before metadata.json is touched: a --resume that
+        # fails here leaves the run exactly as it was (a finished run is not marked running).
+        queue = _open_queue(folder, config, owner, tasks)
+        try:
+            if config.rerun_errors:
+                metadata["reruns"] = [*metadata.get("reruns", []), {
+                    "at": now_iso(), "error_types": list(RERUN_ERROR_TYPES),
+                    "tasks": _reopen_errors(folder, queue),
+                }]
+            folder.write_metadata(metadata)
+            for tid, task in tasks.items():
+                folder.write_task(tid, task)
+            _write_manifest(folder, config, pools, tasks, make_agent, changes or [], resets)
+            ledger = _ledger(pools, config.max_cost_usd)
+            done = queue.records()
+            ledger.carry(r.get("cost") or {} for r in done.values())
+            # Attempts an earlier controller left running (killed, frozen) ran on a worker:
+            # billed to their tasks, from their lease's start to its last heartbeat.
+            for tid, cut in queue.interrupted_seconds().items():
+                for worker_name, seconds in cut:
+                    ledger.charge(tid, seconds, [], worker=worker_name or None)
+            if metadata.get("reruns"):
+                # What the attempts reopened by --rerun-errors spent stays spent, in their
+                # task's account: its next record (each record's cost counts every attempt of
+                # its task, the last rerun's included) and the summary agree with the ledger.
+                for key in queue.task_ids():
+                    if key in done:
+                        continue
+                    reruns = [h for h in queue.history(key) if h.get("reason") == "rerun"
+                              and isinstance(h.get("cost"), dict)]
+                    if reruns:
+                        ledger.carry_task(key, reruns[-1]["cost"])
+            # The queue is the source of truth: restore a copy lost, cut short or left stale
+            # by a crash (the dispatcher writes execution.json without fsync).
+            folder.sync_executions(done)
+            helpers = _per_pool_helpers(pools, config, fence)
+            dispatcher = Dispatcher(
+                folder, queue, ledger, workers, tasks, infos, make_agent,
+                DispatchSettings(
+                    max_steps=config.max_steps,
+                    task_timeout_s=config.task_timeout_s,
+                    quarantine_after=config.quarantine_after,
+                    step_pause_s=config.step_pause_s,
+                    evaluate_backoff_s=config.evaluate_backoff_s,
+                    trials=config.trials,
+                    record_tree=config.record_tree,
+                ),
+                on_event,
+                repair=helpers.repair,
+                draining=helpers.draining,
+                fence=fence,
+                fence_token=fence_token,
+                resets=resets,
+            )
+            try:
+                outcome = dispatcher.run()
+            except BaseException as exc:
+                from evals.run.dispatcher import FENCE_ERRORS
+
+                extra = {"stopped": str(exc)} if isinstance(exc, FENCE_ERRORS) else {}
+                folder.update_metadata(
+                    status=RunStatus.INTERRUPTED.value, ended_at=now_iso(),
+                    cost=ledger.totals(), **extra,
+                )
+                _summary_of_interrupted(folder, queue)
+                raise
+            finally:
+                for repairer in helpers.repairers:
+                    repairer.close()
+            quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
+            status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED
+            # the queue commits TaskExecution.to_json() documents: read back as records
+            committed = queue.records()
+            # execution.json was written without fsync during the run: one that is missing or
+            # differs from the queue's record is rewritten (with fsync) before the summary
+            # reads it; one lost after this, in a power cut, is restored by --resume
+            folder.sync_executions(committed)
+            records = {k: TaskExecution.from_json(v) for k, v in committed.items()}
+        finally:
+            queue.close()
+        counts = {s.value: 0 for s in TaskStatus}
+        for final in records.values():
+            counts[final.status.value] += 1
+        failures = agent_failures(records.values())
+        agent_errors = sum(len(keys) for keys in failures.values())
+        agent_failed = describe(config.agent, failures) if failures else None
+        lost_all = bool(workers) and set(outcome.quarantined) >= {w.name for w in workers}
+        warning = health_warning(
+            counts, lost_all=lost_all, agent_errors=agent_errors, agent_failed=agent_failed
+        )
+        agent_blamed = warning is not None and blames_agent(
+            counts, lost_all=lost_all, agent_errors=agent_errors
+        )
+        folder.update_metadata(
+            status=status.value, ended_at=now_iso(), quarantined_workers=quarantined,
+            cost=ledger.totals(), warning=warning,
+            # the run page's banner: "the agent failed", not "unhealthy run"
+            warning_cause=None if warning is None else "agent" if agent_blamed else "workers",
+        )
+        metrics.write_summary(folder.path)
+    return RunResult(
+        warning=warning,
+        run_dir=folder.path,
+        status=status,
+        counts=counts,
+        not_run=[tid for tid, r in records.items() if r.status is TaskStatus.NOT_RUN],
+        quarantined=quarantined,
+        spent_usd=ledger.spent(),
+        cap_usd=config.max_cost_usd,
+        unpriced_models=sorted(ledger.unpriced_models),
+        agent_failed=agent_failed,
+        agent_errors=agent_errors,
+        blames_agent=agent_blamed,
+    )

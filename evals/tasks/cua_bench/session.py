@@ -1,0 +1,239 @@
+"""The session a Cua-Bench module's lifecycle functions receive, over a worker's own channels.
+
+Everything goes through the worker's WAA server, as for any task: windows through
+``/browser/...`` (the simulated worker's real Chromium, :mod:`infra.local.browser`), input as
+pyautogui source through ``/execute_windows`` (the path an agent's actions take, so a module's
+clicks and an agent's land the same way), screenshots through ``/screenshot``, commands through
+``/execute``, files through ``/file``, ``/setup/upload`` and ``/list_directory``.
+
+Operations are coroutines, as Cua-Bench's are; each worker call runs in a thread
+(``asyncio.to_thread``) so the attempt's deadline can always cancel the coroutine waiting on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any
+
+from evals.tasks.cua_bench import namespace as ns
+from waa_client.waa import WaaClient
+
+SCROLL_NOTCH = 100  # Cua-Bench's scroll amounts are pixels; pyautogui's are notches
+
+
+class SessionError(Exception):
+    """A session operation the worker refused (the message says what and why)."""
+
+
+def action_source(action: Any) -> str | None:
+    """A Cua-Bench action as the pyautogui source an agent would send (None: nothing to send).
+
+    Raises:
+        SessionError: not an action this session knows.
+    """
+    kind = type(action).__name__
+    point = f"{int(getattr(action, 'x', 0))}, {int(getattr(action, 'y', 0))}"
+    if kind == "ClickAction":
+        return f"pyautogui.click({point})"
+    if kind == "RightClickAction":
+        return f"pyautogui.rightClick({point})"
+    if kind == "DoubleClickAction":
+        return f"pyautogui.doubleClick({point})"
+    if kind == "MiddleClickAction":
+        return f"pyautogui.middleClick({point})"
+    if kind == "MoveToAction":
+        return f"pyautogui.moveTo({point})"
+    if kind == "DragAction":
+        return (f"pyautogui.moveTo({int(action.from_x)}, {int(action.from_y)}); "
+                f"pyautogui.dragTo({int(action.to_x)}, {int(action.to_y)})")
+    if kind == "ScrollAction":
+        notches = max(1, round(int(action.amount) / SCROLL_NOTCH))
+        return f"pyautogui.scroll({notches if action.direction == 'up' else -notches})"
+    if kind == "TypeAction":
+        return f"pyautogui.typewrite({str(action.text)!r})"
+    if kind == "KeyAction":
+        return f"pyautogui.press({str(action.key)!r})"
+    if kind == "HotkeyAction":
+        return f"pyautogui.hotkey({', '.join(repr(str(k)) for k in action.keys)})"
+    if kind in ("WaitAction", "DoneAction"):
+        return None
+    raise SessionError(f"{kind} is not a Cua-Bench action this session can deliver")
+
+
+@dataclass
+class CommandResult:
+    """What ``run_command`` returns (also readable as a mapping: ``result["stdout"]``)."""
+
+    stdout: str
+    stderr: str
+    return_code: int
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, "return_code" if key == "returncode" else key)
+
+    @property
+    def returncode(self) -> int:
+        """``return_code`` under subprocess's name."""
+        return self.return_code
+
+
+class _Stepped:
+    """A step already taken, awaitable too: ``env.step(a)`` works with and without ``await``."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self.value
+        yield  # a generator that returns at once
+
+
+class _Env:
+    """``session.env``: Cua-Bench's environment face, ``step(action)`` counted as a step."""
+
+    def __init__(self, session: WorkerSession) -> None:
+        self._session = session
+
+    def step(self, action: Any) -> _Stepped:
+        """Deliver an action now (through the worker's input path); counted in ``steps``."""
+        self._session.steps += 1
+        self._session.deliver(action)
+        return _Stepped(None)
+
+
+class WorkerSession:
+    """A ``cb.DesktopSession`` on one worker.
+
+    Args:
+        waa: The worker's WAA server client.
+        timeout: Seconds any one call may wait for the worker (the attempt's deadline cuts it).
+    """
+
+    def __init__(self, waa: WaaClient, *, timeout: float = 60.0,
+                 on_action: Callable[[str], None] | None = None) -> None:
+        self.waa = waa
+        self.timeout = timeout
+        self.steps = 0
+        self.env = _Env(self)
+        self._on_action = on_action
+
+    # -- windows -----------------------------------------------------------------------------
+
+    async def launch_window(self, url: str | None = None, *, html: str | None = None,
+                            folder: str | None = None, title: str = "Window",
+                            x: int | None = None, y: int | None = None,
+                            width: int | None = None, height: int | None = None,
+                            **_: Any) -> str:
+        """Open a window showing ``html``, ``url`` or ``folder`` at ``(x, y)``; its id."""
+        payload = {"html": html, "url": url, "folder": folder, "title": title, "x": x, "y": y,
+                   "width": width, "height": height}
+        answer = await self._browser("launch", {k: v for k, v in payload.items()
+                                                if v is not None})
+        return str(answer["id"])
+
+    async def execute_javascript(self, pid: Any, script: str) -> Any:
+        """Evaluate JavaScript in the window ``pid``; its JSON value."""
+        answer = await self._browser("evaluate", {"id": str(pid), "script": script})
+        return answer.get("value")
+
+    async def move_window(self, pid: Any, x: int, y: int) -> None:
+        """Move the window ``pid`` to ``(x, y)`` on the screen (an oa-vm extension)."""
+        await self._browser("move", {"id": str(pid), "x": int(x), "y": int(y)})
+
+    async def close_all_windows(self) -> None:
+        """Close every browser window of the worker."""
+        await self._browser("close_all", {})
+
+    async def click_element(self, pid: Any, selector: str) -> None:
+        """Click the centre of the element ``selector`` through the worker's input path."""
+        script = (
+            "(() => { const e = document.querySelector(" + json.dumps(selector) + ");"
+            " if (!e) return null; e.scrollIntoView({block: 'center', inline: 'center'});"
+            " const r = e.getBoundingClientRect();"
+            " return [window.screenX + r.left + r.width / 2,"
+            " window.screenY + r.top + r.height / 2]; })()"
+        )
+        point = await self.execute_javascript(pid, script)
+        if not isinstance(point, list):
+            raise SessionError(f"no element matches {selector!r} in window {pid}")
+        await self.execute_action(ns.ClickAction(x=round(point[0]), y=round(point[1])))
+
+    async def execute_action(self, action: Any) -> None:
+        """Deliver a Cua-Bench action as the pyautogui source an agent would send."""
+        if type(action).__name__ == "WaitAction":
+            await asyncio.sleep(float(getattr(action, "seconds", 1.0)))
+            return
+        await asyncio.to_thread(self.deliver, action)
+
+    def deliver(self, action: Any) -> None:
+        """Send an action now (blocking); ``WaitAction`` waits here."""
+        source = action_source(action)
+        if source is None:
+            if type(action).__name__ == "WaitAction":
+                import time
+
+                time.sleep(float(getattr(action, "seconds", 1.0)))
+            return
+        code = f"import pyautogui; {source}"
+        if self._on_action is not None:
+            self._on_action(code)
+        answer = self.waa.execute_windows(code, timeout=self.timeout)
+        if answer.get("returncode", 0) not in (0, None):
+            raise SessionError(f"the worker refused {source}: {answer.get('error')}")
+
+    async def screenshot(self) -> bytes:
+        """The worker's whole screen, PNG."""
+        return await asyncio.to_thread(self.waa.screenshot)
+
+    # -- shell and files ---------------------------------------------------------------------
+
+    async def run_command(self, command: str, **_: Any) -> CommandResult:
+        """Run a command in the worker's shell (``/execute``)."""
+        answer = await asyncio.to_thread(self.waa.execute, command, shell=True,
+                                         timeout=self.timeout)
+        return CommandResult(str(answer.get("output", "")), str(answer.get("error", "")),
+                             int(answer.get("returncode", 0) or 0))
+
+    async def read_file(self, path: str) -> str:
+        """A file's text (``/file``)."""
+        data = await asyncio.to_thread(self.waa.file, path)
+        return data.decode("utf-8", "replace")
+
+    async def read_bytes(self, path: str) -> bytes:
+        """A file's bytes (``/file``)."""
+        return await asyncio.to_thread(self.waa.file, path)
+
+    async def write_file(self, path: str, content: str | bytes) -> None:
+        """Write a file (``/setup/upload``)."""
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        await asyncio.to_thread(self.waa.upload, path, data)
+
+    async def file_exists(self, path: str) -> bool:
+        """Whether a file exists (``/file`` answers it or 404)."""
+        from waa_client.errors import NotFoundError
+
+        try:
+            await asyncio.to_thread(self.waa.file, path)
+        except NotFoundError:
+            return False
+        return True
+
+    async def list_dir(self, path: str) -> list[str]:
+        """The names in a folder (``/list_directory``)."""
+        tree = await asyncio.to_thread(self.waa.list_directory, path)
+        children = tree.get("directory_tree", {}).get("children") or []
+        return sorted(str(c.get("name")) for c in children if isinstance(c, dict))
+
+    async def _browser(self, operation: str, payload: dict[str, Any]) -> dict[str, Any]:
+        from waa_client.errors import WaaError
+
+        try:
+            return await asyncio.to_thread(self.waa.browser, operation, payload,
+                                           timeout=self.timeout)
+        except WaaError as exc:
+            if exc.is_infrastructure:
+                raise
+            raise SessionError(f"{operation}: {exc}") from exc

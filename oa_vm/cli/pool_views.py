@@ -1,0 +1,155 @@
+"""What ``oa-vm pool-status`` and ``pool-list`` print, as text or JSON.
+
+Shared by the Typer commands (:mod:`oa_vm.cli.app`) and the fast path that answers these two
+commands without loading Typer (:mod:`oa_vm.cli.quick`), so both print exactly the same. Only light
+modules are imported here.
+"""
+
+from __future__ import annotations
+
+from oa_vm.cost.pool_cost import (
+    KEEPS_BILLING_DEALLOCATED,
+    after_expiry_per_day,
+    current_paused_per_day,
+    paused_since,
+    pool_cost_so_far,
+)
+from oa_vm.errors import CorruptRecordError
+from oa_vm.kit.durations import format_duration
+from oa_vm.kit.redact import redact_worker_secrets
+from oa_vm.kit.tables import money, render_table
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord
+
+# typing is not imported at run time: these modules are on pool-status's start-up path.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def cost_so_far(record: PoolRecord) -> float | None:
+    """$ spent so far, or None for a pool with no price that was never paused."""
+    if record.price_per_hour is None and not record.provider_data.get("pauses"):
+        return None
+    return pool_cost_so_far(record)
+
+
+def keeps_billing(record: PoolRecord) -> tuple[float, str] | None:
+    """What a paused or expired pool still bills, per day, and for what (None: nothing, or
+    the pool is running): a paused pool its disks (and on Azure its public IPs); an expired
+    Azure pool, deallocated by its kill switch, its disks and public IPs until cleaned up."""
+    what = KEEPS_BILLING_DEALLOCATED.get(record.cloud, "disks")
+    paused = current_paused_per_day(record)
+    if record.is_expired():
+        per_day = after_expiry_per_day(record)
+        return (per_day, f"{what} after expiry") if per_day > 0 else None
+    if paused is not None:
+        return paused, what
+    return None
+
+
+def _per_hour(record: PoolRecord) -> float | None:
+    return None if record.price_per_hour is None else record.price_per_hour * len(record.workers)
+
+
+def status_json(record: PoolRecord) -> dict[str, Any]:
+    """The pool as ``--json`` shows it: the record plus age, expiry, prices and cost so far."""
+    data = record.to_json()
+    data["age_s"] = round(record.age_seconds(), 1)
+    data["expired"] = record.is_expired()
+    data["price_per_hour_total"] = _per_hour(record)
+    data["cost_so_far_usd"] = cost_so_far(record)
+    data["paused_price_per_day"] = current_paused_per_day(record)
+    data["paused_since"] = state.format_time(paused_since(record))
+    billing = keeps_billing(record)
+    data["keeps_billing_per_day"] = None if billing is None else billing[0]
+    data["keeps_billing"] = None if billing is None else billing[1]
+    for worker in data["workers"]:
+        worker["reached_via"] = "ssh" if worker.get("ssh") else "direct"
+    return data
+
+
+def status_text(record: PoolRecord) -> str:
+    """The pool as ``pool-status`` prints it: a header, prices, one row per worker."""
+    expiry = state.format_time(record.expires_at) or "-"
+    lines = [
+        f"Pool {record.name} ({record.cloud}): {record.state.value}, "
+        f"age {format_duration(record.age_seconds())}, expires {expiry}"
+        + (" (EXPIRED)" if record.is_expired() else "")
+    ]
+    since = paused_since(record)
+    if since is not None:
+        paused_for = (state.utcnow() - since).total_seconds()
+        lines.append(
+            f"Paused for {format_duration(paused_for)}: "
+            f"{money(current_paused_per_day(record))}/day (disks and addresses only), "
+            f"cost so far {money(cost_so_far(record))}"
+        )
+    else:
+        lines.append(
+            f"Price {money(_per_hour(record))}/hour, cost so far {money(cost_so_far(record))}"
+        )
+    billing = keeps_billing(record)
+    if billing is not None and billing[1].endswith("after expiry"):
+        lines.append(_still_billing_line([record]))
+    # A local worker's URLs carry its pool's secret: masked here, whole in --json.
+    rows = [
+        [w.name, w.state.value, w.phase or "", redact_worker_secrets(w.waa_url or ""),
+         redact_worker_secrets(w.scoring_url or ""),
+         w.pid or w.provider_id or "", "ssh" if w.ssh else "direct"]
+        for w in record.workers
+    ]
+    lines.append(render_table(["WORKER", "STATE", "PHASE", "WAA", "SCORING", "ID", "VIA"], rows))
+    # A draining worker goes away soon: say why and when (its notice).
+    lines += [f"{w.name} is draining: {w.detail or 'no new task'}"
+              for w in record.workers if w.state == state.WorkerState.DRAINING]
+    return "\n".join(lines)
+
+
+def list_json(items: list[PoolRecord | CorruptRecordError]) -> list[dict[str, Any]]:
+    """Every pool as ``pool-list --json`` shows it (corrupt records as an error entry)."""
+    return [
+        status_json(item) if isinstance(item, PoolRecord)
+        else {"error": str(item), "path": str(item.path)}
+        for item in items
+    ]
+
+
+def list_text(items: list[PoolRecord | CorruptRecordError]) -> str:
+    """Every pool as ``pool-list`` prints it; a paused pool's price is its price per day."""
+    if not items:
+        return "No pools. Create one with: oa-vm pool-create --cloud local --workers 3"
+    rows: list[list[object]] = []
+    for item in items:
+        if not isinstance(item, PoolRecord):
+            rows.append([item.path.parent.name, "?", "?", "?", f"corrupt: {item.reason}", "", ""])
+            continue
+        billing = keeps_billing(item)
+        per_hour = _per_hour(item)
+        price = (f"{money(billing[0])}/day ({billing[1]})" if billing is not None
+                 else "-" if item.is_expired() or per_hour is None else f"{money(per_hour)}/h")
+        rows.append([
+            item.name, item.cloud, len(item.workers), format_duration(item.age_seconds()),
+            item.state.value + (" (expired)" if item.is_expired() else ""),
+            price, money(cost_so_far(item)),
+        ])
+    table = render_table(["NAME", "CLOUD", "WORKERS", "AGE", "STATE", "PRICE", "COST"], rows)
+    kept = [item for item in items if isinstance(item, PoolRecord) and item.cloud == "azure"
+            and (item.is_expired() or current_paused_per_day(item) is not None)]
+    return table + ("\n" + _still_billing_line(kept) if kept else "")
+
+
+def _still_billing_line(records: list[PoolRecord]) -> str:
+    """One line under a listing: Azure's deallocated workers keep billing their disks and
+    public IPs, and the command that ends it."""
+    names = ", ".join(r.name for r in records)
+    first = records[0].name
+    return (f"Keeps billing: {names}: Azure bills a deallocated (paused or expired) worker's "
+            f"disks and public IPs until the pool is removed ('oa-vm pool-cleanup --pool "
+            f"{first}'{' or pool-resume' if not records[0].is_expired() else ''})")
+
+
+def unreadable_lines(items: list[PoolRecord | CorruptRecordError]) -> list[str]:
+    """One line per unreadable record, naming its file and what to do (``pool-list`` prints
+    them on stderr beside the table, which still lists every other pool)."""
+    return [f"oa-vm: warning: {item}" for item in items if isinstance(item, CorruptRecordError)]

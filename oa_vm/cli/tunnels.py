@@ -1,0 +1,72 @@
+"""``oa-vm pool-tunnel``: keep a pool's SSH tunnels open in the foreground.
+
+Shows, per worker, the local URLs to use and the equivalent ``ssh -N -L ...`` command (for
+people who prefer their own ssh), follows drops and reconnects (done by
+:class:`waa_client.ssh.PoolTunnels` in the background) and closes everything on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from collections.abc import Callable
+
+from oa_vm import api
+from oa_vm.errors import InvalidInputError
+from oa_vm.kit.tables import render_table
+from oa_vm.reach.connect import known_hosts_path, tunnel_target
+
+HEALTH_REPORT_INTERVAL_S = 2.0
+
+
+def run_foreground(
+    pool: str,
+    worker: str | None,
+    *,
+    echo: Callable[[str], None],
+    stop: threading.Event | None = None,
+) -> None:
+    """Open the tunnels of ``pool`` (or of one ``worker``) until Ctrl-C or ``stop`` is set."""
+    from waa_client.ssh import PoolTunnels, ssh_command
+
+    record = api.pool_status(pool)
+    workers = [w for w in record.workers if worker is None or w.name == worker]
+    if worker is not None and not workers:
+        names = ", ".join(w.name for w in record.workers)
+        raise InvalidInputError(f"pool {pool!r} has no worker {worker!r} (workers: {names})")
+    for w in workers:
+        if w.ssh is None:
+            echo(f"{w.name}: reached directly, no tunnel needed: WAA {w.waa_url}, "
+                 f"scoring {w.scoring_url}")
+    via_ssh = [w for w in workers if w.ssh is not None]
+    if not via_ssh:
+        return
+    targets = [tunnel_target(w) for w in via_ssh]
+    with PoolTunnels(targets, known_hosts_path(pool)) as tunnels:
+        rows = []
+        commands = []
+        for target in targets:
+            tunnel = tunnels.tunnels[target.name]
+            rows.append([target.name, f"{target.ssh_user}@{target.ssh_host}:{target.ssh_port}",
+                         tunnel.local_waa_url, tunnel.local_scoring_url])
+            argv = ssh_command(target, tunnel.local_waa_port, tunnel.local_scoring_port)
+            commands.append(f"{target.name}: {shlex.join(argv)}")
+        echo(render_table(["WORKER", "SSH", "WAA (local)", "SCORING (local)"], rows))
+        echo("Equivalent ssh commands:")
+        for line in commands:
+            echo(f"  {line}")
+        echo("Tunnels open; press Ctrl-C to close them.")
+        healthy = {t.name: True for t in targets}
+        try:
+            while stop is None or not stop.is_set():
+                time.sleep(HEALTH_REPORT_INTERVAL_S)
+                for target in targets:
+                    ok = tunnels.tunnels[target.name].is_healthy()
+                    if ok != healthy[target.name]:
+                        healthy[target.name] = ok
+                        echo(f"{target.name}: " + ("reconnected" if ok else "connection lost, "
+                                                   "reconnecting"))
+        except KeyboardInterrupt:
+            echo("Closing tunnels...")
+    echo("Tunnels closed.")

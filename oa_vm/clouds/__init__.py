@@ -1,0 +1,46 @@
+"""Provider registry: cloud name -> provider class, imported only when used.
+
+Keeping the registry as dotted strings means ``import oa_vm.clouds`` loads no cloud SDK; the
+AWS and Azure providers import Pulumi inside their methods.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from oa_vm.clouds.base import Provider
+from oa_vm.errors import InvalidInputError, ProviderUnavailableError
+
+_REGISTRY: dict[str, str] = {
+    "local": "oa_vm.clouds.local.provider:LocalProvider",
+    "aws": "oa_vm.clouds.aws.provider:AwsProvider",
+    "azure": "oa_vm.clouds.azure.provider:AzureProvider",
+    "ssh": "oa_vm.clouds.hosts.provider:SshHostsProvider",
+}
+
+def known_clouds() -> list[str]:
+    """Names accepted by ``--cloud``."""
+    return list(_REGISTRY)
+
+
+def get_provider(cloud: str) -> Provider:
+    """An instance of the provider for ``cloud``.
+
+    Raises:
+        InvalidInputError: unknown cloud name (the message lists the known ones).
+        ProviderUnavailableError: the provider's module cannot be loaded here.
+    """
+    target = _REGISTRY.get(cloud)
+    if target is None:
+        raise InvalidInputError(
+            f"unknown cloud {cloud!r}: choose one of {', '.join(known_clouds())}"
+        )
+    module_name, _, class_name = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ProviderUnavailableError(
+            f"the {cloud} provider is not available in this installation ({exc.name} is missing)"
+        ) from exc
+    provider: Provider = getattr(module, class_name)()
+    return provider

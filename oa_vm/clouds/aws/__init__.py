@@ -1,0 +1,1 @@
+"""AWS: the provider (Pulumi program in ``infra/aws.py``)."""

@@ -1,0 +1,1 @@
+"""Azure: the provider (Pulumi program in ``infra/azure.py``)."""

@@ -1,0 +1,167 @@
+"""Azure pools: the Pulumi program of :mod:`infra.azure`, driven per pool.
+
+Nothing cloud-related is imported here at module import; ``pulumi`` and
+``pulumi_azure_native`` load inside the provider's methods.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+from oa_vm.clouds.base import CleanupReport, PoolSpec, Progress
+from oa_vm.clouds.pulumi.driver import Engine, Lister
+from oa_vm.clouds.pulumi.provider import CloudInfo, ImageLister, PulumiCloudProvider
+from oa_vm.errors import InvalidInputError
+from oa_vm.model.image_records import ImageRecord
+from oa_vm.model.state import PoolRecord
+from oa_vm.reach.host_status import RemoteRunner
+
+LIST_TIMEOUT_S = 60.0
+DEALLOCATE_TIMEOUT_S = 900.0
+"""Deallocating waits for Windows' shutdown on every VM at once (Azure's own limit is longer)."""
+MANUAL_CHECK = "az resource list --tag oa-vm:pool={pool} -o table"
+
+
+def _check_size(size: str) -> str:
+    from infra.sizes import check_azure_size
+
+    return check_azure_size(size)
+
+
+def az_cli_image_lister(region: str | None) -> list[ImageRecord]:
+    """The subscription's snapshots tagged ``oa-vm:image`` (of ``region``; None: every
+    location), as image records, asked with ``az snapshot list``."""
+    from oa_vm.model.shared_images import azure_snapshots
+
+    done = subprocess.run(
+        ["az", "snapshot", "list", "-o", "json"],
+        capture_output=True, text=True, timeout=LIST_TIMEOUT_S, check=True,
+    )
+    return azure_snapshots(json.loads(done.stdout or "[]"), region)
+
+
+def az_cli_lister(pool: str) -> list[str]:
+    """What Azure still holds tagged ``oa-vm:pool=<pool>``, asked with the ``az`` CLI."""
+    done = subprocess.run(
+        ["az", "resource", "list", "--tag", f"oa-vm:pool={pool}", "-o", "json"],
+        capture_output=True, text=True, timeout=LIST_TIMEOUT_S, check=True,
+    )
+    items = json.loads(done.stdout or "[]")
+    return [f"{item.get('type')} {item.get('name')} ({item.get('id')})" for item in items]
+
+
+VM_TYPE = "Microsoft.Compute/virtualMachines"
+
+
+def deallocate_by_tag(pool: str, progress: Progress) -> str:
+    """The Azure kill switch: deallocate every VM tagged ``oa-vm:pool=<pool>`` with the ``az``
+    CLI, found by the tag rather than the stack (whose rollback just failed), and return one
+    phrase: what was stopped, what is left, and the exact command that removes it; or, when
+    the VMs could not be stopped, the exact command that stops them. Never raises."""
+    from infra.azure import resource_group_name
+
+    group = resource_group_name(pool)
+    remove = f"'oa-vm pool-cleanup --pool {pool}' (or 'az group delete --name {group} --yes')"
+    find = (f"az resource list --tag oa-vm:pool={pool} --resource-type {VM_TYPE} "
+            "--query [].id -o tsv")
+    by_hand = (f"the VMs may still be running and billing; stop them now with 'az vm deallocate "
+               f"--ids $({find})', then remove everything with {remove}")
+    az = shutil.which("az")
+    if az is None:
+        return f"{by_hand} (no 'az' CLI here to do it)"
+    try:
+        listed = subprocess.run(  # fixed argv, no shell
+            [az, "resource", "list", "--tag", f"oa-vm:pool={pool}", "--resource-type", VM_TYPE,
+             "--query", "[].id", "-o", "json"],
+            capture_output=True, text=True, timeout=LIST_TIMEOUT_S, check=True)
+        ids = [str(i) for i in json.loads(listed.stdout or "[]")]
+        if ids:
+            progress(f"last resort: deallocating {len(ids)} VM(s) tagged oa-vm:pool={pool}")
+            subprocess.run([az, "vm", "deallocate", "--ids", *ids], capture_output=True,
+                           text=True, timeout=DEALLOCATE_TIMEOUT_S, check=True)
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        why = getattr(exc, "stderr", "") or str(exc)
+        return f"{by_hand} (deallocating failed: {why.strip().splitlines()[-1][:200]})"
+    stopped = (f"deallocated {len(ids)} VM(s) tagged oa-vm:pool={pool}, so none bills for "
+               "compute" if ids else f"Azure holds no VM tagged oa-vm:pool={pool}")
+    return (f"{stopped}; left: resource group {group} (its disks and public IPs still bill); "
+            f"remove it with {remove}")
+
+
+class AzureProvider(PulumiCloudProvider):
+    """Pools of WAA workers on Azure (Dsv5-family VMs, security type Standard)."""
+
+    def __init__(
+        self,
+        engine: Engine | None = None,
+        lister: Lister | None = None,
+        remote: RemoteRunner | None = None,
+        image_lister: ImageLister | None = None,
+    ) -> None:
+        from infra.sizes import AZURE_DEFAULT_SIZE
+
+        super().__init__(
+            CloudInfo(
+                name="azure",
+                sdk_module="pulumi_azure_native",
+                program_module="infra.azure",
+                default_size=AZURE_DEFAULT_SIZE,
+                default_region="eastus",
+                ssh_user="azureuser",
+                region_config="azure-native:location",
+                check_size=_check_size,
+                manual_check=MANUAL_CHECK,
+                image_module="infra.image_azure",
+                component_type="oa-vm:azure:WorkerPool",
+                notes=(
+                    "each VM is deallocated at the expiry by a DevTest Labs shutdown schedule",
+                    "everything lives in the resource group {resource_group} (created with "
+                    "the pool, removed by oa-vm pool-cleanup)",
+                ),
+            ),
+            engine=engine,
+            lister=lister,
+            remote=remote,
+            # A teammate's images are found with the CLI when it is installed.
+            image_lister=image_lister if image_lister is not None else (
+                az_cli_image_lister if shutil.which("az") else None
+            ),
+        )
+        self._explicit_lister = lister is not None
+
+    def preflight(self, spec: PoolSpec) -> None:
+        """The shared checks, then Azure's own: a TTL the daily shutdown schedule can keep (24 h
+        at most), and ``Microsoft.DevTestLab`` registered (asked through ``az`` when it is
+        installed and answers).
+
+        Raises:
+            InvalidInputError: one line saying what is wrong and what to run.
+        """
+        from infra.azure import check_ttl
+        from infra.settings import SettingsError
+
+        try:
+            check_ttl(spec.expires_at)
+        except SettingsError as exc:
+            raise InvalidInputError(str(exc)) from exc
+        super().preflight(spec)
+        from oa_vm.kit.checks import DEVTESTLAB, check_devtestlab
+
+        check = check_devtestlab()
+        if not check.ok and check.detail.startswith(f"{DEVTESTLAB} is "):
+            raise InvalidInputError(
+                f"{check.detail}; register it first: {check.fix}, then create again"
+            )
+
+    def last_resort(self, pool: str, progress: Progress) -> str:
+        """Azure's kill switch after a failed rollback: :func:`deallocate_by_tag` (a DevTest
+        Labs shutdown schedule made in the same failed update may not exist)."""
+        return deallocate_by_tag(pool, progress)
+
+    def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
+        """Remove the pool; with the ``az`` CLI on PATH, also ask Azure for leftovers by tag."""
+        if not self._explicit_lister:
+            self.lister = az_cli_lister if shutil.which("az") else None
+        return super().destroy(record, progress)

@@ -1,0 +1,420 @@
+"""The ``local`` provider: simulated WAA workers as detached processes on this machine.
+
+Each worker is ``python -m infra.local`` bound to 127.0.0.1 on ports it picks itself; it reports
+them in a ready file once its servers listen, which avoids the race of choosing free ports here
+and binding them there. Its URLs carry the pool's secret as their first path segment (see
+:mod:`oa_vm.clouds.local.fleet` and ``docs/local-worker.md``): a request without it is
+refused, so another user of this machine cannot drive or write into a worker. Processes start
+in their own session so a Ctrl-C in the terminal that created the pool does not take the pool
+down with it.
+
+The provider only ever signals processes it started: a PID is trusted only if the process still
+has the creation time recorded at start and its command line names this worker's folder (PIDs are
+reused by the OS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil
+
+from oa_vm.clouds.base import (
+    Capability,
+    CleanupReport,
+    FleetOps,
+    Plan,
+    PlannedResource,
+    PoolSpec,
+    Progress,
+)
+from oa_vm.clouds.egress import describe as describe_egress
+from oa_vm.clouds.local.faults import validate_faults
+from oa_vm.clouds.local.fleet import (
+    LocalFleetOps,
+    entry_urls,
+    launch_unit,
+    secret_file,
+    ssh_endpoint,
+    worker_name,
+)
+from oa_vm.errors import ProvisioningError
+from oa_vm.kit import safe_fs
+from oa_vm.kit.redact import redact_worker_secrets
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+
+if TYPE_CHECKING:
+    from oa_vm.model.snapshots import SnapshotControl
+    from oa_vm.reach.connect import WorkerConnection
+    from waa_client.ssh import WorkerTunnel
+
+LOCAL_EGRESS = "none"
+"""The simulated guest has no internet: its setup steps ship their files (docs/security.md)."""
+READY_TIMEOUT_S = 20.0
+STOP_GRACE_S = 5.0
+PROBE_TIMEOUT_S = 2.0
+
+
+class LocalProvider:
+    """Simulated workers on loopback; see the module docstring."""
+
+    name = "local"
+    capabilities = frozenset({
+        Capability.PAUSE, Capability.RESUME, Capability.REPAIR,
+        Capability.DRAIN,  # through each worker's host-status file (oa_vm.reach.drain)
+        Capability.CLEAN_RESET,  # infra.local.snapshot: the simulated desktop saved after start
+    })
+
+    def fleet_ops(self) -> FleetOps:
+        """Pause, resume and repair of the pool's processes
+        (:class:`~oa_vm.clouds.local.fleet.LocalFleetOps`)."""
+        return LocalFleetOps(self)
+
+    def snapshot_control(
+        self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
+    ) -> SnapshotControl:
+        """The simulated worker's snapshot endpoints, on its scoring server."""
+        from oa_vm.model.snapshots import HttpSnapshotControl
+
+        scoring = connection.scoring
+        return HttpSnapshotControl(connection.scoring_url, connect_timeout=scoring.connect_timeout,
+                                   read_timeout=scoring.read_timeout)
+    poll_interval_s = 0.2
+
+    def check_available(self) -> None:
+        """Always available: it needs nothing but this Python."""
+
+    def plan(self, spec: PoolSpec) -> Plan:
+        """N worker processes on 127.0.0.1; free unless a pretend price was given."""
+        resources = [
+            PlannedResource(
+                type="local:process",
+                name=worker_name(i),
+                inputs={
+                    "command": "python -m infra.local",
+                    "host": "127.0.0.1",
+                    "faults": dict(spec.faults),
+                    "reached_via": "ssh" if spec.ssh_via else "loopback",
+                },
+            )
+            for i in range(spec.workers)
+        ]
+        per_hour = spec.price_per_hour * spec.workers if spec.price_per_hour else 0.0
+        notes = ["simulated workers: nothing is created outside this machine",
+                 describe_egress(spec.egress or LOCAL_EGRESS, spec.egress_allowlist)]
+        if spec.price_per_hour:
+            notes.append(f"pretend price ${spec.price_per_hour:g}/h per worker (for cost tests)")
+        return Plan("local", None, None, spec.workers, per_hour, resources, notes)
+
+    # -- create ----------------------------------------------------------------------------
+
+    def create(self, spec: PoolSpec, progress: Progress) -> PoolRecord:
+        """Start the worker processes and wait (briefly) for each to report its ports."""
+        validate_faults(spec.faults)
+        if spec.per_process > 1:
+            from oa_vm.clouds.local.fleet import create_grouped
+
+            return create_grouped(self, spec, spec.per_process, progress)
+        pool_dir = state.pool_dir(spec.name)
+        record = PoolRecord(
+            name=spec.name,
+            cloud="local",
+            state=PoolState.CREATING,
+            created_at=state.utcnow(),
+            expires_at=spec.expires_at,
+            owner=spec.owner,
+            price_per_hour=spec.price_per_hour,
+            settings={"workers": spec.workers, "faults": dict(spec.faults),
+                      "ssh_via": spec.ssh_via, "tasks_dir": spec.tasks_dir,
+                      "egress": spec.egress or LOCAL_EGRESS,
+                      "egress_allowlist": spec.egress_allowlist},
+        )
+        ssh = ssh_endpoint(spec.ssh_via)
+        try:
+            self._spawn_all(spec, record, pool_dir, ssh, progress)
+        except BaseException:
+            # Ctrl-C, a closed pipe, any failure: stop what was started before passing it on.
+            self.stop_all(record)
+            if record.workers:
+                state.save(record)
+            raise
+        record.state = PoolState.PROVISIONING
+        return record
+
+    def _spawn_all(
+        self,
+        spec: PoolSpec,
+        record: PoolRecord,
+        pool_dir: Path,
+        ssh: SshEndpoint | None,
+        progress: Progress,
+    ) -> None:
+        for i in range(spec.workers):
+            name = worker_name(i)
+            workdir = pool_dir / "workers" / name
+            log_path = pool_dir / "logs" / f"{name}.log"
+            safe_fs.ensure_dir(workdir, root=pool_dir)
+            safe_fs.ensure_dir(log_path.parent, root=pool_dir)
+            worker = WorkerRecord(
+                name=name, workdir=str(workdir), log_path=str(log_path), host="127.0.0.1", ssh=ssh
+            )
+            try:
+                self._launch(worker, spec.faults, spec.tasks_dir, secret_file(spec.name))
+            except OSError as exc:
+                self.stop_all(record)
+                raise ProvisioningError(f"could not start {name}: {exc}") from exc
+            except BaseException:
+                self.stop_all(record)
+                raise
+            record.workers.append(worker)
+            # Recorded as soon as it exists: a command killed from here on leaves a record
+            # that names the process, so 'pool-cleanup' stops it.
+            state.save(record)
+            progress(f"started {name} (pid {worker.pid})")
+        self._await_ports(record, progress)
+
+    def _launch(
+        self, worker: WorkerRecord, faults: dict[str, str], tasks_dir: str | None, secret: Path
+    ) -> None:
+        launch_unit([worker], faults, tasks_dir, secret)
+
+    def _await_ports(self, record: PoolRecord, progress: Progress) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        pending = list(record.workers)
+        while pending and time.monotonic() < deadline:
+            for worker in list(pending):
+                if _read_ready(worker):
+                    # The URLs are capabilities: 'pool-status --json' gives them whole.
+                    progress(redact_worker_secrets(f"{worker.name} listening: WAA "
+                                                   f"{worker.waa_url}, scoring "
+                                                   f"{worker.scoring_url}"))
+                    pending.remove(worker)
+                elif not self.is_ours(worker):
+                    self.stop_all(record)
+                    raise ProvisioningError(
+                        f"{worker.name} exited during start-up: {_log_tail(worker)} "
+                        f"(log: {worker.log_path})"
+                    )
+            if pending:
+                time.sleep(0.05)
+        # Workers still pending are reported by pool-wait, which keeps following them.
+
+    # -- observe ---------------------------------------------------------------------------
+
+    def refresh(self, record: PoolRecord) -> PoolRecord:
+        """Mark workers whose process is gone (or is no longer ours) as ``LOST``."""
+        for worker in record.workers:
+            if worker.state in (WorkerState.STOPPED, WorkerState.LOST, WorkerState.PAUSED):
+                continue
+            if not self.is_ours(worker):
+                worker.state = WorkerState.LOST
+                worker.phase = "process gone"
+                worker.detail = _log_tail(worker)
+            elif worker.waa_url is None:
+                _read_ready(worker)
+        record.state = state.derive_pool_state(record.workers)
+        return record
+
+    def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
+        """process up, listening, WAA /probe, scoring /probe (through SSH if so registered)."""
+        worker = record.workers[index]
+        if not self.is_ours(worker):
+            worker.state = WorkerState.LOST
+            return "process gone", False
+        if worker.waa_url is None and not _read_ready(worker):
+            return "process started", False
+        from waa_client import ScoringClient, WaaClient, WaaError
+
+        waa_url, scoring_url = worker.waa_url, worker.scoring_url
+        tunnel = None
+        phase = "ssh tunnel" if worker.ssh is not None else "waa probe"
+        try:
+            if worker.ssh is not None:
+                tunnel = _open_tunnel(record, worker)
+                waa_url, scoring_url = tunnel.local_waa_url, tunnel.local_scoring_url
+                phase = "waa probe"
+            assert waa_url and scoring_url
+            timeouts = {"connect_timeout": PROBE_TIMEOUT_S, "read_timeout": PROBE_TIMEOUT_S}
+            WaaClient(waa_url, retries=0, **timeouts).probe()
+            phase = "scoring probe"
+            ScoringClient(scoring_url, retries=0, **timeouts).probe()
+        except WaaError as exc:
+            worker.detail = str(exc)
+            return phase, False
+        finally:
+            if tunnel is not None:
+                tunnel.stop()
+        worker.detail = None
+        worker.state = WorkerState.READY
+        return "ready", True
+
+    # -- destroy ---------------------------------------------------------------------------
+
+    def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
+        """Stop our processes (never anyone else's) and remove the pool's folder."""
+        report = CleanupReport()
+        for line in self.stop_all(record):
+            report.removed.append(line)
+            progress(line)
+        pool_dir = state.pool_dir(record.name)
+        for line in _stop_strays(pool_dir):
+            report.removed.append(line)
+            progress(line)
+        for sub in ("workers", "logs"):
+            target = pool_dir / sub
+            if target.exists():
+                shutil.rmtree(target, ignore_errors=True)
+                report.removed.append(f"removed {target}")
+                progress(f"removed {target}")
+        return report
+
+    def stop_all(self, record: PoolRecord) -> list[str]:
+        lines = []
+        for worker in record.workers:
+            if worker.pid is None:
+                continue
+            if not self.is_ours(worker):
+                lines.append(f"{worker.name}: process {worker.pid} already gone")
+            else:
+                lines.append(self.stop_worker(worker))
+            worker.state = WorkerState.STOPPED
+        return lines
+
+    def stop_worker(self, worker: WorkerRecord) -> str:
+        assert worker.pid is not None
+        try:
+            if not _end(psutil.Process(worker.pid)):
+                return f"{worker.name}: killed process {worker.pid} (did not stop on SIGTERM)"
+        except psutil.NoSuchProcess:
+            return f"{worker.name}: process {worker.pid} already gone"
+        _reap(worker.pid)
+        return f"{worker.name}: stopped process {worker.pid}"
+
+    @staticmethod
+    def is_ours(worker: WorkerRecord) -> bool:
+        """True if ``worker.pid`` is still the process this provider started for ``worker``.
+
+        PID plus the start time recorded at launch identifies the process; the command line is
+        checked as well when the kernel shows one (it is briefly empty right after exec).
+        """
+        if worker.pid is None:
+            return False
+        _reap(worker.pid)
+        try:
+            proc = psutil.Process(worker.pid)
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return False
+            if worker.pid_create_time is not None and abs(
+                proc.create_time() - worker.pid_create_time
+            ) > 0.5:
+                return False
+            cmdline = proc.cmdline()
+        except psutil.Error:
+            return False
+        if not cmdline:
+            return worker.pid_create_time is not None
+        return "infra.local" in cmdline and (worker.workdir or "") in cmdline
+
+
+def _stop_strays(pool_dir: Path) -> list[str]:
+    """Stop worker processes of this pool that its record does not name (a command killed
+    between spawning a worker and recording it): any ``infra.local`` process of ours whose
+    ``--root`` lies in the pool's folder."""
+    prefix = str(pool_dir.resolve()) + os.sep
+    lines = []
+    for proc in psutil.process_iter(["pid", "cmdline", "uids"]):
+        try:
+            cmdline = proc.info.get("cmdline") or []
+            uids = proc.info.get("uids")
+            if uids is not None and uids.real != os.getuid():
+                continue
+            if "infra.local" not in cmdline or "--root" not in cmdline:
+                continue
+            root = cmdline[cmdline.index("--root") + 1]
+            if not (str(Path(root).resolve()) + os.sep).startswith(prefix):
+                continue
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                _reap(proc.pid)
+                continue
+            _end(proc)
+        except (psutil.Error, IndexError, OSError):
+            continue
+        _reap(proc.pid)
+        lines.append(f"stopped stray worker process {proc.pid} of {pool_dir.name}")
+    return lines
+
+
+def _end(proc: psutil.Process) -> bool:
+    """SIGTERM, then SIGKILL after :data:`STOP_GRACE_S`; True if SIGTERM was enough.
+
+    Raises:
+        psutil.NoSuchProcess: the process was already gone.
+    """
+    proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+    proc.terminate()
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+        return True
+    except psutil.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=STOP_GRACE_S)
+        return False
+
+
+def _reap(pid: int) -> None:
+    """Collect our own exited child so it does not linger as a zombie in long-lived callers."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _read_ready(worker: WorkerRecord) -> bool:
+    """Fill the worker's URLs from its ready file; False while the file is not there yet."""
+    if worker.workdir is None:
+        return False
+    try:
+        data = json.loads((Path(worker.workdir) / "ready.json").read_text(encoding="utf-8"))
+        # a process serving several workers lists them all; provider_id names this one's slot
+        entry = next((e for e in data["workers"] if e.get("name") == worker.provider_id),
+                     data["workers"][0])
+        waa_port, scoring_port = int(entry["waa_port"]), int(entry["scoring_port"])
+        urls = entry_urls(entry)
+    except (FileNotFoundError, json.JSONDecodeError, KeyError, IndexError, TypeError, ValueError):
+        return False
+    worker.waa_url, worker.scoring_url = urls
+    worker.remote_waa_port = waa_port
+    worker.remote_scoring_port = scoring_port
+    if worker.state == WorkerState.STARTING:
+        worker.state = WorkerState.BOOTING
+        worker.phase = "listening"
+    return True
+
+
+def _log_tail(worker: WorkerRecord) -> str:
+    """The last non-empty line of the worker's log, for error messages."""
+    if not worker.log_path:
+        return "no log"
+    try:
+        lines = Path(worker.log_path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "no log"
+    tail = [line for line in lines if line.strip()]
+    return tail[-1].strip() if tail else "log is empty"
+
+
+
+
+def _open_tunnel(record: PoolRecord, worker: WorkerRecord) -> WorkerTunnel:
+    """A one-off tunnel for a readiness probe of a worker reached over SSH."""
+    from oa_vm.reach.connect import tunnel_for
+
+    tunnel = tunnel_for(record, worker)
+    tunnel.start()
+    return tunnel

@@ -1,0 +1,240 @@
+"""Pause, resume and repair of cloud pools (the :class:`~oa_vm.clouds.base.FleetOps` of AWS
+and Azure, which :meth:`PulumiCloudProvider.fleet_ops` hands out).
+
+- **AWS**: the pool's own program runs again (same settings, so nothing is replaced) with each
+  instance's power state declared ``stopped`` or ``running`` (:mod:`infra.pause`).
+- **Azure**: the native provider has no power state resource, so the driver deallocates and
+  starts the VMs itself through a :class:`PowerControl` (by default the ``az`` CLI); the stack
+  is left as it is.
+- **repair** (both): the program runs again; Pulumi recreates what the cloud removed (a
+  terminated, evicted or interrupted instance) under the same name, from the same image. A
+  *draining* worker (a spot notice) is not waited for: the program gets one more worker, under
+  the next number (``<pool>-w3``), at once, while the draining one finishes its task. The
+  workers' numbers are then kept in ``settings["worker_indexes"]`` (the program's
+  ``PoolSettings.indexes``), so no other worker moves. A later repair retires the draining
+  worker (its number leaves the program, and Pulumi deletes what is left of it: a terminated
+  AWS instance's record, an evicted and deallocated Azure VM with its disks, address and
+  schedule) once the refresh finds it gone, its notice's time has passed, or it is named.
+
+The program's settings are rebuilt from the record by the provider
+(:meth:`PoolProgram.update_program`). The expiry the instances were created with is kept
+(``provider_data["program_expires_at"]``): it is part of cloud-init, and a changed cloud-init
+would replace every instance. Known gap: the worker's own power-off timer is armed
+by cloud-init for that original expiry, so a pool resumed after it powers itself off again
+(AWS then terminates it); re-arming the timer on resume belongs to the worker bootstrap.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from oa_vm.clouds.base import Progress
+from oa_vm.errors import ProviderUnavailableError, ProvisioningError
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord, WorkerState
+
+AZ_TIMEOUT_S = 1800.0
+
+
+class PowerControl(Protocol):
+    """Stops (deallocates) and starts cloud VMs by their IDs (Azure)."""
+
+    def deallocate(self, ids: Sequence[str], progress: Progress) -> None:
+        """Deallocate the VMs: compute billing ends, disks stay."""
+        ...
+
+    def start(self, ids: Sequence[str], progress: Progress) -> None:
+        """Start deallocated VMs again."""
+        ...
+
+
+class AzCliPower:
+    """:class:`PowerControl` with the ``az`` CLI (``az vm deallocate/start --ids ...``)."""
+
+    def _run(self, verb: str, ids: Sequence[str], progress: Progress) -> None:
+        az = shutil.which("az")
+        if az is None:
+            raise ProviderUnavailableError(
+                "pausing an Azure pool needs the Azure CLI ('az', logged in): "
+                "https://learn.microsoft.com/cli/azure/install-azure-cli"
+            )
+        progress(f"az vm {verb} {len(ids)} VM(s)")
+        done = subprocess.run(  # fixed argv, no shell
+            [az, "vm", verb, "--ids", *ids], capture_output=True, text=True,
+            timeout=AZ_TIMEOUT_S, check=False,
+        )
+        if done.returncode != 0:
+            raise ProvisioningError(f"az vm {verb} failed: {done.stderr.strip()[-400:]}")
+
+    def deallocate(self, ids: Sequence[str], progress: Progress) -> None:
+        """``az vm deallocate --ids ...``."""
+        self._run("deallocate", ids, progress)
+
+    def start(self, ids: Sequence[str], progress: Progress) -> None:
+        """``az vm start --ids ...``."""
+        self._run("start", ids, progress)
+
+
+class PoolProgram(Protocol):
+    """What the fleet operations need of a cloud's provider: its pool's program run again and
+    what the cloud really has (:class:`~oa_vm.clouds.pulumi.provider.PulumiCloudProvider`;
+    a protocol, so that the provider and this module do not import each other)."""
+
+    def update_program(
+        self, record: PoolRecord, progress: Progress, *, paused: bool | None
+    ) -> dict[str, Any]:
+        """Run the pool's program again with the settings it was created with (``paused``:
+        AWS's instances declared stopped or running; None: left as they are); returns its
+        outputs (``{"workers": [{"name", "instance_id", "public_ip", "ssh_user"}]}``)."""
+        ...
+
+    def refresh(self, record: PoolRecord) -> PoolRecord:
+        """Ask the cloud what is really there; mark vanished workers ``LOST``."""
+        ...
+
+
+class CloudFleetOps:
+    """Pause, resume and repair for a cloud pool (AWS or Azure).
+
+    Args:
+        provider: The cloud's provider (its engine runs the program).
+        power: Azure's VM power control; the ``az`` CLI by default.
+    """
+
+    def __init__(self, provider: PoolProgram, power: PowerControl | None = None) -> None:
+        self.provider = provider
+        self.power = power or AzCliPower()
+
+    def _update_workers(self, record: PoolRecord, outputs: dict[str, Any]) -> list[str]:
+        """Take the workers' addresses and IDs from the program's outputs; returns the names
+        whose instance changed (recreated)."""
+        by_name = {str(w["name"]): w for w in outputs.get("workers") or []}
+        changed = []
+        for worker in record.workers:
+            out = by_name.get(worker.name)
+            if out is None:
+                continue
+            instance = str(out["instance_id"])
+            if instance != worker.provider_id or worker.state == WorkerState.LOST:
+                changed.append(worker.name)
+            worker.provider_id = instance
+            worker.host = str(out["public_ip"])
+            if worker.ssh is not None:
+                worker.ssh = SshEndpoint(host=worker.host, port=worker.ssh.port,
+                                         user=str(out.get("ssh_user") or worker.ssh.user),
+                                         key_path=worker.ssh.key_path)
+        return changed
+
+    def _mark(self, record: PoolRecord, names: Sequence[str], new: WorkerState, phase: str) -> None:
+        for worker in record.workers:
+            if worker.name in names:
+                worker.state = new
+                worker.phase = phase
+                worker.detail = None
+
+    def _ids(self, record: PoolRecord) -> list[str]:
+        return [str(w.provider_id) for w in record.workers if w.provider_id]
+
+    # -- FleetOps ------------------------------------------------------------------------------
+
+    def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
+        """AWS: instances stopped by the program; Azure: VMs deallocated. Disks stay."""
+        record.provider_data.setdefault(
+            "program_expires_at", state.format_time(record.expires_at)
+        )
+        if record.cloud == "aws":
+            outputs = self.provider.update_program(record, progress, paused=True)
+            self._update_workers(record, outputs)
+        else:
+            self.power.deallocate(self._ids(record), progress)
+        self._mark(record, [w.name for w in record.workers], WorkerState.PAUSED, "paused")
+        record.state = state.derive_pool_state(record.workers)
+        return record
+
+    def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
+        """AWS: instances declared running again; Azure: VMs started. Workers then boot."""
+        names = [w.name for w in record.workers if w.state == WorkerState.PAUSED]
+        if record.cloud == "aws":
+            outputs = self.provider.update_program(record, progress, paused=False)
+            self._update_workers(record, outputs)
+        else:
+            self.power.start(self._ids(record), progress)
+        self._mark(record, names, WorkerState.BOOTING, "resumed")
+        record.state = state.derive_pool_state(record.workers)
+        return names
+
+    def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
+        """Run the program again: what the cloud removed is recreated under the same names, a
+        draining worker gets a new worker beside it, and replaced draining workers that can go
+        are retired (see the module docstring). Returns the workers started.
+
+        A named worker whose instance still exists is not replaced (the program recreates only
+        what is gone); it is left out of the names returned, unless it is a replaced draining
+        worker, which is then retired.
+        """
+        from oa_vm.reach import replacements
+
+        record = self.provider.refresh(record)
+        chain = replacements.replaced_by(record)
+        retire = replacements.to_retire(record, names)
+        lost = [w.name for w in record.workers
+                if w.state == WorkerState.LOST and w.name not in chain]
+        draining = replacements.needs_replacement(record)
+        for worker in record.workers:
+            if worker.name in chain and worker.name not in retire:
+                progress(f"{worker.name} is draining ({worker.detail}); {chain[worker.name]} "
+                         "replaces it; it is retired once the cloud has ended it")
+        if not (lost or retire or draining):
+            return []
+        for name in retire:
+            record.workers = [w for w in record.workers if w.name != name]
+            progress(f"retiring {name} (replaced by {replacements.successor(record, name)})")
+        new: list[str] = []
+        for name in draining:
+            new_name = replacements.next_worker_name(record)
+            replacements.add_replacement(record, name, new_name)
+            new.append(new_name)
+            progress(f"starting {new_name} to replace draining {name}")
+        record.settings["worker_indexes"] = sorted(
+            _number(n) for n in [*(w.name for w in record.workers), *new]
+        )
+        paused = False if record.cloud == "aws" and record.provider_data.get("pauses") else None
+        outputs = self.provider.update_program(record, progress, paused=paused)
+        self._add_workers(record, outputs, new)
+        changed = self._update_workers(record, outputs)
+        replaced = sorted(set(lost) | (set(changed) - set(new)))
+        self._mark(record, replaced, WorkerState.BOOTING, "recreated")
+        self._mark(record, new, WorkerState.BOOTING, "created")
+        record.state = state.derive_pool_state(record.workers)
+        return replaced + new
+
+    def _add_workers(self, record: PoolRecord, outputs: dict[str, Any], new: list[str]) -> None:
+        """Records for the workers the program just created (``new``), as a create makes them."""
+        from oa_vm.model import sshkeys
+
+        key_path = next((w.ssh.key_path for w in record.workers if w.ssh is not None), None)
+        key = key_path or str(sshkeys.ensure_pool_key(record.name)[0])
+        by_name = {str(w["name"]): w for w in outputs.get("workers") or []}
+        for name in new:
+            out = by_name.get(name)
+            if out is None:
+                raise ProvisioningError(f"pool {record.name!r}: the update made no {name}")
+            record.workers.append(WorkerRecord(
+                name=name, state=WorkerState.BOOTING, host=str(out["public_ip"]),
+                ssh=SshEndpoint(host=str(out["public_ip"]), port=22, user=str(out["ssh_user"]),
+                                key_path=key),
+                provider_id=str(out["instance_id"]), phase="created",
+            ))
+
+
+def _number(name: str) -> int:
+    """A cloud worker's number: 3 for ``<pool>-w3``."""
+    match = re.search(r"(\d+)$", name)
+    if match is None:
+        raise ProvisioningError(f"worker {name!r} has no number")
+    return int(match.group(1))
+

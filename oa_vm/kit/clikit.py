@@ -1,0 +1,226 @@
+"""What every oa-vm console script shares: one-line errors, ``--debug``, Ctrl-C, JSON output.
+
+Known errors (the project's exception trees) print as one line on stderr and exit with their
+``exit_code`` (default 1); anything else also prints one line, naming ``--debug``, which shows the
+traceback. Ctrl-C exits 130, as shells expect.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from oa_vm.kit.redact import redact_text
+
+EXIT_INTERRUPTED = 130
+
+
+_typed_args: list[str] | None = None
+
+
+def typed_name(names: Sequence[str], args: Sequence[str] | None = None) -> str | None:
+    """Which of an option's ``names`` the command line used last (``--ttl`` in ``--ttl=2h``), or
+    ``None`` when it used none of them (a default; a command line :func:`run_main` did not run).
+
+    Click does not record which alias matched; errors and options that must name the option as
+    the user typed it (``--ttl``, not ``--ttl-hours``) read the command line here.
+    """
+    found = None
+    tokens = args if args is not None else _typed_args if _typed_args is not None else ()
+    for token in tokens:
+        if token == "--":
+            break
+        for name in names:
+            if token == name or (name.startswith("--") and token.startswith(name + "=")):
+                found = name
+    return found
+
+
+def _debug_requested(argv: list[str]) -> bool:
+    return "--debug" in argv or os.environ.get("OA_VM_DEBUG") == "1"
+
+
+def debug_requested() -> bool:
+    """Whether this command was given ``--debug`` (or ``OA_VM_DEBUG=1``): a command that has
+    more to show than its error's traceback (an agent's, kept in a record) shows it then."""
+    return _debug_requested(sys.argv[1:])
+
+
+PROJECT_PACKAGES = ("oa_vm", "waa_client", "evals", "infra")
+
+
+def _is_known(exc: BaseException, known: tuple[type[BaseException], ...]) -> bool:
+    """An error of the project's trees: reported as one line without a traceback.
+
+    Matching by defining package, besides ``known``, spares the CLI from importing every
+    package's error module (and its dependencies) at start-up.
+    """
+    module = type(exc).__module__.split(".")[0]
+    return isinstance(exc, known) or module in PROJECT_PACKAGES
+
+
+class _PipeSafe:
+    """stdout that survives its reader going away (``oa-vm pool-create | head -3``).
+
+    A closed pipe must not kill a command half-way (a pool half made, a worker left running):
+    once a write fails with ``BrokenPipeError``, the rest of the output is dropped and the
+    command finishes what it was doing.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._broken = False
+
+    def write(self, text: str) -> int:
+        if not self._broken:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self._broken = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError):
+            os.dup2(devnull, self._stream.fileno())  # so the flush at exit does not fail
+        os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _log_redacted() -> None:
+    """Log lines go to stderr as Python's last-resort handler prints them (warnings and worse),
+    through the one redaction (:mod:`oa_vm.kit.redact`)."""
+    import logging
+
+    from oa_vm.kit.redact import RedactingFormatter
+
+    root = logging.getLogger()
+    if any(isinstance(h.formatter, RedactingFormatter) for h in root.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(RedactingFormatter("%(message)s"))
+    handler.setLevel(logging.WARNING)
+    root.addHandler(handler)
+
+
+def run_main(
+    app: Callable[..., Any], prog: str, known: tuple[type[BaseException], ...] = ()
+) -> NoReturn:
+    """Run a Typer/Click ``app`` with the project's error policy, then exit.
+
+    ``--debug`` may appear anywhere on the command line; it is removed before the app parses the
+    arguments, so every sub-command accepts it.
+    """
+    argv = sys.argv[1:]
+    debug = _debug_requested(argv)
+    sys.stdout = _PipeSafe(sys.stdout)
+    _log_redacted()
+    args = [a for a in argv if a != "--debug"]
+    global _typed_args
+    _typed_args = args
+    try:
+        # Outside standalone mode Click returns (not raises) the code of an Exit, Ctrl-C's
+        # included, so the returned value is the exit status.
+        returned = app(args=args, prog_name=prog, standalone_mode=False)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # the one place every error is turned into a line
+        _report(exc, prog, known, debug)
+    code = returned if isinstance(returned, int) else 0
+    if code == EXIT_INTERRUPTED:
+        print(f"{prog}: interrupted", file=sys.stderr)
+    sys.exit(code)
+
+
+def _report(
+    exc: BaseException, prog: str, known: tuple[type[BaseException], ...], debug: bool
+) -> NoReturn:
+    import typer  # already loaded by the app being run
+
+    if isinstance(exc, typer.Abort):
+        print(f"{prog}: aborted", file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)
+    if isinstance(exc, typer.Exit):
+        sys.exit(exc.exit_code)
+    show = getattr(exc, "show", None)
+    if callable(show) and hasattr(exc, "exit_code") and not _is_known(exc, known):
+        # Click's usage errors ('abc' is not a valid integer...): one line and a pointer to
+        # --help instead of Click's multi-line box.
+        message = _as_typed(exc, _typed_args or [])
+        # Point at the help of the command that was mistyped, not only the program's.
+        command = getattr(getattr(exc, "ctx", None), "command_path", None) or prog
+        print(f"{prog}: error: {message} (see '{command} --help')", file=sys.stderr)
+        sys.exit(int(exc.exit_code))
+    if debug and getattr(exc, "debug_traceback", True):
+        # a traceback quotes messages and URLs (a worker's capability): masked like the line;
+        # an error whose evidence the command printed itself (an agent's own traceback) says
+        # so with debug_traceback = False, so --debug shows one traceback, not the harness's too
+        print(redact_text("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
+    if _is_known(exc, known):
+        print(f"{prog}: error: {redact_text(str(exc))}", file=sys.stderr)
+        sys.exit(int(getattr(exc, "exit_code", 1)))
+    name = type(exc).__name__
+    print(
+        f"{prog}: unexpected error: {name}: {redact_text(str(exc))} "
+        "(run again with --debug for details)",
+        file=sys.stderr,
+    )
+    sys.exit(1)
+
+
+_NOT_A = {"Input should be a valid integer": "a whole number",
+          "Input should be a valid number": "a number"}
+
+
+def _typed_value(name: str, args: Sequence[str]) -> str | None:
+    """The value given last to option ``name`` on the command line (``--x v`` or ``--x=v``)."""
+    value = None
+    for i, token in enumerate(args):
+        if token == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif token.startswith(name + "="):
+            value = token[len(name) + 1:]
+    return value
+
+
+def _as_typed(exc: BaseException, args: Sequence[str]) -> str:
+    """A usage error's message naming the option as the user typed it: ``--ttl must be at most
+    365d, not 9999d`` (a sentence of the option's parser, which starts ``must``/``needs``), or
+    ``--ttl: 'soon' is not a duration ...``, where Click would name every alias
+    (``Invalid value for '--ttl' / '--ttl-hours': ...``)."""
+    param = getattr(exc, "param", None)
+    names = [*getattr(param, "opts", ()), *getattr(param, "secondary_opts", ())]
+    message = str(getattr(exc, "message", ""))
+    if not names or not message or getattr(exc, "param_hint", None) is not None:
+        return exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    typed = typed_name(names, args) or names[0]
+    for phrase, kind in _NOT_A.items():  # the type checks' wording, said of the typed value
+        if message.startswith(phrase):
+            value = _typed_value(typed, args)
+            message = f"must be {kind}" + (f", not {value!r}" if value is not None else "")
+    if message.startswith(("must ", "needs ")):
+        return f"{typed} {message}"
+    return f"{typed}: {message}"
+
+
+def print_json(data: Any) -> None:
+    """Print ``data`` as indented JSON on stdout (what ``--json`` flags emit)."""
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")

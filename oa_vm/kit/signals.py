@@ -1,0 +1,56 @@
+"""Signals a long command treats as Ctrl-C, and signals a cleanup must not be stopped by.
+
+One place for both, used by ``oa-vm smoke`` (``oa_vm/cli/smoke_run.py``) and ``openadapt-evals
+sweep`` (``evals/cli/commands/sweep.py``): a SIGTERM (a CI job cancelled, ``kill``) must remove what
+the command made, exactly as a Ctrl-C does.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+
+@contextmanager
+def sigterm_as_interrupt(
+    signals: tuple[signal.Signals, ...] = (signal.SIGTERM,),
+) -> Iterator[None]:
+    """Within the block, ``signals`` (SIGTERM by default) raise KeyboardInterrupt, so cleanup
+    runs as for Ctrl-C; the previous handlers are put back after it.
+
+    Outside the main thread (where Python lets no one set handlers) the block runs unchanged.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+@contextmanager
+def signals_ignored(
+    signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
+) -> Iterator[None]:
+    """Within the block, ``signals`` (Ctrl-C and SIGTERM by default) are ignored, so a cleanup
+    is not stopped half-way by a second Ctrl-C or ``kill``; the previous handlers are put back
+    after it. Outside the main thread the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in signals}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)

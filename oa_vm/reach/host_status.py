@@ -1,0 +1,207 @@
+"""A worker host's status protocol and how it is read over SSH, for waiting and for draining.
+
+A cloud worker's host reports what it is doing in files under ``/var/lib/oa-vm``
+(:mod:`infra.worker.units`): ``status`` (``key=value`` lines written by ``bootstrap.sh``, and by
+the spot watchers on a notice: ``state=draining``), ``image-info`` (an image builder's digests).
+This module holds the commands that read them (:class:`RemoteCommands`, data, expanded by the
+host's shell), the parsers of what they print, and the runner interface (:class:`RemoteRunner`)
+with its implementation over the project's one SSH command runner
+(:class:`waa_client.ssh.SshCommandRunner`). ``pool-wait`` (:mod:`oa_vm.clouds.pulumi.wait`)
+and the drain checks (:mod:`oa_vm.reach.drain`) both read the host through here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from infra.worker import units
+from oa_vm.model.state import SshEndpoint
+
+if TYPE_CHECKING:  # paramiko loads only when a command runs: the drain checks import this
+    from waa_client.errors import TunnelError
+    from waa_client.ssh import CommandResult
+
+COMMAND_TIMEOUT_S = 20.0
+"""Seconds a status command may go without output."""
+
+
+def _on_host(path: str) -> str:
+    """``path`` (under the host's state folder) as the host's shell expands it: a real host
+    leaves ``OA_VM_STATE_DIR`` unset; a rehearsal host (the tests' SSH server) sets it to where
+    its bootstrap writes."""
+    relative = path.removeprefix(units.STATE_DIR)
+    return f'"${{OA_VM_STATE_DIR:-{units.STATE_DIR}}}{relative}"'
+
+
+STATUS_FILE = _on_host(units.STATUS_FILE)
+IMAGE_INFO_FILE = _on_host(units.IMAGE_INFO_FILE)
+CONTAINER = units.CONTAINER
+SECTION = "--- oa-vm:"
+
+
+def _docker_probe_script(status_file: str, container: str) -> str:
+    """One remote shell command printing the status file, the container's status and its last
+    log line, in sections. docker is reached directly if the user may, else through sudo -n
+    (never prompting)."""
+    return (
+        f"cat {status_file} 2>/dev/null; "
+        f"echo '{SECTION}container'; "
+        "D=docker; docker info >/dev/null 2>&1 || D='sudo -n docker'; "
+        f"$D ps -a --filter 'name=^{container}$' --format '{{{{.Status}}}}' 2>&1; "
+        f"echo '{SECTION}log'; "
+        f"$D logs --tail 1 {container} 2>&1 | tail -n 1"
+    )
+
+
+@dataclass(frozen=True)
+class RemoteCommands:
+    """The shell commands run on a worker host to follow its boot.
+
+    Attributes:
+        cloud_init: prints cloud-init's status.
+        status_file: where ``bootstrap.sh`` writes its status.
+        image_info_file: where an image builder writes what it built from.
+    """
+
+    cloud_init: str = "cloud-init status"
+    status_file: str = STATUS_FILE
+    image_info_file: str = IMAGE_INFO_FILE
+
+    @property
+    def host(self) -> str:
+        """The status file, the container's status and its last log line, in one command."""
+        return _docker_probe_script(self.status_file, CONTAINER)
+
+
+@dataclass(frozen=True)
+class HostReport:
+    """What one pass of :attr:`RemoteCommands.host` found.
+
+    Attributes:
+        status: the bootstrap's status (``state``, ``step``, ``message``, ...); empty when the
+            bootstrap has not started.
+        container: the container's status line (``Up 3 minutes``, ``Exited (1) ...``) or
+            docker's error.
+        last_log: the container's last log line.
+    """
+
+    status: dict[str, str]
+    container: str
+    last_log: str
+
+
+def parse_status(text: str) -> dict[str, str]:
+    """``key=value`` lines of the status file as a dict (other lines ignored)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip().isidentifier():
+            out[key.strip()] = value.strip()
+    return out
+
+
+def parse_host_report(output: str) -> HostReport:
+    """Split :attr:`RemoteCommands.host`'s output into its sections."""
+    sections: dict[str, list[str]] = {"status": []}
+    current = "status"
+    for line in output.splitlines():
+        if line.startswith(SECTION):
+            current = line[len(SECTION):].strip()
+            sections[current] = []
+        else:
+            sections.setdefault(current, []).append(line)
+    container = "\n".join(sections.get("container", [])).strip()
+    log_lines = [line for line in sections.get("log", []) if line.strip()]
+    return HostReport(
+        status=parse_status("\n".join(sections["status"])),
+        container=container,
+        last_log=log_lines[-1].strip()[:200] if log_lines else "",
+    )
+
+
+def delivery_command(payload: str) -> str:
+    """One remote shell command that unpacks ``payload`` (the scorer's files,
+    :func:`infra.worker.cloud_init.late_payload`) into the host's delivery folder, whole: into a
+    temporary folder first, then renamed, so the bootstrap never sees half of it. As root, or
+    through sudo -n (never prompting)."""
+    folder = _on_host(units.DELIVERY_DIR)
+    return (
+        f"S=; [ \"$(id -u)\" = 0 ] || S='sudo -n'; D={folder}; "
+        '$S rm -rf "$D.tmp" && $S mkdir -p "$D.tmp" && '
+        f"printf %s '{payload}' | base64 -d | $S tar -xzf - -C \"$D.tmp\" && "
+        '$S rm -rf "$D" && $S mv "$D.tmp" "$D"'
+    )
+
+
+def logs_hint(ssh: SshEndpoint) -> str:
+    """How to read a worker's bootstrap and container logs by hand."""
+    return (
+        f"read its logs with: ssh -i {ssh.key_path} {ssh.user}@{ssh.host} "
+        f"'sudo journalctl -u oa-vm-bootstrap --no-pager | tail -50; "
+        f"sudo docker logs --tail 50 {CONTAINER}'"
+    )
+
+
+def describe_failure(report: HostReport, ssh: SshEndpoint) -> str:
+    """One line for a failed bootstrap: the step, the script's message, how to read logs."""
+    step = report.status.get("step", "?")
+    message = report.status.get("message", "no message")
+    return f"failed at {step}: {message}; {logs_hint(ssh)}"
+
+
+class RemoteUnreachableError(Exception):
+    """SSH to the host failed; the message is the SSH error's own line
+    (:mod:`waa_client.ssh.failures`).
+
+    Attributes:
+        final: waiting cannot help: the pool's key was refused, the host offered another host
+            key than the one remembered, or the pool's key file is unusable. A host not up yet
+            (connection refused, no handshake, session lost) is not final: poll it again.
+    """
+
+    def __init__(self, message: str, *, final: bool = False) -> None:
+        super().__init__(message)
+        self.final = final
+
+
+def remote_error(exc: TunnelError) -> RemoteUnreachableError:
+    """``exc`` (an SSH failure from :mod:`waa_client.ssh.failures`) as the host protocol's
+    error, keeping whether it is worth another try: the one rule for every reader of a host
+    (``pool-wait``, image builds, drains, resets). :attr:`WaaError.is_infrastructure` is that
+    rule on the client's side: only an unreachable host is retryable."""
+    return RemoteUnreachableError(str(exc), final=not exc.is_infrastructure)
+
+
+class RemoteRunner(Protocol):
+    """Runs one command on a worker host over SSH."""
+
+    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> CommandResult:
+        """Run ``command``; raise :class:`RemoteUnreachableError` if SSH itself fails."""
+        ...
+
+
+class ParamikoRunner:
+    """:class:`RemoteRunner` over :class:`waa_client.ssh.SshCommandRunner` with the pool's
+    key and known_hosts (trust on first use, then a changed host key is refused)."""
+
+    def __init__(self, known_hosts: Path) -> None:
+        self.known_hosts = known_hosts
+
+    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> CommandResult:
+        """Connect, check the host key, log in with the key, run ``command``."""
+        from waa_client.errors import TunnelError
+        from waa_client.ssh import SshCommandRunner
+
+        try:
+            return SshCommandRunner(self.known_hosts).run(
+                ssh.host, ssh.port, ssh.user, ssh.key_path, command, timeout
+            )
+        except TunnelError as exc:
+            raise remote_error(exc) from exc
+
+
+def read_status_command(commands: RemoteCommands | None = None) -> str:
+    """The command printing the host's status file (nothing when there is none)."""
+    return f"cat {(commands or RemoteCommands()).status_file} 2>/dev/null || true"
