@@ -304,16 +304,15 @@ def _repair_hook(pool: str) -> None:
     and before it starts anything, until ``<file>`` exists, so a drill can run ``pool-cleanup``
     at exactly that point instead of hoping for the timing."""
     import os
-    import time
     from pathlib import Path
+
+    from waa_client.poll import poll_until
 
     gate = os.environ.get("OA_VM_REPAIR_HOLD")
     if not gate:
         return
     Path(f"{gate}.waiting").write_text(pool, encoding="utf-8")
-    deadline = time.monotonic() + 600.0
-    while not Path(gate).exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    poll_until(Path(gate).exists, timeout_s=600.0, interval_s=0.05)
 
 
 def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:

@@ -28,12 +28,12 @@ import socket
 import subprocess
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import IO
 
 from waa_client import retry
 from waa_client.errors import SshUnreachableError, TunnelError
+from waa_client.poll import poll_until
 from waa_client.ssh.base import LOCALHOST, LocalForwards, load_private_key
 from waa_client.ssh.failures import ssh_output_error
 from waa_client.ssh.known_hosts import KnownHosts
@@ -137,19 +137,24 @@ class _Master:
             )
             # connect, host key, login, each bounded by ConnectTimeout; this deadline bounds
             # the whole (a server that accepts and never speaks, for one)
-            deadline = time.monotonic() + 2 * self.connect_timeout + 5.0
-            while not self.control.exists():
-                if self._proc.poll() is not None:
+            proc = self._proc
+
+            def connected() -> bool:
+                if self.control.exists():
+                    return True
+                if proc.poll() is not None:
                     raise self._failure(self._read_stderr())
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise SshUnreachableError(
-                        f"SSH to worker {self.name} at {self.address}: no SSH handshake within "
-                        f"{self.connect_timeout:g}s; the port may not be an SSH server, or the "
-                        "worker is still starting",
-                        url=f"ssh://{self.address}",
-                    )
-                time.sleep(0.02)
+                return False
+
+            if not poll_until(connected, timeout_s=2 * self.connect_timeout + 5.0,
+                              interval_s=0.02):
+                self.stop()
+                raise SshUnreachableError(
+                    f"SSH to worker {self.name} at {self.address}: no SSH handshake within "
+                    f"{self.connect_timeout:g}s; the port may not be an SSH server, or the "
+                    "worker is still starting",
+                    url=f"ssh://{self.address}",
+                )
 
     def _read_stderr(self) -> str:
         if self._stderr is None:
