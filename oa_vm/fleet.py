@@ -277,7 +277,6 @@ def repair_pool(
             fence()
         ops = ops or fleet_ops(record.cloud, Capability.REPAIR)
         try:
-            _repair_hook(pool)
             replaced = ops.repair(record, progress, list(workers) if workers else None)
         finally:
             # Not fenced: a cleanup that began meanwhile waits for this lock, then loads this
@@ -297,22 +296,6 @@ def repair_pool(
     record = api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update,
                            workers=targets, save=save)
     return record, replaced
-
-
-def _repair_hook(pool: str) -> None:
-    """Drills only: ``OA_VM_REPAIR_HOLD=<file>`` holds every repair, once its pool was checked
-    and before it starts anything, until ``<file>`` exists, so a drill can run ``pool-cleanup``
-    at exactly that point instead of hoping for the timing."""
-    import os
-    from pathlib import Path
-
-    from waa_client.poll import poll_until
-
-    gate = os.environ.get("OA_VM_REPAIR_HOLD")
-    if not gate:
-        return
-    Path(f"{gate}.waiting").write_text(pool, encoding="utf-8")
-    poll_until(Path(gate).exists, timeout_s=600.0, interval_s=0.05)
 
 
 def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
