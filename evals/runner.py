@@ -30,9 +30,6 @@ from evals.dispatcher import (
     DEFAULT_TASK_TIMEOUT_S,
     Dispatcher,
     DispatchSettings,
-    EventSink,
-    RunEvent,
-    Snapshot,
 )
 from evals.errors import (
     InvalidRunInputError,
@@ -40,6 +37,7 @@ from evals.errors import (
     RunExistsError,
     RunLockedError,
 )
+from evals.events import EventSink, RunEvent, Snapshot
 from evals.ledger import Ledger, default_token_pricer
 from evals.queue import DEFAULT_MAX_ATTEMPTS, TaskQueue, task_lease_seconds
 from evals.records import (

@@ -24,7 +24,8 @@ import pytest
 
 from evals import dispatcher as dispatcher_module
 from evals.agents.noop import NoopAgent
-from evals.dispatcher import Dispatcher, DispatchOutcome, DispatchSettings, RunEvent
+from evals.dispatcher import Dispatcher, DispatchOutcome, DispatchSettings
+from evals.events import RunEvent
 from evals.ledger import Ledger
 from evals.queue import QueueStatus, TaskQueue
 from evals.records import ErrorType, RunFolder, TaskExecution, TaskInfo, TaskStatus, now_iso

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 import evals.dispatcher
-from evals.dispatcher import RunEvent, Snapshot
-from evals.events import NOTICES, EventKind, kind_of
+from evals.events import NOTICES, EventKind, RunEvent, Snapshot, kind_of
 from evals.progress import LiveDisplay, PlainLines, event_line
 
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from evals.dispatcher import RunEvent, Snapshot
-from evals.events import EventKind
+from evals.events import EventKind, RunEvent, Snapshot
 from evals.progress import event_line
 
 
