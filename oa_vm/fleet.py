@@ -65,20 +65,6 @@ def fleet_ops(cloud: str, need: Capability) -> FleetOps:
     return provider.fleet_ops()
 
 
-def parse_span(text: str, *, default_unit: str = "h") -> float:
-    """Seconds for ``2d``, ``12h``, ``90m``, ``30s`` or a bare number (hours by default).
-
-    Raises:
-        InvalidInputError: not a positive duration.
-    """
-    from oa_vm.durations import SECONDS, to_unit
-
-    try:
-        return to_unit(text, default_unit) * SECONDS[default_unit]
-    except ValueError as exc:
-        raise InvalidInputError(f"invalid duration: {exc}") from None
-
-
 def _load(name: str | None) -> PoolRecord:
     record = state.load(api.resolve_name(name))
     if record.state in (PoolState.CREATING, PoolState.DELETING):
