@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -383,13 +382,15 @@ def wait_pool(
         WaitTimeoutError: time ran out; the message names each stuck worker and its phase.
     """
     from oa_vm.model.lease import save_fenced
+    from waa_client.poll import poll_until
 
     save = save or save_fenced
     record = state.load(resolve_name(name))
     provider = get_provider(record.cloud)
-    deadline = time.monotonic() + timeout_s
     interval = float(getattr(provider, "poll_interval_s", 5.0))
-    while True:
+
+    def one_pass() -> PoolRecord | None:
+        nonlocal record
         record = provider.refresh(record)
         for index, worker in enumerate(record.workers):
             if worker.state in (WorkerState.READY, WorkerState.LOST, WorkerState.STOPPED,
@@ -432,21 +433,22 @@ def wait_pool(
                 f"{len(record.workers)} worker(s) recorded); remove it with "
                 f"'oa-vm pool-cleanup --pool {record.name}' and create it again"
             )
-        if all(w.state == WorkerState.READY for w in record.workers if w.name in wanted):
-            return record
-        if time.monotonic() >= deadline:
-            stuck = "; ".join(
-                f"{w.name} stuck at {w.phase or 'start'}"
-                + (f" ({w.detail})" if w.detail else "")
-                for w in record.workers
-                if w.state != WorkerState.READY
-            )
-            from oa_vm.kit.durations import format_duration
+        done = all(w.state == WorkerState.READY for w in record.workers if w.name in wanted)
+        return record if done else None
 
-            raise WaitTimeoutError(
-                f"pool {record.name!r} not ready after {format_duration(timeout_s)}: {stuck}"
-            )
-        time.sleep(interval)
+    if (answer := poll_until(one_pass, timeout_s=timeout_s, interval_s=interval)) is not None:
+        return answer
+    stuck = "; ".join(
+        f"{w.name} stuck at {w.phase or 'start'}"
+        + (f" ({w.detail})" if w.detail else "")
+        for w in record.workers
+        if w.state != WorkerState.READY
+    )
+    from oa_vm.kit.durations import format_duration
+
+    raise WaitTimeoutError(
+        f"pool {record.name!r} not ready after {format_duration(timeout_s)}: {stuck}"
+    )
 
 
 def cleanup_pool(

@@ -68,20 +68,6 @@ def fleet_ops(cloud: str, need: Capability) -> FleetOps:
     return provider.fleet_ops()
 
 
-def parse_span(text: str, *, default_unit: str = "h") -> float:
-    """Seconds for ``2d``, ``12h``, ``90m``, ``30s`` or a bare number (hours by default).
-
-    Raises:
-        InvalidInputError: not a positive duration.
-    """
-    from oa_vm.kit.durations import SECONDS, to_unit
-
-    try:
-        return to_unit(text, default_unit) * SECONDS[default_unit]
-    except ValueError as exc:
-        raise InvalidInputError(f"invalid duration: {exc}") from None
-
-
 def _load(name: str | None) -> PoolRecord:
     record = state.load(api.resolve_name(name))
     if record.state in (PoolState.CREATING, PoolState.DELETING):
@@ -280,7 +266,6 @@ def repair_pool(
             fence()
         ops = ops or fleet_ops(record.cloud, Capability.REPAIR)
         try:
-            _repair_hook(pool)
             replaced = ops.repair(record, progress, list(workers) if workers else None)
         finally:
             # Not fenced: a cleanup that began meanwhile waits for this lock, then loads this
@@ -300,23 +285,6 @@ def repair_pool(
     record = api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update,
                            workers=targets, save=save)
     return record, replaced
-
-
-def _repair_hook(pool: str) -> None:
-    """Drills only: ``OA_VM_REPAIR_HOLD=<file>`` holds every repair, once its pool was checked
-    and before it starts anything, until ``<file>`` exists, so a drill can run ``pool-cleanup``
-    at exactly that point instead of hoping for the timing."""
-    import os
-    import time
-    from pathlib import Path
-
-    gate = os.environ.get("OA_VM_REPAIR_HOLD")
-    if not gate:
-        return
-    Path(f"{gate}.waiting").write_text(pool, encoding="utf-8")
-    deadline = time.monotonic() + 600.0
-    while not Path(gate).exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:

@@ -1,4 +1,9 @@
-"""Turn a structured action (click at x, y; type text; hotkey...) into pyautogui source.
+"""An agent's action (:class:`BenchmarkAction`) and its pyautogui source.
+
+The action type lives here, beside the one conversion that reads every field of it;
+:mod:`evals.agents.base` re-exports it with the rest of what an agent is.
+
+A structured action (click at x, y; type text; hotkey...) turns into pyautogui source.
 
 This is the form real WAA agents send to a guest's ``/execute_windows``, and the local worker
 accepts the same source, so an agent behaves the same on both. Coordinates are pixels, or
@@ -10,27 +15,10 @@ observation's accessibility tree (``rect="left,top,right,bottom"`` attributes).
 
 from __future__ import annotations
 
-from typing import Protocol
+import json
+from dataclasses import dataclass
+from typing import Any
 from xml.etree import ElementTree as ET
-
-
-class BenchmarkAction(Protocol):
-    """What this module reads of an action (:class:`evals.agents.base.BenchmarkAction` has it);
-    a protocol, so that this module needs nothing from the one that builds actions."""
-
-    type: str
-    x: float | None
-    y: float | None
-    target_node_id: str | None
-    target_bbox: tuple[float, float, float, float] | None
-    target_name: str | None
-    text: str | None
-    key: str | None
-    modifiers: list[str] | None
-    scroll_direction: str | None
-    scroll_amount: float | None
-    end_x: float | None
-    end_y: float | None
 
 SCREEN = (1280, 720)
 """The screen size normalized coordinates are scaled to (the local worker's and WAA's)."""
@@ -161,4 +149,139 @@ GUI_TYPES = ("click", "double_click", "right_click", "type", "key", "hotkey", "s
              "move")
 """Action types sent to the worker as pyautogui source."""
 
-__all__ = ["GUI_TYPES", "POINTER_TYPES", "SCREEN", "element_center", "point_of", "to_pyautogui"]
+EXECUTE = "execute"
+EXECUTE_WINDOWS = "execute_windows"
+DONE = "done"
+FAIL = "fail"
+WAIT = "wait"
+SEND_MSG_TO_USER = "send_msg_to_user"
+REPORT_INFEASIBLE = "report_infeasible"
+ABSTENTION_TYPES = (SEND_MSG_TO_USER, REPORT_INFEASIBLE)
+"""The two abstention actions: ask the user a question, or report the request cannot be done.
+Each ends the episode, with its ``text`` recorded (``evals.tasks.openapps`` scores them)."""
+GUI_ACTION_TYPES = GUI_TYPES
+"""The reference tool's GUI actions, sent to the worker as pyautogui source."""
+ACTION_TYPES = (EXECUTE, EXECUTE_WINDOWS, DONE, FAIL, WAIT, *ABSTENTION_TYPES, *GUI_TYPES)
+
+
+@dataclass
+class BenchmarkAction:
+    """One action.
+
+    GUI actions (the reference tool's vocabulary) become pyautogui source, the form WAA's
+    agents send, which real and local workers both accept (see docs/agents.md):
+
+    - ``click``, ``double_click``, ``right_click``: at ``x, y`` or at the target element;
+    - ``move``: move the mouse there; ``drag``: from ``x, y`` to ``end_x, end_y``;
+    - ``type``: ``text`` (clicking ``x, y`` first when given);
+    - ``key``/``hotkey``: ``key`` (``"enter"``, ``"ctrl+s"``) with optional ``modifiers``;
+    - ``scroll``: ``scroll_direction`` and ``scroll_amount``;
+    - ``wait``, ``done``, ``fail``: WAA's special actions.
+
+    ``execute`` (a command-language ``command``) and ``execute_windows`` (Python ``code``) send
+    what the agent wrote as is.
+
+    Attributes:
+        type: One of :data:`ACTION_TYPES`.
+        x, y: Pixels, or normalized to ``[0, 1]`` when both are floats in that range.
+        target_node_id, target_bbox, target_role, target_name: The element aimed at; used when
+            ``x``/``y`` are absent (the bbox centre, or the named element's centre in the
+            accessibility tree).
+        text: Text of a ``type`` action.
+        key: Key of a ``key``/``hotkey`` action (``"enter"``, ``"ctrl+s"``).
+        modifiers: Keys held with ``key`` (``["ctrl", "shift"]``).
+        scroll_direction, scroll_amount: A ``scroll`` action's direction and clicks.
+        end_x, end_y: Where a ``drag`` ends.
+        answer: An answer string (kept for the reference tool's benchmarks; not scored here).
+        raw_action: The agent's own form of the action, kept as is.
+        command: The command of an ``execute`` action.
+        code: The Python source of an ``execute_windows`` action.
+        raw: What the agent sent, when it came from outside (the http agent's answer).
+        usage: Model tokens this step used, ``{"model", "tokens_in", "tokens_out"}``.
+    """
+
+    type: str
+    x: float | None = None
+    y: float | None = None
+    target_node_id: str | None = None
+    target_bbox: tuple[float, float, float, float] | None = None
+    target_role: str | None = None
+    target_name: str | None = None
+    text: str | None = None
+    key: str | None = None
+    modifiers: list[str] | None = None
+    scroll_direction: str | None = None
+    scroll_amount: float | None = None
+    end_x: float | None = None
+    end_y: float | None = None
+    answer: str | None = None
+    raw_action: dict[str, Any] | None = None
+    command: str | None = None
+    code: str | None = None
+    raw: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.type = self.type.lower() if isinstance(self.type, str) else self.type
+        if self.type == "hotkey" and self.key is None and self.modifiers:
+            self.key = ""
+        if self.type not in ACTION_TYPES:
+            raise ValueError(f"unknown action type {self.type!r}; use one of {ACTION_TYPES}")
+        if self.type == EXECUTE and not self.command:
+            raise ValueError("an execute action needs a command")
+        if self.type == EXECUTE_WINDOWS and not self.code:
+            raise ValueError("an execute_windows action needs code")
+
+    @property
+    def ends_task(self) -> bool:
+        """True for ``done``, ``fail`` and the abstention actions: the agent says it is
+        finished, asks the user, or reports the request infeasible."""
+        return self.type in (DONE, FAIL, *ABSTENTION_TYPES)
+
+    def to_pyautogui(self, accessibility_tree: str | None = None) -> str:
+        """The pyautogui source a worker runs for this action (``execute_windows``: its code).
+
+        Raises:
+            ValueError: a GUI action lacking what its type needs, or a non-GUI action.
+        """
+        if self.type == EXECUTE_WINDOWS:
+            return str(self.code)
+        return to_pyautogui(self, accessibility_tree)
+
+    def to_string(self) -> str:
+        """WAA's action string: ``DONE``/``FAIL``/``WAIT``, the command/code itself, or a GUI
+        action's pyautogui source (aimed by coordinates or bbox; a target named only in the
+        accessibility tree is resolved when the action is sent)."""
+        if self.type == EXECUTE:
+            return str(self.command)
+        if self.type == EXECUTE_WINDOWS:
+            return str(self.code)
+        if self.type in GUI_TYPES:
+            try:
+                return to_pyautogui(self)
+            except ValueError:
+                return f"{self.type.upper()} {self.target_name or self.target_node_id or ''}"
+        if self.type in ABSTENTION_TYPES:
+            return f"{self.type.upper()} {json.dumps(self.text or '')}"
+        return self.type.upper()
+
+    def to_json(self) -> dict[str, Any]:
+        """The action as recorded in a step: ``type`` and every field that is set."""
+        data: dict[str, Any] = {"type": self.type}
+        for name in _RECORDED:
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = list(value) if isinstance(value, tuple) else value
+        return data
+
+
+_RECORDED = ("x", "y", "target_node_id", "target_bbox", "target_role", "target_name", "text",
+             "key", "modifiers", "scroll_direction", "scroll_amount", "end_x", "end_y", "answer",
+             "command", "code")
+
+
+__all__ = [
+    "ABSTENTION_TYPES", "ACTION_TYPES", "DONE", "EXECUTE", "EXECUTE_WINDOWS", "FAIL",
+    "GUI_ACTION_TYPES", "GUI_TYPES", "POINTER_TYPES", "REPORT_INFEASIBLE", "SCREEN",
+    "SEND_MSG_TO_USER", "WAIT", "BenchmarkAction", "element_center", "point_of", "to_pyautogui",
+]

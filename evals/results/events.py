@@ -1,4 +1,5 @@
-"""The kinds of a run's events (:class:`evals.run.dispatcher.RunEvent`), as one enum.
+"""A run's events (:class:`RunEvent`, with the :class:`Snapshot` a progress display shows) and
+their kinds, as one enum.
 
 The dispatcher names each event by its kind's value; :func:`kind_of` reads it back as an
 :class:`EventKind` (a ``str`` enum, so it also equals the plain name), and the displays
@@ -7,20 +8,9 @@ The dispatcher names each event by its kind's value; :func:`kind_of` reads it ba
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
-
-
-class HasKind(Protocol):
-    """What :func:`kind_of` reads of an event (:class:`evals.run.dispatcher.RunEvent`): its kind.
-
-    A protocol rather than the dispatcher's class, so that the dispatcher, which emits these
-    kinds, and this module do not import each other."""
-
-    @property
-    def kind(self) -> str:
-        """The event's kind as emitted (an :class:`EventKind` value, or a newer one)."""
-        ...
 
 
 class EventKind(StrEnum):
@@ -46,7 +36,48 @@ NOTICES = frozenset({
 """Kinds a live display also prints above itself, so they stay in the scrollback."""
 
 
-def kind_of(event: HasKind) -> EventKind | None:
+@dataclass(frozen=True)
+class Snapshot:
+    """Where a run stands (what a progress display shows)."""
+
+    total: int
+    done: int
+    successes: int
+    failures: int
+    errors: int
+    not_run: int
+    running: dict[str, str | None]
+    quarantined: list[str]
+    elapsed_s: float
+    done_this_session: int
+    spent_usd: float | None = None
+    """$ charged so far (finished attempts, and tasks of an earlier controller on resume)."""
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """Something that happened in a run.
+
+    ``kind`` is what happened: the dispatcher emits an :class:`EventKind` (a
+    ``str`` enum, so it also equals its plain name: ``started``, ``task_started``, ...); it is
+    typed ``str`` so a display built for an older version reads a newer kind as unknown
+    (:func:`kind_of`) rather than failing.
+    """
+
+    kind: str
+    snapshot: Snapshot
+    task_id: str | None = None
+    worker: str | None = None
+    status: str | None = None
+    detail: str | None = None
+    rejected: int = 0
+    """Actions the worker refused or failed in the finished task."""
+
+
+EventSink = Callable[[RunEvent], None]
+
+
+def kind_of(event: RunEvent) -> EventKind | None:
     """The event's kind; ``None`` for a kind this version does not know (shown as nothing)."""
     try:
         return EventKind(event.kind)

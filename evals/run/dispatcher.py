@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from evals.agents import BenchmarkAgent
 from evals.errors import EvalsError
-from evals.results.events import EventKind
+from evals.results.events import EventKind, EventSink, RunEvent, Snapshot
 from evals.results.ledger import Ledger
 from evals.results.records import (
     AttemptRecord,
@@ -75,47 +75,7 @@ DEFAULT_QUARANTINE_AFTER = 2
 _IDLE_POLL_S = 0.2
 
 
-# --- what a progress display is fed ------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Snapshot:
-    """Where a run stands (what a progress display shows)."""
-
-    total: int
-    done: int
-    successes: int
-    failures: int
-    errors: int
-    not_run: int
-    running: dict[str, str | None]
-    quarantined: list[str]
-    elapsed_s: float
-    done_this_session: int
-    spent_usd: float | None = None
-    """$ charged so far (finished attempts, and tasks of an earlier controller on resume)."""
-
-
-@dataclass(frozen=True)
-class RunEvent:
-    """Something that happened in a run.
-
-    ``kind`` is what happened: the dispatcher emits an :class:`evals.results.events.EventKind` (a
-    ``str`` enum, so it also equals its plain name: ``started``, ``task_started``, ...); it is
-    typed ``str`` so a display built for an older version reads a newer kind as unknown
-    (:func:`evals.results.events.kind_of`) rather than failing.
-    """
-
-    kind: str
-    snapshot: Snapshot
-    task_id: str | None = None
-    worker: str | None = None
-    status: str | None = None
-    detail: str | None = None
-    rejected: int = 0
-    """Actions the worker refused or failed in the finished task."""
-
-
-EventSink = Callable[[RunEvent], None]
+# What a progress display is fed (Snapshot, RunEvent, EventSink) is in evals.results.events.
 
 
 # --- the dispatcher ----------------------------------------------------------------------------

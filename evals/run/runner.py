@@ -30,6 +30,7 @@ from evals.errors import (
     RunLockedError,
 )
 from evals.results.agent_failures import agent_failures, describe
+from evals.results.events import EventSink, RunEvent, Snapshot
 from evals.results.ledger import Ledger, default_token_pricer
 from evals.results.records import (
     RunFolder,
@@ -49,9 +50,6 @@ from evals.run.dispatcher import (
     DEFAULT_TASK_TIMEOUT_S,
     Dispatcher,
     DispatchSettings,
-    EventSink,
-    RunEvent,
-    Snapshot,
 )
 from evals.run.queue import DEFAULT_MAX_ATTEMPTS, TaskQueue, task_lease_seconds
 from evals.run.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets

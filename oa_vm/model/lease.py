@@ -315,15 +315,18 @@ def hold_pool(pool: str, run: str, *, wait_s: float = 0.0) -> Iterator[Hold]:
     Raises:
         PoolBusyError: another live run holds it (after ``wait_s`` seconds of waiting).
     """
+    from waa_client.poll import poll_until  # not at the top: the lease is read at start-up
+
     token = _new_token()
-    deadline = time.monotonic() + max(0.0, wait_s)
-    while True:
+    holder: dict[str, Any] | None = None
+
+    def acquired() -> bool:
+        nonlocal holder
         holder = try_acquire(pool, run, token)
-        if holder is None:
-            break
-        if time.monotonic() >= deadline:
-            raise PoolBusyError(pool, describe(holder))
-        time.sleep(_WAIT_POLL_S)
+        return holder is None
+
+    if not poll_until(acquired, timeout_s=wait_s, interval_s=_WAIT_POLL_S):
+        raise PoolBusyError(pool, describe(holder or {}))
     taken = read_lease(pool)
     generation = taken.get("generation") if taken is not None and _ours(taken, token) else None
     hold = Hold(pool, token, generation if isinstance(generation, int) else None)

@@ -499,22 +499,25 @@ def locked(name: str) -> Iterator[None]:
 
 def _flock(fd: int, path: Path) -> None:
     import fcntl
-    import time
 
-    deadline = time.monotonic() + LOCK_WAIT_S
-    while True:
+    def free() -> bool:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
         except BlockingIOError:
-            if time.monotonic() > deadline:
-                from oa_vm.errors import OaVmError
+            return False
+        return True
 
-                raise OaVmError(
-                    f"{path} is held by another oa-vm command (a stopped one?); "
-                    "let it finish, or end it, and run the command again"
-                ) from None
-            time.sleep(0.01)
+    if free():  # nearly every save: no import of the poll's package (it loads the HTTP stack)
+        return
+    from waa_client.poll import poll_until
+
+    if not poll_until(free, timeout_s=LOCK_WAIT_S, interval_s=0.01):
+        from oa_vm.errors import OaVmError
+
+        raise OaVmError(
+            f"{path} is held by another oa-vm command (a stopped one?); "
+            "let it finish, or end it, and run the command again"
+        )
 
 
 def ensure_pool_dir(name: str) -> Path:

@@ -2,8 +2,9 @@
 taken over by a second host, a controller frozen past its task leases. Real local pools created
 by the CLI, real controllers as subprocesses, SIGSTOP/SIGCONT for a sleeping laptop.
 
-Timings are not left to luck: the repair is held at its critical point by a drill hook
-(``OA_VM_REPAIR_HOLD``, :func:`oa_vm.fleet.repair_pool`) and the cleanup is started before,
+Timings are not left to luck: the repair is held at its critical point by a test seam
+(:mod:`tests.support.repair_gate`, around :func:`oa_vm.fleet.repair_pool`'s provider step) and
+the cleanup is started before,
 during or after it; a second host is a second controller under another ``OA_VM_HOST_ID``.
 """
 
@@ -66,11 +67,10 @@ def test_cleanup_during_a_repairing_run_leaves_no_worker_and_no_record(
 ) -> None:
     _create(home, "fixme", 2)
     gate = tmp_path / "repair-gate"
-    monkeypatch.setenv("OA_VM_REPAIR_HOLD", str(gate))
     results = tmp_path / "results"
     run = Controller(home, "run", "--pool", "fixme", "--agent", "oracle", "--tasks", "all",
                      "--run-name", "mend", "--repair", "--step-pause", "0.2",
-                     "--results-dir", str(results), log_dir=tmp_path)
+                     "--results-dir", str(results), log_dir=tmp_path, repair_gate=gate)
     controllers.append(run)
     wait_until(lambda: len(read_records(results / "mend")) >= 1, "the run's first record")
     killed = worker_pid("fixme", "worker-0")

@@ -1,13 +1,12 @@
 """One rule for every ``pool.json`` update: an extension acknowledged while a repair, a pause or
 a resume holds the record is never lost, and ``pool-resume`` adds an extension made while the
 pool was paused instead of replacing it. Each race is forced by construction: the repair is held
-at its gate (``OA_VM_REPAIR_HOLD``) while the real ``pool-extend`` runs; the pause and resume
-call ``extend_pool`` from inside their provider step. Real local pools.
+at its gate (:mod:`tests.support.repair_gate`) while the real ``pool-extend`` runs; the pause
+and resume call ``extend_pool`` from inside their provider step. Real local pools.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from datetime import timedelta
@@ -19,7 +18,8 @@ from oa_vm import api, fleet
 from oa_vm.clouds.base import Capability, FleetOps, Progress
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord
-from tests.support.cli import BIN, run_cli
+from tests.support import repair_gate
+from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -39,9 +39,10 @@ def _pool(name: str) -> str:
 def test_an_extend_during_a_repair_is_kept(home: Path, tmp_path: Path) -> None:
     pool = _pool("held")
     gate = tmp_path / "gate"
+    argv, env = repair_gate.command(gate, "oa-vm", "pool-repair", "--name", pool,
+                                    "--worker", "worker-0")
     repair = subprocess.Popen(  # a fixed argv, no shell
-        [str(BIN / "oa-vm"), "pool-repair", "--name", pool, "--worker", "worker-0"],
-        env={**os.environ, "OA_VM_HOME": str(home), "OA_VM_REPAIR_HOLD": str(gate)},
+        argv, env={**env, "OA_VM_HOME": str(home)},
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

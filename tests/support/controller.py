@@ -10,22 +10,28 @@ from pathlib import Path
 
 from oa_vm.model import state
 from tests.support.cli import BIN
+from tests.support.repair_gate import command as repair_gate_command
 from tests.support.run_records import read_records
 
 WAIT_LIMIT_S = 240.0  # generous: the drills run on busy 2-core machines
 
 
 class Controller:
-    """``openadapt-evals ARGS`` as a subprocess, its output in a log file under ``log_dir``."""
+    """``openadapt-evals ARGS`` as a subprocess, its output in a log file under ``log_dir``;
+    with ``repair_gate``, its pool repairs are held at that gate
+    (:mod:`tests.support.repair_gate`)."""
 
-    def __init__(self, home: Path, *args: str, log_dir: Path) -> None:
+    def __init__(self, home: Path, *args: str, log_dir: Path,
+                 repair_gate: Path | None = None) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         self.log = log_dir / f"controller-{time.monotonic_ns()}.log"
-        env = {**os.environ, "OA_VM_HOME": str(home)}
+        argv, env = [str(BIN / "openadapt-evals"), *args], dict(os.environ)
+        if repair_gate is not None:
+            argv, env = repair_gate_command(repair_gate, "openadapt-evals", *args)
+        env["OA_VM_HOME"] = str(home)
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(  # our own console script, fixed arguments
-                [str(BIN / "openadapt-evals"), *args],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
             )
 
     def output(self) -> str:

@@ -12,21 +12,15 @@ Every step has a timeout: the TCP connect, the SSH banner, handshake and login
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
 import paramiko
 
-from waa_client.errors import SshUnreachableError
 from waa_client.ssh.base import load_private_key
-from waa_client.ssh.failures import (
-    connect_error,
-    describe_connection,
-    handshake_error,
-    login_error,
-)
+from waa_client.ssh.failures import session_error
 from waa_client.ssh.known_hosts import KnownHosts
+from waa_client.ssh.paramiko_connect import close_transport, connect
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -69,36 +63,10 @@ class SshCommandRunner:
             HostKeyMismatchError: The host's key changed.
             SshAuthenticationError: The key was refused.
         """
-        who = worker
         pkey = load_private_key(Path(key_path))
-        try:
-            sock = socket.create_connection((host, port), timeout=self.connect_timeout)
-        except OSError as exc:
-            raise connect_error(exc, worker=who, host=host, port=port,
-                                connect_timeout=self.connect_timeout) from exc
-        transport = paramiko.Transport(sock)
-        transport.banner_timeout = self.connect_timeout
-        transport.handshake_timeout = self.connect_timeout
-        transport.auth_timeout = self.connect_timeout
-        try:
-            try:
-                transport.start_client(timeout=self.connect_timeout)
-                server_key = transport.get_remote_server_key()
-            except (paramiko.SSHException, OSError, EOFError) as exc:
-                raise handshake_error(exc, worker=who, host=host, port=port,
-                                      connect_timeout=self.connect_timeout) from exc
-            self.known_hosts.verify(host, port, server_key, worker=worker)
-            try:
-                transport.auth_publickey(user, pkey)
-            except (paramiko.SSHException, OSError, EOFError) as exc:
-                raise login_error(exc, worker=who, host=host, port=port, user=user,
-                                  key_path=key_path) from exc
-            return self._exec(transport, command, timeout, who, f"{host}:{port}")
-        finally:
-            transport.close()
-
-    def _exec(self, transport: paramiko.Transport, command: str, timeout: float, who: str,
-              address: str) -> CommandResult:
+        transport = connect(host, port, user=user, pkey=pkey, key_path=key_path,
+                            known_hosts=self.known_hosts, connect_timeout=self.connect_timeout,
+                            worker=worker)
         try:
             channel = transport.open_session(timeout=self.connect_timeout)
             channel.settimeout(timeout)
@@ -109,9 +77,7 @@ class SshCommandRunner:
                 chunks.append(data)
             status = channel.recv_exit_status()
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise SshUnreachableError(
-                f"{describe_connection(who, address)}: the command's session failed "
-                f"({exc or type(exc).__name__}); retry",
-                url=f"ssh://{address}",
-            ) from exc
+            raise session_error(exc, worker=worker, host=host, port=port) from exc
+        finally:
+            close_transport(transport)
         return CommandResult(status, b"".join(chunks).decode("utf-8", "replace"))

@@ -9,7 +9,10 @@ host (retryable infrastructure).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 import paramiko
@@ -20,7 +23,19 @@ from waa_client.errors import (
     SshUnreachableError,
     TunnelError,
 )
-from waa_client.ssh.known_hosts import KnownHosts, fingerprint, host_entry
+
+DEFAULT_SSH_PORT = 22
+
+
+def host_entry(host: str, port: int) -> str:
+    """The name OpenSSH files a host under: ``host`` on port 22, else ``[host]:port``."""
+    return host if port == DEFAULT_SSH_PORT else f"[{host}]:{port}"
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """OpenSSH's ``SHA256:...`` fingerprint of a public key."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
 
 
 def describe_connection(worker: str, address: str) -> str:
@@ -28,27 +43,52 @@ def describe_connection(worker: str, address: str) -> str:
     return f"SSH to worker {worker} at {address}" if worker else f"SSH to {address}"
 
 
+def host_key_changed(*, worker: str, host: str, port: int, remembered: Sequence[paramiko.PKey],
+                     offered: str, offered_fingerprint: str,
+                     known_hosts_file: Path | None) -> HostKeyMismatchError:
+    """The error for a host that offers another key than the one remembered for it.
+
+    Args:
+        remembered: The keys the pool's known_hosts holds for the host.
+        offered: How the offered key is shown (its type and fingerprint, or the fingerprint).
+        offered_fingerprint: The offered key's ``SHA256:...`` fingerprint ("" if unknown).
+        known_hosts_file: The pool's known_hosts, named in the advice (None: not named).
+    """
+    entry = host_entry(host, port)
+    who = f"worker {worker} at {entry}" if worker else entry
+    known = ", ".join(f"{k.get_name()} {fingerprint(k)}" for k in remembered)
+    forget = f" -f {known_hosts_file}" if known_hosts_file else ""
+    return HostKeyMismatchError(
+        f"host key of {who} changed: remembered {known or '?'}, offered {offered or '?'}; "
+        f"refusing to connect. If the worker was recreated, forget the old key with: "
+        f"ssh-keygen -R '{entry}'{forget} (otherwise something may be intercepting the "
+        "connection)",
+        host=entry, known_fingerprint=known, offered_fingerprint=offered_fingerprint,
+    )
+
+
+def no_ssh_client() -> SshUnreachableError:
+    """The error when the OpenSSH backend finds no ``ssh`` client to run."""
+    return SshUnreachableError("no ssh client installed; install openssh-client")
+
+
 def ssh_output_error(text: str, *, worker: str, host: str, port: int, user: str,
                      key_path: Path | str, connect_timeout: float,
-                     known_hosts: KnownHosts | None) -> TunnelError:
-    """The error an ``ssh`` client's stderr ``text`` reports, for worker ``worker``."""
+                     remembered: Sequence[paramiko.PKey] = (),
+                     known_hosts_file: Path | None = None) -> TunnelError:
+    """The error an ``ssh`` client's stderr ``text`` reports, for worker ``worker``
+    (``remembered``: the keys the pool's ``known_hosts_file`` holds for the host)."""
     address = f"{host}:{port}"
     where = describe_connection(worker, address)
     url = f"ssh://{address}"
     last = next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
     if "IDENTIFICATION HAS CHANGED" in text or "Host key verification failed" in text:
-        entry = host_entry(host, port)
-        known = ", ".join(f"{k.get_name()} {fingerprint(k)}"
-                          for k in known_hosts.known_keys(host, port)) if known_hosts else ""
         offered = re.search(r"SHA256:[A-Za-z0-9+/=]+", text)
-        forget = f" -f {known_hosts.path}" if known_hosts else ""
-        return HostKeyMismatchError(
-            f"host key of worker {worker} at {entry} changed: remembered {known or '?'}, "
-            f"offered {offered.group(0) if offered else '?'}; refusing to connect. If the "
-            f"worker was recreated, forget the old key with: ssh-keygen -R '{entry}'{forget} "
-            "(otherwise something may be intercepting the connection)",
-            host=entry, known_fingerprint=known,
+        return host_key_changed(
+            worker=worker, host=host, port=port, remembered=remembered,
+            offered=offered.group(0) if offered else "",
             offered_fingerprint=offered.group(0) if offered else "",
+            known_hosts_file=known_hosts_file,
         )
     if "Permission denied" in text:
         return SshAuthenticationError(
@@ -92,16 +132,35 @@ def connect_error(exc: OSError, *, worker: str, host: str, port: int,
     )
 
 
-def handshake_error(exc: BaseException, *, worker: str, host: str, port: int,
+def handshake_error(exc: BaseException | None, *, worker: str, host: str, port: int,
                     connect_timeout: float) -> SshUnreachableError:
     """The error for an SSH handshake (banner, key exchange) that failed with ``exc`` after the
-    TCP connect succeeded."""
+    TCP connect succeeded (None: no handshake came in time, and nothing more is known)."""
+    address = f"{host}:{port}"
+    reason = "" if exc is None else f" ({exc or type(exc).__name__})"
+    return SshUnreachableError(
+        f"{describe_connection(worker, address)}: no SSH handshake within {connect_timeout:g}s"
+        f"{reason}; the port may not be an SSH server, or the worker is still starting",
+        url=f"ssh://{address}",
+    )
+
+
+def session_error(exc: BaseException, *, worker: str, host: str, port: int) -> SshUnreachableError:
+    """The error for a command's session lost after the login (retryable)."""
     address = f"{host}:{port}"
     return SshUnreachableError(
-        f"{describe_connection(worker, address)}: no SSH handshake within {connect_timeout:g}s "
-        f"({exc or type(exc).__name__}); the port may not be an SSH server, or the worker is "
-        "still starting",
+        f"{describe_connection(worker, address)}: the command's session failed "
+        f"({exc or type(exc).__name__}); retry",
         url=f"ssh://{address}",
+    )
+
+
+def tunnel_error(what: str, *, worker: str, host: str, port: int,
+                 advice: str = "retry") -> SshUnreachableError:
+    """The error for a tunnel whose forwarding could not be set up after the login (``what``
+    went wrong); retryable."""
+    return SshUnreachableError(
+        f"SSH tunnel to worker {worker}: {what}; {advice}", url=f"ssh://{host}:{port}",
     )
 
 

@@ -6,8 +6,6 @@ works with ``ssh -o UserKnownHostsFile=<file>`` and ``ssh-keygen -R '[host]:port
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import tempfile
 import threading
@@ -15,9 +13,9 @@ from pathlib import Path
 
 import paramiko
 
-from waa_client.errors import HostKeyMismatchError
+from waa_client.ssh.failures import fingerprint, host_entry, host_key_changed
 
-DEFAULT_SSH_PORT = 22
+__all__ = ["KnownHosts", "fingerprint", "host_entry"]
 
 # Several tunnels of one pool record their first contact at the same time; one lock per file
 # keeps their read-modify-write from losing a line.
@@ -28,17 +26,6 @@ _locks_guard = threading.Lock()
 def _lock_for(path: Path) -> threading.Lock:
     with _locks_guard:
         return _locks.setdefault(path, threading.Lock())
-
-
-def host_entry(host: str, port: int) -> str:
-    """The name OpenSSH files a host under: ``host`` on port 22, else ``[host]:port``."""
-    return host if port == DEFAULT_SSH_PORT else f"[{host}]:{port}"
-
-
-def fingerprint(key: paramiko.PKey) -> str:
-    """OpenSSH's ``SHA256:...`` fingerprint of a public key."""
-    digest = hashlib.sha256(key.asbytes()).digest()
-    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
 
 
 class KnownHosts:
@@ -80,16 +67,10 @@ class KnownHosts:
                 return True
             if any(k.get_name() == key.get_name() and k.asbytes() == key.asbytes() for k in known):
                 return False
-        who = f"worker {worker} at {entry}" if worker else entry
-        known_fp = ", ".join(f"{k.get_name()} {fingerprint(k)}" for k in known)
-        raise HostKeyMismatchError(
-            f"host key of {who} changed: remembered {known_fp}, offered {key.get_name()} "
-            f"{fingerprint(key)}; refusing to connect. If the worker was recreated, forget the "
-            f"old key with: ssh-keygen -R '{entry}' -f {self.path} (otherwise something may be "
-            "intercepting the connection)",
-            host=entry,
-            known_fingerprint=known_fp,
-            offered_fingerprint=fingerprint(key),
+        raise host_key_changed(
+            worker=worker, host=host, port=port, remembered=known,
+            offered=f"{key.get_name()} {fingerprint(key)}", offered_fingerprint=fingerprint(key),
+            known_hosts_file=self.path,
         )
 
     def _append(self, entry: str, key: paramiko.PKey) -> None:

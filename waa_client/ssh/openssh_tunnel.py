@@ -28,14 +28,19 @@ import socket
 import subprocess
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import IO
 
 from waa_client import retry
-from waa_client.errors import SshUnreachableError, TunnelError
+from waa_client.errors import TunnelError
+from waa_client.poll import poll_until
 from waa_client.ssh.base import LOCALHOST, LocalForwards, load_private_key
-from waa_client.ssh.failures import ssh_output_error
+from waa_client.ssh.failures import (
+    handshake_error,
+    no_ssh_client,
+    ssh_output_error,
+    tunnel_error,
+)
 from waa_client.ssh.known_hosts import KnownHosts
 
 _CONTROL_TIMEOUT = 15.0  # for the short ``-O`` commands
@@ -126,7 +131,7 @@ class _Master:
             self.known_hosts.path.parent.mkdir(parents=True, exist_ok=True)
             ssh = ssh_binary()
             if ssh is None:
-                raise SshUnreachableError("no ssh client installed; install openssh-client")
+                raise no_ssh_client()
             self._stderr = tempfile.TemporaryFile()  # noqa: SIM115  (closed by stop())
             argv = [ssh, "-M", "-N", *self.options(), f"{self.user}@{self.host}"]
             # In this process's group: a Ctrl-C in the terminal ends the masters with the
@@ -137,19 +142,20 @@ class _Master:
             )
             # connect, host key, login, each bounded by ConnectTimeout; this deadline bounds
             # the whole (a server that accepts and never speaks, for one)
-            deadline = time.monotonic() + 2 * self.connect_timeout + 5.0
-            while not self.control.exists():
-                if self._proc.poll() is not None:
+            proc = self._proc
+
+            def connected() -> bool:
+                if self.control.exists():
+                    return True
+                if proc.poll() is not None:
                     raise self._failure(self._read_stderr())
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise SshUnreachableError(
-                        f"SSH to worker {self.name} at {self.address}: no SSH handshake within "
-                        f"{self.connect_timeout:g}s; the port may not be an SSH server, or the "
-                        "worker is still starting",
-                        url=f"ssh://{self.address}",
-                    )
-                time.sleep(0.02)
+                return False
+
+            if not poll_until(connected, timeout_s=2 * self.connect_timeout + 5.0,
+                              interval_s=0.02):
+                self.stop()
+                raise handshake_error(None, worker=self.name, host=self.host, port=self.port,
+                                      connect_timeout=self.connect_timeout)
 
     def _read_stderr(self) -> str:
         if self._stderr is None:
@@ -162,7 +168,8 @@ class _Master:
         return ssh_output_error(text, worker=self.name, host=self.host, port=self.port,
                                 user=self.user, key_path=self.key_path,
                                 connect_timeout=self.connect_timeout,
-                                known_hosts=self.known_hosts)
+                                remembered=self.known_hosts.known_keys(self.host, self.port),
+                                known_hosts_file=self.known_hosts.path)
 
     def control_command(self, *args: str) -> subprocess.CompletedProcess[str]:
         """Run ``ssh -S <socket> <args> user@host`` against the master."""
@@ -291,11 +298,9 @@ class OpenSshTunnel(LocalForwards):
             retry.call(once, attempts=FORWARD_ATTEMPTS, backoff_max=0,
                        retryable=lambda e: isinstance(e, _ForwardRefused))
         except _ForwardRefused as exc:
-            raise SshUnreachableError(
-                f"SSH tunnel to worker {self.target.name}: ssh could not forward local "
-                f"ports ({exc}); retry",
-                url=f"ssh://{master.address}",
-            ) from None
+            raise tunnel_error(f"ssh could not forward local ports ({exc})",
+                               worker=self.target.name, host=master.host,
+                               port=master.port) from None
 
     def stop(self) -> None:
         """Remove this worker's forwards; the connection closes with its last tunnel."""

@@ -32,10 +32,11 @@ import threading
 import paramiko
 import sshtunnel
 
-from waa_client.errors import SshUnreachableError, TunnelError
+from waa_client.errors import TunnelError
 from waa_client.ssh.base import LOCALHOST, LocalForwards, TunnelTarget, load_private_key
-from waa_client.ssh.failures import connect_error, handshake_error, login_error
-from waa_client.ssh.known_hosts import KnownHosts, host_entry
+from waa_client.ssh.failures import tunnel_error
+from waa_client.ssh.known_hosts import KnownHosts
+from waa_client.ssh.paramiko_connect import close_transport, connect
 
 log = logging.getLogger("waa_client.ssh")
 # sshtunnel logs every open/close at INFO and warns "Server is not started" on each stop of a
@@ -86,51 +87,15 @@ class _Forwarder(sshtunnel.SSHTunnelForwarder):  # type: ignore[misc]  # sshtunn
     def transport(self) -> paramiko.Transport | None:
         return self.__dict__.get("_transport")
 
-    def _get_transport(self) -> paramiko.Transport:
-        # (1) Connect with a timeout; map the failure to an infrastructure error.
-        try:
-            sock = socket.create_connection(
-                (self.ssh_host, self.ssh_port), timeout=self._connect_timeout
-            )
-        except OSError as e:
-            raise connect_error(e, worker=self._target.name, host=self.ssh_host,
-                                port=self.ssh_port, connect_timeout=self._connect_timeout) from e
-        transport = paramiko.Transport(sock)
-        transport.set_keepalive(int(max(1, self.set_keepalive)))
-        transport.banner_timeout = self._connect_timeout
-        transport.handshake_timeout = self._connect_timeout
-        transport.auth_timeout = self._connect_timeout
-        return transport
-
     def _connect_to_gateway(self) -> None:
-        # (2) + (3): verify the host key ourselves, raise precise errors.
-        transport = self._get_transport()
-        self._transport = transport
-        try:
-            try:
-                # start_client returns quietly when its timeout passes mid-handshake; asking
-                # for the server key then raises, so both sit under one handler.
-                transport.start_client(timeout=self._connect_timeout)
-                server_key = transport.get_remote_server_key()
-            except (paramiko.SSHException, OSError, EOFError) as e:
-                raise handshake_error(e, worker=self._target.name, host=self.ssh_host,
-                                      port=self.ssh_port,
-                                      connect_timeout=self._connect_timeout) from e
-            first = self._known_hosts.verify(
-                self.ssh_host, self.ssh_port, server_key, worker=self._target.name
-            )
-            if first:
-                log.info("remembered the host key of %s (%s) in %s", self._target.name,
-                         host_entry(self.ssh_host, self.ssh_port), self._known_hosts.path)
-            try:
-                transport.auth_publickey(self.ssh_username, self._pkey)
-            except (paramiko.SSHException, OSError, EOFError) as e:
-                raise login_error(e, worker=self._target.name, host=self.ssh_host,
-                                  port=self.ssh_port, user=self.ssh_username,
-                                  key_path=self._target.key_path) from e
-        except BaseException:
-            _close_transport(transport)
-            raise
+        # (1) + (2) + (3): the one connect sequence (a timeout on every step, the host key
+        # checked before the login, precise errors), not sshtunnel's.
+        self._transport = connect(
+            self.ssh_host, self.ssh_port, user=self.ssh_username, pkey=self._pkey,
+            key_path=self._target.key_path, known_hosts=self._known_hosts,
+            connect_timeout=self._connect_timeout, worker=self._target.name,
+            keepalive=self.set_keepalive,
+        )
 
 
 
@@ -190,20 +155,17 @@ class WorkerTunnel(LocalForwards):
             _shutdown(forwarder)
             if ports != (0, 0) and "might be in use" in str(e):
                 raise _PortsTaken from e
-            raise SshUnreachableError(
-                f"SSH tunnel to worker {self.target.name}: {e}; retry, or check the worker",
-                url=f"ssh://{host_entry(self.target.ssh_host, self.target.ssh_port)}",
-            ) from e
+            raise tunnel_error(str(e), worker=self.target.name, host=self.target.ssh_host,
+                               port=self.target.ssh_port,
+                               advice="retry, or check the worker") from e
         if len(forwarder.local_bind_ports) != 2:
             # sshtunnel only logs a local port it could not bind (and forwards the other):
             # treat it as taken, so start() falls back to new ports instead of failing later.
             _shutdown(forwarder)
             if ports != (0, 0):
                 raise _PortsTaken
-            raise SshUnreachableError(
-                f"SSH tunnel to worker {self.target.name}: a local port could not be bound; retry",
-                url=f"ssh://{host_entry(self.target.ssh_host, self.target.ssh_port)}",
-            )
+            raise tunnel_error("a local port could not be bound", worker=self.target.name,
+                               host=self.target.ssh_host, port=self.target.ssh_port)
         return forwarder
 
     def stop(self) -> None:
@@ -270,14 +232,7 @@ def _shutdown(forwarder: _Forwarder) -> None:
             srv.server_close()
     transport = forwarder.transport
     if transport is not None:
-        _close_transport(transport)
+        close_transport(transport)
     for thread in threading.enumerate():
         if thread.name in names and thread is not threading.current_thread():
             thread.join(_SERVER_THREAD_JOIN)
-
-
-def _close_transport(transport: paramiko.Transport) -> None:
-    """Close a transport and wait for its thread, so none outlives the tunnel."""
-    transport.close()
-    if transport.is_alive() and transport is not threading.current_thread():
-        transport.join(_SERVER_THREAD_JOIN)

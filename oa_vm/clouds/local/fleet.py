@@ -25,7 +25,6 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -228,9 +227,11 @@ def await_units(
     Raises:
         ProvisioningError: a process exited during start-up, or time ran out.
     """
-    deadline = time.monotonic() + timeout_s
+    from waa_client.poll import poll_until
+
     left = list(pending)
-    while left:
+
+    def all_listening() -> bool:
         for unit in list(left):
             if read_unit_ready(unit):
                 names = unit[0].name if len(unit) == 1 else f"{unit[0].name}..{unit[-1].name}"
@@ -240,13 +241,13 @@ def await_units(
                 raise ProvisioningError(
                     f"{unit[0].name} exited during start-up (log: {unit[0].log_path})"
                 )
-        if left and time.monotonic() > deadline:
-            raise ProvisioningError(
-                f"{len(left)} worker process(es) not listening after {timeout_s:g} s; see "
-                f"{left[0][0].log_path}"
-            )
-        if left:
-            time.sleep(0.1)
+        return not left
+
+    if not poll_until(all_listening, timeout_s=timeout_s, interval_s=0.1):
+        raise ProvisioningError(
+            f"{len(left)} worker process(es) not listening after {timeout_s:g} s; see "
+            f"{left[0][0].log_path}"
+        )
 
 
 def create_grouped(

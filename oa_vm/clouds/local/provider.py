@@ -20,7 +20,6 @@ import json
 import os
 import shutil
 import signal
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -187,9 +186,11 @@ class LocalProvider:
         launch_unit([worker], faults, tasks_dir, secret)
 
     def _await_ports(self, record: PoolRecord, progress: Progress) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        from waa_client.poll import poll_until
+
         pending = list(record.workers)
-        while pending and time.monotonic() < deadline:
+
+        def all_listening() -> bool:
             for worker in list(pending):
                 if _read_ready(worker):
                     # The URLs are capabilities: 'pool-status --json' gives them whole.
@@ -203,9 +204,10 @@ class LocalProvider:
                         f"{worker.name} exited during start-up: {_log_tail(worker)} "
                         f"(log: {worker.log_path})"
                     )
-            if pending:
-                time.sleep(0.05)
+            return not pending
+
         # Workers still pending are reported by pool-wait, which keeps following them.
+        poll_until(all_listening, timeout_s=READY_TIMEOUT_S, interval_s=0.05)
 
     # -- observe ---------------------------------------------------------------------------
 

@@ -196,18 +196,16 @@ def follow_status(
     """
     from oa_vm.errors import ProvisioningError
     from oa_vm.kit.durations import format_duration
+    from waa_client.poll import poll_until
 
     runner = runner or ParamikoRunner(known_hosts)
     commands = commands or RemoteCommands()
     started = clock()
-    deadline = started + timeout_s
     last_line = ""
     last_print = -HEARTBEAT_S
-    # A poll at a fixed interval until a deadline, not a retry: every pass reports progress and
-    # an unreachable host is one more pass, not a failure, so waa_client.retry (attempts with
-    # backoff, for calls that fail) does not fit. There is no poll helper to share
-    # (api.wait_pool polls the same way, on its own loop).
-    while True:
+
+    def one_pass() -> dict[str, str] | None:
+        nonlocal last_line, last_print
         try:
             report = parse_host_report(runner.run(ssh, commands.host, COMMAND_TIMEOUT_S).output)
             phase = report.status.get("step", "starting")
@@ -228,10 +226,16 @@ def follow_status(
         now = clock()
         if line != last_line or now - last_print >= HEARTBEAT_S:
             progress(f"[{format_duration(now - started):>6}] {name}: {line}")
-            last_line, last_print = line, now
-        if now >= deadline:
-            raise ProvisioningError(
-                f"{name} not done after {format_duration(timeout_s)} (last: {line}); "
-                f"{logs_hint(ssh)}"
-            )
-        sleep(poll_s)
+            last_print = now
+        last_line = line
+        return None
+
+    # A poll at a fixed interval, not a retry: every pass reports progress and an unreachable
+    # host is one more pass, not a failure.
+    built = poll_until(one_pass, timeout_s=timeout_s, interval_s=poll_s, clock=clock, sleep=sleep)
+    if built is None:
+        raise ProvisioningError(
+            f"{name} not done after {format_duration(timeout_s)} (last: {last_line}); "
+            f"{logs_hint(ssh)}"
+        )
+    return built

@@ -24,10 +24,11 @@ from typing import Any
 import pytest
 
 from evals.agents.noop import NoopAgent
+from evals.results.events import RunEvent
 from evals.results.ledger import Ledger
 from evals.results.records import ErrorType, RunFolder, TaskExecution, TaskInfo, TaskStatus, now_iso
 from evals.run import dispatcher as dispatcher_module
-from evals.run.dispatcher import Dispatcher, DispatchOutcome, DispatchSettings, RunEvent
+from evals.run.dispatcher import Dispatcher, DispatchOutcome, DispatchSettings
 from evals.run.queue import QueueStatus, TaskQueue
 from oa_vm.reach.connect import WorkerConnection
 

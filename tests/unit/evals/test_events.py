@@ -11,8 +11,7 @@ import pytest
 
 import evals.run.dispatcher
 from evals.report.progress import LiveDisplay, PlainLines, event_line
-from evals.results.events import NOTICES, EventKind, kind_of
-from evals.run.dispatcher import RunEvent, Snapshot
+from evals.results.events import NOTICES, EventKind, RunEvent, Snapshot, kind_of
 
 
 def _snapshot() -> Snapshot:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from evals.report.progress import event_line
-from evals.results.events import EventKind
-from evals.run.dispatcher import RunEvent, Snapshot
+from evals.results.events import EventKind, RunEvent, Snapshot
 
 
 def test_the_start_line_counts_attempts_not_tasks() -> None:
