@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from evals.audit import replay
+from evals.verifier_audit.local import replay
 
 pytestmark = pytest.mark.integration
 
