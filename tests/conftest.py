@@ -1,4 +1,5 @@
-"""Fixtures shared by every test: an isolated oa-vm home, the WAA data path."""
+"""Fixtures shared by every test: an isolated oa-vm home, local pools, a simulated worker and
+desktop, the WAA data path."""
 
 from __future__ import annotations
 
@@ -7,11 +8,18 @@ import signal
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.support.controller import Controller
 from tests.support.http_servers import RefusingPort
+from tests.support.pools import leftover_processes, make_local_pool, pool_home, remove_pools
+from tests.support.worker_proc import WorkerProcess, running_worker
+
+if TYPE_CHECKING:
+    from infra.local.desktop import Desktop
+    from infra.local.worker import RunningWorker
 
 ROOT = Path(__file__).resolve().parent.parent
 WAA_DATA = ROOT.parent / "shared" / "waa"
@@ -29,6 +37,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     _keep_bytecode()
+    config.addinivalue_line("markers", "pool(**options): the options of the module's local "
+                                       "pools (fixtures pool, pooled), e.g. workers=2")
+    config.addinivalue_line("markers", "worker(**options): the options of the simulated worker "
+                                       "(fixtures worker, shared_worker), e.g. auth=False")
 
 
 def _keep_bytecode() -> None:
@@ -98,6 +110,102 @@ def oa_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     home = tmp_path / "oa-home"
     monkeypatch.setenv("OA_VM_HOME", str(home))
     yield home
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """An oa-vm home for the test (``OA_VM_HOME`` here; give it to a CLI as ``home=``).
+
+    Afterwards every pool in it is removed, even if the test failed half-way, and no process of
+    it may be left running (the test fails naming them, once they are killed).
+    """
+    home = tmp_path / "home"
+    monkeypatch.setenv("OA_VM_HOME", str(home))
+    yield home
+    remove_pools(home)
+    leftovers = leftover_processes(home)
+    assert not leftovers, f"processes left running: {leftovers}"
+
+
+@pytest.fixture
+def local_pool(home: Path) -> Callable[..., str]:
+    """Makes ready local pools in the test's ``home``, removed with it: ``local_pool()`` is a
+    one-worker pool ``p``; ``local_pool("q", workers=2, cli=True)`` is made by the real CLI (see
+    :func:`tests.support.pools.make_local_pool` for the options). Returns the pool's name."""
+
+    def make(name: str = "p", *, cli: bool = False, **options: Any) -> str:
+        return make_local_pool(name, home=home if cli else None, **options)
+
+    return make
+
+
+@pytest.fixture
+def pool(request: pytest.FixtureRequest, local_pool: Callable[..., str]) -> str:
+    """A ready local pool in ``home`` for this test alone (it may change it); returns its name.
+    One worker named ``p`` unless the module says otherwise, with :func:`local_pool`'s options:
+    ``pytestmark = pytest.mark.pool(name="fence", workers=2, cli=True)``."""
+    return local_pool(**_marked(request, "pool"))
+
+
+@pytest.fixture(scope="module")
+def pooled(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A home with one ready local pool that a module's tests share (they only read it, or run
+    on it one after the other; a test that changes the pool itself takes :func:`pool`). Its
+    options from the module's ``pytest.mark.pool(...)``, as :func:`pool`'s."""
+    options = _marked(request, "pool")
+    options.pop("cli", None)  # made in this process, which lives as long as the module
+    with pool_home(tmp_path_factory.mktemp("pooled") / "home", **options) as home:
+        yield home
+
+
+def _marked(request: pytest.FixtureRequest, marker: str) -> dict[str, Any]:
+    """The keywords of the closest ``pytest.mark.<marker>(...)`` (none: no keywords)."""
+    found = request.node.get_closest_marker(marker)
+    return dict(found.kwargs) if found else {}
+
+
+def _worker(request: pytest.FixtureRequest, folder: Path) -> Iterator[WorkerProcess]:
+    """A worker started in ``folder`` with the options of ``pytest.mark.worker(...)``; an
+    option given as a callable is called with ``folder`` first (a suite the module writes)."""
+    options = {key: value(folder) if callable(value) else value
+               for key, value in _marked(request, "worker").items()}
+    with running_worker(folder, **options) as process:
+        yield process
+
+
+@pytest.fixture
+def worker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[WorkerProcess]:
+    """A simulated worker process (``python -m infra.local``) for this test alone; its options
+    (:func:`tests.support.worker_proc.start_worker_process`) from ``pytest.mark.worker(...)``."""
+    yield from _worker(request, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def shared_worker(request: pytest.FixtureRequest,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
+    """One simulated worker process that a module's tests share (as :func:`worker`, for tests
+    that leave no state behind that another test would see)."""
+    yield from _worker(request, tmp_path_factory.mktemp("worker"))
+
+
+@pytest.fixture
+def in_process_worker(tmp_path: Path) -> Iterator[RunningWorker]:
+    """A simulated worker ``w`` served by threads of this process (its drive under
+    ``tmp_path / "root"``), stopped after the test."""
+    from infra.local import start_worker
+
+    running = start_worker("w", tmp_path / "root")
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def desktop(tmp_path: Path) -> Desktop:
+    """A simulated Windows desktop whose drive is a fresh folder of the test."""
+    from infra.local.desktop import Desktop
+
+    return Desktop(tmp_path / "root")
 
 
 @pytest.fixture

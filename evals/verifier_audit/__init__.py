@@ -16,7 +16,8 @@ with only the import changed)::
 
 On the command line: ``openadapt-evals audit-verifier --benchmark toy`` (or
 ``--benchmark package.module:Adapter``); ``--benchmark local`` audits the local WAA suite's
-checkers by replaying its reference solutions on a simulated worker (:mod:`evals.audit`).
+checkers by replaying its reference solutions on a simulated worker
+(:mod:`evals.verifier_audit.local`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
-"""The audit as text: the false accepts, then one row per operator."""
+"""The audit as text (the false accepts, then one row per operator) and as ``--out`` JSON."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
 
 from evals.verifier_audit.effects import summarize
 from evals.verifier_audit.operators import OPERATOR_CLASS
@@ -78,3 +82,18 @@ def render(result: AuditResult) -> str:
               "  before grading) differs from the reference run's.",
               "equivalent: the edit left the end state as the reference's, so the pass is right."]
     return "\n".join(lines)
+
+
+REPORT_MARKER = b'{\n  "generator": "openadapt-evals audit-verifier"'
+"""How an ``audit-verifier --out`` report begins: the mark by which the next ``--out`` knows the
+file as one it may replace without ``--force`` (:func:`oa_vm.kit.safe_fs.write_out`)."""
+
+
+def write_report(document: dict[str, Any], path: Path, *, force: bool = False) -> None:
+    """Write an ``--out`` report (adapters' and the local suite's) through the one ``--out``
+    writer: its generator first, then the document (keys sorted)."""
+    from oa_vm.kit import safe_fs  # atomic, 0600, never through a symlink; the folder must exist
+
+    body = json.loads(json.dumps(document, sort_keys=True))
+    text = json.dumps({"generator": "openadapt-evals audit-verifier", **body}, indent=2) + "\n"
+    safe_fs.write_out(path, text, marker=REPORT_MARKER, force=force)

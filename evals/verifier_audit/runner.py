@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -54,6 +54,8 @@ RUN_CLASSES: dict[str, str] = {
     INVALID: "the task's control failed, so its edited runs prove nothing",
 }
 """Every edited run gets exactly one of these classes."""
+
+TOO_STRICT = "too-strict"  # failed with the reference's end state: an adapter's report says killed
 
 AUDITED = "audited"
 NO_WRITE = "no-write"
@@ -101,22 +103,45 @@ def _failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def judge(*, delivered: bool, control_ok: bool, passed: bool, same: bool,
+          crashed: bool = False) -> str:
+    """The one verdict rule of every audit (adapters and the local suite): an edited run's class
+    from its delivery, its control's, its verdict, its end state and its raised calls."""
+    if not delivered:
+        return NOT_DELIVERED
+    if not control_ok:
+        return INVALID
+    if same:
+        return EQUIVALENT if passed else TOO_STRICT
+    if not passed:
+        return KILLED
+    return UNCONFIRMED if crashed else FALSE_ACCEPT
+
+
+def tally(runs: Iterable[tuple[str, str]], operators: Sequence[str],
+          classes: Iterable[str]) -> dict[str, dict[str, int]]:
+    """``{operator: {class: count}}`` over ``(operator, class)`` pairs, every cell present."""
+    table = {op: dict.fromkeys(classes, 0) for op in operators}
+    for operator, run_class in runs:
+        table[operator][run_class] += 1
+    return table
+
+
 def _classify(operator: str, control: Delivery, mutant: Delivery, control_ok: bool,
               ignore: frozenset[str]) -> RunResult:
     """The class of one delivered edited run (task ID filled in by the caller)."""
-    if mutant.error or mutant.verdict not in ("PASS", "FAIL"):
-        return RunResult("", operator, NOT_DELIVERED, reason=mutant.error or "no verdict")
-    if not control_ok:
-        return RunResult("", operator, INVALID, mutant.verdict, reason="control failed")
     diff = compare(control.effect, mutant.effect, ignore)
-    if mutant.verdict == "FAIL":
-        return RunResult("", operator, KILLED, "FAIL", diff.shape, diff.tables)
-    if diff.same:
-        return RunResult("", operator, EQUIVALENT, "PASS", diff.shape, diff.tables)
-    if mutant.crashed_calls > control.crashed_calls:
-        return RunResult("", operator, UNCONFIRMED, "PASS", diff.shape, diff.tables,
-                         reason=f"{mutant.crashed_calls} call(s) raised during delivery")
-    return RunResult("", operator, FALSE_ACCEPT, "PASS", diff.shape, diff.tables)
+    run_class = judge(delivered=not mutant.error and mutant.verdict in ("PASS", "FAIL"),
+                      control_ok=control_ok, passed=mutant.verdict == "PASS",
+                      same=diff.same, crashed=mutant.crashed_calls > control.crashed_calls)
+    if run_class == NOT_DELIVERED:
+        return RunResult("", operator, run_class, reason=mutant.error or "no verdict")
+    if run_class == INVALID:
+        return RunResult("", operator, run_class, mutant.verdict, reason="control failed")
+    reason = (f"{mutant.crashed_calls} call(s) raised during delivery"
+              if run_class == UNCONFIRMED else None)
+    return RunResult("", operator, KILLED if run_class == TOO_STRICT else run_class,
+                     mutant.verdict, diff.shape, diff.tables, reason=reason)
 
 
 def _scan_repeats(adapter: BenchmarkAdapter, task_id: str, calls: list[Call],
@@ -232,11 +257,8 @@ class AuditResult:
 
     def by_operator(self) -> dict[str, dict[str, int]]:
         """Counts of each run class per operator."""
-        table = {op: dict.fromkeys(RUN_CLASSES, 0) for op in self.operators}
-        for task in self.tasks:
-            for run in task.runs:
-                table[run.operator][run.run_class] += 1
-        return table
+        return tally(((run.operator, run.run_class) for task in self.tasks for run in task.runs),
+                     self.operators, RUN_CLASSES)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report (the reference's ``openadapt-evals/verifier-audit/v1`` shape)."""

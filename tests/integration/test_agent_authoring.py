@@ -9,13 +9,10 @@ import json
 import os
 import subprocess
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from oa_vm import api
-from oa_vm.model import state
 from tests.support.cli import BIN
 from tests.support.run_records import read_records
 
@@ -45,17 +42,6 @@ AGENT = textwrap.dedent("""\
 """)
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
-    api.create_pool(name="p", cloud="local", workers=1)
-    api.wait_pool("p", timeout_s=120)
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
-
-
 def _run(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OA_VM_HOME": str(home)}
     env.pop("PYTHONPATH", None)
@@ -67,9 +53,9 @@ def _run(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_local_agent_with_options_and_a_refused_action(home: Path, tmp_path: Path) -> None:
+def test_a_local_agent_with_options_and_a_refused_action(pooled: Path, tmp_path: Path) -> None:
     (tmp_path / "my_agent.py").write_text(AGENT, encoding="utf-8")
-    done = _run(home, tmp_path, "--agent", "my_agent:Toggler", "--run-name", "mine",
+    done = _run(pooled, tmp_path, "--agent", "my_agent:Toggler", "--run-name", "mine",
                 "--agent-arg", "setting=Dark mode", "--agent-arg", "probe=true")
     assert done.returncode == 0, done.stderr
     record = read_records(tmp_path / "results" / "mine")[DARK_MODE]
@@ -84,15 +70,15 @@ def test_a_local_agent_with_options_and_a_refused_action(home: Path, tmp_path: P
     assert summary["rejected_actions"] == 1
 
 
-def test_an_agent_module_that_is_not_there_says_where_to_look(home: Path,
+def test_an_agent_module_that_is_not_there_says_where_to_look(pooled: Path,
                                                               tmp_path: Path) -> None:
-    done = _run(home, tmp_path, "--agent", "nowhere_agent:Toggler")
+    done = _run(pooled, tmp_path, "--agent", "nowhere_agent:Toggler")
     assert done.returncode != 0
     assert "PYTHONPATH" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-def test_a_bad_agent_arg_is_one_line(home: Path, tmp_path: Path) -> None:
+def test_a_bad_agent_arg_is_one_line(pooled: Path, tmp_path: Path) -> None:
     (tmp_path / "my_agent.py").write_text(AGENT, encoding="utf-8")
-    done = _run(home, tmp_path, "--agent", "my_agent:Toggler", "--agent-arg", "colour=blue")
+    done = _run(pooled, tmp_path, "--agent", "my_agent:Toggler", "--agent-arg", "colour=blue")
     assert done.returncode != 0
     assert "colour" in done.stderr and len(done.stderr.strip().splitlines()) == 1

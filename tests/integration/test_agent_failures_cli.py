@@ -8,13 +8,11 @@ import json
 import os
 import subprocess
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from oa_vm import api
-from oa_vm.model import state
 from tests.support.cli import BIN
 from tests.support.run_records import read_records
 
@@ -39,17 +37,6 @@ AGENT = textwrap.dedent("""\
 SPEC = "failing_agent:Flaky"
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
-    api.create_pool(name="p", cloud="local", workers=1)  # one worker: a quarantine would show
-    api.wait_pool("p", timeout_s=120)
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
-
-
 def _evals(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OA_VM_HOME": str(home), "PYTHONPATH": str(cwd)}
     env.pop("OA_VM_DEBUG", None)
@@ -59,7 +46,10 @@ def _evals(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str
     )
 
 
-def test_a_raising_agent_is_named_and_its_traceback_kept(home: Path, tmp_path: Path) -> None:
+def test_a_raising_agent_is_named_and_its_traceback_kept(
+    home: Path, local_pool: Callable[..., str], tmp_path: Path
+) -> None:
+    local_pool()  # one worker: a quarantine would show
     (tmp_path / "failing_agent.py").write_text(AGENT, encoding="utf-8")
     results = tmp_path / "results"
     done = _evals(home, tmp_path, "run", "--pool", "p", "--tasks", "local_small",
@@ -100,7 +90,10 @@ def test_a_raising_agent_is_named_and_its_traceback_kept(home: Path, tmp_path: P
     assert "The agent failed: " in page and "Unhealthy run" not in page
 
 
-def test_one_raising_task_is_named_in_the_summary(home: Path, tmp_path: Path) -> None:
+def test_one_raising_task_is_named_in_the_summary(
+    home: Path, local_pool: Callable[..., str], tmp_path: Path
+) -> None:
+    local_pool()  # one worker: a quarantine would show
     (tmp_path / "failing_agent.py").write_text(AGENT, encoding="utf-8")
     results = tmp_path / "results"
     done = _evals(home, tmp_path, "run", "--pool", "p", "--tasks", "local_small",

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from evals.audit import CLASSES, OPERATORS
+from evals.verifier_audit.local import CLASSES, OPERATORS
 from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.integration

@@ -16,15 +16,16 @@ an agent that does nothing must score 0 on every task.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evals.audit import replay
+from evals.verifier_audit.local import replay
+from tests.support.worker_proc import WorkerProcess
+from waa_client.scoring import ScoringClient
+from waa_client.waa import WaaClient
 
 pytestmark = pytest.mark.integration
 
@@ -418,60 +419,53 @@ def _cases(table: dict[str, dict[str, list[str]]]) -> list[Any]:
             for short, runs in table.items() for name, actions in runs.items()]
 
 
-@pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One local worker for the module (its own oa-vm home), removed at the end."""
-    from oa_vm import api
-
-    home = tmp_path_factory.mktemp("adversarial") / "oa-home"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OA_VM_HOME", str(home))
-        name = "adversarial"
-        try:
-            api.create_pool(name=name, cloud="local", workers=1, ttl_hours=1.0)
-            api.wait_pool(name, timeout_s=180.0)
-            with api.connect(name, read_timeout=60.0) as connections:
-                yield connections[0]
-        finally:
-            with contextlib.suppress(Exception):
-                api.cleanup_pool(name)
+def _scoring(worker: WorkerProcess) -> ScoringClient:
+    return ScoringClient(worker.scoring_url, read_timeout=60.0)
 
 
-def _play(worker: Any, short: str, actions: list[str]) -> tuple[float, str]:
-    run = replay(worker.waa, worker.scoring, load_task(short), TASKS[short], actions)
+def _play(worker: WorkerProcess, short: str, actions: list[str]) -> tuple[float, str]:
+    waa = WaaClient(worker.waa_url, read_timeout=60.0)
+    run = replay(waa, _scoring(worker), load_task(short), TASKS[short], actions)
     assert run.error is None, run.error
     assert run.score is not None
     return run.score, run.reason
 
 
 @pytest.mark.parametrize(("short", "name", "actions"), _cases(WRONG))
-def test_a_wrong_run_scores_0(worker: Any, short: str, name: str, actions: list[str]) -> None:
-    score, reason = _play(worker, short, actions)
+def test_a_wrong_run_scores_0(
+    shared_worker: WorkerProcess, short: str, name: str, actions: list[str]
+) -> None:
+    score, reason = _play(shared_worker, short, actions)
     assert score == 0.0, f"{short}: the wrong run '{name}' was accepted ({reason})"
 
 
 @pytest.mark.parametrize(("short", "name", "actions"), _cases(RIGHT))
-def test_a_correct_run_by_another_route_scores_1(worker: Any, short: str, name: str,
-                                                 actions: list[str]) -> None:
-    score, reason = _play(worker, short, actions)
+def test_a_correct_run_by_another_route_scores_1(
+    shared_worker: WorkerProcess, short: str, name: str, actions: list[str]
+) -> None:
+    score, reason = _play(shared_worker, short, actions)
     assert score == 1.0, f"{short}: the correct run '{name}' was refused ({reason})"
 
 
 @pytest.mark.parametrize("short", ["inf-share", "inf-print", "inf-480hz"])
 @pytest.mark.parametrize("answer", ["fail", "FAIL ", "Fail", "DONE", ""])
-def test_an_infeasible_task_takes_exactly_fail(worker: Any, short: str, answer: str) -> None:
+def test_an_infeasible_task_takes_exactly_fail(
+    shared_worker: WorkerProcess, short: str, answer: str
+) -> None:
     # Sent to /evaluate as is (an agent loop would normalise it): WAA compares exactly.
-    verdict = worker.scoring.evaluate(load_task(short), answer)
+    verdict = _scoring(shared_worker).evaluate(load_task(short), answer)
     assert verdict["score"] == 0.0, verdict
-    assert worker.scoring.evaluate(load_task(short), "FAIL")["score"] == 1.0
+    assert _scoring(shared_worker).evaluate(load_task(short), "FAIL")["score"] == 1.0
 
 
 @pytest.mark.parametrize("short", list(TASKS))
-def test_the_reference_solution_scores_1_and_doing_nothing_0(worker: Any, short: str) -> None:
+def test_the_reference_solution_scores_1_and_doing_nothing_0(
+    shared_worker: WorkerProcess, short: str
+) -> None:
     task = load_task(short)
-    score, reason = _play(worker, short, list(task["reference_solution"]))
+    score, reason = _play(shared_worker, short, list(task["reference_solution"]))
     assert score == 1.0, f"{short}: the reference solution was refused ({reason})"
-    score, reason = _play(worker, short, ["DONE"])
+    score, reason = _play(shared_worker, short, ["DONE"])
     assert score == 0.0, f"{short}: doing nothing was accepted ({reason})"
 
 

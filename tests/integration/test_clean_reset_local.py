@@ -9,14 +9,12 @@ with ``--reset stock`` (WAA's close windows and clear files) it does not.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from oa_vm import api
-from oa_vm.model import state
 from tests.support.cli import Result, run_cli
 
 pytestmark = pytest.mark.integration
@@ -48,15 +46,6 @@ def tasks_dir(tmp_path: Path) -> Path:
         (folder / "examples" / "settings" / f"{task['id']}.json").write_text(json.dumps(task))
     (folder / "iso.json").write_text(json.dumps({"settings": [TASK_A, TASK_B]}))
     return folder
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
 
 
 def _pool(name: str, tasks_dir: Path, **faults: str) -> str:

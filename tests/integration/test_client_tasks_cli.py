@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -69,47 +66,13 @@ def test_no_source_lists_the_bundled_local_suite() -> None:
     assert "c499b229-110c-5fc8-9895-f2f879ac1512-WOS" in done.stdout  # a local notepad task
 
 
-def _oa_vm(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(CLI.with_name("oa-vm")), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=180, check=False)
-
-
-@pytest.fixture
-def local_pool(oa_home: Path) -> Iterator[str]:
-    """A one-worker local pool in an isolated OA_VM_HOME, removed afterwards."""
-    if not CLI.with_name("oa-vm").is_file():
-        pytest.skip("console script oa-vm not installed in this environment")
-    name = "tasks-cli"
-    created = _oa_vm("pool-create", "--cloud", "local", "--workers", "1", "--name", name, "-y")
-    try:
-        assert created.returncode == 0, created.stderr
-        waited = _oa_vm("pool-wait", "--name", name)
-        assert waited.returncode == 0, waited.stderr
-        yield name
-    finally:
-        _oa_vm("pool-cleanup", "--name", name, "-y")
-        _kill_leftovers(oa_home)
-
-
-def _kill_leftovers(home: Path) -> None:
-    """Kill worker processes still running from this test's home (cleanup failed part-way)."""
-    leftovers = []
-    for process in psutil.process_iter(["pid", "cmdline"]):
-        if any(str(home) in part for part in process.info["cmdline"] or []):
-            leftovers.append(process)
-    for process in leftovers:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.kill()
-    psutil.wait_procs(leftovers, timeout=10)
-    assert not leftovers, f"pool-cleanup left processes behind: {[p.pid for p in leftovers]}"
-
-
-def test_pool_catalog_from_its_scoring_server(local_pool: str) -> None:
-    done = run_cli("--pool", local_pool, "--json")
+@pytest.mark.pool(name="tasks-cli", cli=True)
+def test_pool_catalog_from_its_scoring_server(pool: str) -> None:
+    done = run_cli("--pool", pool, "--json")
     assert done.returncode == 0, done.stderr
     listing = json.loads(done.stdout)
     assert listing["tasks"], "the local suite is not empty"
     assert sum(listing["counts"].values()) == len(listing["tasks"])
     first = listing["tasks"][0]["task_id"]
-    picked = run_cli("--pool", local_pool, "--tasks", f"{first},no-such-WOS")
+    picked = run_cli("--pool", pool, "--tasks", f"{first},no-such-WOS")
     assert picked.returncode == 2 and "no-such-WOS" in picked.stderr

@@ -30,9 +30,14 @@ from tests.support.host_standins import (
     write_standins,
 )
 from tests.support.sshd import SshServer
-from tests.support.worker_proc import WorkerProcess, running_worker
+from tests.support.worker_proc import WorkerProcess
 
-pytestmark = [pytest.mark.integration, pytest.mark.sshd]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.sshd,
+    # stands in for a cloud worker's servers, which want no secret prefix (only SSH reaches them)
+    pytest.mark.worker(auth=False),
+]
 
 
 @pytest.fixture
@@ -47,14 +52,6 @@ def host(tmp_path: Path) -> Iterator[HostSshServer]:
         yield server
     finally:
         server.stop()
-
-
-@pytest.fixture
-def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
-    # Stands in for a cloud worker's servers, which want no secret prefix (only SSH reaches
-    # them).
-    with running_worker(tmp_path, auth=False) as proc:
-        yield proc
 
 
 def _record(sshd: SshServer, waa_port: int, scoring_port: int) -> PoolRecord:

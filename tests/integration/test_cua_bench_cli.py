@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra.local.browser import find_chromium
-from oa_vm import api
 from oa_vm.model import state
 from tests.support.cli import Result, run_cli
 from tests.support.run_records import read_records as read_by_folder
 
 pytestmark = [
+    pytest.mark.pool(name="cb", workers=2),  # one browser each, started on first use
     pytest.mark.slow,
     pytest.mark.integration,
     pytest.mark.timeout(900),  # several runs, each worker with its browser, on 2 shared cores
@@ -45,24 +44,6 @@ def evals(*args: str, home: Path, results: Path, timeout: float = 400.0) -> Resu
 def tasks(*args: str, home: Path) -> Result:
     """``openadapt-evals tasks ARGS`` (no run folder involved)."""
     return run_cli("openadapt-evals", "tasks", *args, home=home, timeout=120)
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An oa-vm home whose pools (and their browsers) are removed afterwards."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
-
-
-@pytest.fixture
-def pool(home: Path) -> str:
-    """A ready local pool of two workers (one browser each, started on first use)."""
-    api.create_pool(name="cb", cloud="local", workers=2)
-    api.wait_pool("cb", timeout_s=60)
-    return "cb"
 
 
 def read_records(run_dir: Path) -> dict[str, dict[str, Any]]:

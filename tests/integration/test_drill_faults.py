@@ -9,45 +9,19 @@ pool record).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from oa_vm import api
-from oa_vm.model import state
 from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.run_records import assert_summary_matches, read_records
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.pool(name="drill", workers=3)]
 
 LOCAL_TASKS = 24
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An oa-vm home whose pools are removed afterwards (stopped workers are continued first)."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
-    yield home
-    for name in state.list_names():
-        for worker in state.load(name).workers:
-            if worker.pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(worker.pid, signal.SIGCONT)
-        api.cleanup_pool(name)
-
-
-@pytest.fixture
-def pool(home: Path) -> str:
-    """A ready local pool of three workers."""
-    api.create_pool(name="drill", cloud="local", workers=3)
-    api.wait_pool("drill", timeout_s=60)
-    return "drill"
 
 
 def test_a_worker_killed_mid_sweep_has_its_task_finished_elsewhere(

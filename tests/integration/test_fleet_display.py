@@ -19,7 +19,7 @@ import pytest
 from tests.support.cli import run_cli
 from tests.support.pty_cli import run_on_terminal
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.pool(name="shown", workers=2, cli=True)]
 
 ESC = "\x1b"
 DEADLINE_S = 60.0
@@ -31,16 +31,6 @@ def _status(home: Path) -> dict[str, Any]:
     assert result.returncode == 0, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
     return data
-
-
-@pytest.fixture
-def pool(home: Path) -> str:
-    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name",
-                      "shown", "-y", home=home)
-    assert created.returncode == 0, created.stderr
-    waited = run_cli("oa-vm", "pool-wait", "--name", "shown", "--timeout", "60s", home=home)
-    assert waited.returncode == 0, waited.stderr
-    return "shown"
 
 
 def _kill(home: Path, index: int) -> int:

@@ -5,14 +5,11 @@ endpoints are never contacted)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from evals.results.cost import token_cost
-from oa_vm import api
-from oa_vm.model import state
 from tests.support.cli import run_cli
 from tests.support.fake_model_apis import TOKENS_IN, TOKENS_OUT, FakeModelApis
 from tests.support.run_records import read_records
@@ -36,17 +33,6 @@ OPENAI_SCRIPT = [
 ]
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
-    api.create_pool(name="p", cloud="local", workers=1)
-    api.wait_pool("p", timeout_s=120)
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
-
-
 def _run(
     home: Path, results: Path, *args: str, env: dict[str, str], exit_code: int = 0
 ) -> dict[str, object]:
@@ -58,12 +44,12 @@ def _run(
 
 
 def test_api_claude_completes_a_local_task_and_the_ledger_prices_it(
-    home: Path, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
     with FakeModelApis(anthropic_script=CLAUDE_SCRIPT, rate_limited=1) as fake:
-        summary = _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
-             "--run-name", "claude", "--agent-arg", f"base_url={fake.url}",
-             env={"ANTHROPIC_API_KEY": "sk-ant-test"})
+        summary = _run(pooled, tmp_path / "r", "--agent", "api-claude", "--tasks",
+                       NOTIFICATIONS_OFF, "--run-name", "claude", "--agent-arg",
+                       f"base_url={fake.url}", env={"ANTHROPIC_API_KEY": "sk-ant-test"})
         record = read_records(tmp_path / "r" / "claude")[NOTIFICATIONS_OFF]
         assert record["status"] == "success" and record["score"] == 1.0
         assert [s["action"]["type"] for s in record["steps"]] == ["key", "click", "done"]
@@ -92,12 +78,12 @@ def test_api_claude_completes_a_local_task_and_the_ledger_prices_it(
 
 
 def test_an_overloaded_or_failing_model_api_is_retried_as_the_sdk_would(
-    home: Path, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
     # 529 (overloaded) and 500 before the first answer: the task still succeeds, where it
     # used to end in error/agent at the first of them.
     with FakeModelApis(anthropic_script=CLAUDE_SCRIPT, failures=[529, 500]) as fake:
-        _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
+        _run(pooled, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
              "--run-name", "overloaded", "--max-attempts", "1", "--agent-arg",
              f"base_url={fake.url}", env={"ANTHROPIC_API_KEY": "sk-ant-test"})
         record = read_records(tmp_path / "r" / "overloaded")[NOTIFICATIONS_OFF]
@@ -105,7 +91,7 @@ def test_an_overloaded_or_failing_model_api_is_retried_as_the_sdk_would(
         calls = [r for r in fake.requests if r.path.endswith("/v1/messages")]
         assert len(calls) == 4 + 2
     with FakeModelApis(anthropic_script=CLAUDE_SCRIPT, failures=[400]) as fake:
-        _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
+        _run(pooled, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
              "--run-name", "refused", "--max-attempts", "1", "--agent-arg",
              f"base_url={fake.url}", env={"ANTHROPIC_API_KEY": "sk-ant-test"}, exit_code=4)
         record = read_records(tmp_path / "r" / "refused")[NOTIFICATIONS_OFF]
@@ -114,9 +100,9 @@ def test_an_overloaded_or_failing_model_api_is_retried_as_the_sdk_would(
         assert len(fake.requests) == 1  # a bad request is not sent again
 
 
-def test_the_token_cap_stops_the_agent(home: Path, tmp_path: Path) -> None:
+def test_the_token_cap_stops_the_agent(pooled: Path, tmp_path: Path) -> None:
     with FakeModelApis(anthropic_script=CLAUDE_SCRIPT) as fake:
-        _run(home, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
+        _run(pooled, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
              "--run-name", "capped", "--max-attempts", "1", "--agent-arg",
              f"base_url={fake.url}", "--agent-arg", "token_cap=1000",
              env={"ANTHROPIC_API_KEY": "sk-ant-test"},
@@ -127,9 +113,9 @@ def test_the_token_cap_stops_the_agent(home: Path, tmp_path: Path) -> None:
         assert len(fake.requests) == 1  # the call past the cap was never made
 
 
-def test_api_openai_completes_a_local_task(home: Path, tmp_path: Path) -> None:
+def test_api_openai_completes_a_local_task(pooled: Path, tmp_path: Path) -> None:
     with FakeModelApis(openai_script=OPENAI_SCRIPT) as fake:
-        _run(home, tmp_path / "r", "--agent", "api-openai", "--tasks", DARK_MODE,
+        _run(pooled, tmp_path / "r", "--agent", "api-openai", "--tasks", DARK_MODE,
              "--run-name", "openai", "--agent-arg", f"base_url={fake.url}/v1",
              env={"OPENAI_API_KEY": "sk-test"})
         record = read_records(tmp_path / "r" / "openai")[DARK_MODE]
@@ -143,9 +129,9 @@ def test_api_openai_completes_a_local_task(home: Path, tmp_path: Path) -> None:
         token_cost("computer-use-preview", 3 * TOKENS_IN, 3 * TOKENS_OUT))
 
 
-def test_a_missing_key_is_one_line(home: Path, tmp_path: Path) -> None:
+def test_a_missing_key_is_one_line(pooled: Path, tmp_path: Path) -> None:
     done = run_cli("openadapt-evals", "run", "--pool", "p", "--agent", "api-claude", "--tasks",
-                   NOTIFICATIONS_OFF, "--results-dir", str(tmp_path / "r"), home=home,
+                   NOTIFICATIONS_OFF, "--results-dir", str(tmp_path / "r"), home=pooled,
                    env={"ANTHROPIC_API_KEY": ""})
     assert done.returncode != 0
     assert "ANTHROPIC_API_KEY" in done.assert_one_line_error()

@@ -12,18 +12,19 @@ nothing created.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from oa_vm import api
-from oa_vm.model import state
 from tests.support.cli import Result, run_cli
 from tests.support.run_records import read_records as read_by_folder
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(600),
+    pytest.mark.pool(name="oa", workers=2),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "evals" / "openapps" / "examples" / "all_tasks.yaml"
@@ -58,31 +59,17 @@ def records(run_dir: Path) -> dict[str, dict[str, Any]]:
     return {r["task_id"]: r for r in read_by_folder(run_dir).values()}
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One oa-vm home with one ready local pool for the module's runs."""
-    home = tmp_path_factory.mktemp("openapps") / "home"
-    patch = pytest.MonkeyPatch()
-    patch.setenv("OA_VM_HOME", str(home))
-    api.create_pool(name="oa", cloud="local", workers=2)
-    api.wait_pool("oa", timeout_s=60)
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
-    patch.undo()
-
-
 @pytest.mark.slow  # two runs of eight tasks (test_openapps_tasks.py scores them in process)
 def test_the_examples_score_one_with_the_oracle_and_zero_with_noop(
-    home: Path, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
     results = tmp_path / "results"
-    listed = run_cli("openadapt-evals", "tasks", f"openapps:{EXAMPLES}", "--json", home=home)
+    listed = run_cli("openadapt-evals", "tasks", f"openapps:{EXAMPLES}", "--json", home=pooled)
     assert listed.returncode == 0, listed.stderr
     assert {t["task_id"] for t in json.loads(listed.stdout)["tasks"]} == EXAMPLE_TASKS
 
     oracle = evals("run", "--pool", "oa", "--tasks", f"openapps:{EXAMPLES}", "--agent", "oracle",
-                   "--run-name", "oracle", home=home, results=results)
+                   "--run-name", "oracle", home=pooled, results=results)
     assert oracle.returncode == 0, oracle.stderr
     done = records(results / "oracle")
     assert set(done) == EXAMPLE_TASKS
@@ -96,13 +83,13 @@ def test_the_examples_score_one_with_the_oracle_and_zero_with_noop(
     assert done["abstention_clarify_paper_deadline"]["state_diff"] == []
     assert done["abstention_clarify_paper_deadline"]["steps"][-1]["action"]["type"] == \
         "send_msg_to_user"
-    shown = evals("view", "oracle", home=home, results=results)
+    shown = evals("view", "oracle", home=pooled, results=results)
     assert shown.returncode == 0, shown.stderr
     page = (results / "oracle" / "view.html").read_text(encoding="utf-8")
     assert "/todo/todos/0/done" in page and "MarkToDoDoneTask: complete" in page
 
     noop = evals("run", "--pool", "oa", "--tasks", f"openapps:{EXAMPLES}", "--agent", "noop",
-                 "--run-name", "noop", home=home, results=results)
+                 "--run-name", "noop", home=pooled, results=results)
     assert noop.returncode == 0, noop.stderr
     failed = records(results / "noop")
     assert set(failed) == EXAMPLE_TASKS
@@ -111,12 +98,12 @@ def test_the_examples_score_one_with_the_oracle_and_zero_with_noop(
         assert record["score"] == 0.0 and record["state_diff"] == [], tid
 
 
-def test_an_agent_that_acts_on_a_clarify_task_scores_zero(home: Path, tmp_path: Path) -> None:
+def test_an_agent_that_acts_on_a_clarify_task_scores_zero(pooled: Path, tmp_path: Path) -> None:
     (tmp_path / "actor_agent.py").write_text(ACTOR, encoding="utf-8")
     results = tmp_path / "results"
     ran = evals("run", "--pool", "oa", "--tasks",
                 f"openapps:{EXAMPLES}#abstention_clarify_paper_deadline",
-                "--agent", "actor_agent:Actor", "--run-name", "actor", home=home,
+                "--agent", "actor_agent:Actor", "--run-name", "actor", home=pooled,
                 results=results, env={"PYTHONPATH": str(tmp_path)})
     assert ran.returncode == 0, ran.stderr
     record = records(results / "actor")["abstention_clarify_paper_deadline"]

@@ -14,20 +14,15 @@ from evals.run.runner import Snapshot
 from tests.support.cli import run_cli
 from tests.support.pty_cli import run_on_terminal
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    # with a price, so that the cost so far is not zero
+    pytest.mark.pool(name="live", workers=2, cli=True, wait=False, price_per_hour=3),
+]
 
 ESC = "\x1b"
 TOTALS = re.compile(r"(\d+)/5 done: \d+ success, \d+ failure, \d+ error, \d+ not run \| "
                     r"elapsed \w+ \| ETA [\w?]+ \| cost (\$[\d.]+)")
-
-
-@pytest.fixture
-def pool(home: Path) -> str:
-    """A local pool of two workers with a price, so that the cost so far is not zero."""
-    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name",
-                      "live", "--price-per-hour", "3", "-y", home=home)
-    assert created.returncode == 0, created.stderr
-    return "live"
 
 
 def _run_args(pool: str, results: Path, *extra: str) -> list[str]:

@@ -10,7 +10,6 @@ run's drain check reads it before every lease (``OA_VM_DRAIN_CHECK_S=0``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -32,14 +31,9 @@ NOTICE = ("state=draining\nstep=spot-interruption\n"
           "action=terminate\naction_time=2026-11-30T22:02:00Z\n")
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
+@pytest.fixture(autouse=True)
+def _drain_checked_before_every_lease(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OA_VM_DRAIN_CHECK_S", "0")
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
 
 
 def _started(record: dict[str, object]) -> datetime:

@@ -15,7 +15,6 @@ import os
 import shutil
 import signal
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +32,6 @@ from tests.support.run_records import assert_summary_matches, read_records
 pytestmark = pytest.mark.integration
 
 PRICES = {"pa": 3.6, "pb": 36.0}  # $/worker-hour: a wrong pool's price is off tenfold
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An oa-vm home whose pools are removed afterwards."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
 
 
 def make_pools(workers: dict[str, int], **extra: Any) -> None:

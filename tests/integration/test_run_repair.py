@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -19,15 +18,6 @@ from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
 
 
 def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from oa_vm import api
-from oa_vm.model import state
 from tests.support.cli import Result, run_cli
 
 pytestmark = pytest.mark.integration
@@ -25,16 +23,6 @@ def evals(*args: str, home: Path, results: Path, timeout: float = 240.0) -> Resu
     """``openadapt-evals ARGS --results-dir RESULTS`` as a subprocess."""
     return run_cli("openadapt-evals", *args, "--results-dir", str(results), home=home,
                    timeout=timeout)
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An oa-vm home whose pools are removed afterwards."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
 
 
 def _edited_tasks(root: Path) -> tuple[Path, str]:

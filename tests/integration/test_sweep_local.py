@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -24,7 +23,7 @@ from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 from tests.support.cli import BIN, Result, run_cli
 from tests.support.run_records import assert_summary_matches, read_records
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.pool(workers=2)]
 
 LOCAL_TASKS = 24  # infra/local/tasks/local_all.json
 
@@ -41,24 +40,6 @@ def evals(*args: str, home: Path, results: Path, timeout: float = 240.0) -> Resu
     """``openadapt-evals ARGS --results-dir RESULTS`` as a subprocess."""
     return run_cli("openadapt-evals", *args, "--results-dir", str(results), home=home,
                    timeout=timeout)
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """An oa-vm home (for the CLI and this process) whose pools are removed afterwards."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("OA_VM_HOME", str(home))
-    yield home
-    for name in state.list_names():
-        api.cleanup_pool(name)
-
-
-@pytest.fixture
-def pool(home: Path) -> str:
-    """A ready local pool of two workers."""
-    api.create_pool(name="p", cloud="local", workers=2)
-    api.wait_pool("p", timeout_s=60)
-    return "p"
 
 
 # --- whole-suite sweeps ------------------------------------------------------------------------

@@ -8,7 +8,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -18,7 +17,7 @@ import pytest
 from tests.support import sshd as sshd_support
 from tests.support.http_servers import RefusingPort, SilentServer
 from tests.support.sshd import SshServer, generate_key
-from tests.support.worker_proc import running_worker
+from tests.support.worker_proc import WorkerProcess
 from waa_client import (
     Catalog,
     HostKeyMismatchError,
@@ -30,21 +29,17 @@ from waa_client import (
 )
 from waa_client.ssh import ForwardingTunnel, PoolTunnels, TunnelTarget, make_tunnel, ssh_binary
 
-pytestmark = [pytest.mark.integration, pytest.mark.sshd]
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.sshd,
+    # one simulated worker process holding a two-task suite written by the test
+    pytest.mark.worker(tasks=lambda folder: _write_suite(folder / "suite")),
+]
 sshd = sshd_support.sshd  # the real-sshd fixture, shared with other test modules
 
 T = TypeVar("T")
 RECOVERY_DEADLINE = 30.0
 SUITE_INDEX = {"notepad": ["tunnel-aaa-WOS", "tunnel-bbb-WOS"]}
-
-
-@dataclass(frozen=True)
-class SimWorker:
-    """The ports of a simulated worker (``python -m infra.local``) on loopback."""
-
-    waa_port: int
-    scoring_port: int
-    base_path: str  # the secret prefix of its paths
 
 
 def _write_suite(folder: Path) -> Path:
@@ -59,20 +54,13 @@ def _write_suite(folder: Path) -> Path:
     return folder
 
 
-@pytest.fixture
-def worker(tmp_path: Path) -> Iterator[SimWorker]:
-    """One simulated worker process holding a two-task suite written by the test."""
-    with running_worker(tmp_path, tasks=_write_suite(tmp_path / "suite")) as process:
-        described = process.workers[0]
-        yield SimWorker(described["waa_port"], described["scoring_port"], process.base_path)
-
-
-def _target(sshd: SshServer, worker: SimWorker, name: str = "w1",
+def _target(sshd: SshServer, worker: WorkerProcess, name: str = "w1",
             key: Path | None = None) -> TunnelTarget:
     return TunnelTarget(
         name=name, ssh_host=sshd.host, ssh_port=sshd.port, ssh_user=sshd.user,
         key_path=key or sshd.client_key,
-        remote_waa_port=worker.waa_port, remote_scoring_port=worker.scoring_port,
+        remote_waa_port=worker.workers[0]["waa_port"],
+        remote_scoring_port=worker.workers[0]["scoring_port"],
         base_path=worker.base_path,
     )
 
@@ -87,7 +75,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def tunnel(
-    sshd: SshServer, worker: SimWorker, tmp_path: Path, backend: str
+    sshd: SshServer, worker: WorkerProcess, tmp_path: Path, backend: str
 ) -> Iterator[ForwardingTunnel]:
     opened = make_tunnel(_target(sshd, worker), tmp_path / "pool" / "known_hosts",
                          backend=backend, keepalive=1.0, connect_timeout=5.0)
@@ -160,7 +148,7 @@ def test_reconnects_after_the_connection_is_killed(
 
 
 def test_pool_health_loop_reconnects_by_itself(
-    sshd: SshServer, worker: SimWorker, tmp_path: Path, backend: str
+    sshd: SshServer, worker: WorkerProcess, tmp_path: Path, backend: str
 ) -> None:
     targets = [_target(sshd, worker, "w1"), _target(sshd, worker, "w2")]
     with PoolTunnels(targets, tmp_path / "known_hosts", keepalive=1.0, connect_timeout=5.0,
@@ -178,7 +166,7 @@ def test_pool_health_loop_reconnects_by_itself(
 
 
 def test_pool_tunnels_leave_no_thread_and_no_port(
-    sshd: SshServer, worker: SimWorker, tmp_path: Path, backend: str
+    sshd: SshServer, worker: WorkerProcess, tmp_path: Path, backend: str
 ) -> None:
     before = {t.ident for t in threading.enumerate()}
     children = {c.pid for c in psutil.Process().children()}
@@ -217,7 +205,7 @@ def test_changed_host_key_is_refused(
 
 
 def test_unreachable_ssh_port(
-    worker: SimWorker, tmp_path: Path, sshd: SshServer, backend: str
+    worker: WorkerProcess, tmp_path: Path, sshd: SshServer, backend: str
 ) -> None:
     with RefusingPort() as refusing:
         target = TunnelTarget("w1", "127.0.0.1", refusing.port, sshd.user, sshd.client_key)
@@ -229,7 +217,7 @@ def test_unreachable_ssh_port(
 
 
 def test_port_that_is_not_ssh(
-    worker: SimWorker, tmp_path: Path, sshd: SshServer, backend: str
+    worker: WorkerProcess, tmp_path: Path, sshd: SshServer, backend: str
 ) -> None:
     with SilentServer() as silent:
         target = TunnelTarget("w1", "127.0.0.1", silent.port, sshd.user, sshd.client_key)
@@ -239,7 +227,7 @@ def test_port_that_is_not_ssh(
 
 
 def test_key_not_authorized(
-    sshd: SshServer, worker: SimWorker, tmp_path: Path, backend: str
+    sshd: SshServer, worker: WorkerProcess, tmp_path: Path, backend: str
 ) -> None:
     stranger = generate_key(tmp_path / "stranger")
     target = _target(sshd, worker, key=stranger)
@@ -249,7 +237,7 @@ def test_key_not_authorized(
 
 
 def test_bad_key_files(
-    sshd: SshServer, worker: SimWorker, tmp_path: Path, backend: str
+    sshd: SshServer, worker: WorkerProcess, tmp_path: Path, backend: str
 ) -> None:
     known = tmp_path / "known_hosts"
     with pytest.raises(KeyFileError, match="not found"):
@@ -264,7 +252,7 @@ def test_bad_key_files(
 
 
 def test_openssh_forward_takes_new_ports_when_its_own_are_taken(
-    sshd: SshServer, worker: SimWorker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    sshd: SshServer, worker: WorkerProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if ssh_binary() is None:
         pytest.skip("no ssh client installed (Debian package openssh-client)")

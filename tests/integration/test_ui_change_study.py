@@ -17,6 +17,7 @@ from oa_vm.model import state
 from tests.support.cli import run_cli
 
 pytestmark = [
+    pytest.mark.pool(name="st"),
     pytest.mark.integration,
     pytest.mark.timeout(600),
     pytest.mark.skipif(find_chromium() is None, reason="needs Chromium (Debian's chromium)"),
@@ -24,21 +25,14 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Worker]:
-    """One local pool of one worker (its browser started on first use)."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("OA_VM_HOME", str(tmp_path_factory.mktemp("study") / "home"))
-    api.create_pool(name="st", cloud="local", workers=1)
-    api.wait_pool("st", timeout_s=60)
+def study_worker(pooled: Path) -> Iterator[Worker]:
+    """The shared pool's one worker (its browser started on first use), as the study drives it."""
     with api.connect("st", read_timeout=60.0) as connections:
         yield Worker(connections[0].waa)
-    for name in state.list_names():
-        api.cleanup_pool(name)
-    patch.undo()
 
 
-def test_a_success_needs_the_store_readback(worker: Worker) -> None:
-    cells = run_study(worker, ["by-role", "by-name"], 1, conditions=["rename"])
+def test_a_success_needs_the_store_readback(study_worker: Worker) -> None:
+    cells = run_study(study_worker, ["by-role", "by-name"], 1, conditions=["rename"])
     # the store confirms what each arm did: by-role saved, by-name stopped at "View"
     assert (cells["rename"]["by-role"].successes, cells["rename"]["by-name"].successes) == (1, 0)
     assert cells["rename"]["by-name"].stopped == 1
@@ -47,13 +41,13 @@ def test_a_success_needs_the_store_readback(worker: Worker) -> None:
         return read_store(w, "no-such-window")  # the page it reads is gone
 
     with pytest.raises(ReadbackError, match="reading the store failed"):
-        run_study(worker, ["by-role"], 1, conditions=["clean"], readback=broken)
+        run_study(study_worker, ["by-role"], 1, conditions=["clean"], readback=broken)
 
     def empty(w: Worker, window: str) -> list[dict[str, str]]:
         read_store(w, window)
         return []  # the arm clicked Save and the banner says so; the store holds nothing
 
-    cells = run_study(worker, ["by-role"], 1, conditions=["clean"], readback=empty)
+    cells = run_study(study_worker, ["by-role"], 1, conditions=["clean"], readback=empty)
     assert cells["clean"]["by-role"].successes == 0
 
 

@@ -7,7 +7,6 @@ Recording (``start_recording``/``end_recording``) is not simulated and not calle
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 import requests
 
 from tests.conftest import WAA_DATA
-from tests.support.worker_proc import WorkerProcess, running_worker
+from tests.support.worker_proc import WorkerProcess
 
 pytestmark = pytest.mark.integration
 CLIENT = WAA_DATA / "upstream" / "src" / "win-arena-container" / "client"
@@ -24,13 +23,7 @@ TIMEOUT = 30
 
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
-    with running_worker(tmp_path_factory.mktemp("pyctl")) as proc:
-        yield proc
-
-
-@pytest.fixture(scope="module")
-def controller(worker: WorkerProcess) -> Any:
+def controller(shared_worker: WorkerProcess) -> Any:
     if not (CLIENT / "desktop_env" / "controllers" / "python.py").is_file():
         pytest.skip("WAA's client source not found under ../shared/waa/upstream")
     sys.path.insert(0, str(CLIENT))
@@ -38,15 +31,15 @@ def controller(worker: WorkerProcess) -> Any:
         from desktop_env.controllers.python import PythonController
     finally:
         sys.path.remove(str(CLIENT))
-    entry = worker.workers[0]
+    entry = shared_worker.workers[0]
     ctl = PythonController(vm_ip=entry["host"])
-    # The client hard-codes port 5000; the worker listens on a free port of loopback.
-    ctl.http_server = worker.waa_url
+    # The client hard-codes port 5000; the shared_worker listens on a free port of loopback.
+    ctl.http_server = shared_worker.waa_url
     return ctl
 
 
 def test_getters_answer_in_the_shapes_the_client_reads(controller: Any,
-                                                       worker: WorkerProcess) -> None:
+                                                       shared_worker: WorkerProcess) -> None:
     assert controller.get_probe() is True
     assert controller.get_vm_platform() == "Windows"
     assert controller.get_vm_screen_size() == {"width": 1280, "height": 720}
@@ -81,8 +74,8 @@ def test_getters_answer_in_the_shapes_the_client_reads(controller: Any,
     assert controller.get_registry_key("HKCU:\\Control Panel", "Wallpaper") is None
 
 
-def test_actions_drive_the_desktop(controller: Any, worker: WorkerProcess) -> None:
-    requests.post(f"{worker.waa_url}/setup/close_all", timeout=TIMEOUT)
+def test_actions_drive_the_desktop(controller: Any, shared_worker: WorkerProcess) -> None:
+    requests.post(f"{shared_worker.waa_url}/setup/close_all", timeout=TIMEOUT)
     controller.execute_action({"action_type": "PRESS", "parameters": {"key": "enter"}})
     controller.execute_python_command("pyautogui.hotkey('win', 'r')")
     controller.execute_action({"action_type": "TYPING",

@@ -10,7 +10,6 @@ scores 1.0 and DONE 0.0.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +17,13 @@ import pytest
 import requests
 
 from infra.local import tasks_dir
-from tests.support.worker_proc import WorkerProcess, running_worker
+from tests.support.worker_proc import WorkerProcess
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 60
 
 INDEX: dict[str, list[str]] = json.loads((tasks_dir() / "local_all.json").read_text("utf-8"))
 TASK_IDS = [task_id for ids in INDEX.values() for task_id in ids]
-
-
-@pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
-    with running_worker(tmp_path_factory.mktemp("tasks")) as proc:
-        yield proc
 
 
 def _task(worker: WorkerProcess, task_id: str) -> dict[str, Any]:
@@ -80,31 +73,31 @@ def _score(worker: WorkerProcess, task: dict[str, Any], last_action: str) -> flo
     return float(verdict["score"])
 
 
-def test_index_lists_every_bundled_file(worker: WorkerProcess) -> None:
-    served = requests.get(f"{worker.scoring_url}/tasks", timeout=TIMEOUT).json()
+def test_index_lists_every_bundled_file(shared_worker: WorkerProcess) -> None:
+    served = requests.get(f"{shared_worker.scoring_url}/tasks", timeout=TIMEOUT).json()
     assert served == INDEX
     on_disk = {p.stem for p in (tasks_dir() / "examples").glob("*/*.json")}
     assert on_disk == set(TASK_IDS)
 
 
 @pytest.mark.parametrize("task_id", TASK_IDS)
-def test_task_scores_like_waa(worker: WorkerProcess, task_id: str) -> None:
-    task = _task(worker, task_id)
+def test_task_scores_like_waa(shared_worker: WorkerProcess, task_id: str) -> None:
+    task = _task(shared_worker, task_id)
     if task["evaluator"]["func"] == "infeasible":
         assert task["reference_solution"] == ["FAIL"]
-        _setup(worker, task)
-        assert _score(worker, task, "FAIL") == 1.0
-        assert _score(worker, task, "DONE") == 0.0
+        _setup(shared_worker, task)
+        assert _score(shared_worker, task, "FAIL") == 1.0
+        assert _score(shared_worker, task, "DONE") == 0.0
         return
     for form in ("execute_windows", "python -c"):
-        _setup(worker, task)
-        assert _solve(worker, task, form) == "DONE"
-        assert _score(worker, task, "DONE") == 1.0
-    _setup(worker, task)
-    assert _score(worker, task, "DONE") == 0.0
-    _setup(worker, task)
-    assert _solve(worker, task) == "DONE"
-    assert _score(worker, task, "FAIL") == 0.0
+        _setup(shared_worker, task)
+        assert _solve(shared_worker, task, form) == "DONE"
+        assert _score(shared_worker, task, "DONE") == 1.0
+    _setup(shared_worker, task)
+    assert _score(shared_worker, task, "DONE") == 0.0
+    _setup(shared_worker, task)
+    assert _solve(shared_worker, task) == "DONE"
+    assert _score(shared_worker, task, "FAIL") == 0.0
 
 
 def test_bundled_suite_shape() -> None:

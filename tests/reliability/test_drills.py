@@ -17,8 +17,9 @@ import pytest
 
 from oa_vm import api
 from oa_vm.model import state
-from tests.reliability.conftest import processes_of, wait_until
+from tests.reliability.conftest import wait_until
 from tests.support.controller import Controller
+from tests.support.pools import processes_of
 from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration

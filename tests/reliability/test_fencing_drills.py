@@ -23,9 +23,10 @@ import pytest
 
 from evals.run.queue import LEASE_ENV
 from oa_vm.model import state
-from tests.reliability.conftest import processes_of, wait_until
+from tests.reliability.conftest import wait_until
 from tests.support.cli import BIN, run_cli
 from tests.support.controller import Controller, worker_pid
+from tests.support.pools import processes_of
 from tests.support.run_records import read_records
 
 pytestmark = pytest.mark.integration

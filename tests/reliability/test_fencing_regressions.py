@@ -23,20 +23,10 @@ from tests.support.cli import run_cli
 from tests.support.controller import Controller
 from tests.support.run_records import read_records
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.pool(name="fence", workers=2, cli=True)]
 
 SMALL = "local_small"
 SMALL_TASKS = 6
-
-
-@pytest.fixture
-def pool(home: Path) -> str:
-    # by the CLI, not in this process: a worker that is the test's child would stay a zombie
-    for args in (("pool-create", "--cloud", "local", "--workers", "2", "-y"),
-                 ("pool-wait", "--timeout", "120s")):
-        done = run_cli("oa-vm", *args, "--name", "fence", home=home)
-        assert done.returncode == 0, done.stderr
-    return "fence"
 
 
 def _metadata(run_dir: Path) -> dict[str, object]:

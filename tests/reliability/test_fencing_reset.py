@@ -7,16 +7,13 @@ around the real control.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from evals.results.records import ErrorType
 from evals.run.reset import ResetFailed, WorkerReset, _waa_failure
 from oa_vm.model.snapshots import HttpSnapshotControl, Restored, SnapshotError, SnapshotState
 from oa_vm.reach.connect import WorkerConnection
-from tests.support.worker_proc import WorkerProcess, running_worker
+from tests.support.worker_proc import WorkerProcess
 from waa_client import ScoringClient, WaaClient
 from waa_client.errors import NotFoundError, ServerError
 
@@ -45,12 +42,6 @@ class Control:
         for_real = self.restores.pop(0) if self.restores else True
         done = self.real.restore() if for_real else Restored(self.real.check().token, 0.0)
         return Restored(self.lie_token, done.seconds) if self.lie_token else done
-
-
-@pytest.fixture
-def worker(tmp_path: Path) -> Iterator[WorkerProcess]:
-    with running_worker(tmp_path) as worker:
-        yield worker
 
 
 def _connection(worker: WorkerProcess) -> WorkerConnection:

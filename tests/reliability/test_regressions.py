@@ -26,13 +26,16 @@ from oa_vm.errors import InvalidInputError, PoolNotReadyError
 from oa_vm.kit.redact import redact_text, redact_url
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState
-from tests.reliability.conftest import processes_of, wait_until
+from tests.reliability.conftest import wait_until
 from tests.support.cli import BIN, run_cli
 from tests.support.controller import Controller
 from tests.support.http_servers import RefusingPort, Reply, ScriptedServer
+from tests.support.pools import processes_of
 from tests.support.run_records import read_records
 from waa_client import ScoringClient
 from waa_client.catalog import Catalog
+
+pytestmark = pytest.mark.pool(name="regress", workers=2)
 
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
 SMALL = "local_small"
@@ -264,13 +267,6 @@ def test_with_umask_000_the_pool_folder_is_not_open_to_others(home: Path) -> Non
 
 
 # --- runs ----------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def pool(home: Path) -> str:
-    api.create_pool(name="regress", cloud="local", workers=2)
-    api.wait_pool("regress", timeout_s=120)
-    return "regress"
 
 
 def test_resume_restores_a_truncated_execution_json_from_the_queue(

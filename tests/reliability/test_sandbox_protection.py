@@ -8,17 +8,11 @@ and a reset rebuilds the layout before it clears anything.
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from infra.local.commands import run
 from infra.local.desktop import Desktop
-
-
-@pytest.fixture
-def desktop(tmp_path: Path) -> Desktop:
-    return Desktop(tmp_path / "root")
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,6 @@ import pytest
 import requests
 
 from infra.local import access
-from oa_vm import api
 from oa_vm.cli import pool_views
 from oa_vm.clouds.local.fleet import SECRET_FILE
 from oa_vm.model import state
@@ -34,7 +33,7 @@ from tests.support.waa_upstream import load_desktop_env
 from tests.support.worker_proc import PROJECT_ROOT, WorkerProcess, running_worker
 from waa_client import FENCE_HEADER, RequestRejectedError, ScoringClient, WaaClient
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.pool(name="guarded", workers=2)]
 TIMEOUT = 30
 HOME = "C:\\Users\\Docker"
 
@@ -49,20 +48,13 @@ def _secret(url: str) -> str:
     return urlsplit(url).path.strip("/")
 
 
-@pytest.fixture
-def pool(home: Path) -> Iterator[state.PoolRecord]:
-    """A ready local pool of two workers (one process each)."""
-    api.create_pool(name="guarded", cloud="local", workers=2)
-    yield api.wait_pool("guarded", timeout_s=120)
-
-
 def test_pool_workers_refuse_requests_without_the_pool_secret(
-    pool: state.PoolRecord, home: Path
+    pool: str, home: Path
 ) -> None:
     secret_path = state.pool_dir("guarded") / SECRET_FILE
     assert secret_path.stat().st_mode & 0o777 == 0o600
     secret = secret_path.read_text().strip()
-    for worker in pool.workers:
+    for worker in state.load(pool).workers:
         assert worker.waa_url and worker.scoring_url and worker.pid and worker.workdir
         assert _secret(worker.waa_url) == secret == _secret(worker.scoring_url)
         # handed over in a 0600 file: `ps` shows no secret
@@ -97,10 +89,10 @@ def test_pool_workers_refuse_requests_without_the_pool_secret(
         assert secret not in Path(worker.log_path or "").read_text()
 
 
-def test_a_repaired_worker_keeps_the_pool_secret(pool: state.PoolRecord, home: Path) -> None:
+def test_a_repaired_worker_keeps_the_pool_secret(pool: str, home: Path) -> None:
     from oa_vm import fleet
 
-    lost = pool.workers[1]
+    lost = state.load(pool).workers[1]
     assert lost.pid and lost.waa_url
     secret = _secret(lost.waa_url)
     psutil.Process(lost.pid).kill()
@@ -117,24 +109,26 @@ def test_a_repaired_worker_keeps_the_pool_secret(pool: state.PoolRecord, home: P
 
 
 def test_pool_status_masks_the_secret_but_json_keeps_the_urls(
-    pool: state.PoolRecord, home: Path
+    pool: str, home: Path
 ) -> None:
-    secret = _secret(pool.workers[0].waa_url or "")
+    secret = _secret(state.load(pool).workers[0].waa_url or "")
     text = run_cli("oa-vm", "pool-status", "--name", "guarded", home=home)
     assert text.returncode == 0, text.stderr
     assert secret not in text.stdout and "/cap-***" in text.stdout
-    assert secret not in pool_views.status_text(pool)
+    assert secret not in pool_views.status_text(state.load(pool))
     listed = json.loads(run_cli("oa-vm", "pool-status", "--name", "guarded", "--json",
                                 home=home).stdout)
-    assert [w["waa_url"] for w in listed["workers"]] == [w.waa_url for w in pool.workers]
+    assert [w["waa_url"] for w in listed["workers"]] == [
+        w.waa_url for w in state.load(pool).workers
+    ]
 
 
-def test_waa_own_client_works_with_the_pool_url(pool: state.PoolRecord, tmp_path: Path) -> None:
+def test_waa_own_client_works_with_the_pool_url(pool: str, tmp_path: Path) -> None:
     load_desktop_env()  # WAA's client from ../shared/waa/upstream, unmodified
     from desktop_env.controllers.python import PythonController
     from desktop_env.controllers.setup import SetupController
 
-    worker = pool.workers[0]
+    worker = state.load(pool).workers[0]
     assert worker.waa_url
     # WAA's controllers build http://<vm_ip>:5000 and only ever append paths to it: given the
     # pool's URL in its place, every call carries the secret.
@@ -451,7 +445,7 @@ LONG_TASKS = ("c499b229-110c-5fc8-9895-f2f879ac1512-WOS,"
 
 @pytest.mark.parametrize("kind", ["type", "sleep"])
 def test_an_action_outlasting_the_read_timeout_is_the_agents_not_the_workers(
-    pool: state.PoolRecord, home: Path, tmp_path: Path, kind: str
+    pool: str, home: Path, tmp_path: Path, kind: str
 ) -> None:
     """Typing 400,000 characters then pausing 30 s (or only the pause) with --read-timeout 2s
     on two healthy workers: each task ends error/agent at its first attempt, no worker is
@@ -477,6 +471,6 @@ def test_an_action_outlasting_the_read_timeout_is_the_agents_not_the_workers(
     assert "the agent (long_agent:Long) sent an action past the read timeout" in line, line
     assert "worker" not in line.split("sent an action", 1)[0]
     # the workers stopped the actions their callers gave up on (each says so in its log)
-    logs = [Path(w.log_path or "") for w in pool.workers]
+    logs = [Path(w.log_path or "") for w in state.load(pool).workers]
     wait_until(lambda: sum(p.read_text().count("the caller went away") for p in logs) >= 2,
                "both workers to stop the action")

@@ -1,10 +1,10 @@
 """``openadapt-evals audit-verifier``: edit correct runs, replay them, check the checker.
 
-``--benchmark local`` audits the local WAA suite (:mod:`evals.audit`): without ``--pool`` a
-temporary local pool is created for it and removed afterwards, whatever happens. ``--benchmark
-toy`` and ``--benchmark package.module:Adapter`` audit any benchmark through the adapter
-protocol of :mod:`evals.verifier_audit`. Exit status: 0 with no false accept, 1 with one (unless
-``--exit-zero``), 2 on bad input.
+``--benchmark local`` audits the local WAA suite (:mod:`evals.verifier_audit.local`): without
+``--pool`` a temporary local pool is created for it and removed afterwards, whatever happens.
+``--benchmark toy`` and ``--benchmark package.module:Adapter`` audit any benchmark through the
+adapter protocol of :mod:`evals.verifier_audit`. Exit status: 0 with no false accept, 1 with
+one (unless ``--exit-zero``), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def audit_verifier(
     from evals.errors import InvalidRunInputError
 
     if out is not None:  # refused before the audit, not after it
-        from evals.audit import REPORT_MARKER
+        from evals.verifier_audit.report import REPORT_MARKER
         from oa_vm.kit import safe_fs
 
         safe_fs.check_out(out, marker=REPORT_MARKER, force=force)
@@ -121,13 +121,16 @@ def audit_verifier(
         raise typer.Exit(1)
 
 
-def _check_local_ids(wanted: str) -> None:
-    """Refuse IDs the bundled local suite (what a temporary audit pool serves) does not have."""
+def _check_local_ids(wanted: str, known: set[str] | None = None) -> None:
+    """Refuse IDs the pool's tasks do not have (default: the bundled local suite, what a
+    temporary audit pool serves)."""
     from evals.errors import InvalidRunInputError
-    from oa_vm import local_tasks_dir
-    from waa_client.catalog import Catalog
 
-    known = set(Catalog.from_folder(local_tasks_dir()).task_ids())
+    if known is None:
+        from oa_vm import local_tasks_dir
+        from waa_client.catalog import Catalog
+
+        known = set(Catalog.from_folder(local_tasks_dir()).task_ids())
     unknown = [t.strip() for t in wanted.split(",") if t.strip() and t.strip() not in known]
     if unknown:
         raise InvalidRunInputError(
@@ -225,10 +228,9 @@ def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: in
                    progress=lambda done, total, task: _say(task_line(done, total, task)))
     payload = result.to_dict()
     if out is not None:
-        from evals.audit import REPORT_MARKER, report_json
-        from oa_vm.kit import safe_fs
+        from evals.verifier_audit.report import write_report
 
-        safe_fs.write_out(out, report_json(payload), marker=REPORT_MARKER, force=force)
+        write_report(payload, out, force=force)
     if as_json:
         typer.echo(json.dumps(payload, indent=2, sort_keys=True))
     else:
@@ -240,21 +242,16 @@ def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: in
 
 def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = False) -> bool:
     import oa_vm
-    from evals.audit import audit, format_row, format_table, write_report
     from evals.errors import InvalidRunInputError
+    from evals.verifier_audit.local import audit, format_row, format_table
+    from evals.verifier_audit.report import write_report
 
     with oa_vm.connect(pool, read_timeout=60.0) as connections:
         worker = connections[0]
         ids = [tid for ids in worker.scoring.tasks().values() for tid in ids]
         if wanted:
-            chosen = [t.strip() for t in wanted.split(",") if t.strip()]
-            unknown = [t for t in chosen if t not in ids]
-            if unknown:
-                raise InvalidRunInputError(
-                    f"--tasks: unknown task(s) {', '.join(unknown)}; "
-                    "'openadapt-evals tasks' lists them"
-                )
-            ids = chosen
+            _check_local_ids(wanted, set(ids))
+            ids = [t.strip() for t in wanted.split(",") if t.strip()]
         tasks = {tid: worker.scoring.task(tid) for tid in ids}
         if not any(isinstance(t.get("reference_solution"), list) for t in tasks.values()):
             raise InvalidRunInputError(
@@ -271,7 +268,7 @@ def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = Fal
     false_accepts = report.false_accepts
     typer.echo(f"\nFalse accepts: {len(false_accepts)}")
     if out is not None:
-        write_report(report, str(out), force=force)
+        write_report(report.to_json(), out, force=force)
         typer.echo(f"Report: {out}")
     return bool(false_accepts)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evals.audit import (
+from evals.verifier_audit.local import (
     OPERATORS,
     AuditReport,
     AuditRow,

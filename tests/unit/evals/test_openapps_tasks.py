@@ -23,11 +23,6 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "evals/tasks/openapps/examples/
 _ENDS = {SEND_MSG_TO_USER: CLARIFY, REPORT_INFEASIBLE: STOP}
 
 
-@pytest.fixture
-def desktop(tmp_path: Path) -> Desktop:
-    return Desktop(tmp_path / "drive")
-
-
 def state(desktop: Desktop) -> dict[str, Any]:
     return desktop.app_state()
 

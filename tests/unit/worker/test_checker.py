@@ -16,11 +16,6 @@ from infra.scoring_rules import EvaluatorConfigError, Unscorable
 DOCS = "C:\\Users\\Docker\\Documents"
 
 
-@pytest.fixture
-def desktop(tmp_path: Path) -> Desktop:
-    return Desktop(tmp_path / "root")
-
-
 def rule(value: Any) -> dict[str, Any]:
     return {"type": "rule", "rules": {"expected": value}}
 

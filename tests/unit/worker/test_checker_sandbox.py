@@ -22,11 +22,6 @@ INSIDE = "C:\\Users\\Docker\\Documents\\a.txt"
 
 
 @pytest.fixture
-def desktop(tmp_path: Path) -> Desktop:
-    return Desktop(tmp_path / "root")
-
-
-@pytest.fixture
 def host_secret(tmp_path: Path) -> Path:
     """A host file outside the sandbox holding the same text as the guest file."""
     secret = tmp_path / "host-secret.txt"

@@ -14,11 +14,6 @@ from infra.local.sandbox import SandboxError
 DESK = "C:\\Users\\Docker\\Desktop"
 
 
-@pytest.fixture
-def desktop(tmp_path: Path) -> Desktop:
-    return Desktop(tmp_path / "root")
-
-
 def ok(desktop: Desktop, command: str | list[str]) -> str:
     result = run(desktop, command)
     assert result.returncode == 0, result.error

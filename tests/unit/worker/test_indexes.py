@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import requests
 
 from infra.local import start_worker, tasks_dir
@@ -15,24 +13,18 @@ from infra.local.worker import RunningWorker
 TIMEOUT = 5
 
 
-@pytest.fixture
-def worker(tmp_path: Path) -> Iterator[RunningWorker]:
-    running = start_worker("idx", tmp_path / "w")
-    yield running
-    running.stop()
-
-
-def test_indexes_and_named_index(worker: RunningWorker) -> None:
-    names = requests.get(f"{worker.scoring_url}/indexes", timeout=TIMEOUT).json()["indexes"]
+def test_indexes_and_named_index(in_process_worker: RunningWorker) -> None:
+    scoring = in_process_worker.scoring_url
+    names = requests.get(f"{scoring}/indexes", timeout=TIMEOUT).json()["indexes"]
     assert names == ["local_all", "local_small"]
-    small = requests.get(f"{worker.scoring_url}/tasks", params={"index": "local_small"},
+    small = requests.get(f"{scoring}/tasks", params={"index": "local_small"},
                          timeout=TIMEOUT).json()
     on_disk = json.loads((tasks_dir() / "local_small.json").read_text())
     assert small == on_disk
-    main = requests.get(f"{worker.scoring_url}/tasks", timeout=TIMEOUT).json()
+    main = requests.get(f"{scoring}/tasks", timeout=TIMEOUT).json()
     assert main == json.loads((tasks_dir() / "local_all.json").read_text())
     for bad in ("nope", "../local_all"):
-        answer = requests.get(f"{worker.scoring_url}/tasks", params={"index": bad},
+        answer = requests.get(f"{scoring}/tasks", params={"index": bad},
                               timeout=TIMEOUT)
         assert answer.status_code == 404 and "known: local_all, local_small" in answer.text
 

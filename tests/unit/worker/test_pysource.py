@@ -14,11 +14,6 @@ from infra.local.pysource import ForbiddenSource, parse_source, python_c_source
 DESKTOP = "C:\\Users\\Docker\\Desktop"
 
 
-@pytest.fixture
-def desktop(tmp_path: Path) -> Desktop:
-    return Desktop(tmp_path / "root")
-
-
 @pytest.mark.parametrize(
     ("source", "named"),
     [

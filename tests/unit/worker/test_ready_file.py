@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,46 +15,39 @@ from infra.local.__main__ import write_ready_file
 from infra.local.taskstore import TaskStore, TaskStoreError
 
 
-@pytest.fixture
-def worker(tmp_path: Path) -> Iterator[RunningWorker]:
-    running = start_worker("unit", tmp_path / "root")
-    yield running
-    running.stop()
-
-
-def test_ready_file_format(tmp_path: Path, worker: RunningWorker) -> None:
+def test_ready_file_format(tmp_path: Path, in_process_worker: RunningWorker) -> None:
     path = tmp_path / "state" / "ready.json"
     started = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
-    write_ready_file(path, [worker], started)
+    write_ready_file(path, [in_process_worker], started)
     data = json.loads(path.read_text())
     assert data == {
         "pid": os.getpid(),
         "started_at": "2026-01-02T03:04:05+00:00",
         "workers": [
             {
-                "name": "unit",
+                "name": "w",
                 "host": "127.0.0.1",
-                "waa_port": worker.waa_port,
-                "scoring_port": worker.scoring_port,
-                "waa_url": f"http://127.0.0.1:{worker.waa_port}{worker.base_path}",
-                "scoring_url": f"http://127.0.0.1:{worker.scoring_port}{worker.base_path}",
+                "waa_port": in_process_worker.waa_port,
+                "scoring_port": in_process_worker.scoring_port,
+                "waa_url": f"http://127.0.0.1:{in_process_worker.waa_port}{in_process_worker.base_path}",
+                "scoring_url": f"http://127.0.0.1:{in_process_worker.scoring_port}{in_process_worker.base_path}",
                 "root": str((tmp_path / "root").resolve()),
             }
         ],
     }
     assert [p.name for p in path.parent.iterdir()] == ["ready.json"]  # no temp file left
     assert path.stat().st_mode & 0o777 == 0o600  # its URLs carry the secret
-    assert worker.base_path.startswith("/cap-")
+    assert in_process_worker.base_path.startswith("/cap-")
 
 
-def test_in_process_worker_serves_and_stops(worker: RunningWorker) -> None:
-    assert worker.waa_url == f"http://127.0.0.1:{worker.waa_port}{worker.base_path}"
-    probe = requests.get(f"{worker.scoring_url}/probe", timeout=5)
+def test_in_process_worker_serves_and_stops(in_process_worker: RunningWorker) -> None:
+    assert in_process_worker.waa_url == f"http://127.0.0.1:{in_process_worker.waa_port}{in_process_worker.base_path}"
+    probe = requests.get(f"{in_process_worker.scoring_url}/probe", timeout=5)
     assert probe.json() == {"status": "ok", "service": "evaluate"}
-    worker.stop()
-    worker.stop()  # idempotent
+    in_process_worker.stop()
+    in_process_worker.stop()  # idempotent
     with pytest.raises(requests.ConnectionError):
-        requests.get(f"{worker.waa_url}/probe", timeout=5)
+        requests.get(f"{in_process_worker.waa_url}/probe", timeout=5)
 
 
 def test_bad_fault_dict_is_refused(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 
 import pytest
 
@@ -11,11 +10,6 @@ from infra.local.desktop import Desktop
 from infra.local.setup_steps import launch_words, run_steps
 
 DOCS = "C:\\Users\\Docker\\Documents"
-
-
-@pytest.fixture
-def desktop(tmp_path: Path) -> Desktop:
-    return Desktop(tmp_path / "root")
 
 
 @pytest.mark.parametrize(

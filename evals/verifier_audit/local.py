@@ -1,51 +1,35 @@
-"""The verifier audit: do the local checkers refuse runs that did not do the task?
+"""The local suite's adapter to the audit: do the local checkers refuse runs that did not do
+the task?
 
 For each task with a reference solution, the reference is replayed once, then edited by one
-operator at a time and replayed again, each run from a fresh start (the worker's reset and the
-task's setup), its end state read back (``GET /state``: files, windows, settings, clock) before
-the task's checker, unmodified, grades it (``POST /evaluate``).
-
-Operators (format-agnostic: a step is any action string, the local command language or
-pyautogui Python alike; only ``DONE``/``FAIL``/``WAIT`` are special):
-
-- ``claim-only``: nothing but the final answer (``DONE``/``FAIL``): claims without doing.
-- ``omit``: one step left out (each step in turn).
-- ``partial``: the first half of the steps, then the final answer.
-- ``wrong-value``: one string or number literal inside one step changed (each literal in turn).
-- ``extra``: one step played twice (the last step that changes something).
-- ``extra-ni``: a non-interfering extra (a ``WAIT`` step) added: the run must still pass.
-
-Each edited run is classified:
-
-- ``killed``: the checker refused a run whose outcome (files, folders, settings, clock,
-  clipboard: :data:`OUTCOME_KEYS`) or final answer differs from the reference's.
-- ``false accept``: the checker accepted a run whose outcome differs (a checker bug).
-- ``equivalent``: the edit left the end state and the answer as the reference's (no verdict
-  expected), or an ``extra-ni`` run the checker accepted as it should.
-- ``refused``: the checker refused a run equivalent to the reference (too strict).
-- ``unconfirmed``: the unedited reference itself does not pass, so its edits prove nothing.
-- ``error``: the replay or the checker failed (setup, worker or evaluation error).
-- ``invalid``: the operator does not apply (nothing to omit, no literal to change...).
-
-A false accept makes the audit fail (exit 1).
+operator at a time (:data:`~evals.verifier_audit.operators.OPERATORS`, here on action strings:
+the local command language or pyautogui Python alike; only ``DONE``/``FAIL``/``WAIT`` are
+special) and replayed again, each run from a fresh start (the worker's reset and the task's
+setup), its end state read back (``GET /state``) before the task's checker, unmodified, grades
+it (``POST /evaluate``). Here an operator edits each step it can, one at a time (see
+:func:`mutants`). Each edited run gets its class from the engine's one verdict rule
+(:func:`~evals.verifier_audit.runner.judge`) under the local report's names (:data:`CLASSES`).
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evals.agents.base import EXECUTE, EXECUTE_WINDOWS, WAIT, parse_action
+from evals.verifier_audit import runner
+from evals.verifier_audit.operators import OPERATORS
 from waa_client.errors import WaaError
 from waa_client.scoring import ScoringClient
 from waa_client.waa import WaaClient
 
-OPERATORS = ("claim-only", "omit", "partial", "wrong-value", "extra", "extra-ni")
-CLASSES = ("killed", "false accept", "equivalent", "refused", "unconfirmed", "error", "invalid")
+LABELS = {runner.KILLED: "killed", runner.FALSE_ACCEPT: "false accept",
+          runner.EQUIVALENT: "equivalent", runner.TOO_STRICT: "refused",
+          runner.INVALID: "unconfirmed", runner.NOT_DELIVERED: "error", runner.REFUSED: "invalid"}
+"""The engine's classes as the local report names them (see docs/results.md)."""
+CLASSES = tuple(LABELS.values())
 _FINAL = ("DONE", "FAIL")
 # A string literal in double or single quotes (backslash escapes allowed), or a number.
 _LITERAL = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|(?<![\w.])\d+(?:\.\d+)?(?![\w.])')
@@ -98,10 +82,8 @@ class AuditReport:
 
     def table(self) -> dict[str, dict[str, int]]:
         """``{operator: {class: count}}`` over all rows."""
-        counts: dict[str, Counter[str]] = {op: Counter() for op in OPERATORS}
-        for row in self.rows:
-            counts[row.operator][row.classification] += 1
-        return {op: {c: counts[op][c] for c in CLASSES} for op in OPERATORS}
+        return runner.tally(((r.operator, r.classification) for r in self.rows), OPERATORS,
+                            CLASSES)
 
     def to_json(self) -> dict[str, Any]:
         """The ``--out`` document."""
@@ -150,7 +132,10 @@ def _bump(number: str) -> str:
 
 
 def mutants(actions: Sequence[str]) -> dict[str, list[Mutant]]:
-    """Every edit of ``actions``, by operator (an empty list: the operator does not apply)."""
+    """Every edit of ``actions``, by operator (an empty list: the operator does not apply):
+    ``claim-only`` keeps the final answer only, ``omit`` leaves one step out, ``partial`` keeps
+    the first half, ``wrong-value`` changes one literal in one step, ``extra`` plays the last
+    step twice, ``extra-ni`` adds a ``WAIT`` (the run must still pass)."""
     steps, final = _split(actions)
     out: dict[str, list[Mutant]] = {op: [] for op in OPERATORS}
     real = [i for i, a in enumerate(steps) if _is_step(a)]
@@ -233,17 +218,12 @@ def outcome(state: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def classify(operator: str, reference: RunResult, run: RunResult) -> str:
-    """The class of one edited run against the reference run (see the module docstring)."""
-    if run.error is not None:
-        return "error"
-    if reference.error is not None or not reference.accepted:
-        return "unconfirmed"
-    same = outcome(run.state) == outcome(reference.state) and (
-        run.last_action.upper() == reference.last_action.upper()
-    )
-    if operator == "extra-ni" or same:
-        return "equivalent" if run.accepted else "refused"
-    return "false accept" if run.accepted else "killed"
+    """The class of one edited run against the reference run (an ``extra-ni`` run counts as
+    the reference's: it must pass)."""
+    same = operator == "extra-ni" or (outcome(run.state) == outcome(reference.state)
+                                      and run.last_action.upper() == reference.last_action.upper())
+    return LABELS[runner.judge(delivered=run.error is None, passed=bool(run.accepted), same=same,
+                               control_ok=reference.error is None and bool(reference.accepted))]
 
 
 def audit(
@@ -276,7 +256,7 @@ def audit(
 def _rows(task_id: str, operator: str, edits: list[Mutant], reference: RunResult,
           task: Mapping[str, Any], waa: WaaClient, scoring: ScoringClient) -> Iterator[AuditRow]:
     if not edits:
-        yield AuditRow(task_id, operator, "does not apply", "invalid")
+        yield AuditRow(task_id, operator, "does not apply", LABELS[runner.REFUSED])
         return
     for mutant in edits:
         run = replay(waa, scoring, task, task_id, mutant.actions)
@@ -309,25 +289,3 @@ def format_table(report: AuditReport) -> str:
                                                                         strict=True))]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
-
-
-REPORT_MARKER = b'{\n  "generator": "openadapt-evals audit-verifier"'
-"""How an ``audit-verifier --out`` report begins: the mark by which the next ``--out`` knows the
-file as one it may replace without ``--force`` (:func:`oa_vm.kit.safe_fs.write_out`)."""
-
-
-def report_json(document: dict[str, Any]) -> str:
-    """An ``audit-verifier`` report as written to ``--out``: its generator first, then the
-    document (keys sorted)."""
-    body = json.loads(json.dumps(document, sort_keys=True))
-    return json.dumps({"generator": "openadapt-evals audit-verifier", **body}, indent=2) + "\n"
-
-
-def write_report(report: AuditReport, path: str, *, force: bool = False) -> None:
-    """Write the ``--out`` JSON document through the one ``--out`` writer."""
-    from pathlib import Path
-
-    from oa_vm.kit import safe_fs  # atomic, 0600, never through a symlink; the folder must exist
-
-    safe_fs.write_out(Path(path), report_json(report.to_json()), marker=REPORT_MARKER,
-                      force=force)
