@@ -201,6 +201,12 @@ def _workers_on_hosts(cloud: str, workers: int, hosts: list[str], ssh_key: str |
     if cloud != "ssh":
         if hosts:
             raise InvalidInputError("--host is for your own hosts (--cloud ssh)")
+        if per_host > 1 and workers % per_host and cloud != "local":
+            hosts_up = -(-workers // per_host)
+            raise InvalidInputError(
+                f"--workers {workers} does not fill hosts of {per_host}: every host runs "
+                f"--workers-per-host workers; use --workers {hosts_up * per_host} ({hosts_up} "
+                f"host(s)) or --workers {max(1, workers // per_host) * per_host}")
         return workers
     if not hosts:
         raise InvalidInputError("--cloud ssh needs --host user@host[:port] (repeatable)")
