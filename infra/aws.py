@@ -36,7 +36,7 @@ import pulumi_aws as aws
 from infra import sizes
 from infra.settings import CALLER_CIDR_PLACEHOLDER, PINNED_EXPORT, PoolSettings, pinned_values
 from infra.tags import pool_tags
-from infra.worker import cloud_init
+from infra.worker import cloud_init, slots
 
 CANONICAL_OWNER = "099720109477"
 UBUNTU_AMI_NAME = "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*"
@@ -50,12 +50,28 @@ STORAGE_DEVICE = "/dev/sdf"
 # (bootstrap.sh's ebs_volume), never by its NVMe name.
 STORAGE_DEVICES = (STORAGE_DEVICE, "/dev/xvdf", "ebs")
 TERMINATE_TARGET = "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
+
+
+def slot_device(index: int) -> str:
+    """The device name slot ``index``'s storage volume is attached as: ``/dev/sdf``,
+    ``/dev/sdg``, ... (slot 0 is the one-worker host's)."""
+    return f"/dev/sd{chr(ord(STORAGE_DEVICE[-1]) + index)}"
+
+
+def slot_storage_devices(index: int) -> tuple[str, ...]:
+    """Where slot ``index``'s volume appears: its name, Xen's, or on Nitro the EBS volume
+    attached under that name (``ebs:sdg``, bootstrap.sh's ``ebs_named``)."""
+    name = slot_device(index).removeprefix("/dev/")
+    return (f"/dev/{name}", f"/dev/xvd{name[2:]}", f"ebs:{name}")
+
+
 HOST_FACTS = cloud_init.HostFacts(
     ssh_user=SSH_USER,
     storage_devices=STORAGE_DEVICES,
     size_hint="a C8i/M8i/R8i size (e.g. m8i.2xlarge) or a .metal size",
     guest_poweroff=True,
     spot_notices=True,
+    slot_storage_devices=slot_storage_devices,
 )
 
 
@@ -135,11 +151,12 @@ def terminate_policy(instance_arns: list[str]) -> str:
 
 
 def storage_block_device(
-    settings: PoolSettings, tags: dict[str, str]
+    settings: PoolSettings, tags: dict[str, str], slot: int = 0
 ) -> aws.ec2.InstanceEbsBlockDeviceArgsDict:
-    """A pool worker's storage volume, made from the prepared image's snapshot."""
+    """A pool worker's storage volume, made from the prepared image's snapshot (slot ``slot``'s
+    on a host with several workers: each has its own)."""
     return {
-        "device_name": STORAGE_DEVICE,
+        "device_name": slot_device(slot),
         "snapshot_id": str(settings.image_id),
         "volume_size": settings.storage_gb,
         "volume_type": "gp3",
@@ -179,10 +196,11 @@ def worker_output(name: str, public_ip: str, instance_id: str) -> dict[str, str]
 
 
 def _worker_output(
-    name: str, public_ip: pulumi.Output[str], instance_id: pulumi.Output[str]
-) -> pulumi.Output[dict[str, str]]:
-    def build(values: list[Any]) -> dict[str, str]:
-        return worker_output(name, str(values[0]), str(values[1]))
+    name: str, public_ip: pulumi.Output[str], instance_id: pulumi.Output[str],
+    slot_names: list[str],
+) -> pulumi.Output[list[dict[str, Any]]]:
+    def build(values: list[Any]) -> list[dict[str, Any]]:
+        return slots.host_workers(worker_output(name, str(values[0]), str(values[1])), slot_names)
 
     return pulumi.Output.all(public_ip, instance_id).apply(build)
 
@@ -246,7 +264,7 @@ class AwsWorkerPool(pulumi.ComponentResource):
             owners=[CANONICAL_OWNER], most_recent=True, filters=ami_filters(), opts=invoke
         ).id)
         user_data = user_data_base64(settings)
-        outputs: list[pulumi.Output[dict[str, str]]] = []
+        outputs: list[pulumi.Output[list[dict[str, Any]]]] = []
         nests = sizes.aws_nests_natively(settings.size)
         cpu_options: aws.ec2.InstanceCpuOptionsArgsDict | None = (
             {"nested_virtualization": "enabled"} if nests else None
@@ -273,10 +291,12 @@ class AwsWorkerPool(pulumi.ComponentResource):
                     "delete_on_termination": True,
                     "tags": self._named(f"{worker}-root"),
                 },
-                ebs_block_devices=[
-                    (builder_block_device if building else storage_block_device)(
-                        settings, self._named(f"{worker}-storage")
-                    )
+                ebs_block_devices=[builder_block_device(settings, self._named(f"{worker}-storage"))]
+                if building else [
+                    # one storage volume per worker of the host, each from the image
+                    storage_block_device(settings, self._named(
+                        f"{worker}-storage" if slot == 0 else f"{worker}-s{slot}-storage"), slot)
+                    for slot in range(settings.workers_per_host)
                 ],
                 # IMDSv2 only, and its answers die after one hop: the host reaches the metadata
                 # service (spot notices), a container or the Windows guest behind it never does
@@ -293,9 +313,11 @@ class AwsWorkerPool(pulumi.ComponentResource):
                     instance.ebs_block_devices.apply(_storage_volume_id)
                 )
             instances.append(instance)
-            outputs.append(_worker_output(worker, instance.public_ip, instance.id))
+            outputs.append(_worker_output(worker, instance.public_ip, instance.id,
+                                          settings.slot_names(worker)))
         self._expiry_schedule(name, instances, child)
-        self.workers = pulumi.Output.all(*outputs)
+        self.workers = pulumi.Output.all(*outputs).apply(
+            lambda hosts: [w for host in hosts for w in host])
         self.security_group_id = sg.id
         self.register_outputs({"workers": self.workers, "security_group_id": sg.id})
 

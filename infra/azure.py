@@ -39,7 +39,7 @@ from pulumi_azure_native import compute, devtestlab, network, resources
 from infra import sizes
 from infra.settings import PINNED_EXPORT, PoolSettings, SettingsError, pinned_values
 from infra.tags import pool_tags
-from infra.worker import cloud_init, units
+from infra.worker import cloud_init, slots, units
 
 SSH_USER = "azureuser"
 COMPONENT_TYPE = "oa-vm:azure:WorkerPool"
@@ -52,6 +52,8 @@ HOST_FACTS = cloud_init.HostFacts(
     ssh_user=SSH_USER,
     # azure-vm-utils' names first, then the older waagent udev rules'.
     storage_devices=("/dev/disk/azure/data/by-lun/0", "/dev/disk/azure/scsi1/lun0"),
+    slot_storage_devices=lambda i: (f"/dev/disk/azure/data/by-lun/{STORAGE_LUN + i}",
+                                    f"/dev/disk/azure/scsi1/lun{STORAGE_LUN + i}"),
     size_hint="a D-series v3/v5 size such as Standard_D8s_v5 (security type Standard)",
     guest_poweroff=False,
     # Spot pools watch Scheduled Events for an eviction (Preempt) and mark the worker draining.
@@ -135,10 +137,10 @@ def worker_output(name: str, public_ip: str, vm_id: str) -> dict[str, str]:
 
 
 def _worker_output(
-    name: str, public_ip: pulumi.Output[Any], vm_id: pulumi.Output[str]
-) -> pulumi.Output[dict[str, str]]:
-    def build(values: list[Any]) -> dict[str, str]:
-        return worker_output(name, str(values[0]), str(values[1]))
+    name: str, public_ip: pulumi.Output[Any], vm_id: pulumi.Output[str], slot_names: list[str]
+) -> pulumi.Output[list[dict[str, Any]]]:
+    def build(values: list[Any]) -> list[dict[str, Any]]:
+        return slots.host_workers(worker_output(name, str(values[0]), str(values[1])), slot_names)
 
     return pulumi.Output.all(public_ip, vm_id).apply(build)
 
@@ -213,7 +215,7 @@ class AzureWorkerPool(pulumi.ComponentResource):
         data = custom_data(settings)
         daily = shutdown_time(settings.expires_at)
         priority, eviction_policy, billing_profile = spot_settings(settings.spot)
-        outputs: list[pulumi.Output[dict[str, str]]] = []
+        outputs: list[pulumi.Output[list[dict[str, Any]]]] = []
         for worker in settings.worker_names():
             ip = network.PublicIPAddress(
                 f"{worker}-ip",
@@ -244,7 +246,10 @@ class AzureWorkerPool(pulumi.ComponentResource):
                 tags=tags,
                 opts=child,
             )
-            storage = self._storage_disk(worker, settings, group.name, disk_type, tags, child)
+            # one storage disk per worker of the host (slot i at LUN i), each from the image
+            storages = [self._storage_disk(worker if slot == 0 else f"{worker}-s{slot}",
+                                           settings, group.name, disk_type, tags, child)
+                        for slot in range(settings.workers_per_host)]
             os_profile: compute.OSProfileArgsDict = {
                 "computer_name": worker,
                 "admin_username": SSH_USER,
@@ -272,13 +277,13 @@ class AzureWorkerPool(pulumi.ComponentResource):
                     "caching": compute.CachingTypes.READ_WRITE,
                 },
                 "data_disks": [{
-                    "lun": STORAGE_LUN,
+                    "lun": STORAGE_LUN + slot,
                     "name": storage.name,
                     "create_option": "Attach",
                     "managed_disk": {"id": storage.id},
                     "caching": compute.CachingTypes.READ_ONLY
                     if settings.mode == "pool" else compute.CachingTypes.NONE,
-                }],
+                } for slot, storage in enumerate(storages)],
             }
             network_profile: compute.NetworkProfileArgsDict = {
                 "network_interfaces": [{"id": nic.id, "primary": True, "delete_option": "Delete"}]
@@ -312,8 +317,10 @@ class AzureWorkerPool(pulumi.ComponentResource):
                 tags=tags,
                 opts=child,
             )
-            outputs.append(_worker_output(worker, ip.ip_address, vm.id))
-        self.workers = pulumi.Output.all(*outputs)
+            outputs.append(_worker_output(worker, ip.ip_address, vm.id,
+                                          settings.slot_names(worker)))
+        self.workers = pulumi.Output.all(*outputs).apply(
+            lambda hosts: [w for host in hosts for w in host])
         self.resource_group = group.name
         self.location = location
         self.register_outputs({"workers": self.workers, "resource_group": group.name})

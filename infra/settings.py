@@ -16,6 +16,8 @@ from datetime import datetime, timedelta
 from infra import egress_rules
 
 DEFAULT_WORKERS = 1
+MAX_WORKERS_PER_HOST = 32
+"""The most workers one host runs (:data:`infra.worker.slots.MAX_SLOTS`)."""
 DEFAULT_DISK_GB = 160
 DEFAULT_STORAGE_GB = 96
 DEFAULT_WAA_IMAGE = "windowsarena/winarena:latest"
@@ -90,6 +92,9 @@ class PoolSettings:
         egress: what the guest may reach (``none``, ``allowlist``, ``web``, ``open``; never the
             metadata service, the host or another worker): see ``infra/egress_rules.py``.
         egress_allowlist: the ``allowlist`` mode's entries, one ``host:port`` a line.
+        workers_per_host: WAA workers on each host (``workers`` counts hosts), each in its own
+            slot (:mod:`infra.worker.slots`): its container, storage volume, ports, QMP socket,
+            guest address and snapshot. 1: the one-worker host of before.
     """
 
     name: str
@@ -116,6 +121,7 @@ class PoolSettings:
     indexes: tuple[int, ...] | None = None
     """The workers' numbers when they are not ``0..workers-1``: a repair that replaces a
     draining worker adds a new number before the old one is retired (:mod:`oa_vm.fleet`)."""
+    workers_per_host: int = 1
     ami_id: str | None = None
     """AWS: the host's Ubuntu AMI. None at create (the program looks up Canonical's newest);
     every later update passes the one the create used (:data:`PINNED`), so a newer AMI published
@@ -137,6 +143,11 @@ class PoolSettings:
             )
         if self.workers < 1:
             raise SettingsError(f"workers must be at least 1, not {self.workers}")
+        if not 1 <= self.workers_per_host <= MAX_WORKERS_PER_HOST:
+            raise SettingsError(f"workers_per_host must be from 1 to {MAX_WORKERS_PER_HOST}, "
+                                f"not {self.workers_per_host}")
+        if self.workers_per_host > 1 and self.mode != "pool":
+            raise SettingsError("an image builder runs one worker (workers_per_host 1)")
         if self.indexes is not None and (
             not self.indexes or len(set(self.indexes)) != len(self.indexes)
             or min(self.indexes) < 0
@@ -206,8 +217,16 @@ class PoolSettings:
         return list(self.indexes) if self.indexes is not None else list(range(self.workers))
 
     def worker_names(self) -> list[str]:
-        """``<pool>-w0``, ``<pool>-w1``, ...: stable names that resource names derive from."""
+        """``<pool>-w0``, ``<pool>-w1``, ...: stable names that resource names derive from (the
+        hosts' names; with one worker per host, the workers' too)."""
         return [f"{self.name}-w{i}" for i in self.worker_indexes()]
+
+    def slot_names(self, host: str) -> list[str]:
+        """The workers of ``host`` (one of :meth:`worker_names`): the host's own name with one
+        worker per host, else ``<host>-s0``, ``<host>-s1``, ... (one per slot)."""
+        if self.workers_per_host == 1:
+            return [host]
+        return [f"{host}-s{i}" for i in range(self.workers_per_host)]
 
 
 PINNED_EXPORT = "pinned"

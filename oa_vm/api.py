@@ -134,6 +134,13 @@ def build_spec(
         raise InvalidInputError("--price-per-hour is for local pools and your own hosts "
                                 "(--cloud ssh); cloud pools use the catalog")
     workers = _workers_on_hosts(cloud, workers, list(hosts or []), ssh_key, workers_per_host)
+    if cloud == "local" and workers_per_host != 1:
+        # a local pool's simulated host is a process: N workers per host is N per process
+        if per_process not in (1, workers_per_host):
+            raise InvalidInputError(
+                f"--workers-per-host {workers_per_host} and --per-process {per_process} disagree: "
+                "a local pool's simulated host is one process; give one of them")
+        per_process, workers_per_host = workers_per_host, 1
     local_only = [o for o, v in (("--fault", faults), ("--ssh-via", ssh_via),
                                  ("--tasks-dir", tasks_dir)) if v]
     if local_only and cloud != "local":  # only those given: sweep has --fault alone
@@ -190,12 +197,15 @@ def _workers_on_hosts(cloud: str, workers: int, hosts: list[str], ssh_key: str |
         raise InvalidInputError(
             f"--workers-per-host must be a whole number from 1 to {MAX_SLOTS}, not {per_host}"
         )
-    if per_host != 1 and cloud == "local":
-        raise InvalidInputError("--workers-per-host is for hosts (--cloud ssh, aws, azure); "
-                                "a local pool's processes share this machine already")
     if cloud != "ssh":
         if hosts:
             raise InvalidInputError("--host is for your own hosts (--cloud ssh)")
+        if per_host > 1 and workers % per_host and cloud != "local":
+            hosts_up = -(-workers // per_host)
+            raise InvalidInputError(
+                f"--workers {workers} does not fill hosts of {per_host}: every host runs "
+                f"--workers-per-host workers; use --workers {hosts_up * per_host} ({hosts_up} "
+                f"host(s)) or --workers {max(1, workers // per_host) * per_host}")
         return workers
     if not hosts:
         raise InvalidInputError("--cloud ssh needs --host user@host[:port] (repeatable)")

@@ -69,6 +69,7 @@ _LINES: dict[EventKind, Callable[[RunEvent], str]] = {
     EventKind.TASK_RETRY: lambda e: (
         f"retry {e.task_id}: failed{_where(e)} ({e.detail}); another worker takes it"),
     EventKind.WORKER_QUARANTINED: lambda e: f"worker {e.worker} quarantined: {e.detail}",
+    EventKind.HOST_QUARANTINED: lambda e: f"host {e.worker} quarantined: {e.detail}",
     EventKind.WORKER_REPAIRED: lambda e: f"worker {e.worker} {e.detail}: back at work",
     EventKind.BUDGET_STOP: lambda e: (
         f"budget cap reached ({e.detail}): no more tasks are started"),

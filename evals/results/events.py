@@ -22,6 +22,9 @@ class EventKind(StrEnum):
     TASK_RETRY = "task_retry"
     """An attempt failed for a reason not the agent's; the task goes back to the queue."""
     WORKER_QUARANTINED = "worker_quarantined"
+    HOST_QUARANTINED = "host_quarantined"
+    """Every worker of a shared host stopped answering: the host is out of the run (the event's
+    ``worker`` names the host)."""
     WORKER_REPAIRED = "worker_repaired"
     WORKER_DRAINING = "worker_draining"
     """The worker's host is under notice (spot reclaim, scheduled event): it takes no task."""
@@ -30,8 +33,8 @@ class EventKind(StrEnum):
 
 
 NOTICES = frozenset({
-    EventKind.TASK_RETRY, EventKind.WORKER_QUARANTINED, EventKind.WORKER_REPAIRED,
-    EventKind.BUDGET_STOP,
+    EventKind.TASK_RETRY, EventKind.WORKER_QUARANTINED, EventKind.HOST_QUARANTINED,
+    EventKind.WORKER_REPAIRED, EventKind.BUDGET_STOP,
 })
 """Kinds a live display also prints above itself, so they stay in the scrollback."""
 
@@ -48,6 +51,7 @@ class Snapshot:
     not_run: int
     running: dict[str, str | None]
     quarantined: list[str]
+    """Workers that take no more tasks (quarantined alone, or with their host)."""
     elapsed_s: float
     done_this_session: int
     spent_usd: float | None = None

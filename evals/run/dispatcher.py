@@ -10,6 +10,14 @@ What happens to a task that goes wrong:
   final record, ``error/infrastructure`` or ``error/timeout``);
 - a worker that fails ``quarantine_after`` tasks in a row that way is quarantined: it gets no more
   tasks and is named in ``metadata.json``;
+- a host that is gone (:attr:`oa_vm.reach.connect.WorkerConnection.host`, shared by several
+workers):
+  when a worker of a shared host fails that way, every worker of the host is probed; if none
+  answers, the host is quarantined once, as one host (one ``host_quarantined`` event, one entry in
+  ``metadata.json``'s ``quarantined_hosts``), its workers take no more tasks, and the tasks they
+  had in flight are retried on other hosts (a task that just failed on a host is not handed to
+  another worker of the same host while a worker of another host can take it). A worker of a
+  one-worker host is its own host: the rule above names it;
 - setup failed, the agent raised, the checker kept failing: the task's final record says so
   (``error/setup``, ``error/agent``, ``error/evaluation``), without retry;
 - the budget cap: dispatching stops, running tasks finish, the rest are recorded ``not_run``;
@@ -36,7 +44,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -100,6 +108,9 @@ class DispatchOutcome:
 
     budget_stopped: bool
     quarantined: list[str]
+    """Workers quarantined alone (a quarantined host's workers are in ``quarantined_hosts``)."""
+    quarantined_hosts: list[dict[str, Any]] = field(default_factory=list)
+    """Each host quarantined as one: ``{"host", "workers", "reason"}``."""
 
 
 class Dispatcher:
@@ -168,6 +179,13 @@ class Dispatcher:
         self._stop = threading.Event()
         self._budget_stopped = False
         self._quarantined: list[str] = []
+        # host -> its workers (a worker without a host is its own), and the hosts quarantined
+        self._hosts: dict[str, list[str]] = {}
+        for w in workers:
+            self._hosts.setdefault(w.host or w.name, []).append(w.name)
+        self._host_of = {name: host for host, names in self._hosts.items() for name in names}
+        self._connections = {w.name: w for w in workers}
+        self._lost_hosts: dict[str, dict[str, Any]] = {}
         self._running: dict[str, str | None] = {w.name: None for w in workers}
         self._counts = {s.value: 0 for s in TaskStatus}
         self._done_this_session = 0
@@ -194,7 +212,8 @@ class Dispatcher:
                 errors=self._counts[TaskStatus.ERROR],
                 not_run=self._counts[TaskStatus.NOT_RUN],
                 running=dict(self._running),
-                quarantined=list(self._quarantined),
+                quarantined=[*self._quarantined,
+                             *(n for h in self._lost_hosts for n in self._hosts[h])],
                 elapsed_s=time.monotonic() - self._started,
                 done_this_session=self._done_this_session,
                 spent_usd=spent,
@@ -249,7 +268,8 @@ class Dispatcher:
             ) from self._crash
         self._finalize_leftovers()
         self._emit(EventKind.FINISHED)
-        return DispatchOutcome(self._budget_stopped, list(self._quarantined))
+        return DispatchOutcome(self._budget_stopped, list(self._quarantined),
+                               [dict(entry) for entry in self._lost_hosts.values()])
 
     def _heartbeat(self) -> None:
         # at least every 5 s: the last heartbeat is also what an attempt a crash interrupted is
@@ -279,6 +299,8 @@ class Dispatcher:
         agent = self.make_agent()
         consecutive = 0
         while not self._stop.is_set():
+            if self._host_lost(worker.name):
+                break  # its host was quarantined (by this loop or a sibling's)
             if self._is_draining(worker.name):
                 # Its last task has finished; with --repair a replacement takes its place.
                 replacement = self._replace(worker)
@@ -294,6 +316,8 @@ class Dispatcher:
                     self._wake.wait(_IDLE_POLL_S)
                 continue
             worker_fault = self._run_one(worker, agent, lease)
+            if worker_fault and self._check_host(worker):
+                break
             consecutive = consecutive + 1 if worker_fault else 0
             if consecutive >= self.settings.quarantine_after:
                 self._quarantine(worker.name, consecutive)
@@ -314,6 +338,7 @@ class Dispatcher:
                 self._quarantined.remove(worker.name)
             if worker.name in self._drained_workers:
                 self._drained_workers.remove(worker.name)
+            self._connections[replacement.name] = replacement
         self._emit(EventKind.WORKER_REPAIRED, worker=worker.name, detail="replaced from the pool")
         return replacement
 
@@ -336,7 +361,71 @@ class Dispatcher:
 
     def _active_workers(self) -> int:
         with self._state_lock:
-            return len(self.workers) - len({*self._quarantined, *self._drained_workers})
+            return len(self.workers) - len(self._out_of_work())
+
+    def _out_of_work(self) -> set[str]:
+        """Workers that take no task (quarantined, alone or with their host, or draining);
+        call with ``_state_lock`` held."""
+        lost = (n for h in self._lost_hosts for n in self._hosts[h])
+        return {*self._quarantined, *self._drained_workers, *lost}
+
+    # --- hosts --------------------------------------------------------------------------------
+
+    def _host_lost(self, worker: str) -> bool:
+        with self._state_lock:
+            return self._host_of.get(worker, worker) in self._lost_hosts
+
+    def _check_host(self, worker: WorkerConnection) -> bool:
+        """After a failure ``worker`` is blamed for: is its host gone? True (the host is
+        quarantined, once, whichever of its workers asks first) when the host is shared and
+        none of its workers answers a probe; False for a one-worker host (the worker's own
+        quarantine rule applies) or a host with a worker that answers."""
+        host = self._host_of.get(worker.name, worker.name)
+        with self._state_lock:
+            if host in self._lost_hosts:
+                return True
+            names = list(self._hosts.get(host, []))
+            probed = [self._connections[n] for n in names
+                      if n in self._connections and n not in self._quarantined]
+        if len(names) < 2:
+            return False
+        if any(self._answers(c) for c in probed):
+            return False
+        return self._quarantine_host(
+            host, f"none of its {len(names)} workers answers (the host is unreachable or down)")
+
+    def _answers(self, worker: WorkerConnection) -> bool:
+        """One probe of the worker's WAA server (the pool lease asked first)."""
+        from waa_client.errors import WaaError
+
+        self.fence()
+        try:
+            worker.waa.probe()
+        except WaaError:
+            return False
+        return True
+
+    def _quarantine_host(self, host: str, reason: str) -> bool:
+        """Quarantine ``host`` and all its workers: one event, one entry (the first caller
+        records it; a sibling that finds it recorded says nothing more)."""
+        with self._state_lock:
+            if host in self._lost_hosts:
+                return True
+            workers = list(self._hosts[host])
+            self._lost_hosts[host] = {"host": host, "workers": workers, "reason": reason}
+        self._emit(EventKind.HOST_QUARANTINED, worker=host,
+                   detail=f"{reason}; its workers {', '.join(workers)} take no more tasks and "
+                          "their tasks run on other hosts")
+        with self._wake:
+            self._wake.notify_all()
+        return True
+
+    def _other_host_active(self, worker: str) -> bool:
+        """A worker on another host than ``worker``'s can still take tasks."""
+        host = self._host_of.get(worker, worker)
+        with self._state_lock:
+            out = self._out_of_work()
+            return any(self._host_of.get(n, n) != host and n not in out for n in self._running)
 
     def _next_lease(self, worker: str) -> QueuedTask | None:
         with self._lease_lock:
@@ -348,6 +437,13 @@ class Dispatcher:
                 return None
             if candidate.last_worker == worker and self._active_workers() > 1:
                 # Every task left just failed here: leave it to a healthier worker.
+                return None
+            last_host = self._host_of.get(candidate.last_worker or "", None)
+            if (last_host is not None and last_host == self._host_of.get(worker)
+                    and len(self._hosts.get(last_host, [])) > 1
+                    and self._other_host_active(worker)):
+                # It just failed on this host: another host takes it while one can (a host
+                # whose workers all fail is found by the first of them, _check_host).
                 return None
             if not self.ledger.try_reserve(candidate.task_id, candidate.expected_seconds):
                 if self.ledger.in_flight() > 0:
@@ -588,9 +684,11 @@ class Dispatcher:
             else:
                 names = ", ".join(self._quarantined) or "none"
                 drained = ", ".join(self._drained_workers)
+                hosts = ", ".join(self._lost_hosts)
                 record = error_execution(
                     info, ErrorType.INFRASTRUCTURE,
                     f"no healthy worker was left to run it (quarantined: {names}"
+                    + (f"; hosts quarantined: {hosts}" if hosts else "")
                     + (f"; draining: {drained})" if drained else ")"),
                 )
             record.trial = trial

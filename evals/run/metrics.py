@@ -133,6 +133,7 @@ METADATA_SCHEMA: Schema = {
     "max_steps": (int,), "max_attempts": (int,), "task_timeout_s": _ON, "max_cost_usd": _ON,
     "price_per_hour": _ON, "versions": (dict,), "workers": (list,), "started_at": _OS,
     "ended_at": _OS, "status": _S, "quarantined_workers": (list,), "reset": (dict,),
+    "quarantined_hosts": [{"host": _S, "workers": (list,), "reason": _S}],
     "cost": (dict,), "warning": _OS, "warning_cause": _OS,
 }
 """What ``metadata.json``'s fields must be (:func:`oa_vm.kit.validate.record_problem`)."""
@@ -577,7 +578,8 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
                 entry = workers.setdefault(
                     attempt.worker, {"tasks": 0, "errors": 0, "quarantined": False})
                 entry["errors"] += 1
-    for name in quarantined:
+    lost_hosts = [dict(h) for h in metadata.get("quarantined_hosts") or []]
+    for name in [*quarantined, *(str(n) for h in lost_hosts for n in h.get("workers") or [])]:
         workers.setdefault(name, {"tasks": 0, "errors": 0, "quarantined": False})
         workers[name]["quarantined"] = True
     recorded = {t.task_id for t in items}
@@ -596,6 +598,8 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
                      _base_task(items)),
         "workers": dict(sorted(workers.items())),
         "quarantined_workers": quarantined,
+        # a host lost whole (every worker of it at once): named once, with its workers
+        "quarantined_hosts": lost_hosts,
         "task_ids_not_run": [t.task_id for t in items if t.status == "not_run"],
         "task_ids_pending": [t for t in _metadata_task_ids(path) if t not in recorded],
         # run --rerun-errors: each session's reopened tasks (their earlier attempts are kept)
@@ -879,6 +883,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     quarantined = summary.get("quarantined_workers") or []
     if quarantined:
         lines += ["", f"Quarantined workers: {', '.join(quarantined)}"]
+    for lost in summary.get("quarantined_hosts") or []:
+        lines += ["", f"Quarantined host {lost.get('host')} (workers "
+                      f"{', '.join(lost.get('workers') or [])}): {lost.get('reason')}"]
     opted_in = summary.get("answer_visible_agents") or []
     if opted_in:
         lines += ["", f"Agent saw the answers: {', '.join(opted_in)} (opted in to the task's "

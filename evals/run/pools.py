@@ -141,6 +141,8 @@ def connect_pools(
             if len(names) > 1:
                 for worker in workers:
                     worker.name = qualify(name, worker.name)
+                    # hosts are a pool's own: two pools' "worker-0" hosts are not one machine
+                    worker.host = qualify(name, worker.host or worker.name)
             pools.append(RunPool(oa_vm.load_pool(name), workers))
         yield pools
 
@@ -176,8 +178,12 @@ class PoolRouter(Generic[T]):
 
 
 def renamed_connection(name: str, connection: WorkerConnection) -> WorkerConnection:
-    """``connection``, named ``name`` (a repaired worker keeps its qualified name)."""
+    """``connection``, named ``name`` (a repaired worker keeps its qualified name, and its
+    host its pool's)."""
+    pool, _ = split(name)
     connection.name = name
+    if pool is not None:
+        connection.host = qualify(pool, connection.host or split(name)[1])
     return connection
 
 

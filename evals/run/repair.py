@@ -232,7 +232,7 @@ class WorkerRepairer:
         self._stack.callback(waa.close)
         self._stack.callback(scoring.close)
         return WorkerConnection(worker, waa, scoring, waa_url, scoring_url,
-                                egress=record.settings.get("egress"))
+                                egress=record.settings.get("egress"), host=found.host)
 
     def close(self) -> None:
         """Stop the drain watcher; close every client and tunnel opened for replacements."""

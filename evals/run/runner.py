@@ -826,6 +826,7 @@ def _run_in_folder(
             for leftover in ("queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm"):
                 (folder.path / leftover).unlink(missing_ok=True)
         earlier_quarantined: list[str] = []
+        earlier_hosts: list[dict[str, Any]] = []
         metadata: dict[str, Any] = {
             "run": folder.path.name,
             "pool": pool,
@@ -848,6 +849,7 @@ def _run_in_folder(
             "ended_at": None,
             "status": RunStatus.RUNNING.value,
             "quarantined_workers": [],
+            "quarantined_hosts": [],
             "reset": {"mode": config.reset, **describe_plan(resets or {})},
         }
         if len(pools) > 1:
@@ -856,6 +858,9 @@ def _run_in_folder(
             metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
             earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
             metadata["quarantined_workers"] = earlier_quarantined
+            earlier_hosts = [h for h in previous.get("quarantined_hosts") or []
+                             if isinstance(h, dict)]
+            metadata["quarantined_hosts"] = earlier_hosts
             if previous.get("reruns"):
                 metadata["reruns"] = list(previous["reruns"])
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -929,6 +934,7 @@ def _run_in_folder(
                 for repairer in helpers.repairers:
                     repairer.close()
             quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
+            lost_hosts = [*earlier_hosts, *outcome.quarantined_hosts]
             status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED
             # the queue commits TaskExecution.to_json() documents: read back as records
             committed = queue.records()
@@ -945,7 +951,8 @@ def _run_in_folder(
         failures = agent_failures(records.values())
         agent_errors = sum(len(keys) for keys in failures.values())
         agent_failed = describe(config.agent, failures) if failures else None
-        lost_all = bool(workers) and set(outcome.quarantined) >= {w.name for w in workers}
+        out = {*outcome.quarantined, *(n for h in outcome.quarantined_hosts for n in h["workers"])}
+        lost_all = bool(workers) and out >= {w.name for w in workers}
         warning = health_warning(
             counts, lost_all=lost_all, agent_errors=agent_errors, agent_failed=agent_failed
         )
@@ -954,6 +961,7 @@ def _run_in_folder(
         )
         folder.update_metadata(
             status=status.value, ended_at=now_iso(), quarantined_workers=quarantined,
+            quarantined_hosts=lost_hosts,
             cost=ledger.totals(), warning=warning,
             # the run page's banner: "the agent failed", not "unhealthy run"
             warning_cause=None if warning is None else "agent" if agent_blamed else "workers",

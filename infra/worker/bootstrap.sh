@@ -63,16 +63,23 @@ root_disk() {
   esac
 }
 
-# ebs_volume ROOT: the one EBS volume that is not ROOT. On Nitro instances EBS volumes are NVMe
-# devices in whatever order they enumerate; each controller's serial is its volume id (vol...),
-# while instance-store disks say otherwise. None, or more than one: nothing (the caller waits).
+# ebs_volume ROOT [NAME]: the one EBS volume that is not ROOT (with NAME: the one attached as
+# NAME, e.g. sdg: one worker's volume on a host with several). On Nitro instances EBS volumes are
+# NVMe devices in whatever order they enumerate; each controller's serial is its volume id
+# (vol...), while instance-store disks say otherwise, and its vendor-specific data (bytes
+# 3072-3103 of Identify Controller, as AWS's ebsnvme-id reads them) the name it was attached as.
+# None, or more than one: nothing (the caller waits).
 ebs_volume() {
-  local ctl dev found=""
+  local ctl dev found="" name
   for ctl in "$OA_VM_ROOT"/sys/block/nvme*n1/device; do
     [ -r "$ctl/serial" ] || continue
     case "$(tr -d ' ' <"$ctl/serial")" in vol*) ;; *) continue ;; esac
     dev="$ctl"; dev="${dev%/device}"; dev="$OA_VM_ROOT/dev/${dev##*/}"
     [ "$(readlink -f "$dev")" = "$1" ] && continue
+    if [ -n "${2:-}" ]; then
+      name="$(nvme id-ctrl -b "$dev" 2>/dev/null | tail -c +3073 | head -c 32 | tr -d '\0 ')"
+      [ "${name#/dev/}" = "$2" ] || continue
+    fi
     [ -z "$found" ] || return 1
     found="$dev"
   done
@@ -80,16 +87,17 @@ ebs_volume() {
 }
 
 # find_device: the first candidate that exists and is not the root disk; the candidate "ebs" is
-# the EBS volume found by its serial (ebs_volume), never an NVMe name.
+# the EBS volume found by its serial (ebs_volume), never an NVMe name; "ebs:NAME" the EBS volume
+# attached as NAME.
 find_device() {
   local dev root
   root="$(root_disk)"
   root="$(readlink -f "$OA_VM_ROOT$root")"
   for dev in ${OA_VM_STORAGE_DEVICES:-}; do
-    if [ "$dev" = ebs ]; then
-      ebs_volume "$root" && return 0
-      continue
-    fi
+    case "$dev" in
+      ebs) ebs_volume "$root" && return 0; continue ;;
+      ebs:*) ebs_volume "$root" "${dev#ebs:}" && return 0; continue ;;
+    esac
     if [ -e "$OA_VM_ROOT$dev" ] && [ "$(readlink -f "$OA_VM_ROOT$dev")" != "$root" ]; then
       echo "$OA_VM_ROOT$dev"
       return 0
@@ -201,7 +209,7 @@ await_files() {
     fi
     sleep "$poll_s"
   done
-  for name in scoring_server.py scoring_rules.py relay.py; do
+  for name in scoring_server.py scoring_rules.py relay.py qmp_snapshot.py; do
     install -m 0644 "$delivered/$name" "$here/$name" || fail "could not install the delivered $name"
   done
 }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ import yaml
 from infra import egress_rules, pyast
 from infra.settings import PoolSettings
 from infra.tags import format_expiry
-from infra.worker import units
+from infra.worker import slots, units
 
 MAX_USER_DATA = 16 * 1024
 _HERE = Path(__file__).resolve().parent
@@ -115,6 +116,8 @@ class HostFacts:
             and mark the worker draining.
         spot_watch: the watcher's script and its unit: AWS's two-minute warning
             (``spot_watch.sh``) by default, Azure's Scheduled Events (``spot_watch_azure.sh``).
+        slot_storage_devices: where slot ``i``'s own storage volume appears, on a host with
+            several workers (each has its own volume made from the prepared image).
     """
 
     ssh_user: str
@@ -123,6 +126,7 @@ class HostFacts:
     guest_poweroff: bool
     spot_notices: bool = False
     spot_watch: tuple[str, str] = (units.SPOT_WATCH_SCRIPT, units.SPOT_WATCH_UNIT)
+    slot_storage_devices: Callable[[int], tuple[str, ...]] | None = None
 
 
 class _Literal(str):
@@ -230,14 +234,26 @@ def cloud_config(
         write_files.append(_file(f"{units.UNIT_DIR}/oa-vm-expiry.service", expiry_service))
         # Armed before anything slow: a host whose setup hangs still powers off on time.
         runcmd.append(["systemctl", "enable", "--now", "oa-vm-expiry.timer"])
+    bootstraps = ["oa-vm-bootstrap.service"]
+    if settings.workers_per_host > 1:
+        # Several workers: each slot's settings and units (infra/worker/slots.py, the one rule
+        # for what each worker has of its own), and one bootstrap per slot.
+        for path, content in slots.host_files(settings.workers_per_host,
+                                              facts.slot_storage_devices).items():
+            write_files.append(_file(path, content))
+        bootstraps = [f"oa-vm-bootstrap-{s.name}.service"
+                      for s in slots.host_slots(settings.workers_per_host)]
     runcmd += [
-        ["systemctl", "enable", "oa-vm-bootstrap.service"],
+        ["systemctl", "enable", *bootstraps],
         # --no-block: cloud-init finishes now; the bootstrap reports in its status file.
-        ["systemctl", "start", "--no-block", "oa-vm-bootstrap.service"],
+        ["systemctl", "start", "--no-block", *bootstraps],
     ]
+    packages = ["docker.io", "socat", "python3", "curl", "nftables", "qemu-utils"]
+    if settings.workers_per_host > 1:
+        packages.append("nvme-cli")  # which EBS volume is whose: bootstrap.sh's ebs_named
     return {
         "package_update": True,
-        "packages": ["docker.io", "socat", "python3", "curl", "nftables", "qemu-utils"],
+        "packages": packages,
         "write_files": write_files,
         "runcmd": runcmd,
     }

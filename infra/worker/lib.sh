@@ -24,6 +24,8 @@ if [ -n "$OA_VM_SLOT" ]; then
   # shellcheck source=/dev/null
   . "$OA_VM_ROOT/etc/oa-vm/workers/$OA_VM_SLOT.env"
 fi
+# A slot with its own storage volume (a cloud host: one per slot) looks only for that one.
+OA_VM_STORAGE_DEVICES="${OA_VM_SLOT_STORAGE_DEVICES:-${OA_VM_STORAGE_DEVICES:-}}"
 OA_VM_STATUS_FILE="$OA_VM_ROOT${OA_VM_SLOT_STATUS:-/var/lib/oa-vm/status}"
 OA_VM_IMAGE_INFO="$OA_VM_STATE_DIR/image-info"
 OA_VM_ENV_FILE="$OA_VM_ROOT/etc/oa-vm/worker.env"
@@ -80,6 +82,18 @@ now_utc() {
 # (a docker log line, a metadata service's answer) can end its line early or add a key.
 status_field() {
   printf '%s=%s\n' "$1" "$(printf '%s' "$2" | tr '\000-\037\177' ' ')"
+}
+
+# publish_host_status FILE: FILE (then removed) becomes every worker's status on this host, each
+# replaced in one rename: a notice about the host (a spot eviction) is every worker's on it (a
+# host with several workers keeps one status file per slot, infra/worker/slots.py).
+publish_host_status() {
+  local f
+  for f in "$OA_VM_STATE_DIR"/status "$OA_VM_STATE_DIR"/workers/*/status; do
+    [ -d "${f%/status}" ] || continue
+    cp "$1" "$f.$$" && mv -f "$f.$$" "$f"
+  done
+  rm -f "$1"
 }
 
 # write_status STATE STEP MESSAGE: replace the status file in one rename, so that

@@ -15,9 +15,9 @@ Rules:
   :data:`MAX_SLOTS`, all below 65536 and above the ports the host's own services commonly use).
 - guest address: ``172.30.<i>.2``, each guest in its own /24 (dockur's ``VM_NET_IP`` with its
   default mask); slot 0 keeps dockur's default ``172.30.0.2``. Open: the worker image bakes the
-  address it was built for into WAA's scripts (``waa-image/Dockerfile``'s ``GUEST_IP``), so a
-  slot above 0 needs its image built for its address, or WAA's scripts rewritten when its
-  container starts, before it runs; no create places a worker in a slot above 0 yet.
+  address it was built for into WAA's scripts (``waa-image/Dockerfile``'s ``GUEST_IP``, kept
+  in the image as ``OA_VM_IMAGE_GUEST_IP``); ``waa_entry.sh`` rewrites WAA's scripts to the
+  slot's address (``VM_NET_IP``) when its container starts, before WAA's entry runs.
 - folders: slot 0 keeps ``/var/lib/oa-vm/{storage,qmp,status}``; slot ``i`` has
   ``/var/lib/oa-vm/workers/w<i>/{storage,qmp,status}``.
 """
@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from infra.settings import DEFAULT_CPU_CORES, DEFAULT_RAM_SIZE
+from infra.settings import DEFAULT_CPU_CORES, DEFAULT_RAM_SIZE, MAX_WORKERS_PER_HOST
 from infra.worker import units
 
-MAX_SLOTS = 32
+MAX_SLOTS = MAX_WORKERS_PER_HOST
 """The most workers one host runs (a 192-core, 768 GiB machine holds about 24 of WAA's guests)."""
 SLOT_ENV_DIR = "/etc/oa-vm/workers"
 OVERHEAD_GIB = 1.0
@@ -141,14 +143,41 @@ def slot(index: int) -> WorkerSlot:
     )
 
 
+def slot_by_waa_port(port: int) -> WorkerSlot | None:
+    """The slot whose WAA port on the host is ``port`` (how a worker's record, which keeps its
+    ports, names its slot); None for a port of no slot."""
+    index, rest = divmod(port - units.WAA_PORT, PORT_STEP)
+    if rest or not 0 <= index < MAX_SLOTS:
+        return None
+    return slot(index)
+
+
 def host_slots(workers: int) -> list[WorkerSlot]:
     """The slots of a host running ``workers`` workers."""
     return [slot(i) for i in range(workers)]
 
 
-def slot_env(s: WorkerSlot) -> str:
+def host_workers(host: Mapping[str, str], names: Sequence[str]) -> list[dict[str, Any]]:
+    """One host's workers as a pool program's ``workers`` output lists them.
+
+    ``host`` is the machine's entry (``name``, ``public_ip``, ``instance_id``, ``ssh_user``);
+    ``names`` its workers' names (:meth:`infra.settings.PoolSettings.slot_names`). With one
+    worker the entry is the host's, unchanged; with several, one entry per slot, with the
+    host's name (``host``), the slot's number and the slot's ports on the host (what the
+    tunnels reach).
+    """
+    if len(names) == 1:
+        return [dict(host)]
+    return [{**host, "name": name, "host": host["name"], "slot": s.index,
+             "waa_port": s.waa_port, "scoring_port": s.scoring_port}
+            for name, s in zip(names, host_slots(len(names)), strict=True)]
+
+
+def slot_env(s: WorkerSlot, storage_devices: Sequence[str] = ()) -> str:
     """``/etc/oa-vm/workers/<slot>.env``: the values ``lib.sh`` takes for this slot (shell- and
-    systemd-readable ``KEY=value`` lines)."""
+    systemd-readable ``KEY=value`` lines). ``storage_devices``: where this slot's own storage
+    volume appears (a cloud host has one per slot, each made from the prepared image); none:
+    the host's ``OA_VM_STORAGE_DEVICES`` (a host whose slots are folders of one disk)."""
     values = {
         "OA_VM_SLOT_CONTAINER": s.container,
         "OA_VM_SLOT_STATUS": s.status_file,
@@ -160,6 +189,8 @@ def slot_env(s: WorkerSlot) -> str:
         "OA_VM_SLOT_SCORING_PORT": str(s.scoring_port),
         "OA_VM_SLOT_SNAPSHOT_TAG": s.snapshot_tag,
     }
+    if storage_devices:
+        values["OA_VM_SLOT_STORAGE_DEVICES"] = " ".join(storage_devices)
     return "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items())
 
 
@@ -222,13 +253,15 @@ WantedBy=multi-user.target
 """
 
 
-def host_files(workers: int) -> dict[str, str]:
+def host_files(workers: int,
+               storage_devices: Callable[[int], Sequence[str]] | None = None) -> dict[str, str]:
     """Every file a host with ``workers`` workers gets for them, by path on the host: each
     slot's settings and its three units. (The one-worker host's static units serve slot 0 of a
-    cloud host built before slots; a host with slots runs only these.)"""
+    cloud host built before slots; a host with slots runs only these.) ``storage_devices``
+    gives slot ``i``'s own storage volume's device names (a cloud host's)."""
     files: dict[str, str] = {}
     for s in host_slots(workers):
-        files[s.env_file] = slot_env(s)
+        files[s.env_file] = slot_env(s, storage_devices(s.index) if storage_devices else ())
         files[f"{units.UNIT_DIR}/oa-vm-bootstrap-{s.name}.service"] = bootstrap_unit(s)
         files[f"{units.UNIT_DIR}/oa-vm-scoring-{s.name}.service"] = scoring_unit(s)
         files[f"{units.UNIT_DIR}/oa-vm-bridge-{s.name}.service"] = bridge_unit(s)

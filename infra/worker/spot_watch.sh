@@ -33,10 +33,11 @@ json_field() {
   tr -d '\n' | sed -n "s/.*\"$1\"[[:space:]]*:[[:space:]]*\"\([^\"]*\)\".*/\1/p"
 }
 
-# write_draining ACTION TIME: the status file says draining (replaced in one rename).
+# write_draining ACTION TIME: every worker's status file on this host says
+# draining (publish_host_status: the notice is the host's).
 write_draining() {
   mkdir -p "$OA_VM_STATE_DIR"
-  local tmp="$OA_VM_STATUS_FILE.tmp.$$"
+  local tmp="$OA_VM_STATE_DIR/notice.tmp.$$"
   {
     status_field state draining
     status_field step spot-interruption
@@ -46,7 +47,7 @@ write_draining() {
     status_field started "$(now_utc)"
     status_field updated "$(now_utc)"
   } >"$tmp"
-  mv -f "$tmp" "$OA_VM_STATUS_FILE"
+  publish_host_status "$tmp"
 }
 
 # check_once: 0 after a poll that went through (notice or not), 1 when the metadata service

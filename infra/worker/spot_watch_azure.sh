@@ -49,10 +49,11 @@ for event in events:
 ' "$1"
 }
 
-# write_draining NOT_BEFORE EVENT_ID: the status file says draining (replaced in one rename).
+# write_draining NOT_BEFORE EVENT_ID: every worker's status file on this host says
+# draining (publish_host_status: the notice is the host's).
 write_draining() {
   mkdir -p "$OA_VM_STATE_DIR"
-  local tmp="$OA_VM_STATUS_FILE.tmp.$$"
+  local tmp="$OA_VM_STATE_DIR/notice.tmp.$$"
   {
     status_field state draining
     status_field step spot-interruption
@@ -63,7 +64,7 @@ write_draining() {
     status_field started "$(now_utc)"
     status_field updated "$(now_utc)"
   } >"$tmp"
-  mv -f "$tmp" "$OA_VM_STATUS_FILE"
+  publish_host_status "$tmp"
 }
 
 # check_once: 0 after a poll that went through (eviction or not), 1 when the metadata service

@@ -69,9 +69,10 @@ STATIC_UNITS = (
     "oa-vm-bootstrap.service", "oa-vm-scoring.service", "oa-vm-bridge.service",
     "oa-vm-egress.service", "oa-vm-egress.timer",
 )
-LATE_FILES = ("scoring_server.py", "scoring_rules.py", "relay.py")
+LATE_FILES = ("scoring_server.py", "scoring_rules.py", "relay.py", "qmp_snapshot.py")
 """Shipped by ``pool-wait`` over SSH, not in the cloud-init: AWS caps user data at 16 KiB, and the
-scorer is needed only once a pool's guest is up (an image builder never runs it). ``bootstrap.sh``
+scorer (and the clean snapshot's QMP client, first used by ``finish_pool``'s snapshot check) is
+needed only once a pool's guest is up (an image builder never runs them). ``bootstrap.sh``
 waits for them in the ``files`` step; :func:`infra.worker.cloud_init.late_payload` packs them."""
 DELIVERY_DIR = f"{STATE_DIR}/delivery"
 """Where ``pool-wait`` unpacks :data:`LATE_FILES` (whole: a folder renamed into place)."""

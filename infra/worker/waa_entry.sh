@@ -43,6 +43,17 @@ dockur_running() {
   return 1
 }
 
+# WAA's scripts and client name the guest at the address the image was built for
+# (waa-image/Dockerfile's GUEST_IP, kept as OA_VM_IMAGE_GUEST_IP); a worker in a slot above 0 of
+# a host with several workers (infra/worker/slots.py) has its guest at its slot's address
+# (VM_NET_IP): they are pointed at it before WAA's entry runs. Whole addresses only (\b): the
+# baked one inside a longer address (172.30.0.21) stays.
+b="${OA_VM_IMAGE_GUEST_IP:-172.30.0.2}"
+if [ "${VM_NET_IP:-$b}" != "$b" ]; then
+  # shellcheck disable=SC2086  # a list of paths, split on purpose
+  grep -rlF "$b" ${OA_VM_ENTRY_WAA_FILES:-/entry.sh /entry_setup.sh /start_client.sh /client} | xargs -r sed -i "s/\\b${b//./\\.}\\b/$VM_NET_IP/g"
+fi
+
 prepare=false
 args=("$@")
 while [ "$#" -gt 0 ]; do

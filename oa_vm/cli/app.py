@@ -97,7 +97,8 @@ def pool_create(
         typer.Option(help="--cloud ssh: a host of yours with KVM, user@host[:port] (repeatable)."),
     ] = None,
     workers_per_host: Annotated[
-        int, typer.Option(help="Workers sharing one host (ssh, aws, azure).")
+        int, typer.Option(help="Workers sharing one host (ssh, aws, azure; local: per "
+                                "process).")
     ] = 1,
     price_per_hour: Annotated[
         float | None,

@@ -52,6 +52,31 @@ def _per_hour(record: PoolRecord) -> float | None:
     return None if record.price_per_hour is None else record.price_per_hour * len(record.workers)
 
 
+def hosts_of(record: PoolRecord) -> dict[str, list[Any]]:
+    """The pool's workers by the machine they run on (a worker's ``host``; a worker without
+    one is its own), hosts in the order of their first worker."""
+    hosts: dict[str, list[Any]] = {}
+    for worker in record.workers:
+        hosts.setdefault(worker.host or worker.name, []).append(worker)
+    return hosts
+
+
+def _shares_hosts(record: PoolRecord) -> bool:
+    return any(len(workers) > 1 for workers in hosts_of(record).values())
+
+
+def _host_price_line(record: PoolRecord) -> str | None:
+    """With several workers on a host: the price of a worker and of a host (None otherwise)."""
+    hosts = hosts_of(record)
+    if not _shares_hosts(record):
+        return None
+    most = max(len(w) for w in hosts.values())
+    each = record.price_per_hour
+    host_price = "" if each is None else f", {money(each * most)}/hour per host of {most}"
+    return (f"{len(record.workers)} worker(s) on {len(hosts)} host(s): "
+            f"{money(each)}/hour per worker{host_price}")
+
+
 def status_json(record: PoolRecord) -> dict[str, Any]:
     """The pool as ``--json`` shows it: the record plus age, expiry, prices and cost so far."""
     data = record.to_json()
@@ -66,6 +91,13 @@ def status_json(record: PoolRecord) -> dict[str, Any]:
     data["keeps_billing"] = None if billing is None else billing[1]
     for worker in data["workers"]:
         worker["reached_via"] = "ssh" if worker.get("ssh") else "direct"
+    # the workers by machine, each host with its price (a worker's price times its workers)
+    data["hosts"] = [
+        {"host": host, "workers": [w.name for w in workers],
+         "price_per_hour": None if record.price_per_hour is None
+         else record.price_per_hour * len(workers)}
+        for host, workers in hosts_of(record).items()
+    ]
     return data
 
 
@@ -92,6 +124,9 @@ def status_text(record: PoolRecord) -> str:
     billing = keeps_billing(record)
     if billing is not None and billing[1].endswith("after expiry"):
         lines.append(_still_billing_line([record]))
+    hosts_line = _host_price_line(record)
+    if hosts_line is not None:
+        lines.append(hosts_line)
     # A local worker's URLs carry its pool's secret: masked here, whole in --json.
     rows = [
         [w.name, w.state.value, w.phase or "", redact_worker_secrets(w.waa_url or ""),
@@ -99,7 +134,18 @@ def status_text(record: PoolRecord) -> str:
          w.pid or w.provider_id or "", "ssh" if w.ssh else "direct"]
         for w in record.workers
     ]
-    lines.append(render_table(["WORKER", "STATE", "PHASE", "WAA", "SCORING", "ID", "VIA"], rows))
+    headers = ["WORKER", "STATE", "PHASE", "WAA", "SCORING", "ID", "VIA"]
+    if hosts_line is not None:
+        # workers sharing a machine: grouped under their host, which is named once
+        rows = []
+        for host, workers in hosts_of(record).items():
+            for i, w in enumerate(workers):
+                rows.append([host if i == 0 else "", w.name, w.state.value, w.phase or "",
+                             redact_worker_secrets(w.waa_url or ""),
+                             redact_worker_secrets(w.scoring_url or ""),
+                             w.pid or w.provider_id or "", "ssh" if w.ssh else "direct"])
+        headers = ["HOST", *headers]
+    lines.append(render_table(headers, rows))
     # A draining worker goes away soon: say why and when (its notice).
     lines += [f"{w.name} is draining: {w.detail or 'no new task'}"
               for w in record.workers if w.state == state.WorkerState.DRAINING]

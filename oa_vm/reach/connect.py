@@ -36,6 +36,10 @@ class WorkerConnection:
     egress: str | None = None
     """The pool's egress mode (what the guest may reach, docs/security.md); None for a pool
     created before egress modes."""
+    host: str | None = None
+    """The machine the worker runs on (its record's ``host``): workers with the same host fail
+    together, and the dispatcher quarantines a lost host once (:mod:`evals.run.dispatcher`). None:
+    the worker is its own host."""
 
     def __post_init__(self) -> None:
         # whatever built it (a pool's record, a repair, a caller's URLs): its capability is
@@ -126,5 +130,6 @@ def connect_record(
             stack.callback(waa.close)
             stack.callback(scoring.close)
             connections.append(WorkerConnection(w.name, waa, scoring, waa_url, scoring_url,
-                                                egress=record.settings.get("egress")))
+                                                egress=record.settings.get("egress"),
+                                                host=w.host))
         yield connections

@@ -96,7 +96,8 @@ def read_status(record: PoolRecord, worker: WorkerRecord, runner: RemoteRunner |
 
         runner = host_status.ParamikoRunner(known_hosts_path(record.name))
     try:
-        result = runner.run(worker.ssh, host_status.read_status_command(),
+        result = runner.run(worker.ssh, host_status.read_status_command(
+                                host_status.RemoteCommands.for_worker(worker.remote_waa_port)),
                             host_status.COMMAND_TIMEOUT_S)
     except host_status.RemoteUnreachableError as exc:
         log.info("could not read %s's status: %s", worker.name, exc)

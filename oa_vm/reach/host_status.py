@@ -68,11 +68,25 @@ class RemoteCommands:
     cloud_init: str = "cloud-init status"
     status_file: str = STATUS_FILE
     image_info_file: str = IMAGE_INFO_FILE
+    container: str = CONTAINER
+    """The worker's container (each worker of a host with several has its own)."""
 
     @property
     def host(self) -> str:
         """The status file, the container's status and its last log line, in one command."""
-        return _docker_probe_script(self.status_file, CONTAINER)
+        return _docker_probe_script(self.status_file, self.container)
+
+    @classmethod
+    def for_worker(cls, remote_waa_port: int) -> RemoteCommands:
+        """The commands following one worker of a host: its slot's status file and container
+        (:mod:`infra.worker.slots`, found by the WAA port its record keeps); slot 0's are the
+        one-worker host's."""
+        from infra.worker.slots import slot_by_waa_port
+
+        found = slot_by_waa_port(remote_waa_port)
+        if found is None or found.index == 0:
+            return cls()
+        return cls(status_file=_on_host(found.status_file), container=found.container)
 
 
 @dataclass(frozen=True)

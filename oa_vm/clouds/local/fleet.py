@@ -121,6 +121,13 @@ def entry_urls(entry: dict[str, object]) -> tuple[str, str]:
     return str(waa), str(scoring)
 
 
+def simulated_host(worker: WorkerRecord) -> str:
+    """The simulated host a local worker runs on: its process (``workers/<name>``'s folder
+    name: ``worker-3`` alone, ``group-1`` with several workers per process), whose end ends
+    every worker it serves, as a machine's end ends every worker on it."""
+    return Path(worker.workdir).name if worker.workdir else worker.name
+
+
 def group_name(index: int) -> str:
     """The ``--name`` of the ``index``-th process of a pool with several workers per process."""
     return f"group-{index}"
@@ -278,7 +285,7 @@ def create_grouped(
             members = [
                 WorkerRecord(
                     name=worker_name(first + slot), workdir=str(workdir), log_path=str(log_path),
-                    host="127.0.0.1", ssh=ssh, provider_id=f"{gname}-{slot}",
+                    host=gname, ssh=ssh, provider_id=f"{gname}-{slot}",
                 )
                 for slot in range(min(per_process, spec.workers - first))
             ]
@@ -397,7 +404,7 @@ def _start_replacement(record: PoolRecord, draining: WorkerRecord, faults: dict[
     name = replacements.next_worker_name(record)
     pool_dir = state.pool_dir(record.name)
     new = WorkerRecord(name=name, workdir=str(pool_dir / "workers" / name),
-                       log_path=str(pool_dir / "logs" / f"{name}.log"), host="127.0.0.1",
+                       log_path=str(pool_dir / "logs" / f"{name}.log"), host=name,
                        ssh=draining.ssh)
     launch_unit([new], faults, tasks_dir, secret_file(record.name))
     record.workers.append(new)

@@ -41,6 +41,7 @@ from oa_vm.clouds.local.fleet import (
     entry_urls,
     launch_unit,
     secret_file,
+    simulated_host,
     ssh_endpoint,
     worker_name,
 )
@@ -163,7 +164,8 @@ class LocalProvider:
             safe_fs.ensure_dir(workdir, root=pool_dir)
             safe_fs.ensure_dir(log_path.parent, root=pool_dir)
             worker = WorkerRecord(
-                name=name, workdir=str(workdir), log_path=str(log_path), host="127.0.0.1", ssh=ssh
+                name=name, workdir=str(workdir), log_path=str(log_path), ssh=ssh,
+                host=name,  # its simulated host: its own process (simulated_host)
             )
             try:
                 self._launch(worker, spec.faults, spec.tasks_dir, secret_file(spec.name))
@@ -214,6 +216,8 @@ class LocalProvider:
     def refresh(self, record: PoolRecord) -> PoolRecord:
         """Mark workers whose process is gone (or is no longer ours) as ``LOST``."""
         for worker in record.workers:
+            if worker.host in (None, "127.0.0.1"):  # recorded before simulated hosts
+                worker.host = simulated_host(worker)
             if worker.state in (WorkerState.STOPPED, WorkerState.LOST, WorkerState.PAUSED):
                 continue
             if not self.is_ours(worker):

@@ -97,6 +97,33 @@ class PoolProgram(Protocol):
         ...
 
 
+def worker_from_output(out: dict[str, Any], key_path: str) -> WorkerRecord:
+    """A worker's record from its entry in a pool program's ``workers`` output, as a create
+    (or a repair that adds workers) makes it: ``booting``, reached over SSH."""
+    worker = WorkerRecord(name=str(out["name"]), state=WorkerState.BOOTING, phase="created",
+                          ssh=SshEndpoint(host=str(out["public_ip"]), port=22,
+                                          user=str(out["ssh_user"]), key_path=key_path))
+    apply_output(worker, out)
+    return worker
+
+
+def apply_output(worker: WorkerRecord, out: dict[str, Any]) -> None:
+    """Take a worker's machine, address and ports from its program output entry.
+
+    ``host`` is the machine the worker runs on: with several workers per host, the host's name
+    (``out["host"]``, shared by its workers, :func:`infra.worker.slots.host_workers`); with
+    one, its address, as always. The ports are the slot's on the host (what the tunnel
+    reaches)."""
+    worker.provider_id = str(out["instance_id"])
+    worker.host = str(out.get("host") or out["public_ip"])
+    worker.remote_waa_port = int(out.get("waa_port") or worker.remote_waa_port)
+    worker.remote_scoring_port = int(out.get("scoring_port") or worker.remote_scoring_port)
+    if worker.ssh is not None:
+        worker.ssh = SshEndpoint(host=str(out["public_ip"]), port=worker.ssh.port,
+                                 user=str(out.get("ssh_user") or worker.ssh.user),
+                                 key_path=worker.ssh.key_path)
+
+
 class CloudFleetOps:
     """Pause, resume and repair for a cloud pool (AWS or Azure).
 
@@ -121,12 +148,7 @@ class CloudFleetOps:
             instance = str(out["instance_id"])
             if instance != worker.provider_id or worker.state == WorkerState.LOST:
                 changed.append(worker.name)
-            worker.provider_id = instance
-            worker.host = str(out["public_ip"])
-            if worker.ssh is not None:
-                worker.ssh = SshEndpoint(host=worker.host, port=worker.ssh.port,
-                                         user=str(out.get("ssh_user") or worker.ssh.user),
-                                         key_path=worker.ssh.key_path)
+            apply_output(worker, out)
         return changed
 
     def _mark(self, record: PoolRecord, names: Sequence[str], new: WorkerState, phase: str) -> None:
@@ -194,13 +216,18 @@ class CloudFleetOps:
             record.workers = [w for w in record.workers if w.name != name]
             progress(f"retiring {name} (replaced by {replacements.successor(record, name)})")
         new: list[str] = []
-        for name in draining:
+        per_host = int(record.settings.get("workers_per_host") or 1)
+        if per_host > 1:
+            # a notice is the host's: a new host takes the place of the draining one, slot for
+            # slot (its workers start together; the old host's are retired together)
+            new = _replace_hosts(record, draining, per_host, progress)
+        for name in draining if per_host == 1 else []:
             new_name = replacements.next_worker_name(record)
             replacements.add_replacement(record, name, new_name)
             new.append(new_name)
             progress(f"starting {new_name} to replace draining {name}")
         record.settings["worker_indexes"] = sorted(
-            _number(n) for n in [*(w.name for w in record.workers), *new]
+            {_number(n) for n in [*(w.name for w in record.workers), *new]}
         )
         paused = False if record.cloud == "aws" and record.provider_data.get("pauses") else None
         outputs = self.provider.update_program(record, progress, paused=paused)
@@ -223,17 +250,37 @@ class CloudFleetOps:
             out = by_name.get(name)
             if out is None:
                 raise ProvisioningError(f"pool {record.name!r}: the update made no {name}")
-            record.workers.append(WorkerRecord(
-                name=name, state=WorkerState.BOOTING, host=str(out["public_ip"]),
-                ssh=SshEndpoint(host=str(out["public_ip"]), port=22, user=str(out["ssh_user"]),
-                                key_path=key),
-                provider_id=str(out["instance_id"]), phase="created",
-            ))
+            record.workers.append(worker_from_output(out, key))
+
+
+def _replace_hosts(record: PoolRecord, draining: list[str], per_host: int,
+                   progress: Progress) -> list[str]:
+    """New hosts for the hosts of the ``draining`` workers, each under the next host number;
+    every worker of a draining host is linked to its slot's successor. Returns the new
+    workers' names."""
+    from oa_vm.reach import replacements
+
+    new: list[str] = []
+    hosts = dict.fromkeys(_number(n) for n in draining)
+    for old in hosts:
+        taken = {_number(w.name) for w in record.workers} | {_number(n) for n in new}
+        taken |= {_number(n) for n in replacements.replaced_by(record).values()}
+        number = max(taken) + 1
+        host = f"{record.name}-w{number}"
+        for slot in range(per_host):
+            old_name, new_name = f"{record.name}-w{old}-s{slot}", f"{host}-s{slot}"
+            if any(w.name == old_name for w in record.workers):
+                replacements.add_replacement(record, old_name, new_name)
+            new.append(new_name)
+        progress(f"starting host {host} ({per_host} workers) to replace draining host "
+                 f"{record.name}-w{old}")
+    return new
 
 
 def _number(name: str) -> int:
-    """A cloud worker's number: 3 for ``<pool>-w3``."""
-    match = re.search(r"(\d+)$", name)
+    """A cloud worker's host number: 3 for ``<pool>-w3``, and for ``<pool>-w3-s1`` (slot 1 of
+    host 3, on a host with several workers)."""
+    match = re.search(r"-w(\d+)(?:-s\d+)?$", name) or re.search(r"(\d+)$", name)
     if match is None:
         raise ProvisioningError(f"worker {name!r} has no number")
     return int(match.group(1))

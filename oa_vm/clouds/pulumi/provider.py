@@ -44,7 +44,7 @@ from oa_vm.errors import (
 )
 from oa_vm.kit import timings
 from oa_vm.model import image_records, state
-from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 from oa_vm.reach.host_status import RemoteRunner
 
 if TYPE_CHECKING:
@@ -293,6 +293,7 @@ class PulumiCloudProvider:
             disk_gb=disk_gb or config.disk_gb(),
             egress=spec.egress or DEFAULT_EGRESS,
             egress_allowlist=spec.egress_allowlist,
+            workers_per_host=spec.workers_per_host,
         )
         try:
             return settings.validate(allow_placeholders=plan)
@@ -403,12 +404,6 @@ class PulumiCloudProvider:
             InvalidInputError: one line saying what is wrong and what to run.
         """
         self._size(spec)
-        if spec.workers_per_host > 1:
-            raise InvalidInputError(
-                f"--workers-per-host {spec.workers_per_host} on {self.name}: the plan is built "
-                "(--plan shows it), creating such hosts is not yet; create with one worker per "
-                "host for now"
-            )
         region = self._regions(spec)[0]
         if self.choose_image(spec, region) is None and not spec.build_image:
             raise InvalidInputError(self.no_image_message(region))
@@ -596,20 +591,11 @@ class PulumiCloudProvider:
             raise PoolProvisioningError(f"{exc}; {last}", resources_left=True) from exc
         settings = settings_for[result.region]
         price, _ = worker_price(self.name, result.region, settings.size, spec.spot)
-        workers = [
-            WorkerRecord(
-                name=str(w["name"]),
-                state=WorkerState.BOOTING,
-                host=str(w["public_ip"]),
-                ssh=SshEndpoint(
-                    host=str(w["public_ip"]), port=22, user=str(w["ssh_user"]),
-                    key_path=str(key_path),
-                ),
-                provider_id=str(w["instance_id"]),
-                phase="created",
-            )
-            for w in result.outputs.get("workers") or []
-        ]
+        from oa_vm.clouds.pulumi.fleet import worker_from_output
+
+        # several workers per host: each its slot's ports on the host, the host's name as host
+        workers = [worker_from_output(w, str(key_path))
+                   for w in result.outputs.get("workers") or []]
         return PoolRecord(
             name=spec.name,
             cloud=self.name,
@@ -625,6 +611,8 @@ class PulumiCloudProvider:
                 "egress": settings.egress,
                 "egress_allowlist": settings.egress_allowlist,
                 "workers": spec.workers,
+                **({"workers_per_host": spec.workers_per_host}
+                   if spec.workers_per_host > 1 else {}),
                 "allow_cidrs": cidrs,
                 "image": (chosen_by_region[result.region] or ChosenImage("")).describe(),
                 "disk_gb": settings.disk_gb,
@@ -640,7 +628,8 @@ class PulumiCloudProvider:
                 "recovered": result.notes,
             },
             workers=workers,
-            price_per_hour=price,
+            # a worker's share of its host: the host's price over the workers it holds
+            price_per_hour=None if price is None else price / spec.workers_per_host,
         )
 
     def last_resort(self, pool: str, progress: Progress) -> str:
@@ -683,6 +672,7 @@ class PulumiCloudProvider:
         assert expires is not None, "cloud pools always have an expiry"
         spec = PoolSpec(
             name=record.name, cloud=record.cloud, workers=int(settings.get("workers") or 1),
+            workers_per_host=int(settings.get("workers_per_host") or 1),
             owner=record.owner, expires_at=expires, size=settings.get("size"),
             regions=[region], spot=bool(settings.get("spot")),
             allow_cidrs=list(settings.get("allow_cidrs") or []),

@@ -104,7 +104,7 @@ def worker_phase(
     if worker.ssh is None:
         return _fail(worker, "ssh", "the worker has no SSH endpoint in its record")
     runner = runner or ParamikoRunner(known_hosts_path(record.name))
-    commands = commands or RemoteCommands()
+    commands = commands or RemoteCommands.for_worker(worker.remote_waa_port)
     try:
         boot = runner.run(worker.ssh, commands.cloud_init, COMMAND_TIMEOUT_S)
     except RemoteUnreachableError as exc:

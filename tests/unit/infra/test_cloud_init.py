@@ -75,7 +75,7 @@ def test_ships_the_scripts_servers_and_dockerfile_verbatim() -> None:
         ("scoring_server.py", WORKER / "scoring_server.py"),
         ("scoring_rules.py", ROOT / "infra/scoring_rules.py"),
         ("relay.py", WORKER / "relay.py"),
-        ("/opt/oa-vm/qmp_snapshot.py", WORKER / "qmp_snapshot.py"),
+        ("qmp_snapshot.py", WORKER / "qmp_snapshot.py"),
     ]:
         # The same program (its syntax tree, docstrings aside), without comments or docstrings;
         # the scorer's files in pool-wait's delivery, not in the user data.
@@ -208,5 +208,8 @@ def test_the_clean_reset_ships_to_every_worker(cloud: str) -> None:
     assert RESET_SCRIPT in files and files[RESET_SCRIPT].get("permissions") == "0755"
     shipped = _content(files[RESET_SCRIPT])
     assert shipped.startswith("#!/bin/bash") and "qmp_snapshot.py" in shipped
-    helper = _content(files[f"{units.SHIP_DIR}/qmp_snapshot.py"])
+    # the QMP helper travels with pool-wait's delivery (units.LATE_FILES), which the
+    # bootstrap installs beside reset.sh before its first use (finish_pool's snapshot check)
+    assert "qmp_snapshot.py" in units.LATE_FILES
+    helper = _late_files()["qmp_snapshot.py"]
     assert "snapshot-load" in helper and "blocked-reasons" in helper

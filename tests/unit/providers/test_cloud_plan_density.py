@@ -6,6 +6,7 @@ taggable resource, SSH alone and only from the allowed CIDRs, nesting, an expiry
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from oa_vm.errors import InvalidInputError
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
 from tests.unit.providers.test_cloud_plan import spec
+from tests.unit.providers.test_pulumi_driver import images  # noqa: F401  (a fixture)
 
 MACHINE = {"aws": "aws:ec2/instance:Instance", "azure": "azure-native:compute:VirtualMachine"}
 CIDR = "198.51.100.7/32"
@@ -100,9 +102,34 @@ def test_more_workers_per_host_than_any_size_of_the_family_holds() -> None:
         _plan("aws", workers=9, workers_per_host=9, size="m8i.8xlarge")
 
 
+@pytest.mark.usefixtures("images")  # a ready image in each cloud's default region
 @pytest.mark.parametrize("cloud", ["aws", "azure"])
-def test_a_create_with_several_workers_per_host_is_refused_before_anything(cloud: str) -> None:
+def test_a_create_with_several_workers_per_host_records_them_by_host(
+    cloud: str, oa_home: Path
+) -> None:
     provider = (AwsProvider if cloud == "aws" else AzureProvider)(
-        engine=FakePulumiEngine(AwsLookups()))
-    with pytest.raises(InvalidInputError, match="creating such hosts is not yet"):
-        provider.preflight(spec(cloud, workers=8, workers_per_host=4, build_image=True))
+        engine=FakePulumiEngine(AwsLookups()), lister=lambda pool: [])
+    wanted = spec(cloud, workers=8, workers_per_host=4, allow_cidrs=[CIDR])
+    provider.preflight(wanted)  # no longer refused
+    record = provider.create(wanted, lambda line: None)
+    assert len(record.workers) == 8 and record.settings["workers_per_host"] == 4
+    hosts: dict[str, list[Any]] = {}
+    for worker in record.workers:
+        assert worker.host is not None and worker.ssh is not None
+        hosts.setdefault(worker.host, []).append(worker)
+    assert sorted(hosts) == ["plan-me-w0", "plan-me-w1"]
+    for workers in hosts.values():
+        assert len({w.ssh.host for w in workers}) == 1  # one machine, one address
+        assert len({w.provider_id for w in workers}) == 1
+        ports = [p for w in workers for p in (w.remote_waa_port, w.remote_scoring_port)]
+        assert len(set(ports)) == 8  # each tunnel reaches its own worker
+    host_price = hourly_price(cloud, record.settings["region"], record.settings["size"])
+    assert record.price_per_hour == pytest.approx(host_price / 4)  # per worker
+
+
+@pytest.mark.parametrize("cloud", ["aws", "azure"])
+def test_workers_that_do_not_fill_their_hosts_are_refused_in_one_line(cloud: str) -> None:
+    from oa_vm import api
+
+    with pytest.raises(InvalidInputError, match="use --workers 8 .2 host.s.. or --workers 4"):
+        api.build_spec(name="p", cloud=cloud, workers=7, workers_per_host=4)

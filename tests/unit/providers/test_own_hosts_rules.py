@@ -93,8 +93,11 @@ def test_host_options_are_checked_before_anything(key: str, kwargs: dict[str, ob
 def test_host_options_belong_to_their_clouds(key: str) -> None:
     with pytest.raises(InvalidInputError, match="--host is for your own hosts"):
         api.build_spec(name="p", cloud="aws", hosts=["u@h"])
-    with pytest.raises(InvalidInputError, match="--workers-per-host is for hosts"):
-        api.build_spec(name="p", cloud="local", workers_per_host=2)
+    # a local pool's simulated host is a process: N workers per host is N per process
+    local = api.build_spec(name="p", cloud="local", workers=4, workers_per_host=2)
+    assert (local.per_process, local.workers_per_host, local.workers) == (2, 1, 4)
+    with pytest.raises(InvalidInputError, match="disagree"):
+        api.build_spec(name="p", cloud="local", workers_per_host=2, per_process=3)
     spec = api.build_spec(name="lab", cloud="ssh", hosts=["u@a", "u@b:2222"], ssh_key=key,
                           workers_per_host=3, price_per_hour=0.5)
     assert spec.workers == 6 and spec.price_per_hour == 0.5
