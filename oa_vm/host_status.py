@@ -20,6 +20,7 @@ from infra.worker import units
 from oa_vm.state import SshEndpoint
 
 if TYPE_CHECKING:  # paramiko loads only when a command runs: the drain checks import this
+    from infra.worker.slots import WorkerSlot
     from waa_client.errors import TunnelError
     from waa_client.ssh import CommandResult
 
@@ -68,11 +69,25 @@ class RemoteCommands:
     cloud_init: str = "cloud-init status"
     status_file: str = STATUS_FILE
     image_info_file: str = IMAGE_INFO_FILE
+    container: str = CONTAINER
+    """The worker's container (each worker of a host with several has its own)."""
 
     @property
     def host(self) -> str:
         """The status file, the container's status and its last log line, in one command."""
-        return _docker_probe_script(self.status_file, CONTAINER)
+        return _docker_probe_script(self.status_file, self.container)
+
+    @classmethod
+    def for_worker(cls, remote_waa_port: int) -> RemoteCommands:
+        """The commands following one worker of a host: its slot's status file and container
+        (:mod:`infra.worker.slots`, found by the WAA port its record keeps); slot 0's are the
+        one-worker host's."""
+        from infra.worker.slots import slot_by_waa_port
+
+        found = slot_by_waa_port(remote_waa_port)
+        if found is None or found.index == 0:
+            return cls()
+        return cls(status_file=_on_host(found.status_file), container=found.container)
 
 
 @dataclass(frozen=True)
@@ -205,3 +220,11 @@ class ParamikoRunner:
 def read_status_command(commands: RemoteCommands | None = None) -> str:
     """The command printing the host's status file (nothing when there is none)."""
     return f"cat {(commands or RemoteCommands()).status_file} 2>/dev/null || true"
+
+
+def slot_commands(slot: WorkerSlot) -> RemoteCommands:
+    """The commands following the worker in ``slot`` of a host (its own status file and
+    container), whatever ports its record keeps; a host the user owns has no cloud-init, so its
+    boot counts as done once SSH answers (the bootstrap's own status says the rest)."""
+    return RemoteCommands(cloud_init="echo 'status: done'",
+                          status_file=_on_host(slot.status_file), container=slot.container)

@@ -141,6 +141,15 @@ def slot(index: int) -> WorkerSlot:
     )
 
 
+def slot_by_waa_port(port: int) -> WorkerSlot | None:
+    """The slot whose WAA port on the host is ``port`` (how a worker's record, which keeps its
+    ports, names its slot); None for a port of no slot."""
+    index, rest = divmod(port - units.WAA_PORT, PORT_STEP)
+    if rest or not 0 <= index < MAX_SLOTS:
+        return None
+    return slot(index)
+
+
 def host_slots(workers: int) -> list[WorkerSlot]:
     """The slots of a host running ``workers`` workers."""
     return [slot(i) for i in range(workers)]
