@@ -80,9 +80,9 @@ class Lab:
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL)
 
-    def create_args(self, *extra: str) -> list[str]:
+    def create_args(self, *extra: str, per_host: int = PER_HOST) -> list[str]:
         args = ["pool-create", "--cloud", "ssh", "--pool", POOL, "--ssh-key", str(self.key),
-                "--workers-per-host", str(PER_HOST), *extra]
+                "--workers-per-host", str(per_host), *extra]
         for host in self.hosts:
             args += ["--host", host.address]
         return args
@@ -149,7 +149,26 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         yield Lab(hosts, key, home, env, guests)
 
 
-def test_create_plans_first_then_claims_each_host_and_boots_two_workers(lab: Lab) -> None:
+def _executions(results: Path) -> dict[str, dict[str, object]]:
+    found: dict[str, dict[str, object]] = {}
+    for path in results.glob("*/tasks/*/execution.json"):
+        with contextlib.suppress(ValueError):
+            found[path.parent.name] = json.loads(path.read_text())
+    return found
+
+
+def _wait_for(condition: object, what: str, timeout_s: float = 300) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+@pytest.mark.slow  # minutes: test_a_create_claims_each_host_and_cleanup_purge_leaves_nothing
+def test_two_hosts_two_workers_each_from_the_plan_to_the_cleanup(lab: Lab) -> None:
+    # create: the plan first, then each host claimed, its files shipped, a bootstrap per slot
     done = lab.oa_vm(*lab.create_args("--yes"))
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
@@ -160,11 +179,74 @@ def test_create_plans_first_then_claims_each_host_and_boots_two_workers(lab: Lab
         assert (units / "oa-vm-expiry.timer").is_file()
         for s in slots.host_slots(PER_HOST):
             assert (units / f"oa-vm-bootstrap-{s.name}.service").is_file()
+    # wait: each slot's own status file, container and probes through its host's tunnel
     waited = lab.oa_vm("pool-wait", "--pool", POOL, "--timeout", "5m")
     assert waited.returncode == 0, waited.stdout + waited.stderr
     for host in lab.hosts:
         for index in range(PER_HOST):
             assert "step=ready" in host.status(index), host.status(index)
     record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
-    assert {w["host"] for w in record["workers"]} == {h.address for h in lab.hosts}
+    assert [w["host"] for w in record["workers"]] == [h.address for h in lab.hosts
+                                                      for _ in range(PER_HOST)]
     assert [w["state"] for w in record["workers"]] == ["ready"] * 4
+    alpha_workers = {w["name"] for w in record["workers"]
+                     if w["host"] == lab.hosts[0].address}
+
+    # a run of the local suite with a clean reset per task; host alpha dies mid-run
+    results = lab.home.parent / "results"
+    run = lab.evals("run", "--pool", POOL, "--tasks", "local_all", "--agent", "oracle",
+                    "--reset", "clean", "--run-name", "r1", "--results-dir", str(results))
+    _wait_for(lambda: len(_executions(results)) >= 4, "four finished tasks")
+    alpha = lab.hosts[0]
+    finished_before = set(_executions(results))
+    alpha.server.stop()  # the host is gone: its sessions and its containers with it
+    for state_file in (alpha.fake / "containers").glob("*"):
+        state_file.unlink()
+    output, _ = run.communicate(timeout=900)
+    records = _executions(results)
+    assert len(records) == 24, output
+    assert {r["status"] for r in records.values()} == {"success"}, output
+    assert all(r["reset"] == "clean" for r in records.values()), output
+    # every task finished after the kill ran on the other host, and the tasks alpha held
+    # (an attempt of theirs there) were run again there
+    after = {task: r for task, r in records.items() if task not in finished_before}
+    assert after and all(r["worker"] not in alpha_workers for r in after.values()), output
+    rerun = [r for r in after.values()
+             if any(a.get("worker") in alpha_workers
+                    for a in r.get("previous_attempts") or [])]  # type: ignore[union-attr]
+    assert rerun, output
+
+    # repair: the host is back; its workers' containers are gone, pool-repair restarts them
+    alpha.server.start()
+    repaired = lab.oa_vm("pool-repair", "--pool", POOL, "--timeout", "5m")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
+    assert [w["state"] for w in record["workers"]] == ["ready"] * 4, record
+
+    # cleanup: what the pool added is gone; each host keeps its own files and the image cache
+    cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--yes")
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    for host in lab.hosts:
+        assert tree(host.root) == host.before
+        assert sorted(p.name for p in (host.root / "var/lib/oa-vm").iterdir()) == [
+            "image-cache"]
+        assert not list((host.root / "etc/systemd/system").iterdir())
+        assert not list((host.root / "opt").iterdir())
+
+
+def test_a_create_claims_each_host_and_cleanup_purge_leaves_nothing(lab: Lab) -> None:
+    done = lab.oa_vm(*lab.create_args("--yes", per_host=1))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for host in lab.hosts:
+        assert (host.root / "var/lib/oa-vm/pool").read_text() == POOL + "\n"
+        assert (host.root / "opt/oa-vm/bootstrap.sh").is_file()
+    waited = lab.oa_vm("pool-wait", "--pool", POOL, "--timeout", "5m")
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--purge", "--yes")
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    for host in lab.hosts:
+        cache = "var/lib/oa-vm/image-cache/"
+        assert tree(host.root) == {k: v for k, v in host.before.items()
+                                   if not k.startswith(cache)}
+        assert not (host.root / "var/lib/oa-vm").exists()
+        assert not list((host.root / "opt").iterdir())

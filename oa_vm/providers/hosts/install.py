@@ -145,3 +145,11 @@ def containers_command(action: str, chosen: Iterable[WorkerSlot]) -> str:
         else:
             raise ValueError(f"unknown action {action!r}")
     return "set -e; " + BECOME_ROOT + "; ".join(steps)
+
+
+def containers_status_command(chosen: Iterable[WorkerSlot]) -> str:
+    """One ``CONTAINER=STATUS`` line per slot in ``chosen`` (docker's ``Up 3 minutes``,
+    ``Exited (1) ...``, or nothing after ``=`` when the container is gone)."""
+    lines = [f"printf '%s=' {s.container}; $S docker ps -a --filter 'name=^{s.container}$' "
+             "--format '{{.Status}}' | head -n 1 | tr -d '\\n'; echo" for s in chosen]
+    return BECOME_ROOT + "; ".join(lines)

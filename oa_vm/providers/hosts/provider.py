@@ -255,7 +255,34 @@ class SshHostsProvider:
         return record
 
     def refresh(self, record: PoolRecord) -> PoolRecord:
-        """The record as it is: each pass of :meth:`worker_phase` reads the hosts."""
+        """Ask each host for its workers' containers (one SSH command per host): a ready
+        worker whose container is gone or stopped, or whose host does not answer, is ``LOST``
+        (``pool-repair`` restarts it once its host answers). Paused workers are left alone."""
+        from oa_vm import state
+        from oa_vm.providers.hosts.install import containers_status_command
+
+        runner = self.runner(record)
+        for host, workers in _hosts_of(record).items():
+            live = [w for w in workers if w.state == state.WorkerState.READY]
+            if not live or live[0].ssh is None:
+                continue
+            try:
+                done = runner.run(live[0].ssh,
+                                  containers_status_command([slot_of(w) for w in live]),
+                                  RUN_TIMEOUT_S)
+            except RemoteUnreachableError as exc:
+                for worker in live:
+                    worker.state, worker.detail = (state.WorkerState.LOST,
+                                                   f"host {host} does not answer: {exc}")
+                continue
+            found = dict(line.partition("=")[::2] for line in done.output.splitlines())
+            for worker in live:
+                status = found.get(slot_of(worker).container, "").strip()
+                if not status.startswith("Up"):
+                    worker.state = state.WorkerState.LOST
+                    worker.detail = f"container {slot_of(worker).container} on {host}: " + (
+                        status or "gone")
+        record.state = state.derive_pool_state(record.workers)
         return record
 
     def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
@@ -365,6 +392,7 @@ class HostFleetOps:
         stay lost. Returns the workers restarted."""
         from oa_vm import state
 
+        record = self.provider.refresh(record)
         chosen = [w for w in record.workers
                   if (w.name in names if names else w.state == state.WorkerState.LOST)]
         restarted = self._each_host(record, "restart", chosen, progress)
