@@ -109,7 +109,8 @@ def install_command(pool: str, user: str, expires_at: datetime, per_host: int) -
         f"set -e; {BECOME_ROOT}"
         f"{_host_pool('claim', pool)}; "
         f"need=; {missing}; "
-        'if [ -n "$need" ]; then $S env DEBIAN_FRONTEND=noninteractive apt-get install -y -q '
+        'if [ -n "$need" ]; then $S apt-get update -q >/dev/null && '
+        "$S env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
         "$need >/dev/null || { echo \"could not install$need\"; exit 4; }; fi; "
         f"printf %s '{data}' | base64 -d | $S tar -xzf - --no-same-owner -C \"$R/\"; "
         "$S systemctl daemon-reload; "
