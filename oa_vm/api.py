@@ -462,7 +462,8 @@ def wait_pool(
 
 
 def cleanup_pool(
-    name: str | None, *, progress: Progress = no_progress, force: bool = False
+    name: str | None, *, progress: Progress = no_progress, force: bool = False,
+    purge: bool = False,
 ) -> CleanupReport:
     """Remove everything the pool created, then its record. Idempotent.
 
@@ -472,13 +473,17 @@ def cleanup_pool(
     under it: :class:`PoolInUseError`, nothing changed, unless ``force`` (then ``progress``
     says whose pool it removes). A stale lease (its holder gone) never stops a cleanup, and a
     process may remove a pool whose lease it holds itself. While it removes, the pool's lease
-    is held, so no run starts on it meanwhile.
+    is held, so no run starts on it meanwhile. ``purge``: a pool on your own hosts
+    (``--cloud ssh``) also removes each host's image cache; refused for other pools.
     """
     from oa_vm.model.lease import describe, guard_pool
 
     pool = resolve_name(name)
     try:
-        state.load(pool)  # unknown or corrupt: refused before anything is written
+        loaded = state.load(pool)  # unknown or corrupt: refused before anything is written
+        if purge and loaded.cloud != "ssh":
+            raise InvalidInputError("--purge is for pools on your own hosts (--cloud ssh): it "
+                                    "removes their image cache")
     except PoolNotFoundError:
         tomb = state.removed_dir() / f"{pool}.json"
         if tomb.exists():
@@ -488,7 +493,10 @@ def cleanup_pool(
         if overridden is not None:
             progress(f"pool {pool!r} is in use by {describe(overridden)}; "
                      "removing it anyway (--force)")
-        report = _destroy(state.load(pool), progress)  # as it is now that the lease is ours
+        record = state.load(pool)  # as it is now that the lease is ours
+        if purge:
+            record.settings["purge"] = True  # the provider's destroy reads it
+        report = _destroy(record, progress)
     if not report.left:
         # after the lease is given back: its heartbeat must not touch a folder being removed
         _remove_pool_dir(pool)

@@ -33,6 +33,9 @@ check_kvm() {
 }
 
 free_ports() {
+  # A host the user owns (OA_VM_IMAGE_CACHE set, --cloud ssh) keeps its own services: the guest
+  # lives in the container's network namespace, and nothing of the user's is stopped.
+  [ -z "${OA_VM_IMAGE_CACHE:-}" ] || return 0
   step ports "freeing ports 53 and 80 for the Windows guest"
   mkdir -p "$OA_VM_ROOT/etc/systemd/resolved.conf.d"
   printf '[Resolve]\nDNSStubListener=no\n' >"$OA_VM_ROOT/etc/systemd/resolved.conf.d/oa-vm.conf"
@@ -107,6 +110,8 @@ find_device() {
 }
 
 mount_storage() {
+  # A host the user owns (--cloud ssh): the slot's storage is a folder (seed_storage.sh).
+  [ -z "${OA_VM_IMAGE_CACHE:-}" ] || { "$here/seed_storage.sh"; return; }
   step storage "mounting the storage volume on /var/lib/oa-vm/storage"
   mkdir -p "$OA_VM_STORAGE"
   local dev

@@ -17,6 +17,9 @@ from datetime import datetime
 from infra.worker import units
 
 HOST_POOL_SCRIPT = "host_pool.sh"
+SEED_SCRIPT = "seed_storage.sh"
+"""Fills a worker's storage folder from the image cache (``bootstrap.sh`` runs it on own
+hosts in place of mounting a volume)."""
 MARKER_FILE = f"{units.STATE_DIR}/pool"
 IMAGE_CACHE_DIR = f"{units.STATE_DIR}/image-cache"
 

@@ -1,14 +1,15 @@
 #!/bin/bash
-# Clean resets: take TOKEN | restore | check (docs/providers.md; kept short: AWS user data).
+# Clean resets: [--slot NAME] take TOKEN | restore | check (docs/providers.md; kept short:
+# AWS user data). --slot: one worker of a host with several (infra/worker/slots.py).
 # Exit 3: this worker cannot take snapshots at all (no monitor, or QEMU names a blocker).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# --slot NAME: one worker of a host with several (its own QMP socket, snapshot tag and record).
+[ "${1:-}" != --slot ] || { export OA_VM_SLOT="${2:-}"; shift 2; }
 # shellcheck source=infra/worker/lib.sh
 . "$here/lib.sh"
 
-OA_VM_QMP_DIR="${OA_VM_QMP_DIR:-$OA_VM_STATE_DIR/qmp}"
-OA_VM_QMP_SOCKET="${OA_VM_QMP_SOCKET:-$OA_VM_QMP_DIR/qmp.sock}"
 tag="$OA_VM_SNAPSHOT_TAG"
 probe_url="${OA_VM_RESET_PROBE_URL:-http://127.0.0.1:$OA_VM_WAA_HOST_PORT/probe}"
 clock_url="${OA_VM_RESET_CLOCK_URL:-http://127.0.0.1:$OA_VM_WAA_HOST_PORT/execute}"
@@ -20,7 +21,7 @@ usage() {
 }
 
 helper() {
-  python3 "$here/qmp_snapshot.py" "$OA_VM_QMP_SOCKET" "$OA_VM_STATE_DIR/clean-snapshot.json" "$@"
+  python3 "$here/qmp_snapshot.py" "$OA_VM_QMP_SOCKET" "$OA_VM_QMP_DIR/../clean-snapshot.json" "$@"
 }
 
 wait_waa() {

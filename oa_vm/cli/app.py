@@ -227,6 +227,11 @@ def pool_cleanup(
                                            "run's tasks fail); default: refuse, or skip it "
                                            "with --expired.")
     ] = False,
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Your own hosts (--cloud ssh): also remove each "
+                                           "host's image cache (kept by default for the next "
+                                           "pool).")
+    ] = False,
     yes: YesOpt = False,
 ) -> None:
     """Remove everything a pool created, then its record (safe to run again).
@@ -260,7 +265,7 @@ def pool_cleanup(
         if holder is not None:  # before asking: the answer would not matter
             raise PoolInUseError(pool, describe(holder), "pool-cleanup")
         _confirm(f"Remove pool {pool!r} and everything it created?", yes)
-    report = api.cleanup_pool(pool, progress=_echo, force=force)
+    report = api.cleanup_pool(pool, progress=_echo, force=force, purge=purge)
     for hint in report.hints:
         _echo(hint)
     if report.left:

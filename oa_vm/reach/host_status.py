@@ -20,6 +20,7 @@ from infra.worker import units
 from oa_vm.model.state import SshEndpoint
 
 if TYPE_CHECKING:  # paramiko loads only when a command runs: the drain checks import this
+    from infra.worker.slots import WorkerSlot
     from waa_client.errors import TunnelError
     from waa_client.ssh import CommandResult
 
@@ -219,3 +220,11 @@ class ParamikoRunner:
 def read_status_command(commands: RemoteCommands | None = None) -> str:
     """The command printing the host's status file (nothing when there is none)."""
     return f"cat {(commands or RemoteCommands()).status_file} 2>/dev/null || true"
+
+
+def slot_commands(slot: WorkerSlot) -> RemoteCommands:
+    """The commands following the worker in ``slot`` of a host (its own status file and
+    container), whatever ports its record keeps; a host the user owns has no cloud-init, so its
+    boot counts as done once SSH answers (the bootstrap's own status says the rest)."""
+    return RemoteCommands(cloud_init="echo 'status: done'",
+                          status_file=_on_host(slot.status_file), container=slot.container)

@@ -7,7 +7,6 @@ home."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,11 +16,10 @@ import pytest
 
 from tests.support.cli import Result, run_cli
 from tests.support.host_standins import HostSshServer
+from tests.support.own_hosts import make_root, tree
 from tests.support.sshd import SshServer, free_port, generate_key
 
 pytestmark = pytest.mark.integration
-
-GIB_KIB = 1024 * 1024
 
 
 @dataclass
@@ -39,33 +37,14 @@ class Host:
 
     def tree(self) -> dict[str, str]:
         """Every file under the root with its digest (to prove nothing changed)."""
-        return {str(p.relative_to(self.root)): hashlib.sha256(p.read_bytes()).hexdigest()
-                for p in sorted(self.root.rglob("*")) if p.is_file()}
+        return tree(self.root)
 
 
 _UNREACHABLE_PORT: list[int] = []
 
 
-def _make_root(root: Path, *, kvm: bool = True, cpus: int = 16, mem_gib: int = 64,
-               pool: str = "", listening: tuple[int, ...] = ()) -> None:
-    (root / "dev").mkdir(parents=True)
-    if kvm:
-        (root / "dev/kvm").touch()
-    (root / "proc/net").mkdir(parents=True)
-    (root / "proc/cpuinfo").write_text(
-        "".join(f"processor\t: {i}\nmodel name\t: rehearsal\n\n" for i in range(cpus)))
-    kib = mem_gib * GIB_KIB
-    (root / "proc/meminfo").write_text(
-        f"MemTotal:       {kib} kB\nMemFree:        {kib - GIB_KIB} kB\n"
-        f"MemAvailable:   {kib - GIB_KIB} kB\n")
-    header = "  sl  local_address rem_address   st tx_queue rx_queue\n"
-    rows = "".join(f"   {i}: 0100007F:{port:04X} 00000000:0000 0A 00000000:00000000\n"
-                   for i, port in enumerate(listening))
-    (root / "proc/net/tcp").write_text(header + rows)
-    (root / "var/lib").mkdir(parents=True)
-    if pool:
-        (root / "var/lib/oa-vm").mkdir()
-        (root / "var/lib/oa-vm/pool").write_text(pool + "\n")
+def _make_root(root: Path, **shape: object) -> None:
+    make_root(root, **shape)  # type: ignore[arg-type]
 
 
 HOSTS = {
@@ -170,12 +149,12 @@ def test_one_worker_fits_where_two_do_not(lab: dict[str, Host], tmp_path: Path) 
     assert json.loads(done.stdout)["workers"] == 1
 
 
-def test_a_create_on_hosts_that_fit_is_refused_in_one_line_until_it_is_built(
+def test_a_create_on_a_host_without_a_prepared_image_is_refused_in_one_line(
     lab: dict[str, Host], tmp_path: Path
 ) -> None:
     before = lab["good-a"].tree()
     line = _plan(lab, tmp_path, ["good-a"], "--yes").assert_one_line_error()
-    assert "not built yet" in line and "--plan" in line
+    assert lab["good-a"].address in line and "no prepared Windows disk in its image cache" in line
     assert lab["good-a"].tree() == before
     assert not (tmp_path / "pools" / "lab").exists()
 

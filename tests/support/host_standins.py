@@ -28,8 +28,13 @@ variables, so the shipped scripts run for real under bash and the test asserts w
 - ``FAKE_BLKID=formatted``: the volume holds a filesystem (default: none, exit 2);
   ``FAKE_MOUNTED=1``: it is mounted already; ``FAKE_ROOT_SOURCE``: what ``findmnt`` says holds
   ``/`` (default ``/dev/xvda1``);
-- ``FAKE_CONTAINER_STATUS``: what ``docker ps --format {{.Status}}`` prints (default ``Up 3
-  minutes``); ``FAKE_LOG``: the container's last log line;
+- ``FAKE_CONTAINER_STATUS``: what ``docker ps --format {{.Status}}`` prints (default: ``Up 3
+  minutes``, or ``Exited ...`` for a container ``docker stop`` stopped); ``FAKE_LOG``: the
+  container's last log line;
+- ``FAKE_SYSTEMD=run``: ``systemctl start|restart oa-vm-bootstrap*.service`` runs the unit's
+  ``ExecStart`` with its ``Environment`` from the unit file under ``OA_VM_ROOT``, in the
+  background (its output in ``FAKE_STATE/<unit>.log``); ``apt-get`` succeeds and installs
+  nothing;
 - ``FAKE_IMDS``: the instance metadata service (IMDSv2) behind ``curl``: ``none`` (no spot
   notice: 404), ``notice`` (an interruption notice, ``FAKE_IMDS_ACTION`` at ``FAKE_IMDS_TIME``),
   ``error`` (500) or ``down`` (unreachable: curl times out).
@@ -122,8 +127,23 @@ case "$1" in
     if [ -n "${FAKE_LOAD_FAIL:-}" ]; then
       echo "open $3: no such file or directory" >&2; exit 1
     fi ;;
-  build|save|rm) ;;
-  run) echo "c0ffee" ;;
+  build|save) ;;
+  # Each container's state in FAKE_STATE/containers/NAME (up or exited), for the workers of a
+  # host with several: run and start make it up, stop makes it exited, rm removes it.
+  run)
+    name=""; prev=""
+    for a in "$@"; do [ "$prev" = --name ] && name="$a"; prev="$a"; done
+    mkdir -p "$FAKE_STATE/containers"
+    if [ -n "$name" ]; then echo up >"$FAKE_STATE/containers/$name"; fi
+    echo "c0ffee" ;;
+  start|restart)
+    mkdir -p "$FAKE_STATE/containers"
+    for n in "${@:2}"; do echo up >"$FAKE_STATE/containers/$n"; done ;;
+  stop)
+    for n in "${@:2}"; do
+      if [ -f "$FAKE_STATE/containers/$n" ]; then echo exited >"$FAKE_STATE/containers/$n"; fi
+    done ;;
+  rm) for n in "${@:2}"; do [ "$n" = -f ] || rm -f "$FAKE_STATE/containers/$n"; done ;;
   inspect)
     n="$(count inspect)"
     if [ -n "${FAKE_EXIT_AFTER:-}" ] && [ "$n" -gt "$FAKE_EXIT_AFTER" ]; then
@@ -137,8 +157,12 @@ case "$1" in
     echo "${FAKE_LOG:-Windows is being installed: 42%}" ;;
   ps)
     # Only the exact arguments pool-wait must send: a quoting mistake prints nothing useful.
-    if [ "$*" = "ps -a --filter name=^winarena$ --format {{.Status}}" ]; then
-      echo "${FAKE_CONTAINER_STATUS:-Up 3 minutes}"
+    if [[ "$*" =~ ^"ps -a --filter name=^"([a-z0-9-]+)"$ --format {{.Status}}"$ ]]; then
+      known="$FAKE_STATE/containers/${BASH_REMATCH[1]}"
+      if [ -n "${FAKE_CONTAINER_STATUS:-}" ] || [ ! -f "$known" ]; then
+        echo "${FAKE_CONTAINER_STATUS:-Up 3 minutes}"
+      elif [ "$(cat "$known")" = up ]; then echo "Up 3 minutes"
+      else echo "Exited (0) 2 seconds ago"; fi
     else
       echo "unexpected docker ps arguments: $*" >&2; exit 2
     fi ;;
@@ -173,8 +197,23 @@ if [ "$1 $2" = "enable --now" ] && [[ " $* " == *" oa-vm-scoring.service "* ]] &
   setsid bash -c "$FAKE_SCORER_CMD" >"$FAKE_STATE/scorer.log" 2>&1 </dev/null &
   echo "$!" >"$FAKE_STATE/scorer.pid"
 fi
+# FAKE_SYSTEMD=run: starting (or restarting) a worker's bootstrap unit runs what the unit file
+# under OA_VM_ROOT says (its Environment= and ExecStart=), in the background, as systemd would.
+if [ "${FAKE_SYSTEMD:-}" = run ] && { [ "$1" = start ] || [ "$1" = restart ]; }; then
+  for unit in "${@:2}"; do
+    case "$unit" in oa-vm-bootstrap*.service) ;; *) continue ;; esac
+    file="${OA_VM_ROOT:-}/etc/systemd/system/$unit"
+    [ -f "$file" ] || { echo "Unit $unit not found." >&2; exit 5; }
+    envs="$(sed -n 's/^Environment=//p' "$file")"
+    exec_start="$(sed -n 's/^ExecStart=//p' "$file")"
+    # shellcheck disable=SC2086
+    (setsid env $envs "${OA_VM_ROOT:-}$exec_start" >>"$FAKE_STATE/$unit.log" 2>&1 </dev/null &)
+  done
+fi
 exit 0
 """,
+    # Packages cannot be installed here: the call is recorded and succeeds.
+    "apt-get": "exit 0\n",
     "journalctl": r"""
 # The units' journal: what a scorer started through FAKE_SCORER_CMD wrote, else FAKE_JOURNAL.
 if [ -s "$FAKE_STATE/scorer.log" ]; then tail -n 1 "$FAKE_STATE/scorer.log"; exit 0; fi

@@ -1,14 +1,19 @@
 """The ``ssh`` provider: a pool's workers on Linux hosts the user names (``--host``).
 
-What is built: the plan. Every host is probed over SSH (``infra/worker/host_probe.sh``, read
-only), each host's facts and how many workers fit are shown, and a host that cannot take its
-workers is refused in one line of its own (unreachable, already in another pool, no KVM, no
-root, too little memory, too few CPUs, a worker's port taken) before anything is changed
-anywhere. The price is zero unless ``--price-per-hour`` gives one per worker: the hosts are the
-user's.
+The plan comes first: every host is probed over SSH (``infra/worker/host_probe.sh``, read only),
+each host's facts and how many workers fit are shown, and a host that cannot take its workers is
+refused in one line of its own (unreachable, already in another pool, no KVM, no root, too
+little memory, too few CPUs, a worker's port taken, no prepared image in its cache) before
+anything is changed anywhere. The price is zero unless ``--price-per-hour`` gives one per
+worker: the hosts are the user's.
 
-What is not built yet: installing the workers (``create``), so :meth:`check_available` refuses
-a create in one line and ``--plan`` is the way in; see docs/providers.md ("Your own hosts").
+A create then, on each host over SSH (:mod:`.install`): claims it for the pool, installs what is
+missing, writes the worker files, starts the expiry timer the host itself runs and the same
+bootstrap a cloud worker runs, once per slot (:mod:`infra.worker.slots`). A worker's record
+names its host (``host``: ``user@host:port``) and its slot (``provider_id``); everything after
+that reads the slot's own status file and container over SSH. Cleanup is
+``host_pool.sh release``: the host's own software and its image cache stay (``--purge``
+removes the cache).
 """
 
 from __future__ import annotations
@@ -29,8 +34,10 @@ from oa_vm.clouds.base import (
     Progress,
 )
 from oa_vm.clouds.hosts.facts import HostAddress, fit, refusal
-from oa_vm.errors import InvalidInputError, ProviderUnavailableError
-from oa_vm.model.state import PoolRecord, WorkerRecord
+from oa_vm.clouds.hosts.probe import ProbeResult
+from oa_vm.errors import InvalidInputError
+from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord
+from oa_vm.reach.host_status import ParamikoRunner, RemoteRunner, RemoteUnreachableError
 
 if TYPE_CHECKING:
     from oa_vm.model.snapshots import SnapshotControl
@@ -61,29 +68,61 @@ def host_addresses(spec: PoolSpec) -> list[HostAddress]:
     return addresses
 
 
+RUN_TIMEOUT_S = 120.0
+"""Seconds an install, a release or a container command may go without output (installing
+docker.io on a host that lacks it prints nothing for a while)."""
+
+
+def slot_of(worker: WorkerRecord) -> slots.WorkerSlot:
+    """The slot a worker holds on its host (its record's ``provider_id``: ``w0``, ``w1``...)."""
+    name = worker.provider_id or "w0"
+    return slots.slot(int(name.removeprefix("w")))
+
+
+def _hosts_of(record: PoolRecord) -> dict[str, list[WorkerRecord]]:
+    """The pool's workers by host (``user@host:port``), hosts in the order of their first
+    worker."""
+    hosts: dict[str, list[WorkerRecord]] = {}
+    for worker in record.workers:
+        hosts.setdefault(worker.host or worker.name, []).append(worker)
+    return hosts
+
+
 class SshHostsProvider:
     """Pools on the user's own KVM hosts; see the module docstring."""
 
     name = "ssh"
-    capabilities: frozenset[Capability] = frozenset()
+    capabilities: frozenset[Capability] = frozenset(
+        {Capability.PAUSE, Capability.RESUME, Capability.REPAIR, Capability.CLEAN_RESET})
+    poll_interval_s = 5.0
+    """pool-wait's pause between passes: a host's status is one SSH command away."""
+
+    def runner(self, record: PoolRecord) -> RemoteRunner:
+        """How commands reach the pool's hosts: the project's SSH runner with the pool's pinned
+        host keys (trusted on first use at create)."""
+        from oa_vm.reach.connect import known_hosts_path
+
+        return ParamikoRunner(known_hosts_path(record.name))
 
     def fleet_ops(self) -> FleetOps:
-        """No pause, resume or repair yet."""
-        raise ProviderUnavailableError("pools on your own hosts cannot be paused, resumed or "
-                                       "repaired yet")
+        """Pause, resume and repair: the workers' containers, stopped, started or restarted
+        over SSH (:class:`HostFleetOps`)."""
+        return HostFleetOps(self)
 
     def snapshot_control(
         self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
     ) -> SnapshotControl:
-        """No clean resets yet (not declared)."""
-        raise ProviderUnavailableError("clean resets on your own hosts are not built yet")
+        """``reset.sh --slot <slot>`` on the worker's host, over SSH (as a cloud worker's)."""
+        from oa_vm.clouds.pulumi.reset import HostSnapshotControl
+        from oa_vm.model.snapshots import SnapshotError
+
+        if worker.ssh is None:
+            raise SnapshotError(f"{worker.name} has no SSH endpoint in its record",
+                                unsupported=True)
+        return HostSnapshotControl(worker.ssh, self.runner(record), slot=slot_of(worker).name)
 
     def check_available(self) -> None:
-        """Creating is not built yet: refused in one line before anything is written."""
-        raise ProviderUnavailableError(
-            "creating pools on your own hosts is not built yet; 'oa-vm pool-create --cloud ssh "
-            "--host ... --ssh-key ... --plan' shows what each host can take"
-        )
+        """Nothing to install on this machine: SSH is the project's own (paramiko)."""
 
     def preflight(self, spec: PoolSpec) -> None:
         """The plan's refusals, before anything is shown or written (see :meth:`plan`)."""
@@ -99,6 +138,9 @@ class SshHostsProvider:
             InvalidInputError: no ``--host`` or ``--ssh-key``; or one line per host that cannot
                 take its workers (all hosts are probed first, so every refusal is said at once).
         """
+        return self._survey(spec)[0]
+
+    def _survey(self, spec: PoolSpec) -> tuple[Plan, list[ProbeResult]]:
         from oa_vm.clouds.hosts.probe import probe_hosts
 
         addresses = host_addresses(spec)
@@ -140,22 +182,222 @@ class SshHostsProvider:
                      "(/var/lib/oa-vm/image-cache) unless --purge")
         notes.append("price: your own hosts cost nothing here" if not spec.price_per_hour
                      else f"price: ${spec.price_per_hour:g}/h per worker, as given")
-        return Plan(cloud=self.name, region=None, size=None, workers=workers,
+        plan = Plan(cloud=self.name, region=None, size=None, workers=workers,
                     price_per_hour=price, resources=resources, notes=notes, name=spec.name)
+        return plan, results
 
     def create(self, spec: PoolSpec, progress: Progress) -> PoolRecord:
-        """Not built yet (:meth:`check_available` refuses first)."""
-        self.check_available()
-        raise AssertionError("unreachable")  # pragma: no cover
+        """Install ``spec.workers_per_host`` workers on every host (see the module docstring)
+        and return the record; the workers then boot (``pool-wait`` follows each slot).
+
+        Raises:
+            InvalidInputError: the plan's refusals, or a host whose image cache holds no
+                prepared Windows disk (one line each, nothing changed on any host).
+            ProvisioningError: an install failed; the hosts already installed are released.
+        """
+        from oa_vm.clouds.hosts.install import (
+            CLAIMED_ELSEWHERE,
+            install_command,
+            release_command,
+        )
+        from oa_vm.errors import ProvisioningError
+        from oa_vm.model import state
+
+        _plan, results = self._survey(spec)
+        no_image = [refusal(r.address, ["no prepared Windows disk in its image cache "
+                                        "(/var/lib/oa-vm/image-cache); see docs/providers.md, "
+                                        "Your own hosts"])
+                    for r in results if r.facts is not None and not r.facts.image_cache]
+        if no_image:
+            raise InvalidInputError("\n".join(no_image))
+        key = str(Path(spec.ssh_key or "").expanduser().resolve())
+        record = PoolRecord(
+            name=spec.name, cloud=self.name, state=state.PoolState.PROVISIONING,
+            created_at=state.utcnow(), expires_at=spec.expires_at, owner=spec.owner,
+            settings={"hosts": [str(r.address) for r in results],
+                      "workers_per_host": spec.workers_per_host, "workers": spec.workers},
+            price_per_hour=spec.price_per_hour or 0.0,
+        )
+        runner = self.runner(record)
+        installed: list[SshEndpoint] = []
+        for result in results:
+            address = result.address
+            ssh = SshEndpoint(host=address.host, port=address.port, user=address.user,
+                              key_path=key)
+            progress(f"host {address}: claiming it for pool {spec.name} and starting "
+                     f"{spec.workers_per_host} worker(s)")
+            command = install_command(spec.name, address.user, spec.expires_at,
+                                      spec.workers_per_host)
+            try:
+                done = runner.run(ssh, command, RUN_TIMEOUT_S)
+                problem = "" if done.status == 0 else (
+                    "it serves another pool now" if done.status == CLAIMED_ELSEWHERE
+                    else f"the install failed (exit {done.status}): {done.output.strip()[-300:]}")
+            except RemoteUnreachableError as exc:
+                problem = f"unreachable: {exc}"
+            if problem:
+                for other in [*installed, ssh]:
+                    try:  # what was made goes: the hosts installed so far are released
+                        runner.run(other, release_command(spec.name), RUN_TIMEOUT_S)
+                    except RemoteUnreachableError:
+                        progress(f"host {other.user}@{other.host}:{other.port} did not answer "
+                                 f"the release; run: oa-vm pool-cleanup --name {spec.name}")
+                raise ProvisioningError(f"host {address}: {problem}; nothing of pool "
+                                        f"{spec.name} is left on the other hosts")
+            installed.append(ssh)
+            for s in slots.host_slots(spec.workers_per_host):
+                record.workers.append(WorkerRecord(
+                    name=f"{spec.name}-{address.host}-{address.port}-{s.name}",
+                    state=state.WorkerState.BOOTING, host=str(address), ssh=ssh,
+                    remote_waa_port=s.waa_port, remote_scoring_port=s.scoring_port,
+                    provider_id=s.name, phase="installed",
+                ))
+        return record
 
     def refresh(self, record: PoolRecord) -> PoolRecord:
-        """No pool of this provider is ever recorded yet: the record as it is."""
+        """Ask each host for its workers' containers (one SSH command per host): a ready
+        worker whose container is gone or stopped, or whose host does not answer, is ``LOST``
+        (``pool-repair`` restarts it once its host answers). Paused workers are left alone."""
+        from oa_vm.clouds.hosts.install import containers_status_command
+        from oa_vm.model import state
+
+        runner = self.runner(record)
+        for host, workers in _hosts_of(record).items():
+            live = [w for w in workers if w.state == state.WorkerState.READY]
+            if not live or live[0].ssh is None:
+                continue
+            try:
+                done = runner.run(live[0].ssh,
+                                  containers_status_command([slot_of(w) for w in live]),
+                                  RUN_TIMEOUT_S)
+            except RemoteUnreachableError as exc:
+                for worker in live:
+                    worker.state, worker.detail = (state.WorkerState.LOST,
+                                                   f"host {host} does not answer: {exc}")
+                continue
+            found = dict(line.partition("=")[::2] for line in done.output.splitlines())
+            for worker in live:
+                status = found.get(slot_of(worker).container, "").strip()
+                if not status.startswith("Up"):
+                    worker.state = state.WorkerState.LOST
+                    worker.detail = f"container {slot_of(worker).container} on {host}: " + (
+                        status or "gone")
+        record.state = state.derive_pool_state(record.workers)
         return record
 
     def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
-        """No worker of this provider is ever created yet."""
-        return ("not created", False)
+        """One readiness pass over worker ``index``: its slot's status file and container on
+        its host, then WAA's and the scoring server's probes through its tunnel (the same steps
+        as a cloud worker's, :func:`oa_vm.clouds.pulumi.wait.worker_phase`)."""
+        from oa_vm.clouds.pulumi.wait import worker_phase
+        from oa_vm.reach.host_status import slot_commands
+
+        worker = record.workers[index]
+        return worker_phase(record, index, runner=self.runner(record),
+                            commands=slot_commands(slot_of(worker)))
 
     def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
-        """Nothing was made on any host; nothing to remove (idempotent)."""
-        return CleanupReport()
+        """``host_pool.sh release`` on every host of the pool (idempotent: a host released
+        already has nothing of the pool). A host that does not answer is reported as left,
+        with the command to run again. ``record.settings["purge"]`` also removes the image
+        cache."""
+        from oa_vm.clouds.hosts.install import CLAIMED_ELSEWHERE, release_command
+
+        report = CleanupReport()
+        runner = self.runner(record)
+        purge = bool(record.settings.get("purge"))
+        for host, workers in _hosts_of(record).items():
+            ssh = workers[0].ssh
+            if ssh is None:
+                continue
+            try:
+                done = runner.run(ssh, release_command(record.name, purge=purge), RUN_TIMEOUT_S)
+            except RemoteUnreachableError as exc:
+                report.left.append(f"host {host}: pool {record.name}'s workers ({exc})")
+                report.hints.append(f"when {host} answers again: oa-vm pool-cleanup --name "
+                                    f"{record.name}")
+                continue
+            if done.status == CLAIMED_ELSEWHERE:
+                report.hints.append(f"host {host} serves another pool now; left as it is")
+                continue
+            if done.status != 0:
+                report.left.append(f"host {host}: the release failed (exit {done.status}): "
+                                   f"{done.output.strip()[-300:]}")
+                continue
+            for line in done.output.splitlines():
+                kind, _, what = line.partition(": ")
+                if kind == "removed":
+                    report.removed.append(f"{host}: {what}")
+                elif kind == "kept":
+                    report.hints.append(f"{host}: kept {what}")
+            progress(f"host {host}: released from pool {record.name}")
+        return report
+
+
+class HostFleetOps:
+    """Pause, resume and repair of a pool on the user's own hosts, over SSH; each host's
+    workers in one command (:func:`oa_vm.clouds.hosts.install.containers_command`)."""
+
+    def __init__(self, provider: SshHostsProvider) -> None:
+        self.provider = provider
+
+    def _each_host(self, record: PoolRecord, action: str, chosen: list[WorkerRecord],
+                   progress: Progress) -> list[WorkerRecord]:
+        """Run ``action`` on ``chosen``'s containers, host by host; returns the workers whose
+        host did it (a host that does not answer is said, and its workers left as they are)."""
+        from oa_vm.clouds.hosts.install import containers_command
+
+        runner = self.provider.runner(record)
+        done: list[WorkerRecord] = []
+        for host, workers in _hosts_of(record).items():
+            mine = [w for w in workers if w in chosen and w.ssh is not None]
+            if not mine or mine[0].ssh is None:
+                continue
+            command = containers_command(action, [slot_of(w) for w in mine])
+            try:
+                result = runner.run(mine[0].ssh, command, RUN_TIMEOUT_S)
+            except RemoteUnreachableError as exc:
+                progress(f"host {host} does not answer ({exc}); its workers are left as they "
+                         "are")
+                continue
+            if result.status != 0:
+                progress(f"host {host}: {action} failed: {result.output.strip()[-300:]}")
+                continue
+            done += mine
+        return done
+
+    def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
+        """Stop every worker's container and scoring units; the storage stays."""
+        from oa_vm.model import state
+
+        for worker in self._each_host(record, "stop", list(record.workers), progress):
+            worker.state, worker.phase, worker.detail = state.WorkerState.PAUSED, "paused", None
+        record.state = state.derive_pool_state(record.workers)
+        return record
+
+    def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
+        """Start the paused workers' containers again; pool-wait follows them."""
+        from oa_vm.model import state
+
+        paused = [w for w in record.workers if w.state == state.WorkerState.PAUSED]
+        started = self._each_host(record, "start", paused, progress)
+        for worker in started:
+            worker.state, worker.phase, worker.detail = state.WorkerState.BOOTING, "resumed", None
+        record.state = state.derive_pool_state(record.workers)
+        return [w.name for w in started]
+
+    def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
+        """Restart the lost workers' (or ``names``') containers through their slot's
+        bootstrap, from the same storage; a host that does not answer is said and its workers
+        stay lost. Returns the workers restarted."""
+        from oa_vm.model import state
+
+        record = self.provider.refresh(record)
+        chosen = [w for w in record.workers
+                  if (w.name in names if names else w.state == state.WorkerState.LOST)]
+        restarted = self._each_host(record, "restart", chosen, progress)
+        for worker in restarted:
+            worker.state, worker.phase, worker.detail = (state.WorkerState.BOOTING,
+                                                         "restarted", None)
+        record.state = state.derive_pool_state(record.workers)
+        return [w.name for w in restarted]

@@ -25,13 +25,18 @@ SSH_TIMEOUT_S = 900.0
 class HostSnapshotControl:
     """:class:`SnapshotControl` of a cloud worker: ``sudo -n reset.sh ...`` over SSH."""
 
-    def __init__(self, ssh: SshEndpoint, runner: RemoteRunner, script: str = RESET_SCRIPT) -> None:
+    def __init__(self, ssh: SshEndpoint, runner: RemoteRunner, script: str = RESET_SCRIPT,
+                 *, slot: str | None = None) -> None:
         self.ssh = ssh
         self.runner = runner
         self.script = script
+        self.slot = slot
+        """The worker's slot on a host with several (``reset.sh --slot``); None: the host's
+        one worker."""
 
     def _run(self, *args: str) -> dict[str, Any]:
-        command = " ".join(shlex.quote(a) for a in ("sudo", "-n", self.script, *args))
+        slot = ("--slot", self.slot) if self.slot else ()
+        command = " ".join(shlex.quote(a) for a in ("sudo", "-n", self.script, *slot, *args))
         try:
             result = self.runner.run(self.ssh, command, SSH_TIMEOUT_S)
         except RemoteUnreachableError as exc:

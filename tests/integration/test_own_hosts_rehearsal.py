@@ -1,0 +1,266 @@
+"""A pool on your own hosts (``--cloud ssh``), rehearsed from the plan to the cleanup.
+
+Two hosts, each a real OpenSSH server on a loopback port with a private root (``OA_VM_ROOT``)
+holding what a KVM host has and a prepared image in its image cache, and the host stand-ins on
+its sessions' PATH (docker, systemd, sudo: ``tests/support/host_standins.py``). The real CLI
+(``tests/support/fake_hosts_cli.py``: the shipped ``ssh`` provider, only the tunnels' far ports
+moved to the guests) plans, claims each host, ships the worker files, and systemd's stand-in
+runs the shipped ``bootstrap.sh`` once per slot. Two workers per host; each worker's Windows
+guest is a simulated worker behind its host's SSH tunnels, and its QEMU monitor a
+:mod:`tests.support.qmp_machine` on the slot's QMP socket, so the shipped ``reset.sh`` puts a
+clean snapshot back before each task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from infra.worker import slots
+from tests.conftest import ROOT
+from tests.support import sshd as sshd_support
+from tests.support.host_standins import HostSshServer, set_outcomes, write_standins
+from tests.support.own_hosts import make_root, tree
+from tests.support.sshd import generate_key
+from tests.support.worker_proc import WorkerProcess, running_worker
+
+pytestmark = [pytest.mark.integration, pytest.mark.sshd]
+
+POOL = "lab"
+PER_HOST = 2
+
+
+@dataclass
+class Host:
+    """A rehearsal host: its sshd, its root and its stand-ins' state."""
+
+    name: str
+    root: Path
+    server: HostSshServer
+    fake: Path
+    before: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def address(self) -> str:
+        return f"{self.server.user}@127.0.0.1:{self.server.port}"
+
+    @property
+    def key(self) -> str:
+        return f"127.0.0.1:{self.server.port}"
+
+    def status(self, slot: int) -> str:
+        path = self.root / slots.slot(slot).status_file.lstrip("/")
+        return path.read_text() if path.exists() else ""
+
+
+@dataclass
+class Lab:
+    hosts: list[Host]
+    key: Path
+    home: Path
+    env: dict[str, str]
+    guests: WorkerProcess
+
+    def oa_vm(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "tests.support.fake_hosts_cli", *args],
+                              capture_output=True, text=True, cwd=ROOT, env=self.env,
+                              timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+
+    def evals(self, *args: str, timeout: float = 600) -> subprocess.Popen[str]:
+        return subprocess.Popen([str(Path(sys.executable).parent / "openadapt-evals"), *args],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL)
+
+    def create_args(self, *extra: str, per_host: int = PER_HOST) -> list[str]:
+        args = ["pool-create", "--cloud", "ssh", "--pool", POOL, "--ssh-key", str(self.key),
+                "--workers-per-host", str(per_host), *extra]
+        for host in self.hosts:
+            args += ["--host", host.address]
+        return args
+
+
+@contextlib.contextmanager
+def _monitor(socket_path: Path, scoring_url: str) -> Iterator[None]:
+    """The slot's QEMU monitor, whose machine is its simulated guest."""
+    socket_path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    proc = subprocess.Popen([sys.executable, "-m", "tests.support.qmp_machine", str(socket_path),
+                             scoring_url], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "listening", proc.stdout.read()
+        yield
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    if not sshd_support.sshd_available():
+        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    base = tmp_path_factory.mktemp("own-hosts")
+    key = generate_key(base / "id_ed25519")
+    bin_dir = write_standins(base / "bin")
+    guests_count = 2 * PER_HOST
+    with contextlib.ExitStack() as stack:
+        guests = stack.enter_context(running_worker(base / "guests", count=guests_count,
+                                                    auth=False))
+        hosts: list[Host] = []
+        for index, name in enumerate(("alpha", "beta")):
+            # Short: a QMP socket's path has at most 108 bytes.
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"oa-{name}-")))
+            make_root(root, image_cache=True)
+            fake = base / name / "fake"
+            server = HostSshServer(base / name / "sshd", bin_dir, fake, OA_VM_ROOT=str(root),
+                                   OA_VM_STATE_DIR=str(root / "var/lib/oa-vm"))
+            server.authorized_keys.write_text((base / "id_ed25519.pub").read_text())
+            server.start()
+            stack.callback(server.stop)
+            first = index * PER_HOST
+            set_outcomes(fake, FAKE_SYSTEMD="run", FAKE_PROBE_AFTER="1",
+                         FAKE_GUEST_WAA=guests.url(first, "waa"),
+                         OA_VM_RESET_CLOCK_URL=guests.url(first, "waa") + "/execute",
+                         OA_VM_CLOCK_COMMAND="echo @MS@")
+            host = Host(name, root, server, fake)
+            host.before = tree(root)
+            hosts.append(host)
+            for s in slots.host_slots(PER_HOST):
+                stack.enter_context(_monitor(root / s.qmp_socket.lstrip("/"),
+                                             guests.url(first + s.index, "scoring")))
+        config = base / "fake-hosts.json"
+        config.write_text(json.dumps({"guests": {
+            host.key: [[guests.workers[i * PER_HOST + s]["waa_port"],
+                        guests.workers[i * PER_HOST + s]["scoring_port"]]
+                       for s in range(PER_HOST)]
+            for i, host in enumerate(hosts)}}))
+        home = base / "home"
+        env = {**os.environ, "OA_VM_HOME": str(home), "FAKE_HOSTS": str(config),
+               "PYTHONUNBUFFERED": "1"}
+        yield Lab(hosts, key, home, env, guests)
+
+
+def _executions(results: Path) -> dict[str, dict[str, object]]:
+    found: dict[str, dict[str, object]] = {}
+    for path in results.glob("*/tasks/*/execution.json"):
+        with contextlib.suppress(ValueError):
+            found[path.parent.name] = json.loads(path.read_text())
+    return found
+
+
+def _wait_for(condition: object, what: str, timeout_s: float = 300) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+@pytest.mark.slow  # minutes: test_a_create_claims_each_host_and_cleanup_purge_leaves_nothing
+@pytest.mark.timeout(1500)  # a 24-task run, a repair, a pause and a resume on a busy machine
+def test_two_hosts_two_workers_each_from_the_plan_to_the_cleanup(lab: Lab) -> None:
+    # create: the plan first, then each host claimed, its files shipped, a bootstrap per slot
+    done = lab.oa_vm(*lab.create_args("--yes"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert out.index("Plan: 4 worker(s) on ssh") < out.index("claiming it for pool")
+    for host in lab.hosts:
+        assert (host.root / "var/lib/oa-vm/pool").read_text() == POOL + "\n"
+        units = host.root / "etc/systemd/system"
+        assert (units / "oa-vm-expiry.timer").is_file()
+        for s in slots.host_slots(PER_HOST):
+            assert (units / f"oa-vm-bootstrap-{s.name}.service").is_file()
+    # wait: each slot's own status file, container and probes through its host's tunnel
+    waited = lab.oa_vm("pool-wait", "--pool", POOL, "--timeout", "5m")
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    for host in lab.hosts:
+        for index in range(PER_HOST):
+            assert "step=ready" in host.status(index), host.status(index)
+    record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
+    assert [w["host"] for w in record["workers"]] == [h.address for h in lab.hosts
+                                                      for _ in range(PER_HOST)]
+    assert [w["state"] for w in record["workers"]] == ["ready"] * 4
+    alpha_workers = {w["name"] for w in record["workers"]
+                     if w["host"] == lab.hosts[0].address}
+
+    # a run of the local suite with a clean reset per task; host alpha dies mid-run
+    results = lab.home.parent / "results"
+    run = lab.evals("run", "--pool", POOL, "--tasks", "local_all", "--agent", "oracle",
+                    "--reset", "clean", "--run-name", "r1", "--results-dir", str(results))
+    _wait_for(lambda: len(_executions(results)) >= 4, "four finished tasks")
+    alpha = lab.hosts[0]
+    finished_before = set(_executions(results))
+    alpha.server.stop()  # the host is gone: its sessions and its containers with it
+    for state_file in (alpha.fake / "containers").glob("*"):
+        state_file.unlink()
+    output, _ = run.communicate(timeout=900)
+    records = _executions(results)
+    assert len(records) == 24, output
+    assert {r["status"] for r in records.values()} == {"success"}, output
+    assert all(r["reset"] == "clean" for r in records.values()), output
+    # every task finished after the kill ran on the other host, and the tasks alpha held
+    # (an attempt of theirs there) were run again there
+    after = {task: r for task, r in records.items() if task not in finished_before}
+    assert after and all(r["worker"] not in alpha_workers for r in after.values()), output
+    rerun = [r for r in after.values()
+             if any(a.get("worker") in alpha_workers
+                    for a in r.get("previous_attempts") or [])]  # type: ignore[union-attr]
+    assert rerun, output
+
+    # repair: the host is back; its workers' containers are gone, pool-repair restarts them
+    alpha.server.start()
+    repaired = lab.oa_vm("pool-repair", "--pool", POOL, "--timeout", "5m")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
+    assert [w["state"] for w in record["workers"]] == ["ready"] * 4, record
+
+    # pause and resume: the containers stopped and started again on both hosts
+    paused = lab.oa_vm("pool-pause", "--pool", POOL)
+    assert paused.returncode == 0, paused.stdout + paused.stderr
+    for host in lab.hosts:
+        for s in slots.host_slots(PER_HOST):
+            assert (host.fake / "containers" / s.container).read_text() == "exited\n"
+    record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
+    assert [w["state"] for w in record["workers"]] == ["paused"] * 4, record
+    resumed = lab.oa_vm("pool-resume", "--pool", POOL, "--timeout", "5m")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
+    assert [w["state"] for w in record["workers"]] == ["ready"] * 4, record
+
+    # cleanup: what the pool added is gone; each host keeps its own files and the image cache
+    cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--yes")
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    for host in lab.hosts:
+        assert tree(host.root) == host.before
+        assert sorted(p.name for p in (host.root / "var/lib/oa-vm").iterdir()) == [
+            "image-cache"]
+        assert not list((host.root / "etc/systemd/system").iterdir())
+        assert not list((host.root / "opt").iterdir())
+
+
+def test_a_create_claims_each_host_and_cleanup_purge_leaves_nothing(lab: Lab) -> None:
+    done = lab.oa_vm(*lab.create_args("--yes", per_host=1))
+    assert done.returncode == 0, done.stdout + done.stderr
+    for host in lab.hosts:
+        assert (host.root / "var/lib/oa-vm/pool").read_text() == POOL + "\n"
+        assert (host.root / "opt/oa-vm/bootstrap.sh").is_file()
+    waited = lab.oa_vm("pool-wait", "--pool", POOL, "--timeout", "5m")
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--purge", "--yes")
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    for host in lab.hosts:
+        cache = "var/lib/oa-vm/image-cache/"
+        assert tree(host.root) == {k: v for k, v in host.before.items()
+                                   if not k.startswith(cache)}
+        assert not (host.root / "var/lib/oa-vm").exists()
+        assert not list((host.root / "opt").iterdir())
