@@ -90,6 +90,9 @@ class PoolSettings:
         egress: what the guest may reach (``none``, ``allowlist``, ``web``, ``open``; never the
             metadata service, the host or another worker): see ``infra/egress_rules.py``.
         egress_allowlist: the ``allowlist`` mode's entries, one ``host:port`` a line.
+        iso_bytes: an image builder only: the size of the user's own Windows ISO, which
+            ``image-create`` uploads over SSH and the bootstrap waits for (``await_iso``) up to
+            ``iso_timeout_s``; 0: dockur's ``VERSION`` decides what it installs.
     """
 
     name: str
@@ -113,6 +116,8 @@ class PoolSettings:
     disk_size: str = DEFAULT_DISK_SIZE
     egress: str = DEFAULT_EGRESS
     egress_allowlist: str = ""
+    iso_bytes: int = 0
+    iso_timeout_s: int = 0
     indexes: tuple[int, ...] | None = None
     """The workers' numbers when they are not ``0..workers-1``: a repair that replaces a
     draining worker adds a new number before the old one is retired (:mod:`oa_vm.fleet`)."""
@@ -185,6 +190,8 @@ class PoolSettings:
                 f"storage_gb must be at least 80 (a {self.disk_size} Windows disk and the saved "
                 f"container image), not {self.storage_gb}"
             )
+        if self.iso_bytes < 0 or (self.iso_bytes and self.mode != "build"):
+            raise SettingsError("iso_bytes is for an image builder's own ISO (mode 'build')")
         if self.mode == "pool" and not self.image_id and not allow_placeholders:
             raise SettingsError(
                 "a pool needs a prepared image (image_id); build one with 'oa-vm image-create'"
