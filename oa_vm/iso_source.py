@@ -3,11 +3,12 @@
 dockur downloads Windows from Microsoft inside the cloud, and Microsoft refuses or throttles
 cloud addresses (dockur/windows issues 142, 1423, 1629, 2128). dockur also takes a URL as its
 ``VERSION`` (``windows/src/mido.sh``, ``downloadImage``: ``isURL "$version"`` then one download
-of that URL, failing with "Failed to download the Windows image from the specified URL!"). So
-every accepted form ends as an HTTPS URL the builder fetches itself, in the builder's ``VERSION``
-setting, rather than bytes carried over SSH: the late delivery (``host_status.delivery_command``)
-puts its payload on one shell command line, made for kilobytes, not a 5 GB ISO; and the builder
-downloads inside the cloud's own network, next to the object.
+of that URL, failing with "Failed to download the Windows image from the specified URL!"), and
+a file bound at ``/custom.iso`` (``windows/src/install.sh``, ``detectCustom``), which it installs
+from without a download, ignoring ``VERSION``. A URL or object becomes ``VERSION`` (the builder
+downloads it inside the cloud's network, next to the object); a local file becomes
+``/custom.iso``, streamed to the builder over SSH (not the late delivery's one command line,
+which is made for kilobytes).
 
 - ``https://...`` (an Azure ``https://<account>.blob.core.windows.net/...`` URL with its SAS, or
   any HTTPS server): used as is.
@@ -74,7 +75,7 @@ def check(iso: str) -> None:
 
     Raises:
         InvalidInputError: an unsupported scheme, an ``s3://`` address without a key, or a local
-            PATH (missing, unreadable, or present: it must be uploaded first; the line says how).
+            PATH that is missing, not a regular file, unreadable, or not an ISO image.
     """
     kind = _kind(iso)
     if kind == "other":
