@@ -95,6 +95,9 @@ class PoolSettings:
         workers_per_host: WAA workers on each host (``workers`` counts hosts), each in its own
             slot (:mod:`infra.worker.slots`): its container, storage volume, ports, QMP socket,
             guest address and snapshot. 1: the one-worker host of before.
+        iso_bytes: an image builder only: the size of the user's own Windows ISO, which
+            ``image-create`` uploads over SSH and the bootstrap waits for (``await_iso``) up to
+            ``iso_timeout_s``; 0: dockur's ``VERSION`` decides what it installs.
     """
 
     name: str
@@ -118,6 +121,8 @@ class PoolSettings:
     disk_size: str = DEFAULT_DISK_SIZE
     egress: str = DEFAULT_EGRESS
     egress_allowlist: str = ""
+    iso_bytes: int = 0
+    iso_timeout_s: int = 0
     indexes: tuple[int, ...] | None = None
     """The workers' numbers when they are not ``0..workers-1``: a repair that replaces a
     draining worker adds a new number before the old one is retired (:mod:`oa_vm.fleet`)."""
@@ -196,6 +201,8 @@ class PoolSettings:
                 f"storage_gb must be at least 80 (a {self.disk_size} Windows disk and the saved "
                 f"container image), not {self.storage_gb}"
             )
+        if self.iso_bytes < 0 or (self.iso_bytes and self.mode != "build"):
+            raise SettingsError("iso_bytes is for an image builder's own ISO (mode 'build')")
         if self.mode == "pool" and not self.image_id and not allow_placeholders:
             raise SettingsError(
                 "a pool needs a prepared image (image_id); build one with 'oa-vm image-create'"

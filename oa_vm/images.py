@@ -17,6 +17,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from oa_vm.clouds.base import CleanupReport, Plan, PlannedResource, Progress, no_progress
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from infra.settings import ImageSettings
     from oa_vm.clouds.pulumi.provider import PulumiCloudProvider
     from oa_vm.model.shared_images import ListedImage
+    from oa_vm.model.state import SshEndpoint
 
 BUILD_WAIT_S = cloud_plan.BUILD_READY_S * cloud_plan.WAIT_MARGIN
 """How long :func:`follow_builder` waits for the builder to report ``built``."""
@@ -41,6 +43,9 @@ mid-snapshot would lose the build."""
 WaitBuilt = Callable[[ImageRecord, Mapping[str, Any], Progress], dict[str, str]]
 """Follows the builder until its status says ``built``; returns its image info
 (``waa_image`` digest...). Raises ``ProvisioningError`` naming the failed step."""
+UploadIso = Callable[[ImageRecord, Mapping[str, Any], Path, Progress], None]
+"""Carries a user's local ISO onto the builder (:func:`upload_iso`). Raises
+``ProvisioningError``."""
 
 
 def new_image_id(region: str, now: datetime) -> str:
@@ -78,13 +83,18 @@ def image_settings(
     now: datetime,
     plan: bool,
     windows_version: str | None = None,
+    iso_bytes: int = 0,
 ) -> ImageSettings:
     """The image and its builder (one host of the pool program in ``build`` mode).
+
+    ``iso_bytes``: the size of a user's local ISO the builder waits for; its upload's budget
+    is added to the builder's life.
 
     Raises:
         InvalidInputError: a region the cloud lacks, a size that cannot nest, or a bad setting.
     """
     from infra.settings import DEFAULT_WINDOWS_VERSION, ImageSettings, PoolSettings, SettingsError
+    from oa_vm.clouds import iso_source
     from oa_vm.cost.pricing.regions import check_region
     from oa_vm.model import config
 
@@ -97,18 +107,29 @@ def image_settings(
             workers=1,
             size=provider.info.check_size(size or provider.info.default_size),
             region=region,
-            expires_at=now + BUILDER_TTL,
+            expires_at=now + builder_ttl(iso_bytes),
             ssh_public_key=public_key,
             allowed_cidrs=tuple(cidrs),
             mode="build",
             disk_gb=config.disk_gb(),
             windows_version=windows_version or DEFAULT_WINDOWS_VERSION,
+            iso_bytes=iso_bytes,
+            iso_timeout_s=iso_source.upload_budget_s(iso_bytes) if iso_bytes else 0,
         )
         return ImageSettings(name=name, builder=builder, created_at=now).validate(
             allow_placeholders=plan
         )
     except (SettingsError, ValueError) as exc:
         raise InvalidInputError(str(exc)) from exc
+
+
+def builder_ttl(iso_bytes: int = 0) -> timedelta:
+    """The builder's own expiry: :data:`BUILDER_TTL`, plus the upload's budget for a local ISO
+    of ``iso_bytes`` (the build waits for it before installing)."""
+    from oa_vm.clouds import iso_source
+
+    return BUILDER_TTL + timedelta(seconds=iso_source.upload_budget_s(iso_bytes) if iso_bytes
+                                   else 0)
 
 
 def _image_program(provider: PulumiCloudProvider) -> Any:
@@ -138,12 +159,14 @@ def plan_image(
 
     if iso:
         iso_source.check(iso)
+    local = iso_source.local_iso(iso)
+    iso_bytes = local.stat().st_size if local else 0
     provider.check_sdk()
     now = state.utcnow()
     cidrs = list(allow_cidrs or []) or [CALLER_CIDR_PLACEHOLDER]
     image = image_settings(
         provider, region, size=size, owner=owner, public_key=SSH_KEY_PLACEHOLDER, cidrs=cidrs,
-        now=now, plan=True,
+        now=now, plan=True, iso_bytes=iso_bytes,
     )
     # The snapshot's tags name the digests the builder will report: placeholders in a plan,
     # like the IDs and addresses.
@@ -163,15 +186,17 @@ def plan_image(
     custom = [r for r in run.resources if r.custom]
     price, price_note = worker_price(provider.name, region, image.builder.size, False)
     # The builder bills through the snapshot stage too: it is deleted only after the snapshot.
-    hours = (cloud_plan.BUILD_READY_S + cloud_plan.SNAPSHOT_READY_S) / 3600.0
+    upload_s = iso_bytes / iso_source.PLANNED_UPLOAD_BYTES_PER_S
+    hours = (cloud_plan.BUILD_READY_S + cloud_plan.SNAPSHOT_READY_S + upload_s) / 3600.0
+    ttl_h = builder_ttl(iso_bytes).total_seconds() / 3600.0
     monthly = _storage_per_month(provider.name, image.builder.storage_gb)
     notes = [price_note] if price_note else []
     cost = f"${price * hours:.2f} at the listed price" if price is not None else "price unknown"
     notes += [
         f"Windows: {iso_source.describe(iso)}",
+        *([iso_source.upload_note(iso_bytes, price)] if iso_bytes else []),
         f"the builder runs about {hours:.1f} h with the snapshot stage ({cost}), "
-        f"then is deleted; it ends itself after {BUILDER_TTL.total_seconds() / 3600:g} h "
-        "whatever happens",
+        f"then is deleted; it ends itself after {ttl_h:g} h whatever happens",
         f"keeping the image costs about ${monthly:.2f}/month "
         f"({image.builder.storage_gb} GB snapshot at most)",
         cloud_plan.disks_note(
@@ -210,7 +235,7 @@ def plan_image(
             f"the snapshot while kept (about ${monthly:.2f}/month)",
             "downloads into the cloud (free) and the Windows ISO (free evaluation)",
         ],
-        max_spend_usd=cloud_plan.max_spend(price, BUILDER_TTL.total_seconds() / 3600.0),
+        max_spend_usd=cloud_plan.max_spend(price, ttl_h),
         ready_in=timings.IMAGE_BUILD.text(),
         bills_after_expiry=[f"the snapshot (about ${monthly:.2f}/month) until oa-vm image-delete"],
         alternatives=cloud_plan.alternatives(provider.name, image.builder.size, region, False),
@@ -227,12 +252,15 @@ def create_image(
     wait_built: WaitBuilt | None = None,
     progress: Progress = no_progress,
     iso: str | None = None,
+    upload: UploadIso | None = None,
 ) -> ImageRecord:
     """Build an image: builder up, wait for ``built``, snapshot, builder deleted, image kept.
 
     The record is written as ``building`` before the first update (so an interrupted build can
     be found and deleted) and ``ready`` at the end. On any failure the image's stack is
-    destroyed and the record removed; the error names the failed step.
+    destroyed and the record removed; the error names the failed step. A local ``iso`` is
+    uploaded to the builder once it is up (``upload``, :func:`upload_iso` by default), before
+    the wait: its bootstrap waits for it before starting Windows' install.
 
     Raises:
         ProviderUnavailableError: the extra or the engine is missing (nothing written).
@@ -249,12 +277,15 @@ def create_image(
         iso_source.check(iso)
     provider.check_available()
     now = state.utcnow()
-    # dockur's VERSION: a URL of the user's own ISO, else its Microsoft download.
-    version = iso_source.builder_url(iso, region, BUILDER_TTL) if iso else None
+    local = iso_source.local_iso(iso)
+    iso_bytes = local.stat().st_size if local else 0
+    # dockur's VERSION: a URL of the user's own ISO, else its Microsoft download; a local ISO
+    # is bound as dockur's /custom.iso instead, and VERSION is then ignored.
+    version = iso_source.builder_url(iso, region, builder_ttl()) if iso and not local else None
     # Validate everything before the first write.
     image_settings(
         provider, region, size=size, owner=owner, public_key="ssh-ed25519 AAAA check",
-        cidrs=allow_cidrs, now=now, plan=False, windows_version=version,
+        cidrs=allow_cidrs, now=now, plan=False, windows_version=version, iso_bytes=iso_bytes,
     )
     image_id = new_image_id(region, now)
     if image_records.record_path(image_id).exists():
@@ -262,7 +293,7 @@ def create_image(
     _key_path, public_key = sshkeys.ensure_pool_key(image_id)
     image = image_settings(
         provider, region, size=size, owner=owner, public_key=public_key, cidrs=allow_cidrs,
-        now=now, plan=False, windows_version=version,
+        now=now, plan=False, windows_version=version, iso_bytes=iso_bytes,
     )
     ensure_passphrase()
     ref = make_ref(image_records.project(provider.name), image.name)
@@ -284,6 +315,9 @@ def create_image(
         outputs = provider.driver.update(
             ref, lambda: module.image_program(image, "build"), config, progress
         )
+        if local is not None:
+            step = "upload"
+            (upload or upload_iso)(record, outputs, local, progress)
         step = "wait"
         info = wait(record, outputs, progress)
         _require_digests(info)
@@ -458,18 +492,38 @@ def follow_builder(
         ProvisioningError: the builder reported a failed step, or the deadline passed.
     """
     from oa_vm.clouds.pulumi.wait import follow_status
+
+    ssh = _builder_ssh(record, outputs)
+    return follow_status(
+        ssh, state.pool_dir(record.id) / "known_hosts", name=f"{record.id}-builder",
+        timeout_s=BUILD_WAIT_S, progress=progress,
+        want="built",
+    )
+
+
+def _builder_ssh(record: ImageRecord, outputs: Mapping[str, Any]) -> SshEndpoint:
+    """The builder's SSH endpoint from the build's outputs, with the image's own key."""
+    from oa_vm.model.sshkeys import key_path
     from oa_vm.model.state import SshEndpoint
 
     workers = list(outputs.get("workers") or [])
     if not workers:
         raise ProvisioningError("the builder's address is missing from the stack outputs")
     worker = workers[0]
-    from oa_vm.model.sshkeys import key_path
+    return SshEndpoint(host=str(worker["public_ip"]), port=int(worker.get("ssh_port") or 22),
+                       user=str(worker["ssh_user"]), key_path=str(key_path(record.id)))
 
-    ssh = SshEndpoint(host=str(worker["public_ip"]), port=int(worker.get("ssh_port") or 22),
-                      user=str(worker["ssh_user"]), key_path=str(key_path(record.id)))
-    return follow_status(
-        ssh, state.pool_dir(record.id) / "known_hosts", name=f"{record.id}-builder",
-        timeout_s=BUILD_WAIT_S, progress=progress,
-        want="built",
-    )
+
+def upload_iso(
+    record: ImageRecord, outputs: Mapping[str, Any], iso: Path, progress: Progress
+) -> None:
+    """Upload a user's local ISO to the builder over SSH (:mod:`oa_vm.clouds.iso_delivery`),
+    with the image's key and known_hosts, whole, within the upload's budget.
+
+    Raises:
+        ProvisioningError: the upload failed or ran out of time (one line).
+    """
+    from oa_vm.clouds.iso_delivery import deliver
+
+    deliver(iso, _builder_ssh(record, outputs), state.pool_dir(record.id) / "known_hosts",
+            name=f"{record.id}-builder", progress=progress)

@@ -184,8 +184,11 @@ run_container() {
   chmod 0700 "$OA_VM_QMP_DIR"
   # /dev/net/tun: dockur's NAT network needs a tap device; without it dockur falls back to
   # user-mode networking and the guest is not at OA_VM_GUEST_IP (see network_fallback_line).
+  # The user's ISO (await_iso) where dockur looks first: it then never downloads.
+  local iso=()
+  [ "${OA_VM_ISO_BYTES:-0}" = 0 ] || iso=(-v "$OA_VM_ISO_FILE:/custom.iso")
   # PID 1 is waa_entry.sh around WAA's entry.sh: in prepare mode it waits for QEMU to exit.
-  dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" \
+  dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" "${iso[@]}" \
     --device=/dev/kvm --device=/dev/net/tun --cap-add NET_ADMIN --stop-timeout 120 \
     -p "127.0.0.1:$OA_VM_WAA_HOST_PORT:5000" -p "127.0.0.1:$OA_VM_VNC_HOST_PORT:8006" \
     -v "$OA_VM_STORAGE:/storage" -v "$here:/oa-vm:ro" -v "$OA_VM_QMP_DIR:$OA_VM_QMP_MOUNT" \
@@ -199,7 +202,24 @@ run_container() {
     fail "docker run failed (see: journalctl -u oa-vm-bootstrap)"
 }
 
-# await_files: the scorer's files (units.LATE_FILES), which 'oa-vm pool-wait' delivers over SSH
+# await_iso: a build from the user's own ISO file (OA_VM_ISO_BYTES, its size) waits for
+# 'oa-vm image-create' to upload it over SSH; the upload is renamed into place whole, so a file
+# of that size is the user's ISO.
+await_iso() {
+  local want="${OA_VM_ISO_BYTES:-0}" t="${OA_VM_ISO_TIMEOUT_S:-3600}" have
+  local again="run 'oa-vm image-delete ${OA_VM_POOL:-IMAGE}' if it is left, then 'oa-vm image-create --iso PATH' again"
+  [ "$want" != 0 ] || return 0
+  local deadline=$(($(date +%s) + t))
+  step iso "waiting for 'oa-vm image-create' to upload your Windows ISO ($want bytes, up to ${t}s)"
+  until [ -f "$OA_VM_ISO_FILE" ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "your Windows ISO was not uploaded within ${t}s: $again"
+    sleep "$poll_s"
+  done
+  have="$(stat -c %s "$OA_VM_ISO_FILE")"
+  [ "$have" = "$want" ] || fail "the uploaded ISO has $have bytes, not $want: $again"
+}
+
+# await_files: the scorer's and the QMP client's files (units.LATE_FILES), which 'oa-vm pool-wait' delivers over SSH
 # into the delivery folder: AWS's user data has no room for them. A rehearsal that ships every
 # file has them already.
 await_files() {
@@ -393,6 +413,7 @@ start_docker
 mount_storage
 if [ "$mode" = build ]; then
   build_image
+  await_iso
   run_container
   apply_egress
   # A build takes about 2 h (1.5-3 h, docs/providers.md): 2.5 h for Windows to install and

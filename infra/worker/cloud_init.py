@@ -169,6 +169,9 @@ def worker_env(settings: PoolSettings, facts: HostFacts) -> str:
         "DISK_SIZE": settings.disk_size,
         "OA_VM_EGRESS": "open" if settings.mode == "build" else settings.egress,
     }
+    if settings.iso_bytes:  # only then: every other host's user data stays as it was
+        values["OA_VM_ISO_BYTES"] = str(settings.iso_bytes)
+        values["OA_VM_ISO_TIMEOUT_S"] = str(settings.iso_timeout_s)
     return "".join(f"{key}={q(value)}\n" for key, value in values.items())
 
 

@@ -34,6 +34,8 @@ OA_VM_CONTAINER="${OA_VM_SLOT_CONTAINER:-winarena}"
 OA_VM_LOCAL_IMAGE="oa-vm/waa:local"
 OA_VM_IMAGE_TAR="oa-vm-waa-image.tar"
 OA_VM_READY_MARKER="oa-vm-image.ready"
+# units.ISO_FILE
+OA_VM_ISO_FILE="$OA_VM_STATE_DIR/iso/custom.iso"
 # The Windows guest's address inside the container: dockur's own default (qemu/src/network.sh
 # derives 172.30.0.2 from docker's default bridge), pinned with VM_NET_IP so dockur never rotates
 # to another subnet. The image recipe, the scoring server and the tests use this same value.

@@ -71,11 +71,19 @@ STATIC_UNITS = (
 )
 LATE_FILES = ("scoring_server.py", "scoring_rules.py", "relay.py", "qmp_snapshot.py")
 """Shipped by ``pool-wait`` over SSH, not in the cloud-init: AWS caps user data at 16 KiB, and the
-scorer (and the clean snapshot's QMP client, first used by ``finish_pool``'s snapshot check) is
-needed only once a pool's guest is up (an image builder never runs them). ``bootstrap.sh``
+scorer and the clean reset's QMP client are needed only once a pool's guest is up (an image
+builder runs neither; the boot's snapshot check comes after the ``files`` step). ``bootstrap.sh``
 waits for them in the ``files`` step; :func:`infra.worker.cloud_init.late_payload` packs them."""
 DELIVERY_DIR = f"{STATE_DIR}/delivery"
 """Where ``pool-wait`` unpacks :data:`LATE_FILES` (whole: a folder renamed into place)."""
+ISO_FILE = f"{STATE_DIR}/iso/custom.iso"
+"""A user's own Windows ISO on an image builder's OS disk (``image-create --iso PATH``, uploaded
+over SSH by :mod:`oa_vm.clouds.iso_delivery`), bound into the container as
+:data:`ISO_IN_CONTAINER`. On the OS disk, not the storage volume: it never reaches the snapshot,
+and it leaves with the builder."""
+ISO_IN_CONTAINER = "/custom.iso"
+"""Where dockur looks for a user's ISO first (``windows/src/install.sh``, ``detectCustom``:
+``findFile "custom.iso"`` under ``/``; its readme binds ``./example.iso:/custom.iso``)."""
 DOCKERFILE = "waa-image/Dockerfile"
 EGRESS_ALLOWLIST = "egress-allowlist.txt"
 """The allow-list of egress mode ``allowlist`` (by default every host WAA's setup steps name)."""

@@ -57,9 +57,9 @@ def image_create(
         bool, typer.Option("--plan", help="Show the plan and price; create nothing.")
     ] = False,
     iso: Annotated[str | None, typer.Option(
-        "--iso", help="Your own Windows ISO instead of dockur's download from Microsoft: an "
-        "https:// URL (an Azure blob URL with its SAS) or s3://bucket/key (presigned for the "
-        "builder).")] = None,
+        "--iso", help="Your own Windows ISO instead of dockur's download from Microsoft: a "
+        "local PATH (uploaded to the builder over SSH), an https:// URL (an Azure blob URL with "
+        "its SAS) or s3://bucket/key (presigned for the builder).")] = None,
     json_out: JsonOpt = False,
     yes: YesOpt = False,
 ) -> None:

@@ -13,7 +13,7 @@ and the drain checks (:mod:`oa_vm.reach.drain`) both read the host through here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
 
 from infra.worker import units
@@ -147,6 +147,22 @@ def delivery_command(payload: str) -> str:
         '$S rm -rf "$D.tmp" && $S mkdir -p "$D.tmp" && '
         f"printf %s '{payload}' | base64 -d | $S tar -xzf - -C \"$D.tmp\" && "
         '$S rm -rf "$D" && $S mv "$D.tmp" "$D"'
+    )
+
+
+def iso_upload_command(size: int) -> str:
+    """One remote shell command that stores its standard input as an image builder's ISO
+    (:data:`units.ISO_FILE`, which the bootstrap waits for): into a part file beside it, renamed
+    only at exactly ``size`` bytes, so the bootstrap never sees half of it. As root, or through
+    sudo -n (never prompting)."""
+    folder = _on_host(str(PurePosixPath(units.ISO_FILE).parent))
+    name = PurePosixPath(units.ISO_FILE).name
+    return (
+        f"S=; [ \"$(id -u)\" = 0 ] || S='sudo -n'; D={folder}; F=\"$D/{name}\"; "
+        '$S mkdir -p "$D" && $S rm -f "$F.part" && $S tee "$F.part" >/dev/null && '
+        f'got="$($S stat -c %s "$F.part")" && {{ [ "$got" = {int(size)} ] || '
+        f'{{ echo "received $got of {int(size)} bytes"; exit 3; }}; }} && '
+        '$S mv -f "$F.part" "$F"'
     )
 
 

@@ -560,3 +560,46 @@ def test_a_download_dockur_moved_on_from_is_not_a_stall(tmp_path: Path) -> None:
     host = bootstrap(make_host(tmp_path, installed=True), "build", FAKE_PROBE_AFTER="1",
                      FAKE_EXIT_AFTER="40", FAKE_WAA_LOG=log, OA_VM_DOWNLOAD_STALL_S="0")
     assert host.returncode == 0, host.output
+
+
+def test_a_build_from_the_users_iso_waits_for_it_and_binds_it_as_dockurs_custom_iso(
+    tmp_path: Path,
+) -> None:
+    host = make_host(tmp_path, installed=True)
+    iso = host.root / "var/lib/oa-vm/iso/custom.iso"
+    iso.parent.mkdir(parents=True)
+    iso.write_bytes(b"x" * 4096)
+    host = bootstrap(host, "build", FAKE_PROBE_AFTER="2", FAKE_EXIT_AFTER="3",
+                     FAKE_EXIT_CODE="127", OA_VM_ISO_BYTES="4096", OA_VM_ISO_TIMEOUT_S="30")
+    assert host.returncode == 0, host.output
+    run = next(c for c in host.calls() if c.startswith("docker run"))
+    assert f"-v {iso}:/custom.iso" in run
+    assert "oa-vm: iso: waiting for 'oa-vm image-create' to upload your Windows ISO" in host.output
+
+
+@pytest.mark.parametrize("present,words", [
+    (False, "your Windows ISO was not uploaded within 1s"),
+    (True, "the uploaded ISO has 10 bytes, not 4096"),
+])
+def test_a_build_whose_iso_never_arrives_whole_fails_the_iso_step(
+    tmp_path: Path, present: bool, words: str
+) -> None:
+    host = make_host(tmp_path)
+    if present:
+        iso = host.root / "var/lib/oa-vm/iso/custom.iso"
+        iso.parent.mkdir(parents=True)
+        iso.write_bytes(b"x" * 10)
+    host = bootstrap(host, "build", OA_VM_ISO_BYTES="4096", OA_VM_ISO_TIMEOUT_S="1")
+    assert host.returncode == 1, host.output
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "iso")
+    assert words in status["message"]
+    assert not any(c.startswith("docker run") for c in host.calls()), "Windows never started"
+
+
+def test_a_build_without_an_iso_binds_none(tmp_path: Path) -> None:
+    host = bootstrap(make_host(tmp_path, installed=True), "build", FAKE_PROBE_AFTER="2",
+                     FAKE_EXIT_AFTER="3", FAKE_EXIT_CODE="127")
+    assert host.returncode == 0, host.output
+    run = next(c for c in host.calls() if c.startswith("docker run"))
+    assert "/custom.iso" not in run and "step iso" not in host.output

@@ -351,3 +351,17 @@ def test_image_create_refuses_a_missing_iso_in_one_line_before_anything(
     assert line.endswith(f"--iso {missing}: no such file; pass the path of your Windows ISO, "
                          "an s3:// address or an https:// URL"), line
     assert not home.exists(), "nothing written before the ISO is checked"
+
+
+def test_image_create_refuses_a_file_that_is_not_an_iso_in_one_line_before_anything(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    download = tmp_path / "Win11.iso"  # what a failed download often leaves: an HTML page
+    download.write_text("<html><body>Access denied</body></html>\n" * 2000)
+    result = run_cli("oa-vm", "image-create", "--cloud", "aws", "--region", "us-east-1",
+                     "--iso", str(download), "--yes", home=home, env=_no_engine_env(tmp_path))
+    line = result.assert_one_line_error()
+    assert line.endswith(f"--iso {download}: not an ISO image (no ISO 9660 or UDF volume "
+                         "descriptor); pass a Windows installation .iso"), line
+    assert not home.exists(), "nothing written before the ISO is checked"

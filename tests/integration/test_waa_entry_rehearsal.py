@@ -311,3 +311,62 @@ def test_dockurs_fallback_to_user_mode_networking_fails_the_network_step_at_once
            "networking!" in status["message"]
     assert "/dev/net/tun" in status["message"]
     assert "VM is up and running" not in host.log()  # it did not wait for Windows
+
+
+def _windows_iso(path: Path) -> Path:
+    """A file dockur and ``image-create --iso`` take for an ISO: ISO 9660's system area, its
+    primary volume descriptor (``CD001`` at sector 16), then content."""
+    import os
+
+    path.write_bytes(bytes(16 * 2048) + b"\x01CD001\x01" + bytes(2041) + os.urandom(3 << 20))
+    return path
+
+
+def test_a_build_from_a_local_iso_installs_from_the_uploaded_file(tmp_path: Path) -> None:
+    """``image-create --iso PATH``: the file goes over the builder's SSH (a real sshd, the
+    shipped upload command), the bootstrap binds it as dockur's ``/custom.iso``, and dockur's own
+    ``detectCustom`` takes it as its installation media, so nothing is downloaded; the ISO stays
+    off the storage volume (the snapshot), and a pool from that volume boots the installed
+    Windows without it."""
+    import hashlib
+
+    from oa_vm.clouds import iso_delivery
+    from oa_vm.model.state import SshEndpoint
+    from tests.support import sshd as sshd_support
+    from tests.support.host_standins import HostSshServer
+
+    if not sshd_support.sshd_available():
+        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    host = make_rehearsal(tmp_path)
+    iso = _windows_iso(tmp_path / "Win11_Enterprise_Eval.iso")
+    state_dir = host.root / "var/lib/oa-vm"
+    server = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "ssh-bin", only=("sudo",)),
+                           tmp_path / "ssh-fake", OA_VM_STATE_DIR=str(state_dir))
+    server.start()
+    lines: list[str] = []
+    try:
+        ssh = SshEndpoint(host=server.host, port=server.port, user=server.user,
+                          key_path=str(server.client_key))
+        iso_delivery.deliver(iso, ssh, tmp_path / "known_hosts", name="img-builder",
+                             progress=lines.append)
+    finally:
+        server.stop()
+    delivered = state_dir / "iso" / "custom.iso"
+    assert delivered.read_bytes() == iso.read_bytes()
+    assert not delivered.with_name("custom.iso.part").exists()
+    assert "uploading your ISO" in lines[-1]
+
+    host = bootstrap(host, "build", OA_VM_ISO_BYTES=str(iso.stat().st_size),
+                     OA_VM_ISO_TIMEOUT_S="60")
+    assert host.returncode == 0, host.output + host.log()
+    assert (host.status()["state"], host.status()["step"]) == ("done", "built")
+    digest = hashlib.sha256(iso.read_bytes()).hexdigest()
+    log = host.log()
+    assert f"rehearsal: dockur installs from /custom.iso without a download, sha256 {digest}" \
+        in log, log
+    assert "rehearsal: dockur decides: install Windows" in log
+    assert not list(host.storage.glob("custom.iso*")), "the ISO never reaches the snapshot"
+
+    pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path))
+    assert pool.returncode == 0, pool.output + pool.log()
+    assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()

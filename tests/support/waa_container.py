@@ -302,6 +302,12 @@ cd /run
 parseVersion
 parseLanguage
 detectCustom
+# What dockur installs from when the build brought the user's own ISO (startWindows downloads
+# only when hasImage "$ISO" fails): its path and checksum, for the test to compare.
+if isCustomImage && hasImage "$ISO"; then
+  sum="$(sha256sum <"$ISO" | cut -d' ' -f1)"
+  echo "rehearsal: dockur installs from $ISO without a download, sha256 $sum"
+fi
 # dockur's NAT network (qemu/src/network.sh) makes a tap device, which needs /dev/net/tun from
 # 'docker run'; when that fails it warns (its own warn from utils.sh) and falls back to
 # user-mode networking. FAKE_NETWORK=fallback: it fails with the device too.

@@ -7,13 +7,17 @@ refused), like the paramiko tunnel backend, and maps every failure through :mod:
 a command and a tunnel to the same worker fail with the same words.
 
 Every step has a timeout: the TCP connect, the SSH banner, handshake and login
-(``connect_timeout``), and the command's output (``timeout`` of :meth:`SshCommandRunner.run`).
+(``connect_timeout``), and the command's output (``timeout`` of :meth:`SshCommandRunner.run`);
+a command fed ``stdin`` (a user's ISO onto an image builder) waits at most ``timeout`` for each
+chunk the server must accept.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import paramiko
 
@@ -47,7 +51,8 @@ class SshCommandRunner:
         self.connect_timeout = connect_timeout
 
     def run(self, host: str, port: int, user: str, key_path: Path | str, command: str,
-            timeout: float, *, worker: str = "") -> CommandResult:
+            timeout: float, *, worker: str = "", stdin: BinaryIO | None = None,
+            on_sent: Callable[[int], None] | None = None) -> CommandResult:
         """Connect, check the host key, log in with the key, run ``command``.
 
         Args:
@@ -55,6 +60,8 @@ class SshCommandRunner:
             command: One shell command line, run by the login shell of ``user``.
             timeout: Seconds the command may go without sending output.
             worker: The worker's name, for messages (none when empty).
+            stdin: Bytes for the command's standard input, sent whole, then closed.
+            on_sent: Called with the bytes of ``stdin`` sent so far, after each chunk.
 
         Raises:
             KeyFileError: The pool's key cannot be used.
@@ -72,6 +79,8 @@ class SshCommandRunner:
             channel.settimeout(timeout)
             channel.set_combine_stderr(True)
             channel.exec_command(command)
+            if stdin is not None:
+                self._send(channel, stdin, on_sent)
             chunks = []
             while data := channel.recv(65536):  # until the command closes its output
                 chunks.append(data)
@@ -81,3 +90,20 @@ class SshCommandRunner:
         finally:
             close_transport(transport)
         return CommandResult(status, b"".join(chunks).decode("utf-8", "replace"))
+
+    @staticmethod
+    def _send(channel: paramiko.Channel, stdin: BinaryIO,
+              on_sent: Callable[[int], None] | None) -> None:
+        """Feed ``stdin`` to the command, then end its input. A command that ended before
+        taking it all is no lost session: its exit status and words are read as usual."""
+        sent = 0
+        try:
+            while block := stdin.read(1 << 20):
+                channel.sendall(block)  # each waits at most the channel's timeout
+                sent += len(block)
+                if on_sent is not None:
+                    on_sent(sent)
+            channel.shutdown_write()  # end of input: the command sees EOF
+        except (paramiko.SSHException, OSError):
+            if not channel.exit_status_ready():
+                raise

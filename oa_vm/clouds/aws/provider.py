@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Sequence
 from typing import Any
 
 from oa_vm.clouds.base import CleanupReport, Progress
@@ -85,6 +86,58 @@ def aws_cli_lister(region: str) -> Lister:
     return lister
 
 
+LIVE_STATES = "Name=instance-state-name,Values=pending,running,stopping,stopped"
+
+
+def terminate_by_tag(pool: str, regions: Sequence[str], progress: Progress) -> str:
+    """AWS's kill switch after a create whose rollback failed: terminate every instance tagged
+    ``oa-vm:pool=<pool>`` in ``regions`` with the ``aws`` CLI, found by the tag rather than the
+    stack (whose rollback just failed), and return one phrase: what was terminated, what is
+    left, and the exact command that removes it; or, when they could not be terminated, the
+    exact command that does. Never raises.
+
+    Terminate, not stop: the pool failed and holds nothing to resume (its Windows disk is a
+    separate volume, copied from the image, which termination leaves for ``pool-cleanup``); a
+    one-time spot instance cannot be stopped at all; and a stopped instance still bills its
+    root volume. The pool's EventBridge expiry schedule, made in the same failed update, may
+    not exist, and the host's own power-off at the expiry may be hours away.
+    """
+    remove = f"'oa-vm pool-cleanup --pool {pool}'"
+    where = list(regions) or ["us-east-1"]
+
+    def find(region: str) -> str:
+        return (f"aws ec2 describe-instances --region {region} --filters "
+                f"Name=tag:oa-vm:pool,Values={pool} {LIVE_STATES} --query "
+                "Reservations[].Instances[].InstanceId --output text")
+
+    by_hand = ("the instances may still be running and billing; terminate them now with "
+               + " and ".join(f"'aws ec2 terminate-instances --region {r} --instance-ids "
+                              f"$({find(r)})'" for r in where)
+               + f", then remove the rest with {remove}")
+    if shutil.which("aws") is None:
+        return f"{by_hand} (no 'aws' CLI here to do it)"
+    ended: list[str] = []
+    try:
+        for region in where:
+            live = aws_cli_json(region, ["ec2", "describe-instances", "--filters",
+                                         f"Name=tag:oa-vm:pool,Values={pool}", LIVE_STATES])
+            ids = [str(i.get("InstanceId")) for r in live.get("Reservations") or []
+                   for i in r.get("Instances") or []]
+            if ids:
+                progress(f"last resort: terminating {len(ids)} instance(s) tagged "
+                         f"oa-vm:pool={pool} in {region}")
+                aws_cli_json(region, ["ec2", "terminate-instances", "--instance-ids", *ids])
+                ended += ids
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        why = (getattr(exc, "stderr", "") or str(exc)).strip().splitlines() or ["no output"]
+        return f"{by_hand} (terminating failed: {why[-1][:200]})"
+    stopped = (f"terminated {len(ended)} instance(s) tagged oa-vm:pool={pool} "
+               f"({', '.join(ended)}), so none bills for compute" if ended
+               else f"AWS holds no running instance tagged oa-vm:pool={pool}")
+    return (f"{stopped}; left: the pool's storage volumes, network and expiry schedule (the "
+            f"volumes bill until removed); remove them with {remove}")
+
+
 class AwsProvider(PulumiCloudProvider):
     """Pools of WAA workers on AWS EC2 (C8i/M8i/R8i with nested virtualization)."""
 
@@ -126,6 +179,12 @@ class AwsProvider(PulumiCloudProvider):
             ),
         )
         self._explicit_lister = lister is not None
+
+    def last_resort(self, pool: str, progress: Progress,
+                    regions: Sequence[str] = ()) -> str:
+        """AWS's kill switch after a failed rollback: :func:`terminate_by_tag` in the regions
+        the create tried."""
+        return terminate_by_tag(pool, regions, progress)
 
     def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
         """Remove the pool; with the ``aws`` CLI on PATH, also ask AWS for leftovers by tag."""

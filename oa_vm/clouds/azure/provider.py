@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Sequence
 
 from oa_vm.clouds.base import CleanupReport, PoolSpec, Progress
 from oa_vm.clouds.pulumi.driver import Engine, Lister
@@ -155,9 +156,12 @@ class AzureProvider(PulumiCloudProvider):
                 f"{check.detail}; register it first: {check.fix}, then create again"
             )
 
-    def last_resort(self, pool: str, progress: Progress) -> str:
+    def last_resort(self, pool: str, progress: Progress,
+                    regions: Sequence[str] = ()) -> str:
         """Azure's kill switch after a failed rollback: :func:`deallocate_by_tag` (a DevTest
-        Labs shutdown schedule made in the same failed update may not exist)."""
+        Labs shutdown schedule made in the same failed update may not exist), across the
+        subscription whatever the ``regions``."""
+        del regions
         return deallocate_by_tag(pool, progress)
 
     def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -585,7 +585,7 @@ class PulumiCloudProvider:
                 raise
             # The rollback failed with machines possibly made: stop them billing before the
             # user reads the error (the cloud's own expiry may not exist yet).
-            last = self.last_resort(spec.name, progress)
+            last = self.last_resort(spec.name, progress, regions)
             if not last:
                 raise
             raise PoolProvisioningError(f"{exc}; {last}", resources_left=True) from exc
@@ -632,12 +632,13 @@ class PulumiCloudProvider:
             price_per_hour=None if price is None else price / spec.workers_per_host,
         )
 
-    def last_resort(self, pool: str, progress: Progress) -> str:
+    def last_resort(self, pool: str, progress: Progress,
+                    regions: Sequence[str] = ()) -> str:
         """After a create whose rollback failed: stop what was made from billing by other
-        means than the stack, and return one phrase saying what is left and the exact command
-        that removes it ('' when the cloud has no such means; the error's own line stands).
-        Never raises."""
-        del pool, progress
+        means than the stack (in ``regions``, those the create tried), and return one phrase
+        saying what is left and the exact command that removes it ('' when the cloud has no
+        such means; the error's own line stands). Never raises."""
+        del pool, progress, regions
         return ""
 
     # -- refresh, wait, destroy ----------------------------------------------------------------

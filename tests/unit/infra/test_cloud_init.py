@@ -78,7 +78,7 @@ def test_ships_the_scripts_servers_and_dockerfile_verbatim() -> None:
         ("qmp_snapshot.py", WORKER / "qmp_snapshot.py"),
     ]:
         # The same program (its syntax tree, docstrings aside), without comments or docstrings;
-        # the scorer's files in pool-wait's delivery, not in the user data.
+        # the scorer's and the QMP client's files in pool-wait's delivery, not the user data.
         text = source.read_text(encoding="utf-8")
         content = late[shipped] if shipped in late else _content(files[shipped])
         assert f"/opt/oa-vm/{shipped}" not in files or shipped not in late, shipped
@@ -143,8 +143,17 @@ def _late_files() -> dict[str, str]:
                 for m in tar.getmembers()}
 
 
+def _bootstrap_install_list() -> list[str]:
+    """The files ``bootstrap.sh``'s ``await_files`` installs from the delivery."""
+    body = (WORKER / "bootstrap.sh").read_text(encoding="utf-8")
+    start = body.index("await_files() {")
+    line = next(x for x in body[start:].splitlines() if x.strip().startswith("for name in "))
+    return line.split(" in ", 1)[1].split(";")[0].split()
+
+
 def test_the_late_files_travel_whole_and_the_same_each_time() -> None:
     assert sorted(_late_files()) == sorted(units.LATE_FILES)
+    assert sorted(_bootstrap_install_list()) == sorted(units.LATE_FILES)
     assert cloud_init.late_payload() == cloud_init.late_payload()
 
 
@@ -213,3 +222,4 @@ def test_the_clean_reset_ships_to_every_worker(cloud: str) -> None:
     assert "qmp_snapshot.py" in units.LATE_FILES
     helper = _late_files()["qmp_snapshot.py"]
     assert "snapshot-load" in helper and "blocked-reasons" in helper
+    assert "qmp_snapshot.py" in _bootstrap_install_list()

@@ -354,13 +354,17 @@ def test_an_iso_url_becomes_dockurs_version_on_the_builder(
 def test_an_iso_the_build_cannot_use_is_refused_before_anything_is_made(
     aws: AwsProvider, engine: FakePulumiEngine, tmp_path: Path
 ) -> None:
-    present = tmp_path / "win11.iso"
-    present.write_bytes(b"CD001")
+    not_iso = tmp_path / "win11.iso"  # a zip, a text file, a truncated download...
+    not_iso.write_bytes(b"PK\x03\x04" + bytes(40_000) + b"CD001")
+    short = tmp_path / "short.iso"
+    short.write_bytes(bytes(16 * 2048))  # the system area and no descriptor
     for iso, words in [
         (str(tmp_path / "missing.iso"), "no such file"),
         ("ftp://host/win.iso", "use an https:// URL"),
         ("s3://bucket-only", "needs a bucket and a key"),
-        (str(present), "upload it first ('aws s3 cp"),
+        (str(not_iso), "not an ISO image (no ISO 9660 or UDF volume descriptor)"),
+        (str(short), "not an ISO image"),
+        (str(tmp_path), "not a regular file"),
     ]:
         with pytest.raises(InvalidInputError, match="^--iso ") as info:
             images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"],
@@ -402,3 +406,78 @@ def test_an_s3_iso_is_presigned_for_the_builders_life(
     assert asked[:3] == ["s3", "presign", "s3://isos/win11.iso"]
     assert asked[asked.index("--expires-in") + 1] == str(int(images.BUILDER_TTL.total_seconds()))
     assert f"VERSION='{signed}'" in seen["user_data"]
+
+
+def _iso_file(path: Path, descriptor: bytes = b"CD001", at_sector: int = 16) -> Path:
+    """A file carrying a volume descriptor's identifier where ISO 9660 and UDF put them."""
+    path.write_bytes(bytes(at_sector * 2048) + b"\x01" + descriptor + bytes(2042) + b"x" * 5000)
+    return path
+
+
+@pytest.mark.parametrize("descriptor,at_sector", [(b"CD001", 16), (b"BEA01", 16),
+                                                  (b"NSR02", 17), (b"NSR03", 18)])
+def test_an_iso_9660_or_udf_file_is_taken(tmp_path: Path, descriptor: bytes,
+                                          at_sector: int) -> None:
+    from oa_vm.clouds import iso_source
+
+    iso_source.check(str(_iso_file(tmp_path / "win.iso", descriptor, at_sector)))
+
+
+def test_a_local_iso_is_uploaded_to_the_builder_before_the_wait_and_dockur_binds_it(
+    aws: AwsProvider, engine: FakePulumiEngine, tmp_path: Path
+) -> None:
+    """``--iso PATH``: the builder waits for the file (its size in the builder's settings, the
+    upload's budget added to its life) and no VERSION URL is made; the upload runs once the
+    builder exists and before the wait for ``built``."""
+    iso = _iso_file(tmp_path / "Win11.iso")
+    order: list[str] = []
+
+    def upload(record: ImageRecord, outputs: Mapping[str, Any], path: Path, progress: Any
+               ) -> None:
+        order.append("upload")
+        assert path == iso and outputs["workers"], "the builder exists"
+        assert engine.live_resources(record.stack)
+
+    def wait_built(record: ImageRecord, outputs: Mapping[str, Any], progress: Any
+                   ) -> dict[str, str]:
+        order.append("wait")
+        user_data = _builder_user_data(engine, record.stack)
+        assert f"OA_VM_ISO_BYTES={iso.stat().st_size}\n" in user_data
+        assert "OA_VM_ISO_TIMEOUT_S=" in user_data
+        assert "VERSION=11e" in user_data  # dockur ignores VERSION when /custom.iso is bound
+        return {"waa_image": DIGEST, "base_image": BASE_DIGEST, "built": "2026-03-01T12:00:00Z"}
+
+    images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
+                        wait_built=wait_built, progress=Lines(), iso=str(iso), upload=upload)
+    assert order == ["upload", "wait"]
+    assert images.builder_ttl(iso.stat().st_size) > images.BUILDER_TTL
+
+
+def test_a_failed_upload_removes_the_builder_and_names_the_step(
+    aws: AwsProvider, engine: FakePulumiEngine, tmp_path: Path
+) -> None:
+    def upload(record: ImageRecord, outputs: Mapping[str, Any], path: Path, progress: Any
+               ) -> None:
+        raise ProvisioningError("img-builder: your ISO was not uploaded within 1h 0m")
+
+    with pytest.raises(ProvisioningError, match="failed at the upload step: img-builder: your "
+                       "ISO was not uploaded"):
+        images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"], owner="alice",
+                            progress=Lines(), iso=str(_iso_file(tmp_path / "w.iso")),
+                            upload=upload)
+    assert image_records.list_records() == [] and not engine.stacks
+
+
+def test_the_plan_prices_a_local_isos_upload(aws: AwsProvider, tmp_path: Path) -> None:
+    iso = tmp_path / "Win11.iso"
+    with iso.open("wb") as handle:  # a 6 GB ISO, sparse: only its descriptor is written
+        handle.seek(16 * 2048)
+        handle.write(b"\x01CD001\x01")
+        handle.truncate(6_000_000_000)
+    text = images.plan_image(aws, "us-east-1", iso=str(iso)).describe()
+    assert f"Windows: your ISO {iso}, uploaded to the builder over SSH" in text
+    assert ("uploading your ISO (6.0 GB) over SSH takes about 10 min at 80 Mbit/s (estimated, "
+            "about $") in text
+    assert "the build waits up to 115 min for it" in text
+    default = images.plan_image(aws, "us-east-1").describe()
+    assert "uploading your ISO" not in default

@@ -443,3 +443,67 @@ def test_an_azure_kill_switch_that_fails_gives_the_exact_command(
             "--ids $(az resource list --tag oa-vm:pool=waa-eval --resource-type "
             "Microsoft.Compute/virtualMachines --query [].id -o tsv)'") in message
     assert message.endswith("(deallocating failed: ERROR: (AuthorizationFailed) no permission)")
+
+
+# --- AWS's kill switch after a failed rollback ------------------------------------------------
+
+AWS_INSTANCES = {"Reservations": [
+    {"Instances": [{"InstanceId": "i-0aaa", "State": {"Name": "running"}}]},
+    {"Instances": [{"InstanceId": "i-0bbb", "State": {"Name": "pending"}}]},
+]}
+
+
+def _failed_aws_create(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                       answers: dict[str, Any]) -> tuple[PoolProvisioningError, Path]:
+    """An AWS create that fails after its instances exist, whose rollback fails too, with a
+    stand-in ``aws`` on PATH playing ``answers``."""
+    from tests.support import fake_cloud_identity_cli
+
+    cli = fake_cloud_identity_cli.install(tmp_path / "bin", "aws", answers)
+    monkeypatch.setenv("PATH", f"{cli.parent}{os.pathsep}{os.environ['PATH']}")
+    engine = FakePulumiEngine(AwsLookups())
+    engine.fail_up["us-east-1"] = "creating EC2 Instance: InsufficientInstanceCapacity"
+    engine.fail_destroy = "DependencyViolation: the security group is in use"
+    with pytest.raises(PoolProvisioningError) as info:
+        AwsProvider(engine=engine).create(spec(), Lines())
+    assert info.value.resources_left is True and "\n" not in str(info.value)
+    return info.value, cli.parent
+
+
+def test_a_failed_aws_rollback_terminates_the_pools_instances_by_tag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oa_home: Path, images: None
+) -> None:
+    from tests.support import fake_cloud_identity_cli
+
+    error, bin_dir = _failed_aws_create(tmp_path, monkeypatch, {
+        "ec2 describe-instances": AWS_INSTANCES, "ec2 terminate-instances": {}})
+    asked = fake_cloud_identity_cli.calls(bin_dir)
+    assert asked[-2][:4] == ["ec2", "describe-instances", "--filters",
+                             "Name=tag:oa-vm:pool,Values=waa-eval"]
+    assert "Name=instance-state-name,Values=pending,running,stopping,stopped" in asked[-2]
+    assert asked[-2][asked[-2].index("--region") + 1] == "us-east-1"
+    assert asked[-1][:4] == ["ec2", "terminate-instances", "--instance-ids", "i-0aaa"]
+    assert asked[-1][4] == "i-0bbb" and "us-east-1" in asked[-1]
+    message = str(error)
+    assert ("terminated 2 instance(s) tagged oa-vm:pool=waa-eval (i-0aaa, i-0bbb), so none "
+            "bills for compute") in message
+    assert message.endswith("remove them with 'oa-vm pool-cleanup --pool waa-eval'")
+
+
+def test_an_aws_kill_switch_that_fails_gives_the_exact_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, oa_home: Path, images: None
+) -> None:
+    error, _ = _failed_aws_create(tmp_path, monkeypatch, {
+        "ec2 describe-instances": AWS_INSTANCES,
+        "ec2 terminate-instances": {"exit": 254, "stderr": "An error occurred "
+                                    "(UnauthorizedOperation) when calling the TerminateInstances "
+                                    "operation: You are not authorized"}})
+    message = str(error)
+    assert ("the instances may still be running and billing; terminate them now with 'aws ec2 "
+            "terminate-instances --region us-east-1 --instance-ids $(aws ec2 describe-instances "
+            "--region us-east-1 --filters Name=tag:oa-vm:pool,Values=waa-eval "
+            "Name=instance-state-name,Values=pending,running,stopping,stopped --query "
+            "Reservations[].Instances[].InstanceId --output text)'") in message
+    assert message.endswith("(terminating failed: An error occurred (UnauthorizedOperation) "
+                            "when calling the TerminateInstances operation: You are not "
+                            "authorized)")
