@@ -240,6 +240,12 @@ def run_mutant(mutant: Mutant, python: str) -> tuple[bool, float, str]:
         shutil.move(str(backup), str(path))
     failed = next((line.split(" ")[1] for line in done.stdout.splitlines()
                    if line.startswith("FAILED ")), "")
+    tail = done.stdout.strip().splitlines()[-1:] or [""]
+    if done.returncode == 0 and " passed" not in tail[0]:
+        # every test skipped (no ../shared upstream code, no root): a mutant nothing tested
+        # must not read as a survivor, nor the run as a figure
+        raise SystemExit(f"mutant {mutant.name!r}: its tests did not run ({tail[0]}); run "
+                         "from a checkout beside ../shared, as root")
     return done.returncode != 0, time.monotonic() - started, failed
 
 
