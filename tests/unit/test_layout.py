@@ -1,0 +1,37 @@
+"""The packages' floor plan as ``docs/architecture.md`` draws it: at most 12 entries at the top
+of ``oa_vm`` and of ``evals`` (the reference's import paths ``evals.adapters``,
+``evals.benchmarks`` and ``evals.evaluation`` aside), and the table's counts true."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+REFERENCE_PATHS = {"adapters", "benchmarks", "evaluation"}
+
+
+def _entries(package: str) -> list[str]:
+    """Python modules and packages at the top of ``package``."""
+    here = ROOT / package
+    return sorted(
+        p.stem for p in here.iterdir()
+        if (p.suffix == ".py" or (p / "__init__.py").is_file()) and p.name != "__pycache__"
+    )
+
+
+def _modules(package: str) -> int:
+    return sum(1 for p in (ROOT / package).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def test_each_package_has_at_most_twelve_entries_and_the_doc_counts_them() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for package, aside in (("oa_vm", set()), ("evals", REFERENCE_PATHS)):
+        entries = [e for e in _entries(package) if e not in aside]
+        assert len(entries) <= 12, entries
+        row = re.search(rf"^\| `{package}` \| (\d+): [^|]*\| (\d+) \| 0 \|$", doc, re.M)
+        assert row is not None, f"docs/architecture.md has no row for {package}"
+        assert int(row.group(1)) == len(entries), (package, entries)
+        assert int(row.group(2)) == _modules(package), package
+        for entry in entries:
+            assert f"`{entry}" in row.group(0), f"{package}.{entry} is not in the doc's row"
