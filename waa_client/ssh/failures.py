@@ -150,7 +150,7 @@ def session_error(exc: BaseException, *, worker: str, host: str, port: int) -> S
     address = f"{host}:{port}"
     return SshUnreachableError(
         f"{describe_connection(worker, address)}: the command's session failed "
-        f"({exc or type(exc).__name__}); retry",
+        f"({str(exc) or type(exc).__name__}); retry",
         url=f"ssh://{address}",
     )
 
