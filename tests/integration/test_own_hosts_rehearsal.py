@@ -167,7 +167,7 @@ def _wait_for(condition: object, what: str, timeout_s: float = 300) -> None:
 
 
 @pytest.mark.slow  # minutes: test_a_create_claims_each_host_and_cleanup_purge_leaves_nothing
-@pytest.mark.timeout(1500)  # a 24-task run, a repair, a pause and a resume on a busy machine
+@pytest.mark.timeout(1500)  # a 24-task run and a repair on a busy machine
 def test_two_hosts_two_workers_each_from_the_plan_to_the_cleanup(lab: Lab) -> None:
     # create: the plan first, then each host claimed, its files shipped, a bootstrap per slot
     done = lab.oa_vm(*lab.create_args("--yes"))
@@ -221,19 +221,6 @@ def test_two_hosts_two_workers_each_from_the_plan_to_the_cleanup(lab: Lab) -> No
     alpha.server.start()
     repaired = lab.oa_vm("pool-repair", "--pool", POOL, "--timeout", "5m")
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
-    record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
-    assert [w["state"] for w in record["workers"]] == ["ready"] * 4, record
-
-    # pause and resume: the containers stopped and started again on both hosts
-    paused = lab.oa_vm("pool-pause", "--pool", POOL)
-    assert paused.returncode == 0, paused.stdout + paused.stderr
-    for host in lab.hosts:
-        for s in slots.host_slots(PER_HOST):
-            assert (host.fake / "containers" / s.container).read_text() == "exited\n"
-    record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
-    assert [w["state"] for w in record["workers"]] == ["paused"] * 4, record
-    resumed = lab.oa_vm("pool-resume", "--pool", POOL, "--timeout", "5m")
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
     assert [w["state"] for w in record["workers"]] == ["ready"] * 4, record
 
