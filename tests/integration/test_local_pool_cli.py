@@ -177,7 +177,7 @@ def test_name_may_be_left_out_only_when_one_pool_exists(home: Path) -> None:
 def test_help_and_local_path_never_import_pulumi(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from oa_vm import cli\n"
+        "from oa_vm.cli import app as cli\n"
         "for argv in (['oa-vm', '--help'], ['oa-vm', 'pool-create', '--cloud', 'local',"
         " '--workers', '1', '--name', 'np', '-y'], ['oa-vm', 'pool-status', '--name', 'np'],"
         " ['oa-vm', 'pool-list'], ['oa-vm', 'pool-cleanup', '--name', 'np', '-y']):\n"

@@ -27,7 +27,7 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "evals" / "openapps" / "examples" / "all_tasks.yaml"
+EXAMPLES = ROOT / "evals" / "tasks" / "openapps" / "examples" / "all_tasks.yaml"
 EXAMPLE_TASKS = {
     "mark_water_plants_as_done", "add_my_special_item_to_todo",
     "edit_script_add_header_comment", "create_notes_file_in_code_editor",

@@ -62,7 +62,8 @@ def test_under_umask_000_home_pools_runs_and_keys_are_private(tmp_path: Path) ->
         assert ran.returncode == 0, ran.stderr
         # the pool's key, made as a cloud pool makes it, in a process of its own
         key = subprocess.run(  # fixed argv, no shell
-            [sys.executable, "-c", "from oa_vm import sshkeys; sshkeys.ensure_pool_key('keyed')"],
+            [sys.executable, "-c",
+             "from oa_vm.model import sshkeys; sshkeys.ensure_pool_key('keyed')"],
             capture_output=True, text=True, timeout=120, check=False,
             env={**os.environ, "OA_VM_HOME": str(home)}, preexec_fn=lambda: os.umask(0),
         )
