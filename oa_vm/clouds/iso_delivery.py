@@ -54,6 +54,7 @@ def deliver(
     from oa_vm.clouds import iso_source
     from oa_vm.kit.durations import format_duration
     from waa_client.errors import TunnelError
+    from waa_client.poll import poll_until
     from waa_client.ssh import SshCommandRunner
 
     size = iso.stat().st_size
@@ -74,7 +75,10 @@ def deliver(
             raise ProvisioningError(f"{name}: your ISO was not uploaded within "
                                     f"{format_duration(budget)}; check your uplink and retry")
 
-    while True:
+    last_error: list[str] = []
+
+    def attempt() -> bool | None:
+        """One upload; None when the builder's SSH is not up yet (tried again)."""
         try:
             with iso.open("rb") as handle:
                 result = runner.run(ssh.host, ssh.port, ssh.user, ssh.key_path, command,
@@ -83,15 +87,17 @@ def deliver(
             error = remote_error(exc)
             if error.final:  # a refused key or a changed host key: waiting cannot help
                 raise ProvisioningError(f"{name}: {error}") from exc
-            if clock() >= deadline:
-                raise ProvisioningError(
-                    f"{name}: your ISO was not uploaded within {format_duration(budget)} "
-                    f"(last: {error})") from exc
+            last_error[:] = [str(error)]
             progress(f"[{format_duration(clock() - started):>6}] {name}: ssh: {error}")
-            sleep(RETRY_S)
-            continue
+            return None
         if result.status != 0:
             words = (result.output.strip().splitlines() or [f"exit code {result.status}"])[-1]
             raise ProvisioningError(f"{name}: storing your ISO on the builder failed: "
                                     f"{words[:200]}")
-        return
+        return True
+
+    if poll_until(attempt, timeout_s=budget, interval_s=RETRY_S, clock=clock,
+                  sleep=sleep) is None:
+        raise ProvisioningError(
+            f"{name}: your ISO was not uploaded within {format_duration(budget)} "
+            f"(last: {last_error[0] if last_error else 'no answer'})")
