@@ -283,16 +283,26 @@ class LocalProvider:
         return report
 
     def stop_all(self, record: PoolRecord) -> list[str]:
-        lines = []
+        ours: dict[str, psutil.Process] = {}
+        lines = {}
         for worker in record.workers:
             if worker.pid is None:
                 continue
-            if not self.is_ours(worker):
-                lines.append(f"{worker.name}: process {worker.pid} already gone")
-            else:
-                lines.append(self.stop_worker(worker))
+            try:
+                if self.is_ours(worker):
+                    ours[worker.name] = psutil.Process(worker.pid)
+            except psutil.NoSuchProcess:
+                pass
+            if worker.name not in ours:
+                lines[worker.name] = f"{worker.name}: process {worker.pid} already gone"
             worker.state = WorkerState.STOPPED
-        return lines
+        # every worker is signalled before any is waited for: they stop side by side
+        killed = _end_all(list(ours.values()))
+        for name, proc in ours.items():
+            lines[name] = (f"{name}: killed process {proc.pid} (did not stop on SIGTERM)"
+                           if proc.pid in killed else f"{name}: stopped process {proc.pid}")
+            _reap(proc.pid)
+        return [lines[w.name] for w in record.workers if w.name in lines]
 
     def stop_worker(self, worker: WorkerRecord) -> str:
         assert worker.pid is not None
@@ -364,15 +374,46 @@ def _end(proc: psutil.Process) -> bool:
     Raises:
         psutil.NoSuchProcess: the process was already gone.
     """
-    proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
-    proc.terminate()
+    proc.send_signal(signal.SIGCONT)  # raises NoSuchProcess for a process already gone
+    return not _end_all([proc])
+
+
+def _end_all(procs: list[psutil.Process]) -> set[int]:
+    """SIGTERM every process, then SIGKILL those still there after :data:`STOP_GRACE_S`;
+    returns the pids that needed SIGKILL.
+
+    A process that exited counts as gone once it is a zombie: a worker another command started
+    is not our child, and its parent (often PID 1) reaps it when it gets to it (seen taking
+    seconds), while ``psutil.Process.wait`` waited for the reaping.
+    """
+    from waa_client.poll import poll_until
+
+    def signal_all(sig: int) -> None:
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(signal.SIGCONT)  # a stopped process cannot act on SIGTERM
+                proc.send_signal(sig)
+
+    def left() -> list[psutil.Process]:
+        return [proc for proc in procs if not _exited(proc)]
+
+    signal_all(signal.SIGTERM)
+    if poll_until(lambda: not left(), timeout_s=STOP_GRACE_S, interval_s=0.02):
+        return set()
+    stubborn = left()
+    procs = stubborn
+    signal_all(signal.SIGKILL)
+    poll_until(lambda: not left(), timeout_s=STOP_GRACE_S, interval_s=0.02)
+    return {proc.pid for proc in stubborn}
+
+
+def _exited(proc: psutil.Process) -> bool:
+    """True once ``proc`` is gone or a zombie waiting to be reaped."""
     try:
-        proc.wait(timeout=STOP_GRACE_S)
+        # is_running is False for a pid the system gave to another process since
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
         return True
-    except psutil.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=STOP_GRACE_S)
-        return False
 
 
 def _reap(pid: int) -> None:
