@@ -18,7 +18,8 @@ import pytest
 from oa_vm.clouds.local import provider
 
 SLEEPER = "import time; time.sleep(600)"
-DEAF = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ok', flush=True); time.sleep(600)"
+DEAF = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ok', flush=True); time.sleep(600)")
 
 
 @pytest.fixture
