@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 MANY_PLANS = """
 import asyncio, gc, sys
 from oa_vm.cli.app import app
-for i in range(22):
+for i in range(6):  # a leak of one loop a plan shows at the second
     cloud = ("aws", "azure")[i % 2]
     try:
         app(["pool-create", "--cloud", cloud, "--pool", f"p{i}", "--workers", str(1 + i % 3),
@@ -50,7 +50,7 @@ def test_many_plans_in_one_process_leave_no_event_loop(tmp_path: Path) -> None:
         timeout=600, stdin=subprocess.DEVNULL, check=False,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("Plan: ") == 22
+    assert proc.stdout.count("Plan: ") == 6
     assert "Exception ignored" not in proc.stderr, proc.stderr
     assert "open event loops: 0" in proc.stderr, proc.stderr
 
