@@ -8,10 +8,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.model import state
+
+if TYPE_CHECKING:
+    from oa_vm.cost.pool_cost import Billing
 
 CATALOG_SCHEMA = 1
 SHIPPED_CATALOG = Path(__file__).resolve().parent.parent / "data" / "prices.json"
@@ -396,12 +399,14 @@ def known_regions(cloud: str, *, catalog: PriceCatalog | None = None) -> list[st
     return (catalog or load_catalog()).regions(cloud)
 
 
-def pool_cost_so_far(record: state.PoolRecord, now: datetime | None = None) -> float:
+def pool_cost_so_far(
+    record: state.PoolRecord, now: datetime | None = None, *, billing: Billing | None = None
+) -> float:
     """What a pool has cost since it was created; see :func:`oa_vm.cost.pool_cost.pool_cost_so_far`
     (running hours at the worker price, paused days at the storage price)."""
     from oa_vm.cost.pool_cost import pool_cost_so_far as cost
 
-    return cost(record, now)
+    return cost(record, now, billing=billing)
 
 
 @dataclass(frozen=True)
@@ -415,6 +420,23 @@ class LiveQuote:
     spot: bool
     source: str
     effective: str | None = None
+
+
+@dataclass(frozen=True)
+class PriceSource:
+    """Where a cloud's live prices come from, declared by its module (:mod:`.aws`,
+    :mod:`.azure`) and read by :mod:`.refresh`."""
+
+    cloud: str
+    name: str
+    """Said in a refreshed figure's basis (``live: <name>``)."""
+    url_env: str
+    """The variable that overrides :attr:`url` (tests point it at a loopback server)."""
+    url: str
+    quotes: Any
+    """``quotes(fetch, base_url, region, sizes) -> list[LiveQuote]``: one region's figures."""
+    has_spot: bool
+    """The source carries spot figures; without them the catalog's are kept, and said so."""
 
 
 def _did_you_mean(wanted: str, known: list[str]) -> str:
