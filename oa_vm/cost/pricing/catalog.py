@@ -6,15 +6,11 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.model import state
-
-if TYPE_CHECKING:
-    from oa_vm.cost.pool_cost import Billing
 
 CATALOG_SCHEMA = 1
 SHIPPED_CATALOG = Path(__file__).resolve().parent.parent / "data" / "prices.json"
@@ -397,16 +393,6 @@ def known_sizes(cloud: str, *, catalog: PriceCatalog | None = None) -> list[str]
 def known_regions(cloud: str, *, catalog: PriceCatalog | None = None) -> list[str]:
     """Regions the catalog prices for ``cloud``."""
     return (catalog or load_catalog()).regions(cloud)
-
-
-def pool_cost_so_far(
-    record: state.PoolRecord, now: datetime | None = None, *, billing: Billing | None = None
-) -> float:
-    """What a pool has cost since it was created; see :func:`oa_vm.cost.pool_cost.pool_cost_so_far`
-    (running hours at the worker price, paused days at the storage price)."""
-    from oa_vm.cost.pool_cost import pool_cost_so_far as cost
-
-    return cost(record, now, billing=billing)
 
 
 @dataclass(frozen=True)

@@ -169,12 +169,12 @@ def _merge(
     else:
         _note_change(report, f"{where} on-demand", entry.on_demand, od.price)
         updated = replace(updated, on_demand=od.price, source=od.source, date=stamp,
-                          basis=f"live: {_source_name(entry.cloud)}")
+                          basis=f"live: {SOURCES[entry.cloud].name}")
     spot = live.get((entry.cloud, entry.region.lower(), entry.size, True))
     if spot is not None:
         _note_change(report, f"{where} spot", entry.spot, spot.price)
         updated = replace(updated, spot=spot.price, spot_source=spot.source, spot_date=stamp,
-                          spot_basis=f"live: {_source_name(entry.cloud)} (Spot meter)")
+                          spot_basis=f"live: {SOURCES[entry.cloud].name} (Spot meter)")
     elif SOURCES[entry.cloud].has_spot:
         report.missing.append(f"{where} spot")
     return updated
@@ -185,7 +185,3 @@ def _note_change(report: RefreshReport, what: str, old: float | None, new: float
         report.confirmed += 1
     else:
         report.changed.append(f"{what} {old} -> {new}")
-
-
-def _source_name(cloud: str) -> str:
-    return SOURCES[cloud].name
