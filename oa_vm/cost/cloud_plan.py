@@ -74,16 +74,6 @@ def disks_note(billing: Billing | None, size: str, disk_gb: int, storage_gb: int
     )
 
 
-def minutes(seconds: float) -> str:
-    """A duration as plans print it (:func:`oa_vm.kit.timings.about`)."""
-    return timings.about(seconds)
-
-
-def hours(seconds: float) -> str:
-    """A duration as plans print it (:func:`oa_vm.kit.timings.about`)."""
-    return timings.about(seconds)
-
-
 def machine(cloud: str, size: str, disk_gb: int, storage_gb: int) -> dict[str, Any]:
     """vCPUs, memory and disks of one worker: vCPUs and memory from the size tables, else the
     price catalog (``.metal`` sizes), else None."""
