@@ -83,8 +83,10 @@ def paused_price_per_day(
 
 
 def paused_price_of(record: PoolRecord, billing: Billing | None) -> float:
-    """:func:`paused_price_per_day` for a pool record: its workers, each with its OS disk and
-    storage volume (from the record's settings), of the disk type its size takes."""
+    """:func:`paused_price_per_day` for a pool record billed by ``billing``: its hosts
+    (``workers_per_host`` of its workers each) with their OS disks and addresses, its workers
+    with their storage volumes (sizes from the record's settings), of the disk type its size
+    takes."""
     disks = tuple(
         int(value) for key in ("disk_gb", "storage_gb")
         if isinstance(value := record.settings.get(key), int | float) and value > 0
