@@ -37,8 +37,9 @@ if TYPE_CHECKING:
         resolve_name,
         wait_pool,
     )
+    from oa_vm.clouds import facts as cloud_facts
     from oa_vm.clouds import get_provider
-    from oa_vm.clouds.base import Capability, Plan, PoolSpec, Provider
+    from oa_vm.clouds.base import Capability, Plan, PoolSpec, Provider, ProviderFacts
     from oa_vm.clouds.local.suite import local_tasks_dir
     from oa_vm.clouds.quota import VcpuQuota, read_vcpu_quota, vcpus_needed
     from oa_vm.clouds.quota import refusal as quota_refusal
@@ -99,8 +100,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "successor": ("oa_vm.reach.replacements", "successor"),
     # clouds
     "get_provider": ("oa_vm.clouds", "get_provider"),
+    "cloud_facts": ("oa_vm.clouds", "facts"),
     **{name: ("oa_vm.clouds.base", name)
-       for name in ("Capability", "Plan", "PoolSpec", "Provider")},
+       for name in ("Capability", "Plan", "PoolSpec", "Provider", "ProviderFacts")},
     "local_tasks_dir": ("oa_vm.clouds.local.suite", "local_tasks_dir"),
     "VcpuQuota": ("oa_vm.clouds.quota", "VcpuQuota"),
     "read_vcpu_quota": ("oa_vm.clouds.quota", "read_vcpu_quota"),
@@ -124,6 +126,7 @@ __all__ = [
     "PoolState",
     "PriceCatalog",
     "Provider",
+    "ProviderFacts",
     "SnapshotControl",
     "SnapshotError",
     "VcpuQuota",
@@ -134,6 +137,7 @@ __all__ = [
     "build_spec",
     "check_available",
     "cleanup_pool",
+    "cloud_facts",
     "cloud_provider",
     "connect",
     "create_pool",

@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from oa_vm.clouds import get_provider
+from oa_vm.clouds import facts, get_provider
 from oa_vm.clouds.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
 from oa_vm.clouds.local.faults import validate_faults
 from oa_vm.errors import (
@@ -55,8 +55,6 @@ __all__ = [
 
 DEFAULT_WORKERS = 3
 DEFAULT_TTL_HOURS = 4.0
-MAX_WORKERS = 256
-MAX_LOCAL_WORKERS = 1000  # several per process (per_process), for scale tests
 MAX_PER_PROCESS = 100
 MAX_TTL_HOURS = 24.0 * 365
 
@@ -119,10 +117,11 @@ def build_spec(
         )
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidInputError(f"--workers must be a whole number of at least 1, not {workers}")
-    limit = MAX_LOCAL_WORKERS if cloud == "local" else MAX_WORKERS
+    get_provider(cloud)  # unknown cloud -> one line listing the known ones
+    takes, limit = facts(cloud).options, facts(cloud).max_workers
     if workers > limit:
         raise InvalidInputError(f"--workers {workers} is more than the limit of {limit}")
-    if per_process != 1 and cloud != "local":
+    if per_process != 1 and "--per-process" not in takes:
         raise InvalidInputError("--per-process is for local pools (--cloud local)")
     if isinstance(per_process, bool) or not 1 <= per_process <= MAX_PER_PROCESS:
         raise InvalidInputError(
@@ -130,11 +129,11 @@ def build_spec(
         )
     require_number("--ttl-hours", ttl_hours, above=0, high=MAX_TTL_HOURS)
     require_number("--price-per-hour", price_per_hour, low=0)
-    if price_per_hour is not None and cloud not in ("local", "ssh"):
+    if price_per_hour is not None and "--price-per-hour" not in takes:
         raise InvalidInputError("--price-per-hour is for local pools and your own hosts "
                                 "(--cloud ssh); cloud pools use the catalog")
-    workers = _workers_on_hosts(cloud, workers, list(hosts or []), ssh_key, workers_per_host)
-    if cloud == "local" and workers_per_host != 1:
+    workers = _workers_on_hosts(takes, limit, workers, list(hosts or []), ssh_key, workers_per_host)
+    if "--per-process" in takes and workers_per_host != 1:
         # a local pool's simulated host is a process: N workers per host is N per process
         if per_process not in (1, workers_per_host):
             raise InvalidInputError(
@@ -142,8 +141,8 @@ def build_spec(
                 "a local pool's simulated host is one process; give one of them")
         per_process, workers_per_host = workers_per_host, 1
     local_only = [o for o, v in (("--fault", faults), ("--ssh-via", ssh_via),
-                                 ("--tasks-dir", tasks_dir)) if v]
-    if local_only and cloud != "local":  # only those given: sweep has --fault alone
+                                 ("--tasks-dir", tasks_dir)) if v and o not in takes]
+    if local_only:  # only those given: sweep has --fault alone
         raise InvalidInputError(
             f"{' and '.join(local_only)} {'is' if len(local_only) == 1 else 'are'} for local "
             "pools (--cloud local)"
@@ -157,7 +156,6 @@ def build_spec(
         tasks_dir = str(folder)
     if ssh_via is not None:
         _check_ssh_key(str(ssh_via.get("key_path", "")))
-    get_provider(cloud)  # unknown cloud -> one line listing the known ones
     validate_faults(dict(faults or {}))
     pool_name = state.validate_pool_name(name) if name else _default_name()
     from oa_vm.clouds.egress import parse_egress
@@ -186,8 +184,8 @@ def build_spec(
     )
 
 
-def _workers_on_hosts(cloud: str, workers: int, hosts: list[str], ssh_key: str | None,
-                      per_host: int) -> int:
+def _workers_on_hosts(takes: frozenset[str], limit: int, workers: int, hosts: list[str],
+                      ssh_key: str | None, per_host: int) -> int:
     """The checks of ``--host``, ``--ssh-key`` (for hosts) and ``--workers-per-host``; returns
     the pool's workers (on your own hosts: every host's, whatever ``--workers`` said)."""
     from infra.worker.slots import MAX_SLOTS
@@ -197,10 +195,11 @@ def _workers_on_hosts(cloud: str, workers: int, hosts: list[str], ssh_key: str |
         raise InvalidInputError(
             f"--workers-per-host must be a whole number from 1 to {MAX_SLOTS}, not {per_host}"
         )
-    if cloud != "ssh":
+    if "--host" not in takes:
         if hosts:
             raise InvalidInputError("--host is for your own hosts (--cloud ssh)")
-        if per_host > 1 and workers % per_host and cloud != "local":
+        # a simulated host is one process (--per-process): it takes any number of workers
+        if per_host > 1 and workers % per_host and "--per-process" not in takes:
             hosts_up = -(-workers // per_host)
             raise InvalidInputError(
                 f"--workers {workers} does not fill hosts of {per_host}: every host runs "
@@ -213,8 +212,8 @@ def _workers_on_hosts(cloud: str, workers: int, hosts: list[str], ssh_key: str |
         raise InvalidInputError("--cloud ssh needs --ssh-key PATH (the key for every --host)")
     _check_ssh_key(ssh_key)
     total = len(hosts) * per_host
-    if total > MAX_WORKERS:
-        raise InvalidInputError(f"{total} workers is more than the limit of {MAX_WORKERS}")
+    if total > limit:
+        raise InvalidInputError(f"{total} workers is more than the limit of {limit}")
     return total
 
 
@@ -300,7 +299,7 @@ def create_pool(
             current = state.load(spec.name)
         except OaVmError:
             current = placeholder
-        if spec.cloud != "local" or current.workers or current.provider_data:
+        if not facts(spec.cloud).simulated or current.workers or current.provider_data:
             current.state = PoolState.FAILED
             state.save(current)
         else:
@@ -340,7 +339,7 @@ def pool_status(
     from oa_vm.model.lease import PoolRemovingError, save_fenced
 
     record = state.load(resolve_name(name))
-    if refresh or record.cloud == "local":
+    if refresh or facts(record.cloud).simulated:
         provider = get_provider(record.cloud)
         before = record.to_json()
         record = provider.refresh(record)
@@ -357,8 +356,8 @@ def list_pools(*, refresh_local: bool = True) -> list[PoolRecord | CorruptRecord
     """Every pool (corrupt records included, as their error, so a listing can show them)."""
     out: list[PoolRecord | CorruptRecordError] = []
     for item in state.iter_records():
-        if isinstance(item, PoolRecord) and refresh_local and item.cloud == "local":
-            item = get_provider("local").refresh(item)
+        if isinstance(item, PoolRecord) and refresh_local and facts(item.cloud).simulated:
+            item = get_provider(item.cloud).refresh(item)
         out.append(item)
     return out
 
@@ -369,7 +368,7 @@ def pool_cost_so_far(record: PoolRecord) -> float | None:
 
     if record.price_per_hour is None and not record.provider_data.get("pauses"):
         return None
-    return cost(record)
+    return cost(record, billing=facts(record.cloud).billing)
 
 
 def wait_pool(
@@ -481,7 +480,7 @@ def cleanup_pool(
     pool = resolve_name(name)
     try:
         loaded = state.load(pool)  # unknown or corrupt: refused before anything is written
-        if purge and loaded.cloud != "ssh":
+        if purge and "--purge" not in facts(loaded.cloud).options:
             raise InvalidInputError("--purge is for pools on your own hosts (--cloud ssh): it "
                                     "removes their image cache")
     except PoolNotFoundError:

@@ -42,7 +42,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from oa_vm import api
-from oa_vm.clouds import get_provider
+from oa_vm.clouds import facts, get_provider
 from oa_vm.clouds.base import Capability, FleetOps, Progress, no_progress
 from oa_vm.cost.pool_cost import paused_price_of
 from oa_vm.errors import InvalidInputError, PoolNotReadyError, ProviderUnavailableError
@@ -148,7 +148,7 @@ def _pause(record: PoolRecord, ops: FleetOps, keep_days: float,
     pauses = list(record.provider_data.get("pauses") or [])
     pauses.append({
         "from": state.format_time(now), "to": None,
-        "per_day": paused_price_of(record),
+        "per_day": paused_price_of(record, facts(record.cloud).billing),
     })
     record.provider_data["pauses"] = pauses
     record.expires_at = now + timedelta(days=keep_days) + max(carried, timedelta(0))
@@ -302,7 +302,7 @@ def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
     with state.locked(resolved):  # read-modify-write: parallel extends must all count
         record = state.load(resolved)
         now = state.utcnow()
-        if record.cloud != "local":
+        if not facts(record.cloud).simulated:
             # the expiry the instances were made with is in their cloud-init: kept for repairs
             record.provider_data.setdefault(
                 "program_expires_at", state.format_time(record.expires_at)

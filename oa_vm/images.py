@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from oa_vm.clouds import facts, size_nests
 from oa_vm.clouds.base import CleanupReport, Plan, PlannedResource, Progress, no_progress
 from oa_vm.cost import cloud_plan
 from oa_vm.errors import InvalidInputError, ProvisioningError
@@ -137,7 +138,8 @@ def _image_program(provider: PulumiCloudProvider) -> Any:
 
 
 def _storage_per_month(cloud: str, size_gb: int) -> float:
-    return round(size_gb * cloud_plan.STORAGE_USD_PER_GB_MONTH.get(cloud, 0.05), 2)
+    billing = facts(cloud).billing
+    return round(size_gb * (billing.snapshot_per_gb_month if billing else 0.05), 2)
 
 
 def plan_image(
@@ -200,7 +202,8 @@ def plan_image(
         f"keeping the image costs about ${monthly:.2f}/month "
         f"({image.builder.storage_gb} GB snapshot at most)",
         cloud_plan.disks_note(
-            provider.name, image.builder.size, image.builder.disk_gb, image.builder.storage_gb
+            facts(provider.name).billing, image.builder.size, image.builder.disk_gb,
+            image.builder.storage_gb
         ),
         "IDs and addresses shown are placeholders until create",
         *unpinned_notes(image.builder.waa_image, image.builder.base_image),
@@ -238,7 +241,8 @@ def plan_image(
         max_spend_usd=cloud_plan.max_spend(price, ttl_h),
         ready_in=timings.IMAGE_BUILD.text(),
         bills_after_expiry=[f"the snapshot (about ${monthly:.2f}/month) until oa-vm image-delete"],
-        alternatives=cloud_plan.alternatives(provider.name, image.builder.size, region, False),
+        alternatives=cloud_plan.alternatives(provider.name, image.builder.size, region, False,
+                                             size_nests),
     )
 
 
@@ -433,7 +437,7 @@ def list_images(
     from oa_vm.errors import ProviderUnavailableError
     from oa_vm.model.shared_images import merge
 
-    cli = "aws" if provider.name == "aws" else "az"
+    cli = facts(provider.name).cli
     if provider.image_lister is None:
         raise ProviderUnavailableError(
             f"listing the images of the {provider.name} account needs the '{cli}' CLI, logged "

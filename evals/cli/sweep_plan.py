@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import oa_vm
 from oa_vm.kit import timings
 
 if TYPE_CHECKING:
@@ -87,7 +88,8 @@ def task_count(selection: str, cloud: str, local_count: int | None) -> tuple[int
         return counted, "--tasks N"
     if text == "all":
         return WAA_SUITE_TASKS, "WAA's test_all.json"
-    if cloud != "local" and not text.startswith(("@", "domain:")) and "," in text:
+    if (not oa_vm.cloud_facts(cloud).simulated and not text.startswith(("@", "domain:"))
+            and "," in text):
         return len([p for p in text.split(",") if p.strip()]), "the IDs given"
     return None, "read from the worker's catalog when the run starts"
 
@@ -143,10 +145,11 @@ def estimate(
     runs = None if count is None else count * max(trials, 1)
     per_task = timings.REPLAY_TASK if agent == "replay" else timings.AGENT_TASK
     needs_build = image_plan is not None
-    if cloud == "local":
+    simulated = oa_vm.cloud_facts(cloud).simulated
+    if simulated:
         ready = timings.Timing("a local pool", 60, 60, 60, timings.ESTIMATED,
                                "simulated workers on this machine start in seconds")
-    elif needs_build and cloud == "aws":
+    elif needs_build and oa_vm.cloud_facts(cloud).slow_first_pool:
         ready = timings.FIRST_POOL_READY
     else:
         ready = timings.WARM_READY
@@ -172,7 +175,7 @@ def estimate(
                       if runs is None else
                       f"{runs} ({counted_by}"
                       + (f": {count} tasks x {trials} trials" if trials > 1 else "") + ")",
-                      timings.ESTIMATED if runs is None or cloud != "local"
+                      timings.ESTIMATED if runs is None or not simulated
                       else timings.MEASURED)]
     ready_total = build_s + ready.typical_s
     ready_text = (f"{timings.about(ready_total)}: the image build, then the pool, "
@@ -240,7 +243,7 @@ def estimate(
 
 def _after(cloud: str, plan: Plan, image_plan: Plan | None) -> list[str]:
     """What bills once the sweep is over: the image, and the pool if its cleanup never ran."""
-    if cloud == "local":
+    if oa_vm.cloud_facts(cloud).simulated:
         return ["nothing: a local pool costs nothing"]
     monthly = (image_plan.image or {}).get("storage_usd_per_month") if image_plan else None
     snapshot = (f"the image's snapshot (about ${monthly:.2f}/month)" if monthly

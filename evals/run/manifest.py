@@ -121,10 +121,16 @@ def _pool_facts(pool: RunPool) -> dict[str, Any]:
     }
 
 
+SIMULATED_KIND = "local"
+"""A simulated worker's ``kind`` in the manifest (a real one's is ``cloud``)."""
+
+
 def _worker_facts(pool: RunPool, qemu: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     record = pool.record
-    if record.cloud == "local":
-        return {"pool": record.name, "kind": "local",
+    import oa_vm
+
+    if oa_vm.cloud_facts(record.cloud).simulated:
+        return {"pool": record.name, "kind": SIMULATED_KIND,
                 "local_worker_version": versions()["oa_vm"], "image": None, "qemu": None}
     image = record.settings.get("image") or {}
     facts = {key: image.get(key) for key in IMAGE_FACTS} if isinstance(image, dict) else {}
@@ -381,7 +387,7 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
                            for h in (per_pool or {}).values()})
 
     def worker_text(w: Mapping[str, Any]) -> str:
-        if w.get("kind") == "local":
+        if w.get("kind") == SIMULATED_KIND:
             return f"{w.get('pool')}: local worker {w.get('local_worker_version')}"
         image = w.get("image") or {}
         facts = ", ".join(f"{k} {v}" for k, v in image.items() if v is not None) or "unknown"

@@ -259,11 +259,12 @@ def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
 
         return Selected(*cast("Any", select_openapps(selection)))
 
+    import oa_vm
     from evals.run.failover import FailoverScoring
     from waa_client.catalog import Catalog
     from waa_client.errors import CatalogError
 
-    live = any(p.record.cloud != "local" for p in pools)
+    live = any(not oa_vm.cloud_facts(p.record.cloud).simulated for p in pools)
     first: tuple[str, Selected] | None = None
     for pool in pools:
         catalog = Catalog.from_scoring(

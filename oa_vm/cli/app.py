@@ -17,6 +17,7 @@ from oa_vm.cli import pool_options as pool_opts
 from oa_vm.cli.common import confirm as _confirm
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
+from oa_vm.clouds import facts
 from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
 from oa_vm.kit.clikit import print_json, run_main
 from oa_vm.kit.duration_options import duration_text_option
@@ -122,16 +123,17 @@ def pool_create(
     from oa_vm.cli import pool_options
 
     cloud = pool_options.choose_cloud(cloud)
-    if cloud == "ssh" and ssh_via is not None:
+    on_hosts = "--host" in facts(cloud).options
+    if on_hosts and ssh_via is not None:
         raise InvalidInputError("--ssh-via is for local pools; name your own hosts with --host")
     regions = pool_options.parse_regions(region)
     spec = api.build_spec(
         name=name, cloud=cloud, workers=workers, size=size, regions=regions, spot=spot,
         ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),
         faults=_parse_faults(list(fault or [])),
-        ssh_via=None if cloud == "ssh" else _parse_ssh_via(ssh_via, ssh_key),
+        ssh_via=None if on_hosts else _parse_ssh_via(ssh_via, ssh_key),
         price_per_hour=price_per_hour, tasks_dir=tasks_dir, per_process=per_process,
-        egress=egress, hosts=list(host or []), ssh_key=ssh_key if cloud == "ssh" else None,
+        egress=egress, hosts=list(host or []), ssh_key=ssh_key if on_hosts else None,
         workers_per_host=workers_per_host,
     )
     spec.image, spec.build_image = image, build_image
@@ -146,7 +148,7 @@ def pool_create(
     from oa_vm.cli.images import build_missing_image
 
     build_missing_image(spec, json_out=json_out, yes=yes)
-    if spec.cloud not in ("local", "ssh") and not spec.allow_cidrs:
+    if "--allow-cidr" in facts(spec.cloud).options and not spec.allow_cidrs:
         spec.allow_cidrs = [api.detect_caller_cidr()]
         _err(f"SSH will be open to {spec.allow_cidrs[0]} only (your address; see --allow-cidr)")
     plan = api.plan_pool(spec)

@@ -7,8 +7,8 @@ modules are imported here.
 
 from __future__ import annotations
 
+from oa_vm.clouds import facts
 from oa_vm.cost.pool_cost import (
-    KEEPS_BILLING_DEALLOCATED,
     after_expiry_per_day,
     current_paused_per_day,
     paused_since,
@@ -31,17 +31,18 @@ def cost_so_far(record: PoolRecord) -> float | None:
     """$ spent so far, or None for a pool with no price that was never paused."""
     if record.price_per_hour is None and not record.provider_data.get("pauses"):
         return None
-    return pool_cost_so_far(record)
+    return pool_cost_so_far(record, billing=facts(record.cloud).billing)
 
 
 def keeps_billing(record: PoolRecord) -> tuple[float, str] | None:
     """What a paused or expired pool still bills, per day, and for what (None: nothing, or
     the pool is running): a paused pool its disks (and on Azure its public IPs); an expired
     Azure pool, deallocated by its kill switch, its disks and public IPs until cleaned up."""
-    what = KEEPS_BILLING_DEALLOCATED.get(record.cloud, "disks")
+    billing = facts(record.cloud).billing
+    what = billing.keeps if billing else "disks"
     paused = current_paused_per_day(record)
     if record.is_expired():
-        per_day = after_expiry_per_day(record)
+        per_day = after_expiry_per_day(record, billing)
         return (per_day, f"{what} after expiry") if per_day > 0 else None
     if paused is not None:
         return paused, what
@@ -180,9 +181,14 @@ def list_text(items: list[PoolRecord | CorruptRecordError]) -> str:
             price, money(cost_so_far(item)),
         ])
     table = render_table(["NAME", "CLOUD", "WORKERS", "AGE", "STATE", "PRICE", "COST"], rows)
-    kept = [item for item in items if isinstance(item, PoolRecord) and item.cloud == "azure"
+    kept = [item for item in items if isinstance(item, PoolRecord) and _deallocates(item)
             and (item.is_expired() or current_paused_per_day(item) is not None)]
     return table + ("\n" + _still_billing_line(kept) if kept else "")
+
+
+def _deallocates(record: PoolRecord) -> bool:
+    billing = facts(record.cloud).billing
+    return billing is not None and billing.expiry_deallocates
 
 
 def _still_billing_line(records: list[PoolRecord]) -> str:

@@ -59,6 +59,7 @@ def parse(argv: Sequence[str]) -> tuple[str, str | None, bool, bool] | None:
 
 def _pool_status(name: str | None) -> PoolRecord:
     """:func:`oa_vm.api.pool_status`, without loading the provider when nothing changed."""
+    from oa_vm.clouds import facts
     from oa_vm.clouds.local.proc_check import record_is_current
     from oa_vm.model import state
 
@@ -71,7 +72,7 @@ def _pool_status(name: str | None) -> PoolRecord:
         state.validate_pool_name(name)  # as api.resolve_name: "" is refused, not "the only pool"
     if name is not None or len(names) == 1:
         record = state.load(names[0] if name is None else name)
-        if record.cloud != "local" or record_is_current(record):
+        if not facts(record.cloud).simulated or record_is_current(record):
             return record
     from oa_vm import api
 
@@ -80,12 +81,13 @@ def _pool_status(name: str | None) -> PoolRecord:
 
 def _list_pools() -> list[PoolRecord | CorruptRecordError]:
     """:func:`oa_vm.api.list_pools`, without loading the provider when nothing changed."""
+    from oa_vm.clouds import facts
     from oa_vm.clouds.local.proc_check import record_is_current
     from oa_vm.model import state
     from oa_vm.model.state import PoolRecord
 
     items = list(state.iter_records())
-    if all(not isinstance(i, PoolRecord) or i.cloud != "local" or record_is_current(i)
+    if all(not isinstance(i, PoolRecord) or not facts(i.cloud).simulated or record_is_current(i)
            for i in items):
         return items
     from oa_vm import api

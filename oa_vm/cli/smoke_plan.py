@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from oa_vm.clouds import facts
 from oa_vm.clouds.base import Plan
 from oa_vm.clouds.quota import VcpuQuota
 from oa_vm.cost import cloud_plan
@@ -226,8 +227,8 @@ class SmokePlan:
             needed = vcpus_needed(self.cloud, str(self.size), 1)
             basis = timings.MEASURED if self.quota.limit is not None else "not read"
             first.append(f"vCPU quota: {self.quota.describe(needed)} [{basis}]")
-        ready = (timings.FIRST_POOL_READY if self.image_plan is not None and self.cloud == "aws"
-                 else timings.WARM_READY)
+        slow = self.image_plan is not None and facts(self.cloud).slow_first_pool
+        ready = timings.FIRST_POOL_READY if slow else timings.WARM_READY
         build_s = timings.IMAGE_BUILD.typical_s if self.image_plan is not None else 0.0
         done_s = build_s + ready.typical_s + timings.AGENT_TASK.typical_s
         kept = ("the image's snapshot until 'oa-vm image-delete'" if not self.delete_image

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from oa_vm.clouds.base import Provider
+from oa_vm.clouds.base import Provider, ProviderFacts
 from oa_vm.errors import InvalidInputError, ProviderUnavailableError
 
 _REGISTRY: dict[str, str] = {
@@ -21,6 +21,29 @@ _REGISTRY: dict[str, str] = {
 def known_clouds() -> list[str]:
     """Names accepted by ``--cloud``."""
     return list(_REGISTRY)
+
+
+def facts(cloud: str) -> ProviderFacts:
+    """What the provider for ``cloud`` declares as data (:class:`ProviderFacts`), read from its
+    package's ``FACTS`` (a provider module outside a package: its own) without loading the
+    provider; an unknown name declares nothing (the defaults), so a record of a cloud this
+    installation lacks still lists."""
+    target = _REGISTRY.get(cloud)
+    if target is None:
+        return ProviderFacts()
+    module = target.partition(":")[0]
+    declared = getattr(importlib.import_module(module.rpartition(".")[0] or module), "FACTS", None)
+    return declared if isinstance(declared, ProviderFacts) else ProviderFacts()
+
+
+def size_nests(cloud: str, size: str) -> bool:
+    """Whether ``size`` of ``cloud`` runs WAA (nested virtualization: its
+    :attr:`~oa_vm.clouds.base.ProviderFacts.check_size` accepts it)."""
+    check = facts(cloud).check_size
+    try:
+        return check is not None and bool(check(size))
+    except ValueError:
+        return False
 
 
 def get_provider(cloud: str) -> Provider:

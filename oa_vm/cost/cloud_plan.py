@@ -7,10 +7,13 @@ catalog (:mod:`oa_vm.cost.pricing`); what neither knows is said plainly instead 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from oa_vm.kit import timings
+
+if TYPE_CHECKING:
+    from oa_vm.cost.pool_cost import Billing
 
 # Every time figure comes from oa_vm.kit.timings (one source, each marked estimated or measured);
 # these names are the seconds the plans and deadlines add up.
@@ -34,89 +37,41 @@ FIRST_POOL_WAIT_S = timings.FIRST_POOL_WAIT_S
 """``pool-wait``'s deadline for a pool from an image (and smoke's); see
 :data:`oa_vm.kit.timings.FIRST_POOL_WAIT_S`."""
 
-STORAGE_USD_PER_GB_MONTH = {"aws": 0.05, "azure": 0.05}
-"""Snapshot storage list prices (EBS snapshots standard tier; Azure Standard HDD snapshots)."""
-
-NOT_PRICED = {
-    "aws": [
-        "root and storage volumes (gp3, about $0.08/GB-month)",
-        "public IPv4 addresses ($0.005/h each)",
-        "traffic out of AWS",
-        "the image's snapshot while kept (see oa-vm image-list)",
-    ],
-    "azure": [
-        "OS and storage disks (billed by tier, not by GB: see the disks note)",
-        "Standard public IPs (about $0.005/h each)",
-        "traffic out of Azure",
-        "the image's snapshot while kept (see oa-vm image-list)",
-    ],
-}
-
-BILLS_AFTER_EXPIRY = {
-    "aws": [
-        "nothing of the workers: the expiry schedule terminates the instances and their volumes "
-        "are deleted with them",
-        "the security group and key pair (free) stay until oa-vm pool-cleanup",
-        "the image's snapshot stays until oa-vm image-delete",
-    ],
-    "azure": [
-        "the VMs are deallocated (compute stops billing)",
-        "their OS and storage disks and public IPs keep billing until oa-vm pool-cleanup",
-        "the image's snapshot stays until oa-vm image-delete",
-    ],
-}
-
-
 def bills_after_expiry(
-    cloud: str, size: str, disk_gb: int, storage_gb: int, workers: int
+    billing: Billing | None, size: str, disk_gb: int, storage_gb: int, hosts: int, per_host: int = 1
 ) -> list[str]:
-    """:data:`BILLS_AFTER_EXPIRY` with its price: on Azure, the deallocated workers' disks and
-    public IPs per day (the same as a paused pool's,
+    """What keeps billing after the expiry (``billing``'s, the cloud's:
+    :attr:`~oa_vm.cost.pool_cost.Billing.bills_after_expiry`) with its price where the expiry only
+    deallocates the workers: their disks and public IPs per day (the same as a paused pool's,
     :func:`oa_vm.cost.pool_cost.paused_price_per_day`), which bill until ``oa-vm pool-cleanup``."""
-    items = list(BILLS_AFTER_EXPIRY.get(cloud, []))
-    if cloud == "azure":
-        from infra.sizes import azure_disk_type
-        from oa_vm.cost.pool_cost import paused_price_per_day
+    from oa_vm.cost.pool_cost import paused_price_per_day
 
-        per_day = paused_price_per_day(cloud, workers, disks=(disk_gb, storage_gb),
-                                       disk_type=azure_disk_type(size))
+    items = list(billing.bills_after_expiry) if billing else []
+    if billing and billing.expiry_deallocates:
+        workers = hosts * per_host
+        per_day = paused_price_per_day(billing, workers, disks=(disk_gb, storage_gb),
+                                       disk_type=billing.disk_type(size), per_host=per_host)
         items[1] = (f"{items[1]} (about ${per_day:.2f}/day for {workers} worker(s); the same "
                     "while paused)")
     return items
 
 
-def disks_note(cloud: str, size: str, disk_gb: int, storage_gb: int, workers: int = 1) -> str:
-    """One line: what the workers' two disks cost per month (AWS gp3 by the GB; Azure by the
-    tier each disk falls in: a 160 GB OS disk bills as P15, 256 GiB)."""
-    from infra.sizes import azure_disk_type
-    from oa_vm.cost.pool_cost import azure_disk_tier, disk_price_per_month
-
-    if cloud == "azure":
-        kind = azure_disk_type(size)
-        parts = []
-        for label, gb in (("OS disk", disk_gb), ("storage disk", storage_gb)):
-            tier, gib, usd = azure_disk_tier(gb, kind)
-            parts.append(f"{label} {gb} GB bills as {tier} ({gib} GiB, ${usd:.2f}/month)")
-        monthly = sum(azure_disk_tier(gb, kind)[2] for gb in (disk_gb, storage_gb))
-        detail = "; ".join(parts)
-    else:
-        monthly = sum(disk_price_per_month(cloud, gb) for gb in (disk_gb, storage_gb))
-        detail = f"{disk_gb} + {storage_gb} GB gp3 at ${monthly / (disk_gb + storage_gb):.2f}/GB"
+def disks_note(billing: Billing | None, size: str, disk_gb: int, storage_gb: int, hosts: int = 1,
+               per_host: int = 1) -> str:
+    """One line: what the disks cost per month (AWS gp3 by the GB; Azure by the tier each disk
+    falls in: a 160 GB OS disk bills as P15, 256 GiB). A host has one OS disk and a storage disk
+    for each of its ``per_host`` workers; ``billing`` is the cloud's."""
+    if billing is None:
+        return ""
+    kind = billing.disk_type(size)
+    monthly = billing.disk_per_month(disk_gb, kind) + per_host * billing.disk_per_month(
+        storage_gb, kind)
+    unit = "worker" if per_host == 1 else f"host (one OS disk, {per_host} storage disks)"
     return (
-        f"disks: {detail}: ${monthly:.2f}/month per worker"
-        + (f", ${monthly * workers:.2f}/month for {workers}" if workers > 1 else "")
+        f"disks: {billing.disks_detail(kind, disk_gb, storage_gb)}: ${monthly:.2f}/month per "
+        f"{unit}" + (f", ${monthly * hosts:.2f}/month for {hosts}" if hosts > 1 else "")
         + ", billed while they exist"
     )
-
-
-def minutes(seconds: float) -> str:
-    """A duration as plans print it (:func:`oa_vm.kit.timings.about`)."""
-    return timings.about(seconds)
-
-
-def hours(seconds: float) -> str:
-    """A duration as plans print it (:func:`oa_vm.kit.timings.about`)."""
-    return timings.about(seconds)
 
 
 def machine(cloud: str, size: str, disk_gb: int, storage_gb: int) -> dict[str, Any]:
@@ -173,19 +128,6 @@ ALTERNATIVES_OTHER_CLOUDS = 2
 """Rows of the other clouds (their cheapest sizes that also run WAA)."""
 
 
-def _nests(cloud: str, size: str) -> bool:
-    from infra import sizes
-
-    check = {"aws": sizes.check_aws_size, "azure": sizes.check_azure_size}.get(cloud)
-    if check is None:
-        return False
-    try:
-        check(size)
-    except ValueError:
-        return False
-    return True
-
-
 def _row(entry: Any, spot: bool, chosen: bool = False) -> dict[str, Any]:
     """One comparison row from a catalog entry; ``price_per_hour`` is what a worker would pay
     (spot or on demand, as the plan asks), None where there is no such figure."""
@@ -204,7 +146,7 @@ def _row(entry: Any, spot: bool, chosen: bool = False) -> dict[str, Any]:
 
 
 def alternatives(
-    cloud: str, size: str, region: str, spot: bool,
+    cloud: str, size: str, region: str, spot: bool, nests: Callable[[str, str], bool],
     same_cloud: int = ALTERNATIVES_SAME_CLOUD, other_clouds: int = ALTERNATIVES_OTHER_CLOUDS,
 ) -> list[dict[str, Any]]:
     """The plan's machine beside the cheapest others that can also run WAA, as SkyPilot's
@@ -215,7 +157,8 @@ def alternatives(
     that nests and has at least the chosen size's vCPUs, its cheapest region (the plan's region
     on a tie, so only the size differs), and the chosen size in its cheapest other region; at
     most ``same_cloud`` rows of ``cloud`` and ``other_clouds`` rows of the other clouds. vCPUs
-    and memory are the catalog's (offline data shipped with the package).
+    and memory are the catalog's (offline data shipped with the package). ``nests(cloud, size)``
+    says whether a size runs WAA (:func:`oa_vm.clouds.size_nests`).
     """
     try:
         from oa_vm.cost.pricing import load_catalog
@@ -244,7 +187,7 @@ def alternatives(
     elsewhere = None  # the chosen size in its cheapest other region
     for entry in entries:
         if (entry is mine or (spot and entry.spot is None)
-                or not _nests(entry.cloud, entry.size) or (entry.vcpus or floor) < floor):
+                or not nests(entry.cloud, entry.size) or (entry.vcpus or floor) < floor):
             continue
         if (entry.cloud, entry.size) == chosen_size:
             if elsewhere is None or rank(entry) < rank(elsewhere):

@@ -7,116 +7,96 @@ A pause is recorded in ``record.provider_data["pauses"]`` as ``{"from", "to", "p
 (``to`` is None while the pool is paused): while paused a pool pays only for what it keeps, its
 disks (and, on Azure, static addresses), at ``per_day`` dollars per day for the whole pool.
 
-Storage rates (list prices, on-demand, checked November 2026; the catalog's regions differ by a
-few percent at most):
-
-- AWS EBS gp3: $0.08 per GB-month (us-east-1), https://aws.amazon.com/ebs/pricing/. A stopped
-  instance keeps its volumes and releases its automatic public IPv4 address, which is then not
-  billed (https://aws.amazon.com/vpc/pricing/: $0.005 per hour only while in use).
-- Azure managed disks bill by tier, not by GB: a disk is billed as the smallest tier that
-  holds it (a 160 GB disk as P15, 256 GiB), https://learn.microsoft.com/azure/virtual-machines/
-  disks-understand-billing. Premium SSD (East US): P10 128 GiB $19.71, P15 256 GiB $38.01,
-  P20 512 GiB $73.22, P30 1 TiB $135.17, P40 2 TiB $259.05, P50 4 TiB $495.57 per month;
-  Standard SSD (sizes without ``s``, :func:`infra.sizes.azure_disk_type`): E10 $9.60, E15
-  $19.20, E20 $38.40, E30 $76.80, E40 $153.60, E50 $307.20,
-  https://azure.microsoft.com/pricing/details/managed-disks/. Disks of 128 GiB or less are
-  priced as the 128 GiB tier (the pools' disks are never smaller than 64 GB): an estimate that
-  never comes out below the bill. A Standard static public IP is
-  billed while allocated, deallocated VM or not: $0.005 per hour,
-  https://azure.microsoft.com/pricing/details/ip-addresses/.
+Storage rates are each cloud's, declared with its provider
+(:class:`Billing`: ``oa_vm/clouds/<name>/__init__.py``). One host keeps one OS
+disk and one address, and one storage disk for each of its workers (``--workers-per-host``).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from infra.sizes import PREMIUM_SSD, STANDARD_SSD, azure_disk_type
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord
 
 # typing is not imported at run time: these modules are on pool-status's start-up path.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Protocol
+
+    class Billing(Protocol):
+        """How a cloud bills what a pool keeps while its compute is stopped (paused, or deallocated
+        by the expiry): disks and addresses. One host has one OS disk and one public address, and
+        one storage disk per worker on it (``--workers-per-host``)."""
+
+        keeps: str
+        """What a stopped worker still bills for (``"volumes"``)."""
+        expiry_deallocates: bool
+        """The expiry only stops the workers, whose disks and addresses bill on until cleanup
+        (Azure), rather than ending them with their disks (AWS)."""
+        address_per_hour: float
+        """A host's public address while its compute is stopped ($/hour; 0 when released)."""
+        snapshot_per_gb_month: float
+        """An image's snapshot storage ($ per GB-month)."""
+        not_priced: tuple[str, ...]
+        """What a plan's price leaves out, one item each."""
+        bills_after_expiry: tuple[str, ...]
+        """What keeps billing after the expiry, one item each (when :attr:`expiry_deallocates`,
+        the second names what the deallocated workers keep: the plan adds its price per day)."""
+
+        def disk_type(self, size: str) -> str:
+            """The disk type the workers of ``size`` get."""
+            ...
+
+        def disk_per_month(self, size_gb: int, disk_type: str) -> float:
+            """What one disk of ``size_gb`` and ``disk_type`` costs per month."""
+            ...
+
+        def disks_detail(self, disk_type: str, os_gb: int, storage_gb: int) -> str:
+            """How the two disks bill, in words, for a plan's note."""
+            ...
 
 HOURS_PER_MONTH = 730.0
-AWS_GP3_PER_GB_MONTH = 0.08
-AZURE_P10_PER_MONTH = 19.71  # 128 GiB Premium SSD
-AZURE_P10_GB = 128
-AZURE_STATIC_IP_PER_HOUR = 0.005
-AZURE_PREMIUM = PREMIUM_SSD
-AZURE_STANDARD_SSD = STANDARD_SSD
-AZURE_DISK_TIERS: dict[str, tuple[tuple[str, int, float], ...]] = {
-    # (tier, GiB, $/month), smallest first
-    AZURE_PREMIUM: (
-        ("P10", 128, 19.71), ("P15", 256, 38.01), ("P20", 512, 73.22), ("P30", 1024, 135.17),
-        ("P40", 2048, 259.05), ("P50", 4096, 495.57),
-    ),
-    AZURE_STANDARD_SSD: (
-        ("E10", 128, 9.60), ("E15", 256, 19.20), ("E20", 512, 38.40), ("E30", 1024, 76.80),
-        ("E40", 2048, 153.60), ("E50", 4096, 307.20),
-    ),
-}
-
-
-def azure_disk_tier(size_gb: int, disk_type: str = AZURE_PREMIUM) -> tuple[str, int, float]:
-    """The tier an Azure disk of ``size_gb`` bills as: ``(name, GiB, $/month)`` (160 -> P15).
-
-    Raises:
-        ValueError: a disk larger than the biggest tier listed, or an unknown disk type.
-    """
-    tiers = AZURE_DISK_TIERS.get(disk_type)
-    if tiers is None:
-        raise ValueError(f"no tier prices for Azure disk type {disk_type!r}")
-    for tier in tiers:
-        if size_gb <= tier[1]:
-            return tier
-    raise ValueError(f"an Azure disk of {size_gb} GiB is beyond the tiers priced here")
-
-
-def disk_price_per_month(cloud: str, size_gb: int, disk_type: str = AZURE_PREMIUM) -> float:
-    """What one disk of ``size_gb`` costs per month: by the GB on AWS (gp3), by the tier on
-    Azure (``disk_type`` picks Premium or Standard SSD); 0 elsewhere."""
-    if cloud == "aws":
-        return size_gb * AWS_GP3_PER_GB_MONTH
-    if cloud == "azure":
-        return azure_disk_tier(size_gb, disk_type)[2]
-    return 0.0
 
 
 def paused_price_per_day(
-    cloud: str, workers: int, disk_gb: int = 128, *, disks: tuple[int, ...] | None = None,
-    disk_type: str = AZURE_PREMIUM,
+    billing: Billing | None, workers: int, disk_gb: int = 128, *,
+    disks: tuple[int, ...] | None = None, disk_type: str | None = None, per_host: int = 1,
 ) -> float:
-    """Dollars per day for a paused pool of ``workers`` on ``cloud``: disks and addresses only.
+    """Dollars per day for a paused pool of ``workers`` billed by ``billing`` (its cloud's,
+    :attr:`oa_vm.clouds.base.ProviderFacts.billing`): disks and addresses only.
 
     ``disks`` are one worker's disk sizes (OS disk, storage); without them one disk of
-    ``disk_gb``. Azure bills each disk by its tier, so the sizes must be given apart. A local
-    pool rents nothing, so it costs nothing paused.
+    ``disk_gb``. A host of ``per_host`` workers keeps one OS disk and one address, and a storage
+    disk per worker. ``disk_type`` is the cloud's (:meth:`Billing.disk_type`; None: the cloud's
+    for its default size). A cloud that rents nothing (``billing`` None: a local pool) costs
+    nothing paused.
     """
-    sizes = disks if disks else (disk_gb,)
-    if cloud not in ("aws", "azure"):
+    if billing is None:
         return 0.0
-    monthly = sum(disk_price_per_month(cloud, size, disk_type) for size in sizes)
-    per_worker = monthly * 24.0 / HOURS_PER_MONTH
-    if cloud == "azure":
-        per_worker += AZURE_STATIC_IP_PER_HOUR * 24.0
-    return per_worker * workers
+    kind = disk_type or billing.disk_type("")
+    os_disk, *storage = disks if disks else (disk_gb,)
+    monthly = billing.disk_per_month(os_disk, kind) + per_host * sum(
+        billing.disk_per_month(size, kind) for size in storage)
+    per_host_day = monthly * 24.0 / HOURS_PER_MONTH + billing.address_per_hour * 24.0
+    return per_host_day * -(-workers // per_host)
 
 
-def paused_price_of(record: PoolRecord) -> float:
-    """:func:`paused_price_per_day` for a pool record: its workers, each with its OS disk and
-    storage volume (from the record's settings), of the disk type its size takes."""
+def paused_price_of(record: PoolRecord, billing: Billing | None) -> float:
+    """:func:`paused_price_per_day` for a pool record billed by ``billing``: its hosts
+    (``workers_per_host`` of its workers each) with their OS disks and addresses, its workers
+    with their storage volumes (sizes from the record's settings), of the disk type its size
+    takes."""
     disks = tuple(
         int(value) for key in ("disk_gb", "storage_gb")
         if isinstance(value := record.settings.get(key), int | float) and value > 0
     )
-    disk_type = AZURE_PREMIUM
     size = record.settings.get("size")
-    if record.cloud == "azure" and isinstance(size, str):
-        disk_type = azure_disk_type(size)
+    disk_type = billing.disk_type(size) if billing and isinstance(size, str) else None
+    per_host = record.settings.get("workers_per_host")
     return paused_price_per_day(
-        record.cloud, len(record.workers), disks=disks or (128,), disk_type=disk_type
+        billing, len(record.workers), disks=disks or (128,), disk_type=disk_type,
+        per_host=per_host if isinstance(per_host, int) and per_host > 0 else 1,
     )
 
 
@@ -149,34 +129,32 @@ def _workers(record: PoolRecord) -> int:
     return workers
 
 
-KEEPS_BILLING_DEALLOCATED = {
-    "azure": "disks and public IPs",
-    "aws": "volumes",
-}
-"""What a stopped (AWS) or deallocated (Azure) worker still bills for (its compute does not)."""
-
-
-def after_expiry_per_day(record: PoolRecord) -> float:
+def after_expiry_per_day(record: PoolRecord, billing: Billing | None) -> float:
     """Dollars per day the pool keeps costing once it has expired, until ``oa-vm
     pool-cleanup`` removes it: on Azure the expiry only deallocates the VMs, whose disks and
     public IPs keep billing (:func:`paused_price_of`); on AWS the expiry terminates the
-    instances and their volumes go with them (0); a local pool rents nothing (0)."""
-    return paused_price_of(record) if record.cloud == "azure" else 0.0
+    instances and their volumes go with them (0); a local pool rents nothing (0): as the
+    cloud's :attr:`Billing.expiry_deallocates` says."""
+    return paused_price_of(record, billing) if billing and billing.expiry_deallocates else 0.0
 
 
-def pool_cost_so_far(record: PoolRecord, now: datetime | None = None) -> float:
+def pool_cost_so_far(
+    record: PoolRecord, now: datetime | None = None, *, billing: Billing | None = None
+) -> float:
     """What a pool has cost since it was created.
 
     Running time (uptime minus paused time) x price per worker-hour x workers, plus each
     pause's length x its price per day. The workers' time stops at the pool's expiry, when the
     cloud-side kill switch ends it; what the kill switch leaves billing (an Azure pool's disks
     and public IPs, :func:`after_expiry_per_day`) is counted on from then until now. A pool
-    without a price (``price_per_hour`` None, e.g. a local pool) costs 0.0 running.
+    without a price (``price_per_hour`` None, e.g. a local pool) costs 0.0 running. ``billing``
+    is the pool's cloud's (None counts nothing after the expiry).
     """
     end = now or state.utcnow()
     after = 0.0
     if record.expires_at is not None and record.expires_at < end:
-        after = (end - record.expires_at).total_seconds() / 86400.0 * after_expiry_per_day(record)
+        after = ((end - record.expires_at).total_seconds() / 86400.0
+                 * after_expiry_per_day(record, billing))
     if record.expires_at is not None and record.expires_at < end:
         end = record.expires_at
     total_s = max(0.0, (end - record.created_at).total_seconds())

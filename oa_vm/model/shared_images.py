@@ -27,18 +27,15 @@ LOCAL = "local"
 ACCOUNT = "account"
 BOTH = "local+account"
 
-ACCOUNT_READY = {"aws": ("completed",), "azure": ("Succeeded",)}
-"""The snapshot states that mean "usable" in each cloud's own words."""
-
-
 def record_from_tags(
     cloud: str, region: str, cloud_id: str, tags: Mapping[str, str], *, size_gb: int,
-    cloud_state: str,
+    cloud_state: str, ready: bool,
 ) -> ImageRecord | None:
     """An image record made from a snapshot's tags, or None when they do not describe an
     oa-vm image (no ``oa-vm:image``, no creation date or licence expiry, a bad ID).
 
-    The record's state is ``ready`` only for a snapshot the cloud reports complete.
+    The record's state is ``ready`` only for a snapshot the cloud reports complete (``ready``:
+    ``cloud_state`` is the one that means "usable" in the cloud's own words).
     """
     from infra import tags as tag_keys
 
@@ -49,7 +46,6 @@ def record_from_tags(
         return None
     if not state.POOL_NAME_RE.match(image_id):
         return None
-    ready = cloud_state in ACCOUNT_READY.get(cloud, ())
     return ImageRecord(
         id=image_id, cloud=cloud, region=region,
         state=image_records.READY if ready else image_records.BUILDING,
@@ -71,6 +67,7 @@ def aws_snapshots(data: Mapping[str, Any], region: str) -> list[ImageRecord]:
         record = record_from_tags(
             "aws", region, str(snap.get("SnapshotId")), tags,
             size_gb=int(snap.get("VolumeSize") or 0), cloud_state=str(snap.get("State")),
+            ready=snap.get("State") == "completed",
         )
         if record is not None:
             out.append(record)
@@ -88,6 +85,7 @@ def azure_snapshots(items: list[Mapping[str, Any]], region: str | None) -> list[
             "azure", location, str(snap.get("id")), dict(snap.get("tags") or {}),
             size_gb=int(snap.get("diskSizeGb") or snap.get("diskSizeGB") or 0),
             cloud_state=str(snap.get("provisioningState")),
+            ready=snap.get("provisioningState") == "Succeeded",
         )
         if record is not None:
             out.append(record)

@@ -11,9 +11,11 @@ from __future__ import annotations
 import sys
 
 from oa_vm.clouds.base import Capability, FleetOps
+from oa_vm.clouds.local import FACTS
 from oa_vm.clouds.local.provider import LocalProvider
 
 CLOUD = "bare"
+__all__ = ["FACTS", "BareProvider"]  # the local pool's declared data (oa_vm.clouds.facts)
 
 
 class BareProvider(LocalProvider):

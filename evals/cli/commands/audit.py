@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from evals.verifier_audit import BenchmarkAdapter
 
 BENCHMARKS = ("local", "toy")
+LOCAL_SUITE = BENCHMARKS[0]
+"""The benchmark of the local pool's WAA tasks (a benchmark's name, not a cloud's)."""
 
 
 def audit_verifier(
@@ -85,7 +87,7 @@ def audit_verifier(
         from oa_vm.kit import safe_fs
 
         safe_fs.check_out(out, marker=REPORT_MARKER, force=force)
-    if benchmark != "local":
+    if benchmark != LOCAL_SUITE:
         if pool is not None:
             raise InvalidRunInputError("--pool is for --benchmark local; an adapter "
                                        "delivers its own runs")

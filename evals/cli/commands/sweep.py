@@ -179,7 +179,7 @@ def sweep(
     if plan_only:
         _print_plan(spec, config, json_out)
         return
-    if cloud == "local":
+    if oa_vm.cloud_facts(cloud).simulated:
         check_local_tasks(config, spec.tasks_dir)
     elif not reused:
         _show_plan_and_confirm(spec, yes)
@@ -230,7 +230,7 @@ def _print_plan(spec: PoolSpec, config: RunConfig, json_out: bool) -> None:
     from oa_vm.kit.clikit import print_json
 
     local_count = None
-    if spec.cloud == "local":
+    if oa_vm.cloud_facts(spec.cloud).simulated:
         check_local_tasks(config, spec.tasks_dir)
         local_count = _local_task_count(config, spec.tasks_dir)
     plan = oa_vm.plan_pool(spec)
@@ -266,7 +266,7 @@ def _check_quota(spec: PoolSpec, plan: Plan) -> tuple[VcpuQuota | None, int | No
     import oa_vm
     from oa_vm.errors import InvalidInputError
 
-    if spec.cloud == "local" or not plan.region or not plan.size:
+    if oa_vm.cloud_facts(spec.cloud).simulated or not plan.region or not plan.size:
         return None, None
     found = oa_vm.read_vcpu_quota(spec.cloud, plan.region, plan.size, spot=spec.spot)
     problem = oa_vm.quota_refusal(found, plan.size, spec.workers)
@@ -280,14 +280,14 @@ def _sweep_estimate(
 ) -> SweepEstimate:
     """The one block of ``sweep --plan``: :func:`evals.cli.sweep_plan.estimate` fed with the
     account's quota (refused above it) and, when the region has no image, the build's plan."""
+    import oa_vm
     from evals.agents.model_api import parse_agent_args
     from evals.cli.sweep_plan import estimate
 
     found, needed = _check_quota(spec, plan)
     image_plan = None
-    if spec.cloud != "local" and plan.image is not None and plan.image.get("id") is None:
-        import oa_vm
-
+    if (not oa_vm.cloud_facts(spec.cloud).simulated and plan.image is not None
+            and plan.image.get("id") is None):
         image_plan = oa_vm.plan_image(oa_vm.cloud_provider(spec.cloud), str(plan.region),
                                        size=spec.size)
     return estimate(
@@ -300,7 +300,9 @@ def _sweep_estimate(
 
 def _price_date(cloud: str, plan: Plan) -> str | None:
     """The date of the catalog's figure for the pool's machine (None when it has none)."""
-    if cloud == "local" or plan.price_per_hour is None:
+    import oa_vm
+
+    if oa_vm.cloud_facts(cloud).simulated or plan.price_per_hour is None:
         return None
     try:
         from oa_vm import load_catalog

@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any
 
+from infra.sizes import check_aws_size
 from oa_vm.clouds.base import CleanupReport, Progress
 from oa_vm.clouds.pulumi.driver import Engine, Lister
 from oa_vm.clouds.pulumi.provider import CloudInfo, ImageLister, PulumiCloudProvider
@@ -24,12 +25,6 @@ MANUAL_CHECK = (
     "aws resourcegroupstaggingapi get-resources --region {region} "
     "--tag-filters Key=oa-vm:pool,Values={pool}"
 )
-
-
-def _check_size(size: str) -> str:
-    from infra.sizes import check_aws_size
-
-    return check_aws_size(size)
 
 
 def aws_cli_json(region: str, args: list[str]) -> Any:
@@ -159,7 +154,7 @@ class AwsProvider(PulumiCloudProvider):
                 default_region="us-east-1",
                 ssh_user="ubuntu",
                 region_config="aws:region",
-                check_size=_check_size,
+                check_size=check_aws_size,
                 manual_check=MANUAL_CHECK,
                 image_module="infra.image_aws",
                 component_type="oa-vm:aws:WorkerPool",

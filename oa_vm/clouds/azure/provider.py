@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
+from infra.sizes import check_azure_size
 from oa_vm.clouds.base import CleanupReport, PoolSpec, Progress
 from oa_vm.clouds.pulumi.driver import Engine, Lister
 from oa_vm.clouds.pulumi.provider import CloudInfo, ImageLister, PulumiCloudProvider
@@ -23,12 +24,6 @@ LIST_TIMEOUT_S = 60.0
 DEALLOCATE_TIMEOUT_S = 900.0
 """Deallocating waits for Windows' shutdown on every VM at once (Azure's own limit is longer)."""
 MANUAL_CHECK = "az resource list --tag oa-vm:pool={pool} -o table"
-
-
-def _check_size(size: str) -> str:
-    from infra.sizes import check_azure_size
-
-    return check_azure_size(size)
 
 
 def az_cli_image_lister(region: str | None) -> list[ImageRecord]:
@@ -112,7 +107,7 @@ class AzureProvider(PulumiCloudProvider):
                 default_region="eastus",
                 ssh_user="azureuser",
                 region_config="azure-native:location",
-                check_size=_check_size,
+                check_size=check_azure_size,
                 manual_check=MANUAL_CHECK,
                 image_module="infra.image_azure",
                 component_type="oa-vm:azure:WorkerPool",

@@ -6,3 +6,10 @@ read-only probe over SSH, ``infra/worker/host_probe.sh``) and :mod:`.provider` (
 registry names). Several workers share a host through the slots of
 :mod:`infra.worker.slots`.
 """
+
+from __future__ import annotations
+
+from oa_vm.clouds.base import ProviderFacts
+
+FACTS = ProviderFacts(options=frozenset({"--price-per-hour", "--host", "--purge"}))
+"""What the ``ssh`` provider declares (:class:`~oa_vm.clouds.base.ProviderFacts`)."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from oa_vm.clouds import facts, size_nests
 from oa_vm.clouds.base import (
     Capability,
     CleanupReport,
@@ -480,8 +481,10 @@ class PulumiCloudProvider:
             notes.append(
                 f"regions tried in order on capacity or quota errors: {', '.join(regions)}"
             )
+        billing = facts(self.name).billing
         notes.append(cloud_plan.disks_note(
-            self.name, settings.size, settings.disk_gb, settings.storage_gb, hosts
+            billing, settings.size, settings.disk_gb, settings.storage_gb, hosts,
+            spec.workers_per_host,
         ))
         notes.append(describe_egress(settings.egress, settings.egress_allowlist))
         notes.append("IDs and addresses shown are placeholders until create")
@@ -520,14 +523,15 @@ class PulumiCloudProvider:
             ), **({"workers_per_host": spec.workers_per_host}
                   if spec.workers_per_host > 1 else {})},
             image=image,
-            not_priced=list(cloud_plan.NOT_PRICED.get(self.name, [])),
+            not_priced=list(billing.not_priced) if billing else [],
             max_spend_usd=cloud_plan.max_spend(total, hours),
             ready_in=ready_in,
             bills_after_expiry=cloud_plan.bills_after_expiry(
-                self.name, settings.size, settings.disk_gb, settings.storage_gb, hosts
+                billing, settings.size, settings.disk_gb, settings.storage_gb, hosts,
+                spec.workers_per_host,
             ),
             alternatives=cloud_plan.alternatives(
-                self.name, settings.size, regions[0], spec.spot
+                self.name, settings.size, regions[0], spec.spot, size_nests
             ),
         )
 

@@ -30,6 +30,7 @@ when at least one cloud was refreshed.
 
 from __future__ import annotations
 
+from oa_vm.cost.pool_cost import pool_cost_so_far
 from oa_vm.cost.pricing.aws import (
     AwsFetch,
     aws_offer_url,
@@ -66,7 +67,6 @@ from oa_vm.cost.pricing.catalog import (
     known_regions,
     known_sizes,
     load_catalog,
-    pool_cost_so_far,
     user_catalog_path,
 )
 from oa_vm.cost.pricing.refresh import (

@@ -4,10 +4,18 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from oa_vm.cost.pricing.catalog import AWS_OFFER_PATH, FETCH_TIMEOUT, LiveQuote, optional_str
+from oa_vm.cost.pricing.catalog import (
+    AWS_OFFER_PATH,
+    AWS_PRICES_URL,
+    AWS_URL_ENV,
+    FETCH_TIMEOUT,
+    LiveQuote,
+    PriceSource,
+    optional_str,
+)
 
 AwsFetch = Callable[[str], Iterable[bytes]]
 """Fetch an offer file (a full URL) and return its body as a stream of byte chunks."""
@@ -211,3 +219,14 @@ def fetch_stream(url: str) -> Iterator[bytes]:
     with requests.get(url, timeout=FETCH_TIMEOUT, stream=True) as response:
         response.raise_for_status()
         yield from response.iter_content(chunk_size=1 << 20)
+
+
+def region_quotes(fetch: AwsFetch, base: str, region: str, sizes: Sequence[str]) -> list[LiveQuote]:
+    """The on-demand figures of ``sizes`` in ``region``, from its offer file."""
+    url = aws_offer_url(base, region)
+    return parse_aws_offer(fetch(url), sizes, url)
+
+
+SOURCE = PriceSource("aws", "AWS price list offer file", AWS_URL_ENV, AWS_PRICES_URL,
+                     region_quotes, has_spot=False)
+"""AWS's public price list (spot prices are not in it)."""

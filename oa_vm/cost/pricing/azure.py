@@ -7,7 +7,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from oa_vm.cost.pricing.catalog import AZURE_MAX_PAGES, FETCH_TIMEOUT, LiveQuote, optional_str
+from oa_vm.cost.pricing.catalog import (
+    AZURE_MAX_PAGES,
+    AZURE_PRICES_URL,
+    AZURE_URL_ENV,
+    FETCH_TIMEOUT,
+    LiveQuote,
+    PriceSource,
+    optional_str,
+)
 
 
 def azure_filter(region: str, sizes: Sequence[str]) -> str:
@@ -102,3 +110,8 @@ def azure_quotes(
         next_link = page.get("NextPageLink")
         url = next_link if isinstance(next_link, str) and next_link else None
     return parse_azure_items(items, sizes, base)
+
+
+SOURCE = PriceSource("azure", "Azure Retail Prices API", AZURE_URL_ENV, AZURE_PRICES_URL,
+                     azure_quotes, has_spot=True)
+"""Azure's Retail Prices API (pay-as-you-go and Spot meters)."""

@@ -6,7 +6,6 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -396,14 +395,6 @@ def known_regions(cloud: str, *, catalog: PriceCatalog | None = None) -> list[st
     return (catalog or load_catalog()).regions(cloud)
 
 
-def pool_cost_so_far(record: state.PoolRecord, now: datetime | None = None) -> float:
-    """What a pool has cost since it was created; see :func:`oa_vm.cost.pool_cost.pool_cost_so_far`
-    (running hours at the worker price, paused days at the storage price)."""
-    from oa_vm.cost.pool_cost import pool_cost_so_far as cost
-
-    return cost(record, now)
-
-
 @dataclass(frozen=True)
 class LiveQuote:
     """One live hourly price read from a cloud's price source."""
@@ -415,6 +406,23 @@ class LiveQuote:
     spot: bool
     source: str
     effective: str | None = None
+
+
+@dataclass(frozen=True)
+class PriceSource:
+    """Where a cloud's live prices come from, declared by its module (:mod:`.aws`,
+    :mod:`.azure`) and read by :mod:`.refresh`."""
+
+    cloud: str
+    name: str
+    """Said in a refreshed figure's basis (``live: <name>``)."""
+    url_env: str
+    """The variable that overrides :attr:`url` (tests point it at a loopback server)."""
+    url: str
+    quotes: Any
+    """``quotes(fetch, base_url, region, sizes) -> list[LiveQuote]``: one region's figures."""
+    has_spot: bool
+    """The source carries spot figures; without them the catalog's are kept, and said so."""
 
 
 def _did_you_mean(wanted: str, known: list[str]) -> str:

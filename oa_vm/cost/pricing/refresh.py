@@ -11,19 +11,19 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from oa_vm.cost.pricing.aws import AwsFetch, aws_offer_url, fetch_stream, parse_aws_offer
-from oa_vm.cost.pricing.azure import AzureFetch, azure_quotes, fetch_json
+from oa_vm.cost.pricing import aws, azure
+from oa_vm.cost.pricing.aws import AwsFetch, fetch_stream
+from oa_vm.cost.pricing.azure import AzureFetch, fetch_json
 from oa_vm.cost.pricing.catalog import (
-    AWS_PRICES_URL,
-    AWS_URL_ENV,
-    AZURE_PRICES_URL,
-    AZURE_URL_ENV,
     LiveQuote,
     PriceEntry,
     load_catalog,
     user_catalog_path,
 )
 from oa_vm.model import state
+
+SOURCES = {source.cloud: source for source in (azure.SOURCE, aws.SOURCE)}
+"""Each cloud's live price source, as its module declares it."""
 
 
 @dataclass
@@ -115,19 +115,21 @@ def refresh_catalog(
     report = RefreshReport(dest=target)
     stamp = _today(today)
     live: dict[tuple[str, str, str, bool], LiveQuote] = {}
+    fetchers: dict[str, AzureFetch | AwsFetch] = {azure.SOURCE.cloud: azure_fetch,
+                                                  aws.SOURCE.cloud: aws_fetch}
     succeeded: list[str] = []
     for cloud in dict.fromkeys(asked):
         sizes, regions = catalog.sizes(cloud), catalog.regions(cloud)
         try:
-            quotes = _fetch_cloud(cloud, regions, sizes, azure_fetch, aws_fetch)
+            quotes = _fetch_cloud(cloud, regions, sizes, fetchers.get(cloud))
         except Exception as exc:  # any failure leaves this cloud as it was
             report.errors[cloud] = _describe_error(exc)
             continue
         succeeded.append(cloud)
         for q in quotes:
             live[(q.cloud, q.region.lower(), q.size, q.spot)] = q
-        if cloud == "aws":
-            report.kept_spot.append("aws")
+        if not SOURCES[cloud].has_spot:
+            report.kept_spot.append(cloud)
     if not succeeded:
         return report
     entries = [
@@ -144,22 +146,13 @@ def _fetch_cloud(
     cloud: str,
     regions: Sequence[str],
     sizes: Sequence[str],
-    azure_fetch: AzureFetch,
-    aws_fetch: AwsFetch,
+    fetch: AzureFetch | AwsFetch | None,
 ) -> list[LiveQuote]:
-    quotes: list[LiveQuote] = []
-    if cloud == "azure":
-        base = os.environ.get(AZURE_URL_ENV) or AZURE_PRICES_URL
-        for region in regions:
-            quotes.extend(azure_quotes(azure_fetch, base, region, sizes))
-    elif cloud == "aws":
-        base = os.environ.get(AWS_URL_ENV) or AWS_PRICES_URL
-        for region in regions:
-            url = aws_offer_url(base, region)
-            quotes.extend(parse_aws_offer(aws_fetch(url), sizes, url))
-    else:
+    source = SOURCES.get(cloud)
+    if source is None:
         raise ValueError(f"no live price source for {cloud}")
-    return quotes
+    base = os.environ.get(source.url_env) or source.url
+    return [quote for region in regions for quote in source.quotes(fetch, base, region, sizes)]
 
 
 def _merge(
@@ -176,13 +169,13 @@ def _merge(
     else:
         _note_change(report, f"{where} on-demand", entry.on_demand, od.price)
         updated = replace(updated, on_demand=od.price, source=od.source, date=stamp,
-                          basis=f"live: {_source_name(entry.cloud)}")
+                          basis=f"live: {SOURCES[entry.cloud].name}")
     spot = live.get((entry.cloud, entry.region.lower(), entry.size, True))
     if spot is not None:
         _note_change(report, f"{where} spot", entry.spot, spot.price)
         updated = replace(updated, spot=spot.price, spot_source=spot.source, spot_date=stamp,
-                          spot_basis=f"live: {_source_name(entry.cloud)} (Spot meter)")
-    elif entry.cloud == "azure":
+                          spot_basis=f"live: {SOURCES[entry.cloud].name} (Spot meter)")
+    elif SOURCES[entry.cloud].has_spot:
         report.missing.append(f"{where} spot")
     return updated
 
@@ -192,7 +185,3 @@ def _note_change(report: RefreshReport, what: str, old: float | None, new: float
         report.confirmed += 1
     else:
         report.changed.append(f"{what} {old} -> {new}")
-
-
-def _source_name(cloud: str) -> str:
-    return "Azure Retail Prices API" if cloud == "azure" else "AWS price list offer file"

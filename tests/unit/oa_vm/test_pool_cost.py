@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from oa_vm.clouds import azure, facts
 from oa_vm.cost import pool_cost
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord
@@ -20,6 +21,9 @@ def _record(price: float | None, workers: int, pauses: list[dict[str, object]]) 
         workers=[WorkerRecord(name=f"worker-{i}") for i in range(workers)],
         provider_data={"pauses": pauses},
     )
+
+
+AWS, AZURE, LOCAL = (facts(c).billing for c in ("aws", "azure", "local"))
 
 
 def _at(hours: float) -> str | None:
@@ -50,11 +54,11 @@ def test_time_after_expiry_is_not_billed() -> None:
 
 
 def test_paused_rates_are_disks_and_addresses_only() -> None:
-    aws = pool_cost.paused_price_per_day("aws", 10, 128)
+    aws = pool_cost.paused_price_per_day(AWS, 10, 128)
     assert aws == pytest.approx(10 * 128 * 0.08 * 24 / 730)  # gp3, public IPv4 released
-    azure = pool_cost.paused_price_per_day("azure", 1, 128)
+    azure = pool_cost.paused_price_per_day(AZURE, 1, 128)
     assert azure == pytest.approx(19.71 * 24 / 730 + 0.005 * 24)  # P10 + static IP
-    assert pool_cost.paused_price_per_day("local", 5) == 0.0
+    assert pool_cost.paused_price_per_day(LOCAL, 5) == 0.0
 
 
 @pytest.mark.parametrize(
@@ -73,16 +77,16 @@ def test_paused_rates_are_disks_and_addresses_only() -> None:
 def test_azure_disks_bill_by_the_tier_that_holds_them(
     size_gb: int, disk_type: str, tier: tuple[str, int, float]
 ) -> None:
-    assert pool_cost.azure_disk_tier(size_gb, disk_type) == tier
-    assert pool_cost.disk_price_per_month("azure", size_gb, disk_type) == tier[2]
+    assert azure.disk_tier(size_gb, disk_type) == tier
+    assert AZURE is not None and AZURE.disk_per_month(size_gb, disk_type) == tier[2]
 
 
 def test_a_paused_azure_pool_pays_each_disk_by_its_tier_not_by_the_gb() -> None:
-    per_day = pool_cost.paused_price_per_day("azure", 2, disks=(160, 96))
+    per_day = pool_cost.paused_price_per_day(AZURE, 2, disks=(160, 96))
     assert per_day == pytest.approx(2 * ((38.01 + 19.71) * 24 / 730 + 0.005 * 24))
     # By the GB, 256 GB would have come to 2 P10s: less than the bill.
-    assert per_day > pool_cost.paused_price_per_day("azure", 2, 256) - 1e-9
-    aws = pool_cost.paused_price_per_day("aws", 2, disks=(160, 96))
+    assert per_day > pool_cost.paused_price_per_day(AZURE, 2, 256) - 1e-9
+    aws = pool_cost.paused_price_per_day(AWS, 2, disks=(160, 96))
     assert aws == pytest.approx(2 * 256 * 0.08 * 24 / 730)
 
 
@@ -90,11 +94,11 @@ def test_the_record_gives_the_disks_and_the_size_gives_the_disk_type() -> None:
     record = _record(1.0, 3, [])
     record.cloud = "azure"
     record.settings = {"disk_gb": 160, "storage_gb": 96, "size": "Standard_D8_v5"}
-    assert pool_cost.paused_price_of(record) == pytest.approx(
+    assert pool_cost.paused_price_of(record, AZURE) == pytest.approx(
         3 * ((19.20 + 9.60) * 24 / 730 + 0.005 * 24)  # Standard SSD: E15 + E10
     )
     record.settings["size"] = "Standard_D8s_v5"
-    assert pool_cost.paused_price_of(record) == pytest.approx(
+    assert pool_cost.paused_price_of(record, AZURE) == pytest.approx(
         3 * ((38.01 + 19.71) * 24 / 730 + 0.005 * 24)
     )
 
@@ -102,11 +106,11 @@ def test_the_record_gives_the_disks_and_the_size_gives_the_disk_type() -> None:
 def test_the_plan_says_what_the_disks_bill() -> None:
     from oa_vm.cost import cloud_plan
 
-    note = cloud_plan.disks_note("azure", "Standard_D8s_v5", 160, 96, workers=2)
+    note = cloud_plan.disks_note(AZURE, "Standard_D8s_v5", 160, 96, hosts=2)
     assert "160 GB bills as P15 (256 GiB, $38.01/month)" in note
     assert "96 GB bills as P10 (128 GiB, $19.71/month)" in note
     assert "$57.72/month per worker" in note and "$115.44/month for 2" in note
-    aws = cloud_plan.disks_note("aws", "m8i.2xlarge", 160, 96)
+    aws = cloud_plan.disks_note(AWS, "m8i.2xlarge", 160, 96)
     assert "$20.48/month per worker" in aws
 
 
@@ -123,13 +127,26 @@ def test_an_expired_azure_pool_keeps_billing_its_disks_and_public_ips() -> None:
     # the expiry deallocates the VMs: compute stops, the P15 + P10 disks and the IP do not
     record = _azure(expires_after_h=2)
     per_day = 2 * ((38.01 + 19.71) * 24 / 730 + 0.005 * 24)
-    assert pool_cost.after_expiry_per_day(record) == pytest.approx(per_day)
-    cost = pool_cost.pool_cost_so_far(record, now=T0 + timedelta(hours=2, days=3))
+    assert pool_cost.after_expiry_per_day(record, AZURE) == pytest.approx(per_day)
+    cost = pool_cost.pool_cost_so_far(record, now=T0 + timedelta(hours=2, days=3), billing=AZURE)
     assert cost == pytest.approx(2 * 2 * 1.0 + 3 * per_day)
 
 
 def test_an_expired_aws_pool_bills_nothing_more() -> None:
     record = _azure(expires_after_h=2)
     record.cloud = "aws"  # the expiry terminates the instances; their volumes go with them
-    assert pool_cost.after_expiry_per_day(record) == 0.0
-    assert pool_cost.pool_cost_so_far(record, now=T0 + timedelta(days=3)) == pytest.approx(4.0)
+    assert pool_cost.after_expiry_per_day(record, AWS) == 0.0
+    cost = pool_cost.pool_cost_so_far(record, now=T0 + timedelta(days=3), billing=AWS)
+    assert cost == pytest.approx(4.0)
+
+
+def test_a_paused_host_of_several_workers_keeps_one_os_disk_and_a_storage_disk_each() -> None:
+    # 8 workers on 2 hosts of 4: 2 OS disks (160 GB) and 8 storage disks (96 GB), 2 addresses
+    aws = pool_cost.paused_price_per_day(AWS, 8, disks=(160, 96), per_host=4)
+    assert aws == pytest.approx((2 * 160 + 8 * 96) * 0.08 * 24 / 730)
+    record = _azure(expires_after_h=2)
+    record.workers = [WorkerRecord(name=f"worker-{i}") for i in range(8)]
+    record.settings["workers_per_host"] = 4
+    per_day = 2 * ((38.01 + 4 * 19.71) * 24 / 730 + 0.005 * 24)  # P15 + 4 x P10 + IP per host
+    assert pool_cost.paused_price_of(record, AZURE) == pytest.approx(per_day)
+    assert pool_cost.after_expiry_per_day(record, AZURE) == pytest.approx(per_day)

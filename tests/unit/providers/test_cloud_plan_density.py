@@ -133,3 +133,29 @@ def test_workers_that_do_not_fill_their_hosts_are_refused_in_one_line(cloud: str
 
     with pytest.raises(InvalidInputError, match="use --workers 8 .2 host.s.. or --workers 4"):
         api.build_spec(name="p", cloud=cloud, workers=7, workers_per_host=4)
+
+
+@pytest.mark.parametrize("cloud", ["aws", "azure"])
+def test_the_disks_of_several_workers_per_host_are_one_os_disk_and_a_storage_disk_each(
+    cloud: str,
+) -> None:
+    from oa_vm.clouds import facts
+    from oa_vm.cost.pool_cost import paused_price_per_day
+
+    plan = _plan(cloud, workers=8, workers_per_host=4)
+    storage = ([d for r in plan.resources if r.type == MACHINE[cloud]
+                for d in r.inputs["ebsBlockDevices"]] if cloud == "aws"
+               else [r for r in plan.resources if r.type == "azure-native:compute:Disk"])
+    assert len(storage) == 8  # what the program declares: one storage disk per worker
+    billing = facts(cloud).billing
+    assert billing is not None and plan.machine is not None and plan.size is not None
+    kind = billing.disk_type(plan.size)
+    os_gb, storage_gb = plan.machine["os_disk_gb"], plan.machine["storage_gb"]
+    per_host = billing.disk_per_month(os_gb, kind) + 4 * billing.disk_per_month(storage_gb, kind)
+    note = next(n for n in plan.notes if n.startswith("disks:"))
+    assert f"${per_host:.2f}/month per host" in note and f"${2 * per_host:.2f}/month for 2" in note
+    paused = paused_price_per_day(billing, 8, disks=(os_gb, storage_gb), disk_type=kind,
+                                  per_host=4)
+    assert paused == pytest.approx(2 * (per_host * 24 / 730 + billing.address_per_hour * 24))
+    if billing.expiry_deallocates:
+        assert f"about ${paused:.2f}/day for 8 worker(s)" in plan.bills_after_expiry[1]
