@@ -101,7 +101,7 @@ def _host_pool(*args: str) -> str:
 def install_command(pool: str, user: str, expires_at: datetime, per_host: int) -> str:
     """The command that puts ``per_host`` workers of ``pool`` on a host (see the module
     docstring). Exit 3: another pool holds the host, nothing changed."""
-    slot_units = [f"oa-vm-bootstrap-{s.name}.service" for s in slots.host_slots(per_host)]
+    slot_units = [f"{s.bootstrap}.service" for s in slots.host_slots(per_host)]
     missing = "; ".join(f"command -v {cmd} >/dev/null 2>&1 || need=\"$need {package}\""
                         for cmd, package in PACKAGES)
     data = payload(host_files(pool, user, expires_at, per_host))
@@ -142,7 +142,7 @@ def containers_command(action: str, chosen: Iterable[WorkerSlot]) -> str:
         elif action == "start":
             steps.append(f"$S docker start {s.container} >/dev/null; $S systemctl start {scoring}")
         elif action == "restart":
-            steps.append(f"$S systemctl restart --no-block oa-vm-bootstrap-{s.name}.service")
+            steps.append(f"$S systemctl restart --no-block {s.bootstrap}.service")
         else:
             raise ValueError(f"unknown action {action!r}")
     return "set -e; " + BECOME_ROOT + "; ".join(steps)
