@@ -70,8 +70,12 @@ def fleet_ops(cloud: str, need: Capability) -> FleetOps:
 
 def _tell_hosts(record: PoolRecord, progress: Progress) -> None:
     """The record's expiry moved: hosts that run it themselves are told
-    (:attr:`Capability.HOST_EXPIRY`)."""
-    provider = get_provider(record.cloud)
+    (:attr:`Capability.HOST_EXPIRY`). A cloud this installation cannot load has no host to
+    tell: the record's expiry, already saved, stands."""
+    try:
+        provider = get_provider(record.cloud)
+    except (InvalidInputError, ProviderUnavailableError):
+        return
     if Capability.HOST_EXPIRY in provider.capabilities:
         provider.move_expiry(record, progress)
 
