@@ -68,6 +68,18 @@ def fleet_ops(cloud: str, need: Capability) -> FleetOps:
     return provider.fleet_ops()
 
 
+def _tell_hosts(record: PoolRecord, progress: Progress) -> None:
+    """The record's expiry moved: hosts that run it themselves are told
+    (:attr:`Capability.HOST_EXPIRY`). A cloud this installation cannot load has no host to
+    tell: the record's expiry, already saved, stands."""
+    try:
+        provider = get_provider(record.cloud)
+    except (InvalidInputError, ProviderUnavailableError):
+        return
+    if Capability.HOST_EXPIRY in provider.capabilities:
+        provider.move_expiry(record, progress)
+
+
 def _load(name: str | None) -> PoolRecord:
     record = state.load(api.resolve_name(name))
     if record.state in (PoolState.CREATING, PoolState.DELETING):
@@ -155,6 +167,7 @@ def _pause(record: PoolRecord, ops: FleetOps, keep_days: float,
     record.state = PoolState.PAUSED
     record.provider_data.pop(EXTENDED_WHILE_PAUSED, None)
     state.save_after(record, loaded)
+    _tell_hosts(record, progress)
     return record
 
 
@@ -204,6 +217,7 @@ def resume_pool(
             ops.resume(record, progress)
         finally:
             state.save_after(record, loaded)  # an extension made meanwhile is kept
+        _tell_hosts(record, progress)
     if not wait:
         return record
     return api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update)
@@ -287,7 +301,8 @@ def repair_pool(
     return record, replaced
 
 
-def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
+def extend_pool(name: str | None, *, by_s: float,
+                progress: Progress = no_progress) -> PoolRecord:
     """Move the pool's expiry ``by_s`` seconds later (from now, if it has already passed).
 
     Raises:
@@ -314,4 +329,5 @@ def extend_pool(name: str | None, *, by_s: float) -> PoolRecord:
             record.provider_data[EXTENDED_WHILE_PAUSED] = by_s + float(
                 record.provider_data.get(EXTENDED_WHILE_PAUSED, 0) or 0)
         save_fenced(record)  # never brings back the record of a pool being removed
+    _tell_hosts(record, progress)
     return record

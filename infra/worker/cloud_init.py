@@ -244,8 +244,7 @@ def cloud_config(
         for path, content in slots.host_files(settings.workers_per_host,
                                               facts.slot_storage_devices).items():
             write_files.append(_file(path, content))
-        bootstraps = [f"oa-vm-bootstrap-{s.name}.service"
-                      for s in slots.host_slots(settings.workers_per_host)]
+        bootstraps = [f"{s.bootstrap}.service" for s in slots.host_slots(settings.workers_per_host)]
     runcmd += [
         ["systemctl", "enable", *bootstraps],
         # --no-block: cloud-init finishes now; the bootstrap reports in its status file.

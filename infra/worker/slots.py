@@ -111,6 +111,11 @@ class WorkerSlot:
         return f"{self.qmp_dir}/qmp.sock"
 
     @property
+    def bootstrap(self) -> str:
+        """The slot's bootstrap unit (``oa-vm-bootstrap-w1``): its journal is the worker's log."""
+        return f"{units.BOOTSTRAP_UNIT}-{self.name}"
+
+    @property
     def env_file(self) -> str:
         """Where the slot's settings live on the host (``lib.sh`` reads it)."""
         return f"{SLOT_ENV_DIR}/{self.name}.env"
@@ -218,7 +223,7 @@ def scoring_unit(s: WorkerSlot) -> str:
     """``oa-vm-scoring-<slot>.service``: the scoring server inside this slot's container."""
     return f"""[Unit]
 Description=oa-vm scoring server of worker {s.name} (inside container {s.container})
-After=docker.service oa-vm-bootstrap-{s.name}.service
+After=docker.service {s.bootstrap}.service
 Requires=docker.service
 
 [Service]
@@ -262,7 +267,7 @@ def host_files(workers: int,
     files: dict[str, str] = {}
     for s in host_slots(workers):
         files[s.env_file] = slot_env(s, storage_devices(s.index) if storage_devices else ())
-        files[f"{units.UNIT_DIR}/oa-vm-bootstrap-{s.name}.service"] = bootstrap_unit(s)
+        files[f"{units.UNIT_DIR}/{s.bootstrap}.service"] = bootstrap_unit(s)
         files[f"{units.UNIT_DIR}/oa-vm-scoring-{s.name}.service"] = scoring_unit(s)
         files[f"{units.UNIT_DIR}/oa-vm-bridge-{s.name}.service"] = bridge_unit(s)
     return files

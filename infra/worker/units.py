@@ -42,6 +42,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 CONTAINER = "winarena"
+BOOTSTRAP_UNIT = "oa-vm-bootstrap"
+"""The one-worker host's bootstrap unit (a host with slots runs one per slot:
+:attr:`infra.worker.slots.WorkerSlot.bootstrap`)."""
 SHIP_DIR = "/opt/oa-vm"
 CONTAINER_SHIP_DIR = "/oa-vm"
 STATE_DIR = "/var/lib/oa-vm"

@@ -149,7 +149,7 @@ def pool_extend(
     ] = "1d",
 ) -> None:
     """Move a pool's expiry later (paused pools included)."""
-    record = fleet.extend_pool(name, by_s=parse_duration(by, default_unit="h"))
+    record = fleet.extend_pool(name, by_s=parse_duration(by, default_unit="h"), progress=_echo)
     _echo(f"Pool {record.name!r} now expires at {state.format_time(record.expires_at)}.")
 
 

@@ -244,6 +244,9 @@ class Capability(enum.Enum):
     (``--reset clean``); :meth:`Provider.snapshot_control` hands out the means."""
     IMAGES = "images"
     """Prepared images are built, listed and deleted for the cloud (:mod:`oa_vm.images`)."""
+    HOST_EXPIRY = "host expiry"
+    """The pool's hosts run its expiry themselves (a timer), and are told when pause, resume
+    or ``pool-extend`` move it (:meth:`Provider.move_expiry`)."""
 
 
 @dataclass(frozen=True)
@@ -327,6 +330,12 @@ class Provider(Protocol):
         machine reaches it, tunnels included, and its timeouts). Returns quickly; nothing is
         contacted until the control is used.
         """
+        ...
+
+    def move_expiry(self, record: PoolRecord, progress: Progress) -> None:
+        """Set the timer each of the pool's hosts runs to ``record.expires_at`` (only with
+        :attr:`Capability.HOST_EXPIRY`). A host that cannot be told is said through
+        ``progress``, with what to do; nothing is raised (the record's expiry stands)."""
         ...
 
     def check_available(self) -> None:

@@ -71,6 +71,9 @@ class RemoteCommands:
     image_info_file: str = IMAGE_INFO_FILE
     container: str = CONTAINER
     """The worker's container (each worker of a host with several has its own)."""
+    unit: str = units.BOOTSTRAP_UNIT
+    """The worker's bootstrap unit (a host with slots runs one per slot), whose journal holds
+    what the bootstrap did."""
 
     @property
     def host(self) -> str:
@@ -78,16 +81,17 @@ class RemoteCommands:
         return _docker_probe_script(self.status_file, self.container)
 
     @classmethod
-    def for_worker(cls, remote_waa_port: int) -> RemoteCommands:
-        """The commands following one worker of a host: its slot's status file and container
-        (:mod:`infra.worker.slots`, found by the WAA port its record keeps); slot 0's are the
-        one-worker host's."""
+    def for_worker(cls, remote_waa_port: int, per_host: int = 1) -> RemoteCommands:
+        """The commands following one worker of a host with ``per_host`` workers: its slot's
+        status file, container and bootstrap unit (:mod:`infra.worker.slots`, found by the WAA
+        port its record keeps); a one-worker host's are the static ones."""
         from infra.worker.slots import slot_by_waa_port
 
         found = slot_by_waa_port(remote_waa_port)
-        if found is None or found.index == 0:
+        if found is None or (per_host < 2 and found.index == 0):
             return cls()
-        return cls(status_file=_on_host(found.status_file), container=found.container)
+        return cls(status_file=_on_host(found.status_file), container=found.container,
+                   unit=found.bootstrap)
 
 
 @dataclass(frozen=True)
@@ -166,20 +170,24 @@ def iso_upload_command(size: int) -> str:
     )
 
 
-def logs_hint(ssh: SshEndpoint) -> str:
-    """How to read a worker's bootstrap and container logs by hand."""
+def logs_hint(ssh: SshEndpoint, commands: RemoteCommands | None = None) -> str:
+    """How to read a worker's bootstrap and container logs by hand: the worker's own unit and
+    container (``commands``; a one-worker host's by default), on its host's SSH port."""
+    commands = commands or RemoteCommands()
+    port = "" if ssh.port == 22 else f"-p {ssh.port} "
     return (
-        f"read its logs with: ssh -i {ssh.key_path} {ssh.user}@{ssh.host} "
-        f"'sudo journalctl -u oa-vm-bootstrap --no-pager | tail -50; "
-        f"sudo docker logs --tail 50 {CONTAINER}'"
+        f"read its logs with: ssh {port}-i {ssh.key_path} {ssh.user}@{ssh.host} "
+        f"'sudo journalctl -u {commands.unit} --no-pager | tail -50; "
+        f"sudo docker logs --tail 50 {commands.container}'"
     )
 
 
-def describe_failure(report: HostReport, ssh: SshEndpoint) -> str:
+def describe_failure(report: HostReport, ssh: SshEndpoint,
+                     commands: RemoteCommands | None = None) -> str:
     """One line for a failed bootstrap: the step, the script's message, how to read logs."""
     step = report.status.get("step", "?")
     message = report.status.get("message", "no message")
-    return f"failed at {step}: {message}; {logs_hint(ssh)}"
+    return f"failed at {step}: {message}; {logs_hint(ssh, commands)}"
 
 
 class RemoteUnreachableError(Exception):
@@ -243,4 +251,5 @@ def slot_commands(slot: WorkerSlot) -> RemoteCommands:
     container), whatever ports its record keeps; a host the user owns has no cloud-init, so its
     boot counts as done once SSH answers (the bootstrap's own status says the rest)."""
     return RemoteCommands(cloud_init="echo 'status: done'",
-                          status_file=_on_host(slot.status_file), container=slot.container)
+                          status_file=_on_host(slot.status_file), container=slot.container,
+                          unit=slot.bootstrap)

@@ -9,6 +9,10 @@ runs the shipped ``bootstrap.sh`` once per slot. Two workers per host; each work
 guest is a simulated worker behind its host's SSH tunnels, and its QEMU monitor a
 :mod:`tests.support.qmp_machine` on the slot's QMP socket, so the shipped ``reset.sh`` puts a
 clean snapshot back before each task.
+
+The slow rehearsal runs two workers per host from the plan to the cleanup, with a host killed
+mid-run; the quick test puts one worker on each host and pauses, extends, resumes and repairs
+the pool (the containers stop and come back, each host's expiry timer follows the record).
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.worker import slots
+from infra.worker import slots, units
+from oa_vm.model import state
 from tests.conftest import ROOT
 from tests.support import sshd as sshd_support
 from tests.support.host_standins import HostSshServer, set_outcomes, write_standins
@@ -166,7 +171,7 @@ def _wait_for(condition: object, what: str, timeout_s: float = 300) -> None:
         time.sleep(0.5)
 
 
-@pytest.mark.slow  # minutes: test_a_create_claims_each_host_and_cleanup_purge_leaves_nothing
+@pytest.mark.slow  # minutes; quick: test_a_pool_on_own_hosts_pauses_extends_resumes_repairs...
 @pytest.mark.timeout(1500)  # a 24-task run and a repair on a busy machine
 def test_two_hosts_two_workers_each_from_the_plan_to_the_cleanup(lab: Lab) -> None:
     # create: the plan first, then each host claimed, its files shipped, a bootstrap per slot
@@ -216,6 +221,20 @@ def test_two_hosts_two_workers_each_from_the_plan_to_the_cleanup(lab: Lab) -> No
              if any(a.get("worker") in alpha_workers
                     for a in r.get("previous_attempts") or [])]  # type: ignore[union-attr]
     assert rerun, output
+    # the host is quarantined once, as one host: one line names it (none of its workers is
+    # quarantined alone), the tunnels say it is down once (not per worker and retry), and the
+    # summary lists it once; only the tasks' own retry lines name its workers besides
+    lines = [line for line in output.splitlines() if not line.startswith(("retry ", "["))]
+    named = [line for line in lines if alpha.key in line]
+    said = [line for line in named if line.startswith(f"host {alpha.address} quarantined: ")]
+    tunnels = [line for line in named if line.startswith(f"tunnels to {alpha.address} (")]
+    summary = [line for line in named if line.startswith(f"Quarantined host {alpha.address} ")]
+    assert len(said) == 1 and len(tunnels) <= 1 and len(summary) == 1, output
+    assert sorted(named) == sorted(said + tunnels + summary), output
+    assert not [line for line in lines if line.startswith("worker ") and "quarantined" in line
+                and any(name in line for name in alpha_workers)], output
+    metadata = json.loads(next(results.glob("*/metadata.json")).read_text())
+    assert [h["host"] for h in metadata["quarantined_hosts"]] == [alpha.address], metadata
 
     # repair: the host is back; its workers' containers are gone, pool-repair restarts them
     alpha.server.start()
@@ -223,6 +242,11 @@ def test_two_hosts_two_workers_each_from_the_plan_to_the_cleanup(lab: Lab) -> No
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
     record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
     assert [w["state"] for w in record["workers"]] == ["ready"] * 4, record
+    # ... and alpha's docker holds their containers again (the bootstraps' docker run)
+    assert [(alpha.fake / "containers" / s.container).read_text().strip()
+            for s in slots.host_slots(PER_HOST)] == ["up"] * PER_HOST
+    said = next(line for line in repaired.stdout.splitlines() if "replaced" in line)
+    assert sorted(alpha_workers) == sorted(n for n in alpha_workers if n in said), said
 
     # cleanup: what the pool added is gone; each host keeps its own files and the image cache
     cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--yes")
@@ -235,7 +259,29 @@ def test_two_hosts_two_workers_each_from_the_plan_to_the_cleanup(lab: Lab) -> No
         assert not list((host.root / "opt").iterdir())
 
 
-def test_a_create_claims_each_host_and_cleanup_purge_leaves_nothing(lab: Lab) -> None:
+def _expiry_timers_follow_the_record(lab: Lab) -> dict[str, object]:
+    """The record, once every host's expiry timer is set to the record's expiry."""
+    record: dict[str, object] = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
+    expires = state.parse_time(str(record["expires_at"]))
+    assert expires is not None
+    for host in lab.hosts:
+        timer = (host.root / "etc/systemd/system/oa-vm-expiry.timer").read_text()
+        assert f"OnCalendar={units.expiry_calendar(expires)}\n" in timer, (timer, expires)
+    return record
+
+
+def _containers(lab: Lab) -> list[str]:
+    """Each host's worker container as docker's stand-in holds it (up, exited or gone)."""
+    found = []
+    for host in lab.hosts:
+        path = host.fake / "containers" / slots.slot(0).container
+        found.append(path.read_text().strip() if path.exists() else "gone")
+    return found
+
+
+def test_a_pool_on_own_hosts_pauses_extends_resumes_repairs_and_cleanup_purge_leaves_nothing(
+    lab: Lab,
+) -> None:
     done = lab.oa_vm(*lab.create_args("--yes", per_host=1))
     assert done.returncode == 0, done.stdout + done.stderr
     for host in lab.hosts:
@@ -243,6 +289,39 @@ def test_a_create_claims_each_host_and_cleanup_purge_leaves_nothing(lab: Lab) ->
         assert (host.root / "opt/oa-vm/bootstrap.sh").is_file()
     waited = lab.oa_vm("pool-wait", "--pool", POOL, "--timeout", "5m")
     assert waited.returncode == 0, waited.stdout + waited.stderr
+    assert _containers(lab) == ["up", "up"]
+    _expiry_timers_follow_the_record(lab)
+
+    # pause: the containers stop, the record says paused, and the hosts' timers move to the
+    # paused pool's expiry (days ahead), so a host does not release a paused pool at the old one
+    paused = lab.oa_vm("pool-pause", "--pool", POOL, "--keep-days", "3")
+    assert paused.returncode == 0, paused.stdout + paused.stderr
+    assert _containers(lab) == ["exited", "exited"]
+    record = _expiry_timers_follow_the_record(lab)
+    assert record["state"] == "paused"
+    assert [w["state"] for w in record["workers"]] == ["paused"] * 2  # type: ignore[attr-defined]
+    # pool-extend moves them too
+    extended = lab.oa_vm("pool-extend", "--pool", POOL, "--by", "5h")
+    assert extended.returncode == 0, extended.stdout + extended.stderr
+    assert _expiry_timers_follow_the_record(lab)["expires_at"] != record["expires_at"]
+    # resume: the containers come back, the workers are ready, the timers follow once more
+    resumed = lab.oa_vm("pool-resume", "--pool", POOL, "--timeout", "5m")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert _containers(lab) == ["up", "up"]
+    record = _expiry_timers_follow_the_record(lab)
+    assert [w["state"] for w in record["workers"]] == ["ready"] * 2  # type: ignore[attr-defined]
+
+    # repair: a container gone from its host makes its worker lost; pool-repair runs the slot's
+    # bootstrap again, which starts the container anew
+    (lab.hosts[1].fake / "containers" / slots.slot(0).container).unlink()
+    repaired = lab.oa_vm("pool-repair", "--pool", POOL, "--timeout", "5m")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    lost = record["workers"][1]["name"]  # type: ignore[index]
+    assert f"replaced {lost}" in repaired.stdout, repaired.stdout
+    assert _containers(lab) == ["up", "up"]
+    record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
+    assert [w["state"] for w in record["workers"]] == ["ready"] * 2
+
     cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--purge", "--yes")
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     for host in lab.hosts:

@@ -29,8 +29,8 @@ variables, so the shipped scripts run for real under bash and the test asserts w
   ``FAKE_MOUNTED=1``: it is mounted already; ``FAKE_ROOT_SOURCE``: what ``findmnt`` says holds
   ``/`` (default ``/dev/xvda1``);
 - ``FAKE_CONTAINER_STATUS``: what ``docker ps --format {{.Status}}`` prints (default: ``Up 3
-  minutes``, or ``Exited ...`` for a container ``docker stop`` stopped); ``FAKE_LOG``: the
-  container's last log line;
+  minutes``, ``Exited ...`` for a container ``docker stop`` stopped, nothing for one removed
+  since this host's first ``docker run``); ``FAKE_LOG``: the container's last log line;
 - ``FAKE_SYSTEMD=run``: ``systemctl start|restart oa-vm-bootstrap*.service`` runs the unit's
   ``ExecStart`` with its ``Environment`` from the unit file under ``OA_VM_ROOT``, in the
   background (its output in ``FAKE_STATE/<unit>.log``); ``apt-get`` succeeds and installs
@@ -157,9 +157,15 @@ case "$1" in
     echo "${FAKE_LOG:-Windows is being installed: 42%}" ;;
   ps)
     # Only the exact arguments pool-wait must send: a quoting mistake prints nothing useful.
+    # A container this host's docker run made and that is gone since (docker rm, or the test
+    # killing the host) prints nothing, as docker does; on a host where no docker run has
+    # happened (a test writing the status file by hand) every container plays up.
     if [[ "$*" =~ ^"ps -a --filter name=^"([a-z0-9-]+)"$ --format {{.Status}}"$ ]]; then
       known="$FAKE_STATE/containers/${BASH_REMATCH[1]}"
-      if [ -n "${FAKE_CONTAINER_STATUS:-}" ] || [ ! -f "$known" ]; then
+      if [ -z "${FAKE_CONTAINER_STATUS:-}" ] && [ -d "$FAKE_STATE/containers" ] &&
+        [ ! -f "$known" ]; then
+        :
+      elif [ -n "${FAKE_CONTAINER_STATUS:-}" ] || [ ! -f "$known" ]; then
         echo "${FAKE_CONTAINER_STATUS:-Up 3 minutes}"
       elif [ "$(cat "$known")" = up ]; then echo "Up 3 minutes"
       else echo "Exited (0) 2 seconds ago"; fi

@@ -33,6 +33,7 @@ import contextlib
 import getpass
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -196,17 +197,19 @@ class SshServer:
         raise RuntimeError(f"sshd did not listen on {self.port}; its log:\n{self.log_text()}")
 
     def stop(self) -> None:
-        """Stop the listener and every connection it serves. Idempotent."""
+        """Stop the listener and every connection it serves. Idempotent.
+
+        The listener is stopped (SIGSTOP) before its connections are listed and killed: one it
+        accepted after the list was taken would outlive it, orphaned, and a host a test killed
+        would still serve that client (a tunnel reconnecting at that moment kept working)."""
         process, self._process = self._process, None
         if process is None:
             return
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGSTOP)
         self._kill_children(process.pid)
-        process.terminate()
-        try:
-            process.wait(timeout=_STOP_DEADLINE)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=_STOP_DEADLINE)
+        process.kill()
+        process.wait(timeout=_STOP_DEADLINE)
 
     def restart(self, *, new_host_key: bool = False) -> None:
         """Stop and start again on the same port, optionally with a freshly generated host key."""

@@ -69,6 +69,9 @@ class PoolTunnels:
             for t in self.targets
         }
         self.errors: dict[str, TunnelError] = {}
+        # workers behind one SSH endpoint share a host: it goes down and comes back as one
+        self._host_of = {t.name: f"{t.ssh_user}@{t.ssh_host}:{t.ssh_port}" for t in self.targets}
+        self._down: set[str] = set()
         # one pass serves every worker, so a down one is skipped until due, not waited for
         self.backoff: retry.Backoff[str] = retry.Backoff(
             first=2 * check_interval, cap=backoff_max, clock=clock)
@@ -148,22 +151,36 @@ class PoolTunnels:
         """One pass of the health loop: ``ensure()`` every tunnel whose backoff is over.
 
         A failed reconnect is recorded in :attr:`errors` and puts the worker off for
-        :meth:`retry_delay`; a success clears both. No error escapes (the loop outlives any
-        one worker's bug).
+        :meth:`retry_delay`; a success clears both. Workers behind one SSH endpoint (a host
+        with several) are one host here: once one of them fails in a pass, the others are put
+        off with the same error, untried, and a host going down is said once (one warning that
+        names it and its workers), not once per worker and retry. No error escapes (the loop
+        outlives any one worker's bug).
         """
+        failed: dict[str, TunnelError] = {}  # host -> this pass's error
         for name, tunnel in self.tunnels.items():
             if self._stop.is_set():
                 return
             if not self.backoff.due(name):
                 continue
+            host = self._host_of.get(name, name)
             try:
+                if host in failed:
+                    raise failed[host]
                 tunnel.ensure()
             except TunnelError as e:
                 delay = self.backoff.failed(name)
-                self.errors[name] = e
-                log.warning("tunnel to %s still down (retry in %.0fs): %s", name, delay, e)
+                self.errors[name] = failed[host] = e
+                if host not in self._down:
+                    self._down.add(host)
+                    workers = [n for n in self.tunnels if self._host_of.get(n, n) == host]
+                    log.warning("tunnels to %s (%s) are down; retrying quietly (next in %.0fs): %s",
+                                host, ", ".join(workers), delay, e)
             except Exception:  # the loop must outlive any one worker's bug
                 log.exception("health check of %s failed unexpectedly", name)
             else:
                 self.backoff.succeeded(name)
                 self.errors.pop(name, None)
+                if host in self._down:
+                    self._down.discard(host)
+                    log.info("tunnels to %s are back", host)

@@ -12,7 +12,9 @@ can (logged in as root, or ``sudo -n``: never a password prompt), and every path
 - :func:`release_command`: ``host_pool.sh release`` (what cleanup and the host's own expiry
   timer run);
 - :func:`containers_command`: stop, start or restart the workers' containers (pause, resume,
-  repair).
+  repair);
+- :func:`expiry_command`: the expiry units rewritten for a new expiry and the timer restarted
+  (pause, resume, ``pool-extend``).
 """
 
 from __future__ import annotations
@@ -98,13 +100,17 @@ def _host_pool(*args: str) -> str:
     return "$S bash -c " + " ".join(shlex.quote(a) for a in (script, "host_pool.sh", *args))
 
 
+def _unpack(files: Mapping[str, str]) -> str:
+    """Write ``files`` (by absolute path) under the host's root, as root."""
+    return f"printf %s '{payload(files)}' | base64 -d | $S tar -xzf - --no-same-owner -C \"$R/\""
+
+
 def install_command(pool: str, user: str, expires_at: datetime, per_host: int) -> str:
     """The command that puts ``per_host`` workers of ``pool`` on a host (see the module
     docstring). Exit 3: another pool holds the host, nothing changed."""
-    slot_units = [f"oa-vm-bootstrap-{s.name}.service" for s in slots.host_slots(per_host)]
+    slot_units = [f"{s.bootstrap}.service" for s in slots.host_slots(per_host)]
     missing = "; ".join(f"command -v {cmd} >/dev/null 2>&1 || need=\"$need {package}\""
                         for cmd, package in PACKAGES)
-    data = payload(host_files(pool, user, expires_at, per_host))
     return (
         f"set -e; {BECOME_ROOT}"
         f"{_host_pool('claim', pool)}; "
@@ -112,12 +118,25 @@ def install_command(pool: str, user: str, expires_at: datetime, per_host: int) -
         'if [ -n "$need" ]; then $S apt-get update -q >/dev/null && '
         "$S env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
         "$need >/dev/null || { echo \"could not install$need\"; exit 4; }; fi; "
-        f"printf %s '{data}' | base64 -d | $S tar -xzf - --no-same-owner -C \"$R/\"; "
+        f"{_unpack(host_files(pool, user, expires_at, per_host))}; "
         "$S systemctl daemon-reload; "
         "$S systemctl enable --now oa-vm-expiry.timer; "
         f"for u in {' '.join(slot_units)}; do $S systemctl enable \"$u\"; "
         '$S systemctl start --no-block "$u"; done; '
         "echo installed"
+    )
+
+
+def expiry_command(pool: str, expires_at: datetime) -> str:
+    """The command that moves the expiry timer of ``pool``'s host to ``expires_at``. Exit 3:
+    the host is not ``pool``'s (released, or another pool's): nothing is written."""
+    marker = shlex.quote(own_host.MARKER_FILE)
+    return (
+        f"set -e; {BECOME_ROOT}"
+        f'[ "$(head -n 1 "$R"{marker} 2>/dev/null)" = {shlex.quote(pool)} ] || '
+        f"{{ echo 'this host is not in pool {pool}'; exit {CLAIMED_ELSEWHERE}; }}; "
+        f"{_unpack(own_host.expiry_units(pool, expires_at))}; "
+        "$S systemctl daemon-reload; $S systemctl restart oa-vm-expiry.timer"
     )
 
 
@@ -142,7 +161,7 @@ def containers_command(action: str, chosen: Iterable[WorkerSlot]) -> str:
         elif action == "start":
             steps.append(f"$S docker start {s.container} >/dev/null; $S systemctl start {scoring}")
         elif action == "restart":
-            steps.append(f"$S systemctl restart --no-block oa-vm-bootstrap-{s.name}.service")
+            steps.append(f"$S systemctl restart --no-block {s.bootstrap}.service")
         else:
             raise ValueError(f"unknown action {action!r}")
     return "set -e; " + BECOME_ROOT + "; ".join(steps)

@@ -93,7 +93,8 @@ class SshHostsProvider:
 
     name = "ssh"
     capabilities: frozenset[Capability] = frozenset(
-        {Capability.PAUSE, Capability.RESUME, Capability.REPAIR, Capability.CLEAN_RESET})
+        {Capability.PAUSE, Capability.RESUME, Capability.REPAIR, Capability.CLEAN_RESET,
+         Capability.HOST_EXPIRY})
     poll_interval_s = 5.0
     """pool-wait's pause between passes: a host's status is one SSH command away."""
 
@@ -120,6 +121,28 @@ class SshHostsProvider:
             raise SnapshotError(f"{worker.name} has no SSH endpoint in its record",
                                 unsupported=True)
         return HostSnapshotControl(worker.ssh, self.runner(record), slot=slot_of(worker).name)
+
+    def move_expiry(self, record: PoolRecord, progress: Progress) -> None:
+        """Rewrite each host's expiry timer for ``record.expires_at`` (one SSH command per
+        host); a host that does not answer, or is no longer the pool's, is said."""
+        from oa_vm.clouds.hosts.install import expiry_command
+
+        if record.expires_at is None:
+            return
+        runner = self.runner(record)
+        for host, workers in _hosts_of(record).items():
+            ssh = workers[0].ssh
+            if ssh is None:
+                continue
+            try:
+                done = runner.run(ssh, expiry_command(record.name, record.expires_at),
+                                  RUN_TIMEOUT_S)
+                problem = "" if done.status == 0 else done.output.strip()[-300:]
+            except RemoteUnreachableError as exc:
+                problem = f"it does not answer ({exc})"
+            if problem:
+                progress(f"host {host}: its expiry timer was not moved: {problem}; when it "
+                         f"answers, run: oa-vm pool-extend --pool {record.name} --by 1m")
 
     def check_available(self) -> None:
         """Nothing to install on this machine: SSH is the project's own (paramiko)."""

@@ -52,8 +52,11 @@ class HostSnapshotControl:
                 unsupported=True,
             )
         if result.status != 0 or not answer.get("ok"):
-            raise SnapshotError(f"reset.sh {args[0]}: "
-                                f"{answer.get('error') or result.output.strip()[-300:]}")
+            # a session cut mid-command (the host went away) says nothing and exits with none
+            said = answer.get("error") or result.output.strip()[-300:] or (
+                f"exit {result.status}, no output" if result.status >= 0 else
+                "the SSH session ended with no exit status and no output (did the host go away?)")
+            raise SnapshotError(f"reset.sh {args[0]}: {said}")
         return answer
 
     def check(self) -> SnapshotState:

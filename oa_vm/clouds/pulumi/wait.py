@@ -104,7 +104,8 @@ def worker_phase(
     if worker.ssh is None:
         return _fail(worker, "ssh", "the worker has no SSH endpoint in its record")
     runner = runner or ParamikoRunner(known_hosts_path(record.name))
-    commands = commands or RemoteCommands.for_worker(worker.remote_waa_port)
+    commands = commands or RemoteCommands.for_worker(
+        worker.remote_waa_port, int(record.settings.get("workers_per_host") or 1))
     try:
         boot = runner.run(worker.ssh, commands.cloud_init, COMMAND_TIMEOUT_S)
     except RemoteUnreachableError as exc:
@@ -124,7 +125,7 @@ def worker_phase(
     if status.get("state") == "failed":
         worker.state = WorkerState.LOST
         return _fail(worker, f"failed at {status.get('step', '?')}",
-                     describe_failure(report, worker.ssh))
+                     describe_failure(report, worker.ssh, commands))
     from oa_vm.reach.drain import mark_draining, notice_from_status
 
     notice = notice_from_status(status)
@@ -215,7 +216,7 @@ def follow_status(
                 raise ProvisioningError(f"{name}: {exc}") from exc
             report, line = None, f"ssh: {exc}"
         if report is not None and report.status.get("state") == "failed":
-            raise ProvisioningError(f"{name} {describe_failure(report, ssh)}")
+            raise ProvisioningError(f"{name} {describe_failure(report, ssh, commands)}")
         if report is not None and report.status.get("state") == "done":
             if report.status.get("step") != want:
                 raise ProvisioningError(
@@ -236,6 +237,6 @@ def follow_status(
     if built is None:
         raise ProvisioningError(
             f"{name} not done after {format_duration(timeout_s)} (last: {last_line}); "
-            f"{logs_hint(ssh)}"
+            f"{logs_hint(ssh, commands)}"
         )
     return built

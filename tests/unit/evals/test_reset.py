@@ -75,6 +75,16 @@ def test_reset_sh_failures_map_to_one_error(status: int, output: str, unsupporte
     assert runner.commands == ["sudo -n /opt/oa-vm/reset.sh restore"]
 
 
+@pytest.mark.parametrize(("status", "said"), [
+    (-1, "the SSH session ended with no exit status and no output (did the host go away?)"),
+    (1, "exit 1, no output"),
+])
+def test_a_reset_that_says_nothing_is_still_explained(status: int, said: str) -> None:
+    with pytest.raises(SnapshotError) as failed:
+        HostSnapshotControl(SSH, _Runner(status, "")).restore()
+    assert str(failed.value) == f"reset.sh restore: {said}"
+
+
 def test_a_restore_reports_the_recorded_token_and_its_time() -> None:
     runner = _Runner(0, 'noise\n{"ok": true, "token": "t", "seconds": 1.5, "wait_s": 0.5}\n')
     restored = HostSnapshotControl(SSH, runner).restore()

@@ -43,9 +43,11 @@ def test_every_provider_implements_what_it_declares(cloud: str) -> None:
                             (Capability.REPAIR, "repair")):
             if cap in caps:
                 assert callable(getattr(ops, method, None)), (cloud, method)
-    if Capability.CLEAN_RESET in caps:
-        own = next(c for c in type(provider).__mro__ if "snapshot_control" in vars(c))
-        assert own is not Provider, f"{cloud} declares clean reset without snapshot_control"
+    for cap, method in ((Capability.CLEAN_RESET, "snapshot_control"),
+                        (Capability.HOST_EXPIRY, "move_expiry")):
+        if cap in caps:
+            own = next((c for c in type(provider).__mro__ if method in vars(c)), Provider)
+            assert own is not Provider, f"{cloud} declares {cap.value} without {method}"
     # images.cloud_provider hands a provider declaring IMAGES on as a Pulumi one
     assert (Capability.IMAGES in caps) == isinstance(provider, PulumiCloudProvider)
     if Capability.IMAGES in caps:

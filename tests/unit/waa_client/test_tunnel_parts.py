@@ -180,3 +180,29 @@ def test_the_health_loop_tries_a_down_worker_on_the_backoff_schedule(tmp_path: P
     assert down.asked[:7] == [0.0, 4.0, 12.0, 28.0, 58.0, 88.0, 90.0]
     assert len(up.asked) == 61  # a healthy worker is never put off
     assert pool.errors == {}
+
+
+def test_a_host_with_several_workers_goes_down_and_comes_back_as_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = [0.0]
+    targets = [TunnelTarget(f"lab-w{i}", "127.0.0.1", 2222, "root", tmp_path / "key")
+               for i in range(2)] + [TunnelTarget("other-w0", "127.0.0.1", 2223, "root",
+                                                  tmp_path / "key")]
+    pool = PoolTunnels(targets, tmp_path / "known_hosts", check_interval=2.0, backoff_max=8.0,
+                       clock=lambda: now[0])
+    first, second = _DownTunnel(now, failures=6), _DownTunnel(now, failures=0)
+    other = _DownTunnel(now, failures=0)
+    pool.tunnels = {"lab-w0": first, "lab-w1": second, "other-w0": other}  # type: ignore[dict-item]
+    caplog.set_level("INFO", logger="waa_client.ssh")
+    while now[0] <= 80.0:
+        pool.check_once()
+        now[0] += 2.0
+    # the sibling was never tried while its host failed in the same pass
+    assert second.asked and all(t not in first.asked[:6] for t in second.asked)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1, warnings
+    assert "root@127.0.0.1:2222 (lab-w0, lab-w1) are down" in warnings[0]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "INFO"] == [
+        "tunnels to root@127.0.0.1:2222 are back"]
+    assert pool.errors == {} and len(other.asked) == 41
