@@ -11,7 +11,6 @@ arguments of its constructor.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ __all__ = [
     "format_accessibility_tree",
     "parse_accessibility_tree",
     "parse_action_response",
+    "AgentFactory",
     "AgentOptions",
     "BenchmarkAction",
     "BenchmarkAgent",
@@ -201,15 +201,40 @@ def accepted_agent_args(cls: type) -> list[str] | None:
             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
 
 
-def agent_factory(
-    spec: str, options: AgentOptions | None = None
-) -> Callable[[], BenchmarkAgent]:
-    """A factory of fresh agents (one per worker), checked now by building a first one. The
-    agents of one factory share what a run shares (the model agents' token cap).
+class AgentFactory:
+    """Fresh agents of one spec, one per worker, sharing what a run shares (the model agents'
+    token cap). The first is built when the factory is made (that checks the spec) and is the
+    one the checks use (:attr:`first`); it is also the first handed out, so a run builds one
+    agent per worker and not one more.
+
+    Attributes:
+        spec: The agent's spec (a built-in name or ``module:Class``).
+        options: Its options.
+        first: The agent built to check the spec.
+    """
+
+    def __init__(self, spec: str, options: AgentOptions | None = None) -> None:
+        import threading
+
+        self.spec, self.options = spec, options or AgentOptions()
+        self._shared: dict[str, Any] = {}
+        self.first = create_agent(spec, self.options, shared=self._shared)
+        self._unused: BenchmarkAgent | None = self.first
+        self._lock = threading.Lock()  # worker loops ask for their agents at once
+
+    def __call__(self) -> BenchmarkAgent:
+        """An agent no one else holds: :attr:`first` the first time, a new one after."""
+        with self._lock:
+            agent, self._unused = self._unused, None
+        return agent if agent is not None else create_agent(
+            self.spec, self.options, shared=self._shared)
+
+
+def agent_factory(spec: str, options: AgentOptions | None = None) -> AgentFactory:
+    """A factory of fresh agents (one per worker), checked now by building a first one
+    (:class:`AgentFactory`).
 
     Raises:
         UnknownAgentError, InvalidRunInputError: as :func:`create_agent`.
     """
-    shared: dict[str, Any] = {}
-    create_agent(spec, options, shared=shared)
-    return lambda: create_agent(spec, options, shared=shared)
+    return AgentFactory(spec, options)

@@ -37,6 +37,7 @@ from urllib.parse import quote
 
 from evals.errors import InvalidRunInputError
 from evals.results import stats
+from evals.results.run_reader import missing_line, missing_trials, read_metadata
 from evals.run.manifest import manifest_differences, read_manifest
 from evals.run.metrics import (
     TaskOutcome,
@@ -44,9 +45,6 @@ from evals.run.metrics import (
     counted_score,
     fmt_num,
     fmt_rate,
-    missing_line,
-    missing_trials,
-    read_metadata,
     read_trials,
     table,
 )

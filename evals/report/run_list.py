@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import InvalidRunInputError
+from evals.results.run_reader import list_runs
 from evals.run.manifest import read_manifest
-from evals.run.metrics import compute_summary, list_runs, table
+from evals.run.metrics import compute_summary, table
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def run_row(run_dir: Path) -> RunRow:
         return RunRow(name=run_dir.name, started_at=str(meta.get("started_at") or ""),
                       status=str(meta.get("status") or ""), agent=str(meta.get("agent") or ""),
                       unreadable=str(exc))
-    from evals.run.metrics import read_metadata
+    from evals.results.run_reader import read_metadata
 
     meta = read_metadata(run_dir)
     interval = summary.get("success_rate_ci") or {}

@@ -33,15 +33,13 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from evals.run.metrics import (
-    compute_summary,
-    fmt_num,
-    fmt_rate,
+from evals.results.run_reader import (
     missing_line,
     missing_trials,
     read_execution_files,
     read_metadata,
 )
+from evals.run.metrics import compute_summary, fmt_num, fmt_rate
 from evals.run.reset import fingerprint_ok
 
 THUMB_WIDTH = 360

@@ -18,7 +18,7 @@ import typer
 from oa_vm.kit.duration_options import Duration, duration_option
 
 if TYPE_CHECKING:
-    from evals.run.runner import RunConfig, RunResult
+    from evals.run.runner import Checked, RunConfig, RunResult
 
 
 
@@ -230,10 +230,13 @@ FailOnErrorsOpt = Annotated[
 
 
 def execute(
-    config: RunConfig, *, json_out: bool, finish: bool = True, fail_on_errors: bool = False
+    config: RunConfig, *, json_out: bool, finish: bool = True, fail_on_errors: bool = False,
+    checked: Checked | None = None,
 ) -> RunResult:
     """Run with a progress display, print the summary (a warning first for an unhealthy run),
-    and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4)."""
+    and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4).
+    ``checked``: what the checks before the run built
+    (:func:`evals.run.prechecks.check_before_run`)."""
     from evals.errors import RunInterrupted
     from evals.report.progress import make_progress as live_or_plain
     from evals.results.records import results_root
@@ -245,7 +248,7 @@ def execute(
     progress = live_or_plain(json_out=json_out)
     try:
         with _signals_interrupt():
-            result = run_evaluation(config, on_event=progress)
+            result = run_evaluation(config, on_event=progress, checked=checked)
     except KeyboardInterrupt:
         folder = results_root(config.results_dir) / (config.run_name or "")
         started = config.run_name is not None and (folder / "metadata.json").is_file()
@@ -253,7 +256,7 @@ def execute(
     finally:
         progress.close()
     result.fail_on_errors = fail_on_errors
-    summary = metrics.compute_summary(result.run_dir)
+    summary = result.summary  # the run's own, as summary.json holds it: never read back
     if json_out:
         print_json({**summary, "run_dir": str(result.run_dir), "warning": result.warning,
                     "agent_failed": result.agent_failed})
@@ -266,7 +269,7 @@ def execute(
             unpriced = ", ".join(result.unpriced_models)
             typer.echo(f"Tokens of unpriced models counted as $0: {unpriced}")
         if result.agent_failed:
-            from evals.results.agent_failures import where_to_look
+            from evals.errors import where_to_look
 
             typer.echo(f"{result.agent_failed}; {where_to_look(str(result.run_dir))}")
     _debug_agent_tracebacks(result)
@@ -327,19 +330,20 @@ def _debug_agent_tracebacks(result: RunResult) -> None:
     if not result.agent_failed or not debug_requested():
         return
     from evals.results.agent_failures import exception_name
-    from evals.run.metrics import read_execution_files
+    from evals.results.records import ErrorType
+    from evals.results.run_reader import read_record_folders, record_file
 
     shown: set[str] = set()
-    for folder, record in read_execution_files(result.run_dir):
-        text = record.get("agent_traceback")
-        if record.get("error_type") != "agent" or not isinstance(text, str) or not text:
+    for folder, record in read_record_folders(result.run_dir):
+        text = record.agent_traceback
+        if record.error_type is not ErrorType.AGENT or not text:
             continue
         kind = exception_name(text)
         if kind in shown:
             continue
         shown.add(kind)
-        typer.echo(f"The agent's traceback in task {record.get('task_id')} "
-                   f"({folder / 'execution.json'}):\n{text.rstrip()}", err=True)
+        typer.echo(f"The agent's traceback in task {record.task_id} "
+                   f"({record_file(folder)}):\n{text.rstrip()}", err=True)
 
 
 AllowChangeOpt = Annotated[
@@ -390,7 +394,7 @@ def resumed_config(config: RunConfig, given: set[str]) -> RunConfig:
     folder = results_root(config.results_dir) / config.run_name
     if not (folder / "metadata.json").is_file():
         return config  # no such run, or killed before it started: the run says which
-    from evals.run.metrics import read_metadata
+    from evals.results.run_reader import read_metadata
 
     recorded = recorded_settings(read_manifest(folder), read_metadata(folder))
     values = resumed_values(recorded, given)
@@ -413,7 +417,7 @@ def _recorded_selection(
     """``--tasks`` and ``--agent`` of ``--resume``: those given, else the run's own (when it
     has recorded them; a run that does not exist is refused by the run itself)."""
     from evals.results.records import results_root
-    from evals.run.metrics import read_metadata
+    from evals.results.run_reader import read_metadata
 
     folder = results_root(results_dir) / run
     if not (folder / "metadata.json").is_file():
@@ -435,8 +439,8 @@ def _rerun_defaults(
             must be given again).
     """
     from evals.errors import InvalidRunInputError
+    from evals.results.run_reader import find_run, read_metadata
     from evals.run.manifest import read_manifest
-    from evals.run.metrics import find_run, read_metadata
 
     folder = find_run(run, results_dir)
     metadata = read_metadata(folder)
@@ -543,8 +547,8 @@ def run(
         names: list[str | None] = [*config.pool_names()] or [None]
         _wait_ready(names, wait_ready)
     # before any lease is taken or any task runs (a dead agent server would fail every task)
-    check_before_run(config, agent_url_option=agent_url_option(agent_url))
-    execute(config, json_out=json_out, fail_on_errors=fail_on_errors)
+    checked = check_before_run(config, agent_url_option=agent_url_option(agent_url))
+    execute(config, json_out=json_out, fail_on_errors=fail_on_errors, checked=checked)
 
 
 def _wait_ready(pools: list[str | None], timeout_s: float) -> None:

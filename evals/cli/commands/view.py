@@ -26,7 +26,7 @@ def view(
 ) -> None:
     """Write the run's self-contained page (summary, tasks, steps, screenshots); print its path."""
     from evals.report.viewer import write_view
-    from evals.run.metrics import find_run, missing_line, missing_trials
+    from evals.results.run_reader import find_run, missing_line, missing_trials
 
     if run is not None and run_name is not None and run != run_name:
         raise typer.BadParameter(

@@ -9,14 +9,8 @@ from typing import Any
 import pytest
 
 from evals.errors import InvalidRunInputError
-from evals.run.metrics import (
-    compute_metrics,
-    compute_summary,
-    find_run,
-    format_summary,
-    read_executions,
-    write_summary,
-)
+from evals.results.run_reader import find_run, read_executions
+from evals.run.metrics import compute_metrics, compute_summary, format_summary, write_summary
 from tests.support.run_folder import RunFolder
 
 
