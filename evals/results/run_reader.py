@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -256,10 +256,17 @@ def missing_trials(run_dir: Path) -> list[str]:
     metadata = read_metadata(run_dir)
     if metadata.get("status") in (None, "running"):
         return []
+    return missing_of(metadata, read_records(run_dir))
+
+
+def missing_of(metadata: Mapping[str, Any], records: Iterable[TaskExecution]) -> list[str]:
+    """:func:`missing_trials` of a run's metadata and the records read from it."""
+    if metadata.get("status") in (None, "running"):
+        return []
     recorded = metadata.get("trials")
     trials = recorded if isinstance(recorded, int) else 1
-    found = {(str(r["task_id"]), int(r["trial"])) for _, r in read_execution_files(run_dir)}
-    return [trial_key(str(tid), n) for tid in _metadata_task_ids(run_dir)
+    found = {(r.task_id, r.trial) for r in records}
+    return [trial_key(str(tid), n) for tid in metadata.get("task_ids") or []
             for n in range(1, max(trials, 1) + 1) if (str(tid), n) not in found]
 
 

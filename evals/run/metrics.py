@@ -48,16 +48,11 @@ that dies on hard tasks would score higher than one that fails them politely."""
 # --- a run folder's task records, by task -------------------------------------------------------
 
 
-def read_trials(run_dir: Path) -> dict[str, list[TaskOutcome]]:
-    """Every trial's final record, grouped by task (in the run's task order).
-
-    A run without ``--trials`` has one trial per task: its ``execution.json``.
-
-    Raises:
-        InvalidRunInputError: as :func:`read_executions`.
-    """
+def group_trials(records: Iterable[TaskExecution]) -> dict[str, list[TaskOutcome]]:
+    """Every trial's final record (:func:`evals.results.run_reader.read_records`), grouped by
+    task (in the run's task order). A run without ``--trials`` has one trial per task."""
     grouped: dict[str, list[TaskOutcome]] = {}
-    for record in read_records(run_dir):
+    for record in records:
         item = TaskOutcome.from_execution(record)
         grouped.setdefault(item.task_id, []).append(item)
     return grouped
