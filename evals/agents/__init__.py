@@ -11,6 +11,7 @@ arguments of its constructor.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -202,39 +203,30 @@ def accepted_agent_args(cls: type) -> list[str] | None:
 
 
 class AgentFactory:
-    """Fresh agents of one spec, one per worker, sharing what a run shares (the model agents'
-    token cap). The first is built when the factory is made (that checks the spec) and is the
-    one the checks use (:attr:`first`); it is also the first handed out, so a run builds one
-    agent per worker and not one more.
+    """Fresh agents of ``spec`` (one per worker) sharing what a run shares (the model agents'
+    token cap). The first (:attr:`first`) is built when the factory is made, which checks the
+    spec; the checks use it, and it is the first handed out: a run builds one agent per worker.
 
-    Attributes:
-        spec: The agent's spec (a built-in name or ``module:Class``).
-        options: Its options.
-        first: The agent built to check the spec.
+    Raises:
+        UnknownAgentError, InvalidRunInputError: as :func:`create_agent`, when it is made.
     """
 
     def __init__(self, spec: str, options: AgentOptions | None = None) -> None:
-        import threading
-
         self.spec, self.options = spec, options or AgentOptions()
         self._shared: dict[str, Any] = {}
         self.first = create_agent(spec, self.options, shared=self._shared)
-        self._unused: BenchmarkAgent | None = self.first
-        self._lock = threading.Lock()  # worker loops ask for their agents at once
+        self._handed = itertools.count()  # next() on it is atomic: worker loops ask at once
+
+    def makes(self, spec: str, options: AgentOptions) -> bool:
+        """Whether these are the agents of ``spec`` with ``options`` (a config changed since the
+        factory was made needs its own)."""
+        return (self.spec, self.options) == (spec, options)
 
     def __call__(self) -> BenchmarkAgent:
         """An agent no one else holds: :attr:`first` the first time, a new one after."""
-        with self._lock:
-            agent, self._unused = self._unused, None
-        return agent if agent is not None else create_agent(
-            self.spec, self.options, shared=self._shared)
+        if next(self._handed) == 0:
+            return self.first
+        return create_agent(self.spec, self.options, shared=self._shared)
 
 
-def agent_factory(spec: str, options: AgentOptions | None = None) -> AgentFactory:
-    """A factory of fresh agents (one per worker), checked now by building a first one
-    (:class:`AgentFactory`).
-
-    Raises:
-        UnknownAgentError, InvalidRunInputError: as :func:`create_agent`.
-    """
-    return AgentFactory(spec, options)
+agent_factory = AgentFactory  # its name before it was a class

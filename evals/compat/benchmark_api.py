@@ -914,12 +914,11 @@ class _Recorder:
 
     def finish(self) -> None:
         from evals.results.records import RunStatus, now_iso
-        from evals.results.run_reader import in_run_order
         from evals.run.metrics import summarize
 
         ended = self.folder.update_metadata(ended_at=now_iso(), status=RunStatus.FINISHED.value)
-        ordered = in_run_order(ended["task_ids"], self.records.values())
-        self.folder.write_summary(summarize(ended, ordered, run=self.folder.path.name))
+        summary = summarize(ended, self.records.values(), run=self.folder.path.name)
+        self.folder.write_summary(summary)
 
 
 def compute_domain_metrics(

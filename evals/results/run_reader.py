@@ -19,7 +19,6 @@ from evals.errors import InvalidRunInputError
 from evals.results.records import (
     EXECUTION_FILE,
     METADATA_FILE,
-    SUMMARY_FILE,
     TaskExecution,
     TaskStatus,
     results_root,
@@ -126,17 +125,7 @@ EXECUTION_SCHEMA: Schema = {
 }
 """What an ``execution.json``'s fields must be."""
 
-SUMMARY_SCHEMA: Schema = {
-    "run": _S, "status": _S, "agent": _S, "pool": _OS, "attempts": (int,), "outcomes": (int,),
-    "counted": (int,), "successes": (int,), "failures": (int,), "errors": (int,),
-    "by_domain": (dict,), "by_error_type": (dict,), "cost": (dict,), "trials": (int,),
-    "workers": (dict,), "task_ids_not_run": (list,), "task_ids_pending": (list,),
-    "reruns": (list,), "resets": (dict,),
-}
-"""What ``summary.json``'s fields must be."""
-
-_SCHEMAS = {METADATA_FILE: METADATA_SCHEMA, EXECUTION_FILE: EXECUTION_SCHEMA,
-            SUMMARY_FILE: SUMMARY_SCHEMA}
+_SCHEMAS = {METADATA_FILE: METADATA_SCHEMA, EXECUTION_FILE: EXECUTION_SCHEMA}
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -171,21 +160,24 @@ def read_metadata(run_dir: Path) -> dict[str, Any]:
     return _read_json(run_dir / METADATA_FILE)
 
 
-def read_executions(run_dir: Path) -> list[dict[str, Any]]:
-    """Every final task record (``tasks/<id>/execution.json``), in the run's task order.
-
-    Tasks still running (no ``execution.json`` yet) are skipped. Tasks the metadata does not list
-    follow in name order, so nothing recorded is hidden.
+def read_records(run_dir: Path) -> list[TaskExecution]:
+    """Every final task record (:meth:`evals.results.records.TaskExecution.from_json`), in the
+    run's task order. Tasks still running (no ``execution.json`` yet) are skipped; tasks the
+    metadata does not list follow in name order, so nothing recorded is hidden.
 
     Raises:
-        InvalidRunInputError: a record is unreadable or has an unknown status (the message names
-            the file).
+        InvalidRunInputError: a record is unreadable, has an unknown status or does not parse
+            (the message names the file).
     """
-    return [record for _, record in read_execution_files(run_dir)]
+    return [record for _, record in read_record_folders(run_dir)]
 
 
-def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """Like :func:`read_executions`, with each record's task folder (where its screenshots are)."""
+def read_record_folders(run_dir: Path) -> list[tuple[Path, TaskExecution]]:
+    """:func:`read_records`, with each record's task folder (where its steps' files are).
+
+    Raises:
+        InvalidRunInputError: as :func:`read_records`.
+    """
     tasks_dir = run_dir / "tasks"
     if not tasks_dir.is_dir():
         return []
@@ -200,44 +192,23 @@ def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
         return task_id_of_folder(folder.name), 1
 
     found = [*tasks_dir.glob(f"*/{EXECUTION_FILE}"), *tasks_dir.glob(f"*/trial-*/{EXECUTION_FILE}")]
-    paths = sorted(found, key=lambda p: (order.get(where(p)[0], len(order)), *where(p)))
     records = []
-    for path in paths:
+    for path in sorted(found, key=lambda p: (order.get(where(p)[0], len(order)), *where(p))):
         for folder in path.relative_to(run_dir).parents:  # tasks/, tasks/<id>/, trial-<n>/
             if folder != Path("."):
                 check_readable_folder(run_dir, run_dir / folder)
-        record = _read_json(path)
-        status = record.get("status")
-        if status not in STATUSES:
-            raise InvalidRunInputError(
-                f"{path}: unknown status {status!r} (expected one of {', '.join(STATUSES)})"
-            )
+        document = _read_json(path)
+        if document.get("status") not in STATUSES:
+            raise InvalidRunInputError(f"{path}: unknown status {document.get('status')!r} "
+                                       f"(expected one of {', '.join(STATUSES)})")
         task_id, trial = where(path)
-        record.setdefault("task_id", task_id)
-        record.setdefault("trial", trial)
+        try:  # records of earlier versions may lack their task and trial: the path says them
+            record = TaskExecution.from_json({"task_id": task_id, "trial": trial, **document})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidRunInputError(f"{path}: not a task record ({type(exc).__name__}: "
+                                       f"{exc}); fix or move the file, then try again") from exc
         records.append((path.parent, record))
     return records
-
-
-def read_records(run_dir: Path) -> list[TaskExecution]:
-    """Every final task record, parsed (:meth:`evals.results.records.TaskExecution.from_json`), in
-    the order of :func:`read_executions`.
-
-    Raises:
-        InvalidRunInputError: as :func:`read_executions`, or a record that does not parse (the
-            message names the file).
-    """
-    return [record for _, record in read_record_folders(run_dir)]
-
-
-def read_record_folders(run_dir: Path) -> list[tuple[Path, TaskExecution]]:
-    """:func:`read_records`, with each record's task folder (where its steps' files are).
-
-    Raises:
-        InvalidRunInputError: as :func:`read_records`.
-    """
-    return [(folder, _parse(record_file(folder), doc))
-            for folder, doc in read_execution_files(run_dir)]
 
 
 def record_file(task_folder: Path) -> Path:
@@ -245,7 +216,7 @@ def record_file(task_folder: Path) -> Path:
     return task_folder / EXECUTION_FILE
 
 
-def missing_trials(run_dir: Path) -> list[str]:
+def missing_of(metadata: Mapping[str, Any], records: Iterable[TaskExecution]) -> list[str]:
     """The trials of a finished run that ``metadata.json`` lists (its tasks times its trials)
     and that have no ``execution.json``: a lost or deleted record, left out of every figure.
     Empty while the run is running (its pending trials have no record yet).
@@ -253,14 +224,6 @@ def missing_trials(run_dir: Path) -> list[str]:
     The readers of a run (``view``, ``compare``) say these, so a missing record is never
     omitted silently.
     """
-    metadata = read_metadata(run_dir)
-    if metadata.get("status") in (None, "running"):
-        return []
-    return missing_of(metadata, read_records(run_dir))
-
-
-def missing_of(metadata: Mapping[str, Any], records: Iterable[TaskExecution]) -> list[str]:
-    """:func:`missing_trials` of a run's metadata and the records read from it."""
     if metadata.get("status") in (None, "running"):
         return []
     recorded = metadata.get("trials")
@@ -271,20 +234,10 @@ def missing_of(metadata: Mapping[str, Any], records: Iterable[TaskExecution]) ->
 
 
 def missing_line(run: str, missing: list[str]) -> str:
-    """The one sentence saying a run's missing records (:func:`missing_trials`)."""
+    """The one sentence saying a run's missing records (:func:`missing_of`)."""
     shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
     return (f"{run}: {len(missing)} trial(s) listed in metadata.json have no execution.json "
             f"({shown}); they are left out of every figure: resume the run to record them")
-
-
-def _parse(path: Path, document: dict[str, Any]) -> TaskExecution:
-    try:
-        return TaskExecution.from_json(document)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidRunInputError(
-            f"{path}: not a task record ({type(exc).__name__}: {exc}); fix or move the file, "
-            "then try again"
-        ) from exc
 
 
 def _metadata_task_ids(run_dir: Path) -> list[str]:
@@ -293,11 +246,3 @@ def _metadata_task_ids(run_dir: Path) -> list[str]:
         return []
     ids = _read_json(path).get("task_ids") or []
     return [str(t) for t in ids]
-
-
-def in_run_order(task_ids: Iterable[str], records: Iterable[TaskExecution]) -> list[TaskExecution]:
-    """``records`` in the run's task order (``task_ids``: the metadata's), each task's trials in
-    order; tasks the metadata does not list follow in name order, so nothing recorded is hidden.
-    The one order of every reader (:func:`read_execution_files`) and of the runner's summary."""
-    order = {tid: i for i, tid in enumerate(task_ids)}
-    return sorted(records, key=lambda r: (order.get(r.task_id, len(order)), r.task_id, r.trial))

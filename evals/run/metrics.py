@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evals.results.records import RunFolder, TaskExecution
+from evals.results.records import TaskExecution
 from evals.results.run_reader import STATUSES, read_metadata, read_records
 from evals.run.reset import reset_lines, reset_summary
 
@@ -309,14 +309,16 @@ def summarize(
     metadata: Mapping[str, Any], records: Iterable[TaskExecution], *, run: str
 ) -> dict[str, Any]:
     """The run's summary (the ``summary.json`` document) from its metadata and its final
-    records, in the run's order (:func:`evals.results.run_reader.in_run_order`): what the runner
-    holds when a run ends, or what :func:`compute_summary` reads from a run folder.
+    records (what the runner holds when a run ends, or what :func:`compute_summary` reads), put
+    in the run's order: its tasks' (``task_ids``) and each task's trials; tasks the metadata
+    does not list follow in name order.
 
     Quarantined workers are the metadata's (``"quarantined_workers"``: names), where the runner
     records them; tasks listed in the metadata without a record yet are reported as
     ``task_ids_pending``.
     """
-    records = list(records)
+    order = {str(tid): i for i, tid in enumerate(metadata.get("task_ids") or [])}
+    records = sorted(records, key=lambda r: (order.get(r.task_id, len(order)), r.task_id, r.trial))
     items = [TaskOutcome.from_execution(r) for r in records]
     quarantined = sorted(str(w) for w in metadata.get("quarantined_workers") or [])
     workers: dict[str, dict[str, Any]] = {}
@@ -434,14 +436,6 @@ def _by_pool(metadata: Mapping[str, Any], records: list[TaskExecution]) -> dict[
         row["model_usd"] = round(row["model_usd"], 6)
         row["total_usd"] = round(row["vm_usd"] + row["model_usd"], 6)
     return {"by_pool": rows}
-
-
-def write_summary(run_dir: Path | str) -> dict[str, Any]:
-    """Compute the summary from the run folder's records and write it to ``summary.json``
-    (:meth:`evals.results.records.RunFolder.write_summary`); return it."""
-    summary = compute_summary(run_dir)
-    RunFolder(Path(run_dir)).write_summary(summary)
-    return summary
 
 
 # --- the public API's metrics ------------------------------------------------------------------

@@ -8,7 +8,7 @@ the variations file and, for a local pool, the tasks themselves (known before th
 Only then do the plan, the question and the pool come.
 
 What they built and asked (the agent, the answer of its server) is handed to the run
-(:class:`evals.run.runner.Checked`), which builds and asks nothing twice; a Python caller's run,
+(:class:`evals.agents.AgentFactory`), which builds and asks nothing twice; a Python caller's run,
 which has no command to check first, checks the same itself. These checks read, and try a write
 only as an empty folder made and removed at once.
 """
@@ -22,13 +22,13 @@ from evals.errors import InvalidRunInputError
 
 if TYPE_CHECKING:
     from evals.agents import AgentFactory, BenchmarkAgent
-    from evals.run.runner import Checked, RunConfig
+    from evals.run.runner import RunConfig
 
 
 def check_before_run(
     config: RunConfig, *, agent_url_option: str = "--agent-url", needs_home: bool = False,
     plan: bool = False,
-) -> Checked | None:
+) -> AgentFactory | None:
     """Refuse, before any pool, process or folder exists, what the run would refuse later.
 
     Args:
@@ -41,7 +41,8 @@ def check_before_run(
             built and no server asked, so a plan needs no secret (a model agent's API key).
 
     Returns:
-        What was built (:class:`evals.run.runner.Checked`), for the run; ``None`` for a plan.
+        The agents built (the first one checked, an ``http`` agent's server probed), for the
+        run; ``None`` for a plan.
 
     Raises:
         InvalidRunInputError: a folder cannot be written, ``--resume`` does not match the run,
@@ -62,14 +63,12 @@ def check_before_run(
 
         load_agent_class(config.agent)
     else:
-        from evals.run.runner import Checked
-
-        checked = Checked(check_agent(config, agent_url_option=agent_url_option))
+        checked = check_agent(config, agent_url_option=agent_url_option)
     if resumed is not None and checked is not None:
         from evals.run.runner import check_resume_settings
 
         # every recorded setting kept, or changed with --allow-change (evals.run.settings)
-        check_resume_settings(resumed, config, checked.agents.first)
+        check_resume_settings(resumed, config, checked.first)
     from evals.tasks.cua_bench import check_selection, is_cua_selection
 
     if is_cua_selection(config.selection):
@@ -87,7 +86,9 @@ def check_before_run(
     return checked
 
 
-def _check_openapps_agent(config: RunConfig, entries: list[Any], checked: Checked | None) -> None:
+def _check_openapps_agent(
+    config: RunConfig, entries: list[Any], checked: AgentFactory | None
+) -> None:
     """The agent can play the entries (the oracle needs each class's reference solution)."""
     from evals.agents.base import tasks_for_agent
 
@@ -141,17 +142,17 @@ def check_agent(config: RunConfig, *, agent_url_option: str = "--agent-url") -> 
     return agents
 
 
-def _agent(config: RunConfig, checked: Checked | None) -> BenchmarkAgent:
+def _agent(config: RunConfig, checked: AgentFactory | None) -> BenchmarkAgent:
     """The agent the checks built, or (for a plan, which builds none) one built now."""
     from evals.agents import create_agent
 
-    if checked is not None and checked.fits(config):
-        return checked.agents.first
+    if checked is not None and checked.makes(config.agent, config.agent_options):
+        return checked.first
     return create_agent(config.agent, config.agent_options)
 
 
 def check_local_tasks(
-    config: RunConfig, tasks_dir: str | None, checked: Checked | None = None
+    config: RunConfig, tasks_dir: str | None, checked: AgentFactory | None = None
 ) -> None:
     """A local pool's tasks are known before it exists: refuse unknown task IDs, malformed task
     files, and tasks the agent cannot play (``replay`` without their bundles, ``oracle`` without
@@ -160,7 +161,8 @@ def check_local_tasks(
     Args:
         config: The run's options.
         tasks_dir: The pool's task folder (``None``: the bundled local suite).
-        checked: What :func:`check_before_run` built (its agent is used; none: one is built).
+        checked: The agents :func:`check_before_run` built (its first is used; none: one is
+            built).
 
     Raises:
         waa_client.errors.CatalogError: unknown IDs (all listed) or a malformed task file.

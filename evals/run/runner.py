@@ -50,6 +50,7 @@ from evals.run.dispatcher import (
     Dispatcher,
     DispatchSettings,
 )
+from evals.run.metrics import summarize
 from evals.run.queue import DEFAULT_MAX_ATTEMPTS, TaskQueue, task_lease_seconds
 from evals.run.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
 from evals.run.settings import allow_change_problem, check_settings, current_settings
@@ -229,24 +230,6 @@ class RunConfig:
         if problems:
             raise InvalidRunInputError("; ".join(problems))
         self.pool_names()  # a pool given twice
-
-
-@dataclass(frozen=True)
-class Checked:
-    """What the checks before a run built and asked, for the run to use rather than do again
-    (:func:`run_evaluation`'s ``checked``).
-
-    Attributes:
-        agents: The run's agents (the one built to check the spec comes first); an ``http``
-            agent's server answered the one probe.
-    """
-
-    agents: AgentFactory
-
-    def fits(self, config: RunConfig) -> bool:
-        """Whether these checks were of ``config``'s agent (a config changed since is checked
-        again by the run)."""
-        return (self.agents.spec, self.agents.options) == (config.agent, config.agent_options)
 
 
 @dataclass
@@ -473,7 +456,7 @@ def resumed_cap(
 
 
 def run_evaluation(
-    config: RunConfig, *, on_event: EventSink | None = None, checked: Checked | None = None
+    config: RunConfig, *, on_event: EventSink | None = None, checked: AgentFactory | None = None
 ) -> RunResult:
     """Run (or resume) a selection of tasks on a pool and write the run folder.
 
@@ -484,9 +467,10 @@ def run_evaluation(
     must be the same on all of them, and one dispatcher runs the union of their workers
     (:mod:`evals.run.pools`).
 
-    ``checked``: what the command's checks (:func:`evals.run.prechecks.check_before_run`) built
-    and asked; the run uses its agents and does not probe an ``http`` agent's server again.
-    Without it (a Python caller) the run builds and probes itself, once.
+    ``checked``: the agents the command's checks built
+    (:func:`evals.run.prechecks.check_before_run`, an ``http`` agent's server probed); the run
+    uses them and asks nothing again. Without it (a Python caller) the run builds and probes
+    itself, once.
 
     Raises:
         InvalidRunInputError: bad options, an unknown agent, a run that exists without
@@ -507,8 +491,8 @@ def run_evaluation(
         config = replace(config, resume=False, rerun_errors=False)
     if config.resume:
         config = replace(config, max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
-    if checked is not None and checked.fits(config):
-        make_agent = checked.agents
+    if checked is not None and checked.makes(config.agent, config.agent_options):
+        make_agent = checked
     else:
         from evals.agents.http import probe_agent_server
 
@@ -754,22 +738,6 @@ def _open_queue(
     return queue
 
 
-def _write_summary(
-    folder: RunFolder, metadata: Mapping[str, Any], committed: Mapping[str, Mapping[str, Any]]
-) -> dict[str, Any]:
-    """The summary of the records the run holds (the queue's ``committed`` documents), written
-    to ``summary.json`` and returned: the files are for resuming and for readers, never read
-    back to make it."""
-    from evals.results.run_reader import in_run_order
-    from evals.run.metrics import summarize
-
-    records = (TaskExecution.from_json(doc) for doc in committed.values())
-    ordered = in_run_order([str(t) for t in metadata.get("task_ids") or []], records)
-    summary = summarize(metadata, ordered, run=folder.path.name)
-    folder.write_summary(summary)
-    return summary
-
-
 def _summary_of_interrupted(
     folder: RunFolder, queue: TaskQueue, metadata: Mapping[str, Any]
 ) -> None:
@@ -782,7 +750,8 @@ def _summary_of_interrupted(
     try:
         committed = queue.records()
         folder.sync_executions(committed)
-        _write_summary(folder, metadata, committed)
+        records = (TaskExecution.from_json(doc) for doc in committed.values())
+        folder.write_summary(summarize(metadata, records, run=folder.path.name))
     except Exception as exc:  # a summary is a convenience; the interrupt must go on
         logging.getLogger("evals").warning(
             "no summary for the interrupted run %s: %s", folder.path.name, exc)
@@ -1006,7 +975,9 @@ def _run_in_folder(
             # the run page's banner: "the agent failed", not "unhealthy run"
             warning_cause=None if warning is None else "agent" if agent_blamed else "workers",
         )
-        summary = _write_summary(folder, ended, committed)
+        # the files are for resuming and for readers: the summary is of the records held here
+        summary = summarize(ended, records.values(), run=folder.path.name)
+        folder.write_summary(summary)
     return RunResult(
         summary=summary,
         warning=warning,

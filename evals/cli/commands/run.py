@@ -18,7 +18,8 @@ import typer
 from oa_vm.kit.duration_options import Duration, duration_option
 
 if TYPE_CHECKING:
-    from evals.run.runner import Checked, RunConfig, RunResult
+    from evals.agents import AgentFactory
+    from evals.run.runner import RunConfig, RunResult
 
 
 
@@ -231,11 +232,11 @@ FailOnErrorsOpt = Annotated[
 
 def execute(
     config: RunConfig, *, json_out: bool, finish: bool = True, fail_on_errors: bool = False,
-    checked: Checked | None = None,
+    checked: AgentFactory | None = None,
 ) -> RunResult:
     """Run with a progress display, print the summary (a warning first for an unhealthy run),
     and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4).
-    ``checked``: what the checks before the run built
+    ``checked``: the agents the checks before the run built
     (:func:`evals.run.prechecks.check_before_run`)."""
     from evals.errors import RunInterrupted
     from evals.report.progress import make_progress as live_or_plain
