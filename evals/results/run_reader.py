@@ -160,6 +160,12 @@ def read_metadata(run_dir: Path) -> dict[str, Any]:
     return _read_json(run_dir / METADATA_FILE)
 
 
+def read_started(run_dir: Path) -> dict[str, Any] | None:
+    """:func:`read_metadata` of a run that started; ``None`` when the folder has no metadata
+    (no such run, or one killed before it started: the run itself says which)."""
+    return read_metadata(run_dir) if (run_dir / METADATA_FILE).is_file() else None
+
+
 def read_records(run_dir: Path) -> list[TaskExecution]:
     """Every final task record (:meth:`evals.results.records.TaskExecution.from_json`), in the
     run's task order. Tasks still running (no ``execution.json`` yet) are skipped; tasks the

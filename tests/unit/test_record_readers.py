@@ -9,13 +9,15 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-RECORD_FILES = ("execution.json", "summary.json")
+RECORD_FILES = ("execution.json", "summary.json", "metadata.json")
 RECORD_MODULES = {
     "evals/results/records.py",  # the writers (RunFolder) and the files' names
     "evals/results/run_reader.py",  # the reader of a run folder
-    # oa_vm sits below evals (it may not import it) and runs its smoke task through the evals
-    # command as a child process: it reads that one task's record as a user's script would
+    # oa_vm sits below evals and may not import it: its smoke runs a task through the evals
+    # command (a child process) and reads that task's record as a user's script would, and
+    # its doctor counts the run folders of the results folder
     "oa_vm/cli/smoke_run.py",
+    "oa_vm/cli/doctor.py",
 }
 PACKAGES = ("evals", "oa_vm")
 

@@ -240,7 +240,7 @@ def execute(
     (:func:`evals.run.prechecks.check_before_run`)."""
     from evals.errors import RunInterrupted
     from evals.report.progress import make_progress as live_or_plain
-    from evals.results.records import results_root
+    from evals.results.records import RunFolder, results_root
     from evals.run import metrics
     from evals.run.runner import run_evaluation
     from oa_vm.kit.clikit import print_json
@@ -252,7 +252,7 @@ def execute(
             result = run_evaluation(config, on_event=progress, checked=checked)
     except KeyboardInterrupt:
         folder = results_root(config.results_dir) / (config.run_name or "")
-        started = config.run_name is not None and (folder / "metadata.json").is_file()
+        started = config.run_name is not None and RunFolder(folder).exists()
         raise RunInterrupted(str(folder) if started else None) from None
     finally:
         progress.close()
@@ -387,17 +387,17 @@ def resumed_config(config: RunConfig, given: set[str]) -> RunConfig:
 
     from evals.errors import InvalidRunInputError
     from evals.results.records import results_root
+    from evals.results.run_reader import read_started
     from evals.run.manifest import read_manifest
     from evals.run.settings import REDACTED, recorded_settings, resumed_values
 
     if not config.resume or not config.run_name:
         return config
     folder = results_root(config.results_dir) / config.run_name
-    if not (folder / "metadata.json").is_file():
-        return config  # no such run, or killed before it started: the run says which
-    from evals.results.run_reader import read_metadata
-
-    recorded = recorded_settings(read_manifest(folder), read_metadata(folder))
+    metadata = read_started(folder)
+    if metadata is None:
+        return config
+    recorded = recorded_settings(read_manifest(folder), metadata)
     values = resumed_values(recorded, given)
     args = recorded.get("agent-arg")
     if "agent-arg" not in given and isinstance(args, dict) and args:
@@ -418,12 +418,11 @@ def _recorded_selection(
     """``--tasks`` and ``--agent`` of ``--resume``: those given, else the run's own (when it
     has recorded them; a run that does not exist is refused by the run itself)."""
     from evals.results.records import results_root
-    from evals.results.run_reader import read_metadata
+    from evals.results.run_reader import read_started
 
-    folder = results_root(results_dir) / run
-    if not (folder / "metadata.json").is_file():
+    metadata = read_started(results_root(results_dir) / run)
+    if metadata is None:
         return tasks, agent
-    metadata = read_metadata(folder)
     return (tasks if tasks is not None else str(metadata.get("selection") or "") or None,
             agent if agent is not None else str(metadata.get("agent") or "") or None)
 
