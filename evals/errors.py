@@ -145,8 +145,6 @@ class AgentFailed(EvalsError):
     """``--debug`` printed the agent's own traceback already; the harness's adds nothing."""
 
     def __init__(self, run_dir: str, what: str) -> None:
-        from evals.results.agent_failures import where_to_look
-
         self.run_dir = run_dir
         self.what = what
         # not --rerun-errors: it reruns what was not the agent's fault, and keeps agent errors
@@ -172,3 +170,13 @@ class RunUnhealthy(EvalsError):
             f"run {run_dir} is unhealthy: {reason}; see the run page and the workers' logs, "
             "then --resume or rerun on a healthy pool"
         )
+
+
+def where_to_look(run_dir: str) -> str:
+    """Where a raising agent's traceback is kept (the hint after
+    :func:`evals.results.agent_failures.describe`)."""
+    from pathlib import Path
+
+    path = Path(run_dir)
+    return (f"see its traceback in {path}/tasks/<task>/execution.json, on the run page "
+            f"(`openadapt-evals view {path.name} --results-dir {path.parent}`) or with --debug")

@@ -11,7 +11,7 @@ arguments of its constructor.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ __all__ = [
     "format_accessibility_tree",
     "parse_accessibility_tree",
     "parse_action_response",
+    "AgentFactory",
     "AgentOptions",
     "BenchmarkAction",
     "BenchmarkAgent",
@@ -201,15 +202,31 @@ def accepted_agent_args(cls: type) -> list[str] | None:
             if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
 
 
-def agent_factory(
-    spec: str, options: AgentOptions | None = None
-) -> Callable[[], BenchmarkAgent]:
-    """A factory of fresh agents (one per worker), checked now by building a first one. The
-    agents of one factory share what a run shares (the model agents' token cap).
+class AgentFactory:
+    """Fresh agents of ``spec`` (one per worker) sharing what a run shares (the model agents'
+    token cap). The first (:attr:`first`) is built when the factory is made, which checks the
+    spec; the checks use it, and it is the first handed out: a run builds one agent per worker.
 
     Raises:
-        UnknownAgentError, InvalidRunInputError: as :func:`create_agent`.
+        UnknownAgentError, InvalidRunInputError: as :func:`create_agent`, when it is made.
     """
-    shared: dict[str, Any] = {}
-    create_agent(spec, options, shared=shared)
-    return lambda: create_agent(spec, options, shared=shared)
+
+    def __init__(self, spec: str, options: AgentOptions | None = None) -> None:
+        self.spec, self.options = spec, options or AgentOptions()
+        self._shared: dict[str, Any] = {}
+        self.first = create_agent(spec, self.options, shared=self._shared)
+        self._handed = itertools.count()  # next() on it is atomic: worker loops ask at once
+
+    def makes(self, spec: str, options: AgentOptions) -> bool:
+        """Whether these are the agents of ``spec`` with ``options`` (a config changed since the
+        factory was made needs its own)."""
+        return (self.spec, self.options) == (spec, options)
+
+    def __call__(self) -> BenchmarkAgent:
+        """An agent no one else holds: :attr:`first` the first time, a new one after."""
+        if next(self._handed) == 0:
+            return self.first
+        return create_agent(self.spec, self.options, shared=self._shared)
+
+
+agent_factory = AgentFactory  # its name before it was a class

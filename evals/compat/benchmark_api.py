@@ -884,6 +884,7 @@ class _Recorder:
         self.folder = RunFolder(path)
         if self.folder.exists():
             raise RunExistsError(str(path))
+        self.records: dict[str, TaskExecution] = {}  # the summary's: never read back from disk
         self.folder.write_metadata({
             "run": path.name,
             "pool": getattr(adapter, "pool_name", None),
@@ -909,13 +910,15 @@ class _Recorder:
 
     def record(self, execution: TaskExecution) -> None:
         self.folder.write_execution(execution)
+        self.records[execution.key] = execution
 
     def finish(self) -> None:
         from evals.results.records import RunStatus, now_iso
-        from evals.run.metrics import write_summary
+        from evals.run.metrics import summarize
 
-        self.folder.update_metadata(ended_at=now_iso(), status=RunStatus.FINISHED.value)
-        write_summary(self.folder.path)
+        ended = self.folder.update_metadata(ended_at=now_iso(), status=RunStatus.FINISHED.value)
+        summary = summarize(ended, self.records.values(), run=self.folder.path.name)
+        self.folder.write_summary(summary)
 
 
 def compute_domain_metrics(

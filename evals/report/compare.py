@@ -37,6 +37,7 @@ from urllib.parse import quote
 
 from evals.errors import InvalidRunInputError
 from evals.results import stats
+from evals.results.run_reader import missing_line, missing_of, read_metadata, read_records
 from evals.run.manifest import manifest_differences, read_manifest
 from evals.run.metrics import (
     TaskOutcome,
@@ -44,10 +45,7 @@ from evals.run.metrics import (
     counted_score,
     fmt_num,
     fmt_rate,
-    missing_line,
-    missing_trials,
-    read_metadata,
-    read_trials,
+    group_trials,
     table,
 )
 
@@ -350,7 +348,8 @@ def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
     meta_a, meta_b = read_metadata(path_a), read_metadata(path_b)
     name_a = str(meta_a.get("run") or path_a.name)
     name_b = str(meta_b.get("run") or path_b.name)
-    trials_a, trials_b = read_trials(path_a), read_trials(path_b)
+    records_a, records_b = read_records(path_a), read_records(path_b)
+    trials_a, trials_b = group_trials(records_a), group_trials(records_b)
     # The per-task table shows each task's first trial; the paired statistics use them all.
     items_a = [trials[0] for trials in trials_a.values()]
     items_b = {tid: trials[0] for tid, trials in trials_b.items()}
@@ -375,8 +374,9 @@ def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
             read_manifest(path_a), read_manifest(path_b), [p.task_id for p in pairs]
         ),
         caveats=[*(missing_line(f"{label} ({name})", missing)
-                   for label, name, path in (("A", name_a, path_a), ("B", name_b, path_b))
-                   if (missing := missing_trials(path))),
+                   for label, name, meta, records in (("A", name_a, meta_a, records_a),
+                                                      ("B", name_b, meta_b, records_b))
+                   if (missing := missing_of(meta, records))),
                  *_caveats({"A": (meta_a, trials_a), "B": (meta_b, trials_b)},
                            {p.task_id for p in pairs})],
     )

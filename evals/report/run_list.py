@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import InvalidRunInputError
+from evals.results.records import RunFolder
+from evals.results.run_reader import list_runs, read_metadata, read_records
 from evals.run.manifest import read_manifest
-from evals.run.metrics import compute_summary, list_runs, table
+from evals.run.metrics import summarize, table
 
 
 @dataclass(frozen=True)
@@ -53,20 +55,13 @@ def run_row(run_dir: Path) -> RunRow:
     manifest = read_manifest(run_dir) or {}
     agent = manifest.get("agent") or {}
     try:
-        summary = compute_summary(run_dir)
+        meta = read_metadata(run_dir)
+        summary = summarize(meta, read_records(run_dir), run=run_dir.name)
     except InvalidRunInputError as exc:
-        import json
-
-        try:
-            meta = json.loads((run_dir / "metadata.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = {}
+        meta = RunFolder(run_dir).read_metadata()  # what can be read of it ({} if nothing)
         return RunRow(name=run_dir.name, started_at=str(meta.get("started_at") or ""),
                       status=str(meta.get("status") or ""), agent=str(meta.get("agent") or ""),
                       unreadable=str(exc))
-    from evals.run.metrics import read_metadata
-
-    meta = read_metadata(run_dir)
     interval = summary.get("success_rate_ci") or {}
     cloud = meta.get("cloud") or ", ".join(
         sorted({str(p.get("cloud")) for p in manifest.get("pools") or [] if p.get("cloud")}))

@@ -33,15 +33,9 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from evals.run.metrics import (
-    compute_summary,
-    fmt_num,
-    fmt_rate,
-    missing_line,
-    missing_trials,
-    read_execution_files,
-    read_metadata,
-)
+from evals.results.records import StepRecord, TaskExecution
+from evals.results.run_reader import missing_line, missing_of, read_metadata, read_record_folders
+from evals.run.metrics import fmt_num, fmt_rate, summarize
 from evals.run.reset import fingerprint_ok
 
 THUMB_WIDTH = 360
@@ -211,11 +205,10 @@ def _action_text(action: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _step_view(
-    step: Mapping[str, Any], folder: Path, link_prefix: str, embedder: _Embedder
+    step: StepRecord, folder: Path, link_prefix: str, embedder: _Embedder
 ) -> dict[str, Any]:
     """What the page shows of one step (the template escapes every value)."""
-    index = step.get("index", "?")
-    shot = _safe_file(folder, step.get("screenshot"))
+    shot = _safe_file(folder, step.screenshot)
     image: dict[str, Any]
     if shot is None:
         image = {"kind": "none"}
@@ -229,28 +222,28 @@ def _step_view(
         uri = embedder.thumbnail(shot)
         image = ({"kind": "link", "name": shot.name, "href": href} if uri is None
                  else {"kind": "img", "href": href, "uri": uri})
-    action = step.get("action") or {}
+    action = step.action or {}
     kind, body = _action_text(action if isinstance(action, Mapping) else {})
-    usage = step.get("usage")
+    usage = step.usage
     shown_usage = None
     if isinstance(usage, Mapping) and (usage.get("tokens_in") or usage.get("tokens_out")):
         shown_usage = {"model": usage.get("model") or "?", "tokens_in": usage.get("tokens_in") or 0,
                        "tokens_out": usage.get("tokens_out") or 0}
     result = ""
-    if isinstance(step.get("result"), Mapping):
-        kept = {k: v for k, v in step["result"].items() if v not in ("", None)}
+    if isinstance(step.result, Mapping):
+        kept = {k: v for k, v in step.result.items() if v not in ("", None)}
         result = _clip(json.dumps(kept, default=str)) if kept else ""
     return {
-        "index": index,
+        "index": step.index,
         "image": image,
         "marker": _click_marker(action if isinstance(action, Mapping) else {}, shot),
-        "tree": _tree_text(folder, step),
-        "duration": _duration(step.get("duration_s")),
+        "tree": _tree_text(folder, step.tree),
+        "duration": _duration(step.duration_s),
         "kind": kind,
         "body": _clip(body) if body else "",
-        "window_title": step.get("window_title") or "",
+        "window_title": step.window_title or "",
         "usage": shown_usage,
-        "error": _clip(str(step["error"])) if step.get("error") else "",
+        "error": _clip(str(step.error)) if step.error else "",
         "result": result,
     }
 
@@ -260,11 +253,11 @@ TREE_TEXT_LIMIT = 20_000
 CLICK_TYPES = frozenset({"click", "double_click", "right_click", "move", "drag", "type"})
 
 
-def _tree_text(folder: Path, step: Mapping[str, Any]) -> str:
+def _tree_text(folder: Path, tree: str | None) -> str:
     """The step's recorded accessibility tree (:func:`evals.results.records.save_tree`), clipped."""
     from evals.results.records import read_tree
 
-    name = _safe_file(folder, step.get("tree"))
+    name = _safe_file(folder, tree)
     if name is None:
         return ""
     try:
@@ -354,61 +347,55 @@ def _agent_facts(manifest: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
 
 
 def _task_view(
-    record: Mapping[str, Any], folder: Path, link_prefix: str, embedder: _Embedder
+    record: TaskExecution, folder: Path, link_prefix: str, embedder: _Embedder
 ) -> dict[str, Any]:
     """What the page shows of one task's record."""
-    status = str(record.get("status"))
-    task_id = str(record.get("task_id"))
-    trial = int(record.get("trial") or 1)
-    steps = record.get("steps") or []
-    score = record.get("score")
-    why = record.get("error_message") or record.get("reason") or ""
-    error_type = record.get("error_type")
+    status, task_id, trial, score = record.status.value, record.task_id, record.trial, record.score
+    why = record.error_message or record.reason or ""
+    error_type = None if record.error_type is None else record.error_type.value
     error_note = ""
     if status in ("error", "not_run"):
-        error_note = _clip(f"{error_type or 'error'}: {record.get('error_message') or ''}")
-    fingerprint = record.get("fingerprint")
+        error_note = _clip(f"{error_type or 'error'}: {record.error_message or ''}")
+    fingerprint = record.fingerprint
     return {
         "status": status,
         "task_id": task_id,
         "trial": trial,
         "anchor": task_anchor(task_id) + (f"-trial-{trial}" if trial > 1 else ""),
-        "domain": record.get("domain"),
+        "domain": record.domain,
         "score": fmt_num(score, 2) if score is not None else "",
-        "n_steps": len(steps),
-        "duration": _duration(record.get("duration_s")),
-        "worker": record.get("worker") or "",
+        "n_steps": len(record.steps),
+        "duration": _duration(record.duration_s),
+        "worker": record.worker or "",
         "why": why,
         "error_type": error_type,
-        "instruction": record.get("instruction"),
-        "attempts": record.get("attempts", 0),
-        "infeasible": bool(record.get("infeasible")),
-        "last_action": record.get("last_action") or "",
-        "reset": record.get("reset"),
-        "reset_s": None if record.get("reset_s") is None else float(record["reset_s"]),
+        "instruction": record.instruction,
+        "attempts": record.attempts,
+        "infeasible": record.infeasible,
+        "last_action": record.last_action or "",
+        "reset": record.reset,
+        "reset_s": None if record.reset_s is None else float(record.reset_s),
         "fingerprint": (
             None if not isinstance(fingerprint, Mapping)
             else {**fingerprint, "ok": fingerprint_ok(fingerprint)}
         ),
         "error_note": error_note,
-        "agent_traceback": record.get("agent_traceback") or "",
-        "task_traceback": record.get("task_traceback") or "",
+        "agent_traceback": record.agent_traceback or "",
+        "task_traceback": record.task_traceback or "",
         # a Cua-Bench variant's rewards, as its evaluate_task returned them
-        "rewards": [fmt_num(r, 2) for r in record.get("reward_components") or []
+        "rewards": [fmt_num(r, 2) for r in record.reward_components or []
                     if isinstance(r, int | float)],
         # an OpenApps-style task's state difference (None for other tasks)
-        "state_diff": _state_diff_view(record.get("state_diff")),
-        "reason": _clip(str(record["reason"])) if record.get("reason") else "",
+        "state_diff": _state_diff_view(record.state_diff),
+        "reason": _clip(str(record.reason)) if record.reason else "",
         "reason_tone": "ok" if status == "success" else "bad",
         "previous": [
-            {"attempt": p.get("attempt"), "worker": p.get("worker"),
-             "error_type": p.get("error_type"),
-             "error_message": _clip(str(p.get("error_message") or ""), 300)}
-            for p in record.get("previous_attempts") or [] if isinstance(p, Mapping)
+            {"attempt": p.attempt, "worker": p.worker, "error_type": p.error_type,
+             "error_message": _clip(str(p.error_message or ""), 300)}
+            for p in record.previous_attempts
         ],
-        "steps": [_step_view(s, folder, link_prefix, embedder)
-                  for s in steps if isinstance(s, Mapping)],
-        "search": f"{task_id} {record.get('domain')} {error_type or ''} {why}".lower(),
+        "steps": [_step_view(s, folder, link_prefix, embedder) for s in record.steps],
+        "search": f"{task_id} {record.domain} {error_type or ''} {why}".lower(),
     }
 
 
@@ -484,10 +471,11 @@ def render_run(
     """
     path = Path(run_dir)
     metadata = read_metadata(path)
-    summary = compute_summary(path)
-    records = read_execution_files(path)
+    found = read_record_folders(path)  # each record read once, for the summary and the rows
+    records = [record for _, record in found]
+    summary = summarize(metadata, records, run=path.name)
     embedder = _Embedder(embed_budget_bytes)
-    tasks = [_task_view(r, folder, link_prefix, embedder) for folder, r in records]
+    tasks = [_task_view(r, folder, link_prefix, embedder) for folder, r in found]
 
     from evals.run.manifest import read_manifest
 
@@ -511,7 +499,7 @@ def render_run(
               "not_run": summary["not_run"]}
     resets = summary.get("resets") or {}
     notes = []
-    missing = missing_trials(path)
+    missing = missing_of(metadata, records)
     if missing:
         notes.append(missing_line(run_name, missing))
     if embedder.skipped:

@@ -121,12 +121,3 @@ def describe(agent: str, failures: Mapping[str, list[str]]) -> str:
         count = len(failures[ACTION_TIMED_OUT])
         parts.append("sent " + ACTION_TIMED_OUT + (f" ({count})" if several else ""))
     return f"{total} task(s): the agent ({agent}) " + " or ".join(parts)
-
-
-def where_to_look(run_dir: str) -> str:
-    """Where a raising agent's traceback is kept (the hint after :func:`describe`)."""
-    from pathlib import Path
-
-    path = Path(run_dir)
-    return (f"see its traceback in {path}/tasks/<task>/execution.json, on the run page "
-            f"(`openadapt-evals view {path.name} --results-dir {path.parent}`) or with --debug")

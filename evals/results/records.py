@@ -379,8 +379,13 @@ def versions() -> dict[str, str]:
     return {"oa_vm": oa_vm_version, "python": platform.python_version()}
 
 
+METADATA_FILE, EXECUTION_FILE, SUMMARY_FILE = "metadata.json", "execution.json", "summary.json"
+"""The run's record files: written here, read by :mod:`evals.results.run_reader` only (a test
+scans the code for their names)."""
+
+
 class RunFolder:
-    """Reads and writes one run folder. Task IDs become folder names, so they are checked first."""
+    """Writes one run folder. Task IDs become folder names, so they are checked first."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -409,7 +414,7 @@ class RunFolder:
     @property
     def metadata_path(self) -> Path:
         """``metadata.json``."""
-        return self.path / "metadata.json"
+        return self.path / METADATA_FILE
 
     @property
     def queue_path(self) -> Path:
@@ -439,16 +444,27 @@ class RunFolder:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def write_metadata(self, data: dict[str, Any]) -> None:
-        """Replace ``metadata.json`` (credentials in its texts masked, :mod:`oa_vm.kit.redact`)."""
-        atomic_write_json(self.metadata_path, redact_json(data), root=self.path)
+    def write_metadata(self, data: dict[str, Any]) -> dict[str, Any]:
+        """Replace ``metadata.json`` (credentials in its texts masked, :mod:`oa_vm.kit.redact`);
+        returns the document as written."""
+        written = dict(redact_json(data))
+        atomic_write_json(self.metadata_path, written, root=self.path)
+        return written
 
     def update_metadata(self, **changes: Any) -> dict[str, Any]:
-        """Merge ``changes`` into ``metadata.json`` and return the result."""
+        """Merge ``changes`` into ``metadata.json`` and return the document as written."""
         data = self.read_metadata()
         data.update(changes)
-        self.write_metadata(data)
-        return data
+        return self.write_metadata(data)
+
+    @property
+    def summary_path(self) -> Path:
+        """``summary.json``."""
+        return self.path / SUMMARY_FILE
+
+    def write_summary(self, summary: Mapping[str, Any]) -> None:
+        """Replace ``summary.json`` (atomically): the one writer of the run's summary."""
+        atomic_write_json(self.summary_path, dict(summary), root=self.path)
 
     def write_task(self, task_id: str, task: dict[str, Any]) -> None:
         """``tasks/<task_id>/task.json``: the task as it is run."""
@@ -478,7 +494,7 @@ class RunFolder:
         # the same text as oa_vm.model.state.atomic_write_json; NaN/Infinity refused (not JSON)
         text = json.dumps(data, indent=2, sort_keys=False, allow_nan=False) + "\n"
         safe_fs.write_atomic(
-            self.task_dir(key) / "execution.json", text, root=self.path, durable=durable
+            self.task_dir(key) / EXECUTION_FILE, text, root=self.path, durable=durable
         )
 
     def sync_executions(self, records: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -487,7 +503,7 @@ class RunFolder:
         and is now rewritten (with fsyncs). Called when a run ends and when it is resumed."""
         rewritten = []
         for key, record in records.items():
-            path = self.task_dir(key) / "execution.json"
+            path = self.task_dir(key) / EXECUTION_FILE
             try:
                 current = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
@@ -497,13 +513,15 @@ class RunFolder:
                 rewritten.append(key)
         return rewritten
 
-    def read_execution(self, task_id: str) -> TaskExecution | None:
-        """The task's final record, or ``None`` when there is none yet."""
-        path = self.task_dir(task_id) / "execution.json"
-        try:
-            return TaskExecution.from_json(json.loads(path.read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            return None
+    def set_aside(self, key: str, number: int) -> None:
+        """Move a task's record and its steps' files to ``<task folder>/attempt-<number>/``
+        (kept, never replaced), before the task runs again."""
+        source = self.task_dir(key)
+        target = source / f"attempt-{number}"
+        target.mkdir(parents=True, exist_ok=True)
+        for path in [source / EXECUTION_FILE, *step_files(source)]:
+            if path.is_file():
+                path.replace(target / path.name)
 
     def clear_steps(self, task_id: str) -> None:
         """Remove a previous attempt's screenshots before a new attempt writes its own."""

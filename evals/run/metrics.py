@@ -1,4 +1,4 @@
-"""Run metrics: read a run folder's records, summarize them, print the summary.
+"""Run metrics: summarize a run's records, print the summary.
 
 Counting rules (the same for ``summary.json``, the printed summary and the public API):
 
@@ -26,25 +26,18 @@ printed), never a made-up zero.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import stat
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evals.errors import InvalidRunInputError
-from evals.results.records import TaskExecution, results_root, task_id_of_folder
-from evals.results.trials import trial_key
+from evals.results.records import TaskExecution
+from evals.results.run_reader import STATUSES, read_metadata, read_records
 from evals.run.reset import reset_lines, reset_summary
-from oa_vm.kit import safe_fs
-from oa_vm.kit.validate import Schema, record_problem
 
 OUTCOMES = ("success", "failure")
-STATUSES = ("success", "failure", "error", "not_run")
 COST_KEYS = ("worker_seconds", "vm_usd", "model_usd", "total_usd")
 AGENT_ERROR_TYPES = frozenset({"agent", "timeout"})
 """Errors that are the agent's own (it raised, or ran out of steps or time): they count as
@@ -52,262 +45,17 @@ failures scoring 0 in every headline figure. Leaving them out would reward crash
 that dies on hard tasks would score higher than one that fails them politely."""
 
 
-# --- locating and reading a run folder ---------------------------------------------------------
+# --- a run folder's task records, by task -------------------------------------------------------
 
 
-_NAME_MAX = 255  # bytes in one file name on the file systems runs live on (ext4, APFS, NTFS)
-
-
-def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
-    """The folder of the run named ``run_name``.
-
-    Raises:
-        InvalidRunInputError: the name is not a plain folder name, or no such run exists (the
-            message lists the runs that do).
-    """
-    if not run_name or run_name in (".", "..") or "/" in run_name or "\\" in run_name:
-        raise InvalidRunInputError(
-            f"invalid run name {run_name!r}: give the run folder's name, without slashes"
-        )
-    if len(os.fsencode(run_name)) > _NAME_MAX:
-        raise InvalidRunInputError(
-            f"invalid run name {run_name[:40]!r}... ({len(run_name)} characters): a run folder's "
-            f"name is at most {_NAME_MAX} bytes; give the run folder's name"
-        )
-    root = results_root(results_dir)
-    path = root / run_name
-    if os.path.lexists(path):
-        check_readable_folder(root, path)
-    if not (path / "metadata.json").is_file():
-        known = list_runs(root)
-        hint = f"known runs: {', '.join(known)}" if known else "it holds no runs"
-        raise InvalidRunInputError(
-            f"no run named {run_name!r} in {root} ({hint}); "
-            "pass --results-dir if it lives elsewhere"
-        )
-    return path
-
-
-def check_readable_folder(root: Path, path: Path) -> None:
-    """The rule of every reader of a results folder, the writers' own (:mod:`oa_vm.kit.safe_fs`):
-    the results folder may be a symlink of ours (to another disk), but a run folder in it, and
-    every record read from it, must be a real folder or file owned by us or root, never a
-    symlink: one planted there would make ``view`` or ``compare`` read (and publish on a page)
-    whatever it points at.
-
-    Raises:
-        InvalidRunInputError: a symlink, or a folder of another user, on the way.
-    """
-    try:
-        safe_fs.check_dir(root, own_link=True)
-        if path != root:
-            safe_fs.check_dir(path)
-    except safe_fs.UnsafePathError as exc:
-        raise InvalidRunInputError(f"refusing to read {exc.path}: {exc.reason}") from None
-
-
-def _check_record(path: Path) -> None:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return  # missing: the reader says so
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
-        raise InvalidRunInputError(
-            f"refusing to read {path}: it is a symlink or not a regular file; a run folder's "
-            "records are plain files (remove it and run the command again)")
-
-
-def list_runs(root: Path) -> list[str]:
-    """Names of the run folders under ``root`` (those with a ``metadata.json``), sorted."""
-    if not root.is_dir():
-        return []
-    return sorted(p.parent.name for p in root.glob("*/metadata.json"))
-
-
-_S, _OS, _N, _ON = (str,), (str, type(None)), (int, float), (int, float, type(None))
-# pool and cloud are null in a run of the reference's API (evals.compat.benchmark_api), which may
-# also leave the task time limit unset
-METADATA_SCHEMA: Schema = {
-    "run": _S, "pool": _OS, "cloud": _OS, "agent": _S, "answer_visible_agents": (list,),
-    "selection": _S, "task_ids": (list,), "trials": (int,), "variations": _OS,
-    "max_steps": (int,), "max_attempts": (int,), "task_timeout_s": _ON, "max_cost_usd": _ON,
-    "price_per_hour": _ON, "versions": (dict,), "workers": (list,), "started_at": _OS,
-    "ended_at": _OS, "status": _S, "quarantined_workers": (list,), "reset": (dict,),
-    "quarantined_hosts": [{"host": _S, "workers": (list,), "reason": _S}],
-    "cost": (dict,), "warning": _OS, "warning_cause": _OS,
-}
-"""What ``metadata.json``'s fields must be (:func:`oa_vm.kit.validate.record_problem`)."""
-
-EXECUTION_SCHEMA: Schema = {
-    "task_id": _S, "domain": _OS, "instruction": _OS, "infeasible": (bool,), "status": _S,
-    "score": _ON, "error_type": _OS, "error_message": _OS, "reason": _OS, "worker": _OS,
-    "attempts": (int,), "started_at": _OS, "ended_at": _OS, "duration_s": _ON,
-    "last_action": _OS, "steps": (list,), "cost": (dict, type(None)),
-    "previous_attempts": (list,), "reset": _OS, "reset_s": _ON, "fingerprint": (dict, type(None)),
-    "trial": (int,),
-}
-"""What an ``execution.json``'s fields must be."""
-
-SUMMARY_SCHEMA: Schema = {
-    "run": _S, "status": _S, "agent": _S, "pool": _OS, "attempts": (int,), "outcomes": (int,),
-    "counted": (int,), "successes": (int,), "failures": (int,), "errors": (int,),
-    "by_domain": (dict,), "by_error_type": (dict,), "cost": (dict,), "trials": (int,),
-    "workers": (dict,), "task_ids_not_run": (list,), "task_ids_pending": (list,),
-    "reruns": (list,), "resets": (dict,),
-}
-"""What ``summary.json``'s fields must be."""
-
-_SCHEMAS = {"metadata.json": METADATA_SCHEMA, "execution.json": EXECUTION_SCHEMA,
-            "summary.json": SUMMARY_SCHEMA}
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    _check_record(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InvalidRunInputError(f"{path} is missing; is this a run folder?") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidRunInputError(f"cannot read {path}: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise InvalidRunInputError(
-            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); "
-            "fix or move the file, then try again"
-        ) from exc
-    if not isinstance(data, dict):
-        raise InvalidRunInputError(f"{path} does not hold a JSON object")
-    problem = record_problem(data, _SCHEMAS.get(path.name, {}))
-    if problem:
-        raise InvalidRunInputError(f"{path}: {problem}; fix or move the file, then try again")
-    return data
-
-
-def read_metadata(run_dir: Path) -> dict[str, Any]:
-    """The run's ``metadata.json``.
-
-    Raises:
-        InvalidRunInputError: the folder is not a run folder or the file is unreadable.
-    """
-    if not run_dir.is_dir():
-        raise InvalidRunInputError(f"run folder {run_dir} does not exist")
-    return _read_json(run_dir / "metadata.json")
-
-
-def read_executions(run_dir: Path) -> list[dict[str, Any]]:
-    """Every final task record (``tasks/<id>/execution.json``), in the run's task order.
-
-    Tasks still running (no ``execution.json`` yet) are skipped. Tasks the metadata does not list
-    follow in name order, so nothing recorded is hidden.
-
-    Raises:
-        InvalidRunInputError: a record is unreadable or has an unknown status (the message names
-            the file).
-    """
-    return [record for _, record in read_execution_files(run_dir)]
-
-
-def read_execution_files(run_dir: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """Like :func:`read_executions`, with each record's task folder (where its screenshots are)."""
-    tasks_dir = run_dir / "tasks"
-    if not tasks_dir.is_dir():
-        return []
-    order = {tid: i for i, tid in enumerate(_metadata_task_ids(run_dir))}
-
-    def where(path: Path) -> tuple[str, int]:
-        """The task and trial a record's path is of (trials >= 2 in ``trial-<n>/``)."""
-        folder = path.parent
-        if folder.parent != tasks_dir and folder.name.startswith("trial-"):
-            number = folder.name.removeprefix("trial-")
-            return task_id_of_folder(folder.parent.name), int(number) if number.isdigit() else 0
-        return task_id_of_folder(folder.name), 1
-
-    found = [*tasks_dir.glob("*/execution.json"), *tasks_dir.glob("*/trial-*/execution.json")]
-    paths = sorted(found, key=lambda p: (order.get(where(p)[0], len(order)), *where(p)))
-    records = []
-    for path in paths:
-        for folder in path.relative_to(run_dir).parents:  # tasks/, tasks/<id>/, trial-<n>/
-            if folder != Path("."):
-                check_readable_folder(run_dir, run_dir / folder)
-        record = _read_json(path)
-        status = record.get("status")
-        if status not in STATUSES:
-            raise InvalidRunInputError(
-                f"{path}: unknown status {status!r} (expected one of {', '.join(STATUSES)})"
-            )
-        task_id, trial = where(path)
-        record.setdefault("task_id", task_id)
-        record.setdefault("trial", trial)
-        records.append((path.parent, record))
-    return records
-
-
-def read_trials(run_dir: Path) -> dict[str, list[TaskOutcome]]:
-    """Every trial's final record, grouped by task (in the run's task order).
-
-    A run without ``--trials`` has one trial per task: its ``execution.json``.
-
-    Raises:
-        InvalidRunInputError: as :func:`read_executions`.
-    """
+def group_trials(records: Iterable[TaskExecution]) -> dict[str, list[TaskOutcome]]:
+    """Every trial's final record (:func:`evals.results.run_reader.read_records`), grouped by
+    task (in the run's task order). A run without ``--trials`` has one trial per task."""
     grouped: dict[str, list[TaskOutcome]] = {}
-    for record in read_records(run_dir):
+    for record in records:
         item = TaskOutcome.from_execution(record)
         grouped.setdefault(item.task_id, []).append(item)
     return grouped
-
-
-def read_records(run_dir: Path) -> list[TaskExecution]:
-    """Every final task record, parsed (:meth:`evals.results.records.TaskExecution.from_json`), in
-    the order of :func:`read_executions`.
-
-    Raises:
-        InvalidRunInputError: as :func:`read_executions`, or a record that does not parse (the
-            message names the file).
-    """
-    return [_parse(folder / "execution.json", doc) for folder, doc in read_execution_files(run_dir)]
-
-
-def missing_trials(run_dir: Path) -> list[str]:
-    """The trials of a finished run that ``metadata.json`` lists (its tasks times its trials)
-    and that have no ``execution.json``: a lost or deleted record, left out of every figure.
-    Empty while the run is running (its pending trials have no record yet).
-
-    The readers of a run (``view``, ``compare``) say these, so a missing record is never
-    omitted silently.
-    """
-    metadata = read_metadata(run_dir)
-    if metadata.get("status") in (None, "running"):
-        return []
-    recorded = metadata.get("trials")
-    trials = recorded if isinstance(recorded, int) else 1
-    found = {(str(r["task_id"]), int(r["trial"])) for _, r in read_execution_files(run_dir)}
-    return [trial_key(str(tid), n) for tid in _metadata_task_ids(run_dir)
-            for n in range(1, max(trials, 1) + 1) if (str(tid), n) not in found]
-
-
-def missing_line(run: str, missing: list[str]) -> str:
-    """The one sentence saying a run's missing records (:func:`missing_trials`)."""
-    shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-    return (f"{run}: {len(missing)} trial(s) listed in metadata.json have no execution.json "
-            f"({shown}); they are left out of every figure: resume the run to record them")
-
-
-def _parse(path: Path, document: dict[str, Any]) -> TaskExecution:
-    try:
-        return TaskExecution.from_json(document)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidRunInputError(
-            f"{path}: not a task record ({type(exc).__name__}: {exc}); fix or move the file, "
-            "then try again"
-        ) from exc
-
-
-def _metadata_task_ids(run_dir: Path) -> list[str]:
-    path = run_dir / "metadata.json"
-    if not path.is_file():
-        return []
-    ids = _read_json(path).get("task_ids") or []
-    return [str(t) for t in ids]
 
 
 # --- aggregation -------------------------------------------------------------------------------
@@ -547,19 +295,30 @@ def statistics(items: list[TaskOutcome], trials: int | None = None,
 
 
 def compute_summary(run_dir: Path | str) -> dict[str, Any]:
-    """The run's summary (the ``summary.json`` document), computed from its task records.
-
-    Quarantined workers are read from ``metadata.json`` (``"quarantined_workers"``: names), where
-    the runner records them; tasks listed in the metadata without a record yet are reported as
-    ``task_ids_pending``.
+    """The run's summary (the ``summary.json`` document), computed from its records on disk
+    (:func:`summarize` of :func:`read_metadata` and :func:`read_records`).
 
     Raises:
         InvalidRunInputError: the folder is not a run folder or a record is unreadable.
     """
     path = Path(run_dir)
-    metadata = read_metadata(path)
-    documents = read_execution_files(path)
-    records = [_parse(folder / "execution.json", doc) for folder, doc in documents]
+    return summarize(read_metadata(path), read_records(path), run=path.name)
+
+
+def summarize(
+    metadata: Mapping[str, Any], records: Iterable[TaskExecution], *, run: str
+) -> dict[str, Any]:
+    """The run's summary (the ``summary.json`` document) from its metadata and its final
+    records (what the runner holds when a run ends, or what :func:`compute_summary` reads), put
+    in the run's order: its tasks' (``task_ids``) and each task's trials; tasks the metadata
+    does not list follow in name order.
+
+    Quarantined workers are the metadata's (``"quarantined_workers"``: names), where the runner
+    records them; tasks listed in the metadata without a record yet are reported as
+    ``task_ids_pending``.
+    """
+    order = {str(tid): i for i, tid in enumerate(metadata.get("task_ids") or [])}
+    records = sorted(records, key=lambda r: (order.get(r.task_id, len(order)), r.task_id, r.trial))
     items = [TaskOutcome.from_execution(r) for r in records]
     quarantined = sorted(str(w) for w in metadata.get("quarantined_workers") or [])
     workers: dict[str, dict[str, Any]] = {}
@@ -586,7 +345,7 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
     multi = _by_pool(metadata, records)
     trials = metadata.get("trials")
     return {
-        "run": metadata.get("run", path.name),
+        "run": metadata.get("run", run),
         "status": metadata.get("status"),
         "agent": metadata.get("agent"),
         "answer_visible_agents": list(metadata.get("answer_visible_agents") or []),
@@ -601,11 +360,12 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
         # a host lost whole (every worker of it at once): named once, with its workers
         "quarantined_hosts": lost_hosts,
         "task_ids_not_run": [t.task_id for t in items if t.status == "not_run"],
-        "task_ids_pending": [t for t in _metadata_task_ids(path) if t not in recorded],
+        "task_ids_pending": [str(t) for t in metadata.get("task_ids") or []
+                             if str(t) not in recorded],
         # run --rerun-errors: each session's reopened tasks (their earlier attempts are kept)
         "reruns": list(metadata.get("reruns") or []),
         "rejected_actions": sum(r.rejected_actions for r in records),
-        "resets": reset_summary([doc for _, doc in documents]),
+        "resets": reset_summary(records),
         # --variations: each goal style beside the originals of the same tasks
         "goal_styles": _goal_styles(items),
     }
@@ -676,15 +436,6 @@ def _by_pool(metadata: Mapping[str, Any], records: list[TaskExecution]) -> dict[
         row["model_usd"] = round(row["model_usd"], 6)
         row["total_usd"] = round(row["vm_usd"] + row["model_usd"], 6)
     return {"by_pool": rows}
-
-
-def write_summary(run_dir: Path | str) -> dict[str, Any]:
-    """Compute the summary and write it to ``<run_dir>/summary.json`` atomically; return it."""
-    from oa_vm import atomic_write_json
-
-    summary = compute_summary(run_dir)
-    atomic_write_json(Path(run_dir) / "summary.json", summary)
-    return summary
 
 
 # --- the public API's metrics ------------------------------------------------------------------

@@ -7,8 +7,10 @@ folders that will be written, the run folder against ``--resume`` (every setting
 the variations file and, for a local pool, the tasks themselves (known before the pool exists).
 Only then do the plan, the question and the pool come.
 
-The run itself (:func:`evals.run.runner.run_evaluation`) checks the same again where it matters:
-these checks read, and try a write only as an empty folder made and removed at once.
+What they built and asked (the agent, the answer of its server) is handed to the run
+(:class:`evals.agents.AgentFactory`), which builds and asks nothing twice; a Python caller's run,
+which has no command to check first, checks the same itself. These checks read, and try a write
+only as an empty folder made and removed at once.
 """
 
 from __future__ import annotations
@@ -19,13 +21,14 @@ from typing import TYPE_CHECKING, Any
 from evals.errors import InvalidRunInputError
 
 if TYPE_CHECKING:
+    from evals.agents import AgentFactory, BenchmarkAgent
     from evals.run.runner import RunConfig
 
 
 def check_before_run(
     config: RunConfig, *, agent_url_option: str = "--agent-url", needs_home: bool = False,
     plan: bool = False,
-) -> None:
+) -> AgentFactory | None:
     """Refuse, before any pool, process or folder exists, what the run would refuse later.
 
     Args:
@@ -36,6 +39,10 @@ def check_before_run(
             writable too.
         plan: Only a plan is asked (``--plan``): the agent's name is checked, but no agent is
             built and no server asked, so a plan needs no secret (a model agent's API key).
+
+    Returns:
+        The agents built (the first one checked, an ``http`` agent's server probed), for the
+        run; ``None`` for a plan.
 
     Raises:
         InvalidRunInputError: a folder cannot be written, ``--resume`` does not match the run,
@@ -50,18 +57,18 @@ def check_before_run(
 
         folder, unstarted, _ = check_run_folder(config)
         resumed = folder if config.resume and not unstarted else None
+    checked = None
     if plan:
         from evals.agents import load_agent_class
 
         load_agent_class(config.agent)
     else:
-        check_agent(config, agent_url_option=agent_url_option)
-    if resumed is not None and not plan:
-        from evals.agents import create_agent
+        checked = check_agent(config, agent_url_option=agent_url_option)
+    if resumed is not None and checked is not None:
         from evals.run.runner import check_resume_settings
 
         # every recorded setting kept, or changed with --allow-change (evals.run.settings)
-        check_resume_settings(resumed, config, create_agent(config.agent, config.agent_options))
+        check_resume_settings(resumed, config, checked.first)
     from evals.tasks.cua_bench import check_selection, is_cua_selection
 
     if is_cua_selection(config.selection):
@@ -71,19 +78,21 @@ def check_before_run(
 
     if is_openapps_selection(config.selection):
         # a config file on this machine: every entry checked now, before any pool is touched
-        _check_openapps_agent(config, load_selection(config.selection))
+        _check_openapps_agent(config, load_selection(config.selection), checked)
     if config.variations is not None:
         from evals.run.variations import read_variations
 
         read_variations(config.variations)
+    return checked
 
 
-def _check_openapps_agent(config: RunConfig, entries: list[Any]) -> None:
+def _check_openapps_agent(
+    config: RunConfig, entries: list[Any], checked: AgentFactory | None
+) -> None:
     """The agent can play the entries (the oracle needs each class's reference solution)."""
-    from evals.agents import create_agent
     from evals.agents.base import tasks_for_agent
 
-    agent = create_agent(config.agent, config.agent_options)
+    agent = _agent(config, checked)
     agent.check_tasks(tasks_for_agent(agent, {e.name: e.task_json() for e in entries}))
 
 
@@ -117,8 +126,9 @@ def check_folders(config: RunConfig, *, needs_home: bool = False) -> None:
         raise InvalidRunInputError(problem)
 
 
-def check_agent(config: RunConfig, *, agent_url_option: str = "--agent-url") -> None:
-    """The agent can be built, and an ``http`` agent's server answers (one probe).
+def check_agent(config: RunConfig, *, agent_url_option: str = "--agent-url") -> AgentFactory:
+    """The agent can be built, and an ``http`` agent's server answers (one probe); returns the
+    run's agents (the one built first).
 
     Raises:
         InvalidRunInputError: as :func:`evals.agents.agent_factory`, or the server does not
@@ -127,11 +137,23 @@ def check_agent(config: RunConfig, *, agent_url_option: str = "--agent-url") -> 
     from evals.agents import agent_factory
     from evals.agents.http import probe_agent_server
 
-    agent_factory(config.agent, config.agent_options)
+    agents = agent_factory(config.agent, config.agent_options)
     probe_agent_server(config.agent, config.agent_options.agent_url, option=agent_url_option)
+    return agents
 
 
-def check_local_tasks(config: RunConfig, tasks_dir: str | None) -> None:
+def _agent(config: RunConfig, checked: AgentFactory | None) -> BenchmarkAgent:
+    """The agent the checks built, or (for a plan, which builds none) one built now."""
+    from evals.agents import create_agent
+
+    if checked is not None and checked.makes(config.agent, config.agent_options):
+        return checked.first
+    return create_agent(config.agent, config.agent_options)
+
+
+def check_local_tasks(
+    config: RunConfig, tasks_dir: str | None, checked: AgentFactory | None = None
+) -> None:
     """A local pool's tasks are known before it exists: refuse unknown task IDs, malformed task
     files, and tasks the agent cannot play (``replay`` without their bundles, ``oracle`` without
     a reference solution), as the run would once the pool was made.
@@ -139,6 +161,8 @@ def check_local_tasks(config: RunConfig, tasks_dir: str | None) -> None:
     Args:
         config: The run's options.
         tasks_dir: The pool's task folder (``None``: the bundled local suite).
+        checked: The agents :func:`check_before_run` built (its first is used; none: one is
+            built).
 
     Raises:
         waa_client.errors.CatalogError: unknown IDs (all listed) or a malformed task file.
@@ -146,7 +170,6 @@ def check_local_tasks(config: RunConfig, tasks_dir: str | None) -> None:
     """
     from pathlib import Path
 
-    from evals.agents import create_agent
     from evals.agents.base import tasks_for_agent
     from evals.tasks.cua_bench import is_cua_selection
     from evals.tasks.openapps import is_openapps_selection
@@ -158,5 +181,5 @@ def check_local_tasks(config: RunConfig, tasks_dir: str | None) -> None:
     catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
     tasks = {ref.task_id: catalog.load(ref.task_id)
              for ref in catalog.select(config.selection, live=False)}
-    agent = create_agent(config.agent, config.agent_options)
+    agent = _agent(config, checked)
     agent.check_tasks(tasks_for_agent(agent, tasks))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
@@ -336,7 +336,7 @@ def describe_plan(plans: Mapping[str, WorkerReset]) -> dict[str, Any]:
     }
 
 
-def reset_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def reset_summary(records: Iterable[TaskExecution]) -> dict[str, Any]:
     """The run's resets for ``summary.json``: counts, durations, and whether the fingerprints
     agree (every clean reset showed its worker's one snapshot token, with the marker gone).
 
@@ -350,23 +350,23 @@ def reset_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     tokens: dict[str, set[str]] = {}
     unrecorded = 0
     for record in records:
-        kind = record.get("reset")
+        kind = record.reset
         if not isinstance(kind, str):
             unrecorded += 1
             continue
-        seconds = record.get("reset_s")
+        seconds = record.reset_s
         kinds.setdefault(kind, [])
         counts[kind] = counts.get(kind, 0) + 1
         if isinstance(seconds, int | float):
             kinds[kind].append(float(seconds))
-        fingerprint = record.get("fingerprint")
-        if kind != ResetMode.CLEAN or record.get("error_type") is not None and not fingerprint:
+        fingerprint = record.fingerprint
+        if kind != ResetMode.CLEAN or record.error_type is not None and not fingerprint:
             continue
         if not fingerprint_ok(fingerprint):
-            bad.append(str(record.get("task_id")))
+            bad.append(record.task_id)
         token = (fingerprint or {}).get("expected")
         if isinstance(token, str):
-            tokens.setdefault(str(record.get("worker")), set()).add(token)
+            tokens.setdefault(str(record.worker), set()).add(token)
     split_workers = sorted(w for w, t in tokens.items() if len(t) > 1)
     checked = len(kinds.get(ResetMode.CLEAN, []))  # clean resets that finished
     agree = None if not checked and not bad else not bad and not split_workers

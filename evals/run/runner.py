@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from evals.agents import AgentOptions, BenchmarkAgent, agent_factory
+from evals.agents import AgentFactory, AgentOptions, BenchmarkAgent
 from evals.agents.base import tasks_for_agent
 from evals.errors import (
     InvalidRunInputError,
@@ -40,7 +40,6 @@ from evals.results.records import (
     TaskStatus,
     now_iso,
     results_root,
-    step_files,
     versions,
 )
 from evals.results.trials import MAX_TRIALS, trial_key
@@ -51,6 +50,7 @@ from evals.run.dispatcher import (
     Dispatcher,
     DispatchSettings,
 )
+from evals.run.metrics import summarize
 from evals.run.queue import DEFAULT_MAX_ATTEMPTS, TaskQueue, task_lease_seconds
 from evals.run.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
 from evals.run.settings import allow_change_problem, check_settings, current_settings
@@ -251,6 +251,9 @@ class RunResult:
             (:func:`evals.results.agent_failures.describe`), or ``None``.
         agent_errors: How many tasks those are.
         blames_agent: The warning is the agent's doing (:func:`blames_agent`), not the pool's.
+        summary: The run's summary (:func:`evals.run.metrics.summarize`), computed from the
+            records the run held when it ended: the ``summary.json`` it wrote, and what the
+            command prints.
     """
 
     run_dir: Path
@@ -266,6 +269,7 @@ class RunResult:
     agent_failed: str | None = None
     agent_errors: int = 0
     blames_agent: bool = False
+    summary: dict[str, Any] = field(default_factory=dict)
 
 
 def health_warning(
@@ -373,7 +377,7 @@ def default_run_name(agent: str) -> str:
 
 
 def _check_resume(folder: RunFolder, config: RunConfig) -> dict[str, Any]:
-    from evals.run.metrics import read_metadata
+    from evals.results.run_reader import read_metadata
 
     # unreadable metadata is said so, not compared as empty ("started with --tasks ''")
     metadata = read_metadata(folder.path)
@@ -451,7 +455,9 @@ def resumed_cap(
     return given, None
 
 
-def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> RunResult:
+def run_evaluation(
+    config: RunConfig, *, on_event: EventSink | None = None, checked: AgentFactory | None = None
+) -> RunResult:
     """Run (or resume) a selection of tasks on a pool and write the run folder.
 
     Nothing is dispatched, and the run folder is not touched, until the options, the agent, the
@@ -460,6 +466,11 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
     With several pools (``config.pools``) every pool is checked and leased first, the tasks
     must be the same on all of them, and one dispatcher runs the union of their workers
     (:mod:`evals.run.pools`).
+
+    ``checked``: the agents the command's checks built
+    (:func:`evals.run.prechecks.check_before_run`, an ``http`` agent's server probed); the run
+    uses them and asks nothing again. Without it (a Python caller) the run builds and probes
+    itself, once.
 
     Raises:
         InvalidRunInputError: bad options, an unknown agent, a run that exists without
@@ -480,15 +491,18 @@ def run_evaluation(config: RunConfig, *, on_event: EventSink | None = None) -> R
         config = replace(config, resume=False, rerun_errors=False)
     if config.resume:
         config = replace(config, max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
-    make_agent = agent_factory(config.agent, config.agent_options)
-    # Python callers have no command to check first: an http agent's server that does not
-    # answer is refused here, before any lease, rather than ending every task in error.
-    from evals.agents.http import probe_agent_server
+    if checked is not None and checked.makes(config.agent, config.agent_options):
+        make_agent = checked
+    else:
+        from evals.agents.http import probe_agent_server
 
-    probe_agent_server(config.agent, config.agent_options.agent_url,
-                       option="agent_options.agent_url")
+        make_agent = AgentFactory(config.agent, config.agent_options)
+        # Python callers have no command to check first: an http agent's server that does
+        # not answer is refused here, before any lease, rather than ending every task in error.
+        probe_agent_server(config.agent, config.agent_options.agent_url,
+                           option="agent_options.agent_url")
     variations = read_variations(config.variations) if config.variations is not None else None
-    changes = check_resume_settings(folder, config, make_agent()) if config.resume else []
+    changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
 
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken
@@ -511,8 +525,8 @@ def check_resume_settings(
     Raises:
         ResumeMismatchError: a recorded setting differs without ``--allow-change``.
     """
+    from evals.results.run_reader import read_metadata
     from evals.run.manifest import read_manifest
-    from evals.run.metrics import read_metadata
 
     return check_settings(str(folder.path), config, agent, read_manifest(folder.path),
                           read_metadata(folder.path))
@@ -522,7 +536,7 @@ def _leased(
     folder: RunFolder, config: RunConfig, names: list[str], run_name: str,
     variations: Mapping[str, Variation] | None, previous: dict[str, Any],
     changes: list[dict[str, Any]],
-    make_agent: Callable[[], BenchmarkAgent], on_event: EventSink | None, *, locked: bool,
+    make_agent: AgentFactory, on_event: EventSink | None, *, locked: bool,
 ) -> RunResult:
     """The run once its pools are held (the rest of :func:`run_evaluation`)."""
     from evals.run.pools import connect_pools, hold_pools, select_tasks
@@ -545,8 +559,8 @@ def _leased(
         }
         for tid in task_ids:  # the one ID rule, before anything is written: no '#' (the
             check_id("task ID", tid)  # trial separator), no path, a length bound
-        probe_agent = make_agent()
-        probe_agent.check_tasks(tasks_for_agent(probe_agent, tasks))
+        agent = make_agent.first
+        agent.check_tasks(tasks_for_agent(agent, tasks))
         # asks every worker whether it can restore: --reset clean fails here, before any task
         resets = plan_resets(config.reset, pools)
         return _run_in_folder(
@@ -724,18 +738,20 @@ def _open_queue(
     return queue
 
 
-def _summary_of_interrupted(folder: RunFolder, queue: TaskQueue) -> None:
+def _summary_of_interrupted(
+    folder: RunFolder, queue: TaskQueue, metadata: Mapping[str, Any]
+) -> None:
     """An interrupted run still gets its ``summary.json`` (of what was recorded): a Ctrl-C that
     lands as the last task ends leaves a finished set of records, and without a summary the
     reader had to resume the run (a pool made for nothing) to get one. Best effort: nothing
     here may hide the interrupt itself."""
     import logging
 
-    from evals.run import metrics
-
     try:
-        folder.sync_executions(queue.records())
-        metrics.write_summary(folder.path)
+        committed = queue.records()
+        folder.sync_executions(committed)
+        records = (TaskExecution.from_json(doc) for doc in committed.values())
+        folder.write_summary(summarize(metadata, records, run=folder.path.name))
     except Exception as exc:  # a summary is a convenience; the interrupt must go on
         logging.getLogger("evals").warning(
             "no summary for the interrupted run %s: %s", folder.path.name, exc)
@@ -747,18 +763,13 @@ def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
     the task's earlier attempts). Returns the reopened keys."""
     keys = queue.reopen_errors(RERUN_ERROR_TYPES)
     for key in keys:
-        source = folder.task_dir(key)
-        target = source / f"attempt-{len(queue.history(key))}"
-        target.mkdir(parents=True, exist_ok=True)
-        for path in [source / "execution.json", *step_files(source)]:
-            if path.is_file():
-                path.replace(target / path.name)
+        folder.set_aside(key, len(queue.history(key)))
     return keys
 
 
 def _write_manifest(
     folder: RunFolder, config: RunConfig, pools: list[RunPool],
-    tasks: Mapping[str, dict[str, Any]], make_agent: Callable[[], BenchmarkAgent],
+    tasks: Mapping[str, dict[str, Any]], agent: BenchmarkAgent,
     changes: list[dict[str, Any]], resets: Mapping[str, WorkerReset] | None = None,
 ) -> None:
     """``manifest.json`` (:mod:`evals.run.manifest`) at the run's start; a resumed run keeps the
@@ -766,7 +777,6 @@ def _write_manifest(
     (each appended to ``setting_changes``)."""
     from evals.run.manifest import MANIFEST, build_manifest, read_manifest, write_manifest
 
-    agent = make_agent()
     if (folder.path / MANIFEST).is_file():
         manifest = read_manifest(folder.path)
         if manifest is not None and changes:
@@ -794,7 +804,7 @@ def _run_in_folder(
     pools: list[RunPool],
     tasks: dict[str, dict[str, Any]],
     infos: dict[str, TaskInfo],
-    make_agent: Callable[[], BenchmarkAgent],
+    make_agent: AgentFactory,
     previous: dict[str, Any],
     on_event: EventSink | None,
     resets: Mapping[str, WorkerReset] | None = None,
@@ -804,7 +814,6 @@ def _run_in_folder(
     changes: list[dict[str, Any]] | None = None,
     locked: bool = False,
 ) -> RunResult:
-    from evals.run import metrics
     from evals.run.pools import summary_fields
 
     task_ids = list(tasks)
@@ -833,7 +842,7 @@ def _run_in_folder(
             "cloud": cloud,
             "agent": config.agent,
             # Agents that opted in to the tasks' answers (evals.agents.base.sees_answers).
-            "answer_visible_agents": [config.agent] if make_agent().sees_answers else [],
+            "answer_visible_agents": [config.agent] if make_agent.first.sees_answers else [],
             "selection": config.selection,
             "task_ids": task_ids,
             "trials": config.trials,
@@ -876,7 +885,7 @@ def _run_in_folder(
             folder.write_metadata(metadata)
             for tid, task in tasks.items():
                 folder.write_task(tid, task)
-            _write_manifest(folder, config, pools, tasks, make_agent, changes or [], resets)
+            _write_manifest(folder, config, pools, tasks, make_agent.first, changes or [], resets)
             ledger = _ledger(pools, config.max_cost_usd)
             done = queue.records()
             ledger.carry(r.get("cost") or {} for r in done.values())
@@ -924,11 +933,11 @@ def _run_in_folder(
                 from evals.run.dispatcher import FENCE_ERRORS
 
                 extra = {"stopped": str(exc)} if isinstance(exc, FENCE_ERRORS) else {}
-                folder.update_metadata(
+                ended = folder.update_metadata(
                     status=RunStatus.INTERRUPTED.value, ended_at=now_iso(),
                     cost=ledger.totals(), **extra,
                 )
-                _summary_of_interrupted(folder, queue)
+                _summary_of_interrupted(folder, queue, ended)
                 raise
             finally:
                 for repairer in helpers.repairers:
@@ -939,8 +948,8 @@ def _run_in_folder(
             # the queue commits TaskExecution.to_json() documents: read back as records
             committed = queue.records()
             # execution.json was written without fsync during the run: one that is missing or
-            # differs from the queue's record is rewritten (with fsync) before the summary
-            # reads it; one lost after this, in a power cut, is restored by --resume
+            # differs from the queue's record is rewritten (with fsync); one lost after this,
+            # in a power cut, is restored by --resume
             folder.sync_executions(committed)
             records = {k: TaskExecution.from_json(v) for k, v in committed.items()}
         finally:
@@ -959,15 +968,18 @@ def _run_in_folder(
         agent_blamed = warning is not None and blames_agent(
             counts, lost_all=lost_all, agent_errors=agent_errors
         )
-        folder.update_metadata(
+        ended = folder.update_metadata(
             status=status.value, ended_at=now_iso(), quarantined_workers=quarantined,
             quarantined_hosts=lost_hosts,
             cost=ledger.totals(), warning=warning,
             # the run page's banner: "the agent failed", not "unhealthy run"
             warning_cause=None if warning is None else "agent" if agent_blamed else "workers",
         )
-        metrics.write_summary(folder.path)
+        # the files are for resuming and for readers: the summary is of the records held here
+        summary = summarize(ended, records.values(), run=folder.path.name)
+        folder.write_summary(summary)
     return RunResult(
+        summary=summary,
         warning=warning,
         run_dir=folder.path,
         status=status,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.run.metrics import read_records
+from evals.results.run_reader import read_records
 from infra.local.browser import BrowserScreen, find_chromium
 from tests.support.cli import run_cli
 from tests.support.local_runs import LOOK, RUNS, LocalRuns, make_runs

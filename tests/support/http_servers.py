@@ -138,6 +138,7 @@ class ScriptedServer(_Closable):
 
     The last reply of a script repeats. Unscripted paths answer 404 with a JSON message.
     ``hits`` counts requests per path (query strings dropped); ``bodies`` keeps request bodies.
+    A ``HEAD`` (a liveness probe) answers 200 with no body and is counted in ``heads`` only.
 
     Args:
         routes: ``path -> reply or list of replies``.
@@ -148,6 +149,7 @@ class ScriptedServer(_Closable):
         for path, replies in (routes or {}).items():
             self.set(path, replies)
         self.hits: Counter[str] = Counter()
+        self.heads: Counter[str] = Counter()
         self.bodies: list[tuple[str, bytes]] = []
         self._lock = threading.Lock()
         server = self
@@ -166,6 +168,13 @@ class ScriptedServer(_Closable):
 
             do_GET = _answer
             do_POST = _answer
+
+            def do_HEAD(self) -> None:
+                with server._lock:
+                    server.heads[self.path.split("?", 1)[0]] += 1
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep test output quiet

@@ -24,7 +24,7 @@ def compare(
 ) -> None:
     """Print the shared tasks' results side by side and write the same as an HTML page."""
     from evals.report.compare import compare_runs, format_comparison, write_comparison
-    from evals.run.metrics import find_run
+    from evals.results.run_reader import find_run
 
     if out is not None:  # refused before the comparison is computed (scipy, every record)
         from evals.report.viewer import check_page_target

@@ -27,7 +27,7 @@ def export(
 ) -> None:
     """Write the run in FORMAT and print where it went."""
     from evals.errors import InvalidRunInputError
-    from evals.run.metrics import find_run
+    from evals.results.run_reader import find_run
     from oa_vm.kit import safe_fs
 
     if fmt not in FORMATS:

@@ -53,7 +53,7 @@ def mock(
     import oa_vm
     from evals.errors import InvalidRunInputError
     from evals.report.viewer import write_view
-    from evals.run.metrics import format_summary, read_metadata
+    from evals.run.metrics import format_summary
     from evals.run.runner import RunConfig, default_run_name, run_evaluation
 
     if agent not in MOCK_AGENTS:
@@ -82,15 +82,13 @@ def mock(
         )
     finally:
         _remove(pool)
-    from evals.run.metrics import compute_summary
-
-    summary = compute_summary(result.run_dir)
+    summary = result.summary
     page = write_view(result.run_dir)
     typer.echo(format_summary(summary))
     typer.echo("")
     typer.echo(f"Run folder: {result.run_dir}")
     typer.echo(f"Page: {page}")
-    if read_metadata(result.run_dir).get("status") != "finished":
+    if summary["status"] != "finished":
         raise typer.Exit(1)
 
 

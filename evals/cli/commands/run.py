@@ -18,6 +18,7 @@ import typer
 from oa_vm.kit.duration_options import Duration, duration_option
 
 if TYPE_CHECKING:
+    from evals.agents import AgentFactory
     from evals.run.runner import RunConfig, RunResult
 
 
@@ -230,13 +231,16 @@ FailOnErrorsOpt = Annotated[
 
 
 def execute(
-    config: RunConfig, *, json_out: bool, finish: bool = True, fail_on_errors: bool = False
+    config: RunConfig, *, json_out: bool, finish: bool = True, fail_on_errors: bool = False,
+    checked: AgentFactory | None = None,
 ) -> RunResult:
     """Run with a progress display, print the summary (a warning first for an unhealthy run),
-    and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4)."""
+    and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4).
+    ``checked``: the agents the checks before the run built
+    (:func:`evals.run.prechecks.check_before_run`)."""
     from evals.errors import RunInterrupted
     from evals.report.progress import make_progress as live_or_plain
-    from evals.results.records import results_root
+    from evals.results.records import RunFolder, results_root
     from evals.run import metrics
     from evals.run.runner import run_evaluation
     from oa_vm.kit.clikit import print_json
@@ -245,15 +249,15 @@ def execute(
     progress = live_or_plain(json_out=json_out)
     try:
         with _signals_interrupt():
-            result = run_evaluation(config, on_event=progress)
+            result = run_evaluation(config, on_event=progress, checked=checked)
     except KeyboardInterrupt:
         folder = results_root(config.results_dir) / (config.run_name or "")
-        started = config.run_name is not None and (folder / "metadata.json").is_file()
+        started = config.run_name is not None and RunFolder(folder).exists()
         raise RunInterrupted(str(folder) if started else None) from None
     finally:
         progress.close()
     result.fail_on_errors = fail_on_errors
-    summary = metrics.compute_summary(result.run_dir)
+    summary = result.summary  # the run's own, as summary.json holds it: never read back
     if json_out:
         print_json({**summary, "run_dir": str(result.run_dir), "warning": result.warning,
                     "agent_failed": result.agent_failed})
@@ -266,7 +270,7 @@ def execute(
             unpriced = ", ".join(result.unpriced_models)
             typer.echo(f"Tokens of unpriced models counted as $0: {unpriced}")
         if result.agent_failed:
-            from evals.results.agent_failures import where_to_look
+            from evals.errors import where_to_look
 
             typer.echo(f"{result.agent_failed}; {where_to_look(str(result.run_dir))}")
     _debug_agent_tracebacks(result)
@@ -327,19 +331,20 @@ def _debug_agent_tracebacks(result: RunResult) -> None:
     if not result.agent_failed or not debug_requested():
         return
     from evals.results.agent_failures import exception_name
-    from evals.run.metrics import read_execution_files
+    from evals.results.records import ErrorType
+    from evals.results.run_reader import read_record_folders, record_file
 
     shown: set[str] = set()
-    for folder, record in read_execution_files(result.run_dir):
-        text = record.get("agent_traceback")
-        if record.get("error_type") != "agent" or not isinstance(text, str) or not text:
+    for folder, record in read_record_folders(result.run_dir):
+        text = record.agent_traceback
+        if record.error_type is not ErrorType.AGENT or not text:
             continue
         kind = exception_name(text)
         if kind in shown:
             continue
         shown.add(kind)
-        typer.echo(f"The agent's traceback in task {record.get('task_id')} "
-                   f"({folder / 'execution.json'}):\n{text.rstrip()}", err=True)
+        typer.echo(f"The agent's traceback in task {record.task_id} "
+                   f"({record_file(folder)}):\n{text.rstrip()}", err=True)
 
 
 AllowChangeOpt = Annotated[
@@ -382,17 +387,17 @@ def resumed_config(config: RunConfig, given: set[str]) -> RunConfig:
 
     from evals.errors import InvalidRunInputError
     from evals.results.records import results_root
+    from evals.results.run_reader import read_started
     from evals.run.manifest import read_manifest
     from evals.run.settings import REDACTED, recorded_settings, resumed_values
 
     if not config.resume or not config.run_name:
         return config
     folder = results_root(config.results_dir) / config.run_name
-    if not (folder / "metadata.json").is_file():
-        return config  # no such run, or killed before it started: the run says which
-    from evals.run.metrics import read_metadata
-
-    recorded = recorded_settings(read_manifest(folder), read_metadata(folder))
+    metadata = read_started(folder)
+    if metadata is None:
+        return config
+    recorded = recorded_settings(read_manifest(folder), metadata)
     values = resumed_values(recorded, given)
     args = recorded.get("agent-arg")
     if "agent-arg" not in given and isinstance(args, dict) and args:
@@ -413,12 +418,11 @@ def _recorded_selection(
     """``--tasks`` and ``--agent`` of ``--resume``: those given, else the run's own (when it
     has recorded them; a run that does not exist is refused by the run itself)."""
     from evals.results.records import results_root
-    from evals.run.metrics import read_metadata
+    from evals.results.run_reader import read_started
 
-    folder = results_root(results_dir) / run
-    if not (folder / "metadata.json").is_file():
+    metadata = read_started(results_root(results_dir) / run)
+    if metadata is None:
         return tasks, agent
-    metadata = read_metadata(folder)
     return (tasks if tasks is not None else str(metadata.get("selection") or "") or None,
             agent if agent is not None else str(metadata.get("agent") or "") or None)
 
@@ -435,8 +439,8 @@ def _rerun_defaults(
             must be given again).
     """
     from evals.errors import InvalidRunInputError
+    from evals.results.run_reader import find_run, read_metadata
     from evals.run.manifest import read_manifest
-    from evals.run.metrics import find_run, read_metadata
 
     folder = find_run(run, results_dir)
     metadata = read_metadata(folder)
@@ -543,8 +547,8 @@ def run(
         names: list[str | None] = [*config.pool_names()] or [None]
         _wait_ready(names, wait_ready)
     # before any lease is taken or any task runs (a dead agent server would fail every task)
-    check_before_run(config, agent_url_option=agent_url_option(agent_url))
-    execute(config, json_out=json_out, fail_on_errors=fail_on_errors)
+    checked = check_before_run(config, agent_url_option=agent_url_option(agent_url))
+    execute(config, json_out=json_out, fail_on_errors=fail_on_errors, checked=checked)
 
 
 def _wait_ready(pools: list[str | None], timeout_s: float) -> None:

@@ -160,8 +160,8 @@ def sweep(
     config = resumed_config(config, given_settings(ctx))
     faults = parse_faults(fault)
     # Everything checkable without a pool is checked before one is paid for.
-    check_before_run(config, agent_url_option=agent_url_option(agent_url), needs_home=True,
-                     plan=plan_only)
+    checked = check_before_run(config, agent_url_option=agent_url_option(agent_url),
+                               needs_home=True, plan=plan_only)
     _check_run_folder(config.results_dir, config.run_name, config.resume)
     # A resumed sweep whose pool outlived it (the sweep was killed) reuses that pool rather
     # than paying for a second one.
@@ -180,7 +180,7 @@ def sweep(
         _print_plan(spec, config, json_out)
         return
     if oa_vm.cloud_facts(cloud).simulated:
-        check_local_tasks(config, spec.tasks_dir)
+        check_local_tasks(config, spec.tasks_dir, checked)
     elif not reused:
         _show_plan_and_confirm(spec, yes)
     with sigterm_as_interrupt():
@@ -204,9 +204,8 @@ def sweep(
                     raise
                 created = True
                 oa_vm.wait_pool(spec.name, timeout_s=wait_timeout)
-                result = execute(
-                    config, json_out=json_out, finish=False, fail_on_errors=fail_on_errors
-                )
+                result = execute(config, json_out=json_out, finish=False,
+                                 fail_on_errors=fail_on_errors, checked=checked)
                 if result.warning:
                     _keep_logs(spec.name, config)  # the run is unhealthy: the logs say why
             except BaseException:

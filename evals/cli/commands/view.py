@@ -26,7 +26,13 @@ def view(
 ) -> None:
     """Write the run's self-contained page (summary, tasks, steps, screenshots); print its path."""
     from evals.report.viewer import write_view
-    from evals.run.metrics import find_run, missing_line, missing_trials
+    from evals.results.run_reader import (
+        find_run,
+        missing_line,
+        missing_of,
+        read_metadata,
+        read_records,
+    )
 
     if run is not None and run_name is not None and run != run_name:
         raise typer.BadParameter(
@@ -38,7 +44,7 @@ def view(
                                  param_hint="RUN")
     folder = find_run(name, results_dir)
     path = write_view(folder, out, force=force)
-    missing = missing_trials(folder)
+    missing = missing_of(read_metadata(folder), read_records(folder))
     if missing:  # also on the page; said here so a missing record is never silent
         typer.echo(f"note: {missing_line(name, missing)}", err=True)
     typer.echo(str(path))

@@ -14,7 +14,7 @@ from typing import Any
 
 from evals.errors import InvalidRunInputError
 from evals.results.records import StepRecord, TaskExecution, read_tree
-from evals.run.metrics import read_execution_files, read_metadata
+from evals.results.run_reader import read_metadata, read_record_folders
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,7 @@ def read_attempts(run_dir: Path) -> Iterator[Attempt]:
     Raises:
         InvalidRunInputError: a record that is unreadable or does not parse (the file named).
     """
-    for folder, document in read_execution_files(run_dir):
-        try:
-            record = TaskExecution.from_json(document)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidRunInputError(
-                f"{folder / 'execution.json'}: not a task record ({exc}); fix or move the file"
-            ) from exc
+    for folder, record in read_record_folders(run_dir):
         yield Attempt(record, folder)
 
 

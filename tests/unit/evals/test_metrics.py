@@ -9,14 +9,9 @@ from typing import Any
 import pytest
 
 from evals.errors import InvalidRunInputError
-from evals.run.metrics import (
-    compute_metrics,
-    compute_summary,
-    find_run,
-    format_summary,
-    read_executions,
-    write_summary,
-)
+from evals.results.records import RunFolder as RecordFolder
+from evals.results.run_reader import find_run, read_records
+from evals.run.metrics import compute_metrics, compute_summary, format_summary
 from tests.support.run_folder import RunFolder
 
 
@@ -120,12 +115,13 @@ def test_records_follow_the_run_order_then_strays(tmp_path: Path) -> None:
     (stray / "execution.json").write_text(
         json.dumps({"task_id": "aaa-stray", "status": "failure", "score": 0.0}), encoding="utf-8")
 
-    assert [r["task_id"] for r in read_executions(path)] == ["zeta", "alpha", "mid", "aaa-stray"]
+    assert [r.task_id for r in read_records(path)] == ["zeta", "alpha", "mid", "aaa-stray"]
 
 
-def test_write_summary_writes_what_it_returns(tmp_path: Path) -> None:
+def test_write_summary_writes_what_it_is_given(tmp_path: Path) -> None:
     path = _mixed_run(tmp_path)
-    returned = write_summary(path)
+    returned = compute_summary(path)
+    RecordFolder(path).write_summary(returned)
 
     on_disk = json.loads((path / "summary.json").read_text(encoding="utf-8"))
     assert on_disk == json.loads(json.dumps(returned))

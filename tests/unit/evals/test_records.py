@@ -23,6 +23,7 @@ from evals.results.records import (
     save_screenshot,
     task_id_of_folder,
 )
+from evals.results.run_reader import read_records
 
 DOCUMENTED_KEYS = {
     "task_id", "domain", "instruction", "infeasible", "status", "score", "error_type",
@@ -59,9 +60,9 @@ def test_execution_json_has_every_documented_key(tmp_path: Path) -> None:
 def test_execution_round_trips(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")
     original = _execution()
+    assert read_records(folder.path) == []
     folder.write_execution(original)
-    assert folder.read_execution("abc-WOS") == original
-    assert folder.read_execution("other") is None
+    assert read_records(folder.path) == [original]
 
 
 def test_to_json_is_what_asdict_makes_and_shares_nothing_with_the_record() -> None:

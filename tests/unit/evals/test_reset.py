@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evals.results.records import ErrorType
+from evals.results.records import ErrorType, TaskExecution
 from evals.run.reset import ResetFailed, WorkerReset, reset_lines, reset_summary
 from oa_vm.clouds.pulumi.reset import HostSnapshotControl
 from oa_vm.model.snapshots import Restored, SnapshotError, SnapshotState
@@ -19,10 +19,15 @@ from waa_client import ScoringClient, WaaClient
 from waa_client.ssh import CommandResult
 
 
-def _clean(task: str, worker: str, token: str, *, ok: bool = True) -> dict[str, Any]:
-    return {"task_id": task, "worker": worker, "reset": "clean", "reset_s": 0.5,
-            "fingerprint": {"token": token if ok else "x", "expected": token,
-                            "marker_gone": True, "ok": ok}}
+def _record(**fields: Any) -> TaskExecution:
+    """A task record as a run folder holds it (the summary reads typed records)."""
+    return TaskExecution.from_json({"status": "success", **fields})
+
+
+def _clean(task: str, worker: str, token: str, *, ok: bool = True) -> TaskExecution:
+    return _record(task_id=task, worker=worker, reset="clean", reset_s=0.5,
+                   fingerprint={"token": token if ok else "x", "expected": token,
+                                "marker_gone": True, "ok": ok})
 
 
 def test_agreeing_fingerprints_are_said_once() -> None:
@@ -43,8 +48,8 @@ def test_a_bad_fingerprint_or_two_snapshots_on_one_worker_disagree() -> None:
 
 
 def test_stock_resets_have_no_fingerprint_to_agree_on() -> None:
-    summary = reset_summary([{"task_id": "a", "reset": "stock", "reset_s": 0.1,
-                              "fingerprint": None}, {"task_id": "b", "status": "not_run"}])
+    summary = reset_summary([_record(task_id="a", reset="stock", reset_s=0.1, fingerprint=None),
+                             _record(task_id="b", status="not_run")])
     assert summary["fingerprints_agree"] is None and summary["unrecorded"] == 1
     assert summary["counts"] == {"stock": 1}
 
@@ -92,8 +97,8 @@ def test_a_restore_reports_the_recorded_token_and_its_time() -> None:
 
 
 def test_a_failed_reset_is_counted_without_a_duration() -> None:
-    failed = {"task_id": "c", "worker": "w0", "reset": "clean", "reset_s": None,
-              "fingerprint": None, "error_type": "infrastructure"}
+    failed = _record(task_id="c", worker="w0", reset="clean", reset_s=None, fingerprint=None,
+                     status="error", error_type="infrastructure")
     summary = reset_summary([_clean("a", "w0", "t0"), failed])
     assert summary["counts"] == {"clean": 2}
     assert summary["fingerprints_agree"] is True  # the failed one has nothing to agree on

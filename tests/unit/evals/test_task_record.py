@@ -18,11 +18,11 @@ from evals.results.records import (
     AttemptRecord,
     CostRecord,
     ErrorType,
-    RunFolder,
     StepRecord,
     TaskExecution,
     TaskStatus,
 )
+from evals.results.run_reader import read_records
 from evals.results.trials import trial_key
 from evals.run.metrics import (
     OUTCOME_FROM_RECORD,
@@ -30,7 +30,6 @@ from evals.run.metrics import (
     TaskOutcome,
     compute_metrics,
     compute_summary,
-    read_records,
 )
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "run_folders" / "two-pools"
@@ -174,9 +173,10 @@ def test_run_folder_of_an_earlier_version_loads_and_summarizes_the_same(tmp_path
     assert len(written) == 6
     for path, document in written.items():
         assert TaskExecution.from_json(document).to_json() == document, path
-    second = RunFolder(run).read_execution(trial_key("calc-b", 2))
-    assert second is not None and second.error_type is ErrorType.TIMEOUT and second.trial == 2
-    assert len(read_records(run)) == 6
+    records = {r.key: r for r in read_records(run)}
+    second = records[trial_key("calc-b", 2)]
+    assert second.error_type is ErrorType.TIMEOUT and second.trial == 2
+    assert len(records) == 6
     expected = json.loads((run / "summary.json").read_text(encoding="utf-8"))
     summary = json.loads(json.dumps(compute_summary(run)))
     # The figures docs/results.md redefined since that release (an agent's own errors count
