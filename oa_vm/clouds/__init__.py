@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import importlib
 
-from oa_vm.clouds.base import Provider
 from oa_vm.errors import InvalidInputError, ProviderUnavailableError
+
+TYPE_CHECKING = False  # typing and the contract are not loaded at run time (start-up time)
+if TYPE_CHECKING:
+    from oa_vm.clouds.base import Provider
 
 _REGISTRY: dict[str, str] = {
     "local": "oa_vm.clouds.local.provider:LocalProvider",

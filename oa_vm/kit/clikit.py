@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 import traceback
@@ -102,13 +103,17 @@ class _PipeSafe:
         return getattr(self._stream, name)
 
 
+class RedactingFormatter(logging.Formatter):
+    """A log formatter whose lines (exception text included) pass :func:`redact_text`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The formatted line, credentials masked."""
+        return redact_text(super().format(record))
+
+
 def _log_redacted() -> None:
     """Log lines go to stderr as Python's last-resort handler prints them (warnings and worse),
     through the one redaction (:mod:`oa_vm.kit.redact`)."""
-    import logging
-
-    from oa_vm.kit.redact import RedactingFormatter
-
     root = logging.getLogger()
     if any(isinstance(h.formatter, RedactingFormatter) for h in root.handlers):
         return
