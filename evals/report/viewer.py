@@ -43,6 +43,8 @@ from evals.run.metrics import (
     read_metadata,
 )
 from evals.run.reset import fingerprint_ok
+from oa_vm.kit.lazy import pil
+from oa_vm.kit.lazy import pil_image as Image
 
 THUMB_WIDTH = 360
 THUMB_QUALITY = 60
@@ -178,14 +180,12 @@ class _Embedder:
         if self.used >= self.budget:
             self.skipped += 1
             return None
-        from PIL import Image, UnidentifiedImageError  # heavy; only the viewer needs it
-
         try:
             with Image.open(path) as image:
                 image.thumbnail((THUMB_WIDTH, THUMB_WIDTH * 4))
                 buffer = io.BytesIO()
                 image.convert("RGB").save(buffer, format="JPEG", quality=THUMB_QUALITY)
-        except (OSError, UnidentifiedImageError, ValueError):
+        except (OSError, pil.UnidentifiedImageError, ValueError):
             return None
         data = base64.b64encode(buffer.getvalue()).decode("ascii")
         self.used += len(data)
@@ -285,12 +285,10 @@ def _click_marker(action: Mapping[str, Any], shot: Path | None) -> dict[str, flo
         return {"left": round(100 * x, 2), "top": round(100 * y, 2)}
     if shot is None or not shot.is_file():
         return None
-    from PIL import Image, UnidentifiedImageError
-
     try:
         with Image.open(shot) as image:  # reads the header only
             width, height = image.size
-    except (OSError, UnidentifiedImageError, ValueError):
+    except (OSError, pil.UnidentifiedImageError, ValueError):
         return None
     if not (0 <= x <= width and 0 <= y <= height):
         return None

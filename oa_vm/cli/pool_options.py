@@ -93,8 +93,6 @@ def choose_cloud(cloud: str | None, ask: Callable[[], str] | None = None) -> str
             "'oa-vm config set default-cloud local' (aws and azure bill by the hour)"
         )
     if ask is None:
-        import typer
-
         def ask() -> str:
             # On stderr: stdout may be carrying --json.
             return str(typer.prompt(
@@ -129,8 +127,6 @@ def ensure_engine(cloud: str) -> None:
         pulumi_cloud = Capability.IMAGES in get_provider(cloud).capabilities
         if not pulumi_cloud or check_pulumi().ok or not sys.stdin.isatty():
             raise
-        import typer
-
         if not typer.confirm(f"{exc}.\nInstall the Pulumi CLI into the oa-vm home now?",
                              default=False, err=True):
             raise

@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from oa_vm.kit.lazy import typer
 from oa_vm.kit.redact import redact_text
 
 EXIT_INTERRUPTED = 130
@@ -158,8 +159,6 @@ def run_main(
 def _report(
     exc: BaseException, prog: str, known: tuple[type[BaseException], ...], debug: bool
 ) -> NoReturn:
-    import typer  # already loaded by the app being run
-
     if isinstance(exc, typer.Abort):
         print(f"{prog}: aborted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
