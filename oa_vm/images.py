@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from oa_vm.clouds.base import CleanupReport, Plan, PlannedResource, Progress, no_progress
 from oa_vm.cost import cloud_plan
-from oa_vm.errors import InvalidInputError, ProvisioningError
+from oa_vm.errors import InvalidInputError, ProviderUnavailableError, ProvisioningError
 from oa_vm.kit import timings
 from oa_vm.model import image_records, state
 from oa_vm.model.image_records import ImageRecord
@@ -430,7 +430,6 @@ def list_images(
     """
     import subprocess
 
-    from oa_vm.errors import ProviderUnavailableError
     from oa_vm.model.shared_images import merge
 
     cli = "aws" if provider.name == "aws" else "az"

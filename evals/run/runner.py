@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import oa_vm
 from evals.agents import AgentOptions, BenchmarkAgent, agent_factory
 from evals.agents.base import tasks_for_agent
 from evals.errors import (
@@ -587,7 +588,6 @@ def _resolve_pools(folder: RunFolder, config: RunConfig, previous: Mapping[str, 
         ResumeMismatchError: a resumed multi-pool run given other pools (or a single-pool run
             given several).
     """
-    import oa_vm
     from evals.run.pools import recorded_pool_names
 
     names = config.pool_names()

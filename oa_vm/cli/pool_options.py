@@ -22,7 +22,7 @@ import typer
 
 from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
 from oa_vm.clouds.base import PoolSpec
-from oa_vm.errors import InvalidInputError
+from oa_vm.errors import InvalidInputError, PoolExistsError, ProviderUnavailableError
 from oa_vm.kit import timings
 from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.model.state import PoolRecord
@@ -116,7 +116,6 @@ def ensure_engine(cloud: str) -> None:
     from oa_vm import api
     from oa_vm.clouds import get_provider
     from oa_vm.clouds.base import Capability
-    from oa_vm.errors import ProviderUnavailableError
 
     try:
         api.check_available(cloud)
@@ -143,7 +142,6 @@ def preflight(spec: PoolSpec) -> None:
         InvalidInputError: the oa-vm home cannot be written.
     """
     from oa_vm.clouds import get_provider
-    from oa_vm.errors import InvalidInputError, PoolExistsError
     from oa_vm.model import state
 
     if state.exists(spec.name):

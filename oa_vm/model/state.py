@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from oa_vm.errors import CorruptRecordError, InvalidInputError, PoolNotFoundError
+from oa_vm.errors import CorruptRecordError, InvalidInputError, OaVmError, PoolNotFoundError
 from oa_vm.kit.redact import register_url_secrets
 from oa_vm.kit.validate import name_problem
 
@@ -512,8 +512,6 @@ def _flock(fd: int, path: Path) -> None:
     from waa_client.poll import poll_until
 
     if not poll_until(free, timeout_s=LOCK_WAIT_S, interval_s=0.01):
-        from oa_vm.errors import OaVmError
-
         raise OaVmError(
             f"{path} is held by another oa-vm command (a stopped one?); "
             "let it finish, or end it, and run the command again"

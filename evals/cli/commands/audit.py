@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import oa_vm
+from evals.errors import InvalidRunInputError
+from oa_vm.errors import OaVmError, PoolNotFoundError
+
 if TYPE_CHECKING:
     from evals.verifier_audit import BenchmarkAdapter
 
@@ -77,8 +81,6 @@ def audit_verifier(
     accept."""
     import secrets
 
-    import oa_vm
-    from evals.errors import InvalidRunInputError
 
     if out is not None:  # refused before the audit, not after it
         from evals.verifier_audit.report import REPORT_MARKER
@@ -124,8 +126,6 @@ def audit_verifier(
 def _check_local_ids(wanted: str, known: set[str] | None = None) -> None:
     """Refuse IDs the pool's tasks do not have (default: the bundled local suite, what a
     temporary audit pool serves)."""
-    from evals.errors import InvalidRunInputError
-
     if known is None:
         from oa_vm import local_tasks_dir
         from waa_client.catalog import Catalog
@@ -141,7 +141,6 @@ def _check_local_ids(wanted: str, known: set[str] | None = None) -> None:
 def _load_adapter(spec: str) -> BenchmarkAdapter:
     """The adapter named by ``--benchmark``: ``toy`` or ``package.module:Class``."""
     from evals.agents.module_spec import import_module_here
-    from evals.errors import InvalidRunInputError
 
     if spec == "toy":
         from evals.verifier_audit.adapters.toy import ToyAdapter
@@ -186,7 +185,6 @@ def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: in
     """Audit an adapter benchmark; True when a false accept was found."""
     import json
 
-    from evals.errors import InvalidRunInputError
     from evals.verifier_audit import OPERATORS, SetupError, audit
     from evals.verifier_audit.report import render, task_line
 
@@ -241,8 +239,6 @@ def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: in
 
 
 def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = False) -> bool:
-    import oa_vm
-    from evals.errors import InvalidRunInputError
     from evals.verifier_audit.local import audit, format_row, format_table
     from evals.verifier_audit.report import write_report
 
@@ -274,8 +270,6 @@ def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = Fal
 
 
 def _remove(pool: str) -> None:
-    import oa_vm
-    from oa_vm.errors import OaVmError, PoolNotFoundError
 
     _say(f"removing local pool {pool}")
     try:
