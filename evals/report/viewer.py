@@ -43,6 +43,8 @@ from evals.run.metrics import (
     read_metadata,
 )
 from evals.run.reset import fingerprint_ok
+from oa_vm.kit import safe_fs
+from oa_vm.kit.durations import format_duration
 from oa_vm.kit.lazy import pil
 from oa_vm.kit.lazy import pil_image as Image
 
@@ -138,8 +140,6 @@ def _duration(seconds: float | None) -> str:
         return ""
     if seconds < 60:
         return f"{seconds:.1f}s"
-    from oa_vm.kit.durations import format_duration
-
     return format_duration(seconds)
 
 
@@ -570,8 +570,6 @@ def check_page_target(target: Path, *, force: bool = False) -> None:
     Raises:
         oa_vm.kit.safe_fs.UnsafePathError: see :func:`oa_vm.kit.safe_fs.check_out`.
     """
-    from oa_vm.kit import safe_fs
-
     safe_fs.check_out(target, marker=GENERATOR_TAG.encode(), force=force)
 
 
@@ -585,8 +583,6 @@ def write_page(target: Path, html: str, *, force: bool = False) -> None:
         oa_vm.kit.safe_fs.UnsafePathError: see :func:`oa_vm.kit.safe_fs.check_out`.
         oa_vm.kit.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
     """
-    from oa_vm.kit import safe_fs
-
     safe_fs.write_out(target, html, marker=GENERATOR_TAG.encode(), force=force)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import oa_vm
 from evals.errors import InvalidRunInputError
 from oa_vm.errors import InvalidInputError
+from oa_vm.kit.validate import writable_problem
 
 if TYPE_CHECKING:
     from evals.run.runner import RunConfig
@@ -96,7 +97,6 @@ def check_folders(config: RunConfig, *, needs_home: bool = False) -> None:
         InvalidRunInputError: one of them is under a file, under ``/proc``, read-only...
     """
     from evals.results.records import RESULTS_ENV, results_root
-    from oa_vm.kit.validate import writable_problem
 
     if config.results_dir is not None:
         option, fix = "--results-dir", "pass --results-dir a folder you can write"

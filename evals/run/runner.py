@@ -56,6 +56,7 @@ from evals.run.queue import DEFAULT_MAX_ATTEMPTS, TaskQueue, task_lease_seconds
 from evals.run.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
 from evals.run.settings import allow_change_problem, check_settings, current_settings
 from evals.run.variations import add_variations, read_variations
+from oa_vm.kit.validate import folder_problem, number_problem
 from waa_client.inputs import check_id
 
 if TYPE_CHECKING:
@@ -192,8 +193,6 @@ class RunConfig:
     def validate(self) -> None:
         """Raise :class:`InvalidRunInputError` for values no run can use (run when the config
         is made)."""
-        from oa_vm.kit.validate import folder_problem, number_problem
-
         checks = [
             number_problem("--max-steps", self.max_steps, low=1),
             number_problem("--task-timeout", self.task_timeout_s, above=0),

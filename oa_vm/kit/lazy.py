@@ -1,23 +1,14 @@
-"""Start-up laziness in one place: the heavy third-party modules, loaded on first use.
+"""Start-up laziness in one place: the heavy third-party modules, imported on first use.
 
-The commands people run most (``oa-vm --help``, ``pool-status``, ``pool-list``) start in a few
-tens of milliseconds, and importing ``oa_vm`` or ``evals`` must stay cheap for the peers that
-embed them; Pulumi, Typer, Rich, Pillow, cryptography, requests or a model SDK each cost more
-than that. A module that needs one imports its stand-in from here at its top::
-
-    from oa_vm.kit.lazy import requests
-
-    def fetch(url: str) -> bytes:
-        return requests.get(url, timeout=30).content   # requests is imported here, once
-
-A stand-in (:class:`LazyModule`) imports its module at the first attribute read and then reads
-the attribute from it; it looks the module up in ``sys.modules`` at every read, as a
-function-level ``import`` would, so a test that puts a fake module there is seen. The type
-checker sees the real modules (the ``TYPE_CHECKING`` branch below). A missing optional extra
-raises ``ModuleNotFoundError`` at that first read; code that words it in one line calls
-:func:`load` where it wants the failure. ``tests/unit/test_lazy_imports.py`` fails when a
-third-party module is imported inside a function anywhere else in ``oa_vm`` and ``evals``.
-(``waa_client`` and ``infra`` sit below ``oa_vm`` and keep their few with a comment.)
+``oa-vm --help``, ``pool-status`` and ``pool-list`` start in tens of milliseconds, and
+``import oa_vm``/``import evals`` must stay cheap; Pulumi, Typer, Rich, Pillow or a model SDK
+each cost more. A module imports a stand-in from here at its top (``from oa_vm.kit.lazy import
+requests``); the module is imported at the first attribute read, looked up in ``sys.modules``
+at each read as a function-level ``import`` would be (a test's fake module is seen). The type
+checker sees the real modules. :func:`load` imports one now, for a caller that words a missing
+extra itself. ``tests/unit/test_lazy_imports.py`` fails on a third-party import inside a
+function elsewhere in ``oa_vm`` and ``evals`` (``waa_client`` and ``infra``, below ``oa_vm``,
+keep their few).
 """
 
 from __future__ import annotations
@@ -64,9 +55,6 @@ class LazyModule:
     def __getattr__(self, attr: str) -> Any:
         return getattr(importlib.import_module(self.name), attr)
 
-    def __repr__(self) -> str:
-        return f"<lazy module {self.name!r}>"
-
 
 def load(module: M) -> M:
     """The real module behind a stand-in, imported now (``ImportError`` if it is missing); a
@@ -99,9 +87,7 @@ if not TYPE_CHECKING:
     semver = LazyModule("semver")
     typer = LazyModule("typer")
 
-__all__ = [
-    "LazyModule", "anthropic", "crypto_ed25519", "crypto_serialization", "ijson",
-    "inspect_ai_log", "inspect_ai_model", "inspect_ai_scorer", "inspect_ai_tool", "load", "openai",
-    "pil", "pil_draw", "pil_image", "pulumi_automation", "requests", "rich_console", "rich_live",
-    "rich_table", "rich_text", "semver", "typer",
-]
+__all__ = ["LazyModule", "anthropic", "crypto_ed25519", "crypto_serialization", "ijson",
+           "inspect_ai_log", "inspect_ai_model", "inspect_ai_scorer", "inspect_ai_tool", "load",
+           "openai", "pil", "pil_draw", "pil_image", "pulumi_automation", "requests",
+           "rich_console", "rich_live", "rich_table", "rich_text", "semver", "typer"]

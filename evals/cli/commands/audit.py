@@ -18,6 +18,8 @@ import typer
 import oa_vm
 from evals.errors import InvalidRunInputError
 from oa_vm.errors import OaVmError, PoolNotFoundError
+from oa_vm.kit import safe_fs
+from oa_vm.kit.validate import module_spec_problem
 
 if TYPE_CHECKING:
     from evals.verifier_audit import BenchmarkAdapter
@@ -84,7 +86,6 @@ def audit_verifier(
 
     if out is not None:  # refused before the audit, not after it
         from evals.verifier_audit.report import REPORT_MARKER
-        from oa_vm.kit import safe_fs
 
         safe_fs.check_out(out, marker=REPORT_MARKER, force=force)
     if benchmark != "local":
@@ -146,8 +147,6 @@ def _load_adapter(spec: str) -> BenchmarkAdapter:
         from evals.verifier_audit.adapters.toy import ToyAdapter
 
         return ToyAdapter()
-    from oa_vm.kit.validate import module_spec_problem
-
     module_name, sep, attr = spec.partition(":")
     if module_spec_problem("--benchmark", spec):
         raise InvalidRunInputError(

@@ -10,6 +10,7 @@ import typer
 
 from evals.cli.commands.view import RESULTS_HELP
 from evals.errors import InvalidRunInputError
+from oa_vm.kit import safe_fs
 
 FORMATS = ("inspect", "hf", "jsonl")
 FORMAT_HELP = ("inspect: an Inspect AI eval log, one sample per attempt (needs oa-vm[inspect]); "
@@ -28,7 +29,6 @@ def export(
 ) -> None:
     """Write the run in FORMAT and print where it went."""
     from evals.run.metrics import find_run
-    from oa_vm.kit import safe_fs
 
     if fmt not in FORMATS:
         raise InvalidRunInputError(

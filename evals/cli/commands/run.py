@@ -24,6 +24,7 @@ from evals.errors import (
     RunUnhealthy,
 )
 from oa_vm.kit.duration_options import Duration, duration_option
+from oa_vm.kit.durations import format_duration
 
 if TYPE_CHECKING:
     from evals.run.runner import RunConfig, RunResult
@@ -554,8 +555,6 @@ def _wait_ready(pools: list[str | None], timeout_s: float) -> None:
     """Follow each pool's workers until they are ready, at most ``timeout_s`` in all (the
     pool's own wait: :func:`oa_vm.api.wait_pool`, whose timeout names each stuck worker)."""
     import time
-
-    from oa_vm.kit.durations import format_duration
 
     deadline = time.monotonic() + timeout_s
     for name in pools:
