@@ -21,8 +21,8 @@ which records a worker's capability through this module, does not load ``logging
 
 from __future__ import annotations
 
+import _thread  # threading.Lock itself, without loading threading (pool-status's start-up)
 import re
-import threading
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 TYPE_CHECKING = False  # typing is not loaded at run time (start-up time)
@@ -92,7 +92,7 @@ _KEY_SHAPES = re.compile(
 # a SAS token's signature (Azure), wherever it stands: a token given alone starts with it
 _SIGNATURE = re.compile(r"(?i)(\b(?:sig|signature)\s*=\s*)([^&\s'\"<>;,]{4,})")
 _registered: set[str] = set()
-_registered_lock = threading.Lock()
+_registered_lock = _thread.allocate_lock()
 MIN_SECRET_LEN = 6  # shorter values would mask ordinary words
 
 

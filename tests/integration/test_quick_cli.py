@@ -33,8 +33,8 @@ def _steady(text: str) -> str:
 
 # What the fast path must not load: each costs milliseconds of start-up, which is all these two
 # commands take (docs/performance.md, "CLI start-up"); the commit before the renovation loaded none.
-SLOW_IMPORTS = ("typing", "dataclasses", "inspect", "logging", "typer", "click", "psutil",
-                "oa_vm.api", "oa_vm.clouds.base", "oa_vm.clouds.local.provider")
+SLOW_IMPORTS = ("typing", "dataclasses", "inspect", "logging", "threading", "typer", "click",
+                "psutil", "oa_vm.api", "oa_vm.clouds.base", "oa_vm.clouds.local.provider")
 
 
 def _slow_imports(home: Path, *args: str) -> list[str]:
