@@ -14,8 +14,6 @@ region for nothing), each with the disk type it can use: sizes without ``s`` in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 AWS_DEFAULT_SIZE = "m8i.2xlarge"
 AZURE_DEFAULT_SIZE = "Standard_D8s_v5"
 
@@ -26,14 +24,16 @@ PREMIUM_SSD = "Premium_LRS"
 STANDARD_SSD = "StandardSSD_LRS"
 
 
-@dataclass(frozen=True)
 class SizeSpec:
-    """What one size offers: vCPUs, memory (GiB) and, on Azure, the managed disk type it takes."""
+    """What one size offers: vCPUs, memory (GiB) and, on Azure, the managed disk type it takes.
 
-    name: str
-    vcpus: int
-    memory_gib: int
-    disk_type: str = ""
+    A plain class, not a dataclass: ``dataclasses`` loads ``inspect``, and ``oa-vm pool-status``
+    reads this module for disk prices (start-up time)."""
+
+    __slots__ = ("disk_type", "memory_gib", "name", "vcpus")
+
+    def __init__(self, name: str, vcpus: int, memory_gib: int, disk_type: str = "") -> None:
+        self.name, self.vcpus, self.memory_gib, self.disk_type = name, vcpus, memory_gib, disk_type
 
 
 # vCPUs and memory as the clouds document them (AWS: 8xl family pages; Azure: Dv5/Dsv5/Ddv5/

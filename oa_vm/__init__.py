@@ -21,9 +21,12 @@ The groups below say where each name lives: pools (:mod:`oa_vm.api`, :mod:`oa_vm
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+# typing is not imported at run time (every oa-vm command starts here); mypy reads this as typing's.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from oa_vm.api import (
         build_spec,
         check_available,
@@ -39,7 +42,8 @@ if TYPE_CHECKING:
     )
     from oa_vm.clouds import facts as cloud_facts
     from oa_vm.clouds import get_provider
-    from oa_vm.clouds.base import Capability, Plan, PoolSpec, Provider, ProviderFacts
+    from oa_vm.clouds.base import Capability, Plan, PoolSpec, Provider
+    from oa_vm.clouds.declared import ProviderFacts
     from oa_vm.clouds.local.suite import local_tasks_dir
     from oa_vm.clouds.quota import VcpuQuota, read_vcpu_quota, vcpus_needed
     from oa_vm.clouds.quota import refusal as quota_refusal
@@ -102,7 +106,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "get_provider": ("oa_vm.clouds", "get_provider"),
     "cloud_facts": ("oa_vm.clouds", "facts"),
     **{name: ("oa_vm.clouds.base", name)
-       for name in ("Capability", "Plan", "PoolSpec", "Provider", "ProviderFacts")},
+       for name in ("Capability", "Plan", "PoolSpec", "Provider")},
+    "ProviderFacts": ("oa_vm.clouds.declared", "ProviderFacts"),
     "local_tasks_dir": ("oa_vm.clouds.local.suite", "local_tasks_dir"),
     "VcpuQuota": ("oa_vm.clouds.quota", "VcpuQuota"),
     "read_vcpu_quota": ("oa_vm.clouds.quota", "read_vcpu_quota"),

@@ -20,10 +20,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from oa_vm.clouds import facts, size_nests
+from oa_vm.clouds import facts, iso_source, size_nests
 from oa_vm.clouds.base import CleanupReport, Plan, PlannedResource, Progress, no_progress
 from oa_vm.cost import cloud_plan
-from oa_vm.errors import InvalidInputError, ProvisioningError
+from oa_vm.errors import InvalidInputError, ProviderUnavailableError, ProvisioningError
 from oa_vm.kit import timings
 from oa_vm.model import image_records, state
 from oa_vm.model.image_records import ImageRecord
@@ -95,7 +95,6 @@ def image_settings(
         InvalidInputError: a region the cloud lacks, a size that cannot nest, or a bad setting.
     """
     from infra.settings import DEFAULT_WINDOWS_VERSION, ImageSettings, PoolSettings, SettingsError
-    from oa_vm.clouds import iso_source
     from oa_vm.cost.pricing.regions import check_region
     from oa_vm.model import config
 
@@ -127,8 +126,6 @@ def image_settings(
 def builder_ttl(iso_bytes: int = 0) -> timedelta:
     """The builder's own expiry: :data:`BUILDER_TTL`, plus the upload's budget for a local ISO
     of ``iso_bytes`` (the build waits for it before installing)."""
-    from oa_vm.clouds import iso_source
-
     return BUILDER_TTL + timedelta(seconds=iso_source.upload_budget_s(iso_bytes) if iso_bytes
                                    else 0)
 
@@ -156,7 +153,6 @@ def plan_image(
     """
     from infra.offline import run_offline
     from infra.settings import CALLER_CIDR_PLACEHOLDER, SSH_KEY_PLACEHOLDER
-    from oa_vm.clouds import iso_source
     from oa_vm.clouds.pulumi.provider import plain_inputs, worker_price
 
     if iso:
@@ -272,7 +268,6 @@ def create_image(
         ProvisioningError: the build failed (what was made is removed, unless it says so).
     """
     from infra.settings import with_pinned
-    from oa_vm.clouds import iso_source
     from oa_vm.clouds.pulumi.driver import EngineError, classify_failure, ensure_passphrase
     from oa_vm.clouds.pulumi.driver import stack_ref as make_ref
     from oa_vm.model import sshkeys
@@ -434,7 +429,6 @@ def list_images(
     """
     import subprocess
 
-    from oa_vm.errors import ProviderUnavailableError
     from oa_vm.model.shared_images import merge
 
     cli = facts(provider.name).cli

@@ -39,6 +39,7 @@ from evals.agents.model_api import (
     with_backoff,
 )
 from evals.errors import AgentError, InvalidRunInputError
+from oa_vm.kit.lazy import anthropic, load
 
 DEFAULT_MODEL = "claude-sonnet-4-20250514"
 TOOL_TYPE = "computer_20250124"
@@ -105,12 +106,11 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
         demo: str | None = None,
     ) -> None:
         try:
-            import anthropic
+            self._anthropic = load(anthropic)
         except ImportError as exc:
             raise InvalidRunInputError(
                 "--agent api-claude needs the anthropic package: pip install 'oa-vm[anthropic]'"
             ) from exc
-        self._anthropic = anthropic
         self.model = str(model)
         self.price_model = catalog_model(self.model, known_models())
         self.max_tokens = int(max_tokens)

@@ -36,6 +36,7 @@ from evals.agents.model_api import (
     with_backoff,
 )
 from evals.errors import AgentError, InvalidRunInputError
+from oa_vm.kit.lazy import load, openai
 
 DEFAULT_MODEL = "computer-use-preview"
 MAX_SCREEN = (2048, 768)
@@ -81,12 +82,11 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
         demo: str | None = None,
     ) -> None:
         try:
-            import openai
+            self._openai = load(openai)
         except ImportError as exc:
             raise InvalidRunInputError(
                 "--agent api-openai needs the openai package: pip install 'oa-vm[openai]'"
             ) from exc
-        self._openai = openai
         self.model = str(model)
         self.price_model = catalog_model(self.model, known_models())
         self.budget = budget or TokenBudget(token_cap)

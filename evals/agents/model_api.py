@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from evals.errors import AgentError, InvalidRunInputError
+from oa_vm.kit.lazy import pil_image as Image
 from waa_client import retry
 
 T = TypeVar("T")
@@ -84,8 +85,6 @@ def fit_screenshot(png: bytes | None, max_size: tuple[int, int]) -> Shot:
     """
     if not png:
         raise AgentError("the observation has no screenshot; a model-API agent needs one")
-    from PIL import Image
-
     try:
         with Image.open(io.BytesIO(png)) as image:
             image.load()

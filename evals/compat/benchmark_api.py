@@ -44,6 +44,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
+import oa_vm
 from evals.agents.base import (
     EXECUTE,
     WAIT,
@@ -54,7 +55,9 @@ from evals.agents.base import (
     parse_action,
     public_task_json,
 )
+from evals.errors import RunExistsError
 from evals.results.records import TaskExecution, TaskStatus
+from oa_vm.errors import PoolNotFoundError
 
 if TYPE_CHECKING:
     from waa_client.catalog import Catalog, TaskRef
@@ -563,8 +566,6 @@ class WAASimulatedAdapter(BenchmarkAdapter):
                 raise RuntimeError("this WAASimulatedAdapter was closed; create a new one")
             if self._conn is not None:
                 return self._conn
-            import oa_vm
-
             name = f"mock-{secrets.token_hex(4)}"
             # Registered before creating, so even a create interrupted halfway is cleaned up.
             atexit.register(self.close)
@@ -624,8 +625,6 @@ class WAASimulatedAdapter(BenchmarkAdapter):
 
 
 def _remove_pool(name: str) -> None:
-    import oa_vm
-    from oa_vm.errors import PoolNotFoundError
 
     with contextlib.suppress(PoolNotFoundError):
         oa_vm.cleanup_pool(name)
@@ -878,7 +877,6 @@ class _Recorder:
         refs: Sequence[TaskRef],
         max_steps: int,
     ) -> None:
-        from evals.errors import RunExistsError
         from evals.results.records import RunFolder, RunStatus, now_iso, versions
 
         self.folder = RunFolder(path)

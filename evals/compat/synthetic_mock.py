@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from evals.agents.base import BenchmarkAction, BenchmarkObservation, BenchmarkTask
 from evals.compat.benchmark_api import WAA_DOMAINS, BenchmarkAdapter, BenchmarkResult
+from oa_vm.kit.lazy import pil_draw as ImageDraw
+from oa_vm.kit.lazy import pil_image as Image
 
 if TYPE_CHECKING:
     from waa_client.catalog import Catalog, TaskRef
@@ -287,8 +289,6 @@ def _point(action: BenchmarkAction) -> tuple[float, float] | None:
 
 def _render(task: BenchmarkTask | None, step: int) -> bytes:
     """The form as a PNG: the fixed form, plus the task's ID and the step."""
-    from PIL import ImageDraw
-
     image = _form().copy()
     draw = ImageDraw.Draw(image)
     label = task.task_id if task is not None else "(no task)"
@@ -303,8 +303,6 @@ def _render(task: BenchmarkTask | None, step: int) -> bytes:
 def _form() -> Any:
     """The form without task or step (drawn once): title bar, controls where their hit boxes
     say, so a click aimed at what the screenshot shows lands on it."""
-    from PIL import Image, ImageDraw
-
     image = Image.new("RGB", SCREEN, (236, 236, 236))
     draw = ImageDraw.Draw(image)
     draw.rectangle((0, 0, SCREEN[0], 40), fill=(50, 50, 60))

@@ -37,6 +37,10 @@ from evals.results.records import StepRecord, TaskExecution
 from evals.results.run_reader import missing_line, missing_of, read_metadata, read_record_folders
 from evals.run.metrics import fmt_num, fmt_rate, summarize
 from evals.run.reset import fingerprint_ok
+from oa_vm.kit import safe_fs
+from oa_vm.kit.durations import format_duration
+from oa_vm.kit.lazy import pil
+from oa_vm.kit.lazy import pil_image as Image
 
 THUMB_WIDTH = 360
 THUMB_QUALITY = 60
@@ -130,8 +134,6 @@ def _duration(seconds: float | None) -> str:
         return ""
     if seconds < 60:
         return f"{seconds:.1f}s"
-    from oa_vm.kit.durations import format_duration
-
     return format_duration(seconds)
 
 
@@ -172,14 +174,12 @@ class _Embedder:
         if self.used >= self.budget:
             self.skipped += 1
             return None
-        from PIL import Image, UnidentifiedImageError  # heavy; only the viewer needs it
-
         try:
             with Image.open(path) as image:
                 image.thumbnail((THUMB_WIDTH, THUMB_WIDTH * 4))
                 buffer = io.BytesIO()
                 image.convert("RGB").save(buffer, format="JPEG", quality=THUMB_QUALITY)
-        except (OSError, UnidentifiedImageError, ValueError):
+        except (OSError, pil.UnidentifiedImageError, ValueError):
             return None
         data = base64.b64encode(buffer.getvalue()).decode("ascii")
         self.used += len(data)
@@ -278,12 +278,10 @@ def _click_marker(action: Mapping[str, Any], shot: Path | None) -> dict[str, flo
         return {"left": round(100 * x, 2), "top": round(100 * y, 2)}
     if shot is None or not shot.is_file():
         return None
-    from PIL import Image, UnidentifiedImageError
-
     try:
         with Image.open(shot) as image:  # reads the header only
             width, height = image.size
-    except (OSError, UnidentifiedImageError, ValueError):
+    except (OSError, pil.UnidentifiedImageError, ValueError):
         return None
     if not (0 <= x <= width and 0 <= y <= height):
         return None
@@ -560,8 +558,6 @@ def check_page_target(target: Path, *, force: bool = False) -> None:
     Raises:
         oa_vm.kit.safe_fs.UnsafePathError: see :func:`oa_vm.kit.safe_fs.check_out`.
     """
-    from oa_vm.kit import safe_fs
-
     safe_fs.check_out(target, marker=GENERATOR_TAG.encode(), force=force)
 
 
@@ -575,8 +571,6 @@ def write_page(target: Path, html: str, *, force: bool = False) -> None:
         oa_vm.kit.safe_fs.UnsafePathError: see :func:`oa_vm.kit.safe_fs.check_out`.
         oa_vm.kit.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
     """
-    from oa_vm.kit import safe_fs
-
     safe_fs.write_out(target, html, marker=GENERATOR_TAG.encode(), force=force)
 
 

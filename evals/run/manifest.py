@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals.errors import InvalidRunInputError
 from evals.results.records import RunFolder, now_iso, versions
 from oa_vm.kit.validate import Schema, record_problem
 
@@ -253,8 +254,6 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
         InvalidRunInputError: it is readable JSON with a field of the wrong type (the message
             names the file and the field), rather than an ``AttributeError`` later.
     """
-    from evals.errors import InvalidRunInputError
-
     path = run_dir / MANIFEST
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

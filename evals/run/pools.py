@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+import oa_vm
 from evals.errors import InvalidRunInputError
+from oa_vm.errors import PoolNotReadyError
 
 if TYPE_CHECKING:
     from oa_vm import Hold, PoolRecord, WorkerConnection
@@ -83,8 +85,6 @@ def load_ready(names: Sequence[str]) -> list[PoolRecord]:
     Raises:
         oa_vm.errors.OaVmError: a pool is unknown, or is being created or deleted (names it).
     """
-    import oa_vm
-    from oa_vm.errors import PoolNotReadyError
 
     records = []
     for name in names:
@@ -130,8 +130,6 @@ def connect_pools(
     Raises:
         oa_vm.errors.PoolNotReadyError: a pool has no ready worker (names it).
     """
-    import oa_vm
-
     with contextlib.ExitStack() as stack:
         pools = []
         for name in names:

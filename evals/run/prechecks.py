@@ -18,7 +18,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+import oa_vm
 from evals.errors import InvalidRunInputError
+from oa_vm.errors import InvalidInputError
+from oa_vm.kit.validate import writable_problem
 
 if TYPE_CHECKING:
     from evals.agents import AgentFactory, BenchmarkAgent
@@ -102,10 +105,7 @@ def check_folders(config: RunConfig, *, needs_home: bool = False) -> None:
     Raises:
         InvalidRunInputError: one of them is under a file, under ``/proc``, read-only...
     """
-    import oa_vm
     from evals.results.records import RESULTS_ENV, results_root
-    from oa_vm.errors import InvalidInputError
-    from oa_vm.kit.validate import writable_problem
 
     if config.results_dir is not None:
         option, fix = "--results-dir", "pass --results-dir a folder you can write"

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 
+import oa_vm
 from oa_vm import LeaseLostError, PoolRecord, PoolRemovingError, WorkerConnection, save_fenced
 
 log = logging.getLogger(__name__)
@@ -89,7 +90,6 @@ class WorkerRepairer:
 
     def _watch(self) -> None:
         """Start a replacement for every worker under notice, without waiting for it."""
-        import oa_vm
         from oa_vm import DrainNotice, WorkerState, mark_draining
 
         assert self.draining is not None
@@ -133,8 +133,6 @@ class WorkerRepairer:
     def _retire_leftovers(self) -> None:
         """At the end of the run, retire the replaced draining workers still in the pool (their
         loops ended without asking, e.g. because the queue was empty)."""
-        import oa_vm
-
         try:
             record = oa_vm.pool_status(self.pool, save=self._save)
             names = [n for n in oa_vm.replaced_by(record) if n in self._noticed
@@ -169,7 +167,6 @@ class WorkerRepairer:
     def _replace(self, worker: str, asked: float) -> tuple[object, str] | None:
         """The pool's record once ``worker`` was replaced, and the name of the worker that now
         stands for it (itself, or a new worker for a draining one); None if not replaced."""
-        import oa_vm
         from oa_vm import WorkerState
 
         if self._replaced_at.get(worker, 0.0) > asked:

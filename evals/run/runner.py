@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import oa_vm
 from evals.agents import AgentFactory, AgentOptions, BenchmarkAgent
 from evals.agents.base import tasks_for_agent
 from evals.errors import (
@@ -55,6 +56,7 @@ from evals.run.queue import DEFAULT_MAX_ATTEMPTS, TaskQueue, task_lease_seconds
 from evals.run.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
 from evals.run.settings import allow_change_problem, check_settings, current_settings
 from evals.run.variations import add_variations, read_variations
+from oa_vm.kit.validate import folder_problem, number_problem
 from waa_client.inputs import check_id
 
 if TYPE_CHECKING:
@@ -191,8 +193,6 @@ class RunConfig:
     def validate(self) -> None:
         """Raise :class:`InvalidRunInputError` for values no run can use (run when the config
         is made)."""
-        from oa_vm.kit.validate import folder_problem, number_problem
-
         checks = [
             number_problem("--max-steps", self.max_steps, low=1),
             number_problem("--task-timeout", self.task_timeout_s, above=0),
@@ -601,7 +601,6 @@ def _resolve_pools(folder: RunFolder, config: RunConfig, previous: Mapping[str, 
         ResumeMismatchError: a resumed multi-pool run given other pools (or a single-pool run
             given several).
     """
-    import oa_vm
     from evals.run.pools import recorded_pool_names
 
     names = config.pool_names()

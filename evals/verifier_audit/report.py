@@ -20,6 +20,7 @@ from evals.verifier_audit.runner import (
     AuditResult,
     TaskResult,
 )
+from oa_vm.kit import safe_fs
 
 COLUMNS = (("killed", KILLED), ("false accept", FALSE_ACCEPT), ("equivalent", EQUIVALENT),
            ("unconfirmed", UNCONFIRMED), ("refused", REFUSED), ("error", NOT_DELIVERED),
@@ -92,8 +93,6 @@ file as one it may replace without ``--force`` (:func:`oa_vm.kit.safe_fs.write_o
 def write_report(document: dict[str, Any], path: Path, *, force: bool = False) -> None:
     """Write an ``--out`` report (adapters' and the local suite's) through the one ``--out``
     writer: its generator first, then the document (keys sorted)."""
-    from oa_vm.kit import safe_fs  # atomic, 0600, never through a symlink; the folder must exist
-
     body = json.loads(json.dumps(document, sort_keys=True))
     text = json.dumps({"generator": "openadapt-evals audit-verifier", **body}, indent=2) + "\n"
     safe_fs.write_out(path, text, marker=REPORT_MARKER, force=force)

@@ -34,6 +34,7 @@ from oa_vm.clouds.quota import Runner
 from oa_vm.errors import OaVmError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.checks import Check, check_devtestlab
+from oa_vm.kit.lazy import pulumi_automation, semver
 from oa_vm.model import state
 
 
@@ -63,15 +64,13 @@ def install_pulumi(progress: Callable[[str], None] = lambda _line: None) -> Path
     Raises:
         PulumiInstallError: the download or the install failed.
     """
-    from pulumi.automation import PulumiCommand
-    from semver import VersionInfo
-
     root = local_cli_root()
     version = sdk_version()
     progress(f"installing the Pulumi CLI {version} into {root}")
     safe_fs.ensure_dir(root.parent, root=state.home())  # 0700 whatever the umask
     try:
-        PulumiCommand.install(root=str(root), version=VersionInfo.parse(version))
+        pulumi_automation.PulumiCommand.install(
+            root=str(root), version=semver.VersionInfo.parse(version))
     except (OSError, subprocess.CalledProcessError, ValueError) as exc:
         raise PulumiInstallError(
             f"installing the Pulumi CLI {version} failed ({type(exc).__name__}: {exc}); "

@@ -22,7 +22,7 @@ import typer
 
 from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
 from oa_vm.clouds.base import PoolSpec
-from oa_vm.errors import InvalidInputError
+from oa_vm.errors import InvalidInputError, PoolExistsError, ProviderUnavailableError
 from oa_vm.kit import timings
 from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.model.state import PoolRecord
@@ -93,8 +93,6 @@ def choose_cloud(cloud: str | None, ask: Callable[[], str] | None = None) -> str
             "'oa-vm config set default-cloud local' (aws and azure bill by the hour)"
         )
     if ask is None:
-        import typer
-
         def ask() -> str:
             # On stderr: stdout may be carrying --json.
             return str(typer.prompt(
@@ -118,7 +116,6 @@ def ensure_engine(cloud: str) -> None:
     from oa_vm import api
     from oa_vm.clouds import get_provider
     from oa_vm.clouds.base import Capability
-    from oa_vm.errors import ProviderUnavailableError
 
     try:
         api.check_available(cloud)
@@ -129,8 +126,6 @@ def ensure_engine(cloud: str) -> None:
         pulumi_cloud = Capability.IMAGES in get_provider(cloud).capabilities
         if not pulumi_cloud or check_pulumi().ok or not sys.stdin.isatty():
             raise
-        import typer
-
         if not typer.confirm(f"{exc}.\nInstall the Pulumi CLI into the oa-vm home now?",
                              default=False, err=True):
             raise
@@ -147,7 +142,6 @@ def preflight(spec: PoolSpec) -> None:
         InvalidInputError: the oa-vm home cannot be written.
     """
     from oa_vm.clouds import get_provider
-    from oa_vm.errors import InvalidInputError, PoolExistsError
     from oa_vm.model import state
 
     if state.exists(spec.name):

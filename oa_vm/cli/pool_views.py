@@ -16,7 +16,6 @@ from oa_vm.cost.pool_cost import (
 )
 from oa_vm.errors import CorruptRecordError
 from oa_vm.kit.durations import format_duration
-from oa_vm.kit.redact import redact_worker_secrets
 from oa_vm.kit.tables import money, render_table
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord
@@ -104,6 +103,8 @@ def status_json(record: PoolRecord) -> dict[str, Any]:
 
 def status_text(record: PoolRecord) -> str:
     """The pool as ``pool-status`` prints it: a header, prices, one row per worker."""
+    from oa_vm.kit.redact import redact_worker_secrets  # start-up: none without a pool
+
     expiry = state.format_time(record.expires_at) or "-"
     lines = [
         f"Pool {record.name} ({record.cloud}): {record.state.value}, "

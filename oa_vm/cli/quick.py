@@ -16,6 +16,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from oa_vm.errors import NO_POOLS_MESSAGE, InvalidInputError
+
 # typing is not imported at run time (start-up time); mypy reads this as typing's.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -65,8 +67,6 @@ def _pool_status(name: str | None) -> PoolRecord:
 
     names = state.list_names()
     if name is None and not names:  # api.resolve_name's answer, without importing the api
-        from oa_vm.errors import NO_POOLS_MESSAGE, InvalidInputError
-
         raise InvalidInputError(NO_POOLS_MESSAGE)
     if name is not None:
         state.validate_pool_name(name)  # as api.resolve_name: "" is refused, not "the only pool"

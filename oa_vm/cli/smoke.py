@@ -18,7 +18,7 @@ from oa_vm.cli.common import confirm
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.cli.smoke_plan import DEFAULT_MAX_COST_USD
-from oa_vm.errors import InvalidInputError
+from oa_vm.errors import InvalidInputError, PoolExistsError
 from oa_vm.kit.clikit import EXIT_INTERRUPTED, print_json
 from oa_vm.kit.duration_options import duration_option
 
@@ -81,7 +81,6 @@ def smoke(
         return
     from oa_vm import api
     from oa_vm.cli.pool_options import ensure_engine
-    from oa_vm.errors import PoolExistsError
     from oa_vm.kit import timings
     from oa_vm.model import state
 

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import importlib
 
-from oa_vm.clouds.base import Provider, ProviderFacts
+from oa_vm.clouds.declared import ProviderFacts
 from oa_vm.errors import InvalidInputError, ProviderUnavailableError
+
+TYPE_CHECKING = False  # typing and the contract are not loaded at run time (start-up time)
+if TYPE_CHECKING:
+    from oa_vm.clouds.base import Provider
 
 _REGISTRY: dict[str, str] = {
     "local": "oa_vm.clouds.local.provider:LocalProvider",
@@ -38,7 +42,7 @@ def facts(cloud: str) -> ProviderFacts:
 
 def size_nests(cloud: str, size: str) -> bool:
     """Whether ``size`` of ``cloud`` runs WAA (nested virtualization: its
-    :attr:`~oa_vm.clouds.base.ProviderFacts.check_size` accepts it)."""
+    :attr:`~oa_vm.clouds.declared.ProviderFacts.check_size` accepts it)."""
     check = facts(cloud).check_size
     try:
         return check is not None and bool(check(size))

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from oa_vm.model.state import PoolRecord, WorkerRecord
 
 if TYPE_CHECKING:
-    from oa_vm.cost.pool_cost import Billing
     from oa_vm.model.snapshots import SnapshotControl
     from oa_vm.reach.connect import WorkerConnection
 
@@ -247,35 +246,6 @@ class Capability(enum.Enum):
     HOST_EXPIRY = "host expiry"
     """The pool's hosts run its expiry themselves (a timer), and are told when pause, resume
     or ``pool-extend`` move it (:meth:`Provider.move_expiry`)."""
-
-
-@dataclass(frozen=True)
-class ProviderFacts:
-    """What a provider declares as data beside its :class:`Capability` set, readable without
-    loading the provider: each cloud's package (``oa_vm/clouds/<name>/__init__.py``) holds its
-    ``FACTS``, cheap to import, because ``pool-status`` reads them at start-up
-    (:func:`oa_vm.clouds.facts`). Code outside ``oa_vm/clouds/`` asks these and never compares a
-    cloud's name."""
-
-    max_workers: int = 256
-    """The most workers one pool may have."""
-    options: frozenset[str] = frozenset()
-    """The ``pool-create`` options it takes beyond those every provider takes (``--fault``,
-    ``--per-process``, ``--host``, ``--allow-cidr`` ...)."""
-    simulated: bool = False
-    """Its workers are processes of this machine (the local pool): a refresh only checks them
-    (cheap, so every status refreshes), the workers run no WAA of their own, and a failed create
-    that recorded no worker left nothing behind."""
-    billing: Billing | None = None
-    """How what the pool keeps bills (disks, addresses: :class:`oa_vm.cost.pool_cost.Billing`);
-    None: it rents nothing."""
-    cli: str | None = None
-    """The cloud's own command-line tool (``aws``), for listing an account's images."""
-    slow_first_pool: bool = False
-    """A new image's first pool is slow (blocks fetched lazily from the snapshot: AWS)."""
-    check_size: Callable[[str], str] | None = None
-    """Returns a size that runs WAA (nested virtualization), raises ``ValueError`` for one that
-    does not; None: the provider has no sizes."""
 
 
 FLEET_CAPABILITIES = frozenset({Capability.PAUSE, Capability.RESUME, Capability.REPAIR})

@@ -12,6 +12,7 @@ import json
 import os
 
 from oa_vm.errors import OaVmError
+from oa_vm.kit.lazy import requests
 
 ECHO_URL_ENV = "OA_VM_IP_ECHO_URL"
 DEFAULT_ECHO_URL = "https://checkip.amazonaws.com"
@@ -56,8 +57,6 @@ def detect_cidr(url: str | None = None) -> str:
     Raises:
         CidrDetectionError: the service is unreachable, slow, or answers nonsense.
     """
-    import requests
-
     target = url or echo_url()
     try:
         response = requests.get(target, timeout=TIMEOUT_S)

@@ -64,7 +64,7 @@ def paused_price_per_day(
     disks: tuple[int, ...] | None = None, disk_type: str | None = None, per_host: int = 1,
 ) -> float:
     """Dollars per day for a paused pool of ``workers`` billed by ``billing`` (its cloud's,
-    :attr:`oa_vm.clouds.base.ProviderFacts.billing`): disks and addresses only.
+    :attr:`oa_vm.clouds.declared.ProviderFacts.billing`): disks and addresses only.
 
     ``disks`` are one worker's disk sizes (OS disk, storage); without them one disk of
     ``disk_gb``. A host of ``per_host`` workers keeps one OS disk and one address, and a storage

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from oa_vm.kit.lazy import typer
 from oa_vm.kit.redact import redact_text
 
 EXIT_INTERRUPTED = 130
@@ -102,13 +104,17 @@ class _PipeSafe:
         return getattr(self._stream, name)
 
 
+class RedactingFormatter(logging.Formatter):
+    """A log formatter whose lines (exception text included) pass :func:`redact_text`."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The formatted line, credentials masked."""
+        return redact_text(super().format(record))
+
+
 def _log_redacted() -> None:
     """Log lines go to stderr as Python's last-resort handler prints them (warnings and worse),
     through the one redaction (:mod:`oa_vm.kit.redact`)."""
-    import logging
-
-    from oa_vm.kit.redact import RedactingFormatter
-
     root = logging.getLogger()
     if any(isinstance(h.formatter, RedactingFormatter) for h in root.handlers):
         return
@@ -153,8 +159,6 @@ def run_main(
 def _report(
     exc: BaseException, prog: str, known: tuple[type[BaseException], ...], debug: bool
 ) -> NoReturn:
-    import typer  # already loaded by the app being run
-
     if isinstance(exc, typer.Abort):
         print(f"{prog}: aborted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)

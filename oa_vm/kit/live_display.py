@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, TextIO
 
+from oa_vm.kit.lazy import rich_console, rich_live, rich_table, rich_text
+
 REFRESHES_PER_SECOND = 2  # enough for the clocks shown; cheap beside the commands' own work
 
 
@@ -36,23 +38,17 @@ def table_view(
 ) -> Any:
     """A line of totals above a borderless table (cells too wide end in an ellipsis; the
     columns in ``no_wrap`` are cut to one line)."""
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(box=None, pad_edge=False, show_edge=False)
+    table = rich_table.Table(box=None, pad_edge=False, show_edge=False)
     for header in headers:
         table.add_column(header, overflow="ellipsis", no_wrap=header in no_wrap)
     for row in rows:
         table.add_row(*row)
-    return Group(Text(head), table)
+    return rich_console.Group(rich_text.Text(head), table)
 
 
 def text_view(line: str) -> Any:
     """A single line (what a display shows before its first state)."""
-    from rich.text import Text
-
-    return Text(line)
+    return rich_text.Text(line)
 
 
 class LiveRegion:
@@ -64,11 +60,8 @@ class LiveRegion:
     """
 
     def __init__(self, stream: TextIO, render: Callable[[], Any]) -> None:
-        from rich.console import Console
-        from rich.live import Live
-
-        self.console = Console(file=stream)
-        self._live = Live(
+        self.console = rich_console.Console(file=stream)
+        self._live = rich_live.Live(
             get_renderable=render, console=self.console,
             refresh_per_second=REFRESHES_PER_SECOND, transient=False, redirect_stdout=False,
             redirect_stderr=False,

@@ -15,16 +15,19 @@ This module is the one place text is cleaned before it leaves the controller: fo
 observation's ``last_error`` and ``last_result``), for a file (records, the queue, pages,
 ``metadata.json``), for the terminal (error lines, ``--debug`` tracebacks, log lines) and for
 events. :func:`redact_json` does it for every string of a JSON document;
-:class:`RedactingFormatter` for log records.
+:class:`oa_vm.kit.clikit.RedactingFormatter` for log records (there, so that ``pool-status``,
+which records a worker's capability through this module, does not load ``logging``).
 """
 
 from __future__ import annotations
 
-import logging
+import _thread  # threading.Lock itself, without loading threading (pool-status's start-up)
 import re
-import threading
-from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+TYPE_CHECKING = False  # typing is not loaded at run time (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 MASK = "***"
 # a scheme starts where no scheme character stands before it and is at most 32 long: a long
@@ -89,7 +92,7 @@ _KEY_SHAPES = re.compile(
 # a SAS token's signature (Azure), wherever it stands: a token given alone starts with it
 _SIGNATURE = re.compile(r"(?i)(\b(?:sig|signature)\s*=\s*)([^&\s'\"<>;,]{4,})")
 _registered: set[str] = set()
-_registered_lock = threading.Lock()
+_registered_lock = _thread.allocate_lock()
 MIN_SECRET_LEN = 6  # shorter values would mask ordinary words
 
 
@@ -171,10 +174,3 @@ def redact_json(value: Any) -> Any:
         return tuple(redact_json(item) for item in value)
     return value
 
-
-class RedactingFormatter(logging.Formatter):
-    """A log formatter whose lines (exception text included) pass :func:`redact_text`."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        """The formatted line, credentials masked."""
-        return redact_text(super().format(record))

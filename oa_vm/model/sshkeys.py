@@ -13,6 +13,8 @@ from pathlib import Path
 
 from oa_vm.errors import OaVmError
 from oa_vm.kit import safe_fs
+from oa_vm.kit.lazy import crypto_ed25519
+from oa_vm.kit.lazy import crypto_serialization as serialization
 from oa_vm.model import state
 
 KEY_NAME = "id_ed25519"
@@ -28,8 +30,6 @@ def key_path(pool: str) -> Path:
 
 
 def _public_line(private_pem: bytes, comment: str) -> str:
-    from cryptography.hazmat.primitives import serialization
-
     key = serialization.load_ssh_private_key(private_pem, password=None)
     public = key.public_key().public_bytes(
         serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
@@ -43,14 +43,11 @@ def ensure_pool_key(pool: str) -> tuple[Path, str]:
     Raises:
         SshKeyError: a key file exists but is not a readable OpenSSH private key.
     """
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
     path = key_path(pool)
     comment = f"oa-vm-{pool}"
     state.ensure_pool_dir(pool)
     if not safe_fs.exists_as_file(path):
-        pem = Ed25519PrivateKey.generate().private_bytes(
+        pem = crypto_ed25519.Ed25519PrivateKey.generate().private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.OpenSSH,
             serialization.NoEncryption(),

@@ -23,8 +23,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from oa_vm.errors import CorruptRecordError, InvalidInputError, PoolNotFoundError
-from oa_vm.kit.redact import register_url_secrets
+from oa_vm.errors import CorruptRecordError, InvalidInputError, OaVmError, PoolNotFoundError
 from oa_vm.kit.validate import name_problem
 
 # typing is not imported at run time: these modules are on pool-status's start-up path.
@@ -188,6 +187,8 @@ class WorkerRecord(_Record):
 
     @waa_url.setter
     def waa_url(self, value: str | None) -> None:
+        from oa_vm.kit.redact import register_url_secrets  # start-up: no pool, no redaction
+
         register_url_secrets(value)
         self._waa_url = value
 
@@ -198,6 +199,8 @@ class WorkerRecord(_Record):
 
     @scoring_url.setter
     def scoring_url(self, value: str | None) -> None:
+        from oa_vm.kit.redact import register_url_secrets
+
         register_url_secrets(value)
         self._scoring_url = value
 
@@ -512,8 +515,6 @@ def _flock(fd: int, path: Path) -> None:
     from waa_client.poll import poll_until
 
     if not poll_until(free, timeout_s=LOCK_WAIT_S, interval_s=0.01):
-        from oa_vm.errors import OaVmError
-
         raise OaVmError(
             f"{path} is held by another oa-vm command (a stopped one?); "
             "let it finish, or end it, and run the command again"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +31,25 @@ def _steady(text: str) -> str:
     return re.sub(r" {2,}", " ", text)
 
 
+# What the fast path must not load: each costs milliseconds of start-up, which is all these two
+# commands take (docs/performance.md, "CLI start-up"); the commit before the renovation loaded none.
+SLOW_IMPORTS = ("typing", "dataclasses", "inspect", "logging", "threading", "typer", "click",
+                "psutil", "oa_vm.api", "oa_vm.clouds.base", "oa_vm.clouds.local.provider")
+
+
+def _slow_imports(home: Path, *args: str) -> list[str]:
+    """The modules of :data:`SLOW_IMPORTS` that ``oa-vm ARGS`` loads on its fast path."""
+    code = ("import sys\nsys.argv = ['oa-vm', *sys.argv[1:]]\nfrom oa_vm.cli.entry import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(sys.modules), file=sys.stderr)\n")
+    proc = subprocess.run(  # fixed argv, no shell
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "OA_VM_HOME": str(home)}, check=True,
+    )
+    loaded = set(proc.stderr.split())
+    return [name for name in SLOW_IMPORTS if name in loaded]
+
+
 def test_parse_takes_only_the_plain_forms() -> None:
     assert parse(["pool-status"]) == ("pool-status", None, False, False)
     assert parse(["pool-status", "-n", "a", "--json"]) == ("pool-status", "a", True, False)
@@ -48,6 +70,7 @@ def test_fast_path_prints_what_typer_prints(home: Path) -> None:
                                                                   env=TYPER)
         assert (fast.returncode, fast.stdout, fast.stderr) == (
             slow.returncode, slow.stdout, slow.stderr), args
+        assert _slow_imports(home, *args) == [], args
     created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1", "--name",
                       "q", "--price-per-hour", "2", "-y", home=home)
     assert created.returncode == 0, created.stderr
@@ -63,6 +86,8 @@ def test_fast_path_prints_what_typer_prints(home: Path) -> None:
         assert fast.returncode == slow.returncode, args
         assert _steady(fast.stdout) == _steady(slow.stdout), args
         assert fast.stderr == slow.stderr, args
+    for args in (["pool-status", "--name", "q"], ["pool-status", "--json"], ["pool-list"]):
+        assert _slow_imports(home, *args) == [], args
     data = json.loads(run_cli("oa-vm", "pool-list", "--json", home=home).stdout)
     assert data[0]["name"] == "q" and data[0]["price_per_hour_total"] == 2
     assert "$2.00/h" in run_cli("oa-vm", "pool-list", home=home).stdout

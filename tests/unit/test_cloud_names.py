@@ -1,5 +1,5 @@
 """No cloud's name is compared outside ``oa_vm/clouds/``: what a cloud does differently is a
-provider method or data it declares (:class:`oa_vm.clouds.base.ProviderFacts`, its
+provider method or data it declares (:class:`oa_vm.clouds.declared.ProviderFacts`, its
 capabilities), so adding a cloud touches its own folder only.
 
 Every module of ``oa_vm``, ``evals`` and ``waa_client`` outside the clouds' folder is read with

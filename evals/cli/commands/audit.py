@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import oa_vm
+from evals.errors import InvalidRunInputError
+from oa_vm.errors import OaVmError, PoolNotFoundError
+from oa_vm.kit import safe_fs
+from oa_vm.kit.validate import module_spec_problem
+
 if TYPE_CHECKING:
     from evals.verifier_audit import BenchmarkAdapter
 
@@ -79,12 +85,9 @@ def audit_verifier(
     accept."""
     import secrets
 
-    import oa_vm
-    from evals.errors import InvalidRunInputError
 
     if out is not None:  # refused before the audit, not after it
         from evals.verifier_audit.report import REPORT_MARKER
-        from oa_vm.kit import safe_fs
 
         safe_fs.check_out(out, marker=REPORT_MARKER, force=force)
     if benchmark != LOCAL_SUITE:
@@ -126,8 +129,6 @@ def audit_verifier(
 def _check_local_ids(wanted: str, known: set[str] | None = None) -> None:
     """Refuse IDs the pool's tasks do not have (default: the bundled local suite, what a
     temporary audit pool serves)."""
-    from evals.errors import InvalidRunInputError
-
     if known is None:
         from oa_vm import local_tasks_dir
         from waa_client.catalog import Catalog
@@ -143,14 +144,11 @@ def _check_local_ids(wanted: str, known: set[str] | None = None) -> None:
 def _load_adapter(spec: str) -> BenchmarkAdapter:
     """The adapter named by ``--benchmark``: ``toy`` or ``package.module:Class``."""
     from evals.agents.module_spec import import_module_here
-    from evals.errors import InvalidRunInputError
 
     if spec == "toy":
         from evals.verifier_audit.adapters.toy import ToyAdapter
 
         return ToyAdapter()
-    from oa_vm.kit.validate import module_spec_problem
-
     module_name, sep, attr = spec.partition(":")
     if module_spec_problem("--benchmark", spec):
         raise InvalidRunInputError(
@@ -188,7 +186,6 @@ def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: in
     """Audit an adapter benchmark; True when a false accept was found."""
     import json
 
-    from evals.errors import InvalidRunInputError
     from evals.verifier_audit import OPERATORS, SetupError, audit
     from evals.verifier_audit.report import render, task_line
 
@@ -243,8 +240,6 @@ def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: in
 
 
 def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = False) -> bool:
-    import oa_vm
-    from evals.errors import InvalidRunInputError
     from evals.verifier_audit.local import audit, format_row, format_table
     from evals.verifier_audit.report import write_report
 
@@ -276,8 +271,6 @@ def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = Fal
 
 
 def _remove(pool: str) -> None:
-    import oa_vm
-    from oa_vm.errors import OaVmError, PoolNotFoundError
 
     _say(f"removing local pool {pool}")
     try:

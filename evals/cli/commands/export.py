@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from evals.cli.commands.view import RESULTS_HELP
+from evals.errors import InvalidRunInputError
+from oa_vm.kit import safe_fs
 
 FORMATS = ("inspect", "hf", "jsonl")
 FORMAT_HELP = ("inspect: an Inspect AI eval log, one sample per attempt (needs oa-vm[inspect]); "
@@ -26,9 +28,7 @@ def export(
     force: Annotated[bool, typer.Option("--force", help="Replace what --out holds.")] = False,
 ) -> None:
     """Write the run in FORMAT and print where it went."""
-    from evals.errors import InvalidRunInputError
     from evals.results.run_reader import find_run
-    from oa_vm.kit import safe_fs
 
     if fmt not in FORMATS:
         raise InvalidRunInputError(

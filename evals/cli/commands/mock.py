@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import oa_vm
 from evals.cli.commands.view import RESULTS_HELP
+from evals.errors import InvalidRunInputError
+from oa_vm.errors import OaVmError, PoolNotFoundError
 
 if TYPE_CHECKING:
     from evals.run.runner import RunEvent
@@ -50,8 +53,6 @@ def mock(
     """Run N local tasks on a throwaway local pool and print the summary (no cloud needed)."""
     import secrets
 
-    import oa_vm
-    from evals.errors import InvalidRunInputError
     from evals.report.viewer import write_view
     from evals.run.metrics import format_summary
     from evals.run.runner import RunConfig, default_run_name, run_evaluation
@@ -110,8 +111,6 @@ def _local_selection(selection: str) -> str:
 def _remove(pool: str) -> None:
     """Remove the pool; a failure is reported with the command that finishes the job, and never
     hides the error that ended the run."""
-    import oa_vm
-    from oa_vm.errors import OaVmError, PoolNotFoundError
 
     _say(f"removing local pool {pool}")
     try:

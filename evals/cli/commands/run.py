@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import oa_vm
+from evals.errors import (
+    AgentFailed,
+    BudgetExceeded,
+    InvalidRunInputError,
+    RunInterrupted,
+    RunUnhealthy,
+)
 from oa_vm.kit.duration_options import Duration, duration_option
+from oa_vm.kit.durations import format_duration
 
 if TYPE_CHECKING:
     from evals.agents import AgentFactory
@@ -238,7 +247,6 @@ def execute(
     and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4).
     ``checked``: the agents the checks before the run built
     (:func:`evals.run.prechecks.check_before_run`)."""
-    from evals.errors import RunInterrupted
     from evals.report.progress import make_progress as live_or_plain
     from evals.results.records import RunFolder, results_root
     from evals.run import metrics
@@ -305,7 +313,6 @@ def _signals_interrupt() -> contextlib.AbstractContextManager[None]:
 def finish_run(result: RunResult) -> None:
     """Raise what the ending calls for: a budget stop (exit 3), an unhealthy run (exit 4), or
     a run the agent spoiled by raising (exit 4, naming the agent, never the pool)."""
-    from evals.errors import AgentFailed, BudgetExceeded, RunUnhealthy
     from evals.results.records import RunStatus
 
     if result.status is RunStatus.BUDGET_STOPPED:
@@ -385,7 +392,6 @@ def resumed_config(config: RunConfig, given: set[str]) -> RunConfig:
     """
     from dataclasses import replace
 
-    from evals.errors import InvalidRunInputError
     from evals.results.records import results_root
     from evals.results.run_reader import read_started
     from evals.run.manifest import read_manifest
@@ -438,7 +444,6 @@ def _rerun_defaults(
         InvalidRunInputError: no such run, or its agent had arguments that were redacted (they
             must be given again).
     """
-    from evals.errors import InvalidRunInputError
     from evals.results.run_reader import find_run, read_metadata
     from evals.run.manifest import read_manifest
 
@@ -515,7 +520,6 @@ def run(
     wait_ready: WaitReadyOpt = None,
 ) -> None:
     """Run tasks on one or more existing pools (one queue); every task gets one final record."""
-    from evals.errors import InvalidRunInputError
     from evals.run.prechecks import check_before_run
 
     if rerun_errors is not None:
@@ -555,9 +559,6 @@ def _wait_ready(pools: list[str | None], timeout_s: float) -> None:
     """Follow each pool's workers until they are ready, at most ``timeout_s`` in all (the
     pool's own wait: :func:`oa_vm.api.wait_pool`, whose timeout names each stuck worker)."""
     import time
-
-    import oa_vm
-    from oa_vm.kit.durations import format_duration
 
     deadline = time.monotonic() + timeout_s
     for name in pools:

@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+import oa_vm
+
 app = typer.Typer(
     name="study",
     help="Studies over the synthetic records app (docs/tasks.md).",
@@ -50,7 +52,6 @@ def ui_change(
     condition through the worker's input path, and print successes/runs per condition and
     arm. A success is counted only when the app's store, read back from the page, holds the
     encounter asked for."""
-    import oa_vm
     from evals.tasks.ui_change import ReadbackError, Worker, check_arms, run_study, table
 
     arms = check_arms(agents)  # a worker without a browser says so at the first launch

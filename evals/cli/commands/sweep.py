@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+import oa_vm
 from evals.cli.commands.run import (
     READ_TIMEOUT,
     STEP_PAUSE,
@@ -49,7 +50,9 @@ from evals.cli.commands.run import (
     given_settings,
     resumed_config,
 )
+from evals.errors import InvalidRunInputError, RunExistsError, RunInterrupted
 from oa_vm.cli import pool_options as pool_opts
+from oa_vm.errors import InvalidInputError, OaVmError, PoolExistsError
 from oa_vm.kit import timings
 from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.kit.signals import signals_ignored, sigterm_as_interrupt
@@ -69,8 +72,6 @@ def parse_faults(values: list[str] | None) -> dict[str, str]:
     Raises:
         InvalidRunInputError: an item is not ``KEY=VALUE``.
     """
-    from evals.errors import InvalidRunInputError
-
     faults: dict[str, str] = {}
     for item in values or []:
         key, sep, value = item.partition("=")
@@ -144,10 +145,7 @@ def sweep(
     record_tree: RecordTreeOpt = True,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
-    import oa_vm
-    from evals.errors import RunInterrupted
     from evals.run.prechecks import check_before_run, check_local_tasks
-    from oa_vm.errors import PoolExistsError
 
     config = build_config(
         pool=None, tasks=tasks, agent=agent, max_steps=max_steps, run_name=run_name,
@@ -224,7 +222,6 @@ def _print_plan(spec: PoolSpec, config: RunConfig, json_out: bool) -> None:
     """``--plan``: the pool the sweep would create and its price, on stdout; nothing is
     created, recorded or written (no pool, no run folder), and no network is asked (the SSH
     CIDR stays a placeholder, as in ``oa-vm pool-create --plan``)."""
-    import oa_vm
     from evals.run.prechecks import check_local_tasks
     from oa_vm.kit.clikit import print_json
 
@@ -262,8 +259,6 @@ def _check_quota(spec: PoolSpec, plan: Plan) -> tuple[VcpuQuota | None, int | No
         InvalidInputError: the pool needs more vCPUs than the quota leaves (one line: the
             quota, and what to do).
     """
-    import oa_vm
-    from oa_vm.errors import InvalidInputError
 
     if oa_vm.cloud_facts(spec.cloud).simulated or not plan.region or not plan.size:
         return None, None
@@ -317,7 +312,6 @@ def _keep_logs(pool: str, config: RunConfig) -> None:
     removing the pool removes them, and the error may point at them."""
     import shutil
 
-    import oa_vm
     from evals.results.records import results_root
 
     logs = oa_vm.pool_dir(pool) / "logs"
@@ -340,9 +334,7 @@ def _show_plan_and_confirm(spec: PoolSpec, yes: bool) -> None:
     size that cannot nest is refused first, in one line; with ``--build-image`` the image is
     built before the pool's plan (its own plan, price and question first).
     """
-    import oa_vm
     from oa_vm.cli.images import build_missing_image
-    from oa_vm.errors import InvalidInputError
 
     oa_vm.check_available(spec.cloud)
     pool_opts.preflight(spec)
@@ -369,7 +361,6 @@ SWEEP_POOL = "sweep-pool.json"
 
 
 def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bool) -> None:
-    from evals.errors import InvalidRunInputError, RunExistsError
     from evals.results.records import RunFolder, results_root
 
     if run_name is None:
@@ -393,7 +384,6 @@ def _sweep_pool_path(config: RunConfig) -> Path:
 
 def _record_pool(config: RunConfig, pool: str, cloud: str) -> None:
     """Write down, in the run folder, the pool this sweep is about to create."""
-    import oa_vm
     from evals.results.records import now_iso
 
     path = _sweep_pool_path(config)
@@ -411,8 +401,6 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
     """
     import json
 
-    import oa_vm
-    from oa_vm.errors import InvalidInputError
 
     try:
         recorded = json.loads(_sweep_pool_path(config).read_text(encoding="utf-8"))
@@ -433,8 +421,6 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
 
 def _cleanup(pool: str) -> None:
     """Remove the pool; a second Ctrl-C or SIGTERM during cleanup is ignored so it finishes."""
-    import oa_vm
-    from oa_vm.errors import OaVmError
 
     if not oa_vm.pool_exists(pool):
         return  # creation failed and already removed what it made

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from evals.cli.commands.run import TASKS_HELP
+from evals.errors import InvalidRunInputError
 from waa_client.catalog import Catalog, TaskRef
 from waa_client.errors import CatalogError
 
@@ -47,8 +48,6 @@ def tasks(
     Without ``--source`` or ``--pool`` it lists the bundled local suite (what a local pool
     serves unless created with ``--tasks-dir``).
     """
-    from evals.errors import InvalidRunInputError
-
     if source is not None and pool is not None:
         raise InvalidRunInputError("give one of --source DIR or --pool NAME, not both")
     if selection is not None and tasks_sel is not None and selection != tasks_sel:

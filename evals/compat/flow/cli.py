@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+import oa_vm
 from evals.compat.flow import DryRun, missing_bundles, plan_dry_run, read_task_ids, resolve_vm_price
 from evals.errors import EvalsError, MissingBundlesError
 from evals.results.cost import (
@@ -215,7 +216,6 @@ def _live(
     Refuses to start, listing them, while any selected task lacks a bundle or a checker
     configuration (an ``evaluator.func``): a task nobody can score is not worth a VM-minute.
     """
-    import oa_vm
     from evals.cli.commands.run import build_config, execute
     from waa_client.catalog import Catalog
 

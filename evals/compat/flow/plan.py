@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import oa_vm
 from evals.results.cost import (
     FULL_SUITE_TASKS,
     CostEstimate,
@@ -130,8 +131,6 @@ class VmPrice:
 def default_flow_cloud(catalog: PriceCatalog) -> str:
     """The cloud a dry run is priced on when none is given: the configured default cloud
     (``oa-vm config set default-cloud``) when it bills, else the catalog's first (``aws``)."""
-    import oa_vm
-
     configured = oa_vm.default_cloud()
     return configured if configured in catalog.clouds() else catalog.clouds()[0]
 

@@ -29,6 +29,10 @@ from evals.report.export.attempts import (
     run_facts,
 )
 from evals.results.records import TaskStatus
+from oa_vm.kit.lazy import inspect_ai_log as ilog
+from oa_vm.kit.lazy import inspect_ai_model as imodel
+from oa_vm.kit.lazy import inspect_ai_scorer as iscorer
+from oa_vm.kit.lazy import inspect_ai_tool as itool
 
 SCORER = "waa_checker"
 RUN_STATUS = {"finished": "success", "interrupted": "cancelled", "budget_stopped": "cancelled",
@@ -52,7 +56,6 @@ def write_inspect_log(run_dir: Path, out: Path) -> Path:
 def build_eval_log(run_dir: Path) -> Any:
     """The run as an ``inspect_ai.log.EvalLog`` (samples included)."""
     ilog = require_extra("inspect_ai.log", "inspect")
-    from inspect_ai.log import EvalConfig, EvalDataset, EvalPlan, EvalSpec, EvalStats
 
     metadata, manifest = run_facts(run_dir)
     agent = manifest.get("agent") or {}
@@ -62,15 +65,15 @@ def build_eval_log(run_dir: Path) -> Any:
     name = str(metadata.get("run") or run_dir.name)
     created = str(metadata.get("started_at") or manifest.get("created_at") or "")
     task_ids = list(dict.fromkeys(a.record.task_id for a in attempts))
-    spec = EvalSpec(
+    spec = ilog.EvalSpec(
         eval_id=name, run_id=name, created=created, task="windows_agent_arena",
         task_id=str(metadata.get("selection") or name),
-        dataset=EvalDataset(name=str(metadata.get("selection") or ""), samples=len(task_ids),
-                            sample_ids=task_ids),
+        dataset=ilog.EvalDataset(name=str(metadata.get("selection") or ""),
+                                 samples=len(task_ids), sample_ids=task_ids),
         model=model, solver=str(agent.get("class") or metadata.get("agent") or ""),
         solver_args=dict(agent.get("arguments") or {}),
-        config=EvalConfig(epochs=int(metadata.get("trials") or 1),
-                          max_samples=len(metadata.get("workers") or []) or None),
+        config=ilog.EvalConfig(epochs=int(metadata.get("trials") or 1),
+                               max_samples=len(metadata.get("workers") or []) or None),
         packages={k: str(v) for k, v in (metadata.get("versions") or {}).items()},
         metadata={"run": name, "agent": metadata.get("agent"),
                   "sees_answers": bool(agent.get("sees_answers")
@@ -82,32 +85,29 @@ def build_eval_log(run_dir: Path) -> Any:
     )
     return ilog.EvalLog(
         status=RUN_STATUS.get(str(metadata.get("status")), "started"),
-        eval=spec, plan=EvalPlan(), results=_results(samples),
-        stats=EvalStats(started_at=created, completed_at=str(metadata.get("ended_at") or ""),
-                        model_usage=_total_usage(samples)),
+        eval=spec, plan=ilog.EvalPlan(), results=_results(samples),
+        stats=ilog.EvalStats(started_at=created,
+                             completed_at=str(metadata.get("ended_at") or ""),
+                             model_usage=_total_usage(samples)),
         samples=samples,
     )
 
 
 def _sample(attempt: Attempt, model: str) -> Any:
-    from inspect_ai.log import EvalSample
-    from inspect_ai.model import ModelUsage
-    from inspect_ai.scorer import Score
-
     record = attempt.record
     scores = None
     if record.is_outcome and record.score is not None:
-        scores = {SCORER: Score(value=record.score, explanation=record.reason,
-                                answer=record.last_action,
-                                metadata={"status": record.status.value,
-                                          "reward_components": record.reward_components})}
+        scores = {SCORER: iscorer.Score(value=record.score, explanation=record.reason,
+                                        answer=record.last_action,
+                                        metadata={"status": record.status.value,
+                                                  "reward_components": record.reward_components})}
     usage = {}
     if record.cost.tokens_in or record.cost.tokens_out or record.cost.model_usd:
-        usage[model] = ModelUsage(
+        usage[model] = imodel.ModelUsage(
             input_tokens=record.cost.tokens_in, output_tokens=record.cost.tokens_out,
             total_tokens=record.cost.tokens_in + record.cost.tokens_out,
             total_cost=record.cost.model_usd or None)
-    return EvalSample(
+    return ilog.EvalSample(
         id=record.task_id, epoch=record.trial, input=record.instruction,
         target="infeasible" if record.infeasible else "", messages=_messages(attempt),
         scores=scores, model_usage=usage, error=_error(attempt),
@@ -127,37 +127,29 @@ def _sample(attempt: Attempt, model: str) -> Any:
 
 
 def _messages(attempt: Attempt) -> list[Any]:
-    from inspect_ai.model import (
-        ChatMessageAssistant,
-        ChatMessageTool,
-        ChatMessageUser,
-        ContentImage,
-        ContentText,
-    )
-    from inspect_ai.tool import ToolCall, ToolCallError
-
-    messages: list[Any] = [ChatMessageUser(content=attempt.record.instruction)]
+    messages: list[Any] = [imodel.ChatMessageUser(content=attempt.record.instruction)]
     for step in attempt.record.steps:
-        seen: list[Any] = [ContentText(text=f"Step {step.index}: window "
-                                            f"{step.window_title or '(unknown)'}")]
+        seen: list[Any] = [imodel.ContentText(text=f"Step {step.index}: window "
+                                                   f"{step.window_title or '(unknown)'}")]
         png = attempt.screenshot(step)
         if png is not None:
-            seen.append(ContentImage(
+            seen.append(imodel.ContentImage(
                 image="data:image/png;base64," + base64.b64encode(png).decode("ascii")))
-        messages.append(ChatMessageUser(content=seen))
+        messages.append(imodel.ChatMessageUser(content=seen))
         if not step.action:
             continue
         call_id = f"step-{step.index}"
-        messages.append(ChatMessageAssistant(
+        messages.append(imodel.ChatMessageAssistant(
             content=action_text(step),
-            tool_calls=[ToolCall(id=call_id, function="computer", arguments=dict(step.action))],
+            tool_calls=[itool.ToolCall(id=call_id, function="computer",
+                                       arguments=dict(step.action))],
             model=None,
         ))
         if step.result is not None or step.error is not None:
-            messages.append(ChatMessageTool(
+            messages.append(imodel.ChatMessageTool(
                 content=_result_text(step.result), tool_call_id=call_id, function="computer",
-                error=None if not step.error else ToolCallError(type="unknown",
-                                                                 message=step.error)))
+                error=None if not step.error else itool.ToolCallError(type="unknown",
+                                                                       message=step.error)))
     return messages
 
 
@@ -169,41 +161,35 @@ def _result_text(result: Mapping[str, Any] | None) -> str:
 
 
 def _error(attempt: Attempt) -> Any:
-    from inspect_ai.log import EvalError
-
     record = attempt.record
     if record.status is not TaskStatus.ERROR and record.status is not TaskStatus.NOT_RUN:
         return None
     kind = "" if record.error_type is None else f"{record.error_type.value}: "
     trace = record.agent_traceback or record.task_traceback or ""
-    return EvalError(message=f"{kind}{record.error_message or ''}", traceback=trace,
-                     traceback_ansi=trace)
+    return ilog.EvalError(message=f"{kind}{record.error_message or ''}", traceback=trace,
+                          traceback_ansi=trace)
 
 
 def _results(samples: list[Any]) -> Any:
-    from inspect_ai.log import EvalMetric, EvalResults, EvalScore
-
     values = [float(s.scores[SCORER].value) for s in samples if s.scores]
     metrics = {}
     if values:
-        metrics["mean"] = EvalMetric(name="mean", value=sum(values) / len(values))
-        metrics["success_rate"] = EvalMetric(
+        metrics["mean"] = ilog.EvalMetric(name="mean", value=sum(values) / len(values))
+        metrics["success_rate"] = ilog.EvalMetric(
             name="success_rate",
             value=sum(1 for s in samples if s.scores
                       and s.scores[SCORER].metadata["status"] == "success") / len(values))
-    return EvalResults(
+    return ilog.EvalResults(
         total_samples=len(samples), completed_samples=len(values),
-        scores=[EvalScore(name=SCORER, scorer=SCORER, scored_samples=len(values),
-                          unscored_samples=len(samples) - len(values), metrics=metrics)],
+        scores=[ilog.EvalScore(name=SCORER, scorer=SCORER, scored_samples=len(values),
+                               unscored_samples=len(samples) - len(values), metrics=metrics)],
     )
 
 
 def _total_usage(samples: list[Any]) -> dict[str, Any]:
-    from inspect_ai.model import ModelUsage
-
     total: dict[str, Any] = {}
     for sample in samples:
         for model, usage in sample.model_usage.items():
-            total[model] = total[model] + usage if model in total else ModelUsage(
+            total[model] = total[model] + usage if model in total else imodel.ModelUsage(
                 **usage.model_dump())
     return total

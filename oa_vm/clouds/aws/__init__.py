@@ -10,7 +10,7 @@ $0.005 per hour only while in use).
 from __future__ import annotations
 
 from infra.sizes import check_aws_size
-from oa_vm.clouds.base import ProviderFacts
+from oa_vm.clouds.declared import ProviderFacts
 
 GP3_PER_GB_MONTH = 0.08
 
@@ -50,4 +50,4 @@ class AwsBilling:
 
 FACTS = ProviderFacts(options=frozenset({"--allow-cidr"}), billing=AwsBilling(), cli="aws",
                       slow_first_pool=True, check_size=check_aws_size)
-"""What the AWS provider declares (:class:`~oa_vm.clouds.base.ProviderFacts`)."""
+"""What the AWS provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""

@@ -16,7 +16,7 @@ or not: $0.005 per hour, https://azure.microsoft.com/pricing/details/ip-addresse
 from __future__ import annotations
 
 from infra.sizes import PREMIUM_SSD, STANDARD_SSD, azure_disk_type, check_azure_size
-from oa_vm.clouds.base import ProviderFacts
+from oa_vm.clouds.declared import ProviderFacts
 
 STATIC_IP_PER_HOUR = 0.005
 DISK_TIERS: dict[str, tuple[tuple[str, int, float], ...]] = {
@@ -85,4 +85,4 @@ class AzureBilling:
 
 FACTS = ProviderFacts(options=frozenset({"--allow-cidr"}), billing=AzureBilling(), cli="az",
                       check_size=check_azure_size)
-"""What the Azure provider declares (:class:`~oa_vm.clouds.base.ProviderFacts`)."""
+"""What the Azure provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""

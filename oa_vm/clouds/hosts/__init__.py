@@ -9,7 +9,7 @@ registry names). Several workers share a host through the slots of
 
 from __future__ import annotations
 
-from oa_vm.clouds.base import ProviderFacts
+from oa_vm.clouds.declared import ProviderFacts
 
 FACTS = ProviderFacts(options=frozenset({"--price-per-hour", "--host", "--purge"}))
-"""What the ``ssh`` provider declares (:class:`~oa_vm.clouds.base.ProviderFacts`)."""
+"""What the ``ssh`` provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""

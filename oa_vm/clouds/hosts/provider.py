@@ -35,7 +35,7 @@ from oa_vm.clouds.base import (
 )
 from oa_vm.clouds.hosts.facts import HostAddress, fit, refusal
 from oa_vm.clouds.hosts.probe import ProbeResult
-from oa_vm.errors import InvalidInputError
+from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord
 from oa_vm.reach.host_status import ParamikoRunner, RemoteRunner, RemoteUnreachableError
 
@@ -223,7 +223,6 @@ class SshHostsProvider:
             install_command,
             release_command,
         )
-        from oa_vm.errors import ProvisioningError
         from oa_vm.model import state
 
         _plan, results = self._survey(spec)

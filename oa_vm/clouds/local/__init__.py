@@ -3,7 +3,7 @@ and the tests."""
 
 from __future__ import annotations
 
-from oa_vm.clouds.base import ProviderFacts
+from oa_vm.clouds.declared import ProviderFacts
 
 FACTS = ProviderFacts(
     max_workers=1000,  # several per process (--per-process), for scale tests
@@ -11,4 +11,4 @@ FACTS = ProviderFacts(
                        "--tasks-dir"}),
     simulated=True,
 )
-"""What the local provider declares (:class:`~oa_vm.clouds.base.ProviderFacts`)."""
+"""What the local provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""

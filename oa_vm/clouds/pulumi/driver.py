@@ -38,6 +38,7 @@ from infra.settings import PINNED_EXPORT
 from oa_vm.clouds.base import CleanupReport, Progress
 from oa_vm.errors import ProviderUnavailableError, ProvisioningError
 from oa_vm.kit import safe_fs
+from oa_vm.kit.lazy import pulumi_automation as auto
 from oa_vm.model import state
 
 Program = Callable[[], object]
@@ -632,8 +633,6 @@ class AutomationEngine:
         }
 
     def _workspace_options(self, ref: StackRef) -> Any:
-        from pulumi import automation as auto
-
         work_dir = ref.backend_dir / "projects" / ref.project
         safe_fs.ensure_dir(work_dir, root=ref.backend_dir)
         installed = None if shutil.which("pulumi") else local_cli()
@@ -652,8 +651,6 @@ class AutomationEngine:
         )
 
     def _stack(self, ref: StackRef, program: Program | None = None) -> Any:
-        from pulumi import automation as auto
-
         def inline() -> None:
             if program is not None:
                 program()
@@ -666,8 +663,6 @@ class AutomationEngine:
         )
 
     def _call(self, fn: Callable[[], Any]) -> Any:
-        from pulumi import automation as auto
-
         try:
             return fn()
         except auto.ConcurrentUpdateError as exc:
@@ -680,8 +675,6 @@ class AutomationEngine:
 
     def stack_exists(self, ref: StackRef) -> bool:
         """Whether the backend lists the stack."""
-        from pulumi import automation as auto
-
         workspace = auto.LocalWorkspace(**vars(self._workspace_options(ref)))
         stacks = self._call(workspace.list_stacks)
         return any(s.name.split("/")[-1] == ref.stack for s in stacks)
@@ -690,8 +683,6 @@ class AutomationEngine:
         self, ref: StackRef, program: Program, config: Mapping[str, str], on_line: Progress
     ) -> dict[str, Any]:
         """``pulumi up`` of ``program``; returns the stack's outputs as plain values."""
-        from pulumi import automation as auto
-
         stack = self._stack(ref, program)
         stack.set_all_config({k: auto.ConfigValue(value=v) for k, v in config.items()})
         result = self._call(lambda: stack.up(on_output=on_line, color="never"))
@@ -720,8 +711,6 @@ class AutomationEngine:
 
     def import_deployment(self, ref: StackRef, deployment: Mapping[str, Any]) -> None:
         """``pulumi stack import``."""
-        from pulumi import automation as auto
-
         stack = self._stack(ref)
         value = auto.Deployment(
             version=deployment.get("version", 3), deployment=deployment.get("deployment")
@@ -736,8 +725,6 @@ class AutomationEngine:
 
     def set_config(self, ref: StackRef, values: Mapping[str, str]) -> None:
         """``pulumi config set-all``."""
-        from pulumi import automation as auto
-
         stack = self._stack(ref)
         self._call(lambda: stack.set_all_config(
             {key: auto.ConfigValue(value=value) for key, value in values.items()}

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from oa_vm.errors import WorkerAccessError
+from oa_vm.errors import ProvisioningError, WorkerAccessError
 from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord, WorkerState
 from oa_vm.reach.host_status import (
     COMMAND_TIMEOUT_S,
@@ -195,7 +195,6 @@ def follow_status(
     Raises:
         ProvisioningError: a step failed (its message and how to read the logs), or time ran out.
     """
-    from oa_vm.errors import ProvisioningError
     from oa_vm.kit.durations import format_duration
     from waa_client.poll import poll_until
 

@@ -16,6 +16,7 @@ from oa_vm.cost.pricing.catalog import (
     PriceSource,
     optional_str,
 )
+from oa_vm.kit.lazy import ijson, requests
 
 AwsFetch = Callable[[str], Iterable[bytes]]
 """Fetch an offer file (a full URL) and return its body as a stream of byte chunks."""
@@ -85,8 +86,6 @@ def parse_aws_offer(
     Raises:
         ValueError: the stream is not a JSON object of the offer file's shape.
     """
-    import ijson  # lazily: only a price refresh reads offer files
-
     wanted = {s.lower(): s for s in sizes}
     events = _Events(ijson.parse(_ChunkReader(chunks), use_float=True))
     matched: dict[str, tuple[str, str]] = {}
@@ -172,8 +171,6 @@ class _Events:
 
     def value(self) -> Any:
         """Build the next value whole."""
-        import ijson
-
         builder = ijson.ObjectBuilder()
         depth = 0
         while True:
@@ -214,8 +211,6 @@ def _aws_quotes(
 
 def fetch_stream(url: str) -> Iterator[bytes]:
     """GET ``url`` and yield its body in 1 MiB chunks (the default :data:`AwsFetch`)."""
-    import requests
-
     with requests.get(url, timeout=FETCH_TIMEOUT, stream=True) as response:
         response.raise_for_status()
         yield from response.iter_content(chunk_size=1 << 20)

@@ -16,6 +16,7 @@ from oa_vm.cost.pricing.catalog import (
     PriceSource,
     optional_str,
 )
+from oa_vm.kit.lazy import requests
 
 
 def azure_filter(region: str, sizes: Sequence[str]) -> str:
@@ -79,8 +80,6 @@ AzureFetch = Callable[[str], Mapping[str, Any]]
 
 def fetch_json(url: str) -> Mapping[str, Any]:
     """GET ``url`` and decode its JSON body (the default :data:`AzureFetch`)."""
-    import requests  # lazily: listing prices never needs it
-
     response = requests.get(url, timeout=FETCH_TIMEOUT)
     response.raise_for_status()
     data = response.json()
