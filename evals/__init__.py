@@ -133,9 +133,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'evals' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+    # looked up at every use, never kept here (see oa_vm.__getattr__)
+    return getattr(importlib.import_module(module), name)
 
 
 def __dir__() -> list[str]:

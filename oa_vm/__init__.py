@@ -176,14 +176,16 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """Load a public name on first use (PEP 562), and keep it for the next."""
+    """Load a public name on use (PEP 562).
+
+    Looked up in its module at every use, never kept here: a name kept would go on answering
+    with whatever the module held at the first use, a test's stand-in included, after the
+    module got its own back (a sys.modules hit and a getattr cost about a microsecond)."""
     try:
         module, attr = _EXPORTS[name]
     except KeyError:
         raise AttributeError(f"module 'oa_vm' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
+    return getattr(importlib.import_module(module), attr)
 
 
 def __dir__() -> list[str]:

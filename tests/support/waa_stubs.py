@@ -46,6 +46,15 @@ class _Inert:
     def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
         return (object,)
 
+    # Nothing is an instance of an uninstalled library's class. Libraries that look for an
+    # optional one in sys.modules (datasets: ``"pdfplumber" in sys.modules and isinstance(obj,
+    # pdfplumber.pdf.PDF)``) meet these stubs in any later test of the same process.
+    def __instancecheck__(self, instance: Any) -> bool:
+        return False
+
+    def __subclasscheck__(self, subclass: Any) -> bool:
+        return False
+
     def __repr__(self) -> str:
         return f"<stand-in for uninstalled {self._name}>"
 
