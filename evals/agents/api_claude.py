@@ -22,24 +22,13 @@ from evals.agents.base import (
     EXECUTE_WINDOWS,
     WAIT,
     BenchmarkAction,
-    BenchmarkAgent,
     BenchmarkObservation,
     BenchmarkTask,
     final_reply_action,
 )
-from evals.agents.model_api import (
-    Shot,
-    TokenBudget,
-    api_key,
-    catalog_model,
-    fit_screenshot,
-    header_retry_after,
-    known_models,
-    transient_sdk_error,
-    with_backoff,
-)
-from evals.errors import AgentError, InvalidRunInputError
-from oa_vm.kit.lazy import anthropic, load
+from evals.agents.model_api import ModelApiAgent, Shot, TokenBudget, fit_screenshot, reply_tokens
+from evals.errors import AgentError
+from oa_vm.kit.lazy import anthropic
 
 DEFAULT_MODEL = "claude-sonnet-4-20250514"
 TOOL_TYPE = "computer_20250124"
@@ -70,7 +59,7 @@ def _key(combo: str) -> str:
                     for part in combo.split("+") if part.strip())
 
 
-class ClaudeComputerUseAgent(BenchmarkAgent):
+class ClaudeComputerUseAgent(ModelApiAgent):
     """Claude with Anthropic's computer-use tool.
 
     Args:
@@ -105,24 +94,12 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
         timeout_s: float = 120.0,
         demo: str | None = None,
     ) -> None:
-        try:
-            self._anthropic = load(anthropic)
-        except ImportError as exc:
-            raise InvalidRunInputError(
-                "--agent api-claude needs the anthropic package: pip install 'oa-vm[anthropic]'"
-            ) from exc
-        self.model = str(model)
-        self.price_model = catalog_model(self.model, known_models())
+        super().__init__(anthropic, "Anthropic", name="api-claude", vendor="Anthropic",
+                         key_variable="ANTHROPIC_API_KEY", model=model, api_key=api_key,
+                         base_url=base_url, token_cap=token_cap, budget=budget, retries=retries,
+                         timeout_s=timeout_s, demo=demo)
         self.max_tokens = int(max_tokens)
-        self.budget = budget or TokenBudget(token_cap)
-        self.retries = int(retries)
         self.keep_screenshots = max(1, int(keep_screenshots))
-        self.demo = demo
-        # The SDK's own retries are off: its retryable errors are retried by with_backoff
-        # (on tenacity), whose docstring says why the SDK's do not do that job here.
-        self.client = anthropic.Anthropic(
-            api_key=_key_of(api_key), base_url=base_url, max_retries=0, timeout=timeout_s
-        )
         self._messages: list[dict[str, Any]] = []
         self._pending: tuple[str, Shot] | None = None  # (tool_use id, shot it was planned on)
         self._shot: Shot | None = None
@@ -143,19 +120,16 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
         shot = fit_screenshot(observation.screenshot, MAX_SCREEN)
         self._shot = shot
         if not self._messages or self._pending is None:
-            text = f"Task: {task.instruction}"
-            if self.demo:
-                text += f"\n\nDemonstration:\n{self.demo}"
             self._messages = [{"role": "user", "content": [
-                {"type": "text", "text": text}, _image(shot)]}]
+                {"type": "text", "text": self.task_text(task)}, _image(shot)]}]
         else:
             self._messages.append({"role": "user", "content": [
                 _tool_result(self._pending[0], shot, observation.last_error)]})
         tokens_in = tokens_out = 0
         for _ in range(MAX_INNER_CALLS):
             reply = self._call(shot)
-            tokens_in += int(reply.usage.input_tokens or 0)
-            tokens_out += int(reply.usage.output_tokens or 0)
+            used_in, used_out = reply_tokens(reply)
+            tokens_in, tokens_out = tokens_in + used_in, tokens_out + used_out
             content = [block.model_dump(exclude_none=True) for block in reply.content]
             self._messages.append({"role": "assistant", "content": content})
             use = next((b for b in content if b.get("type") == "tool_use"), None)
@@ -176,9 +150,7 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
         raise AgentError(f"the model asked for {MAX_INNER_CALLS} screenshots without acting")
 
     def _call(self, shot: Shot) -> Any:
-        self.budget.check()
         _trim_images(self._messages, self.keep_screenshots)
-        anthropic = self._anthropic
 
         def call() -> Any:
             create: Any = self.client.beta.messages.create  # dict params, not TypedDicts
@@ -192,17 +164,7 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
                 betas=[BETA],
             )
 
-        try:
-            reply = with_backoff(
-                call,
-                retryable=transient_sdk_error(anthropic),
-                retry_after=header_retry_after,
-                retries=self.retries,
-            )
-        except anthropic.APIError as exc:
-            raise AgentError(f"the Anthropic API failed: {exc}") from exc
-        self.budget.add(int(reply.usage.input_tokens or 0) + int(reply.usage.output_tokens or 0))
-        return reply
+        return self.send(call)
 
     def _convert(self, data: dict[str, Any], shot: Shot) -> BenchmarkAction | None:
         kind = str(data.get("action", ""))
@@ -243,10 +205,6 @@ class ClaudeComputerUseAgent(BenchmarkAgent):
         if kind == "wait":
             return BenchmarkAction(WAIT)
         raise AgentError(f"the model used computer action {kind!r}, which is not supported here")
-
-
-def _key_of(explicit: str | None) -> str:
-    return api_key("ANTHROPIC_API_KEY", explicit)
 
 
 def _image(shot: Shot) -> dict[str, Any]:

@@ -19,24 +19,13 @@ from evals.agents.base import (
     ABSTENTION_PROMPT,
     WAIT,
     BenchmarkAction,
-    BenchmarkAgent,
     BenchmarkObservation,
     BenchmarkTask,
     final_reply_action,
 )
-from evals.agents.model_api import (
-    Shot,
-    TokenBudget,
-    api_key,
-    catalog_model,
-    fit_screenshot,
-    header_retry_after,
-    known_models,
-    transient_sdk_error,
-    with_backoff,
-)
-from evals.errors import AgentError, InvalidRunInputError
-from oa_vm.kit.lazy import load, openai
+from evals.agents.model_api import ModelApiAgent, Shot, TokenBudget, fit_screenshot, reply_tokens
+from evals.errors import AgentError
+from oa_vm.kit.lazy import openai
 
 DEFAULT_MODEL = "computer-use-preview"
 MAX_SCREEN = (2048, 768)
@@ -51,7 +40,7 @@ INSTRUCTIONS = (
 )
 
 
-class OpenAIComputerUseAgent(BenchmarkAgent):
+class OpenAIComputerUseAgent(ModelApiAgent):
     """OpenAI's computer-use model.
 
     Args:
@@ -81,22 +70,10 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
         timeout_s: float = 120.0,
         demo: str | None = None,
     ) -> None:
-        try:
-            self._openai = load(openai)
-        except ImportError as exc:
-            raise InvalidRunInputError(
-                "--agent api-openai needs the openai package: pip install 'oa-vm[openai]'"
-            ) from exc
-        self.model = str(model)
-        self.price_model = catalog_model(self.model, known_models())
-        self.budget = budget or TokenBudget(token_cap)
-        self.retries = int(retries)
-        self.demo = demo
-        # The SDK's own retries are off: its retryable errors are retried by with_backoff
-        # (on tenacity), whose docstring says why the SDK's do not do that job here.
-        self.client = openai.OpenAI(
-            api_key=_key_of(api_key), base_url=base_url, max_retries=0, timeout=timeout_s
-        )
+        super().__init__(openai, "OpenAI", name="api-openai", vendor="OpenAI",
+                         key_variable="OPENAI_API_KEY", model=model, api_key=api_key,
+                         base_url=base_url, token_cap=token_cap, budget=budget, retries=retries,
+                         timeout_s=timeout_s, demo=demo)
         self._previous: str | None = None
         self._pending: dict[str, Any] | None = None  # the last computer_call
 
@@ -114,11 +91,8 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
         """Send the screen (as the last call's output), turn the reply into an action."""
         shot = fit_screenshot(observation.screenshot, MAX_SCREEN)
         if self._pending is None:
-            text = f"Task: {task.instruction}"
-            if self.demo:
-                text += f"\n\nDemonstration:\n{self.demo}"
             items: list[dict[str, Any]] = [{"role": "user", "content": [
-                {"type": "input_text", "text": text},
+                {"type": "input_text", "text": self.task_text(task)},
                 {"type": "input_image", "image_url": _data_url(shot)}]}]
             self._previous = None
         else:
@@ -126,8 +100,8 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
         tokens_in = tokens_out = 0
         for _ in range(MAX_INNER_CALLS):
             reply = self._call(items, shot)
-            tokens_in += int(getattr(reply.usage, "input_tokens", 0) or 0)
-            tokens_out += int(getattr(reply.usage, "output_tokens", 0) or 0)
+            used_in, used_out = reply_tokens(reply)
+            tokens_in, tokens_out = tokens_in + used_in, tokens_out + used_out
             self._previous = str(reply.id)
             output = [item.model_dump(exclude_none=True) for item in reply.output]
             usage = {"model": self.price_model, "tokens_in": tokens_in, "tokens_out": tokens_out}
@@ -149,9 +123,6 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
         raise AgentError(f"the model asked for {MAX_INNER_CALLS} screenshots without acting")
 
     def _call(self, items: list[dict[str, Any]], shot: Shot) -> Any:
-        self.budget.check()
-        openai = self._openai
-
         def call() -> Any:
             extra: dict[str, Any] = {}
             if self._previous is not None:
@@ -168,19 +139,7 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
                 **extra,
             )
 
-        try:
-            reply = with_backoff(
-                call,
-                retryable=transient_sdk_error(openai),
-                retry_after=header_retry_after,
-                retries=self.retries,
-            )
-        except openai.APIError as exc:
-            raise AgentError(f"the OpenAI API failed: {exc}") from exc
-        usage = reply.usage
-        self.budget.add(int(getattr(usage, "input_tokens", 0) or 0)
-                        + int(getattr(usage, "output_tokens", 0) or 0))
-        return reply
+        return self.send(call)
 
     def _convert(self, data: dict[str, Any], shot: Shot) -> BenchmarkAction | None:
         kind = str(data.get("type", ""))
@@ -226,10 +185,6 @@ class OpenAIComputerUseAgent(BenchmarkAgent):
         if kind == "wait":
             return BenchmarkAction(WAIT)
         raise AgentError(f"the model used computer action {kind!r}, which is not supported here")
-
-
-def _key_of(explicit: str | None) -> str:
-    return api_key("OPENAI_API_KEY", explicit)
 
 
 def _data_url(shot: Shot) -> str:

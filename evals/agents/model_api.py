@@ -16,7 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from evals.agents.base import BenchmarkAgent, BenchmarkTask
 from evals.errors import AgentError, InvalidRunInputError
+from oa_vm.kit.lazy import load
 from oa_vm.kit.lazy import pil_image as Image
 from waa_client import retry
 
@@ -77,6 +79,73 @@ class Shot:
         return round(x / self.scale), round(y / self.scale)
 
 
+class ModelApiAgent(BenchmarkAgent):
+    """What the model-API agents share: their SDK's client, the run's token budget, the
+    demonstration, and each call retried with backoff (:func:`with_backoff`).
+
+    Args:
+        sdk: The SDK's stand-in (:mod:`oa_vm.kit.lazy`); ``client`` names its client class.
+        name: The agent's ``--agent`` name, for the missing-package message.
+        vendor: Who serves the API, for the failed-call message.
+        key_variable: The environment variable holding the key.
+        model, api_key, base_url, token_cap, budget, retries, timeout_s, demo: As the agents
+            document them.
+
+    Raises:
+        InvalidRunInputError: the SDK package is missing or no key is set.
+    """
+
+    def __init__(self, sdk: Any, client: str, *, name: str, vendor: str,
+                 key_variable: str, model: str, api_key: str | None, base_url: str | None,
+                 token_cap: int | None, budget: TokenBudget | None, retries: int,
+                 timeout_s: float, demo: str | None) -> None:
+        try:
+            self._sdk: Any = load(sdk)
+        except ImportError as exc:
+            raise InvalidRunInputError(
+                f"--agent {name} needs the {sdk.name} package: pip install 'oa-vm[{sdk.name}]'"
+            ) from exc
+        self.vendor = vendor
+        self.model = str(model)
+        self.price_model = catalog_model(self.model, known_models())
+        self.budget = budget or TokenBudget(token_cap)
+        self.retries = int(retries)
+        self.demo = demo
+        # The SDK's own retries are off: its retryable errors are retried by with_backoff
+        # (on tenacity), whose docstring says why the SDK's do not do that job here.
+        self.client: Any = getattr(self._sdk, client)(
+            api_key=_api_key(key_variable, api_key), base_url=base_url, max_retries=0,
+            timeout=timeout_s,
+        )
+
+    def task_text(self, task: BenchmarkTask) -> str:
+        """The task's instruction, and the demonstration when one was given."""
+        text = f"Task: {task.instruction}"
+        return f"{text}\n\nDemonstration:\n{self.demo}" if self.demo else text
+
+    def send(self, call: Callable[[], Any]) -> Any:
+        """One API call, retried with backoff, its tokens counted against the run's budget.
+
+        Raises:
+            AgentError: the run's token cap is reached, or the call failed for good.
+        """
+        self.budget.check()
+        try:
+            reply = with_backoff(call, retryable=transient_sdk_error(self._sdk),
+                                 retry_after=header_retry_after, retries=self.retries)
+        except self._sdk.APIError as exc:
+            raise AgentError(f"the {self.vendor} API failed: {exc}") from exc
+        self.budget.add(sum(reply_tokens(reply)))
+        return reply
+
+
+def reply_tokens(reply: Any) -> tuple[int, int]:
+    """``(input, output)`` tokens a reply of either SDK reports."""
+    usage = reply.usage
+    return (int(getattr(usage, "input_tokens", 0) or 0),
+            int(getattr(usage, "output_tokens", 0) or 0))
+
+
 def fit_screenshot(png: bytes | None, max_size: tuple[int, int]) -> Shot:
     """Shrink a screenshot to fit ``max_size`` (never enlarged), keeping its aspect ratio.
 
@@ -100,7 +169,7 @@ def fit_screenshot(png: bytes | None, max_size: tuple[int, int]) -> Shot:
     return Shot(out.getvalue(), size[0], size[1], size[0] / width)
 
 
-def api_key(variable: str, explicit: str | None) -> str:
+def _api_key(variable: str, explicit: str | None) -> str:
     """The key given, or the one in the environment.
 
     Raises:
@@ -241,11 +310,12 @@ def _value(text: str) -> Any:
 __all__ = [
     "Shot",
     "TokenBudget",
-    "api_key",
+    "ModelApiAgent",
     "catalog_model",
     "fit_screenshot",
     "header_retry_after",
     "parse_agent_args",
+    "reply_tokens",
     "transient_sdk_error",
     "with_backoff",
 ]
