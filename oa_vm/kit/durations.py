@@ -12,16 +12,17 @@ from oa_vm.errors import InvalidInputError
 SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 UNIT_NAMES = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 _NUMBER = r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?"
-_BARE = re.compile(rf"^\s*({_NUMBER})\s*$")
+# strings, compiled by re's cache at first use (not at import: pool-status's start-up)
+_BARE = rf"^\s*({_NUMBER})\s*$"
 # one or more number+unit parts, largest first as format_duration prints them (1h30m, 3m05s)
-_PARTS = re.compile(rf"^\s*(?:{_NUMBER}\s*[smhd]\s*)+$", re.IGNORECASE)
-_PART = re.compile(rf"({_NUMBER})\s*([smhd])", re.IGNORECASE)
+_PARTS = rf"(?i)^\s*(?:{_NUMBER}\s*[smhd]\s*)+$"
+_PART = rf"(?i)({_NUMBER})\s*([smhd])"
 EXAMPLES = "90s, 30m, 2h, 1d"
 
 
 def is_bare(text: str) -> bool:
     """True for a number without a unit (``"8"``, ``"1.5"``)."""
-    return _BARE.match(text) is not None
+    return re.match(_BARE, text) is not None
 
 
 def to_seconds(text: str, bare_unit: str | None, *, zero_ok: bool = False) -> float:
@@ -32,14 +33,14 @@ def to_seconds(text: str, bare_unit: str | None, *, zero_ok: bool = False) -> fl
         ValueError: not a duration, a bare number where none is taken, or not more than zero
             (zero allowed with ``zero_ok``); the message is a sentence about the value only.
     """
-    bare = _BARE.match(text)
+    bare = re.match(_BARE, text)
     if bare is not None:
         if bare_unit is None:
             raise ValueError(f"{text!r} has no unit; give one, e.g. {text.strip()}m or "
                              f"{text.strip()}s")
         seconds = float(bare.group(1)) * SECONDS[bare_unit]
-    elif _PARTS.match(text):
-        seconds = sum(float(n) * SECONDS[u.lower()] for n, u in _PART.findall(text))
+    elif re.match(_PARTS, text):
+        seconds = sum(float(n) * SECONDS[u.lower()] for n, u in re.findall(_PART, text))
     else:
         unit = f" or a number of {UNIT_NAMES[bare_unit]}" if bare_unit else ""
         raise ValueError(f"{text!r} is not a duration; use e.g. {EXAMPLES}{unit}")

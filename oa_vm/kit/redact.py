@@ -30,13 +30,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 MASK = "***"
+# The patterns are strings, compiled by re's own cache at their first use: compiling them all
+# at import cost pool-status, which needs two of them, 2 ms of its start-up.
 # a scheme starts where no scheme character stands before it and is at most 32 long: a long
 # run of letters (400,000 typed characters in a record) is then scanned once, not once for
 # each of its letters
-_URL = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s'\"<>]+")
-_SECRET_KEY = re.compile(
-    r"(token|key|secret|pass|pwd|auth|sig|signature|credential|session|code)", re.IGNORECASE
-)
+_URL = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s'\"<>]+"
+_SECRET_KEY = r"(?i)(token|key|secret|pass|pwd|auth|sig|signature|credential|session|code)"
 
 
 def redact_url(url: str) -> str:
@@ -59,38 +59,36 @@ def redact_url(url: str) -> str:
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
         query = urlencode(
-            [(k, MASK if _SECRET_KEY.search(k) else v) for k, v in pairs], safe="*"
+            [(k, MASK if re.search(_SECRET_KEY, k) else v) for k, v in pairs], safe="*"
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-_QUERY_SECRET = re.compile(
-    r"([?&][^=\s&?#]{0,64}(?:token|key|secret|pass|pwd|auth|sig|credential|session|code)"
-    r"[^=\s&?#]{0,64}=)[^&\s'\"#]+",
-    re.IGNORECASE,
+_QUERY_SECRET = (
+    r"(?i)([?&][^=\s&?#]{0,64}(?:token|key|secret|pass|pwd|auth|sig|credential|session|code)"
+    r"[^=\s&?#]{0,64}=)[^&\s'\"#]+"
 )
 
 
-_BEARER = re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9._~+/=-]{6,})")
-_AUTH_HEADER = re.compile(
+_BEARER = r"(?i)\b(bearer\s+)([A-Za-z0-9._~+/=-]{6,})"
+_AUTH_HEADER = (
     r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)?\s*)"
     r"([^\s\"',;}]{4,})"
 )
 # a credential-like key (not "tokens_in", "max_tokens") then ':' or '=' and its value; a key
 # starts where no key character stands before it and is at most 64 long on each side of its
 # word, so a long run of key characters (a typed text in a record) costs a single scan
-_PAIR = re.compile(
+_PAIR = (
     r"(?i)([\"']?(?<![\w-])[\w-]{0,64}(?:token|api[_-]?key|secret|password|passwd|credential)"
     r"(?!s)[\w-]{0,64}[\"']?\s*[:=]\s*[\"']?)([^\s\"',;&}]{4,})"
 )
-_KEY_SHAPES = re.compile(
-    r"\bsk-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}"
+_KEY_SHAPES = (
+    r"(?s)\bsk-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{20,}"
     r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|\bAIza[0-9A-Za-z_-]{30,}"
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----(?:.*?-----END [A-Z ]*PRIVATE KEY-----|.*)",
-    re.DOTALL,
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----(?:.*?-----END [A-Z ]*PRIVATE KEY-----|.*)"
 )
 # a SAS token's signature (Azure), wherever it stands: a token given alone starts with it
-_SIGNATURE = re.compile(r"(?i)(\b(?:sig|signature)\s*=\s*)([^&\s'\"<>;,]{4,})")
+_SIGNATURE = r"(?i)(\b(?:sig|signature)\s*=\s*)([^&\s'\"<>;,]{4,})"
 _registered: set[str] = set()
 _registered_lock = _thread.allocate_lock()
 MIN_SECRET_LEN = 6  # shorter values would mask ordinary words
@@ -114,30 +112,30 @@ def redact_text(text: str) -> str:
         secrets = sorted(_registered, key=len, reverse=True)
     for secret in secrets:  # first: the other rules might cut a registered secret in two
         text = text.replace(secret, MASK)
-    text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+    text = re.sub(_URL, lambda m: redact_url(m.group(0)), text)
     text = redact_worker_secrets(text)
-    text = _QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
-    text = _KEY_SHAPES.sub(MASK, text)
-    text = _SIGNATURE.sub(lambda m: m.group(1) + MASK, text)
-    text = _AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)
-    text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
-    return _PAIR.sub(lambda m: m.group(1) + MASK, text)
+    text = re.sub(_QUERY_SECRET, lambda m: m.group(1) + MASK, text)
+    text = re.sub(_KEY_SHAPES, MASK, text)
+    text = re.sub(_SIGNATURE, lambda m: m.group(1) + MASK, text)
+    text = re.sub(_AUTH_HEADER, lambda m: m.group(1) + MASK, text)
+    text = re.sub(_BEARER, lambda m: m.group(1) + MASK, text)
+    return re.sub(_PAIR, lambda m: m.group(1) + MASK, text)
 
 
-_WORKER_SECRET = re.compile(r"\bcap-[0-9a-f]{40}\b")
+_WORKER_SECRET = r"\bcap-[0-9a-f]{40}\b"
 
 
 def redact_worker_secrets(text: str) -> str:
     """``text`` with local workers' secrets masked: the first path segment of their URLs
     (``http://127.0.0.1:PORT/cap-<40 hex>/...``, see ``docs/local-worker.md``) is a capability,
     which error messages, records and tables must not show."""
-    return _WORKER_SECRET.sub("cap-" + MASK, text)
+    return re.sub(_WORKER_SECRET, "cap-" + MASK, text)
 
 
 CAPABILITY_MIN_LEN = 16
 """A worker URL's first path segment this long or longer is a capability (a local worker's
 secret is 16 to 128 characters, ``infra.local.access.SECRET_PATTERN``)."""
-_CAPABILITY_SEGMENT = re.compile(rf"[A-Za-z0-9_-]{{{CAPABILITY_MIN_LEN},128}}")
+_CAPABILITY_SEGMENT = rf"[A-Za-z0-9_-]{{{CAPABILITY_MIN_LEN},128}}"
 
 
 def register_url_secrets(url: str | None) -> None:
@@ -156,7 +154,7 @@ def register_url_secrets(url: str | None) -> None:
     except ValueError:
         return
     head = parts.path.lstrip("/").split("/", 1)[0]
-    if _CAPABILITY_SEGMENT.fullmatch(head):
+    if re.fullmatch(_CAPABILITY_SEGMENT, head):
         register_secret(head)
     register_secret(parts.password)
 
