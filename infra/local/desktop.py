@@ -364,19 +364,7 @@ class Desktop:
             AppError: the source is missing, the target exists, or its folder is missing.
         """
         with self.lock:
-            src, dst = self.host(source), self.host(destination)
-            if not src.exists():
-                raise AppError(f"not found: {source}")
-            if self.sandbox.is_protected(src):
-                raise AppError(f"{source} is a system folder and cannot be moved or renamed")
-            if dst.is_dir():
-                dst = dst / src.name
-            if dst.exists():
-                raise AppError(f"already exists: {self.sandbox.to_guest(dst)}")
-            if not dst.parent.is_dir():
-                raise AppError(f"folder not found: {self.sandbox.to_guest(dst.parent)}")
-            if src.is_dir() and dst.resolve().is_relative_to(src.resolve()):
-                raise AppError(f"cannot move {source} into itself")
+            src, dst = self._transfer(source, destination, "move")
             shutil.move(str(src), str(dst))
             self._changed()
             return dst
@@ -384,23 +372,30 @@ class Desktop:
     def copy(self, source: str, destination: str) -> Path:
         """Copy a file or folder (same rules as :meth:`move`)."""
         with self.lock:
-            src, dst = self.host(source), self.host(destination)
-            if not src.exists():
-                raise AppError(f"not found: {source}")
-            if dst.is_dir():
-                dst = dst / src.name
-            if dst.exists():
-                raise AppError(f"already exists: {self.sandbox.to_guest(dst)}")
-            if not dst.parent.is_dir():
-                raise AppError(f"folder not found: {self.sandbox.to_guest(dst.parent)}")
+            src, dst = self._transfer(source, destination, "copy")
             if src.is_dir():
-                if dst.resolve().is_relative_to(src.resolve()):
-                    raise AppError(f"cannot copy {source} into itself")
                 shutil.copytree(src, dst, symlinks=True)
             else:
                 shutil.copy2(src, dst, follow_symlinks=False)
             self._changed()
             return dst
+
+    def _transfer(self, source: str, destination: str, verb: str) -> tuple[Path, Path]:
+        """The host paths of a move or copy, once the rules both keep are checked."""
+        src, dst = self.host(source), self.host(destination)
+        if not src.exists():
+            raise AppError(f"not found: {source}")
+        if verb == "move" and self.sandbox.is_protected(src):
+            raise AppError(f"{source} is a system folder and cannot be moved or renamed")
+        if dst.is_dir():
+            dst = dst / src.name
+        if dst.exists():
+            raise AppError(f"already exists: {self.sandbox.to_guest(dst)}")
+        if not dst.parent.is_dir():
+            raise AppError(f"folder not found: {self.sandbox.to_guest(dst.parent)}")
+        if src.is_dir() and dst.resolve().is_relative_to(src.resolve()):
+            raise AppError(f"cannot {verb} {source} into itself")
+        return src, dst
 
     def rename(self, path: str, new_name: str) -> Path:
         """Rename a file or folder in place (``new_name`` is a bare name)."""

@@ -28,6 +28,11 @@ class SessionError(Exception):
     """A session operation the worker refused (the message says what and why)."""
 
 
+_AT_POINT = {"ClickAction": "click", "RightClickAction": "rightClick",
+             "DoubleClickAction": "doubleClick", "MiddleClickAction": "middleClick",
+             "MoveToAction": "moveTo"}
+
+
 def action_source(action: Any) -> str | None:
     """A Cua-Bench action as the pyautogui source an agent would send (None: nothing to send).
 
@@ -36,16 +41,8 @@ def action_source(action: Any) -> str | None:
     """
     kind = type(action).__name__
     point = f"{int(getattr(action, 'x', 0))}, {int(getattr(action, 'y', 0))}"
-    if kind == "ClickAction":
-        return f"pyautogui.click({point})"
-    if kind == "RightClickAction":
-        return f"pyautogui.rightClick({point})"
-    if kind == "DoubleClickAction":
-        return f"pyautogui.doubleClick({point})"
-    if kind == "MiddleClickAction":
-        return f"pyautogui.middleClick({point})"
-    if kind == "MoveToAction":
-        return f"pyautogui.moveTo({point})"
+    if kind in _AT_POINT:
+        return f"pyautogui.{_AT_POINT[kind]}({point})"
     if kind == "DragAction":
         return (f"pyautogui.moveTo({int(action.from_x)}, {int(action.from_y)}); "
                 f"pyautogui.dragTo({int(action.to_x)}, {int(action.to_y)})")
