@@ -12,13 +12,12 @@ import subprocess
 from collections.abc import Sequence
 from typing import Any
 
-from infra.sizes import check_aws_size
-from oa_vm.clouds.base import CleanupReport, Progress
-from oa_vm.clouds.pulumi.driver import Engine, Lister
-from oa_vm.clouds.pulumi.provider import CloudInfo, ImageLister, PulumiCloudProvider
+from infra.sizes import AWS_DEFAULT_SIZE, check_aws_size
+from oa_vm.clouds.base import Progress
+from oa_vm.clouds.pulumi.driver import Lister
+from oa_vm.clouds.pulumi.provider import CloudInfo, PulumiCloudProvider
 from oa_vm.model.image_records import ImageRecord
 from oa_vm.model.state import PoolRecord
-from oa_vm.reach.host_status import RemoteRunner
 
 LIST_TIMEOUT_S = 60.0
 MANUAL_CHECK = (
@@ -136,54 +135,38 @@ def terminate_by_tag(pool: str, regions: Sequence[str], progress: Progress) -> s
 class AwsProvider(PulumiCloudProvider):
     """Pools of WAA workers on AWS EC2 (C8i/M8i/R8i with nested virtualization)."""
 
-    def __init__(
-        self,
-        engine: Engine | None = None,
-        lister: Lister | None = None,
-        remote: RemoteRunner | None = None,
-        image_lister: ImageLister | None = None,
-    ) -> None:
-        from infra.sizes import AWS_DEFAULT_SIZE
+    info = CloudInfo(
+        name="aws",
+        sdk_module="pulumi_aws",
+        program_module="infra.aws",
+        default_size=AWS_DEFAULT_SIZE,
+        default_region="us-east-1",
+        ssh_user="ubuntu",
+        region_config="aws:region",
+        check_size=check_aws_size,
+        manual_check=MANUAL_CHECK,
+        image_module="infra.image_aws",
+        component_type="oa-vm:aws:WorkerPool",
+        notes=(
+            "at the expiry an EventBridge Scheduler schedule terminates the instances "
+            "(and each worker also powers itself off: shutdown behaviour terminate)",
+            "without a default VPC the pool makes its own (AWS allows 5 VPCs per region "
+            "by default)",
+        ),
+    )
+    cli = "aws"
 
-        super().__init__(
-            CloudInfo(
-                name="aws",
-                sdk_module="pulumi_aws",
-                program_module="infra.aws",
-                default_size=AWS_DEFAULT_SIZE,
-                default_region="us-east-1",
-                ssh_user="ubuntu",
-                region_config="aws:region",
-                check_size=check_aws_size,
-                manual_check=MANUAL_CHECK,
-                image_module="infra.image_aws",
-                component_type="oa-vm:aws:WorkerPool",
-                notes=(
-                    "at the expiry an EventBridge Scheduler schedule terminates the instances "
-                    "(and each worker also powers itself off: shutdown behaviour terminate)",
-                    "without a default VPC the pool makes its own (AWS allows 5 VPCs per region "
-                    "by default)",
-                ),
-            ),
-            engine=engine,
-            lister=lister,
-            remote=remote,
-            # A teammate's images are found with the CLI when it is installed.
-            image_lister=image_lister if image_lister is not None else (
-                aws_cli_image_lister if shutil.which("aws") else None
-            ),
-        )
-        self._explicit_lister = lister is not None
+    def cli_images(self, region: str | None) -> list[ImageRecord]:
+        """A teammate's images, found with the ``aws`` CLI."""
+        return aws_cli_image_lister(region)
+
+    def cli_lister(self, record: PoolRecord) -> Lister | None:
+        """:func:`aws_cli_lister` in the pool's region."""
+        region = str(record.provider_data.get("region") or "")
+        return aws_cli_lister(region) if region else None
 
     def last_resort(self, pool: str, progress: Progress,
                     regions: Sequence[str] = ()) -> str:
         """AWS's kill switch after a failed rollback: :func:`terminate_by_tag` in the regions
         the create tried."""
         return terminate_by_tag(pool, regions, progress)
-
-    def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
-        """Remove the pool; with the ``aws`` CLI on PATH, also ask AWS for leftovers by tag."""
-        if not self._explicit_lister:
-            region = str(record.provider_data.get("region") or "")
-            self.lister = aws_cli_lister(region) if region and shutil.which("aws") else None
-        return super().destroy(record, progress)

@@ -11,14 +11,13 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 
-from infra.sizes import check_azure_size
-from oa_vm.clouds.base import CleanupReport, PoolSpec, Progress
-from oa_vm.clouds.pulumi.driver import Engine, Lister
-from oa_vm.clouds.pulumi.provider import CloudInfo, ImageLister, PulumiCloudProvider
+from infra.sizes import AZURE_DEFAULT_SIZE, check_azure_size
+from oa_vm.clouds.base import PoolSpec, Progress
+from oa_vm.clouds.pulumi.driver import Lister
+from oa_vm.clouds.pulumi.provider import CloudInfo, PulumiCloudProvider
 from oa_vm.errors import InvalidInputError
 from oa_vm.model.image_records import ImageRecord
 from oa_vm.model.state import PoolRecord
-from oa_vm.reach.host_status import RemoteRunner
 
 LIST_TIMEOUT_S = 60.0
 DEALLOCATE_TIMEOUT_S = 900.0
@@ -89,43 +88,33 @@ def deallocate_by_tag(pool: str, progress: Progress) -> str:
 class AzureProvider(PulumiCloudProvider):
     """Pools of WAA workers on Azure (Dsv5-family VMs, security type Standard)."""
 
-    def __init__(
-        self,
-        engine: Engine | None = None,
-        lister: Lister | None = None,
-        remote: RemoteRunner | None = None,
-        image_lister: ImageLister | None = None,
-    ) -> None:
-        from infra.sizes import AZURE_DEFAULT_SIZE
+    info = CloudInfo(
+        name="azure",
+        sdk_module="pulumi_azure_native",
+        program_module="infra.azure",
+        default_size=AZURE_DEFAULT_SIZE,
+        default_region="eastus",
+        ssh_user="azureuser",
+        region_config="azure-native:location",
+        check_size=check_azure_size,
+        manual_check=MANUAL_CHECK,
+        image_module="infra.image_azure",
+        component_type="oa-vm:azure:WorkerPool",
+        notes=(
+            "each VM is deallocated at the expiry by a DevTest Labs shutdown schedule",
+            "everything lives in the resource group {resource_group} (created with "
+            "the pool, removed by oa-vm pool-cleanup)",
+        ),
+    )
+    cli = "az"
 
-        super().__init__(
-            CloudInfo(
-                name="azure",
-                sdk_module="pulumi_azure_native",
-                program_module="infra.azure",
-                default_size=AZURE_DEFAULT_SIZE,
-                default_region="eastus",
-                ssh_user="azureuser",
-                region_config="azure-native:location",
-                check_size=check_azure_size,
-                manual_check=MANUAL_CHECK,
-                image_module="infra.image_azure",
-                component_type="oa-vm:azure:WorkerPool",
-                notes=(
-                    "each VM is deallocated at the expiry by a DevTest Labs shutdown schedule",
-                    "everything lives in the resource group {resource_group} (created with "
-                    "the pool, removed by oa-vm pool-cleanup)",
-                ),
-            ),
-            engine=engine,
-            lister=lister,
-            remote=remote,
-            # A teammate's images are found with the CLI when it is installed.
-            image_lister=image_lister if image_lister is not None else (
-                az_cli_image_lister if shutil.which("az") else None
-            ),
-        )
-        self._explicit_lister = lister is not None
+    def cli_images(self, region: str | None) -> list[ImageRecord]:
+        """A teammate's images, found with the ``az`` CLI."""
+        return az_cli_image_lister(region)
+
+    def cli_lister(self, record: PoolRecord) -> Lister | None:
+        """:func:`az_cli_lister`."""
+        return az_cli_lister
 
     def preflight(self, spec: PoolSpec) -> None:
         """The shared checks, then Azure's own: a TTL the daily shutdown schedule can keep (24 h
@@ -158,9 +147,3 @@ class AzureProvider(PulumiCloudProvider):
         subscription whatever the ``regions``."""
         del regions
         return deallocate_by_tag(pool, progress)
-
-    def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
-        """Remove the pool; with the ``az`` CLI on PATH, also ask Azure for leftovers by tag."""
-        if not self._explicit_lister:
-            self.lister = az_cli_lister if shutil.which("az") else None
-        return super().destroy(record, progress)

@@ -8,6 +8,7 @@ Nothing heavy is imported at module import: Pulumi and the cloud SDKs load insid
 from __future__ import annotations
 
 import importlib
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -126,18 +127,21 @@ class CloudInfo:
 
 
 class PulumiCloudProvider:
-    """A :class:`~oa_vm.clouds.base.Provider` whose pools are Pulumi stacks.
+    """A :class:`~oa_vm.clouds.base.Provider` whose pools are Pulumi stacks; a cloud's subclass
+    gives its facts (``info``) and its CLI.
 
     Args:
-        info: the cloud's facts.
         engine: the Pulumi engine; the Automation API by default.
-        lister: asks the cloud what is still tagged with a pool (None: cleanup gives the
-            command to check by hand).
+        lister: asks the cloud what is still tagged with a pool (None: the cloud's CLI when it
+            is on PATH, else cleanup gives the command to check by hand).
         remote: runs readiness commands on workers over SSH (see :mod:`oa_vm.reach.host_status`).
-        image_lister: finds the account's tagged images (a teammate's); None: local records
-            only.
+        image_lister: finds the account's tagged images (a teammate's); None: the cloud's CLI
+            when it is on PATH, else local records only.
     """
 
+    info: CloudInfo
+    cli = ""
+    """The cloud's CLI (``aws``, ``az``): asked for images and leftovers when it is on PATH."""
     poll_interval_s = 15.0
     refresh_interval_s = 180.0
     """``pool-wait`` polls every 15 s; a full Pulumi refresh is heavy, so at most this often."""
@@ -150,20 +154,28 @@ class PulumiCloudProvider:
 
     def __init__(
         self,
-        info: CloudInfo,
         engine: Engine | None = None,
         lister: Lister | None = None,
         remote: RemoteRunner | None = None,
         image_lister: ImageLister | None = None,
     ) -> None:
-        self.info = info
-        self.image_lister = image_lister
-        self.name = info.name
+        on_path = bool(self.cli) and shutil.which(self.cli) is not None
+        self.image_lister = image_lister or (self.cli_images if on_path else None)
+        self.name = self.info.name
         self.engine: Engine = engine or AutomationEngine()
         self.lister = lister
+        self._explicit_lister = lister is not None
         self.remote = remote
         self.driver = PulumiDriver(self.engine)
         self._refreshed_at: dict[str, float] = {}
+
+    def cli_images(self, region: str | None) -> list[image_records.ImageRecord]:
+        """The account's images tagged ``oa-vm:image`` (of ``region``), asked with the CLI."""
+        raise NotImplementedError
+
+    def cli_lister(self, record: PoolRecord) -> Lister | None:
+        """What asks the cloud, with its CLI, for what is still tagged with ``record``'s pool."""
+        return None
 
     def fleet_ops(self) -> FleetOps:
         """Pause, resume and repair through the pool's program
@@ -761,7 +773,10 @@ class PulumiCloudProvider:
         return worker_phase(record, index, self.remote)
 
     def destroy(self, record: PoolRecord, progress: Progress) -> CleanupReport:
-        """Refresh, destroy, check the stack is empty, remove it, check the cloud by tag."""
+        """Refresh, destroy, check the stack is empty, remove it, check the cloud by tag (with
+        its CLI when no lister was given and the CLI is on PATH)."""
+        if not self._explicit_lister:
+            self.lister = self.cli_lister(record) if shutil.which(self.cli) else None
         return self.driver.destroy(
             self.stack_of(record),
             progress,
