@@ -3,8 +3,8 @@
 One module per part: :mod:`~oa_vm.cost.pricing.catalog` (the catalog, lookups, errors),
 :mod:`~oa_vm.cost.pricing.azure` and :mod:`~oa_vm.cost.pricing.aws` (the live sources),
 :mod:`~oa_vm.cost.pricing.refresh` (fetch and merge), :mod:`~oa_vm.cost.pricing.regions` (which
-regions
-each cloud has); everything public is re-exported here.
+regions each cloud has); the names the CLI, ``oa_vm``'s face and the tests use are re-exported
+here.
 
 The catalog ships with the package as a dated data file (``oa_vm/cost/data/prices.json``): USD per
 hour, Linux, on-demand and spot, with the source page, the date and the basis of every figure.
@@ -31,32 +31,17 @@ when at least one cloud was refreshed.
 from __future__ import annotations
 
 from oa_vm.cost.pool_cost import pool_cost_so_far
-from oa_vm.cost.pricing.aws import (
-    AwsFetch,
-    aws_offer_url,
-    fetch_stream,
-    parse_aws_offer,
-)
+from oa_vm.cost.pricing.aws import aws_offer_url, parse_aws_offer
 from oa_vm.cost.pricing.azure import (
-    AzureFetch,
     azure_filter,
     azure_first_url,
     azure_quotes,
-    fetch_json,
     parse_azure_items,
 )
 from oa_vm.cost.pricing.catalog import (
-    AWS_OFFER_PATH,
-    AWS_PRICES_URL,
     AWS_URL_ENV,
-    AZURE_MAX_PAGES,
-    AZURE_PRICES_URL,
     AZURE_URL_ENV,
-    CATALOG_SCHEMA,
-    FETCH_TIMEOUT,
     SHIPPED_CATALOG,
-    USER_CATALOG_NAME,
-    LiveQuote,
     PriceCatalog,
     PriceCatalogError,
     PriceEntry,
@@ -67,48 +52,23 @@ from oa_vm.cost.pricing.catalog import (
     known_regions,
     known_sizes,
     load_catalog,
-    user_catalog_path,
 )
-from oa_vm.cost.pricing.refresh import (
-    RefreshReport,
-    refresh_catalog,
-)
-from oa_vm.cost.pricing.regions import (
-    check_region,
-    closest_region,
-    cloud_regions,
-)
+from oa_vm.cost.pricing.refresh import refresh_catalog
 
 __all__ = [
-    "AWS_OFFER_PATH",
-    "AWS_PRICES_URL",
     "AWS_URL_ENV",
-    "AZURE_MAX_PAGES",
-    "AZURE_PRICES_URL",
     "AZURE_URL_ENV",
-    "AwsFetch",
-    "AzureFetch",
-    "CATALOG_SCHEMA",
-    "FETCH_TIMEOUT",
-    "LiveQuote",
     "PriceCatalog",
     "PriceCatalogError",
     "PriceEntry",
     "PriceRefreshError",
-    "RefreshReport",
     "SHIPPED_CATALOG",
-    "USER_CATALOG_NAME",
     "aws_offer_url",
     "azure_filter",
     "azure_first_url",
     "azure_quotes",
-    "check_region",
-    "closest_region",
-    "cloud_regions",
     "default_region",
     "default_size",
-    "fetch_json",
-    "fetch_stream",
     "hourly_price",
     "known_regions",
     "known_sizes",
@@ -117,5 +77,4 @@ __all__ = [
     "parse_azure_items",
     "pool_cost_so_far",
     "refresh_catalog",
-    "user_catalog_path",
 ]
