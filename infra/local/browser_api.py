@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.local.browser import BrowserError, BrowserScreen
+from infra.local.browser import BrowserError, BrowserScreen, find_chromium
 from infra.local.server import App, HttpError, Request, Response, Route
 
 
@@ -51,8 +51,6 @@ def build_browser_routes(app: App, browser: BrowserScreen) -> None:
         return wrapped
 
     def status(request: Request) -> Response:
-        from infra.local.browser import find_chromium
-
         return Response.json({
             "available": find_chromium() is not None, "running": browser.running,
             "pid": browser.pid(), "windows": [w.describe() for w in browser.windows],

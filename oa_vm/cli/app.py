@@ -120,13 +120,11 @@ def pool_create(
     yes: YesOpt = False,
 ) -> None:
     """Create a pool (shows the plan and its price first)."""
-    from oa_vm.cli import pool_options
-
-    cloud = pool_options.choose_cloud(cloud)
+    cloud = pool_opts.choose_cloud(cloud)
     on_hosts = "--host" in facts(cloud).options
     if on_hosts and ssh_via is not None:
         raise InvalidInputError("--ssh-via is for local pools; name your own hosts with --host")
-    regions = pool_options.parse_regions(region)
+    regions = pool_opts.parse_regions(region)
     spec = api.build_spec(
         name=name, cloud=cloud, workers=workers, size=size, regions=regions, spot=spot,
         ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []),
@@ -143,8 +141,8 @@ def pool_create(
         plan = api.plan_pool(spec)
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
         return
-    pool_options.preflight(spec)  # a missing image or bad size: one line, nothing written
-    pool_options.ensure_engine(spec.cloud)
+    pool_opts.preflight(spec)  # a missing image or bad size: one line, nothing written
+    pool_opts.ensure_engine(spec.cloud)
     from oa_vm.cli.images import build_missing_image
 
     build_missing_image(spec, json_out=json_out, yes=yes)
@@ -175,10 +173,9 @@ def pool_wait(
     ] = "auto",
 ) -> None:
     """Wait until every worker of the pool is ready, showing each worker's phase."""
-    from oa_vm.cli import pool_options
     from oa_vm.cli.wait_display import wait_display
 
-    timeout_s = pool_options.wait_timeout(state.load(api.resolve_name(name)), timeout)
+    timeout_s = pool_opts.wait_timeout(state.load(api.resolve_name(name)), timeout)
     with wait_display(_echo, timeout_s) as show:  # live on a terminal, heartbeat lines otherwise
         record = api.wait_pool(name, timeout_s=timeout_s, on_update=show)
     _echo(f"Pool {record.name!r} is ready: {len(record.workers)} worker(s).")

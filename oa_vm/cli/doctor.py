@@ -30,7 +30,7 @@ from oa_vm.clouds.pulumi.driver import (
     passphrase_path,
     sdk_version,
 )
-from oa_vm.clouds.quota import Runner
+from oa_vm.clouds.quota import Runner, quota_check
 from oa_vm.errors import OaVmError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.checks import Check, check_devtestlab
@@ -185,7 +185,6 @@ def check_vcpu_quotas(
         run: runs one CLI argv (tests pass a recorded answer); default a subprocess.
     """
     from infra.sizes import AWS_DEFAULT_SIZE, AZURE_DEFAULT_SIZE
-    from oa_vm.clouds.quota import quota_check
 
     defaults = {"aws": ("us-east-1", AWS_DEFAULT_SIZE), "azure": ("eastus", AZURE_DEFAULT_SIZE)}
     found = []

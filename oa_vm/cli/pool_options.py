@@ -21,7 +21,7 @@ from typing import Annotated
 import typer
 
 from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
-from oa_vm.clouds.base import PoolSpec
+from oa_vm.clouds.base import Capability, PoolSpec
 from oa_vm.errors import InvalidInputError, PoolExistsError, ProviderUnavailableError
 from oa_vm.kit import timings
 from oa_vm.kit.duration_options import Duration, duration_option
@@ -115,7 +115,6 @@ def ensure_engine(cloud: str) -> None:
     """
     from oa_vm import api
     from oa_vm.clouds import get_provider
-    from oa_vm.clouds.base import Capability
 
     try:
         api.check_available(cloud)

@@ -26,7 +26,7 @@ from typing import Any
 
 from oa_vm.clouds import facts
 from oa_vm.clouds.base import Plan
-from oa_vm.clouds.quota import VcpuQuota
+from oa_vm.clouds.quota import VcpuQuota, vcpus_needed
 from oa_vm.cost import cloud_plan
 from oa_vm.kit import timings
 from oa_vm.kit.durations import format_duration
@@ -218,8 +218,6 @@ class SmokePlan:
         """What must happen first, the expected times (:mod:`oa_vm.kit.timings`) and what keeps
         billing after, each marked measured or estimated: the same answer ``sweep --plan``
         gives, for one worker and one task."""
-        from oa_vm.clouds.quota import vcpus_needed
-
         first = []
         if self.image_plan is not None:
             first.append(f"an image build, {timings.IMAGE_BUILD.text()}")

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from oa_vm.errors import OaVmError
-from waa_client.http import HttpClient
+from waa_client.errors import NotFoundError, WaaError
+from waa_client.http import HttpClient, json_object
 
 HTTP_TIMEOUT_S = 120.0
 
@@ -88,9 +89,6 @@ class HttpSnapshotControl(HttpClient):
                          retries=0)
 
     def _snapshot_call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        from waa_client.errors import NotFoundError, WaaError
-        from waa_client.http import json_object
-
         try:
             return json_object(self._request(method, path, idempotent=False, json=body))
         except NotFoundError as exc:

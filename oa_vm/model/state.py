@@ -24,7 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from oa_vm.errors import CorruptRecordError, InvalidInputError, OaVmError, PoolNotFoundError
-from oa_vm.kit.validate import name_problem
+from oa_vm.kit.validate import name_problem, writable_problem
 
 # typing is not imported at run time: these modules are on pool-status's start-up path.
 TYPE_CHECKING = False
@@ -336,8 +336,6 @@ def home_problem() -> str | None:
     Raises:
         InvalidInputError: the home is a file (as :func:`home`).
     """
-    from oa_vm.kit.validate import writable_problem
-
     option = "OA_VM_HOME" if os.environ.get("OA_VM_HOME") else "the oa-vm home (OA_VM_HOME)"
     return writable_problem(option, home(), "point OA_VM_HOME at a folder you can write")
 
