@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from oa_vm.kit import safe_fs
 from oa_vm.kit.clikit import print_json
 from oa_vm.kit.tables import render_table
 
@@ -105,6 +106,8 @@ def refresh(
         Path | None, typer.Option("--dest", help="Write here, not to $OA_VM_HOME/prices.json.")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace a file at --dest that is not a price catalog.")] = False,
 ) -> None:
     """Fetch live prices (Azure Retail Prices API, AWS price list) into your catalog copy.
 
@@ -112,7 +115,10 @@ def refresh(
     Azure for a quick update. AWS spot prices are not in its price list, so they are kept.
     """
     from oa_vm.cost.pricing import PriceRefreshError, refresh_catalog
+    from oa_vm.cost.pricing.refresh import CATALOG_MARKER
 
+    if dest is not None:  # the --out rule, before anything is fetched
+        safe_fs.check_out(dest, marker=CATALOG_MARKER, force=force, option="--dest")
     report = refresh_catalog(clouds=[cloud] if cloud else None, dest=dest)
     if as_json:
         print_json({

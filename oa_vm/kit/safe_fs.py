@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from oa_vm.errors import OaVmError
@@ -239,6 +241,15 @@ def _written_by_us(path: Path, marker: bytes) -> bool:
     return marker in head
 
 
+def _check_out_folder(path: Path) -> None:
+    parent = path.parent
+    if not os.path.lexists(parent):
+        raise UnsafePathError(path, f"the folder {parent} does not exist; make it first")
+    if not os.path.isdir(parent):
+        raise UnsafePathError(path, f"{parent} is not a folder; give a path in a folder")
+    check_dir(parent, own_link=True)
+
+
 def check_out(path: Path, *, marker: bytes, force: bool = False, option: str = "--out") -> None:
     """Refuse, before any work, an ``--out`` that :func:`write_out` would refuse: a symlink,
     anything but a regular file (a device, a pipe, a folder), a missing or foreign folder, or a
@@ -249,14 +260,66 @@ def check_out(path: Path, *, marker: bytes, force: bool = False, option: str = "
         UnsafePathError: the target or its folder is unsafe.
         ForeignFileError: the target is another program's file and ``force`` is not given.
     """
-    parent = path.parent
-    if not os.path.lexists(parent):
-        raise UnsafePathError(path, f"the folder {parent} does not exist; make it first")
-    if not os.path.isdir(parent):
-        raise UnsafePathError(path, f"{parent} is not a folder; give a path in a folder")
-    check_dir(parent, own_link=True)
+    _check_out_folder(path)
     if _check_target(path) and not force and not _written_by_us(path, marker):
         raise ForeignFileError(path, option)
+
+
+def check_out_made(path: Path, *, ours: Callable[[Path], bool], force: bool = False,
+                   option: str = "--out") -> None:
+    """:func:`check_out` for an ``--out`` that a library writes, a file or a folder of files
+    (:func:`write_out_made`): ``ours`` says whether what is there is this command's earlier
+    output. A folder is taken when it is empty or ours; another program's folder is refused
+    even with ``force``, which replaces a file but never deletes a tree of someone's files.
+
+    Raises:
+        UnsafePathError: the target, its folder, or a folder at the target is unsafe.
+        ForeignFileError: the target is another program's file and ``force`` is not given.
+    """
+    _check_out_folder(path)
+    info = _lstat(path)
+    if info is not None and stat.S_ISDIR(info.st_mode):
+        if any(path.iterdir()) and not ours(path):
+            raise UnsafePathError(path, f"it is a folder of files this tool did not write; "
+                                        f"choose a new or empty folder for {option}")
+    elif _check_target(path) and not force and not ours(path):
+        raise ForeignFileError(path, option)
+
+
+def write_out_made(path: Path, write: Callable[[Path], object], *, ours: Callable[[Path], bool],
+                   force: bool = False, option: str = "--out") -> None:
+    """The one writer of an ``--out`` that a library writes: :func:`check_out_made`, then
+    ``write`` fills a temporary sibling that takes the target's place only once it is whole, so
+    a failed write leaves the earlier output as it was.
+
+    Raises:
+        UnsafePathError, ForeignFileError: see :func:`check_out_made`.
+        WriteFailedError: the write failed (a full disk); names the target.
+    """
+    check_out_made(path, ours=ours, force=force, option=option)
+    # the target's name kept at the end: libraries choose a format by its suffix
+    made = path.with_name(f".partial-{os.getpid()}-{path.name}")
+    old = path.with_name(f".old-{os.getpid()}-{path.name}")
+    try:
+        write(made)
+        if os.path.lexists(path):
+            os.rename(path, old)  # a file or a folder, never followed
+        os.rename(made, path)
+    except OSError as exc:
+        raise WriteFailedError(path, exc) from exc
+    finally:
+        for leftover in (made, old):
+            if os.path.isdir(leftover) and not os.path.islink(leftover):
+                shutil.rmtree(leftover, ignore_errors=True)
+            elif os.path.lexists(leftover):
+                os.unlink(leftover)
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def write_out(path: Path, data: str | bytes, *, marker: bytes, force: bool = False,

@@ -113,13 +113,17 @@ def test_jsonl_stores_each_screenshot_once(runs: LocalRuns, tmp_path: Path) -> N
                                  "--out", str(out))
     assert code == 0, stderr
     assert f"{out}  (" in stdout
-    code, _, stderr = evals(runs, "export", "noop-a", "--format", "jsonl", "--out", str(out))
-    assert code == 2 and "exists" in stderr and "--force" in stderr  # nothing replaced
     assert len((out / "steps.jsonl").read_text().splitlines()) > 2
     rows = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
     names = {r["screenshot"] for r in rows}
     assert len(list((out / "images").iterdir())) == len(names)
     assert all((out / n).is_file() for n in names)
+    # its own earlier export is replaced whole, without --force (the --out rule)
+    code, _, stderr = evals(runs, "export", "noop-a", "--format", "jsonl", "--out", str(out))
+    assert code == 0, stderr
+    rows = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    assert {r["run"] for r in rows} == {"noop-a"}
+    assert len(list((out / "images").iterdir())) == len({r["screenshot"] for r in rows})
 
 
 def test_export_refuses_an_unknown_format_in_one_line(runs: LocalRuns) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Annotated
 
@@ -25,7 +24,8 @@ def export(
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT", help=FORMAT_HELP)] = "inspect",
     out: Annotated[Path | None, typer.Option("--out", help=OUT_HELP)] = None,
     results_dir: Annotated[Path | None, typer.Option("--results-dir", help=RESULTS_HELP)] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace what --out holds.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace a file at --out that this command did not write.")] = False,
 ) -> None:
     """Write the run in FORMAT and print where it went."""
     from evals.results.run_reader import find_run
@@ -37,22 +37,19 @@ def export(
     run_dir = find_run(run, results_dir)
     if out is None:
         out = run_dir / "export" / (f"{run_dir.name}.eval" if fmt == "inspect" else fmt)
-    if out.is_symlink() or (out.exists() and not force):
-        raise InvalidRunInputError(f"{out} exists; pass --force to replace it, or another --out")
-    if out.exists():
-        if out.is_dir():
-            shutil.rmtree(out)
-        else:
-            out.unlink()
-    safe_fs.ensure_dir(out.parent)
+        safe_fs.ensure_dir(out.parent, root=run_dir)  # a given --out's folder is never made
     if fmt == "inspect":
-        from evals.report.export.inspect_log import write_inspect_log
+        from evals.report.export.inspect_log import exported_log, write_inspect_log
 
-        write_inspect_log(run_dir, out)
+        safe_fs.write_out_made(out, lambda made: write_inspect_log(run_dir, made),
+                               ours=exported_log, force=force)
         typer.echo(f"{out}  (Inspect AI eval log; open it with: inspect view --log-dir "
                    f"{out.parent})")
         return
-    from evals.report.export.dataset import write_hf_dataset, write_jsonl
+    from evals.report.export.dataset import exported_folder, write_hf_dataset, write_jsonl
 
-    rows = write_hf_dataset(run_dir, out) if fmt == "hf" else write_jsonl(run_dir, out)
-    typer.echo(f"{out}  ({rows} step row(s))")
+    rows: list[int] = []
+    writer = write_hf_dataset if fmt == "hf" else write_jsonl
+    safe_fs.write_out_made(out, lambda made: rows.append(writer(run_dir, made)),
+                           ours=exported_folder, force=force)
+    typer.echo(f"{out}  ({rows[0]} step row(s))")

@@ -29,6 +29,13 @@ from oa_vm.kit import safe_fs
 COLUMNS = ("run", "task_id", "attempt", "trial", "step", "domain", "instruction",
            "window_title", "accessibility_tree", "tree_truncated", "action", "action_text",
            "result", "step_error", "status", "score")
+EXPORT_MARK = ".openadapt-evals-export"
+"""A file in each exported folder: the next export may replace a folder that holds it."""
+
+
+def exported_folder(path: Path) -> bool:
+    """Whether ``path`` is a folder this command wrote (:data:`EXPORT_MARK` in it)."""
+    return safe_fs.exists_as_file(path / EXPORT_MARK) if path.is_dir() else False
 
 
 def step_rows(run_dir: Path) -> Iterator[tuple[dict[str, Any], bytes | None]]:
@@ -81,6 +88,7 @@ def write_hf_dataset(run_dir: Path, out: Path) -> int:
                                               cache_dir=str(out) + ".cache")
     dataset.save_to_disk(str(out))
     _remove_tree(Path(str(out) + ".cache"))
+    safe_fs.write_file(out / EXPORT_MARK, b"hf\n")
     return int(dataset.num_rows)
 
 
@@ -99,6 +107,7 @@ def write_jsonl(run_dir: Path, out: Path) -> int:
         lines.append(json.dumps({**row, "screenshot": name}, sort_keys=True))
         count += 1
     safe_fs.write_atomic(out / "steps.jsonl", "".join(line + "\n" for line in lines), root=out)
+    safe_fs.write_file(out / EXPORT_MARK, b"jsonl\n")
     return count
 
 

@@ -35,6 +35,8 @@ from oa_vm.kit.lazy import inspect_ai_scorer as iscorer
 from oa_vm.kit.lazy import inspect_ai_tool as itool
 
 SCORER = "waa_checker"
+EXPORTED_BY = "openadapt-evals export"
+"""The eval metadata's ``exported_by``: marks a log as this command's output."""
 RUN_STATUS = {"finished": "success", "interrupted": "cancelled", "budget_stopped": "cancelled",
               "running": "started"}
 """Our run status -> Inspect's log status (a run stopped early is a cancelled eval)."""
@@ -51,6 +53,16 @@ def write_inspect_log(run_dir: Path, out: Path) -> Path:
     log = build_eval_log(run_dir)
     log_api.write_eval_log(log, str(out))
     return out
+
+
+def exported_log(path: Path) -> bool:
+    """Whether ``path`` is a log this command wrote (its eval's metadata says so), which the
+    next export may replace without ``--force`` (:func:`oa_vm.kit.safe_fs.write_out_made`)."""
+    try:
+        header = ilog.read_eval_log(str(path), header_only=True)
+        return bool((header.eval.metadata or {}).get("exported_by") == EXPORTED_BY)
+    except Exception:  # whatever Inspect cannot read as a log is not ours
+        return False
 
 
 def build_eval_log(run_dir: Path) -> Any:
@@ -75,7 +87,7 @@ def build_eval_log(run_dir: Path) -> Any:
         config=ilog.EvalConfig(epochs=int(metadata.get("trials") or 1),
                                max_samples=len(metadata.get("workers") or []) or None),
         packages={k: str(v) for k, v in (metadata.get("versions") or {}).items()},
-        metadata={"run": name, "agent": metadata.get("agent"),
+        metadata={"exported_by": EXPORTED_BY, "run": name, "agent": metadata.get("agent"),
                   "sees_answers": bool(agent.get("sees_answers")
                                        or metadata.get("answer_visible_agents")),
                   "pools": [p.get("name") for p in manifest.get("pools") or []],

@@ -15,6 +15,7 @@ from oa_vm.cost.pricing import aws, azure
 from oa_vm.cost.pricing.aws import AwsFetch, fetch_stream
 from oa_vm.cost.pricing.azure import AzureFetch, fetch_json
 from oa_vm.cost.pricing.catalog import (
+    CATALOG_SCHEMA,
     LiveQuote,
     PriceEntry,
     load_catalog,
@@ -23,6 +24,9 @@ from oa_vm.cost.pricing.catalog import (
 from oa_vm.model import state
 
 SOURCES = {source.cloud: source for source in (azure.SOURCE, aws.SOURCE)}
+CATALOG_MARKER = f'{{\n  "schema": {CATALOG_SCHEMA},\n  "about": ['.encode()
+"""How a written catalog starts (:meth:`PriceCatalog.to_json`'s first keys, two-space indent):
+a ``--dest`` file that starts so is one a refresh may replace without ``--force``."""
 """Each cloud's live price source, as its module declares it."""
 
 
@@ -101,7 +105,8 @@ def refresh_catalog(
         clouds: clouds to refresh (default: every cloud in the catalog).
         azure_fetch: fetches one Azure Retail Prices API page.
         aws_fetch: streams one AWS offer file.
-        dest: where to write (default ``$OA_VM_HOME/prices.json``).
+        dest: where to write (default ``$OA_VM_HOME/prices.json``); ``prices refresh --dest``
+            checks it first with :data:`CATALOG_MARKER` (the ``--out`` rule).
         source: the catalog to start from (default: what :func:`load_catalog` reads).
         today: the date stamped on refreshed figures (default: today, UTC).
 

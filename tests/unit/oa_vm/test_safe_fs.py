@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,51 @@ def test_a_page_under_a_file_is_refused_naming_the_page(tmp_path: Path) -> None:
     assert not safe_fs.exists_as_file(tmp_path / "f" / "x.html")
     with pytest.raises(UnsafePathError, match=r"x\.html: .*/f is not a folder"):
         safe_fs.write_atomic(tmp_path / "f" / "x.html", "page", make_parents=False)
+
+
+def _folder_writer(text: str) -> Callable[[Path], None]:
+    def write(made: Path) -> None:
+        made.mkdir()
+        (made / "MINE").write_text(text)
+    return write
+
+
+def _ours(path: Path) -> bool:
+    return (path / "MINE").is_file()
+
+
+def test_an_out_folder_replaces_only_its_own_and_never_deletes_someone_elses(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "export"
+    safe_fs.write_out_made(out, _folder_writer("one"), ours=_ours)
+    safe_fs.write_out_made(out, _folder_writer("two"), ours=_ours)
+    assert (out / "MINE").read_text() == "two" and sorted(os.listdir(tmp_path)) == ["export"]
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    (theirs / "notes.txt").write_text("keep")
+    with pytest.raises(UnsafePathError, match="folder of files this tool did not write"):
+        safe_fs.write_out_made(theirs, _folder_writer("x"), ours=_ours,
+                               force=True)
+    assert os.listdir(theirs) == ["notes.txt"]
+    a_file = tmp_path / "a-file"
+    a_file.write_text("someone's")
+    with pytest.raises(safe_fs.ForeignFileError):
+        safe_fs.write_out_made(a_file, _folder_writer("x"), ours=_ours)
+    safe_fs.write_out_made(a_file, _folder_writer("x"), ours=_ours,
+                           force=True)
+    assert (a_file / "MINE").read_text() == "x"
+
+
+def test_a_failed_out_write_leaves_the_earlier_output_and_no_partial(tmp_path: Path) -> None:
+    out = tmp_path / "export"
+    safe_fs.write_out_made(out, _folder_writer("one"), ours=_ours)
+
+    def half(made: Path) -> None:
+        made.mkdir()
+        (made / "MINE").write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(WriteFailedError, match="export: No space left"):
+        safe_fs.write_out_made(out, half, ours=_ours)
+    assert (out / "MINE").read_text() == "one" and sorted(os.listdir(tmp_path)) == ["export"]
