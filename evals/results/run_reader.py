@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evals.errors import InvalidRunInputError
 from evals.results.records import (
     EXECUTION_FILE,
     METADATA_FILE,
+    RunMetadata,
     TaskExecution,
     TaskStatus,
     results_root,
@@ -113,7 +114,8 @@ METADATA_SCHEMA: Schema = {
     "quarantined_hosts": [{"host": _S, "workers": (list,), "reason": _S}],
     "cost": (dict,), "warning": _OS, "warning_cause": _OS,
 }
-"""What ``metadata.json``'s fields must be (:func:`oa_vm.kit.validate.record_problem`)."""
+"""What ``metadata.json``'s fields must be (:func:`oa_vm.kit.validate.record_problem`), as
+:class:`evals.results.records.RunMetadata` types them."""
 
 EXECUTION_SCHEMA: Schema = {
     "task_id": _S, "domain": _OS, "instruction": _OS, "infeasible": (bool,), "status": _S,
@@ -149,18 +151,19 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def read_metadata(run_dir: Path) -> dict[str, Any]:
-    """The run's ``metadata.json``.
+def read_metadata(run_dir: Path) -> RunMetadata:
+    """The run's ``metadata.json``: the one reader of it (checked against
+    :data:`METADATA_SCHEMA`).
 
     Raises:
         InvalidRunInputError: the folder is not a run folder or the file is unreadable.
     """
     if not run_dir.is_dir():
         raise InvalidRunInputError(f"run folder {run_dir} does not exist")
-    return _read_json(run_dir / METADATA_FILE)
+    return cast(RunMetadata, _read_json(run_dir / METADATA_FILE))
 
 
-def read_started(run_dir: Path) -> dict[str, Any] | None:
+def read_started(run_dir: Path) -> RunMetadata | None:
     """:func:`read_metadata` of a run that started; ``None`` when the folder has no metadata
     (no such run, or one killed before it started: the run itself says which)."""
     return read_metadata(run_dir) if (run_dir / METADATA_FILE).is_file() else None
@@ -222,7 +225,7 @@ def record_file(task_folder: Path) -> Path:
     return task_folder / EXECUTION_FILE
 
 
-def missing_of(metadata: Mapping[str, Any], records: Iterable[TaskExecution]) -> list[str]:
+def missing_of(metadata: RunMetadata, records: Iterable[TaskExecution]) -> list[str]:
     """The trials of a finished run that ``metadata.json`` lists (its tasks times its trials)
     and that have no ``execution.json``: a lost or deleted record, left out of every figure.
     Empty while the run is running (its pending trials have no record yet).
@@ -232,8 +235,7 @@ def missing_of(metadata: Mapping[str, Any], records: Iterable[TaskExecution]) ->
     """
     if metadata.get("status") in (None, "running"):
         return []
-    recorded = metadata.get("trials")
-    trials = recorded if isinstance(recorded, int) else 1
+    trials = metadata.get("trials", 1)
     found = {(r.task_id, r.trial) for r in records}
     return [trial_key(str(tid), n) for tid in metadata.get("task_ids") or []
             for n in range(1, max(trials, 1) + 1) if (str(tid), n) not in found]
@@ -247,8 +249,5 @@ def missing_line(run: str, missing: list[str]) -> str:
 
 
 def _metadata_task_ids(run_dir: Path) -> list[str]:
-    path = run_dir / METADATA_FILE
-    if not path.is_file():
-        return []
-    ids = _read_json(path).get("task_ids") or []
-    return [str(t) for t in ids]
+    metadata = read_started(run_dir)
+    return [str(t) for t in metadata.get("task_ids") or []] if metadata else []

@@ -33,7 +33,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from evals.errors import InvalidRunInputError
-from evals.results.records import ErrorType, TaskExecution
+from evals.results.records import ErrorType, Summary, TaskExecution
 
 if TYPE_CHECKING:
     from evals.run.pools import RunPool
@@ -393,7 +393,7 @@ def reset_summary(records: Iterable[TaskExecution]) -> dict[str, Any]:
     }
 
 
-def reset_lines(summary: Mapping[str, Any]) -> list[str]:
+def reset_lines(summary: Summary) -> list[str]:
     """The summary's reset lines (empty for a run recorded before resets were)."""
     resets = summary.get("resets") or {}
     counts = resets.get("counts") or {}

@@ -87,7 +87,8 @@ def test_each_record_is_read_once_and_the_agent_built_once(pooled: Path, tmp_pat
     reads = Counter(str(e["open"]) for e in log if e.get("read"))
     twice = {p.name: reads[str(p.resolve())] for p in records if reads[str(p.resolve())] > 1}
     assert not twice, f"records read more than once after they were written: {twice}"
-    assert reads[str((run_dir / "summary.json").resolve())] == 0  # written, never read back
+    for written in ("summary.json", "metadata.json"):  # written (metadata updated), never read
+        assert reads[str((run_dir / written).resolve())] == 0, written
     assert sum(1 for e in log if e.get("built")) == 1  # one worker: the checked agent is its
     # printed from the object written: the same document, beside what only the command says
     on_disk = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
