@@ -460,13 +460,15 @@ class Aggregate(Counts):
     cost: dict[str, float]
 
 
-class TrialsByTask(TypedDict, total=False):
-    """Each task's trials, listed in a run of several (:func:`evals.run.metrics.statistics`)."""
+class Listed(TypedDict, total=False):
+    """What a summary lists for some runs only: a multi-pool run's rows, each task's trials of a
+    run of several (:func:`evals.run.metrics.summarize`)."""
 
+    by_pool: dict[str, dict[str, Any]]
     trials_by_task: dict[str, list[dict[str, Any]]]
 
 
-class Statistics(TrialsByTask):
+class Statistics(Listed):
     """The run's intervals, pass@k and flaky tasks (:func:`evals.run.metrics.statistics`)."""
 
     trials: int
@@ -479,13 +481,7 @@ class Statistics(TrialsByTask):
     flaky_tasks: list[dict[str, Any]]
 
 
-class ByPool(TypedDict, total=False):
-    """A multi-pool run's rows (:func:`evals.run.metrics.summarize`)."""
-
-    by_pool: dict[str, dict[str, Any]]
-
-
-class Summary(ByPool, Aggregate, Statistics):
+class Summary(Aggregate, Statistics):
     """``summary.json``: made by :func:`evals.run.metrics.summarize` (the one maker, from the
     metadata and the records), written by :meth:`RunFolder.write_summary`. Read back from disk
     by nothing: every reader computes it from the records as they stand."""

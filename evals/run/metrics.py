@@ -35,13 +35,12 @@ from typing import Any
 
 from evals.results.records import (
     Aggregate,
-    ByPool,
     Counts,
+    Listed,
     RunMetadata,
     Statistics,
     Summary,
     TaskExecution,
-    TrialsByTask,
 )
 from evals.results.run_reader import STATUSES, read_metadata, read_records
 from evals.run.reset import reset_lines, reset_summary
@@ -282,7 +281,7 @@ def statistics(items: list[TaskOutcome], trials: int | None = None,
         for tid, ts in counted.items()
         if ts and stats.flaky([(t.status, counted_score(t)) for t in ts])
     ]
-    listed: TrialsByTask = {}
+    listed: Listed = {}
     if k > 1:  # each task's trials, listed (the records are in tasks/<id>/[trial-<n>/])
         listed["trials_by_task"] = {
             tid: [{"trial": t.trial, "status": t.status, "score": t.score,
@@ -400,7 +399,7 @@ def _goal_styles(items: list[TaskOutcome]) -> list[dict[str, Any]]:
     return [r.to_json() for r in rows] if any(r.style != "original" for r in rows) else []
 
 
-def _by_pool(metadata: RunMetadata, records: list[TaskExecution]) -> ByPool:
+def _by_pool(metadata: RunMetadata, records: list[TaskExecution]) -> Listed:
     """``{"by_pool": {...}}`` for a run over several pools (``{}`` otherwise): per pool its
     cloud, price and workers, the tasks that ended on its workers (by status), the worker time
     it billed (every attempt on it, including those of tasks finished elsewhere) and its cost.

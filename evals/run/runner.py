@@ -271,7 +271,7 @@ class RunResult:
     agent_failed: str | None = None
     agent_errors: int = 0
     blames_agent: bool = False
-    summary: Summary = field(default_factory=dict)  # type: ignore[assignment]
+    summary: Summary = field(default_factory=dict)  # type: ignore[assignment]  # a hand-made one
 
 
 def health_warning(
