@@ -243,12 +243,10 @@ class TaskExecution:
             del data["cost"]["by_pool"]  # single-pool records keep their shape
         if self.trial == 1:
             del data["trial"]  # records of runs without trials keep their shape
-        if self.egress is None:
-            del data["egress"]
-        if self.agent_traceback is None:
-            del data["agent_traceback"]  # nor do records without an agent's exception change
-        # Cua-Bench variants and OpenApps-style tasks only
-        for optional in ("reward_components", "task_traceback", "state_diff"):
+        # nor do records of pools from before egress modes, of agents that did not raise, of
+        # tasks other than Cua-Bench variants and OpenApps-style ones
+        for optional in ("egress", "agent_traceback", "reward_components", "task_traceback",
+                         "state_diff"):
             if data[optional] is None:
                 del data[optional]
         for step in data["steps"]:  # steps without a recorded tree keep their shape
