@@ -446,6 +446,7 @@ def render_run(
     *,
     link_prefix: str = "tasks/",
     embed_budget_bytes: int = EMBED_BUDGET_BYTES,
+    missing: list[str] | None = None,
 ) -> str:
     """The run's page as an HTML string (``evals/report/templates/run.html``).
 
@@ -453,6 +454,8 @@ def render_run(
         run_dir: the run folder.
         link_prefix: how the page reaches ``<run_dir>/tasks/`` (full-size screenshot links).
         embed_budget_bytes: stop embedding thumbnails once they take this many bytes.
+        missing: given, gets the trials the page says have no record
+            (:func:`evals.results.run_reader.missing_of`), for a caller to say them too.
 
     Raises:
         InvalidRunInputError: the folder is not a run folder or a record is unreadable.
@@ -487,9 +490,11 @@ def render_run(
               "not_run": summary["not_run"]}
     resets = summary["resets"]
     notes = []
-    missing = missing_of(metadata, records)
-    if missing:
-        notes.append(missing_line(run_name, missing))
+    lost = missing_of(metadata, records)
+    if lost:
+        notes.append(missing_line(run_name, lost))
+    if missing is not None:
+        missing += lost
     if embedder.skipped:
         notes.append(f"{embedder.skipped} screenshot(s) not embedded to keep the page small; "
                      "their links open the files in the run folder.")
@@ -517,8 +522,10 @@ def render_run(
     )
 
 
-def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool = False) -> Path:
+def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool = False,
+               missing: list[str] | None = None) -> Path:
     """Render the run's page and write it (default ``<run_dir>/view.html``); returns its path.
+    ``missing`` gets the trials without a record, as :func:`render_run` says.
 
     An existing file is replaced only when it is a page this project wrote, or with ``force``;
     a symlink, a device or a missing folder is refused whatever ``force`` says (one line each,
@@ -536,7 +543,7 @@ def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool =
     check_page_target(target, force=force)
     relative = os.path.relpath(path / "tasks", target.parent).replace(os.sep, "/")
     prefix = "" if relative == "." else quote(relative.rstrip("/")) + "/"
-    write_page(target, render_run(path, link_prefix=prefix), force=force)
+    write_page(target, render_run(path, link_prefix=prefix, missing=missing), force=force)
     return target
 
 
