@@ -479,6 +479,18 @@ class Statistics(Listed):
     flaky_tasks: list[dict[str, Any]]
 
 
+class Resets(TypedDict):
+    """How the run's workers were reset (:func:`evals.run.reset.reset_summary`)."""
+
+    counts: dict[str, int]
+    unrecorded: int
+    seconds: dict[str, dict[str, float]]  # per kind: {"median", "max"}
+    fingerprints_checked: int
+    fingerprints_bad: list[str]
+    fingerprints_agree: bool | None
+    warning: str | None
+
+
 class Summary(Aggregate, Statistics):
     """``summary.json``: made by :func:`evals.run.metrics.summarize` (the one maker, from the
     metadata and the records), written by :meth:`RunFolder.write_summary`. Read back from disk
@@ -497,7 +509,7 @@ class Summary(Aggregate, Statistics):
     task_ids_pending: list[str]
     reruns: list[dict[str, Any]]
     rejected_actions: int
-    resets: dict[str, Any]
+    resets: Resets
     goal_styles: list[dict[str, Any]]
 
 

@@ -82,9 +82,10 @@ def test_metadata_and_summary_travel_as_their_typed_records(tmp_path: Path) -> N
     import shutil
     from typing import get_type_hints
 
-    from evals.results.records import RunFolder, RunMetadata, Summary
+    from evals.results.records import Resets, RunFolder, RunMetadata, Summary
     from evals.results.run_reader import METADATA_SCHEMA, read_metadata, read_started
     from evals.run.metrics import compute_summary, summarize
+    from evals.run.reset import reset_summary
 
     assert get_type_hints(RunFolder.write_metadata)["data"] is RunMetadata
     assert get_type_hints(RunFolder.update_metadata)["return"] is RunMetadata
@@ -94,6 +95,7 @@ def test_metadata_and_summary_travel_as_their_typed_records(tmp_path: Path) -> N
     assert get_type_hints(summarize)["return"] is Summary
     assert get_type_hints(summarize)["metadata"] is RunMetadata
     assert get_type_hints(compute_summary)["return"] is Summary
+    assert get_type_hints(reset_summary)["return"] is get_type_hints(Summary)["resets"] is Resets
     assert not hasattr(RunFolder, "read_metadata")  # no second, lenient reader
     assert set(METADATA_SCHEMA) == _keys(RunMetadata)  # the schema is the record's types
     run = tmp_path / FIXTURE.name  # a run folder of the previous release
