@@ -37,6 +37,7 @@ from urllib.parse import quote
 
 from evals.errors import InvalidRunInputError
 from evals.results import stats
+from evals.results.records import Aggregate, RunMetadata
 from evals.results.run_reader import missing_line, missing_of, read_metadata, read_records
 from evals.run.manifest import manifest_differences, read_manifest
 from evals.run.metrics import (
@@ -116,7 +117,7 @@ class Comparison:
             {t: self.trials_a.get(t, []) for t in ids}, {t: self.trials_b.get(t, []) for t in ids}
         )
 
-    def summary(self, side: str) -> dict[str, Any]:
+    def summary(self, side: str) -> Aggregate:
         """Counts and rates of run ``"a"`` or ``"b"`` over the shared tasks only."""
         return aggregate([pair.a if side == "a" else pair.b for pair in self.pairs])
 
@@ -387,7 +388,7 @@ ANSWER_AGENTS = frozenset({"oracle", "random", "replay"})
 even where a run's metadata predates ``answer_visible_agents``."""
 
 
-def _caveats(sides: dict[str, tuple[dict[str, Any], dict[str, list[TaskOutcome]]]],
+def _caveats(sides: dict[str, tuple[RunMetadata, dict[str, list[TaskOutcome]]]],
              shared: set[str]) -> list[str]:
     """What the verdict cannot see: a side whose agent raised or timed out (those count as
     failures, but a crash is not a comparison of skill), a side whose agent saw the answers."""

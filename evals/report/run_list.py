@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import InvalidRunInputError
-from evals.results.records import RunFolder
+from evals.results.records import RunMetadata
 from evals.results.run_reader import list_runs, read_metadata, read_records
 from evals.run.manifest import read_manifest
 from evals.run.metrics import summarize, table
@@ -54,11 +54,11 @@ def run_row(run_dir: Path) -> RunRow:
     """The row of one run folder (one with a ``metadata.json``)."""
     manifest = read_manifest(run_dir) or {}
     agent = manifest.get("agent") or {}
+    meta: RunMetadata = {}  # what can be read of it
     try:
         meta = read_metadata(run_dir)
         summary = summarize(meta, read_records(run_dir), run=run_dir.name)
     except InvalidRunInputError as exc:
-        meta = RunFolder(run_dir).read_metadata()  # what can be read of it ({} if nothing)
         return RunRow(name=run_dir.name, started_at=str(meta.get("started_at") or ""),
                       status=str(meta.get("status") or ""), agent=str(meta.get("agent") or ""),
                       unreadable=str(exc))

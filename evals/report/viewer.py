@@ -33,7 +33,7 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from evals.results.records import StepRecord, TaskExecution
+from evals.results.records import RunMetadata, StepRecord, Summary, TaskExecution
 from evals.results.run_reader import missing_line, missing_of, read_metadata, read_record_folders
 from evals.run.metrics import fmt_num, fmt_rate, summarize
 from evals.run.reset import fingerprint_ok
@@ -148,11 +148,11 @@ def _when(value: object) -> str | None:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _run_duration(metadata: Mapping[str, Any]) -> float | None:
+def _run_duration(metadata: RunMetadata) -> float | None:
     try:
-        start = datetime.fromisoformat(str(metadata["started_at"]))
-        end = datetime.fromisoformat(str(metadata["ended_at"]))
-    except (KeyError, TypeError, ValueError):
+        start = datetime.fromisoformat(str(metadata.get("started_at")))
+        end = datetime.fromisoformat(str(metadata.get("ended_at")))
+    except ValueError:
         return None
     return (end - start).total_seconds()
 
@@ -288,19 +288,15 @@ def _click_marker(action: Mapping[str, Any], shot: Path | None) -> dict[str, flo
     return {"left": round(100 * x / width, 2), "top": round(100 * y / height, 2)}
 
 
-def domain_whiskers(summary: Mapping[str, Any]) -> Markup:
+def domain_whiskers(summary: Summary) -> Markup:
     """Per-domain success rates as dots with their 95% interval as whiskers (inline SVG: one
     row per domain, the axis from 0 to 100%); empty when no domain has an interval."""
-    intervals = summary.get("by_domain_ci") or {}
-    domains = [(d, row, intervals.get(d)) for d, row in (summary.get("by_domain") or {}).items()]
-    domains = [(d, row, ci) for d, row, ci in domains
-               if isinstance(ci, Mapping) and row.get("success_rate") is not None]
-    shown: list[tuple[str, Mapping[str, Any], Mapping[str, Any]]] = [
-        (str(d), row, ci) for d, row, ci in domains if isinstance(ci, Mapping)]
-    if not domains:
+    shown = [(d, row, ci) for d, row in summary["by_domain"].items()
+             if (ci := summary["by_domain_ci"].get(d)) and row["success_rate"] is not None]
+    if not shown:
         return Markup("")
     label_w, plot_w, row_h, top = 150, 420, 24, 8
-    height = top + row_h * len(domains) + 24
+    height = top + row_h * len(shown) + 24
 
     def x(rate: float) -> float:
         return label_w + plot_w * max(0.0, min(1.0, float(rate)))
@@ -402,35 +398,29 @@ def task_anchor(task_id: str) -> str:
     return f"task-{task_id}"
 
 
-def _statistics_view(summary: Mapping[str, Any]) -> dict[str, Any] | None:
+def _statistics_view(summary: Summary) -> dict[str, Any]:
     """The intervals, pass@k / pass^k and the flaky tasks (see
     :func:`evals.run.metrics.statistics`)."""
     from evals.run.metrics import fmt_interval
 
-    if "success_rate_ci" not in summary:
-        return None
-    k = int(summary.get("trials") or 1)
-    rows = []
-    for name, key, ci_key, rate in (
-        ("success rate", "success_rate", "success_rate_ci", True),
-        ("mean score", "avg_score", "mean_score_ci", False),
-    ):
-        ci = summary.get(ci_key)
-        value = fmt_rate(summary.get(key)) if rate else fmt_num(summary.get(key))
-        rows.append([name, value, fmt_interval(ci, rate=rate), ci["method"] if ci else ""])
-    pass_at, pass_all = summary.get("pass_at_k") or {}, summary.get("pass_all_k") or {}
-    for label, doc in ((f"pass@{k}", pass_at), (f"pass^{k}", pass_all)):
+    k = summary["trials"]
+    rows = [[name, fmt_rate(value) if rate else fmt_num(value), fmt_interval(ci, rate=rate),
+             ci["method"] if ci else ""]
+            for name, value, ci, rate in (
+                ("success rate", summary["success_rate"], summary["success_rate_ci"], True),
+                ("mean score", summary["avg_score"], summary["mean_score_ci"], False))]
+    for label, doc in ((f"pass@{k}", summary["pass_at_k"]), (f"pass^{k}", summary["pass_all_k"])):
         rows.append([label, fmt_rate(doc.get("value")), "",
                      f"mean over {doc.get('tasks', 0)} task(s) with {k} scored trial(s)"])
     flaky = [
         {"anchor": task_anchor(str(f["task_id"])), "task_id": f["task_id"],
          "successes": int(f["successes"]), "outcomes": int(f["outcomes"])}
-        for f in summary.get("flaky_tasks") or []
+        for f in summary["flaky_tasks"]
     ]
     return {"trials": k, "rows": rows, "flaky": flaky}
 
 
-def _styles_view(summary: Mapping[str, Any]) -> list[list[str]]:
+def _styles_view(summary: Summary) -> list[list[str]]:
     """Each goal style beside the originals of the same tasks (``--variations``)."""
     from evals.run.metrics import fmt_interval
 
@@ -438,7 +428,7 @@ def _styles_view(summary: Mapping[str, Any]) -> list[list[str]]:
              fmt_interval(r.get("success_rate_ci"), rate=True), fmt_num(r.get("mean_score")),
              str(r.get("errors", 0)),
              fmt_rate(r.get("original_success_rate")) if r["style"] != "original" else ""]
-            for r in summary.get("goal_styles") or []]
+            for r in summary["goal_styles"]]
 
 
 def _manifest_view(run_dir: Path) -> dict[str, Any] | None:
@@ -456,6 +446,7 @@ def render_run(
     *,
     link_prefix: str = "tasks/",
     embed_budget_bytes: int = EMBED_BUDGET_BYTES,
+    missing: list[str] | None = None,
 ) -> str:
     """The run's page as an HTML string (``evals/report/templates/run.html``).
 
@@ -463,6 +454,8 @@ def render_run(
         run_dir: the run folder.
         link_prefix: how the page reaches ``<run_dir>/tasks/`` (full-size screenshot links).
         embed_budget_bytes: stop embedding thumbnails once they take this many bytes.
+        missing: given, gets the trials the page says have no record
+            (:func:`evals.results.run_reader.missing_of`), for a caller to say them too.
 
     Raises:
         InvalidRunInputError: the folder is not a run folder or a record is unreadable.
@@ -489,17 +482,19 @@ def render_run(
         ("duration", _duration(_run_duration(metadata)) or None),
     ]
     cost = summary["cost"]
-    show_cost = bool(cost.get("total_usd") or summary.get("price_per_hour") is not None or any(
+    show_cost = bool(cost["total_usd"] or summary["price_per_hour"] is not None or any(
         row.get("price_per_hour") is not None for row in (summary.get("by_pool") or {}).values()
     ))
     counts = {"all": len(records), "success": summary["successes"],
               "failure": summary["failures"], "error": summary["errors"],
               "not_run": summary["not_run"]}
-    resets = summary.get("resets") or {}
+    resets = summary["resets"]
     notes = []
-    missing = missing_of(metadata, records)
-    if missing:
-        notes.append(missing_line(run_name, missing))
+    lost = missing_of(metadata, records)
+    if lost:
+        notes.append(missing_line(run_name, lost))
+    if missing is not None:
+        missing += lost
     if embedder.skipped:
         notes.append(f"{embedder.skipped} screenshot(s) not embedded to keep the page small; "
                      "their links open the files in the run folder.")
@@ -507,11 +502,11 @@ def render_run(
     return _templates().get_template("run.html").render(
         title=f"{run_name} - run results",
         run_name=run_name,
-        status=summary.get("status"),
+        status=summary["status"],
         meta=[(k, v) for k, v in meta_bits if v not in (None, "")],
         warning=metadata.get("warning"),
         warning_cause=metadata.get("warning_cause"),
-        saw_answers=list(summary.get("answer_visible_agents") or []),
+        saw_answers=summary["answer_visible_agents"],
         whiskers=domain_whiskers(summary),
         summary=summary,
         cost=cost,
@@ -519,9 +514,7 @@ def render_run(
         statistics=_statistics_view(summary),
         styles=_styles_view(summary),
         manifest=_manifest_view(path),
-        resets={"counts": resets.get("counts") or {}, "seconds": resets.get("seconds") or {},
-                "warning": resets.get("warning"),
-                "fingerprints_agree": resets.get("fingerprints_agree")},
+        resets=resets,
         filters=[(k, n) for k, n in counts.items() if n or k == "all"],
         tasks=tasks,
         pending=summary["task_ids_pending"],
@@ -529,8 +522,10 @@ def render_run(
     )
 
 
-def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool = False) -> Path:
+def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool = False,
+               missing: list[str] | None = None) -> Path:
     """Render the run's page and write it (default ``<run_dir>/view.html``); returns its path.
+    ``missing`` gets the trials without a record, as :func:`render_run` says.
 
     An existing file is replaced only when it is a page this project wrote, or with ``force``;
     a symlink, a device or a missing folder is refused whatever ``force`` says (one line each,
@@ -548,7 +543,7 @@ def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool =
     check_page_target(target, force=force)
     relative = os.path.relpath(path / "tasks", target.parent).replace(os.sep, "/")
     prefix = "" if relative == "." else quote(relative.rstrip("/")) + "/"
-    write_page(target, render_run(path, link_prefix=prefix), force=force)
+    write_page(target, render_run(path, link_prefix=prefix, missing=missing), force=force)
     return target
 
 

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from importlib import metadata as importlib_metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from evals.results.trials import split_key, trial_folder, trial_key
 from oa_vm import atomic_write_json
@@ -137,7 +137,12 @@ class CostRecord:
 
 @dataclass
 class AttemptRecord:
-    """An attempt that did not end the task (retried elsewhere); kept for the post-mortem."""
+    """An attempt that did not end the task (retried elsewhere); kept for the post-mortem.
+
+    The one form of an attempt: an entry of the queue's history is its :meth:`to_json` (with the
+    queue's ``reason`` and what it bills), a record's ``previous_attempts`` are read back from
+    those entries by :meth:`from_json`, and a record's own attempt is
+    :meth:`TaskExecution.attempt`."""
 
     attempt: int
     worker: str | None
@@ -145,6 +150,15 @@ class AttemptRecord:
     error_message: str | None
     started_at: str | None
     ended_at: str | None
+
+    def to_json(self, **extra: Any) -> dict[str, Any]:
+        """The attempt as a JSON object, with ``extra`` keys after its own."""
+        return {**_plain(self), **extra}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> AttemptRecord:
+        """Inverse of :meth:`to_json` (other keys ignored, missing ones ``None``)."""
+        return cls(**_known(cls, data, missing=None))
 
 
 @dataclass
@@ -209,6 +223,12 @@ class TaskExecution:
         """True for success/failure (scored by the checker)."""
         return self.status in (TaskStatus.SUCCESS, TaskStatus.FAILURE)
 
+    def attempt(self) -> AttemptRecord:
+        """This record's own attempt, as its task's history keeps it once the task runs again."""
+        error_type = None if self.error_type is None else self.error_type.value
+        return AttemptRecord(self.attempts, self.worker, error_type, self.error_message,
+                             self.started_at, self.ended_at)
+
     @property
     def rejected_actions(self) -> int:
         """Actions the worker refused or failed in this task."""
@@ -223,12 +243,10 @@ class TaskExecution:
             del data["cost"]["by_pool"]  # single-pool records keep their shape
         if self.trial == 1:
             del data["trial"]  # records of runs without trials keep their shape
-        if self.egress is None:
-            del data["egress"]
-        if self.agent_traceback is None:
-            del data["agent_traceback"]  # nor do records without an agent's exception change
-        # Cua-Bench variants and OpenApps-style tasks only
-        for optional in ("reward_components", "task_traceback", "state_diff"):
+        # nor do records of pools from before egress modes, of agents that did not raise, of
+        # tasks other than Cua-Bench variants and OpenApps-style ones
+        for optional in ("egress", "agent_traceback", "reward_components", "task_traceback",
+                         "state_diff"):
             if data[optional] is None:
                 del data[optional]
         for step in data["steps"]:  # steps without a recorded tree keep their shape
@@ -266,10 +284,8 @@ class TaskExecution:
             duration_s=float(data.get("duration_s") or 0.0),
             steps=[_step(i, step) for i, step in enumerate(data.get("steps") or [])],
             cost=CostRecord(**_known(CostRecord, data.get("cost") or {})),
-            previous_attempts=[
-                AttemptRecord(**_known(AttemptRecord, a, missing=None))
-                for a in data.get("previous_attempts") or []
-            ],
+            previous_attempts=[AttemptRecord.from_json(a)
+                               for a in data.get("previous_attempts") or []],
             trial=int(data.get("trial") or 1),
         )
         return cls(**values)
@@ -379,6 +395,124 @@ def versions() -> dict[str, str]:
     return {"oa_vm": oa_vm_version, "python": platform.python_version()}
 
 
+class RunMetadata(TypedDict, total=False):
+    """``metadata.json``: what a run was started with and how it stands. Written by
+    :meth:`RunFolder.write_metadata`, read by :func:`evals.results.run_reader.read_metadata`;
+    every key may be missing (runs of older releases, and of the reference's API, lack some)."""
+
+    run: str
+    pool: str | None  # a multi-pool run's names joined by "+" (evals.run.pools.summary_fields)
+    cloud: str | None
+    agent: str
+    answer_visible_agents: list[str]
+    selection: str
+    task_ids: list[str]
+    trials: int
+    variations: str | None
+    max_steps: int
+    max_attempts: int
+    task_timeout_s: float | None
+    max_cost_usd: float | None
+    price_per_hour: float | None
+    versions: dict[str, str]
+    workers: list[str]
+    pools: list[dict[str, Any]]  # a multi-pool run's: each pool's name, cloud, price, workers
+    started_at: str | None
+    resumed_at: list[str]
+    ended_at: str | None
+    status: str
+    stopped: str  # why a run lost its pool lease
+    quarantined_workers: list[str]
+    quarantined_hosts: list[dict[str, Any]]  # {"host", "workers", "reason"}
+    reset: dict[str, Any]
+    reruns: list[dict[str, Any]]  # --rerun-errors: {"at", "error_types", "tasks"} per session
+    cost: dict[str, Any]
+    warning: str | None
+    warning_cause: str | None
+
+
+class Counts(TypedDict):
+    """A run's counts and rates (:func:`evals.run.metrics.aggregate`; see that module)."""
+
+    attempts: int
+    outcomes: int
+    counted: int
+    successes: int
+    failures: int
+    errors: int
+    agent_errors: int
+    not_run: int
+    success_rate: float | None
+    avg_score: float | None
+    success_rate_outcomes_only: float | None
+    avg_score_outcomes_only: float | None
+    success_rate_all_errors_as_failures: float | None
+
+
+class Aggregate(Counts):
+    """:class:`Counts` with the run's tables (:func:`evals.run.metrics.aggregate`)."""
+
+    avg_steps: float | None
+    by_domain: dict[str, dict[str, Any]]
+    by_error_type: dict[str, int]
+    cost: dict[str, float]
+
+
+class Listed(TypedDict, total=False):
+    """What a summary lists for some runs only: a multi-pool run's rows, each task's trials of a
+    run of several (:func:`evals.run.metrics.summarize`)."""
+
+    by_pool: dict[str, dict[str, Any]]
+    trials_by_task: dict[str, list[dict[str, Any]]]
+
+
+class Statistics(Listed):
+    """The run's intervals, pass@k and flaky tasks (:func:`evals.run.metrics.statistics`)."""
+
+    trials: int
+    success_rate_ci: dict[str, Any] | None
+    mean_score_ci: dict[str, Any] | None
+    success_rate_ci_outcomes_only: dict[str, Any] | None
+    by_domain_ci: dict[str, dict[str, Any] | None]
+    pass_at_k: dict[str, Any]
+    pass_all_k: dict[str, Any]
+    flaky_tasks: list[dict[str, Any]]
+
+
+class Resets(TypedDict):
+    """How the run's workers were reset (:func:`evals.run.reset.reset_summary`)."""
+
+    counts: dict[str, int]
+    unrecorded: int
+    seconds: dict[str, dict[str, float]]  # per kind: {"median", "max"}
+    fingerprints_checked: int
+    fingerprints_bad: list[str]
+    fingerprints_agree: bool | None
+    warning: str | None
+
+
+class Summary(Aggregate, Statistics):
+    """``summary.json``: made by :func:`evals.run.metrics.summarize` (the one maker, from the
+    metadata and the records), written by :meth:`RunFolder.write_summary`. Read back from disk
+    by nothing: every reader computes it from the records as they stand."""
+
+    run: str | None
+    status: str | None
+    agent: str | None
+    answer_visible_agents: list[str]
+    pool: str | None
+    price_per_hour: float | None
+    workers: dict[str, dict[str, Any]]
+    quarantined_workers: list[str]
+    quarantined_hosts: list[dict[str, Any]]
+    task_ids_not_run: list[str]
+    task_ids_pending: list[str]
+    reruns: list[dict[str, Any]]
+    rejected_actions: int
+    resets: Resets
+    goal_styles: list[dict[str, Any]]
+
+
 METADATA_FILE, EXECUTION_FILE, SUMMARY_FILE = "metadata.json", "execution.json", "summary.json"
 """The run's record files: written here, read by :mod:`evals.results.run_reader` only (a test
 scans the code for their names)."""
@@ -436,35 +570,28 @@ class RunFolder:
         sub = trial_folder(trial)
         return self.path / "tasks" / name / sub if sub else self.path / "tasks" / name
 
-    def read_metadata(self) -> dict[str, Any]:
-        """The run's metadata; ``{}`` when the file is missing or unreadable."""
-        try:
-            data = json.loads(self.metadata_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def write_metadata(self, data: dict[str, Any]) -> dict[str, Any]:
+    def write_metadata(self, data: RunMetadata) -> RunMetadata:
         """Replace ``metadata.json`` (credentials in its texts masked, :mod:`oa_vm.kit.redact`);
-        returns the document as written."""
-        written = dict(redact_json(data))
+        returns the document as written. The one writer; the reader is
+        :func:`evals.results.run_reader.read_metadata`."""
+        written: RunMetadata = redact_json(data)
         atomic_write_json(self.metadata_path, written, root=self.path)
+        self._metadata = written
         return written
 
-    def update_metadata(self, **changes: Any) -> dict[str, Any]:
-        """Merge ``changes`` into ``metadata.json`` and return the document as written."""
-        data = self.read_metadata()
-        data.update(changes)
-        return self.write_metadata(data)
+    def update_metadata(self, **changes: Unpack[RunMetadata]) -> RunMetadata:
+        """Merge ``changes`` into the ``metadata.json`` this folder wrote last (never read back:
+        a run's metadata is its controller's alone) and return the document as written."""
+        return self.write_metadata({**self._metadata, **changes})
 
     @property
     def summary_path(self) -> Path:
         """``summary.json``."""
         return self.path / SUMMARY_FILE
 
-    def write_summary(self, summary: Mapping[str, Any]) -> None:
+    def write_summary(self, summary: Summary) -> None:
         """Replace ``summary.json`` (atomically): the one writer of the run's summary."""
-        atomic_write_json(self.summary_path, dict(summary), root=self.path)
+        atomic_write_json(self.summary_path, summary, root=self.path)
 
     def write_task(self, task_id: str, task: dict[str, Any]) -> None:
         """``tasks/<task_id>/task.json``: the task as it is run."""

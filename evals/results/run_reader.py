@@ -11,14 +11,16 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, cast, get_args, get_origin, get_type_hints
 
 from evals.errors import InvalidRunInputError
 from evals.results.records import (
     EXECUTION_FILE,
     METADATA_FILE,
+    RunMetadata,
     TaskExecution,
     TaskStatus,
     results_root,
@@ -101,19 +103,25 @@ def list_runs(root: Path) -> list[str]:
     return sorted(p.parent.name for p in root.glob("*/metadata.json"))
 
 
-_S, _OS, _N, _ON = (str,), (str, type(None)), (int, float), (int, float, type(None))
-# pool and cloud are null in a run of the reference's API (evals.compat.benchmark_api), which may
-# also leave the task time limit unset
-METADATA_SCHEMA: Schema = {
-    "run": _S, "pool": _OS, "cloud": _OS, "agent": _S, "answer_visible_agents": (list,),
-    "selection": _S, "task_ids": (list,), "trials": (int,), "variations": _OS,
-    "max_steps": (int,), "max_attempts": (int,), "task_timeout_s": _ON, "max_cost_usd": _ON,
-    "price_per_hour": _ON, "versions": (dict,), "workers": (list,), "started_at": _OS,
-    "ended_at": _OS, "status": _S, "quarantined_workers": (list,), "reset": (dict,),
-    "quarantined_hosts": [{"host": _S, "workers": (list,), "reason": _S}],
-    "cost": (dict,), "warning": _OS, "warning_cause": _OS,
-}
-"""What ``metadata.json``'s fields must be (:func:`oa_vm.kit.validate.record_problem`)."""
+_S, _OS, _ON = (str,), (str, type(None)), (int, float, type(None))
+
+
+def _schema(typed: Any) -> Schema:
+    """What each key of a ``TypedDict`` may hold, as :func:`record_problem` checks it: the JSON
+    types its annotation names (a ``float`` takes a whole number too)."""
+    schema: Schema = {}
+    for key, hint in get_type_hints(typed).items():
+        kinds = get_args(hint) if isinstance(hint, UnionType) else (hint,)
+        allowed = tuple(get_origin(kind) or kind for kind in kinds)
+        schema[key] = (int, *allowed) if float in allowed else allowed
+    return schema
+
+
+METADATA_SCHEMA: Schema = {**_schema(RunMetadata), "quarantined_hosts": [
+    {"host": _S, "workers": (list,), "reason": _S}]}
+"""What ``metadata.json``'s fields must be (:func:`oa_vm.kit.validate.record_problem`): as
+:class:`evals.results.records.RunMetadata` types them (pool and cloud are null in a run of the
+reference's API, which may also leave the task time limit unset)."""
 
 EXECUTION_SCHEMA: Schema = {
     "task_id": _S, "domain": _OS, "instruction": _OS, "infeasible": (bool,), "status": _S,
@@ -149,18 +157,19 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def read_metadata(run_dir: Path) -> dict[str, Any]:
-    """The run's ``metadata.json``.
+def read_metadata(run_dir: Path) -> RunMetadata:
+    """The run's ``metadata.json``: the one reader of it (checked against
+    :data:`METADATA_SCHEMA`).
 
     Raises:
         InvalidRunInputError: the folder is not a run folder or the file is unreadable.
     """
     if not run_dir.is_dir():
         raise InvalidRunInputError(f"run folder {run_dir} does not exist")
-    return _read_json(run_dir / METADATA_FILE)
+    return cast(RunMetadata, _read_json(run_dir / METADATA_FILE))
 
 
-def read_started(run_dir: Path) -> dict[str, Any] | None:
+def read_started(run_dir: Path) -> RunMetadata | None:
     """:func:`read_metadata` of a run that started; ``None`` when the folder has no metadata
     (no such run, or one killed before it started: the run itself says which)."""
     return read_metadata(run_dir) if (run_dir / METADATA_FILE).is_file() else None
@@ -187,7 +196,8 @@ def read_record_folders(run_dir: Path) -> list[tuple[Path, TaskExecution]]:
     tasks_dir = run_dir / "tasks"
     if not tasks_dir.is_dir():
         return []
-    order = {tid: i for i, tid in enumerate(_metadata_task_ids(run_dir))}
+    metadata = read_started(run_dir) or RunMetadata()
+    order = {tid: i for i, tid in enumerate(metadata.get("task_ids") or [])}
 
     def where(path: Path) -> tuple[str, int]:
         """The task and trial a record's path is of (trials >= 2 in ``trial-<n>/``)."""
@@ -222,7 +232,7 @@ def record_file(task_folder: Path) -> Path:
     return task_folder / EXECUTION_FILE
 
 
-def missing_of(metadata: Mapping[str, Any], records: Iterable[TaskExecution]) -> list[str]:
+def missing_of(metadata: RunMetadata, records: Iterable[TaskExecution]) -> list[str]:
     """The trials of a finished run that ``metadata.json`` lists (its tasks times its trials)
     and that have no ``execution.json``: a lost or deleted record, left out of every figure.
     Empty while the run is running (its pending trials have no record yet).
@@ -232,8 +242,7 @@ def missing_of(metadata: Mapping[str, Any], records: Iterable[TaskExecution]) ->
     """
     if metadata.get("status") in (None, "running"):
         return []
-    recorded = metadata.get("trials")
-    trials = recorded if isinstance(recorded, int) else 1
+    trials = metadata.get("trials", 1)
     found = {(r.task_id, r.trial) for r in records}
     return [trial_key(str(tid), n) for tid in metadata.get("task_ids") or []
             for n in range(1, max(trials, 1) + 1) if (str(tid), n) not in found]
@@ -244,11 +253,3 @@ def missing_line(run: str, missing: list[str]) -> str:
     shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
     return (f"{run}: {len(missing)} trial(s) listed in metadata.json have no execution.json "
             f"({shown}); they are left out of every figure: resume the run to record them")
-
-
-def _metadata_task_ids(run_dir: Path) -> list[str]:
-    path = run_dir / METADATA_FILE
-    if not path.is_file():
-        return []
-    ids = _read_json(path).get("task_ids") or []
-    return [str(t) for t in ids]

@@ -561,9 +561,8 @@ class Dispatcher:
         execution.cost = self.ledger.charge(
             task_id, seconds, [s.usage for s in execution.steps], worker=worker.name
         )
-        execution.previous_attempts = [
-            AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
-        ]
+        execution.previous_attempts = [AttemptRecord.from_json(h)
+                                       for h in self.queue.history(task_id)]
         retryable = execution.error_type in (ErrorType.INFRASTRUCTURE, ErrorType.TIMEOUT) or (
             # a setup failure may be the worker's (a broken desktop): once more, elsewhere
             execution.error_type is ErrorType.SETUP
@@ -574,20 +573,12 @@ class Dispatcher:
             self._commit(execution, lease, seconds, worker.name)
             # a failed setup or reset counts towards the worker's quarantine even when final
             return execution.error_type is ErrorType.SETUP
-        attempt = {
-            "attempt": lease.attempts,
-            "worker": worker.name,
-            "error_type": None if execution.error_type is None else execution.error_type.value,
-            "error_message": execution.error_message,
-            "started_at": execution.started_at,
-            "ended_at": execution.ended_at,
-        }
         try:
             outcome = self.queue.release(
                 task_id,
                 worker.name,
                 execution.error_message or "",
-                attempt=attempt,
+                attempt=execution.attempt().to_json(),
                 final_record=execution.to_json(),
                 lease=lease,
             )
@@ -694,9 +685,8 @@ class Dispatcher:
             record.trial = trial
             record.attempts = len(self.queue.history(task_id))
             record.cost = self.ledger.task_cost(task_id)
-            record.previous_attempts = [
-                AttemptRecord(**_attempt_fields(h)) for h in self.queue.history(task_id)
-            ]
+            record.previous_attempts = [AttemptRecord.from_json(h)
+                                        for h in self.queue.history(task_id)]
             self.queue.complete(task_id, record.to_json())
             self.folder.write_execution(record)
             self._count(record)
@@ -739,6 +729,3 @@ def _keep_earlier_evidence(folder: Path) -> None:
         shot.rename(aside / shot.name)
 
 
-def _attempt_fields(entry: Mapping[str, Any]) -> dict[str, Any]:
-    keys = ("attempt", "worker", "error_type", "error_message", "started_at", "ended_at")
-    return {k: entry.get(k) for k in keys}

@@ -33,7 +33,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evals.results.records import TaskExecution
+from evals.results.records import (
+    Aggregate,
+    Counts,
+    Listed,
+    RunMetadata,
+    Statistics,
+    Summary,
+    TaskExecution,
+)
 from evals.results.run_reader import STATUSES, read_metadata, read_records
 from evals.run.reset import reset_lines, reset_summary
 
@@ -154,7 +162,7 @@ def counted_score(item: TaskOutcome) -> float:
     return (item.score or 0.0) if item.is_outcome else 0.0
 
 
-def _counts(items: list[TaskOutcome]) -> dict[str, Any]:
+def _counts(items: list[TaskOutcome]) -> Counts:
     outcomes = [t for t in items if t.is_outcome]
     counted = [t for t in items if t.counts_for_agent]
     attempted = [t for t in items if t.attempted]
@@ -184,16 +192,15 @@ def _fmean(values: Iterable[float]) -> float | None:
     return math.fsum(items) / len(items) if items else None
 
 
-def aggregate(items: list[TaskOutcome]) -> dict[str, Any]:
+def aggregate(items: list[TaskOutcome]) -> Aggregate:
     """The counts, rates and tables every summary shares (see the module docstring)."""
     attempted = [t for t in items if t.attempted]
-    by_domain: dict[str, dict[str, Any]] = {}
-    for domain in sorted({t.domain for t in items}):
-        counts = _counts([t for t in items if t.domain == domain])
-        for key in ("outcomes", "counted", "agent_errors", "success_rate_outcomes_only",
-                    "avg_score_outcomes_only", "success_rate_all_errors_as_failures"):
-            counts.pop(key)  # the headline figures only (the run's keep the rest)
-        by_domain[domain] = counts
+    by_domain = {  # the headline figures only (the run's keep the rest)
+        domain: {k: v for k, v in _counts([t for t in items if t.domain == domain]).items()
+                 if k not in ("outcomes", "counted", "agent_errors", "success_rate_outcomes_only",
+                              "avg_score_outcomes_only", "success_rate_all_errors_as_failures")}
+        for domain in sorted({t.domain for t in items})
+    }
     error_types = Counter(t.error_type for t in items if t.error_type)
     cost = {key: round(sum(t.cost.get(key, 0.0) for t in items), 6) for key in COST_KEYS}
     for key in ("tokens_in", "tokens_out"):
@@ -208,7 +215,7 @@ def aggregate(items: list[TaskOutcome]) -> dict[str, Any]:
 
 
 def statistics(items: list[TaskOutcome], trials: int | None = None,
-               base_task: Any = None) -> dict[str, Any]:
+               base_task: Any = None) -> Statistics:
     """The run's statistics (:mod:`evals.results.stats`), the ``summary.json`` keys of the same
     names.
 
@@ -274,7 +281,7 @@ def statistics(items: list[TaskOutcome], trials: int | None = None,
         for tid, ts in counted.items()
         if ts and stats.flaky([(t.status, counted_score(t)) for t in ts])
     ]
-    listed: dict[str, Any] = {}
+    listed: Listed = {}
     if k > 1:  # each task's trials, listed (the records are in tasks/<id>/[trial-<n>/])
         listed["trials_by_task"] = {
             tid: [{"trial": t.trial, "status": t.status, "score": t.score,
@@ -294,7 +301,7 @@ def statistics(items: list[TaskOutcome], trials: int | None = None,
     }
 
 
-def compute_summary(run_dir: Path | str) -> dict[str, Any]:
+def compute_summary(run_dir: Path | str) -> Summary:
     """The run's summary (the ``summary.json`` document), computed from its records on disk
     (:func:`summarize` of :func:`read_metadata` and :func:`read_records`).
 
@@ -306,8 +313,8 @@ def compute_summary(run_dir: Path | str) -> dict[str, Any]:
 
 
 def summarize(
-    metadata: Mapping[str, Any], records: Iterable[TaskExecution], *, run: str
-) -> dict[str, Any]:
+    metadata: RunMetadata, records: Iterable[TaskExecution], *, run: str
+) -> Summary:
     """The run's summary (the ``summary.json`` document) from its metadata and its final
     records (what the runner holds when a run ends, or what :func:`compute_summary` reads), put
     in the run's order: its tasks' (``task_ids``) and each task's trials; tasks the metadata
@@ -392,7 +399,7 @@ def _goal_styles(items: list[TaskOutcome]) -> list[dict[str, Any]]:
     return [r.to_json() for r in rows] if any(r.style != "original" for r in rows) else []
 
 
-def _by_pool(metadata: Mapping[str, Any], records: list[TaskExecution]) -> dict[str, Any]:
+def _by_pool(metadata: RunMetadata, records: list[TaskExecution]) -> Listed:
     """``{"by_pool": {...}}`` for a run over several pools (``{}`` otherwise): per pool its
     cloud, price and workers, the tasks that ended on its workers (by status), the worker time
     it billed (every attempt on it, including those of tasks finished elsewhere) and its cost.
@@ -550,7 +557,7 @@ def table(headers: list[str], rows: list[list[str]], align: str = "") -> str:
     return "\n".join(lines)
 
 
-def format_summary(summary: Mapping[str, Any]) -> str:
+def format_summary(summary: Summary) -> str:
     """The end-of-run summary: the reference tool's lines, then per-domain, error-type, cost.
 
     Args:
@@ -646,7 +653,7 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _rate_note(summary: Mapping[str, Any]) -> str:
+def _rate_note(summary: Summary) -> str:
     """What the headline rate counts, with the outcomes-only figure beside it where it differs
     and the sensitivity to every error counted as a failure."""
     agent_errors = int(summary.get("agent_errors") or 0)
@@ -672,7 +679,7 @@ def fmt_interval(interval: Mapping[str, Any] | None, *, rate: bool) -> str:
     return f"[{show(interval['low'])}, {show(interval['high'])}]"
 
 
-def _statistics_lines(summary: Mapping[str, Any]) -> list[str]:
+def _statistics_lines(summary: Summary) -> list[str]:
     """The intervals, pass@k / pass^k and flaky tasks (a summary from before them: none)."""
     if "success_rate_ci" not in summary:
         return []
@@ -709,7 +716,7 @@ def _statistics_lines(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _cost_lines(summary: Mapping[str, Any]) -> list[str]:
+def _cost_lines(summary: Summary) -> list[str]:
     cost = summary.get("cost") or {}
     priced = summary.get("price_per_hour") is not None or any(
         cost.get(k) for k in ("vm_usd", "model_usd", "total_usd")

@@ -24,6 +24,7 @@ from evals.errors import InvalidRunInputError
 from oa_vm.errors import PoolNotReadyError
 
 if TYPE_CHECKING:
+    from evals.results.records import RunMetadata
     from oa_vm import Hold, PoolRecord, WorkerConnection
 
 SEPARATOR = "/"
@@ -185,7 +186,7 @@ def renamed_connection(name: str, connection: WorkerConnection) -> WorkerConnect
     return connection
 
 
-def summary_fields(pools: Sequence[RunPool]) -> dict[str, Any]:
+def summary_fields(pools: Sequence[RunPool]) -> RunMetadata:
     """``metadata.json``'s pool keys for a run over several pools.
 
     ``pool`` holds the names joined by ``+`` (``a+b``: never a pool name, so nothing mistakes
@@ -203,7 +204,7 @@ def summary_fields(pools: Sequence[RunPool]) -> dict[str, Any]:
     }
 
 
-def recorded_pool_names(metadata: Mapping[str, Any]) -> list[str] | None:
+def recorded_pool_names(metadata: RunMetadata) -> list[str] | None:
     """The pools a multi-pool run was started on (``None`` for a single-pool run)."""
     entries = metadata.get("pools")
     if not isinstance(entries, list):

@@ -44,6 +44,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from evals.results.records import AttemptRecord, TaskExecution
 from evals.results.trials import SEPARATOR, split_key
 
 SCHEMA_VERSION = 1
@@ -277,14 +278,11 @@ class TaskQueue:
                 # Kept in the history, so a task that is interrupted again before it ends is
                 # still billed for this attempt on the next resume (interrupted_seconds).
                 history = json.loads(row["history"])
-                history.append({
-                    "attempt": int(row["attempts"]), "worker": cut.worker,
-                    "error_type": None, "reason": INTERRUPTED,
-                    "error_message": "interrupted: the controller stopped during this attempt",
-                    "started_at": _iso(cut.started_at),
-                    "ended_at": _iso(cut.started_at + cut.seconds),
-                    "worker_seconds": round(cut.seconds, 3),
-                })
+                history.append(AttemptRecord(
+                    int(row["attempts"]), cut.worker, None,
+                    "interrupted: the controller stopped during this attempt",
+                    _iso(cut.started_at), _iso(cut.started_at + cut.seconds),
+                ).to_json(reason=INTERRUPTED, worker_seconds=round(cut.seconds, 3)))
                 conn.execute("UPDATE tasks SET history=? WHERE task_id=?",
                              (json.dumps(history), cut.task_id))
             cur = conn.execute(
@@ -323,13 +321,8 @@ class TaskQueue:
                 if record.get("error_type") not in error_types:
                     continue
                 history = json.loads(row["history"])
-                entry = {
-                    "attempt": record.get("attempts"), "worker": record.get("worker"),
-                    "error_type": record.get("error_type"),
-                    "error_message": record.get("error_message"),
-                    "started_at": record.get("started_at"), "ended_at": record.get("ended_at"),
-                    "reason": "rerun", "cost": record.get("cost") or {},
-                }
+                entry = TaskExecution.from_json(record).attempt().to_json(
+                    reason="rerun", cost=record.get("cost") or {})
                 last = history[-1] if history else {}
                 if all(last.get(k) == entry[k] for k in ("attempt", "worker", "started_at")):
                     # a final attempt given back by release() is in the history already: it
@@ -531,13 +524,10 @@ class TaskQueue:
                 return False
             history = json.loads(row["history"])
             started = float(row["lease_started_at"] or now)
-            history.append({
-                "attempt": lease.attempts, "worker": worker, "error_type": None,
-                "reason": INTERRUPTED,
-                "error_message": "interrupted: the run lost its pool during this attempt",
-                "started_at": _iso(started), "ended_at": _iso(now),
-                "worker_seconds": round(max(0.0, now - started), 3),
-            })
+            history.append(AttemptRecord(
+                lease.attempts, worker, None,
+                "interrupted: the run lost its pool during this attempt", _iso(started), _iso(now),
+            ).to_json(reason=INTERRUPTED, worker_seconds=round(max(0.0, now - started), 3)))
             conn.execute(
                 "UPDATE tasks SET status='pending', lease_owner=NULL, lease_expires_at=NULL,"
                 " lease_started_at=NULL, attempts=MAX(attempts - 1, 0), history=?, updated_at=?"

@@ -33,7 +33,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from evals.errors import InvalidRunInputError
-from evals.results.records import ErrorType, TaskExecution
+from evals.results.records import ErrorType, Resets, Summary, TaskExecution
 
 if TYPE_CHECKING:
     from evals.run.pools import RunPool
@@ -336,7 +336,7 @@ def describe_plan(plans: Mapping[str, WorkerReset]) -> dict[str, Any]:
     }
 
 
-def reset_summary(records: Iterable[TaskExecution]) -> dict[str, Any]:
+def reset_summary(records: Iterable[TaskExecution]) -> Resets:
     """The run's resets for ``summary.json``: counts, durations, and whether the fingerprints
     agree (every clean reset showed its worker's one snapshot token, with the marker gone).
 
@@ -393,22 +393,20 @@ def reset_summary(records: Iterable[TaskExecution]) -> dict[str, Any]:
     }
 
 
-def reset_lines(summary: Mapping[str, Any]) -> list[str]:
+def reset_lines(summary: Summary) -> list[str]:
     """The summary's reset lines (empty for a run recorded before resets were)."""
-    resets = summary.get("resets") or {}
-    counts = resets.get("counts") or {}
-    if not counts:
+    resets = summary.get("resets")
+    if not resets or not resets["counts"]:
         return []
-    seconds = resets.get("seconds") or {}
     parts = []
-    for kind, n in counts.items():
-        timing = seconds.get(kind)
+    for kind, n in resets["counts"].items():
+        timing = resets["seconds"].get(kind)
         extra = f" (median {timing['median']:.2f} s, max {timing['max']:.2f} s)" if timing else ""
         parts.append(f"{kind} {n}{extra}")
     lines = ["", "Resets: " + ", ".join(parts)]
-    if resets.get("warning"):
+    if resets["warning"]:
         lines.append(f"WARNING: {resets['warning']}")
-    elif resets.get("fingerprints_agree"):
+    elif resets["fingerprints_agree"]:
         lines.append(f"Fingerprints: all {resets.get('fingerprints_checked', 0)} clean resets "
                      "showed their worker's snapshot, with the after-snapshot marker gone")
     return lines

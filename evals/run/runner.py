@@ -35,7 +35,9 @@ from evals.results.events import EventSink, RunEvent, Snapshot
 from evals.results.ledger import Ledger, default_token_pricer
 from evals.results.records import (
     RunFolder,
+    RunMetadata,
     RunStatus,
+    Summary,
     TaskExecution,
     TaskInfo,
     TaskStatus,
@@ -269,7 +271,7 @@ class RunResult:
     agent_failed: str | None = None
     agent_errors: int = 0
     blames_agent: bool = False
-    summary: dict[str, Any] = field(default_factory=dict)
+    summary: Summary = field(default_factory=dict)  # type: ignore[assignment]  # a hand-made one
 
 
 def health_warning(
@@ -376,7 +378,7 @@ def default_run_name(agent: str) -> str:
     return f"{agent_part}-{stamp}"
 
 
-def _check_resume(folder: RunFolder, config: RunConfig) -> dict[str, Any]:
+def _check_resume(folder: RunFolder, config: RunConfig) -> RunMetadata:
     from evals.results.run_reader import read_metadata
 
     # unreadable metadata is said so, not compared as empty ("started with --tasks ''")
@@ -414,7 +416,7 @@ def _unstarted(folder: RunFolder) -> bool:
 
 def check_run_folder(
     config: RunConfig, run_name: str | None = None
-) -> tuple[RunFolder, bool, dict[str, Any]]:
+) -> tuple[RunFolder, bool, RunMetadata]:
     """The run's folder checked against ``resume``, reading only: the folder, whether it is a
     run killed in its first moments (it starts afresh), and a resumed run's metadata.
 
@@ -438,7 +440,7 @@ def check_run_folder(
 
 
 def resumed_cap(
-    previous: Mapping[str, Any], given: float | None
+    previous: RunMetadata, given: float | None
 ) -> tuple[float | None, str | None]:
     """The cap of a resumed run and what to say about it: the run's own cap is kept unless
     ``--max-cost-usd`` gives a new one (the cap is part of the run), and a change is said."""
@@ -534,7 +536,7 @@ def check_resume_settings(
 
 def _leased(
     folder: RunFolder, config: RunConfig, names: list[str], run_name: str,
-    variations: Mapping[str, Variation] | None, previous: dict[str, Any],
+    variations: Mapping[str, Variation] | None, previous: RunMetadata,
     changes: list[dict[str, Any]],
     make_agent: AgentFactory, on_event: EventSink | None, *, locked: bool,
 ) -> RunResult:
@@ -593,7 +595,7 @@ def _fence(holds: list[Hold]) -> Callable[[], None]:
     return check
 
 
-def _resolve_pools(folder: RunFolder, config: RunConfig, previous: Mapping[str, Any]) -> list[str]:
+def _resolve_pools(folder: RunFolder, config: RunConfig, previous: RunMetadata) -> list[str]:
     """The run's pool names, resolved (none given: the only pool; resuming a multi-pool run
     without ``--pool``: its own pools), checked against a resumed run's.
 
@@ -738,7 +740,7 @@ def _open_queue(
 
 
 def _summary_of_interrupted(
-    folder: RunFolder, queue: TaskQueue, metadata: Mapping[str, Any]
+    folder: RunFolder, queue: TaskQueue, metadata: RunMetadata
 ) -> None:
     """An interrupted run still gets its ``summary.json`` (of what was recorded): a Ctrl-C that
     lands as the last task ends leaves a finished set of records, and without a summary the
@@ -804,7 +806,7 @@ def _run_in_folder(
     tasks: dict[str, dict[str, Any]],
     infos: dict[str, TaskInfo],
     make_agent: AgentFactory,
-    previous: dict[str, Any],
+    previous: RunMetadata,
     on_event: EventSink | None,
     resets: Mapping[str, WorkerReset] | None = None,
     *,
@@ -835,7 +837,7 @@ def _run_in_folder(
                 (folder.path / leftover).unlink(missing_ok=True)
         earlier_quarantined: list[str] = []
         earlier_hosts: list[dict[str, Any]] = []
-        metadata: dict[str, Any] = {
+        metadata: RunMetadata = {
             "run": folder.path.name,
             "pool": pool,
             "cloud": cloud,
@@ -931,11 +933,10 @@ def _run_in_folder(
             except BaseException as exc:
                 from evals.run.dispatcher import FENCE_ERRORS
 
-                extra = {"stopped": str(exc)} if isinstance(exc, FENCE_ERRORS) else {}
                 ended = folder.update_metadata(
-                    status=RunStatus.INTERRUPTED.value, ended_at=now_iso(),
-                    cost=ledger.totals(), **extra,
-                )
+                    status=RunStatus.INTERRUPTED.value, ended_at=now_iso(), cost=ledger.totals())
+                if isinstance(exc, FENCE_ERRORS):  # the pool lease was lost: said why
+                    ended = folder.update_metadata(stopped=str(exc))
                 _summary_of_interrupted(folder, queue, ended)
                 raise
             finally:

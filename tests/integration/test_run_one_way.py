@@ -87,12 +87,22 @@ def test_each_record_is_read_once_and_the_agent_built_once(pooled: Path, tmp_pat
     reads = Counter(str(e["open"]) for e in log if e.get("read"))
     twice = {p.name: reads[str(p.resolve())] for p in records if reads[str(p.resolve())] > 1}
     assert not twice, f"records read more than once after they were written: {twice}"
-    assert reads[str((run_dir / "summary.json").resolve())] == 0  # written, never read back
+    for written in ("summary.json", "metadata.json"):  # written (metadata updated), never read
+        assert reads[str((run_dir / written).resolve())] == 0, written
     assert sum(1 for e in log if e.get("built")) == 1  # one worker: the checked agent is its
     # printed from the object written: the same document, beside what only the command says
     on_disk = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     assert {k: v for k, v in printed.items()
             if k not in ("run_dir", "warning", "agent_failed")} == on_disk
+    # a reader reads each record once too: view's page and its note on missing records
+    (tmp_path / "log.jsonl").unlink()
+    shown = run_cli("openadapt-evals", "view", "one", "--results-dir", str(tmp_path / "results"),
+                    home=pooled, env={"PYTHONPATH": str(tmp_path / "code"),
+                                      "ONE_WAY_LOG": str(tmp_path / "log.jsonl")})
+    assert shown.returncode == 0, shown.stderr
+    lines = (tmp_path / "log.jsonl").read_text(encoding="utf-8").splitlines()
+    reads = Counter(json.loads(line)["open"] for line in lines if json.loads(line)["read"])
+    assert [reads[str(p.resolve())] for p in records] == [1, 1]
 
 
 def test_an_http_agents_server_is_probed_once(pooled: Path, tmp_path: Path) -> None:

@@ -67,3 +67,39 @@ def test_record_files_are_read_only_by_their_record_modules() -> None:
                       for line, text in record_paths(path.read_text(encoding="utf-8"))]
     assert not found, ("record files named outside their record modules (read them through "
                        "evals.results.run_reader):\n" + "\n".join(found))
+
+
+FIXTURE = ROOT / "tests" / "fixtures" / "run_folders" / "two-pools"
+
+
+def _keys(typed: type) -> set[str]:
+    return set(typed.__required_keys__) | set(typed.__optional_keys__)
+
+
+def test_metadata_and_summary_travel_as_their_typed_records(tmp_path: Path) -> None:
+    """Their one writer takes, and their one reader (or maker) gives, the typed record, so mypy
+    checks every key a consumer reads; the documents hold no key the records do not declare."""
+    import shutil
+    from typing import get_type_hints
+
+    from evals.results.records import Resets, RunFolder, RunMetadata, Summary
+    from evals.results.run_reader import METADATA_SCHEMA, read_metadata, read_started
+    from evals.run.metrics import compute_summary, summarize
+    from evals.run.reset import reset_summary
+
+    assert get_type_hints(RunFolder.write_metadata)["data"] is RunMetadata
+    assert get_type_hints(RunFolder.update_metadata)["return"] is RunMetadata
+    assert get_type_hints(read_metadata)["return"] is RunMetadata
+    assert get_type_hints(read_started)["return"] == RunMetadata | None
+    assert get_type_hints(RunFolder.write_summary)["summary"] is Summary
+    assert get_type_hints(summarize)["return"] is Summary
+    assert get_type_hints(summarize)["metadata"] is RunMetadata
+    assert get_type_hints(compute_summary)["return"] is Summary
+    assert get_type_hints(reset_summary)["return"] is get_type_hints(Summary)["resets"] is Resets
+    assert not hasattr(RunFolder, "read_metadata")  # no second, lenient reader
+    assert set(METADATA_SCHEMA) == _keys(RunMetadata)  # the schema is the record's types
+    run = tmp_path / FIXTURE.name  # a run folder of the previous release
+    shutil.copytree(FIXTURE, run)
+    assert set(read_metadata(run)) <= _keys(RunMetadata)
+    summary = compute_summary(run)
+    assert set(Summary.__required_keys__) <= set(summary) <= _keys(Summary)

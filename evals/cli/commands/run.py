@@ -291,11 +291,12 @@ def _say_cap(config: RunConfig) -> None:
     """On ``--resume``, say what becomes of the run's cap (kept, or changed)."""
     if not config.resume or not config.run_name:
         return
-    from evals.results.records import RunFolder, results_root
+    from evals.results.records import results_root
+    from evals.results.run_reader import read_started
     from evals.run.runner import resumed_cap
 
-    previous = RunFolder(results_root(config.results_dir) / config.run_name).read_metadata()
-    _, note = resumed_cap(previous, config.max_cost_usd)
+    previous = read_started(results_root(config.results_dir) / config.run_name)
+    _, note = resumed_cap(previous or {}, config.max_cost_usd)
     if note:
         typer.echo(f"Budget: {note}", err=True)
 

@@ -26,13 +26,7 @@ def view(
 ) -> None:
     """Write the run's self-contained page (summary, tasks, steps, screenshots); print its path."""
     from evals.report.viewer import write_view
-    from evals.results.run_reader import (
-        find_run,
-        missing_line,
-        missing_of,
-        read_metadata,
-        read_records,
-    )
+    from evals.results.run_reader import find_run, missing_line
 
     if run is not None and run_name is not None and run != run_name:
         raise typer.BadParameter(
@@ -43,8 +37,8 @@ def view(
         raise typer.BadParameter("missing; give the run's name: openadapt-evals view RUN",
                                  param_hint="RUN")
     folder = find_run(name, results_dir)
-    path = write_view(folder, out, force=force)
-    missing = missing_of(read_metadata(folder), read_records(folder))
+    missing: list[str] = []  # the page's, said here too: the records are read once
+    path = write_view(folder, out, force=force, missing=missing)
     if missing:  # also on the page; said here so a missing record is never silent
         typer.echo(f"note: {missing_line(name, missing)}", err=True)
     typer.echo(str(path))

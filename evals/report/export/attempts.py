@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import InvalidRunInputError
-from evals.results.records import StepRecord, TaskExecution, read_tree
+from evals.results.records import RunMetadata, StepRecord, TaskExecution, read_tree
 from evals.results.run_reader import read_metadata, read_record_folders
 
 
@@ -53,7 +53,7 @@ def read_attempts(run_dir: Path) -> Iterator[Attempt]:
         yield Attempt(record, folder)
 
 
-def run_facts(run_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+def run_facts(run_dir: Path) -> tuple[RunMetadata, dict[str, Any]]:
     """The run's ``metadata.json`` and ``manifest.json`` (``{}`` when it has none)."""
     from evals.run.manifest import read_manifest
 

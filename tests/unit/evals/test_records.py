@@ -23,7 +23,7 @@ from evals.results.records import (
     save_screenshot,
     task_id_of_folder,
 )
-from evals.results.run_reader import read_records
+from evals.results.run_reader import read_metadata, read_records, read_started
 
 DOCUMENTED_KEYS = {
     "task_id", "domain", "instruction", "infeasible", "status", "score", "error_type",
@@ -123,12 +123,13 @@ def test_clear_steps_removes_only_screenshots(tmp_path: Path) -> None:
     assert sorted(p.name for p in folder.task_dir("t1").iterdir()) == ["task.json"]
 
 
-def test_metadata_update_merges(tmp_path: Path) -> None:
+def test_metadata_update_merges_into_what_the_folder_wrote(tmp_path: Path) -> None:
     folder = RunFolder(tmp_path / "run")
-    assert folder.read_metadata() == {}
+    assert read_started(folder.path) is None
     folder.write_metadata({"run": "run", "status": "running"})
-    folder.update_metadata(status="finished")
-    assert folder.read_metadata() == {"run": "run", "status": "finished"}
+    folder.metadata_path.write_text('{"run": "edited"}')  # never read back by the writer
+    assert folder.update_metadata(status="finished") == {"run": "run", "status": "finished"}
+    assert read_metadata(folder.path) == {"run": "run", "status": "finished"}
     assert folder.exists()
 
 
