@@ -21,105 +21,60 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from evals.adapters.base import UIElement
-    from evals.agents.base import (
-        BenchmarkAction,
-        BenchmarkAgent,
-        BenchmarkObservation,
-        BenchmarkTask,
-    )
-    from evals.agents.builtin import (
-        ApiAgent,
-        RandomAgent,
-        ScriptedAgent,
-        SmartMockAgent,
-        action_to_string,
-        format_accessibility_tree,
-        parse_accessibility_tree,
-        parse_action_response,
-    )
+if TYPE_CHECKING:  # "name as name": a name mypy sees as re-exported
+    from evals.adapters.base import UIElement as UIElement
+    from evals.agents.base import BenchmarkAction as BenchmarkAction
+    from evals.agents.base import BenchmarkAgent as BenchmarkAgent
+    from evals.agents.base import BenchmarkObservation as BenchmarkObservation
+    from evals.agents.base import BenchmarkTask as BenchmarkTask
+    from evals.agents.builtin import ApiAgent as ApiAgent
+    from evals.agents.builtin import RandomAgent as RandomAgent
+    from evals.agents.builtin import ScriptedAgent as ScriptedAgent
+    from evals.agents.builtin import SmartMockAgent as SmartMockAgent
+    from evals.agents.builtin import action_to_string as action_to_string
+    from evals.agents.builtin import format_accessibility_tree as format_accessibility_tree
+    from evals.agents.builtin import parse_accessibility_tree as parse_accessibility_tree
+    from evals.agents.builtin import parse_action_response as parse_action_response
+    from evals.compat.benchmark_api import BenchmarkAdapter as BenchmarkAdapter
+    from evals.compat.benchmark_api import BenchmarkResult as BenchmarkResult
+    from evals.compat.benchmark_api import EvaluationConfig as EvaluationConfig
+    from evals.compat.benchmark_api import WAALiveAdapter as WAALiveAdapter
+    from evals.compat.benchmark_api import WAALiveConfig as WAALiveConfig
+    from evals.compat.benchmark_api import WAASimulatedAdapter as WAASimulatedAdapter
+    from evals.compat.benchmark_api import compute_domain_metrics as compute_domain_metrics
     from evals.compat.benchmark_api import (
-        BenchmarkAdapter,
-        BenchmarkResult,
-        EvaluationConfig,
-        WAALiveAdapter,
-        WAALiveConfig,
-        WAASimulatedAdapter,
-        compute_domain_metrics,
-        evaluate_agent_on_benchmark,
+        evaluate_agent_on_benchmark as evaluate_agent_on_benchmark,
     )
-    from evals.compat.synthetic_mock import WAAMockAdapter
-    from evals.results.records import ErrorType, TaskExecution, TaskStatus
-    from evals.run.metrics import compute_metrics, compute_summary
-    from evals.run.runner import RunConfig, RunResult, run_evaluation
+    from evals.compat.synthetic_mock import WAAMockAdapter as WAAMockAdapter
+    from evals.results.records import ErrorType as ErrorType
+    from evals.results.records import TaskExecution as TaskExecution
+    from evals.results.records import TaskStatus as TaskStatus
+    from evals.run.metrics import compute_metrics as compute_metrics
+    from evals.run.metrics import compute_summary as compute_summary
+    from evals.run.runner import RunConfig as RunConfig
+    from evals.run.runner import RunResult as RunResult
+    from evals.run.runner import run_evaluation as run_evaluation
 
-_EXPORTS = {
-    "BenchmarkAction": "evals.agents.base",
-    "BenchmarkAgent": "evals.agents.base",
-    "BenchmarkObservation": "evals.agents.base",
-    "BenchmarkTask": "evals.agents.base",
-    "BenchmarkAdapter": "evals.compat.benchmark_api",
-    "BenchmarkResult": "evals.compat.benchmark_api",
-    "WAALiveAdapter": "evals.compat.benchmark_api",
-    "WAALiveConfig": "evals.compat.benchmark_api",
-    "WAAMockAdapter": "evals.compat.synthetic_mock",
-    "WAASimulatedAdapter": "evals.compat.benchmark_api",
-    "evaluate_agent_on_benchmark": "evals.compat.benchmark_api",
-    "compute_metrics": "evals.run.metrics",
-    "EvaluationConfig": "evals.compat.benchmark_api",
-    "compute_domain_metrics": "evals.compat.benchmark_api",
-    "ApiAgent": "evals.agents.builtin",
-    "RandomAgent": "evals.agents.builtin",
-    "ScriptedAgent": "evals.agents.builtin",
-    "SmartMockAgent": "evals.agents.builtin",
-    "action_to_string": "evals.agents.builtin",
-    "format_accessibility_tree": "evals.agents.builtin",
-    "parse_accessibility_tree": "evals.agents.builtin",
-    "parse_action_response": "evals.agents.builtin",
-    "UIElement": "evals.adapters.base",
+#: module -> the public names it holds
+_HOMES = {
+    # the reference tool's API (its home is evals.compat)
+    "evals.agents.base": "BenchmarkAction BenchmarkAgent BenchmarkObservation BenchmarkTask",
+    "evals.compat.benchmark_api": "BenchmarkAdapter BenchmarkResult EvaluationConfig"
+                                  " WAALiveAdapter WAALiveConfig WAASimulatedAdapter"
+                                  " compute_domain_metrics evaluate_agent_on_benchmark",
+    "evals.compat.synthetic_mock": "WAAMockAdapter",
+    "evals.agents.builtin": "ApiAgent RandomAgent ScriptedAgent SmartMockAgent action_to_string"
+                            " format_accessibility_tree parse_accessibility_tree"
+                            " parse_action_response",
+    "evals.adapters.base": "UIElement",
     # the native API: one run of tasks on pools, its records and its summary
-    "run_evaluation": "evals.run.runner",
-    "RunConfig": "evals.run.runner",
-    "RunResult": "evals.run.runner",
-    "compute_summary": "evals.run.metrics",
-    "TaskExecution": "evals.results.records",
-    "TaskStatus": "evals.results.records",
-    "ErrorType": "evals.results.records",
+    "evals.run.runner": "run_evaluation RunConfig RunResult",
+    "evals.run.metrics": "compute_metrics compute_summary",
+    "evals.results.records": "TaskExecution TaskStatus ErrorType",
 }
-
-__all__ = [
-    "ApiAgent",
-    "BenchmarkAction",
-    "BenchmarkAdapter",
-    "BenchmarkAgent",
-    "BenchmarkObservation",
-    "BenchmarkResult",
-    "BenchmarkTask",
-    "ErrorType",
-    "EvaluationConfig",
-    "RandomAgent",
-    "RunConfig",
-    "RunResult",
-    "ScriptedAgent",
-    "SmartMockAgent",
-    "TaskExecution",
-    "TaskStatus",
-    "UIElement",
-    "WAALiveAdapter",
-    "WAALiveConfig",
-    "WAAMockAdapter",
-    "WAASimulatedAdapter",
-    "action_to_string",
-    "compute_domain_metrics",
-    "compute_metrics",
-    "compute_summary",
-    "evaluate_agent_on_benchmark",
-    "format_accessibility_tree",
-    "parse_accessibility_tree",
-    "parse_action_response",
-    "run_evaluation",
-]
+_EXPORTS = {name: module for module, names in _HOMES.items() for name in names.split()}
+if not TYPE_CHECKING:  # mypy would take a computed __all__ for an empty one
+    __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

@@ -16,7 +16,7 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
   ``ec2:TerminateInstances`` on the pool's instances, with an IAM role allowed to terminate those
   instances and nothing else. It ends the pool even when a guest hangs and never powers off.
 
-Pure builders (:func:`ssh_ingress`, :func:`ami_filters`, :func:`worker_output`) decide; the
+Pure builders (:func:`ssh_ingress`, :func:`ami_filters`, :func:`terminate_policy`) decide; the
 component only wires them to resources.
 """
 
@@ -190,21 +190,6 @@ def _storage_volume_id(devices: Sequence[aws.ec2.outputs.InstanceEbsBlockDevice]
     raise ValueError(f"the builder has no storage volume at {STORAGE_DEVICE}")
 
 
-def worker_output(name: str, public_ip: str, instance_id: str) -> dict[str, str]:
-    """One worker as the driver reads it back from the stack outputs."""
-    return {"name": name, "public_ip": public_ip, "instance_id": instance_id, "ssh_user": SSH_USER}
-
-
-def _worker_output(
-    name: str, public_ip: pulumi.Output[str], instance_id: pulumi.Output[str],
-    slot_names: list[str],
-) -> pulumi.Output[list[dict[str, Any]]]:
-    def build(values: list[Any]) -> list[dict[str, Any]]:
-        return slots.host_workers(worker_output(name, str(values[0]), str(values[1])), slot_names)
-
-    return pulumi.Output.all(public_ip, instance_id).apply(build)
-
-
 class AwsWorkerPool(pulumi.ComponentResource):
     """All resources of one pool in one region.
 
@@ -313,8 +298,8 @@ class AwsWorkerPool(pulumi.ComponentResource):
                     instance.ebs_block_devices.apply(_storage_volume_id)
                 )
             instances.append(instance)
-            outputs.append(_worker_output(worker, instance.public_ip, instance.id,
-                                          settings.slot_names(worker)))
+            outputs.append(slots.host_output(pulumi.Output.all(instance.public_ip, instance.id),
+                                             worker, settings.slot_names(worker), SSH_USER))
         self._expiry_schedule(name, instances, child)
         self.workers = pulumi.Output.all(*outputs).apply(
             lambda hosts: [w for host in hosts for w in host])

@@ -131,20 +131,6 @@ def spot_settings(
     return "Spot", "Deallocate", {"max_price": -1}
 
 
-def worker_output(name: str, public_ip: str, vm_id: str) -> dict[str, str]:
-    """One worker as the driver reads it back from the stack outputs."""
-    return {"name": name, "public_ip": public_ip, "instance_id": vm_id, "ssh_user": SSH_USER}
-
-
-def _worker_output(
-    name: str, public_ip: pulumi.Output[Any], vm_id: pulumi.Output[str], slot_names: list[str]
-) -> pulumi.Output[list[dict[str, Any]]]:
-    def build(values: list[Any]) -> list[dict[str, Any]]:
-        return slots.host_workers(worker_output(name, str(values[0]), str(values[1])), slot_names)
-
-    return pulumi.Output.all(public_ip, vm_id).apply(build)
-
-
 class AzureWorkerPool(pulumi.ComponentResource):
     """All resources of one pool in one Azure location.
 
@@ -317,8 +303,8 @@ class AzureWorkerPool(pulumi.ComponentResource):
                 tags=tags,
                 opts=child,
             )
-            outputs.append(_worker_output(worker, ip.ip_address, vm.id,
-                                          settings.slot_names(worker)))
+            outputs.append(slots.host_output(pulumi.Output.all(ip.ip_address, vm.id), worker,
+                                             settings.slot_names(worker), SSH_USER))
         self.workers = pulumi.Output.all(*outputs).apply(
             lambda hosts: [w for host in hosts for w in host])
         self.resource_group = group.name

@@ -24,155 +24,95 @@ import importlib
 
 # typing is not imported at run time (every oa-vm command starts here); mypy reads this as typing's.
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exported
     from typing import Any
 
-    from oa_vm.api import (
-        build_spec,
-        check_available,
-        cleanup_pool,
-        connect,
-        create_pool,
-        detect_caller_cidr,
-        list_pools,
-        plan_pool,
-        pool_status,
-        resolve_name,
-        wait_pool,
-    )
-    from oa_vm.clouds import facts as cloud_facts
-    from oa_vm.clouds import get_provider
-    from oa_vm.clouds.base import Capability, Plan, PoolSpec, Provider
-    from oa_vm.clouds.declared import ProviderFacts
-    from oa_vm.clouds.local.suite import local_tasks_dir
-    from oa_vm.clouds.quota import VcpuQuota, read_vcpu_quota, vcpus_needed
-    from oa_vm.clouds.quota import refusal as quota_refusal
-    from oa_vm.cost.pricing import PriceCatalog, load_catalog
-    from oa_vm.fleet import repair_pool
-    from oa_vm.images import cloud_provider, plan_image
-    from oa_vm.model.config import default_cloud
-    from oa_vm.model.lease import (
-        Hold,
-        LeaseLostError,
-        PoolRemovingError,
-        hold_pool,
-        save_fenced,
-    )
-    from oa_vm.model.snapshots import SnapshotControl, SnapshotError
-    from oa_vm.model.state import (
-        PoolRecord,
-        PoolState,
-        WorkerRecord,
-        WorkerState,
-        atomic_write_json,
-        home_problem,
-        pool_dir,
-    )
-    from oa_vm.model.state import exists as pool_exists
-    from oa_vm.model.state import load as load_pool
-    from oa_vm.reach.connect import WorkerConnection, known_hosts_path, tunnel_target
-    from oa_vm.reach.drain import DrainNotice, DrainWatch, mark_draining
-    from oa_vm.reach.replacements import replaced_by, successor
+    from oa_vm.api import build_spec as build_spec
+    from oa_vm.api import check_available as check_available
+    from oa_vm.api import cleanup_pool as cleanup_pool
+    from oa_vm.api import connect as connect
+    from oa_vm.api import create_pool as create_pool
+    from oa_vm.api import detect_caller_cidr as detect_caller_cidr
+    from oa_vm.api import list_pools as list_pools
+    from oa_vm.api import plan_pool as plan_pool
+    from oa_vm.api import pool_status as pool_status
+    from oa_vm.api import resolve_name as resolve_name
+    from oa_vm.api import wait_pool as wait_pool
+    from oa_vm.clouds import facts
+    from oa_vm.clouds import get_provider as get_provider
+    from oa_vm.clouds.base import Capability as Capability
+    from oa_vm.clouds.base import Plan as Plan
+    from oa_vm.clouds.base import PoolSpec as PoolSpec
+    from oa_vm.clouds.base import Provider as Provider
+    from oa_vm.clouds.declared import ProviderFacts as ProviderFacts
+    from oa_vm.clouds.local.suite import local_tasks_dir as local_tasks_dir
+    from oa_vm.clouds.quota import VcpuQuota as VcpuQuota
+    from oa_vm.clouds.quota import read_vcpu_quota as read_vcpu_quota
+    from oa_vm.clouds.quota import refusal
+    from oa_vm.clouds.quota import vcpus_needed as vcpus_needed
+    from oa_vm.cost.pricing import PriceCatalog as PriceCatalog
+    from oa_vm.cost.pricing import load_catalog as load_catalog
+    from oa_vm.fleet import repair_pool as repair_pool
+    from oa_vm.images import cloud_provider as cloud_provider
+    from oa_vm.images import plan_image as plan_image
+    from oa_vm.model.config import default_cloud as default_cloud
+    from oa_vm.model.lease import Hold as Hold
+    from oa_vm.model.lease import LeaseLostError as LeaseLostError
+    from oa_vm.model.lease import PoolRemovingError as PoolRemovingError
+    from oa_vm.model.lease import hold_pool as hold_pool
+    from oa_vm.model.lease import save_fenced as save_fenced
+    from oa_vm.model.snapshots import SnapshotControl as SnapshotControl
+    from oa_vm.model.snapshots import SnapshotError as SnapshotError
+    from oa_vm.model.state import PoolRecord as PoolRecord
+    from oa_vm.model.state import PoolState as PoolState
+    from oa_vm.model.state import WorkerRecord as WorkerRecord
+    from oa_vm.model.state import WorkerState as WorkerState
+    from oa_vm.model.state import atomic_write_json as atomic_write_json
+    from oa_vm.model.state import exists, load
+    from oa_vm.model.state import home_problem as home_problem
+    from oa_vm.model.state import pool_dir as pool_dir
+    from oa_vm.reach.connect import WorkerConnection as WorkerConnection
+    from oa_vm.reach.connect import known_hosts_path as known_hosts_path
+    from oa_vm.reach.connect import tunnel_target as tunnel_target
+    from oa_vm.reach.drain import DrainNotice as DrainNotice
+    from oa_vm.reach.drain import DrainWatch as DrainWatch
+    from oa_vm.reach.drain import mark_draining as mark_draining
+    from oa_vm.reach.replacements import replaced_by as replaced_by
+    from oa_vm.reach.replacements import successor as successor
 
-#: public name -> (module, name there)
-_EXPORTS: dict[str, tuple[str, str]] = {
+    cloud_facts, quota_refusal, pool_exists, load_pool = facts, refusal, exists, load
+
+#: module -> the public names it holds ("name there:public name" where they differ)
+_HOMES = {
     # pools
-    **{name: ("oa_vm.api", name) for name in (
-        "build_spec", "check_available", "cleanup_pool", "connect", "create_pool",
-        "detect_caller_cidr", "list_pools", "plan_pool", "pool_status", "resolve_name",
-        "wait_pool")},
-    "repair_pool": ("oa_vm.fleet", "repair_pool"),
-    "cloud_provider": ("oa_vm.images", "cloud_provider"),
-    "plan_image": ("oa_vm.images", "plan_image"),
+    "oa_vm.api": "build_spec check_available cleanup_pool connect create_pool detect_caller_cidr"
+                 " list_pools plan_pool pool_status resolve_name wait_pool",
+    "oa_vm.fleet": "repair_pool",
+    "oa_vm.images": "cloud_provider plan_image",
     # what is recorded
-    **{name: ("oa_vm.model.state", name) for name in (
-        "PoolRecord", "PoolState", "WorkerRecord", "WorkerState", "atomic_write_json",
-        "home_problem", "pool_dir")},
-    "pool_exists": ("oa_vm.model.state", "exists"),
-    "load_pool": ("oa_vm.model.state", "load"),
-    **{name: ("oa_vm.model.lease", name) for name in (
-        "Hold", "LeaseLostError", "PoolRemovingError", "hold_pool", "save_fenced")},
-    "SnapshotControl": ("oa_vm.model.snapshots", "SnapshotControl"),
-    "SnapshotError": ("oa_vm.model.snapshots", "SnapshotError"),
-    "default_cloud": ("oa_vm.model.config", "default_cloud"),
+    "oa_vm.model.state": "PoolRecord PoolState WorkerRecord WorkerState atomic_write_json"
+                         " home_problem pool_dir exists:pool_exists load:load_pool",
+    "oa_vm.model.lease": "Hold LeaseLostError PoolRemovingError hold_pool save_fenced",
+    "oa_vm.model.snapshots": "SnapshotControl SnapshotError",
+    "oa_vm.model.config": "default_cloud",
     # reaching workers
-    **{name: ("oa_vm.reach.connect", name) for name in (
-        "WorkerConnection", "known_hosts_path", "tunnel_target")},
-    **{name: ("oa_vm.reach.drain", name) for name in (
-        "DrainNotice", "DrainWatch", "mark_draining")},
-    "replaced_by": ("oa_vm.reach.replacements", "replaced_by"),
-    "successor": ("oa_vm.reach.replacements", "successor"),
+    "oa_vm.reach.connect": "WorkerConnection known_hosts_path tunnel_target",
+    "oa_vm.reach.drain": "DrainNotice DrainWatch mark_draining",
+    "oa_vm.reach.replacements": "replaced_by successor",
     # clouds
-    "get_provider": ("oa_vm.clouds", "get_provider"),
-    "cloud_facts": ("oa_vm.clouds", "facts"),
-    **{name: ("oa_vm.clouds.base", name)
-       for name in ("Capability", "Plan", "PoolSpec", "Provider")},
-    "ProviderFacts": ("oa_vm.clouds.declared", "ProviderFacts"),
-    "local_tasks_dir": ("oa_vm.clouds.local.suite", "local_tasks_dir"),
-    "VcpuQuota": ("oa_vm.clouds.quota", "VcpuQuota"),
-    "read_vcpu_quota": ("oa_vm.clouds.quota", "read_vcpu_quota"),
-    "vcpus_needed": ("oa_vm.clouds.quota", "vcpus_needed"),
-    "quota_refusal": ("oa_vm.clouds.quota", "refusal"),
+    "oa_vm.clouds": "get_provider facts:cloud_facts",
+    "oa_vm.clouds.base": "Capability Plan PoolSpec Provider",
+    "oa_vm.clouds.declared": "ProviderFacts",
+    "oa_vm.clouds.local.suite": "local_tasks_dir",
+    "oa_vm.clouds.quota": "VcpuQuota read_vcpu_quota vcpus_needed refusal:quota_refusal",
     # prices
-    "PriceCatalog": ("oa_vm.cost.pricing", "PriceCatalog"),
-    "load_catalog": ("oa_vm.cost.pricing", "load_catalog"),
+    "oa_vm.cost.pricing": "PriceCatalog load_catalog",
 }
-
-__all__ = [
-    "Capability",
-    "DrainNotice",
-    "DrainWatch",
-    "Hold",
-    "LeaseLostError",
-    "Plan",
-    "PoolRecord",
-    "PoolRemovingError",
-    "PoolSpec",
-    "PoolState",
-    "PriceCatalog",
-    "Provider",
-    "ProviderFacts",
-    "SnapshotControl",
-    "SnapshotError",
-    "VcpuQuota",
-    "WorkerConnection",
-    "WorkerRecord",
-    "WorkerState",
-    "atomic_write_json",
-    "build_spec",
-    "check_available",
-    "cleanup_pool",
-    "cloud_facts",
-    "cloud_provider",
-    "connect",
-    "create_pool",
-    "default_cloud",
-    "detect_caller_cidr",
-    "get_provider",
-    "hold_pool",
-    "home_problem",
-    "known_hosts_path",
-    "list_pools",
-    "load_catalog",
-    "load_pool",
-    "local_tasks_dir",
-    "mark_draining",
-    "plan_image",
-    "plan_pool",
-    "pool_dir",
-    "pool_exists",
-    "pool_status",
-    "quota_refusal",
-    "read_vcpu_quota",
-    "repair_pool",
-    "replaced_by",
-    "resolve_name",
-    "save_fenced",
-    "successor",
-    "tunnel_target",
-    "vcpus_needed",
-    "wait_pool",
-]
+#: public name -> (module, name there)
+_EXPORTS = {public or there: (module, there) for module, names in _HOMES.items()
+            for there, _, public in (name.partition(":") for name in names.split())}
+if not TYPE_CHECKING:  # mypy would take a computed __all__ for an empty one
+    __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

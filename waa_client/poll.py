@@ -1,5 +1,5 @@
 """The project's one poll: a check asked again at a fixed interval until it answers or a
-deadline passes, on tenacity.
+deadline passes.
 
 A poll is not a retry (:mod:`waa_client.retry`): the check does not fail, it answers "not yet"
 (a falsy value) and may report progress on every pass, so the waits are fixed, not backed off.
@@ -7,9 +7,8 @@ Every wait for a condition (a pool's workers ready, a lease or a file lock free,
 ready file, an SSH master's control socket) goes through :func:`poll_until`; no module writes
 a deadline loop of its own.
 
-Tenacity runs the passes, the waits and the stop. Its own clock (``time.monotonic``, read
-inside tenacity) is not used: the stop and the wait read the caller's ``clock``, so a test's
-fake clock drives the whole poll.
+A plain loop: fixed waits need nothing of tenacity's (its import cost the CLI's start-up). The
+stop and the wait read the caller's ``clock``, so a test's fake clock drives the whole poll.
 """
 
 from __future__ import annotations
@@ -19,10 +18,6 @@ from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
-
-
-def _sleep(seconds: float) -> None:
-    time.sleep(seconds)
 
 
 def poll_until(
@@ -55,28 +50,6 @@ def poll_until(
             at each wait.
     """
     deadline = clock() + max(0.0, timeout_s)
-    # Most polls answer on their first pass (a free lock, a free lease): that pass runs outside
-    # tenacity, which is set up only when a wait is needed.
-    first = check()
-    if first or clock() >= deadline:
-        return first or None
-    import tenacity  # only a poll that waits pays for tenacity's import (the CLI's start-up)
-
-    replay = True
-
-    def attempt() -> T | None:
-        nonlocal replay
-        if replay:
-            replay = False
-            return first
-        return check()
-
-    retrying = tenacity.Retrying(
-        retry=tenacity.retry_if_result(lambda answer: not answer),
-        stop=lambda _state: clock() >= deadline,
-        wait=lambda _state: max(0.0, min(interval_s, deadline - clock())),
-        sleep=sleep or _sleep,
-        retry_error_callback=lambda _state: None,
-    )
-    answer: T | None = retrying(attempt)
+    while not (answer := check()) and clock() < deadline:
+        (sleep or time.sleep)(max(0.0, min(interval_s, deadline - clock())))
     return answer or None

@@ -33,6 +33,7 @@ from evals.agents.builtin import (
     parse_accessibility_tree,
     parse_action_response,
 )
+from evals.agents.module_spec import import_module_here
 from evals.errors import EvalsError, InvalidRunInputError, UnknownAgentError
 from oa_vm.kit.validate import module_spec_problem
 
@@ -102,7 +103,7 @@ def load_agent_class(spec: str) -> type[BenchmarkAgent]:
     if module_spec_problem("--agent", target):
         raise UnknownAgentError(spec, known, "write it as module:Class, dotted Python names")
     try:
-        module = _import(module_name)
+        module = import_module_here(module_name)  # the current folder first
     except ModuleNotFoundError as exc:
         raise UnknownAgentError(
             spec, known,
@@ -119,13 +120,6 @@ def load_agent_class(spec: str) -> type[BenchmarkAgent]:
     if not (isinstance(cls, type) and issubclass(cls, BenchmarkAgent)):
         raise UnknownAgentError(spec, known, f"{target} is not a BenchmarkAgent subclass")
     return cls
-
-
-def _import(module_name: str) -> Any:
-    """Import a module, looking in the current folder first (:mod:`evals.agents.module_spec`)."""
-    from evals.agents.module_spec import import_module_here
-
-    return import_module_here(module_name)
 
 
 def create_agent(

@@ -111,11 +111,14 @@ class ModelApiAgent(BenchmarkAgent):
         self.budget = budget or TokenBudget(token_cap)
         self.retries = int(retries)
         self.demo = demo
+        key = api_key or os.environ.get(key_variable)  # the key given, else the environment's
+        if not key:
+            raise InvalidRunInputError(
+                f"set {key_variable} in the environment (the model API's key)")
         # The SDK's own retries are off: its retryable errors are retried by with_backoff
         # (on tenacity), whose docstring says why the SDK's do not do that job here.
         self.client: Any = getattr(self._sdk, client)(
-            api_key=_api_key(key_variable, api_key), base_url=base_url, max_retries=0,
-            timeout=timeout_s,
+            api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s,
         )
 
     def task_text(self, task: BenchmarkTask) -> str:
@@ -167,18 +170,6 @@ def fit_screenshot(png: bytes | None, max_size: tuple[int, int]) -> Shot:
     except OSError as exc:
         raise AgentError(f"the screenshot cannot be read: {exc}") from exc
     return Shot(out.getvalue(), size[0], size[1], size[0] / width)
-
-
-def _api_key(variable: str, explicit: str | None) -> str:
-    """The key given, or the one in the environment.
-
-    Raises:
-        InvalidRunInputError: neither is set.
-    """
-    key = explicit or os.environ.get(variable)
-    if not key:
-        raise InvalidRunInputError(f"set {variable} in the environment (the model API's key)")
-    return key
 
 
 def transient_sdk_error(sdk: Any) -> Callable[[BaseException], bool]:

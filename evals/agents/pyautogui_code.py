@@ -99,12 +99,8 @@ def to_pyautogui(action: BenchmarkAction, tree: str | None = None,
     point = point_of(action, tree, screen) if kind in POINTER_TYPES else None
     at = f"{point[0]}, {point[1]}" if point else ""
     lines: list[str] = []
-    if kind == "click":
-        lines.append(f"pyautogui.click({at})")
-    elif kind == "double_click":
-        lines.append(f"pyautogui.doubleClick({at})")
-    elif kind == "right_click":
-        lines.append(f"pyautogui.rightClick({at})")
+    if kind in _CLICKS:
+        lines.append(f"pyautogui.{_CLICKS[kind]}({at})")
     elif kind == "move":
         if point is None:
             raise ValueError("a move action needs x and y (or a target)")
@@ -144,6 +140,7 @@ def to_pyautogui(action: BenchmarkAction, tree: str | None = None,
     return PREFIX + "\n".join(lines)
 
 
+_CLICKS = {"click": "click", "double_click": "doubleClick", "right_click": "rightClick"}
 POINTER_TYPES = ("click", "double_click", "right_click", "move", "type", "scroll", "drag")
 GUI_TYPES = ("click", "double_click", "right_click", "type", "key", "hotkey", "scroll", "drag",
              "move")

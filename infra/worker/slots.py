@@ -178,6 +178,14 @@ def host_workers(host: Mapping[str, str], names: Sequence[str]) -> list[dict[str
             for name, s in zip(names, host_slots(len(names)), strict=True)]
 
 
+def host_output(ip_and_id: Any, host: str, names: Sequence[str], ssh_user: str) -> Any:
+    """:func:`host_workers` as a pool program's output, from Pulumi's ``Output.all(public_ip,
+    instance_id)`` of host ``host`` (typed ``Any``: this module does not load Pulumi)."""
+    return ip_and_id.apply(lambda v: host_workers(
+        {"name": host, "public_ip": str(v[0]), "instance_id": str(v[1]), "ssh_user": ssh_user},
+        names))
+
+
 def slot_env(s: WorkerSlot, storage_devices: Sequence[str] = ()) -> str:
     """``/etc/oa-vm/workers/<slot>.env``: the values ``lib.sh`` takes for this slot (shell- and
     systemd-readable ``KEY=value`` lines). ``storage_devices``: where this slot's own storage

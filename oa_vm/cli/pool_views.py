@@ -61,16 +61,12 @@ def hosts_of(record: PoolRecord) -> dict[str, list[Any]]:
     return hosts
 
 
-def _shares_hosts(record: PoolRecord) -> bool:
-    return any(len(workers) > 1 for workers in hosts_of(record).values())
-
-
 def _host_price_line(record: PoolRecord) -> str | None:
     """With several workers on a host: the price of a worker and of a host (None otherwise)."""
     hosts = hosts_of(record)
-    if not _shares_hosts(record):
+    most = max((len(w) for w in hosts.values()), default=0)
+    if most < 2:
         return None
-    most = max(len(w) for w in hosts.values())
     each = record.price_per_hour
     host_price = "" if each is None else f", {money(each * most)}/hour per host of {most}"
     return (f"{len(record.workers)} worker(s) on {len(hosts)} host(s): "

@@ -155,7 +155,6 @@ def pool_cost_so_far(
     if record.expires_at is not None and record.expires_at < end:
         after = ((end - record.expires_at).total_seconds() / 86400.0
                  * after_expiry_per_day(record, billing))
-    if record.expires_at is not None and record.expires_at < end:
         end = record.expires_at
     total_s = max(0.0, (end - record.created_at).total_seconds())
     paused_s = 0.0

@@ -19,8 +19,8 @@ from waa_client.ssh.base import (
     ssh_command,
 )
 from waa_client.ssh.command import CommandResult, SshCommandRunner
-from waa_client.ssh.failures import connect_error, ssh_output_error
-from waa_client.ssh.known_hosts import KnownHosts, fingerprint, host_entry
+from waa_client.ssh.failures import connect_error, fingerprint, host_entry, ssh_output_error
+from waa_client.ssh.known_hosts import KnownHosts
 from waa_client.ssh.openssh_tunnel import OpenSshTunnel, ssh_binary
 from waa_client.ssh.paramiko_tunnel import WorkerTunnel
 from waa_client.ssh.pool import PoolTunnels

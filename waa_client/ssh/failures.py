@@ -78,9 +78,6 @@ def ssh_output_error(text: str, *, worker: str, host: str, port: int, user: str,
                      known_hosts_file: Path | None = None) -> TunnelError:
     """The error an ``ssh`` client's stderr ``text`` reports, for worker ``worker``
     (``remembered``: the keys the pool's ``known_hosts_file`` holds for the host)."""
-    address = f"{host}:{port}"
-    where = describe_connection(worker, address)
-    url = f"ssh://{address}"
     last = next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
     if "IDENTIFICATION HAS CHANGED" in text or "Host key verification failed" in text:
         offered = re.search(r"SHA256:[A-Za-z0-9+/=]+", text)
@@ -91,40 +88,23 @@ def ssh_output_error(text: str, *, worker: str, host: str, port: int, user: str,
             known_hosts_file=known_hosts_file,
         )
     if "Permission denied" in text:
-        return SshAuthenticationError(
-            f"{where}: user {user!r} refused with key {key_path}; check the user name and that "
-            "the worker holds the pool's public key",
-            url=url,
-        )
+        return _key_refused(worker=worker, host=host, port=port, user=user, key_path=key_path)
     if "refused" in text.lower():
-        return SshUnreachableError(
-            f"{where}: connection refused; check the worker is running and port {port} is open "
-            "to this machine",
-            url=url,
-        )
+        return _not_reached("connection refused", worker=worker, host=host, port=port)
     if "banner exchange" in text or "kex_exchange_identification" in text:
-        return SshUnreachableError(
-            f"{where}: no SSH handshake within {connect_timeout:g}s ({last}); the port may not "
-            "be an SSH server, or the worker is still starting",
-            url=url,
-        )
+        return handshake_error(last, worker=worker, host=host, port=port,
+                               connect_timeout=connect_timeout)
     if "timed out" in text.lower():
-        return SshUnreachableError(
-            f"{where}: no connection within {connect_timeout:g}s; check the worker is running "
-            f"and port {port} is open to this machine",
-            url=url,
-        )
-    return SshUnreachableError(f"{where}: ssh failed ({last or 'no message'}); retry", url=url)
+        return _not_reached(f"no connection within {connect_timeout:g}s",
+                            worker=worker, host=host, port=port)
+    return SshUnreachableError(
+        f"{describe_connection(worker, f'{host}:{port}')}: ssh failed ({last or 'no message'}); "
+        "retry", url=f"ssh://{host}:{port}",
+    )
 
 
-def connect_error(exc: OSError, *, worker: str, host: str, port: int,
-                  connect_timeout: float) -> SshUnreachableError:
-    """The error for a TCP connect to a worker's SSH port that failed with ``exc``."""
+def _not_reached(reason: str, *, worker: str, host: str, port: int) -> SshUnreachableError:
     address = f"{host}:{port}"
-    if isinstance(exc, TimeoutError):
-        reason = f"no connection within {connect_timeout:g}s"
-    else:
-        reason = str(exc.strerror or exc)
     return SshUnreachableError(
         f"{describe_connection(worker, address)}: {reason}; check the worker is running and port "
         f"{port} is open to this machine",
@@ -132,10 +112,29 @@ def connect_error(exc: OSError, *, worker: str, host: str, port: int,
     )
 
 
-def handshake_error(exc: BaseException | None, *, worker: str, host: str, port: int,
+def _key_refused(*, worker: str, host: str, port: int, user: str,
+                 key_path: Path | str) -> SshAuthenticationError:
+    address = f"{host}:{port}"
+    return SshAuthenticationError(
+        f"{describe_connection(worker, address)}: user {user!r} refused with key {key_path}; "
+        "check the user name and that the worker holds the pool's public key",
+        url=f"ssh://{address}",
+    )
+
+
+def connect_error(exc: OSError, *, worker: str, host: str, port: int,
+                  connect_timeout: float) -> SshUnreachableError:
+    """The error for a TCP connect to a worker's SSH port that failed with ``exc``."""
+    reason = (f"no connection within {connect_timeout:g}s" if isinstance(exc, TimeoutError)
+              else str(exc.strerror or exc))
+    return _not_reached(reason, worker=worker, host=host, port=port)
+
+
+def handshake_error(exc: BaseException | str | None, *, worker: str, host: str, port: int,
                     connect_timeout: float) -> SshUnreachableError:
-    """The error for an SSH handshake (banner, key exchange) that failed with ``exc`` after the
-    TCP connect succeeded (None: no handshake came in time, and nothing more is known)."""
+    """The error for an SSH handshake (banner, key exchange) that failed with ``exc`` (an
+    exception, or the ``ssh`` client's last line) after the TCP connect succeeded (None: no
+    handshake came in time, and nothing more is known)."""
     address = f"{host}:{port}"
     reason = "" if exc is None else f" ({exc or type(exc).__name__})"
     return SshUnreachableError(
@@ -168,13 +167,9 @@ def login_error(exc: BaseException, *, worker: str, host: str, port: int, user: 
                 key_path: Path | str) -> TunnelError:
     """The error for a public-key login that failed with ``exc``: the key refused
     (:class:`SshAuthenticationError`), or the session lost while logging in (retryable)."""
-    address = f"{host}:{port}"
     if isinstance(exc, paramiko.AuthenticationException):
-        return SshAuthenticationError(
-            f"{describe_connection(worker, address)}: user {user!r} refused with key {key_path}; "
-            "check the user name and that the worker holds the pool's public key",
-            url=f"ssh://{address}",
-        )
+        return _key_refused(worker=worker, host=host, port=port, user=user, key_path=key_path)
+    address = f"{host}:{port}"
     return SshUnreachableError(
         f"{describe_connection(worker, address)}: connection lost while logging in ({exc}); retry",
         url=f"ssh://{address}",

@@ -15,8 +15,6 @@ import paramiko
 
 from waa_client.ssh.failures import fingerprint, host_entry, host_key_changed
 
-__all__ = ["KnownHosts", "fingerprint", "host_entry"]
-
 # Several tunnels of one pool record their first contact at the same time; one lock per file
 # keeps their read-modify-write from losing a line.
 _locks: dict[Path, threading.Lock] = {}
