@@ -7,8 +7,10 @@ Every wait for a condition (a pool's workers ready, a lease or a file lock free,
 ready file, an SSH master's control socket) goes through :func:`poll_until`; no module writes
 a deadline loop of its own.
 
-A plain loop: fixed waits need nothing of tenacity's (its import cost the CLI's start-up). The
-stop and the wait read the caller's ``clock``, so a test's fake clock drives the whole poll.
+A plain loop, not tenacity (which :mod:`waa_client.retry` uses for backoff): fixed waits need
+none of its policies, and on it the poll needed a replayed first pass and an import deferred to
+the first wait to keep the CLI's start-up cheap. The stop and the wait read the caller's
+``clock``, so a test's fake clock drives the whole poll.
 """
 
 from __future__ import annotations
