@@ -315,8 +315,24 @@ def resumed_cap(
     return given, None
 
 
+@dataclass(frozen=True)
+class Checked:
+    """What the checks before a run (:func:`evals.run.prechecks.check_before_run`) built and
+    read, handed to :func:`run_evaluation`, which builds, asks and reads none of it again.
+
+    Attributes:
+        agents: The run's agents, the first one built (an ``http`` agent's server probed).
+        variations: The ``--variations`` file, read and checked (``None``: none given).
+        changes: The recorded settings a resumed run changes (``--allow-change``), checked.
+    """
+
+    agents: AgentFactory
+    variations: Mapping[str, Variation] | None = None
+    changes: list[dict[str, Any]] = field(default_factory=list)
+
+
 def run_evaluation(
-    config: RunConfig, *, on_event: EventSink | None = None, checked: AgentFactory | None = None
+    config: RunConfig, *, on_event: EventSink | None = None, checked: Checked | None = None
 ) -> RunResult:
     """Run (or resume) a selection of tasks on a pool and write the run folder.
 
@@ -327,9 +343,9 @@ def run_evaluation(
     must be the same on all of them, and one dispatcher runs the union of their workers
     (:mod:`evals.run.pools`).
 
-    ``checked``: the agents the command's checks built
-    (:func:`evals.run.prechecks.check_before_run`, an ``http`` agent's server probed); the run
-    uses them and asks nothing again. Without it (a Python caller) the run builds and probes
+    ``checked``: what the command's checks built and read (:class:`Checked`: the agents, an
+    ``http`` agent's server probed, the variations, a resumed run's settings); the run uses it
+    and asks nothing again. Without it (a Python caller) the run builds, probes and reads
     itself, once.
 
     Raises:
@@ -351,8 +367,8 @@ def run_evaluation(
         config = replace(config, resume=False, rerun_errors=False)
     if config.resume:
         config = replace(config, max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
-    if checked is not None and checked.makes(config.agent, config.agent_options):
-        make_agent = checked
+    if checked is not None and checked.agents.makes(config.agent, config.agent_options):
+        make_agent, variations, changes = checked.agents, checked.variations, checked.changes
     else:
         from evals.agents.http import probe_agent_server
 
@@ -361,8 +377,8 @@ def run_evaluation(
         # not answer is refused here, before any lease, rather than ending every task in error.
         probe_agent_server(config.agent, config.agent_options.agent_url,
                            option="agent_options.agent_url")
-    variations = read_variations(config.variations) if config.variations is not None else None
-    changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
+        variations = read_variations(config.variations) if config.variations else None
+        changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
 
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken

@@ -27,8 +27,7 @@ from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.kit.durations import format_duration
 
 if TYPE_CHECKING:
-    from evals.agents import AgentFactory
-    from evals.run.runner import RunConfig, RunResult
+    from evals.run.runner import Checked, RunConfig, RunResult
 
 
 
@@ -174,11 +173,11 @@ FailOnErrorsOpt = Annotated[
 
 def execute(
     config: RunConfig, *, json_out: bool, finish: bool = True, fail_on_errors: bool = False,
-    checked: AgentFactory | None = None,
+    checked: Checked | None = None,
 ) -> RunResult:
     """Run with a progress display, print the summary (a warning first for an unhealthy run),
     and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4).
-    ``checked``: the agents the checks before the run built
+    ``checked``: what the checks before the run built and read
     (:func:`evals.run.prechecks.check_before_run`)."""
     from evals.report.progress import make_progress as live_or_plain
     from evals.results.records import RunFolder, results_root
