@@ -69,6 +69,7 @@ __all__ = [
     "DEFAULT_EXPECTED_SECONDS",
     "DEFAULT_QUARANTINE_AFTER",
     "DEFAULT_TASK_TIMEOUT_S",
+    "Checked",
     "Dispatcher",
     "EventSink",
     "RunConfig",
@@ -89,7 +90,7 @@ RERUN_ERROR_TYPES = ("infrastructure", "setup", "timeout")
 _SLEEP_COMMAND = re.compile(r"^\s*sleep\s+([0-9]+(?:\.[0-9]+)?)\s*$")
 
 
-# --- configuration and results -----------------------------------------------------------------
+# --- results -----------------------------------------------------------------------------------
 
 
 @dataclass
