@@ -265,7 +265,6 @@ def _sweep_estimate(
     """The one block of ``sweep --plan``: :func:`evals.cli.sweep_plan.estimate` fed with the
     account's quota (refused above it) and, when the region has no image, the build's plan."""
     import oa_vm
-    from evals.agents.model_api import parse_agent_args
     from evals.cli.sweep_plan import estimate
 
     found, needed = _check_quota(spec, plan)
@@ -275,9 +274,7 @@ def _sweep_estimate(
         image_plan = oa_vm.plan_image(oa_vm.cloud_provider(spec.cloud), str(plan.region),
                                        size=spec.size)
     return estimate(
-        plan=plan, selection=config.selection, agent=config.agent,
-        agent_args=parse_agent_args(config.agent_options.args), max_steps=config.max_steps,
-        trials=config.trials, local_count=local_count, quota=found, vcpus_needed=needed,
+        plan=plan, config=config, local_count=local_count, quota=found, vcpus_needed=needed,
         image_plan=image_plan, price_date=_price_date(spec.cloud, plan),
     )
 
