@@ -541,9 +541,7 @@ def _per_pool_helpers(
 
         repairers = {
             # given its pool's drain check, it replaces a worker under notice right away
-            p.name: WorkerRepairer(p.name, connect_timeout=config.connect_timeout_s,
-                                   read_timeout=config.read_timeout_s,
-                                   draining=watches.get(p.name), fence=fence)
+            p.name: WorkerRepairer(p.name, config, draining=watches.get(p.name), fence=fence)
             for p in pools
         }
     if len(pools) == 1:
