@@ -29,18 +29,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from evals.agents import AgentOptions
+from evals.agents import AgentOptions, BenchmarkAgent
 from evals.errors import InvalidRunInputError, ResumeMismatchError
 from evals.results.records import results_root
 from evals.results.trials import MAX_TRIALS
 from evals.run.queue import DEFAULT_MAX_ATTEMPTS, task_lease_seconds
 from evals.run.reset import DEFAULT_RESET, ResetMode
 from oa_vm.kit.validate import folder_problem, number_problem
-
-if TYPE_CHECKING:
-    from evals.agents import BenchmarkAgent
 
 DEFAULT_TASK_TIMEOUT_S = 600.0
 DEFAULT_QUARANTINE_AFTER = 2
