@@ -296,6 +296,7 @@ AllowChangeOpt = Annotated[
 ]
 """``--allow-change``: see :mod:`evals.run.settings`."""
 
+
 def given_settings(ctx: typer.Context) -> set[str]:
     """The recorded settings (:data:`evals.run.settings.SETTINGS`) whose options were given (on
     the command line or from the environment); the others take a resumed run's recorded values.
@@ -337,8 +338,9 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
     values.update(pool=params.get("pool"), allow_change=tuple(values.get("allow_change", ())))
     args = tuple(params.get("agent_arg") or ())
     agent_url = params.get("agent_url") or os.environ.get(AGENT_URL_ENV) or None
-    folder = results_root(params.get("results_dir")) / str(params.get("run_name"))
-    metadata = read_started(folder) if params.get("resume") and params.get("run_name") else None
+    run_name = params.get("run_name")
+    folder = results_root(params.get("results_dir")) / (run_name or "")
+    metadata = read_started(folder) if params.get("resume") and run_name else None
     if metadata is not None:
         given = given_settings(ctx)
         recorded = recorded_settings(read_manifest(folder), metadata)
