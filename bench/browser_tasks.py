@@ -27,7 +27,8 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -67,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from evals.agents.noop import NoopAgent
     from evals.run.agent_loop import run_task
     from evals.run.attempt_cua import run_cua_task
+    from evals.run.settings import RunConfig
     from evals.tasks.cua_bench import load_selection
     from infra.local.browser import find_chromium
     from infra.local.worker import start_worker
@@ -99,15 +101,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if record.status.value == "error":
                     raise RuntimeError(f"{label}: {record.error_message}")
 
+            config = RunConfig(pool=None, selection="all", agent="oracle")
+            # no agent step at all (the module's setup and evaluate alone): below what a run
+            # accepts (--max-steps is at least 1), so not a RunConfig but the fields read
+            no_steps = cast("RunConfig", SimpleNamespace(max_steps=0, step_pause_s=0.0,
+                                                         record_tree=True))
             for round_no in range(args.rounds):
                 progress(f"round {round_no + 1} of {args.rounds}")
                 for tid, task in chosen.items():
                     timed(f"{tid} setup+evaluate", lambda t=task, i=tid: run_cua_task(
-                        waa, t, i, noop, max_steps=0))
+                        waa, t, i, noop, no_steps))
                     timed(f"{tid} setup+solve+evaluate", lambda t=task, i=tid: run_cua_task(
-                        waa, t, i, oracle, max_steps=0))
+                        waa, t, i, oracle, no_steps))
                 timed(f"local task {local_id} (oracle)", lambda: run_task(
-                    waa, scoring, local_task, local_id, oracle))
+                    waa, scoring, local_task, local_id, oracle, config))
             browser = worker.desktop.browser
             assert browser is not None and browser.pid() is not None
             browser_mb = _pss_mb(int(browser.pid() or 0))

@@ -374,14 +374,16 @@ def measure_overhead(pool: str, runs: int = 3) -> float:
     the median duration of a task that sleeps 0 s, run with the runner's agent loop."""
     from evals.agents import agent_factory
     from evals.run.agent_loop import run_task
+    from evals.run.settings import RunConfig
     from oa_vm import api
 
+    config = RunConfig(pool=pool, selection="all", agent="oracle")
     probe = WorkloadTask("00000000-0000-4000-8000-000000000000-WOS", "notepad", 0.0)
     task = task_json(probe, sleep_solution(0.0))
     agent = agent_factory("oracle")()
     with api.connect(pool) as connections:
         durations = [
-            float(run_task(c.waa, c.scoring, task, probe.task_id, agent).duration_s or 0.0)
+            float(run_task(c.waa, c.scoring, task, probe.task_id, agent, config).duration_s or 0.0)
             for c in connections[:1] * runs
         ]
     return statistics.median(durations)

@@ -155,7 +155,9 @@ def run_fixed_lists(
         ValueError: there are fewer connections than lists.
     """
     from evals.run.agent_loop import run_task
+    from evals.run.settings import RunConfig
 
+    config = RunConfig(pool=None, selection="all", agent="oracle")  # the loop's defaults
     if len(workers) < len(lists):
         raise ValueError(f"{len(lists)} task lists but only {len(workers)} workers")
     lock = threading.Lock()
@@ -169,7 +171,7 @@ def run_fixed_lists(
             if record_dir is not None:
                 record_dir.mkdir(parents=True, exist_ok=True)
             execution = run_task(
-                worker.waa, worker.scoring, tasks[task_id], task_id, agent,
+                worker.waa, worker.scoring, tasks[task_id], task_id, agent, config,
                 deadline=time.monotonic() + task_timeout_s, record_dir=record_dir,
                 domain=domains[task_id],
             )

@@ -24,6 +24,7 @@ import oa_vm
 from oa_vm.kit import timings
 
 if TYPE_CHECKING:
+    from evals.run.settings import RunConfig
     from oa_vm import Plan, VcpuQuota
 
 WAA_SUITE_TASKS = 154
@@ -117,11 +118,7 @@ def _money(usd: float | None) -> str:
 def estimate(
     *,
     plan: Plan,
-    selection: str,
-    agent: str,
-    agent_args: dict[str, Any],
-    max_steps: int,
-    trials: int,
+    config: RunConfig,
     local_count: int | None = None,
     quota: VcpuQuota | None = None,
     vcpus_needed: int | None = None,
@@ -132,16 +129,18 @@ def estimate(
 
     Args:
         plan: the pool's plan (its price for the whole pool, its image or the lack of one).
-        selection, agent, agent_args, max_steps, trials: the run's options.
+        config: the run's options (its selection, agent and arguments, steps and trials).
         local_count: the selection's size when the catalog is here (local pools).
         quota, vcpus_needed: the account's vCPU quota and what the pool needs (cloud pools).
         image_plan: the image build's plan when the region has no image (else None).
         price_date: the catalog figure's date, said beside the VM price.
     """
+    from evals.agents.model_api import parse_agent_args
     from evals.results.cost import model_price, step_cost
 
+    agent, max_steps, trials = config.agent, config.max_steps, config.trials
     cloud, workers = plan.cloud, max(plan.workers, 1)
-    count, counted_by = task_count(selection, cloud, local_count)
+    count, counted_by = task_count(config.selection, cloud, local_count)
     runs = None if count is None else count * max(trials, 1)
     per_task = timings.REPLAY_TASK if agent == "replay" else timings.AGENT_TASK
     needs_build = image_plan is not None
@@ -199,7 +198,7 @@ def estimate(
         + ("? h" if pool_hours is None else f"{pool_hours:.2f} h (ready + tasks)")
         + ("" if not needs_build else f", plus the build's {_money(build_usd)}")
         + "; the hours are estimated, the price is the catalog's"))
-    model = agent_model(agent, agent_args)
+    model = agent_model(agent, parse_agent_args(config.agent_options.args))
     token_usd: float | None = 0.0
     if model is not None:
         try:

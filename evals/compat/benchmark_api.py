@@ -727,6 +727,7 @@ def evaluate_agent_on_benchmark(
 
             run_dir = Path(config.output_dir) / (config.run_name or default_run_name("eval"))
     from evals.run.agent_loop import run_task
+    from evals.run.settings import RunConfig
 
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, not {max_steps}")
@@ -743,6 +744,9 @@ def evaluate_agent_on_benchmark(
     refs = adapter.select(task_ids)
     recorder = _Recorder(Path(run_dir), adapter, agent, refs, max_steps) if run_dir else None
     waa, scoring = adapter.clients() if refs else (None, None)
+    # a negative pause never paused: the run's config refuses one, so it is given as none
+    options = RunConfig(pool=None, selection="all", agent=type(agent).__name__,
+                        max_steps=max_steps, step_pause_s=max(0.0, adapter.step_pause_s))
     results = []
     for ref in refs:
         assert waa is not None and scoring is not None
@@ -750,9 +754,7 @@ def evaluate_agent_on_benchmark(
         deadline = (time.monotonic() + adapter.task_timeout_s
                     if adapter.task_timeout_s is not None else None)
         execution = run_task(
-            waa, scoring, task, ref.task_id, agent,
-            max_steps=max_steps,
-            step_pause_s=adapter.step_pause_s,
+            waa, scoring, task, ref.task_id, agent, options,
             deadline=deadline,
             record_dir=recorder.task_dir(ref.task_id, task) if recorder else None,
             domain=ref.domain,

@@ -19,7 +19,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evals.agents.base import (
     EXECUTE,
@@ -52,10 +52,11 @@ from waa_client.errors import RequestRejectedError, ServerError, WaaError
 from waa_client.scoring import ScoringClient
 from waa_client.waa import WaaClient
 
-DEFAULT_MAX_STEPS = 15
+if TYPE_CHECKING:
+    from evals.run.settings import RunConfig
+
 DEFAULT_WAIT_S = 1.0
 DEFAULT_EVALUATE_ATTEMPTS = 3
-DEFAULT_EVALUATE_BACKOFF_S = 1.0
 SETUP_TIMEOUT_S = 600.0
 EVALUATE_TIMEOUT_S = 300.0
 TRACEBACK_LIMIT = 20_000
@@ -125,18 +126,15 @@ def run_task(
     task: dict[str, Any],
     task_id: str,
     agent: BenchmarkAgent,
+    config: RunConfig,
     *,
-    max_steps: int = DEFAULT_MAX_STEPS,
-    step_pause_s: float = 0.0,
     deadline: float | None = None,
     record_dir: Path | None = None,
     domain: str | None = None,
     wait_s: float = DEFAULT_WAIT_S,
     evaluate_attempts: int = DEFAULT_EVALUATE_ATTEMPTS,
-    evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S,
     sleep: Callable[[float], None] = time.sleep,
     stock_reset: bool = True,
-    record_tree: bool = True,
 ) -> TaskExecution:
     """Run one task once and return its record (never raises for what happens in the task).
 
@@ -146,19 +144,19 @@ def run_task(
         task: The task JSON (``config`` for setup, ``evaluator`` for the checker).
         task_id: The task's index ID.
         agent: The agent; ``reset(task)`` then one ``act`` per step.
-        max_steps: Steps at most; when they run out the task is scored with the last command.
-        step_pause_s: Pause after each executed action (WAA's stock loop waits 3 s).
+        config: The run's options: ``max_steps`` (when they run out the task is scored with
+            the last command), ``step_pause_s`` (after each action sent),
+            ``evaluate_backoff_s`` (the first wait before retrying a checker that answered
+            5xx, doubled each time) and ``record_tree`` (each step's accessibility tree kept
+            in ``record_dir``, ``step_NNN.tree.xml.gz``, size-capped).
         deadline: ``time.monotonic()`` value past which the task ends as ``error/timeout``.
         record_dir: Where to save ``step_NNN.png`` (the observation before each step).
         domain: The task's domain (from the catalog); the task JSON's ``domain`` otherwise.
         wait_s: How long a ``WAIT`` action waits.
         evaluate_attempts: Tries of ``/evaluate`` when the checker answers 5xx.
-        evaluate_backoff_s: First wait between those tries (doubled each time).
         sleep: The sleep function (tests pass a fake to skip waits).
         stock_reset: Close windows and clear files before the setup (WAA's stock reset);
             False when the caller reset the worker already (:mod:`evals.run.reset`).
-        record_tree: Keep the accessibility tree the agent was given at each step in
-            ``record_dir`` (``step_NNN.tree.xml.gz``, size-capped; see ``StepRecord.tree``).
 
     Returns:
         The record, with ``worker``, ``attempts`` and prices left for the runner to fill.
@@ -187,15 +185,12 @@ def run_task(
         except Exception as exc:  # an agent is third-party code: any failure is its own
             raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {_describe(exc)}",
                              agent_traceback(exc)) from exc
-        last_action = _steps(
-            waa, agent, bench_task, execution, clock,
-            max_steps=max_steps, step_pause_s=step_pause_s, record_dir=record_dir,
-            wait_s=wait_s, sleep=sleep, record_tree=record_tree,
-        )
+        last_action = _steps(waa, agent, bench_task, execution, clock, config,
+                             record_dir=record_dir, wait_s=wait_s, sleep=sleep)
         execution.last_action = last_action
         verdict = _evaluate(
             scoring, task, last_action, clock,
-            attempts=evaluate_attempts, backoff_s=evaluate_backoff_s, sleep=sleep,
+            attempts=evaluate_attempts, backoff_s=config.evaluate_backoff_s, sleep=sleep,
         )
         execution.score = float(verdict["score"])
         execution.reason = str(verdict.get("reason", ""))
@@ -243,7 +238,7 @@ def _reset_and_setup(
 
 
 def _observe(
-    waa: WaaClient, index: int, clock: _Clock, record_dir: Path | None, record_tree: bool = True
+    waa: WaaClient, index: int, clock: _Clock, record_dir: Path | None, record_tree: bool
 ) -> tuple[BenchmarkObservation, StepRecord]:
     step = StepRecord(index=index, action={}, started_at=now_iso())
     clock.check(f"step {index}")
@@ -286,16 +281,14 @@ def _steps(
     task: BenchmarkTask,
     execution: TaskExecution,
     clock: _Clock,
+    config: RunConfig,
     *,
-    max_steps: int,
-    step_pause_s: float,
     record_dir: Path | None,
     wait_s: float,
     sleep: Callable[[float], None],
     ends_episode: Callable[[], bool] | None = None,
-    record_tree: bool = True,
 ) -> str:
-    """Observe, act, send, until the agent ends the task, the steps run out, or
+    """Observe, act, send, until the agent ends the task, ``config.max_steps`` run out, or
     ``ends_episode`` (asked after each action sent) says the episode is over.
 
     Returns:
@@ -306,8 +299,8 @@ def _steps(
     last_command = ""
     last_result: dict[str, Any] | None = None
     last_error: str | None = None
-    for index in range(max_steps):
-        observation, step = _observe(waa, index, clock, record_dir, record_tree)
+    for index in range(config.max_steps):
+        observation, step = _observe(waa, index, clock, record_dir, config.record_tree)
         observation.last_result, observation.last_error = last_result, last_error
         execution.steps.append(step)
         begun = time.monotonic()
@@ -343,8 +336,8 @@ def _steps(
                 step.rejected = True
             last_result, last_error = step.result, step.error
             last_command = action.to_string()
-            if step_pause_s > 0:
-                sleep(step_pause_s)
+            if config.step_pause_s > 0:
+                sleep(config.step_pause_s)
             if ends_episode is not None and ends_episode():
                 return last_command
         finally:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evals.agents.base import BenchmarkAgent, task_for_agent
 from evals.agents.builtin import call_reset
@@ -40,6 +40,9 @@ from evals.tasks.cua_bench.session import WorkerSession
 from oa_vm.kit.redact import redact_text
 from waa_client.errors import WaaError
 from waa_client.waa import WaaClient
+
+if TYPE_CHECKING:
+    from evals.run.settings import RunConfig
 
 SUCCESS_TOLERANCE = 1e-9
 
@@ -102,13 +105,11 @@ def run_cua_task(
     task: dict[str, Any],
     task_id: str,
     agent: BenchmarkAgent,
+    config: RunConfig,
     *,
-    max_steps: int,
-    step_pause_s: float = 0.0,
     deadline: float | None = None,
     record_dir: Path | None = None,
     stock_reset: bool = True,
-    record_tree: bool = True,
 ) -> TaskExecution:
     """Run one attempt of a Cua-Bench variant and return its record (see the module).
 
@@ -118,12 +119,10 @@ def run_cua_task(
         task_id: Its task ID (``<module-dir>/<index>``).
         agent: The agent; one whose ``runs_module_oracle`` is true plays the module's
             ``solve_task`` instead of stepping.
-        max_steps: Steps at most for the agent.
-        step_pause_s: Pause after each action the agent sends.
+        config: The run's options (``max_steps``, ``step_pause_s``, ``record_tree``).
         deadline: ``time.monotonic()`` value the attempt ends at (``error/timeout`` past it).
         record_dir: Where the agent's screenshots go.
         stock_reset: Close windows and clear files first (False: the caller reset the worker).
-        record_tree: Keep the accessibility tree the agent was given at each step.
     """
     spec = task["cua_bench"]
     module_file = Path(str(spec["module"]))
@@ -187,10 +186,8 @@ def run_cua_task(
                 raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {exc}",
                                  agent_traceback(exc)) from exc
             execution.last_action = _steps(
-                waa, agent, bench_task, execution, clock, max_steps=max_steps,
-                step_pause_s=step_pause_s, record_dir=record_dir, wait_s=1.0, sleep=time.sleep,
-                record_tree=record_tree,
-            )
+                waa, agent, bench_task, execution, clock, config, record_dir=record_dir,
+                wait_s=1.0, sleep=time.sleep)
         value = lifecycle_call("evaluate_task", functions["evaluate_task"], variant)
         rewards = rewards_of(value)
         if rewards is None:

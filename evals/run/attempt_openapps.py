@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evals.agents.base import REPORT_INFEASIBLE, SEND_MSG_TO_USER, BenchmarkAgent, task_for_agent
 from evals.agents.builtin import call_reset
@@ -25,6 +25,9 @@ from evals.tasks.openapps.classes import ACT, CLARIFY, STOP, Episode, Task, stat
 from evals.tasks.openapps.loader import build
 from waa_client.errors import WaaError
 from waa_client.waa import WaaClient
+
+if TYPE_CHECKING:
+    from evals.run.settings import RunConfig
 
 STATE_COMMAND = "appstate"
 """The simulated desktop's command that answers the apps' state (docs/local-worker.md)."""
@@ -67,13 +70,11 @@ def run_openapps_task(
     task: dict[str, Any],
     task_id: str,
     agent: BenchmarkAgent,
+    config: RunConfig,
     *,
-    max_steps: int,
-    step_pause_s: float = 0.0,
     deadline: float | None = None,
     record_dir: Path | None = None,
     stock_reset: bool = True,
-    record_tree: bool = True,
 ) -> TaskExecution:
     """Run one attempt of an OpenApps-style task and return its record (see the module).
 
@@ -82,13 +83,11 @@ def run_openapps_task(
         task: The queued task (:meth:`evals.tasks.openapps.loader.Entry.task_json`).
         task_id: Its task ID (the entry's name).
         agent: The agent (the oracle plays the class's reference solution).
-        max_steps: Steps at most for the agent.
-        step_pause_s: Pause after each action the agent sends.
+        config: The run's options (``max_steps``, ``step_pause_s``, ``record_tree``).
         deadline: ``time.monotonic()`` value the attempt ends at (``error/timeout`` past it).
         record_dir: Where the agent's screenshots go.
         stock_reset: Close windows and clear files (the apps back to their seed) first
             (False: the caller reset the worker).
-        record_tree: Keep the accessibility tree the agent was given at each step.
     """
     spec = task["openapps"]
     bench_task = task_for_agent(agent, task_id, str(task.get("domain", "")), task, False)
@@ -122,9 +121,8 @@ def run_openapps_task(
                 initial, read_state(waa, clock, "reading the apps' state after a step"), False)
 
         execution.last_action = _steps(
-            waa, agent, bench_task, execution, clock, max_steps=max_steps,
-            step_pause_s=step_pause_s, record_dir=record_dir, wait_s=1.0, sleep=time.sleep,
-            ends_episode=acted, record_tree=record_tree)
+            waa, agent, bench_task, execution, clock, config, record_dir=record_dir,
+            wait_s=1.0, sleep=time.sleep, ends_episode=acted)
         last = execution.steps[-1].action if execution.steps else None
         ended_by = _ENDED_BY.get(str((last or {}).get("type", "")), ACT)
         final = read_state(waa, clock, "reading the apps' state after the agent")

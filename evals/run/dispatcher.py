@@ -63,7 +63,7 @@ from evals.results.records import (
     step_files,
 )
 from evals.results.trials import split_key
-from evals.run.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS, run_task
+from evals.run.agent_loop import run_task
 from evals.run.attempt_cua import is_cua_task, run_cua_task
 from evals.run.attempt_openapps import is_openapps_task, run_openapps_task
 from evals.run.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
@@ -72,14 +72,13 @@ from oa_vm import LeaseLostError, PoolRemovingError
 from oa_vm.kit.redact import redact_text
 
 if TYPE_CHECKING:
+    from evals.run.settings import RunConfig
     from oa_vm import WorkerConnection
     from waa_client import ScoringClient, WaaClient
 
 FENCE_ERRORS = (LeaseLostError, PoolRemovingError)
 """What ``fence`` raises: the run no longer holds its pool (taken over, or being removed)."""
 
-DEFAULT_TASK_TIMEOUT_S = 600.0
-DEFAULT_QUARANTINE_AFTER = 2
 _IDLE_POLL_S = 0.2
 
 
@@ -87,19 +86,6 @@ _IDLE_POLL_S = 0.2
 
 
 # --- the dispatcher ----------------------------------------------------------------------------
-
-
-@dataclass
-class DispatchSettings:
-    """The dispatcher's knobs (a subset of :class:`RunConfig`)."""
-
-    max_steps: int = DEFAULT_MAX_STEPS
-    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
-    quarantine_after: int = DEFAULT_QUARANTINE_AFTER
-    step_pause_s: float = 0.0
-    evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
-    trials: int = 1  # trials per task (evals.results.trials): the queue's keys name the trial
-    record_tree: bool = True  # keep each step's accessibility tree beside its screenshot
 
 
 @dataclass
@@ -124,7 +110,7 @@ class Dispatcher:
         tasks: Task JSON by ID (every task of the queue).
         infos: Record facts by ID (domain, instruction, infeasible).
         make_agent: Builds one agent per worker.
-        settings: Steps, timeouts, quarantine threshold.
+        config: The run's options (steps, timeouts, quarantine threshold, trials), whole.
         on_event: Called (from worker threads) as things happen; must be quick and thread-safe.
         repair: Gives a replacement for a quarantined worker (``run --repair``).
         draining: A worker's drain notice, or None.
@@ -147,7 +133,7 @@ class Dispatcher:
         tasks: Mapping[str, dict[str, Any]],
         infos: Mapping[str, TaskInfo],
         make_agent: Callable[[], BenchmarkAgent],
-        settings: DispatchSettings,
+        config: RunConfig,
         on_event: EventSink | None = None,
         repair: Callable[[str], WorkerConnection | None] | None = None,
         draining: Callable[[str], object | None] | None = None,
@@ -171,7 +157,7 @@ class Dispatcher:
         self.tasks = tasks
         self.infos = infos
         self.make_agent = make_agent
-        self.settings = settings
+        self.config = config
         self.on_event = on_event
         self._lease_lock = threading.Lock()
         self._state_lock = threading.Lock()
@@ -195,7 +181,7 @@ class Dispatcher:
         # resumed or rerun with a narrower selection), and counting those printed "19/18 done".
         for key, record in queue.records().items():
             task_id, trial = split_key(key)
-            if task_id in tasks and trial <= settings.trials:
+            if task_id in tasks and trial <= config.trials:
                 self._counts[str(record["status"])] += 1
 
     # --- events -------------------------------------------------------------------------------
@@ -205,7 +191,7 @@ class Dispatcher:
         spent = self.ledger.spent()  # outside the state lock: the two locks never nest
         with self._state_lock:
             return Snapshot(
-                total=len(self.tasks) * self.settings.trials,  # units of work: trials
+                total=len(self.tasks) * self.config.trials,  # units of work: trials
                 done=sum(self._counts.values()),
                 successes=self._counts[TaskStatus.SUCCESS],
                 failures=self._counts[TaskStatus.FAILURE],
@@ -319,7 +305,7 @@ class Dispatcher:
             if worker_fault and self._check_host(worker):
                 break
             consecutive = consecutive + 1 if worker_fault else 0
-            if consecutive >= self.settings.quarantine_after:
+            if consecutive >= self.config.quarantine_after:
                 self._quarantine(worker.name, consecutive)
                 replacement = self._replace(worker)
                 if replacement is None:
@@ -476,7 +462,7 @@ class Dispatcher:
         task_id = lease.task_id  # the trial's key; the task's ID for trial 1 (evals.results.trials)
         base, trial = split_key(task_id)
         info = self.infos[base]
-        if self.settings.trials > 1:
+        if self.config.trials > 1:
             self.queue.spread_trials(task_id, worker.name)  # other trials: other workers
         with self._state_lock:
             self._running[worker.name] = task_id
@@ -491,38 +477,21 @@ class Dispatcher:
             # cloud worker, so the task's own time limit starts after it
             done_reset = None if reset is None else reset.before_task(worker, self.fence)
             task = self.tasks[base]
+            waa = cast("WaaClient", _Fenced(worker.waa, self.fence))
+            deadline = time.monotonic() + self.config.task_timeout_s
+            record_dir, stock_reset = self.folder.task_dir(task_id), reset is None
             if is_cua_task(task):  # a Cua-Bench variant: its module's setup and evaluate
-                execution = run_cua_task(
-                    cast("WaaClient", _Fenced(worker.waa, self.fence)), task, base, agent,
-                    max_steps=self.settings.max_steps, step_pause_s=self.settings.step_pause_s,
-                    deadline=time.monotonic() + self.settings.task_timeout_s,
-                    record_dir=self.folder.task_dir(task_id), stock_reset=reset is None,
-                    record_tree=self.settings.record_tree,
-                )
+                execution = run_cua_task(waa, task, base, agent, self.config, deadline=deadline,
+                                         record_dir=record_dir, stock_reset=stock_reset)
             elif is_openapps_task(task):  # an OpenApps-style entry: the apps' state, twice
-                execution = run_openapps_task(
-                    cast("WaaClient", _Fenced(worker.waa, self.fence)), task, base, agent,
-                    max_steps=self.settings.max_steps, step_pause_s=self.settings.step_pause_s,
-                    deadline=time.monotonic() + self.settings.task_timeout_s,
-                    record_dir=self.folder.task_dir(task_id), stock_reset=reset is None,
-                    record_tree=self.settings.record_tree,
-                )
+                execution = run_openapps_task(waa, task, base, agent, self.config,
+                                              deadline=deadline, record_dir=record_dir,
+                                              stock_reset=stock_reset)
             else:
                 execution = run_task(
-                    cast("WaaClient", _Fenced(worker.waa, self.fence)),
-                    cast("ScoringClient", _Fenced(worker.scoring, self.fence)),
-                    task,
-                    base,
-                    agent,
-                    max_steps=self.settings.max_steps,
-                    step_pause_s=self.settings.step_pause_s,
-                    deadline=time.monotonic() + self.settings.task_timeout_s,
-                    record_dir=self.folder.task_dir(task_id),
-                    domain=info.domain,
-                    evaluate_backoff_s=self.settings.evaluate_backoff_s,
-                    stock_reset=reset is None,
-                    record_tree=self.settings.record_tree,
-                )
+                    waa, cast("ScoringClient", _Fenced(worker.scoring, self.fence)), task, base,
+                    agent, self.config, deadline=deadline, record_dir=record_dir,
+                    domain=info.domain, stock_reset=stock_reset)
             if done_reset is not None:
                 done_reset.apply(execution)
         except FENCE_ERRORS:

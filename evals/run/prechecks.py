@@ -25,13 +25,13 @@ from oa_vm.kit.validate import writable_problem
 
 if TYPE_CHECKING:
     from evals.agents import AgentFactory, BenchmarkAgent
-    from evals.run.runner import RunConfig
+    from evals.run.runner import Checked, RunConfig
 
 
 def check_before_run(
     config: RunConfig, *, agent_url_option: str = "--agent-url", needs_home: bool = False,
     plan: bool = False,
-) -> AgentFactory | None:
+) -> Checked | None:
     """Refuse, before any pool, process or folder exists, what the run would refuse later.
 
     Args:
@@ -44,8 +44,9 @@ def check_before_run(
             built and no server asked, so a plan needs no secret (a model agent's API key).
 
     Returns:
-        The agents built (the first one checked, an ``http`` agent's server probed), for the
-        run; ``None`` for a plan.
+        What the run is handed (:class:`evals.run.runner.Checked`: the agents built, the first
+        one checked and an ``http`` agent's server probed, the variations read, a resumed
+        run's settings checked); ``None`` for a plan.
 
     Raises:
         InvalidRunInputError: a folder cannot be written, ``--resume`` does not match the run,
@@ -53,25 +54,23 @@ def check_before_run(
             file is unusable (all exit code 2).
         RunExistsError, ResumeMismatchError: see :func:`evals.run.runner.check_run_folder`.
     """
+    from evals.run.runner import Checked, check_resume_settings, check_run_folder
+
     check_folders(config, needs_home=needs_home)
     resumed = None
     if config.run_name is not None:
-        from evals.run.runner import check_run_folder
-
         folder, unstarted, _ = check_run_folder(config)
         resumed = folder if config.resume and not unstarted else None
-    checked = None
+    agents = None
     if plan:
         from evals.agents import load_agent_class
 
         load_agent_class(config.agent)
     else:
-        checked = check_agent(config, agent_url_option=agent_url_option)
-    if resumed is not None and checked is not None:
-        from evals.run.runner import check_resume_settings
-
-        # every recorded setting kept, or changed with --allow-change (evals.run.settings)
-        check_resume_settings(resumed, config, checked.first)
+        agents = check_agent(config, agent_url_option=agent_url_option)
+    # every recorded setting kept, or changed with --allow-change (evals.run.settings)
+    changes = [] if resumed is None or agents is None else check_resume_settings(
+        resumed, config, agents.first)
     from evals.tasks.cua_bench import check_selection, is_cua_selection
 
     if is_cua_selection(config.selection):
@@ -81,12 +80,11 @@ def check_before_run(
 
     if is_openapps_selection(config.selection):
         # a config file on this machine: every entry checked now, before any pool is touched
-        _check_openapps_agent(config, load_selection(config.selection), checked)
-    if config.variations is not None:
-        from evals.run.variations import read_variations
+        _check_openapps_agent(config, load_selection(config.selection), agents)
+    from evals.run.variations import read_variations
 
-        read_variations(config.variations)
-    return checked
+    variations = read_variations(config.variations) if config.variations else None
+    return None if agents is None else Checked(agents, variations, changes)
 
 
 def _check_openapps_agent(
@@ -152,7 +150,7 @@ def _agent(config: RunConfig, checked: AgentFactory | None) -> BenchmarkAgent:
 
 
 def check_local_tasks(
-    config: RunConfig, tasks_dir: str | None, checked: AgentFactory | None = None
+    config: RunConfig, tasks_dir: str | None, checked: Checked | None = None
 ) -> None:
     """A local pool's tasks are known before it exists: refuse unknown task IDs, malformed task
     files, and tasks the agent cannot play (``replay`` without their bundles, ``oracle`` without
@@ -161,7 +159,7 @@ def check_local_tasks(
     Args:
         config: The run's options.
         tasks_dir: The pool's task folder (``None``: the bundled local suite).
-        checked: The agents :func:`check_before_run` built (its first is used; none: one is
+        checked: What :func:`check_before_run` built (its first agent is used; none: one is
             built).
 
     Raises:
@@ -181,5 +179,5 @@ def check_local_tasks(
     catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
     tasks = {ref.task_id: catalog.load(ref.task_id)
              for ref in catalog.select(config.selection, live=False)}
-    agent = _agent(config, checked)
+    agent = _agent(config, None if checked is None else checked.agents)
     agent.check_tasks(tasks_for_agent(agent, tasks))

@@ -30,9 +30,13 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import oa_vm
 from oa_vm import LeaseLostError, PoolRecord, PoolRemovingError, WorkerConnection, save_fenced
+
+if TYPE_CHECKING:
+    from evals.run.settings import RunConfig
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +49,7 @@ class WorkerRepairer:
 
     Args:
         pool: The pool's name.
-        connect_timeout: Seconds to connect to a worker (as the run's other clients).
-        read_timeout: Seconds to wait for a worker's answer.
+        config: The run's options: a replacement's clients connect and read as the others.
         max_repairs: Replacements of one worker at most.
         timeout_s: How long to wait for a replacement to become ready.
         draining: The run's drain check (e.g. :class:`oa_vm.reach.drain.DrainWatch`); given, a
@@ -59,9 +62,8 @@ class WorkerRepairer:
     def __init__(
         self,
         pool: str,
+        config: RunConfig,
         *,
-        connect_timeout: float = 5.0,
-        read_timeout: float = 60.0,
         max_repairs: int = DEFAULT_MAX_REPAIRS,
         timeout_s: float = DEFAULT_REPAIR_TIMEOUT_S,
         draining: Callable[[str], object | None] | None = None,
@@ -70,8 +72,7 @@ class WorkerRepairer:
     ) -> None:
         self.pool = pool
         self.fence = fence
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
+        self.config = config
         self.max_repairs = max_repairs
         self.timeout_s = timeout_s
         self.repairs: dict[str, int] = {}
@@ -222,10 +223,9 @@ class WorkerRepairer:
         else:
             assert found.waa_url and found.scoring_url
             waa_url, scoring_url = found.waa_url, found.scoring_url
-        waa = WaaClient(waa_url, connect_timeout=self.connect_timeout,
-                        read_timeout=self.read_timeout)
-        scoring = ScoringClient(scoring_url, connect_timeout=self.connect_timeout,
-                                read_timeout=self.read_timeout)
+        connect, read = self.config.connect_timeout_s, self.config.read_timeout_s
+        waa = WaaClient(waa_url, connect_timeout=connect, read_timeout=read)
+        scoring = ScoringClient(scoring_url, connect_timeout=connect, read_timeout=read)
         self._stack.callback(waa.close)
         self._stack.callback(scoring.close)
         return WorkerConnection(worker, waa, scoring, waa_url, scoring_url,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import oa_vm
-from evals.agents import AgentFactory, AgentOptions, BenchmarkAgent
+from evals.agents import AgentFactory, BenchmarkAgent
 from evals.agents.base import tasks_for_agent
 from evals.errors import (
     InvalidRunInputError,
@@ -45,20 +45,19 @@ from evals.results.records import (
     results_root,
     versions,
 )
-from evals.results.trials import MAX_TRIALS, trial_key
-from evals.run.agent_loop import DEFAULT_EVALUATE_BACKOFF_S, DEFAULT_MAX_STEPS
-from evals.run.dispatcher import (
+from evals.results.trials import trial_key
+from evals.run.dispatcher import Dispatcher
+from evals.run.metrics import summarize
+from evals.run.queue import TaskQueue
+from evals.run.reset import WorkerReset, describe_plan, plan_resets
+from evals.run.settings import (
     DEFAULT_QUARANTINE_AFTER,
     DEFAULT_TASK_TIMEOUT_S,
-    Dispatcher,
-    DispatchSettings,
+    RunConfig,
+    check_settings,
+    current_settings,
 )
-from evals.run.metrics import summarize
-from evals.run.queue import DEFAULT_MAX_ATTEMPTS, TaskQueue, task_lease_seconds
-from evals.run.reset import DEFAULT_RESET, ResetMode, WorkerReset, describe_plan, plan_resets
-from evals.run.settings import allow_change_problem, check_settings, current_settings
 from evals.run.variations import add_variations, read_variations
-from oa_vm.kit.validate import folder_problem, number_problem
 from waa_client.inputs import check_id
 
 if TYPE_CHECKING:
@@ -67,12 +66,12 @@ if TYPE_CHECKING:
     from oa_vm import Hold, WorkerConnection
     from waa_client.variations import Variation
 
-# The dispatcher's names are also exported here, where they lived before it had a module.
+# The dispatcher's and the config's names are also exported here, where they lived before.
 __all__ = [
     "DEFAULT_EXPECTED_SECONDS",
     "DEFAULT_QUARANTINE_AFTER",
     "DEFAULT_TASK_TIMEOUT_S",
-    "DispatchSettings",
+    "Checked",
     "Dispatcher",
     "EventSink",
     "RunConfig",
@@ -90,148 +89,10 @@ __all__ = [
 DEFAULT_EXPECTED_SECONDS = 120.0
 RERUN_ERROR_TYPES = ("infrastructure", "setup", "timeout")
 """Errors that were not the agent's doing: what ``run --rerun-errors`` runs again."""
-_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _SLEEP_COMMAND = re.compile(r"^\s*sleep\s+([0-9]+(?:\.[0-9]+)?)\s*$")
 
 
-# --- configuration and results -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RunConfig:
-    """Everything a run needs (the ``run`` command's options), checked once, when it is made.
-
-    Immutable: a config is checked as it is made (:meth:`validate`; a value no run can use
-    raises :class:`InvalidRunInputError` then), so whatever holds one holds a valid one. To
-    change a setting, make a new config with :func:`dataclasses.replace`, which is checked in
-    turn.
-
-    Attributes:
-        pool: The pool's name (``None``: the only pool there is).
-        pools: Several pools for one run (``run --pool a --pool b``: one queue, one ledger
-            priced per pool, workers named ``<pool>/<worker>``; :mod:`evals.run.pools`). Leave
-            ``None`` (or give one name) for a single-pool run; ``pool`` is then the pool.
-        selection: The task selection (``all``, an index, ``domain:X``, IDs, ``@file``).
-        agent: A built-in agent name or ``module:Class``.
-        agent_options: Options of built-in agents (bundles, URL).
-        max_steps: Steps per task at most.
-        run_name: The run folder's name (default: ``<agent>-<UTC time>``).
-        resume: Continue the run of that name instead of starting one.
-        task_timeout_s: Wall-clock budget of one attempt of one task.
-        max_attempts: Attempts per task when attempts fail for infrastructure reasons.
-        max_cost_usd: Stop dispatching when the run's spend would pass it.
-        results_dir: Where run folders live (default ``$OA_EVALS_RESULTS`` or
-            ``./benchmark_results``).
-        connect_timeout_s: Seconds to connect to a worker.
-        read_timeout_s: Seconds to wait for a worker's answer (short values make hung workers
-            show quickly).
-        step_pause_s: Pause after each action (WAA's stock loop: 3 s; the simulated worker
-            needs none).
-        expected_seconds: Expected duration per task ID; others are estimated from the task.
-        quarantine_after: Consecutive infrastructure failures/timeouts that quarantine a worker.
-        lease_seconds: How long a lease outlives a silent controller.
-        evaluate_backoff_s: First wait before retrying a checker that answered 5xx.
-        wait_for_pool_s: How long to wait for another run's lease on the pool (0: refuse).
-        reset: How each worker is reset before each task: ``clean``, ``stock`` or
-            ``clean-or-stock`` (:mod:`evals.run.reset`).
-        trials: Times each task is run (``--trials K``; :mod:`evals.results.trials`), each trial an
-            attempt of its own with its own record.
-        variations: A goal-variations file (``--variations``, :mod:`evals.run.variations`): each
-            selected task's variations run after it, with its checker.
-        rerun_errors: With ``resume``: run again the tasks (trials) of the run that ended in
-            an error of :data:`RERUN_ERROR_TYPES`, keeping the earlier attempts.
-        allow_change: With ``resume``: the recorded settings (:mod:`evals.run.settings`) this
-            session may change (``--allow-change``); any other that differs is refused.
-    """
-
-    pool: str | None
-    selection: str
-    agent: str
-    agent_options: AgentOptions = field(default_factory=AgentOptions)
-    max_steps: int = DEFAULT_MAX_STEPS
-    run_name: str | None = None
-    resume: bool = False
-    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    max_cost_usd: float | None = None
-    results_dir: Path | None = None
-    connect_timeout_s: float = 5.0
-    read_timeout_s: float = 60.0
-    step_pause_s: float = 0.0
-    expected_seconds: dict[str, float] | None = None
-    quarantine_after: int = DEFAULT_QUARANTINE_AFTER
-    lease_seconds: float = field(default_factory=task_lease_seconds)
-    evaluate_backoff_s: float = DEFAULT_EVALUATE_BACKOFF_S
-    repair: bool = False  # replace quarantined workers from the pool (evals.run.repair)
-    wait_for_pool_s: float = 0.0
-    pools: list[str] | None = None
-    reset: str = DEFAULT_RESET.value
-    trials: int = 1
-    rerun_errors: bool = False
-    variations: Path | None = None
-    allow_change: tuple[str, ...] = ()
-    record_tree: bool = True  # each step's accessibility tree beside its screenshot
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def pool_names(self) -> list[str]:
-        """The pools asked for: ``pools`` if given, else ``[pool]``, else ``[]`` (the only one).
-
-        Raises:
-            InvalidRunInputError: ``pools`` repeats a name, or ``pool`` is not among them.
-        """
-        from evals.run.pools import check_pool_names
-
-        if not self.pools:
-            return [] if self.pool is None else [self.pool]
-        check_pool_names(self.pools)
-        if self.pool is not None and self.pool not in self.pools:
-            raise InvalidRunInputError(
-                f"pool {self.pool!r} and pools {', '.join(self.pools)} disagree; give pools only"
-            )
-        return list(self.pools)
-
-    def validate(self) -> None:
-        """Raise :class:`InvalidRunInputError` for values no run can use (run when the config
-        is made)."""
-        checks = [
-            number_problem("--max-steps", self.max_steps, low=1),
-            number_problem("--task-timeout", self.task_timeout_s, above=0),
-            number_problem("--max-attempts", self.max_attempts, low=1),
-            number_problem("--max-cost-usd", self.max_cost_usd, low=0),
-            number_problem("--read-timeout", self.read_timeout_s, above=0),
-            number_problem("connect timeout", self.connect_timeout_s, above=0),
-            number_problem("--step-pause", self.step_pause_s, low=0),
-            number_problem("lease seconds", self.lease_seconds, above=0),
-            number_problem("--wait-for-pool", self.wait_for_pool_s, low=0),
-            number_problem("quarantine threshold", self.quarantine_after, low=1),
-            number_problem("--trials", self.trials, low=1, high=MAX_TRIALS),
-            folder_problem("--results-dir", results_root(self.results_dir)),
-        ]
-        problems = [p for p in checks if p]
-        if self.run_name is not None and not _RUN_NAME.match(self.run_name):
-            problems.append(
-                f"--run-name {self.run_name!r} is not a plain folder name "
-                "(letters, digits, '.', '_', '-')"
-            )
-        if self.resume and not self.run_name:
-            problems.append("--resume needs --run-name (the run to continue)")
-        if self.allow_change and not self.resume:
-            problems.append("--allow-change changes a resumed run's settings; give it with "
-                            "--resume or --rerun-errors")
-        problems.append(allow_change_problem(self.allow_change) or "")
-        problems = [p for p in problems if p]
-        if self.rerun_errors and not (self.resume and self.run_name):
-            problems.append("--rerun-errors needs the run's name (the run to rerun errors of)")
-        if not self.selection.strip():
-            problems.append("--tasks is empty; give 'all', an index name, domain:<name> or IDs")
-        if self.reset not in {m.value for m in ResetMode}:
-            problems.append(f"--reset {self.reset!r} is not one of "
-                            f"{', '.join(m.value for m in ResetMode)}")
-        if problems:
-            raise InvalidRunInputError("; ".join(problems))
-        self.pool_names()  # a pool given twice
+# --- results -----------------------------------------------------------------------------------
 
 
 @dataclass
@@ -457,8 +318,24 @@ def resumed_cap(
     return given, None
 
 
+@dataclass(frozen=True)
+class Checked:
+    """What the checks before a run (:func:`evals.run.prechecks.check_before_run`) built and
+    read, handed to :func:`run_evaluation`, which builds, asks and reads none of it again.
+
+    Attributes:
+        agents: The run's agents, the first one built (an ``http`` agent's server probed).
+        variations: The ``--variations`` file, read and checked (``None``: none given).
+        changes: The recorded settings a resumed run changes (``--allow-change``), checked.
+    """
+
+    agents: AgentFactory
+    variations: Mapping[str, Variation] | None = None
+    changes: list[dict[str, Any]] = field(default_factory=list)
+
+
 def run_evaluation(
-    config: RunConfig, *, on_event: EventSink | None = None, checked: AgentFactory | None = None
+    config: RunConfig, *, on_event: EventSink | None = None, checked: Checked | None = None
 ) -> RunResult:
     """Run (or resume) a selection of tasks on a pool and write the run folder.
 
@@ -469,9 +346,9 @@ def run_evaluation(
     must be the same on all of them, and one dispatcher runs the union of their workers
     (:mod:`evals.run.pools`).
 
-    ``checked``: the agents the command's checks built
-    (:func:`evals.run.prechecks.check_before_run`, an ``http`` agent's server probed); the run
-    uses them and asks nothing again. Without it (a Python caller) the run builds and probes
+    ``checked``: what the command's checks built and read (:class:`Checked`: the agents, an
+    ``http`` agent's server probed, the variations, a resumed run's settings); the run uses it
+    and asks nothing again. Without it (a Python caller) the run builds, probes and reads
     itself, once.
 
     Raises:
@@ -493,8 +370,8 @@ def run_evaluation(
         config = replace(config, resume=False, rerun_errors=False)
     if config.resume:
         config = replace(config, max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
-    if checked is not None and checked.makes(config.agent, config.agent_options):
-        make_agent = checked
+    if checked is not None and checked.agents.makes(config.agent, config.agent_options):
+        make_agent, variations, changes = checked.agents, checked.variations, checked.changes
     else:
         from evals.agents.http import probe_agent_server
 
@@ -503,8 +380,8 @@ def run_evaluation(
         # not answer is refused here, before any lease, rather than ending every task in error.
         probe_agent_server(config.agent, config.agent_options.agent_url,
                            option="agent_options.agent_url")
-    variations = read_variations(config.variations) if config.variations is not None else None
-    changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
+        variations = read_variations(config.variations) if config.variations else None
+        changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
 
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken
@@ -666,9 +543,7 @@ def _per_pool_helpers(
 
         repairers = {
             # given its pool's drain check, it replaces a worker under notice right away
-            p.name: WorkerRepairer(p.name, connect_timeout=config.connect_timeout_s,
-                                   read_timeout=config.read_timeout_s,
-                                   draining=watches.get(p.name), fence=fence)
+            p.name: WorkerRepairer(p.name, config, draining=watches.get(p.name), fence=fence)
             for p in pools
         }
     if len(pools) == 1:
@@ -911,17 +786,7 @@ def _run_in_folder(
             folder.sync_executions(done)
             helpers = _per_pool_helpers(pools, config, fence)
             dispatcher = Dispatcher(
-                folder, queue, ledger, workers, tasks, infos, make_agent,
-                DispatchSettings(
-                    max_steps=config.max_steps,
-                    task_timeout_s=config.task_timeout_s,
-                    quarantine_after=config.quarantine_after,
-                    step_pause_s=config.step_pause_s,
-                    evaluate_backoff_s=config.evaluate_backoff_s,
-                    trials=config.trials,
-                    record_tree=config.record_tree,
-                ),
-                on_event,
+                folder, queue, ledger, workers, tasks, infos, make_agent, config, on_event,
                 repair=helpers.repair,
                 draining=helpers.draining,
                 fence=fence,

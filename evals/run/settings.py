@@ -1,4 +1,7 @@
-"""The settings that shape a run's results, recorded when it starts and held on ``--resume``.
+"""The run's options: one frozen :class:`RunConfig`, and the settings recorded when it starts.
+
+The command line parses its options once into a :class:`RunConfig`, checked as it is made; the
+layers below (the runner, the dispatcher, one attempt of one task) receive that object whole.
 
 A resumed run (``--resume``, ``--rerun-errors``) is the same run: its records are scored as one
 set, so every setting that decides what a record says must be the one it started with. They are
@@ -22,24 +25,166 @@ and module); what was never recorded cannot be checked and is taken as given.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from evals.agents import AgentOptions, BenchmarkAgent
 from evals.errors import InvalidRunInputError, ResumeMismatchError
+from evals.results.records import results_root
+from evals.results.trials import MAX_TRIALS
+from evals.run.queue import DEFAULT_MAX_ATTEMPTS, task_lease_seconds
+from evals.run.reset import DEFAULT_RESET, ResetMode
+from oa_vm.kit.validate import folder_problem, number_problem
 
-if TYPE_CHECKING:
-    from evals.agents import BenchmarkAgent
+DEFAULT_TASK_TIMEOUT_S = 600.0
+DEFAULT_QUARANTINE_AFTER = 2
+_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
-RunConfig = Any
-"""An :class:`evals.run.runner.RunConfig` (not imported: the runner imports this module)."""
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything a run needs (the ``run`` command's options), checked once, when it is made.
+
+    Immutable: a config is checked as it is made (:meth:`validate`; a value no run can use
+    raises :class:`InvalidRunInputError` then), so whatever holds one holds a valid one. To
+    change a setting, make a new config with :func:`dataclasses.replace`, which is checked in
+    turn.
+
+    Attributes:
+        pool: The pool's name (``None``: the only pool there is).
+        pools: Several pools for one run (``run --pool a --pool b``: one queue, one ledger
+            priced per pool, workers named ``<pool>/<worker>``; :mod:`evals.run.pools`). Leave
+            ``None`` (or give one name) for a single-pool run; ``pool`` is then the pool.
+        selection: The task selection (``all``, an index, ``domain:X``, IDs, ``@file``).
+        agent: A built-in agent name or ``module:Class``.
+        agent_options: Options of built-in agents (bundles, URL).
+        max_steps: Steps per task at most.
+        run_name: The run folder's name (default: ``<agent>-<UTC time>``).
+        resume: Continue the run of that name instead of starting one.
+        task_timeout_s: Wall-clock budget of one attempt of one task.
+        max_attempts: Attempts per task when attempts fail for infrastructure reasons.
+        max_cost_usd: Stop dispatching when the run's spend would pass it.
+        results_dir: Where run folders live (default ``$OA_EVALS_RESULTS`` or
+            ``./benchmark_results``).
+        connect_timeout_s: Seconds to connect to a worker.
+        read_timeout_s: Seconds to wait for a worker's answer (short values make hung workers
+            show quickly).
+        step_pause_s: Pause after each action (WAA's stock loop: 3 s; the simulated worker
+            needs none).
+        expected_seconds: Expected duration per task ID; others are estimated from the task.
+        quarantine_after: Consecutive infrastructure failures/timeouts that quarantine a worker.
+        lease_seconds: How long a lease outlives a silent controller.
+        evaluate_backoff_s: First wait before retrying a checker that answered 5xx.
+        wait_for_pool_s: How long to wait for another run's lease on the pool (0: refuse).
+        reset: How each worker is reset before each task: ``clean``, ``stock`` or
+            ``clean-or-stock`` (:mod:`evals.run.reset`).
+        trials: Times each task is run (``--trials K``; :mod:`evals.results.trials`), each trial an
+            attempt of its own with its own record.
+        variations: A goal-variations file (``--variations``, :mod:`evals.run.variations`): each
+            selected task's variations run after it, with its checker.
+        rerun_errors: With ``resume``: run again the tasks (trials) of the run that ended in
+            an error of :data:`RERUN_ERROR_TYPES`, keeping the earlier attempts.
+        allow_change: With ``resume``: the recorded settings (:mod:`evals.run.settings`) this
+            session may change (``--allow-change``); any other that differs is refused.
+    """
+
+    pool: str | None
+    selection: str
+    agent: str
+    agent_options: AgentOptions = field(default_factory=AgentOptions)
+    max_steps: int = 15
+    run_name: str | None = None
+    resume: bool = False
+    task_timeout_s: float = DEFAULT_TASK_TIMEOUT_S
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    max_cost_usd: float | None = None
+    results_dir: Path | None = None
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 60.0
+    step_pause_s: float = 0.0
+    expected_seconds: dict[str, float] | None = None
+    quarantine_after: int = DEFAULT_QUARANTINE_AFTER
+    lease_seconds: float = field(default_factory=task_lease_seconds)
+    evaluate_backoff_s: float = 1.0
+    repair: bool = False  # replace quarantined workers from the pool (evals.run.repair)
+    wait_for_pool_s: float = 0.0
+    pools: list[str] | None = None
+    reset: str = DEFAULT_RESET.value
+    trials: int = 1
+    rerun_errors: bool = False
+    variations: Path | None = None
+    allow_change: tuple[str, ...] = ()
+    record_tree: bool = True  # each step's accessibility tree beside its screenshot
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def pool_names(self) -> list[str]:
+        """The pools asked for: ``pools`` if given, else ``[pool]``, else ``[]`` (the only one).
+
+        Raises:
+            InvalidRunInputError: ``pools`` repeats a name, or ``pool`` is not among them.
+        """
+        from evals.run.pools import check_pool_names
+
+        if not self.pools:
+            return [] if self.pool is None else [self.pool]
+        check_pool_names(self.pools)
+        if self.pool is not None and self.pool not in self.pools:
+            raise InvalidRunInputError(
+                f"pool {self.pool!r} and pools {', '.join(self.pools)} disagree; give pools only"
+            )
+        return list(self.pools)
+
+    def validate(self) -> None:
+        """Raise :class:`InvalidRunInputError` for values no run can use (run when the config
+        is made)."""
+        checks = [
+            number_problem("--max-steps", self.max_steps, low=1),
+            number_problem("--task-timeout", self.task_timeout_s, above=0),
+            number_problem("--max-attempts", self.max_attempts, low=1),
+            number_problem("--max-cost-usd", self.max_cost_usd, low=0),
+            number_problem("--read-timeout", self.read_timeout_s, above=0),
+            number_problem("connect timeout", self.connect_timeout_s, above=0),
+            number_problem("--step-pause", self.step_pause_s, low=0),
+            number_problem("lease seconds", self.lease_seconds, above=0),
+            number_problem("--wait-for-pool", self.wait_for_pool_s, low=0),
+            number_problem("quarantine threshold", self.quarantine_after, low=1),
+            number_problem("--trials", self.trials, low=1, high=MAX_TRIALS),
+            folder_problem("--results-dir", results_root(self.results_dir)),
+        ]
+        problems = [p for p in checks if p]
+        if self.run_name is not None and not _RUN_NAME.match(self.run_name):
+            problems.append(
+                f"--run-name {self.run_name!r} is not a plain folder name "
+                "(letters, digits, '.', '_', '-')"
+            )
+        if self.resume and not self.run_name:
+            problems.append("--resume needs --run-name (the run to continue)")
+        if self.allow_change and not self.resume:
+            problems.append("--allow-change changes a resumed run's settings; give it with "
+                            "--resume or --rerun-errors")
+        problems.append(allow_change_problem(self.allow_change) or "")
+        problems = [p for p in problems if p]
+        if self.rerun_errors and not (self.resume and self.run_name):
+            problems.append("--rerun-errors needs the run's name (the run to rerun errors of)")
+        if not self.selection.strip():
+            problems.append("--tasks is empty; give 'all', an index name, domain:<name> or IDs")
+        if self.reset not in {m.value for m in ResetMode}:
+            problems.append(f"--reset {self.reset!r} is not one of "
+                            f"{', '.join(m.value for m in ResetMode)}")
+        if problems:
+            raise InvalidRunInputError("; ".join(problems))
+        self.pool_names()  # a pool given twice
 
 
 @dataclass(frozen=True)
 class Setting:
     """One recorded setting: its name (as ``--allow-change`` takes it), the option that sets it,
-    the :class:`~evals.run.runner.RunConfig` field (``None``: derived), whether it may change."""
+    the :class:`RunConfig` field (``None``: derived), whether it may change."""
 
     name: str
     option: str
@@ -207,7 +352,7 @@ def check_settings(
 
 
 def resumed_values(recorded: Mapping[str, Any], given: set[str]) -> dict[str, Any]:
-    """The :class:`~evals.run.runner.RunConfig` fields a resumed run takes from its record: each
+    """The :class:`RunConfig` fields a resumed run takes from its record: each
     recorded setting whose option was not given (``given``: setting names)."""
     values: dict[str, Any] = {}
     for setting in SETTINGS:

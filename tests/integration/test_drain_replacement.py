@@ -149,6 +149,7 @@ def test_run_repair_starts_the_replacement_before_the_draining_worker_lets_go(
     notice, while the draining worker is still busy (its dispatch loop has not asked yet); when
     the loop asks, it gets the new worker and the draining one is retired."""
     from evals.run.repair import WorkerRepairer
+    from evals.run.settings import RunConfig
     from oa_vm.model import state
     from oa_vm.reach.drain import DrainWatch
 
@@ -159,7 +160,8 @@ def test_run_repair_starts_the_replacement_before_the_draining_worker_lets_go(
     assert run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", "60s",
                    home=home).returncode == 0
     draining = _workers(home)["worker-1"]
-    repairer = WorkerRepairer("spot", draining=DrainWatch("spot", interval_s=0),
+    repairer = WorkerRepairer("spot", RunConfig(pool="spot", selection="all", agent="noop"),
+                              draining=DrainWatch("spot", interval_s=0),
                               watch_interval_s=0.1, timeout_s=DEADLINE_S)
     try:
         (Path(draining["workdir"]) / "host-status").write_text(NOTICE, encoding="utf-8")

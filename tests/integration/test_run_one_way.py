@@ -3,7 +3,8 @@
 Each ``execution.json`` is read at most once after it is written (the summary is made from the
 records the run holds, and printed from that same object), the agent is built once per worker
 (the one the checks built is the first worker's), and an ``http`` agent's server is probed once
-(the checks before the run hand what they built to it). The counts come from Python's own audit
+(the checks before the run hand what they built to it), and a variations file is read by the
+checks alone (the run is handed its entries). The counts come from Python's own audit
 hook (``open`` events) and from the agent and the server themselves, in the CLI's process.
 """
 
@@ -20,6 +21,7 @@ from tests.support.cli import run_cli
 from tests.support.http_servers import Reply, ScriptedServer
 
 pytestmark = pytest.mark.pool(workers=1)
+SHIPPED = Path(__file__).resolve().parents[2] / "infra/local/tasks/variations/local_all.json"
 
 _WATCH = '''\
 """Logs every open of a run record and every agent built (this test's, not the product's)."""
@@ -34,7 +36,7 @@ def _hook(event, args):
     if event != "open" or not isinstance(args[0], (str, bytes, os.PathLike)):
         return
     path = os.fsdecode(args[0])
-    if path.endswith(("execution.json", "summary.json", "metadata.json")):
+    if path.endswith(("execution.json", "summary.json", "metadata.json", "goals.json")):
         mode, flags = args[1], args[2]
         reads = (("r" in mode and "+" not in mode) if isinstance(mode, str)
                  else (flags or 0) & os.O_ACCMODE == os.O_RDONLY)
@@ -111,3 +113,13 @@ def test_an_http_agents_server_is_probed_once(pooled: Path, tmp_path: Path) -> N
         assert server.heads == {"/act": 1}
         assert server.hits["/act"] == 2  # one step of each task: the agent did run
     assert printed["successes"] == 0 and printed["attempts"] == 2
+
+
+def test_the_variations_are_read_by_the_checks_alone(pooled: Path, tmp_path: Path) -> None:
+    goals = tmp_path / "goals.json"
+    goals.write_bytes(SHIPPED.read_bytes())
+    printed, log = _run(pooled, tmp_path, "--agent", "oracle", "--variations", str(goals))
+    assert printed["attempts"] > 2  # the variations did run after the two tasks
+    opens = [e for e in log if str(e.get("open", "")).endswith("goals.json")]
+    # the checks read its entries, the manifest hashes it: the run is handed the entries
+    assert len(opens) == 2, opens

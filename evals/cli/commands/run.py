@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -27,8 +27,7 @@ from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.kit.durations import format_duration
 
 if TYPE_CHECKING:
-    from evals.agents import AgentFactory
-    from evals.run.runner import RunConfig, RunResult
+    from evals.run.runner import Checked, RunConfig, RunResult
 
 
 
@@ -155,73 +154,6 @@ WaitForPoolOpt = Annotated[
 # --- the command -------------------------------------------------------------------------------
 
 
-def build_config(
-    *,
-    pool: str | None,
-    tasks: str,
-    agent: str,
-    max_steps: int,
-    run_name: str | None,
-    resume: bool,
-    task_timeout: float,
-    max_attempts: int,
-    max_cost_usd: float | None,
-    results_dir: Path | None,
-    bundles: Path | None,
-    agent_url: str | None,
-    read_timeout: float,
-    step_pause: float,
-    agent_args: list[str] | None = None,
-    pools: list[str] | None = None,
-    reset: str = "clean-or-stock",
-    trials: int = 1,
-    variations: Path | None = None,
-    rerun_errors: bool = False,
-    repair: bool = False,
-    wait_for_pool_s: float = 0.0,
-    allow_change: list[str] | None = None,
-    record_tree: bool = True,
-) -> RunConfig:
-    """The :class:`evals.run.runner.RunConfig` for command-line options (checked as it is made).
-
-    ``pools``: several ``--pool`` options (one run over several pools); one is ``pool``.
-    """
-    from evals.agents import AgentOptions
-    from evals.run.runner import RunConfig, default_run_name
-
-    config = RunConfig(
-        pool=pool,
-        selection=tasks,
-        agent=agent,
-        agent_options=AgentOptions(
-            bundles=bundles, agent_url=agent_url or os.environ.get(AGENT_URL_ENV) or None,
-            args=tuple(agent_args or ()),
-        ),
-        max_steps=max_steps,
-        # "" stays "" (and is refused by validate), never silently replaced by a default
-        run_name=(
-            run_name if run_name is not None else (None if resume else default_run_name(agent))
-        ),
-        resume=resume,
-        task_timeout_s=task_timeout,
-        max_attempts=max_attempts,
-        max_cost_usd=max_cost_usd,
-        results_dir=results_dir,
-        read_timeout_s=read_timeout,
-        step_pause_s=step_pause,
-        pools=pools,
-        reset=reset,
-        trials=trials,
-        variations=variations,
-        rerun_errors=rerun_errors,
-        repair=repair,
-        wait_for_pool_s=wait_for_pool_s,
-        allow_change=tuple(allow_change or ()),
-        record_tree=record_tree,
-    )
-    return config
-
-
 VariationsOpt = Annotated[
     Path | None,
     typer.Option("--variations", metavar="FILE",
@@ -241,11 +173,11 @@ FailOnErrorsOpt = Annotated[
 
 def execute(
     config: RunConfig, *, json_out: bool, finish: bool = True, fail_on_errors: bool = False,
-    checked: AgentFactory | None = None,
+    checked: Checked | None = None,
 ) -> RunResult:
     """Run with a progress display, print the summary (a warning first for an unhealthy run),
     and, with ``finish``, raise for a budget stop (exit 3) or an unhealthy run (exit 4).
-    ``checked``: the agents the checks before the run built
+    ``checked``: what the checks before the run built and read
     (:func:`evals.run.prechecks.check_before_run`)."""
     from evals.report.progress import make_progress as live_or_plain
     from evals.results.records import RunFolder, results_root
@@ -365,111 +297,78 @@ AllowChangeOpt = Annotated[
 ]
 """``--allow-change``: see :mod:`evals.run.settings`."""
 
-RESUMED_OPTIONS = {"max_steps": "max-steps", "task_timeout": "task-timeout",
-                   "read_timeout": "read-timeout", "step_pause": "step-pause",
-                   "reset": "reset", "tasks": "tasks", "agent": "agent", "trials": "trials",
-                   "agent_arg": "agent-arg", "variations": "variations"}
-"""Command parameters that set a recorded setting (:mod:`evals.run.settings`), by name."""
-
 
 def given_settings(ctx: typer.Context) -> set[str]:
-    """The recorded settings whose options were given (on the command line or from the
-    environment); the others take the resumed run's recorded values."""
+    """The recorded settings (:data:`evals.run.settings.SETTINGS`) whose options were given (on
+    the command line or from the environment); the others take a resumed run's recorded values.
+    A command's parameter is named as the field it sets (``--agent-arg``: ``agent_arg``)."""
+    from evals.run.settings import SETTINGS
+
     given: set[str] = set()
-    for param, setting in RESUMED_OPTIONS.items():
-        source = ctx.get_parameter_source(param)
+    for setting in SETTINGS:
+        source = ctx.get_parameter_source(setting.field or setting.name.replace("-", "_"))
         # by name: typer vendors click, and its enum is not public
         if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
-            given.add(setting)
+            given.add(setting.name)
     return given
 
 
-def resumed_config(config: RunConfig, given: set[str]) -> RunConfig:
-    """``config`` of a resumed run with each recorded setting whose option was not given set
-    to the recorded value (a resumed run is the same run; :mod:`evals.run.settings`).
+def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
+    """The command's options as the one :class:`evals.run.runner.RunConfig`, made (and checked)
+    once: each parameter of ``ctx`` named as a field sets it, ``fixed`` the fields the command
+    decides itself; a resumed run's recorded settings fill those whose options were not given
+    (:mod:`evals.run.settings`: a resumed run is the same run), and a new run is named
+    ``<agent>-<UTC time>``.
 
     Raises:
-        InvalidRunInputError: the run's agent arguments were redacted and not given again.
+        InvalidRunInputError: a value no run can use, no ``--tasks`` or ``--agent`` (and no run
+            recording them), or the resumed run's agent arguments were redacted and not given
+            again.
     """
-    from dataclasses import replace
+    from dataclasses import fields
 
+    from evals.agents import AgentOptions
     from evals.results.records import results_root
     from evals.results.run_reader import read_started
     from evals.run.manifest import read_manifest
+    from evals.run.runner import RunConfig, default_run_name
     from evals.run.settings import REDACTED, recorded_settings, resumed_values
 
-    if not config.resume or not config.run_name:
-        return config
-    folder = results_root(config.results_dir) / config.run_name
-    metadata = read_started(folder)
-    if metadata is None:
-        return config
-    recorded = recorded_settings(read_manifest(folder), metadata)
-    values = resumed_values(recorded, given)
-    args = recorded.get("agent-arg")
-    if "agent-arg" not in given and isinstance(args, dict) and args:
-        hidden = sorted(k for k, v in args.items() if v == REDACTED)
-        if hidden:
-            raise InvalidRunInputError(
-                f"run {config.run_name!r}: its agent's {', '.join(hidden)} were not recorded; "
-                "give them again with --agent-arg KEY=VALUE"
-            )
-        values["agent_options"] = replace(
-            config.agent_options, args=tuple(f"{k}={v}" for k, v in args.items()))
-    return replace(config, **values) if values else config
-
-
-def _recorded_selection(
-    run: str, results_dir: Path | None, tasks: str | None, agent: str | None
-) -> tuple[str | None, str | None]:
-    """``--tasks`` and ``--agent`` of ``--resume``: those given, else the run's own (when it
-    has recorded them; a run that does not exist is refused by the run itself)."""
-    from evals.results.records import results_root
-    from evals.results.run_reader import read_started
-
-    metadata = read_started(results_root(results_dir) / run)
-    if metadata is None:
-        return tasks, agent
-    return (tasks if tasks is not None else str(metadata.get("selection") or "") or None,
-            agent if agent is not None else str(metadata.get("agent") or "") or None)
-
-
-def _rerun_defaults(
-    run: str, results_dir: Path | None, tasks: str | None, agent: str | None,
-    trials: int | None, agent_args: list[str] | None,
-) -> tuple[str, str, int, list[str] | None]:
-    """``--tasks``, ``--agent``, ``--trials`` and ``--agent-arg`` of ``--rerun-errors RUN``:
-    those given, else the run's own (its metadata, and its manifest's agent arguments).
-
-    Raises:
-        InvalidRunInputError: no such run, or its agent had arguments that were redacted (they
-            must be given again).
-    """
-    from evals.results.run_reader import find_run, read_metadata
-    from evals.run.manifest import read_manifest
-
-    folder = find_run(run, results_dir)
-    metadata = read_metadata(folder)
-    if agent_args is None and agent is None:
-        recorded = ((read_manifest(folder) or {}).get("agent") or {}).get("arguments") or {}
-        hidden = sorted(k for k, v in recorded.items() if v == "<redacted>")
-        if hidden:
-            raise InvalidRunInputError(
-                f"run {run!r}: its agent's {', '.join(hidden)} were not recorded; give them "
-                "again with --agent-arg KEY=VALUE"
-            )
-        agent_args = [f"{k}={v}" for k, v in recorded.items()] or None
-    return (
-        tasks if tasks is not None else str(metadata.get("selection") or ""),
-        agent if agent is not None else str(metadata.get("agent") or ""),
-        trials if trials is not None else int(metadata.get("trials") or 1),
-        agent_args,
-    )
+    params = {**ctx.params, **fixed}
+    values = {f.name: params[f.name] for f in fields(RunConfig) if params.get(f.name) is not None}
+    values.update(pool=params.get("pool"), allow_change=tuple(values.get("allow_change", ())))
+    args = tuple(params.get("agent_arg") or ())
+    agent_url = params.get("agent_url") or os.environ.get(AGENT_URL_ENV) or None
+    run_name = params.get("run_name")
+    folder = results_root(params.get("results_dir")) / (run_name or "")
+    metadata = read_started(folder) if params.get("resume") and run_name else None
+    if metadata is not None:
+        given = given_settings(ctx)
+        recorded = recorded_settings(read_manifest(folder), metadata)
+        values.update(resumed_values(recorded, given))
+        agent_args = recorded.get("agent-arg")
+        if "agent-arg" not in given and isinstance(agent_args, dict) and agent_args:
+            hidden = sorted(k for k, v in agent_args.items() if v == REDACTED)
+            if hidden:
+                raise InvalidRunInputError(
+                    f"run {folder.name!r}: its agent's {', '.join(hidden)} were not recorded; "
+                    "give them again with --agent-arg KEY=VALUE"
+                )
+            args = tuple(f"{k}={v}" for k, v in agent_args.items())
+    if "selection" not in values or "agent" not in values:
+        raise InvalidRunInputError(
+            "give --tasks and --agent (or --rerun-errors RUN to rerun a run's errors)"
+        )
+    if values.get("run_name") is None and not values.get("resume"):
+        # "" stays "" (and is refused), never silently replaced by a default
+        values["run_name"] = default_run_name(values["agent"])
+    options = AgentOptions(bundles=params.get("bundles"), agent_url=agent_url, args=args)
+    return RunConfig(**values, agent_options=options)
 
 
 def run(
     ctx: typer.Context,
-    tasks: Annotated[
+    selection: Annotated[
         str | None, typer.Option("--tasks", help=TASKS_HELP + " Required (but for --resume and "
                                  "--rerun-errors: the run's own).")
     ] = None,
@@ -485,22 +384,22 @@ def run(
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,
     resume: ResumeOpt = False,
-    task_timeout: TaskTimeoutOpt = TASK_TIMEOUT,
+    task_timeout_s: TaskTimeoutOpt = TASK_TIMEOUT,
     max_attempts: MaxAttemptsOpt = 3,
     max_cost_usd: MaxCostOpt = None,
     results_dir: ResultsDirOpt = None,
     json_out: JsonOpt = False,
     bundles: BundlesOpt = None,
     agent_url: AgentUrlOpt = None,
-    read_timeout: ReadTimeoutOpt = READ_TIMEOUT,
-    step_pause: StepPauseOpt = STEP_PAUSE,
+    read_timeout_s: ReadTimeoutOpt = READ_TIMEOUT,
+    step_pause_s: StepPauseOpt = STEP_PAUSE,
     agent_arg: AgentArgOpt = None,
     repair: Annotated[
         bool, typer.Option("--repair", help="Replace workers quarantined for infrastructure "
                                             "reasons from the pool (oa-vm pool-repair).")
     ] = False,
     fail_on_errors: FailOnErrorsOpt = False,
-    wait_for_pool: WaitForPoolOpt = None,
+    wait_for_pool_s: WaitForPoolOpt = None,
     reset: ResetOpt = "clean-or-stock",
     trials: Annotated[
         int | None, typer.Option("--trials", metavar="K", help="Run each task K times (each "
@@ -524,30 +423,15 @@ def run(
     from evals.run.prechecks import check_before_run
 
     if rerun_errors is not None:
-        tasks, agent, trials, agent_arg = _rerun_defaults(
-            rerun_errors, results_dir, tasks, agent, trials, agent_arg
-        )
-        run_name, resume = rerun_errors, True
-    elif resume and run_name and (tasks is None or agent is None):
-        tasks, agent = _recorded_selection(run_name, results_dir, tasks, agent)
-    if tasks is None or agent is None:
-        raise InvalidRunInputError(
-            "give --tasks and --agent (or --rerun-errors RUN to rerun a run's errors)"
-        )
+        from evals.results.run_reader import find_run
+
+        find_run(rerun_errors, results_dir)  # no such run: one line naming the runs there are
     several = pool is not None and len(pool) > 1
-    config = build_config(
-        pool=None if several or not pool else pool[0], pools=pool if several else None,
-        tasks=tasks, agent=agent, max_steps=max_steps, run_name=run_name,
-        resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
-        max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
-        agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
-        agent_args=agent_arg, reset=reset, trials=1 if trials is None else trials,
-        variations=variations,
-        rerun_errors=rerun_errors is not None, repair=repair,
-        wait_for_pool_s=wait_for_pool or 0.0, allow_change=allow_change,
-        record_tree=record_tree,
+    config = run_config(
+        ctx, pool=None if several or not pool else pool[0], pools=pool if several else None,
+        run_name=rerun_errors or run_name, resume=resume or rerun_errors is not None,
+        rerun_errors=rerun_errors is not None,
     )
-    config = resumed_config(config, given_settings(ctx))
     if wait_ready is not None:
         names: list[str | None] = [*config.pool_names()] or [None]
         _wait_ready(names, wait_ready)

@@ -44,11 +44,9 @@ from evals.cli.commands.run import (
     TrialsOpt,
     VariationsOpt,
     agent_url_option,
-    build_config,
     execute,
     finish_run,
-    given_settings,
-    resumed_config,
+    run_config,
 )
 from evals.errors import InvalidRunInputError, RunExistsError, RunInterrupted
 from oa_vm.cli import pool_options as pool_opts
@@ -90,7 +88,7 @@ def _say(line: str) -> None:
 
 def sweep(
     ctx: typer.Context,
-    tasks: TasksOpt,
+    selection: TasksOpt,
     agent: AgentOpt,
     cloud: Annotated[
         str, typer.Option("--cloud", help="Where the pool runs: local (default), aws, azure.")
@@ -127,15 +125,15 @@ def sweep(
     max_steps: MaxStepsOpt = 15,
     run_name: RunNameOpt = None,
     resume: ResumeOpt = False,
-    task_timeout: TaskTimeoutOpt = TASK_TIMEOUT,
+    task_timeout_s: TaskTimeoutOpt = TASK_TIMEOUT,
     max_attempts: MaxAttemptsOpt = 3,
     max_cost_usd: MaxCostOpt = None,
     results_dir: ResultsDirOpt = None,
     json_out: JsonOpt = False,
     bundles: BundlesOpt = None,
     agent_url: AgentUrlOpt = None,
-    read_timeout: ReadTimeoutOpt = READ_TIMEOUT,
-    step_pause: StepPauseOpt = STEP_PAUSE,
+    read_timeout_s: ReadTimeoutOpt = READ_TIMEOUT,
+    step_pause_s: StepPauseOpt = STEP_PAUSE,
     agent_arg: AgentArgOpt = None,
     fail_on_errors: FailOnErrorsOpt = False,
     reset: ResetOpt = "clean-or-stock",
@@ -147,15 +145,7 @@ def sweep(
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
     from evals.run.prechecks import check_before_run, check_local_tasks
 
-    config = build_config(
-        pool=None, tasks=tasks, agent=agent, max_steps=max_steps, run_name=run_name,
-        resume=resume, task_timeout=task_timeout, max_attempts=max_attempts,
-        max_cost_usd=max_cost_usd, results_dir=results_dir, bundles=bundles,
-        agent_url=agent_url, read_timeout=read_timeout, step_pause=step_pause,
-        agent_args=agent_arg, reset=reset, trials=trials, variations=variations,
-        allow_change=allow_change, record_tree=record_tree,
-    )
-    config = resumed_config(config, given_settings(ctx))
+    config = run_config(ctx, pool=None)
     faults = parse_faults(fault)
     # Everything checkable without a pool is checked before one is paid for.
     checked = check_before_run(config, agent_url_option=agent_url_option(agent_url),
@@ -275,7 +265,6 @@ def _sweep_estimate(
     """The one block of ``sweep --plan``: :func:`evals.cli.sweep_plan.estimate` fed with the
     account's quota (refused above it) and, when the region has no image, the build's plan."""
     import oa_vm
-    from evals.agents.model_api import parse_agent_args
     from evals.cli.sweep_plan import estimate
 
     found, needed = _check_quota(spec, plan)
@@ -285,9 +274,7 @@ def _sweep_estimate(
         image_plan = oa_vm.plan_image(oa_vm.cloud_provider(spec.cloud), str(plan.region),
                                        size=spec.size)
     return estimate(
-        plan=plan, selection=config.selection, agent=config.agent,
-        agent_args=parse_agent_args(config.agent_options.args), max_steps=config.max_steps,
-        trials=config.trials, local_count=local_count, quota=found, vcpus_needed=needed,
+        plan=plan, config=config, local_count=local_count, quota=found, vcpus_needed=needed,
         image_plan=image_plan, price_date=_price_date(spec.cloud, plan),
     )
 
@@ -378,7 +365,7 @@ def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bo
 def _sweep_pool_path(config: RunConfig) -> Path:
     from evals.results.records import results_root
 
-    assert config.run_name is not None  # build_config names every sweep's run
+    assert config.run_name is not None  # run_config names every sweep's run
     return results_root(config.results_dir) / config.run_name / SWEEP_POOL
 
 

@@ -216,7 +216,9 @@ def _live(
     Refuses to start, listing them, while any selected task lacks a bundle or a checker
     configuration (an ``evaluator.func``): a task nobody can score is not worth a VM-minute.
     """
-    from evals.cli.commands.run import build_config, execute
+    from evals.agents import AgentOptions
+    from evals.cli.commands.run import execute
+    from evals.run.runner import RunConfig, default_run_name
     from waa_client.catalog import Catalog
 
     if bundles is None or pool is None:
@@ -245,11 +247,11 @@ def _live(
             f"{len(unscorable)} task(s) have no checker configuration (evaluator.func): "
             + ", ".join(unscorable)
         )
-    config = build_config(
-        pool=pool, tasks=",".join(task_ids), agent="replay", max_steps=15, run_name=run_name,
-        resume=False, task_timeout=600.0, max_attempts=3, max_cost_usd=max_cost_usd,
-        results_dir=results_dir, bundles=bundles, agent_url=None, read_timeout=60.0,
-        step_pause=0.0,
+    config = RunConfig(
+        pool=pool, selection=",".join(task_ids), agent="replay",
+        agent_options=AgentOptions(bundles=bundles), max_cost_usd=max_cost_usd,
+        run_name=default_run_name("replay") if run_name is None else run_name,
+        results_dir=results_dir,
     )
     execute(config, json_out=as_json)
 

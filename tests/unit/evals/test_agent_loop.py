@@ -11,6 +11,7 @@ import base64
 import json
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,13 @@ from evals.agents.noop import NoopAgent
 from evals.agents.oracle import OracleAgent
 from evals.results.records import ErrorType, TaskStatus
 from evals.run.agent_loop import run_task
+from evals.run.settings import RunConfig
 from tests.support.http_servers import PNG_1PX, RefusingPort, Reply, ScriptedServer, SilentServer
 from waa_client import ScoringClient, WaaClient
 from waa_client.http import no_retry_waits
+
+CONFIG = RunConfig(pool=None, selection="all", agent="noop")
+"""The run options one attempt is given (the defaults: 15 steps, no pause)."""
 
 TASK = {"id": "t1", "instruction": "Type hi", "config": [{"type": "sleep", "parameters": {}}],
         "evaluator": {"func": "exact_match"},
@@ -84,7 +89,7 @@ def test_a_scored_task_records_steps_screenshots_and_the_checkers_verdict(
 ) -> None:
     waa_srv, scoring_srv = servers
     waa, scoring = _clients(waa_srv.url, scoring_srv.url)
-    result = run_task(waa, scoring, TASK, "t1", OracleAgent(), record_dir=tmp_path,
+    result = run_task(waa, scoring, TASK, "t1", OracleAgent(), CONFIG, record_dir=tmp_path,
                       domain="notepad", sleep=_no_sleep)
     assert result.status is TaskStatus.SUCCESS and result.score == 1.0
     assert result.reason == "matches" and result.last_action == "DONE"
@@ -104,7 +109,7 @@ def test_the_score_is_the_checkers_even_when_the_agent_says_done(
 ) -> None:
     waa_srv, scoring_srv = servers
     scoring_srv.set("/evaluate", Reply.json({"score": 0.0, "success": False, "reason": "no"}))
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent())
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(), CONFIG)
     assert result.status is TaskStatus.FAILURE and result.score == 0.0
 
 
@@ -113,7 +118,7 @@ def test_steps_running_out_score_with_the_last_command_and_count_tokens(
 ) -> None:
     waa_srv, scoring_srv = servers
     result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", CountingAgent(),
-                      max_steps=3)
+                      replace(CONFIG, max_steps=3))
     assert len(result.steps) == 3 and result.last_action == "echo 2"
     assert result.cost.tokens_in == 30 and result.cost.tokens_out == 6
     sent = json.loads([b for p, b in scoring_srv.bodies if p == "/evaluate"][0])
@@ -127,7 +132,7 @@ def test_a_failed_setup_step_is_a_setup_error(
     scoring_srv.set("/setup", Reply.json(
         {"status": "error", "results": [{"type": "download", "status": "error",
                                          "error": "404"}]}, 422))
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent())
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(), CONFIG)
     assert result.status is TaskStatus.ERROR and result.error_type is ErrorType.SETUP
     assert "download" in (result.error_message or "")
     assert scoring_srv.hits["/evaluate"] == 0
@@ -137,7 +142,7 @@ def test_an_agent_that_raises_is_an_agent_error(
     servers: tuple[ScriptedServer, ScriptedServer],
 ) -> None:
     waa_srv, scoring_srv = servers
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", RaisingAgent())
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", RaisingAgent(), CONFIG)
     assert result.error_type is ErrorType.AGENT
     assert "model overloaded" in (result.error_message or "")
     assert scoring_srv.hits["/evaluate"] == 0
@@ -158,7 +163,8 @@ def test_an_agent_whose_reset_raises_keeps_its_traceback(
     servers: tuple[ScriptedServer, ScriptedServer],
 ) -> None:
     waa_srv, scoring_srv = servers
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", ResetRaisingAgent())
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", ResetRaisingAgent(),
+                      CONFIG)
     assert result.error_type is ErrorType.AGENT
     assert (result.error_message or "").startswith("agent reset failed: KeyError")
     trace = result.agent_traceback or ""
@@ -172,7 +178,8 @@ def test_a_checker_answering_500_is_retried_then_an_evaluation_error(
     scoring_srv.set("/evaluate", Reply.json({"status": "error", "message": "getter broke"}, 500))
     waits: list[float] = []
     result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
-                      evaluate_attempts=3, evaluate_backoff_s=0.5, sleep=waits.append)
+                      replace(CONFIG, evaluate_backoff_s=0.5), evaluate_attempts=3,
+                      sleep=waits.append)
     assert result.error_type is ErrorType.EVALUATION
     assert scoring_srv.hits["/evaluate"] == 3
     assert waits == [0.5, 1.0]
@@ -183,7 +190,7 @@ def test_a_checker_that_recovers_gives_an_outcome(
 ) -> None:
     waa_srv, scoring_srv = servers
     scoring_srv.set("/evaluate", [Reply.json({"message": "busy"}, 500), VERDICT])
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(), CONFIG,
                       sleep=_no_sleep)
     assert result.status is TaskStatus.SUCCESS
 
@@ -196,7 +203,7 @@ def test_a_500_on_execute_is_the_workers_fault_not_the_agents(
     # as an infrastructure error (retried elsewhere), never as a score.
     waa_srv, scoring_srv = servers
     waa_srv.set("/execute", Reply.json({"status": "error", "message": "no such app"}, 500))
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(),
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(), CONFIG,
                       sleep=_no_sleep)
     assert result.status is TaskStatus.ERROR
     assert result.error_type is ErrorType.INFRASTRUCTURE
@@ -213,7 +220,7 @@ def test_a_500_on_execute_from_a_healthy_worker_is_the_agents_action_failing(
     waa_srv.set("/execute",
                 Reply.json({"status": "error", "message": "[Errno 36] File name too long"}, 500))
     waa_srv.set("/probe", Reply.json({"status": "Probe successful"}))
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(),
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(), CONFIG,
                       sleep=_no_sleep)
     assert result.error_type is None, result.error_message
     assert result.status in (TaskStatus.SUCCESS, TaskStatus.FAILURE)
@@ -228,7 +235,7 @@ def test_a_plain_500_on_execute_stays_the_workers_even_if_it_answers_its_probe(
     waa_srv, scoring_srv = servers
     waa_srv.set("/execute", Reply(500, b"Internal Server Error", "text/plain"))
     waa_srv.set("/probe", Reply.json({"status": "Probe successful"}))
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(),
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", OracleAgent(), CONFIG,
                       sleep=_no_sleep)
     assert result.error_type is ErrorType.INFRASTRUCTURE
 
@@ -255,7 +262,7 @@ def test_waas_own_500_answer_on_execute_windows_is_the_agents_code_failing(
     waa_srv, scoring_srv = servers
     waa_srv.set("/execute_windows",
                 Reply.json({"status": "error", "message": "NameError: foo"}, 500))
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", ClickThenDone(),
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", ClickThenDone(), CONFIG,
                       sleep=_no_sleep)
     assert result.status is TaskStatus.SUCCESS  # the scripted checker's verdict
     assert result.steps[0].rejected and "NameError" in (result.steps[0].error or "")
@@ -269,7 +276,7 @@ def test_any_other_5xx_on_execute_windows_is_the_workers_fault(
     waa_srv, scoring_srv = servers
     waa_srv.set("/execute_windows",
                 Reply(500, b"Internal Server Error: injected fault", "text/plain"))
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", ClickThenDone(),
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", ClickThenDone(), CONFIG,
                       sleep=_no_sleep)
     assert result.status is TaskStatus.ERROR
     assert result.error_type is ErrorType.INFRASTRUCTURE and result.score is None
@@ -281,7 +288,7 @@ def test_an_unreachable_worker_is_an_infrastructure_error(
 ) -> None:
     _, scoring_srv = servers
     with RefusingPort() as dead:
-        result = run_task(*_clients(dead.url, scoring_srv.url), TASK, "t1", NoopAgent())
+        result = run_task(*_clients(dead.url, scoring_srv.url), TASK, "t1", NoopAgent(), CONFIG)
     assert result.error_type is ErrorType.INFRASTRUCTURE
 
 
@@ -292,7 +299,7 @@ def test_a_hung_worker_ends_at_the_deadline_as_a_timeout(
     with SilentServer() as hung:
         waa, _unused = _clients(waa_srv.url, hung.url, read=30.0)
         scoring = ScoringClient(hung.url, read_timeout=30.0, connect_timeout=2)
-        result = run_task(waa, scoring, TASK, "t1", NoopAgent(),
+        result = run_task(waa, scoring, TASK, "t1", NoopAgent(), CONFIG,
                           deadline=time.monotonic() + 1.0)
     assert result.error_type is ErrorType.TIMEOUT
     assert "ran out of time" in (result.error_message or "")
@@ -302,7 +309,7 @@ def test_a_deadline_already_past_is_a_timeout_before_anything_is_sent(
     servers: tuple[ScriptedServer, ScriptedServer],
 ) -> None:
     waa_srv, scoring_srv = servers
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(), CONFIG,
                       deadline=time.monotonic() - 1)
     assert result.error_type is ErrorType.TIMEOUT
     assert waa_srv.hits["/setup/close_all"] == 0

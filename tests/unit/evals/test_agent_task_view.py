@@ -23,6 +23,7 @@ from evals.agents.base import (
 )
 from evals.agents.oracle import OracleAgent
 from evals.run.agent_loop import run_task
+from evals.run.settings import RunConfig
 from tests.support.http_servers import Reply, ScriptedServer
 from waa_client import ScoringClient, WaaClient
 from waa_client.http import no_retry_waits
@@ -73,7 +74,8 @@ def _run(agent: BenchmarkAgent, task: dict[str, Any], task_id: str,
     waa, scoring = servers
     run_task(WaaClient(waa.url, read_timeout=5, connect_timeout=2),
              ScoringClient(scoring.url, read_timeout=5, connect_timeout=2),
-             task, task_id, agent, max_steps=3, sleep=lambda _s: None)
+             task, task_id, agent, RunConfig(pool=None, selection="all", agent="noop", max_steps=3),
+             sleep=lambda _s: None)
 
 
 @pytest.mark.parametrize("path", LOCAL_TASKS, ids=[p.stem[:12] for p in LOCAL_TASKS])

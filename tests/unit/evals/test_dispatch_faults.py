@@ -14,7 +14,7 @@ from evals.agents.noop import NoopAgent
 from evals.results.ledger import Ledger
 from evals.results.records import RunFolder, TaskInfo
 from evals.run.queue import TaskQueue
-from evals.run.runner import Dispatcher, DispatchSettings
+from evals.run.runner import Dispatcher, RunConfig
 from oa_vm.reach.connect import WorkerConnection
 from tests.support.http_servers import PNG_1PX, Reply, ScriptedServer
 from waa_client import ScoringClient, WaaClient
@@ -63,7 +63,8 @@ def test_reset_failures_are_retried_elsewhere_and_quarantine_the_worker(
     infos = {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}
     dispatcher = Dispatcher(
         folder, queue, Ledger(None), workers, TASKS, infos, NoopAgent,
-        DispatchSettings(max_steps=2, task_timeout_s=60, quarantine_after=2),
+        RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
+                  quarantine_after=2),
     )
     try:
         outcome = dispatcher.run()

@@ -28,8 +28,9 @@ from evals.results.events import RunEvent
 from evals.results.ledger import Ledger
 from evals.results.records import ErrorType, RunFolder, TaskExecution, TaskInfo, TaskStatus, now_iso
 from evals.run import dispatcher as dispatcher_module
-from evals.run.dispatcher import Dispatcher, DispatchOutcome, DispatchSettings
+from evals.run.dispatcher import Dispatcher, DispatchOutcome
 from evals.run.queue import QueueStatus, TaskQueue
+from evals.run.settings import RunConfig
 from oa_vm.reach.connect import WorkerConnection
 
 GATE_DEADLINE_S = 60.0  # generous: only a hung dispatcher comes near it
@@ -118,7 +119,7 @@ class FakePool:
             self._cond.notify_all()
 
     def run_task(self, waa: Any, scoring: Any, task: dict[str, Any], task_id: str,
-                 agent: Any, **_: Any) -> TaskExecution:
+                 agent: Any, config: Any, **_: Any) -> TaskExecution:
         """One attempt: ``broken`` fails, ``healthy`` scores 1 (same shape as the real one)."""
         worker = str(waa.worker_name)
         with self._cond:
@@ -169,7 +170,8 @@ def _dispatcher(
     infos = {tid: TaskInfo(tid, "d", "x", False) for tid in task_ids}
     return Dispatcher(
         folder, queue, Ledger(None), pool.connections(), tasks, infos, NoopAgent,
-        DispatchSettings(max_steps=2, task_timeout_s=60, quarantine_after=quarantine_after),
+        RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
+                  quarantine_after=quarantine_after),
         on_event=pool.on_event, draining=pool.draining,
     )
 
@@ -218,7 +220,8 @@ def test_the_only_worker_left_retries_its_own_failure(
     dispatcher = Dispatcher(
         run_folder, queue, Ledger(None), only_broken,
         {"t0": {"id": "t0", "config": []}}, {"t0": TaskInfo("t0", "d", "x", False)},
-        NoopAgent, DispatchSettings(max_steps=2, task_timeout_s=60, quarantine_after=10),
+        NoopAgent, RunConfig(pool=None, selection="all", agent="noop", max_steps=2,
+                             task_timeout_s=60, quarantine_after=10),
         draining=pool.draining,
     )
     dispatcher.run()
