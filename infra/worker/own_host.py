@@ -4,7 +4,9 @@ the claim on the host, the image cache that outlives pools, and the expiry timer
 - ``/var/lib/oa-vm/pool``: the pool that holds the host (``host_pool.sh claim``); a plan refuses
   a host whose marker names another pool (``host_probe.sh`` reads it).
 - ``/var/lib/oa-vm/image-cache``: the prepared worker image, kept by ``host_pool.sh release``
-  for later pools unless ``--purge``.
+  for later pools unless ``--purge``. The first pool on a host without one builds it there with
+  ``oa-vm-image-build.service``: the cloud image builder's ``bootstrap.sh build``, its storage
+  the cache folder itself, its status in ``/var/lib/oa-vm/build-status``.
 - ``oa-vm-expiry.timer`` / ``oa-vm-expiry.service``: at the pool's expiry the host itself runs
   ``host_pool.sh release POOL``, so a pool whose controlling machine is gone stops on time. Never
   a power-off (the cloud hosts' timer powers off): the host is the user's own server.
@@ -22,6 +24,23 @@ SEED_SCRIPT = "seed_storage.sh"
 hosts in place of mounting a volume)."""
 MARKER_FILE = f"{units.STATE_DIR}/pool"
 IMAGE_CACHE_DIR = f"{units.STATE_DIR}/image-cache"
+BUILD_UNIT = "oa-vm-image-build.service"
+BUILD_STATUS = f"{units.STATE_DIR}/build-status"
+BUILD_UNIT_TEXT = f"""[Unit]
+Description=oa-vm: build this host's prepared Windows image into {IMAGE_CACHE_DIR}
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+EnvironmentFile=/etc/oa-vm/worker.env
+Environment=OA_VM_SLOT_STORAGE={IMAGE_CACHE_DIR}
+Environment=OA_VM_SLOT_STATUS={BUILD_STATUS}
+ExecStart={units.SHIP_DIR}/bootstrap.sh build
+TimeoutStartSec=infinity
+"""
+"""The build's unit, started by a create (never at boot); its slot-0 container is the one
+``host_pool.sh release`` removes."""
 
 
 def release_command(pool: str, *, purge: bool = False) -> str:
