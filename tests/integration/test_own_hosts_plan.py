@@ -156,3 +156,18 @@ def test_a_malformed_host_gets_one_line(lab: dict[str, Host], tmp_path: Path) ->
     done = run_cli("oa-vm", "pool-create", "--cloud", "ssh", "--ssh-key",
                    str(lab["_key"].root), "--plan", "--host", "lab-server", home=tmp_path)
     assert "use user@host or user@host:port" in done.assert_one_line_error()
+
+
+def test_an_iso_the_hosts_cannot_build_from_gets_one_line_before_any_change(
+    lab: dict[str, Host], tmp_path: Path
+) -> None:
+    before = lab["good-a"].tree()
+    url = _plan(lab, tmp_path, ["good-a"], "--iso", "https://example.com/w.iso", "--yes")
+    assert "your own hosts build from an ISO file here" in url.assert_one_line_error()
+    missing = _plan(lab, tmp_path, ["good-a"], "--iso", str(tmp_path / "no.iso"), "--yes")
+    assert "no such file" in missing.assert_one_line_error()
+    local = run_cli("oa-vm", "pool-create", "--cloud", "local", "--iso", str(tmp_path / "w.iso"),
+                    "--plan", home=tmp_path)
+    assert "--iso is for your own hosts" in local.assert_one_line_error()
+    assert lab["good-a"].tree() == before
+    assert not (tmp_path / "pools" / "lab").exists()

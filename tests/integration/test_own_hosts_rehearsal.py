@@ -141,7 +141,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             make_root(root)
             fake = base / name / "fake"
             server = HostSshServer(base / name / "sshd", bin_dir, fake, OA_VM_ROOT=str(root),
-                                   OA_VM_STATE_DIR=str(root / "var/lib/oa-vm"))
+                                   OA_VM_STATE_DIR=str(root / "var/lib/oa-vm"),
+                                   OA_VM_POLL_S="0.2")
             server.authorized_keys.write_text((base / "id_ed25519.pub").read_text())
             server.start()
             stack.callback(server.stop)
@@ -330,11 +331,26 @@ def test_a_pool_on_own_hosts_builds_each_image_once_pauses_extends_resumes_repai
     assert not (lab.home / "pools" / POOL).exists()
     assert [h.builds() for h in lab.hosts] == [1, 1]
 
-    # the create builds beta's image (alpha's is reused), then starts each host's worker
-    done = lab.oa_vm(*lab.create_args("--yes", per_host=1))
+    # the create builds beta's image from the user's ISO (alpha's is reused), uploaded to beta
+    # only, then starts each host's worker
+    iso = lab.home.parent / "Win11.iso"
+    iso.write_bytes(bytes(32768) + b"\x01CD001\x01" + bytes(100_000))  # an ISO 9660 descriptor
+    planned = lab.oa_vm(*lab.create_args("--iso", str(iso), "--plan", per_host=1))
+    assert planned.returncode == 0, planned.stderr
+    assert f"host {beta.address}: this pool first builds its prepared image into " \
+        f"{own_host.IMAGE_CACHE_DIR} from your ISO {iso} (0.0 GB, uploaded over SSH)" \
+        in planned.stdout, planned.stdout
+    assert f"host {alpha.address}: this pool first builds" not in planned.stdout
+    done = lab.oa_vm(*lab.create_args("--iso", str(iso), "--yes", per_host=1))
     assert done.returncode == 0, done.stdout + done.stderr
     assert [h.builds() for h in lab.hosts] == [1, 2]
     assert f"host {beta.address}: image built into {own_host.IMAGE_CACHE_DIR}" in done.stdout
+    uploaded = beta.root / "var/lib/oa-vm/iso/custom.iso"
+    assert uploaded.read_bytes() == iso.read_bytes()
+    assert not (alpha.root / "var/lib/oa-vm/iso").exists()
+    build_run = [c for c in calls(beta.fake) if c.startswith("docker run")
+                 and "--prepare-image true" in c][-1]
+    assert f"-v {uploaded}:/custom.iso" in build_run, build_run
     info = (beta.cache / "oa-vm-image.ready").read_text()
     assert "waa_image=windowsarena/winarena@sha256:" in info, info
     for host in lab.hosts:

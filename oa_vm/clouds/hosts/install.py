@@ -68,10 +68,10 @@ def worker_env(pool: str, user: str, expires_at: datetime) -> str:
 
 
 def host_files(pool: str, user: str, expires_at: datetime, per_host: int,
-               build: bool = False) -> dict[str, str]:
+               build: str = "") -> dict[str, str]:
     """Every file a create writes on a host, by absolute path: the worker files under
-    ``/opt/oa-vm``, ``worker.env``, each slot's settings and units, the expiry timer (and with
-    ``build``, the image build's unit)."""
+    ``/opt/oa-vm``, ``worker.env``, each slot's settings and units, the expiry timer, and
+    ``build``, the image build's unit (:func:`infra.worker.own_host.build_unit`), if given."""
     from infra.worker.cloud_init import WorkerFiles, ship_text
 
     files = {f"{units.SHIP_DIR}/{name}": text
@@ -82,7 +82,7 @@ def host_files(pool: str, user: str, expires_at: datetime, per_host: int,
     files.update(slots.host_files(per_host))
     files.update(own_host.expiry_units(pool, expires_at))
     if build:
-        files[f"{units.UNIT_DIR}/{own_host.BUILD_UNIT}"] = own_host.BUILD_UNIT_TEXT
+        files[f"{units.UNIT_DIR}/{own_host.BUILD_UNIT}"] = build
     return files
 
 
@@ -112,10 +112,10 @@ def _unpack(files: Mapping[str, str]) -> str:
 
 
 def install_command(pool: str, user: str, expires_at: datetime, per_host: int,
-                    build: bool = False) -> str:
+                    build: str = "") -> str:
     """The command that puts ``per_host`` workers of ``pool`` on a host (see the module
-    docstring); with ``build`` it starts the image build instead of the workers. Exit 3:
-    another pool holds the host, nothing changed."""
+    docstring); with ``build`` (the build's unit) it starts the image build instead of the
+    workers. Exit 3: another pool holds the host, nothing changed."""
     missing = "; ".join(f"command -v {cmd} >/dev/null 2>&1 || need=\"$need {package}\""
                         for cmd, package in PACKAGES)
     return (

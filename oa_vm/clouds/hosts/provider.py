@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from infra.worker import own_host, slots
 from infra.worker.slots import memory_per_worker_gib
+from oa_vm.clouds import iso_source
 from oa_vm.clouds.base import (
     Capability,
     CleanupReport,
@@ -175,6 +176,14 @@ class SshHostsProvider:
             raise InvalidInputError("--cloud ssh needs --ssh-key PATH (the key that logs in to "
                                     "every --host)")
         per_host = spec.workers_per_host
+        source = "dockur's download of Windows"
+        if spec.iso:
+            iso_source.check(spec.iso)
+            local = iso_source.local_iso(spec.iso)
+            if local is None:
+                raise InvalidInputError(f"--iso {spec.iso}: your own hosts build from an ISO "
+                                        "file here (a path), uploaded to each over SSH")
+            source = f"your ISO {spec.iso} ({local.stat().st_size / 1e9:.1f} GB, uploaded over SSH)"
         with tempfile.TemporaryDirectory(prefix="oa-vm-probe-") as folder:
             results = probe_hosts(addresses, Path(spec.ssh_key).expanduser(),
                                   Path(folder) / "known_hosts")
@@ -193,7 +202,7 @@ class SshHostsProvider:
                          f"{per_host} worker(s) of {memory_per_worker_gib():g} GiB each")
             if not result.facts.image_cache:
                 notes.append(f"host {result.address}: this pool first builds its prepared image "
-                             f"into {own_host.IMAGE_CACHE_DIR} from dockur's download of Windows "
+                             f"into {own_host.IMAGE_CACHE_DIR} from {source} "
                              f"({timings.IMAGE_BUILD.text()}); later pools on it reuse it")
             for s in slots.host_slots(per_host):
                 resources.append(PlannedResource(
@@ -228,6 +237,7 @@ class SshHostsProvider:
             ProvisioningError: an install or an image build failed (the build's failing step
                 and its words); the hosts already installed are released.
         """
+        from oa_vm.clouds import iso_delivery
         from oa_vm.clouds.hosts.install import (
             BECOME_ROOT,
             CLAIMED_ELSEWHERE,
@@ -236,8 +246,12 @@ class SshHostsProvider:
             start_command,
         )
         from oa_vm.model import state
+        from oa_vm.reach.connect import known_hosts_path
 
         _plan, results = self._survey(spec)
+        iso = iso_source.local_iso(spec.iso)
+        size = iso.stat().st_size if iso else 0
+        unit = own_host.build_unit(size, iso_source.upload_budget_s(size) if iso else 0)
         key = str(Path(spec.ssh_key or "").expanduser().resolve())
         record = PoolRecord(
             name=spec.name, cloud=self.name, state=state.PoolState.PROVISIONING,
@@ -269,7 +283,7 @@ class SshHostsProvider:
                      + (f"building its prepared image ({timings.IMAGE_BUILD.text()})" if build
                         else f"starting {spec.workers_per_host} worker(s)"))
             command = install_command(spec.name, address.user, spec.expires_at,
-                                      spec.workers_per_host, build)
+                                      spec.workers_per_host, unit if build else "")
             try:
                 done = runner.run(ssh, command, RUN_TIMEOUT_S)
                 problem = "" if done.status == 0 else (
@@ -282,6 +296,13 @@ class SshHostsProvider:
             installed.append(ssh)
             if build:
                 building.append((address, ssh))
+            if build and iso:  # the build waits for it in its iso step
+                try:
+                    iso_delivery.deliver(iso, ssh, known_hosts_path(spec.name),
+                                         name=f"host {address}", progress=progress)
+                except ProvisioningError as exc:
+                    raise give_up(address, ssh, str(exc).removeprefix(f"host {address}: ")
+                                  ) from exc
             for s in slots.host_slots(spec.workers_per_host):
                 record.workers.append(WorkerRecord(
                     name=f"{spec.name}-{address.host}-{address.port}-{s.name}",
