@@ -6,7 +6,8 @@ holding what a KVM host has (no image cache yet), and the host stand-ins on its 
 (``tests/support/fake_hosts_cli.py``: the shipped ``ssh`` provider, only the tunnels' far ports
 moved to the guests) plans, claims each host, ships the worker files, and systemd's stand-in
 runs the shipped ``bootstrap.sh``: in ``build`` mode into the host's image cache where it holds
-no prepared image (docker's stand-in plays dockur's install), then once per slot. Two workers
+no prepared image (docker's stand-in plays dockur's install; the same build with WAA's and
+dockur's own scripts: ``test_waa_entry_rehearsal.py``), then once per slot. Two workers
 per host; each worker's Windows guest is a simulated worker behind its host's SSH tunnels, and
 its QEMU monitor a :mod:`tests.support.qmp_machine` on the slot's QMP socket, so the shipped
 ``reset.sh`` puts a clean snapshot back before each task.
