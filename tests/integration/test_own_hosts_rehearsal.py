@@ -326,8 +326,9 @@ def test_a_pool_on_own_hosts_builds_each_image_once_pauses_extends_resumes_repai
     failed = lab.oa_vm(*lab.create_args("--yes", per_host=1))
     errors = [line for line in failed.stderr.splitlines() if line.strip()]
     assert failed.returncode != 0 and len(errors) == 1, failed.stdout + failed.stderr
-    assert f"host {beta.address}: the image build failed at step pull: could not pull " \
-        "windowsarena/winarena:latest" in errors[0], errors
+    assert errors[0].startswith(f"oa-vm: error: host {beta.address}: image build failed at pull: "
+                                "could not pull windowsarena/winarena:latest"), errors
+    assert f"sudo journalctl -u {own_host.BUILD_UNIT}" in errors[0], errors  # where its log is
     set_outcomes(beta.fake, **beta.outcomes)
     for host in lab.hosts:
         assert not (host.root / own_host.MARKER_FILE.lstrip("/")).exists()

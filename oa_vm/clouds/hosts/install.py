@@ -10,7 +10,7 @@ can (logged in as root, or ``sudo -n``: never a password prompt), and every path
   worker files, the settings, each slot's units and the expiry timer, then start the expiry
   timer and either each slot's bootstrap (the one cloud workers run: :func:`start_command`) or,
   on a host whose image cache holds no prepared image, the image build
-  (:data:`infra.worker.own_host.BUILD_UNIT`), followed with :func:`build_status_command`;
+  (:data:`infra.worker.own_host.BUILD_UNIT`), which the provider follows;
 - :func:`release_command`: ``host_pool.sh release`` (what cleanup and the host's own expiry
   timer run);
 - :func:`containers_command`: stop, start or restart the workers' containers (pause, resume,
@@ -140,10 +140,6 @@ def start_command(per_host: int) -> str:
     return (f'for u in {slot_units}; do $S systemctl enable "$u"; '
             '$S systemctl start --no-block "$u"; done')
 
-
-def build_status_command() -> str:
-    """Print the image build's status file (nothing before the build writes it)."""
-    return f"cat {ROOT}{own_host.BUILD_STATUS} 2>/dev/null || true"
 
 
 def expiry_command(pool: str, expires_at: datetime) -> str:

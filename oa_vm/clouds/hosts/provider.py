@@ -21,7 +21,6 @@ removes the cache).
 from __future__ import annotations
 
 import tempfile
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -241,12 +240,15 @@ class SshHostsProvider:
         from oa_vm.clouds.hosts.install import (
             BECOME_ROOT,
             CLAIMED_ELSEWHERE,
+            ROOT,
             install_command,
             release_command,
             start_command,
         )
+        from oa_vm.clouds.pulumi.wait import follow_status
         from oa_vm.model import state
         from oa_vm.reach.connect import known_hosts_path
+        from oa_vm.reach.host_status import RemoteCommands
 
         _plan, results = self._survey(spec)
         iso = iso_source.local_iso(spec.iso)
@@ -273,6 +275,20 @@ class SshHostsProvider:
                              f"the release; run: oa-vm pool-cleanup --name {spec.name}")
             return ProvisioningError(f"host {address}: {problem}; nothing of pool "
                                      f"{spec.name} is left on the other hosts")
+
+        def built(address: HostAddress, ssh: SshEndpoint) -> str:
+            """``""`` once the image build on the host is done, else why not, in one line (its
+            step, its words and where its log is)."""
+            commands = RemoteCommands(cloud_init="echo 'status: done'", unit=own_host.BUILD_UNIT,
+                                      status_file=ROOT + own_host.BUILD_STATUS)
+            try:
+                follow_status(ssh, known_hosts_path(spec.name), name=f"host {address}: image "
+                              "build", timeout_s=timings.deadline_s(timings.IMAGE_BUILD),
+                              progress=progress, runner=runner, commands=commands,
+                              poll_s=self.poll_interval_s)
+            except ProvisioningError as exc:
+                return str(exc).removeprefix(f"host {address}: ")
+            return ""
 
         for result in results:
             address = result.address
@@ -315,7 +331,7 @@ class SshHostsProvider:
         # Every build ends (built or failed) before any host is released: a host that built its
         # image keeps it for the next pool even when another host's build failed.
         failed = [(address, ssh, problem) for address, ssh in building
-                  if (problem := self._await_build(runner, ssh, address, progress))]
+                  if (problem := built(address, ssh))]
         if failed:
             raise give_up(*failed[0])
         for address, ssh in building:
@@ -327,36 +343,6 @@ class SshHostsProvider:
                 raise give_up(address, ssh, "its workers did not start: "
                               + started.output.strip()[-300:])
         return record
-
-    def _await_build(self, runner: RemoteRunner, ssh: SshEndpoint, address: HostAddress,
-                     progress: Progress) -> str:
-        """Follow the image build on ``address`` (its status file) until it is built: ``""``,
-        else the one line saying where it failed (its step and its words) or that it ran out
-        of time (:func:`oa_vm.kit.timings.deadline_s` of the image build)."""
-        from oa_vm.clouds.hosts.install import build_status_command
-        from oa_vm.reach.host_status import parse_status
-
-        deadline = time.monotonic() + timings.deadline_s(timings.IMAGE_BUILD)
-        said = ""
-        while True:
-            try:
-                status = parse_status(runner.run(ssh, build_status_command(),
-                                                 RUN_TIMEOUT_S).output)
-            except RemoteUnreachableError as exc:  # the build goes on; so does the wait
-                status = {"step": "ssh", "message": f"the host does not answer: {exc}"}
-            step, message = status.get("step", "start"), status.get("message", "")
-            if status.get("state") == "done":
-                return ""
-            if status.get("state") == "failed":
-                return f"the image build failed at step {step}: {message}"
-            if time.monotonic() >= deadline:
-                return (f"the image build did not finish within "
-                        f"{timings.deadline_s(timings.IMAGE_BUILD) / 3600:g} h (at step {step}: "
-                        f"{message})")
-            if step != said:
-                progress(f"host {address}: image build: {step}: {message}")
-                said = step
-            time.sleep(self.poll_interval_s)
 
     def refresh(self, record: PoolRecord) -> PoolRecord:
         """Ask each host for its workers' containers (one SSH command per host): a ready
