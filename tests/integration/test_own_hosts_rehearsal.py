@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -289,6 +290,15 @@ def _expiry_timers_follow_the_record(lab: Lab) -> dict[str, object]:
     return record
 
 
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie whose parent is gone counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 def _containers(lab: Lab) -> list[str]:
     """Each host's worker container as docker's stand-in holds it (up, exited or gone)."""
     found = []
@@ -338,6 +348,29 @@ def test_a_pool_on_own_hosts_builds_each_image_once_pauses_extends_resumes_repai
     assert not (lab.home / "pools" / POOL).exists()
     assert builds() == [1, 1]
 
+    # a create interrupted while beta's build waits for Windows leaves a failed record, whose
+    # cleanup releases both hosts and stops the build
+    set_outcomes(beta.fake, **{**beta.outcomes, "FAKE_INSTALL": "", "FAKE_PROBE_AFTER": "never"})
+    status = beta.root / own_host.BUILD_STATUS.lstrip("/")
+    cli = [sys.executable, "-m", "tests.support.fake_hosts_cli"]
+    create = subprocess.Popen([*cli, *lab.create_args("--yes", per_host=1)], cwd=ROOT,
+                              env=lab.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, stdin=subprocess.DEVNULL)
+    _wait_for(lambda: status.exists() and "step=guest" in status.read_text(), "beta's build")
+    create.send_signal(signal.SIGINT)
+    output, _ = create.communicate(timeout=120)
+    record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
+    assert create.returncode != 0 and record["state"] == "failed", output
+    build = int((beta.fake / f"{own_host.BUILD_UNIT}.pid").read_text())
+    cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--yes")
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    _wait_for(lambda: not _alive(build), "the build's end")
+    for host in lab.hosts:
+        assert [p.name for p in (host.root / "var/lib/oa-vm").iterdir()] == ["image-cache"]
+        assert not list((host.root / "etc/systemd/system").iterdir())
+    set_outcomes(beta.fake, **beta.outcomes)
+    assert builds() == [1, 2]
+
     # the create builds beta's image from the user's ISO (alpha's is reused), uploaded to beta
     # only, then starts each host's worker
     iso = lab.home.parent / "Win11.iso"
@@ -350,7 +383,7 @@ def test_a_pool_on_own_hosts_builds_each_image_once_pauses_extends_resumes_repai
     assert f"host {alpha.address}: this pool first builds" not in planned.stdout
     done = lab.oa_vm(*lab.create_args("--iso", str(iso), "--yes", per_host=1))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert builds() == [1, 2]
+    assert builds() == [1, 3]
     assert f"host {beta.address}: image built into {own_host.IMAGE_CACHE_DIR}" in done.stdout
     uploaded = beta.root / "var/lib/oa-vm/iso/custom.iso"
     assert uploaded.read_bytes() == iso.read_bytes()
@@ -420,7 +453,7 @@ def test_a_pool_on_own_hosts_builds_each_image_once_pauses_extends_resumes_repai
     assert again.returncode == 0, again.stdout + again.stderr
     assert "building its prepared image" not in again.stdout, again.stdout
     assert "image built" not in again.stdout, again.stdout
-    assert builds() == [1, 2]
+    assert builds() == [1, 3]
     waited = lab.oa_vm("pool-wait", "--pool", POOL, "--timeout", "5m")
     assert waited.returncode == 0, waited.stdout + waited.stderr
 

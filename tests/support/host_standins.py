@@ -34,7 +34,8 @@ variables, so the shipped scripts run for real under bash and the test asserts w
 - ``FAKE_SYSTEMD=run``: ``systemctl start|restart oa-vm-bootstrap*.service`` (and
   ``oa-vm-image-build.service``) runs the unit's ``ExecStart`` with its ``Environment`` from the
   unit file under ``OA_VM_ROOT``, in the background (its output in
-  ``FAKE_STATE/<unit>.log``); ``apt-get`` succeeds and installs nothing;
+  ``FAKE_STATE/<unit>.log``), and stopping it (``stop``, ``restart``, ``disable --now``) ends
+  its processes; ``apt-get`` succeeds and installs nothing;
 - ``FAKE_INSTALL=complete``: an image build's ``docker run`` leaves a finished Windows install
   in the folder bound at ``/storage`` (dockur's ``windows.base``, ``windows.boot`` and a data
   disk) and its container exited, as WAA's prepare mode ends;
@@ -221,8 +222,17 @@ if [ "$1 $2" = "enable --now" ] && [[ " $* " == *" oa-vm-scoring.service "* ]] &
   setsid bash -c "$FAKE_SCORER_CMD" >"$FAKE_STATE/scorer.log" 2>&1 </dev/null &
   echo "$!" >"$FAKE_STATE/scorer.pid"
 fi
+# Stopping (or restarting) a unit started as below ends its processes first, as systemd would.
+if [ "$1" = stop ] || [ "$1" = restart ] || [ "$1 $2" = "disable --now" ]; then
+  for unit in "${@:2}"; do
+    pid="$(cat "$FAKE_STATE/$unit.pid" 2>/dev/null)" || continue
+    kill -TERM -- "-$pid" 2>/dev/null
+    rm -f "$FAKE_STATE/$unit.pid"
+  done
+fi
 # FAKE_SYSTEMD=run: starting (or restarting) a worker's bootstrap unit runs what the unit file
-# under OA_VM_ROOT says (its Environment= and ExecStart=), in the background, as systemd would.
+# under OA_VM_ROOT says (its Environment= and ExecStart=), in the background, as systemd would
+# (its process group's leader in FAKE_STATE/<unit>.pid).
 if [ "${FAKE_SYSTEMD:-}" = run ] && { [ "$1" = start ] || [ "$1" = restart ]; }; then
   for unit in "${@:2}"; do
     case "$unit" in oa-vm-bootstrap*.service | oa-vm-image-build.service) ;; *) continue ;; esac
@@ -231,7 +241,8 @@ if [ "${FAKE_SYSTEMD:-}" = run ] && { [ "$1" = start ] || [ "$1" = restart ]; };
     envs="$(sed -n 's/^Environment=//p' "$file")"
     exec_start="$(sed -n 's/^ExecStart=//p' "$file")"
     # shellcheck disable=SC2086
-    (setsid env $envs "${OA_VM_ROOT:-}"$exec_start >>"$FAKE_STATE/$unit.log" 2>&1 </dev/null &)
+    (setsid env $envs "${OA_VM_ROOT:-}"$exec_start >>"$FAKE_STATE/$unit.log" 2>&1 </dev/null &
+     echo "$!" >"$FAKE_STATE/$unit.pid")
   done
 fi
 exit 0
