@@ -310,6 +310,14 @@ class SshHostsProvider:
             if problem:
                 raise give_up(address, ssh, problem)
             installed.append(ssh)
+            for s in slots.host_slots(spec.workers_per_host):
+                record.workers.append(WorkerRecord(
+                    name=f"{spec.name}-{address.host}-{address.port}-{s.name}",
+                    state=state.WorkerState.BOOTING, host=str(address), ssh=ssh,
+                    remote_waa_port=s.waa_port, remote_scoring_port=s.scoring_port,
+                    provider_id=s.name, phase="installed",
+                ))
+            state.save(record)  # an interrupted create leaves a record pool-cleanup releases
             if build:
                 building.append((address, ssh))
             if build and iso:  # the build waits for it in its iso step
@@ -319,15 +327,6 @@ class SshHostsProvider:
                 except ProvisioningError as exc:
                     raise give_up(address, ssh, str(exc).removeprefix(f"host {address}: ")
                                   ) from exc
-            for s in slots.host_slots(spec.workers_per_host):
-                record.workers.append(WorkerRecord(
-                    name=f"{spec.name}-{address.host}-{address.port}-{s.name}",
-                    state=state.WorkerState.BOOTING, host=str(address), ssh=ssh,
-                    remote_waa_port=s.waa_port, remote_scoring_port=s.scoring_port,
-                    provider_id=s.name, phase="installed",
-                ))
-        if building:
-            state.save(record)  # an interrupted build leaves a record pool-cleanup releases
         # Every build ends (built or failed) before any host is released: a host that built its
         # image keeps it for the next pool even when another host's build failed.
         failed = [(address, ssh, problem) for address, ssh in building
@@ -337,11 +336,14 @@ class SshHostsProvider:
         for address, ssh in building:
             progress(f"host {address}: image built into {own_host.IMAGE_CACHE_DIR}; starting "
                      f"{spec.workers_per_host} worker(s)")
-            started = runner.run(ssh, BECOME_ROOT + start_command(spec.workers_per_host),
-                                 RUN_TIMEOUT_S)
-            if started.status != 0:
-                raise give_up(address, ssh, "its workers did not start: "
-                              + started.output.strip()[-300:])
+            try:
+                started = runner.run(ssh, BECOME_ROOT + start_command(spec.workers_per_host),
+                                     RUN_TIMEOUT_S)
+                problem = "" if started.status == 0 else started.output.strip()[-300:]
+            except RemoteUnreachableError as exc:
+                problem = f"unreachable: {exc}"
+            if problem:
+                raise give_up(address, ssh, f"its workers did not start: {problem}")
         return record
 
     def refresh(self, record: PoolRecord) -> PoolRecord:
