@@ -110,8 +110,12 @@ find_device() {
 }
 
 mount_storage() {
-  # A host the user owns (--cloud ssh): the slot's storage is a folder (seed_storage.sh).
-  [ -z "${OA_VM_IMAGE_CACHE:-}" ] || { "$here/seed_storage.sh"; return; }
+  # A host the user owns (--cloud ssh): storage is a folder, the slot's own copy of the image
+  # cache (seed_storage.sh), or for a build the cache itself (own_host.BUILD_UNIT_TEXT).
+  if [ -n "${OA_VM_IMAGE_CACHE:-}" ]; then
+    if [ "$mode" = build ]; then mkdir -p "$OA_VM_STORAGE"; else "$here/seed_storage.sh"; fi
+    return
+  fi
   step storage "mounting the storage volume on /var/lib/oa-vm/storage"
   mkdir -p "$OA_VM_STORAGE"
   local dev
@@ -358,7 +362,8 @@ finish_build() {
   printf '%s\n' "$info" >"$OA_VM_STORAGE/$OA_VM_READY_MARKER"
   printf '%s\n' "$info" >"$OA_VM_IMAGE_INFO"
   sync
-  umount "$OA_VM_STORAGE" || fail "could not unmount the storage volume before the snapshot"
+  [ -n "${OA_VM_IMAGE_CACHE:-}" ] || umount "$OA_VM_STORAGE" ||
+    fail "could not unmount the storage volume before the snapshot"
   write_status "done" built "Windows installed and shut down; the storage volume is ready to snapshot ($waa_digest)"
 }
 

@@ -4,7 +4,10 @@ the claim on the host, the image cache that outlives pools, and the expiry timer
 - ``/var/lib/oa-vm/pool``: the pool that holds the host (``host_pool.sh claim``); a plan refuses
   a host whose marker names another pool (``host_probe.sh`` reads it).
 - ``/var/lib/oa-vm/image-cache``: the prepared worker image, kept by ``host_pool.sh release``
-  for later pools unless ``--purge``.
+  for later pools unless ``--purge``. The first pool on a host without one builds it there with
+  ``oa-vm-image-build.service``: the cloud image builder's ``bootstrap.sh build``, its storage
+  the cache folder itself, its status in ``/var/lib/oa-vm/build-status``
+  (:func:`build_unit`).
 - ``oa-vm-expiry.timer`` / ``oa-vm-expiry.service``: at the pool's expiry the host itself runs
   ``host_pool.sh release POOL``, so a pool whose controlling machine is gone stops on time. Never
   a power-off (the cloud hosts' timer powers off): the host is the user's own server.
@@ -22,6 +25,28 @@ SEED_SCRIPT = "seed_storage.sh"
 hosts in place of mounting a volume)."""
 MARKER_FILE = f"{units.STATE_DIR}/pool"
 IMAGE_CACHE_DIR = f"{units.STATE_DIR}/image-cache"
+BUILD_UNIT = "oa-vm-image-build.service"
+BUILD_STATUS = f"{units.STATE_DIR}/build-status"
+
+
+def build_unit(iso_bytes: int = 0, iso_timeout_s: int = 0) -> str:
+    """:data:`BUILD_UNIT`, started by a create (never at boot); its container is slot 0's,
+    which ``host_pool.sh release`` removes. ``iso_bytes``: the size of the user's ISO that the
+    build waits for (``bootstrap.sh``'s ``await_iso``), up to ``iso_timeout_s``."""
+    iso = (f"Environment=OA_VM_ISO_BYTES={iso_bytes} OA_VM_ISO_TIMEOUT_S={iso_timeout_s}\n"
+           if iso_bytes else "")
+    return f"""[Unit]
+Description=oa-vm: build this host's prepared Windows image into {IMAGE_CACHE_DIR}
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+EnvironmentFile=/etc/oa-vm/worker.env
+Environment=OA_VM_SLOT_STORAGE={IMAGE_CACHE_DIR} OA_VM_SLOT_STATUS={BUILD_STATUS}
+{iso}ExecStart={units.SHIP_DIR}/bootstrap.sh build
+TimeoutStartSec=infinity
+"""
 
 
 def release_command(pool: str, *, purge: bool = False) -> str:

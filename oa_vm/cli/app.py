@@ -111,6 +111,10 @@ def pool_create(
     ] = None,
     image: pool_opts.ImageOpt = None,
     build_image: pool_opts.BuildImageOpt = False,
+    iso: Annotated[
+        str | None, typer.Option(help="--cloud ssh: a host without a prepared image builds it "
+                                      "from this Windows ISO file, not dockur's download.")
+    ] = None,
     egress: pool_opts.EgressOpt = None,
     per_process: Annotated[
         int, typer.Option(help="Local pools: workers served by each process.")
@@ -134,7 +138,10 @@ def pool_create(
         egress=egress, hosts=list(host or []), ssh_key=ssh_key if on_hosts else None,
         workers_per_host=workers_per_host,
     )
-    spec.image, spec.build_image = image, build_image
+    if iso and "--iso" not in facts(cloud).options:
+        raise InvalidInputError("--iso is for your own hosts (--cloud ssh); a cloud image "
+                                "takes it at: oa-vm image-create --iso PATH")
+    spec.image, spec.build_image, spec.iso = image, build_image, iso
     if "0.0.0.0/0" in spec.allow_cidrs:
         _err("warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet")
     if plan_only:

@@ -57,6 +57,8 @@ class PoolSpec:
         ssh_key: ``ssh`` pools only: the private key that logs in to every host.
         workers_per_host: workers sharing one host (each in its own slot:
             :mod:`infra.worker.slots`); 1 is one worker per host.
+        iso: ``ssh`` pools only: a local Windows ISO that a host without a prepared image
+            builds it from (uploaded over SSH); None means dockur's download.
     """
 
     name: str
@@ -80,6 +82,7 @@ class PoolSpec:
     hosts: list[str] = field(default_factory=list)
     ssh_key: str | None = None
     workers_per_host: int = 1
+    iso: str | None = None
 
 
 PRICE_UNKNOWN = "price unknown:"

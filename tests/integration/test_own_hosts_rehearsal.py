@@ -1,18 +1,21 @@
 """A pool on your own hosts (``--cloud ssh``), rehearsed from the plan to the cleanup.
 
 Two hosts, each a real OpenSSH server on a loopback port with a private root (``OA_VM_ROOT``)
-holding what a KVM host has and a prepared image in its image cache, and the host stand-ins on
-its sessions' PATH (docker, systemd, sudo: ``tests/support/host_standins.py``). The real CLI
+holding what a KVM host has (no image cache yet), and the host stand-ins on its sessions' PATH
+(docker, systemd, sudo: ``tests/support/host_standins.py``). The real CLI
 (``tests/support/fake_hosts_cli.py``: the shipped ``ssh`` provider, only the tunnels' far ports
 moved to the guests) plans, claims each host, ships the worker files, and systemd's stand-in
-runs the shipped ``bootstrap.sh`` once per slot. Two workers per host; each worker's Windows
-guest is a simulated worker behind its host's SSH tunnels, and its QEMU monitor a
-:mod:`tests.support.qmp_machine` on the slot's QMP socket, so the shipped ``reset.sh`` puts a
-clean snapshot back before each task.
+runs the shipped ``bootstrap.sh``: in ``build`` mode into the host's image cache where it holds
+no prepared image (docker's stand-in plays dockur's install; the same build with WAA's and
+dockur's own scripts: ``test_waa_entry_rehearsal.py``), then once per slot. Two workers
+per host; each worker's Windows guest is a simulated worker behind its host's SSH tunnels, and
+its QEMU monitor a :mod:`tests.support.qmp_machine` on the slot's QMP socket, so the shipped
+``reset.sh`` puts a clean snapshot back before each task.
 
 The slow rehearsal runs two workers per host from the plan to the cleanup, with a host killed
-mid-run; the quick test puts one worker on each host and pauses, extends, resumes and repairs
-the pool (the containers stop and come back, each host's expiry timer follows the record).
+mid-run; the quick test builds each host's image once (a failed build first), puts one worker
+on each host and pauses, extends, resumes and repairs the pool (the containers stop and come
+back, each host's expiry timer follows the record), then a second pool reuses the images.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,11 +34,12 @@ from pathlib import Path
 
 import pytest
 
-from infra.worker import slots, units
+from infra.worker import own_host, slots, units
+from oa_vm.kit import timings
 from oa_vm.model import state
 from tests.conftest import ROOT
 from tests.support import sshd as sshd_support
-from tests.support.host_standins import HostSshServer, set_outcomes, write_standins
+from tests.support.host_standins import HostSshServer, calls, set_outcomes, write_standins
 from tests.support.own_hosts import make_root, tree
 from tests.support.sshd import generate_key
 from tests.support.worker_proc import WorkerProcess, running_worker
@@ -42,6 +48,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
 POOL = "lab"
 PER_HOST = 2
+CACHE = own_host.IMAGE_CACHE_DIR.lstrip("/") + "/"
 
 
 @dataclass
@@ -52,6 +59,7 @@ class Host:
     root: Path
     server: HostSshServer
     fake: Path
+    outcomes: dict[str, str]
     before: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -61,6 +69,14 @@ class Host:
     @property
     def key(self) -> str:
         return f"127.0.0.1:{self.server.port}"
+
+    @property
+    def cache(self) -> Path:
+        return self.root / own_host.IMAGE_CACHE_DIR.lstrip("/")
+
+    def builds(self) -> int:
+        """How many image builds a create has started on this host."""
+        return calls(self.fake).count(f"systemctl start --no-block {own_host.BUILD_UNIT}")
 
     def status(self, slot: int) -> str:
         path = self.root / slots.slot(slot).status_file.lstrip("/")
@@ -124,19 +140,21 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         for index, name in enumerate(("alpha", "beta")):
             # Short: a QMP socket's path has at most 108 bytes.
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"oa-{name}-")))
-            make_root(root, image_cache=True)
+            make_root(root)
             fake = base / name / "fake"
             server = HostSshServer(base / name / "sshd", bin_dir, fake, OA_VM_ROOT=str(root),
-                                   OA_VM_STATE_DIR=str(root / "var/lib/oa-vm"))
+                                   OA_VM_STATE_DIR=str(root / "var/lib/oa-vm"),
+                                   OA_VM_POLL_S="0.2")
             server.authorized_keys.write_text((base / "id_ed25519.pub").read_text())
             server.start()
             stack.callback(server.stop)
             first = index * PER_HOST
-            set_outcomes(fake, FAKE_SYSTEMD="run", FAKE_PROBE_AFTER="1",
-                         FAKE_GUEST_WAA=guests.url(first, "waa"),
-                         OA_VM_RESET_CLOCK_URL=guests.url(first, "waa") + "/execute",
-                         OA_VM_CLOCK_COMMAND="echo @MS@")
-            host = Host(name, root, server, fake)
+            outcomes = {"FAKE_SYSTEMD": "run", "FAKE_PROBE_AFTER": "1", "FAKE_INSTALL": "complete",
+                        "FAKE_GUEST_WAA": guests.url(first, "waa"),
+                        "OA_VM_RESET_CLOCK_URL": guests.url(first, "waa") + "/execute",
+                        "OA_VM_CLOCK_COMMAND": "echo @MS@"}
+            set_outcomes(fake, **outcomes)
+            host = Host(name, root, server, fake, outcomes)
             host.before = tree(root)
             hosts.append(host)
             for s in slots.host_slots(PER_HOST):
@@ -249,10 +267,12 @@ def test_two_hosts_two_workers_each_from_the_plan_to_the_cleanup(lab: Lab) -> No
     assert sorted(alpha_workers) == sorted(n for n in alpha_workers if n in said), said
 
     # cleanup: what the pool added is gone; each host keeps its own files and the image cache
+    # its create built
     cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--yes")
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     for host in lab.hosts:
-        assert tree(host.root) == host.before
+        assert {k: v for k, v in tree(host.root).items()
+                if not k.startswith(CACHE)} == host.before
         assert sorted(p.name for p in (host.root / "var/lib/oa-vm").iterdir()) == [
             "image-cache"]
         assert not list((host.root / "etc/systemd/system").iterdir())
@@ -270,6 +290,15 @@ def _expiry_timers_follow_the_record(lab: Lab) -> dict[str, object]:
     return record
 
 
+def _alive(pid: int) -> bool:
+    """``pid`` runs (a zombie whose parent is gone counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
 def _containers(lab: Lab) -> list[str]:
     """Each host's worker container as docker's stand-in holds it (up, exited or gone)."""
     found = []
@@ -279,14 +308,98 @@ def _containers(lab: Lab) -> list[str]:
     return found
 
 
-def test_a_pool_on_own_hosts_pauses_extends_resumes_repairs_and_cleanup_purge_leaves_nothing(
+def test_a_pool_on_own_hosts_builds_each_image_once_pauses_extends_resumes_repairs_and_purges(
     lab: Lab,
 ) -> None:
-    done = lab.oa_vm(*lab.create_args("--yes", per_host=1))
+    for host in lab.hosts:  # hosts that never had a pool (the slow test leaves image caches)
+        shutil.rmtree(host.root / "var/lib/oa-vm", ignore_errors=True)
+    alpha, beta = lab.hosts
+    earlier = [h.builds() for h in lab.hosts]
+
+    def builds() -> list[int]:
+        """The image builds each host started in this test."""
+        return [h.builds() - n for h, n in zip(lab.hosts, earlier, strict=True)]
+    # the plan, before anything changes: each host builds its image first, how long, from what
+    planned = lab.oa_vm(*lab.create_args("--plan", "--json", per_host=1))
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    for host in lab.hosts:
+        assert (f"host {host.address}: this pool first builds its prepared image into "
+                f"{own_host.IMAGE_CACHE_DIR} from dockur's download of Windows "
+                f"({timings.IMAGE_BUILD.text()}); later pools on it reuse it") in plan["notes"]
+    assert plan["ready_in"] == timings.IMAGE_BUILD.text()
+    assert [tree(h.root) for h in lab.hosts] == [h.before for h in lab.hosts]
+
+    # a build that fails (beta cannot pull) fails the create in one line naming its step; both
+    # hosts are released, beta's cache has no ready marker, alpha keeps the image it built
+    set_outcomes(beta.fake, **beta.outcomes, FAKE_PULL_FAIL="1")
+    failed = lab.oa_vm(*lab.create_args("--yes", per_host=1))
+    errors = [line for line in failed.stderr.splitlines() if line.strip()]
+    assert failed.returncode != 0 and len(errors) == 1, failed.stdout + failed.stderr
+    assert errors[0].startswith(f"oa-vm: error: host {beta.address}: image build failed at pull: "
+                                "could not pull windowsarena/winarena:latest"), errors
+    assert f"sudo journalctl -u {own_host.BUILD_UNIT}" in errors[0], errors  # where its log is
+    set_outcomes(beta.fake, **beta.outcomes)
+    for host in lab.hosts:
+        assert not (host.root / own_host.MARKER_FILE.lstrip("/")).exists()
+        assert not list((host.root / "etc/systemd/system").iterdir())
+    assert (alpha.cache / "oa-vm-image.ready").is_file()
+    assert beta.cache.is_dir() and not (beta.cache / "oa-vm-image.ready").exists()
+    assert not (lab.home / "pools" / POOL).exists()
+    assert builds() == [1, 1]
+
+    # a create interrupted while beta's build waits for Windows leaves a failed record, whose
+    # cleanup releases both hosts and stops the build
+    set_outcomes(beta.fake, **{**beta.outcomes, "FAKE_INSTALL": "", "FAKE_PROBE_AFTER": "never"})
+    status = beta.root / own_host.BUILD_STATUS.lstrip("/")
+    cli = [sys.executable, "-m", "tests.support.fake_hosts_cli"]
+    create = subprocess.Popen([*cli, *lab.create_args("--yes", per_host=1)], cwd=ROOT,
+                              env=lab.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, stdin=subprocess.DEVNULL)
+    _wait_for(lambda: status.exists() and "step=guest" in status.read_text(), "beta's build")
+    create.send_signal(signal.SIGINT)
+    output, _ = create.communicate(timeout=120)
+    record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
+    assert create.returncode != 0 and record["state"] == "failed", output
+    build = int((beta.fake / f"{own_host.BUILD_UNIT}.pid").read_text())
+    cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--yes")
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    _wait_for(lambda: not _alive(build), "the build's end")
+    for host in lab.hosts:
+        assert [p.name for p in (host.root / "var/lib/oa-vm").iterdir()] == ["image-cache"]
+        assert not list((host.root / "etc/systemd/system").iterdir())
+    set_outcomes(beta.fake, **beta.outcomes)
+    assert builds() == [1, 2]
+
+    # the create builds beta's image from the user's ISO (alpha's is reused), uploaded to beta
+    # only, then starts each host's worker
+    iso = lab.home.parent / "Win11.iso"
+    iso.write_bytes(bytes(32768) + b"\x01CD001\x01" + bytes(100_000))  # an ISO 9660 descriptor
+    planned = lab.oa_vm(*lab.create_args("--iso", str(iso), "--plan", per_host=1))
+    assert planned.returncode == 0, planned.stderr
+    assert f"host {beta.address}: this pool first builds its prepared image into " \
+        f"{own_host.IMAGE_CACHE_DIR} from your ISO {iso} (0.0 GB, uploaded over SSH)" \
+        in planned.stdout, planned.stdout
+    assert f"host {alpha.address}: this pool first builds" not in planned.stdout
+    done = lab.oa_vm(*lab.create_args("--iso", str(iso), "--yes", per_host=1))
     assert done.returncode == 0, done.stdout + done.stderr
+    assert builds() == [1, 3]
+    assert f"host {beta.address}: image built into {own_host.IMAGE_CACHE_DIR}" in done.stdout
+    uploaded = beta.root / "var/lib/oa-vm/iso/custom.iso"
+    assert uploaded.read_bytes() == iso.read_bytes()
+    assert not (alpha.root / "var/lib/oa-vm/iso").exists()
+    build_run = [c for c in calls(beta.fake) if c.startswith("docker run")
+                 and "--prepare-image true" in c][-1]
+    assert f"-v {uploaded}:/custom.iso" in build_run, build_run
+    info = (beta.cache / "oa-vm-image.ready").read_text()
+    assert "waa_image=windowsarena/winarena@sha256:" in info, info
     for host in lab.hosts:
         assert (host.root / "var/lib/oa-vm/pool").read_text() == POOL + "\n"
         assert (host.root / "opt/oa-vm/bootstrap.sh").is_file()
+        # the worker's storage is filled from the cache the build made
+        storage = host.root / slots.slot(0).storage_dir.lstrip("/")
+        assert (storage / "oa-vm-image.ready").read_text() == (
+            host.cache / "oa-vm-image.ready").read_text()
     waited = lab.oa_vm("pool-wait", "--pool", POOL, "--timeout", "5m")
     assert waited.returncode == 0, waited.stdout + waited.stderr
     assert _containers(lab) == ["up", "up"]
@@ -322,11 +435,32 @@ def test_a_pool_on_own_hosts_pauses_extends_resumes_repairs_and_cleanup_purge_le
     record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
     assert [w["state"] for w in record["workers"]] == ["ready"] * 2
 
+    # cleanup leaves each host's own files and its image cache, nothing else
+    cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--yes")
+    assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
+    for host in lab.hosts:
+        after = tree(host.root)
+        assert {k: v for k, v in after.items() if not k.startswith(CACHE)} == host.before
+        assert f"{CACHE}oa-vm-image.ready" in after
+        assert [p.name for p in (host.root / "var/lib/oa-vm").iterdir()] == ["image-cache"]
+
+    # a second pool on the same hosts builds nothing: the plan says so, the create starts the
+    # workers from the caches at once
+    planned = lab.oa_vm(*lab.create_args("--plan", "--json", per_host=1))
+    assert planned.returncode == 0, planned.stderr
+    assert not [n for n in json.loads(planned.stdout)["notes"] if "builds its prepared" in n]
+    again = lab.oa_vm(*lab.create_args("--yes", per_host=1))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "building its prepared image" not in again.stdout, again.stdout
+    assert "image built" not in again.stdout, again.stdout
+    assert builds() == [1, 3]
+    waited = lab.oa_vm("pool-wait", "--pool", POOL, "--timeout", "5m")
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+
+    # --purge removes the cache too: each host is as it was before the first plan
     cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--purge", "--yes")
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
     for host in lab.hosts:
-        cache = "var/lib/oa-vm/image-cache/"
-        assert tree(host.root) == {k: v for k, v in host.before.items()
-                                   if not k.startswith(cache)}
+        assert tree(host.root) == host.before
         assert not (host.root / "var/lib/oa-vm").exists()
         assert not list((host.root / "opt").iterdir())

@@ -191,6 +191,45 @@ def test_a_build_succeeds_though_waas_entry_exits_127_and_pools_boot_from_it(
     assert "PID 1 is /bin/bash /entry.sh --prepare-image false --start-client false" in pool.log()
 
 
+def test_an_own_hosts_build_fills_its_image_cache_and_its_workers_boot_from_copies(
+    tmp_path: Path,
+) -> None:
+    """``--cloud ssh`` on a host without a prepared image: the build unit's own settings (its
+    storage the image cache folder, its own status file) with the host's ``OA_VM_IMAGE_CACHE``;
+    no volume is mounted or unmounted; a worker's storage is then a copy of the cache, from
+    which dockur boots the installed Windows."""
+    from infra.worker import own_host
+
+    settings = dict(pair.split("=", 1) for line in own_host.build_unit().splitlines()
+                    if line.startswith("Environment=")
+                    for pair in line.removeprefix("Environment=").split())
+    cache = own_host.IMAGE_CACHE_DIR
+    host = bootstrap(make_rehearsal(tmp_path), "build", OA_VM_IMAGE_CACHE=cache, **settings)
+    assert host.returncode == 0, host.output + host.log()
+    status = parse_status((host.root / own_host.BUILD_STATUS.lstrip("/")).read_text())
+    assert (status["state"], status["step"]) == ("done", "built"), status
+    folder = host.root / cache.lstrip("/")
+    assert dockur_decides(folder) == "boot"
+    assert "waa_image=windowsarena/winarena@sha256:" in (folder / "oa-vm-image.ready").read_text()
+    assert (folder / "oa-vm-waa-image.tar").is_file()  # the saved worker image
+    made = calls(host.state_dir)
+    assert not [c for c in made if c.split()[0] in ("mount", "umount", "mkfs.ext4")], made
+    assert not list(host.storage.iterdir()), "the build used the cache, not a slot's storage"
+
+    from infra.worker.cloud_init import ship_text
+
+    seed = host.ship / own_host.SEED_SCRIPT  # shipped to own hosts beside the cloud's files
+    seed.write_text(ship_text(units.read(own_host.SEED_SCRIPT)))
+    seed.chmod(0o755)
+    pool = bootstrap(host, "pool", OA_VM_IMAGE_CACHE=cache,
+                     FAKE_SCORER_CMD=_scorer_cmd(tmp_path))
+    assert pool.returncode == 0, pool.output + pool.log()
+    assert (pool.status()["state"], pool.status()["step"]) == ("done", "ready")
+    assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
+    assert (host.storage / "oa-vm-image.ready").read_bytes() == (
+        folder / "oa-vm-image.ready").read_bytes()
+
+
 def _scorer_cmd(tmp_path: Path) -> str:
     """The shipped scoring server on the bridge's port, beside WAA's real ``desktop_env``."""
     from tests.support.waa_upstream import WAA_CLIENT, stub_pythonpath

@@ -31,10 +31,14 @@ variables, so the shipped scripts run for real under bash and the test asserts w
 - ``FAKE_CONTAINER_STATUS``: what ``docker ps --format {{.Status}}`` prints (default: ``Up 3
   minutes``, ``Exited ...`` for a container ``docker stop`` stopped, nothing for one removed
   since this host's first ``docker run``); ``FAKE_LOG``: the container's last log line;
-- ``FAKE_SYSTEMD=run``: ``systemctl start|restart oa-vm-bootstrap*.service`` runs the unit's
-  ``ExecStart`` with its ``Environment`` from the unit file under ``OA_VM_ROOT``, in the
-  background (its output in ``FAKE_STATE/<unit>.log``); ``apt-get`` succeeds and installs
-  nothing;
+- ``FAKE_SYSTEMD=run``: ``systemctl start|restart oa-vm-bootstrap*.service`` (and
+  ``oa-vm-image-build.service``) runs the unit's ``ExecStart`` with its ``Environment`` from the
+  unit file under ``OA_VM_ROOT``, in the background (its output in
+  ``FAKE_STATE/<unit>.log``), and stopping it (``stop``, ``restart``, ``disable --now``) ends
+  its processes; ``apt-get`` succeeds and installs nothing;
+- ``FAKE_INSTALL=complete``: an image build's ``docker run`` leaves a finished Windows install
+  in the folder bound at ``/storage`` (dockur's ``windows.base``, ``windows.boot`` and a data
+  disk) and its container exited, as WAA's prepare mode ends;
 - ``FAKE_IMDS``: the instance metadata service (IMDSv2) behind ``curl``: ``none`` (no spot
   notice: 404), ``notice`` (an interruption notice, ``FAKE_IMDS_ACTION`` at ``FAKE_IMDS_TIME``),
   ``error`` (500) or ``down`` (unreachable: curl times out).
@@ -130,11 +134,24 @@ case "$1" in
   build|save) ;;
   # Each container's state in FAKE_STATE/containers/NAME (up or exited), for the workers of a
   # host with several: run and start make it up, stop makes it exited, rm removes it.
+  # FAKE_INSTALL=complete: a build's run (--prepare-image true) leaves in the folder bound at
+  # /storage what dockur leaves once Windows installed, booted and shut down, and exits.
   run)
-    name=""; prev=""
-    for a in "$@"; do [ "$prev" = --name ] && name="$a"; prev="$a"; done
+    name=""; prev=""; storage=""
+    for a in "$@"; do
+      [ "$prev" = --name ] && name="$a"
+      [ "$prev" = -v ] && [ "${a%:/storage}" != "$a" ] && storage="${a%:/storage}"
+      prev="$a"
+    done
     mkdir -p "$FAKE_STATE/containers"
-    if [ -n "$name" ]; then echo up >"$FAKE_STATE/containers/$name"; fi
+    state=up
+    if [ "${FAKE_INSTALL:-}" = complete ] && [[ " $* " == *" --prepare-image true "* ]]; then
+      echo "win11x64-enterprise-eval.iso" >"$storage/windows.base"
+      touch "$storage/windows.boot"
+      { printf 'EFI PART'; head -c 200000 /dev/zero; } >"$storage/data.img"
+      state=exited
+    fi
+    if [ -n "$name" ]; then echo "$state" >"$FAKE_STATE/containers/$name"; fi
     echo "c0ffee" ;;
   start|restart)
     mkdir -p "$FAKE_STATE/containers"
@@ -148,6 +165,8 @@ case "$1" in
     n="$(count inspect)"
     if [ -n "${FAKE_EXIT_AFTER:-}" ] && [ "$n" -gt "$FAKE_EXIT_AFTER" ]; then
       echo "false ${FAKE_EXIT_CODE:-1}"
+    elif [ "$(cat "$FAKE_STATE/containers/${!#}" 2>/dev/null)" = exited ]; then
+      echo "false 0"
     else
       echo "true 0"
     fi ;;
@@ -203,17 +222,27 @@ if [ "$1 $2" = "enable --now" ] && [[ " $* " == *" oa-vm-scoring.service "* ]] &
   setsid bash -c "$FAKE_SCORER_CMD" >"$FAKE_STATE/scorer.log" 2>&1 </dev/null &
   echo "$!" >"$FAKE_STATE/scorer.pid"
 fi
+# Stopping (or restarting) a unit started as below ends its processes first, as systemd would.
+if [ "$1" = stop ] || [ "$1" = restart ] || [ "$1 $2" = "disable --now" ]; then
+  for unit in "${@:2}"; do
+    pid="$(cat "$FAKE_STATE/$unit.pid" 2>/dev/null)" || continue
+    kill -TERM -- "-$pid" 2>/dev/null
+    rm -f "$FAKE_STATE/$unit.pid"
+  done
+fi
 # FAKE_SYSTEMD=run: starting (or restarting) a worker's bootstrap unit runs what the unit file
-# under OA_VM_ROOT says (its Environment= and ExecStart=), in the background, as systemd would.
+# under OA_VM_ROOT says (its Environment= and ExecStart=), in the background, as systemd would
+# (its process group's leader in FAKE_STATE/<unit>.pid).
 if [ "${FAKE_SYSTEMD:-}" = run ] && { [ "$1" = start ] || [ "$1" = restart ]; }; then
   for unit in "${@:2}"; do
-    case "$unit" in oa-vm-bootstrap*.service) ;; *) continue ;; esac
+    case "$unit" in oa-vm-bootstrap*.service | oa-vm-image-build.service) ;; *) continue ;; esac
     file="${OA_VM_ROOT:-}/etc/systemd/system/$unit"
     [ -f "$file" ] || { echo "Unit $unit not found." >&2; exit 5; }
     envs="$(sed -n 's/^Environment=//p' "$file")"
     exec_start="$(sed -n 's/^ExecStart=//p' "$file")"
     # shellcheck disable=SC2086
-    (setsid env $envs "${OA_VM_ROOT:-}$exec_start" >>"$FAKE_STATE/$unit.log" 2>&1 </dev/null &)
+    (setsid env $envs "${OA_VM_ROOT:-}"$exec_start >>"$FAKE_STATE/$unit.log" 2>&1 </dev/null &
+     echo "$!" >"$FAKE_STATE/$unit.pid")
   done
 fi
 exit 0

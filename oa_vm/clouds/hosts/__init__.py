@@ -11,5 +11,5 @@ from __future__ import annotations
 
 from oa_vm.clouds.declared import ProviderFacts
 
-FACTS = ProviderFacts(options=frozenset({"--price-per-hour", "--host", "--purge"}))
+FACTS = ProviderFacts(options=frozenset({"--price-per-hour", "--host", "--purge", "--iso"}))
 """What the ``ssh`` provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""

@@ -8,7 +8,9 @@ can (logged in as root, or ``sudo -n``: never a password prompt), and every path
 - :func:`install_command`: claim the host (``host_pool.sh claim``: refused, exit 3, when
   another pool holds it), install what is missing of docker, socat and qemu-utils, write the
   worker files, the settings, each slot's units and the expiry timer, then start the expiry
-  timer and each slot's bootstrap (the one cloud workers run);
+  timer and either each slot's bootstrap (the one cloud workers run: :func:`start_command`) or,
+  on a host whose image cache holds no prepared image, the image build
+  (:data:`infra.worker.own_host.BUILD_UNIT`), which the provider follows;
 - :func:`release_command`: ``host_pool.sh release`` (what cleanup and the host's own expiry
   timer run);
 - :func:`containers_command`: stop, start or restart the workers' containers (pause, resume,
@@ -65,9 +67,11 @@ def worker_env(pool: str, user: str, expires_at: datetime) -> str:
     return "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items())
 
 
-def host_files(pool: str, user: str, expires_at: datetime, per_host: int) -> dict[str, str]:
+def host_files(pool: str, user: str, expires_at: datetime, per_host: int,
+               build: str = "") -> dict[str, str]:
     """Every file a create writes on a host, by absolute path: the worker files under
-    ``/opt/oa-vm``, ``worker.env``, each slot's settings and units, the expiry timer."""
+    ``/opt/oa-vm``, ``worker.env``, each slot's settings and units, the expiry timer, and
+    ``build``, the image build's unit (:func:`infra.worker.own_host.build_unit`), if given."""
     from infra.worker.cloud_init import WorkerFiles, ship_text
 
     files = {f"{units.SHIP_DIR}/{name}": text
@@ -77,6 +81,8 @@ def host_files(pool: str, user: str, expires_at: datetime, per_host: int) -> dic
     files["/etc/oa-vm/worker.env"] = worker_env(pool, user, expires_at)
     files.update(slots.host_files(per_host))
     files.update(own_host.expiry_units(pool, expires_at))
+    if build:
+        files[f"{units.UNIT_DIR}/{own_host.BUILD_UNIT}"] = build
     return files
 
 
@@ -105,10 +111,11 @@ def _unpack(files: Mapping[str, str]) -> str:
     return f"printf %s '{payload(files)}' | base64 -d | $S tar -xzf - --no-same-owner -C \"$R/\""
 
 
-def install_command(pool: str, user: str, expires_at: datetime, per_host: int) -> str:
+def install_command(pool: str, user: str, expires_at: datetime, per_host: int,
+                    build: str = "") -> str:
     """The command that puts ``per_host`` workers of ``pool`` on a host (see the module
-    docstring). Exit 3: another pool holds the host, nothing changed."""
-    slot_units = [f"{s.bootstrap}.service" for s in slots.host_slots(per_host)]
+    docstring); with ``build`` (the build's unit) it starts the image build instead of the
+    workers. Exit 3: another pool holds the host, nothing changed."""
     missing = "; ".join(f"command -v {cmd} >/dev/null 2>&1 || need=\"$need {package}\""
                         for cmd, package in PACKAGES)
     return (
@@ -118,13 +125,21 @@ def install_command(pool: str, user: str, expires_at: datetime, per_host: int) -
         'if [ -n "$need" ]; then $S apt-get update -q >/dev/null && '
         "$S env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
         "$need >/dev/null || { echo \"could not install$need\"; exit 4; }; fi; "
-        f"{_unpack(host_files(pool, user, expires_at, per_host))}; "
+        f"{_unpack(host_files(pool, user, expires_at, per_host, build))}; "
         "$S systemctl daemon-reload; "
         "$S systemctl enable --now oa-vm-expiry.timer; "
-        f"for u in {' '.join(slot_units)}; do $S systemctl enable \"$u\"; "
-        '$S systemctl start --no-block "$u"; done; '
-        "echo installed"
+        + (f"$S systemctl start --no-block {own_host.BUILD_UNIT}; " if build
+           else start_command(per_host) + "; ")
+        + "echo installed"
     )
+
+
+def start_command(per_host: int) -> str:
+    """Enable and start each slot's bootstrap (after :data:`BECOME_ROOT`)."""
+    slot_units = " ".join(f"{s.bootstrap}.service" for s in slots.host_slots(per_host))
+    return (f'for u in {slot_units}; do $S systemctl enable "$u"; '
+            '$S systemctl start --no-block "$u"; done')
+
 
 
 def expiry_command(pool: str, expires_at: datetime) -> str:

@@ -3,13 +3,15 @@
 The plan comes first: every host is probed over SSH (``infra/worker/host_probe.sh``, read only),
 each host's facts and how many workers fit are shown, and a host that cannot take its workers is
 refused in one line of its own (unreachable, already in another pool, no KVM, no root, too
-little memory, too few CPUs, a worker's port taken, no prepared image in its cache) before
-anything is changed anywhere. The price is zero unless ``--price-per-hour`` gives one per
-worker: the hosts are the user's.
+little memory, too few CPUs, a worker's port taken) before anything is changed anywhere; a host
+whose image cache holds no prepared image is planned to build it first. The price is zero
+unless ``--price-per-hour`` gives one per worker: the hosts are the user's.
 
 A create then, on each host over SSH (:mod:`.install`): claims it for the pool, installs what is
 missing, writes the worker files, starts the expiry timer the host itself runs and the same
-bootstrap a cloud worker runs, once per slot (:mod:`infra.worker.slots`). A worker's record
+bootstrap a cloud worker runs, once per slot (:mod:`infra.worker.slots`), after building the
+host's prepared image into its cache where there is none (the cloud image builder's
+``bootstrap.sh build``, followed here until done; later pools reuse it). A worker's record
 names its host (``host``: ``user@host:port``) and its slot (``provider_id``); everything after
 that reads the slot's own status file and container over SSH. Cleanup is
 ``host_pool.sh release``: the host's own software and its image cache stay (``--purge``
@@ -22,8 +24,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from infra.worker import slots
+from infra.worker import own_host, slots
 from infra.worker.slots import memory_per_worker_gib
+from oa_vm.clouds import iso_source
 from oa_vm.clouds.base import (
     Capability,
     CleanupReport,
@@ -36,6 +39,7 @@ from oa_vm.clouds.base import (
 from oa_vm.clouds.hosts.facts import HostAddress, fit, refusal
 from oa_vm.clouds.hosts.probe import ProbeResult
 from oa_vm.errors import InvalidInputError, ProvisioningError
+from oa_vm.kit import timings
 from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord
 from oa_vm.reach.host_status import ParamikoRunner, RemoteRunner, RemoteUnreachableError
 
@@ -171,6 +175,14 @@ class SshHostsProvider:
             raise InvalidInputError("--cloud ssh needs --ssh-key PATH (the key that logs in to "
                                     "every --host)")
         per_host = spec.workers_per_host
+        source = "dockur's download of Windows"
+        if spec.iso:
+            iso_source.check(spec.iso)
+            local = iso_source.local_iso(spec.iso)
+            if local is None:
+                raise InvalidInputError(f"--iso {spec.iso}: your own hosts build from an ISO "
+                                        "file here (a path), uploaded to each over SSH")
+            source = f"your ISO {spec.iso} ({local.stat().st_size / 1e9:.1f} GB, uploaded over SSH)"
         with tempfile.TemporaryDirectory(prefix="oa-vm-probe-") as folder:
             results = probe_hosts(addresses, Path(spec.ssh_key).expanduser(),
                                   Path(folder) / "known_hosts")
@@ -187,6 +199,10 @@ class SshHostsProvider:
                 continue
             notes.append(f"host {result.address}: {result.facts.describe()}; "
                          f"{per_host} worker(s) of {memory_per_worker_gib():g} GiB each")
+            if not result.facts.image_cache:
+                notes.append(f"host {result.address}: this pool first builds its prepared image "
+                             f"into {own_host.IMAGE_CACHE_DIR} from {source} "
+                             f"({timings.IMAGE_BUILD.text()}); later pools on it reuse it")
             for s in slots.host_slots(per_host):
                 resources.append(PlannedResource(
                     type="ssh:worker", name=f"{spec.name}-{result.address.host}-{s.name}",
@@ -205,8 +221,10 @@ class SshHostsProvider:
                      "(/var/lib/oa-vm/image-cache) unless --purge")
         notes.append("price: your own hosts cost nothing here" if not spec.price_per_hour
                      else f"price: ${spec.price_per_hour:g}/h per worker, as given")
+        builds = any(r.facts and not r.facts.image_cache for r in results)
         plan = Plan(cloud=self.name, region=None, size=None, workers=workers,
-                    price_per_hour=price, resources=resources, notes=notes, name=spec.name)
+                    price_per_hour=price, resources=resources, notes=notes, name=spec.name,
+                    ready_in=timings.IMAGE_BUILD.text() if builds else None)
         return plan, results
 
     def create(self, spec: PoolSpec, progress: Progress) -> PoolRecord:
@@ -214,24 +232,28 @@ class SshHostsProvider:
         and return the record; the workers then boot (``pool-wait`` follows each slot).
 
         Raises:
-            InvalidInputError: the plan's refusals, or a host whose image cache holds no
-                prepared Windows disk (one line each, nothing changed on any host).
-            ProvisioningError: an install failed; the hosts already installed are released.
+            InvalidInputError: the plan's refusals (one line each, nothing changed on any host).
+            ProvisioningError: an install or an image build failed (the build's failing step
+                and its words); the hosts already installed are released.
         """
+        from oa_vm.clouds import iso_delivery
         from oa_vm.clouds.hosts.install import (
+            BECOME_ROOT,
             CLAIMED_ELSEWHERE,
+            ROOT,
             install_command,
             release_command,
+            start_command,
         )
+        from oa_vm.clouds.pulumi.wait import follow_status
         from oa_vm.model import state
+        from oa_vm.reach.connect import known_hosts_path
+        from oa_vm.reach.host_status import RemoteCommands
 
         _plan, results = self._survey(spec)
-        no_image = [refusal(r.address, ["no prepared Windows disk in its image cache "
-                                        "(/var/lib/oa-vm/image-cache); see docs/providers.md, "
-                                        "Your own hosts"])
-                    for r in results if r.facts is not None and not r.facts.image_cache]
-        if no_image:
-            raise InvalidInputError("\n".join(no_image))
+        iso = iso_source.local_iso(spec.iso)
+        size = iso.stat().st_size if iso else 0
+        unit = own_host.build_unit(size, iso_source.upload_budget_s(size) if iso else 0)
         key = str(Path(spec.ssh_key or "").expanduser().resolve())
         record = PoolRecord(
             name=spec.name, cloud=self.name, state=state.PoolState.PROVISIONING,
@@ -242,14 +264,42 @@ class SshHostsProvider:
         )
         runner = self.runner(record)
         installed: list[SshEndpoint] = []
+        building: list[tuple[HostAddress, SshEndpoint]] = []
+
+        def give_up(address: HostAddress, ssh: SshEndpoint, problem: str) -> ProvisioningError:
+            for other in installed if ssh in installed else [*installed, ssh]:
+                try:  # what was made goes: the hosts installed so far are released
+                    runner.run(other, release_command(spec.name), RUN_TIMEOUT_S)
+                except RemoteUnreachableError:
+                    progress(f"host {other.user}@{other.host}:{other.port} did not answer "
+                             f"the release; run: oa-vm pool-cleanup --name {spec.name}")
+            return ProvisioningError(f"host {address}: {problem}; nothing of pool "
+                                     f"{spec.name} is left on the other hosts")
+
+        def built(address: HostAddress, ssh: SshEndpoint) -> str:
+            """``""`` once the image build on the host is done, else why not, in one line (its
+            step, its words and where its log is)."""
+            commands = RemoteCommands(cloud_init="echo 'status: done'", unit=own_host.BUILD_UNIT,
+                                      status_file=ROOT + own_host.BUILD_STATUS)
+            try:
+                follow_status(ssh, known_hosts_path(spec.name), name=f"host {address}: image "
+                              "build", timeout_s=timings.deadline_s(timings.IMAGE_BUILD),
+                              progress=progress, runner=runner, commands=commands,
+                              poll_s=self.poll_interval_s)
+            except ProvisioningError as exc:
+                return str(exc).removeprefix(f"host {address}: ")
+            return ""
+
         for result in results:
             address = result.address
             ssh = SshEndpoint(host=address.host, port=address.port, user=address.user,
                               key_path=key)
-            progress(f"host {address}: claiming it for pool {spec.name} and starting "
-                     f"{spec.workers_per_host} worker(s)")
+            build = result.facts is not None and not result.facts.image_cache
+            progress(f"host {address}: claiming it for pool {spec.name} and "
+                     + (f"building its prepared image ({timings.IMAGE_BUILD.text()})" if build
+                        else f"starting {spec.workers_per_host} worker(s)"))
             command = install_command(spec.name, address.user, spec.expires_at,
-                                      spec.workers_per_host)
+                                      spec.workers_per_host, unit if build else "")
             try:
                 done = runner.run(ssh, command, RUN_TIMEOUT_S)
                 problem = "" if done.status == 0 else (
@@ -258,14 +308,7 @@ class SshHostsProvider:
             except RemoteUnreachableError as exc:
                 problem = f"unreachable: {exc}"
             if problem:
-                for other in [*installed, ssh]:
-                    try:  # what was made goes: the hosts installed so far are released
-                        runner.run(other, release_command(spec.name), RUN_TIMEOUT_S)
-                    except RemoteUnreachableError:
-                        progress(f"host {other.user}@{other.host}:{other.port} did not answer "
-                                 f"the release; run: oa-vm pool-cleanup --name {spec.name}")
-                raise ProvisioningError(f"host {address}: {problem}; nothing of pool "
-                                        f"{spec.name} is left on the other hosts")
+                raise give_up(address, ssh, problem)
             installed.append(ssh)
             for s in slots.host_slots(spec.workers_per_host):
                 record.workers.append(WorkerRecord(
@@ -274,6 +317,33 @@ class SshHostsProvider:
                     remote_waa_port=s.waa_port, remote_scoring_port=s.scoring_port,
                     provider_id=s.name, phase="installed",
                 ))
+            state.save(record)  # an interrupted create leaves a record pool-cleanup releases
+            if build:
+                building.append((address, ssh))
+            if build and iso:  # the build waits for it in its iso step
+                try:
+                    iso_delivery.deliver(iso, ssh, known_hosts_path(spec.name),
+                                         name=f"host {address}", progress=progress)
+                except ProvisioningError as exc:
+                    raise give_up(address, ssh, str(exc).removeprefix(f"host {address}: ")
+                                  ) from exc
+        # Every build ends (built or failed) before any host is released: a host that built its
+        # image keeps it for the next pool even when another host's build failed.
+        failed = [(address, ssh, problem) for address, ssh in building
+                  if (problem := built(address, ssh))]
+        if failed:
+            raise give_up(*failed[0])
+        for address, ssh in building:
+            progress(f"host {address}: image built into {own_host.IMAGE_CACHE_DIR}; starting "
+                     f"{spec.workers_per_host} worker(s)")
+            try:
+                started = runner.run(ssh, BECOME_ROOT + start_command(spec.workers_per_host),
+                                     RUN_TIMEOUT_S)
+                problem = "" if started.status == 0 else started.output.strip()[-300:]
+            except RemoteUnreachableError as exc:
+                problem = f"unreachable: {exc}"
+            if problem:
+                raise give_up(address, ssh, f"its workers did not start: {problem}")
         return record
 
     def refresh(self, record: PoolRecord) -> PoolRecord:
