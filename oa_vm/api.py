@@ -140,6 +140,10 @@ def build_spec(
                 f"--workers-per-host {workers_per_host} and --per-process {per_process} disagree: "
                 "a local pool's simulated host is one process; give one of them")
         per_process, workers_per_host = workers_per_host, 1
+    if egress and "--egress" not in takes:  # never accepted and then not enforced
+        raise InvalidInputError(
+            f"--egress is not available for {cloud} pools: their guests reach what the host's "
+            "own network allows (docs/providers.md)")
     local_only = [o for o, v in (("--fault", faults), ("--ssh-via", ssh_via),
                                  ("--tasks-dir", tasks_dir)) if v and o not in takes]
     if local_only:  # only those given: sweep has --fault alone

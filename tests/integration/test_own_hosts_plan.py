@@ -171,3 +171,14 @@ def test_an_iso_the_hosts_cannot_build_from_gets_one_line_before_any_change(
     assert "--iso is for your own hosts" in local.assert_one_line_error()
     assert lab["good-a"].tree() == before
     assert not (tmp_path / "pools" / "lab").exists()
+
+
+def test_egress_on_own_hosts_is_refused_in_one_line_not_accepted_and_ignored(
+    lab: dict[str, Host], tmp_path: Path
+) -> None:
+    before = lab["good-a"].tree()
+    for policy in ("none", "web", "allowlist:waa"):
+        done = _plan(lab, tmp_path, ["good-a"], "--egress", policy, "--yes")
+        assert "--egress is not available for ssh pools" in done.assert_one_line_error()
+    assert lab["good-a"].tree() == before
+    assert not (tmp_path / "pools" / "lab").exists()

@@ -83,6 +83,7 @@ class AzureBilling:
         return "; ".join(parts)
 
 
-FACTS = ProviderFacts(options=frozenset({"--allow-cidr"}), billing=AzureBilling(), cli="az",
+FACTS = ProviderFacts(options=frozenset({"--allow-cidr", "--egress"}), billing=AzureBilling(),
+                      cli="az",
                       check_size=check_azure_size)
 """What the Azure provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""

@@ -8,7 +8,7 @@ from oa_vm.clouds.declared import ProviderFacts
 FACTS = ProviderFacts(
     max_workers=1000,  # several per process (--per-process), for scale tests
     options=frozenset({"--per-process", "--price-per-hour", "--fault", "--ssh-via",
-                       "--tasks-dir"}),
+                       "--tasks-dir", "--egress"}),
     simulated=True,
 )
 """What the local provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""
