@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import _thread  # threading.Lock itself, without loading threading (pool-status's start-up)
 import re
+from functools import cache
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 TYPE_CHECKING = False  # typing is not loaded at run time (start-up time)
@@ -30,14 +31,21 @@ if TYPE_CHECKING:
     from typing import Any
 
 MASK = "***"
-# The patterns are strings, compiled by re's own cache at their first use: compiling them all
-# at import cost pool-status, which needs two of them, 2 ms of its start-up.
+# The patterns are strings, compiled at their first use by _rx: compiling them all at import
+# cost pool-status, which needs two of them, 2 ms of its start-up. _rx keeps what it compiled:
+# re.sub(pattern, ...) looks its cache up at each call, 5% of a 100-worker run's controller CPU
+# (bench/scale.py --profile), where redaction runs on every record written.
 # a scheme starts where no scheme character stands before it and is at most 32 long: a long
 # run of letters (400,000 typed characters in a record) is then scanned once, not once for
 # each of its letters
 _URL = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s'\"<>]+"
 _SECRET_KEY = r"(?i)(token|key|secret|pass|pwd|auth|sig|signature|credential|session|code)"
 
+
+
+@cache
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
 
 def redact_url(url: str) -> str:
     """``url`` without its user, password or credential-like query values."""
@@ -59,7 +67,7 @@ def redact_url(url: str) -> str:
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
         query = urlencode(
-            [(k, MASK if re.search(_SECRET_KEY, k) else v) for k, v in pairs], safe="*"
+            [(k, MASK if _rx(_SECRET_KEY).search(k) else v) for k, v in pairs], safe="*"
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
@@ -112,14 +120,14 @@ def redact_text(text: str) -> str:
         secrets = sorted(_registered, key=len, reverse=True)
     for secret in secrets:  # first: the other rules might cut a registered secret in two
         text = text.replace(secret, MASK)
-    text = re.sub(_URL, lambda m: redact_url(m.group(0)), text)
+    text = _rx(_URL).sub(lambda m: redact_url(m.group(0)), text)
     text = redact_worker_secrets(text)
-    text = re.sub(_QUERY_SECRET, lambda m: m.group(1) + MASK, text)
-    text = re.sub(_KEY_SHAPES, MASK, text)
-    text = re.sub(_SIGNATURE, lambda m: m.group(1) + MASK, text)
-    text = re.sub(_AUTH_HEADER, lambda m: m.group(1) + MASK, text)
-    text = re.sub(_BEARER, lambda m: m.group(1) + MASK, text)
-    return re.sub(_PAIR, lambda m: m.group(1) + MASK, text)
+    text = _rx(_QUERY_SECRET).sub(lambda m: m.group(1) + MASK, text)
+    text = _rx(_KEY_SHAPES).sub(MASK, text)
+    text = _rx(_SIGNATURE).sub(lambda m: m.group(1) + MASK, text)
+    text = _rx(_AUTH_HEADER).sub(lambda m: m.group(1) + MASK, text)
+    text = _rx(_BEARER).sub(lambda m: m.group(1) + MASK, text)
+    return _rx(_PAIR).sub(lambda m: m.group(1) + MASK, text)
 
 
 _WORKER_SECRET = r"\bcap-[0-9a-f]{40}\b"
@@ -129,7 +137,7 @@ def redact_worker_secrets(text: str) -> str:
     """``text`` with local workers' secrets masked: the first path segment of their URLs
     (``http://127.0.0.1:PORT/cap-<40 hex>/...``, see ``docs/local-worker.md``) is a capability,
     which error messages, records and tables must not show."""
-    return re.sub(_WORKER_SECRET, "cap-" + MASK, text)
+    return _rx(_WORKER_SECRET).sub("cap-" + MASK, text)
 
 
 CAPABILITY_MIN_LEN = 16
@@ -154,7 +162,7 @@ def register_url_secrets(url: str | None) -> None:
     except ValueError:
         return
     head = parts.path.lstrip("/").split("/", 1)[0]
-    if re.fullmatch(_CAPABILITY_SEGMENT, head):
+    if _rx(_CAPABILITY_SEGMENT).fullmatch(head):
         register_secret(head)
     register_secret(parts.password)
 
