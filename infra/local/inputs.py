@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import shlex
+from functools import partialmethod
 from typing import Any
 
 from infra.local import cancel
@@ -53,6 +54,10 @@ _KEY_ALIASES = {
     " ": "space", "spacebar": "space",
 }
 _SETTING_BY_LABEL = {label: key for key, label in SETTING_LABELS.items()}
+_PLATFORM = {"platform.system": "Windows", "platform.release": "11", "platform.machine": "AMD64",
+             "pyautogui.size": f"Size(width={WIDTH}, height={HEIGHT})"}
+_BUTTONS = {"primary": "left", "secondary": "right"}
+_WIN_APPS = {"e": "explorer", "i": "settings"}
 
 
 def key_name(key: str) -> str:
@@ -107,18 +112,19 @@ class Player:
         # position(), size(), screenshot() outside print have no effect on the desktop
 
     def _getter(self, name: str) -> str:
-        if name == "platform.system":
-            return "Windows"
-        if name == "platform.release":
-            return "11"
-        if name == "platform.machine":
-            return "AMD64"
-        if name == "pyautogui.size":
-            return f"Size(width={WIDTH}, height={HEIGHT})"
+        if name in _PLATFORM:
+            return _PLATFORM[name]
         x, y = self.desktop.pointer
         return f"Point(x={x}, y={y})"
 
     # -- pyautogui -----------------------------------------------------------------------
+
+    def _move_to(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, int]:
+        """Move the pointer to the call's point, if it gives one; returns where it is."""
+        point = self._point(args, kwargs)
+        if point is not None:
+            self.desktop.pointer = point
+        return self.desktop.pointer
 
     def _point(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, int] | None:
         x = _arg(args, kwargs, 0, "x", None)
@@ -133,38 +139,20 @@ class Player:
 
     def _pg_click(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                   *, clicks: int | None = None, button: str | None = None) -> None:
-        point = self._point(args, kwargs)
-        if point is not None:
-            self.desktop.pointer = point
+        self._move_to(args, kwargs)
         count = clicks if clicks is not None else _count(kwargs.get("clicks", 1))
         which = button or str(kwargs.get("button", "left")).lower()
-        if which in ("primary",):
-            which = "left"
-        if which in ("secondary",):
-            which = "right"
+        which = _BUTTONS.get(which, which)
         if count < 1:
             return
         self.click(*self.desktop.pointer, clicks=count, button=which)
 
-    def _pg_leftClick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._pg_click(args, kwargs, button="left")
-
-    def _pg_doubleClick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._pg_click(args, kwargs, clicks=2)
-
-    def _pg_tripleClick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._pg_click(args, kwargs, clicks=3)
-
-    def _pg_rightClick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._pg_click(args, kwargs, button="right")
-
-    def _pg_middleClick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._pg_click(args, kwargs, button="middle")
-
-    def _pg_moveTo(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        point = self._point(args, kwargs)
-        if point is not None:
-            self.desktop.pointer = point
+    _pg_leftClick = partialmethod(_pg_click, button="left")
+    _pg_doubleClick = partialmethod(_pg_click, clicks=2)
+    _pg_tripleClick = partialmethod(_pg_click, clicks=3)
+    _pg_rightClick = partialmethod(_pg_click, button="right")
+    _pg_middleClick = partialmethod(_pg_click, button="middle")
+    _pg_moveTo = _move_to
 
     def _pg_moveRel(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         dx = _number(_arg(args, kwargs, 0, "xOffset", 0))
@@ -175,15 +163,10 @@ class Player:
     _pg_move = _pg_moveRel
 
     def _pg_mouseDown(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        point = self._point(args, kwargs)
-        if point is not None:
-            self.desktop.pointer = point
-        self._pressed_at = self.desktop.pointer
+        self._pressed_at = self._move_to(args, kwargs)
 
     def _pg_mouseUp(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        point = self._point(args, kwargs)
-        if point is not None:
-            self.desktop.pointer = point
+        self._move_to(args, kwargs)
         start, self._pressed_at = self._pressed_at, None
         if start is None:
             return
@@ -212,9 +195,7 @@ class Player:
 
     def _pg_scroll(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         clicks = _number(_arg(args, kwargs, 0, "clicks", 0))
-        point = self._point(args[1:], {k: v for k, v in kwargs.items() if k in ("x", "y")})
-        if point is not None:
-            self.desktop.pointer = point
+        self._move_to(args[1:], {k: v for k, v in kwargs.items() if k in ("x", "y")})
         window_there = self._browser_at(*self.desktop.pointer)
         browser = self.desktop.browser
         if window_there is not None and browser is not None:
@@ -443,13 +424,8 @@ class Player:
         """Press and release one key (with the modifiers held down by ``keyDown``)."""
         name = key_name(key)
         if name in MODIFIERS:
-            if name == "win" and not self.desktop.held:
-                return  # the Start menu is not simulated
-            return
-        if self.desktop.held:
-            self.combo(set(self.desktop.held), [name])
-            return
-        self.combo(set(), [name])
+            return  # a modifier alone does nothing here (the Start menu is not simulated)
+        self.combo(set(self.desktop.held), [name])
 
     def combo(self, modifiers: set[str], keys: list[str]) -> None:
         """A key with modifiers held (``hotkey('ctrl', 's')`` -> ``({'ctrl'}, ['s'])``)."""
@@ -471,11 +447,8 @@ class Player:
         if mods == {"win"} and lower == "r":
             desktop.open_dialog("run")
             return
-        if mods == {"win"} and lower == "e":
-            desktop.open_app("explorer")
-            return
-        if mods == {"win"} and lower == "i":
-            desktop.open_app("settings")
+        if mods == {"win"} and lower in _WIN_APPS:
+            desktop.open_app(_WIN_APPS[lower])
             return
         if mods == {"alt"} and lower == "f4":
             if desktop.active is not None:
@@ -559,33 +532,24 @@ class Player:
         if window.app == "notepad":
             window.text = text if window.select_all else window.text + text
             window.select_all = False
+        elif (field := _edited_field(window)) is not None:
+            name, current = field
+            window.fields[name] = text if window.select_all else current + text
+            window.select_all = False
+            if window.app == "calc":
+                self._calc_dates(window)
         elif window.app == "calc" and window.page != "date" and not window.focus:
             for char in text:
                 if char == "=":
                     self._calc_key(window, "=")
                 elif char in "0123456789.+-*/()%xX":
                     self._calc_key(window, "*" if char in "xX" else char)
-        elif window.app == "explorer" and window.renaming is not None:
-            current = window.fields.get("Rename", window.renaming)
-            window.fields["Rename"] = text if window.select_all else current + text
-            window.select_all = False
-        elif window.focus.startswith("field:"):
-            name = window.focus.split(":", 1)[1]
-            current = window.fields.get(name, "")
-            window.fields[name] = text if window.select_all else current + text
-            window.select_all = False
-            if window.app == "calc":
-                self._calc_dates(window)
 
     def _backspace(self, window: Window) -> None:
         if window.app == "notepad":
             window.text = "" if window.select_all else window.text[:-1]
-        elif window.app == "explorer" and window.renaming is not None:
-            current = window.fields.get("Rename", window.renaming)
-            window.fields["Rename"] = "" if window.select_all else current[:-1]
-        elif window.focus.startswith("field:"):
-            name = window.focus.split(":", 1)[1]
-            current = window.fields.get(name, "")
+        elif (field := _edited_field(window)) is not None:
+            name, current = field
             window.fields[name] = "" if window.select_all else current[:-1]
         elif window.app == "calc":
             window.display = window.display[:-1] or "0"
@@ -869,6 +833,16 @@ def target_point(desktop: Desktop, name: str) -> tuple[int, int]:
     if control is None:
         raise AppError(f"no control named {name!r} on screen")
     return control.center
+
+
+def _edited_field(window: Window) -> tuple[str, str] | None:
+    """The field that typing edits (an explorer rename, or the focused field) and its text."""
+    if window.app == "explorer" and window.renaming is not None:
+        return "Rename", window.fields.get("Rename", window.renaming)
+    if window.focus.startswith("field:"):
+        name = window.focus.split(":", 1)[1]
+        return name, window.fields.get(name, "")
+    return None
 
 
 def _join(folder: str, name: str) -> str:
