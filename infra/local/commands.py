@@ -41,6 +41,7 @@ from infra.local.arith import (
 )
 from infra.local.desktop import Desktop, app_name
 from infra.local.sandbox import HOME, SandboxError
+from infra.local.workapps import WorkApps
 
 MAX_SLEEP = 30.0
 DOC_HINT = "the simulated worker speaks the command language documented in docs/local-worker.md"
@@ -266,19 +267,13 @@ def _delete(desktop: Desktop, args: list[str]) -> str:
 
 def _set(desktop: Desktop, args: list[str]) -> str:
     with desktop.lock:
-        try:
-            value = desktop.settings.set(args[0], " ".join(args[1:]))
-        except AppError as exc:
-            raise _UsageError(str(exc)) from None
+        value: str = _value(lambda text: desktop.settings.set(args[0], text), " ".join(args[1:]))
         desktop.version += 1
     return value
 
 
 def _get(desktop: Desktop, args: list[str]) -> str:
-    try:
-        return desktop.settings.get(args[0])
-    except AppError as exc:
-        raise _UsageError(str(exc)) from None
+    return str(_value(desktop.settings.get, args[0]))
 
 
 def _value(parser: Callable[[str], Any], text: str) -> Any:
@@ -469,10 +464,7 @@ def _editor(desktop: Desktop, args: list[str]) -> str:
     apps = desktop.apps
     with desktop.lock:
         if action == "read" and len(rest) == 1:
-            found = apps.files.get(rest[0].replace("\\", "/"))
-            if found is None:
-                raise AppError(f"no file {rest[0]!r} in the code editor")
-            return found.content if found.buffer is None else found.buffer
+            return _editor_text(apps, rest[0])
         if action == "files" and not rest:
             return "\n".join(f["path"] for f in apps.state()["codeeditor"]["files"])
         desktop.version += 1
@@ -480,16 +472,20 @@ def _editor(desktop: Desktop, args: list[str]) -> str:
             apps.edit(rest[0], rest[1])
             return ""
         if action == "append" and len(rest) == 2:
-            found = apps.files.get(rest[0].replace("\\", "/"))
-            if found is None:
-                raise AppError(f"no file {rest[0]!r} in the code editor")
-            apps.edit(rest[0], (found.content if found.buffer is None else found.buffer)
-                      + rest[1])
+            apps.edit(rest[0], _editor_text(apps, rest[0]) + rest[1])
             return ""
         if action == "save" and len(rest) == 1:
             apps.save(rest[0])
             return rest[0]
     raise _UsageError(f"editor {action}: bad action or arguments")
+
+
+def _editor_text(apps: WorkApps, path: str) -> str:
+    """A code editor file's text as the editor shows it (unsaved edits included)."""
+    found = apps.files.get(path.replace("\\", "/"))
+    if found is None:
+        raise AppError(f"no file {path!r} in the code editor")
+    return found.content if found.buffer is None else found.buffer
 
 
 def _msg(desktop: Desktop, args: list[str]) -> str:

@@ -10,7 +10,6 @@ before it have happened, the ones after it do not run, as when a real script rai
 from __future__ import annotations
 
 import math
-import shlex
 from functools import partialmethod
 from typing import Any
 
@@ -32,6 +31,7 @@ from infra.local.arith import (
     history_line,
 )
 from infra.local.browser import BrowserError, BrowserWindow
+from infra.local.commands import CommandSyntaxError, split_command
 from infra.local.desktop import Desktop, app_name
 from infra.local.gui import (
     HEIGHT,
@@ -676,11 +676,9 @@ class Player:
         """
         desktop = self.desktop
         try:
-            lexer = shlex.shlex(text, posix=True)
-            lexer.whitespace_split, lexer.escape, lexer.commenters = True, "", ""
-            words = list(lexer)
-        except ValueError:
-            words = [text]
+            words = split_command(text)
+        except CommandSyntaxError:  # unbalanced quotes: the whole line names it
+            words = [text] if text.strip() else []
         if words and words[0].lower() == "start" and len(words) > 1:
             words = words[1:]
         if not words:
