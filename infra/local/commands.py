@@ -178,14 +178,6 @@ def _open(desktop: Desktop, args: list[str]) -> str:
     return window.title
 
 
-def _close(desktop: Desktop, args: list[str]) -> str:
-    return desktop.close(args[0] if args else None).title
-
-
-def _activate(desktop: Desktop, args: list[str]) -> str:
-    return desktop.activate(args[0]).title
-
-
 def _type(desktop: Desktop, args: list[str]) -> str:
     desktop.type_text(" ".join(args))
     return ""
@@ -215,10 +207,6 @@ def _clear(desktop: Desktop, args: list[str]) -> str:
     return ""
 
 
-def _save(desktop: Desktop, args: list[str]) -> str:
-    return desktop.save(args[0] if args else None)
-
-
 def _mkdir(desktop: Desktop, args: list[str]) -> str:
     desktop.make_folder(args[0])
     return ""
@@ -232,26 +220,6 @@ def _write(desktop: Desktop, args: list[str]) -> str:
 def _append(desktop: Desktop, args: list[str]) -> str:
     desktop.write_file(args[0], args[1], append=True)
     return ""
-
-
-def _read(desktop: Desktop, args: list[str]) -> str:
-    return desktop.read_file(args[0]).decode("utf-8", errors="replace")
-
-
-def _ls(desktop: Desktop, args: list[str]) -> str:
-    return "\n".join(desktop.list_names(args[0] if args else HOME))
-
-
-def _exists(desktop: Desktop, args: list[str]) -> str:
-    return str(desktop.host(args[0]).exists())
-
-
-def _move(desktop: Desktop, args: list[str]) -> str:
-    return desktop.sandbox.to_guest(desktop.move(args[0], args[1]))
-
-
-def _copy(desktop: Desktop, args: list[str]) -> str:
-    return desktop.sandbox.to_guest(desktop.copy(args[0], args[1]))
 
 
 def _rename(desktop: Desktop, args: list[str]) -> str:
@@ -270,10 +238,6 @@ def _set(desktop: Desktop, args: list[str]) -> str:
         value: str = _value(lambda text: desktop.settings.set(args[0], text), " ".join(args[1:]))
         desktop.version += 1
     return value
-
-
-def _get(desktop: Desktop, args: list[str]) -> str:
-    return str(_value(desktop.settings.get, args[0]))
 
 
 def _value(parser: Callable[[str], Any], text: str) -> Any:
@@ -428,18 +392,6 @@ def _sleep(desktop: Desktop, args: list[str]) -> str:
     return ""
 
 
-def _echo(desktop: Desktop, args: list[str]) -> str:
-    return " ".join(args)
-
-
-def _windows(desktop: Desktop, args: list[str]) -> str:
-    return "\n".join(desktop.titles())
-
-
-def _wait(desktop: Desktop, args: list[str]) -> str:
-    return ""
-
-
 def _todo(desktop: Desktop, args: list[str]) -> str:
     action, rest = args[0].lower(), args[1:]
     apps = desktop.apps
@@ -514,24 +466,28 @@ def _int(text: str, name: str, low: int, high: int) -> int:
 
 VERBS: dict[str, Verb] = {
     "open": Verb("open APP [PATH] | open PATH", 1, 2, _open),
-    "close": Verb("close [WINDOW_TITLE]", 0, 1, _close),
-    "activate": Verb("activate WINDOW_TITLE", 1, 1, _activate),
+    "close": Verb("close [WINDOW_TITLE]", 0, 1, lambda d, a: d.close(a[0] if a else None).title),
+    "activate": Verb("activate WINDOW_TITLE", 1, 1, lambda d, a: d.activate(a[0]).title),
     "type": Verb('type "TEXT"', 1, 1000, _type),
     "key": Verb("key enter|tab|space|backspace|ctrl+s|ctrl+a [COUNT]", 1, 2, _key),
     "clear": Verb("clear", 0, 0, _clear),
-    "save": Verb('save ["C:\\...\\name.txt"]', 0, 1, _save),
+    "save": Verb('save ["C:\\...\\name.txt"]', 0, 1, lambda d, a: d.save(a[0] if a else None)),
     "mkdir": Verb('mkdir "C:\\...\\folder"', 1, 1, _mkdir),
     "write": Verb('write "C:\\...\\file" ["CONTENT"]', 1, 2, _write),
     "append": Verb('append "C:\\...\\file" "CONTENT"', 2, 2, _append),
-    "read": Verb('read "C:\\...\\file"', 1, 1, _read),
-    "ls": Verb('ls ["C:\\...\\folder"]', 0, 1, _ls),
-    "exists": Verb('exists "C:\\...\\path"', 1, 1, _exists),
-    "move": Verb('move "SOURCE" "DESTINATION"', 2, 2, _move),
-    "copy": Verb('copy "SOURCE" "DESTINATION"', 2, 2, _copy),
+    "read": Verb('read "C:\\...\\file"', 1, 1,
+                 lambda d, a: d.read_file(a[0]).decode("utf-8", errors="replace")),
+    "ls": Verb('ls ["C:\\...\\folder"]', 0, 1,
+               lambda d, a: "\n".join(d.list_names(a[0] if a else HOME))),
+    "exists": Verb('exists "C:\\...\\path"', 1, 1, lambda d, a: str(d.host(a[0]).exists())),
+    "move": Verb('move "SOURCE" "DESTINATION"', 2, 2,
+                 lambda d, a: d.sandbox.to_guest(d.move(a[0], a[1]))),
+    "copy": Verb('copy "SOURCE" "DESTINATION"', 2, 2,
+                 lambda d, a: d.sandbox.to_guest(d.copy(a[0], a[1]))),
     "rename": Verb('rename "C:\\...\\path" NEW_NAME', 2, 2, _rename),
     "delete": Verb('delete "C:\\...\\path"', 1, 1, _delete),
     "set": Verb("set SETTING VALUE", 2, 3, _set),
-    "get": Verb("get SETTING", 1, 1, _get),
+    "get": Verb("get SETTING", 1, 1, lambda d, a: str(_value(d.settings.get, a[0]))),
     "timer": Verb('timer add DURATION ["LABEL"] | pause|resume|delete LABEL | list | clear',
                   1, 3, _timer),
     "alarm": Verb('alarm add TIME ["LABEL"] | on|off|delete LABEL_OR_TIME | list | clear',
@@ -542,15 +498,16 @@ VERBS: dict[str, Verb] = {
     "clipboard": Verb('clipboard "TEXT"', 1, 1000, _clipboard),
     "paste": Verb("paste", 0, 0, _paste),
     "sleep": Verb("sleep SECONDS (0 to 30)", 1, 1, _sleep),
-    "echo": Verb('echo "TEXT"', 0, 1000, _echo),
-    "windows": Verb("windows", 0, 0, _windows),
+    "echo": Verb('echo "TEXT"', 0, 1000, lambda d, a: " ".join(a)),
+    "windows": Verb("windows", 0, 0, lambda d, a: "\n".join(d.titles())),
     "todo": Verb('todo add|done|undone|delete "TITLE" | todo list', 1, 2, _todo),
     "editor": Verb('editor write|append FILE "TEXT" | editor save FILE | editor read FILE | '
                    "editor files", 1, 3, _editor),
     "msg": Verb('msg send "TO" "TEXT"', 3, 3, _msg),
     "appstate": Verb("appstate [todo|codeeditor|messenger|settings|clock]", 0, 1, _appstate),
-    "wait": Verb("WAIT | DONE | FAIL (no-ops)", 0, 0, _wait),
+    "wait": Verb("WAIT | DONE | FAIL (no-ops)", 0, 0, lambda d, a: ""),
 }
+"""The verbs, by name; a verb that is one expression on the desktop is written inline."""
 
 __all__ = [
     "VERBS",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infra.local.apps import APPS, DIALOGS, AppError, Clock, Settings, Window
-from infra.local.sandbox import HOME, USER_FOLDERS, Sandbox, SandboxError
+from infra.local.sandbox import HOME, Sandbox, SandboxError
 from infra.local.workapps import WorkApps, seeded
 
 if TYPE_CHECKING:
@@ -257,10 +257,7 @@ class Desktop:
     def clear_text(self) -> Window:
         """Select all and delete in the active notepad."""
         with self.lock:
-            window = self.require_active("notepad")
-            window.text = ""
-            self.touch()
-            return window
+            return self.backspace(len(self.active.text) if self.active else 0)
 
     def backspace(self, count: int = 1) -> Window:
         """Delete characters before the caret (the end of the document)."""
@@ -403,18 +400,13 @@ class Desktop:
             host = self.host(path)
             if not host.exists() and not host.is_symlink():
                 raise AppError(f"not found: {path}")
-            if host.resolve() in self._protected() or self.sandbox.is_protected(host):
+            if self.sandbox.is_protected(host):
                 raise AppError(f"{path} is a system folder and cannot be deleted")
             if host.is_dir() and not host.is_symlink():
                 shutil.rmtree(host)
             else:
                 host.unlink()
             self.touch()
-
-    def _protected(self) -> set[Path]:
-        drive = self.sandbox.drive
-        home = drive / "Users" / "Docker"
-        return {drive, drive / "Users", home, *(home / f for f in USER_FOLDERS)}
 
     def list_names(self, path: str) -> list[str]:
         """Names in a folder, sorted case-insensitively (folders first, as explorer does).

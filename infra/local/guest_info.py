@@ -13,16 +13,14 @@ Screen recording is not simulated (``/start_recording`` answers 404); ``/save_st
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 from typing import Any
 
 from infra.local.desktop import Desktop
 from infra.local.gui import HEIGHT, WIDTH, WIN_H, WIN_W
 from infra.local.render import Screen
 from infra.local.sandbox import HOME
-from infra.local.server import HttpError, Request, Response
+from infra.local.server import HttpError, Request, Response, Route
 
-Route = Callable[[Request], Response]
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff")
 LIBRARIES = {"documents": "Documents", "pictures": "Pictures", "music": "Music",
              "videos": "Videos", "downloads": "Downloads"}

@@ -31,7 +31,7 @@ from infra.local.arith import (
     history_line,
 )
 from infra.local.browser import BrowserError, BrowserWindow
-from infra.local.commands import CommandSyntaxError, split_command
+from infra.local.commands import MAX_SLEEP, CommandSyntaxError, split_command
 from infra.local.desktop import Desktop, app_name
 from infra.local.gui import (
     HEIGHT,
@@ -44,7 +44,6 @@ from infra.local.gui import (
 )
 from infra.local.pysource import Call, Program
 
-MAX_SLEEP = 30.0
 MODIFIERS = {"ctrl", "shift", "alt", "win"}
 _KEY_ALIASES = {
     "control": "ctrl", "ctrlleft": "ctrl", "ctrlright": "ctrl", "shiftleft": "shift",
