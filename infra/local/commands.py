@@ -178,11 +178,6 @@ def _open(desktop: Desktop, args: list[str]) -> str:
     return window.title
 
 
-def _type(desktop: Desktop, args: list[str]) -> str:
-    desktop.type_text(" ".join(args))
-    return ""
-
-
 _KEYS = {"enter": "\n", "return": "\n", "tab": "\t", "space": " "}
 
 
@@ -202,35 +197,10 @@ def _key(desktop: Desktop, args: list[str]) -> str:
     return ""
 
 
-def _clear(desktop: Desktop, args: list[str]) -> str:
-    desktop.clear_text()
-    return ""
-
-
-def _mkdir(desktop: Desktop, args: list[str]) -> str:
-    desktop.make_folder(args[0])
-    return ""
-
-
-def _write(desktop: Desktop, args: list[str]) -> str:
-    desktop.write_file(args[0], args[1] if len(args) > 1 else "")
-    return ""
-
-
-def _append(desktop: Desktop, args: list[str]) -> str:
-    desktop.write_file(args[0], args[1], append=True)
-    return ""
-
-
 def _rename(desktop: Desktop, args: list[str]) -> str:
     if any(c in args[1] for c in "\\/") or args[1] in ("", ".", ".."):
         raise _UsageError(f"{args[1]!r} is not a bare file name")
     return desktop.sandbox.to_guest(desktop.rename(args[0], args[1]))
-
-
-def _delete(desktop: Desktop, args: list[str]) -> str:
-    desktop.delete(args[0])
-    return ""
 
 
 def _set(desktop: Desktop, args: list[str]) -> str:
@@ -376,11 +346,6 @@ def _clipboard(desktop: Desktop, args: list[str]) -> str:
     return ""
 
 
-def _paste(desktop: Desktop, args: list[str]) -> str:
-    desktop.type_text(desktop.clipboard)
-    return ""
-
-
 def _sleep(desktop: Desktop, args: list[str]) -> str:
     try:
         seconds = float(args[0])
@@ -458,6 +423,16 @@ def _appstate(desktop: Desktop, args: list[str]) -> str:
     return json.dumps(state, sort_keys=True)
 
 
+def _quiet(action: Callable[[Desktop, list[str]], object]) -> Handler:
+    """A verb run for its effect alone: it prints nothing."""
+
+    def run(desktop: Desktop, args: list[str]) -> str:
+        action(desktop, args)
+        return ""
+
+    return run
+
+
 def _int(text: str, name: str, low: int, high: int) -> int:
     if not text.isdigit() or not low <= int(text) <= high:
         raise _UsageError(f"{name} must be a whole number from {low} to {high}, not {text!r}")
@@ -468,13 +443,15 @@ VERBS: dict[str, Verb] = {
     "open": Verb("open APP [PATH] | open PATH", 1, 2, _open),
     "close": Verb("close [WINDOW_TITLE]", 0, 1, lambda d, a: d.close(a[0] if a else None).title),
     "activate": Verb("activate WINDOW_TITLE", 1, 1, lambda d, a: d.activate(a[0]).title),
-    "type": Verb('type "TEXT"', 1, 1000, _type),
+    "type": Verb('type "TEXT"', 1, 1000, _quiet(lambda d, a: d.type_text(" ".join(a)))),
     "key": Verb("key enter|tab|space|backspace|ctrl+s|ctrl+a [COUNT]", 1, 2, _key),
-    "clear": Verb("clear", 0, 0, _clear),
+    "clear": Verb("clear", 0, 0, _quiet(lambda d, a: d.clear_text())),
     "save": Verb('save ["C:\\...\\name.txt"]', 0, 1, lambda d, a: d.save(a[0] if a else None)),
-    "mkdir": Verb('mkdir "C:\\...\\folder"', 1, 1, _mkdir),
-    "write": Verb('write "C:\\...\\file" ["CONTENT"]', 1, 2, _write),
-    "append": Verb('append "C:\\...\\file" "CONTENT"', 2, 2, _append),
+    "mkdir": Verb('mkdir "C:\\...\\folder"', 1, 1, _quiet(lambda d, a: d.make_folder(a[0]))),
+    "write": Verb('write "C:\\...\\file" ["CONTENT"]', 1, 2,
+                  _quiet(lambda d, a: d.write_file(a[0], a[1] if len(a) > 1 else ""))),
+    "append": Verb('append "C:\\...\\file" "CONTENT"', 2, 2,
+                   _quiet(lambda d, a: d.write_file(a[0], a[1], append=True))),
     "read": Verb('read "C:\\...\\file"', 1, 1,
                  lambda d, a: d.read_file(a[0]).decode("utf-8", errors="replace")),
     "ls": Verb('ls ["C:\\...\\folder"]', 0, 1,
@@ -485,7 +462,7 @@ VERBS: dict[str, Verb] = {
     "copy": Verb('copy "SOURCE" "DESTINATION"', 2, 2,
                  lambda d, a: d.sandbox.to_guest(d.copy(a[0], a[1]))),
     "rename": Verb('rename "C:\\...\\path" NEW_NAME', 2, 2, _rename),
-    "delete": Verb('delete "C:\\...\\path"', 1, 1, _delete),
+    "delete": Verb('delete "C:\\...\\path"', 1, 1, _quiet(lambda d, a: d.delete(a[0]))),
     "set": Verb("set SETTING VALUE", 2, 3, _set),
     "get": Verb("get SETTING", 1, 1, lambda d, a: str(_value(d.settings.get, a[0]))),
     "timer": Verb('timer add DURATION ["LABEL"] | pause|resume|delete LABEL | list | clear',
@@ -496,7 +473,7 @@ VERBS: dict[str, Verb] = {
     "calc": Verb('calc EXPRESSION | calc days YYYY-MM-DD YYYY-MM-DD | calc history',
                  1, 100, _calc),
     "clipboard": Verb('clipboard "TEXT"', 1, 1000, _clipboard),
-    "paste": Verb("paste", 0, 0, _paste),
+    "paste": Verb("paste", 0, 0, _quiet(lambda d, a: d.type_text(d.clipboard))),
     "sleep": Verb("sleep SECONDS (0 to 30)", 1, 1, _sleep),
     "echo": Verb('echo "TEXT"', 0, 1000, lambda d, a: " ".join(a)),
     "windows": Verb("windows", 0, 0, lambda d, a: "\n".join(d.titles())),

@@ -74,12 +74,6 @@ def _command_arg(data: dict[str, Any]) -> str | list[str]:
 def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
     """Register the WAA endpoints of one worker on ``app``."""
 
-    def probe(request: Request) -> Response:
-        return Response.json(PROBE)
-
-    def screenshot(request: Request) -> Response:
-        return Response(200, screen.png(), "image/png")
-
     def accessibility(request: Request) -> Response:
         backend = (request.query.get("backend") or ["uia"])[-1]
         if backend not in ("uia", "win32"):
@@ -140,8 +134,8 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
         return run
 
     routes: list[tuple[str, str, Route, int]] = [
-        ("GET", "/probe", probe, 400),
-        ("GET", "/screenshot", screenshot, 400),
+        ("GET", "/probe", lambda _r: Response.json(PROBE), 400),
+        ("GET", "/screenshot", lambda _r: Response(200, screen.png(), "image/png"), 400),
         ("GET", "/accessibility", accessibility, 400),
         ("GET", "/obs_winagent", obs_winagent, 400),
         ("POST", "/execute", execute, 400),
