@@ -330,42 +330,30 @@ class Player:
             self._commit_rename(window)
 
     def _activate(self, window: Window, control: Control, *, clicks: int, right: bool) -> None:
-        key = control.key
-        desktop = self.desktop
-        if key == "close":
+        kind, _, arg = control.key.partition(":")
+        settings = self.desktop.settings
+        if kind == "close":
             self._close(window)
-            return
-        if key == "doc":
+        elif kind == "doc":
             window.focus, window.select_all = "doc", clicks >= 3
-            return
-        if key.startswith("field:"):
-            name = key.split(":", 1)[1]
-            window.fields.setdefault(name, control.value)
+        elif kind == "field":
+            window.fields.setdefault(arg, control.value)
             if not window.is_dialog:
-                window.fields[name] = control.value
-            window.focus, window.select_all = key, True  # clicking an edit selects its text
-            return
-        if key.startswith("item:"):
-            self._click_item(window, key.split(":", 1)[1], clicks=clicks, right=right)
-            return
-        if key.startswith("tool:"):
-            self._explorer_tool(window, key.split(":", 1)[1])
-            return
-        if key.startswith("toggle:"):
-            setting = key.split(":", 1)[1]
-            desktop.settings.set(setting, "off" if desktop.settings.get(setting) == "on"
-                                 else "on")
-            return
-        if key.startswith("dialog:"):
-            desktop.open_dialog(key.split(":", 1)[1], owner=window)
-            return
-        if key.startswith("calc:"):
-            self._calc_key(window, key.split(":", 1)[1])
-            return
-        if key == "ok":
+                window.fields[arg] = control.value
+            window.focus, window.select_all = control.key, True  # clicking an edit selects its text
+        elif kind == "item":
+            self._click_item(window, arg, clicks=clicks, right=right)
+        elif kind == "tool":
+            self._explorer_tool(window, arg)
+        elif kind == "toggle":
+            settings.set(arg, "off" if settings.get(arg) == "on" else "on")
+        elif kind == "dialog":
+            self.desktop.open_dialog(arg, owner=window)
+        elif kind == "calc":
+            self._calc_key(window, arg)
+        elif kind == "ok":
             self._dialog_ok(window)
-            return
-        if key == "cancel":
+        elif kind == "cancel":
             self._close_dialog(window)
 
     def drag(self, start: tuple[int, int], end: tuple[int, int]) -> None:
@@ -472,9 +460,8 @@ class Player:
         if len(key) == 1:
             self._insert(key.upper() if mods == {"shift"} and key.isalpha() else key)
             return
-        named = {"space": " "}
-        if lower in named:
-            self._insert(named[lower])
+        if lower == "space":
+            self._insert(" ")
         elif lower == "enter":
             self._enter(window)
         elif lower == "tab":
@@ -786,19 +773,18 @@ class Player:
             window.focus = "field:From" if window.page == "date" else ""
             window.display = "" if window.page == "date" else "0"
             window.fresh = True
-            return
-        if key == "C":
+        elif key == "C":
             window.display, window.fresh = "0", True
-            return
-        if key == "=":
+        elif key == "=":
             expression = window.display
             window.display, window.fresh = calculate(expression), True
             window.record(history_line(expression, window.display))
-            return
-        if window.fresh and (key.isdigit() or key in ".("):
-            window.display = ""
-        window.fresh = False
-        window.display = ("" if window.display == "0" and key.isdigit() else window.display) + key
+        else:
+            if window.fresh and (key.isdigit() or key in ".("):
+                window.display = ""
+            window.fresh = False
+            shown = "" if window.display == "0" and key.isdigit() else window.display
+            window.display = shown + key
 
     def _calc_dates(self, window: Window) -> None:
         first, second = window.fields.get("From", ""), window.fields.get("To", "")
