@@ -354,10 +354,7 @@ class BrowserScreen:
     def window_at(self, x: int, y: int) -> BrowserWindow | None:
         """The front-most window at a screen point, or None."""
         with self.lock:
-            for window in reversed(self.windows):
-                if window.contains(x, y):
-                    return window
-            return None
+            return next((w for w in reversed(self.windows) if w.contains(x, y)), None)
 
     # -- pages -----------------------------------------------------------------------------
 

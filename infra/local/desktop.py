@@ -138,10 +138,7 @@ class Desktop:
 
     def window_by_id(self, wid: int | None) -> Window | None:
         """The open window with this id, if any."""
-        for window in self.windows:
-            if window.wid == wid:
-                return window
-        return None
+        return next((w for w in self.windows if w.wid == wid), None)
 
     def raise_window(self, window: Window) -> None:
         """Bring an open window to the front."""

@@ -183,12 +183,9 @@ class Player:
         self.drag(start, target)
 
     def _pg_dragRel(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        dx = _number(_arg(args, kwargs, 0, "xOffset", 0))
-        dy = _number(_arg(args, kwargs, 1, "yOffset", 0))
         start = self.desktop.pointer
-        target = _pixel(start[0] + dx, start[1] + dy)
-        self.desktop.pointer = target
-        self.drag(start, target)
+        self._pg_moveRel(args, kwargs)
+        self.drag(start, self.desktop.pointer)
 
     _pg_drag = _pg_dragRel
 
