@@ -139,12 +139,9 @@ def parse_duration(value: str) -> int:
     if text.isdigit():
         seconds = int(text)
     elif ":" in text:
-        pieces = text.split(":")
+        pieces = text.split(":")  # [h:]m:s
         if len(pieces) in (2, 3) and all(p.isdigit() for p in pieces):
-            nums = [int(p) for p in pieces]
-            if len(nums) == 2:
-                nums.insert(0, 0)
-            seconds = nums[0] * 3600 + nums[1] * 60 + nums[2]
+            seconds = sum(int(p) * 60**i for i, p in enumerate(reversed(pieces)))
     else:
         match = _DURATION.match(text)
         if match and any(match.groups()):

@@ -312,11 +312,9 @@ class Player:
                 return
             window = placed.window
             desktop.raise_window(window)
-            if control is None or button == "middle":
-                desktop.touch()
-                return
-            self._blur(window, control.key)
-            self._activate(window, control, clicks=clicks, right=button == "right")
+            if control is not None and button != "middle":
+                self._blur(window, control.key)
+                self._activate(window, control, clicks=clicks, right=button == "right")
             desktop.touch()
 
     def _blur(self, window: Window, new_key: str) -> None:
