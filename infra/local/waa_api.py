@@ -125,6 +125,11 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
         desktop.write_file(path, data)
         return Response.text("File uploaded")
 
+    def recycle(request: Request) -> Response:
+        path = _path_arg(request.json())
+        desktop.delete(path)
+        return Response.text(f"{path} moved to the recycle bin")
+
     def step(kind: str, done: Callable[[dict[str, Any]], str]) -> Route:
         def run(request: Request) -> Response:
             params = request.json()
@@ -144,7 +149,7 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
         ("POST", "/file", file, 404),
         ("POST", "/list_directory", list_directory, 404),
         ("POST", "/setup/upload", upload, 400),
-        ("POST", "/setup/recycle", _recycle(desktop), 404),
+        ("POST", "/setup/recycle", recycle, 404),
     ]
     # /setup/<name>: one setup step each, (name, step kind, answer, status of a refusal)
     for name, kind, done, missing in (
@@ -163,12 +168,3 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
     for method, path, handler, missing in routes:
         app.route(method, path, guarded(handler, missing=missing))
     return app
-
-
-def _recycle(desktop: Desktop) -> Route:
-    def recycle(request: Request) -> Response:
-        path = _path_arg(request.json())
-        desktop.delete(path)
-        return Response.text(f"{path} moved to the recycle bin")
-
-    return recycle
