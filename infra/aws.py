@@ -154,16 +154,9 @@ def storage_block_device(
     settings: PoolSettings, tags: dict[str, str], slot: int = 0
 ) -> aws.ec2.InstanceEbsBlockDeviceArgsDict:
     """A pool worker's storage volume, made from the prepared image's snapshot (slot ``slot``'s
-    on a host with several workers: each has its own)."""
-    return {
-        "device_name": slot_device(slot),
-        "snapshot_id": str(settings.image_id),
-        "volume_size": settings.storage_gb,
-        "volume_type": "gp3",
-        "encrypted": True,
-        "delete_on_termination": True,
-        "tags": tags,
-    }
+    on a host with several workers: each has its own); otherwise as :func:`builder_block_device`."""
+    return {**builder_block_device(settings, tags), "device_name": slot_device(slot),
+            "snapshot_id": str(settings.image_id)}
 
 
 def builder_block_device(

@@ -211,13 +211,8 @@ class PoolSettings:
 
     def normalized_cidrs(self) -> list[str]:
         """Allowed CIDRs in canonical form (host bits cleared), placeholders kept as they are."""
-        out: list[str] = []
-        for cidr in self.allowed_cidrs:
-            if cidr == CALLER_CIDR_PLACEHOLDER:
-                out.append(cidr)
-            else:
-                out.append(str(ipaddress.ip_network(cidr, strict=False)))
-        return out
+        return [cidr if cidr == CALLER_CIDR_PLACEHOLDER
+                else str(ipaddress.ip_network(cidr, strict=False)) for cidr in self.allowed_cidrs]
 
     def worker_indexes(self) -> list[int]:
         """The workers' numbers: ``indexes`` if given, else ``0..workers-1``."""
@@ -260,13 +255,11 @@ def pinned_values(settings: PoolSettings, ami: str | None) -> dict[str, str]:
 def with_pinned(settings: PoolSettings, pinned: Mapping[str, str]) -> PoolSettings:
     """``settings`` with every value the stack pinned at create put back (a later default, a
     newer AMI or another image never reaches an existing stack)."""
-    changes: dict[str, object] = {}
-    if pinned.get("ami"):
-        changes["ami_id"] = pinned["ami"]
-    if pinned.get("image"):
-        changes["image_id"] = pinned["image"]
-    if pinned.get("size"):
-        changes["size"] = pinned["size"]
+    changes: dict[str, object] = {
+        field_name: pinned[key]
+        for key, field_name in (("ami", "ami_id"), ("image", "image_id"), ("size", "size"))
+        if pinned.get(key)
+    }
     for key in ("disk_gb", "storage_gb"):
         if str(pinned.get(key, "")).isdigit():
             changes[key] = int(pinned[key])

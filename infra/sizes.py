@@ -18,7 +18,6 @@ AWS_DEFAULT_SIZE = "m8i.2xlarge"
 AZURE_DEFAULT_SIZE = "Standard_D8s_v5"
 
 AWS_NESTED_FAMILIES = ("c8i", "m8i", "r8i", "c8i-flex", "m8i-flex", "r8i-flex")
-AZURE_NESTED_FAMILIES = ("Dv3", "Dsv3", "Dv5", "Dsv5", "Ddv5", "Ddsv5", "Dasv5", "Dadsv5")
 
 PREMIUM_SSD = "Premium_LRS"
 STANDARD_SSD = "StandardSSD_LRS"

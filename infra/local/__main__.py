@@ -116,30 +116,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         faults = parse_fault_args(args.fault)
-    except FaultError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    if args.count < 1:
-        print(f"{PROG}: error: --count must be at least 1", file=sys.stderr)
-        return 2
-    for port in (args.waa_port, args.scoring_port):
-        if not 0 <= port <= 65535 - args.count:
-            print(f"{PROG}: error: port {port} is out of range", file=sys.stderr)
-            return 2
-    try:
+        if args.count < 1:
+            raise ValueError("--count must be at least 1")
+        for port in (args.waa_port, args.scoring_port):
+            if not 0 <= port <= 65535 - args.count:
+                raise ValueError(f"port {port} is out of range")
         if not math.isfinite(args.max_body_mb):
             raise ValueError("--max-body-mb must be a number of MiB")
         limits = Limits(max_body=int(args.max_body_mb * 2**20),
                         max_connections=args.max_connections, read_timeout=args.read_timeout)
-    except ValueError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
-    if args.no_auth and args.secret_file is not None:
-        print(f"{PROG}: error: give --secret-file or --no-auth, not both", file=sys.stderr)
-        return 2
-    try:
+        if args.no_auth and args.secret_file is not None:
+            raise ValueError("give --secret-file or --no-auth, not both")
         secret = read_secret_file(args.secret_file) if args.secret_file else new_secret()
-    except SecretError as exc:
+    except (FaultError, SecretError, ValueError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     logging.basicConfig(

@@ -139,12 +139,9 @@ def parse_duration(value: str) -> int:
     if text.isdigit():
         seconds = int(text)
     elif ":" in text:
-        pieces = text.split(":")
+        pieces = text.split(":")  # [h:]m:s
         if len(pieces) in (2, 3) and all(p.isdigit() for p in pieces):
-            nums = [int(p) for p in pieces]
-            if len(nums) == 2:
-                nums.insert(0, 0)
-            seconds = nums[0] * 3600 + nums[1] * 60 + nums[2]
+            seconds = sum(int(p) * 60**i for i, p in enumerate(reversed(pieces)))
     else:
         match = _DURATION.match(text)
         if match and any(match.groups()):
@@ -178,9 +175,7 @@ class Settings:
         Raises:
             AppError: unknown key or a value of the wrong kind.
         """
-        name = key.strip().lower().replace("-", "_")
-        if name not in SETTING_KEYS:
-            raise AppError(f"unknown setting {key!r}; known: {', '.join(SETTING_KEYS)}")
+        name = _setting_name(key)
         if name in ("night_light_start", "night_light_end"):
             setattr(self, name, format_12h(*parse_clock_time(value)))
         elif name == "time_zone":
@@ -193,10 +188,7 @@ class Settings:
 
     def get(self, key: str) -> str:
         """One setting as text (``on``/``off`` for switches)."""
-        name = key.strip().lower().replace("-", "_")
-        if name not in SETTING_KEYS:
-            raise AppError(f"unknown setting {key!r}; known: {', '.join(SETTING_KEYS)}")
-        value = getattr(self, name)
+        value = getattr(self, _setting_name(key))
         if isinstance(value, bool):
             return "on" if value else "off"
         return str(value)
@@ -207,6 +199,13 @@ class Settings:
 
 
 SETTING_KEYS = tuple(Settings.__dataclass_fields__)
+
+
+def _setting_name(key: str) -> str:
+    name = key.strip().lower().replace("-", "_")
+    if name not in SETTING_KEYS:
+        raise AppError(f"unknown setting {key!r}; known: {', '.join(SETTING_KEYS)}")
+    return name
 
 
 @dataclass

@@ -52,21 +52,16 @@ _FRAMELESS = (
     "Object.defineProperty(window,'outerHeight',{get:()=>window.innerHeight});"
 )
 # DevTools key descriptions of the named keys an agent presses (pyautogui's names, folded).
+# (key, code, virtual key code, text); a key that types nothing has its key as its code.
 _KEYS: dict[str, tuple[str, str, int, str]] = {
     "enter": ("Enter", "Enter", 13, "\r"),
-    "tab": ("Tab", "Tab", 9, ""),
-    "backspace": ("Backspace", "Backspace", 8, ""),
-    "delete": ("Delete", "Delete", 46, ""),
-    "escape": ("Escape", "Escape", 27, ""),
     "space": (" ", "Space", 32, " "),
-    "left": ("ArrowLeft", "ArrowLeft", 37, ""),
-    "right": ("ArrowRight", "ArrowRight", 39, ""),
-    "up": ("ArrowUp", "ArrowUp", 38, ""),
-    "down": ("ArrowDown", "ArrowDown", 40, ""),
-    "home": ("Home", "Home", 36, ""),
-    "end": ("End", "End", 35, ""),
-    "pageup": ("PageUp", "PageUp", 33, ""),
-    "pagedown": ("PageDown", "PageDown", 34, ""),
+    **{name: (key, key, vk, "") for name, key, vk in (
+        ("tab", "Tab", 9), ("backspace", "Backspace", 8), ("delete", "Delete", 46),
+        ("escape", "Escape", 27), ("left", "ArrowLeft", 37), ("right", "ArrowRight", 39),
+        ("up", "ArrowUp", 38), ("down", "ArrowDown", 40), ("home", "Home", 36),
+        ("end", "End", 35), ("pageup", "PageUp", 33), ("pagedown", "PageDown", 34),
+    )},
 }
 _MODIFIER_BITS = {"alt": 1, "ctrl": 2, "win": 4, "shift": 8}
 
@@ -359,10 +354,7 @@ class BrowserScreen:
     def window_at(self, x: int, y: int) -> BrowserWindow | None:
         """The front-most window at a screen point, or None."""
         with self.lock:
-            for window in reversed(self.windows):
-                if window.contains(x, y):
-                    return window
-            return None
+            return next((w for w in reversed(self.windows) if w.contains(x, y)), None)
 
     # -- pages -----------------------------------------------------------------------------
 
@@ -484,12 +476,16 @@ class BrowserScreen:
         with self.lock:
             return self.windows[-1] if self.focused and self.windows else None
 
+    def _focused(self) -> BrowserWindow:
+        window = self.front()
+        if window is None:
+            raise BrowserError("no browser window has the focus")
+        return window
+
     def type_text(self, text: str) -> None:
         """Type text into the focused element of the front window."""
         with self.lock:
-            window = self.front()
-            if window is None:
-                raise BrowserError("no browser window has the focus")
+            window = self._focused()
             for chunk in re.split(r"(\n|\t)", text):
                 if chunk == "\n":
                     self.press("enter")
@@ -502,9 +498,7 @@ class BrowserScreen:
     def press(self, key: str, modifiers: frozenset[str] = frozenset()) -> None:
         """Press and release one key (a pyautogui name, folded) in the front window."""
         with self.lock:
-            window = self.front()
-            if window is None:
-                raise BrowserError("no browser window has the focus")
+            window = self._focused()
             bits = sum(_MODIFIER_BITS.get(m, 0) for m in modifiers)
             if key in _KEYS:
                 name, code, vk, text = _KEYS[key]

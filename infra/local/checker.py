@@ -50,10 +50,6 @@ def _vm_file(desktop: Desktop, cfg: Mapping[str, Any]) -> str | None:
     return str(host) if host.is_file() else None
 
 
-def _vm_file_text(desktop: Desktop, cfg: Mapping[str, Any]) -> str:
-    return desktop.read_file(_cfg_str(cfg, "path")).decode("utf-8", errors="replace")
-
-
 _TASK_ID: ContextVar[str | None] = ContextVar("oa_vm_checker_task_id", default=None)
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,200}$")
 
@@ -138,11 +134,6 @@ def _settings(desktop: Desktop, cfg: Mapping[str, Any]) -> dict[str, Any]:
     return desktop.settings.as_dict()
 
 
-def _night_light_state(desktop: Desktop, cfg: Mapping[str, Any]) -> list[Any]:
-    s = desktop.settings
-    return [s.night_light, s.night_light_start, s.night_light_end]
-
-
 def _timer_started(desktop: Desktop, cfg: Mapping[str, Any]) -> str:
     wanted = sum(int(cfg.get(k, 0)) * m for k, m in (("hours", 3600), ("minutes", 60),
                                                     ("seconds", 1)))
@@ -162,10 +153,7 @@ def _notepad_state(desktop: Desktop, cfg: Mapping[str, Any]) -> list[dict[str, A
 def _calc_display(desktop: Desktop, cfg: Mapping[str, Any]) -> str | None:
     """The calculator's display, or ``None`` when it is closed (a value the metric scores 0,
     as WAA's getters answer ``None`` for what they cannot find, rather than an error)."""
-    for window in desktop.windows:
-        if window.app == "calc":
-            return window.display
-    return None
+    return next((w.display for w in desktop.windows if w.app == "calc"), None)
 
 
 def _active_title(desktop: Desktop, cfg: Mapping[str, Any]) -> str | None:
@@ -176,14 +164,15 @@ def _active_title(desktop: Desktop, cfg: Mapping[str, Any]) -> str | None:
 GETTERS: dict[str, Callable[[Desktop, Mapping[str, Any]], Any]] = {
     "rule": lambda d, cfg: cfg.get("rules"),
     "vm_file": _vm_file,
-    "vm_file_text": _vm_file_text,
+    "vm_file_text": lambda d, cfg: d.read_file(_cfg_str(cfg, "path")).decode("utf-8", "replace"),
     "inline_file": _inline_file,
     "vm_command_line": _vm_command_line,
     "vm_file_exists_in_vm_folder": _exists_in_folder,
     "list_directory": _list_directory,
     "settings_value": _settings_value,
     "settings": _settings,
-    "night_light_state": _night_light_state,
+    "night_light_state": lambda d, cfg: [d.settings.night_light, d.settings.night_light_start,
+                                         d.settings.night_light_end],
     "clock_timers": _clock_timers,
     "clock_alarms": lambda d, cfg: d.clock.as_dict()["alarms"],
     "world_clocks": lambda d, cfg: list(d.clock.world_clocks),

@@ -41,6 +41,7 @@ from infra.local.arith import (
 )
 from infra.local.desktop import Desktop, app_name
 from infra.local.sandbox import HOME, SandboxError
+from infra.local.workapps import WorkApps
 
 MAX_SLEEP = 30.0
 DOC_HINT = "the simulated worker speaks the command language documented in docs/local-worker.md"
@@ -177,19 +178,6 @@ def _open(desktop: Desktop, args: list[str]) -> str:
     return window.title
 
 
-def _close(desktop: Desktop, args: list[str]) -> str:
-    return desktop.close(args[0] if args else None).title
-
-
-def _activate(desktop: Desktop, args: list[str]) -> str:
-    return desktop.activate(args[0]).title
-
-
-def _type(desktop: Desktop, args: list[str]) -> str:
-    desktop.type_text(" ".join(args))
-    return ""
-
-
 _KEYS = {"enter": "\n", "return": "\n", "tab": "\t", "space": " "}
 
 
@@ -209,76 +197,17 @@ def _key(desktop: Desktop, args: list[str]) -> str:
     return ""
 
 
-def _clear(desktop: Desktop, args: list[str]) -> str:
-    desktop.clear_text()
-    return ""
-
-
-def _save(desktop: Desktop, args: list[str]) -> str:
-    return desktop.save(args[0] if args else None)
-
-
-def _mkdir(desktop: Desktop, args: list[str]) -> str:
-    desktop.make_folder(args[0])
-    return ""
-
-
-def _write(desktop: Desktop, args: list[str]) -> str:
-    desktop.write_file(args[0], args[1] if len(args) > 1 else "")
-    return ""
-
-
-def _append(desktop: Desktop, args: list[str]) -> str:
-    desktop.write_file(args[0], args[1], append=True)
-    return ""
-
-
-def _read(desktop: Desktop, args: list[str]) -> str:
-    return desktop.read_file(args[0]).decode("utf-8", errors="replace")
-
-
-def _ls(desktop: Desktop, args: list[str]) -> str:
-    return "\n".join(desktop.list_names(args[0] if args else HOME))
-
-
-def _exists(desktop: Desktop, args: list[str]) -> str:
-    return str(desktop.host(args[0]).exists())
-
-
-def _move(desktop: Desktop, args: list[str]) -> str:
-    return desktop.sandbox.to_guest(desktop.move(args[0], args[1]))
-
-
-def _copy(desktop: Desktop, args: list[str]) -> str:
-    return desktop.sandbox.to_guest(desktop.copy(args[0], args[1]))
-
-
 def _rename(desktop: Desktop, args: list[str]) -> str:
     if any(c in args[1] for c in "\\/") or args[1] in ("", ".", ".."):
         raise _UsageError(f"{args[1]!r} is not a bare file name")
     return desktop.sandbox.to_guest(desktop.rename(args[0], args[1]))
 
 
-def _delete(desktop: Desktop, args: list[str]) -> str:
-    desktop.delete(args[0])
-    return ""
-
-
 def _set(desktop: Desktop, args: list[str]) -> str:
     with desktop.lock:
-        try:
-            value = desktop.settings.set(args[0], " ".join(args[1:]))
-        except AppError as exc:
-            raise _UsageError(str(exc)) from None
+        value: str = _value(lambda text: desktop.settings.set(args[0], text), " ".join(args[1:]))
         desktop.version += 1
     return value
-
-
-def _get(desktop: Desktop, args: list[str]) -> str:
-    try:
-        return desktop.settings.get(args[0])
-    except AppError as exc:
-        raise _UsageError(str(exc)) from None
 
 
 def _value(parser: Callable[[str], Any], text: str) -> Any:
@@ -417,11 +346,6 @@ def _clipboard(desktop: Desktop, args: list[str]) -> str:
     return ""
 
 
-def _paste(desktop: Desktop, args: list[str]) -> str:
-    desktop.type_text(desktop.clipboard)
-    return ""
-
-
 def _sleep(desktop: Desktop, args: list[str]) -> str:
     try:
         seconds = float(args[0])
@@ -430,18 +354,6 @@ def _sleep(desktop: Desktop, args: list[str]) -> str:
     if not 0 <= seconds <= MAX_SLEEP:
         raise _UsageError(f"sleep takes 0 to {MAX_SLEEP:g} seconds, not {args[0]}")
     cancel.sleep(seconds)  # really waits (benchmarks shape task durations with it); stoppable
-    return ""
-
-
-def _echo(desktop: Desktop, args: list[str]) -> str:
-    return " ".join(args)
-
-
-def _windows(desktop: Desktop, args: list[str]) -> str:
-    return "\n".join(desktop.titles())
-
-
-def _wait(desktop: Desktop, args: list[str]) -> str:
     return ""
 
 
@@ -469,10 +381,7 @@ def _editor(desktop: Desktop, args: list[str]) -> str:
     apps = desktop.apps
     with desktop.lock:
         if action == "read" and len(rest) == 1:
-            found = apps.files.get(rest[0].replace("\\", "/"))
-            if found is None:
-                raise AppError(f"no file {rest[0]!r} in the code editor")
-            return found.content if found.buffer is None else found.buffer
+            return _editor_text(apps, rest[0])
         if action == "files" and not rest:
             return "\n".join(f["path"] for f in apps.state()["codeeditor"]["files"])
         desktop.version += 1
@@ -480,16 +389,20 @@ def _editor(desktop: Desktop, args: list[str]) -> str:
             apps.edit(rest[0], rest[1])
             return ""
         if action == "append" and len(rest) == 2:
-            found = apps.files.get(rest[0].replace("\\", "/"))
-            if found is None:
-                raise AppError(f"no file {rest[0]!r} in the code editor")
-            apps.edit(rest[0], (found.content if found.buffer is None else found.buffer)
-                      + rest[1])
+            apps.edit(rest[0], _editor_text(apps, rest[0]) + rest[1])
             return ""
         if action == "save" and len(rest) == 1:
             apps.save(rest[0])
             return rest[0]
     raise _UsageError(f"editor {action}: bad action or arguments")
+
+
+def _editor_text(apps: WorkApps, path: str) -> str:
+    """A code editor file's text as the editor shows it (unsaved edits included)."""
+    found = apps.files.get(path.replace("\\", "/"))
+    if found is None:
+        raise AppError(f"no file {path!r} in the code editor")
+    return found.content if found.buffer is None else found.buffer
 
 
 def _msg(desktop: Desktop, args: list[str]) -> str:
@@ -510,6 +423,16 @@ def _appstate(desktop: Desktop, args: list[str]) -> str:
     return json.dumps(state, sort_keys=True)
 
 
+def _quiet(action: Callable[[Desktop, list[str]], object]) -> Handler:
+    """A verb run for its effect alone: it prints nothing."""
+
+    def run(desktop: Desktop, args: list[str]) -> str:
+        action(desktop, args)
+        return ""
+
+    return run
+
+
 def _int(text: str, name: str, low: int, high: int) -> int:
     if not text.isdigit() or not low <= int(text) <= high:
         raise _UsageError(f"{name} must be a whole number from {low} to {high}, not {text!r}")
@@ -518,24 +441,30 @@ def _int(text: str, name: str, low: int, high: int) -> int:
 
 VERBS: dict[str, Verb] = {
     "open": Verb("open APP [PATH] | open PATH", 1, 2, _open),
-    "close": Verb("close [WINDOW_TITLE]", 0, 1, _close),
-    "activate": Verb("activate WINDOW_TITLE", 1, 1, _activate),
-    "type": Verb('type "TEXT"', 1, 1000, _type),
+    "close": Verb("close [WINDOW_TITLE]", 0, 1, lambda d, a: d.close(a[0] if a else None).title),
+    "activate": Verb("activate WINDOW_TITLE", 1, 1, lambda d, a: d.activate(a[0]).title),
+    "type": Verb('type "TEXT"', 1, 1000, _quiet(lambda d, a: d.type_text(" ".join(a)))),
     "key": Verb("key enter|tab|space|backspace|ctrl+s|ctrl+a [COUNT]", 1, 2, _key),
-    "clear": Verb("clear", 0, 0, _clear),
-    "save": Verb('save ["C:\\...\\name.txt"]', 0, 1, _save),
-    "mkdir": Verb('mkdir "C:\\...\\folder"', 1, 1, _mkdir),
-    "write": Verb('write "C:\\...\\file" ["CONTENT"]', 1, 2, _write),
-    "append": Verb('append "C:\\...\\file" "CONTENT"', 2, 2, _append),
-    "read": Verb('read "C:\\...\\file"', 1, 1, _read),
-    "ls": Verb('ls ["C:\\...\\folder"]', 0, 1, _ls),
-    "exists": Verb('exists "C:\\...\\path"', 1, 1, _exists),
-    "move": Verb('move "SOURCE" "DESTINATION"', 2, 2, _move),
-    "copy": Verb('copy "SOURCE" "DESTINATION"', 2, 2, _copy),
+    "clear": Verb("clear", 0, 0, _quiet(lambda d, a: d.clear_text())),
+    "save": Verb('save ["C:\\...\\name.txt"]', 0, 1, lambda d, a: d.save(a[0] if a else None)),
+    "mkdir": Verb('mkdir "C:\\...\\folder"', 1, 1, _quiet(lambda d, a: d.make_folder(a[0]))),
+    "write": Verb('write "C:\\...\\file" ["CONTENT"]', 1, 2,
+                  _quiet(lambda d, a: d.write_file(a[0], a[1] if len(a) > 1 else ""))),
+    "append": Verb('append "C:\\...\\file" "CONTENT"', 2, 2,
+                   _quiet(lambda d, a: d.write_file(a[0], a[1], append=True))),
+    "read": Verb('read "C:\\...\\file"', 1, 1,
+                 lambda d, a: d.read_file(a[0]).decode("utf-8", errors="replace")),
+    "ls": Verb('ls ["C:\\...\\folder"]', 0, 1,
+               lambda d, a: "\n".join(d.list_names(a[0] if a else HOME))),
+    "exists": Verb('exists "C:\\...\\path"', 1, 1, lambda d, a: str(d.host(a[0]).exists())),
+    "move": Verb('move "SOURCE" "DESTINATION"', 2, 2,
+                 lambda d, a: d.sandbox.to_guest(d.move(a[0], a[1]))),
+    "copy": Verb('copy "SOURCE" "DESTINATION"', 2, 2,
+                 lambda d, a: d.sandbox.to_guest(d.copy(a[0], a[1]))),
     "rename": Verb('rename "C:\\...\\path" NEW_NAME', 2, 2, _rename),
-    "delete": Verb('delete "C:\\...\\path"', 1, 1, _delete),
+    "delete": Verb('delete "C:\\...\\path"', 1, 1, _quiet(lambda d, a: d.delete(a[0]))),
     "set": Verb("set SETTING VALUE", 2, 3, _set),
-    "get": Verb("get SETTING", 1, 1, _get),
+    "get": Verb("get SETTING", 1, 1, lambda d, a: str(_value(d.settings.get, a[0]))),
     "timer": Verb('timer add DURATION ["LABEL"] | pause|resume|delete LABEL | list | clear',
                   1, 3, _timer),
     "alarm": Verb('alarm add TIME ["LABEL"] | on|off|delete LABEL_OR_TIME | list | clear',
@@ -544,17 +473,18 @@ VERBS: dict[str, Verb] = {
     "calc": Verb('calc EXPRESSION | calc days YYYY-MM-DD YYYY-MM-DD | calc history',
                  1, 100, _calc),
     "clipboard": Verb('clipboard "TEXT"', 1, 1000, _clipboard),
-    "paste": Verb("paste", 0, 0, _paste),
+    "paste": Verb("paste", 0, 0, _quiet(lambda d, a: d.type_text(d.clipboard))),
     "sleep": Verb("sleep SECONDS (0 to 30)", 1, 1, _sleep),
-    "echo": Verb('echo "TEXT"', 0, 1000, _echo),
-    "windows": Verb("windows", 0, 0, _windows),
+    "echo": Verb('echo "TEXT"', 0, 1000, lambda d, a: " ".join(a)),
+    "windows": Verb("windows", 0, 0, lambda d, a: "\n".join(d.titles())),
     "todo": Verb('todo add|done|undone|delete "TITLE" | todo list', 1, 2, _todo),
     "editor": Verb('editor write|append FILE "TEXT" | editor save FILE | editor read FILE | '
                    "editor files", 1, 3, _editor),
     "msg": Verb('msg send "TO" "TEXT"', 3, 3, _msg),
     "appstate": Verb("appstate [todo|codeeditor|messenger|settings|clock]", 0, 1, _appstate),
-    "wait": Verb("WAIT | DONE | FAIL (no-ops)", 0, 0, _wait),
+    "wait": Verb("WAIT | DONE | FAIL (no-ops)", 0, 0, lambda d, a: ""),
 }
+"""The verbs, by name; a verb that is one expression on the desktop is written inline."""
 
 __all__ = [
     "VERBS",

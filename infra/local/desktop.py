@@ -7,13 +7,14 @@ worker (the guest's and the scoring server) act on the same desktop from many th
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from infra.local.apps import APPS, DIALOGS, AppError, Clock, Settings, Window
-from infra.local.sandbox import HOME, USER_FOLDERS, Sandbox, SandboxError
+from infra.local.sandbox import HOME, Sandbox, SandboxError
 from infra.local.workapps import WorkApps, seeded
 
 if TYPE_CHECKING:
@@ -23,18 +24,15 @@ TEXT_SUFFIXES = (".txt", ".md", ".log", ".csv", ".json", ".ini", ".xml", ".py", 
 """Files that open in Notepad."""
 
 _APP_ALIASES = {
-    "notepad": "notepad",
-    "notepad.exe": "notepad",
-    "explorer": "explorer",
-    "explorer.exe": "explorer",
-    "file_explorer": "explorer",
-    "settings": "settings",
-    "ms-settings": "settings",
-    "clock": "clock",
-    "ms-clock": "clock",
-    "calc": "calc",
-    "calc.exe": "calc",
-    "calculator": "calc",
+    alias: app
+    for app, aliases in (
+        ("notepad", ("notepad", "notepad.exe")),
+        ("explorer", ("explorer", "explorer.exe", "file_explorer")),
+        ("settings", ("settings", "ms-settings")),
+        ("clock", ("clock", "ms-clock")),
+        ("calc", ("calc", "calc.exe", "calculator")),
+    )
+    for alias in aliases
 }
 
 
@@ -62,14 +60,11 @@ class Desktop:
         self.pointer = (640, 360)  # the mouse, in screen pixels
         self.held: set[str] = set()  # keys held down (keyDown without keyUp yet)
         self.version = 0
-        self._next_wid = 1
+        self._wids = itertools.count(1)
         # the worker's real browser windows (infra.local.browser), in front of the rest
         self.browser: BrowserScreen | None = None
 
     # -- windows -------------------------------------------------------------------------
-
-    def _changed(self) -> None:
-        self.version += 1
 
     @property
     def active(self) -> Window | None:
@@ -98,8 +93,7 @@ class Desktop:
                         if path:
                             window.page = path
                         return window
-            window = Window(app=app, wid=self._next_wid, slot=self._free_slot())
-            self._next_wid += 1
+            window = Window(app=app, wid=next(self._wids), slot=self._free_slot())
             if app == "notepad" and path:
                 host = self.sandbox.to_host(path)
                 if host.is_dir():
@@ -115,16 +109,13 @@ class Desktop:
             elif path:
                 window.page = path
             self.windows.append(window)
-            self._changed()
+            self.touch()
             return window
 
     def _free_slot(self) -> int:
         """The first cascade position no open window holds (so layouts repeat task to task)."""
         taken = {w.slot for w in self.windows if not w.is_dialog}
-        slot = 0
-        while slot in taken:
-            slot += 1
-        return slot
+        return next(slot for slot in itertools.count() if slot not in taken)
 
     def open_dialog(self, kind: str, owner: Window | None = None) -> Window:
         """Open a dialog (``run``, ``save_as``...) in front, its first field focused.
@@ -138,20 +129,16 @@ class Desktop:
                     self._raise(window)
                     return window
             window = Window(
-                app=kind, wid=self._next_wid, owner=owner.wid if owner else None,
+                app=kind, wid=next(self._wids), owner=owner.wid if owner else None,
                 focus=f"field:{fields[0]}", fields=dict.fromkeys(fields, ""),
             )
-            self._next_wid += 1
             self.windows.append(window)
-            self._changed()
+            self.touch()
             return window
 
     def window_by_id(self, wid: int | None) -> Window | None:
         """The open window with this id, if any."""
-        for window in self.windows:
-            if window.wid == wid:
-                return window
-        return None
+        return next((w for w in self.windows if w.wid == wid), None)
 
     def raise_window(self, window: Window) -> None:
         """Bring an open window to the front."""
@@ -162,7 +149,7 @@ class Desktop:
     def touch(self) -> None:
         """Record a change made directly on a window's state (for the screenshot cache)."""
         with self.lock:
-            self._changed()
+            self.version += 1
 
     def open_path(self, path: str) -> Window:
         """Open a file or folder with its default app (folders in explorer, text in notepad).
@@ -181,18 +168,15 @@ class Desktop:
     def _raise(self, window: Window) -> None:
         self.windows.remove(window)
         self.windows.append(window)
-        self._changed()
+        self.touch()
 
     def find_window(self, name: str, *, strict: bool = False) -> Window | None:
         """The topmost window whose title is ``name`` (strict) or contains it (any case)."""
         with self.lock:
+            lowered = name.lower()
             for window in reversed(self.windows):
-                title = window.title
-                if (strict and title == name) or (
-                    not strict and name.lower() in title.lower()
-                ):
-                    return window
-                if not strict and window.app == name.lower():
+                loose = lowered in window.title.lower() or window.app == lowered
+                if (window.title == name) if strict else loose:
                     return window
             return None
 
@@ -222,7 +206,7 @@ class Desktop:
                     "no window is open" if name is None else f"no window titled {name!r}"
                 )
             self.windows.remove(window)
-            self._changed()
+            self.touch()
             return window
 
     def close_all(self) -> int:
@@ -233,7 +217,7 @@ class Desktop:
             self.held.clear()  # a key left down by the last task must not stick
             if self.browser is not None:
                 count += self.browser.close_all()  # WAA's stock reset closes them too
-            self._changed()
+            self.touch()
             return count
 
     def titles(self) -> list[str]:
@@ -264,23 +248,20 @@ class Desktop:
             else:
                 window = self.require_active("notepad")
                 window.text += text
-            self._changed()
+            self.touch()
             return window
 
     def clear_text(self) -> Window:
         """Select all and delete in the active notepad."""
         with self.lock:
-            window = self.require_active("notepad")
-            window.text = ""
-            self._changed()
-            return window
+            return self.backspace(len(self.active.text) if self.active else 0)
 
     def backspace(self, count: int = 1) -> Window:
         """Delete characters before the caret (the end of the document)."""
         with self.lock:
             window = self.require_active("notepad")
             window.text = window.text[: max(0, len(window.text) - count)]
-            self._changed()
+            self.touch()
             return window
 
     def save(self, path: str | None = None) -> str:
@@ -309,7 +290,7 @@ class Desktop:
             host.write_text(window.text, encoding="utf-8")
             window.path = self.sandbox.to_guest(host)
             window.saved_text = window.text
-            self._changed()
+            self.touch()
             return window.path
 
     # -- files ---------------------------------------------------------------------------
@@ -325,7 +306,7 @@ class Desktop:
             if host.exists() and not host.is_dir():
                 raise AppError(f"a file already exists at {path}")
             host.mkdir(parents=True, exist_ok=True)
-            self._changed()
+            self.touch()
             return host
 
     def write_file(self, path: str, content: str | bytes, *, append: bool = False) -> Path:
@@ -343,7 +324,7 @@ class Desktop:
             data = content.encode("utf-8") if isinstance(content, str) else content
             with host.open("ab" if append else "wb") as handle:
                 handle.write(data)
-            self._changed()
+            self.touch()
             return host
 
     def read_file(self, path: str) -> bytes:
@@ -366,7 +347,7 @@ class Desktop:
         with self.lock:
             src, dst = self._transfer(source, destination, "move")
             shutil.move(str(src), str(dst))
-            self._changed()
+            self.touch()
             return dst
 
     def copy(self, source: str, destination: str) -> Path:
@@ -377,7 +358,7 @@ class Desktop:
                 shutil.copytree(src, dst, symlinks=True)
             else:
                 shutil.copy2(src, dst, follow_symlinks=False)
-            self._changed()
+            self.touch()
             return dst
 
     def _transfer(self, source: str, destination: str, verb: str) -> tuple[Path, Path]:
@@ -416,18 +397,13 @@ class Desktop:
             host = self.host(path)
             if not host.exists() and not host.is_symlink():
                 raise AppError(f"not found: {path}")
-            if host.resolve() in self._protected() or self.sandbox.is_protected(host):
+            if self.sandbox.is_protected(host):
                 raise AppError(f"{path} is a system folder and cannot be deleted")
             if host.is_dir() and not host.is_symlink():
                 shutil.rmtree(host)
             else:
                 host.unlink()
-            self._changed()
-
-    def _protected(self) -> set[Path]:
-        drive = self.sandbox.drive
-        home = drive / "Users" / "Docker"
-        return {drive, drive / "Users", home, *(home / f for f in USER_FOLDERS)}
+            self.touch()
 
     def list_names(self, path: str) -> list[str]:
         """Names in a folder, sorted case-insensitively (folders first, as explorer does).
@@ -473,7 +449,7 @@ class Desktop:
             self.sandbox.create_layout()
             # the apps' stores are the profile's too: a fresh profile has their seed
             self.apps = seeded()
-            self._changed()
+            self.touch()
 
     def app_state(self) -> dict[str, Any]:
         """One JSON document per app (``todo``, ``codeeditor``, ``messenger``, ``settings``,

@@ -89,14 +89,11 @@ def parse_faults(knobs: Mapping[str, object] | None) -> Faults:
         error_rate=_number("error-rate", values.get("error-rate", 0), low=0, high=1),
         seed=_count("seed", values.get("seed", 0), low=0),
         hang_after=_count("hang-after", values["hang-after"], low=1)
-        if "hang-after" in values
-        else None,
+        if "hang-after" in values else None,
         crash_after=_count("crash-after", values["crash-after"], low=1)
-        if "crash-after" in values
-        else None,
-        screenshot_min_bytes=_count(
-            "screenshot-min-bytes", values.get("screenshot-min-bytes", 0), low=0
-        ),
+        if "crash-after" in values else None,
+        screenshot_min_bytes=_count("screenshot-min-bytes",
+                                    values.get("screenshot-min-bytes", 0), low=0),
         no_snapshots=_count("no-snapshots", values.get("no-snapshots", 0), low=0) > 0,
     )
 
@@ -146,11 +143,8 @@ class FaultGate:
             number = self._count
             failed = faults.error_rate > 0 and self._rng.random() < faults.error_rate
         if faults.crash_after is not None and number >= faults.crash_after:
-            print(
-                f"fault crash-after={faults.crash_after}: exiting at request {number}",
-                file=sys.stderr,
-                flush=True,
-            )
+            print(f"fault crash-after={faults.crash_after}: exiting at request {number}",
+                  file=sys.stderr, flush=True)
             os._exit(CRASH_EXIT_CODE)
         if faults.hang_after is not None and number >= faults.hang_after:
             return Action.HANG

@@ -13,16 +13,14 @@ Screen recording is not simulated (``/start_recording`` answers 404); ``/save_st
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 from typing import Any
 
 from infra.local.desktop import Desktop
 from infra.local.gui import HEIGHT, WIDTH, WIN_H, WIN_W
 from infra.local.render import Screen
 from infra.local.sandbox import HOME
-from infra.local.server import HttpError, Request, Response
+from infra.local.server import HttpError, Request, Response, Route
 
-Route = Callable[[Request], Response]
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".bmp", ".tif", ".tiff")
 LIBRARIES = {"documents": "Documents", "pictures": "Pictures", "music": "Music",
              "videos": "Videos", "downloads": "Downloads"}
@@ -53,9 +51,6 @@ def _verdict(found: bool, yes: str, no: str, **extra: Any) -> Response:
 def build_info_routes(desktop: Desktop, screen: Screen) -> list[tuple[str, str, Route, int]]:
     """The getter routes, as ``(method, path, handler, status for refusals)``."""
 
-    def screen_size(request: Request) -> Response:
-        return Response.json({"width": WIDTH, "height": HEIGHT})
-
     def window_size(request: Request) -> Response:
         (name,) = _need(_json(request), "app_class_name")
         with desktop.lock:
@@ -70,12 +65,6 @@ def build_info_routes(desktop: Desktop, screen: Screen) -> list[tuple[str, str, 
         buffer = io.BytesIO()
         Image.new("RGB", (WIDTH, HEIGHT), (32, 84, 140)).save(buffer, format="PNG")
         return Response(200, buffer.getvalue(), "image/png")
-
-    def desktop_path(request: Request) -> Response:
-        return Response.json({"desktop_path": f"{HOME}\\Desktop"})
-
-    def documents_path(request: Request) -> Response:
-        return Response.json({"documents_path": f"{HOME}\\Documents"})
 
     def exists(kind: str) -> Route:
         def check(request: Request) -> Response:
@@ -146,9 +135,6 @@ def build_info_routes(desktop: Desktop, screen: Screen) -> list[tuple[str, str, 
             found = any(city.lower() in c.lower() for c in desktop.clock.world_clocks)
         return _verdict(found, "World clock exists", "World clock does not exist")
 
-    def terminal(request: Request) -> Response:
-        return Response.json({"output": "", "status": "success"})
-
     def snapshot(kind: str) -> Route:
         def refuse(request: Request) -> Response:
             # WAA's own server answers 501 to restores; the simulated guest keeps no snapshots
@@ -162,11 +148,13 @@ def build_info_routes(desktop: Desktop, screen: Screen) -> list[tuple[str, str, 
         return Response.json({"success": True})
 
     return [
-        ("POST", "/screen_size", screen_size, 400),
+        ("POST", "/screen_size", lambda _r: Response.json({"width": WIDTH, "height": HEIGHT}), 400),
         ("POST", "/window_size", window_size, 404),
         ("POST", "/wallpaper", wallpaper, 400),
-        ("POST", "/desktop_path", desktop_path, 400),
-        ("POST", "/documents_path", documents_path, 400),
+        ("POST", "/desktop_path",
+         lambda _r: Response.json({"desktop_path": f"{HOME}\\Desktop"}), 400),
+        ("POST", "/documents_path",
+         lambda _r: Response.json({"documents_path": f"{HOME}\\Documents"}), 400),
         ("POST", "/file_exists", exists("file"), 400),
         ("POST", "/folder_exists", exists("folder"), 400),
         ("POST", "/are_files_sorted_by_modified_time", sorted_by_mtime, 400),
@@ -176,7 +164,7 @@ def build_info_routes(desktop: Desktop, screen: Screen) -> list[tuple[str, str, 
         ("POST", "/library_folders", library_folders, 400),
         ("POST", "/check_if_timer_started", timer_started, 400),
         ("POST", "/check_if_world_clock_exists", world_clock, 400),
-        ("GET", "/terminal", terminal, 400),
+        ("GET", "/terminal", lambda _r: Response.json({"output": "", "status": "success"}), 400),
         ("POST", "/update_computer", update_computer, 400),
         ("POST", "/save_state", snapshot("Save state"), 400),
         ("POST", "/revert_to_snapshot", snapshot("Restore snapshot"), 400),

@@ -111,17 +111,12 @@ def hit(desktop: Desktop, x: int, y: int) -> tuple[WindowLayout | None, Control 
     (``(None, taskbar button)`` on the taskbar, ``(None, None)`` on the wallpaper)."""
     with desktop.lock:
         if y >= HEIGHT - TASKBAR:
-            for control in taskbar(desktop):
-                if control.contains(x, y):
-                    return None, control
-            return None, None
+            return None, next((c for c in taskbar(desktop) if c.contains(x, y)), None)
         for placed in reversed(layout(desktop)):
             left, top, right, bottom = placed.rect
             if left <= x < right and top <= y < bottom:
-                for control in reversed(placed.controls):
-                    if control.key and control.contains(x, y):
-                        return placed, control
-                return placed, None
+                return placed, next((c for c in reversed(placed.controls)
+                                     if c.key and c.contains(x, y)), None)
         return None, None
 
 
@@ -134,10 +129,7 @@ def find_control(desktop: Desktop, name: str, role: str | None = None) -> Contro
                    if c.name.lower() == lowered and (role is None or c.role == role)]
         if matches:  # a control that acts (a switch) before its label of the same name
             return next((c for c in matches if c.key), matches[0])
-    for control in taskbar(desktop):
-        if control.name.lower() == lowered:
-            return control
-    return None
+    return next((c for c in taskbar(desktop) if c.name.lower() == lowered), None)
 
 
 # -- controls per app ------------------------------------------------------------------------

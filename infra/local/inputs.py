@@ -10,7 +10,7 @@ before it have happened, the ones after it do not run, as when a real script rai
 from __future__ import annotations
 
 import math
-import shlex
+from functools import partialmethod
 from typing import Any
 
 from infra.local import cancel
@@ -31,6 +31,7 @@ from infra.local.arith import (
     history_line,
 )
 from infra.local.browser import BrowserError, BrowserWindow
+from infra.local.commands import MAX_SLEEP, CommandSyntaxError, split_command
 from infra.local.desktop import Desktop, app_name
 from infra.local.gui import (
     HEIGHT,
@@ -43,7 +44,6 @@ from infra.local.gui import (
 )
 from infra.local.pysource import Call, Program
 
-MAX_SLEEP = 30.0
 MODIFIERS = {"ctrl", "shift", "alt", "win"}
 _KEY_ALIASES = {
     "control": "ctrl", "ctrlleft": "ctrl", "ctrlright": "ctrl", "shiftleft": "shift",
@@ -53,6 +53,10 @@ _KEY_ALIASES = {
     " ": "space", "spacebar": "space",
 }
 _SETTING_BY_LABEL = {label: key for key, label in SETTING_LABELS.items()}
+_PLATFORM = {"platform.system": "Windows", "platform.release": "11", "platform.machine": "AMD64",
+             "pyautogui.size": f"Size(width={WIDTH}, height={HEIGHT})"}
+_BUTTONS = {"primary": "left", "secondary": "right"}
+_WIN_APPS = {"e": "explorer", "i": "settings"}
 
 
 def key_name(key: str) -> str:
@@ -107,18 +111,19 @@ class Player:
         # position(), size(), screenshot() outside print have no effect on the desktop
 
     def _getter(self, name: str) -> str:
-        if name == "platform.system":
-            return "Windows"
-        if name == "platform.release":
-            return "11"
-        if name == "platform.machine":
-            return "AMD64"
-        if name == "pyautogui.size":
-            return f"Size(width={WIDTH}, height={HEIGHT})"
+        if name in _PLATFORM:
+            return _PLATFORM[name]
         x, y = self.desktop.pointer
         return f"Point(x={x}, y={y})"
 
     # -- pyautogui -----------------------------------------------------------------------
+
+    def _move_to(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, int]:
+        """Move the pointer to the call's point, if it gives one; returns where it is."""
+        point = self._point(args, kwargs)
+        if point is not None:
+            self.desktop.pointer = point
+        return self.desktop.pointer
 
     def _point(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, int] | None:
         x = _arg(args, kwargs, 0, "x", None)
@@ -133,38 +138,20 @@ class Player:
 
     def _pg_click(self, args: tuple[Any, ...], kwargs: dict[str, Any],
                   *, clicks: int | None = None, button: str | None = None) -> None:
-        point = self._point(args, kwargs)
-        if point is not None:
-            self.desktop.pointer = point
+        self._move_to(args, kwargs)
         count = clicks if clicks is not None else _count(kwargs.get("clicks", 1))
         which = button or str(kwargs.get("button", "left")).lower()
-        if which in ("primary",):
-            which = "left"
-        if which in ("secondary",):
-            which = "right"
+        which = _BUTTONS.get(which, which)
         if count < 1:
             return
         self.click(*self.desktop.pointer, clicks=count, button=which)
 
-    def _pg_leftClick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._pg_click(args, kwargs, button="left")
-
-    def _pg_doubleClick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._pg_click(args, kwargs, clicks=2)
-
-    def _pg_tripleClick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._pg_click(args, kwargs, clicks=3)
-
-    def _pg_rightClick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._pg_click(args, kwargs, button="right")
-
-    def _pg_middleClick(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._pg_click(args, kwargs, button="middle")
-
-    def _pg_moveTo(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        point = self._point(args, kwargs)
-        if point is not None:
-            self.desktop.pointer = point
+    _pg_leftClick = partialmethod(_pg_click, button="left")
+    _pg_doubleClick = partialmethod(_pg_click, clicks=2)
+    _pg_tripleClick = partialmethod(_pg_click, clicks=3)
+    _pg_rightClick = partialmethod(_pg_click, button="right")
+    _pg_middleClick = partialmethod(_pg_click, button="middle")
+    _pg_moveTo = _move_to
 
     def _pg_moveRel(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         dx = _number(_arg(args, kwargs, 0, "xOffset", 0))
@@ -175,15 +162,10 @@ class Player:
     _pg_move = _pg_moveRel
 
     def _pg_mouseDown(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        point = self._point(args, kwargs)
-        if point is not None:
-            self.desktop.pointer = point
-        self._pressed_at = self.desktop.pointer
+        self._pressed_at = self._move_to(args, kwargs)
 
     def _pg_mouseUp(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        point = self._point(args, kwargs)
-        if point is not None:
-            self.desktop.pointer = point
+        self._move_to(args, kwargs)
         start, self._pressed_at = self._pressed_at, None
         if start is None:
             return
@@ -201,20 +183,15 @@ class Player:
         self.drag(start, target)
 
     def _pg_dragRel(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        dx = _number(_arg(args, kwargs, 0, "xOffset", 0))
-        dy = _number(_arg(args, kwargs, 1, "yOffset", 0))
         start = self.desktop.pointer
-        target = _pixel(start[0] + dx, start[1] + dy)
-        self.desktop.pointer = target
-        self.drag(start, target)
+        self._pg_moveRel(args, kwargs)
+        self.drag(start, self.desktop.pointer)
 
     _pg_drag = _pg_dragRel
 
     def _pg_scroll(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         clicks = _number(_arg(args, kwargs, 0, "clicks", 0))
-        point = self._point(args[1:], {k: v for k, v in kwargs.items() if k in ("x", "y")})
-        if point is not None:
-            self.desktop.pointer = point
+        self._move_to(args[1:], {k: v for k, v in kwargs.items() if k in ("x", "y")})
         window_there = self._browser_at(*self.desktop.pointer)
         browser = self.desktop.browser
         if window_there is not None and browser is not None:
@@ -335,11 +312,9 @@ class Player:
                 return
             window = placed.window
             desktop.raise_window(window)
-            if control is None or button == "middle":
-                desktop.touch()
-                return
-            self._blur(window, control.key)
-            self._activate(window, control, clicks=clicks, right=button == "right")
+            if control is not None and button != "middle":
+                self._blur(window, control.key)
+                self._activate(window, control, clicks=clicks, right=button == "right")
             desktop.touch()
 
     def _blur(self, window: Window, new_key: str) -> None:
@@ -350,42 +325,30 @@ class Player:
             self._commit_rename(window)
 
     def _activate(self, window: Window, control: Control, *, clicks: int, right: bool) -> None:
-        key = control.key
-        desktop = self.desktop
-        if key == "close":
+        kind, _, arg = control.key.partition(":")
+        settings = self.desktop.settings
+        if kind == "close":
             self._close(window)
-            return
-        if key == "doc":
+        elif kind == "doc":
             window.focus, window.select_all = "doc", clicks >= 3
-            return
-        if key.startswith("field:"):
-            name = key.split(":", 1)[1]
-            window.fields.setdefault(name, control.value)
+        elif kind == "field":
+            window.fields.setdefault(arg, control.value)
             if not window.is_dialog:
-                window.fields[name] = control.value
-            window.focus, window.select_all = key, True  # clicking an edit selects its text
-            return
-        if key.startswith("item:"):
-            self._click_item(window, key.split(":", 1)[1], clicks=clicks, right=right)
-            return
-        if key.startswith("tool:"):
-            self._explorer_tool(window, key.split(":", 1)[1])
-            return
-        if key.startswith("toggle:"):
-            setting = key.split(":", 1)[1]
-            desktop.settings.set(setting, "off" if desktop.settings.get(setting) == "on"
-                                 else "on")
-            return
-        if key.startswith("dialog:"):
-            desktop.open_dialog(key.split(":", 1)[1], owner=window)
-            return
-        if key.startswith("calc:"):
-            self._calc_key(window, key.split(":", 1)[1])
-            return
-        if key == "ok":
+                window.fields[arg] = control.value
+            window.focus, window.select_all = control.key, True  # clicking an edit selects its text
+        elif kind == "item":
+            self._click_item(window, arg, clicks=clicks, right=right)
+        elif kind == "tool":
+            self._explorer_tool(window, arg)
+        elif kind == "toggle":
+            settings.set(arg, "off" if settings.get(arg) == "on" else "on")
+        elif kind == "dialog":
+            self.desktop.open_dialog(arg, owner=window)
+        elif kind == "calc":
+            self._calc_key(window, arg)
+        elif kind == "ok":
             self._dialog_ok(window)
-            return
-        if key == "cancel":
+        elif kind == "cancel":
             self._close_dialog(window)
 
     def drag(self, start: tuple[int, int], end: tuple[int, int]) -> None:
@@ -443,13 +406,8 @@ class Player:
         """Press and release one key (with the modifiers held down by ``keyDown``)."""
         name = key_name(key)
         if name in MODIFIERS:
-            if name == "win" and not self.desktop.held:
-                return  # the Start menu is not simulated
-            return
-        if self.desktop.held:
-            self.combo(set(self.desktop.held), [name])
-            return
-        self.combo(set(), [name])
+            return  # a modifier alone does nothing here (the Start menu is not simulated)
+        self.combo(set(self.desktop.held), [name])
 
     def combo(self, modifiers: set[str], keys: list[str]) -> None:
         """A key with modifiers held (``hotkey('ctrl', 's')`` -> ``({'ctrl'}, ['s'])``)."""
@@ -471,11 +429,8 @@ class Player:
         if mods == {"win"} and lower == "r":
             desktop.open_dialog("run")
             return
-        if mods == {"win"} and lower == "e":
-            desktop.open_app("explorer")
-            return
-        if mods == {"win"} and lower == "i":
-            desktop.open_app("settings")
+        if mods == {"win"} and lower in _WIN_APPS:
+            desktop.open_app(_WIN_APPS[lower])
             return
         if mods == {"alt"} and lower == "f4":
             if desktop.active is not None:
@@ -500,9 +455,8 @@ class Player:
         if len(key) == 1:
             self._insert(key.upper() if mods == {"shift"} and key.isalpha() else key)
             return
-        named = {"space": " "}
-        if lower in named:
-            self._insert(named[lower])
+        if lower == "space":
+            self._insert(" ")
         elif lower == "enter":
             self._enter(window)
         elif lower == "tab":
@@ -559,33 +513,24 @@ class Player:
         if window.app == "notepad":
             window.text = text if window.select_all else window.text + text
             window.select_all = False
+        elif (field := _edited_field(window)) is not None:
+            name, current = field
+            window.fields[name] = text if window.select_all else current + text
+            window.select_all = False
+            if window.app == "calc":
+                self._calc_dates(window)
         elif window.app == "calc" and window.page != "date" and not window.focus:
             for char in text:
                 if char == "=":
                     self._calc_key(window, "=")
                 elif char in "0123456789.+-*/()%xX":
                     self._calc_key(window, "*" if char in "xX" else char)
-        elif window.app == "explorer" and window.renaming is not None:
-            current = window.fields.get("Rename", window.renaming)
-            window.fields["Rename"] = text if window.select_all else current + text
-            window.select_all = False
-        elif window.focus.startswith("field:"):
-            name = window.focus.split(":", 1)[1]
-            current = window.fields.get(name, "")
-            window.fields[name] = text if window.select_all else current + text
-            window.select_all = False
-            if window.app == "calc":
-                self._calc_dates(window)
 
     def _backspace(self, window: Window) -> None:
         if window.app == "notepad":
             window.text = "" if window.select_all else window.text[:-1]
-        elif window.app == "explorer" and window.renaming is not None:
-            current = window.fields.get("Rename", window.renaming)
-            window.fields["Rename"] = "" if window.select_all else current[:-1]
-        elif window.focus.startswith("field:"):
-            name = window.focus.split(":", 1)[1]
-            current = window.fields.get(name, "")
+        elif (field := _edited_field(window)) is not None:
+            name, current = field
             window.fields[name] = "" if window.select_all else current[:-1]
         elif window.app == "calc":
             window.display = window.display[:-1] or "0"
@@ -712,11 +657,9 @@ class Player:
         """
         desktop = self.desktop
         try:
-            lexer = shlex.shlex(text, posix=True)
-            lexer.whitespace_split, lexer.escape, lexer.commenters = True, "", ""
-            words = list(lexer)
-        except ValueError:
-            words = [text]
+            words = split_command(text)
+        except CommandSyntaxError:  # unbalanced quotes: the whole line names it
+            words = [text] if text.strip() else []
         if words and words[0].lower() == "start" and len(words) > 1:
             words = words[1:]
         if not words:
@@ -825,19 +768,18 @@ class Player:
             window.focus = "field:From" if window.page == "date" else ""
             window.display = "" if window.page == "date" else "0"
             window.fresh = True
-            return
-        if key == "C":
+        elif key == "C":
             window.display, window.fresh = "0", True
-            return
-        if key == "=":
+        elif key == "=":
             expression = window.display
             window.display, window.fresh = calculate(expression), True
             window.record(history_line(expression, window.display))
-            return
-        if window.fresh and (key.isdigit() or key in ".("):
-            window.display = ""
-        window.fresh = False
-        window.display = ("" if window.display == "0" and key.isdigit() else window.display) + key
+        else:
+            if window.fresh and (key.isdigit() or key in ".("):
+                window.display = ""
+            window.fresh = False
+            shown = "" if window.display == "0" and key.isdigit() else window.display
+            window.display = shown + key
 
     def _calc_dates(self, window: Window) -> None:
         first, second = window.fields.get("From", ""), window.fields.get("To", "")
@@ -869,6 +811,16 @@ def target_point(desktop: Desktop, name: str) -> tuple[int, int]:
     if control is None:
         raise AppError(f"no control named {name!r} on screen")
     return control.center
+
+
+def _edited_field(window: Window) -> tuple[str, str] | None:
+    """The field that typing edits (an explorer rename, or the focused field) and its text."""
+    if window.app == "explorer" and window.renaming is not None:
+        return "Rename", window.fields.get("Rename", window.renaming)
+    if window.focus.startswith("field:"):
+        name = window.focus.split(":", 1)[1]
+        return name, window.fields.get(name, "")
+    return None
 
 
 def _join(folder: str, name: str) -> str:

@@ -95,18 +95,15 @@ def looks_like_source(text: str) -> bool:
 
 def python_c_source(command: str | Sequence[str]) -> str | None:
     """The source of a ``python -c "<source>"`` command (list or string form), else ``None``."""
-    if isinstance(command, str):
-        words = command.strip().split(None, 2)
-        if len(words) == 3 and words[0].lower() in _PYTHONS and words[1] == "-c":
-            source = words[2].strip()
-            if len(source) >= 2 and source[0] == source[-1] and source[0] in "\"'":
-                source = source[1:-1]
-            return source
+    words = command.strip().split(None, 2) if isinstance(command, str) else list(command)
+    if len(words) != 3 or words[0].lower() not in _PYTHONS or words[1] != "-c":
         return None
-    items = list(command)
-    if len(items) == 3 and items[0].lower() in _PYTHONS and items[1] == "-c":
-        return items[2]
-    return None
+    source = words[2]
+    if isinstance(command, str):  # the shell's quotes around the source
+        source = source.strip()
+        if len(source) >= 2 and source[0] == source[-1] and source[0] in "\"'":
+            source = source[1:-1]
+    return source
 
 
 _PYTHONS = {"python", "python3", "python.exe", "py", "pythonw"}

@@ -98,10 +98,8 @@ class Sandbox:
 
     def create_layout(self) -> None:
         """Create the folders a fresh Windows user profile has (idempotent)."""
-        for folder in USER_FOLDERS:
-            (self.drive / "Users" / "Docker" / folder).mkdir(parents=True, exist_ok=True)
-        (self.drive / "Windows" / "Temp").mkdir(parents=True, exist_ok=True)
-        (self.drive / "Program Files").mkdir(parents=True, exist_ok=True)
+        for folder in self.protected():
+            folder.mkdir(parents=True, exist_ok=True)
 
     def protected(self) -> set[Path]:
         """Folders an action may never move, rename or delete: the drive, ``C:\\Users``, the

@@ -50,9 +50,6 @@ def end_state(desktop: Desktop) -> dict[str, Any]:
 def build_scoring_app(app: App, desktop: Desktop, store: TaskStore) -> App:
     """Register the scoring endpoints of one worker on ``app``."""
 
-    def probe(request: Request) -> Response:
-        return Response.json(PROBE)
-
     def tasks(request: Request) -> Response:
         names = request.query.get("index")
         if not names:
@@ -62,9 +59,6 @@ def build_scoring_app(app: App, desktop: Desktop, store: TaskStore) -> App:
             known = ", ".join(store.indexes)
             raise HttpError(404, f"unknown index {names[0]!r}; known: {known}")
         return Response.json(index)
-
-    def indexes(request: Request) -> Response:
-        return Response.json({"indexes": list(store.indexes)})
 
     def task(request: Request) -> Response:
         task_id = request.path.removeprefix("/task/")
@@ -117,14 +111,11 @@ def build_scoring_app(app: App, desktop: Desktop, store: TaskStore) -> App:
             raise HttpError(422, str(exc)) from None
         return Response.json(verdict.to_json())
 
-    app.route("GET", "/probe", probe)
+    app.route("GET", "/probe", lambda _request: Response.json(PROBE))
     app.route("GET", "/tasks", tasks)
-    app.route("GET", "/indexes", indexes)
+    app.route("GET", "/indexes", lambda _request: Response.json({"indexes": list(store.indexes)}))
     app.route("GET", "/task/", task)
-    def state(request: Request) -> Response:
-        return Response.json(end_state(desktop))
-
-    app.route("GET", "/state", state)
+    app.route("GET", "/state", lambda _request: Response.json(end_state(desktop)))
     app.route("POST", "/tasks/batch", tasks_batch)
     app.route("POST", "/setup", setup)
     app.route("POST", "/evaluate", evaluate)

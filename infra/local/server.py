@@ -123,6 +123,11 @@ class Response:
         return cls(status, json.dumps(data).encode("utf-8"))
 
     @classmethod
+    def error(cls, message: str, status: int) -> Response:
+        """WAA's error answer: ``{"status": "error", "message": ...}``."""
+        return cls.json({"status": "error", "message": message}, status)
+
+    @classmethod
     def text(cls, text: str, status: int = 200) -> Response:
         """A plain-text answer."""
         return cls(status, text.encode("utf-8"), "text/plain; charset=utf-8")
@@ -200,18 +205,6 @@ class _Handler(BaseHTTPRequestHandler):
     # the client's delayed ACK (about 40 ms per answer on Linux loopback).
     disable_nagle_algorithm = True
 
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_PUT(self) -> None:
-        self._handle()
-
-    def do_DELETE(self) -> None:
-        self._handle()
-
     def setup(self) -> None:
         super().setup()
         # Read through the deadline: what the acceptor read first, then the socket, each read
@@ -250,20 +243,20 @@ class _Handler(BaseHTTPRequestHandler):
         guard = self.server.guard
         path = guard.capability.strip(urlsplit(self.path).path)
         if path is None:
-            return Response.json({"status": "error", "message": "forbidden"}, 403)
+            return Response.error("forbidden", 403)
         if "Transfer-Encoding" in self.headers:
             message = "send the body with a Content-Length (no Transfer-Encoding)"
-            return Response.json({"status": "error", "message": message}, 411)
+            return Response.error(message, 411)
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
             length = -1
         if length < 0:
-            return Response.json({"status": "error", "message": "bad Content-Length"}, 400)
+            return Response.error("bad Content-Length", 400)
         if length > guard.limits.max_body:
             message = (f"request body of {length} bytes is over this worker's limit of "
                        f"{guard.limits.max_body} bytes (--max-body-mb)")
-            return Response.json({"status": "error", "message": message}, 413)
+            return Response.error(message, 413)
         return path, length
 
     def _handle(self) -> None:
@@ -275,7 +268,7 @@ class _Handler(BaseHTTPRequestHandler):
         path, length = admitted
         refused = self.server.guard.fence(self.headers.get(FENCE_HEADER))
         if refused is not None:
-            self._send(Response.json({"status": "error", "message": refused}, 409), close=True)
+            self._send(Response.error(refused, 409), close=True)
             return
         action = app.gate.admit()
         if action is Action.HANG:
@@ -303,10 +296,10 @@ class _Handler(BaseHTTPRequestHandler):
             with cancel.watching(self.connection):
                 response = app.dispatch(request)
         except HttpError as exc:
-            response = Response.json({"status": "error", "message": exc.message}, exc.status)
+            response = Response.error(exc.message, exc.status)
         except Exception as exc:  # WAA answers any failure with a 500
             log.error("%s %s failed:\n%s", app.name, request.path, traceback.format_exc())
-            response = Response.json({"status": "error", "message": str(exc)}, 500)
+            response = Response.error(str(exc), 500)
         self._send(response)
 
     def _send(self, response: Response, *, close: bool = False) -> None:
@@ -320,6 +313,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(response.body)
         except OSError:
             self.close_connection = True  # the client went away; nothing to tell it
+
+    do_GET = do_POST = do_PUT = do_DELETE = _handle
 
 
 HEAD_LIMIT = 8192
@@ -423,7 +418,7 @@ class Acceptor:
             return
         self._forget(pending)
         if not guard.try_open():
-            _refuse_busy(pending.conn)
+            _answer_and_close(pending.conn, _BUSY)
             return
         conn, server = pending.conn, pending.server
         conn.setblocking(True)
@@ -452,17 +447,13 @@ class Acceptor:
             pending.conn.close()
 
     def _refuse(self, pending: _Pending, status: int, message: str) -> None:
-        """Answer an error and close, from this thread (the write cannot block: see
-        :func:`_refuse_busy`)."""
+        """Answer an error and close, from this thread (:func:`_answer_and_close`)."""
         self._forget(pending)
         body = json.dumps({"status": "error", "message": message}).encode()
         reason = {400: "Bad Request", 403: "Forbidden", 414: "URI Too Long"}[status]
         head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
-        with contextlib.suppress(OSError):
-            pending.conn.send(head.encode("latin-1") + body)
-        with contextlib.suppress(OSError):
-            pending.conn.close()
+        _answer_and_close(pending.conn, head.encode("latin-1") + body)
 
     def stop(self) -> None:
         """Stop accepting, close the listening sockets (freeing the ports)."""
@@ -508,14 +499,15 @@ class _DeadlineReader(io.RawIOBase):
         return self._conn.recv_into(view)
 
 
-def _refuse_busy(conn: socket.socket) -> None:
-    """Answer 503 on a connection over the limit and close it, from the accepting thread.
+def _answer_and_close(conn: socket.socket, answer: bytes) -> None:
+    """Send a refusal (such as 503 to a connection over the limit) and close the connection,
+    from the accepting thread.
 
     The write cannot block (a fresh connection's send buffer is empty, and the socket is
     non-blocking), so a flood of connections costs no thread and never stalls accepting.
     """
     with contextlib.suppress(OSError):
         conn.setblocking(False)
-        conn.send(_BUSY)
+        conn.send(answer)
     with contextlib.suppress(OSError):
         conn.close()

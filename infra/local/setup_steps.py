@@ -68,23 +68,6 @@ def launch_words(command: str | Sequence[str]) -> tuple[str, str | None]:
     return app, path
 
 
-def _launch(desktop: Desktop, params: Mapping[str, Any]) -> None:
-    app, path = launch_words(params.get("command") or "")
-    desktop.open_app(app, path)
-
-
-def _open(desktop: Desktop, params: Mapping[str, Any]) -> None:
-    desktop.open_path(_param(params, "path"))
-
-
-def _activate(desktop: Desktop, params: Mapping[str, Any]) -> None:
-    desktop.activate(_param(params, "window_name"), strict=bool(params.get("strict", False)))
-
-
-def _close_window(desktop: Desktop, params: Mapping[str, Any]) -> None:
-    desktop.close(_param(params, "window_name"), strict=bool(params.get("strict", False)))
-
-
 def _execute(desktop: Desktop, params: Mapping[str, Any]) -> None:
     command = params.get("command")
     if not isinstance(command, str | list):
@@ -95,10 +78,6 @@ def _execute(desktop: Desktop, params: Mapping[str, Any]) -> None:
         raise StepError(str(exc)) from None
     if result.returncode != 0:
         raise StepError(result.error)
-
-
-def _create_folder(desktop: Desktop, params: Mapping[str, Any]) -> None:
-    desktop.make_folder(_param(params, "path"))
 
 
 def _create_file(desktop: Desktop, params: Mapping[str, Any]) -> None:
@@ -124,30 +103,22 @@ def _sleep(desktop: Desktop, params: Mapping[str, Any]) -> None:
     time.sleep(seconds)
 
 
-def _close_all(desktop: Desktop, params: Mapping[str, Any]) -> None:
-    desktop.close_all()
-
-
-def _clear_task_files(desktop: Desktop, params: Mapping[str, Any]) -> None:
-    desktop.clear_task_files()
-
-
 def _download(desktop: Desktop, params: Mapping[str, Any]) -> None:
-    raise StepError(
-        "the simulated worker has no internet; ship the file with a create_file step"
-    )
+    raise StepError("the simulated worker has no internet; ship the file with a create_file step")
 
 
-STEPS: dict[str, Callable[[Desktop, Mapping[str, Any]], None]] = {
-    "launch": _launch,
-    "open": _open,
-    "activate_window": _activate,
-    "close_window": _close_window,
-    "close_all": _close_all,
-    "clear_task_files": _clear_task_files,
+STEPS: dict[str, Callable[[Desktop, Mapping[str, Any]], object]] = {
+    "launch": lambda d, p: d.open_app(*launch_words(p.get("command") or "")),
+    "open": lambda d, p: d.open_path(_param(p, "path")),
+    "activate_window": lambda d, p: d.activate(_param(p, "window_name"),
+                                               strict=bool(p.get("strict", False))),
+    "close_window": lambda d, p: d.close(_param(p, "window_name"),
+                                         strict=bool(p.get("strict", False))),
+    "close_all": lambda d, p: d.close_all(),
+    "clear_task_files": lambda d, p: d.clear_task_files(),
     "execute": _execute,
     "command": _execute,
-    "create_folder": _create_folder,
+    "create_folder": lambda d, p: d.make_folder(_param(p, "path")),
     "create_file": _create_file,
     "upload_file": _create_file,
     "sleep": _sleep,

@@ -74,12 +74,6 @@ def _command_arg(data: dict[str, Any]) -> str | list[str]:
 def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
     """Register the WAA endpoints of one worker on ``app``."""
 
-    def probe(request: Request) -> Response:
-        return Response.json(PROBE)
-
-    def screenshot(request: Request) -> Response:
-        return Response(200, screen.png(), "image/png")
-
     def accessibility(request: Request) -> Response:
         backend = (request.query.get("backend") or ["uia"])[-1]
         if backend not in ("uia", "win32"):
@@ -131,6 +125,11 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
         desktop.write_file(path, data)
         return Response.text("File uploaded")
 
+    def recycle(request: Request) -> Response:
+        path = _path_arg(request.json())
+        desktop.delete(path)
+        return Response.text(f"{path} moved to the recycle bin")
+
     def step(kind: str, done: Callable[[dict[str, Any]], str]) -> Route:
         def run(request: Request) -> Response:
             params = request.json()
@@ -140,8 +139,8 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
         return run
 
     routes: list[tuple[str, str, Route, int]] = [
-        ("GET", "/probe", probe, 400),
-        ("GET", "/screenshot", screenshot, 400),
+        ("GET", "/probe", lambda _r: Response.json(PROBE), 400),
+        ("GET", "/screenshot", lambda _r: Response(200, screen.png(), "image/png"), 400),
         ("GET", "/accessibility", accessibility, 400),
         ("GET", "/obs_winagent", obs_winagent, 400),
         ("POST", "/execute", execute, 400),
@@ -150,48 +149,22 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
         ("POST", "/file", file, 404),
         ("POST", "/list_directory", list_directory, 404),
         ("POST", "/setup/upload", upload, 400),
-        ("POST", "/setup/launch", step("launch", lambda p: f"{p.get('command')} launched"), 400),
-        ("POST", "/setup/open_file", step("open", lambda p: f"{p.get('path')} opened"), 404),
-        (
-            "POST",
-            "/setup/activate_window",
-            step("activate_window", lambda p: f"{p.get('window_name')} activated"),
-            404,
-        ),
-        (
-            "POST",
-            "/setup/close_window",
-            step("close_window", lambda p: f"{p.get('window_name')} closed"),
-            404,
-        ),
-        ("POST", "/setup/close_all", step("close_all", lambda p: "All windows closed"), 400),
-        (
-            "POST",
-            "/setup/clear_task_files",
-            step("clear_task_files", lambda p: "Task files cleared"),
-            400,
-        ),
-        (
-            "POST",
-            "/setup/create_folder",
-            step("create_folder", lambda p: f"{p.get('path')} created"),
-            400,
-        ),
-        ("POST", "/setup/create_file", step("create_file", lambda p: f"{p.get('path')} created"),
-         400),
-        ("POST", "/setup/recycle", _recycle(desktop), 404),
-        ("POST", "/setup/download_file", step("download_file", lambda p: ""), 400),
+        ("POST", "/setup/recycle", recycle, 404),
     ]
+    # /setup/<name>: one setup step each, (name, step kind, answer, status of a refusal)
+    for name, kind, done, missing in (
+        ("launch", "launch", lambda p: f"{p.get('command')} launched", 400),
+        ("open_file", "open", lambda p: f"{p.get('path')} opened", 404),
+        ("activate_window", "activate_window", lambda p: f"{p.get('window_name')} activated", 404),
+        ("close_window", "close_window", lambda p: f"{p.get('window_name')} closed", 404),
+        ("close_all", "close_all", lambda p: "All windows closed", 400),
+        ("clear_task_files", "clear_task_files", lambda p: "Task files cleared", 400),
+        ("create_folder", "create_folder", lambda p: f"{p.get('path')} created", 400),
+        ("create_file", "create_file", lambda p: f"{p.get('path')} created", 400),
+        ("download_file", "download_file", lambda p: "", 400),
+    ):
+        routes.append(("POST", f"/setup/{name}", step(kind, done), missing))
     routes += build_info_routes(desktop, screen)
     for method, path, handler, missing in routes:
         app.route(method, path, guarded(handler, missing=missing))
     return app
-
-
-def _recycle(desktop: Desktop) -> Route:
-    def recycle(request: Request) -> Response:
-        path = _path_arg(request.json())
-        desktop.delete(path)
-        return Response.text(f"{path} moved to the recycle bin")
-
-    return recycle

@@ -2,8 +2,7 @@
 
 Each keeps its state as one JSON document (:meth:`WorkApps.state`), the shape OpenApps-style
 tasks compare before and after an episode (``evals.tasks.openapps``). A fresh profile starts with
-the
-same seed every time (:func:`seeded`): a to-do list holding "Water plants", a code editor
+the same seed every time (:func:`seeded`): a to-do list holding "Water plants", a code editor
 holding ``script.py``, an empty messenger. Pure data plus validation, like :mod:`apps`.
 
 The code editor separates what is typed (a file's ``buffer``) from what is saved
@@ -17,9 +16,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from infra.local.apps import AppError
-
-WORK_APPS = ("todo", "codeeditor", "messenger")
-"""The apps whose state :meth:`WorkApps.state` reports, in that order."""
 
 SEED_TODOS = ("Water plants", "Buy groceries", "Call the dentist")
 SEED_SCRIPT = 'def main():\n    print("hello")\n\n\nif __name__ == "__main__":\n    main()\n'

@@ -374,13 +374,9 @@ def make_handler(checker: Checker, store: TaskStore) -> type[BaseHTTPRequestHand
                 self._send(status, payload)
 
         def do_GET(self) -> None:
-            self._dispatch(
-                {
-                    "/probe": lambda: (200, {"status": "ok", "service": "evaluate"}),
-                    "/tasks": lambda: (200, store.index(self._query("index"))),
-                    "/indexes": lambda: (200, {"indexes": store.index_names()}),
-                }
-            )
+            self._dispatch({"/probe": lambda: (200, {"status": "ok", "service": "evaluate"}),
+                            "/tasks": lambda: (200, store.index(self._query("index"))),
+                            "/indexes": lambda: (200, {"indexes": store.index_names()})})
 
         def do_POST(self) -> None:
             self._dispatch({"/setup": self._setup, "/evaluate": self._evaluate,
