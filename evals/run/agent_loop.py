@@ -14,10 +14,11 @@ left, so a hung worker costs at most the task's budget (plus the client's connec
 from __future__ import annotations
 
 import binascii
+import contextlib
 import math
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -162,29 +163,13 @@ def run_task(
         The record, with ``worker``, ``attempts`` and prices left for the runner to fill.
     """
     infeasible = is_infeasible(task_id, task)
-    # The agent sees the public task view (no evaluator, expected values, infeasible flag or
-    # reference solution) unless its class opted in (BenchmarkAgent.sees_answers).
-    bench_task = task_for_agent(
+    bench_task, execution = _new_record(
         agent, task_id, domain or str(task.get("domain", "")), task, infeasible
     )
-    execution = TaskExecution(
-        task_id=task_id,
-        domain=bench_task.domain,
-        instruction=bench_task.instruction,
-        infeasible=infeasible,
-        status=TaskStatus.ERROR,
-        attempts=1,
-        started_at=now_iso(),
-    )
     clock = _Clock(deadline)
-    started = time.monotonic()
-    try:
+    with _recording(execution):
         _reset_and_setup(waa, scoring, task, clock, stock_reset=stock_reset)
-        try:
-            call_reset(agent, bench_task)
-        except Exception as exc:  # an agent is third-party code: any failure is its own
-            raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {_describe(exc)}",
-                             agent_traceback(exc)) from exc
+        _reset_agent(agent, bench_task, _describe)
         last_action = _steps(waa, agent, bench_task, execution, clock, config,
                              record_dir=record_dir, wait_s=wait_s, sleep=sleep)
         execution.last_action = last_action
@@ -195,18 +180,68 @@ def run_task(
         execution.score = float(verdict["score"])
         execution.reason = str(verdict.get("reason", ""))
         execution.status = TaskStatus.SUCCESS if verdict["success"] else TaskStatus.FAILURE
+    return execution
+
+
+def _new_record(
+    agent: BenchmarkAgent, task_id: str, domain: str, task: dict[str, Any], infeasible: bool
+) -> tuple[BenchmarkTask, TaskExecution]:
+    """The task as the agent sees it, and the attempt's record (an error until it is scored).
+
+    The agent sees the public task view (no evaluator, expected values, infeasible flag or
+    reference solution) unless its class opted in (BenchmarkAgent.sees_answers).
+    """
+    bench_task = task_for_agent(agent, task_id, domain, task, infeasible)
+    return bench_task, TaskExecution(
+        task_id=task_id, domain=bench_task.domain, instruction=bench_task.instruction,
+        infeasible=infeasible, status=TaskStatus.ERROR, attempts=1, started_at=now_iso(),
+    )
+
+
+@contextlib.contextmanager
+def _recording(execution: TaskExecution) -> Iterator[None]:
+    """Around one attempt: a :class:`_TaskEnded` raised inside becomes the record's error (a
+    task's own traceback kept apart from an agent's), then its end, duration and tokens."""
+    started = time.monotonic()
+    try:
+        yield
     except _TaskEnded as ended:
         execution.status = TaskStatus.ERROR
         execution.error_type = ended.error_type
         execution.error_message = redact_text(ended.message)  # a worker's error may quote its URL
-        execution.agent_traceback = ended.agent_traceback
+        if ended.error_type is ErrorType.TASK:
+            execution.task_traceback = ended.agent_traceback
+        else:
+            execution.agent_traceback = ended.agent_traceback
     execution.ended_at = now_iso()
     execution.duration_s = round(time.monotonic() - started, 3)
     execution.cost = CostRecord(
         tokens_in=sum(int((s.usage or {}).get("tokens_in", 0) or 0) for s in execution.steps),
         tokens_out=sum(int((s.usage or {}).get("tokens_out", 0) or 0) for s in execution.steps),
     )
-    return execution
+
+
+def _reset_agent(
+    agent: BenchmarkAgent, task: BenchmarkTask, detail: Callable[[BaseException], str] = str
+) -> None:
+    """The agent's ``reset``; an agent is third-party code: any failure is its own."""
+    try:
+        call_reset(agent, task)
+    except Exception as exc:
+        raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {detail(exc)}",
+                         agent_traceback(exc)) from exc
+
+
+def _stock_reset(waa: WaaClient, clock: _Clock, enabled: bool) -> None:
+    """WAA's stock reset (close windows, clear files) unless the caller reset the worker;
+    any failure of it is the worker's."""
+    clock.check("the reset")
+    if enabled:
+        try:
+            waa.close_all()
+            waa.clear_task_files()
+        except WaaError as exc:
+            raise clock.classify(exc, "resetting the worker") from exc
 
 
 def _reset_and_setup(
