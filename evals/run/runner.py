@@ -244,17 +244,14 @@ def _check_resume(folder: RunFolder, config: RunConfig) -> RunMetadata:
 
     # unreadable metadata is said so, not compared as empty ("started with --tasks ''")
     metadata = read_metadata(folder.path)
-    recorded = str(metadata.get("selection", ""))
-    if recorded != config.selection:
-        raise ResumeMismatchError(str(folder.path), "--tasks", recorded, config.selection)
-    recorded_agent = str(metadata.get("agent", ""))
-    if recorded_agent != config.agent:
-        raise ResumeMismatchError(str(folder.path), "--agent", recorded_agent, config.agent)
-    recorded_trials = int(metadata.get("trials") or 1)  # runs from before trials: 1
-    if recorded_trials != config.trials:
-        raise ResumeMismatchError(
-            str(folder.path), "--trials", str(recorded_trials), str(config.trials)
-        )
+    for option, recorded, given in (
+        ("--tasks", str(metadata.get("selection", "")), config.selection),
+        ("--agent", str(metadata.get("agent", "")), config.agent),
+        # runs from before trials: 1
+        ("--trials", str(int(metadata.get("trials") or 1)), str(config.trials)),
+    ):
+        if recorded != given:
+            raise ResumeMismatchError(str(folder.path), option, recorded, given)
     return metadata
 
 
@@ -365,11 +362,11 @@ def run_evaluation(
 
     run_name = config.run_name or default_run_name(config.agent)
     folder, unstarted, previous = check_run_folder(config, run_name)
-    if unstarted and config.resume:
-        # killed before its metadata: nothing ran, so there are no errors to run again either
-        config = replace(config, resume=False, rerun_errors=False)
     if config.resume:
-        config = replace(config, max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
+        # one killed before its metadata starts afresh (nothing ran: no errors to run again)
+        config = replace(config, resume=not unstarted,
+                         rerun_errors=config.rerun_errors and not unstarted,
+                         max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
     if checked is not None and checked.agents.makes(config.agent, config.agent_options):
         make_agent, variations, changes = checked.agents, checked.variations, checked.changes
     else:
