@@ -330,9 +330,9 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
     from evals.agents import AgentOptions
     from evals.results.records import results_root
     from evals.results.run_reader import read_started
-    from evals.run.manifest import read_manifest
+    from evals.run.manifest import REDACTED, read_manifest
     from evals.run.runner import RunConfig, default_run_name
-    from evals.run.settings import REDACTED, recorded_settings, resumed_values
+    from evals.run.settings import recorded_settings, resumed_values
 
     params = {**ctx.params, **fixed}
     values = {f.name: params[f.name] for f in fields(RunConfig) if params.get(f.name) is not None}
