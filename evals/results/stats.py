@@ -2,8 +2,7 @@
 
 Pure functions over plain numbers (no run folders here; :mod:`evals.run.metrics` and
 :mod:`evals.report.compare` read those and call these). Distributions and quantiles are scipy's;
-what is
-written here is how the project's data are fed to them, and why (beside each choice).
+what is written here is how the project's data are fed to them, and why (beside each choice).
 
 Two estimands, named apart (``docs/results.md``):
 

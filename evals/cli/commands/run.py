@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from evals.run.runner import Checked, RunConfig, RunResult
 
 
-
 def tasks_help() -> str:
     """``--tasks``'s help, naming the indexes the bundled local suite has (a local pool serves
     no ``test_small``: offering it there sent users to an error)."""
@@ -144,11 +143,6 @@ WaitForPoolOpt = Annotated[
                     help="If another run holds the pool, wait this long for it instead of "
                          "failing: 90s, 30m"),
 ]
-
-
-# --- progress: a live block on a terminal, plain lines otherwise (both on stderr, so --json
-# output on stdout stays clean); events arrive from the dispatcher's threads.
-
 
 
 # --- the command -------------------------------------------------------------------------------
