@@ -599,16 +599,9 @@ def format_summary(summary: Summary) -> str:
     if by_domain:
         domain_ci = summary.get("by_domain_ci") or {}
         rows = [
-            [
-                domain,
-                str(d["attempts"]),
-                str(d["successes"]),
-                str(d["failures"]),
-                str(d["errors"]),
-                fmt_rate(d["success_rate"]),
-                fmt_interval(domain_ci.get(domain), rate=True),
-                fmt_num(d["avg_score"]),
-            ]
+            [domain, *(str(d[k]) for k in ("attempts", "successes", "failures", "errors")),
+             fmt_rate(d["success_rate"]), fmt_interval(domain_ci.get(domain), rate=True),
+             fmt_num(d["avg_score"])]
             for domain, d in by_domain.items()
         ]
         headers = ["domain", "attempts", "success", "failure", "errors", "rate", "95% CI",
@@ -621,18 +614,10 @@ def format_summary(summary: Summary) -> str:
     by_pool = summary.get("by_pool") or {}
     if by_pool:
         rows = [
-            [
-                name,
-                str(row.get("cloud")),
-                "n/a" if row.get("price_per_hour") is None else f"{row['price_per_hour']:g}",
-                str(row["workers"]),
-                str(row["tasks"]),
-                str(row["successes"]),
-                str(row["failures"]),
-                str(row["errors"]),
-                f"{float(row['worker_seconds']) / 3600:.3f}",
-                f"${float(row['total_usd']):.4f}",
-            ]
+            [name, str(row.get("cloud")),
+             "n/a" if row.get("price_per_hour") is None else f"{row['price_per_hour']:g}",
+             *(str(row[k]) for k in ("workers", "tasks", "successes", "failures", "errors")),
+             f"{float(row['worker_seconds']) / 3600:.3f}", f"${float(row['total_usd']):.4f}"]
             for name, row in by_pool.items()
         ]
         headers = ["pool", "cloud", "$/hour", "workers", "tasks", "success", "failure",
