@@ -370,13 +370,9 @@ def run_evaluation(
     if checked is not None and checked.agents.makes(config.agent, config.agent_options):
         make_agent, variations, changes = checked.agents, checked.variations, checked.changes
     else:
-        from evals.agents.http import probe_agent_server
-
-        make_agent = AgentFactory(config.agent, config.agent_options)
         # Python callers have no command to check first: an http agent's server that does
         # not answer is refused here, before any lease, rather than ending every task in error.
-        probe_agent_server(config.agent, config.agent_options.agent_url,
-                           option="agent_options.agent_url")
+        make_agent = build_agents(config, "agent_options.agent_url")
         variations = read_variations(config.variations) if config.variations else None
         changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
 
@@ -390,6 +386,20 @@ def run_evaluation(
         result = _leased(folder, config, names, run_name, variations, previous, changes,
                          make_agent, on_event, locked=config.resume)
     return result
+
+
+def build_agents(config: RunConfig, agent_url_option: str) -> AgentFactory:
+    """The run's agents (the one built first), an ``http`` agent's server probed once.
+
+    Raises:
+        InvalidRunInputError: as :class:`evals.agents.AgentFactory`, or the server does not
+            answer (the refusal names ``agent_url_option``).
+    """
+    from evals.agents.http import probe_agent_server
+
+    agents = AgentFactory(config.agent, config.agent_options)
+    probe_agent_server(config.agent, config.agent_options.agent_url, option=agent_url_option)
+    return agents
 
 
 def check_resume_settings(
