@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -717,8 +718,9 @@ def _run_in_folder(
             # Killed before its metadata: nothing was dispatched; its queue starts again.
             for leftover in ("queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm"):
                 (folder.path / leftover).unlink(missing_ok=True)
-        earlier_quarantined: list[str] = []
-        earlier_hosts: list[dict[str, Any]] = []
+        # a new run's previous metadata is empty: nothing quarantined before
+        earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
+        earlier_hosts = [h for h in previous.get("quarantined_hosts") or [] if isinstance(h, dict)]
         metadata: RunMetadata = {
             "run": folder.path.name,
             "pool": pool,
@@ -740,19 +742,14 @@ def _run_in_folder(
             "started_at": previous.get("started_at") or now_iso(),
             "ended_at": None,
             "status": RunStatus.RUNNING.value,
-            "quarantined_workers": [],
-            "quarantined_hosts": [],
+            "quarantined_workers": earlier_quarantined,
+            "quarantined_hosts": earlier_hosts,
             "reset": {"mode": config.reset, **describe_plan(resets or {})},
         }
         if len(pools) > 1:
             metadata.update(summary_fields(pools))  # pool "a+b", and each pool in "pools"
         if config.resume:
             metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
-            earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
-            metadata["quarantined_workers"] = earlier_quarantined
-            earlier_hosts = [h for h in previous.get("quarantined_hosts") or []
-                             if isinstance(h, dict)]
-            metadata["quarantined_hosts"] = earlier_hosts
             if previous.get("reruns"):
                 metadata["reruns"] = list(previous["reruns"])
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -826,9 +823,8 @@ def _run_in_folder(
             records = {k: TaskExecution.from_json(v) for k, v in committed.items()}
         finally:
             queue.close()
-        counts = {s.value: 0 for s in TaskStatus}
-        for final in records.values():
-            counts[final.status.value] += 1
+        counts = {**{s.value: 0 for s in TaskStatus},
+                  **Counter(final.status.value for final in records.values())}
         failures = agent_failures(records.values())
         agent_errors = sum(len(keys) for keys in failures.values())
         agent_failed = describe(config.agent, failures) if failures else None
