@@ -402,33 +402,19 @@ class TaskQueue:
             )
             if cur.rowcount != 1:
                 return None
-            row = conn.execute(
-                "SELECT task_id, attempts, expected_seconds, last_worker FROM tasks"
-                " WHERE task_id=?",
-                (task_id,),
-            ).fetchone()
+            row = conn.execute(f"{_CANDIDATE} WHERE task_id=?", (task_id,)).fetchone()
         return _queued(row)
 
-    def heartbeat(self, task_ids: Sequence[str] | None = None) -> int:
-        """Push forward the expiry of this controller's leases (all, or ``task_ids``)."""
+    def heartbeat(self) -> int:
+        """Push forward the expiry of this controller's leases; returns how many."""
         now = time.time()
         with self._tx() as conn:
-            if task_ids is None:
-                cur = conn.execute(
-                    "UPDATE tasks SET lease_expires_at=? WHERE status='leased'"
-                    " AND lease_owner LIKE ?",
-                    (now + self.lease_seconds, f"{self.owner}/%"),
-                )
-                return cur.rowcount
-            total = 0
-            for task_id in task_ids:
-                cur = conn.execute(
-                    "UPDATE tasks SET lease_expires_at=? WHERE status='leased' AND task_id=?"
-                    " AND lease_owner LIKE ?",
-                    (now + self.lease_seconds, task_id, f"{self.owner}/%"),
-                )
-                total += cur.rowcount
-            return total
+            cur = conn.execute(
+                "UPDATE tasks SET lease_expires_at=? WHERE status='leased'"
+                " AND lease_owner LIKE ?",
+                (now + self.lease_seconds, f"{self.owner}/%"),
+            )
+            return cur.rowcount
 
     # --- ending -------------------------------------------------------------------------------
 
