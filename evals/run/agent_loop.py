@@ -133,7 +133,6 @@ def run_task(
     record_dir: Path | None = None,
     domain: str | None = None,
     wait_s: float = DEFAULT_WAIT_S,
-    evaluate_attempts: int = DEFAULT_EVALUATE_ATTEMPTS,
     sleep: Callable[[float], None] = time.sleep,
     stock_reset: bool = True,
 ) -> TaskExecution:
@@ -154,7 +153,6 @@ def run_task(
         record_dir: Where to save ``step_NNN.png`` (the observation before each step).
         domain: The task's domain (from the catalog); the task JSON's ``domain`` otherwise.
         wait_s: How long a ``WAIT`` action waits.
-        evaluate_attempts: Tries of ``/evaluate`` when the checker answers 5xx.
         sleep: The sleep function (tests pass a fake to skip waits).
         stock_reset: Close windows and clear files before the setup (WAA's stock reset);
             False when the caller reset the worker already (:mod:`evals.run.reset`).
@@ -175,7 +173,7 @@ def run_task(
         execution.last_action = last_action
         verdict = _evaluate(
             scoring, task, last_action, clock,
-            attempts=evaluate_attempts, backoff_s=config.evaluate_backoff_s, sleep=sleep,
+            attempts=DEFAULT_EVALUATE_ATTEMPTS, backoff_s=config.evaluate_backoff_s, sleep=sleep,
         )
         execution.score = float(verdict["score"])
         execution.reason = str(verdict.get("reason", ""))

@@ -249,13 +249,13 @@ class TaskQueue:
             )
             return cur.rowcount
 
-    def recover(self, *, retry_not_run: bool = True) -> int:
+    def recover(self) -> int:
         """Take back leases held by earlier controllers; returns how many tasks went to pending.
 
         Call while holding the run's lock (no other controller is alive). The interrupted attempt
         is given back (it says nothing about the task), and kept in :attr:`interrupted` so its
-        worker time can be billed. With ``retry_not_run``, tasks a budget cap kept from running
-        are pending again, so a resumed run with a higher cap runs them.
+        worker time can be billed. Tasks a budget cap kept from running are pending again, so a
+        resumed run with a higher cap runs them.
         """
         now = time.time()
         with self._tx() as conn:
@@ -292,14 +292,12 @@ class TaskQueue:
                 (now, others),
             )
             moved = cur.rowcount
-            if retry_not_run:
-                cur = conn.execute(
-                    "UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
-                    " updated_at=? WHERE status='done' AND final_status='not_run'",
-                    (now,),
-                )
-                moved += cur.rowcount
-        return moved
+            cur = conn.execute(
+                "UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
+                " updated_at=? WHERE status='done' AND final_status='not_run'",
+                (now,),
+            )
+            return moved + cur.rowcount
 
     def reopen_errors(self, error_types: Sequence[str]) -> list[str]:
         """Put done rows whose final record is an error of one of ``error_types`` back to
