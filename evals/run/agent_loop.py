@@ -132,7 +132,6 @@ def run_task(
     deadline: float | None = None,
     record_dir: Path | None = None,
     domain: str | None = None,
-    wait_s: float = DEFAULT_WAIT_S,
     sleep: Callable[[float], None] = time.sleep,
     stock_reset: bool = True,
 ) -> TaskExecution:
@@ -152,7 +151,6 @@ def run_task(
         deadline: ``time.monotonic()`` value past which the task ends as ``error/timeout``.
         record_dir: Where to save ``step_NNN.png`` (the observation before each step).
         domain: The task's domain (from the catalog); the task JSON's ``domain`` otherwise.
-        wait_s: How long a ``WAIT`` action waits.
         sleep: The sleep function (tests pass a fake to skip waits).
         stock_reset: Close windows and clear files before the setup (WAA's stock reset);
             False when the caller reset the worker already (:mod:`evals.run.reset`).
@@ -169,7 +167,7 @@ def run_task(
         _reset_and_setup(waa, scoring, task, clock, stock_reset=stock_reset)
         _reset_agent(agent, bench_task, _describe)
         last_action = _steps(waa, agent, bench_task, execution, clock, config,
-                             record_dir=record_dir, wait_s=wait_s, sleep=sleep)
+                             record_dir=record_dir, sleep=sleep)
         execution.last_action = last_action
         verdict = _evaluate(
             scoring, task, last_action, clock,
@@ -317,8 +315,7 @@ def _steps(
     config: RunConfig,
     *,
     record_dir: Path | None,
-    wait_s: float,
-    sleep: Callable[[float], None],
+    sleep: Callable[[float], None] = time.sleep,
     ends_episode: Callable[[], bool] | None = None,
 ) -> str:
     """Observe, act, send, until the agent ends the task, ``config.max_steps`` run out, or
@@ -358,7 +355,8 @@ def _steps(
                 return action.to_string()
             if action.type == WAIT:
                 last_result = last_error = None
-                sleep(max(0.0, min(wait_s, clock.remaining() or wait_s)))
+                # a WAIT action waits DEFAULT_WAIT_S (never past the task's time)
+                sleep(max(0.0, min(DEFAULT_WAIT_S, clock.remaining() or DEFAULT_WAIT_S)))
                 continue
             result, error = _send(waa, action, clock, index, observation.accessibility_tree)
             # what the worker answered goes to the agent (next observation) and the record:

@@ -17,7 +17,6 @@ import asyncio
 import inspect
 import math
 import threading
-import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -171,9 +170,8 @@ def run_cua_task(
                 execution.last_action = "DONE"
             else:
                 _reset_agent(agent, bench_task)
-                execution.last_action = _steps(
-                    waa, agent, bench_task, execution, clock, config, record_dir=record_dir,
-                    wait_s=1.0, sleep=time.sleep)
+                execution.last_action = _steps(waa, agent, bench_task, execution, clock, config,
+                                               record_dir=record_dir)
             value = lifecycle_call("evaluate_task", functions["evaluate_task"], variant)
             rewards = rewards_of(value)
             if rewards is None:

@@ -12,7 +12,6 @@ at the agent's first act (the first step that changes an app), question
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,9 +112,8 @@ def run_openapps_task(
             return entry.expects_abstention and not states_match(
                 initial, read_state(waa, clock, "reading the apps' state after a step"), False)
 
-        execution.last_action = _steps(
-            waa, agent, bench_task, execution, clock, config, record_dir=record_dir,
-            wait_s=1.0, sleep=time.sleep, ends_episode=acted)
+        execution.last_action = _steps(waa, agent, bench_task, execution, clock, config,
+                                       record_dir=record_dir, ends_episode=acted)
         last = execution.steps[-1].action if execution.steps else None
         ended_by = _ENDED_BY.get(str((last or {}).get("type", "")), ACT)
         final = read_state(waa, clock, "reading the apps' state after the agent")
