@@ -170,18 +170,13 @@ def blames_agent(counts: Mapping[str, int], *, lost_all: bool, agent_errors: int
 # --- estimates ---------------------------------------------------------------------------------
 
 
-def estimate_seconds(
-    task: Mapping[str, Any],
-    *,
-    step_pause_s: float = 0.0,
-    default: float = DEFAULT_EXPECTED_SECONDS,
-) -> float:
+def estimate_seconds(task: Mapping[str, Any], *, step_pause_s: float = 0.0) -> float:
     """A task's expected duration, from what it holds (used to order tasks and to budget).
 
     A scripted reference solution gives the best guess (its ``sleep`` commands, a little per
     step, and the pause after each action sent); otherwise the number of setup steps and
-    metrics gives a rough one on top of ``default``. Only the order and the rough size matter:
-    the ledger corrects the scale from what finished tasks took.
+    metrics gives a rough one on top of :data:`DEFAULT_EXPECTED_SECONDS`. Only the order and the
+    rough size matter: the ledger corrects the scale from what finished tasks took.
     """
     solution = task.get("reference_solution")
     config = task.get("config")
@@ -201,7 +196,7 @@ def estimate_seconds(
     evaluator = task.get("evaluator")
     funcs = evaluator.get("func") if isinstance(evaluator, dict) else None
     metrics = len(funcs) if isinstance(funcs, list) else 1
-    return round(default + 10.0 * setup_steps + 5.0 * metrics, 3)
+    return round(DEFAULT_EXPECTED_SECONDS + 10.0 * setup_steps + 5.0 * metrics, 3)
 
 
 # --- the run folder lock -----------------------------------------------------------------------
