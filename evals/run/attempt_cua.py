@@ -91,9 +91,8 @@ def rewards_of(value: Any) -> list[float] | None:
         return None
     rewards = []
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, float)):
-            return None
-        if not math.isfinite(float(item)):
+        if (isinstance(item, bool) or not isinstance(item, (int, float))
+                or not math.isfinite(float(item))):
             return None
         rewards.append(float(item))
     return rewards
@@ -113,15 +112,11 @@ def run_cua_task(
     """Run one attempt of a Cua-Bench variant and return its record (see the module).
 
     Args:
-        waa: The worker's WAA server client.
         task: The variant's queued task (:meth:`evals.tasks.cua_bench.loader.Variant.task_json`).
         task_id: Its task ID (``<module-dir>/<index>``).
         agent: The agent; one whose ``runs_module_oracle`` is true plays the module's
             ``solve_task`` instead of stepping.
-        config: The run's options (``max_steps``, ``step_pause_s``, ``record_tree``).
-        deadline: ``time.monotonic()`` value the attempt ends at (``error/timeout`` past it).
-        record_dir: Where the agent's screenshots go.
-        stock_reset: Close windows and clear files first (False: the caller reset the worker).
+        waa, config, deadline, record_dir, stock_reset: As :func:`evals.run.agent_loop.run_task`'s.
     """
     spec = task["cua_bench"]
     module_file = Path(str(spec["module"]))

@@ -86,15 +86,11 @@ def run_openapps_task(
     """Run one attempt of an OpenApps-style task and return its record (see the module).
 
     Args:
-        waa: The worker's WAA server client.
         task: The queued task (:meth:`evals.tasks.openapps.loader.Entry.task_json`).
         task_id: Its task ID (the entry's name).
         agent: The agent (the oracle plays the class's reference solution).
-        config: The run's options (``max_steps``, ``step_pause_s``, ``record_tree``).
-        deadline: ``time.monotonic()`` value the attempt ends at (``error/timeout`` past it).
-        record_dir: Where the agent's screenshots go.
-        stock_reset: Close windows and clear files (the apps back to their seed) first
-            (False: the caller reset the worker).
+        waa, config, deadline, record_dir, stock_reset: As :func:`evals.run.agent_loop.run_task`'s
+            (the stock reset puts the apps back to their seed).
     """
     spec = task["openapps"]
     bench_task, execution = _new_record(agent, task_id, str(task.get("domain", "")), task, False)
