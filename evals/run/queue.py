@@ -630,10 +630,9 @@ def _interrupted(
 # Added with ``--trials K``: rows are keyed by task and trial. The ``task_id`` column (the
 # primary key) holds the trial's key (the task's ID for trial 1, ``<id>#<n>`` for trial n; see
 # evals.results.trials) and the ``trial`` column its number. A queue from before has no ``trial``
-# column:
-# it is added here, every row being trial 1, so its run still resumes. The column's presence is
-# the migration's marker (it runs once, and is a no-op on a queue that has it); it does not
-# change ``user_version``, which the queue's own schema changes own.
+# column: it is added here, every row being trial 1, so its run still resumes. The column's
+# presence is the migration's marker (it runs once, and is a no-op on a queue that has it); it
+# does not change ``user_version``, which the queue's own schema changes own.
 
 
 def _migrate_trials(conn: sqlite3.Connection) -> None:
