@@ -27,7 +27,7 @@ printed), never a made-up zero.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,25 +328,22 @@ def summarize(
     records = sorted(records, key=lambda r: (order.get(r.task_id, len(order)), r.task_id, r.trial))
     items = [TaskOutcome.from_execution(r) for r in records]
     quarantined = sorted(str(w) for w in metadata.get("quarantined_workers") or [])
-    workers: dict[str, dict[str, Any]] = {}
+    workers: defaultdict[str, dict[str, Any]] = defaultdict(
+        lambda: {"tasks": 0, "errors": 0, "quarantined": False})
     for item in items:
         if item.worker is None:
             continue
-        entry = workers.setdefault(item.worker, {"tasks": 0, "errors": 0, "quarantined": False})
-        entry["tasks"] += 1
-        entry["errors"] += item.status == "error"
+        workers[item.worker]["tasks"] += 1
+        workers[item.worker]["errors"] += item.status == "error"
     for record in records:
         # Failed attempts count against the worker they happened on, even when the task was
         # finished elsewhere (or by no worker at all): a worker that lost every task it took
         # must not show 0 errors.
         for attempt in record.previous_attempts:
             if isinstance(attempt.worker, str) and attempt.worker:
-                entry = workers.setdefault(
-                    attempt.worker, {"tasks": 0, "errors": 0, "quarantined": False})
-                entry["errors"] += 1
+                workers[attempt.worker]["errors"] += 1
     lost_hosts = [dict(h) for h in metadata.get("quarantined_hosts") or []]
     for name in [*quarantined, *(str(n) for h in lost_hosts for n in h.get("workers") or [])]:
-        workers.setdefault(name, {"tasks": 0, "errors": 0, "quarantined": False})
         workers[name]["quarantined"] = True
     recorded = {t.task_id for t in items}
     multi = _by_pool(metadata, records)
