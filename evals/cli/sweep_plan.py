@@ -6,10 +6,9 @@ until the workers are ready and until the last task is done, and what it costs (
 model's tokens for a model agent, and what keeps billing once the run is over). :func:`estimate`
 answers them from the pool's plan (:func:`oa_vm.api.plan_pool`), the account's quota
 (:mod:`oa_vm.clouds.quota`), the time figures (:mod:`oa_vm.kit.timings`, the one source of every
-time
-estimate) and the model prices (:mod:`evals.results.cost`); :meth:`SweepEstimate.describe` prints
-them
-with each figure marked *measured* (read from the price catalog or the account) or *estimated*.
+time estimate) and the model prices (:mod:`evals.results.cost`); :meth:`SweepEstimate.describe`
+prints them with each figure marked *measured* (read from the price catalog or the account) or
+*estimated*.
 
 Pure: the plan, the quota and the image plan are passed in; no secret is needed (a model
 agent's price comes from its model's name, not from its API).

@@ -3,9 +3,8 @@
 A raising agent is the agent's failure, not the pool's: the run's closing line says "the agent
 raised" and names the agent, where an infrastructure failure points at the workers' logs
 (:func:`evals.run.runner.health_warning`, :class:`evals.errors.AgentFailed`). The grouping reads
-the records' ``agent_traceback`` (:class:`evals.results.records.TaskExecution`), whose last line is
-the
-exception as Python prints it (``RuntimeError: ...``, ``mymod.MyError: ...``).
+the records' ``agent_traceback`` (:class:`evals.results.records.TaskExecution`), whose last line
+is the exception as Python prints it (``RuntimeError: ...``, ``mymod.MyError: ...``).
 """
 
 from __future__ import annotations

@@ -3,8 +3,7 @@
 A task costs the seconds it held a worker (every attempt, failed ones included: the worker was
 billing) times the pool's price per worker-hour, plus the tokens its agent reported, priced by
 :func:`evals.results.cost.token_cost`. A run over several pools (``run --pool a --pool b``) prices
-each
-attempt at the hourly price of the pool its worker belongs to (``worker_pools`` and
+each attempt at the hourly price of the pool its worker belongs to (``worker_pools`` and
 ``pool_prices``), and each task's cost also says how much of its worker time each pool billed.
 
 The cap (``--max-cost-usd``) is checked before each lease: the spend so far, plus what the tasks

@@ -657,7 +657,6 @@ class RunFolder:
             path.unlink(missing_ok=True)
 
 
-
 TREE_LIMIT_BYTES = 2_000_000
 """Bytes of a step's accessibility tree (UTF-8 XML) kept in its file: a UI Automation tree of a
 busy desktop runs to megabytes, and a run of hundreds of tasks keeps one per step."""

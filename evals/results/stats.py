@@ -2,8 +2,7 @@
 
 Pure functions over plain numbers (no run folders here; :mod:`evals.run.metrics` and
 :mod:`evals.report.compare` read those and call these). Distributions and quantiles are scipy's;
-what is
-written here is how the project's data are fed to them, and why (beside each choice).
+what is written here is how the project's data are fed to them, and why (beside each choice).
 
 Two estimands, named apart (``docs/results.md``):
 
@@ -311,25 +310,6 @@ class PairedTest:
         """``{"test", "b_better", "a_better", "p_value"}``."""
         return {"test": self.name, "b_better": self.b_better, "a_better": self.a_better,
                 "p_value": round(self.p_value, 6)}
-
-
-def sign_test(b_better: int, a_better: int, name: str = "sign test") -> PairedTest:
-    """The exact two-sided sign test on the tasks where the runs differ (ties dropped).
-
-    On binary outcomes (one trial per task) it *is* McNemar's exact test: the discordant pairs
-    ``b`` and ``c`` tested against ``Binomial(b + c, 1/2)`` (``scipy.stats.binomtest``). No
-    discordant task gives p = 1.
-    """
-    total = b_better + a_better
-    # Binomial(total, 1/2) is symmetric: the two-sided p is twice the smaller tail (what
-    # scipy.stats.binomtest returns at p = 1/2), capped at 1 where the tails overlap
-    p = 1.0 if total == 0 else float(2 * special.bdtr(min(b_better, a_better), total, 0.5))
-    return PairedTest(name, b_better, a_better, min(1.0, p))
-
-
-def mcnemar_exact(b_better: int, a_better: int) -> PairedTest:
-    """McNemar's exact test on the discordant pairs of two runs' binary outcomes."""
-    return sign_test(b_better, a_better, "McNemar exact")
 
 
 @dataclass(frozen=True)

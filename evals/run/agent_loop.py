@@ -14,10 +14,11 @@ left, so a hung worker costs at most the task's budget (plus the client's connec
 from __future__ import annotations
 
 import binascii
+import contextlib
 import math
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,8 +132,6 @@ def run_task(
     deadline: float | None = None,
     record_dir: Path | None = None,
     domain: str | None = None,
-    wait_s: float = DEFAULT_WAIT_S,
-    evaluate_attempts: int = DEFAULT_EVALUATE_ATTEMPTS,
     sleep: Callable[[float], None] = time.sleep,
     stock_reset: bool = True,
 ) -> TaskExecution:
@@ -152,8 +151,6 @@ def run_task(
         deadline: ``time.monotonic()`` value past which the task ends as ``error/timeout``.
         record_dir: Where to save ``step_NNN.png`` (the observation before each step).
         domain: The task's domain (from the catalog); the task JSON's ``domain`` otherwise.
-        wait_s: How long a ``WAIT`` action waits.
-        evaluate_attempts: Tries of ``/evaluate`` when the checker answers 5xx.
         sleep: The sleep function (tests pass a fake to skip waits).
         stock_reset: Close windows and clear files before the setup (WAA's stock reset);
             False when the caller reset the worker already (:mod:`evals.run.reset`).
@@ -162,51 +159,85 @@ def run_task(
         The record, with ``worker``, ``attempts`` and prices left for the runner to fill.
     """
     infeasible = is_infeasible(task_id, task)
-    # The agent sees the public task view (no evaluator, expected values, infeasible flag or
-    # reference solution) unless its class opted in (BenchmarkAgent.sees_answers).
-    bench_task = task_for_agent(
+    bench_task, execution = _new_record(
         agent, task_id, domain or str(task.get("domain", "")), task, infeasible
     )
-    execution = TaskExecution(
-        task_id=task_id,
-        domain=bench_task.domain,
-        instruction=bench_task.instruction,
-        infeasible=infeasible,
-        status=TaskStatus.ERROR,
-        attempts=1,
-        started_at=now_iso(),
-    )
     clock = _Clock(deadline)
-    started = time.monotonic()
-    try:
+    with _recording(execution):
         _reset_and_setup(waa, scoring, task, clock, stock_reset=stock_reset)
-        try:
-            call_reset(agent, bench_task)
-        except Exception as exc:  # an agent is third-party code: any failure is its own
-            raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {_describe(exc)}",
-                             agent_traceback(exc)) from exc
+        _reset_agent(agent, bench_task, _describe)
         last_action = _steps(waa, agent, bench_task, execution, clock, config,
-                             record_dir=record_dir, wait_s=wait_s, sleep=sleep)
+                             record_dir=record_dir, sleep=sleep)
         execution.last_action = last_action
         verdict = _evaluate(
             scoring, task, last_action, clock,
-            attempts=evaluate_attempts, backoff_s=config.evaluate_backoff_s, sleep=sleep,
+            attempts=DEFAULT_EVALUATE_ATTEMPTS, backoff_s=config.evaluate_backoff_s, sleep=sleep,
         )
         execution.score = float(verdict["score"])
         execution.reason = str(verdict.get("reason", ""))
         execution.status = TaskStatus.SUCCESS if verdict["success"] else TaskStatus.FAILURE
+    return execution
+
+
+def _new_record(
+    agent: BenchmarkAgent, task_id: str, domain: str, task: dict[str, Any], infeasible: bool
+) -> tuple[BenchmarkTask, TaskExecution]:
+    """The task as the agent sees it, and the attempt's record (an error until it is scored).
+
+    The agent sees the public task view (no evaluator, expected values, infeasible flag or
+    reference solution) unless its class opted in (BenchmarkAgent.sees_answers).
+    """
+    bench_task = task_for_agent(agent, task_id, domain, task, infeasible)
+    return bench_task, TaskExecution(
+        task_id=task_id, domain=bench_task.domain, instruction=bench_task.instruction,
+        infeasible=infeasible, status=TaskStatus.ERROR, attempts=1, started_at=now_iso(),
+    )
+
+
+@contextlib.contextmanager
+def _recording(execution: TaskExecution) -> Iterator[None]:
+    """Around one attempt: a :class:`_TaskEnded` raised inside becomes the record's error (a
+    task's own traceback kept apart from an agent's), then its end, duration and tokens."""
+    started = time.monotonic()
+    try:
+        yield
     except _TaskEnded as ended:
         execution.status = TaskStatus.ERROR
         execution.error_type = ended.error_type
         execution.error_message = redact_text(ended.message)  # a worker's error may quote its URL
-        execution.agent_traceback = ended.agent_traceback
+        if ended.error_type is ErrorType.TASK:
+            execution.task_traceback = ended.agent_traceback
+        else:
+            execution.agent_traceback = ended.agent_traceback
     execution.ended_at = now_iso()
     execution.duration_s = round(time.monotonic() - started, 3)
     execution.cost = CostRecord(
         tokens_in=sum(int((s.usage or {}).get("tokens_in", 0) or 0) for s in execution.steps),
         tokens_out=sum(int((s.usage or {}).get("tokens_out", 0) or 0) for s in execution.steps),
     )
-    return execution
+
+
+def _reset_agent(
+    agent: BenchmarkAgent, task: BenchmarkTask, detail: Callable[[BaseException], str] = str
+) -> None:
+    """The agent's ``reset``; an agent is third-party code: any failure is its own."""
+    try:
+        call_reset(agent, task)
+    except Exception as exc:
+        raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {detail(exc)}",
+                         agent_traceback(exc)) from exc
+
+
+def _stock_reset(waa: WaaClient, clock: _Clock, enabled: bool) -> None:
+    """WAA's stock reset (close windows, clear files) unless the caller reset the worker;
+    any failure of it is the worker's."""
+    clock.check("the reset")
+    if enabled:
+        try:
+            waa.close_all()
+            waa.clear_task_files()
+        except WaaError as exc:
+            raise clock.classify(exc, "resetting the worker") from exc
 
 
 def _reset_and_setup(
@@ -284,8 +315,7 @@ def _steps(
     config: RunConfig,
     *,
     record_dir: Path | None,
-    wait_s: float,
-    sleep: Callable[[float], None],
+    sleep: Callable[[float], None] = time.sleep,
     ends_episode: Callable[[], bool] | None = None,
 ) -> str:
     """Observe, act, send, until the agent ends the task, ``config.max_steps`` run out, or
@@ -325,7 +355,8 @@ def _steps(
                 return action.to_string()
             if action.type == WAIT:
                 last_result = last_error = None
-                sleep(max(0.0, min(wait_s, clock.remaining() or wait_s)))
+                # a WAIT action waits DEFAULT_WAIT_S (never past the task's time)
+                sleep(max(0.0, min(DEFAULT_WAIT_S, clock.remaining() or DEFAULT_WAIT_S)))
                 continue
             result, error = _send(waa, action, clock, index, observation.accessibility_tree)
             # what the worker answered goes to the agent (next observation) and the record:

@@ -17,24 +17,23 @@ import asyncio
 import inspect
 import math
 import threading
-import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evals.agents.base import BenchmarkAgent, task_for_agent
-from evals.agents.builtin import call_reset
+from evals.agents.base import BenchmarkAgent
 from evals.errors import InvalidRunInputError
-from evals.results.records import (
-    CostRecord,
-    ErrorType,
-    StepRecord,
-    TaskExecution,
-    TaskStatus,
-    now_iso,
+from evals.results.records import ErrorType, StepRecord, TaskExecution, TaskStatus, now_iso
+from evals.run.agent_loop import (
+    _Clock,
+    _new_record,
+    _recording,
+    _reset_agent,
+    _steps,
+    _stock_reset,
+    _TaskEnded,
 )
-from evals.run.agent_loop import _Clock, _steps, _TaskEnded, agent_traceback
 from evals.tasks.cua_bench.loader import lifecycle, load_module, module_traceback, variants_of
 from evals.tasks.cua_bench.session import WorkerSession
 from oa_vm.kit.redact import redact_text
@@ -92,9 +91,8 @@ def rewards_of(value: Any) -> list[float] | None:
         return None
     rewards = []
     for item in items:
-        if isinstance(item, bool) or not isinstance(item, (int, float)):
-            return None
-        if not math.isfinite(float(item)):
+        if (isinstance(item, bool) or not isinstance(item, (int, float))
+                or not math.isfinite(float(item))):
             return None
         rewards.append(float(item))
     return rewards
@@ -114,26 +112,17 @@ def run_cua_task(
     """Run one attempt of a Cua-Bench variant and return its record (see the module).
 
     Args:
-        waa: The worker's WAA server client.
         task: The variant's queued task (:meth:`evals.tasks.cua_bench.loader.Variant.task_json`).
         task_id: Its task ID (``<module-dir>/<index>``).
         agent: The agent; one whose ``runs_module_oracle`` is true plays the module's
             ``solve_task`` instead of stepping.
-        config: The run's options (``max_steps``, ``step_pause_s``, ``record_tree``).
-        deadline: ``time.monotonic()`` value the attempt ends at (``error/timeout`` past it).
-        record_dir: Where the agent's screenshots go.
-        stock_reset: Close windows and clear files first (False: the caller reset the worker).
+        waa, config, deadline, record_dir, stock_reset: As :func:`evals.run.agent_loop.run_task`'s.
     """
     spec = task["cua_bench"]
     module_file = Path(str(spec["module"]))
     where = f"{module_file.parent.name}/{module_file.name}"
-    bench_task = task_for_agent(agent, task_id, str(task.get("domain", "")), task, False)
-    execution = TaskExecution(
-        task_id=task_id, domain=bench_task.domain, instruction=bench_task.instruction,
-        infeasible=False, status=TaskStatus.ERROR, attempts=1, started_at=now_iso(),
-    )
+    bench_task, execution = _new_record(agent, task_id, str(task.get("domain", "")), task, False)
     clock = _Clock(deadline)
-    started = time.monotonic()
     loop = _Loop()
     session = WorkerSession(waa, timeout=waa.read_timeout,
                             on_action=lambda code: _note(execution, code))
@@ -155,65 +144,41 @@ def run_cua_task(
         except Exception as exc:  # the module's own code: any failure is the module's
             raise _module_error(where, kind, exc, module_file) from exc
 
-    try:
+    with _recording(execution):
         try:
-            module = load_module(module_file)
-            functions = lifecycle(module, str(spec["split"]))
-            variant = variants_of(module_file, str(spec["split"]), module)[int(spec["index"])]
-        except (InvalidRunInputError, IndexError) as exc:
-            raise _TaskEnded(ErrorType.TASK, f"{where}: cannot load variant "
-                             f"#{spec['index']}: {exc}") from exc
-        clock.check("the reset")
-        if stock_reset:
             try:
-                waa.close_all()
-                waa.clear_task_files()
-            except WaaError as exc:
-                raise clock.classify(exc, "resetting the worker") from exc
-        setup = functions.get("setup_task")
-        if setup is not None:
-            lifecycle_call("setup_task", setup, variant)
-        if getattr(agent, "runs_module_oracle", False):
-            solve = functions.get("solve_task")
-            if solve is None:
-                raise _TaskEnded(ErrorType.AGENT, f"{where}: no @cb.solve_task for the oracle")
-            lifecycle_call("solve_task", solve, variant)
-            execution.last_action = "DONE"
-        else:
-            try:
-                call_reset(agent, bench_task)
-            except Exception as exc:
-                raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {exc}",
-                                 agent_traceback(exc)) from exc
-            execution.last_action = _steps(
-                waa, agent, bench_task, execution, clock, config, record_dir=record_dir,
-                wait_s=1.0, sleep=time.sleep)
-        value = lifecycle_call("evaluate_task", functions["evaluate_task"], variant)
-        rewards = rewards_of(value)
-        if rewards is None:
-            raise _TaskEnded(ErrorType.TASK, f"{where}: evaluate_task returned "
-                             f"{_shown(value)}, not a list of numbers")
-        execution.reward_components = rewards
-        execution.score = sum(rewards) / len(rewards)
-        execution.reason = f"rewards {rewards} (mean {execution.score:g})"
-        success = execution.score >= 1.0 - SUCCESS_TOLERANCE
-        execution.status = TaskStatus.SUCCESS if success else TaskStatus.FAILURE
-    except _TaskEnded as ended:
-        execution.status = TaskStatus.ERROR
-        execution.error_type = ended.error_type
-        execution.error_message = ended.message
-        if ended.error_type is ErrorType.TASK:
-            execution.task_traceback = ended.agent_traceback
-        else:
-            execution.agent_traceback = ended.agent_traceback
-    finally:
-        loop.close()
-    execution.ended_at = now_iso()
-    execution.duration_s = round(time.monotonic() - started, 3)
-    execution.cost = CostRecord(
-        tokens_in=sum(int((s.usage or {}).get("tokens_in", 0) or 0) for s in execution.steps),
-        tokens_out=sum(int((s.usage or {}).get("tokens_out", 0) or 0) for s in execution.steps),
-    )
+                module = load_module(module_file)
+                functions = lifecycle(module, str(spec["split"]))
+                variant = variants_of(module_file, str(spec["split"]), module)[int(spec["index"])]
+            except (InvalidRunInputError, IndexError) as exc:
+                raise _TaskEnded(ErrorType.TASK, f"{where}: cannot load variant "
+                                 f"#{spec['index']}: {exc}") from exc
+            _stock_reset(waa, clock, stock_reset)
+            setup = functions.get("setup_task")
+            if setup is not None:
+                lifecycle_call("setup_task", setup, variant)
+            if getattr(agent, "runs_module_oracle", False):
+                solve = functions.get("solve_task")
+                if solve is None:
+                    raise _TaskEnded(ErrorType.AGENT, f"{where}: no @cb.solve_task for the oracle")
+                lifecycle_call("solve_task", solve, variant)
+                execution.last_action = "DONE"
+            else:
+                _reset_agent(agent, bench_task)
+                execution.last_action = _steps(waa, agent, bench_task, execution, clock, config,
+                                               record_dir=record_dir)
+            value = lifecycle_call("evaluate_task", functions["evaluate_task"], variant)
+            rewards = rewards_of(value)
+            if rewards is None:
+                raise _TaskEnded(ErrorType.TASK, f"{where}: evaluate_task returned "
+                                 f"{_shown(value)}, not a list of numbers")
+            execution.reward_components = rewards
+            execution.score = sum(rewards) / len(rewards)
+            execution.reason = f"rewards {rewards} (mean {execution.score:g})"
+            success = execution.score >= 1.0 - SUCCESS_TOLERANCE
+            execution.status = TaskStatus.SUCCESS if success else TaskStatus.FAILURE
+        finally:
+            loop.close()
     return execution
 
 

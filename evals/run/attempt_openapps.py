@@ -12,15 +12,22 @@ at the agent's first act (the first step that changes an app), question
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evals.agents.base import REPORT_INFEASIBLE, SEND_MSG_TO_USER, BenchmarkAgent, task_for_agent
-from evals.agents.builtin import call_reset
+from evals.agents.base import REPORT_INFEASIBLE, SEND_MSG_TO_USER, BenchmarkAgent
 from evals.errors import InvalidRunInputError
-from evals.results.records import CostRecord, ErrorType, TaskExecution, TaskStatus, now_iso
-from evals.run.agent_loop import _Clock, _steps, _TaskEnded, agent_traceback
+from evals.results.records import ErrorType, TaskExecution, TaskStatus
+from evals.run.agent_loop import (
+    _Clock,
+    _new_record,
+    _recording,
+    _reset_agent,
+    _steps,
+    _stock_reset,
+    _TaskEnded,
+    agent_traceback,
+)
 from evals.tasks.openapps.classes import ACT, CLARIFY, STOP, Episode, Task, state_diff, states_match
 from evals.tasks.openapps.loader import build
 from waa_client.errors import WaaError
@@ -79,50 +86,30 @@ def run_openapps_task(
     """Run one attempt of an OpenApps-style task and return its record (see the module).
 
     Args:
-        waa: The worker's WAA server client.
         task: The queued task (:meth:`evals.tasks.openapps.loader.Entry.task_json`).
         task_id: Its task ID (the entry's name).
         agent: The agent (the oracle plays the class's reference solution).
-        config: The run's options (``max_steps``, ``step_pause_s``, ``record_tree``).
-        deadline: ``time.monotonic()`` value the attempt ends at (``error/timeout`` past it).
-        record_dir: Where the agent's screenshots go.
-        stock_reset: Close windows and clear files (the apps back to their seed) first
-            (False: the caller reset the worker).
+        waa, config, deadline, record_dir, stock_reset: As :func:`evals.run.agent_loop.run_task`'s
+            (the stock reset puts the apps back to their seed).
     """
     spec = task["openapps"]
-    bench_task = task_for_agent(agent, task_id, str(task.get("domain", "")), task, False)
-    execution = TaskExecution(
-        task_id=task_id, domain=bench_task.domain, instruction=bench_task.instruction,
-        infeasible=False, status=TaskStatus.ERROR, attempts=1, started_at=now_iso(),
-    )
+    bench_task, execution = _new_record(agent, task_id, str(task.get("domain", "")), task, False)
     clock = _Clock(deadline)
-    started = time.monotonic()
-    try:
+    with _recording(execution):
         try:
             entry: Task = build(spec["entry"], f"openapps task {task_id!r}")[0]
         except InvalidRunInputError as exc:
             raise _TaskEnded(ErrorType.TASK, str(exc)) from exc
-        clock.check("the reset")
-        if stock_reset:
-            try:
-                waa.close_all()
-                waa.clear_task_files()
-            except WaaError as exc:
-                raise clock.classify(exc, "resetting the worker") from exc
+        _stock_reset(waa, clock, stock_reset)
         initial = read_state(waa, clock, "reading the apps' state before the agent")
-        try:
-            call_reset(agent, bench_task)
-        except Exception as exc:
-            raise _TaskEnded(ErrorType.AGENT, f"agent reset failed: {exc}",
-                             agent_traceback(exc)) from exc
+        _reset_agent(agent, bench_task)
 
         def acted() -> bool:  # an abstention episode ends at the first act
             return entry.expects_abstention and not states_match(
                 initial, read_state(waa, clock, "reading the apps' state after a step"), False)
 
-        execution.last_action = _steps(
-            waa, agent, bench_task, execution, clock, config, record_dir=record_dir,
-            wait_s=1.0, sleep=time.sleep, ends_episode=acted)
+        execution.last_action = _steps(waa, agent, bench_task, execution, clock, config,
+                                       record_dir=record_dir, ends_episode=acted)
         last = execution.steps[-1].action if execution.steps else None
         ended_by = _ENDED_BY.get(str((last or {}).get("type", "")), ACT)
         final = read_state(waa, clock, "reading the apps' state after the agent")
@@ -139,18 +126,4 @@ def run_openapps_task(
                             f" (episode ended by {ended_by}; {len(execution.state_diff)} "
                             "state change(s))")
         execution.status = TaskStatus.SUCCESS if passed else TaskStatus.FAILURE
-    except _TaskEnded as ended:
-        execution.status = TaskStatus.ERROR
-        execution.error_type = ended.error_type
-        execution.error_message = ended.message
-        if ended.error_type is ErrorType.TASK:
-            execution.task_traceback = ended.agent_traceback
-        else:
-            execution.agent_traceback = ended.agent_traceback
-    execution.ended_at = now_iso()
-    execution.duration_s = round(time.monotonic() - started, 3)
-    execution.cost = CostRecord(
-        tokens_in=sum(int((s.usage or {}).get("tokens_in", 0) or 0) for s in execution.steps),
-        tokens_out=sum(int((s.usage or {}).get("tokens_out", 0) or 0) for s in execution.steps),
-    )
     return execution

@@ -142,12 +142,11 @@ class Dispatcher:
         fence_token: Callable[[str], str | None] | None = None,
     ) -> None:
         self.folder = folder
-        # Raises one of FENCE_ERRORS once the run's pool lease is lost (see the module).
         self.fence = fence or (lambda: None)
         self.fence_token = fence_token or (lambda _worker: None)
         self._fenced: BaseException | None = None
         self.resets = resets or {}
-        self.repair = repair  # gives a replacement for a quarantined worker (run --repair)
+        self.repair = repair
         # Asked before every lease: a notice (e.g. oa_vm.reach.drain.DrainWatch) means no new task.
         self.draining = draining
         self._drained_workers: list[str] = []

@@ -53,6 +53,7 @@ IMAGE_FACTS = ("id", "cloud_id", "waa_image", "base_image", "waa_image_digest", 
                "dockur_image_digest", "windows_build", "waa_upstream_commit", "created")
 """What a cloud pool's ``settings["image"]`` may say about its worker image."""
 _SECRET_WORDS = ("key", "token", "secret", "password", "credential", "auth")
+REDACTED = "<redacted>"
 
 
 def sha256_json(document: Any) -> str:
@@ -79,9 +80,20 @@ def checker_files() -> dict[str, str | None]:
     return {f"{name}_sha256": sha256_file(root / rel) for name, rel in CHECKER_FILES.items()}
 
 
-def redact_argument(key: str, value: Any) -> Any:
-    """An agent argument as the manifest records it: ``<redacted>`` when its name says secret."""
-    return "<redacted>" if any(w in key.lower() for w in _SECRET_WORDS) else value
+def recorded_arguments(args: Mapping[str, Any]) -> dict[str, Any]:
+    """Agent arguments as the manifest records them, sorted: ``<redacted>`` where a name says
+    secret."""
+    return {k: REDACTED if any(w in k.lower() for w in _SECRET_WORDS) else v
+            for k, v in sorted(args.items())}
+
+
+def module_sha256(agent: BenchmarkAgent) -> str | None:
+    """The SHA-256 of the file the agent's class is defined in (``None``: not a file)."""
+    try:
+        source = inspect.getsourcefile(type(agent))
+    except TypeError:
+        return None
+    return sha256_file(Path(source)) if source else None
 
 
 def agent_facts(spec: str, agent: BenchmarkAgent, options: AgentOptions | None) -> dict[str, Any]:
@@ -90,17 +102,13 @@ def agent_facts(spec: str, agent: BenchmarkAgent, options: AgentOptions | None) 
     from oa_vm.kit.redact import redact_url
 
     cls = type(agent)
-    try:
-        source = inspect.getsourcefile(cls)
-    except TypeError:
-        source = None
     args = parse_agent_args(options.args) if options else {}
     model = getattr(agent, "model", None) or args.get("model")
     return {
         "name": spec,
         "class": f"{cls.__module__}:{cls.__qualname__}",
-        "module_sha256": sha256_file(Path(source)) if source else None,
-        "arguments": {k: redact_argument(k, v) for k, v in sorted(args.items())},
+        "module_sha256": module_sha256(agent),
+        "arguments": recorded_arguments(args),
         "bundles": str(options.bundles) if options and options.bundles else None,
         # credentials in the URL (user, password, token-like query values) are never stored
         "agent_url": redact_url(options.agent_url) if options and options.agent_url else None,

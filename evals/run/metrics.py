@@ -27,7 +27,7 @@ printed), never a made-up zero.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,25 +328,22 @@ def summarize(
     records = sorted(records, key=lambda r: (order.get(r.task_id, len(order)), r.task_id, r.trial))
     items = [TaskOutcome.from_execution(r) for r in records]
     quarantined = sorted(str(w) for w in metadata.get("quarantined_workers") or [])
-    workers: dict[str, dict[str, Any]] = {}
+    workers: defaultdict[str, dict[str, Any]] = defaultdict(
+        lambda: {"tasks": 0, "errors": 0, "quarantined": False})
     for item in items:
         if item.worker is None:
             continue
-        entry = workers.setdefault(item.worker, {"tasks": 0, "errors": 0, "quarantined": False})
-        entry["tasks"] += 1
-        entry["errors"] += item.status == "error"
+        workers[item.worker]["tasks"] += 1
+        workers[item.worker]["errors"] += item.status == "error"
     for record in records:
         # Failed attempts count against the worker they happened on, even when the task was
         # finished elsewhere (or by no worker at all): a worker that lost every task it took
         # must not show 0 errors.
         for attempt in record.previous_attempts:
             if isinstance(attempt.worker, str) and attempt.worker:
-                entry = workers.setdefault(
-                    attempt.worker, {"tasks": 0, "errors": 0, "quarantined": False})
-                entry["errors"] += 1
+                workers[attempt.worker]["errors"] += 1
     lost_hosts = [dict(h) for h in metadata.get("quarantined_hosts") or []]
     for name in [*quarantined, *(str(n) for h in lost_hosts for n in h.get("workers") or [])]:
-        workers.setdefault(name, {"tasks": 0, "errors": 0, "quarantined": False})
         workers[name]["quarantined"] = True
     recorded = {t.task_id for t in items}
     multi = _by_pool(metadata, records)
@@ -599,16 +596,9 @@ def format_summary(summary: Summary) -> str:
     if by_domain:
         domain_ci = summary.get("by_domain_ci") or {}
         rows = [
-            [
-                domain,
-                str(d["attempts"]),
-                str(d["successes"]),
-                str(d["failures"]),
-                str(d["errors"]),
-                fmt_rate(d["success_rate"]),
-                fmt_interval(domain_ci.get(domain), rate=True),
-                fmt_num(d["avg_score"]),
-            ]
+            [domain, *(str(d[k]) for k in ("attempts", "successes", "failures", "errors")),
+             fmt_rate(d["success_rate"]), fmt_interval(domain_ci.get(domain), rate=True),
+             fmt_num(d["avg_score"])]
             for domain, d in by_domain.items()
         ]
         headers = ["domain", "attempts", "success", "failure", "errors", "rate", "95% CI",
@@ -621,18 +611,10 @@ def format_summary(summary: Summary) -> str:
     by_pool = summary.get("by_pool") or {}
     if by_pool:
         rows = [
-            [
-                name,
-                str(row.get("cloud")),
-                "n/a" if row.get("price_per_hour") is None else f"{row['price_per_hour']:g}",
-                str(row["workers"]),
-                str(row["tasks"]),
-                str(row["successes"]),
-                str(row["failures"]),
-                str(row["errors"]),
-                f"{float(row['worker_seconds']) / 3600:.3f}",
-                f"${float(row['total_usd']):.4f}",
-            ]
+            [name, str(row.get("cloud")),
+             "n/a" if row.get("price_per_hour") is None else f"{row['price_per_hour']:g}",
+             *(str(row[k]) for k in ("workers", "tasks", "successes", "failures", "errors")),
+             f"{float(row['worker_seconds']) / 3600:.3f}", f"${float(row['total_usd']):.4f}"]
             for name, row in by_pool.items()
         ]
         headers = ["pool", "cloud", "$/hour", "workers", "tasks", "success", "failure",

@@ -54,7 +54,7 @@ def check_before_run(
             file is unusable (all exit code 2).
         RunExistsError, ResumeMismatchError: see :func:`evals.run.runner.check_run_folder`.
     """
-    from evals.run.runner import Checked, check_resume_settings, check_run_folder
+    from evals.run.runner import Checked, build_agents, check_resume_settings, check_run_folder
 
     check_folders(config, needs_home=needs_home)
     resumed = None
@@ -67,7 +67,7 @@ def check_before_run(
 
         load_agent_class(config.agent)
     else:
-        agents = check_agent(config, agent_url_option=agent_url_option)
+        agents = build_agents(config, agent_url_option)
     # every recorded setting kept, or changed with --allow-change (evals.run.settings)
     changes = [] if resumed is None or agents is None else check_resume_settings(
         resumed, config, agents.first)
@@ -122,22 +122,6 @@ def check_folders(config: RunConfig, *, needs_home: bool = False) -> None:
             problem = str(exc)
     if problem:
         raise InvalidRunInputError(problem)
-
-
-def check_agent(config: RunConfig, *, agent_url_option: str = "--agent-url") -> AgentFactory:
-    """The agent can be built, and an ``http`` agent's server answers (one probe); returns the
-    run's agents (the one built first).
-
-    Raises:
-        InvalidRunInputError: as :func:`evals.agents.agent_factory`, or the server does not
-            answer.
-    """
-    from evals.agents import agent_factory
-    from evals.agents.http import probe_agent_server
-
-    agents = agent_factory(config.agent, config.agent_options)
-    probe_agent_server(config.agent, config.agent_options.agent_url, option=agent_url_option)
-    return agents
 
 
 def _agent(config: RunConfig, checked: AgentFactory | None) -> BenchmarkAgent:

@@ -249,13 +249,13 @@ class TaskQueue:
             )
             return cur.rowcount
 
-    def recover(self, *, retry_not_run: bool = True) -> int:
+    def recover(self) -> int:
         """Take back leases held by earlier controllers; returns how many tasks went to pending.
 
         Call while holding the run's lock (no other controller is alive). The interrupted attempt
         is given back (it says nothing about the task), and kept in :attr:`interrupted` so its
-        worker time can be billed. With ``retry_not_run``, tasks a budget cap kept from running
-        are pending again, so a resumed run with a higher cap runs them.
+        worker time can be billed. Tasks a budget cap kept from running are pending again, so a
+        resumed run with a higher cap runs them.
         """
         now = time.time()
         with self._tx() as conn:
@@ -292,14 +292,12 @@ class TaskQueue:
                 (now, others),
             )
             moved = cur.rowcount
-            if retry_not_run:
-                cur = conn.execute(
-                    "UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
-                    " updated_at=? WHERE status='done' AND final_status='not_run'",
-                    (now,),
-                )
-                moved += cur.rowcount
-        return moved
+            cur = conn.execute(
+                "UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
+                " updated_at=? WHERE status='done' AND final_status='not_run'",
+                (now,),
+            )
+            return moved + cur.rowcount
 
     def reopen_errors(self, error_types: Sequence[str]) -> list[str]:
         """Put done rows whose final record is an error of one of ``error_types`` back to
@@ -402,33 +400,19 @@ class TaskQueue:
             )
             if cur.rowcount != 1:
                 return None
-            row = conn.execute(
-                "SELECT task_id, attempts, expected_seconds, last_worker FROM tasks"
-                " WHERE task_id=?",
-                (task_id,),
-            ).fetchone()
+            row = conn.execute(f"{_CANDIDATE} WHERE task_id=?", (task_id,)).fetchone()
         return _queued(row)
 
-    def heartbeat(self, task_ids: Sequence[str] | None = None) -> int:
-        """Push forward the expiry of this controller's leases (all, or ``task_ids``)."""
+    def heartbeat(self) -> int:
+        """Push forward the expiry of this controller's leases; returns how many."""
         now = time.time()
         with self._tx() as conn:
-            if task_ids is None:
-                cur = conn.execute(
-                    "UPDATE tasks SET lease_expires_at=? WHERE status='leased'"
-                    " AND lease_owner LIKE ?",
-                    (now + self.lease_seconds, f"{self.owner}/%"),
-                )
-                return cur.rowcount
-            total = 0
-            for task_id in task_ids:
-                cur = conn.execute(
-                    "UPDATE tasks SET lease_expires_at=? WHERE status='leased' AND task_id=?"
-                    " AND lease_owner LIKE ?",
-                    (now + self.lease_seconds, task_id, f"{self.owner}/%"),
-                )
-                total += cur.rowcount
-            return total
+            cur = conn.execute(
+                "UPDATE tasks SET lease_expires_at=? WHERE status='leased'"
+                " AND lease_owner LIKE ?",
+                (now + self.lease_seconds, f"{self.owner}/%"),
+            )
+            return cur.rowcount
 
     # --- ending -------------------------------------------------------------------------------
 
@@ -646,10 +630,9 @@ def _interrupted(
 # Added with ``--trials K``: rows are keyed by task and trial. The ``task_id`` column (the
 # primary key) holds the trial's key (the task's ID for trial 1, ``<id>#<n>`` for trial n; see
 # evals.results.trials) and the ``trial`` column its number. A queue from before has no ``trial``
-# column:
-# it is added here, every row being trial 1, so its run still resumes. The column's presence is
-# the migration's marker (it runs once, and is a no-op on a queue that has it); it does not
-# change ``user_version``, which the queue's own schema changes own.
+# column: it is added here, every row being trial 1, so its run still resumes. The column's
+# presence is the migration's marker (it runs once, and is a no-op on a queue that has it); it
+# does not change ``user_version``, which the queue's own schema changes own.
 
 
 def _migrate_trials(conn: sqlite3.Connection) -> None:

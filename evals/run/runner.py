@@ -16,6 +16,7 @@ import os
 import re
 import socket
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -169,18 +170,13 @@ def blames_agent(counts: Mapping[str, int], *, lost_all: bool, agent_errors: int
 # --- estimates ---------------------------------------------------------------------------------
 
 
-def estimate_seconds(
-    task: Mapping[str, Any],
-    *,
-    step_pause_s: float = 0.0,
-    default: float = DEFAULT_EXPECTED_SECONDS,
-) -> float:
+def estimate_seconds(task: Mapping[str, Any], *, step_pause_s: float = 0.0) -> float:
     """A task's expected duration, from what it holds (used to order tasks and to budget).
 
     A scripted reference solution gives the best guess (its ``sleep`` commands, a little per
     step, and the pause after each action sent); otherwise the number of setup steps and
-    metrics gives a rough one on top of ``default``. Only the order and the rough size matter:
-    the ledger corrects the scale from what finished tasks took.
+    metrics gives a rough one on top of :data:`DEFAULT_EXPECTED_SECONDS`. Only the order and the
+    rough size matter: the ledger corrects the scale from what finished tasks took.
     """
     solution = task.get("reference_solution")
     config = task.get("config")
@@ -200,7 +196,7 @@ def estimate_seconds(
     evaluator = task.get("evaluator")
     funcs = evaluator.get("func") if isinstance(evaluator, dict) else None
     metrics = len(funcs) if isinstance(funcs, list) else 1
-    return round(default + 10.0 * setup_steps + 5.0 * metrics, 3)
+    return round(DEFAULT_EXPECTED_SECONDS + 10.0 * setup_steps + 5.0 * metrics, 3)
 
 
 # --- the run folder lock -----------------------------------------------------------------------
@@ -244,17 +240,14 @@ def _check_resume(folder: RunFolder, config: RunConfig) -> RunMetadata:
 
     # unreadable metadata is said so, not compared as empty ("started with --tasks ''")
     metadata = read_metadata(folder.path)
-    recorded = str(metadata.get("selection", ""))
-    if recorded != config.selection:
-        raise ResumeMismatchError(str(folder.path), "--tasks", recorded, config.selection)
-    recorded_agent = str(metadata.get("agent", ""))
-    if recorded_agent != config.agent:
-        raise ResumeMismatchError(str(folder.path), "--agent", recorded_agent, config.agent)
-    recorded_trials = int(metadata.get("trials") or 1)  # runs from before trials: 1
-    if recorded_trials != config.trials:
-        raise ResumeMismatchError(
-            str(folder.path), "--trials", str(recorded_trials), str(config.trials)
-        )
+    for option, recorded, given in (
+        ("--tasks", str(metadata.get("selection", "")), config.selection),
+        ("--agent", str(metadata.get("agent", "")), config.agent),
+        # runs from before trials: 1
+        ("--trials", str(int(metadata.get("trials") or 1)), str(config.trials)),
+    ):
+        if recorded != given:
+            raise ResumeMismatchError(str(folder.path), option, recorded, given)
     return metadata
 
 
@@ -365,21 +358,17 @@ def run_evaluation(
 
     run_name = config.run_name or default_run_name(config.agent)
     folder, unstarted, previous = check_run_folder(config, run_name)
-    if unstarted and config.resume:
-        # killed before its metadata: nothing ran, so there are no errors to run again either
-        config = replace(config, resume=False, rerun_errors=False)
     if config.resume:
-        config = replace(config, max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
+        # one killed before its metadata starts afresh (nothing ran: no errors to run again)
+        config = replace(config, resume=not unstarted,
+                         rerun_errors=config.rerun_errors and not unstarted,
+                         max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
     if checked is not None and checked.agents.makes(config.agent, config.agent_options):
         make_agent, variations, changes = checked.agents, checked.variations, checked.changes
     else:
-        from evals.agents.http import probe_agent_server
-
-        make_agent = AgentFactory(config.agent, config.agent_options)
         # Python callers have no command to check first: an http agent's server that does
         # not answer is refused here, before any lease, rather than ending every task in error.
-        probe_agent_server(config.agent, config.agent_options.agent_url,
-                           option="agent_options.agent_url")
+        make_agent = build_agents(config, "agent_options.agent_url")
         variations = read_variations(config.variations) if config.variations else None
         changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
 
@@ -393,6 +382,20 @@ def run_evaluation(
         result = _leased(folder, config, names, run_name, variations, previous, changes,
                          make_agent, on_event, locked=config.resume)
     return result
+
+
+def build_agents(config: RunConfig, agent_url_option: str) -> AgentFactory:
+    """The run's agents (the one built first), an ``http`` agent's server probed once.
+
+    Raises:
+        InvalidRunInputError: as :class:`evals.agents.AgentFactory`, or the server does not
+            answer (the refusal names ``agent_url_option``).
+    """
+    from evals.agents.http import probe_agent_server
+
+    agents = AgentFactory(config.agent, config.agent_options)
+    probe_agent_server(config.agent, config.agent_options.agent_url, option=agent_url_option)
+    return agents
 
 
 def check_resume_settings(
@@ -710,8 +713,9 @@ def _run_in_folder(
             # Killed before its metadata: nothing was dispatched; its queue starts again.
             for leftover in ("queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm"):
                 (folder.path / leftover).unlink(missing_ok=True)
-        earlier_quarantined: list[str] = []
-        earlier_hosts: list[dict[str, Any]] = []
+        # a new run's previous metadata is empty: nothing quarantined before
+        earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
+        earlier_hosts = [h for h in previous.get("quarantined_hosts") or [] if isinstance(h, dict)]
         metadata: RunMetadata = {
             "run": folder.path.name,
             "pool": pool,
@@ -733,19 +737,14 @@ def _run_in_folder(
             "started_at": previous.get("started_at") or now_iso(),
             "ended_at": None,
             "status": RunStatus.RUNNING.value,
-            "quarantined_workers": [],
-            "quarantined_hosts": [],
+            "quarantined_workers": earlier_quarantined,
+            "quarantined_hosts": earlier_hosts,
             "reset": {"mode": config.reset, **describe_plan(resets or {})},
         }
         if len(pools) > 1:
             metadata.update(summary_fields(pools))  # pool "a+b", and each pool in "pools"
         if config.resume:
             metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
-            earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
-            metadata["quarantined_workers"] = earlier_quarantined
-            earlier_hosts = [h for h in previous.get("quarantined_hosts") or []
-                             if isinstance(h, dict)]
-            metadata["quarantined_hosts"] = earlier_hosts
             if previous.get("reruns"):
                 metadata["reruns"] = list(previous["reruns"])
         owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -819,9 +818,8 @@ def _run_in_folder(
             records = {k: TaskExecution.from_json(v) for k, v in committed.items()}
         finally:
             queue.close()
-        counts = {s.value: 0 for s in TaskStatus}
-        for final in records.values():
-            counts[final.status.value] += 1
+        counts = {**{s.value: 0 for s in TaskStatus},
+                  **Counter(final.status.value for final in records.values())}
         failures = agent_failures(records.values())
         agent_errors = sum(len(keys) for keys in failures.values())
         agent_failed = describe(config.agent, failures) if failures else None

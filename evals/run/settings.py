@@ -24,7 +24,6 @@ and module); what was never recorded cannot be checked and is taken as given.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from evals.agents import AgentOptions, BenchmarkAgent
 from evals.errors import InvalidRunInputError, ResumeMismatchError
 from evals.results.records import results_root
 from evals.results.trials import MAX_TRIALS
+from evals.run.manifest import REDACTED, module_sha256, recorded_arguments, sha256_file
 from evals.run.queue import DEFAULT_MAX_ATTEMPTS, task_lease_seconds
 from evals.run.reset import DEFAULT_RESET, ResetMode
 from oa_vm.kit.validate import folder_problem, number_problem
@@ -207,7 +207,6 @@ SETTINGS: tuple[Setting, ...] = (
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 CHANGEABLE = tuple(s.name for s in SETTINGS if s.changeable)
-REDACTED = "<redacted>"
 
 
 def allow_change_problem(names: tuple[str, ...]) -> str | None:
@@ -220,46 +219,18 @@ def allow_change_problem(names: tuple[str, ...]) -> str | None:
     return None
 
 
-def _file_sha256(path: Path | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def module_sha256(agent: BenchmarkAgent) -> str | None:
-    """The SHA-256 of the file the agent's class is defined in (``None``: not a file)."""
-    import inspect
-
-    try:
-        source = inspect.getsourcefile(type(agent))
-    except TypeError:
-        return None
-    return _file_sha256(Path(source)) if source else None
-
-
-def agent_arguments(config: RunConfig) -> dict[str, str]:
-    """The agent's ``--agent-arg`` values, secrets redacted as the manifest records them."""
-    from evals.agents.model_api import parse_agent_args
-    from evals.run.manifest import redact_argument
-
-    args = parse_agent_args(config.agent_options.args)
-    return {k: redact_argument(k, v) for k, v in sorted(args.items())}
-
-
 def current_settings(config: RunConfig, agent: BenchmarkAgent) -> dict[str, Any]:
     """The settings of ``config`` (and its built ``agent``), as :data:`SETTINGS` names them."""
     values: dict[str, Any] = {}
     for setting in SETTINGS:
         if setting.field is not None:
             values[setting.name] = getattr(config, setting.field)
+    from evals.agents.model_api import parse_agent_args
     from evals.run.variations import variations_path  # a bare name: the shipped file's hash
 
-    values["variations"] = _file_sha256(
-        None if config.variations is None else variations_path(config.variations))
-    values["agent-arg"] = agent_arguments(config)
+    values["variations"] = (None if config.variations is None
+                            else sha256_file(variations_path(config.variations)))
+    values["agent-arg"] = recorded_arguments(parse_agent_args(config.agent_options.args))
     values["agent-module"] = module_sha256(agent)
     return values
 

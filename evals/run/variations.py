@@ -55,8 +55,7 @@ def variations_path(given: Path) -> Path:
     return shipped if shipped.is_file() else given
 
 
-def add_variations(selected: Selected, variations: Mapping[str, Variation],
-                   source: str = "--variations") -> Selected:
+def add_variations(selected: Selected, variations: Mapping[str, Variation]) -> Selected:
     """``selected`` with each selected task's variations added right after it.
 
     Raises:
@@ -69,7 +68,7 @@ def add_variations(selected: Selected, variations: Mapping[str, Variation],
     order = expand([r.task_id for r in selected.refs], variations)
     if len(order) == len(selected.refs):
         raise InvalidRunInputError(
-            f"{source}: no variation of the {len(refs)} selected task(s); the file's keys are "
+            f"--variations: no variation of the {len(refs)} selected task(s); the file's keys are "
             "'<task_id>__<style>_<n>' of the tasks to vary"
         )
     tasks: dict[str, dict[str, Any]] = {}
@@ -83,7 +82,7 @@ def add_variations(selected: Selected, variations: Mapping[str, Variation],
         try:
             tasks[task_id] = variation_task(selected.tasks[variation.base_id], variation)
         except CatalogError as exc:
-            raise InvalidRunInputError(f"{source}: {exc.message}") from exc
+            raise InvalidRunInputError(f"--variations: {exc.message}") from exc
         new_refs.append(replace(refs[variation.base_id], task_id=task_id,
                                 instruction=variation.instruction))
     return Selected(new_refs, tasks)

@@ -85,7 +85,6 @@ def audit_verifier(
     accept."""
     import secrets
 
-
     if out is not None:  # refused before the audit, not after it
         from evals.verifier_audit.report import REPORT_MARKER
 
@@ -271,7 +270,6 @@ def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = Fal
 
 
 def _remove(pool: str) -> None:
-
     _say(f"removing local pool {pool}")
     try:
         oa_vm.cleanup_pool(pool)

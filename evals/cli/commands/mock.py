@@ -111,7 +111,6 @@ def _local_selection(selection: str) -> str:
 def _remove(pool: str) -> None:
     """Remove the pool; a failure is reported with the command that finishes the job, and never
     hides the error that ended the run."""
-
     _say(f"removing local pool {pool}")
     try:
         report = oa_vm.cleanup_pool(pool)

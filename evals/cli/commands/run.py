@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from evals.run.runner import Checked, RunConfig, RunResult
 
 
-
 def tasks_help() -> str:
     """``--tasks``'s help, naming the indexes the bundled local suite has (a local pool serves
     no ``test_small``: offering it there sent users to an error)."""
@@ -144,11 +143,6 @@ WaitForPoolOpt = Annotated[
                     help="If another run holds the pool, wait this long for it instead of "
                          "failing: 90s, 30m"),
 ]
-
-
-# --- progress: a live block on a terminal, plain lines otherwise (both on stderr, so --json
-# output on stdout stays clean); events arrive from the dispatcher's threads.
-
 
 
 # --- the command -------------------------------------------------------------------------------
@@ -330,9 +324,9 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
     from evals.agents import AgentOptions
     from evals.results.records import results_root
     from evals.results.run_reader import read_started
-    from evals.run.manifest import read_manifest
+    from evals.run.manifest import REDACTED, read_manifest
     from evals.run.runner import RunConfig, default_run_name
-    from evals.run.settings import REDACTED, recorded_settings, resumed_values
+    from evals.run.settings import recorded_settings, resumed_values
 
     params = {**ctx.params, **fixed}
     values = {f.name: params[f.name] for f in fields(RunConfig) if params.get(f.name) is not None}

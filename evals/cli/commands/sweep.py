@@ -249,7 +249,6 @@ def _check_quota(spec: PoolSpec, plan: Plan) -> tuple[VcpuQuota | None, int | No
         InvalidInputError: the pool needs more vCPUs than the quota leaves (one line: the
             quota, and what to do).
     """
-
     if oa_vm.cloud_facts(spec.cloud).simulated or not plan.region or not plan.size:
         return None, None
     found = oa_vm.read_vcpu_quota(spec.cloud, plan.region, plan.size, spot=spec.spot)
@@ -388,7 +387,6 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
     """
     import json
 
-
     try:
         recorded = json.loads(_sweep_pool_path(config).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -408,7 +406,6 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
 
 def _cleanup(pool: str) -> None:
     """Remove the pool; a second Ctrl-C or SIGTERM during cleanup is ignored so it finishes."""
-
     if not oa_vm.pool_exists(pool):
         return  # creation failed and already removed what it made
     with signals_ignored():

@@ -178,8 +178,7 @@ def test_a_checker_answering_500_is_retried_then_an_evaluation_error(
     scoring_srv.set("/evaluate", Reply.json({"status": "error", "message": "getter broke"}, 500))
     waits: list[float] = []
     result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
-                      replace(CONFIG, evaluate_backoff_s=0.5), evaluate_attempts=3,
-                      sleep=waits.append)
+                      replace(CONFIG, evaluate_backoff_s=0.5), sleep=waits.append)
     assert result.error_type is ErrorType.EVALUATION
     assert scoring_srv.hits["/evaluate"] == 3
     assert waits == [0.5, 1.0]

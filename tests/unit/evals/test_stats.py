@@ -124,17 +124,6 @@ def test_flaky_means_scored_trials_disagree() -> None:
     assert not stats.flaky([("failure", 0.0)] * 3)
 
 
-def test_mcnemar_exact_p_for_10_and_2_discordant_pairs() -> None:
-    # 2 * P(X <= 2), X ~ Binomial(12, 1/2) = 2 * (1 + 12 + 66) / 4096 = 0.038574...
-    test = stats.mcnemar_exact(10, 2)
-    assert test.p_value == pytest.approx(158 / 4096)
-    assert test.name == "McNemar exact"
-    assert stats.mcnemar_exact(0, 0).p_value == 1.0
-    assert stats.mcnemar_exact(3, 3).p_value == 1.0
-    # 6 vs 0: 2 / 64
-    assert stats.sign_test(0, 6).p_value == pytest.approx(2 / 64)
-
-
 def test_paired_difference_test_and_interval_agree() -> None:
     assert stats.paired_difference([], []) is None
     diffs_a = [[0.0]] * 30 + [[0.0]] * 60 + [[1.0]] * 10
