@@ -139,9 +139,7 @@ def connect_pools(
             )
             if len(names) > 1:
                 for worker in workers:
-                    worker.name = qualify(name, worker.name)
-                    # hosts are a pool's own: two pools' "worker-0" hosts are not one machine
-                    worker.host = qualify(name, worker.host or worker.name)
+                    renamed_connection(qualify(name, worker.name), worker)
             pools.append(RunPool(oa_vm.load_pool(name), workers))
         yield pools
 
@@ -177,12 +175,14 @@ class PoolRouter(Generic[T]):
 
 
 def renamed_connection(name: str, connection: WorkerConnection) -> WorkerConnection:
-    """``connection``, named ``name`` (a repaired worker keeps its qualified name, and its
-    host its pool's)."""
-    pool, _ = split(name)
+    """``connection``, named ``name``: a pool's workers as a run over several pools names them
+    when it connects, and a repaired worker keeps its qualified name. Its host is its pool's
+    too (two pools' "worker-0" hosts are not one machine; a worker without a host is its own,
+    under its bare name)."""
+    pool, bare = split(name)
     connection.name = name
     if pool is not None:
-        connection.host = qualify(pool, connection.host or split(name)[1])
+        connection.host = qualify(pool, connection.host or bare)
     return connection
 
 

@@ -3,7 +3,9 @@ record's shape, the per-pool summary rows and the catalog agreement check."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +20,16 @@ from evals.run.pools import (
     Selected,
     _same_tasks,
     check_pool_names,
+    connect_pools,
     qualify,
     recorded_pool_names,
+    renamed_connection,
     split,
 )
 from evals.run.runner import RunConfig
+from oa_vm import WorkerConnection
 from tests.support.leasing import reserved_for
+from waa_client import ScoringClient, WaaClient
 
 
 def test_qualified_names_split_back() -> None:
@@ -192,3 +198,27 @@ def test_pools_must_agree_on_the_selected_tasks() -> None:
     with pytest.raises(InvalidRunInputError, match=r"serve 1 of the selected task\(s\) "
                                                    r"differently \(first: t2\)"):
         _same_tasks(("a", same), ("b", _selected({"t1": {"x": 1}, "t2": {"x": 3}})))
+
+
+def _connection(name: str, host: str | None) -> WorkerConnection:
+    url = "http://127.0.0.1:9"  # never asked: naming sends nothing
+    return WorkerConnection(name, WaaClient(url), ScoringClient(url), url, url, host=host)
+
+
+def test_a_workers_host_is_named_alike_when_connected_and_after_a_repair(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # one rule names a worker of a run over several pools: its host is its pool's, and a
+    # worker without a host is its own under its bare name, whether the run connects or a
+    # repair hands a new connection over (was "pb/pb/worker-0" until a repair renamed it)
+    @contextlib.contextmanager
+    def connect(name: str, **_: object) -> Iterator[list[WorkerConnection]]:
+        yield [_connection("worker-0", None), _connection("worker-1", "host-1")]
+
+    monkeypatch.setattr("oa_vm.connect", connect)
+    monkeypatch.setattr("oa_vm.load_pool", lambda name: None)
+    with connect_pools(["pa", "pb"], connect_timeout=1.0, read_timeout=1.0) as pools:
+        hosts = {w.name: w.host for pool in pools for w in pool.workers}
+    assert hosts == {"pa/worker-0": "pa/worker-0", "pa/worker-1": "pa/host-1",
+                     "pb/worker-0": "pb/worker-0", "pb/worker-1": "pb/host-1"}
+    assert renamed_connection("pb/worker-0", _connection("worker-0", None)).host == "pb/worker-0"
