@@ -102,13 +102,11 @@ class ClaudeComputerUseAgent(ModelApiAgent):
         self.keep_screenshots = max(1, int(keep_screenshots))
         self._messages: list[dict[str, Any]] = []
         self._pending: tuple[str, Shot] | None = None  # (tool_use id, shot it was planned on)
-        self._shot: Shot | None = None
 
     def reset(self, task: BenchmarkTask) -> None:
         """Start a fresh conversation."""
         self._messages = []
         self._pending = None
-        self._shot = None
 
     def act(
         self,
@@ -118,7 +116,6 @@ class ClaudeComputerUseAgent(ModelApiAgent):
     ) -> BenchmarkAction:
         """Send the screen (and the last action's result), turn the reply into an action."""
         shot = fit_screenshot(observation.screenshot, MAX_SCREEN)
-        self._shot = shot
         if not self._messages or self._pending is None:
             self._messages = [{"role": "user", "content": [
                 {"type": "text", "text": self.task_text(task)}, _image(shot)]}]

@@ -332,7 +332,8 @@ def _action_from_call(name: str, args: str, raw: dict[str, Any],
     """The action one ``NAME(args)`` stands for, or None when it is not one."""
     if name in ("done", "fail", "wait") and not args:
         return BenchmarkAction(name, raw_action=raw)
-    if name in ABSTENTION_TYPES:  # SEND_MSG_TO_USER("question"), REPORT_INFEASIBLE("why")
+    # TYPE("text"), SEND_MSG_TO_USER("question"), REPORT_INFEASIBLE("why")
+    if name == "type" or name in ABSTENTION_TYPES:
         text = args[1:-1] if len(args) >= 2 and args[0] == args[-1] and args[0] in "'\"" \
             else args
         return BenchmarkAction(name, text=text, raw_action=raw)
@@ -351,10 +352,6 @@ def _action_from_call(name: str, args: str, raw: dict[str, Any],
             return None
         x, y, end_x, end_y = _fractions(numbers[:4], observation, raw)
         return BenchmarkAction("drag", x=x, y=y, end_x=end_x, end_y=end_y, raw_action=raw)
-    if name == "type":
-        text = args[1:-1] if len(args) >= 2 and args[0] == args[-1] and args[0] in "'\"" \
-            else args
-        return BenchmarkAction("type", text=text, raw_action=raw)
     if name in ("key", "hotkey", "press"):
         keys = [k for k in args.strip("'\" ").replace(" ", "").split("+") if k]
         if not keys:

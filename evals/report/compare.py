@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -414,25 +415,22 @@ def _score(item: TaskOutcome) -> str:
     return fmt_num(item.score, 2) if item.score is not None else "-"
 
 
+def _total_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[list[str]]:
+    """The totals both forms of the comparison show: ``[name, A's value, B's value]`` rows."""
+    rates = [("success rate", "success_rate"),
+             ("success rate (outcomes only)", "success_rate_outcomes_only")]
+    counts = ["agent_errors", "outcomes", "successes", "errors", "not_run"]
+    return [*([name, fmt_rate(a[key]), fmt_rate(b[key])] for name, key in rates),
+            *([key.replace("_", " "), str(a[key]), str(b[key])] for key in counts),
+            ["avg score", fmt_num(a["avg_score"]), fmt_num(b["avg_score"])],
+            ["avg steps", fmt_num(a["avg_steps"], 1), fmt_num(b["avg_steps"], 1)]]
+
+
 def format_comparison(comparison: Comparison) -> str:
     """The comparison as text: the totals of both runs, then one line per shared task."""
     a, b = comparison.summary("a"), comparison.summary("b")
     label_a, label_b = f"A: {comparison.run_a}", f"B: {comparison.run_b}"
-    totals = table(
-        ["", label_a, label_b],
-        [
-            ["success rate", fmt_rate(a["success_rate"]), fmt_rate(b["success_rate"])],
-            ["success rate (outcomes only)", fmt_rate(a["success_rate_outcomes_only"]),
-             fmt_rate(b["success_rate_outcomes_only"])],
-            ["agent errors", str(a["agent_errors"]), str(b["agent_errors"])],
-            ["outcomes", str(a["outcomes"]), str(b["outcomes"])],
-            ["successes", str(a["successes"]), str(b["successes"])],
-            ["errors", str(a["errors"]), str(b["errors"])],
-            ["not run", str(a["not_run"]), str(b["not_run"])],
-            ["avg score", fmt_num(a["avg_score"]), fmt_num(b["avg_score"])],
-            ["avg steps", fmt_num(a["avg_steps"], 1), fmt_num(b["avg_steps"], 1)],
-        ],
-    )
+    totals = table(["", label_a, label_b], _total_rows(a, b))
     changes = comparison.changes()
     lines = [
         f"Comparing {len(comparison.pairs)} task(s) both runs recorded",
@@ -532,19 +530,8 @@ def render_comparison(comparison: Comparison, page_dir: Path | None = None) -> s
         return f"<tr><td>{esc(name)}</td><td class='num'>{esc(left)}</td>" \
                f"<td class='num'>{esc(right)}</td></tr>"
 
-    totals = "".join([
-        stat_row("success rate", fmt_rate(a["success_rate"]), fmt_rate(b["success_rate"])),
-        stat_row("success rate (outcomes only)", fmt_rate(a["success_rate_outcomes_only"]),
-                 fmt_rate(b["success_rate_outcomes_only"])),
-        stat_row("agent errors", str(a["agent_errors"]), str(b["agent_errors"])),
-        stat_row("outcomes", str(a["outcomes"]), str(b["outcomes"])),
-        stat_row("successes", str(a["successes"]), str(b["successes"])),
-        stat_row("errors", str(a["errors"]), str(b["errors"])),
-        stat_row("not run", str(a["not_run"]), str(b["not_run"])),
-        stat_row("avg score", fmt_num(a["avg_score"]), fmt_num(b["avg_score"])),
-        stat_row("avg steps", fmt_num(a["avg_steps"], 1), fmt_num(b["avg_steps"], 1)),
-        f"<tr><td>outcomes</td><td>{outcome_bar(a)}</td><td>{outcome_bar(b)}</td></tr>",
-    ])
+    totals = "".join(stat_row(*row) for row in _total_rows(a, b)) + (
+        f"<tr><td>outcomes</td><td>{outcome_bar(a)}</td><td>{outcome_bar(b)}</td></tr>")
     rows = []
     for pair in comparison.pairs:
         link_a = _view_link(comparison.path_a, page_dir, pair.task_id) if page_dir else None
