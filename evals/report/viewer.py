@@ -431,11 +431,10 @@ def _styles_view(summary: Summary) -> list[list[str]]:
             for r in summary["goal_styles"]]
 
 
-def _manifest_view(run_dir: Path) -> dict[str, Any] | None:
+def _manifest_view(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """What the run measured (``manifest.json``, :mod:`evals.run.manifest`), in a few rows."""
-    from evals.run.manifest import MANIFEST, read_manifest, summary_lines
+    from evals.run.manifest import MANIFEST, summary_lines
 
-    manifest = read_manifest(run_dir)
     if manifest is None:
         return None
     return {"name": MANIFEST, "rows": list(summary_lines(manifest))}
@@ -488,7 +487,6 @@ def render_run(
     counts = {"all": len(records), "success": summary["successes"],
               "failure": summary["failures"], "error": summary["errors"],
               "not_run": summary["not_run"]}
-    resets = summary["resets"]
     notes = []
     lost = missing_of(metadata, records)
     if lost:
@@ -513,8 +511,8 @@ def render_run(
         show_cost=show_cost,
         statistics=_statistics_view(summary),
         styles=_styles_view(summary),
-        manifest=_manifest_view(path),
-        resets=resets,
+        manifest=_manifest_view(manifest),
+        resets=summary["resets"],
         filters=[(k, n) for k, n in counts.items() if n or k == "all"],
         tasks=tasks,
         pending=summary["task_ids_pending"],

@@ -328,7 +328,9 @@ def reference_json(plan: DryRun) -> dict[str, object]:
     """The ``--json`` document: this tool's keys (``dry_run``, ``price``, ``estimate``,
     ``full_suite``) and the reference's (``plan`` with its fields, ``estimates`` rows,
     ``guardrails``)."""
-    from evals.compat.flow.cost import CostGuardConfig, estimate_flow_waa_cost, guardrails_json
+    from dataclasses import asdict
+
+    from evals.compat.flow.cost import CostGuardConfig, estimate_flow_waa_cost
 
     data = plan.to_json()
     est = plan.estimate
@@ -353,7 +355,7 @@ def reference_json(plan: DryRun) -> dict[str, object]:
                                num_workers=est.workers).as_dict()
         for n in counts
     ]
-    data["guardrails"] = guardrails_json(CostGuardConfig())
+    data["guardrails"] = asdict(CostGuardConfig())
     return data
 
 

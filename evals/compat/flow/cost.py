@@ -13,7 +13,7 @@ the sweep ledger and this API cannot drift apart.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from evals.results import cost as _cost
@@ -259,11 +259,6 @@ class SpendLedger:
             "per_task_token_cap": self.config.per_task_tokens,
             "aborted": self.aborted,
         }
-
-
-def guardrails_json(config: CostGuardConfig) -> dict[str, Any]:
-    """The ``guardrails`` object of ``openadapt-eval-flow --json``."""
-    return asdict(config)
 
 
 __all__ = [
