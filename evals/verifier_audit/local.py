@@ -276,16 +276,11 @@ def format_row(row: AuditRow) -> str:
 
 def format_table(report: AuditReport) -> str:
     """The per-operator table: one row per operator, one column per class, then totals."""
-    headers = ["operator", *CLASSES, "total"]
+    from evals.run.metrics import table as text_table
+
     table = report.table()
     rows = [[op, *(str(table[op][c]) for c in CLASSES), str(sum(table[op].values()))]
             for op in OPERATORS]
     totals = [sum(table[op][c] for op in OPERATORS) for c in CLASSES]
     rows.append(["all", *map(str, totals), str(sum(totals))])
-    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
-    lines = []
-    for row in [headers, *rows]:
-        cells = [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:],
-                                                                        strict=True))]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
+    return text_table(["operator", *CLASSES, "total"], rows)
