@@ -13,12 +13,11 @@ How a task changed from run A to run B:
 
 The paired comparison (:func:`paired_comparison`, the ``paired`` key of ``--json``) uses the tasks
 both runs *counted* (a success, a failure, or an error of the agent's own, ``agent`` or
-``timeout``, which counts as a failure scoring 0; an infrastructure, setup or evaluation error
-says nothing about the agent and is left out), each task cut to the same number of trials a
-side (:func:`evals.results.stats.equal_trials`). It reports B minus A with ONE paired test and the
+``timeout``, which counts as a failure scoring 0; an infrastructure, setup or evaluation error says
+nothing about the agent and is left out), each task cut to the same number of trials a side
+(:func:`evals.results.stats.equal_trials`). It reports B minus A with ONE paired test and the
 interval obtained by inverting it (:func:`evals.results.stats.paired_difference`), so the verdict's
-test
-and interval agree; the tasks that changed each way; the smallest gain the test would detect
+test and interval agree; the tasks that changed each way; the smallest gain the test would detect
 with 80% power, simulated for that test (:func:`evals.results.stats.detectable_difference`); and a
 verdict in words at the 5% level. Before the verdict, ``Warning:`` lines say what else differs
 between the runs (their manifests), which side had errors of its own, and which agent saw the

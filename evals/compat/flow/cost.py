@@ -1,13 +1,11 @@
 """The reference tool's flow cost API (``openadapt_evals.flow.cost``) on this package's formula.
 
-Same module path with only the import changed (``from evals.compat.flow.cost import ...``), same
-names
-and keyword arguments: :func:`estimate_flow_waa_cost` returns a :class:`FlowRunCostEstimate`
-whose ``as_dict()`` has the reference's keys, :class:`SpendLedger` and :class:`CostGuardConfig`
-are its guardrails, :func:`looks_like_billing_error` its billing-error detection. The figures
-come from :func:`evals.results.cost.estimate` (the same formula, one source of truth), so the dry
-run,
-the sweep ledger and this API cannot drift apart.
+Same module path with only the import changed (``from evals.compat.flow.cost import ...``),
+same names and keyword arguments: :func:`estimate_flow_waa_cost` returns a
+:class:`FlowRunCostEstimate` whose ``as_dict()`` has the reference's keys, :class:`SpendLedger`
+and :class:`CostGuardConfig` are its guardrails, :func:`looks_like_billing_error` its
+billing-error detection. The figures come from :func:`evals.results.cost.estimate` (the same
+formula, one source of truth), so the dry run, the sweep ledger and this API cannot drift apart.
 """
 
 from __future__ import annotations

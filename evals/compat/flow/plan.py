@@ -3,9 +3,8 @@
 A bundle is ``<bundles>/<task_id>/workflow.json``. Live runs refuse to start while any selected
 task has none (:func:`missing_bundles`); dry runs only count them. :func:`plan_dry_run` prices a
 selection with :mod:`evals.results.cost` at a ``--vm-hourly`` figure or, by default, the price
-catalog's
-figure for the machine a pool would run on (:func:`resolve_vm_price`); it creates nothing and
-spends nothing.
+catalog's figure for the machine a pool would run on (:func:`resolve_vm_price`); it creates
+nothing and spends nothing.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Cua-Bench task modules as tasks of a run (``--tasks cua-bench:PATH[#N]``).
 
-:mod:`~evals.tasks.cua_bench.namespace` is the ``cua_bench`` a module imports when the real package
-is
-absent; :mod:`~evals.tasks.cua_bench.loader` finds the modules and their variants and refuses bad
-ones; :mod:`~evals.tasks.cua_bench.session` is the session their functions receive, over the
-worker's
-own channels; :mod:`~evals.run.attempt_cua` runs one attempt. ``docs/tasks.md`` is the guide.
+:mod:`~evals.tasks.cua_bench.namespace` is the ``cua_bench`` a module imports when the real
+package is absent; :mod:`~evals.tasks.cua_bench.loader` finds the modules and their variants and
+refuses bad ones; :mod:`~evals.tasks.cua_bench.session` is the session their functions receive,
+over the worker's own channels; :mod:`~evals.run.attempt_cua` runs one attempt. ``docs/tasks.md``
+is the guide.
 """
 
 from __future__ import annotations
