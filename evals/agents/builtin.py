@@ -130,7 +130,9 @@ class SmartMockAgent(BenchmarkAgent):
         tree: Any = observation.accessibility_tree
         if isinstance(tree, dict):
             return _click_dict_button(tree)
-        buttons = [e for e in _elements(tree) if e.tag == "Button" and e.get("rect")]
+        root = _root(tree)
+        buttons = [e for e in (root.iter() if root is not None else ()) if e.tag == "Button"
+                   and e.get("rect")]
         buttons.sort(key=lambda e: _preference(e.get("name")))
         if buttons:
             return BenchmarkAction("click", target_name=buttons[0].get("name"),
@@ -424,11 +426,6 @@ def _root(tree: str | None) -> ET.Element | None:
         return ET.fromstring(tree)
     except ET.ParseError:
         return None
-
-
-def _elements(tree: str | None) -> list[ET.Element]:
-    root = _root(tree)
-    return list(root.iter()) if root is not None else []
 
 
 def _bbox(rect: str) -> tuple[float, float, float, float]:

@@ -625,7 +625,6 @@ class WAASimulatedAdapter(BenchmarkAdapter):
 
 
 def _remove_pool(name: str) -> None:
-
     with contextlib.suppress(PoolNotFoundError):
         oa_vm.cleanup_pool(name)
 

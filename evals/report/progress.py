@@ -40,13 +40,15 @@ def _eta(snapshot: Snapshot) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+def _done(snapshot: Snapshot) -> str:
+    """``12/24 done: 10 success, 1 failure, 1 error, 0 not run``."""
+    return (f"{snapshot.done}/{snapshot.total} done: {snapshot.successes} success, "
+            f"{snapshot.failures} failure, {snapshot.errors} error, {snapshot.not_run} not run")
+
+
 def headline(snapshot: Snapshot) -> str:
     """``12/24 done: 10 success, 1 failure, 1 error, 0 not run; ETA 40s``."""
-    return (
-        f"{snapshot.done}/{snapshot.total} done: {snapshot.successes} success, "
-        f"{snapshot.failures} failure, {snapshot.errors} error, {snapshot.not_run} not run; "
-        f"ETA {_eta(snapshot)}"
-    )
+    return f"{_done(snapshot)}; ETA {_eta(snapshot)}"
 
 
 def _where(event: RunEvent) -> str:
@@ -113,12 +115,8 @@ def cost_text(snapshot: Snapshot) -> str:
 def totals_line(snapshot: Snapshot) -> str:
     """``12/24 done: 10 success, 1 failure, 1 error, 0 not run | elapsed 1m05s | ETA 40s |
     cost $0.0123``."""
-    return (
-        f"{snapshot.done}/{snapshot.total} done: {snapshot.successes} success, "
-        f"{snapshot.failures} failure, {snapshot.errors} error, {snapshot.not_run} not run | "
-        f"elapsed {format_duration(snapshot.elapsed_s)} | ETA {eta_text(snapshot)} | "
-        f"cost {cost_text(snapshot)}"
-    )
+    return (f"{_done(snapshot)} | elapsed {format_duration(snapshot.elapsed_s)} | "
+            f"ETA {eta_text(snapshot)} | cost {cost_text(snapshot)}")
 
 
 class PlainLines:

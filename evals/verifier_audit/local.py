@@ -113,10 +113,6 @@ def _close(steps: list[str], final: str | None) -> list[str]:
     return [*steps, final or "DONE"]
 
 
-def _is_step(action: str) -> bool:
-    return action.strip().upper() not in (*_FINAL, "WAIT")
-
-
 def mutate_literal(literal: str) -> str:
     """A different value of the same kind: a number plus one, a string with its text changed."""
     if literal[0] in "\"'":
@@ -138,7 +134,7 @@ def mutants(actions: Sequence[str]) -> dict[str, list[Mutant]]:
     step twice, ``extra-ni`` adds a ``WAIT`` (the run must still pass)."""
     steps, final = _split(actions)
     out: dict[str, list[Mutant]] = {op: [] for op in OPERATORS}
-    real = [i for i, a in enumerate(steps) if _is_step(a)]
+    real = [i for i, a in enumerate(steps) if a.strip().upper() not in (*_FINAL, "WAIT")]
     if real:
         out["claim-only"].append(Mutant("claim-only", "final answer only", _close([], final)))
     for i in real:
