@@ -39,7 +39,7 @@ from evals.errors import InvalidRunInputError
 from evals.results import stats
 from evals.results.records import Aggregate, RunMetadata
 from evals.results.run_reader import missing_line, missing_of, read_metadata, read_records
-from evals.run.manifest import manifest_differences, read_manifest
+from evals.run.manifest import difference_rows, manifest_differences, read_manifest
 from evals.run.metrics import (
     TaskOutcome,
     aggregate,
@@ -550,8 +550,6 @@ def render_comparison(comparison: Comparison, page_dir: Path | None = None) -> s
         for label, ids in (("A", comparison.only_a), ("B", comparison.only_b)) if ids
     )
     paired = "".join(f"<p>{esc(line)}</p>" for line in paired_lines(comparison))
-    from evals.run.manifest import difference_rows, read_manifest
-
     differences = difference_rows(read_manifest(comparison.path_a),
                                   read_manifest(comparison.path_b),
                                   [p.task_id for p in comparison.pairs], agent=True)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from evals.results.events import NOTICES, EventKind, kind_of
 from oa_vm.kit.durations import format_duration
-from oa_vm.kit.live_display import wants_live
+from oa_vm.kit.live_display import LiveRegion, table_view, text_view, wants_live
 
 if TYPE_CHECKING:
     from evals.run.runner import RunEvent, Snapshot
@@ -146,8 +146,6 @@ class LiveDisplay:
     module."""
 
     def __init__(self, stream: TextIO) -> None:
-        from oa_vm.kit.live_display import LiveRegion
-
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
         self._since: dict[str, tuple[str | None, float]] = {}  # worker -> (task, monotonic)
@@ -175,8 +173,6 @@ class LiveDisplay:
         self._region.refresh()
 
     def _render(self) -> Any:
-        from oa_vm.kit.live_display import table_view, text_view
-
         with self._lock:
             snapshot = self._snapshot
             since = dict(self._since)

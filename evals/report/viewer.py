@@ -33,14 +33,15 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from evals.results.records import RunMetadata, StepRecord, Summary, TaskExecution
+from evals.results.records import RunMetadata, StepRecord, Summary, TaskExecution, read_tree
 from evals.results.run_reader import missing_line, missing_of, read_metadata, read_record_folders
-from evals.run.metrics import fmt_num, fmt_rate, summarize
+from evals.run.metrics import fmt_interval, fmt_num, fmt_rate, summarize
 from evals.run.reset import fingerprint_ok
 from oa_vm.kit import safe_fs
 from oa_vm.kit.durations import format_duration
 from oa_vm.kit.lazy import pil
 from oa_vm.kit.lazy import pil_image as Image
+from oa_vm.kit.redact import redact_text
 
 THUMB_WIDTH = 360
 THUMB_QUALITY = 60
@@ -85,8 +86,6 @@ def _templates() -> jinja2.Environment:
 def _redacted(value: object) -> object:
     """A value about to be printed into a page, credentials masked (markup stays markup: the
     mask has no character HTML treats specially)."""
-    from oa_vm.kit.redact import redact_text
-
     if isinstance(value, Markup):
         return Markup(redact_text(str(value)))
     if isinstance(value, str):
@@ -96,8 +95,6 @@ def _redacted(value: object) -> object:
 
 def _rate_ci(interval: Any) -> str:
     """A domain's success-rate interval as ``[a%, b%]`` (``n/a`` without one)."""
-    from evals.run.metrics import fmt_interval
-
     return fmt_interval(interval if isinstance(interval, dict) else None, rate=True)
 
 def esc(value: object) -> str:
@@ -255,8 +252,6 @@ CLICK_TYPES = frozenset({"click", "double_click", "right_click", "move", "drag",
 
 def _tree_text(folder: Path, tree: str | None) -> str:
     """The step's recorded accessibility tree (:func:`evals.results.records.save_tree`), clipped."""
-    from evals.results.records import read_tree
-
     name = _safe_file(folder, tree)
     if name is None:
         return ""
@@ -401,8 +396,6 @@ def task_anchor(task_id: str) -> str:
 def _statistics_view(summary: Summary) -> dict[str, Any]:
     """The intervals, pass@k / pass^k and the flaky tasks (see
     :func:`evals.run.metrics.statistics`)."""
-    from evals.run.metrics import fmt_interval
-
     k = summary["trials"]
     rows = [[name, fmt_rate(value) if rate else fmt_num(value), fmt_interval(ci, rate=rate),
              ci["method"] if ci else ""]
@@ -422,8 +415,6 @@ def _statistics_view(summary: Summary) -> dict[str, Any]:
 
 def _styles_view(summary: Summary) -> list[list[str]]:
     """Each goal style beside the originals of the same tasks (``--variations``)."""
-    from evals.run.metrics import fmt_interval
-
     return [[r["style"], f"{r['successes']}/{r['runs']}", fmt_rate(r.get("success_rate")),
              fmt_interval(r.get("success_rate_ci"), rate=True), fmt_num(r.get("mean_score")),
              str(r.get("errors", 0)),

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evals.report.export.attempts import action_text, read_attempts
+from evals.report.export.attempts import action_text, read_attempts, require_extra
 from oa_vm.kit import safe_fs
 
 COLUMNS = ("run", "task_id", "attempt", "trial", "step", "domain", "instruction",
@@ -66,8 +66,6 @@ def write_hf_dataset(run_dir: Path, out: Path) -> int:
     Raises:
         InvalidRunInputError: the ``datasets`` extra is missing, or the run is unreadable.
     """
-    from evals.report.export.attempts import require_extra
-
     datasets = require_extra("datasets", "datasets")
     datasets.disable_progress_bars()  # the command prints one line, not a bar per phase
     features = datasets.Features({

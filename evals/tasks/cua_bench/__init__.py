@@ -21,6 +21,7 @@ from evals.tasks.cua_bench.loader import (
     module_hashes,
     shell_problem,
 )
+from waa_client.catalog import TaskRef
 
 WORKER_SHELL = "windows"
 """The shell every pool's workers have: WAA's guests run Windows, and the simulated worker's
@@ -61,8 +62,6 @@ def select_cua(selection: str, pools: Sequence[str]) -> tuple[list[Any], dict[st
     Raises:
         InvalidRunInputError: see :func:`check_selection`.
     """
-    from waa_client.catalog import TaskRef
-
     variants = check_selection(selection, agent="", pools=pools)
     refs = [TaskRef(v.task_id, v.domain, False, v.description) for v in variants]
     tasks: dict[str, dict[str, Any]] = {v.task_id: v.task_json() for v in variants}
