@@ -20,17 +20,15 @@ import functools
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evals.agents.base import BenchmarkAction, BenchmarkObservation, BenchmarkTask
 from evals.compat.benchmark_api import WAA_DOMAINS, BenchmarkAdapter, BenchmarkResult
 from oa_vm.kit.lazy import pil_draw as ImageDraw
 from oa_vm.kit.lazy import pil_image as Image
-
-if TYPE_CHECKING:
-    from waa_client.catalog import Catalog, TaskRef
-    from waa_client.scoring import ScoringClient
-    from waa_client.waa import WaaClient
+from waa_client.catalog import Catalog, TaskRef
+from waa_client.scoring import ScoringClient
+from waa_client.waa import WaaClient
 
 SCREEN = (1920, 1200)
 """The mock screen's size in pixels (the reference mock's)."""
