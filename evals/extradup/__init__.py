@@ -139,9 +139,7 @@ class RewardScan:
 
 def paid(value: Any) -> bool:
     """Whether a reward's answer pays: true, or a number of at least 1."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)):  # True is 1, False 0
         return float(value) >= 1.0
     return bool(value)
 

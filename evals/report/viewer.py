@@ -47,16 +47,8 @@ THUMB_WIDTH = 360
 THUMB_QUALITY = 60
 EMBED_BUDGET_BYTES = 20_000_000
 TEXT_LIMIT = 2_000
-STATUS_LABELS = {
-    "success": "success",
-    "failure": "failure",
-    "error": "error",
-    "not_run": "not run",
-    "running": "running",
-    "finished": "finished",
-    "interrupted": "interrupted",
-    "budget_stopped": "budget stopped",
-}
+STATUS_LABELS = {"not_run": "not run", "budget_stopped": "budget stopped"}
+"""Statuses a page spells otherwise than their key (the templates show any other as it is)."""
 
 # Marks the pages this project writes, so 'view' replaces its own page but no other file.
 GENERATOR_TAG = '<meta name="generator" content="openadapt-evals">'
