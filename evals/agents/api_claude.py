@@ -174,17 +174,14 @@ class ClaudeComputerUseAgent(ModelApiAgent):
 
         if kind in ("screenshot", "cursor_position"):
             return None
-        if kind in ("left_click", "right_click", "double_click", "middle_click"):
+        if kind in ("left_click", "right_click", "double_click", "middle_click", "mouse_move"):
             x, y = at()
-            mapped = {"left_click": "click", "middle_click": "click"}.get(kind, kind)
-            return BenchmarkAction(mapped, x=x, y=y)
+            mapped = {"left_click": "click", "middle_click": "click", "mouse_move": "move"}
+            return BenchmarkAction(mapped.get(kind, kind), x=x, y=y)
         if kind == "triple_click":
             x, y = at()
             return BenchmarkAction(EXECUTE_WINDOWS, code=f"import pyautogui\n"
                                    f"pyautogui.tripleClick({x}, {y})")
-        if kind == "mouse_move":
-            x, y = at()
-            return BenchmarkAction("move", x=x, y=y)
         if kind == "left_click_drag":
             x, y = at("start_coordinate")
             end_x, end_y = at()
@@ -210,12 +207,10 @@ def _image(shot: Shot) -> dict[str, Any]:
 
 
 def _tool_result(tool_use_id: str, shot: Shot, error: str | None) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [_image(shot)]
-    if error:
-        content.insert(0, {"type": "text", "text": f"The action failed: {error}"})
     result: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id,
-                              "content": content}
+                              "content": [_image(shot)]}
     if error:
+        result["content"].insert(0, {"type": "text", "text": f"The action failed: {error}"})
         result["is_error"] = True
     return result
 

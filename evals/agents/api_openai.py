@@ -155,12 +155,9 @@ class OpenAIComputerUseAgent(ModelApiAgent):
             x, y = at()
             button = str(data.get("button", "left"))
             return BenchmarkAction("right_click" if button == "right" else "click", x=x, y=y)
-        if kind == "double_click":
+        if kind in ("double_click", "move"):
             x, y = at()
-            return BenchmarkAction("double_click", x=x, y=y)
-        if kind == "move":
-            x, y = at()
-            return BenchmarkAction("move", x=x, y=y)
+            return BenchmarkAction(kind, x=x, y=y)
         if kind == "drag":
             path = data.get("path") or []
             if len(path) < 2:
