@@ -47,9 +47,8 @@ SYSTEM = (
 
 _KEYS = {
     "return": "enter", "kp_enter": "enter", "super": "win", "super_l": "win", "meta": "win",
-    "escape": "escape", "backspace": "backspace", "page_down": "pagedown",
-    "page_up": "pageup", "control": "ctrl", "control_l": "ctrl", "alt_l": "alt",
-    "shift_l": "shift",
+    "page_down": "pagedown", "page_up": "pageup", "control": "ctrl", "control_l": "ctrl",
+    "alt_l": "alt", "shift_l": "shift",
 }
 
 

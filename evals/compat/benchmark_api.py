@@ -297,7 +297,9 @@ class BenchmarkAdapter(ABC):
         Raises:
             RuntimeError: :meth:`reset` was not called.
         """
-        episode = self._current()
+        episode = self._episode
+        if episode is None:
+            raise RuntimeError("call reset(task) before step()")
         episode.steps += 1
         info: dict[str, Any] = {"step": episode.steps, "result": None, "error": None}
         if action.ends_task:
@@ -340,11 +342,6 @@ class BenchmarkAdapter(ABC):
                                reason=str(verdict.get("reason", "")), domain=task.domain)
 
     _episode: _Episode | None = None
-
-    def _current(self) -> _Episode:
-        if self._episode is None:
-            raise RuntimeError("call reset(task) before step()")
-        return self._episode
 
     def _observe(self, index: int) -> BenchmarkObservation:
         waa, _ = self.clients()
