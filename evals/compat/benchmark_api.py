@@ -268,7 +268,6 @@ class BenchmarkAdapter(ABC):
         if task_id not in catalog:
             raise KeyError(f"task {task_id!r} not found; known: {catalog.task_ids()[:10]}...")
         ref = catalog.ref(task_id)
-        # The public view, as agents get it in the loop: no evaluator, no answers.
         return BenchmarkTask(task_id=ref.task_id, domain=ref.domain,
                              instruction=ref.instruction, infeasible=None,
                              raw=public_task_json(catalog.load(task_id)),
@@ -442,7 +441,6 @@ class WAALiveConfig:
     waa_examples_path: str | None = None
 
     def __post_init__(self) -> None:
-        # The reference tool's names for two of the settings above.
         if self.action_delay is not None:
             self.step_pause_s = self.action_delay
         if self.timeout is not None:

@@ -487,10 +487,7 @@ def paired_lines(comparison: Comparison) -> list[str]:
     if paired.minimum_detectable is not None:
         lines.append(f"  Smallest gain detectable with 80% power: about "
                      f"{paired.minimum_detectable * 100:.1f} points (simulated for this test)")
-    for warning in comparison.warnings:
-        lines.append(f"Warning: {warning}")
-    for caveat in comparison.caveats:
-        lines.append(f"Warning: {caveat}")
+    lines += [f"Warning: {line}" for line in (*comparison.warnings, *comparison.caveats)]
     lines.append(f"Verdict: {paired.verdict()}")
     return lines
 

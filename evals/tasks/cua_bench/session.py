@@ -196,8 +196,7 @@ class WorkerSession:
 
     async def read_file(self, path: str) -> str:
         """A file's text (``/file``)."""
-        data = await asyncio.to_thread(self.waa.file, path)
-        return data.decode("utf-8", "replace")
+        return (await self.read_bytes(path)).decode("utf-8", "replace")
 
     async def read_bytes(self, path: str) -> bytes:
         """A file's bytes (``/file``)."""
