@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from evals.results.events import NOTICES, EventKind, kind_of
 from oa_vm.kit.durations import format_duration
 from oa_vm.kit.live_display import LiveRegion, table_view, text_view, wants_live
+from oa_vm.kit.tables import money
 
 if TYPE_CHECKING:
     from evals.run.runner import RunEvent, Snapshot
@@ -106,10 +107,7 @@ def eta_text(snapshot: Snapshot) -> str:
 
 def cost_text(snapshot: Snapshot) -> str:
     """Cost so far, ``$0.0123`` (``-`` when the runner did not say)."""
-    if snapshot.spent_usd is None:
-        return "-"
-    value = snapshot.spent_usd
-    return f"${value:.4f}" if 0 < value < 0.1 else f"${value:.2f}"
+    return money(snapshot.spent_usd)
 
 
 def totals_line(snapshot: Snapshot) -> str:
