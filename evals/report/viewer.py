@@ -505,19 +505,14 @@ def render_run(
 
 def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool = False,
                missing: list[str] | None = None) -> Path:
-    """Render the run's page and write it (default ``<run_dir>/view.html``); returns its path.
-    ``missing`` gets the trials without a record, as :func:`render_run` says.
-
-    An existing file is replaced only when it is a page this project wrote, or with ``force``;
-    a symlink, a device or a missing folder is refused whatever ``force`` says (one line each,
-    :mod:`oa_vm.kit.safe_fs`), and the page is written atomically, so an interrupted write leaves
-    the old file whole.
+    """Render the run's page and write it (default ``<run_dir>/view.html``) through
+    :func:`write_page`, whose rules it follows; returns its path. ``missing`` gets the trials
+    without a record, as :func:`render_run` says.
 
     Raises:
         oa_vm.kit.safe_fs.ForeignFileError: the target is another file and ``force`` is not given.
-        oa_vm.kit.safe_fs.UnsafePathError: the target is a symlink, a device, or its folder is
-            missing or someone else's.
-        oa_vm.kit.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
+        oa_vm.kit.safe_fs.UnsafePathError, oa_vm.kit.safe_fs.WriteFailedError: see
+            :func:`write_page`.
     """
     path = Path(run_dir)
     target = Path(out) if out is not None else path / "view.html"
