@@ -339,17 +339,16 @@ def _action_from_call(name: str, args: str, raw: dict[str, Any],
         text = args[1:-1] if len(args) >= 2 and args[0] == args[-1] and args[0] in "'\"" \
             else args
         return BenchmarkAction(name, text=text, raw_action=raw)
+    numbers = [float(n) for n in _NUMBER.findall(args)]
     if name in ("click", "double_click", "right_click", "move"):
         node = re.fullmatch(r"\[\s*([^\]]+?)\s*\]", args)
         if node:
             return BenchmarkAction(name, target_node_id=node.group(1), raw_action=raw)
-        numbers = [float(n) for n in _NUMBER.findall(args)]
         if len(numbers) >= 2:
             x, y = _fractions(numbers[:2], observation, raw)
             return BenchmarkAction(name, x=x, y=y, raw_action=raw)
         return None
     if name == "drag":
-        numbers = [float(n) for n in _NUMBER.findall(args)]
         if len(numbers) < 4:
             return None
         x, y, end_x, end_y = _fractions(numbers[:4], observation, raw)
