@@ -124,11 +124,9 @@ class OpenAIComputerUseAgent(ModelApiAgent):
 
     def _call(self, items: list[dict[str, Any]], shot: Shot) -> Any:
         def call() -> Any:
-            extra: dict[str, Any] = {}
-            if self._previous is not None:
-                extra["previous_response_id"] = self._previous
-            else:
-                extra["instructions"] = INSTRUCTIONS
+            extra: dict[str, Any] = ({"previous_response_id": self._previous}
+                                     if self._previous is not None
+                                     else {"instructions": INSTRUCTIONS})
             create: Any = self.client.responses.create  # dict params, not the SDK's TypedDicts
             return create(
                 model=self.model,
