@@ -217,7 +217,7 @@ def build(entry: object, where: str) -> tuple[Task, dict[str, Any]]:
     except Exception as exc:  # a user's class may refuse its values in its own way
         raise InvalidRunInputError(f"{where}: {cls.__name__} refused its fields: "
                                    f"{type(exc).__name__}: {exc}") from exc
-    problem = task.problem()
+    problem = _problem(task)
     if problem:
         raise InvalidRunInputError(f"{where}: {problem}")
     return task, {str(k): v for k, v in entry.items()}
@@ -250,6 +250,11 @@ def load_selection(selection: str) -> list[Entry]:
             raise InvalidRunInputError(f"{where}: no goal (what the agent is asked)")
         entries.append(Entry(name, path.resolve(), plain, task))
     return entries
+
+
+def _problem(task: Task) -> str | None:
+    check = getattr(task, "problem", None)  # a user's class may shadow it with a field
+    return check() if callable(check) else None
 
 
 def _holds_tasks(hint: Any) -> bool:
