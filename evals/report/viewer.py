@@ -291,11 +291,9 @@ def domain_whiskers(summary: Summary) -> Markup:
     parts = [f'<svg class="domain-whiskers" xmlns="http://www.w3.org/2000/svg" '
              f'width="{label_w + plot_w + 20}" height="{height}" role="img" '
              'aria-label="success rate by domain with 95% intervals">']
-    for tick in (0, 0.25, 0.5, 0.75, 1):
-        parts.append(f'<line x1="{x(tick)}" y1="{top}" x2="{x(tick)}" '
-                     f'y2="{height - 20}" stroke="#eaeef2"/><text x="{x(tick)}" '
-                     f'y="{height - 6}" font-size="10" text-anchor="middle">'
-                     f'{int(tick * 100)}%</text>')
+    parts += [f'<line x1="{x(tick)}" y1="{top}" x2="{x(tick)}" y2="{height - 20}" '
+              f'stroke="#eaeef2"/><text x="{x(tick)}" y="{height - 6}" font-size="10" '
+              f'text-anchor="middle">{int(tick * 100)}%</text>' for tick in (0, 0.25, 0.5, 0.75, 1)]
     for i, (domain, row, ci) in enumerate(shown):
         y = top + row_h * i + row_h / 2
         low, high, rate = float(ci["low"]), float(ci["high"]), float(row["success_rate"])
