@@ -35,6 +35,7 @@ from markupsafe import Markup
 
 from evals.results.records import RunMetadata, StepRecord, Summary, TaskExecution, read_tree
 from evals.results.run_reader import missing_line, missing_of, read_metadata, read_record_folders
+from evals.run.manifest import MANIFEST, read_manifest, summary_lines
 from evals.run.metrics import fmt_interval, fmt_num, fmt_rate, summarize
 from evals.run.reset import fingerprint_ok
 from oa_vm.kit import safe_fs
@@ -414,8 +415,6 @@ def _styles_view(summary: Summary) -> list[list[str]]:
 
 def _manifest_view(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """What the run measured (``manifest.json``, :mod:`evals.run.manifest`), in a few rows."""
-    from evals.run.manifest import MANIFEST, summary_lines
-
     if manifest is None:
         return None
     return {"name": MANIFEST, "rows": list(summary_lines(manifest))}
@@ -447,9 +446,6 @@ def render_run(
     summary = summarize(metadata, records, run=path.name)
     embedder = _Embedder(embed_budget_bytes)
     tasks = [_task_view(r, folder, link_prefix, embedder) for folder, r in found]
-
-    from evals.run.manifest import read_manifest
-
     run_name = str(summary["run"])
     manifest = read_manifest(path)
     meta_bits = [
