@@ -11,6 +11,7 @@ arguments of its constructor.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,8 +185,6 @@ def create_agent(
 def accepted_agent_args(cls: type) -> list[str] | None:
     """The ``--agent-arg`` names an agent class's constructor takes, in its order; ``None`` when
     it cannot tell (it takes ``**kwargs``, or has no signature Python can read)."""
-    import inspect
-
     try:
         parameters = inspect.signature(cls).parameters.values()
     except (TypeError, ValueError):

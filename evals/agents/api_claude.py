@@ -47,9 +47,8 @@ SYSTEM = (
 
 _KEYS = {
     "return": "enter", "kp_enter": "enter", "super": "win", "super_l": "win", "meta": "win",
-    "escape": "escape", "backspace": "backspace", "page_down": "pagedown",
-    "page_up": "pageup", "control": "ctrl", "control_l": "ctrl", "alt_l": "alt",
-    "shift_l": "shift",
+    "page_down": "pagedown", "page_up": "pageup", "control": "ctrl", "control_l": "ctrl",
+    "alt_l": "alt", "shift_l": "shift",
 }
 
 
@@ -102,13 +101,11 @@ class ClaudeComputerUseAgent(ModelApiAgent):
         self.keep_screenshots = max(1, int(keep_screenshots))
         self._messages: list[dict[str, Any]] = []
         self._pending: tuple[str, Shot] | None = None  # (tool_use id, shot it was planned on)
-        self._shot: Shot | None = None
 
     def reset(self, task: BenchmarkTask) -> None:
         """Start a fresh conversation."""
         self._messages = []
         self._pending = None
-        self._shot = None
 
     def act(
         self,
@@ -118,7 +115,6 @@ class ClaudeComputerUseAgent(ModelApiAgent):
     ) -> BenchmarkAction:
         """Send the screen (and the last action's result), turn the reply into an action."""
         shot = fit_screenshot(observation.screenshot, MAX_SCREEN)
-        self._shot = shot
         if not self._messages or self._pending is None:
             self._messages = [{"role": "user", "content": [
                 {"type": "text", "text": self.task_text(task)}, _image(shot)]}]
@@ -177,17 +173,14 @@ class ClaudeComputerUseAgent(ModelApiAgent):
 
         if kind in ("screenshot", "cursor_position"):
             return None
-        if kind in ("left_click", "right_click", "double_click", "middle_click"):
+        if kind in ("left_click", "right_click", "double_click", "middle_click", "mouse_move"):
             x, y = at()
-            mapped = {"left_click": "click", "middle_click": "click"}.get(kind, kind)
-            return BenchmarkAction(mapped, x=x, y=y)
+            mapped = {"left_click": "click", "middle_click": "click", "mouse_move": "move"}
+            return BenchmarkAction(mapped.get(kind, kind), x=x, y=y)
         if kind == "triple_click":
             x, y = at()
             return BenchmarkAction(EXECUTE_WINDOWS, code=f"import pyautogui\n"
                                    f"pyautogui.tripleClick({x}, {y})")
-        if kind == "mouse_move":
-            x, y = at()
-            return BenchmarkAction("move", x=x, y=y)
         if kind == "left_click_drag":
             x, y = at("start_coordinate")
             end_x, end_y = at()
@@ -213,12 +206,10 @@ def _image(shot: Shot) -> dict[str, Any]:
 
 
 def _tool_result(tool_use_id: str, shot: Shot, error: str | None) -> dict[str, Any]:
-    content: list[dict[str, Any]] = [_image(shot)]
-    if error:
-        content.insert(0, {"type": "text", "text": f"The action failed: {error}"})
     result: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id,
-                              "content": content}
+                              "content": [_image(shot)]}
     if error:
+        result["content"].insert(0, {"type": "text", "text": f"The action failed: {error}"})
         result["is_error"] = True
     return result
 

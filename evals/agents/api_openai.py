@@ -124,11 +124,9 @@ class OpenAIComputerUseAgent(ModelApiAgent):
 
     def _call(self, items: list[dict[str, Any]], shot: Shot) -> Any:
         def call() -> Any:
-            extra: dict[str, Any] = {}
-            if self._previous is not None:
-                extra["previous_response_id"] = self._previous
-            else:
-                extra["instructions"] = INSTRUCTIONS
+            extra: dict[str, Any] = ({"previous_response_id": self._previous}
+                                     if self._previous is not None
+                                     else {"instructions": INSTRUCTIONS})
             create: Any = self.client.responses.create  # dict params, not the SDK's TypedDicts
             return create(
                 model=self.model,
@@ -155,12 +153,9 @@ class OpenAIComputerUseAgent(ModelApiAgent):
             x, y = at()
             button = str(data.get("button", "left"))
             return BenchmarkAction("right_click" if button == "right" else "click", x=x, y=y)
-        if kind == "double_click":
+        if kind in ("double_click", "move"):
             x, y = at()
-            return BenchmarkAction("double_click", x=x, y=y)
-        if kind == "move":
-            x, y = at()
-            return BenchmarkAction("move", x=x, y=y)
+            return BenchmarkAction(kind, x=x, y=y)
         if kind == "drag":
             path = data.get("path") or []
             if len(path) < 2:

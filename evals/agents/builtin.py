@@ -130,7 +130,9 @@ class SmartMockAgent(BenchmarkAgent):
         tree: Any = observation.accessibility_tree
         if isinstance(tree, dict):
             return _click_dict_button(tree)
-        buttons = [e for e in _elements(tree) if e.tag == "Button" and e.get("rect")]
+        root = _root(tree)
+        buttons = [e for e in (root.iter() if root is not None else ()) if e.tag == "Button"
+                   and e.get("rect")]
         buttons.sort(key=lambda e: _preference(e.get("name")))
         if buttons:
             return BenchmarkAction("click", target_name=buttons[0].get("name"),
@@ -332,29 +334,25 @@ def _action_from_call(name: str, args: str, raw: dict[str, Any],
     """The action one ``NAME(args)`` stands for, or None when it is not one."""
     if name in ("done", "fail", "wait") and not args:
         return BenchmarkAction(name, raw_action=raw)
-    if name in ABSTENTION_TYPES:  # SEND_MSG_TO_USER("question"), REPORT_INFEASIBLE("why")
+    # TYPE("text"), SEND_MSG_TO_USER("question"), REPORT_INFEASIBLE("why")
+    if name == "type" or name in ABSTENTION_TYPES:
         text = args[1:-1] if len(args) >= 2 and args[0] == args[-1] and args[0] in "'\"" \
             else args
         return BenchmarkAction(name, text=text, raw_action=raw)
+    numbers = [float(n) for n in _NUMBER.findall(args)]
     if name in ("click", "double_click", "right_click", "move"):
         node = re.fullmatch(r"\[\s*([^\]]+?)\s*\]", args)
         if node:
             return BenchmarkAction(name, target_node_id=node.group(1), raw_action=raw)
-        numbers = [float(n) for n in _NUMBER.findall(args)]
         if len(numbers) >= 2:
             x, y = _fractions(numbers[:2], observation, raw)
             return BenchmarkAction(name, x=x, y=y, raw_action=raw)
         return None
     if name == "drag":
-        numbers = [float(n) for n in _NUMBER.findall(args)]
         if len(numbers) < 4:
             return None
         x, y, end_x, end_y = _fractions(numbers[:4], observation, raw)
         return BenchmarkAction("drag", x=x, y=y, end_x=end_x, end_y=end_y, raw_action=raw)
-    if name == "type":
-        text = args[1:-1] if len(args) >= 2 and args[0] == args[-1] and args[0] in "'\"" \
-            else args
-        return BenchmarkAction("type", text=text, raw_action=raw)
     if name in ("key", "hotkey", "press"):
         keys = [k for k in args.strip("'\" ").replace(" ", "").split("+") if k]
         if not keys:
@@ -427,11 +425,6 @@ def _root(tree: str | None) -> ET.Element | None:
         return ET.fromstring(tree)
     except ET.ParseError:
         return None
-
-
-def _elements(tree: str | None) -> list[ET.Element]:
-    root = _root(tree)
-    return list(root.iter()) if root is not None else []
 
 
 def _bbox(rect: str) -> tuple[float, float, float, float]:

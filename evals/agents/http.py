@@ -189,9 +189,8 @@ def probe_agent_server(agent: str, url: str | None, *, option: str = "--agent-ur
     """:func:`probe` the server of an ``http`` agent; any other agent needs nothing.
 
     The one check both the commands (before a pool is made) and
-    :func:`evals.run.runner.run_evaluation`
-    (before a lease is taken, for Python callers) make. An ``http`` agent without a URL is
-    refused where it is built, so there is nothing to probe.
+    :func:`evals.run.runner.run_evaluation` (before a lease is taken, for Python callers) make.
+    An ``http`` agent without a URL is refused where it is built, so there is nothing to probe.
     """
     if agent == "http" and url:
         probe(url, option=option)

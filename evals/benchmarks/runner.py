@@ -3,18 +3,17 @@ settings and the metrics over its results. See docs/compat.md for what differs."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
+from evals.agents.base import BenchmarkAgent, BenchmarkTask
 from evals.compat.benchmark_api import (
+    BenchmarkAdapter,
+    BenchmarkResult,
     EvaluationConfig,
     compute_domain_metrics,
     evaluate_agent_on_benchmark,
 )
 from evals.run.metrics import compute_metrics
-
-if TYPE_CHECKING:
-    from evals.agents.base import BenchmarkAgent, BenchmarkTask
-    from evals.compat.benchmark_api import BenchmarkAdapter, BenchmarkResult
 
 
 def _run_single_task(
@@ -27,8 +26,6 @@ def _run_single_task(
     and tests written against it call directly). Its ``time_limit_steps``, when set, is the
     step limit, as the reference reads it."""
     if task.time_limit_steps:
-        from dataclasses import replace
-
         config = replace(config, max_steps=task.time_limit_steps)
     return evaluate_agent_on_benchmark(agent, adapter, [task.task_id], config=config)[0]
 

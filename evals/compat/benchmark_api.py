@@ -33,8 +33,10 @@ block, and at interpreter exit, whichever comes first.
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
 import secrets
+import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -42,7 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import Any, Self
 
 import oa_vm
 from evals.agents.base import (
@@ -55,14 +57,21 @@ from evals.agents.base import (
     parse_action,
     public_task_json,
 )
+from evals.agents.builtin import call_reset
 from evals.errors import RunExistsError
-from evals.results.records import TaskExecution, TaskStatus
+from evals.results.records import (
+    RunFolder,
+    RunStatus,
+    TaskExecution,
+    TaskStatus,
+    now_iso,
+    versions,
+)
 from oa_vm.errors import PoolNotFoundError
-
-if TYPE_CHECKING:
-    from waa_client.catalog import Catalog, TaskRef
-    from waa_client.scoring import ScoringClient
-    from waa_client.waa import WaaClient
+from waa_client.catalog import Catalog, TaskRef
+from waa_client.errors import UnknownTaskError, WaaError
+from waa_client.scoring import ScoringClient
+from waa_client.waa import WaaClient
 
 DEFAULT_MAX_STEPS = 15
 """WAA's own step limit: the live adapter's default, as ``openadapt-evals run`` uses."""
@@ -259,7 +268,6 @@ class BenchmarkAdapter(ABC):
         if task_id not in catalog:
             raise KeyError(f"task {task_id!r} not found; known: {catalog.task_ids()[:10]}...")
         ref = catalog.ref(task_id)
-        # The public view, as agents get it in the loop: no evaluator, no answers.
         return BenchmarkTask(task_id=ref.task_id, domain=ref.domain,
                              instruction=ref.instruction, infeasible=None,
                              raw=public_task_json(catalog.load(task_id)),
@@ -288,7 +296,9 @@ class BenchmarkAdapter(ABC):
         Raises:
             RuntimeError: :meth:`reset` was not called.
         """
-        episode = self._current()
+        episode = self._episode
+        if episode is None:
+            raise RuntimeError("call reset(task) before step()")
         episode.steps += 1
         info: dict[str, Any] = {"step": episode.steps, "result": None, "error": None}
         if action.ends_task:
@@ -299,8 +309,6 @@ class BenchmarkAdapter(ABC):
             time.sleep(1.0)
             return self._observe(episode.steps), episode.steps >= limit, info
         waa, _ = self.clients()
-        from waa_client.errors import WaaError
-
         try:
             if action.type == EXECUTE:
                 info["result"] = waa.execute(str(action.command), shell=False)
@@ -321,8 +329,6 @@ class BenchmarkAdapter(ABC):
         episode = self._episode if self._episode and self._episode.task.task_id == task.task_id \
             else _Episode(task=task, raw=self.catalog().load(task.task_id))
         _, scoring = self.clients()
-        from waa_client.errors import WaaError
-
         try:
             verdict = scoring.evaluate(episode.raw, episode.last_action)
         except WaaError as exc:
@@ -336,14 +342,7 @@ class BenchmarkAdapter(ABC):
 
     _episode: _Episode | None = None
 
-    def _current(self) -> _Episode:
-        if self._episode is None:
-            raise RuntimeError("call reset(task) before step()")
-        return self._episode
-
     def _observe(self, index: int) -> BenchmarkObservation:
-        import base64
-
         waa, _ = self.clients()
         obs = waa.observe()
         tree = waa.accessibility()
@@ -368,8 +367,6 @@ class BenchmarkAdapter(ABC):
     def _save_screenshot(self, png: bytes, index: int) -> str:
         """The screenshot as a file (the reference's ``screenshot_path``), in a folder of this
         adapter's that is removed with it (or when the process exits)."""
-        import tempfile
-
         if self._screens is None:
             self._screens = tempfile.TemporaryDirectory(prefix="evals-screens-")
             self._shots = 0
@@ -444,7 +441,6 @@ class WAALiveConfig:
     waa_examples_path: str | None = None
 
     def __post_init__(self) -> None:
-        # The reference tool's names for two of the settings above.
         if self.action_delay is not None:
             self.step_pause_s = self.action_delay
         if self.timeout is not None:
@@ -461,8 +457,6 @@ class WAALiveAdapter(BenchmarkAdapter):
         """Prepare clients for ``config`` (or ``WAALiveConfig(**options)``, e.g.
         ``server_url=...``); nothing is contacted until the first task."""
         from oa_vm.kit.redact import register_url_secrets
-        from waa_client.scoring import ScoringClient
-        from waa_client.waa import WaaClient
 
         self.config = config or WAALiveConfig(**options)
         register_url_secrets(self.config.server_url)  # a capability in them: masked everywhere
@@ -480,8 +474,6 @@ class WAALiveAdapter(BenchmarkAdapter):
     def catalog(self) -> Catalog:
         """The scoring server's task index (read once)."""
         if self._catalog is None:
-            from waa_client.catalog import Catalog
-
             self._catalog = Catalog.from_scoring(self._scoring)
         return self._catalog
 
@@ -587,8 +579,6 @@ class WAASimulatedAdapter(BenchmarkAdapter):
     def catalog(self) -> Catalog:
         """The local task suite, as the worker's scoring server lists it."""
         if self._catalog is None:
-            from waa_client.catalog import Catalog
-
             self._catalog = Catalog.from_scoring(self._start().scoring)
         return self._catalog
 
@@ -625,7 +615,6 @@ class WAASimulatedAdapter(BenchmarkAdapter):
 
 
 def _remove_pool(name: str) -> None:
-
     with contextlib.suppress(PoolNotFoundError):
         oa_vm.cleanup_pool(name)
 
@@ -779,8 +768,6 @@ def _in_process_tasks(adapter: BenchmarkAdapter,
     """The tasks of an in-process adapter; every unknown ID is listed before anything runs."""
     if task_ids is None:
         return adapter.list_tasks()
-    from waa_client.errors import UnknownTaskError
-
     tasks, unknown = [], []
     for task_id in task_ids:
         try:
@@ -806,7 +793,6 @@ def _play_in_process(
     ``time_limit_steps`` first); ``done``/``fail`` are not sent to the adapter, so
     ``num_steps`` counts the actions it played (0 for an agent that says ``done`` at once).
     An agent that raises ends the task as ``status="error"``, ``error_type="agent"``."""
-    from evals.agents.builtin import call_reset
     from evals.run.agent_loop import agent_traceback
 
     started = time.monotonic()
@@ -856,8 +842,6 @@ class _StepNotifier(BenchmarkAgent):
         self.sees_answers = agent.sees_answers  # type: ignore[misc]  # the wrapped agent's opt-in
 
     def reset(self, task: BenchmarkTask | None = None) -> None:
-        from evals.agents.builtin import call_reset
-
         if task is not None:
             call_reset(self.agent, task)
 
@@ -879,8 +863,6 @@ class _Recorder:
         refs: Sequence[TaskRef],
         max_steps: int,
     ) -> None:
-        from evals.results.records import RunFolder, RunStatus, now_iso, versions
-
         self.folder = RunFolder(path)
         if self.folder.exists():
             raise RunExistsError(str(path))
@@ -913,7 +895,6 @@ class _Recorder:
         self.records[execution.key] = execution
 
     def finish(self) -> None:
-        from evals.results.records import RunStatus, now_iso
         from evals.run.metrics import summarize
 
         ended = self.folder.update_metadata(ended_at=now_iso(), status=RunStatus.FINISHED.value)

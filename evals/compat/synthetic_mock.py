@@ -20,17 +20,15 @@ import functools
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evals.agents.base import BenchmarkAction, BenchmarkObservation, BenchmarkTask
 from evals.compat.benchmark_api import WAA_DOMAINS, BenchmarkAdapter, BenchmarkResult
 from oa_vm.kit.lazy import pil_draw as ImageDraw
 from oa_vm.kit.lazy import pil_image as Image
-
-if TYPE_CHECKING:
-    from waa_client.catalog import Catalog, TaskRef
-    from waa_client.scoring import ScoringClient
-    from waa_client.waa import WaaClient
+from waa_client.catalog import Catalog, TaskRef
+from waa_client.scoring import ScoringClient
+from waa_client.waa import WaaClient
 
 SCREEN = (1920, 1200)
 """The mock screen's size in pixels (the reference mock's)."""
@@ -241,17 +239,13 @@ _NOT_A_WORKER = ("WAAMockAdapter is a synthetic in-process mock with no worker o
 def _invent_tasks(num_tasks: int, domains: list[str]) -> list[BenchmarkTask]:
     """``num_tasks`` tasks spread over ``domains``, earlier domains taking the remainder."""
     share, extra = divmod(num_tasks, len(domains))
-    tasks = []
-    for index, domain in enumerate(domains):
-        for n in range(1, share + (1 if index < extra else 0) + 1):
-            tasks.append(BenchmarkTask(
-                task_id=f"mock_{domain}_{n:03d}",
-                domain=domain,
-                instruction=f"Mock task {n} in {domain} domain",
-                time_limit_steps=MOCK_STEP_LIMIT,
-                raw_config={"mock": True, "synthetic": True},
-            ))
-    return tasks
+    return [BenchmarkTask(task_id=f"mock_{domain}_{n:03d}",
+                          domain=domain,
+                          instruction=f"Mock task {n} in {domain} domain",
+                          time_limit_steps=MOCK_STEP_LIMIT,
+                          raw_config={"mock": True, "synthetic": True})
+            for index, domain in enumerate(domains)
+            for n in range(1, share + (1 if index < extra else 0) + 1)]
 
 
 def _hit(action: BenchmarkAction) -> str | None:

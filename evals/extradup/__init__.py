@@ -2,8 +2,7 @@
 
 Five families of wrong write are applied to an encounter of the records app
 (:mod:`evals.extradup.records_app`): a duplicate record, an extra field, a missing field, a form
-never
-submitted, a "Saved" banner with nothing saved. Each reward is asked about each family (and
+never submitted, a "Saved" banner with nothing saved. Each reward is asked about each family (and
 about the correct run) three times, each time on a fresh app, and the scan reports how many
 wrong writes it paid and how many correct runs. Two reference rewards of our own are built in:
 ``screen`` pays when the screen looks finished, ``store`` reads the stored record back. Any
@@ -140,9 +139,7 @@ class RewardScan:
 
 def paid(value: Any) -> bool:
     """Whether a reward's answer pays: true, or a number of at least 1."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float)):  # True is 1, False 0
         return float(value) >= 1.0
     return bool(value)
 

@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from oa_vm.kit.clikit import run_main
+from evals.extradup import ASKS, FAMILIES, load_reward, scan, table
+from oa_vm.kit.clikit import print_json, run_main
 
 app = typer.Typer(
     name="extradup",
@@ -42,14 +43,10 @@ def kill_scan(
     extra field, a missing field, a form never submitted, a "Saved" banner with nothing
     saved), ask each reward three times per family and about three correct runs, and print
     what each paid. Exits 1 when a reward paid a wrong write."""
-    from evals.extradup import ASKS, FAMILIES, load_reward, scan, table
-
     specs = reward or ["screen", "store"]
     rewards = [(spec, load_reward(spec)) for spec in specs]  # all refused before any is asked
     scans = [scan(name, function) for name, function in rewards]
     if json_out:
-        from oa_vm.kit.clikit import print_json
-
         print_json({"asks": ASKS, "families": list(FAMILIES), "rewards": [
             {"reward": s.name, "paid": s.paid, "wrong_paid": s.wrong_paid,
              "wrong_total": len(FAMILIES) * ASKS, "correct_paid": s.correct_paid,

@@ -10,7 +10,6 @@ where one that reads the other cannot.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,10 +51,6 @@ class RecordsApp:
     def screen(self) -> dict[str, Any]:
         """What a user sees: the banner and the form's fields as shown."""
         return {"banner": self.banner, "form": dict(self.form), "patient": self.open_patient}
-
-    def copy(self) -> RecordsApp:
-        """An independent copy."""
-        return copy.deepcopy(self)
 
 
 def enter_expected(app: RecordsApp, *, submit: bool = True) -> RecordsApp:

@@ -13,12 +13,11 @@ How a task changed from run A to run B:
 
 The paired comparison (:func:`paired_comparison`, the ``paired`` key of ``--json``) uses the tasks
 both runs *counted* (a success, a failure, or an error of the agent's own, ``agent`` or
-``timeout``, which counts as a failure scoring 0; an infrastructure, setup or evaluation error
-says nothing about the agent and is left out), each task cut to the same number of trials a
-side (:func:`evals.results.stats.equal_trials`). It reports B minus A with ONE paired test and the
+``timeout``, which counts as a failure scoring 0; an infrastructure, setup or evaluation error says
+nothing about the agent and is left out), each task cut to the same number of trials a side
+(:func:`evals.results.stats.equal_trials`). It reports B minus A with ONE paired test and the
 interval obtained by inverting it (:func:`evals.results.stats.paired_difference`), so the verdict's
-test
-and interval agree; the tasks that changed each way; the smallest gain the test would detect
+test and interval agree; the tasks that changed each way; the smallest gain the test would detect
 with 80% power, simulated for that test (:func:`evals.results.stats.detectable_difference`); and a
 verdict in words at the 5% level. Before the verdict, ``Warning:`` lines say what else differs
 between the runs (their manifests), which side had errors of its own, and which agent saw the
@@ -29,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -39,7 +39,7 @@ from evals.errors import InvalidRunInputError
 from evals.results import stats
 from evals.results.records import Aggregate, RunMetadata
 from evals.results.run_reader import missing_line, missing_of, read_metadata, read_records
-from evals.run.manifest import manifest_differences, read_manifest
+from evals.run.manifest import difference_rows, manifest_differences, read_manifest
 from evals.run.metrics import (
     TaskOutcome,
     aggregate,
@@ -414,25 +414,22 @@ def _score(item: TaskOutcome) -> str:
     return fmt_num(item.score, 2) if item.score is not None else "-"
 
 
+def _total_rows(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[list[str]]:
+    """The totals both forms of the comparison show: ``[name, A's value, B's value]`` rows."""
+    rates = [("success rate", "success_rate"),
+             ("success rate (outcomes only)", "success_rate_outcomes_only")]
+    counts = ["agent_errors", "outcomes", "successes", "errors", "not_run"]
+    return [*([name, fmt_rate(a[key]), fmt_rate(b[key])] for name, key in rates),
+            *([key.replace("_", " "), str(a[key]), str(b[key])] for key in counts),
+            ["avg score", fmt_num(a["avg_score"]), fmt_num(b["avg_score"])],
+            ["avg steps", fmt_num(a["avg_steps"], 1), fmt_num(b["avg_steps"], 1)]]
+
+
 def format_comparison(comparison: Comparison) -> str:
     """The comparison as text: the totals of both runs, then one line per shared task."""
     a, b = comparison.summary("a"), comparison.summary("b")
     label_a, label_b = f"A: {comparison.run_a}", f"B: {comparison.run_b}"
-    totals = table(
-        ["", label_a, label_b],
-        [
-            ["success rate", fmt_rate(a["success_rate"]), fmt_rate(b["success_rate"])],
-            ["success rate (outcomes only)", fmt_rate(a["success_rate_outcomes_only"]),
-             fmt_rate(b["success_rate_outcomes_only"])],
-            ["agent errors", str(a["agent_errors"]), str(b["agent_errors"])],
-            ["outcomes", str(a["outcomes"]), str(b["outcomes"])],
-            ["successes", str(a["successes"]), str(b["successes"])],
-            ["errors", str(a["errors"]), str(b["errors"])],
-            ["not run", str(a["not_run"]), str(b["not_run"])],
-            ["avg score", fmt_num(a["avg_score"]), fmt_num(b["avg_score"])],
-            ["avg steps", fmt_num(a["avg_steps"], 1), fmt_num(b["avg_steps"], 1)],
-        ],
-    )
+    totals = table(["", label_a, label_b], _total_rows(a, b))
     changes = comparison.changes()
     lines = [
         f"Comparing {len(comparison.pairs)} task(s) both runs recorded",
@@ -490,10 +487,7 @@ def paired_lines(comparison: Comparison) -> list[str]:
     if paired.minimum_detectable is not None:
         lines.append(f"  Smallest gain detectable with 80% power: about "
                      f"{paired.minimum_detectable * 100:.1f} points (simulated for this test)")
-    for warning in comparison.warnings:
-        lines.append(f"Warning: {warning}")
-    for caveat in comparison.caveats:
-        lines.append(f"Warning: {caveat}")
+    lines += [f"Warning: {line}" for line in (*comparison.warnings, *comparison.caveats)]
     lines.append(f"Verdict: {paired.verdict()}")
     return lines
 
@@ -532,19 +526,8 @@ def render_comparison(comparison: Comparison, page_dir: Path | None = None) -> s
         return f"<tr><td>{esc(name)}</td><td class='num'>{esc(left)}</td>" \
                f"<td class='num'>{esc(right)}</td></tr>"
 
-    totals = "".join([
-        stat_row("success rate", fmt_rate(a["success_rate"]), fmt_rate(b["success_rate"])),
-        stat_row("success rate (outcomes only)", fmt_rate(a["success_rate_outcomes_only"]),
-                 fmt_rate(b["success_rate_outcomes_only"])),
-        stat_row("agent errors", str(a["agent_errors"]), str(b["agent_errors"])),
-        stat_row("outcomes", str(a["outcomes"]), str(b["outcomes"])),
-        stat_row("successes", str(a["successes"]), str(b["successes"])),
-        stat_row("errors", str(a["errors"]), str(b["errors"])),
-        stat_row("not run", str(a["not_run"]), str(b["not_run"])),
-        stat_row("avg score", fmt_num(a["avg_score"]), fmt_num(b["avg_score"])),
-        stat_row("avg steps", fmt_num(a["avg_steps"], 1), fmt_num(b["avg_steps"], 1)),
-        f"<tr><td>outcomes</td><td>{outcome_bar(a)}</td><td>{outcome_bar(b)}</td></tr>",
-    ])
+    totals = "".join(stat_row(*row) for row in _total_rows(a, b)) + (
+        f"<tr><td>outcomes</td><td>{outcome_bar(a)}</td><td>{outcome_bar(b)}</td></tr>")
     rows = []
     for pair in comparison.pairs:
         link_a = _view_link(comparison.path_a, page_dir, pair.task_id) if page_dir else None
@@ -564,8 +547,6 @@ def render_comparison(comparison: Comparison, page_dir: Path | None = None) -> s
         for label, ids in (("A", comparison.only_a), ("B", comparison.only_b)) if ids
     )
     paired = "".join(f"<p>{esc(line)}</p>" for line in paired_lines(comparison))
-    from evals.run.manifest import difference_rows, read_manifest
-
     differences = difference_rows(read_manifest(comparison.path_a),
                                   read_manifest(comparison.path_b),
                                   [p.task_id for p in comparison.pairs], agent=True)

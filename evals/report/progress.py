@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from evals.results.events import NOTICES, EventKind, kind_of
 from oa_vm.kit.durations import format_duration
-from oa_vm.kit.live_display import wants_live
+from oa_vm.kit.live_display import LiveRegion, table_view, text_view, wants_live
+from oa_vm.kit.tables import money
 
 if TYPE_CHECKING:
     from evals.run.runner import RunEvent, Snapshot
@@ -40,13 +41,15 @@ def _eta(snapshot: Snapshot) -> str:
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
+def _done(snapshot: Snapshot) -> str:
+    """``12/24 done: 10 success, 1 failure, 1 error, 0 not run``."""
+    return (f"{snapshot.done}/{snapshot.total} done: {snapshot.successes} success, "
+            f"{snapshot.failures} failure, {snapshot.errors} error, {snapshot.not_run} not run")
+
+
 def headline(snapshot: Snapshot) -> str:
     """``12/24 done: 10 success, 1 failure, 1 error, 0 not run; ETA 40s``."""
-    return (
-        f"{snapshot.done}/{snapshot.total} done: {snapshot.successes} success, "
-        f"{snapshot.failures} failure, {snapshot.errors} error, {snapshot.not_run} not run; "
-        f"ETA {_eta(snapshot)}"
-    )
+    return f"{_done(snapshot)}; ETA {_eta(snapshot)}"
 
 
 def _where(event: RunEvent) -> str:
@@ -104,21 +107,14 @@ def eta_text(snapshot: Snapshot) -> str:
 
 def cost_text(snapshot: Snapshot) -> str:
     """Cost so far, ``$0.0123`` (``-`` when the runner did not say)."""
-    if snapshot.spent_usd is None:
-        return "-"
-    value = snapshot.spent_usd
-    return f"${value:.4f}" if 0 < value < 0.1 else f"${value:.2f}"
+    return money(snapshot.spent_usd)
 
 
 def totals_line(snapshot: Snapshot) -> str:
     """``12/24 done: 10 success, 1 failure, 1 error, 0 not run | elapsed 1m05s | ETA 40s |
     cost $0.0123``."""
-    return (
-        f"{snapshot.done}/{snapshot.total} done: {snapshot.successes} success, "
-        f"{snapshot.failures} failure, {snapshot.errors} error, {snapshot.not_run} not run | "
-        f"elapsed {format_duration(snapshot.elapsed_s)} | ETA {eta_text(snapshot)} | "
-        f"cost {cost_text(snapshot)}"
-    )
+    return (f"{_done(snapshot)} | elapsed {format_duration(snapshot.elapsed_s)} | "
+            f"ETA {eta_text(snapshot)} | cost {cost_text(snapshot)}")
 
 
 class PlainLines:
@@ -148,8 +144,6 @@ class LiveDisplay:
     module."""
 
     def __init__(self, stream: TextIO) -> None:
-        from oa_vm.kit.live_display import LiveRegion
-
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
         self._since: dict[str, tuple[str | None, float]] = {}  # worker -> (task, monotonic)
@@ -177,8 +171,6 @@ class LiveDisplay:
         self._region.refresh()
 
     def _render(self) -> Any:
-        from oa_vm.kit.live_display import table_view, text_view
-
         with self._lock:
             snapshot = self._snapshot
             since = dict(self._since)

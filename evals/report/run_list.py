@@ -141,7 +141,5 @@ def format_runs(rows: list[RunRow]) -> str:
         lines.append(f"\n{ANSWERS_MARK}: the agent was given the tasks' answers in "
                      f"{', '.join(oracles)}; their rates check the harness and are no "
                      "benchmark result.")
-    for row in rows:
-        if row.unreadable:
-            lines.append(f"{row.name}: {row.unreadable}")
+    lines += [f"{row.name}: {row.unreadable}" for row in rows if row.unreadable]
     return "\n".join(lines)

@@ -33,29 +33,23 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from evals.results.records import RunMetadata, StepRecord, Summary, TaskExecution
+from evals.results.records import RunMetadata, StepRecord, Summary, TaskExecution, read_tree
 from evals.results.run_reader import missing_line, missing_of, read_metadata, read_record_folders
-from evals.run.metrics import fmt_num, fmt_rate, summarize
+from evals.run.manifest import MANIFEST, read_manifest, summary_lines
+from evals.run.metrics import fmt_interval, fmt_num, fmt_rate, summarize
 from evals.run.reset import fingerprint_ok
 from oa_vm.kit import safe_fs
 from oa_vm.kit.durations import format_duration
 from oa_vm.kit.lazy import pil
 from oa_vm.kit.lazy import pil_image as Image
+from oa_vm.kit.redact import redact_text
 
 THUMB_WIDTH = 360
 THUMB_QUALITY = 60
 EMBED_BUDGET_BYTES = 20_000_000
 TEXT_LIMIT = 2_000
-STATUS_LABELS = {
-    "success": "success",
-    "failure": "failure",
-    "error": "error",
-    "not_run": "not run",
-    "running": "running",
-    "finished": "finished",
-    "interrupted": "interrupted",
-    "budget_stopped": "budget stopped",
-}
+STATUS_LABELS = {"not_run": "not run", "budget_stopped": "budget stopped"}
+"""Statuses a page spells otherwise than their key (the templates show any other as it is)."""
 
 # Marks the pages this project writes, so 'view' replaces its own page but no other file.
 GENERATOR_TAG = '<meta name="generator" content="openadapt-evals">'
@@ -85,8 +79,6 @@ def _templates() -> jinja2.Environment:
 def _redacted(value: object) -> object:
     """A value about to be printed into a page, credentials masked (markup stays markup: the
     mask has no character HTML treats specially)."""
-    from oa_vm.kit.redact import redact_text
-
     if isinstance(value, Markup):
         return Markup(redact_text(str(value)))
     if isinstance(value, str):
@@ -96,8 +88,6 @@ def _redacted(value: object) -> object:
 
 def _rate_ci(interval: Any) -> str:
     """A domain's success-rate interval as ``[a%, b%]`` (``n/a`` without one)."""
-    from evals.run.metrics import fmt_interval
-
     return fmt_interval(interval if isinstance(interval, dict) else None, rate=True)
 
 def esc(value: object) -> str:
@@ -255,8 +245,6 @@ CLICK_TYPES = frozenset({"click", "double_click", "right_click", "move", "drag",
 
 def _tree_text(folder: Path, tree: str | None) -> str:
     """The step's recorded accessibility tree (:func:`evals.results.records.save_tree`), clipped."""
-    from evals.results.records import read_tree
-
     name = _safe_file(folder, tree)
     if name is None:
         return ""
@@ -304,11 +292,9 @@ def domain_whiskers(summary: Summary) -> Markup:
     parts = [f'<svg class="domain-whiskers" xmlns="http://www.w3.org/2000/svg" '
              f'width="{label_w + plot_w + 20}" height="{height}" role="img" '
              'aria-label="success rate by domain with 95% intervals">']
-    for tick in (0, 0.25, 0.5, 0.75, 1):
-        parts.append(f'<line x1="{x(tick)}" y1="{top}" x2="{x(tick)}" '
-                     f'y2="{height - 20}" stroke="#eaeef2"/><text x="{x(tick)}" '
-                     f'y="{height - 6}" font-size="10" text-anchor="middle">'
-                     f'{int(tick * 100)}%</text>')
+    parts += [f'<line x1="{x(tick)}" y1="{top}" x2="{x(tick)}" y2="{height - 20}" '
+              f'stroke="#eaeef2"/><text x="{x(tick)}" y="{height - 6}" font-size="10" '
+              f'text-anchor="middle">{int(tick * 100)}%</text>' for tick in (0, 0.25, 0.5, 0.75, 1)]
     for i, (domain, row, ci) in enumerate(shown):
         y = top + row_h * i + row_h / 2
         low, high, rate = float(ci["low"]), float(ci["high"]), float(row["success_rate"])
@@ -401,8 +387,6 @@ def task_anchor(task_id: str) -> str:
 def _statistics_view(summary: Summary) -> dict[str, Any]:
     """The intervals, pass@k / pass^k and the flaky tasks (see
     :func:`evals.run.metrics.statistics`)."""
-    from evals.run.metrics import fmt_interval
-
     k = summary["trials"]
     rows = [[name, fmt_rate(value) if rate else fmt_num(value), fmt_interval(ci, rate=rate),
              ci["method"] if ci else ""]
@@ -422,8 +406,6 @@ def _statistics_view(summary: Summary) -> dict[str, Any]:
 
 def _styles_view(summary: Summary) -> list[list[str]]:
     """Each goal style beside the originals of the same tasks (``--variations``)."""
-    from evals.run.metrics import fmt_interval
-
     return [[r["style"], f"{r['successes']}/{r['runs']}", fmt_rate(r.get("success_rate")),
              fmt_interval(r.get("success_rate_ci"), rate=True), fmt_num(r.get("mean_score")),
              str(r.get("errors", 0)),
@@ -431,11 +413,8 @@ def _styles_view(summary: Summary) -> list[list[str]]:
             for r in summary["goal_styles"]]
 
 
-def _manifest_view(run_dir: Path) -> dict[str, Any] | None:
+def _manifest_view(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """What the run measured (``manifest.json``, :mod:`evals.run.manifest`), in a few rows."""
-    from evals.run.manifest import MANIFEST, read_manifest, summary_lines
-
-    manifest = read_manifest(run_dir)
     if manifest is None:
         return None
     return {"name": MANIFEST, "rows": list(summary_lines(manifest))}
@@ -467,9 +446,6 @@ def render_run(
     summary = summarize(metadata, records, run=path.name)
     embedder = _Embedder(embed_budget_bytes)
     tasks = [_task_view(r, folder, link_prefix, embedder) for folder, r in found]
-
-    from evals.run.manifest import read_manifest
-
     run_name = str(summary["run"])
     manifest = read_manifest(path)
     meta_bits = [
@@ -488,7 +464,6 @@ def render_run(
     counts = {"all": len(records), "success": summary["successes"],
               "failure": summary["failures"], "error": summary["errors"],
               "not_run": summary["not_run"]}
-    resets = summary["resets"]
     notes = []
     lost = missing_of(metadata, records)
     if lost:
@@ -513,8 +488,8 @@ def render_run(
         show_cost=show_cost,
         statistics=_statistics_view(summary),
         styles=_styles_view(summary),
-        manifest=_manifest_view(path),
-        resets=resets,
+        manifest=_manifest_view(manifest),
+        resets=summary["resets"],
         filters=[(k, n) for k, n in counts.items() if n or k == "all"],
         tasks=tasks,
         pending=summary["task_ids_pending"],
@@ -524,19 +499,14 @@ def render_run(
 
 def write_view(run_dir: Path | str, out: Path | str | None = None, force: bool = False,
                missing: list[str] | None = None) -> Path:
-    """Render the run's page and write it (default ``<run_dir>/view.html``); returns its path.
-    ``missing`` gets the trials without a record, as :func:`render_run` says.
-
-    An existing file is replaced only when it is a page this project wrote, or with ``force``;
-    a symlink, a device or a missing folder is refused whatever ``force`` says (one line each,
-    :mod:`oa_vm.kit.safe_fs`), and the page is written atomically, so an interrupted write leaves
-    the old file whole.
+    """Render the run's page and write it (default ``<run_dir>/view.html``) through
+    :func:`write_page`, whose rules it follows; returns its path. ``missing`` gets the trials
+    without a record, as :func:`render_run` says.
 
     Raises:
         oa_vm.kit.safe_fs.ForeignFileError: the target is another file and ``force`` is not given.
-        oa_vm.kit.safe_fs.UnsafePathError: the target is a symlink, a device, or its folder is
-            missing or someone else's.
-        oa_vm.kit.safe_fs.WriteFailedError: the write failed (a full disk); names the target.
+        oa_vm.kit.safe_fs.UnsafePathError, oa_vm.kit.safe_fs.WriteFailedError: see
+            :func:`write_page`.
     """
     path = Path(run_dir)
     target = Path(out) if out is not None else path / "view.html"

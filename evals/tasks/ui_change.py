@@ -160,8 +160,7 @@ def positions(worker: Worker) -> dict[str, tuple[int, int]]:
     return found
 
 
-def play(worker: Worker, window: str, arm: str, condition: str,
-         recorded: dict[str, tuple[int, int]]) -> None:
+def play(worker: Worker, window: str, arm: str, recorded: dict[str, tuple[int, int]]) -> None:
     """Enter the encounter with one arm. Raises ArmStopped where the arm finds nothing."""
     for step in ("open", *FIELD_LABELS, "save"):
         if arm == "by-position":
@@ -224,7 +223,7 @@ def run_study(worker: Worker, arms: Sequence[str], runs: int,
                 window = worker.launch(page(condition))
                 started = time.monotonic()
                 try:
-                    play(worker, window, arm, condition, recorded)
+                    play(worker, window, arm, recorded)
                 except ArmStopped as exc:
                     cell.stopped += 1
                     cell.notes.append(str(exc))

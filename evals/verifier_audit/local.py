@@ -113,10 +113,6 @@ def _close(steps: list[str], final: str | None) -> list[str]:
     return [*steps, final or "DONE"]
 
 
-def _is_step(action: str) -> bool:
-    return action.strip().upper() not in (*_FINAL, "WAIT")
-
-
 def mutate_literal(literal: str) -> str:
     """A different value of the same kind: a number plus one, a string with its text changed."""
     if literal[0] in "\"'":
@@ -138,7 +134,7 @@ def mutants(actions: Sequence[str]) -> dict[str, list[Mutant]]:
     step twice, ``extra-ni`` adds a ``WAIT`` (the run must still pass)."""
     steps, final = _split(actions)
     out: dict[str, list[Mutant]] = {op: [] for op in OPERATORS}
-    real = [i for i, a in enumerate(steps) if _is_step(a)]
+    real = [i for i, a in enumerate(steps) if a.strip().upper() not in (*_FINAL, "WAIT")]
     if real:
         out["claim-only"].append(Mutant("claim-only", "final answer only", _close([], final)))
     for i in real:
@@ -276,16 +272,11 @@ def format_row(row: AuditRow) -> str:
 
 def format_table(report: AuditReport) -> str:
     """The per-operator table: one row per operator, one column per class, then totals."""
-    headers = ["operator", *CLASSES, "total"]
+    from evals.run.metrics import table as text_table
+
     table = report.table()
     rows = [[op, *(str(table[op][c]) for c in CLASSES), str(sum(table[op].values()))]
             for op in OPERATORS]
     totals = [sum(table[op][c] for op in OPERATORS) for c in CLASSES]
     rows.append(["all", *map(str, totals), str(sum(totals))])
-    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
-    lines = []
-    for row in [headers, *rows]:
-        cells = [row[0].ljust(widths[0]), *(c.rjust(w) for c, w in zip(row[1:], widths[1:],
-                                                                        strict=True))]
-        lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
+    return text_table(["operator", *CLASSES, "total"], rows)

@@ -44,15 +44,6 @@ OPERATOR_CLASS: dict[str, str] = {
     **dict.fromkeys(FRAME_OPERATORS, "frame"),
 }
 
-OPERATOR_DESCRIPTION: dict[str, str] = {
-    "claim-only": "claim success and write nothing",
-    "omit": "drop the last write",
-    "partial": "keep only the first of a repeated write",
-    "wrong-value": "change one value in the last write",
-    "extra": "repeat the last write",
-    "extra-ni": "repeat the newest write whose repeat changes the end state",
-}
-
 # Record IDs in URLs (``/items/12``) are replaced so that writes to one endpoint group together.
 _NUMBER = re.compile(r"\d+")
 

@@ -76,11 +76,6 @@ class RunResult:
     reason: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def operator_class(self) -> str:
-        """``postcondition`` or ``frame``."""
-        return OPERATOR_CLASS[self.operator]
-
 
 @dataclass
 class TaskResult:

@@ -1,8 +1,6 @@
 """Flow runs on WAA: the dry run and bundle preflight (:mod:`evals.compat.flow.plan`) and the
-reference
-tool's flow cost API (:mod:`evals.compat.flow.cost`, ``openadapt_evals.flow.cost`` with only the
-import
-changed).
+reference tool's flow cost API (:mod:`evals.compat.flow.cost`, ``openadapt_evals.flow.cost``
+with only the import changed).
 
 The reference's replay runner and hybrid agent (``FlowTask``, ``run_demonstrate_then_replay``,
 ``HybridFlowAgent``) need openadapt-flow's compiler and are not offered: compiled bundles replay

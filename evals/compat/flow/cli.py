@@ -7,7 +7,9 @@ workflow bundles on a pool through the sweep runner (same queue, records and cap
 
 from __future__ import annotations
 
+import math
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +17,7 @@ import typer
 
 import oa_vm
 from evals.compat.flow import DryRun, missing_bundles, plan_dry_run, read_task_ids, resolve_vm_price
+from evals.compat.flow.cost import CostGuardConfig, estimate_flow_waa_cost
 from evals.errors import EvalsError, MissingBundlesError
 from evals.results.cost import (
     DEFAULT_FALLBACK_RATE,
@@ -26,7 +29,8 @@ from evals.results.cost import (
 )
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.kit import timings
-from oa_vm.kit.clikit import print_json, run_main
+from oa_vm.kit.clikit import print_json, run_main, typed_name
+from waa_client.catalog import Catalog, selection_count
 
 PROG = "openadapt-eval-flow"
 PRICE_NAMES = ("--price-per-hour", "--vm-hourly")
@@ -155,8 +159,6 @@ def _selection(text: str | None, *, live: bool) -> tuple[int | None, list[str] |
     Raises:
         InvalidInputError: a count below 1; an index or domain name without ``--live``.
     """
-    from waa_client.catalog import selection_count
-
     if text is None or text.strip() == "all":
         return None, None, None
     count = selection_count(text.strip().removeprefix("-"))  # -3: a count, refused below
@@ -183,10 +185,6 @@ def _check_price(vm_hourly: float | None, cloud: str | None) -> None:
     Raises:
         InvalidInputError: a negative or non-finite price, or a price and ``--cloud`` both.
     """
-    import math
-
-    from oa_vm.kit.clikit import typed_name
-
     if vm_hourly is None:
         return
     option = typed_name(PRICE_NAMES) or PRICE_NAMES[0]
@@ -219,7 +217,6 @@ def _live(
     from evals.agents import AgentOptions
     from evals.cli.commands.run import execute
     from evals.run.runner import RunConfig, default_run_name
-    from waa_client.catalog import Catalog
 
     if bundles is None or pool is None:
         raise InvalidInputError("--live needs --bundles DIR and --pool NAME")
@@ -328,8 +325,6 @@ def reference_json(plan: DryRun) -> dict[str, object]:
     """The ``--json`` document: this tool's keys (``dry_run``, ``price``, ``estimate``,
     ``full_suite``) and the reference's (``plan`` with its fields, ``estimates`` rows,
     ``guardrails``)."""
-    from evals.compat.flow.cost import CostGuardConfig, estimate_flow_waa_cost, guardrails_json
-
     data = plan.to_json()
     est = plan.estimate
     ids = list(plan.task_ids) if plan.task_ids is not None else None
@@ -353,7 +348,7 @@ def reference_json(plan: DryRun) -> dict[str, object]:
                                num_workers=est.workers).as_dict()
         for n in counts
     ]
-    data["guardrails"] = guardrails_json(CostGuardConfig())
+    data["guardrails"] = asdict(CostGuardConfig())
     return data
 
 

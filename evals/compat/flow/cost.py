@@ -1,19 +1,17 @@
 """The reference tool's flow cost API (``openadapt_evals.flow.cost``) on this package's formula.
 
-Same module path with only the import changed (``from evals.compat.flow.cost import ...``), same
-names
-and keyword arguments: :func:`estimate_flow_waa_cost` returns a :class:`FlowRunCostEstimate`
-whose ``as_dict()`` has the reference's keys, :class:`SpendLedger` and :class:`CostGuardConfig`
-are its guardrails, :func:`looks_like_billing_error` its billing-error detection. The figures
-come from :func:`evals.results.cost.estimate` (the same formula, one source of truth), so the dry
-run,
-the sweep ledger and this API cannot drift apart.
+Same module path with only the import changed (``from evals.compat.flow.cost import ...``),
+same names and keyword arguments: :func:`estimate_flow_waa_cost` returns a
+:class:`FlowRunCostEstimate` whose ``as_dict()`` has the reference's keys, :class:`SpendLedger`
+and :class:`CostGuardConfig` are its guardrails, :func:`looks_like_billing_error` its
+billing-error detection. The figures come from :func:`evals.results.cost.estimate` (the same
+formula, one source of truth), so the dry run, the sweep ledger and this API cannot drift apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from evals.results import cost as _cost
@@ -259,11 +257,6 @@ class SpendLedger:
             "per_task_token_cap": self.config.per_task_tokens,
             "aborted": self.aborted,
         }
-
-
-def guardrails_json(config: CostGuardConfig) -> dict[str, Any]:
-    """The ``guardrails`` object of ``openadapt-eval-flow --json``."""
-    return asdict(config)
 
 
 __all__ = [

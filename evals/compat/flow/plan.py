@@ -3,9 +3,8 @@
 A bundle is ``<bundles>/<task_id>/workflow.json``. Live runs refuse to start while any selected
 task has none (:func:`missing_bundles`); dry runs only count them. :func:`plan_dry_run` prices a
 selection with :mod:`evals.results.cost` at a ``--vm-hourly`` figure or, by default, the price
-catalog's
-figure for the machine a pool would run on (:func:`resolve_vm_price`); it creates nothing and
-spends nothing.
+catalog's figure for the machine a pool would run on (:func:`resolve_vm_price`); it creates
+nothing and spends nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import oa_vm
 from evals.results.cost import (
@@ -26,9 +25,6 @@ from evals.results.cost import (
 )
 from oa_vm.errors import InvalidInputError
 from waa_client import inputs
-
-if TYPE_CHECKING:
-    from oa_vm import PriceCatalog
 
 BUNDLE_FILE = "workflow.json"
 
@@ -128,7 +124,7 @@ class VmPrice:
         return f"{rate} {kind}, {self.cloud} {self.size} in {self.region} ({note})"
 
 
-def default_flow_cloud(catalog: PriceCatalog) -> str:
+def default_flow_cloud(catalog: oa_vm.PriceCatalog) -> str:
     """The cloud a dry run is priced on when none is given: the configured default cloud
     (``oa-vm config set default-cloud``) when it bills, else the catalog's first (``aws``)."""
     configured = oa_vm.default_cloud()
@@ -142,7 +138,7 @@ def resolve_vm_price(
     size: str | None = None,
     region: str | None = None,
     spot: bool = False,
-    catalog: PriceCatalog | None = None,
+    catalog: oa_vm.PriceCatalog | None = None,
 ) -> VmPrice:
     """The VM price to plan with: ``--vm-hourly``, or the catalog's figure for the cloud, size
     and region given, each defaulting as a pool's would (the configured default cloud, else
@@ -169,9 +165,7 @@ def resolve_vm_price(
                 f"{option} must be a non-negative number of $/hour, not {vm_hourly:g}"
             )
         return VmPrice(hourly=vm_hourly, origin="flag")
-    from oa_vm import load_catalog
-
-    cat = catalog or load_catalog()
+    cat = catalog or oa_vm.load_catalog()
     defaulted = tuple(what for what, value in (("cloud", cloud), ("size", size),
                                                ("region", region)) if not value)
     chosen_cloud = cloud or default_flow_cloud(cat)

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evals.report.export.attempts import Attempt, action_text, read_attempts
+from evals.report.export.attempts import action_text, read_attempts, require_extra
 from oa_vm.kit import safe_fs
 
 COLUMNS = ("run", "task_id", "attempt", "trial", "step", "domain", "instruction",
@@ -40,26 +41,23 @@ def exported_folder(path: Path) -> bool:
 
 def step_rows(run_dir: Path) -> Iterator[tuple[dict[str, Any], bytes | None]]:
     """Each step of each attempt as a row (without the screenshot) and its PNG bytes."""
-    run = run_dir.name
     for attempt in read_attempts(run_dir):
-        yield from _rows(run, attempt)
-
-
-def _rows(run: str, attempt: Attempt) -> Iterator[tuple[dict[str, Any], bytes | None]]:
-    record = attempt.record
-    for step in record.steps:
-        row = {
-            "run": run, "task_id": record.task_id, "attempt": record.key, "trial": record.trial,
-            "step": step.index, "domain": record.domain, "instruction": record.instruction,
-            "window_title": step.window_title or "",
-            "accessibility_tree": attempt.tree(step) or "",
-            "tree_truncated": step.tree_truncated,
-            "action": json.dumps(step.action, sort_keys=True), "action_text": action_text(step),
-            "result": "" if step.result is None else json.dumps(step.result, sort_keys=True),
-            "step_error": step.error or "", "status": record.status.value,
-            "score": record.score,
-        }
-        yield row, attempt.screenshot(step)
+        record = attempt.record
+        for step in record.steps:
+            row = {
+                "run": run_dir.name, "task_id": record.task_id, "attempt": record.key,
+                "trial": record.trial,
+                "step": step.index, "domain": record.domain, "instruction": record.instruction,
+                "window_title": step.window_title or "",
+                "accessibility_tree": attempt.tree(step) or "",
+                "tree_truncated": step.tree_truncated,
+                "action": json.dumps(step.action, sort_keys=True),
+                "action_text": action_text(step),
+                "result": "" if step.result is None else json.dumps(step.result, sort_keys=True),
+                "step_error": step.error or "", "status": record.status.value,
+                "score": record.score,
+            }
+            yield row, attempt.screenshot(step)
 
 
 def write_hf_dataset(run_dir: Path, out: Path) -> int:
@@ -68,8 +66,6 @@ def write_hf_dataset(run_dir: Path, out: Path) -> int:
     Raises:
         InvalidRunInputError: the ``datasets`` extra is missing, or the run is unreadable.
     """
-    from evals.report.export.attempts import require_extra
-
     datasets = require_extra("datasets", "datasets")
     datasets.disable_progress_bars()  # the command prints one line, not a bar per phase
     features = datasets.Features({
@@ -87,7 +83,7 @@ def write_hf_dataset(run_dir: Path, out: Path) -> int:
     dataset = datasets.Dataset.from_generator(generate, features=features,
                                               cache_dir=str(out) + ".cache")
     dataset.save_to_disk(str(out))
-    _remove_tree(Path(str(out) + ".cache"))
+    shutil.rmtree(str(out) + ".cache", ignore_errors=True)
     safe_fs.write_file(out / EXPORT_MARK, b"hf\n")
     return int(dataset.num_rows)
 
@@ -96,7 +92,6 @@ def write_jsonl(run_dir: Path, out: Path) -> int:
     """Write ``out/steps.jsonl`` and ``out/images/``; returns the number of rows."""
     safe_fs.ensure_dir(out)
     images = safe_fs.ensure_dir(out / "images", root=out)
-    count = 0
     lines = []
     for row, png in step_rows(run_dir):
         name = None
@@ -105,13 +100,6 @@ def write_jsonl(run_dir: Path, out: Path) -> int:
             if not (out / name).exists():  # stored once, however many steps show it
                 safe_fs.write_file(images / Path(name).name, png)
         lines.append(json.dumps({**row, "screenshot": name}, sort_keys=True))
-        count += 1
     safe_fs.write_atomic(out / "steps.jsonl", "".join(line + "\n" for line in lines), root=out)
     safe_fs.write_file(out / EXPORT_MARK, b"jsonl\n")
-    return count
-
-
-def _remove_tree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+    return len(lines)

@@ -166,10 +166,8 @@ def _messages(attempt: Attempt) -> list[Any]:
 
 
 def _result_text(result: Mapping[str, Any] | None) -> str:
-    if not result:
-        return ""
-    parts = [str(result.get(k)) for k in ("status", "output", "error") if result.get(k)]
-    return "\n".join(parts)
+    return "\n".join(str(result[k]) for k in ("status", "output", "error")
+                     if result and result.get(k))
 
 
 def _error(attempt: Attempt) -> Any:

@@ -1,11 +1,10 @@
 """Cua-Bench task modules as tasks of a run (``--tasks cua-bench:PATH[#N]``).
 
-:mod:`~evals.tasks.cua_bench.namespace` is the ``cua_bench`` a module imports when the real package
-is
-absent; :mod:`~evals.tasks.cua_bench.loader` finds the modules and their variants and refuses bad
-ones; :mod:`~evals.tasks.cua_bench.session` is the session their functions receive, over the
-worker's
-own channels; :mod:`~evals.run.attempt_cua` runs one attempt. ``docs/tasks.md`` is the guide.
+:mod:`~evals.tasks.cua_bench.namespace` is the ``cua_bench`` a module imports when the real
+package is absent; :mod:`~evals.tasks.cua_bench.loader` finds the modules and their variants and
+refuses bad ones; :mod:`~evals.tasks.cua_bench.session` is the session their functions receive,
+over the worker's own channels; :mod:`~evals.run.attempt_cua` runs one attempt. ``docs/tasks.md``
+is the guide.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from evals.tasks.cua_bench.loader import (
     module_hashes,
     shell_problem,
 )
+from waa_client.catalog import TaskRef
 
 WORKER_SHELL = "windows"
 """The shell every pool's workers have: WAA's guests run Windows, and the simulated worker's
@@ -62,8 +62,6 @@ def select_cua(selection: str, pools: Sequence[str]) -> tuple[list[Any], dict[st
     Raises:
         InvalidRunInputError: see :func:`check_selection`.
     """
-    from waa_client.catalog import TaskRef
-
     variants = check_selection(selection, agent="", pools=pools)
     refs = [TaskRef(v.task_id, v.domain, False, v.description) for v in variants]
     tasks: dict[str, dict[str, Any]] = {v.task_id: v.task_json() for v in variants}

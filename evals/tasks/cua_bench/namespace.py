@@ -35,43 +35,37 @@ class Task:
 
 
 @dataclass
-class ClickAction:
+class _AtPoint:
+    """A screen point, where the pointer actions act."""
+
+    x: int
+    y: int
+
+
+@dataclass
+class ClickAction(_AtPoint):
     """A left click at a screen point."""
 
-    x: int
-    y: int
-
 
 @dataclass
-class RightClickAction:
+class RightClickAction(_AtPoint):
     """A right click at a screen point."""
 
-    x: int
-    y: int
-
 
 @dataclass
-class DoubleClickAction:
+class DoubleClickAction(_AtPoint):
     """A double click at a screen point."""
 
-    x: int
-    y: int
-
 
 @dataclass
-class MiddleClickAction:
+class MiddleClickAction(_AtPoint):
     """A middle click at a screen point."""
 
-    x: int
-    y: int
-
 
 @dataclass
-class MoveToAction:
+class MoveToAction(_AtPoint):
     """Move the pointer to a screen point."""
 
-    x: int
-    y: int
     duration: float = 0.0
 
 
@@ -165,10 +159,7 @@ def _decorator(kind: str) -> Callable[..., Any]:
     return decorate
 
 
-tasks_config = _decorator("tasks_config")
-setup_task = _decorator("setup_task")
-solve_task = _decorator("solve_task")
-evaluate_task = _decorator("evaluate_task")
+tasks_config, setup_task, solve_task, evaluate_task = map(_decorator, KINDS)
 
 
 def interact(*args: Any, **kwargs: Any) -> None:

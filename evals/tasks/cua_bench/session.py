@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
 from evals.tasks.cua_bench import namespace as ns
+from waa_client.errors import NotFoundError, WaaError
 from waa_client.waa import WaaClient
 
 SCROLL_NOTCH = 100  # Cua-Bench's scroll amounts are pixels; pyautogui's are notches
@@ -170,8 +172,6 @@ class WorkerSession:
         source = action_source(action)
         if source is None:
             if type(action).__name__ == "WaitAction":
-                import time
-
                 time.sleep(float(getattr(action, "seconds", 1.0)))
             return
         code = f"import pyautogui; {source}"
@@ -196,8 +196,7 @@ class WorkerSession:
 
     async def read_file(self, path: str) -> str:
         """A file's text (``/file``)."""
-        data = await asyncio.to_thread(self.waa.file, path)
-        return data.decode("utf-8", "replace")
+        return (await self.read_bytes(path)).decode("utf-8", "replace")
 
     async def read_bytes(self, path: str) -> bytes:
         """A file's bytes (``/file``)."""
@@ -210,8 +209,6 @@ class WorkerSession:
 
     async def file_exists(self, path: str) -> bool:
         """Whether a file exists (``/file`` answers it or 404)."""
-        from waa_client.errors import NotFoundError
-
         try:
             await asyncio.to_thread(self.waa.file, path)
         except NotFoundError:
@@ -225,8 +222,6 @@ class WorkerSession:
         return sorted(str(c.get("name")) for c in children if isinstance(c, dict))
 
     async def _browser(self, operation: str, payload: dict[str, Any]) -> dict[str, Any]:
-        from waa_client.errors import WaaError
-
         try:
             return await asyncio.to_thread(self.waa.browser, operation, payload,
                                            timeout=self.timeout)

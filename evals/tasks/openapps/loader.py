@@ -155,9 +155,7 @@ def resolve_target(target: object, where: str) -> type[Task]:
     if not isinstance(target, str) or not target.strip():
         raise InvalidRunInputError(f"{where}: _target_ must name a task class ({known}, or "
                                    "package.module:Class)")
-    name = target.strip()
-    if name.startswith(OPENAPPS_MODULE):
-        name = name[len(OPENAPPS_MODULE):]
+    name = target.strip().removeprefix(OPENAPPS_MODULE)
     if ":" not in name:
         cls = BUILTIN.get(name)
         if cls is None:
@@ -255,7 +253,7 @@ def load_selection(selection: str) -> list[Entry]:
 
 
 def _problem(task: Task) -> str | None:
-    check = getattr(task, "problem", None)
+    check = getattr(task, "problem", None)  # a user's class may shadow it with a field
     return check() if callable(check) else None
 
 
