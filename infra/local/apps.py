@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
+from functools import reduce
 from typing import Any
 
 APPS = ("notepad", "explorer", "settings", "clock", "calc")
@@ -141,7 +142,7 @@ def parse_duration(value: str) -> int:
     elif ":" in text:
         pieces = text.split(":")  # [h:]m:s
         if len(pieces) in (2, 3) and all(p.isdigit() for p in pieces):
-            seconds = sum(int(p) * 60**i for i, p in enumerate(reversed(pieces)))
+            seconds = reduce(lambda total, piece: total * 60 + int(piece), pieces, 0)
     else:
         match = _DURATION.match(text)
         if match and any(match.groups()):
