@@ -303,17 +303,10 @@ def compare_files(path1: str | None, path2: str | None) -> float:
     return 1.0 if Path(path1).read_bytes() == Path(path2).read_bytes() else 0.0
 
 
-METRICS: dict[str, Callable[..., float]] = {
-    "exact_match": exact_match,
-    "is_in_list": is_in_list,
-    "match_in_list": match_in_list,
-    "check_include_exclude": check_include_exclude,
-    "compare_text_file": compare_text_file,
-    "literal_match": literal_match,
-    "file_exists": file_exists,
-    "compare_files": compare_files,
-    "check_list": check_list,
-}
+METRICS: dict[str, Callable[..., float]] = {fn.__name__: fn for fn in (
+    exact_match, is_in_list, match_in_list, check_include_exclude, compare_text_file,
+    literal_match, file_exists, compare_files, check_list,
+)}
 """Metrics, by WAA name: ``metric(result, expected?, **options) -> float``."""
 
 FILE_METRICS = frozenset({"compare_text_file", "file_exists", "compare_files", "check_list"})

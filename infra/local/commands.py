@@ -218,13 +218,6 @@ def _value(parser: Callable[[str], Any], text: str) -> Any:
         raise _UsageError(str(exc)) from None
 
 
-def _find_timer(desktop: Desktop, label: str) -> Timer:
-    for timer in desktop.clock.timers:
-        if timer.label.lower() == label.lower():
-            return timer
-    raise AppError(f"no timer labelled {label!r}")
-
-
 def _timer(desktop: Desktop, args: list[str]) -> str:
     action, rest = args[0].lower(), args[1:]
     clock = desktop.clock
@@ -236,7 +229,9 @@ def _timer(desktop: Desktop, args: list[str]) -> str:
             clock.timers.append(Timer(label=label, seconds=seconds))
             return label
         if action in ("pause", "resume", "delete") and len(rest) == 1:
-            timer = _find_timer(desktop, rest[0])
+            timer = next((t for t in clock.timers if t.label.lower() == rest[0].lower()), None)
+            if timer is None:
+                raise AppError(f"no timer labelled {rest[0]!r}")
             if action == "delete":
                 clock.timers.remove(timer)
             else:

@@ -130,11 +130,6 @@ class FaultGate:
         self._count = 0
         self._rng = random.Random(faults.seed)
 
-    @property
-    def count(self) -> int:
-        """Requests seen so far."""
-        return self._count
-
     def admit(self) -> Action:
         """Count one request; crash the process, sleep, or say how to answer it."""
         faults = self.faults

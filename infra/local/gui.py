@@ -265,12 +265,7 @@ def _clock(desktop: Desktop, left: int, top: int, bottom: int) -> list[Control]:
         controls.append(Control("Text", heading, (x, top + 4, x + 236, top + 26)))
         controls.append(Control("Button", button, (x, top + 32, x + 236, top + 64),
                                 f"dialog:{dialog}"))
-        row = top + 72
-        for text in items[index]:
-            if row + ROW_H > bottom - 4:
-                break
-            controls.append(Control("ListItem", text, (x, row, x + 236, row + ROW_H)))
-            row += ROW_H
+        controls += _list_items(items[index], x, top + 72, x + 236, bottom - 4)
     return controls
 
 
@@ -319,13 +314,15 @@ def _calc_history(window: Window, left: int, top: int, right: int,
         controls.append(Control("Text", "There's no history yet",
                                 (left, top + ROW_H, right, top + 2 * ROW_H)))
         return controls
-    row = top + ROW_H
-    for line in reversed(window.history):
-        if row + ROW_H > bottom:
-            break
-        controls.append(Control("ListItem", line, (left, row, right, row + ROW_H)))
-        row += ROW_H
-    return controls
+    return controls + _list_items(window.history[::-1], left, top + ROW_H, right, bottom)
+
+
+def _list_items(texts: list[str], left: int, top: int, right: int,
+                bottom: int) -> list[Control]:
+    """One list item a row from ``top``, as many as fit above ``bottom``."""
+    rows = range(top, bottom - ROW_H + 1, ROW_H)
+    return [Control("ListItem", text, (left, row, right, row + ROW_H))
+            for text, row in zip(texts, rows, strict=False)]
 
 
 __all__ = [

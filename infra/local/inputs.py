@@ -57,6 +57,9 @@ _PLATFORM = {"platform.system": "Windows", "platform.release": "11", "platform.m
              "pyautogui.size": f"Size(width={WIDTH}, height={HEIGHT})"}
 _BUTTONS = {"primary": "left", "secondary": "right"}
 _WIN_APPS = {"e": "explorer", "i": "settings"}
+_NAVI_CLICKS: dict[str, dict[str, Any]] = {"mouse.single_click": {}, "mouse.click": {},
+                                           "mouse.double_click": {"clicks": 2},
+                                           "mouse.right_click": {"button": "right"}}
 
 
 def key_name(key: str) -> str:
@@ -254,12 +257,8 @@ class Player:
             else:
                 px, py = self.desktop.pointer
                 self.desktop.pointer = _pixel(px + x, py + y)
-        elif function in ("mouse.single_click", "mouse.click"):
-            self.click(*self.desktop.pointer)
-        elif function == "mouse.double_click":
-            self.click(*self.desktop.pointer, clicks=2)
-        elif function == "mouse.right_click":
-            self.click(*self.desktop.pointer, button="right")
+        elif function in _NAVI_CLICKS:
+            self.click(*self.desktop.pointer, **_NAVI_CLICKS[function])
         elif function in ("mouse.scroll", "mouse.drag"):
             pass  # lists fit on screen; Navi's drag needs element ids this desktop lacks
         elif function == "keyboard.write":

@@ -51,6 +51,7 @@ COMPUTER_CALLS = frozenset(
     }
 )
 """WAA Navi's ``computer.<group>.<function>`` helpers the simulated desktop plays."""
+_CALLS = {"pyautogui": PYAUTOGUI_CALLS, "time": TIME_CALLS, "computer": COMPUTER_CALLS}
 
 PRINTABLE = frozenset({"platform.system", "platform.release", "platform.machine",
                        "pyautogui.size", "pyautogui.position"})
@@ -177,12 +178,7 @@ def _call(node: ast.Call, imported: set[str], line: int) -> Call:
     if name == "print":
         return _print(node, imported, line)
     module, _, rest = name.partition(".")
-    allowed = (
-        (module == "pyautogui" and rest in PYAUTOGUI_CALLS)
-        or (module == "time" and rest in TIME_CALLS)
-        or (module == "computer" and rest in COMPUTER_CALLS)
-    )
-    if not allowed:
+    if rest not in _CALLS.get(module, ()):
         raise ForbiddenSource(f"line {line}: call {name}(...) is not allowed "
                               "(whitelisted: pyautogui.*, computer.*, time.sleep)")
     if module in ("pyautogui", "time") and module not in imported:

@@ -42,12 +42,6 @@ from infra.local.faults import Action, FaultGate
 
 log = logging.getLogger("infra.local")
 
-_BUSY_BODY = b'{"status": "error", "message": "too many connections to this worker; retry later"}'
-_BUSY = (
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-    b"Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n" % len(_BUSY_BODY)
-    + _BUSY_BODY
-)
 
 
 class HttpError(Exception):
@@ -317,6 +311,17 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = _handle
 
 
+def _raw_error(status: int, message: str, extra_header: str = "") -> bytes:
+    """A whole error answer that closes the connection, for the accepting thread to send."""
+    body = json.dumps({"status": "error", "message": message}).encode()
+    reason = {400: "Bad Request", 403: "Forbidden", 414: "URI Too Long",
+              503: "Service Unavailable"}[status]
+    head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n{extra_header}Connection: close\r\n\r\n")
+    return head.encode("latin-1") + body
+
+
+_BUSY = _raw_error(503, "too many connections to this worker; retry later", "Retry-After: 1\r\n")
 HEAD_LIMIT = 8192
 """Bytes of a request line the acceptor reads before it refuses the connection (414)."""
 MAX_PENDING = 256
@@ -449,11 +454,7 @@ class Acceptor:
     def _refuse(self, pending: _Pending, status: int, message: str) -> None:
         """Answer an error and close, from this thread (:func:`_answer_and_close`)."""
         self._forget(pending)
-        body = json.dumps({"status": "error", "message": message}).encode()
-        reason = {400: "Bad Request", 403: "Forbidden", 414: "URI Too Long"}[status]
-        head = (f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n")
-        _answer_and_close(pending.conn, head.encode("latin-1") + body)
+        _answer_and_close(pending.conn, _raw_error(status, message))
 
     def stop(self) -> None:
         """Stop accepting, close the listening sockets (freeing the ports)."""

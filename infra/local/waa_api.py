@@ -37,12 +37,10 @@ def guarded(handler: Route, *, missing: int = 400) -> Route:
             return handler(request)
         except SandboxError as exc:
             raise HttpError(exc.status, exc.message) from None
-        except commands.CommandSyntaxError as exc:
+        except (commands.CommandSyntaxError, setup_steps.StepError) as exc:
             raise HttpError(400, str(exc)) from None
         except ForbiddenSource as exc:
             raise HttpError(400, f"refused, nothing ran: {exc}") from None
-        except setup_steps.StepError as exc:
-            raise HttpError(400, str(exc)) from None
         except AppError as exc:
             raise HttpError(missing, str(exc)) from None
         except FileNotFoundError as exc:

@@ -232,9 +232,12 @@ def cloud_config(
         # Watching from the first minute: a notice may come while the host is still booting.
         runcmd.append(["systemctl", "enable", "--now", unit])
     if facts.guest_poweroff:
-        timer, expiry_service = units.expiry_units(settings.expires_at)
-        write_files.append(_file(f"{units.UNIT_DIR}/oa-vm-expiry.timer", timer))
-        write_files.append(_file(f"{units.UNIT_DIR}/oa-vm-expiry.service", expiry_service))
+        expiry = units.expiry_units(
+            settings.expires_at, "power this worker off at the pool's expiry",
+            "the pool expired, power off (shutdown behaviour terminate ends the instance)",
+            "/usr/bin/systemctl poweroff",
+        )
+        write_files += [_file(path, text) for path, text in expiry.items()]
         # Armed before anything slow: a host whose setup hangs still powers off on time.
         runcmd.append(["systemctl", "enable", "--now", "oa-vm-expiry.timer"])
     bootstraps = ["oa-vm-bootstrap.service"]

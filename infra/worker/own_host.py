@@ -56,24 +56,8 @@ def release_command(pool: str, *, purge: bool = False) -> str:
 
 def expiry_units(pool: str, expires_at: datetime) -> dict[str, str]:
     """``{unit path: text}``: the timer and the service that release ``pool`` at its expiry."""
-    when = units.expiry_calendar(expires_at)
-    timer = f"""[Unit]
-Description=oa-vm: release this host from pool {pool} at its expiry ({when})
-
-[Timer]
-OnCalendar={when}
-Persistent=true
-AccuracySec=1s
-
-[Install]
-WantedBy=timers.target
-"""
-    service = f"""[Unit]
-Description=oa-vm: pool {pool} expired; remove its workers from this host (the host stays up)
-
-[Service]
-Type=oneshot
-ExecStart={release_command(pool)}
-"""
-    return {f"{units.UNIT_DIR}/oa-vm-expiry.timer": timer,
-            f"{units.UNIT_DIR}/oa-vm-expiry.service": service}
+    return units.expiry_units(
+        expires_at, f"release this host from pool {pool} at its expiry",
+        f"pool {pool} expired; remove its workers from this host (the host stays up)",
+        release_command(pool),
+    )

@@ -149,12 +149,11 @@ class Checker:
             "chromium_port": self.env.chromium_port,
             "vlc_port": self.env.vlc_port,
         }
-        python_ctl = _optional_import("desktop_env.controllers.python")
-        if python_ctl is not None and hasattr(python_ctl, "PythonController"):
-            self.env.controller = _construct(python_ctl.PythonController, args)
-        setup_ctl = _optional_import("desktop_env.controllers.setup")
-        if setup_ctl is not None and hasattr(setup_ctl, "SetupController"):
-            self.env.setup_controller = _construct(setup_ctl.SetupController, args)
+        for module, cls, attribute in (("python", "PythonController", "controller"),
+                                       ("setup", "SetupController", "setup_controller")):
+            found = getattr(_optional_import(f"desktop_env.controllers.{module}"), cls, None)
+            if found is not None:
+                setattr(self.env, attribute, _construct(found, args))
         self.lock = threading.Lock()
 
     def getter_exists(self, kind: str) -> bool:

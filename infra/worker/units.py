@@ -110,24 +110,27 @@ def expiry_calendar(expires_at: datetime) -> str:
     return expires_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def expiry_units(expires_at: datetime) -> tuple[str, str]:
-    """``(oa-vm-expiry.timer, oa-vm-expiry.service)``: power off at ``expires_at``."""
+def expiry_units(expires_at: datetime, purpose: str, expired: str,
+                 command: str) -> dict[str, str]:
+    """``{unit path: text}``: ``oa-vm-expiry.timer``, firing once at ``expires_at`` (``purpose``
+    says what for), and ``oa-vm-expiry.service``, running ``command`` (``expired`` says why)."""
+    when = expiry_calendar(expires_at)
     timer = f"""[Unit]
-Description=oa-vm: power this worker off at the pool's expiry ({expiry_calendar(expires_at)})
+Description=oa-vm: {purpose} ({when})
 
 [Timer]
-OnCalendar={expiry_calendar(expires_at)}
+OnCalendar={when}
 Persistent=true
 AccuracySec=1s
 
 [Install]
 WantedBy=timers.target
 """
-    service = """[Unit]
-Description=oa-vm: the pool expired, power off (shutdown behaviour terminate ends the instance)
+    service = f"""[Unit]
+Description=oa-vm: {expired}
 
 [Service]
 Type=oneshot
-ExecStart=/usr/bin/systemctl poweroff
+ExecStart={command}
 """
-    return timer, service
+    return {f"{UNIT_DIR}/oa-vm-expiry.timer": timer, f"{UNIT_DIR}/oa-vm-expiry.service": service}
