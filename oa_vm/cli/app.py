@@ -14,6 +14,7 @@ import typer
 from oa_vm import api
 from oa_vm.cli import images as cli_images
 from oa_vm.cli import pool_options as pool_opts
+from oa_vm.cli.common import NameOpt, YesOpt, show_removal
 from oa_vm.cli.common import confirm as _confirm
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
@@ -33,12 +34,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-NameOpt = Annotated[
-    str | None,
-    typer.Option("--pool", "-n", "--name", help="Pool name (optional when only one exists)."),
-]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 
 
@@ -272,12 +268,7 @@ def pool_cleanup(
             raise PoolInUseError(pool, describe(holder), "pool-cleanup")
         _confirm(f"Remove pool {pool!r} and everything it created?", yes)
     report = api.cleanup_pool(pool, progress=_echo, force=force, purge=purge)
-    for hint in report.hints:
-        _echo(hint)
-    if report.left:
-        for item in report.left:
-            _err(f"left: {item}")
-        raise OaVmError(f"pool {pool!r} was not fully removed; see the lines above")
+    show_removal(report, f"pool {pool!r}")
     if report.removed:
         _echo(f"Pool {pool!r} removed.")
 

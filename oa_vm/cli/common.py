@@ -7,10 +7,20 @@ asked on a terminal; with no terminal nothing is asked and the command refuses i
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from oa_vm.errors import InvalidInputError
+from oa_vm.errors import InvalidInputError, OaVmError
+
+if TYPE_CHECKING:
+    from oa_vm.clouds.base import CleanupReport
+
+NameOpt = Annotated[
+    str | None,
+    typer.Option("--pool", "-n", "--name", help="Pool name (optional when only one exists)."),
+]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 
 def echo(line: str) -> None:
@@ -36,3 +46,17 @@ def confirm(question: str, yes: bool) -> None:
         raise InvalidInputError(f"{question.rstrip('?')}: not asked (no terminal); pass -y")
     if not typer.confirm(question, default=False, err=True):
         raise typer.Abort()
+
+
+def show_removal(report: CleanupReport, what: str) -> None:
+    """Print a removal's hints, then what is left (on stderr) and fail naming ``what``.
+
+    Raises:
+        OaVmError: something is left.
+    """
+    for hint in report.hints:
+        echo(hint)
+    if report.left:
+        for item in report.left:
+            err(f"left: {item}")
+        raise OaVmError(f"{what} was not fully removed; see the lines above")
