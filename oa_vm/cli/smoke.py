@@ -77,13 +77,12 @@ def smoke(
     if plan_only:
         return
     from oa_vm import api
-    from oa_vm.cli.pool_options import ensure_engine
     from oa_vm.kit import timings
     from oa_vm.model import state
 
     if state.exists(plan.pool):
         raise PoolExistsError(plan.pool)  # the smoke removes only what it made
-    ensure_engine(cloud)
+    pool_opts.ensure_engine(cloud)
     if not opts.allow_cidrs:
         opts.allow_cidrs = [api.detect_caller_cidr()]
         _err(f"SSH will be open to {opts.allow_cidrs[0]} only (your address; see --allow-cidr)")

@@ -38,6 +38,7 @@ from oa_vm.clouds.egress import describe as describe_egress
 from oa_vm.clouds.local.faults import validate_faults
 from oa_vm.clouds.local.fleet import (
     LocalFleetOps,
+    create_grouped,
     entry_urls,
     launch_unit,
     secret_file,
@@ -120,8 +121,6 @@ class LocalProvider:
         """Start the worker processes and wait (briefly) for each to report its ports."""
         validate_faults(spec.faults)
         if spec.per_process > 1:
-            from oa_vm.clouds.local.fleet import create_grouped
-
             return create_grouped(self, spec, spec.per_process, progress)
         pool_dir = state.pool_dir(spec.name)
         record = PoolRecord(

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from oa_vm.clouds import facts, size_nests
@@ -193,16 +193,10 @@ class PulumiCloudProvider:
         self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
     ) -> SnapshotControl:
         """``reset.sh`` on the worker's host, over the pool's SSH path (``remote`` when set)."""
-        from oa_vm.clouds.pulumi.reset import HostSnapshotControl, host_control
-        from oa_vm.model.snapshots import SnapshotError
+        from oa_vm.clouds.pulumi.reset import worker_control
         from oa_vm.reach.connect import known_hosts_path
 
-        if worker.ssh is None:
-            raise SnapshotError(f"{worker.name} has no SSH endpoint in its record",
-                                unsupported=True)
-        if self.remote is not None:
-            return HostSnapshotControl(worker.ssh, self.remote)
-        return host_control(worker.ssh, known_hosts_path(record.name))
+        return worker_control(worker, self.remote or known_hosts_path(record.name))
 
     # -- availability --------------------------------------------------------------------------
 
@@ -677,8 +671,6 @@ class PulumiCloudProvider:
         Raises:
             ProvisioningError: the update failed.
         """
-        import dataclasses
-
         from oa_vm.model import sshkeys
 
         settings = record.settings
@@ -711,7 +703,7 @@ class PulumiCloudProvider:
         program_settings = with_pinned(program_settings, self.driver.pinned(ref))
         indexes = settings.get("worker_indexes")
         if indexes:  # a repair added or retired workers: these numbers, no other
-            program_settings = dataclasses.replace(
+            program_settings = replace(
                 program_settings, workers=len(indexes), indexes=tuple(int(i) for i in indexes)
             )
         module = self.program_module()
