@@ -59,9 +59,9 @@ ImageLister = Callable[[str | None], list[image_records.ImageRecord]]
 every region), as records (:mod:`oa_vm.model.shared_images`)."""
 
 RAW_IMAGE_PREFIXES = ("snap-", "/subscriptions/")
+"""Cloud snapshot IDs accepted by ``--image`` without an oa-vm record (EBS, Azure)."""
 IMAGE_FROM_ACCOUNT = "looked-up-in-the-account-at-create"
 """An offline plan's stand-in for an image named by ID that has no local record."""
-"""Cloud snapshot IDs accepted by ``--image`` without an oa-vm record (EBS, Azure)."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,8 @@ class PulumiCloudProvider:
 
     # -- availability --------------------------------------------------------------------------
 
-    def _require_sdk(self) -> None:
+    def check_sdk(self) -> None:
+        """One line naming the missing extra (plans need the SDK, not the engine)."""
         try:
             importlib.import_module(self.info.sdk_module)
         except ImportError as exc:
@@ -209,13 +210,9 @@ class PulumiCloudProvider:
                 f"pip install 'oa-vm[{self.name}]'"
             ) from exc
 
-    def check_sdk(self) -> None:
-        """One line naming the missing extra (plans need the SDK, not the engine)."""
-        self._require_sdk()
-
     def check_available(self) -> None:
         """One line naming the missing extra or engine; writes nothing."""
-        self._require_sdk()
+        self.check_sdk()
         self.driver.check_engine()
 
     # -- settings and programs -----------------------------------------------------------------
@@ -442,7 +439,7 @@ class PulumiCloudProvider:
         for the whole pool (the record keeps the per-worker figure), the machine, the image,
         what is not priced, the most it can spend, when it is ready, what bills after expiry
         and cheaper alternatives. No engine, no credentials, no network, no files."""
-        self._require_sdk()
+        self.check_sdk()
         from infra.offline import run_offline
         from infra.settings import CALLER_CIDR_PLACEHOLDER, IMAGE_PLACEHOLDER, SSH_KEY_PLACEHOLDER
 
