@@ -380,6 +380,32 @@ def open_private(path: Path, append: bool = True, mode: int = PRIVATE_FILE) -> i
     return fd
 
 
+def create_once(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> bool:
+    """Write ``data`` into a new file at ``path`` (``mode`` exact whatever the umask, fsynced,
+    never through a link); False, leaving it as it is, when the file exists already (made a
+    moment ago by another command: theirs is used). For secrets made once (keys, passphrases).
+
+    Raises:
+        WriteFailedError: it could not be made or written (half a secret is removed).
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise WriteFailedError(path, exc) from exc
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise WriteFailedError(path, exc) from exc
+    return True
+
+
 def write_file(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> None:
     """Write ``data`` to ``path`` in place (no fsync, no rename): for bulky files a crash may
     leave half of, such as screenshots, whose record points at them only once they are whole.

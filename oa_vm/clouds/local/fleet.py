@@ -100,14 +100,7 @@ def secret_file(pool: str) -> Path:
     """
     path = state.pool_dir(pool) / SECRET_FILE
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return path
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(f"cap-{secrets.token_hex(20)}\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    safe_fs.create_once(path, f"cap-{secrets.token_hex(20)}\n".encode("ascii"))
     return path
 
 

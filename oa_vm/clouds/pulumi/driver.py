@@ -308,15 +308,7 @@ def ensure_passphrase() -> Path:
     """
     path = passphrase_path()
     safe_fs.ensure_dir(path.parent)  # 0700 whatever the umask; refuses a symlink or a squatter
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return path
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(secrets.token_urlsafe(32) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    safe_fs.create_once(path, (secrets.token_urlsafe(32) + "\n").encode("utf-8"))
     return path
 
 
