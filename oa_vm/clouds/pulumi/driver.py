@@ -722,16 +722,13 @@ class AutomationEngine:
             {key: auto.ConfigValue(value=value) for key, value in values.items()}
         ))
 
-    def _lock_dir(self, ref: StackRef) -> Path:
-        # The file backend keeps one JSON file per lock under .pulumi/locks/<org>/<project>/<stack>.
-        return ref.backend_dir / ".pulumi" / "locks"
-
     def locks(self, ref: StackRef) -> list[LockInfo]:
         """The lock files of this stack, with the pid and host that wrote them."""
         import json
 
         found: list[LockInfo] = []
-        root = self._lock_dir(ref)
+        # The file backend keeps one JSON file per lock under .pulumi/locks/<org>/<project>/<stack>.
+        root = ref.backend_dir / ".pulumi" / "locks"
         if not root.is_dir():
             return found
         for path in root.glob(f"**/{ref.project}/{ref.stack}/*.json"):
