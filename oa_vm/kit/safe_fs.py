@@ -29,6 +29,7 @@ from oa_vm.errors import OaVmError
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+_SYMLINK = "it is a symlink oa-vm did not make; remove it and run the command again"
 
 
 class UnsafePathError(OaVmError):
@@ -80,9 +81,7 @@ def check_dir(path: Path, own_link: bool = False) -> None:
         check_dir(Path(os.path.realpath(path)))
         return
     if stat.S_ISLNK(info.st_mode):
-        raise UnsafePathError(
-            path, "it is a symlink oa-vm did not make; remove it and run the command again"
-        )
+        raise UnsafePathError(path, _SYMLINK)
     if not stat.S_ISDIR(info.st_mode):
         raise UnsafePathError(path, "it is not a folder; move it away and run the command again")
     if info.st_uid not in (os.geteuid(), 0):
@@ -137,14 +136,11 @@ _NOT_REGULAR = "it is not a regular file (a device, a folder, a pipe)"
 
 def _check_target(path: Path) -> bool:
     """Whether ``path`` exists; refuses a symlink or anything but a regular file."""
-    try:
-        info = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
+    info = _lstat(path)
+    if info is None:
         return False  # under a file: no file here (what writes it says why it cannot)
     if stat.S_ISLNK(info.st_mode):
-        raise UnsafePathError(
-            path, "it is a symlink oa-vm did not make; remove it and run the command again"
-        )
+        raise UnsafePathError(path, _SYMLINK)
     if not stat.S_ISREG(info.st_mode):
         raise UnsafePathError(path, _NOT_REGULAR)
     return True
