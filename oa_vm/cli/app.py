@@ -14,7 +14,7 @@ import typer
 from oa_vm import api
 from oa_vm.cli import images as cli_images
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.cli.common import NameOpt, YesOpt, show_removal
+from oa_vm.cli.common import NameOpt, YesOpt, plain_typer, show_removal
 from oa_vm.cli.common import confirm as _confirm
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
@@ -25,14 +25,8 @@ from oa_vm.kit.duration_options import duration_text_option
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord
 
-app = typer.Typer(
-    name="oa-vm",
-    help="Pools of Windows Agent Arena workers: create, wait, status, tunnel, clean up.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+app = plain_typer("Pools of Windows Agent Arena workers: create, wait, status, tunnel, clean up.",
+                  name="oa-vm", no_args_is_help=True)
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.cli.common import YesOpt, confirm, show_removal
+from oa_vm.cli.common import YesOpt, confirm, plain_typer, show_removal
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.errors import OaVmError
@@ -155,13 +155,8 @@ def image_delete(
     _echo(f"Image {record.id} deleted.")
 
 
-config_app = typer.Typer(
-    help="Show or change oa-vm's settings (default cloud, cloud disk size).",
-    invoke_without_command=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+config_app = plain_typer("Show or change oa-vm's settings (default cloud, cloud disk size).",
+                         invoke_without_command=True)
 
 
 @config_app.callback()
