@@ -184,11 +184,7 @@ def write_atomic(
     if make_parents:
         ensure_dir(parent, root=root if root is not None else parent)
     else:
-        if not os.path.lexists(parent):
-            raise UnsafePathError(path, f"the folder {parent} does not exist; make it first")
-        if not os.path.isdir(parent):
-            raise UnsafePathError(path, f"{parent} is not a folder; give a path in a folder")
-        check_dir(parent, own_link=True)
+        _check_out_folder(path)
     _check_target(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
