@@ -299,6 +299,14 @@ class PoolRecord(_Record):
         """True once the pool is past its expiry (cloud pools end themselves then)."""
         return self.expires_at is not None and (now or utcnow()) >= self.expires_at
 
+    def by_host(self) -> dict[str, list[WorkerRecord]]:
+        """The workers by the machine they run on (a worker's ``host``; a worker without one
+        is its own), hosts in the order of their first worker."""
+        hosts: dict[str, list[WorkerRecord]] = {}
+        for worker in self.workers:
+            hosts.setdefault(worker.host or worker.name, []).append(worker)
+        return hosts
+
 
 def derive_pool_state(workers: list[WorkerRecord]) -> PoolState:
     """The pool's state as its workers' states imply it."""

@@ -90,15 +90,6 @@ def slot_of(worker: WorkerRecord) -> slots.WorkerSlot:
     return slots.slot(int(name.removeprefix("w")))
 
 
-def _hosts_of(record: PoolRecord) -> dict[str, list[WorkerRecord]]:
-    """The pool's workers by host (``user@host:port``), hosts in the order of their first
-    worker."""
-    hosts: dict[str, list[WorkerRecord]] = {}
-    for worker in record.workers:
-        hosts.setdefault(worker.host or worker.name, []).append(worker)
-    return hosts
-
-
 class SshHostsProvider:
     """Pools on the user's own KVM hosts; see the module docstring."""
 
@@ -137,7 +128,7 @@ class SshHostsProvider:
         if record.expires_at is None:
             return
         runner = self.runner(record)
-        for host, workers in _hosts_of(record).items():
+        for host, workers in record.by_host().items():
             ssh = workers[0].ssh
             if ssh is None:
                 continue
@@ -352,7 +343,7 @@ class SshHostsProvider:
         from oa_vm.clouds.hosts.install import containers_status_command
 
         runner = self.runner(record)
-        for host, workers in _hosts_of(record).items():
+        for host, workers in record.by_host().items():
             live = [w for w in workers if w.state == state.WorkerState.READY]
             if not live or live[0].ssh is None:
                 continue
@@ -395,7 +386,7 @@ class SshHostsProvider:
         report = CleanupReport()
         runner = self.runner(record)
         purge = bool(record.settings.get("purge"))
-        for host, workers in _hosts_of(record).items():
+        for host, workers in record.by_host().items():
             ssh = workers[0].ssh
             if ssh is None:
                 continue
@@ -438,7 +429,7 @@ class HostFleetOps:
 
         runner = self.provider.runner(record)
         done: list[WorkerRecord] = []
-        for host, workers in _hosts_of(record).items():
+        for host, workers in record.by_host().items():
             mine = [w for w in workers if w in chosen and w.ssh is not None]
             if not mine or mine[0].ssh is None:
                 continue
