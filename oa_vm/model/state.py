@@ -388,10 +388,7 @@ def validate_pool_name(name: str) -> str:
 # --- atomic IO ---------------------------------------------------------------------------------
 
 
-def atomic_write_text(
-    path: Path, text: str, mode: int = 0o600, root: Path | None = None,
-    make_parents: bool = True,
-) -> None:
+def atomic_write_text(path: Path, text: str, mode: int = 0o600, root: Path | None = None) -> None:
     """Write ``text`` to ``path`` so that readers see the old or the new content, never a mix.
 
     A thin name for :func:`oa_vm.kit.safe_fs.write_atomic` (temp file, fsync, rename; explicit
@@ -400,7 +397,7 @@ def atomic_write_text(
     """
     from oa_vm.kit import safe_fs  # here, not at the top: read-only commands never load it
 
-    safe_fs.write_atomic(path, text, mode=mode, root=root, make_parents=make_parents)
+    safe_fs.write_atomic(path, text, mode=mode, root=root)
 
 
 def atomic_write_json(
