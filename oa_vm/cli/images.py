@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from oa_vm.api import owner
 from oa_vm.cli import pool_options as pool_opts
 from oa_vm.cli.common import YesOpt, confirm, plain_typer, show_removal
 from oa_vm.cli.common import echo as _echo
@@ -23,12 +24,6 @@ if TYPE_CHECKING:
     from oa_vm.clouds.base import PoolSpec
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-
-
-def _owner() -> str:
-    from oa_vm.api import owner  # the API loads only for the commands that need it
-
-    return owner()
 
 
 def build_missing_image(spec: PoolSpec, *, json_out: bool = False, yes: bool = False) -> None:
@@ -61,7 +56,7 @@ def image_create(
     provider = images.cloud_provider(cloud)
     cidrs = list(allow_cidr or [])
     if plan_only:
-        plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=_owner(),
+        plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
                                  iso=iso)
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
         return
@@ -75,13 +70,13 @@ def image_create(
 
         cidrs = [detect_caller_cidr()]
         _err(f"SSH will be open to {cidrs[0]} only (your address; see --allow-cidr)")
-    plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=_owner(),
+    plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
                              iso=iso)
     if not json_out:
         _echo(plan.describe())
     confirm(f"Build image {plan.name} in {region}?", yes)
     record = images.create_image(
-        provider, region, size=size, allow_cidrs=cidrs, owner=_owner(),
+        provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
         progress=_err if json_out else _echo, iso=iso,
     )
     if json_out:
