@@ -281,7 +281,7 @@ def create_pool(
         expires_at=spec.expires_at, owner=spec.owner, price_per_hour=spec.price_per_hour,
     )
     state.save(placeholder)
-    _forget_removal(spec.name)
+    (state.removed_dir() / f"{spec.name}.json").unlink(missing_ok=True)  # an old tombstone
     try:
         record = provider.create(spec, progress)
     except (ProvisioningError, InvalidInputError) as exc:
@@ -571,10 +571,6 @@ def connect(
         record, connect_timeout=connect_timeout, read_timeout=read_timeout, only=only
     ) as connections:
         yield connections
-
-
-def _forget_removal(name: str) -> None:
-    (state.removed_dir() / f"{name}.json").unlink(missing_ok=True)
 
 
 def _remove_pool_dir(name: str) -> None:

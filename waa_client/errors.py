@@ -190,17 +190,17 @@ class InputError(CatalogError):
     that cannot name a folder (see :mod:`waa_client.inputs`)."""
 
 
-class UnknownTaskError(CatalogError):
+class _TaskIdsError(CatalogError):
+    """A selection error that lists every task ID at fault in ``task_ids``."""
+
+    def __init__(self, message: str, *, task_ids: list[str]) -> None:
+        super().__init__(message)
+        self.task_ids = task_ids
+
+
+class UnknownTaskError(_TaskIdsError):
     """A selection names task IDs the catalog does not hold; ``task_ids`` lists every one."""
 
-    def __init__(self, message: str, *, task_ids: list[str]) -> None:
-        super().__init__(message)
-        self.task_ids = task_ids
 
-
-class SyntheticTaskError(CatalogError):
+class SyntheticTaskError(_TaskIdsError):
     """A live selection names synthetic IDs (``notepad_1``, ``mock_*``); lists every one."""
-
-    def __init__(self, message: str, *, task_ids: list[str]) -> None:
-        super().__init__(message)
-        self.task_ids = task_ids

@@ -315,22 +315,20 @@ def json_body(response: requests.Response) -> Any:
         return _loads(response.content)
     except (ValueError, json.JSONDecodeError) as e:
         snippet = response.text[:80]
-        raise MalformedResponseError(
-            f"{response.request.method} {response.url}: expected JSON, got {snippet!r}; "
-            "is this URL the right server?",
-            url=response.url,
-            status=response.status_code,
-        ) from e
+        raise malformed(response, f"expected JSON, got {snippet!r}; is this URL the right server?"
+                        ) from e
 
 
 def json_object(response: requests.Response) -> dict[str, Any]:
     """Parse a JSON object body (a dict), mapping anything else to MalformedResponseError."""
     body = json_body(response)
     if not isinstance(body, dict):
-        raise MalformedResponseError(
-            f"{response.request.method} {response.url}: expected a JSON object, got "
-            f"{type(body).__name__}; is this URL the right server?",
-            url=response.url,
-            status=response.status_code,
-        )
+        raise malformed(response, f"expected a JSON object, got {type(body).__name__}; is this "
+                        "URL the right server?")
     return body
+
+
+def malformed(response: requests.Response, problem: str) -> MalformedResponseError:
+    """The error for a 2xx ``response`` that is not what was expected: ``METHOD URL: problem``."""
+    return MalformedResponseError(f"{response.request.method} {response.url}: {problem}",
+                                  url=response.url, status=response.status_code)

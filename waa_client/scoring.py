@@ -9,7 +9,7 @@ from urllib.parse import quote
 import requests
 
 from waa_client.errors import MalformedResponseError, SetupFailedError
-from waa_client.http import HttpClient, json_body, json_object, server_message
+from waa_client.http import HttpClient, json_body, json_object, malformed, server_message
 
 DEFAULT_SETUP_TIMEOUT = 600.0
 DEFAULT_EVALUATE_TIMEOUT = 300.0
@@ -21,12 +21,8 @@ class ScoringClient(HttpClient):
     ``probe``, ``tasks`` and ``task`` are retried on infrastructure failures; ``setup`` and
     ``evaluate`` act on the guest and are sent exactly once.
 
-    Args:
-        base_url: ``http://host:port`` of the scoring server (usually a tunnel's local URL).
-        connect_timeout: Seconds to connect.
-        read_timeout: Seconds to wait for an answer, unless a call says otherwise.
-        retries: Extra attempts for idempotent calls.
-        backoff_max: Cap of the wait between attempts, in seconds.
+    Takes :class:`~waa_client.http.HttpClient`'s arguments (``base_url``: usually a tunnel's
+    local URL).
     """
 
     def probe(self) -> dict[str, Any]:
@@ -45,11 +41,7 @@ class ScoringClient(HttpClient):
             return None
         names = json_object(response).get("indexes")
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise MalformedResponseError(
-                f"GET {response.url}: 'indexes' is not a list of names",
-                url=response.url,
-                status=response.status_code,
-            )
+            raise malformed(response, "'indexes' is not a list of names")
         return list(names)
 
     def tasks(self, index: str | None = None) -> dict[str, list[str]]:
@@ -65,11 +57,7 @@ class ScoringClient(HttpClient):
         result: dict[str, list[str]] = {}
         for domain, ids in body.items():
             if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-                raise MalformedResponseError(
-                    f"GET {response.url}: domain {domain!r} is not a list of task IDs",
-                    url=response.url,
-                    status=response.status_code,
-                )
+                raise malformed(response, f"domain {domain!r} is not a list of task IDs")
             result[domain] = list(ids)
         return result
 
@@ -106,11 +94,7 @@ class ScoringClient(HttpClient):
             return None
         tasks = json_object(response).get("tasks")
         if not isinstance(tasks, dict) or not all(isinstance(t, dict) for t in tasks.values()):
-            raise MalformedResponseError(
-                f"POST {response.url}: 'tasks' is not an object of task objects",
-                url=response.url,
-                status=response.status_code,
-            )
+            raise malformed(response, "'tasks' is not an object of task objects")
         return {str(k): v for k, v in tasks.items()}
 
     def setup(
@@ -165,10 +149,10 @@ class ScoringClient(HttpClient):
             "POST", "/evaluate", idempotent=False, timeout=timeout,
             json={"task": task, "last_action": last_action},
         )
-        return _validated_score(json_object(response), response.url, response.status_code)
+        return _validated_score(json_object(response), response)
 
 
-def _validated_score(body: dict[str, Any], url: str, status: int) -> dict[str, Any]:
+def _validated_score(body: dict[str, Any], response: requests.Response) -> dict[str, Any]:
     """``{"score": float, "success": bool, "reason": str}`` or MalformedResponseError."""
     score, success, reason = body.get("score"), body.get("success"), body.get("reason", "")
     # bool is an int subclass: a bare true/false is not a score.
@@ -181,7 +165,7 @@ def _validated_score(body: dict[str, Any], url: str, status: int) -> dict[str, A
             return {"score": float(score), "success": success, "reason": reason}
     else:
         problem = f"'score' is {score!r}, not a finite number"
-    raise MalformedResponseError(f"POST {url}: malformed score: {problem}", url=url, status=status)
+    raise malformed(response, f"malformed score: {problem}")
 
 
 def _setup_failed(response: requests.Response) -> SetupFailedError:

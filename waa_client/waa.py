@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from waa_client.errors import MalformedResponseError
-from waa_client.http import HttpClient, json_object
+from waa_client.http import HttpClient, json_object, malformed
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -17,12 +16,8 @@ class WaaClient(HttpClient):
     infrastructure failures; anything that acts on the guest (execute, execute_windows,
     close_all, clear_task_files) is sent exactly once.
 
-    Args:
-        base_url: ``http://host:port`` of the WAA server (usually a tunnel's local URL).
-        connect_timeout: Seconds to connect.
-        read_timeout: Seconds to wait for an answer, unless a call says otherwise.
-        retries: Extra attempts for idempotent calls.
-        backoff_max: Cap of the wait between attempts, in seconds.
+    Takes :class:`~waa_client.http.HttpClient`'s arguments (``base_url``: usually a tunnel's
+    local URL).
     """
 
     def probe(self) -> dict[str, Any]:
@@ -38,12 +33,8 @@ class WaaClient(HttpClient):
         response = self._request("GET", "/screenshot", idempotent=True)
         data = response.content
         if not data.startswith(PNG_SIGNATURE):
-            raise MalformedResponseError(
-                f"GET {response.url}: expected a PNG screenshot, got {data[:16]!r}; "
-                "is this URL the WAA server?",
-                url=response.url,
-                status=response.status_code,
-            )
+            raise malformed(response, f"expected a PNG screenshot, got {data[:16]!r}; is this "
+                            "URL the WAA server?")
         return data
 
     def accessibility(self, backend: Literal["uia", "win32"] = "uia") -> str:
@@ -53,11 +44,7 @@ class WaaClient(HttpClient):
         )
         tree = json_object(response).get("AT")
         if not isinstance(tree, str):
-            raise MalformedResponseError(
-                f"GET {response.url}: the answer has no text 'AT' field",
-                url=response.url,
-                status=response.status_code,
-            )
+            raise malformed(response, "the answer has no text 'AT' field")
         return tree
 
     def observe(self) -> dict[str, Any]:

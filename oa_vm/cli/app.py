@@ -14,6 +14,7 @@ import typer
 from oa_vm import api
 from oa_vm.cli import images as cli_images
 from oa_vm.cli import pool_options as pool_opts
+from oa_vm.cli.common import NameOpt, YesOpt, plain_typer, show_removal
 from oa_vm.cli.common import confirm as _confirm
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
@@ -24,21 +25,10 @@ from oa_vm.kit.duration_options import duration_text_option
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord
 
-app = typer.Typer(
-    name="oa-vm",
-    help="Pools of Windows Agent Arena workers: create, wait, status, tunnel, clean up.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+app = plain_typer("Pools of Windows Agent Arena workers: create, wait, status, tunnel, clean up.",
+                  name="oa-vm", no_args_is_help=True)
 
-NameOpt = Annotated[
-    str | None,
-    typer.Option("--pool", "-n", "--name", help="Pool name (optional when only one exists)."),
-]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 
 
 
@@ -150,9 +140,7 @@ def pool_create(
         return
     pool_opts.preflight(spec)  # a missing image or bad size: one line, nothing written
     pool_opts.ensure_engine(spec.cloud)
-    from oa_vm.cli.images import build_missing_image
-
-    build_missing_image(spec, json_out=json_out, yes=yes)
+    cli_images.build_missing_image(spec, json_out=json_out, yes=yes)
     if "--allow-cidr" in facts(spec.cloud).options and not spec.allow_cidrs:
         spec.allow_cidrs = [api.detect_caller_cidr()]
         _err(f"SSH will be open to {spec.allow_cidrs[0]} only (your address; see --allow-cidr)")
@@ -272,12 +260,7 @@ def pool_cleanup(
             raise PoolInUseError(pool, describe(holder), "pool-cleanup")
         _confirm(f"Remove pool {pool!r} and everything it created?", yes)
     report = api.cleanup_pool(pool, progress=_echo, force=force, purge=purge)
-    for hint in report.hints:
-        _echo(hint)
-    if report.left:
-        for item in report.left:
-            _err(f"left: {item}")
-        raise OaVmError(f"pool {pool!r} was not fully removed; see the lines above")
+    show_removal(report, f"pool {pool!r}")
     if report.removed:
         _echo(f"Pool {pool!r} removed.")
 

@@ -7,10 +7,27 @@ asked on a terminal; with no terminal nothing is asked and the command refuses i
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from oa_vm.errors import InvalidInputError
+from oa_vm.errors import InvalidInputError, OaVmError
+
+if TYPE_CHECKING:
+    from oa_vm.clouds.base import CleanupReport
+
+NameOpt = Annotated[
+    str | None,
+    typer.Option("--pool", "-n", "--name", help="Pool name (optional when only one exists)."),
+]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+
+
+def plain_typer(help: str, **options: Any) -> typer.Typer:
+    """A Typer app as every ``oa-vm`` command group is made: no shell completion, no Rich
+    markup, no Rich tracebacks (errors are one line, :mod:`oa_vm.kit.clikit`)."""
+    return typer.Typer(help=help, add_completion=False, pretty_exceptions_enable=False,
+                       rich_markup_mode=None, **options)
 
 
 def echo(line: str) -> None:
@@ -36,3 +53,17 @@ def confirm(question: str, yes: bool) -> None:
         raise InvalidInputError(f"{question.rstrip('?')}: not asked (no terminal); pass -y")
     if not typer.confirm(question, default=False, err=True):
         raise typer.Abort()
+
+
+def show_removal(report: CleanupReport, what: str) -> None:
+    """Print a removal's hints, then what is left (on stderr) and fail naming ``what``.
+
+    Raises:
+        OaVmError: something is left.
+    """
+    for hint in report.hints:
+        echo(hint)
+    if report.left:
+        for item in report.left:
+            err(f"left: {item}")
+        raise OaVmError(f"{what} was not fully removed; see the lines above")

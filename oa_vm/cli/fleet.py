@@ -10,6 +10,7 @@ import typer
 
 from oa_vm import fleet
 from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
+from oa_vm.cli.common import NameOpt
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.cost.pool_cost import current_paused_per_day
@@ -22,10 +23,6 @@ from oa_vm.model import state
 from oa_vm.model.state import PoolRecord
 from oa_vm.reach import replacements
 
-NameOpt = Annotated[
-    str | None,
-    typer.Option("--pool", "-n", "--name", help="Pool name (optional when only one exists)."),
-]
 TimeoutOpt = Annotated[
     str, duration_text_option("--timeout", unit="m",
                               help="How long to wait for the workers: 30m, 90s, 1h")

@@ -1,10 +1,8 @@
 """``oa-vm image-create``, ``image-list``, ``image-delete`` and ``config``.
 
 Registered on the main app by :func:`register` (one line in :mod:`oa_vm.cli.app`). Thin: each
-command
-calls :mod:`oa_vm.images` or :mod:`oa_vm.model.config` and formats the result. Pulumi loads only
-inside
-the commands that need it.
+command calls :mod:`oa_vm.images` or :mod:`oa_vm.model.config` and formats the result. Pulumi
+loads only inside the commands that need it.
 """
 
 from __future__ import annotations
@@ -13,7 +11,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from oa_vm.cli.common import confirm
+from oa_vm.api import owner
+from oa_vm.cli import pool_options as pool_opts
+from oa_vm.cli.common import YesOpt, confirm, plain_typer, show_removal
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.errors import OaVmError
@@ -24,13 +24,6 @@ if TYPE_CHECKING:
     from oa_vm.clouds.base import PoolSpec
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
-
-
-def _owner() -> str:
-    from oa_vm.api import owner  # the API loads only for the commands that need it
-
-    return owner()
 
 
 def build_missing_image(spec: PoolSpec, *, json_out: bool = False, yes: bool = False) -> None:
@@ -39,10 +32,8 @@ def build_missing_image(spec: PoolSpec, *, json_out: bool = False, yes: bool = F
     skips the question). Nothing happens without ``--build-image``, with ``--image``, or when
     the region already has a usable image.
     """
-    from oa_vm.cli import pool_options
-
-    if pool_options.needs_image_build(spec):
-        image_create(cloud=spec.cloud, region=pool_options.first_region(spec),
+    if pool_opts.needs_image_build(spec):
+        image_create(cloud=spec.cloud, region=pool_opts.first_region(spec),
                      size=spec.size, allow_cidr=spec.allow_cidrs, json_out=json_out, yes=yes)
 
 
@@ -50,12 +41,8 @@ def image_create(
     cloud: Annotated[str, typer.Option(help="aws or azure.")],
     region: Annotated[str, typer.Option(help="The region the image is for.")],
     size: Annotated[str | None, typer.Option(help="Builder size (cloud default).")] = None,
-    allow_cidr: Annotated[
-        list[str] | None, typer.Option(help="CIDR allowed to reach SSH (repeatable).")
-    ] = None,
-    plan_only: Annotated[
-        bool, typer.Option("--plan", help="Show the plan and price; create nothing.")
-    ] = False,
+    allow_cidr: pool_opts.AllowCidrOpt = None,
+    plan_only: pool_opts.PlanOpt = False,
     iso: Annotated[str | None, typer.Option(
         "--iso", help="Your own Windows ISO instead of dockur's download from Microsoft: a "
         "local PATH (uploaded to the builder over SSH), an https:// URL (an Azure blob URL with "
@@ -69,28 +56,27 @@ def image_create(
     provider = images.cloud_provider(cloud)
     cidrs = list(allow_cidr or [])
     if plan_only:
-        plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=_owner(),
+        plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
                                  iso=iso)
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
         return
-    from oa_vm.cli.pool_options import ensure_engine
     from oa_vm.clouds import iso_source
 
     if iso:  # before the engine, the address and anything made
         iso_source.check(iso)
-    ensure_engine(cloud)
+    pool_opts.ensure_engine(cloud)
     if not cidrs:
         from oa_vm.api import detect_caller_cidr
 
         cidrs = [detect_caller_cidr()]
         _err(f"SSH will be open to {cidrs[0]} only (your address; see --allow-cidr)")
-    plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=_owner(),
+    plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
                              iso=iso)
     if not json_out:
         _echo(plan.describe())
     confirm(f"Build image {plan.name} in {region}?", yes)
     record = images.create_image(
-        provider, region, size=size, allow_cidrs=cidrs, owner=_owner(),
+        provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
         progress=_err if json_out else _echo, iso=iso,
     )
     if json_out:
@@ -160,22 +146,12 @@ def image_delete(
     record = image_records.load(image_records.check_image_id(image_id))
     confirm(f"Delete image {record.id} ({record.cloud} {record.region})?", yes)
     report = images.delete_image(record.id, progress=_echo)
-    for hint in report.hints:
-        _echo(hint)
-    if report.left:
-        for item in report.left:
-            _err(f"left: {item}")
-        raise OaVmError(f"image {record.id!r} was not fully removed; see the lines above")
+    show_removal(report, f"image {record.id!r}")
     _echo(f"Image {record.id} deleted.")
 
 
-config_app = typer.Typer(
-    help="Show or change oa-vm's settings (default cloud, cloud disk size).",
-    invoke_without_command=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+config_app = plain_typer("Show or change oa-vm's settings (default cloud, cloud disk size).",
+                         invoke_without_command=True)
 
 
 @config_app.callback()

@@ -7,8 +7,7 @@
 - ``pool-wait``'s default deadline, which follows what the pool is doing;
 - ``pool-wait``'s heartbeat: a line per worker when its phase changes, and at least every 30 s;
 - the cloud options themselves (size, region, spot, expiry, SSH CIDRs, image, ``--build-image``,
-  ``--plan``),
-  declared once here for ``oa-vm pool-create`` and ``openadapt-evals sweep``.
+  ``--plan``), declared once here for ``oa-vm pool-create`` and ``openadapt-evals sweep``.
 """
 
 from __future__ import annotations

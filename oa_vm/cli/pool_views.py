@@ -52,18 +52,9 @@ def _per_hour(record: PoolRecord) -> float | None:
     return None if record.price_per_hour is None else record.price_per_hour * len(record.workers)
 
 
-def hosts_of(record: PoolRecord) -> dict[str, list[Any]]:
-    """The pool's workers by the machine they run on (a worker's ``host``; a worker without
-    one is its own), hosts in the order of their first worker."""
-    hosts: dict[str, list[Any]] = {}
-    for worker in record.workers:
-        hosts.setdefault(worker.host or worker.name, []).append(worker)
-    return hosts
-
-
 def _host_price_line(record: PoolRecord) -> str | None:
     """With several workers on a host: the price of a worker and of a host (None otherwise)."""
-    hosts = hosts_of(record)
+    hosts = record.by_host()
     most = max((len(w) for w in hosts.values()), default=0)
     if most < 2:
         return None
@@ -92,7 +83,7 @@ def status_json(record: PoolRecord) -> dict[str, Any]:
         {"host": host, "workers": [w.name for w in workers],
          "price_per_hour": None if record.price_per_hour is None
          else record.price_per_hour * len(workers)}
-        for host, workers in hosts_of(record).items()
+        for host, workers in record.by_host().items()
     ]
     return data
 
@@ -136,7 +127,7 @@ def status_text(record: PoolRecord) -> str:
     if hosts_line is not None:
         # workers sharing a machine: grouped under their host, which is named once
         rows = []
-        for host, workers in hosts_of(record).items():
+        for host, workers in record.by_host().items():
             for i, w in enumerate(workers):
                 rows.append([host if i == 0 else "", w.name, w.state.value, w.phase or "",
                              redact_worker_secrets(w.waa_url or ""),

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from oa_vm.cli.common import plain_typer
 from oa_vm.kit import safe_fs
 from oa_vm.kit.clikit import print_json
 from oa_vm.kit.tables import render_table
@@ -22,13 +23,8 @@ CloudOpt = Annotated[
     str | None, typer.Option("--cloud", help="Only this cloud: aws or azure.")
 ]
 
-prices_app = typer.Typer(
-    help="Show what a worker-hour costs (oa-vm's price catalog), or refresh it.",
-    invoke_without_command=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+prices_app = plain_typer("Show what a worker-hour costs (oa-vm's price catalog), or refresh it.",
+                         invoke_without_command=True)
 
 
 def _kind(basis: str | None) -> str:

@@ -2,8 +2,7 @@
 
 Registered on the main app by :func:`register` (one line in :mod:`oa_vm.cli.app`). The plan and the
 timeline are :mod:`oa_vm.cli.smoke_plan`, the run :mod:`oa_vm.cli.smoke_run`. Exit codes: 0 every
-phase
-worked, 1 a phase failed (the verdict names it), 2 bad input or a plan over
+phase worked, 1 a phase failed (the verdict names it), 2 bad input or a plan over
 ``--max-cost-usd`` (nothing created), 130 interrupted (after cleaning up).
 """
 
@@ -14,7 +13,7 @@ from typing import Annotated
 import typer
 
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.cli.common import confirm
+from oa_vm.cli.common import YesOpt, confirm
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.cli.smoke_plan import DEFAULT_MAX_COST_USD
@@ -42,9 +41,7 @@ def smoke(
     delete_image: Annotated[
         bool, typer.Option("--delete-image", help="Delete an image the smoke built, at the end.")
     ] = False,
-    allow_cidr: Annotated[
-        list[str] | None, typer.Option(help="CIDR allowed to reach SSH (repeatable).")
-    ] = None,
+    allow_cidr: pool_opts.AllowCidrOpt = None,
     wait_timeout: Annotated[
         float | None,
         duration_option("--wait-timeout", unit="s",
@@ -55,7 +52,7 @@ def smoke(
         bool, typer.Option("--plan", help="Show the plan and the most it can spend; offline.")
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print a JSON document.")] = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: YesOpt = False,
 ) -> None:
     """Prove a cloud account: one worker, one test_small task scored, everything removed."""
     from oa_vm.cli.smoke_run import SmokeOptions, SmokeRun, make_plan
@@ -80,13 +77,12 @@ def smoke(
     if plan_only:
         return
     from oa_vm import api
-    from oa_vm.cli.pool_options import ensure_engine
     from oa_vm.kit import timings
     from oa_vm.model import state
 
     if state.exists(plan.pool):
         raise PoolExistsError(plan.pool)  # the smoke removes only what it made
-    ensure_engine(cloud)
+    pool_opts.ensure_engine(cloud)
     if not opts.allow_cidrs:
         opts.allow_cidrs = [api.detect_caller_cidr()]
         _err(f"SSH will be open to {opts.allow_cidrs[0]} only (your address; see --allow-cidr)")

@@ -207,15 +207,12 @@ class SmokeRun:
 
     # -- one phase -------------------------------------------------------------------------------
 
-    def _price(self, name: str) -> float | None:
-        return next(p.price_per_hour for p in self.plan.phases if p.name == name)
-
     def _phase(self, name: str, body: Callable[[], str], logs: Callable[[], str]) -> None:
         """Run ``body`` (it returns the phase's detail line), timed and priced; a failure is
         recorded with ``logs()`` and raised as :class:`_PhaseFailed`; Ctrl-C as interrupted."""
         self.say(f"smoke: {name} ...")
         started = time.monotonic()
-        price = self._price(name)
+        price = next(p.price_per_hour for p in self.plan.phases if p.name == name)
 
         def done(status: str, detail: str, logs_line: str = "") -> PhaseResult:
             took = time.monotonic() - started

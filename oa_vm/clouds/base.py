@@ -122,25 +122,15 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         """``{"resources": [{"type", "name", "inputs"}], "price_per_hour", ...}``."""
+        head = ("kind", "name", "cloud", "region", "size", "workers", "price_per_hour")
+        tail = ("tree", "machine", "image", "not_priced", "max_spend_usd", "ready_in",
+                "bills_after_expiry", "alternatives")
         return {
-            "kind": self.kind,
-            "name": self.name,
-            "cloud": self.cloud,
-            "region": self.region,
-            "size": self.size,
-            "workers": self.workers,
-            "price_per_hour": self.price_per_hour,
+            **{key: getattr(self, key) for key in head},
             "resources": [
                 {"type": r.type, "name": r.name, "inputs": r.inputs} for r in self.resources
             ],
-            "tree": self.tree,
-            "machine": self.machine,
-            "image": self.image,
-            "not_priced": self.not_priced,
-            "max_spend_usd": self.max_spend_usd,
-            "ready_in": self.ready_in,
-            "bills_after_expiry": self.bills_after_expiry,
-            "alternatives": self.alternatives,
+            **{key: getattr(self, key) for key in tail},
             "price_unknown": self.price_unknown(),
             "notes": self.notes,
         }

@@ -111,11 +111,7 @@ def aws_permissions_check(run: Runner | None = None, cli: str | None = None) -> 
 def azure_permissions_check(run: Runner | None = None, cli: str | None = None) -> Check:
     """``oa-vm doctor``'s line for Azure: the signed-in identity holds one of
     :data:`AZURE_ROLES` on its subscription, or what is missing and the command that grants it.
-
-    Args:
-        run: runs one argv (tests pass recorded answers); default a subprocess with a timeout.
-        cli: the ``az`` CLI's path (default: found on PATH).
-    """
+    ``run`` and ``cli`` (the ``az`` CLI's path) as for :func:`aws_permissions_check`."""
     name = "azure role assignment"
     az = _find("az", cli, run)
     if not az:

@@ -19,13 +19,8 @@ if TYPE_CHECKING:
 # these names are the seconds the plans and deadlines add up.
 WARM_READY_S = timings.WARM_READY.typical_s
 """A worker from a prepared image: boot, load the worker image, start Windows."""
-FIRST_POOL_READY_S = timings.FIRST_POOL_READY.high_s
-"""The first pool from a new AWS snapshot, whose blocks are fetched lazily from S3 (its slow
-end)."""
 BUILD_READY_S = timings.IMAGE_BUILD.typical_s
 """An image build: pull, build, install Windows and WAA's apps, shut down."""
-BUILD_MAX_S = timings.IMAGE_BUILD.high_s
-"""The slow end of an image build."""
 WAIT_MARGIN = timings.WAIT_MARGIN
 """Deadlines are the expected time times this margin (see
 :data:`oa_vm.kit.timings.WAIT_MARGIN`)."""

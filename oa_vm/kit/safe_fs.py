@@ -29,6 +29,7 @@ from oa_vm.errors import OaVmError
 
 PRIVATE_DIR = 0o700
 PRIVATE_FILE = 0o600
+_SYMLINK = "it is a symlink oa-vm did not make; remove it and run the command again"
 
 
 class UnsafePathError(OaVmError):
@@ -80,9 +81,7 @@ def check_dir(path: Path, own_link: bool = False) -> None:
         check_dir(Path(os.path.realpath(path)))
         return
     if stat.S_ISLNK(info.st_mode):
-        raise UnsafePathError(
-            path, "it is a symlink oa-vm did not make; remove it and run the command again"
-        )
+        raise UnsafePathError(path, _SYMLINK)
     if not stat.S_ISDIR(info.st_mode):
         raise UnsafePathError(path, "it is not a folder; move it away and run the command again")
     if info.st_uid not in (os.geteuid(), 0):
@@ -137,14 +136,11 @@ _NOT_REGULAR = "it is not a regular file (a device, a folder, a pipe)"
 
 def _check_target(path: Path) -> bool:
     """Whether ``path`` exists; refuses a symlink or anything but a regular file."""
-    try:
-        info = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
+    info = _lstat(path)
+    if info is None:
         return False  # under a file: no file here (what writes it says why it cannot)
     if stat.S_ISLNK(info.st_mode):
-        raise UnsafePathError(
-            path, "it is a symlink oa-vm did not make; remove it and run the command again"
-        )
+        raise UnsafePathError(path, _SYMLINK)
     if not stat.S_ISREG(info.st_mode):
         raise UnsafePathError(path, _NOT_REGULAR)
     return True
@@ -188,11 +184,7 @@ def write_atomic(
     if make_parents:
         ensure_dir(parent, root=root if root is not None else parent)
     else:
-        if not os.path.lexists(parent):
-            raise UnsafePathError(path, f"the folder {parent} does not exist; make it first")
-        if not os.path.isdir(parent):
-            raise UnsafePathError(path, f"{parent} is not a folder; give a path in a folder")
-        check_dir(parent, own_link=True)
+        _check_out_folder(path)
     _check_target(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
@@ -378,6 +370,32 @@ def open_private(path: Path, append: bool = True, mode: int = PRIVATE_FILE) -> i
         os.close(fd)
         raise
     return fd
+
+
+def create_once(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> bool:
+    """Write ``data`` into a new file at ``path`` (``mode`` exact whatever the umask, fsynced,
+    never through a link); False, leaving it as it is, when the file exists already (made a
+    moment ago by another command: theirs is used). For secrets made once (keys, passphrases).
+
+    Raises:
+        WriteFailedError: it could not be made or written (half a secret is removed).
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise WriteFailedError(path, exc) from exc
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise WriteFailedError(path, exc) from exc
+    return True
 
 
 def write_file(path: Path, data: bytes, mode: int = PRIVATE_FILE) -> None:

@@ -10,45 +10,41 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import FrameType
+from typing import Any
 
 
-@contextmanager
 def sigterm_as_interrupt(
     signals: tuple[signal.Signals, ...] = (signal.SIGTERM,),
-) -> Iterator[None]:
+) -> AbstractContextManager[None]:
     """Within the block, ``signals`` (SIGTERM by default) raise KeyboardInterrupt, so cleanup
     runs as for Ctrl-C; the previous handlers are put back after it.
 
     Outside the main thread (where Python lets no one set handlers) the block runs unchanged.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = {s: signal.signal(s, handler) for s in signals}
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
+    return _handled(signals, handler)
 
 
-@contextmanager
 def signals_ignored(
     signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
-) -> Iterator[None]:
+) -> AbstractContextManager[None]:
     """Within the block, ``signals`` (Ctrl-C and SIGTERM by default) are ignored, so a cleanup
     is not stopped half-way by a second Ctrl-C or ``kill``; the previous handlers are put back
     after it. Outside the main thread the block runs unchanged."""
+    return _handled(signals, signal.SIG_IGN)
+
+
+@contextmanager
+def _handled(signals: tuple[signal.Signals, ...], handler: Any) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in signals}
+    previous = {s: signal.signal(s, handler) for s in signals}
     try:
         yield
     finally:

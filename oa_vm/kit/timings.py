@@ -43,10 +43,6 @@ class Timing:
         span = "" if self.low_s == self.high_s else f"{span_text(self.low_s, self.high_s)}, "
         return f"{about(self.typical_s)} ({span}{self.basis})"
 
-    def sourced(self) -> str:
-        """:meth:`text` with its source: ``about 2 h (1.5-3 h, estimated: a review of ...)``."""
-        return self.text()[:-1] + f": {self.source})"
-
 
 def about(seconds: float) -> str:
     """``about 20 min``, ``about 2 h``, ``about 2 h 20 min``."""

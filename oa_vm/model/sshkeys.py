@@ -52,23 +52,7 @@ def ensure_pool_key(pool: str) -> tuple[Path, str]:
             serialization.PrivateFormat.OpenSSH,
             serialization.NoEncryption(),
         )
-        try:
-            # O_EXCL never follows a link, and fchmod makes 0600 exact whatever the umask.
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            pass  # another command made it a moment ago: use theirs
-        except OSError as exc:
-            raise safe_fs.WriteFailedError(path, exc) from exc
-        else:
-            os.fchmod(fd, 0o600)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(pem)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-            except OSError as exc:
-                path.unlink(missing_ok=True)  # half a key is worse than none
-                raise safe_fs.WriteFailedError(path, exc) from exc
+        safe_fs.create_once(path, pem)  # another command's key made meanwhile is used
     safe_fs.exists_as_file(path)  # refuses a symlink planted in place of the key
     try:
         line = _public_line(path.read_bytes(), comment)

@@ -299,6 +299,14 @@ class PoolRecord(_Record):
         """True once the pool is past its expiry (cloud pools end themselves then)."""
         return self.expires_at is not None and (now or utcnow()) >= self.expires_at
 
+    def by_host(self) -> dict[str, list[WorkerRecord]]:
+        """The workers by the machine they run on (a worker's ``host``; a worker without one
+        is its own), hosts in the order of their first worker."""
+        hosts: dict[str, list[WorkerRecord]] = {}
+        for worker in self.workers:
+            hosts.setdefault(worker.host or worker.name, []).append(worker)
+        return hosts
+
 
 def derive_pool_state(workers: list[WorkerRecord]) -> PoolState:
     """The pool's state as its workers' states imply it."""
@@ -380,10 +388,7 @@ def validate_pool_name(name: str) -> str:
 # --- atomic IO ---------------------------------------------------------------------------------
 
 
-def atomic_write_text(
-    path: Path, text: str, mode: int = 0o600, root: Path | None = None,
-    make_parents: bool = True,
-) -> None:
+def atomic_write_text(path: Path, text: str, mode: int = 0o600, root: Path | None = None) -> None:
     """Write ``text`` to ``path`` so that readers see the old or the new content, never a mix.
 
     A thin name for :func:`oa_vm.kit.safe_fs.write_atomic` (temp file, fsync, rename; explicit
@@ -392,7 +397,7 @@ def atomic_write_text(
     """
     from oa_vm.kit import safe_fs  # here, not at the top: read-only commands never load it
 
-    safe_fs.write_atomic(path, text, mode=mode, root=root, make_parents=make_parents)
+    safe_fs.write_atomic(path, text, mode=mode, root=root)
 
 
 def atomic_write_json(

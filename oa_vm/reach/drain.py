@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
+from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, WorkerRecord, WorkerState
 from oa_vm.reach import host_status
 from oa_vm.reach.host_status import RemoteRunner
@@ -156,8 +157,6 @@ class DrainWatch:
     def _record(self, now: float, *, fresh: bool = False) -> PoolRecord:
         """The pool's record, read again at most once per ``interval_s`` (a pool of hundreds
         of workers is not parsed for every lease)."""
-        from oa_vm.model import state
-
         with self._lock:
             if fresh or self._loaded is None or now - self._loaded[0] >= self.interval_s:
                 self._loaded = (now, state.load(self.pool))

@@ -37,11 +37,18 @@ from oa_vm.clouds.base import (
     Progress,
 )
 from oa_vm.clouds.hosts.facts import HostAddress, fit, refusal
-from oa_vm.clouds.hosts.probe import ProbeResult
+from oa_vm.clouds.hosts.probe import ProbeResult, probe_hosts
 from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.kit import timings
+from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord
-from oa_vm.reach.host_status import ParamikoRunner, RemoteRunner, RemoteUnreachableError
+from oa_vm.reach.host_status import (
+    ParamikoRunner,
+    RemoteCommands,
+    RemoteRunner,
+    RemoteUnreachableError,
+    slot_commands,
+)
 
 if TYPE_CHECKING:
     from oa_vm.model.snapshots import SnapshotControl
@@ -83,15 +90,6 @@ def slot_of(worker: WorkerRecord) -> slots.WorkerSlot:
     return slots.slot(int(name.removeprefix("w")))
 
 
-def _hosts_of(record: PoolRecord) -> dict[str, list[WorkerRecord]]:
-    """The pool's workers by host (``user@host:port``), hosts in the order of their first
-    worker."""
-    hosts: dict[str, list[WorkerRecord]] = {}
-    for worker in record.workers:
-        hosts.setdefault(worker.host or worker.name, []).append(worker)
-    return hosts
-
-
 class SshHostsProvider:
     """Pools on the user's own KVM hosts; see the module docstring."""
 
@@ -118,13 +116,9 @@ class SshHostsProvider:
         self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
     ) -> SnapshotControl:
         """``reset.sh --slot <slot>`` on the worker's host, over SSH (as a cloud worker's)."""
-        from oa_vm.clouds.pulumi.reset import HostSnapshotControl
-        from oa_vm.model.snapshots import SnapshotError
+        from oa_vm.clouds.pulumi.reset import worker_control
 
-        if worker.ssh is None:
-            raise SnapshotError(f"{worker.name} has no SSH endpoint in its record",
-                                unsupported=True)
-        return HostSnapshotControl(worker.ssh, self.runner(record), slot=slot_of(worker).name)
+        return worker_control(worker, self.runner(record), slot=slot_of(worker).name)
 
     def move_expiry(self, record: PoolRecord, progress: Progress) -> None:
         """Rewrite each host's expiry timer for ``record.expires_at`` (one SSH command per
@@ -134,7 +128,7 @@ class SshHostsProvider:
         if record.expires_at is None:
             return
         runner = self.runner(record)
-        for host, workers in _hosts_of(record).items():
+        for host, workers in record.by_host().items():
             ssh = workers[0].ssh
             if ssh is None:
                 continue
@@ -168,8 +162,6 @@ class SshHostsProvider:
         return self._survey(spec)[0]
 
     def _survey(self, spec: PoolSpec) -> tuple[Plan, list[ProbeResult]]:
-        from oa_vm.clouds.hosts.probe import probe_hosts
-
         addresses = host_addresses(spec)
         if not spec.ssh_key:
             raise InvalidInputError("--cloud ssh needs --ssh-key PATH (the key that logs in to "
@@ -246,9 +238,7 @@ class SshHostsProvider:
             start_command,
         )
         from oa_vm.clouds.pulumi.wait import follow_status
-        from oa_vm.model import state
         from oa_vm.reach.connect import known_hosts_path
-        from oa_vm.reach.host_status import RemoteCommands
 
         _plan, results = self._survey(spec)
         iso = iso_source.local_iso(spec.iso)
@@ -351,10 +341,9 @@ class SshHostsProvider:
         worker whose container is gone or stopped, or whose host does not answer, is ``LOST``
         (``pool-repair`` restarts it once its host answers). Paused workers are left alone."""
         from oa_vm.clouds.hosts.install import containers_status_command
-        from oa_vm.model import state
 
         runner = self.runner(record)
-        for host, workers in _hosts_of(record).items():
+        for host, workers in record.by_host().items():
             live = [w for w in workers if w.state == state.WorkerState.READY]
             if not live or live[0].ssh is None:
                 continue
@@ -382,7 +371,6 @@ class SshHostsProvider:
         its host, then WAA's and the scoring server's probes through its tunnel (the same steps
         as a cloud worker's, :func:`oa_vm.clouds.pulumi.wait.worker_phase`)."""
         from oa_vm.clouds.pulumi.wait import worker_phase
-        from oa_vm.reach.host_status import slot_commands
 
         worker = record.workers[index]
         return worker_phase(record, index, runner=self.runner(record),
@@ -398,7 +386,7 @@ class SshHostsProvider:
         report = CleanupReport()
         runner = self.runner(record)
         purge = bool(record.settings.get("purge"))
-        for host, workers in _hosts_of(record).items():
+        for host, workers in record.by_host().items():
             ssh = workers[0].ssh
             if ssh is None:
                 continue
@@ -441,7 +429,7 @@ class HostFleetOps:
 
         runner = self.provider.runner(record)
         done: list[WorkerRecord] = []
-        for host, workers in _hosts_of(record).items():
+        for host, workers in record.by_host().items():
             mine = [w for w in workers if w in chosen and w.ssh is not None]
             if not mine or mine[0].ssh is None:
                 continue
@@ -460,8 +448,6 @@ class HostFleetOps:
 
     def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
         """Stop every worker's container and scoring units; the storage stays."""
-        from oa_vm.model import state
-
         for worker in self._each_host(record, "stop", list(record.workers), progress):
             worker.state, worker.phase, worker.detail = state.WorkerState.PAUSED, "paused", None
         record.state = state.derive_pool_state(record.workers)
@@ -469,8 +455,6 @@ class HostFleetOps:
 
     def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
         """Start the paused workers' containers again; pool-wait follows them."""
-        from oa_vm.model import state
-
         paused = [w for w in record.workers if w.state == state.WorkerState.PAUSED]
         started = self._each_host(record, "start", paused, progress)
         for worker in started:
@@ -482,8 +466,6 @@ class HostFleetOps:
         """Restart the lost workers' (or ``names``') containers through their slot's
         bootstrap, from the same storage; a host that does not answer is said and its workers
         stay lost. Returns the workers restarted."""
-        from oa_vm.model import state
-
         record = self.provider.refresh(record)
         chosen = [w for w in record.workers
                   if (w.name in names if names else w.state == state.WorkerState.LOST)]

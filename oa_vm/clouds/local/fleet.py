@@ -27,7 +27,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import psutil
 
@@ -37,6 +37,8 @@ from oa_vm.kit import safe_fs
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 
+LOCAL_EGRESS = "none"
+"""The simulated guest has no internet: its setup steps ship their files (docs/security.md)."""
 GROUP_READY_TIMEOUT_S = 120.0  # a process of many workers on a busy machine starts slowly
 SECRET_FILE = "worker-secret"
 
@@ -98,14 +100,7 @@ def secret_file(pool: str) -> Path:
     """
     path = state.pool_dir(pool) / SECRET_FILE
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return path
-    with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(f"cap-{secrets.token_hex(20)}\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    safe_fs.create_once(path, f"cap-{secrets.token_hex(20)}\n".encode("ascii"))
     return path
 
 
@@ -257,6 +252,17 @@ def await_units(
         )
 
 
+def new_record(spec: PoolSpec, **settings: Any) -> PoolRecord:
+    """A local pool's record as its create begins; ``settings`` are added to the spec's."""
+    return PoolRecord(
+        name=spec.name, cloud="local", state=PoolState.CREATING, created_at=state.utcnow(),
+        expires_at=spec.expires_at, owner=spec.owner, price_per_hour=spec.price_per_hour,
+        settings={"workers": spec.workers, "faults": dict(spec.faults), "ssh_via": spec.ssh_via,
+                  "tasks_dir": spec.tasks_dir, **settings, "egress": spec.egress or LOCAL_EGRESS,
+                  "egress_allowlist": spec.egress_allowlist},
+    )
+
+
 def create_grouped(
     provider: LocalProcesses, spec: PoolSpec, per_process: int, progress: Progress
 ) -> PoolRecord:
@@ -267,13 +273,7 @@ def create_grouped(
     """
 
     pool_dir = state.pool_dir(spec.name)
-    record = PoolRecord(
-        name=spec.name, cloud="local", state=PoolState.CREATING, created_at=state.utcnow(),
-        expires_at=spec.expires_at, owner=spec.owner, price_per_hour=spec.price_per_hour,
-        settings={"workers": spec.workers, "faults": dict(spec.faults), "ssh_via": spec.ssh_via,
-                  "tasks_dir": spec.tasks_dir, "per_process": per_process,
-                  "egress": spec.egress or "none", "egress_allowlist": spec.egress_allowlist},
-    )
+    record = new_record(spec, per_process=per_process)
     ssh = ssh_endpoint(spec.ssh_via)
     pending: list[list[WorkerRecord]] = []
     try:

@@ -37,9 +37,12 @@ from oa_vm.clouds.base import (
 from oa_vm.clouds.egress import describe as describe_egress
 from oa_vm.clouds.local.faults import validate_faults
 from oa_vm.clouds.local.fleet import (
+    LOCAL_EGRESS,
     LocalFleetOps,
+    create_grouped,
     entry_urls,
     launch_unit,
+    new_record,
     secret_file,
     simulated_host,
     ssh_endpoint,
@@ -56,8 +59,6 @@ if TYPE_CHECKING:
     from oa_vm.reach.connect import WorkerConnection
     from waa_client.ssh import WorkerTunnel
 
-LOCAL_EGRESS = "none"
-"""The simulated guest has no internet: its setup steps ship their files (docs/security.md)."""
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 5.0
 PROBE_TIMEOUT_S = 2.0
@@ -120,23 +121,9 @@ class LocalProvider:
         """Start the worker processes and wait (briefly) for each to report its ports."""
         validate_faults(spec.faults)
         if spec.per_process > 1:
-            from oa_vm.clouds.local.fleet import create_grouped
-
             return create_grouped(self, spec, spec.per_process, progress)
         pool_dir = state.pool_dir(spec.name)
-        record = PoolRecord(
-            name=spec.name,
-            cloud="local",
-            state=PoolState.CREATING,
-            created_at=state.utcnow(),
-            expires_at=spec.expires_at,
-            owner=spec.owner,
-            price_per_hour=spec.price_per_hour,
-            settings={"workers": spec.workers, "faults": dict(spec.faults),
-                      "ssh_via": spec.ssh_via, "tasks_dir": spec.tasks_dir,
-                      "egress": spec.egress or LOCAL_EGRESS,
-                      "egress_allowlist": spec.egress_allowlist},
-        )
+        record = new_record(spec)
         ssh = ssh_endpoint(spec.ssh_via)
         try:
             self._spawn_all(spec, record, pool_dir, ssh, progress)

@@ -14,9 +14,3 @@ def local_tasks_dir() -> Path:
     from infra.local.taskstore import tasks_dir  # light: no worker code is imported
 
     return tasks_dir()
-
-
-def local_variations_file() -> Path:
-    """The goal variations shipped for the local suite (``--variations`` of ``run``/``sweep``):
-    at least one casual, one formal and one unrelated-context rewording of every local task."""
-    return local_tasks_dir() / "variations" / "local_all.json"

@@ -308,15 +308,7 @@ def ensure_passphrase() -> Path:
     """
     path = passphrase_path()
     safe_fs.ensure_dir(path.parent)  # 0700 whatever the umask; refuses a symlink or a squatter
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        return path
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(secrets.token_urlsafe(32) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
+    safe_fs.create_once(path, (secrets.token_urlsafe(32) + "\n").encode("utf-8"))
     return path
 
 
@@ -730,16 +722,13 @@ class AutomationEngine:
             {key: auto.ConfigValue(value=value) for key, value in values.items()}
         ))
 
-    def _lock_dir(self, ref: StackRef) -> Path:
-        # The file backend keeps one JSON file per lock under .pulumi/locks/<org>/<project>/<stack>.
-        return ref.backend_dir / ".pulumi" / "locks"
-
     def locks(self, ref: StackRef) -> list[LockInfo]:
         """The lock files of this stack, with the pid and host that wrote them."""
         import json
 
         found: list[LockInfo] = []
-        root = self._lock_dir(ref)
+        # The file backend keeps one JSON file per lock under .pulumi/locks/<org>/<project>/<stack>.
+        root = ref.backend_dir / ".pulumi" / "locks"
         if not root.is_dir():
             return found
         for path in root.glob(f"**/{ref.project}/{ref.stack}/*.json"):

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from oa_vm.clouds import facts, size_nests
@@ -59,9 +59,9 @@ ImageLister = Callable[[str | None], list[image_records.ImageRecord]]
 every region), as records (:mod:`oa_vm.model.shared_images`)."""
 
 RAW_IMAGE_PREFIXES = ("snap-", "/subscriptions/")
+"""Cloud snapshot IDs accepted by ``--image`` without an oa-vm record (EBS, Azure)."""
 IMAGE_FROM_ACCOUNT = "looked-up-in-the-account-at-create"
 """An offline plan's stand-in for an image named by ID that has no local record."""
-"""Cloud snapshot IDs accepted by ``--image`` without an oa-vm record (EBS, Azure)."""
 
 
 @dataclass(frozen=True)
@@ -193,20 +193,15 @@ class PulumiCloudProvider:
         self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
     ) -> SnapshotControl:
         """``reset.sh`` on the worker's host, over the pool's SSH path (``remote`` when set)."""
-        from oa_vm.clouds.pulumi.reset import HostSnapshotControl, host_control
-        from oa_vm.model.snapshots import SnapshotError
+        from oa_vm.clouds.pulumi.reset import worker_control
         from oa_vm.reach.connect import known_hosts_path
 
-        if worker.ssh is None:
-            raise SnapshotError(f"{worker.name} has no SSH endpoint in its record",
-                                unsupported=True)
-        if self.remote is not None:
-            return HostSnapshotControl(worker.ssh, self.remote)
-        return host_control(worker.ssh, known_hosts_path(record.name))
+        return worker_control(worker, self.remote or known_hosts_path(record.name))
 
     # -- availability --------------------------------------------------------------------------
 
-    def _require_sdk(self) -> None:
+    def check_sdk(self) -> None:
+        """One line naming the missing extra (plans need the SDK, not the engine)."""
         try:
             importlib.import_module(self.info.sdk_module)
         except ImportError as exc:
@@ -215,13 +210,9 @@ class PulumiCloudProvider:
                 f"pip install 'oa-vm[{self.name}]'"
             ) from exc
 
-    def check_sdk(self) -> None:
-        """One line naming the missing extra (plans need the SDK, not the engine)."""
-        self._require_sdk()
-
     def check_available(self) -> None:
         """One line naming the missing extra or engine; writes nothing."""
-        self._require_sdk()
+        self.check_sdk()
         self.driver.check_engine()
 
     # -- settings and programs -----------------------------------------------------------------
@@ -448,7 +439,7 @@ class PulumiCloudProvider:
         for the whole pool (the record keeps the per-worker figure), the machine, the image,
         what is not priced, the most it can spend, when it is ready, what bills after expiry
         and cheaper alternatives. No engine, no credentials, no network, no files."""
-        self._require_sdk()
+        self.check_sdk()
         from infra.offline import run_offline
         from infra.settings import CALLER_CIDR_PLACEHOLDER, IMAGE_PLACEHOLDER, SSH_KEY_PLACEHOLDER
 
@@ -677,8 +668,6 @@ class PulumiCloudProvider:
         Raises:
             ProvisioningError: the update failed.
         """
-        import dataclasses
-
         from oa_vm.model import sshkeys
 
         settings = record.settings
@@ -711,7 +700,7 @@ class PulumiCloudProvider:
         program_settings = with_pinned(program_settings, self.driver.pinned(ref))
         indexes = settings.get("worker_indexes")
         if indexes:  # a repair added or retired workers: these numbers, no other
-            program_settings = dataclasses.replace(
+            program_settings = replace(
                 program_settings, workers=len(indexes), indexes=tuple(int(i) for i in indexes)
             )
         module = self.program_module()

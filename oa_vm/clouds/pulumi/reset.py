@@ -14,7 +14,7 @@ from typing import Any
 
 from infra.worker import units
 from oa_vm.model.snapshots import Restored, SnapshotError, SnapshotState
-from oa_vm.model.state import SshEndpoint
+from oa_vm.model.state import SshEndpoint, WorkerRecord
 from oa_vm.reach.host_status import ParamikoRunner, RemoteRunner, RemoteUnreachableError
 
 RESET_SCRIPT = f"{units.SHIP_DIR}/reset.sh"  # where cloud-init ships infra/worker/reset.sh
@@ -82,6 +82,16 @@ class HostSnapshotControl:
                         float(skew) if isinstance(skew, int | float) else None)
 
 
-def host_control(ssh: SshEndpoint, known_hosts: Path) -> HostSnapshotControl:
-    """A :class:`HostSnapshotControl` over paramiko with the pool's pinned host keys."""
-    return HostSnapshotControl(ssh, ParamikoRunner(known_hosts))
+def worker_control(worker: WorkerRecord, runner: RemoteRunner | Path,
+                   slot: str | None = None) -> HostSnapshotControl:
+    """A :class:`HostSnapshotControl` of ``worker``'s host through ``runner`` (a path: paramiko
+    with the pool's pinned host keys in that file).
+
+    Raises:
+        SnapshotError: the worker's record has no SSH endpoint (``unsupported``).
+    """
+    if worker.ssh is None:
+        raise SnapshotError(f"{worker.name} has no SSH endpoint in its record", unsupported=True)
+    if isinstance(runner, Path):
+        runner = ParamikoRunner(runner)
+    return HostSnapshotControl(worker.ssh, runner, slot=slot)

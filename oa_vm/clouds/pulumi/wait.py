@@ -37,6 +37,7 @@ from oa_vm.reach.host_status import (
     RemoteCommands,
     RemoteRunner,
     RemoteUnreachableError,
+    delivery_command,
     describe_failure,
     logs_hint,
     parse_host_report,
@@ -135,7 +136,6 @@ def worker_phase(
     if status.get("state") == "running" and status.get("step") == "files":
         # the scorer's files do not fit AWS's user data: the bootstrap waits for them here
         from infra.worker.cloud_init import late_payload
-        from oa_vm.reach.host_status import delivery_command
 
         try:
             runner.run(worker.ssh, delivery_command(late_payload()), COMMAND_TIMEOUT_S)

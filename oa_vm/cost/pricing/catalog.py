@@ -96,21 +96,9 @@ class PriceEntry:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict, in the field order of the shipped file."""
-        return {
-            "cloud": self.cloud,
-            "region": self.region,
-            "size": self.size,
-            "vcpus": self.vcpus,
-            "memory_gib": self.memory_gib,
-            "on_demand": self.on_demand,
-            "spot": self.spot,
-            "source": self.source,
-            "date": self.date,
-            "basis": self.basis,
-            "spot_source": self.spot_source,
-            "spot_date": self.spot_date,
-            "spot_basis": self.spot_basis,
-        }
+        return {name: getattr(self, name) for name in (
+            "cloud", "region", "size", "vcpus", "memory_gib", "on_demand", "spot", "source",
+            "date", "basis", "spot_source", "spot_date", "spot_basis")}
 
     @classmethod
     def from_json(cls, data: Any) -> PriceEntry:

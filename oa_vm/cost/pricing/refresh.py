@@ -81,10 +81,6 @@ def _describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:200] if text else type(exc).__name__
 
 
-def _today(today: date | None) -> str:
-    return (today or datetime.now(UTC).date()).isoformat()
-
-
 def refresh_catalog(
     *,
     clouds: Sequence[str] | None = None,
@@ -118,7 +114,7 @@ def refresh_catalog(
     target = dest or user_catalog_path()
     asked = [catalog.check_cloud(c) for c in (clouds or catalog.clouds())]
     report = RefreshReport(dest=target)
-    stamp = _today(today)
+    stamp = (today or datetime.now(UTC).date()).isoformat()
     live: dict[tuple[str, str, str, bool], LiveQuote] = {}
     fetchers: dict[str, AzureFetch | AwsFetch] = {azure.SOURCE.cloud: azure_fetch,
                                                   aws.SOURCE.cloud: aws_fetch}

@@ -11,13 +11,18 @@ import pytest
 from evals.errors import InvalidRunInputError
 from evals.run.pools import Selected
 from evals.run.variations import add_variations, compare_styles, format_styles, read_variations
-from oa_vm.clouds.local.suite import local_tasks_dir, local_variations_file
+from oa_vm.clouds.local.suite import local_tasks_dir
 from waa_client.catalog import Catalog, TaskRef
 from waa_client.errors import CatalogError
 from waa_client.variations import STYLES, base_of, parse_variations, style_of
 
 TASK = {"id": "t1", "instruction": "Do the thing.", "config": [{"type": "sleep"}],
         "evaluator": {"func": "exact_match", "result": {"type": "rule", "rules": "x"}}}
+
+
+def _local_variations() -> Path:
+    """The goal variations shipped for the local suite (``local_all``)."""
+    return local_tasks_dir() / "variations" / "local_all.json"
 
 
 def _selected() -> Selected:
@@ -102,14 +107,14 @@ def test_each_style_is_compared_with_the_originals_of_the_same_tasks() -> None:
 
 
 def test_the_shipped_file_varies_every_local_task_in_every_style() -> None:
-    variations = read_variations(local_variations_file())
+    variations = read_variations(_local_variations())
     catalog = Catalog.from_folder(local_tasks_dir())
     local = set(catalog.resolve("local_all", live=False))
     assert {v.base_id for v in variations.values()} == local
     for task_id in local:
         styles = {v.style for v in variations.values() if v.base_id == task_id}
         assert styles == set(STYLES), task_id
-    raw = json.loads(local_variations_file().read_text(encoding="utf-8"))
+    raw = json.loads(_local_variations().read_text(encoding="utf-8"))
     originals = {t: catalog.load(t)["instruction"] for t in local}
     for key, entry in raw.items():
         assert entry["instruction"] != originals[base_of(key)], key
@@ -120,7 +125,7 @@ def test_variations_take_the_local_suites_file_by_name(
 ) -> None:
     monkeypatch.chdir(tmp_path)  # run from anywhere, not only from the source tree
     by_name = read_variations(Path("local_all"))
-    assert by_name == read_variations(local_variations_file())
+    assert by_name == read_variations(_local_variations())
     (tmp_path / "local_all").write_text("not json")  # a file of that name here wins
     with pytest.raises(InvalidRunInputError):
         read_variations(Path("local_all"))
