@@ -3,10 +3,10 @@
 A config is a YAML mapping of task names to entries; an entry's ``_target_`` names its class
 and its other keys are the class's fields::
 
-    mark_water_plants_as_done:
+    finish_the_report:
       _target_: open_apps.tasks.tasks.MarkToDoDoneTask
-      goal: Mark 'Water plants' as done in my todo list.
-      todo_name: "Water plants"
+      goal: Tick off the item 'Send the report' in the to-do app.
+      todo_name: "Send the report"
 
 ``_target_`` is one of our built-in classes by name (:data:`~evals.tasks.openapps.classes.BUILTIN`),
 the same written as OpenApps writes it (``open_apps.tasks.tasks.<Class>``: our class of that
