@@ -201,6 +201,9 @@ class BenchmarkTask:
         raw: The public task JSON, or the full task JSON for an agent that opted in.
         time_limit_steps: The task's own step limit, if it has one (the reference tool's
             field; the run's ``max_steps`` applies when it is ``None``).
+        trial: Which trial of the task this is (from 1; ``--trials K`` runs K of them). A
+            retry of a trial on another worker is the same trial: an agent that draws at random
+            derives its draws from it (:func:`evals.agents.seeding.task_draws`).
 
     ``raw_config=`` (the reference tool's name) is accepted for ``raw`` and read back as
     ``task.raw_config``. The positional order is ``(task_id, domain, instruction, ...)``;
@@ -213,6 +216,7 @@ class BenchmarkTask:
     infeasible: bool | None
     raw: dict[str, Any]
     time_limit_steps: int | None
+    trial: int
 
     def __init__(
         self,
@@ -224,6 +228,7 @@ class BenchmarkTask:
         time_limit_steps: int | None = None,
         *,
         raw_config: dict[str, Any] | None = None,
+        trial: int = 1,
     ) -> None:
         self.task_id = task_id
         self.domain = domain
@@ -231,6 +236,7 @@ class BenchmarkTask:
         self.infeasible = infeasible
         self.raw = dict(raw if raw is not None else raw_config or {})
         self.time_limit_steps = time_limit_steps
+        self.trial = trial
 
     @property
     def raw_config(self) -> dict[str, Any]:
@@ -285,14 +291,15 @@ class BenchmarkAgent(ABC):
 
 def task_for_agent(
     agent: BenchmarkAgent, task_id: str, domain: str, task: Mapping[str, Any],
-    infeasible: bool,
+    infeasible: bool, trial: int = 1,
 ) -> BenchmarkTask:
-    """The :class:`BenchmarkTask` an agent is given: the public view unless it opted in."""
+    """The :class:`BenchmarkTask` an agent is given (trial ``trial`` of the task): the public
+    view unless it opted in."""
     instruction = task.get("instruction", "")
     text = instruction if isinstance(instruction, str) else str(instruction)
     if agent.sees_answers:
-        return BenchmarkTask(task_id, domain, text, infeasible, dict(task))
-    return BenchmarkTask(task_id, domain, text, None, public_task_json(task))
+        return BenchmarkTask(task_id, domain, text, infeasible, dict(task), trial=trial)
+    return BenchmarkTask(task_id, domain, text, None, public_task_json(task), trial=trial)
 
 
 def tasks_for_agent(

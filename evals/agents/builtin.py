@@ -25,6 +25,7 @@ from evals.agents.base import (
     parse_abstention,
 )
 from evals.agents.pyautogui_code import SCREEN
+from evals.agents.seeding import task_draws
 
 _TYPES = ("click", "type", "scroll", "done")
 """The reference tool's default random action types."""
@@ -53,21 +54,37 @@ class RandomAgent(BenchmarkAgent):
         action_types: The types to draw from (default, as the reference's: ``click``,
             ``type``, ``scroll``, ``done``; also ``double_click``, ``right_click``, ``key``,
             ``wait``, ``fail``).
-        seed: For a repeatable sequence.
+        seed: For repeatable actions: each task's trial draws its actions from a stream of its
+            own, started from the seed, the task's ID and the trial
+            (:func:`evals.agents.seeding.task_draws`) when the task starts, so the same seed
+            gives a task's trial the same actions whatever the number of workers, the order
+            they take tasks in, or a retry on another worker. Without a seed, the actions are
+            drawn from the OS.
         max_actions: Actions per task before ``done`` (the reference stops after 20).
     """
 
     def __init__(self, action_types: Sequence[str] | None = None, seed: int | None = None,
                  max_actions: int = 20) -> None:
         self.action_types = list(action_types or _TYPES)
-        self.rng = random.Random(seed)
+        self.seed = seed
         self.max_actions = max_actions
+        self.rng = random.Random()  # replaced by the task's own stream when a task starts
+        self._stream_of: tuple[str, int] | None = None
+
+    def reset(self, task: BenchmarkTask | None = None) -> None:
+        """Start the task's stream of draws (at its first action when ``task`` is not given,
+        as the reference's loop resets without it)."""
+        self._stream_of = None
+        if task is not None:
+            self._start(task)
 
     def act(self, observation: BenchmarkObservation, task: BenchmarkTask,
             history: Sequence[BenchmarkAction] | None = None) -> BenchmarkAction:
         """A random action inside the screen."""
         if len(history or ()) >= self.max_actions:
             return BenchmarkAction(DONE)
+        if self._stream_of != (task.task_id, task.trial):  # a new task without a reset
+            self._start(task)
         kind = self.rng.choice(self.action_types)
         width, height = observation.viewport or SCREEN
         x, y = self.rng.randrange(width), self.rng.randrange(height - 40)
@@ -80,6 +97,10 @@ class RandomAgent(BenchmarkAgent):
         if kind in ("wait", "done", "fail"):
             return BenchmarkAction(kind)
         return BenchmarkAction(kind, x=x, y=y)
+
+    def _start(self, task: BenchmarkTask) -> None:
+        self.rng = task_draws(self.seed, task)
+        self._stream_of = (task.task_id, task.trial)
 
 
 class ScriptedAgent(BenchmarkAgent):

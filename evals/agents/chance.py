@@ -8,29 +8,25 @@ for ``noop``). Its true success rate is therefore ``p`` on the local task suite,
 
 from __future__ import annotations
 
-import itertools
-import random
-import secrets
-
 from evals.agents.base import BenchmarkTask
 from evals.agents.oracle import OracleAgent
+from evals.agents.seeding import task_draws
 from evals.errors import InvalidRunInputError
-
-_instances = itertools.count()
 
 
 class ChanceAgent(OracleAgent):
     """Solves a task with probability ``p`` (its reference solution), else gives up at once.
 
-    The draw is made when the loop resets the agent for a task, one draw per attempt.
+    The draw is made when the loop resets the agent for a task (or at the task's first step
+    when a caller resets it without the task), one draw per attempt.
 
     Args:
         p: The probability of playing the reference solution (``--agent-arg p=0.3``).
-        seed: Seeds the draws (``--agent-arg seed=7``). Each agent instance of a run (one per
-            worker) draws from its own stream (the seed and the instance's number), so the
-            draws are independent; which task gets which draw depends on the order workers
-            take tasks in, so only a one-worker run repeats exactly. Without a seed, the
-            streams are seeded from the OS.
+        seed: Seeds the draws (``--agent-arg seed=7``). Each draw comes from the seed, the
+            task's ID and the trial (:func:`evals.agents.seeding.task_draws`), so a seeded run
+            gives every task's trial the same draw whatever the number of workers, the order
+            they take tasks in, or a retry on another worker; draws of different tasks and
+            trials are independent. Without a seed, each draw comes from the OS.
     """
 
     def __init__(self, p: float = 0.3, seed: int | None = None) -> None:
@@ -46,14 +42,18 @@ class ChanceAgent(OracleAgent):
             )
         self.p = float(p)
         self.seed = seed
-        stream = secrets.randbits(64) if seed is None else (seed, next(_instances))
-        self._rng = random.Random(str(stream))
-        self._solve = False
+        self._solve: bool | None = None
 
     def reset(self, task: BenchmarkTask | None = None) -> None:
-        """Draw whether this attempt plays the reference solution."""
-        self._solve = self._rng.random() < self.p
+        """Draw whether this attempt plays the reference solution (at its first step when
+        ``task`` is not given)."""
+        self._solve = None if task is None else self._draw(task)
 
     def script(self, task: BenchmarkTask) -> list[str]:
         """The reference solution, or ``DONE`` (given up)."""
+        if self._solve is None:
+            self._solve = self._draw(task)
         return super().script(task) if self._solve else ["DONE"]
+
+    def _draw(self, task: BenchmarkTask) -> bool:
+        return task_draws(self.seed, task).random() < self.p

@@ -134,6 +134,7 @@ def run_task(
     domain: str | None = None,
     sleep: Callable[[float], None] = time.sleep,
     stock_reset: bool = True,
+    trial: int = 1,
 ) -> TaskExecution:
     """Run one task once and return its record (never raises for what happens in the task).
 
@@ -154,13 +155,15 @@ def run_task(
         sleep: The sleep function (tests pass a fake to skip waits).
         stock_reset: Close windows and clear files before the setup (WAA's stock reset);
             False when the caller reset the worker already (:mod:`evals.run.reset`).
+        trial: Which trial of the task this attempt runs (the agent is told, so that its seeded
+            draws belong to the trial, whichever worker runs it).
 
     Returns:
         The record, with ``worker``, ``attempts`` and prices left for the runner to fill.
     """
     infeasible = is_infeasible(task_id, task)
     bench_task, execution = _new_record(
-        agent, task_id, domain or str(task.get("domain", "")), task, infeasible
+        agent, task_id, domain or str(task.get("domain", "")), task, infeasible, trial
     )
     clock = _Clock(deadline)
     with _recording(execution):
@@ -180,14 +183,15 @@ def run_task(
 
 
 def _new_record(
-    agent: BenchmarkAgent, task_id: str, domain: str, task: dict[str, Any], infeasible: bool
+    agent: BenchmarkAgent, task_id: str, domain: str, task: dict[str, Any], infeasible: bool,
+    trial: int = 1,
 ) -> tuple[BenchmarkTask, TaskExecution]:
     """The task as the agent sees it, and the attempt's record (an error until it is scored).
 
     The agent sees the public task view (no evaluator, expected values, infeasible flag or
     reference solution) unless its class opted in (BenchmarkAgent.sees_answers).
     """
-    bench_task = task_for_agent(agent, task_id, domain, task, infeasible)
+    bench_task = task_for_agent(agent, task_id, domain, task, infeasible, trial)
     return bench_task, TaskExecution(
         task_id=task_id, domain=bench_task.domain, instruction=bench_task.instruction,
         infeasible=infeasible, status=TaskStatus.ERROR, attempts=1, started_at=now_iso(),

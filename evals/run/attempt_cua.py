@@ -108,6 +108,7 @@ def run_cua_task(
     deadline: float | None = None,
     record_dir: Path | None = None,
     stock_reset: bool = True,
+    trial: int = 1,
 ) -> TaskExecution:
     """Run one attempt of a Cua-Bench variant and return its record (see the module).
 
@@ -116,12 +117,14 @@ def run_cua_task(
         task_id: Its task ID (``<module-dir>/<index>``).
         agent: The agent; one whose ``runs_module_oracle`` is true plays the module's
             ``solve_task`` instead of stepping.
-        waa, config, deadline, record_dir, stock_reset: As :func:`evals.run.agent_loop.run_task`'s.
+        waa, config, deadline, record_dir, stock_reset, trial: As
+            :func:`evals.run.agent_loop.run_task`'s.
     """
     spec = task["cua_bench"]
     module_file = Path(str(spec["module"]))
     where = f"{module_file.parent.name}/{module_file.name}"
-    bench_task, execution = _new_record(agent, task_id, str(task.get("domain", "")), task, False)
+    bench_task, execution = _new_record(agent, task_id, str(task.get("domain", "")), task, False,
+                                        trial)
     clock = _Clock(deadline)
     loop = _Loop()
     session = WorkerSession(waa, timeout=waa.read_timeout,

@@ -82,6 +82,7 @@ def run_openapps_task(
     deadline: float | None = None,
     record_dir: Path | None = None,
     stock_reset: bool = True,
+    trial: int = 1,
 ) -> TaskExecution:
     """Run one attempt of an OpenApps-style task and return its record (see the module).
 
@@ -89,11 +90,13 @@ def run_openapps_task(
         task: The queued task (:meth:`evals.tasks.openapps.loader.Entry.task_json`).
         task_id: Its task ID (the entry's name).
         agent: The agent (the oracle plays the class's reference solution).
-        waa, config, deadline, record_dir, stock_reset: As :func:`evals.run.agent_loop.run_task`'s
-            (the stock reset puts the apps back to their seed).
+        waa, config, deadline, record_dir, stock_reset, trial: As
+            :func:`evals.run.agent_loop.run_task`'s (the stock reset puts the apps back to
+            their seed).
     """
     spec = task["openapps"]
-    bench_task, execution = _new_record(agent, task_id, str(task.get("domain", "")), task, False)
+    bench_task, execution = _new_record(agent, task_id, str(task.get("domain", "")), task, False,
+                                        trial)
     clock = _Clock(deadline)
     with _recording(execution):
         try:

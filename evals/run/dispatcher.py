@@ -481,16 +481,17 @@ class Dispatcher:
             record_dir, stock_reset = self.folder.task_dir(task_id), reset is None
             if is_cua_task(task):  # a Cua-Bench variant: its module's setup and evaluate
                 execution = run_cua_task(waa, task, base, agent, self.config, deadline=deadline,
-                                         record_dir=record_dir, stock_reset=stock_reset)
+                                         record_dir=record_dir, stock_reset=stock_reset,
+                                         trial=trial)
             elif is_openapps_task(task):  # an OpenApps-style entry: the apps' state, twice
                 execution = run_openapps_task(waa, task, base, agent, self.config,
                                               deadline=deadline, record_dir=record_dir,
-                                              stock_reset=stock_reset)
+                                              stock_reset=stock_reset, trial=trial)
             else:
                 execution = run_task(
                     waa, cast("ScoringClient", _Fenced(worker.scoring, self.fence)), task, base,
                     agent, self.config, deadline=deadline, record_dir=record_dir,
-                    domain=info.domain, stock_reset=stock_reset)
+                    domain=info.domain, stock_reset=stock_reset, trial=trial)
             if done_reset is not None:
                 done_reset.apply(execution)
         except FENCE_ERRORS:

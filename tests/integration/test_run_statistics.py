@@ -111,9 +111,9 @@ def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -
 def test_compare_one_trial_against_five_and_oracle_against_noop(
         home: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"
-    # One worker: the random agent's seeded draws then fall on the same tasks in every run
-    # (with several workers they follow the order workers take tasks in), so the same-agent
-    # comparison below is the same on every machine, not a false alarm 5% of the time.
+    # The random agent's seeded draws belong to each task's trial (on any number of workers),
+    # so the same-agent comparison below is the same on every machine, not a false alarm 5% of
+    # the time.
     api.create_pool(name="cmp", cloud="local", workers=1)
     api.wait_pool("cmp", timeout_s=60)
 
