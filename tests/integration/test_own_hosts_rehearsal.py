@@ -464,3 +464,51 @@ def test_a_pool_on_own_hosts_builds_each_image_once_pauses_extends_resumes_repai
         assert tree(host.root) == host.before
         assert not (host.root / "var/lib/oa-vm").exists()
         assert not list((host.root / "opt").iterdir())
+
+
+def test_every_host_whose_build_or_start_failed_is_named_in_one_error(lab: Lab) -> None:
+    for host in lab.hosts:  # hosts that never had a pool
+        shutil.rmtree(host.root / "var/lib/oa-vm", ignore_errors=True)
+    alpha, beta = lab.hosts
+
+    def create(**outcomes: dict[str, str]) -> list[str]:
+        """A create with each host's own outcomes; the lines of its error."""
+        for host in lab.hosts:
+            set_outcomes(host.fake, **{**host.outcomes, **outcomes.get(host.name, {})})
+        try:
+            failed = lab.oa_vm(*lab.create_args("--yes", per_host=1))
+        finally:
+            for host in lab.hosts:
+                set_outcomes(host.fake, **host.outcomes)
+        assert failed.returncode != 0 and "Traceback" not in failed.stderr, failed.stderr
+        # nothing of the pool is left anywhere, here or on either host
+        assert not (lab.home / "pools" / POOL).exists()
+        for host in lab.hosts:
+            assert not (host.root / own_host.MARKER_FILE.lstrip("/")).exists()
+            assert not list((host.root / "etc/systemd/system").iterdir())
+        return [line for line in failed.stderr.splitlines() if line.strip()]
+
+    # both builds fail, each at its own step: one error names both, with their steps
+    errors = create(alpha={"FAKE_PULL_FAIL": "1"},
+                    beta={"FAKE_INSTALL": "", "FAKE_EXIT_AFTER": "0"})  # exits, no Windows
+    assert errors[0] == (f"oa-vm: error: pool {POOL} failed on 2 of 2 hosts; nothing of it is "
+                         "left on any host:"), errors
+    assert errors[1].startswith(f"host {alpha.address}: image build failed at pull: could not "
+                                "pull windowsarena/winarena:latest"), errors
+    assert errors[2].startswith(f"host {beta.address}: image build failed at guest: Windows "
+                                "answered, but the storage volume shows no completed install"
+                                ), errors
+    assert len(errors) == 3, errors
+    for host in lab.hosts:
+        assert not (host.cache / "oa-vm-image.ready").exists()
+
+    # both images build, neither host's workers start: both are named, both keep their image
+    errors = create(**{h.name: {"FAKE_SYSTEMCTL_FAIL": slots.slot(0).bootstrap}
+                       for h in lab.hosts})
+    assert errors[0] == (f"oa-vm: error: pool {POOL} failed on 2 of 2 hosts; nothing of it is "
+                         "left on any host:"), errors
+    for line, host in zip(errors[1:], lab.hosts, strict=True):
+        assert line.startswith(f"host {host.address}: its workers did not start: Job for "
+                               f"{slots.slot(0).bootstrap}.service failed"), errors
+    for host in lab.hosts:
+        assert (host.cache / "oa-vm-image.ready").is_file()

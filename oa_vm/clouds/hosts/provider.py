@@ -59,6 +59,22 @@ INSTALLS = ("docker.io (unless docker or podman is there)", "socat", "nftables",
 """What a create would add to each host (the host's own software is left as it is)."""
 
 
+def hosts_failed(pool: str, hosts: int, failed: list[tuple[HostAddress, str]]
+                 ) -> ProvisioningError:
+    """The error of a create that failed on ``failed`` hosts (each with its problem, in one
+    line), once every host of ``pool`` was released: one line for one host; for several, a
+    first line saying how many of the ``hosts`` failed, then one line per host (as the plan's
+    refusals name every host at once). A problem quoting a host's output of several lines is
+    put on its host's line, its lines joined by ``; ``."""
+    lines = [f"host {address}: " + "; ".join(part.strip() for part in problem.splitlines()
+                                             if part.strip())
+             for address, problem in failed]
+    if len(lines) == 1:
+        return ProvisioningError(f"{lines[0]}; nothing of pool {pool} is left on the other hosts")
+    return ProvisioningError(f"pool {pool} failed on {len(lines)} of {hosts} hosts; nothing of "
+                             "it is left on any host:\n" + "\n".join(lines))
+
+
 def host_addresses(spec: PoolSpec) -> list[HostAddress]:
     """The spec's ``--host`` values, parsed.
 
@@ -226,7 +242,10 @@ class SshHostsProvider:
         Raises:
             InvalidInputError: the plan's refusals (one line each, nothing changed on any host).
             ProvisioningError: an install or an image build failed (the build's failing step
-                and its words); the hosts already installed are released.
+                and its words), or a built host's workers did not start; the hosts already
+                installed are released. An install stops at its first failure (no further host
+                is changed); the builds and the starts are each tried on every host first and
+                every host that failed is named (:func:`hosts_failed`).
         """
         from oa_vm.clouds import iso_delivery
         from oa_vm.clouds.hosts.install import (
@@ -256,15 +275,21 @@ class SshHostsProvider:
         installed: list[SshEndpoint] = []
         building: list[tuple[HostAddress, SshEndpoint]] = []
 
-        def give_up(address: HostAddress, ssh: SshEndpoint, problem: str) -> ProvisioningError:
-            for other in installed if ssh in installed else [*installed, ssh]:
+        def give_up(failed: list[tuple[HostAddress, SshEndpoint, str]]) -> ProvisioningError:
+            """Release every host installed so far and each failed one; the error names every
+            failed host (:func:`hosts_failed`)."""
+            for other in [*installed, *(ssh for _, ssh, _ in failed if ssh not in installed)]:
                 try:  # what was made goes: the hosts installed so far are released
-                    runner.run(other, release_command(spec.name), RUN_TIMEOUT_S)
+                    released = runner.run(other, release_command(spec.name), RUN_TIMEOUT_S)
+                    problem = "" if released.status in (0, CLAIMED_ELSEWHERE) else (
+                        f"the release failed (exit {released.status})")
                 except RemoteUnreachableError:
-                    progress(f"host {other.user}@{other.host}:{other.port} did not answer "
-                             f"the release; run: oa-vm pool-cleanup --name {spec.name}")
-            return ProvisioningError(f"host {address}: {problem}; nothing of pool "
-                                     f"{spec.name} is left on the other hosts")
+                    problem = "did not answer the release"
+                if problem:
+                    progress(f"host {other.user}@{other.host}:{other.port} {problem}; run: "
+                             f"oa-vm pool-cleanup --name {spec.name}")
+            return hosts_failed(spec.name, len(results),
+                                [(address, problem) for address, _, problem in failed])
 
         def built(address: HostAddress, ssh: SshEndpoint) -> str:
             """``""`` once the image build on the host is done, else why not, in one line (its
@@ -298,7 +323,7 @@ class SshHostsProvider:
             except RemoteUnreachableError as exc:
                 problem = f"unreachable: {exc}"
             if problem:
-                raise give_up(address, ssh, problem)
+                raise give_up([(address, ssh, problem)])  # no further host is changed
             installed.append(ssh)
             for s in slots.host_slots(spec.workers_per_host):
                 record.workers.append(WorkerRecord(
@@ -315,14 +340,16 @@ class SshHostsProvider:
                     iso_delivery.deliver(iso, ssh, known_hosts_path(spec.name),
                                          name=f"host {address}", progress=progress)
                 except ProvisioningError as exc:
-                    raise give_up(address, ssh, str(exc).removeprefix(f"host {address}: ")
+                    raise give_up([(address, ssh, str(exc).removeprefix(f"host {address}: "))]
                                   ) from exc
         # Every build ends (built or failed) before any host is released: a host that built its
-        # image keeps it for the next pool even when another host's build failed.
+        # image keeps it for the next pool even when another host's build failed; every failed
+        # build is named at once, so one rerun can follow every fix.
         failed = [(address, ssh, problem) for address, ssh in building
                   if (problem := built(address, ssh))]
         if failed:
-            raise give_up(*failed[0])
+            raise give_up(failed)
+        not_started: list[tuple[HostAddress, SshEndpoint, str]] = []
         for address, ssh in building:
             progress(f"host {address}: image built into {own_host.IMAGE_CACHE_DIR}; starting "
                      f"{spec.workers_per_host} worker(s)")
@@ -332,8 +359,10 @@ class SshHostsProvider:
                 problem = "" if started.status == 0 else started.output.strip()[-300:]
             except RemoteUnreachableError as exc:
                 problem = f"unreachable: {exc}"
-            if problem:
-                raise give_up(address, ssh, f"its workers did not start: {problem}")
+            if problem:  # the other hosts are still tried: each one's failure is said
+                not_started.append((address, ssh, f"its workers did not start: {problem}"))
+        if not_started:
+            raise give_up(not_started)
         return record
 
     def refresh(self, record: PoolRecord) -> PoolRecord:

@@ -11,7 +11,7 @@ import pytest
 from infra.worker import slots
 from oa_vm import api
 from oa_vm.clouds.hosts.facts import HostAddress, HostFacts, fit
-from oa_vm.clouds.hosts.provider import host_addresses
+from oa_vm.clouds.hosts.provider import host_addresses, hosts_failed
 from oa_vm.errors import InvalidInputError
 from tests.support.sshd import generate_key
 
@@ -115,3 +115,18 @@ def test_ssh_via_is_refused_for_own_hosts(key: str, oa_home: Path) -> None:
                                       "--ssh-key", key, "--ssh-via", "u@h:22", "--plan"])
     assert result.exit_code != 0
     assert "--ssh-via is for local pools" in str(result.exception or result.output)
+
+
+def test_a_create_that_failed_on_several_hosts_names_each_on_a_line_of_its_own() -> None:
+    a, b = HostAddress("root", "a"), HostAddress("root", "b", 2222)
+    one = str(hosts_failed("lab", 3, [(a, "image build failed at pull: no")]))
+    assert one == "host root@a:22: image build failed at pull: no; nothing of pool lab is left " \
+        "on the other hosts"
+    several = str(hosts_failed("lab", 3, [(a, "image build failed at pull: no"),
+                                          (b, "its workers did not start: Job failed.\n\n"
+                                              "  Job failed again.\n")]))
+    assert several.splitlines() == [
+        "pool lab failed on 2 of 3 hosts; nothing of it is left on any host:",
+        "host root@a:22: image build failed at pull: no",
+        "host root@b:2222: its workers did not start: Job failed.; Job failed again.",
+    ]
