@@ -14,13 +14,13 @@ import typer
 from oa_vm import api
 from oa_vm.cli import images as cli_images
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.cli.common import NameOpt, YesOpt, plain_typer, show_removal
+from oa_vm.cli.common import NameOpt, YesOpt, show_removal
 from oa_vm.cli.common import confirm as _confirm
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.clouds import facts
 from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
-from oa_vm.kit.clikit import print_json, run_main
+from oa_vm.kit.clikit import plain_typer, print_json, run_main
 from oa_vm.kit.duration_options import duration_text_option
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord
