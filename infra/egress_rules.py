@@ -1,9 +1,8 @@
 """The guest's egress policy: which destinations a worker's guest may open connections to.
 
-One module decides for every kind of worker: :func:`render` writes the nftables tables a cloud
-host applies (``egress.sh``: in its own namespace, where the guest's traffic passes after dockur's
-NAT, and in the container's, where the guest's own connections start), shipped with the pool's
-cloud-init; the simulated worker calls :func:`decide` for the guest's downloads. Modes:
+One module decides: :func:`render` writes the nftables tables a cloud host applies (``egress.sh``:
+in its own namespace, where the guest's traffic passes after dockur's NAT, and in the
+container's, where the guest's own connections start), shipped with the pool's cloud-init. Modes:
 
 - ``none``: no new connection from the guest to anything (WAA's server and the scorer are reached
   *from* the host side; their answers are established traffic).
@@ -21,11 +20,6 @@ addresses join them on the host. The proof that the rules hold is ``egress_probe
 """
 
 from __future__ import annotations
-
-import ipaddress
-import socket
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 Pair = tuple[str, int]
 
@@ -80,48 +74,6 @@ def parse_allowlist(text: str, source: str = "allow-list") -> list[Pair]:
             raise PolicyError(f"{source} line {number}: {raw.strip()!r} is not a host name")
         entries.update((host, port) for port in ports)
     return sorted(entries)
-
-
-def denied(address: str, extra: Iterable[str] = ()) -> str:
-    """Why the guest may never reach ``address`` (``""`` if it may): metadata, host, private."""
-    ip = ipaddress.ip_address(address)
-    if ip.version == 6:
-        return "IPv6 (the guest's network is IPv4 only)"
-    for net in (*ALWAYS_DENIED, *extra):
-        if ip in ipaddress.ip_network(net, strict=False):
-            return f"{address} is in {net} (metadata, host or private network)"
-    return ""
-
-
-def decide(mode: str, allowed: Iterable[Pair], address: str, port: int,
-           extra_denied: Iterable[str] = ()) -> tuple[bool, str]:
-    """May the guest open a TCP connection to ``address:port``? ``(True, "")`` or ``(False, why)``.
-
-    ``allowed`` holds resolved ``(address, port)`` pairs for ``allowlist`` mode.
-    """
-    why = denied(address, extra_denied)
-    if why:
-        return False, why
-    if mode == "open" or (mode == "web" and port in WEB_PORTS):
-        return True, ""
-    if mode == "allowlist" and (address, port) in allowed:
-        return True, ""
-    return False, f"egress mode {mode} does not allow {address}:{port}"
-
-
-def resolve(entries: Iterable[Pair],
-            lookup: Callable[..., Sequence[Any]] = socket.getaddrinfo) -> list[Pair]:
-    # The simulated worker's view; a cloud host resolves with getent (egress.sh).
-    """The IPv4 addresses of each entry, as sorted ``(address, port)`` pairs; unresolvable names
-    are left out (the refresh tries again)."""
-    pairs: set[Pair] = set()
-    for host, port in entries:
-        try:
-            infos = lookup(host, port, socket.AF_INET, socket.SOCK_STREAM)
-        except OSError:
-            continue
-        pairs.update((info[4][0], port) for info in infos)
-    return sorted(pairs)
 
 
 def render(scope: str, mode: str, bridge: str) -> str:

@@ -51,12 +51,6 @@ class OfflineRun:
     result: Any = None
     exports: dict[str, Any] = field(default_factory=dict)
 
-    def of_type(self, type_: str) -> list[RecordedResource]:
-        """The recorded resources of one type token (``aws:ec2/instance:Instance``...), by name:
-        the order of registration changes from run to run (resources whose inputs wait on
-        other outputs register as those resolve), so callers get one that does not."""
-        return sorted((r for r in self.resources if r.type == type_), key=lambda r: r.name)
-
 
 def _stand_in_outputs(
     type_: str, name: str, index: int, inputs: Mapping[str, Any]

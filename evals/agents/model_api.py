@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from evals.agents.base import BenchmarkAgent, BenchmarkTask
 from evals.errors import AgentError, InvalidRunInputError
+from evals.results.cost import known_models
 from oa_vm.kit.lazy import load
 from oa_vm.kit.lazy import pil_image as Image
 from waa_client import retry
@@ -258,13 +259,6 @@ def catalog_model(model: str, known: list[str]) -> str:
     ledger then reports it as unpriced)."""
     matches = [name for name in known if model == name or model.startswith(name + "-")]
     return max(matches, key=len) if matches else model
-
-
-def known_models() -> list[str]:
-    """The model names the price catalog knows."""
-    from evals.results.cost import known_models as catalog
-
-    return catalog()
 
 
 def parse_agent_args(pairs: list[str] | tuple[str, ...] | None) -> dict[str, Any]:

@@ -17,12 +17,12 @@ from evals.agents.scripted import ScriptedAgent, as_action_list
 from evals.errors import AgentError, InvalidRunInputError, MissingBundlesError
 from waa_client import inputs
 
-WORKFLOW_FILE = "workflow.json"
+BUNDLE_FILE = "workflow.json"
 
 
-def workflow_path(bundles: Path, task_id: str) -> Path:
+def bundle_path(bundles_dir: Path, task_id: str) -> Path:
     """Where the bundle of ``task_id`` lives."""
-    return bundles / task_id / WORKFLOW_FILE
+    return bundles_dir / task_id / BUNDLE_FILE
 
 
 def read_workflow(path: Path) -> list[str]:
@@ -55,7 +55,7 @@ class ReplayAgent(ScriptedAgent):
         if not bundles.is_dir():
             raise InvalidRunInputError(
                 f"--bundles {bundles} is not a folder; pass the folder holding "
-                f"<task_id>/{WORKFLOW_FILE}"
+                f"<task_id>/{BUNDLE_FILE}"
             )
         self.bundles = bundles
         self._cache: dict[str, list[str]] = {}
@@ -64,7 +64,7 @@ class ReplayAgent(ScriptedAgent):
         """The task's workflow actions (read once, then cached)."""
         if task.task_id not in self._cache:
             try:
-                self._cache[task.task_id] = read_workflow(workflow_path(self.bundles, task.task_id))
+                self._cache[task.task_id] = read_workflow(bundle_path(self.bundles, task.task_id))
             except (OSError, ValueError) as exc:
                 raise AgentError(f"replay bundle of {task.task_id}: {exc}") from exc
         return self._cache[task.task_id]
@@ -72,11 +72,11 @@ class ReplayAgent(ScriptedAgent):
     def check_tasks(self, tasks: Mapping[str, Mapping[str, Any]]) -> None:
         """Refuse to start while a selected task lacks a bundle (all of them listed) or one is
         unreadable."""
-        missing = [t for t in tasks if not workflow_path(self.bundles, t).is_file()]
+        missing = [t for t in tasks if not bundle_path(self.bundles, t).is_file()]
         if missing:
             raise MissingBundlesError(str(self.bundles), missing)
         for task_id in tasks:
             try:
-                self._cache[task_id] = read_workflow(workflow_path(self.bundles, task_id))
+                self._cache[task_id] = read_workflow(bundle_path(self.bundles, task_id))
             except (OSError, ValueError) as exc:
                 raise InvalidRunInputError(f"bad replay bundle: {exc}; fix or remove it") from exc

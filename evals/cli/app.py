@@ -6,8 +6,6 @@ dependencies inside the command, so ``openadapt-evals --help`` stays fast.
 
 from __future__ import annotations
 
-import typer
-
 from evals.cli.commands.audit import audit_verifier
 from evals.cli.commands.compare import compare
 from evals.cli.commands.export import export
@@ -19,15 +17,12 @@ from evals.cli.commands.sweep import sweep
 from evals.cli.commands.tasks import tasks
 from evals.cli.commands.view import view
 from evals.extradup.cli import app as extradup_app
-from oa_vm.kit.clikit import run_main
+from oa_vm.kit.clikit import plain_typer, run_main
 
-app = typer.Typer(
+app = plain_typer(
+    "Run Windows Agent Arena tasks on a pool of workers and score them with WAA's checker.",
     name="openadapt-evals",
-    help="Run Windows Agent Arena tasks on a pool of workers and score them with WAA's checker.",
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
 )
 app.command("tasks", help="List the tasks a selection picks (from a folder or a pool).")(tasks)
 app.command("run", help="Run tasks on one or more existing pools.")(run)

@@ -101,7 +101,8 @@ def agent_model(agent: str, agent_args: dict[str, Any]) -> str | None:
 
     if agent not in MODEL_AGENTS:
         return None
-    from evals.agents.model_api import catalog_model, known_models
+    from evals.agents.model_api import catalog_model
+    from evals.results.cost import known_models
 
     if agent == "api-claude":
         from evals.agents.api_claude import DEFAULT_MODEL

@@ -10,16 +10,10 @@ from typing import Annotated
 import typer
 
 from evals.extradup import ASKS, FAMILIES, load_reward, scan, table
-from oa_vm.kit.clikit import print_json, run_main
+from oa_vm.kit.clikit import plain_typer, print_json, run_main
 
-app = typer.Typer(
-    name="extradup",
-    help="Check whether a reward pays for wrong writes (offline, a second).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+app = plain_typer("Check whether a reward pays for wrong writes (offline, a second).",
+                  name="extradup", no_args_is_help=True)
 
 
 @app.callback()

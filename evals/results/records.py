@@ -630,11 +630,7 @@ class RunFolder:
         and is now rewritten (with fsyncs). Called when a run ends and when it is resumed."""
         rewritten = []
         for key, record in records.items():
-            path = self.task_dir(key) / EXECUTION_FILE
-            try:
-                current = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                current = None
+            current = safe_fs.read_json_object(self.task_dir(key) / EXECUTION_FILE)
             if current != record:
                 self._write_execution_document(key, record, durable=True)
                 rewritten.append(key)

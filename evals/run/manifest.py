@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from evals.errors import InvalidRunInputError
 from evals.results.records import RunFolder, now_iso, versions
+from oa_vm.kit.safe_fs import read_json_object
 from oa_vm.kit.validate import Schema, record_problem
 
 if TYPE_CHECKING:
@@ -263,14 +264,11 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
             names the file and the field), rather than an ``AttributeError`` later.
     """
     path = run_dir / MANIFEST
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    problem = record_problem(data, MANIFEST_SCHEMA) if isinstance(data, dict) else None
+    data = read_json_object(path)
+    problem = record_problem(data, MANIFEST_SCHEMA) if data is not None else None
     if problem:
         raise InvalidRunInputError(f"{path}: {problem}; fix or move the file, then try again")
-    return data if isinstance(data, dict) else None
+    return data
 
 
 # --- comparing two manifests ---------------------------------------------------------------------

@@ -552,16 +552,9 @@ class TaskQueue:
         ).fetchall()
         return [str(r["task_id"]) for r in rows]
 
-    def counts(self) -> dict[str, int]:
-        """Rows per queue state (every state present, zeros included)."""
-        result = {s.value: 0 for s in QueueStatus}
-        for row in self._conn().execute("SELECT status, COUNT(*) AS n FROM tasks GROUP BY status"):
-            result[str(row["status"])] = int(row["n"])
-        return result
-
     def unfinished(self) -> bool:
-        """Whether any task is still pending or leased (one index lookup, unlike
-        :meth:`counts`, which counts every row: the dispatch loops ask while they idle)."""
+        """Whether any task is still pending or leased (one index lookup, not a count of every
+        row: the dispatch loops ask while they idle)."""
         row = self._conn().execute(
             "SELECT 1 FROM tasks WHERE status IN ('pending', 'leased') LIMIT 1"
         ).fetchone()
@@ -588,13 +581,6 @@ class TaskQueue:
             "SELECT history FROM tasks WHERE task_id=?", (task_id,)
         ).fetchone()
         return [] if row is None else list(json.loads(row["history"]))
-
-    def record(self, task_id: str) -> dict[str, Any] | None:
-        """The committed final record of a done task, else ``None``."""
-        row = self._conn().execute(
-            "SELECT record FROM tasks WHERE task_id=? AND status='done'", (task_id,)
-        ).fetchone()
-        return None if row is None or row["record"] is None else dict(json.loads(row["record"]))
 
     def records(self) -> dict[str, dict[str, Any]]:
         """Every committed final record, by task ID, in selection order."""

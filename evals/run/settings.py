@@ -24,7 +24,6 @@ and module); what was never recorded cannot be checked and is taken as given.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,11 +36,10 @@ from evals.results.trials import MAX_TRIALS
 from evals.run.manifest import REDACTED, module_sha256, recorded_arguments, sha256_file
 from evals.run.queue import DEFAULT_MAX_ATTEMPTS, task_lease_seconds
 from evals.run.reset import DEFAULT_RESET, ResetMode
-from oa_vm.kit.validate import folder_problem, number_problem
+from oa_vm.kit.validate import PLAIN_NAME_RE, folder_problem, number_problem
 
 DEFAULT_TASK_TIMEOUT_S = 600.0
 DEFAULT_QUARANTINE_AFTER = 2
-_RUN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 @dataclass(frozen=True)
@@ -157,7 +155,7 @@ class RunConfig:
             folder_problem("--results-dir", results_root(self.results_dir)),
         ]
         problems = [p for p in checks if p]
-        if self.run_name is not None and not _RUN_NAME.match(self.run_name):
+        if self.run_name is not None and not PLAIN_NAME_RE.match(self.run_name):
             problems.append(
                 f"--run-name {self.run_name!r} is not a plain folder name "
                 "(letters, digits, '.', '_', '-')"

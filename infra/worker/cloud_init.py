@@ -23,7 +23,6 @@ import ast
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -34,7 +33,7 @@ from infra.tags import format_expiry
 from infra.worker import slots, units
 
 MAX_USER_DATA = 16 * 1024
-_HERE = Path(__file__).resolve().parent
+_HERE = units.WORKER_DIR
 _INFRA = _HERE.parent
 
 

@@ -14,16 +14,15 @@ import typer
 from oa_vm import api
 from oa_vm.cli import images as cli_images
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.cli.common import NameOpt, YesOpt, plain_typer, show_removal
+from oa_vm.cli.common import NameOpt, YesOpt, show_removal
 from oa_vm.cli.common import confirm as _confirm
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.clouds import facts
 from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
-from oa_vm.kit.clikit import print_json, run_main
+from oa_vm.kit.clikit import plain_typer, print_json, run_main
 from oa_vm.kit.duration_options import duration_text_option
 from oa_vm.model import state
-from oa_vm.model.state import PoolRecord
 
 app = plain_typer("Pools of Windows Agent Arena workers: create, wait, status, tunnel, clean up.",
                   name="oa-vm", no_args_is_help=True)
@@ -151,7 +150,9 @@ def pool_create(
     _confirm(f"Create pool {spec.name!r}?", yes)
     record = api.create_pool(spec, progress=_err if json_out else _echo)
     if json_out:
-        print_json(_status_json(record))
+        from oa_vm.cli.pool_views import status_json
+
+        print_json(status_json(record))
         return
     _echo(f"Pool {record.name!r} created with {len(record.workers)} worker(s).")
     _echo(f"Next: oa-vm pool-wait --pool {record.name}")
@@ -176,12 +177,6 @@ def pool_wait(
     _echo(f"Pool {record.name!r} is ready: {len(record.workers)} worker(s).")
 
 
-def _status_json(record: PoolRecord) -> dict[str, Any]:
-    from oa_vm.cli.pool_views import status_json
-
-    return status_json(record)
-
-
 @app.command("pool-status")
 def pool_status(
     name: NameOpt = None,
@@ -189,11 +184,11 @@ def pool_status(
     refresh: Annotated[bool, typer.Option(help="Ask the cloud, not just the record.")] = False,
 ) -> None:
     """Show a pool: its workers, their state and URLs, its cost so far."""
-    from oa_vm.cli.pool_views import status_text
+    from oa_vm.cli.pool_views import status_json, status_text
 
     record = api.pool_status(name, refresh=refresh)
     if json_out:
-        print_json(_status_json(record))
+        print_json(status_json(record))
         return
     _echo(status_text(record))
 

@@ -7,7 +7,7 @@ asked on a terminal; with no terminal nothing is asked and the command refuses i
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,13 +21,6 @@ NameOpt = Annotated[
     typer.Option("--pool", "-n", "--name", help="Pool name (optional when only one exists)."),
 ]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
-
-
-def plain_typer(help: str, **options: Any) -> typer.Typer:
-    """A Typer app as every ``oa-vm`` command group is made: no shell completion, no Rich
-    markup, no Rich tracebacks (errors are one line, :mod:`oa_vm.kit.clikit`)."""
-    return typer.Typer(help=help, add_completion=False, pretty_exceptions_enable=False,
-                       rich_markup_mode=None, **options)
 
 
 def echo(line: str) -> None:

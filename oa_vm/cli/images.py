@@ -13,11 +13,11 @@ import typer
 
 from oa_vm.api import owner
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.cli.common import YesOpt, confirm, plain_typer, show_removal
+from oa_vm.cli.common import YesOpt, confirm, show_removal
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.errors import OaVmError
-from oa_vm.kit.clikit import print_json
+from oa_vm.kit.clikit import plain_typer, print_json
 from oa_vm.kit.tables import money, render_table
 
 if TYPE_CHECKING:

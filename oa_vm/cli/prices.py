@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from oa_vm.cli.common import plain_typer
 from oa_vm.kit import safe_fs
-from oa_vm.kit.clikit import print_json
+from oa_vm.kit.clikit import plain_typer, print_json
 from oa_vm.kit.tables import render_table
 
 if TYPE_CHECKING:

@@ -14,7 +14,6 @@ and the task's ``execution.json`` in the run folder (``docs/results.md``) say ho
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from oa_vm.cli.smoke_plan import (
     wait_deadline_s,
 )
 from oa_vm.errors import InvalidInputError, OaVmError, PoolExistsError
+from oa_vm.kit import safe_fs
 from oa_vm.kit.signals import signals_ignored, sigterm_as_interrupt
 from oa_vm.model import state
 
@@ -448,9 +448,4 @@ def run_task(pool: str, results_dir: Path, *, say: Say) -> _TaskOutcome:
 
 
 def _read_execution(run_dir: Path, task_id: str) -> dict[str, Any] | None:
-    path = run_dir / "tasks" / task_id / "execution.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    return safe_fs.read_json_object(run_dir / "tasks" / task_id / "execution.json")

@@ -95,14 +95,6 @@ class LiveWait:
         self._region.close(keep=keep)
 
 
-def wants_live() -> bool:
-    """Only for a person at a terminal: standard output a terminal, not a ``dumb`` one
-    (:func:`oa_vm.kit.live_display.wants_live`)."""
-    from oa_vm.kit.live_display import wants_live as at_terminal
-
-    return at_terminal()
-
-
 @contextmanager
 def wait_display(
     echo: Callable[[str], None], timeout_s: float, *, plain: bool = False
@@ -110,6 +102,8 @@ def wait_display(
     """The ``on_update`` callback for :func:`oa_vm.api.wait_pool`: live on a terminal, the
     plain heartbeat (through ``echo``) otherwise or when ``plain`` (``--json``); a live display
     is closed (its last state kept) on the way out."""
+    from oa_vm.kit.live_display import wants_live
+
     if plain or not wants_live():
         from oa_vm.cli.pool_options import Heartbeat
 

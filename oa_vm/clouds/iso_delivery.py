@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from oa_vm.clouds.base import Progress
 from oa_vm.errors import ProvisioningError
 from oa_vm.model.state import SshEndpoint
 from oa_vm.reach.host_status import iso_upload_command, remote_error
@@ -31,8 +32,6 @@ CHUNK_TIMEOUT_S = 120.0
 RETRY_S = 10.0
 """Between attempts while the builder's SSH is not up yet."""
 HEARTBEAT_S = 30.0
-
-Progress = Callable[[str], None]
 
 
 def deliver(

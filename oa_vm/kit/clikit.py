@@ -228,3 +228,10 @@ def _as_typed(exc: BaseException, args: Sequence[str]) -> str:
 def print_json(data: Any) -> None:
     """Print ``data`` as indented JSON on stdout (what ``--json`` flags emit)."""
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def plain_typer(help: str, **options: Any) -> typer.Typer:
+    """A Typer app as every command group of the console scripts is made: no shell completion,
+    no Rich markup, no Rich tracebacks (errors are one line, :func:`run_main`)."""
+    return typer.Typer(help=help, add_completion=False, pretty_exceptions_enable=False,
+                       rich_markup_mode=None, **options)

@@ -18,7 +18,7 @@ from typing import Any
 import typer
 
 from oa_vm.kit.clikit import typed_name
-from oa_vm.kit.durations import SECONDS, UNIT_NAMES, format_duration, is_bare, to_seconds, to_unit
+from oa_vm.kit.durations import SECONDS, UNIT_NAMES, format_duration, is_bare, to_seconds
 
 METAVAR = "<duration>"
 ALL = ("*",)
@@ -127,4 +127,4 @@ def duration_text_option(
 
 
 __all__ = ["ALL", "METAVAR", "Duration", "duration", "duration_option",
-           "duration_text_option", "to_unit"]
+           "duration_text_option"]

@@ -49,15 +49,6 @@ def to_seconds(text: str, bare_unit: str | None, *, zero_ok: bool = False) -> fl
     return seconds
 
 
-def to_unit(text: str, unit: str, *, zero_ok: bool = False) -> float:
-    """``text`` (see :func:`to_seconds`; a bare number is in ``unit``) in ``unit``.
-
-    Raises:
-        ValueError: as :func:`to_seconds`.
-    """
-    return to_seconds(text, unit, zero_ok=zero_ok) / SECONDS[unit]
-
-
 def parse_duration(text: str, *, default_unit: str = "m") -> float:
     """Seconds for ``text``; a bare number is in ``default_unit`` (minutes, as users of the
     reference tool expect for ``--timeout``).

@@ -1,4 +1,5 @@
-"""The one place oa-vm and the eval tools make folders and write files.
+"""The one place oa-vm and the eval tools make folders and write files (and read back a JSON
+object file that may be missing or damaged, :func:`read_json_object`).
 
 Every folder and file is created with an explicit mode whatever the umask (0700 folders, 0600
 files: the oa-vm home, ``pools/``, each pool's folder, its SSH key, run folders and everything in
@@ -19,11 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from oa_vm.errors import OaVmError
 
@@ -441,3 +444,13 @@ def write_problem(path: Path) -> str | None:
         return f"{path} cannot be made: {existing} accepts no new folder ({reason})"
     os.rmdir(probe)
     return None
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; ``None`` when the file is missing or unreadable, or holds
+    something else (for files a caller treats as absent when they cannot be used)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

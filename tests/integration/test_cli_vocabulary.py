@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.kit.duration_options import to_unit
+from oa_vm.kit.durations import to_seconds
 from tests.support.cli import BIN, Result, run_cli
 
 pytestmark = pytest.mark.integration
@@ -41,13 +41,14 @@ def _hours_left(data: dict[str, object], since: str = "created_at") -> float:
 
 
 def test_durations_take_units_and_bare_numbers_keep_their_unit() -> None:
-    assert to_unit("90s", "s") == 90.0 and to_unit("10m", "s") == 600.0
-    assert to_unit("90m", "h") == 1.5 and to_unit("1d", "h") == 24.0 and to_unit("2", "h") == 2.0
-    assert to_unit("12h", "d") == 0.5 and to_unit("3", "d") == 3.0
-    assert to_unit("0", "s", zero_ok=True) == 0.0
+    assert to_seconds("90s", "s") == 90.0 and to_seconds("10m", "s") == 600.0
+    assert to_seconds("90m", "h") == 5400.0 and to_seconds("1d", "h") == 86400.0
+    assert to_seconds("2", "h") == 7200.0
+    assert to_seconds("12h", "d") == 43200.0 and to_seconds("3", "d") == 259200.0
+    assert to_seconds("0", "s", zero_ok=True) == 0.0
     for bad in ("0", "-1", "soon", "5x", "nan", "inf", ""):
         with pytest.raises(ValueError):
-            to_unit(bad, "s")
+            to_seconds(bad, "s")
 
 
 def test_oa_vm_pool_commands_take_pool_and_durations(home: Path) -> None:

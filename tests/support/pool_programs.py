@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from infra.offline import OfflineRun
+from infra.offline import OfflineRun, RecordedResource
 from infra.settings import PoolSettings
 
 EXPIRES = datetime(2026, 3, 1, 18, 30, 5, tzinfo=UTC)
@@ -74,3 +74,10 @@ def taggable(run: OfflineRun) -> list[Any]:
             "aws:scheduler/schedule:Schedule",
         )
     ]
+
+
+def of_type(run: OfflineRun, type_: str) -> list[RecordedResource]:
+    """The recorded resources of one type token (``aws:ec2/instance:Instance``...), by name:
+    the order of registration changes from run to run (resources whose inputs wait on
+    other outputs register as those resolve), so callers get one that does not."""
+    return sorted((r for r in run.resources if r.type == type_), key=lambda r: r.name)

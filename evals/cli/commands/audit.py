@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import oa_vm
+from evals.cli.commands.mock import remove_pool
 from evals.errors import InvalidRunInputError
-from oa_vm.errors import OaVmError, PoolNotFoundError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.validate import module_spec_problem
 
@@ -120,7 +120,7 @@ def audit_verifier(
         failed = _audit(name, out, tasks, force=force)
     finally:
         if temporary:
-            _remove(name)
+            remove_pool(name, _say)
     if failed and not exit_zero:
         raise typer.Exit(1)
 
@@ -267,16 +267,6 @@ def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = Fal
         write_report(report.to_json(), out, force=force)
         typer.echo(f"Report: {out}")
     return bool(false_accepts)
-
-
-def _remove(pool: str) -> None:
-    _say(f"removing local pool {pool}")
-    try:
-        oa_vm.cleanup_pool(pool)
-    except PoolNotFoundError:
-        return
-    except OaVmError as exc:
-        _say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --pool {pool}'")
 
 
 def _say(message: str) -> None:

@@ -9,6 +9,7 @@ and Ctrl-C included).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -82,7 +83,7 @@ def mock(
             on_event=_progress,
         )
     finally:
-        _remove(pool)
+        remove_pool(pool, _say)
     summary = result.summary
     page = write_view(result.run_dir)
     typer.echo(format_summary(summary))
@@ -108,19 +109,20 @@ def _local_selection(selection: str) -> str:
     return selection
 
 
-def _remove(pool: str) -> None:
-    """Remove the pool; a failure is reported with the command that finishes the job, and never
-    hides the error that ended the run."""
-    _say(f"removing local pool {pool}")
+def remove_pool(pool: str, say: Callable[[str], None]) -> None:
+    """Remove a command's temporary local pool (``mock``, ``audit-verifier``); a failure is
+    reported through ``say`` with the command that finishes the job, and never hides the error
+    that ended the run."""
+    say(f"removing local pool {pool}")
     try:
         report = oa_vm.cleanup_pool(pool)
     except PoolNotFoundError:
         return  # a create that failed already removed what it made
     except OaVmError as exc:
-        _say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --pool {pool}'")
+        say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --pool {pool}'")
         return
     for item in report.left:
-        _say(f"left behind: {item}; run 'oa-vm pool-cleanup --pool {pool}'")
+        say(f"left behind: {item}; run 'oa-vm pool-cleanup --pool {pool}'")
 
 
 def _say(message: str) -> None:

@@ -14,15 +14,10 @@ from typing import Annotated
 import typer
 
 import oa_vm
+from oa_vm.kit.clikit import plain_typer
 
-app = typer.Typer(
-    name="study",
-    help="Studies over the synthetic records app (docs/tasks.md).",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+app = plain_typer("Studies over the synthetic records app (docs/tasks.md).", name="study",
+                  no_args_is_help=True)
 
 
 @app.callback()

@@ -51,7 +51,7 @@ from evals.cli.commands.run import (
 from evals.errors import InvalidRunInputError, RunExistsError, RunInterrupted
 from oa_vm.cli import pool_options as pool_opts
 from oa_vm.errors import InvalidInputError, OaVmError, PoolExistsError
-from oa_vm.kit import timings
+from oa_vm.kit import safe_fs, timings
 from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.kit.signals import signals_ignored, sigterm_as_interrupt
 
@@ -385,13 +385,8 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
             (resuming would leave it billing unnoticed): the line says how to reuse or
             remove it.
     """
-    import json
-
-    try:
-        recorded = json.loads(_sweep_pool_path(config).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    pool = recorded.get("pool") if isinstance(recorded, dict) else None
+    recorded = safe_fs.read_json_object(_sweep_pool_path(config)) or {}
+    pool = recorded.get("pool")
     if not isinstance(pool, str) or not oa_vm.pool_exists(pool):
         return None
     if (name is not None and name != pool) or recorded.get("cloud") != cloud:

@@ -9,6 +9,7 @@ through the sweep runner (``openadapt-eval-flow --live``, ``openadapt-evals run 
 
 from __future__ import annotations
 
+from evals.agents.replay import BUNDLE_FILE, bundle_path
 from evals.compat.flow.cost import (
     MODELS,
     CostGuardConfig,
@@ -19,11 +20,9 @@ from evals.compat.flow.cost import (
     looks_like_billing_error,
 )
 from evals.compat.flow.plan import (
-    BUNDLE_FILE,
     BundleCount,
     DryRun,
     VmPrice,
-    bundle_path,
     count_bundles,
     missing_bundles,
     plan_dry_run,

@@ -29,20 +29,15 @@ from evals.results.cost import (
 )
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.kit import timings
-from oa_vm.kit.clikit import print_json, run_main, typed_name
+from oa_vm.kit.clikit import plain_typer, print_json, run_main, typed_name
 from waa_client.catalog import Catalog, selection_count
 
 PROG = "openadapt-eval-flow"
 PRICE_NAMES = ("--price-per-hour", "--vm-hourly")
 RULE = "=" * 78
 
-app = typer.Typer(
-    name=PROG,
-    help="Estimate what a compiled-workflow (flow) run on Windows Agent Arena costs.",
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+app = plain_typer("Estimate what a compiled-workflow (flow) run on Windows Agent Arena costs.",
+                  name=PROG)
 
 
 def _show_version(value: bool) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import oa_vm
+from evals.agents.replay import BUNDLE_FILE, bundle_path
 from evals.results.cost import (
     FULL_SUITE_TASKS,
     CostEstimate,
@@ -25,13 +26,6 @@ from evals.results.cost import (
 )
 from oa_vm.errors import InvalidInputError
 from waa_client import inputs
-
-BUNDLE_FILE = "workflow.json"
-
-
-def bundle_path(bundles_dir: Path, task_id: str) -> Path:
-    """Where the bundle of ``task_id`` lives."""
-    return bundles_dir / task_id / BUNDLE_FILE
 
 
 def missing_bundles(task_ids: Iterable[str], bundles_dir: Path) -> list[str]:

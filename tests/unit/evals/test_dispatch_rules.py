@@ -32,6 +32,7 @@ from evals.run.dispatcher import Dispatcher, DispatchOutcome
 from evals.run.queue import QueueStatus, TaskQueue
 from evals.run.settings import RunConfig
 from oa_vm.reach.connect import WorkerConnection
+from tests.support.queue_reads import final_record
 
 GATE_DEADLINE_S = 60.0  # generous: only a hung dispatcher comes near it
 # A loop that keeps asking without ever running a task is a dispatcher that would poll for
@@ -199,7 +200,7 @@ def test_a_task_that_just_failed_is_left_to_another_worker(
     pool = FakePool(ErrorType.INFRASTRUCTURE)
     dispatcher = _dispatcher(pool, run_folder, queue, ["t0"], monkeypatch)
     outcome = _run(dispatcher, pool)
-    record = queue.record("t0")
+    record = final_record(queue, "t0")
     assert record is not None
     assert pool.runs == [("broken", "t0"), ("healthy", "t0")]
     assert _attempt_workers(record) == ["broken", "healthy"]
@@ -225,7 +226,7 @@ def test_the_only_worker_left_retries_its_own_failure(
         draining=pool.draining,
     )
     dispatcher.run()
-    record = queue.record("t0")
+    record = final_record(queue, "t0")
     assert record is not None
     assert pool.runs_on("broken") == ["t0"] * queue.max_attempts
     assert record["error_type"] == "infrastructure"
@@ -306,7 +307,7 @@ def test_a_result_that_ends_after_a_stop_is_not_committed(
     pool.stop_on_healthy = dispatcher._stop
     _run(dispatcher, pool)
     assert pool.runs == [("broken", "t0"), ("healthy", "t0")]
-    assert queue.record("t0") is None
+    assert final_record(queue, "t0") is None
     assert queue.ids_with_status(QueueStatus.LEASED) == ["t0"]
     assert not (run_folder.task_dir("t0") / "execution.json").exists()
     assert [a["worker"] for a in queue.history("t0")] == ["broken"]  # only broken's release
@@ -320,7 +321,7 @@ def test_a_timeout_is_retried_on_another_worker(
     pool = FakePool(ErrorType.TIMEOUT)
     dispatcher = _dispatcher(pool, run_folder, queue, ["t0"], monkeypatch)
     _run(dispatcher, pool)
-    record = queue.record("t0")
+    record = final_record(queue, "t0")
     assert record is not None
     assert record["status"] == "success"
     assert [a["error_type"] for a in record["previous_attempts"]] == ["timeout"]

@@ -12,6 +12,7 @@ import pytest
 
 from evals.run.queue import AttemptFencedError, QueueStatus, ReleaseOutcome, TaskQueue
 from tests.support.leasing import lease_next
+from tests.support.queue_reads import final_record, queue_counts
 
 
 def _queue(
@@ -60,7 +61,7 @@ def test_only_a_lease_skips_the_fsync_and_every_other_commit_is_full(tmp_path: P
     assert mode() == 2
     q.close()
     reopened = _queue(tmp_path, owner="ctl-b")
-    assert reopened.record("a") == _record("a")
+    assert final_record(reopened, "a") == _record("a")
     assert reopened.recover() == 1  # the lease of b was committed (made durable by a's commit)
     reopened.close()
 
@@ -72,7 +73,7 @@ def test_longest_expected_first_then_selection_order(tmp_path: Path) -> None:
     while (lease := lease_next(q, "w0")) is not None:
         order.append(lease.task_id)
     assert order == ["long", "mid-1", "mid-2", "short"]
-    assert q.counts() == {"pending": 0, "leased": 4, "done": 0}
+    assert queue_counts(q) == {"pending": 0, "leased": 4, "done": 0}
     q.close()
 
 
@@ -90,7 +91,7 @@ def test_complete_stores_the_record_and_a_done_task_is_never_leased_again(tmp_pa
     lease = lease_next(q, "w0")
     assert lease is not None and lease.attempts == 1
     q.complete("a", _record("a"))
-    assert q.record("a") == _record("a")
+    assert final_record(q, "a") == _record("a")
     assert lease_next(q, "w0") is None
     with pytest.raises(LookupError):
         q.complete("a", _record("a"))
@@ -105,12 +106,12 @@ def test_release_retries_until_attempts_run_out_then_commits_the_final_record(
     assert lease_next(q, "w0") is not None
     final = _record("a", "error")
     assert q.release("a", "w0", "down", attempt=ATTEMPT, final_record=final) is ReleaseOutcome.RETRY
-    assert q.counts()["pending"] == 1
+    assert queue_counts(q)["pending"] == 1
     second = lease_next(q, "w1")
     assert second is not None and second.attempts == 2 and second.last_worker == "w0"
     assert q.release("a", "w1", "down", attempt=ATTEMPT, final_record=final) is ReleaseOutcome.FINAL
-    assert q.counts() == {"pending": 0, "leased": 0, "done": 1}
-    assert q.record("a") == final
+    assert queue_counts(q) == {"pending": 0, "leased": 0, "done": 1}
+    assert final_record(q, "a") == final
     assert [h["reason"] for h in q.history("a")] == ["down", "down"]
     q.close()
 
@@ -146,10 +147,10 @@ def test_recover_gives_back_a_dead_controllers_leases_and_its_attempts(tmp_path:
 
     second = _queue(tmp_path, owner="ctl-b")
     assert second.recover() == 1
-    assert second.counts() == {"pending": 2, "leased": 0, "done": 1}
+    assert queue_counts(second) == {"pending": 2, "leased": 0, "done": 1}
     again = lease_next(second, "w0")
     assert again is not None and again.task_id == "c" and again.attempts == 1
-    assert second.record("b") == _record("b")
+    assert final_record(second, "b") == _record("b")
     second.close()
 
 
@@ -187,7 +188,7 @@ def test_a_controller_never_reclaims_its_own_expired_leases(tmp_path: Path) -> N
     assert q.peek_next("w1") is None
     assert lease_next(q, "w1") is None
     q.complete("a", _record("a"), lease=first, worker="w0")
-    assert q.counts()["done"] == 1
+    assert queue_counts(q)["done"] == 1
     q.close()
 
 
@@ -206,7 +207,7 @@ def test_a_commit_whose_lease_was_taken_over_is_refused(tmp_path: Path) -> None:
                     lease=stale)
     assert not old.give_back("a", "w0", stale)
     new.complete("a", _record("a"), lease=taken, worker="w1")
-    assert new.record("a") is not None
+    assert final_record(new, "a") is not None
     for queue in (old, new):
         queue.close()
 
@@ -240,7 +241,7 @@ def test_an_attempt_given_back_keeps_its_worker_time_to_bill(tmp_path: Path) -> 
     leased = lease_next(q, "w0")
     assert leased is not None
     assert q.give_back("a", "w0", leased)
-    assert q.counts()["pending"] == 1 and q.history("a")[-1]["reason"] == "interrupted"
+    assert queue_counts(q)["pending"] == 1 and q.history("a")[-1]["reason"] == "interrupted"
     assert list(q.interrupted_seconds()) == ["a"]
     again = lease_next(q, "w1")
     assert again is not None and again.attempts == 1  # the given-back attempt is not counted

@@ -12,6 +12,7 @@ import pytest
 
 from evals.run.queue import ReleaseOutcome, TaskQueue
 from tests.support.leasing import lease_next
+from tests.support.queue_reads import final_record
 
 ATTEMPT = {"attempt": 1, "worker": "w0", "error_type": "infrastructure", "error_message": "down",
            "started_at": None, "ended_at": None}
@@ -72,9 +73,9 @@ def test_a_retry_goes_to_another_worker_first(tmp_path: Path) -> None:
 def test_unknown_and_unfinished_tasks_have_no_record_and_no_history(tmp_path: Path) -> None:
     q = _queue(tmp_path)
     q.add([("a", 1.0)])
-    assert q.record("nope") is None
+    assert final_record(q, "nope") is None
     assert q.history("nope") == []
-    assert q.record("a") is None  # pending: no final record yet
+    assert final_record(q, "a") is None  # pending: no final record yet
     q.close()
 
 

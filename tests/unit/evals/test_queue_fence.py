@@ -13,6 +13,7 @@ import pytest
 
 import evals.run.queue as queue_module
 from evals.run.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
+from tests.support.queue_reads import final_record, queue_counts
 
 T0 = 1_000_000.0
 LEASE_S = 60.0
@@ -88,7 +89,7 @@ def test_a_controller_woken_from_a_freeze_never_hands_out_its_own_attempts(
     _lease(q, "c", "w2")
     assert q.peek_next("w3") is None
     assert q.lease("a", "w3") is None
-    assert q.counts() == {"pending": 0, "leased": 3, "done": 0}
+    assert queue_counts(q) == {"pending": 0, "leased": 3, "done": 0}
     q.complete("a", _record("a"), lease=in_flight, worker="w0")  # the attempt still commits
 
 
@@ -141,9 +142,9 @@ def test_a_stale_attempt_on_the_same_worker_cannot_commit_release_or_give_back(
         q.release("a", "w0", "late", attempt=_attempt("w0"),
                   final_record=_record("a", "error"), lease=first)
     assert q.give_back("a", "w0", first) is False
-    assert q.counts()["leased"] == 1
+    assert queue_counts(q)["leased"] == 1
     q.complete("a", _record("a"), lease=second, worker="w0")
-    assert q.record("a") == _record("a")
+    assert final_record(q, "a") == _record("a")
 
 
 def test_a_commit_names_the_worker_of_its_attempt(tmp_path: Path, clock: Clock) -> None:
@@ -207,7 +208,7 @@ def test_recover_takes_back_only_earlier_controllers_leases_and_bills_them(
     _lease(now, "mine", "w2")  # (no lease() after the jump below: it would reclaim a and b)
     clock.now += 500  # the earlier controller died; the new one recovers the run
     assert now.recover() == 2
-    assert now.counts() == {"pending": 2, "leased": 1, "done": 0}  # its own lease kept
+    assert queue_counts(now) == {"pending": 2, "leased": 1, "done": 0}  # its own lease kept
     cut = {c.task_id: c for c in now.interrupted}
     # a ran from T0 until the earlier controller's last sign of life (b's lease), not T0
     assert cut["a"].seconds == 30.0 and cut["a"].worker == "w0"

@@ -53,6 +53,17 @@ def test_results_dir_naming_a_file_is_refused(tmp_path: Path) -> None:
     _config(results_dir=tmp_path / "new")
 
 
+@pytest.mark.parametrize("name", ["../up", "a/b", "a b", ".hidden", "-x", "", "r" * 101])
+def test_a_run_name_that_is_not_a_plain_folder_name_is_refused(name: str) -> None:
+    with pytest.raises(InvalidRunInputError, match="--run-name .* is not a plain folder name"):
+        _config(run_name=name)
+
+
+def test_plain_run_names_up_to_100_characters_are_taken() -> None:
+    for name in ("run-1.a_b", "R" * 100):
+        assert _config(run_name=name).run_name == name
+
+
 def test_resume_needs_a_run_name() -> None:
     with pytest.raises(InvalidRunInputError, match="--resume needs --run-name"):
         _config(resume=True, run_name=None)

@@ -15,7 +15,14 @@ from infra import aws as infra_aws
 from infra.offline import OfflineRun, RecordedResource
 from infra.sizes import UnsupportedSizeError
 from infra.tags import ALL_KEYS
-from tests.support.pool_programs import AWS_IMAGE, EXPIRES, AwsLookups, make_settings, taggable
+from tests.support.pool_programs import (
+    AWS_IMAGE,
+    EXPIRES,
+    AwsLookups,
+    make_settings,
+    of_type,
+    taggable,
+)
 from tests.unit.infra.conftest import RunAws
 
 INSTANCE = "aws:ec2/instance:Instance"
@@ -25,7 +32,7 @@ SG = "aws:ec2/securityGroup:SecurityGroup"
 def _instances(run: OfflineRun) -> list[RecordedResource]:
     # By worker index: the engine registers resources as their inputs resolve, so the order of
     # registration is not the order of declaration.
-    return sorted(run.of_type(INSTANCE), key=lambda r: int(r.name.rsplit("-w", 1)[1]))
+    return sorted(of_type(run, INSTANCE), key=lambda r: int(r.name.rsplit("-w", 1)[1]))
 
 
 @pytest.mark.parametrize("workers", [1, 3])
@@ -76,7 +83,7 @@ def test_every_resource_carries_the_three_tags(run_aws: RunAws, workers: int) ->
 
 
 def _ingress(run: Any) -> list[dict[str, Any]]:
-    (group,) = run.of_type(SG)
+    (group,) = of_type(run, SG)
     rules: list[dict[str, Any]] = group.inputs["ingress"]
     return rules
 
@@ -136,18 +143,18 @@ def test_ubuntu_lts_ami_is_looked_up_from_canonical(run_aws: RunAws) -> None:
 
 def test_default_vpc_subnets_are_used_round_robin(run_aws: RunAws) -> None:
     run, _ = run_aws(make_settings("aws", workers=4))
-    assert not run.of_type("aws:ec2/vpc:Vpc")
+    assert not of_type(run, "aws:ec2/vpc:Vpc")
     subnets = [i.inputs["subnetId"] for i in _instances(run)]
     assert subnets == ["subnet-0a", "subnet-0b", "subnet-0c", "subnet-0a"]
-    assert run.of_type(SG)[0].inputs["vpcId"] == "vpc-0default"
+    assert of_type(run, SG)[0].inputs["vpcId"] == "vpc-0default"
 
 
 def test_without_a_default_vpc_the_pool_makes_its_own(run_aws: RunAws) -> None:
     run, _ = run_aws(make_settings("aws", workers=2), AwsLookups(default_vpc=False))
-    (vpc,) = run.of_type("aws:ec2/vpc:Vpc")
-    (subnet,) = run.of_type("aws:ec2/subnet:Subnet")
-    (table,) = run.of_type("aws:ec2/routeTable:RouteTable")
-    assert run.of_type("aws:ec2/internetGateway:InternetGateway")
+    (vpc,) = of_type(run, "aws:ec2/vpc:Vpc")
+    (subnet,) = of_type(run, "aws:ec2/subnet:Subnet")
+    (table,) = of_type(run, "aws:ec2/routeTable:RouteTable")
+    assert of_type(run, "aws:ec2/internetGateway:InternetGateway")
     assert subnet.inputs["mapPublicIpOnLaunch"] is True
     assert table.inputs["routes"][0]["cidrBlock"] == "0.0.0.0/0"
     assert vpc.inputs["cidrBlock"] == infra_aws.OWN_VPC_CIDR
@@ -240,12 +247,12 @@ def test_each_workers_storage_volume_is_made_from_the_image(run_aws: RunAws) -> 
         )
         assert storage["deleteOnTermination"] is True
     # A pool never makes a volume to snapshot: that is an image builder's.
-    assert not run.of_type("aws:ebs/volume:Volume")
+    assert not of_type(run, "aws:ebs/volume:Volume")
 
 
 def test_the_cloud_terminates_the_instances_at_the_expiry(run_aws: RunAws) -> None:
     run, _ = run_aws(make_settings("aws", workers=2))
-    (schedule,) = run.of_type("aws:scheduler/schedule:Schedule")
+    (schedule,) = of_type(run, "aws:scheduler/schedule:Schedule")
     inputs = schedule.inputs
     # 18:30:05 rounds up: the pool never ends before the time it was promised.
     assert inputs["scheduleExpression"] == "at(2026-03-01T18:31:00)"
@@ -254,10 +261,10 @@ def test_the_cloud_terminates_the_instances_at_the_expiry(run_aws: RunAws) -> No
     target = inputs["target"]
     assert target["arn"] == "arn:aws:scheduler:::aws-sdk:ec2:terminateInstances"
     assert json.loads(target["input"]) == {"InstanceIds": ["waa-eval-w0-id", "waa-eval-w1-id"]}
-    (role,) = run.of_type("aws:iam/role:Role")
+    (role,) = of_type(run, "aws:iam/role:Role")
     trust = json.loads(role.inputs["assumeRolePolicy"])
     assert trust["Statement"][0]["Principal"] == {"Service": "scheduler.amazonaws.com"}
-    (policy,) = run.of_type("aws:iam/rolePolicy:RolePolicy")
+    (policy,) = of_type(run, "aws:iam/rolePolicy:RolePolicy")
     (statement,) = json.loads(policy.inputs["policy"])["Statement"]
     # Scoped to this pool's instances: the role can terminate nothing else.
     assert statement["Action"] == "ec2:TerminateInstances"

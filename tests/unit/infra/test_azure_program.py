@@ -16,7 +16,7 @@ from pulumi_azure_native import compute
 from infra import azure as infra_azure
 from infra.sizes import UnsupportedSizeError
 from infra.tags import ALL_KEYS
-from tests.support.pool_programs import AZURE_IMAGE, make_settings, taggable
+from tests.support.pool_programs import AZURE_IMAGE, make_settings, of_type, taggable
 from tests.unit.infra.conftest import RunAzure
 
 VM = "azure-native:compute:VirtualMachine"
@@ -31,11 +31,11 @@ def test_one_vm_ip_nic_and_schedule_per_worker_with_outputs(
 ) -> None:
     run = run_azure(make_settings("azure", workers=workers))
     names = [f"waa-eval-w{i}" for i in range(workers)]
-    assert sorted(r.inputs["vmName"] for r in run.of_type(VM)) == names
-    assert len(run.of_type(IP)) == workers
-    assert len(run.of_type("azure-native:network:NetworkInterface")) == workers
-    assert len(run.of_type(SCHEDULE)) == workers
-    assert len(run.of_type("azure-native:resources:ResourceGroup")) == 1
+    assert sorted(r.inputs["vmName"] for r in of_type(run, VM)) == names
+    assert len(of_type(run, IP)) == workers
+    assert len(of_type(run, "azure-native:network:NetworkInterface")) == workers
+    assert len(of_type(run, SCHEDULE)) == workers
+    assert len(of_type(run, "azure-native:resources:ResourceGroup")) == 1
     assert [w["name"] for w in run.result] == names
     for worker in run.result:
         assert set(worker) == {"name", "public_ip", "instance_id", "ssh_user"}
@@ -48,7 +48,7 @@ def test_vms_are_ssh_key_only_premium_160_standard_security(
     run_azure: RunAzure, workers: int
 ) -> None:
     run = run_azure(make_settings("azure", workers=workers))
-    for vm in run.of_type(VM):
+    for vm in of_type(run, VM):
         inputs = vm.inputs
         assert inputs["hardwareProfile"]["vmSize"] == "Standard_D8s_v5"
         linux = inputs["osProfile"]["linuxConfiguration"]
@@ -97,7 +97,7 @@ def test_every_resource_carries_the_three_tags(run_azure: RunAzure, workers: int
 
 def test_an_ipv6_only_allow_list_opens_no_ipv4_at_all(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure", allowed_cidrs=("2001:db8:1234::/48",)))
-    (rule,) = run.of_type(NSG)[0].inputs["securityRules"]
+    (rule,) = of_type(run, NSG)[0].inputs["securityRules"]
     assert rule["sourceAddressPrefixes"] == ["2001:db8:1234::/48"]
     assert "0.0.0.0/0" not in str(rule) and "*" not in rule["sourceAddressPrefixes"]
 
@@ -105,34 +105,34 @@ def test_an_ipv6_only_allow_list_opens_no_ipv4_at_all(run_azure: RunAzure) -> No
 @pytest.mark.parametrize("workers", [1, 3])
 def test_only_ssh_from_the_allowed_cidrs(run_azure: RunAzure, workers: int) -> None:
     run = run_azure(make_settings("azure", workers=workers, allowed_cidrs=("198.51.100.0/28",)))
-    (nsg,) = run.of_type(NSG)
+    (nsg,) = of_type(run, NSG)
     (rule,) = nsg.inputs["securityRules"]
     assert (rule["direction"], rule["access"], rule["protocol"]) == ("Inbound", "Allow", "Tcp")
     assert rule["destinationPortRange"] == "22"
     assert "destinationPortRanges" not in rule
     assert rule["sourceAddressPrefixes"] == ["198.51.100.0/28"]
     assert "0.0.0.0/0" not in str(nsg.inputs) and "Internet" not in str(nsg.inputs)
-    for nic in run.of_type("azure-native:network:NetworkInterface"):
+    for nic in of_type(run, "azure-native:network:NetworkInterface"):
         assert nic.inputs["networkSecurityGroup"]["id"] == f"{nsg.name}-id"
-    (vnet,) = run.of_type("azure-native:network:VirtualNetwork")
+    (vnet,) = of_type(run, "azure-native:network:VirtualNetwork")
     assert vnet.inputs["subnets"][0]["networkSecurityGroup"]["id"] == f"{nsg.name}-id"
 
 
 def test_the_whole_internet_only_when_explicitly_allowed(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure", allowed_cidrs=("0.0.0.0/0",)))
-    assert run.of_type(NSG)[0].inputs["securityRules"][0]["sourceAddressPrefixes"] == ["0.0.0.0/0"]
+    assert of_type(run, NSG)[0].inputs["securityRules"][0]["sourceAddressPrefixes"] == ["0.0.0.0/0"]
 
 
 def test_public_ips_are_static_standard(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure", workers=2))
-    for ip in run.of_type(IP):
+    for ip in of_type(run, IP):
         assert ip.inputs["publicIPAllocationMethod"] == "Static"
         assert ip.inputs["sku"]["name"] == "Standard"
 
 
 def test_each_vm_has_a_deallocating_schedule_at_the_expiry(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure", workers=2))
-    schedules = {s.inputs["name"]: s.inputs for s in run.of_type(SCHEDULE)}
+    schedules = {s.inputs["name"]: s.inputs for s in of_type(run, SCHEDULE)}
     assert set(schedules) == {"shutdown-computevm-waa-eval-w0", "shutdown-computevm-waa-eval-w1"}
     for name, inputs in schedules.items():
         assert inputs["taskType"] == "ComputeVmShutdownTask"
@@ -157,16 +157,16 @@ def test_shutdown_time_is_utc_rounded_up(expires: datetime, expected: str) -> No
 
 
 def test_spot_only_when_asked(run_azure: RunAzure) -> None:
-    regular = run_azure(make_settings("azure")).of_type(VM)[0].inputs
+    regular = of_type(run_azure(make_settings("azure")), VM)[0].inputs
     assert "priority" not in regular and "evictionPolicy" not in regular
-    spot = run_azure(make_settings("azure", spot=True)).of_type(VM)[0].inputs
+    spot = of_type(run_azure(make_settings("azure", spot=True)), VM)[0].inputs
     assert (spot["priority"], spot["evictionPolicy"]) == ("Spot", "Deallocate")
     assert spot["billingProfile"]["maxPrice"] == -1
 
 
 def test_custom_data_is_the_workers_cloud_init(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure"))
-    encoded = run.of_type(VM)[0].inputs["osProfile"]["customData"]
+    encoded = of_type(run, VM)[0].inputs["osProfile"]["customData"]
     text = gzip.decompress(base64.b64decode(encoded)).decode("utf-8")
     assert text.startswith("#cloud-config\n")
     doc: dict[str, Any] = yaml.safe_load(text)
@@ -178,7 +178,7 @@ def test_custom_data_is_the_workers_cloud_init(run_azure: RunAzure) -> None:
 
 
 def _custom_data(run: Any) -> tuple[int, dict[str, Any]]:
-    encoded = run.of_type(VM)[0].inputs["osProfile"]["customData"]
+    encoded = of_type(run, VM)[0].inputs["osProfile"]["customData"]
     raw = base64.b64decode(encoded)
     return len(encoded), yaml.safe_load(gzip.decompress(raw).decode("utf-8"))
 
@@ -205,32 +205,32 @@ def test_sizes_that_cannot_nest_are_refused_with_the_good_ones(run_azure: RunAzu
 
 
 def test_resource_group_is_per_pool(run_azure: RunAzure) -> None:
-    (group,) = run_azure(make_settings("azure")).of_type("azure-native:resources:ResourceGroup")
+    (group,) = of_type(run_azure(make_settings("azure")), "azure-native:resources:ResourceGroup")
     assert group.inputs["resourceGroupName"] == "oa-vm-waa-eval"
     assert group.inputs["location"] == "eastus"
 
 
 def test_each_workers_storage_disk_is_copied_from_the_image(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure", workers=2))
-    disks = run.of_type("azure-native:compute:Disk")
+    disks = of_type(run, "azure-native:compute:Disk")
     assert sorted(d.name for d in disks) == ["waa-eval-w0-storage", "waa-eval-w1-storage"]
     for disk in disks:
         assert disk.inputs["creationData"] == {
             "createOption": "Copy", "sourceResourceId": AZURE_IMAGE
         }
         assert disk.inputs["sku"] == {"name": "Premium_LRS"}
-    for vm in run.of_type(VM):
+    for vm in of_type(run, VM):
         (data,) = vm.inputs["storageProfile"]["dataDisks"]
         assert (data["lun"], data["createOption"]) == (0, "Attach")
 
 
 def test_a_size_without_premium_storage_gets_standard_ssd(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure", size="Standard_D8_v5"))
-    (vm,) = run.of_type(VM)
+    (vm,) = of_type(run, VM)
     assert vm.inputs["storageProfile"]["osDisk"]["managedDisk"]["storageAccountType"] == (
         "StandardSSD_LRS"
     )
-    (disk,) = run.of_type("azure-native:compute:Disk")
+    (disk,) = of_type(run, "azure-native:compute:Disk")
     assert disk.inputs["sku"] == {"name": "StandardSSD_LRS"}
 
 

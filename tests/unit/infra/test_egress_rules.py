@@ -1,12 +1,13 @@
 """The egress policy's decisions and its default allow-list (``infra/egress_rules.py``).
 
 What the rules do to real packets is rehearsed in ``tests/integration/test_egress_rehearsal.py``;
-here: the decisions the simulated worker takes, the allow-list format, and the shipped list
+here: the ranges always denied, the allow-list format, and the shipped list
 against WAA's own task files.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from pathlib import Path
@@ -52,26 +53,19 @@ def test_the_default_allow_list_covers_every_host_that_waas_setup_steps_name(
 
 
 @pytest.mark.parametrize(
-    ("mode", "address", "port", "allowed"),
+    ("address", "denied"),
     [
-        ("open", "169.254.169.254", 80, False),
-        ("open", "10.0.0.7", 22, False),
-        ("open", "172.17.0.1", 2375, False),
-        ("open", "168.63.129.16", 80, False),
-        ("open", "198.51.100.10", 8443, True),
-        ("web", "198.51.100.10", 443, True),
-        ("web", "198.51.100.10", 8443, False),
-        ("web", "192.168.1.1", 443, False),
-        ("allowlist", "198.51.100.10", 443, True),
-        ("allowlist", "198.51.100.11", 443, False),
-        ("none", "198.51.100.10", 443, False),
-        ("open", "2001:db8::1", 443, False),
+        ("169.254.169.254", True),
+        ("10.0.0.7", True),
+        ("172.17.0.1", True),
+        ("168.63.129.16", True),
+        ("192.168.1.1", True),
+        ("198.51.100.10", False),
     ],
 )
-def test_decide(mode: str, address: str, port: int, allowed: bool) -> None:
-    ok, why = er.decide(mode, [("198.51.100.10", 443)], address, port)
-    assert ok is allowed
-    assert bool(why) is not allowed
+def test_metadata_host_and_private_addresses_are_always_denied(address: str, denied: bool) -> None:
+    ip = ipaddress.ip_address(address)
+    assert any(ip in ipaddress.ip_network(net) for net in er.ALWAYS_DENIED) is denied
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 
 from infra.worker import scoring_server, units
-from tests.support.pool_programs import make_settings
+from tests.support.pool_programs import make_settings, of_type
 from tests.unit.infra.conftest import RunAws, RunAzure
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -135,14 +135,14 @@ def _assert_no_qmp_port(bootstrap: str, recipe: str) -> None:
 
 def test_aws_user_data_exposes_no_qmp_port(run_aws: RunAws) -> None:
     run, _ = run_aws(make_settings("aws"))
-    (instance,) = run.of_type("aws:ec2/instance:Instance")
+    (instance,) = of_type(run, "aws:ec2/instance:Instance")
     text = gzip.decompress(base64.b64decode(instance.inputs["userDataBase64"])).decode("utf-8")
     _assert_no_qmp_port(*_bootstrap_and_recipe(yaml.safe_load(text)))
 
 
 def test_azure_custom_data_exposes_no_qmp_port(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure"))
-    (vm,) = run.of_type("azure-native:compute:VirtualMachine")
+    (vm,) = of_type(run, "azure-native:compute:VirtualMachine")
     text = gzip.decompress(base64.b64decode(vm.inputs["osProfile"]["customData"])).decode()
     _assert_no_qmp_port(*_bootstrap_and_recipe(yaml.safe_load(text)))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.pool_programs import make_settings
+from tests.support.pool_programs import make_settings, of_type
 from tests.unit.infra.conftest import RunAws, RunAzure
 
 
@@ -23,7 +23,7 @@ def test_aws_workers_and_builders_answer_imdsv2_only_within_one_hop(
     else:
         settings = make_settings("aws", workers=2)
     run, _ = run_aws(settings)
-    instances = run.of_type("aws:ec2/instance:Instance")
+    instances = of_type(run, "aws:ec2/instance:Instance")
     assert instances
     for instance in instances:
         options = instance.inputs["metadataOptions"]
@@ -33,9 +33,9 @@ def test_aws_workers_and_builders_answer_imdsv2_only_within_one_hop(
 
 def test_azure_vms_have_no_managed_identity(run_azure: RunAzure) -> None:
     run = run_azure(make_settings("azure", workers=2))
-    vms = run.of_type("azure-native:compute:VirtualMachine")
+    vms = of_type(run, "azure-native:compute:VirtualMachine")
     assert len(vms) == 2
     for vm in vms:
         assert not vm.inputs.get("identity"), vm.inputs.get("identity")
-    assert not run.of_type("azure-native:managedidentity:UserAssignedIdentity")
-    assert not run.of_type("azure-native:authorization:RoleAssignment")
+    assert not of_type(run, "azure-native:managedidentity:UserAssignedIdentity")
+    assert not of_type(run, "azure-native:authorization:RoleAssignment")

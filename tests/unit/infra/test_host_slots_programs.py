@@ -20,7 +20,7 @@ import yaml  # type: ignore[import-untyped]
 from infra import azure as infra_azure
 from infra.offline import OfflineRun
 from infra.worker import slots
-from tests.support.pool_programs import AWS_IMAGE, AZURE_IMAGE, make_settings
+from tests.support.pool_programs import AWS_IMAGE, AZURE_IMAGE, make_settings, of_type
 from tests.unit.infra.conftest import RunAws, RunAzure
 
 WORKER = Path(__file__).resolve().parents[3] / "infra" / "worker"
@@ -54,7 +54,7 @@ def test_each_host_renders_its_workers_with_their_own_volumes_and_ports(
     cloud: str, run_aws: RunAws, run_azure: RunAzure
 ) -> None:
     run = _run(cloud, run_aws, run_azure)
-    machines = run.of_type(MACHINE[cloud])
+    machines = of_type(run, MACHINE[cloud])
     assert sorted(m.name for m in machines) == ["waa-eval-w0", "waa-eval-w1"]
     workers = run.result
     assert [w["name"] for w in workers] == [f"waa-eval-w{h}-s{i}" for h in range(2)
@@ -78,7 +78,7 @@ def test_each_host_renders_its_workers_with_their_own_volumes_and_ports(
             disks = machine.inputs["storageProfile"]["dataDisks"]
             assert [d["lun"] for d in disks] == list(range(PER_HOST))
     if cloud == "azure":
-        copies = run.of_type("azure-native:compute:Disk")
+        copies = of_type(run, "azure-native:compute:Disk")
         assert len(copies) == 2 * PER_HOST
         assert {d.inputs["creationData"]["sourceResourceId"] for d in copies} == {AZURE_IMAGE}
     doc = _user_data(cloud, machines[0])
@@ -104,7 +104,7 @@ def _lib_values(root: Path, slot: str, host_env: str) -> dict[str, str]:
 def test_no_two_workers_of_a_rendered_host_share_anything(
     cloud: str, run_aws: RunAws, run_azure: RunAzure, tmp_path: Path
 ) -> None:
-    doc = _user_data(cloud, _run(cloud, run_aws, run_azure).of_type(MACHINE[cloud])[0])
+    doc = _user_data(cloud, of_type(_run(cloud, run_aws, run_azure), MACHINE[cloud])[0])
     for entry in doc["write_files"]:  # the host as cloud-init leaves it
         target = tmp_path / entry["path"].lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)

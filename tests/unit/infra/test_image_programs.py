@@ -15,7 +15,7 @@ from infra import image_aws, image_azure
 from infra.offline import OfflineRun, run_offline
 from infra.settings import ImageSettings, SettingsError
 from infra.tags import IMAGE_KEYS
-from tests.support.pool_programs import AwsLookups, make_settings
+from tests.support.pool_programs import AwsLookups, make_settings, of_type
 
 SNAPSHOT = {"aws": "aws:ebs/snapshot:Snapshot", "azure": "azure-native:compute:Snapshot"}
 CREATED = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -56,7 +56,7 @@ def _duration_s(text: str) -> float:
 @pytest.mark.parametrize("stage", ["snapshot", "keep"])
 def test_the_snapshot_waits_hours_not_the_providers_ten_minutes(cloud: str, stage: str) -> None:
     run = _run(cloud, _image(cloud), stage, "vol-kept" if stage == "keep" else None)
-    (snapshot,) = run.of_type(SNAPSHOT[cloud])
+    (snapshot,) = of_type(run, SNAPSHOT[cloud])
     timeouts = snapshot.custom_timeouts
     # What the engine receives: a first full snapshot of a 40-60 GB disk takes over an hour.
     assert _duration_s(timeouts["create"]) >= 2 * 3600
@@ -65,7 +65,7 @@ def test_the_snapshot_waits_hours_not_the_providers_ten_minutes(cloud: str, stag
 
 def test_the_aws_builder_gets_an_empty_encrypted_volume_that_ends_with_it() -> None:
     run = _run("aws", _image("aws"), "build")
-    (builder,) = run.of_type("aws:ec2/instance:Instance")
+    (builder,) = of_type(run, "aws:ec2/instance:Instance")
     (storage,) = builder.inputs["ebsBlockDevices"]
     assert storage["volumeSize"] == 112
     assert (storage["volumeType"], storage["encrypted"]) == ("gp3", True)
@@ -73,13 +73,13 @@ def test_the_aws_builder_gets_an_empty_encrypted_volume_that_ends_with_it() -> N
     # Deleted with the instance: the expiry's termination ends an abandoned build's volume too.
     assert storage["deleteOnTermination"] is True
     assert builder.inputs["instanceInitiatedShutdownBehavior"] == "terminate"
-    assert not run.of_type("aws:ebs/volume:Volume"), "no volume that outlives the builder"
+    assert not of_type(run, "aws:ebs/volume:Volume"), "no volume that outlives the builder"
     assert run.exports["volume_id"] == f"vol-{builder.name}-0"
 
 
 def test_the_azure_builder_disk_is_empty_and_sized() -> None:
     run = _run("azure", _image("azure"), "build")
-    (disk,) = run.of_type("azure-native:compute:Disk")
+    (disk,) = of_type(run, "azure-native:compute:Disk")
     assert disk.inputs["creationData"] == {"createOption": "Empty"}
     assert disk.inputs["diskSizeGB"] == 112
 
@@ -88,7 +88,7 @@ def test_the_azure_builder_disk_is_empty_and_sized() -> None:
 def test_the_snapshot_is_tagged_as_an_image_with_both_digests(cloud: str) -> None:
     image = _image(cloud, waa_digest=WAA_DIGEST, base_digest=BASE_DIGEST)
     run = _run(cloud, image, "snapshot")
-    (snapshot,) = run.of_type(SNAPSHOT[cloud])
+    (snapshot,) = of_type(run, SNAPSHOT[cloud])
     tags = snapshot.inputs["tags"]
     assert set(IMAGE_KEYS) <= set(tags)
     assert tags["oa-vm:image"] == "waa-img"
@@ -138,7 +138,7 @@ def test_the_build_exports_the_ami_it_used_and_a_pinned_ami_is_not_looked_up() -
     pinned = replace(image, builder=replace(image.builder, ami_id="ami-0123456789abcdef0"))
     lookups.calls.clear()
     again = run_offline(lambda: image_aws.image_program(pinned, "snapshot"), lookups)
-    (builder,) = again.of_type("aws:ec2/instance:Instance")
+    (builder,) = of_type(again, "aws:ec2/instance:Instance")
     assert builder.inputs["ami"] == "ami-0123456789abcdef0"
     assert not [c for c in lookups.calls if c[0] == "aws:ec2/getAmi:getAmi"]
 
@@ -147,7 +147,7 @@ def test_the_azure_image_is_a_full_standard_hdd_snapshot() -> None:
     """Full, not incremental: the keep stage deletes the builder's disk, and an incremental
     snapshot depends on its source disk's chain; Standard HDD: read once per worker."""
     run = _run("azure", _image("azure"), "keep", "/subscriptions/0/disks/waa-img-builder-w0")
-    (snapshot,) = run.of_type(SNAPSHOT["azure"])
+    (snapshot,) = of_type(run, SNAPSHOT["azure"])
     assert snapshot.inputs["incremental"] is False
     assert snapshot.inputs["sku"] == {"name": "Standard_LRS"}
     assert snapshot.inputs["creationData"] == {
