@@ -14,14 +14,18 @@ interpreter's start-up, the pool's creation or its removal.
 The figure is instructions per step of that window. Under callgrind the controller runs some
 fifty times slower and its threads one at a time, so what runs on a timer (the queue's lease
 heartbeat, the repair watch, idle polls) runs more often per step than at full speed; the
-workload is the same for every tree, so this weighs about the same in both, and two runs of
-one tree show how much it moves the figure (the spread printed per tree).
+workload is the same for every tree, but a run that lasts longer (a busier machine: the
+workers are not slowed down, the controller's share of the cores is) counts more of it. On
+the default workload that was about 2,200 instructions per step for each second of run time
+(0.04 % of the figure per second, runs of 25 to 45 s). The result therefore also gives the
+ratio at the same run time: a line per tree with one slope for all, fitted over the runs.
 
 ``--beside DIR`` runs the same workload with another checkout of the project (its own
 ``DIR/.venv``; the scale benchmark there is the one used, so a commit from before a layout
 change works as long as its ``bench/scale.py`` has ``run_direct``). The trees alternate
 (this, beside, beside, this, ...), and the result is the ratio of mean instructions per step,
-this tree over the other, with the lowest and highest ratio of any two runs as its spread.
+this tree over the other, with the lowest and highest ratio of any two runs as its spread,
+and the ratio at the same run time (above).
 
 Usage (from the repository root; a run of the default workload takes a few minutes)::
 
@@ -212,8 +216,24 @@ def _order(repeat: int, trees: Sequence[str]) -> list[str]:
     return order
 
 
+def time_slope(runs: dict[str, list[dict[str, Any]]]) -> float | None:
+    """Instructions per step that one more second of run time adds (what runs on a timer),
+    fitted over every run with a line per tree and one slope for all (least squares); None
+    when no tree has two runs of different lengths."""
+    num = den = 0.0
+    for rows in runs.values():
+        walls = [float(r["wall_s_under_callgrind"]) for r in rows]
+        counts = [float(r["instructions_per_step"]) for r in rows]
+        wall_mean, count_mean = statistics.fmean(walls), statistics.fmean(counts)
+        num += sum((w - wall_mean) * (c - count_mean) for w, c in zip(walls, counts, strict=True))
+        den += sum((w - wall_mean) ** 2 for w in walls)
+    return num / den if den > 0 else None
+
+
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Mean and spread of instructions per step per tree, and the ratio this / beside."""
+    """Mean and spread of instructions per step per tree, and the ratio this / beside: of the
+    means, its extremes over any two runs, and at the same run time (each tree's mean moved
+    along :func:`time_slope` to the mean run time of all runs)."""
     out: dict[str, Any] = {}
     for key, rows in runs.items():
         per_step = [r["instructions_per_step"] for r in rows]
@@ -228,6 +248,18 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                                             / out["beside"]["mean_per_step"], 4)
         out["ratio_low"] = round(min(this) / max(other), 4)
         out["ratio_high"] = round(max(this) / min(other), 4)
+        slope = time_slope(runs)
+        if slope is not None:
+            wall = statistics.fmean(r["wall_s_under_callgrind"] for rows in runs.values()
+                                    for r in rows)
+
+            def at_wall(rows: list[dict[str, Any]]) -> float:
+                return statistics.fmean(r["instructions_per_step"] + slope * (
+                    wall - r["wall_s_under_callgrind"]) for r in rows)
+
+            out["time_slope_per_step_per_s"] = round(slope)
+            out["ratio_at_same_run_time"] = round(at_wall(runs["this"])
+                                                  / at_wall(runs["beside"]), 4)
     return out
 
 
@@ -248,6 +280,10 @@ def _text(result: dict[str, Any]) -> str:
     if "ratio_this_to_beside" in s:
         lines.append(f"this / beside: {s['ratio_this_to_beside']:.4f} "
                      f"(any two runs: {s['ratio_low']:.4f} to {s['ratio_high']:.4f})")
+    if "ratio_at_same_run_time" in s:
+        lines.append(f"at the same run time: {s['ratio_at_same_run_time']:.4f} (a second more "
+                     f"under callgrind adds {s['time_slope_per_step_per_s']:,} "
+                     "instructions per step: what runs on a timer)")
     return "\n".join(lines)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.instructions import _order, dump_totals, summarize
+from bench.instructions import _order, dump_totals, summarize, time_slope
 from tests.conftest import ROOT
 
 SCRIPT = str(ROOT / "bench" / "instructions.py")
@@ -50,9 +50,11 @@ def test_dump_totals_reads_each_dump_by_its_label(tmp_path: Path) -> None:
 def test_trees_alternate_and_the_ratio_is_of_means_with_its_extremes() -> None:
     assert _order(3, ["this", "beside"]) == ["this", "beside", "beside", "this", "this",
                                              "beside"]
-    runs = {"this": [{"instructions_per_step": 102}, {"instructions_per_step": 104}],
-            "beside": [{"instructions_per_step": 100}, {"instructions_per_step": 100}]}
+    runs = {"this": [{"instructions_per_step": n, "wall_s_under_callgrind": 30}
+                     for n in (102, 104)],
+            "beside": [{"instructions_per_step": 100, "wall_s_under_callgrind": 30}] * 2}
     s = summarize(runs)
+    assert "ratio_at_same_run_time" not in s  # every run as long: no slope to fit
     assert s["ratio_this_to_beside"] == 1.03
     assert (s["ratio_low"], s["ratio_high"]) == (1.02, 1.04)
     assert s["this"]["spread"] == round(2 / 103, 4)
@@ -76,3 +78,19 @@ def test_a_tiny_run_beside_this_checkout_counts_the_dispatch_only(tmp_path: Path
     # the same code twice: the two counts are within a few per cent of each other
     assert 0.9 < result["summary"]["ratio_this_to_beside"] < 1.1
     assert any(keep.glob("this-1/callgrind.out.*.2"))
+
+
+def test_the_time_slope_is_fitted_within_each_tree_and_corrects_the_ratio() -> None:
+    # each tree: 1,000 per step plus 10 per second of run time; this one is 2 % dearer but its
+    # runs were slower, which the plain ratio of means overstates
+    def run(base: float, wall: float) -> dict[str, float]:
+        return {"instructions_per_step": base + 10 * wall, "wall_s_under_callgrind": wall}
+
+    runs = {"this": [run(1020, 40), run(1020, 60)], "beside": [run(1000, 20), run(1000, 30)]}
+    assert time_slope(runs) == pytest.approx(10)
+    s = summarize(runs)
+    assert s["time_slope_per_step_per_s"] == 10
+    assert s["ratio_this_to_beside"] > 1.2
+    # at the mean run time of all runs (37.5 s): 1,395 against 1,375
+    assert s["ratio_at_same_run_time"] == round(1395 / 1375, 4)
+    assert time_slope({"this": [run(1000, 20)], "beside": [run(1000, 20)]}) is None
