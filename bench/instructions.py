@@ -12,13 +12,15 @@ and ``finished`` (``callgrind_control --dump``), so the figure covers dispatch o
 interpreter's start-up, the pool's creation or its removal.
 
 The figure is instructions per step of that window. Under callgrind the controller runs some
-fifty times slower and its threads one at a time, so what runs on a timer (the queue's lease
-heartbeat, the repair watch, idle polls) runs more often per step than at full speed; the
-workload is the same for every tree, but a run that lasts longer (a busier machine: the
-workers are not slowed down, the controller's share of the cores is) counts more of it. On
-the default workload that was about 2,200 instructions per step for each second of run time
-(0.04 % of the figure per second, runs of 25 to 45 s). The result therefore also gives the
-ratio at the same run time: a line per tree with one slope for all, fitted over the runs.
+fifty times slower and its threads one at a time, and some of its work depends on time rather
+than on the work done: the interpreter's lock changes hands every 5 ms when threads wait for
+it, heartbeats run every few seconds. A run that lasts longer (a busier machine: the
+controller's share of the cores shrinks) therefore counts more: about 2,000 instructions per
+step for each second of run time on the default workload (0.03 % of the figure; runs of 25 to
+90 s), 1,000 at 60 workers. The idle workers' polls are not the cause (a 30 s poll instead of
+0.2 s left it unchanged), the lock's handoffs are a tenth of it. The result therefore also
+gives the ratio at the same run time: a line per tree with one slope for all, fitted over the
+runs.
 
 ``--beside DIR`` runs the same workload with another checkout of the project (its own
 ``DIR/.venv``; the scale benchmark there is the one used, so a commit from before a layout
