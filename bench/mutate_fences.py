@@ -397,7 +397,7 @@ MUTANTS: list[Mutant] = [
            "a URL's user and password shown"),
     Mutant("d6", "redact", D, "    text = redact_worker_secrets(text)\n", "",
            "a worker's capability URL shown"),
-    Mutant("d7", "redact", D, "    text = _rx(_BEARER).sub(lambda m: m.group(1) + MASK, text)\n", "",
+    Mutant("d7", "redact", D, "    text = _rx.BEARER.sub(lambda m: m.group(1) + MASK, text)\n", "",
            "a bearer token shown"),
     Mutant("d8", "redact", D,
            "    r\"(?!s)[\\w-]{0,64}[\\\"']?\\s*[:=]\\s*[\\\"']?)([^\\s\\\"',;&}]{4,})\"",
@@ -405,7 +405,7 @@ MUTANTS: list[Mutant] = [
            "counts such as tokens_in masked as if credentials"),
     Mutant("d9", "redact", D, "        return MASK if \"@\" in url else url", "        return url",
            "an unparsable URL with credentials shown whole"),
-    Mutant("d10", "redact", D, "    text = _rx(_AUTH_HEADER).sub(lambda m: m.group(1) + MASK, text)\n",
+    Mutant("d10", "redact", D, "    text = _rx.AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)\n",
            "", "an Authorization header's value shown"),
     # -- compare: the paired comparison ---------------------------------------------------------
     Mutant("p1", "compare", P,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import _thread  # threading.Lock itself, without loading threading (pool-status's start-up)
 import re
-from functools import cache
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 TYPE_CHECKING = False  # typing is not loaded at run time (start-up time)
@@ -31,10 +30,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 MASK = "***"
-# The patterns are strings, compiled at their first use by _rx: compiling them all at import
-# cost pool-status, which needs two of them, 2 ms of its start-up. _rx keeps what it compiled:
-# re.sub(pattern, ...) looks its cache up at each call, 5% of a 100-worker run's controller CPU
-# (bench/scale.py --profile), where redaction runs on every record written.
+# The patterns are strings, each compiled at its first use (_rx, at the end of the module):
+# compiling them all at import cost pool-status, which needs two of them, 2 ms of its start-up.
 # a scheme starts where no scheme character stands before it and is at most 32 long: a long
 # run of letters (400,000 typed characters in a record) is then scanned once, not once for
 # each of its letters
@@ -42,10 +39,6 @@ _URL = r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s'\"<>]+"
 _SECRET_KEY = r"(?i)(token|key|secret|pass|pwd|auth|sig|signature|credential|session|code)"
 
 
-
-@cache
-def _rx(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
 
 def redact_url(url: str) -> str:
     """``url`` without its user, password or credential-like query values."""
@@ -67,7 +60,7 @@ def redact_url(url: str) -> str:
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
         query = urlencode(
-            [(k, MASK if _rx(_SECRET_KEY).search(k) else v) for k, v in pairs], safe="*"
+            [(k, MASK if _rx.SECRET_KEY.search(k) else v) for k, v in pairs], safe="*"
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
@@ -120,14 +113,14 @@ def redact_text(text: str) -> str:
         secrets = sorted(_registered, key=len, reverse=True)
     for secret in secrets:  # first: the other rules might cut a registered secret in two
         text = text.replace(secret, MASK)
-    text = _rx(_URL).sub(lambda m: redact_url(m.group(0)), text)
+    text = _rx.URL.sub(lambda m: redact_url(m.group(0)), text)
     text = redact_worker_secrets(text)
-    text = _rx(_QUERY_SECRET).sub(lambda m: m.group(1) + MASK, text)
-    text = _rx(_KEY_SHAPES).sub(MASK, text)
-    text = _rx(_SIGNATURE).sub(lambda m: m.group(1) + MASK, text)
-    text = _rx(_AUTH_HEADER).sub(lambda m: m.group(1) + MASK, text)
-    text = _rx(_BEARER).sub(lambda m: m.group(1) + MASK, text)
-    return _rx(_PAIR).sub(lambda m: m.group(1) + MASK, text)
+    text = _rx.QUERY_SECRET.sub(lambda m: m.group(1) + MASK, text)
+    text = _rx.KEY_SHAPES.sub(MASK, text)
+    text = _rx.SIGNATURE.sub(lambda m: m.group(1) + MASK, text)
+    text = _rx.AUTH_HEADER.sub(lambda m: m.group(1) + MASK, text)
+    text = _rx.BEARER.sub(lambda m: m.group(1) + MASK, text)
+    return _rx.PAIR.sub(lambda m: m.group(1) + MASK, text)
 
 
 _WORKER_SECRET = r"\bcap-[0-9a-f]{40}\b"
@@ -137,7 +130,7 @@ def redact_worker_secrets(text: str) -> str:
     """``text`` with local workers' secrets masked: the first path segment of their URLs
     (``http://127.0.0.1:PORT/cap-<40 hex>/...``, see ``docs/local-worker.md``) is a capability,
     which error messages, records and tables must not show."""
-    return _rx(_WORKER_SECRET).sub("cap-" + MASK, text)
+    return _rx.WORKER_SECRET.sub("cap-" + MASK, text)
 
 
 CAPABILITY_MIN_LEN = 16
@@ -162,7 +155,7 @@ def register_url_secrets(url: str | None) -> None:
     except ValueError:
         return
     head = parts.path.lstrip("/").split("/", 1)[0]
-    if _rx(_CAPABILITY_SEGMENT).fullmatch(head):
+    if _rx.CAPABILITY_SEGMENT.fullmatch(head):
         register_secret(head)
     register_secret(parts.password)
 
@@ -180,3 +173,48 @@ def redact_json(value: Any) -> Any:
         return tuple(redact_json(item) for item in value)
     return value
 
+
+class _FirstUse:
+    """Stands in ``_rx`` for a pattern until its first use, which compiles the pattern and puts
+    it in its place."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        compiled = re.compile(globals()[f"_{self.name}"])
+        setattr(_rx, self.name, compiled)  # two threads racing here store equal patterns
+        return getattr(compiled, attr)
+
+
+class _Compiled:
+    """``_rx.NAME`` is this module's pattern ``_NAME``, compiled at its first use and from then
+    on held as a plain attribute.
+
+    Redaction runs on every string of every record the controller writes, so a use must cost
+    what a global's does: ``re.sub(pattern, ...)`` looked ``re``'s cache up at each call (5 % of
+    a 100-worker run's controller CPU, ``bench/scale.py --profile``), a ``functools.cache`` in
+    front of ``re.compile`` cost a call and a cache lookup per use and a ``__getattr__`` on this
+    class five times a plain attribute's lookup (each 0.6 % of the dispatch's instructions,
+    ``bench/instructions.py``).
+    """
+
+    URL: re.Pattern[str]
+    SECRET_KEY: re.Pattern[str]
+    QUERY_SECRET: re.Pattern[str]
+    BEARER: re.Pattern[str]
+    AUTH_HEADER: re.Pattern[str]
+    PAIR: re.Pattern[str]
+    KEY_SHAPES: re.Pattern[str]
+    SIGNATURE: re.Pattern[str]
+    WORKER_SECRET: re.Pattern[str]
+    CAPABILITY_SEGMENT: re.Pattern[str]
+
+    def __init__(self) -> None:
+        for name in type(self).__annotations__:
+            setattr(self, name, _FirstUse(name))
+
+
+_rx = _Compiled()

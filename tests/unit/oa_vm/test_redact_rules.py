@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from oa_vm.kit import redact
@@ -42,3 +45,27 @@ def test_credentials_in_urls_and_free_text_are_masked() -> None:
 
 def test_counts_named_like_credentials_stay_readable() -> None:
     assert redact_text("tokens_in: 1234, max_tokens=99") == "tokens_in: 1234, max_tokens=99"
+
+
+def test_patterns_are_compiled_at_first_use_and_then_held_like_globals() -> None:
+    # A fresh interpreter: nothing compiled at import (pool-status's start-up needs two of the
+    # patterns); after a use, each pattern used is an attribute of redact._rx, so a later use
+    # is one attribute lookup, neither re's cache nor a function cache in front of re.compile
+    # (redaction runs on every string of every record the controller writes).
+    code = (
+        "import re\n"
+        "from oa_vm.kit import redact\n"
+        "def compiled():\n"
+        "    return {k for k, v in vars(redact._rx).items() if isinstance(v, re.Pattern)}\n"
+        "assert compiled() == set(), compiled()\n"
+        "redact.redact_text('GET http://u:p@h.example/a?token=x Bearer abcdefgh1 sig=abcd')\n"
+        "used = {'URL', 'SECRET_KEY', 'WORKER_SECRET', 'QUERY_SECRET', 'KEY_SHAPES',\n"
+        "        'SIGNATURE', 'AUTH_HEADER', 'BEARER', 'PAIR'}\n"
+        "assert compiled() == used, sorted(compiled())\n"
+        "assert redact._rx.BEARER.pattern == redact._BEARER\n"
+        "assert not hasattr(type(redact._rx), '__getattr__')\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr

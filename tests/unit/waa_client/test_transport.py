@@ -281,3 +281,31 @@ def test_what_is_not_a_whole_http_answer_is_an_unreachable_worker(
         assert not isinstance(info.value, WorkerTimeoutError)
     finally:
         server.close()
+
+
+def test_each_url_is_parsed_once_however_many_workers_it_talks_to(
+    echo: Echo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # urlsplit keeps the parts of 128 URLs; a pool of hundreds of workers uses more (a port and
+    # a capability each, several paths), and each request parsed its URL again
+    from waa_client import transport
+
+    parsed: list[str] = []
+
+    def counting(url: str, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(url)
+        return real(url, *args, **kwargs)
+
+    real = transport.urlsplit
+    monkeypatch.setattr(transport, "urlsplit", counting)
+    urls = [f"{echo.url}/cap-{os.urandom(8).hex()}/obs" for _ in range(150)]
+    session = LeanSession()
+    try:
+        for _ in range(2):
+            for url in urls:
+                got = session.request("GET", url, timeout=(5, 5), params={"n": "1"})
+                assert got.json()["path"] == url.removeprefix(echo.url) + "?n=1"
+                assert got.url == url + "?n=1"
+    finally:
+        session.close()
+    assert len(parsed) == len(urls)
