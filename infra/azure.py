@@ -12,7 +12,10 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
   Deallocate; ``spot_watch_azure.sh`` marks the worker draining on the eviction notice); and a
   DevTest Labs schedule ``shutdown-computevm-<vm>`` that deallocates the VM at the pool's expiry
   time (UTC): the cloud-side kill switch. The schedule is daily, so a pool may
-  live at most 24 hours (longer TTLs are refused: the schedule would fire early). Nothing in the
+  run at most 24 hours at a time (longer TTLs are refused: the schedule would fire early). The
+  schedules and the tags take the pool's current expiry (moved in place by a later update);
+  the custom data keeps the creation's (``PoolSettings.user_data_expiry``), so no VM is
+  replaced for it. Nothing in the
   guest powers the VM off: that would stop it without deallocating it, and a stopped VM still
   bills. The ``Microsoft.DevTestLab`` resource provider must be registered on the subscription
   (``oa-vm doctor`` checks it).

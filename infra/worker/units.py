@@ -33,7 +33,8 @@ Layout on the host:
   shutdown behaviour ``terminate`` then ends it. It backs up the cloud-side schedule that
   terminates the instance even when the guest hangs. Azure has no such timer: a power-off from
   the guest would stop the VM without deallocating it (still billing), so the DevTest Labs
-  schedule alone ends Azure workers.
+  schedule alone ends Azure workers. Cloud-init arms it for the expiry the instance was created
+  with; a moved expiry re-arms it over SSH (:func:`rearm_command`).
 """
 
 from __future__ import annotations

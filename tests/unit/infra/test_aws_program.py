@@ -306,3 +306,9 @@ def test_a_later_expiry_moves_the_schedule_and_tags_but_not_the_user_data(
     # ... which is what the create wrote for that expiry
     assert text == gzip.decompress(base64.b64decode(_instances(before)[0].inputs[
         "userDataBase64"]))
+    # its timer's units are the ones a moved expiry re-arms over SSH (one builder)
+    from infra.worker.cloud_init import poweroff_units
+
+    written = {f["path"]: f["content"] for f in yaml.safe_load(text)["write_files"]}
+    for path, unit in poweroff_units(EXPIRES).items():
+        assert written[path] == unit
