@@ -279,6 +279,8 @@ def _pause_in_cloud(record: PoolRecord, ops: CloudExpiryOps, keep_days: float,
         record = ops.pause(record, progress)
     except ProvisioningError as exc:
         record.expires_at = loaded
+        # the pause disabled the hosts' timers before the update failed: the hosts still run
+        ops.rearm_hosts(record, progress)
         raise _not_moved(record, "it was not paused", exc,
                          f"oa-vm pool-pause --pool {record.name}") from exc
     except BaseException:

@@ -146,7 +146,6 @@ def test_a_failed_update_leaves_the_record_at_the_expiry_the_cloud_keeps(oa_home
     hosts = Hosts()
     engine, ops = _aws(hosts)
     created = _expiry()
-    schedule = _of(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"]
     engine.fail_up["us-east-1"] = "AccessDenied: scheduler:UpdateSchedule"
     with pytest.raises(ProvisioningError) as caught:
         fleet.extend_pool("waa-eval", by_s=2 * 3600, ops=ops)
@@ -157,7 +156,6 @@ def test_a_failed_update_leaves_the_record_at_the_expiry_the_cloud_keeps(oa_home
     assert "run 'oa-vm pool-extend --pool waa-eval --by 2h' again" in message
     assert _expiry() == created  # never later than what the cloud enforces
     assert not hosts.calls  # no timer moved past the cloud's schedule
-    del schedule
 
 
 def test_aws_pause_keep_days_moves_the_schedule_and_stops_the_timers_first(
@@ -290,3 +288,42 @@ def test_azure_pause_keeps_days_resume_moves_the_schedule_before_starting(
     assert {s["inputs"]["dailyRecurrence"]["time"] for s in _of(engine, SHUTDOWN)} == {
         shutdown_time(resumed.expires_at)}
     assert {v["inputs"]["osProfile"]["customData"] for v in _of(engine, VM)} == custom
+
+
+def test_a_failed_pause_rearms_the_timers_it_stopped(oa_home: Path) -> None:
+    hosts = Hosts()
+    engine, ops = _aws(hosts)
+    created = _expiry()
+    engine.fail_up["us-east-1"] = "UnauthorizedOperation: ec2:StopInstances"
+    with pytest.raises(ProvisioningError, match="it was not paused; its expiry did not move"):
+        fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
+    assert _expiry() == created
+    assert state.load("waa-eval").state == PoolState.READY
+    assert [c for _, c in hosts.calls] == [timers.disarm_command()] * 2 + [
+        timers.rearm_command(created)] * 2
+
+
+def test_a_waiting_resume_rearms_the_timers_once_the_workers_are_ready(
+    oa_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pool-wait`` itself (SSH, the status file, the probes) is covered by test_cloud_wait;
+    here the wait stands for its result, the pool ready, to see what the resume does next."""
+    from oa_vm import api
+
+    hosts = Hosts()
+    _engine, ops = _aws(hosts)
+    fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
+    hosts.calls.clear()
+
+    def ready(name: str, **_: Any) -> Any:
+        record = state.load(name)
+        for worker in record.workers:
+            worker.state = WorkerState.READY
+        record.state = PoolState.READY
+        state.save(record)
+        return record
+
+    monkeypatch.setattr(api, "wait_pool", ready)
+    resumed = fleet.resume_pool("waa-eval", ttl_hours=3, ops=ops)
+    assert resumed.expires_at is not None
+    assert [c for _, c in hosts.calls] == [timers.rearm_command(resumed.expires_at)] * 2
