@@ -18,6 +18,13 @@
   replaced whom.
 - **extend** moves the expiry of a pool, paused or not.
 
+On a cloud that ends its pools itself (:attr:`Capability.CLOUD_EXPIRY`: AWS's terminate
+schedule, Azure's daily shutdown time), pause (its ``keep_days``), resume and extend move the
+expiry in the cloud first (the pool's program runs again, and AWS hosts' own power-off timers
+follow over SSH), and the record takes it only once the cloud did: the record never promises a
+later expiry than the cloud keeps. An expiry the cloud cannot keep (Azure: more than 24 hours
+ahead) is refused before anything runs.
+
 A run holds its pool's lease (:mod:`oa_vm.model.lease`). **pause** would stop the workers under it,
 so it is refused while a live run holds the lease (``force`` overrides), and holds the lease
 itself while it stops them. **resume**, **repair** and **extend** are allowed during a run:
@@ -195,6 +202,8 @@ def pause_pool(
             changed).
         InvalidInputError: ``keep_days`` is not positive.
         ProviderUnavailableError: the pool's cloud cannot pause.
+        ProvisioningError: a cloud that ends its pools itself did not take the paused expiry
+            (the pool was not paused; its record keeps its expiry).
 
     ``ops`` replaces the provider's :meth:`~oa_vm.clouds.base.Provider.fleet_ops` (tests
     give one with a stand-in engine).
@@ -313,9 +322,16 @@ def resume_pool(
 ) -> PoolRecord:
     """Start a paused pool's workers again (same names, same disks), then wait for them.
 
-    The pool expires ``ttl_hours`` after the resume, as a new pool would.
+    The pool expires ``ttl_hours`` after the resume (plus what ``pool-extend`` added while it
+    was paused), as a new pool would; on a cloud that ends its pools itself, the cloud takes
+    that expiry as the workers start, and once they are ready (``wait``) the hosts' power-off
+    timers are re-armed for it.
 
     Raises:
+        InvalidInputError: the cloud cannot keep the new expiry (Azure: more than 24 hours
+            ahead); nothing was started or written.
+        ProvisioningError: the cloud did not take it (the pool stays paused, its record as it
+            was).
         PoolNotReadyError: the pool is not paused, or a worker was lost while waiting.
         WaitTimeoutError: ``wait`` and the workers were not ready in ``timeout_s``.
         PoolRemovingError: ``pool-cleanup`` has begun (nothing was started).
@@ -483,6 +499,8 @@ def extend_pool(name: str | None, *, by_s: float, progress: Progress = no_progre
         InvalidInputError: ``by_s`` is not positive, or the cloud cannot keep the new expiry
             (Azure: more than 24 hours ahead); nothing was run or written.
         ProvisioningError: the cloud did not take the new expiry (the record keeps the old).
+        PoolNotReadyError: a cloud pool being created or removed, or whose create failed
+            before it had workers (nothing was run or written).
         PoolRemovingError: ``pool-cleanup`` has begun (nothing was written).
     """
     if not by_s > 0:
@@ -527,13 +545,13 @@ def _extend_in_cloud(pool: str, by_s: float, cloud: _CloudExpiry,
     """
     from oa_vm.model.lease import PoolRemovingError, fleet_lock, removing, save_fenced
 
-    record = state.load(pool)
+    record = _extendable(state.load(pool))
     _check_extension(cloud, record, by_s, state.utcnow())
     ops = cloud.ops()
     with fleet_lock(pool):
         if removing(pool):
             raise PoolRemovingError(pool)
-        record = state.load(pool)  # as it is now that the lock is ours
+        record = _extendable(state.load(pool))  # as it is now that the lock is ours
         now = state.utcnow()
         _check_extension(cloud, record, by_s, now)
         loaded = record.expires_at
@@ -547,6 +565,23 @@ def _extend_in_cloud(pool: str, by_s: float, cloud: _CloudExpiry,
                              f"oa-vm pool-extend --pool {pool} --by {format_duration(by_s)}"
                              ) from exc
         save_fenced(record)  # never brings back the record of a pool being removed
+    return record
+
+
+def _extendable(record: PoolRecord) -> PoolRecord:
+    """A cloud pool whose program can run again: not being created or removed, and not a
+    create that failed before it had workers (its record holds no settings to run it with).
+
+    Raises:
+        PoolNotReadyError: one line, what to do instead.
+    """
+    if record.state in (PoolState.CREATING, PoolState.DELETING):
+        raise PoolNotReadyError(
+            f"pool {record.name!r} is {record.state.value}; wait for it to finish first")
+    if record.state == PoolState.FAILED and not record.workers:
+        raise PoolNotReadyError(
+            f"pool {record.name!r} failed before it had workers: there is nothing to extend; "
+            f"'oa-vm pool-cleanup --pool {record.name}' removes what is left")
     return record
 
 

@@ -25,7 +25,7 @@ from oa_vm.clouds.azure.provider import AzureProvider
 from oa_vm.clouds.base import Progress
 from oa_vm.clouds.pulumi import timers
 from oa_vm.clouds.pulumi.fleet import CloudFleetOps
-from oa_vm.errors import InvalidInputError, ProvisioningError
+from oa_vm.errors import InvalidInputError, PoolNotReadyError, ProvisioningError
 from oa_vm.model import state
 from oa_vm.model.state import PoolState, SshEndpoint, WorkerState
 from oa_vm.reach.host_status import RemoteUnreachableError
@@ -327,3 +327,25 @@ def test_a_waiting_resume_rearms_the_timers_once_the_workers_are_ready(
     resumed = fleet.resume_pool("waa-eval", ttl_hours=3, ops=ops)
     assert resumed.expires_at is not None
     assert [c for _, c in hosts.calls] == [timers.rearm_command(resumed.expires_at)] * 2
+
+
+@pytest.mark.parametrize("pool_state", [PoolState.CREATING, PoolState.FAILED])
+def test_a_pool_without_a_program_to_run_is_not_extended(
+    oa_home: Path, pool_state: PoolState
+) -> None:
+    """A create still running, or one that failed before it had workers (its record has no
+    settings): refused in one line, nothing run or written."""
+    engine, ops, _power = _azure()
+    record = state.load("waa-eval")
+    record.state = pool_state
+    record.workers = []
+    state.save(record)
+    before = (state.pool_dir("waa-eval") / "pool.json").read_bytes()
+    ups = _ups(engine)
+    with pytest.raises(PoolNotReadyError) as caught:
+        fleet.extend_pool("waa-eval", by_s=3600, ops=ops)
+    assert "\n" not in str(caught.value)
+    assert ("wait for it to finish" if pool_state == PoolState.CREATING
+            else "oa-vm pool-cleanup --pool waa-eval") in str(caught.value)
+    assert (state.pool_dir("waa-eval") / "pool.json").read_bytes() == before
+    assert _ups(engine) == ups
