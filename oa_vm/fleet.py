@@ -564,8 +564,16 @@ def _extend_in_cloud(pool: str, by_s: float, cloud: _CloudExpiry,
             raise _not_moved(record, "the extension was not made", exc,
                              f"oa-vm pool-extend --pool {pool} --by {format_duration(by_s)}"
                              ) from exc
-        save_fenced(record)  # never brings back the record of a pool being removed
-    return record
+        # The program ran for minutes: take the expiry into the record as it is now (pool-wait
+        # or a run may have saved it meanwhile), not the copy read before.
+        with state.locked(pool):
+            current = state.load(pool)
+            current.expires_at = record.expires_at
+            for key in ("program_expires_at", EXTENDED_WHILE_PAUSED):
+                if key in record.provider_data:
+                    current.provider_data[key] = record.provider_data[key]
+            save_fenced(current)  # never brings back the record of a pool being removed
+    return current
 
 
 def _extendable(record: PoolRecord) -> PoolRecord:

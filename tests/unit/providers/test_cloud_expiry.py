@@ -349,3 +349,26 @@ def test_a_pool_without_a_program_to_run_is_not_extended(
             else "oa-vm pool-cleanup --pool waa-eval") in str(caught.value)
     assert (state.pool_dir("waa-eval") / "pool.json").read_bytes() == before
     assert _ups(engine) == ups
+
+
+def test_what_another_command_saved_while_the_program_ran_is_kept(oa_home: Path) -> None:
+    """``pool-wait`` saves worker states while an extend's program runs (minutes): the extend
+    takes its expiry into the record as it is then, not the copy it read before."""
+    _engine, ops = _aws(Hosts())
+    created = _expiry()
+
+    class WaitSavesMeanwhile(CloudFleetOps):
+        def move_expiry(self, record: Any, progress: Progress) -> None:
+            current = state.load("waa-eval")
+            current.workers[0].state = WorkerState.DRAINING
+            current.workers[0].detail = "a notice seen by pool-wait meanwhile"
+            state.save(current)
+            super().move_expiry(record, progress)
+
+    meanwhile = WaitSavesMeanwhile(ops.provider, power=RecordingPower())
+    fleet.extend_pool("waa-eval", by_s=3600, ops=meanwhile)
+    saved = state.load("waa-eval")
+    assert saved.expires_at == created + timedelta(hours=1)
+    assert saved.workers[0].state == WorkerState.DRAINING
+    assert saved.workers[0].detail == "a notice seen by pool-wait meanwhile"
+    assert saved.provider_data["program_expires_at"] == state.format_time(created)
