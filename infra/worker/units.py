@@ -157,8 +157,8 @@ def rearm_command(files: Mapping[str, str]) -> str:
         f"$S tee \"$R\"{shlex.quote(path)} >/dev/null"
         for path, text in sorted(files.items())
     )
-    return (f"{writes}; $S systemctl daemon-reload; $S systemctl enable {EXPIRY_TIMER} "
-            f">/dev/null 2>&1; $S systemctl restart {EXPIRY_TIMER}")
+    return (f"{writes}; $S systemctl daemon-reload; $S systemctl enable {EXPIRY_TIMER}; "
+            f"$S systemctl restart {EXPIRY_TIMER}")
 
 
 def disarm_command() -> str:
