@@ -16,6 +16,10 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
   ``ec2:TerminateInstances`` on the pool's instances, with an IAM role allowed to terminate those
   instances and nothing else. It ends the pool even when a guest hangs and never powers off.
 
+Two expiries (:class:`~infra.settings.PoolSettings`): the schedule and the tags take
+``expires_at``, the pool's current one, so a later update moves them in place; the user data
+takes ``user_data_expiry()``, the creation's, so the instances are never replaced for it.
+
 Pure builders (:func:`ssh_ingress`, :func:`ami_filters`, :func:`terminate_policy`) decide; the
 component only wires them to resources.
 """

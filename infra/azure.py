@@ -12,7 +12,10 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
   Deallocate; ``spot_watch_azure.sh`` marks the worker draining on the eviction notice); and a
   DevTest Labs schedule ``shutdown-computevm-<vm>`` that deallocates the VM at the pool's expiry
   time (UTC): the cloud-side kill switch. The schedule is daily, so a pool may
-  live at most 24 hours (longer TTLs are refused: the schedule would fire early). Nothing in the
+  run at most 24 hours at a time (longer TTLs are refused: the schedule would fire early). The
+  schedules and the tags take the pool's current expiry (moved in place by a later update);
+  the custom data keeps the creation's (``PoolSettings.user_data_expiry``), so no VM is
+  replaced for it. Nothing in the
   guest powers the VM off: that would stop it without deallocating it, and a stopped VM still
   bills. The ``Microsoft.DevTestLab`` resource provider must be registered on the subscription
   (``oa-vm doctor`` checks it).
@@ -83,19 +86,27 @@ def shutdown_time(expires_at: datetime) -> str:
     return whole.strftime("%H%M")
 
 
-def check_ttl(expires_at: datetime, now: datetime | None = None) -> None:
-    """Refuse an expiry more than 24 hours away: the shutdown schedule is daily, so it would
-    deallocate the VMs at that time of day before the day the pool was meant to end.
+TTL_SLACK = timedelta(minutes=5)
+"""What an expiry may pass :data:`MAX_TTL` by (the time a create takes to get here)."""
+TTL_RULE = "Azure pools run at most 24 hours at a time (their shutdown schedule is daily)"
+
+
+def latest_expiry(now: datetime) -> datetime:
+    """The latest expiry a running Azure pool can have at ``now``: the shutdown schedule is
+    daily, so a later one would deallocate the VMs at that time of day on an earlier day. The
+    one rule behind :func:`check_ttl` and the checks of ``pool-extend`` and ``pool-resume``."""
+    return now + MAX_TTL + TTL_SLACK
+
+
+def check_ttl(expires_at: datetime, now: datetime | None = None,
+              fix: str = "pass --ttl 24h or less, and extend the pool later if needed") -> None:
+    """Refuse an expiry past :func:`latest_expiry`; ``fix`` says what to do instead.
 
     Raises:
         SettingsError: the expiry is too far.
     """
-    now = now or datetime.now(UTC)
-    if expires_at - now > MAX_TTL + timedelta(minutes=5):
-        raise SettingsError(
-            "Azure pools live at most 24 hours (their shutdown schedule is daily); pass "
-            "--ttl 24h or less, and extend the pool later if needed"
-        )
+    if expires_at > latest_expiry(now or datetime.now(UTC)):
+        raise SettingsError(f"{TTL_RULE}; {fix}")
 
 
 def ssh_rule(cidrs: list[str]) -> network.SecurityRuleArgsDict:

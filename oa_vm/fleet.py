@@ -18,6 +18,13 @@
   replaced whom.
 - **extend** moves the expiry of a pool, paused or not.
 
+On a cloud that ends its pools itself (:attr:`Capability.CLOUD_EXPIRY`: AWS's terminate
+schedule, Azure's daily shutdown time), pause (its ``keep_days``), resume and extend move the
+expiry in the cloud first (the pool's program runs again, and AWS hosts' own power-off timers
+follow over SSH), and the record takes it only once the cloud did: the record never promises a
+later expiry than the cloud keeps. An expiry the cloud cannot keep (Azure: more than 24 hours
+ahead) is refused before anything runs.
+
 A run holds its pool's lease (:mod:`oa_vm.model.lease`). **pause** would stop the workers under it,
 so it is refused while a live run holds the lease (``force`` overrides), and holds the lease
 itself while it stops them. **resume**, **repair** and **extend** are allowed during a run:
@@ -39,13 +46,27 @@ says what is running.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from oa_vm import api
 from oa_vm.clouds import facts, get_provider
-from oa_vm.clouds.base import Capability, FleetOps, Progress, no_progress
+from oa_vm.clouds.base import (
+    Capability,
+    CloudExpiryOps,
+    ExpiryLimit,
+    FleetOps,
+    Progress,
+    Provider,
+    no_progress,
+)
 from oa_vm.cost.pool_cost import paused_price_of
-from oa_vm.errors import InvalidInputError, PoolNotReadyError, ProviderUnavailableError
+from oa_vm.errors import (
+    InvalidInputError,
+    PoolNotReadyError,
+    ProviderUnavailableError,
+    ProvisioningError,
+)
+from oa_vm.kit.durations import format_duration
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerState
 from oa_vm.reach.replacements import replaced_by, successor
@@ -80,6 +101,77 @@ def _tell_hosts(record: PoolRecord, progress: Progress) -> None:
         provider.move_expiry(record, progress)
 
 
+class _CloudExpiry:
+    """A cloud pool's expiry, which its cloud enforces (:attr:`Capability.CLOUD_EXPIRY`): the
+    limit, asked before anything is written or run (no engine needed), and the fleet
+    operations that move it (``ops``: the caller's, as tests give a stand-in engine; else the
+    provider's, which checks its extra and engine)."""
+
+    def __init__(self, limit: ExpiryLimit, ops: FleetOps | None, provider: Provider | None):
+        self.limit, self._ops, self._provider = limit, ops, provider
+
+    def ops(self) -> CloudExpiryOps:
+        """The fleet operations (raises ``ProviderUnavailableError``: no extra or engine)."""
+        ops = self._ops
+        if ops is None:
+            assert self._provider is not None
+            ops = self._provider.fleet_ops()
+        if not isinstance(ops, CloudExpiryOps):
+            raise ProviderUnavailableError("this cloud's fleet operations cannot move its expiry")
+        return ops
+
+
+def _cloud_expiry(record: PoolRecord, ops: FleetOps | None) -> _CloudExpiry | None:
+    """How the pool's cloud enforces its expiry, or None when the expiry lives in the record
+    (and on the hosts, :func:`_tell_hosts`) only."""
+    if ops is not None:
+        return _CloudExpiry(ops, ops, None) if isinstance(ops, CloudExpiryOps) else None
+    try:
+        provider = get_provider(record.cloud)
+    except (InvalidInputError, ProviderUnavailableError):
+        return None
+    if Capability.CLOUD_EXPIRY not in provider.capabilities or not isinstance(
+            provider, ExpiryLimit):
+        return None
+    return _CloudExpiry(provider, None, provider)
+
+
+def _keep_user_data_expiry(record: PoolRecord) -> None:
+    """Write down the expiry the hosts' user data carries before the record's first moves
+    (:meth:`PulumiCloudProvider.update_program` keeps it; records made before it was written
+    at create hold it nowhere else)."""
+    record.provider_data.setdefault("program_expires_at", state.format_time(record.expires_at))
+
+
+def _when(expires_at: datetime | None) -> str:
+    """An expiry in a message: UTC, to the second."""
+    return "never" if expires_at is None else f"{expires_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _not_moved(record: PoolRecord, what: str, exc: ProvisioningError, again: str) -> (
+        ProvisioningError):
+    """One line: the cloud did not take the new expiry, the record keeps the old one, and the
+    command to run again."""
+    why = " ".join(str(exc).split()).removeprefix(f"pool {record.name!r}: ")
+    return ProvisioningError(
+        f"pool {record.name!r}: {what}; its expiry did not move in the cloud, and the record "
+        f"keeps {_when(record.expires_at)} ({why}); run '{again}' again"
+    )
+
+
+def _check_latest(cloud: _CloudExpiry, record: PoolRecord, expires_at: datetime, now: datetime,
+                  fix: Callable[[timedelta], str], what: str = "") -> None:
+    """Refuse an expiry the cloud cannot keep (Azure: 24 hours ahead), before anything is
+    written or run: one line, ``what`` is wrong (by default: when the pool would expire), the
+    cloud's rule, and ``fix(room)``, what to do with the ``room`` left."""
+    limit = cloud.limit.latest_expiry(record, now)
+    if limit is not None and expires_at > limit[0]:
+        latest, rule = limit
+        what = what or f"pool {record.name!r} would expire at {_when(expires_at)}"
+        raise InvalidInputError(
+            f"{what}: {rule}; {fix(max(latest - now - timedelta(minutes=5), timedelta(0)))}")
+
+
 def _load(name: str | None) -> PoolRecord:
     record = state.load(api.resolve_name(name))
     if record.state in (PoolState.CREATING, PoolState.DELETING):
@@ -110,6 +202,8 @@ def pause_pool(
             changed).
         InvalidInputError: ``keep_days`` is not positive.
         ProviderUnavailableError: the pool's cloud cannot pause.
+        ProvisioningError: a cloud that ends its pools itself did not take the paused expiry
+            (the pool was not paused; its record keeps its expiry).
 
     ``ops`` replaces the provider's :meth:`~oa_vm.clouds.base.Provider.fleet_ops` (tests
     give one with a stand-in engine).
@@ -124,8 +218,14 @@ def pause_pool(
         if overridden is not None:
             progress(f"pool {record.name!r} is in use by {describe(overridden)}; "
                      "pausing it anyway (--force)")
-        record = _check_pausable(_load(record.name))  # as it is now that the lease is ours
-        return _pause(record, ops, keep_days, progress)
+        if not isinstance(ops, CloudExpiryOps):
+            record = _check_pausable(_load(record.name))  # as it is now that the lease is ours
+            return _pause(record, ops, keep_days, progress)
+        from oa_vm.model.lease import fleet_lock
+
+        with fleet_lock(record.name):  # one program run at a time (pool-extend's, resume's)
+            record = _check_pausable(_load(record.name))
+            return _pause_in_cloud(record, ops, keep_days, progress)
 
 
 EXTENDED_WHILE_PAUSED = "extended_while_paused_s"
@@ -171,6 +271,45 @@ def _pause(record: PoolRecord, ops: FleetOps, keep_days: float,
     return record
 
 
+def _pause_in_cloud(record: PoolRecord, ops: CloudExpiryOps, keep_days: float,
+                    progress: Progress) -> PoolRecord:
+    """:func:`_pause` for a cloud that ends its pools itself: AWS terminates a paused pool's
+    stopped instances at its paused expiry, so the program takes that expiry as it stops them
+    (Azure's deallocated VMs have nothing to move). The cloud first, then the record: if the
+    update fails, the record keeps the expiry it had, and the error says so."""
+    going = [w.name for w in record.workers if w.name in replaced_by(record)]
+    loaded = record.expires_at
+    _keep_user_data_expiry(record)
+    now = state.utcnow()
+    record.expires_at = now + timedelta(days=keep_days)
+    try:
+        if going:  # replaced draining workers are retired, not kept paused
+            ops.repair(record, progress, going)
+        record = ops.pause(record, progress)
+    except ProvisioningError as exc:
+        record.expires_at = loaded
+        # the pause disabled the hosts' timers before the update failed: the hosts still run
+        ops.rearm_hosts(record, progress)
+        raise _not_moved(record, "it was not paused", exc,
+                         f"oa-vm pool-pause --pool {record.name}") from exc
+    except BaseException:
+        record.expires_at = loaded
+        raise
+    finally:
+        state.save_after(record, loaded)
+    loaded = record.expires_at
+    pauses = list(record.provider_data.get("pauses") or [])
+    pauses.append({
+        "from": state.format_time(now), "to": None,
+        "per_day": paused_price_of(record, facts(record.cloud).billing),
+    })
+    record.provider_data["pauses"] = pauses
+    record.state = PoolState.PAUSED
+    record.provider_data.pop(EXTENDED_WHILE_PAUSED, None)
+    state.save_after(record, loaded)
+    return record
+
+
 def resume_pool(
     name: str | None,
     *,
@@ -183,9 +322,16 @@ def resume_pool(
 ) -> PoolRecord:
     """Start a paused pool's workers again (same names, same disks), then wait for them.
 
-    The pool expires ``ttl_hours`` after the resume, as a new pool would.
+    The pool expires ``ttl_hours`` after the resume (plus what ``pool-extend`` added while it
+    was paused), as a new pool would; on a cloud that ends its pools itself, the cloud takes
+    that expiry as the workers start, and once they are ready (``wait``) the hosts' power-off
+    timers are re-armed for it.
 
     Raises:
+        InvalidInputError: the cloud cannot keep the new expiry (Azure: more than 24 hours
+            ahead); nothing was started or written.
+        ProvisioningError: the cloud did not take it (the pool stays paused, its record as it
+            was).
         PoolNotReadyError: the pool is not paused, or a worker was lost while waiting.
         WaitTimeoutError: ``wait`` and the workers were not ready in ``timeout_s``.
         PoolRemovingError: ``pool-cleanup`` has begun (nothing was started).
@@ -199,13 +345,20 @@ def resume_pool(
         )
     from oa_vm.model.lease import PoolRemovingError, fleet_lock, removing
 
+    cloud = _cloud_expiry(record, ops)
+    if cloud is not None:  # refused before anything is run or written
+        _check_resume_expiry(cloud, record, ttl_hours, state.utcnow())
     ops = ops or fleet_ops(record.cloud, Capability.RESUME)
     with fleet_lock(record.name):  # cleanup wins: see repair_pool
         if removing(record.name):
             raise PoolRemovingError(record.name)
         record = _load(record.name)
         loaded = record.expires_at
+        kept = dict(record.provider_data)
         now = state.utcnow()
+        if cloud is not None:
+            _check_resume_expiry(cloud, record, ttl_hours, now)  # as it is now, locked
+            _keep_user_data_expiry(record)
         pauses = list(record.provider_data.get("pauses") or [])
         if pauses and pauses[-1].get("to") is None:
             pauses[-1] = {**pauses[-1], "to": state.format_time(now)}
@@ -214,13 +367,46 @@ def resume_pool(
         extended = float(record.provider_data.pop(EXTENDED_WHILE_PAUSED, 0) or 0)
         record.expires_at = now + timedelta(hours=ttl_hours, seconds=max(0.0, extended))
         try:
+            # a cloud's kill switch takes the new expiry as the workers start (the program)
             ops.resume(record, progress)
+        except ProvisioningError as exc:
+            if cloud is None:
+                raise
+            # the cloud did not take it: the record stays paused, with its expiry
+            record.expires_at, record.provider_data = loaded, {
+                **kept, "program_expires_at": record.provider_data["program_expires_at"]}
+            raise _not_moved(record, "it was not resumed", exc,
+                             f"oa-vm pool-resume --pool {record.name}") from exc
         finally:
             state.save_after(record, loaded)  # an extension made meanwhile is kept
         _tell_hosts(record, progress)
+    if cloud is not None and not wait:
+        expiry_ops = cloud.ops()
+        if expiry_ops.hosts_run_timers(record):
+            progress("the hosts' power-off timers are re-armed once they answer: after "
+                     f"'oa-vm pool-wait --pool {record.name}', run 'oa-vm pool-extend --pool "
+                     f"{record.name} --by 1m'")
     if not wait:
         return record
-    return api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update)
+    record = api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update)
+    if cloud is not None:  # the hosts answer now: their timers follow the new expiry
+        cloud.ops().rearm_hosts(record, progress)
+    return record
+
+
+def _check_resume_expiry(cloud: _CloudExpiry, record: PoolRecord, ttl_hours: float,
+                         now: datetime) -> None:
+    """Refuse a resume whose expiry (``ttl_hours`` plus what ``pool-extend`` added while the
+    pool was paused) the cloud cannot keep."""
+    extended = max(0.0, float(record.provider_data.get(EXTENDED_WHILE_PAUSED, 0) or 0))
+
+    def fix(room: timedelta) -> str:
+        left = max(room.total_seconds() - extended, 60.0)
+        return f"pass --ttl {format_duration(left // 60 * 60)} or less" + (
+            f" (the {format_duration(extended)} pool-extend added while it was paused come "
+            "on top)" if extended else "")
+
+    _check_latest(cloud, record, now + timedelta(hours=ttl_hours, seconds=extended), now, fix)
 
 
 def repair_pool(
@@ -301,12 +487,20 @@ def repair_pool(
     return record, replaced
 
 
-def extend_pool(name: str | None, *, by_s: float,
-                progress: Progress = no_progress) -> PoolRecord:
+def extend_pool(name: str | None, *, by_s: float, progress: Progress = no_progress,
+                ops: FleetOps | None = None) -> PoolRecord:
     """Move the pool's expiry ``by_s`` seconds later (from now, if it has already passed).
 
+    On a cloud that ends its pools itself (AWS's schedule, Azure's daily shutdown time), the
+    pool's program runs again with the new expiry, then the running hosts' power-off timers
+    are re-armed over SSH; only then does the record take it (see :func:`_extend_in_cloud`).
+
     Raises:
-        InvalidInputError: ``by_s`` is not positive.
+        InvalidInputError: ``by_s`` is not positive, or the cloud cannot keep the new expiry
+            (Azure: more than 24 hours ahead); nothing was run or written.
+        ProvisioningError: the cloud did not take the new expiry (the record keeps the old).
+        PoolNotReadyError: a cloud pool being created or removed, or whose create failed
+            before it had workers (nothing was run or written).
         PoolRemovingError: ``pool-cleanup`` has begun (nothing was written).
     """
     if not by_s > 0:
@@ -314,20 +508,116 @@ def extend_pool(name: str | None, *, by_s: float,
     resolved = api.resolve_name(name)
     from oa_vm.model.lease import save_fenced
 
+    cloud = _cloud_expiry(state.load(resolved), ops)
+    if cloud is not None:
+        return _extend_in_cloud(resolved, by_s, cloud, progress)
     with state.locked(resolved):  # read-modify-write: parallel extends must all count
         record = state.load(resolved)
-        now = state.utcnow()
-        if not facts(record.cloud).simulated:
-            # the expiry the instances were made with is in their cloud-init: kept for repairs
-            record.provider_data.setdefault(
-                "program_expires_at", state.format_time(record.expires_at)
-            )
-        base = (record.expires_at if record.expires_at is not None and record.expires_at > now
-                else now)
-        record.expires_at = base + timedelta(seconds=by_s)
-        if record.state == PoolState.PAUSED:  # pool-resume adds it to the expiry it sets
-            record.provider_data[EXTENDED_WHILE_PAUSED] = by_s + float(
-                record.provider_data.get(EXTENDED_WHILE_PAUSED, 0) or 0)
+        record.expires_at = _extended(record, by_s, state.utcnow())
         save_fenced(record)  # never brings back the record of a pool being removed
     _tell_hosts(record, progress)
     return record
+
+
+def _extended(record: PoolRecord, by_s: float, now: datetime) -> datetime:
+    """The expiry ``by_s`` seconds after the record's (or ``now``, if it has passed); a paused
+    pool keeps the extension for ``pool-resume`` to add (:data:`EXTENDED_WHILE_PAUSED`)."""
+    base = (record.expires_at if record.expires_at is not None and record.expires_at > now
+            else now)
+    if record.state == PoolState.PAUSED:
+        record.provider_data[EXTENDED_WHILE_PAUSED] = by_s + float(
+            record.provider_data.get(EXTENDED_WHILE_PAUSED, 0) or 0)
+    return base + timedelta(seconds=by_s)
+
+
+def _extend_in_cloud(pool: str, by_s: float, cloud: _CloudExpiry,
+                     progress: Progress) -> PoolRecord:
+    """:func:`extend_pool` on a cloud that ends its pools itself.
+
+    The order: the limit first (nothing run or written), then the cloud, then the record. The
+    record must never say a later expiry than the cloud enforces, or the pool would be
+    terminated (AWS) or deallocated (Azure) mid-run while ``pool-status`` promises more time;
+    so the program runs first, and the record takes the new expiry only once it succeeded. If
+    the update fails, the record keeps the old expiry and the error says to run the extend
+    again (a failed update may have moved the schedule already: the cloud then keeps the pool
+    longer than the record says, never shorter). Under the fleet lock: one program run at a
+    time (a resume's, a pause's, another extend's), and ``pool-cleanup`` waits for it.
+    """
+    from oa_vm.model.lease import PoolRemovingError, fleet_lock, removing, save_fenced
+
+    record = _extendable(state.load(pool))
+    _check_extension(cloud, record, by_s, state.utcnow())
+    ops = cloud.ops()
+    with fleet_lock(pool):
+        if removing(pool):
+            raise PoolRemovingError(pool)
+        record = _extendable(state.load(pool))  # as it is now that the lock is ours
+        now = state.utcnow()
+        _check_extension(cloud, record, by_s, now)
+        loaded = record.expires_at
+        _keep_user_data_expiry(record)
+        record.expires_at = _extended(record, by_s, now)
+        try:
+            ops.move_expiry(record, progress)
+        except ProvisioningError as exc:
+            record.expires_at = loaded
+            raise _not_moved(record, "the extension was not made", exc,
+                             f"oa-vm pool-extend --pool {pool} --by {format_duration(by_s)}"
+                             ) from exc
+        # The program ran for minutes: take the expiry into the record as it is now (pool-wait
+        # or a run may have saved it meanwhile), not the copy read before.
+        with state.locked(pool):
+            current = state.load(pool)
+            current.expires_at = record.expires_at
+            for key in ("program_expires_at", EXTENDED_WHILE_PAUSED):
+                if key in record.provider_data:
+                    current.provider_data[key] = record.provider_data[key]
+            save_fenced(current)  # never brings back the record of a pool being removed
+    return current
+
+
+def _extendable(record: PoolRecord) -> PoolRecord:
+    """A cloud pool whose program can run again: not being created or removed, and not a
+    create that failed before it had workers (its record holds no settings to run it with).
+
+    Raises:
+        PoolNotReadyError: one line, what to do instead.
+    """
+    if record.state in (PoolState.CREATING, PoolState.DELETING):
+        raise PoolNotReadyError(
+            f"pool {record.name!r} is {record.state.value}; wait for it to finish first")
+    if record.state == PoolState.FAILED and not record.workers:
+        raise PoolNotReadyError(
+            f"pool {record.name!r} failed before it had workers: there is nothing to extend; "
+            f"'oa-vm pool-cleanup --pool {record.name}' removes what is left")
+    return record
+
+
+def _check_extension(cloud: _CloudExpiry, record: PoolRecord, by_s: float,
+                     now: datetime) -> None:
+    """Refuse an extension the cloud cannot keep: a running pool's new expiry past the limit;
+    a paused one's (whose deallocated or stopped machines the limit does not concern) once
+    what ``pool-resume`` adds would leave less than an hour of running time."""
+    if record.state == PoolState.PAUSED:
+        carried = by_s + float(record.provider_data.get(EXTENDED_WHILE_PAUSED, 0) or 0)
+        hour = timedelta(hours=1)
+
+        def fix_paused(room: timedelta) -> str:
+            left = max(room - hour - timedelta(seconds=carried - by_s), timedelta(0))
+            return (f"extend it by at most {format_duration(left.total_seconds() // 60 * 60)} "
+                    "now, or after the resume")
+
+        _check_latest(cloud, record, now + timedelta(seconds=carried) + hour, now, fix_paused,
+                      f"pool {record.name!r} is paused: pool-resume would add the "
+                      f"{format_duration(carried)} extended meanwhile to its --ttl")
+        return
+    base = record.expires_at if record.expires_at is not None and record.expires_at > now \
+        else now
+
+    def fix(room: timedelta) -> str:
+        left = max(room - (base - now), timedelta(0)).total_seconds() // 60 * 60
+        if left < 60:
+            return "it already expires as late as it can: extend it again later"
+        return f"extend it by at most {format_duration(left)} now, and again later if needed"
+
+    _check_latest(cloud, record, base + timedelta(seconds=by_s), now, fix)

@@ -23,6 +23,7 @@ import ast
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import yaml
@@ -155,7 +156,7 @@ def worker_env(settings: PoolSettings, facts: HostFacts) -> str:
     values = {
         "OA_VM_POOL": settings.name,
         "OA_VM_MODE": settings.mode,
-        "OA_VM_EXPIRES_AT": format_expiry(settings.expires_at),
+        "OA_VM_EXPIRES_AT": format_expiry(settings.user_data_expiry()),
         "OA_VM_SIZE": settings.size,
         "OA_VM_SIZE_HINT": facts.size_hint,
         "OA_VM_SSH_USER": facts.ssh_user,
@@ -209,6 +210,17 @@ def egress_files(settings: PoolSettings) -> dict[str, str]:
     return files
 
 
+def poweroff_units(expires_at: datetime) -> dict[str, str]:
+    """``{unit path: text}``: a cloud host's power-off timer at ``expires_at`` and its service
+    (AWS: shutdown behaviour ``terminate`` then ends the instance). What cloud-init writes at
+    create, and what a moved expiry re-arms over SSH (:func:`units.rearm_command`)."""
+    return units.expiry_units(
+        expires_at, "power this worker off at the pool's expiry",
+        "the pool expired, power off (shutdown behaviour terminate ends the instance)",
+        "/usr/bin/systemctl poweroff",
+    )
+
+
 def cloud_config(
     settings: PoolSettings, facts: HostFacts, files: WorkerFiles | None = None
 ) -> dict[str, Any]:
@@ -231,11 +243,7 @@ def cloud_config(
         # Watching from the first minute: a notice may come while the host is still booting.
         runcmd.append(["systemctl", "enable", "--now", unit])
     if facts.guest_poweroff:
-        expiry = units.expiry_units(
-            settings.expires_at, "power this worker off at the pool's expiry",
-            "the pool expired, power off (shutdown behaviour terminate ends the instance)",
-            "/usr/bin/systemctl poweroff",
-        )
+        expiry = poweroff_units(settings.user_data_expiry())
         write_files += [_file(path, text) for path, text in expiry.items()]
         # Armed before anything slow: a host whose setup hangs still powers off on time.
         runcmd.append(["systemctl", "enable", "--now", "oa-vm-expiry.timer"])

@@ -33,11 +33,15 @@ Layout on the host:
   shutdown behaviour ``terminate`` then ends it. It backs up the cloud-side schedule that
   terminates the instance even when the guest hangs. Azure has no such timer: a power-off from
   the guest would stop the VM without deallocating it (still billing), so the DevTest Labs
-  schedule alone ends Azure workers.
+  schedule alone ends Azure workers. Cloud-init arms it for the expiry the instance was created
+  with; a moved expiry re-arms it over SSH (:func:`rearm_command`).
 """
 
 from __future__ import annotations
 
+import base64
+import shlex
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -134,3 +138,30 @@ Type=oneshot
 ExecStart={command}
 """
     return {f"{UNIT_DIR}/oa-vm-expiry.timer": timer, f"{UNIT_DIR}/oa-vm-expiry.service": service}
+
+
+EXPIRY_TIMER = "oa-vm-expiry.timer"
+BECOME_ROOT = "S=; [ \"$(id -u)\" = 0 ] || S='sudo -n'; R=\"${OA_VM_ROOT:-}\"; "
+"""The start of every command a host runs over SSH as root: ``$S`` becomes root (nothing when
+logged in as root, else ``sudo -n``: never a password prompt) and ``$R`` is the host's root
+(empty on a real host; a rehearsal's private root)."""
+
+
+def rearm_command(files: Mapping[str, str]) -> str:
+    """Shell, after :data:`BECOME_ROOT`: write the expiry units ``files`` (``{unit path: text}``,
+    from :func:`expiry_units`) under the host's root, then enable and restart the timer, so it
+    fires at the new time, after a reboot too. What ``pool-extend``, a pause and a resume run on
+    a host whose timer must follow a moved expiry (own hosts and AWS hosts alike)."""
+    writes = "; ".join(
+        f"printf %s {base64.b64encode(text.encode('utf-8')).decode('ascii')} | base64 -d | "
+        f"$S tee \"$R\"{shlex.quote(path)} >/dev/null"
+        for path, text in sorted(files.items())
+    )
+    return (f"{writes}; $S systemctl daemon-reload; $S systemctl enable {EXPIRY_TIMER}; "
+            f"$S systemctl restart {EXPIRY_TIMER}")
+
+
+def disarm_command() -> str:
+    """Shell, after :data:`BECOME_ROOT`: stop and disable the expiry timer (a host about to be
+    stopped: its old time must not fire the moment a resume boots it)."""
+    return f"$S systemctl disable --now {EXPIRY_TIMER}"

@@ -11,7 +11,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from oa_vm.model.state import PoolRecord, WorkerRecord
 
@@ -239,6 +239,10 @@ class Capability(enum.Enum):
     HOST_EXPIRY = "host expiry"
     """The pool's hosts run its expiry themselves (a timer), and are told when pause, resume
     or ``pool-extend`` move it (:meth:`Provider.move_expiry`)."""
+    CLOUD_EXPIRY = "cloud expiry"
+    """The cloud itself ends the pool at its expiry (a schedule the pool's program declares):
+    pause, resume and ``pool-extend`` move it there first, through the fleet operations
+    (:class:`CloudExpiryOps`), and the record takes the new expiry once the cloud did."""
 
 
 FLEET_CAPABILITIES = frozenset({Capability.PAUSE, Capability.RESUME, Capability.REPAIR})
@@ -260,6 +264,43 @@ class FleetOps(Protocol):
 
     def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
         """Replace lost workers (or ``names``) under the same names; returns their names."""
+        ...
+
+
+@runtime_checkable
+class ExpiryLimit(Protocol):
+    """How far ahead a cloud can end a pool (a provider declaring
+    :attr:`Capability.CLOUD_EXPIRY`, and its :class:`CloudExpiryOps`): asked before anything is
+    written or run, so it needs no engine."""
+
+    def latest_expiry(self, record: PoolRecord, now: datetime) -> tuple[datetime, str] | None:
+        """The latest expiry the cloud can keep for the pool once it runs, and the rule that
+        says so, one phrase (None: no limit)."""
+        ...
+
+
+@runtime_checkable
+class CloudExpiryOps(FleetOps, ExpiryLimit, Protocol):
+    """The fleet operations of a cloud that ends its pools itself (:attr:`Capability.CLOUD_EXPIRY`).
+    Their :meth:`pause` and :meth:`resume` give the cloud ``record.expires_at`` too."""
+
+    def hosts_run_timers(self, record: PoolRecord) -> bool:
+        """Whether the pool's hosts power themselves off at the expiry (a timer)."""
+        ...
+
+    def move_expiry(self, record: PoolRecord, progress: Progress) -> None:
+        """Make the cloud end the pool at ``record.expires_at`` (its program runs again), then
+        re-arm the running hosts' own timers; a host that does not answer is said through
+        ``progress``, with what to run.
+
+        Raises:
+            ProvisioningError: the cloud did not take the new expiry.
+        """
+        ...
+
+    def rearm_hosts(self, record: PoolRecord, progress: Progress) -> None:
+        """Set each running host's own timer to ``record.expires_at`` (over SSH); a host that
+        does not answer is said through ``progress``, with what to run. Never raises."""
         ...
 
 

@@ -437,7 +437,8 @@ def save_after(record: PoolRecord, loaded_expiry: datetime | None) -> Path:
     the pool's lock (:func:`locked`), keeping what ``pool-extend`` did meanwhile.
 
     The expiry is the one field another command changes while such an operation runs (extend
-    takes only :func:`locked`, not the fleet lock, so it never waits for a repair): if the
+    takes only :func:`locked`, not the fleet lock, so it never waits for a repair; on a cloud
+    that ends its pools itself it takes the fleet lock, so it waits): if the
     stored expiry moved from ``loaded_expiry`` (what the operation read), the move is carried
     into ``record``'s own expiry, so no acknowledged extension is lost.
     """

@@ -147,6 +147,7 @@ class AwsProvider(PulumiCloudProvider):
         manual_check=MANUAL_CHECK,
         image_module="infra.image_aws",
         component_type="oa-vm:aws:WorkerPool",
+        host_timer=True,  # infra.aws.HOST_FACTS.guest_poweroff
         notes=(
             "at the expiry an EventBridge Scheduler schedule terminates the instances "
             "(and each worker also powers itself off: shutdown behaviour terminate)",

@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 from collections.abc import Sequence
+from datetime import datetime
 
 from infra.sizes import AZURE_DEFAULT_SIZE, check_azure_size
 from oa_vm.clouds.base import PoolSpec, Progress
@@ -139,6 +140,13 @@ class AzureProvider(PulumiCloudProvider):
             raise InvalidInputError(
                 f"{check.detail}; register it first: {check.fix}, then create again"
             )
+
+    def latest_expiry(self, record: PoolRecord, now: datetime) -> tuple[datetime, str] | None:
+        """A running pool ends within 24 hours: its shutdown schedule is daily
+        (:func:`infra.azure.latest_expiry`, the rule a create's TTL is checked against)."""
+        from infra.azure import TTL_RULE, latest_expiry
+
+        return latest_expiry(now), TTL_RULE
 
     def last_resort(self, pool: str, progress: Progress,
                     regions: Sequence[str] = ()) -> str:

@@ -42,7 +42,7 @@ from infra.worker.slots import WorkerSlot
 PACKAGES = (("docker", "docker.io"), ("socat", "socat"), ("qemu-img", "qemu-utils"))
 """(command, Debian package): what the workers need and a create installs when missing."""
 ROOT = '"${OA_VM_ROOT:-}"'
-BECOME_ROOT = "S=; [ \"$(id -u)\" = 0 ] || S='sudo -n'; R=" + ROOT + "; "
+BECOME_ROOT = units.BECOME_ROOT
 CLAIMED_ELSEWHERE = 3
 """``host_pool.sh``'s exit status when another pool holds the host."""
 
@@ -150,8 +150,7 @@ def expiry_command(pool: str, expires_at: datetime) -> str:
         f"set -e; {BECOME_ROOT}"
         f'[ "$(head -n 1 "$R"{marker} 2>/dev/null)" = {shlex.quote(pool)} ] || '
         f"{{ echo 'this host is not in pool {pool}'; exit {CLAIMED_ELSEWHERE}; }}; "
-        f"{_unpack(own_host.expiry_units(pool, expires_at))}; "
-        "$S systemctl daemon-reload; $S systemctl restart oa-vm-expiry.timer"
+        + units.rearm_command(own_host.expiry_units(pool, expires_at))
     )
 
 

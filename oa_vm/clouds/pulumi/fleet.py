@@ -17,11 +17,14 @@ and Azure, which :meth:`PulumiCloudProvider.fleet_ops` hands out).
   schedule) once the refresh finds it gone, its notice's time has passed, or it is named.
 
 The program's settings are rebuilt from the record by the provider
-(:meth:`PoolProgram.update_program`). The expiry the instances were created with is kept
-(``provider_data["program_expires_at"]``): it is part of cloud-init, and a changed cloud-init
-would replace every instance. Known gap: the worker's own power-off timer is armed
-by cloud-init for that original expiry, so a pool resumed after it powers itself off again
-(AWS then terminates it); re-arming the timer on resume belongs to the worker bootstrap.
+(:meth:`PoolProgram.update_program`), with two expiries: the cloud's kill switch (AWS's
+schedule, Azure's daily shutdown time) and the tags take the pool's current one, so pause,
+resume and ``pool-extend`` (:meth:`CloudFleetOps.move_expiry`) move it in the cloud; the hosts'
+user data keeps the one they were created with (``provider_data["program_expires_at"]``),
+because changed user data would replace every instance. An AWS host's own power-off timer,
+armed by cloud-init for that first expiry, follows over SSH (:mod:`~oa_vm.clouds.pulumi.timers`):
+re-armed after ``pool-extend`` and once a resumed host answers, disabled before a pause stops
+the host (so the old time cannot fire when the resume boots it).
 """
 
 from __future__ import annotations
@@ -30,12 +33,15 @@ import re
 import shutil
 import subprocess
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Protocol
 
 from oa_vm.clouds.base import Progress
+from oa_vm.clouds.pulumi import timers
 from oa_vm.errors import ProviderUnavailableError, ProvisioningError
 from oa_vm.model import state
-from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord, WorkerState
+from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
+from oa_vm.reach.host_status import RemoteRunner
 
 AZ_TIMEOUT_S = 1800.0
 
@@ -94,6 +100,15 @@ class PoolProgram(Protocol):
 
     def refresh(self, record: PoolRecord) -> PoolRecord:
         """Ask the cloud what is really there; mark vanished workers ``LOST``."""
+        ...
+
+    def latest_expiry(self, record: PoolRecord, now: datetime) -> tuple[datetime, str] | None:
+        """The latest expiry the cloud can keep for the running pool, and why (None: no
+        limit)."""
+        ...
+
+    def timer_runner(self, record: PoolRecord) -> RemoteRunner | None:
+        """What reaches the hosts' power-off timers (None: the hosts run none)."""
         ...
 
 
@@ -164,30 +179,75 @@ class CloudFleetOps:
     # -- FleetOps ------------------------------------------------------------------------------
 
     def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
-        """AWS: instances stopped by the program; Azure: VMs deallocated. Disks stay."""
-        record.provider_data.setdefault(
-            "program_expires_at", state.format_time(record.expires_at)
-        )
+        """AWS: the hosts' timers stopped (see :mod:`~oa_vm.clouds.pulumi.timers`), then the
+        instances stopped by the program, whose schedule takes ``record.expires_at`` (the
+        paused pool's: AWS terminates stopped instances too). Azure: VMs deallocated, the
+        stack left as it is (its daily schedule only deallocates; the resume moves it). Disks
+        stay."""
         if record.cloud == "aws":
+            runner = self.provider.timer_runner(record)
+            if runner is not None:
+                timers.disarm(record, runner, progress)
             outputs = self.provider.update_program(record, progress, paused=True)
             self._update_workers(record, outputs)
         else:
             self.power.deallocate(self._ids(record), progress)
+            # Azure's schedule only deallocates: nothing in Azure removes a paused pool
+            progress("Azure keeps the deallocated VMs' disks and addresses (billing) past the "
+                     f"paused expiry; then 'oa-vm pool-cleanup --pool {record.name}' (or "
+                     "--expired) removes them")
         self._mark(record, [w.name for w in record.workers], WorkerState.PAUSED, "paused")
         record.state = state.derive_pool_state(record.workers)
         return record
 
     def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
-        """AWS: instances declared running again; Azure: VMs started. Workers then boot."""
+        """AWS: instances declared running again; Azure: the shutdown schedules moved to the
+        new expiry first (an old time of day would deallocate the VMs early), then the VMs
+        started. Either way the cloud's kill switch takes ``record.expires_at``. Workers then
+        boot; their timers are re-armed once they answer (:meth:`rearm_hosts`)."""
         names = [w.name for w in record.workers if w.state == WorkerState.PAUSED]
         if record.cloud == "aws":
             outputs = self.provider.update_program(record, progress, paused=False)
             self._update_workers(record, outputs)
         else:
+            self.provider.update_program(record, progress, paused=None)
             self.power.start(self._ids(record), progress)
         self._mark(record, names, WorkerState.BOOTING, "resumed")
         record.state = state.derive_pool_state(record.workers)
         return names
+
+    def latest_expiry(self, record: PoolRecord, now: datetime) -> tuple[datetime, str] | None:
+        """The provider's limit (Azure: 24 hours from ``now``)."""
+        return self.provider.latest_expiry(record, now)
+
+    def move_expiry(self, record: PoolRecord, progress: Progress) -> None:
+        """The program runs again with ``record.expires_at`` (AWS's paused instances stay
+        declared stopped), then the running hosts' timers follow. A paused Azure pool's VMs
+        are deallocated, which is all its schedule does: nothing to move until the resume.
+
+        Raises:
+            ProvisioningError: the update failed.
+        """
+        paused = record.state == PoolState.PAUSED
+        if paused and record.cloud != "aws":
+            progress("its VMs are deallocated: pool-resume sets their shutdown time")
+            return
+        self.provider.update_program(record, progress, paused=_power(record))
+        if paused:
+            progress("its hosts are stopped: pool-resume re-arms their power-off timers")
+        else:
+            self.rearm_hosts(record, progress)
+
+    def hosts_run_timers(self, record: PoolRecord) -> bool:
+        """AWS's hosts do (cloud-init arms the timer); Azure's do not."""
+        return self.provider.timer_runner(record) is not None
+
+    def rearm_hosts(self, record: PoolRecord, progress: Progress) -> None:
+        """Each host's power-off timer set to ``record.expires_at`` over SSH (AWS; Azure's
+        hosts run none); a host that does not answer is said, with what to run."""
+        runner = self.provider.timer_runner(record)
+        if runner is not None:
+            timers.rearm(record, runner, progress)
 
     def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
         """Run the program again: what the cloud removed is recreated under the same names, a
@@ -229,8 +289,7 @@ class CloudFleetOps:
         record.settings["worker_indexes"] = sorted(
             {_number(n) for n in [*(w.name for w in record.workers), *new]}
         )
-        paused = False if record.cloud == "aws" and record.provider_data.get("pauses") else None
-        outputs = self.provider.update_program(record, progress, paused=paused)
+        outputs = self.provider.update_program(record, progress, paused=_power(record))
         self._add_workers(record, outputs, new)
         changed = self._update_workers(record, outputs)
         replaced = sorted(set(lost) | (set(changed) - set(new)))
@@ -251,6 +310,17 @@ class CloudFleetOps:
             if out is None:
                 raise ProvisioningError(f"pool {record.name!r}: the update made no {name}")
             record.workers.append(worker_from_output(out, key))
+
+
+def _power(record: PoolRecord) -> bool | None:
+    """The power state an update declares for AWS's instances: stopped for a paused pool,
+    running for one paused before (its stack holds the power resources); else (and on Azure)
+    None, left as they are."""
+    if record.cloud != "aws":
+        return None
+    if record.state == PoolState.PAUSED:
+        return True
+    return False if record.provider_data.get("pauses") else None
 
 
 def _replace_hosts(record: PoolRecord, draining: list[str], per_host: int,

@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from oa_vm.clouds import facts, size_nests
@@ -47,7 +48,7 @@ from oa_vm.errors import (
 from oa_vm.kit import timings
 from oa_vm.model import image_records, state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
-from oa_vm.reach.host_status import RemoteRunner
+from oa_vm.reach.host_status import ParamikoRunner, RemoteRunner
 
 if TYPE_CHECKING:
     from infra.settings import PoolSettings
@@ -105,6 +106,8 @@ class CloudInfo:
         component_type: the pool component's Pulumi type (for the plan's tree).
         notes: lines every plan of the cloud ends with; ``{pool}`` and ``{resource_group}``
             (the resource group the program declares) are filled in.
+        host_timer: the hosts power themselves off at the expiry (a timer cloud-init arms:
+            the program's ``HOST_FACTS.guest_poweroff``), re-armed over SSH when it moves.
     """
 
     name: str
@@ -119,6 +122,7 @@ class CloudInfo:
     notes: tuple[str, ...] = field(default_factory=tuple)
     image_module: str = ""
     component_type: str = ""
+    host_timer: bool = False
 
     @property
     def project(self) -> str:
@@ -150,6 +154,7 @@ class PulumiCloudProvider:
         Capability.DRAIN,  # spot_watch*.sh writes the notice into the host's status file
         Capability.CLEAN_RESET,  # infra/worker/reset.sh: QEMU snapshots through the QMP socket
         Capability.IMAGES,  # oa_vm.images: one Pulumi stack per prepared image
+        Capability.CLOUD_EXPIRY,  # the program's schedule; CloudFleetOps moves it
     })
 
     def __init__(
@@ -188,6 +193,22 @@ class PulumiCloudProvider:
         from oa_vm.clouds.pulumi.fleet import CloudFleetOps
 
         return CloudFleetOps(self)
+
+    def latest_expiry(self, record: PoolRecord, now: datetime) -> tuple[datetime, str] | None:
+        """The latest expiry the cloud's kill switch can keep for a running pool, and the
+        rule, one phrase (None: no limit; Azure's daily schedule has one)."""
+        return None
+
+    def timer_runner(self, record: PoolRecord) -> RemoteRunner | None:
+        """What reaches the pool's hosts to move their power-off timers (``remote`` when set,
+        else SSH with the pool's pinned host keys); None when the hosts run no timer."""
+        if not self.info.host_timer:
+            return None
+        if self.remote is not None:
+            return self.remote
+        from oa_vm.reach.connect import known_hosts_path
+
+        return ParamikoRunner(known_hosts_path(record.name))
 
     def snapshot_control(
         self, record: PoolRecord, worker: WorkerRecord, connection: WorkerConnection
@@ -632,6 +653,8 @@ class PulumiCloudProvider:
                 "stack": ref.stack,
                 "region": result.region,
                 "regions_tried": [{"region": r, "reason": why} for r, why in result.tried],
+                # what the hosts' user data says, kept by every update (see update_program)
+                "program_expires_at": state.format_time(spec.expires_at),
                 "recovered": result.notes,
             },
             workers=workers,
@@ -658,9 +681,15 @@ class PulumiCloudProvider:
     def update_program(
         self, record: PoolRecord, progress: Progress, *, paused: bool | None
     ) -> dict[str, Any]:
-        """Run the pool's program again, its settings rebuilt from the record (pause, resume
-        and repair, :mod:`oa_vm.clouds.pulumi.fleet`): the image, disk size, expiry and what
-        the create resolved are kept, so nothing is replaced that the cloud did not remove.
+        """Run the pool's program again, its settings rebuilt from the record (pause, resume,
+        repair and ``pool-extend``, :mod:`oa_vm.clouds.pulumi.fleet`): the image, disk size,
+        the user data's expiry and what the create resolved are kept, so nothing is replaced
+        that the cloud did not remove.
+
+        Two expiries: the cloud's kill switch and the tags take ``record.expires_at`` (the
+        pool's current one); the hosts' user data keeps the one it was created with
+        (``provider_data["program_expires_at"]``; a record without it was never moved, so its
+        expiry is still that one), because changed user data replaces every instance.
 
         ``paused``: AWS's instances declared stopped (True) or running (False); None leaves
         their power state alone. Returns the program's outputs.
@@ -672,10 +701,10 @@ class PulumiCloudProvider:
 
         settings = record.settings
         region = str(record.provider_data.get("region") or settings.get("region") or "")
-        expires = state.parse_time(
-            record.provider_data.get("program_expires_at")
-        ) or record.expires_at
+        expires = record.expires_at
         assert expires is not None, "cloud pools always have an expiry"
+        user_data_expires = state.parse_time(
+            record.provider_data.get("program_expires_at")) or expires
         spec = PoolSpec(
             name=record.name, cloud=record.cloud, workers=int(settings.get("workers") or 1),
             workers_per_host=int(settings.get("workers_per_host") or 1),
@@ -697,7 +726,8 @@ class PulumiCloudProvider:
         # What the create resolved (the AMI above all): a newer one must replace nothing.
         from infra.settings import with_pinned
 
-        program_settings = with_pinned(program_settings, self.driver.pinned(ref))
+        program_settings = replace(with_pinned(program_settings, self.driver.pinned(ref)),
+                                   user_data_expires_at=user_data_expires)
         indexes = settings.get("worker_indexes")
         if indexes:  # a repair added or retired workers: these numbers, no other
             program_settings = replace(

@@ -252,3 +252,29 @@ def test_a_ttl_over_a_day_is_refused() -> None:
     check_ttl(now + timedelta(hours=24), now)
     with pytest.raises(SettingsError, match="at most 24 hours"):
         check_ttl(now + timedelta(hours=25), now)
+
+
+def test_a_later_expiry_moves_the_daily_time_and_tags_but_not_the_custom_data(
+    run_azure: RunAzure
+) -> None:
+    """A later expiry (``pool-extend``, a resume) moves each VM's shutdown time and the tags;
+    the VMs' custom data keeps the creation's expiry byte for byte, so no VM is replaced."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from tests.support.pool_programs import EXPIRES
+
+    created = make_settings("azure", workers=2)
+    extended = replace(created, expires_at=EXPIRES + timedelta(hours=5, minutes=10),
+                       user_data_expires_at=EXPIRES)
+    before, after = run_azure(created), run_azure(extended)
+    assert {s.inputs["dailyRecurrence"]["time"] for s in after.of_type(SCHEDULE)} == {"2341"}
+    vms_before = {vm.name: vm.inputs for vm in before.of_type(VM)}
+    for vm in after.of_type(VM):
+        assert vm.inputs["osProfile"]["customData"] == \
+            vms_before[vm.name]["osProfile"]["customData"]
+    for res in taggable(after):
+        assert (res.inputs.get("tags") or {})["oa-vm:expires-at"] == "2026-03-01T23:40:05Z"
+    text = gzip.decompress(base64.b64decode(after.of_type(VM)[0].inputs["osProfile"][
+        "customData"]))
+    assert b"OA_VM_EXPIRES_AT=2026-03-01T18:30:05Z" in text

@@ -56,6 +56,8 @@ def test_every_provider_implements_what_it_declares(cloud: str) -> None:
         # a spot host runs a watcher that writes its notice into the status file drain reads
         facts = provider.program_module().HOST_FACTS
         assert (Capability.DRAIN in caps) == facts.spot_notices, cloud
+        # a host whose cloud-init arms a power-off timer has it re-armed when the expiry moves
+        assert provider.info.host_timer == facts.guest_poweroff, cloud
 
 
 def test_a_local_worker_marked_in_its_folder_is_draining(tmp_path: Path) -> None:

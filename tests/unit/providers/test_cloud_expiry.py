@@ -1,0 +1,374 @@
+"""``pool-extend``, ``pool-pause --keep-days`` and ``pool-resume`` move a cloud pool's expiry in
+the cloud: the pool's program runs again (under ``FakePulumiEngine``, the real programs under
+Pulumi's mocks), so AWS's terminate schedule and Azure's daily shutdown time follow the record,
+while the instances' user data keeps the creation's expiry (nothing replaced). The hosts'
+power-off timers are reached through a recording runner here (the mocks' addresses are
+documentation addresses); ``tests/integration/test_cloud_timer_rearm.py`` runs the same
+commands over a real sshd.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import azure as infra_azure
+from infra.aws import schedule_expression
+from infra.azure import shutdown_time
+from oa_vm import fleet
+from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.clouds.azure.provider import AzureProvider
+from oa_vm.clouds.base import Progress
+from oa_vm.clouds.pulumi import timers
+from oa_vm.clouds.pulumi.fleet import CloudFleetOps
+from oa_vm.errors import InvalidInputError, PoolNotReadyError, ProvisioningError
+from oa_vm.model import state
+from oa_vm.model.state import PoolState, SshEndpoint, WorkerState
+from oa_vm.reach.host_status import RemoteUnreachableError
+from tests.support.fake_pulumi_engine import FakePulumiEngine
+from tests.support.pool_programs import AwsLookups
+from tests.unit.providers.test_cloud_fleet import RecordingPower, spec
+from waa_client.ssh.command import CommandResult
+
+INSTANCE = "aws:ec2/instance:Instance"
+SCHEDULE = "aws:scheduler/schedule:Schedule"
+VM = "azure-native:compute:VirtualMachine"
+SHUTDOWN = "azure-native:devtestlab:GlobalSchedule"
+POWER = "aws:ec2transitgateway/instanceState:InstanceState"
+
+
+class Hosts:
+    """Stands in for SSH to the hosts: records each command; ``down`` hosts do not answer."""
+
+    def __init__(self, down: Sequence[str] = ()) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.down = set(down)
+
+    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> CommandResult:
+        self.calls.append((ssh.host, command))
+        if ssh.host in self.down:
+            raise RemoteUnreachableError("connection timed out")
+        return CommandResult(0, "")
+
+
+def _of(engine: FakePulumiEngine, kind: str) -> list[dict[str, Any]]:
+    return sorted((r for r in engine.live_resources("waa-eval") if r["type"] == kind),
+                  key=lambda r: str(r["urn"]))
+
+
+def _ups(engine: FakePulumiEngine) -> int:
+    return len([c for c in engine.calls if c[0] == "up"])
+
+
+def _aws(hosts: Hosts) -> tuple[FakePulumiEngine, CloudFleetOps]:
+    engine = FakePulumiEngine(AwsLookups())
+    provider = AwsProvider(engine=engine, lister=lambda pool: [], remote=hosts)
+    record = provider.create(spec("aws"), lambda line: None)
+    for worker in record.workers:
+        worker.state = WorkerState.READY
+    record.state = PoolState.READY
+    state.save(record)
+    return engine, CloudFleetOps(provider)
+
+
+def _azure() -> tuple[FakePulumiEngine, CloudFleetOps, RecordingPower]:
+    engine = FakePulumiEngine(infra_azure.offline_lookup)
+    provider = AzureProvider(engine=engine, lister=lambda pool: [])
+    record = provider.create(spec("azure"), lambda line: None)
+    for worker in record.workers:
+        worker.state = WorkerState.READY
+    record.state = PoolState.READY
+    state.save(record)
+    power = RecordingPower()
+    return engine, CloudFleetOps(provider, power=power), power
+
+
+def _expiry() -> datetime:
+    expires = state.load("waa-eval").expires_at
+    assert expires is not None
+    return expires
+
+
+def _tags(resources: list[dict[str, Any]]) -> set[str]:
+    return {r["inputs"]["tags"]["oa-vm:expires-at"] for r in resources}
+
+
+def test_aws_extend_moves_the_schedule_tags_and_timers_not_the_user_data(
+    oa_home: Path
+) -> None:
+    hosts = Hosts()
+    engine, ops = _aws(hosts)
+    created = _expiry()
+    user_data = [i["inputs"]["userDataBase64"] for i in _of(engine, INSTANCE)]
+    lines: list[str] = []
+
+    record = fleet.extend_pool("waa-eval", by_s=30 * 3600, progress=lines.append, ops=ops)
+    new = created + timedelta(hours=30)
+    assert record.expires_at == new == _expiry()
+    (schedule,) = _of(engine, SCHEDULE)
+    assert schedule["inputs"]["scheduleExpression"] == schedule_expression(new)
+    instances = _of(engine, INSTANCE)
+    assert [i["inputs"]["userDataBase64"] for i in instances] == user_data  # nothing replaced
+    assert _tags(instances) == {new.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    # the user data's expiry is written down: every later update keeps it
+    assert state.load("waa-eval").provider_data["program_expires_at"] == state.format_time(
+        created)
+    # each host's timer re-armed with the units cloud-init writes, for the new expiry
+    assert sorted(hosts.calls) == sorted(
+        (w.ssh.host, timers.rearm_command(new)) for w in record.workers if w.ssh)
+    assert not [line for line in lines if line.startswith("host ")]
+
+    # a later repair keeps both: the schedule at the record's expiry, the user data as made
+    engine.vanish("waa-eval", "waa-eval-w1-id")
+    fleet.repair_pool("waa-eval", wait=False, ops=ops)
+    assert _of(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(new)
+    assert [i["inputs"]["userDataBase64"] for i in _of(engine, INSTANCE)] == user_data
+
+
+def test_aws_extend_says_which_host_did_not_answer_and_what_to_run(oa_home: Path) -> None:
+    engine, ops = _aws(Hosts())
+    record = state.load("waa-eval")
+    assert record.workers[1].ssh is not None
+    down = record.workers[1].ssh.host
+    ops.provider.remote = Hosts(down=[down])  # type: ignore[attr-defined]
+    lines: list[str] = []
+    fleet.extend_pool("waa-eval", by_s=3600, progress=lines.append, ops=ops)
+    assert [line for line in lines if line.startswith("host ")] == [
+        f"host {down}: its power-off timer was not moved: it does not answer (connection "
+        "timed out); when it answers, run: oa-vm pool-extend --pool waa-eval --by 1m"]
+
+
+def test_a_failed_update_leaves_the_record_at_the_expiry_the_cloud_keeps(oa_home: Path) -> None:
+    hosts = Hosts()
+    engine, ops = _aws(hosts)
+    created = _expiry()
+    engine.fail_up["us-east-1"] = "AccessDenied: scheduler:UpdateSchedule"
+    with pytest.raises(ProvisioningError) as caught:
+        fleet.extend_pool("waa-eval", by_s=2 * 3600, ops=ops)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "its expiry did not move in the cloud" in message
+    assert f"the record keeps {created.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC" in message
+    assert "run 'oa-vm pool-extend --pool waa-eval --by 2h' again" in message
+    assert _expiry() == created  # never later than what the cloud enforces
+    assert not hosts.calls  # no timer moved past the cloud's schedule
+
+
+def test_aws_pause_keep_days_moves_the_schedule_and_stops_the_timers_first(
+    oa_home: Path
+) -> None:
+    hosts = Hosts()
+    engine, ops = _aws(hosts)
+    created = _expiry()
+    user_data = [i["inputs"]["userDataBase64"] for i in _of(engine, INSTANCE)]
+
+    paused = fleet.pause_pool("waa-eval", keep_days=3, ops=ops)
+    assert paused.state == PoolState.PAUSED
+    kept = _expiry()
+    assert timedelta(days=2.9) < kept - state.utcnow() <= timedelta(days=3)
+    # AWS terminates the stopped instances at the paused expiry, not the creation's
+    assert _of(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(kept)
+    assert [i["inputs"]["userDataBase64"] for i in _of(engine, INSTANCE)] == user_data
+    # before the stop, each host's timer is disabled: its old time must not fire at the resume
+    assert [c for _, c in hosts.calls] == [timers.disarm_command()] * 2
+    assert state.load("waa-eval").provider_data["program_expires_at"] == state.format_time(
+        created)
+
+    # extended while paused: the schedule moves, the instances stay declared stopped, no SSH
+    hosts.calls.clear()
+    lines: list[str] = []
+    fleet.extend_pool("waa-eval", by_s=5 * 3600, progress=lines.append, ops=ops)
+    assert _of(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(
+        kept + timedelta(hours=5))
+    assert {p["inputs"]["state"] for p in _of(engine, POWER)} == {"stopped"}
+    assert not hosts.calls
+    assert "its hosts are stopped: pool-resume re-arms their power-off timers" in lines
+
+    # resumed: the schedule takes the resumed expiry (TTL plus the extension) as they start
+    lines.clear()
+    resumed = fleet.resume_pool("waa-eval", ttl_hours=2, wait=False, ops=ops,
+                                progress=lines.append)
+    assert resumed.expires_at is not None
+    assert timedelta(hours=6.9) < resumed.expires_at - state.utcnow() <= timedelta(hours=7)
+    assert _of(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(
+        resumed.expires_at)
+    assert {p["inputs"]["state"] for p in _of(engine, POWER)} == {"running"}
+    assert [i["inputs"]["userDataBase64"] for i in _of(engine, INSTANCE)] == user_data
+    assert any("power-off timers are re-armed once they answer" in line for line in lines)
+    # ... and once they answer (what a waiting resume does after pool-wait)
+    ops.rearm_hosts(resumed, lines.append)
+    assert [c for _, c in hosts.calls] == [timers.rearm_command(resumed.expires_at)] * 2
+
+
+def test_a_failed_resume_leaves_the_pool_paused_with_its_expiry(oa_home: Path) -> None:
+    engine, ops = _aws(Hosts())
+    fleet.pause_pool("waa-eval", keep_days=3, ops=ops)
+    fleet.extend_pool("waa-eval", by_s=3600, ops=ops)
+    before = state.load("waa-eval")
+    engine.fail_up["us-east-1"] = "InsufficientInstanceCapacity"
+    with pytest.raises(ProvisioningError, match="it was not resumed; its expiry did not move"):
+        fleet.resume_pool("waa-eval", wait=False, ops=ops)
+    after = state.load("waa-eval")
+    assert after.expires_at == before.expires_at
+    assert after.state == PoolState.PAUSED
+    assert after.provider_data == before.provider_data  # the extension is still carried
+
+
+def test_azure_extend_moves_the_daily_shutdown_time_not_the_custom_data(oa_home: Path) -> None:
+    engine, ops, _power = _azure()
+    created = _expiry()
+    custom = {v["inputs"]["osProfile"]["customData"] for v in _of(engine, VM)}
+    fleet.extend_pool("waa-eval", by_s=3 * 3600 + 600, ops=ops)
+    new = created + timedelta(hours=3, minutes=10)
+    assert _expiry() == new
+    assert {s["inputs"]["dailyRecurrence"]["time"] for s in _of(engine, SHUTDOWN)} == {
+        shutdown_time(new)}
+    assert {v["inputs"]["osProfile"]["customData"] for v in _of(engine, VM)} == custom
+    assert _tags(_of(engine, VM)) == {new.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+@pytest.mark.parametrize("paused", [False, True])
+def test_azure_refuses_an_expiry_past_24_hours_before_anything_runs(
+    oa_home: Path, paused: bool
+) -> None:
+    engine, ops, power = _azure()
+    if paused:
+        fleet.pause_pool("waa-eval", ops=ops)
+    before = (state.pool_dir("waa-eval") / "pool.json").read_bytes()
+    ups = _ups(engine)
+    with pytest.raises(InvalidInputError) as caught:
+        fleet.extend_pool("waa-eval", by_s=30 * 3600, ops=ops)
+    message = str(caught.value)
+    assert "\n" not in message and "Azure pools run at most 24 hours" in message
+    if paused:
+        assert "pool-resume would add the 30h extended meanwhile to its --ttl" in message
+    else:
+        assert "extend it by at most 20h" in message, message
+    assert (state.pool_dir("waa-eval") / "pool.json").read_bytes() == before
+    assert _ups(engine) == ups
+    power_calls = list(power.calls)
+    with pytest.raises(InvalidInputError, match="pass --ttl 24h or less"):
+        if not paused:
+            fleet.pause_pool("waa-eval", ops=ops)
+        fleet.resume_pool("waa-eval", ttl_hours=25, wait=False, ops=ops)
+    assert power.calls[len(power_calls) + (0 if paused else 1):] == []
+    assert _ups(engine) == ups
+
+
+def test_azure_pause_keeps_days_resume_moves_the_schedule_before_starting(
+    oa_home: Path
+) -> None:
+    engine, ops, power = _azure()
+    custom = {v["inputs"]["osProfile"]["customData"] for v in _of(engine, VM)}
+    ups = _ups(engine)
+    lines: list[str] = []
+    # a week: Azure's VMs are deallocated (its schedule only deallocates), the limit is moot
+    fleet.pause_pool("waa-eval", keep_days=7, ops=ops, progress=lines.append)
+    assert _ups(engine) == ups
+    assert any("past the paused expiry" in line and "pool-cleanup" in line for line in lines)
+    fleet.extend_pool("waa-eval", by_s=2 * 3600, ops=ops)  # carried to the resume
+    assert _ups(engine) == ups
+
+    order: list[str] = []
+    start = power.start
+
+    def start_after_the_update(ids: Sequence[str], progress: Progress) -> None:
+        order.append(f"start after {_ups(engine) - ups} update(s)")
+        start(ids, progress)
+
+    power.start = start_after_the_update  # type: ignore[method-assign]
+    resumed = fleet.resume_pool("waa-eval", ttl_hours=3, wait=False, ops=ops)
+    assert order == ["start after 1 update(s)"]
+    assert resumed.expires_at is not None
+    assert timedelta(hours=4.9) < resumed.expires_at - state.utcnow() <= timedelta(hours=5)
+    assert {s["inputs"]["dailyRecurrence"]["time"] for s in _of(engine, SHUTDOWN)} == {
+        shutdown_time(resumed.expires_at)}
+    assert {v["inputs"]["osProfile"]["customData"] for v in _of(engine, VM)} == custom
+
+
+def test_a_failed_pause_rearms_the_timers_it_stopped(oa_home: Path) -> None:
+    hosts = Hosts()
+    engine, ops = _aws(hosts)
+    created = _expiry()
+    engine.fail_up["us-east-1"] = "UnauthorizedOperation: ec2:StopInstances"
+    with pytest.raises(ProvisioningError, match="it was not paused; its expiry did not move"):
+        fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
+    assert _expiry() == created
+    assert state.load("waa-eval").state == PoolState.READY
+    assert [c for _, c in hosts.calls] == [timers.disarm_command()] * 2 + [
+        timers.rearm_command(created)] * 2
+
+
+def test_a_waiting_resume_rearms_the_timers_once_the_workers_are_ready(
+    oa_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``pool-wait`` itself (SSH, the status file, the probes) is covered by test_cloud_wait;
+    here the wait stands for its result, the pool ready, to see what the resume does next."""
+    from oa_vm import api
+
+    hosts = Hosts()
+    _engine, ops = _aws(hosts)
+    fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
+    hosts.calls.clear()
+
+    def ready(name: str, **_: Any) -> Any:
+        record = state.load(name)
+        for worker in record.workers:
+            worker.state = WorkerState.READY
+        record.state = PoolState.READY
+        state.save(record)
+        return record
+
+    monkeypatch.setattr(api, "wait_pool", ready)
+    resumed = fleet.resume_pool("waa-eval", ttl_hours=3, ops=ops)
+    assert resumed.expires_at is not None
+    assert [c for _, c in hosts.calls] == [timers.rearm_command(resumed.expires_at)] * 2
+
+
+@pytest.mark.parametrize("pool_state", [PoolState.CREATING, PoolState.FAILED])
+def test_a_pool_without_a_program_to_run_is_not_extended(
+    oa_home: Path, pool_state: PoolState
+) -> None:
+    """A create still running, or one that failed before it had workers (its record has no
+    settings): refused in one line, nothing run or written."""
+    engine, ops, _power = _azure()
+    record = state.load("waa-eval")
+    record.state = pool_state
+    record.workers = []
+    state.save(record)
+    before = (state.pool_dir("waa-eval") / "pool.json").read_bytes()
+    ups = _ups(engine)
+    with pytest.raises(PoolNotReadyError) as caught:
+        fleet.extend_pool("waa-eval", by_s=3600, ops=ops)
+    assert "\n" not in str(caught.value)
+    assert ("wait for it to finish" if pool_state == PoolState.CREATING
+            else "oa-vm pool-cleanup --pool waa-eval") in str(caught.value)
+    assert (state.pool_dir("waa-eval") / "pool.json").read_bytes() == before
+    assert _ups(engine) == ups
+
+
+def test_what_another_command_saved_while_the_program_ran_is_kept(oa_home: Path) -> None:
+    """``pool-wait`` saves worker states while an extend's program runs (minutes): the extend
+    takes its expiry into the record as it is then, not the copy it read before."""
+    _engine, ops = _aws(Hosts())
+    created = _expiry()
+
+    class WaitSavesMeanwhile(CloudFleetOps):
+        def move_expiry(self, record: Any, progress: Progress) -> None:
+            current = state.load("waa-eval")
+            current.workers[0].state = WorkerState.DRAINING
+            current.workers[0].detail = "a notice seen by pool-wait meanwhile"
+            state.save(current)
+            super().move_expiry(record, progress)
+
+    meanwhile = WaitSavesMeanwhile(ops.provider, power=RecordingPower())
+    fleet.extend_pool("waa-eval", by_s=3600, ops=meanwhile)
+    saved = state.load("waa-eval")
+    assert saved.expires_at == created + timedelta(hours=1)
+    assert saved.workers[0].state == WorkerState.DRAINING
+    assert saved.workers[0].detail == "a notice seen by pool-wait meanwhile"
+    assert saved.provider_data["program_expires_at"] == state.format_time(created)
