@@ -507,6 +507,37 @@ def cleanup_pool(
     return report
 
 
+def remove_temporary_pool(pool: str, say: Progress) -> bool:
+    """Remove a pool a command made for itself, whatever ended the command; never raises.
+
+    Called from a ``finally:``, a raising cleanup would replace the error that ended the
+    command (its line and its exit status): a failure is said instead, through ``say``, in one
+    line that names the pool and the command that finishes the job, as is anything the removal
+    left behind. A pool that does not exist (a create that failed removed what it made) is said
+    nothing about. A second Ctrl-C or SIGTERM during the removal is ignored (in the main
+    thread), so it is not stopped half-way.
+
+    Returns:
+        True when the pool is gone.
+    """
+    from oa_vm.kit.signals import signals_ignored
+
+    finish = f"run 'oa-vm pool-cleanup --pool {pool}'"
+    try:
+        with signals_ignored():
+            report = cleanup_pool(pool)
+    except PoolNotFoundError:
+        return True
+    except Exception as exc:  # whatever it is, the command's own error is the one it ends with
+        why = str(exc) if isinstance(exc, OaVmError) else f"{type(exc).__name__}: {exc}"
+        say(f"could not remove pool {pool}: {why}; {finish}")
+        return False
+    if report.left:
+        say(f"pool {pool}: left behind: {'; '.join(report.left)}; {finish}")
+        return False
+    return True
+
+
 def _destroy(record: PoolRecord, progress: Progress) -> CleanupReport:
     """Destroy what the pool made; drop its record (leaving a tombstone) unless something is
     left."""

@@ -36,6 +36,7 @@ import atexit
 import base64
 import contextlib
 import secrets
+import sys
 import tempfile
 import threading
 import time
@@ -67,7 +68,6 @@ from evals.results.records import (
     now_iso,
     versions,
 )
-from oa_vm.errors import PoolNotFoundError
 from waa_client.catalog import Catalog, TaskRef
 from waa_client.errors import UnknownTaskError, WaaError
 from waa_client.scoring import ScoringClient
@@ -615,8 +615,10 @@ class WAASimulatedAdapter(BenchmarkAdapter):
 
 
 def _remove_pool(name: str) -> None:
-    with contextlib.suppress(PoolNotFoundError):
-        oa_vm.cleanup_pool(name)
+    """Remove the adapter's pool; never raises (it runs while an error may be on its way out
+    of ``_start`` or a ``with`` block): a failure is said on stderr with what to run."""
+    oa_vm.remove_temporary_pool(
+        name, lambda line: print(f"WAASimulatedAdapter: {line}", file=sys.stderr, flush=True))
 
 
 @dataclass

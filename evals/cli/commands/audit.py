@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import oa_vm
-from evals.cli.commands.mock import remove_pool
 from evals.errors import InvalidRunInputError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.validate import module_spec_problem
@@ -120,7 +119,8 @@ def audit_verifier(
         failed = _audit(name, out, tasks, force=force)
     finally:
         if temporary:
-            remove_pool(name, _say)
+            _say(f"removing local pool {name}")
+            oa_vm.remove_temporary_pool(name, _say)  # never raises: the audit's own error stays
     if failed and not exit_zero:
         raise typer.Exit(1)
 

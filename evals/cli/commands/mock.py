@@ -9,7 +9,6 @@ and Ctrl-C included).
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,7 +17,6 @@ import typer
 import oa_vm
 from evals.cli.commands.view import RESULTS_HELP
 from evals.errors import InvalidRunInputError
-from oa_vm.errors import OaVmError, PoolNotFoundError
 
 if TYPE_CHECKING:
     from evals.run.runner import RunEvent
@@ -83,7 +81,8 @@ def mock(
             on_event=_progress,
         )
     finally:
-        remove_pool(pool, _say)
+        _say(f"removing local pool {pool}")
+        oa_vm.remove_temporary_pool(pool, _say)  # never raises: the run's own error stays
     summary = result.summary
     page = write_view(result.run_dir)
     typer.echo(format_summary(summary))
@@ -107,22 +106,6 @@ def _local_selection(selection: str) -> str:
         selection = "all"
     catalog.resolve(selection, live=False)
     return selection
-
-
-def remove_pool(pool: str, say: Callable[[str], None]) -> None:
-    """Remove a command's temporary local pool (``mock``, ``audit-verifier``); a failure is
-    reported through ``say`` with the command that finishes the job, and never hides the error
-    that ended the run."""
-    say(f"removing local pool {pool}")
-    try:
-        report = oa_vm.cleanup_pool(pool)
-    except PoolNotFoundError:
-        return  # a create that failed already removed what it made
-    except OaVmError as exc:
-        say(f"could not remove pool {pool}: {exc}; run 'oa-vm pool-cleanup --pool {pool}'")
-        return
-    for item in report.left:
-        say(f"left behind: {item}; run 'oa-vm pool-cleanup --pool {pool}'")
 
 
 def _say(message: str) -> None:

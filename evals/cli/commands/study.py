@@ -68,7 +68,8 @@ def ui_change(
     finally:
         if temporary:
             typer.echo(f"removing local pool {name}", err=True)
-            oa_vm.cleanup_pool(name)
+            # never raises: the error that ended the study keeps its line and exit status
+            oa_vm.remove_temporary_pool(name, lambda line: typer.echo(line, err=True))
     if json_out:
         typer.echo(json.dumps({c: {a: {"successes": cell.successes, "runs": cell.runs,
                                         "stopped": cell.stopped, "seconds": cell.seconds}

@@ -50,10 +50,10 @@ from evals.cli.commands.run import (
 )
 from evals.errors import InvalidRunInputError, RunExistsError, RunInterrupted
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.errors import InvalidInputError, OaVmError, PoolExistsError
+from oa_vm.errors import InvalidInputError, PoolExistsError
 from oa_vm.kit import safe_fs, timings
 from oa_vm.kit.duration_options import Duration, duration_option
-from oa_vm.kit.signals import signals_ignored, sigterm_as_interrupt
+from oa_vm.kit.signals import sigterm_as_interrupt
 
 _FIRST_POOL_SPAN = timings.span_text(timings.FIRST_POOL_READY.low_s,
                                      timings.FIRST_POOL_READY.high_s)
@@ -400,20 +400,9 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
 
 
 def _cleanup(pool: str) -> None:
-    """Remove the pool; a second Ctrl-C or SIGTERM during cleanup is ignored so it finishes."""
+    """Remove the pool (one line below, so the summary stays in view); never raises, so the
+    error that ended the sweep keeps its line and exit status (a failure is said instead)."""
     if not oa_vm.pool_exists(pool):
         return  # creation failed and already removed what it made
-    with signals_ignored():
-        try:
-            report = oa_vm.cleanup_pool(pool)  # one line below, so the summary stays in view
-        except OaVmError as exc:
-            _say(f"pool {pool} was not removed: {exc}; "
-                 f"remove it with 'oa-vm pool-cleanup --pool {pool}'")
-            return
-    if report.left:
-        _say(
-            f"pool {pool}: still present: {'; '.join(report.left)}; "
-            f"remove it with 'oa-vm pool-cleanup --pool {pool}'"
-        )
-    else:
+    if oa_vm.remove_temporary_pool(pool, _say):
         _say(f"pool {pool} removed")

@@ -1,16 +1,25 @@
 """The dispatcher's handling of a worker that fails resets or setups, in process, against
 scripted HTTP workers on loopback: a setup failure is retried once elsewhere before it is final,
-and a worker whose resets keep failing is quarantined and charged with its errors."""
+and a worker whose resets keep failing is quarantined and charged with its errors.
+
+Order is made deterministic, not waited for: ``healthy`` holds its first task (its first reset
+waits) until ``broken`` has ended two attempts. Otherwise a busy machine could let ``healthy``
+finish every task before ``broken`` came back for a second one, and ``broken`` would never reach
+its quarantine threshold.
+"""
 
 from __future__ import annotations
 
 import base64
+import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from evals.agents.noop import NoopAgent
+from evals.results.events import EventKind, RunEvent
 from evals.results.ledger import Ledger
 from evals.results.records import RunFolder, TaskInfo
 from evals.run.queue import TaskQueue
@@ -23,6 +32,55 @@ from waa_client.http import no_retry_waits
 VERDICT = Reply.json({"score": 0.0, "success": False, "reason": "noop"})
 TASKS = {f"t{i}": {"id": f"t{i}", "instruction": "x", "config": [],
                    "evaluator": {"func": "exact_match"}} for i in range(4)}
+GATE_DEADLINE_S = 60.0  # generous: only a dispatcher that never retries comes near it
+QUARANTINE_AFTER = 2
+
+
+class BrokenTurn:
+    """Opens once ``broken`` has ended ``QUARANTINE_AFTER`` attempts (the dispatcher's events
+    say so), or at the safety deadline; records which of the two opened it."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._ended = 0
+        self.opened_by: str | None = None
+
+    def on_event(self, event: RunEvent) -> None:
+        """The dispatcher's sink: counts the attempts ``broken`` ended (retried or final)."""
+        if event.worker == "broken" and event.kind in (EventKind.TASK_RETRY,
+                                                      EventKind.TASK_FINISHED):
+            with self._cond:
+                self._ended += 1
+                self._cond.notify_all()
+
+    def wait(self) -> None:
+        """Block until ``broken`` had its turn (or the deadline passed)."""
+        with self._cond:
+            done = self._cond.wait_for(lambda: self._ended >= QUARANTINE_AFTER,
+                                       timeout=GATE_DEADLINE_S)
+            if self.opened_by is None:
+                self.opened_by = "broken's turn" if done else "the deadline"
+
+
+class HeldWaaClient(WaaClient):
+    """``healthy``'s WAA client: each reset first waits for ``broken``'s turn."""
+
+    def __init__(self, url: str, turn: BrokenTurn) -> None:
+        super().__init__(url, read_timeout=30, connect_timeout=10)
+        self._turn = turn
+
+    def close_all(self) -> None:
+        """Waits for ``broken``'s turn (at once after it), then resets as the real one does."""
+        self._turn.wait()
+        super().close_all()
+
+
+@dataclass
+class Pool:
+    """The two workers and the gate that orders them."""
+
+    connections: list[WorkerConnection]
+    turn: BrokenTurn
 
 
 def _waa_routes(reset_ok: bool) -> dict[str, Reply | list[Reply]]:
@@ -37,40 +95,47 @@ def _waa_routes(reset_ok: bool) -> dict[str, Reply | list[Reply]]:
 
 
 @pytest.fixture
-def workers() -> Iterator[list[WorkerConnection]]:
+def workers() -> Iterator[Pool]:
     with ScriptedServer(_waa_routes(False)) as bad_waa, ScriptedServer(
         _waa_routes(True)
     ) as good_waa, ScriptedServer(
         {"/setup": Reply.json({"status": "success", "results": []}), "/evaluate": VERDICT}
     ) as scoring, no_retry_waits():
+        turn = BrokenTurn()
         made = []
         for name, waa in (("broken", bad_waa), ("healthy", good_waa)):
+            client = (HeldWaaClient(waa.url, turn) if name == "healthy"
+                      else WaaClient(waa.url, read_timeout=30, connect_timeout=10))
             made.append(WorkerConnection(
-                name=name, waa=WaaClient(waa.url, read_timeout=5, connect_timeout=2),
-                scoring=ScoringClient(scoring.url, read_timeout=5, connect_timeout=2),
+                name=name, waa=client,
+                scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
                 waa_url=waa.url, scoring_url=scoring.url,
             ))
-        yield made
+        yield Pool(made, turn)
 
 
 def test_reset_failures_are_retried_elsewhere_and_quarantine_the_worker(
-    tmp_path: Path, workers: list[WorkerConnection]
+    tmp_path: Path, workers: Pool
 ) -> None:
     folder = RunFolder(tmp_path / "run")
     folder.path.mkdir()
     queue = TaskQueue(folder.queue_path, owner="t", max_attempts=3)
     queue.add([(tid, 1.0) for tid in TASKS])
     infos = {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}
+    # task_timeout_s outlasts the gate's deadline: healthy's wait is inside its first task
     dispatcher = Dispatcher(
-        folder, queue, Ledger(None), workers, TASKS, infos, NoopAgent,
-        RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
-                  quarantine_after=2),
+        folder, queue, Ledger(None), workers.connections, TASKS, infos, NoopAgent,
+        RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=300,
+                  quarantine_after=QUARANTINE_AFTER),
+        on_event=workers.turn.on_event,
     )
     try:
         outcome = dispatcher.run()
         records = queue.records()
     finally:
         queue.close()
+    # the order came from broken's turn, never from the safety deadline
+    assert workers.turn.opened_by == "broken's turn"
     assert outcome.quarantined == ["broken"]
     assert len(records) == 4
     # every task ended where the desktop works: scored, never a setup error
