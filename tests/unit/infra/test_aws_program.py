@@ -300,7 +300,7 @@ def test_a_later_expiry_moves_the_schedule_and_tags_but_not_the_user_data(
                        user_data_expires_at=EXPIRES)
     before, _ = run_aws(created)
     after, _ = run_aws(extended)
-    (schedule,) = after.of_type("aws:scheduler/schedule:Schedule")
+    (schedule,) = of_type(after, "aws:scheduler/schedule:Schedule")
     assert schedule.inputs["scheduleExpression"] == "at(2026-03-04T20:31:00)"
     for old, new in zip(_instances(before), _instances(after), strict=True):
         assert new.inputs["userDataBase64"] == old.inputs["userDataBase64"]

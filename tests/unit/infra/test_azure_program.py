@@ -268,13 +268,13 @@ def test_a_later_expiry_moves_the_daily_time_and_tags_but_not_the_custom_data(
     extended = replace(created, expires_at=EXPIRES + timedelta(hours=5, minutes=10),
                        user_data_expires_at=EXPIRES)
     before, after = run_azure(created), run_azure(extended)
-    assert {s.inputs["dailyRecurrence"]["time"] for s in after.of_type(SCHEDULE)} == {"2341"}
-    vms_before = {vm.name: vm.inputs for vm in before.of_type(VM)}
-    for vm in after.of_type(VM):
+    assert {s.inputs["dailyRecurrence"]["time"] for s in of_type(after, SCHEDULE)} == {"2341"}
+    vms_before = {vm.name: vm.inputs for vm in of_type(before, VM)}
+    for vm in of_type(after, VM):
         assert vm.inputs["osProfile"]["customData"] == \
             vms_before[vm.name]["osProfile"]["customData"]
     for res in taggable(after):
         assert (res.inputs.get("tags") or {})["oa-vm:expires-at"] == "2026-03-01T23:40:05Z"
-    text = gzip.decompress(base64.b64decode(after.of_type(VM)[0].inputs["osProfile"][
+    text = gzip.decompress(base64.b64decode(of_type(after, VM)[0].inputs["osProfile"][
         "customData"]))
     assert b"OA_VM_EXPIRES_AT=2026-03-01T18:30:05Z" in text
