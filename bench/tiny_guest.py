@@ -22,10 +22,11 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from waa_client.poll import poll_until
 
 QEMU = "qemu-system-x86_64"
 BUSYBOX = "/usr/bin/busybox"
@@ -267,20 +268,20 @@ class TinyGuest:
 
     def wait_serving(self, timeout: float = BOOT_TIMEOUT_S) -> None:
         """Wait until the endpoint answers (the guest printed nothing useful otherwise)."""
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def serving() -> bool:
             if self.process.poll() is not None:
                 raise RuntimeError(f"QEMU exited ({self.process.returncode}); serial: "
                                    f"{self.serial_tail()}")
             try:
                 self.state(timeout=5.0)
-                return
             except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the tiny guest did not serve within {timeout:.0f} s; "
-                                   f"serial: {self.serial_tail()}")
-            time.sleep(0.2)
+                return False
+            return True
+
+        if not poll_until(serving, timeout_s=timeout, interval_s=0.2):
+            raise TimeoutError(f"the tiny guest did not serve within {timeout:.0f} s; "
+                               f"serial: {self.serial_tail()}")
 
     def serial_tail(self) -> str:
         """The serial console's last lines."""

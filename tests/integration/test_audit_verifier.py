@@ -18,6 +18,7 @@ import pytest
 
 from evals.verifier_audit.local import CLASSES, OPERATORS
 from tests.support.cli import run_cli
+from tests.support.pools import READY_S
 
 pytestmark = pytest.mark.integration
 
@@ -91,7 +92,7 @@ def weakened_pool(oa_home: Path, tmp_path: Path) -> Iterator[str]:
     try:
         api.create_pool(name=name, cloud="local", workers=1, ttl_hours=1.0,
                         tasks_dir=str(tasks))
-        api.wait_pool(name, timeout_s=180.0)
+        api.wait_pool(name, timeout_s=READY_S)
         yield name
     finally:
         with contextlib.suppress(Exception):

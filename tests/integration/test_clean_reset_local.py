@@ -16,6 +16,7 @@ import pytest
 
 from oa_vm import api
 from tests.support.cli import Result, run_cli
+from tests.support.pools import READY_S
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +52,7 @@ def tasks_dir(tmp_path: Path) -> Path:
 def _pool(name: str, tasks_dir: Path, **faults: str) -> str:
     api.create_pool(name=name, cloud="local", workers=1, tasks_dir=str(tasks_dir),
                     faults=faults or None)
-    api.wait_pool(name, timeout_s=120)
+    api.wait_pool(name, timeout_s=READY_S)
     return name
 
 

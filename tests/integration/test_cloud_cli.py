@@ -315,6 +315,7 @@ def test_pool_create_without_a_cloud_asks_on_a_terminal(tmp_path: Path) -> None:
     import time
 
     from tests.support.cli import BIN
+    from tests.support.waiting import WAIT_LIMIT_S
 
     primary, secondary = pty.openpty()
     env = {**os.environ, **_no_engine_env(tmp_path), "OA_VM_HOME": str(tmp_path / "home"),
@@ -325,7 +326,7 @@ def test_pool_create_without_a_cloud_asks_on_a_terminal(tmp_path: Path) -> None:
     )
     os.close(secondary)
     shown = b""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + WAIT_LIMIT_S
     while b"Which cloud?" not in shown and time.monotonic() < deadline:
         ready, _, _ = select.select([primary], [], [], 1.0)
         if ready:

@@ -11,20 +11,19 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import requests
 
 from tests.support.cli import run_cli
+from tests.support.pools import READY_S, READY_TIMEOUT
+from tests.support.waiting import alive, wait_gone, wait_until
 
 pytestmark = pytest.mark.integration
 
-DEADLINE_S = 60.0
 # Due in an hour: a notice whose time has passed means the cloud ended the worker (retired).
 WHEN = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 NOTICE = ("state=draining\nstep=spot-interruption\n"
@@ -43,19 +42,12 @@ def _workers(home: Path) -> dict[str, dict[str, Any]]:
     return {w["name"]: w for w in _status(home)["workers"]}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def _answers(url: str) -> bool:
     return requests.get(f"{url}/probe", timeout=10).ok
 
 
 def _repair(home: Path) -> str:
-    done = run_cli("oa-vm", "pool-repair", "--name", "spot", "--timeout", "60s", home=home)
+    done = run_cli("oa-vm", "pool-repair", "--name", "spot", "--timeout", READY_TIMEOUT, home=home)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -64,7 +56,7 @@ def test_pool_repair_replaces_a_draining_worker_while_it_still_runs(home: Path) 
     created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "3", "--name",
                       "spot", "-y", home=home)
     assert created.returncode == 0, created.stderr
-    waited = run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", "60s", home=home)
+    waited = run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", READY_TIMEOUT, home=home)
     assert waited.returncode == 0, waited.stderr
     before = _workers(home)
     draining = before["worker-1"]
@@ -78,7 +70,7 @@ def test_pool_repair_replaces_a_draining_worker_while_it_still_runs(home: Path) 
     # the replacement is up, and the draining worker still runs: same process, still answering
     assert after["worker-3"]["state"] == "ready" and _answers(after["worker-3"]["waa_url"])
     assert after["worker-1"]["state"] == "draining"
-    assert after["worker-1"]["pid"] == draining["pid"] and _alive(draining["pid"])
+    assert after["worker-1"]["pid"] == draining["pid"] and alive(draining["pid"])
     assert _answers(after["worker-1"]["waa_url"])
     assert after["worker-1"]["detail"].startswith("AWS spot interruption notice")
     # the survivors were left alone
@@ -87,7 +79,7 @@ def test_pool_repair_replaces_a_draining_worker_while_it_still_runs(home: Path) 
     text = run_cli("oa-vm", "pool-status", "--name", "spot", home=home).stdout
     assert "draining" in text
     # pool-wait waits for the workers that stay, not for the one that is going
-    waited = run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", "60s", home=home)
+    waited = run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", READY_TIMEOUT, home=home)
     assert waited.returncode == 0, waited.stderr
 
     # Repairing again while it still runs changes nothing: no second replacement.
@@ -97,10 +89,7 @@ def test_pool_repair_replaces_a_draining_worker_while_it_still_runs(home: Path) 
 
     # Once its process has ended (as the cloud ends an instance), a repair retires it.
     os.kill(draining["pid"], signal.SIGKILL)
-    deadline = time.monotonic() + DEADLINE_S
-    while _alive(draining["pid"]):
-        assert time.monotonic() < deadline, "the draining worker's process is still alive"
-        time.sleep(0.05)
+    wait_gone(draining["pid"])
     retired = _repair(home)
     assert "retired worker-1 (replaced by worker-3)" in retired, retired
     final = _status(home)
@@ -115,7 +104,8 @@ def test_pool_repair_replaces_a_draining_worker_while_it_still_runs(home: Path) 
     paused = run_cli("oa-vm", "pool-pause", "--name", "spot", home=home)
     assert paused.returncode == 0, paused.stderr
     assert "retired worker-3 (replaced by worker-4)" in paused.stdout
-    resumed = run_cli("oa-vm", "pool-resume", "--name", "spot", "--timeout", "60s", home=home)
+    resumed = run_cli("oa-vm", "pool-resume", "--name", "spot", "--timeout", READY_TIMEOUT,
+                      home=home)
     assert resumed.returncode == 0, resumed.stderr
     final = _status(home)
     assert [w["name"] for w in final["workers"]] == ["worker-0", "worker-2", "worker-4"]
@@ -126,19 +116,16 @@ def test_a_named_draining_worker_with_a_replacement_is_retired_at_once(home: Pat
     created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name",
                       "spot", "-y", home=home)
     assert created.returncode == 0, created.stderr
-    assert run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", "60s",
+    assert run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", READY_TIMEOUT,
                    home=home).returncode == 0
     draining = _workers(home)["worker-0"]
     (Path(draining["workdir"]) / "host-status").write_text(NOTICE, encoding="utf-8")
     assert "started worker-2 to replace draining worker-0" in _repair(home)
     named = run_cli("oa-vm", "pool-repair", "--name", "spot", "--worker", "worker-0",
-                    "--timeout", "60s", home=home)
+                    "--timeout", READY_TIMEOUT, home=home)
     assert named.returncode == 0, named.stderr
     assert "retired worker-0 (replaced by worker-2)" in named.stdout
-    deadline = time.monotonic() + DEADLINE_S
-    while _alive(draining["pid"]):  # stopped by the repair
-        assert time.monotonic() < deadline, "the retired worker's process is still alive"
-        time.sleep(0.05)
+    wait_gone(draining["pid"])  # stopped by the repair
     assert [w["name"] for w in _status(home)["workers"]] == ["worker-1", "worker-2"]
 
 
@@ -157,26 +144,21 @@ def test_run_repair_starts_the_replacement_before_the_draining_worker_lets_go(
     created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name",
                       "spot", "-y", home=home)
     assert created.returncode == 0, created.stderr
-    assert run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", "60s",
+    assert run_cli("oa-vm", "pool-wait", "--name", "spot", "--timeout", READY_TIMEOUT,
                    home=home).returncode == 0
     draining = _workers(home)["worker-1"]
     repairer = WorkerRepairer("spot", RunConfig(pool="spot", selection="all", agent="noop"),
                               draining=DrainWatch("spot", interval_s=0),
-                              watch_interval_s=0.1, timeout_s=DEADLINE_S)
+                              watch_interval_s=0.1, timeout_s=READY_S)
     try:
         (Path(draining["workdir"]) / "host-status").write_text(NOTICE, encoding="utf-8")
-        deadline = time.monotonic() + DEADLINE_S
-        while "worker-2" not in {w.name for w in state.load("spot").workers}:
-            assert time.monotonic() < deadline, "no replacement was started"
-            time.sleep(0.05)
-        assert _alive(draining["pid"])  # still there: nobody asked for its replacement yet
+        wait_until(lambda: "worker-2" in {w.name for w in state.load("spot").workers},
+                   "a replacement to be started")
+        assert alive(draining["pid"])  # still there: nobody asked for its replacement yet
         connection = repairer("worker-1")  # its loop asks once its last task is over
         assert connection is not None and connection.name == "worker-2"
         assert _answers(connection.waa_url)
         assert [w.name for w in state.load("spot").workers] == ["worker-0", "worker-2"]
-        deadline = time.monotonic() + DEADLINE_S
-        while _alive(draining["pid"]):
-            assert time.monotonic() < deadline, "the retired worker's process is still alive"
-            time.sleep(0.05)
+        wait_gone(draining["pid"])
     finally:
         repairer.close()

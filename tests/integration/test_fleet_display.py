@@ -9,20 +9,19 @@ import json
 import os
 import re
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from tests.support.cli import run_cli
+from tests.support.pools import READY_TIMEOUT
 from tests.support.pty_cli import run_on_terminal
+from tests.support.waiting import wait_gone
 
 pytestmark = [pytest.mark.integration, pytest.mark.pool(name="shown", workers=2, cli=True)]
 
 ESC = "\x1b"
-DEADLINE_S = 60.0
 HEAD = re.compile(r"Pool shown: \d/2 ready \| elapsed \w+ \| time left \w+")
 
 
@@ -36,10 +35,7 @@ def _status(home: Path) -> dict[str, Any]:
 def _kill(home: Path, index: int) -> int:
     pid = int(_status(home)["workers"][index]["pid"])
     os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + DEADLINE_S
-    while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-        assert time.monotonic() < deadline, f"process {pid} still alive"
-        time.sleep(0.05)
+    wait_gone(pid)
     return pid
 
 
@@ -50,8 +46,8 @@ def _pause(home: Path) -> None:
 
 def test_resume_and_repair_show_the_live_display_on_a_terminal(home: Path, pool: str) -> None:
     _pause(home)
-    code, shown = run_on_terminal("oa-vm", "pool-resume", "--name", pool, "--timeout", "60s",
-                                  home=home)
+    code, shown = run_on_terminal("oa-vm", "pool-resume", "--name", pool, "--timeout",
+                                  READY_TIMEOUT, home=home)
     assert code == 0, shown
     assert HEAD.search(shown), shown
     assert "WORKER" in shown and "IN PHASE" in shown and ESC in shown
@@ -60,8 +56,8 @@ def test_resume_and_repair_show_the_live_display_on_a_terminal(home: Path, pool:
     assert _status(home)["state"] == "ready"
 
     _kill(home, 1)
-    code, shown = run_on_terminal("oa-vm", "pool-repair", "--name", pool, "--timeout", "60s",
-                                  home=home)
+    code, shown = run_on_terminal("oa-vm", "pool-repair", "--name", pool, "--timeout",
+                                  READY_TIMEOUT, home=home)
     assert code == 0, shown
     assert HEAD.search(shown) and "WORKER" in shown and ESC in shown, shown
     display, _, summary = shown.rpartition("\x1b[?25h")  # rich shows the cursor again at the end
@@ -72,7 +68,8 @@ def test_resume_and_repair_show_the_live_display_on_a_terminal(home: Path, pool:
 
 def test_piped_resume_and_repair_print_plain_lines(home: Path, pool: str) -> None:
     _pause(home)
-    resumed = run_cli("oa-vm", "pool-resume", "--name", pool, "--timeout", "60s", home=home)
+    resumed = run_cli("oa-vm", "pool-resume", "--name", pool, "--timeout", READY_TIMEOUT,
+                      home=home)
     assert resumed.returncode == 0, resumed.stderr
     assert ESC not in resumed.stdout + resumed.stderr
     # the heartbeat of pool-wait: a line per worker phase, with the time in it
@@ -81,7 +78,8 @@ def test_piped_resume_and_repair_print_plain_lines(home: Path, pool: str) -> Non
     assert "Pool 'shown' resumed: 2 worker(s) ready after" in resumed.stdout
 
     _kill(home, 0)
-    repaired = run_cli("oa-vm", "pool-repair", "--name", pool, "--timeout", "60s", home=home)
+    repaired = run_cli("oa-vm", "pool-repair", "--name", pool, "--timeout", READY_TIMEOUT,
+                       home=home)
     assert repaired.returncode == 0, repaired.stderr
     assert ESC not in repaired.stdout + repaired.stderr
     assert re.search(r"^\[\s*\w+\] worker-0: ready ", repaired.stdout, re.M), repaired.stdout
@@ -90,16 +88,16 @@ def test_piped_resume_and_repair_print_plain_lines(home: Path, pool: str) -> Non
 
 def test_json_stays_plain_even_on_a_terminal(home: Path, pool: str) -> None:
     _kill(home, 1)
-    repaired = run_cli("oa-vm", "pool-repair", "--name", pool, "--timeout", "60s", "--json",
-                       home=home)
+    repaired = run_cli("oa-vm", "pool-repair", "--name", pool, "--timeout", READY_TIMEOUT,
+                       "--json", home=home)
     assert repaired.returncode == 0, repaired.stderr
     document = json.loads(repaired.stdout)  # nothing but the JSON on stdout
     assert document["replaced"] == ["worker-1"] and document["state"] == "ready"
     assert "replaced worker-1" in repaired.stderr and ESC not in repaired.stderr
 
     _pause(home)
-    code, shown = run_on_terminal("oa-vm", "pool-resume", "--name", pool, "--timeout", "60s",
-                                  "--json", home=home)
+    code, shown = run_on_terminal("oa-vm", "pool-resume", "--name", pool, "--timeout",
+                                  READY_TIMEOUT, "--json", home=home)
     assert code == 0, shown
     assert ESC not in shown
     text = shown.replace("\r\n", "\n")

@@ -9,29 +9,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import requests
 
 from tests.support.cli import run_cli
+from tests.support.pools import READY_TIMEOUT
+from tests.support.waiting import wait_gone, wait_until
 
 pytestmark = pytest.mark.integration
-
-DEADLINE_S = 60.0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _wait_dead(pid: int) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while _alive(pid):
-        assert time.monotonic() < deadline, f"process {pid} still alive"
-        time.sleep(0.05)
 
 
 def _status(home: Path, name: str) -> dict[str, Any]:
@@ -45,7 +30,7 @@ def _create(home: Path, name: str, workers: int, *extra: str) -> dict[str, Any]:
     created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", str(workers),
                       "--name", name, "-y", *extra, home=home)
     assert created.returncode == 0, created.stderr
-    waited = run_cli("oa-vm", "pool-wait", "--name", name, "--timeout", "60s", home=home)
+    waited = run_cli("oa-vm", "pool-wait", "--name", name, "--timeout", READY_TIMEOUT, home=home)
     assert waited.returncode == 0, waited.stderr
     return _status(home, name)
 
@@ -64,7 +49,7 @@ def test_pause_keeps_folders_stops_processes_and_resume_brings_them_back(home: P
     assert paused.returncode == 0, paused.stderr
     assert "paused" in paused.stdout
     for pid in pids:
-        _wait_dead(pid)
+        wait_gone(pid)
     status = _status(home, "fleet")
     assert status["state"] == "paused"
     assert {w["state"] for w in status["workers"]} == {"paused"}
@@ -86,7 +71,8 @@ def test_pause_keeps_folders_stops_processes_and_resume_brings_them_back(home: P
     repair = run_cli("oa-vm", "pool-repair", "--name", "fleet", home=home)
     assert "pool-resume" in repair.assert_one_line_error()
 
-    resumed = run_cli("oa-vm", "pool-resume", "--name", "fleet", "--timeout", "60s", home=home)
+    resumed = run_cli("oa-vm", "pool-resume", "--name", "fleet", "--timeout", READY_TIMEOUT,
+                      home=home)
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed" in resumed.stdout
     after = _status(home, "fleet")
@@ -112,12 +98,13 @@ def test_killed_worker_is_replaced_under_its_name_by_pool_repair(home: Path) -> 
     before = _create(home, "heal", 3)
     victim = before["workers"][1]
     os.kill(victim["pid"], signal.SIGKILL)
-    _wait_dead(victim["pid"])
+    wait_gone(victim["pid"])
     degraded = _status(home, "heal")
     assert degraded["state"] == "degraded"
     assert degraded["workers"][1]["state"] == "lost"
 
-    repaired = run_cli("oa-vm", "pool-repair", "--name", "heal", "--timeout", "60s", home=home)
+    repaired = run_cli("oa-vm", "pool-repair", "--name", "heal", "--timeout", READY_TIMEOUT,
+                       home=home)
     assert repaired.returncode == 0, repaired.stderr
     assert "replaced worker-1" in repaired.stdout
     after = _status(home, "heal")
@@ -143,8 +130,9 @@ def test_several_workers_per_process_pause_resume_and_repair(home: Path) -> None
     assert all(_answers(w["waa_url"]) for w in before["workers"])
 
     os.kill(pids[2], signal.SIGKILL)  # takes worker-2 and worker-3 down together
-    _wait_dead(pids[2])
-    repaired = run_cli("oa-vm", "pool-repair", "--name", "grouped", "--timeout", "60s", home=home)
+    wait_gone(pids[2])
+    repaired = run_cli("oa-vm", "pool-repair", "--name", "grouped", "--timeout", READY_TIMEOUT,
+                       home=home)
     assert repaired.returncode == 0, repaired.stderr
     assert "worker-2, worker-3" in repaired.stdout
     after = _status(home, "grouped")
@@ -154,7 +142,8 @@ def test_several_workers_per_process_pause_resume_and_repair(home: Path) -> None
 
     assert run_cli("oa-vm", "pool-pause", "--name", "grouped", home=home).returncode == 0
     assert _status(home, "grouped")["state"] == "paused"
-    resumed = run_cli("oa-vm", "pool-resume", "--name", "grouped", "--timeout", "60s", home=home)
+    resumed = run_cli("oa-vm", "pool-resume", "--name", "grouped", "--timeout", READY_TIMEOUT,
+                      home=home)
     assert resumed.returncode == 0, resumed.stderr
     final = _status(home, "grouped")
     assert final["state"] == "ready"
@@ -171,10 +160,7 @@ def test_paused_pools_expire_unless_extended(home: Path) -> None:
     # ...but one is extended by a day
     extended = run_cli("oa-vm", "pool-extend", "--name", "kept", "--by", "1d", home=home)
     assert extended.returncode == 0, extended.stderr
-    deadline = time.monotonic() + DEADLINE_S
-    while not _status(home, "short")["expired"]:
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    wait_until(lambda: _status(home, "short")["expired"], "pool short to expire", interval=0.2)
     assert not _status(home, "kept")["expired"]
     cleaned = run_cli("oa-vm", "pool-cleanup", "--expired", "-y", home=home)
     assert cleaned.returncode == 0, cleaned.stderr

@@ -11,19 +11,18 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 
 from tests.support.cli import run_cli
+from tests.support.pools import READY_TIMEOUT
+from tests.support.waiting import WAIT_LIMIT_S, alive, wait_until
 
 pytestmark = pytest.mark.integration
 
-DEADLINE_S = 120.0
 HOLDER = "holder-run"
 
 _HOLD = """
@@ -56,7 +55,7 @@ class Holder:
     def kill(self) -> None:
         """End it without giving the lease back (a controller killed with -9)."""
         self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(timeout=DEADLINE_S)
+        self.proc.wait(timeout=WAIT_LIMIT_S)
         self._close()
 
     def stop(self) -> None:
@@ -64,7 +63,7 @@ class Holder:
         if self.proc.poll() is None:
             assert self.proc.stdin is not None
             self.proc.stdin.close()
-            self.proc.wait(timeout=DEADLINE_S)
+            self.proc.wait(timeout=WAIT_LIMIT_S)
         self._close()
 
     def _close(self) -> None:
@@ -86,7 +85,7 @@ def _create(home: Path, name: str, *extra: str) -> dict[str, Any]:
     created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1",
                       "--name", name, "-y", *extra, home=home)
     assert created.returncode == 0, created.stderr
-    waited = run_cli("oa-vm", "pool-wait", "--name", name, "--timeout", "90s", home=home)
+    waited = run_cli("oa-vm", "pool-wait", "--name", name, "--timeout", READY_TIMEOUT, home=home)
     assert waited.returncode == 0, waited.stderr
     return _status(home, name)
 
@@ -111,13 +110,6 @@ def _lease(home: Path, name: str) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
 def test_pause_and_cleanup_are_refused_while_a_live_run_holds_the_pool(
     home: Path, holders: list[Holder]
 ) -> None:
@@ -136,7 +128,7 @@ def test_pause_and_cleanup_are_refused_while_a_live_run_holds_the_pool(
         assert _digests(home, "busy")["pool.json"] == record_before
         lease = _lease(home, "busy")
         assert lease is not None and lease["pid"] == holder.pid and lease["run"] == HOLDER
-        assert _alive(worker_pid)
+        assert alive(worker_pid)
     # without --yes the refusal comes before the question (whose answer would not matter)
     asked = run_cli("oa-vm", "pool-cleanup", "--name", "busy", home=home)
     assert f"in use by run {HOLDER!r}" in asked.assert_one_line_error()
@@ -156,14 +148,15 @@ def test_pause_and_cleanup_are_refused_while_a_live_run_holds_the_pool(
     assert _status(home, "busy")["state"] == "paused"
     lease = _lease(home, "busy")
     assert lease is not None and lease["pid"] == holder.pid
-    resumed = run_cli("oa-vm", "pool-resume", "--name", "busy", "--timeout", "90s", home=home)
+    resumed = run_cli("oa-vm", "pool-resume", "--name", "busy", "--timeout", READY_TIMEOUT,
+                      home=home)
     assert resumed.returncode == 0, resumed.stderr
     resumed_pid = _status(home, "busy")["workers"][0]["pid"]
     removed = run_cli("oa-vm", "pool-cleanup", "--name", "busy", "-y", "--force", home=home)
     assert removed.returncode == 0, removed.stderr
     assert "removing it anyway (--force)" in removed.stdout and "removed" in removed.stdout
     assert not (home / "pools" / "busy").exists()
-    assert not _alive(resumed_pid)
+    assert not alive(resumed_pid)
     holder.stop()  # the holder gives its lease back to a pool that is gone: no error, no folder
     assert holder.proc.returncode == 0
     assert not (home / "pools" / "busy").exists()
@@ -179,7 +172,8 @@ def test_a_stale_lease_never_blocks(home: Path, holders: list[Holder]) -> None:
     assert paused.returncode == 0, paused.stderr
     assert "in use" not in paused.stdout + paused.stderr
     assert _lease(home, "stale") is None  # taken over for the pause, then given back
-    resumed = run_cli("oa-vm", "pool-resume", "--name", "stale", "--timeout", "90s", home=home)
+    resumed = run_cli("oa-vm", "pool-resume", "--name", "stale", "--timeout", READY_TIMEOUT,
+                      home=home)
     assert resumed.returncode == 0, resumed.stderr
     holder = Holder(home, "stale")
     holders.append(holder)
@@ -196,10 +190,8 @@ def test_expired_cleanup_skips_a_pool_in_use_and_removes_the_rest(
     _create(home, "old-idle", "--ttl", "1s")
     holder = Holder(home, "old-busy")
     holders.append(holder)
-    deadline = time.monotonic() + DEADLINE_S
-    while not all(_status(home, n)["expired"] for n in ("old-busy", "old-idle")):
-        assert time.monotonic() < deadline, "the pools never expired"
-        time.sleep(0.2)
+    wait_until(lambda: all(_status(home, n)["expired"] for n in ("old-busy", "old-idle")),
+               "both pools to expire", interval=0.2)
     record_before = _digests(home, "old-busy")["pool.json"]
 
     swept = run_cli("oa-vm", "pool-cleanup", "--expired", "-y", home=home)
@@ -208,14 +200,14 @@ def test_expired_cleanup_skips_a_pool_in_use_and_removes_the_rest(
     assert "Removed 1 expired pool(s); skipped 1 in use" in swept.stdout, swept.stdout
     assert not (home / "pools" / "old-idle").exists()
     assert _digests(home, "old-busy")["pool.json"] == record_before
-    assert _alive(busy["workers"][0]["pid"])
+    assert alive(busy["workers"][0]["pid"])
 
     holder.stop()  # the run ended and gave its lease back: the next sweep removes the pool
     again = run_cli("oa-vm", "pool-cleanup", "--expired", "-y", home=home)
     assert again.returncode == 0, again.stderr
     assert "Removed 1 expired pool(s)." in again.stdout
     assert not (home / "pools" / "old-busy").exists()
-    assert not _alive(busy["workers"][0]["pid"])
+    assert not alive(busy["workers"][0]["pid"])
 
 
 def test_the_api_refuses_too_and_the_holder_itself_may_clean_up(

@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,9 @@ import requests
 
 from oa_vm import api
 from tests.support.cli import BIN, run_cli
+from tests.support.pools import READY_TIMEOUT
 from tests.support.sshd import SshServer, sshd  # noqa: F401 - pytest fixture
+from tests.support.waiting import WAIT_LIMIT_S, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
@@ -43,7 +44,8 @@ def ssh_pool(sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_wait_and_status_go_through_the_tunnel(ssh_pool: Path) -> None:
-    waited = run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", "90s", home=ssh_pool)
+    waited = run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", READY_TIMEOUT,
+                     home=ssh_pool)
     assert waited.returncode == 0, waited.stderr
     assert "waa probe" in waited.stdout or "ready" in waited.stdout
     status = json.loads(run_cli("oa-vm", "pool-status", "--name", "viassh", "--json",
@@ -82,20 +84,15 @@ def _read_until(proc: subprocess.Popen[str], marker: str, timeout: float) -> str
     return "".join(seen)
 
 
-def _wait_probe(url: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(url + "/probe", timeout=2).json() == WAA_PROBE:
-                return True
-        except (requests.RequestException, ValueError):
-            pass
-        time.sleep(0.3)
-    return False
+def _probes(url: str) -> bool:
+    try:
+        return bool(requests.get(url + "/probe", timeout=5).json() == WAA_PROBE)
+    except (requests.RequestException, ValueError):
+        return False
 
 
 def test_pool_tunnel_command(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: F811
-    assert run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", "90s",
+    assert run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", READY_TIMEOUT,
                    home=ssh_pool).returncode == 0
     proc = subprocess.Popen(
         [str(BIN / "oa-vm"), "pool-tunnel", "--name", "viassh", "--worker", "worker-1"],
@@ -103,18 +100,18 @@ def test_pool_tunnel_command(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: 
         env={**os.environ, "OA_VM_HOME": str(ssh_pool)}, stdin=subprocess.DEVNULL,
     )
     try:
-        out = _read_until(proc, "Ctrl-C", timeout=60)
+        out = _read_until(proc, "Ctrl-C", timeout=WAIT_LIMIT_S)
         assert "Tunnels open" in out, out
         assert "ssh -N -L" in out
         # the local URLs the command prints carry the pool's secret: they are for use
         urls = re.findall(r"http://127\.0\.0\.1:\d+/cap-[0-9a-f]{40}", out)
         assert len(urls) == 2, out
         waa_url = urls[0]
-        assert _wait_probe(waa_url, 60)
+        wait_until(lambda: _probes(waa_url), "the tunnel to answer", interval=0.3)
 
         assert sshd.drop_connections() >= 1  # the SSH connection dies under the tunnel
-        # generous deadlines: on a busy 2-core machine reconnecting can take far longer
-        assert _wait_probe(waa_url, 180), "the tunnel did not come back after the drop"
+        wait_until(lambda: _probes(waa_url), "the tunnel to come back after the drop",
+                   interval=0.3)
 
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=180)
@@ -133,7 +130,7 @@ def test_pool_tunnel_command(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: 
 
 
 def test_sweep_through_tunnels(ssh_pool: Path) -> None:
-    assert run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", "90s",
+    assert run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", READY_TIMEOUT,
                    home=ssh_pool).returncode == 0
     result = run_cli(
         "openadapt-evals", "run", "--pool", "viassh", "--tasks", "local_small", "--agent",

@@ -13,6 +13,8 @@ import pytest
 
 from oa_vm.cli.quick import parse
 from tests.support.cli import run_cli
+from tests.support.pools import READY_S
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -98,7 +100,6 @@ def test_the_proc_check_agrees_with_the_provider(
 ) -> None:
     import os
     import signal
-    import time
 
     from oa_vm import api
     from oa_vm.clouds.local.proc_check import record_is_current
@@ -106,7 +107,7 @@ def test_the_proc_check_agrees_with_the_provider(
 
     monkeypatch.setenv("OA_VM_HOME", str(home))
     api.create_pool(name="pc", cloud="local", workers=2)
-    api.wait_pool("pc", timeout_s=60)
+    api.wait_pool("pc", timeout_s=READY_S)
     record = state.load("pc")
     assert record_is_current(record)
     changed = state.load("pc")
@@ -116,10 +117,8 @@ def test_the_proc_check_agrees_with_the_provider(
     victim = record.workers[1].pid
     assert victim is not None
     os.kill(victim, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while record_is_current(state.load("pc")):
-        assert time.monotonic() < deadline, "the killed worker still looks alive"
-        time.sleep(0.05)
+    wait_until(lambda: not record_is_current(state.load("pc")),
+               "the killed worker to look dead")
     # the fast path then refreshes through the provider, exactly as Typer's command does
     fast = run_cli("oa-vm", "pool-status", "--name", "pc", "--json", home=home)
     worker = json.loads(fast.stdout)["workers"][1]

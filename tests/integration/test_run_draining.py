@@ -22,6 +22,7 @@ from oa_vm.reach.drain import DrainWatch, local_status_path
 from tests.integration.test_drill_faults import LOCAL_TASKS
 from tests.support.cli import run_cli
 from tests.support.controller import RunController, wait_for_records
+from tests.support.pools import READY_S
 from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
@@ -44,7 +45,7 @@ def test_a_draining_worker_finishes_its_task_and_takes_no_new_one(
     home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     api.create_pool(name="spotty", cloud="local", workers=3)
-    api.wait_pool("spotty", timeout_s=60)
+    api.wait_pool("spotty", timeout_s=READY_S)
     drained = next(w for w in state.load("spotty").workers if w.name == "worker-1")
     status_file = local_status_path(drained)
     assert status_file is not None
@@ -89,7 +90,7 @@ def test_with_repair_a_draining_worker_is_replaced_by_a_new_worker_that_takes_ta
     made = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "3",
                    "--name", "healspot", "-y", home=home)
     assert made.returncode == 0, made.stderr
-    api.wait_pool("healspot", timeout_s=60)
+    api.wait_pool("healspot", timeout_s=READY_S)
     before = next(w for w in state.load("healspot").workers if w.name == "worker-1")
     status_file = local_status_path(before)
     assert status_file is not None

@@ -21,6 +21,7 @@ from oa_vm.model import state
 from tests.integration.test_drill_faults import LOCAL_TASKS
 from tests.support.cli import run_cli
 from tests.support.controller import RunController, wait_for_records, worker_pid
+from tests.support.pools import READY_S
 from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
@@ -48,7 +49,7 @@ def test_a_killed_host_is_quarantined_once_and_its_tasks_run_on_the_other_host(
     assert made.returncode == 0, made.stderr
     record = state.load("hosts")
     assert [w.host for w in record.workers] == [f"group-{i // 2}" for i in range(2 * hosts)]
-    api.wait_pool("hosts", timeout_s=60)
+    api.wait_pool("hosts", timeout_s=READY_S)
     # pool-status groups the workers by host, each host named once, and prices both
     shown = run_cli("oa-vm", "pool-status", "--pool", "hosts", home=home)
     assert shown.returncode == 0, shown.stderr

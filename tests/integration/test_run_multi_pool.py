@@ -27,7 +27,9 @@ from oa_vm.model import state
 from oa_vm.model.lease import hold_pool, read_lease
 from tests.integration.test_sweep_local import LOCAL_TASKS, evals, folder_digest
 from tests.support.controller import RunController, wait_for_records, worker_pid
+from tests.support.pools import READY_S
 from tests.support.run_records import assert_summary_matches, read_records
+from tests.support.waiting import throughout, wait_gone
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +43,7 @@ def make_pools(workers: dict[str, int], **extra: Any) -> None:
         api.create_pool(name=name, cloud="local", workers=count, price_per_hour=PRICES[name],
                         **extra.get(name, {}))
     for name in workers:
-        api.wait_pool(name, timeout_s=60)
+        api.wait_pool(name, timeout_s=READY_S)
 
 
 def pool_of(worker: str) -> str:
@@ -358,7 +360,6 @@ def test_two_multi_pool_runs_naming_the_pools_in_opposite_orders_both_finish(
 
 def test_leases_are_taken_in_name_order_whatever_the_order_given(home: Path) -> None:
     import threading
-    import time
 
     from evals.run.pools import hold_pools
 
@@ -373,12 +374,13 @@ def test_leases_are_taken_in_name_order_whatever_the_order_given(home: Path) -> 
     with hold_pool("pa", "someone-else"):
         thread = threading.Thread(target=multi_pool_run, daemon=True)
         thread.start()
-        deadline = time.monotonic() + 5  # long enough for a wrong order to have taken pb
-        while time.monotonic() < deadline:
+
+        def holds_nothing() -> None:
             # blocked on pa, the first in name order, it holds nothing meanwhile
             assert read_lease("pb") is None
             assert not entered.is_set()
-            time.sleep(0.05)
+
+        throughout(5.0, holds_nothing)  # long enough for a wrong order to have taken pb
     assert entered.wait(60), "the multi-pool run never got the leases"
     assert read_lease("pa")["run"] == read_lease("pb")["run"] == "multi"  # type: ignore[index]
     leave.set()
@@ -467,7 +469,7 @@ def test_a_pool_without_a_ready_worker_is_named_and_nothing_is_held(
     make_pools({"pa": 1, "pb": 1})
     dead = worker_pid("pb", "worker-0")
     os.kill(dead, signal.SIGKILL)
-    psutil.wait_procs([psutil.Process(dead)] if psutil.pid_exists(dead) else [], timeout=30)
+    wait_gone(dead)
     results = tmp_path / "results"
     refused = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle",
                     "--tasks", "local_small", "--run-name", "lost", home=home, results=results)

@@ -15,6 +15,7 @@ from oa_vm import api
 from oa_vm.model import state
 from tests.integration.test_drill_faults import LOCAL_TASKS
 from tests.support.controller import RunController, wait_for_records, worker_pid
+from tests.support.pools import READY_S
 from tests.support.run_records import assert_summary_matches, read_records
 
 pytestmark = pytest.mark.integration
@@ -24,7 +25,7 @@ def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
     home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     api.create_pool(name="heal", cloud="local", workers=3)
-    api.wait_pool("heal", timeout_s=60)
+    api.wait_pool("heal", timeout_s=READY_S)
     results = tmp_path / "results"
     # Timing: a task takes about 3 s (3 steps x 1 s pause), so the two survivors need about
     # 30 s for the rest of the suite, while the dead worker is quarantined and replaced within

@@ -12,6 +12,7 @@ import pytest
 
 from oa_vm import api
 from tests.support.cli import Result, run_cli
+from tests.support.pools import READY_S
 
 pytestmark = pytest.mark.integration
 
@@ -89,7 +90,7 @@ def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -
     # a pool serving one edited task: compare warns, before its verdict
     folder, edited = _edited_tasks(tmp_path)
     api.create_pool(name="edited", cloud="local", workers=2, tasks_dir=str(folder))
-    api.wait_pool("edited", timeout_s=60)
+    api.wait_pool("edited", timeout_s=READY_S)
     ran = evals("run", "--pool", "edited", *agent, "--tasks", "all", "--run-name", "c",
                 home=home, results=results)
     assert ran.returncode == 0, ran.stderr
@@ -115,7 +116,7 @@ def test_compare_one_trial_against_five_and_oracle_against_noop(
     # so the same-agent comparison below is the same on every machine, not a false alarm 5% of
     # the time.
     api.create_pool(name="cmp", cloud="local", workers=1)
-    api.wait_pool("cmp", timeout_s=60)
+    api.wait_pool("cmp", timeout_s=READY_S)
 
     def run(name: str, *args: str) -> None:
         done = evals("run", "--pool", "cmp", "--tasks", "all", "--run-name", name, *args,
@@ -188,7 +189,7 @@ def test_sweep_with_trials_reports_pass_k_and_flaky_tasks(home: Path, tmp_path: 
     # resuming with another number of trials is refused, in one line, changing nothing
     before = (run_dir / "metadata.json").read_text()
     api.create_pool(name="again", cloud="local", workers=1)
-    api.wait_pool("again", timeout_s=60)
+    api.wait_pool("again", timeout_s=READY_S)
     resumed = evals("run", "--pool", "again", "--agent", "random", "--tasks", "all",
                     "--run-name", "t5", "--resume", "--trials", "3", home=home, results=results)
     assert resumed.returncode == 2
@@ -214,7 +215,7 @@ def test_rerun_errors_reruns_only_error_tasks_and_keeps_their_attempts(
     assert {first[t]["error_type"] for t in errors} <= {"infrastructure", "setup", "timeout"}
 
     api.create_pool(name="good", cloud="local", workers=2)
-    api.wait_pool("good", timeout_s=60)
+    api.wait_pool("good", timeout_s=READY_S)
     rerun = evals("run", "--rerun-errors", "e", "--pool", "good", home=home, results=results)
     assert rerun.returncode == 0, rerun.stderr
     assert f"Rerun: {len(errors)} task(s) that had ended in an infrastructure, setup or " \
@@ -250,7 +251,7 @@ def test_a_capped_trials_run_resumes_the_trials_it_did_not_run(home: Path, tmp_p
                 if json.loads(p.read_text())["status"] == "success"}
 
     api.create_pool(name="more", cloud="local", workers=2)
-    api.wait_pool("more", timeout_s=60)
+    api.wait_pool("more", timeout_s=READY_S)
     # A resume keeps the run's cap unless given another one: raise it so the rest can run.
     resumed = evals("run", "--pool", "more", "--agent", "oracle", "--tasks", "local_small",
                     "--trials", "2", "--run-name", "cap", "--resume", "--max-cost-usd", "10000",

@@ -12,6 +12,7 @@ import pytest
 
 from oa_vm import api
 from tests.support.cli import run_cli
+from tests.support.pools import READY_S
 
 pytestmark = pytest.mark.integration
 
@@ -21,8 +22,8 @@ RANDOM_GUI = "evals.agents.builtin:RandomAgent"
 def _pools() -> None:
     api.create_pool(name="one", cloud="local", workers=1)
     api.create_pool(name="three", cloud="local", workers=3)
-    api.wait_pool("one", timeout_s=120)
-    api.wait_pool("three", timeout_s=120)
+    api.wait_pool("one", timeout_s=READY_S)
+    api.wait_pool("three", timeout_s=READY_S)
 
 
 def _run(pool: str, name: str, *args: str, home: Path, results: Path

@@ -11,7 +11,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
@@ -22,6 +21,7 @@ from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 from tests.support.cli import BIN, Result, run_cli
 from tests.support.run_records import assert_summary_matches, read_records
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.pool(workers=2)]
 
@@ -110,11 +110,12 @@ def test_an_interrupted_sweep_removes_its_pool_and_can_be_resumed(
             stdin=subprocess.DEVNULL, env={**os.environ, "OA_VM_HOME": str(home)},
         )
     try:
-        deadline = time.monotonic() + 120
-        while len(read_records(results / "cut")) < 2:
+
+        def two_records() -> bool:
             assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.05)
+            return len(read_records(results / "cut")) >= 2
+
+        wait_until(two_records, lambda: f"two records:\n{log.read_text()}")
         pids = [w.pid for w in state.load("sw").workers]
         proc.send_signal(signum)
         assert proc.wait(timeout=60) == 130, log.read_text()

@@ -6,7 +6,6 @@ import json
 import os
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -17,6 +16,7 @@ import pytest
 from tests.support import sshd as sshd_support
 from tests.support.http_servers import RefusingPort, SilentServer
 from tests.support.sshd import SshServer, generate_key
+from tests.support.waiting import wait_until
 from tests.support.worker_proc import WorkerProcess
 from waa_client import (
     Catalog,
@@ -38,7 +38,6 @@ pytestmark = [
 sshd = sshd_support.sshd  # the real-sshd fixture, shared with other test modules
 
 T = TypeVar("T")
-RECOVERY_DEADLINE = 30.0
 SUITE_INDEX = {"notepad": ["tunnel-aaa-WOS", "tunnel-bbb-WOS"]}
 
 
@@ -96,24 +95,18 @@ def _listened_on_here(port: int) -> bool:
                for c in psutil.Process().net_connections(kind="tcp"))
 
 
-def _poll(call: Callable[[], T], deadline: float) -> T:
-    """Call until it succeeds or the deadline passes (then re-raise the last error)."""
-    end = time.monotonic() + deadline
-    while True:
+def _answer(call: Callable[[], T], what: str) -> T:
+    """What ``call`` returns once it stops failing (a tunnel being reopened under it)."""
+    errors: list[Exception] = []
+
+    def once() -> T | None:
         try:
             return call()
-        except Exception:
-            if time.monotonic() > end:
-                raise
-            time.sleep(0.1)
+        except Exception as exc:  # any failure means "not yet"
+            errors.append(exc)
+            return None
 
-
-def _wait_until(condition: Callable[[], bool], deadline: float, what: str) -> None:
-    end = time.monotonic() + deadline
-    while not condition():
-        if time.monotonic() > end:
-            pytest.fail(f"{what} did not happen within {deadline:g}s")
-        time.sleep(0.05)
+    return wait_until(once, lambda: f"{what} (last error: {errors[-1] if errors else None!r})")
 
 
 def test_clients_work_through_the_tunnel(tunnel: ForwardingTunnel, sshd: SshServer) -> None:
@@ -138,7 +131,7 @@ def test_reconnects_after_the_connection_is_killed(
     urls = (tunnel.local_waa_url, tunnel.local_scoring_url)
     assert sshd.drop_connections() >= 1
     # Keepalives (1 s) make the client notice; until then the transport may still look alive.
-    _wait_until(lambda: not tunnel.is_active(), RECOVERY_DEADLINE, "noticing the drop")
+    wait_until(lambda: not tunnel.is_active(), "the tunnel to notice the drop")
     tunnel.ensure()
     assert tunnel.is_healthy()
     assert (tunnel.local_waa_url, tunnel.local_scoring_url) == urls, "URLs stay valid"
@@ -159,7 +152,7 @@ def test_pool_health_loop_reconnects_by_itself(
         for name in ("w1", "w2"):
             with WaaClient(urls[name][0], connect_timeout=2.0, read_timeout=5.0) as waa:
                 # Retries ride over the gap; the loop, not this test, reopens the tunnel.
-                assert _poll(waa.probe, RECOVERY_DEADLINE) == {
+                assert _answer(waa.probe, f"{name}'s probe") == {
                     "status": "Probe successful", "message": "Service is operational"}
         assert pool.urls() == urls
         assert all(t.reconnects >= 1 for t in pool)

@@ -25,6 +25,7 @@ import pytest
 from oa_vm import api
 from tests.support.cli import run_cli
 from tests.support.devices import fifo, special_file
+from tests.support.pools import READY_S
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +52,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         mp.setenv("OA_VM_HOME", str(home))
         api.create_pool(name=POOL, cloud="local", workers=1)
         try:
-            api.wait_pool(POOL, timeout_s=120)
+            api.wait_pool(POOL, timeout_s=READY_S)
             done = run_cli("openadapt-evals", "run", "--pool", POOL, "--agent", "oracle",
                            "--tasks", TASK, "--run-name", DONE, "--results-dir", str(results),
                            home=home, timeout=300)

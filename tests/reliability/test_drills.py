@@ -17,10 +17,10 @@ import pytest
 
 from oa_vm import api
 from oa_vm.model import state
-from tests.reliability.conftest import wait_until
 from tests.support.controller import Controller
-from tests.support.pools import processes_of
+from tests.support.pools import READY_S, READY_TIMEOUT, processes_of
 from tests.support.run_records import assert_summary_matches, read_records
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -93,7 +93,7 @@ def test_two_runs_on_one_pool_the_second_refuses_naming_the_holder_or_waits(
     home: Path, tmp_path: Path, controllers: list[Controller]
 ) -> None:
     api.create_pool(name="shared", cloud="local", workers=2)
-    api.wait_pool("shared", timeout_s=120)
+    api.wait_pool("shared", timeout_s=READY_S)
     results = tmp_path / "results"
     common = ("--pool", "shared", "--agent", "oracle", "--results-dir", str(results))
     first = Controller(home, "run", *common, "--tasks", "all", "--run-name", "one",
@@ -126,7 +126,7 @@ def test_the_lease_of_a_killed_run_is_taken_over(
     home: Path, tmp_path: Path, controllers: list[Controller]
 ) -> None:
     api.create_pool(name="orphan", cloud="local", workers=1)
-    api.wait_pool("orphan", timeout_s=120)
+    api.wait_pool("orphan", timeout_s=READY_S)
     results = tmp_path / "results"
     common = ("--pool", "orphan", "--agent", "oracle", "--results-dir", str(results))
     first = Controller(home, "run", *common, "--tasks", "all", "--run-name", "dead",
@@ -148,7 +148,7 @@ def test_a_sweep_named_like_an_existing_pool_leaves_that_pool_alone(
     home: Path, tmp_path: Path, controllers: list[Controller]
 ) -> None:
     api.create_pool(name="mine", cloud="local", workers=1)
-    api.wait_pool("mine", timeout_s=120)
+    api.wait_pool("mine", timeout_s=READY_S)
     before = state.load("mine")
     sweep = Controller(home, "sweep", "--cloud", "local", "--workers", "1", "--name", "mine",
                        "--agent", "oracle", "--tasks", SMALL, "--results-dir",
@@ -174,7 +174,7 @@ def test_pause_and_cleanup_refuse_a_pool_a_run_is_using_and_the_run_finishes(
     # created by the CLI, not in this process: a worker that is the test's child would be left
     # a zombie when the pause below stops it from another process
     for args in (("pool-create", "--cloud", "local", "--workers", "1", "-y"),
-                 ("pool-wait", "--timeout", "120s")):
+                 ("pool-wait", "--timeout", READY_TIMEOUT)):
         done = run_cli("oa-vm", *args, "--name", "inuse", home=home)
         assert done.returncode == 0, done.stderr
     pid = state.load("inuse").workers[0].pid

@@ -23,11 +23,11 @@ import pytest
 
 from evals.run.queue import LEASE_ENV
 from oa_vm.model import state
-from tests.reliability.conftest import wait_until
 from tests.support.cli import BIN, run_cli
 from tests.support.controller import Controller, worker_pid
-from tests.support.pools import processes_of
+from tests.support.pools import READY_TIMEOUT, processes_of
 from tests.support.run_records import read_records
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -39,7 +39,7 @@ ONE_TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"  # one of local_small
 def _create(home: Path, name: str, workers: int) -> None:
     # by the CLI, not in this process: a worker that is the test's child would stay a zombie
     for args in (("pool-create", "--cloud", "local", "--workers", str(workers), "-y"),
-                 ("pool-wait", "--timeout", "120s")):
+                 ("pool-wait", "--timeout", READY_TIMEOUT)):
         done = run_cli("oa-vm", *args, "--name", name, home=home)
         assert done.returncode == 0, done.stderr
 
@@ -112,7 +112,7 @@ def test_cleanup_during_a_repairing_run_leaves_no_worker_and_no_record(
     # nothing brought the pool back: no record, no folder, no worker process
     assert not state.exists("fixme")
     assert not state.pool_dir("fixme").exists()
-    wait_until(lambda: not processes_of(home), "every worker process to be gone", limit=60)
+    wait_until(lambda: not processes_of(home), "every worker process to be gone")
     again = run_cli("oa-vm", "pool-cleanup", "--name", "fixme", "-y", home=home)
     assert again.returncode == 0 and "already removed" in again.stdout + again.stderr
     metadata = json.loads((results / "mend" / "metadata.json").read_text())

@@ -18,10 +18,10 @@ import pytest
 
 from oa_vm import api
 from oa_vm.model import lease, state
-from tests.reliability.conftest import wait_until
 from tests.support.cli import run_cli
 from tests.support.controller import Controller
 from tests.support.run_records import read_records
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.pool(name="fence", workers=2, cli=True)]
 

@@ -20,6 +20,7 @@ import pytest
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState
 from tests.support.cli import BIN, Result, run_cli
+from tests.support.pools import READY_TIMEOUT
 
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
 
@@ -54,7 +55,7 @@ def test_under_umask_000_home_pools_runs_and_keys_are_private(tmp_path: Path) ->
                      "--workers", "1", "-y", home=home)
     assert created.returncode == 0, created.stderr
     try:
-        assert masked("oa-vm", "pool-wait", "--name", "masked", "--timeout", "120s",
+        assert masked("oa-vm", "pool-wait", "--name", "masked", "--timeout", READY_TIMEOUT,
                       home=home).returncode == 0
         ran = masked("openadapt-evals", "run", "--pool", "masked", "--agent", "oracle",
                      "--tasks", TASK, "--run-name", "r", "--results-dir", str(results),

@@ -8,7 +8,6 @@ and resume call ``extend_pool`` from inside their provider step. Real local pool
 from __future__ import annotations
 
 import subprocess
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -20,6 +19,8 @@ from oa_vm.model import state
 from oa_vm.model.state import PoolRecord
 from tests.support import repair_gate
 from tests.support.cli import run_cli
+from tests.support.pools import READY_S
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +33,7 @@ def _expiry(name: str) -> object:
 
 def _pool(name: str) -> str:
     api.create_pool(name=name, cloud="local", workers=1)
-    api.wait_pool(name, timeout_s=120)
+    api.wait_pool(name, timeout_s=READY_S)
     return name
 
 
@@ -46,11 +47,12 @@ def test_an_extend_during_a_repair_is_kept(home: Path, tmp_path: Path) -> None:
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        deadline = time.monotonic() + 120
-        while not Path(f"{gate}.waiting").exists():  # the repair read the record, and waits
+
+        def at_gate() -> bool:  # the repair read the record, and waits
             assert repair.poll() is None, repair.communicate()
-            assert time.monotonic() < deadline, "the repair never reached its gate"
-            time.sleep(0.05)
+            return Path(f"{gate}.waiting").exists()
+
+        wait_until(at_gate, "the repair to reach its gate")
         before = state.load(pool).expires_at
         extended = run_cli("oa-vm", "pool-extend", "--name", pool, "--by", "1h", home=home)
         assert extended.returncode == 0, extended.stderr

@@ -13,7 +13,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 
 from evals.cli.commands.run import finish_run
@@ -26,12 +25,12 @@ from oa_vm.errors import InvalidInputError, PoolNotReadyError
 from oa_vm.kit.redact import redact_text, redact_url
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState
-from tests.reliability.conftest import wait_until
 from tests.support.cli import BIN, run_cli
 from tests.support.controller import Controller
 from tests.support.http_servers import RefusingPort, Reply, ScriptedServer
-from tests.support.pools import processes_of
+from tests.support.pools import READY_S, processes_of
 from tests.support.run_records import read_records
+from tests.support.waiting import wait_gone, wait_until
 from waa_client import ScoringClient
 from waa_client.catalog import Catalog
 
@@ -227,22 +226,15 @@ def test_cleanup_finds_a_worker_the_record_does_not_name(home: Path) -> None:
 
 def test_cleanup_of_a_pool_whose_worker_is_an_unreaped_child(home: Path) -> None:
     record = api.create_pool(name="zombie", cloud="local", workers=2)
-    api.wait_pool("zombie", timeout_s=120)
+    api.wait_pool("zombie", timeout_s=READY_S)
     pid = record.workers[0].pid
     assert pid is not None
     os.kill(pid, signal.SIGKILL)  # our child: a zombie until someone reaps it
-    wait_until(lambda: _zombie_or_gone(pid), "the worker to die")
+    wait_gone(pid)
     report = api.cleanup_pool("zombie")
     assert report.left == []
     assert not state.exists("zombie")
     wait_until(lambda: not processes_of(home), "no worker process left")
-
-
-def _zombie_or_gone(pid: int) -> bool:
-    try:
-        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return True
 
 
 def test_pool_wait_fails_on_a_pool_without_a_live_worker(home: Path) -> None:
@@ -390,7 +382,7 @@ def test_500s_while_tasks_load_do_not_abort_the_run(
     # used to abort the run before anything was recorded.
     api.create_pool(name="flaky", cloud="local", workers=2,
                     faults={"error-rate": "0.3", "seed": "3"})
-    api.wait_pool("flaky", timeout_s=120)
+    api.wait_pool("flaky", timeout_s=READY_S)
     results = tmp_path / "results"
     run = Controller(home, "run", "--pool", "flaky", "--agent", "oracle", "--tasks", SMALL,
                      "--run-name", "l", "--max-attempts", "5", "--results-dir", str(results),

@@ -21,6 +21,7 @@ import pytest
 from oa_vm import api
 from oa_vm.model import state
 from tests.support.cli import BIN
+from tests.support.pools import READY_S
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -63,7 +64,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         mp.setenv("OA_VM_HOME", str(w.home))
         api.create_pool(name=POOL, cloud="local", workers=1)
         try:
-            api.wait_pool(POOL, timeout_s=120)
+            api.wait_pool(POOL, timeout_s=READY_S)
             done = cli(w, "run", *BASE, "--run-name", "base", "--results-dir", str(w.results))
             assert done.returncode == 0, done.stderr
             yield w
@@ -241,7 +242,7 @@ def test_rerun_errors_lists_each_attempt_once_and_its_cost_is_the_ledgers(
     (tmp_path / "slow_agent.py").write_text(SLOW, encoding="utf-8")
     api.create_pool(name="priced", cloud="local", workers=1, price_per_hour=3600.0)
     try:
-        api.wait_pool("priced", timeout_s=120)
+        api.wait_pool("priced", timeout_s=READY_S)
         base = ("run", "--pool", "priced", "--tasks", TASK, "--agent", "slow_agent:Slow",
                 "--run-name", "errs", "--results-dir", str(w.results), "--max-attempts", "2")
         # every attempt outlasts its 1 s: two timeouts, the second final (given back by

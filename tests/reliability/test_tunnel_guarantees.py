@@ -16,6 +16,7 @@ import pytest
 from tests.support import sshd as sshd_support
 from tests.support.http_servers import BlackHolePort, RefusingPort
 from tests.support.sshd import SshServer, generate_key
+from tests.support.waiting import wait_until
 from tests.support.worker_proc import running_worker
 from waa_client import SshAuthenticationError, SshUnreachableError, WaaClient
 from waa_client.ssh import OpenSshTunnel, PoolTunnels, TunnelTarget, WorkerTunnel
@@ -196,11 +197,11 @@ def test_a_refused_login_leaves_no_thread_and_no_port(
     tunnel = WorkerTunnel(_target(sshd, ports, key=stranger), tmp_path / "known_hosts")
     with pytest.raises(SshAuthenticationError):
         tunnel.start()
-    deadline = time.monotonic() + 30
-    while [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]:
-        assert time.monotonic() < deadline, [t.name for t in threading.enumerate()
-                                             if t.ident not in before]
-        time.sleep(0.1)
+
+    def started() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+
+    wait_until(lambda: not started(), lambda: f"the threads {started()} to end")
 
 
 def test_each_reconnect_is_counted(
@@ -211,10 +212,7 @@ def test_each_reconnect_is_counted(
     try:
         for expected in (1, 2):
             assert sshd.drop_connections() >= 1
-            deadline = time.monotonic() + 60
-            while tunnel.is_active():
-                assert time.monotonic() < deadline, "the drop was not noticed"
-                time.sleep(0.1)
+            wait_until(lambda: not tunnel.is_active(), "the drop to be noticed")
             tunnel.ensure()
             assert tunnel.reconnects == expected
     finally:

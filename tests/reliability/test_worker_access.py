@@ -27,9 +27,10 @@ from infra.local import access
 from oa_vm.cli import pool_views
 from oa_vm.clouds.local.fleet import SECRET_FILE
 from oa_vm.model import state
-from tests.reliability.conftest import wait_until
 from tests.support.cli import run_cli
+from tests.support.pools import READY_S
 from tests.support.waa_upstream import load_desktop_env
+from tests.support.waiting import wait_gone, wait_until
 from tests.support.worker_proc import PROJECT_ROOT, WorkerProcess, running_worker
 from waa_client import FENCE_HEADER, RequestRejectedError, ScoringClient, WaaClient
 
@@ -96,10 +97,8 @@ def test_a_repaired_worker_keeps_the_pool_secret(pool: str, home: Path) -> None:
     assert lost.pid and lost.waa_url
     secret = _secret(lost.waa_url)
     psutil.Process(lost.pid).kill()
-    wait_until(lambda: not psutil.pid_exists(lost.pid or 0)
-               or psutil.Process(lost.pid or 0).status() == psutil.STATUS_ZOMBIE,
-               "the worker to die")
-    record, replaced = fleet.repair_pool("guarded", timeout_s=120)
+    wait_gone(lost.pid)
+    record, replaced = fleet.repair_pool("guarded", timeout_s=READY_S)
     assert replaced == [lost.name]
     again = next(w for w in record.workers if w.name == lost.name)
     assert again.pid != lost.pid and again.waa_url and again.waa_url != lost.waa_url

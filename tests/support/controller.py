@@ -12,8 +12,7 @@ from oa_vm.model import state
 from tests.support.cli import BIN
 from tests.support.repair_gate import command as repair_gate_command
 from tests.support.run_records import read_records
-
-WAIT_LIMIT_S = 240.0  # generous: the drills run on busy 2-core machines
+from tests.support.waiting import WAIT_LIMIT_S, wait_until
 
 
 class Controller:
@@ -64,14 +63,16 @@ class RunController(Controller):
 
 
 def wait_for_records(run_dir: Path, count: int, controller: Controller) -> None:
-    """Poll until ``count`` tasks have a final record (fails if the controller ends first)."""
-    deadline = time.monotonic() + WAIT_LIMIT_S
-    while len(read_records(run_dir)) < count:
+    """Wait until ``count`` tasks have a final record (fails if the controller ends first)."""
+
+    def enough() -> bool:
+        if len(read_records(run_dir)) >= count:
+            return True
         if controller.proc.poll() is not None:
             raise AssertionError(f"controller ended early:\n{controller.output()[-3000:]}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"fewer than {count} records in time:\n{controller.output()}")
-        time.sleep(0.05)
+        return False
+
+    wait_until(enough, lambda: f"{count} records:\n{controller.output()}")
 
 
 def worker_pid(pool: str, name: str) -> int:

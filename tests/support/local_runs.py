@@ -23,6 +23,7 @@ from evals.agents import (
 from evals.run.runner import RunConfig, RunEvent, run_evaluation
 from oa_vm import api
 from oa_vm.model import state
+from tests.support.pools import READY_S
 
 POOL = "runs-pool"
 LOOK = "tests.support.local_runs:LookThenStop"
@@ -96,7 +97,7 @@ def make_runs(root: Path) -> LocalRuns:
     results = root / "results"
     api.create_pool(name=POOL, cloud="local", workers=2, ttl_hours=1.0)
     try:
-        api.wait_pool(POOL, timeout_s=180)
+        api.wait_pool(POOL, timeout_s=READY_S)
         for name, agent, args, trials in RUNS:
             run_evaluation(RunConfig(
                 pool=POOL, selection=TASKS, agent=agent, run_name=name, results_dir=results,

@@ -19,7 +19,12 @@ import pytest
 from tests.support.cli import run_cli
 
 READY_S = 120.0
-"""How long a local pool may take to become ready on a busy 2-core machine."""
+"""How long a local pool may take to become ready on a busy 2-core machine: every wait for a
+pool's workers to be ready (``api.wait_pool``, and the ``--timeout`` of ``pool-wait``,
+``pool-resume``, ``pool-repair``) is given this, unless the wait's own end is what is tested."""
+
+READY_TIMEOUT = f"{READY_S:g}s"
+""":data:`READY_S` as the CLI's ``--timeout`` takes it."""
 
 
 def make_local_pool(name: str = "p", *, workers: int = 1, home: Path | None = None,
@@ -43,7 +48,7 @@ def make_local_pool(name: str = "p", *, workers: int = 1, home: Path | None = No
              for item in (f"--{key.replace('_', '-')}", str(value))]
     steps = [("pool-create", "--cloud", "local", "--workers", str(workers), *flags, "-y")]
     if wait:
-        steps.append(("pool-wait", "--timeout", f"{READY_S:g}s"))
+        steps.append(("pool-wait", "--timeout", READY_TIMEOUT))
     for args in steps:
         done = run_cli("oa-vm", *args, "--name", name, home=home)
         assert done.returncode == 0, done.stderr

@@ -36,18 +36,19 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
+from tests.support.waiting import WAIT_LIMIT_S
+from waa_client.poll import poll_until
+
 SSHD = Path("/usr/sbin/sshd")
 SSH_KEYGEN = shutil.which("ssh-keygen") or "/usr/bin/ssh-keygen"
 # sshd refuses to start without its privilege-separation directory.
 PRIVSEP_DIR = Path("/run/sshd")
-_START_DEADLINE = 60.0
 _STOP_DEADLINE = 10.0
 _BIND_ATTEMPTS = 5
 
@@ -180,19 +181,21 @@ class SshServer:
             )
         finally:
             log.close()
-        deadline = time.monotonic() + _START_DEADLINE
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
+        process = self._process
+
+        def listening() -> bool:
+            if process.poll() is not None:
                 self._process = None
                 if "Address already in use" in self._log_since(logged_before):
                     raise _PortTakenError(self.port)
                 raise RuntimeError(f"sshd exited at start; its log:\n{self.log_text()}")
             # sshd's own word that it listens, not a connection test: a test connection could
             # reach another process that took the port, and leaves a line in sshd's log.
-            listening = f"Server listening on {self.host} port {self.port}."
-            if listening in self._log_since(logged_before):
-                return
-            time.sleep(0.05)
+            said = f"Server listening on {self.host} port {self.port}."
+            return said in self._log_since(logged_before)
+
+        if poll_until(listening, timeout_s=WAIT_LIMIT_S, interval_s=0.05):
+            return
         self.stop()
         raise RuntimeError(f"sshd did not listen on {self.port}; its log:\n{self.log_text()}")
 
@@ -267,11 +270,16 @@ def sshd_available() -> bool:
     return SSHD.is_file() and os.access(SSHD, os.X_OK) and Path(SSH_KEYGEN).is_file()
 
 
+def require_sshd() -> None:
+    """Skip the calling test (or fixture) where OpenSSH's server is not installed."""
+    if not sshd_available():
+        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+
+
 @pytest.fixture
 def sshd(tmp_path: Path) -> Iterator[SshServer]:
     """A running :class:`SshServer` for one test; stopped (with its connections) afterwards."""
-    if not sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    require_sshd()
     server = SshServer(tmp_path / "sshd")
     server.start()
     try:

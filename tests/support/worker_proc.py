@@ -33,7 +33,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from infra.local.access import new_secret
+from tests.support.waiting import WAIT_LIMIT_S
+from waa_client.poll import poll_until
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,7 +116,7 @@ def start_worker_process(
     count: int = 1,
     tasks: Path | None = None,
     extra_args: Sequence[str] = (),
-    timeout: float = 30.0,
+    timeout: float = WAIT_LIMIT_S,
     auth: bool = True,
 ) -> WorkerProcess:
     """Start ``python -m infra.local`` under ``tmp_path`` and wait for its ready file.
@@ -160,14 +161,15 @@ def start_worker_process(
             args, cwd=PROJECT_ROOT, stdout=subprocess.DEVNULL, stderr=log, env=env
         )
     worker = WorkerProcess(proc=proc, ready_file=ready_file, log_path=log_path, secret=secret)
-    deadline = time.monotonic() + timeout
-    while not ready_file.exists():
+
+    def ready() -> bool:
         if proc.poll() is not None:
             raise WorkerStartError(f"worker exited with {proc.returncode}:\n{worker.log()[-2000:]}")
-        if time.monotonic() > deadline:
-            worker.kill()
-            raise WorkerStartError(f"no ready file after {timeout:g} s:\n{worker.log()[-2000:]}")
-        time.sleep(0.02)
+        return ready_file.exists()
+
+    if not poll_until(ready, timeout_s=timeout, interval_s=0.02):
+        worker.kill()
+        raise WorkerStartError(f"no ready file after {timeout:g} s:\n{worker.log()[-2000:]}")
     worker.ready = json.loads(ready_file.read_text(encoding="utf-8"))
     return worker
 

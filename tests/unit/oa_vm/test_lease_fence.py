@@ -25,16 +25,9 @@ from oa_vm.errors import PoolInUseError
 from oa_vm.model import lease, state
 from oa_vm.model.lease import Hold, LeaseLostError, PoolRemovingError
 from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
+from tests.support.waiting import WAIT_LIMIT_S, wait_until
 
-DEADLINE_S = 60.0
 POOL = "fenced"
-
-
-def _wait(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def _record(workers: int) -> PoolRecord:
@@ -63,7 +56,7 @@ def live_child() -> Iterator[psutil.Process]:
         yield psutil.Process(proc.pid)
     finally:
         proc.kill()
-        proc.wait(timeout=DEADLINE_S)
+        proc.wait(timeout=WAIT_LIMIT_S)
 
 
 def _write_lease(pool: str, **fields: Any) -> None:
@@ -102,10 +95,10 @@ def test_a_reused_pid_holds_nothing(live_child: psutil.Process) -> None:
 def test_a_dead_unreaped_holder_holds_nothing() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])  # never waited for until the end
     try:
-        _wait(lambda: psutil.Process(proc.pid).status() == psutil.STATUS_ZOMBIE, "a zombie")
+        wait_until(lambda: psutil.Process(proc.pid).status() == psutil.STATUS_ZOMBIE, "a zombie")
         assert not lease.holder_alive(_held_by(psutil.Process(proc.pid)))
     finally:
-        proc.wait(timeout=DEADLINE_S)
+        proc.wait(timeout=WAIT_LIMIT_S)
 
 
 # --- Hold.check: the file, every time it changed ---------------------------------------------
@@ -169,7 +162,7 @@ def test_the_heartbeat_thread_marks_the_hold_lost(
     monkeypatch.setattr(lease, "HEARTBEAT_S", 0.05)
     with lease.hold_pool(pool, "a") as hold:
         _write_lease(pool, host="elsewhere", pid=1, token="theirs", heartbeat=12345.0)
-        _wait(hold.lost.is_set, "the heartbeat to notice the takeover")
+        wait_until(hold.lost.is_set, "the heartbeat to notice the takeover")
         assert lease.read_lease(pool)["heartbeat"] == 12345.0  # type: ignore[index]
 
 
@@ -181,8 +174,8 @@ def test_the_heartbeat_beats_within_a_short_staleness_limit(
     with lease.hold_pool(pool, "a"):
         first = lease.read_lease(pool)
         assert first is not None
-        _wait(lambda: (lease.read_lease(pool) or {}).get("heartbeat", 0) > first["heartbeat"],
-              "a heartbeat within a quarter of the staleness limit")
+        wait_until(lambda: (lease.read_lease(pool) or {}).get("heartbeat", 0) > first["heartbeat"],
+                   "a heartbeat within a quarter of the staleness limit")
 
 
 def test_the_heartbeat_of_a_removed_pool_recreates_nothing(pool: str) -> None:
