@@ -16,7 +16,7 @@ from oa_vm.clouds.pulumi.reset import HostSnapshotControl
 from oa_vm.model.snapshots import SnapshotError
 from oa_vm.model.state import SshEndpoint
 from oa_vm.reach.host_status import ParamikoRunner
-from tests.support.sshd import SshServer, sshd_available
+from tests.support.sshd import SshServer, require_sshd
 
 pytestmark = pytest.mark.integration
 
@@ -70,8 +70,7 @@ class Host:
 
 @pytest.fixture
 def host(tmp_path: Path) -> Iterator[Host]:
-    if not sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    require_sshd()
     folder = tmp_path / "host"
     folder.mkdir()
     script = folder / "host.sh"

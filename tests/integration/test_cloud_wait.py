@@ -22,12 +22,11 @@ from oa_vm.errors import ProvisioningError
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 from oa_vm.reach.host_status import RemoteCommands
-from tests.support import sshd as sshd_support
 from tests.support.host_standins import (
     HostSshServer,
     calls,
+    running_host,
     set_outcomes,
-    write_standins,
 )
 from tests.support.sshd import SshServer
 from tests.support.worker_proc import WorkerProcess
@@ -42,16 +41,8 @@ pytestmark = [
 
 @pytest.fixture
 def host(tmp_path: Path) -> Iterator[HostSshServer]:
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
-    fake_state = tmp_path / "fake"
-    fake_state.mkdir()
-    server = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "bin"), fake_state)
-    server.start()
-    try:
+    with running_host(tmp_path / "host") as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _record(sshd: SshServer, waa_port: int, scoring_port: int) -> PoolRecord:
@@ -182,18 +173,10 @@ def test_an_image_builder_is_followed_until_built(
 def builder_host(tmp_path: Path) -> Iterator[HostSshServer]:
     """A host whose sessions find the bootstrap's files where ``lib.sh`` puts them under
     ``OA_VM_STATE_DIR`` (the wait's default paths, nothing passed in)."""
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
-    fake_state, host_state = tmp_path / "fake", tmp_path / "host-state"
-    fake_state.mkdir()
+    host_state = tmp_path / "host-state"
     host_state.mkdir()
-    server = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "bin"), fake_state,
-                           OA_VM_STATE_DIR=str(host_state))
-    server.start()
-    try:
+    with running_host(tmp_path / "host", OA_VM_STATE_DIR=str(host_state)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _builder(host: HostSshServer) -> tuple[Any, dict[str, Any]]:

@@ -19,9 +19,8 @@ from oa_vm.clouds.pulumi import driver as pulumi_driver
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 from tests.support import fake_pulumi_cli
-from tests.support import sshd as sshd_support
 from tests.support.cli import run_cli
-from tests.support.host_standins import HostSshServer, set_outcomes, write_standins
+from tests.support.host_standins import HostSshServer, running_host, set_outcomes
 from tests.support.sshd import free_port, generate_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
@@ -29,18 +28,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
 @pytest.fixture
 def host(tmp_path: Path) -> Iterator[HostSshServer]:
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
-    fake_state, host_state = tmp_path / "fake", tmp_path / "host-state"
-    fake_state.mkdir()
+    host_state = tmp_path / "host-state"
     host_state.mkdir()
-    server = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "host-bin"), fake_state,
-                           OA_VM_STATE_DIR=str(host_state))
-    server.start()
-    try:
+    with running_host(tmp_path / "host", OA_VM_STATE_DIR=str(host_state)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _pool(home: Path, host: HostSshServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,23 +18,16 @@ from oa_vm.clouds import iso_delivery
 from oa_vm.errors import ProvisioningError
 from oa_vm.model.state import SshEndpoint
 from tests.support import sshd as sshd_support
-from tests.support.host_standins import HostSshServer, write_standins
+from tests.support.host_standins import HostSshServer, running_host
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostSshServer]:
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
     tmp = tmp_path_factory.mktemp("builder")
-    server = HostSshServer(tmp / "sshd", write_standins(tmp / "bin", only=("sudo",)),
-                           tmp / "fake", OA_VM_STATE_DIR=str(tmp / "state"))
-    server.start()
-    try:
+    with running_host(tmp, only=("sudo",), OA_VM_STATE_DIR=str(tmp / "state")) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _state(host: HostSshServer) -> Path:

@@ -38,10 +38,15 @@ from infra.worker import own_host, slots, units
 from oa_vm.kit import timings
 from oa_vm.model import state
 from tests.conftest import ROOT
-from tests.support import sshd as sshd_support
-from tests.support.host_standins import HostSshServer, calls, set_outcomes, write_standins
+from tests.support.host_standins import (
+    HostSshServer,
+    calls,
+    running_host,
+    set_outcomes,
+)
 from tests.support.own_hosts import make_root, tree
-from tests.support.sshd import generate_key
+from tests.support.sshd import generate_key, require_sshd
+from tests.support.waiting import wait_gone, wait_until
 from tests.support.worker_proc import WorkerProcess, running_worker
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
@@ -127,11 +132,9 @@ def _monitor(socket_path: Path, scoring_url: str) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    require_sshd()
     base = tmp_path_factory.mktemp("own-hosts")
     key = generate_key(base / "id_ed25519")
-    bin_dir = write_standins(base / "bin")
     guests_count = 2 * PER_HOST
     with contextlib.ExitStack() as stack:
         guests = stack.enter_context(running_worker(base / "guests", count=guests_count,
@@ -141,13 +144,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             # Short: a QMP socket's path has at most 108 bytes.
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"oa-{name}-")))
             make_root(root)
-            fake = base / name / "fake"
-            server = HostSshServer(base / name / "sshd", bin_dir, fake, OA_VM_ROOT=str(root),
-                                   OA_VM_STATE_DIR=str(root / "var/lib/oa-vm"),
-                                   OA_VM_POLL_S="0.2")
+            server = stack.enter_context(running_host(
+                base / name, OA_VM_ROOT=str(root), OA_VM_STATE_DIR=str(root / "var/lib/oa-vm"),
+                OA_VM_POLL_S="0.2"))
             server.authorized_keys.write_text((base / "id_ed25519.pub").read_text())
-            server.start()
-            stack.callback(server.stop)
+            fake = server.fake_state
             first = index * PER_HOST
             outcomes = {"FAKE_SYSTEMD": "run", "FAKE_PROBE_AFTER": "1", "FAKE_INSTALL": "complete",
                         "FAKE_GUEST_WAA": guests.url(first, "waa"),
@@ -178,15 +179,6 @@ def _executions(results: Path) -> dict[str, dict[str, object]]:
         with contextlib.suppress(ValueError):
             found[path.parent.name] = json.loads(path.read_text())
     return found
-
-
-def _wait_for(condition: object, what: str, timeout_s: float = 300) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
 
 
 @pytest.mark.slow  # minutes; quick: test_a_pool_on_own_hosts_pauses_extends_resumes_repairs...
@@ -220,7 +212,8 @@ def test_two_hosts_two_workers_each_from_the_plan_to_the_cleanup(lab: Lab) -> No
     results = lab.home.parent / "results"
     run = lab.evals("run", "--pool", POOL, "--tasks", "local_all", "--agent", "oracle",
                     "--reset", "clean", "--run-name", "r1", "--results-dir", str(results))
-    _wait_for(lambda: len(_executions(results)) >= 4, "four finished tasks")
+    # the slow rehearsal (a clean reset per task) keeps its own, longer wait
+    wait_until(lambda: len(_executions(results)) >= 4, "four finished tasks", 300, interval=0.5)
     alpha = lab.hosts[0]
     finished_before = set(_executions(results))
     alpha.server.stop()  # the host is gone: its sessions and its containers with it
@@ -290,15 +283,6 @@ def _expiry_timers_follow_the_record(lab: Lab) -> dict[str, object]:
     return record
 
 
-def _alive(pid: int) -> bool:
-    """``pid`` runs (a zombie whose parent is gone counts as ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rpartition(")")[2].split()[0] != "Z"
-
-
 def _containers(lab: Lab) -> list[str]:
     """Each host's worker container as docker's stand-in holds it (up, exited or gone)."""
     found = []
@@ -356,7 +340,7 @@ def test_a_pool_on_own_hosts_builds_each_image_once_pauses_extends_resumes_repai
     create = subprocess.Popen([*cli, *lab.create_args("--yes", per_host=1)], cwd=ROOT,
                               env=lab.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True, stdin=subprocess.DEVNULL)
-    _wait_for(lambda: status.exists() and "step=guest" in status.read_text(), "beta's build")
+    wait_until(lambda: status.exists() and "step=guest" in status.read_text(), "beta's build")
     create.send_signal(signal.SIGINT)
     output, _ = create.communicate(timeout=120)
     record = json.loads((lab.home / "pools" / POOL / "pool.json").read_text())
@@ -364,7 +348,7 @@ def test_a_pool_on_own_hosts_builds_each_image_once_pauses_extends_resumes_repai
     build = int((beta.fake / f"{own_host.BUILD_UNIT}.pid").read_text())
     cleaned = lab.oa_vm("pool-cleanup", "--pool", POOL, "--yes")
     assert cleaned.returncode == 0, cleaned.stdout + cleaned.stderr
-    _wait_for(lambda: not _alive(build), "the build's end")
+    wait_gone(build)
     for host in lab.hosts:
         assert [p.name for p in (host.root / "var/lib/oa-vm").iterdir()] == ["image-cache"]
         assert not list((host.root / "etc/systemd/system").iterdir())

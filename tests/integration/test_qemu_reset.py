@@ -159,18 +159,11 @@ def test_the_cloud_control_over_ssh_restores_the_guest(
     from oa_vm.model.snapshots import SnapshotError
     from oa_vm.model.state import SshEndpoint
     from oa_vm.reach.host_status import ParamikoRunner
-    from tests.support import sshd as sshd_support
-    from tests.support.host_standins import HostSshServer, write_standins
+    from tests.support.host_standins import running_host
 
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
     root, vm = guest
-    fake = tmp_path / "fake"
-    fake.mkdir()
-    host = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "bin", only=("sudo",)), fake,
-                         OA_VM_ROOT=str(root), **vm.reset_env())
-    host.start()
-    try:
+    with running_host(tmp_path / "host", only=("sudo",), OA_VM_ROOT=str(root),
+                      **vm.reset_env()) as host:
         ssh = SshEndpoint(host=host.host, port=host.port, user=host.user,
                           key_path=str(host.client_key))
         control = HostSnapshotControl(ssh, ParamikoRunner(tmp_path / "known_hosts"),
@@ -193,8 +186,6 @@ def test_the_cloud_control_over_ssh_restores_the_guest(
         with pytest.raises(SnapshotError, match="cannot restore snapshots") as missing:
             no_monitor.check()
         assert missing.value.unsupported is True
-    finally:
-        host.stop()
 
 
 def test_a_restore_sets_the_guests_clock_from_the_hosts(

@@ -29,13 +29,12 @@ import pytest
 from oa_vm.model import image_records, state
 from tests.conftest import ROOT, WAA_DATA
 from tests.support import dockur_qemu
-from tests.support import sshd as sshd_support
 from tests.support.cli import run_cli
 from tests.support.host_standins import (
     HostSshServer,
+    running_host,
     set_outcomes,
     write_shipped,
-    write_standins,
 )
 from tests.support.worker_proc import WorkerProcess, running_worker
 
@@ -125,11 +124,8 @@ def _cloud(
     tmp_path: Path, domain: str, task_id: str, *, image: bool = True, faults: tuple[str, ...] = (),
     refused: bool = False,
 ) -> Iterator[FakeCloud]:
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
     tasks = _tasks(tmp_path / "tasks", domain, task_id)
-    fake_state, home = tmp_path / "fake", tmp_path / "home"
-    fake_state.mkdir()
+    home = tmp_path / "home"
     # The host's root (lib.sh's OA_VM_ROOT): the shipped scripts under opt/oa-vm, the status file
     # and QEMU's QMP socket under var/lib/oa-vm. Short: a unix socket's path has 108 bytes.
     with tempfile.TemporaryDirectory(prefix="oa-smoke-") as short:
@@ -137,38 +133,34 @@ def _cloud(
         host_state = root / "var" / "lib" / "oa-vm"
         host_state.mkdir(parents=True)
         write_shipped(root / "opt" / "oa-vm")
-        host = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "host-bin"),
-                             fake_state, OA_VM_STATE_DIR=str(host_state), OA_VM_ROOT=str(root))
-        host.start()
-        try:
-            # It plays a cloud worker, reached only through the host's SSH tunnels: no local
-            # pool's secret prefix (a cloud host's servers have none).
-            with running_worker(tmp_path, tasks=tasks, faults=faults, auth=False) as worker, \
-                    _qemu_monitor(root, worker.url(0, "scoring"), refused=refused) as qemu:
-                # reset.sh reaches the guest's WAA server (its probe, and its /execute for the
-                # clock's resync: the simulated guest keeps no clock, so it echoes the host's)
-                set_outcomes(fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000",
-                             FAKE_GUEST_WAA=worker.url(0, "waa"),
-                             OA_VM_RESET_CLOCK_URL=worker.url(0, "waa") + "/execute",
-                             OA_VM_CLOCK_COMMAND="echo @MS@")
-                entry = worker.workers[0]
-                config = tmp_path / "fake-cloud.json"
-                config.write_text(json.dumps({
-                    "ssh": {"host": host.host, "port": host.port, "user": host.user,
-                            "authorized_keys": str(host.authorized_keys)},
-                    "waa_port": entry["waa_port"], "scoring_port": entry["scoring_port"],
-                    "engine_state": str(tmp_path / "engine.json"),
-                    "builder_state": str(_builder_state(tmp_path / "builder-state")),
-                }))
-                if image:
-                    _save_image(home)
-                env = {**os.environ, "OA_VM_HOME": str(home), "FAKE_CLOUD": str(config),
-                       "PULUMI_CONFIG_PASSPHRASE": "test", "PYTHONUNBUFFERED": "1"}
-                yield FakeCloud(host, worker, home, host_state / "status",
-                                tmp_path / "engine.json", env,
-                                tmp_path / "builder-state" / "status", qemu)
-        finally:
-            host.stop()
+        # It plays a cloud worker, reached only through the host's SSH tunnels: no local pool's
+        # secret prefix (a cloud host's servers have none).
+        with running_host(tmp_path / "host", OA_VM_STATE_DIR=str(host_state),
+                          OA_VM_ROOT=str(root)) as host, \
+                running_worker(tmp_path, tasks=tasks, faults=faults, auth=False) as worker, \
+                _qemu_monitor(root, worker.url(0, "scoring"), refused=refused) as qemu:
+            # reset.sh reaches the guest's WAA server (its probe, and its /execute for the
+            # clock's resync: the simulated guest keeps no clock, so it echoes the host's)
+            set_outcomes(host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000",
+                         FAKE_GUEST_WAA=worker.url(0, "waa"),
+                         OA_VM_RESET_CLOCK_URL=worker.url(0, "waa") + "/execute",
+                         OA_VM_CLOCK_COMMAND="echo @MS@")
+            entry = worker.workers[0]
+            config = tmp_path / "fake-cloud.json"
+            config.write_text(json.dumps({
+                "ssh": {"host": host.host, "port": host.port, "user": host.user,
+                        "authorized_keys": str(host.authorized_keys)},
+                "waa_port": entry["waa_port"], "scoring_port": entry["scoring_port"],
+                "engine_state": str(tmp_path / "engine.json"),
+                "builder_state": str(_builder_state(tmp_path / "builder-state")),
+            }))
+            if image:
+                _save_image(home)
+            env = {**os.environ, "OA_VM_HOME": str(home), "FAKE_CLOUD": str(config),
+                   "PULUMI_CONFIG_PASSPHRASE": "test", "PYTHONUNBUFFERED": "1"}
+            yield FakeCloud(host, worker, home, host_state / "status",
+                            tmp_path / "engine.json", env,
+                            tmp_path / "builder-state" / "status", qemu)
 
 
 def _save_image(home: Path) -> None:

@@ -23,9 +23,8 @@ from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, 
 from oa_vm.reach.drain import DrainWatch, read_status
 from oa_vm.reach.host_status import ParamikoRunner
 from tests.integration.test_cloud_wait_cli import _engine_env
-from tests.support import sshd as sshd_support
 from tests.support.cli import run_cli
-from tests.support.host_standins import HostSshServer, standin_env, write_standins
+from tests.support.host_standins import HostSshServer, running_host, standin_env
 from tests.support.sshd import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
@@ -36,24 +35,15 @@ BASH = shutil.which("bash") or "/bin/bash"
 
 @pytest.fixture
 def host(tmp_path: Path) -> Iterator[HostSshServer]:
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
-    fake_state = tmp_path / "fake"
-    fake_state.mkdir()
     state_dir = tmp_path / "host-root" / "var/lib/oa-vm"
     state_dir.mkdir(parents=True)
-    server = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "host-bin"), fake_state,
-                           OA_VM_STATE_DIR=str(state_dir))
-    server.start()
-    try:
+    with running_host(tmp_path / "host", OA_VM_STATE_DIR=str(state_dir)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _watch_once(tmp_path: Path, imds: str) -> None:
     """The shipped watcher, one poll, on the host root the SSH server serves."""
-    env = standin_env(tmp_path / "host-bin", tmp_path / "fake-imds", FAKE_IMDS=imds)
+    env = standin_env(tmp_path / "host" / "bin", tmp_path / "fake-imds", FAKE_IMDS=imds)
     env["OA_VM_ROOT"] = str(tmp_path / "host-root")
     subprocess.run([BASH, str(WATCHER), "once"], env=env, capture_output=True, text=True,
                    timeout=60, check=False)

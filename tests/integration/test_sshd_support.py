@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.sshd import SshServer, sshd_available
+from tests.support.sshd import SshServer, require_sshd
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
 
 @pytest.fixture
 def taken_port() -> socket.socket:
-    if not sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
+    require_sshd()
     holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     holder.bind(("127.0.0.1", 0))
     holder.listen()

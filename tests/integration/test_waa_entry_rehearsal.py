@@ -371,25 +371,17 @@ def test_a_build_from_a_local_iso_installs_from_the_uploaded_file(tmp_path: Path
 
     from oa_vm.clouds import iso_delivery
     from oa_vm.model.state import SshEndpoint
-    from tests.support import sshd as sshd_support
-    from tests.support.host_standins import HostSshServer
+    from tests.support.host_standins import running_host
 
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
     host = make_rehearsal(tmp_path)
     iso = _windows_iso(tmp_path / "Win11_Enterprise_Eval.iso")
     state_dir = host.root / "var/lib/oa-vm"
-    server = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "ssh-bin", only=("sudo",)),
-                           tmp_path / "ssh-fake", OA_VM_STATE_DIR=str(state_dir))
-    server.start()
     lines: list[str] = []
-    try:
+    with running_host(tmp_path / "ssh", only=("sudo",), OA_VM_STATE_DIR=str(state_dir)) as server:
         ssh = SshEndpoint(host=server.host, port=server.port, user=server.user,
                           key_path=str(server.client_key))
         iso_delivery.deliver(iso, ssh, tmp_path / "known_hosts", name="img-builder",
                              progress=lines.append)
-    finally:
-        server.stop()
     delivered = state_dir / "iso" / "custom.iso"
     assert delivered.read_bytes() == iso.read_bytes()
     assert not delivered.with_name("custom.iso.part").exists()

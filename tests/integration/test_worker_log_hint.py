@@ -19,26 +19,17 @@ from oa_vm.clouds.hosts.provider import SshHostsProvider
 from oa_vm.clouds.pulumi.wait import worker_phase
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
-from tests.support import sshd as sshd_support
-from tests.support.host_standins import HostSshServer, set_outcomes, write_standins
+from tests.support.host_standins import HostSshServer, running_host, set_outcomes
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HostSshServer]:
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
     base = tmp_path_factory.mktemp("log-hint")
-    fake = base / "fake"
-    set_outcomes(fake)
-    server = HostSshServer(base / "sshd", write_standins(base / "bin"), fake,
-                           OA_VM_STATE_DIR=str(base / "state"))
-    server.start()
-    try:
+    with running_host(base, OA_VM_STATE_DIR=str(base / "state")) as server:
+        set_outcomes(server.fake_state)
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.mark.parametrize(("cloud", "per_host", "index", "unit", "container"), [

@@ -48,10 +48,12 @@ Nothing here talks to a network or a real daemon.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support.sshd import SshServer
+from tests.support.sshd import SshServer, require_sshd
 
 _COMMON = """#!/bin/bash
 # Outcomes may also come from a file the test rewrites between passes (over SSH, the session's
@@ -364,3 +366,20 @@ class HostSshServer(SshServer):
         with self.config.open("a", encoding="utf-8") as handle:
             # quoted: a value may hold spaces (a guest command)
             handle.write("SetEnv " + " ".join(f'"{k}={v}"' for k, v in pairs.items()) + "\n")
+
+
+@contextlib.contextmanager
+def running_host(folder: Path, *, only: tuple[str, ...] | None = None,
+                 **env: str) -> Iterator[HostSshServer]:
+    """A started :class:`HostSshServer` under ``folder`` (its sshd in ``sshd/``, the stand-ins,
+    all or ``only`` these, in ``bin/``, their state in ``fake/``), its sessions given ``env``;
+    stopped with its connections afterwards. Skips the test where OpenSSH's server is missing."""
+    require_sshd()
+    fake = folder / "fake"
+    fake.mkdir(parents=True, exist_ok=True)
+    server = HostSshServer(folder / "sshd", write_standins(folder / "bin", only=only), fake, **env)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
