@@ -23,12 +23,11 @@ from oa_vm.clouds.aws.provider import AwsProvider
 from oa_vm.clouds.pulumi.fleet import CloudFleetOps
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
-from tests.support import sshd as sshd_support
 from tests.support.cli import run_cli
+from tests.support.cloud_pools import ready_pool
 from tests.support.fake_pulumi_engine import FakePulumiEngine
-from tests.support.host_standins import HostSshServer, calls, write_standins
+from tests.support.host_standins import HostSshServer, calls, running_host
 from tests.support.pool_programs import AwsLookups
-from tests.unit.providers.test_cloud_fleet import spec
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
@@ -38,31 +37,18 @@ SERVICE = f"{units.UNIT_DIR}/oa-vm-expiry.service"
 
 @pytest.fixture
 def host(tmp_path: Path) -> Iterator[HostSshServer]:
-    if not sshd_support.sshd_available():
-        pytest.skip("OpenSSH server not installed (/usr/sbin/sshd; apt-get install openssh-server)")
-    fake_state, root = tmp_path / "fake", tmp_path / "root"
-    fake_state.mkdir()
+    root = tmp_path / "root"
     (root / units.UNIT_DIR.lstrip("/")).mkdir(parents=True)
-    server = HostSshServer(tmp_path / "sshd", write_standins(tmp_path / "host-bin"), fake_state,
-                           OA_VM_ROOT=str(root))
-    server.start()
-    try:
+    with running_host(tmp_path / "host", OA_VM_ROOT=str(root)) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _aws_pool_on(host: HostSshServer) -> CloudFleetOps:
     """An AWS pool made by the real program under mocks, its two hosts reached at the test
     SSH server (its record as a create leaves it, the addresses pointed at loopback)."""
     provider = AwsProvider(engine=FakePulumiEngine(AwsLookups()), lister=lambda pool: [])
-    record = provider.create(spec("aws"), lambda line: None)
-    for worker in record.workers:
-        worker.state = WorkerState.READY
-        worker.ssh = SshEndpoint(host=host.host, port=host.port, user=host.user,
-                                 key_path=str(host.client_key))
-    record.state = PoolState.READY
-    state.save(record)
+    ready_pool(provider, ssh=SshEndpoint(host=host.host, port=host.port, user=host.user,
+                                         key_path=str(host.client_key)))
     return CloudFleetOps(provider)
 
 

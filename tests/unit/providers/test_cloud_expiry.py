@@ -10,6 +10,7 @@ commands over a real sshd.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,12 +28,16 @@ from oa_vm.clouds.pulumi import timers
 from oa_vm.clouds.pulumi.fleet import CloudFleetOps
 from oa_vm.errors import InvalidInputError, PoolNotReadyError, ProvisioningError
 from oa_vm.model import state
-from oa_vm.model.state import PoolState, SshEndpoint, WorkerState
-from oa_vm.reach.host_status import RemoteUnreachableError
+from oa_vm.model.state import PoolState, WorkerState
+from tests.support.cloud_pools import (
+    RecordingHosts,
+    RecordingPower,
+    live_of_type,
+    mark_ready,
+    ready_pool,
+)
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
-from tests.unit.providers.test_cloud_fleet import RecordingPower, spec
-from waa_client.ssh.command import CommandResult
 
 INSTANCE = "aws:ec2/instance:Instance"
 SCHEDULE = "aws:scheduler/schedule:Schedule"
@@ -41,48 +46,41 @@ SHUTDOWN = "azure-native:devtestlab:GlobalSchedule"
 POWER = "aws:ec2transitgateway/instanceState:InstanceState"
 
 
-class Hosts:
-    """Stands in for SSH to the hosts: records each command; ``down`` hosts do not answer."""
-
-    def __init__(self, down: Sequence[str] = ()) -> None:
-        self.calls: list[tuple[str, str]] = []
-        self.down = set(down)
-
-    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> CommandResult:
-        self.calls.append((ssh.host, command))
-        if ssh.host in self.down:
-            raise RemoteUnreachableError("connection timed out")
-        return CommandResult(0, "")
-
-
-def _of(engine: FakePulumiEngine, kind: str) -> list[dict[str, Any]]:
-    return sorted((r for r in engine.live_resources("waa-eval") if r["type"] == kind),
-                  key=lambda r: str(r["urn"]))
-
-
 def _ups(engine: FakePulumiEngine) -> int:
     return len([c for c in engine.calls if c[0] == "up"])
 
 
-def _aws(hosts: Hosts) -> tuple[FakePulumiEngine, CloudFleetOps]:
-    engine = FakePulumiEngine(AwsLookups())
+@dataclass
+class AwsPool:
+    """A ready AWS pool as each AWS test starts from: its hosts reached through ``hosts``."""
+
+    hosts: RecordingHosts
+    engine: FakePulumiEngine
+    ops: CloudFleetOps
+    created: datetime
+    """The expiry the create gave it."""
+    user_data: list[str]
+    """Each instance's user data as the create made it."""
+
+    def user_data_now(self) -> list[str]:
+        """Each instance's user data as the cloud holds it now."""
+        return [i["inputs"]["userDataBase64"] for i in live_of_type(self.engine, INSTANCE)]
+
+
+@pytest.fixture
+def aws(oa_home: Path) -> AwsPool:
+    hosts, engine = RecordingHosts(), FakePulumiEngine(AwsLookups())
     provider = AwsProvider(engine=engine, lister=lambda pool: [], remote=hosts)
-    record = provider.create(spec("aws"), lambda line: None)
-    for worker in record.workers:
-        worker.state = WorkerState.READY
-    record.state = PoolState.READY
-    state.save(record)
-    return engine, CloudFleetOps(provider)
+    ready_pool(provider)
+    made = AwsPool(hosts, engine, CloudFleetOps(provider), _expiry(), [])
+    made.user_data = made.user_data_now()
+    return made
 
 
 def _azure() -> tuple[FakePulumiEngine, CloudFleetOps, RecordingPower]:
     engine = FakePulumiEngine(infra_azure.offline_lookup)
     provider = AzureProvider(engine=engine, lister=lambda pool: [])
-    record = provider.create(spec("azure"), lambda line: None)
-    for worker in record.workers:
-        worker.state = WorkerState.READY
-    record.state = PoolState.READY
-    state.save(record)
+    ready_pool(provider)
     power = RecordingPower()
     return engine, CloudFleetOps(provider, power=power), power
 
@@ -97,22 +95,17 @@ def _tags(resources: list[dict[str, Any]]) -> set[str]:
     return {r["inputs"]["tags"]["oa-vm:expires-at"] for r in resources}
 
 
-def test_aws_extend_moves_the_schedule_tags_and_timers_not_the_user_data(
-    oa_home: Path
-) -> None:
-    hosts = Hosts()
-    engine, ops = _aws(hosts)
-    created = _expiry()
-    user_data = [i["inputs"]["userDataBase64"] for i in _of(engine, INSTANCE)]
+def test_aws_extend_moves_the_schedule_tags_and_timers_not_the_user_data(aws: AwsPool) -> None:
+    hosts, engine, ops, created = aws.hosts, aws.engine, aws.ops, aws.created
     lines: list[str] = []
 
     record = fleet.extend_pool("waa-eval", by_s=30 * 3600, progress=lines.append, ops=ops)
     new = created + timedelta(hours=30)
     assert record.expires_at == new == _expiry()
-    (schedule,) = _of(engine, SCHEDULE)
+    (schedule,) = live_of_type(engine, SCHEDULE)
     assert schedule["inputs"]["scheduleExpression"] == schedule_expression(new)
-    instances = _of(engine, INSTANCE)
-    assert [i["inputs"]["userDataBase64"] for i in instances] == user_data  # nothing replaced
+    instances = live_of_type(engine, INSTANCE)
+    assert [i["inputs"]["userDataBase64"] for i in instances] == aws.user_data  # not replaced
     assert _tags(instances) == {new.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     # the user data's expiry is written down: every later update keeps it
     assert state.load("waa-eval").provider_data["program_expires_at"] == state.format_time(
@@ -125,16 +118,17 @@ def test_aws_extend_moves_the_schedule_tags_and_timers_not_the_user_data(
     # a later repair keeps both: the schedule at the record's expiry, the user data as made
     engine.vanish("waa-eval", "waa-eval-w1-id")
     fleet.repair_pool("waa-eval", wait=False, ops=ops)
-    assert _of(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(new)
-    assert [i["inputs"]["userDataBase64"] for i in _of(engine, INSTANCE)] == user_data
+    assert live_of_type(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == (
+        schedule_expression(new))
+    assert aws.user_data_now() == aws.user_data
 
 
-def test_aws_extend_says_which_host_did_not_answer_and_what_to_run(oa_home: Path) -> None:
-    engine, ops = _aws(Hosts())
+def test_aws_extend_says_which_host_did_not_answer_and_what_to_run(aws: AwsPool) -> None:
+    ops = aws.ops
     record = state.load("waa-eval")
     assert record.workers[1].ssh is not None
     down = record.workers[1].ssh.host
-    ops.provider.remote = Hosts(down=[down])  # type: ignore[attr-defined]
+    ops.provider.remote = RecordingHosts(down=[down])  # type: ignore[attr-defined]
     lines: list[str] = []
     fleet.extend_pool("waa-eval", by_s=3600, progress=lines.append, ops=ops)
     assert [line for line in lines if line.startswith("host ")] == [
@@ -142,10 +136,8 @@ def test_aws_extend_says_which_host_did_not_answer_and_what_to_run(oa_home: Path
         "timed out); when it answers, run: oa-vm pool-extend --pool waa-eval --by 1m"]
 
 
-def test_a_failed_update_leaves_the_record_at_the_expiry_the_cloud_keeps(oa_home: Path) -> None:
-    hosts = Hosts()
-    engine, ops = _aws(hosts)
-    created = _expiry()
+def test_a_failed_update_leaves_the_record_at_the_expiry_the_cloud_keeps(aws: AwsPool) -> None:
+    hosts, engine, ops, created = aws.hosts, aws.engine, aws.ops, aws.created
     engine.fail_up["us-east-1"] = "AccessDenied: scheduler:UpdateSchedule"
     with pytest.raises(ProvisioningError) as caught:
         fleet.extend_pool("waa-eval", by_s=2 * 3600, ops=ops)
@@ -158,21 +150,17 @@ def test_a_failed_update_leaves_the_record_at_the_expiry_the_cloud_keeps(oa_home
     assert not hosts.calls  # no timer moved past the cloud's schedule
 
 
-def test_aws_pause_keep_days_moves_the_schedule_and_stops_the_timers_first(
-    oa_home: Path
-) -> None:
-    hosts = Hosts()
-    engine, ops = _aws(hosts)
-    created = _expiry()
-    user_data = [i["inputs"]["userDataBase64"] for i in _of(engine, INSTANCE)]
+def test_aws_pause_keep_days_moves_the_schedule_and_stops_the_timers_first(aws: AwsPool) -> None:
+    hosts, engine, ops, created = aws.hosts, aws.engine, aws.ops, aws.created
 
     paused = fleet.pause_pool("waa-eval", keep_days=3, ops=ops)
     assert paused.state == PoolState.PAUSED
     kept = _expiry()
     assert timedelta(days=2.9) < kept - state.utcnow() <= timedelta(days=3)
     # AWS terminates the stopped instances at the paused expiry, not the creation's
-    assert _of(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(kept)
-    assert [i["inputs"]["userDataBase64"] for i in _of(engine, INSTANCE)] == user_data
+    assert live_of_type(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == (
+        schedule_expression(kept))
+    assert aws.user_data_now() == aws.user_data
     # before the stop, each host's timer is disabled: its old time must not fire at the resume
     assert [c for _, c in hosts.calls] == [timers.disarm_command()] * 2
     assert state.load("waa-eval").provider_data["program_expires_at"] == state.format_time(
@@ -182,9 +170,9 @@ def test_aws_pause_keep_days_moves_the_schedule_and_stops_the_timers_first(
     hosts.calls.clear()
     lines: list[str] = []
     fleet.extend_pool("waa-eval", by_s=5 * 3600, progress=lines.append, ops=ops)
-    assert _of(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(
+    assert live_of_type(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(
         kept + timedelta(hours=5))
-    assert {p["inputs"]["state"] for p in _of(engine, POWER)} == {"stopped"}
+    assert {p["inputs"]["state"] for p in live_of_type(engine, POWER)} == {"stopped"}
     assert not hosts.calls
     assert "its hosts are stopped: pool-resume re-arms their power-off timers" in lines
 
@@ -194,18 +182,18 @@ def test_aws_pause_keep_days_moves_the_schedule_and_stops_the_timers_first(
                                 progress=lines.append)
     assert resumed.expires_at is not None
     assert timedelta(hours=6.9) < resumed.expires_at - state.utcnow() <= timedelta(hours=7)
-    assert _of(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(
+    assert live_of_type(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(
         resumed.expires_at)
-    assert {p["inputs"]["state"] for p in _of(engine, POWER)} == {"running"}
-    assert [i["inputs"]["userDataBase64"] for i in _of(engine, INSTANCE)] == user_data
+    assert {p["inputs"]["state"] for p in live_of_type(engine, POWER)} == {"running"}
+    assert aws.user_data_now() == aws.user_data
     assert any("power-off timers are re-armed once they answer" in line for line in lines)
     # ... and once they answer (what a waiting resume does after pool-wait)
     ops.rearm_hosts(resumed, lines.append)
     assert [c for _, c in hosts.calls] == [timers.rearm_command(resumed.expires_at)] * 2
 
 
-def test_a_failed_resume_leaves_the_pool_paused_with_its_expiry(oa_home: Path) -> None:
-    engine, ops = _aws(Hosts())
+def test_a_failed_resume_leaves_the_pool_paused_with_its_expiry(aws: AwsPool) -> None:
+    engine, ops = aws.engine, aws.ops
     fleet.pause_pool("waa-eval", keep_days=3, ops=ops)
     fleet.extend_pool("waa-eval", by_s=3600, ops=ops)
     before = state.load("waa-eval")
@@ -221,14 +209,14 @@ def test_a_failed_resume_leaves_the_pool_paused_with_its_expiry(oa_home: Path) -
 def test_azure_extend_moves_the_daily_shutdown_time_not_the_custom_data(oa_home: Path) -> None:
     engine, ops, _power = _azure()
     created = _expiry()
-    custom = {v["inputs"]["osProfile"]["customData"] for v in _of(engine, VM)}
+    custom = {v["inputs"]["osProfile"]["customData"] for v in live_of_type(engine, VM)}
     fleet.extend_pool("waa-eval", by_s=3 * 3600 + 600, ops=ops)
     new = created + timedelta(hours=3, minutes=10)
     assert _expiry() == new
-    assert {s["inputs"]["dailyRecurrence"]["time"] for s in _of(engine, SHUTDOWN)} == {
+    assert {s["inputs"]["dailyRecurrence"]["time"] for s in live_of_type(engine, SHUTDOWN)} == {
         shutdown_time(new)}
-    assert {v["inputs"]["osProfile"]["customData"] for v in _of(engine, VM)} == custom
-    assert _tags(_of(engine, VM)) == {new.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    assert {v["inputs"]["osProfile"]["customData"] for v in live_of_type(engine, VM)} == custom
+    assert _tags(live_of_type(engine, VM)) == {new.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
 
 @pytest.mark.parametrize("paused", [False, True])
@@ -263,7 +251,7 @@ def test_azure_pause_keeps_days_resume_moves_the_schedule_before_starting(
     oa_home: Path
 ) -> None:
     engine, ops, power = _azure()
-    custom = {v["inputs"]["osProfile"]["customData"] for v in _of(engine, VM)}
+    custom = {v["inputs"]["osProfile"]["customData"] for v in live_of_type(engine, VM)}
     ups = _ups(engine)
     lines: list[str] = []
     # a week: Azure's VMs are deallocated (its schedule only deallocates), the limit is moot
@@ -285,15 +273,13 @@ def test_azure_pause_keeps_days_resume_moves_the_schedule_before_starting(
     assert order == ["start after 1 update(s)"]
     assert resumed.expires_at is not None
     assert timedelta(hours=4.9) < resumed.expires_at - state.utcnow() <= timedelta(hours=5)
-    assert {s["inputs"]["dailyRecurrence"]["time"] for s in _of(engine, SHUTDOWN)} == {
+    assert {s["inputs"]["dailyRecurrence"]["time"] for s in live_of_type(engine, SHUTDOWN)} == {
         shutdown_time(resumed.expires_at)}
-    assert {v["inputs"]["osProfile"]["customData"] for v in _of(engine, VM)} == custom
+    assert {v["inputs"]["osProfile"]["customData"] for v in live_of_type(engine, VM)} == custom
 
 
-def test_a_failed_pause_rearms_the_timers_it_stopped(oa_home: Path) -> None:
-    hosts = Hosts()
-    engine, ops = _aws(hosts)
-    created = _expiry()
+def test_a_failed_pause_rearms_the_timers_it_stopped(aws: AwsPool) -> None:
+    hosts, engine, ops, created = aws.hosts, aws.engine, aws.ops, aws.created
     engine.fail_up["us-east-1"] = "UnauthorizedOperation: ec2:StopInstances"
     with pytest.raises(ProvisioningError, match="it was not paused; its expiry did not move"):
         fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
@@ -304,24 +290,18 @@ def test_a_failed_pause_rearms_the_timers_it_stopped(oa_home: Path) -> None:
 
 
 def test_a_waiting_resume_rearms_the_timers_once_the_workers_are_ready(
-    oa_home: Path, monkeypatch: pytest.MonkeyPatch
+    aws: AwsPool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``pool-wait`` itself (SSH, the status file, the probes) is covered by test_cloud_wait;
     here the wait stands for its result, the pool ready, to see what the resume does next."""
     from oa_vm import api
 
-    hosts = Hosts()
-    _engine, ops = _aws(hosts)
+    hosts, ops = aws.hosts, aws.ops
     fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
     hosts.calls.clear()
 
     def ready(name: str, **_: Any) -> Any:
-        record = state.load(name)
-        for worker in record.workers:
-            worker.state = WorkerState.READY
-        record.state = PoolState.READY
-        state.save(record)
-        return record
+        return mark_ready(state.load(name))
 
     monkeypatch.setattr(api, "wait_pool", ready)
     resumed = fleet.resume_pool("waa-eval", ttl_hours=3, ops=ops)
@@ -351,11 +331,10 @@ def test_a_pool_without_a_program_to_run_is_not_extended(
     assert _ups(engine) == ups
 
 
-def test_what_another_command_saved_while_the_program_ran_is_kept(oa_home: Path) -> None:
+def test_what_another_command_saved_while_the_program_ran_is_kept(aws: AwsPool) -> None:
     """``pool-wait`` saves worker states while an extend's program runs (minutes): the extend
     takes its expiry into the record as it is then, not the copy it read before."""
-    _engine, ops = _aws(Hosts())
-    created = _expiry()
+    created = aws.created
 
     class WaitSavesMeanwhile(CloudFleetOps):
         def move_expiry(self, record: Any, progress: Progress) -> None:
@@ -365,7 +344,7 @@ def test_what_another_command_saved_while_the_program_ran_is_kept(oa_home: Path)
             state.save(current)
             super().move_expiry(record, progress)
 
-    meanwhile = WaitSavesMeanwhile(ops.provider, power=RecordingPower())
+    meanwhile = WaitSavesMeanwhile(aws.ops.provider, power=RecordingPower())
     fleet.extend_pool("waa-eval", by_s=3600, ops=meanwhile)
     saved = state.load("waa-eval")
     assert saved.expires_at == created + timedelta(hours=1)

@@ -8,7 +8,6 @@ reached here: the engine (the fake cloud is a dict) and, for Azure, the VM power
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -19,44 +18,23 @@ from infra import azure as infra_azure
 from oa_vm import fleet
 from oa_vm.clouds.aws.provider import AwsProvider
 from oa_vm.clouds.azure.provider import AzureProvider
-from oa_vm.clouds.base import PoolSpec, Progress
 from oa_vm.clouds.pulumi.fleet import CloudFleetOps
 from oa_vm.errors import PoolNotReadyError
 from oa_vm.model import state
-from oa_vm.model.state import PoolState, SshEndpoint, WorkerState
+from oa_vm.model.state import PoolState, WorkerState
 from oa_vm.reach import replacements
+from tests.support.cloud_pools import (
+    RecordingHosts,
+    RecordingPower,
+    live_of_type,
+    ready_pool,
+    spec,
+)
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
-from waa_client.ssh.command import CommandResult
 
 POWER_TYPE = "aws:ec2transitgateway/instanceState:InstanceState"
 INSTANCE_TYPE = "aws:ec2/instance:Instance"
-
-
-def spec(cloud: str) -> PoolSpec:
-    return PoolSpec(
-        name="waa-eval", cloud=cloud, workers=2, owner="alice",
-        expires_at=state.utcnow() + timedelta(hours=4),
-        regions=["us-east-1"] if cloud == "aws" else ["eastus"],
-        allow_cidrs=["198.51.100.7/32"],
-        # Pools start from a prepared image; the cloud's own snapshot ID stands for one here.
-        image="snap-0123456789abcdef0" if cloud == "aws" else (
-            "/subscriptions/0000/resourceGroups/oa-vm-images/providers/Microsoft.Compute/"
-            "snapshots/oa-vm-image-eastus"
-        ),
-    )
-
-
-class RecordingRunner:
-    """Stands in for SSH to the hosts (their addresses are the mocks' documentation
-    addresses): records each command and answers success."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, str]] = []
-
-    def run(self, ssh: SshEndpoint, command: str, timeout: float) -> CommandResult:
-        self.calls.append((ssh.host, command))
-        return CommandResult(0, "")
 
 
 def _without_tags(value: Any) -> Any:
@@ -74,29 +52,9 @@ def _untouched(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> boo
             == [(r["urn"], r["id"], _without_tags(r["inputs"])) for r in after])
 
 
-class RecordingPower:
-    """Stands in for ``az vm deallocate/start``: records the VM IDs it was given."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, list[str]]] = []
-
-    def deallocate(self, ids: Sequence[str], progress: Progress) -> None:
-        self.calls.append(("deallocate", list(ids)))
-
-    def start(self, ids: Sequence[str], progress: Progress) -> None:
-        self.calls.append(("start", list(ids)))
-
-
-def _resources(engine: FakePulumiEngine, kind: str) -> list[dict[str, Any]]:
-    """The live resources of ``kind`` by URN: the engine registers a pool's workers in
-    parallel, so the order it holds them in changes from one update to the next."""
-    found = [r for r in engine.live_resources("waa-eval") if r["type"] == kind]
-    return sorted(found, key=lambda r: str(r["urn"]))
-
-
 def _power_states(engine: FakePulumiEngine) -> dict[str, Any]:
     """Power resource name -> the resource, as the fake cloud holds it after the last update."""
-    return {r["urn"].rsplit("::", 1)[-1]: r for r in _resources(engine, POWER_TYPE)}
+    return {r["urn"].rsplit("::", 1)[-1]: r for r in live_of_type(engine, POWER_TYPE)}
 
 
 @pytest.fixture
@@ -105,14 +63,10 @@ def engine() -> FakePulumiEngine:
 
 
 def _aws_pool(engine: FakePulumiEngine,
-              runner: RecordingRunner | None = None) -> tuple[AwsProvider, CloudFleetOps]:
+              runner: RecordingHosts | None = None) -> tuple[AwsProvider, CloudFleetOps]:
     provider = AwsProvider(engine=engine, lister=lambda pool: [],
-                           remote=runner or RecordingRunner())
-    record = provider.create(spec("aws"), lambda line: None)
-    for worker in record.workers:
-        worker.state = WorkerState.READY
-    record.state = PoolState.READY
-    state.save(record)
+                           remote=runner or RecordingHosts())
+    ready_pool(provider)
     return provider, CloudFleetOps(provider)
 
 
@@ -121,7 +75,7 @@ def test_aws_pause_stops_every_instance_and_resume_starts_them(
 ) -> None:
     _, ops = _aws_pool(engine)
     created_expiry = state.load("waa-eval").expires_at
-    instances_before = _resources(engine, INSTANCE_TYPE)
+    instances_before = live_of_type(engine, INSTANCE_TYPE)
     ups = engine.calls.count(("up", "us-east-1"))
 
     paused = fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
@@ -132,7 +86,7 @@ def test_aws_pause_stops_every_instance_and_resume_starts_them(
     assert sorted(power) == ["waa-eval-w0-power", "waa-eval-w1-power"]
     # the same instances, untouched but their expiry tags: a changed input would have replaced
     # them (and their disks)
-    assert _untouched(instances_before, _resources(engine, INSTANCE_TYPE))
+    assert _untouched(instances_before, live_of_type(engine, INSTANCE_TYPE))
     saved = state.load("waa-eval")
     assert saved.state == PoolState.PAUSED
     per_day = saved.provider_data["pauses"][-1]["per_day"]
@@ -146,7 +100,7 @@ def test_aws_pause_stops_every_instance_and_resume_starts_them(
 
     resumed = fleet.resume_pool("waa-eval", wait=False, ops=ops)
     assert {w.state for w in resumed.workers} == {WorkerState.BOOTING}
-    assert _untouched(instances_before, _resources(engine, INSTANCE_TYPE))
+    assert _untouched(instances_before, live_of_type(engine, INSTANCE_TYPE))
     assert len(_power_states(engine)) == 2
     saved = state.load("waa-eval")
     assert saved.provider_data["pauses"][-1]["to"] is not None
@@ -185,11 +139,11 @@ def test_aws_repair_recreates_a_vanished_instance_under_its_name(
     record = state.load("waa-eval")
     gone = str(record.workers[1].provider_id)
     engine.vanish("waa-eval", gone)  # spot interruption / termination behind our back
-    assert len(_resources(engine, INSTANCE_TYPE)) == 1
+    assert len(live_of_type(engine, INSTANCE_TYPE)) == 1
 
     record, replaced = fleet.repair_pool("waa-eval", wait=False, ops=ops)
     assert replaced == ["waa-eval-w1"]
-    assert len(_resources(engine, INSTANCE_TYPE)) == 2
+    assert len(live_of_type(engine, INSTANCE_TYPE)) == 2
     assert record.workers[1].name == "waa-eval-w1"
     assert record.workers[1].state == WorkerState.BOOTING
     assert record.workers[0].state == WorkerState.READY  # the survivor was left alone
@@ -254,7 +208,7 @@ def _notice(worker: Any, cloud: str, due: timedelta) -> None:
 
 
 def _by_name(engine: FakePulumiEngine, kind: str) -> dict[str, dict[str, Any]]:
-    return {r["urn"].rsplit("::", 1)[-1]: r for r in _resources(engine, kind)}
+    return {r["urn"].rsplit("::", 1)[-1]: r for r in live_of_type(engine, kind)}
 
 
 def test_aws_repair_starts_a_new_worker_beside_a_draining_one_then_retires_it(
@@ -292,7 +246,7 @@ def test_aws_repair_starts_a_new_worker_beside_a_draining_one_then_retires_it(
 
     engine.vanish("waa-eval", "waa-eval-w1-id")  # AWS terminates it at the notice's time
     later = CloudFleetOps(AwsProvider(engine=engine, lister=lambda pool: [],
-                                      remote=RecordingRunner()))
+                                      remote=RecordingHosts()))
     record, started = fleet.repair_pool("waa-eval", wait=False, ops=later)
     assert started == []  # retired, not recreated
     assert [w.name for w in record.workers] == ["waa-eval-w0", "waa-eval-w2"]
@@ -349,7 +303,7 @@ def test_a_newer_ami_between_create_and_an_update_replaces_nothing(
     assert engine.stacks["waa-eval"].config["oa-vm:pinned-ami"] == created_ami
     lookups.ami = "ami-0fffffffffffffff1"
     lookups.calls.clear()
-    instances_before = _resources(engine, INSTANCE_TYPE)
+    instances_before = live_of_type(engine, INSTANCE_TYPE)
     if action == "pause":
         fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
     else:
@@ -357,7 +311,7 @@ def test_a_newer_ami_between_create_and_an_update_replaces_nothing(
         record = state.load("waa-eval")
         ops.repair(record, lambda line: None, None)
     assert not [call for call in lookups.calls if call[0] == "aws:ec2/getAmi:getAmi"]
-    instances = _resources(engine, INSTANCE_TYPE)
+    instances = live_of_type(engine, INSTANCE_TYPE)
     if action == "pause":  # the paused expiry moves the instances' tags, nothing else of them
         assert _untouched(instances_before, instances)
     else:
