@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -29,7 +28,9 @@ import pytest
 from infra.worker import cloud_init, units
 from oa_vm.reach.host_status import parse_status
 from tests.integration.test_spot_watch_rehearsal import READY, pool_wait_phase
+from tests.support.http_servers import LoopbackHttp
 from tests.support.pool_programs import make_settings
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +61,7 @@ class Metadata:
     seen: list[tuple[str, dict[str, str]]] = field(default_factory=list)
 
 
-def _serve(meta: Metadata) -> ThreadingHTTPServer:
+def _serve(meta: Metadata) -> LoopbackHttp:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
@@ -94,21 +95,14 @@ def _serve(meta: Metadata) -> ThreadingHTTPServer:
             else:
                 self._send(404, '{"error": "Not found"}')
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
+    return LoopbackHttp(Handler)
 
 
 @pytest.fixture
 def metadata() -> Iterator[tuple[Metadata, str]]:
     meta = Metadata()
-    server = _serve(meta)
-    try:
-        yield meta, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with _serve(meta) as served:
+        yield meta, served.url
 
 
 @pytest.fixture
@@ -226,15 +220,12 @@ def test_the_watcher_loop_notices_an_eviction_that_comes_later(
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     status = host / "host/var/lib/oa-vm/status"
     try:
-        deadline = time.monotonic() + 60
-        while len([p for p, _ in meta.seen if "scheduledevents" in p]) < 2:
-            assert time.monotonic() < deadline, "the watcher did not poll"
-            time.sleep(0.05)
+        wait_until(lambda: len([p for p, _ in meta.seen if "scheduledevents" in p]) >= 2,
+                   "the watcher to poll twice")
         assert status.read_text(encoding="utf-8") == READY
         meta.events = [_event()]
-        while parse_status(status.read_text(encoding="utf-8")).get("state") != "draining":
-            assert time.monotonic() < deadline, "the eviction was not noticed"
-            time.sleep(0.05)
+        wait_until(lambda: parse_status(status.read_text(encoding="utf-8")).get("state")
+                   == "draining", "the eviction to be noticed")
     finally:
         proc.terminate()
         proc.wait(timeout=30)

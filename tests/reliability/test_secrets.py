@@ -6,15 +6,16 @@ import json
 import secrets
 import sqlite3
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from oa_vm.kit.redact import redact_json, redact_text, register_secret
 from tests.support.cli import run_cli
+from tests.support.http_servers import LoopbackHttp
+from tests.support.pools import READY_S
 
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
 
@@ -39,16 +40,8 @@ def echoing_agent() -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/act"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with LoopbackHttp(Handler) as served:
+        yield f"{served.url}/act"
 
 
 def test_a_token_echoed_by_the_agent_server_is_stored_and_printed_nowhere(
@@ -163,7 +156,7 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, st
         mp.setenv("OA_VM_HOME", str(home))
         api.create_pool(name="s", cloud="local", workers=2)
         try:
-            record = api.wait_pool("s", timeout_s=120)
+            record = api.wait_pool("s", timeout_s=READY_S)
             assert all(secret in (w.waa_url or "") for w in record.workers)  # it is in use
             yield home, secret
         finally:
@@ -199,16 +192,8 @@ def recording_agent() -> Iterator[tuple[str, list[bytes]]]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/act", received
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    with LoopbackHttp(Handler) as served:
+        yield f"{served.url}/act", received
 
 
 def _run_folder_bytes(run: Path) -> bytes:

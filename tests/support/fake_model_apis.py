@@ -16,9 +16,10 @@ import io
 import json
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from tests.support.http_servers import Closable, LoopbackHttp
 
 TOKENS_IN = 1200
 TOKENS_OUT = 60
@@ -34,7 +35,7 @@ class Seen:
 
 
 @dataclass
-class FakeModelApis:
+class FakeModelApis(Closable):
     """Both fakes on one loopback server (``url`` is the base URL for either SDK)."""
 
     anthropic_script: list[dict[str, Any]] = field(default_factory=list)
@@ -70,11 +71,8 @@ class FakeModelApis:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        self._served = LoopbackHttp(Handler)
+        self.url = self._served.url
 
     def _answer(
         self, path: str, headers: dict[str, str], body: dict[str, Any]
@@ -151,20 +149,7 @@ class FakeModelApis:
 
     def close(self) -> None:
         """Stop the server."""
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=10)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        self._served.close()
 
 
 def _image_payloads(node: Any) -> list[str]:

@@ -6,6 +6,8 @@
 - :class:`ScriptedServer`: a real HTTP server answering each path with a scripted sequence of
   responses (status, body, content type) and counting the requests it received, e.g. a 500
   carrying a message, a body that is not JSON, 503 twice then 200.
+- :class:`LoopbackHttp`: any request handler served on a free loopback port in a thread (what
+  the servers above and the tests' own fake services run on).
 
 Each is a context manager; leaving it closes its sockets and joins its threads.
 """
@@ -28,8 +30,11 @@ PNG_1PX = bytes.fromhex(
 )
 
 
-class _Closable:
+class Closable:
+    """A context manager whose exit calls :meth:`close`."""
+
     def close(self) -> None:
+        """Release what it holds."""
         raise NotImplementedError
 
     def __enter__(self) -> Self:
@@ -44,7 +49,7 @@ class _Closable:
         self.close()
 
 
-class RefusingPort(_Closable):
+class RefusingPort(Closable):
     """A loopback port where every connection is refused."""
 
     def __init__(self) -> None:
@@ -57,7 +62,7 @@ class RefusingPort(_Closable):
         self._sock.close()
 
 
-class BlackHolePort(_Closable):
+class BlackHolePort(Closable):
     """A loopback port whose connection attempts go unanswered (a black-holed address).
 
     A listener that never accepts, with its accept queue filled by connections held here: the
@@ -84,7 +89,7 @@ class BlackHolePort(_Closable):
         self._sock.close()
 
 
-class SilentServer(_Closable):
+class SilentServer(Closable):
     """Accepts connections and never sends a byte (a hung worker)."""
 
     def __init__(self) -> None:
@@ -119,6 +124,26 @@ class SilentServer(_Closable):
         self._sock.close()
 
 
+class LoopbackHttp(Closable):
+    """``handler`` served by a real HTTP server (``server_class``, threading) on a free port of
+    127.0.0.1, in a thread; closing it stops the server, closes its socket, joins the thread."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler],
+                 server_class: type[ThreadingHTTPServer] = ThreadingHTTPServer) -> None:
+        self.httpd = server_class(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.port: int = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join()
+
+
 @dataclass
 class Reply:
     """One scripted HTTP answer."""
@@ -133,7 +158,7 @@ class Reply:
         return cls(status, json.dumps(data).encode(), "application/json")
 
 
-class ScriptedServer(_Closable):
+class ScriptedServer(Closable):
     """An HTTP server answering each ``path`` with its scripted replies, in order.
 
     The last reply of a script repeats. Unscripted paths answer 404 with a JSON message.
@@ -179,15 +204,9 @@ class ScriptedServer(_Closable):
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # keep test output quiet
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self.port: int = self._httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-            name="scripted-server", daemon=True,
-        )
-        self._thread.start()
+        self._served = LoopbackHttp(Handler)
+        self.port: int = self._served.port
+        self.url = self._served.url
 
     def set(self, path: str, replies: Reply | list[Reply]) -> None:
         """Script (or re-script) a path."""
@@ -203,6 +222,4 @@ class ScriptedServer(_Closable):
             return script.pop(0) if len(script) > 1 else script[0]
 
     def close(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join()
+        self._served.close()

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+
+from tests.support.http_servers import LoopbackHttp
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 _REGION_RE = re.compile(r"armRegionName eq '([^']+)'")
@@ -95,17 +96,10 @@ def price_server() -> Iterator[PriceServer]:
                 return
             self._send(404, b'{"message": "not found"}')
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server = PriceServer(base=f"http://127.0.0.1:{httpd.server_address[1]}")
-    server_box["server"] = server
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with LoopbackHttp(Handler) as served:
+        server = PriceServer(base=served.url)
+        server_box["server"] = server
         yield server
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
 
 
 SMALL_CATALOG: dict[str, Any] = {

@@ -7,14 +7,14 @@ import os
 import resource
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
-from tests.support.http_servers import RefusingPort, SilentServer
+from tests.support.http_servers import LoopbackHttp, RefusingPort, SilentServer
+from tests.support.waiting import wait_until
 from waa_client import WaaClient
 from waa_client.errors import WorkerTimeoutError, WorkerUnreachableError
 from waa_client.scoring import ScoringClient
@@ -30,6 +30,8 @@ class Echo:
 
     def __init__(self, *, close_after_one: bool = False) -> None:
         self.peers: list[int] = []
+        self.closed = 0
+        """Connections this server has closed (their sockets shut down)."""
         echo = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -57,17 +59,16 @@ class Echo:
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever,
-                                       kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
+        class Server(ThreadingHTTPServer):
+            def shutdown_request(self, request: Any) -> None:
+                super().shutdown_request(request)
+                echo.closed += 1
+
+        self._served = LoopbackHttp(Handler, Server)
+        self.url = self._served.url
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join()
+        self._served.close()
 
 
 @pytest.fixture
@@ -133,12 +134,13 @@ def test_a_connection_the_server_dropped_is_not_reused() -> None:
     server = Echo(close_after_one=True)
     try:
         with ScoringClient(server.url, retries=0) as client:
-            for _ in range(3):
+            for done in range(1, 4):
                 client.probe()
-                # let the server's close reach us: the next call must see it and reconnect
-                # (a close racing a new request fails it, as with requests; idempotent calls
-                # are retried by the client's policy)
-                time.sleep(0.2)
+                # once the server has closed the connection (on loopback its end is then ours
+                # to read), the next call must see it and reconnect (a close racing a new
+                # request fails it, as with requests; idempotent calls are retried by the
+                # client's policy)
+                wait_until(lambda done=done: server.closed >= done, "the server's close")
         assert len(server.peers) == 3 and len(set(server.peers)) == 3
     finally:
         server.close()
