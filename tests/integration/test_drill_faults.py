@@ -57,13 +57,15 @@ def test_a_hung_worker_times_out_its_task_which_is_retried_and_the_worker_quaran
     home: Path, pool: str, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     results = tmp_path / "results"
-    # Timing: a healthy task takes about 2 s (3 steps x 0.6 s pause), so the two healthy workers
-    # need about 20 s for the rest of the suite, while each attempt on the hung worker ends
-    # within the 4 s task timeout: it fails twice (and is quarantined) well before the queue
-    # drains, however fast or slow the machine.
+    # Timing: a healthy task takes at least 2.4 s (3 steps x 0.8 s pause), so the two healthy
+    # workers need at least 26 s for the rest of the suite, while each attempt on the hung
+    # worker ends within the 8 s task timeout (at its first request's 3 s read timeout, as a
+    # rule): it fails twice (and is quarantined) before the queue drains. A busy machine only
+    # slows the healthy tasks; their requests (under 0.5 s with the machine loaded) and their
+    # tasks stay well inside those timeouts.
     run = RunController(home, results, "--pool", pool, "--agent", "oracle", "--tasks", "all",
-                     "--run-name", "hung", "--step-pause", "0.6", "--read-timeout", "1",
-                     "--task-timeout", "4")
+                     "--run-name", "hung", "--step-pause", "0.8", "--read-timeout", "3",
+                     "--task-timeout", "8")
     controllers.append(run)
     run_dir = results / "hung"
     wait_for_records(run_dir, 1, run)
@@ -130,9 +132,15 @@ def test_the_same_run_cannot_be_driven_by_two_controllers(
     first = RunController(home, results, *args)
     controllers.append(first)
     wait_for_records(results / "busy", 1, first)
-    second = RunController(home, results, *args, "--resume")
-    controllers.append(second)
-    assert second.wait() == 1
+    # Held still (alive, its lease and lock kept) while the second starts, however long that
+    # takes: otherwise a slow start could find the run finished and rightly resume it.
+    first.proc.send_signal(signal.SIGSTOP)
+    try:
+        second = RunController(home, results, *args, "--resume")
+        controllers.append(second)
+        assert second.wait() == 1, second.output()
+    finally:
+        first.proc.send_signal(signal.SIGCONT)
     # refused by the pool's lease (or the run's own lock), naming who holds it
     assert "in use by" in second.output() and "busy" in second.output()
     assert first.wait() == 0, first.output()
