@@ -132,6 +132,19 @@ def test_no_poll_loop_is_written_by_hand_outside_the_poll_module() -> None:
     assert offenders == [], "poll through waa_client.poll.poll_until:\n" + "\n".join(offenders)
 
 
+def test_no_test_writes_a_wait_of_its_own() -> None:
+    """The tests and the benchmarks wait for a condition through the same poll, by way of
+    :func:`tests.support.waiting.wait_until` and its generous deadline: a deadline loop written
+    by hand is where a short limit or a fixed sleep, flaky on a busy machine, comes back."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for folder in ("tests", "bench")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for line in _hand_written_polls(ast.parse(path.read_text(), str(path)))
+    ]
+    assert offenders == [], "wait through tests.support.waiting:\n" + "\n".join(offenders)
+
+
 def test_the_poll_scan_finds_the_loops_it_forbids() -> None:
     written = ast.parse(
         "def f():\n"
