@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import requests
 
 from oa_vm import api
 from tests.support.cli import BIN, run_cli
+from tests.support.output_lines import OutputLines
 from tests.support.pools import READY_TIMEOUT
 from tests.support.sshd import SshServer, sshd  # noqa: F401 - pytest fixture
 from tests.support.waiting import WAIT_LIMIT_S, wait_until
@@ -66,24 +66,6 @@ def test_wait_and_status_go_through_the_tunnel(ssh_pool: Path) -> None:
             assert worker.waa_url != direct["waa_url"]
 
 
-def _read_until(proc: subprocess.Popen[str], marker: str, timeout: float) -> str:
-    """Collect the process's stdout until ``marker`` appears (bounded by ``timeout``)."""
-    seen: list[str] = []
-    done = threading.Event()
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            seen.append(line)
-            if marker in line:
-                done.set()
-                return
-
-    threading.Thread(target=pump, daemon=True).start()
-    done.wait(timeout)
-    return "".join(seen)
-
-
 def _probes(url: str) -> bool:
     try:
         return bool(requests.get(url + "/probe", timeout=5).json() == WAA_PROBE)
@@ -94,13 +76,16 @@ def _probes(url: str) -> bool:
 def test_pool_tunnel_command(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: F811
     assert run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", READY_TIMEOUT,
                    home=ssh_pool).returncode == 0
-    proc = subprocess.Popen(
-        [str(BIN / "oa-vm"), "pool-tunnel", "--name", "viassh", "--worker", "worker-1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "OA_VM_HOME": str(ssh_pool)}, stdin=subprocess.DEVNULL,
-    )
+    errors = ssh_pool / "pool-tunnel.err"
+    with errors.open("w") as err:
+        proc = subprocess.Popen(
+            [str(BIN / "oa-vm"), "pool-tunnel", "--name", "viassh", "--worker", "worker-1"],
+            stdout=subprocess.PIPE, stderr=err, text=True,
+            env={**os.environ, "OA_VM_HOME": str(ssh_pool)}, stdin=subprocess.DEVNULL,
+        )
     try:
-        out = _read_until(proc, "Ctrl-C", timeout=WAIT_LIMIT_S)
+        output = OutputLines(proc)
+        out = output.wait_for("Ctrl-C")
         assert "Tunnels open" in out, out
         assert "ssh -N -L" in out
         # the local URLs the command prints carry the pool's secret: they are for use
@@ -114,8 +99,7 @@ def test_pool_tunnel_command(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: 
                    interval=0.3)
 
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=180)
-        assert proc.returncode == 0, err
+        assert proc.wait(timeout=WAIT_LIMIT_S) == 0, output.finish() + errors.read_text()
         # Nothing of this pool answers there any more (the freed port may already belong to a
         # worker of another test, which refuses this pool's secret).
         try:

@@ -18,7 +18,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -36,6 +35,7 @@ from tests.support.host_standins import (
     set_outcomes,
     write_shipped,
 )
+from tests.support.output_lines import OutputLines
 from tests.support.worker_proc import WorkerProcess, running_worker
 
 WAA_DIGEST = "windowsarena/winarena@sha256:" + "0123" * 16
@@ -376,27 +376,15 @@ def test_ctrl_c_or_sigterm_during_the_wait_cleans_up(cloud: FakeCloud, signum: i
     cloud.set_status("state=running\nstep=guest\nmessage=waiting for Windows to answer /probe\n")
     proc = subprocess.Popen(cloud.args(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT, env=cloud.env, stdin=subprocess.DEVNULL)
-    seen: list[str] = []
-    waiting = threading.Event()
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            seen.append(line)
-            if "bootstrap: guest" in line:
-                waiting.set()
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
+    output = OutputLines(proc)
     try:
-        assert waiting.wait(300), "".join(seen)
+        output.wait_for("bootstrap: guest", 300)
         proc.send_signal(signum)
         assert proc.wait(timeout=300) == 130
     finally:
         if proc.poll() is None:
             proc.kill()
-    reader.join(timeout=30)
-    out = "".join(seen)
+    out = output.finish()
     verdict = _lines(out)[-1]
     assert verdict.startswith("smoke FAILED at wait: the wait phase was interrupted"), verdict
     assert "cleanup  ok" in out
@@ -455,27 +443,15 @@ def test_ctrl_c_during_the_task_stops_the_run_and_cleans_up(slow_cloud: FakeClou
     cloud.set_status(READY)
     proc = subprocess.Popen(cloud.args(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, cwd=ROOT, env=cloud.env, stdin=subprocess.DEVNULL)
-    seen: list[str] = []
-    running = threading.Event()
-
-    def pump() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            seen.append(line)
-            if "run started:" in line:  # the child openadapt-evals run is at work
-                running.set()
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
+    output = OutputLines(proc)
     try:
-        assert running.wait(300), "".join(seen)
+        output.wait_for("run started:", 300)  # the child openadapt-evals run is at work
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=300) == 130
     finally:
         if proc.poll() is None:
             proc.kill()
-    reader.join(timeout=30)
-    out = "".join(seen)
+    out = output.finish()
     verdict = _lines(out)[-1]
     assert verdict.startswith("smoke FAILED at task: the task phase was interrupted"), verdict
     assert "cleanup  ok" in out
