@@ -88,7 +88,7 @@ def test_a_hung_worker_times_out_its_task_which_is_retried_and_the_worker_quaran
                for a in hung_attempts)
     metadata = json.loads((run_dir / "metadata.json").read_text())
     assert metadata["quarantined_workers"] == ["worker-2"], run.output()
-    assert "worker worker-2 quarantined" in run.output()
+    assert "worker worker-2 quarantined" in run.output(), run.output()
     assert_summary_matches(run_dir, records)
 
 

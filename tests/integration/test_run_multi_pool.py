@@ -229,7 +229,7 @@ def test_a_killed_worker_of_one_pool_has_its_tasks_finished_on_the_other(
         assert set(record["cost"]["by_pool"]) == {"pa", "pb"}
     metadata = json.loads((run_dir / "metadata.json").read_text())
     assert metadata["quarantined_workers"] == ["pb/worker-0"]
-    assert "worker pb/worker-0 quarantined" in run.output()
+    assert "worker pb/worker-0 quarantined" in run.output(), run.output()
     summary = assert_summary_matches(run_dir, records)
     assert summary["workers"]["pb/worker-0"]["quarantined"] is True
 
@@ -256,7 +256,7 @@ def test_with_repair_a_killed_worker_is_replaced_through_its_own_pool(
     assert len(records) == LOCAL_TASKS
     assert {r["status"] for r in records.values()} == {"success"}, run.output()
     output = run.output()
-    assert "worker pb/worker-1 replaced from the pool: back at work" in output
+    assert "worker pb/worker-1 replaced from the pool: back at work" in output, output
     replacement = next(w for w in state.load("pb").workers if w.name == "worker-1")
     assert replacement.pid not in (None, killed) and psutil.pid_exists(replacement.pid)
     assert {w.name: w.pid for w in state.load("pa").workers} == untouched  # pa left alone

@@ -44,8 +44,8 @@ def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
     assert len(records) == LOCAL_TASKS
     assert {r["status"] for r in records.values()} == {"success"}, run.output()
     output = run.output()
-    assert "worker worker-1 quarantined" in output
-    assert "worker worker-1 replaced from the pool: back at work" in output
+    assert "worker worker-1 quarantined" in output, output
+    assert "worker worker-1 replaced from the pool: back at work" in output, output
     # the pool holds a new worker-1 process, ready, and the run used it after the repair
     after = state.load("heal")
     replacement = next(w for w in after.workers if w.name == "worker-1")
