@@ -132,11 +132,14 @@ def try_run(argv: Sequence[str]) -> int | None:
             import traceback
 
             traceback.print_exception(exc)
+        from oa_vm.kit.error_line import one_line
+        from oa_vm.kit.redact import redact_text
+
         module = type(exc).__module__.split(".")[0]
         if module in ("oa_vm", "waa_client", "evals", "infra"):
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            print(one_line(f"{PROG}: error: {redact_text(str(exc))}"), file=sys.stderr)
             return int(getattr(exc, "exit_code", 1))
-        print(f"{PROG}: unexpected error: {type(exc).__name__}: {exc} (run again with --debug "
-              "for details)", file=sys.stderr)
+        print(one_line(f"{PROG}: unexpected error: {type(exc).__name__}: {redact_text(str(exc))} "
+                       "(run again with --debug for details)"), file=sys.stderr)
         return 1
     return 0

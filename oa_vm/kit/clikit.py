@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from oa_vm.kit.error_line import one_line
 from oa_vm.kit.lazy import typer
 from oa_vm.kit.redact import redact_text
 
@@ -171,7 +172,7 @@ def _report(
         message = _as_typed(exc, _typed_args or [])
         # Point at the help of the command that was mistyped, not only the program's.
         command = getattr(getattr(exc, "ctx", None), "command_path", None) or prog
-        print(f"{prog}: error: {message} (see '{command} --help')", file=sys.stderr)
+        print(one_line(f"{prog}: error: {message} (see '{command} --help')"), file=sys.stderr)
         sys.exit(int(exc.exit_code))
     if debug and getattr(exc, "debug_traceback", True):
         # a traceback quotes messages and URLs (a worker's capability): masked like the line;
@@ -179,12 +180,12 @@ def _report(
         # so with debug_traceback = False, so --debug shows one traceback, not the harness's too
         print(redact_text("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
     if _is_known(exc, known):
-        print(f"{prog}: error: {redact_text(str(exc))}", file=sys.stderr)
+        print(one_line(f"{prog}: error: {redact_text(str(exc))}"), file=sys.stderr)
         sys.exit(int(getattr(exc, "exit_code", 1)))
     name = type(exc).__name__
     print(
-        f"{prog}: unexpected error: {name}: {redact_text(str(exc))} "
-        "(run again with --debug for details)",
+        one_line(f"{prog}: unexpected error: {name}: {redact_text(str(exc))} "
+                 "(run again with --debug for details)"),
         file=sys.stderr,
     )
     sys.exit(1)

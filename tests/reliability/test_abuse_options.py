@@ -1,0 +1,128 @@
+"""Bad option values, kind by kind, to every console script: each refused in one short line.
+
+The cases of :mod:`tests.reliability.test_abuse` are per command; these are per kind of value,
+each kind refused by one shared rule wherever it is typed:
+
+- a value holding a newline or another control character (``oa_vm.kit.error_line``: the line
+  that quotes it back shows it escaped, so it stays one line and moves no cursor);
+- a value thousands of characters long (the same rule cuts it in its middle).
+
+Every case runs the real script as a subprocess, in a folder of its own as the current folder,
+and checks the exit code, exactly one line on stderr with no control character and no
+traceback, and that nothing was created or changed: the pool's record, the finished run, the
+current folder, the pool list.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from oa_vm import api
+from oa_vm.model import state
+from tests.reliability.test_abuse import DONE, POOL, TASK, World, snapshot, world
+from tests.support.cli import BIN
+
+pytestmark = pytest.mark.integration
+
+__all__ = ["world"]  # the module's pool and finished run, shared with test_abuse's cases
+
+LONG = "x" * 5000
+USAGE = 2
+
+_RUN = ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK, "--results-dir", "{res}")
+_SWEEP = ("sweep", "--cloud", "local", "--workers", "1", "--agent", "oracle", "--tasks", TASK,
+          "--results-dir", "{res}", "--plan")
+_CREATE = ("pool-create", "--cloud", "local", "--workers", "1", "-y")
+_SMOKE = ("smoke", "--cloud", "aws", "--plan")  # offline: the plan makes no cloud call
+_IMAGE = ("image-create", "--cloud", "aws", "--region", "us-east-1", "--plan")
+_LIVE = ("--live", "--pool", POOL, "--task-ids", TASK, "--bundles", "{res}", "--results-dir",
+         "{res}")
+
+# name: (script, arguments, the exit code, or None for any non-zero one)
+CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
+    # --- a newline or an escape sequence in a value quoted back
+    "pool-create --egress with a newline": ("oa-vm", (*_CREATE, "--name", "t1", "--egress",
+                                                      "a\nb"), None),
+    "smoke --cloud with a newline": ("oa-vm", ("smoke", "--plan", "--cloud", "a\nb"), None),
+    "smoke --egress with a newline": ("oa-vm", (*_SMOKE, "--egress", "web\nopen"), None),
+    "image-create --iso with a newline": ("oa-vm", (*_IMAGE, "--iso", "a\nb.iso"), None),
+    "pool-repair --worker with a newline": ("oa-vm", ("pool-repair", "--name", POOL,
+                                                      "--no-wait", "--worker", "a\nb"), None),
+    "pool-repair --worker with an escape sequence": (
+        "oa-vm", ("pool-repair", "--name", POOL, "--no-wait", "--worker", "\x1b[2Jw"), None),
+    # --- a value thousands of characters long, quoted back
+    "pool-create --workers 5000 characters": ("oa-vm", (*_CREATE, "--name", "t1", "--workers",
+                                                        LONG), USAGE),
+    "pool-create --name 5000 characters": ("oa-vm", (*_CREATE, "--name", LONG), None),
+    "pool-create --fault 5000 characters": ("oa-vm", (*_CREATE, "--name", "t1", "--fault",
+                                                      LONG), None),
+    "pool-wait --timeout 5000 characters": ("oa-vm", ("pool-wait", "--name", POOL, "--timeout",
+                                                      LONG), USAGE),
+    "pool-tunnel --worker 5000 characters": ("oa-vm", ("pool-tunnel", "--name", POOL,
+                                                       "--worker", LONG), None),
+    "config set disk-gb 5000 characters": ("oa-vm", ("config", "set", "disk-gb", LONG), None),
+    "prices --region 5000 characters": ("oa-vm", ("prices", "--region", LONG), None),
+    "run --agent 5000 characters": ("openadapt-evals", ("run", "--pool", POOL, "--tasks", TASK,
+                                                        "--results-dir", "{res}", "--agent",
+                                                        LONG), None),
+    "run --reset 5000 characters": ("openadapt-evals", (*_RUN, "--reset", LONG), None),
+    "run --max-steps 5000 characters": ("openadapt-evals", (*_RUN, "--max-steps", LONG), USAGE),
+    "flow --mode 5000 characters": ("openadapt-eval-flow", ("--mode", LONG), None),
+}
+
+
+@pytest.fixture
+def cwd(tmp_path: Path, world: World) -> Iterator[Path]:
+    """An empty current folder for the command; any pool a case made (it must not) removed."""
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+    yield folder
+    for name in set(state.list_names()) - {POOL}:
+        api.cleanup_pool(name)
+
+
+def _records(world: World) -> dict[str, str]:
+    """:func:`snapshot` without lock files (an empty ``fleet.lock`` may be made to read the
+    record a value is checked against; it records nothing)."""
+    return {k: v for k, v in snapshot(world).items() if not k.endswith(".lock")}
+
+
+def _listing(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_bad_value_is_one_short_line_and_changes_nothing(
+    world: World, cwd: Path, name: str
+) -> None:
+    script, args, code = CASES[name]
+    args = tuple(a.replace("{res}", str(world.results)) for a in args)
+    before, pools = _records(world), sorted(state.list_names())
+    proc = subprocess.run(  # fixed argv, no shell
+        [str(BIN / script), *args], capture_output=True, text=True, timeout=120, cwd=cwd,
+        env={**os.environ, "OA_VM_HOME": str(world.home)}, stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert proc.returncode != 0, proc.stdout
+    if code is not None:
+        assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr and "unexpected error" not in proc.stderr, proc.stderr
+    body = proc.stderr.removesuffix("\n")
+    assert body and "\n" not in body, f"not one line: {proc.stderr!r}"
+    assert body.isprintable(), f"a control character on the terminal: {body!r}"
+    assert len(body) < 600, f"not a short line: {len(body)} characters"
+    assert _listing(cwd) == [], "created in the current folder"
+    assert sorted(state.list_names()) == pools
+    assert _records(world) == before
+    assert api.pool_status(POOL).state.value == "ready"
+
+
+def test_every_kind_is_tried_on_every_script() -> None:
+    scripts = {script for script, _, _ in CASES.values()}
+    assert scripts == {"oa-vm", "openadapt-evals", "openadapt-eval-flow"}
+    assert DONE  # the finished run the snapshot covers
