@@ -5,7 +5,11 @@ each kind refused by one shared rule wherever it is typed:
 
 - a value holding a newline or another control character (``oa_vm.kit.error_line``: the line
   that quotes it back shows it escaped, so it stays one line and moves no cursor);
-- a value thousands of characters long (the same rule cuts it in its middle).
+- a value thousands of characters long (the same rule cuts it in its middle);
+- an empty or blank value (``--name ""``, ``--results-dir=``, a blank argument:
+  ``oa_vm.kit.clikit`` refuses it before the command runs, where several commands took it for
+  "not given" and used a default: a pool named ``waa-pool``, runs in the current folder);
+- ``inf``/``nan`` for any number option (``oa_vm.kit.clikit``, on the parsed value).
 
 Every case runs the real script as a subprocess, in a folder of its own as the current folder,
 and checks the exit code, exactly one line on stderr with no control character and no
@@ -73,6 +77,26 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "run --reset 5000 characters": ("openadapt-evals", (*_RUN, "--reset", LONG), None),
     "run --max-steps 5000 characters": ("openadapt-evals", (*_RUN, "--max-steps", LONG), USAGE),
     "flow --mode 5000 characters": ("openadapt-eval-flow", ("--mode", LONG), None),
+    # --- an empty or blank value, which some commands took for "not given"
+    "pool-create --name empty (made a pool named waa-pool)": ("oa-vm", (*_CREATE, "--name", ""),
+                                                              USAGE),
+    "pool-create --name= empty": ("oa-vm", (*_CREATE, "--name="), USAGE),
+    "image-create --size empty": ("oa-vm", (*_IMAGE, "--size", ""), USAGE),
+    "image-create --iso empty": ("oa-vm", (*_IMAGE, "--iso", ""), USAGE),
+    "smoke --region empty": ("oa-vm", (*_SMOKE, "--region", ""), USAGE),
+    "smoke --name empty": ("oa-vm", (*_SMOKE, "--name", ""), USAGE),
+    "smoke --image empty": ("oa-vm", (*_SMOKE, "--image", ""), USAGE),
+    "run --results-dir empty (ran in the current folder)": (
+        "openadapt-evals", ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK,
+                            "--results-dir", ""), USAGE),
+    "run --agent-url blank": ("openadapt-evals", (*_RUN, "--agent-url", " "), USAGE),
+    "sweep --name empty": ("openadapt-evals", (*_SWEEP, "--name", ""), USAGE),
+    "view a blank run name": ("openadapt-evals", ("view", " ", "--results-dir", "{res}"),
+                              USAGE),
+    # --- inf or nan for a number option
+    "smoke --max-cost-usd inf": ("oa-vm", (*_SMOKE, "--max-cost-usd", "inf"), USAGE),
+    "sweep --price-per-hour -inf": ("openadapt-evals", (*_SWEEP, "--price-per-hour", "-inf"),
+                                    USAGE),
 }
 
 
