@@ -9,7 +9,9 @@ each kind refused by one shared rule wherever it is typed:
 - an empty or blank value (``--name ""``, ``--results-dir=``, a blank argument:
   ``oa_vm.kit.clikit`` refuses it before the command runs, where several commands took it for
   "not given" and used a default: a pool named ``waa-pool``, runs in the current folder);
-- ``inf``/``nan`` for any number option (``oa_vm.kit.clikit``, on the parsed value).
+- ``inf``/``nan`` for any number option (``oa_vm.kit.clikit``, on the parsed value);
+- a duration past ten years (``oa_vm.kit.durations``: ``1e30`` seconds overflowed the clock's
+  arithmetic, or was taken as a wait that never ends).
 
 Every case runs the real script as a subprocess, in a folder of its own as the current folder,
 and checks the exit code, exactly one line on stderr with no control character and no
@@ -97,6 +99,21 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "smoke --max-cost-usd inf": ("oa-vm", (*_SMOKE, "--max-cost-usd", "inf"), USAGE),
     "sweep --price-per-hour -inf": ("openadapt-evals", (*_SWEEP, "--price-per-hour", "-inf"),
                                     USAGE),
+    # --- a duration past ten years
+    "pool-extend --by 1e30 (overflowed the expiry)": ("oa-vm", ("pool-extend", "--name", POOL,
+                                                                "--by", "1e30"), USAGE),
+    "pool-wait --timeout 1e30": ("oa-vm", ("pool-wait", "--name", POOL, "--timeout", "1e30"),
+                                 USAGE),
+    "pool-repair --timeout 10**40": ("oa-vm", ("pool-repair", "--name", POOL, "--timeout",
+                                               "1" + "0" * 40), USAGE),
+    "pool-pause --keep 99999d": ("oa-vm", ("pool-pause", "--name", POOL, "--keep", "99999d"),
+                                 USAGE),
+    "run --read-timeout 1e30 (overflowed the clock)": ("openadapt-evals",
+                                                       (*_RUN, "--read-timeout", "1e30"), USAGE),
+    "run --step-pause 1e30": ("openadapt-evals", (*_RUN, "--step-pause", "1e30"), USAGE),
+    "run --task-timeout 1e30": ("openadapt-evals", (*_RUN, "--task-timeout", "1e30"), USAGE),
+    "sweep --wait-timeout 1e30": ("openadapt-evals", (*_SWEEP, "--wait-timeout", "1e30"), USAGE),
+    "smoke --wait-timeout 1e30": ("oa-vm", (*_SMOKE, "--wait-timeout", "1e30"), USAGE),
 }
 
 
