@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from oa_vm.clouds import facts, get_provider
+from oa_vm.clouds import facts, get_provider, known_clouds
 from oa_vm.clouds.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
 from oa_vm.clouds.local.faults import validate_faults
 from oa_vm.errors import (
@@ -144,13 +144,9 @@ def build_spec(
         raise InvalidInputError(
             f"--egress is not available for {cloud} pools: their guests reach what the host's "
             "own network allows (docs/providers.md)")
-    local_only = [o for o, v in (("--fault", faults), ("--ssh-via", ssh_via),
-                                 ("--tasks-dir", tasks_dir)) if v and o not in takes]
-    if local_only:  # only those given: sweep has --fault alone
-        raise InvalidInputError(
-            f"{' and '.join(local_only)} {'is' if len(local_only) == 1 else 'are'} for local "
-            "pools (--cloud local)"
-        )
+    _refuse_options_not_taken(cloud, takes, {
+        "--fault": faults, "--ssh-via": ssh_via, "--tasks-dir": tasks_dir, "--size": size,
+        "--region": regions, "--spot": spot, "--allow-cidr": allow_cidrs})
     if tasks_dir is not None:
         folder = Path(tasks_dir).expanduser().resolve()
         if not folder.is_dir() or not any(folder.glob("*.json")):
@@ -186,6 +182,31 @@ def build_spec(
         ssh_key=str(Path(ssh_key).expanduser()) if ssh_key else None,
         workers_per_host=workers_per_host,
     )
+
+
+def _refuse_options_not_taken(cloud: str, takes: frozenset[str], given: dict[str, Any]) -> None:
+    """Refuse the options of ``given`` (name: value; an empty value is not given) that
+    ``cloud`` does not take (its :attr:`~oa_vm.clouds.declared.ProviderFacts.options`), naming
+    the clouds that do: never accepted and then ignored (a local pool's ``--size``, a garbage
+    ``--allow-cidr`` that nothing would read).
+
+    Raises:
+        InvalidInputError: the first such option, with the others that the same clouds take.
+    """
+    not_taken = [option for option, value in given.items() if value and option not in takes]
+    if not not_taken:
+        return
+
+    def takers(option: str) -> list[str]:
+        return [name for name in known_clouds() if option in facts(name).options]
+
+    clouds = takers(not_taken[0])
+    same = [option for option in not_taken if takers(option) == clouds]
+    where = (f"{' and '.join(clouds)} pools (--cloud {' or '.join(clouds)})" if clouds
+             else "no cloud")
+    raise InvalidInputError(f"{' and '.join(same)} {'is' if len(same) == 1 else 'are'} for "
+                            f"{where}; leave {'it' if len(same) == 1 else 'them'} out for "
+                            f"--cloud {cloud}")
 
 
 def _workers_on_hosts(takes: frozenset[str], limit: int, workers: int, hosts: list[str],

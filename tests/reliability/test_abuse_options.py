@@ -11,7 +11,9 @@ each kind refused by one shared rule wherever it is typed:
   "not given" and used a default: a pool named ``waa-pool``, runs in the current folder);
 - ``inf``/``nan`` for any number option (``oa_vm.kit.clikit``, on the parsed value);
 - a duration past ten years (``oa_vm.kit.durations``: ``1e30`` seconds overflowed the clock's
-  arithmetic, or was taken as a wait that never ends).
+  arithmetic, or was taken as a wait that never ends);
+- an option the chosen cloud does not take (``oa_vm.api.build_spec`` against the cloud's
+  declared options: a local pool took ``--size`` or a garbage ``--allow-cidr`` and ignored it).
 
 Every case runs the real script as a subprocess, in a folder of its own as the current folder,
 and checks the exit code, exactly one line on stderr with no control character and no
@@ -114,6 +116,15 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "run --task-timeout 1e30": ("openadapt-evals", (*_RUN, "--task-timeout", "1e30"), USAGE),
     "sweep --wait-timeout 1e30": ("openadapt-evals", (*_SWEEP, "--wait-timeout", "1e30"), USAGE),
     "smoke --wait-timeout 1e30": ("oa-vm", (*_SMOKE, "--wait-timeout", "1e30"), USAGE),
+    # --- an option the chosen cloud does not take (was accepted, then ignored)
+    "pool-create --cloud local --size": ("oa-vm", (*_CREATE, "--name", "t1", "--size", "abc"),
+                                         None),
+    "pool-create --cloud local --allow-cidr": ("oa-vm", (*_CREATE, "--name", "t1",
+                                                         "--allow-cidr", "abc"), None),
+    "pool-create --cloud local --region": ("oa-vm", (*_CREATE, "--name", "t1", "--region",
+                                                     "mars-1"), None),
+    "sweep --cloud local --spot": ("openadapt-evals", (*_SWEEP, "--spot"), None),
+    "sweep --cloud local --size": ("openadapt-evals", (*_SWEEP, "--size", "huge"), None),
 }
 
 
