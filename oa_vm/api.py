@@ -103,6 +103,8 @@ def build_spec(
     hosts: list[str] | None = None,
     ssh_key: str | None = None,
     workers_per_host: int = 1,
+    image: str | None = None,
+    build_image: bool = False,
 ) -> PoolSpec:
     """Validate what the user asked for and turn it into a :class:`PoolSpec`.
 
@@ -146,7 +148,8 @@ def build_spec(
             "own network allows (docs/providers.md)")
     _refuse_options_not_taken(cloud, takes, {
         "--fault": faults, "--ssh-via": ssh_via, "--tasks-dir": tasks_dir, "--size": size,
-        "--region": regions, "--spot": spot, "--allow-cidr": allow_cidrs})
+        "--region": regions, "--spot": spot, "--allow-cidr": allow_cidrs, "--image": image,
+        "--build-image": build_image})
     if tasks_dir is not None:
         folder = Path(tasks_dir).expanduser().resolve()
         if not folder.is_dir() or not any(folder.glob("*.json")):
@@ -181,6 +184,8 @@ def build_spec(
         hosts=list(hosts or []),
         ssh_key=str(Path(ssh_key).expanduser()) if ssh_key else None,
         workers_per_host=workers_per_host,
+        image=image,
+        build_image=build_image,
     )
 
 

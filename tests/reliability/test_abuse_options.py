@@ -125,6 +125,9 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
                                                      "mars-1"), None),
     "sweep --cloud local --spot": ("openadapt-evals", (*_SWEEP, "--spot"), None),
     "sweep --cloud local --size": ("openadapt-evals", (*_SWEEP, "--size", "huge"), None),
+    "sweep --cloud local --image": ("openadapt-evals", (*_SWEEP, "--image", "ami-0"), None),
+    "pool-create --cloud local --build-image": ("oa-vm", (*_CREATE, "--name", "t1",
+                                                          "--build-image"), None),
 }
 
 

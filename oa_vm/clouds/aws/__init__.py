@@ -49,7 +49,8 @@ class AwsBilling:
 
 
 FACTS = ProviderFacts(options=frozenset({"--allow-cidr", "--egress", "--size", "--region",
-                                          "--spot"}), billing=AwsBilling(),
+                                          "--spot", "--image", "--build-image"}),
+                      billing=AwsBilling(),
                       cli="aws",
                       slow_first_pool=True, check_size=check_aws_size)
 """What the AWS provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""

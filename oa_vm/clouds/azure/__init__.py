@@ -84,7 +84,8 @@ class AzureBilling:
 
 
 FACTS = ProviderFacts(options=frozenset({"--allow-cidr", "--egress", "--size", "--region",
-                                          "--spot"}), billing=AzureBilling(),
+                                          "--spot", "--image", "--build-image"}),
+                      billing=AzureBilling(),
                       cli="az",
                       check_size=check_azure_size)
 """What the Azure provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""
