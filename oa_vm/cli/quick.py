@@ -106,6 +106,14 @@ def try_run(argv: Sequence[str]) -> int | None:
     if parsed is None:
         return None
     command, name, as_json, debug = parsed
+    from oa_vm.kit.env_knobs import knob_problem
+
+    knob = knob_problem()
+    if knob is not None:  # refused as run_main refuses it, for every command alike
+        from oa_vm.kit.error_line import one_line
+
+        print(one_line(f"{PROG}: error: {knob}"), file=sys.stderr)
+        return 2
     debug = debug or os.environ.get("OA_VM_DEBUG") == "1"
     try:
         from oa_vm.cli import pool_views

@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from oa_vm.kit.env_knobs import knob_problem
 from oa_vm.kit.error_line import one_line
 from oa_vm.kit.lazy import typer
 from oa_vm.kit.redact import redact_text
@@ -143,6 +144,10 @@ def run_main(
     _typed_args = args
     command = typer.main.get_command(app) if isinstance(app, typer.Typer) else app
     _refuse_blank_values(command, prog, args)
+    knob = knob_problem()
+    if knob is not None:  # a bad timing knob: refused before the command, not ignored in it
+        print(one_line(f"{prog}: error: {knob}"), file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     _finite_floats(command)
     try:
         # Outside standalone mode Click returns (not raises) the code of an Exit, Ctrl-C's

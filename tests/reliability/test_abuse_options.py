@@ -13,7 +13,9 @@ each kind refused by one shared rule wherever it is typed:
 - a duration past ten years (``oa_vm.kit.durations``: ``1e30`` seconds overflowed the clock's
   arithmetic, or was taken as a wait that never ends);
 - an option the chosen cloud does not take (``oa_vm.api.build_spec`` against the cloud's
-  declared options: a local pool took ``--size`` or a garbage ``--allow-cidr`` and ignored it).
+  declared options: a local pool took ``--size`` or a garbage ``--allow-cidr`` and ignored it);
+- a timing knob of the environment that is not a number of seconds (``oa_vm.kit.env_knobs``,
+  checked before any command: it was ignored and the default used).
 
 Every case runs the real script as a subprocess, in a folder of its own as the current folder,
 and checks the exit code, exactly one line on stderr with no control character and no
@@ -131,6 +133,22 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
 }
 
 
+# name: (script, arguments, the environment's bad knob); each was ignored (the default used)
+ENV_CASES: dict[str, tuple[str, tuple[str, ...], dict[str, str]]] = {
+    "run with OA_EVALS_TASK_LEASE_S=5m": ("openadapt-evals", _RUN,
+                                          {"OA_EVALS_TASK_LEASE_S": "5m"}),
+    "run with OA_EVALS_TASK_LEASE_S=inf": ("openadapt-evals", _RUN,
+                                           {"OA_EVALS_TASK_LEASE_S": "inf"}),
+    "run with OA_VM_DRAIN_CHECK_S=-1": ("openadapt-evals", _RUN, {"OA_VM_DRAIN_CHECK_S": "-1"}),
+    "pool-pause with OA_VM_LEASE_STALE_S=nan": ("oa-vm", ("pool-pause", "--name", POOL),
+                                                {"OA_VM_LEASE_STALE_S": "nan"}),
+    "pool-list with OA_VM_LEASE_STALE_S=0": ("oa-vm", ("pool-list",),
+                                             {"OA_VM_LEASE_STALE_S": "0"}),
+    "flow's dry run with OA_EVALS_TASK_LEASE_S blank": ("openadapt-eval-flow", ("--tasks", "3"),
+                                                        {"OA_EVALS_TASK_LEASE_S": " "}),
+}
+
+
 @pytest.fixture
 def cwd(tmp_path: Path, world: World) -> Iterator[Path]:
     """An empty current folder for the command; any pool a case made (it must not) removed."""
@@ -156,11 +174,26 @@ def test_a_bad_value_is_one_short_line_and_changes_nothing(
     world: World, cwd: Path, name: str
 ) -> None:
     script, args, code = CASES[name]
+    _refused(world, cwd, script, args, code, {})
+
+
+@pytest.mark.parametrize("name", sorted(ENV_CASES))
+def test_a_bad_timing_knob_is_refused_before_the_command(
+    world: World, cwd: Path, name: str
+) -> None:
+    script, args, env = ENV_CASES[name]
+    _refused(world, cwd, script, args, USAGE, env)
+
+
+def _refused(world: World, cwd: Path, script: str, args: tuple[str, ...], code: int | None,
+             env: dict[str, str]) -> None:
+    """Run ``script`` with ``args`` and ``env``; check it refused in one line, changing
+    nothing."""
     args = tuple(a.replace("{res}", str(world.results)) for a in args)
     before, pools = _records(world), sorted(state.list_names())
     proc = subprocess.run(  # fixed argv, no shell
         [str(BIN / script), *args], capture_output=True, text=True, timeout=120, cwd=cwd,
-        env={**os.environ, "OA_VM_HOME": str(world.home)}, stdin=subprocess.DEVNULL,
+        env={**os.environ, "OA_VM_HOME": str(world.home), **env}, stdin=subprocess.DEVNULL,
         check=False,
     )
     assert proc.returncode != 0, proc.stdout
