@@ -120,6 +120,12 @@ def build_spec(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidInputError(f"--workers must be a whole number of at least 1, not {workers}")
     get_provider(cloud)  # unknown cloud -> one line listing the known ones
+    for option, values in (("--region", regions), ("--allow-cidr", allow_cidrs),
+                           ("--host", hosts)):
+        # a string is iterable too, and would be taken letter by letter
+        if values is not None and (isinstance(values, str) or not all(
+                isinstance(v, str) for v in values)):
+            raise InvalidInputError(f"{option} must be a list of strings, not {values!r}")
     takes, limit = facts(cloud).options, facts(cloud).max_workers
     if workers > limit:
         raise InvalidInputError(f"--workers {workers} is more than the limit of {limit}")
@@ -160,7 +166,8 @@ def build_spec(
     if ssh_via is not None:
         _check_ssh_key(str(ssh_via.get("key_path", "")))
     validate_faults(dict(faults or {}))
-    pool_name = state.validate_pool_name(name) if name else _default_name()
+    # only None asks for the default: "" is a name, and refused as one
+    pool_name = _default_name() if name is None else state.validate_pool_name(name)
     from oa_vm.clouds.egress import parse_egress
 
     egress_mode, allowlist = parse_egress(egress)
