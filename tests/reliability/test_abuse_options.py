@@ -15,7 +15,9 @@ each kind refused by one shared rule wherever it is typed:
 - an option the chosen cloud does not take (``oa_vm.api.build_spec`` against the cloud's
   declared options: a local pool took ``--size`` or a garbage ``--allow-cidr`` and ignored it);
 - a timing knob of the environment that is not a number of seconds (``oa_vm.kit.env_knobs``,
-  checked before any command: it was ignored and the default used).
+  checked before any command: it was ignored and the default used);
+- a value checked only after the work it ends: ``mock``'s run name and results folder (now
+  the run's own checks, before its temporary pool is made).
 
 Every case runs the real script as a subprocess, in a folder of its own as the current folder,
 and checks the exit code, exactly one line on stderr with no control character and no
@@ -130,6 +132,15 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "sweep --cloud local --image": ("openadapt-evals", (*_SWEEP, "--image", "ami-0"), None),
     "pool-create --cloud local --build-image": ("oa-vm", (*_CREATE, "--name", "t1",
                                                           "--build-image"), None),
+    # --- a value checked only after the work it ends (a temporary pool made, then removed)
+    "mock --run-name ../x": ("openadapt-evals", ("mock", "--tasks", "1", "--results-dir",
+                                                 "{res}", "--run-name", "../x"), USAGE),
+    "mock --run-name of the finished run": ("openadapt-evals", ("mock", "--tasks", "1",
+                                                                "--results-dir", "{res}",
+                                                                "--run-name", DONE), None),
+    "mock --results-dir a file": ("openadapt-evals", ("mock", "--tasks", "1", "--results-dir",
+                                                      "{res}/" + DONE + "/metadata.json"),
+                                  USAGE),
 }
 
 
