@@ -17,7 +17,9 @@ each kind refused by one shared rule wherever it is typed:
 - a timing knob of the environment that is not a number of seconds (``oa_vm.kit.env_knobs``,
   checked before any command: it was ignored and the default used);
 - a value checked only after the work it ends: ``mock``'s run name and results folder (now
-  the run's own checks, before its temporary pool is made).
+  the run's own checks, before its temporary pool is made), an ``--out`` in a folder that
+  refuses new files such as ``/proc`` (``oa_vm.kit.safe_fs.check_out`` now tries the folder,
+  before the audit or export it would hold).
 
 Every case runs the real script as a subprocess, in a folder of its own as the current folder,
 and checks the exit code, exactly one line on stderr with no control character and no
@@ -141,6 +143,12 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "mock --results-dir a file": ("openadapt-evals", ("mock", "--tasks", "1", "--results-dir",
                                                       "{res}/" + DONE + "/metadata.json"),
                                   USAGE),
+    "audit-verifier --out under /proc (the audit ran first)": (
+        "openadapt-evals", ("audit-verifier", "--benchmark", "toy", "--out", "/proc/audit.json"),
+        None),
+    "audit-verifier local --out under /proc (a pool made first)": (
+        "openadapt-evals", ("audit-verifier", "--tasks", TASK, "--out", "/proc/audit.json"),
+        None),
 }
 
 
