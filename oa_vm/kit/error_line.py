@@ -4,7 +4,9 @@ Messages quote what the user typed back to them (``--egress 'a\\nb': unknown egr
 what they typed may hold a newline, another control character, or thousands of characters: a
 message printed as is would then be two lines, move the cursor, or fill the screen. Every error
 line the console scripts print passes :func:`one_line` (:mod:`oa_vm.kit.clikit` and the fast
-path :mod:`oa_vm.cli.quick`), so no message has to take care of it on its own.
+path :mod:`oa_vm.cli.quick`), so no message has to take care of it on its own. A message that
+lists names that grow with the user's data (the runs of a folder, the pools of a home) lists
+them with :func:`oa_vm.errors.listing`.
 
 Kept free of imports beyond ``re``: ``pool-status``'s fast path loads it.
 """

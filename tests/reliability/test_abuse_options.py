@@ -19,7 +19,9 @@ each kind refused by one shared rule wherever it is typed:
 - a value checked only after the work it ends: ``mock``'s run name and results folder (now
   the run's own checks, before its temporary pool is made), an ``--out`` in a folder that
   refuses new files such as ``/proc`` (``oa_vm.kit.safe_fs.check_out`` now tries the folder,
-  before the audit or export it would hold).
+  before the audit or export it would hold);
+- a results folder of hundreds of runs, which a refusal listed in full (``oa_vm.errors.listing``:
+  eight names and how many more, for runs, pools, images, workers and task IDs alike).
 
 Every case runs the real script as a subprocess, in a folder of its own as the current folder,
 and checks the exit code, exactly one line on stderr with no control character and no
@@ -233,3 +235,18 @@ def test_every_kind_is_tried_on_every_script() -> None:
     scripts = {script for script, _, _ in CASES.values()}
     assert scripts == {"oa-vm", "openadapt-evals", "openadapt-eval-flow"}
     assert DONE  # the finished run the snapshot covers
+
+
+@pytest.mark.parametrize("command", ["view", "compare", "export"])
+def test_an_unknown_run_among_many_is_named_in_one_short_line(
+    world: World, cwd: Path, tmp_path: Path, command: str
+) -> None:
+    """The refusal lists the folder's runs: eight of them and how many more, not all 300."""
+    many = tmp_path / "many"
+    for n in range(300):
+        (many / f"a-run-with-a-long-name-{n:04d}").mkdir(parents=True)
+        (many / f"a-run-with-a-long-name-{n:04d}" / "metadata.json").write_text("{}")
+    args = {"view": ("view", "nosuch"), "compare": ("compare", "a-run-with-a-long-name-0000",
+                                                    "nosuch"),
+            "export": ("export", "nosuch", "--format", "jsonl")}[command]
+    _refused(world, cwd, "openadapt-evals", (*args, "--results-dir", str(many)), None, {})
