@@ -136,6 +136,13 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "sweep --cloud local --image": ("openadapt-evals", (*_SWEEP, "--image", "ami-0"), None),
     "pool-create --cloud local --build-image": ("oa-vm", (*_CREATE, "--name", "t1",
                                                           "--build-image"), None),
+    # --- a value that kept no run, or every run, without a word
+    "runs --since abc": ("openadapt-evals", ("runs", "--results-dir", "{res}", "--since", "abc"),
+                         None),
+    "runs --since 0": ("openadapt-evals", ("runs", "--results-dir", "{res}", "--since", "0"),
+                       None),
+    "runs --results-dir a file": ("openadapt-evals", ("runs", "--results-dir",
+                                                      "{res}/" + DONE + "/metadata.json"), None),
     # --- a value checked only after the work it ends (a temporary pool made, then removed)
     "mock --run-name ../x": ("openadapt-evals", ("mock", "--tasks", "1", "--results-dir",
                                                  "{res}", "--run-name", "../x"), USAGE),
