@@ -21,6 +21,7 @@ from oa_vm.kit.env_knobs import knob_problem
 from oa_vm.kit.error_line import one_line
 from oa_vm.kit.lazy import typer
 from oa_vm.kit.redact import redact_text
+from oa_vm.kit.stdio import ensure_std_streams
 
 EXIT_INTERRUPTED = 130
 
@@ -135,6 +136,7 @@ def run_main(
     ``--debug`` may appear anywhere on the command line; it is removed before the app parses the
     arguments, so every sub-command accepts it.
     """
+    ensure_std_streams()  # started with a stream closed (<&-, >&-): the null device instead
     argv = sys.argv[1:]
     debug = _debug_requested(argv)
     sys.stdout = _PipeSafe(sys.stdout)

@@ -21,7 +21,9 @@ each kind refused by one shared rule wherever it is typed:
   refuses new files such as ``/proc`` (``oa_vm.kit.safe_fs.check_out`` now tries the folder,
   before the audit or export it would hold);
 - a results folder of hundreds of runs, which a refusal listed in full (``oa_vm.errors.listing``:
-  eight names and how many more, for runs, pools, images, workers and task IDs alike).
+  eight names and how many more, for runs, pools, images, workers and task IDs alike);
+- a standard stream closed at start (``<&-``, ``>&-``: ``oa_vm.kit.stdio``, where a question
+  or any output raised an ``AttributeError`` on ``None``).
 
 Every case runs the real script as a subprocess, in a folder of its own as the current folder,
 and checks the exit code, exactly one line on stderr with no control character and no
@@ -257,3 +259,38 @@ def test_an_unknown_run_among_many_is_named_in_one_short_line(
                                                     "nosuch"),
             "export": ("export", "nosuch", "--format", "jsonl")}[command]
     _refused(world, cwd, "openadapt-evals", (*args, "--results-dir", str(many)), None, {})
+
+
+# name: (the stream closed, script, arguments, the exit code); the shell closes the descriptor
+# and execs the script, so the script starts without it
+CLOSED: dict[str, tuple[str, str, tuple[str, ...], int]] = {
+    "pool-cleanup without stdin asks no one and refuses": (
+        "<&-", "oa-vm", ("pool-cleanup", "--name", POOL), 2),
+    "pool-pause -h without stdout": (">&-", "oa-vm", ("pool-pause", "-h"), 0),
+    "pool-list without stdout": (">&-", "oa-vm", ("pool-list",), 0),
+    "pool-status without stdout": (">&-", "oa-vm", ("pool-status", "--name", POOL), 0),
+    "runs without stdout": (">&-", "openadapt-evals", ("runs", "--results-dir", "{res}"), 0),
+    "flow's dry run without stdout": (">&-", "openadapt-eval-flow", ("--tasks", "3"), 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLOSED))
+def test_a_closed_standard_stream_is_no_traceback(world: World, cwd: Path, name: str) -> None:
+    """Started with stdin or stdout closed (``<&-``, ``>&-``): a question is refused as without
+    a terminal, output goes nowhere; never an AttributeError on ``None``."""
+    closed, script, args, code = CLOSED[name]
+    args = tuple(a.replace("{res}", str(world.results)) for a in args)
+    before = _records(world)
+    proc = subprocess.run(  # fixed argv: sh only closes the descriptor, then execs the script
+        ["sh", "-c", f'exec "$@" {closed}', "sh", str(BIN / script), *args],
+        capture_output=True, text=True, timeout=120, cwd=cwd,
+        env={**os.environ, "OA_VM_HOME": str(world.home)}, check=False,
+    )
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr and "unexpected error" not in proc.stderr, proc.stderr
+    if code:
+        assert "not asked (no terminal); pass -y" in proc.stderr, proc.stderr
+    else:
+        assert proc.stderr == "", proc.stderr
+    assert _records(world) == before
+    assert api.pool_status(POOL).state.value == "ready"
