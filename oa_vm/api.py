@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from oa_vm.clouds import facts, get_provider
+from oa_vm.clouds import facts, get_provider, known_clouds
 from oa_vm.clouds.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
 from oa_vm.clouds.local.faults import validate_faults
 from oa_vm.errors import (
@@ -103,6 +103,8 @@ def build_spec(
     hosts: list[str] | None = None,
     ssh_key: str | None = None,
     workers_per_host: int = 1,
+    image: str | None = None,
+    build_image: bool = False,
 ) -> PoolSpec:
     """Validate what the user asked for and turn it into a :class:`PoolSpec`.
 
@@ -118,6 +120,12 @@ def build_spec(
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidInputError(f"--workers must be a whole number of at least 1, not {workers}")
     get_provider(cloud)  # unknown cloud -> one line listing the known ones
+    for option, values in (("--region", regions), ("--allow-cidr", allow_cidrs),
+                           ("--host", hosts)):
+        # a string is iterable too, and would be taken letter by letter
+        if values is not None and (isinstance(values, str) or not all(
+                isinstance(v, str) for v in values)):
+            raise InvalidInputError(f"{option} must be a list of strings, not {values!r}")
     takes, limit = facts(cloud).options, facts(cloud).max_workers
     if workers > limit:
         raise InvalidInputError(f"--workers {workers} is more than the limit of {limit}")
@@ -144,13 +152,10 @@ def build_spec(
         raise InvalidInputError(
             f"--egress is not available for {cloud} pools: their guests reach what the host's "
             "own network allows (docs/providers.md)")
-    local_only = [o for o, v in (("--fault", faults), ("--ssh-via", ssh_via),
-                                 ("--tasks-dir", tasks_dir)) if v and o not in takes]
-    if local_only:  # only those given: sweep has --fault alone
-        raise InvalidInputError(
-            f"{' and '.join(local_only)} {'is' if len(local_only) == 1 else 'are'} for local "
-            "pools (--cloud local)"
-        )
+    _refuse_options_not_taken(cloud, takes, {
+        "--fault": faults, "--ssh-via": ssh_via, "--tasks-dir": tasks_dir, "--size": size,
+        "--region": regions, "--spot": spot, "--allow-cidr": allow_cidrs, "--image": image,
+        "--build-image": build_image})
     if tasks_dir is not None:
         folder = Path(tasks_dir).expanduser().resolve()
         if not folder.is_dir() or not any(folder.glob("*.json")):
@@ -161,7 +166,8 @@ def build_spec(
     if ssh_via is not None:
         _check_ssh_key(str(ssh_via.get("key_path", "")))
     validate_faults(dict(faults or {}))
-    pool_name = state.validate_pool_name(name) if name else _default_name()
+    # only None asks for the default: "" is a name, and refused as one
+    pool_name = _default_name() if name is None else state.validate_pool_name(name)
     from oa_vm.clouds.egress import parse_egress
 
     egress_mode, allowlist = parse_egress(egress)
@@ -185,7 +191,34 @@ def build_spec(
         hosts=list(hosts or []),
         ssh_key=str(Path(ssh_key).expanduser()) if ssh_key else None,
         workers_per_host=workers_per_host,
+        image=image,
+        build_image=build_image,
     )
+
+
+def _refuse_options_not_taken(cloud: str, takes: frozenset[str], given: dict[str, Any]) -> None:
+    """Refuse the options of ``given`` (name: value; an empty value is not given) that
+    ``cloud`` does not take (its :attr:`~oa_vm.clouds.declared.ProviderFacts.options`), naming
+    the clouds that do: never accepted and then ignored (a local pool's ``--size``, a garbage
+    ``--allow-cidr`` that nothing would read).
+
+    Raises:
+        InvalidInputError: the first such option, with the others that the same clouds take.
+    """
+    not_taken = [option for option, value in given.items() if value and option not in takes]
+    if not not_taken:
+        return
+
+    def takers(option: str) -> list[str]:
+        return [name for name in known_clouds() if option in facts(name).options]
+
+    clouds = takers(not_taken[0])
+    same = [option for option in not_taken if takers(option) == clouds]
+    where = (f"{' and '.join(clouds)} pools (--cloud {' or '.join(clouds)})" if clouds
+             else "no cloud")
+    raise InvalidInputError(f"{' and '.join(same)} {'is' if len(same) == 1 else 'are'} for "
+                            f"{where}; leave {'it' if len(same) == 1 else 'them'} out for "
+                            f"--cloud {cloud}")
 
 
 def _workers_on_hosts(takes: frozenset[str], limit: int, workers: int, hosts: list[str],

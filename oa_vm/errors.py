@@ -11,6 +11,19 @@ from pathlib import Path
 
 NO_POOLS_MESSAGE = "there are no pools; create one with 'oa-vm pool-create --cloud local'"
 
+LISTED = 8
+"""The most names an error lists (known runs, pools, workers...): the rest are counted."""
+
+
+def listing(names: list[str] | tuple[str, ...] | set[str], most: int = LISTED) -> str:
+    """``names`` for an error message, comma-separated: at most ``most`` of them, then how many
+    more there are (``a, b, c and 37 more``), so a folder of a thousand runs still makes a
+    line one can read."""
+    shown = list(names)
+    if len(shown) <= most:
+        return ", ".join(shown)
+    return f"{', '.join(shown[:most])} and {len(shown) - most} more"
+
 
 class OaVmError(Exception):
     """Base of every error oa-vm reports to a user."""
@@ -31,7 +44,7 @@ class PoolNotFoundError(OaVmError):
         self.name = name
         self.known = known or []
         hint = (
-            f"known pools: {', '.join(self.known)}"
+            f"known pools: {listing(self.known)}"
             if self.known
             else "there are no pools; create one with 'oa-vm pool-create'"
         )
@@ -54,7 +67,7 @@ class AmbiguousPoolError(OaVmError):
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
-        super().__init__(f"several pools exist ({', '.join(names)}); choose one with --pool")
+        super().__init__(f"several pools exist ({listing(names)}); choose one with --pool")
 
 
 class CorruptRecordError(OaVmError):

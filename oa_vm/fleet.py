@@ -65,6 +65,7 @@ from oa_vm.errors import (
     PoolNotReadyError,
     ProviderUnavailableError,
     ProvisioningError,
+    listing,
 )
 from oa_vm.kit.durations import format_duration
 from oa_vm.model import state
@@ -459,8 +460,8 @@ def repair_pool(
             unknown = [w for w in workers if w not in known]
             if unknown:
                 raise InvalidInputError(
-                    f"pool {record.name!r} has no worker {', '.join(unknown)} "
-                    f"(workers: {', '.join(sorted(known))})"
+                    f"pool {record.name!r} has no worker {listing(unknown)} "
+                    f"(workers: {listing(sorted(known))})"
                 )
         if fence is not None:
             fence()

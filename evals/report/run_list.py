@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from evals.results.records import RunMetadata
 from evals.results.run_reader import list_runs, read_metadata, read_records
 from evals.run.manifest import read_manifest
 from evals.run.metrics import summarize, table
+from oa_vm.kit.validate import folder_problem
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,21 @@ def list_run_rows(
         agent: Only runs of this agent (its name as given to ``--agent``).
         since: Only runs started on or after this ISO date or time (``2026-01-31``).
         hide_answers: Leave out runs whose agent saw the answers (oracles).
+
+    Raises:
+        InvalidRunInputError: ``root`` is a file, or ``since`` is not an ISO date or time
+            (compared as text, ``abc`` or ``0`` would quietly keep no run, or every run).
     """
+    problem = folder_problem("--results-dir", root)
+    if problem is not None:
+        raise InvalidRunInputError(problem)
+    if since is not None:
+        try:
+            datetime.fromisoformat(since)
+        except ValueError:
+            raise InvalidRunInputError(
+                f"--since {since!r} is not a date; give one as 2026-01-31 (or a time, "
+                "2026-01-31T09:00)") from None
     rows = [run_row(root / name) for name in list_runs(root)]
     if agent is not None:
         rows = [r for r in rows if r.agent == agent]

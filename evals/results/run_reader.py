@@ -27,6 +27,7 @@ from evals.results.records import (
     task_id_of_folder,
 )
 from evals.results.trials import trial_key
+from oa_vm.errors import listing
 from oa_vm.kit import safe_fs
 from oa_vm.kit.validate import Schema, record_problem
 
@@ -59,7 +60,7 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
         check_readable_folder(root, path)
     if not (path / METADATA_FILE).is_file():
         known = list_runs(root)
-        hint = f"known runs: {', '.join(known)}" if known else "it holds no runs"
+        hint = f"known runs: {listing(known)}" if known else "it holds no runs"
         raise InvalidRunInputError(
             f"no run named {run_name!r} in {root} ({hint}); "
             "pass --results-dir if it lives elsewhere"

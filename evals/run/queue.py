@@ -33,7 +33,6 @@ Trade-offs accepted:
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -46,6 +45,7 @@ from typing import Any
 
 from evals.results.records import AttemptRecord, TaskExecution
 from evals.results.trials import SEPARATOR, split_key
+from oa_vm.kit.env_knobs import seconds
 
 SCHEMA_VERSION = 1
 INTERRUPTED = "interrupted"
@@ -58,12 +58,9 @@ DEFAULT_MAX_ATTEMPTS = 3
 
 def task_lease_seconds() -> float:
     """How long a task lease outlives a silent controller: ``$OA_EVALS_TASK_LEASE_S`` when it
-    is a number of seconds above 0, else :data:`DEFAULT_LEASE_SECONDS`."""
-    try:
-        value = float(os.environ.get(LEASE_ENV) or DEFAULT_LEASE_SECONDS)
-    except ValueError:
-        return DEFAULT_LEASE_SECONDS
-    return value if 0 < value < float("inf") else DEFAULT_LEASE_SECONDS
+    is a number of seconds above 0, else :data:`DEFAULT_LEASE_SECONDS` (read by
+    :mod:`oa_vm.kit.env_knobs`: the console scripts refuse another value)."""
+    return seconds(LEASE_ENV, DEFAULT_LEASE_SECONDS)
 
 
 _SCHEMA = """

@@ -125,12 +125,12 @@ def pool_create(
         ssh_via=None if on_hosts else _parse_ssh_via(ssh_via, ssh_key),
         price_per_hour=price_per_hour, tasks_dir=tasks_dir, per_process=per_process,
         egress=egress, hosts=list(host or []), ssh_key=ssh_key if on_hosts else None,
-        workers_per_host=workers_per_host,
+        workers_per_host=workers_per_host, image=image, build_image=build_image,
     )
     if iso and "--iso" not in facts(cloud).options:
         raise InvalidInputError("--iso is for your own hosts (--cloud ssh); a cloud image "
                                 "takes it at: oa-vm image-create --iso PATH")
-    spec.image, spec.build_image, spec.iso = image, build_image, iso
+    spec.iso = iso
     if "0.0.0.0/0" in spec.allow_cidrs:
         _err("warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet")
     if plan_only:

@@ -33,6 +33,9 @@ def _terminal_columns() -> int:
 
 def main() -> None:
     """Print the help snapshot for ``oa-vm --help``; hand everything else to the Typer app."""
+    from oa_vm.kit.stdio import ensure_std_streams
+
+    ensure_std_streams()  # started with a stream closed (<&-, >&-): the null device instead
     if sys.argv[1:] in (["--help"], ["-h"]) and _terminal_columns() >= SNAPSHOT_MIN_COLUMNS:
         try:
             with open(HELP_SNAPSHOT, encoding="utf-8") as handle:

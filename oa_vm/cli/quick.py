@@ -106,6 +106,14 @@ def try_run(argv: Sequence[str]) -> int | None:
     if parsed is None:
         return None
     command, name, as_json, debug = parsed
+    from oa_vm.kit.env_knobs import knob_problem
+
+    knob = knob_problem()
+    if knob is not None:  # refused as run_main refuses it, for every command alike
+        from oa_vm.kit.error_line import one_line
+
+        print(one_line(f"{PROG}: error: {knob}"), file=sys.stderr)
+        return 2
     debug = debug or os.environ.get("OA_VM_DEBUG") == "1"
     try:
         from oa_vm.cli import pool_views
@@ -132,11 +140,14 @@ def try_run(argv: Sequence[str]) -> int | None:
             import traceback
 
             traceback.print_exception(exc)
+        from oa_vm.kit.error_line import one_line
+        from oa_vm.kit.redact import redact_text
+
         module = type(exc).__module__.split(".")[0]
         if module in ("oa_vm", "waa_client", "evals", "infra"):
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            print(one_line(f"{PROG}: error: {redact_text(str(exc))}"), file=sys.stderr)
             return int(getattr(exc, "exit_code", 1))
-        print(f"{PROG}: unexpected error: {type(exc).__name__}: {exc} (run again with --debug "
-              "for details)", file=sys.stderr)
+        print(one_line(f"{PROG}: unexpected error: {type(exc).__name__}: {redact_text(str(exc))} "
+                       "(run again with --debug for details)"), file=sys.stderr)
         return 1
     return 0

@@ -23,7 +23,9 @@ class ProviderFacts:
     Attributes:
         max_workers: The most workers one pool may have.
         options: The ``pool-create`` options it takes beyond those every provider takes
-            (``--fault``, ``--per-process``, ``--host``, ``--allow-cidr`` ...).
+            (``--fault``, ``--per-process``, ``--host``, ``--allow-cidr``, ``--size`` ...);
+            such an option given for a cloud that does not declare it is refused
+            (:func:`oa_vm.api.build_spec`), never ignored.
         simulated: Its workers are processes of this machine (the local pool): a refresh only
             checks them (cheap, so every status refreshes), the workers run no WAA of their
             own, and a failed create that recorded no worker left nothing behind.

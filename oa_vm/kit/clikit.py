@@ -10,14 +10,18 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from oa_vm.kit.env_knobs import knob_problem
+from oa_vm.kit.error_line import one_line
 from oa_vm.kit.lazy import typer
 from oa_vm.kit.redact import redact_text
+from oa_vm.kit.stdio import ensure_std_streams
 
 EXIT_INTERRUPTED = 130
 
@@ -132,6 +136,7 @@ def run_main(
     ``--debug`` may appear anywhere on the command line; it is removed before the app parses the
     arguments, so every sub-command accepts it.
     """
+    ensure_std_streams()  # started with a stream closed (<&-, >&-): the null device instead
     argv = sys.argv[1:]
     debug = _debug_requested(argv)
     sys.stdout = _PipeSafe(sys.stdout)
@@ -139,10 +144,17 @@ def run_main(
     args = [a for a in argv if a != "--debug"]
     global _typed_args
     _typed_args = args
+    command = typer.main.get_command(app) if isinstance(app, typer.Typer) else app
+    _refuse_blank_values(command, prog, args)
+    knob = knob_problem()
+    if knob is not None:  # a bad timing knob: refused before the command, not ignored in it
+        print(one_line(f"{prog}: error: {knob}"), file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    _finite_floats(command)
     try:
         # Outside standalone mode Click returns (not raises) the code of an Exit, Ctrl-C's
         # included, so the returned value is the exit status.
-        returned = app(args=args, prog_name=prog, standalone_mode=False)
+        returned = command(args=args, prog_name=prog, standalone_mode=False)
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
@@ -154,6 +166,81 @@ def run_main(
     if code == EXIT_INTERRUPTED:
         print(f"{prog}: interrupted", file=sys.stderr)
     sys.exit(code)
+
+
+EXIT_USAGE = 2
+
+
+def blank_value_problem(args: Sequence[str]) -> str | None:
+    """Why ``args`` cannot be run as typed: a value that is empty or only spaces (``--name ""``,
+    ``--results-dir=``, a blank argument), or ``None``.
+
+    No option of the console scripts means anything by an empty value, and several would
+    otherwise read it as "not given" and fall back to a default (a pool named ``waa-pool``, the
+    current folder as the results folder): refused, as a typo would be.
+    """
+    for i, token in enumerate(args):
+        if token == "--":
+            break
+        option, equals, value = token.partition("=")
+        if token.startswith("--") and equals and not value.strip():
+            return f"{option} was given an empty value; give one or leave {option} out"
+        if token.strip():
+            continue
+        before = args[i - 1] if i else ""
+        if before.startswith("-") and "=" not in before:
+            return f"{before} was given an empty value; give one or leave {before} out"
+        return "an argument is empty; give a value or leave it out"
+    return None
+
+
+def _command_path(command: Any, prog: str, args: Sequence[str]) -> str:
+    """``oa-vm pool-create``: the program and the sub-commands ``args`` name."""
+    path = [prog]
+    for token in args:
+        commands = getattr(command, "commands", None)
+        if isinstance(commands, dict) and token in commands:
+            command = commands[token]
+            path.append(token)
+        elif not token.startswith("-"):
+            break
+    return " ".join(path)
+
+
+def _refuse_blank_values(command: Any, prog: str, args: Sequence[str]) -> None:
+    """Exit 2 with one line when :func:`blank_value_problem` finds an empty value."""
+    problem = blank_value_problem(args)
+    if problem is not None:
+        where = _command_path(command, prog, args)
+        print(one_line(f"{prog}: error: {problem} (see '{where} --help')"), file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+
+
+def _finite_floats(command: Any) -> None:
+    """Make every option and argument of ``command`` and its sub-commands refuse ``nan`` and
+    ``inf`` where it takes a number, naming the option (Python's ``float()``, and so the
+    number options, take both).
+
+    A limit of ``inf`` means no limit and ``nan`` compares false with everything, so either
+    would pass a range check written as ``x < 0`` and end in a record as invalid JSON; one rule
+    here, run on the parsed value, covers every number option, those added later too.
+    """
+    for param in getattr(command, "params", ()):
+        if getattr(param, "_finite", False):
+            continue
+        given = param.callback
+
+        def finite(ctx: Any, par: Any, value: Any, given: Any = given) -> Any:
+            values = value if isinstance(value, tuple | list) else (value,)
+            for number in values:
+                if isinstance(number, float) and not math.isfinite(number):
+                    raise typer.BadParameter(f"must be a finite number, not {number}", ctx, par)
+            return given(ctx, par, value) if given is not None else value
+
+        param.callback = finite
+        param._finite = True
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _finite_floats(sub)
 
 
 def _report(
@@ -171,7 +258,7 @@ def _report(
         message = _as_typed(exc, _typed_args or [])
         # Point at the help of the command that was mistyped, not only the program's.
         command = getattr(getattr(exc, "ctx", None), "command_path", None) or prog
-        print(f"{prog}: error: {message} (see '{command} --help')", file=sys.stderr)
+        print(one_line(f"{prog}: error: {message} (see '{command} --help')"), file=sys.stderr)
         sys.exit(int(exc.exit_code))
     if debug and getattr(exc, "debug_traceback", True):
         # a traceback quotes messages and URLs (a worker's capability): masked like the line;
@@ -179,12 +266,12 @@ def _report(
         # so with debug_traceback = False, so --debug shows one traceback, not the harness's too
         print(redact_text("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
     if _is_known(exc, known):
-        print(f"{prog}: error: {redact_text(str(exc))}", file=sys.stderr)
+        print(one_line(f"{prog}: error: {redact_text(str(exc))}"), file=sys.stderr)
         sys.exit(int(getattr(exc, "exit_code", 1)))
     name = type(exc).__name__
     print(
-        f"{prog}: unexpected error: {name}: {redact_text(str(exc))} "
-        "(run again with --debug for details)",
+        one_line(f"{prog}: unexpected error: {name}: {redact_text(str(exc))} "
+                 "(run again with --debug for details)"),
         file=sys.stderr,
     )
     sys.exit(1)

@@ -12,13 +12,21 @@ shown as :func:`oa_vm.kit.durations.format_duration` prints them (``10m``, not `
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import typer
 
 from oa_vm.kit.clikit import typed_name
-from oa_vm.kit.durations import SECONDS, UNIT_NAMES, format_duration, is_bare, to_seconds
+from oa_vm.kit.durations import (
+    LONGEST_S,
+    SECONDS,
+    UNIT_NAMES,
+    format_duration,
+    is_bare,
+    to_seconds,
+)
 
 METAVAR = "<duration>"
 ALL = ("*",)
@@ -69,13 +77,17 @@ def duration(
                    else " (or 90s, 30m, 2h, 1d)")
             )
         try:
-            seconds = to_seconds(text, unit if takes_bare else None, zero_ok=zero_ok)
+            seconds = to_seconds(text, unit if takes_bare else None, zero_ok=zero_ok,
+                                 longest_s=math.inf)
         except ValueError as exc:
             raise typer.BadParameter(str(exc)) from None
-        if most is not None and seconds > most * SECONDS[unit]:
-            limit = format_duration(most * SECONDS[unit])
+        # the option's own limit, else the one every duration has
+        longest = most if most is not None else LONGEST_S / SECONDS[unit]
+        if seconds > longest * SECONDS[unit]:
+            limit = format_duration(longest * SECONDS[unit])
             if is_bare(text):  # said in the option's unit: the limit in it too
-                limit = f"{most:g} {UNIT_NAMES[unit]} ({limit})"
+                amount = f"{longest:g}" if longest < 1e6 else f"{longest:.0f}"
+                limit = f"{amount} {UNIT_NAMES[unit]} ({limit})"
             raise typer.BadParameter(f"must be at most {limit}, not {number}")
         return seconds / SECONDS[unit]
 

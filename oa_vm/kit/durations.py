@@ -18,6 +18,9 @@ _BARE = rf"^\s*({_NUMBER})\s*$"
 _PARTS = rf"(?i)^\s*(?:{_NUMBER}\s*[smhd]\s*)+$"
 _PART = rf"(?i)({_NUMBER})\s*([smhd])"
 EXAMPLES = "90s, 30m, 2h, 1d"
+LONGEST_S = 3650 * 86400.0
+"""No duration is longer than ten years: past it no wait, pause or expiry means anything, and
+past some point the clock's arithmetic overflows (a deadline of ``now + 1e30`` seconds)."""
 
 
 def is_bare(text: str) -> bool:
@@ -25,13 +28,16 @@ def is_bare(text: str) -> bool:
     return re.match(_BARE, text) is not None
 
 
-def to_seconds(text: str, bare_unit: str | None, *, zero_ok: bool = False) -> float:
+def to_seconds(text: str, bare_unit: str | None, *, zero_ok: bool = False,
+               longest_s: float = LONGEST_S) -> float:
     """Seconds for ``text``: ``90s``, ``30m``, ``2h``, ``1d``, ``1h30m``, or a bare number in
-    ``bare_unit`` (refused when ``bare_unit`` is ``None``).
+    ``bare_unit`` (refused when ``bare_unit`` is ``None``), at most ``longest_s`` seconds (a
+    caller with a limit of its own passes ``math.inf`` and words that limit itself).
 
     Raises:
-        ValueError: not a duration, a bare number where none is taken, or not more than zero
-            (zero allowed with ``zero_ok``); the message is a sentence about the value only.
+        ValueError: not a duration, a bare number where none is taken, not more than zero
+            (zero allowed with ``zero_ok``), or longer than :data:`LONGEST_S`; the message is
+            a sentence about the value only.
     """
     bare = re.match(_BARE, text)
     if bare is not None:
@@ -46,6 +52,9 @@ def to_seconds(text: str, bare_unit: str | None, *, zero_ok: bool = False) -> fl
         raise ValueError(f"{text!r} is not a duration; use e.g. {EXAMPLES}{unit}")
     if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not zero_ok):
         raise ValueError(f"{text!r} must be {'zero or ' if zero_ok else ''}more than zero")
+    if seconds > longest_s:
+        raise ValueError(f"{text.strip()!r} is longer than {format_duration(LONGEST_S)} "
+                         "(ten years); give a shorter duration")
     return seconds
 
 

@@ -243,6 +243,11 @@ def _check_out_folder(path: Path) -> None:
     if not os.path.isdir(parent):
         raise UnsafePathError(path, f"{parent} is not a folder; give a path in a folder")
     check_dir(parent, own_link=True)
+    # tried, not inferred: /proc and a read-only disk refuse even root, and the work an --out
+    # comes after (an audit, an export) must not be done first and then lost
+    problem = write_problem(parent)
+    if problem is not None:
+        raise UnsafePathError(path, f"{problem}; give a path in a folder you can write")
 
 
 def check_out(path: Path, *, marker: bytes, force: bool = False, option: str = "--out") -> None:

@@ -32,7 +32,9 @@ def number_problem(
     """
     if value is None:
         return None
-    if isinstance(value, bool) or not math.isfinite(float(value)):
+    if isinstance(value, bool) or not isinstance(value, int | float):  # the Python API's callers
+        return f"{option} must be a number, not {value!r}"
+    if not math.isfinite(float(value)):
         return f"{option} must be a finite number, not {value}"
     if above is not None and not value > above:
         return f"{option} must be more than {above:g}, not {value:g}"

@@ -14,7 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from oa_vm.errors import InvalidInputError, OaVmError
+from oa_vm.errors import InvalidInputError, OaVmError, listing
 from oa_vm.model import state
 
 IMAGE_SCHEMA_VERSION = 1
@@ -152,7 +152,7 @@ def load(image_id: str) -> ImageRecord:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         known = [r.id for r in list_records()]
-        hint = f"known images: {', '.join(known)}" if known else (
+        hint = f"known images: {listing(known)}" if known else (
             "there are no images; build one with 'oa-vm image-create'"
         )
         raise ImageNotFoundError(f"no image named {image_id!r} ({hint})") from None

@@ -52,6 +52,7 @@ import psutil
 
 from oa_vm.errors import OaVmError, PoolBusyError, PoolInUseError
 from oa_vm.kit import safe_fs
+from oa_vm.kit.env_knobs import seconds
 from oa_vm.model import state
 
 if TYPE_CHECKING:
@@ -95,12 +96,9 @@ def host_id() -> str:
 
 
 def stale_after_s() -> float:
-    """Seconds of heartbeat silence after which another host's lease may be taken over."""
-    try:
-        value = float(os.environ.get("OA_VM_LEASE_STALE_S") or STALE_AFTER_S)
-    except ValueError:
-        return STALE_AFTER_S
-    return value if value > 0 else STALE_AFTER_S
+    """Seconds of heartbeat silence after which another host's lease may be taken over:
+    ``$OA_VM_LEASE_STALE_S`` (read by :mod:`oa_vm.kit.env_knobs`), else :data:`STALE_AFTER_S`."""
+    return seconds("OA_VM_LEASE_STALE_S", STALE_AFTER_S)
 
 
 def lease_path(pool: str) -> Path:

@@ -19,7 +19,6 @@ A status that cannot be read (SSH down, no file) never means draining: only a no
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 import time
@@ -28,6 +27,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 
+from oa_vm.kit.env_knobs import seconds
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, WorkerRecord, WorkerState
 from oa_vm.reach import host_status
@@ -43,12 +43,9 @@ DEFAULT_CHECK_INTERVAL_S = 15.0
 
 def check_interval_s() -> float:
     """Seconds between two status reads of one worker in a run: ``$OA_VM_DRAIN_CHECK_S``, else
-    :data:`DEFAULT_CHECK_INTERVAL_S` (a value that is not a number >= 0 is ignored)."""
-    try:
-        value = float(os.environ.get("OA_VM_DRAIN_CHECK_S", ""))
-    except ValueError:
-        return DEFAULT_CHECK_INTERVAL_S
-    return value if value >= 0 else DEFAULT_CHECK_INTERVAL_S
+    :data:`DEFAULT_CHECK_INTERVAL_S` (read by :mod:`oa_vm.kit.env_knobs`: the console scripts
+    refuse a value that is not a number of seconds >= 0)."""
+    return seconds("OA_VM_DRAIN_CHECK_S", DEFAULT_CHECK_INTERVAL_S)
 
 
 @dataclass(frozen=True)

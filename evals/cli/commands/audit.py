@@ -17,6 +17,7 @@ import typer
 
 import oa_vm
 from evals.errors import InvalidRunInputError
+from oa_vm.errors import listing
 from oa_vm.kit import safe_fs
 from oa_vm.kit.validate import module_spec_problem
 
@@ -136,7 +137,7 @@ def _check_local_ids(wanted: str, known: set[str] | None = None) -> None:
     unknown = [t.strip() for t in wanted.split(",") if t.strip() and t.strip() not in known]
     if unknown:
         raise InvalidRunInputError(
-            f"--tasks: unknown task(s) {', '.join(unknown)}; 'openadapt-evals tasks' lists them"
+            f"--tasks: unknown task(s) {listing(unknown)}; 'openadapt-evals tasks' lists them"
         )
 
 

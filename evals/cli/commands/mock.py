@@ -54,6 +54,7 @@ def mock(
 
     from evals.report.viewer import write_view
     from evals.run.metrics import format_summary
+    from evals.run.prechecks import check_before_run
     from evals.run.runner import RunConfig, default_run_name, run_evaluation
 
     if agent not in MOCK_AGENTS:
@@ -65,21 +66,21 @@ def mock(
         tasks = str(task_count)
     selection = _local_selection(tasks)  # a bad selection: one line, before the pool
     pool = f"mock-{secrets.token_hex(4)}"
+    config = RunConfig(
+        pool=pool,
+        selection=selection,
+        agent=agent,
+        run_name=run_name or default_run_name(f"mock-{agent}"),
+        results_dir=results_dir,
+        read_timeout_s=30.0,
+    )
+    # a bad run name or results folder: one line, before the pool is made (as sweep checks)
+    checked = check_before_run(config, needs_home=True)
     _say(f"creating local pool {pool} with {workers} simulated worker(s)")
     try:
         oa_vm.create_pool(name=pool, cloud="local", workers=workers, ttl_hours=1.0)
         oa_vm.wait_pool(pool, timeout_s=120.0)
-        result = run_evaluation(
-            RunConfig(
-                pool=pool,
-                selection=selection,
-                agent=agent,
-                run_name=run_name or default_run_name(f"mock-{agent}"),
-                results_dir=results_dir,
-                read_timeout_s=30.0,
-            ),
-            on_event=_progress,
-        )
+        result = run_evaluation(config, on_event=_progress, checked=checked)
     finally:
         _say(f"removing local pool {pool}")
         oa_vm.remove_temporary_pool(pool, _say)  # never raises: the run's own error stays

@@ -158,8 +158,8 @@ def sweep(
         name=reused or name, cloud=cloud, workers=workers, faults=faults or None,
         price_per_hour=price_per_hour, size=size, regions=pool_opts.parse_regions(region),
         spot=spot, ttl_hours=ttl_hours, allow_cidrs=list(allow_cidr or []), egress=egress,
+        image=image, build_image=build_image,
     )
-    spec.image, spec.build_image = image, build_image
     config = replace(config, pool=spec.name)
     if oa_vm.pool_exists(spec.name) and spec.name != reused:
         # A sweep removes only the pool it made; an existing pool of that name is the user's.

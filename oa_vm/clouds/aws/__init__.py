@@ -48,7 +48,9 @@ class AwsBilling:
         return f"{os_gb} + {storage_gb} GB gp3 at ${GP3_PER_GB_MONTH:.2f}/GB"
 
 
-FACTS = ProviderFacts(options=frozenset({"--allow-cidr", "--egress"}), billing=AwsBilling(),
+FACTS = ProviderFacts(options=frozenset({"--allow-cidr", "--egress", "--size", "--region",
+                                          "--spot", "--image", "--build-image"}),
+                      billing=AwsBilling(),
                       cli="aws",
                       slow_first_pool=True, check_size=check_aws_size)
 """What the AWS provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""

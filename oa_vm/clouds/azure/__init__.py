@@ -83,7 +83,9 @@ class AzureBilling:
         return "; ".join(parts)
 
 
-FACTS = ProviderFacts(options=frozenset({"--allow-cidr", "--egress"}), billing=AzureBilling(),
+FACTS = ProviderFacts(options=frozenset({"--allow-cidr", "--egress", "--size", "--region",
+                                          "--spot", "--image", "--build-image"}),
+                      billing=AzureBilling(),
                       cli="az",
                       check_size=check_azure_size)
 """What the Azure provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""

@@ -70,3 +70,10 @@ def test_a_duration_parser_keeps_bare_numbers_when_it_cannot_tell_the_spelling()
     assert parse("8") == 8.0 and parse("90m") == 1.5 and parse(4.0) == 4.0
     with pytest.raises(typer.BadParameter, match="must be at most 365d, not 400d"):
         parse("400d")
+
+
+@pytest.mark.parametrize("text", ["3651d", "1e30", "1" + "0" * 40, "87601h"])
+def test_no_duration_is_longer_than_ten_years(text: str) -> None:
+    with pytest.raises(InvalidInputError, match="longer than 3650d"):
+        parse_duration(text, default_unit="s")
+    assert parse_duration("3650d") == 3650 * 86400

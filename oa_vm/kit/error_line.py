@@ -1,0 +1,48 @@
+"""The one rule that keeps an error message on one readable line.
+
+Messages quote what the user typed back to them (``--egress 'a\\nb': unknown egress mode``), and
+what they typed may hold a newline, another control character, or thousands of characters: a
+message printed as is would then be two lines, move the cursor, or fill the screen. Every error
+line the console scripts print passes :func:`one_line` (:mod:`oa_vm.kit.clikit` and the fast
+path :mod:`oa_vm.cli.quick`), so no message has to take care of it on its own. A message that
+lists names that grow with the user's data (the runs of a folder, the pools of a home) lists
+them with :func:`oa_vm.errors.listing`.
+
+Kept free of imports beyond ``re``: ``pool-status``'s fast path loads it.
+"""
+
+from __future__ import annotations
+
+import re
+
+LONGEST_WORD = 160
+"""A run of more characters than this without a space is cut in its middle (a path of a few
+folders, a URL or a region list stays whole)."""
+_KEEP_HEAD, _KEEP_TAIL = 100, 40
+# what str.splitlines() breaks a line at, and the other C0/C1 control characters; a tab is a
+# space here
+_CONTROL = "[\x00-\x1f\x7f-\x9f\u2028\u2029]"
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": " "}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
+def _shorten(match: re.Match[str]) -> str:
+    word = match.group()
+    return f"{word[:_KEEP_HEAD]}...({len(word)} characters)...{word[-_KEEP_TAIL:]}"
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of bounded length: control characters shown escaped (``\\n``,
+    ``\\x1b``), each run of over :data:`LONGEST_WORD` characters without a space cut to its
+    start and end, saying how long it was."""
+    text = re.sub(_CONTROL, _escape, text)
+    return re.sub(rf"\S{{{LONGEST_WORD + 1},}}", _shorten, text)
+
+
+__all__ = ["LONGEST_WORD", "one_line"]
