@@ -162,8 +162,8 @@ def pool_create(
 def _create_left(name: str) -> str:
     """What an interrupted create left, and what to do with it."""
     if state.exists(name):
-        return (f"pool {name!r} was not created whole (its local workers were stopped); remove "
-                f"what is left with 'oa-vm pool-cleanup --pool {name}'")
+        return (f"pool {name!r} was not created whole; remove what is left with 'oa-vm "
+                f"pool-cleanup --pool {name}'")
     return f"pool {name!r} was not created and nothing of it is left"
 
 
