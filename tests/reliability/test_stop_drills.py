@@ -43,14 +43,18 @@ def _one_error_line(stderr: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("signum", STOPS, ids=lambda s: s.name)
+@pytest.mark.parametrize(("signum", "per_process"),
+                         [(signal.SIGINT, 1), (signal.SIGTERM, 1), (signal.SIGINT, 2)],
+                         ids=["SIGINT", "SIGTERM", "SIGINT-2-per-process"])
 def test_pool_create_stopped_while_a_worker_starts_leaves_no_process_unrecorded(
-    home: Path, tmp_path: Path, signum: signal.Signals
+    home: Path, tmp_path: Path, signum: signal.Signals, per_process: int
 ) -> None:
-    # held with worker-0 recorded and worker-1's process just started, its PID not yet known
-    # to the command: the stop lands exactly where it used to leave worker-1 running for good
+    # held with the first process recorded and the second just started, its PID not yet known
+    # to the command: the stop lands exactly where it used to leave that process running for
+    # good (one worker per process, or two)
     gate = tmp_path / "start-gate"
-    argv, env = start_gate.command(gate, 2, "pool-create", "--cloud", "local", "--workers", "3",
+    argv, env = start_gate.command(gate, 2, "pool-create", "--cloud", "local", "--workers",
+                                   str(2 * per_process + 1), "--per-process", str(per_process),
                                    "--name", "cut", "-y")
     env["OA_VM_HOME"] = str(home)
     create = subprocess.Popen(  # fixed argv, no shell
@@ -59,7 +63,7 @@ def test_pool_create_stopped_while_a_worker_starts_leaves_no_process_unrecorded(
     )
     try:
         waiting = Path(f"{gate}.waiting")
-        wait_until(waiting.exists, "worker-1's process to start")
+        wait_until(waiting.exists, "the second process to start")
         started = int(waiting.read_text())
         create.send_signal(signum)
         gate.touch()
@@ -72,8 +76,8 @@ def test_pool_create_stopped_while_a_worker_starts_leaves_no_process_unrecorded(
     line = _one_error_line(stderr)
     assert line.startswith("oa-vm: error: interrupted; pool 'cut' was not created whole"), line
     assert "oa-vm pool-cleanup --pool cut" in line, line
-    # every worker it started was stopped, worker-1 too
-    wait_until(lambda: _gone(started), "worker-1's process to end")
+    # every process it started was stopped, the second too
+    wait_until(lambda: _gone(started), "the second process to end")
     assert not processes_of(home)
     removed = run_cli("oa-vm", "pool-cleanup", "--pool", "cut", "-y", home=home)
     assert removed.returncode == 0, removed.stderr
