@@ -90,6 +90,13 @@ class ProvisioningError(OaVmError):
     """The cloud (or the local process launcher) failed to create what was asked."""
 
 
+class PoolCommandInterrupted(OaVmError):
+    """Ctrl-C, SIGTERM or SIGHUP stopped a pool command once its own clean-up ran; the line
+    names the pool and what to do next (wait again, or remove what is left)."""
+
+    exit_code = 130
+
+
 class PoolNotReadyError(OaVmError):
     """Workers did not become ready in time, or the pool is not usable."""
 

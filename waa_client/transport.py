@@ -38,6 +38,10 @@ with h11 in pure Python, through its pool and stream objects), and the controlle
 at hundreds of workers (``docs/performance.md``), so this module stays; wall time per call is
 1.7 to 3.7 times ours through either. Run the benchmark again before changing this module.
 
+The read timeout bounds the whole answer, not each read of it: a server that sends a byte now
+and then (slow-loris) is timed out as a silent one is. A body above :data:`MAX_BODY` is refused
+before it is read.
+
 Failures are raised as the ``requests`` exceptions the clients already map
 (``ConnectTimeout``, ``ReadTimeout``, ``ConnectionError``), each carrying the socket error that
 names the cause. A pooled connection the server has closed is noticed before it is reused (the
@@ -50,6 +54,7 @@ import json as jsonlib
 import select
 import socket
 import threading
+import time
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -63,6 +68,11 @@ _READY_OR_GONE = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHU
 _RECV = 8192  # the status line and headers; a larger first read cost memory, not CPU saved
 _MAX_HEAD = 65536  # status line and headers; a server sending more is not a worker
 _MAX_CHUNK_LINE = 4096
+MAX_BODY = 256 * 1024 * 1024
+"""Bytes of one answer's body: a worker's largest answers (a 4K screenshot in base64, an
+accessibility tree of a busy desktop) are a few MB. A server announcing more, or sending more,
+is not a worker: refused before anything that size is allocated (a stray or hostile
+``Content-Length: 10000000000000`` used to end the controller with a MemoryError)."""
 
 
 class ProtocolError(ConnectionError):
@@ -75,6 +85,9 @@ class _Connection:
     def __init__(self, sock: socket.socket) -> None:
         self.sock: socket.socket | None = sock
         self.buffer = bytearray()
+        # the answer being read must be whole by then (time.monotonic()), None between answers
+        self.deadline: float | None = None
+        self.budget = 0.0
 
     def close(self) -> None:
         sock, self.sock = self.sock, None
@@ -83,9 +96,26 @@ class _Connection:
 
     # -- reading -----------------------------------------------------------------------------
 
+    def _arm(self) -> None:
+        """Give the socket's next read what is left of the answer's deadline: a server that
+        sends a byte now and then (slow-loris) still ends the call in time, as a silent one
+        does (one ``ioctl`` per read, next to the read's own system call).
+
+        Raises:
+            TimeoutError: the deadline has passed.
+        """
+        if self.deadline is None:
+            return
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no whole answer within {self.budget:g} s")
+        assert self.sock is not None
+        self.sock.settimeout(left)
+
     def _fill(self) -> bool:
         """Read what is there into the buffer; False at the end of the stream."""
         assert self.sock is not None
+        self._arm()
         data = self.sock.recv(_RECV)
         if not data:
             return False
@@ -112,6 +142,7 @@ class _Connection:
     def read_exactly(self, size: int) -> bytes:
         """``size`` body bytes (the buffered ones first, then straight from the socket)."""
         assert self.sock is not None
+        _check_size(size)
         if len(self.buffer) >= size:
             data = bytes(self.buffer[:size])
             del self.buffer[:size]
@@ -124,6 +155,7 @@ class _Connection:
             view[:have] = self.buffer
             self.buffer.clear()
             while have < size:
+                self._arm()
                 got = self.sock.recv_into(view[have:])
                 if not got:
                     raise ProtocolError(
@@ -148,6 +180,7 @@ class _Connection:
     def read_chunked(self) -> bytes:
         """A ``Transfer-Encoding: chunked`` body (trailer fields are read and dropped)."""
         parts: list[bytes] = []
+        total = 0
         while True:
             line = self.read_line()
             size = _number(line.split(b";", 1)[0].strip(), 16)
@@ -157,6 +190,8 @@ class _Connection:
                 while self.read_line():
                     pass
                 return b"".join(parts)
+            total += size
+            _check_size(total)
             parts.append(self.read_exactly(size))
             if self.read_exactly(2) != b"\r\n":
                 raise ProtocolError("a chunk does not end with CRLF")
@@ -164,10 +199,17 @@ class _Connection:
     def read_to_close(self) -> bytes:
         """A body delimited by the server closing the connection."""
         while self._fill():
-            pass
+            _check_size(len(self.buffer))
         data = bytes(self.buffer)
         self.buffer.clear()
         return data
+
+
+def _check_size(size: int) -> None:
+    """Refuse a body above :data:`MAX_BODY` (announced or received so far)."""
+    if size > MAX_BODY:
+        raise ProtocolError(f"the answer's body is {size} bytes or more, above the "
+                            f"{MAX_BODY // (1024 * 1024)} MB a worker's answer may be")
 
 
 def _number(text: bytes, base: int) -> int:
@@ -366,7 +408,10 @@ class LeanSession:
             assert conn.sock is not None
             conn.sock.settimeout(timeout[1])
             conn.sock.sendall(message)
+            # the read timeout bounds the whole answer, not each piece of it
+            conn.deadline, conn.budget = time.monotonic() + timeout[1], timeout[1]
             answer = _read_answer(conn, method)
+            conn.deadline = None
         except TimeoutError as e:
             conn.close()
             raise requests.exceptions.ReadTimeout(e) from e

@@ -22,7 +22,11 @@ workers):
   (``error/setup``, ``error/agent``, ``error/evaluation``), without retry;
 - the budget cap: dispatching stops, running tasks finish, the rest are recorded ``not_run``;
 - a worker that is draining (a spot interruption notice, :mod:`oa_vm.reach.drain`) finishes its task
-  and takes no new one (with ``--repair`` it is replaced when the pool can).
+  and takes no new one (with ``--repair`` it is replaced when the pool can);
+- the run folder refused a write (a full or read-only disk, a planted symlink:
+  :data:`oa_vm.kit.safe_fs.LOCAL_FILE_ERRORS`, the queue's included): the controller's own fault,
+  charged to no task and no worker; the run stops with that error, its attempts in flight
+  uncommitted (``--resume`` runs them).
 
 Every task ends with exactly one final record, committed to the queue before ``execution.json``
 is written, so a controller killed at any moment loses nothing that finished and ``--resume``
@@ -70,6 +74,7 @@ from evals.run.queue import AttemptFencedError, QueuedTask, QueueStatus, Release
 from evals.run.reset import ResetFailed, WorkerReset
 from oa_vm import LeaseLostError, PoolRemovingError
 from oa_vm.kit.redact import redact_text
+from oa_vm.kit.safe_fs import LOCAL_FILE_ERRORS, WriteFailedError, ensure_dir
 
 if TYPE_CHECKING:
     from evals.run.settings import RunConfig
@@ -246,6 +251,8 @@ class Dispatcher:
         beat.join(timeout=5.0)
         if self._fenced is not None:
             raise self._fenced
+        if isinstance(self._crash, LOCAL_FILE_ERRORS):
+            raise self._crash  # one line naming the file (evals.run.runner adds --resume)
         if self._crash is not None:
             raise EvalsError(
                 f"a dispatch loop failed ({type(self._crash).__name__}: {self._crash}); "
@@ -260,8 +267,16 @@ class Dispatcher:
         # at least every 5 s: the last heartbeat is also what an attempt a crash interrupted is
         # billed up to (evals.run.queue.TaskQueue.recover)
         interval = max(0.5, min(5.0, self.queue.lease_seconds / 3.0))
-        while not self._stop.wait(interval):
-            self.queue.heartbeat()
+        try:
+            while not self._stop.wait(interval):
+                self.queue.heartbeat()
+        except BaseException as exc:
+            # the queue's disk refused the heartbeat (full): stop the run as a loop that dies
+            # does, rather than let the leases run out unnoticed
+            self._crash = self._crash or exc
+            self._stop.set()
+            with self._wake:
+                self._wake.notify_all()
 
     def _worker_loop(self, worker: WorkerConnection) -> None:
         try:
@@ -271,8 +286,9 @@ class Dispatcher:
             self._stop.set()
         except BaseException as exc:
             # A loop that dies would leave its lease held and the others waiting for ever:
-            # stop the run instead (its leases are recovered by --resume) and report why.
-            self._crash = exc
+            # stop the run instead (its leases are recovered by --resume) and report why (the
+            # first: a full disk fails every loop, and the first says where it began).
+            self._crash = self._crash or exc
             self._stop.set()
         finally:
             with self._state_lock:
@@ -468,7 +484,7 @@ class Dispatcher:
         # every request of this attempt (a repaired worker's new clients too) carries the lease
         worker.waa.fence_token = worker.scoring.fence_token = self.fence_token(worker.name)
         self._emit(EventKind.TASK_STARTED, task_id=task_id, worker=worker.name)
-        _keep_earlier_evidence(self.folder.task_dir(task_id))
+        _keep_earlier_evidence(self.folder.task_dir(task_id), self.folder.path)
         began = time.monotonic()
         reset = self.resets.get(worker.name)
         try:
@@ -496,6 +512,10 @@ class Dispatcher:
                 done_reset.apply(execution)
         except FENCE_ERRORS:
             self._give_back(worker.name, lease)
+            raise
+        except LOCAL_FILE_ERRORS:
+            # the run folder refused a screenshot (a full disk): the controller's fault, not the
+            # task's or the worker's; the run stops and --resume runs the attempt again
             raise
         except ResetFailed as failed:
             execution = error_execution(info, failed.error_type, failed.message)
@@ -683,18 +703,24 @@ class _Fenced:
         return fenced
 
 
-def _keep_earlier_evidence(folder: Path) -> None:
+def _keep_earlier_evidence(folder: Path, root: Path) -> None:
     """Move an earlier attempt's screenshots to ``attempt_<n>/`` (the next free ``n``) before a
-    new attempt writes its own: no attempt deletes another's evidence."""
+    new attempt writes its own: no attempt deletes another's evidence. ``root``: the run folder.
+
+    Raises:
+        oa_vm.kit.safe_fs.WriteFailedError: the folder refused the move (read-only).
+    """
     shots = step_files(folder)
     if not shots:
         return
     n = 1
     while (folder / f"attempt_{n}").exists():
         n += 1
-    aside = folder / f"attempt_{n}"
-    aside.mkdir()
+    aside = ensure_dir(folder / f"attempt_{n}", root=root)
     for shot in shots:
-        shot.rename(aside / shot.name)
+        try:
+            shot.rename(aside / shot.name)
+        except OSError as exc:
+            raise WriteFailedError(aside / shot.name, exc) from exc
 
 

@@ -32,6 +32,7 @@ Trade-offs accepted:
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 import threading
@@ -46,6 +47,7 @@ from typing import Any
 from evals.results.records import AttemptRecord, TaskExecution
 from evals.results.trials import SEPARATOR, split_key
 from oa_vm.kit.env_knobs import seconds
+from oa_vm.kit.safe_fs import WriteFailedError
 
 SCHEMA_VERSION = 1
 INTERRUPTED = "interrupted"
@@ -87,6 +89,29 @@ CREATE INDEX IF NOT EXISTS tasks_by_expiry ON tasks (status, lease_expires_at);
 
 _CANDIDATE = "SELECT task_id, attempts, expected_seconds, last_worker FROM tasks"
 _LEASE_ORDER = "ORDER BY expected_seconds DESC, position ASC LIMIT 1"
+
+
+# SQLite's primary result codes for a write the disk refused (sqlite3.h): SQLITE_READONLY,
+# SQLITE_IOERR, SQLITE_FULL, SQLITE_CANTOPEN. The queue's content is fine; its disk is not.
+_DISK_CODES = {8: errno.EROFS, 10: errno.EIO, 13: errno.ENOSPC, 14: errno.EACCES}
+
+
+@contextmanager
+def disk_errors(path: Path) -> Iterator[None]:
+    """Around SQLite calls on the queue at ``path``: a write its disk refused (full, read-only,
+    failing) becomes :class:`oa_vm.kit.safe_fs.WriteFailedError` naming the file, as every other
+    write of the run does, instead of a ``sqlite3.OperationalError`` that reads like a damaged
+    queue; any other error passes unchanged."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        code = _DISK_CODES.get(getattr(exc, "sqlite_errorcode", 0) & 0xFF)
+        if code is None:
+            raise
+        # a full disk in the system's words; the others in SQLite's ("attempt to write a
+        # readonly database", "disk I/O error"), which say more than errno's
+        reason = os.strerror(code) if code == errno.ENOSPC else str(exc)
+        raise WriteFailedError(path, OSError(code, reason)) from exc
 
 
 class AttemptFencedError(LookupError):
@@ -158,10 +183,11 @@ class TaskQueue:
         self.interrupted: list[InterruptedAttempt] = []  # filled by recover()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
-        conn = self._conn()
-        conn.executescript(_SCHEMA)
-        _migrate_trials(conn)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        with disk_errors(path):
+            conn = self._conn()
+            conn.executescript(_SCHEMA)
+            _migrate_trials(conn)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # --- connections ------------------------------------------------------------------------
 
@@ -170,13 +196,18 @@ class TaskQueue:
         if conn is None:
             # check_same_thread=False only so close() can close every thread's connection;
             # each connection is still used by the one thread that opened it.
-            conn = sqlite3.connect(
-                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
-            )
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("PRAGMA busy_timeout = 30000")
+            with disk_errors(self.path):
+                conn = sqlite3.connect(
+                    self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+                )
+                try:
+                    conn.row_factory = sqlite3.Row
+                    conn.execute("PRAGMA journal_mode = WAL")
+                    conn.execute("PRAGMA synchronous = FULL")
+                    conn.execute("PRAGMA busy_timeout = 30000")
+                except BaseException:
+                    conn.close()
+                    raise
             self._local.conn = conn
             with self._all_lock:
                 self._all.append(conn)
@@ -185,18 +216,22 @@ class TaskQueue:
     @contextmanager
     def _tx(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
         conn = self._conn()
-        # synchronous is the connection's: set only when this thread's last commit differed
-        mode = "FULL" if durable else "NORMAL"
-        if getattr(self._local, "synchronous", "FULL") != mode:
-            conn.execute(f"PRAGMA synchronous = {mode}")
-            self._local.synchronous = mode
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        with disk_errors(self.path):
+            # synchronous is the connection's: set only when this thread's last commit differed
+            mode = "FULL" if durable else "NORMAL"
+            if getattr(self._local, "synchronous", "FULL") != mode:
+                conn.execute(f"PRAGMA synchronous = {mode}")
+                self._local.synchronous = mode
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                # SQLite has already rolled back a transaction its disk refused (a full disk):
+                # a second ROLLBACK would fail and hide why
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
 
     def close(self) -> None:
         """Close every connection this queue opened (call once the threads using it ended)."""

@@ -59,6 +59,7 @@ from evals.run.settings import (
     current_settings,
 )
 from evals.run.variations import add_variations, read_variations
+from oa_vm.kit.safe_fs import LOCAL_FILE_ERRORS, WriteFailedError
 from waa_client.inputs import check_id
 
 if TYPE_CHECKING:
@@ -585,6 +586,8 @@ def _open_queue(
 
     Raises:
         InvalidRunInputError: ``queue.sqlite`` is not a readable queue (nothing was changed).
+        oa_vm.kit.safe_fs.WriteFailedError: its disk refused the queue's writes (full,
+            read-only); the queue is whole and the same command runs once the disk is fixed.
     """
     import sqlite3
 
@@ -607,6 +610,11 @@ def _open_queue(
         ])
         queue.recover()
         queue.records()
+    except WriteFailedError:
+        # the disk refused the queue's writes (full, read-only): the queue itself is fine
+        if queue is not None:
+            queue.close()
+        raise
     except (sqlite3.DatabaseError, ValueError) as exc:
         if queue is not None:
             queue.close()
@@ -617,13 +625,47 @@ def _open_queue(
     return queue
 
 
+@contextlib.contextmanager
+def _resumable(folder: RunFolder) -> Iterator[None]:
+    """Around a run in its folder: a write the disk refused once the run has started (its
+    ``metadata.json`` is there) says to continue it with ``--resume``, since running the same
+    command again would find the run's name taken. Finished tasks are in the queue, kept."""
+    try:
+        yield
+    except WriteFailedError as exc:
+        if not folder.exists():
+            raise  # nothing started: the same command again starts it
+        raise exc.then_do("continue the run with --resume (finished tasks are kept)") from exc
+
+
+def _mark_interrupted(
+    folder: RunFolder, queue: TaskQueue, ledger: Ledger, exc: BaseException
+) -> None:
+    """``metadata.json`` marked interrupted (with why, when the pool lease was lost) and the
+    summary of what was recorded, for a run whose dispatch ``exc`` stopped. Best effort against
+    the run folder's disk: a disk that refused the run's writes (``exc``) may refuse these too,
+    and nothing here may replace the error that stopped the run; ``metadata.json`` left
+    ``running`` is continued by ``--resume`` all the same."""
+    from evals.run.dispatcher import FENCE_ERRORS
+
+    try:
+        ended = folder.update_metadata(
+            status=RunStatus.INTERRUPTED.value, ended_at=now_iso(), cost=ledger.totals())
+        if isinstance(exc, FENCE_ERRORS):  # the pool lease was lost: said why
+            ended = folder.update_metadata(stopped=str(exc))
+    except LOCAL_FILE_ERRORS:
+        return
+    _summary_of_interrupted(folder, queue, ended, said=isinstance(exc, LOCAL_FILE_ERRORS))
+
+
 def _summary_of_interrupted(
-    folder: RunFolder, queue: TaskQueue, metadata: RunMetadata
+    folder: RunFolder, queue: TaskQueue, metadata: RunMetadata, *, said: bool = False
 ) -> None:
     """An interrupted run still gets its ``summary.json`` (of what was recorded): a Ctrl-C that
     lands as the last task ends leaves a finished set of records, and without a summary the
     reader had to resume the run (a pool made for nothing) to get one. Best effort: nothing
-    here may hide the interrupt itself."""
+    here may hide the interrupt itself. ``said``: the run stopped because its folder refused a
+    write, which its error line says; a summary the same disk refused is not said again."""
     import logging
 
     try:
@@ -632,8 +674,9 @@ def _summary_of_interrupted(
         records = (TaskExecution.from_json(doc) for doc in committed.values())
         folder.write_summary(summarize(metadata, records, run=folder.path.name))
     except Exception as exc:  # a summary is a convenience; the interrupt must go on
-        logging.getLogger("evals").warning(
-            "no summary for the interrupted run %s: %s", folder.path.name, exc)
+        if not (said and isinstance(exc, LOCAL_FILE_ERRORS)):
+            logging.getLogger("evals").warning(
+                "no summary for the interrupted run %s: %s", folder.path.name, exc)
 
 
 def _reopen_errors(folder: RunFolder, queue: TaskQueue) -> list[str]:
@@ -706,7 +749,7 @@ def _run_in_folder(
         except FileExistsError:
             raise RunExistsError(str(folder.path)) from None
     # a resumed run's lock is taken before its pool leases (run_evaluation)
-    with contextlib.nullcontext() if locked else run_lock(folder):
+    with contextlib.nullcontext() if locked else run_lock(folder), _resumable(folder):
         if unstarted:
             if folder.exists():  # another controller started it meanwhile
                 raise RunExistsError(str(folder.path))
@@ -795,13 +838,7 @@ def _run_in_folder(
             try:
                 outcome = dispatcher.run()
             except BaseException as exc:
-                from evals.run.dispatcher import FENCE_ERRORS
-
-                ended = folder.update_metadata(
-                    status=RunStatus.INTERRUPTED.value, ended_at=now_iso(), cost=ledger.totals())
-                if isinstance(exc, FENCE_ERRORS):  # the pool lease was lost: said why
-                    ended = folder.update_metadata(stopped=str(exc))
-                _summary_of_interrupted(folder, queue, ended)
+                _mark_interrupted(folder, queue, ledger, exc)
                 raise
             finally:
                 for repairer in helpers.repairers:

@@ -6,6 +6,8 @@ starting at 1. The knobs (``--fault KEY=VALUE``, or the same keys in a dict):
 - ``latency=SECONDS``: added to every request.
 - ``error-rate=P``: that share of requests answers 500 (a seeded RNG, see ``seed=N``).
 - ``hang-after=N``: from request N on, accept the connection and never answer.
+- ``dribble-after=N``: from request N on, answer each request one body byte at a time,
+  :data:`DRIBBLE_PAUSE_S` apart (slow-loris: never silent long enough for a read timeout).
 - ``crash-after=N``: at request N the whole process exits at once (``os._exit``), as a
   guest that dies would; in-process users get their own process killed, by design.
 - ``screenshot-min-bytes=N``: pad every screenshot PNG to at least N bytes.
@@ -25,6 +27,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 CRASH_EXIT_CODE = 70
+DRIBBLE_PAUSE_S = 0.2
+"""Between two bytes of an answer under ``dribble-after``."""
 """Exit status of a process killed by ``crash-after`` (EX_SOFTWARE)."""
 
 
@@ -43,6 +47,7 @@ class Faults:
     crash_after: int | None = None
     screenshot_min_bytes: int = 0
     no_snapshots: bool = False
+    dribble_after: int | None = None
 
 
 def _number(key: str, value: object, *, low: float, high: float | None = None) -> float:
@@ -67,7 +72,7 @@ def _count(key: str, value: object, *, low: int) -> int:
 
 
 KNOBS = ("latency", "error-rate", "seed", "hang-after", "crash-after", "screenshot-min-bytes",
-         "no-snapshots")
+         "no-snapshots", "dribble-after")
 
 
 def parse_faults(knobs: Mapping[str, object] | None) -> Faults:
@@ -92,6 +97,8 @@ def parse_faults(knobs: Mapping[str, object] | None) -> Faults:
         if "hang-after" in values else None,
         crash_after=_count("crash-after", values["crash-after"], low=1)
         if "crash-after" in values else None,
+        dribble_after=_count("dribble-after", values["dribble-after"], low=1)
+        if "dribble-after" in values else None,
         screenshot_min_bytes=_count("screenshot-min-bytes",
                                     values.get("screenshot-min-bytes", 0), low=0),
         no_snapshots=_count("no-snapshots", values.get("no-snapshots", 0), low=0) > 0,
@@ -119,6 +126,7 @@ class Action(Enum):
     SERVE = "serve"
     ERROR = "error"
     HANG = "hang"
+    DRIBBLE = "dribble"
 
 
 class FaultGate:
@@ -145,4 +153,6 @@ class FaultGate:
             return Action.HANG
         if faults.latency > 0:
             time.sleep(faults.latency)
+        if faults.dribble_after is not None and number >= faults.dribble_after:
+            return Action.DRIBBLE
         return Action.ERROR if failed else Action.SERVE

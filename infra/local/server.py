@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from infra.local import cancel
 from infra.local.access import FENCE_HEADER, Guard
-from infra.local.faults import Action, FaultGate
+from infra.local.faults import DRIBBLE_PAUSE_S, Action, FaultGate
 
 log = logging.getLogger("infra.local")
 
@@ -294,17 +294,28 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as exc:  # WAA answers any failure with a 500
             log.error("%s %s failed:\n%s", app.name, request.path, traceback.format_exc())
             response = Response.error(str(exc), 500)
-        self._send(response)
+        self._send(response, dribble=action is Action.DRIBBLE)
 
-    def _send(self, response: Response, *, close: bool = False) -> None:
+    def _send(self, response: Response, *, close: bool = False, dribble: bool = False) -> None:
         try:
             self.send_response(response.status)
             self.send_header("Content-Type", response.content_type)
             self.send_header("Content-Length", str(len(response.body)))
-            if close:  # an unread body must not be taken for the next request
+            if close or dribble:  # an unread body must not be taken for the next request
                 self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(response.body)
+            if not dribble:
+                self.wfile.write(response.body)
+                return
+            self.wfile.flush()
+            # the dribble-after fault: a byte at a time until the client gives up (or the
+            # worker stops)
+            for index in range(len(response.body)):
+                if self.server.app.release.wait(DRIBBLE_PAUSE_S):
+                    break
+                self.wfile.write(response.body[index:index + 1])
+                self.wfile.flush()
+            self.close_connection = True
         except OSError:
             self.close_connection = True  # the client went away; nothing to tell it
 

@@ -14,7 +14,7 @@ import typer
 from oa_vm import api
 from oa_vm.cli import images as cli_images
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.cli.common import NameOpt, YesOpt, show_removal
+from oa_vm.cli.common import NameOpt, YesOpt, interrupt_says, show_removal
 from oa_vm.cli.common import confirm as _confirm
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
@@ -148,7 +148,8 @@ def pool_create(
         _echo(plan.describe())
         _echo(f"Pool {spec.name!r} expires at {state.format_time(spec.expires_at)}")
     _confirm(f"Create pool {spec.name!r}?", yes)
-    record = api.create_pool(spec, progress=_err if json_out else _echo)
+    with interrupt_says(lambda: _create_left(spec.name)):
+        record = api.create_pool(spec, progress=_err if json_out else _echo)
     if json_out:
         from oa_vm.cli.pool_views import status_json
 
@@ -156,6 +157,14 @@ def pool_create(
         return
     _echo(f"Pool {record.name!r} created with {len(record.workers)} worker(s).")
     _echo(f"Next: oa-vm pool-wait --pool {record.name}")
+
+
+def _create_left(name: str) -> str:
+    """What an interrupted create left, and what to do with it."""
+    if state.exists(name):
+        return (f"pool {name!r} was not created whole; remove what is left with 'oa-vm "
+                f"pool-cleanup --pool {name}'")
+    return f"pool {name!r} was not created and nothing of it is left"
 
 
 @app.command("pool-wait")
@@ -171,9 +180,14 @@ def pool_wait(
     """Wait until every worker of the pool is ready, showing each worker's phase."""
     from oa_vm.cli.wait_display import wait_display
 
-    timeout_s = pool_opts.wait_timeout(state.load(api.resolve_name(name)), timeout)
-    with wait_display(_echo, timeout_s) as show:  # live on a terminal, heartbeat lines otherwise
-        record = api.wait_pool(name, timeout_s=timeout_s, on_update=show)
+    pool = api.resolve_name(name)
+    timeout_s = pool_opts.wait_timeout(state.load(pool), timeout)
+    left = (f"pool {pool!r} is left as it is, its workers still starting: wait again with "
+            f"'oa-vm pool-wait --pool {pool}', or remove it with 'oa-vm pool-cleanup --pool "
+            f"{pool}'")
+    # live on a terminal, heartbeat lines otherwise
+    with interrupt_says(lambda: left), wait_display(_echo, timeout_s) as show:
+        record = api.wait_pool(pool, timeout_s=timeout_s, on_update=show)
     _echo(f"Pool {record.name!r} is ready: {len(record.workers)} worker(s).")
 
 

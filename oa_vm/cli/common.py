@@ -6,12 +6,15 @@ asked on a terminal; with no terminal nothing is asked and the command refuses i
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from oa_vm.errors import InvalidInputError, OaVmError
+from oa_vm.errors import InvalidInputError, OaVmError, PoolCommandInterrupted
 
 if TYPE_CHECKING:
     from oa_vm.clouds.base import CleanupReport
@@ -60,3 +63,22 @@ def show_removal(report: CleanupReport, what: str) -> None:
         for item in report.left:
             err(f"left: {item}")
         raise OaVmError(f"{what} was not fully removed; see the lines above")
+
+
+@contextlib.contextmanager
+def interrupt_says(next_steps: Callable[[], str]) -> Iterator[None]:
+    """Around a pool command's work: Ctrl-C, SIGTERM and SIGHUP (a closed terminal, a CI job
+    cancelled) all stop it as Ctrl-C does, so its own clean-up runs, and end it in one line,
+    ``interrupted; <next_steps()>`` (exit 130), asked once the clean-up ran, so it can say what
+    is left.
+
+    Raises:
+        PoolCommandInterrupted: a stop arrived inside the block.
+    """
+    from oa_vm.kit.signals import sigterm_as_interrupt
+
+    try:
+        with sigterm_as_interrupt((signal.SIGTERM, signal.SIGHUP)):
+            yield
+    except KeyboardInterrupt:
+        raise PoolCommandInterrupted(f"interrupted; {next_steps()}") from None

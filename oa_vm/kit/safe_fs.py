@@ -45,16 +45,31 @@ class UnsafePathError(OaVmError):
 
 
 class WriteFailedError(OaVmError):
-    """Writing a file or making a folder failed (no space left, read-only, permission)."""
+    """Writing a file or making a folder failed (no space left, read-only, permission).
 
-    def __init__(self, path: Path, exc: OSError) -> None:
+    ``then`` is what to do once the disk is fixed: run the command again, unless the caller
+    knows better (a run stopped half-way is continued with ``--resume``, :meth:`then_do`).
+    """
+
+    def __init__(self, path: Path, exc: OSError, then: str = "run the command again") -> None:
         self.path = path
         self.errno = exc.errno
+        self.cause = exc
         reason = exc.strerror or str(exc)
-        hint = "free some space and run the command again" if exc.errno in (
-            errno.ENOSPC, errno.EDQUOT
-        ) else "check the folder's permissions and free space, then run the command again"
-        super().__init__(f"could not write {path}: {reason}; {hint}")
+        fix = "free some space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else (
+            "check the folder's permissions and free space")
+        super().__init__(f"could not write {path}: {reason}; {fix}, then {then}")
+
+    def then_do(self, then: str) -> WriteFailedError:
+        """The same failure with another next step (``then``), for a caller that knows it."""
+        return WriteFailedError(self.path, self.cause, then)
+
+
+LOCAL_FILE_ERRORS = (UnsafePathError, WriteFailedError)
+"""What writing one of our own files can raise: this machine's disk or folders at fault (full,
+read-only, a planted symlink), never a remote party. A run stops on it, naming the file, instead
+of charging it to the task or the worker whose attempt was writing (:mod:`evals.run.dispatcher`).
+"""
 
 
 def _owner_name(uid: int) -> str:

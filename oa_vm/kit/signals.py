@@ -1,4 +1,5 @@
-"""Signals a long command treats as Ctrl-C, and signals a cleanup must not be stopped by.
+"""Signals a long command treats as Ctrl-C, signals a cleanup must not be stopped by, and
+signals a step that must not be cut in two holds until it ends.
 
 One place for both, used by ``oa-vm smoke`` (``oa_vm/cli/smoke_run.py``) and ``openadapt-evals
 sweep`` (``evals/cli/commands/sweep.py``): a SIGTERM (a CI job cancelled, ``kill``) must remove what
@@ -37,6 +38,33 @@ def signals_ignored(
     is not stopped half-way by a second Ctrl-C or ``kill``; the previous handlers are put back
     after it. Outside the main thread the block runs unchanged."""
     return _handled(signals, signal.SIG_IGN)
+
+
+@contextmanager
+def signals_deferred(
+    signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
+) -> Iterator[None]:
+    """Within the block, ``signals`` (Ctrl-C, SIGTERM, SIGHUP by default) wait: one that arrives
+    is delivered again as the block ends, to the handler that was there before (so a Ctrl-C
+    raises KeyboardInterrupt right after it). For a step that must not be cut in two: a process
+    started and the record that names it (:func:`oa_vm.clouds.local.fleet.launch_unit`).
+    Outside the main thread the block runs unchanged."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        arrived.append(signum)
+
+    previous = {s: signal.signal(s, hold) for s in signals}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+        for number in dict.fromkeys(arrived):  # each once, in the order they came
+            signal.raise_signal(number)
 
 
 @contextmanager

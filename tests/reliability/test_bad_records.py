@@ -6,13 +6,9 @@ The console scripts run as real subprocesses.
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +16,7 @@ import pytest
 
 from tests.support.cli import run_cli
 from tests.support.devices import special_file
+from tests.support.disks import fill, tmpfs
 
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
 
@@ -204,27 +201,9 @@ def test_view_of_a_300_character_name_is_one_clear_line(pooled: Path, done_run: 
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 256 KiB tmpfs of our own, filled to the last byte."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    made = subprocess.run(  # fixed argv, no shell
-        ["mount", "-t", "tmpfs", "-o", "size=256k", f"oa-vm-test-{uuid.uuid4().hex[:6]}",
-         str(mount)], capture_output=True, text=True, timeout=60, check=False,
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {made.stderr.strip()}")
-    try:
-        fd = os.open(mount / "filler", os.O_WRONLY | os.O_CREAT, 0o600)
-        try:
-            while os.write(fd, b"\0" * 4096):
-                pass
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC, exc
-        finally:
-            os.close(fd)
+    with tmpfs(tmp_path / "disk", "256k") as mount:
+        fill(mount)
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=60,
-                       check=False)
 
 
 def test_a_full_disk_is_one_line_naming_the_file_and_leaves_no_empty_pool_folder(

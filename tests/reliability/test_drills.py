@@ -202,3 +202,32 @@ def test_pause_and_cleanup_refuse_a_pool_a_run_is_using_and_the_run_finishes(
     removed = run_cli("oa-vm", "pool-cleanup", "--name", "inuse", "-y", home=home)
     assert removed.returncode == 0, removed.stderr
     assert not state.exists("inuse")
+
+
+def test_a_worker_dribbling_its_answers_times_out_its_tasks_and_is_quarantined(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    # One run over two pools, so that one worker alone misbehaves: from its 30th request on
+    # (its first task or two go well) "loris" answers one byte every 0.2 s, never silent for
+    # the 1 s read timeout. Each call must end at that timeout all the same: the attempt is
+    # retried on "good", and loris quarantined after two. (Each byte used to restart the read
+    # timeout: an observation took hours, and the run with it.)
+    api.create_pool(name="good", cloud="local", workers=1)
+    api.create_pool(name="loris", cloud="local", workers=1, faults={"dribble-after": "30"})
+    for name in ("good", "loris"):
+        api.wait_pool(name, timeout_s=120)
+    results = tmp_path / "results"
+    run = Controller(home, "run", "--pool", "good", "--pool", "loris", "--agent", "oracle",
+                     "--tasks", "all", "--run-name", "loris", "--step-pause", "0.2",
+                     "--read-timeout", "1", "--results-dir", str(results), log_dir=tmp_path)
+    controllers.append(run)
+    assert run.wait() == 0, run.output()
+    records = every_task_once(results / "loris", ALL_TASKS)
+    assert {r["status"] for r in records.values()} == {"success"}, run.output()
+    failed = [a for r in records.values() for a in r["previous_attempts"]
+              if a["worker"] == "loris/worker-0"]
+    assert len(failed) >= 2, run.output()
+    assert all(a["error_type"] == "infrastructure" and "no answer within 1s"
+               in a["error_message"] for a in failed), failed
+    metadata = json.loads((results / "loris" / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == ["loris/worker-0"], run.output()

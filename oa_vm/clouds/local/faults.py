@@ -11,7 +11,7 @@ import math
 from oa_vm.errors import InvalidInputError
 
 FAULT_KEYS = ("latency", "error-rate", "hang-after", "crash-after", "seed", "screenshot-min-bytes",
-              "no-snapshots")
+              "no-snapshots", "dribble-after")
 
 
 def validate_faults(faults: dict[str, str]) -> dict[str, str]:

@@ -159,13 +159,22 @@ def _unit_args(
 
 
 def launch_unit(
-    workers: list[WorkerRecord], faults: dict[str, str], tasks_dir: str | None, secret: Path
+    workers: list[WorkerRecord], faults: dict[str, str], tasks_dir: str | None, secret: Path,
+    *, record: PoolRecord, save: bool = False,
 ) -> None:
     """Start the process serving ``workers`` (one process, ``--count`` of them when several),
-    with the pool's ``secret`` file (:func:`secret_file`).
+    with the pool's ``secret`` file (:func:`secret_file`), and list them in ``record`` (added
+    when missing; the record saved too with ``save``, for a create that has no other save).
 
-    The ready file is removed first so a stale one is never read as the new process's ports.
+    The one rule of every local start: Ctrl-C, SIGTERM and SIGHUP wait from the moment the
+    process is started until ``record`` names it with its PID
+    (:func:`oa_vm.kit.signals.signals_deferred`), so a command stopped at any moment leaves no
+    process that no record names; whoever handles the stop (the create's clean-up, a fleet
+    operation's save) finds it there. The ready file is removed first so a stale one is never
+    read as the new process's ports.
     """
+    from oa_vm.kit.signals import signals_deferred
+
     first = workers[0]
     assert first.workdir is not None and first.log_path is not None
     safe_fs.ensure_dir(Path(first.workdir))
@@ -173,23 +182,28 @@ def launch_unit(
     with contextlib.suppress(FileNotFoundError):
         (Path(first.workdir) / "ready.json").unlink()
     log = safe_fs.open_private(Path(first.log_path))  # 0600: a log may quote requests
-    try:
-        proc = subprocess.Popen(  # fixed argv, no shell
-            _unit_args(workers, faults, tasks_dir, secret), stdin=subprocess.DEVNULL,
-            stdout=log, stderr=log, start_new_session=True, close_fds=True,
-        )
-    finally:
-        os.close(log)
-    created: float | None = None
-    with contextlib.suppress(psutil.Error):
-        created = psutil.Process(proc.pid).create_time()
-    for worker in workers:
-        worker.pid = proc.pid
-        worker.pid_create_time = created
-        worker.waa_url = worker.scoring_url = None
-        worker.state = WorkerState.STARTING
-        worker.phase = "process started"
-        worker.detail = None
+    with signals_deferred():
+        try:
+            proc = subprocess.Popen(  # fixed argv, no shell
+                _unit_args(workers, faults, tasks_dir, secret), stdin=subprocess.DEVNULL,
+                stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            )
+        finally:
+            os.close(log)
+        created: float | None = None
+        with contextlib.suppress(psutil.Error):
+            created = psutil.Process(proc.pid).create_time()
+        for worker in workers:
+            worker.pid = proc.pid
+            worker.pid_create_time = created
+            worker.waa_url = worker.scoring_url = None
+            worker.state = WorkerState.STARTING
+            worker.phase = "process started"
+            worker.detail = None
+            if not any(listed is worker for listed in record.workers):
+                record.workers.append(worker)
+        if save:
+            state.save(record)
 
 
 def read_unit_ready(workers: list[WorkerRecord]) -> bool:
@@ -289,8 +303,8 @@ def create_grouped(
                 )
                 for slot in range(min(per_process, spec.workers - first))
             ]
-            launch_unit(members, spec.faults, spec.tasks_dir, secret_file(spec.name))
-            record.workers.extend(members)
+            launch_unit(members, spec.faults, spec.tasks_dir, secret_file(spec.name),
+                        record=record, save=True)
             pending.append(members)
             progress(f"started {gname}: {members[0].name}..{members[-1].name} (pid "
                      f"{members[0].pid})")
@@ -299,7 +313,11 @@ def create_grouped(
         provider.stop_all(record)
         raise ProvisioningError(f"could not start the worker processes: {exc}") from exc
     except BaseException:
+        # Ctrl-C, a closed pipe, any failure: stop what was started before passing it on, and
+        # save the record that says so, as a pool of one worker per process does
         provider.stop_all(record)
+        if record.workers:
+            state.save(record)
         raise
     record.state = PoolState.PROVISIONING
     return record
@@ -352,7 +370,7 @@ def _restart(
         _stop_unit(provider, unit)  # a process half alive (some slots lost) is replaced whole
         if verb == "replaced":
             _clear_drain_notices(unit)
-        launch_unit(unit, faults, tasks_dir, secret_file(record.name))
+        launch_unit(unit, faults, tasks_dir, secret_file(record.name), record=record)
         started.append(unit)
         progress(f"{verb} {unit[0].name}" + (f"..{unit[-1].name}" if len(unit) > 1 else "")
                  + f" (pid {unit[0].pid})")
@@ -406,8 +424,7 @@ def _start_replacement(record: PoolRecord, draining: WorkerRecord, faults: dict[
     new = WorkerRecord(name=name, workdir=str(pool_dir / "workers" / name),
                        log_path=str(pool_dir / "logs" / f"{name}.log"), host=name,
                        ssh=draining.ssh)
-    launch_unit([new], faults, tasks_dir, secret_file(record.name))
-    record.workers.append(new)
+    launch_unit([new], faults, tasks_dir, secret_file(record.name), record=record)
     replacements.add_replacement(record, draining.name, name)
     progress(f"started {name} to replace draining {draining.name} (pid {new.pid})")
     return new

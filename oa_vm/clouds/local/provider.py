@@ -155,24 +155,23 @@ class LocalProvider:
                 host=name,  # its simulated host: its own process (simulated_host)
             )
             try:
-                self._launch(worker, spec.faults, spec.tasks_dir, secret_file(spec.name))
+                # Recorded as it starts (launch_unit): a command stopped or killed from here
+                # on leaves a record that names the process, so 'pool-cleanup' stops it.
+                self._launch(worker, record, spec.faults, spec.tasks_dir, secret_file(spec.name))
             except OSError as exc:
                 self.stop_all(record)
                 raise ProvisioningError(f"could not start {name}: {exc}") from exc
             except BaseException:
                 self.stop_all(record)
                 raise
-            record.workers.append(worker)
-            # Recorded as soon as it exists: a command killed from here on leaves a record
-            # that names the process, so 'pool-cleanup' stops it.
-            state.save(record)
             progress(f"started {name} (pid {worker.pid})")
         self._await_ports(record, progress)
 
     def _launch(
-        self, worker: WorkerRecord, faults: dict[str, str], tasks_dir: str | None, secret: Path
+        self, worker: WorkerRecord, record: PoolRecord, faults: dict[str, str],
+        tasks_dir: str | None, secret: Path,
     ) -> None:
-        launch_unit([worker], faults, tasks_dir, secret)
+        launch_unit([worker], faults, tasks_dir, secret, record=record, save=True)
 
     def _await_ports(self, record: PoolRecord, progress: Progress) -> None:
         from waa_client.poll import poll_until

@@ -345,3 +345,43 @@ def test_progress_counts_only_the_selections_own_trials(
     _run(dispatcher, pool)
     after = dispatcher.snapshot()
     assert after.done <= after.total == 2
+
+
+@pytest.mark.parametrize("refusal", ["no space", "planted symlink"])
+def test_a_run_folder_that_refuses_a_write_stops_the_run_and_blames_no_worker(
+    run_folder: RunFolder, queue: TaskQueue, monkeypatch: pytest.MonkeyPatch, refusal: str
+) -> None:
+    """A screenshot the run folder refused (a full disk, a symlink planted in it) is the
+    controller's fault: the run stops with that error, the attempt is neither released nor
+    committed (``--resume`` recovers its lease) and the worker is not charged. Kills the
+    ``except LOCAL_FILE_ERRORS: raise`` of ``_run_one`` removed (the attempt became the
+    worker's infrastructure error, retried elsewhere, the worker quarantined), and
+    ``Dispatcher.run`` wrapping it in its generic "a dispatch loop failed"."""
+    import errno
+
+    from oa_vm.kit.safe_fs import UnsafePathError, WriteFailedError
+
+    shot = run_folder.task_dir("t0") / "step_000.png"
+    error = (WriteFailedError(shot, OSError(errno.ENOSPC, "No space left on device"))
+             if refusal == "no space" else UnsafePathError(shot, "it is a symlink"))
+    pool = FakePool(ErrorType.INFRASTRUCTURE)
+
+    def refused(waa: Any, *args: Any, **kwargs: Any) -> TaskExecution:
+        if waa.worker_name == "broken":
+            with pool._cond:  # broken's loop ends here: healthy's turn comes now
+                pool.runs.append(("broken", args[2]))
+                pool._broken_gone = True
+                pool._cond.notify_all()
+            raise error
+        return FakePool.run_task(pool, waa, *args, **kwargs)
+
+    dispatcher = _dispatcher(pool, run_folder, queue, ["t0", "t1"], monkeypatch,
+                             quarantine_after=1)
+    monkeypatch.setattr(dispatcher_module, "run_task", refused)
+    with pytest.raises(type(error)) as raised:
+        _run(dispatcher, pool)
+    assert raised.value is error
+    assert "t0" in queue.ids_with_status(QueueStatus.LEASED)
+    assert queue.history("t0") == []  # nothing released in the worker's name
+    assert not dispatcher._quarantined
+    assert not (run_folder.task_dir("t0") / "execution.json").exists()

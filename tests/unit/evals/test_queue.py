@@ -341,3 +341,28 @@ def test_unfinished_says_whether_anything_is_pending_or_leased(tmp_path: Path) -
     assert q.unfinished()  # b is leased
     q.complete(b.task_id, _record(b.task_id))
     assert not q.unfinished()
+
+
+@pytest.mark.parametrize(("limit", "reason"), [
+    ("PRAGMA max_page_count = 1", "No space left on device"),  # SQLite's own "disk is full"
+    ("PRAGMA query_only = 1", "attempt to write a readonly database"),
+], ids=["full", "read-only"])
+def test_a_write_its_disk_refuses_names_the_queue_file_and_keeps_what_was_committed(
+    tmp_path: Path, limit: str, reason: str
+) -> None:
+    """SQLite's disk errors are a write that failed, named like every other write of the run
+    (never "the queue is unreadable"), and the transaction they cut is rolled back whole."""
+    from oa_vm.kit.safe_fs import WriteFailedError
+
+    q = _queue(tmp_path)
+    try:
+        q.add([("a", 1.0)])
+        q._conn().execute(limit)  # this thread's connection: the one the writes below use
+        with pytest.raises(WriteFailedError) as refused:
+            q.add([(f"t{n}", 1.0) for n in range(2000)])
+        message = str(refused.value)
+        assert message.startswith(f"could not write {tmp_path / 'queue.sqlite'}: {reason};")
+        assert q.task_ids() == ["a"]  # the refused transaction left nothing behind
+        assert not q._conn().in_transaction
+    finally:
+        q.close()

@@ -1,4 +1,5 @@
-"""SIGTERM inside ``sigterm_as_interrupt`` is a Ctrl-C; outside it, the old handler is back."""
+"""SIGTERM inside ``sigterm_as_interrupt`` is a Ctrl-C; outside it, the old handler is back.
+Inside ``signals_deferred`` a Ctrl-C waits for the block's end."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import threading
 
 import pytest
 
-from oa_vm.kit.signals import sigterm_as_interrupt
+from oa_vm.kit.signals import signals_deferred, sigterm_as_interrupt
 
 
 def test_sigterm_raises_keyboard_interrupt_then_the_old_handler_is_back() -> None:
@@ -61,3 +62,20 @@ def test_a_cleanup_shielded_from_sigterm_and_ctrl_c_inside_a_sigterm_block_finis
         for _ in range(1000):
             pass
     assert finished
+
+
+def test_a_ctrl_c_inside_signals_deferred_arrives_once_the_block_has_ended() -> None:
+    finished = []
+    before = signal.getsignal(signal.SIGINT)
+    if before is not signal.default_int_handler:
+        pytest.skip("Ctrl-C is not Python's KeyboardInterrupt in this process")
+    with pytest.raises(KeyboardInterrupt):
+        with signals_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)  # twice: delivered once
+            for _ in range(1000):  # the handler runs between bytecodes of the main thread
+                pass
+            finished.append("the step")  # not cut in two
+        finished.append("after")  # never reached: the Ctrl-C arrives as the block ends
+    assert finished == ["the step"]
+    assert signal.getsignal(signal.SIGINT) is before

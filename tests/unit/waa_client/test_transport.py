@@ -311,3 +311,72 @@ def test_each_url_is_parsed_once_however_many_workers_it_talks_to(
     finally:
         session.close()
     assert len(parsed) == len(urls)
+
+
+class DribblingServer:
+    """A loopback server that answers every request with ``head``, then its body one byte at
+    a time, ``pause`` seconds apart (slow-loris: never silent long enough for a read timeout)."""
+
+    def __init__(self, head: bytes, body: bytes, pause: float) -> None:
+        self.head, self.body, self.pause = head, body, pause
+        self._stop = threading.Event()
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self._sock.accept()
+        except OSError:
+            return
+        with conn:
+            try:
+                conn.recv(65536)
+                conn.sendall(self.head)
+                for byte in self.body:
+                    if self._stop.wait(self.pause):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                return  # the client gave up and closed: what the test wants
+
+    def close(self) -> None:
+        self._stop.set()
+        self._sock.close()
+        self._thread.join(timeout=10)
+
+
+def test_a_worker_dribbling_its_answer_byte_by_byte_times_out_within_the_read_timeout() -> None:
+    # 400 bytes 0.1 s apart: each read gets a byte well within the 1 s read timeout, so only a
+    # deadline on the whole answer ends the call (before it, the call took the 40 s the server
+    # chose, and a slower server held the attempt for as long as it liked)
+    body = b"x" * 400
+    server = DribblingServer(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: 400\r\n\r\n", body, 0.1)
+    try:
+        with WaaClient(server.url, retries=0, read_timeout=1.0) as client, pytest.raises(
+            WorkerTimeoutError, match="no answer within 1s"
+        ) as info:
+            client.probe()
+        assert info.value.is_infrastructure  # the task is retried elsewhere
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    "head",
+    [b"HTTP/1.1 200 OK\r\nContent-Length: 10000000000000\r\n\r\n",
+     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffff\r\n"],
+    ids=["content-length", "chunk"],
+)
+def test_an_answer_announcing_a_huge_body_is_refused_before_it_is_read(head: bytes) -> None:
+    server = DribblingServer(head, b"", 0.1)
+    try:
+        with WaaClient(server.url, retries=0, read_timeout=30.0) as client, pytest.raises(
+            WorkerUnreachableError, match="above the 256 MB a worker's answer may be"
+        ) as info:
+            client.probe()
+        assert info.value.is_infrastructure and not isinstance(info.value, WorkerTimeoutError)
+    finally:
+        server.close()

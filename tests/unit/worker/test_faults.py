@@ -18,6 +18,7 @@ def test_all_knobs() -> None:
          "screenshot-min-bytes=1000"]
     )
     assert faults == Faults(0.25, 0.5, 3, 10, 20, 1000)
+    assert parse_fault_args(["dribble-after=5"]) == Faults(dribble_after=5)
     assert parse_faults({"error_rate": 1, "hang_after": "2"}) == Faults(error_rate=1.0,
                                                                         hang_after=2)
 
@@ -33,6 +34,7 @@ def test_all_knobs() -> None:
         (["latency=nan"], "latency=nan"),
         (["error-rate=1.5"], "from 0 to 1"),
         (["hang-after=0"], ">= 1"),
+        (["dribble-after=0"], ">= 1"),
         (["crash-after=2.5"], "not a whole number"),
         (["seed=-2"], ">= 0"),
         (["screenshot-min-bytes=big"], "not a whole number"),
