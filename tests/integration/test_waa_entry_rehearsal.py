@@ -16,6 +16,7 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,7 +101,10 @@ def make_rehearsal(tmp_path: Path) -> Rehearsal:
     return host
 
 
-def bootstrap(host: Rehearsal, mode: str, timeout_s: int = 120, **fake: str) -> Rehearsal:
+def bootstrap(host: Rehearsal, mode: str, timeout_s: int = 120,
+              then: Callable[[Rehearsal], None] | None = None, **fake: str) -> Rehearsal:
+    """Run the shipped ``bootstrap.sh MODE``; ``then(host)`` runs once it has ended, while
+    the container still runs (it is stopped afterwards in any case)."""
     env = standin_env(host.tmp / "bin", host.state_dir, **fake)
     env["PATH"] = f"{host.tmp / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin"
     env.update({
@@ -120,6 +124,8 @@ def bootstrap(host: Rehearsal, mode: str, timeout_s: int = 120, **fake: str) -> 
         done = subprocess.run(
             ["unshare", "--net", BASH, "-c", script, str(host.ship / "bootstrap.sh"), mode],
             env=env, capture_output=True, text=True, timeout=timeout_s + 180, check=False)
+        if then is not None:
+            then(host)
     finally:
         waa_container.stop_container(host.state_dir)
         scorer = host.state_dir / "scorer.pid"
@@ -188,7 +194,39 @@ def test_a_build_succeeds_though_waas_entry_exits_127_and_pools_boot_from_it(
     assert pool.returncode == 0, pool.output + pool.log()
     assert (pool.status()["state"], pool.status()["step"]) == ("done", "ready")
     assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
-    assert "PID 1 is /bin/bash /entry.sh --prepare-image false --start-client false" in pool.log()
+    assert ("PID 1 is /bin/bash /oa-vm/waa_entry.sh --prepare-image false --start-client false"
+            in pool.log())
+
+
+def docker(host: Rehearsal, *args: str) -> subprocess.CompletedProcess[str]:
+    """The ``docker`` stand-in, as the host's own commands run it (e.g. a pause's ``stop``)."""
+    env = standin_env(host.tmp / "bin", host.state_dir,
+                      FAKE_WAA_ROOTFS=str(host.tmp / "waa-rootfs"),
+                      FAKE_BASE_ROOTFS=str(host.tmp / "dockur-rootfs"))
+    return subprocess.run([str(host.tmp / "bin" / "docker"), *args], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_docker_stop_reaches_dockurs_shutdown_through_waas_entry(tmp_path: Path) -> None:
+    """'docker stop' (a pause on an own host, a host shutting down) signals PID 1 alone. dockur
+    counts on that signal reaching its trap, which shuts Windows down by ACPI within the
+    container's 120 s stop timeout. With WAA's entry.sh as PID 1 (a bash script that traps
+    nothing) the kernel dropped it: Windows was killed 120 s later (137). Our PID 1 passes it on
+    to dockur's tini."""
+    host = make_rehearsal(tmp_path)
+    assert bootstrap(host, "build").returncode == 0, host.output + host.log()
+    stopped: list[subprocess.CompletedProcess[str]] = []
+    pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path),
+                     then=lambda h: stopped.append(docker(h, "stop", "winarena")))
+    assert pool.returncode == 0, pool.output + pool.log()
+    assert stopped and stopped[0].returncode == 0, stopped
+    log = pool.log()
+    assert "Received SIGTERM signal, sending ACPI shutdown signal..." in log, log
+    assert (pool.container / "rc").read_text().strip() == "143"  # not SIGKILL's 137
+    assert log.index("guest: ACPI power button") < log.index("guest: powered off")
+    assert "❯ Shutdown completed!" in log
+    assert "oa-vm entry: received SIGTERM: passing SIGTERM to dockur's runtime" in log
+    assert "oa-vm entry: dockur's runtime ended after SIGTERM" in log
 
 
 def test_an_own_hosts_build_fills_its_image_cache_and_its_workers_boot_from_copies(
