@@ -23,6 +23,7 @@
 #   0  (prepare mode) QEMU exited and dockur marked the install as booted from its disk
 #   3  (prepare mode) QEMU still ran OA_VM_POWEROFF_TIMEOUT_S seconds after WAA's entry.sh ended
 #   4  (prepare mode) QEMU exited but dockur wrote no windows.boot (never booted from its disk)
+#   5  (a pool) dockur's runtime ended while WAA's entry.sh kept the container alive
 #   128+N  stopped by signal N, once dockur's runtime has ended
 # Otherwise WAA's entry.sh's own exit code (a pool's container ends when WAA's does).
 set -uo pipefail
@@ -34,6 +35,7 @@ OA_VM_ENTRY_POLL_S="${OA_VM_ENTRY_POLL_S:-2}"
 OA_VM_POWEROFF_TIMEOUT_S="${OA_VM_POWEROFF_TIMEOUT_S:-1800}"
 EXIT_POWEROFF_TIMEOUT=3
 EXIT_NO_BOOT_MARKER=4
+EXIT_WINDOWS_GONE=5
 
 say() {
   echo "oa-vm entry: $*"
@@ -105,14 +107,34 @@ while [ "$#" -gt 0 ]; do
 done
 
 # WAA's entry.sh as a child (not exec'd: PID 1 must keep the traps); 'wait' returns early when a
-# trapped signal arrives, so it is asked again until the child has ended or a stop began.
+# trapped signal arrives, so it is asked again until the child has ended or a stop began. A
+# pool's WAA entry.sh never ends (--start-client false: a 'sleep 60' loop, W:entry.sh:107-111),
+# whatever happens to Windows: when dockur's runtime, once seen, has ended (QEMU crashed, Windows
+# shut itself down) PID 1 ends the container itself, non-zero, so that its restart policy
+# (bootstrap.sh: on-failure) boots Windows again instead of a container that runs without it.
 "$OA_VM_ENTRY_WAA" "${args[@]}" &
 waa=$!
 code=0
+seen=""
 while [ -z "$stopped" ] && kill -0 "$waa" 2>/dev/null; do
+  if [ "$prepare" = true ]; then
+    wait "$waa"
+    code=$?
+    continue
+  fi
+  if dockur_running; then
+    seen=1
+  elif [ -n "$seen" ]; then
+    say "dockur's runtime ended while the worker was in use: Windows is off; ending the container for its restart policy"
+    exit "$EXIT_WINDOWS_GONE"
+  fi
+  sleep "$OA_VM_ENTRY_POLL_S" &
+  wait "$!"
+done
+if ! kill -0 "$waa" 2>/dev/null && [ "$prepare" != true ] && [ -z "$stopped" ]; then
   wait "$waa"
   code=$?
-done
+fi
 
 # await_dockur: until dockur's runtime has ended; after a stop signal Docker's own stop timeout
 # (SIGKILL) is the deadline, else OA_VM_POWEROFF_TIMEOUT_S (exit 3).

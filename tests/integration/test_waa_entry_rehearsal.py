@@ -16,6 +16,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -447,3 +448,46 @@ def test_a_build_from_a_local_iso_installs_from_the_uploaded_file(tmp_path: Path
     pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path))
     assert pool.returncode == 0, pool.output + pool.log()
     assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
+
+
+def _guest_pid() -> int:
+    """The rehearsal's Windows guest (its ``guest.py`` process)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"oa-rehearsal/guest.py" in cmdline.read_bytes():
+                return int(cmdline.parent.name)
+        except OSError:
+            continue
+    raise AssertionError("the rehearsal's guest is not running")
+
+
+def test_windows_gone_from_a_pools_container_ends_it_for_its_restart_policy(
+    tmp_path: Path,
+) -> None:
+    """A pool's WAA entry.sh never ends (a 'sleep 60' loop): a Windows that shut itself down (a
+    task's command through WAA's /shutdown here) left a container running without Windows, and
+    its restart policy (on-failure) never acted. Our PID 1 ends it, code 5."""
+    host = make_rehearsal(tmp_path)
+    assert bootstrap(host, "build").returncode == 0, host.output + host.log()
+    ended: list[str] = []
+
+    def shut_windows_down(h: Rehearsal) -> None:
+        guest = _guest_pid()
+        subprocess.run(["nsenter", "--net", "--target", str(guest), "curl", "-fsS",
+                        "--max-time", "10", "-X", "POST", "http://127.0.0.1:5000/shutdown"],
+                       check=True, capture_output=True, timeout=60)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            state = docker(h, "inspect", "-f", "{{.State.Running}} {{.State.ExitCode}}",
+                           "winarena").stdout.strip()
+            if not state.startswith("true"):
+                ended.append(state)
+                return
+            time.sleep(0.5)
+
+    pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path),
+                     then=shut_windows_down)
+    assert pool.returncode == 0, pool.output + pool.log()
+    assert ended == ["false 5"], pool.log()
+    log = pool.log()
+    assert log.index("guest: powered off") < log.index("oa-vm entry: dockur's runtime ended")
