@@ -7,7 +7,7 @@
 # dockur's entry.sh, whose trap (power.sh, enableTrap -> gracefulShutdown) sends Windows the
 # ACPI power button and waits for QEMU to exit; hence docker's --stop-timeout 120. Run by WAA,
 # dockur's tini is a grandchild of WAA's entry.sh, a bash script that traps nothing; the kernel
-# drops a signal PID 1 has no handler for, so Windows was never asked to shut down and was
+# drops a signal PID 1 has no handler for: Windows would never be asked to shut down, only
 # killed 120 s later. Here PID 1 traps SIGTERM (and SIGINT, SIGHUP, SIGQUIT), passes SIGTERM to
 # dockur's tini, then waits for dockur's runtime to end (Docker's stop timeout bounds the wait).
 #
@@ -108,7 +108,7 @@ done
 
 # WAA's entry.sh as a child (not exec'd: PID 1 must keep the traps); 'wait' returns early when a
 # trapped signal arrives, so it is asked again until the child has ended or a stop began. A
-# pool's WAA entry.sh never ends (--start-client false: a 'sleep 60' loop, W:entry.sh:107-111),
+# pool's WAA entry.sh never ends (with --start-client false it loops on 'sleep 60'),
 # whatever happens to Windows: when dockur's runtime, once seen, has ended (QEMU crashed, Windows
 # shut itself down) PID 1 ends the container itself, non-zero, so that its restart policy
 # (bootstrap.sh: on-failure) boots Windows again instead of a container that runs without it.
