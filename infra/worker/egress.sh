@@ -77,8 +77,18 @@ apply() {
   fi
 }
 
+# refresh: one timer for the host (oa-vm-egress.timer): with no slot named, every slot of a host
+# with several workers (one settings file each, infra/worker/slots.py) is refreshed in turn.
 refresh() {
-  pid="$(container_pid)" || exit 0
+  local env rc=0
+  if [ -z "$OA_VM_SLOT" ] && compgen -G "$OA_VM_ROOT/etc/oa-vm/workers/*.env" >/dev/null; then
+    for env in "$OA_VM_ROOT"/etc/oa-vm/workers/*.env; do
+      env="${env##*/}"
+      OA_VM_SLOT="${env%.env}" "$BASH" "${BASH_SOURCE[0]}" refresh || rc=1
+    done
+    return "$rc"
+  fi
+  pid="$(container_pid)" || return 0
   if ! in_container nft list table "$table" >/dev/null 2>&1 || [ "$mode" = allowlist ]; then
     apply
   fi
@@ -88,7 +98,7 @@ refresh() {
 # addresses, the container's own services; allowed: one destination of the mode's.
 targets() {
   local addr reach=""
-  echo --blocked 169.254.169.254:80 --blocked 172.30.0.1:8006
+  echo --blocked 169.254.169.254:80 --blocked "$OA_VM_GUEST_GATEWAY:8006"
   while read -r addr; do
     case "$addr" in 127.*) ;; *) echo --blocked "$addr:22" ;; esac
   done < <(host_addresses)

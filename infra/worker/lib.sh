@@ -40,6 +40,10 @@ OA_VM_ISO_FILE="$OA_VM_STATE_DIR/iso/custom.iso"
 # derives 172.30.0.2 from docker's default bridge), pinned with VM_NET_IP so dockur never rotates
 # to another subnet. The image recipe, the scoring server and the tests use this same value.
 OA_VM_GUEST_IP="${OA_VM_SLOT_GUEST_IP:-172.30.0.2}"
+# The container's own address on dockur's bridge, the guest's gateway: dockur gives it the
+# guest's /24 with .1 (qemu/src/network.sh, configureNAT: gateway="${ip%.*}.1"); its services
+# (the screen on 8006, the DNS forwarder) listen there.
+OA_VM_GUEST_GATEWAY="${OA_VM_GUEST_IP%.*}.1"
 # QEMU's QMP: a unix socket in a host folder only root can open (never a TCP port the guest
 # could reach); mounted into the container at OA_VM_QMP_MOUNT (dockur's QMP variable).
 OA_VM_QMP_DIR="$OA_VM_ROOT${OA_VM_SLOT_QMP_DIR:-/var/lib/oa-vm/qmp}"

@@ -9,6 +9,7 @@ clean snapshot and puts it back.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -46,19 +47,25 @@ def _reset(root: Path, guest: tiny_guest.TinyGuest, *args: str) -> tuple[int, di
     return done.returncode, json.loads(lines[-1])
 
 
-@pytest.fixture
-def dockur_guest() -> Iterator[tuple[Path, list[str], tiny_guest.TinyGuest]]:
+@contextlib.contextmanager
+def _dockur_guest(firmware: bool) -> Iterator[tuple[Path, list[str], tiny_guest.TinyGuest]]:
     with tempfile.TemporaryDirectory(prefix="oa-dockur-") as folder:  # a short socket path
         root = Path(folder)
         qmp = root / "var" / "lib" / "oa-vm" / "qmp" / "qmp.sock"
         qmp.parent.mkdir(parents=True)
-        args = dockur_qemu.dockur_args(root / "storage", qmp, ram="512M")
+        args = dockur_qemu.dockur_args(root / "storage", qmp, ram="512M", firmware=firmware)
         guest = tiny_guest.start_with_args(root, qmp, dockur_qemu.runnable(args))
         try:
             guest.wait_serving()
             yield root, args, guest
         finally:
             guest.stop()
+
+
+@pytest.fixture
+def dockur_guest() -> Iterator[tuple[Path, list[str], tiny_guest.TinyGuest]]:
+    with _dockur_guest(firmware=False) as guest:
+        yield guest
 
 
 def test_clean_reset_on_dockurs_qemu(
@@ -90,4 +97,29 @@ def test_clean_reset_on_dockurs_qemu(
         status, answer = _reset(root, vm, "restore")
         assert status == 0, answer
         assert answer["token"] == "fp-dockur"
+        assert vm.state() == {"mem": "clean-mem", "disk": "clean-disk"}
+
+
+@pytest.mark.skipif(not dockur_qemu.OVMF_CODE.is_file(),
+                    reason=f"OVMF (Debian's ovmf) is not installed: no {dockur_qemu.OVMF_CODE}")
+def test_clean_reset_beside_dockurs_uefi_variables_on_a_writable_raw_pflash() -> None:
+    """A Windows worker boots through dockur's ``boot.sh`` (``BOOT_MODE=windows``): OVMF's code
+    and its variables on two pflash drives, the variables a writable *raw* file, which cannot
+    hold a snapshot. The clean reset names its qcow2 disks to ``snapshot-save`` and
+    ``snapshot-load`` (``devices``), so the firmware's drive is left out and the reset works;
+    no TPM is attached (dockur enables one only for ``windows_secure``)."""
+    with _dockur_guest(firmware=True) as (root, args, vm):
+        pflash = [a for a in args if "if=pflash" in a]
+        assert len(pflash) == 2, args
+        assert pflash[1].endswith("windows.vars,if=pflash,unit=1,format=raw"), pflash
+        assert not any(a.startswith("emulator,") for a in args)  # no -tpmdev
+        status, answer = _reset(root, vm, "check")
+        assert status == 0, answer
+        vm.set(mem="clean-mem", disk="clean-disk")
+        status, answer = _reset(root, vm, "take", "fp-uefi")
+        assert status == 0, answer
+        assert len(answer["disks"]) == 1  # the data disk alone, never the firmware's variables
+        vm.set(mem="dirty", disk="dirty")
+        status, answer = _reset(root, vm, "restore")
+        assert status == 0, answer
         assert vm.state() == {"mem": "clean-mem", "disk": "clean-disk"}

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.worker import slots
 from infra.worker.cloud_init import egress_files
 from tests.support.host_standins import write_shipped
 from tests.support.pool_programs import make_settings
@@ -73,7 +74,7 @@ LISTENER = textwrap.dedent("""
 FAKE_GUEST = textwrap.dedent("""
     # WAA's guest server as far as the proof uses it: POST /execute runs the command (a list,
     # shell false) and answers with its output, as server/main.py does.
-    import json, socketserver, subprocess
+    import json, socketserver, subprocess, sys
     from http.server import BaseHTTPRequestHandler, HTTPServer
     class Server(HTTPServer):
         def server_bind(self):
@@ -91,15 +92,17 @@ FAKE_GUEST = textwrap.dedent("""
             self.end_headers(); self.wfile.write(out)
         def log_message(self, *a):
             pass
-    server = Server(("172.30.0.2", 5000), H)
+    server = Server((sys.argv[1], 5000), H)
     print("ready", flush=True)
     server.serve_forever()
 """)
 
-DOCKER = """#!/bin/sh
-# Docker's daemon, played: 'docker inspect -f {{.State.Pid}} winarena' names the container's
-# process (a process in the container's namespace); nothing else is asked of it here.
-cat "$FAKE_CONTAINER_PID"
+DOCKER = """#!/bin/bash
+# Docker's daemon, played: 'docker inspect -f {{.State.Pid}} NAME' names the container's process
+# (a process in the container's namespace); nothing else is asked of it here.
+pid="$FAKE_CONTAINERS/${*: -1}.pid"
+[ -f "$pid" ] || { echo "Error: No such object: ${*: -1}" >&2; exit 1; }
+cat "$pid"
 """
 
 
@@ -112,10 +115,14 @@ def in_ns(ns: str, *cmd: str) -> None:
 
 
 class Topology:
-    """The four namespaces, their links and listeners."""
+    """The four namespaces, their links and listeners; ``index``: the worker's slot on its host
+    (its guest at ``172.30.<index>.2``, dockur's bridge at ``.1``, as ``infra/worker/slots.py``
+    and dockur's ``network.sh`` give them)."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, index: int = 0) -> None:
         tag = f"oae{os.getpid() % 100000}"
+        self.guest_ip, self.gateway = f"172.30.{index}.2", f"172.30.{index}.1"
+        self.container_name = slots.slot(index).container
         self.guest, self.ctr, self.host, self.world = (f"{tag}{n}" for n in "gchw")
         self.tmp = tmp
         self.procs: list[subprocess.Popen[str]] = []
@@ -137,30 +144,32 @@ class Topology:
         in_ns(c, "ip", "addr", "add", "172.17.0.2/16", "dev", "eth0")
         # container <-> guest: dockur's bridge 'docker' with the guest at 172.30.0.2
         in_ns(c, "ip", "link", "add", "docker", "type", "bridge")
-        in_ns(c, "ip", "addr", "add", "172.30.0.1/24", "dev", "docker")
+        in_ns(c, "ip", "addr", "add", f"{self.gateway}/24", "dev", "docker")
         sh("ip", "link", "add", "tap0", "netns", c, "type", "veth", "peer", "eth0", "netns", g)
         in_ns(c, "ip", "link", "set", "tap0", "master", "docker")
-        in_ns(g, "ip", "addr", "add", "172.30.0.2/24", "dev", "eth0")
+        in_ns(g, "ip", "addr", "add", f"{self.guest_ip}/24", "dev", "eth0")
         for ns, dev in ((h, "eh"), (w, "ew"), (h, "docker0"), (c, "eth0"), (c, "docker"),
                         (c, "tap0"), (g, "eth0")):
             in_ns(ns, "ip", "link", "set", dev, "up")
-        in_ns(g, "ip", "route", "add", "default", "via", "172.30.0.1")
+        in_ns(g, "ip", "route", "add", "default", "via", self.gateway)
         in_ns(c, "ip", "route", "add", "default", "via", "172.17.0.1")
         in_ns(h, "ip", "route", "add", "default", "via", "10.9.0.2")
-        in_ns(h, "ip", "route", "add", "172.30.0.0/24", "via", "172.17.0.2")
+        subnet = self.guest_ip.rsplit(".", 1)[0] + ".0/24"
+        in_ns(h, "ip", "route", "add", subnet, "via", "172.17.0.2")
         in_ns(w, "ip", "route", "add", "172.17.0.0/16", "via", "10.9.0.1")
         for ns in (c, h):
             in_ns(ns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         # dockur's NAT of the guest's subnet out of the container (dockur writes it with iptables)
         nat = ("table ip dockur {\n chain post {\n  type nat hook postrouting priority 100;\n"
-               '  ip saddr 172.30.0.0/24 oifname != "docker" masquerade\n }\n}\n')
+               f'  ip saddr {subnet} oifname != "docker" masquerade\n }}\n}}\n')
         subprocess.run(["ip", "netns", "exec", c, "nft", "-f", "-"], input=nat, text=True,
                        check=True, timeout=60)
         self.listen(w, IMDS, OTHER_WORKER, SITE, SITE_OTHER_PORT, UNLISTED)
         self.listen(h, "0.0.0.0:22", "0.0.0.0:5051")
         self.listen(c, "0.0.0.0:8006")
         self.container_pid = self.start(c, "sleep", "3600", wait=False).pid
-        self.start(g, sys.executable, "-c", FAKE_GUEST, env_path=str(self.tmp / "guest-bin"))
+        self.start(g, sys.executable, "-c", FAKE_GUEST, self.guest_ip,
+                   env_path=str(self.tmp / "guest-bin"))
 
     def start(self, ns: str, *cmd: str, wait: bool = True,
               env_path: str | None = None) -> subprocess.Popen[str]:
@@ -208,9 +217,11 @@ def net(tmp_path: Path) -> Iterator[Topology]:
         topo.down()
 
 
-def egress(net: Topology, tmp: Path, command: str, mode: str,
-           allowlist: str = "") -> subprocess.CompletedProcess[str]:
-    """Run the shipped ``egress.sh COMMAND`` in the host's namespace, as the host runs it."""
+def egress(net: Topology, tmp: Path, command: str, mode: str, allowlist: str = "",
+           slot: str = "", host_workers: int = 0) -> subprocess.CompletedProcess[str]:
+    """Run the shipped ``egress.sh COMMAND`` in the host's namespace, as the host runs it;
+    ``host_workers``: a host with that many workers (their slots' settings files), ``slot``
+    the one named (``OA_VM_SLOT``, as a slot's bootstrap runs it; none: as the host's timer)."""
     ship = tmp / "opt-oa-vm"
     if not ship.exists():
         write_shipped(ship)
@@ -226,12 +237,20 @@ def egress(net: Topology, tmp: Path, command: str, mode: str,
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "docker").write_text(DOCKER, encoding="utf-8")
     (bin_dir / "docker").chmod(0o755)
-    (tmp / "ctr.pid").write_text(str(net.container_pid), encoding="utf-8")
+    containers = tmp / "containers"
+    containers.mkdir(exist_ok=True)
+    (containers / f"{net.container_name}.pid").write_text(str(net.container_pid), encoding="utf-8")
+    for s in slots.host_slots(host_workers):  # the slot's folder, as its bootstrap made it
+        (root / s.status_file.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+    for path, text in slots.host_files(host_workers).items():
+        if path.startswith(slots.SLOT_ENV_DIR):
+            (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (root / path.lstrip("/")).write_text(text, encoding="utf-8")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OA_VM_")},
            "PATH": f"{bin_dir}:{os.environ['PATH']}", "OA_VM_ROOT": str(root),
-           "OA_VM_EGRESS": mode, "OA_VM_WAA_URL": "http://172.30.0.2:5000",
+           "OA_VM_EGRESS": mode, "OA_VM_WAA_URL": f"http://{net.guest_ip}:5000",
            "OA_VM_EGRESS_PROBE": SITE if mode != "none" else "",
-           "FAKE_CONTAINER_PID": str(tmp / "ctr.pid")}
+           "FAKE_CONTAINERS": str(containers), **({"OA_VM_SLOT": slot} if slot else {})}
     # The host resolves the allow-list's names: its own /etc/hosts, bound in a private mount
     # namespace so that the machine's file is never touched.
     script = f'mount --bind {root}/etc/hosts /etc/hosts && exec bash {ship}/egress.sh {command}'
@@ -286,3 +305,45 @@ def test_a_failed_proof_marks_the_worker_failed_in_one_line(net: Topology,
     assert status["state"] == "failed" and status["step"] == "egress"
     assert IMDS in status["message"] and "must block" in status["message"]
     assert "\n" not in status["message"]
+
+
+@pytest.fixture()
+def slot_net(tmp_path: Path) -> Iterator[Topology]:
+    """The rehearsal for worker w1 of a host with two (its guest at 172.30.1.2)."""
+    bin_dir = tmp_path / "guest-bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    topo = Topology(tmp_path, index=1)
+    try:
+        topo.up()
+        yield topo
+    finally:
+        topo.down()
+
+
+def test_a_slots_proof_checks_its_own_containers_services(slot_net: Topology,
+                                                          tmp_path: Path) -> None:
+    """Worker w1's container sits at 172.30.1.1 on dockur's bridge, not 172.30.0.1: with its
+    guest's table gone, its screen is open to the guest, and the proof must say so."""
+    service = f"{slot_net.gateway}:8006"
+    assert egress(slot_net, tmp_path, "apply", "none", slot="w1", host_workers=2).returncode == 0
+    assert slot_net.reachable(service, IMDS) == set()
+    in_ns(slot_net.ctr, "nft", "delete", "table", "inet", "oa_vm_egress")
+    assert slot_net.reachable(service, IMDS) == {service}
+    proof = egress(slot_net, tmp_path, "prove", "none", slot="w1", host_workers=2)
+    assert proof.returncode == 1, proof.stdout + proof.stderr
+    status = (tmp_path / "root" / "var/lib/oa-vm/workers/w1/status").read_text()
+    assert "state=failed" in status and service in status, status
+
+
+def test_the_hosts_timer_refreshes_every_slots_guest_table(slot_net: Topology,
+                                                          tmp_path: Path) -> None:
+    """oa-vm-egress.timer runs 'egress.sh refresh' once for the host, naming no slot: a slot's
+    restarted container (a new namespace without its guest's table) gets it back too."""
+    service = f"{slot_net.gateway}:8006"
+    assert egress(slot_net, tmp_path, "apply", "none", slot="w1", host_workers=2).returncode == 0
+    in_ns(slot_net.ctr, "nft", "delete", "table", "inet", "oa_vm_egress")
+    assert slot_net.reachable(service) == {service}
+    done = egress(slot_net, tmp_path, "refresh", "none", host_workers=2)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert slot_net.reachable(service, *EVERYTHING) == set()

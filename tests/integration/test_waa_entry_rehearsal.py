@@ -16,6 +16,8 @@ import json
 import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,7 +102,10 @@ def make_rehearsal(tmp_path: Path) -> Rehearsal:
     return host
 
 
-def bootstrap(host: Rehearsal, mode: str, timeout_s: int = 120, **fake: str) -> Rehearsal:
+def bootstrap(host: Rehearsal, mode: str, timeout_s: int = 120,
+              then: Callable[[Rehearsal], None] | None = None, **fake: str) -> Rehearsal:
+    """Run the shipped ``bootstrap.sh MODE``; ``then(host)`` runs once it has ended, while
+    the container still runs (it is stopped afterwards in any case)."""
     env = standin_env(host.tmp / "bin", host.state_dir, **fake)
     env["PATH"] = f"{host.tmp / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin"
     env.update({
@@ -120,6 +125,8 @@ def bootstrap(host: Rehearsal, mode: str, timeout_s: int = 120, **fake: str) -> 
         done = subprocess.run(
             ["unshare", "--net", BASH, "-c", script, str(host.ship / "bootstrap.sh"), mode],
             env=env, capture_output=True, text=True, timeout=timeout_s + 180, check=False)
+        if then is not None:
+            then(host)
     finally:
         waa_container.stop_container(host.state_dir)
         scorer = host.state_dir / "scorer.pid"
@@ -188,7 +195,39 @@ def test_a_build_succeeds_though_waas_entry_exits_127_and_pools_boot_from_it(
     assert pool.returncode == 0, pool.output + pool.log()
     assert (pool.status()["state"], pool.status()["step"]) == ("done", "ready")
     assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
-    assert "PID 1 is /bin/bash /entry.sh --prepare-image false --start-client false" in pool.log()
+    assert ("PID 1 is /bin/bash /oa-vm/waa_entry.sh --prepare-image false --start-client false"
+            in pool.log())
+
+
+def docker(host: Rehearsal, *args: str) -> subprocess.CompletedProcess[str]:
+    """The ``docker`` stand-in, as the host's own commands run it (e.g. a pause's ``stop``)."""
+    env = standin_env(host.tmp / "bin", host.state_dir,
+                      FAKE_WAA_ROOTFS=str(host.tmp / "waa-rootfs"),
+                      FAKE_BASE_ROOTFS=str(host.tmp / "dockur-rootfs"))
+    return subprocess.run([str(host.tmp / "bin" / "docker"), *args], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_docker_stop_reaches_dockurs_shutdown_through_waas_entry(tmp_path: Path) -> None:
+    """'docker stop' (a pause on an own host, a host shutting down) signals PID 1 alone. dockur
+    counts on that signal reaching its trap, which shuts Windows down by ACPI within the
+    container's 120 s stop timeout. With WAA's entry.sh as PID 1 (a bash script that traps
+    nothing) the kernel dropped it: Windows was killed 120 s later (137). Our PID 1 passes it on
+    to dockur's tini."""
+    host = make_rehearsal(tmp_path)
+    assert bootstrap(host, "build").returncode == 0, host.output + host.log()
+    stopped: list[subprocess.CompletedProcess[str]] = []
+    pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path),
+                     then=lambda h: stopped.append(docker(h, "stop", "winarena")))
+    assert pool.returncode == 0, pool.output + pool.log()
+    assert stopped and stopped[0].returncode == 0, stopped
+    log = pool.log()
+    assert "Received SIGTERM signal, sending ACPI shutdown signal..." in log, log
+    assert (pool.container / "rc").read_text().strip() == "143"  # not SIGKILL's 137
+    assert log.index("guest: ACPI power button") < log.index("guest: powered off")
+    assert "❯ Shutdown completed!" in log
+    assert "oa-vm entry: received SIGTERM: passing SIGTERM to dockur's runtime" in log
+    assert "oa-vm entry: dockur's runtime ended after SIGTERM" in log
 
 
 def test_an_own_hosts_build_fills_its_image_cache_and_its_workers_boot_from_copies(
@@ -401,3 +440,46 @@ def test_a_build_from_a_local_iso_installs_from_the_uploaded_file(tmp_path: Path
     pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path))
     assert pool.returncode == 0, pool.output + pool.log()
     assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
+
+
+def _guest_pid() -> int:
+    """The rehearsal's Windows guest (its ``guest.py`` process)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"oa-rehearsal/guest.py" in cmdline.read_bytes():
+                return int(cmdline.parent.name)
+        except OSError:
+            continue
+    raise AssertionError("the rehearsal's guest is not running")
+
+
+def test_windows_gone_from_a_pools_container_ends_it_for_its_restart_policy(
+    tmp_path: Path,
+) -> None:
+    """A pool's WAA entry.sh never ends (a 'sleep 60' loop): a Windows that shut itself down (a
+    task's command through WAA's /shutdown here) left a container running without Windows, and
+    its restart policy (on-failure) never acted. Our PID 1 ends it, code 5."""
+    host = make_rehearsal(tmp_path)
+    assert bootstrap(host, "build").returncode == 0, host.output + host.log()
+    ended: list[str] = []
+
+    def shut_windows_down(h: Rehearsal) -> None:
+        guest = _guest_pid()
+        subprocess.run(["nsenter", "--net", "--target", str(guest), "curl", "-fsS",
+                        "--max-time", "10", "-X", "POST", "http://127.0.0.1:5000/shutdown"],
+                       check=True, capture_output=True, timeout=60)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            state = docker(h, "inspect", "-f", "{{.State.Running}} {{.State.ExitCode}}",
+                           "winarena").stdout.strip()
+            if not state.startswith("true"):
+                ended.append(state)
+                return
+            time.sleep(0.5)
+
+    pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path),
+                     then=shut_windows_down)
+    assert pool.returncode == 0, pool.output + pool.log()
+    assert ended == ["false 5"], pool.log()
+    log = pool.log()
+    assert log.index("guest: powered off") < log.index("oa-vm entry: dockur's runtime ended")

@@ -29,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCKUR_SRC = ROOT.parent / "shared" / "dockur" / "upstream" / "qemu" / "src"
 LIB_SH = ROOT / "infra" / "worker" / "lib.sh"
 
+OVMF_CODE = Path("/usr/share/OVMF/OVMF_CODE_4M.fd")
+"""The firmware dockur's ``boot.sh`` copies for a Windows guest (Debian's ``ovmf``, as in
+dockur's image)."""
 KVM_ONLY = ("hv_", "hv-", "kvm=")
 """``-cpu`` items of dockur's KVM branch that TCG rejects (Hyper-V enlightenments)."""
 TCG_MODEL = {"AuthenticAMD": "EPYC", "GenuineIntel": "Skylake-Client-v4"}
@@ -48,6 +51,12 @@ CPU="$(awk -F ': *' '/^model name/{print $2; exit}' /proc/cpuinfo)"
 DISPLAY_OPTS="-display none" NET_OPTS="" BOOT_OPTS="" SM_BIOS="" SMM="N"
 . ./memory.sh
 . ./disk.sh
+if [ -n "${OA_DOCKUR_BOOT:-}" ]; then
+  # dockur's firmware for a Windows worker (BOOT_MODE=windows: OVMF on pflash, its variables
+  # in a writable raw file in the storage); the host's KVM module parameter stays untouched.
+  MACHINE="q35" LOGO="N"
+  . <(sed '/^enableIgnoreMsrs$/d' ./boot.sh)
+fi
 . ./proc.sh
 . ./config.sh
 printf '%s' "$ARGS" >&3
@@ -62,11 +71,13 @@ def available() -> str | None:
 
 
 def dockur_args(storage: Path, qmp_socket: Path, ram: str = "1G", *,
-                worker_cpu: bool = True) -> list[str]:
+                worker_cpu: bool = True, firmware: bool = False) -> list[str]:
     """dockur's ``ARGS`` for a cloud worker (KVM), with its data disk created in ``storage``.
 
     ``worker_cpu=False``: dockur's own ``-cpu`` (no ``CPU_MODEL``/``CPU_FLAGS``), the one
-    whose invariant TSC blocks every snapshot under KVM."""
+    whose invariant TSC blocks every snapshot under KVM. ``firmware=True``: with dockur's
+    ``boot.sh`` for a Windows guest (OVMF's code and its variables on two pflash drives, the
+    variables a writable raw file in the storage, as every Windows worker boots)."""
     storage.mkdir(parents=True, exist_ok=True)
     env = {
         "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "OA_LIB": str(LIB_SH),
@@ -76,6 +87,7 @@ def dockur_args(storage: Path, qmp_socket: Path, ram: str = "1G", *,
         "RAM_CHECK": "N", "CPU_CORES": "1", "DEBUG": "N",
         "QMP": f"unix:{qmp_socket},server=on,wait=off",
         **({} if worker_cpu else {"OA_DOCKUR_OWN_CPU": "1"}),
+        **({"OA_DOCKUR_BOOT": "1"} if firmware else {}),
     }
     done = subprocess.run(["bash", "-c", SCRIPT], env=env, capture_output=True, text=True,
                           timeout=300, cwd=storage)

@@ -12,13 +12,17 @@ between installing and booting Windows from the storage folder. What cannot run 
   installed packages (:data:`SKIPPED_RUN`) and WAA's Python (absent here) are recorded as
   skipped in ``build.json``. ``docker run -d`` starts the entry command as PID 1 of a new PID and
   mount namespace (``unshare --fork --pid --mount-proc``) chrooted into that folder, with the
-  volumes bound where ``-v`` says and the ``-e`` variables set; ``inspect``, ``logs``, ``rm``,
-  ``save`` and ``load`` answer from the container's state folder.
+  volumes bound where ``-v`` says and the ``-e`` variables set; ``stop`` sends SIGTERM to that
+  PID 1 alone and SIGKILL to all after the stop timeout (``--stop-timeout``, as Docker does);
+  ``inspect``, ``logs``, ``rm``, ``save`` and ``load`` answer from the container's state folder.
 - **dockur's runtime, QEMU and Windows**: the image's ``tini`` (:data:`DOCKUR_RUNTIME`), which
   dockur's entry point is started with. It loads dockur's own functions from the image's
   ``/run`` (``utils.sh``, ``define.sh``, ``install.sh``), asks dockur's ``needsInstall``, and on an
   install writes the storage state with dockur's own ``writeState``/``createMarker`` (the
-  ``windows.base`` and ``windows.boot`` markers) and a data disk, then starts the guest.
+  ``windows.base`` and ``windows.boot`` markers) and a data disk, then starts the guest. A stop
+  signal it receives is handled as dockur's trap does (``power.sh``, ``enableTrap`` ->
+  ``gracefulShutdown``): the guest gets the ACPI power button, and the runtime ends with the
+  signal's code once the guest is off.
 - **the Windows guest**: :data:`GUEST`, which behaves like WAA's ``server/main.py``: ``GET
   /probe`` answers 200, ``POST /shutdown`` answers 200 and the guest powers off 2 s later (WAA
   runs ``shutdown /s /t 2``); it listens on the guest address and on ``127.0.0.1:5000`` (Docker's
@@ -208,9 +212,11 @@ def running():
 def run(args):
     it = iter(args)
     binds, env, entrypoint, rest, devices = [], {}, None, [], []
+    stop_timeout = "10"  # Docker's default
     for a in it:
         if a in ("-d",): continue
-        if a in ("--name", "--restart", "--cap-add", "--stop-timeout", "-p"): next(it); continue
+        if a == "--stop-timeout": stop_timeout = next(it); continue
+        if a in ("--name", "--restart", "--cap-add", "-p"): next(it); continue
         if a.startswith("--device="): devices.append(a.partition("=")[2]); continue
         if a == "--device": die("docker stand-in: write --device=PATH")
         if a == "-v":
@@ -230,6 +236,7 @@ def run(args):
     full_env = {"PATH": DEFAULT_PATH, **image_env(), **env}
     argv = " ".join(shlex.quote(p) for p in [entrypoint, *command])
     (CTR / "command").write_text(argv)
+    (CTR / "stop-timeout").write_text(stop_timeout)
     binds.append(f"{CTR / 'rehearsal.env'}=/run/oa-rehearsal.env:ro")
     log = open(CTR / "log", "w")
     script = chroot_sh(CTR / "rootfs", "exec " + argv, full_env)
@@ -255,6 +262,30 @@ def stop():
             time.sleep(0.05)
         if not (CTR / "rc").exists(): (CTR / "rc").write_text("137\n")
 
+def children(pid):
+    found = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try: fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+        except OSError: continue
+        if int(fields[1]) == pid: found.append(int(stat.split("/")[2]))
+    return found
+
+def graceful_stop(args):
+    """docker stop [-t N]: SIGTERM to the container's PID 1 alone (its PID namespace's init,
+    under unshare under the wrapper), then SIGKILL for all after the stop timeout."""
+    timeout = float(args[args.index("-t") + 1] if "-t" in args
+                    else (CTR / "stop-timeout").read_text())
+    if running():
+        unshare = children(int((CTR / "pid").read_text()))
+        inits = [i for u in unshare for i in children(u)]
+        for init in inits:
+            os.kill(init, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while running() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    stop()
+    print("winarena")
+
 cmd, *args = sys.argv[1:] or [""]
 if cmd == "info": print("Server Version: 27.0 (rehearsal)")
 elif cmd == "pull": pass
@@ -271,6 +302,7 @@ elif cmd == "logs":
     if "--tail" in args:
         n = int(args[args.index("--tail") + 1]); text = "\n".join(text.splitlines()[-n:])
     print(text)
+elif cmd == "stop": graceful_stop(args)
 elif cmd == "rm":
     if "-f" in args: stop()
     elif running(): die("Error: cannot remove a running container")
@@ -334,20 +366,35 @@ echo "rehearsal: QEMU runs with QMP ${QMP:-(none)} and guest address ${VM_NET_IP
 if [ "${FAKE_GUEST:-normal}" = never ]; then
   exec sleep infinity
 fi
-python3 /usr/share/oa-rehearsal/guest.py "${VM_NET_IP:?}"
+# A stop signal (from tini, which passes on what it receives): dockur's trap (power.sh,
+# enableTrap -> gracefulShutdown) presses the ACPI power button, waits for QEMU to exit, and
+# ends with the signal's code (finish "$code").
+reason=0
+guest=""
+acpi_shutdown() {
+  reason=$((128 + $(kill -l "$1")))
+  echo "❯ Received $1 signal, sending ACPI shutdown signal..."
+  [ -z "$guest" ] || kill -TERM "$guest" 2>/dev/null || true
+}
+trap 'acpi_shutdown SIGTERM' TERM
+trap 'acpi_shutdown SIGINT' INT
+python3 /usr/share/oa-rehearsal/guest.py "${VM_NET_IP:?}" &
+guest=$!
+while kill -0 "$guest" 2>/dev/null; do wait "$guest" || true; done
 # QEMU has exited: dockur's finish (power.sh) now runs markWindowsBooted, which writes the boot
 # marker once the firmware booted Windows from its disk; only then "Shutdown completed".
 if [ "$installing" = 1 ] && [ "${FAKE_INSTALL:-complete}" = complete ]; then
   createMarker "boot"
 fi
 echo "❯ Shutdown completed!"
+exit "$reason"
 '''
 
 GUEST = r'''"""The Windows guest as WAA's server/main.py answers.
 
 GET /probe: 200; POST /shutdown: 200, then off 2 s later (WAA runs 'shutdown /s /t 2').
 """
-import json, os, sys, threading, time
+import json, os, signal, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 address = sys.argv[1]
@@ -384,6 +431,11 @@ class Guest(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+# The ACPI power button (dockur's system_powerdown, played as SIGTERM): Windows shuts down.
+signal.signal(signal.SIGTERM, lambda *_: (print("guest: ACPI power button, shutting down",
+                                                 flush=True),
+                                           power_off_in(float(os.environ.get(
+                                               "FAKE_GUEST_POWEROFF_S") or 2))))
 time.sleep(delay)
 servers = [ThreadingHTTPServer((host, 5000), Guest) for host in (address, "127.0.0.1")]
 for server in servers:
