@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import sqlite3
 import threading
 import time
