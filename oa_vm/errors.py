@@ -8,6 +8,7 @@ wrong and what to do next.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 NO_POOLS_MESSAGE = "there are no pools; create one with 'oa-vm pool-create --cloud local'"
 
@@ -29,6 +30,18 @@ class OaVmError(Exception):
     """Base of every error oa-vm reports to a user."""
 
     exit_code = 1
+    by_line = False
+    """True for a message that names one item a line (every refused host at once): the CLI
+    prints each of its lines as one readable line, instead of the whole as one."""
+
+
+_E = TypeVar("_E", bound=OaVmError)
+
+
+def line_by_line(error: _E) -> _E:
+    """``error``, marked to be printed a line for each line of its message (see ``by_line``)."""
+    error.by_line = True
+    return error
 
 
 class InvalidInputError(OaVmError):

@@ -266,7 +266,12 @@ def _report(
         # so with debug_traceback = False, so --debug shows one traceback, not the harness's too
         print(redact_text("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
     if _is_known(exc, known):
-        print(one_line(f"{prog}: error: {redact_text(str(exc))}"), file=sys.stderr)
+        message = redact_text(str(exc))
+        # an error naming one item a line keeps its lines; any other is one line, whatever a
+        # quoted value held
+        parts = message.split("\n") if getattr(exc, "by_line", False) else [message]
+        print("\n".join(one_line(part) for part in [f"{prog}: error: {parts[0]}", *parts[1:]]),
+              file=sys.stderr)
         sys.exit(int(getattr(exc, "exit_code", 1)))
     name = type(exc).__name__
     print(

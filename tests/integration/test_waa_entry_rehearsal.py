@@ -10,13 +10,13 @@ private network namespace: the guest address lives on its own loopback.
 
 from __future__ import annotations
 
+import contextlib
 import filecmp
 import functools
 import json
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +28,7 @@ from infra.worker.cloud_init import WorkerFiles
 from oa_vm.reach.host_status import parse_status
 from tests.support import waa_container
 from tests.support.host_standins import calls, standin_env, write_shipped, write_standins
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -468,14 +469,15 @@ def test_windows_gone_from_a_pools_container_ends_it_for_its_restart_policy(
         subprocess.run(["nsenter", "--net", "--target", str(guest), "curl", "-fsS",
                         "--max-time", "10", "-X", "POST", "http://127.0.0.1:5000/shutdown"],
                        check=True, capture_output=True, timeout=60)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
+
+        def stopped() -> str | None:
             state = docker(h, "inspect", "-f", "{{.State.Running}} {{.State.ExitCode}}",
                            "winarena").stdout.strip()
-            if not state.startswith("true"):
-                ended.append(state)
-                return
-            time.sleep(0.5)
+            return None if state.startswith("true") else state
+
+        # ended stays empty when the container outlives the wait: the assertion below says so
+        with contextlib.suppress(AssertionError):
+            ended.append(wait_until(stopped, "the container to end", 120))
 
     pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path),
                      then=shut_windows_down)

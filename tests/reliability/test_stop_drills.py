@@ -19,10 +19,10 @@ import psutil
 import pytest
 
 from oa_vm.model import state
-from tests.reliability.conftest import wait_until
 from tests.support import start_gate
 from tests.support.cli import BIN, run_cli
 from tests.support.pools import make_local_pool, processes_of
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -38,7 +38,7 @@ from oa_vm.clouds.base import (
 )
 from oa_vm.clouds.hosts.facts import HostAddress, fit, refusal
 from oa_vm.clouds.hosts.probe import ProbeResult, probe_hosts
-from oa_vm.errors import InvalidInputError, ProvisioningError
+from oa_vm.errors import InvalidInputError, ProvisioningError, line_by_line
 from oa_vm.kit import timings
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord
@@ -71,8 +71,9 @@ def hosts_failed(pool: str, hosts: int, failed: list[tuple[HostAddress, str]]
              for address, problem in failed]
     if len(lines) == 1:
         return ProvisioningError(f"{lines[0]}; nothing of pool {pool} is left on the other hosts")
-    return ProvisioningError(f"pool {pool} failed on {len(lines)} of {hosts} hosts; nothing of "
-                             "it is left on any host:\n" + "\n".join(lines))
+    return line_by_line(ProvisioningError(
+        f"pool {pool} failed on {len(lines)} of {hosts} hosts; nothing of it is left on any "
+        "host:\n" + "\n".join(lines)))
 
 
 def host_addresses(spec: PoolSpec) -> list[HostAddress]:
@@ -219,7 +220,7 @@ class SshHostsProvider:
                             "ports": [s.waa_port, s.vnc_port, s.scoring_port]},
                 ))
         if refusals:
-            raise InvalidInputError("\n".join(refusals))
+            raise line_by_line(InvalidInputError("\n".join(refusals)))
         workers = per_host * len(addresses)
         price = (spec.price_per_hour or 0.0) * workers
         notes.append("installs on each host: " + ", ".join(INSTALLS))
