@@ -27,11 +27,12 @@ def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
     api.create_pool(name="heal", cloud="local", workers=3)
     api.wait_pool("heal", timeout_s=READY_S)
     results = tmp_path / "results"
-    # Timing: a task takes about 3 s (3 steps x 1 s pause), so the two survivors need about
-    # 30 s for the rest of the suite, while the dead worker is quarantined and replaced within
-    # a few seconds: the replacement still finds tasks, however fast or slow the machine.
+    # Timing: a task takes about 6 s (3 steps x 2 s pause), so the two survivors need about a
+    # minute for the rest of the suite, while the dead worker is quarantined (two failed
+    # attempts, each with its retries) and replaced within seconds: the replacement still finds
+    # tasks on a busy machine (at a 1 s pause the survivors once emptied the queue first).
     run = RunController(home, results, "--pool", "heal", "--agent", "oracle", "--tasks", "all",
-                     "--run-name", "repaired", "--step-pause", "1.0", "--read-timeout", "5",
+                     "--run-name", "repaired", "--step-pause", "2.0", "--read-timeout", "5",
                      "--repair")
     controllers.append(run)
     run_dir = results / "repaired"
