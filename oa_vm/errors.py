@@ -8,7 +8,14 @@ wrong and what to do next.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar
+
+# typing is not imported at run time (pool-status's fast path loads this module); mypy reads
+# this as typing's.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _E = TypeVar("_E", bound="OaVmError")
 
 NO_POOLS_MESSAGE = "there are no pools; create one with 'oa-vm pool-create --cloud local'"
 
@@ -33,9 +40,6 @@ class OaVmError(Exception):
     by_line = False
     """True for a message that names one item a line (every refused host at once): the CLI
     prints each of its lines as one readable line, instead of the whole as one."""
-
-
-_E = TypeVar("_E", bound=OaVmError)
 
 
 def line_by_line(error: _E) -> _E:
