@@ -49,21 +49,16 @@ def signals_deferred(
     raises KeyboardInterrupt right after it). For a step that must not be cut in two: a process
     started and the record that names it (:func:`oa_vm.clouds.local.fleet.launch_unit`).
     Outside the main thread the block runs unchanged."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     arrived: list[int] = []
 
     def hold(signum: int, frame: FrameType | None) -> None:
         arrived.append(signum)
 
-    previous = {s: signal.signal(s, hold) for s in signals}
     try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-        for number in dict.fromkeys(arrived):  # each once, in the order they came
+        with _handled(signals, hold):  # outside the main thread: unchanged, nothing held
+            yield
+    finally:  # the old handlers are back: each signal held goes to them, once, in order
+        for number in dict.fromkeys(arrived):
             signal.raise_signal(number)
 
 
