@@ -26,6 +26,26 @@ from waa_client.waa import WaaClient
 SCROLL_NOTCH = 100  # Cua-Bench's scroll amounts are pixels; pyautogui's are notches
 
 
+# Cua-Bench's key names that pyautogui spells otherwise (Cua-Bench's own are Playwright's
+# names, folded to lower case); every other name is pyautogui's already ("enter", "f5", "a").
+_KEY_NAMES = {
+    "arrowleft": "left", "arrowright": "right", "arrowup": "up", "arrowdown": "down",
+    "leftarrow": "left", "rightarrow": "right", "uparrow": "up", "downarrow": "down",
+    "return": "enter", "ret": "enter", "esc": "escape", "back": "backspace", "del": "delete",
+    " ": "space", "control": "ctrl", "option": "alt", "meta": "win", "command": "win",
+    "cmd": "win", "windows": "win", "pgup": "pageup", "pgdn": "pagedown", "ins": "insert",
+    "caps": "capslock", "numpadenter": "enter",
+    **{f"numpad{n}": f"num{n}" for n in range(10)},
+    **{f"numpad{op}": op for op in ("add", "subtract", "multiply", "divide", "decimal")},
+}
+
+
+def key_name(key: str) -> str:
+    """A Cua-Bench key name (``Return``, ``ArrowLeft``, ``cmd``, ``F5``) as pyautogui's."""
+    lowered = key if len(key) == 1 else key.lower()
+    return _KEY_NAMES.get(lowered, lowered)
+
+
 class SessionError(Exception):
     """A session operation the worker refused (the message says what and why)."""
 
@@ -54,9 +74,9 @@ def action_source(action: Any) -> str | None:
     if kind == "TypeAction":
         return f"pyautogui.typewrite({str(action.text)!r})"
     if kind == "KeyAction":
-        return f"pyautogui.press({str(action.key)!r})"
+        return f"pyautogui.press({key_name(str(action.key))!r})"
     if kind == "HotkeyAction":
-        return f"pyautogui.hotkey({', '.join(repr(str(k)) for k in action.keys)})"
+        return f"pyautogui.hotkey({', '.join(repr(key_name(str(k))) for k in action.keys)})"
     if kind in ("WaitAction", "DoneAction"):
         return None
     raise SessionError(f"{kind} is not a Cua-Bench action this session can deliver")
