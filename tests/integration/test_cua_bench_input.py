@@ -81,7 +81,7 @@ seen = {}
 @cb.tasks_config
 def load():
     return [cb.Task(description=case, metadata={"case": case})
-            for case in ("html5_drag", "keys")]
+            for case in ("html5_drag", "keys", "layout", "late_and_below", "menu_and_rect")]
 
 
 @cb.setup_task
@@ -170,6 +170,13 @@ EXPECTED = {
     "mechanisms/0": [1.0, 1.0],
     # the date typed segment by segment, each character a key press; Playwright's key names
     "mechanisms/1": [1.0, 1.0],
+    # the page in a body of its own, the window at Cua-Bench's default size and cascade
+    "mechanisms/2": [1.0, 1.0],
+    # an element that appears 200 ms late is waited for; one out of view is not scrolled to
+    "mechanisms/3": [1.0, 1.0],
+    # a right click on an element; its box in the window and on the screen; a closed
+    # <select>'s option has an empty box, so clicking it changes nothing (as in Cua-Bench)
+    "mechanisms/4": [1.0, 1.0, 1.0],
 }
 
 
