@@ -21,6 +21,7 @@ from typing import Any
 
 from evals.tasks.cua_bench import namespace as ns
 from waa_client.errors import NotFoundError, WaaError
+from waa_client.poll import poll_until
 from waa_client.waa import WaaClient
 
 SCROLL_NOTCH = 100  # Cua-Bench's scroll amounts are pixels; pyautogui's are notches
@@ -212,18 +213,20 @@ class WorkerSession:
             " width: Math.round(r.width), height: Math.round(r.height),"
             " screenX: window.screenX, screenY: window.screenY}; })()"
         )
-        deadline = time.monotonic() + max(0.0, float(timeout))
-        while True:
-            rect = await self.execute_javascript(pid, script)
-            if isinstance(rect, dict):
-                left, top = (rect.pop("screenX"), rect.pop("screenY"))
-                if space == "screen":
-                    rect["x"] += int(left)
-                    rect["y"] += int(top)
-                return rect
-            if time.monotonic() >= deadline:
-                return None
-            await asyncio.sleep(max(0.1, timeout / 2))
+
+        def find() -> dict[str, Any] | None:
+            value = self._call_browser("evaluate", {"id": str(pid), "script": script})
+            return value.get("value") if isinstance(value.get("value"), dict) else None
+
+        rect = await asyncio.to_thread(poll_until, find, timeout_s=float(timeout),
+                                       interval_s=max(0.1, float(timeout) / 2))
+        if rect is None:
+            return None
+        left, top = rect.pop("screenX"), rect.pop("screenY")
+        if space == "screen":
+            rect["x"] += int(left)
+            rect["y"] += int(top)
+        return rect
 
     async def click_element(self, pid: Any, selector: str) -> None:
         """Click the centre of the element ``selector`` through the worker's input path."""
@@ -306,9 +309,12 @@ class WorkerSession:
         return sorted(str(c.get("name")) for c in children if isinstance(c, dict))
 
     async def _browser(self, operation: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return await asyncio.to_thread(self._call_browser, operation, payload)
+
+    def _call_browser(self, operation: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """``/browser/<operation>`` now (blocking); the worker's refusal as a SessionError."""
         try:
-            return await asyncio.to_thread(self.waa.browser, operation, payload,
-                                           timeout=self.timeout)
+            return self.waa.browser(operation, payload, timeout=self.timeout)
         except WaaError as exc:
             if exc.is_infrastructure:
                 raise
