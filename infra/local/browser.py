@@ -26,6 +26,7 @@ import logging
 import os
 import re
 import shutil
+import string
 import subprocess
 import tempfile
 import threading
@@ -61,9 +62,40 @@ _KEYS: dict[str, tuple[str, str, int, str]] = {
         ("escape", "Escape", 27), ("left", "ArrowLeft", 37), ("right", "ArrowRight", 39),
         ("up", "ArrowUp", 38), ("down", "ArrowDown", 40), ("home", "Home", 36),
         ("end", "End", 35), ("pageup", "PageUp", 33), ("pagedown", "PageDown", 34),
+        ("insert", "Insert", 45), ("capslock", "CapsLock", 20),
+    )},
+    **{f"f{n}": (f"F{n}", f"F{n}", 111 + n, "") for n in range(1, 13)},
+    **{f"num{n}": (str(n), f"Numpad{n}", 96 + n, str(n)) for n in range(10)},
+    **{name: (char, code, vk, char) for name, char, code, vk in (
+        ("multiply", "*", "NumpadMultiply", 106), ("add", "+", "NumpadAdd", 107),
+        ("subtract", "-", "NumpadSubtract", 109), ("decimal", ".", "NumpadDecimal", 110),
+        ("divide", "/", "NumpadDivide", 111),
     )},
 }
+# The US keyboard's printable characters: the key (code, virtual key code) each is typed with.
+_US_KEYS: dict[str, tuple[str, int]] = {
+    **{c: (f"Key{c.upper()}", ord(c.upper())) for c in string.ascii_letters},
+    **{c: (f"Digit{d}", 48 + int(d)) for c, d in zip("0123456789", "0123456789", strict=True)},
+    **{c: (f"Digit{d}", 48 + int(d)) for c, d in zip(")!@#$%^&*(", "0123456789", strict=True)},
+    **{c: (code, vk) for chars, code, vk in (
+        ("-_", "Minus", 189), ("=+", "Equal", 187), ("[{", "BracketLeft", 219),
+        ("]}", "BracketRight", 221), ("\\|", "Backslash", 220), (";:", "Semicolon", 186),
+        ("'\"", "Quote", 222), (",<", "Comma", 188), (".>", "Period", 190),
+        ("/?", "Slash", 191), ("`~", "Backquote", 192), (" ", "Space", 32),
+    ) for c in chars},
+}
 _MODIFIER_BITS = {"alt": 1, "ctrl": 2, "win": 4, "shift": 8}
+# A page's own drag (HTML5 ``draggable``, a dragged selection or link) is intercepted as this
+# event instead of being handed to a desktop the headless browser does not have.
+KEPT_EVENTS = frozenset({"Input.dragIntercepted"})
+# Watches the page for a dragstart it lets happen; ``this`` of the checks below is its box.
+_WATCH_DRAGSTART = (
+    "(() => { const box = {event: null};"
+    " box.listener = (e) => { box.event = e; };"
+    " addEventListener('dragstart', box.listener, {capture: true}); return box; })()"
+)
+_DRAG_STARTED = ("function () { removeEventListener('dragstart', this.listener, {capture: true});"
+                 " return !!this.event && !this.event.defaultPrevented; }")
 
 
 class BrowserError(Exception):
@@ -84,7 +116,7 @@ def find_chromium() -> str | None:
 
 class _DevTools:
     """One DevTools connection to the browser: calls wait for their own answer; events are
-    dropped (nothing here subscribes to any)."""
+    dropped, but those named in ``KEPT_EVENTS``, kept for :meth:`take_event`."""
 
     def __init__(self, url: str) -> None:
         import websocket  # imported with the browser: a worker without windows never needs it
@@ -92,6 +124,40 @@ class _DevTools:
         self._ws = websocket.create_connection(url, timeout=CALL_TIMEOUT_S, suppress_origin=True)
         self._lock = threading.Lock()
         self._next = 0
+        self._kept: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+
+    def _keep(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        if method in KEPT_EVENTS:
+            key = (str(method), message.get("sessionId"))
+            self._kept.setdefault(key, []).append(message.get("params") or {})
+
+    def take_event(self, method: str, session: str | None, *,
+                   timeout: float = CALL_TIMEOUT_S) -> dict[str, Any] | None:
+        """The oldest kept event ``method`` of ``session`` (its params), waiting up to
+        ``timeout`` for it; None when none came."""
+        from websocket import WebSocketTimeoutException
+
+        with self._lock:
+            deadline = time.monotonic() + timeout
+            while True:
+                waiting = self._kept.get((method, session))
+                if waiting:
+                    return waiting.pop(0)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._ws.settimeout(left)
+                try:
+                    message = json.loads(self._ws.recv())
+                except WebSocketTimeoutException:
+                    return None
+                self._keep(message)
+
+    def drop_events(self, method: str, session: str | None) -> None:
+        """Forget the kept events ``method`` of ``session``."""
+        with self._lock:
+            self._kept.pop((method, session), None)
 
     def call(self, method: str, session: str | None = None, *, timeout: float = CALL_TIMEOUT_S,
              **params: Any) -> dict[str, Any]:
@@ -109,7 +175,8 @@ class _DevTools:
                     raise BrowserError(f"{method}: no answer from the browser in {timeout:g} s")
                 answer = json.loads(self._ws.recv())
                 if answer.get("id") != ident:
-                    continue  # an event, or the answer of a call that timed out before
+                    self._keep(answer)  # an event, or the answer of a call that timed out
+                    continue
                 if "error" in answer:
                     raise BrowserError(f"{method}: {answer['error'].get('message', answer)}")
                 result = answer.get("result", {})
@@ -443,19 +510,64 @@ class BrowserScreen:
 
     def drag(self, window: BrowserWindow, start: tuple[int, int], end: tuple[int, int],
              steps: int = 8) -> None:
-        """Press at ``start``, move in steps to ``end`` and release there (screen points)."""
+        """Press at ``start``, move in steps to ``end`` and release there (screen points).
+
+        When the page starts a drag of its own (an HTML5 ``draggable``: its ``dragstart`` not
+        cancelled), the rest of the way is that drag, as on a desktop: ``dragenter`` and
+        ``dragover`` where the pointer goes, ``drop`` where it is released (DevTools' drag
+        interception, the browser's own drag events with the data the page put in them).
+        """
         with self.lock:
             self.raise_window(window)
             self.focused = True
             self._mouse(window, "mouseMoved", *start)
             self._forget_empty_selection(window)
             self._mouse(window, "mousePressed", *start, pressed=True)
+            data: dict[str, Any] | None = None
             for i in range(1, steps + 1):
                 px = round(start[0] + (end[0] - start[0]) * i / steps)
                 py = round(start[1] + (end[1] - start[1]) * i / steps)
-                self._mouse(window, "mouseMoved", px, py, pressed=True)
+                if data is not None:
+                    self._drag_event(window, "dragOver", px, py, data)
+                    continue
+                data = self._move_watching_drag(window, px, py)
+                if data is not None:
+                    self._drag_event(window, "dragEnter", px, py, data)
+            if data is not None:
+                self._drag_event(window, "drop", *end, data)
             self._mouse(window, "mouseReleased", *end)
             self.version += 1
+
+    def _move_watching_drag(self, window: BrowserWindow, x: int, y: int) -> dict[str, Any] | None:
+        """Move with the button held; the drag data when the page started a drag of its own."""
+        tools = self._devtools()
+        box = tools.call("Runtime.evaluate", window.session, expression=_WATCH_DRAGSTART)
+        box_id = box.get("result", {}).get("objectId")
+        tools.drop_events("Input.dragIntercepted", window.session)
+        tools.call("Input.setInterceptDrags", window.session, enabled=True)
+        try:
+            self._mouse(window, "mouseMoved", x, y, pressed=True)
+            started = box_id is not None and tools.call(
+                "Runtime.callFunctionOn", window.session, objectId=box_id,
+                functionDeclaration=_DRAG_STARTED, returnByValue=True,
+            ).get("result", {}).get("value") is True
+            if not started:
+                return None
+            event = tools.take_event("Input.dragIntercepted", window.session)
+            if event is None:
+                raise BrowserError("the page started a drag that the browser never handed over")
+            data = event.get("data")
+            return data if isinstance(data, dict) else None
+        finally:
+            tools.call("Input.setInterceptDrags", window.session, enabled=False)
+            if box_id is not None:
+                with contextlib.suppress(BrowserError):
+                    tools.call("Runtime.releaseObject", window.session, objectId=box_id)
+
+    def _drag_event(self, window: BrowserWindow, kind: str, x: int, y: int,
+                    data: dict[str, Any]) -> None:
+        self._devtools().call("Input.dispatchDragEvent", window.session, type=kind,
+                              x=x - window.x, y=y - window.y, data=data)
 
     def _forget_empty_selection(self, window: BrowserWindow) -> None:
         """Drop a selection holding no text before a drag. A drag across a page leaves one
@@ -483,38 +595,53 @@ class BrowserScreen:
         return window
 
     def type_text(self, text: str) -> None:
-        """Type text into the focused element of the front window."""
+        """Type text into the focused element of the front window, a key press per character
+        (``keydown``, ``keypress``/``input``, ``keyup``, as a keyboard types it); a character
+        no US key types is inserted as text (an input method's way)."""
         with self.lock:
             window = self._focused()
-            for chunk in re.split(r"(\n|\t)", text):
-                if chunk == "\n":
+            for char in text:
+                if char in "\n\r":
                     self.press("enter")
-                elif chunk == "\t":
+                elif char == "\t":
                     self.press("tab")
-                elif chunk:
-                    self._devtools().call("Input.insertText", window.session, text=chunk)
+                elif char in _US_KEYS:
+                    code, vk = _US_KEYS[char]
+                    self._key_stroke(window, (char, code, vk, char), 0)
+                else:
+                    self._devtools().call("Input.insertText", window.session, text=char)
             self.version += 1
 
+    def _key_stroke(self, window: BrowserWindow, described: tuple[str, str, int, str],
+                    bits: int) -> None:
+        name, code, vk, text = described
+        down: dict[str, Any] = {"type": "keyDown", "key": name, "code": code,
+                                "windowsVirtualKeyCode": vk, "modifiers": bits}
+        if text:
+            down["text"] = text
+        tools = self._devtools()
+        tools.call("Input.dispatchKeyEvent", window.session, **down)
+        tools.call("Input.dispatchKeyEvent", window.session, type="keyUp", key=name, code=code,
+                   windowsVirtualKeyCode=vk, modifiers=bits)
+
     def press(self, key: str, modifiers: frozenset[str] = frozenset()) -> None:
-        """Press and release one key (a pyautogui name, folded) in the front window."""
+        """Press and release one key (a pyautogui name, folded) in the front window.
+
+        Raises:
+            BrowserError: no window has the focus, or a key name this keyboard lacks.
+        """
         with self.lock:
             window = self._focused()
             bits = sum(_MODIFIER_BITS.get(m, 0) for m in modifiers)
             if key in _KEYS:
-                name, code, vk, text = _KEYS[key]
+                described = _KEYS[key]
             elif len(key) == 1:
-                name, code, vk = key, f"Key{key.upper()}" if key.isalpha() else "", ord(key.upper())
-                text = "" if bits & 7 else key
+                code, vk = _US_KEYS.get(key, ("", ord(key.upper())))
+                # with ctrl, alt or win held the key is a shortcut: it types nothing
+                described = (key, code, vk, "" if bits & 7 else key)
             else:
                 raise BrowserError(f"unknown key {key!r}")
-            down: dict[str, Any] = {"type": "keyDown", "key": name, "code": code,
-                                    "windowsVirtualKeyCode": vk, "modifiers": bits}
-            if text:
-                down["text"] = text
-            tools = self._devtools()
-            tools.call("Input.dispatchKeyEvent", window.session, **down)
-            tools.call("Input.dispatchKeyEvent", window.session, type="keyUp", key=name,
-                       code=code, windowsVirtualKeyCode=vk, modifiers=bits)
+            self._key_stroke(window, described, bits)
             self.version += 1
 
 

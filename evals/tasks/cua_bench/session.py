@@ -21,9 +21,49 @@ from typing import Any
 
 from evals.tasks.cua_bench import namespace as ns
 from waa_client.errors import NotFoundError, WaaError
+from waa_client.poll import poll_until
 from waa_client.waa import WaaClient
 
 SCROLL_NOTCH = 100  # Cua-Bench's scroll amounts are pixels; pyautogui's are notches
+# Cua-Bench's simulated session: a window's default size, the cascade of default places, and
+# how long an element is waited for before a click on it fails.
+DEFAULT_WIDTH, DEFAULT_HEIGHT = 600, 400
+CASCADE_START, CASCADE_STEP = 100, 30
+ELEMENT_WAIT_S = 0.5
+
+
+# Cua-Bench's key names that pyautogui spells otherwise (Cua-Bench's own are Playwright's
+# names, folded to lower case); every other name is pyautogui's already ("enter", "f5", "a").
+_KEY_NAMES = {
+    "arrowleft": "left", "arrowright": "right", "arrowup": "up", "arrowdown": "down",
+    "leftarrow": "left", "rightarrow": "right", "uparrow": "up", "downarrow": "down",
+    "return": "enter", "ret": "enter", "esc": "escape", "back": "backspace", "del": "delete",
+    " ": "space", "control": "ctrl", "option": "alt", "meta": "win", "command": "win",
+    "cmd": "win", "windows": "win", "pgup": "pageup", "pgdn": "pagedown", "ins": "insert",
+    "caps": "capslock", "numpadenter": "enter",
+    **{f"numpad{n}": f"num{n}" for n in range(10)},
+    **{f"numpad{op}": op for op in ("add", "subtract", "multiply", "divide", "decimal")},
+}
+
+
+def key_name(key: str) -> str:
+    """A Cua-Bench key name (``Return``, ``ArrowLeft``, ``cmd``, ``F5``) as pyautogui's."""
+    lowered = key if len(key) == 1 else key.lower()
+    return _KEY_NAMES.get(lowered, lowered)
+
+
+def window_document(html: str) -> str:
+    """The page a window shows for ``html``: Cua-Bench's simulated session puts it in the body
+    of a page of its own (the page fills the window, its body a column without margins that
+    never scrolls), so a module's page lays out as it does there. Cua-Bench's page also loads
+    Tailwind and Iconify from a CDN; a worker loads nothing from outside, so they are left out
+    (their classes and icons have no effect here)."""
+    return (
+        "<!doctype html>\n<html style=\"height: 100%;\">\n<head>\n<meta charset=\"UTF-8\" />\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1.0\" />\n"
+        "</head>\n<body style=\"margin: 0; padding: 0; width: 100%; height: 100%; display: flex;"
+        " flex-direction: column; overflow: hidden;\">\n" + html + "\n</body>\n</html>\n"
+    )
 
 
 class SessionError(Exception):
@@ -54,9 +94,9 @@ def action_source(action: Any) -> str | None:
     if kind == "TypeAction":
         return f"pyautogui.typewrite({str(action.text)!r})"
     if kind == "KeyAction":
-        return f"pyautogui.press({str(action.key)!r})"
+        return f"pyautogui.press({key_name(str(action.key))!r})"
     if kind == "HotkeyAction":
-        return f"pyautogui.hotkey({', '.join(repr(str(k)) for k in action.keys)})"
+        return f"pyautogui.hotkey({', '.join(repr(key_name(str(k))) for k in action.keys)})"
     if kind in ("WaitAction", "DoneAction"):
         return None
     raise SessionError(f"{kind} is not a Cua-Bench action this session can deliver")
@@ -118,19 +158,30 @@ class WorkerSession:
         self.steps = 0
         self.env = _Env(self)
         self._on_action = on_action
+        self._launched = 0  # windows open since the last close_all_windows (the cascade)
 
     # -- windows -----------------------------------------------------------------------------
 
     async def launch_window(self, url: str | None = None, *, html: str | None = None,
                             folder: str | None = None, title: str = "Window",
                             x: int | None = None, y: int | None = None,
-                            width: int | None = None, height: int | None = None,
+                            width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT,
                             **_: Any) -> str:
-        """Open a window showing ``html``, ``url`` or ``folder`` at ``(x, y)``; its id."""
-        payload = {"html": html, "url": url, "folder": folder, "title": title, "x": x, "y": y,
+        """Open a window showing ``html``, ``url`` or ``folder`` at ``(x, y)``; its id.
+
+        ``html`` is placed in the body of a page of its own, as Cua-Bench's simulated session
+        places it (:func:`window_document`); the default size and the cascade of places where
+        no ``x``/``y`` is given are Cua-Bench's too.
+        """
+        count = self._launched
+        payload = {"html": None if html is None else window_document(html), "url": url,
+                   "folder": folder, "title": title,
+                   "x": x if x is not None else CASCADE_START + CASCADE_STEP * count,
+                   "y": y if y is not None else CASCADE_START + CASCADE_STEP * count,
                    "width": width, "height": height}
         answer = await self._browser("launch", {k: v for k, v in payload.items()
                                                 if v is not None})
+        self._launched += 1
         return str(answer["id"])
 
     async def execute_javascript(self, pid: Any, script: str) -> Any:
@@ -145,20 +196,56 @@ class WorkerSession:
     async def close_all_windows(self) -> None:
         """Close every browser window of the worker."""
         await self._browser("close_all", {})
+        self._launched = 0
+
+    async def get_element_rect(self, pid: Any, selector: str, *, space: str = "window",
+                               timeout: float = ELEMENT_WAIT_S) -> dict[str, Any] | None:
+        """The box of the first element matching ``selector`` in window ``pid``
+        (``{"x", "y", "width", "height"}``, whole pixels, in the window's page or, with
+        ``space="screen"``, on the screen), waiting up to ``timeout`` seconds for one to
+        appear; None when none did. The page is not scrolled (Cua-Bench's rule)."""
+        if space not in ("window", "screen"):
+            raise SessionError(f"space must be 'window' or 'screen', not {space!r}")
+        script = (
+            "(() => { const e = document.querySelector(" + json.dumps(selector) + ");"
+            " if (!e) return null; const r = e.getBoundingClientRect();"
+            " return {x: Math.round(r.x), y: Math.round(r.y),"
+            " width: Math.round(r.width), height: Math.round(r.height),"
+            " screenX: window.screenX, screenY: window.screenY}; })()"
+        )
+
+        def find() -> dict[str, Any] | None:
+            value = self._call_browser("evaluate", {"id": str(pid), "script": script})
+            return value.get("value") if isinstance(value.get("value"), dict) else None
+
+        rect = await asyncio.to_thread(poll_until, find, timeout_s=float(timeout),
+                                       interval_s=max(0.1, float(timeout) / 2))
+        if rect is None:
+            return None
+        left, top = rect.pop("screenX"), rect.pop("screenY")
+        if space == "screen":
+            rect["x"] += int(left)
+            rect["y"] += int(top)
+        return rect
 
     async def click_element(self, pid: Any, selector: str) -> None:
         """Click the centre of the element ``selector`` through the worker's input path."""
-        script = (
-            "(() => { const e = document.querySelector(" + json.dumps(selector) + ");"
-            " if (!e) return null; e.scrollIntoView({block: 'center', inline: 'center'});"
-            " const r = e.getBoundingClientRect();"
-            " return [window.screenX + r.left + r.width / 2,"
-            " window.screenY + r.top + r.height / 2]; })()"
-        )
-        point = await self.execute_javascript(pid, script)
-        if not isinstance(point, list):
+        await self.execute_action(ns.ClickAction(*await self._element_centre(pid, selector)))
+
+    async def right_click_element(self, pid: Any, selector: str) -> None:
+        """Right-click the centre of the element ``selector``, as :meth:`click_element`."""
+        await self.execute_action(
+            ns.RightClickAction(*await self._element_centre(pid, selector)))
+
+    async def _element_centre(self, pid: Any, selector: str) -> tuple[int, int]:
+        """Where Cua-Bench clicks an element: its screen box's centre, the halves cut to
+        whole pixels; wherever that is (an element scrolled out of its window is not brought
+        into view, and a closed ``<select>``'s options have an empty box at the page's
+        corner)."""
+        rect = await self.get_element_rect(pid, selector, space="screen")
+        if rect is None:
             raise SessionError(f"no element matches {selector!r} in window {pid}")
-        await self.execute_action(ns.ClickAction(x=round(point[0]), y=round(point[1])))
+        return int(rect["x"] + rect["width"] / 2), int(rect["y"] + rect["height"] / 2)
 
     async def execute_action(self, action: Any) -> None:
         """Deliver a Cua-Bench action as the pyautogui source an agent would send."""
@@ -222,9 +309,12 @@ class WorkerSession:
         return sorted(str(c.get("name")) for c in children if isinstance(c, dict))
 
     async def _browser(self, operation: str, payload: dict[str, Any]) -> dict[str, Any]:
+        return await asyncio.to_thread(self._call_browser, operation, payload)
+
+    def _call_browser(self, operation: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """``/browser/<operation>`` now (blocking); the worker's refusal as a SessionError."""
         try:
-            return await asyncio.to_thread(self.waa.browser, operation, payload,
-                                           timeout=self.timeout)
+            return self.waa.browser(operation, payload, timeout=self.timeout)
         except WaaError as exc:
             if exc.is_infrastructure:
                 raise
