@@ -1,7 +1,9 @@
 """OpenApps-style task configs end to end: the real ``openadapt-evals`` CLI, a real local pool
-(its desktop starts with a to-do list holding "Water plants" and a code editor holding
-``script.py``), the examples of ``evals/tasks/openapps/examples/all_tasks.yaml`` (OpenApps' own
-documented entries among them, as written there).
+(its desktop starts with a to-do list holding "Water plants", a code editor holding
+``script.py``, a calendar and a map), the examples of
+``evals/tasks/openapps/examples/all_tasks.yaml`` (OpenApps' own documented entries among them,
+as written there) and of ``suite.yaml`` (every OpenApps class of the calendar, map and
+launcher, composed through ``defaults:``).
 
 Every example scores 1 with ``--agent oracle`` and 0 with ``--agent noop``; an agent that acts
 on a ``clarify`` task scores 0 and its episode ends at that act; each record and the run page
@@ -28,6 +30,12 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "evals" / "tasks" / "openapps" / "examples" / "all_tasks.yaml"
+SUITE = EXAMPLES.with_name("suite.yaml")  # composes planner_tasks.yaml through defaults:
+SUITE_TASKS = {
+    "add_dinner_with_ada", "remove_otto_birthday", "delete_call_aunt_lisa", "save_eiffel_tower",
+    "remove_times_square", "navigate_to_the_map", "message_bob_to_meet", "plan_the_book_club",
+    "mark_visit_grandma_as_done",
+}
 EXAMPLE_TASKS = {
     "mark_water_plants_as_done", "add_my_special_item_to_todo",
     "edit_script_add_header_comment", "create_notes_file_in_code_editor",
@@ -110,7 +118,42 @@ def test_an_agent_that_acts_on_a_clarify_task_scores_zero(pooled: Path, tmp_path
     assert record["status"] == "failure" and record["score"] == 0.0
     # the act ended the episode: the question after it was never asked
     assert [s["action"]["type"] for s in record["steps"]] == ["execute"]
-    assert [c["path"] for c in record["state_diff"]] == ["/todo/todos/3"]
+    assert [c["path"] for c in record["state_diff"]] == ["/todo/todos/14"]
+
+
+def test_openapps_own_classes_and_a_composed_suite_score_one_and_zero(
+    pooled: Path, tmp_path: Path
+) -> None:
+    """Every OpenApps class of the calendar, the map, the launcher, to-do deletion and
+    messages, in a file composed through ``defaults:``: oracle 1, noop 0."""
+    results = tmp_path / "results"
+    listed = run_cli("openadapt-evals", "tasks", f"openapps:{SUITE}", "--json", home=pooled)
+    assert listed.returncode == 0, listed.stderr
+    assert {t["task_id"] for t in json.loads(listed.stdout)["tasks"]} == SUITE_TASKS
+
+    oracle = evals("run", "--pool", "oa", "--tasks", f"openapps:{SUITE}", "--agent", "oracle",
+                   "--run-name", "oracle", home=pooled, results=results)
+    assert oracle.returncode == 0, oracle.stderr
+    done = records(results / "oracle")
+    assert set(done) == SUITE_TASKS
+    for tid, record in done.items():
+        assert (record["status"], record["score"]) == ("success", 1.0), (
+            tid, record.get("error_message"), record.get("reason"))
+    # the suite's own entry replaced planner_tasks.yaml's: the episode started in the calendar
+    assert done["navigate_to_the_map"]["state_diff"] == [
+        {"path": "/_url", "before": "/calendar", "after": "/maps"}]
+    assert [c["path"] for c in done["remove_otto_birthday"]["state_diff"]][0].startswith(
+        "/calendar/events/")
+
+    noop = evals("run", "--pool", "oa", "--tasks", f"openapps:{SUITE}", "--agent", "noop",
+                 "--run-name", "noop", home=pooled, results=results)
+    assert noop.returncode == 0, noop.stderr
+    failed = records(results / "noop")
+    assert set(failed) == SUITE_TASKS
+    for tid, record in failed.items():
+        assert (record["status"], record["score"]) == ("failure", 0.0), (
+            tid, record.get("error_message"))
+        assert record["state_diff"] == [], tid
 
 
 BAD = {
@@ -123,6 +166,13 @@ BAD = {
                       "MarkToDoDoneTask has no field 'colour'"),
     "missing-field": ("t:\n  _target_: MarkToDoDoneTask\n  goal: g\n",
                       "MarkToDoDoneTask needs 'todo_name'"),
+    "bad-coordinate": ("t:\n  _target_: SavePlaceTask\n  goal: g\n  name: x\n  latitude: 95\n"
+                       "  longitude: 2\n", "latitude must be within -90..90, not 95"),
+    "unsimulated-app": ("t:\n  _target_: NavigateToAppTask\n  goal: g\n  source_app: todo\n"
+                        "  target_app: onlineshop\n",
+                        "target_app 'onlineshop' is not an app of the simulated desktop"),
+    "missing-default": ("defaults:\n  - original_tasks\n  - _self_\n",
+                        "defaults names 'original_tasks', but "),
     "alias-bomb": ("a: &a [x, x, x, x, x, x, x, x, x, x]\n"
                    + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
                              for p, c in zip("abcdefgh", "bcdefghi", strict=True))

@@ -2,14 +2,18 @@
 
 A task's reward is :meth:`Task.check_if_task_is_complete` over the apps' state read from the
 worker before the agent starts and after it ends (one JSON document per app: ``todo``,
-``codeeditor``, ``messenger``, ``settings``, ``clock``; see ``infra/local/workapps.py``).
+``codeeditor``, ``messenger``, ``calendar``, ``map``, ``settings``, ``clock``, and ``_url``, the
+path of the app on screen; see ``infra/local/workapps.py``). The calendar, map and navigation
+classes are in :mod:`~evals.tasks.openapps.planner_classes`.
 
 The state-comparison classes build a *target* from the initial state (what the apps must hold
 if the task was done, and nothing else changed) and compare it with the final state over every
 app but the code editor (whose files only :class:`EditFileTask` scores). A
 :class:`CompositeTask` chains its state subtasks' targets, so two changes to one app make one
 target, and checks its other subtasks on their own. Volatile fields (ids) are compared unless a
-task asks for them to be normalised (``normalize_ids``).
+task asks for them to be normalised (``normalize_ids``); where the app, not the task, decides a
+value within bounds (the id of an item added, a place saved a few hundred metres off), the
+target holds a :class:`Matcher` there.
 
 Each class carries a reference solution for the simulated desktop's command language
 (:meth:`Task.reference_solution`), which ``--agent oracle`` plays.
@@ -21,7 +25,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-COMPARED_APPS = ("todo", "messenger", "settings", "clock")
+COMPARED_APPS = ("todo", "messenger", "calendar", "map", "settings", "clock")
 """The apps the generic state comparison covers (the code editor is scored by EditFileTask)."""
 ACT, CLARIFY, STOP = "act", "clarify", "stop"
 OUTCOMES = (ACT, CLARIFY, STOP)
@@ -68,6 +72,43 @@ class Task:
     def reference_solution(self) -> list[str] | None:
         """Commands that do the task on the simulated desktop (``None``: no reference)."""
         return None
+
+    def setup(self) -> list[str]:
+        """Commands run on the desktop after its reset and before the first state read (where
+        the episode starts: :class:`NavigateToAppTask`'s ``source_app``)."""
+        return []
+
+
+class Matcher:
+    """A target value that the app, not the task, decides within bounds: equal (``==``) to
+    every value it accepts. A target is always the left operand of the comparison, so Python
+    asks the matcher."""
+
+    def matches(self, value: Any) -> bool:
+        """Whether the app's value is acceptable."""
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        return self.matches(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.matches(other)
+
+    __hash__ = None  # type: ignore[assignment]  # compared, never a key
+
+
+class NewId(Matcher):
+    """The id the app gives an item added: any whole number no other item held at the start."""
+
+    def __init__(self, taken: set[int]) -> None:
+        self.taken = set(taken)
+
+    def matches(self, value: Any) -> bool:
+        """A whole number not taken."""
+        return isinstance(value, int) and not isinstance(value, bool) and value not in self.taken
+
+    def __repr__(self) -> str:
+        return f"NewId(not in {sorted(self.taken)})"
 
 
 @dataclass(kw_only=True)
@@ -123,7 +164,7 @@ class MarkToDoDoneTask(StateTask):
         found = [t for t in todos if str(t.get("title", "")).casefold()
                  == self.todo_name.casefold()]
         if not found:
-            result.setdefault("todo", {})["missing"] = self.todo_name
+            unreachable(result, "todo", self.todo_name)
         for todo in found[:1]:
             todo["done"] = True
         return result
@@ -145,11 +186,12 @@ class AddToDoTask(StateTask):
         return None if self.todo_name.strip() else "todo_name is empty"
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The list with one more item; its id is the next one the app gives."""
+        """The list with one more item at its end; its id is any the list did not hold (the
+        app's to give, so that an item deleted before it does not shift the target)."""
         result = copy.deepcopy(state)
         todos = result.setdefault("todo", {}).setdefault("todos", [])
-        next_id = max((int(t.get("id", 0)) for t in todos), default=0) + 1
-        todos.append({"done": self.is_done, "id": next_id, "title": self.todo_name})
+        taken = {t.get("id") for t in todos if isinstance(t.get("id"), int)}
+        todos.append({"done": self.is_done, "id": NewId(taken), "title": self.todo_name})
         return result
 
     def reference_solution(self) -> list[str]:
@@ -161,22 +203,65 @@ class AddToDoTask(StateTask):
 
 
 @dataclass(kw_only=True)
-class SendMessageTask(StateTask):
-    """Send ``text`` to ``recipient`` in the messenger."""
+class DeleteToDoTask(StateTask):
+    """Delete the to-do item ``todo_name``."""
 
-    recipient: str
-    text: str
+    todo_name: str
+
+    def problem(self) -> str | None:
+        """An empty title."""
+        return None if self.todo_name.strip() else "todo_name is empty"
+
+    def target(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The list without the item (no item of that name: a target no state can reach)."""
+        result = copy.deepcopy(state)
+        todos = result.setdefault("todo", {}).setdefault("todos", [])
+        wanted = self.todo_name.casefold()
+        for index, todo in enumerate(todos):
+            if str(todo.get("title", "")).casefold() == wanted:
+                del todos[index]
+                return result
+        return unreachable(result, "todo", self.todo_name)
+
+    def reference_solution(self) -> list[str]:
+        """``todo delete``."""
+        return [_command("todo", "delete", self.todo_name)]
+
+
+@dataclass(kw_only=True)
+class SendMessageTask(StateTask):
+    """Send ``message`` to ``to`` in the messenger (OpenApps' fields; ``recipient`` and
+    ``text`` are this class's older names for them). ``expected_reply`` is recorded only:
+    the simulated messenger does not reply."""
+
+    to: str = ""
+    message: str = ""
+    expected_reply: str | None = None
+    recipient: str = ""
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        self.to = self.to or self.recipient
+        self.message = self.message or self.text
+
+    def problem(self) -> str | None:
+        """No recipient or no text (under either name)."""
+        if not self.to.strip():
+            return "SendMessageTask needs 'to' (who the message goes to)"
+        if not self.message:
+            return "SendMessageTask needs 'message' (the text to send)"
+        return None
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
         """The messenger with the message sent."""
         result = copy.deepcopy(state)
         result.setdefault("messenger", {}).setdefault("messages", []).append(
-            {"text": self.text, "to": self.recipient})
+            {"text": self.message, "to": self.to})
         return result
 
     def reference_solution(self) -> list[str]:
         """``msg send``."""
-        return [_command("msg", "send", self.recipient, self.text)]
+        return [_command("msg", "send", self.to, self.message)]
 
 
 @dataclass(kw_only=True)
@@ -257,6 +342,10 @@ class AbstentionTask(Task):
         """Without how the episode ended, only an act can be checked."""
         return self.score(Episode(initial_state, current_state, ACT))
 
+    def setup(self) -> list[str]:
+        """The nested task's setup."""
+        return [] if self.action_task is None else self.action_task.setup()
+
     def reference_solution(self) -> list[str] | None:
         """The nested task's solution, the question, or the report."""
         if self.expected_outcome == ACT:
@@ -295,6 +384,10 @@ class CompositeTask(Task):
         return all(t.check_if_task_is_complete(initial_state, current_state)
                    for t in self.subtasks if not isinstance(t, StateTask))
 
+    def setup(self) -> list[str]:
+        """The subtasks' setups, one after the other."""
+        return [command for task in self.subtasks for command in task.setup()]
+
     def reference_solution(self) -> list[str] | None:
         """The subtasks' solutions, one after the other."""
         commands: list[str] = []
@@ -304,13 +397,6 @@ class CompositeTask(Task):
                 return None
             commands.extend(solution)
         return commands
-
-
-BUILTIN: dict[str, type[Task]] = {cls.__name__: cls for cls in (
-    AppStateComparison, MarkToDoDoneTask, AddToDoTask, SendMessageTask, EditFileTask,
-    AbstentionTask, CompositeTask)}
-"""The built-in classes by name (``_target_: MarkToDoDoneTask``, or OpenApps' spelling
-``open_apps.tasks.tasks.MarkToDoDoneTask``)."""
 
 
 def compared(state: dict[str, Any], normalize_ids: bool) -> dict[str, Any]:
@@ -352,6 +438,15 @@ def state_diff(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
             changes += state_diff(old, new, f"{path}/{index}")
         return changes
     return [] if before == after else [{"path": path or "/", "before": before, "after": after}]
+
+
+def unreachable(state: dict[str, Any], app: str, missing: str) -> dict[str, Any]:
+    """Mark a target no state can reach (the task names an item the app does not hold): a
+    key no app document has, naming the item for whoever reads the target."""
+    document = state.setdefault(app, {})
+    if isinstance(document, dict):
+        document["missing"] = missing
+    return state
 
 
 def _without_ids(value: Any) -> Any:

@@ -8,7 +8,7 @@ and its other keys are the class's fields::
       goal: Tick off the item 'Send the report' in the to-do app.
       todo_name: "Send the report"
 
-``_target_`` is one of our built-in classes by name (:data:`~evals.tasks.openapps.classes.BUILTIN`),
+``_target_`` is one of our built-in classes by name (:data:`~evals.tasks.openapps.builtin.BUILTIN`),
 the same written as OpenApps writes it (``open_apps.tasks.tasks.<Class>``: our class of that
 name, so an OpenApps file loads unchanged where its apps exist here), or a user's
 ``package.module:Class`` (a dataclass subclassing :class:`~evals.tasks.openapps.classes.Task`).
@@ -35,7 +35,8 @@ import yaml
 
 from evals.agents.user_code import import_attribute
 from evals.errors import InvalidRunInputError
-from evals.tasks.openapps.classes import BUILTIN, Task
+from evals.tasks.openapps.builtin import BUILTIN
+from evals.tasks.openapps.classes import Task
 
 PREFIX = "openapps:"
 DOMAIN = "openapps"
