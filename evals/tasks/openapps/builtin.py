@@ -27,3 +27,10 @@ BUILTIN: dict[str, type[Task]] = {cls.__name__: cls for cls in (
     RemoveLandmarkTask, NavigateToAppTask)}
 """The built-in classes by name (``_target_: MarkToDoDoneTask``, or OpenApps' spelling
 ``open_apps.tasks.tasks.MarkToDoDoneTask``)."""
+
+NOT_SIMULATED: dict[str, str] = {
+    "BuyWithCardTask": "the online shop and the bank (OpenBanking)",
+    "DeclinedCardPurchaseTask": "the online shop and the bank (OpenBanking)",
+}
+"""OpenApps' classes whose apps the simulated desktop does not have, and those apps: an entry
+naming one is refused saying so, rather than as an unknown class."""

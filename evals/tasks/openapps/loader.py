@@ -35,7 +35,7 @@ import yaml
 
 from evals.agents.user_code import import_attribute
 from evals.errors import InvalidRunInputError
-from evals.tasks.openapps.builtin import BUILTIN
+from evals.tasks.openapps.builtin import BUILTIN, NOT_SIMULATED
 from evals.tasks.openapps.classes import Task
 
 PREFIX = "openapps:"
@@ -213,6 +213,10 @@ def resolve_target(target: object, where: str) -> type[Task]:
     name = target.strip().removeprefix(OPENAPPS_MODULE)
     if ":" not in name:
         cls = BUILTIN.get(name)
+        if cls is None and name in NOT_SIMULATED:
+            raise InvalidRunInputError(f"{where}: {target!r} scores {NOT_SIMULATED[name]}, "
+                                       "which the simulated desktop does not have; leave the "
+                                       "entry out (or select another entry with #NAME)")
         if cls is None:
             raise InvalidRunInputError(f"{where}: unknown task class {target!r}; built in: "
                                        f"{known} (or your own as package.module:Class)")

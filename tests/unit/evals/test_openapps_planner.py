@@ -271,6 +271,9 @@ def test_the_suite_example_composes_planner_tasks(tmp_path: Path) -> None:
     ("t:\n  _target_: SendMessageTask\n  goal: g\n  to: Bob\n", "needs 'message'"),
     ("t:\n  _target_: RemoveLandmarkTask\n  goal: g\n  name: x\n  lat: 1\n",
      "RemoveLandmarkTask has no field 'lat'"),
+    ("t:\n  _target_: open_apps.tasks.tasks.BuyWithCardTask\n  goal: g\n  sku: B06Y3VLDFB\n",
+     "'open_apps.tasks.tasks.BuyWithCardTask' scores the online shop and the bank (OpenBanking)"
+     ", which the simulated desktop does not have"),
 ])
 def test_bad_planner_entries_are_refused_naming_the_field(
     tmp_path: Path, text: str, said: str
@@ -278,3 +281,12 @@ def test_bad_planner_entries_are_refused_naming_the_field(
     with pytest.raises(InvalidRunInputError, match="openapps config") as caught:
         load_selection(f"openapps:{write(tmp_path, 'tasks', text)}")
     assert said in str(caught.value)
+
+
+def test_an_entry_the_desktop_cannot_run_leaves_the_others_selectable(tmp_path: Path) -> None:
+    path = write(tmp_path, "tasks", "buy:\n  _target_: open_apps.tasks.tasks.BuyWithCardTask\n"
+                 "  goal: g\n" + "rm:\n  _target_: RemoveLandmarkTask\n  goal: g\n"
+                 "  name: Times Square\n")
+    with pytest.raises(InvalidRunInputError, match="task 'buy'"):
+        load_selection(f"openapps:{path}")
+    assert [e.name for e in load_selection(f"openapps:{path}#rm")] == ["rm"]
