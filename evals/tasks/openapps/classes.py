@@ -81,8 +81,8 @@ class Task:
 
 class Matcher:
     """A target value that the app, not the task, decides within bounds: equal (``==``) to
-    every value it accepts. A target is always the left operand of the comparison, so Python
-    asks the matcher."""
+    every value it accepts. The JSON values it is compared with (dicts, lists, numbers,
+    strings) do not know it, so ``==`` asks the matcher on whichever side it stands."""
 
     def matches(self, value: Any) -> bool:
         """Whether the app's value is acceptable."""
