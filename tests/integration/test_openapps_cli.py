@@ -156,6 +156,39 @@ def test_openapps_own_classes_and_a_composed_suite_score_one_and_zero(
         assert record["state_diff"] == [], tid
 
 
+ASTRAY = '''
+from dataclasses import dataclass
+
+from evals.tasks.openapps import NavigateToAppTask
+
+
+@dataclass(kw_only=True)
+class Astray(NavigateToAppTask):
+    """Starts in an app the desktop does not have: its setup is refused."""
+
+    def setup(self):
+        return ["goto shop"]
+'''
+
+
+def test_a_setup_the_desktop_refuses_ends_the_attempt_as_the_tasks_error(
+    pooled: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "astray_tasks.py").write_text(ASTRAY, encoding="utf-8")
+    (tmp_path / "astray.yaml").write_text(
+        "astray:\n  _target_: astray_tasks:Astray\n  goal: Open the map.\n"
+        "  source_app: todo\n  target_app: map\n", encoding="utf-8")
+    results = tmp_path / "results"
+    ran = evals("run", "--pool", "oa", "--tasks", f"openapps:{tmp_path / 'astray.yaml'}",
+                "--agent", "oracle", "--run-name", "astray", home=pooled, results=results,
+                env={"PYTHONPATH": str(tmp_path)})
+    assert ran.returncode == 4 and "1 of 1 task(s) ended in error" in ran.stderr, ran.stderr
+    record = records(results / "astray")["astray"]
+    assert (record["status"], record["error_type"]) == ("error", "task"), record
+    assert "setting the task up (goto shop): no app 'shop'" in record["error_message"]
+    assert record["steps"] == []  # the agent never started
+
+
 BAD = {
     "no-target": ("t:\n  goal: g\n  todo_name: x\n", "no _target_"),
     "unknown-class": ("t:\n  _target_: open_apps.tasks.tasks.FlyToTheMoonTask\n  goal: g\n",
