@@ -6,8 +6,9 @@ reset. The state is read from the worker twice, right before the agent's first s
 after its last (the simulated desktop answers ``appstate`` with one JSON document per app). The
 class's reward over the two snapshots is the score (1 or 0), and the snapshots' difference goes
 into the record (``state_diff``) and onto the run page. For an abstention task the episode ends
-at the agent's first act (the first step that changes an app), question
-(``send_msg_to_user``) or report (``report_infeasible``), whichever comes first.
+at the agent's first act (the first step that changes an app, by the comparison the rewards
+use), question (``send_msg_to_user``) or report (``report_infeasible``), whichever comes
+first.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from evals.run.agent_loop import (
     _TaskEnded,
     agent_traceback,
 )
-from evals.tasks.openapps.classes import ACT, CLARIFY, STOP, Episode, Task, state_diff, states_match
+from evals.tasks.openapps.classes import ACT, CLARIFY, STOP, Episode, Task, state_diff
+from evals.tasks.openapps.compare import states_match
 from evals.tasks.openapps.loader import build
 from waa_client.errors import WaaError
 from waa_client.waa import WaaClient
@@ -131,7 +133,7 @@ def run_openapps_task(
 
         def acted() -> bool:  # an abstention episode ends at the first act
             return entry.expects_abstention and not states_match(
-                initial, read_state(waa, clock, "reading the apps' state after a step"), False)
+                initial, read_state(waa, clock, "reading the apps' state after a step"))
 
         execution.last_action = _steps(waa, agent, bench_task, execution, clock, config,
                                        record_dir=record_dir, ends_episode=acted)

@@ -8,12 +8,12 @@ classes are in :mod:`~evals.tasks.openapps.planner_classes`.
 
 The state-comparison classes build a *target* from the initial state (what the apps must hold
 if the task was done, and nothing else changed) and compare it with the final state over every
-app but the code editor (whose files only :class:`EditFileTask` scores). A
+app but the code editor (whose files only :class:`EditFileTask` scores), by OpenApps' rule
+(:func:`~evals.tasks.openapps.compare.states_match`: texts normalised, entries sorted, ids
+dropped, places truncated to tenths of a degree and compared within a distance). A
 :class:`CompositeTask` chains its state subtasks' targets, so two changes to one app make one
-target, and checks its other subtasks on their own. Volatile fields (ids) are compared unless a
-task asks for them to be normalised (``normalize_ids``); where the app, not the task, decides a
-value within bounds (the id of an item added, a place saved a few hundred metres off), the
-target holds a :class:`Matcher` there.
+target, and checks its other subtasks on their own. A task finds the item it names as OpenApps'
+classes do: by its exact title (or name), the last of several.
 
 Each class carries a reference solution for the simulated desktop's command language
 (:meth:`Task.reference_solution`), which ``--agent oracle`` plays.
@@ -25,8 +25,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-COMPARED_APPS = ("todo", "messenger", "calendar", "map", "settings", "clock")
-"""The apps the generic state comparison covers (the code editor is scored by EditFileTask)."""
+from evals.tasks.openapps.compare import DEFAULT_TOLERANCE_KM, is_done, states_match
+
 ACT, CLARIFY, STOP = "act", "clarify", "stop"
 OUTCOMES = (ACT, CLARIFY, STOP)
 
@@ -79,52 +79,27 @@ class Task:
         return []
 
 
-class Matcher:
-    """A target value that the app, not the task, decides within bounds: equal (``==``) to
-    every value it accepts. The JSON values it is compared with (dicts, lists, numbers,
-    strings) do not know it, so ``==`` asks the matcher on whichever side it stands."""
-
-    def matches(self, value: Any) -> bool:
-        """Whether the app's value is acceptable."""
-        raise NotImplementedError
-
-    def __eq__(self, other: object) -> bool:
-        return self.matches(other)
-
-    def __ne__(self, other: object) -> bool:
-        return not self.matches(other)
-
-    __hash__ = None  # type: ignore[assignment]  # compared, never a key
-
-
-class NewId(Matcher):
-    """The id the app gives an item added: any whole number no other item held at the start."""
-
-    def __init__(self, taken: set[int]) -> None:
-        self.taken = set(taken)
-
-    def matches(self, value: Any) -> bool:
-        """A whole number not taken."""
-        return isinstance(value, int) and not isinstance(value, bool) and value not in self.taken
-
-    def __repr__(self) -> str:
-        return f"NewId(not in {sorted(self.taken)})"
-
-
 @dataclass(kw_only=True)
 class StateTask(Task):
     """A task scored by comparing the final state with a target built from the initial one."""
 
     normalize_ids: bool = False
+    """Drop every ``id`` before comparing (the to-do list's and the calendar's always are)."""
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
         """The state as it must be once the task is done (a new document)."""
         return copy.deepcopy(state)
 
+    def comparison_tolerance_km(self) -> float:
+        """How far apart two places' truncated coordinates may be and still be the same."""
+        return DEFAULT_TOLERANCE_KM
+
     def check_if_task_is_complete(self, initial_state: dict[str, Any],
                                   current_state: dict[str, Any]) -> bool:
-        """The final state equals the target on every compared app."""
-        return states_match(self.target(initial_state), current_state, self.normalize_ids)
+        """The final state is the target by OpenApps' rule, on every compared app."""
+        return states_match(self.target(initial_state), current_state,
+                            tolerance_km=self.comparison_tolerance_km(),
+                            normalize_ids=self.normalize_ids)
 
 
 @dataclass(kw_only=True)
@@ -158,15 +133,13 @@ class MarkToDoDoneTask(StateTask):
         return None if self.todo_name.strip() else "todo_name is empty"
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The item marked done (no item of that name: a target no state can reach)."""
+        """The item of exactly that title marked done, the last if several (none: a target
+        no state can reach, as OpenApps' class then scores 0)."""
         result = copy.deepcopy(state)
-        todos = result.get("todo", {}).get("todos", [])
-        found = [t for t in todos if str(t.get("title", "")).casefold()
-                 == self.todo_name.casefold()]
-        if not found:
-            unreachable(result, "todo", self.todo_name)
-        for todo in found[:1]:
-            todo["done"] = True
+        index = last_titled(todo_items(result), "title", self.todo_name)
+        if index is None:
+            return unreachable(result, "todo", self.todo_name)
+        todo_items(result)[index]["done"] = True
         return result
 
     def reference_solution(self) -> list[str]:
@@ -179,25 +152,30 @@ class AddToDoTask(StateTask):
     """Add the to-do item ``todo_name`` (done or not, as ``is_done`` says) at the list's end."""
 
     todo_name: str
-    is_done: bool = False
+    is_done: bool | int | str | None = False
+    """Done or not: ``true``/``false``, or as OpenApps also reads it, ``1``/``0``,
+    ``"1"``/``"0"``, or ``null`` (not done)."""
 
     def problem(self) -> str | None:
-        """An empty title."""
-        return None if self.todo_name.strip() else "todo_name is empty"
+        """An empty title, a done flag that is neither."""
+        if not self.todo_name.strip():
+            return "todo_name is empty"
+        if not isinstance(is_done(self.is_done), bool):
+            return (f"is_done must be true or false (or 1/0, \"1\"/\"0\", null), not "
+                    f"{self.is_done!r}")
+        return None
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The list with one more item at its end; its id is any the list did not hold (the
-        app's to give, so that an item deleted before it does not shift the target)."""
+        """The list with one more item (the app gives its id, which is not compared)."""
         result = copy.deepcopy(state)
-        todos = result.setdefault("todo", {}).setdefault("todos", [])
-        taken = {t.get("id") for t in todos if isinstance(t.get("id"), int)}
-        todos.append({"done": self.is_done, "id": NewId(taken), "title": self.todo_name})
+        result.setdefault("todo", {}).setdefault("todos", []).append(
+            {"done": is_done(self.is_done), "title": self.todo_name})
         return result
 
     def reference_solution(self) -> list[str]:
         """``todo add`` (and ``todo done`` when it is to be done)."""
         commands = [_command("todo", "add", self.todo_name)]
-        if self.is_done:
+        if is_done(self.is_done):
             commands.append(_command("todo", "done", self.todo_name))
         return commands
 
@@ -213,15 +191,14 @@ class DeleteToDoTask(StateTask):
         return None if self.todo_name.strip() else "todo_name is empty"
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The list without the item (no item of that name: a target no state can reach)."""
+        """The list without the item of exactly that title, the last if several (none: a
+        target no state can reach)."""
         result = copy.deepcopy(state)
-        todos = result.setdefault("todo", {}).setdefault("todos", [])
-        wanted = self.todo_name.casefold()
-        for index, todo in enumerate(todos):
-            if str(todo.get("title", "")).casefold() == wanted:
-                del todos[index]
-                return result
-        return unreachable(result, "todo", self.todo_name)
+        index = last_titled(todo_items(result), "title", self.todo_name)
+        if index is None:
+            return unreachable(result, "todo", self.todo_name)
+        del todo_items(result)[index]
+        return result
 
     def reference_solution(self) -> list[str]:
         """``todo delete``."""
@@ -331,7 +308,7 @@ class AbstentionTask(Task):
     def score(self, episode: Episode) -> bool:
         """The first of act/clarify/stop matches the expected outcome (and, for act, the
         nested task holds)."""
-        changed = not states_match(episode.initial, episode.final, False)
+        changed = not states_match(episode.initial, episode.final)
         if self.expected_outcome == ACT:
             return (episode.ended_by == ACT and self.action_task is not None
                     and self.action_task.score(episode))
@@ -379,7 +356,8 @@ class CompositeTask(Task):
         for task in state_tasks:
             target = task.target(target)
         normalize = self.normalize_ids or any(t.normalize_ids for t in state_tasks)
-        if state_tasks and not states_match(target, current_state, normalize):
+        # one comparison at the default tolerance, as OpenApps compares a composite's target
+        if state_tasks and not states_match(target, current_state, normalize_ids=normalize):
             return False
         return all(t.check_if_task_is_complete(initial_state, current_state)
                    for t in self.subtasks if not isinstance(t, StateTask))
@@ -399,15 +377,17 @@ class CompositeTask(Task):
         return commands
 
 
-def compared(state: dict[str, Any], normalize_ids: bool) -> dict[str, Any]:
-    """The part of a state the generic comparison covers (ids dropped when normalising)."""
-    picked = {app: state.get(app) for app in COMPARED_APPS}
-    return _without_ids(picked) if normalize_ids else picked
+def todo_items(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The to-do list's items in a state (made there when absent)."""
+    items: list[dict[str, Any]] = state.setdefault("todo", {}).setdefault("todos", [])
+    return items
 
 
-def states_match(target: dict[str, Any], current: dict[str, Any], normalize_ids: bool) -> bool:
-    """The compared apps hold the same documents."""
-    return compared(target, normalize_ids) == compared(current, normalize_ids)
+def last_titled(entries: list[Any], key: str, wanted: str) -> int | None:
+    """The index of the last entry whose ``key`` is exactly ``wanted`` (``None``: none), as
+    OpenApps' classes find the item a task names."""
+    found = [i for i, e in enumerate(entries) if isinstance(e, dict) and e.get(key) == wanted]
+    return found[-1] if found else None
 
 
 def editor_file(state: dict[str, Any], path: str) -> str | None:
@@ -447,14 +427,6 @@ def unreachable(state: dict[str, Any], app: str, missing: str) -> dict[str, Any]
     if isinstance(document, dict):
         document["missing"] = missing
     return state
-
-
-def _without_ids(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_ids(v) for k, v in value.items() if k != "id"}
-    if isinstance(value, list):
-        return [_without_ids(v) for v in value]
-    return value
 
 
 def _squash(text: str) -> str:

@@ -17,56 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from evals.tasks.openapps.classes import Matcher, StateTask, Task, _command, unreachable
+from evals.tasks.openapps.classes import StateTask, Task, _command, last_titled, unreachable
+from evals.tasks.openapps.compare import DEFAULT_TOLERANCE_KM, invitee_names
 
-KM_PER_DEGREE = 111.0
-"""Kilometres per degree of latitude (and of longitude at the equator)."""
-DEFAULT_TOLERANCE_KM = 10.0
-"""How far a saved place may be from the task's coordinates unless the task says otherwise."""
 APP_PATHS = {"start_page": "/", "todo": "/todo", "calendar": "/calendar",
              "messages": "/messages", "map": "/maps", "codeeditor": "/codeeditor"}
 """The desktop's apps and the URL path each shows in ``_url`` (the desktop's launcher keeps
 the same table; a unit test holds them equal)."""
-
-
-def distance_km(lat1: float, lon1: float, lat2: float, lon2: float) -> float:
-    """Ground distance between two points, flat-earth (equirectangular): within a fraction of
-    a percent at the few kilometres a saved place may be off by, and simple at the edge."""
-    mean = math.radians((lat1 + lat2) / 2)
-    north = (lat1 - lat2) * KM_PER_DEGREE
-    east = (lon1 - lon2) * KM_PER_DEGREE * math.cos(mean)
-    return math.hypot(north, east)
-
-
-def primary_name(name: str) -> str:
-    """A place name's first comma-separated part (``Paris, Île-de-France, France`` ->
-    ``Paris``), as a map that stores a geocoder's full address shows it first."""
-    return name.split(",", 1)[0].strip().casefold()
-
-
-class NearPlace(Matcher):
-    """A saved place: the same primary name, within ``tolerance_km`` of the coordinates."""
-
-    def __init__(self, name: str, latitude: float, longitude: float,
-                 tolerance_km: float) -> None:
-        self.name, self.latitude, self.longitude = name, latitude, longitude
-        self.tolerance_km = tolerance_km
-
-    def matches(self, value: Any) -> bool:
-        """A place document with that name, near enough."""
-        if not isinstance(value, dict) or set(value) != {"name", "latitude", "longitude"}:
-            return False
-        try:
-            far = distance_km(self.latitude, self.longitude, float(value["latitude"]),
-                              float(value["longitude"]))
-        except (TypeError, ValueError):
-            return False
-        return (primary_name(str(value["name"])) == primary_name(self.name)
-                and far <= self.tolerance_km)
-
-    def __repr__(self) -> str:
-        return (f"NearPlace({self.name!r}, {self.latitude}, {self.longitude}, "
-                f"within {self.tolerance_km} km)")
 
 
 def _date_problem(date: str) -> str | None:
@@ -87,26 +44,27 @@ class AddEventTask(StateTask):
     description: str | None = None
     location: str | None = None
     url: str | None = None
-    invitees: list[str] = field(default_factory=list)
+    invitees: list[str] | str | None = field(default_factory=list)
+    """A list of names, or as OpenApps also takes them, one string ``"Ann, Bob"``."""
 
     def problem(self) -> str | None:
         """An empty title, a date that is not one, an invitee the calendar cannot hold."""
         if not self.title.strip():
             return "title is empty"
-        bad = next((n for n in self.invitees if "," in n or not n.strip()), None)
-        if bad is not None:
-            return f"invitees: {bad!r} is not a name (no commas, not empty)"
+        if isinstance(self.invitees, list):
+            bad = next((n for n in self.invitees if "," in n or not n.strip()), None)
+            if bad is not None:
+                return f"invitees: {bad!r} is not a name (no commas, not empty)"
         return _date_problem(self.date)
 
     def event(self) -> dict[str, Any]:
         """The event as the calendar holds it."""
         return {"title": self.title, "date": self.date.strip(),
                 "description": self.description or "", "location": self.location or "",
-                "url": self.url or "",
-                "invitees": sorted({n.strip() for n in self.invitees})}
+                "url": self.url or "", "invitees": sorted(set(invitee_names(self.invitees)))}
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The calendar with the event added at its end."""
+        """The calendar with the event added (where in the list is not compared)."""
         result = copy.deepcopy(state)
         result.setdefault("calendar", {}).setdefault("events", []).append(self.event())
         return result
@@ -133,16 +91,17 @@ class RemoveEventTask(StateTask):
         return "title is empty" if not self.title.strip() else _date_problem(self.date)
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The calendar without the event (none of that title and date: a target no state
-        can reach, so that doing nothing cannot pass)."""
+        """The calendar without the event of exactly that title and date, the last if several
+        (none: a target no state can reach, so that doing nothing cannot pass)."""
         result = copy.deepcopy(state)
         events = result.setdefault("calendar", {}).setdefault("events", [])
-        for index, event in enumerate(events):
-            if (str(event.get("title", "")).casefold() == self.title.casefold()
-                    and event.get("date") == self.date.strip()):
-                del events[index]
-                return result
-        return unreachable(result, "calendar", f"{self.title} on {self.date}")
+        same_day = [i for i, e in enumerate(events)
+                    if isinstance(e, dict) and e.get("date") == self.date.strip()]
+        index = last_titled([events[i] for i in same_day], "title", self.title)
+        if index is None:
+            return unreachable(result, "calendar", f"{self.title} on {self.date}")
+        del events[same_day[index]]
+        return result
 
     def reference_solution(self) -> list[str]:
         """``calendar delete``."""
@@ -152,8 +111,9 @@ class RemoveEventTask(StateTask):
 @dataclass(kw_only=True)
 class SavePlaceTask(StateTask):
     """Save the place ``name`` at ``latitude``, ``longitude`` on the map: a place of that
-    primary name (the part before the first comma) within ``tolerance_km`` (10 km unless
-    given) counts."""
+    primary name (the part before the first comma) whose coordinates, truncated to tenths of
+    a degree, lie within ``tolerance_km`` (10 km unless given) of the task's, truncated
+    alike, counts."""
 
     name: str
     latitude: float
@@ -174,12 +134,16 @@ class SavePlaceTask(StateTask):
         return None
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The map with the place saved at its end, near enough."""
+        """The map with the place saved (how near it must be: the comparison's tolerance)."""
         result = copy.deepcopy(state)
-        tolerance = DEFAULT_TOLERANCE_KM if self.tolerance_km is None else self.tolerance_km
         result.setdefault("map", {}).setdefault("places", []).append(
-            NearPlace(self.name, self.latitude, self.longitude, tolerance))
+            {"name": self.name, "latitude": self.latitude, "longitude": self.longitude})
         return result
+
+    def comparison_tolerance_km(self) -> float:
+        """``tolerance_km``, 10 km unless given (inside a composite, OpenApps compares at
+        10 km whatever its subtasks say, and so does :class:`CompositeTask`)."""
+        return DEFAULT_TOLERANCE_KM if self.tolerance_km is None else self.tolerance_km
 
     def reference_solution(self) -> list[str]:
         """``map save``."""
@@ -198,14 +162,15 @@ class RemoveLandmarkTask(StateTask):
         return None if self.name.strip() else "name is empty"
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The map without the place (none of that name: a target no state can reach)."""
+        """The map without the place of exactly that name, the last if several (none: a
+        target no state can reach)."""
         result = copy.deepcopy(state)
         places = result.setdefault("map", {}).setdefault("places", [])
-        for index, place in enumerate(places):
-            if str(place.get("name", "")).casefold() == self.name.strip().casefold():
-                del places[index]
-                return result
-        return unreachable(result, "map", self.name)
+        index = last_titled(places, "name", self.name)
+        if index is None:
+            return unreachable(result, "map", self.name)
+        del places[index]
+        return result
 
     def reference_solution(self) -> list[str]:
         """``map delete``."""
@@ -215,7 +180,11 @@ class RemoveLandmarkTask(StateTask):
 @dataclass(kw_only=True)
 class NavigateToAppTask(Task):
     """Starting in ``source_app``, end in ``target_app`` (one of :data:`APP_PATHS`): the
-    final ``_url`` is that app's path or under it. No app's contents are compared."""
+    final ``_url`` is that app's path or under it. No app's contents are compared.
+
+    The reward reads the final ``_url`` alone, as OpenApps' does, so a task whose
+    ``source_app`` is its ``target_app`` is taken and scores 1 for an episode that stays (or
+    ends) there: what OpenApps' check answers for that end state."""
 
     source_app: str
     target_app: str
@@ -226,8 +195,6 @@ class NavigateToAppTask(Task):
             if app not in APP_PATHS:
                 return (f"{name} {app!r} is not an app of the simulated desktop "
                         f"({', '.join(APP_PATHS)})")
-        if self.source_app == self.target_app:
-            return "source_app and target_app are the same app: the task would start done"
         return None
 
     def check_if_task_is_complete(self, initial_state: dict[str, Any],

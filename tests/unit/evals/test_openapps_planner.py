@@ -27,7 +27,8 @@ from evals.tasks.openapps import (
     load_selection,
 )
 from evals.tasks.openapps.classes import ACT
-from evals.tasks.openapps.planner_classes import APP_PATHS, KM_PER_DEGREE
+from evals.tasks.openapps.compare import KM_PER_DEGREE
+from evals.tasks.openapps.planner_classes import APP_PATHS
 from infra.local import planner
 from infra.local.commands import run
 from infra.local.desktop import Desktop
@@ -116,14 +117,17 @@ PARIS = SavePlaceTask(goal="g", name="Paris, Île-de-France, France", latitude=4
 
 @pytest.mark.parametrize(("task", "commands", "passes"), [
     (TOWER, TOWER.reference_solution(), True),
-    (TOWER, [f'map save "eiffel tower" {north_of(48.8584, 0.49)} 2.2945'], True),
-    (TOWER, [f'map save "Eiffel Tower" {north_of(48.8584, 0.51)} 2.2945'], False),
+    # both truncate to (48.8, 2.2), the tower's tenth (test_openapps_compare.py: the edge)
+    (TOWER, [f'map save "eiffel tower" {north_of(48.8584, 4.5)} 2.2945'], True),  # 48.8999
+    (TOWER, ['map save "Eiffel Tower" 48.9001 2.2945'], False),
     (TOWER, ['map save "Louvre" 48.8584 2.2945'], False),  # right spot, wrong place
     (TOWER, [*TOWER.reference_solution(), 'map delete "Central Park"'], False),
     (TOWER, [], False),
     # the default tolerance is 10 km; a geocoder's full name matches by its first part
-    (PARIS, [f'map save "Paris" {north_of(48.8589, 9.9)} 2.32'], True),
-    (PARIS, [f'map save "Paris, France" {north_of(48.8589, 10.1)} 2.32'], False),
+    (PARIS, ['map save "Paris" 48.8 2.32'], True),  # 48.8589 and 48.8 truncate alike
+    (PARIS, ['map save "Paris, France" 48.7999 2.32'], False),  # 48.7: 11.1 km south
+    (PARIS, ['map save "Paris, France" 48.8589 2.2001'], True),  # 2.2: 7.3 km west of 2.3
+    (PARIS, ['map save "Paris, France" 48.8589 2.1999'], False),  # 2.1: 14.6 km west
     (PARIS, PARIS.reference_solution(), True),
 ])
 def test_save_place(tmp_path: Path, task: Task, commands: list[str], passes: bool) -> None:
@@ -131,14 +135,12 @@ def test_save_place(tmp_path: Path, task: Task, commands: list[str], passes: boo
 
 
 def test_the_distance_is_east_west_shrunk_by_the_latitude(tmp_path: Path) -> None:
-    # 0.49 km east of the tower in degrees of longitude at its latitude: inside 0.5 km;
-    # the same degrees read as if at the equator would be inside too, but 0.51 km is not
-    east = 0.49 / (KM_PER_DEGREE * math.cos(math.radians(48.8584)))
-    assert scored(TOWER, fresh(tmp_path, "a"), f'map save "Eiffel Tower" 48.8584 '
-                  f'{2.2945 + east}')
-    east = 0.51 / (KM_PER_DEGREE * math.cos(math.radians(48.8584)))
-    assert not scored(TOWER, fresh(tmp_path, "b"), f'map save "Eiffel Tower" 48.8584 '
-                      f'{2.2945 + east}')
+    # a tenth of a degree east at 48.8 is 7.3 km (inside 10 km), two tenths 14.6 km; a
+    # tenth north is 11.1 km everywhere
+    assert math.isclose(0.1 * KM_PER_DEGREE * math.cos(math.radians(48.8)), 7.31, abs_tol=0.01)
+    assert scored(PARIS, fresh(tmp_path, "a"), 'map save "Paris" 48.8589 2.42')
+    assert not scored(PARIS, fresh(tmp_path, "b"), 'map save "Paris" 48.8589 2.52')
+    assert not scored(PARIS, fresh(tmp_path, "c"), 'map save "Paris" 48.9589 2.32')
 
 
 LANDMARK = RemoveLandmarkTask(goal="g", name="Times Square")
@@ -191,7 +193,7 @@ def test_the_tasks_and_the_desktop_agree_on_the_apps_paths() -> None:
 def test_send_message_takes_openapps_fields(tmp_path: Path, fields: dict[str, Any]) -> None:
     task = SendMessageTask(goal="g", **fields)
     assert scored(task, fresh(tmp_path, "a"), *task.reference_solution())
-    assert not scored(task, fresh(tmp_path, "b"), 'msg send Bob "Lets meet"')
+    assert not scored(task, fresh(tmp_path, "b"), 'msg send Bob "Let us meet"')
     assert not scored(task, fresh(tmp_path, "c"), *task.reference_solution(),
                       'msg send Alice "hi"')
 
@@ -265,8 +267,6 @@ def test_the_suite_example_composes_planner_tasks(tmp_path: Path) -> None:
      "  tolerance_km: -1\n", "tolerance_km must be a distance"),
     ("t:\n  _target_: NavigateToAppTask\n  goal: g\n  source_app: todo\n"
      "  target_app: onlineshop\n", "target_app 'onlineshop' is not an app of the simulated"),
-    ("t:\n  _target_: NavigateToAppTask\n  goal: g\n  source_app: map\n  target_app: map\n",
-     "the same app"),
     ("t:\n  _target_: SendMessageTask\n  goal: g\n  message: hi\n", "needs 'to'"),
     ("t:\n  _target_: SendMessageTask\n  goal: g\n  to: Bob\n", "needs 'message'"),
     ("t:\n  _target_: RemoveLandmarkTask\n  goal: g\n  name: x\n  lat: 1\n",
