@@ -156,6 +156,61 @@ def test_openapps_own_classes_and_a_composed_suite_score_one_and_zero(
         assert record["state_diff"] == [], tid
 
 
+LOOSE = '''
+from evals.agents.base import BenchmarkAction, BenchmarkAgent, parse_action
+
+SCRIPTS = {
+    # OpenApps' comparison: case, punctuation, spacing and order aside, the same end state
+    "add_and_message": ['msg send bob "lets  meet at 5"', 'todo add "buy the BOOK!"'],
+    # one word off
+    "add_and_message_off": ['todo add "Buy the books"', 'msg send Bob "Let us meet at 5."'],
+}
+
+
+class Loose(BenchmarkAgent):
+    """Types each task's script as a person might: loosely."""
+
+    def act(self, observation, task, history=None):
+        script = SCRIPTS.get(task.task_id, [])
+        index = len(history or ())
+        return parse_action(script[index]) if index < len(script) else BenchmarkAction("done")
+'''
+LOOSE_TASKS = """
+add_and_message: &both
+  _target_: open_apps.tasks.tasks.CompositeTask
+  goal: Add 'Buy the book' to my todo list and tell Bob "Let's meet at 5."
+  subtasks:
+  - _target_: open_apps.tasks.tasks.SendMessageTask
+    to: Bob
+    message: Let's meet at 5.
+  - _target_: open_apps.tasks.tasks.AddToDoTask
+    todo_name: Buy the book
+    is_done: 0
+add_and_message_off: *both
+stay_in_the_calendar:
+  _target_: open_apps.tasks.tasks.NavigateToAppTask
+  goal: Stay in the calendar.
+  source_app: calendar
+  target_app: calendar
+"""
+
+
+def test_an_end_state_is_scored_by_openapps_comparison(pooled: Path, tmp_path: Path) -> None:
+    """Through the real CLI: texts without case, punctuation and spacing, entries in any
+    order, ``is_done: 0``, a navigation within one app (which doing nothing passes, as
+    OpenApps' check scores it)."""
+    (tmp_path / "loose_agent.py").write_text(LOOSE, encoding="utf-8")
+    (tmp_path / "loose.yaml").write_text(LOOSE_TASKS, encoding="utf-8")
+    results = tmp_path / "results"
+    ran = evals("run", "--pool", "oa", "--tasks", f"openapps:{tmp_path / 'loose.yaml'}",
+                "--agent", "loose_agent:Loose", "--run-name", "loose", home=pooled,
+                results=results, env={"PYTHONPATH": str(tmp_path)})
+    assert ran.returncode == 0, ran.stderr
+    scores = {tid: r["score"] for tid, r in records(results / "loose").items()}
+    assert scores == {"add_and_message": 1.0, "add_and_message_off": 0.0,
+                      "stay_in_the_calendar": 1.0}, scores
+
+
 ASTRAY = '''
 from dataclasses import dataclass
 
@@ -194,7 +249,8 @@ BAD = {
     "unknown-class": ("t:\n  _target_: open_apps.tasks.tasks.FlyToTheMoonTask\n  goal: g\n",
                       "unknown task class 'open_apps.tasks.tasks.FlyToTheMoonTask'"),
     "wrong-type": ("t:\n  _target_: AddToDoTask\n  goal: g\n  todo_name: x\n  is_done: maybe\n",
-                   "is_done must be true or false, not a string 'maybe'"),
+                   "is_done must be true or false (or 1, 0, \"1\", \"0\", null), "
+                   "not a string 'maybe'"),
     "unknown-field": ("t:\n  _target_: MarkToDoDoneTask\n  goal: g\n  todo_name: x\n  colour: 1\n",
                       "MarkToDoDoneTask has no field 'colour'"),
     "missing-field": ("t:\n  _target_: MarkToDoDoneTask\n  goal: g\n",

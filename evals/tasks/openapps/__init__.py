@@ -2,9 +2,10 @@
 
 :mod:`~evals.tasks.openapps.classes` holds the task classes (state comparison, to-do, messages,
 file edits, abstention, composite) and their rewards, :mod:`~evals.tasks.openapps.planner_classes`
-the calendar, map and navigation ones; :mod:`~evals.tasks.openapps.loader` reads a config and
-refuses bad entries; :mod:`~evals.run.attempt_openapps` runs one attempt on a worker, reading the
-apps' state before and after. ``docs/tasks.md`` is the guide.
+the calendar, map and navigation ones, :mod:`~evals.tasks.openapps.compare` the one state
+comparison they all score by (OpenApps' rule); :mod:`~evals.tasks.openapps.loader` reads a
+config and refuses bad entries; :mod:`~evals.run.attempt_openapps` runs one attempt on a
+worker, reading the apps' state before and after. ``docs/tasks.md`` is the guide.
 """
 
 from __future__ import annotations

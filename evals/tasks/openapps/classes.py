@@ -152,7 +152,7 @@ class AddToDoTask(StateTask):
     """Add the to-do item ``todo_name`` (done or not, as ``is_done`` says) at the list's end."""
 
     todo_name: str
-    is_done: bool | int | str | None = False
+    is_done: bool | int | float | str | None = False
     """Done or not: ``true``/``false``, or as OpenApps also reads it, ``1``/``0``,
     ``"1"``/``"0"``, or ``null`` (not done)."""
 
@@ -161,7 +161,8 @@ class AddToDoTask(StateTask):
         if not self.todo_name.strip():
             return "todo_name is empty"
         if not isinstance(is_done(self.is_done), bool):
-            return (f"is_done must be true or false (or 1/0, \"1\"/\"0\", null), not "
+            kind = "a string" if isinstance(self.is_done, str) else "a number"
+            return (f"is_done must be true or false (or 1, 0, \"1\", \"0\", null), not {kind} "
                     f"{self.is_done!r}")
         return None
 

@@ -231,7 +231,7 @@ PARIS = SavePlaceTask(goal="g", name="Paris", latitude=48.8589, longitude=2.32)
 
 
 @pytest.mark.parametrize(("latitude", "passes"), [
-    # 48.8589 truncates to 48.8; 48.8999 too (4.6 km north, passes), but 48.9001, 23 m
+    # 48.8589 truncates to 48.8; 48.8999 too (4.5 km north, passes), but 48.9001, 22 m
     # further, truncates to 48.9: 11.1 km from 48.8, past the 10 km tolerance
     (48.8999, True), (48.9001, False), (48.8, True), (48.7999, False),
 ])
@@ -285,3 +285,31 @@ def test_navigation_within_one_app_is_scored_as_openapps_scores_it(tmp_path: Pat
     assert scored(entry.task, tmp_path / "a")  # OpenApps' check: the final URL is the map's
     assert scored(entry.task, tmp_path / "b", "goto todo", "goto map")
     assert not scored(entry.task, tmp_path / "c", "goto todo")
+
+
+# -- our own classes whose verdicts the rule changes ----------------------------------------
+
+def test_a_composite_compares_places_at_ten_km_whatever_its_subtasks_ask(tmp_path: Path) -> None:
+    # 2.3501 truncates to 2.3, a tenth east of the tower's 2.2: 7.3 km (4.1 km untruncated)
+    tower = SavePlaceTask(goal="g", name="Eiffel Tower", latitude=48.8584, longitude=2.2945,
+                          tolerance_km=0.5)
+    assert not scored(tower, tmp_path / "alone", 'map save "Eiffel Tower" 48.8584 2.3501')
+    both = CompositeTask(goal="g", subtasks=[tower, AddToDoTask(todo_name="Tea")])
+    assert scored(both, tmp_path / "composite", 'map save "Eiffel Tower" 48.8584 2.3501',
+                  'todo add "Tea"')
+
+
+def test_an_abstention_answer_after_a_change_the_rule_does_not_see_still_scores(
+    tmp_path: Path
+) -> None:
+    path = tmp_path / "tasks.yaml"
+    path.write_text("t:\n  _target_: AbstentionTask\n  goal: g\n  expected_outcome: clarify\n",
+                    encoding="utf-8")
+    (entry,) = load_selection(f"openapps:{path}")
+    desktop = Desktop(tmp_path / "d")
+    initial = desktop.app_state()
+    # the same item, typed again in lower case at the list's end with a new id: no change
+    do(desktop, 'todo delete "Water plants"', 'todo add "water plants"')
+    assert entry.task.score(Episode(initial, desktop.app_state(), "clarify"))
+    do(desktop, 'todo done "water plants"')
+    assert not entry.task.score(Episode(initial, desktop.app_state(), "clarify"))
