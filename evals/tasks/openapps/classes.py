@@ -149,7 +149,8 @@ class MarkToDoDoneTask(StateTask):
 
 @dataclass(kw_only=True)
 class AddToDoTask(StateTask):
-    """Add the to-do item ``todo_name`` (done or not, as ``is_done`` says) at the list's end."""
+    """Add the to-do item ``todo_name`` (done or not, as ``is_done`` says) to the list
+    (where in it is not compared)."""
 
     todo_name: str
     is_done: bool | int | float | str | None = False

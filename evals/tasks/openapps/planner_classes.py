@@ -37,7 +37,7 @@ def _date_problem(date: str) -> str | None:
 @dataclass(kw_only=True)
 class AddEventTask(StateTask):
     """Add the event ``title`` on ``date`` (with its description, location, url and
-    invitees, each absent when null) at the calendar's end."""
+    invitees, each absent when null) to the calendar."""
 
     title: str
     date: str

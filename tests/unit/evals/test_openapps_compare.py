@@ -21,9 +21,12 @@ from evals.tasks.openapps import (
     AddToDoTask,
     AppStateComparison,
     CompositeTask,
+    DeleteToDoTask,
     Episode,
     MarkToDoDoneTask,
     NavigateToAppTask,
+    RemoveEventTask,
+    RemoveLandmarkTask,
     SavePlaceTask,
     SendMessageTask,
     Task,
@@ -313,3 +316,35 @@ def test_an_abstention_answer_after_a_change_the_rule_does_not_see_still_scores(
     assert entry.task.score(Episode(initial, desktop.app_state(), "clarify"))
     do(desktop, 'todo done "water plants"')
     assert not entry.task.score(Episode(initial, desktop.app_state(), "clarify"))
+
+
+# -- the item a task names ------------------------------------------------------------------
+
+@pytest.mark.parametrize("task", [
+    MarkToDoDoneTask(goal="g", todo_name="water plants"),
+    DeleteToDoTask(goal="g", todo_name="water plants"),
+    RemoveEventTask(goal="g", title="otto's birthday", date="1990-04-02"),
+    RemoveLandmarkTask(goal="g", name="times square"),
+], ids=lambda t: type(t).__name__)
+def test_a_task_finds_its_item_by_the_exact_title_as_openapps_does(
+    tmp_path: Path, task: Task
+) -> None:
+    # the desktop's commands find the item whatever its case, so the reference solution does
+    # what was asked of an item the task does not name exactly: OpenApps scores that 0
+    reference = task.reference_solution()
+    assert reference is not None
+    assert not scored(task, tmp_path / "a", *reference)
+
+
+def test_of_two_items_of_one_title_the_last_is_the_one_named() -> None:
+    initial = seeded()
+    initial["todo"]["todos"] = [{"id": 1, "title": "Tea", "done": False},
+                                {"id": 2, "title": "Tea", "done": False}]
+    last, first = seeded(), seeded()
+    last["todo"]["todos"] = [{"id": 1, "title": "Tea", "done": False},
+                             {"id": 2, "title": "Tea", "done": True}]
+    first["todo"]["todos"] = [{"id": 1, "title": "Tea", "done": True},
+                              {"id": 2, "title": "Tea", "done": False}]
+    task = MarkToDoDoneTask(goal="g", todo_name="Tea")
+    assert task.check_if_task_is_complete(initial, last)
+    assert not task.check_if_task_is_complete(initial, first)
