@@ -1,12 +1,14 @@
 """One attempt of one OpenApps-style task on one worker: reset, read the apps' state, the agent,
 read the state again, score; always a record, never an exception for what happens in the task.
 
-The state is read from the worker twice, right before the agent's first step and right after
-its last (the simulated desktop answers ``appstate`` with one JSON document per app). The
+The task's setup commands (:meth:`Task.setup`: the app the episode starts in) run after the
+reset. The state is read from the worker twice, right before the agent's first step and right
+after its last (the simulated desktop answers ``appstate`` with one JSON document per app). The
 class's reward over the two snapshots is the score (1 or 0), and the snapshots' difference goes
 into the record (``state_diff``) and onto the run page. For an abstention task the episode ends
-at the agent's first act (the first step that changes an app), question
-(``send_msg_to_user``) or report (``report_infeasible``), whichever comes first.
+at the agent's first act (the first step that changes an app, by the comparison the rewards
+use), question (``send_msg_to_user``) or report (``report_infeasible``), whichever comes
+first.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from evals.run.agent_loop import (
     _TaskEnded,
     agent_traceback,
 )
-from evals.tasks.openapps.classes import ACT, CLARIFY, STOP, Episode, Task, state_diff, states_match
+from evals.tasks.openapps.classes import ACT, CLARIFY, STOP, Episode, Task, state_diff
+from evals.tasks.openapps.compare import states_match
 from evals.tasks.openapps.loader import build
 from waa_client.errors import WaaError
 from waa_client.waa import WaaClient
@@ -72,6 +75,25 @@ def read_state(waa: WaaClient, clock: _Clock, what: str) -> dict[str, Any]:
     return state
 
 
+def run_setup(waa: WaaClient, clock: _Clock, command: str) -> None:
+    """Run one of the task's setup commands (where the episode starts) on the worker.
+
+    Raises:
+        _TaskEnded: the worker failed (infrastructure), or the command failed (the task's:
+            its apps are not on this worker, or the desktop refused the command).
+    """
+    what = f"setting the task up ({command})"
+    try:
+        result = waa.execute(command, shell=False, timeout=clock.bound(waa.read_timeout, what))
+    except WaaError as exc:
+        if exc.is_infrastructure:
+            raise clock.classify(exc, what) from exc
+        raise _TaskEnded(ErrorType.TASK, f"{what}: {exc}") from exc
+    if int(result.get("returncode") or 0) != 0:
+        raise _TaskEnded(ErrorType.TASK, f"{what}: "
+                         f"{str(result.get('error') or result.get('output'))[:200]}")
+
+
 def run_openapps_task(
     waa: WaaClient,
     task: dict[str, Any],
@@ -104,12 +126,14 @@ def run_openapps_task(
         except InvalidRunInputError as exc:
             raise _TaskEnded(ErrorType.TASK, str(exc)) from exc
         _stock_reset(waa, clock, stock_reset)
+        for command in entry.setup():
+            run_setup(waa, clock, command)
         initial = read_state(waa, clock, "reading the apps' state before the agent")
         _reset_agent(agent, bench_task)
 
         def acted() -> bool:  # an abstention episode ends at the first act
             return entry.expects_abstention and not states_match(
-                initial, read_state(waa, clock, "reading the apps' state after a step"), False)
+                initial, read_state(waa, clock, "reading the apps' state after a step"))
 
         execution.last_action = _steps(waa, agent, bench_task, execution, clock, config,
                                        record_dir=record_dir, ends_episode=acted)

@@ -409,6 +409,48 @@ def _msg(desktop: Desktop, args: list[str]) -> str:
     return args[1]
 
 
+def _calendar(desktop: Desktop, args: list[str]) -> str:
+    action, rest = args[0].lower(), args[1:]
+    planner = desktop.apps.planner
+    with desktop.lock:
+        if action == "list" and not rest:
+            return "\n".join(f"{e.date}\t{e.title}" for e in planner.events)
+        desktop.version += 1
+        if action == "add" and len(rest) >= 2:
+            details = dict(_field(word) for word in rest[2:])
+            return planner.add_event(rest[0], rest[1], **details).title
+        if action == "delete" and 1 <= len(rest) <= 2:
+            return planner.remove_event(rest[0], rest[1] if len(rest) > 1 else None).title
+    raise _UsageError(f"calendar {action}: bad action or arguments")
+
+
+def _field(word: str) -> tuple[str, str]:
+    name, sep, value = word.partition("=")
+    if not sep or not name:
+        raise _UsageError(f"{word!r} is not FIELD=VALUE")
+    return name.lower(), value
+
+
+def _map(desktop: Desktop, args: list[str]) -> str:
+    action, rest = args[0].lower(), args[1:]
+    planner = desktop.apps.planner
+    with desktop.lock:
+        if action == "list" and not rest:
+            return "\n".join(f"{p.name}\t{p.latitude}\t{p.longitude}" for p in planner.places)
+        desktop.version += 1
+        if action == "save" and len(rest) == 3:
+            return planner.save_place(*rest).name
+        if action == "delete" and len(rest) == 1:
+            return planner.remove_place(rest[0]).name
+    raise _UsageError(f"map {action}: bad action or arguments")
+
+
+def _goto(desktop: Desktop, args: list[str]) -> str:
+    with desktop.lock:
+        desktop.version += 1
+        return desktop.apps.planner.go(args[0])
+
+
 def _appstate(desktop: Desktop, args: list[str]) -> str:
     state = desktop.app_state()
     if args:
@@ -476,7 +518,13 @@ VERBS: dict[str, Verb] = {
     "editor": Verb('editor write|append FILE "TEXT" | editor save FILE | editor read FILE | '
                    "editor files", 1, 3, _editor),
     "msg": Verb('msg send "TO" "TEXT"', 3, 3, _msg),
-    "appstate": Verb("appstate [todo|codeeditor|messenger|settings|clock]", 0, 1, _appstate),
+    "calendar": Verb('calendar add "TITLE" YYYY-MM-DD [description=|location=|url=|invitees='
+                     '"TEXT"]... | calendar delete "TITLE" [YYYY-MM-DD] | calendar list',
+                     1, 7, _calendar),
+    "map": Verb('map save "NAME" LATITUDE LONGITUDE | map delete "NAME" | map list', 1, 4, _map),
+    "goto": Verb("goto start_page|todo|calendar|messages|map|codeeditor", 1, 1, _goto),
+    "appstate": Verb("appstate [todo|codeeditor|messenger|calendar|map|settings|clock|_url]",
+                     0, 1, _appstate),
     "wait": Verb("WAIT | DONE | FAIL (no-ops)", 0, 0, lambda d, a: ""),
 }
 """The verbs, by name; a verb that is one expression on the desktop is written inline."""

@@ -54,7 +54,7 @@ class Desktop:
         self.windows: list[Window] = []  # z-order: the last one is the active window
         self.settings = Settings()
         self.clock = Clock()
-        self.apps: WorkApps = seeded()  # the to-do list, code editor and messenger
+        self.apps: WorkApps = seeded()  # to-do list, code editor, messenger, calendar, map
         self.clipboard = ""
         self.file_clipboard: tuple[str, list[str]] | None = None  # ("copy"|"cut", guest paths)
         self.pointer = (640, 360)  # the mouse, in screen pixels
@@ -452,8 +452,9 @@ class Desktop:
             self.touch()
 
     def app_state(self) -> dict[str, Any]:
-        """One JSON document per app (``todo``, ``codeeditor``, ``messenger``, ``settings``,
-        ``clock``): what OpenApps-style tasks compare before and after an episode."""
+        """One JSON document per app (``todo``, ``codeeditor``, ``messenger``, ``calendar``,
+        ``map``, ``settings``, ``clock``) and ``_url``, the path of the app on screen: what
+        OpenApps-style tasks compare before and after an episode."""
         with self.lock:
             return {**self.apps.state(), "settings": self.settings.as_dict(),
                     "clock": self.clock.as_dict()}

@@ -1,9 +1,11 @@
-"""The simulated desktop's own productivity apps: a to-do list, a code editor and a messenger.
+"""The simulated desktop's own productivity apps: a to-do list, a code editor, a messenger, and
+(in :mod:`planner`) a calendar, a map and the launcher that says which app is on screen.
 
 Each keeps its state as one JSON document (:meth:`WorkApps.state`), the shape OpenApps-style
 tasks compare before and after an episode (``evals.tasks.openapps``). A fresh profile starts with
-the same seed every time (:func:`seeded`): a to-do list holding "Water plants", a code editor
-holding ``script.py``, an empty messenger. Pure data plus validation, like :mod:`apps`.
+the same seed every time (:func:`seeded`): a to-do list holding "Water plants" and the other
+items of :data:`SEED_TODOS`, a code editor holding ``script.py``, an empty messenger, and the
+calendar's and map's seed. Pure data plus validation, like :mod:`apps`.
 
 The code editor separates what is typed (a file's ``buffer``) from what is saved
 (``content``): only ``save`` makes an edit count, as in an editor whose reward reads the saved
@@ -16,8 +18,16 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from infra.local.apps import AppError
+from infra.local.planner import Planner, seeded_planner
 
-SEED_TODOS = ("Water plants", "Buy groceries", "Call the dentist")
+SEED_TODOS = (
+    ("Water plants", False), ("Buy groceries", False), ("Call the dentist", False),
+    ("Visit grandma", False), ("Sort medical papers", False), ("Plan weekly meals", False),
+    ("Call Aunt Lisa", True), ("Check budget", False), ("Tidy living room", True),
+    ("Walk for 20 minutes", False), ("Meditate for 30", False), ("Update calendar", False),
+    ("Answer emails", False), ("Read before bed", False),
+)
+"""A fresh to-do list (title, done): the items OpenApps-style tasks mark done or delete."""
 SEED_SCRIPT = 'def main():\n    print("hello")\n\n\nif __name__ == "__main__":\n    main()\n'
 MAX_TEXT = 100_000
 
@@ -50,11 +60,12 @@ class Message:
 
 @dataclass
 class WorkApps:
-    """The three apps' state, mutated only under the desktop's lock."""
+    """The apps' state, mutated only under the desktop's lock."""
 
     todos: list[Todo] = field(default_factory=list)
     files: dict[str, EditorFile] = field(default_factory=dict)
     messages: list[Message] = field(default_factory=list)
+    planner: Planner = field(default_factory=Planner)
     next_todo: int = 1
 
     # -- to-do list ----------------------------------------------------------------------
@@ -119,7 +130,8 @@ class WorkApps:
     # -- state ---------------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
-        """One JSON document per app: ``{"todo": ..., "codeeditor": ..., "messenger": ...}``.
+        """One JSON document per app: ``{"todo": ..., "codeeditor": ..., "messenger": ...,
+        "calendar": ..., "map": ...}``, and ``_url``, the path of the app on screen.
 
         A code editor file is listed once saved (a new file typed and never saved is not in
         the tree); ``unsaved`` says that its buffer differs from what is saved.
@@ -133,6 +145,7 @@ class WorkApps:
             "todo": {"todos": [asdict(t) for t in self.todos]},
             "codeeditor": {"files": files},
             "messenger": {"messages": [asdict(m) for m in self.messages]},
+            **self.planner.state(),
         }
 
 
@@ -143,9 +156,9 @@ the snapshot's deep copy keeps it comparable)."""
 
 def seeded() -> WorkApps:
     """The apps as a fresh profile has them."""
-    apps = WorkApps()
-    for title in SEED_TODOS:
-        apps.add_todo(title)
+    apps = WorkApps(planner=seeded_planner())
+    for title, done in SEED_TODOS:
+        apps.add_todo(title, done)
     apps.files["script.py"] = EditorFile(SEED_SCRIPT)
     return apps
 

@@ -1,7 +1,9 @@
 """OpenApps-style task configs end to end: the real ``openadapt-evals`` CLI, a real local pool
-(its desktop starts with a to-do list holding "Water plants" and a code editor holding
-``script.py``), the examples of ``evals/tasks/openapps/examples/all_tasks.yaml`` (OpenApps' own
-documented entries among them, as written there).
+(its desktop starts with a to-do list holding "Water plants", a code editor holding
+``script.py``, a calendar and a map), the examples of
+``evals/tasks/openapps/examples/all_tasks.yaml`` (OpenApps' own documented entries among them,
+as written there) and of ``suite.yaml`` (every OpenApps class of the calendar, map and
+launcher, composed through ``defaults:``).
 
 Every example scores 1 with ``--agent oracle`` and 0 with ``--agent noop``; an agent that acts
 on a ``clarify`` task scores 0 and its episode ends at that act; each record and the run page
@@ -28,6 +30,12 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "evals" / "tasks" / "openapps" / "examples" / "all_tasks.yaml"
+SUITE = EXAMPLES.with_name("suite.yaml")  # composes planner_tasks.yaml through defaults:
+SUITE_TASKS = {
+    "add_dinner_with_ada", "remove_otto_birthday", "delete_call_aunt_lisa", "save_eiffel_tower",
+    "remove_times_square", "navigate_to_the_map", "message_bob_to_meet", "plan_the_book_club",
+    "mark_visit_grandma_as_done",
+}
 EXAMPLE_TASKS = {
     "mark_water_plants_as_done", "add_my_special_item_to_todo",
     "edit_script_add_header_comment", "create_notes_file_in_code_editor",
@@ -110,7 +118,130 @@ def test_an_agent_that_acts_on_a_clarify_task_scores_zero(pooled: Path, tmp_path
     assert record["status"] == "failure" and record["score"] == 0.0
     # the act ended the episode: the question after it was never asked
     assert [s["action"]["type"] for s in record["steps"]] == ["execute"]
-    assert [c["path"] for c in record["state_diff"]] == ["/todo/todos/3"]
+    assert [c["path"] for c in record["state_diff"]] == ["/todo/todos/14"]
+
+
+def test_openapps_own_classes_and_a_composed_suite_score_one_and_zero(
+    pooled: Path, tmp_path: Path
+) -> None:
+    """Every OpenApps class of the calendar, the map, the launcher, to-do deletion and
+    messages, in a file composed through ``defaults:``: oracle 1, noop 0."""
+    results = tmp_path / "results"
+    listed = run_cli("openadapt-evals", "tasks", f"openapps:{SUITE}", "--json", home=pooled)
+    assert listed.returncode == 0, listed.stderr
+    assert {t["task_id"] for t in json.loads(listed.stdout)["tasks"]} == SUITE_TASKS
+
+    oracle = evals("run", "--pool", "oa", "--tasks", f"openapps:{SUITE}", "--agent", "oracle",
+                   "--run-name", "oracle", home=pooled, results=results)
+    assert oracle.returncode == 0, oracle.stderr
+    done = records(results / "oracle")
+    assert set(done) == SUITE_TASKS
+    for tid, record in done.items():
+        assert (record["status"], record["score"]) == ("success", 1.0), (
+            tid, record.get("error_message"), record.get("reason"))
+    # the suite's own entry replaced planner_tasks.yaml's: the episode started in the calendar
+    assert done["navigate_to_the_map"]["state_diff"] == [
+        {"path": "/_url", "before": "/calendar", "after": "/maps"}]
+    assert [c["path"] for c in done["remove_otto_birthday"]["state_diff"]][0].startswith(
+        "/calendar/events/")
+
+    noop = evals("run", "--pool", "oa", "--tasks", f"openapps:{SUITE}", "--agent", "noop",
+                 "--run-name", "noop", home=pooled, results=results)
+    assert noop.returncode == 0, noop.stderr
+    failed = records(results / "noop")
+    assert set(failed) == SUITE_TASKS
+    for tid, record in failed.items():
+        assert (record["status"], record["score"]) == ("failure", 0.0), (
+            tid, record.get("error_message"))
+        assert record["state_diff"] == [], tid
+
+
+LOOSE = '''
+from evals.agents.base import BenchmarkAction, BenchmarkAgent, parse_action
+
+SCRIPTS = {
+    # OpenApps' comparison: case, punctuation, spacing and order aside, the same end state
+    "add_and_message": ['msg send bob "lets  meet at 5"', 'todo add "buy the BOOK!"'],
+    # one word off
+    "add_and_message_off": ['todo add "Buy the books"', 'msg send Bob "Let us meet at 5."'],
+}
+
+
+class Loose(BenchmarkAgent):
+    """Types each task's script as a person might: loosely."""
+
+    def act(self, observation, task, history=None):
+        script = SCRIPTS.get(task.task_id, [])
+        index = len(history or ())
+        return parse_action(script[index]) if index < len(script) else BenchmarkAction("done")
+'''
+LOOSE_TASKS = """
+add_and_message: &both
+  _target_: open_apps.tasks.tasks.CompositeTask
+  goal: Add 'Buy the book' to my todo list and tell Bob "Let's meet at 5."
+  subtasks:
+  - _target_: open_apps.tasks.tasks.SendMessageTask
+    to: Bob
+    message: Let's meet at 5.
+  - _target_: open_apps.tasks.tasks.AddToDoTask
+    todo_name: Buy the book
+    is_done: 0
+add_and_message_off: *both
+stay_in_the_calendar:
+  _target_: open_apps.tasks.tasks.NavigateToAppTask
+  goal: Stay in the calendar.
+  source_app: calendar
+  target_app: calendar
+"""
+
+
+def test_an_end_state_is_scored_by_openapps_comparison(pooled: Path, tmp_path: Path) -> None:
+    """Through the real CLI: texts without case, punctuation and spacing, entries in any
+    order, ``is_done: 0``, a navigation within one app (which doing nothing passes, as
+    OpenApps' check scores it)."""
+    (tmp_path / "loose_agent.py").write_text(LOOSE, encoding="utf-8")
+    (tmp_path / "loose.yaml").write_text(LOOSE_TASKS, encoding="utf-8")
+    results = tmp_path / "results"
+    ran = evals("run", "--pool", "oa", "--tasks", f"openapps:{tmp_path / 'loose.yaml'}",
+                "--agent", "loose_agent:Loose", "--run-name", "loose", home=pooled,
+                results=results, env={"PYTHONPATH": str(tmp_path)})
+    assert ran.returncode == 0, ran.stderr
+    scores = {tid: r["score"] for tid, r in records(results / "loose").items()}
+    assert scores == {"add_and_message": 1.0, "add_and_message_off": 0.0,
+                      "stay_in_the_calendar": 1.0}, scores
+
+
+ASTRAY = '''
+from dataclasses import dataclass
+
+from evals.tasks.openapps import NavigateToAppTask
+
+
+@dataclass(kw_only=True)
+class Astray(NavigateToAppTask):
+    """Starts in an app the desktop does not have: its setup is refused."""
+
+    def setup(self):
+        return ["goto shop"]
+'''
+
+
+def test_a_setup_the_desktop_refuses_ends_the_attempt_as_the_tasks_error(
+    pooled: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "astray_tasks.py").write_text(ASTRAY, encoding="utf-8")
+    (tmp_path / "astray.yaml").write_text(
+        "astray:\n  _target_: astray_tasks:Astray\n  goal: Open the map.\n"
+        "  source_app: todo\n  target_app: map\n", encoding="utf-8")
+    results = tmp_path / "results"
+    ran = evals("run", "--pool", "oa", "--tasks", f"openapps:{tmp_path / 'astray.yaml'}",
+                "--agent", "oracle", "--run-name", "astray", home=pooled, results=results,
+                env={"PYTHONPATH": str(tmp_path)})
+    assert ran.returncode == 4 and "1 of 1 task(s) ended in error" in ran.stderr, ran.stderr
+    record = records(results / "astray")["astray"]
+    assert (record["status"], record["error_type"]) == ("error", "task"), record
+    assert "setting the task up (goto shop): no app 'shop'" in record["error_message"]
+    assert record["steps"] == []  # the agent never started
 
 
 BAD = {
@@ -118,11 +249,19 @@ BAD = {
     "unknown-class": ("t:\n  _target_: open_apps.tasks.tasks.FlyToTheMoonTask\n  goal: g\n",
                       "unknown task class 'open_apps.tasks.tasks.FlyToTheMoonTask'"),
     "wrong-type": ("t:\n  _target_: AddToDoTask\n  goal: g\n  todo_name: x\n  is_done: maybe\n",
-                   "is_done must be true or false, not a string 'maybe'"),
+                   "is_done must be true or false (or 1, 0, \"1\", \"0\", null), "
+                   "not a string 'maybe'"),
     "unknown-field": ("t:\n  _target_: MarkToDoDoneTask\n  goal: g\n  todo_name: x\n  colour: 1\n",
                       "MarkToDoDoneTask has no field 'colour'"),
     "missing-field": ("t:\n  _target_: MarkToDoDoneTask\n  goal: g\n",
                       "MarkToDoDoneTask needs 'todo_name'"),
+    "bad-coordinate": ("t:\n  _target_: SavePlaceTask\n  goal: g\n  name: x\n  latitude: 95\n"
+                       "  longitude: 2\n", "latitude must be within -90..90, not 95"),
+    "unsimulated-app": ("t:\n  _target_: NavigateToAppTask\n  goal: g\n  source_app: todo\n"
+                        "  target_app: onlineshop\n",
+                        "target_app 'onlineshop' is not an app of the simulated desktop"),
+    "missing-default": ("defaults:\n  - original_tasks\n  - _self_\n",
+                        "defaults names 'original_tasks', but "),
     "alias-bomb": ("a: &a [x, x, x, x, x, x, x, x, x, x]\n"
                    + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
                              for p, c in zip("abcdefgh", "bcdefghi", strict=True))

@@ -1,19 +1,22 @@
 """OpenApps-style task configs as tasks of a run (``--tasks openapps:FILE.yaml[#NAME]``).
 
-:mod:`~evals.tasks.openapps.classes` holds the task classes (state comparison, to-do, file edits,
-abstention, composite) and their rewards; :mod:`~evals.tasks.openapps.loader` reads a config and
-refuses bad entries; :mod:`~evals.run.attempt_openapps` runs one attempt on a worker, reading the
-apps' state before and after. ``docs/tasks.md`` is the guide.
+:mod:`~evals.tasks.openapps.classes` holds the task classes (state comparison, to-do, messages,
+file edits, abstention, composite) and their rewards, :mod:`~evals.tasks.openapps.planner_classes`
+the calendar, map and navigation ones, :mod:`~evals.tasks.openapps.compare` the one state
+comparison they all score by (OpenApps' rule); :mod:`~evals.tasks.openapps.loader` reads a
+config and refuses bad entries; :mod:`~evals.run.attempt_openapps` runs one attempt on a
+worker, reading the apps' state before and after. ``docs/tasks.md`` is the guide.
 """
 
 from __future__ import annotations
 
+from evals.tasks.openapps.builtin import BUILTIN
 from evals.tasks.openapps.classes import (
-    BUILTIN,
     AbstentionTask,
     AddToDoTask,
     AppStateComparison,
     CompositeTask,
+    DeleteToDoTask,
     EditFileTask,
     Episode,
     MarkToDoDoneTask,
@@ -22,10 +25,18 @@ from evals.tasks.openapps.classes import (
     Task,
 )
 from evals.tasks.openapps.loader import DOMAIN, Entry, is_openapps_selection, load_selection
+from evals.tasks.openapps.planner_classes import (
+    AddEventTask,
+    NavigateToAppTask,
+    RemoveEventTask,
+    RemoveLandmarkTask,
+    SavePlaceTask,
+)
 
 __all__ = [
-    "BUILTIN", "DOMAIN", "AbstentionTask", "AddToDoTask", "AppStateComparison",
-    "CompositeTask", "EditFileTask", "Entry", "Episode", "MarkToDoDoneTask",
+    "BUILTIN", "DOMAIN", "AbstentionTask", "AddEventTask", "AddToDoTask", "AppStateComparison",
+    "CompositeTask", "DeleteToDoTask", "EditFileTask", "Entry", "Episode", "MarkToDoDoneTask",
+    "NavigateToAppTask", "RemoveEventTask", "RemoveLandmarkTask", "SavePlaceTask",
     "SendMessageTask", "StateTask", "Task", "is_openapps_selection", "load_selection",
     "select_openapps",
 ]

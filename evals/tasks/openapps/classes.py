@@ -2,14 +2,18 @@
 
 A task's reward is :meth:`Task.check_if_task_is_complete` over the apps' state read from the
 worker before the agent starts and after it ends (one JSON document per app: ``todo``,
-``codeeditor``, ``messenger``, ``settings``, ``clock``; see ``infra/local/workapps.py``).
+``codeeditor``, ``messenger``, ``calendar``, ``map``, ``settings``, ``clock``, and ``_url``, the
+path of the app on screen; see ``infra/local/workapps.py``). The calendar, map and navigation
+classes are in :mod:`~evals.tasks.openapps.planner_classes`.
 
 The state-comparison classes build a *target* from the initial state (what the apps must hold
 if the task was done, and nothing else changed) and compare it with the final state over every
-app but the code editor (whose files only :class:`EditFileTask` scores). A
+app but the code editor (whose files only :class:`EditFileTask` scores), by OpenApps' rule
+(:func:`~evals.tasks.openapps.compare.states_match`: texts normalised, entries sorted, ids
+dropped, places truncated to tenths of a degree and compared within a distance). A
 :class:`CompositeTask` chains its state subtasks' targets, so two changes to one app make one
-target, and checks its other subtasks on their own. Volatile fields (ids) are compared unless a
-task asks for them to be normalised (``normalize_ids``).
+target, and checks its other subtasks on their own. A task finds the item it names as OpenApps'
+classes do: by its exact title (or name), the last of several.
 
 Each class carries a reference solution for the simulated desktop's command language
 (:meth:`Task.reference_solution`), which ``--agent oracle`` plays.
@@ -21,8 +25,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-COMPARED_APPS = ("todo", "messenger", "settings", "clock")
-"""The apps the generic state comparison covers (the code editor is scored by EditFileTask)."""
+from evals.tasks.openapps.compare import DEFAULT_TOLERANCE_KM, is_done, states_match
+
 ACT, CLARIFY, STOP = "act", "clarify", "stop"
 OUTCOMES = (ACT, CLARIFY, STOP)
 
@@ -69,21 +73,33 @@ class Task:
         """Commands that do the task on the simulated desktop (``None``: no reference)."""
         return None
 
+    def setup(self) -> list[str]:
+        """Commands run on the desktop after its reset and before the first state read (where
+        the episode starts: :class:`NavigateToAppTask`'s ``source_app``)."""
+        return []
+
 
 @dataclass(kw_only=True)
 class StateTask(Task):
     """A task scored by comparing the final state with a target built from the initial one."""
 
     normalize_ids: bool = False
+    """Drop every ``id`` before comparing (the to-do list's and the calendar's always are)."""
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
         """The state as it must be once the task is done (a new document)."""
         return copy.deepcopy(state)
 
+    def comparison_tolerance_km(self) -> float:
+        """How far apart two places' truncated coordinates may be and still be the same."""
+        return DEFAULT_TOLERANCE_KM
+
     def check_if_task_is_complete(self, initial_state: dict[str, Any],
                                   current_state: dict[str, Any]) -> bool:
-        """The final state equals the target on every compared app."""
-        return states_match(self.target(initial_state), current_state, self.normalize_ids)
+        """The final state is the target by OpenApps' rule, on every compared app."""
+        return states_match(self.target(initial_state), current_state,
+                            tolerance_km=self.comparison_tolerance_km(),
+                            normalize_ids=self.normalize_ids)
 
 
 @dataclass(kw_only=True)
@@ -117,15 +133,13 @@ class MarkToDoDoneTask(StateTask):
         return None if self.todo_name.strip() else "todo_name is empty"
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The item marked done (no item of that name: a target no state can reach)."""
+        """The item of exactly that title marked done, the last if several (none: a target
+        no state can reach, as OpenApps' class then scores 0)."""
         result = copy.deepcopy(state)
-        todos = result.get("todo", {}).get("todos", [])
-        found = [t for t in todos if str(t.get("title", "")).casefold()
-                 == self.todo_name.casefold()]
-        if not found:
-            result.setdefault("todo", {})["missing"] = self.todo_name
-        for todo in found[:1]:
-            todo["done"] = True
+        index = last_titled(todo_items(result), "title", self.todo_name)
+        if index is None:
+            return unreachable(result, "todo", self.todo_name)
+        todo_items(result)[index]["done"] = True
         return result
 
     def reference_solution(self) -> list[str]:
@@ -135,48 +149,98 @@ class MarkToDoDoneTask(StateTask):
 
 @dataclass(kw_only=True)
 class AddToDoTask(StateTask):
-    """Add the to-do item ``todo_name`` (done or not, as ``is_done`` says) at the list's end."""
+    """Add the to-do item ``todo_name`` (done or not, as ``is_done`` says) to the list
+    (where in it is not compared)."""
 
     todo_name: str
-    is_done: bool = False
+    is_done: bool | int | float | str | None = False
+    """Done or not: ``true``/``false``, or as OpenApps also reads it, ``1``/``0``,
+    ``"1"``/``"0"``, or ``null`` (not done)."""
+
+    def problem(self) -> str | None:
+        """An empty title, a done flag that is neither."""
+        if not self.todo_name.strip():
+            return "todo_name is empty"
+        if not isinstance(is_done(self.is_done), bool):
+            kind = "a string" if isinstance(self.is_done, str) else "a number"
+            return (f"is_done must be true or false (or 1, 0, \"1\", \"0\", null), not {kind} "
+                    f"{self.is_done!r}")
+        return None
+
+    def target(self, state: dict[str, Any]) -> dict[str, Any]:
+        """The list with one more item (the app gives its id, which is not compared)."""
+        result = copy.deepcopy(state)
+        result.setdefault("todo", {}).setdefault("todos", []).append(
+            {"done": is_done(self.is_done), "title": self.todo_name})
+        return result
+
+    def reference_solution(self) -> list[str]:
+        """``todo add`` (and ``todo done`` when it is to be done)."""
+        commands = [_command("todo", "add", self.todo_name)]
+        if is_done(self.is_done):
+            commands.append(_command("todo", "done", self.todo_name))
+        return commands
+
+
+@dataclass(kw_only=True)
+class DeleteToDoTask(StateTask):
+    """Delete the to-do item ``todo_name``."""
+
+    todo_name: str
 
     def problem(self) -> str | None:
         """An empty title."""
         return None if self.todo_name.strip() else "todo_name is empty"
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
-        """The list with one more item; its id is the next one the app gives."""
+        """The list without the item of exactly that title, the last if several (none: a
+        target no state can reach)."""
         result = copy.deepcopy(state)
-        todos = result.setdefault("todo", {}).setdefault("todos", [])
-        next_id = max((int(t.get("id", 0)) for t in todos), default=0) + 1
-        todos.append({"done": self.is_done, "id": next_id, "title": self.todo_name})
+        index = last_titled(todo_items(result), "title", self.todo_name)
+        if index is None:
+            return unreachable(result, "todo", self.todo_name)
+        del todo_items(result)[index]
         return result
 
     def reference_solution(self) -> list[str]:
-        """``todo add`` (and ``todo done`` when it is to be done)."""
-        commands = [_command("todo", "add", self.todo_name)]
-        if self.is_done:
-            commands.append(_command("todo", "done", self.todo_name))
-        return commands
+        """``todo delete``."""
+        return [_command("todo", "delete", self.todo_name)]
 
 
 @dataclass(kw_only=True)
 class SendMessageTask(StateTask):
-    """Send ``text`` to ``recipient`` in the messenger."""
+    """Send ``message`` to ``to`` in the messenger (OpenApps' fields; ``recipient`` and
+    ``text`` are this class's older names for them). ``expected_reply`` is recorded only:
+    the simulated messenger does not reply."""
 
-    recipient: str
-    text: str
+    to: str = ""
+    message: str = ""
+    expected_reply: str | None = None
+    recipient: str = ""
+    text: str = ""
+
+    def __post_init__(self) -> None:
+        self.to = self.to or self.recipient
+        self.message = self.message or self.text
+
+    def problem(self) -> str | None:
+        """No recipient or no text (under either name)."""
+        if not self.to.strip():
+            return "SendMessageTask needs 'to' (who the message goes to)"
+        if not self.message:
+            return "SendMessageTask needs 'message' (the text to send)"
+        return None
 
     def target(self, state: dict[str, Any]) -> dict[str, Any]:
         """The messenger with the message sent."""
         result = copy.deepcopy(state)
         result.setdefault("messenger", {}).setdefault("messages", []).append(
-            {"text": self.text, "to": self.recipient})
+            {"text": self.message, "to": self.to})
         return result
 
     def reference_solution(self) -> list[str]:
         """``msg send``."""
-        return [_command("msg", "send", self.recipient, self.text)]
+        return [_command("msg", "send", self.to, self.message)]
 
 
 @dataclass(kw_only=True)
@@ -246,7 +310,7 @@ class AbstentionTask(Task):
     def score(self, episode: Episode) -> bool:
         """The first of act/clarify/stop matches the expected outcome (and, for act, the
         nested task holds)."""
-        changed = not states_match(episode.initial, episode.final, False)
+        changed = not states_match(episode.initial, episode.final)
         if self.expected_outcome == ACT:
             return (episode.ended_by == ACT and self.action_task is not None
                     and self.action_task.score(episode))
@@ -256,6 +320,10 @@ class AbstentionTask(Task):
                                   current_state: dict[str, Any]) -> bool:
         """Without how the episode ended, only an act can be checked."""
         return self.score(Episode(initial_state, current_state, ACT))
+
+    def setup(self) -> list[str]:
+        """The nested task's setup."""
+        return [] if self.action_task is None else self.action_task.setup()
 
     def reference_solution(self) -> list[str] | None:
         """The nested task's solution, the question, or the report."""
@@ -290,10 +358,15 @@ class CompositeTask(Task):
         for task in state_tasks:
             target = task.target(target)
         normalize = self.normalize_ids or any(t.normalize_ids for t in state_tasks)
-        if state_tasks and not states_match(target, current_state, normalize):
+        # one comparison at the default tolerance, as OpenApps compares a composite's target
+        if state_tasks and not states_match(target, current_state, normalize_ids=normalize):
             return False
         return all(t.check_if_task_is_complete(initial_state, current_state)
                    for t in self.subtasks if not isinstance(t, StateTask))
+
+    def setup(self) -> list[str]:
+        """The subtasks' setups, one after the other."""
+        return [command for task in self.subtasks for command in task.setup()]
 
     def reference_solution(self) -> list[str] | None:
         """The subtasks' solutions, one after the other."""
@@ -306,22 +379,17 @@ class CompositeTask(Task):
         return commands
 
 
-BUILTIN: dict[str, type[Task]] = {cls.__name__: cls for cls in (
-    AppStateComparison, MarkToDoDoneTask, AddToDoTask, SendMessageTask, EditFileTask,
-    AbstentionTask, CompositeTask)}
-"""The built-in classes by name (``_target_: MarkToDoDoneTask``, or OpenApps' spelling
-``open_apps.tasks.tasks.MarkToDoDoneTask``)."""
+def todo_items(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The to-do list's items in a state (made there when absent)."""
+    items: list[dict[str, Any]] = state.setdefault("todo", {}).setdefault("todos", [])
+    return items
 
 
-def compared(state: dict[str, Any], normalize_ids: bool) -> dict[str, Any]:
-    """The part of a state the generic comparison covers (ids dropped when normalising)."""
-    picked = {app: state.get(app) for app in COMPARED_APPS}
-    return _without_ids(picked) if normalize_ids else picked
-
-
-def states_match(target: dict[str, Any], current: dict[str, Any], normalize_ids: bool) -> bool:
-    """The compared apps hold the same documents."""
-    return compared(target, normalize_ids) == compared(current, normalize_ids)
+def last_titled(entries: list[Any], key: str, wanted: str) -> int | None:
+    """The index of the last entry whose ``key`` is exactly ``wanted`` (``None``: none), as
+    OpenApps' classes find the item a task names."""
+    found = [i for i, e in enumerate(entries) if isinstance(e, dict) and e.get(key) == wanted]
+    return found[-1] if found else None
 
 
 def editor_file(state: dict[str, Any], path: str) -> str | None:
@@ -354,12 +422,13 @@ def state_diff(before: Any, after: Any, path: str = "") -> list[dict[str, Any]]:
     return [] if before == after else [{"path": path or "/", "before": before, "after": after}]
 
 
-def _without_ids(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_ids(v) for k, v in value.items() if k != "id"}
-    if isinstance(value, list):
-        return [_without_ids(v) for v in value]
-    return value
+def unreachable(state: dict[str, Any], app: str, missing: str) -> dict[str, Any]:
+    """Mark a target no state can reach (the task names an item the app does not hold): a
+    key no app document has, naming the item for whoever reads the target."""
+    document = state.setdefault(app, {})
+    if isinstance(document, dict):
+        document["missing"] = missing
+    return state
 
 
 def _squash(text: str) -> str:

@@ -8,14 +8,15 @@ and its other keys are the class's fields::
       goal: Tick off the item 'Send the report' in the to-do app.
       todo_name: "Send the report"
 
-``_target_`` is one of our built-in classes by name (:data:`~evals.tasks.openapps.classes.BUILTIN`),
+``_target_`` is one of our built-in classes by name (:data:`~evals.tasks.openapps.builtin.BUILTIN`),
 the same written as OpenApps writes it (``open_apps.tasks.tasks.<Class>``: our class of that
 name, so an OpenApps file loads unchanged where its apps exist here), or a user's
 ``package.module:Class`` (a dataclass subclassing :class:`~evals.tasks.openapps.classes.Task`).
 Nested entries (``action_task``, ``subtasks``) are built the same way. Every entry is checked
 against its class (a missing ``_target_``, an unknown class, an unknown or missing field, a
 value of the wrong type) and refused in one line naming the file and the entry
-(:class:`~evals.errors.InvalidRunInputError`), before any pool is touched. A file larger than
+(:class:`~evals.errors.InvalidRunInputError`), before any pool is touched. A ``defaults:`` list
+composes sibling files as Hydra does (:func:`compose`). A file larger than
 :data:`MAX_BYTES`, or one whose aliases expand to more than :data:`MAX_NODES` nodes, is refused
 unread.
 """
@@ -34,7 +35,8 @@ import yaml
 
 from evals.agents.user_code import import_attribute
 from evals.errors import InvalidRunInputError
-from evals.tasks.openapps.classes import BUILTIN, Task
+from evals.tasks.openapps.builtin import BUILTIN, NOT_SIMULATED
+from evals.tasks.openapps.classes import Task
 
 PREFIX = "openapps:"
 DOMAIN = "openapps"
@@ -43,6 +45,8 @@ MAX_BYTES = 1_000_000
 MAX_NODES = 50_000
 """Nodes a config may expand to, aliases followed (a few hundred tasks use a few thousand):
 past it the file is an alias bomb, not a task list."""
+DEFAULTS_KEY, SELF = "defaults", "_self_"
+"""Hydra's composition list and the name of the file's own entries in it."""
 IGNORED_KEYS = ("_target_", "_convert_", "_recursive_", "_partial_")
 """Hydra's instantiation keys: ``_target_`` names the class, the others change nothing here."""
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -91,8 +95,20 @@ def parse_selection(selection: str) -> tuple[Path, str | None]:
     return Path(path_text).expanduser(), name or None
 
 
+class _TextDates(yaml.SafeLoader):
+    """YAML's safe loader, except that a date stays the text it was written as: a task's
+    ``date: 2026-04-01`` is the string the apps hold, and the entry stays JSON for the queue."""
+
+
+_TextDates.yaml_implicit_resolvers = {
+    first: [(tag, rule) for tag, rule in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def read_config(path: Path) -> dict[str, Any]:
-    """The file's task entries by name.
+    """The file's top-level mapping as written (``defaults:`` not followed; see
+    :func:`compose`).
 
     Raises:
         InvalidRunInputError: missing, too large, not YAML, an alias bomb, not a mapping.
@@ -106,9 +122,9 @@ def read_config(path: Path) -> dict[str, Any]:
                                    f"{MAX_BYTES} a task config may have; split it")
     text = path.read_text(encoding="utf-8", errors="replace")
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_TextDates)
         _check_expansion(node, path)
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_TextDates)  # a SafeLoader: builds plain data only
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""
@@ -123,6 +139,45 @@ def read_config(path: Path) -> dict[str, Any]:
                                    f"{type(data).__name__}, not a mapping of task names to "
                                    "entries")
     return data
+
+
+def compose(path: Path, _within: tuple[Path, ...] = ()) -> dict[str, tuple[Any, Path]]:
+    """Every task entry a config holds, its ``defaults:`` list followed, each with the file
+    it came from.
+
+    ``defaults:`` (Hydra's composition list) names sibling files, without ``.yaml``, and
+    ``_self_``, the place of the file's own entries (last when not listed). The lists are
+    merged in that order, a later entry replacing an earlier one of the same name, and a
+    listed file's own ``defaults:`` are followed the same way.
+
+    Raises:
+        InvalidRunInputError: see :func:`read_config`; a ``defaults:`` that is not a list of
+            names, a listed file that does not exist, a file that lists itself (a cycle).
+    """
+    data = read_config(path)
+    resolved = path.resolve()
+    chain = (*_within, resolved)
+    names = data.pop(DEFAULTS_KEY, [SELF])
+    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+        raise InvalidRunInputError(f"openapps config {path}: {DEFAULTS_KEY} must be a list of "
+                                   f"sibling file names (and {SELF}), not {_shown(names)}")
+    if SELF not in names:
+        names = [*names, SELF]
+    merged: dict[str, tuple[Any, Path]] = {}
+    for name in names:
+        if name == SELF:
+            merged.update({str(k): (v, path) for k, v in data.items()})
+            continue
+        listed = path.parent / (name if name.endswith((".yaml", ".yml")) else f"{name}.yaml")
+        if not listed.is_file():
+            raise InvalidRunInputError(f"openapps config {path}: {DEFAULTS_KEY} names "
+                                       f"{name!r}, but {listed} does not exist")
+        if listed.resolve() in chain:
+            cycle = " -> ".join(p.name for p in (*chain, listed.resolve()))
+            raise InvalidRunInputError(f"openapps config {path}: {DEFAULTS_KEY} makes a cycle "
+                                       f"({cycle}); a file cannot include itself")
+        merged.update(compose(listed, chain))
+    return merged
 
 
 def _check_expansion(node: yaml.Node | None, path: Path) -> None:
@@ -158,6 +213,10 @@ def resolve_target(target: object, where: str) -> type[Task]:
     name = target.strip().removeprefix(OPENAPPS_MODULE)
     if ":" not in name:
         cls = BUILTIN.get(name)
+        if cls is None and name in NOT_SIMULATED:
+            raise InvalidRunInputError(f"{where}: {target!r} scores {NOT_SIMULATED[name]}, "
+                                       "which the simulated desktop does not have; leave the "
+                                       "entry out (or select another entry with #NAME)")
         if cls is None:
             raise InvalidRunInputError(f"{where}: unknown task class {target!r}; built in: "
                                        f"{known} (or your own as package.module:Class)")
@@ -224,31 +283,31 @@ def build(entry: object, where: str) -> tuple[Task, dict[str, Any]]:
 
 
 def load_selection(selection: str) -> list[Entry]:
-    """Every entry an ``openapps:`` selection names, built and checked.
+    """Every entry an ``openapps:`` selection names (``defaults:`` followed), built and
+    checked.
 
     Raises:
-        InvalidRunInputError: see :func:`read_config`, :func:`build`; a name that cannot be a
+        InvalidRunInputError: see :func:`compose`, :func:`build`; a name that cannot be a
             task ID; ``#NAME`` not in the file.
     """
     path, only = parse_selection(selection)
-    config = read_config(path)
+    config = compose(path)
     if only is not None and only not in config:
-        near = ", ".join(list(map(str, config))[:8])
+        near = ", ".join(list(config)[:8])
         raise InvalidRunInputError(f"--tasks {selection!r}: {path} has no task {only!r} "
                                    f"(it has: {near})")
     entries = []
-    for name, raw in config.items():
-        name = str(name)
+    for name, (raw, source) in config.items():
         if only is not None and name != only:
             continue
-        where = f"openapps config {path}, task {name!r}"
+        where = f"openapps config {source}, task {name!r}"
         if not _SAFE_NAME.match(name):
             raise InvalidRunInputError(f"{where}: the name cannot be a task ID (letters, "
                                        "digits, '.', '_', '-')")
         task, plain = build(raw, where)
         if not task.goal.strip():
             raise InvalidRunInputError(f"{where}: no goal (what the agent is asked)")
-        entries.append(Entry(name, path.resolve(), plain, task))
+        entries.append(Entry(name, source.resolve(), plain, task))
     return entries
 
 

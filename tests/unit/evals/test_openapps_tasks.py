@@ -20,6 +20,7 @@ from infra.local.commands import run
 from infra.local.desktop import Desktop
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "evals/tasks/openapps/examples/all_tasks.yaml"
+SUITE = EXAMPLES.with_name("suite.yaml")
 _ENDS = {SEND_MSG_TO_USER: CLARIFY, REPORT_INFEASIBLE: STOP}
 
 
@@ -38,15 +39,17 @@ def play(desktop: Desktop, commands: list[str]) -> str:
     return ACT
 
 
-def examples() -> dict[str, Entry]:
-    return {e.name: e for e in load_selection(f"openapps:{EXAMPLES}")}
+def examples(path: Path = EXAMPLES) -> dict[str, Entry]:
+    return {e.name: e for e in load_selection(f"openapps:{path}")}
 
 
-@pytest.mark.parametrize("name", sorted(examples()))
+@pytest.mark.parametrize(("path", "name"), [(path, name) for path in (EXAMPLES, SUITE)
+                                            for name in sorted(examples(path))])
 def test_each_example_scores_one_with_its_solution_and_zero_doing_nothing(
-    desktop: Desktop, name: str
+    desktop: Desktop, path: Path, name: str
 ) -> None:
-    entry = examples()[name]
+    entry = examples(path)[name]
+    play(desktop, entry.task.setup())
     initial = state(desktop)
     assert not entry.task.score(Episode(initial, state(desktop), ACT))  # noop
     solution = entry.task_json()["reference_solution"]
@@ -119,7 +122,7 @@ def test_the_state_difference_names_each_changed_leaf(desktop: Desktop) -> None:
     run(desktop, 'todo add "New"')
     changes = {c["path"]: (c["before"], c["after"]) for c in state_diff(initial, state(desktop))}
     assert changes == {"/todo/todos/0/done": (False, True),
-                       "/todo/todos/3": (None, {"done": False, "id": 4, "title": "New"})}
+                       "/todo/todos/14": (None, {"done": False, "id": 15, "title": "New"})}
 
 
 @pytest.mark.parametrize(("text", "kind", "said"), [
