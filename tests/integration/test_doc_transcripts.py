@@ -1,0 +1,137 @@
+"""The output the pages print is what the commands print: every ``$ command`` transcript in
+README.md and docs/*.md, and the offline tables shown under the command that makes them, run as
+written with a fresh home and no cloud credentials.
+
+A transcript's lines must each appear in what the command printed (stdout and stderr), in order;
+a ``...`` line stands for lines left out. Lines that depend on the reader's account or on runs
+of their own are named in :data:`NOT_REPRODUCIBLE` with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import BIN
+from tests.support.doccommands import PROGRAMS, pages
+
+pytestmark = pytest.mark.integration
+
+NOT_REPRODUCIBLE: dict[tuple[str, str], str] = {
+    ("export.md", "openadapt-evals runs"): "lists the reader's own runs",
+    ("cost.md", "  vCPU quota:"): "read from the account's quota, which needs credentials",
+}
+"""``(page, command)`` transcripts, or ``(page, line prefix)`` lines, that no fresh machine
+reproduces."""
+
+TABLES: dict[tuple[str, str], str] = {
+    ("results.md", "The verifier passed 4 edited run(s) whose end state is wrong:"):
+        "openadapt-evals audit-verifier --benchmark toy",
+    ("tasks.md", "wrong write                  screen reward  store reward"):
+        "python -m evals.extradup kill-scan",
+}
+"""Output blocks without a prompt, by their page and first line, and the command the page says
+prints them (both offline and deterministic)."""
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A command a page shows and the lines it shows it printing."""
+
+    doc: str
+    line: int
+    command: str
+    shown: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.doc}:{self.line}: $ {self.command}"
+
+
+def _blocks(path: Path) -> list[tuple[int, list[str]]]:
+    """Each fenced block of a page: its first line's number and its lines."""
+    found: list[tuple[int, list[str]]] = []
+    current: list[str] | None = None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            if current is None:
+                current, start = [], number + 1
+            else:
+                found.append((start, current))
+                current = None
+        elif current is not None:
+            current.append(line)
+    return found
+
+
+def transcripts() -> list[Transcript]:
+    """Every transcript of the pages, in page order."""
+    found: list[Transcript] = []
+    for path in pages():
+        for start, lines in _blocks(path):
+            table = TABLES.get((path.name, lines[0])) if lines else None
+            if table is not None:
+                found.append(Transcript(path.name, start, table, tuple(lines)))
+                continue
+            for offset, line in enumerate(lines):
+                words = line[2:].split()
+                if not line.startswith("$ ") or not words or words[0] not in PROGRAMS:
+                    continue
+                shown: list[str] = []
+                for later in lines[offset + 1:]:
+                    if later.startswith("$ "):
+                        break
+                    shown.append(later)
+                found.append(Transcript(path.name, start + offset, line[2:].strip(),
+                                        tuple(shown)))
+    return found
+
+
+def _expected(transcript: Transcript) -> list[str]:
+    return [line.rstrip() for line in transcript.shown
+            if line.strip() and line.strip() != "..."
+            and not any(transcript.doc == doc and line.startswith(prefix)
+                        for doc, prefix in NOT_REPRODUCIBLE)]
+
+
+def _run(command: str, tmp_path: Path) -> str:
+    argv = shlex.split(command)
+    program = argv[0] if argv[0] in PROGRAMS else None
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("AWS_", "ARM_", "AZURE_", "OA_EVALS_"))}
+    env.update({"OA_VM_HOME": str(tmp_path / "home"), "HOME": str(tmp_path), "COLUMNS": "200",
+                "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"})
+    env.pop("PYTHONPATH", None)
+    full = [str(BIN / program), *argv[1:]] if program else [str(BIN / "python"), *argv[1:]]
+    done = subprocess.run(  # a fixed argv from the page, no shell
+        full, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path,
+        stdin=subprocess.DEVNULL, check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stdout + done.stderr
+
+
+def test_the_pages_hold_transcripts() -> None:
+    found = {(t.doc, t.command) for t in transcripts()}
+    assert ("cost.md", "openadapt-eval-flow --dry-run --model gpt-5") in found
+    assert ("providers.md", "oa-vm pool-create --cloud aws --region mars-1 --plan") in found
+    assert {("results.md", TABLES[k]) for k in TABLES if k[0] == "results.md"} <= found
+    assert len(found) >= 10
+
+
+@pytest.mark.parametrize("transcript", [
+    t for t in transcripts() if (t.doc, t.command) not in NOT_REPRODUCIBLE
+], ids=str)
+def test_a_transcript_shows_what_the_command_prints(transcript: Transcript, tmp_path: Path) -> None:
+    printed = [line.rstrip() for line in _run(transcript.command, tmp_path).splitlines()]
+    position = 0
+    for line in _expected(transcript):
+        assert line in printed[position:], (
+            f"{transcript}: the page shows\n{line}\nwhich the command did not print"
+            f" (after line {position}):\n" + "\n".join(printed)
+        )
+        position = printed.index(line, position) + 1
