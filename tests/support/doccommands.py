@@ -27,6 +27,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.support import clidoc
 
@@ -78,21 +79,28 @@ class Mention:
         return f"{self.doc}:{self.line}: {self.text.strip()}"
 
 
+SHELL_BLOCKS = frozenset({"", "bash", "sh", "shell", "console"})
+"""Fenced blocks read as command lines; the others (``text``: a command's output or its
+``--help``, ``python``, ``json``) are not."""
+
+
 def pages() -> list[Path]:
-    """README.md and every page under docs/ except the generated reference."""
-    return [ROOT / "README.md", *sorted(p for p in (ROOT / "docs").glob("*.md")
-                                        if p.name != "cli.md")]
+    """README.md and every page under docs/ (the reference's help blocks are ``text``)."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def _snippets(path: Path) -> Iterator[tuple[int, str, bool]]:
     """``(line, text, in_block)``: each fenced block's logical lines (continuations joined) and
     each inline code span outside the blocks."""
-    inside, pending, start = False, "", 0
+    inside, shell, pending, start = False, False, "", 0
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.lstrip().startswith("```"):
             inside = not inside
+            shell = line.strip()[3:].strip() in SHELL_BLOCKS
             continue
         if inside:
+            if not shell:
+                continue
             if not pending:
                 start = number
             if line.rstrip().endswith("\\") and not line.rstrip().endswith("\\|"):
@@ -186,10 +194,33 @@ def _helps() -> dict[str, str]:
     return dict(clidoc.commands())
 
 
+def declared_options() -> frozenset[str]:
+    """Every option the three programs declare, the hidden older spellings included (which
+    ``--help`` leaves out but the pages may name as still accepted)."""
+    import typer.main
+
+    from evals.cli.app import app as evals_app
+    from evals.compat.flow.cli import app as flow_app
+    from oa_vm.cli.app import app as oa_vm_app
+
+    found: set[str] = set()
+
+    def walk(command: Any) -> None:
+        for param in command.params:
+            if param.param_type_name == "option":
+                found.update(param.opts + param.secondary_opts)
+        for sub in getattr(command, "commands", {}).values():
+            walk(sub)
+
+    for app in (oa_vm_app, evals_app, flow_app):
+        walk(typer.main.get_command(app))
+    return frozenset(found)
+
+
 def _all_project_options() -> frozenset[str]:
     modules = {m.command for m in mentions() if "." in m.command}
     texts = [*_helps().values(), *(module_help(m) for m in sorted(modules))]
-    return frozenset().union(*(_help_options(t) for t in texts))
+    return declared_options().union(*(_help_options(t) for t in texts))
 
 
 def _option_of(word: str) -> str | None:

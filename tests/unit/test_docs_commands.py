@@ -62,7 +62,10 @@ def test_what_exists_passes(page: Path) -> None:
         "```\noa-vm pool-create --cloud local --workers 3 --pool demo -y   # --not-read\n"
         "oa-vm prices refresh --cloud azure\n"
         "openadapt-evals export first --format inspect | head -3\n```\n"
-        "Use `run --repair`, `--resume`, `oa-vm pool-status --json` or `--dist worksteal`.\n",
+        "Use `run --repair`, `--resume`, `oa-vm pool-status --json` or `--dist worksteal`.\n"
+        "The older `--task-count N` is still accepted (hidden from `--help`).\n"
+        "```text\nUsage: oa-vm pool-wait [OPTIONS]\n"
+        "  a page openadapt-evals wrote --not-read\n```\n",
         encoding="utf-8",
     )
     assert doccommands.problems() == []
