@@ -15,6 +15,9 @@ names and the options it passes. Three kinds of mention are read:
 
 Each option is looked up in the ``--help`` of the command it was given to, the one place that
 says what the command accepts (``docs/cli.md`` is generated from the same texts).
+
+The files a page names (``evals/run/queue.py``) and the pages and headings it links to are
+checked too (:func:`missing_targets`).
 """
 
 from __future__ import annotations
@@ -268,4 +271,50 @@ def problems() -> list[str]:
             if not any(option in _help_options(text) for _, text in candidates):
                 names = " or ".join(f"'{n}'" for n, _ in candidates)
                 found.append(f"{mention.where()}: {names} has no option {option}")
+    return found
+
+
+# --- the files and anchors the pages point at ---------------------------------------------------
+
+TOP_FOLDERS = ("oa_vm/", "evals/", "infra/", "waa_client/", "tests/", "bench/", "docs/", ".ci/")
+"""A code span starting with one of these names a file or folder of this repository."""
+FORMER_PATHS = frozenset({
+    ("reliability.md", "waa_client/tunnel.py"),  # its name when measured ("now ...")
+    ("performance.md", "docs/design/vm_pool_optimization.md"),  # the reference tool's file
+})
+"""Paths a page names on purpose though this checkout has no such file, each said so in the text."""
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors of a page's headings, as GitHub makes them."""
+    found: set[str] = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"^#+\s+(.*)", line)
+        if heading:
+            text = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower())
+            found.add(text.replace(" ", "-"))
+    return found
+
+
+def missing_targets() -> list[str]:
+    """Every repository path a page names in a code span that does not exist, and every link to
+    a page or a heading that does not exist; empty when all are there."""
+    found: list[str] = []
+    for path in pages():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for span in re.findall(r"`([^`]+)`", line):
+                for word in span.split():
+                    word = word.strip("(),;:'\"").split("::")[0]
+                    if (not word.startswith(TOP_FOLDERS) or any(c in word for c in "*<>{}$")
+                            or (path.name, word) in FORMER_PATHS):
+                        continue
+                    if not (ROOT / word).exists():
+                        found.append(f"{path.name}:{number}: no such file: {word}")
+            for target, anchor in re.findall(r"\]\(([^)#\s:]*)(?:#([^)\s]+))?\)", line):
+                page = (path.parent / target) if target else path
+                if not page.exists():
+                    found.append(f"{path.name}:{number}: no such page: {target}")
+                elif anchor and anchor not in _anchors(page):
+                    found.append(f"{path.name}:{number}: {target or path.name} has no heading "
+                                 f"#{anchor}")
     return found

@@ -69,3 +69,22 @@ def test_what_exists_passes(page: Path) -> None:
         encoding="utf-8",
     )
     assert doccommands.problems() == []
+
+
+def test_every_file_and_heading_the_pages_point_at_exists() -> None:
+    missing = doccommands.missing_targets()
+    assert not missing, "\n".join(missing)
+
+
+def test_a_page_pointing_at_nothing_is_caught(page: Path) -> None:
+    page.write_text(
+        "The queue is `evals/run/queue.py`, the pool `oa_vm/model/pool_record.py`.\n"
+        "See [the page](page.md#a-heading), [nothing](gone.md), [here](#no-such-heading).\n"
+        "# A heading\n",
+        encoding="utf-8",
+    )
+    assert doccommands.missing_targets() == [
+        "page.md:1: no such file: oa_vm/model/pool_record.py",
+        "page.md:2: no such page: gone.md",
+        "page.md:2: page.md has no heading #no-such-heading",
+    ]
