@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import BIN
-from tests.support.doccommands import PROGRAMS, pages
+from tests.support.doccommands import PROGRAMS, ROOT, pages
 
 pytestmark = pytest.mark.integration
 
@@ -115,6 +115,18 @@ def _run(command: str, tmp_path: Path) -> str:
     return done.stdout + done.stderr
 
 
+def _assert_printed(transcript: Transcript, output: str) -> None:
+    """Each line the page shows was printed, in the page's order."""
+    printed = [line.rstrip() for line in output.splitlines()]
+    position = 0
+    for line in _expected(transcript):
+        assert line in printed[position:], (
+            f"{transcript}: the page shows\n{line}\nwhich the command did not print"
+            f" (after line {position}):\n" + "\n".join(printed)
+        )
+        position = printed.index(line, position) + 1
+
+
 def test_the_pages_hold_transcripts() -> None:
     found = {(t.doc, t.command) for t in transcripts()}
     assert ("cost.md", "openadapt-eval-flow --dry-run --model gpt-5") in found
@@ -127,11 +139,38 @@ def test_the_pages_hold_transcripts() -> None:
     t for t in transcripts() if (t.doc, t.command) not in NOT_REPRODUCIBLE
 ], ids=str)
 def test_a_transcript_shows_what_the_command_prints(transcript: Transcript, tmp_path: Path) -> None:
-    printed = [line.rstrip() for line in _run(transcript.command, tmp_path).splitlines()]
-    position = 0
-    for line in _expected(transcript):
-        assert line in printed[position:], (
-            f"{transcript}: the page shows\n{line}\nwhich the command did not print"
-            f" (after line {position}):\n" + "\n".join(printed)
-        )
-        position = printed.index(line, position) + 1
+    _assert_printed(transcript, _run(transcript.command, tmp_path))
+
+
+MIXED_AGENT = '''\
+from evals import BenchmarkAction
+from evals.agents.oracle import OracleAgent
+
+
+class Agent(OracleAgent):
+    """The oracle, except that it raises on one task and gives up at once on another."""
+
+    def act(self, observation, task, history=None):
+        if task.task_id.startswith("190a2655"):
+            raise RuntimeError("boom")
+        if task.task_id.startswith("344d1278"):
+            return BenchmarkAction(type="done")
+        return super().act(observation, task, history)
+'''
+MIXED_TASKS = (
+    "c499b229-110c-5fc8-9895-f2f879ac1512-WOS,344d1278-e15c-5d2a-a48e-9193d441d1dd-WOS,"
+    "62f753b2-5fda-5130-8ddb-733e3df8bec3-WOS,9df67e70-b315-56d9-a0fb-b467fa4ccc62-WOS,"
+    "INF-1bb8ebca-1e3c-5c23-a572-85bc724fe5df-WOS,1ea6a9af-3a80-521e-a6ba-f392a618d1b0-WOS,"
+    "190a2655-b68a-5095-a33d-4584cf3fbb32-WOS,12499638-c3db-5533-a99b-3855d677c533-WOS"
+)
+
+
+def test_the_printed_summary_of_results_md_is_what_a_sweep_prints(tmp_path: Path) -> None:
+    """The example summary of docs/results.md, made again: eight local tasks, an agent that
+    raises on one (an agent error, counted as a failure) and gives up on another."""
+    start, block = next((start, lines) for start, lines in _blocks(ROOT / "docs" / "results.md")
+                        if lines and lines[0] == "Attempts: 8")
+    shown = Transcript("results.md", start, "openadapt-evals sweep", tuple(block))
+    (tmp_path / "mixed.py").write_text(MIXED_AGENT, encoding="utf-8")
+    _assert_printed(shown, _run(
+        f"openadapt-evals sweep --workers 2 --agent mixed:Agent --tasks {MIXED_TASKS}", tmp_path))
