@@ -165,12 +165,23 @@ MIXED_TASKS = (
 )
 
 
-def test_the_printed_summary_of_results_md_is_what_a_sweep_prints(tmp_path: Path) -> None:
-    """The example summary of docs/results.md, made again: eight local tasks, an agent that
-    raises on one (an agent error, counted as a failure) and gives up on another."""
+def _results_md_block(first_line: str, command: str) -> Transcript:
     start, block = next((start, lines) for start, lines in _blocks(ROOT / "docs" / "results.md")
-                        if lines and lines[0] == "Attempts: 8")
-    shown = Transcript("results.md", start, "openadapt-evals sweep", tuple(block))
+                        if lines and lines[0] == first_line)
+    return Transcript("results.md", start, command, tuple(block))
+
+
+def test_the_summary_and_comparison_of_results_md_are_what_the_commands_print(
+    tmp_path: Path,
+) -> None:
+    """The example summary and comparison of docs/results.md, made again: eight local tasks,
+    the oracle (``m1``) against an agent that raises on one task (an agent error, counted as a
+    failure) and gives up on another (``demo-mixed``)."""
     (tmp_path / "mixed.py").write_text(MIXED_AGENT, encoding="utf-8")
-    _assert_printed(shown, _run(
-        f"openadapt-evals sweep --workers 2 --agent mixed:Agent --tasks {MIXED_TASKS}", tmp_path))
+    sweep = f"openadapt-evals sweep --workers 2 --tasks {MIXED_TASKS} --agent"
+    _assert_printed(_results_md_block("Attempts: 8", "openadapt-evals sweep"),
+                    _run(f"{sweep} mixed:Agent --run-name demo-mixed", tmp_path))
+    _run(f"{sweep} oracle --run-name m1", tmp_path)
+    compare = "openadapt-evals compare m1 demo-mixed"
+    _assert_printed(_results_md_block("Comparing 8 task(s) both runs recorded", compare),
+                    _run(compare, tmp_path))
