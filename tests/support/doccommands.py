@@ -78,7 +78,7 @@ class Mention:
     """What follows the command's name."""
 
     def where(self) -> str:
-        """``docs/cli.md:12: <text>`` for a failure message."""
+        """``cli.md:12: <text>`` for a failure message."""
         return f"{self.doc}:{self.line}: {self.text.strip()}"
 
 
