@@ -185,3 +185,50 @@ def test_the_summary_and_comparison_of_results_md_are_what_the_commands_print(
     compare = "openadapt-evals compare m1 demo-mixed"
     _assert_printed(_results_md_block("Comparing 8 task(s) both runs recorded", compare),
                     _run(compare, tmp_path))
+
+
+def python_examples() -> list[tuple[str, int, str]]:
+    """``(page, line, source)`` of every whole Python example of the pages (it starts with its
+    imports) that prints with a comment saying what (``print(x)  # 0.0: ...``) and imports only
+    what is installed here (those importing the reader's own module, and the continuations of
+    another block, are run by tests/integration/test_agents_doc.py)."""
+    import importlib.util
+    import re
+
+    found: list[tuple[str, int, str]] = []
+    for path in pages():
+        text = path.read_text(encoding="utf-8")
+        for match in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M):
+            source = match.group(1)
+            if (not re.search(r"^[ \t]*print\(.*\)[ \t]+#", source, re.M)
+                    or not source.startswith(("from ", "import "))):  # a continuation
+                continue
+            imported = re.findall(r"^\s*(?:from|import)\s+([\w.]+)", source, re.M)
+            if all(importlib.util.find_spec(name.split(".")[0]) for name in imported):
+                found.append((path.name, text[:match.start()].count("\n") + 2, source))
+    return found
+
+
+@pytest.mark.parametrize("example", python_examples(), ids=lambda e: f"{e[0]}:{e[1]}")
+def test_a_python_example_prints_what_its_comments_say(
+    example: tuple[str, int, str], tmp_path: Path
+) -> None:
+    import re
+    import sys
+
+    page, line, source = example
+    said = [m.group(1).split(":")[0].strip()
+            for m in re.finditer(r"^[ \t]*print\(.*\)[ \t]+#[ \t]*(.*)$", source, re.M)]
+    (tmp_path / "example.py").write_text(source, encoding="utf-8")
+    env = {**os.environ, "OA_VM_HOME": str(tmp_path / "home")}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(  # a fixed argv, no shell
+        [sys.executable, "example.py"], capture_output=True, text=True, timeout=300, env=env,
+        cwd=tmp_path, stdin=subprocess.DEVNULL, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == said, f"{page}:{line}"
+
+
+def test_the_python_examples_are_found() -> None:
+    assert {page for page, _, _ in python_examples()} >= {"README.md", "agents.md", "results.md"}
