@@ -351,7 +351,8 @@ def resolve_name(name: str | None) -> str:
     """The pool meant by ``--name``; when it is left out, the only pool there is.
 
     Raises:
-        PoolNotFoundError: no pool exists at all.
+        InvalidInputError: no pool exists at all (the message says how to make one; exit 2, as
+            the fast path of ``pool-status`` says it too).
         AmbiguousPoolError: several exist (the message lists them).
     """
     if name is not None:

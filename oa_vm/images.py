@@ -441,14 +441,12 @@ def list_images(
              if r.cloud == provider.name and (region is None or r.region == region)]
     try:
         found = provider.image_lister(region)
-    except subprocess.CalledProcessError as exc:
-        words = (exc.stderr or "").strip().splitlines()
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        from oa_vm.kit.cli_failure import why_it_failed
+
         raise ProvisioningError(
-            f"'{cli}' could not list the account's snapshots: "
-            f"{words[-1] if words else f'exit code {exc.returncode}'}"
+            f"'{cli}' could not list the account's snapshots: {why_it_failed(exc)}"
         ) from exc
-    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
-        raise ProvisioningError(f"'{cli}' could not list the account's snapshots: {exc}") from exc
     return merge(local, found)
 
 

@@ -175,9 +175,14 @@ def builder_url(iso: str, region: str, lifetime: timedelta) -> str:
              "--region", region, "--cli-connect-timeout", "10", "--cli-read-timeout", "30"],
             capture_output=True, text=True, timeout=PRESIGN_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise InvalidInputError(f"--iso {iso}: could not run aws s3 presign: {exc}") from exc
+        from oa_vm.kit.cli_failure import why_it_failed
+
+        raise InvalidInputError(
+            f"--iso {iso}: could not run aws s3 presign: {why_it_failed(exc)}") from exc
     url = done.stdout.strip()
     if done.returncode != 0 or not url.startswith("https://"):
-        why = (done.stderr.strip().splitlines() or ["no URL printed"])[-1][:200]
+        from oa_vm.kit.cli_failure import tool_said
+
+        why = tool_said(done.stderr, "no URL printed")
         raise InvalidInputError(f"--iso {iso}: aws s3 presign failed: {why}")
     return url

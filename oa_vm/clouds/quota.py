@@ -110,10 +110,13 @@ def _ask(run: Runner, args: list[str]) -> tuple[object | None, str]:
     try:
         done = run(args)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"could not run {args[0].rsplit('/', 1)[-1]}: {exc}"
+        from oa_vm.kit.cli_failure import why_it_failed
+
+        return None, f"could not run {args[0].rsplit('/', 1)[-1]}: {why_it_failed(exc)}"
     if done.returncode != 0:
-        first = (done.stderr.strip().splitlines() or ["no output"])[-1].strip()[:200]
-        return None, f"{args[0].rsplit('/', 1)[-1]} failed: {first}"
+        from oa_vm.kit.cli_failure import tool_said
+
+        return None, f"{args[0].rsplit('/', 1)[-1]} failed: {tool_said(done.stderr, 'no output')}"
     try:
         return json.loads(done.stdout), ""
     except ValueError:

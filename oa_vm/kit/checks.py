@@ -52,11 +52,15 @@ def check_devtestlab(
         done = runner([az, "provider", "show", "--namespace", DEVTESTLAB,
                        "--query", "registrationState", "-o", "tsv"])
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return Check(name, False, f"could not ask az ({exc})", fix)
+        from oa_vm.kit.cli_failure import why_it_failed
+
+        return Check(name, False, f"could not ask az ({why_it_failed(exc)})", fix)
     answer = done.stdout.strip()
     if done.returncode != 0:
-        first = (done.stderr.strip().splitlines() or ["no output"])[0][:200]
-        return Check(name, False, f"az failed: {first}", "az login, then " + fix)
+        from oa_vm.kit.cli_failure import tool_said
+
+        said = tool_said(done.stderr, "no output")
+        return Check(name, False, f"az failed: {said}", "az login, then " + fix)
     if answer == "Registered":
         return Check(name, True, f"{DEVTESTLAB} is registered")
     return Check(name, False, f"{DEVTESTLAB} is {answer or 'not registered'} on this subscription "

@@ -174,6 +174,21 @@ def test_image_list_without_the_cli_or_with_a_failing_one_says_so_in_one_line(
     assert "AuthFailure" in failed.assert_one_line_error()
 
 
+def test_pool_create_with_an_image_the_cli_cannot_look_for_says_why_in_one_line(
+    tmp_path: Path, bin_dir: Path
+) -> None:
+    script = bin_dir / "aws"
+    script.write_text("#!/bin/sh\necho >&2\necho 'Unable to locate credentials. You can "
+                      "configure credentials by running \"aws configure\".' >&2\nexit 253\n")
+    script.chmod(0o755)
+    done = run_cli("oa-vm", "pool-create", "--cloud", "aws", "--workers", "1", "--image",
+                   TEAMMATE, "--allow-cidr", "203.0.113.7/32", "-y", home=tmp_path / "h",
+                   env=_env(bin_dir))
+    line = done.assert_one_line_error()
+    assert "asking aws for a shared image failed too (Unable to locate credentials." in line
+    assert "Command '" not in line and not (tmp_path / "h" / "pools").exists()
+
+
 # -- pool-create --image <a teammate's image> ----------------------------------------------------
 
 

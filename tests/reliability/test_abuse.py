@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -610,3 +611,17 @@ def test_the_suite_has_at_least_sixty_cases() -> None:
     assert len(CASES) >= 60
     assert {c.script for c in CASES.values()} == {"oa-vm", "openadapt-evals",
                                                   "openadapt-eval-flow"}
+
+
+def test_reliability_md_counts_the_cases_the_suite_runs() -> None:
+    """docs/reliability.md's table of this suite: its rows add up to its total, which is the
+    number of cases here (a case added or removed without the table fails)."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reliability.md").read_text(
+        encoding="utf-8")
+    section = doc.split("## The abuse suite", 1)[1].split("\n## ", 1)[0]
+    rows = [int(n) for n in re.findall(r"^\| `[^|]+` \| [^|]+ \| (\d+) \|", section, re.M)]
+    total = re.search(r"\*\*total\*\* \| \| \*\*(\d+)\*\*", section)
+    said = re.search(r"runs (\d+) bad inputs", section)
+    assert total is not None and said is not None
+    assert sum(rows) == int(total.group(1)) == int(said.group(1)) == len(CASES), (
+        sum(rows), total.group(1), said.group(1), len(CASES))

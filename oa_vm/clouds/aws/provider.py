@@ -123,8 +123,9 @@ def terminate_by_tag(pool: str, regions: Sequence[str], progress: Progress) -> s
                 aws_cli_json(region, ["ec2", "terminate-instances", "--instance-ids", *ids])
                 ended += ids
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        why = (getattr(exc, "stderr", "") or str(exc)).strip().splitlines() or ["no output"]
-        return f"{by_hand} (terminating failed: {why[-1][:200]})"
+        from oa_vm.kit.cli_failure import why_it_failed
+
+        return f"{by_hand} (terminating failed: {why_it_failed(exc)})"
     stopped = (f"terminated {len(ended)} instance(s) tagged oa-vm:pool={pool} "
                f"({', '.join(ended)}), so none bills for compute" if ended
                else f"AWS holds no running instance tagged oa-vm:pool={pool}")

@@ -78,8 +78,9 @@ def deallocate_by_tag(pool: str, progress: Progress) -> str:
             subprocess.run([az, "vm", "deallocate", "--ids", *ids], capture_output=True,
                            text=True, timeout=DEALLOCATE_TIMEOUT_S, check=True)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        why = getattr(exc, "stderr", "") or str(exc)
-        return f"{by_hand} (deallocating failed: {why.strip().splitlines()[-1][:200]})"
+        from oa_vm.kit.cli_failure import why_it_failed
+
+        return f"{by_hand} (deallocating failed: {why_it_failed(exc)})"
     stopped = (f"deallocated {len(ids)} VM(s) tagged oa-vm:pool={pool}, so none bills for "
                "compute" if ids else f"Azure holds no VM tagged oa-vm:pool={pool}")
     return (f"{stopped}; left: resource group {group} (its disks and public IPs still bill); "

@@ -593,8 +593,10 @@ class PulumiDriver:
         try:
             left = lister(ref.stack)
         except Exception as exc:  # a failed check must not hide that the destroy succeeded
+            from oa_vm.kit.cli_failure import why_it_failed
+
             report.hints.append(
-                f"could not ask the cloud for leftovers ({type(exc).__name__}: {exc}); "
+                f"could not ask the cloud for leftovers ({why_it_failed(exc)}); "
                 f"check by hand: {manual_check}"
             )
             return report

@@ -69,12 +69,18 @@ class AzCliPower:
                 "https://learn.microsoft.com/cli/azure/install-azure-cli"
             )
         progress(f"az vm {verb} {len(ids)} VM(s)")
-        done = subprocess.run(  # fixed argv, no shell
-            [az, "vm", verb, "--ids", *ids], capture_output=True, text=True,
-            timeout=AZ_TIMEOUT_S, check=False,
-        )
+        from oa_vm.kit.cli_failure import tool_said, why_it_failed
+
+        try:
+            done = subprocess.run(  # fixed argv, no shell
+                [az, "vm", verb, "--ids", *ids], capture_output=True, text=True,
+                timeout=AZ_TIMEOUT_S, check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ProvisioningError(f"az vm {verb} failed: {why_it_failed(exc)}") from exc
         if done.returncode != 0:
-            raise ProvisioningError(f"az vm {verb} failed: {done.stderr.strip()[-400:]}")
+            raise ProvisioningError(
+                f"az vm {verb} failed: {tool_said(done.stderr, f'exit code {done.returncode}')}")
 
     def deallocate(self, ids: Sequence[str], progress: Progress) -> None:
         """``az vm deallocate --ids ...``."""

@@ -386,8 +386,11 @@ class PulumiCloudProvider:
             try:
                 found = find(self.image_lister, image_id, region)
             except (OSError, subprocess.SubprocessError, ValueError) as failed:
+                from oa_vm.kit.cli_failure import why_it_failed
+
                 raise image_records.ImageNotFoundError(
-                    f"{exc}; asking {self.name} for a shared image failed too ({failed})"
+                    f"{exc}; asking {self.name} for a shared image failed too "
+                    f"({why_it_failed(failed)})"
                 ) from failed
             if found is None:
                 raise image_records.ImageNotFoundError(
