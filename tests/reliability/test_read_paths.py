@@ -113,6 +113,32 @@ def test_a_path_to_read_that_is_not_there_is_one_line_naming_it(
     assert f"{path} {case}" in line, line
 
 
+# option: what its refusal of an existing but empty folder says (an empty results folder is an
+# answer instead: test_an_empty_results_folder_is_an_answer)
+EMPTY = {
+    "tasks --source": "is not a WAA task folder (no examples/ inside)",
+    "pool-create --tasks-dir": "no WAA index files (*.json) in it",
+    "run --bundles": "have no {path}/<task_id>/workflow.json",
+    "sweep --bundles": "have no {path}/<task_id>/workflow.json",
+    "tasks --tasks cua-bench:PATH": "no main.py in it nor in any folder of it",
+    "python -m infra.local --tasks": "no local_all.json or test_all.json in task folder {path}",
+}
+
+
+@pytest.mark.parametrize("option", sorted(EMPTY))
+def test_an_empty_folder_where_content_is_wanted_is_one_line_saying_so(
+    world: World, cwd: Path, tmp_path: Path, option: str
+) -> None:
+    """An empty folder given for tasks or bundles: what is missing in it, exit 2 (the local
+    worker's was exit 1, as if it had failed to start)."""
+    script, args, _ = OPTIONS[option]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    line = _refused(world, cwd, script, tuple(a.replace("{path}", str(empty)) for a in args), 2,
+                    {})
+    assert EMPTY[option].replace("{path}", str(empty)) in line, line
+
+
 def test_every_script_and_every_case_is_tried() -> None:
     assert {script for script, _, _ in OPTIONS.values()} == {_EVALS, _OA_VM, _FLOW, "python"}
     assert {case for _, case in CASES.values()} == {MISSING, FILE, FOLDER}
