@@ -65,7 +65,8 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
         check_readable_folder(root, path)
     if not (path / METADATA_FILE).is_file():
         known = list_runs(root)
-        hint = f"known runs: {listing(known)}" if known else "it holds no runs"
+        hint = (f"known runs: {listing(known)}" if known else "it holds no runs"
+                if root.is_dir() else "it does not exist yet: no run was made there")
         raise InvalidRunInputError(
             f"no run named {run_name!r} in {root} ({hint}); "
             "pass --results-dir if it lives elsewhere"

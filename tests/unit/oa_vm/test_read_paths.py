@@ -54,7 +54,7 @@ def test_what_is_there_of_the_kind_asked_for_passes(
     assert read_problem("--opt", paths[case], kind=kind, fix=FIX) is None  # type: ignore[arg-type]
 
 
-def test_a_named_results_folder_must_exist_the_default_may_not_yet(
+def test_a_named_results_folder_must_exist_the_configured_one_may_not_yet(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -66,9 +66,11 @@ def test_a_named_results_folder_must_exist_the_default_may_not_yet(
         f"--results-dir {missing} does not exist; give --results-dir the folder holding the "
         "run folders")
     monkeypatch.setenv(RESULTS_ENV, str(missing))
+    assert results_read_problem(None) is None  # where runs go, none made yet
+    (tmp_path / "typo").write_text("x")
     assert results_read_problem(None) == (
-        f"${RESULTS_ENV} {missing} does not exist; point ${RESULTS_ENV} at the folder holding "
-        "the run folders")
+        f"${RESULTS_ENV} {missing} is a file, not a folder; point ${RESULTS_ENV} at the folder "
+        "holding the run folders")
     monkeypatch.delenv(RESULTS_ENV)
     (tmp_path / "benchmark_results").write_text("x")
     assert "benchmark_results is a file, not a folder" in str(results_read_problem(None))
