@@ -45,6 +45,14 @@ def test_a_path_that_cannot_be_read_is_one_sentence_naming_it_and_the_fix(
     assert problem == f"--opt {paths[case]} {said}; {FIX}"
 
 
+def test_a_path_the_system_refuses_says_why(tmp_path: Path) -> None:
+    """What root cannot open either (a chmod 000 does not stop it): a symlink loop here."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    problem = read_problem("--opt", loop, kind="folder", fix=FIX)
+    assert problem == f"--opt {loop} cannot be read (Too many levels of symbolic links); {FIX}"
+
+
 @pytest.mark.parametrize(("case", "kind"), [("folder", "folder"), ("file", "file"),
                                             ("folder", "file or folder"),
                                             ("file", "file or folder")])
