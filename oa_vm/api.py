@@ -31,7 +31,7 @@ from oa_vm.errors import (
     WaitTimeoutError,
     WorkerAccessError,
 )
-from oa_vm.kit.validate import require_number
+from oa_vm.kit.validate import read_problem, require_number
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerState
 from oa_vm.reach.connect import WorkerConnection, connect_record
@@ -158,9 +158,14 @@ def build_spec(
         "--build-image": build_image})
     if tasks_dir is not None:
         folder = Path(tasks_dir).expanduser().resolve()
-        if not folder.is_dir() or not any(folder.glob("*.json")):
+        fix = "give a folder in WAA's layout (index files *.json and examples/)"
+        problem = read_problem("--tasks-dir", Path(tasks_dir).expanduser(), kind="folder",
+                               fix=fix)
+        if problem is not None:
+            raise InvalidInputError(problem)
+        if not any(folder.glob("*.json")):
             raise InvalidInputError(
-                f"--tasks-dir {tasks_dir}: not a folder with WAA index files (*.json) in it"
+                f"--tasks-dir {tasks_dir}: no WAA index files (*.json) in it; {fix}"
             )
         tasks_dir = str(folder)
     if ssh_via is not None:
@@ -260,8 +265,9 @@ def _check_ssh_key(key_path: str) -> None:
     from waa_client.ssh import load_private_key
 
     path = Path(key_path).expanduser()
-    if not path.is_file():
-        raise InvalidInputError(f"--ssh-key {key_path}: no such file; give the private key file")
+    problem = read_problem("--ssh-key", path, kind="file", fix="give the private key file")
+    if problem is not None:
+        raise InvalidInputError(problem)
     try:
         load_private_key(path)
     except KeyFileError as exc:

@@ -99,13 +99,18 @@ def read_text(path: Path | str, *, what: str) -> str:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        hint = "give a regular file" if exc.errno != errno.ENOENT else "check the path"
-        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}; {hint}") from exc
+        # worded as oa_vm.kit.validate.read_problem, the rule of every other path to read
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise InputError(f"{what} {path} does not exist; check the path") from exc
+        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}; "
+                         "give a regular file") from exc
     try:
         info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError(f"{what} {path} is a folder, not a file; give a regular file")
         if not stat.S_ISREG(info.st_mode):
-            raise InputError(f"{what}: {path} is not a regular file (a device, a pipe or a "
-                             "folder); give a regular file")
+            raise InputError(f"{what}: {path} is not a regular file (a device or a pipe); "
+                             "give a regular file")
         if info.st_size > MAX_INPUT_BYTES:
             raise _too_large(what, path)
         os.set_blocking(fd, True)

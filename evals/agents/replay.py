@@ -52,11 +52,12 @@ class ReplayAgent(ScriptedAgent):
     """
 
     def __init__(self, bundles: Path) -> None:
-        if not bundles.is_dir():
-            raise InvalidRunInputError(
-                f"--bundles {bundles} is not a folder; pass the folder holding "
-                f"<task_id>/{BUNDLE_FILE}"
-            )
+        from oa_vm.kit.validate import read_problem
+
+        problem = read_problem("--bundles", bundles, kind="folder",
+                               fix=f"pass the folder holding <task_id>/{BUNDLE_FILE}")
+        if problem is not None:
+            raise InvalidRunInputError(problem)
         self.bundles = bundles
         self._cache: dict[str, list[str]] = {}
 

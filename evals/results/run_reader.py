@@ -29,6 +29,7 @@ from evals.results.records import (
 from evals.results.trials import trial_key
 from oa_vm.errors import listing
 from oa_vm.kit import safe_fs
+from oa_vm.kit.results_dir import results_read_problem
 from oa_vm.kit.validate import Schema, record_problem
 
 STATUSES = tuple(s.value for s in TaskStatus)
@@ -42,8 +43,9 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
     """The folder of the run named ``run_name``.
 
     Raises:
-        InvalidRunInputError: the name is not a plain folder name, or no such run exists (the
-            message lists the runs that do).
+        InvalidRunInputError: the name is not a plain folder name, the results folder named
+            does not exist or is a file (:func:`~oa_vm.kit.results_dir.results_read_problem`),
+            or no such run exists (the message lists the runs that do).
     """
     if not run_name or run_name in (".", "..") or "/" in run_name or "\\" in run_name:
         raise InvalidRunInputError(
@@ -54,13 +56,17 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
             f"invalid run name {run_name[:40]!r}... ({len(run_name)} characters): a run folder's "
             f"name is at most {_NAME_MAX} bytes; give the run folder's name"
         )
+    problem = results_read_problem(results_dir)
+    if problem is not None:
+        raise InvalidRunInputError(problem)
     root = results_root(results_dir)
     path = root / run_name
     if os.path.lexists(path):
         check_readable_folder(root, path)
     if not (path / METADATA_FILE).is_file():
         known = list_runs(root)
-        hint = f"known runs: {listing(known)}" if known else "it holds no runs"
+        hint = (f"known runs: {listing(known)}" if known else "it holds no runs"
+                if root.is_dir() else "it does not exist yet: no run was made there")
         raise InvalidRunInputError(
             f"no run named {run_name!r} in {root} ({hint}); "
             "pass --results-dir if it lives elsewhere"

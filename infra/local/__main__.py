@@ -35,7 +35,7 @@ from infra.local.access import (
     read_secret_file,
 )
 from infra.local.faults import FaultError, parse_fault_args
-from infra.local.taskstore import TaskStoreError
+from infra.local.taskstore import TaskStore, TaskStoreError
 from infra.local.worker import RunningWorker, start_worker
 
 PROG = "python -m infra.local"
@@ -128,6 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.no_auth and args.secret_file is not None:
             raise ValueError("give --secret-file or --no-auth, not both")
         secret = read_secret_file(args.secret_file) if args.secret_file else new_secret()
+        if args.tasks is not None:
+            if not args.tasks.is_dir():  # bad input (exit 2), not a worker that failed to start
+                # worded as oa_vm.kit.validate.read_problem (infra cannot import oa_vm)
+                state = "does not exist" if not args.tasks.exists() else "is a file, not a folder"
+                raise ValueError(f"--tasks {args.tasks} {state}; give a task folder in WAA's "
+                                 "layout (an index file such as test_all.json, and examples/)")
+            TaskStore.load(args.tasks)  # its index read now: a bad one is bad input too
     except (FaultError, SecretError, ValueError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ has shown the secret, see :mod:`infra.local.server`), and a request that has not
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import os
@@ -67,11 +68,17 @@ def read_secret_file(path: Path) -> str:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise SecretError(f"the secret file {path} does not exist; give the file holding "
+                              "the secret (0600)") from None
         raise SecretError(f"cannot read the secret file {path}: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # before fdopen, which raises on a folder
+        os.close(fd)
+        kind = "a folder, not a file" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise SecretError(f"the secret file {path} is {kind}; give the file holding the "
+                          "secret (0600)")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise SecretError(f"the secret file {path} is not a regular file")
         if info.st_mode & 0o077:
             raise SecretError(
                 f"the secret file {path} is readable by others (mode "

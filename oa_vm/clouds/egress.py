@@ -46,12 +46,13 @@ def parse_egress(text: str | None) -> tuple[str | None, str]:
     if path is None:
         return mode, ""
     source = WORKER_DIR / EGRESS_ALLOWLIST if path == WAA_LIST else Path(path).expanduser()
+    from oa_vm.kit.validate import read_problem
+
+    problem = read_problem(f"--egress {text}:", source, kind="file",
+                           fix="give an allow-list (one host[:port] a line) or allowlist:waa")
+    if problem is not None:
+        raise InvalidInputError(problem)
     try:
-        if not source.is_file():
-            raise InvalidInputError(
-                f"--egress {text}: {path} is not a file; give an allow-list (one host[:port] a "
-                "line) or allowlist:waa"
-            )
         with source.open("rb") as handle:
             raw = handle.read(MAX_ALLOWLIST_BYTES + 1)
     except OSError as exc:

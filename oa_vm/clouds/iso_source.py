@@ -92,12 +92,14 @@ def check(iso: str) -> None:
 
 
 def _check_file(iso: str) -> None:
+    from oa_vm.kit.validate import read_problem
+
     path = Path(iso).expanduser()
-    try:
-        info = path.stat()
-    except OSError:
-        raise InvalidInputError(f"--iso {iso}: no such file; pass the path of your Windows "
-                                "ISO, an s3:// address or an https:// URL") from None
+    problem = read_problem("--iso", path, kind="file", fix="pass the path of your Windows ISO, "
+                           "an s3:// address or an https:// URL")
+    if problem is not None:
+        raise InvalidInputError(problem)
+    info = path.stat()
     if not stat.S_ISREG(info.st_mode):
         raise InvalidInputError(f"--iso {iso}: not a regular file; pass the .iso file itself")
     if not os.access(path, os.R_OK):

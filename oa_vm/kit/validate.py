@@ -3,15 +3,19 @@
 Numbers must be finite and in range (``nan`` compares false with everything, so a plain
 ``x < 0`` check lets it through, and it later turns ``metadata.json`` into invalid JSON); names
 become folder names and cloud tags, so they must be plain names; paths given for folders must not
-name files. Each check returns a problem as one sentence (for callers that gather several) or
-raises :class:`~oa_vm.errors.InvalidInputError` (the ``require_*`` forms).
+name files, and paths given to read must name something there is, of the kind asked for
+(:func:`read_problem`). Each check returns a problem as one sentence (for callers that gather
+several) or raises :class:`~oa_vm.errors.InvalidInputError` (the ``require_*`` forms).
 """
 
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 from pathlib import Path
+from typing import Literal
 
 from oa_vm.errors import InvalidInputError
 
@@ -81,6 +85,45 @@ def folder_problem(option: str, path: Path | None) -> str | None:
         return None
     if path.exists() and not path.is_dir():
         return f"{option} {path} is a file, not a folder; give a folder path"
+    return None
+
+
+PathKind = Literal["folder", "file", "file or folder"]
+
+
+def read_problem(option: str, path: Path, *, kind: PathKind, fix: str) -> str | None:
+    """Why ``path``, named by ``option`` as an existing ``kind`` to read, cannot be read
+    (``None`` when it can): it does not exist, it is the other kind, or the system refuses to
+    open it. One sentence naming ``option``, the path, and ``fix`` (what to give instead).
+
+    The one rule of every option that names something to read (a results folder, a task
+    folder, a key, an ISO, a bundle folder, an allow-list): a typo in a path must be a refusal
+    (exit 2), never an empty answer. The folder is listed or the file opened, not judged by its
+    permission bits, since root reads past them and some file systems refuse even root. A pipe
+    or a device is refused (a read of it may never end); what a file holds is the reader's to
+    judge.
+    """
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return f"{option} {path} does not exist; {fix}"
+    except OSError as exc:
+        return f"{option} {path} cannot be read ({exc.strerror or exc}); {fix}"
+    is_dir = stat.S_ISDIR(info.st_mode)
+    if kind == "folder" and not is_dir:
+        return f"{option} {path} is a file, not a folder; {fix}"
+    if kind == "file" and is_dir:
+        return f"{option} {path} is a folder, not a file; {fix}"
+    if not is_dir and not stat.S_ISREG(info.st_mode):  # a read of a pipe or device may never end
+        return f"{option} {path} is not a regular file (a device or a pipe); {fix}"
+    try:
+        if is_dir:
+            with os.scandir(path):
+                pass
+        else:
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError as exc:
+        return f"{option} {path} cannot be read ({exc.strerror or exc}); {fix}"
     return None
 
 

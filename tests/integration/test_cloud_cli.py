@@ -349,7 +349,7 @@ def test_image_create_refuses_a_missing_iso_in_one_line_before_anything(
                      "--iso", str(missing), "--yes", *plan, home=home,
                      env=_no_engine_env(tmp_path))
     line = result.assert_one_line_error()
-    assert line.endswith(f"--iso {missing}: no such file; pass the path of your Windows ISO, "
+    assert line.endswith(f"--iso {missing} does not exist; pass the path of your Windows ISO, "
                          "an s3:// address or an https:// URL"), line
     assert not home.exists(), "nothing written before the ISO is checked"
 

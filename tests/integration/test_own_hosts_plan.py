@@ -165,7 +165,7 @@ def test_an_iso_the_hosts_cannot_build_from_gets_one_line_before_any_change(
     url = _plan(lab, tmp_path, ["good-a"], "--iso", "https://example.com/w.iso", "--yes")
     assert "your own hosts build from an ISO file here" in url.assert_one_line_error()
     missing = _plan(lab, tmp_path, ["good-a"], "--iso", str(tmp_path / "no.iso"), "--yes")
-    assert "no such file" in missing.assert_one_line_error()
+    assert "does not exist" in missing.assert_one_line_error()
     local = run_cli("oa-vm", "pool-create", "--cloud", "local", "--iso", str(tmp_path / "w.iso"),
                     "--plan", home=tmp_path)
     assert "--iso is for your own hosts" in local.assert_one_line_error()

@@ -144,7 +144,7 @@ def test_bad_key_files_are_refused_before_anything_is_written(
     via = f"{sshd.user}@{sshd.host}:{sshd.port}"
     missing = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", via,
                       "--ssh-key", str(tmp_path / "nope"), "-y", home=home)
-    assert "no such file" in missing.assert_one_line_error()
+    assert "does not exist" in missing.assert_one_line_error()
     loose = tmp_path / "loose_key"
     loose.write_bytes(sshd.client_key.read_bytes())
     loose.chmod(0o644)

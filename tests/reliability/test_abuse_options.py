@@ -216,9 +216,9 @@ def test_a_bad_timing_knob_is_refused_before_the_command(
 
 
 def _refused(world: World, cwd: Path, script: str, args: tuple[str, ...], code: int | None,
-             env: dict[str, str]) -> None:
+             env: dict[str, str]) -> str:
     """Run ``script`` with ``args`` and ``env``; check it refused in one line, changing
-    nothing."""
+    nothing; the line."""
     args = tuple(a.replace("{res}", str(world.results)) for a in args)
     before, pools = _records(world), sorted(state.list_names())
     proc = subprocess.run(  # fixed argv, no shell
@@ -238,6 +238,7 @@ def _refused(world: World, cwd: Path, script: str, args: tuple[str, ...], code: 
     assert sorted(state.list_names()) == pools
     assert _records(world) == before
     assert api.pool_status(POOL).state.value == "ready"
+    return body
 
 
 def test_every_kind_is_tried_on_every_script() -> None:

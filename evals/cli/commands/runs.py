@@ -27,9 +27,14 @@ def runs(
     ] = False,
 ) -> None:
     """One row per run: agent and arguments, tasks, trials, rate with its interval, score, cost."""
+    from evals.errors import InvalidRunInputError
     from evals.report.run_list import format_runs, list_run_rows
     from evals.results.records import results_root
+    from oa_vm.kit.results_dir import results_read_problem
 
+    problem = results_read_problem(results_dir)  # a typo is a refusal, not "no runs"
+    if problem is not None:
+        raise InvalidRunInputError(problem)
     root = results_root(results_dir)
     rows = list_run_rows(root, agent=agent, since=since, hide_answers=no_answers)
     if json_out:

@@ -50,6 +50,13 @@ def tasks(
     """
     if source is not None and pool is not None:
         raise InvalidRunInputError("give one of --source DIR or --pool NAME, not both")
+    if source is not None:
+        from oa_vm.kit.validate import read_problem
+
+        problem = read_problem("--source", source, kind="folder",
+                               fix="pass the folder holding test_all.json and examples/")
+        if problem is not None:
+            raise InvalidRunInputError(problem)
     if selection is not None and tasks_sel is not None and selection != tasks_sel:
         raise InvalidRunInputError(f"two selections: {selection!r} and --tasks {tasks_sel!r}; "
                                    "give one")

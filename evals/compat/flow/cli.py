@@ -215,8 +215,9 @@ def _live(
 
     if bundles is None or pool is None:
         raise InvalidInputError("--live needs --bundles DIR and --pool NAME")
-    if not bundles.is_dir():
-        raise InvalidInputError(f"--bundles {bundles} is not a folder")
+    from evals.compat.flow.plan import check_bundles
+
+    check_bundles(bundles)
     if selection is not None:  # N, an index or a domain: the pool's catalog says which tasks
         with oa_vm.connect(pool) as workers:
             task_ids = Catalog.from_scoring(workers[0].scoring).resolve(selection, live=True)

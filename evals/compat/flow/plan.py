@@ -61,7 +61,7 @@ def read_task_ids(spec: str) -> list[str]:
     if spec.startswith("@"):
         path = Path(spec[1:]).expanduser()
         try:  # the one bounded reader: regular files only, a size bound, UTF-8
-            text = inputs.read_text(path, what="task IDs from")
+            text = inputs.read_text(path, what="the task ID file")
         except inputs.InputError as exc:
             raise InvalidInputError(str(exc)) from exc
     else:
@@ -193,17 +193,27 @@ class BundleCount:
     missing: tuple[str, ...] = ()
 
 
+def check_bundles(bundles_dir: Path) -> None:
+    """Refuse a ``--bundles`` that is not a folder there is to read (missing, a file).
+
+    Raises:
+        InvalidInputError: one line naming the path and what to give.
+    """
+    from oa_vm.kit.validate import read_problem
+
+    problem = read_problem("--bundles", bundles_dir, kind="folder",
+                           fix="give the folder holding <task_id>/workflow.json")
+    if problem is not None:
+        raise InvalidInputError(problem)
+
+
 def count_bundles(bundles_dir: Path, task_ids: Sequence[str] | None) -> BundleCount:
     """Count the bundles for ``task_ids`` (or all bundles when None).
 
     Raises:
-        InvalidInputError: ``bundles_dir`` is not a folder.
+        InvalidInputError: ``bundles_dir`` is not a folder (:func:`check_bundles`).
     """
-    if not bundles_dir.is_dir():
-        raise InvalidInputError(
-            f"--bundles {bundles_dir} is not a folder; give the folder holding "
-            "<task_id>/workflow.json"
-        )
+    check_bundles(bundles_dir)
     if task_ids is None:
         return BundleCount(str(bundles_dir), len(present_bundles(bundles_dir)))
     missing = missing_bundles(task_ids, bundles_dir)

@@ -107,10 +107,14 @@ def module_files(path: Path) -> list[Path]:
     Raises:
         InvalidRunInputError: nothing there, or no task directory in it.
     """
+    from oa_vm.kit.validate import read_problem
+
+    problem = read_problem("cua-bench path", path, kind="file or folder",
+                           fix="give a task module (main.py) or a folder of task directories")
+    if problem is not None:
+        raise InvalidRunInputError(problem)
     if path.is_file():
         return [path.resolve()]
-    if not path.is_dir():
-        raise InvalidRunInputError(f"cua-bench path {path} does not exist")
     if (path / MODULE_FILE).is_file():
         return [(path / MODULE_FILE).resolve()]
     found = sorted(p / MODULE_FILE for p in path.iterdir() if (p / MODULE_FILE).is_file())

@@ -113,9 +113,12 @@ def read_config(path: Path) -> dict[str, Any]:
     Raises:
         InvalidRunInputError: missing, too large, not YAML, an alias bomb, not a mapping.
     """
-    if not path.is_file():
-        raise InvalidRunInputError(f"openapps config {path} does not exist (give a YAML file "
-                                   "of task entries)")
+    from oa_vm.kit.validate import read_problem
+
+    problem = read_problem("openapps config", path, kind="file",
+                           fix="give a YAML file of task entries")
+    if problem is not None:
+        raise InvalidRunInputError(problem)
     size = path.stat().st_size
     if size > MAX_BYTES:
         raise InvalidRunInputError(f"openapps config {path}: {size} bytes, more than the "

@@ -39,7 +39,7 @@ def test_count_bundles(tmp_path: Path) -> None:
     assert count_bundles(root, None).present == 2
     counted = count_bundles(root, ["a", "x"])
     assert (counted.present, counted.missing) == (1, ("x",))
-    with pytest.raises(InvalidInputError, match="is not a folder"):
+    with pytest.raises(InvalidInputError, match="nope does not exist"):
         count_bundles(tmp_path / "nope", None)
 
 
@@ -48,7 +48,7 @@ def test_task_ids_from_text_and_file(tmp_path: Path) -> None:
     ids_file = tmp_path / "ids.txt"
     ids_file.write_text("x-1\nx-2, x-3\n", encoding="utf-8")
     assert read_task_ids(f"@{ids_file}") == ["x-1", "x-2", "x-3"]
-    with pytest.raises(InvalidInputError, match="cannot read task IDs"):
+    with pytest.raises(InvalidInputError, match="the task ID file .*missing.txt does not exist"):
         read_task_ids(f"@{tmp_path / 'missing.txt'}")
     with pytest.raises(InvalidInputError, match="no task IDs"):
         read_task_ids(" , ")

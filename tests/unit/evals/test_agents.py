@@ -161,7 +161,7 @@ def test_replay_rejects_a_malformed_bundle_and_a_missing_folder(tmp_path: Path) 
     (tmp_path / "a" / "workflow.json").write_text('{"steps": []}')
     with pytest.raises(InvalidRunInputError, match="actions"):
         ReplayAgent(tmp_path).check_tasks({"a": {}})
-    with pytest.raises(InvalidRunInputError, match="not a folder"):
+    with pytest.raises(InvalidRunInputError, match="nope does not exist"):
         ReplayAgent(tmp_path / "nope")
 
 

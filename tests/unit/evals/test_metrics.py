@@ -210,8 +210,11 @@ def test_find_run_lists_known_runs(tmp_path: Path) -> None:
         find_run("third", tmp_path)
     with pytest.raises(InvalidRunInputError, match="without slashes"):
         find_run("../first", tmp_path)
+    (tmp_path / "empty").mkdir()
     with pytest.raises(InvalidRunInputError, match="holds no runs"):
         find_run("x", tmp_path / "empty")
+    with pytest.raises(InvalidRunInputError, match="^--results-dir .*/missing does not exist"):
+        find_run("x", tmp_path / "missing")
 
 
 def test_find_run_uses_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -77,7 +77,8 @@ def test_a_variation_may_change_the_instruction_only() -> None:
 
 
 def test_bad_files_are_one_line(tmp_path: Path) -> None:
-    with pytest.raises(InvalidRunInputError, match="cannot read the variations file"):
+    with pytest.raises(InvalidRunInputError,
+                       match="the variations file .*missing.json does not exist"):
         read_variations(tmp_path / "missing.json")
     broken = tmp_path / "broken.json"
     broken.write_text("{not: [json", encoding="utf-8")

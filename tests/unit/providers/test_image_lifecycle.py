@@ -359,12 +359,12 @@ def test_an_iso_the_build_cannot_use_is_refused_before_anything_is_made(
     short = tmp_path / "short.iso"
     short.write_bytes(bytes(16 * 2048))  # the system area and no descriptor
     for iso, words in [
-        (str(tmp_path / "missing.iso"), "no such file"),
+        (str(tmp_path / "missing.iso"), "does not exist"),
         ("ftp://host/win.iso", "use an https:// URL"),
         ("s3://bucket-only", "needs a bucket and a key"),
         (str(not_iso), "not an ISO image (no ISO 9660 or UDF volume descriptor)"),
         (str(short), "not an ISO image"),
-        (str(tmp_path), "not a regular file"),
+        (str(tmp_path), "is a folder, not a file"),
     ]:
         with pytest.raises(InvalidInputError, match="^--iso ") as info:
             images.create_image(aws, "us-east-1", allow_cidrs=["198.51.100.7/32"],

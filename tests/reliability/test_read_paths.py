@@ -1,0 +1,158 @@
+"""Every option that names a file or folder to read, given one that is not there or not of the
+kind it wants: refused in one line that names the path and says what is wrong, exit 2.
+
+The one rule is :func:`oa_vm.kit.validate.read_problem` (``does not exist``, ``is a file, not a
+folder``, ``is a folder, not a file``, then what to give), with the results folder of the run
+readers under :func:`oa_vm.kit.results_dir.results_read_problem`; ``waa_client.inputs`` (the
+reader of ``@file`` lists, variations and task files) and ``python -m infra.local`` word their
+refusals the same, as the layers keep them from importing ``oa_vm``. Before it, ``runs
+--results-dir`` of a typo answered "no runs" with exit 0; ``view``, ``compare``, ``export`` and
+``--rerun-errors`` said a missing folder "holds no runs"; a folder given as ``--ssh-key`` was
+"no such file"; an openapps config that is a folder "does not exist"; ``--bundles``,
+``--tasks-dir``, ``--source`` and allow-lists called a missing path "not a folder" or "not a
+file"; a folder as ``python -m infra.local --secret-file`` was a traceback, and a missing
+``--tasks`` exit 1.
+
+An empty results folder is an answer, not an error: ``runs`` says "no runs" and exits 0
+(:func:`test_an_empty_results_folder_is_an_answer`).
+
+Every case runs the real script as a subprocess through :func:`tests.reliability.
+test_abuse_options._refused` (one line, exit 2, nothing created or changed). Root reads past a
+``chmod 000``, so "unreadable" is not among the cases: the rule opens the path instead of
+judging its mode bits, and reports what the system refuses (``cannot be read (...)``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.test_abuse import DONE, POOL, TASK, World
+from tests.reliability.test_abuse_options import _refused, cwd, world
+from tests.support.cli import BIN
+
+pytestmark = pytest.mark.integration
+
+__all__ = ["cwd", "world"]  # the shared pool and finished run, and an empty current folder
+
+MISSING, FILE, FOLDER = "does not exist", "is a file, not a folder", "is a folder, not a file"
+
+# how each case's path is made: {missing} under the test's folder, {file} a file holding one
+# line, {folder} an empty folder
+PATHS = {MISSING: "{missing}", FILE: "{file}", FOLDER: "{folder}"}
+
+_EVALS, _OA_VM, _FLOW = "openadapt-evals", "oa-vm", "openadapt-eval-flow"
+_RUN = ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK, "--results-dir", "{res}")
+_SWEEP = ("sweep", "--cloud", "local", "--workers", "1", "--agent", "replay", "--tasks", TASK,
+          "--results-dir", "{res}", "--plan")
+_WORKER = ("-m", "infra.local", "--name", "w", "--root", "wroot", "--ready-file", "ready.json")
+
+# option: (script, arguments with {path} where the path goes, the cases it is given)
+OPTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "runs --results-dir": (_EVALS, ("runs", "--results-dir", "{path}"), (MISSING, FILE)),
+    "view --results-dir": (_EVALS, ("view", DONE, "--results-dir", "{path}"), (MISSING, FILE)),
+    "compare --results-dir": (_EVALS, ("compare", DONE, DONE, "--results-dir", "{path}"),
+                              (MISSING, FILE)),
+    "export --results-dir": (_EVALS, ("export", DONE, "--format", "jsonl", "--results-dir",
+                                      "{path}"), (MISSING, FILE)),
+    "run --rerun-errors --results-dir": (_EVALS, ("run", "--pool", POOL, "--rerun-errors", DONE,
+                                                  "--results-dir", "{path}"), (MISSING, FILE)),
+    "tasks --source": (_EVALS, ("tasks", "--source", "{path}"), (MISSING, FILE)),
+    "tasks --tasks @file": (_EVALS, ("tasks", "--tasks", "@{path}"), (MISSING, FOLDER)),
+    "tasks --tasks cua-bench:PATH": (_EVALS, ("tasks", "--tasks", "cua-bench:{path}"),
+                                     (MISSING,)),
+    "tasks --tasks openapps:FILE": (_EVALS, ("tasks", "--tasks", "openapps:{path}"),
+                                    (MISSING, FOLDER)),
+    "run --tasks @file": (_EVALS, ("run", "--pool", POOL, "--agent", "oracle", "--tasks",
+                                   "@{path}", "--results-dir", "{res}"), (MISSING, FOLDER)),
+    "run --variations": (_EVALS, (*_RUN, "--variations", "{path}"), (MISSING, FOLDER)),
+    "run --bundles": (_EVALS, ("run", "--pool", POOL, "--agent", "replay", "--tasks", TASK,
+                               "--results-dir", "{res}", "--bundles", "{path}"), (MISSING, FILE)),
+    "sweep --bundles": (_EVALS, (*_SWEEP, "--bundles", "{path}"), (MISSING, FILE)),
+    "flow --bundles": (_FLOW, ("--task-ids", TASK, "--bundles", "{path}"), (MISSING, FILE)),
+    "flow --task-ids @file": (_FLOW, ("--task-ids", "@{path}"), (MISSING, FOLDER)),
+    "pool-create --ssh-key": (_OA_VM, ("pool-create", "--cloud", "ssh", "--host",
+                                       "root@127.0.0.1", "--ssh-key", "{path}", "--name", "k1",
+                                       "--plan"), (MISSING, FOLDER)),
+    "pool-create --tasks-dir": (_OA_VM, ("pool-create", "--cloud", "local", "--name", "t1",
+                                         "--tasks-dir", "{path}", "--plan"), (MISSING, FILE)),
+    "pool-create --egress allowlist:FILE": (_OA_VM, ("pool-create", "--cloud", "local",
+                                                     "--name", "e1", "--egress",
+                                                     "allowlist:{path}", "--plan"),
+                                            (MISSING, FOLDER)),
+    "smoke --egress allowlist:FILE": (_OA_VM, ("smoke", "--cloud", "aws", "--plan", "--egress",
+                                               "allowlist:{path}"), (MISSING, FOLDER)),
+    "image-create --iso": (_OA_VM, ("image-create", "--cloud", "aws", "--region", "us-east-1",
+                                    "--plan", "--iso", "{path}"), (MISSING, FOLDER)),
+    "python -m infra.local --tasks": ("python", (*_WORKER, "--tasks", "{path}"),
+                                      (MISSING, FILE)),
+    "python -m infra.local --secret-file": ("python", (*_WORKER, "--secret-file", "{path}"),
+                                            (MISSING, FOLDER)),
+}
+
+CASES = {f"{option}: {case}": (option, case) for option, (_, _, cases) in OPTIONS.items()
+         for case in cases}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_path_to_read_that_is_not_there_is_one_line_naming_it(
+    world: World, cwd: Path, tmp_path: Path, name: str
+) -> None:
+    option, case = CASES[name]
+    script, args, _ = OPTIONS[option]
+    given = tmp_path / "given"
+    given.mkdir()
+    (given / "afile").write_text("x\n", encoding="utf-8")
+    (given / "empty").mkdir()
+    path = PATHS[case].format(missing=given / "nope", file=given / "afile",
+                              folder=given / "empty")
+    line = _refused(world, cwd, script, tuple(a.replace("{path}", path) for a in args), 2, {})
+    assert f"{path} {case}" in line, line
+
+
+# option: what its refusal of an existing but empty folder says (an empty results folder is an
+# answer instead: test_an_empty_results_folder_is_an_answer)
+EMPTY = {
+    "tasks --source": "is not a WAA task folder (no examples/ inside)",
+    "pool-create --tasks-dir": "no WAA index files (*.json) in it",
+    "run --bundles": "have no {path}/<task_id>/workflow.json",
+    "sweep --bundles": "have no {path}/<task_id>/workflow.json",
+    "tasks --tasks cua-bench:PATH": "no main.py in it nor in any folder of it",
+    "python -m infra.local --tasks": "no local_all.json or test_all.json in task folder {path}",
+}
+
+
+@pytest.mark.parametrize("option", sorted(EMPTY))
+def test_an_empty_folder_where_content_is_wanted_is_one_line_saying_so(
+    world: World, cwd: Path, tmp_path: Path, option: str
+) -> None:
+    """An empty folder given for tasks or bundles: what is missing in it, exit 2 (the local
+    worker's was exit 1, as if it had failed to start)."""
+    script, args, _ = OPTIONS[option]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    line = _refused(world, cwd, script, tuple(a.replace("{path}", str(empty)) for a in args), 2,
+                    {})
+    assert EMPTY[option].replace("{path}", str(empty)) in line, line
+
+
+def test_every_script_and_every_case_is_tried() -> None:
+    assert {script for script, _, _ in OPTIONS.values()} == {_EVALS, _OA_VM, _FLOW, "python"}
+    assert {case for _, case in CASES.values()} == {MISSING, FILE, FOLDER}
+
+
+def test_an_empty_results_folder_is_an_answer(world: World, cwd: Path, tmp_path: Path) -> None:
+    """``runs`` over an empty folder answers "no runs", exit 0: there is nothing in it yet."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    proc = subprocess.run(  # fixed argv, no shell
+        [str(BIN / _EVALS), "runs", "--results-dir", str(empty)], capture_output=True,
+        text=True, timeout=120, cwd=cwd, env={**os.environ, "OA_VM_HOME": str(world.home)},
+        stdin=subprocess.DEVNULL, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"Runs in {empty}:\nno runs\n"
+    assert proc.stderr == ""
