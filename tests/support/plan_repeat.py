@@ -26,6 +26,10 @@ CLOCK_DERIVED: tuple[tuple[re.Pattern[str], str, str], ...] = (
     (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
                 r"(?: UTC|Z|[+-]\d{2}:\d{2})?"), "<time>",
      "the pool's expiry (now + its lifetime), an image's licence end (now + 90 days)"),
+    (re.compile(r"\d{4}-\d{2}-\d{2}T\d{6}\b"), "<run-stamp>",
+     "a sweep's run name is stamped with the second it is planned (AGENT-YYYY-MM-DDTHHMMSS)"),
+    (re.compile(r'(?<="time": ")\d{4}(?=")'), "<hhmm>",
+     "an Azure worker's daily shutdown schedule is set to the expiry's time of day (HHMM)"),
     (re.compile(r"\bsmoke-\d{4}-\d{6}\b"), "<smoke-pool>",
      "a smoke pool's default name is stamped with the time it is planned"),
     (re.compile(r"(?<=-)\d{8}-\d{4}\b"), "<image-stamp>",
