@@ -8,6 +8,12 @@ network) and the policy tests.
 
 Values a cloud would compute (IDs, public IPs) are stand-ins: ``<name>-id`` and addresses from
 TEST-NET-3 (203.0.113.0/24), which never route on the internet.
+
+A run's record is the same on every run of one program: Pulumi registers resources from
+executor threads in whatever order their inputs resolve and the threads are scheduled, so the
+record is put in the program's own declaration order (noted as each resource is constructed,
+which is synchronous and in program order), stand-in outputs are chosen by that declaration, and
+inputs are kept with their keys sorted (the wire's maps carry no order).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +52,8 @@ class RecordedResource:
 
 @dataclass
 class OfflineRun:
-    """What a program declared: its resources in registration order and its result."""
+    """What a program declared: its resources in the program's declaration order (the same
+    on every run; see :meth:`RecordingMocks.in_declaration_order`) and its result."""
 
     resources: list[RecordedResource] = field(default_factory=list)
     result: Any = None
@@ -55,7 +63,11 @@ class OfflineRun:
 def _stand_in_outputs(
     type_: str, name: str, index: int, inputs: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """Computed outputs a real create would return, for types whose outputs programs read."""
+    """Computed outputs a real create would return, for types whose outputs programs read.
+
+    ``index`` picks the stand-in address: the resource's place in the program's declaration
+    order, so one resource gets one address on every run.
+    """
     address = f"203.0.113.{10 + index % 240}"
     if type_ == "aws:ec2/instance:Instance":
         devices = [
@@ -71,23 +83,61 @@ def _stand_in_outputs(
     return {}
 
 
+def _keys_sorted(value: Any) -> Any:
+    """``value`` with the keys of every mapping in it sorted (lists keep their order)."""
+    if isinstance(value, Mapping):
+        return {key: _keys_sorted(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [_keys_sorted(item) for item in value]
+    return value
+
+
 class RecordingMocks(pulumi.runtime.Mocks):
-    """Mocks that record every registered resource and answer lookups through ``lookup``."""
+    """Mocks that record every registered resource and answer lookups through ``lookup``.
+
+    :meth:`declare` must see every resource as the program constructs it (``run_offline``
+    registers it as a stack transformation); the record is then read in that order through
+    :meth:`in_declaration_order`.
+    """
 
     def __init__(self, lookup: Lookup) -> None:
         self.lookup = lookup
         self.recorded: list[RecordedResource] = []
         # Registrations run on executor threads: timeouts are handed over by type and name.
         self.timeouts: dict[tuple[str, str], dict[str, str]] = {}
+        # (type, name) -> place in the program's declaration order, noted on the program's
+        # thread before the resource's registration is even scheduled.
+        self.declared: dict[tuple[str, str], int] = {}
+        self.program_returned = False
+
+    def declare(self, args: pulumi.ResourceTransformationArgs) -> None:
+        """Note a resource's place in the declaration order (a stack transformation that
+        changes nothing). Resources declared after the program returned (from an ``apply``
+        callback, whose timing is the engine's) get no place: they are ordered after the rest
+        by type and name."""
+        if not self.program_returned:
+            self.declared.setdefault((args.type_, args.name), len(self.declared))
+
+    def in_declaration_order(self) -> list[RecordedResource]:
+        """The recorded resources in the program's declaration order, whatever the order the
+        executor threads registered them in; those without a place last, by type and name."""
+        last = len(self.declared)
+        return sorted(self.recorded,
+                      key=lambda r: (self.declared.get((r.type, r.name), last), r.type, r.name))
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         """Record the resource; echo its inputs as its state, plus stand-in computed outputs."""
-        inputs = dict(args.inputs)
+        inputs = _keys_sorted(dict(args.inputs))
+        key = (args.typ, args.name)
+        index = self.declared.get(key)
+        if index is None:  # not declared by the program's code: a stable stand-in all the same
+            index = zlib.crc32(f"{args.typ}::{args.name}".encode())
+        # list.append is atomic: executor threads may record at once.
         self.recorded.append(
             RecordedResource(type=args.typ, name=args.name, inputs=inputs, custom=bool(args.custom),
-                             custom_timeouts=self.timeouts.pop((args.typ, args.name), {}))
+                             custom_timeouts=self.timeouts.pop(key, {}))
         )
-        state = {**inputs, **_stand_in_outputs(args.typ, args.name, len(self.recorded), inputs)}
+        state = {**inputs, **_stand_in_outputs(args.typ, args.name, index, inputs)}
         return f"{args.name}-id", state
 
     def call(  # type: ignore[override]
@@ -176,7 +226,11 @@ def run_offline(
     holder: dict[str, Any] = {}
 
     def body() -> Any:
-        value = program()
+        pulumi.runtime.register_stack_transformation(mocks.declare)
+        try:
+            value = program()
+        finally:
+            mocks.program_returned = True
         root = pulumi_settings.get_root_resource()
         exported = dict(getattr(root, "outputs", {}) or {})
         return pulumi.Output.all(
@@ -196,7 +250,7 @@ def run_offline(
     with _RUN_LOCK:
         _on_own_loop(run)
     return OfflineRun(
-        resources=list(mocks.recorded),
+        resources=mocks.in_declaration_order(),
         result=holder.get("result"),
         exports=dict(holder.get("exports") or {}),
     )

@@ -104,7 +104,8 @@ def resource_tree(
 ) -> list[str]:
     """The plan's resources as Pulumi's preview draws them: the stack, its providers and
     ``top_level`` resources (by name), then the component with its children (``(type, name)``
-    pairs in registration order)."""
+    pairs in the order given: an offline run's, the program's declaration order, the same on
+    every run)."""
     lines = [f"pulumi:pulumi:Stack  {project}-{stack}"]
     top = [r for r in resources if r[0].startswith("pulumi:providers:") or r[1] in top_level]
     children = [r for r in resources if r not in top]

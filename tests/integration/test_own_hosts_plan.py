@@ -17,6 +17,7 @@ import pytest
 from tests.support.cli import Result, run_cli
 from tests.support.host_standins import HostSshServer
 from tests.support.own_hosts import make_root, tree
+from tests.support.plan_repeat import assert_same_plan, run_at_once
 from tests.support.sshd import SshServer, free_port, generate_key
 
 pytestmark = pytest.mark.integration
@@ -144,6 +145,25 @@ def test_every_host_that_cannot_take_its_workers_is_refused_in_one_line_before_a
         assert len(lines) == len(names) - 1, lines  # nothing else said
     assert {name: lab[name].tree() for name in names} == before
     assert not (tmp_path / "pools" / "lab").exists()
+
+
+@pytest.mark.parametrize("shown", [(), ("--json",)], ids=["text", "json"])
+def test_the_plan_and_its_refusals_are_the_same_on_every_run(
+    lab: dict[str, Host], tmp_path: Path, shown: tuple[str, ...]
+) -> None:
+    def args(names: list[str]) -> list[str]:
+        given = ["pool-create", "--cloud", "ssh", "--pool", "lab", "--ssh-key",
+                 str(lab["_key"].root), "--workers-per-host", "2", "--plan", *shown]
+        for name in names:
+            given += ["--host", lab[name].address]
+        return given
+
+    # five at once, as the plans of a busy machine: the hosts are probed on threads
+    assert_same_plan(run_at_once(tmp_path / "fits", "oa-vm", args(["good-a", "good-b"]), 5))
+    refused = run_at_once(tmp_path / "refused", "oa-vm",
+                          args(["good-a", "no-kvm", "small", "unreachable", "taken"]), 5)
+    assert all(r.returncode != 0 and "Traceback" not in r.stderr for r in refused), refused
+    assert len({r.stderr for r in refused}) == 1, [r.stderr for r in refused]
 
 
 def test_one_worker_fits_where_two_do_not(lab: dict[str, Host], tmp_path: Path) -> None:

@@ -167,7 +167,7 @@ class FakePulumiEngine:
                 "inputs": copy.deepcopy(r.inputs),
                 "outputs": {"tags": r.inputs.get("tags")},
             }
-            # by name: registration order changes between runs, a cloud's listing does not
+            # by name, as a cloud lists them (not the program's declaration order)
             for r in sorted(run.resources, key=lambda r: (r.name, r.type))
         ]
         for res in created:

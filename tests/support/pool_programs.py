@@ -77,7 +77,6 @@ def taggable(run: OfflineRun) -> list[Any]:
 
 
 def of_type(run: OfflineRun, type_: str) -> list[RecordedResource]:
-    """The recorded resources of one type token (``aws:ec2/instance:Instance``...), by name:
-    the order of registration changes from run to run (resources whose inputs wait on
-    other outputs register as those resolve), so callers get one that does not."""
+    """The recorded resources of one type token (``aws:ec2/instance:Instance``...), by name
+    (``w10`` before ``w2``), the order the callers compare against."""
     return sorted((r for r in run.resources if r.type == type_), key=lambda r: r.name)
