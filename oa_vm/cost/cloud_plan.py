@@ -7,6 +7,7 @@ catalog (:mod:`oa_vm.cost.pricing`); what neither knows is said plainly instead 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -217,5 +218,11 @@ def alternatives_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def max_spend(price_per_hour: float | None, hours: float) -> float | None:
-    """The most the priced part can cost before the expiry ends it."""
-    return None if price_per_hour is None else price_per_hour * max(hours, 0.0)
+    """The most the priced part can cost before the expiry ends it, on the whole minutes left.
+
+    Rounding the time left up to the minute keeps the figure a bound (a cloud bills at most to
+    the second) and makes two plans of one command print the same figure: the plan is priced a
+    few seconds after its expiry is set, and those seconds differ from run to run."""
+    if price_per_hour is None:
+        return None
+    return price_per_hour * math.ceil(max(hours, 0.0) * 60.0 - 1e-9) / 60.0

@@ -34,10 +34,6 @@ CLOCK_DERIVED: tuple[tuple[re.Pattern[str], str, str], ...] = (
      "a smoke pool's default name is stamped with the time it is planned"),
     (re.compile(r"(?<=-)\d{8}-\d{4}\b"), "<image-stamp>",
      "an image's name is stamped with the minute it is planned (waa-REGION-YYYYMMDD-HHMM)"),
-    (re.compile(r'("max_spend_usd": |Most it can spend before it expires: \$)-?[\d.]+(?:e-?\d+)?'),
-     r"\1<spend>",
-     "the most a pool can spend is its price times the hours left until its expiry at the "
-     "moment it is priced, a few seconds after the expiry was set"),
 )
 """``(pattern, marker, why it depends on the clock)``: every part of a plan that may differ
 between two runs of one command."""

@@ -150,3 +150,19 @@ def test_a_paused_host_of_several_workers_keeps_one_os_disk_and_a_storage_disk_e
     per_day = 2 * ((38.01 + 4 * 19.71) * 24 / 730 + 0.005 * 24)  # P15 + 4 x P10 + IP per host
     assert pool_cost.paused_price_of(record, AZURE) == pytest.approx(per_day)
     assert pool_cost.after_expiry_per_day(record, AZURE) == pytest.approx(per_day)
+
+
+@pytest.mark.parametrize("seconds_late", [0.0, 0.4, 3.0, 17.9, 59.0])
+def test_the_most_a_pool_can_spend_is_the_same_whenever_within_its_first_minute_it_is_priced(
+    seconds_late: float,
+) -> None:
+    # A plan is priced a few seconds after its expiry (now + lifetime) is set; the bound is the
+    # same figure on every run, and never below what the time left can bill.
+    from oa_vm.cost import cloud_plan
+
+    hours_left = 4.0 - seconds_late / 3600.0
+    bound = cloud_plan.max_spend(1.37, hours_left)
+    assert bound == pytest.approx(1.37 * 4.0)
+    assert bound is not None and bound >= 1.37 * hours_left
+    assert cloud_plan.max_spend(None, 4.0) is None
+    assert cloud_plan.max_spend(2.0, -1.0) == 0.0
