@@ -15,9 +15,16 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Literal
 
 from oa_vm.errors import InvalidInputError
+
+# pool-status's fast path imports this module: ``typing`` only for the type checker
+# (tests/integration/test_quick_cli.py fails when the fast path loads it).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    PathKind = Literal["folder", "file", "file or folder"]
 
 PLAIN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -86,9 +93,6 @@ def folder_problem(option: str, path: Path | None) -> str | None:
     if path.exists() and not path.is_dir():
         return f"{option} {path} is a file, not a folder; give a folder path"
     return None
-
-
-PathKind = Literal["folder", "file", "file or folder"]
 
 
 def read_problem(option: str, path: Path, *, kind: PathKind, fix: str) -> str | None:
