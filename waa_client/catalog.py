@@ -10,8 +10,9 @@ JSON is never used as a key: in WAA's own data six files disagree with their nam
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ BulkLoader = Callable[[list[str]], "dict[str, dict[str, Any]] | None"]
 """Reads many tasks at once: ``{task_id: json}`` (unknown IDs left out), or None if it cannot."""
 _EXAMPLES = "examples"
 _LISTED_MAX = 20
+_UNKNOWN_SHOWN = 5  # unknown IDs named in a refusal, each with its close match
+LIST_HINT = "list the known ones with 'openadapt-evals tasks'"
 
 # Synthetic IDs are the placeholders of mock runs (``mock_chrome_001``) and the
 # ``<domain>_<n>`` names of toy suites (``notepad_1``). A live pool holds only WAA's real tasks,
@@ -206,12 +209,7 @@ class Catalog:
             UnknownTaskError: The catalog does not know ``task_id``.
             CatalogError: The task file is malformed.
         """
-        if task_id not in self._domains:
-            raise UnknownTaskError(
-                f"unknown task ID {task_id!r} in {self.source}; list them with "
-                "'openadapt-evals tasks'",
-                task_ids=[task_id],
-            )
+        check_known([task_id], self._domains, source=self.source)
         if task_id not in self._cache:
             task = self._loader(task_id)
             if not isinstance(task, dict):
@@ -257,21 +255,8 @@ class Catalog:
         if not wanted:
             raise CatalogError(f"--tasks {selection!r} names no task")
         if live:
-            synthetic = [t for t in wanted if is_synthetic(t)]
-            if synthetic:
-                raise SyntheticTaskError(
-                    f"{len(synthetic)} synthetic task ID(s) cannot run on a live pool: "
-                    f"{_listing(synthetic)} (these name mock/toy tasks, not WAA tasks; select "
-                    "real WAA IDs, or run on a local pool)",
-                    task_ids=synthetic,
-                )
-        unknown = [t for t in wanted if t not in self._domains]
-        if unknown:
-            raise UnknownTaskError(
-                f"{len(unknown)} unknown task ID(s) in {self.source}: {_listing(unknown)}; "
-                "list the known ones with 'openadapt-evals tasks'",
-                task_ids=unknown,
-            )
+            check_not_synthetic(wanted)
+        check_known(wanted, self._domains, source=self.source)
         return wanted
 
     def select(self, selection: str, *, live: bool) -> list[TaskRef]:
@@ -326,11 +311,62 @@ class Catalog:
         ids = _checked_ids(part.strip() for part in text.split(",") if part.strip())
         if len(ids) == 1 and ids[0] not in self._domains and _looks_like_index(ids[0]):
             raise CatalogError(
-                f"no index or task named {ids[0]!r} in {self.source}; indexes: "
+                f"no index or task named {_with_match(ids[0], [*self._indexes, *self._domains])}"
+                f" in {self.source}; indexes: "
                 f"{', '.join(sorted(self._indexes)) or 'none'} (or use all, domain:<name>, "
                 "IDs separated by commas, @file)"
             )
         return ids
+
+
+def check_not_synthetic(task_ids: Iterable[str]) -> None:
+    """The rule of a pool of real WAA workers, known without its catalog: no synthetic IDs.
+
+    Raises:
+        SyntheticTaskError: some IDs are synthetic (lists them all).
+    """
+    synthetic = [t for t in _dedupe(task_ids) if is_synthetic(t)]
+    if synthetic:
+        raise SyntheticTaskError(
+            f"{len(synthetic)} synthetic task ID(s) cannot run on a live pool: "
+            f"{_listing(synthetic)} (these name mock/toy tasks, not WAA tasks; select "
+            "real WAA IDs, or run on a local pool)",
+            task_ids=synthetic,
+        )
+
+
+def check_known(
+    task_ids: Iterable[str], known: Collection[str], *, source: str, hint: str = LIST_HINT
+) -> None:
+    """The one rule for task IDs a catalog does not hold, whoever asks (a selection, a flow
+    plan, an audit, an adapter): refused in one line that counts them, names the first few,
+    each with its closest known ID when one is close (a typo), and says what to do.
+
+    Args:
+        task_ids: The IDs given.
+        known: Every ID the catalog holds.
+        source: Where the catalog comes from, for the message.
+        hint: What to do next (default: list the known IDs).
+
+    Raises:
+        UnknownTaskError: some IDs are not in ``known`` (``task_ids`` lists every one).
+    """
+    unknown = [t for t in _dedupe(task_ids) if t not in known]
+    if not unknown:
+        return
+    named = [_with_match(task_id, known) for task_id in unknown[:_UNKNOWN_SHOWN]]
+    more = len(unknown) - len(named)
+    raise UnknownTaskError(
+        f"{len(unknown)} unknown task ID(s) in {source}: {', '.join(named)}"
+        f"{f' and {more} more' if more else ''}; {hint}",
+        task_ids=unknown,
+    )
+
+
+def _with_match(name: str, known: Iterable[str]) -> str:
+    """``name``, quoted, with the closest known name when one is close (a typo)."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
 
 
 def selection_count(selection: str) -> int | None:
@@ -339,6 +375,19 @@ def selection_count(selection: str) -> int | None:
     else ``None``."""
     text = selection.strip()
     return int(text) if text.isascii() and text.isdigit() else None
+
+
+def named_ids(selection: str) -> list[str] | None:
+    """The IDs a selection names one by one (``A,B``, ``@file``, one ID), by the one ID rule;
+    None for ``all``, N, an index or a domain, whose IDs only the catalog knows. What a command
+    can check before the pool whose catalog it is exists."""
+    text = selection.strip()
+    if text == "all" or selection_count(text) is not None or text.startswith("domain:"):
+        return None
+    if text.startswith("@"):
+        return _checked_ids(_read_id_file(Path(text[1:])))
+    ids = _checked_ids(part.strip() for part in text.split(",") if part.strip())
+    return None if len(ids) == 1 and _looks_like_index(ids[0]) else ids
 
 
 def _looks_like_index(name: str) -> bool:

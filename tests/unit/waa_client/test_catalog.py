@@ -18,6 +18,7 @@ from waa_client import (
     UnknownTaskError,
     is_synthetic,
 )
+from waa_client.catalog import check_known, check_not_synthetic, named_ids
 
 
 def _task(task_id: str, instruction: str, func: str = "exact_match") -> dict[str, Any]:
@@ -112,6 +113,33 @@ def test_unknown_ids_are_all_listed(suite: Catalog) -> None:
     assert info.value.task_ids == ["zzz-1-WOS", "yyy-2-WOS"]
     assert "zzz-1-WOS" in str(info.value) and "yyy-2-WOS" in str(info.value)
     assert info.value.exit_code == 2
+
+
+def test_unknown_ids_one_line_first_five_with_close_matches() -> None:
+    known = ["c499b229-110c-5fc8-9895-f2f879ac1512-WOS", "1ea6a9af-3a80-521e-a6ba-f392a618d1b0-WOS"]
+    typo = "c499b229-110c-5fc8-9895-f2f879ac1512-WOX"
+    given = [typo, known[1], *(f"bogus-{n}" for n in range(6))]
+    with pytest.raises(UnknownTaskError) as info:
+        check_known(given, known, source="the suite")
+    text = str(info.value)
+    assert info.value.task_ids == [typo, *(f"bogus-{n}" for n in range(6))]
+    assert text == (
+        f"7 unknown task ID(s) in the suite: '{typo}' (did you mean '{known[0]}'?), 'bogus-0', "
+        "'bogus-1', 'bogus-2', 'bogus-3' and 2 more; list the known ones with 'openadapt-evals "
+        "tasks'"
+    )
+    check_known(known, known, source="the suite")  # all known: nothing to say
+
+
+def test_named_ids_are_what_can_be_checked_without_the_catalog(tmp_path: Path) -> None:
+    listing = tmp_path / "ids.txt"
+    listing.write_text("a-1\n# note\nnotepad_1\n")
+    assert named_ids(f"@{listing}") == ["a-1", "notepad_1"]
+    assert named_ids("a-1, b-2") == ["a-1", "b-2"] and named_ids("notepad_1") == ["notepad_1"]
+    for selection in ("all", "5", "test_small", "domain:chrome"):
+        assert named_ids(selection) is None
+    with pytest.raises(SyntheticTaskError, match="1 synthetic task ID"):
+        check_not_synthetic(["a-1", "notepad_1"])
 
 
 def test_synthetic_ids_rejected_for_live_pools_only(suite: Catalog) -> None:
