@@ -30,6 +30,10 @@ WAA_SUITE_TASKS = 154
 """Tasks in WAA's ``test_all.json`` (what ``--tasks all`` selects on a cloud worker)."""
 
 
+IDS_UNCHECKED = "checked by the workers' task catalog when the run starts (it is on the workers)"
+"""What a cloud sweep can say of named task IDs before its pool exists."""
+
+
 @dataclass(frozen=True)
 class Figure:
     """One line of the block: what, its value, and whether it is measured or estimated."""
@@ -90,7 +94,8 @@ def task_count(selection: str, cloud: str, local_count: int | None) -> tuple[int
         return WAA_SUITE_TASKS, "WAA's test_all.json"
     if (not oa_vm.cloud_facts(cloud).simulated and not text.startswith(("@", "domain:"))
             and "," in text):
-        return len([p for p in text.split(",") if p.strip()]), "the IDs given"
+        given = len([p for p in text.split(",") if p.strip()])
+        return given, f"the IDs given, {IDS_UNCHECKED}"
     return None, "read from the worker's catalog when the run starts"
 
 

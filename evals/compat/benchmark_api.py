@@ -68,8 +68,8 @@ from evals.results.records import (
     now_iso,
     versions,
 )
-from waa_client.catalog import Catalog, TaskRef
-from waa_client.errors import UnknownTaskError, WaaError
+from waa_client.catalog import Catalog, TaskRef, check_known
+from waa_client.errors import WaaError
 from waa_client.scoring import ScoringClient
 from waa_client.waa import WaaClient
 
@@ -582,6 +582,15 @@ class WAASimulatedAdapter(BenchmarkAdapter):
             self._catalog = Catalog.from_scoring(self._start().scoring)
         return self._catalog
 
+    def select(self, task_ids: Sequence[str] | None) -> list[TaskRef]:
+        """As :meth:`BenchmarkAdapter.select`, but named IDs are checked against the local
+        suite's folder before the pool is made: a misspelt ID costs no pool."""
+        if task_ids and self._conn is None:
+            from oa_vm import local_tasks_dir
+
+            Catalog.from_folder(local_tasks_dir()).resolve(",".join(task_ids), live=False)
+        return super().select(task_ids)
+
     def default_task_ids(self) -> list[str]:
         """The first ``num_tasks`` local tasks of ``domains`` (all when None)."""
         catalog = self.catalog()
@@ -777,8 +786,8 @@ def _in_process_tasks(adapter: BenchmarkAdapter,
         except KeyError:
             unknown.append(task_id)
     if unknown:
-        raise UnknownTaskError(f"unknown task ID(s) for {type(adapter).__name__}: "
-                               f"{', '.join(unknown)}", task_ids=unknown)
+        check_known(unknown, [t.task_id for t in adapter.list_tasks()],
+                    source=type(adapter).__name__, hint="its tasks are in adapter.list_tasks()")
     return tasks
 
 

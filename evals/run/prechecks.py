@@ -133,6 +133,27 @@ def _agent(config: RunConfig, checked: AgentFactory | None) -> BenchmarkAgent:
     return create_agent(config.agent, config.agent_options)
 
 
+def check_pool_tasks(
+    config: RunConfig, cloud: str, tasks_dir: str | None, checked: Checked | None = None
+) -> None:
+    """The task IDs of a pool about to be made, checked as far as they can be without it: a
+    local pool's catalog is here (:func:`check_local_tasks`); a cloud worker's is WAA's, read
+    on the worker, so only its rule known without it holds now (no synthetic IDs).
+
+    Raises:
+        waa_client.errors.CatalogError: unknown or synthetic IDs (all listed; exit code 2).
+        InvalidRunInputError: see :func:`check_local_tasks`.
+    """
+    from evals.tasks.cua_bench import is_cua_selection
+    from evals.tasks.openapps import is_openapps_selection
+    from waa_client.catalog import check_not_synthetic, named_ids
+
+    if oa_vm.cloud_facts(cloud).simulated:
+        check_local_tasks(config, tasks_dir, checked)
+    elif not (is_cua_selection(config.selection) or is_openapps_selection(config.selection)):
+        check_not_synthetic(named_ids(config.selection) or ())
+
+
 def check_local_tasks(
     config: RunConfig, tasks_dir: str | None, checked: Checked | None = None
 ) -> None:

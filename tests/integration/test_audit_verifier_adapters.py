@@ -115,7 +115,7 @@ def test_a_user_adapter_given_as_module_class_runs(oa_home: Path, tmp_path: Path
     (["--benchmark", "no_such_module_here:X"], "cannot load the adapter"),
     (["--benchmark", "json:JSONDecoder"], "is not a benchmark adapter"),
     (["--benchmark", "toy", "--operators", "extra,bogus"], "unknown operator(s) bogus"),
-    (["--benchmark", "toy", "--tasks", "nope"], "unknown task(s) nope"),
+    (["--benchmark", "toy", "--tasks", "nope"], "1 unknown task ID(s) in --benchmark toy: 'nope'"),
     (["--benchmark", "toy", "--pool", "p"], "--pool is for --benchmark local"),
     (["--benchmark", "toy", "--jobs", "0"], "--jobs must be at least 1"),
     (["--benchmark", "local", "--split", "train"], "only for adapter benchmarks"),

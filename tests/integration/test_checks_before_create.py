@@ -22,7 +22,7 @@ def _worker_processes(home: Path) -> list[int]:
 def test_audit_verifier_refuses_an_unknown_id_before_making_a_pool(oa_home: Path) -> None:
     done = run_cli("openadapt-evals", "audit-verifier", "--benchmark", "local", "--tasks",
                    "nope", home=oa_home)
-    assert "unknown task(s) nope" in done.assert_one_line_error()
+    assert "1 unknown task ID(s) in the local suite: 'nope'" in done.assert_one_line_error()
     assert done.returncode == 2
     assert not (oa_home / "pools").exists() or not any((oa_home / "pools").iterdir())
     assert _worker_processes(oa_home) == []

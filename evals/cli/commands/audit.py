@@ -126,19 +126,19 @@ def audit_verifier(
         raise typer.Exit(1)
 
 
-def _check_local_ids(wanted: str, known: set[str] | None = None) -> None:
+def _check_local_ids(
+    wanted: str, known: set[str] | None = None, source: str = "the local suite"
+) -> None:
     """Refuse IDs the pool's tasks do not have (default: the bundled local suite, what a
-    temporary audit pool serves)."""
+    temporary audit pool serves), by the one rule of :func:`waa_client.catalog.check_known`."""
+    from waa_client.catalog import check_known
+
     if known is None:
         from oa_vm import local_tasks_dir
         from waa_client.catalog import Catalog
 
         known = set(Catalog.from_folder(local_tasks_dir()).task_ids())
-    unknown = [t.strip() for t in wanted.split(",") if t.strip() and t.strip() not in known]
-    if unknown:
-        raise InvalidRunInputError(
-            f"--tasks: unknown task(s) {listing(unknown)}; 'openadapt-evals tasks' lists them"
-        )
+    check_known((t.strip() for t in wanted.split(",") if t.strip()), known, source=source)
 
 
 def _load_adapter(spec: str) -> BenchmarkAdapter:
@@ -217,12 +217,11 @@ def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: in
             known = set(adapter.task_ids(split, None))
         except SetupError:
             known = set()
-        missing = [t for t in task_ids if known and t not in known]
-        if missing:
-            raise InvalidRunInputError(
-                f"--tasks: unknown task(s) {', '.join(missing)}; the benchmark has "
-                f"{', '.join(sorted(known)[:10])}{', ...' if len(known) > 10 else ''}"
-            )
+        if known:
+            from waa_client.catalog import check_known
+
+            check_known(task_ids, known, source=f"--benchmark {spec}",
+                        hint=f"the benchmark has {listing(sorted(known))}")
     result = audit(adapter, task_ids, chosen_ops, jobs=jobs, ignore_fields=ignore,
                    progress=lambda done, total, task: _say(task_line(done, total, task)))
     payload = result.to_dict()
@@ -247,7 +246,7 @@ def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = Fal
         worker = connections[0]
         ids = [tid for ids in worker.scoring.tasks().values() for tid in ids]
         if wanted:
-            _check_local_ids(wanted, set(ids))
+            _check_local_ids(wanted, set(ids), f"pool {pool!r}")
             ids = [t.strip() for t in wanted.split(",") if t.strip()]
         tasks = {tid: worker.scoring.task(tid) for tid in ids}
         if not any(isinstance(t.get("reference_solution"), list) for t in tasks.values()):

@@ -143,7 +143,7 @@ def sweep(
     record_tree: RecordTreeOpt = True,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
-    from evals.run.prechecks import check_before_run, check_local_tasks
+    from evals.run.prechecks import check_before_run, check_pool_tasks
 
     config = run_config(ctx, pool=None)
     faults = parse_faults(fault)
@@ -164,12 +164,15 @@ def sweep(
     if oa_vm.pool_exists(spec.name) and spec.name != reused:
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
         raise PoolExistsError(spec.name)
+    check_pool_tasks(config, cloud, spec.tasks_dir, checked)
     if plan_only:
         _print_plan(spec, config, json_out)
         return
-    if oa_vm.cloud_facts(cloud).simulated:
-        check_local_tasks(config, spec.tasks_dir, checked)
-    elif not reused:
+    if not reused and not oa_vm.cloud_facts(cloud).simulated:
+        if "," in config.selection or config.selection.strip().startswith("@"):
+            from evals.cli.sweep_plan import IDS_UNCHECKED
+
+            _say(f"Tasks: the IDs given, {IDS_UNCHECKED}")  # said before the question
         _show_plan_and_confirm(spec, yes)
     with sigterm_as_interrupt():
         created = False
@@ -212,12 +215,10 @@ def _print_plan(spec: PoolSpec, config: RunConfig, json_out: bool) -> None:
     """``--plan``: the pool the sweep would create and its price, on stdout; nothing is
     created, recorded or written (no pool, no run folder), and no network is asked (the SSH
     CIDR stays a placeholder, as in ``oa-vm pool-create --plan``)."""
-    from evals.run.prechecks import check_local_tasks
     from oa_vm.kit.clikit import print_json
 
     local_count = None
     if oa_vm.cloud_facts(spec.cloud).simulated:
-        check_local_tasks(config, spec.tasks_dir)
         local_count = _local_task_count(config, spec.tasks_dir)
     plan = oa_vm.plan_pool(spec)
     answer = _sweep_estimate(spec, config, plan, local_count)

@@ -218,19 +218,19 @@ def _live(
     from evals.compat.flow.plan import check_bundles
 
     check_bundles(bundles)
-    if selection is not None:  # N, an index or a domain: the pool's catalog says which tasks
-        with oa_vm.connect(pool) as workers:
-            task_ids = Catalog.from_scoring(workers[0].scoring).resolve(selection, live=True)
-    if task_ids is None:
+    if task_ids is None and selection is None:
         task_ids = sorted(p.parent.name for p in bundles.glob("*/workflow.json"))
         if not task_ids:
             raise InvalidInputError(f"--bundles {bundles} holds no <task_id>/workflow.json")
-    missing = missing_bundles(task_ids, bundles)
-    if missing:
-        raise MissingBundlesError(str(bundles), missing)
     with oa_vm.connect(pool) as workers:
         catalog = Catalog.from_scoring(workers[0].scoring)
-        catalog.select(",".join(task_ids), live=True)  # unknown or synthetic IDs: one line
+        # N, an index or a domain: the pool's catalog says which tasks; unknown or synthetic
+        # IDs are refused first (a misspelt ID is unknown, not a task missing its bundle)
+        task_ids = catalog.resolve(selection or ",".join(task_ids or ()), live=True)
+        missing = missing_bundles(task_ids, bundles)
+        if missing:
+            raise MissingBundlesError(str(bundles), missing)
+        catalog.prefetch(task_ids)
         unscorable = [
             task_id for task_id in task_ids
             if not (catalog.load(task_id).get("evaluator") or {}).get("func")
@@ -276,7 +276,7 @@ def render(plan: DryRun) -> str:
         RULE,
         f"  openadapt-flow on WAA  --  mode={est.mode}",
         RULE,
-        f"  tasks:               {est.n_tasks}",
+        f"  tasks:               {est.n_tasks}{UNCHECKED if plan.task_ids else ''}",
         f"  bundles:             {_bundle_line(plan)}",
         f"  VM price:            {plan.price.describe()}",
         f"  workers:             {est.workers}",
@@ -306,6 +306,9 @@ def render(plan: DryRun) -> str:
     ]
     return "\n".join(lines)
 
+
+UNCHECKED = " (IDs not checked: WAA's task catalog is on the workers; --live checks them)"
+"""A dry run cannot know WAA's task IDs (they are on the workers), and says so."""
 
 STARTUP_NOTE = (
     f"Times are estimates: the {STARTUP_HOURS:g} h start-up is the reference's figure; an "

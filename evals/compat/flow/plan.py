@@ -26,6 +26,7 @@ from evals.results.cost import (
 )
 from oa_vm.errors import InvalidInputError
 from waa_client import inputs
+from waa_client.catalog import check_not_synthetic
 
 
 def missing_bundles(task_ids: Iterable[str], bundles_dir: Path) -> list[str]:
@@ -245,6 +246,7 @@ class DryRun:
             "plan": {
                 "num_tasks": self.estimate.n_tasks,
                 "task_ids": list(self.task_ids) if self.task_ids is not None else None,
+                "task_ids_checked": False if self.task_ids is not None else None,
                 "bundles": asdict(self.bundles) if self.bundles else None,
             },
             "price": asdict(self.price),
@@ -265,11 +267,17 @@ def plan_dry_run(
 
     ``inputs.n_tasks`` and ``inputs.vm_hourly`` are replaced by the selection and ``price``.
 
+    WAA's catalog is on its workers, so IDs are checked here only by the rule a pool of real
+    WAA workers has without it (no synthetic IDs); the plan says the rest is not checked.
+
     Raises:
         InvalidInputError: both a count and IDs were given, or an input is out of range.
+        waa_client.errors.SyntheticTaskError: some IDs name mock/toy tasks (exit code 2).
     """
     if n_tasks is not None and task_ids is not None:
         raise InvalidInputError("give either --tasks N or --task-ids, not both")
+    if task_ids is not None:
+        check_not_synthetic(task_ids)
     count = len(task_ids) if task_ids is not None else n_tasks
     count = FULL_SUITE_TASKS if count is None else count
     est = estimate(replace(inputs, n_tasks=count, vm_hourly=price.hourly))

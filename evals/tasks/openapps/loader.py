@@ -37,6 +37,8 @@ from evals.agents.user_code import import_attribute
 from evals.errors import InvalidRunInputError
 from evals.tasks.openapps.builtin import BUILTIN, NOT_SIMULATED
 from evals.tasks.openapps.classes import Task
+from oa_vm.errors import listing
+from waa_client.catalog import check_known
 
 PREFIX = "openapps:"
 DOMAIN = "openapps"
@@ -291,14 +293,13 @@ def load_selection(selection: str) -> list[Entry]:
 
     Raises:
         InvalidRunInputError: see :func:`compose`, :func:`build`; a name that cannot be a
-            task ID; ``#NAME`` not in the file.
+            task ID.
+        waa_client.errors.UnknownTaskError: ``#NAME`` not in the file.
     """
     path, only = parse_selection(selection)
     config = compose(path)
-    if only is not None and only not in config:
-        near = ", ".join(list(config)[:8])
-        raise InvalidRunInputError(f"--tasks {selection!r}: {path} has no task {only!r} "
-                                   f"(it has: {near})")
+    if only is not None:
+        check_known([only], config, source=str(path), hint=f"it has: {listing(list(config))}")
     entries = []
     for name, (raw, source) in config.items():
         if only is not None and name != only:

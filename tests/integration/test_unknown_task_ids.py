@@ -1,0 +1,173 @@
+"""A task ID that is not a task is refused by every entry point that takes task IDs, before
+anything is made: one line naming it (with the known ID it is closest to), exit 2, no pool, no
+worker process, no run folder. Where the catalog is on workers that do not exist yet (WAA's, on
+a cloud), the rule known without it holds (no synthetic IDs) and the plan says the rest is not
+checked (:func:`waa_client.catalog.check_known`, :func:`check_not_synthetic`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from infra.local import tasks_dir
+from tests.support.cli import run_cli
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+OPENAPPS = ROOT / "evals" / "tasks" / "openapps" / "examples" / "all_tasks.yaml"
+
+
+def _local_id() -> str:
+    index = json.loads((tasks_dir() / "local_small.json").read_text(encoding="utf-8"))
+    return next(t for ids in index.values() for t in ids if not t.startswith("INF-"))
+
+
+REAL = _local_id()
+TYPO = REAL[:-1] + ("X" if REAL[-1] != "X" else "Y")  # one letter off
+
+
+def _ids_file(tmp_path: Path, *ids: str) -> str:
+    path = tmp_path / "ids.txt"
+    path.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
+    return f"@{path}"
+
+
+# (script, args, fragments of the one line); {ids} is an @file of [TYPO, "bogus-id"], {res} the
+# results folder
+KNOWN_CATALOG = {
+    "sweep local": ("openadapt-evals", ["sweep", "--cloud", "local", "--workers", "1",
+                                        "--agent", "noop", "--tasks", TYPO]),
+    "sweep local @file": ("openadapt-evals", ["sweep", "--cloud", "local", "--agent", "noop",
+                                              "--tasks", "{ids}"]),
+    "sweep local --plan": ("openadapt-evals", ["sweep", "--cloud", "local", "--agent", "noop",
+                                               "--tasks", f"{REAL},{TYPO}", "--plan"]),
+    "mock": ("openadapt-evals", ["mock", "--tasks", TYPO]),
+    "tasks": ("openadapt-evals", ["tasks", "--tasks", "{ids}"]),
+    "audit-verifier": ("openadapt-evals", ["audit-verifier", "--benchmark", "local",
+                                           "--tasks", TYPO]),
+}
+
+
+def _made_nothing(home: Path, results: Path) -> None:
+    for kept in (home / "pools", home / "removed"):  # a pool made and removed is kept there
+        assert not kept.exists() or not any(kept.iterdir()), list(kept.iterdir())
+    assert not results.exists() or not any(results.iterdir()), list(results.iterdir())
+    assert [p.pid for p in psutil.process_iter(["cmdline"])
+            if any(str(home) in part for part in p.info["cmdline"] or [])] == []
+
+
+@pytest.mark.parametrize("case", sorted(KNOWN_CATALOG))
+def test_a_misspelt_id_is_refused_with_its_match_before_anything_is_made(
+    case: str, oa_home: Path, tmp_path: Path
+) -> None:
+    script, args = KNOWN_CATALOG[case]
+    results = tmp_path / "results"
+    argv = [a.format(ids=_ids_file(tmp_path, TYPO, "bogus-id")) for a in args]
+    if argv[0] in ("sweep", "mock"):
+        argv += ["--results-dir", str(results)]
+    done = run_cli(script, *argv, home=oa_home, timeout=240)
+    line = done.assert_one_line_error()
+    assert done.returncode == 2, line
+    assert "unknown task ID(s) in " in line and f"'{TYPO}' (did you mean '{REAL}'?)" in line
+    if "{ids}" in args:
+        assert line.split(": error: ")[1].startswith("2 unknown") and "'bogus-id'" in line
+    _made_nothing(oa_home, results)
+
+
+def test_an_openapps_entry_name_misspelt_is_refused_with_its_match(
+    oa_home: Path, tmp_path: Path
+) -> None:
+    done = run_cli("openadapt-evals", "sweep", "--cloud", "local", "--agent", "noop",
+                   "--tasks", f"openapps:{OPENAPPS}#mark_water_plants_as_dune",
+                   "--results-dir", str(tmp_path / "results"), home=oa_home, timeout=240)
+    line = done.assert_one_line_error()
+    assert done.returncode == 2
+    assert "'mark_water_plants_as_dune' (did you mean 'mark_water_plants_as_done'?)" in line
+    _made_nothing(oa_home, tmp_path / "results")
+
+
+@pytest.mark.parametrize("args", [
+    ["openadapt-eval-flow", "--dry-run", "--tasks", "{ids}"],
+    ["openadapt-eval-flow", "--dry-run", "--task-ids", "{ids}", "--json"],
+    ["openadapt-evals", "sweep", "--cloud", "aws", "--agent", "noop", "--tasks", "{ids}",
+     "--plan"],
+    # without -y: were the check lost, the sweep would stop at its question, never create
+    ["openadapt-evals", "sweep", "--cloud", "aws", "--agent", "noop", "--tasks", "{ids}"],
+], ids=["flow dry run", "flow dry run --json", "cloud sweep --plan", "cloud sweep"])
+def test_where_waa_catalog_is_on_the_workers_synthetic_ids_are_still_refused(
+    args: list[str], oa_home: Path, tmp_path: Path
+) -> None:
+    ids = _ids_file(tmp_path, "notepad_123", "bogus-id")
+    done = run_cli(args[0], *[a.format(ids=ids) for a in args[1:]], home=oa_home)
+    line = done.assert_one_line_error()
+    assert done.returncode == 2
+    assert "1 synthetic task ID(s) cannot run on a live pool: notepad_123" in line
+    _made_nothing(oa_home, tmp_path / "results")
+
+
+def test_ids_that_cannot_be_checked_yet_are_said_to_be_unchecked(
+    oa_home: Path, tmp_path: Path
+) -> None:
+    ids = _ids_file(tmp_path, "bogus-id", "x-2")
+    flow = run_cli("openadapt-eval-flow", "--dry-run", "--tasks", ids, home=oa_home)
+    assert flow.returncode == 0, flow.stderr
+    assert "tasks:               2 (IDs not checked: WAA's task catalog is on the workers" \
+        in flow.stdout
+    as_json = run_cli("openadapt-eval-flow", "--dry-run", "--tasks", ids, "--json",
+                      home=oa_home)
+    assert json.loads(as_json.stdout)["plan"]["task_ids_checked"] is False
+    plan = run_cli("openadapt-evals", "sweep", "--cloud", "aws", "--agent", "noop", "--tasks",
+                   "bogus-id,x-2", "--plan", home=oa_home)
+    assert plan.returncode == 0, plan.stderr
+    assert "2 (the IDs given, checked by the workers' task catalog when the run starts" \
+        in plan.stdout
+    _made_nothing(oa_home, tmp_path / "results")
+
+
+def test_on_an_existing_pool_its_catalog_refuses_before_a_run_folder(
+    pooled: Path, tmp_path: Path
+) -> None:
+    results = tmp_path / "results"
+    bundles = tmp_path / "bundles"
+    (bundles / TYPO).mkdir(parents=True)
+    (bundles / TYPO / "workflow.json").write_text("{}", encoding="utf-8")
+    for script, args in (
+        ("openadapt-evals", ["run", "--pool", "p", "--agent", "noop", "--tasks", TYPO]),
+        ("openadapt-eval-flow", ["--live", "--pool", "p", "--bundles", str(bundles),
+                                 "--task-ids", TYPO]),
+    ):
+        done = run_cli(script, *args, "--results-dir", str(results), home=pooled, timeout=240)
+        line = done.assert_one_line_error()
+        assert done.returncode == 2, line
+        assert f"'{TYPO}' (did you mean '{REAL}'?)" in line
+        assert not results.exists()
+
+
+def test_the_python_api_refuses_before_making_a_pool(oa_home: Path) -> None:
+    code = (
+        "import sys\n"
+        "from evals import WAASimulatedAdapter, evaluate_agent_on_benchmark\n"
+        "from evals.compat.flow import plan_dry_run\n"
+        "from waa_client.errors import CatalogError\n"
+        "from evals.agents.builtin import RandomAgent\n"
+        f"try:\n    evaluate_agent_on_benchmark(RandomAgent(), WAASimulatedAdapter(), [{TYPO!r}])\n"
+        "except CatalogError as exc:\n    print(exc)\n"
+        "try:\n    plan_dry_run(n_tasks=None, task_ids=['notepad_123'], bundles_dir=None,"
+        " inputs=None, price=None)\n"
+        "except CatalogError as exc:\n    print(exc)\n"
+    )
+    env = {**os.environ, "OA_VM_HOME": str(oa_home)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, env=env, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert f"'{TYPO}' (did you mean '{REAL}'?)" in first
+    assert "synthetic task ID(s) cannot run on a live pool: notepad_123" in second
+    _made_nothing(oa_home, oa_home / "none")
