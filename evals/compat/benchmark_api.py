@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -69,7 +69,7 @@ from evals.results.records import (
     versions,
 )
 from waa_client.catalog import Catalog, TaskRef, check_known
-from waa_client.errors import WaaError
+from waa_client.errors import UnknownTaskError, WaaError
 from waa_client.scoring import ScoringClient
 from waa_client.waa import WaaClient
 
@@ -265,8 +265,7 @@ class BenchmarkAdapter(ABC):
             KeyError: no such task (as the reference tool raises).
         """
         catalog = self.catalog()
-        if task_id not in catalog:
-            raise KeyError(f"task {task_id!r} not found; known: {catalog.task_ids()[:10]}...")
+        known_or_key_error(task_id, catalog.task_ids(), source=catalog.source)
         ref = catalog.ref(task_id)
         return BenchmarkTask(task_id=ref.task_id, domain=ref.domain,
                              instruction=ref.instruction, infeasible=None,
@@ -586,10 +585,15 @@ class WAASimulatedAdapter(BenchmarkAdapter):
         """As :meth:`BenchmarkAdapter.select`, but named IDs are checked against the local
         suite's folder before the pool is made: a misspelt ID costs no pool."""
         if task_ids and self._conn is None:
-            from oa_vm import local_tasks_dir
-
-            Catalog.from_folder(local_tasks_dir()).resolve(",".join(task_ids), live=False)
+            _local_suite().resolve(",".join(task_ids), live=False)
         return super().select(task_ids)
+
+    def load_task(self, task_id: str) -> BenchmarkTask:
+        """As :meth:`BenchmarkAdapter.load_task`; an unknown ID costs no pool (see
+        :meth:`select`)."""
+        if self._conn is None:
+            known_or_key_error(task_id, _local_suite().task_ids(), source="the local suite")
+        return super().load_task(task_id)
 
     def default_task_ids(self) -> list[str]:
         """The first ``num_tasks`` local tasks of ``domains`` (all when None)."""
@@ -774,6 +778,26 @@ def evaluate_agent_on_benchmark(
     return results
 
 
+API_HINT = "list the known ones with adapter.list_tasks()"
+"""What to do next, in a refusal of the Python API."""
+
+
+def _local_suite() -> Catalog:
+    """The local suite a simulated pool will serve, read from its folder (no pool needed)."""
+    from oa_vm import local_tasks_dir
+
+    return Catalog.from_folder(local_tasks_dir())
+
+
+def known_or_key_error(task_id: str, known: Collection[str], *, source: str) -> None:
+    """:func:`waa_client.catalog.check_known` for the reference's interface, which raises
+    ``KeyError`` for a task it does not have."""
+    try:
+        check_known([task_id], known, source=source, hint=API_HINT)
+    except UnknownTaskError as exc:
+        raise KeyError(str(exc)) from None
+
+
 def _in_process_tasks(adapter: BenchmarkAdapter,
                       task_ids: Sequence[str] | None) -> list[BenchmarkTask]:
     """The tasks of an in-process adapter; every unknown ID is listed before anything runs."""
@@ -787,7 +811,7 @@ def _in_process_tasks(adapter: BenchmarkAdapter,
             unknown.append(task_id)
     if unknown:
         check_known(unknown, [t.task_id for t in adapter.list_tasks()],
-                    source=type(adapter).__name__, hint="its tasks are in adapter.list_tasks()")
+                    source=type(adapter).__name__, hint=API_HINT)
     return tasks
 
 

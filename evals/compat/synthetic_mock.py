@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals.agents.base import BenchmarkAction, BenchmarkObservation, BenchmarkTask
-from evals.compat.benchmark_api import WAA_DOMAINS, BenchmarkAdapter, BenchmarkResult
+from evals.compat.benchmark_api import (
+    WAA_DOMAINS,
+    BenchmarkAdapter,
+    BenchmarkResult,
+    known_or_key_error,
+)
 from oa_vm.kit.lazy import pil_draw as ImageDraw
 from oa_vm.kit.lazy import pil_image as Image
 from waa_client.catalog import Catalog, TaskRef
@@ -121,11 +126,8 @@ class WAAMockAdapter(BenchmarkAdapter):
         Raises:
             KeyError: no such task.
         """
-        try:
-            return self._by_id[task_id]
-        except KeyError:
-            raise KeyError(f"mock task {task_id!r} not found; this adapter has "
-                           f"{', '.join(list(self._by_id)[:5])}...") from None
+        known_or_key_error(task_id, self._by_id, source=type(self).__name__)
+        return self._by_id[task_id]
 
     def reset(self, task: BenchmarkTask) -> BenchmarkObservation:
         """Start ``task`` afresh (no actions, step 0); the form as the first observation."""

@@ -159,6 +159,8 @@ def test_the_python_api_refuses_before_making_a_pool(oa_home: Path) -> None:
         "from evals.agents.builtin import RandomAgent\n"
         f"try:\n    evaluate_agent_on_benchmark(RandomAgent(), WAASimulatedAdapter(), [{TYPO!r}])\n"
         "except CatalogError as exc:\n    print(exc)\n"
+        f"try:\n    WAASimulatedAdapter().load_task({TYPO!r})\n"
+        "except KeyError as exc:\n    print(exc.args[0])\n"
         "try:\n    plan_dry_run(n_tasks=None, task_ids=['notepad_123'], bundles_dir=None,"
         " inputs=None, price=None)\n"
         "except CatalogError as exc:\n    print(exc)\n"
@@ -167,7 +169,8 @@ def test_the_python_api_refuses_before_making_a_pool(oa_home: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, env=env, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr
-    first, second = done.stdout.splitlines()
+    first, loaded, second = done.stdout.splitlines()
     assert f"'{TYPO}' (did you mean '{REAL}'?)" in first
+    assert f"the local suite: '{TYPO}' (did you mean '{REAL}'?)" in loaded
     assert "synthetic task ID(s) cannot run on a live pool: notepad_123" in second
     _made_nothing(oa_home, oa_home / "none")
