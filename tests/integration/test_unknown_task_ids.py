@@ -39,8 +39,7 @@ def _ids_file(tmp_path: Path, *ids: str) -> str:
     return f"@{path}"
 
 
-# (script, args, fragments of the one line); {ids} is an @file of [TYPO, "bogus-id"], {res} the
-# results folder
+# (script, args): {ids} is an @file of [TYPO, "bogus-id"]; sweep and mock get --results-dir too
 KNOWN_CATALOG = {
     "sweep local": ("openadapt-evals", ["sweep", "--cloud", "local", "--workers", "1",
                                         "--agent", "noop", "--tasks", TYPO]),
