@@ -54,6 +54,14 @@ KNOWN_CATALOG = {
 }
 
 
+def _offline(tmp_path: Path) -> dict[str, str]:
+    """No cloud CLI on PATH and caller-IP detection at a closed loopback port: a cloud plan
+    asks no network (as test_sweep_plan runs them)."""
+    empty = tmp_path / "empty-path"
+    empty.mkdir(exist_ok=True)
+    return {"PATH": str(empty), "OA_VM_IP_ECHO_URL": "http://127.0.0.1:9/"}
+
+
 def _made_nothing(home: Path, results: Path) -> None:
     for kept in (home / "pools", home / "removed"):  # a pool made and removed is kept there
         assert not kept.exists() or not any(kept.iterdir()), list(kept.iterdir())
@@ -104,7 +112,8 @@ def test_where_waa_catalog_is_on_the_workers_synthetic_ids_are_still_refused(
     args: list[str], oa_home: Path, tmp_path: Path
 ) -> None:
     ids = _ids_file(tmp_path, "notepad_123", "bogus-id")
-    done = run_cli(args[0], *[a.format(ids=ids) for a in args[1:]], home=oa_home)
+    done = run_cli(args[0], *[a.format(ids=ids) for a in args[1:]], home=oa_home,
+                   env=_offline(tmp_path))
     line = done.assert_one_line_error()
     assert done.returncode == 2
     assert "1 synthetic task ID(s) cannot run on a live pool: notepad_123" in line
@@ -123,7 +132,7 @@ def test_ids_that_cannot_be_checked_yet_are_said_to_be_unchecked(
                       home=oa_home)
     assert json.loads(as_json.stdout)["plan"]["task_ids_checked"] is False
     plan = run_cli("openadapt-evals", "sweep", "--cloud", "aws", "--agent", "noop", "--tasks",
-                   "bogus-id,x-2", "--plan", home=oa_home)
+                   "bogus-id,x-2", "--plan", home=oa_home, env=_offline(tmp_path))
     assert plan.returncode == 0, plan.stderr
     assert "2 (the IDs given, checked by the workers' task catalog when the run starts" \
         in plan.stdout
