@@ -39,7 +39,7 @@ import pulumi_aws as aws
 
 from infra import sizes
 from infra.settings import CALLER_CIDR_PLACEHOLDER, PINNED_EXPORT, PoolSettings, pinned_values
-from infra.tags import pool_tags
+from infra.tags import named, pool_tags
 from infra.worker import cloud_init, slots
 
 CANONICAL_OWNER = "099720109477"
@@ -345,7 +345,7 @@ class AwsWorkerPool(pulumi.ComponentResource):
         )
 
     def _named(self, name: str) -> dict[str, str]:
-        return {**self._tags, "Name": name}
+        return named(self._tags, name)
 
     def _market_options(self) -> aws.ec2.InstanceInstanceMarketOptionsArgsDict | None:
         if not self._settings.spot:
