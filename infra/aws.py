@@ -281,10 +281,11 @@ class AwsWorkerPool(pulumi.ComponentResource):
                     for slot in range(settings.workers_per_host)
                 ],
                 # IMDSv2 only, and its answers die after one hop: the host reaches the metadata
-                # service (spot notices), a container or the Windows guest behind it never does
-                # (docs/security.md).
+                # service (spot notices, its expiry tag at boot: expiry_arm.sh), a container or
+                # the Windows guest behind it never does (docs/security.md).
                 metadata_options={"http_tokens": "required", "http_endpoint": "enabled",
-                                  "http_put_response_hop_limit": 1},
+                                  "http_put_response_hop_limit": 1,
+                                  "instance_metadata_tags": "enabled"},
                 user_data_base64=user_data,
                 user_data_replace_on_change=True,
                 tags=self._named(worker),
