@@ -32,10 +32,16 @@ for try in 1 2 3; do
   when=""
   if [ "$try" != 3 ]; then sleep 2; fi
 done
-# Only a time as infra/tags.py writes it (2026-03-01T18:30:00Z) reaches the unit file.
+# Only a real time written as infra/tags.py writes it (2026-03-01T18:30:00Z) reaches the unit
+# file: a time systemd refused would leave no timer at all.
+calendar=""
 case "$when" in
   [0-9][0-9][0-9][0-9]-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9]Z)
-    calendar="${when:0:10} ${when:11:8} UTC"
+    calendar="$(date -u -d "$when" '+%Y-%m-%d %H:%M:%S UTC' 2>/dev/null)" || calendar=""
+    ;;
+esac
+case "$calendar" in
+  "${when:0:10} ${when:11:8} UTC")
     # The time in the unit cloud-init wrote (infra/worker/units.py, expiry_units), in its
     # OnCalendar and in its description: the same text an SSH re-arm writes for that time.
     sed -i -e "s/^OnCalendar=.*/OnCalendar=$calendar/" \

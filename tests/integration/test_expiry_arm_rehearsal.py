@@ -156,6 +156,8 @@ def test_the_timer_is_set_to_the_tags_expiry_with_the_units_an_ssh_rearm_writes(
     {},  # no such tag (or tags not in the metadata)
     {EXPIRES_AT: "tomorrow"},  # not a time as the program writes it
     {EXPIRES_AT: "2026-03-02 09:15:00"},
+    {EXPIRES_AT: "2026-02-30T09:15:00Z"},  # the form, but no such day: systemd would refuse it
+    {EXPIRES_AT: "2026-03-02T29:15:00Z"},
 ])
 def test_a_tag_that_gives_no_time_keeps_cloud_inits_expiry(
     tmp_path: Path, imds_with: Any, tags: dict[str, str]
