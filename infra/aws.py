@@ -39,7 +39,7 @@ import pulumi_aws as aws
 
 from infra import sizes
 from infra.settings import CALLER_CIDR_PLACEHOLDER, PINNED_EXPORT, PoolSettings, pinned_values
-from infra.tags import pool_tags
+from infra.tags import named, pool_tags
 from infra.worker import cloud_init, slots
 
 CANONICAL_OWNER = "099720109477"
@@ -281,10 +281,11 @@ class AwsWorkerPool(pulumi.ComponentResource):
                     for slot in range(settings.workers_per_host)
                 ],
                 # IMDSv2 only, and its answers die after one hop: the host reaches the metadata
-                # service (spot notices), a container or the Windows guest behind it never does
-                # (docs/security.md).
+                # service (spot notices, its expiry tag at boot: expiry_arm.sh), a container or
+                # the Windows guest behind it never does (docs/security.md).
                 metadata_options={"http_tokens": "required", "http_endpoint": "enabled",
-                                  "http_put_response_hop_limit": 1},
+                                  "http_put_response_hop_limit": 1,
+                                  "instance_metadata_tags": "enabled"},
                 user_data_base64=user_data,
                 user_data_replace_on_change=True,
                 tags=self._named(worker),
@@ -345,7 +346,7 @@ class AwsWorkerPool(pulumi.ComponentResource):
         )
 
     def _named(self, name: str) -> dict[str, str]:
-        return {**self._tags, "Name": name}
+        return named(self._tags, name)
 
     def _market_options(self) -> aws.ec2.InstanceInstanceMarketOptionsArgsDict | None:
         if not self._settings.spot:

@@ -25,7 +25,7 @@ import pulumi_aws as aws
 
 from infra import aws as aws_pool
 from infra.settings import PINNED_EXPORT, ImageSettings, pinned_values
-from infra.tags import image_tags
+from infra.tags import image_tags, named
 
 STAGES = ("build", "snapshot", "keep")
 
@@ -46,7 +46,7 @@ def snapshot_tags(image: ImageSettings) -> dict[str, str]:
         image.name, image.builder.owner, image.created_at, waa_image, image.licence_expires,
         base_image=base_image,
     )
-    return {**tags, "Name": image.name}
+    return named(tags, image.name)
 
 
 def image_program(

@@ -78,8 +78,8 @@ class PoolSettings:
             current expiry, which ``pool-extend``, a pause and a resume move.
         user_data_expires_at: the expiry the hosts' user data (cloud-init: ``worker.env`` and
             the AWS power-off timer) was rendered with: the creation's, which every later
-            update keeps, because changed user data replaces every instance (the timers are
-            re-armed over SSH instead). None: ``expires_at`` (a create).
+            update keeps, because changed user data replaces every instance (the timers follow
+            the tags at boot and SSH re-arms instead). None: ``expires_at`` (a create).
         ssh_public_key: OpenSSH public key line installed for the SSH user.
         disk_gb: OS disk size (Ubuntu, Docker and the WAA container image). 160 GB by default:
             128 GB was tight for the images plus a Windows disk.

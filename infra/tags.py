@@ -7,8 +7,13 @@ Key choice: the same three keys on AWS and Azure, colon included. AWS reserves o
 prefix. Azure forbids ``<``, ``>``, ``%``, ``&``, ``\\``, ``?`` and ``/`` in tag names and reserves
 the ``microsoft``, ``azure`` and ``windows`` prefixes; ``:`` is refused only by a few services
 (Traffic Manager, Front Door, DNS zones), none of which a pool creates. One spelling on both
-clouds keeps the cleanup commands identical (``--tag oa-vm:pool=NAME``). :func:`check_key`
-enforces both clouds' rules so a new tag cannot break one of them silently.
+clouds keeps the cleanup commands identical (``--tag oa-vm:pool=NAME``). An AWS host reads its
+own ``oa-vm:expires-at`` from the instance metadata (``infra/worker/expiry_arm.sh``), which
+AWS allows only when every key of the instance's tags is made of letters, digits and
+``+ - = . , _ : @`` (no space, no ``/``) and is not ``.``, ``..`` or ``_index``: an instance
+with another key fails to launch. :func:`check_key` enforces all of these rules, so a new tag
+cannot break one of them silently; every key the pools set goes through it, ``Name``
+(:func:`named`) too.
 
 Values are kept to the characters every AWS service accepts in tag values
 (letters, digits, spaces and ``_ . : / = + - @``), at most 256 of them.
@@ -25,6 +30,8 @@ POOL = "oa-vm:pool"
 OWNER = "oa-vm:owner"
 EXPIRES_AT = "oa-vm:expires-at"
 ALL_KEYS = (POOL, OWNER, EXPIRES_AT)
+NAME = "Name"
+"""AWS's display name of a resource (:func:`named`)."""
 
 IMAGE = "oa-vm:image"
 IMAGE_CREATED = "oa-vm:created"
@@ -35,6 +42,8 @@ IMAGE_KEYS = (IMAGE, OWNER, IMAGE_CREATED, IMAGE_WAA_DIGEST, IMAGE_LICENCE_EXPIR
 """The tags every image carries (``oa-vm:base-image`` too once the builder reported it)."""
 
 _AZURE_FORBIDDEN = set('<>%&\\?/')
+_METADATA_KEY = re.compile(r"[A-Za-z0-9+\-=.,_:@]+")
+_METADATA_RESERVED = (".", "..", "_index")
 _RESERVED_PREFIXES = ("aws:", "microsoft", "azure", "windows")
 _VALUE_BAD = re.compile(r"[^\w .:/=+\-@]", re.UNICODE)
 MAX_VALUE = 256
@@ -52,7 +61,16 @@ def check_key(key: str) -> str:
         raise ValueError(f"tag key {key!r} has a character Azure refuses (< > % & \\ ? /)")
     if key.lower().startswith(_RESERVED_PREFIXES):
         raise ValueError(f"tag key {key!r} uses a prefix reserved by the cloud")
+    if not _METADATA_KEY.fullmatch(key) or key in _METADATA_RESERVED:
+        raise ValueError(f"tag key {key!r} is not allowed in AWS's instance metadata (letters, "
+                         "digits and + - = . , _ : @ only; not '.', '..' or '_index')")
     return key
+
+
+def named(tags: dict[str, str], name: str) -> dict[str, str]:
+    """``tags`` and AWS's display name ``Name``: the tags of every AWS resource of a pool or
+    an image."""
+    return {**tags, check_key(NAME): name}
 
 
 def clean_value(value: str) -> str:

@@ -20,10 +20,11 @@
 
 On a cloud that ends its pools itself (:attr:`Capability.CLOUD_EXPIRY`: AWS's terminate
 schedule, Azure's daily shutdown time), pause (its ``keep_days``), resume and extend move the
-expiry in the cloud first (the pool's program runs again, and AWS hosts' own power-off timers
-follow over SSH), and the record takes it only once the cloud did: the record never promises a
-later expiry than the cloud keeps. An expiry the cloud cannot keep (Azure: more than 24 hours
-ahead) is refused before anything runs.
+expiry in the cloud first (the pool's program runs again; AWS hosts' own power-off timers
+follow: a running host's over SSH, a stopped one's from its expiry tag when it boots), and
+the record takes it only once the cloud did: the record never promises a later expiry than the
+cloud keeps. An expiry the cloud cannot keep (Azure: more than 24 hours ahead) is refused
+before anything runs.
 
 A run holds its pool's lease (:mod:`oa_vm.model.lease`). **pause** would stop the workers under it,
 so it is refused while a live run holds the lease (``force`` overrides), and holds the lease
@@ -289,8 +290,6 @@ def _pause_in_cloud(record: PoolRecord, ops: CloudExpiryOps, keep_days: float,
         record = ops.pause(record, progress)
     except ProvisioningError as exc:
         record.expires_at = loaded
-        # the pause disabled the hosts' timers before the update failed: the hosts still run
-        ops.rearm_hosts(record, progress)
         raise _not_moved(record, "it was not paused", exc,
                          f"oa-vm pool-pause --pool {record.name}") from exc
     except BaseException:
@@ -325,8 +324,8 @@ def resume_pool(
 
     The pool expires ``ttl_hours`` after the resume (plus what ``pool-extend`` added while it
     was paused), as a new pool would; on a cloud that ends its pools itself, the cloud takes
-    that expiry as the workers start, and once they are ready (``wait``) the hosts' power-off
-    timers are re-armed for it.
+    that expiry as the workers start (AWS's hosts set their power-off timers to it as they
+    boot, from their expiry tag: nothing to do afterwards, waiting or not).
 
     Raises:
         InvalidInputError: the cloud cannot keep the new expiry (Azure: more than 24 hours
@@ -381,18 +380,9 @@ def resume_pool(
         finally:
             state.save_after(record, loaded)  # an extension made meanwhile is kept
         _tell_hosts(record, progress)
-    if cloud is not None and not wait:
-        expiry_ops = cloud.ops()
-        if expiry_ops.hosts_run_timers(record):
-            progress("the hosts' power-off timers are re-armed once they answer: after "
-                     f"'oa-vm pool-wait --pool {record.name}', run 'oa-vm pool-extend --pool "
-                     f"{record.name} --by 1m'")
     if not wait:
         return record
-    record = api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update)
-    if cloud is not None:  # the hosts answer now: their timers follow the new expiry
-        cloud.ops().rearm_hosts(record, progress)
-    return record
+    return api.wait_pool(record.name, timeout_s=timeout_s, on_update=on_update)
 
 
 def _check_resume_expiry(cloud: _CloudExpiry, record: PoolRecord, ttl_hours: float,

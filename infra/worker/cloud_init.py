@@ -213,11 +213,13 @@ def egress_files(settings: PoolSettings) -> dict[str, str]:
 def poweroff_units(expires_at: datetime) -> dict[str, str]:
     """``{unit path: text}``: a cloud host's power-off timer at ``expires_at`` and its service
     (AWS: shutdown behaviour ``terminate`` then ends the instance). What cloud-init writes at
-    create, and what a moved expiry re-arms over SSH (:func:`units.rearm_command`)."""
+    create, what a moved expiry re-arms over SSH (:func:`units.rearm_command`), and what
+    ``expiry_arm.sh`` makes of it at boot for the instance's expiry tag. Never enabled: at
+    boot only ``oa-vm-expiry-arm.service`` starts it, once it holds the current expiry."""
     return units.expiry_units(
         expires_at, "power this worker off at the pool's expiry",
         "the pool expired, power off (shutdown behaviour terminate ends the instance)",
-        "/usr/bin/systemctl poweroff",
+        "/usr/bin/systemctl poweroff", at_boot=False,
     )
 
 
@@ -245,8 +247,15 @@ def cloud_config(
     if facts.guest_poweroff:
         expiry = poweroff_units(settings.user_data_expiry())
         write_files += [_file(path, text) for path, text in expiry.items()]
-        # Armed before anything slow: a host whose setup hangs still powers off on time.
-        runcmd.append(["systemctl", "enable", "--now", "oa-vm-expiry.timer"])
+        write_files += [
+            _file(f"{ship}/{units.EXPIRY_ARM_SCRIPT}",
+                  ship_text(units.read(units.EXPIRY_ARM_SCRIPT)), "0755"),
+            _file(f"{units.UNIT_DIR}/{units.EXPIRY_ARM_UNIT}", units.read(units.EXPIRY_ARM_UNIT)),
+        ]
+        # Armed before anything slow: a host whose setup hangs still powers off on time. Every
+        # later boot, the arm unit starts it at the pool's expiry then (the instance's tag).
+        runcmd += [["systemctl", "start", units.EXPIRY_TIMER],
+                   ["systemctl", "enable", units.EXPIRY_ARM_UNIT]]
     bootstraps = ["oa-vm-bootstrap.service"]
     if settings.workers_per_host > 1:
         # Several workers: each slot's settings and units (infra/worker/slots.py, the one rule

@@ -76,6 +76,11 @@ OA_VM_UNIT_SUFFIX="${OA_VM_SLOT:+-$OA_VM_SLOT}"
 # What WAA's entry_setup.sh prints once Windows answered its own /probe: evidence that Windows
 # answered even when the host's polls fell between its first answer and its shutdown.
 OA_VM_WAA_READY_LINE="VM is up and running, and the Windows Arena Server is ready to use!"
+# The instance metadata service (both clouds; a rehearsal points OA_VM_IMDS_URL at a loopback
+# stand-in). Every call is bounded and bypasses any proxy: a metadata service that hangs must
+# not hang the caller.
+OA_VM_IMDS="${OA_VM_IMDS_URL:-http://169.254.169.254}"
+OA_VM_IMDS_CURL=(-sS --noproxy '*' --connect-timeout 2 --max-time 5)
 OA_VM_STEP="start"
 OA_VM_STEP_STARTED=""
 
@@ -88,6 +93,12 @@ now_utc() {
 # (a docker log line, a metadata service's answer) can end its line early or add a key.
 status_field() {
   printf '%s=%s\n' "$1" "$(printf '%s' "$2" | tr '\000-\037\177' ' ')"
+}
+
+# imds_token: an AWS IMDSv2 session token on stdout, or nothing (and status 1).
+imds_token() {
+  curl "${OA_VM_IMDS_CURL[@]}" -f -X PUT -H "X-aws-ec2-metadata-token-ttl-seconds: 300" \
+    "$OA_VM_IMDS/latest/api/token"
 }
 
 # publish_host_status FILE: FILE (then removed) becomes every worker's status on this host, each

@@ -17,16 +17,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=infra/worker/lib.sh
 . "$here/lib.sh"
 
-imds="${OA_VM_IMDS_URL:-http://169.254.169.254}"
 poll_s="${OA_VM_SPOT_POLL_S:-5}"
-# Every call is bounded: a metadata service that hangs must not hang the watcher.
-curl_opts=(-sS --connect-timeout 2 --max-time 5)
-
-# imds_token: an IMDSv2 session token on stdout, or nothing (and status 1).
-imds_token() {
-  curl "${curl_opts[@]}" -f -X PUT -H "X-aws-ec2-metadata-token-ttl-seconds: 300" \
-    "$imds/latest/api/token"
-}
 
 # json_field NAME: the string value of "NAME" in the JSON document on stdin (a flat object).
 json_field() {
@@ -59,8 +50,8 @@ check_once() {
     return 1
   fi
   body="$(mktemp)"
-  code="$(curl "${curl_opts[@]}" -o "$body" -w '%{http_code}' \
-    -H "X-aws-ec2-metadata-token: $token" "$imds/latest/meta-data/spot/instance-action")" ||
+  code="$(curl "${OA_VM_IMDS_CURL[@]}" -o "$body" -w '%{http_code}' \
+    -H "X-aws-ec2-metadata-token: $token" "$OA_VM_IMDS/latest/meta-data/spot/instance-action")" ||
     code="failed"
   case "$code" in
     404)

@@ -18,7 +18,6 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=infra/worker/lib.sh
 . "$here/lib.sh"
 
-imds="${OA_VM_IMDS_URL:-http://169.254.169.254}"
 poll_s="${OA_VM_SPOT_POLL_S:-5}"
 # The first request enables Scheduled Events for the VM and may take up to two minutes.
 first_max_s="${OA_VM_SPOT_FIRST_MAX_S:-130}"
@@ -28,7 +27,7 @@ vm_name=""
 # metadata PATH: GET the metadata service's PATH, bounded, never through a proxy.
 metadata() {
   curl -sS -f --noproxy '*' --connect-timeout 2 --max-time "${max_s:-$first_max_s}" \
-    -H "Metadata: true" "$imds$1"
+    -H "Metadata: true" "$OA_VM_IMDS$1"
 }
 
 # preempt_event VM: reads Scheduled Events' JSON on stdin and prints "NOT_BEFORE<TAB>EVENT_ID"

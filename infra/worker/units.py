@@ -33,8 +33,12 @@ Layout on the host:
   shutdown behaviour ``terminate`` then ends it. It backs up the cloud-side schedule that
   terminates the instance even when the guest hangs. Azure has no such timer: a power-off from
   the guest would stop the VM without deallocating it (still billing), so the DevTest Labs
-  schedule alone ends Azure workers. Cloud-init arms it for the expiry the instance was created
-  with; a moved expiry re-arms it over SSH (:func:`rearm_command`).
+  schedule alone ends Azure workers. Cloud-init starts it for the expiry the instance was
+  created with. It has no ``[Install]`` section: at every later boot ``oa-vm-expiry-arm.service``
+  (``expiry_arm.sh``) starts it, after setting it to the pool's current expiry, read from the
+  instance's ``oa-vm:expires-at`` tag in the instance metadata (a stopped host's old time never
+  fires before that); a running host's timer follows a moved expiry over SSH
+  (:func:`rearm_command`).
 """
 
 from __future__ import annotations
@@ -100,11 +104,15 @@ SPOT_WATCH_UNIT = "oa-vm-spot-watch.service"
 AZURE_SPOT_WATCH_SCRIPT = "spot_watch_azure.sh"
 """Shipped to Azure Spot workers only (with :data:`AZURE_SPOT_WATCH_UNIT`)."""
 AZURE_SPOT_WATCH_UNIT = "oa-vm-spot-watch-azure.service"
+EXPIRY_ARM_SCRIPT = "expiry_arm.sh"
+"""Shipped to AWS hosts only (with :data:`EXPIRY_ARM_UNIT`): sets the power-off timer from the
+instance's expiry tag at every boot."""
+EXPIRY_ARM_UNIT = "oa-vm-expiry-arm.service"
 
 
 def read(name: str) -> str:
     """A shipped file of this package, by its path relative to ``infra/worker``."""
-    if name in STATIC_UNITS or name in (SPOT_WATCH_UNIT, AZURE_SPOT_WATCH_UNIT):
+    if name in (*STATIC_UNITS, SPOT_WATCH_UNIT, AZURE_SPOT_WATCH_UNIT, EXPIRY_ARM_UNIT):
         return (WORKER_DIR / "systemd" / name).read_text(encoding="utf-8")
     return (WORKER_DIR / name).read_text(encoding="utf-8")
 
@@ -115,10 +123,13 @@ def expiry_calendar(expires_at: datetime) -> str:
 
 
 def expiry_units(expires_at: datetime, purpose: str, expired: str,
-                 command: str) -> dict[str, str]:
+                 command: str, *, at_boot: bool = True) -> dict[str, str]:
     """``{unit path: text}``: ``oa-vm-expiry.timer``, firing once at ``expires_at`` (``purpose``
-    says what for), and ``oa-vm-expiry.service``, running ``command`` (``expired`` says why)."""
+    says what for), and ``oa-vm-expiry.service``, running ``command`` (``expired`` says why).
+    ``at_boot``: the timer can be enabled, so systemd starts it at boot; False when something
+    else starts it (an AWS host's ``oa-vm-expiry-arm.service``)."""
     when = expiry_calendar(expires_at)
+    install = "\n[Install]\nWantedBy=timers.target\n" if at_boot else ""
     timer = f"""[Unit]
 Description=oa-vm: {purpose} ({when})
 
@@ -126,10 +137,7 @@ Description=oa-vm: {purpose} ({when})
 OnCalendar={when}
 Persistent=true
 AccuracySec=1s
-
-[Install]
-WantedBy=timers.target
-"""
+{install}"""
     service = f"""[Unit]
 Description=oa-vm: {expired}
 
@@ -147,21 +155,16 @@ logged in as root, else ``sudo -n``: never a password prompt) and ``$R`` is the 
 (empty on a real host; a rehearsal's private root)."""
 
 
-def rearm_command(files: Mapping[str, str]) -> str:
+def rearm_command(files: Mapping[str, str], *, enable: bool = True) -> str:
     """Shell, after :data:`BECOME_ROOT`: write the expiry units ``files`` (``{unit path: text}``,
-    from :func:`expiry_units`) under the host's root, then enable and restart the timer, so it
-    fires at the new time, after a reboot too. What ``pool-extend``, a pause and a resume run on
-    a host whose timer must follow a moved expiry (own hosts and AWS hosts alike)."""
+    from :func:`expiry_units`) under the host's root, then restart the timer, so it fires at the
+    new time; ``enable``: enable it too, so it fires after a reboot (an AWS host's boot unit
+    starts it instead). What a running host whose timer must follow a moved expiry runs (own
+    hosts and AWS hosts alike)."""
     writes = "; ".join(
         f"printf %s {base64.b64encode(text.encode('utf-8')).decode('ascii')} | base64 -d | "
         f"$S tee \"$R\"{shlex.quote(path)} >/dev/null"
         for path, text in sorted(files.items())
     )
-    return (f"{writes}; $S systemctl daemon-reload; $S systemctl enable {EXPIRY_TIMER}; "
-            f"$S systemctl restart {EXPIRY_TIMER}")
-
-
-def disarm_command() -> str:
-    """Shell, after :data:`BECOME_ROOT`: stop and disable the expiry timer (a host about to be
-    stopped: its old time must not fire the moment a resume boots it)."""
-    return f"$S systemctl disable --now {EXPIRY_TIMER}"
+    enabled = f"$S systemctl enable {EXPIRY_TIMER}; " if enable else ""
+    return f"{writes}; $S systemctl daemon-reload; {enabled}$S systemctl restart {EXPIRY_TIMER}"

@@ -284,23 +284,14 @@ class CloudExpiryOps(FleetOps, ExpiryLimit, Protocol):
     """The fleet operations of a cloud that ends its pools itself (:attr:`Capability.CLOUD_EXPIRY`).
     Their :meth:`pause` and :meth:`resume` give the cloud ``record.expires_at`` too."""
 
-    def hosts_run_timers(self, record: PoolRecord) -> bool:
-        """Whether the pool's hosts power themselves off at the expiry (a timer)."""
-        ...
-
     def move_expiry(self, record: PoolRecord, progress: Progress) -> None:
         """Make the cloud end the pool at ``record.expires_at`` (its program runs again), then
-        re-arm the running hosts' own timers; a host that does not answer is said through
-        ``progress``, with what to run.
+        re-arm the running hosts' own timers (a stopped host sets its own when it boots); a
+        host that does not answer is said through ``progress``, with what to run.
 
         Raises:
             ProvisioningError: the cloud did not take the new expiry.
         """
-        ...
-
-    def rearm_hosts(self, record: PoolRecord, progress: Progress) -> None:
-        """Set each running host's own timer to ``record.expires_at`` (over SSH); a host that
-        does not answer is said through ``progress``, with what to run. Never raises."""
         ...
 
 

@@ -22,9 +22,9 @@ schedule, Azure's daily shutdown time) and the tags take the pool's current one,
 resume and ``pool-extend`` (:meth:`CloudFleetOps.move_expiry`) move it in the cloud; the hosts'
 user data keeps the one they were created with (``provider_data["program_expires_at"]``),
 because changed user data would replace every instance. An AWS host's own power-off timer,
-armed by cloud-init for that first expiry, follows over SSH (:mod:`~oa_vm.clouds.pulumi.timers`):
-re-armed after ``pool-extend`` and once a resumed host answers, disabled before a pause stops
-the host (so the old time cannot fire when the resume boots it).
+armed by cloud-init for that first expiry, is set from the instance's expiry tag at every boot
+(a resumed host's too), and a running host's follows ``pool-extend`` over SSH
+(:mod:`~oa_vm.clouds.pulumi.timers`).
 """
 
 from __future__ import annotations
@@ -185,15 +185,12 @@ class CloudFleetOps:
     # -- FleetOps ------------------------------------------------------------------------------
 
     def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
-        """AWS: the hosts' timers stopped (see :mod:`~oa_vm.clouds.pulumi.timers`), then the
-        instances stopped by the program, whose schedule takes ``record.expires_at`` (the
-        paused pool's: AWS terminates stopped instances too). Azure: VMs deallocated, the
-        stack left as it is (its daily schedule only deallocates; the resume moves it). Disks
+        """AWS: the instances stopped by the program, whose schedule and tags take
+        ``record.expires_at`` (the paused pool's: AWS terminates stopped instances too; a host
+        sets its timer from the tag when it boots again). Azure: VMs deallocated, the stack
+        left as it is (its daily schedule only deallocates; the resume moves it). Disks
         stay."""
         if record.cloud == "aws":
-            runner = self.provider.timer_runner(record)
-            if runner is not None:
-                timers.disarm(record, runner, progress)
             outputs = self.provider.update_program(record, progress, paused=True)
             self._update_workers(record, outputs)
         else:
@@ -209,8 +206,9 @@ class CloudFleetOps:
     def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
         """AWS: instances declared running again; Azure: the shutdown schedules moved to the
         new expiry first (an old time of day would deallocate the VMs early), then the VMs
-        started. Either way the cloud's kill switch takes ``record.expires_at``. Workers then
-        boot; their timers are re-armed once they answer (:meth:`rearm_hosts`)."""
+        started. Either way the cloud's kill switch takes ``record.expires_at``; AWS's tags take
+        it before the instances start, and each host sets its power-off timer from them as it
+        boots (:mod:`~oa_vm.clouds.pulumi.timers`)."""
         names = [w.name for w in record.workers if w.state == WorkerState.PAUSED]
         if record.cloud == "aws":
             outputs = self.provider.update_program(record, progress, paused=False)
@@ -240,18 +238,10 @@ class CloudFleetOps:
             return
         self.provider.update_program(record, progress, paused=_power(record))
         if paused:
-            progress("its hosts are stopped: pool-resume re-arms their power-off timers")
-        else:
-            self.rearm_hosts(record, progress)
-
-    def hosts_run_timers(self, record: PoolRecord) -> bool:
-        """AWS's hosts do (cloud-init arms the timer); Azure's do not."""
-        return self.provider.timer_runner(record) is not None
-
-    def rearm_hosts(self, record: PoolRecord, progress: Progress) -> None:
-        """Each host's power-off timer set to ``record.expires_at`` over SSH (AWS; Azure's
-        hosts run none); a host that does not answer is said, with what to run."""
-        runner = self.provider.timer_runner(record)
+            progress("its hosts are stopped: each sets its power-off timer to the new expiry "
+                     "when it starts")
+            return
+        runner = self.provider.timer_runner(record)  # None: Azure's hosts run no timer
         if runner is not None:
             timers.rearm(record, runner, progress)
 

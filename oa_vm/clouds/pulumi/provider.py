@@ -107,7 +107,8 @@ class CloudInfo:
         notes: lines every plan of the cloud ends with; ``{pool}`` and ``{resource_group}``
             (the resource group the program declares) are filled in.
         host_timer: the hosts power themselves off at the expiry (a timer cloud-init arms:
-            the program's ``HOST_FACTS.guest_poweroff``), re-armed over SSH when it moves.
+            the program's ``HOST_FACTS.guest_poweroff``), set from the expiry tag at every
+            boot and re-armed over SSH on a running host when the expiry moves.
     """
 
     name: str

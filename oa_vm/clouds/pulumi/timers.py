@@ -1,12 +1,14 @@
-"""A cloud host's own power-off timer, moved over SSH when the pool's expiry moves (AWS).
+"""A running cloud host's own power-off timer, moved over SSH when the pool's expiry moves (AWS).
 
-Cloud-init arms ``oa-vm-expiry.timer`` for the expiry the instance was created with
+Cloud-init starts ``oa-vm-expiry.timer`` for the expiry the instance was created with
 (:func:`infra.worker.cloud_init.poweroff_units`); the user data cannot change without replacing
-the instance, so a moved expiry reaches the timer over SSH instead: the same units, written for
-the new expiry (:func:`infra.worker.units.rearm_command`, as on the user's own hosts). A host
-about to be stopped (a pause) has its timer disabled first: a stopped host misses its time,
-and the timer (``Persistent=true``) would fire the moment ``pool-resume`` boots it; the
-resume re-arms it once the host answers. Meanwhile the cloud's own schedule ends the pool.
+the instance. A host that boots sets the timer itself: ``oa-vm-expiry-arm.service`` reads the
+pool's current expiry from the instance's ``oa-vm:expires-at`` tag (which the program moves with
+the record) before it starts the timer, and nothing else starts it at boot. So a pause needs no
+disarm (the stopped host's old time cannot fire at the resume's boot) and a resume no re-arm,
+``--no-wait`` or not. Only a running host's timer must follow a moved expiry (``pool-extend``):
+over SSH, the same units written for the new expiry (:func:`infra.worker.units.rearm_command`,
+as on the user's own hosts). Meanwhile the cloud's own schedule ends the pool.
 """
 
 from __future__ import annotations
@@ -26,14 +28,8 @@ def rearm_command(expires_at: datetime) -> str:
     from infra.worker import units
     from infra.worker.cloud_init import poweroff_units
 
-    return "set -e; " + units.BECOME_ROOT + units.rearm_command(poweroff_units(expires_at))
-
-
-def disarm_command() -> str:
-    """The command that stops and disables a cloud host's power-off timer."""
-    from infra.worker import units
-
-    return "set -e; " + units.BECOME_ROOT + units.disarm_command()
+    return "set -e; " + units.BECOME_ROOT + units.rearm_command(poweroff_units(expires_at),
+                                                                enable=False)
 
 
 def rearm(record: PoolRecord, runner: RemoteRunner, progress: Progress) -> list[str]:
@@ -42,22 +38,7 @@ def rearm(record: PoolRecord, runner: RemoteRunner, progress: Progress) -> list[
     expires_at = record.expires_at
     if expires_at is None:
         return []
-    return _each_host(record, runner, progress, rearm_command(expires_at),
-                      "its power-off timer was not moved",
-                      f"oa-vm pool-extend --pool {record.name} --by 1m")
-
-
-def disarm(record: PoolRecord, runner: RemoteRunner, progress: Progress) -> list[str]:
-    """Stop every host's timer before the hosts are stopped; returns the hosts not reached."""
-    return _each_host(record, runner, progress, disarm_command(),
-                      "its power-off timer was not stopped (it may power the host off when "
-                      "pool-resume starts it)",
-                      f"oa-vm pool-resume --pool {record.name}, then oa-vm pool-extend "
-                      f"--pool {record.name} --by 1m")
-
-
-def _each_host(record: PoolRecord, runner: RemoteRunner, progress: Progress, command: str,
-               what: str, again: str) -> list[str]:
+    command = rearm_command(expires_at)
     missed: list[str] = []
     for host, workers in record.by_host().items():
         ssh = next((w.ssh for w in workers if w.ssh is not None), None)
@@ -66,7 +47,8 @@ def _each_host(record: PoolRecord, runner: RemoteRunner, progress: Progress, com
         problem = _run(runner, ssh, command)
         if problem:
             missed.append(host)
-            progress(f"host {host}: {what}: {problem}; when it answers, run: {again}")
+            progress(f"host {host}: its power-off timer was not moved: {problem}; when it "
+                     f"answers, run: oa-vm pool-extend --pool {record.name} --by 1m")
     return missed
 
 

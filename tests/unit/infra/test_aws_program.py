@@ -14,7 +14,7 @@ import yaml  # type: ignore[import-untyped]
 from infra import aws as infra_aws
 from infra.offline import OfflineRun, RecordedResource
 from infra.sizes import UnsupportedSizeError
-from infra.tags import ALL_KEYS
+from infra.tags import ALL_KEYS, check_key
 from tests.support.pool_programs import (
     AWS_IMAGE,
     EXPIRES,
@@ -80,6 +80,31 @@ def test_every_resource_carries_the_three_tags(run_aws: RunAws, workers: int) ->
     for inst in _instances(run):
         root_tags = inst.inputs["rootBlockDevice"]["tags"]
         assert {k: root_tags.get(k) for k in ALL_KEYS} == expected
+
+
+@pytest.mark.parametrize("spot", [False, True])
+def test_hosts_read_their_expiry_tag_from_the_metadata_at_boot(
+    run_aws: RunAws, spot: bool
+) -> None:
+    """The boot unit reads ``oa-vm:expires-at`` from the instance metadata: the instances show
+    their tags there, every key they carry is one AWS then allows (a launch fails otherwise),
+    and the user data installs and enables the unit (its run: test_expiry_arm_rehearsal)."""
+    run, _ = run_aws(make_settings("aws", workers=2, spot=spot))
+    for inst in _instances(run):
+        options = inst.inputs["metadataOptions"]
+        assert options["instanceMetadataTags"] == "enabled"
+        assert (options["httpTokens"], options["httpPutResponseHopLimit"]) == ("required", 1)
+        assert "Name" in inst.inputs["tags"]
+        for key in inst.inputs["tags"]:
+            assert check_key(key) == key
+        doc = yaml.safe_load(gzip.decompress(base64.b64decode(inst.inputs["userDataBase64"])))
+        paths = {f["path"] for f in doc["write_files"]}
+        assert {"/opt/oa-vm/expiry_arm.sh", "/etc/systemd/system/oa-vm-expiry-arm.service",
+                "/opt/oa-vm/lib.sh"} <= paths
+        assert ["systemctl", "enable", "oa-vm-expiry-arm.service"] in doc["runcmd"]
+    for res in taggable(run):  # the provider's default tags reach every resource
+        for key in res.inputs.get("tags") or {}:
+            assert check_key(key) == key, res.name
 
 
 def _ingress(run: Any) -> list[dict[str, Any]]:

@@ -130,10 +130,23 @@ def test_expiry_timer_is_armed_first_on_aws_only() -> None:
     service = _content(_files(doc)["/etc/systemd/system/oa-vm-expiry.service"])
     assert "ExecStart=/usr/bin/systemctl poweroff" in service
     steps = [" ".join(step) for step in doc["runcmd"]]
-    assert steps.index("systemctl enable --now oa-vm-expiry.timer") < steps.index(
+    assert steps.index("systemctl start oa-vm-expiry.timer") < steps.index(
         "systemctl start --no-block oa-vm-bootstrap.service"
     )
-    assert "/etc/systemd/system/oa-vm-expiry.timer" not in _files(_doc("azure"))
+    # started, never enabled: at every later boot the arm unit starts it, once it holds the
+    # pool's current expiry (its tag), so a stopped host's old time cannot fire first
+    assert "[Install]" not in timer
+    assert not [s for s in steps if "enable" in s and "oa-vm-expiry.timer" in s]
+    assert "systemctl enable oa-vm-expiry-arm.service" in steps
+    arm = _content(_files(doc)["/etc/systemd/system/oa-vm-expiry-arm.service"])
+    assert "ExecStart=/opt/oa-vm/expiry_arm.sh\n" in arm and "WantedBy=multi-user.target" in arm
+    assert "After=network-online.target" in arm
+    script = _files(doc)["/opt/oa-vm/expiry_arm.sh"]
+    assert script["permissions"] == "0755"
+    assert _content(script) == ship_text(units.read("expiry_arm.sh"))
+    azure = _files(_doc("azure"))
+    assert not {"/etc/systemd/system/oa-vm-expiry.timer", "/opt/oa-vm/expiry_arm.sh",
+                "/etc/systemd/system/oa-vm-expiry-arm.service"} & set(azure)
 
 
 def _late_files() -> dict[str, str]:
@@ -196,7 +209,8 @@ def test_the_worker_image_is_built_on_a_current_dockur_with_waas_files() -> None
 
 def test_the_shipped_shell_scripts_parse_and_hold_no_here_documents(tmp_path: Path) -> None:
     """ship_text drops lines starting with '#': safe only without here-documents."""
-    for name in (*units.SCRIPTS, units.SPOT_WATCH_SCRIPT, units.AZURE_SPOT_WATCH_SCRIPT):
+    for name in (*units.SCRIPTS, units.SPOT_WATCH_SCRIPT, units.AZURE_SPOT_WATCH_SCRIPT,
+                 units.EXPIRY_ARM_SCRIPT):
         source = units.read(name)
         assert "<<" not in source, f"{name} holds a here-document: ship_text would change it"
         shipped = tmp_path / name

@@ -32,9 +32,20 @@ def test_keys_either_cloud_refuses_are_rejected(key: str) -> None:
         tags.check_key(key)
 
 
+@pytest.mark.parametrize("key", ["a b", "cost center", ".", "..", "_index", "a*b", "a#b",
+                                 "caf\u00e9", "a;b", "a\tb"])
+def test_keys_aws_refuses_in_the_instance_metadata_are_rejected(key: str) -> None:
+    """An AWS host reads its expiry tag from the instance metadata, which allows only these
+    keys on the instance (its launch fails otherwise)."""
+    with pytest.raises(ValueError, match="instance metadata"):
+        tags.check_key(key)
+
+
 def test_our_keys_pass_both_clouds_rules() -> None:
-    for key in tags.ALL_KEYS:
+    for key in (*tags.ALL_KEYS, *tags.IMAGE_KEYS, tags.IMAGE_BASE_DIGEST, tags.NAME,
+                "a+b=c.d,e_f:g@h-1"):
         assert tags.check_key(key) == key
+    assert tags.named({"oa-vm:pool": "p"}, "p-w0") == {"oa-vm:pool": "p", "Name": "p-w0"}
 
 
 @pytest.mark.parametrize("size", ["m8i.2xlarge", "c8i.4xlarge", "r8i-flex.2xlarge", "m5.metal"])

@@ -95,6 +95,10 @@ def _tags(resources: list[dict[str, Any]]) -> set[str]:
     return {r["inputs"]["tags"]["oa-vm:expires-at"] for r in resources}
 
 
+def _tag(expires_at: datetime) -> str:
+    return expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def test_aws_extend_moves_the_schedule_tags_and_timers_not_the_user_data(aws: AwsPool) -> None:
     hosts, engine, ops, created = aws.hosts, aws.engine, aws.ops, aws.created
     lines: list[str] = []
@@ -150,7 +154,10 @@ def test_a_failed_update_leaves_the_record_at_the_expiry_the_cloud_keeps(aws: Aw
     assert not hosts.calls  # no timer moved past the cloud's schedule
 
 
-def test_aws_pause_keep_days_moves_the_schedule_and_stops_the_timers_first(aws: AwsPool) -> None:
+def test_aws_pause_and_resume_move_the_schedule_and_tags_and_reach_no_host(aws: AwsPool) -> None:
+    """A stopped host's timer is not disarmed, nor a resumed one's re-armed: each host sets it
+    from its ``oa-vm:expires-at`` tag when it boots (``test_expiry_arm_rehearsal.py``), so the
+    tags must hold the expiry the cloud keeps."""
     hosts, engine, ops, created = aws.hosts, aws.engine, aws.ops, aws.created
 
     paused = fleet.pause_pool("waa-eval", keep_days=3, ops=ops)
@@ -161,8 +168,8 @@ def test_aws_pause_keep_days_moves_the_schedule_and_stops_the_timers_first(aws: 
     assert live_of_type(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == (
         schedule_expression(kept))
     assert aws.user_data_now() == aws.user_data
-    # before the stop, each host's timer is disabled: its old time must not fire at the resume
-    assert [c for _, c in hosts.calls] == [timers.disarm_command()] * 2
+    assert _tags(live_of_type(engine, INSTANCE)) == {_tag(kept)}
+    assert not hosts.calls
     assert state.load("waa-eval").provider_data["program_expires_at"] == state.format_time(
         created)
 
@@ -173,8 +180,10 @@ def test_aws_pause_keep_days_moves_the_schedule_and_stops_the_timers_first(aws: 
     assert live_of_type(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(
         kept + timedelta(hours=5))
     assert {p["inputs"]["state"] for p in live_of_type(engine, POWER)} == {"stopped"}
+    assert _tags(live_of_type(engine, INSTANCE)) == {_tag(kept + timedelta(hours=5))}
     assert not hosts.calls
-    assert "its hosts are stopped: pool-resume re-arms their power-off timers" in lines
+    assert ("its hosts are stopped: each sets its power-off timer to the new expiry when it "
+            "starts") in lines
 
     # resumed: the schedule takes the resumed expiry (TTL plus the extension) as they start
     lines.clear()
@@ -185,11 +194,11 @@ def test_aws_pause_keep_days_moves_the_schedule_and_stops_the_timers_first(aws: 
     assert live_of_type(engine, SCHEDULE)[0]["inputs"]["scheduleExpression"] == schedule_expression(
         resumed.expires_at)
     assert {p["inputs"]["state"] for p in live_of_type(engine, POWER)} == {"running"}
+    assert _tags(live_of_type(engine, INSTANCE)) == {_tag(resumed.expires_at)}
     assert aws.user_data_now() == aws.user_data
-    assert any("power-off timers are re-armed once they answer" in line for line in lines)
-    # ... and once they answer (what a waiting resume does after pool-wait)
-    ops.rearm_hosts(resumed, lines.append)
-    assert [c for _, c in hosts.calls] == [timers.rearm_command(resumed.expires_at)] * 2
+    # --no-wait needs no follow-up: nothing to run afterwards, no host reached
+    assert not [line for line in lines if "timer" in line or "pool-extend" in line], lines
+    assert not hosts.calls
 
 
 def test_a_failed_resume_leaves_the_pool_paused_with_its_expiry(aws: AwsPool) -> None:
@@ -278,22 +287,22 @@ def test_azure_pause_keeps_days_resume_moves_the_schedule_before_starting(
     assert {v["inputs"]["osProfile"]["customData"] for v in live_of_type(engine, VM)} == custom
 
 
-def test_a_failed_pause_rearms_the_timers_it_stopped(aws: AwsPool) -> None:
+def test_a_failed_pause_leaves_the_hosts_timers_alone(aws: AwsPool) -> None:
     hosts, engine, ops, created = aws.hosts, aws.engine, aws.ops, aws.created
     engine.fail_up["us-east-1"] = "UnauthorizedOperation: ec2:StopInstances"
     with pytest.raises(ProvisioningError, match="it was not paused; its expiry did not move"):
         fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
     assert _expiry() == created
     assert state.load("waa-eval").state == PoolState.READY
-    assert [c for _, c in hosts.calls] == [timers.disarm_command()] * 2 + [
-        timers.rearm_command(created)] * 2
+    assert not hosts.calls
 
 
-def test_a_waiting_resume_rearms_the_timers_once_the_workers_are_ready(
+def test_a_waiting_resume_reaches_no_timer_once_the_workers_are_ready(
     aws: AwsPool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``pool-wait`` itself (SSH, the status file, the probes) is covered by test_cloud_wait;
-    here the wait stands for its result, the pool ready, to see what the resume does next."""
+    here the wait stands for its result, the pool ready, to see what the resume does next:
+    nothing more, the hosts set their timers from their tags as they booted."""
     from oa_vm import api
 
     hosts, ops = aws.hosts, aws.ops
@@ -306,7 +315,8 @@ def test_a_waiting_resume_rearms_the_timers_once_the_workers_are_ready(
     monkeypatch.setattr(api, "wait_pool", ready)
     resumed = fleet.resume_pool("waa-eval", ttl_hours=3, ops=ops)
     assert resumed.expires_at is not None
-    assert [c for _, c in hosts.calls] == [timers.rearm_command(resumed.expires_at)] * 2
+    assert _tags(live_of_type(aws.engine, INSTANCE)) == {_tag(resumed.expires_at)}
+    assert not hosts.calls
 
 
 @pytest.mark.parametrize("pool_state", [PoolState.CREATING, PoolState.FAILED])
