@@ -8,7 +8,7 @@
 # moved (pool-resume, with or without --no-wait; a start from the console) so powers off at
 # the pool's expiry with no client involved. When the tag cannot be read (no answer, no such
 # tag, not a time) the timer keeps the time it has (cloud-init's, or the last one set over
-# SSH): never none.
+# SSH), unless that time has passed (below).
 set -uo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -49,8 +49,18 @@ case "$calendar" in
     echo "oa-vm: expiry: the power-off timer is set for $calendar (tag $tag)"
     ;;
   *)
+    kept="$(sed -n 's/^OnCalendar=//p' "$timer")"
+    # A time kept that has passed is not the pool's: a stopped pool's hosts past it would have
+    # been ended by the cloud's schedule, so this host was resumed with a later expiry its tag
+    # could not tell. Starting the timer would end it at once; the schedule ends it instead.
+    if [ "$(date -u -d "$kept" +%s 2>/dev/null || echo 0)" -le "$(date -u +%s)" ]; then
+      echo "oa-vm: expiry: no time read from tag $tag (${when:-no answer}), and the time" \
+        "kept ($kept) has passed: the power-off timer is left stopped; the cloud's" \
+        "schedule ends the pool at its expiry" >&2
+      exit 0
+    fi
     echo "oa-vm: expiry: no time read from tag $tag (${when:-no answer});" \
-      "the power-off timer keeps $(sed -n 's/^OnCalendar=//p' "$timer")" >&2
+      "the power-off timer keeps $kept" >&2
     ;;
 esac
 systemctl daemon-reload && systemctl restart oa-vm-expiry.timer

@@ -98,10 +98,15 @@ def imds_with() -> Iterator[Any]:
         imds.served.close()
 
 
-def cloud_init_host(root: Path) -> dict[str, str]:
-    """Write every file of an AWS worker's real user data under ``root``, as cloud-init does;
-    returns ``{path: content}``."""
-    text = gzip.decompress(base64.b64decode(user_data_base64(make_settings("aws"))))
+CREATED = datetime(2099, 3, 1, 18, 30, 5, tzinfo=UTC)
+"""The creation's expiry in the user data: later than any clock this runs on."""
+
+
+def cloud_init_host(root: Path, created: datetime = CREATED) -> dict[str, str]:
+    """Write every file of an AWS worker's real user data (created with expiry ``created``)
+    under ``root``, as cloud-init does; returns ``{path: content}``."""
+    settings = make_settings("aws", expires_at=created)
+    text = gzip.decompress(base64.b64decode(user_data_base64(settings)))
     files = {f["path"]: f["content"] for f in yaml.safe_load(text)["write_files"]}
     for path, content in files.items():
         target = root / path.lstrip("/")
@@ -111,10 +116,11 @@ def cloud_init_host(root: Path) -> dict[str, str]:
     return files
 
 
-def boot(tmp_path: Path, imds_url: str) -> tuple[subprocess.CompletedProcess[str], Path]:
+def boot(tmp_path: Path, imds_url: str,
+         created: datetime = CREATED) -> tuple[subprocess.CompletedProcess[str], Path]:
     """The arm unit's ``ExecStart`` (as written in the unit file) run under the host's root."""
     root = tmp_path / "host"
-    written = cloud_init_host(root)
+    written = cloud_init_host(root, created)
     unit = written[f"{units.UNIT_DIR}/{units.EXPIRY_ARM_UNIT}"]
     start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
     command = shlex.split(start.removeprefix("ExecStart="))
@@ -165,9 +171,9 @@ def test_a_tag_that_gives_no_time_keeps_cloud_inits_expiry(
     imds = imds_with(tags)
     done, root = boot(tmp_path, imds.url)
     assert done.returncode == 0, done.stderr
-    created = poweroff_units(make_settings("aws").expires_at)
+    created = poweroff_units(CREATED)
     assert _text(root, TIMER) == created[TIMER]  # byte for byte what cloud-init wrote
-    assert "the power-off timer keeps 2026-03-01 18:30:05 UTC" in done.stderr
+    assert "the power-off timer keeps 2099-03-01 18:30:05 UTC" in done.stderr
     assert calls(tmp_path / "fake") == _expected_calls()  # still started: never none
     assert all(token == TOKEN for method, _, token in imds.seen if method == "GET")
 
@@ -180,7 +186,20 @@ def test_a_metadata_service_that_does_not_answer_keeps_cloud_inits_expiry(
         tried = silent.accepted
     assert done.returncode == 0, done.stderr
     assert tried == 3  # each try's token request timed out; no tag read without a token
-    created = poweroff_units(make_settings("aws").expires_at)
+    created = poweroff_units(CREATED)
     assert _text(root, TIMER) == created[TIMER]
-    assert "no answer" in done.stderr and "keeps 2026-03-01 18:30:05 UTC" in done.stderr
+    assert "no answer" in done.stderr and "keeps 2099-03-01 18:30:05 UTC" in done.stderr
     assert calls(tmp_path / "fake") == _expected_calls()
+
+
+def test_a_kept_time_that_has_passed_is_not_started_when_the_tag_gives_none(
+    tmp_path: Path, imds_with: Any
+) -> None:
+    # A host booting past the time it kept was resumed to a later expiry (the cloud's schedule
+    # ends stopped hosts at theirs): starting the timer would power it off at once.
+    imds = imds_with({})
+    done, root = boot(tmp_path, imds.url, created=datetime(2001, 3, 1, 18, 30, 5, tzinfo=UTC))
+    assert done.returncode == 0, done.stderr
+    assert "2001-03-01 18:30:05 UTC) has passed: the power-off timer is left stopped" in (
+        " ".join(done.stderr.split()))
+    assert calls(tmp_path / "fake") == []
