@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from oa_vm.errors import NO_POOLS_MESSAGE, InvalidInputError
+from oa_vm.errors import PoolNotFoundError
 
 # typing is not imported at run time (start-up time); mypy reads this as typing's.
 TYPE_CHECKING = False
@@ -67,7 +67,7 @@ def _pool_status(name: str | None) -> PoolRecord:
 
     names = state.list_names()
     if name is None and not names:  # api.resolve_name's answer, without importing the api
-        raise InvalidInputError(NO_POOLS_MESSAGE)
+        raise PoolNotFoundError(None)
     if name is not None:
         state.validate_pool_name(name)  # as api.resolve_name: "" is refused, not "the only pool"
     if name is not None or len(names) == 1:
