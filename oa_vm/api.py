@@ -139,6 +139,8 @@ def build_spec(
     if price_per_hour is not None and "--price-per-hour" not in takes:
         raise InvalidInputError("--price-per-hour is for local pools and your own hosts "
                                 "(--cloud ssh); cloud pools use the catalog")
+    if facts(cloud).billing is None:  # it rents nothing: free unless priced, as its plan says
+        price_per_hour = price_per_hour or 0.0
     workers = _workers_on_hosts(takes, limit, workers, list(hosts or []), ssh_key, workers_per_host)
     if "--per-process" in takes and workers_per_host != 1:
         # a local pool's simulated host is a process: N workers per host is N per process
