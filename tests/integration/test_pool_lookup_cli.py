@@ -44,17 +44,29 @@ def _args(command: Command, tmp_path: Path) -> list[str]:
     return [a.replace("{bundles}", str(bundles)) for a in ARGS.get(command, [])]
 
 
+def _keep_a_pool(home: Path) -> None:
+    """A pool record of a name the lookups do not ask for (no worker: nothing to refresh)."""
+    from oa_vm.model import state
+
+    state.save(state.PoolRecord(name="kept", cloud="local", state=state.PoolState.READY,
+                                created_at=state.utcnow()))
+
+
+@pytest.mark.parametrize("hint", [f"({NO_POOLS_MESSAGE})", "(known pools: kept)"])
 @pytest.mark.parametrize("command", LOOKUPS, ids=lambda c: " ".join((c[0], *c[1])))
 def test_an_unknown_pool_is_bad_input_with_one_hint(
-    command: Command, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    command: Command, hint: str, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script, words = command
     monkeypatch.chdir(tmp_path)  # a command that writes a results folder writes it here
+    if "kept" in hint:
+        _keep_a_pool(home)
     result = run_cli(script, *words, "--pool", "nope", *_args(command, tmp_path), home=home)
     line = result.assert_one_line_error()
-    assert line == f"{script}: error: no pool named 'nope' ({NO_POOLS_MESSAGE})"
+    assert line == f"{script}: error: no pool named 'nope' {hint}"
     assert result.returncode == 2
-    assert not (home / "pools").exists() or not any((home / "pools").iterdir())
+    assert sorted(p.name for p in (home / "pools").glob("*")) == (["kept"] if "kept" in hint
+                                                                  else [])
 
 
 @pytest.mark.parametrize("command", [c for c in LOOKUPS if c not in NO_POOL_MEANS_OTHER],
