@@ -87,3 +87,13 @@ def test_a_command_that_printed_its_document_adds_no_error_document(home: Path) 
                      "--max-cost-usd", "0.01", "--json", home=home)
     assert "more than --max-cost-usd" in result.assert_one_line_error()
     assert result.returncode == 2 and "error" not in json.loads(result.stdout)
+
+
+def test_a_failure_after_the_lookup_is_a_json_error_with_its_exit_code(home: Path) -> None:
+    from oa_vm.model import state
+
+    state.save(state.PoolRecord(name="kept", cloud="local", state=state.PoolState.READY,
+                                created_at=state.utcnow()))
+    result = run_cli("oa-vm", "pool-resume", "--pool", "kept", "--json", home=home)
+    assert _one_json_error(result) == {
+        "error": "pool 'kept' is not paused (ready); nothing to resume", "exit_code": 1}
