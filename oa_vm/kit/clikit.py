@@ -2,7 +2,8 @@
 
 Known errors (the project's exception trees) print as one line on stderr and exit with their
 ``exit_code`` (default 1); anything else also prints one line, naming ``--debug``, which shows the
-traceback. Ctrl-C exits 130, as shells expect.
+traceback. Ctrl-C exits 130, as shells expect. Under ``--json``, a command that fails before it
+printed its document prints the error as one (:func:`oa_vm.kit.error_line.say_failure`).
 """
 
 from __future__ import annotations
