@@ -18,7 +18,6 @@ from oa_vm.clouds import facts, get_provider, known_clouds
 from oa_vm.clouds.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
 from oa_vm.clouds.local.faults import validate_faults
 from oa_vm.errors import (
-    NO_POOLS_MESSAGE,
     AmbiguousPoolError,
     CorruptRecordError,
     InvalidInputError,
@@ -140,6 +139,8 @@ def build_spec(
     if price_per_hour is not None and "--price-per-hour" not in takes:
         raise InvalidInputError("--price-per-hour is for local pools and your own hosts "
                                 "(--cloud ssh); cloud pools use the catalog")
+    if facts(cloud).billing is None:  # it rents nothing: free unless priced, as its plan says
+        price_per_hour = price_per_hour or 0.0
     workers = _workers_on_hosts(takes, limit, workers, list(hosts or []), ssh_key, workers_per_host)
     if "--per-process" in takes and workers_per_host != 1:
         # a local pool's simulated host is a process: N workers per host is N per process
@@ -320,7 +321,7 @@ def create_pool(
         expires_at=spec.expires_at, owner=spec.owner, price_per_hour=spec.price_per_hour,
     )
     state.save(placeholder)
-    (state.removed_dir() / f"{spec.name}.json").unlink(missing_ok=True)  # an old tombstone
+    state.tombstone(spec.name).unlink(missing_ok=True)  # an old tombstone
     try:
         record = provider.create(spec, progress)
     except (ProvisioningError, InvalidInputError) as exc:
@@ -357,8 +358,7 @@ def resolve_name(name: str | None) -> str:
     """The pool meant by ``--name``; when it is left out, the only pool there is.
 
     Raises:
-        InvalidInputError: no pool exists at all (the message says how to make one; exit 2, as
-            the fast path of ``pool-status`` says it too).
+        PoolNotFoundError: no pool exists at all (the message says how to make one).
         AmbiguousPoolError: several exist (the message lists them).
     """
     if name is not None:
@@ -366,7 +366,7 @@ def resolve_name(name: str | None) -> str:
         return state.validate_pool_name(name)
     names = state.list_names()
     if not names:
-        raise InvalidInputError(NO_POOLS_MESSAGE)
+        raise PoolNotFoundError(None)
     if len(names) > 1:
         raise AmbiguousPoolError(names)
     return names[0]
@@ -528,7 +528,7 @@ def cleanup_pool(
             raise InvalidInputError("--purge is for pools on your own hosts (--cloud ssh): it "
                                     "removes their image cache")
     except PoolNotFoundError:
-        tomb = state.removed_dir() / f"{pool}.json"
+        tomb = state.tombstone(pool)
         if tomb.exists():
             return CleanupReport(hints=[f"pool {pool!r} was already removed; nothing to remove"])
         raise
@@ -589,7 +589,7 @@ def _destroy(record: PoolRecord, progress: Progress) -> CleanupReport:
         state.save(record)  # keep the record: something is still billing or present
         return report
     state.atomic_write_json(
-        state.removed_dir() / f"{pool}.json",
+        state.tombstone(pool),
         {"name": pool, "cloud": record.cloud, "removed_at": state.format_time(state.utcnow()),
          "removed": report.removed},
     )

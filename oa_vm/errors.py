@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
     _E = TypeVar("_E", bound="OaVmError")
 
-NO_POOLS_MESSAGE = "there are no pools; create one with 'oa-vm pool-create --cloud local'"
+NO_POOLS_MESSAGE = "there are no pools; create one with 'oa-vm pool-create'"
+"""The hint of every error met when no pool exists (:class:`PoolNotFoundError`)."""
 
 LISTED = 8
 """The most names an error lists (known runs, pools, workers...): the rest are counted."""
@@ -54,18 +55,18 @@ class InvalidInputError(OaVmError):
     exit_code = 2
 
 
-class PoolNotFoundError(OaVmError):
-    """No record for the named pool."""
+class PoolNotFoundError(InvalidInputError):
+    """No record for the named pool (``name``), or no pool at all (``name`` is ``None``).
 
-    def __init__(self, name: str, known: list[str] | None = None) -> None:
+    Bad input (exit 2) wherever a pool is looked up, with one wording: the pools there are,
+    or :data:`NO_POOLS_MESSAGE`.
+    """
+
+    def __init__(self, name: str | None, known: list[str] | None = None) -> None:
         self.name = name
         self.known = known or []
-        hint = (
-            f"known pools: {listing(self.known)}"
-            if self.known
-            else "there are no pools; create one with 'oa-vm pool-create'"
-        )
-        super().__init__(f"no pool named {name!r} ({hint})")
+        hint = f"known pools: {listing(self.known)}" if self.known else NO_POOLS_MESSAGE
+        super().__init__(hint if name is None else f"no pool named {name!r} ({hint})")
 
 
 class PoolExistsError(OaVmError):

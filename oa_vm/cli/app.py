@@ -139,7 +139,7 @@ def pool_create(
         return
     pool_opts.preflight(spec)  # a missing image or bad size: one line, nothing written
     pool_opts.ensure_engine(spec.cloud)
-    cli_images.build_missing_image(spec, json_out=json_out, yes=yes)
+    cli_images.build_missing_image(spec, stdout_taken=json_out, yes=yes)
     if "--allow-cidr" in facts(spec.cloud).options and not spec.allow_cidrs:
         spec.allow_cidrs = [api.detect_caller_cidr()]
         _err(f"SSH will be open to {spec.allow_cidrs[0]} only (your address; see --allow-cidr)")

@@ -7,6 +7,8 @@ loads only inside the commands that need it.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -26,15 +28,18 @@ if TYPE_CHECKING:
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 
-def build_missing_image(spec: PoolSpec, *, json_out: bool = False, yes: bool = False) -> None:
+def build_missing_image(spec: PoolSpec, *, stdout_taken: bool = False, yes: bool = False) -> None:
     """``--build-image`` of ``pool-create`` and ``sweep``: build the first region's image now
     when it has none (``image-create``, whose own plan, price and question come first; ``yes``
     skips the question). Nothing happens without ``--build-image``, with ``--image``, or when
-    the region already has a usable image.
+    the region already has a usable image. ``stdout_taken``: the command's stdout is for its
+    one result (its ``--json`` document, a sweep's summary), so the image's plan and build are
+    said on stderr with the progress.
     """
     if pool_opts.needs_image_build(spec):
-        image_create(cloud=spec.cloud, region=pool_opts.first_region(spec),
-                     size=spec.size, allow_cidr=spec.allow_cidrs, json_out=json_out, yes=yes)
+        with contextlib.redirect_stdout(sys.stderr) if stdout_taken else contextlib.nullcontext():
+            image_create(cloud=spec.cloud, region=pool_opts.first_region(spec),
+                         size=spec.size, allow_cidr=spec.allow_cidrs, yes=yes)
 
 
 def image_create(

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from oa_vm.errors import NO_POOLS_MESSAGE, InvalidInputError
+from oa_vm.errors import PoolNotFoundError
 
 # typing is not imported at run time (start-up time); mypy reads this as typing's.
 TYPE_CHECKING = False
@@ -67,7 +67,7 @@ def _pool_status(name: str | None) -> PoolRecord:
 
     names = state.list_names()
     if name is None and not names:  # api.resolve_name's answer, without importing the api
-        raise InvalidInputError(NO_POOLS_MESSAGE)
+        raise PoolNotFoundError(None)
     if name is not None:
         state.validate_pool_name(name)  # as api.resolve_name: "" is refused, not "the only pool"
     if name is not None or len(names) == 1:
@@ -109,11 +109,10 @@ def try_run(argv: Sequence[str]) -> int | None:
     from oa_vm.kit.env_knobs import knob_problem
 
     knob = knob_problem()
-    if knob is not None:  # refused as run_main refuses it, for every command alike
-        from oa_vm.kit.error_line import one_line
+    from oa_vm.kit.error_line import one_line, say_failure
 
-        print(one_line(f"{PROG}: error: {knob}"), file=sys.stderr)
-        return 2
+    if knob is not None:  # refused as run_main refuses it, for every command alike
+        return say_failure(one_line(f"{PROG}: error: {knob}"), knob, 2, json_out=as_json)
     debug = debug or os.environ.get("OA_VM_DEBUG") == "1"
     try:
         from oa_vm.cli import pool_views
@@ -133,21 +132,20 @@ def try_run(argv: Sequence[str]) -> int | None:
             else:
                 print(pool_views.list_text(items))
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        return say_failure(f"{PROG}: interrupted", "interrupted", 130, json_out=as_json)
     except Exception as exc:  # the same one-line policy as oa_vm.kit.clikit
         if debug:
             import traceback
 
             traceback.print_exception(exc)
-        from oa_vm.kit.error_line import one_line
         from oa_vm.kit.redact import redact_text
 
         module = type(exc).__module__.split(".")[0]
+        message = redact_text(str(exc))
         if module in ("oa_vm", "waa_client", "evals", "infra"):
-            print(one_line(f"{PROG}: error: {redact_text(str(exc))}"), file=sys.stderr)
-            return int(getattr(exc, "exit_code", 1))
-        print(one_line(f"{PROG}: unexpected error: {type(exc).__name__}: {redact_text(str(exc))} "
-                       "(run again with --debug for details)"), file=sys.stderr)
-        return 1
+            return say_failure(one_line(f"{PROG}: error: {message}"), message,
+                               int(getattr(exc, "exit_code", 1)), json_out=as_json)
+        message = f"{type(exc).__name__}: {message} (run again with --debug for details)"
+        return say_failure(one_line(f"{PROG}: unexpected error: {message}"), message, 1,
+                           json_out=as_json)
     return 0

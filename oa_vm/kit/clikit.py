@@ -2,7 +2,8 @@
 
 Known errors (the project's exception trees) print as one line on stderr and exit with their
 ``exit_code`` (default 1); anything else also prints one line, naming ``--debug``, which shows the
-traceback. Ctrl-C exits 130, as shells expect.
+traceback. Ctrl-C exits 130, as shells expect. Under ``--json``, a command that fails before it
+printed its document prints the error as one (:func:`oa_vm.kit.error_line.say_failure`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from oa_vm.kit.env_knobs import knob_problem
-from oa_vm.kit.error_line import one_line
+from oa_vm.kit.error_line import one_line, say_failure
 from oa_vm.kit.lazy import typer
 from oa_vm.kit.redact import redact_text
 from oa_vm.kit.stdio import ensure_std_streams
@@ -81,8 +82,11 @@ class _PipeSafe:
     def __init__(self, stream: Any) -> None:
         self._stream = stream
         self._broken = False
+        self.written = False
+        """Whether the command printed anything (its document, under ``--json``)."""
 
     def write(self, text: str) -> int:
+        self.written = self.written or bool(text)
         if not self._broken:
             try:
                 return int(self._stream.write(text))
@@ -148,16 +152,14 @@ def run_main(
     _refuse_blank_values(command, prog, args)
     knob = knob_problem()
     if knob is not None:  # a bad timing knob: refused before the command, not ignored in it
-        print(one_line(f"{prog}: error: {knob}"), file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        _failed(f"{prog}: error: ", knob, EXIT_USAGE)
     _finite_floats(command)
     try:
         # Outside standalone mode Click returns (not raises) the code of an Exit, Ctrl-C's
         # included, so the returned value is the exit status.
         returned = command(args=args, prog_name=prog, standalone_mode=False)
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        _failed(f"{prog}: ", "interrupted", EXIT_INTERRUPTED)
     except SystemExit:
         raise
     except BaseException as exc:  # the one place every error is turned into a line
@@ -212,8 +214,7 @@ def _refuse_blank_values(command: Any, prog: str, args: Sequence[str]) -> None:
     problem = blank_value_problem(args)
     if problem is not None:
         where = _command_path(command, prog, args)
-        print(one_line(f"{prog}: error: {problem} (see '{where} --help')"), file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        _failed(f"{prog}: error: ", f"{problem} (see '{where} --help')", EXIT_USAGE)
 
 
 def _finite_floats(command: Any) -> None:
@@ -247,8 +248,7 @@ def _report(
     exc: BaseException, prog: str, known: tuple[type[BaseException], ...], debug: bool
 ) -> NoReturn:
     if isinstance(exc, typer.Abort):
-        print(f"{prog}: aborted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        _failed(f"{prog}: ", "aborted", EXIT_INTERRUPTED)
     if isinstance(exc, typer.Exit):
         sys.exit(exc.exit_code)
     show = getattr(exc, "show", None)
@@ -258,8 +258,7 @@ def _report(
         message = _as_typed(exc, _typed_args or [])
         # Point at the help of the command that was mistyped, not only the program's.
         command = getattr(getattr(exc, "ctx", None), "command_path", None) or prog
-        print(one_line(f"{prog}: error: {message} (see '{command} --help')"), file=sys.stderr)
-        sys.exit(int(exc.exit_code))
+        _failed(f"{prog}: error: ", f"{message} (see '{command} --help')", int(exc.exit_code))
     if debug and getattr(exc, "debug_traceback", True):
         # a traceback quotes messages and URLs (a worker's capability): masked like the line;
         # an error whose evidence the command printed itself (an agent's own traceback) says
@@ -269,17 +268,20 @@ def _report(
         message = redact_text(str(exc))
         # an error naming one item a line keeps its lines; any other is one line, whatever a
         # quoted value held
-        parts = message.split("\n") if getattr(exc, "by_line", False) else [message]
-        print("\n".join(one_line(part) for part in [f"{prog}: error: {parts[0]}", *parts[1:]]),
-              file=sys.stderr)
-        sys.exit(int(getattr(exc, "exit_code", 1)))
-    name = type(exc).__name__
-    print(
-        one_line(f"{prog}: unexpected error: {name}: {redact_text(str(exc))} "
-                 "(run again with --debug for details)"),
-        file=sys.stderr,
-    )
-    sys.exit(1)
+        _failed(f"{prog}: error: ", message, int(getattr(exc, "exit_code", 1)),
+                by_line=getattr(exc, "by_line", False))
+    _failed(f"{prog}: unexpected error: ", f"{type(exc).__name__}: {redact_text(str(exc))} "
+            "(run again with --debug for details)", 1)
+
+
+def _failed(prefix: str, message: str, code: int, *, by_line: bool = False) -> NoReturn:
+    """Exit ``code`` saying ``prefix + message`` as one line on stderr (a line for each line of
+    a ``by_line`` message) and, under ``--json`` before any document, as the JSON error
+    (:func:`oa_vm.kit.error_line.say_failure`)."""
+    parts = message.split("\n") if by_line else [message]
+    line = "\n".join(one_line(part) for part in [prefix + parts[0], *parts[1:]])
+    json_out = "--json" in (_typed_args or ()) and not getattr(sys.stdout, "written", False)
+    sys.exit(say_failure(line, message, code, json_out=json_out))
 
 
 _NOT_A = {"Input should be a valid integer": "a whole number",

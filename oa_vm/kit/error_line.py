@@ -8,12 +8,17 @@ path :mod:`oa_vm.cli.quick`), so no message has to take care of it on its own. A
 lists names that grow with the user's data (the runs of a folder, the pools of a home) lists
 them with :func:`oa_vm.errors.listing`.
 
-Kept free of imports beyond ``re``: ``pool-status``'s fast path loads it.
+How a command says it failed is one rule too, :func:`say_failure`: the line on stderr and,
+under ``--json``, the same error as the JSON document on stdout.
+
+Kept free of imports beyond ``re``, ``json`` and ``sys``: ``pool-status``'s fast path loads it.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 
 LONGEST_WORD = 160
 """A run of more characters than this without a space is cut in its middle (a path of a few
@@ -45,4 +50,16 @@ def one_line(text: str) -> str:
     return re.sub(rf"\S{{{LONGEST_WORD + 1},}}", _shorten, text)
 
 
-__all__ = ["LONGEST_WORD", "one_line"]
+def say_failure(line: str, message: str, code: int, *, json_out: bool) -> int:
+    """Say that a command failed and return its exit ``code``: ``line`` (the error as the
+    console scripts word it, ``<prog>: error: <message>``) on stderr; with ``json_out`` (the
+    command was given ``--json`` and printed no document yet), stdout also carries one JSON
+    object, ``{"error": message, "exit_code": code}``, so what a ``--json`` command prints is
+    one document whether it succeeded or not (``docs/cli.md``)."""
+    print(line, file=sys.stderr)
+    if json_out:
+        sys.stdout.write(json.dumps({"error": message, "exit_code": code}, indent=2) + "\n")
+    return code
+
+
+__all__ = ["LONGEST_WORD", "one_line", "say_failure"]

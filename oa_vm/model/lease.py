@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import psutil
 
-from oa_vm.errors import OaVmError, PoolBusyError, PoolInUseError
+from oa_vm.errors import OaVmError, PoolBusyError, PoolInUseError, PoolNotFoundError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.env_knobs import seconds
 from oa_vm.model import state
@@ -394,10 +394,13 @@ def fleet_lock(pool: str) -> Iterator[None]:
 
     Raises:
         PoolRemovingError: the pool's folder is gone (removed).
+        PoolNotFoundError: there never was such a pool (no folder, no tombstone).
     """
     try:
         handle = open(state.pool_dir(pool) / "fleet.lock", "a", encoding="utf-8")  # noqa: SIM115
     except FileNotFoundError:
+        if not state.tombstone(pool).exists():
+            raise PoolNotFoundError(pool, known=state.list_names()) from None
         raise PoolRemovingError(pool) from None
     with handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)

@@ -370,6 +370,11 @@ def removed_dir() -> Path:
     return home() / "removed"
 
 
+def tombstone(name: str) -> Path:
+    """The tombstone a removed pool leaves (:func:`removed_dir`)."""
+    return removed_dir() / f"{name}.json"
+
+
 def record_path(name: str) -> Path:
     """The pool's JSON record."""
     return pool_dir(name) / "pool.json"

@@ -9,7 +9,6 @@ existing pool is refused before anything is made.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -329,9 +328,7 @@ def _show_plan_and_confirm(spec: PoolSpec, yes: bool) -> None:
     _check_quota(spec, plan)  # refused above the account's vCPU quota before anything is made
     if not spec.allow_cidrs:
         spec.allow_cidrs = [oa_vm.detect_caller_cidr()]
-    # On stderr, with the rest of the sweep's progress: its stdout is the summary (or JSON) only.
-    with contextlib.redirect_stdout(sys.stderr):
-        build_missing_image(spec, yes=yes)
+    build_missing_image(spec, stdout_taken=True, yes=yes)  # stdout: the summary (or JSON) only
     _say(oa_vm.plan_pool(spec).describe())
     if yes:
         return

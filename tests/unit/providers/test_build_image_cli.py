@@ -97,3 +97,22 @@ def test_sweep_refuses_a_region_without_an_image_then_builds_it_with_build_image
     assert snapshots == [image.cloud_id] * 2  # both workers started from the new image
     assert ("destroy", "swept") in engine.calls  # and the sweep removed its pool
     assert engine.live_resources("swept") == []
+
+
+def test_build_image_then_pool_under_json_prints_one_document(
+    oa_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    engine = FakePulumiEngine(AwsLookups())
+    provider = AwsProvider(engine=engine, lister=lambda pool: [])
+    monkeypatch.setattr("oa_vm.clouds.get_provider", lambda cloud: provider)
+    monkeypatch.setattr(api, "get_provider", lambda cloud: provider)
+    monkeypatch.setattr(images, "follow_builder", lambda record, outputs, progress: REPORTED)
+    result = CliRunner().invoke(cli.app, [
+        "pool-create", "--cloud", "aws", "--region", "us-east-1", "--workers", "2",
+        "--allow-cidr", "203.0.113.7/32", "--name", "waa-eval", "--build-image", "--json", "-y"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["name"] == "waa-eval"  # the pool; the image on stderr
+    (image,) = image_records.list_records()
+    assert image.id in result.stderr
