@@ -73,3 +73,28 @@ def test_the_study_through_the_cli(tmp_path: Path) -> None:
         "rename": {"by-role": (3, 3), "by-position": (3, 3), "by-name": (0, 3)},
     }
     assert ran.stderr.count("confirmed by the store") == 24
+
+
+def test_a_broken_readback_ends_the_cli_by_the_one_error_rule(
+    pooled: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # In process, so the readback can be broken: the command's error goes through the one rule
+    # every error of the script takes (one line, exit 1, the JSON error under --json).
+    import evals.tasks.ui_change as ui_change
+    from evals.cli.app import main
+
+    def unreadable(*args: object, **kwargs: object) -> None:
+        raise ReadbackError("reading the store failed: the page is gone")
+
+    monkeypatch.setattr(ui_change, "run_study", unreadable)
+    monkeypatch.setattr("sys.argv", ["openadapt-evals", "study", "ui-change", "--pool", "st",
+                                     "--agents", "by-role", "--runs", "1", "--json"])
+    with pytest.raises(SystemExit) as ended:
+        main()
+    out, err = capsys.readouterr()
+    assert ended.value.code == 1
+    line = ("openadapt-evals: error: reading the store failed: the page is gone; no run is "
+            "counted without its store readback")
+    assert err.strip().splitlines()[-1] == line
+    assert json.loads(out) == {"error": line.removeprefix("openadapt-evals: error: "),
+                               "exit_code": 1}

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 import oa_vm
+from evals.errors import EvalsError
 from oa_vm.kit.clikit import plain_typer
 
 app = plain_typer("Studies over the synthetic records app (docs/tasks.md).", name="study",
@@ -61,10 +62,8 @@ def ui_change(
             try:
                 cells = run_study(Worker(connections[0].waa), arms, runs,
                                   say=lambda line: typer.echo(line, err=True))
-            except ReadbackError as exc:
-                typer.echo(f"study ui-change: {exc}; no run is counted without its store "
-                           "readback", err=True)
-                raise typer.Exit(1) from None
+            except ReadbackError as exc:  # said by the one error rule (--json included)
+                raise EvalsError(f"{exc}; no run is counted without its store readback") from None
     finally:
         if temporary:
             typer.echo(f"removing local pool {name}", err=True)
