@@ -72,9 +72,9 @@ def _keep_ignored(inputs: dict[str, Any], old: Mapping[str, Any], paths: list[st
         *parents, leaf = path.split(".")
         source: Any = old
         target: Any = inputs
-        for part in parents:
+        for part in parents:  # both sides hold the path, or the engine has nothing to keep
             source = source.get(part) if isinstance(source, Mapping) else None
-            target = target.setdefault(part, {}) if isinstance(target, dict) else None
+            target = target.get(part) if isinstance(target, dict) else None
         if isinstance(source, Mapping) and leaf in source and isinstance(target, dict):
             target[leaf] = copy.deepcopy(source[leaf])
 
