@@ -16,9 +16,10 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
   ``ec2:TerminateInstances`` on the pool's instances, with an IAM role allowed to terminate those
   instances and nothing else. It ends the pool even when a guest hangs and never powers off.
 
-Two expiries (:class:`~infra.settings.PoolSettings`): the schedule and the tags take
-``expires_at``, the pool's current one, so a later update moves them in place; the user data
-takes ``user_data_expiry()``, the creation's, so the instances are never replaced for it.
+The schedule and the tags take ``expires_at``, the pool's current expiry, so a later update
+moves them in place. The user data renders it too, but an instance keeps the user data it was
+created with (:mod:`infra.first_boot`): no later update, an upgrade of oa-vm included, replaces
+an instance for it, and a new instance gets the current one.
 
 Pure builders (:func:`ssh_ingress`, :func:`ami_filters`, :func:`terminate_policy`) decide; the
 component only wires them to resources.
@@ -37,7 +38,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from infra import sizes
+from infra import first_boot, sizes
 from infra.settings import CALLER_CIDR_PLACEHOLDER, PINNED_EXPORT, PoolSettings, pinned_values
 from infra.tags import named, pool_tags
 from infra.worker import cloud_init, slots
@@ -286,10 +287,13 @@ class AwsWorkerPool(pulumi.ComponentResource):
                 metadata_options={"http_tokens": "required", "http_endpoint": "enabled",
                                   "http_put_response_hop_limit": 1,
                                   "instance_metadata_tags": "enabled"},
+                # Read at first boot only: an existing instance keeps the one it was made with
+                # (first_boot), so the flag below matters for no existing instance; it stays so
+                # that the instances' recorded inputs stay as they were.
                 user_data_base64=user_data,
                 user_data_replace_on_change=True,
                 tags=self._named(worker),
-                opts=child,
+                opts=first_boot.created_with(child, first_boot.AWS_INSTANCE),
             )
             if building:
                 self.storage_volume_ids.append(

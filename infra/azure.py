@@ -13,9 +13,9 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
   DevTest Labs schedule ``shutdown-computevm-<vm>`` that deallocates the VM at the pool's expiry
   time (UTC): the cloud-side kill switch. The schedule is daily, so a pool may
   run at most 24 hours at a time (longer TTLs are refused: the schedule would fire early). The
-  schedules and the tags take the pool's current expiry (moved in place by a later update);
-  the custom data keeps the creation's (``PoolSettings.user_data_expiry``), so no VM is
-  replaced for it. Nothing in the
+  schedules and the tags take the pool's current expiry (moved in place by a later update); a
+  VM keeps the custom data it was created with (:mod:`infra.first_boot`), so no later update,
+  an upgrade of oa-vm included, replaces it, and a new VM gets the current one. Nothing in the
   guest powers the VM off: that would stop it without deallocating it, and a stopped VM still
   bills. The ``Microsoft.DevTestLab`` resource provider must be registered on the subscription
   (``oa-vm doctor`` checks it).
@@ -39,7 +39,7 @@ from typing import Any
 import pulumi
 from pulumi_azure_native import compute, devtestlab, network, resources
 
-from infra import sizes
+from infra import first_boot, sizes
 from infra.settings import PINNED_EXPORT, PoolSettings, SettingsError, pinned_values
 from infra.tags import pool_tags
 from infra.worker import cloud_init, slots, units
@@ -298,7 +298,8 @@ class AzureWorkerPool(pulumi.ComponentResource):
                 eviction_policy=eviction_policy,
                 billing_profile=billing_profile,
                 tags=tags,
-                opts=child,
+                # the custom data is read at first boot only: kept as made (first_boot)
+                opts=first_boot.created_with(child, first_boot.AZURE_VM),
             )
             devtestlab.GlobalSchedule(
                 f"{worker}-shutdown",

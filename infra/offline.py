@@ -48,6 +48,9 @@ class RecordedResource:
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     """The resource options' ``custom_timeouts`` as the engine receives them (``create``,
     ``update``, ``delete``: Go durations such as ``2h``; only those set)."""
+    ignore_changes: list[str] = field(default_factory=list)
+    """The resource options' ``ignore_changes`` as the engine receives them (property paths in
+    Pulumi's wire names, e.g. ``osProfile.customData``): what an update keeps as it was."""
 
 
 @dataclass
@@ -103,8 +106,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def __init__(self, lookup: Lookup) -> None:
         self.lookup = lookup
         self.recorded: list[RecordedResource] = []
-        # Registrations run on executor threads: timeouts are handed over by type and name.
+        # Registrations run on executor threads: the options the mocks are not given (custom
+        # timeouts, ignored changes) are handed over by type and name.
         self.timeouts: dict[tuple[str, str], dict[str, str]] = {}
+        self.ignored: dict[tuple[str, str], list[str]] = {}
         # (type, name) -> place in the program's declaration order, noted on the program's
         # thread before the resource's registration is even scheduled.
         self.declared: dict[tuple[str, str], int] = {}
@@ -135,7 +140,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
         # list.append is atomic: executor threads may record at once.
         self.recorded.append(
             RecordedResource(type=args.typ, name=args.name, inputs=inputs, custom=bool(args.custom),
-                             custom_timeouts=self.timeouts.pop(key, {}))
+                             custom_timeouts=self.timeouts.pop(key, {}),
+                             ignore_changes=self.ignored.pop(key, []))
         )
         state = {**inputs, **_stand_in_outputs(args.typ, args.name, index, inputs)}
         return f"{args.name}-id", state
@@ -174,8 +180,9 @@ def _thread_loop() -> Iterator[None]:
 
 
 class RecordingMonitor(MockMonitor):
-    """The mock monitor, also handing each registration's ``customTimeouts`` to the mocks
-    (Pulumi's own mock monitor drops the resource options it does not pass on), and closing
+    """The mock monitor, also handing each registration's ``customTimeouts`` and
+    ``ignoreChanges`` to the mocks (Pulumi's own mock monitor drops the resource options it
+    does not pass on), and closing
     the event loop each call needs on its executor thread (:func:`_thread_loop`)."""
 
     def __init__(self, mocks: RecordingMocks) -> None:
@@ -183,12 +190,15 @@ class RecordingMonitor(MockMonitor):
         self.recording = mocks
 
     def RegisterResource(self, request: Any) -> Any:
-        """Note the request's custom timeouts, then register as the mock monitor does."""
+        """Note the request's custom timeouts and ignored changes, then register as the mock
+        monitor does."""
         timeouts = request.customTimeouts
-        self.recording.timeouts[(request.type, request.name)] = {
-            key: value for key in ("create", "update", "delete")
-            if (value := getattr(timeouts, key, ""))
+        key = (request.type, request.name)
+        self.recording.timeouts[key] = {
+            name: value for name in ("create", "update", "delete")
+            if (value := getattr(timeouts, name, ""))
         }
+        self.recording.ignored[key] = list(request.ignoreChanges)
         with _thread_loop():
             return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 

@@ -76,10 +76,6 @@ class PoolSettings:
         expires_at: timezone-aware instant at which the cloud itself stops the pool (the AWS
             schedule, the Azure daily shutdown time) and that the tags name: the pool's
             current expiry, which ``pool-extend``, a pause and a resume move.
-        user_data_expires_at: the expiry the hosts' user data (cloud-init: ``worker.env`` and
-            the AWS power-off timer) was rendered with: the creation's, which every later
-            update keeps, because changed user data replaces every instance (the timers follow
-            the tags at boot and SSH re-arms instead). None: ``expires_at`` (a create).
         ssh_public_key: OpenSSH public key line installed for the SSH user.
         disk_gb: OS disk size (Ubuntu, Docker and the WAA container image). 160 GB by default:
             128 GB was tight for the images plus a Windows disk.
@@ -133,7 +129,6 @@ class PoolSettings:
     """The workers' numbers when they are not ``0..workers-1``: a repair that replaces a
     draining worker adds a new number before the old one is retired (:mod:`oa_vm.fleet`)."""
     workers_per_host: int = 1
-    user_data_expires_at: datetime | None = None
     ami_id: str | None = None
     """AWS: the host's Ubuntu AMI. None at create (the program looks up Canonical's newest);
     every later update passes the one the create used (:data:`PINNED`), so a newer AMI published
@@ -165,10 +160,8 @@ class PoolSettings:
             or min(self.indexes) < 0
         ):
             raise SettingsError(f"worker numbers must be distinct and >= 0, not {self.indexes}")
-        for label, when in (("expires_at", self.expires_at),
-                            ("user_data_expires_at", self.user_data_expires_at)):
-            if when is not None and when.tzinfo is None:
-                raise SettingsError(f"{label} must be timezone-aware (e.g. UTC)")
+        if self.expires_at.tzinfo is None:
+            raise SettingsError("expires_at must be timezone-aware (e.g. UTC)")
         if not self.owner.strip():
             raise SettingsError("owner must not be empty")
         if not self.region.strip():
@@ -217,11 +210,6 @@ class PoolSettings:
                 "a pool needs a prepared image (image_id); build one with 'oa-vm image-create'"
             )
         return self
-
-    def user_data_expiry(self) -> datetime:
-        """The expiry the hosts' user data carries: :attr:`user_data_expires_at`, else
-        :attr:`expires_at`."""
-        return self.user_data_expires_at or self.expires_at
 
     def normalized_cidrs(self) -> list[str]:
         """Allowed CIDRs in canonical form (host bits cleared), placeholders kept as they are."""

@@ -138,13 +138,6 @@ def _cloud_expiry(record: PoolRecord, ops: FleetOps | None) -> _CloudExpiry | No
     return _CloudExpiry(provider, None, provider)
 
 
-def _keep_user_data_expiry(record: PoolRecord) -> None:
-    """Write down the expiry the hosts' user data carries before the record's first moves
-    (:meth:`PulumiCloudProvider.update_program` keeps it; records made before it was written
-    at create hold it nowhere else)."""
-    record.provider_data.setdefault("program_expires_at", state.format_time(record.expires_at))
-
-
 def _when(expires_at: datetime | None) -> str:
     """An expiry in a message: UTC, to the second."""
     return "never" if expires_at is None else f"{expires_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
@@ -281,7 +274,6 @@ def _pause_in_cloud(record: PoolRecord, ops: CloudExpiryOps, keep_days: float,
     update fails, the record keeps the expiry it had, and the error says so."""
     going = [w.name for w in record.workers if w.name in replaced_by(record)]
     loaded = record.expires_at
-    _keep_user_data_expiry(record)
     now = state.utcnow()
     record.expires_at = now + timedelta(days=keep_days)
     try:
@@ -358,7 +350,6 @@ def resume_pool(
         now = state.utcnow()
         if cloud is not None:
             _check_resume_expiry(cloud, record, ttl_hours, now)  # as it is now, locked
-            _keep_user_data_expiry(record)
         pauses = list(record.provider_data.get("pauses") or [])
         if pauses and pauses[-1].get("to") is None:
             pauses[-1] = {**pauses[-1], "to": state.format_time(now)}
@@ -373,8 +364,7 @@ def resume_pool(
             if cloud is None:
                 raise
             # the cloud did not take it: the record stays paused, with its expiry
-            record.expires_at, record.provider_data = loaded, {
-                **kept, "program_expires_at": record.provider_data["program_expires_at"]}
+            record.expires_at, record.provider_data = loaded, kept
             raise _not_moved(record, "it was not resumed", exc,
                              f"oa-vm pool-resume --pool {record.name}") from exc
         finally:
@@ -546,7 +536,6 @@ def _extend_in_cloud(pool: str, by_s: float, cloud: _CloudExpiry,
         now = state.utcnow()
         _check_extension(cloud, record, by_s, now)
         loaded = record.expires_at
-        _keep_user_data_expiry(record)
         record.expires_at = _extended(record, by_s, now)
         try:
             ops.move_expiry(record, progress)
@@ -560,9 +549,9 @@ def _extend_in_cloud(pool: str, by_s: float, cloud: _CloudExpiry,
         with state.locked(pool):
             current = state.load(pool)
             current.expires_at = record.expires_at
-            for key in ("program_expires_at", EXTENDED_WHILE_PAUSED):
-                if key in record.provider_data:
-                    current.provider_data[key] = record.provider_data[key]
+            if EXTENDED_WHILE_PAUSED in record.provider_data:
+                current.provider_data[EXTENDED_WHILE_PAUSED] = record.provider_data[
+                    EXTENDED_WHILE_PAUSED]
             save_fenced(current)  # never brings back the record of a pool being removed
     return current
 

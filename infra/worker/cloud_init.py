@@ -156,7 +156,7 @@ def worker_env(settings: PoolSettings, facts: HostFacts) -> str:
     values = {
         "OA_VM_POOL": settings.name,
         "OA_VM_MODE": settings.mode,
-        "OA_VM_EXPIRES_AT": format_expiry(settings.user_data_expiry()),
+        "OA_VM_EXPIRES_AT": format_expiry(settings.expires_at),
         "OA_VM_SIZE": settings.size,
         "OA_VM_SIZE_HINT": facts.size_hint,
         "OA_VM_SSH_USER": facts.ssh_user,
@@ -245,7 +245,7 @@ def cloud_config(
         # Watching from the first minute: a notice may come while the host is still booting.
         runcmd.append(["systemctl", "enable", "--now", unit])
     if facts.guest_poweroff:
-        expiry = poweroff_units(settings.user_data_expiry())
+        expiry = poweroff_units(settings.expires_at)
         write_files += [_file(path, text) for path, text in expiry.items()]
         write_files += [
             _file(f"{ship}/{units.EXPIRY_ARM_SCRIPT}",

@@ -16,7 +16,9 @@ own; the "cloud" is a dict. Scriptable failures:
 - ``vanish(stack, id)``: the cloud deleted a resource behind the engine's back.
 
 ``replaced(stack)`` lists the resources the last ``up`` would have replaced or updated (same
-name, other inputs), as the engine's diff would show them.
+name, other inputs), as the engine's diff would show them. As the real engine does, an existing
+resource keeps its old value of every input its ``ignore_changes`` names (a new one takes the
+program's).
 
 Like the real engine, ``up``/``refresh``/``destroy`` refuse to run while a lock is held
 (``StackLockedError``) or pending operations remain (``PendingOperationsError``).
@@ -61,6 +63,20 @@ class _Stack:
     outputs: dict[str, Any] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
+
+
+def _keep_ignored(inputs: dict[str, Any], old: Mapping[str, Any], paths: list[str]) -> None:
+    """Put ``old``'s value of each ``paths`` entry (``osProfile.customData``) into ``inputs``,
+    as the engine does for an existing resource's ``ignore_changes``."""
+    for path in paths:
+        *parents, leaf = path.split(".")
+        source: Any = old
+        target: Any = inputs
+        for part in parents:  # both sides hold the path, or the engine has nothing to keep
+            source = source.get(part) if isinstance(source, Mapping) else None
+            target = target.get(part) if isinstance(target, dict) else None
+        if isinstance(source, Mapping) and leaf in source and isinstance(target, dict):
+            target[leaf] = copy.deepcopy(source[leaf])
 
 
 class FakePulumiEngine:
@@ -178,6 +194,11 @@ class FakePulumiEngine:
                 f"error: update failed\n  {self.fail_up[region]}\n"
             )
         before = {r["urn"]: r["inputs"] for r in stack.resources}
+        ignored = {f"urn:pulumi:{ref.stack}::{ref.project}::{r.type}::{r.name}": r.ignore_changes
+                   for r in run.resources}
+        for res in created:
+            if res["urn"] in before:
+                _keep_ignored(res["inputs"], before[res["urn"]], ignored[res["urn"]])
         stack.changed = [
             r["urn"].rsplit("::", 1)[-1] for r in created
             if r["urn"] in before and before[r["urn"]] != r["inputs"]

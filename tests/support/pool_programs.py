@@ -80,3 +80,14 @@ def of_type(run: OfflineRun, type_: str) -> list[RecordedResource]:
     """The recorded resources of one type token (``aws:ec2/instance:Instance``...), by name
     (``w10`` before ``w2``), the order the callers compare against."""
     return sorted((r for r in run.resources if r.type == type_), key=lambda r: r.name)
+
+
+def upgrade_worker_files(monkeypatch: Any) -> None:
+    """Play an upgrade of oa-vm while a pool runs: from now on the shipped bootstrap holds one
+    more line, so the user data every program renders differs from what the hosts were created
+    with (``monkeypatch``: pytest's, which undoes it)."""
+    from infra.worker import units
+
+    read = units.read
+    monkeypatch.setattr(units, "read", lambda name: read(name) + (
+        ": oa-vm upgraded\n" if name == "bootstrap.sh" else ""))

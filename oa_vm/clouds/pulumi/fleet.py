@@ -17,14 +17,14 @@ and Azure, which :meth:`PulumiCloudProvider.fleet_ops` hands out).
   schedule) once the refresh finds it gone, its notice's time has passed, or it is named.
 
 The program's settings are rebuilt from the record by the provider
-(:meth:`PoolProgram.update_program`), with two expiries: the cloud's kill switch (AWS's
-schedule, Azure's daily shutdown time) and the tags take the pool's current one, so pause,
-resume and ``pool-extend`` (:meth:`CloudFleetOps.move_expiry`) move it in the cloud; the hosts'
-user data keeps the one they were created with (``provider_data["program_expires_at"]``),
-because changed user data would replace every instance. An AWS host's own power-off timer,
-armed by cloud-init for that first expiry, is set from the instance's expiry tag at every boot
-(a resumed host's too), and a running host's follows ``pool-extend`` over SSH
-(:mod:`~oa_vm.clouds.pulumi.timers`).
+(:meth:`PoolProgram.update_program`) with the pool's current expiry: the cloud's kill switch
+(AWS's schedule, Azure's daily shutdown time) and the tags take it, so pause, resume and
+``pool-extend`` (:meth:`CloudFleetOps.move_expiry`) move it in the cloud. The hosts keep the user
+data they were created with (:mod:`infra.first_boot`): nothing is replaced for a moved expiry or
+an upgraded oa-vm, and only a new host's user data carries the current expiry. An AWS host's own
+power-off timer, armed by cloud-init for the expiry its user data holds, is set from the
+instance's expiry tag at every boot (a resumed host's too), and a running host's follows
+``pool-extend`` over SSH (:mod:`~oa_vm.clouds.pulumi.timers`).
 """
 
 from __future__ import annotations

@@ -657,8 +657,6 @@ class PulumiCloudProvider:
                 "stack": ref.stack,
                 "region": result.region,
                 "regions_tried": [{"region": r, "reason": why} for r, why in result.tried],
-                # what the hosts' user data says, kept by every update (see update_program)
-                "program_expires_at": state.format_time(spec.expires_at),
                 "recovered": result.notes,
             },
             workers=workers,
@@ -686,14 +684,13 @@ class PulumiCloudProvider:
         self, record: PoolRecord, progress: Progress, *, paused: bool | None
     ) -> dict[str, Any]:
         """Run the pool's program again, its settings rebuilt from the record (pause, resume,
-        repair and ``pool-extend``, :mod:`oa_vm.clouds.pulumi.fleet`): the image, disk size,
-        the user data's expiry and what the create resolved are kept, so nothing is replaced
-        that the cloud did not remove.
-
-        Two expiries: the cloud's kill switch and the tags take ``record.expires_at`` (the
-        pool's current one); the hosts' user data keeps the one it was created with
-        (``provider_data["program_expires_at"]``; a record without it was never moved, so its
-        expiry is still that one), because changed user data replaces every instance.
+        repair and ``pool-extend``, :mod:`oa_vm.clouds.pulumi.fleet`): the image, disk size
+        and what the create resolved are kept, so nothing is replaced that the cloud did not
+        remove. The program takes ``record.expires_at``, the pool's current expiry: the cloud's
+        kill switch and the tags move to it, and so does the user data a new host is created
+        with; an existing host keeps its own (:mod:`infra.first_boot`). An older record's
+        ``provider_data["program_expires_at"]`` (the creation's expiry, which its user data
+        was kept at) is read no more.
 
         ``paused``: AWS's instances declared stopped (True) or running (False); None leaves
         their power state alone. Returns the program's outputs.
@@ -707,8 +704,6 @@ class PulumiCloudProvider:
         region = str(record.provider_data.get("region") or settings.get("region") or "")
         expires = record.expires_at
         assert expires is not None, "cloud pools always have an expiry"
-        user_data_expires = state.parse_time(
-            record.provider_data.get("program_expires_at")) or expires
         spec = PoolSpec(
             name=record.name, cloud=record.cloud, workers=int(settings.get("workers") or 1),
             workers_per_host=int(settings.get("workers_per_host") or 1),
@@ -730,8 +725,7 @@ class PulumiCloudProvider:
         # What the create resolved (the AMI above all): a newer one must replace nothing.
         from infra.settings import with_pinned
 
-        program_settings = replace(with_pinned(program_settings, self.driver.pinned(ref)),
-                                   user_data_expires_at=user_data_expires)
+        program_settings = with_pinned(program_settings, self.driver.pinned(ref))
         indexes = settings.get("worker_indexes")
         if indexes:  # a repair added or retired workers: these numbers, no other
             program_settings = replace(

@@ -1,10 +1,11 @@
 """A running cloud host's own power-off timer, moved over SSH when the pool's expiry moves (AWS).
 
 Cloud-init starts ``oa-vm-expiry.timer`` for the expiry the instance was created with
-(:func:`infra.worker.cloud_init.poweroff_units`); the user data cannot change without replacing
-the instance. A host that boots sets the timer itself: ``oa-vm-expiry-arm.service`` reads the
-pool's current expiry from the instance's ``oa-vm:expires-at`` tag (which the program moves with
-the record) before it starts the timer, and nothing else starts it at boot. So a pause needs no
+(:func:`infra.worker.cloud_init.poweroff_units`); the instance keeps that user data for good
+(:mod:`infra.first_boot`). A host that boots sets the timer itself:
+``oa-vm-expiry-arm.service`` reads the pool's current expiry from the instance's
+``oa-vm:expires-at`` tag (which the program moves with the record) before it starts the timer,
+and nothing else starts it at boot. So a pause needs no
 disarm (the stopped host's old time cannot fire at the resume's boot) and a resume no re-arm,
 ``--no-wait`` or not. Only a running host's timer must follow a moved expiry (``pool-extend``):
 over SSH, the same units written for the new expiry (:func:`infra.worker.units.rearm_command`,
