@@ -120,13 +120,28 @@ class RedactingFormatter(logging.Formatter):
         return redact_text(super().format(record))
 
 
+class _StderrNow(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to the standard error of the moment (as Python's last-resort handler does), not
+    to the one it was made with, which a later command in the same process may have closed; and
+    a line it cannot write is dropped, never reported by ``logging`` with its arguments
+    unmasked."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Write ``record`` to the current ``sys.stderr``."""
+        self.stream = sys.stderr
+        super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """Drop the line: stderr is where it would have said so."""
+
+
 def _log_redacted() -> None:
     """Log lines go to stderr as Python's last-resort handler prints them (warnings and worse),
     through the one redaction (:mod:`oa_vm.kit.redact`)."""
     root = logging.getLogger()
     if any(isinstance(h.formatter, RedactingFormatter) for h in root.handlers):
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrNow(sys.stderr)
     handler.setFormatter(RedactingFormatter("%(message)s"))
     handler.setLevel(logging.WARNING)
     root.addHandler(handler)

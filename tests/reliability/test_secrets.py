@@ -315,3 +315,40 @@ def test_debug_tracebacks_and_log_lines_of_the_cli_are_masked(
     err = capsys.readouterr().err
     assert "Traceback" in err and "did not answer" in err and "no answer" in err
     assert capability not in err
+
+
+def test_log_lines_of_a_later_command_in_the_same_process_are_masked_on_its_own_stderr(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first command's stderr is closed when the second runs (as an embedding program or a
+    # test harness swaps streams): the log line goes to the stderr of the moment, masked, and
+    # logging never reports a failed write with the record's arguments unmasked.
+    import io
+    import logging
+
+    import typer
+
+    from oa_vm.kit.clikit import run_main
+
+    capability = "cap-" + secrets.token_hex(20)
+    url = f"http://127.0.0.1:40003/{capability}/probe"
+    register_secret(capability)
+    app = typer.Typer()
+
+    @app.command()
+    def fail() -> None:
+        logging.getLogger("oa_vm.test").warning("worker %s did not answer", url)
+        raise RuntimeError("no answer")
+
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # as a fresh process has them
+    monkeypatch.setattr(sys, "argv", ["prog"])
+    streams = [io.StringIO(), io.StringIO()]
+    for stream in streams:
+        monkeypatch.setattr(sys, "stderr", stream)
+        with pytest.raises(SystemExit):
+            run_main(app, "prog")
+        written = stream.getvalue()
+        stream.close()
+        assert "did not answer" in written and capability not in written
+        assert "Logging error" not in written
