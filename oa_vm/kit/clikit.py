@@ -181,7 +181,7 @@ def run_main(
         _report(exc, prog, known, debug)
     code = returned if isinstance(returned, int) else 0
     if code == EXIT_INTERRUPTED:
-        print(f"{prog}: interrupted", file=sys.stderr)
+        _failed(f"{prog}: ", "interrupted", code)
     sys.exit(code)
 
 

@@ -97,3 +97,30 @@ def test_a_failure_after_the_lookup_is_a_json_error_with_its_exit_code(home: Pat
     result = run_cli("oa-vm", "pool-resume", "--pool", "kept", "--json", home=home)
     assert _one_json_error(result) == {
         "error": "pool 'kept' is not paused (ready); nothing to resume", "exit_code": 1}
+
+
+@pytest.mark.parametrize("printed", [False, True])
+def test_an_interruption_the_command_returns_is_a_json_error_unless_it_printed_its_document(
+    printed: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A run stopped by Ctrl-C ends its command with exit 130 itself (it keeps what finished),
+    # rather than raising: the same rule as every other failure.
+    import typer
+
+    from oa_vm.kit.clikit import run_main
+
+    app = typer.Typer()
+
+    @app.command()
+    def stopped(json_out: bool = typer.Option(False, "--json")) -> None:
+        if printed:
+            typer.echo(json.dumps({"tasks": 1}))
+        raise typer.Exit(130)
+
+    monkeypatch.setattr("sys.argv", ["prog", "--json"])
+    with pytest.raises(SystemExit) as ended:
+        run_main(app, "prog")
+    out, err = capsys.readouterr()
+    assert ended.value.code == 130 and err == "prog: interrupted\n"
+    document = {"tasks": 1} if printed else {"error": "interrupted", "exit_code": 130}
+    assert json.loads(out) == document
