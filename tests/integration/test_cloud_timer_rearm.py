@@ -21,6 +21,7 @@ from infra.worker import units
 from infra.worker.cloud_init import poweroff_units
 from oa_vm import fleet
 from oa_vm.clouds.aws.provider import AwsProvider
+from oa_vm.clouds.pulumi import timers
 from oa_vm.clouds.pulumi.fleet import CloudFleetOps
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
@@ -139,3 +140,21 @@ def test_the_cli_refuses_an_azure_extension_past_24_hours_in_one_line(
     line = done.assert_one_line_error()
     assert done.returncode == 2 and "pass --ttl 24h or less" in line, line
     assert (state.pool_dir("az") / "pool.json").read_bytes() == saved
+
+
+def test_a_pool_made_by_an_earlier_oa_vm_has_its_hosts_timers_disabled_before_a_pause(
+    host: HostSshServer, oa_home: Path
+) -> None:
+    # Its hosts keep the user data they were made with (infra.first_boot): a timer that starts
+    # at boot with the creation's time and no arm unit to reset it, so a resume past that time
+    # would power them off at once. The record of such a pool lacks the create's marker.
+    ops = _aws_pool_on(host)
+    record = state.load("waa-eval")
+    assert record.provider_data.pop(timers.ARMS_AT_BOOT) is True  # today's creates write it
+    state.save(record)
+    lines: list[str] = []
+    fleet.pause_pool("waa-eval", keep_days=2, progress=lines.append, ops=ops)
+    made = calls(host.fake_state)
+    assert made.count(f"systemctl disable --now {units.EXPIRY_TIMER}") == 2, made
+    assert any("run no power-off timer after the resume until 'oa-vm pool-extend --pool "
+               "waa-eval --by 1m'" in line for line in lines), lines

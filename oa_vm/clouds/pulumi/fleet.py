@@ -191,6 +191,9 @@ class CloudFleetOps:
         left as it is (its daily schedule only deallocates; the resume moves it). Disks
         stay."""
         if record.cloud == "aws":
+            runner = self.provider.timer_runner(record)
+            if runner is not None:
+                timers.disarm_if_unarmed_at_boot(record, runner, progress)
             outputs = self.provider.update_program(record, progress, paused=True)
             self._update_workers(record, outputs)
         else:

@@ -27,6 +27,7 @@ from oa_vm.clouds.base import (
     Progress,
 )
 from oa_vm.clouds.egress import describe as describe_egress
+from oa_vm.clouds.pulumi import timers
 from oa_vm.clouds.pulumi.driver import (
     AutomationEngine,
     Engine,
@@ -658,6 +659,7 @@ class PulumiCloudProvider:
                 "region": result.region,
                 "regions_tried": [{"region": r, "reason": why} for r, why in result.tried],
                 "recovered": result.notes,
+                **({timers.ARMS_AT_BOOT: True} if self.info.host_timer else {}),
             },
             workers=workers,
             # a worker's share of its host: the host's price over the workers it holds

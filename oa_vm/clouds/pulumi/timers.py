@@ -9,7 +9,9 @@ and nothing else starts it at boot. So a pause needs no
 disarm (the stopped host's old time cannot fire at the resume's boot) and a resume no re-arm,
 ``--no-wait`` or not. Only a running host's timer must follow a moved expiry (``pool-extend``):
 over SSH, the same units written for the new expiry (:func:`infra.worker.units.rearm_command`,
-as on the user's own hosts). Meanwhile the cloud's own schedule ends the pool.
+as on the user's own hosts). Meanwhile the cloud's own schedule ends the pool. A pool made by an
+earlier oa-vm keeps hosts whose timer starts at boot with its old time: a pause stops and
+disables it (:func:`disarm_if_unarmed_at_boot`).
 """
 
 from __future__ import annotations
@@ -33,13 +35,46 @@ def rearm_command(expires_at: datetime) -> str:
                                                                 enable=False)
 
 
+ARMS_AT_BOOT = "hosts_arm_timer_at_boot"
+"""``provider_data`` key a create writes: the pool's hosts set their timer from the tag at boot
+(:mod:`infra.first_boot` keeps every host's user data, so a pool made by an earlier oa-vm never
+gains the arm unit)."""
+
+
 def rearm(record: PoolRecord, runner: RemoteRunner, progress: Progress) -> list[str]:
     """Set every host's timer to ``record.expires_at``; returns the hosts not reached (each
     said through ``progress`` with what to run)."""
-    expires_at = record.expires_at
-    if expires_at is None:
+    if record.expires_at is None:
         return []
-    command = rearm_command(expires_at)
+    return _each_host(record, runner, progress, rearm_command(record.expires_at),
+                      "its power-off timer was not moved",
+                      f"oa-vm pool-extend --pool {record.name} --by 1m")
+
+
+def disarm_if_unarmed_at_boot(record: PoolRecord, runner: RemoteRunner,
+                              progress: Progress) -> None:
+    """Before a pause stops the hosts of a pool made by an earlier oa-vm (no
+    :data:`ARMS_AT_BOOT`): their timer starts at boot with its old time, which, passed by the
+    resume, would power a resumed host off at once; it is stopped and disabled instead, and
+    ``pool-extend`` starts it again once the pool runs (the cloud's schedule ends it meanwhile).
+    Hosts that arm at boot are not reached."""
+    from infra.worker import units
+
+    if record.provider_data.get(ARMS_AT_BOOT):
+        return
+    _each_host(record, runner, progress,
+               f"set -e; {units.BECOME_ROOT}$S systemctl disable --now {units.EXPIRY_TIMER}",
+               "its power-off timer was not stopped (it may power the host off when "
+               "pool-resume starts it)", f"oa-vm pool-resume --pool {record.name}, then "
+               f"oa-vm pool-extend --pool {record.name} --by 1m")
+    progress("hosts made by an earlier oa-vm run no power-off timer after the resume until "
+             f"'oa-vm pool-extend --pool {record.name} --by 1m'")
+
+
+def _each_host(record: PoolRecord, runner: RemoteRunner, progress: Progress, command: str,
+               what: str, again: str) -> list[str]:
+    """Run ``command`` on each host; returns the hosts not reached, each said with ``what``
+    failed and the command to run when it answers (``again``)."""
     missed: list[str] = []
     for host, workers in record.by_host().items():
         ssh = next((w.ssh for w in workers if w.ssh is not None), None)
@@ -48,8 +83,7 @@ def rearm(record: PoolRecord, runner: RemoteRunner, progress: Progress) -> list[
         problem = _run(runner, ssh, command)
         if problem:
             missed.append(host)
-            progress(f"host {host}: its power-off timer was not moved: {problem}; when it "
-                     f"answers, run: oa-vm pool-extend --pool {record.name} --by 1m")
+            progress(f"host {host}: {what}: {problem}; when it answers, run: {again}")
     return missed
 
 
