@@ -157,7 +157,8 @@ class Catalog:
         return cls(source=str(root), indexes=indexes, domains=domains, loader=load)
 
     @classmethod
-    def from_scoring(cls, client: ScoringClient, index_name: str = "worker") -> Catalog:
+    def from_scoring(cls, client: ScoringClient, index_name: str = "worker",
+                     source: str | None = None) -> Catalog:
         """Read the index a scoring server holds (``/tasks``); tasks are fetched lazily.
 
         Args:
@@ -177,7 +178,7 @@ class Catalog:
         file_domain = {task_id: domain for domain, ids in index.items() for task_id in ids}
         domains = _ordered_domains(indexes, file_domain)
         return cls(
-            source=client.base_url,
+            source=source or client.base_url,
             indexes=indexes,
             domains=domains,
             loader=client.task,

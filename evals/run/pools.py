@@ -267,12 +267,13 @@ def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
     first: tuple[str, Selected] | None = None
     for pool in pools:
         catalog = Catalog.from_scoring(
-            cast("Any", FailoverScoring([w.scoring for w in pool.workers]))
+            cast("Any", FailoverScoring([w.scoring for w in pool.workers])),
+            source=f"pool {pool.name!r}",
         )
         try:
             refs = catalog.select(selection, live=live)
         except CatalogError as exc:
-            if len(pools) > 1:  # say which pool's catalog refused it
+            if len(pools) > 1 and catalog.source not in exc.message:  # say which pool refused
                 exc.message = f"pool {pool.name!r}: {exc.message}"
                 exc.args = (exc.message,)
             raise

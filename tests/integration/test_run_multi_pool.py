@@ -415,7 +415,7 @@ def test_a_local_pool_and_a_cloud_pool_with_other_tasks_are_refused(
         refused = evals("run", "--pool", "pa", "--pool", "pz", "--agent", "oracle",
                         "--tasks", waa_id, "--run-name", "mixed", home=home, results=results)
         line = refused.assert_one_line_error()
-        assert line.startswith("openadapt-evals: error: pool 'pa': 1 unknown task ID(s)"), line
+        assert line.startswith("openadapt-evals: error: 1 unknown task ID(s) in pool 'pa': "), line
         # with a cloud pool in the run the selection is read as on a cloud pool ("live"):
         # synthetic IDs are refused even by the local pool
         refused = evals("run", "--pool", "pa", "--pool", "pz", "--agent", "oracle",

@@ -154,7 +154,8 @@ def test_on_an_existing_pool_its_catalog_refuses_before_a_run_folder(
         done = run_cli(script, *args, "--results-dir", str(results), home=pooled, timeout=240)
         line = done.assert_one_line_error()
         assert done.returncode == 2, line
-        assert f"'{TYPO}' (did you mean '{REAL}'?)" in line
+        # named by the pool's name, not its first worker's masked address
+        assert f"1 unknown task ID(s) in pool 'p': '{TYPO}' (did you mean '{REAL}'?)" in line
         assert not results.exists()
 
 

@@ -105,7 +105,8 @@ def _select_from_pool(pool: str, selection: str) -> list[TaskRef]:
     with connect(pool) as workers:
         if not workers:
             raise CatalogError(f"pool {pool!r} has no reachable worker to read tasks from")
-        return Catalog.from_scoring(workers[0].scoring).select(selection, live=False)
+        return Catalog.from_scoring(workers[0].scoring, source=f"pool {pool!r}").select(
+            selection, live=False)
 
 
 def shorten(text: str, width: int = INSTRUCTION_WIDTH) -> str:

@@ -223,7 +223,7 @@ def _live(
         if not task_ids:
             raise InvalidInputError(f"--bundles {bundles} holds no <task_id>/workflow.json")
     with oa_vm.connect(pool) as workers:
-        catalog = Catalog.from_scoring(workers[0].scoring)
+        catalog = Catalog.from_scoring(workers[0].scoring, source=f"pool {pool!r}")
         # N, an index or a domain: the pool's catalog says which tasks; unknown or synthetic
         # IDs are refused first (a misspelt ID is unknown, not a task missing its bundle)
         task_ids = catalog.resolve(selection or ",".join(task_ids or ()), live=True)
