@@ -109,10 +109,8 @@ def try_run(argv: Sequence[str]) -> int | None:
     from oa_vm.kit.env_knobs import knob_problem
 
     knob = knob_problem()
-    from oa_vm.kit.error_line import one_line, say_failure
-
     if knob is not None:  # refused as run_main refuses it, for every command alike
-        return say_failure(one_line(f"{PROG}: error: {knob}"), knob, 2, json_out=as_json)
+        return _failed("error: ", knob, 2, as_json)
     debug = debug or os.environ.get("OA_VM_DEBUG") == "1"
     try:
         from oa_vm.cli import pool_views
@@ -132,7 +130,7 @@ def try_run(argv: Sequence[str]) -> int | None:
             else:
                 print(pool_views.list_text(items))
     except KeyboardInterrupt:
-        return say_failure(f"{PROG}: interrupted", "interrupted", 130, json_out=as_json)
+        return _failed("", "interrupted", 130, as_json)
     except Exception as exc:  # the same one-line policy as oa_vm.kit.clikit
         if debug:
             import traceback
@@ -143,9 +141,15 @@ def try_run(argv: Sequence[str]) -> int | None:
         module = type(exc).__module__.split(".")[0]
         message = redact_text(str(exc))
         if module in ("oa_vm", "waa_client", "evals", "infra"):
-            return say_failure(one_line(f"{PROG}: error: {message}"), message,
-                               int(getattr(exc, "exit_code", 1)), json_out=as_json)
-        message = f"{type(exc).__name__}: {message} (run again with --debug for details)"
-        return say_failure(one_line(f"{PROG}: unexpected error: {message}"), message, 1,
-                           json_out=as_json)
+            return _failed("error: ", message, int(getattr(exc, "exit_code", 1)), as_json)
+        return _failed("unexpected error: ", f"{type(exc).__name__}: {message} (run again "
+                       "with --debug for details)", 1, as_json)
     return 0
+
+
+def _failed(prefix: str, message: str, code: int, as_json: bool) -> int:
+    """As ``clikit``'s failure rule: one line on stderr (and the JSON error under ``--json``).
+    The rule's module is imported only here: it compiles patterns, and start-up never fails."""
+    from oa_vm.kit.error_line import one_line, say_failure
+
+    return say_failure(one_line(f"{PROG}: {prefix}{message}"), message, code, json_out=as_json)
