@@ -9,6 +9,7 @@ import sys
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -286,14 +287,12 @@ def test_a_worker_url_registers_its_capability_whatever_its_form() -> None:
         "POST http://127.0.0.1:40001/***/execute_windows: request rejected (400)")
 
 
-def test_debug_tracebacks_and_log_lines_of_the_cli_are_masked(
-    capsys: pytest.CaptureFixture[str]
-) -> None:
+def _app_logging_a_capability() -> tuple[str, Any]:
+    """A registered capability, and a one-command Typer app that logs a warning naming a URL
+    that carries it, then fails with an error naming that URL."""
     import logging
 
     import typer
-
-    from oa_vm.kit.clikit import run_main
 
     capability = "cap-" + secrets.token_hex(20)
     url = f"http://127.0.0.1:40002/{capability}/probe"
@@ -305,6 +304,15 @@ def test_debug_tracebacks_and_log_lines_of_the_cli_are_masked(
         logging.getLogger("oa_vm.test").warning("worker %s did not answer", url)
         raise RuntimeError(f"GET {url}: no answer")
 
+    return capability, app
+
+
+def test_debug_tracebacks_and_log_lines_of_the_cli_are_masked(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    from oa_vm.kit.clikit import run_main
+
+    capability, app = _app_logging_a_capability()
     argv = sys.argv
     sys.argv = ["prog", "--debug"]
     try:
@@ -326,20 +334,9 @@ def test_log_lines_of_a_later_command_in_the_same_process_are_masked_on_its_own_
     import io
     import logging
 
-    import typer
-
     from oa_vm.kit.clikit import run_main
 
-    capability = "cap-" + secrets.token_hex(20)
-    url = f"http://127.0.0.1:40003/{capability}/probe"
-    register_secret(capability)
-    app = typer.Typer()
-
-    @app.command()
-    def fail() -> None:
-        logging.getLogger("oa_vm.test").warning("worker %s did not answer", url)
-        raise RuntimeError("no answer")
-
+    capability, app = _app_logging_a_capability()
     root = logging.getLogger()
     monkeypatch.setattr(root, "handlers", [])  # as a fresh process has them
     monkeypatch.setattr(sys, "argv", ["prog"])
