@@ -140,6 +140,11 @@ class SshServer:
                     # Let tests notice a dead client quickly and keep many test connections.
                     "ClientAliveInterval 5",
                     "MaxStartups 50",
+                    # bash runs ~/.bashrc for a command sent over SSH only from a top-level
+                    # shell (SHLVL below 2): this machine's own login scripts (a Python
+                    # version manager that rehashes under a lock) are not a worker host's, and
+                    # made each session slower and, with a stale lock, stall for a minute.
+                    "SetEnv SHLVL=1",
                     "",
                 ]
             )
