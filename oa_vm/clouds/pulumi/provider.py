@@ -694,8 +694,10 @@ class PulumiCloudProvider:
         ``provider_data["program_expires_at"]`` (the creation's expiry, which its user data
         was kept at) is read no more.
 
-        ``paused``: AWS's instances declared stopped (True) or running (False); None leaves
-        their power state alone. Returns the program's outputs.
+        ``paused``: the pool is paused (True: AWS's instances declared stopped; the program told
+        its machines are stopped, ``PoolSettings.paused``, so Azure's 24-hour rule does not
+        apply to its expiry) or running (False: AWS's declared running); None leaves AWS's
+        power state alone. Returns the program's outputs.
 
         Raises:
             ProvisioningError: the update failed.
@@ -733,6 +735,7 @@ class PulumiCloudProvider:
             program_settings = replace(
                 program_settings, workers=len(indexes), indexes=tuple(int(i) for i in indexes)
             )
+        program_settings = replace(program_settings, paused=paused is True)
         module = self.program_module()
         cloud = record.cloud
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from infra import azure as infra_azure
 from infra.sizes import size_spec
 from infra.worker.slots import workers_that_fit
 from oa_vm.clouds.aws.provider import AwsProvider
@@ -108,7 +109,8 @@ def test_a_create_with_several_workers_per_host_records_them_by_host(
     cloud: str, oa_home: Path
 ) -> None:
     provider = (AwsProvider if cloud == "aws" else AzureProvider)(
-        engine=FakePulumiEngine(AwsLookups()), lister=lambda pool: [])
+        engine=FakePulumiEngine(AwsLookups() if cloud == "aws" else infra_azure.offline_lookup),
+        lister=lambda pool: [])
     wanted = spec(cloud, workers=8, workers_per_host=4, allow_cidrs=[CIDR])
     provider.preflight(wanted)  # no longer refused
     record = provider.create(wanted, lambda line: None)
