@@ -105,7 +105,7 @@ class AzureProvider(PulumiCloudProvider):
         notes=(
             "each VM is deallocated at the expiry by a DevTest Labs shutdown schedule",
             "everything lives in the resource group {resource_group} (created with "
-            "the pool, removed by oa-vm pool-cleanup)",
+            "the pool, deleted at the expiry by its deleter, or by oa-vm pool-cleanup)",
         ),
     )
     cli = "az"

@@ -555,10 +555,7 @@ class PulumiCloudProvider:
             not_priced=list(billing.not_priced) if billing else [],
             max_spend_usd=cloud_plan.max_spend(total, hours),
             ready_in=ready_in,
-            bills_after_expiry=cloud_plan.bills_after_expiry(
-                billing, settings.size, settings.disk_gb, settings.storage_gb, hosts,
-                spec.workers_per_host,
-            ),
+            bills_after_expiry=list(billing.bills_after_expiry) if billing else [],
             alternatives=cloud_plan.alternatives(
                 self.name, settings.size, regions[0], spec.spot, size_nests
             ),

@@ -1,8 +1,8 @@
 """``pool-extend``, ``pool-pause --keep-days`` and ``pool-resume`` move a cloud pool's expiry in
 the cloud: the pool's program runs again (under ``FakePulumiEngine``, the real programs under
-Pulumi's mocks), so AWS's terminate schedule and Azure's daily shutdown time follow the record,
-while each instance keeps the user data it was created with (nothing replaced; a new one gets
-the current expiry in its own). The hosts'
+Pulumi's mocks), so AWS's terminate schedule and Azure's deleter and shutdown time follow the
+record, while each instance keeps the user data it was created with (nothing replaced; a new one
+gets the current expiry in its own). The hosts'
 power-off timers are reached through a recording runner here (the mocks' addresses are
 documentation addresses); ``tests/integration/test_cloud_timer_rearm.py`` runs the same
 commands over a real sshd.
