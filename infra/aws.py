@@ -32,14 +32,20 @@ import gzip
 import ipaddress
 import json
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
 from infra import first_boot, sizes
-from infra.settings import CALLER_CIDR_PLACEHOLDER, PINNED_EXPORT, PoolSettings, pinned_values
+from infra.settings import (
+    CALLER_CIDR_PLACEHOLDER,
+    PINNED_EXPORT,
+    PoolSettings,
+    expiry_minute,
+    pinned_values,
+)
 from infra.tags import named, pool_tags
 from infra.worker import cloud_init, slots
 
@@ -124,11 +130,7 @@ def user_data_base64(settings: PoolSettings) -> str:
 def schedule_expression(expires_at: datetime) -> str:
     """EventBridge Scheduler's one-shot ``at(...)`` expression (UTC), rounded up to the minute so
     the pool never ends before the time it was promised."""
-    utc = expires_at.astimezone(UTC)
-    whole = utc.replace(second=0, microsecond=0)
-    if utc > whole:
-        whole += timedelta(minutes=1)
-    return f"at({whole.strftime('%Y-%m-%dT%H:%M:%S')})"
+    return f"at({expiry_minute(expires_at).strftime('%Y-%m-%dT%H:%M:%S')})"
 
 
 def scheduler_trust_policy() -> str:

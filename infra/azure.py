@@ -11,14 +11,26 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
   builder gets an empty one), SSH key only, cloud-init as custom data, optionally Spot (eviction
   Deallocate; ``spot_watch_azure.sh`` marks the worker draining on the eviction notice); and a
   DevTest Labs schedule ``shutdown-computevm-<vm>`` that deallocates the VM at the pool's expiry
-  time (UTC): the cloud-side kill switch. The schedule is daily, so a pool may
-  run at most 24 hours at a time (longer TTLs are refused: the schedule would fire early). The
-  schedules and the tags take the pool's current expiry (moved in place by a later update); a
-  VM keeps the custom data it was created with (:mod:`infra.first_boot`), so no later update,
-  an upgrade of oa-vm included, replaces it, and a new VM gets the current one. Nothing in the
-  guest powers the VM off: that would stop it without deallocating it, and a stopped VM still
-  bills. The ``Microsoft.DevTestLab`` resource provider must be registered on the subscription
-  (``oa-vm doctor`` checks it).
+  time (UTC). The schedule is daily, so a running pool may run at most 24 hours at a time
+  (longer TTLs are refused: the schedule would fire early); a paused pool's VMs are already
+  deallocated, so its expiry (``PoolSettings.paused``) may be days ahead;
+- the cloud-side kill switch: a Logic App (Consumption) workflow ``<pool>-expiry`` with a
+  system-assigned identity, which from the expiry on (daily until it succeeds) deletes the
+  pool's resource group, and with it everything that bills (disks, addresses, VMs, the workflow
+  itself); its identity holds Contributor on that group only, and every VM depends on that role
+  assignment, so nothing that bills starts unless the deleter may delete it (creating the
+  assignment needs ``Microsoft.Authorization/roleAssignments/write``, which Contributor alone
+  lacks: :mod:`oa_vm.clouds.permissions`).
+
+The schedules, the deleter and the tags take the pool's current expiry (moved in place by a
+later update: ``pool-extend``, a pause, a resume); a VM keeps the custom data it was created
+with (:mod:`infra.first_boot`), so no later update, an upgrade of oa-vm included, replaces it,
+and a new VM gets the current one. Nothing in the guest powers the VM off: that would stop it
+without deallocating it, and a stopped VM still bills. The ``Microsoft.DevTestLab`` resource
+provider must be registered on the subscription (``oa-vm doctor`` checks it).
+
+An image builder (:mod:`infra.image_azure`) lives in its image's group, which holds the snapshot
+and outlives it: it gets no deleter.
 
 Security type: nesting needs security type Standard (Trusted Launch has been reported to block
 it). The compute API this SDK pins (2024-11-01) creates a Standard VM when ``securityProfile`` is
@@ -37,10 +49,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pulumi
-from pulumi_azure_native import compute, devtestlab, network, resources
+from pulumi_azure_native import authorization, compute, devtestlab, logic, network, resources
 
 from infra import first_boot, sizes
-from infra.settings import PINNED_EXPORT, PoolSettings, SettingsError, pinned_values
+from infra.settings import (
+    PINNED_EXPORT,
+    PoolSettings,
+    SettingsError,
+    expiry_minute,
+    pinned_values,
+)
 from infra.tags import pool_tags
 from infra.worker import cloud_init, slots, units
 
@@ -63,6 +81,13 @@ HOST_FACTS = cloud_init.HostFacts(
     spot_notices=True,
     spot_watch=(units.AZURE_SPOT_WATCH_SCRIPT, units.AZURE_SPOT_WATCH_UNIT),
 )
+ARM = "https://management.azure.com"
+GROUP_API_VERSION = "2021-04-01"
+CONTRIBUTOR_ROLE = "b24988ac-6182-4e91-a2ae-9b9bac6c4d3c"
+"""Azure's built-in Contributor role: what the deleter's identity holds on the pool's group."""
+WORKFLOW_SCHEMA = ("https://schema.management.azure.com/providers/Microsoft.Logic/schemas/"
+                   "2016-06-01/workflowdefinition.json#")
+CLIENT_CONFIG = "azure-native:authorization:getClientConfig"
 UBUNTU_IMAGE: compute.ImageReferenceArgsDict = {
     "publisher": "Canonical",
     "offer": "ubuntu-24_04-lts",
@@ -77,13 +102,36 @@ def resource_group_name(pool: str) -> str:
 
 
 def shutdown_time(expires_at: datetime) -> str:
-    """The schedule's daily time (``HHMM``, UTC) for an expiry, rounded up to the minute so the
-    pool never ends before the time it was promised."""
-    utc = expires_at.astimezone(UTC)
-    whole = utc.replace(second=0, microsecond=0)
-    if utc > whole:
-        whole += timedelta(minutes=1)
-    return whole.strftime("%H%M")
+    """The schedule's daily time (``HHMM``, UTC) for an expiry, rounded up to the minute so
+    the pool never ends before the time it was promised."""
+    return expiry_minute(expires_at).strftime("%H%M")
+
+
+def deleter_definition(group_id: str, expires_at: datetime) -> dict[str, Any]:
+    """The deleter's Logic App workflow: a recurrence from the expiry (UTC, rounded up to the
+    minute as the shutdown time is) and one request deleting the resource group ``group_id``
+    as the workflow's own managed identity. Daily, so a failed delete is tried again the next
+    day; a delete that succeeded took the workflow with the group."""
+    return {
+        "$schema": WORKFLOW_SCHEMA,
+        "contentVersion": "1.0.0.0",
+        "triggers": {"at_expiry": {"type": "Recurrence", "recurrence": {
+            "frequency": "Day", "interval": 1,
+            "startTime": expiry_minute(expires_at).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }}},
+        "actions": {"delete_the_pool": {"type": "Http", "runAfter": {}, "inputs": {
+            "method": "DELETE",
+            "uri": f"{ARM}{group_id}?api-version={GROUP_API_VERSION}",
+            "authentication": {"type": "ManagedServiceIdentity", "audience": f"{ARM}/"},
+        }}},
+        "outputs": {},
+    }
+
+
+def contributor_role(subscription_id: str) -> str:
+    """The built-in Contributor role's definition ID in the subscription."""
+    return (f"/subscriptions/{subscription_id}/providers/Microsoft.Authorization/"
+            f"roleDefinitions/{CONTRIBUTOR_ROLE}")
 
 
 TTL_SLACK = timedelta(minutes=5)
@@ -167,21 +215,28 @@ class AzureWorkerPool(pulumi.ComponentResource):
         # before it gets here (and the cloud would refuse a placeholder anyway).
         settings.validate(allow_placeholders=True)
         sizes.check_azure_size(settings.size)
-        check_ttl(settings.expires_at)
+        if not settings.paused:  # a paused pool's VMs are deallocated: only the deleter counts
+            check_ttl(settings.expires_at)
         disk_type = sizes.azure_disk_type(settings.size)
         self.storage_disks = []
         tags = pool_tags(settings)
         child = pulumi.ResourceOptions(parent=self)
         location = settings.region
 
-        # An image builder lives in its image's group, which outlives it (with the snapshot).
-        group = group or resources.ResourceGroup(
-            f"{name}-rg",
-            resource_group_name=resource_group_name(settings.name),
-            location=location,
-            tags=tags,
-            opts=child,
-        )
+        # An image builder lives in its image's group, which outlives it (with the snapshot):
+        # no deleter for that group; only a pool's own group ends at its expiry.
+        vm_opts = first_boot.created_with(child, first_boot.AZURE_VM)
+        if group is None:
+            group = resources.ResourceGroup(
+                f"{name}-rg",
+                resource_group_name=resource_group_name(settings.name),
+                location=location,
+                tags=tags,
+                opts=child,
+            )
+            # nothing that bills starts unless the deleter may delete it
+            vm_opts = pulumi.ResourceOptions.merge(vm_opts, pulumi.ResourceOptions(
+                depends_on=[self._deleter(name, settings, group, tags, child)]))
         nsg = network.NetworkSecurityGroup(
             f"{name}-nsg",
             network_security_group_name=f"{settings.name}-nsg",
@@ -299,7 +354,7 @@ class AzureWorkerPool(pulumi.ComponentResource):
                 billing_profile=billing_profile,
                 tags=tags,
                 # the custom data is read at first boot only: kept as made (first_boot)
-                opts=first_boot.created_with(child, first_boot.AZURE_VM),
+                opts=vm_opts,
             )
             devtestlab.GlobalSchedule(
                 f"{worker}-shutdown",
@@ -323,6 +378,40 @@ class AzureWorkerPool(pulumi.ComponentResource):
         self.location = location
         self.register_outputs({"workers": self.workers, "resource_group": group.name})
 
+    def _deleter(
+        self,
+        name: str,
+        settings: PoolSettings,
+        group: resources.ResourceGroup,
+        tags: dict[str, str],
+        child: pulumi.ResourceOptions,
+    ) -> authorization.RoleAssignment:
+        """The pool's cloud-side end: a workflow deleting its resource group at the expiry
+        (:func:`deleter_definition`), and its identity's Contributor role on that group only.
+        Returns the role assignment, which every VM depends on."""
+        workflow = logic.Workflow(
+            f"{name}-expiry",
+            workflow_name=f"{settings.name}-expiry",
+            resource_group_name=group.name,
+            location=settings.region,
+            identity={"type": "SystemAssigned"},
+            state="Enabled",
+            definition=group.id.apply(
+                lambda group_id: deleter_definition(group_id, settings.expires_at)),
+            tags=tags,
+            opts=child,
+        )
+        client = authorization.get_client_config(opts=pulumi.InvokeOptions(parent=self))
+        return authorization.RoleAssignment(
+            f"{name}-expiry",
+            scope=group.id,
+            role_definition_id=contributor_role(client.subscription_id),
+            principal_id=workflow.identity.apply(
+                lambda identity: identity.principal_id if identity else ""),
+            principal_type="ServicePrincipal",
+            description=f"oa-vm pool {settings.name}: delete its resource group at the expiry",
+            opts=child,
+        )
 
     def _storage_disk(
         self,
@@ -354,7 +443,11 @@ class AzureWorkerPool(pulumi.ComponentResource):
 
 
 def offline_lookup(token: str, args: Mapping[str, Any]) -> dict[str, Any]:
-    """The Azure program makes no lookups; any call is a program change the plan must learn."""
+    """Answers for the program's one lookup in an offline plan (no credentials, no network):
+    the signed-in client's subscription, a placeholder until the create."""
+    if token == CLIENT_CONFIG:
+        return {"subscriptionId": "subscription-of-the-login", "tenantId": "tenant-of-the-login",
+                "clientId": "client-of-the-login", "objectId": "object-of-the-login"}
     raise LookupError(f"no offline answer for {token}")
 
 

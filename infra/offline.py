@@ -51,6 +51,8 @@ class RecordedResource:
     ignore_changes: list[str] = field(default_factory=list)
     """The resource options' ``ignore_changes`` as the engine receives them (property paths in
     Pulumi's wire names, e.g. ``osProfile.customData``): what an update keeps as it was."""
+    depends_on: list[str] = field(default_factory=list)
+    """The URNs of the resources it waits for (its inputs' and its ``depends_on``)."""
 
 
 @dataclass
@@ -83,6 +85,8 @@ def _stand_in_outputs(
         return {"arn": f"arn:aws:iam::offline:role/{name}"}
     if type_ == "azure-native:network:PublicIPAddress":
         return {"ipAddress": address}
+    if type_ == "azure-native:logic:Workflow":  # its system-assigned identity
+        return {"identity": {**inputs.get("identity", {}), "principalId": f"{name}-principal"}}
     return {}
 
 
@@ -110,6 +114,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
         # timeouts, ignored changes) are handed over by type and name.
         self.timeouts: dict[tuple[str, str], dict[str, str]] = {}
         self.ignored: dict[tuple[str, str], list[str]] = {}
+        self.dependencies: dict[tuple[str, str], list[str]] = {}
         # (type, name) -> place in the program's declaration order, noted on the program's
         # thread before the resource's registration is even scheduled.
         self.declared: dict[tuple[str, str], int] = {}
@@ -141,7 +146,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
         self.recorded.append(
             RecordedResource(type=args.typ, name=args.name, inputs=inputs, custom=bool(args.custom),
                              custom_timeouts=self.timeouts.pop(key, {}),
-                             ignore_changes=self.ignored.pop(key, []))
+                             ignore_changes=self.ignored.pop(key, []),
+                             depends_on=self.dependencies.pop(key, []))
         )
         state = {**inputs, **_stand_in_outputs(args.typ, args.name, index, inputs)}
         return f"{args.name}-id", state
@@ -199,6 +205,7 @@ class RecordingMonitor(MockMonitor):
             if (value := getattr(timeouts, name, ""))
         }
         self.recording.ignored[key] = list(request.ignoreChanges)
+        self.recording.dependencies[key] = list(request.dependencies)
         with _thread_loop():
             return super().RegisterResource(request)  # type: ignore[no-untyped-call]
 

@@ -11,7 +11,7 @@ import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from infra import egress_rules
 
@@ -53,6 +53,15 @@ IMAGE_PLACEHOLDER = "newest-ready-image-of-the-region"
 """Stands for "the image picked at create" in an offline plan made without ``--image``."""
 
 _NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,38}[a-z0-9]$|^[a-z]$")
+
+
+def expiry_minute(expires_at: datetime) -> datetime:
+    """The expiry in UTC rounded up to the whole minute: when the cloud's kill switches fire
+    (AWS's schedule, Azure's shutdown time and deleter), so a pool never ends before the time it
+    was promised."""
+    utc = expires_at.astimezone(UTC)
+    whole = utc.replace(second=0, microsecond=0)
+    return whole + timedelta(minutes=1) if utc > whole else whole
 
 
 class SettingsError(ValueError):
@@ -133,6 +142,10 @@ class PoolSettings:
     """AWS: the host's Ubuntu AMI. None at create (the program looks up Canonical's newest);
     every later update passes the one the create used (:data:`PINNED`), so a newer AMI published
     in between replaces nothing."""
+    paused: bool = False
+    """The pool is paused (``pool-pause``): its machines are stopped, so ``expires_at`` is the
+    paused pool's, which only the cloud's deleter keeps (a running pool's limits, Azure's
+    24 hours, do not apply to it)."""
 
     def validate(self, *, allow_placeholders: bool = False) -> PoolSettings:
         """Check every field; return ``self`` so calls chain.

@@ -412,7 +412,7 @@ def pool_cost_so_far(record: PoolRecord) -> float | None:
 
     if record.price_per_hour is None and not record.provider_data.get("pauses"):
         return None
-    return cost(record, billing=facts(record.cloud).billing)
+    return cost(record)
 
 
 def wait_pool(

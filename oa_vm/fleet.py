@@ -19,12 +19,12 @@
 - **extend** moves the expiry of a pool, paused or not.
 
 On a cloud that ends its pools itself (:attr:`Capability.CLOUD_EXPIRY`: AWS's terminate
-schedule, Azure's daily shutdown time), pause (its ``keep_days``), resume and extend move the
-expiry in the cloud first (the pool's program runs again; AWS hosts' own power-off timers
+schedule, Azure's deleter and daily shutdown time), pause (its ``keep_days``), resume and extend
+move the expiry in the cloud first (the pool's program runs again; AWS hosts' own power-off timers
 follow: a running host's over SSH, a stopped one's from its expiry tag when it boots), and
 the record takes it only once the cloud did: the record never promises a later expiry than the
-cloud keeps. An expiry the cloud cannot keep (Azure: more than 24 hours ahead) is refused
-before anything runs.
+cloud keeps. An expiry the cloud cannot keep (a running Azure pool's: more than 24 hours ahead)
+is refused before anything runs.
 
 A run holds its pool's lease (:mod:`oa_vm.model.lease`). **pause** would stop the workers under it,
 so it is refused while a live run holds the lease (``force`` overrides), and holds the lease
@@ -269,9 +269,9 @@ def _pause(record: PoolRecord, ops: FleetOps, keep_days: float,
 def _pause_in_cloud(record: PoolRecord, ops: CloudExpiryOps, keep_days: float,
                     progress: Progress) -> PoolRecord:
     """:func:`_pause` for a cloud that ends its pools itself: AWS terminates a paused pool's
-    stopped instances at its paused expiry, so the program takes that expiry as it stops them
-    (Azure's deallocated VMs have nothing to move). The cloud first, then the record: if the
-    update fails, the record keeps the expiry it had, and the error says so."""
+    stopped instances at its paused expiry, and Azure's deleter removes its resource group
+    then, so the program takes that expiry as the machines stop. The cloud first, then the
+    record: if the update fails, the record keeps the expiry it had, and the error says so."""
     going = [w.name for w in record.workers if w.name in replaced_by(record)]
     loaded = record.expires_at
     now = state.utcnow()

@@ -2,12 +2,13 @@
 
 Every check is local (files, environment, PATH), except two, each asked through the cloud's CLI
 with a timeout: with the ``az`` CLI installed and logged in, whether the subscription
-registered ``Microsoft.DevTestLab`` (the Azure pools' shutdown schedules need it); and for a
-cloud whose credentials are found, its account's vCPU quota for a worker of the default size
-(:mod:`oa_vm.clouds.quota`; the line says how many workers fit) and whether the signed-in identity
-may do what a pool does (:mod:`oa_vm.clouds.permissions`: AWS's IAM and EventBridge Scheduler
-actions, Azure's role on the subscription). A cloud whose credentials are
-missing fails its check, but only matters for pools on that cloud: the ``fix`` says what to run.
+registered the resource providers Azure pools need (``Microsoft.DevTestLab``,
+``Microsoft.Logic``); and for a cloud whose credentials are found, its account's vCPU quota
+for a worker of the default size (:mod:`oa_vm.clouds.quota`; the line says how many workers
+fit) and whether the signed-in identity may do what a pool does
+(:mod:`oa_vm.clouds.permissions`: AWS's IAM and EventBridge Scheduler actions, Azure's roles on
+the subscription). A cloud whose credentials are missing fails its check, but only matters
+for pools on that cloud: the ``fix`` says what to run.
 
 ``oa-vm doctor --fix`` installs a missing Pulumi CLI, the version matching the installed SDK,
 into ``$OA_VM_HOME/pulumi-cli/<version>`` with the Automation API's ``PulumiCommand.install``.
@@ -33,7 +34,7 @@ from oa_vm.clouds.pulumi.driver import (
 from oa_vm.clouds.quota import Runner, quota_check
 from oa_vm.errors import OaVmError
 from oa_vm.kit import safe_fs
-from oa_vm.kit.checks import Check, check_devtestlab
+from oa_vm.kit.checks import Check, check_resource_providers
 from oa_vm.kit.lazy import pulumi_automation, semver
 from oa_vm.model import state
 
@@ -242,7 +243,7 @@ def run_checks() -> list[Check]:
         check_extra("azure", "pulumi_azure_native"),
         aws,
         azure,
-        check_devtestlab(),
+        check_resource_providers(),
         *check_vcpu_quotas({"aws": aws, "azure": azure}),
         *check_permissions({"aws": aws, "azure": azure}),
         check_ssh(),

@@ -8,12 +8,7 @@ modules are imported here.
 from __future__ import annotations
 
 from oa_vm.clouds import facts
-from oa_vm.cost.pool_cost import (
-    after_expiry_per_day,
-    current_paused_per_day,
-    paused_since,
-    pool_cost_so_far,
-)
+from oa_vm.cost.pool_cost import current_paused_per_day, paused_since, pool_cost_so_far
 from oa_vm.errors import CorruptRecordError
 from oa_vm.kit.durations import format_duration
 from oa_vm.kit.tables import money, render_table
@@ -30,22 +25,18 @@ def cost_so_far(record: PoolRecord) -> float | None:
     """$ spent so far, or None for a pool with no price that was never paused."""
     if record.price_per_hour is None and not record.provider_data.get("pauses"):
         return None
-    return pool_cost_so_far(record, billing=facts(record.cloud).billing)
+    return pool_cost_so_far(record)
 
 
 def keeps_billing(record: PoolRecord) -> tuple[float, str] | None:
-    """What a paused or expired pool still bills, per day, and for what (None: nothing, or
-    the pool is running): a paused pool its disks (and on Azure its public IPs); an expired
-    Azure pool, deallocated by its kill switch, its disks and public IPs until cleaned up."""
+    """What a paused pool still bills, per day, and for what: its disks (and on Azure its
+    public IPs). None for a running pool, and for an expired one, which the cloud's kill switch
+    ended with its disks."""
     billing = facts(record.cloud).billing
-    what = billing.keeps if billing else "disks"
     paused = current_paused_per_day(record)
-    if record.is_expired():
-        per_day = after_expiry_per_day(record, billing)
-        return (per_day, f"{what} after expiry") if per_day > 0 else None
-    if paused is not None:
-        return paused, what
-    return None
+    if paused is None or record.is_expired():
+        return None
+    return paused, billing.keeps if billing else "disks"
 
 
 def _per_hour(record: PoolRecord) -> float | None:
@@ -110,9 +101,6 @@ def status_text(record: PoolRecord) -> str:
         lines.append(
             f"Price {money(_per_hour(record))}/hour, cost so far {money(cost_so_far(record))}"
         )
-    billing = keeps_billing(record)
-    if billing is not None and billing[1].endswith("after expiry"):
-        lines.append(_still_billing_line([record]))
     hosts_line = _host_price_line(record)
     if hosts_line is not None:
         lines.append(hosts_line)
@@ -168,25 +156,7 @@ def list_text(items: list[PoolRecord | CorruptRecordError]) -> str:
             item.state.value + (" (expired)" if item.is_expired() else ""),
             price, money(cost_so_far(item)),
         ])
-    table = render_table(["NAME", "CLOUD", "WORKERS", "AGE", "STATE", "PRICE", "COST"], rows)
-    kept = [item for item in items if isinstance(item, PoolRecord) and _deallocates(item)
-            and (item.is_expired() or current_paused_per_day(item) is not None)]
-    return table + ("\n" + _still_billing_line(kept) if kept else "")
-
-
-def _deallocates(record: PoolRecord) -> bool:
-    billing = facts(record.cloud).billing
-    return billing is not None and billing.expiry_deallocates
-
-
-def _still_billing_line(records: list[PoolRecord]) -> str:
-    """One line under a listing: Azure's deallocated workers keep billing their disks and
-    public IPs, and the command that ends it."""
-    names = ", ".join(r.name for r in records)
-    first = records[0].name
-    return (f"Keeps billing: {names}: Azure bills a deallocated (paused or expired) worker's "
-            f"disks and public IPs until the pool is removed ('oa-vm pool-cleanup --pool "
-            f"{first}'{' or pool-resume' if not records[0].is_expired() else ''})")
+    return render_table(["NAME", "CLOUD", "WORKERS", "AGE", "STATE", "PRICE", "COST"], rows)
 
 
 def unreadable_lines(items: list[PoolRecord | CorruptRecordError]) -> list[str]:

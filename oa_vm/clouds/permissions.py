@@ -12,9 +12,11 @@ the vCPU quota (the cloud's own CLI, with a timeout; a recorded answer in tests)
   user is allowed everything and cannot be simulated: the line says so.
 - Azure: ``az account show`` names the signed-in user and subscription; ``az role assignment
   list --assignee ... --scope /subscriptions/SUB --include-inherited`` lists its roles there. A
-  pool makes networks, VMs and DevTest Labs shutdown schedules in its own resource group, which
-  ``Contributor`` (or ``Owner``) on the subscription allows; nothing less is enough to create
-  the resource group.
+  pool makes networks, VMs, DevTest Labs shutdown schedules and its deleter (a Logic App) in its
+  own resource group, which ``Contributor`` on the subscription allows, and gives the deleter's
+  identity a role on that group, which needs ``Microsoft.Authorization/roleAssignments/write``:
+  ``Owner``, or ``Contributor`` with ``User Access Administrator`` or ``Role Based Access
+  Control Administrator`` (:data:`AZURE_ROLES`).
 
 Without the CLI or credentials the check is *not made* and says so in one line: nothing guessed.
 """
@@ -22,6 +24,7 @@ Without the CLI or credentials the check is *not made* and says so in one line: 
 from __future__ import annotations
 
 import re
+import shlex
 
 from oa_vm.clouds.quota import Runner, _ask, _find, _run_cli
 from oa_vm.kit.checks import Check
@@ -45,8 +48,24 @@ AWS_ACTIONS: dict[str, str] = {
 }
 """Every action an AWS pool's stack (``infra/aws.py``) and image build need, with what for."""
 
-AZURE_ROLES = ("Owner", "Contributor")
-"""Roles on the subscription that let a pool make its resource group and everything in it."""
+MAKES = "Contributor"
+GRANTS = ("User Access Administrator", "Role Based Access Control Administrator")
+AZURE_ROLES: tuple[frozenset[str], ...] = (
+    frozenset({"Owner"}), *(frozenset({MAKES, grants}) for grants in GRANTS))
+"""The sets of roles on the subscription that each let a pool make its resource group and
+everything in it (:data:`MAKES`) and give its deleter a role on that group (one of
+:data:`GRANTS`)."""
+
+
+def azure_roles_missing(held: set[str]) -> list[str]:
+    """The roles to add to those ``held`` on the subscription so that a set of
+    :data:`AZURE_ROLES` is held: none when one is, else :data:`MAKES`, the first of
+    :data:`GRANTS` or both."""
+    if any(roles <= held for roles in AZURE_ROLES):
+        return []
+    return [role for role, has in ((MAKES, MAKES in held), (GRANTS[0], bool(held & set(GRANTS))))
+            if not has]
+
 
 _CLI_TIMEOUTS = ["--cli-connect-timeout", "10", "--cli-read-timeout", "30"]
 
@@ -131,12 +150,15 @@ def azure_permissions_check(run: Runner | None = None, cli: str | None = None) -
         return Check(name, True, f"not checked ({why}); check it with 'az role assignment "
                                  f"list --assignee {assignee} --scope {scope}'")
     held = sorted({str(r.get("roleDefinitionName")) for r in roles if isinstance(r, dict)})
-    enough = [r for r in held if r in AZURE_ROLES]
-    if enough:
-        return Check(name, True, f"{assignee} is {enough[0]} on subscription {sub}")
+    missing = azure_roles_missing(set(held))
+    if not missing:
+        enough = next(sorted(roles) for roles in AZURE_ROLES if roles <= set(held))
+        return Check(name, True, f"{assignee} is {' and '.join(enough)} on subscription {sub}")
     return Check(name, False,
-                 f"{assignee} holds no Owner or Contributor role on subscription {sub} (roles: "
-                 f"{', '.join(held) or 'none'}), which a pool needs to make its resource group, "
-                 "network, VMs and shutdown schedules",
-                 f"ask an admin: az role assignment create --assignee {assignee} --role "
-                 f"Contributor --scope {scope}")
+                 f"{assignee} lacks {' and '.join(missing)} on subscription {sub} (roles: "
+                 f"{', '.join(held) or 'none'}): a pool needs Owner, or {MAKES} (its resource "
+                 f"group, network, VMs and schedules) with {' or '.join(GRANTS)} (its "
+                 "deleter's role on that group)",
+                 "ask an admin: " + "; ".join(
+                     f"az role assignment create --assignee {assignee} --role "
+                     f"{shlex.quote(role)} --scope {scope}" for role in missing))

@@ -33,25 +33,6 @@ FIRST_POOL_WAIT_S = timings.FIRST_POOL_WAIT_S
 """``pool-wait``'s deadline for a pool from an image (and smoke's); see
 :data:`oa_vm.kit.timings.FIRST_POOL_WAIT_S`."""
 
-def bills_after_expiry(
-    billing: Billing | None, size: str, disk_gb: int, storage_gb: int, hosts: int, per_host: int = 1
-) -> list[str]:
-    """What keeps billing after the expiry (``billing``'s, the cloud's:
-    :attr:`~oa_vm.cost.pool_cost.Billing.bills_after_expiry`) with its price where the expiry only
-    deallocates the workers: their disks and public IPs per day (the same as a paused pool's,
-    :func:`oa_vm.cost.pool_cost.paused_price_per_day`), which bill until ``oa-vm pool-cleanup``."""
-    from oa_vm.cost.pool_cost import paused_price_per_day
-
-    items = list(billing.bills_after_expiry) if billing else []
-    if billing and billing.expiry_deallocates:
-        workers = hosts * per_host
-        per_day = paused_price_per_day(billing, workers, disks=(disk_gb, storage_gb),
-                                       disk_type=billing.disk_type(size), per_host=per_host)
-        items[1] = (f"{items[1]} (about ${per_day:.2f}/day for {workers} worker(s); the same "
-                    "while paused)")
-    return items
-
-
 def disks_note(billing: Billing | None, size: str, disk_gb: int, storage_gb: int, hosts: int = 1,
                per_host: int = 1) -> str:
     """One line: what the disks cost per month (AWS gp3 by the GB; Azure by the tier each disk

@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 
         keeps: str
         """What a stopped worker still bills for (``"volumes"``)."""
-        expiry_deallocates: bool
-        """The expiry only stops the workers, whose disks and addresses bill on until cleanup
-        (Azure), rather than ending them with their disks (AWS)."""
         address_per_hour: float
         """A host's public address while its compute is stopped ($/hour; 0 when released)."""
         snapshot_per_gb_month: float
@@ -41,8 +38,9 @@ if TYPE_CHECKING:
         not_priced: tuple[str, ...]
         """What a plan's price leaves out, one item each."""
         bills_after_expiry: tuple[str, ...]
-        """What keeps billing after the expiry, one item each (when :attr:`expiry_deallocates`,
-        the second names what the deallocated workers keep: the plan adds its price per day)."""
+        """What keeps billing after the expiry, one item each (the expiry ends the workers with
+        their disks on every cloud: AWS's schedule terminates them, Azure's deleter removes
+        the pool's resource group)."""
 
         def disk_type(self, size: str) -> str:
             """The disk type the workers of ``size`` get."""
@@ -129,32 +127,16 @@ def _workers(record: PoolRecord) -> int:
     return workers
 
 
-def after_expiry_per_day(record: PoolRecord, billing: Billing | None) -> float:
-    """Dollars per day the pool keeps costing once it has expired, until ``oa-vm
-    pool-cleanup`` removes it: on Azure the expiry only deallocates the VMs, whose disks and
-    public IPs keep billing (:func:`paused_price_of`); on AWS the expiry terminates the
-    instances and their volumes go with them (0); a local pool rents nothing (0): as the
-    cloud's :attr:`Billing.expiry_deallocates` says."""
-    return paused_price_of(record, billing) if billing and billing.expiry_deallocates else 0.0
-
-
-def pool_cost_so_far(
-    record: PoolRecord, now: datetime | None = None, *, billing: Billing | None = None
-) -> float:
+def pool_cost_so_far(record: PoolRecord, now: datetime | None = None) -> float:
     """What a pool has cost since it was created.
 
     Running time (uptime minus paused time) x price per worker-hour x workers, plus each
-    pause's length x its price per day. The workers' time stops at the pool's expiry, when the
-    cloud-side kill switch ends it; what the kill switch leaves billing (an Azure pool's disks
-    and public IPs, :func:`after_expiry_per_day`) is counted on from then until now. A pool
-    without a price (``price_per_hour`` None, e.g. a local pool) costs 0.0 running. ``billing``
-    is the pool's cloud's (None counts nothing after the expiry).
+    pause's length x its price per day. Everything stops at the pool's expiry, when the
+    cloud-side kill switch ends it with its disks. A pool without a price (``price_per_hour``
+    None, e.g. a local pool) costs 0.0 running.
     """
     end = now or state.utcnow()
-    after = 0.0
     if record.expires_at is not None and record.expires_at < end:
-        after = ((end - record.expires_at).total_seconds() / 86400.0
-                 * after_expiry_per_day(record, billing))
         end = record.expires_at
     total_s = max(0.0, (end - record.created_at).total_seconds())
     paused_s = 0.0
@@ -171,4 +153,4 @@ def pool_cost_so_far(
     running = 0.0 if record.price_per_hour is None else (
         running_h * float(record.price_per_hour) * _workers(record)
     )
-    return running + paused_cost + after
+    return running + paused_cost

@@ -278,6 +278,7 @@ def test_azure_pool_create_finds_the_image_in_its_location(
     standin(bin_dir, "az", {
         "snapshot list": [_az_snapshot(image, "eastus", -1)],
         "provider show --namespace Microsoft.DevTestLab": "Registered",
+        "provider show --namespace Microsoft.Logic": "Registered",
     })
     engine = FakePulumiEngine(infra_azure.offline_lookup)
     provider = AzureProvider(engine=engine, lister=lambda pool: [])

@@ -72,6 +72,7 @@ def taggable(run: OfflineRun) -> list[Any]:
             "aws:ec2/volumeAttachment:VolumeAttachment",
             "aws:iam/rolePolicy:RolePolicy",
             "aws:scheduler/schedule:Schedule",
+            "azure-native:authorization:RoleAssignment",
         )
     ]
 

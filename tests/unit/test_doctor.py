@@ -61,7 +61,7 @@ def test_home_permissions(tmp_path: Path) -> None:
 def test_run_checks_names_every_check(oa_home: Path) -> None:
     names = [c.name for c in doctor.run_checks()]
     assert names == ["pulumi engine", "aws extra", "azure extra", "aws credentials",
-                     "azure credentials", "azure devtestlab provider",
+                     "azure credentials", "azure resource providers",
                      "aws vCPU quota (us-east-1, m8i.2xlarge)",
                      "azure vCPU quota (eastus, Standard_D8s_v5)",
                      "aws permissions (IAM, EventBridge Scheduler)", "azure role assignment",
@@ -131,21 +131,26 @@ def _az(tmp_path: Path, body: str) -> str:
     return str(az)
 
 
-def test_devtestlab_registration(tmp_path: Path) -> None:
-    registered = checks.check_devtestlab(az=_az(tmp_path, "echo Registered\n"))
+def test_resource_provider_registration(tmp_path: Path) -> None:
+    registered = checks.check_resource_providers(az=_az(tmp_path, "echo Registered\n"))
     assert registered.ok
     calls = (tmp_path / "az.calls").read_text()
-    assert "provider show --namespace Microsoft.DevTestLab --query registrationState -o tsv" in (
-        calls
-    )
-    missing = checks.check_devtestlab(az=_az(tmp_path, "echo NotRegistered\n"))
+    for namespace in ("Microsoft.DevTestLab", "Microsoft.Logic"):  # the schedules, the deleter
+        assert f"provider show --namespace {namespace} --query registrationState -o tsv" in calls
+    missing = checks.check_resource_providers(az=_az(tmp_path, "echo NotRegistered\n"))
     assert not missing.ok and "NotRegistered" in missing.detail
     assert "az provider register --namespace Microsoft.DevTestLab" in missing.fix
-    logged_out = checks.check_devtestlab(az=_az(
+    no_logic = checks.check_resource_providers(az=_az(
+        tmp_path, "case \"$*\" in *Microsoft.Logic*) echo NotRegistered;; *) echo Registered;; "
+        "esac\n"))
+    assert not no_logic.ok and no_logic.detail == (
+        "Microsoft.Logic is NotRegistered on this subscription (Azure pools' deleters need it)")
+    assert no_logic.fix.startswith("az provider register --namespace Microsoft.Logic")
+    logged_out = checks.check_resource_providers(az=_az(
         tmp_path, "echo \"ERROR: Please run 'az login' to setup account.\" >&2; exit 1\n"
     ))
     assert not logged_out.ok and "az login" in logged_out.detail
-    assert checks.check_devtestlab(az="").ok  # no az CLI: not checked, says so
+    assert checks.check_resource_providers(az="").ok  # no az CLI: not checked, says so
 
 
 def _answering(answer: object) -> Callable[[list[str]], subprocess.CompletedProcess[str]]:

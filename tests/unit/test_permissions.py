@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from oa_vm.cli import doctor
 from oa_vm.clouds.permissions import AWS_ACTIONS, aws_permissions_check, azure_permissions_check
 from oa_vm.kit import checks
@@ -71,24 +73,52 @@ def test_no_aws_credentials_is_said_not_a_traceback(tmp_path: Path) -> None:
     assert len(fake.calls(aws.parent)) == 1, "nothing simulated without a caller"
 
 
-def test_azure_without_contributor_names_the_grant(tmp_path: Path) -> None:
-    az = fake.install(tmp_path / "bin", "az", {
+def _az_with_roles(where: Path, roles: list[str]) -> Path:
+    return fake.install(where, "az", {
         "account show": {"id": "0000-sub", "user": {"name": "alice@example.com",
                                                       "type": "user"}},
-        "role assignment list": [{"roleDefinitionName": "Reader",
-                                  "scope": "/subscriptions/0000-sub"}],
+        "role assignment list": [{"roleDefinitionName": role, "scope": "/subscriptions/0000-sub"}
+                                 for role in roles],
     })
-    check = azure_permissions_check(cli=str(az))
+
+
+CREATE = "az role assignment create --assignee alice@example.com --role "
+GRANT = f"ask an admin: {CREATE}"
+SCOPE = " --scope /subscriptions/0000-sub"
+
+
+@pytest.mark.parametrize(("roles", "lacks", "fix"), [
+    (["Reader"], "Contributor and User Access Administrator",
+     f"{GRANT}Contributor{SCOPE}; {CREATE}'User Access Administrator'{SCOPE}"),
+    # Contributor makes everything but may not give the deleter its role on the group
+    (["Contributor", "Reader"], "User Access Administrator",
+     f"{GRANT}'User Access Administrator'{SCOPE}"),
+    (["Role Based Access Control Administrator"], "Contributor", f"{GRANT}Contributor{SCOPE}"),
+])
+def test_azure_without_the_roles_a_pool_needs_names_each_grant(
+    tmp_path: Path, roles: list[str], lacks: str, fix: str
+) -> None:
+    check = azure_permissions_check(cli=str(_az_with_roles(tmp_path / "bin", roles)))
     assert not check.ok and "\n" not in check.detail
-    assert "alice@example.com holds no Owner or Contributor role on subscription 0000-sub " \
-           "(roles: Reader)" in check.detail
-    assert check.fix == ("ask an admin: az role assignment create --assignee alice@example.com "
-                         "--role Contributor --scope /subscriptions/0000-sub")
-    granted = fake.install(tmp_path / "bin2", "az", {
-        "account show": {"id": "0000-sub", "user": {"name": "alice@example.com"}},
-        "role assignment list": [{"roleDefinitionName": "Contributor"}],
-    })
-    assert azure_permissions_check(cli=str(granted)).ok
+    assert check.detail.startswith(f"alice@example.com lacks {lacks} on subscription 0000-sub "
+                                   f"(roles: {', '.join(sorted(roles))}): a pool needs Owner, "
+                                   "or Contributor"), check.detail
+    assert check.fix == fix
+
+
+@pytest.mark.parametrize("roles", [
+    ["Owner"], ["Contributor", "User Access Administrator"],
+    ["Contributor", "Role Based Access Control Administrator"],
+])
+def test_azure_roles_that_let_a_pool_authorise_its_deleter_are_enough(
+    tmp_path: Path, roles: list[str]
+) -> None:
+    check = azure_permissions_check(cli=str(_az_with_roles(tmp_path / "bin", roles)))
+    assert check.ok and check.detail == (
+        f"alice@example.com is {' and '.join(sorted(roles))} on subscription 0000-sub")
+
+
+def test_azure_signed_out_is_said_not_a_traceback(tmp_path: Path) -> None:
     logged_out = fake.install(tmp_path / "bin3", "az", {"account show": fake.AZ_NOT_LOGGED_IN})
     check = azure_permissions_check(cli=str(logged_out))
     assert not check.ok and "az login" in check.detail and "az login" in check.fix

@@ -19,7 +19,6 @@ class AwsBilling:
     """EBS gp3 by the GB; the expiry terminates the instances and their volumes go with them."""
 
     keeps = "volumes"
-    expiry_deallocates = False
     address_per_hour = 0.0
     snapshot_per_gb_month = 0.05  # EBS snapshots, standard tier
     not_priced: tuple[str, ...] = (

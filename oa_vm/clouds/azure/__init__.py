@@ -1,5 +1,6 @@
 """Azure: the provider (Pulumi program in ``infra/azure.py``) and what the provider declares as
-data (:data:`FACTS`): how its disks and addresses bill, what a plan leaves unpriced.
+data (:data:`FACTS`): how its disks and addresses bill (while paused: the expiry deletes them),
+what a plan leaves unpriced.
 
 Managed disks bill by tier, not by GB: a disk is billed as the smallest tier that holds it (a
 160 GB disk as P15, 256 GiB), https://learn.microsoft.com/azure/virtual-machines/
@@ -48,10 +49,10 @@ def disk_tier(size_gb: int, disk_type: str = PREMIUM_SSD) -> tuple[str, int, flo
 
 
 class AzureBilling:
-    """Disks by the tier, static public IPs by the hour; the expiry only deallocates the VMs."""
+    """Disks by the tier, static public IPs by the hour; the expiry deletes the pool's resource
+    group, and the disks and public IPs with it."""
 
     keeps = "disks and public IPs"
-    expiry_deallocates = True
     address_per_hour = STATIC_IP_PER_HOUR
     snapshot_per_gb_month = 0.05  # Standard HDD snapshots
     not_priced: tuple[str, ...] = (
@@ -61,8 +62,8 @@ class AzureBilling:
         "the image's snapshot while kept (see oa-vm image-list)",
     )
     bills_after_expiry: tuple[str, ...] = (
-        "the VMs are deallocated (compute stops billing)",
-        "their OS and storage disks and public IPs keep billing until oa-vm pool-cleanup",
+        "nothing of the workers: the expiry's deleter removes the pool's resource group, with "
+        "its VMs, disks and public IPs",
         "the image's snapshot stays until oa-vm image-delete",
     )
 

@@ -105,7 +105,7 @@ class AzureProvider(PulumiCloudProvider):
         notes=(
             "each VM is deallocated at the expiry by a DevTest Labs shutdown schedule",
             "everything lives in the resource group {resource_group} (created with "
-            "the pool, removed by oa-vm pool-cleanup)",
+            "the pool, deleted at the expiry by its deleter, or by oa-vm pool-cleanup)",
         ),
     )
     cli = "az"
@@ -120,8 +120,9 @@ class AzureProvider(PulumiCloudProvider):
 
     def preflight(self, spec: PoolSpec) -> None:
         """The shared checks, then Azure's own: a TTL the daily shutdown schedule can keep (24 h
-        at most), and ``Microsoft.DevTestLab`` registered (asked through ``az`` when it is
-        installed and answers).
+        at most), and the resource providers it needs registered
+        (:data:`~oa_vm.kit.checks.RESOURCE_PROVIDERS`, asked through ``az`` when it is installed
+        and answers).
 
         Raises:
             InvalidInputError: one line saying what is wrong and what to run.
@@ -134,10 +135,10 @@ class AzureProvider(PulumiCloudProvider):
         except SettingsError as exc:
             raise InvalidInputError(str(exc)) from exc
         super().preflight(spec)
-        from oa_vm.kit.checks import DEVTESTLAB, check_devtestlab
+        from oa_vm.kit.checks import RESOURCE_PROVIDERS, check_resource_providers
 
-        check = check_devtestlab()
-        if not check.ok and check.detail.startswith(f"{DEVTESTLAB} is "):
+        check = check_resource_providers()
+        if not check.ok and check.detail.startswith(tuple(f"{n} is " for n in RESOURCE_PROVIDERS)):
             raise InvalidInputError(
                 f"{check.detail}; register it first: {check.fix}, then create again"
             )

@@ -4,8 +4,8 @@ and Azure, which :meth:`PulumiCloudProvider.fleet_ops` hands out).
 - **AWS**: the pool's own program runs again (same settings, so nothing is replaced) with each
   instance's power state declared ``stopped`` or ``running`` (:mod:`infra.pause`).
 - **Azure**: the native provider has no power state resource, so the driver deallocates and
-  starts the VMs itself through a :class:`PowerControl` (by default the ``az`` CLI); the stack
-  is left as it is.
+  starts the VMs itself through a :class:`PowerControl` (by default the ``az`` CLI), once the
+  program took the paused or running expiry (its deleter and shutdown schedules).
 - **repair** (both): the program runs again; Pulumi recreates what the cloud removed (a
   terminated, evicted or interrupted instance) under the same name, from the same image. A
   *draining* worker (a spot notice) is not waited for: the program gets one more worker, under
@@ -18,7 +18,7 @@ and Azure, which :meth:`PulumiCloudProvider.fleet_ops` hands out).
 
 The program's settings are rebuilt from the record by the provider
 (:meth:`PoolProgram.update_program`) with the pool's current expiry: the cloud's kill switch
-(AWS's schedule, Azure's daily shutdown time) and the tags take it, so pause, resume and
+(AWS's schedule, Azure's deleter and daily shutdown time) and the tags take it, so pause, resume and
 ``pool-extend`` (:meth:`CloudFleetOps.move_expiry`) move it in the cloud. The hosts keep the user
 data they were created with (:mod:`infra.first_boot`): nothing is replaced for a moved expiry or
 an upgraded oa-vm, and only a new host's user data carries the current expiry. An AWS host's own
@@ -185,39 +185,33 @@ class CloudFleetOps:
     # -- FleetOps ------------------------------------------------------------------------------
 
     def pause(self, record: PoolRecord, progress: Progress) -> PoolRecord:
-        """AWS: the instances stopped by the program, whose schedule and tags take
-        ``record.expires_at`` (the paused pool's: AWS terminates stopped instances too; a host
-        sets its timer from the tag when it boots again). Azure: VMs deallocated, the stack
-        left as it is (its daily schedule only deallocates; the resume moves it). Disks
-        stay."""
-        if record.cloud == "aws":
-            runner = self.provider.timer_runner(record)
-            if runner is not None:
-                timers.disarm_if_unarmed_at_boot(record, runner, progress)
-            outputs = self.provider.update_program(record, progress, paused=True)
-            self._update_workers(record, outputs)
-        else:
+        """The program runs with the pool paused, so the cloud's kill switch and the tags take
+        ``record.expires_at``, the paused pool's (AWS terminates stopped instances too, and a
+        host sets its timer from the tag when it boots again; Azure's deleter removes the
+        group). AWS: the program stops the instances; Azure: the VMs are then deallocated.
+        Disks stay."""
+        runner = self.provider.timer_runner(record)  # None: Azure's hosts run no timer
+        if runner is not None:
+            timers.disarm_if_unarmed_at_boot(record, runner, progress)
+        outputs = self.provider.update_program(record, progress, paused=True)
+        self._update_workers(record, outputs)
+        if record.cloud != "aws":
             self.power.deallocate(self._ids(record), progress)
-            # Azure's schedule only deallocates: nothing in Azure removes a paused pool
-            progress("Azure keeps the deallocated VMs' disks and addresses (billing) past the "
-                     f"paused expiry; then 'oa-vm pool-cleanup --pool {record.name}' (or "
-                     "--expired) removes them")
         self._mark(record, [w.name for w in record.workers], WorkerState.PAUSED, "paused")
         record.state = state.derive_pool_state(record.workers)
         return record
 
     def resume(self, record: PoolRecord, progress: Progress) -> list[str]:
-        """AWS: instances declared running again; Azure: the shutdown schedules moved to the
-        new expiry first (an old time of day would deallocate the VMs early), then the VMs
-        started. Either way the cloud's kill switch takes ``record.expires_at``; AWS's tags take
-        it before the instances start, and each host sets its power-off timer from them as it
-        boots (:mod:`~oa_vm.clouds.pulumi.timers`)."""
+        """AWS: instances declared running again; Azure: the deleter and the shutdown schedules
+        moved to the new expiry first (under the running pool's 24-hour rule: an old time of
+        day would deallocate the VMs early), then the VMs started. Either way the cloud's kill
+        switch takes ``record.expires_at``; AWS's tags take it before the instances start, and
+        each host sets its power-off timer from them as it boots
+        (:mod:`~oa_vm.clouds.pulumi.timers`)."""
         names = [w.name for w in record.workers if w.state == WorkerState.PAUSED]
-        if record.cloud == "aws":
-            outputs = self.provider.update_program(record, progress, paused=False)
-            self._update_workers(record, outputs)
-        else:
-            self.provider.update_program(record, progress, paused=None)
+        outputs = self.provider.update_program(record, progress, paused=False)
+        self._update_workers(record, outputs)
+        if record.cloud != "aws":
             self.power.start(self._ids(record), progress)
         self._mark(record, names, WorkerState.BOOTING, "resumed")
         record.state = state.derive_pool_state(record.workers)
@@ -228,25 +222,22 @@ class CloudFleetOps:
         return self.provider.latest_expiry(record, now)
 
     def move_expiry(self, record: PoolRecord, progress: Progress) -> None:
-        """The program runs again with ``record.expires_at`` (AWS's paused instances stay
-        declared stopped), then the running hosts' timers follow. A paused Azure pool's VMs
-        are deallocated, which is all its schedule does: nothing to move until the resume.
+        """The program runs again with ``record.expires_at`` (a paused pool's stays paused: AWS's
+        instances declared stopped, Azure's deleter moved), then the running hosts' timers
+        follow.
 
         Raises:
             ProvisioningError: the update failed.
         """
-        paused = record.state == PoolState.PAUSED
-        if paused and record.cloud != "aws":
-            progress("its VMs are deallocated: pool-resume sets their shutdown time")
-            return
         self.provider.update_program(record, progress, paused=_power(record))
-        if paused:
+        runner = self.provider.timer_runner(record)  # None: Azure's hosts run no timer
+        if runner is None:
+            return
+        if record.state == PoolState.PAUSED:
             progress("its hosts are stopped: each sets its power-off timer to the new expiry "
                      "when it starts")
             return
-        runner = self.provider.timer_runner(record)  # None: Azure's hosts run no timer
-        if runner is not None:
-            timers.rearm(record, runner, progress)
+        timers.rearm(record, runner, progress)
 
     def repair(self, record: PoolRecord, progress: Progress, names: list[str] | None) -> list[str]:
         """Run the program again: what the cloud removed is recreated under the same names, a
@@ -312,14 +303,12 @@ class CloudFleetOps:
 
 
 def _power(record: PoolRecord) -> bool | None:
-    """The power state an update declares for AWS's instances: stopped for a paused pool,
-    running for one paused before (its stack holds the power resources); else (and on Azure)
-    None, left as they are."""
-    if record.cloud != "aws":
-        return None
+    """What an update passes as ``paused``: True for a paused pool (AWS's instances declared
+    stopped; on both clouds the program knows its expiry is a paused pool's); for an AWS pool
+    paused before, False (its stack holds the power resources: declared running); else None."""
     if record.state == PoolState.PAUSED:
         return True
-    return False if record.provider_data.get("pauses") else None
+    return False if record.cloud == "aws" and record.provider_data.get("pauses") else None
 
 
 def _replace_hosts(record: PoolRecord, draining: list[str], per_host: int,

@@ -555,10 +555,7 @@ class PulumiCloudProvider:
             not_priced=list(billing.not_priced) if billing else [],
             max_spend_usd=cloud_plan.max_spend(total, hours),
             ready_in=ready_in,
-            bills_after_expiry=cloud_plan.bills_after_expiry(
-                billing, settings.size, settings.disk_gb, settings.storage_gb, hosts,
-                spec.workers_per_host,
-            ),
+            bills_after_expiry=list(billing.bills_after_expiry) if billing else [],
             alternatives=cloud_plan.alternatives(
                 self.name, settings.size, regions[0], spec.spot, size_nests
             ),
@@ -694,8 +691,10 @@ class PulumiCloudProvider:
         ``provider_data["program_expires_at"]`` (the creation's expiry, which its user data
         was kept at) is read no more.
 
-        ``paused``: AWS's instances declared stopped (True) or running (False); None leaves
-        their power state alone. Returns the program's outputs.
+        ``paused``: the pool is paused (True: AWS's instances declared stopped; the program told
+        its machines are stopped, ``PoolSettings.paused``, so Azure's 24-hour rule does not
+        apply to its expiry) or running (False: AWS's declared running); None leaves AWS's
+        power state alone. Returns the program's outputs.
 
         Raises:
             ProvisioningError: the update failed.
@@ -733,6 +732,7 @@ class PulumiCloudProvider:
             program_settings = replace(
                 program_settings, workers=len(indexes), indexes=tuple(int(i) for i in indexes)
             )
+        program_settings = replace(program_settings, paused=paused is True)
         module = self.program_module()
         cloud = record.cloud
 

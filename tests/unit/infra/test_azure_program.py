@@ -85,7 +85,7 @@ def test_the_pinned_compute_api_makes_standard_the_default_security_type() -> No
 def test_every_resource_carries_the_three_tags(run_azure: RunAzure, workers: int) -> None:
     run = run_azure(make_settings("azure", workers=workers))
     resources = taggable(run)
-    assert len(resources) == 3 + 5 * workers
+    assert len(resources) == 4 + 5 * workers  # the group, NSG, network, deleter; per worker
     for res in resources:
         tags = res.inputs.get("tags") or {}
         assert {k: tags.get(k) for k in ALL_KEYS} == {
@@ -276,3 +276,83 @@ def test_a_later_expiry_moves_the_daily_time_tags_and_a_new_vms_custom_data(
     text = gzip.decompress(base64.b64decode(of_type(after, VM)[0].inputs["osProfile"][
         "customData"]))
     assert b"OA_VM_EXPIRES_AT=2026-03-01T23:40:05Z" in text
+
+
+WORKFLOW = "azure-native:logic:Workflow"
+ROLE = "azure-native:authorization:RoleAssignment"
+
+
+def test_a_deleter_removes_the_pools_group_at_its_expiry_and_nothing_bills_before_it(
+    run_azure: RunAzure
+) -> None:
+    run = run_azure(make_settings("azure", workers=2))
+    (group,) = of_type(run, "azure-native:resources:ResourceGroup")
+    group_id = f"{group.name}-id"  # the mocks' stand-in for the group's ID
+    (workflow,) = of_type(run, WORKFLOW)
+    assert workflow.inputs["identity"] == {"type": "SystemAssigned"}
+    assert workflow.inputs["state"] == "Enabled"
+    assert workflow.inputs["tags"]["oa-vm:pool"] == "waa-eval"
+    definition = workflow.inputs["definition"]
+    (trigger,) = definition["triggers"].values()
+    # the expiry 18:30:05 UTC, rounded up to the minute; daily, so a failed delete is retried
+    assert trigger == {"type": "Recurrence", "recurrence": {
+        "frequency": "Day", "interval": 1, "startTime": "2026-03-01T18:31:00Z"}}
+    (action,) = definition["actions"].values()
+    assert action["type"] == "Http"
+    assert action["inputs"] == {
+        "method": "DELETE",
+        "uri": f"https://management.azure.com{group_id}?api-version=2021-04-01",
+        "authentication": {"type": "ManagedServiceIdentity",
+                           "audience": "https://management.azure.com/"},
+    }
+    (role,) = of_type(run, ROLE)
+    assert role.inputs["scope"] == group_id  # the pool's group, nothing wider
+    assert role.inputs["roleDefinitionId"] == (
+        "/subscriptions/subscription-of-the-login/providers/Microsoft.Authorization/"
+        "roleDefinitions/b24988ac-6182-4e91-a2ae-9b9bac6c4d3c")
+    assert role.inputs["principalId"] == f"{workflow.name}-principal"
+    assert role.inputs["principalType"] == "ServicePrincipal"
+    vms = of_type(run, VM)
+    assert len(vms) == 2
+    for vm in vms:
+        assert any(urn.endswith(f"{ROLE}::{role.name}") for urn in vm.depends_on), vm.name
+
+
+def test_a_later_expiry_moves_the_deleters_trigger_in_place(run_azure: RunAzure) -> None:
+    """Same resources (type and name: same URN), only the definition and tags change (updated
+    in place by Azure); the role assignment, which a new principal would replace, stays."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from tests.support.pool_programs import EXPIRES
+
+    created = run_azure(make_settings("azure"))
+    moved = run_azure(replace(make_settings("azure"),
+                              expires_at=EXPIRES + timedelta(days=6, seconds=30)))
+    (before,), (after,) = of_type(created, WORKFLOW), of_type(moved, WORKFLOW)
+    assert after.name == before.name
+    changed = {k for k in {*before.inputs, *after.inputs}
+               if before.inputs.get(k) != after.inputs.get(k)}
+    assert changed == {"definition", "tags"}
+    (trigger,) = after.inputs["definition"]["triggers"].values()
+    assert trigger["recurrence"]["startTime"] == "2026-03-07T18:31:00Z"
+    assert [r.inputs for r in of_type(moved, ROLE)] == [r.inputs for r in of_type(created, ROLE)]
+
+
+def test_a_paused_pools_expiry_may_be_days_ahead_a_running_pools_not(
+    run_azure: RunAzure
+) -> None:
+    """The 24-hour rule is the daily shutdown's: a paused pool's VMs are deallocated, so only
+    its deleter keeps its (paused) expiry."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from infra.settings import SettingsError
+
+    week = replace(make_settings("azure"), expires_at=datetime.now(UTC) + timedelta(days=7))
+    with pytest.raises(SettingsError, match="at most 24 hours"):
+        run_azure(week)
+    (workflow,) = of_type(run_azure(replace(week, paused=True)), WORKFLOW)
+    (trigger,) = workflow.inputs["definition"]["triggers"].values()
+    assert trigger["recurrence"]["startTime"] == infra_azure.expiry_minute(
+        week.expires_at).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -3,7 +3,8 @@
 The egress boundary (``infra/egress_rules.py``) keeps the guest off the metadata address;
 these are the second wall: on AWS the metadata service answers only IMDSv2 and its token cannot
 cross more than one hop (the host itself, never a container or the guest behind it); on Azure the
-VM carries no managed identity, so there is no token to ask for.
+VM carries no managed identity, so there is no token to ask for (the pool's one identity is its
+deleter workflow's, outside every VM).
 """
 
 from __future__ import annotations
@@ -38,4 +39,7 @@ def test_azure_vms_have_no_managed_identity(run_azure: RunAzure) -> None:
     for vm in vms:
         assert not vm.inputs.get("identity"), vm.inputs.get("identity")
     assert not of_type(run, "azure-native:managedidentity:UserAssignedIdentity")
-    assert not of_type(run, "azure-native:authorization:RoleAssignment")
+    # the one identity given a role is the pool's deleter workflow's, not a VM's
+    (role,) = of_type(run, "azure-native:authorization:RoleAssignment")
+    (workflow,) = of_type(run, "azure-native:logic:Workflow")
+    assert role.inputs["principalId"] == f"{workflow.name}-principal"

@@ -82,6 +82,9 @@ def test_the_azure_builder_disk_is_empty_and_sized() -> None:
     (disk,) = of_type(run, "azure-native:compute:Disk")
     assert disk.inputs["creationData"] == {"createOption": "Empty"}
     assert disk.inputs["diskSizeGB"] == 112
+    # its group is the image's, holding the snapshot: no deleter may end that group
+    assert not of_type(run, "azure-native:logic:Workflow")
+    assert not of_type(run, "azure-native:authorization:RoleAssignment")
 
 
 @pytest.mark.parametrize("cloud", ["aws", "azure"])

@@ -86,9 +86,9 @@ def _az_power(region: str) -> str:
 
 
 def _devtestlab(region: str) -> str:
-    from oa_vm.kit.checks import check_devtestlab
+    from oa_vm.kit.checks import check_resource_providers
 
-    return check_devtestlab().detail
+    return check_resource_providers().detail
 
 
 CASES: dict[str, tuple[str, dict[str, object], Callable[[str], str], str]] = {

@@ -1,8 +1,8 @@
 """``pool-extend``, ``pool-pause --keep-days`` and ``pool-resume`` move a cloud pool's expiry in
 the cloud: the pool's program runs again (under ``FakePulumiEngine``, the real programs under
-Pulumi's mocks), so AWS's terminate schedule and Azure's daily shutdown time follow the record,
-while each instance keeps the user data it was created with (nothing replaced; a new one gets
-the current expiry in its own). The hosts'
+Pulumi's mocks), so AWS's terminate schedule and Azure's deleter and shutdown time follow the
+record, while each instance keeps the user data it was created with (nothing replaced; a new one
+gets the current expiry in its own). The hosts'
 power-off timers are reached through a recording runner here (the mocks' addresses are
 documentation addresses); ``tests/integration/test_cloud_timer_rearm.py`` runs the same
 commands over a real sshd.
@@ -23,6 +23,7 @@ import pytest
 from infra import azure as infra_azure
 from infra.aws import schedule_expression
 from infra.azure import shutdown_time
+from infra.settings import expiry_minute
 from oa_vm import fleet
 from oa_vm.clouds.aws.provider import AwsProvider
 from oa_vm.clouds.azure.provider import AzureProvider
@@ -46,6 +47,7 @@ INSTANCE = "aws:ec2/instance:Instance"
 SCHEDULE = "aws:scheduler/schedule:Schedule"
 VM = "azure-native:compute:VirtualMachine"
 SHUTDOWN = "azure-native:devtestlab:GlobalSchedule"
+WORKFLOW = "azure-native:logic:Workflow"
 POWER = "aws:ec2transitgateway/instanceState:InstanceState"
 
 
@@ -254,38 +256,71 @@ def test_azure_refuses_an_expiry_past_24_hours_before_anything_runs(
             fleet.pause_pool("waa-eval", ops=ops)
         fleet.resume_pool("waa-eval", ttl_hours=25, wait=False, ops=ops)
     assert power.calls[len(power_calls) + (0 if paused else 1):] == []
-    assert _ups(engine) == ups
+    assert _ups(engine) == ups + (0 if paused else 1)  # the pause's update, nothing more
 
 
-def test_azure_pause_keeps_days_resume_moves_the_schedule_before_starting(
+def _deleter_starts(engine: FakePulumiEngine) -> str:
+    """When the pool's deleter workflow first fires (its trigger's start time)."""
+    (workflow,) = live_of_type(engine, WORKFLOW)
+    (trigger,) = workflow["inputs"]["definition"]["triggers"].values()
+    return str(trigger["recurrence"]["startTime"])
+
+
+def _minute(expires_at: datetime) -> str:
+    return expiry_minute(expires_at).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_azure_pause_moves_the_deleter_to_the_paused_expiry_resume_moves_it_back(
     oa_home: Path
 ) -> None:
     engine, ops, power = _azure()
     custom = {v["inputs"]["osProfile"]["customData"] for v in live_of_type(engine, VM)}
     ups = _ups(engine)
-    lines: list[str] = []
-    # a week: Azure's VMs are deallocated (its schedule only deallocates), the limit is moot
-    fleet.pause_pool("waa-eval", keep_days=7, ops=ops, progress=lines.append)
-    assert _ups(engine) == ups
-    assert any("past the paused expiry" in line and "pool-cleanup" in line for line in lines)
-    fleet.extend_pool("waa-eval", by_s=2 * 3600, ops=ops)  # carried to the resume
-    assert _ups(engine) == ups
-
     order: list[str] = []
-    start = power.start
+    deallocate, start = power.deallocate, power.start
+
+    def deallocate_after_the_update(ids: Sequence[str], progress: Progress) -> None:
+        order.append(f"deallocate after {_ups(engine) - ups} update(s)")
+        deallocate(ids, progress)
 
     def start_after_the_update(ids: Sequence[str], progress: Progress) -> None:
         order.append(f"start after {_ups(engine) - ups} update(s)")
         start(ids, progress)
 
+    power.deallocate = deallocate_after_the_update  # type: ignore[method-assign]
     power.start = start_after_the_update  # type: ignore[method-assign]
+    # a week: more than a running pool's 24 hours, which its deallocated VMs need not keep
+    paused = fleet.pause_pool("waa-eval", keep_days=7, ops=ops)
+    assert order == ["deallocate after 1 update(s)"]
+    assert paused.expires_at is not None and paused.state == PoolState.PAUSED
+    assert _deleter_starts(engine) == _minute(paused.expires_at)
+    assert _tags(live_of_type(engine, VM)) == {_tag(paused.expires_at)}
+
+    fleet.extend_pool("waa-eval", by_s=2 * 3600, ops=ops)  # moved now, and carried to the resume
+    assert _ups(engine) == ups + 2
+    extended = _expiry()
+    assert extended == paused.expires_at + timedelta(hours=2)
+    assert _deleter_starts(engine) == _minute(extended)
+
     resumed = fleet.resume_pool("waa-eval", ttl_hours=3, wait=False, ops=ops)
-    assert order == ["start after 1 update(s)"]
+    assert order[-1] == "start after 3 update(s)"
     assert resumed.expires_at is not None
     assert timedelta(hours=4.9) < resumed.expires_at - state.utcnow() <= timedelta(hours=5)
+    assert _deleter_starts(engine) == _minute(resumed.expires_at)
     assert {s["inputs"]["dailyRecurrence"]["time"] for s in live_of_type(engine, SHUTDOWN)} == {
         shutdown_time(resumed.expires_at)}
     assert {v["inputs"]["osProfile"]["customData"] for v in live_of_type(engine, VM)} == custom
+
+
+def test_a_failed_azure_pause_deallocates_nothing_and_keeps_the_expiry(oa_home: Path) -> None:
+    engine, ops, power = _azure()
+    created = _expiry()
+    engine.fail_up["eastus"] = "AuthorizationFailed: Microsoft.Logic/workflows/write"
+    with pytest.raises(ProvisioningError, match="it was not paused; its expiry did not move"):
+        fleet.pause_pool("waa-eval", keep_days=2, ops=ops)
+    assert _expiry() == created
+    assert state.load("waa-eval").state == PoolState.READY
+    assert power.calls == []
 
 
 def test_a_failed_pause_leaves_the_hosts_timers_alone(aws: AwsPool) -> None:

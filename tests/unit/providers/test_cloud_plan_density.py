@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from infra import azure as infra_azure
 from infra.sizes import size_spec
 from infra.worker.slots import workers_that_fit
 from oa_vm.clouds.aws.provider import AwsProvider
@@ -108,7 +109,8 @@ def test_a_create_with_several_workers_per_host_records_them_by_host(
     cloud: str, oa_home: Path
 ) -> None:
     provider = (AwsProvider if cloud == "aws" else AzureProvider)(
-        engine=FakePulumiEngine(AwsLookups()), lister=lambda pool: [])
+        engine=FakePulumiEngine(AwsLookups() if cloud == "aws" else infra_azure.offline_lookup),
+        lister=lambda pool: [])
     wanted = spec(cloud, workers=8, workers_per_host=4, allow_cidrs=[CIDR])
     provider.preflight(wanted)  # no longer refused
     record = provider.create(wanted, lambda line: None)
@@ -157,5 +159,3 @@ def test_the_disks_of_several_workers_per_host_are_one_os_disk_and_a_storage_dis
     paused = paused_price_per_day(billing, 8, disks=(os_gb, storage_gb), disk_type=kind,
                                   per_host=4)
     assert paused == pytest.approx(2 * (per_host * 24 / 730 + billing.address_per_hour * 24))
-    if billing.expiry_deallocates:
-        assert f"about ${paused:.2f}/day for 8 worker(s)" in plan.bills_after_expiry[1]

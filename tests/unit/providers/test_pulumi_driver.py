@@ -385,6 +385,24 @@ def test_azure_create_and_destroy(oa_home: Path, images: None) -> None:
     assert provider.destroy(record, Lines()).left == []
 
 
+def test_cleanup_after_the_deleter_removed_the_pools_group_ends_cleanly(
+    oa_home: Path, images: None
+) -> None:
+    engine = FakePulumiEngine(infra_azure.offline_lookup)
+    provider = AzureProvider(engine=engine, lister=lambda pool: [])
+    record = provider.create(spec("azure"), Lines())
+    live = [r for r in engine.live_resources("waa-eval") if r["custom"]]
+    assert {"azure-native:logic:Workflow", "azure-native:authorization:RoleAssignment"} <= {
+        r["type"] for r in live}
+    # the deleter fired at the expiry: the group and all it held (the deleter too) are gone
+    for res in live:
+        engine.vanish("waa-eval", res["cloud_id"])
+    assert {w.state for w in provider.refresh(record).workers} == {WorkerState.LOST}
+    report = provider.destroy(record, Lines())
+    assert (report.left, report.hints) == ([], [])
+    assert "waa-eval" not in engine.stacks
+
+
 def test_azure_all_regions_failing(oa_home: Path, images: None) -> None:
     engine = FakePulumiEngine(infra_azure.offline_lookup)
     engine.fail_up.update({"eastus": "Code=SkuNotAvailable", "westus3": "Code=QuotaExceeded"})
