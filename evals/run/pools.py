@@ -1,11 +1,12 @@
 """One run over several pools (``run --pool a --pool b``): naming, leases, connections, routing.
 
-A run given several pools takes every pool's lease (in name order, so two multi-pool runs
-cannot each hold one pool and wait for the other's), connects to the ready workers of all of
-them and hands the union to one dispatcher, with one queue and one ledger. Worker names repeat
-across pools (every local pool has a ``worker-0``), so in a multi-pool run a worker is named
-``<pool>/<worker>`` wherever it is recorded or shown; pool names cannot hold a ``/``, so the
-name splits back unambiguously. A single-pool run keeps bare worker names.
+A run given several pools connects to the ready workers of all of them, reads and checks the
+tasks on each, takes every pool's lease (in name order, so two multi-pool runs cannot each hold
+one pool and wait for the other's) and hands the union to one dispatcher, with one queue and
+one ledger. Worker names repeat across pools (every local pool has a ``worker-0``), so in a
+multi-pool run a worker is named ``<pool>/<worker>`` wherever it is recorded or shown; pool
+names cannot hold a ``/``, so the name splits back unambiguously. A single-pool run keeps bare
+worker names.
 
 Repairs (``--repair``) and drain notices are per pool: :class:`PoolRouter` sends a qualified
 worker name to its own pool's :class:`evals.run.repair.WorkerRepairer` or
@@ -142,6 +143,13 @@ def connect_pools(
                     renamed_connection(qualify(name, worker.name), worker)
             pools.append(RunPool(oa_vm.load_pool(name), workers))
         yield pools
+
+
+def workers_changed(pools: Sequence[RunPool]) -> bool:
+    """Whether a pool's record now lists its workers otherwise than when the run connected to
+    them: a run reads its pools before it takes their leases (:func:`evals.run.runner.
+    run_evaluation`), and meanwhile another run's repair or a pause may have changed them."""
+    return any(oa_vm.load_pool(p.name).workers != p.record.workers for p in pools)
 
 
 class PoolRouter(Generic[T]):

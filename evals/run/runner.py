@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import socket
@@ -355,7 +356,7 @@ def run_evaluation(
         RunLockedError: another process runs this run now.
         KeyboardInterrupt: Ctrl-C; the run is marked ``interrupted`` and can be resumed.
     """
-    from evals.run.pools import load_ready
+    from evals.run.pools import connect_pools, hold_pools, load_ready, workers_changed
 
     run_name = config.run_name or default_run_name(config.agent)
     folder, unstarted, previous = check_run_folder(config, run_name)
@@ -375,14 +376,32 @@ def run_evaluation(
 
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken
+    connect = functools.partial(connect_pools, names, connect_timeout=config.connect_timeout_s,
+                                read_timeout=config.read_timeout_s)
     with contextlib.ExitStack() as stack:
+        # The pools are read and every task checked before anything is written (the run's
+        # lock, a lease, the folder): a selection they refuse leaves them and the results as
+        # they were. Reading a catalog, and asking whether a worker can restore, change
+        # nothing on the workers, so neither needs a lease.
+        reading = stack.enter_context(contextlib.ExitStack())
+        pools = reading.enter_context(connect())
+        tasks, infos = _checked_tasks(folder, config, pools, variations, previous, make_agent)
+        # asks every worker whether it can restore: --reset clean fails here, before any task
+        resets = plan_resets(config.reset, pools)
         if config.resume:
             # Taken before any pool lease: a resume refused because another controller (a
             # stalled one included) runs this run must not take over, then drop, its lease.
             stack.enter_context(run_lock(folder))
-        result = _leased(folder, config, names, run_name, variations, previous, changes,
-                         make_agent, on_event, locked=config.resume)
-    return result
+        holds = stack.enter_context(hold_pools(names, run_name, wait_s=config.wait_for_pool_s))
+        if workers_changed(pools):  # meanwhile (a wait for the lease): another run's repair,
+            reading.close()  # a pause; the workers as they are now, asked again
+            pools = stack.enter_context(connect())
+            resets = plan_resets(config.reset, pools)
+        return _run_in_folder(
+            folder, config, pools, tasks, infos, make_agent, previous, on_event, resets,
+            fence=_fence(list(holds.values())), fence_token=_fence_token(holds),
+            changes=changes, locked=config.resume,
+        )
 
 
 def build_agents(config: RunConfig, agent_url_option: str) -> AgentFactory:
@@ -415,42 +434,32 @@ def check_resume_settings(
                           read_metadata(folder.path))
 
 
-def _leased(
-    folder: RunFolder, config: RunConfig, names: list[str], run_name: str,
-    variations: Mapping[str, Variation] | None, previous: RunMetadata,
-    changes: list[dict[str, Any]],
-    make_agent: AgentFactory, on_event: EventSink | None, *, locked: bool,
-) -> RunResult:
-    """The run once its pools are held (the rest of :func:`run_evaluation`)."""
-    from evals.run.pools import connect_pools, hold_pools, select_tasks
-    with hold_pools(names, run_name, wait_s=config.wait_for_pool_s) as holds, connect_pools(
-        names, connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s
-    ) as pools:
-        selected = select_tasks(pools, config.selection)
-        if variations is not None:
-            selected = add_variations(selected, variations)
-        refs = selected.refs
-        task_ids = [r.task_id for r in refs]
-        if config.resume and list(previous.get("task_ids") or []) != task_ids:
-            raise ResumeMismatchError(
-                str(folder.path), "--tasks (the tasks it names now differ)",
-                ",".join(previous.get("task_ids") or []), ",".join(task_ids),
-            )
-        tasks = selected.tasks
-        infos = {
-            r.task_id: TaskInfo(r.task_id, r.domain, r.instruction, r.infeasible) for r in refs
-        }
-        for tid in task_ids:  # the one ID rule, before anything is written: no '#' (the
-            check_id("task ID", tid)  # trial separator), no path, a length bound
-        agent = make_agent.first
-        agent.check_tasks(tasks_for_agent(agent, tasks))
-        # asks every worker whether it can restore: --reset clean fails here, before any task
-        resets = plan_resets(config.reset, pools)
-        return _run_in_folder(
-            folder, config, pools, tasks, infos, make_agent, previous, on_event, resets,
-            fence=_fence(list(holds.values())), fence_token=_fence_token(holds),
-            changes=changes, locked=locked,
+def _checked_tasks(
+    folder: RunFolder, config: RunConfig, pools: list[RunPool],
+    variations: Mapping[str, Variation] | None, previous: RunMetadata, make_agent: AgentFactory,
+) -> tuple[dict[str, dict[str, Any]], dict[str, TaskInfo]]:
+    """The selected tasks, read from the pools' workers and checked, and what each is: the
+    catalog's refusals (unknown or synthetic IDs), a resumed run's tasks that differ, an ID
+    against the one ID rule, a task the agent cannot play."""
+    from evals.run.pools import select_tasks
+
+    selected = select_tasks(pools, config.selection)
+    if variations is not None:
+        selected = add_variations(selected, variations)
+    refs = selected.refs
+    task_ids = [r.task_id for r in refs]
+    if config.resume and list(previous.get("task_ids") or []) != task_ids:
+        raise ResumeMismatchError(
+            str(folder.path), "--tasks (the tasks it names now differ)",
+            ",".join(previous.get("task_ids") or []), ",".join(task_ids),
         )
+    tasks = selected.tasks
+    infos = {r.task_id: TaskInfo(r.task_id, r.domain, r.instruction, r.infeasible) for r in refs}
+    for tid in task_ids:  # the one ID rule, before anything is written: no '#' (the
+        check_id("task ID", tid)  # trial separator), no path, a length bound
+    agent = make_agent.first
+    agent.check_tasks(tasks_for_agent(agent, tasks))
+    return tasks, infos
 
 
 def _fence_token(holds: Mapping[str, Hold]) -> Callable[[str], str | None]:
