@@ -145,27 +145,30 @@ def test_ids_that_cannot_be_checked_yet_are_said_to_be_unchecked(
     _made_nothing(oa_home, tmp_path / "results")
 
 
-@pytest.mark.parametrize("case", ["run", "run --rerun-errors", "flow --live"])
+@pytest.mark.parametrize("case", ["run", "run --rerun-errors", "flow --live", "tasks",
+                                  "audit-verifier"])
 def test_on_an_existing_pool_its_catalog_refuses_before_its_lease_or_a_run_folder(
     case: str, pooled: Path, tmp_path: Path
 ) -> None:
     results = tmp_path / "results"
-    args = ["run", "--pool", "p", "--agent", "noop", "--tasks", TYPO]
-    if case == "run --rerun-errors":
+    script, args = "openadapt-evals", [case, "--pool", "p", "--tasks", TYPO]
+    if case == "run":
+        args += ["--agent", "noop", "--results-dir", str(results)]
+    elif case == "run --rerun-errors":
         done = run_cli("openadapt-evals", "run", "--pool", "p", "--agent", "noop", "--tasks",
                        _ids_file(tmp_path, REAL), "--run-name", "earlier", "--results-dir",
                        str(results), home=pooled, timeout=240)
         assert done.returncode == 0, done.stderr
         _ids_file(tmp_path, TYPO)  # the run's @file, edited since: read again by the rerun
-        args = ["run", "--pool", "p", "--rerun-errors", "earlier"]
+        args = ["run", "--pool", "p", "--rerun-errors", "earlier", "--results-dir", str(results)]
     elif case == "flow --live":
         bundles = tmp_path / "bundles"
         (bundles / TYPO).mkdir(parents=True)
         (bundles / TYPO / "workflow.json").write_text("{}", encoding="utf-8")
-        args = ["--live", "--pool", "p", "--bundles", str(bundles), "--task-ids", TYPO]
-    script = "openadapt-eval-flow" if case == "flow --live" else "openadapt-evals"
+        script, args = "openadapt-eval-flow", ["--live", "--pool", "p", "--bundles", str(bundles),
+                                               "--task-ids", TYPO, "--results-dir", str(results)]
     with unchanged(pooled, results):  # the lease's files too: no lease was taken
-        done = run_cli(script, *args, "--results-dir", str(results), home=pooled, timeout=240)
+        done = run_cli(script, *args, home=pooled, timeout=240)
     line = done.assert_one_line_error()
     assert done.returncode == 2, line
     # named by the pool's name, not its first worker's masked address
