@@ -70,12 +70,17 @@ class RunPool:
         """The pool's name."""
         return self.record.name
 
+    @property
+    def price_per_hour(self) -> float | None:
+        """A worker's $/hour, by oa-vm's one rule (:func:`oa_vm.pool_price`)."""
+        return oa_vm.pool_price(self.record)
+
     def describe(self) -> dict[str, Any]:
         """The pool's entry in ``metadata.json`` (``pools``)."""
         return {
             "name": self.record.name,
             "cloud": self.record.cloud,
-            "price_per_hour": self.record.price_per_hour,
+            "price_per_hour": self.price_per_hour,
             "egress": self.record.settings.get("egress"),
             "workers": [w.name for w in self.workers],
         }
@@ -203,7 +208,7 @@ def summary_fields(pools: Sequence[RunPool]) -> RunMetadata:
     pool with its cloud, price and (qualified) workers.
     """
     clouds = list(dict.fromkeys(p.record.cloud for p in pools))
-    prices = {p.record.price_per_hour for p in pools}
+    prices = {p.price_per_hour for p in pools}
     return {
         "pool": "+".join(p.name for p in pools),
         "cloud": "+".join(clouds),
@@ -223,7 +228,7 @@ def recorded_pool_names(metadata: RunMetadata) -> list[str] | None:
 def highest_price(pools: Sequence[RunPool]) -> float | None:
     """The dearest pool's price (what estimates of a task's cost use), or None if none is
     priced."""
-    prices = [p.record.price_per_hour for p in pools if p.record.price_per_hour is not None]
+    prices = [p.price_per_hour for p in pools if p.price_per_hour is not None]
     return max(prices) if prices else None
 
 

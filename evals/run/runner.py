@@ -515,11 +515,11 @@ def _ledger(pools: list[RunPool], cap_usd: float | None) -> Ledger:
     from evals.run.pools import highest_price
 
     if len(pools) == 1:
-        return Ledger(pools[0].record.price_per_hour, cap_usd, default_token_pricer())
+        return Ledger(pools[0].price_per_hour, cap_usd, default_token_pricer())
     return Ledger(
         highest_price(pools), cap_usd, default_token_pricer(),
         worker_pools={w.name: p.name for p in pools for w in p.workers},
-        pool_prices={p.name: p.record.price_per_hour for p in pools},
+        pool_prices={p.name: p.price_per_hour for p in pools},
     )
 
 
@@ -750,7 +750,7 @@ def _run_in_folder(
     task_ids = list(tasks)
     workers = [w for p in pools for w in p.workers]
     first = pools[0].record  # a multi-pool run's pool keys are set from summary_fields below
-    pool, cloud, price_per_hour = first.name, first.cloud, first.price_per_hour
+    pool, cloud, price_per_hour = first.name, first.cloud, pools[0].price_per_hour
     unstarted = not config.resume and _unstarted(folder)
     if not config.resume and not unstarted:
         try:
