@@ -374,6 +374,8 @@ def run_evaluation(
         variations = read_variations(config.variations) if config.variations else None
         changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
 
+    if config.resume:
+        _check_queue(folder)  # before any lease, as every check that reads the pools below
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken
     connect = functools.partial(connect_pools, names, connect_timeout=config.connect_timeout_s,
@@ -567,25 +569,27 @@ def _per_pool_helpers(
     return PoolHelpers(list(repairers.values()), repair, draining)
 
 
-def _check_resumable(path: Path) -> None:
-    """A resumed run's queue must be this run's queue: without it, finished tasks would run again.
+def _check_queue(folder: RunFolder) -> None:
+    """A resumed run's queue checked, read only (:func:`evals.run.queue.check_resumable`).
 
     Raises:
-        sqlite3.DatabaseError: missing, not SQLite, or without the queue's table.
+        InvalidRunInputError: ``queue.sqlite`` is not a readable queue of this run.
     """
     import sqlite3
 
-    if not path.is_file():
-        raise sqlite3.DatabaseError("the file is missing")
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    from evals.run.queue import check_resumable
+
     try:
-        row = conn.execute(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='tasks'"
-        ).fetchone()
-    finally:
-        conn.close()
-    if not row or row[0] != 1:
-        raise sqlite3.DatabaseError("it holds no task queue")
+        check_resumable(folder.queue_path)
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        raise _unreadable(folder, exc) from exc
+
+
+def _unreadable(folder: RunFolder, exc: Exception) -> InvalidRunInputError:
+    return InvalidRunInputError(
+        f"run {folder.path}: its queue {folder.queue_path.name} is unreadable ({exc}); "
+        "it cannot be resumed: start a new run with another --run-name"
+    )
 
 
 def _open_queue(
@@ -602,8 +606,6 @@ def _open_queue(
 
     queue: TaskQueue | None = None
     try:
-        if config.resume:
-            _check_resumable(folder.queue_path)
         # made 0600 before SQLite opens it (SQLite gives its -wal and -shm files the same mode)
         os.close(folder.open_private(folder.queue_path.name))
         queue = TaskQueue(
@@ -627,10 +629,7 @@ def _open_queue(
     except (sqlite3.DatabaseError, ValueError) as exc:
         if queue is not None:
             queue.close()
-        raise InvalidRunInputError(
-            f"run {folder.path}: its queue {folder.queue_path.name} is unreadable ({exc}); "
-            "it cannot be resumed: start a new run with another --run-name"
-        ) from exc
+        raise _unreadable(folder, exc) from exc
     return queue
 
 
