@@ -334,8 +334,8 @@ def run_evaluation(
 ) -> RunResult:
     """Run (or resume) a selection of tasks on a pool and write the run folder.
 
-    Nothing is dispatched, and the run folder is not touched, until the options, the agent, the
-    pool and every task ID were checked.
+    Nothing is dispatched, no lock or lease is taken and the run folder is not touched until the
+    options, the agent, the pool and every task ID were checked.
 
     With several pools (``config.pools``) every pool is checked and leased first, the tasks
     must be the same on all of them, and one dispatcher runs the union of their workers
@@ -395,8 +395,10 @@ def run_evaluation(
             # stalled one included) runs this run must not take over, then drop, its lease.
             stack.enter_context(run_lock(folder))
         holds = stack.enter_context(hold_pools(names, run_name, wait_s=config.wait_for_pool_s))
-        if workers_changed(pools):  # meanwhile (a wait for the lease): another run's repair,
-            reading.close()  # a pause; the workers as they are now, asked again
+        if workers_changed(pools):
+            # changed while this run waited for the lease (another run's repair, a pause):
+            # the workers as they are now, asked again whether they can restore
+            reading.close()
             pools = stack.enter_context(connect())
             resets = plan_resets(config.reset, pools)
         return _run_in_folder(
