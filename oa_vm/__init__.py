@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.api import remove_temporary_pool as remove_temporary_pool
     from oa_vm.api import resolve_name as resolve_name
     from oa_vm.api import wait_pool as wait_pool
-    from oa_vm.clouds import facts
+    from oa_vm.clouds import facts, price_per_hour
     from oa_vm.clouds import get_provider as get_provider
     from oa_vm.clouds.base import Capability as Capability
     from oa_vm.clouds.base import Plan as Plan
@@ -82,6 +82,7 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.reach.replacements import successor as successor
 
     cloud_facts, quota_refusal, pool_exists, load_pool = facts, refusal, exists, load
+    pool_price = price_per_hour
 
 #: module -> the public names it holds ("name there:public name" where they differ)
 _HOMES = {
@@ -101,7 +102,7 @@ _HOMES = {
     "oa_vm.reach.drain": "DrainNotice DrainWatch mark_draining",
     "oa_vm.reach.replacements": "replaced_by successor",
     # clouds
-    "oa_vm.clouds": "get_provider facts:cloud_facts",
+    "oa_vm.clouds": "get_provider facts:cloud_facts price_per_hour:pool_price",
     "oa_vm.clouds.base": "Capability Plan PoolSpec Provider",
     "oa_vm.clouds.declared": "ProviderFacts",
     "oa_vm.clouds.local.suite": "local_tasks_dir",

@@ -14,7 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from oa_vm.clouds import facts, get_provider, known_clouds
+from oa_vm.clouds import facts, get_provider, known_clouds, price_per_hour, rents_nothing
 from oa_vm.clouds.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
 from oa_vm.clouds.local.faults import validate_faults
 from oa_vm.errors import (
@@ -139,7 +139,7 @@ def build_spec(
     if price_per_hour is not None and "--price-per-hour" not in takes:
         raise InvalidInputError("--price-per-hour is for local pools and your own hosts "
                                 "(--cloud ssh); cloud pools use the catalog")
-    if facts(cloud).billing is None:  # it rents nothing: free unless priced, as its plan says
+    if rents_nothing(cloud):  # free unless priced, as its plan says
         price_per_hour = price_per_hour or 0.0
     workers = _workers_on_hosts(takes, limit, workers, list(hosts or []), ssh_key, workers_per_host)
     if "--per-process" in takes and workers_per_host != 1:
@@ -410,7 +410,7 @@ def pool_cost_so_far(record: PoolRecord) -> float | None:
     """$ spent so far by the pool (running and paused time), or None when it has no price."""
     from oa_vm.cost.pool_cost import pool_cost_so_far as cost
 
-    if record.price_per_hour is None and not record.provider_data.get("pauses"):
+    if price_per_hour(record) is None and not record.provider_data.get("pauses"):
         return None
     return cost(record)
 

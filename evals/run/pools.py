@@ -1,11 +1,12 @@
 """One run over several pools (``run --pool a --pool b``): naming, leases, connections, routing.
 
-A run given several pools takes every pool's lease (in name order, so two multi-pool runs
-cannot each hold one pool and wait for the other's), connects to the ready workers of all of
-them and hands the union to one dispatcher, with one queue and one ledger. Worker names repeat
-across pools (every local pool has a ``worker-0``), so in a multi-pool run a worker is named
-``<pool>/<worker>`` wherever it is recorded or shown; pool names cannot hold a ``/``, so the
-name splits back unambiguously. A single-pool run keeps bare worker names.
+A run given several pools connects to the ready workers of all of them, reads and checks the
+tasks on each, takes every pool's lease (in name order, so two multi-pool runs cannot each hold
+one pool and wait for the other's) and hands the union to one dispatcher, with one queue and
+one ledger. Worker names repeat across pools (every local pool has a ``worker-0``), so in a
+multi-pool run a worker is named ``<pool>/<worker>`` wherever it is recorded or shown; pool
+names cannot hold a ``/``, so the name splits back unambiguously. A single-pool run keeps bare
+worker names.
 
 Repairs (``--repair``) and drain notices are per pool: :class:`PoolRouter` sends a qualified
 worker name to its own pool's :class:`evals.run.repair.WorkerRepairer` or
@@ -69,12 +70,17 @@ class RunPool:
         """The pool's name."""
         return self.record.name
 
+    @property
+    def price_per_hour(self) -> float | None:
+        """A worker's $/hour, by oa-vm's one rule (:func:`oa_vm.pool_price`)."""
+        return oa_vm.pool_price(self.record)
+
     def describe(self) -> dict[str, Any]:
         """The pool's entry in ``metadata.json`` (``pools``)."""
         return {
             "name": self.record.name,
             "cloud": self.record.cloud,
-            "price_per_hour": self.record.price_per_hour,
+            "price_per_hour": self.price_per_hour,
             "egress": self.record.settings.get("egress"),
             "workers": [w.name for w in self.workers],
         }
@@ -144,6 +150,13 @@ def connect_pools(
         yield pools
 
 
+def workers_changed(pools: Sequence[RunPool]) -> bool:
+    """Whether a pool's record now lists its workers otherwise than when the run connected to
+    them: a run reads its pools before it takes their leases (:func:`evals.run.runner.
+    run_evaluation`), and meanwhile another run's repair or a pause may have changed them."""
+    return any(oa_vm.load_pool(p.name).workers != p.record.workers for p in pools)
+
+
 class PoolRouter(Generic[T]):
     """Sends a call about a qualified worker to the per-pool handler, under its bare name.
 
@@ -195,7 +208,7 @@ def summary_fields(pools: Sequence[RunPool]) -> RunMetadata:
     pool with its cloud, price and (qualified) workers.
     """
     clouds = list(dict.fromkeys(p.record.cloud for p in pools))
-    prices = {p.record.price_per_hour for p in pools}
+    prices = {p.price_per_hour for p in pools}
     return {
         "pool": "+".join(p.name for p in pools),
         "cloud": "+".join(clouds),
@@ -215,7 +228,7 @@ def recorded_pool_names(metadata: RunMetadata) -> list[str] | None:
 def highest_price(pools: Sequence[RunPool]) -> float | None:
     """The dearest pool's price (what estimates of a task's cost use), or None if none is
     priced."""
-    prices = [p.record.price_per_hour for p in pools if p.record.price_per_hour is not None]
+    prices = [p.price_per_hour for p in pools if p.price_per_hour is not None]
     return max(prices) if prices else None
 
 

@@ -623,6 +623,37 @@ class TaskQueue:
         return {str(r["task_id"]): _final_record(r) for r in rows}
 
 
+def check_resumable(path: Path) -> None:
+    """A resumed run's queue, read without a write (before the run takes anything): it must be
+    a queue (without it, finished tasks would run again) whose committed records this version
+    reads.
+
+    Raises:
+        sqlite3.DatabaseError: missing, not SQLite, or without the queue's table.
+        ValueError: a committed record is missing or has a final status this version does not
+            write.
+    """
+    if not path.is_file():
+        raise sqlite3.DatabaseError("the file is missing")
+    # Closed cleanly (no write-ahead log beside it), the file is the whole queue: read as
+    # immutable, SQLite makes no -wal and -shm files (read-only, it would, and leave them).
+    mode = "mode=ro" if path.with_name(f"{path.name}-wal").exists() else "immutable=1"
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True)
+    try:
+        conn.row_factory = sqlite3.Row
+        row = conn.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='tasks'"
+        ).fetchone()
+        if not row or row[0] != 1:
+            raise sqlite3.DatabaseError("it holds no task queue")
+        for done in conn.execute(
+            "SELECT task_id, final_status, record FROM tasks WHERE status='done'"
+        ):
+            _final_record(done)
+    finally:
+        conn.close()
+
+
 def _iso(epoch: float) -> str:
     from datetime import UTC, datetime
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import socket
@@ -333,8 +334,8 @@ def run_evaluation(
 ) -> RunResult:
     """Run (or resume) a selection of tasks on a pool and write the run folder.
 
-    Nothing is dispatched, and the run folder is not touched, until the options, the agent, the
-    pool and every task ID were checked.
+    Nothing is dispatched, no lock or lease is taken and the run folder is not touched until the
+    options, the agent, the pool and every task ID were checked.
 
     With several pools (``config.pools``) every pool is checked and leased first, the tasks
     must be the same on all of them, and one dispatcher runs the union of their workers
@@ -355,7 +356,7 @@ def run_evaluation(
         RunLockedError: another process runs this run now.
         KeyboardInterrupt: Ctrl-C; the run is marked ``interrupted`` and can be resumed.
     """
-    from evals.run.pools import load_ready
+    from evals.run.pools import connect_pools, hold_pools, load_ready, workers_changed
 
     run_name = config.run_name or default_run_name(config.agent)
     folder, unstarted, previous = check_run_folder(config, run_name)
@@ -373,16 +374,38 @@ def run_evaluation(
         variations = read_variations(config.variations) if config.variations else None
         changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
 
+    if config.resume:
+        _check_queue(folder)  # before any lease, as every check that reads the pools below
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken
+    connect = functools.partial(connect_pools, names, connect_timeout=config.connect_timeout_s,
+                                read_timeout=config.read_timeout_s)
     with contextlib.ExitStack() as stack:
+        # The pools are read and every task checked before anything is written (the run's
+        # lock, a lease, the folder): a selection they refuse leaves them and the results as
+        # they were. Reading a catalog, and asking whether a worker can restore, change
+        # nothing on the workers, so neither needs a lease.
+        reading = stack.enter_context(contextlib.ExitStack())
+        pools = reading.enter_context(connect())
+        tasks, infos = _checked_tasks(folder, config, pools, variations, previous, make_agent)
+        # asks every worker whether it can restore: --reset clean fails here, before any task
+        resets = plan_resets(config.reset, pools)
         if config.resume:
             # Taken before any pool lease: a resume refused because another controller (a
             # stalled one included) runs this run must not take over, then drop, its lease.
             stack.enter_context(run_lock(folder))
-        result = _leased(folder, config, names, run_name, variations, previous, changes,
-                         make_agent, on_event, locked=config.resume)
-    return result
+        holds = stack.enter_context(hold_pools(names, run_name, wait_s=config.wait_for_pool_s))
+        if workers_changed(pools):
+            # changed while this run waited for the lease (another run's repair, a pause):
+            # the workers as they are now, asked again whether they can restore
+            reading.close()
+            pools = stack.enter_context(connect())
+            resets = plan_resets(config.reset, pools)
+        return _run_in_folder(
+            folder, config, pools, tasks, infos, make_agent, previous, on_event, resets,
+            fence=_fence(list(holds.values())), fence_token=_fence_token(holds),
+            changes=changes, locked=config.resume,
+        )
 
 
 def build_agents(config: RunConfig, agent_url_option: str) -> AgentFactory:
@@ -415,42 +438,32 @@ def check_resume_settings(
                           read_metadata(folder.path))
 
 
-def _leased(
-    folder: RunFolder, config: RunConfig, names: list[str], run_name: str,
-    variations: Mapping[str, Variation] | None, previous: RunMetadata,
-    changes: list[dict[str, Any]],
-    make_agent: AgentFactory, on_event: EventSink | None, *, locked: bool,
-) -> RunResult:
-    """The run once its pools are held (the rest of :func:`run_evaluation`)."""
-    from evals.run.pools import connect_pools, hold_pools, select_tasks
-    with hold_pools(names, run_name, wait_s=config.wait_for_pool_s) as holds, connect_pools(
-        names, connect_timeout=config.connect_timeout_s, read_timeout=config.read_timeout_s
-    ) as pools:
-        selected = select_tasks(pools, config.selection)
-        if variations is not None:
-            selected = add_variations(selected, variations)
-        refs = selected.refs
-        task_ids = [r.task_id for r in refs]
-        if config.resume and list(previous.get("task_ids") or []) != task_ids:
-            raise ResumeMismatchError(
-                str(folder.path), "--tasks (the tasks it names now differ)",
-                ",".join(previous.get("task_ids") or []), ",".join(task_ids),
-            )
-        tasks = selected.tasks
-        infos = {
-            r.task_id: TaskInfo(r.task_id, r.domain, r.instruction, r.infeasible) for r in refs
-        }
-        for tid in task_ids:  # the one ID rule, before anything is written: no '#' (the
-            check_id("task ID", tid)  # trial separator), no path, a length bound
-        agent = make_agent.first
-        agent.check_tasks(tasks_for_agent(agent, tasks))
-        # asks every worker whether it can restore: --reset clean fails here, before any task
-        resets = plan_resets(config.reset, pools)
-        return _run_in_folder(
-            folder, config, pools, tasks, infos, make_agent, previous, on_event, resets,
-            fence=_fence(list(holds.values())), fence_token=_fence_token(holds),
-            changes=changes, locked=locked,
+def _checked_tasks(
+    folder: RunFolder, config: RunConfig, pools: list[RunPool],
+    variations: Mapping[str, Variation] | None, previous: RunMetadata, make_agent: AgentFactory,
+) -> tuple[dict[str, dict[str, Any]], dict[str, TaskInfo]]:
+    """The selected tasks, read from the pools' workers and checked, and what each is: the
+    catalog's refusals (unknown or synthetic IDs), a resumed run's tasks that differ, an ID
+    against the one ID rule, a task the agent cannot play."""
+    from evals.run.pools import select_tasks
+
+    selected = select_tasks(pools, config.selection)
+    if variations is not None:
+        selected = add_variations(selected, variations)
+    refs = selected.refs
+    task_ids = [r.task_id for r in refs]
+    if config.resume and list(previous.get("task_ids") or []) != task_ids:
+        raise ResumeMismatchError(
+            str(folder.path), "--tasks (the tasks it names now differ)",
+            ",".join(previous.get("task_ids") or []), ",".join(task_ids),
         )
+    tasks = selected.tasks
+    infos = {r.task_id: TaskInfo(r.task_id, r.domain, r.instruction, r.infeasible) for r in refs}
+    for tid in task_ids:  # the one ID rule, before anything is written: no '#' (the
+        check_id("task ID", tid)  # trial separator), no path, a length bound
+    agent = make_agent.first
+    agent.check_tasks(tasks_for_agent(agent, tasks))
+    return tasks, infos
 
 
 def _fence_token(holds: Mapping[str, Hold]) -> Callable[[str], str | None]:
@@ -506,11 +519,11 @@ def _ledger(pools: list[RunPool], cap_usd: float | None) -> Ledger:
     from evals.run.pools import highest_price
 
     if len(pools) == 1:
-        return Ledger(pools[0].record.price_per_hour, cap_usd, default_token_pricer())
+        return Ledger(pools[0].price_per_hour, cap_usd, default_token_pricer())
     return Ledger(
         highest_price(pools), cap_usd, default_token_pricer(),
         worker_pools={w.name: p.name for p in pools for w in p.workers},
-        pool_prices={p.name: p.record.price_per_hour for p in pools},
+        pool_prices={p.name: p.price_per_hour for p in pools},
     )
 
 
@@ -558,25 +571,27 @@ def _per_pool_helpers(
     return PoolHelpers(list(repairers.values()), repair, draining)
 
 
-def _check_resumable(path: Path) -> None:
-    """A resumed run's queue must be this run's queue: without it, finished tasks would run again.
+def _check_queue(folder: RunFolder) -> None:
+    """A resumed run's queue checked, read only (:func:`evals.run.queue.check_resumable`).
 
     Raises:
-        sqlite3.DatabaseError: missing, not SQLite, or without the queue's table.
+        InvalidRunInputError: ``queue.sqlite`` is not a readable queue of this run.
     """
     import sqlite3
 
-    if not path.is_file():
-        raise sqlite3.DatabaseError("the file is missing")
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    from evals.run.queue import check_resumable
+
     try:
-        row = conn.execute(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='tasks'"
-        ).fetchone()
-    finally:
-        conn.close()
-    if not row or row[0] != 1:
-        raise sqlite3.DatabaseError("it holds no task queue")
+        check_resumable(folder.queue_path)
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        raise _unreadable(folder, exc) from exc
+
+
+def _unreadable(folder: RunFolder, exc: Exception) -> InvalidRunInputError:
+    return InvalidRunInputError(
+        f"run {folder.path}: its queue {folder.queue_path.name} is unreadable ({exc}); "
+        "it cannot be resumed: start a new run with another --run-name"
+    )
 
 
 def _open_queue(
@@ -593,8 +608,6 @@ def _open_queue(
 
     queue: TaskQueue | None = None
     try:
-        if config.resume:
-            _check_resumable(folder.queue_path)
         # made 0600 before SQLite opens it (SQLite gives its -wal and -shm files the same mode)
         os.close(folder.open_private(folder.queue_path.name))
         queue = TaskQueue(
@@ -618,10 +631,7 @@ def _open_queue(
     except (sqlite3.DatabaseError, ValueError) as exc:
         if queue is not None:
             queue.close()
-        raise InvalidRunInputError(
-            f"run {folder.path}: its queue {folder.queue_path.name} is unreadable ({exc}); "
-            "it cannot be resumed: start a new run with another --run-name"
-        ) from exc
+        raise _unreadable(folder, exc) from exc
     return queue
 
 
@@ -741,7 +751,7 @@ def _run_in_folder(
     task_ids = list(tasks)
     workers = [w for p in pools for w in p.workers]
     first = pools[0].record  # a multi-pool run's pool keys are set from summary_fields below
-    pool, cloud, price_per_hour = first.name, first.cloud, first.price_per_hour
+    pool, cloud, price_per_hour = first.name, first.cloud, pools[0].price_per_hour
     unstarted = not config.resume and _unstarted(folder)
     if not config.resume and not unstarted:
         try:

@@ -7,7 +7,7 @@ modules are imported here.
 
 from __future__ import annotations
 
-from oa_vm.clouds import facts
+from oa_vm.clouds import facts, price_per_hour
 from oa_vm.cost.pool_cost import current_paused_per_day, paused_since, pool_cost_so_far
 from oa_vm.errors import CorruptRecordError
 from oa_vm.kit.durations import format_duration
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def cost_so_far(record: PoolRecord) -> float | None:
     """$ spent so far, or None for a pool with no price that was never paused."""
-    if record.price_per_hour is None and not record.provider_data.get("pauses"):
+    if price_per_hour(record) is None and not record.provider_data.get("pauses"):
         return None
     return pool_cost_so_far(record)
 
@@ -40,7 +40,8 @@ def keeps_billing(record: PoolRecord) -> tuple[float, str] | None:
 
 
 def _per_hour(record: PoolRecord) -> float | None:
-    return None if record.price_per_hour is None else record.price_per_hour * len(record.workers)
+    each = price_per_hour(record)
+    return None if each is None else each * len(record.workers)
 
 
 def _host_price_line(record: PoolRecord) -> str | None:
@@ -49,7 +50,7 @@ def _host_price_line(record: PoolRecord) -> str | None:
     most = max((len(w) for w in hosts.values()), default=0)
     if most < 2:
         return None
-    each = record.price_per_hour
+    each = price_per_hour(record)
     host_price = "" if each is None else f", {money(each * most)}/hour per host of {most}"
     return (f"{len(record.workers)} worker(s) on {len(hosts)} host(s): "
             f"{money(each)}/hour per worker{host_price}")
@@ -58,6 +59,7 @@ def _host_price_line(record: PoolRecord) -> str | None:
 def status_json(record: PoolRecord) -> dict[str, Any]:
     """The pool as ``--json`` shows it: the record plus age, expiry, prices and cost so far."""
     data = record.to_json()
+    data["price_per_hour"] = each = price_per_hour(record)
     data["age_s"] = round(record.age_seconds(), 1)
     data["expired"] = record.is_expired()
     data["price_per_hour_total"] = _per_hour(record)
@@ -72,8 +74,7 @@ def status_json(record: PoolRecord) -> dict[str, Any]:
     # the workers by machine, each host with its price (a worker's price times its workers)
     data["hosts"] = [
         {"host": host, "workers": [w.name for w in workers],
-         "price_per_hour": None if record.price_per_hour is None
-         else record.price_per_hour * len(workers)}
+         "price_per_hour": None if each is None else each * len(workers)}
         for host, workers in record.by_host().items()
     ]
     return data

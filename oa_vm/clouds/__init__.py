@@ -14,6 +14,7 @@ from oa_vm.errors import InvalidInputError, ProviderUnavailableError
 TYPE_CHECKING = False  # typing and the contract are not loaded at run time (start-up time)
 if TYPE_CHECKING:
     from oa_vm.clouds.base import Provider
+    from oa_vm.model.state import PoolRecord
 
 _REGISTRY: dict[str, str] = {
     "local": "oa_vm.clouds.local.provider:LocalProvider",
@@ -38,6 +39,21 @@ def facts(cloud: str) -> ProviderFacts:
     module = target.partition(":")[0]
     declared = getattr(importlib.import_module(module.rpartition(".")[0] or module), "FACTS", None)
     return declared if isinstance(declared, ProviderFacts) else ProviderFacts()
+
+
+def rents_nothing(cloud: str) -> bool:
+    """Whether ``cloud``'s pools rent nothing (a provider that declares no billing: the local
+    pool, your own hosts), so that they cost $0.00 an hour unless given a price."""
+    return cloud in _REGISTRY and facts(cloud).billing is None
+
+
+def price_per_hour(record: PoolRecord) -> float | None:
+    """A worker's $/hour, the one rule of every reader: the record's price; without one (a
+    record of an earlier oa-vm, which priced nothing it did not rent) $0.00 if its cloud rents
+    nothing, else unknown (None)."""
+    if record.price_per_hour is not None:
+        return record.price_per_hour
+    return 0.0 if rents_nothing(record.cloud) else None
 
 
 def size_nests(cloud: str, size: str) -> bool:

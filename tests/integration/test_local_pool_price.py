@@ -1,6 +1,8 @@
 """A local pool's price reads the same in every command that shows one: its plan, pool-status,
 pool-list (text and JSON), sweep --plan and a run's summary: $0.00 an hour, as it rents nothing,
-or the --price-per-hour it was given."""
+or the --price-per-hour it was given; a record of an earlier oa-vm, which stored no price for
+what it did not rent, reads $0.00 too, while a cloud pool's record without a price reads "-"
+(:func:`oa_vm.clouds.price_per_hour`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from oa_vm import api
+from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState
 from tests.support.cli import Result, run_cli
 
 pytestmark = pytest.mark.integration
@@ -21,15 +26,22 @@ def _ok(result: Result) -> Result:
     return result
 
 
-@pytest.mark.parametrize(("given", "shown"), [([], 0.0), (["--price-per-hour", "0.5"], 0.5)])
+@pytest.mark.parametrize(("given", "shown", "earlier"), [
+    ([], 0.0, False), (["--price-per-hour", "0.5"], 0.5, False), ([], 0.0, True),
+], ids=["free", "priced", "an earlier oa-vm's record"])
 def test_a_local_pool_shows_one_price_everywhere(
-    given: list[str], shown: float, home: Path, tmp_path: Path
+    given: list[str], shown: float, earlier: bool, home: Path, tmp_path: Path
 ) -> None:
     figure = f"${shown:.2f}"
     create = ["pool-create", "--cloud", "local", "--workers", "1", "--name", "p", *given, "-y"]
     assert f"Price: {figure}/hour" in _ok(run_cli("oa-vm", *create, "--plan", home=home)).stdout
     _ok(run_cli("oa-vm", *create, home=home))
     _ok(run_cli("oa-vm", "pool-wait", "--pool", "p", home=home))
+    if earlier:  # saved as an oa-vm from before local pools were priced saved it: no price
+        record = state.load("p")
+        record.price_per_hour = None
+        state.save(record)
+        assert api.pool_cost_so_far(record) == 0.0  # the Python API's reader too
 
     status = _ok(run_cli("oa-vm", "pool-status", "--pool", "p", home=home)).stdout
     assert f"Price {figure}/hour" in status.splitlines()[1]
@@ -53,3 +65,17 @@ def test_a_local_pool_shows_one_price_everywhere(
     assert summary["price_per_hour"] == shown
     text = _ok(run_cli("openadapt-evals", *run, "--run-name", "again", home=home, env=env))
     assert "\nCost: $" in text.stdout  # priced, so the cost is said, $0 as any other
+
+
+def test_a_cloud_pool_recorded_without_a_price_still_shows_none(home: Path) -> None:
+    state.save(PoolRecord("c", "aws", PoolState.READY, state.utcnow()))
+    try:
+        status = _ok(run_cli("oa-vm", "pool-status", "--pool", "c", home=home)).stdout
+        assert "Price -/hour, cost so far -" in status.splitlines()[1]
+        data = json.loads(_ok(run_cli("oa-vm", "pool-status", "--pool", "c", "--json",
+                                      home=home)).stdout)
+        assert (data["price_per_hour"], data["price_per_hour_total"]) == (None, None)
+        listed = _ok(run_cli("oa-vm", "pool-list", home=home)).stdout.splitlines()[1].split()
+        assert listed[0] == "c" and listed[-2:] == ["-", "-"]
+    finally:
+        state.delete("c")  # no cloud to clean up: a record only

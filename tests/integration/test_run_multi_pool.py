@@ -27,6 +27,7 @@ from oa_vm.model import state
 from oa_vm.model.lease import hold_pool, read_lease
 from tests.integration.test_sweep_local import LOCAL_TASKS, evals, folder_digest
 from tests.support.controller import RunController, wait_for_records, worker_pid
+from tests.support.file_state import unchanged
 from tests.support.pools import READY_S
 from tests.support.run_records import assert_summary_matches, read_records
 from tests.support.waiting import throughout, wait_gone
@@ -190,8 +191,9 @@ def test_pools_serving_different_tasks_are_refused(home: Path, tmp_path: Path) -
     finally:
         del PRICES["pc"]
     results = tmp_path / "results"
-    refused = evals("run", "--pool", "pa", "--pool", "pc", "--agent", "oracle", "--tasks", "all",
-                    "--run-name", "mixed", home=home, results=results)
+    with unchanged(home, results):  # read before any lease: the pools' lease files too
+        refused = evals("run", "--pool", "pa", "--pool", "pc", "--agent", "oracle", "--tasks",
+                        "all", "--run-name", "mixed", home=home, results=results)
     line = refused.assert_one_line_error()
     assert refused.returncode == 2
     assert "pools 'pa' and 'pc' serve 1 of the selected task(s) differently" in line

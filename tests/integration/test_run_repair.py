@@ -7,6 +7,7 @@ import json
 import os
 import signal
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psutil
 import pytest
@@ -17,6 +18,7 @@ from tests.integration.test_drill_faults import LOCAL_TASKS
 from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.pools import READY_S
 from tests.support.run_records import assert_summary_matches, read_records
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -60,3 +62,37 @@ def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
     finished_on_1 = [r for r in records.values() if r["worker"] == "worker-1"]
     assert finished_on_1, "the replaced worker-1 finished no task"
     assert_summary_matches(run_dir, records)
+
+
+def test_a_run_waiting_for_its_pool_runs_on_the_workers_a_repair_put_there_meanwhile(
+    home: Path, tmp_path: Path, controllers: list[RunController]
+) -> None:
+    """A run reads its pool's tasks before it waits for the pool's lease (so that a refusal
+    writes nothing); the holder's repair replaces a worker meanwhile, and the run that waited
+    connects to the replacement, not to the dead worker it first read from."""
+    api.create_pool(name="heal", cloud="local", workers=2)
+    api.wait_pool("heal", timeout_s=READY_S)
+    results = tmp_path / "results"
+    first = RunController(home, results, "--pool", "heal", "--agent", "oracle", "--tasks", "all",
+                          "--run-name", "first", "--step-pause", "1.5", "--read-timeout", "5",
+                          "--repair")
+    controllers.append(first)
+    wait_for_records(results / "first", 1, first)
+    waiting = RunController(home, results, "--pool", "heal", "--agent", "oracle", "--tasks",
+                            "local_small", "--run-name", "waiting", "--wait-for-pool", "10m")
+    controllers.append(waiting)
+    # the catalog is read from the first worker, on a connection kept alive
+    port = urlsplit(state.load("heal").workers[0].scoring_url or "").port
+    wait_until(lambda: any(c.raddr and c.raddr.port == port for c in
+                           psutil.Process(waiting.proc.pid).net_connections("tcp")),
+               lambda: f"the waiting run's catalog read:\n{waiting.output()}")
+    killed = worker_pid("heal", "worker-1")
+    os.kill(killed, signal.SIGKILL)
+    assert first.wait() == 0, first.output()
+    assert "worker worker-1 replaced from the pool: back at work" in first.output()
+    assert waiting.wait() == 0, waiting.output()
+    metadata = json.loads((results / "waiting" / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == [], waiting.output()
+    records = read_records(results / "waiting")
+    assert {r["status"] for r in records.values()} == {"success"}, waiting.output()
+    assert any(r["worker"] == "worker-1" for r in records.values()), records

@@ -1,6 +1,8 @@
 """A task ID that is not a task is refused by every entry point that takes task IDs, before
 anything is made: one line naming it (with the known ID it is closest to), exit 2, no pool, no
-worker process, no run folder. Where the catalog is on workers that do not exist yet (WAA's, on
+worker process, no run folder, and not a byte or a modification time changed under the oa-vm home
+or the results folder (no lease taken on an existing pool: :func:`tests.support.file_state.
+unchanged`). Where the catalog is on workers that do not exist yet (WAA's, on
 a cloud), the rule known without it holds (no synthetic IDs) and the plan says the rest is not
 checked (:func:`waa_client.catalog.check_known`, :func:`check_not_synthetic`)."""
 
@@ -17,6 +19,7 @@ import pytest
 
 from infra.local import tasks_dir
 from tests.support.cli import run_cli
+from tests.support.file_state import unchanged
 
 pytestmark = pytest.mark.integration
 
@@ -79,7 +82,8 @@ def test_a_misspelt_id_is_refused_with_its_match_before_anything_is_made(
     argv = [a.format(ids=_ids_file(tmp_path, TYPO, "bogus-id")) for a in args]
     if argv[0] in ("sweep", "mock"):
         argv += ["--results-dir", str(results)]
-    done = run_cli(script, *argv, home=oa_home, timeout=240)
+    with unchanged(oa_home, results):
+        done = run_cli(script, *argv, home=oa_home, timeout=240)
     line = done.assert_one_line_error()
     assert done.returncode == 2, line
     assert "unknown task ID(s) in " in line and f"'{TYPO}' (did you mean '{REAL}'?)" in line
@@ -91,9 +95,10 @@ def test_a_misspelt_id_is_refused_with_its_match_before_anything_is_made(
 def test_an_openapps_entry_name_misspelt_is_refused_with_its_match(
     oa_home: Path, tmp_path: Path
 ) -> None:
-    done = run_cli("openadapt-evals", "sweep", "--cloud", "local", "--agent", "noop",
-                   "--tasks", f"openapps:{OPENAPPS}#mark_water_plants_as_dune",
-                   "--results-dir", str(tmp_path / "results"), home=oa_home, timeout=240)
+    with unchanged(oa_home, tmp_path / "results"):
+        done = run_cli("openadapt-evals", "sweep", "--cloud", "local", "--agent", "noop",
+                       "--tasks", f"openapps:{OPENAPPS}#mark_water_plants_as_dune",
+                       "--results-dir", str(tmp_path / "results"), home=oa_home, timeout=240)
     line = done.assert_one_line_error()
     assert done.returncode == 2
     assert "'mark_water_plants_as_dune' (did you mean 'mark_water_plants_as_done'?)" in line
@@ -112,8 +117,9 @@ def test_where_waa_catalog_is_on_the_workers_synthetic_ids_are_still_refused(
     args: list[str], oa_home: Path, tmp_path: Path
 ) -> None:
     ids = _ids_file(tmp_path, "notepad_123", "bogus-id")
-    done = run_cli(args[0], *[a.format(ids=ids) for a in args[1:]], home=oa_home,
-                   env=_offline(tmp_path))
+    with unchanged(oa_home, tmp_path / "results"):
+        done = run_cli(args[0], *[a.format(ids=ids) for a in args[1:]], home=oa_home,
+                       env=_offline(tmp_path))
     line = done.assert_one_line_error()
     assert done.returncode == 2
     assert "1 synthetic task ID(s) cannot run on a live pool: notepad_123" in line
@@ -139,34 +145,46 @@ def test_ids_that_cannot_be_checked_yet_are_said_to_be_unchecked(
     _made_nothing(oa_home, tmp_path / "results")
 
 
-def test_on_an_existing_pool_its_catalog_refuses_before_a_run_folder(
-    pooled: Path, tmp_path: Path
+@pytest.mark.parametrize("case", ["run", "run --rerun-errors", "flow --live", "tasks",
+                                  "audit-verifier"])
+def test_on_an_existing_pool_its_catalog_refuses_before_its_lease_or_a_run_folder(
+    case: str, pooled: Path, tmp_path: Path
 ) -> None:
     results = tmp_path / "results"
-    bundles = tmp_path / "bundles"
-    (bundles / TYPO).mkdir(parents=True)
-    (bundles / TYPO / "workflow.json").write_text("{}", encoding="utf-8")
-    for script, args in (
-        ("openadapt-evals", ["run", "--pool", "p", "--agent", "noop", "--tasks", TYPO]),
-        ("openadapt-eval-flow", ["--live", "--pool", "p", "--bundles", str(bundles),
-                                 "--task-ids", TYPO]),
-    ):
-        done = run_cli(script, *args, "--results-dir", str(results), home=pooled, timeout=240)
-        line = done.assert_one_line_error()
-        assert done.returncode == 2, line
-        # named by the pool's name, not its first worker's masked address
-        assert f"1 unknown task ID(s) in pool 'p': '{TYPO}' (did you mean '{REAL}'?)" in line
-        assert not results.exists()
+    script, args = "openadapt-evals", [case, "--pool", "p", "--tasks", TYPO]
+    if case == "run":
+        args += ["--agent", "noop", "--results-dir", str(results)]
+    elif case == "run --rerun-errors":
+        done = run_cli("openadapt-evals", "run", "--pool", "p", "--agent", "noop", "--tasks",
+                       _ids_file(tmp_path, REAL), "--run-name", "earlier", "--results-dir",
+                       str(results), home=pooled, timeout=240)
+        assert done.returncode == 0, done.stderr
+        _ids_file(tmp_path, TYPO)  # the run's @file, edited since: read again by the rerun
+        args = ["run", "--pool", "p", "--rerun-errors", "earlier", "--results-dir", str(results)]
+    elif case == "flow --live":
+        bundles = tmp_path / "bundles"
+        (bundles / TYPO).mkdir(parents=True)
+        (bundles / TYPO / "workflow.json").write_text("{}", encoding="utf-8")
+        script, args = "openadapt-eval-flow", ["--live", "--pool", "p", "--bundles", str(bundles),
+                                               "--task-ids", TYPO, "--results-dir", str(results)]
+    with unchanged(pooled, results):  # the lease's files too: no lease was taken
+        done = run_cli(script, *args, home=pooled, timeout=240)
+    line = done.assert_one_line_error()
+    assert done.returncode == 2, line
+    # named by the pool's name, not its first worker's masked address
+    assert f"1 unknown task ID(s) in pool 'p': '{TYPO}' (did you mean '{REAL}'?)" in line
 
 
-def test_the_python_api_refuses_before_making_a_pool(oa_home: Path) -> None:
+def test_the_python_api_refuses_before_making_a_pool(oa_home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
     code = (
         "import sys\n"
         "from evals import WAASimulatedAdapter, evaluate_agent_on_benchmark\n"
         "from evals.compat.flow import plan_dry_run\n"
         "from waa_client.errors import CatalogError\n"
         "from evals.agents.builtin import RandomAgent\n"
-        f"try:\n    evaluate_agent_on_benchmark(RandomAgent(), WAASimulatedAdapter(), [{TYPO!r}])\n"
+        "try:\n    evaluate_agent_on_benchmark(RandomAgent(), WAASimulatedAdapter(), "
+        f"[{TYPO!r}], run_dir={str(out / 'run')!r})\n"
         "except CatalogError as exc:\n    print(exc)\n"
         f"try:\n    WAASimulatedAdapter().load_task({TYPO!r})\n"
         "except KeyError as exc:\n    print(exc.args[0])\n"
@@ -175,11 +193,12 @@ def test_the_python_api_refuses_before_making_a_pool(oa_home: Path) -> None:
         "except CatalogError as exc:\n    print(exc)\n"
     )
     env = {**os.environ, "OA_VM_HOME": str(oa_home)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, env=env, cwd=ROOT, check=False)
+    with unchanged(oa_home, out):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=120, env=env, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr
     first, loaded, second = done.stdout.splitlines()
     assert f"'{TYPO}' (did you mean '{REAL}'?)" in first
     assert f"the local suite: '{TYPO}' (did you mean '{REAL}'?)" in loaded
     assert "synthetic task ID(s) cannot run on a live pool: notepad_123" in second
-    _made_nothing(oa_home, oa_home / "none")
+    _made_nothing(oa_home, out)

@@ -72,10 +72,9 @@ def snapshot(world: World) -> dict[str, str]:
             continue
         for path in sorted(base.rglob("*")):
             rel = path.relative_to(base)
-            if not path.is_file() or rel.parts[-1] in ("lease.lock", ".lock", "lease.json",
-                                                       "lease.generation"):
-                # a held lease's heartbeat rewrites it every 10 s; every acquisition, even one
-                # whose run is then refused, counts one more generation (oa_vm.model.lease)
+            if not path.is_file() or rel.parts[-1] in ("lease.lock", ".lock", "lease.json"):
+                # a held lease's heartbeat rewrites it every 10 s; lease.generation is kept:
+                # bad input is refused before any lease is taken (oa_vm.model.lease)
                 continue
             if "workers" in rel.parts or "logs" in rel.parts or rel.parts[0] == "scratch":
                 continue

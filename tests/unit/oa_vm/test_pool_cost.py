@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from oa_vm.clouds import azure, facts
+from oa_vm.clouds import azure, facts, price_per_hour
 from oa_vm.cost import pool_cost
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord
@@ -159,3 +159,16 @@ def test_the_most_a_pool_can_spend_is_the_same_whenever_within_its_first_minute_
     assert bound is not None and bound >= 1.37 * hours_left
     assert cloud_plan.max_spend(None, 4.0) is None
     assert cloud_plan.max_spend(2.0, -1.0) == 0.0
+
+
+@pytest.mark.parametrize(("cloud", "stored", "read"), [
+    ("local", None, 0.0), ("ssh", None, 0.0), ("local", 0.5, 0.5),  # rents nothing
+    ("aws", None, None), ("azure", None, None), ("aws", 1.2, 1.2),  # rents: unknown stays so
+    ("gone-cloud", None, None),  # a cloud this installation lacks declares nothing
+])
+def test_a_record_without_a_price_is_free_only_where_its_cloud_rents_nothing(
+    cloud: str, stored: float | None, read: float | None
+) -> None:
+    record = PoolRecord(name="p", cloud=cloud, state=PoolState.READY, created_at=T0,
+                        price_per_hour=stored)
+    assert price_per_hour(record) == read
