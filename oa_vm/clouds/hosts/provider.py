@@ -36,6 +36,7 @@ from oa_vm.clouds.base import (
     PoolSpec,
     Progress,
 )
+from oa_vm.clouds.egress import describe as describe_egress
 from oa_vm.clouds.hosts.facts import HostAddress, fit, refusal
 from oa_vm.clouds.hosts.probe import ProbeResult, probe_hosts
 from oa_vm.errors import InvalidInputError, ProvisioningError, line_by_line
@@ -223,6 +224,10 @@ class SshHostsProvider:
             raise line_by_line(InvalidInputError("\n".join(refusals)))
         workers = per_host * len(addresses)
         price = (spec.price_per_hour or 0.0) * workers
+        notes.append(describe_egress(spec.egress, spec.egress_allowlist) + " (keyed on the "
+                     "pool's containers: your own containers on docker0 pass untouched)"
+                     if spec.egress else "egress: not filtered: the guest reaches what your "
+                     "host's network reaches (--egress none|allowlist:FILE|web|open sets a mode)")
         notes.append("installs on each host: " + ", ".join(INSTALLS))
         notes.append("expiry is enforced by a timer on each host (it stops and removes the "
                      "pool's containers at the expiry even if this machine is gone)")
@@ -269,7 +274,9 @@ class SshHostsProvider:
             name=spec.name, cloud=self.name, state=state.PoolState.PROVISIONING,
             created_at=state.utcnow(), expires_at=spec.expires_at, owner=spec.owner,
             settings={"hosts": [str(r.address) for r in results],
-                      "workers_per_host": spec.workers_per_host, "workers": spec.workers},
+                      "workers_per_host": spec.workers_per_host, "workers": spec.workers,
+                      **({"egress": spec.egress, "egress_allowlist": spec.egress_allowlist}
+                         if spec.egress else {})},
             price_per_hour=spec.price_per_hour or 0.0,
         )
         runner = self.runner(record)
@@ -315,7 +322,8 @@ class SshHostsProvider:
                      + (f"building its prepared image ({timings.IMAGE_BUILD.text()})" if build
                         else f"starting {spec.workers_per_host} worker(s)"))
             command = install_command(spec.name, address.user, spec.expires_at,
-                                      spec.workers_per_host, unit if build else "")
+                                      spec.workers_per_host, unit if build else "",
+                                      spec.egress, spec.egress_allowlist)
             try:
                 done = runner.run(ssh, command, RUN_TIMEOUT_S)
                 problem = "" if done.status == 0 else (
