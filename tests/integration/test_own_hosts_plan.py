@@ -205,8 +205,10 @@ def test_the_plan_shows_the_egress_mode_and_a_bad_one_is_refused_before_any_chan
         notes = [n for n in json.loads(done.stdout)["notes"] if n.startswith("egress ")]
         assert len(notes) == 1 and notes[0].startswith(shown), notes
         assert "your own containers on docker0 pass untouched" in notes[0]
+        assert "nftables (for --egress)" in done.stdout
     unset = _plan(lab, tmp_path, ["good-a"], "--plan", "--json")
     assert "egress: not filtered" in "\n".join(json.loads(unset.stdout)["notes"])
+    assert "nftables" not in unset.stdout  # installed only for --egress
     bad = _plan(lab, tmp_path, ["good-a"], "--egress", "sometimes", "--yes")
     assert "--egress sometimes: unknown egress mode" in bad.assert_one_line_error()
     assert lab["good-a"].tree() == before

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from oa_vm.model.snapshots import SnapshotControl
     from oa_vm.reach.connect import WorkerConnection
 
-INSTALLS = ("docker.io (unless docker or podman is there)", "socat", "nftables", "qemu-utils",
+INSTALLS = ("docker.io (unless docker or podman is there)", "socat", "qemu-utils",
             "the worker files in /opt/oa-vm", "the oa-vm-* systemd units and the expiry timer")
 """What a create would add to each host (the host's own software is left as it is)."""
 
@@ -228,7 +228,8 @@ class SshHostsProvider:
                      "pool's containers: your own containers on docker0 pass untouched)"
                      if spec.egress else "egress: not filtered: the guest reaches what your "
                      "host's network reaches (--egress none|allowlist:FILE|web|open sets a mode)")
-        notes.append("installs on each host: " + ", ".join(INSTALLS))
+        notes.append("installs on each host: " + ", ".join(
+            (*INSTALLS, "nftables (for --egress)") if spec.egress else INSTALLS))
         notes.append("expiry is enforced by a timer on each host (it stops and removes the "
                      "pool's containers at the expiry even if this machine is gone)")
         notes.append("cleanup removes what the pool added and keeps the image cache "
