@@ -1,8 +1,10 @@
 """The guest's egress policy: which destinations a worker's guest may open connections to.
 
-One module decides: :func:`render` writes the nftables tables a cloud host applies (``egress.sh``:
+One module decides: :func:`render` writes the nftables tables a worker host applies (``egress.sh``:
 in its own namespace, where the guest's traffic passes after dockur's NAT, and in the
-container's, where the guest's own connections start), shipped with the pool's cloud-init. Modes:
+container's, where the guest's own connections start), shipped with the pool's cloud-init (or
+a create's files on the user's own host, where the host's table names the pool's containers).
+Modes:
 
 - ``none``: no new connection from the guest to anything (WAA's server and the scorer are reached
   *from* the host side; their answers are established traffic).
@@ -20,6 +22,8 @@ addresses join them on the host. The proof that the rules hold is ``egress_probe
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 Pair = tuple[str, int]
 
@@ -76,7 +80,7 @@ def parse_allowlist(text: str, source: str = "allow-list") -> list[Pair]:
     return sorted(entries)
 
 
-def render(scope: str, mode: str, bridge: str) -> str:
+def render(scope: str, mode: str, bridge: str, members: Sequence[str] = ()) -> str:
     """An nftables table, applied whole with ``nft -f`` (replacing the previous one); its sets
     ``denied`` (the host's own addresses join :data:`ALWAYS_DENIED`), ``resolvers`` and
     ``allowed`` (the allow-list's resolved ``address . port`` pairs) are filled by ``egress.sh``
@@ -91,9 +95,17 @@ def render(scope: str, mode: str, bridge: str) -> str:
     the container restarts (the host's table outlives it); DNS to the host's resolvers stays open
     there (the forwarder, a process of the container, asks them; they sit in denied ranges on
     both clouds: 169.254.169.253 or the subnet's .2 on AWS, 168.63.129.16 on Azure).
+
+    ``members`` (host scope, the user's own hosts): the MAC addresses the pool gives its
+    containers (``docker run --mac-address``); only their frames are filtered, every other
+    container on ``bridge`` passes untouched. Keyed on the link layer, not the source address:
+    Docker gives a restarted container a new IPv4 address that another container may take,
+    and a guest can forge a source address but not the container's own MAC.
     """
-    if scope not in ("guest", "host") or mode not in MODES:
+    if scope not in ("guest", "host") or mode not in MODES or (members and scope != "host"):
         raise PolicyError(f"no egress table for scope {scope!r} and mode {mode!r}")
+    # the user's own host: frames of other containers leave both chains at once
+    others = [f"ether saddr != {{ {', '.join(members)} }} accept"] if members else []
     lines = [
         f"table inet {TABLE}", f"delete table inet {TABLE}", f"table inet {TABLE} {{",
         "  set allowed { type ipv4_addr . inet_service; }",
@@ -102,6 +114,7 @@ def render(scope: str, mode: str, bridge: str) -> str:
         "  set denied { type ipv4_addr; flags interval; auto-merge; elements = { "
         + ", ".join(ALWAYS_DENIED) + " } }",
         "  chain input {", "    type filter hook input priority -10; policy accept;",
+        *(f'    iifname "{bridge}" {rule}' for rule in others),
         f'    iifname "{bridge}" ct state established,related accept',
     ]
     if scope == "guest" and mode != "none":
@@ -109,8 +122,8 @@ def render(scope: str, mode: str, bridge: str) -> str:
     lines += [
         f'    iifname "{bridge}" counter drop', "  }",
         "  chain forward {", "    type filter hook forward priority -10; policy accept;",
-        f'    iifname != "{bridge}" accept', "    ct state established,related accept",
-        "    meta nfproto ipv6 counter drop",
+        f'    iifname != "{bridge}" accept', *(f"    {rule}" for rule in others),
+        "    ct state established,related accept", "    meta nfproto ipv6 counter drop",
     ]
     if scope == "host":
         lines.append("    ip daddr @resolvers meta l4proto { tcp, udp } th dport 53 accept")

@@ -149,14 +149,10 @@ def build_spec(
                 f"--workers-per-host {workers_per_host} and --per-process {per_process} disagree: "
                 "a local pool's simulated host is one process; give one of them")
         per_process, workers_per_host = workers_per_host, 1
-    if egress and "--egress" not in takes:  # never accepted and then not enforced
-        raise InvalidInputError(
-            f"--egress is not available for {cloud} pools: their guests reach what the host's "
-            "own network allows (docs/providers.md)")
     _refuse_options_not_taken(cloud, takes, {
-        "--fault": faults, "--ssh-via": ssh_via, "--tasks-dir": tasks_dir, "--size": size,
-        "--region": regions, "--spot": spot, "--allow-cidr": allow_cidrs, "--image": image,
-        "--build-image": build_image})
+        "--egress": egress, "--fault": faults, "--ssh-via": ssh_via, "--tasks-dir": tasks_dir,
+        "--size": size, "--region": regions, "--spot": spot, "--allow-cidr": allow_cidrs,
+        "--image": image, "--build-image": build_image})
     if tasks_dir is not None:
         folder = Path(tasks_dir).expanduser().resolve()
         fix = "give a folder in WAA's layout (index files *.json and examples/)"

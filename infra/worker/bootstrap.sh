@@ -191,8 +191,12 @@ run_container() {
   # The user's ISO (await_iso) where dockur looks first: it then never downloads.
   local iso=()
   [ "${OA_VM_ISO_BYTES:-0}" = 0 ] || iso=(-v "$OA_VM_ISO_FILE:/custom.iso")
+  # The user's own host: the slot's MAC, which Docker keeps across restarts and the pool's
+  # egress table on docker0 is keyed on, so the user's other containers pass it untouched.
+  local mac=()
+  [ -z "${OA_VM_SLOT_MAC:-}" ] || mac=(--mac-address "$OA_VM_SLOT_MAC")
   # PID 1 is waa_entry.sh around WAA's entry.sh: in prepare mode it waits for QEMU to exit.
-  dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" "${iso[@]}" \
+  dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" "${iso[@]}" "${mac[@]}" \
     --device=/dev/kvm --device=/dev/net/tun --cap-add NET_ADMIN --stop-timeout 120 \
     -p "127.0.0.1:$OA_VM_WAA_HOST_PORT:5000" -p "127.0.0.1:$OA_VM_VNC_HOST_PORT:8006" \
     -v "$OA_VM_STORAGE:/storage" -v "$here:/oa-vm:ro" -v "$OA_VM_QMP_DIR:$OA_VM_QMP_MOUNT" \

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -200,12 +200,19 @@ def egress_files(settings: PoolSettings) -> dict[str, str]:
     loads them). An image builder's guest installs Windows and WAA's software from the internet:
     ``open`` (never the metadata service, the host or another worker, as in every mode)."""
     mode = "open" if settings.mode == "build" else settings.egress
+    return egress_tables(mode, settings.egress_allowlist)
+
+
+def egress_tables(mode: str, allowlist: str = "", members: Sequence[str] = ()) -> dict[str, str]:
+    """:func:`egress_files` for ``mode`` and its allow-list (``host:port`` lines); ``members``:
+    the MAC addresses of the pool's containers on a host that runs other containers too (the
+    user's own host, :func:`infra.egress_rules.render`)."""
     files = {
-        "egress-host.nft": egress_rules.render("host", mode, "docker0"),
+        "egress-host.nft": egress_rules.render("host", mode, "docker0", members),
         "egress-guest.nft": egress_rules.render("guest", mode, "docker"),
     }
     if mode == "allowlist":
-        entries = egress_rules.parse_allowlist(settings.egress_allowlist)
+        entries = egress_rules.parse_allowlist(allowlist)
         files[units.EGRESS_ALLOWLIST] = "".join(f"{host} {port}\n" for host, port in entries)
     return files
 

@@ -3,14 +3,16 @@
 #
 #   egress.sh apply    the host's table on the container bridge (never the metadata service, the
 #                      host's own addresses, private ranges) and the guest's table in the
-#                      container's network namespace (the pool's mode); both replaced whole
+#                      container's network namespace (the pool's mode); both replaced whole,
+#                      once the container is seen on that bridge (on_bridge)
 #   egress.sh refresh  apply again if the container's table is missing (a restarted container has
 #                      a new namespace) or the mode is allowlist (names may resolve anew)
 #   egress.sh prove    from the guest's side (WAA's /execute runs egress_probe.py in Windows'
 #                      Python): forbidden destinations must fail, an allowed one must answer
 #
 # The tables (egress-host.nft, egress-guest.nft) are rendered for the pool's mode by
-# infra/egress_rules.py when its cloud-init is made; here they are loaded and their sets
+# infra/egress_rules.py when its cloud-init is made (on the user's own host: by the create, the
+# host's table naming the pool's containers' MACs); here they are loaded and their sets
 # filled with what only the host knows: its own addresses, its resolvers, and the allow-list's
 # names (egress-allowlist.txt, "host port" a line) resolved with the host's resolver.
 set -euo pipefail
@@ -54,6 +56,20 @@ in_container() {
   nsenter --target "$pid" --net "$@"
 }
 
+# on_bridge: the container's eth0 hangs on docker0, the bridge the host's table filters, with
+# the MAC that table names on the user's own host (OA_VM_SLOT_MAC): else that table would hold
+# nothing of it (another engine's bridge, a MAC the engine did not set), and the proof, which
+# the guest's table alone passes, would not tell.
+on_bridge() {
+  local link ports
+  link="$(in_container ip -o link show eth0)" || return 1
+  ports="$(ip -o link show master docker0 2>/dev/null)" || return 1
+  # (no pipe into grep -q: under pipefail, ip's SIGPIPE would fail a match now and then)
+  [[ "$link" =~ ^[0-9]+:\ eth0@if([0-9]+): ]] &&
+    [[ $'\n'"$ports" == *$'\n'"${BASH_REMATCH[1]}: "* ]] &&
+    { [ -z "${OA_VM_SLOT_MAC:-}" ] || [[ "$link" == *" link/ether $OA_VM_SLOT_MAC "* ]]; }
+}
+
 apply() {
   local addr host port
   nft -f "$here/egress-host.nft" || fail "nft refused the host's egress rules"
@@ -64,6 +80,7 @@ apply() {
     nft add element "$table" resolvers "{ $addr }" || fail "nft refused the resolver $addr"
   done < <(resolvers)
   pid="$(container_pid)" || fail "the WAA container is not running: no namespace to guard"
+  on_bridge || fail "the WAA container's eth0 is not on docker0${OA_VM_SLOT_MAC:+ with MAC $OA_VM_SLOT_MAC}: the host's egress rules would not hold it (is the engine Docker?)"
   in_container nft -f "$here/egress-guest.nft" ||
     fail "nft refused the guest's egress rules in the container's namespace"
   if [ "$mode" = allowlist ]; then

@@ -4,9 +4,10 @@
 #   host_pool.sh claim POOL            mark this host as POOL's; exit 3 if another pool holds it
 #   host_pool.sh release POOL [--purge]
 #                                      remove what POOL added: its containers, its oa-vm-* units,
-#                                      /opt/oa-vm, /etc/oa-vm and /var/lib/oa-vm, except the image
-#                                      cache (/var/lib/oa-vm/image-cache) unless --purge; exit 3
-#                                      if another pool holds the host (nothing is touched)
+#                                      its egress table, /opt/oa-vm, /etc/oa-vm and /var/lib/oa-vm,
+#                                      except the image cache (/var/lib/oa-vm/image-cache) unless
+#                                      --purge; exit 3 if another pool holds the host (nothing is
+#                                      touched)
 #
 # 'release' is what pool-cleanup runs, and what the expiry timer the host runs itself does at the
 # pool's expiry: never a power-off, the host is the user's. It prints one 'removed: ...' line per
@@ -21,6 +22,7 @@ OA_VM_STATE_DIR="$OA_VM_ROOT/var/lib/oa-vm"
 marker="$OA_VM_STATE_DIR/pool"
 cache="$OA_VM_STATE_DIR/image-cache"
 units_dir="$OA_VM_ROOT/etc/systemd/system"
+egress_table="inet oa_vm_egress"
 
 usage() {
   echo "usage: host_pool.sh claim POOL | release POOL [--purge]" >&2
@@ -71,6 +73,11 @@ release() {
     echo "removed: unit $(basename "$unit")"
   done
   systemctl daemon-reload >/dev/null 2>&1 || true
+  # The egress table (own_host.py): one name, since the claim keeps one pool per host.
+  if command -v nft >/dev/null 2>&1 && nft list table "$egress_table" >/dev/null 2>&1 &&
+    nft delete table "$egress_table"; then
+    echo "removed: nftables table $egress_table"
+  fi
   for entry in "$OA_VM_ROOT/etc/oa-vm" "$OA_VM_ROOT/opt/oa-vm"; do
     if [ -e "$entry" ]; then rm -rf "$entry"; echo "removed: ${entry#"$OA_VM_ROOT"}"; fi
   done

@@ -11,6 +11,11 @@ the claim on the host, the image cache that outlives pools, and the expiry timer
 - ``oa-vm-expiry.timer`` / ``oa-vm-expiry.service``: at the pool's expiry the host itself runs
   ``host_pool.sh release POOL``, so a pool whose controlling machine is gone stops on time. Never
   a power-off (the cloud hosts' timer powers off): the host is the user's own server.
+- with ``--egress``: the egress tables (``egress.sh``, as on a cloud host), whose host table on
+  ``docker0`` filters only the frames of the pool's containers, by the MAC address each slot's
+  container is given (:func:`container_mac`): the user's own containers on ``docker0`` pass
+  untouched. ``host_pool.sh release`` deletes the table (the claim keeps one pool per host, so
+  one name serves).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from infra.worker import units
+from infra.worker.slots import WorkerSlot
 
 HOST_POOL_SCRIPT = "host_pool.sh"
 SEED_SCRIPT = "seed_storage.sh"
@@ -27,6 +33,9 @@ MARKER_FILE = f"{units.STATE_DIR}/pool"
 IMAGE_CACHE_DIR = f"{units.STATE_DIR}/image-cache"
 BUILD_UNIT = "oa-vm-image-build.service"
 BUILD_STATUS = f"{units.STATE_DIR}/build-status"
+MAC_PREFIX = "02:6f:61:76:6d"
+"""The MAC address of slot ``i``'s container is this and ``:<i>``: locally administered, and
+never one Docker picks itself (``02:42:...``)."""
 
 
 def build_unit(iso_bytes: int = 0, iso_timeout_s: int = 0) -> str:
@@ -47,6 +56,12 @@ Environment=OA_VM_SLOT_STORAGE={IMAGE_CACHE_DIR} OA_VM_SLOT_STATUS={BUILD_STATUS
 {iso}ExecStart={units.SHIP_DIR}/bootstrap.sh build
 TimeoutStartSec=infinity
 """
+
+
+def container_mac(s: WorkerSlot) -> str:
+    """The MAC address ``bootstrap.sh`` gives slot ``s``'s container (``OA_VM_SLOT_MAC``),
+    which Docker keeps across restarts; the pool's host egress table names these."""
+    return f"{MAC_PREFIX}:{s.index:02x}"
 
 
 def release_command(pool: str, *, purge: bool = False) -> str:

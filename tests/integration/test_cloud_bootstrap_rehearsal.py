@@ -525,9 +525,41 @@ def test_a_second_worker_of_a_host_runs_with_its_own_slot(tmp_path: Path) -> Non
     assert f"-v {host.root}{w1.storage_dir}:/storage" in run
     assert f"-v {host.root}{w1.qmp_dir}:/run/oa-vm-qmp" in run
     assert f"-e VM_NET_IP={w1.guest_ip}" in run
+    assert "--mac-address" not in run  # a cloud host's container keeps Docker's own
     assert ("systemctl enable --now oa-vm-scoring-w1.service oa-vm-bridge-w1.service"
             in made)
     assert f"curl -fsS --max-time 5 http://127.0.0.1:{w1.waa_port}/probe" in made
+
+
+def test_a_worker_on_your_own_host_with_an_egress_mode_gets_its_slots_mac(
+    tmp_path: Path
+) -> None:
+    """The settings a create with ``--egress`` writes on your own host name each slot's MAC
+    address, which its container is started with (the pool's egress table on docker0 is keyed
+    on it: test_egress_rehearsal.py)."""
+    from datetime import UTC, datetime
+
+    from infra.worker import own_host, slots
+    from oa_vm.clouds.hosts import install
+
+    host = make_host(tmp_path, prepared=True)
+    w1 = slots.slot(1)
+    written = install.host_files("lab", "alice", datetime(2026, 12, 3, tzinfo=UTC), 2,
+                                 egress="web")
+    settings = written[w1.env_file]
+    assert "OA_VM_EGRESS=web\n" in settings
+    # the tables themselves are loaded in test_egress_rehearsal.py, in namespaces of its own
+    target = host.root / w1.env_file.lstrip("/")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(settings.replace("OA_VM_EGRESS=web\n", ""), encoding="utf-8")
+    storage = host.root / w1.storage_dir.lstrip("/")
+    storage.mkdir(parents=True)
+    for name in ("oa-vm-image.ready", "oa-vm-waa-image.tar"):
+        shutil.copy(host.root / "var/lib/oa-vm/storage" / name, storage / name)
+    bootstrap(host, "pool", FAKE_PROBE_AFTER="1", OA_VM_SLOT="w1")
+    assert host.returncode == 0, host.output
+    run = next(c for c in host.calls() if c.startswith("docker run"))
+    assert f"--mac-address {own_host.container_mac(w1)} " in run, run
 
 
 def _dockur_info(words: str) -> str:

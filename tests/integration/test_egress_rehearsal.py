@@ -1,12 +1,14 @@
 """The guest's egress boundary, rehearsed with real network namespaces and real nftables.
 
-Four namespaces the test makes and removes: the *guest* (Windows' place, 172.30.0.2 behind
+Five namespaces the test makes and removes: the *guest* (Windows' place, 172.30.0.2 behind
 dockur's bridge ``docker``), the *container* (dockur's bridge and NAT, as dockur sets them up),
-the *host* (``docker0`` towards the container, its own services) and the *world* behind the host
-(the instance metadata service at 169.254.169.254, another worker at 10.9.0.2, and two public
-"sites" in TEST-NET-2). Nothing leaves these namespaces. The shipped ``egress.sh`` runs in the
-host namespace as the host runs it, with Docker's daemon the one thing played (``docker inspect``
-answers the container's PID); the guest's probes are real TCP connections.
+the *host* (the bridge ``docker0`` towards the container, its own services), the *user*'s own
+container on the same ``docker0`` (on your own host it must pass untouched) and the *world*
+behind the host (the instance metadata service at 169.254.169.254, another worker at 10.9.0.2,
+and two public "sites" in TEST-NET-2). Nothing leaves these namespaces. The shipped
+``egress.sh`` runs in the host namespace as the host runs it, with Docker's daemon the one thing
+played (``docker inspect`` answers the container's PID); the guest's probes are real TCP
+connections.
 """
 
 from __future__ import annotations
@@ -19,12 +21,14 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from infra.worker import slots
+from infra.worker import own_host, slots, units
 from infra.worker.cloud_init import egress_files
+from oa_vm.clouds.hosts import install
 from tests.support.host_standins import write_shipped
 from tests.support.pool_programs import make_settings
 
@@ -115,44 +119,54 @@ def in_ns(ns: str, *cmd: str) -> None:
 
 
 class Topology:
-    """The four namespaces, their links and listeners; ``index``: the worker's slot on its host
+    """The five namespaces, their links and listeners; ``index``: the worker's slot on its host
     (its guest at ``172.30.<index>.2``, dockur's bridge at ``.1``, as ``infra/worker/slots.py``
     and dockur's ``network.sh`` give them)."""
 
-    def __init__(self, tmp: Path, index: int = 0) -> None:
+    def __init__(self, tmp: Path, index: int = 0, mac: str = "") -> None:
         tag = f"oae{os.getpid() % 100000}"
         self.guest_ip, self.gateway = f"172.30.{index}.2", f"172.30.{index}.1"
         self.container_name = slots.slot(index).container
-        self.guest, self.ctr, self.host, self.world = (f"{tag}{n}" for n in "gchw")
+        self.guest, self.ctr, self.host, self.world, self.user = (f"{tag}{n}" for n in "gchwu")
+        self.mac = mac
+        """The container's MAC address as ``docker run --mac-address`` gives it (your own
+        host); none: the kernel's own."""
         self.tmp = tmp
         self.procs: list[subprocess.Popen[str]] = []
 
     def up(self) -> None:
-        for ns in (self.guest, self.ctr, self.host, self.world):
+        for ns in (self.guest, self.ctr, self.host, self.world, self.user):
             sh("ip", "netns", "add", ns)
             in_ns(ns, "ip", "link", "set", "lo", "up")
-        g, c, h, w = self.guest, self.ctr, self.host, self.world
+        g, c, h, w, u = self.guest, self.ctr, self.host, self.world, self.user
         # world <-> host: the host's uplink (10.9.0.1) in the subnet shared with another worker
         sh("ip", "link", "add", "eh", "netns", h, "type", "veth", "peer", "ew", "netns", w)
         in_ns(h, "ip", "addr", "add", "10.9.0.1/24", "dev", "eh")
         in_ns(w, "ip", "addr", "add", "10.9.0.2/24", "dev", "ew")
         for addr in ("169.254.169.254/32", "198.51.100.10/32", "198.51.100.20/32"):
             in_ns(w, "ip", "addr", "add", addr, "dev", "lo")
-        # host <-> container: Docker's default bridge, docker0 on the host
-        sh("ip", "link", "add", "docker0", "netns", h, "type", "veth", "peer", "eth0", "netns", c)
+        # host <-> containers: Docker's default bridge, docker0 on the host, with the worker's
+        # container and a container of the host's owner (the user's own) on it
+        in_ns(h, "ip", "link", "add", "docker0", "type", "bridge")
         in_ns(h, "ip", "addr", "add", "172.17.0.1/16", "dev", "docker0")
-        in_ns(c, "ip", "addr", "add", "172.17.0.2/16", "dev", "eth0")
+        for port, ns, addr in (("vc", c, "172.17.0.2/16"), ("vu", u, "172.17.0.3/16")):
+            sh("ip", "link", "add", port, "netns", h, "type", "veth", "peer", "eth0", "netns", ns)
+            in_ns(h, "ip", "link", "set", port, "master", "docker0")
+            in_ns(ns, "ip", "addr", "add", addr, "dev", "eth0")
+        if self.mac:
+            in_ns(c, "ip", "link", "set", "eth0", "address", self.mac)
         # container <-> guest: dockur's bridge 'docker' with the guest at 172.30.0.2
         in_ns(c, "ip", "link", "add", "docker", "type", "bridge")
         in_ns(c, "ip", "addr", "add", f"{self.gateway}/24", "dev", "docker")
         sh("ip", "link", "add", "tap0", "netns", c, "type", "veth", "peer", "eth0", "netns", g)
         in_ns(c, "ip", "link", "set", "tap0", "master", "docker")
         in_ns(g, "ip", "addr", "add", f"{self.guest_ip}/24", "dev", "eth0")
-        for ns, dev in ((h, "eh"), (w, "ew"), (h, "docker0"), (c, "eth0"), (c, "docker"),
-                        (c, "tap0"), (g, "eth0")):
+        for ns, dev in ((h, "eh"), (w, "ew"), (h, "docker0"), (h, "vc"), (h, "vu"), (c, "eth0"),
+                        (u, "eth0"), (c, "docker"), (c, "tap0"), (g, "eth0")):
             in_ns(ns, "ip", "link", "set", dev, "up")
         in_ns(g, "ip", "route", "add", "default", "via", self.gateway)
-        in_ns(c, "ip", "route", "add", "default", "via", "172.17.0.1")
+        for ns in (c, u):
+            in_ns(ns, "ip", "route", "add", "default", "via", "172.17.0.1")
         in_ns(h, "ip", "route", "add", "default", "via", "10.9.0.2")
         subnet = self.guest_ip.rsplit(".", 1)[0] + ".0/24"
         in_ns(h, "ip", "route", "add", subnet, "via", "172.17.0.2")
@@ -187,10 +201,11 @@ class Topology:
     def listen(self, ns: str, *targets: str) -> None:
         self.start(ns, sys.executable, "-c", LISTENER, *targets)
 
-    def reachable(self, *targets: str) -> set[str]:
+    def reachable(self, *targets: str, ns: str = "") -> set[str]:
+        """Which of ``targets`` answer a TCP connection from the guest (or from ``ns``)."""
         from infra.worker import egress_probe
 
-        out = sh("ip", "netns", "exec", self.guest, sys.executable, egress_probe.__file__,
+        out = sh("ip", "netns", "exec", ns or self.guest, sys.executable, egress_probe.__file__,
                  "run", *targets).stdout
         return {t for t, ok in json.loads(out).items() if ok}
 
@@ -200,7 +215,7 @@ class Topology:
                 proc.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=30)
-        for ns in (self.guest, self.ctr, self.host, self.world):
+        for ns in (self.guest, self.ctr, self.host, self.world, self.user):
             sh("ip", "netns", "del", ns, check=False)
 
 
@@ -218,18 +233,29 @@ def net(tmp_path: Path) -> Iterator[Topology]:
 
 
 def egress(net: Topology, tmp: Path, command: str, mode: str, allowlist: str = "",
-           slot: str = "", host_workers: int = 0) -> subprocess.CompletedProcess[str]:
+           slot: str = "", host_workers: int = 0,
+           own_host: bool = False) -> subprocess.CompletedProcess[str]:
     """Run the shipped ``egress.sh COMMAND`` in the host's namespace, as the host runs it;
     ``host_workers``: a host with that many workers (their slots' settings files), ``slot``
-    the one named (``OA_VM_SLOT``, as a slot's bootstrap runs it; none: as the host's timer)."""
+    the one named (``OA_VM_SLOT``, as a slot's bootstrap runs it; none: as the host's timer).
+    ``own_host``: the files a create on your own host writes (``--cloud ssh``), slot ``w0``."""
     ship = tmp / "opt-oa-vm"
     if not ship.exists():
         write_shipped(ship)
-    # The pool's own files, as its cloud-init carries them for this mode.
-    settings = make_settings("aws", egress=mode, egress_allowlist=allowlist)
-    for name, content in egress_files(settings).items():
-        (ship / name).write_text(content, encoding="utf-8")
     root = tmp / "root"
+    if own_host:  # the tables, each slot's settings (its mode and MAC), as the install writes
+        written = install.host_files("lab", "root", datetime(2026, 12, 3, tzinfo=UTC), 1,
+                                     egress=mode, allowlist=allowlist)
+        for path, text in written.items():
+            if path.startswith((f"{units.SHIP_DIR}/egress", slots.SLOT_ENV_DIR)):
+                target = (ship / path.removeprefix(f"{units.SHIP_DIR}/") if
+                          path.startswith(units.SHIP_DIR) else root / path.lstrip("/"))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+    else:  # the pool's own files, as its cloud-init carries them for this mode
+        settings = make_settings("aws", egress=mode, egress_allowlist=allowlist)
+        for name, content in egress_files(settings).items():
+            (ship / name).write_text(content, encoding="utf-8")
     (root / "etc").mkdir(parents=True, exist_ok=True)
     (root / "etc" / "resolv.conf").write_text("nameserver 10.9.0.53\n", encoding="utf-8")
     (root / "etc" / "hosts").write_text("198.51.100.10 site.test\n", encoding="utf-8")
@@ -248,9 +274,11 @@ def egress(net: Topology, tmp: Path, command: str, mode: str, allowlist: str = "
             (root / path.lstrip("/")).write_text(text, encoding="utf-8")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("OA_VM_")},
            "PATH": f"{bin_dir}:{os.environ['PATH']}", "OA_VM_ROOT": str(root),
-           "OA_VM_EGRESS": mode, "OA_VM_WAA_URL": f"http://{net.guest_ip}:5000",
+           "OA_VM_WAA_URL": f"http://{net.guest_ip}:5000",
            "OA_VM_EGRESS_PROBE": SITE if mode != "none" else "",
-           "FAKE_CONTAINERS": str(containers), **({"OA_VM_SLOT": slot} if slot else {})}
+           "FAKE_CONTAINERS": str(containers), **({"OA_VM_SLOT": slot} if slot else {}),
+           # your own host: the mode is in each slot's settings only (the image build reads none)
+           **({"OA_VM_SLOT": "w0"} if own_host else {"OA_VM_EGRESS": mode})}
     # The host resolves the allow-list's names: its own /etc/hosts, bound in a private mount
     # namespace so that the machine's file is never touched.
     script = f'mount --bind {root}/etc/hosts /etc/hosts && exec bash {ship}/egress.sh {command}'
@@ -347,3 +375,93 @@ def test_the_hosts_timer_refreshes_every_slots_guest_table(slot_net: Topology,
     done = egress(slot_net, tmp_path, "refresh", "none", host_workers=2)
     assert done.returncode == 0, done.stdout + done.stderr
     assert slot_net.reachable(service, *EVERYTHING) == set()
+
+
+@pytest.fixture()
+def own_net(tmp_path: Path) -> Iterator[Topology]:
+    """The rehearsal on your own host: worker w0's container has the MAC the pool gives it,
+    and the user's own container shares ``docker0`` with it."""
+    bin_dir = tmp_path / "guest-bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    topo = Topology(tmp_path, mac=own_host.container_mac(slots.slot(0)))
+    try:
+        topo.up()
+        yield topo
+    finally:
+        topo.down()
+
+
+@pytest.mark.parametrize("mode", ["none", "allowlist", "web", "open"])
+def test_on_your_own_host_only_the_pools_container_is_filtered(
+    own_net: Topology, tmp_path: Path, mode: str
+) -> None:
+    """The guest gets its mode; the user's own container on the same docker0 reaches what it
+    reached before: the metadata service, a private address, the host's own addresses."""
+    user = own_net.reachable(*EVERYTHING, ns=own_net.user)
+    assert user == set(EVERYTHING)
+    done = egress(own_net, tmp_path, "apply", mode, own_host=True,
+                  allowlist="site.test:80\n" if mode == "allowlist" else "")
+    assert done.returncode == 0, done.stderr
+    assert own_net.reachable(*EVERYTHING) == REACHED[mode]
+    assert own_net.reachable(*EVERYTHING, ns=own_net.user) == user
+    proof = egress(own_net, tmp_path, "prove", mode, own_host=True)
+    assert proof.returncode == 0, proof.stdout + proof.stderr
+
+
+def release(net: Topology, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The shipped ``host_pool.sh`` in the host's namespace, as cleanup sends it (Docker's
+    daemon and systemd played: nothing of this machine is asked)."""
+    bin_dir = tmp / "host-bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "systemctl").write_text("#!/bin/bash\nexit 0\n", encoding="utf-8")
+    (bin_dir / "systemctl").chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OA_VM_")},
+           "PATH": f"{bin_dir}:{os.environ['PATH']}", "OA_VM_ROOT": str(tmp / "root"),
+           "FAKE_CONTAINERS": str(tmp / "containers")}
+    script = (units.WORKER_DIR / own_host.HOST_POOL_SCRIPT).read_text(encoding="utf-8")
+    return subprocess.run(["ip", "netns", "exec", net.host, "bash", "-c", script,
+                           "host_pool.sh", *args], capture_output=True, text=True, env=env,
+                          timeout=120, check=False)
+
+
+def test_on_your_own_host_the_release_removes_the_pools_rules_and_only_its_own(
+    own_net: Topology, tmp_path: Path
+) -> None:
+    """The host's table holds while the container restarts (its MAC stays); another pool's
+    release touches nothing; the pool's own release leaves no rule of it on the host, and the
+    user's container still reaches everything."""
+    hosts = {IMDS, OTHER_WORKER, HOST_SSH, HOST_SSH_UPLINK, HOST_SCORING}
+    assert release(own_net, tmp_path, "claim", "lab").returncode == 0
+    assert egress(own_net, tmp_path, "apply", "none", own_host=True).returncode == 0
+    in_ns(own_net.ctr, "nft", "delete", "table", "inet", "oa_vm_egress")  # restarted
+    assert own_net.reachable(*EVERYTHING) & hosts == set()
+    other = release(own_net, tmp_path, "release", "other-pool")
+    assert other.returncode == 3, other.stdout + other.stderr
+    assert own_net.reachable(*EVERYTHING) & hosts == set()
+    done = release(own_net, tmp_path, "release", "lab")
+    assert done.returncode == 0, done.stderr
+    assert "removed: nftables table inet oa_vm_egress" in done.stdout.splitlines()
+    left = sh("ip", "netns", "exec", own_net.host, "nft", "list", "ruleset").stdout
+    assert "oa_vm" not in left and "02:6f:61:76:6d" not in left, left
+    assert own_net.reachable(*EVERYTHING, ns=own_net.user) == set(EVERYTHING)
+
+
+def test_a_container_the_hosts_table_would_not_hold_fails_the_egress_step(
+    own_net: Topology, tmp_path: Path
+) -> None:
+    """A container whose MAC is not the slot's (the engine ignored it), or that is not on
+    docker0 (another engine's bridge), would pass the host's table untouched, and the proof,
+    which the guest's table alone passes: the apply fails in one line instead."""
+    status = tmp_path / "root" / "var/lib/oa-vm/status"
+    in_ns(own_net.ctr, "ip", "link", "set", "eth0", "address", "02:42:ac:11:00:02")
+    done = egress(own_net, tmp_path, "apply", "none", own_host=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "state=failed" in status.read_text() and "not on docker0 with MAC 02:6f:61:76:6d:00" in (
+        status.read_text())
+    in_ns(own_net.ctr, "ip", "link", "set", "eth0", "address", own_net.mac)
+    in_ns(own_net.host, "ip", "link", "set", "vc", "nomaster")
+    assert egress(own_net, tmp_path, "apply", "none", own_host=True).returncode == 1
+    in_ns(own_net.host, "ip", "link", "set", "vc", "master", "docker0")
+    done = egress(own_net, tmp_path, "apply", "none", own_host=True)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -193,12 +193,23 @@ def test_an_iso_the_hosts_cannot_build_from_gets_one_line_before_any_change(
     assert not (tmp_path / "pools" / "lab").exists()
 
 
-def test_egress_on_own_hosts_is_refused_in_one_line_not_accepted_and_ignored(
+def test_the_plan_shows_the_egress_mode_and_a_bad_one_is_refused_before_any_change(
     lab: dict[str, Host], tmp_path: Path
 ) -> None:
     before = lab["good-a"].tree()
-    for policy in ("none", "web", "allowlist:waa"):
-        done = _plan(lab, tmp_path, ["good-a"], "--egress", policy, "--yes")
-        assert "--egress is not available for ssh pools" in done.assert_one_line_error()
+    for policy, shown in (("none", "egress none: the guest opens no connection at all"),
+                          ("web", "egress web: the guest reaches public addresses on HTTP"),
+                          ("allowlist:waa", "egress allowlist: the guest reaches only the")):
+        done = _plan(lab, tmp_path, ["good-a"], "--egress", policy, "--plan", "--json")
+        assert done.returncode == 0, done.stderr
+        notes = [n for n in json.loads(done.stdout)["notes"] if n.startswith("egress ")]
+        assert len(notes) == 1 and notes[0].startswith(shown), notes
+        assert "your own containers on docker0 pass untouched" in notes[0]
+        assert "nftables (for --egress)" in done.stdout
+    unset = _plan(lab, tmp_path, ["good-a"], "--plan", "--json")
+    assert "egress: not filtered" in "\n".join(json.loads(unset.stdout)["notes"])
+    assert "nftables" not in unset.stdout  # installed only for --egress
+    bad = _plan(lab, tmp_path, ["good-a"], "--egress", "sometimes", "--yes")
+    assert "--egress sometimes: unknown egress mode" in bad.assert_one_line_error()
     assert lab["good-a"].tree() == before
     assert not (tmp_path / "pools" / "lab").exists()

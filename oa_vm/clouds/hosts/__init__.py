@@ -11,5 +11,6 @@ from __future__ import annotations
 
 from oa_vm.clouds.declared import ProviderFacts
 
-FACTS = ProviderFacts(options=frozenset({"--price-per-hour", "--host", "--purge", "--iso"}))
+FACTS = ProviderFacts(options=frozenset({"--price-per-hour", "--host", "--purge", "--iso",
+                                         "--egress"}))
 """What the ``ssh`` provider declares (:class:`~oa_vm.clouds.declared.ProviderFacts`)."""

@@ -41,6 +41,9 @@ from infra.worker.slots import WorkerSlot
 
 PACKAGES = (("docker", "docker.io"), ("socat", "socat"), ("qemu-img", "qemu-utils"))
 """(command, Debian package): what the workers need and a create installs when missing."""
+EGRESS_PACKAGE = ("/usr/sbin/nft", "nftables")
+"""What a pool with ``--egress`` needs too (``egress.sh`` loads its tables with ``nft``; by its
+path: a login user's PATH may lack ``/usr/sbin``)."""
 ROOT = '"${OA_VM_ROOT:-}"'
 BECOME_ROOT = units.BECOME_ROOT
 CLAIMED_ELSEWHERE = 3
@@ -68,11 +71,15 @@ def worker_env(pool: str, user: str, expires_at: datetime) -> str:
 
 
 def host_files(pool: str, user: str, expires_at: datetime, per_host: int,
-               build: str = "") -> dict[str, str]:
+               build: str = "", egress: str | None = None, allowlist: str = "") -> dict[str, str]:
     """Every file a create writes on a host, by absolute path: the worker files under
     ``/opt/oa-vm``, ``worker.env``, each slot's settings and units, the expiry timer, and
-    ``build``, the image build's unit (:func:`infra.worker.own_host.build_unit`), if given."""
-    from infra.worker.cloud_init import WorkerFiles, ship_text
+    ``build``, the image build's unit (:func:`infra.worker.own_host.build_unit`), if given.
+    ``egress``: the pool's egress mode (``allowlist``'s entries in ``allowlist``), with its
+    tables keyed on the slots' containers and the refresh timer; each slot's settings name the
+    mode and its container's MAC address. Without it no table is loaded, as before; the image
+    build's container, which reads no slot's settings, runs without either."""
+    from infra.worker.cloud_init import WorkerFiles, egress_tables, ship_text
 
     files = {f"{units.SHIP_DIR}/{name}": text
              for name, text in WorkerFiles.from_package().files.items()}
@@ -80,6 +87,15 @@ def host_files(pool: str, user: str, expires_at: datetime, per_host: int,
         files[f"{units.SHIP_DIR}/{script}"] = ship_text(units.read(script))
     files["/etc/oa-vm/worker.env"] = worker_env(pool, user, expires_at)
     files.update(slots.host_files(per_host))
+    if egress:
+        chosen = slots.host_slots(per_host)
+        tables = egress_tables(egress, allowlist, [own_host.container_mac(s) for s in chosen])
+        files.update({f"{units.SHIP_DIR}/{name}": text for name, text in tables.items()})
+        files.update({f"{units.UNIT_DIR}/{unit}": units.read(unit)
+                      for unit in ("oa-vm-egress.service", "oa-vm-egress.timer")})
+        for s in chosen:
+            files[s.env_file] += (f"OA_VM_EGRESS={egress}\n"
+                                  f"OA_VM_SLOT_MAC={own_host.container_mac(s)}\n")
     files.update(own_host.expiry_units(pool, expires_at))
     if build:
         files[f"{units.UNIT_DIR}/{own_host.BUILD_UNIT}"] = build
@@ -112,12 +128,14 @@ def _unpack(files: Mapping[str, str]) -> str:
 
 
 def install_command(pool: str, user: str, expires_at: datetime, per_host: int,
-                    build: str = "") -> str:
+                    build: str = "", egress: str | None = None, allowlist: str = "") -> str:
     """The command that puts ``per_host`` workers of ``pool`` on a host (see the module
     docstring); with ``build`` (the build's unit) it starts the image build instead of the
-    workers. Exit 3: another pool holds the host, nothing changed."""
+    workers; ``egress``, ``allowlist``: as :func:`host_files` takes them (nftables is then
+    installed too). Exit 3: another pool holds the host, nothing changed."""
+    needed = (*PACKAGES, *([EGRESS_PACKAGE] if egress else []))
     missing = "; ".join(f"command -v {cmd} >/dev/null 2>&1 || need=\"$need {package}\""
-                        for cmd, package in PACKAGES)
+                        for cmd, package in needed)
     return (
         f"set -e; {BECOME_ROOT}"
         f"{_host_pool('claim', pool)}; "
@@ -125,7 +143,7 @@ def install_command(pool: str, user: str, expires_at: datetime, per_host: int,
         'if [ -n "$need" ]; then $S apt-get update -q >/dev/null && '
         "$S env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "
         "$need >/dev/null || { echo \"could not install$need\"; exit 4; }; fi; "
-        f"{_unpack(host_files(pool, user, expires_at, per_host, build))}; "
+        f"{_unpack(host_files(pool, user, expires_at, per_host, build, egress, allowlist))}; "
         "$S systemctl daemon-reload; "
         "$S systemctl enable --now oa-vm-expiry.timer; "
         + (f"$S systemctl start --no-block {own_host.BUILD_UNIT}; " if build

@@ -36,6 +36,7 @@ from oa_vm.clouds.base import (
     PoolSpec,
     Progress,
 )
+from oa_vm.clouds.egress import describe as describe_egress
 from oa_vm.clouds.hosts.facts import HostAddress, fit, refusal
 from oa_vm.clouds.hosts.probe import ProbeResult, probe_hosts
 from oa_vm.errors import InvalidInputError, ProvisioningError, line_by_line
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from oa_vm.model.snapshots import SnapshotControl
     from oa_vm.reach.connect import WorkerConnection
 
-INSTALLS = ("docker.io (unless docker or podman is there)", "socat", "nftables", "qemu-utils",
+INSTALLS = ("docker.io (unless docker or podman is there)", "socat", "qemu-utils",
             "the worker files in /opt/oa-vm", "the oa-vm-* systemd units and the expiry timer")
 """What a create would add to each host (the host's own software is left as it is)."""
 
@@ -223,7 +224,12 @@ class SshHostsProvider:
             raise line_by_line(InvalidInputError("\n".join(refusals)))
         workers = per_host * len(addresses)
         price = (spec.price_per_hour or 0.0) * workers
-        notes.append("installs on each host: " + ", ".join(INSTALLS))
+        notes.append(describe_egress(spec.egress, spec.egress_allowlist) + " (keyed on the "
+                     "pool's containers: your own containers on docker0 pass untouched)"
+                     if spec.egress else "egress: not filtered: the guest reaches what your "
+                     "host's network reaches (--egress none|allowlist:FILE|web|open sets a mode)")
+        notes.append("installs on each host: " + ", ".join(
+            (*INSTALLS, "nftables (for --egress)") if spec.egress else INSTALLS))
         notes.append("expiry is enforced by a timer on each host (it stops and removes the "
                      "pool's containers at the expiry even if this machine is gone)")
         notes.append("cleanup removes what the pool added and keeps the image cache "
@@ -269,7 +275,9 @@ class SshHostsProvider:
             name=spec.name, cloud=self.name, state=state.PoolState.PROVISIONING,
             created_at=state.utcnow(), expires_at=spec.expires_at, owner=spec.owner,
             settings={"hosts": [str(r.address) for r in results],
-                      "workers_per_host": spec.workers_per_host, "workers": spec.workers},
+                      "workers_per_host": spec.workers_per_host, "workers": spec.workers,
+                      **({"egress": spec.egress, "egress_allowlist": spec.egress_allowlist}
+                         if spec.egress else {})},
             price_per_hour=spec.price_per_hour or 0.0,
         )
         runner = self.runner(record)
@@ -315,7 +323,8 @@ class SshHostsProvider:
                      + (f"building its prepared image ({timings.IMAGE_BUILD.text()})" if build
                         else f"starting {spec.workers_per_host} worker(s)"))
             command = install_command(spec.name, address.user, spec.expires_at,
-                                      spec.workers_per_host, unit if build else "")
+                                      spec.workers_per_host, unit if build else "",
+                                      spec.egress, spec.egress_allowlist)
             try:
                 done = runner.run(ssh, command, RUN_TIMEOUT_S)
                 problem = "" if done.status == 0 else (

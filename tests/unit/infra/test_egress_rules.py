@@ -115,3 +115,15 @@ def test_the_proof_judges_leaks_and_missing_sites() -> None:
     ok, line = egress_probe.judge(answer, blocked, reached)
     assert not ok and "could not reach 198.51.100.10:80" in line
     assert not egress_probe.judge({"output": "Traceback"}, blocked, reached)[0]
+
+
+def test_the_pools_members_key_only_the_host_table_and_a_cloud_table_names_none() -> None:
+    for mode in er.MODES:
+        assert "ether" not in er.render("host", mode, "docker0")
+        keyed = er.render("host", mode, "docker0", ["02:6f:61:76:6d:00"])
+        assert keyed.count("ether saddr != { 02:6f:61:76:6d:00 } accept") == 2
+        # the cloud table is the keyed one without those two lines, byte for byte
+        assert "".join(line for line in keyed.splitlines(keepends=True)
+                       if "ether" not in line) == er.render("host", mode, "docker0")
+        with pytest.raises(er.PolicyError):
+            er.render("guest", mode, "docker", ["02:6f:61:76:6d:00"])

@@ -10,7 +10,7 @@ import io
 import tarfile
 from datetime import UTC, datetime
 
-from infra.worker import slots
+from infra.worker import own_host, slots
 from oa_vm.clouds.hosts import install
 
 EXPIRES = datetime(2026, 12, 3, 18, 30, tzinfo=UTC)
@@ -54,3 +54,32 @@ def test_release_and_containers() -> None:
     assert "docker stop winarena " in stop and "docker stop winarena-w1" in stop
     restart = install.containers_command("restart", [slots.slot(1)])
     assert "restart --no-block oa-vm-bootstrap-w1.service" in restart
+
+
+def test_with_egress_each_slot_names_its_mode_and_mac_and_the_host_table_only_those() -> None:
+    files = install.host_files("lab", "alice", EXPIRES, 2, egress="allowlist",
+                               allowlist="site.test:80\n")
+    macs = [own_host.container_mac(s) for s in slots.host_slots(2)]
+    assert len(set(macs)) == 2 and not any(m.startswith("02:42:") for m in macs)
+    for s, mac in zip(slots.host_slots(2), macs, strict=True):
+        assert f"OA_VM_EGRESS=allowlist\nOA_VM_SLOT_MAC={mac}\n" in files[s.env_file]
+    host = files["/opt/oa-vm/egress-host.nft"]
+    others = f"ether saddr != {{ {', '.join(macs)} }} accept"
+    assert f'iifname "docker0" {others}' in host and f"    {others}\n" in host
+    # every rule of the pool's container comes after the line that lets other frames pass
+    for chain in ("chain input", "chain forward"):
+        body = host[host.index(chain):].split("}\n", 1)[0]
+        assert body.index(others) < min(body.index(r) for r in ("drop", "established"))
+    assert files["/opt/oa-vm/egress-allowlist.txt"] == "site.test 80\n"
+    assert "ether" not in files["/opt/oa-vm/egress-guest.nft"]
+    assert "/etc/systemd/system/oa-vm-egress.timer" in files
+    assert "/usr/sbin/nft" in install.install_command("lab", "alice", EXPIRES, 2, egress="none")
+
+
+def test_without_egress_nothing_of_it_is_written_or_installed() -> None:
+    files = install.host_files("lab", "alice", EXPIRES, 2)
+    assert not any(path.endswith(".nft") or "oa-vm-egress" in path for path in files)
+    assert all("OA_VM_EGRESS" not in files[s.env_file] and "OA_VM_SLOT_MAC" not in
+               files[s.env_file] for s in slots.host_slots(2))
+    assert "OA_VM_EGRESS" not in files["/etc/oa-vm/worker.env"]
+    assert "/usr/sbin/nft" not in install.install_command("lab", "alice", EXPIRES, 2)
