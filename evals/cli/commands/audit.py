@@ -9,6 +9,7 @@ one (unless ``--exit-zero``), 2 on bad input.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -16,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import oa_vm
-from evals.errors import InvalidRunInputError
-from oa_vm.errors import listing
+from evals.errors import EvalsError, InvalidRunInputError
+from oa_vm.errors import PoolBusyError, listing
 from oa_vm.kit import safe_fs
 from oa_vm.kit.validate import module_spec_problem
 
@@ -254,8 +255,16 @@ def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = Fal
                 f"no selected task on pool {pool!r} has a reference solution to audit "
                 "(only the local suite has them)"
             )
-        report = audit(tasks, worker.waa, worker.scoring,
-                       on_row=lambda row: typer.echo(format_row(row)))
+        # The audit resets and drives the worker as a run does: one at a time, under the
+        # pool's lease, taken once every check above has passed (a refusal changes nothing).
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(oa_vm.hold_pool(pool, "audit-verifier"))
+            except PoolBusyError as exc:  # its own words name a run's --wait-for-pool
+                raise EvalsError(f"pool {pool!r} is in use by {exc.holder}; audit it once "
+                                 "that run ends, or audit another pool") from None
+            report = audit(tasks, worker.waa, worker.scoring,
+                           on_row=lambda row: typer.echo(format_row(row)))
     typer.echo("")
     typer.echo(format_table(report))
     unconfirmed = [t for t, v in report.references.items() if v != "accepted"]
