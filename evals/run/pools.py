@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import oa_vm
-from evals.errors import InvalidRunInputError
+from evals.errors import EvalsError, InvalidRunInputError
 from oa_vm.errors import PoolNotReadyError
 
 if TYPE_CHECKING:
@@ -125,6 +125,26 @@ def hold_pools(
             left = max(0.0, deadline - time.monotonic())
             holds[name] = stack.enter_context(hold_pool(name, run, wait_s=left))
         yield holds
+
+
+@contextlib.contextmanager
+def hold_for(pool: str, command: str) -> Iterator[None]:
+    """Hold ``pool``'s lease for the block, for a command that resets or drives its workers
+    outside a run (``audit-verifier``, ``study ui-change``), so no run shares them meanwhile.
+
+    Raises:
+        EvalsError: a run holds the pool (named; the command does not wait for it).
+    """
+    from oa_vm import hold_pool
+    from oa_vm.errors import PoolBusyError
+
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(hold_pool(pool, command))
+        except PoolBusyError as exc:  # its own words offer a run's --wait-for-pool
+            raise EvalsError(f"pool {pool!r} is in use by {exc.holder}; run {command} once "
+                             "it ends, or on another pool") from None
+        yield
 
 
 @contextlib.contextmanager

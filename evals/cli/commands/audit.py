@@ -9,7 +9,6 @@ one (unless ``--exit-zero``), 2 on bad input.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -17,8 +16,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 import oa_vm
-from evals.errors import EvalsError, InvalidRunInputError
-from oa_vm.errors import PoolBusyError, listing
+from evals.errors import InvalidRunInputError
+from oa_vm.errors import listing
 from oa_vm.kit import safe_fs
 from oa_vm.kit.validate import module_spec_problem
 
@@ -240,6 +239,7 @@ def _audit_adapter(spec: str, *, tasks: str | None, split: str | None, limit: in
 
 
 def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = False) -> bool:
+    from evals.run.pools import hold_for
     from evals.verifier_audit.local import audit, format_row, format_table
     from evals.verifier_audit.report import write_report
 
@@ -257,12 +257,7 @@ def _audit(pool: str, out: Path | None, wanted: str | None, *, force: bool = Fal
             )
         # The audit resets and drives the worker as a run does: one at a time, under the
         # pool's lease, taken once every check above has passed (a refusal changes nothing).
-        with contextlib.ExitStack() as held:
-            try:
-                held.enter_context(oa_vm.hold_pool(pool, "audit-verifier"))
-            except PoolBusyError as exc:  # its own words name a run's --wait-for-pool
-                raise EvalsError(f"pool {pool!r} is in use by {exc.holder}; audit it once "
-                                 "that run ends, or audit another pool") from None
+        with hold_for(pool, "audit-verifier"):
             report = audit(tasks, worker.waa, worker.scoring,
                            on_row=lambda row: typer.echo(format_row(row)))
     typer.echo("")

@@ -48,6 +48,7 @@ def ui_change(
     condition through the worker's input path, and print successes/runs per condition and
     arm. A success is counted only when the app's store, read back from the page, holds the
     encounter asked for."""
+    from evals.run.pools import hold_for
     from evals.tasks.ui_change import ReadbackError, Worker, check_arms, run_study, table
 
     arms = check_arms(agents)  # a worker without a browser says so at the first launch
@@ -58,7 +59,8 @@ def ui_change(
             typer.echo(f"creating local pool {name}", err=True)
             oa_vm.create_pool(name=name, cloud="local", workers=1, ttl_hours=1.0)
             oa_vm.wait_pool(name, timeout_s=120.0)
-        with oa_vm.connect(name, read_timeout=60.0) as connections:
+        with oa_vm.connect(name, read_timeout=60.0) as connections, \
+                hold_for(name, "study ui-change"):
             try:
                 cells = run_study(Worker(connections[0].waa), arms, runs,
                                   say=lambda line: typer.echo(line, err=True))
