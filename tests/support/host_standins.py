@@ -359,13 +359,10 @@ class HostSshServer(SshServer):
         self.bin_dir, self.fake_state, self.env = bin_dir, fake_state, env
         super().__init__(root)
 
-    def _write_config(self) -> None:
-        super()._write_config()
-        pairs = {"PATH": f"{self.bin_dir}:/usr/bin:/bin", "FAKE_STATE": str(self.fake_state),
-                 **self.env}
-        with self.config.open("a", encoding="utf-8") as handle:
-            # quoted: a value may hold spaces (a guest command)
-            handle.write("SetEnv " + " ".join(f'"{k}={v}"' for k, v in pairs.items()) + "\n")
+    def session_env(self) -> dict[str, str]:
+        """The stand-ins first on PATH, their state folder, and ``env``."""
+        return {**super().session_env(), "PATH": f"{self.bin_dir}:/usr/bin:/bin",
+                "FAKE_STATE": str(self.fake_state), **self.env}
 
 
 @contextlib.contextmanager

@@ -140,15 +140,21 @@ class SshServer:
                     # Let tests notice a dead client quickly and keep many test connections.
                     "ClientAliveInterval 5",
                     "MaxStartups 50",
-                    # bash runs ~/.bashrc for a command sent over SSH only from a top-level
-                    # shell (SHLVL below 2): this machine's own login scripts (a Python
-                    # version manager that rehashes under a lock) are not a worker host's, and
-                    # made each session slower and, with a stale lock, stall for a minute.
-                    "SetEnv SHLVL=1",
+                    # one line: sshd takes the first SetEnv it reads and ignores the others
+                    "SetEnv " + " ".join(f'"{k}={v}"' for k, v in self.session_env().items()),
                     "",
                 ]
             )
         )
+
+    def session_env(self) -> dict[str, str]:
+        """What every session's environment is given (quoted: a value may hold spaces).
+
+        ``SHLVL``: bash runs ``~/.bashrc`` for a command sent over SSH only from a top-level
+        shell (SHLVL below 2). This machine's own start-up files (a Python version manager that
+        rehashes under a lock) are not a worker host's: they made each session slower and, with
+        a stale lock, stalled it for a minute."""
+        return {"SHLVL": "1"}
 
     def start(self) -> None:
         """Start sshd and wait until it accepts connections.
