@@ -150,6 +150,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
                              depends_on=self.dependencies.pop(key, []))
         )
         state = {**inputs, **_stand_in_outputs(args.typ, args.name, index, inputs)}
+        if args.typ == "azure-native:resources:ResourceGroup":  # a plan shows what uses it
+            return f"/subscriptions/offline/resourceGroups/{inputs.get('resourceGroupName')}", state
         return f"{args.name}-id", state
 
     def call(  # type: ignore[override]

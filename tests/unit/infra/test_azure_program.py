@@ -287,7 +287,8 @@ def test_a_deleter_removes_the_pools_group_at_its_expiry_and_nothing_bills_befor
 ) -> None:
     run = run_azure(make_settings("azure", workers=2))
     (group,) = of_type(run, "azure-native:resources:ResourceGroup")
-    group_id = f"{group.name}-id"  # the mocks' stand-in for the group's ID
+    # the mocks' stand-in for the group's ID, shaped as Azure's
+    group_id = f"/subscriptions/offline/resourceGroups/{group.inputs['resourceGroupName']}"
     (workflow,) = of_type(run, WORKFLOW)
     assert workflow.inputs["identity"] == {"type": "SystemAssigned"}
     assert workflow.inputs["state"] == "Enabled"
