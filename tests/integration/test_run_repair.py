@@ -26,6 +26,10 @@ pytestmark = pytest.mark.integration
 def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
     home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
+    """A run with ``--repair`` replaces a killed worker and finishes every task; a second run
+    waiting for the pool meanwhile (it read the pool's tasks before it waited, so that a
+    refusal writes nothing) connects to the replacement, not to the dead worker it first
+    read from."""
     api.create_pool(name="heal", cloud="local", workers=3)
     api.wait_pool("heal", timeout_s=READY_S)
     results = tmp_path / "results"
@@ -34,11 +38,19 @@ def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
     # attempts, each with its retries) and replaced within seconds: the replacement still finds
     # tasks on a busy machine (at a 1 s pause the survivors once emptied the queue first).
     run = RunController(home, results, "--pool", "heal", "--agent", "oracle", "--tasks", "all",
-                     "--run-name", "repaired", "--step-pause", "2.0", "--read-timeout", "5",
-                     "--repair")
+                        "--run-name", "repaired", "--step-pause", "2.0", "--read-timeout", "5",
+                        "--repair")
     controllers.append(run)
     run_dir = results / "repaired"
     wait_for_records(run_dir, 2, run)
+    waiting = RunController(home, results, "--pool", "heal", "--agent", "oracle", "--tasks",
+                            "local_small", "--run-name", "waiting", "--wait-for-pool", "10m")
+    controllers.append(waiting)
+    # the catalog is read from the first worker, on a connection kept alive
+    port = urlsplit(state.load("heal").workers[0].scoring_url or "").port
+    wait_until(lambda: any(c.raddr and c.raddr.port == port for c in
+                           psutil.Process(waiting.proc.pid).net_connections("tcp")),
+               lambda: f"the waiting run's catalog read:\n{waiting.output()}")
     killed = worker_pid("heal", "worker-1")
     os.kill(killed, signal.SIGKILL)
     assert run.wait() == 0, run.output()
@@ -63,33 +75,6 @@ def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
     assert finished_on_1, "the replaced worker-1 finished no task"
     assert_summary_matches(run_dir, records)
 
-
-def test_a_run_waiting_for_its_pool_runs_on_the_workers_a_repair_put_there_meanwhile(
-    home: Path, tmp_path: Path, controllers: list[RunController]
-) -> None:
-    """A run reads its pool's tasks before it waits for the pool's lease (so that a refusal
-    writes nothing); the holder's repair replaces a worker meanwhile, and the run that waited
-    connects to the replacement, not to the dead worker it first read from."""
-    api.create_pool(name="heal", cloud="local", workers=2)
-    api.wait_pool("heal", timeout_s=READY_S)
-    results = tmp_path / "results"
-    first = RunController(home, results, "--pool", "heal", "--agent", "oracle", "--tasks", "all",
-                          "--run-name", "first", "--step-pause", "1.5", "--read-timeout", "5",
-                          "--repair")
-    controllers.append(first)
-    wait_for_records(results / "first", 1, first)
-    waiting = RunController(home, results, "--pool", "heal", "--agent", "oracle", "--tasks",
-                            "local_small", "--run-name", "waiting", "--wait-for-pool", "10m")
-    controllers.append(waiting)
-    # the catalog is read from the first worker, on a connection kept alive
-    port = urlsplit(state.load("heal").workers[0].scoring_url or "").port
-    wait_until(lambda: any(c.raddr and c.raddr.port == port for c in
-                           psutil.Process(waiting.proc.pid).net_connections("tcp")),
-               lambda: f"the waiting run's catalog read:\n{waiting.output()}")
-    killed = worker_pid("heal", "worker-1")
-    os.kill(killed, signal.SIGKILL)
-    assert first.wait() == 0, first.output()
-    assert "worker worker-1 replaced from the pool: back at work" in first.output()
     assert waiting.wait() == 0, waiting.output()
     metadata = json.loads((results / "waiting" / "metadata.json").read_text())
     assert metadata["quarantined_workers"] == [], waiting.output()
