@@ -15,7 +15,7 @@ What one pool is (every resource tagged with :func:`infra.tags.pool_tags`):
   (longer TTLs are refused: the schedule would fire early); a paused pool's VMs are already
   deallocated, so its expiry (``PoolSettings.paused``) may be days ahead;
 - the cloud-side kill switch: a Logic App (Consumption) workflow ``<pool>-expiry`` with a
-  system-assigned identity, which from the expiry on (daily until it succeeds) deletes the
+  system-assigned identity, which from the expiry on (hourly until it succeeds) deletes the
   pool's resource group, and with it everything that bills (disks, addresses, VMs, the workflow
   itself); its identity holds Contributor on that group only, and every VM depends on that role
   assignment, so nothing that bills starts unless the deleter may delete it (creating the
@@ -110,13 +110,14 @@ def shutdown_time(expires_at: datetime) -> str:
 def deleter_definition(group_id: str, expires_at: datetime) -> dict[str, Any]:
     """The deleter's Logic App workflow: a recurrence from the expiry (UTC, rounded up to the
     minute as the shutdown time is) and one request deleting the resource group ``group_id``
-    as the workflow's own managed identity. Daily, so a failed delete is tried again the next
-    day; a delete that succeeded took the workflow with the group."""
+    as the workflow's own managed identity. Hourly, so a failed delete (a transient error past
+    the action's own retries, a lock since removed) bills an hour more, not a day; a delete that
+    succeeded took the workflow with the group, and a run costs a fraction of a cent."""
     return {
         "$schema": WORKFLOW_SCHEMA,
         "contentVersion": "1.0.0.0",
         "triggers": {"at_expiry": {"type": "Recurrence", "recurrence": {
-            "frequency": "Day", "interval": 1,
+            "frequency": "Hour", "interval": 1,
             "startTime": expiry_minute(expires_at).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }}},
         "actions": {"delete_the_pool": {"type": "Http", "runAfter": {}, "inputs": {

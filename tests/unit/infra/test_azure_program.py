@@ -295,9 +295,10 @@ def test_a_deleter_removes_the_pools_group_at_its_expiry_and_nothing_bills_befor
     assert workflow.inputs["tags"]["oa-vm:pool"] == "waa-eval"
     definition = workflow.inputs["definition"]
     (trigger,) = definition["triggers"].values()
-    # the expiry 18:30:05 UTC, rounded up to the minute; daily, so a failed delete is retried
+    # the expiry 18:30:05 UTC, rounded up to the minute; hourly, so a failed delete is retried
+    # within the hour rather than the next day
     assert trigger == {"type": "Recurrence", "recurrence": {
-        "frequency": "Day", "interval": 1, "startTime": "2026-03-01T18:31:00Z"}}
+        "frequency": "Hour", "interval": 1, "startTime": "2026-03-01T18:31:00Z"}}
     (action,) = definition["actions"].values()
     assert action["type"] == "Http"
     assert action["inputs"] == {
