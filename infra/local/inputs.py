@@ -850,10 +850,11 @@ def _count(value: Any) -> int:
 
 
 def _pixel(x: float, y: float) -> tuple[int, int]:
-    px, py = int(round(x)), int(round(y))
-    if not (0 <= px < WIDTH and 0 <= py < HEIGHT):
-        raise AppError(f"({px}, {py}) is outside the {WIDTH}x{HEIGHT} screen")
-    return px, py
+    """The screen pixel a pointer at (``x``, ``y``) ends on. Windows keeps the pointer on the
+    screen (``SetCursorPos`` stops it at the edge), and WAA's client turns pyautogui's
+    fail-safe off, so a point beyond an edge is not an error there: the pointer, and a click
+    made there, land on the edge, as they do here."""
+    return (min(max(int(round(x)), 0), WIDTH - 1), min(max(int(round(y)), 0), HEIGHT - 1))
 
 
 __all__ = ["Player", "WindowLayout", "key_name", "play", "target_point"]

@@ -108,6 +108,25 @@ def test_actions_drive_the_desktop(controller: Any, shared_worker: WorkerProcess
     controller.execute_action("DONE")
 
 
+def test_a_point_beyond_the_screen_lands_on_its_edge(controller: Any,
+                                                     shared_worker: WorkerProcess) -> None:
+    """As on Windows, where the pointer stops at the screen's edge and the client turns
+    pyautogui's fail-safe off: the action is not an error, it acts at the edge."""
+    requests.post(f"{shared_worker.waa_url}/setup/close_all", timeout=TIMEOUT)
+    cases = [
+        ({"action_type": "MOVE_TO", "parameters": {"x": 2000, "y": 5000}}, (1279, 719)),
+        ({"action_type": "CLICK", "parameters": {"x": -40, "y": 100, "button": "left"}},
+         (0, 100)),
+    ]
+    for action, (x, y) in cases:
+        controller.execute_action(action)
+        where = controller.execute_python_command("print(pyautogui.position())")
+        assert where["output"] == f"Point(x={x}, y={y})\n", action
+    moved = controller.execute_python_command(
+        "pyautogui.moveTo(600, 700); pyautogui.moveRel(0, 10000); print(pyautogui.position())")
+    assert moved["output"] == "Point(x=600, y=719)\n"
+
+
 def test_forbidden_code_from_the_client_runs_nothing(controller: Any, tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     answer = controller.execute_python_command(f"open({str(marker)!r}, 'w').write('x')")
