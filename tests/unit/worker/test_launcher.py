@@ -63,6 +63,9 @@ def row_of(desktop: Desktop, name: str) -> list[gui.Control]:
 
 
 def test_the_calendar_and_the_map_are_drawn_with_their_entries(desktop: Desktop) -> None:
+    refused = run(desktop, "goto shop")
+    assert refused.returncode == 1 and "no app 'shop'" in refused.error
+    assert desktop.titles() == []  # refused before any window opens
     assert ok(desktop, "goto calendar") == "/calendar"
     otto = row_of(desktop, "Otto's Birthday")
     assert [(c.role, c.name) for c in otto] == [
