@@ -164,3 +164,21 @@ def test_a_list_longer_than_the_window_scrolls(desktop: Desktop) -> None:
     titles = [e["title"] for e in desktop.app_state()["calendar"]["events"]]
     assert f"Late event {gui.OPENAPPS_ROWS}" not in titles
     assert f"Late event {gui.OPENAPPS_ROWS - 1}" in titles
+
+
+def test_a_text_longer_than_its_control_is_cut_at_the_control_edge(desktop: Desktop) -> None:
+    title = " ".join(["Very long title"] * 8)
+    ok(desktop, f'calendar add "{title}" 1900-01-01 "location=Lab"')
+    ok(desktop, "goto calendar")
+    item = control(desktop, title, "ListItem")
+    details = row_of(desktop, item.name)[2]
+    button = row_of(desktop, item.name)[3]
+    picture = draw(desktop, WHEN)
+    background = picture.getpixel((item.rect[2] + 2, item.rect[1] - 4))
+    # the gap between the title's column and the details' is bare: the title stopped at its edge
+    for x in range(item.rect[2], details.rect[0]):
+        for y in range(item.rect[1], item.rect[3]):
+            assert picture.getpixel((x, y)) == background, (x, y)
+    # so does a button's label inside the button
+    for y in range(button.rect[1], button.rect[3]):
+        assert picture.getpixel((button.rect[2] + 1, y)) == background
