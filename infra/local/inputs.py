@@ -267,7 +267,7 @@ class Player:
         elif function in _NAVI_CLICKS:
             self.click(*self.desktop.pointer, **_NAVI_CLICKS[function])
         elif function in ("mouse.scroll", "mouse.drag"):
-            pass  # lists fit on screen; Navi's drag needs element ids this desktop lacks
+            pass  # not played here (Navi's drag names elements by ids this desktop lacks)
         elif function == "keyboard.write":
             self.type_text(str(_arg(args, kwargs, 0, "text", "")))
         elif function == "keyboard.press":
