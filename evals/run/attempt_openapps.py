@@ -1,14 +1,16 @@
 """One attempt of one OpenApps-style task on one worker: reset, read the apps' state, the agent,
 read the state again, score; always a record, never an exception for what happens in the task.
 
-The task's setup commands (:meth:`Task.setup`: the app the episode starts in) run after the
-reset. The state is read from the worker twice, right before the agent's first step and right
-after its last (the simulated desktop answers ``appstate`` with one JSON document per app). The
-class's reward over the two snapshots is the score (1 or 0), and the snapshots' difference goes
-into the record (``state_diff``) and onto the run page. For an abstention task the episode ends
-at the agent's first act (the first step that changes an app, by the comparison the rewards
-use), question (``send_msg_to_user``) or report (``report_infeasible``), whichever comes
-first.
+Every episode starts with OpenApps' start page on the worker's screen (:data:`START_COMMAND`, as
+OpenApps' own environment starts its browser there), so an agent that acts from the screenshot
+and the accessibility tree sees the apps; the task's setup commands (:meth:`Task.setup`: the app
+the episode starts in) run after it. The state is read from the worker twice, right before the
+agent's first step and right after its last (the simulated desktop answers ``appstate`` with one
+JSON document per app). The class's reward over the two snapshots is the score (1 or 0), and the
+snapshots' difference goes into the record (``state_diff``) and onto the run page. For an
+abstention task the episode ends at the agent's first act (the first step that changes an app,
+by the comparison the rewards use), question (``send_msg_to_user``) or report
+(``report_infeasible``), whichever comes first.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
 
 STATE_COMMAND = "appstate"
 """The simulated desktop's command that answers the apps' state (docs/local-worker.md)."""
+START_COMMAND = "goto start_page"
+"""The simulated desktop's command that opens the OpenApps window on the start page."""
 _ENDED_BY = {SEND_MSG_TO_USER: CLARIFY, REPORT_INFEASIBLE: STOP}
 
 
@@ -126,7 +130,7 @@ def run_openapps_task(
         except InvalidRunInputError as exc:
             raise _TaskEnded(ErrorType.TASK, str(exc)) from exc
         _stock_reset(waa, clock, stock_reset)
-        for command in entry.setup():
+        for command in (START_COMMAND, *entry.setup()):
             run_setup(waa, clock, command)
         initial = read_state(waa, clock, "reading the apps' state before the agent")
         _reset_agent(agent, bench_task)

@@ -10,8 +10,9 @@ from dataclasses import asdict, dataclass, field
 from functools import reduce
 from typing import Any
 
-APPS = ("notepad", "explorer", "settings", "clock", "calc")
-"""Applications the simulated desktop can open."""
+APPS = ("notepad", "explorer", "settings", "clock", "calc", "openapps")
+"""Applications the simulated desktop can open (``openapps``: the window of the launcher and
+its apps, :mod:`infra.local.launcher`)."""
 
 DIALOGS = {
     "run": ("Run", ("Open",)),
@@ -58,6 +59,10 @@ class Window:
     """Calculator: the calculations performed, oldest first (``1234*5678 = 7006652``), as the
     History pane lists them; a number typed onto the display adds none, and closing the
     calculator forgets them, as Windows does."""
+    notice: str = ""
+    """OpenApps: why the page's form was refused (shown under it until the next submit)."""
+    scroll: int = 0
+    """OpenApps: how many entries of the page's list are scrolled out above it."""
 
     def record(self, line: str | None) -> None:
         """Add a calculation to the calculator's history (``None``: nothing was computed)."""
@@ -89,7 +94,8 @@ class Window:
             if not self.path or self.path.rstrip("\\/").upper() == "C:":
                 return "Local Disk (C:)"
             return self.path.replace("/", "\\").rstrip("\\").rsplit("\\", 1)[-1]
-        return {"settings": "Settings", "clock": "Clock", "calc": "Calculator"}[self.app]
+        return {"settings": "Settings", "clock": "Clock", "calc": "Calculator",
+                "openapps": "OpenApps"}[self.app]
 
     @property
     def dirty(self) -> bool:

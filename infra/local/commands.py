@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from infra.local import cancel
+from infra.local import cancel, launcher
 from infra.local.apps import (
     Alarm,
     AppError,
@@ -446,9 +446,7 @@ def _map(desktop: Desktop, args: list[str]) -> str:
 
 
 def _goto(desktop: Desktop, args: list[str]) -> str:
-    with desktop.lock:
-        desktop.version += 1
-        return desktop.apps.planner.go(args[0])
+    return launcher.go(desktop, args[0])
 
 
 def _appstate(desktop: Desktop, args: list[str]) -> str:

@@ -20,6 +20,8 @@ from infra.local.workapps import WorkApps, seeded
 if TYPE_CHECKING:
     from infra.local.browser import BrowserScreen
 
+SINGLE_INSTANCE = ("settings", "clock", "calc", "openapps")
+"""Apps that open one window at most: opening one again brings that window to the front."""
 TEXT_SUFFIXES = (".txt", ".md", ".log", ".csv", ".json", ".ini", ".xml", ".py", ".html", ".bat")
 """Files that open in Notepad."""
 
@@ -31,6 +33,7 @@ _APP_ALIASES = {
         ("settings", ("settings", "ms-settings")),
         ("clock", ("clock", "ms-clock")),
         ("calc", ("calc", "calc.exe", "calculator")),
+        ("openapps", ("openapps",)),
     )
     for alias in aliases
 }
@@ -72,7 +75,7 @@ class Desktop:
         return self.windows[-1] if self.windows else None
 
     def open_app(self, app: str, path: str | None = None) -> Window:
-        """Open an app (a new window; settings, clock and calc are single-instance).
+        """Open an app (a new window; settings, clock, calc and openapps are single-instance).
 
         Args:
             app: one of :data:`infra.local.apps.APPS`.
@@ -86,7 +89,7 @@ class Desktop:
         if app not in APPS:
             raise AppError(f"unknown app {app!r}; known: {', '.join(APPS)}")
         with self.lock:
-            if app in ("settings", "clock", "calc"):
+            if app in SINGLE_INSTANCE:
                 for window in self.windows:
                     if window.app == app:
                         self._raise(window)

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from infra.local import launcher
 from infra.local.apps import DIALOGS, SETTING_KEYS, Window, format_duration
 from infra.local.desktop import Desktop
+from infra.local.planner import APP_PATHS, APP_TITLES
 
 WIDTH, HEIGHT = 1280, 720
 TASKBAR = 40
 WIN_W, WIN_H = 760, 460
 TITLE_H = 28
 ROW_H = 24
+OPENAPPS_RECT = (100, 20, 1180, 670)
+"""The OpenApps window: wide, as a browser showing a web app is."""
 
 Rect = tuple[int, int, int, int]
 """``(left, top, right, bottom)`` in screen pixels; right and bottom are exclusive."""
@@ -78,6 +82,8 @@ def window_rect(window: Window) -> Rect:
         return 12, HEIGHT - TASKBAR - 212, 432, HEIGHT - TASKBAR - 12
     if window.is_dialog:
         return 430, 230, 850, 450
+    if window.app == "openapps":
+        return OPENAPPS_RECT
     left, top = 60 + 36 * (window.slot % 8), 30 + 30 * (window.slot % 8)
     return left, top, left + WIN_W, top + WIN_H
 
@@ -154,6 +160,8 @@ def _controls(desktop: Desktop, window: Window, rect: Rect) -> list[Control]:
         controls += _clock(desktop, left, body_top, bottom)
     elif window.app == "calc":
         controls += _calc(window, left, body_top, right)
+    elif window.app == "openapps":
+        controls += _openapps(desktop, window, left + 12, body_top, right - 12)
     return controls
 
 
@@ -317,6 +325,79 @@ def _calc_history(window: Window, left: int, top: int, right: int,
     return controls + _list_items(window.history[::-1], left, top + ROW_H, right, bottom)
 
 
+OPENAPPS_LIST_TOP = OPENAPPS_RECT[1] + TITLE_H + 6 + 196
+OPENAPPS_ROWS = (OPENAPPS_RECT[3] - 4 - OPENAPPS_LIST_TOP) // ROW_H
+"""How many entries of a page's list the OpenApps window shows at once (the wheel scrolls)."""
+
+
+def _openapps(desktop: Desktop, window: Window, left: int, top: int,
+              right: int) -> list[Control]:
+    """The launcher's app as OpenApps draws it: the apps' buttons, the page's heading, its
+    form with the submit button and any refusal, and its list (a row an entry)."""
+    app = desktop.apps.planner.app
+    controls = []
+    x = left
+    for key in APP_PATHS:
+        name = "Return to List of Apps" if key == "start_page" else APP_TITLES[key]
+        width = 190 if key == "start_page" else 150
+        controls.append(Control("Button", name, (x, top, x + width, top + 30),
+                                f"openapps:goto:{key}"))
+        x += width + 8
+    heading = "Welcome to OpenApps!" if app == "start_page" else APP_TITLES[app]
+    controls.append(Control("Text", heading, (left, top + 44, right, top + 66)))
+    fields = launcher.form(desktop)
+    for index, name in enumerate(fields):
+        col, row = index % 3, index // 3
+        x, y = left + col * 352, top + 76 + row * 40
+        controls.append(Control("Text", f"{name}:", (x, y + 6, x + 92, y + 28)))
+        key = f"field:{name}"
+        controls.append(Control("Edit", name, (x + 96, y, x + 340, y + 30), key,
+                                window.fields.get(name, ""), focused=window.focus == key))
+    if fields:
+        y = top + 76 + 40 * ((len(fields) + 2) // 3)
+        controls.append(Control("Button", launcher.SUBMIT[app], (left, y, left + 150, y + 30),
+                                "openapps:submit"))
+        if window.notice:
+            controls.append(Control("Text", "Error", (left + 166, y + 4, right, y + 28),
+                                    value=window.notice))
+    if app in ("calendar", "map"):
+        heading = "Events" if app == "calendar" else "Saved Locations"
+        controls.append(Control("Text", heading, (left, OPENAPPS_LIST_TOP - 28, right,
+                                                  OPENAPPS_LIST_TOP - 6)))
+    if app == "calendar":
+        controls += _rows(window, [(i, e.title, e.date, launcher.event_details(e))
+                                   for i, e in launcher.agenda(desktop)], "event", left, right)
+    elif app == "map":
+        controls += _rows(window, [(i, p.name, "", f"{p.latitude}, {p.longitude}")
+                                   for i, p in enumerate(desktop.apps.planner.places)],
+                          "place", left, right)
+    return controls
+
+
+def _rows(window: Window, entries: list[tuple[int, str, str, str]], kind: str, left: int,
+          right: int) -> list[Control]:
+    """A list of entries (index, name, date, details), a row each from the window's scroll
+    position: the date (events only), the name as the list item, the details, a Delete
+    button named after the entry."""
+    controls: list[Control] = []
+    name_left = left + 100 if kind == "event" else left
+    shown = entries[window.scroll:window.scroll + OPENAPPS_ROWS]
+    for row, (index, name, date, details) in enumerate(shown):
+        y = OPENAPPS_LIST_TOP + row * ROW_H
+        if date:
+            controls.append(Control("Text", date, (left, y + 2, left + 96, y + ROW_H)))
+        controls.append(Control("ListItem", name, (name_left, y, name_left + 290, y + ROW_H)))
+        controls.append(Control("Text", details, (name_left + 296, y + 2, right - 140,
+                                                  y + ROW_H)))
+        controls.append(Control("Button", f"Delete {name}", (right - 130, y, right, y + ROW_H - 2),
+                                f"openapps:{kind}:{index}"))
+    if not entries:
+        empty = "No events." if kind == "event" else "No saved places."
+        controls.append(Control("Text", empty, (left, OPENAPPS_LIST_TOP, right,
+                                                OPENAPPS_LIST_TOP + ROW_H)))
+    return controls
+
+
 def _list_items(texts: list[str], left: int, top: int, right: int,
                 bottom: int) -> list[Control]:
     """One list item a row from ``top``, as many as fit above ``bottom``."""
@@ -327,6 +408,7 @@ def _list_items(texts: list[str], left: int, top: int, right: int,
 
 __all__ = [
     "HEIGHT",
+    "OPENAPPS_ROWS",
     "TASKBAR",
     "WIDTH",
     "Control",

@@ -13,7 +13,7 @@ import math
 from functools import partialmethod
 from typing import Any
 
-from infra.local import cancel
+from infra.local import cancel, launcher
 from infra.local.apps import (
     Alarm,
     AppError,
@@ -35,6 +35,7 @@ from infra.local.commands import MAX_SLEEP, CommandSyntaxError, split_command
 from infra.local.desktop import Desktop, app_name
 from infra.local.gui import (
     HEIGHT,
+    OPENAPPS_ROWS,
     SETTING_LABELS,
     WIDTH,
     Control,
@@ -200,7 +201,13 @@ class Player:
         if window_there is not None and browser is not None:
             where = self.desktop.pointer
             self._in_browser(lambda: browser.scroll(window_there, *where, int(clicks)))
-        # every list of the desktop's own windows fits on screen: nothing moves there
+            return
+        # the OpenApps window's list scrolls; every other list of the desktop's fits on screen
+        with self.desktop.lock:
+            placed, _ = hit(self.desktop, *self.desktop.pointer)
+            if placed is not None and placed.window.app == "openapps":
+                launcher.scroll(self.desktop, placed.window, int(clicks), OPENAPPS_ROWS)
+                self.desktop.touch()
 
     _pg_hscroll = _pg_scroll
     _pg_vscroll = _pg_scroll
@@ -260,7 +267,7 @@ class Player:
         elif function in _NAVI_CLICKS:
             self.click(*self.desktop.pointer, **_NAVI_CLICKS[function])
         elif function in ("mouse.scroll", "mouse.drag"):
-            pass  # lists fit on screen; Navi's drag needs element ids this desktop lacks
+            pass  # not played here (Navi's drag names elements by ids this desktop lacks)
         elif function == "keyboard.write":
             self.type_text(str(_arg(args, kwargs, 0, "text", "")))
         elif function == "keyboard.press":
@@ -349,6 +356,8 @@ class Player:
             self._dialog_ok(window)
         elif kind == "cancel":
             self._close_dialog(window)
+        elif kind == "openapps":
+            launcher.press(self.desktop, window, arg)
 
     def drag(self, start: tuple[int, int], end: tuple[int, int]) -> None:
         """A drag: explorer items dropped on a folder item move into it (all the selected
@@ -560,6 +569,8 @@ class Player:
                 self._open_item(window, window.selection[0])
         elif window.app == "calc" and window.page != "date":
             self._calc_key(window, "=")
+        elif window.app == "openapps" and window.focus.startswith("field:"):
+            launcher.submit(self.desktop, window)
 
     def _tab(self, window: Window, *, backwards: bool) -> None:
         if window.app == "notepad":
@@ -568,6 +579,8 @@ class Player:
         names = [n for n in window.fields] if window.is_dialog else []
         if window.app == "calc" and window.page == "date":
             names = ["From", "To"]
+        if window.app == "openapps":
+            names = list(launcher.form(self.desktop))
         if window.app == "settings" and window.focus:
             self._commit_setting(window)
             return

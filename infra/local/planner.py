@@ -14,13 +14,16 @@ from __future__ import annotations
 import datetime
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from infra.local.apps import AppError
 
 APP_PATHS = {"start_page": "/", "todo": "/todo", "calendar": "/calendar",
              "messages": "/messages", "map": "/maps", "codeeditor": "/codeeditor"}
 """The launcher's apps and the URL path each shows (the start page lists the others)."""
+APP_TITLES = {"start_page": "OpenApps", "todo": "OpenTodos", "calendar": "OpenCalendar",
+              "messages": "OpenMessages", "map": "OpenMaps", "codeeditor": "OpenCodeEditor"}
+"""Each app's name on screen, as OpenApps' start page names them."""
 
 SEED_EVENTS = (
     ("WACV 2026 Abstract Deadline", "2025-07-11"),
@@ -47,6 +50,7 @@ SEED_PLACES = (
     ("Empire State Building", 40.7484, -73.9857),
 )
 """A fresh map's saved places: New York landmarks (name, latitude, longitude)."""
+_Entry = TypeVar("_Entry")
 
 
 @dataclass
@@ -120,6 +124,14 @@ class Planner:
                 return event
         raise AppError(f"no event titled {title!r}" + ("" if day is None else f" on {day}"))
 
+    def remove_event_at(self, index: int) -> Event:
+        """Remove the event at ``index`` of the calendar (the one a Delete button stands by).
+
+        Raises:
+            AppError: no event is there any more.
+        """
+        return _pop(self.events, index, "event")
+
     def save_place(self, name: str, latitude: str, longitude: str) -> Place:
         """Save a place at the map's end."""
         if not name.strip():
@@ -137,6 +149,14 @@ class Planner:
                 self.places.remove(place)
                 return place
         raise AppError(f"no saved place named {name!r}")
+
+    def remove_place_at(self, index: int) -> Place:
+        """Unsave the place at ``index`` of the map (the one a Delete button stands by).
+
+        Raises:
+            AppError: no place is there any more.
+        """
+        return _pop(self.places, index, "saved place")
 
     def go(self, app: str) -> str:
         """Switch to an app of the launcher; returns the URL path now shown."""
@@ -159,6 +179,12 @@ def seeded_planner() -> Planner:
         events=[Event(title, date, location="Online" if "Deadline" in title else "")
                 for title, date in SEED_EVENTS],
         places=[Place(name, lat, lon) for name, lat, lon in SEED_PLACES])
+
+
+def _pop(entries: list[_Entry], index: int, what: str) -> _Entry:
+    if not 0 <= index < len(entries):
+        raise AppError(f"that {what} is gone (the list has {len(entries)})")
+    return entries.pop(index)
 
 
 def _degrees(text: str, limit: float, what: str) -> float:

@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # Pillow is imported on the first screenshot, so a worker sta
 
 
 @lru_cache(maxsize=1)
-def _font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+def screen_font() -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+    """The screen's one font (every text on the screenshot is drawn with it)."""
     from PIL import ImageFont
 
     return ImageFont.load_default(size=14)
@@ -46,7 +47,7 @@ def draw(desktop: Desktop, now: dt.datetime | None = None) -> Image.Image:
     """Draw the desktop as it is now: every control where :mod:`infra.local.gui` puts it."""
     from PIL import Image, ImageDraw
 
-    font = _font()
+    font = screen_font()
     image = Image.new("RGB", (WIDTH, HEIGHT), (32, 84, 140))
     pen = ImageDraw.Draw(image)
     with desktop.lock:
@@ -112,9 +113,9 @@ def _draw_control(pen: Any, control: gui.Control, font: Any, title_ink: Any) -> 
         on = control.value == "On"
         pen.rectangle((left, top, right - 1, bottom - 1), fill=(0, 120, 212) if on
                       else (230, 230, 230), outline=(120, 120, 120))
-        text = control.value if control.value else control.name
-        pen.text((left + 8, top + 7), text[:30], fill=(255, 255, 255) if on else dark,
-                 font=font)
+        text = _fit(control.value if control.value else control.name, font, right - left - 16)
+        middle = top + min(7, (bottom - top - 16) // 2)  # a short row's button centres its label
+        pen.text((left + 8, middle), text, fill=(255, 255, 255) if on else dark, font=font)
         return
     if control.role == "ListItem":
         if control.selected:
@@ -123,12 +124,23 @@ def _draw_control(pen: Any, control: gui.Control, font: Any, title_ink: Any) -> 
         if control.focused:
             pen.rectangle((left + 2, top + 1, left + 300, bottom - 2), fill=(255, 255, 255),
                           outline=(0, 95, 184))
-        pen.text((left + 6, top + 4), text[:90], fill=dark, font=font)
+        pen.text((left + 6, top + 4), _fit(text, font, right - left - 12), fill=dark, font=font)
         return
     text = f"{control.name}  {control.value}".strip() if control.value else control.name
     if control.name in ("Display", "Difference"):
         text = control.value
-    pen.text((left, top + 2), text[:100], fill=dark, font=font)
+    pen.text((left, top + 2), _fit(text, font, right - left), fill=dark, font=font)
+
+
+def _fit(text: str, font: Any, width: int) -> str:
+    """``text`` cut to ``width`` pixels, ``...`` marking the cut (a label never runs over the
+    control beside it)."""
+    text = text[:200]
+    if font.getlength(text) <= width:
+        return text
+    while text and font.getlength(text + "...") > width:
+        text = text[:-1]
+    return text.rstrip() + "..."
 
 
 def _pad_png(png: bytes, min_bytes: int) -> bytes:

@@ -211,6 +211,47 @@ def test_an_end_state_is_scored_by_openapps_comparison(pooled: Path, tmp_path: P
                       "stay_in_the_calendar": 1.0}, scores
 
 
+LOOKER = '''
+from xml.etree import ElementTree as ET
+
+from evals.agents.base import BenchmarkAction, BenchmarkAgent, parse_action
+
+
+class Looker(BenchmarkAgent):
+    """Acts from what the screen shows alone: the accessibility tree's buttons, clicked at
+    their place (the launcher's OpenMaps, then the Delete button by the place)."""
+
+    def act(self, observation, task, history=None):
+        wanted = ["OpenMaps", "Delete Times Square"]
+        step = len(history or ())
+        if step == len(wanted):
+            return BenchmarkAction("done")
+        for node in ET.fromstring(observation.accessibility_tree).iter("Button"):
+            if node.get("name") == wanted[step]:
+                left, top, right, bottom = (int(v) for v in node.get("rect").split(","))
+                x, y = (left + right) // 2, (top + bottom) // 2
+                return parse_action(f"import pyautogui\\npyautogui.click({x}, {y})")
+        return parse_action(f"REPORT_INFEASIBLE \\"no {wanted[step]} on screen\\"")
+'''
+
+
+def test_an_agent_that_only_looks_at_the_screen_removes_a_place(
+    pooled: Path, tmp_path: Path
+) -> None:
+    """The episode starts on OpenApps' start page on the worker's screen: an agent reading the
+    accessibility tree finds the map and the place's Delete button, and OpenApps' check
+    scores what its clicks did."""
+    (tmp_path / "looker_agent.py").write_text(LOOKER, encoding="utf-8")
+    results = tmp_path / "results"
+    ran = evals("run", "--pool", "oa", "--tasks", f"openapps:{SUITE}#remove_times_square",
+                "--agent", "looker_agent:Looker", "--run-name", "looker", home=pooled,
+                results=results, env={"PYTHONPATH": str(tmp_path)})
+    assert ran.returncode == 0, ran.stderr
+    record = records(results / "looker")["remove_times_square"]
+    assert (record["status"], record["score"]) == ("success", 1.0), record.get("reason")
+    assert {c["path"].split("/")[1] for c in record["state_diff"]} == {"_url", "map"}
+
+
 ASTRAY = '''
 from dataclasses import dataclass
 
