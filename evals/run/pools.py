@@ -287,11 +287,13 @@ def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
     from evals.tasks.openapps.loader import is_openapps_selection
 
     if is_openapps_selection(selection):  # a config file on this machine: the same for every pool
-        from evals.tasks.openapps import select_openapps
+        from evals.tasks.openapps import check_runs_on, select_openapps
 
+        for pool in pools:
+            check_runs_on(oa_vm.cloud_facts(pool.record.cloud).simulated,
+                          f"pool {pool.name!r} ({pool.record.cloud})")
         return Selected(*cast("Any", select_openapps(selection)))
 
-    import oa_vm
     from evals.run.failover import FailoverScoring
     from waa_client.catalog import Catalog
     from waa_client.errors import CatalogError

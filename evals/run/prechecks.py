@@ -138,17 +138,22 @@ def check_pool_tasks(
 ) -> None:
     """The task IDs of a pool about to be made, checked as far as they can be without it: a
     local pool's catalog is here (:func:`check_local_tasks`); a cloud worker's is WAA's, read
-    on the worker, so only its rule known without it holds now (no synthetic IDs).
+    on the worker, so only its rule known without it holds now (no synthetic IDs), and
+    OpenApps-style tasks, which need a local pool, are refused.
 
     Raises:
         waa_client.errors.CatalogError: unknown or synthetic IDs (all listed; exit code 2).
-        InvalidRunInputError: see :func:`check_local_tasks`.
+        InvalidRunInputError: see :func:`check_local_tasks`; OpenApps-style tasks on a pool
+            of WAA workers.
     """
     from evals.tasks.cua_bench import is_cua_selection
-    from evals.tasks.openapps import is_openapps_selection
+    from evals.tasks.openapps import check_runs_on, is_openapps_selection
     from waa_client.catalog import check_not_synthetic, named_ids
 
-    if oa_vm.cloud_facts(cloud).simulated:
+    simulated = oa_vm.cloud_facts(cloud).simulated
+    if is_openapps_selection(config.selection):
+        check_runs_on(simulated, f"a pool of {cloud} workers")
+    if simulated:
         check_local_tasks(config, tasks_dir, checked)
     elif not (is_cua_selection(config.selection) or is_openapps_selection(config.selection)):
         check_not_synthetic(named_ids(config.selection) or ())

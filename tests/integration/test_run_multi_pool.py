@@ -34,6 +34,8 @@ from tests.support.waiting import throughout, wait_gone
 
 pytestmark = pytest.mark.integration
 
+OPENAPPS_EXAMPLES = (Path(__file__).resolve().parents[2] / "evals" / "tasks" / "openapps"
+                     / "examples" / "all_tasks.yaml")
 PRICES = {"pa": 3.6, "pb": 36.0}  # $/worker-hour: a wrong pool's price is off tenfold
 
 
@@ -424,6 +426,15 @@ def test_a_local_pool_and_a_cloud_pool_with_other_tasks_are_refused(
                         "--tasks", "notepad_1", "--run-name", "mixed", home=home, results=results)
         line = refused.assert_one_line_error()
         assert "pool 'pa': 1 synthetic task ID(s) cannot run on a live pool" in line, line
+        # OpenApps-style tasks need the simulated desktop: a WAA pool is refused, by its name
+        for pools in (["--pool", "pz"], ["--pool", "pa", "--pool", "pz"]):
+            refused = evals("run", *pools, "--agent", "oracle", "--tasks",
+                            f"openapps:{OPENAPPS_EXAMPLES}", "--run-name", "mixed", home=home,
+                            results=results)
+            line = refused.assert_one_line_error()
+            assert refused.returncode == 2, line
+            assert ("OpenApps-style tasks run on a local pool only, not on pool 'pz' (aws)"
+                    in line), line
         assert not (results / "mixed").exists()
         assert read_lease("pa") is None and read_lease("pz") is None
     finally:

@@ -126,6 +126,24 @@ def test_where_waa_catalog_is_on_the_workers_synthetic_ids_are_still_refused(
     _made_nothing(oa_home, tmp_path / "results")
 
 
+@pytest.mark.parametrize("cloud", ["aws", "azure"])
+@pytest.mark.parametrize("plan", [True, False], ids=["--plan", "no plan"])
+def test_openapps_tasks_on_waa_workers_are_refused_before_anything_is_made(
+    cloud: str, plan: bool, oa_home: Path, tmp_path: Path
+) -> None:
+    # Their rewards read the simulated desktop's app state: on WAA workers every task would
+    # end in error, after the pool was made and paid for.
+    args = ["sweep", "--cloud", cloud, "--agent", "oracle", "--tasks", f"openapps:{OPENAPPS}",
+            "--results-dir", str(tmp_path / "results"), *(["--plan"] if plan else [])]
+    with unchanged(oa_home, tmp_path / "results"):
+        done = run_cli("openadapt-evals", *args, home=oa_home, env=_offline(tmp_path))
+    line = done.assert_one_line_error()
+    assert done.returncode == 2, line
+    assert (f"OpenApps-style tasks run on a local pool only, not on a pool of {cloud} workers"
+            in line), line
+    _made_nothing(oa_home, tmp_path / "results")
+
+
 def test_ids_that_cannot_be_checked_yet_are_said_to_be_unchecked(
     oa_home: Path, tmp_path: Path
 ) -> None:

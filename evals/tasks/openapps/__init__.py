@@ -24,7 +24,13 @@ from evals.tasks.openapps.classes import (
     StateTask,
     Task,
 )
-from evals.tasks.openapps.loader import DOMAIN, Entry, is_openapps_selection, load_selection
+from evals.tasks.openapps.loader import (
+    DOMAIN,
+    Entry,
+    check_runs_on,
+    is_openapps_selection,
+    load_selection,
+)
 from evals.tasks.openapps.planner_classes import (
     AddEventTask,
     NavigateToAppTask,
@@ -37,8 +43,8 @@ __all__ = [
     "BUILTIN", "DOMAIN", "AbstentionTask", "AddEventTask", "AddToDoTask", "AppStateComparison",
     "CompositeTask", "DeleteToDoTask", "EditFileTask", "Entry", "Episode", "MarkToDoDoneTask",
     "NavigateToAppTask", "RemoveEventTask", "RemoveLandmarkTask", "SavePlaceTask",
-    "SendMessageTask", "StateTask", "Task", "is_openapps_selection", "load_selection",
-    "select_openapps",
+    "SendMessageTask", "StateTask", "Task", "check_runs_on", "is_openapps_selection",
+    "load_selection", "select_openapps",
 ]
 
 
