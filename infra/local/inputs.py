@@ -341,7 +341,9 @@ class Player:
             window.fields.setdefault(arg, control.value)
             if not window.is_dialog:
                 window.fields[arg] = control.value
-            window.focus, window.select_all = control.key, True  # clicking an edit selects its text
+            # clicking an edit selects its text; in a text area it puts the caret at the end
+            lines = window.app == "openapps" and launcher.multiline(self.desktop, arg)
+            window.focus, window.select_all = control.key, not lines or clicks >= 3
         elif kind == "item":
             self._click_item(window, arg, clicks=clicks, right=right)
         elif kind == "tool":
@@ -527,6 +529,8 @@ class Player:
             window.select_all = False
             if window.app == "calc":
                 self._calc_dates(window)
+            elif window.app == "openapps":
+                launcher.typed(self.desktop, window, name)
         elif window.app == "calc" and window.page != "date" and not window.focus:
             for char in text:
                 if char == "=":
@@ -540,6 +544,8 @@ class Player:
         elif (field := _edited_field(window)) is not None:
             name, current = field
             window.fields[name] = "" if window.select_all else current[:-1]
+            if window.app == "openapps":
+                launcher.typed(self.desktop, window, name)
         elif window.app == "calc":
             window.display = window.display[:-1] or "0"
         window.select_all = False
@@ -569,6 +575,8 @@ class Player:
                 self._open_item(window, window.selection[0])
         elif window.app == "calc" and window.page != "date":
             self._calc_key(window, "=")
+        elif window.app == "openapps" and self._in_text_area(window):
+            self._insert("\n")
         elif window.app == "openapps" and window.focus.startswith("field:"):
             launcher.submit(self.desktop, window)
 
@@ -579,6 +587,9 @@ class Player:
         names = [n for n in window.fields] if window.is_dialog else []
         if window.app == "calc" and window.page == "date":
             names = ["From", "To"]
+        if window.app == "openapps" and self._in_text_area(window) and not backwards:
+            self._insert(launcher.INDENT)
+            return
         if window.app == "openapps":
             names = list(launcher.form(self.desktop))
         if window.app == "settings" and window.focus:
@@ -591,6 +602,11 @@ class Player:
         index = (index + (-1 if backwards else 1)) % len(names)
         window.focus, window.select_all = f"field:{names[index]}", True
         window.fields.setdefault(names[index], "")
+
+    def _in_text_area(self, window: Window) -> bool:
+        """The focus is in the OpenApps page's multi-line field (Enter and Tab type there)."""
+        name = window.focus.split(":", 1)[1] if window.focus.startswith("field:") else ""
+        return bool(name) and launcher.multiline(self.desktop, name)
 
     def _escape(self, window: Window) -> None:
         if window.is_dialog:
