@@ -108,8 +108,12 @@ def _draw_control(pen: Any, control: gui.Control, font: Any, title_ink: Any) -> 
         outline = (0, 95, 184) if control.focused else (120, 120, 120)
         pen.rectangle((left, top, right - 1, bottom - 1), fill=(255, 255, 255), outline=outline)
         # a one-line edit shows its text's first line; a taller one (a text area) as many
-        # lines as fit, each cut at its edge
-        for row, line in enumerate(control.value.split("\n")[: max(1, (bottom - top - 8) // 18)]):
+        # lines as fit, each cut at its edge, its last ones while it has the caret (which is
+        # at the end), as an editor scrolls to the caret
+        fit = max(1, (bottom - top - 8) // 18)
+        lines = control.value.split("\n")
+        shown = lines[-fit:] if control.focused and fit > 1 else lines[:fit]
+        for row, line in enumerate(shown):
             pen.text((left + 6, top + 7 + 18 * row), _fit(line, font, right - left - 12),
                      fill=dark, font=font)
         return

@@ -6,6 +6,7 @@ an agent's clicks and keys, acting by the rules of the ``calendar``, ``map``, ``
 from __future__ import annotations
 
 import datetime as dt
+import io
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -16,6 +17,7 @@ from infra.local.actions import run_action
 from infra.local.commands import run
 from infra.local.desktop import Desktop
 from infra.local.render import accessibility_xml, draw
+from tests.support.screen_text import shows_text
 
 WHEN = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 EVENT_FIELDS = {"Title": "Dinner with Ada", "Date": "2026-05-01", "Location": "Paris",
@@ -306,3 +308,33 @@ def test_the_other_apps_forms_refuse_on_screen_what_the_verbs_refuse(
     assert {k: v for k, v in after.items() if k != "_url"} == {
         k: v for k, v in before.items() if k != "_url"}
     assert {name: control(desktop, name, "Edit").value for name in fields} == fields
+
+
+def test_the_todo_list_scrolls_and_a_long_file_shows_its_end_while_it_is_typed_in(
+        desktop: Desktop) -> None:
+    for number in range(1, gui.OPENAPPS_ROWS + 1):  # the seed's 14 items and these: too many
+        ok(desktop, f'todo add "Late item {number}"')
+    ok(desktop, "goto todo")
+    last = f"Late item {gui.OPENAPPS_ROWS}"
+    assert gui.find_control(desktop, last, "ListItem") is None
+    x, y = control(desktop, "Water plants", "ListItem").center
+    type_keys(desktop, f"pyautogui.scroll(-10, {x}, {y})")
+    click(desktop, f"Done {last}")
+    assert ok(desktop, "todo list").splitlines()[-1] == f"[x] {last}"
+    text = "\n".join(f"line {n}" for n in range(1, 61))
+    ok(desktop, f'editor write long.py "{text}"')
+    ok(desktop, "goto codeeditor")
+    click(desktop, "long.py", "ListItem")
+    area = control(desktop, "Text", "Edit")
+    assert area.focused and area.value == text
+    inside = (area.rect[0] + 2, area.rect[1] + 2, area.rect[2] - 2, area.rect[3] - 2)
+    assert shows_text(png(desktop), "line 60", inside)  # the caret's line, at the end
+    type_keys(desktop, "pyautogui.press('esc')")  # the caret leaves: the top shows
+    assert not shows_text(png(desktop), "line 60", inside)
+    assert shows_text(png(desktop), "line 1", inside)
+
+
+def png(desktop: Desktop) -> bytes:
+    buffer = io.BytesIO()
+    draw(desktop, WHEN).save(buffer, format="PNG")
+    return buffer.getvalue()
