@@ -404,13 +404,20 @@ class Player:
                 cancel.check()  # a long text stops when its caller is gone
             if char in "\n\t":
                 if buffer:
-                    self._insert(buffer)
+                    self._type(buffer)
                     buffer = ""
                 self.press(char)
             else:
                 buffer += char
         if buffer:
-            self._insert(buffer)
+            self._type(buffer)
+
+    def _type(self, text: str) -> None:
+        """Insert typed text as every input changes the desktop: under its lock, and
+        recorded, so the next screenshot shows it (it is cached per desktop version)."""
+        with self.desktop.lock:
+            self._insert(text)
+            self.desktop.touch()
 
     def press(self, key: str) -> None:
         """Press and release one key (with the modifiers held down by ``keyDown``)."""
