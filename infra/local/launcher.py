@@ -120,9 +120,10 @@ def typed(desktop: Desktop, window: Window, name: str) -> None:
 
 
 def submit(desktop: Desktop, window: Window) -> None:
-    """Submit the page's form: add the event, or save the place, by the verbs' rules. Refused,
-    the reason is shown on the page and the fields keep their text; done, the form is
-    emptied."""
+    """Submit the page's form: add the event, save the place, add the to-do item, send the
+    message, or write and save the file, by the verbs' rules. Refused, the reason is shown on
+    the page and the fields keep their text; done, the form is emptied (the code editor's
+    file stays open)."""
     apps = desktop.apps
     planner = apps.planner
     values = {name: window.fields.get(name, "") for name in form(desktop)}
