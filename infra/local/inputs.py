@@ -609,6 +609,8 @@ class Player:
         index = (index + (-1 if backwards else 1)) % len(names)
         window.focus, window.select_all = f"field:{names[index]}", True
         window.fields.setdefault(names[index], "")
+        if window.app == "openapps" and self._in_text_area(window):
+            window.select_all = False  # a text area gets the caret at its end, as on a click
 
     def _in_text_area(self, window: Window) -> bool:
         """The focus is in the OpenApps page's multi-line field (Enter and Tab type there)."""

@@ -265,6 +265,9 @@ def test_clicks_and_keys_on_the_other_apps_leave_the_state_the_verbs_leave(
               "pyautogui.typewrite('x')")
     same("goto codeeditor", 'editor append script.py "# done\n    x"')  # typed, not saved
     assert by_hand.app_state()["codeeditor"]["files"][0]["unsaved"] is True
+    click(by_hand, "File", "Edit")  # tab into the text area: the caret at the end again
+    type_keys(by_hand, "pyautogui.press('tab')", "pyautogui.typewrite('y')")
+    same('editor append script.py "y"')
     click(by_hand, "Save")
     same("editor save script.py")
     click(by_hand, "File", "Edit")  # a new name, a new text, Save: a new file
