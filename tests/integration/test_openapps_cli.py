@@ -267,6 +267,12 @@ SCRIPTS = {
         ("Button", "OpenTodos", ""), ("Button", "Delete Read before bed", ""),
         ("Edit", "Title", "Buy the book\\n"), ("Button", "OpenMessages", ""),
         ("Edit", "To", "Alice"), ("Edit", "Message", "Book club on the 5th\\n")],
+    "edit_script_add_header_comment": [
+        ("Button", "OpenCodeEditor", ""), ("ListItem", "script.py", ""),
+        ("Edit", "Text", "# Reviewed by Bob\\n"), ("Button", "Save", "")],
+    "create_notes_file_in_code_editor": [
+        ("Button", "OpenCodeEditor", ""), ("Edit", "File", "notes.txt"),
+        ("Edit", "Text", "TODO: refactor"), ("Button", "Save", "")],
 }
 
 
@@ -292,17 +298,19 @@ class Typist(BenchmarkAgent):
 '''
 
 
-def test_an_agent_that_only_looks_at_the_screen_does_the_todo_and_messenger_tasks(
+def test_an_agent_that_only_looks_at_the_screen_does_the_todo_messenger_and_editor_tasks(
     pooled: Path, tmp_path: Path
 ) -> None:
-    """A to-do task and a composite one (an event, a to-do item deleted and one added, a
-    message) done by clicks and typing on what the screen shows, scored by OpenApps'
-    checks through the real CLI."""
+    """A to-do task, a composite one (an event, a to-do item deleted and one added, a
+    message) and two code editor tasks (a line added to a file, a new file) done by clicks
+    and typing on what the screen shows, scored by OpenApps' checks through the real CLI."""
     (tmp_path / "typist_agent.py").write_text(TYPIST, encoding="utf-8")
     apps = {"mark_visit_grandma_as_done": {"_url", "todo"},
-            "plan_the_book_club": {"_url", "calendar", "todo", "messenger"}}
-    chosen: dict[str, Any] = {}  # the suite's two entries, as written there, in one file
-    for source in (SUITE.with_name("planner_tasks.yaml"), SUITE):
+            "plan_the_book_club": {"_url", "calendar", "todo", "messenger"},
+            "edit_script_add_header_comment": {"_url", "codeeditor"},
+            "create_notes_file_in_code_editor": {"_url", "codeeditor"}}
+    chosen: dict[str, Any] = {}  # the examples' entries, as written there, in one file
+    for source in (SUITE.with_name("planner_tasks.yaml"), SUITE, EXAMPLES):
         entries = yaml.safe_load(source.read_text(encoding="utf-8"))
         chosen.update({name: entry for name, entry in entries.items() if name in apps})
     (tmp_path / "looks.yaml").write_text(yaml.safe_dump(chosen), encoding="utf-8")
