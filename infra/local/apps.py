@@ -44,7 +44,8 @@ class Window:
     focus: str = ""
     """The focused control's key (``field:Name``, ``doc``...), empty for none."""
     fields: dict[str, str] = field(default_factory=dict)
-    """Edit boxes' text being typed (dialogs, settings fields, explorer address/rename)."""
+    """Edit boxes' text being typed (dialogs, settings fields, explorer address/rename,
+    OpenApps' forms)."""
     select_all: bool = False
     """The focused text is selected: the next key typed replaces it."""
     selection: list[str] = field(default_factory=list)

@@ -41,7 +41,6 @@ from infra.local.arith import (
 )
 from infra.local.desktop import Desktop, app_name
 from infra.local.sandbox import HOME, SandboxError
-from infra.local.workapps import WorkApps
 
 MAX_SLEEP = 30.0
 DOC_HINT = "the simulated worker speaks the command language documented in docs/local-worker.md"
@@ -376,7 +375,7 @@ def _editor(desktop: Desktop, args: list[str]) -> str:
     apps = desktop.apps
     with desktop.lock:
         if action == "read" and len(rest) == 1:
-            return _editor_text(apps, rest[0])
+            return apps.text(rest[0])
         if action == "files" and not rest:
             return "\n".join(f["path"] for f in apps.state()["codeeditor"]["files"])
         desktop.version += 1
@@ -384,20 +383,12 @@ def _editor(desktop: Desktop, args: list[str]) -> str:
             apps.edit(rest[0], rest[1])
             return ""
         if action == "append" and len(rest) == 2:
-            apps.edit(rest[0], _editor_text(apps, rest[0]) + rest[1])
+            apps.edit(rest[0], apps.text(rest[0]) + rest[1])
             return ""
         if action == "save" and len(rest) == 1:
             apps.save(rest[0])
             return rest[0]
     raise _UsageError(f"editor {action}: bad action or arguments")
-
-
-def _editor_text(apps: WorkApps, path: str) -> str:
-    """A code editor file's text as the editor shows it (unsaved edits included)."""
-    found = apps.files.get(path.replace("\\", "/"))
-    if found is None:
-        raise AppError(f"no file {path!r} in the code editor")
-    return found.content if found.buffer is None else found.buffer
 
 
 def _msg(desktop: Desktop, args: list[str]) -> str:

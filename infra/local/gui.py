@@ -345,14 +345,13 @@ def _openapps(desktop: Desktop, window: Window, left: int, top: int,
         x += width + 8
     heading = "Welcome to OpenApps!" if app == "start_page" else APP_TITLES[app]
     controls.append(Control("Text", heading, (left, top + 44, right, top + 66)))
-    fields = launcher.form(desktop)
+    # the one-line fields in a grid of three; a page's text area has a place of its own
+    fields = [name for name in launcher.form(desktop) if not launcher.multiline(desktop, name)]
     for index, name in enumerate(fields):
         col, row = index % 3, index // 3
         x, y = left + col * 352, top + 76 + row * 40
         controls.append(Control("Text", f"{name}:", (x, y + 6, x + 92, y + 28)))
-        key = f"field:{name}"
-        controls.append(Control("Edit", name, (x + 96, y, x + 340, y + 30), key,
-                                window.fields.get(name, ""), focused=window.focus == key))
+        controls.append(_openapps_field(window, name, (x + 96, y, x + 340, y + 30)))
     if fields:
         y = top + 76 + 40 * ((len(fields) + 2) // 3)
         controls.append(Control("Button", launcher.SUBMIT[app], (left, y, left + 150, y + 30),
@@ -360,39 +359,108 @@ def _openapps(desktop: Desktop, window: Window, left: int, top: int,
         if window.notice:
             controls.append(Control("Text", "Error", (left + 166, y + 4, right, y + 28),
                                     value=window.notice))
-    if app in ("calendar", "map"):
-        heading = "Events" if app == "calendar" else "Saved Locations"
-        controls.append(Control("Text", heading, (left, OPENAPPS_LIST_TOP - 28, right,
-                                                  OPENAPPS_LIST_TOP - 6)))
-    if app == "calendar":
-        controls += _rows(window, [(i, e.title, e.date, launcher.event_details(e))
-                                   for i, e in launcher.agenda(desktop)], "event", left, right)
-    elif app == "map":
-        controls += _rows(window, [(i, p.name, "", f"{p.latitude}, {p.longitude}")
-                                   for i, p in enumerate(desktop.apps.planner.places)],
-                          "place", left, right)
+    if app in LIST_HEADINGS:
+        list_right = left + 300 if app == "codeeditor" else right
+        controls.append(Control("Text", LIST_HEADINGS[app], (left, OPENAPPS_LIST_TOP - 28,
+                                                             list_right, OPENAPPS_LIST_TOP - 6)))
+        controls += _rows(window, _entries(desktop, window), left, list_right, EMPTY_LISTS[app])
+    if app in launcher.MULTILINE:
+        name = launcher.MULTILINE[app]
+        controls.append(_openapps_field(window, name, (left + 320, OPENAPPS_LIST_TOP - 28,
+                                                       right, OPENAPPS_RECT[3] - 8)))
     return controls
 
 
-def _rows(window: Window, entries: list[tuple[int, str, str, str]], kind: str, left: int,
-          right: int) -> list[Control]:
-    """A list of entries (index, name, date, details), a row each from the window's scroll
-    position: the date (events only), the name as the list item, the details, a Delete
-    button named after the entry."""
+LIST_HEADINGS = {"calendar": "Events", "map": "Saved Locations", "todo": "Todos",
+                 "messages": "Messages", "codeeditor": "Files"}
+"""Each OpenApps page's list, by its heading."""
+EMPTY_LISTS = {"calendar": "No events.", "map": "No saved places.", "todo": "No to-do items.",
+               "messages": "No messages yet.", "codeeditor": "No files."}
+"""What each page's list says when it holds nothing."""
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One entry of an OpenApps page's list, as its row shows it."""
+
+    name: str
+    """The list item's text (an event's title, a to-do's, a message's, a file's name)."""
+    lead: str = ""
+    """A column before it (an event's date, a message's recipient)."""
+    details: str | None = None
+    """A column after it (``None``: the item runs up to the buttons)."""
+    check: tuple[str, str, bool] | None = None
+    """A check box before everything: its name, its key, whether it is ticked."""
+    buttons: tuple[tuple[str, str], ...] = ()
+    """Buttons at the row's end: (name, key)."""
+    key: str = ""
+    """What a click on the list item does (the code editor opens the file)."""
+    selected: bool = False
+
+
+def _entries(desktop: Desktop, window: Window) -> list[_Row]:
+    """The page's list as rows, in the order it shows them (a row's key names the entry's
+    index in the app's own list, which is what the control acts on)."""
+    apps = desktop.apps
+    app = apps.planner.app
+    if app == "calendar":
+        return [_Row(e.title, e.date, launcher.event_details(e),
+                     buttons=((f"Delete {e.title}", f"openapps:event:{i}"),))
+                for i, e in launcher.agenda(desktop)]
+    if app == "map":
+        return [_Row(p.name, details=f"{p.latitude}, {p.longitude}",
+                     buttons=((f"Delete {p.name}", f"openapps:place:{i}"),))
+                for i, p in enumerate(apps.planner.places)]
+    if app == "todo":
+        return [_Row(t.title, check=(f"Done {t.title}", f"openapps:done:{i}", t.done),
+                     buttons=((f"Delete {t.title}", f"openapps:todo:{i}"),))
+                for i, t in enumerate(apps.todos)]
+    if app == "messages":
+        return [_Row(m.text, f"to {m.to}") for m in apps.messages]
+    if app == "codeeditor":
+        open_file = window.fields.get("File", "")
+        return [_Row(name, key=f"openapps:file:{i}", selected=name == open_file)
+                for i, name in enumerate(launcher.files(desktop))]
+    return []
+
+
+def _openapps_field(window: Window, name: str, rect: Rect) -> Control:
+    key = f"field:{name}"
+    return Control("Edit", name, rect, key, window.fields.get(name, ""),
+                   focused=window.focus == key)
+
+
+def _rows(window: Window, rows: list[_Row], left: int, right: int,
+          empty: str) -> list[Control]:
+    """A list, a row an entry from the window's scroll position: a check box (to-do items),
+    a lead column (an event's date, a message's recipient), the entry as the list item, its
+    details, and its buttons (a Delete button named after the entry)."""
     controls: list[Control] = []
-    name_left = left + 100 if kind == "event" else left
-    shown = entries[window.scroll:window.scroll + OPENAPPS_ROWS]
-    for row, (index, name, date, details) in enumerate(shown):
-        y = OPENAPPS_LIST_TOP + row * ROW_H
-        if date:
-            controls.append(Control("Text", date, (left, y + 2, left + 96, y + ROW_H)))
-        controls.append(Control("ListItem", name, (name_left, y, name_left + 290, y + ROW_H)))
-        controls.append(Control("Text", details, (name_left + 296, y + 2, right - 140,
-                                                  y + ROW_H)))
-        controls.append(Control("Button", f"Delete {name}", (right - 130, y, right, y + ROW_H - 2),
-                                f"openapps:{kind}:{index}"))
-    if not entries:
-        empty = "No events." if kind == "event" else "No saved places."
+    shown = rows[window.scroll:window.scroll + OPENAPPS_ROWS]
+    lead_width = 100 if any(row.lead for row in rows) else 0
+    buttons_left = right - 140 * max((len(row.buttons) for row in rows), default=0) + 10
+    for place, row in enumerate(shown):
+        y = OPENAPPS_LIST_TOP + place * ROW_H
+        x = left
+        if row.check is not None:
+            name, key, ticked = row.check
+            controls.append(Control("CheckBox", name, (x, y + 2, x + 20, y + ROW_H - 2), key,
+                                    "On" if ticked else "Off"))
+            x += 28
+        if lead_width:
+            controls.append(Control("Text", row.lead, (x, y + 2, x + lead_width - 4,
+                                                       y + ROW_H)))
+            x += lead_width
+        item_right = x + 290 if row.details is not None else min(right, buttons_left - 10)
+        controls.append(Control("ListItem", row.name, (x, y, item_right, y + ROW_H), row.key,
+                                selected=row.selected))
+        if row.details is not None:
+            controls.append(Control("Text", row.details, (x + 296, y + 2, buttons_left - 10,
+                                                           y + ROW_H)))
+        for index, (name, key) in enumerate(row.buttons):
+            bx = buttons_left + 140 * index
+            controls.append(Control("Button", name, (bx, y, bx + 130, y + ROW_H - 2), key))
+    if not rows:
         controls.append(Control("Text", empty, (left, OPENAPPS_LIST_TOP, right,
                                                 OPENAPPS_LIST_TOP + ROW_H)))
     return controls

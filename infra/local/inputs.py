@@ -341,7 +341,9 @@ class Player:
             window.fields.setdefault(arg, control.value)
             if not window.is_dialog:
                 window.fields[arg] = control.value
-            window.focus, window.select_all = control.key, True  # clicking an edit selects its text
+            # clicking an edit selects its text; in a text area it puts the caret at the end
+            lines = window.app == "openapps" and launcher.multiline(self.desktop, arg)
+            window.focus, window.select_all = control.key, not lines or clicks >= 3
         elif kind == "item":
             self._click_item(window, arg, clicks=clicks, right=right)
         elif kind == "tool":
@@ -402,13 +404,20 @@ class Player:
                 cancel.check()  # a long text stops when its caller is gone
             if char in "\n\t":
                 if buffer:
-                    self._insert(buffer)
+                    self._type(buffer)
                     buffer = ""
                 self.press(char)
             else:
                 buffer += char
         if buffer:
-            self._insert(buffer)
+            self._type(buffer)
+
+    def _type(self, text: str) -> None:
+        """Insert typed text as every input changes the desktop: under its lock, and
+        recorded, so the next screenshot shows it (it is cached per desktop version)."""
+        with self.desktop.lock:
+            self._insert(text)
+            self.desktop.touch()
 
     def press(self, key: str) -> None:
         """Press and release one key (with the modifiers held down by ``keyDown``)."""
@@ -527,6 +536,8 @@ class Player:
             window.select_all = False
             if window.app == "calc":
                 self._calc_dates(window)
+            elif window.app == "openapps":
+                launcher.typed(self.desktop, window, name)
         elif window.app == "calc" and window.page != "date" and not window.focus:
             for char in text:
                 if char == "=":
@@ -540,6 +551,8 @@ class Player:
         elif (field := _edited_field(window)) is not None:
             name, current = field
             window.fields[name] = "" if window.select_all else current[:-1]
+            if window.app == "openapps":
+                launcher.typed(self.desktop, window, name)
         elif window.app == "calc":
             window.display = window.display[:-1] or "0"
         window.select_all = False
@@ -569,6 +582,8 @@ class Player:
                 self._open_item(window, window.selection[0])
         elif window.app == "calc" and window.page != "date":
             self._calc_key(window, "=")
+        elif window.app == "openapps" and self._in_text_area(window):
+            self._insert("\n")
         elif window.app == "openapps" and window.focus.startswith("field:"):
             launcher.submit(self.desktop, window)
 
@@ -579,6 +594,9 @@ class Player:
         names = [n for n in window.fields] if window.is_dialog else []
         if window.app == "calc" and window.page == "date":
             names = ["From", "To"]
+        if window.app == "openapps" and self._in_text_area(window) and not backwards:
+            self._insert(launcher.INDENT)
+            return
         if window.app == "openapps":
             names = list(launcher.form(self.desktop))
         if window.app == "settings" and window.focus:
@@ -591,6 +609,13 @@ class Player:
         index = (index + (-1 if backwards else 1)) % len(names)
         window.focus, window.select_all = f"field:{names[index]}", True
         window.fields.setdefault(names[index], "")
+        if window.app == "openapps" and self._in_text_area(window):
+            window.select_all = False  # a text area gets the caret at its end, as on a click
+
+    def _in_text_area(self, window: Window) -> bool:
+        """The focus is in the OpenApps page's multi-line field (Enter and Tab type there)."""
+        name = window.focus.split(":", 1)[1] if window.focus.startswith("field:") else ""
+        return bool(name) and launcher.multiline(self.desktop, name)
 
     def _escape(self, window: Window) -> None:
         if window.is_dialog:

@@ -130,7 +130,7 @@ class Planner:
         Raises:
             AppError: no event is there any more.
         """
-        return _pop(self.events, index, "event")
+        return pop_at(self.events, index, "event")
 
     def save_place(self, name: str, latitude: str, longitude: str) -> Place:
         """Save a place at the map's end."""
@@ -156,7 +156,7 @@ class Planner:
         Raises:
             AppError: no place is there any more.
         """
-        return _pop(self.places, index, "saved place")
+        return pop_at(self.places, index, "saved place")
 
     def go(self, app: str) -> str:
         """Switch to an app of the launcher; returns the URL path now shown."""
@@ -181,9 +181,25 @@ def seeded_planner() -> Planner:
         places=[Place(name, lat, lon) for name, lat, lon in SEED_PLACES])
 
 
-def _pop(entries: list[_Entry], index: int, what: str) -> _Entry:
+def entry_at(entries: list[_Entry], index: int, what: str) -> _Entry:
+    """The entry at ``index`` of a list an app shows (the row a control stood on).
+
+    Raises:
+        AppError: no entry is there any more (the list changed since it was drawn).
+    """
     if not 0 <= index < len(entries):
         raise AppError(f"that {what} is gone (the list has {len(entries)})")
+    return entries[index]
+
+
+def pop_at(entries: list[_Entry], index: int, what: str) -> _Entry:
+    """Take the entry at ``index`` out of a list an app shows (the one a Delete button stood
+    by).
+
+    Raises:
+        AppError: no entry is there any more.
+    """
+    entry_at(entries, index, what)
     return entries.pop(index)
 
 

@@ -107,7 +107,22 @@ def _draw_control(pen: Any, control: gui.Control, font: Any, title_ink: Any) -> 
     if control.role == "Edit":
         outline = (0, 95, 184) if control.focused else (120, 120, 120)
         pen.rectangle((left, top, right - 1, bottom - 1), fill=(255, 255, 255), outline=outline)
-        pen.text((left + 6, top + 7), control.value[:80], fill=dark, font=font)
+        # a one-line edit shows its text's first line; a taller one (a text area) as many
+        # lines as fit, each cut at its edge, its last ones while it has the caret (which is
+        # at the end), as an editor scrolls to the caret
+        fit = max(1, (bottom - top - 8) // 18)
+        lines = control.value.split("\n")
+        shown = lines[-fit:] if control.focused and fit > 1 else lines[:fit]
+        for row, line in enumerate(shown):
+            pen.text((left + 6, top + 7 + 18 * row), _fit(line, font, right - left - 12),
+                     fill=dark, font=font)
+        return
+    if control.role == "CheckBox":
+        pen.rectangle((left, top, right - 1, bottom - 1), fill=(255, 255, 255),
+                      outline=(90, 90, 90))
+        if control.value == "On":  # a tick: two strokes
+            pen.line((left + 4, (top + bottom) // 2, left + 8, bottom - 5), fill=dark, width=2)
+            pen.line((left + 8, bottom - 5, right - 4, top + 4), fill=dark, width=2)
         return
     if control.role == "Button":
         on = control.value == "On"

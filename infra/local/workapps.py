@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from infra.local.apps import AppError
-from infra.local.planner import Planner, seeded_planner
+from infra.local.planner import Planner, entry_at, pop_at, seeded_planner
 
 SEED_TODOS = (
     ("Water plants", False), ("Buy groceries", False), ("Call the dentist", False),
@@ -96,6 +96,22 @@ class WorkApps:
         """Remove an item."""
         self.todos.remove(self.find_todo(title))
 
+    def todo_at(self, index: int) -> Todo:
+        """The item at ``index`` of the list (the row a check box stands on).
+
+        Raises:
+            AppError: no item is there any more.
+        """
+        return entry_at(self.todos, index, "to-do item")
+
+    def delete_todo_at(self, index: int) -> Todo:
+        """Remove the item at ``index`` of the list (the one a Delete button stands by).
+
+        Raises:
+            AppError: no item is there any more.
+        """
+        return pop_at(self.todos, index, "to-do item")
+
     # -- code editor ---------------------------------------------------------------------
 
     def edit(self, name: str, text: str) -> None:
@@ -108,6 +124,22 @@ class WorkApps:
             self.files[name] = EditorFile(content=_UNSAVED_NEW, buffer=text)
         else:
             current.buffer = text
+
+    def text(self, name: str) -> str:
+        """A file's text as the editor shows it (its unsaved edits included).
+
+        Raises:
+            AppError: no such file in the editor.
+        """
+        found = self.files.get(name.replace("\\", "/"))
+        if found is None:
+            raise AppError(f"no file {name!r} in the code editor")
+        return found.content if found.buffer is None else found.buffer
+
+    def file_names(self) -> list[str]:
+        """The editor's files in name order, each once: the saved ones and any typed and not
+        saved yet (as an editor's file list shows them)."""
+        return sorted(self.files)
 
     def save(self, name: str) -> str:
         """Save the buffer of ``name``; returns the saved text."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.support.cli import Result, run_cli
 from tests.support.run_records import read_records as read_by_folder
@@ -250,6 +251,79 @@ def test_an_agent_that_only_looks_at_the_screen_removes_a_place(
     record = records(results / "looker")["remove_times_square"]
     assert (record["status"], record["score"]) == ("success", 1.0), record.get("reason")
     assert {c["path"].split("/")[1] for c in record["state_diff"]} == {"_url", "map"}
+
+
+TYPIST = '''
+from xml.etree import ElementTree as ET
+
+from evals.agents.base import BenchmarkAction, BenchmarkAgent, parse_action
+
+SCRIPTS = {
+    "mark_visit_grandma_as_done": [("Button", "OpenTodos", ""),
+                                   ("CheckBox", "Done Visit grandma", "")],
+    "plan_the_book_club": [
+        ("Button", "OpenCalendar", ""), ("Edit", "Title", "Book club"),
+        ("Edit", "Date", "2026-02-05"), ("Button", "Add Event", ""),
+        ("Button", "OpenTodos", ""), ("Button", "Delete Read before bed", ""),
+        ("Edit", "Title", "Buy the book\\n"), ("Button", "OpenMessages", ""),
+        ("Edit", "To", "Alice"), ("Edit", "Message", "Book club on the 5th\\n")],
+    "edit_script_add_header_comment": [
+        ("Button", "OpenCodeEditor", ""), ("ListItem", "script.py", ""),
+        ("Edit", "Text", "# Reviewed by Bob\\n"), ("Button", "Save", "")],
+    "create_notes_file_in_code_editor": [
+        ("Button", "OpenCodeEditor", ""), ("Edit", "File", "notes.txt"),
+        ("Edit", "Text", "TODO: refactor"), ("Button", "Save", "")],
+}
+
+
+class Typist(BenchmarkAgent):
+    """Acts from what the screen shows alone: each step finds a control in the accessibility
+    tree by its role and name, clicks it at its place and types into it (Enter submits)."""
+
+    def act(self, observation, task, history=None):
+        script = SCRIPTS[task.task_id]
+        step = len(history or ())
+        if step == len(script):
+            return BenchmarkAction("done")
+        role, name, text = script[step]
+        for node in ET.fromstring(observation.accessibility_tree).iter(role):
+            if node.get("name") == name:
+                left, top, right, bottom = (int(v) for v in node.get("rect").split(","))
+                lines = ["import pyautogui",
+                         f"pyautogui.click({(left + right) // 2}, {(top + bottom) // 2})"]
+                if text:
+                    lines.append(f"pyautogui.typewrite({text!r})")
+                return parse_action("\\n".join(lines))
+        return parse_action(f"REPORT_INFEASIBLE \\"no {role} {name} on screen\\"")
+'''
+
+
+def test_an_agent_that_only_looks_at_the_screen_does_the_todo_messenger_and_editor_tasks(
+    pooled: Path, tmp_path: Path
+) -> None:
+    """A to-do task, a composite one (an event, a to-do item deleted and one added, a
+    message) and two code editor tasks (a line added to a file, a new file) done by clicks
+    and typing on what the screen shows, scored by OpenApps' checks through the real CLI."""
+    (tmp_path / "typist_agent.py").write_text(TYPIST, encoding="utf-8")
+    apps = {"mark_visit_grandma_as_done": {"_url", "todo"},
+            "plan_the_book_club": {"_url", "calendar", "todo", "messenger"},
+            "edit_script_add_header_comment": {"_url", "codeeditor"},
+            "create_notes_file_in_code_editor": {"_url", "codeeditor"}}
+    chosen: dict[str, Any] = {}  # the examples' entries, as written there, in one file
+    for source in (SUITE.with_name("planner_tasks.yaml"), SUITE, EXAMPLES):
+        entries = yaml.safe_load(source.read_text(encoding="utf-8"))
+        chosen.update({name: entry for name, entry in entries.items() if name in apps})
+    (tmp_path / "looks.yaml").write_text(yaml.safe_dump(chosen), encoding="utf-8")
+    results = tmp_path / "results"
+    ran = evals("run", "--pool", "oa", "--tasks", f"openapps:{tmp_path / 'looks.yaml'}",
+                "--agent", "typist_agent:Typist", "--run-name", "typist", home=pooled,
+                results=results, env={"PYTHONPATH": str(tmp_path)})
+    assert ran.returncode == 0, ran.stderr
+    done = records(results / "typist")
+    assert set(done) == set(apps)
+    for tid, record in done.items():
+        assert (record["status"], record["score"]) == ("success", 1.0), (tid, record)
+        assert {c["path"].split("/")[1] for c in record["state_diff"]} == apps[tid]
 
 
 ASTRAY = '''

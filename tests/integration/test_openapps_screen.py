@@ -1,6 +1,7 @@
-"""An agent that looks can act on OpenApps' calendar and map: a real worker process, over HTTP.
+"""An agent that looks can act on OpenApps' apps: a real worker process, over HTTP.
 
-The screenshot (read as pixels) holds the calendar's events and the map's places; the agent
+The screenshot (read as pixels) holds the calendar's events, the map's places, the to-do
+list's items, the messages sent and the code editor's files; the agent
 finds their controls in the accessibility tree, as a model reading ``/accessibility`` would,
 and clicks and types through ``/execute`` (pyautogui source, the path an agent's actions take).
 OpenApps' own check (``evals.tasks.openapps``) scores what it did; the forms refuse bad input
@@ -17,7 +18,14 @@ import pytest
 import requests
 
 from evals.tasks.openapps import AddEventTask, CompositeTask, Episode, RemoveLandmarkTask
-from evals.tasks.openapps.classes import ACT
+from evals.tasks.openapps.classes import (
+    ACT,
+    AddToDoTask,
+    DeleteToDoTask,
+    EditFileTask,
+    MarkToDoDoneTask,
+    SendMessageTask,
+)
 from tests.support.screen_text import Rect, shows_text
 from tests.support.worker_proc import WorkerProcess
 
@@ -126,3 +134,77 @@ def test_bad_input_in_a_form_is_refused_on_screen_as_the_verb_refuses_it(
         refused["error"]]
     after = app_state(worker)
     assert (after["calendar"], after["map"]) == (before["calendar"], before["map"])
+
+
+def test_an_agent_reads_the_todo_list_messenger_and_editor_on_screen_and_changes_them(
+        worker: WorkerProcess) -> None:
+    execute(worker, "goto start_page")
+    initial = app_state(worker)
+    click(worker, "Button", "OpenTodos")
+    png, tree = screen(worker)
+    grandma = rect_of(tree, "ListItem", "Visit grandma")
+    assert shows_text(png, "Visit grandma", grandma)
+    box = rect_of(tree, "CheckBox", "Done Visit grandma")
+    click(worker, "CheckBox", "Done Visit grandma")
+    ticked, tree = screen(worker)
+    assert [c.get("value") for c in tree.iter("CheckBox")
+            if c.get("name") == "Done Visit grandma"] == ["On"]
+    assert not shows_text(ticked, "Visit grandma", box)  # the box holds a tick, not text
+    click(worker, "Button", "Delete Read before bed")
+    click(worker, "Edit", "Title")
+    play(worker, "pyautogui.typewrite('Buy the book')", "pyautogui.press('enter')")
+    png, tree = screen(worker)
+    assert shows_text(png, "Buy the book", rect_of(tree, "ListItem", "Buy the book"))
+    assert "Read before bed" not in {n.get("name") for n in tree.iter("ListItem")}
+    click(worker, "Button", "OpenMessages")
+    fill(worker, {"To": "Alice", "Message": "Book club on the 5th"})
+    click(worker, "Button", "Send")
+    png, tree = screen(worker)
+    assert shows_text(png, "Book club on the 5th",
+                      rect_of(tree, "ListItem", "Book club on the 5th"))
+    click(worker, "Button", "OpenCodeEditor")
+    click(worker, "ListItem", "script.py")
+    png, tree = screen(worker)
+    left, top, right, bottom = rect_of(tree, "Edit", "Text")  # inside the box's border
+    assert shows_text(png, 'print("hello")', (left + 2, top + 2, right - 2, bottom - 2))
+    click(worker, "Edit", "Text")
+    play(worker, "pyautogui.typewrite('# Reviewed by Bob\\n')")
+    edited = EditFileTask(file_path="script.py", required_fragment="# Reviewed by Bob")
+    assert not edited.score(Episode(initial, app_state(worker), ACT))  # typed, not saved
+    click(worker, "Button", "Save")
+    final = app_state(worker)
+    done = [MarkToDoDoneTask(todo_name="Visit grandma"),
+            DeleteToDoTask(todo_name="Read before bed"), AddToDoTask(todo_name="Buy the book"),
+            SendMessageTask(to="Alice", message="Book club on the 5th"), edited]
+    assert CompositeTask(subtasks=done).score(Episode(initial, final, ACT))
+    for left_out in range(len(done)):  # each change counts: without it, no pass
+        rest = [task for index, task in enumerate(done) if index != left_out]
+        if not isinstance(done[left_out], EditFileTask):
+            assert not CompositeTask(subtasks=rest).score(Episode(initial, final, ACT))
+    for step in ("close_all", "clear_task_files"):
+        assert requests.post(f"{worker.waa_url}/setup/{step}", json={},
+                             timeout=TIMEOUT).status_code == 200
+    assert app_state(worker) == initial
+
+
+@pytest.mark.parametrize(("page", "fields", "submit", "verb"), [
+    ("OpenTodos", {"Title": "  "}, "Add", 'todo add "  "'),
+    ("OpenMessages", {"To": "", "Message": "hi"}, "Send", 'msg send "" hi'),
+    ("OpenCodeEditor", {"File": "../up.py"}, "Save", 'editor write ../up.py ""'),
+])
+def test_bad_input_in_the_other_apps_forms_is_refused_on_screen_as_the_verb_refuses_it(
+        worker: WorkerProcess, page: str, fields: dict[str, str], submit: str,
+        verb: str) -> None:
+    refused = execute(worker, verb)
+    assert refused["returncode"] == 1 and refused["error"]
+    before = app_state(worker)
+    execute(worker, "goto start_page")
+    click(worker, "Button", page)
+    fill(worker, fields)
+    click(worker, "Button", submit)
+    _, tree = screen(worker)
+    assert [t.get("value") for t in tree.iter("Text") if t.get("name") == "Error"] == [
+        refused["error"]]
+    after = app_state(worker)
+    assert {k: v for k, v in after.items() if k != "_url"} == {
+        k: v for k, v in before.items() if k != "_url"}

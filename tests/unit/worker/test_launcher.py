@@ -1,11 +1,12 @@
-"""The OpenApps window: the calendar and the map drawn and listed in the accessibility tree,
-their forms and Delete buttons played as an agent's clicks and keys, acting by the rules of the
-``calendar``, ``map`` and ``goto`` verbs (same state, same refusals), and the seed back on every
-reset."""
+"""The OpenApps window: the calendar, the map, the to-do list, the messenger and the code editor
+drawn and listed in the accessibility tree, their forms, check boxes and Delete buttons played as
+an agent's clicks and keys, acting by the rules of the ``calendar``, ``map``, ``todo``, ``msg``,
+``editor`` and ``goto`` verbs (same state, same refusals), and the seed back on every reset."""
 
 from __future__ import annotations
 
 import datetime as dt
+import io
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -16,6 +17,7 @@ from infra.local.actions import run_action
 from infra.local.commands import run
 from infra.local.desktop import Desktop
 from infra.local.render import accessibility_xml, draw
+from tests.support.screen_text import shows_text
 
 WHEN = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 EVENT_FIELDS = {"Title": "Dinner with Ada", "Date": "2026-05-01", "Location": "Paris",
@@ -182,3 +184,160 @@ def test_a_text_longer_than_its_control_is_cut_at_the_control_edge(desktop: Desk
     # so does a button's label inside the button
     for y in range(button.rect[1], button.rect[3]):
         assert picture.getpixel((button.rect[2] + 1, y)) == background
+
+
+def type_keys(desktop: Desktop, *lines: str) -> None:
+    result = run_action(desktop, "\n".join(("import pyautogui", *lines)))
+    assert result.returncode == 0, result.error
+
+
+def test_the_todo_list_messenger_and_code_editor_are_drawn_with_their_entries(
+        desktop: Desktop) -> None:
+    assert ok(desktop, "goto todo") == "/todo"
+    assert [(c.role, c.name, c.value) for c in row_of(desktop, "Water plants")] == [
+        ("CheckBox", "Done Water plants", "Off"), ("ListItem", "Water plants", ""),
+        ("Button", "Delete Water plants", "")]
+    assert control(desktop, "Done Call Aunt Lisa", "CheckBox").value == "On"  # seeded done
+    assert control(desktop, "Title", "Edit").value == ""
+    assert control(desktop, "Add", "Button")
+    todo = draw(desktop, WHEN)
+    ok(desktop, 'todo done "Water plants"')
+    ticked = draw(desktop, WHEN)
+    box = control(desktop, "Done Water plants", "CheckBox").rect
+    assert ticked.crop(box).tobytes() != todo.crop(box).tobytes()  # the tick is drawn
+    ok(desktop, "goto messages")
+    assert control(desktop, "No messages yet.", "Text")
+    ok(desktop, 'msg send Bob "Let\'s meet"')
+    assert [(c.role, c.name) for c in row_of(desktop, "Let's meet")] == [
+        ("Text", "to Bob"), ("ListItem", "Let's meet")]
+    assert {control(desktop, name, "Edit").value for name in ("To", "Message")} == {""}
+    ok(desktop, "goto codeeditor")
+    script = control(desktop, "script.py", "ListItem")
+    assert script.key and not script.selected
+    assert control(desktop, "Text", "Edit").value == ""  # no file open yet
+    assert control(desktop, "Save", "Button")
+    tree = ET.fromstring(accessibility_xml(desktop))
+    window = next(w for w in tree.iter("Window") if w.get("class") == "openapps")
+    assert {e.get("name") for e in window.iter("Edit")} == {"File", "Text"}
+    assert [i.get("name") for i in window.iter("ListItem")] == ["script.py"]
+    ok(desktop, "goto todo")
+    tree = ET.fromstring(accessibility_xml(desktop))
+    boxes = {b.get("name"): b.get("value") for b in tree.iter("CheckBox")}
+    assert boxes["Done Water plants"] == "On" and boxes["Done Buy groceries"] == "Off"
+    assert len(boxes) == 14
+
+
+def test_clicks_and_keys_on_the_other_apps_leave_the_state_the_verbs_leave(
+        tmp_path: Path) -> None:
+    by_hand, by_verb = Desktop(tmp_path / "a"), Desktop(tmp_path / "b")
+    fresh = by_hand.app_state()
+    ok(by_hand, "open openapps")
+
+    def same(*commands: str) -> None:
+        for command in commands:
+            ok(by_verb, command)
+        assert by_hand.app_state() == by_verb.app_state()
+
+    click(by_hand, "OpenTodos", "Button")
+    fill(by_hand, {"Title": "Buy milk"})  # tab leaves the field: nothing is added
+    same("goto todo")
+    click(by_hand, "Title", "Edit")
+    type_keys(by_hand, "pyautogui.typewrite('Buy milk\\n')")  # Enter submits the form
+    assert control(by_hand, "Title", "Edit").value == ""  # a form done with is emptied
+    click(by_hand, "Done Water plants")
+    click(by_hand, "Done Call Aunt Lisa")  # ticked in the seed: the click clears it
+    click(by_hand, "Delete Buy groceries")
+    same('todo add "Buy milk"', 'todo done "Water plants"', 'todo undone "Call Aunt Lisa"',
+         'todo delete "Buy groceries"')
+
+    click(by_hand, "OpenMessages", "Button")
+    fill(by_hand, {"To": "Bob", "Message": "See you at 6"})
+    click(by_hand, "Send")
+    assert control(by_hand, "See you at 6", "ListItem")
+    same("goto messages", 'msg send Bob "See you at 6"')
+
+    click(by_hand, "OpenCodeEditor", "Button")
+    click(by_hand, "script.py", "ListItem")  # opens it: its text in the text area
+    assert control(by_hand, "File", "Edit").value == "script.py"
+    assert control(by_hand, "Text", "Edit").value == ok(by_verb, "editor read script.py")
+    click(by_hand, "Text", "Edit")  # the caret goes to the end; Enter and Tab type there
+    type_keys(by_hand, "pyautogui.typewrite('# done\\n')", "pyautogui.press('tab')",
+              "pyautogui.typewrite('x')")
+    same("goto codeeditor", 'editor append script.py "# done\n    x"')  # typed, not saved
+    assert by_hand.app_state()["codeeditor"]["files"][0]["unsaved"] is True
+    click(by_hand, "File", "Edit")  # tab into the text area: the caret at the end again
+    type_keys(by_hand, "pyautogui.press('tab')", "pyautogui.typewrite('y')")
+    same('editor append script.py "y"')
+    click(by_hand, "Save")
+    same("editor save script.py")
+    click(by_hand, "File", "Edit")  # a new name, a new text, Save: a new file
+    type_keys(by_hand, "pyautogui.typewrite('notes.md')")
+    click(by_hand, "Text", "Edit")
+    type_keys(by_hand, "pyautogui.hotkey('ctrl', 'a')", "pyautogui.typewrite('# Notes')")
+    same('editor write notes.md "# Notes"')  # typed and never saved: not in the tree yet
+    assert control(by_hand, "notes.md", "ListItem").selected  # listed, as an editor's tab is
+    click(by_hand, "Save")
+    same("editor save notes.md")
+    assert [f["path"] for f in by_hand.app_state()["codeeditor"]["files"]] == [
+        "notes.md", "script.py"]
+    assert by_hand.app_state() != fresh
+    for desktop in (by_hand, by_verb):  # every reset brings the seed back
+        desktop.close_all()
+        desktop.clear_task_files()
+        assert desktop.app_state() == fresh
+
+
+@pytest.mark.parametrize(("page", "fields", "verb"), [
+    ("OpenTodos", {"Title": "   "}, 'todo add "   "'),
+    ("OpenMessages", {"To": " ", "Message": "hello"}, 'msg send " " hello'),
+    ("OpenCodeEditor", {"File": "../outside.py", "Text": "x = 1"},
+     'editor write ../outside.py "x = 1"'),
+    ("OpenCodeEditor", {"File": "", "Text": "x = 1"}, 'editor write "" "x = 1"'),
+])
+def test_the_other_apps_forms_refuse_on_screen_what_the_verbs_refuse(
+        desktop: Desktop, page: str, fields: dict[str, str], verb: str) -> None:
+    refused = run(desktop, verb)
+    assert refused.returncode == 1 and refused.error
+    before = desktop.app_state()
+    ok(desktop, "open openapps")
+    click(desktop, page, "Button")
+    for name, value in fields.items():  # the text area takes Tab as an indent: click each
+        click(desktop, name, "Edit")
+        type_keys(desktop, f"pyautogui.typewrite({value!r})")
+    submit = {"OpenTodos": "Add", "OpenMessages": "Send", "OpenCodeEditor": "Save"}[page]
+    click(desktop, submit, "Button")
+    assert control(desktop, "Error", "Text").value == refused.error
+    after = desktop.app_state()
+    assert {k: v for k, v in after.items() if k != "_url"} == {
+        k: v for k, v in before.items() if k != "_url"}
+    assert {name: control(desktop, name, "Edit").value for name in fields} == fields
+
+
+def test_the_todo_list_scrolls_and_a_long_file_shows_its_end_while_it_is_typed_in(
+        desktop: Desktop) -> None:
+    for number in range(1, gui.OPENAPPS_ROWS + 1):  # the seed's 14 items and these: too many
+        ok(desktop, f'todo add "Late item {number}"')
+    ok(desktop, "goto todo")
+    last = f"Late item {gui.OPENAPPS_ROWS}"
+    assert gui.find_control(desktop, last, "ListItem") is None
+    x, y = control(desktop, "Water plants", "ListItem").center
+    type_keys(desktop, f"pyautogui.scroll(-10, {x}, {y})")
+    click(desktop, f"Done {last}")
+    assert ok(desktop, "todo list").splitlines()[-1] == f"[x] {last}"
+    text = "\n".join(f"line {n}" for n in range(1, 61))
+    ok(desktop, f'editor write long.py "{text}"')
+    ok(desktop, "goto codeeditor")
+    click(desktop, "long.py", "ListItem")
+    area = control(desktop, "Text", "Edit")
+    assert area.focused and area.value == text
+    inside = (area.rect[0] + 2, area.rect[1] + 2, area.rect[2] - 2, area.rect[3] - 2)
+    assert shows_text(png(desktop), "line 60", inside)  # the caret's line, at the end
+    type_keys(desktop, "pyautogui.press('esc')")  # the caret leaves: the top shows
+    assert not shows_text(png(desktop), "line 60", inside)
+    assert shows_text(png(desktop), "line 1", inside)
+
+
+def png(desktop: Desktop) -> bytes:
+    buffer = io.BytesIO()
+    draw(desktop, WHEN).save(buffer, format="PNG")
+    return buffer.getvalue()

@@ -10,7 +10,8 @@ from xml.etree import ElementTree as ET
 import pytest
 from PIL import Image
 
-from infra.local import render
+from infra.local import gui, render
+from infra.local.actions import run_action
 from infra.local.commands import run
 from infra.local.desktop import Desktop
 from infra.local.render import Screen, accessibility_xml, draw
@@ -31,6 +32,34 @@ def test_screen_is_cached_until_the_desktop_changes(
     assert second != first
     with Image.open(io.BytesIO(second)) as image:
         assert image.format == "PNG"
+
+
+@pytest.mark.parametrize(("setup", "target", "typed"), [
+    ("open notepad", None, "pyautogui.typewrite('hello')"),
+    ("open notepad", None, "computer.keyboard.write('hello')"),
+    ("goto todo", "Title", "pyautogui.write('Buy milk')"),
+    ("goto codeeditor", "script.py", "pyautogui.typewrite('x = 1')"),
+])
+def test_the_next_screenshot_shows_what_was_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setup: str, target: str | None,
+    typed: str
+) -> None:
+    """Typed characters change the desktop as a click does: the cached screenshot is
+    redrawn (within the same minute)."""
+    monkeypatch.setattr(render, "_now", lambda: dt.datetime(2026, 1, 1, 9, 30, tzinfo=dt.UTC))
+    desktop = Desktop(tmp_path / "root")
+    assert run(desktop, setup).returncode == 0
+    if target is not None:  # click the field (or the file, which opens it) to type there
+        found = gui.find_control(desktop, target)
+        assert found is not None
+        clicked = run_action(desktop, "import pyautogui\npyautogui.click({}, {})".format(
+            *found.center))
+        assert clicked.returncode == 0, clicked.error
+    screen = Screen(desktop)
+    before = screen.png()
+    result = run_action(desktop, f"import pyautogui\n{typed}")
+    assert result.returncode == 0, result.error
+    assert screen.png() != before
 
 
 def test_padding_keeps_a_valid_png(tmp_path: Path) -> None:
