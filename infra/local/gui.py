@@ -325,7 +325,8 @@ def _calc_history(window: Window, left: int, top: int, right: int,
     return controls + _list_items(window.history[::-1], left, top + ROW_H, right, bottom)
 
 
-OPENAPPS_LIST_TOP = OPENAPPS_RECT[1] + TITLE_H + 6 + 196
+# below the tallest form (the calendar's two rows of fields and its submit button) and its heading
+OPENAPPS_LIST_TOP = OPENAPPS_RECT[1] + TITLE_H + 6 + 220
 OPENAPPS_ROWS = (OPENAPPS_RECT[3] - 4 - OPENAPPS_LIST_TOP) // ROW_H
 """How many entries of a page's list the OpenApps window shows at once (the wheel scrolls)."""
 
