@@ -30,6 +30,9 @@ _EXAMPLES = "examples"
 _LISTED_MAX = 20
 _UNKNOWN_SHOWN = 5  # unknown IDs named in a refusal, each with its close match
 LIST_HINT = "list the known ones with 'openadapt-evals tasks'"
+WAA_SUITE_TASKS = 154
+"""Tasks in WAA's ``test_all.json``: what ``all`` selects on a WAA worker, whose catalog is
+WAA's own (WAA_PROTOCOL section 4)."""
 
 # Synthetic IDs are the placeholders of mock runs (``mock_chrome_001``) and the
 # ``<domain>_<n>`` names of toy suites (``notepad_1``). A live pool holds only WAA's real tasks,
@@ -288,11 +291,7 @@ class Catalog:
         count = selection_count(text)
         if count is not None:
             known = self.task_ids()
-            if not 1 <= count <= len(known):
-                raise CatalogError(
-                    f"--tasks {text!r}: a number N selects the first N tasks, and "
-                    f"{self.source} has {len(known)}; give 1 to {len(known)}, or all"
-                )
+            check_count(text, len(known), self.source)
             return known[:count]
         if text in self._indexes:
             return [t for ids in self._indexes[text].values() for t in ids]
@@ -376,6 +375,24 @@ def selection_count(selection: str) -> int | None:
     else ``None``."""
     text = selection.strip()
     return int(text) if text.isascii() and text.isdigit() else None
+
+
+def check_count(selection: str, available: int, source: str = "WAA's suite") -> None:
+    """The one rule for a count (``--tasks N``): N selects the first N tasks of ``source``, so
+    it is 1 to ``available``. A selection that is not a count passes. Said the same by a
+    catalog and, before a WAA worker's catalog exists, against WAA's suite
+    (:data:`WAA_SUITE_TASKS`).
+
+    Raises:
+        CatalogError: the count is 0 or more than ``available``.
+    """
+    text = selection.strip()
+    count = selection_count(text)
+    if count is not None and not 1 <= count <= available:
+        raise CatalogError(
+            f"--tasks {text!r}: a number N selects the first N tasks, and {source} has "
+            f"{available}; give 1 to {available}, or all"
+        )
 
 
 def named_ids(selection: str) -> list[str] | None:

@@ -26,9 +26,6 @@ if TYPE_CHECKING:
     from evals.run.settings import RunConfig
     from oa_vm import Plan, VcpuQuota
 
-WAA_SUITE_TASKS = 154
-"""Tasks in WAA's ``test_all.json`` (what ``--tasks all`` selects on a cloud worker)."""
-
 
 IDS_UNCHECKED = "checked by the workers' task catalog when the run starts (it is on the workers)"
 """What a cloud sweep can say of named task IDs before its pool exists."""
@@ -82,7 +79,7 @@ def task_count(selection: str, cloud: str, local_count: int | None) -> tuple[int
     A local pool's catalog is here (``local_count``); a cloud worker's is WAA's, read on the
     worker, so ``all`` is WAA's suite, ``N`` the first N, and a list of IDs its length.
     """
-    from waa_client.catalog import selection_count
+    from waa_client.catalog import WAA_SUITE_TASKS, selection_count
 
     if local_count is not None:
         return local_count, "the local suite's catalog"

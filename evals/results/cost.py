@@ -34,6 +34,7 @@ from typing import Any
 
 from oa_vm.errors import InvalidInputError
 from oa_vm.kit import timings
+from waa_client.catalog import WAA_SUITE_TASKS
 
 SCREEN = (1920, 1080)
 TEXT_TOKENS_PER_STEP = 500
@@ -48,7 +49,7 @@ FALLBACK_STEPS_PER_TASK = 10
 DEFAULT_FALLBACK_RATE = 0.30
 DEFAULT_VM_HOURLY = 0.19
 DEFAULT_MODEL = "claude-sonnet-4"
-FULL_SUITE_TASKS = 154
+FULL_SUITE_TASKS = WAA_SUITE_TASKS
 
 CLAUDE_MAX_LONG_EDGE = 1568
 CLAUDE_PIXELS_PER_TOKEN = 750

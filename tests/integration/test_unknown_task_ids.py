@@ -126,6 +126,27 @@ def test_where_waa_catalog_is_on_the_workers_synthetic_ids_are_still_refused(
     _made_nothing(oa_home, tmp_path / "results")
 
 
+@pytest.mark.parametrize("plan", [True, False], ids=["--plan", "no plan"])
+def test_a_count_past_waas_suite_is_refused_before_a_cloud_pool_is_made(
+    plan: bool, oa_home: Path, tmp_path: Path
+) -> None:
+    # A WAA worker's catalog is WAA's 154 tasks: it would refuse 155 once the pool was paid for.
+    args = ["sweep", "--cloud", "aws", "--agent", "noop", "--tasks", "155",
+            "--results-dir", str(tmp_path / "results"), *(["--plan"] if plan else [])]
+    with unchanged(oa_home, tmp_path / "results"):
+        done = run_cli("openadapt-evals", *args, home=oa_home, env=_offline(tmp_path))
+    line = done.assert_one_line_error()
+    assert done.returncode == 2, line
+    assert ("--tasks '155': a number N selects the first N tasks, and WAA's suite has 154; "
+            "give 1 to 154, or all") in line
+    _made_nothing(oa_home, tmp_path / "results")
+    if plan:  # the whole suite, by count, is planned
+        args[args.index("155")] = "154"
+        planned = run_cli("openadapt-evals", *args, home=oa_home, env=_offline(tmp_path))
+        assert planned.returncode == 0, planned.stderr
+        assert "154" in planned.stdout
+
+
 @pytest.mark.parametrize("cloud", ["aws", "azure"])
 @pytest.mark.parametrize("plan", [True, False], ids=["--plan", "no plan"])
 def test_openapps_tasks_on_waa_workers_are_refused_before_anything_is_made(
