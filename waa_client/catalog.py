@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,14 @@ LIST_HINT = "list the known ones with 'openadapt-evals tasks'"
 WAA_SUITE_TASKS = 154
 """Tasks in WAA's ``test_all.json``: what ``all`` selects on a WAA worker, whose catalog is
 WAA's own (WAA_PROTOCOL section 4)."""
+WAA_DOMAINS = ("chrome", "clock", "file_explorer", "libreoffice_calc", "libreoffice_writer",
+               "microsoft_paint", "msedge", "notepad", "settings", "vlc", "vs_code",
+               "windows_calc")
+"""The twelve domains of WAA's suite (its ``evaluation_examples_windows`` folders)."""
+WAA_INDEXES = ("test_all", "test_small", "test_custom")
+"""The index files a WAA worker holds (``evaluation_examples_windows/<name>.json``)."""
+WAA_SUITE = "WAA's suite"
+"""How a refusal names WAA's catalog before a worker holds it."""
 
 # Synthetic IDs are the placeholders of mock runs (``mock_chrome_001``) and the
 # ``<domain>_<n>`` names of toy suites (``notepad_1``). A live pool holds only WAA's real tasks,
@@ -299,24 +307,51 @@ class Catalog:
             domain = text.removeprefix("domain:").strip()
             ids = [t for t, d in self._domains.items() if d == domain]
             if not ids:
-                known = sorted(set(self._domains.values()))
-                raise CatalogError(
-                    f"--tasks {text!r}: no domain {domain!r} in {self.source}; known domains: "
-                    f"{', '.join(known)}"
-                )
+                raise _unknown_domain(text, sorted(set(self._domains.values())), self.source)
             return ids
         if text.startswith("@"):
             return _checked_ids(_read_id_file(Path(text[1:])))
         inputs.check_argument("--tasks", text)
         ids = _checked_ids(part.strip() for part in text.split(",") if part.strip())
         if len(ids) == 1 and ids[0] not in self._domains and _looks_like_index(ids[0]):
-            raise CatalogError(
-                f"no index or task named {_with_match(ids[0], [*self._indexes, *self._domains])}"
-                f" in {self.source}; indexes: "
-                f"{', '.join(sorted(self._indexes)) or 'none'} (or use all, domain:<name>, "
-                "IDs separated by commas, @file)"
-            )
+            raise _unknown_index(ids[0], sorted(self._indexes), [*self._domains], self.source)
         return ids
+
+
+def _unknown_domain(text: str, known: Sequence[str], source: str) -> CatalogError:
+    """The refusal of ``domain:<name>`` naming no domain of ``source`` (``known``)."""
+    domain = text.removeprefix("domain:").strip()
+    return CatalogError(f"--tasks {text!r}: no domain {_with_match(domain, known)} in {source}; "
+                        f"known domains: {', '.join(known)}")
+
+
+def _unknown_index(name: str, indexes: Sequence[str], others: Sequence[str],
+                   source: str) -> CatalogError:
+    """The refusal of a word naming no index of ``source`` (nor one of ``others``, its IDs)."""
+    return CatalogError(
+        f"no index or task named {_with_match(name, [*indexes, *others])} in {source}; "
+        f"indexes: {', '.join(indexes) or 'none'} (or use all, domain:<name>, IDs separated "
+        "by commas, @file)"
+    )
+
+
+def check_waa_selection(selection: str) -> None:
+    """What a WAA worker's catalog would refuse, known before the worker exists: a count past
+    WAA's suite, a domain or an index it does not have (:data:`WAA_SUITE_TASKS`,
+    :data:`WAA_DOMAINS`, :data:`WAA_INDEXES`), said as the worker's catalog says it. The IDs
+    themselves are the worker's to check.
+
+    Raises:
+        CatalogError: the count, the domain or the index is not WAA's.
+    """
+    text = selection.strip()
+    check_count(text, WAA_SUITE_TASKS, WAA_SUITE)
+    if text.startswith("domain:"):
+        if text.removeprefix("domain:").strip() not in WAA_DOMAINS:
+            raise _unknown_domain(text, WAA_DOMAINS, WAA_SUITE)
+    elif (text not in ("all", *WAA_INDEXES) and selection_count(text) is None
+          and not text.startswith("@") and named_ids(text) is None):
+        raise _unknown_index(text, WAA_INDEXES, (), WAA_SUITE)
 
 
 def check_not_synthetic(task_ids: Iterable[str]) -> None:
@@ -377,7 +412,7 @@ def selection_count(selection: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() else None
 
 
-def check_count(selection: str, available: int, source: str = "WAA's suite") -> None:
+def check_count(selection: str, available: int, source: str) -> None:
     """The one rule for a count (``--tasks N``): N selects the first N tasks of ``source``, so
     it is 1 to ``available``. A selection that is not a count passes. Said the same by a
     catalog and, before a WAA worker's catalog exists, against WAA's suite

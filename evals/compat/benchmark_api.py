@@ -68,6 +68,7 @@ from evals.results.records import (
     now_iso,
     versions,
 )
+from waa_client.catalog import WAA_DOMAINS as SUITE_DOMAINS
 from waa_client.catalog import Catalog, TaskRef, check_known
 from waa_client.errors import UnknownTaskError, WaaError
 from waa_client.scoring import ScoringClient
@@ -79,20 +80,7 @@ REFERENCE_MAX_STEPS = 50
 """The reference tool's default for :func:`evaluate_agent_on_benchmark` and
 :class:`EvaluationConfig`, kept so code written against it takes as many steps here."""
 
-WAA_DOMAINS: list[str] = [
-    "chrome",
-    "clock",
-    "file_explorer",
-    "libreoffice_calc",
-    "libreoffice_writer",
-    "microsoft_paint",
-    "msedge",
-    "notepad",
-    "settings",
-    "vlc",
-    "vs_code",
-    "windows_calc",
-]
+WAA_DOMAINS: list[str] = list(SUITE_DOMAINS)
 """The twelve domains of WAA's task suite (its ``evaluation_examples_windows`` folders), in the
 order WAA lists them."""
 

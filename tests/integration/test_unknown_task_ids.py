@@ -126,25 +126,39 @@ def test_where_waa_catalog_is_on_the_workers_synthetic_ids_are_still_refused(
     _made_nothing(oa_home, tmp_path / "results")
 
 
+WAA_REFUSED = {
+    "155": "--tasks '155': a number N selects the first N tasks, and WAA's suite has 154; "
+           "give 1 to 154, or all",
+    "domain:chrom": "--tasks 'domain:chrom': no domain 'chrom' (did you mean 'chrome'?) in "
+                    "WAA's suite; known domains: chrome, clock,",
+    "test_smal": "no index or task named 'test_smal' (did you mean 'test_small'?) in WAA's "
+                 "suite; indexes: test_all, test_small, test_custom",
+}
+
+
 @pytest.mark.parametrize("plan", [True, False], ids=["--plan", "no plan"])
-def test_a_count_past_waas_suite_is_refused_before_a_cloud_pool_is_made(
-    plan: bool, oa_home: Path, tmp_path: Path
+@pytest.mark.parametrize("selection", sorted(WAA_REFUSED))
+def test_what_waas_catalog_refuses_is_refused_before_a_cloud_pool_is_made(
+    selection: str, plan: bool, oa_home: Path, tmp_path: Path
 ) -> None:
-    # A WAA worker's catalog is WAA's 154 tasks: it would refuse 155 once the pool was paid for.
-    args = ["sweep", "--cloud", "aws", "--agent", "noop", "--tasks", "155",
+    # A WAA worker's catalog is WAA's suite: it would refuse these once the pool was paid for.
+    args = ["sweep", "--cloud", "aws", "--agent", "noop", "--tasks", selection,
             "--results-dir", str(tmp_path / "results"), *(["--plan"] if plan else [])]
     with unchanged(oa_home, tmp_path / "results"):
         done = run_cli("openadapt-evals", *args, home=oa_home, env=_offline(tmp_path))
     line = done.assert_one_line_error()
     assert done.returncode == 2, line
-    assert ("--tasks '155': a number N selects the first N tasks, and WAA's suite has 154; "
-            "give 1 to 154, or all") in line
+    assert WAA_REFUSED[selection] in line, line
     _made_nothing(oa_home, tmp_path / "results")
-    if plan:  # the whole suite, by count, is planned
-        args[args.index("155")] = "154"
-        planned = run_cli("openadapt-evals", *args, home=oa_home, env=_offline(tmp_path))
-        assert planned.returncode == 0, planned.stderr
-        assert "154" in planned.stdout
+
+
+def test_what_waas_catalog_holds_is_planned(oa_home: Path, tmp_path: Path,
+                                             waa_data: Path) -> None:
+    a_waa_id = json.loads((waa_data / "test_all.json").read_text())["chrome"][0]
+    for selection in ("154", "all", "domain:chrome", "test_small", "test_custom", a_waa_id):
+        done = run_cli("openadapt-evals", "sweep", "--cloud", "aws", "--agent", "noop",
+                       "--tasks", selection, "--plan", home=oa_home, env=_offline(tmp_path))
+        assert done.returncode == 0, (selection, done.stderr)
 
 
 @pytest.mark.parametrize("cloud", ["aws", "azure"])
