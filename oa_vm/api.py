@@ -427,7 +427,8 @@ def wait_pool(
     Raises:
         WorkerAccessError: a worker's host refused the pool's key or offered a changed host key
             (the message names the worker and says what to do); nothing else is waited for.
-        PoolNotReadyError: a worker was lost while waiting (its last log line is given).
+        PoolNotReadyError: the pool is paused (nothing is asked of its workers), or a worker
+            was lost while waiting (its last log line is given).
         WaitTimeoutError: time ran out; the message names each stuck worker and its phase.
     """
     from oa_vm.model.lease import save_fenced
@@ -435,6 +436,7 @@ def wait_pool(
 
     save = save or save_fenced
     record = state.load(resolve_name(name))
+    state.refuse_paused(record)  # its stopped workers would be taken for lost
     provider = get_provider(record.cloud)
     interval = float(getattr(provider, "poll_interval_s", 5.0))
 
@@ -629,11 +631,12 @@ def connect(
     """Clients for the pool's ready workers (tunnels opened as needed, closed on exit).
 
     Raises:
-        PoolNotReadyError: no worker is ready.
+        PoolNotReadyError: no worker is ready, or the pool is paused.
     """
     record = pool_status(name)
     if record.state in (PoolState.CREATING, PoolState.DELETING):
         raise PoolNotReadyError(f"pool {record.name!r} is {record.state.value}")
+    state.refuse_paused(record)
     with connect_record(
         record, connect_timeout=connect_timeout, read_timeout=read_timeout, only=only
     ) as connections:
