@@ -12,6 +12,7 @@ they become that task's final record. The classes below that describe them
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 
@@ -104,9 +105,10 @@ class RunInterrupted(EvalsError):
 
     def __init__(self, run_dir: str | None) -> None:
         self.run_dir = run_dir
+        # its tasks, agent and settings are the run's own: --resume and its name are enough
         where = (
-            f"finished tasks are kept in {run_dir}; continue with --resume and the same "
-            "--run-name and --tasks"
+            f"finished tasks are kept in {run_dir}; continue with --resume --run-name "
+            f"{os.path.basename(run_dir)}"
             if run_dir
             else "no task had started"
         )

@@ -40,6 +40,7 @@ from oa_vm.kit.validate import PLAIN_NAME_RE, folder_problem, number_problem
 
 DEFAULT_TASK_TIMEOUT_S = 600.0
 DEFAULT_QUARANTINE_AFTER = 2
+RESUME_NEEDS_NAME = "--resume needs --run-name (the run to continue)"
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ class RunConfig:
                 "(letters, digits, '.', '_', '-')"
             )
         if self.resume and not self.run_name:
-            problems.append("--resume needs --run-name (the run to continue)")
+            problems.append(RESUME_NEEDS_NAME)
         if self.allow_change and not self.resume:
             problems.append("--allow-change changes a resumed run's settings; give it with "
                             "--resume or --rerun-errors")
