@@ -43,6 +43,9 @@ MAX_INPUT_BYTES = 4 * 1024 * 1024
 bundled variations file of every local task 60 KB; 4 MB leaves room and still bounds the
 memory and time a mistaken or hostile input costs."""
 
+BOM = "\ufeff"
+"""The byte-order mark some editors put first in a UTF-8 file; :func:`read_text` drops it."""
+
 MAX_DEPTH = 64
 """The deepest nesting of lists and objects accepted in a JSON or YAML input."""
 
@@ -88,7 +91,8 @@ def check_argument(what: str, text: str) -> str:
 
 
 def read_text(path: Path | str, *, what: str) -> str:
-    """The UTF-8 text of the regular file ``path``, read with a bound.
+    """The UTF-8 text of the regular file ``path``, read with a bound, without a leading
+    byte-order mark (:data:`BOM`).
 
     ``what`` names the input in messages (``--variations``, ``the task list``).
 
@@ -123,7 +127,8 @@ def read_text(path: Path | str, *, what: str) -> str:
     if len(data) > MAX_INPUT_BYTES:
         raise _too_large(what, path)
     try:
-        return data.decode("utf-8")
+        # a byte-order mark is no content: Windows editors (Notepad) start UTF-8 files with one
+        return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as exc:
         raise InputError(f"{what}: {path} is not UTF-8 text (byte {exc.start}); "
                          "save it as UTF-8") from exc
