@@ -86,6 +86,14 @@ ERRORS = [
      "--tasks 'local_small': a dry run reads no task catalog", []),
     ("openadapt-evals", ["tasks", "99"],
      "--tasks '99': a number N selects the first N tasks", []),
+    # the dry run's catalog is WAA's 154 tasks, and the pool it prices has a size limit: it
+    # priced 100000 tasks, and 100000 workers, that no run could have
+    (FLOW, ["--dry-run", "--tasks", "155"],
+     "--tasks '155': a number N selects the first N tasks, and WAA has 154; give 1 to 154", []),
+    (FLOW, ["--dry-run", "--workers", "257"], "--workers 257 is more than the limit of 256",
+     []),
+    (FLOW, ["--dry-run", "--workers", "100000", "--price-per-hour", "1"],
+     "--workers 100000 is more than the limit of 256", []),
     ("openadapt-evals", ["mock", "--tasks", "nope"], "no index or task named 'nope'", []),
 ]
 

@@ -22,6 +22,7 @@ from evals.errors import EvalsError, MissingBundlesError
 from evals.results.cost import (
     DEFAULT_FALLBACK_RATE,
     DEFAULT_MODEL,
+    FULL_SUITE_TASKS,
     STARTUP_HOURS,
     EstimateInput,
     Mode,
@@ -134,6 +135,10 @@ def flow(
     price = resolve_vm_price(
         vm_hourly=vm_hourly, cloud=cloud, size=size, region=region, spot=spot
     )
+    # the pool it prices could not be made larger (a price of your own: your own hosts)
+    limit = oa_vm.cloud_facts(price.cloud or "ssh").max_workers
+    if workers > limit:
+        raise InvalidInputError(f"--workers {workers} is more than the limit of {limit}")
     inputs = EstimateInput(
         n_tasks=1, mode=mode, model=model, fallback_rate=fallback_rate, workers=workers
     )
@@ -161,6 +166,11 @@ def _selection(text: str | None, *, live: bool) -> tuple[int | None, list[str] |
         count = -count if text.strip().startswith("-") else count
         if count < 1:
             raise InvalidInputError(f"--tasks {text.strip()}: give at least 1 task")
+        if count > FULL_SUITE_TASKS and not live:  # --live: the pool's catalog says
+            # as 'openadapt-evals tasks N' says it: a count past the suite named no task
+            raise InvalidInputError(
+                f"--tasks {text.strip()!r}: a number N selects the first N tasks, and WAA has "
+                f"{FULL_SUITE_TASKS}; give 1 to {FULL_SUITE_TASKS}, or all")
         return (None, None, text) if live else (count, None, None)
     stripped = text.strip()
     if stripped.startswith("@") or "," in stripped or "-" in stripped:
