@@ -95,6 +95,14 @@ ERRORS = [
     (FLOW, ["--dry-run", "--workers", "100000", "--price-per-hour", "1"],
      "--workers 100000 is more than the limit of 256", []),
     ("openadapt-evals", ["mock", "--tasks", "nope"], "no index or task named 'nope'", []),
+    # a range's bounds said as every other bound (it was "--workers: Input should be less than
+    # or equal to 16"), by the one rule of usage errors
+    ("openadapt-evals", ["mock", "--workers", "99"], "--workers must be at most 16, not 99",
+     ["Input should be"]),
+    ("openadapt-evals", ["mock", "--workers", "0"], "--workers must be at least 1, not 0",
+     ["Input should be"]),
+    ("openadapt-evals", ["study", "ui-change", "--runs", "21"],
+     "--runs must be at most 20, not 21", ["Input should be"]),
 ]
 
 
