@@ -134,6 +134,11 @@ def test_an_interrupted_sweep_removes_its_pool_and_can_be_resumed(
     metadata = json.loads((results / "cut" / "metadata.json").read_text())
     assert metadata["status"] == "interrupted"
     kept = {t: r["started_at"] for t, r in read_records(results / "cut").items()}
+    # the table across runs says the run is cut short, and how far it got (its row alone
+    # showed the rate of what ran as the run's, beside the 24 tasks it selected)
+    listed = evals("runs", home=home, results=results)
+    assert f"NOT FINISHED: cut (interrupted, {len(kept)} of {LOCAL_TASKS} attempts)" in (
+        listed.stdout), listed.stdout
 
     # as the line says, without --tasks and --agent (a sweep required both, where a run took
     # the run's own); a faster pause for the rest: a recorded setting, so the change is asked
@@ -147,6 +152,7 @@ def test_an_interrupted_sweep_removes_its_pool_and_can_be_resumed(
     assert {r["status"] for r in records.values()} == {"success"}
     assert all(records[t]["started_at"] == s for t, s in kept.items())
     assert_summary_matches(results / "cut", records)
+    assert "NOT FINISHED" not in evals("runs", home=home, results=results).stdout
 
 
 # --- the budget cap ----------------------------------------------------------------------------
