@@ -138,6 +138,15 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "sweep --cloud local --image": ("openadapt-evals", (*_SWEEP, "--image", "ami-0"), None),
     "pool-create --cloud local --build-image": ("oa-vm", (*_CREATE, "--name", "t1",
                                                           "--build-image"), None),
+    # --- a region named twice (the plan listed it twice among the regions tried), refused as
+    # a --host or a run's --pool named twice is (oa_vm.api.build_spec)
+    "pool-create --region named twice": ("oa-vm", ("pool-create", "--cloud", "aws", "--name",
+                                                   "t1", "--region", "us-east-1,us-east-1",
+                                                   "--plan"), USAGE),
+    "sweep --region named twice": ("openadapt-evals", (
+        "sweep", "--cloud", "aws", "--workers", "1", "--agent", "oracle", "--tasks", TASK,
+        "--results-dir", "{res}", "--plan", "--region", "us-east-1,eu-west-1, us-east-1"),
+        USAGE),
     # --- a value that kept no run, or every run, without a word
     "runs --since abc": ("openadapt-evals", ("runs", "--results-dir", "{res}", "--since", "abc"),
                          None),
