@@ -310,6 +310,11 @@ def given_settings(ctx: typer.Context) -> set[str]:
     return given
 
 
+AGENT_OWN_OPTIONS = {"bundles": ("--bundles", "replay"), "agent_url": ("--agent-url", "http")}
+"""The options only one built-in agent reads (parameter: (option, the agent)); the agent URL's
+environment variable is no option typed, and is not refused for another agent."""
+
+
 def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
     """The command's options as the one :class:`evals.run.runner.RunConfig`, made (and checked)
     once: each parameter of ``ctx`` named as a field sets it, ``fixed`` the fields the command
@@ -367,6 +372,12 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
                                                             ("agent", "--agent"))
                                if field not in values)
         raise InvalidRunInputError(f"give {missing}{rerun}")
+    for key, (option, owner) in AGENT_OWN_OPTIONS.items():
+        # as an option of another cloud is: it was ignored, and the run went on without it
+        if params.get(key) is not None and values["agent"] != owner:
+            raise InvalidRunInputError(
+                f"{option} is for the {owner} agent (--agent {owner}), not --agent "
+                f"{values['agent']}; leave it out")
     if values.get("run_name") is None and not values.get("resume"):
         # "" stays "" (and is refused), never silently replaced by a default
         values["run_name"] = default_run_name(values["agent"])
