@@ -90,6 +90,15 @@ ERRORS = [
     # priced 100000 tasks, and 100000 workers, that no run could have
     (FLOW, ["--dry-run", "--tasks", "155"],
      "--tasks '155': a number N selects the first N tasks, and WAA has 154; give 1 to 154", []),
+    # an option the kind of run does not read: the dry run took --pool (a run on it was
+    # expected, an estimate came), --live priced nothing and replayed when hybrid was asked
+    (FLOW, ["--pool", "p", "--task-ids", NOTEPAD_TASK],
+     "--pool is for a live run; add --live to run on the pool, or leave it out", []),
+    (FLOW, ["--dry-run", "--max-cost-usd", "5"], "--max-cost-usd is for a live run", []),
+    (FLOW, ["--live", "--pool", "p", "--task-ids", NOTEPAD_TASK, "--bundles", ".",
+            "--workers", "4"], "--workers is for the dry run's estimate", []),
+    (FLOW, ["--live", "--pool", "p", "--task-ids", NOTEPAD_TASK, "--bundles", ".", "--mode",
+            "hybrid"], "--live replays compiled bundles only (--mode replay)", []),
     (FLOW, ["--dry-run", "--workers", "257"], "--workers 257 is more than the limit of 256",
      []),
     (FLOW, ["--dry-run", "--workers", "100000", "--price-per-hour", "1"],
