@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.agents import AgentOptions, BenchmarkAgent
-from evals.errors import InvalidRunInputError, ResumeMismatchError
+from evals.errors import NOT_GIVEN, InvalidRunInputError, ResumeMismatchError
 from evals.results.records import results_root
 from evals.results.trials import MAX_TRIALS
 from evals.run.manifest import REDACTED, module_sha256, recorded_arguments, sha256_file
@@ -273,11 +273,11 @@ def _same(name: str, recorded: Any, current: Any) -> bool:
 def shown(name: str, value: Any) -> str:
     """A setting's value as a refusal shows it (``--agent-arg`` as ``K=V`` pairs, a hash short)."""
     if name == "agent-arg" and isinstance(value, dict):
-        return ",".join(f"{k}={v}" for k, v in sorted(value.items())) or "(none)"
+        return ",".join(f"{k}={v}" for k, v in sorted(value.items())) or NOT_GIVEN
     if name in ("agent-module", "variations") and isinstance(value, str):
         return f"sha256 {value[:12]}"
     if value is None:
-        return "(none)"
+        return NOT_GIVEN
     if isinstance(value, float):
         return f"{value:g}s" if name.endswith(("timeout", "pause")) else f"{value:g}"
     return str(value)

@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+import oa_vm
 from oa_vm import api
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
@@ -307,6 +308,33 @@ def test_a_resume_names_what_it_lacks_first(home: Path, pool: str, tmp_path: Pat
         ), line
     assert folder_digest(results) == before
     assert state.list_names() == [pool]
+
+
+def test_a_resume_refused_for_a_setting_says_how_to_resume(
+    home: Path, pool: str, tmp_path: Path
+) -> None:
+    """The way back the refusal names is one to type: "without --variations" for a run
+    started without it (it said "resume it with --variations '(none)'"), "the --variations
+    file it started with (sha256 ...)" for one started with it."""
+    results = tmp_path / "results"
+    variations = oa_vm.local_tasks_dir() / "variations" / "local_all.json"
+    for name, extra in (("plain", ("--agent", "noop")), ("random", ("--agent", "random")),
+                        ("varied", ("--agent", "noop", "--variations", str(variations)))):
+        first = evals("run", "--pool", pool, "--tasks",
+                      "c499b229-110c-5fc8-9895-f2f879ac1512-WOS", "--run-name", name, *extra,
+                      home=home, results=results)
+        assert first.returncode == 0, first.stderr
+    before = folder_digest(results)
+    line = _one_line(evals("run", "--pool", pool, "--run-name", "plain", "--resume",
+                           "--variations", str(variations), home=home, results=results), 2)
+    assert "resume it without --variations or start a new run" in line, line
+    line = _one_line(evals("run", "--pool", pool, "--run-name", "varied", "--resume",
+                           home=home, results=results), 2)
+    assert "resume it with the --variations file it started with (sha256 " in line, line
+    line = _one_line(evals("run", "--pool", pool, "--run-name", "random", "--resume",
+                           "--agent-arg", "seed=7", home=home, results=results), 2)
+    assert "resume it without --agent-arg" in line, line
+    assert folder_digest(results) == before
 
 
 def test_resume_of_a_finished_run_redoes_nothing(home: Path, pool: str, tmp_path: Path) -> None:
