@@ -66,9 +66,19 @@ def id_problem(kind: str, value: object) -> str | None:
         return (f"{kind} {_shown(value)!r} ({len(value)} characters) is longer than "
                 f"{MAX_ID_LENGTH} characters")
     if not (_ID_RE.fullmatch(value) or _CUA_ID_RE.fullmatch(value)):
-        return (f"{kind} {_shown(value)!r} cannot name a folder: use letters, digits, '.', "
-                "'_' and '-', starting with a letter or digit (no '#', spaces or path parts)")
+        return (f"{kind} {_shown(value)!r} cannot name a folder{_first_bad(value)}: use "
+                "letters, digits, '.', '_' and '-', starting with a letter or digit (no '#', "
+                "spaces or path parts)")
     return None
+
+
+def _first_bad(value: str) -> str:
+    """`` ('/' at character 3)``: where an ID breaks the rule, which a long ID cut short in
+    the message would hide (a comma after 40 characters of a valid one)."""
+    for index, char in enumerate(value):
+        if not (char.isascii() and (char.isalnum() or (index and char in "._-"))):
+            return f" ({char!r} at character {index + 1})"
+    return ""
 
 
 def check_id(kind: str, value: object) -> str:
