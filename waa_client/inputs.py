@@ -72,6 +72,13 @@ def id_problem(kind: str, value: object) -> str | None:
     return None
 
 
+def _not_empty(text: str, what: str) -> None:
+    """No input of ours is an empty document: said so, where JSON said "Expecting value" and
+    YAML read nothing, which each reader then called "not a mapping"."""
+    if not text.strip():
+        raise InputError(f"{what} is empty; fill it in, or give another file")
+
+
 def _first_bad(value: str) -> str:
     """`` ('/' at character 3)``: where an ID breaks the rule, which a long ID cut short in
     the message would hide (a comma after 40 characters of a valid one)."""
@@ -153,8 +160,9 @@ def parse_json(text: str, *, what: str) -> Any:
     """``text`` as JSON, refusing duplicate keys, deep nesting and lone surrogates.
 
     Raises:
-        InputError: not JSON, or one of the above (the message names ``what``).
+        InputError: empty, not JSON, or one of the above (the message names ``what``).
     """
+    _not_empty(text, what)
     try:
         data = json.loads(text, object_pairs_hook=lambda pairs: _unique(what, pairs))
     except json.JSONDecodeError as exc:
@@ -173,8 +181,9 @@ def parse_yaml(text: str, *, what: str) -> Any:
     lone surrogates.
 
     Raises:
-        InputError: not YAML, or one of the above.
+        InputError: empty, not YAML, or one of the above.
     """
+    _not_empty(text, what)
     import yaml  # only the commands that take YAML load it
 
     loader = _BoundedLoader(text)

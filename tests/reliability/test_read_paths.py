@@ -142,6 +142,44 @@ def test_an_empty_folder_where_content_is_wanted_is_one_line_saying_so(
     assert EMPTY[option].replace("{path}", str(empty)) in line, line
 
 
+# an empty file where a document is wanted (the one reader, waa_client.inputs), and a bundle
+# with nothing to replay: (script, arguments with {path} the file, {bundles} its folder, the
+# file's path under tmp_path, its content, what the line says)
+EMPTY_FILES: dict[str, tuple[str, tuple[str, ...], str, str, str]] = {
+    "run --variations": (_EVALS, (*_RUN, "--variations", "{path}"), "v.json", "",
+                         "the variations file {path} is empty; fill it in"),
+    "run --bundles, an empty workflow": (
+        _EVALS, ("run", "--pool", POOL, "--agent", "replay", "--tasks", TASK, "--results-dir",
+                 "{res}", "--bundles", "{bundles}"), f"b/{TASK}/workflow.json", " \n",
+        "the bundle {path} is empty; fill it in"),
+    "run --bundles, no actions": (
+        _EVALS, ("run", "--pool", POOL, "--agent", "replay", "--tasks", TASK, "--results-dir",
+                 "{res}", "--bundles", "{bundles}"), f"b/{TASK}/workflow.json",
+        '{"actions": []}', "{path} has an empty 'actions' list; give it the actions"),
+    "tasks --source, an empty index": (_EVALS, ("tasks", "--source", "{bundles}", "local_x"),
+                                       "s/local_x.json", "", "task file {path} is empty"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMPTY_FILES))
+def test_an_empty_file_is_said_empty_once(world: World, cwd: Path, tmp_path: Path,
+                                          case: str) -> None:
+    """Said "is empty", where the reader said "not valid JSON (Expecting value)" or "not a
+    mapping", and a bundle's refusal said what to do twice ("fix the file; fix or remove it")
+    or called an empty actions list "no 'actions' list"."""
+    script, args, where, content, said = EMPTY_FILES[case]
+    path = tmp_path / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+    if path.name == "local_x.json":
+        (path.parent / "examples").mkdir()  # a task folder, whose index is the empty file
+    folder = str(tmp_path / where.split("/")[0])
+    line = _refused(world, cwd, script, tuple(
+        a.replace("{path}", str(path)).replace("{bundles}", folder) for a in args), 2, {})
+    assert said.replace("{path}", str(path)) in line, line
+    assert line.count("fix") <= 1, line
+
+
 def test_every_script_and_every_case_is_tried() -> None:
     assert {script for script, _, _ in OPTIONS.values()} == {_EVALS, _OA_VM, _FLOW, "python"}
     assert {case for _, case in CASES.values()} == {MISSING, FILE, FOLDER}
