@@ -476,9 +476,11 @@ def wait_pool(
         if lost:
             details = "; ".join(f"{w.name}: {w.detail or w.phase}" for w in lost)
             raise PoolNotReadyError(
-                f"pool {record.name!r}: worker lost while waiting ({details}); "
-                f"see 'oa-vm pool-status --pool {record.name}' and clean up with "
-                f"'oa-vm pool-cleanup --pool {record.name}'"
+                # the repair first: removing the whole pool for one lost worker is the last
+                # resort, not the next step
+                f"pool {record.name!r}: worker lost while waiting ({details}); replace it "
+                f"with 'oa-vm pool-repair --pool {record.name}' (or remove the pool: "
+                f"'oa-vm pool-cleanup --pool {record.name}')"
             )
         live = [w for w in record.workers if w.state not in (WorkerState.LOST, WorkerState.STOPPED)]
         if not live:
