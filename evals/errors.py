@@ -12,6 +12,7 @@ they become that task's final record. The classes below that describe them
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 
@@ -72,6 +73,10 @@ class RunExistsError(InvalidRunInputError):
         )
 
 
+NOT_GIVEN = "(none)"
+"""How a refusal shows a setting the run was started without (``evals.run.settings.shown``)."""
+
+
 class ResumeMismatchError(InvalidRunInputError):
     """``--resume`` was asked with a setting other than the run's own (a task selection, an
     agent, a max steps...; :mod:`evals.run.settings`)."""
@@ -80,9 +85,17 @@ class ResumeMismatchError(InvalidRunInputError):
                  fix: str = "start a new run with another --run-name") -> None:
         self.path = path
         self.option = option
+        # the way back, as something to type: not "with --variations '(none)'" or a hash
+        if recorded == NOT_GIVEN:
+            again = f"resume it without {option}"
+        elif recorded.startswith("sha256 "):
+            what = option if option.startswith("the ") else f"the {option} file"
+            again = f"resume it with {what} it started with ({recorded})"
+        else:
+            again = f"resume it with {option} {recorded!r}"
         super().__init__(
-            f"run {path} was started with {option} {recorded!r}, not {given!r}; resume it with "
-            f"{option} {recorded!r} or {fix}"
+            f"run {path} was started with {option} {recorded!r}, not {given!r}; {again} "
+            f"or {fix}"
         )
 
 
@@ -104,9 +117,10 @@ class RunInterrupted(EvalsError):
 
     def __init__(self, run_dir: str | None) -> None:
         self.run_dir = run_dir
+        # its tasks, agent and settings are the run's own: --resume and its name are enough
         where = (
-            f"finished tasks are kept in {run_dir}; continue with --resume and the same "
-            "--run-name and --tasks"
+            f"finished tasks are kept in {run_dir}; continue with --resume --run-name "
+            f"{os.path.basename(run_dir)}"
             if run_dir
             else "no task had started"
         )

@@ -125,6 +125,9 @@ def build_spec(
         if values is not None and (isinstance(values, str) or not all(
                 isinstance(v, str) for v in values)):
             raise InvalidInputError(f"{option} must be a list of strings, not {values!r}")
+    twice = sorted({r for r in regions or () if list(regions or ()).count(r) > 1})
+    if twice:  # as a --host or a run's --pool named twice: the plan tried it twice
+        raise InvalidInputError(f"--region {twice[0]} is given twice: name each region once")
     takes, limit = facts(cloud).options, facts(cloud).max_workers
     if workers > limit:
         raise InvalidInputError(f"--workers {workers} is more than the limit of {limit}")
@@ -427,7 +430,8 @@ def wait_pool(
     Raises:
         WorkerAccessError: a worker's host refused the pool's key or offered a changed host key
             (the message names the worker and says what to do); nothing else is waited for.
-        PoolNotReadyError: a worker was lost while waiting (its last log line is given).
+        PoolNotReadyError: the pool is paused (nothing is asked of its workers), or a worker
+            was lost while waiting (its last log line is given).
         WaitTimeoutError: time ran out; the message names each stuck worker and its phase.
     """
     from oa_vm.model.lease import save_fenced
@@ -435,6 +439,7 @@ def wait_pool(
 
     save = save or save_fenced
     record = state.load(resolve_name(name))
+    state.refuse_paused(record)  # its stopped workers would be taken for lost
     provider = get_provider(record.cloud)
     interval = float(getattr(provider, "poll_interval_s", 5.0))
 
@@ -471,9 +476,11 @@ def wait_pool(
         if lost:
             details = "; ".join(f"{w.name}: {w.detail or w.phase}" for w in lost)
             raise PoolNotReadyError(
-                f"pool {record.name!r}: worker lost while waiting ({details}); "
-                f"see 'oa-vm pool-status --pool {record.name}' and clean up with "
-                f"'oa-vm pool-cleanup --pool {record.name}'"
+                # the repair first: removing the whole pool for one lost worker is the last
+                # resort, not the next step
+                f"pool {record.name!r}: worker lost while waiting ({details}); replace it "
+                f"with 'oa-vm pool-repair --pool {record.name}' (or remove the pool: "
+                f"'oa-vm pool-cleanup --pool {record.name}')"
             )
         live = [w for w in record.workers if w.state not in (WorkerState.LOST, WorkerState.STOPPED)]
         if not live:
@@ -629,11 +636,12 @@ def connect(
     """Clients for the pool's ready workers (tunnels opened as needed, closed on exit).
 
     Raises:
-        PoolNotReadyError: no worker is ready.
+        PoolNotReadyError: no worker is ready, or the pool is paused.
     """
     record = pool_status(name)
     if record.state in (PoolState.CREATING, PoolState.DELETING):
         raise PoolNotReadyError(f"pool {record.name!r} is {record.state.value}")
+    state.refuse_paused(record)
     with connect_record(
         record, connect_timeout=connect_timeout, read_timeout=read_timeout, only=only
     ) as connections:

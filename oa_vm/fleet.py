@@ -430,11 +430,7 @@ def repair_pool(
             raise PoolRemovingError(pool)
         record = _load(pool)
         loaded = record.expires_at
-        if record.state == PoolState.PAUSED:
-            raise PoolNotReadyError(
-                f"pool {record.name!r} is paused; 'oa-vm pool-resume --pool {record.name}' "
-                "starts every worker"
-            )
+        state.refuse_paused(record)  # pool-resume starts every worker
         if workers:
             known = {w.name for w in record.workers}
             unknown = [w for w in workers if w not in known]

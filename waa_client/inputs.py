@@ -43,6 +43,9 @@ MAX_INPUT_BYTES = 4 * 1024 * 1024
 bundled variations file of every local task 60 KB; 4 MB leaves room and still bounds the
 memory and time a mistaken or hostile input costs."""
 
+BOM = "\ufeff"
+"""The byte-order mark some editors put first in a UTF-8 file; :func:`read_text` drops it."""
+
 MAX_DEPTH = 64
 """The deepest nesting of lists and objects accepted in a JSON or YAML input."""
 
@@ -63,9 +66,26 @@ def id_problem(kind: str, value: object) -> str | None:
         return (f"{kind} {_shown(value)!r} ({len(value)} characters) is longer than "
                 f"{MAX_ID_LENGTH} characters")
     if not (_ID_RE.fullmatch(value) or _CUA_ID_RE.fullmatch(value)):
-        return (f"{kind} {_shown(value)!r} cannot name a folder: use letters, digits, '.', "
-                "'_' and '-', starting with a letter or digit (no '#', spaces or path parts)")
+        return (f"{kind} {_shown(value)!r} cannot name a folder{_first_bad(value)}: use "
+                "letters, digits, '.', '_' and '-', starting with a letter or digit (no '#', "
+                "spaces or path parts)")
     return None
+
+
+def _not_empty(text: str, what: str) -> None:
+    """No input of ours is an empty document: said so, where JSON said "Expecting value" and
+    YAML read nothing, which each reader then called "not a mapping"."""
+    if not text.strip():
+        raise InputError(f"{what} is empty; fill it in, or give another file")
+
+
+def _first_bad(value: str) -> str:
+    """`` ('/' at character 3)``: where an ID breaks the rule, which a long ID cut short in
+    the message would hide (a comma after 40 characters of a valid one)."""
+    for index, char in enumerate(value):
+        if not (char.isascii() and (char.isalnum() or (index and char in "._-"))):
+            return f" ({char!r} at character {index + 1})"
+    return ""
 
 
 def check_id(kind: str, value: object) -> str:
@@ -88,7 +108,8 @@ def check_argument(what: str, text: str) -> str:
 
 
 def read_text(path: Path | str, *, what: str) -> str:
-    """The UTF-8 text of the regular file ``path``, read with a bound.
+    """The UTF-8 text of the regular file ``path``, read with a bound, without a leading
+    byte-order mark (:data:`BOM`).
 
     ``what`` names the input in messages (``--variations``, ``the task list``).
 
@@ -123,7 +144,8 @@ def read_text(path: Path | str, *, what: str) -> str:
     if len(data) > MAX_INPUT_BYTES:
         raise _too_large(what, path)
     try:
-        return data.decode("utf-8")
+        # a byte-order mark is no content: Windows editors (Notepad) start UTF-8 files with one
+        return data.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as exc:
         raise InputError(f"{what}: {path} is not UTF-8 text (byte {exc.start}); "
                          "save it as UTF-8") from exc
@@ -138,8 +160,9 @@ def parse_json(text: str, *, what: str) -> Any:
     """``text`` as JSON, refusing duplicate keys, deep nesting and lone surrogates.
 
     Raises:
-        InputError: not JSON, or one of the above (the message names ``what``).
+        InputError: empty, not JSON, or one of the above (the message names ``what``).
     """
+    _not_empty(text, what)
     try:
         data = json.loads(text, object_pairs_hook=lambda pairs: _unique(what, pairs))
     except json.JSONDecodeError as exc:
@@ -158,8 +181,9 @@ def parse_yaml(text: str, *, what: str) -> Any:
     lone surrogates.
 
     Raises:
-        InputError: not YAML, or one of the above.
+        InputError: empty, not YAML, or one of the above.
     """
+    _not_empty(text, what)
     import yaml  # only the commands that take YAML load it
 
     loader = _BoundedLoader(text)

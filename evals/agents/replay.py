@@ -37,7 +37,9 @@ def read_workflow(path: Path) -> list[str]:
         raise ValueError(str(exc)) from exc
     actions = as_action_list(data.get("actions")) if isinstance(data, dict) else None
     if actions is None:
-        raise ValueError(f"{path} has no 'actions' list of action strings")
+        found = data.get("actions") if isinstance(data, dict) else None
+        what = "an empty 'actions' list" if found == [] else "no 'actions' list of action strings"
+        raise ValueError(f"{path} has {what}; give it the actions to replay, or remove it")
     return actions
 
 
@@ -80,4 +82,5 @@ class ReplayAgent(ScriptedAgent):
             try:
                 self._cache[task_id] = read_workflow(bundle_path(self.bundles, task_id))
             except (OSError, ValueError) as exc:
-                raise InvalidRunInputError(f"bad replay bundle: {exc}; fix or remove it") from exc
+                # each reason ends with what to do (the reader's own: "fix the file")
+                raise InvalidRunInputError(f"bad replay bundle: {exc}") from exc

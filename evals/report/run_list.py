@@ -133,11 +133,25 @@ def _rate(row: RunRow) -> str:
 
 
 ANSWERS_MARK = "SAW ANSWERS"
+UNFINISHED_MARK = "NOT FINISHED"
+_UNFINISHED = {"running": "running, or killed", "interrupted": "interrupted",
+               "budget_stopped": "stopped at its cost cap"}
+"""The statuses of a run that did not go to its end, as the note under the table says them."""
+
+
+def _unfinished(row: RunRow) -> str | None:
+    """``live (interrupted, 3 of 24 attempts)`` for a run that did not go to its end: its row
+    shows the rate of the attempts made, which the table alone would pass off as the run's."""
+    said = _UNFINISHED.get(row.status)
+    if said is None or row.unreadable:
+        return None
+    return f"{row.name} ({said}, {row.attempts} of {row.tasks * row.trials} attempts)"
 
 
 def format_runs(rows: list[RunRow]) -> str:
     """The table as ``openadapt-evals runs`` prints it; a run whose agent saw the answers is
-    marked in its own column and named again under the table."""
+    marked in its own column and named again under the table, and a run that did not go to its
+    end is named under it with how far it got."""
     if not rows:
         return "no runs"
     headers = ["run", "started (UTC)", "agent", "arguments", "tasks", "trials", "rate [95% CI]",
@@ -157,5 +171,9 @@ def format_runs(rows: list[RunRow]) -> str:
         lines.append(f"\n{ANSWERS_MARK}: the agent was given the tasks' answers in "
                      f"{', '.join(oracles)}; their rates check the harness and are no "
                      "benchmark result.")
+    unfinished = [said for said in map(_unfinished, rows) if said]
+    if unfinished:
+        lines.append(f"\n{UNFINISHED_MARK}: {', '.join(unfinished)}; their rates count only "
+                     "the attempts made (--resume --run-name RUN continues one).")
     lines += [f"{row.name}: {row.unreadable}" for row in rows if row.unreadable]
     return "\n".join(lines)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.agents import AgentOptions, BenchmarkAgent
-from evals.errors import InvalidRunInputError, ResumeMismatchError
+from evals.errors import NOT_GIVEN, InvalidRunInputError, ResumeMismatchError
 from evals.results.records import results_root
 from evals.results.trials import MAX_TRIALS
 from evals.run.manifest import REDACTED, module_sha256, recorded_arguments, sha256_file
@@ -40,6 +40,7 @@ from oa_vm.kit.validate import PLAIN_NAME_RE, folder_problem, number_problem
 
 DEFAULT_TASK_TIMEOUT_S = 600.0
 DEFAULT_QUARANTINE_AFTER = 2
+RESUME_NEEDS_NAME = "--resume needs --run-name (the run to continue)"
 
 
 @dataclass(frozen=True)
@@ -161,7 +162,7 @@ class RunConfig:
                 "(letters, digits, '.', '_', '-')"
             )
         if self.resume and not self.run_name:
-            problems.append("--resume needs --run-name (the run to continue)")
+            problems.append(RESUME_NEEDS_NAME)
         if self.allow_change and not self.resume:
             problems.append("--allow-change changes a resumed run's settings; give it with "
                             "--resume or --rerun-errors")
@@ -272,11 +273,11 @@ def _same(name: str, recorded: Any, current: Any) -> bool:
 def shown(name: str, value: Any) -> str:
     """A setting's value as a refusal shows it (``--agent-arg`` as ``K=V`` pairs, a hash short)."""
     if name == "agent-arg" and isinstance(value, dict):
-        return ",".join(f"{k}={v}" for k, v in sorted(value.items())) or "(none)"
+        return ",".join(f"{k}={v}" for k, v in sorted(value.items())) or NOT_GIVEN
     if name in ("agent-module", "variations") and isinstance(value, str):
         return f"sha256 {value[:12]}"
     if value is None:
-        return "(none)"
+        return NOT_GIVEN
     if isinstance(value, float):
         return f"{value:g}s" if name.endswith(("timeout", "pause")) else f"{value:g}"
     return str(value)

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 INDEX_NAMES = ("local_all.json", "test_all.json")
+TEXT = "utf-8-sig"
+"""Task files are UTF-8, a leading byte-order mark dropped (as the controller's reader,
+``waa_client.inputs.read_text``: a file saved by Notepad lists and runs the same)."""
 
 
 def tasks_dir() -> Path:
@@ -23,7 +26,7 @@ def tasks_dir() -> Path:
 def _read_index(path: Path) -> dict[str, list[str]] | None:
     """A ``{domain: [task_id]}`` index file, or None when the file is not one."""
     try:
-        index = json.loads(path.read_text(encoding="utf-8"))
+        index = json.loads(path.read_text(encoding=TEXT))
     except (OSError, ValueError) as exc:
         raise TaskStoreError(f"cannot read task index {path}: {exc}") from None
     if not isinstance(index, dict) or not all(
@@ -85,7 +88,7 @@ class TaskStore:
             return None
         path = self.folder / "examples" / domain / f"{task_id}.json"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding=TEXT))
         except (OSError, ValueError):
             return None
         return data if isinstance(data, dict) else None

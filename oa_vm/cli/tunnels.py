@@ -15,6 +15,7 @@ from collections.abc import Callable
 from oa_vm import api
 from oa_vm.errors import InvalidInputError
 from oa_vm.kit.tables import render_table
+from oa_vm.model import state
 from oa_vm.reach.connect import known_hosts_path, tunnel_target
 
 HEALTH_REPORT_INTERVAL_S = 2.0
@@ -31,6 +32,7 @@ def run_foreground(
     from waa_client.ssh import PoolTunnels, ssh_command
 
     record = api.pool_status(pool)
+    state.refuse_paused(record)  # a stopped worker has no URL to give or tunnel to
     workers = [w for w in record.workers if worker is None or w.name == worker]
     if worker is not None and not workers:
         names = ", ".join(w.name for w in record.workers)

@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -301,6 +302,11 @@ def _failed(prefix: str, message: str, code: int, *, by_line: bool = False) -> N
 
 _NOT_A = {"Input should be a valid integer": "a whole number",
           "Input should be a valid number": "a number"}
+_BOUND = re.compile(r"Input should be (greater|less) than( or equal to)? (\S+)$")
+"""A range check's wording (``--workers`` of ``mock``, ``--runs``), said as every other bound
+is: ``--workers must be at most 16, not 99``."""
+_BOUND_WORDS = {("greater", True): "at least", ("less", True): "at most",
+                ("greater", False): "more than", ("less", False): "less than"}
 
 
 def _typed_value(name: str, args: Sequence[str]) -> str | None:
@@ -325,10 +331,15 @@ def _as_typed(exc: BaseException, args: Sequence[str]) -> str:
     if not names or not message or getattr(exc, "param_hint", None) is not None:
         return exc.format_message() if hasattr(exc, "format_message") else str(exc)
     typed = typed_name(names, args) or names[0]
+    value = _typed_value(typed, args)
     for phrase, kind in _NOT_A.items():  # the type checks' wording, said of the typed value
         if message.startswith(phrase):
-            value = _typed_value(typed, args)
             message = f"must be {kind}" + (f", not {value!r}" if value is not None else "")
+    bound = _BOUND.match(message)
+    if bound is not None:
+        side, equal, limit = bound.groups()
+        message = f"must be {_BOUND_WORDS[side, bool(equal)]} {limit}" + (
+            f", not {value}" if value is not None else "")
     if message.startswith(("must ", "needs ")):
         return f"{typed} {message}"
     return f"{typed}: {message}"

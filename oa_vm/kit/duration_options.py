@@ -71,6 +71,10 @@ def duration(
         takes_bare = bare == ALL or typed is None and bool(bare) or typed in bare
         number = text.strip()
         if is_bare(text) and not takes_bare:
+            try:  # a unit would not mend a zero: that is said, not "e.g. 0h"
+                to_seconds(text, unit, zero_ok=zero_ok, longest_s=math.inf)
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc)) from None
             raise typer.BadParameter(
                 f"needs a unit, e.g. {number}{unit}"
                 + (f"; {bare[0]} {number} means {number} {UNIT_NAMES[unit]}" if bare

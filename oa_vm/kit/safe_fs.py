@@ -281,11 +281,13 @@ def check_out(path: Path, *, marker: bytes, force: bool = False, option: str = "
 
 
 def check_out_made(path: Path, *, ours: Callable[[Path], bool], force: bool = False,
-                   option: str = "--out") -> None:
+                   option: str = "--out", folder: bool = True) -> None:
     """:func:`check_out` for an ``--out`` that a library writes, a file or a folder of files
     (:func:`write_out_made`): ``ours`` says whether what is there is this command's earlier
     output. A folder is taken when it is empty or ours; another program's folder is refused
     even with ``force``, which replaces a file but never deletes a tree of someone's files.
+    A writer of one file (``folder=False``) takes no folder at all, as :func:`check_out`: an
+    empty folder was replaced by the file, and a folder's own name is seldom the file's.
 
     Raises:
         UnsafePathError: the target, its folder, or a folder at the target is unsafe.
@@ -293,6 +295,9 @@ def check_out_made(path: Path, *, ours: Callable[[Path], bool], force: bool = Fa
     """
     _check_out_folder(path)
     info = _lstat(path)
+    if info is not None and stat.S_ISDIR(info.st_mode) and not folder:
+        raise UnsafePathError(path, f"it is a folder; give {option} the path of the file to "
+                                    "write, in a folder")
     if info is not None and stat.S_ISDIR(info.st_mode):
         if any(path.iterdir()) and not ours(path):
             raise UnsafePathError(path, f"it is a folder of files this tool did not write; "
@@ -302,16 +307,17 @@ def check_out_made(path: Path, *, ours: Callable[[Path], bool], force: bool = Fa
 
 
 def write_out_made(path: Path, write: Callable[[Path], object], *, ours: Callable[[Path], bool],
-                   force: bool = False, option: str = "--out") -> None:
+                   force: bool = False, option: str = "--out", folder: bool = True) -> None:
     """The one writer of an ``--out`` that a library writes: :func:`check_out_made`, then
     ``write`` fills a temporary sibling that takes the target's place only once it is whole, so
-    a failed write leaves the earlier output as it was.
+    a failed write leaves the earlier output as it was. ``folder`` says what ``write`` makes:
+    a folder of files (the default) or one file.
 
     Raises:
         UnsafePathError, ForeignFileError: see :func:`check_out_made`.
         WriteFailedError: the write failed (a full disk); names the target.
     """
-    check_out_made(path, ours=ours, force=force, option=option)
+    check_out_made(path, ours=ours, force=force, option=option, folder=folder)
     # the target's name kept at the end: libraries choose a format by its suffix
     made = path.with_name(f".partial-{os.getpid()}-{path.name}")
     old = path.with_name(f".old-{os.getpid()}-{path.name}")

@@ -23,8 +23,9 @@ READY = "ready"
 FAILED = "failed"
 
 
-class ImageNotFoundError(OaVmError):
-    """No record for the named image."""
+class ImageNotFoundError(InvalidInputError):
+    """No record for the named image: a name that names nothing is bad input (exit 2), as a
+    ``--pool`` or a run that names nothing is."""
 
 
 class CorruptImageRecordError(OaVmError):

@@ -23,7 +23,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from oa_vm.errors import CorruptRecordError, InvalidInputError, OaVmError, PoolNotFoundError
+from oa_vm.errors import (
+    CorruptRecordError,
+    InvalidInputError,
+    OaVmError,
+    PoolNotFoundError,
+    PoolNotReadyError,
+)
 from oa_vm.kit.validate import name_problem, writable_problem
 
 # typing is not imported at run time: these modules are on pool-status's start-up path.
@@ -306,6 +312,27 @@ class PoolRecord(_Record):
         for worker in self.workers:
             hosts.setdefault(worker.host or worker.name, []).append(worker)
         return hosts
+
+
+def refuse_paused(record: PoolRecord) -> None:
+    """The one rule for every command that needs the pool's workers running (``pool-wait``,
+    ``pool-tunnel``, ``pool-repair``, a run, ``tasks --pool``, a run's ``--wait-ready``): a
+    paused pool is refused, naming ``pool-resume``, before anything is asked of its stopped
+    workers. A wait that asked took them for lost and wrote so into the record, after which the
+    pool was neither paused (``pool-resume`` refused it) nor ready.
+
+    Raises:
+        PoolNotReadyError: a worker of the pool is paused (as ``pool-resume`` decides).
+    """
+    paused = [w.name for w in record.workers if w.state == WorkerState.PAUSED]
+    if not paused:
+        return
+    what = "is paused" if len(paused) == len(record.workers) else (
+        f"has paused workers ({', '.join(paused)}): a resume did not start them all")
+    raise PoolNotReadyError(
+        f"pool {record.name!r} {what}; start it again with "
+        f"'oa-vm pool-resume --pool {record.name}'"
+    )
 
 
 def derive_pool_state(workers: list[WorkerRecord]) -> PoolState:

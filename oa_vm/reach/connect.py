@@ -100,9 +100,13 @@ def connect_record(
         ready = [w for w in ready if w.name == only]
     if not ready:
         states = ", ".join(f"{w.name}: {w.state.value}" for w in record.workers) or "no workers"
+        # a worker still starting is waited for; lost ones only a repair brings back
+        starting = any(w.state in (WorkerState.STARTING, WorkerState.BOOTING)
+                       for w in record.workers)
+        step = "pool-wait" if starting or not record.workers else "pool-repair"
         raise PoolNotReadyError(
             f"pool {record.name!r} has no ready worker ({states}); "
-            f"run 'oa-vm pool-wait --pool {record.name}'"
+            f"run 'oa-vm {step} --pool {record.name}'"
         )
     with ExitStack() as stack:
         urls: dict[str, tuple[str, str]] = {}

@@ -57,6 +57,20 @@ ERRORS = [
      "--by: 'soon' is not a duration; use e.g. 90s, 30m, 2h, 1d or a number of hours", []),
     ("openadapt-evals", ["run", "--tasks", "all", "--agent", "noop", "--wait-for-pool", "5"],
      "--wait-for-pool needs a unit, e.g. 5s", []),
+    # a bare zero where a unit is wanted: no unit mends it, so none is offered ("e.g. 0h",
+    # which was then refused as zero), in every option that takes no bare number
+    ("oa-vm", ["pool-create", "--cloud", "local", "--ttl", "0", "-y"],
+     "--ttl: '0' must be more than zero", ["e.g. 0h", "--ttl-hours 0"]),
+    ("oa-vm", ["pool-resume", "--pool", "p", "--ttl", "0"],
+     "--ttl: '0' must be more than zero", ["e.g. 0h"]),
+    ("oa-vm", ["pool-pause", "--pool", "p", "--keep", "0"],
+     "--keep: '0' must be more than zero", ["e.g. 0d"]),
+    ("openadapt-evals", ["run", "--tasks", "all", "--agent", "noop", "--wait-for-pool", "0"],
+     "--wait-for-pool: '0' must be more than zero", ["e.g. 0s"]),
+    ("openadapt-evals", ["run", "--tasks", "all", "--agent", "noop", "--wait-ready", "0"],
+     "--wait-ready: '0' must be more than zero", ["e.g. 0s"]),
+    ("openadapt-evals", ["sweep", "--tasks", "all", "--agent", "noop", "--ttl", "0.0"],
+     "--ttl: '0.0' must be more than zero", ["e.g. 0.0h"]),
     ("openadapt-evals", ["sweep", "--tasks", "all", "--agent", "noop", "--cloud", "aws",
                          "--fault", "latency=1"],
      "--fault is for local pools (--cloud local)", ["--ssh-via", "--tasks-dir"]),
@@ -72,7 +86,32 @@ ERRORS = [
      "--tasks 'local_small': a dry run reads no task catalog", []),
     ("openadapt-evals", ["tasks", "99"],
      "--tasks '99': a number N selects the first N tasks", []),
+    # the dry run's catalog is WAA's 154 tasks, and the pool it prices has a size limit: it
+    # priced 100000 tasks, and 100000 workers, that no run could have
+    (FLOW, ["--dry-run", "--tasks", "155"],
+     "--tasks '155': a number N selects the first N tasks, and WAA has 154; give 1 to 154", []),
+    # an option the kind of run does not read: the dry run took --pool (a run on it was
+    # expected, an estimate came), --live priced nothing and replayed when hybrid was asked
+    (FLOW, ["--pool", "p", "--task-ids", NOTEPAD_TASK],
+     "--pool is for a live run; add --live to run on the pool, or leave it out", []),
+    (FLOW, ["--dry-run", "--max-cost-usd", "5"], "--max-cost-usd is for a live run", []),
+    (FLOW, ["--live", "--pool", "p", "--task-ids", NOTEPAD_TASK, "--bundles", ".",
+            "--workers", "4"], "--workers is for the dry run's estimate", []),
+    (FLOW, ["--live", "--pool", "p", "--task-ids", NOTEPAD_TASK, "--bundles", ".", "--mode",
+            "hybrid"], "--live replays compiled bundles only (--mode replay)", []),
+    (FLOW, ["--dry-run", "--workers", "257"], "--workers 257 is more than the limit of 256",
+     []),
+    (FLOW, ["--dry-run", "--workers", "100000", "--price-per-hour", "1"],
+     "--workers 100000 is more than the limit of 256", []),
     ("openadapt-evals", ["mock", "--tasks", "nope"], "no index or task named 'nope'", []),
+    # a range's bounds said as every other bound (it was "--workers: Input should be less than
+    # or equal to 16"), by the one rule of usage errors
+    ("openadapt-evals", ["mock", "--workers", "99"], "--workers must be at most 16, not 99",
+     ["Input should be"]),
+    ("openadapt-evals", ["mock", "--workers", "0"], "--workers must be at least 1, not 0",
+     ["Input should be"]),
+    ("openadapt-evals", ["study", "ui-change", "--runs", "21"],
+     "--runs must be at most 20, not 21", ["Input should be"]),
 ]
 
 

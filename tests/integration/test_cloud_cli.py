@@ -241,6 +241,7 @@ def test_image_list_and_delete_of_an_unknown_image(tmp_path: Path) -> None:
     gone = run_cli("oa-vm", "image-delete", "waa-us-east-1-20260101-0000", "-y",
                    home=home, env=env)
     assert "no image named" in gone.assert_one_line_error()
+    assert gone.returncode == 2  # a name that names nothing, as an unknown --pool (it was 1)
 
 
 def _record_image(home: Path, monkeypatch: pytest.MonkeyPatch, *, expired: bool = False) -> str:

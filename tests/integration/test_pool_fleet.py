@@ -102,6 +102,12 @@ def test_killed_worker_is_replaced_under_its_name_by_pool_repair(home: Path) -> 
     degraded = _status(home, "heal")
     assert degraded["state"] == "degraded"
     assert degraded["workers"][1]["state"] == "lost"
+    # a wait names the repair as the next step (it named only pool-cleanup, the whole pool)
+    waited = run_cli("oa-vm", "pool-wait", "--name", "heal", "--timeout", READY_TIMEOUT,
+                     home=home)
+    line = waited.assert_one_line_error()
+    assert "worker lost while waiting (worker-1" in line, line
+    assert "replace it with 'oa-vm pool-repair --pool heal'" in line, line
 
     repaired = run_cli("oa-vm", "pool-repair", "--name", "heal", "--timeout", READY_TIMEOUT,
                        home=home)

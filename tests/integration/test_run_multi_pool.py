@@ -489,5 +489,7 @@ def test_a_pool_without_a_ready_worker_is_named_and_nothing_is_held(
     line = refused.assert_one_line_error()
     assert refused.returncode == 1
     assert "pool 'pb' has no ready worker" in line, line
+    # its worker is lost: a repair brings it back, a wait (the line's old advice) fails
+    assert line.endswith("run 'oa-vm pool-repair --pool pb'"), line
     assert read_lease("pa") is None and read_lease("pb") is None
     assert not (results / "lost").exists()

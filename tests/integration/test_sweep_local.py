@@ -16,6 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+import oa_vm
 from oa_vm import api
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
@@ -126,18 +127,25 @@ def test_an_interrupted_sweep_removes_its_pool_and_can_be_resumed(
     output = log.read_text()
     assert "pool sw removed" in output and "Traceback" not in output
     assert output.strip().splitlines()[-1].startswith("openadapt-evals: error: interrupted;")
-    assert "--resume" in output.strip().splitlines()[-1]
+    # the line gives all a resume needs: a sweep's --tasks and --agent are the run's own
+    assert output.strip().splitlines()[-1].endswith("continue with --resume --run-name cut")
     assert state.list_names() == []
     assert not any(pid is not None and psutil.pid_exists(pid)
                    and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE for pid in pids)
     metadata = json.loads((results / "cut" / "metadata.json").read_text())
     assert metadata["status"] == "interrupted"
     kept = {t: r["started_at"] for t, r in read_records(results / "cut").items()}
+    # the table across runs says the run is cut short, and how far it got (its row alone
+    # showed the rate of what ran as the run's, beside the 24 tasks it selected)
+    listed = evals("runs", home=home, results=results)
+    assert f"NOT FINISHED: cut (interrupted, {len(kept)} of {LOCAL_TASKS} attempts)" in (
+        listed.stdout), listed.stdout
 
-    resumed_args = [a for a in args if a != str(results)][:-1]
-    resumed_args[resumed_args.index("--step-pause") + 1] = "0.1"
-    # a faster pause for the rest: a recorded setting, so the change is asked for and recorded
-    resumed = evals(*resumed_args, "--resume", "--allow-change", "step-pause", home=home,
+    # as the line says, without --tasks and --agent (a sweep required both, where a run took
+    # the run's own); a faster pause for the rest: a recorded setting, so the change is asked
+    # for and recorded
+    resumed = evals("sweep", "--workers", "2", "--name", "sw", "--resume", "--run-name", "cut",
+                    "--step-pause", "0.1", "--allow-change", "step-pause", home=home,
                     results=results)
     assert resumed.returncode == 0, resumed.stderr
     records = read_records(results / "cut")
@@ -145,6 +153,7 @@ def test_an_interrupted_sweep_removes_its_pool_and_can_be_resumed(
     assert {r["status"] for r in records.values()} == {"success"}
     assert all(records[t]["started_at"] == s for t, s in kept.items())
     assert_summary_matches(results / "cut", records)
+    assert "NOT FINISHED" not in evals("runs", home=home, results=results).stdout
 
 
 # --- the budget cap ----------------------------------------------------------------------------
@@ -277,6 +286,55 @@ def test_resume_with_another_selection_or_a_missing_run(
                            "--run-name", "never", "--resume", home=home, results=results), 2)
     assert "no run" in line
     assert not (results / "never").exists()
+
+
+def test_a_resume_names_what_it_lacks_first(home: Path, pool: str, tmp_path: Path) -> None:
+    """``--resume`` needs the run's name and nothing else: without it, or with a name no run
+    has, run and sweep say so (naming the runs there are), not "give --tasks and --agent"."""
+    results = tmp_path / "results"
+    first = evals("run", "--pool", pool, "--agent", "noop", "--tasks", "domain:clock",
+                  "--run-name", "r", home=home, results=results)
+    assert first.returncode == 0, first.stderr
+    before = folder_digest(results)
+    for command in (("run", "--pool", pool), ("sweep", "--workers", "1")):
+        line = _one_line(evals(*command, "--run-name", "rr", "--resume", home=home,
+                               results=results), 2)
+        assert "no run named 'rr'" in line and "known runs: r)" in line, line
+        line = _one_line(evals(*command, "--resume", home=home, results=results), 2)
+        assert "--resume needs --run-name" in line, line
+        line = _one_line(evals(*command, home=home, results=results), 2)
+        assert line.endswith("give --tasks and --agent" + (
+            " (or --rerun-errors RUN to rerun a run's errors)" if command[0] == "run" else "")
+        ), line
+    assert folder_digest(results) == before
+    assert state.list_names() == [pool]
+
+
+def test_a_resume_refused_for_a_setting_says_how_to_resume(
+    home: Path, pool: str, tmp_path: Path
+) -> None:
+    """The way back the refusal names is one to type: "without --variations" for a run
+    started without it (it said "resume it with --variations '(none)'"), "the --variations
+    file it started with (sha256 ...)" for one started with it."""
+    results = tmp_path / "results"
+    variations = oa_vm.local_tasks_dir() / "variations" / "local_all.json"
+    for name, extra in (("plain", ("--agent", "noop")), ("random", ("--agent", "random")),
+                        ("varied", ("--agent", "noop", "--variations", str(variations)))):
+        first = evals("run", "--pool", pool, "--tasks",
+                      "c499b229-110c-5fc8-9895-f2f879ac1512-WOS", "--run-name", name, *extra,
+                      home=home, results=results)
+        assert first.returncode == 0, first.stderr
+    before = folder_digest(results)
+    line = _one_line(evals("run", "--pool", pool, "--run-name", "plain", "--resume",
+                           "--variations", str(variations), home=home, results=results), 2)
+    assert "resume it without --variations or start a new run" in line, line
+    line = _one_line(evals("run", "--pool", pool, "--run-name", "varied", "--resume",
+                           home=home, results=results), 2)
+    assert "resume it with the --variations file it started with (sha256 " in line, line
+    line = _one_line(evals("run", "--pool", pool, "--run-name", "random", "--resume",
+                           "--agent-arg", "seed=7", home=home, results=results), 2)
+    assert "resume it without --agent-arg" in line, line
+    assert folder_digest(results) == before
 
 
 def test_resume_of_a_finished_run_redoes_nothing(home: Path, pool: str, tmp_path: Path) -> None:

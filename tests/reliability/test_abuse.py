@@ -624,3 +624,56 @@ def test_reliability_md_counts_the_cases_the_suite_runs() -> None:
     assert total is not None and said is not None
     assert sum(rows) == int(total.group(1)) == int(said.group(1)) == len(CASES), (
         sum(rows), total.group(1), said.group(1), len(CASES))
+
+
+_PAUSED = "napping"
+
+# every command that needs the pool's workers running (oa_vm.model.state.refuse_paused)
+_NEEDS_WORKERS: dict[str, tuple[str, ...]] = {
+    "pool-wait": ("oa-vm", "pool-wait", "--name", _PAUSED, "--timeout", "2m"),
+    "pool-tunnel": ("oa-vm", "pool-tunnel", "--name", _PAUSED),
+    "pool-repair": ("oa-vm", "pool-repair", "--name", _PAUSED, "--no-wait"),
+    "run": ("openadapt-evals", "run", "--pool", _PAUSED, "--agent", "oracle", "--tasks", TASK,
+            "--results-dir", "{res}"),
+    "run --wait-ready": ("openadapt-evals", "run", "--pool", _PAUSED, "--agent", "oracle",
+                         "--tasks", TASK, "--results-dir", "{res}", "--wait-ready", "2m"),
+    "tasks --pool": ("openadapt-evals", "tasks", "--pool", _PAUSED),
+    "audit-verifier --pool": ("openadapt-evals", "audit-verifier", "--pool", _PAUSED,
+                              "--tasks", TASK),
+    "study ui-change --pool": ("openadapt-evals", "study", "ui-change", "--pool", _PAUSED,
+                               "--runs", "1"),
+    "flow --live": ("openadapt-eval-flow", "--live", "--pool", _PAUSED, "--task-ids", TASK,
+                    "--bundles", "{res}", "--results-dir", "{res}"),
+}
+
+
+def test_a_paused_pool_is_refused_by_every_command_that_needs_its_workers(
+    home: Path, tmp_path: Path
+) -> None:
+    """Each command says the pool is paused and names pool-resume, and the pool stays paused:
+    ``pool-wait`` (and a run's ``--wait-ready``) took the stopped workers for lost and wrote so
+    into the record, which left a pool ``pool-resume`` refused as "not paused", and a run,
+    ``tasks`` and the flow told the user to run that ``pool-wait``; ``pool-tunnel`` printed
+    ``WAA None`` and exited 0."""
+    results = tmp_path / "results"
+    results.mkdir()
+    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name",
+                      _PAUSED, "-y", home=home)
+    assert created.returncode == 0, created.stderr
+    api.wait_pool(_PAUSED, timeout_s=READY_S)
+    paused = run_cli("oa-vm", "pool-pause", "--name", _PAUSED, home=home)
+    assert paused.returncode == 0, paused.stderr
+    record = home / "pools" / _PAUSED / "pool.json"
+    before = record.read_bytes()
+    for what, (script, *args) in _NEEDS_WORKERS.items():
+        result = run_cli(script, *(a.replace("{res}", str(results)) for a in args), home=home)
+        assert result.returncode != 0, (what, result.stdout)
+        assert "Traceback" not in result.stderr, (what, result.stderr)
+        last = result.stderr.strip().splitlines()[-1]
+        assert f"pool '{_PAUSED}' is paused" in last, (what, result.stderr)
+        assert f"oa-vm pool-resume --pool {_PAUSED}" in last, (what, last)
+        assert record.read_bytes() == before, f"{what} changed the paused pool's record"
+    assert list(results.iterdir()) == []
+    resumed = run_cli("oa-vm", "pool-resume", "--name", _PAUSED, "--timeout", "5m", home=home)
+    assert resumed.returncode == 0, resumed.stderr
+    assert api.pool_status(_PAUSED).state.value == "ready"

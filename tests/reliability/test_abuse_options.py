@@ -138,6 +138,22 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "sweep --cloud local --image": ("openadapt-evals", (*_SWEEP, "--image", "ami-0"), None),
     "pool-create --cloud local --build-image": ("oa-vm", (*_CREATE, "--name", "t1",
                                                           "--build-image"), None),
+    # --- a region named twice (the plan listed it twice among the regions tried), refused as
+    # a --host or a run's --pool named twice is (oa_vm.api.build_spec)
+    "pool-create --region named twice": ("oa-vm", ("pool-create", "--cloud", "aws", "--name",
+                                                   "t1", "--region", "us-east-1,us-east-1",
+                                                   "--plan"), USAGE),
+    "sweep --region named twice": ("openadapt-evals", (
+        "sweep", "--cloud", "aws", "--workers", "1", "--agent", "oracle", "--tasks", TASK,
+        "--results-dir", "{res}", "--plan", "--region", "us-east-1,eu-west-1, us-east-1"),
+        USAGE),
+    # --- an option of one built-in agent given to another (it was ignored, the run went on)
+    "run --bundles with --agent oracle": ("openadapt-evals", (*_RUN, "--bundles", "{res}"),
+                                          USAGE),
+    "run --agent-url with --agent oracle": ("openadapt-evals", (*_RUN, "--agent-url",
+                                                                "http://127.0.0.1:9/act"), USAGE),
+    "sweep --bundles with --agent oracle": ("openadapt-evals", (*_SWEEP, "--bundles", "{res}"),
+                                            USAGE),
     # --- a value that kept no run, or every run, without a word
     "runs --since abc": ("openadapt-evals", ("runs", "--results-dir", "{res}", "--since", "abc"),
                          None),
@@ -295,3 +311,16 @@ def test_a_closed_standard_stream_is_no_traceback(world: World, cwd: Path, name:
         assert proc.stderr == "", proc.stderr
     assert _records(world) == before
     assert api.pool_status(POOL).state.value == "ready"
+
+
+def test_the_agent_url_of_the_environment_is_no_option_typed(world: World, tmp_path: Path) -> None:
+    """``$OA_EVALS_AGENT_URL`` set in a profile does not stop a run of another agent, as an
+    ``--agent-url`` typed for it does."""
+    proc = subprocess.run(  # fixed argv, no shell
+        [str(BIN / "openadapt-evals"), "run", "--pool", POOL, "--agent", "noop", "--tasks", TASK,
+         "--results-dir", str(tmp_path)], capture_output=True, text=True, timeout=300,
+        env={**os.environ, "OA_VM_HOME": str(world.home),
+             "OA_EVALS_AGENT_URL": "http://127.0.0.1:9/act"}, stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr

@@ -179,3 +179,39 @@ def test_out_makes_no_folder_and_replaces_only_its_own_file(
     _foreign(theirs / "keep.txt")
     refused = run(theirs, "--force")
     assert refused.returncode != 0 and (theirs / "keep.txt").read_text() == "my own notes\n"  # type: ignore[attr-defined]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("command", sorted(c for c in BASES if "(folder)" not in c))
+def test_a_folder_at_a_file_out_is_refused_and_kept(
+    command: str, res: Path, tmp_path: Path, prices_env: dict[str, str]
+) -> None:
+    """Every command writing one file refuses an empty folder at its ``--out`` in one line and
+    leaves it as it was (``export --format inspect`` replaced it with its log)."""
+    target = tmp_path / ("report.eval" if "inspect" in BASES[command] else "report.out")
+    target.mkdir()
+    line = _run(command, res, tmp_path / "home", prices_env, OPTION.get(command, "--out"),
+                str(target)).assert_one_line_error()  # type: ignore[attr-defined]
+    assert str(target) in line and "folder" in line and "unexpected error" not in line, line
+    assert target.is_dir() and list(target.iterdir()) == []
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", ["report.txt", "report", "folder"])
+def test_an_inspect_out_is_a_file_named_as_inspect_writes(res: Path, tmp_path: Path,
+                                                          name: str) -> None:
+    """Inspect AI writes ``.eval`` or ``.json`` logs only, by the name: another name (or a
+    folder) is bad input, refused in one line with exit 2 naming a name that works, before the
+    log is built; it was an "unexpected error: ValueError" after it."""
+    target = tmp_path / name
+    if name == "folder":
+        target.mkdir()
+    result = run_cli("openadapt-evals", "export", "a", "--format", "inspect", "--results-dir",
+                     str(res), "--out", str(target), home=tmp_path / "home")
+    line = result.assert_one_line_error()
+    assert result.returncode == 2 and ".eval or .json" in line, line
+    example = target / "a.eval" if name == "folder" else target.with_name(f"{name}.eval")
+    assert f"--out {example}" in line, line
+    made = {"folder"} if name == "folder" else set()  # the test's own, still empty
+    assert {p.name for p in tmp_path.iterdir()} == {"results", *made}
+    assert not made or list(target.iterdir()) == []

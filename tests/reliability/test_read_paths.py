@@ -24,7 +24,9 @@ judging its mode bits, and reports what the system refuses (``cannot be read (..
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -32,7 +34,8 @@ import pytest
 
 from tests.reliability.test_abuse import DONE, POOL, TASK, World
 from tests.reliability.test_abuse_options import _refused, cwd, world
-from tests.support.cli import BIN
+from tests.support.cli import BIN, run_cli
+from tests.support.pools import READY_TIMEOUT
 
 pytestmark = pytest.mark.integration
 
@@ -139,6 +142,44 @@ def test_an_empty_folder_where_content_is_wanted_is_one_line_saying_so(
     assert EMPTY[option].replace("{path}", str(empty)) in line, line
 
 
+# an empty file where a document is wanted (the one reader, waa_client.inputs), and a bundle
+# with nothing to replay: (script, arguments with {path} the file, {bundles} its folder, the
+# file's path under tmp_path, its content, what the line says)
+EMPTY_FILES: dict[str, tuple[str, tuple[str, ...], str, str, str]] = {
+    "run --variations": (_EVALS, (*_RUN, "--variations", "{path}"), "v.json", "",
+                         "the variations file {path} is empty; fill it in"),
+    "run --bundles, an empty workflow": (
+        _EVALS, ("run", "--pool", POOL, "--agent", "replay", "--tasks", TASK, "--results-dir",
+                 "{res}", "--bundles", "{bundles}"), f"b/{TASK}/workflow.json", " \n",
+        "the bundle {path} is empty; fill it in"),
+    "run --bundles, no actions": (
+        _EVALS, ("run", "--pool", POOL, "--agent", "replay", "--tasks", TASK, "--results-dir",
+                 "{res}", "--bundles", "{bundles}"), f"b/{TASK}/workflow.json",
+        '{"actions": []}', "{path} has an empty 'actions' list; give it the actions"),
+    "tasks --source, an empty index": (_EVALS, ("tasks", "--source", "{bundles}", "local_x"),
+                                       "s/local_x.json", "", "task file {path} is empty"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMPTY_FILES))
+def test_an_empty_file_is_said_empty_once(world: World, cwd: Path, tmp_path: Path,
+                                          case: str) -> None:
+    """Said "is empty", where the reader said "not valid JSON (Expecting value)" or "not a
+    mapping", and a bundle's refusal said what to do twice ("fix the file; fix or remove it")
+    or called an empty actions list "no 'actions' list"."""
+    script, args, where, content, said = EMPTY_FILES[case]
+    path = tmp_path / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content)
+    if path.name == "local_x.json":
+        (path.parent / "examples").mkdir()  # a task folder, whose index is the empty file
+    folder = str(tmp_path / where.split("/")[0])
+    line = _refused(world, cwd, script, tuple(
+        a.replace("{path}", str(path)).replace("{bundles}", folder) for a in args), 2, {})
+    assert said.replace("{path}", str(path)) in line, line
+    assert line.count("fix") <= 1, line
+
+
 def test_every_script_and_every_case_is_tried() -> None:
     assert {script for script, _, _ in OPTIONS.values()} == {_EVALS, _OA_VM, _FLOW, "python"}
     assert {case for _, case in CASES.values()} == {MISSING, FILE, FOLDER}
@@ -156,3 +197,45 @@ def test_an_empty_results_folder_is_an_answer(world: World, cwd: Path, tmp_path:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == f"Runs in {empty}:\nno runs\n"
     assert proc.stderr == ""
+
+
+def test_files_a_windows_editor_saved_are_read_as_their_text(home: Path, tmp_path: Path) -> None:
+    """A byte-order mark first and CRLF line ends, as Notepad saves UTF-8: an ``@file`` list
+    (``tasks``, ``run``'s selection, the flow's ``--task-ids``), a ``--source`` folder's index
+    and task file, and the same folder served by a local pool's worker (``--tasks-dir``) read
+    as the text they hold; the mark made the first ID "cannot name a folder" and a task file
+    "not valid JSON (Unexpected UTF-8 BOM)"."""
+    bom = b"\xef\xbb\xbf"
+    ids = tmp_path / "ids.txt"
+    ids.write_bytes(bom + TASK.encode() + b"\r\n")
+    source = tmp_path / "source"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "infra" / "local" / "tasks" /
+                    "examples" / "notepad", source / "examples" / "notepad",
+                    ignore=lambda _, names: [n for n in names if n != f"{TASK}.json"])
+    task = source / "examples" / "notepad" / f"{TASK}.json"
+    task.write_bytes(bom + task.read_bytes().replace(b"\n", b"\r\n"))
+    (source / "local_x.json").write_bytes(bom + json.dumps({"notepad": [TASK]}).encode())
+
+    def listed(*args: str) -> list[str]:
+        result = run_cli(*args, home=home)
+        assert result.returncode == 0, result.stderr
+        return [t["task_id"] for t in json.loads(result.stdout)["tasks"]]
+
+    assert listed("openadapt-evals", "tasks", f"@{ids}", "--json") == [TASK]
+    assert listed("openadapt-evals", "tasks", "--source", str(source), "local_x",
+                  "--json") == [TASK]
+    flow = run_cli("openadapt-eval-flow", "--task-ids", f"@{ids}", "--json", home=home)
+    assert flow.returncode == 0, flow.stderr
+    assert json.loads(flow.stdout)["plan"]["task_ids"] == [TASK]
+    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1", "--name",
+                      "notepad", "--tasks-dir", str(source), "-y", home=home)
+    assert created.returncode == 0, created.stderr
+    waited = run_cli("oa-vm", "pool-wait", "--name", "notepad", "--timeout", READY_TIMEOUT,
+                     home=home)
+    assert waited.returncode == 0, waited.stderr
+    assert listed("openadapt-evals", "tasks", "--pool", "notepad", "local_x", "--json") == [TASK]
+    ran = run_cli("openadapt-evals", "run", "--pool", "notepad", "--agent", "oracle", "--tasks",
+                  f"@{ids}", "--results-dir", str(tmp_path / "results"), "--json", home=home,
+                  timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["successes"] == 1

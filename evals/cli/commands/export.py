@@ -12,6 +12,8 @@ from evals.errors import InvalidRunInputError
 from oa_vm.kit import safe_fs
 
 FORMATS = ("inspect", "hf", "jsonl")
+INSPECT_SUFFIXES = (".eval", ".json")
+"""The names Inspect AI writes a log under (it chooses the format by the suffix)."""
 FORMAT_HELP = ("inspect: an Inspect AI eval log, one sample per attempt (needs oa-vm[inspect]); "
                "hf: a Hugging Face datasets folder, one row per step (needs oa-vm[datasets]); "
                "jsonl: steps.jsonl with the screenshots beside it.")
@@ -34,6 +36,13 @@ def export(
         raise InvalidRunInputError(
             f"--format {fmt!r} is not a format openadapt-evals exports; give one of "
             f"{', '.join(FORMATS)}")
+    if fmt == "inspect" and out is not None and out.suffix not in INSPECT_SUFFIXES:
+        # Inspect picks its format by the name, and had no writer for any other: one
+        # "unexpected error" line, after the log was built
+        example = out / f"{run}.eval" if out.is_dir() else out.with_name(f"{out.name}.eval")
+        raise InvalidRunInputError(
+            f"--out {out}: an Inspect AI log is one file named .eval or .json (Inspect's two "
+            f"formats); give e.g. --out {example}")
     run_dir = find_run(run, results_dir)
     if out is None:
         out = run_dir / "export" / (f"{run_dir.name}.eval" if fmt == "inspect" else fmt)
@@ -42,7 +51,7 @@ def export(
         from evals.report.export.inspect_log import exported_log, write_inspect_log
 
         safe_fs.write_out_made(out, lambda made: write_inspect_log(run_dir, made),
-                               ours=exported_log, force=force)
+                               ours=exported_log, force=force, folder=False)
         typer.echo(f"{out}  (Inspect AI eval log; open it with: inspect view --log-dir "
                    f"{out.parent})")
         return

@@ -43,8 +43,11 @@ def tasks_help() -> str:
 
 TASKS_HELP = tasks_help()
 AGENT_HELP = "noop, oracle, random, replay, http, api-claude, api-openai, or module:Class."
-TasksOpt = Annotated[str, typer.Option("--tasks", help=TASKS_HELP)]
-AgentOpt = Annotated[str, typer.Option("--agent", help=AGENT_HELP)]
+# sweep's: a resumed sweep, as a resumed run, runs its own tasks with its own agent
+TasksOpt = Annotated[str | None, typer.Option(
+    "--tasks", help=TASKS_HELP + " Required (but for --resume: the run's own).")]
+AgentOpt = Annotated[str | None, typer.Option(
+    "--agent", help=AGENT_HELP + " Required (but for --resume: the run's own).")]
 MaxStepsOpt = Annotated[int, typer.Option("--max-steps", help="Steps per task at most.")]
 TrialsOpt = Annotated[
     int, typer.Option("--trials", help="Run each task K times (each trial its own record; "
@@ -307,6 +310,11 @@ def given_settings(ctx: typer.Context) -> set[str]:
     return given
 
 
+AGENT_OWN_OPTIONS = {"bundles": ("--bundles", "replay"), "agent_url": ("--agent-url", "http")}
+"""The options only one built-in agent reads (parameter: (option, the agent)); the agent URL's
+environment variable is no option typed, and is not refused for another agent."""
+
+
 def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
     """The command's options as the one :class:`evals.run.runner.RunConfig`, made (and checked)
     once: each parameter of ``ctx`` named as a field sets it, ``fixed`` the fields the command
@@ -323,10 +331,10 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
 
     from evals.agents import AgentOptions
     from evals.results.records import results_root
-    from evals.results.run_reader import read_started
+    from evals.results.run_reader import find_run, read_started
     from evals.run.manifest import REDACTED, read_manifest
     from evals.run.runner import RunConfig, default_run_name
-    from evals.run.settings import recorded_settings, resumed_values
+    from evals.run.settings import RESUME_NEEDS_NAME, recorded_settings, resumed_values
 
     params = {**ctx.params, **fixed}
     values = {f.name: params[f.name] for f in fields(RunConfig) if params.get(f.name) is not None}
@@ -335,6 +343,14 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
     agent_url = params.get("agent_url") or os.environ.get(AGENT_URL_ENV) or None
     run_name = params.get("run_name")
     folder = results_root(params.get("results_dir")) / (run_name or "")
+    if params.get("resume") and run_name is None:
+        raise InvalidRunInputError(RESUME_NEEDS_NAME)  # said first: it decides the rest
+    plain = run_name not in (None, "", ".", "..") and Path(str(run_name)).name == run_name
+    if params.get("resume") and run_name is not None and not (
+            plain and folder.is_dir()):  # a run killed before it started starts afresh
+        # before "give --tasks": a mistyped --run-name is the likelier cause, and the line
+        # names the runs there are
+        find_run(run_name, params.get("results_dir"))
     metadata = read_started(folder) if params.get("resume") and run_name else None
     if metadata is not None:
         given = given_settings(ctx)
@@ -350,9 +366,18 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
                 )
             args = tuple(f"{k}={v}" for k, v in agent_args.items())
     if "selection" not in values or "agent" not in values:
-        raise InvalidRunInputError(
-            "give --tasks and --agent (or --rerun-errors RUN to rerun a run's errors)"
-        )
+        rerun = " (or --rerun-errors RUN to rerun a run's errors)" if (
+            "rerun_errors" in ctx.params) else ""
+        missing = " and ".join(option for field, option in (("selection", "--tasks"),
+                                                            ("agent", "--agent"))
+                               if field not in values)
+        raise InvalidRunInputError(f"give {missing}{rerun}")
+    for key, (option, owner) in AGENT_OWN_OPTIONS.items():
+        # as an option of another cloud is: it was ignored, and the run went on without it
+        if params.get(key) is not None and values["agent"] != owner:
+            raise InvalidRunInputError(
+                f"{option} is for the {owner} agent (--agent {owner}), not --agent "
+                f"{values['agent']}; leave it out")
     if values.get("run_name") is None and not values.get("resume"):
         # "" stays "" (and is refused), never silently replaced by a default
         values["run_name"] = default_run_name(values["agent"])

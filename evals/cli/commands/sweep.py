@@ -87,8 +87,8 @@ def _say(line: str) -> None:
 
 def sweep(
     ctx: typer.Context,
-    selection: TasksOpt,
-    agent: AgentOpt,
+    selection: TasksOpt = None,
+    agent: AgentOpt = None,
     cloud: Annotated[
         str, typer.Option("--cloud", help="Where the pool runs: local (default), aws, azure.")
     ] = "local",

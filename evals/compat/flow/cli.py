@@ -22,6 +22,7 @@ from evals.errors import EvalsError, MissingBundlesError
 from evals.results.cost import (
     DEFAULT_FALLBACK_RATE,
     DEFAULT_MODEL,
+    FULL_SUITE_TASKS,
     STARTUP_HOURS,
     EstimateInput,
     Mode,
@@ -49,8 +50,51 @@ def _show_version(value: bool) -> None:
         raise typer.Exit()
 
 
+LIVE_ONLY = {"pool": "--pool", "max_cost_usd": "--max-cost-usd", "run_name": "--run-name",
+             "results_dir": "--results-dir"}
+"""The options only a live run reads (parameter: option)."""
+DRY_RUN_ONLY = {"workers": "--workers", "cloud": "--cloud", "size": "--size",
+                "region": "--region", "spot": "--spot"}
+"""The options of ours only the dry run's estimate reads: a live run replays on the pool's
+workers. The reference's own (``--model``, ``--fallback-rate``, ``--vm-hourly``) stay
+accepted with ``--live``, as its scripts give them."""
+
+
+def _typed(ctx: typer.Context, params: dict[str, str]) -> list[str]:
+    """The options of ``params`` given on the command line."""
+    return [option for key, option in params.items()
+            if (source := ctx.get_parameter_source(key)) is not None
+            and source.name == "COMMANDLINE"]  # by name: typer vendors click's enum
+
+
+def _check_mode_options(ctx: typer.Context, *, live: bool, mode: Mode) -> None:
+    """Refuse an option the chosen kind of run does not read, which it ignored: the dry run
+    took ``--pool`` (a user expecting a run on it got an estimate), and ``--live`` priced
+    nothing of ``--workers`` or ``--cloud`` and replayed when ``--mode hybrid`` was asked.
+
+    Raises:
+        InvalidInputError: one line naming the option and the kind of run it is for.
+    """
+    if live:
+        ignored = _typed(ctx, DRY_RUN_ONLY)
+        if ignored:
+            raise InvalidInputError(
+                f"{ignored[0]} is for the dry run's estimate; --live replays the bundles on "
+                "the pool's own workers: leave it out")
+        if mode != Mode.REPLAY:
+            raise InvalidInputError("--live replays compiled bundles only (--mode replay); "
+                                    "--mode hybrid is for the dry run's estimate")
+        return
+    ignored = _typed(ctx, LIVE_ONLY)
+    if ignored:
+        raise InvalidInputError(
+            f"{ignored[0]} is for a live run; add --live to run on the pool, or leave it out "
+            "for the dry run's estimate")
+
+
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})
 def flow(
+    ctx: typer.Context,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print the plan and its cost (the default).")
     ] = False,
@@ -119,6 +163,7 @@ def flow(
     """Print a flow run's plan and cost estimate (dry run), or hand it to the sweep runner."""
     if dry_run and live:
         raise InvalidInputError("give --dry-run or --live, not both")
+    _check_mode_options(ctx, live=live, mode=mode)
     if task_count is not None:
         tasks = tasks or str(task_count)
     if tasks is not None and task_ids is not None:
@@ -134,6 +179,10 @@ def flow(
     price = resolve_vm_price(
         vm_hourly=vm_hourly, cloud=cloud, size=size, region=region, spot=spot
     )
+    # the pool it prices could not be made larger (a price of your own: your own hosts)
+    limit = oa_vm.cloud_facts(price.cloud or "ssh").max_workers
+    if workers > limit:
+        raise InvalidInputError(f"--workers {workers} is more than the limit of {limit}")
     inputs = EstimateInput(
         n_tasks=1, mode=mode, model=model, fallback_rate=fallback_rate, workers=workers
     )
@@ -161,6 +210,11 @@ def _selection(text: str | None, *, live: bool) -> tuple[int | None, list[str] |
         count = -count if text.strip().startswith("-") else count
         if count < 1:
             raise InvalidInputError(f"--tasks {text.strip()}: give at least 1 task")
+        if count > FULL_SUITE_TASKS and not live:  # --live: the pool's catalog says
+            # as 'openadapt-evals tasks N' says it: a count past the suite named no task
+            raise InvalidInputError(
+                f"--tasks {text.strip()!r}: a number N selects the first N tasks, and WAA has "
+                f"{FULL_SUITE_TASKS}; give 1 to {FULL_SUITE_TASKS}, or all")
         return (None, None, text) if live else (count, None, None)
     stripped = text.strip()
     if stripped.startswith("@") or "," in stripped or "-" in stripped:
