@@ -89,7 +89,8 @@ ERRORS = [
     # the dry run's catalog is WAA's 154 tasks, and the pool it prices has a size limit: it
     # priced 100000 tasks, and 100000 workers, that no run could have
     (FLOW, ["--dry-run", "--tasks", "155"],
-     "--tasks '155': a number N selects the first N tasks, and WAA has 154; give 1 to 154", []),
+     "--tasks '155': a number N selects the first N tasks, and WAA's suite has 154; give 1 to "
+     "154", []),
     # an option the kind of run does not read: the dry run took --pool (a run on it was
     # expected, an estimate came), --live priced nothing and replayed when hybrid was asked
     (FLOW, ["--pool", "p", "--task-ids", NOTEPAD_TASK],

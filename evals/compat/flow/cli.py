@@ -22,7 +22,6 @@ from evals.errors import EvalsError, MissingBundlesError
 from evals.results.cost import (
     DEFAULT_FALLBACK_RATE,
     DEFAULT_MODEL,
-    FULL_SUITE_TASKS,
     STARTUP_HOURS,
     EstimateInput,
     Mode,
@@ -31,7 +30,7 @@ from evals.results.cost import (
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.kit import timings
 from oa_vm.kit.clikit import plain_typer, print_json, run_main, typed_name
-from waa_client.catalog import Catalog, selection_count
+from waa_client.catalog import WAA_SUITE, WAA_SUITE_TASKS, Catalog, check_count, selection_count
 
 PROG = "openadapt-eval-flow"
 PRICE_NAMES = ("--price-per-hour", "--vm-hourly")
@@ -210,11 +209,8 @@ def _selection(text: str | None, *, live: bool) -> tuple[int | None, list[str] |
         count = -count if text.strip().startswith("-") else count
         if count < 1:
             raise InvalidInputError(f"--tasks {text.strip()}: give at least 1 task")
-        if count > FULL_SUITE_TASKS and not live:  # --live: the pool's catalog says
-            # as 'openadapt-evals tasks N' says it: a count past the suite named no task
-            raise InvalidInputError(
-                f"--tasks {text.strip()!r}: a number N selects the first N tasks, and WAA has "
-                f"{FULL_SUITE_TASKS}; give 1 to {FULL_SUITE_TASKS}, or all")
+        if not live:  # --live: the pool's catalog says; a count past WAA's suite names no task
+            check_count(text, WAA_SUITE_TASKS, WAA_SUITE)
         return (None, None, text) if live else (count, None, None)
     stripped = text.strip()
     if stripped.startswith("@") or "," in stripped or "-" in stripped:
@@ -346,7 +342,8 @@ def render(plan: DryRun) -> str:
         format_estimate(est),
     ]
     if plan.full_suite is not None:
-        lines += ["", format_estimate(plan.full_suite, title="154 tasks (the full WAA suite)")]
+        full = f"{WAA_SUITE_TASKS} tasks (the full WAA suite)"
+        lines += ["", format_estimate(plan.full_suite, title=full)]
     lines += [
         "",
         f"  {est.summary_line()}",
@@ -394,7 +391,7 @@ def reference_json(plan: DryRun) -> dict[str, object]:
                    else f"{plan.bundles.folder}/{t}" if plan.bundles else None}
                   for t in ids] if ids is not None else [],
     }
-    counts = [est.n_tasks] + ([154] if plan.full_suite is not None else [])
+    counts = [est.n_tasks] + ([WAA_SUITE_TASKS] if plan.full_suite is not None else [])
     data["estimates"] = [
         estimate_flow_waa_cost(n, mode=est.mode, model_name=est.model,
                                fallback_rate=est.fallback_rate, vm_hourly=est.vm_hourly,
