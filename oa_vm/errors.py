@@ -80,8 +80,9 @@ class PoolExistsError(OaVmError):
         )
 
 
-class AmbiguousPoolError(OaVmError):
-    """``--pool`` was left out while several pools exist."""
+class AmbiguousPoolError(InvalidInputError):
+    """``--pool`` was left out while several pools exist: bad input (exit 2), as a pool
+    named wrongly is."""
 
     def __init__(self, names: list[str]) -> None:
         self.names = names

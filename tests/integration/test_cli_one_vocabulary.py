@@ -132,9 +132,14 @@ def test_a_hint_to_choose_a_pool_names_an_option_run_has(home: Path) -> None:
     for pool in ("a", "b"):
         _ok(run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1", "--pool", pool,
                     "-y", home=home))
-    line = run_cli("openadapt-evals", "run", "--tasks", "1", "--agent", "noop",
-                   home=home).assert_one_line_error()
+    done = run_cli("openadapt-evals", "run", "--tasks", "1", "--agent", "noop", home=home)
+    line = done.assert_one_line_error()
     assert "choose one with --pool" in line and "--name" not in line, line
+    assert done.returncode == 2, line  # bad input, as a pool named wrongly is
+    for words in (["pool-status"], ["pool-wait"], ["pool-cleanup", "-y"]):
+        done = run_cli("oa-vm", *words, home=home)
+        assert "choose one with --pool" in done.assert_one_line_error()
+        assert done.returncode == 2, words
 
 
 def test_help_lists_new_names_first_and_durations_with_units(home: Path) -> None:
