@@ -146,7 +146,7 @@ def pool_create(
     plan = api.plan_pool(spec)
     if not json_out:
         _echo(plan.describe())
-        _echo(f"Pool {spec.name!r} expires at {state.format_time(spec.expires_at)}")
+        _echo(f"Pool {spec.name!r} expires at {state.show_time(spec.expires_at)}")
     _confirm(f"Create pool {spec.name!r}?", yes)
     with interrupt_says(lambda: _create_left(spec.name)):
         record = api.create_pool(spec, progress=_err if json_out else _echo)

@@ -64,7 +64,7 @@ def pool_pause(
     record = fleet.pause_pool(name, keep_days=keep_days, progress=_echo, force=force)
     per_day = current_paused_per_day(record)
     _echo(f"Pool {record.name!r} paused: {len(record.workers)} worker(s) stopped, disks kept; "
-          f"{money(per_day)}/day while paused; expires {state.format_time(record.expires_at)}.")
+          f"{money(per_day)}/day while paused; expires {state.show_time(record.expires_at)}.")
     _echo(f"Next: oa-vm pool-resume --pool {record.name}")
 
 
@@ -147,7 +147,7 @@ def pool_extend(
 ) -> None:
     """Move a pool's expiry later (paused pools included)."""
     record = fleet.extend_pool(name, by_s=parse_duration(by, default_unit="h"), progress=_echo)
-    _echo(f"Pool {record.name!r} now expires at {state.format_time(record.expires_at)}.")
+    _echo(f"Pool {record.name!r} now expires at {state.show_time(record.expires_at)}.")
 
 
 def register(app: typer.Typer) -> None:

@@ -84,7 +84,7 @@ def status_text(record: PoolRecord) -> str:
     """The pool as ``pool-status`` prints it: a header, prices, one row per worker."""
     from oa_vm.kit.redact import redact_worker_secrets  # start-up: none without a pool
 
-    expiry = state.format_time(record.expires_at) or "-"
+    expiry = state.show_time(record.expires_at)
     lines = [
         f"Pool {record.name} ({record.cloud}): {record.state.value}, "
         f"age {format_duration(record.age_seconds())}, expires {expiry}"

@@ -283,7 +283,7 @@ class SmokeRun:
         self.created = True
         worker = record.workers[0] if record.workers else None
         where = f"{worker.name} at {worker.host}" if worker else "no worker recorded"
-        return f"pool {record.name}: {where}, expires {state.format_time(record.expires_at)}"
+        return f"pool {record.name}: {where}, expires {state.show_time(record.expires_at)}"
 
     def _wait(self) -> str:
         from oa_vm.cli.pool_options import Heartbeat

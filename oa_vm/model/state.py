@@ -81,8 +81,14 @@ def parse_time(value: str | None) -> datetime | None:
 
 
 def format_time(value: datetime | None) -> str | None:
-    """ISO 8601 with an explicit offset."""
+    """ISO 8601 with an explicit offset: how records and ``--json`` hold a time."""
     return None if value is None else value.astimezone(UTC).isoformat()
+
+
+def show_time(value: datetime | None) -> str:
+    """How a line for people says a time: UTC to the second, named (``2026-12-03 15:28:02
+    UTC``; ``-`` for none), where the record's ISO form carries microseconds and an offset."""
+    return "-" if value is None else value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 class _Record:

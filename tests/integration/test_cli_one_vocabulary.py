@@ -215,3 +215,24 @@ def test_flow_tasks_is_a_selection_and_a_count_keeps_its_meaning(home: Path) -> 
     assert plan("--tasks", "10")["num_tasks"] == plan("--task-count", "10")["num_tasks"] == 10
     ids = plan("--tasks", "a-1,b-2")
     assert ids["num_tasks"] == 2 and ids["task_ids"] == ["a-1", "b-2"]
+
+
+def test_lines_for_people_say_a_time_one_way(home: Path) -> None:
+    """Every expiry a command prints for people is UTC to the second, named; the record's ISO
+    form (microseconds, an offset) stays in --json."""
+    shown = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\b")
+    iso = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+    said = [
+        _ok(run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1", "--pool", "t",
+                    "-y", home=home)).stdout,
+        _ok(run_cli("oa-vm", "pool-status", "--pool", "t", home=home)).stdout,
+        _ok(run_cli("oa-vm", "pool-extend", "--pool", "t", "--by", "1h", home=home)).stdout,
+        _ok(run_cli("oa-vm", "pool-pause", "--pool", "t", home=home)).stdout,
+    ]
+    for text in said:
+        expiry = next(line for line in text.splitlines() if "expires" in line)
+        assert shown.search(expiry) and not iso.search(expiry), expiry
+    status = json.loads(_ok(run_cli("oa-vm", "pool-status", "--pool", "t", "--json",
+                                    home=home)).stdout)
+    assert iso.match(status["expires_at"]), status["expires_at"]
+    _ok(run_cli("oa-vm", "pool-cleanup", "--pool", "t", "-y", home=home))

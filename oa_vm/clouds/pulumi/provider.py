@@ -411,7 +411,7 @@ class PulumiCloudProvider:
             )
         if record.is_expired():
             raise InvalidInputError(
-                f"image {record.id!r} expired on {state.format_time(record.licence_expires)} "
+                f"image {record.id!r} expired on {state.show_time(record.licence_expires)} "
                 "(its Windows evaluation licence lasts 90 days); build a new one with "
                 f"'oa-vm image-create --cloud {record.cloud} --region {record.region}' "
                 f"and remove the old one with 'oa-vm image-delete {record.id}'"
