@@ -342,10 +342,14 @@ def compare_runs(run_a: Path | str, run_b: Path | str) -> Comparison:
     one has none): :func:`evals.run.manifest.manifest_differences`.
 
     Raises:
-        InvalidRunInputError: a folder is not a run folder, a record is unreadable, or the runs
-            share no task.
+        InvalidRunInputError: a folder is not a run folder, a record is unreadable, the runs
+            share no task, or both name one run (its difference with itself is no finding).
     """
     path_a, path_b = Path(run_a), Path(run_b)
+    if path_a.resolve() == path_b.resolve():
+        raise InvalidRunInputError(
+            f"{path_a.name!r} is compared with itself; name two runs (the runs there: "
+            "openadapt-evals runs)")
     meta_a, meta_b = read_metadata(path_a), read_metadata(path_b)
     name_a = str(meta_a.get("run") or path_a.name)
     name_b = str(meta_b.get("run") or path_b.name)

@@ -495,6 +495,8 @@ CASES: dict[str, Case] = {
         prepare=lambda w: (wrong_typed_records(w), symlinked_runs(w))),
     "compare missing run": Case("openadapt-evals", ("compare", DONE, "never",
                                                     "--results-dir", "{res}")),
+    "compare a run with itself": Case("openadapt-evals", ("compare", DONE, DONE,
+                                                          "--results-dir", "{res}")),
     "tasks missing source": Case("openadapt-evals", ("tasks", "--source", "/no/such/dir")),
     "tasks source is a file": Case("openadapt-evals", ("tasks", "--source", "{file}")),
     "tasks malformed task file": Case(
