@@ -53,6 +53,7 @@ import psutil
 from oa_vm.errors import OaVmError, PoolBusyError, PoolInUseError, PoolNotFoundError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.env_knobs import seconds
+from oa_vm.kit.process_start import same_start
 from oa_vm.model import state
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def holder_alive(lease: dict[str, Any], *, now: float | None = None) -> bool:
         if started is None:
             return False
         recorded = lease.get("pid_start")
-        return not isinstance(recorded, (int, float)) or abs(started - recorded) < 1.0
+        return not isinstance(recorded, (int, float)) or same_start(recorded, started)
     beat = lease.get("heartbeat")
     if not isinstance(beat, (int, float)):
         return False

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import os
 
+from oa_vm.kit.process_start import same_start
 from oa_vm.model.state import PoolRecord, WorkerRecord, WorkerState, derive_pool_state
-
-START_TIME_TOLERANCE_S = 0.5  # as the provider's check
 
 
 def _boot_time() -> float | None:
@@ -45,7 +44,7 @@ def _process_is(worker: WorkerRecord, boot: float) -> bool:
     if len(fields) < 20 or fields[0] in ("Z", "X"):
         return False
     started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    if abs(started - worker.pid_create_time) > START_TIME_TOLERANCE_S:
+    if not same_start(worker.pid_create_time, started):
         return False
     args = [a.decode("utf-8", "surrogateescape") for a in cmdline if a]
     return "infra.local" in args and worker.workdir in args

@@ -50,6 +50,7 @@ from oa_vm.clouds.local.fleet import (
 )
 from oa_vm.errors import ProvisioningError
 from oa_vm.kit import safe_fs
+from oa_vm.kit.process_start import same_start
 from oa_vm.kit.redact import redact_worker_secrets
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
@@ -314,9 +315,9 @@ class LocalProvider:
             proc = psutil.Process(worker.pid)
             if proc.status() == psutil.STATUS_ZOMBIE:
                 return False
-            if worker.pid_create_time is not None and abs(
-                proc.create_time() - worker.pid_create_time
-            ) > 0.5:
+            if worker.pid_create_time is not None and not same_start(
+                worker.pid_create_time, proc.create_time()
+            ):
                 return False
             cmdline = proc.cmdline()
         except psutil.Error:

@@ -1,0 +1,70 @@
+"""A process is told by its PID and start time with one tolerance (``oa_vm.kit.process_start``)
+wherever oa-vm asks whether a process is still the one it recorded: a local pool's worker (the
+provider's check and ``pool-status``'s ``/proc`` fast path) and a run's lease holder.
+
+Linux gives a process's wall-clock start as its ticks since boot plus a boot time in whole
+seconds, worked out from the current clock: when NTP slews the clock across a second's boundary,
+every start read afterwards is a second off the one recorded before. The CI saw it: live local
+workers marked lost, three tests failing at once on one test process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from oa_vm.clouds.local import proc_check
+from oa_vm.clouds.local.provider import LocalProvider
+from oa_vm.model import lease
+from oa_vm.model.state import WorkerRecord, WorkerState
+
+ROLLOVER_S = 1.0
+"""What a boot time read across a second's boundary moves every start by."""
+
+
+@pytest.fixture
+def worker_process(tmp_path: Path) -> Iterator[psutil.Process]:
+    """A live process with a local worker's command line (``infra.local`` and its folder)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
+                             "infra.local", str(tmp_path)])
+    try:
+        yield psutil.Process(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+
+
+def _worker(proc: psutil.Process, tmp_path: Path, shift: float) -> WorkerRecord:
+    return WorkerRecord(name="worker-0", state=WorkerState.READY, pid=proc.pid,
+                        pid_create_time=proc.create_time() + shift, workdir=str(tmp_path),
+                        waa_url="http://127.0.0.1:9/x", scoring_url="http://127.0.0.1:9/y")
+
+
+def _checks(proc: psutil.Process, tmp_path: Path, shift: float) -> dict[str, bool]:
+    worker = _worker(proc, tmp_path, shift)
+    held = {"host": lease.host_id(), "pid": proc.pid, "pid_start": proc.create_time() + shift}
+    boot = proc_check._boot_time()
+    assert boot is not None
+    return {"provider": LocalProvider.is_ours(worker),
+            "/proc fast path": proc_check._process_is(worker, boot),
+            "lease holder": lease.holder_alive(held)}
+
+
+@pytest.mark.parametrize("shift", [-ROLLOVER_S, ROLLOVER_S, 0.0])
+def test_a_start_read_across_the_boot_times_second_is_the_same_process(
+    shift: float, worker_process: psutil.Process, tmp_path: Path
+) -> None:
+    assert _checks(worker_process, tmp_path, shift) == dict.fromkeys(
+        ("provider", "/proc fast path", "lease holder"), True)
+
+
+@pytest.mark.parametrize("shift", [-30.0, 30.0])
+def test_a_start_far_from_the_recorded_one_is_another_process(
+    shift: float, worker_process: psutil.Process, tmp_path: Path
+) -> None:
+    assert _checks(worker_process, tmp_path, shift) == dict.fromkeys(
+        ("provider", "/proc fast path", "lease holder"), False)
