@@ -164,7 +164,9 @@ def _cloud(
 
 
 def _save_image(home: Path) -> None:
-    """A prepared image of the region, as image-create leaves it."""
+    """A prepared image of the region, as image-create leaves it (``OA_VM_HOME`` set meanwhile,
+    then given back as it was: the test process's own home must outlive this test)."""
+    previous = os.environ.get("OA_VM_HOME")
     os.environ["OA_VM_HOME"] = str(home)
     try:
         image_records.save(image_records.ImageRecord(
@@ -176,7 +178,10 @@ def _save_image(home: Path) -> None:
             owner="alice", cloud_id="snap-0123456789abcdef0",
         ))
     finally:
-        os.environ.pop("OA_VM_HOME", None)
+        if previous is None:
+            os.environ.pop("OA_VM_HOME", None)
+        else:
+            os.environ["OA_VM_HOME"] = previous
 
 
 def _builder_state(folder: Path) -> Path:

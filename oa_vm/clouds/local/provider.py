@@ -207,9 +207,9 @@ class LocalProvider:
                 worker.host = simulated_host(worker)
             if worker.state in (WorkerState.STOPPED, WorkerState.LOST, WorkerState.PAUSED):
                 continue
-            if not self.is_ours(worker):
+            if (gone := _not_ours(worker)) is not None:
                 worker.state = WorkerState.LOST
-                worker.phase = "process gone"
+                worker.phase = gone
                 worker.detail = _log_tail(worker)
             elif worker.waa_url is None:
                 _read_ready(worker)
@@ -219,9 +219,9 @@ class LocalProvider:
     def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
         """process up, listening, WAA /probe, scoring /probe (through SSH if so registered)."""
         worker = record.workers[index]
-        if not self.is_ours(worker):
+        if (gone := _not_ours(worker)) is not None:
             worker.state = WorkerState.LOST
-            return "process gone", False
+            return gone, False
         if worker.waa_url is None and not _read_ready(worker):
             return "process started", False
         from waa_client import ScoringClient, WaaClient, WaaError
@@ -308,23 +308,33 @@ class LocalProvider:
         PID plus the start time recorded at launch identifies the process; the command line is
         checked as well when the kernel shows one (it is briefly empty right after exec).
         """
-        if worker.pid is None:
-            return False
-        _reap(worker.pid)
-        try:
-            proc = psutil.Process(worker.pid)
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                return False
-            if worker.pid_create_time is not None and not same_start(
-                worker.pid_create_time, proc.create_time()
-            ):
-                return False
-            cmdline = proc.cmdline()
-        except psutil.Error:
-            return False
-        if not cmdline:
-            return worker.pid_create_time is not None
-        return "infra.local" in cmdline and (worker.workdir or "") in cmdline
+        return _not_ours(worker) is None
+
+
+def _not_ours(worker: WorkerRecord) -> str | None:
+    """Why ``worker.pid`` is not the process started for ``worker`` (the lost worker's phase,
+    so that a loss says which of these it was), or None when it is."""
+    if worker.pid is None:
+        return "no process recorded"
+    _reap(worker.pid)
+    try:
+        proc = psutil.Process(worker.pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return "process gone (exited)"
+        if worker.pid_create_time is not None and not same_start(
+            worker.pid_create_time, proc.create_time()
+        ):
+            return "process gone (its PID runs another process now)"
+        cmdline = proc.cmdline()
+    except psutil.NoSuchProcess:
+        return "process gone"
+    except psutil.Error as exc:
+        return f"process not readable ({type(exc).__name__})"
+    if not cmdline:
+        return None if worker.pid_create_time is not None else "process not identified"
+    if "infra.local" in cmdline and (worker.workdir or "") in cmdline:
+        return None
+    return "process gone (its PID runs another command now)"
 
 
 def _stop_strays(pool_dir: Path) -> list[str]:

@@ -68,3 +68,21 @@ def test_a_start_far_from_the_recorded_one_is_another_process(
 ) -> None:
     assert _checks(worker_process, tmp_path, shift) == dict.fromkeys(
         ("provider", "/proc fast path", "lease holder"), False)
+
+
+def test_a_lost_workers_phase_says_which_way_it_was_lost(
+    worker_process: psutil.Process, tmp_path: Path
+) -> None:
+    from oa_vm.clouds.local.provider import _not_ours
+
+    assert _not_ours(_worker(worker_process, tmp_path, 0.0)) is None
+    assert _not_ours(_worker(worker_process, tmp_path, 30.0)) == (
+        "process gone (its PID runs another process now)")
+    elsewhere = _worker(worker_process, tmp_path, 0.0)
+    elsewhere.workdir = str(tmp_path / "another")
+    assert _not_ours(elsewhere) == "process gone (its PID runs another command now)"
+    ended = subprocess.Popen([sys.executable, "-c", "pass", "infra.local", str(tmp_path)])
+    ended.wait(timeout=60)
+    gone = WorkerRecord(name="worker-0", state=WorkerState.READY, pid=ended.pid,
+                        pid_create_time=1.0, workdir=str(tmp_path))
+    assert (_not_ours(gone) or "").startswith("process gone")
