@@ -14,7 +14,9 @@ import contextlib
 import filecmp
 import functools
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -26,7 +28,7 @@ import pytest
 from infra.worker import units
 from infra.worker.cloud_init import WorkerFiles
 from oa_vm.reach.host_status import parse_status
-from tests.support import waa_container
+from tests.support import procs, waa_container
 from tests.support.host_standins import calls, standin_env, write_shipped, write_standins
 from tests.support.waiting import wait_until
 
@@ -132,8 +134,7 @@ def bootstrap(host: Rehearsal, mode: str, timeout_s: int = 120,
         waa_container.stop_container(host.state_dir)
         scorer = host.state_dir / "scorer.pid"
         if scorer.exists():
-            subprocess.run(["kill", "--", f"-{scorer.read_text().strip()}"], check=False,
-                           capture_output=True, timeout=10)
+            procs.signal_group(scorer, signal.SIGTERM)
             scorer.unlink()
     host.returncode, host.output = done.returncode, done.stdout + done.stderr
     return host
@@ -443,11 +444,14 @@ def test_a_build_from_a_local_iso_installs_from_the_uploaded_file(tmp_path: Path
     assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
 
 
-def _guest_pid() -> int:
-    """The rehearsal's Windows guest (its ``guest.py`` process)."""
+def _guest_pid(under: Path) -> int:
+    """This rehearsal's Windows guest (its ``guest.py`` process, chrooted into a container
+    folder under ``under``): another test's rehearsal beside it runs a guest of the same
+    command line."""
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            if b"oa-rehearsal/guest.py" in cmdline.read_bytes():
+            if (b"oa-rehearsal/guest.py" in cmdline.read_bytes()
+                    and os.readlink(cmdline.parent / "root").startswith(str(under))):
                 return int(cmdline.parent.name)
         except OSError:
             continue
@@ -465,7 +469,7 @@ def test_windows_gone_from_a_pools_container_ends_it_for_its_restart_policy(
     ended: list[str] = []
 
     def shut_windows_down(h: Rehearsal) -> None:
-        guest = _guest_pid()
+        guest = _guest_pid(tmp_path)
         subprocess.run(["nsenter", "--net", "--target", str(guest), "curl", "-fsS",
                         "--max-time", "10", "-X", "POST", "http://127.0.0.1:5000/shutdown"],
                        check=True, capture_output=True, timeout=60)

@@ -61,6 +61,24 @@ _COMMON = """#!/bin/bash
 if [ -f "${FAKE_STATE:?}/env" ]; then set -a; . "$FAKE_STATE/env"; set +a; fi
 log="$FAKE_STATE/calls.log"
 printf '%s\\n' "$(basename "$0") $*" >> "$log"
+started() {  # started PID: when process PID started (clock ticks since boot)
+  local stat
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  stat="${stat##*) }"
+  # shellcheck disable=SC2086
+  set -- $stat
+  echo "${20}"
+}
+# signal_group SIG PIDFILE: signal the process group PIDFILE names, unless its number runs
+# another process now (tests/support/procs.py: a group that ended frees its number, and the
+# system gives it to a new process, often another test's group leader)
+signal_group() {
+  local pid start now
+  pid="$(cat "$2" 2>/dev/null)" || return 0
+  start="$(cat "$2.start" 2>/dev/null)" || start=""
+  if now="$(started "$pid")" && [ -n "$start" ] && [ "$now" != "$start" ]; then return 0; fi
+  kill "-$1" -- "-$pid" 2>/dev/null || true
+}
 count() {  # count NAME: bump and print a per-name counter
   local f="$FAKE_STATE/count.$1" n=0
   [ -f "$f" ] && n="$(cat "$f")"
@@ -223,13 +241,14 @@ if [ "$1 $2" = "enable --now" ] && [[ " $* " == *" oa-vm-scoring.service "* ]] &
   [ -n "${FAKE_SCORER_CMD:-}" ]; then
   setsid bash -c "$FAKE_SCORER_CMD" >"$FAKE_STATE/scorer.log" 2>&1 </dev/null &
   echo "$!" >"$FAKE_STATE/scorer.pid"
+  started "$!" >"$FAKE_STATE/scorer.pid.start" || true
 fi
 # Stopping (or restarting) a unit started as below ends its processes first, as systemd would.
 if [ "$1" = stop ] || [ "$1" = restart ] || [ "$1 $2" = "disable --now" ]; then
   for unit in "${@:2}"; do
-    pid="$(cat "$FAKE_STATE/$unit.pid" 2>/dev/null)" || continue
-    kill -TERM -- "-$pid" 2>/dev/null
-    rm -f "$FAKE_STATE/$unit.pid"
+    [ -f "$FAKE_STATE/$unit.pid" ] || continue
+    signal_group TERM "$FAKE_STATE/$unit.pid"
+    rm -f "$FAKE_STATE/$unit.pid" "$FAKE_STATE/$unit.pid.start"
   done
 fi
 # FAKE_SYSTEMD=run: starting (or restarting) a worker's bootstrap unit runs what the unit file
@@ -244,7 +263,8 @@ if [ "${FAKE_SYSTEMD:-}" = run ] && { [ "$1" = start ] || [ "$1" = restart ]; };
     exec_start="$(sed -n 's/^ExecStart=//p' "$file")"
     # shellcheck disable=SC2086
     (setsid env $envs "${OA_VM_ROOT:-}"$exec_start >>"$FAKE_STATE/$unit.log" 2>&1 </dev/null &
-     echo "$!" >"$FAKE_STATE/$unit.pid")
+     echo "$!" >"$FAKE_STATE/$unit.pid"
+     started "$!" >"$FAKE_STATE/$unit.pid.start" || true)
   done
 fi
 exit 0

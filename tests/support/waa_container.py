@@ -44,13 +44,14 @@ so dockur writes no ``windows.boot``, which it writes only after QEMU has exited
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.support import procs
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
@@ -209,6 +210,19 @@ def running():
     if not pid_file.exists(): return False
     return not (CTR / "rc").exists()
 
+def started(pid):
+    try: stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError: return None
+    return stat.rsplit(") ", 1)[1].split()[19]
+
+def ours(pid):
+    """The container's process group still (tests/support/procs.py's rule): its number runs no
+    other process now, one the system gave it to once the group had ended."""
+    start_file = CTR / "pid.start"
+    start = start_file.read_text().strip() if start_file.exists() else ""
+    now = started(pid)
+    return not (now is not None and start and now != start)
+
 def run(args):
     it = iter(args)
     binds, env, entrypoint, rest, devices = [], {}, None, [], []
@@ -247,6 +261,7 @@ def run(args):
                             env={**os.environ, "ROOTFS": str(CTR / "rootfs"),
                                  "IMAGE": str(IMAGE), "BINDS": " ".join(binds)})
     (CTR / "pid").write_text(str(proc.pid))
+    (CTR / "pid.start").write_text(started(proc.pid) or "")
     print("c0ffee")
 
 def stop():
@@ -254,12 +269,14 @@ def stop():
     pid_file = CTR / "pid"
     if pid_file.exists() and running():
         pid = int(pid_file.read_text())
-        try: os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError: pass
-        for _ in range(200):
-            try: os.kill(pid, 0)
-            except ProcessLookupError: break
-            time.sleep(0.05)
+        if ours(pid):
+            try: os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError: pass
+            for _ in range(200):
+                try: os.kill(pid, 0)
+                except ProcessLookupError: break
+                if not ours(pid): break
+                time.sleep(0.05)
         if not (CTR / "rc").exists(): (CTR / "rc").write_text("137\n")
 
 def children(pid):
@@ -275,7 +292,7 @@ def graceful_stop(args):
     under unshare under the wrapper), then SIGKILL for all after the stop timeout."""
     timeout = float(args[args.index("-t") + 1] if "-t" in args
                     else (CTR / "stop-timeout").read_text())
-    if running():
+    if running() and ours(int((CTR / "pid").read_text())):
         unshare = children(int((CTR / "pid").read_text()))
         inits = [i for u in unshare for i in children(u)]
         for init in inits:
@@ -521,5 +538,4 @@ def stop_container(state_dir: Path) -> None:
     docker = state_dir / "docker" / "container"
     pid_file, rc_file = docker / "pid", docker / "rc"
     if pid_file.exists() and not rc_file.exists():
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+        procs.signal_group(pid_file, signal.SIGKILL)
