@@ -21,6 +21,7 @@ from oa_vm.clouds.local import proc_check
 from oa_vm.clouds.local.provider import LocalProvider
 from oa_vm.model import lease
 from oa_vm.model.state import WorkerRecord, WorkerState
+from tests.support.waiting import wait_until
 
 ROLLOVER_S = 1.0
 """What a boot time read across a second's boundary moves every start by."""
@@ -32,7 +33,10 @@ def worker_process(tmp_path: Path) -> Iterator[psutil.Process]:
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)",
                              "infra.local", str(tmp_path)])
     try:
-        yield psutil.Process(proc.pid)
+        process = psutil.Process(proc.pid)
+        # until it has exec'd, the child shows this test's own command line
+        wait_until(lambda: "infra.local" in process.cmdline(), "the child's command line")
+        yield process
     finally:
         proc.kill()
         proc.wait(timeout=60)
