@@ -30,7 +30,7 @@ from oa_vm.errors import (
     WaitTimeoutError,
     WorkerAccessError,
 )
-from oa_vm.kit.validate import read_problem, require_number
+from oa_vm.kit.validate import read_problem, require_number, twice_problem
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerState
 from oa_vm.reach.connect import WorkerConnection, connect_record
@@ -125,9 +125,8 @@ def build_spec(
         if values is not None and (isinstance(values, str) or not all(
                 isinstance(v, str) for v in values)):
             raise InvalidInputError(f"{option} must be a list of strings, not {values!r}")
-    twice = sorted({r for r in regions or () if list(regions or ()).count(r) > 1})
-    if twice:  # as a --host or a run's --pool named twice: the plan tried it twice
-        raise InvalidInputError(f"--region {twice[0]} is given twice: name each region once")
+    if twice := twice_problem("--region", list(regions or ()), "region"):
+        raise InvalidInputError(twice)  # the plan tried it twice
     takes, limit = facts(cloud).options, facts(cloud).max_workers
     if workers > limit:
         raise InvalidInputError(f"--workers {workers} is more than the limit of {limit}")

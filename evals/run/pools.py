@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import oa_vm
 from evals.errors import EvalsError, InvalidRunInputError
 from oa_vm.errors import PoolNotReadyError
+from oa_vm.kit.validate import twice_problem
 
 if TYPE_CHECKING:
     from evals.results.records import RunMetadata
@@ -49,13 +50,8 @@ def check_pool_names(names: Sequence[str]) -> None:
     Raises:
         InvalidRunInputError: a name repeats.
     """
-    seen: set[str] = set()
-    for name in names:
-        if name in seen:
-            raise InvalidRunInputError(
-                f"--pool {name} is given twice; give each pool once (--pool a --pool b)"
-            )
-        seen.add(name)
+    if twice := twice_problem("--pool", list(names), "pool"):
+        raise InvalidRunInputError(f"{twice} (--pool a --pool b)")
 
 
 @dataclass

@@ -31,6 +31,15 @@ EXIT_INTERRUPTED = 130
 _typed_args: list[str] | None = None
 
 
+def was_given(ctx: Any, name: str, *, env: bool = False) -> bool:
+    """Whether parameter ``name`` of the click/typer context ``ctx`` was given on the command
+    line (or, with ``env``, from the environment) rather than left at its default."""
+    source = ctx.get_parameter_source(name)
+    # by name: typer vendors click, and its enum is not public
+    return source is not None and source.name in (
+        ("COMMANDLINE", "ENVIRONMENT") if env else ("COMMANDLINE",))
+
+
 def typed_name(names: Sequence[str], args: Sequence[str] | None = None) -> str | None:
     """Which of an option's ``names`` the command line used last (``--ttl`` in ``--ttl=2h``), or
     ``None`` when it used none of them (a default; a command line :func:`run_main` did not run).

@@ -3,10 +3,11 @@
 A PID is reused, so a process is named by its PID and the wall-clock time it started. On Linux
 that time is the process's start in clock ticks since boot (fixed) plus the boot time, which
 ``/proc/stat`` gives in whole seconds and works out from the current clock. When the clock is
-slewed (NTP) across a second's boundary, every process's wall-clock start moves by one second at
-once: a process that read the boot time before and one that reads it after disagree by a second
-about the same process. A comparison tighter than that took live processes for gone (a local
-pool's workers marked lost while they served, a run's lease taken from its live holder).
+stepped (set by hand, or by NTP at start) across a second's boundary, every process's wall-clock
+start moves by a whole second at once: a process that read the boot time before and one that
+reads it after disagree by a second about the same process. A comparison tighter than that would
+take live processes for gone (a local pool's workers marked lost while they serve, a run's lease
+taken from its live holder).
 """
 
 from __future__ import annotations

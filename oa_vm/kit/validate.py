@@ -22,11 +22,25 @@ from oa_vm.errors import InvalidInputError
 # (tests/integration/test_quick_cli.py fails when the fast path loads it).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Hashable, Sequence
     from typing import Literal
 
     PathKind = Literal["folder", "file", "file or folder"]
 
 PLAIN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+def twice_problem(option: str, values: Sequence[str], what: str,
+                  keys: Sequence[Hashable] | None = None) -> str | None:
+    """The one refusal of an option that takes several values and got one of them twice
+    (``--pool``, ``--region``, ``--host``): the first repeated value, named as typed; ``keys``
+    says when two are the same (``values`` themselves by default). None when none repeats."""
+    seen: set[Hashable] = set()
+    for value, key in zip(values, keys if keys is not None else values, strict=True):
+        if key in seen:
+            return f"{option} {value} is given twice; give each {what} once"
+        seen.add(key)
+    return None
 
 
 def number_problem(

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from infra import aws
+from infra.worker.slots import WorkerSlot
 from oa_vm.cli.pool_options import Heartbeat
 from oa_vm.clouds.pulumi.wait import worker_phase
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
@@ -103,6 +104,16 @@ class LocalRunner:
         done = subprocess.run([BASH, "-c", command], env=self.env, capture_output=True,
                               text=True, timeout=timeout, check=False)
         return CommandResult(done.returncode, done.stdout + done.stderr)
+
+
+def _start_slot(host: Host, slot: WorkerSlot) -> None:
+    """Slot ``slot``'s storage holds the prepared image (as the host's first storage does),
+    and its worker starts (``bootstrap.sh pool`` for that slot)."""
+    storage = host.root / slot.storage_dir.lstrip("/")
+    storage.mkdir(parents=True)
+    for name in ("oa-vm-image.ready", "oa-vm-waa-image.tar"):
+        shutil.copy(host.root / "var/lib/oa-vm/storage" / name, storage / name)
+    bootstrap(host, "pool", FAKE_PROBE_AFTER="1", OA_VM_SLOT=slot.name)
 
 
 def what_pool_wait_prints(host: Host, **fake: str) -> tuple[WorkerRecord, list[str]]:
@@ -509,11 +520,7 @@ def test_a_second_worker_of_a_host_runs_with_its_own_slot(tmp_path: Path) -> Non
         target = host.root / path.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-    storage = host.root / w1.storage_dir.lstrip("/")
-    storage.mkdir(parents=True)
-    for name in ("oa-vm-image.ready", "oa-vm-waa-image.tar"):
-        shutil.copy(host.root / "var/lib/oa-vm/storage" / name, storage / name)
-    bootstrap(host, "pool", FAKE_PROBE_AFTER="1", OA_VM_SLOT="w1")
+    _start_slot(host, w1)
     assert host.returncode == 0, host.output
     status = parse_status((host.root / w1.status_file.lstrip("/")).read_text(encoding="utf-8"))
     assert (status["state"], status["step"]) == ("done", "ready")
@@ -552,11 +559,7 @@ def test_a_worker_on_your_own_host_with_an_egress_mode_gets_its_slots_mac(
     target = host.root / w1.env_file.lstrip("/")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(settings.replace("OA_VM_EGRESS=web\n", ""), encoding="utf-8")
-    storage = host.root / w1.storage_dir.lstrip("/")
-    storage.mkdir(parents=True)
-    for name in ("oa-vm-image.ready", "oa-vm-waa-image.tar"):
-        shutil.copy(host.root / "var/lib/oa-vm/storage" / name, storage / name)
-    bootstrap(host, "pool", FAKE_PROBE_AFTER="1", OA_VM_SLOT="w1")
+    _start_slot(host, w1)
     assert host.returncode == 0, host.output
     run = next(c for c in host.calls() if c.startswith("docker run"))
     assert f"--mac-address {own_host.container_mac(w1)} " in run, run

@@ -1,7 +1,8 @@
 """The tests' rule for signalling a process group they started (``tests.support.procs``, and
 the same rule in the systemctl stand-in): a group is signalled while its number is still its
-own, never once the number runs another process. A stale number once ended other tests' local
-workers with SIGTERM (PIDs wrap within minutes in this suite; a worker leads its own group)."""
+own, never once the number runs another process. A stale number can end another test's local
+worker with SIGTERM (PIDs wrap within minutes in this suite; a worker leads its own group): the
+likely cause of live workers found gone in one CI run."""
 
 from __future__ import annotations
 

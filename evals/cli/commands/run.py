@@ -300,14 +300,10 @@ def given_settings(ctx: typer.Context) -> set[str]:
     the command line or from the environment); the others take a resumed run's recorded values.
     A command's parameter is named as the field it sets (``--agent-arg``: ``agent_arg``)."""
     from evals.run.settings import SETTINGS
+    from oa_vm.kit.clikit import was_given
 
-    given: set[str] = set()
-    for setting in SETTINGS:
-        source = ctx.get_parameter_source(setting.field or setting.name.replace("-", "_"))
-        # by name: typer vendors click, and its enum is not public
-        if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
-            given.add(setting.name)
-    return given
+    return {setting.name for setting in SETTINGS
+            if was_given(ctx, setting.field or setting.name.replace("-", "_"), env=True)}
 
 
 AGENT_OWN_OPTIONS = {"bundles": ("--bundles", "replay"), "agent_url": ("--agent-url", "http")}

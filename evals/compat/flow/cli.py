@@ -29,7 +29,7 @@ from evals.results.cost import (
 )
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.kit import timings
-from oa_vm.kit.clikit import plain_typer, print_json, run_main, typed_name
+from oa_vm.kit.clikit import plain_typer, print_json, run_main, typed_name, was_given
 from waa_client.catalog import WAA_SUITE, WAA_SUITE_TASKS, Catalog, check_count, selection_count
 
 PROG = "openadapt-eval-flow"
@@ -61,9 +61,7 @@ accepted with ``--live``, as its scripts give them."""
 
 def _typed(ctx: typer.Context, params: dict[str, str]) -> list[str]:
     """The options of ``params`` given on the command line."""
-    return [option for key, option in params.items()
-            if (source := ctx.get_parameter_source(key)) is not None
-            and source.name == "COMMANDLINE"]  # by name: typer vendors click's enum
+    return [option for key, option in params.items() if was_given(ctx, key)]
 
 
 def _check_mode_options(ctx: typer.Context, *, live: bool, mode: Mode) -> None:

@@ -41,6 +41,7 @@ from oa_vm.clouds.hosts.facts import HostAddress, fit, refusal
 from oa_vm.clouds.hosts.probe import ProbeResult, probe_hosts
 from oa_vm.errors import InvalidInputError, ProvisioningError, line_by_line
 from oa_vm.kit import timings
+from oa_vm.kit.validate import twice_problem
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord
 from oa_vm.reach.host_status import (
@@ -88,12 +89,13 @@ def host_addresses(spec: PoolSpec) -> list[HostAddress]:
     addresses: list[HostAddress] = []
     for text in spec.hosts:
         try:
-            address = HostAddress.parse(text)
+            addresses.append(HostAddress.parse(text))
         except ValueError as exc:
             raise InvalidInputError(str(exc)) from exc
-        if any((a.host, a.port) == (address.host, address.port) for a in addresses):
-            raise InvalidInputError(f"--host {text!r} is given twice: name each host once")
-        addresses.append(address)
+    # one host however it is written (user@host, host:22)
+    if twice := twice_problem("--host", list(spec.hosts), "host",
+                              [(a.host, a.port) for a in addresses]):
+        raise InvalidInputError(twice)
     return addresses
 
 

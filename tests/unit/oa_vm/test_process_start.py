@@ -3,9 +3,9 @@ wherever oa-vm asks whether a process is still the one it recorded: a local pool
 provider's check and ``pool-status``'s ``/proc`` fast path) and a run's lease holder.
 
 Linux gives a process's wall-clock start as its ticks since boot plus a boot time in whole
-seconds, worked out from the current clock: when NTP slews the clock across a second's boundary,
-every start read afterwards is a second off the one recorded before. The CI saw it: live local
-workers marked lost, three tests failing at once on one test process."""
+seconds, worked out from the current clock: when the clock is stepped across a second's
+boundary, every start read afterwards is a second off the one recorded before, and a tighter
+check would take live local workers for lost and a live lease holder for gone."""
 
 from __future__ import annotations
 
