@@ -73,27 +73,48 @@ class SweepEstimate:
         return "\n".join(lines)
 
 
-def task_count(selection: str, cloud: str, local_count: int | None) -> tuple[int | None, str]:
-    """How many tasks ``selection`` is, and how that was found.
+def waa_ids(selection: str) -> list[str] | None:
+    """The WAA task IDs ``selection`` names one by one (one, a list, an ``@file``), counted and
+    said unchecked before a cloud pool exists; None for what only a catalog resolves and for
+    task modules and configs (``cua-bench:``, ``openapps:``), which are not WAA IDs."""
+    from evals.tasks.cua_bench import is_cua_selection
+    from evals.tasks.openapps import is_openapps_selection
+    from waa_client.catalog import named_ids
+
+    if is_cua_selection(selection) or is_openapps_selection(selection):
+        return None
+    return named_ids(selection)
+
+
+def task_count(selection: str, cloud: str,
+               local_count: int | None) -> tuple[int | None, str, bool]:
+    """How many tasks ``selection`` is, how that was found, and whether it is exact (read
+    here) rather than what the workers' catalog is expected to give.
 
     A local pool's catalog is here (``local_count``); a cloud worker's is WAA's, read on the
-    worker, so ``all`` is WAA's suite, ``N`` the first N, and a list of IDs its length.
+    worker, so ``all`` is WAA's suite, ``N`` the first N, and the IDs given by name (one, a
+    list, an ``@file``) as many as they are.
     """
+    from evals.tasks.cua_bench import is_cua_selection, load_selection
+    from evals.tasks.openapps import is_openapps_selection, select_openapps
     from waa_client.catalog import WAA_SUITE_TASKS, selection_count
 
-    if local_count is not None:
-        return local_count, "the local suite's catalog"
     text = selection.strip()
+    if is_cua_selection(text):  # loaded here, whatever the pool
+        return len(load_selection(text)), "the modules' variants", True
+    if is_openapps_selection(text):
+        return len(select_openapps(text)[0]), "the task config's entries", True
+    if local_count is not None:
+        return local_count, "the local suite's catalog", True
     counted = selection_count(text)
     if counted is not None:
-        return counted, "--tasks N"
+        return counted, "--tasks N", False
     if text == "all":
-        return WAA_SUITE_TASKS, "WAA's test_all.json"
-    if (not oa_vm.cloud_facts(cloud).simulated and not text.startswith(("@", "domain:"))
-            and "," in text):
-        given = len([p for p in text.split(",") if p.strip()])
-        return given, f"the IDs given, {IDS_UNCHECKED}"
-    return None, "read from the worker's catalog when the run starts"
+        return WAA_SUITE_TASKS, "WAA's test_all.json", False
+    named = None if oa_vm.cloud_facts(cloud).simulated else waa_ids(text)
+    if named is not None:
+        return len(dict.fromkeys(named)), f"the IDs given, {IDS_UNCHECKED}", False
+    return None, "read from the worker's catalog when the run starts", False
 
 
 def agent_model(agent: str, agent_args: dict[str, Any]) -> str | None:
@@ -142,7 +163,7 @@ def estimate(
 
     agent, max_steps, trials = config.agent, config.max_steps, config.trials
     cloud, workers = plan.cloud, max(plan.workers, 1)
-    count, counted_by = task_count(config.selection, cloud, local_count)
+    count, counted_by, exact = task_count(config.selection, cloud, local_count)
     runs = None if count is None else count * max(trials, 1)
     per_task = timings.REPLAY_TASK if agent == "replay" else timings.AGENT_TASK
     needs_build = image_plan is not None
@@ -176,8 +197,7 @@ def estimate(
                       if runs is None else
                       f"{runs} ({counted_by}"
                       + (f": {count} tasks x {trials} trials" if trials > 1 else "") + ")",
-                      timings.ESTIMATED if runs is None or not simulated
-                      else timings.MEASURED)]
+                      timings.MEASURED if exact else timings.ESTIMATED)]
     ready_total = build_s + ready.typical_s
     ready_text = (f"{timings.about(ready_total)}: the image build, then the pool, "
                   f"{ready.text()}" if needs_build else ready.text())

@@ -132,6 +132,39 @@ def test_a_local_sweep_plan_counts_its_tasks(tmp_path: Path) -> None:
     assert "First: nothing" in "\n".join(block)
 
 
+ROOT = Path(__file__).resolve().parents[2]
+CUA = ROOT / "docs" / "examples" / "cua_bench"
+OPENAPPS = ROOT / "evals" / "tasks" / "openapps" / "examples" / "all_tasks.yaml"
+ONE_ID = "366de66e-cbae-4d72-b042-26390db2b145-WOS"
+
+
+@pytest.mark.parametrize(("cloud", "tasks", "count", "how", "tag"), [
+    # task modules and configs are loaded here, whatever the pool: their count is exact
+    ("local", f"cua-bench:{CUA}", None, "(the modules' variants)", "[measured]"),
+    ("aws", f"cua-bench:{CUA}", None, "(the modules' variants)", "[measured]"),
+    ("local", f"openapps:{OPENAPPS}", None, "(the task config's entries)", "[measured]"),
+    # WAA IDs named one by one are as many as given (once each), however they are given
+    ("aws", ONE_ID, 1, "(the IDs given, checked by the workers'", "[estimated]"),
+    ("aws", f"{ONE_ID},b-2,{ONE_ID}", 2, "(the IDs given, checked by the workers'",
+     "[estimated]"),
+    ("aws", "@ids", 3, "(the IDs given, checked by the workers'", "[estimated]"),
+])
+def test_a_plan_counts_every_selection_it_can_know(
+    tmp_path: Path, cloud: str, tasks: str, count: int | None, how: str, tag: str
+) -> None:
+    (tmp_path / "ids").write_text(f"{ONE_ID}\nb-2\nc-3\n")
+    done = _run(tmp_path, "sweep", "--cloud", cloud, "--tasks",
+                tasks.replace("@ids", f"@{tmp_path / 'ids'}"), "--agent", "noop", "--plan")
+    assert done.returncode == 0, done.stderr
+    block = _block(done.stdout)
+    tasks_line = next(line for line in block if line.startswith("  tasks:"))
+    shown = re.match(r"Sweep plan: (\d+) task\(s\)", block[0])
+    assert shown, block[0]
+    assert f"  tasks:        {shown[1]} {how}" in tasks_line and tasks_line.endswith(tag), \
+        tasks_line
+    assert count is None or int(shown[1]) == count
+
+
 def _oa_vm(tmp_path: Path, bin_dir: Path, *args: str, **extra: str) -> Result:
     env = {k: v for k, v in os.environ.items() if k not in SECRETS}
     env.update(PATH=str(bin_dir), OA_VM_HOME=str(tmp_path / "home"),

@@ -168,9 +168,9 @@ def sweep(
         _print_plan(spec, config, json_out)
         return
     if not reused and not oa_vm.cloud_facts(cloud).simulated:
-        if "," in config.selection or config.selection.strip().startswith("@"):
-            from evals.cli.sweep_plan import IDS_UNCHECKED
+        from evals.cli.sweep_plan import IDS_UNCHECKED, waa_ids
 
+        if waa_ids(config.selection) is not None:
             _say(f"Tasks: the IDs given, {IDS_UNCHECKED}")  # said before the question
         _show_plan_and_confirm(spec, yes)
     with sigterm_as_interrupt():
@@ -214,10 +214,13 @@ def _print_plan(spec: PoolSpec, config: RunConfig, json_out: bool) -> None:
     """``--plan``: the pool the sweep would create and its price, on stdout; nothing is
     created, recorded or written (no pool, no run folder), and no network is asked (the SSH
     CIDR stays a placeholder, as in ``oa-vm pool-create --plan``)."""
+    from evals.tasks.cua_bench import is_cua_selection
+    from evals.tasks.openapps import is_openapps_selection
     from oa_vm.kit.clikit import print_json
 
     local_count = None
-    if oa_vm.cloud_facts(spec.cloud).simulated:
+    modules = is_cua_selection(config.selection) or is_openapps_selection(config.selection)
+    if oa_vm.cloud_facts(spec.cloud).simulated and not modules:  # modules: counted as loaded
         local_count = _local_task_count(config, spec.tasks_dir)
     plan = oa_vm.plan_pool(spec)
     answer = _sweep_estimate(spec, config, plan, local_count)
