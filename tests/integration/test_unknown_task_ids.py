@@ -255,3 +255,29 @@ def test_the_python_api_refuses_before_making_a_pool(oa_home: Path, tmp_path: Pa
     assert f"the local suite: '{TYPO}' (did you mean '{REAL}'?)" in loaded
     assert "synthetic task ID(s) cannot run on a live pool: notepad_123" in second
     _made_nothing(oa_home, out)
+
+
+CUA = ROOT / "docs" / "examples" / "cua_bench"
+
+
+@pytest.mark.parametrize("kind", ["cua-bench", "openapps"])
+@pytest.mark.parametrize("command", [
+    ("openadapt-evals", "mock"), ("openadapt-evals", "audit-verifier"),
+    ("openadapt-eval-flow", "--dry-run"), ("openadapt-eval-flow", "--live"),
+])
+def test_task_modules_given_where_only_waa_tasks_run_are_named_as_such(
+    kind: str, command: tuple[str, str], oa_home: Path, tmp_path: Path
+) -> None:
+    # These commands take WAA's kind of task only: a module or config selection was read as
+    # a task ID and refused as a malformed or unknown one.
+    selection = f"cua-bench:{CUA}" if kind == "cua-bench" else f"openapps:{OPENAPPS}"
+    script, first = command
+    with unchanged(oa_home, tmp_path / "results"):
+        done = run_cli(script, first, "--tasks", selection, home=oa_home,
+                       env=_offline(tmp_path))
+    line = done.assert_one_line_error()
+    assert done.returncode == 2, line
+    what = "Cua-Bench task modules" if kind == "cua-bench" else "OpenApps-style task configs"
+    assert f"--tasks {kind}:...:" in line and f"not {what}; 'openadapt-evals sweep' and " \
+        f"'run' take them (openadapt-evals sweep --tasks {selection})" in line, line
+    _made_nothing(oa_home, tmp_path / "results")

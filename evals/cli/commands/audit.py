@@ -85,6 +85,9 @@ def audit_verifier(
     accept."""
     import secrets
 
+    from evals.tasks import refuse_task_files
+
+    refuse_task_files(tasks, "audit-verifier")
     if out is not None:  # refused before the audit, not after it
         from evals.verifier_audit.report import REPORT_MARKER
 

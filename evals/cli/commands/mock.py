@@ -56,6 +56,7 @@ def mock(
     from evals.run.metrics import format_summary
     from evals.run.prechecks import check_before_run
     from evals.run.runner import RunConfig, default_run_name, run_evaluation
+    from evals.tasks import refuse_task_files
 
     if agent not in MOCK_AGENTS:
         raise InvalidRunInputError(
@@ -64,6 +65,7 @@ def mock(
         )
     if task_count is not None:
         tasks = str(task_count)
+    refuse_task_files(tasks, "mock")
     selection = _local_selection(tasks)  # a bad selection: one line, before the pool
     pool = f"mock-{secrets.token_hex(4)}"
     config = RunConfig(
