@@ -136,12 +136,25 @@ ROOT = Path(__file__).resolve().parents[2]
 CUA = ROOT / "docs" / "examples" / "cua_bench"
 OPENAPPS = ROOT / "evals" / "tasks" / "openapps" / "examples" / "all_tasks.yaml"
 ONE_ID = "366de66e-cbae-4d72-b042-26390db2b145-WOS"
+SHELL_ONLY = """
+import cua_bench as cb
+
+
+@cb.tasks_config(split="train")
+def load():
+    return [cb.Task(description=f"Write {n}.") for n in (1, 2)]
+
+
+@cb.evaluate_task(split="train")
+async def evaluate(task_cfg, session):
+    return [1.0 if await session.file_exists("C:/out.txt") else 0.0]
+"""
 
 
 @pytest.mark.parametrize(("cloud", "tasks", "count", "how", "tag"), [
     # task modules and configs are loaded here, whatever the pool: their count is exact
     ("local", f"cua-bench:{CUA}", None, "(the modules' variants)", "[measured]"),
-    ("aws", f"cua-bench:{CUA}", None, "(the modules' variants)", "[measured]"),
+    ("aws", "cua-bench:{shell_only}", 2, "(the modules' variants)", "[measured]"),
     ("local", f"openapps:{OPENAPPS}", None, "(the task config's entries)", "[measured]"),
     # WAA IDs named one by one are as many as given (once each), however they are given
     ("aws", ONE_ID, 1, "(the IDs given, checked by the workers'", "[estimated]"),
@@ -153,8 +166,12 @@ def test_a_plan_counts_every_selection_it_can_know(
     tmp_path: Path, cloud: str, tasks: str, count: int | None, how: str, tag: str
 ) -> None:
     (tmp_path / "ids").write_text(f"{ONE_ID}\nb-2\nc-3\n")
+    module = tmp_path / "shell_only" / "main.py"  # no browser: WAA workers take it
+    module.parent.mkdir()
+    module.write_text(SHELL_ONLY)
     done = _run(tmp_path, "sweep", "--cloud", cloud, "--tasks",
-                tasks.replace("@ids", f"@{tmp_path / 'ids'}"), "--agent", "noop", "--plan")
+                tasks.replace("@ids", f"@{tmp_path / 'ids'}").replace(
+                    "{shell_only}", str(module.parent)), "--agent", "noop", "--plan")
     assert done.returncode == 0, done.stderr
     block = _block(done.stdout)
     tasks_line = next(line for line in block if line.startswith("  tasks:"))
