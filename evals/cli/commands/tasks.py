@@ -43,7 +43,8 @@ def tasks(
     """List the selected tasks (ID, domain, infeasible, instruction) and the count per domain.
 
     ``cua-bench:PATH`` lists the variants of a Cua-Bench task directory or dataset directory
-    (``--split``, default train), ``cua-bench:PATH#N`` one of them. ``openapps:FILE.yaml``
+    (``--split``, default train), ``cua-bench:PATH#N`` one of them; a module's count names the
+    browser operations it calls (it runs on a local pool only). ``openapps:FILE.yaml``
     lists an OpenApps-style task config's entries, ``openapps:FILE.yaml#NAME`` one of them.
     Without ``--source`` or ``--pool`` it lists the bundled local suite (what a local pool
     serves unless created with ``--tasks-dir``).
