@@ -275,20 +275,10 @@ def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
     from typing import cast
 
     from evals.tasks.cua_bench.loader import is_cua_selection
-
-    if is_cua_selection(selection):  # module files on this machine: the same for every pool
-        from evals.tasks.cua_bench import select_cua
-
-        return Selected(*select_cua(selection, [p.name for p in pools]))
     from evals.tasks.openapps.loader import is_openapps_selection
 
-    if is_openapps_selection(selection):  # a config file on this machine: the same for every pool
-        from evals.tasks.openapps import check_runs_on, select_openapps
-
-        for pool in pools:
-            check_runs_on(oa_vm.cloud_facts(pool.record.cloud).simulated,
-                          f"pool {pool.name!r} ({pool.record.cloud})")
-        return Selected(*cast("Any", select_openapps(selection)))
+    if is_cua_selection(selection) or is_openapps_selection(selection):
+        return _select_here(pools, selection)
 
     from evals.run.failover import FailoverScoring
     from waa_client.catalog import Catalog
@@ -315,6 +305,25 @@ def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
         _same_tasks(first, (pool.name, chosen))
     assert first is not None, "a run has at least one pool"
     return first[1]
+
+
+def _select_here(pools: Sequence[RunPool], selection: str) -> Selected:
+    """A selection of files on this machine (Cua-Bench modules, an OpenApps-style config): the
+    same for every pool, refused on a pool whose workers lack the simulated desktop it needs."""
+    from typing import cast
+
+    from evals.tasks.cua_bench import check_selection, is_cua_selection, select_cua
+    from evals.tasks.openapps import select_openapps
+    from evals.tasks.simulated import check_runs_on
+
+    variants = (check_selection(selection, agent="", pools=[p.name for p in pools])
+                if is_cua_selection(selection) else None)
+    for pool in pools:
+        check_runs_on(pool.record.cloud, f"pool {pool.name!r} ({pool.record.cloud})", selection,
+                      variants)
+    if variants is not None:
+        return Selected(*select_cua(variants))
+    return Selected(*cast("Any", select_openapps(selection)))
 
 
 def _same_tasks(a: tuple[str, Selected], b: tuple[str, Selected]) -> None:

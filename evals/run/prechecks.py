@@ -139,23 +139,22 @@ def check_pool_tasks(
     """The task IDs of a pool about to be made, checked as far as they can be without it: a
     local pool's catalog is here (:func:`check_local_tasks`); a cloud worker's is WAA's, read
     on the worker, so only what is known of it without it holds now (WAA's suite's size,
-    domains and indexes; no synthetic IDs), and OpenApps-style tasks, which need a local
-    pool, are refused.
+    domains and indexes; no synthetic IDs), and tasks that need the simulated desktop
+    (:func:`evals.tasks.simulated.check_runs_on`) are refused on a pool of WAA workers.
 
     Raises:
         waa_client.errors.CatalogError: unknown or synthetic IDs (all listed; exit code 2), a
             count, domain or index that is not WAA's.
-        InvalidRunInputError: see :func:`check_local_tasks`; OpenApps-style tasks on a pool
-            of WAA workers.
+        InvalidRunInputError: see :func:`check_local_tasks`; tasks that need the simulated
+            desktop on a pool of WAA workers.
     """
     from evals.tasks.cua_bench import is_cua_selection
-    from evals.tasks.openapps import check_runs_on, is_openapps_selection
+    from evals.tasks.openapps import is_openapps_selection
+    from evals.tasks.simulated import check_runs_on
     from waa_client.catalog import check_not_synthetic, check_waa_selection, named_ids
 
-    simulated = oa_vm.cloud_facts(cloud).simulated
-    if is_openapps_selection(config.selection):
-        check_runs_on(simulated, f"a pool of {cloud} workers")
-    if simulated:
+    check_runs_on(cloud, f"a pool of {cloud} workers", config.selection)
+    if oa_vm.cloud_facts(cloud).simulated:
         check_local_tasks(config, tasks_dir, checked)
     elif not (is_cua_selection(config.selection) or is_openapps_selection(config.selection)):
         check_waa_selection(config.selection)

@@ -26,6 +26,7 @@ from oa_vm import api
 from oa_vm.model import state
 from oa_vm.model.lease import hold_pool, read_lease
 from tests.integration.test_sweep_local import LOCAL_TASKS, evals, folder_digest
+from tests.integration.test_unknown_task_ids import SHELL_MODULE
 from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.file_state import unchanged
 from tests.support.pools import READY_S
@@ -34,8 +35,9 @@ from tests.support.waiting import throughout, wait_gone
 
 pytestmark = pytest.mark.integration
 
-OPENAPPS_EXAMPLES = (Path(__file__).resolve().parents[2] / "evals" / "tasks" / "openapps"
-                     / "examples" / "all_tasks.yaml")
+ROOT = Path(__file__).resolve().parents[2]
+OPENAPPS_EXAMPLES = ROOT / "evals" / "tasks" / "openapps" / "examples" / "all_tasks.yaml"
+CUA_SUBMIT = ROOT / "docs" / "examples" / "cua_bench" / "submit"
 PRICES = {"pa": 3.6, "pb": 36.0}  # $/worker-hour: a wrong pool's price is off tenfold
 
 
@@ -426,17 +428,28 @@ def test_a_local_pool_and_a_cloud_pool_with_other_tasks_are_refused(
                         "--tasks", "notepad_1", "--run-name", "mixed", home=home, results=results)
         line = refused.assert_one_line_error()
         assert "pool 'pa': 1 synthetic task ID(s) cannot run on a live pool" in line, line
-        # OpenApps-style tasks need the simulated desktop: a WAA pool is refused, by its name
-        for pools in (["--pool", "pz"], ["--pool", "pa", "--pool", "pz"]):
-            refused = evals("run", *pools, "--agent", "oracle", "--tasks",
-                            f"openapps:{OPENAPPS_EXAMPLES}", "--run-name", "mixed", home=home,
-                            results=results)
-            line = refused.assert_one_line_error()
-            assert refused.returncode == 2, line
-            assert ("OpenApps-style tasks run on a local pool only, not on pool 'pz' (aws)"
-                    in line), line
+        # OpenApps-style tasks and modules calling a browser operation need the simulated
+        # desktop: a WAA pool is refused, by its name
+        for selection, what in ((f"openapps:{OPENAPPS_EXAMPLES}", "OpenApps-style tasks"),
+                                (f"cua-bench:{CUA_SUBMIT}",
+                                 "Cua-Bench modules that use the worker's browser")):
+            for pools in (["--pool", "pz"], ["--pool", "pa", "--pool", "pz"]):
+                refused = evals("run", *pools, "--agent", "oracle", "--tasks", selection,
+                                "--run-name", "mixed", home=home, results=results)
+                line = refused.assert_one_line_error()
+                assert refused.returncode == 2, line
+                assert f"{what} run on a local pool only, not on pool 'pz' (aws)" in line, line
         assert not (results / "mixed").exists()
         assert read_lease("pa") is None and read_lease("pz") is None
+        # a module of commands, files and screenshots runs there (WAA's own endpoints)
+        module = tmp_path / "note" / "main.py"
+        module.parent.mkdir()
+        module.write_text(SHELL_MODULE, encoding="utf-8")
+        ran = evals("run", "--pool", "pz", "--agent", "oracle", "--tasks",
+                    f"cua-bench:{module.parent}", "--run-name", "note", home=home,
+                    results=results)
+        assert ran.returncode == 0, ran.stderr
+        assert [r["score"] for r in read_records(results / "note").values()] == [1.0]
     finally:
         record.cloud = "local"  # so that the fixture removes it as the local pool it is
         state.save(record)

@@ -25,6 +25,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENAPPS = ROOT / "evals" / "tasks" / "openapps" / "examples" / "all_tasks.yaml"
+CUA_EXAMPLES = ROOT / "docs" / "examples" / "cua_bench"
 
 
 def _local_id() -> str:
@@ -161,21 +162,78 @@ def test_what_waas_catalog_holds_is_planned(oa_home: Path, tmp_path: Path,
         assert done.returncode == 0, (selection, done.stderr)
 
 
+# what needs the simulated desktop: (selection, the refusal's start once {cloud} is filled in)
+SIMULATED_ONLY = {
+    "openapps": (f"openapps:{OPENAPPS}", "OpenApps-style tasks run on a local pool only, not on "
+                 "a pool of {cloud} workers: their rewards read the simulated desktop's app state"),
+    "cua-bench": (f"cua-bench:{CUA_EXAMPLES / 'submit'}",
+                  "Cua-Bench modules that use the worker's browser run on a local pool only, not "
+                  f"on a pool of {{cloud}} workers: {CUA_EXAMPLES / 'submit' / 'main.py'} calls "
+                  "session.launch_window, and only a local pool's workers have a browser"),
+}
+
+
 @pytest.mark.parametrize("cloud", ["aws", "azure"])
 @pytest.mark.parametrize("plan", [True, False], ids=["--plan", "no plan"])
-def test_openapps_tasks_on_waa_workers_are_refused_before_anything_is_made(
-    cloud: str, plan: bool, oa_home: Path, tmp_path: Path
+@pytest.mark.parametrize("kind", sorted(SIMULATED_ONLY))
+def test_tasks_needing_the_simulated_desktop_on_waa_workers_are_refused_before_anything_is_made(
+    kind: str, cloud: str, plan: bool, oa_home: Path, tmp_path: Path
 ) -> None:
-    # Their rewards read the simulated desktop's app state: on WAA workers every task would
-    # end in error, after the pool was made and paid for.
-    args = ["sweep", "--cloud", cloud, "--agent", "oracle", "--tasks", f"openapps:{OPENAPPS}",
+    # OpenApps' rewards read the simulated desktop's app state, a module calling a browser
+    # operation needs the local worker's browser: on WAA workers every task would end in error,
+    # after the pool was made and paid for.
+    selection, said = SIMULATED_ONLY[kind]
+    args = ["sweep", "--cloud", cloud, "--agent", "oracle", "--tasks", selection,
             "--results-dir", str(tmp_path / "results"), *(["--plan"] if plan else [])]
     with unchanged(oa_home, tmp_path / "results"):
         done = run_cli("openadapt-evals", *args, home=oa_home, env=_offline(tmp_path))
     line = done.assert_one_line_error()
     assert done.returncode == 2, line
-    assert (f"OpenApps-style tasks run on a local pool only, not on a pool of {cloud} workers"
-            in line), line
+    assert said.format(cloud=cloud) in line and line.endswith(
+        "; run them on a local pool (--cloud local)"), line
+    _made_nothing(oa_home, tmp_path / "results")
+
+
+SHELL_MODULE = """
+import cua_bench as cb
+
+NOTE = "C:\\\\Users\\\\Docker\\\\Documents\\\\note.txt"
+
+@cb.tasks_config
+def load():
+    return [cb.Task(description="Leave a note.",
+                    computer={"setup_config": {"os_type": "windows"}})]
+
+@cb.solve_task
+async def solve(task_cfg, session):
+    await session.write_file(NOTE, "hi")
+
+@cb.evaluate_task
+async def evaluate(task_cfg, session):
+    await session.screenshot()
+    said = await session.run_command('echo "ok"')
+    return [1.0 if await session.file_exists(NOTE) and "ok" in said.stdout else 0.0]
+"""
+
+
+@pytest.mark.parametrize("plan", [True, False], ids=["--plan", "no plan"])
+def test_a_cua_bench_module_without_the_browser_is_taken_onto_waa_workers(
+    plan: bool, oa_home: Path, tmp_path: Path
+) -> None:
+    # commands, files and screenshots go through WAA's own endpoints: no refusal. The cloud is
+    # not reachable here, so the sweep without --plan stops later (no engine on PATH).
+    module = tmp_path / "note" / "main.py"
+    module.parent.mkdir()
+    module.write_text(SHELL_MODULE, encoding="utf-8")
+    args = ["sweep", "--cloud", "aws", "--agent", "oracle", "--tasks",
+            f"cua-bench:{module.parent}", "--results-dir", str(tmp_path / "results"),
+            *(["--plan"] if plan else [])]
+    done = run_cli("openadapt-evals", *args, home=oa_home, env=_offline(tmp_path))
+    assert "local pool only" not in done.stdout + done.stderr
+    if plan:
+        assert done.returncode == 0, done.stderr
+    else:
+        assert done.returncode != 0 and "pulumi" in done.stderr, done.stderr
     _made_nothing(oa_home, tmp_path / "results")
 
 

@@ -43,7 +43,8 @@ def tasks(
     """List the selected tasks (ID, domain, infeasible, instruction) and the count per domain.
 
     ``cua-bench:PATH`` lists the variants of a Cua-Bench task directory or dataset directory
-    (``--split``, default train), ``cua-bench:PATH#N`` one of them. ``openapps:FILE.yaml``
+    (``--split``, default train), ``cua-bench:PATH#N`` one of them; a module's count names the
+    browser operations it calls (it runs on a local pool only). ``openapps:FILE.yaml``
     lists an OpenApps-style task config's entries, ``openapps:FILE.yaml#NAME`` one of them.
     Without ``--source`` or ``--pool`` it lists the bundled local suite (what a local pool
     serves unless created with ``--tasks-dir``).
@@ -64,10 +65,13 @@ def tasks(
     from evals.tasks.cua_bench import is_cua_selection, load_selection
     from evals.tasks.openapps import is_openapps_selection, select_openapps
 
+    browser: dict[str, list[str]] = {}  # a module's browser operations, by its domain
     if is_cua_selection(tasks_sel):
         # module files on this machine: no folder or pool to read them from
         variants = load_selection(tasks_sel, split)
         refs = [TaskRef(v.task_id, v.domain, False, v.description) for v in variants]
+        browser = {v.domain: list(v.browser_operations) for v in variants
+                   if v.browser_operations}
     elif is_openapps_selection(tasks_sel):  # a config file on this machine, every entry checked
         refs = [ref for ref in select_openapps(tasks_sel)[0] if isinstance(ref, TaskRef)]
     elif source is None and pool is None:
@@ -93,9 +97,12 @@ def tasks(
                 for r in refs
             ],
             "counts": counts,
+            **({"browser_operations": browser} if browser else {}),
         })
         return
-    typer.echo(format_table(refs, counts))
+    notes = {d: f"uses the worker's browser: {', '.join(ops)}; local pools only"
+             for d, ops in browser.items()}
+    typer.echo(format_table(refs, counts, notes))
 
 
 def _select_from_pool(pool: str, selection: str) -> list[TaskRef]:
@@ -115,8 +122,10 @@ def shorten(text: str, width: int = INSTRUCTION_WIDTH) -> str:
     return line if len(line) <= width else line[: width - 3].rstrip() + "..."
 
 
-def format_table(refs: list[TaskRef], counts: dict[str, int]) -> str:
-    """The human listing: one row per task, then the count per domain and the total."""
+def format_table(refs: list[TaskRef], counts: dict[str, int],
+                 notes: dict[str, str] | None = None) -> str:
+    """The human listing: one row per task, then the count per domain (with its note, if
+    any: a Cua-Bench module that needs a local pool) and the total."""
     id_width = max([len("TASK ID"), *(len(r.task_id) for r in refs)])
     domain_width = max([len("DOMAIN"), *(len(r.domain) for r in refs)])
     rows = [f"{'TASK ID':<{id_width}}  {'DOMAIN':<{domain_width}}  INF  INSTRUCTION"]
@@ -126,6 +135,8 @@ def format_table(refs: list[TaskRef], counts: dict[str, int]) -> str:
             f"{'yes' if r.infeasible else 'no ':<3}  {shorten(r.instruction)}"
         )
     rows.append("")
-    rows.extend(f"{domain}: {n}" for domain, n in sorted(counts.items()))
+    notes = notes or {}
+    rows.extend(f"{domain}: {n}" + (f" ({notes[domain]})" if domain in notes else "")
+                for domain, n in sorted(counts.items()))
     rows.append(f"total: {len(refs)} task(s) in {len(counts)} domain(s)")
     return "\n".join(rows)

@@ -55,14 +55,10 @@ def check_selection(selection: str, *, agent: str, pools: Sequence[str] = ()) ->
     return variants
 
 
-def select_cua(selection: str, pools: Sequence[str]) -> tuple[list[Any], dict[str, Any]]:
-    """The run's tasks for a ``cua-bench:`` selection (each variant one task): the catalog's
-    references (:class:`waa_client.catalog.TaskRef`) and each task's JSON, by ID.
-
-    Raises:
-        InvalidRunInputError: see :func:`check_selection`.
-    """
-    variants = check_selection(selection, agent="", pools=pools)
+def select_cua(variants: Sequence[Variant]) -> tuple[list[Any], dict[str, Any]]:
+    """The run's tasks for a ``cua-bench:`` selection's variants (:func:`check_selection`),
+    each variant one task: the catalog's references (:class:`waa_client.catalog.TaskRef`) and
+    each task's JSON, by ID."""
     refs = [TaskRef(v.task_id, v.domain, False, v.description) for v in variants]
     tasks: dict[str, dict[str, Any]] = {v.task_id: v.task_json() for v in variants}
     return refs, tasks

@@ -13,6 +13,7 @@ Every load imports the module afresh under a name of its own, so two attempts ru
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import hashlib
 import importlib.util
@@ -22,13 +23,14 @@ import sys
 import threading
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evals.errors import InvalidRunInputError
 from evals.tasks.cua_bench.namespace import DEFAULT_SPLIT, cua_bench_module, real_package_installed
+from evals.tasks.cua_bench.session import BROWSER_OPERATIONS
 from waa_client import inputs
 
 PREFIX = "cua-bench:"
@@ -60,6 +62,8 @@ class Variant:
     os_type: str
     has_solve: bool
     uses_shell: bool
+    browser_operations: tuple[str, ...]
+    """The browser operations its module calls (:func:`operations_called`), first seen first."""
 
     @property
     def domain(self) -> str:
@@ -215,7 +219,8 @@ def load_selection(selection: str, split: str = DEFAULT_SPLIT) -> list[Variant]:
             raise _refuse(file, f"its folder name {folder!r} cannot be part of a task ID "
                           "(letters, digits, '.', '_', '-')")
         source = inputs.read_text(file, what="the Cua-Bench task module")  # bounded, regular
-        module = load_module(file)
+        module = load_module(file)  # refuses a syntax error: the parse below cannot fail
+        called = operations_called(source, (*SHELL_OPERATIONS, *BROWSER_OPERATIONS))
         functions = lifecycle(module, split)
         for index, task in enumerate(variants_of(file, split, module)):
             if only is not None and index != only:
@@ -227,12 +232,24 @@ def load_selection(selection: str, split: str = DEFAULT_SPLIT) -> list[Variant]:
                 task_id=f"{folder}/{index}", module_file=file, index=index, split=split,
                 description=str(task.description), os_type=os_type,
                 has_solve="solve_task" in functions,
-                uses_shell=any(f".{op}(" in source for op in SHELL_OPERATIONS),
+                uses_shell=any(op in SHELL_OPERATIONS for op in called),
+                browser_operations=tuple(op for op in called if op in BROWSER_OPERATIONS),
             ))
         if only is not None and not variants:
             raise InvalidRunInputError(f"--tasks {selection!r}: {file} has no variant #{only} "
                                        f"for the split {split!r}")
     return variants
+
+
+def operations_called(source: str, names: Collection[str]) -> tuple[str, ...]:
+    """The session operations of ``names`` a module's source reads as an attribute, of any
+    receiver (``session.x``, ``s.x``, ``self.session.x``), in source order, each once: decided
+    by parsing, so a name in a string or a comment is no call. One the parse cannot see
+    (``getattr(session, name)``) is not found; on a worker without it the operation says so."""
+    nodes = [n for n in ast.walk(ast.parse(source))
+             if isinstance(n, ast.Attribute) and n.attr in names]
+    nodes.sort(key=lambda n: (n.lineno, n.col_offset))
+    return tuple(dict.fromkeys(n.attr for n in nodes))
 
 
 def shell_problem(variants: list[Variant], worker_shell: str, pool: str) -> str | None:

@@ -66,6 +66,14 @@ def window_document(html: str) -> str:
     )
 
 
+BROWSER_OPERATIONS = ("launch_window", "execute_javascript", "move_window", "close_all_windows",
+                      "get_element_rect", "click_element", "right_click_element")
+"""The session's operations that go through the worker's browser (``/browser/...``), which
+only a local pool's workers have: a module calling one runs on a local pool only
+(:func:`evals.tasks.simulated.check_runs_on`). Every method of :class:`WorkerSession` that
+reaches ``_browser`` or ``_call_browser`` is one (a unit test holds the two together)."""
+
+
 class SessionError(Exception):
     """A session operation the worker refused (the message says what and why)."""
 
@@ -318,4 +326,20 @@ class WorkerSession:
         except WaaError as exc:
             if exc.is_infrastructure:
                 raise
+            if isinstance(exc, NotFoundError) and not self._has_browser():
+                raise SessionError(
+                    f"{operation}: the worker has no browser (no /browser/{operation}: a WAA "
+                    "worker has none, a local pool's workers have one); run this module on a "
+                    "local pool (--cloud local)") from exc
             raise SessionError(f"{operation}: {exc}") from exc
+
+    def _has_browser(self) -> bool:
+        """Whether the worker serves ``/browser/status`` at all: a 404 on an operation is
+        either a window it does not know or, on a WAA worker, the endpoint missing."""
+        try:
+            self.waa.browser("status", timeout=self.timeout)
+        except NotFoundError:
+            return False
+        except WaaError:
+            return True  # it could not say; the operation's own error stands
+        return True

@@ -27,7 +27,6 @@ from evals.tasks.openapps.classes import (
 from evals.tasks.openapps.loader import (
     DOMAIN,
     Entry,
-    check_runs_on,
     is_openapps_selection,
     load_selection,
 )
@@ -43,7 +42,7 @@ __all__ = [
     "BUILTIN", "DOMAIN", "AbstentionTask", "AddEventTask", "AddToDoTask", "AppStateComparison",
     "CompositeTask", "DeleteToDoTask", "EditFileTask", "Entry", "Episode", "MarkToDoDoneTask",
     "NavigateToAppTask", "RemoveEventTask", "RemoveLandmarkTask", "SavePlaceTask",
-    "SendMessageTask", "StateTask", "Task", "check_runs_on", "is_openapps_selection",
+    "SendMessageTask", "StateTask", "Task", "is_openapps_selection",
     "load_selection", "select_openapps",
 ]
 

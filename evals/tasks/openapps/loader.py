@@ -59,25 +59,6 @@ def is_openapps_selection(selection: str) -> bool:
     return selection.strip().startswith(PREFIX)
 
 
-def check_runs_on(simulated: bool, where: str) -> None:
-    """The one rule for where OpenApps-style tasks run: their rewards compare the simulated
-    desktop's app state (``appstate``), which a WAA guest does not have, so on any other worker
-    every task would end in error. Refused before a pool is made or leased.
-
-    Args:
-        simulated: Whether the pool's workers are simulated ones (a local pool).
-        where: The pool, as the message names it (``a aws pool``, ``pool 'p' (aws)``).
-
-    Raises:
-        InvalidRunInputError: the workers are not simulated.
-    """
-    if not simulated:
-        raise InvalidRunInputError(
-            f"OpenApps-style tasks run on a local pool only, not on {where}: their rewards read "
-            "the simulated desktop's app state, which a WAA worker does not have; run them on a "
-            "local pool (--cloud local)")
-
-
 @dataclass(frozen=True)
 class Entry:
     """One task of a config, built and checked."""

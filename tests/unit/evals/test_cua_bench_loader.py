@@ -13,6 +13,7 @@ from evals.run.attempt_cua import rewards_of
 from evals.tasks.cua_bench import check_selection, load_selection
 from evals.tasks.cua_bench.namespace import cua_bench_module
 from evals.tasks.cua_bench.session import action_source
+from evals.tasks.simulated import check_runs_on
 
 FORMS = '''
 import cua_bench as cb
@@ -129,3 +130,57 @@ def test_the_real_package_is_preferred_when_installed() -> None:
     # our namespace only stands in while nothing of that name can be imported
     assert "cua_bench" not in sys.modules or getattr(sys.modules["cua_bench"], "__file__",
                                                      None) is None
+
+
+USES = FORMS + '''
+class Helper:
+    def __init__(self, session):
+        self.session = session
+
+    async def open(self):
+        # session.execute_javascript(pid, "x") in a comment is no call
+        note = "await session.close_all_windows() and s.run_command('x') in a string"
+        await self.session.move_window(pid, 1, 2)
+
+async def use(session, s):
+    pid = await session.launch_window(html="<p>hi</p>")
+    await s.click_element(pid, "#go")
+    await session.launch_window(html="again")
+    await session.screenshot()
+'''
+
+
+def test_browser_operations_are_found_by_parsing_the_module(tmp_path: Path) -> None:
+    variants = load_selection(f"cua-bench:{write(tmp_path / 'uses', USES)}")
+    # in source order, each once; from any receiver; none from the comment or the string
+    assert {v.browser_operations for v in variants} == {
+        ("move_window", "launch_window", "click_element")}
+    assert not any(v.uses_shell for v in variants)  # run_command only in the string
+
+
+SHELL_ONLY = FORMS + "\nasync def use(session):\n    await session.run_command('ls')\n" \
+    "    await session.screenshot()\n"
+
+
+def test_a_module_without_browser_operations_has_none(tmp_path: Path) -> None:
+    (variant, _) = load_selection(f"cua-bench:{write(tmp_path / 'shell', SHELL_ONLY)}")
+    assert variant.browser_operations == () and variant.uses_shell
+
+
+@pytest.mark.parametrize("cloud", ["aws", "azure", "ssh"])
+def test_what_needs_the_simulated_desktop_runs_on_local_pools_only(
+    tmp_path: Path, cloud: str
+) -> None:
+    browser = f"cua-bench:{write(tmp_path / 'uses', USES)}"
+    where = f"pool 'p' ({cloud})"
+    with pytest.raises(InvalidRunInputError) as caught:
+        check_runs_on(cloud, where, browser)
+    assert str(caught.value) == (
+        f"Cua-Bench modules that use the worker's browser run on a local pool only, not on "
+        f"{where}: {tmp_path / 'uses' / 'main.py'} calls session.move_window, and only a local "
+        "pool's workers have a browser; run them on a local pool (--cloud local)")
+    with pytest.raises(InvalidRunInputError, match="^OpenApps-style tasks run on a local pool "
+                       rf"only, not on pool 'p' \({cloud}\): their rewards read"):
+        check_runs_on(cloud, where, "openapps:never-read.yaml")  # refused unread
+    check_runs_on(cloud, where, f"cua-bench:{write(tmp_path / 'shell', SHELL_ONLY)}")
+    check_runs_on("local", "a pool of local workers", browser)

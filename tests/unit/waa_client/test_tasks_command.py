@@ -55,3 +55,40 @@ def test_table() -> None:
 def test_shorten() -> None:
     assert shorten("a  b\nc") == "a b c"
     assert len(shorten("word " * 50, 20)) == 20
+
+
+NOTE_MODULE = '''
+import cua_bench as cb
+
+@cb.tasks_config
+def load():
+    return [cb.Task(description="Leave a note.")]
+
+@cb.evaluate_task
+async def evaluate(task_cfg, session):
+    await session.screenshot()  # session.launch_window() in a comment is no call
+    return [1.0 if await session.file_exists("C:\\\\note.txt") else 0.0]
+'''
+
+
+def test_a_cua_bench_listing_names_the_modules_that_use_the_browser(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shutil
+
+    examples = Path(__file__).resolve().parents[3] / "docs" / "examples" / "cua_bench"
+    shutil.copytree(examples / "submit", tmp_path / "submit")
+    (tmp_path / "note").mkdir()
+    (tmp_path / "note" / "main.py").write_text(NOTE_MODULE, encoding="utf-8")
+    tasks(selection=f"cua-bench:{tmp_path}", source=None, pool=None, tasks_sel=None,
+          json_out=False)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-3:] == [
+        "note: 1",
+        "submit: 1 (uses the worker's browser: launch_window, click_element, "
+        "execute_javascript; local pools only)",
+        "total: 2 task(s) in 2 domain(s)"]
+    tasks(selection=f"cua-bench:{tmp_path}", source=None, pool=None, tasks_sel=None,
+          json_out=True)
+    assert json.loads(capsys.readouterr().out)["browser_operations"] == {
+        "submit": ["launch_window", "click_element", "execute_javascript"]}

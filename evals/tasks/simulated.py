@@ -1,0 +1,52 @@
+"""The one rule for tasks that need the simulated desktop: they run on a local pool only.
+
+OpenApps-style tasks score the simulated desktop's app state; a Cua-Bench module that calls a
+browser operation (:data:`evals.tasks.cua_bench.session.BROWSER_OPERATIONS`) needs the local
+worker's browser. A WAA worker has neither, so on a pool of them every such task would end in
+``error/task`` after the pool was made or leased: both are refused before, in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import oa_vm
+from evals.errors import InvalidRunInputError
+from evals.tasks.cua_bench.loader import Variant, is_cua_selection, load_selection
+from evals.tasks.openapps.loader import is_openapps_selection
+
+
+def check_runs_on(cloud: str, where: str, selection: str,
+                  variants: Sequence[Variant] | None = None) -> None:
+    """Refuse ``selection`` on a pool of ``cloud`` workers (named ``where``: ``a pool of aws
+    workers``, ``pool 'p' (aws)``) when they are not simulated ones (:func:`oa_vm.cloud_facts`)
+    and it needs the simulated desktop; ``variants``: a ``cua-bench:`` selection's, if loaded.
+
+    Raises:
+        InvalidRunInputError: what needs the simulated desktop, and why, naming ``where``.
+    """
+    if oa_vm.cloud_facts(cloud).simulated:
+        return
+    need = _need(selection, variants)
+    if need is not None:
+        what, why = need
+        raise InvalidRunInputError(f"{what} run on a local pool only, not on {where}: {why}; "
+                                   "run them on a local pool (--cloud local)")
+
+
+def _need(selection: str, variants: Sequence[Variant] | None) -> tuple[str, str] | None:
+    """What of the selection needs the simulated desktop and why, or None."""
+    if is_openapps_selection(selection):
+        return ("OpenApps-style tasks", "their rewards read the simulated desktop's app state, "
+                "which a WAA worker does not have")
+    if not is_cua_selection(selection):
+        return None
+    using = [v for v in (load_selection(selection) if variants is None else variants)
+             if v.browser_operations]
+    if not using:
+        return None
+    modules = list(dict.fromkeys(v.module_file for v in using))
+    more = f" (and {len(modules) - 1} more module(s))" if len(modules) > 1 else ""
+    return ("Cua-Bench modules that use the worker's browser",
+            f"{modules[0]}{more} calls session.{using[0].browser_operations[0]}, and only a "
+            "local pool's workers have a browser")

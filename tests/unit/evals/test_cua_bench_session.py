@@ -1,0 +1,64 @@
+"""The Cua-Bench session's browser operations: the list the pool checks use is exactly the
+session's methods that reach the worker's browser, and on a worker without one (a WAA worker:
+no ``/browser/...``) an operation says so rather than passing on a bare 404."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import inspect
+import textwrap
+
+import pytest
+
+from evals.tasks.cua_bench.session import BROWSER_OPERATIONS, SessionError, WorkerSession
+from tests.support.http_servers import Reply, ScriptedServer
+from waa_client.waa import WaaClient
+
+BROWSER_CALLS = {"_browser", "_call_browser"}
+
+
+def test_the_browser_operations_are_the_session_methods_that_reach_the_browser() -> None:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(WorkerSession)))
+    (cls,) = tree.body
+    assert isinstance(cls, ast.ClassDef)
+    calls: dict[str, set[str]] = {}  # method -> the self.<name> it reads (nested functions too)
+    for method in cls.body:
+        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef):
+            calls[method.name] = {
+                n.attr for n in ast.walk(method) if isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    reaching = set(BROWSER_CALLS)
+    while True:  # a method reaches the browser when it calls one that does
+        more = {name for name, called in calls.items() if called & reaching} - reaching
+        if not more:
+            break
+        reaching |= more
+    public = {name for name in reaching if not name.startswith("_")}
+    assert public == set(BROWSER_OPERATIONS)
+    assert len(BROWSER_OPERATIONS) == len(set(BROWSER_OPERATIONS))
+
+
+def _launch(url: str) -> str:
+    with WaaClient(url, retries=0, read_timeout=30.0) as waa, \
+            pytest.raises(SessionError) as caught:
+        asyncio.run(WorkerSession(waa, timeout=30.0).launch_window(html="<p>x</p>"))
+    return str(caught.value)
+
+
+def test_on_a_worker_without_a_browser_an_operation_says_so() -> None:
+    # a WAA server's answer to a path it does not serve: Flask's HTML 404
+    not_found = Reply(404, b"<!doctype html><title>404 Not Found</title>", "text/html")
+    with ScriptedServer({"/browser/launch": not_found, "/browser/status": not_found}) as waa:
+        said = _launch(waa.url)
+    assert said.startswith("launch: the worker has no browser (no /browser/launch: a WAA "
+                           "worker has none, a local pool's workers have one)"), said
+    assert "--cloud local" in said and "404" not in said
+
+
+def test_a_404_of_a_worker_with_a_browser_keeps_its_own_words() -> None:
+    missing = Reply.json({"status": "error", "message": "no browser window w9"}, 404)
+    with ScriptedServer({"/browser/launch": missing,
+                         "/browser/status": Reply.json({"available": True})}) as waa:
+        said = _launch(waa.url)
+    assert "no browser window w9" in said and "has no browser" not in said
