@@ -313,8 +313,8 @@ def _select_here(pools: Sequence[RunPool], selection: str) -> Selected:
     from typing import cast
 
     from evals.tasks.cua_bench import check_selection, is_cua_selection, select_cua
+    from evals.tasks.kinds import check_runs_on
     from evals.tasks.openapps import select_openapps
-    from evals.tasks.simulated import check_runs_on
 
     variants = (check_selection(selection, agent="", pools=[p.name for p in pools])
                 if is_cua_selection(selection) else None)

@@ -140,7 +140,7 @@ def check_pool_tasks(
     local pool's catalog is here (:func:`check_local_tasks`); a cloud worker's is WAA's, read
     on the worker, so only what is known of it without it holds now (WAA's suite's size,
     domains and indexes; no synthetic IDs), and tasks that need the simulated desktop
-    (:func:`evals.tasks.simulated.check_runs_on`) are refused on a pool of WAA workers.
+    (:func:`evals.tasks.kinds.check_runs_on`) are refused on a pool of WAA workers.
 
     Raises:
         waa_client.errors.CatalogError: unknown or synthetic IDs (all listed; exit code 2), a
@@ -149,8 +149,8 @@ def check_pool_tasks(
             desktop on a pool of WAA workers.
     """
     from evals.tasks.cua_bench import is_cua_selection
+    from evals.tasks.kinds import check_runs_on
     from evals.tasks.openapps import is_openapps_selection
-    from evals.tasks.simulated import check_runs_on
     from waa_client.catalog import check_not_synthetic, check_waa_selection, named_ids
 
     check_runs_on(cloud, f"a pool of {cloud} workers", config.selection)

@@ -85,7 +85,7 @@ def audit_verifier(
     accept."""
     import secrets
 
-    from evals.tasks import refuse_task_files
+    from evals.tasks.kinds import refuse_task_files
 
     refuse_task_files(tasks, "audit-verifier")
     if out is not None:  # refused before the audit, not after it

@@ -56,7 +56,7 @@ def mock(
     from evals.run.metrics import format_summary
     from evals.run.prechecks import check_before_run
     from evals.run.runner import RunConfig, default_run_name, run_evaluation
-    from evals.tasks import refuse_task_files
+    from evals.tasks.kinds import refuse_task_files
 
     if agent not in MOCK_AGENTS:
         raise InvalidRunInputError(

@@ -27,7 +27,6 @@ from evals.results.cost import (
     Mode,
     format_estimate,
 )
-from evals.tasks import refuse_task_files
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.kit import timings
 from oa_vm.kit.clikit import plain_typer, print_json, run_main, typed_name, was_given
@@ -203,6 +202,8 @@ def _selection(text: str | None, *, live: bool) -> tuple[int | None, list[str] |
     """
     if text is None or text.strip() == "all":
         return None, None, None
+    from evals.tasks.kinds import refuse_task_files
+
     refuse_task_files(text, "openadapt-eval-flow")
     count = selection_count(text.strip().removeprefix("-"))  # -3: a count, refused below
     if count is not None:

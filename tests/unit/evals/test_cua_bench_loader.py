@@ -13,7 +13,7 @@ from evals.run.attempt_cua import rewards_of
 from evals.tasks.cua_bench import check_selection, load_selection
 from evals.tasks.cua_bench.namespace import cua_bench_module
 from evals.tasks.cua_bench.session import action_source
-from evals.tasks.simulated import check_runs_on
+from evals.tasks.kinds import check_runs_on
 
 FORMS = '''
 import cua_bench as cb

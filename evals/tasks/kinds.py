@@ -1,4 +1,6 @@
-"""The one rule for tasks that need the simulated desktop: they run on a local pool only.
+"""Where each kind of task is taken. Tasks that need the simulated desktop run on a local pool
+only (:func:`check_runs_on`); task modules and configs are for the commands that load them
+(:func:`refuse_task_files`).
 
 OpenApps-style tasks score the simulated desktop's app state; a Cua-Bench module that calls a
 browser operation (:data:`evals.tasks.cua_bench.session.BROWSER_OPERATIONS`) needs the local
@@ -50,3 +52,23 @@ def _need(selection: str, variants: Sequence[Variant] | None) -> tuple[str, str]
     return ("Cua-Bench modules that use the worker's browser",
             f"{modules[0]}{more} calls session.{using[0].browser_operations[0]}, and only a "
             "local pool's workers have a browser")
+
+
+def refuse_task_files(selection: str | None, command: str) -> None:
+    """The one refusal of a command that takes WAA's kind of tasks only (IDs, counts, indexes,
+    domains) when ``--tasks`` names task modules or configs (``cua-bench:``, ``openapps:``),
+    which only ``run``, ``sweep`` and ``tasks`` load: without it such a selection was taken
+    for a task ID and refused as a malformed or unknown one.
+
+    Raises:
+        InvalidRunInputError: the selection names task modules or configs (one line, naming
+            the command that runs them).
+    """
+    text = (selection or "").strip()
+    kind = ("Cua-Bench task modules" if is_cua_selection(text) else
+            "OpenApps-style task configs" if is_openapps_selection(text) else None)
+    if kind is not None:
+        raise InvalidRunInputError(
+            f"--tasks {text.split(':', 1)[0]}:...: {command} takes WAA task IDs, counts, "
+            f"indexes and domains, not {kind}; 'openadapt-evals sweep' and 'run' take them "
+            f"(openadapt-evals sweep --tasks {text})")
