@@ -12,7 +12,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 
 from infra import aws as infra_aws
-from infra.offline import OfflineRun, RecordedResource
+from infra.offline import OfflineRun, RecordedResource, run_offline
 from infra.sizes import UnsupportedSizeError
 from infra.tags import ALL_KEYS, check_key
 from tests.support.pool_programs import (
@@ -225,40 +225,25 @@ def test_spot_user_data_carries_the_spot_watcher_within_the_aws_limit(run_aws: R
 
 
 def test_component_outputs_resolve_through_output_all() -> None:
-    """The style the Pulumi docs show: assert on outputs with ``Output.all(...).apply``."""
+    """The style the Pulumi docs show: assert on outputs with ``Output.all(...).apply``. Run
+    through :func:`infra.offline.run_offline` (its own thread and event loop, one run at a
+    time): driving ``pulumi.runtime.test`` on the test's own thread shared that thread's
+    event loop and Pulumi's global settings with every other program run in the process."""
     seen: dict[str, Any] = {}
 
-    class Mocks(pulumi.runtime.Mocks):
-        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-            extra = {"publicIp": "203.0.113.9"} if args.typ == INSTANCE else {}
-            return f"{args.name}-id", {**args.inputs, **extra}
+    def program() -> Any:
+        pool = infra_aws.AwsWorkerPool("p", make_settings("aws", workers=2))
 
-        def call(  # type: ignore[override]  # the mock monitor also takes a bare result
-            self, args: pulumi.runtime.MockCallArgs
-        ) -> dict[str, Any]:
-            return AwsLookups()(args.token, args.args)
+        def verify(values: list[Any]) -> None:
+            workers, sg_id = values
+            seen["workers"] = workers
+            assert sg_id == "p-ssh-id"
 
-    from pulumi.runtime import settings as pulumi_settings
+        return pulumi.Output.all(pool.workers, pool.security_group_id).apply(verify)
 
-    pulumi_settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(Mocks(), preview=False)
-    try:
-
-        @pulumi.runtime.test  # type: ignore[untyped-decorator]
-        def check() -> Any:
-            pool = infra_aws.AwsWorkerPool("p", make_settings("aws", workers=2))
-
-            def verify(values: list[Any]) -> None:
-                workers, sg_id = values
-                seen["workers"] = workers
-                assert sg_id == "p-ssh-id"
-
-            return pulumi.Output.all(pool.workers, pool.security_group_id).apply(verify)
-
-        check()
-    finally:
-        pulumi_settings.reset_options()
-    assert [w["public_ip"] for w in seen["workers"]] == ["203.0.113.9", "203.0.113.9"]
+    run_offline(program, AwsLookups())
+    addresses = [w["public_ip"] for w in seen["workers"]]
+    assert len(addresses) == 2 and all(a.startswith("203.0.113.") for a in addresses), addresses
     assert EXPIRES.tzinfo is not None
 
 
