@@ -20,7 +20,7 @@ from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.clouds import facts
 from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
-from oa_vm.kit.clikit import plain_typer, print_json, run_main
+from oa_vm.kit.clikit import plain_typer, print_json, run_main, target_option
 from oa_vm.kit.duration_options import duration_text_option
 from oa_vm.model import state
 
@@ -277,7 +277,8 @@ def pool_cleanup(
 @app.command("pool-tunnel")
 def pool_tunnel(
     name: NameOpt = None,
-    worker: Annotated[str | None, typer.Option(help="Only this worker.")] = None,
+    worker: Annotated[str | None, target_option("--worker", what="worker",
+                                                help="Only this worker.")] = None,
 ) -> None:
     """Open SSH tunnels to the pool's workers in the foreground (Ctrl-C closes them)."""
     from oa_vm.cli.tunnels import run_foreground
