@@ -140,10 +140,13 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "pool-create --cloud local --build-image": ("oa-vm", (*_CREATE, "--name", "t1",
                                                           "--build-image"), None),
     # --- a region named twice (the plan listed it twice among the regions tried), refused as
-    # a --host or a run's --pool named twice is (oa_vm.api.build_spec)
+    # a --host or a run's --pool named twice is (oa_vm.api.build_spec); a worker to repair too
     "pool-create --region named twice": ("oa-vm", ("pool-create", "--cloud", "aws", "--name",
                                                    "t1", "--region", "us-east-1,us-east-1",
                                                    "--plan"), USAGE),
+    "pool-repair --worker named twice": ("oa-vm", ("pool-repair", "--name", POOL, "--no-wait",
+                                                   "--worker", "worker-0", "--worker",
+                                                   "worker-0"), USAGE),
     "sweep --region named twice": ("openadapt-evals", (
         "sweep", "--cloud", "aws", "--workers", "1", "--agent", "oracle", "--tasks", TASK,
         "--results-dir", "{res}", "--plan", "--region", "us-east-1,eu-west-1, us-east-1"),
