@@ -80,8 +80,11 @@ def target_option(*names: str, what: str, help: str, **options: Any) -> Any:
     on (a pool, an image, a worker, a run folder). Given two different values (``-n a -n b``),
     the command is refused before it runs (exit 2, one line naming both), where Click would keep
     the last silently: one pool paused, the other left billing. The same value twice passes, as
-    it asks for one thing. Options that only tune (``--ttl``, ``--results-dir``) keep Click's
-    last-wins, which shell aliases rely on (``alias up='oa-vm pool-create --ttl 2h'``)."""
+    it asks for one thing. The values are read from the command line :func:`run_main` runs (as
+    :func:`typed_name` reads it). Options that only tune (``--ttl``, ``--results-dir``) keep
+    Click's last-wins, which shell aliases rely on (``alias up='oa-vm pool-create --ttl 2h'``);
+    an option taking several targets is declared ``list[str]`` and refuses a value given twice
+    with :func:`oa_vm.kit.validate.twice_problem` (``pool-cleanup --pool``, ``run --pool``)."""
     def one_value(ctx: Any, param: Any, value: Any) -> Any:
         given = list(dict.fromkeys(typed_values([*param.opts, *param.secondary_opts])))
         if len(given) > 1:
