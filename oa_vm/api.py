@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -524,16 +524,8 @@ def cleanup_pool(
     from oa_vm.model.lease import describe, guard_pool
 
     pool = resolve_name(name)
-    try:
-        loaded = state.load(pool)  # unknown or corrupt: refused before anything is written
-        if purge and "--purge" not in facts(loaded.cloud).options:
-            raise InvalidInputError("--purge is for pools on your own hosts (--cloud ssh): it "
-                                    "removes their image cache")
-    except PoolNotFoundError:
-        tomb = state.tombstone(pool)
-        if tomb.exists():
-            return CleanupReport(hints=[f"pool {pool!r} was already removed; nothing to remove"])
-        raise
+    if not _removable(pool, purge):
+        return CleanupReport(hints=[f"pool {pool!r} was already removed; nothing to remove"])
     with guard_pool(pool, "pool-cleanup", force=force) as overridden:
         if overridden is not None:
             progress(f"pool {pool!r} is in use by {describe(overridden)}; "
@@ -547,6 +539,34 @@ def cleanup_pool(
         _remove_pool_dir(pool)
         report.removed.append(f"removed the record of pool {pool!r}")
     return report
+
+
+def _removable(pool: str, purge: bool) -> bool:
+    """Whether :func:`cleanup_pool` has ``pool`` to remove (False: removed earlier). An unknown
+    or corrupt pool, or ``purge`` for a pool not on your own hosts, raises: refused before
+    anything is written."""
+    try:
+        loaded = state.load(pool)
+    except PoolNotFoundError:
+        if state.tombstone(pool).exists():
+            return False
+        raise
+    if purge and "--purge" not in facts(loaded.cloud).options:
+        raise InvalidInputError("--purge is for pools on your own hosts (--cloud ssh): it "
+                                "removes their image cache")
+    return True
+
+
+def cleanup_names(names: Sequence[str], option: str, *, purge: bool = False) -> list[str]:
+    """The pools one cleanup removes, each checked as :func:`cleanup_pool` checks it, every one
+    before any is removed (the only pool when ``names`` is empty); a name given twice, after
+    ``option``, is refused too."""
+    pools = [resolve_name(name) for name in names] or [resolve_name(None)]
+    if twice := twice_problem(option, pools, "pool"):
+        raise InvalidInputError(twice)
+    for pool in pools:
+        _removable(pool, purge)
+    return pools
 
 
 def remove_temporary_pool(pool: str, say: Progress) -> bool:

@@ -69,6 +69,7 @@ from oa_vm.errors import (
     listing,
 )
 from oa_vm.kit.durations import format_duration
+from oa_vm.kit.validate import twice_problem
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerState
 from oa_vm.reach.replacements import replaced_by, successor
@@ -432,6 +433,8 @@ def repair_pool(
         loaded = record.expires_at
         state.refuse_paused(record)  # pool-resume starts every worker
         if workers:
+            if twice := twice_problem("--worker", workers, "worker"):  # as --pool in a run
+                raise InvalidInputError(twice)
             known = {w.name for w in record.workers}
             unknown = [w for w in workers if w not in known]
             if unknown:

@@ -20,7 +20,7 @@ from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.clouds import facts
 from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
-from oa_vm.kit.clikit import plain_typer, print_json, run_main
+from oa_vm.kit.clikit import plain_typer, print_json, run_main, target_option, typed_name
 from oa_vm.kit.duration_options import duration_text_option
 from oa_vm.model import state
 
@@ -221,9 +221,16 @@ def pool_list(json_out: JsonOpt = False) -> None:
     _echo(list_text(items))
 
 
+def _pools(names: list[str]) -> str:
+    """``pool 'a'``, ``pools 'a' and 'b'``."""
+    return ("pools " if names[1:] else "pool ") + " and ".join(map(repr, names))
+
+
 @app.command("pool-cleanup")
 def pool_cleanup(
-    name: NameOpt = None,
+    names: Annotated[list[str] | None, typer.Option(
+        "--pool", "-n", "--name", help="Pool name(s) (optional when only one exists); repeat it "
+                                       "to remove several.")] = None,
     expired: Annotated[bool, typer.Option(help="Remove every pool past its expiry.")] = False,
     force: Annotated[
         bool, typer.Option("--force", help="Remove a pool even while a run holds it (the "
@@ -242,7 +249,7 @@ def pool_cleanup(
     A pool a live run is using is not removed (one line names the run) unless --force.
     """
     if expired:
-        if name:
+        if names:  # --expired chooses the pools itself
             raise InvalidInputError("use either --pool or --expired, not both")
         _confirm("Remove every expired pool?", yes)
         reports = api.cleanup_expired(progress=_echo, force=force)
@@ -260,24 +267,39 @@ def pool_cleanup(
                 "'oa-vm pool-cleanup --expired' again"
             )
         return
-    pool = api.resolve_name(name)
-    if state.exists(pool):
-        from oa_vm.model.lease import describe, live_holder
+    from oa_vm.model.lease import describe, live_holder
 
+    # every pool checked (named, unknown, corrupt, in use) before any is removed
+    pools = api.cleanup_names(names or [], typed_name(("--pool", "-n", "--name")) or "--pool",
+                              purge=purge)
+    present = [pool for pool in pools if state.exists(pool)]
+    for pool in present:
         holder = None if force else live_holder(pool)
         if holder is not None:  # before asking: the answer would not matter
             raise PoolInUseError(pool, describe(holder), "pool-cleanup")
-        _confirm(f"Remove pool {pool!r} and everything it created?", yes)
-    report = api.cleanup_pool(pool, progress=_echo, force=force, purge=purge)
-    show_removal(report, f"pool {pool!r}")
-    if report.removed:
-        _echo(f"Pool {pool!r} removed.")
+    if present:
+        _confirm(f"Remove {_pools(present)} and everything {'they' if present[1:] else 'it'} "
+                 "created?", yes)
+    left = []
+    for pool in pools:  # the next pool is removed even when one left something: not left billing
+        report = api.cleanup_pool(pool, progress=_echo, force=force, purge=purge)
+        try:
+            show_removal(report, f"pool {pool!r}")
+        except OaVmError:
+            left.append(pool)
+            continue
+        if report.removed:
+            _echo(f"Pool {pool!r} removed.")
+    if left:
+        raise OaVmError(f"{_pools(left)} {'were' if left[1:] else 'was'} not fully removed; see "
+                        "the lines above")
 
 
 @app.command("pool-tunnel")
 def pool_tunnel(
     name: NameOpt = None,
-    worker: Annotated[str | None, typer.Option(help="Only this worker.")] = None,
+    worker: Annotated[str | None, target_option("--worker", what="worker",
+                                                help="Only this worker.")] = None,
 ) -> None:
     """Open SSH tunnels to the pool's workers in the foreground (Ctrl-C closes them)."""
     from oa_vm.cli.tunnels import run_foreground

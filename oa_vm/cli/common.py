@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from oa_vm.errors import InvalidInputError, OaVmError, PoolCommandInterrupted
+from oa_vm.kit.clikit import target_option
 
 if TYPE_CHECKING:
     from oa_vm.clouds.base import CleanupReport
 
 NameOpt = Annotated[
     str | None,
-    typer.Option("--pool", "-n", "--name", help="Pool name (optional when only one exists)."),
+    target_option("--pool", "-n", "--name", what="pool",
+                  help="Pool name (optional when only one exists)."),
 ]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 

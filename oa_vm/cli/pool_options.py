@@ -23,6 +23,7 @@ from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
 from oa_vm.clouds.base import Capability, PoolSpec
 from oa_vm.errors import InvalidInputError, PoolExistsError, ProviderUnavailableError
 from oa_vm.kit import timings
+from oa_vm.kit.clikit import target_option
 from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.model.state import PoolRecord
 
@@ -49,7 +50,8 @@ AllowCidrOpt = Annotated[
     list[str] | None, typer.Option(help="CIDR allowed to reach SSH (repeatable).")
 ]
 ImageOpt = Annotated[
-    str | None, typer.Option(help="Cloud pools: the prepared image (see image-list).")
+    str | None, target_option("--image", what="image",
+                                help="Cloud pools: the prepared image (see image-list).")
 ]
 BuildImageOpt = Annotated[
     bool, typer.Option(help="Cloud pools: build the region's image first if it has none "

@@ -5,8 +5,8 @@ Typer costs the import of Typer, Click and their dependencies, several times the
 own start-up. :func:`try_run` answers the plain forms of the two commands
 (``[--name NAME | -n NAME | --pool NAME | --name=NAME | --pool=NAME] [--json] [--debug]``) with
 the same API calls and the same output (:mod:`oa_vm.cli.pool_views`) as the Typer commands; any
-other form (``--help``, ``--refresh``, a typo) returns None and the caller hands the command to
-Typer, which owns the usage messages.
+other form (``--help``, ``--refresh``, a typo, a pool named twice) returns None and the caller
+hands the command to Typer, which owns the usage messages.
 """
 
 from __future__ import annotations
@@ -43,11 +43,13 @@ def parse(argv: Sequence[str]) -> tuple[str, str | None, bool, bool] | None:
             as_json = True
         elif token == "--debug":
             debug = True
-        elif command == "pool-status" and token in ("--name", "-n", "--pool") and rest:
+        elif command != "pool-status" or name is not None:
+            return None  # a pool named twice: the full path's rule (clikit.target_option)
+        elif token in ("--name", "-n", "--pool") and rest:
             name = rest.pop(0)
             if name.startswith("-"):
                 return None
-        elif command == "pool-status" and token.startswith(("--name=", "--pool=")):
+        elif token.startswith(("--name=", "--pool=")):
             name = token.partition("=")[2]
         else:
             return None

@@ -18,7 +18,7 @@ from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.cli.smoke_plan import DEFAULT_MAX_COST_USD
 from oa_vm.errors import InvalidInputError, PoolExistsError
-from oa_vm.kit.clikit import EXIT_INTERRUPTED, print_json
+from oa_vm.kit.clikit import EXIT_INTERRUPTED, print_json, target_option
 from oa_vm.kit.duration_options import duration_option
 
 
@@ -32,11 +32,13 @@ def smoke(
         bool, typer.Option("--keep", help="Keep the pool at the end (prints how to remove it).")
     ] = False,
     name: Annotated[
-        str | None, typer.Option("--pool", "-n", "--name", help="Pool name (smoke-<time>).")
+        str | None, target_option("--pool", "-n", "--name", what="pool",
+                                    help="Pool name (smoke-<time>).")
     ] = None,
     size: Annotated[str | None, typer.Option(help="Worker size (cloud default).")] = None,
     image: Annotated[
-        str | None, typer.Option(help="The prepared image (default: the region's newest).")
+        str | None, target_option("--image", what="image",
+                                    help="The prepared image (default: the region's newest).")
     ] = None,
     delete_image: Annotated[
         bool, typer.Option("--delete-image", help="Delete an image the smoke built, at the end.")

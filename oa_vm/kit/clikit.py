@@ -58,6 +58,47 @@ def typed_name(names: Sequence[str], args: Sequence[str] | None = None) -> str |
     return found
 
 
+def typed_values(names: Sequence[str], args: Sequence[str] | None = None) -> list[str]:
+    """Every value the command line gave to the option called ``names`` (``--x v``, ``--x=v``,
+    ``-xv``), in order; Click keeps only the last of a single-valued option's."""
+    tokens = args if args is not None else _typed_args if _typed_args is not None else ()
+    values = []
+    for i, token in enumerate(tokens):
+        if token == "--":
+            break
+        for name in names:
+            if token == name and i + 1 < len(tokens):
+                values.append(tokens[i + 1])
+            elif token.startswith(name + "=" if name.startswith("--") else name) and (
+                    len(token) > len(name)):
+                values.append(token[len(name) + name.startswith("--"):])
+    return values
+
+
+def target_option(*names: str, what: str, help: str, **options: Any) -> Any:
+    """``typer.Option(*names, help=help, **options)`` for an option naming what its command acts
+    on (a pool, an image, a worker, a run folder). Given two different values (``-n a -n b``),
+    the command is refused before it runs (exit 2, one line naming both), where Click would keep
+    the last silently: one pool paused, the other left billing. The same value twice passes, as
+    it asks for one thing. The values are read from the command line :func:`run_main` runs (as
+    :func:`typed_name` reads it). Options that only tune (``--ttl``, ``--results-dir``) keep
+    Click's last-wins, which shell aliases rely on (``alias up='oa-vm pool-create --ttl 2h'``);
+    an option taking several targets is declared ``list[str]`` and refuses a value given twice
+    with :func:`oa_vm.kit.validate.twice_problem` (``pool-cleanup --pool``, ``run --pool``)."""
+    def one_value(ctx: Any, param: Any, value: Any) -> Any:
+        given = list(dict.fromkeys(typed_values([*param.opts, *param.secondary_opts])))
+        if len(given) > 1:
+            from oa_vm.errors import InvalidInputError
+
+            option = typed_name(param.opts) or param.opts[0]
+            raise InvalidInputError(
+                f"{option} is given more than once ({', '.join(given)}): {ctx.info_name} takes "
+                f"one {what}; run it once for each")
+        return value
+
+    return typer.Option(*names, help=help, callback=one_value, **options)
+
+
 def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("OA_VM_DEBUG") == "1"
 
@@ -320,13 +361,8 @@ _BOUND_WORDS = {("greater", True): "at least", ("less", True): "at most",
 
 def _typed_value(name: str, args: Sequence[str]) -> str | None:
     """The value given last to option ``name`` on the command line (``--x v`` or ``--x=v``)."""
-    value = None
-    for i, token in enumerate(args):
-        if token == name and i + 1 < len(args):
-            value = args[i + 1]
-        elif token.startswith(name + "="):
-            value = token[len(name) + 1:]
-    return value
+    values = typed_values([name], args)
+    return values[-1] if values else None
 
 
 def _as_typed(exc: BaseException, args: Sequence[str]) -> str:

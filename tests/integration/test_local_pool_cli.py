@@ -146,6 +146,35 @@ def test_existing_name_and_unknown_pool(home: Path) -> None:
         assert "no pool named 'nope'" in line and "p4" in line
 
 
+def test_cleanup_removes_every_pool_named_or_none(home: Path) -> None:
+    """``pool-cleanup -n a -n b`` removed only ``b`` (Click kept the last value) and left ``a``
+    billing: now each is removed as a one-pool cleanup removes it, and a name that is no pool,
+    or one given twice, removes none (checked before the first removal)."""
+    pids = {}
+    for name in ("pa", "pb"):
+        created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1",
+                          "--name", name, "-y", home=home)
+        assert created.returncode == 0, created.stderr
+        status = json.loads(run_cli("oa-vm", "pool-status", "--name", name, "--json",
+                                    home=home).stdout)
+        pids[name] = [w["pid"] for w in status["workers"]]
+    for args, said in ((["-n", "nope", "-n", "pa"], "no pool named 'nope'"),
+                       (["-n", "pa", "--pool", "nope"], "no pool named 'nope'"),
+                       (["--pool", "pb", "--name", "pb"], "--name pb is given twice")):
+        line = run_cli("oa-vm", "pool-cleanup", *args, "-y", home=home).assert_one_line_error()
+        assert said in line, line
+        assert all((home / "pools" / name / "pool.json").exists() for name in pids), args
+        assert all(alive(pid) for pid in pids["pa"] + pids["pb"]), args
+    asked = run_cli("oa-vm", "pool-cleanup", "-n", "pa", "-n", "pb", home=home)
+    assert "Remove pools 'pa' and 'pb' and everything they created" in (
+        asked.assert_one_line_error())
+    cleaned = run_cli("oa-vm", "pool-cleanup", "-n", "pa", "--pool", "pb", "-y", home=home)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "Pool 'pa' removed." in cleaned.stdout and "Pool 'pb' removed." in cleaned.stdout
+    assert not any(alive(pid) for pid in pids["pa"] + pids["pb"])
+    assert not (home / "pools" / "pa").exists() and not (home / "pools" / "pb").exists()
+
+
 def test_corrupt_record_is_reported_and_kept(home: Path) -> None:
     path = home / "pools" / "broken" / "pool.json"
     path.parent.mkdir(parents=True)

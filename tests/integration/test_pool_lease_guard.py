@@ -162,6 +162,27 @@ def test_pause_and_cleanup_are_refused_while_a_live_run_holds_the_pool(
     assert not (home / "pools" / "busy").exists()
 
 
+def test_cleanup_of_several_pools_removes_none_while_one_is_in_use(
+    home: Path, holders: list[Holder]
+) -> None:
+    """The lease rule of a one-pool cleanup holds for each pool named: one in use refuses the
+    whole cleanup before any removal (``-n busy -n idle`` removed ``idle`` alone, the last
+    named); ``--force`` removes both."""
+    pids = [_create(home, name)["workers"][0]["pid"] for name in ("busy", "idle")]
+    holder = Holder(home, "busy")
+    holders.append(holder)
+    refused = run_cli("oa-vm", "pool-cleanup", "-n", "busy", "-n", "idle", "-y", home=home)
+    assert f"in use by run {HOLDER!r}" in refused.assert_one_line_error()
+    assert all((home / "pools" / n / "pool.json").exists() for n in ("busy", "idle"))
+    assert all(alive(pid) for pid in pids)
+    forced = run_cli("oa-vm", "pool-cleanup", "-n", "busy", "-n", "idle", "-y", "--force",
+                     home=home)
+    assert forced.returncode == 0, forced.stderr
+    assert "removing it anyway (--force)" in forced.stdout
+    assert not (home / "pools" / "busy").exists() and not (home / "pools" / "idle").exists()
+    assert not any(alive(pid) for pid in pids)
+
+
 def test_a_stale_lease_never_blocks(home: Path, holders: list[Holder]) -> None:
     _create(home, "stale")
     holder = Holder(home, "stale")

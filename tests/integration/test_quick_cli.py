@@ -62,7 +62,9 @@ def test_parse_takes_only_the_plain_forms() -> None:
     for other in (["pool-status", "--help"], ["pool-status", "--refresh"], ["pool-list", "-n", "a"],
                   ["pool-status", "--name"], ["pool-status", "--nme", "a"], ["pool-create"],
                   # names the full path refuses in one line (an empty one is not "the only pool")
-                  ["pool-status", "--name", ""], ["pool-status", "--name=../x"]):
+                  ["pool-status", "--name", ""], ["pool-status", "--name=../x"],
+                  # a pool named twice: the full path's rule refuses two (clikit.target_option)
+                  ["pool-status", "-n", "a", "-n", "b"], ["pool-status", "--pool=a", "-n", "a"]):
         assert parse(other) is None, other
 
 

@@ -37,6 +37,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,10 +140,13 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "pool-create --cloud local --build-image": ("oa-vm", (*_CREATE, "--name", "t1",
                                                           "--build-image"), None),
     # --- a region named twice (the plan listed it twice among the regions tried), refused as
-    # a --host or a run's --pool named twice is (oa_vm.api.build_spec)
+    # a --host or a run's --pool named twice is (oa_vm.api.build_spec); a worker to repair too
     "pool-create --region named twice": ("oa-vm", ("pool-create", "--cloud", "aws", "--name",
                                                    "t1", "--region", "us-east-1,us-east-1",
                                                    "--plan"), USAGE),
+    "pool-repair --worker named twice": ("oa-vm", ("pool-repair", "--name", POOL, "--no-wait",
+                                                   "--worker", "worker-0", "--worker",
+                                                   "worker-0"), USAGE),
     "sweep --region named twice": ("openadapt-evals", (
         "sweep", "--cloud", "aws", "--workers", "1", "--agent", "oracle", "--tasks", TASK,
         "--results-dir", "{res}", "--plan", "--region", "us-east-1,eu-west-1, us-east-1"),
@@ -255,6 +259,61 @@ def _refused(world: World, cwd: Path, script: str, args: tuple[str, ...], code: 
     assert _records(world) == before
     assert api.pool_status(POOL).state.value == "ready"
     return body
+
+
+# the options that name what a command acts on, wherever they are declared
+TARGETS = {"--pool": POOL, "--image": "tb", "--worker": "tb", "--run-name": DONE,
+           "--rerun-errors": DONE}
+
+
+def _target_options() -> list[tuple[str, tuple[str, ...], list[str]]]:
+    """``(script, command path, the option's names)`` for every single-valued option of the
+    three console scripts named in :data:`TARGETS`, found by walking their Click commands (a
+    command added later is covered as it is)."""
+    import typer
+
+    from evals.cli.app import app as evals_app
+    from evals.compat.flow.cli import app as flow_app
+    from oa_vm.cli.app import app as oa_vm_app
+
+    found: list[tuple[str, tuple[str, ...], list[str]]] = []
+
+    def walk(script: str, command: Any, path: tuple[str, ...]) -> None:
+        for name, sub in sorted((getattr(command, "commands", None) or {}).items()):
+            walk(script, sub, (*path, name))
+        for param in command.params:
+            names = [*param.opts, *param.secondary_opts]
+            if set(names) & set(TARGETS) and not param.multiple and not param.is_flag:
+                found.append((script, path, names))
+
+    for script, app in (("oa-vm", oa_vm_app), ("openadapt-evals", evals_app),
+                        ("openadapt-eval-flow", flow_app)):
+        walk(script, typer.main.get_command(app), ())
+    return found
+
+
+TARGET_OPTIONS = _target_options()
+
+
+@pytest.mark.parametrize(("script", "path", "names"), TARGET_OPTIONS,
+                         ids=[" ".join((s, *p, n[0])) for s, p, n in TARGET_OPTIONS])
+def test_two_values_of_what_a_command_acts_on_are_refused(
+    world: World, cwd: Path, script: str, path: tuple[str, ...], names: list[str]
+) -> None:
+    """``pool-pause -n ta -n abuse`` paused only the second pool and said nothing of the first
+    (Click keeps the last value): refused in one line naming both, nothing done to either."""
+    second = next(TARGETS[name] for name in names if name in TARGETS)
+    body = _refused(world, cwd, script, (*path, names[0], "ta", names[-1], second), USAGE, {})
+    assert "ta" in body and second in body and "more than once" in body, body
+
+
+def test_the_walk_finds_the_commands_acting_on_one_thing() -> None:
+    found = {(script, *path, names[0]) for script, path, names in TARGET_OPTIONS}
+    assert {("oa-vm", "pool-pause", "--pool"), ("oa-vm", "pool-status", "--pool"),
+            ("oa-vm", "pool-create", "--image"), ("oa-vm", "pool-tunnel", "--worker"),
+            ("openadapt-evals", "view", "--run-name"), ("openadapt-evals", "tasks", "--pool"),
+            ("openadapt-evals", "study", "ui-change", "--pool"),
+            ("openadapt-eval-flow", "--pool")} <= found, found
 
 
 def test_every_kind_is_tried_on_every_script() -> None:

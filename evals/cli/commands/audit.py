@@ -19,6 +19,7 @@ import oa_vm
 from evals.errors import InvalidRunInputError
 from oa_vm.errors import listing
 from oa_vm.kit import safe_fs
+from oa_vm.kit.clikit import target_option
 from oa_vm.kit.validate import module_spec_problem
 
 if TYPE_CHECKING:
@@ -37,8 +38,9 @@ def audit_verifier(
                                               "package.module:Adapter for your own.")
     ] = "local",
     pool: Annotated[
-        str | None, typer.Option("--pool", "-n", help="local: a ready pool to replay on "
-                                                      "(default: a temporary local pool).")
+        str | None, target_option("--pool", "-n", what="pool",
+                                  help="local: a ready pool to replay on (default: a temporary "
+                                       "local pool).")
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the report as JSON here (a file it "

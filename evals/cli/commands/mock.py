@@ -17,6 +17,7 @@ import typer
 import oa_vm
 from evals.cli.commands.view import RESULTS_HELP
 from evals.errors import InvalidRunInputError
+from oa_vm.kit.clikit import target_option
 
 if TYPE_CHECKING:
     from evals.run.runner import RunEvent
@@ -45,7 +46,8 @@ def mock(
         int, typer.Option("--workers", min=1, max=16, help="Simulated workers in the pool.")
     ] = 2,
     run_name: Annotated[
-        str | None, typer.Option("--run-name", help="Run folder name (default: mock-<time>).")
+        str | None, target_option("--run-name", what="run folder",
+                                  help="Run folder name (default: mock-<time>).")
     ] = None,
     results_dir: Annotated[Path | None, typer.Option("--results-dir", help=RESULTS_HELP)] = None,
 ) -> None:

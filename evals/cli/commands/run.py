@@ -23,6 +23,7 @@ from evals.errors import (
     RunInterrupted,
     RunUnhealthy,
 )
+from oa_vm.kit.clikit import target_option
 from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.kit.durations import format_duration
 
@@ -54,7 +55,8 @@ TrialsOpt = Annotated[
                       "pass@k, pass^k and flaky tasks in the summary).", metavar="K")
 ]
 RunNameOpt = Annotated[
-    str | None, typer.Option("--run-name", help="Run folder name (default: <agent>-<UTC time>).")
+    str | None, target_option("--run-name", what="run folder",
+                              help="Run folder name (default: <agent>-<UTC time>).")
 ]
 ResumeOpt = Annotated[
     bool,
@@ -423,8 +425,8 @@ def run(
     ] = None,
     variations: VariationsOpt = None,
     rerun_errors: Annotated[
-        str | None, typer.Option(
-            "--rerun-errors", metavar="RUN",
+        str | None, target_option(
+            "--rerun-errors", what="run folder", metavar="RUN",
             help="Run again, in RUN's folder, only its tasks that ended in an infrastructure, "
                  "setup or timeout error; earlier attempts are kept. Every setting RUN "
                  "recorded (--tasks, --agent, --trials, --agent-arg, --max-steps...) "

@@ -15,7 +15,7 @@ import typer
 
 import oa_vm
 from evals.errors import EvalsError
-from oa_vm.kit.clikit import plain_typer
+from oa_vm.kit.clikit import plain_typer, target_option
 
 app = plain_typer("Studies over the synthetic records app (docs/tasks.md).", name="study",
                   no_args_is_help=True)
@@ -37,8 +37,9 @@ def ui_change(
     runs: Annotated[int, typer.Option("--runs", min=1, max=20,
                                       help="Runs per condition and arm.")] = 3,
     pool: Annotated[
-        str | None, typer.Option("--pool", "-n", help="A ready local pool whose workers have a "
-                                                      "browser (default: a temporary one).")
+        str | None, target_option("--pool", "-n", what="pool",
+                                  help="A ready local pool whose workers have a browser "
+                                       "(default: a temporary one).")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")
                         ] = False,

@@ -51,6 +51,7 @@ from evals.errors import InvalidRunInputError, RunExistsError, RunInterrupted
 from oa_vm.cli import pool_options as pool_opts
 from oa_vm.errors import InvalidInputError, PoolExistsError
 from oa_vm.kit import safe_fs, timings
+from oa_vm.kit.clikit import target_option
 from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.kit.signals import sigterm_as_interrupt
 
@@ -94,7 +95,8 @@ def sweep(
     ] = "local",
     workers: Annotated[int, typer.Option("--workers", help="Workers in the pool.")] = 3,
     name: Annotated[
-        str | None, typer.Option("--pool", "-n", "--name", help="Pool name (default: generated).")
+        str | None, target_option("--pool", "-n", "--name", what="pool",
+                                  help="Pool name (default: generated).")
     ] = None,
     fault: Annotated[
         list[str] | None,

@@ -10,6 +10,7 @@ import typer
 
 from evals.cli.commands.run import TASKS_HELP
 from evals.errors import InvalidRunInputError
+from oa_vm.kit.clikit import target_option
 from waa_client.catalog import Catalog, TaskRef
 from waa_client.errors import CatalogError
 
@@ -28,8 +29,8 @@ def tasks(
     ] = None,
     pool: Annotated[
         str | None,
-        typer.Option("--pool", "-n",
-                     help="Read the catalog from this pool's scoring server instead."),
+        target_option("--pool", "-n", what="pool",
+                      help="Read the catalog from this pool's scoring server instead."),
     ] = None,
     tasks_sel: Annotated[str | None, typer.Option("--tasks", help=TASKS_HELP)] = None,
     json_out: Annotated[

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from oa_vm.kit.clikit import target_option
+
 OUT_HELP = "Where to write the page (default: <run>/view.html)."
 RESULTS_HELP = "Folder holding the runs (default: $OA_EVALS_RESULTS, else ./benchmark_results)."
 FORCE_HELP = ("Replace an existing --out file that is not a page openadapt-evals wrote (never a "
@@ -18,7 +20,8 @@ def view(
         str | None, typer.Argument(metavar="RUN", help="The run folder's name (as in compare A B).")
     ] = None,
     run_name: Annotated[
-        str | None, typer.Option("--run-name", help="The run folder's name (the same as RUN).")
+        str | None, target_option("--run-name", what="run folder",
+                                  help="The run folder's name (the same as RUN).")
     ] = None,
     results_dir: Annotated[Path | None, typer.Option("--results-dir", help=RESULTS_HELP)] = None,
     out: Annotated[Path | None, typer.Option("--out", help=OUT_HELP)] = None,

@@ -29,7 +29,14 @@ from evals.results.cost import (
 )
 from oa_vm.errors import InvalidInputError, OaVmError
 from oa_vm.kit import timings
-from oa_vm.kit.clikit import plain_typer, print_json, run_main, typed_name, was_given
+from oa_vm.kit.clikit import (
+    plain_typer,
+    print_json,
+    run_main,
+    target_option,
+    typed_name,
+    was_given,
+)
 from waa_client.catalog import WAA_SUITE, WAA_SUITE_TASKS, Catalog, check_count, selection_count
 
 PROG = "openadapt-eval-flow"
@@ -139,13 +146,14 @@ def flow(
     ] = None,
     spot: Annotated[bool, typer.Option("--spot", help="Use the catalog's spot price.")] = False,
     pool: Annotated[
-        str | None, typer.Option("--pool", "-n", help="Pool to run on (--live).")
+        str | None, target_option("--pool", "-n", what="pool", help="Pool to run on (--live).")
     ] = None,
     max_cost_usd: Annotated[
         float | None,
         typer.Option("--max-cost-usd", help="--live: stop dispatching at this spend ($); exit 3."),
     ] = None,
-    run_name: Annotated[str | None, typer.Option("--run-name", help="--live: run name.")] = None,
+    run_name: Annotated[str | None, target_option("--run-name", what="run folder",
+                                                      help="--live: run name.")] = None,
     results_dir: Annotated[
         Path | None, typer.Option("--results-dir", help="--live: folder of run folders.")
     ] = None,
