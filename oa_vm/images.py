@@ -41,9 +41,10 @@ BUILDER_TTL = timedelta(seconds=BUILD_WAIT_S + cloud_plan.SNAPSHOT_MAX_S + 30 * 
 the snapshot stage at its slowest, and half an hour to delete it; a builder that expired
 mid-snapshot would lose the build."""
 
-WaitBuilt = Callable[[ImageRecord, Mapping[str, Any], Progress], dict[str, str]]
+WaitBuilt = Callable[[ImageRecord, Mapping[str, Any], Progress], dict[str, Any]]
 """Follows the builder until its status says ``built``; returns its image info
-(``waa_image`` digest...). Raises ``ProvisioningError`` naming the failed step."""
+(``waa_image`` digest..., ``task_indexes`` when read). Raises ``ProvisioningError`` naming the
+failed step."""
 UploadIso = Callable[[ImageRecord, Mapping[str, Any], Path, Progress], None]
 """Carries a user's local ISO onto the builder (:func:`upload_iso`). Raises
 ``ProvisioningError``."""
@@ -322,6 +323,7 @@ def create_image(
         _require_digests(info)
         record.waa_image = info["waa_image"]
         record.base_image = info["base_image"]
+        record.task_indexes = info.get("task_indexes")
         # The builder's inputs as the first update resolved them (its AMI: a newer one now would
         # replace the builder), and the digests it really used, for the snapshot's tags.
         image = dataclasses.replace(
@@ -373,7 +375,7 @@ def _planned_digest(ref: str) -> str:
     return f"{name}@sha256:{'0' * 64}"
 
 
-def _require_digests(info: Mapping[str, str]) -> None:
+def _require_digests(info: Mapping[str, Any]) -> None:
     """The builder's image info names both images by digest (``bootstrap.sh`` refuses to go on
     without them); a tag name in their place would let the image's tags claim what nobody can
     check, so such a build fails.
@@ -478,8 +480,9 @@ def delete_image(
 
 def follow_builder(
     record: ImageRecord, outputs: Mapping[str, Any], progress: Progress
-) -> dict[str, str]:
-    """Follow the builder over SSH until its status file says ``built`` (the real wait).
+) -> dict[str, Any]:
+    """Follow the builder over SSH until its status file says ``built`` (the real wait), then
+    read WAA's index files out of the WAA image it pulled (:func:`read_task_indexes`).
 
     The builder is the first of ``outputs["workers"]`` (``public_ip``, ``ssh_user`` and, when
     not 22, ``ssh_port``); its key is the image's own (:func:`oa_vm.model.sshkeys.key_path`).
@@ -490,11 +493,41 @@ def follow_builder(
     from oa_vm.clouds.pulumi.wait import follow_status
 
     ssh = _builder_ssh(record, outputs)
-    return follow_status(
-        ssh, state.pool_dir(record.id) / "known_hosts", name=f"{record.id}-builder",
-        timeout_s=BUILD_WAIT_S, progress=progress,
-        want="built",
+    known_hosts = state.pool_dir(record.id) / "known_hosts"
+    info: dict[str, Any] = follow_status(
+        ssh, known_hosts, name=f"{record.id}-builder", timeout_s=BUILD_WAIT_S,
+        progress=progress, want="built",
     )
+    info["task_indexes"] = read_task_indexes(ssh, known_hosts, info.get("waa_image", ""),
+                                             progress, name=f"image {record.id}")
+    return info
+
+
+def read_task_indexes(
+    ssh: SshEndpoint, known_hosts: Path, waa_image: str, progress: Progress, *, name: str
+) -> dict[str, dict[str, list[str]]] | None:
+    """WAA's index files (:data:`waa_client.catalog.WAA_INDEXES`) as ``waa_image`` on the
+    builder holds them, for the image's record: its pools' task IDs are then checked before
+    a pool exists. Not reading them does not fail the build (the image is as good without
+    them, its pools' IDs are checked on the workers): one progress line says so, and None.
+    """
+    from oa_vm.reach.host_status import (
+        COMMAND_TIMEOUT_S,
+        ParamikoRunner,
+        RemoteUnreachableError,
+        parse_task_indexes,
+        task_indexes_command,
+    )
+    from waa_client.catalog import WAA_INDEXES
+
+    try:
+        done = ParamikoRunner(known_hosts).run(
+            ssh, task_indexes_command(waa_image, WAA_INDEXES), COMMAND_TIMEOUT_S)
+        return parse_task_indexes(done.output, WAA_INDEXES)
+    except (RemoteUnreachableError, ValueError) as exc:
+        progress(f"{name}: WAA's task indexes not recorded ({exc}); its pools' task IDs "
+                 "are checked on their workers")
+        return None
 
 
 def _builder_ssh(record: ImageRecord, outputs: Mapping[str, Any]) -> SshEndpoint:

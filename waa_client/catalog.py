@@ -484,18 +484,25 @@ def _read_json(path: Path) -> Any:
 
 
 def _read_index(path: Path) -> dict[str, list[str]]:
-    data = _read_json(path)
+    return index_from_json(_read_json(path), f"index {path}",
+                           "fix the file or move it out of the task folder")
+
+
+def index_from_json(data: Any, what: str, fix: str = "") -> dict[str, list[str]]:
+    """An index file's content (``{domain: [task_id, ...]}``), checked; ``what`` names it and
+    ``fix`` (if any) says what to do in the refusal.
+
+    Raises:
+        CatalogError: not of that shape.
+    """
+    then = f"; {fix}" if fix else ""
     if not isinstance(data, dict):
-        raise CatalogError(
-            f"index {path} must be an object {{domain: [task_id, ...]}}, "
-            f"not {type(data).__name__}; fix the file or move it out of the task folder"
-        )
+        raise CatalogError(f"{what} must be an object {{domain: [task_id, ...]}}, "
+                           f"not {type(data).__name__}{then}")
     for domain, ids in data.items():
         if not isinstance(ids, list) or not all(isinstance(i, str) and i for i in ids):
             raise CatalogError(
-                f"index {path}: domain {domain!r} must map to a list of task ID strings; "
-                "fix the file or move it out of the task folder"
-            )
+                f"{what}: domain {domain!r} must map to a list of task ID strings{then}")
     return {domain: list(ids) for domain, ids in data.items()}
 
 

@@ -51,6 +51,10 @@ class ImageRecord:
         storage_usd_per_month: what keeping the image costs (estimate), or None.
         base_image: the dockur/windows image the worker image was built on (its digest once
             the build reports it).
+        task_indexes: WAA's index files (name -> ``{domain: [task_id]}``) as ``waa_image``
+            holds them, so its pools' task IDs are checked before a pool exists; None when the
+            build could not read them (or predates them: an optional field, so the schema
+            version stays, and an older oa-vm ignores it).
     """
 
     id: str
@@ -70,6 +74,7 @@ class ImageRecord:
     storage_usd_per_month: float | None = None
     detail: str | None = None
     base_image: str = ""
+    task_indexes: dict[str, dict[str, list[str]]] | None = None
     version: int = IMAGE_SCHEMA_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -90,6 +95,18 @@ class ImageRecord:
             if parsed is None:
                 raise ValueError(f"{key} is missing")
             values[key] = parsed
+        indexes = values.get("task_indexes")
+        if indexes is not None:
+            from waa_client.catalog import index_from_json
+            from waa_client.errors import CatalogError
+
+            if not isinstance(indexes, dict):
+                raise ValueError("task_indexes must be an object {name: {domain: [task_id]}}")
+            try:
+                values["task_indexes"] = {name: index_from_json(index, f"task index {name!r}")
+                                          for name, index in indexes.items()}
+            except CatalogError as exc:
+                raise ValueError(str(exc)) from exc
         return cls(**values)
 
     def is_expired(self, now: datetime | None = None) -> bool:

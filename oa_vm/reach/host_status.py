@@ -7,11 +7,15 @@ This module holds the commands that read them (:class:`RemoteCommands`, data, ex
 host's shell), the parsers of what they print, and the runner interface (:class:`RemoteRunner`)
 with its implementation over the project's one SSH command runner
 (:class:`waa_client.ssh.SshCommandRunner`). ``pool-wait`` (:mod:`oa_vm.clouds.pulumi.wait`)
-and the drain checks (:mod:`oa_vm.reach.drain`) both read the host through here.
+and the drain checks (:mod:`oa_vm.reach.drain`) both read the host through here; an image
+build reads WAA's index files out of the builder's WAA image here too
+(:func:`task_indexes_command`).
 """
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
@@ -42,14 +46,21 @@ CONTAINER = units.CONTAINER
 SECTION = "--- oa-vm:"
 
 
+WAA_TASKS_DIR = "/client/evaluation_examples_windows"
+"""WAA's task folder in its image (WAA's Dockerfile copies its client to ``/client``), which the
+workers' scoring servers serve."""
+INDEX_MAX_BYTES = 256 * 1024
+"""The most read of one index file out of an image (WAA's are a few KB)."""
+_DOCKER = "D=docker; docker info >/dev/null 2>&1 || D='sudo -n docker'; "
+"""docker reached directly if the user may, else through sudo -n (never prompting)."""
+
+
 def _docker_probe_script(status_file: str, container: str) -> str:
     """One remote shell command printing the status file, the container's status and its last
-    log line, in sections. docker is reached directly if the user may, else through sudo -n
-    (never prompting)."""
+    log line, in sections."""
     return (
         f"cat {status_file} 2>/dev/null; "
-        f"echo '{SECTION}container'; "
-        "D=docker; docker info >/dev/null 2>&1 || D='sudo -n docker'; "
+        f"echo '{SECTION}container'; {_DOCKER}"
         f"$D ps -a --filter 'name=^{container}$' --format '{{{{.Status}}}}' 2>&1; "
         f"echo '{SECTION}log'; "
         f"$D logs --tail 1 {container} 2>&1 | tail -n 1"
@@ -121,16 +132,22 @@ def parse_status(text: str) -> dict[str, str]:
     return out
 
 
-def parse_host_report(output: str) -> HostReport:
-    """Split :attr:`RemoteCommands.host`'s output into its sections."""
-    sections: dict[str, list[str]] = {"status": []}
-    current = "status"
+def _sections(output: str, first: str) -> dict[str, list[str]]:
+    """The lines of each :data:`SECTION` of ``output``; those before any, under ``first``."""
+    sections: dict[str, list[str]] = {first: []}
+    current = first
     for line in output.splitlines():
         if line.startswith(SECTION):
             current = line[len(SECTION):].strip()
             sections[current] = []
         else:
             sections.setdefault(current, []).append(line)
+    return sections
+
+
+def parse_host_report(output: str) -> HostReport:
+    """Split :attr:`RemoteCommands.host`'s output into its sections."""
+    sections = _sections(output, "status")
     container = "\n".join(sections.get("container", [])).strip()
     log_lines = [line for line in sections.get("log", []) if line.strip()]
     return HostReport(
@@ -138,6 +155,46 @@ def parse_host_report(output: str) -> HostReport:
         container=container,
         last_log=log_lines[-1].strip()[:200] if log_lines else "",
     )
+
+
+def task_indexes_command(image: str, names: Sequence[str]) -> str:
+    """One remote shell command printing the index files ``names`` (``<name>.json`` at the top
+    of :data:`WAA_TASKS_DIR`) out of ``image`` as the host's Docker holds it, each in a section
+    of its name, cut at :data:`INDEX_MAX_BYTES`: copied out of a container created for it
+    (never started) and removed after."""
+    copies = "".join(
+        f"echo '{SECTION}{name}'; $D cp \"$c:{WAA_TASKS_DIR}/{name}.json\" - 2>/dev/null | "
+        f"tar -xOf - | head -c {INDEX_MAX_BYTES}; echo; " for name in names)
+    return (f"{_DOCKER}c=\"$($D create {shlex.quote(image)} none)\" || exit 1; {copies}"
+            '$D rm -f "$c" >/dev/null 2>&1; true')
+
+
+def parse_task_indexes(output: str, names: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+    """The index files :func:`task_indexes_command` printed, each checked.
+
+    Raises:
+        ValueError: the first that is missing, cut or not an index, or what the command said
+            when it printed none (Docker's error).
+    """
+    import json
+
+    from waa_client.catalog import index_from_json
+    from waa_client.errors import CatalogError
+
+    sections = _sections(output, "")
+    if not any(name in sections for name in names):
+        said = [line for line in sections[""] if line.strip()]
+        raise ValueError(said[-1].strip()[:200] if said else "nothing printed")
+    found = {}
+    for name in names:
+        text = "\n".join(sections.get(name, [])).strip()
+        try:
+            found[name] = index_from_json(json.loads(text), f"{name}.json")
+        except json.JSONDecodeError:
+            raise ValueError(f"{name}.json is missing from the image, or not JSON") from None
+        except CatalogError as exc:
+            raise ValueError(str(exc)) from exc
+    return found
 
 
 def delivery_command(payload: str) -> str:

@@ -60,10 +60,14 @@ def pool_spec(cloud: str = "aws", **changes: Any) -> PoolSpec:
     return PoolSpec(**values)
 
 
+INDEXES = {"test_all": {"chrome": ["a-1", "b-2"]}, "test_small": {"chrome": ["a-1"]}}
+"""WAA's index files as the builder read them out of the WAA image."""
+
+
 def build(provider: Any, engine: FakePulumiEngine, region: str = "us-east-1") -> ImageRecord:
     def wait_built(
         record: ImageRecord, outputs: Mapping[str, Any], progress: Any
-    ) -> dict[str, str]:
+    ) -> dict[str, Any]:
         # The builder runs now: an instance with an empty volume of its own, no snapshot yet.
         live = engine.live_types(record.stack)
         if provider.name == "aws":
@@ -73,7 +77,8 @@ def build(provider: Any, engine: FakePulumiEngine, region: str = "us-east-1") ->
             (storage,) = builder["inputs"]["ebsBlockDevices"]
             assert "snapshotId" not in storage and storage["deleteOnTermination"] is True
         assert outputs["workers"][0]["ssh_user"] in ("ubuntu", "azureuser")
-        return {"waa_image": DIGEST, "base_image": BASE_DIGEST, "built": "2026-03-01T12:00:00Z"}
+        return {"waa_image": DIGEST, "base_image": BASE_DIGEST, "built": "2026-03-01T12:00:00Z",
+                "task_indexes": INDEXES}
 
     return images.create_image(provider, region, allow_cidrs=["198.51.100.7/32"],
                                owner="alice", wait_built=wait_built, progress=Lines())
@@ -98,6 +103,9 @@ def test_build_snapshots_deletes_the_builder_and_keeps_the_image(
     # Recorded under $OA_VM_HOME like the pools: versioned JSON.
     saved = json.loads((oa_home / "images" / f"{record.id}.json").read_text())
     assert saved["version"] == 1 and saved["state"] == "ready" and saved["region"] == "us-east-1"
+    # with WAA's index files, so its pools' task IDs are checked before a pool exists
+    assert saved["task_indexes"] == INDEXES
+    assert image_records.load(record.id).task_indexes == INDEXES
     assert image_records.load(record.id) == record
     # The builder's key is gone with the builder.
     assert not state.pool_dir(record.id).exists()

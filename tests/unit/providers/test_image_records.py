@@ -59,6 +59,26 @@ def test_unreadable_records_are_refused_and_left_alone(oa_home: Path) -> None:
         image_records.check_image_id("../etc/passwd")
 
 
+def test_waas_index_files_are_kept_and_checked_and_old_records_load_without_them(
+    oa_home: Path
+) -> None:
+    indexes = {"test_all": {"chrome": ["a-1"], "vlc": ["b-2"]}, "test_custom": {}}
+    record = _record("waa-a-0001")
+    record.task_indexes = indexes
+    image_records.save(record)
+    assert image_records.load("waa-a-0001").task_indexes == indexes
+    path = oa_home / "images" / "waa-a-0001.json"
+    data = json.loads(path.read_text())
+    del data["task_indexes"]  # a record written before they were read
+    path.write_text(json.dumps(data))
+    assert image_records.load("waa-a-0001").task_indexes is None
+    for bad, said in (([], "must be an object"), ({"test_all": []}, "must be an object"),
+                      ({"test_all": {"chrome": "a-1"}}, "must map to a list")):
+        path.write_text(json.dumps({**data, "task_indexes": bad}))
+        with pytest.raises(CorruptImageRecordError, match=said):
+            image_records.load("waa-a-0001")
+
+
 def test_config_values_are_checked_and_kept(oa_home: Path) -> None:
     assert config.default_cloud() is None and config.disk_gb() == 160
     assert config.set_value("disk-gb", "200") == 200
