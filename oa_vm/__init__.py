@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.api import detect_caller_cidr as detect_caller_cidr
     from oa_vm.api import list_pools as list_pools
     from oa_vm.api import plan_pool as plan_pool
+    from oa_vm.api import pool_catalog as pool_catalog
     from oa_vm.api import pool_status as pool_status
     from oa_vm.api import remove_temporary_pool as remove_temporary_pool
     from oa_vm.api import resolve_name as resolve_name
@@ -88,7 +89,8 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
 _HOMES = {
     # pools
     "oa_vm.api": "build_spec check_available cleanup_pool connect create_pool detect_caller_cidr"
-                 " list_pools plan_pool pool_status remove_temporary_pool resolve_name wait_pool",
+                 " list_pools plan_pool pool_catalog pool_status remove_temporary_pool resolve_name"
+                 " wait_pool",
     "oa_vm.fleet": "repair_pool",
     "oa_vm.images": "cloud_provider plan_image",
     # what is recorded

@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from oa_vm.clouds import facts, get_provider, known_clouds, price_per_hour, rents_nothing
 from oa_vm.clouds.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
@@ -35,6 +35,9 @@ from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerState
 from oa_vm.reach.connect import WorkerConnection, connect_record
 
+if TYPE_CHECKING:
+    from waa_client.catalog import Catalog
+
 __all__ = [
     "WorkerConnection",
     "build_spec",
@@ -46,6 +49,7 @@ __all__ = [
     "detect_caller_cidr",
     "list_pools",
     "plan_pool",
+    "pool_catalog",
     "pool_cost_so_far",
     "pool_status",
     "resolve_name",
@@ -289,6 +293,22 @@ def detect_caller_cidr() -> str:
 def plan_pool(spec: PoolSpec) -> Plan:
     """What creating ``spec`` would make and cost; no side effects."""
     return get_provider(spec.cloud).plan(spec)
+
+
+def pool_catalog(spec: PoolSpec) -> Catalog | None:
+    """The task catalog the workers of a pool of ``spec`` will have, if known here without
+    asking any network: WAA's index files recorded with the prepared image it would start
+    from (a cloud provider's ``task_indexes``); task IDs, domains and indexes only, the task
+    files stay on the workers. None when not known before the pool exists (a local pool's
+    catalog is its task folder)."""
+    found = getattr(get_provider(spec.cloud), "task_indexes", None)
+    known = found(spec) if found is not None else None
+    if known is None:
+        return None
+    from waa_client.catalog import Catalog
+
+    image_id, indexes = known
+    return Catalog.from_indexes(indexes, f"the task catalog of image {image_id}")
 
 
 def create_pool(

@@ -196,6 +196,18 @@ class Catalog:
             bulk_loader=client.tasks_batch,
         )
 
+    @classmethod
+    def from_indexes(cls, indexes: dict[str, dict[str, list[str]]], source: str) -> Catalog:
+        """The catalog of a worker whose index files are known before it exists (recorded with
+        its prepared image): its IDs, domains and indexes, as :meth:`from_scoring` reads them;
+        its task files are on the workers only, so :meth:`load` refuses.
+        """
+        def load(task_id: str) -> dict[str, Any]:
+            raise CatalogError(f"task {task_id}'s file is on the workers, not in {source}")
+
+        return cls(source=source, indexes=indexes, domains=_ordered_domains(indexes, {}),
+                   loader=load)
+
     # -- queries ----------------------------------------------------------------------------------
 
     @property

@@ -87,13 +87,14 @@ def waa_ids(selection: str) -> list[str] | None:
 
 
 def task_count(selection: str, cloud: str,
-               local_count: int | None) -> tuple[int | None, str, bool]:
+               counted: tuple[int, str] | None) -> tuple[int | None, str, bool]:
     """How many tasks ``selection`` is, how that was found, and whether it is exact (read
     here) rather than what the workers' catalog is expected to give.
 
-    A local pool's catalog is here (``local_count``); a cloud worker's is WAA's, read on the
-    worker, so ``all`` is WAA's suite, ``N`` the first N, and the IDs given by name (one, a
-    list, an ``@file``) as many as they are.
+    ``counted``: the count and how it was found when the pool's catalog is known here (a local
+    pool's; a cloud pool's image's). Else a cloud worker's is WAA's, read on the worker, so
+    ``all`` is WAA's suite, ``N`` the first N, and the IDs given by name (one, a list, an
+    ``@file``) as many as they are.
     """
     from evals.tasks.cua_bench import is_cua_selection, load_selection
     from evals.tasks.openapps import is_openapps_selection, select_openapps
@@ -104,11 +105,11 @@ def task_count(selection: str, cloud: str,
         return len(load_selection(text)), "the modules' variants", True
     if is_openapps_selection(text):
         return len(select_openapps(text)[0]), "the task config's entries", True
-    if local_count is not None:
-        return local_count, "the local suite's catalog", True
-    counted = selection_count(text)
     if counted is not None:
-        return counted, "--tasks N", False
+        return counted[0], counted[1], True
+    count = selection_count(text)
+    if count is not None:
+        return count, "--tasks N", False
     if text == "all":
         return WAA_SUITE_TASKS, "WAA's test_all.json", False
     named = None if oa_vm.cloud_facts(cloud).simulated else waa_ids(text)
@@ -142,7 +143,7 @@ def estimate(
     *,
     plan: Plan,
     config: RunConfig,
-    local_count: int | None = None,
+    counted: tuple[int, str] | None = None,
     quota: VcpuQuota | None = None,
     vcpus_needed: int | None = None,
     image_plan: Plan | None = None,
@@ -153,7 +154,8 @@ def estimate(
     Args:
         plan: the pool's plan (its price for the whole pool, its image or the lack of one).
         config: the run's options (its selection, agent and arguments, steps and trials).
-        local_count: the selection's size when the catalog is here (local pools).
+        counted: the selection's size and how it was found, when the pool's catalog is
+            known here (a local pool's, a cloud image's).
         quota, vcpus_needed: the account's vCPU quota and what the pool needs (cloud pools).
         image_plan: the image build's plan when the region has no image (else None).
         price_date: the catalog figure's date, said beside the VM price.
@@ -163,7 +165,7 @@ def estimate(
 
     agent, max_steps, trials = config.agent, config.max_steps, config.trials
     cloud, workers = plan.cloud, max(plan.workers, 1)
-    count, counted_by, exact = task_count(config.selection, cloud, local_count)
+    count, counted_by, exact = task_count(config.selection, cloud, counted)
     runs = None if count is None else count * max(trials, 1)
     per_task = timings.REPLAY_TASK if agent == "replay" else timings.AGENT_TASK
     needs_build = image_plan is not None

@@ -26,6 +26,7 @@ from oa_vm.kit.validate import writable_problem
 if TYPE_CHECKING:
     from evals.agents import AgentFactory, BenchmarkAgent
     from evals.run.runner import Checked, RunConfig
+    from oa_vm import PoolSpec
 
 
 def check_before_run(
@@ -133,18 +134,18 @@ def _agent(config: RunConfig, checked: AgentFactory | None) -> BenchmarkAgent:
     return create_agent(config.agent, config.agent_options)
 
 
-def check_pool_tasks(
-    config: RunConfig, cloud: str, tasks_dir: str | None, checked: Checked | None = None
-) -> None:
+def check_pool_tasks(config: RunConfig, spec: PoolSpec, checked: Checked | None = None) -> None:
     """The task IDs of a pool about to be made, checked as far as they can be without it: a
     local pool's catalog is here (:func:`check_local_tasks`); a cloud worker's is WAA's, read
-    on the worker, so only what is known of it without it holds now (WAA's suite's size,
-    domains and indexes; no synthetic IDs), and tasks that need the simulated desktop
+    on the worker, and known here when the prepared image the pool starts from recorded it
+    (:func:`oa_vm.pool_catalog`): the selection is then resolved against it, as the workers'
+    catalog would. Otherwise only what is known of it without it holds now (WAA's suite's
+    size, domains and indexes; no synthetic IDs). Tasks that need the simulated desktop
     (:func:`evals.tasks.kinds.check_runs_on`) are refused on a pool of WAA workers.
 
     Raises:
         waa_client.errors.CatalogError: unknown or synthetic IDs (all listed; exit code 2), a
-            count, domain or index that is not WAA's.
+            count, domain or index that is not WAA's (or not the image's).
         InvalidRunInputError: see :func:`check_local_tasks`; tasks that need the simulated
             desktop on a pool of WAA workers.
     """
@@ -153,10 +154,14 @@ def check_pool_tasks(
     from evals.tasks.openapps import is_openapps_selection
     from waa_client.catalog import check_not_synthetic, check_waa_selection, named_ids
 
-    check_runs_on(cloud, f"a pool of {cloud} workers", config.selection)
-    if oa_vm.cloud_facts(cloud).simulated:
-        check_local_tasks(config, tasks_dir, checked)
+    check_runs_on(spec.cloud, f"a pool of {spec.cloud} workers", config.selection)
+    if oa_vm.cloud_facts(spec.cloud).simulated:
+        check_local_tasks(config, spec.tasks_dir, checked)
     elif not (is_cua_selection(config.selection) or is_openapps_selection(config.selection)):
+        catalog = oa_vm.pool_catalog(spec)
+        if catalog is not None:
+            catalog.resolve(config.selection, live=True)
+            return
         check_waa_selection(config.selection)
         check_not_synthetic(named_ids(config.selection) or ())
 

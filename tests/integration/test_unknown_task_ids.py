@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -338,4 +339,91 @@ def test_task_modules_given_where_only_waa_tasks_run_are_named_as_such(
     what = "Cua-Bench task modules" if kind == "cua-bench" else "OpenApps-style task configs"
     assert f"--tasks {kind}:...:" in line and f"not {what}; 'openadapt-evals sweep' and " \
         f"'run' take them (openadapt-evals sweep --tasks {selection})" in line, line
+    _made_nothing(oa_home, tmp_path / "results")
+
+
+# -- a cloud pool whose prepared image recorded WAA's catalog -------------------------------------
+
+IMAGE = "waa-us-east-1-20261201-0900"
+
+
+def _image_with(home: Path, indexes: dict[str, Any] | None) -> None:
+    """A ready image of aws us-east-1 (the default region) as image-create records it, with
+    WAA's index files (``indexes``) or, as a build that could not read them, without."""
+    from datetime import timedelta
+
+    from oa_vm.model import image_records, state
+
+    created = state.utcnow() - timedelta(days=1)
+    record = image_records.ImageRecord(
+        id=IMAGE, cloud="aws", region="us-east-1", state=image_records.READY, size_gb=96,
+        created_at=created, licence_expires=created + timedelta(days=90),
+        waa_image="windowsarena/winarena@sha256:0123", builder_size="m8i.2xlarge",
+        project="oa-vm-aws-images", stack=IMAGE, cloud_id="snap-0fedcba9876543210",
+        task_indexes=indexes,
+    )
+    path = home / "images" / f"{IMAGE}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record.to_json()), encoding="utf-8")
+
+
+def _waa_indexes(waa_data: Path) -> dict[str, Any]:
+    return {name: json.loads((waa_data / f"{name}.json").read_text(encoding="utf-8"))
+            for name in ("test_all", "test_small", "test_custom")}
+
+
+def _cloud_sweep(home: Path, tmp_path: Path, tasks: str, *more: str) -> Any:
+    return run_cli("openadapt-evals", "sweep", "--cloud", "aws", "--agent", "noop", "--tasks",
+                   tasks, "--results-dir", str(tmp_path / "results"), *more, home=home,
+                   env=_offline(tmp_path))
+
+
+@pytest.mark.parametrize("plan", [True, False], ids=["--plan", "no plan"])
+def test_a_misspelt_waa_id_is_refused_by_the_images_catalog_before_a_cloud_pool_is_made(
+    plan: bool, oa_home: Path, tmp_path: Path, waa_data: Path
+) -> None:
+    real = _waa_indexes(waa_data)["test_all"]["chrome"][0]
+    typo = real[:-1] + ("X" if real[-1] != "X" else "Y")
+    _image_with(oa_home, _waa_indexes(waa_data))
+    with unchanged(oa_home, tmp_path / "results"):
+        done = _cloud_sweep(oa_home, tmp_path, typo, *(["--plan"] if plan else []))
+    line = done.assert_one_line_error()
+    assert done.returncode == 2, line
+    assert (f"1 unknown task ID(s) in the task catalog of image {IMAGE}: '{typo}' (did you "
+            f"mean '{real}'?)") in line, line
+    _made_nothing(oa_home, tmp_path / "results")
+
+
+def test_the_images_catalog_counts_a_domain_in_the_plan(
+    oa_home: Path, tmp_path: Path, waa_data: Path
+) -> None:
+    indexes = _waa_indexes(waa_data)
+    chrome = {t for index in indexes.values() for t in index.get("chrome", [])}
+    _image_with(oa_home, indexes)
+    done = _cloud_sweep(oa_home, tmp_path, "domain:chrome", "--plan")
+    assert done.returncode == 0, done.stderr
+    assert (f"{len(chrome)} (checked against the task catalog of image {IMAGE})"
+            in done.stdout), done.stdout
+    as_json = _cloud_sweep(oa_home, tmp_path, "domain:chrome", "--plan", "--json")
+    assert json.loads(as_json.stdout)["sweep"]["estimate"]["tasks"] == len(chrome)
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["a real ID", "no indexes recorded"])
+def test_what_the_images_catalog_cannot_refuse_goes_on_to_the_cloud(
+    recorded: bool, oa_home: Path, tmp_path: Path, waa_data: Path
+) -> None:
+    # A real ID passes the image's catalog; an image recorded without indexes (built before
+    # they were read, or they could not be) checks what it did before: a typo is then the
+    # workers' to refuse. Either way the sweep stops later here, without the Pulumi engine.
+    real = _waa_indexes(waa_data)["test_all"]["chrome"][0]
+    selection = real if recorded else real[:-1] + "X"
+    _image_with(oa_home, _waa_indexes(waa_data) if recorded else None)
+    plan = _cloud_sweep(oa_home, tmp_path, selection, "--plan")
+    assert plan.returncode == 0, plan.stderr
+    said = (f"1 (checked against the task catalog of image {IMAGE})" if recorded
+            else "1 (the IDs given, checked by the workers' task catalog when the run starts")
+    assert said in plan.stdout, plan.stdout
+    done = _cloud_sweep(oa_home, tmp_path, selection)
+    assert done.returncode != 0 and "pulumi" in done.stderr, done.stderr
+    assert "unknown task" not in done.stderr
     _made_nothing(oa_home, tmp_path / "results")

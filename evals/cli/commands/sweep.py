@@ -165,15 +165,18 @@ def sweep(
     if oa_vm.pool_exists(spec.name) and spec.name != reused:
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
         raise PoolExistsError(spec.name)
-    check_pool_tasks(config, cloud, spec.tasks_dir, checked)
+    check_pool_tasks(config, spec, checked)
     if plan_only:
         _print_plan(spec, config, json_out)
         return
     if not reused and not oa_vm.cloud_facts(cloud).simulated:
         from evals.cli.sweep_plan import IDS_UNCHECKED, waa_ids
 
-        if waa_ids(config.selection) is not None:
-            _say(f"Tasks: the IDs given, {IDS_UNCHECKED}")  # said before the question
+        counted = _image_task_count(config, spec)
+        if counted is not None:
+            _say(f"Tasks: {counted[0]}, {counted[1]}")  # said before the question
+        elif waa_ids(config.selection) is not None:
+            _say(f"Tasks: the IDs given, {IDS_UNCHECKED}")
         _show_plan_and_confirm(spec, yes)
     with sigterm_as_interrupt():
         created = False
@@ -220,12 +223,14 @@ def _print_plan(spec: PoolSpec, config: RunConfig, json_out: bool) -> None:
     from evals.tasks.openapps import is_openapps_selection
     from oa_vm.kit.clikit import print_json
 
-    local_count = None
+    counted = None
     modules = is_cua_selection(config.selection) or is_openapps_selection(config.selection)
     if oa_vm.cloud_facts(spec.cloud).simulated and not modules:  # modules: counted as loaded
-        local_count = _local_task_count(config, spec.tasks_dir)
+        counted = _local_task_count(config, spec.tasks_dir), "the local suite's catalog"
+    elif not modules:
+        counted = _image_task_count(config, spec)
     plan = oa_vm.plan_pool(spec)
-    answer = _sweep_estimate(spec, config, plan, local_count)
+    answer = _sweep_estimate(spec, config, plan, counted)
     if json_out:
         print_json({"sweep": {"pool": spec.name, "tasks": config.selection,
                               "agent": config.agent, "run_name": config.run_name,
@@ -246,6 +251,15 @@ def _local_task_count(config: RunConfig, tasks_dir: str | None) -> int:
     return len(catalog.select(config.selection, live=False))
 
 
+def _image_task_count(config: RunConfig, spec: PoolSpec) -> tuple[int, str] | None:
+    """How many tasks the selection is on a cloud pool whose image recorded its workers'
+    catalog (:func:`oa_vm.pool_catalog`), and that it was checked against it; else None."""
+    catalog = oa_vm.pool_catalog(spec)
+    if catalog is None:
+        return None
+    return len(catalog.resolve(config.selection, live=True)), f"checked against {catalog.source}"
+
+
 def _check_quota(spec: PoolSpec, plan: Plan) -> tuple[VcpuQuota | None, int | None]:
     """The account's vCPU quota for the pool (cloud pools; None for local ones) and the vCPUs
     the pool needs.
@@ -264,7 +278,7 @@ def _check_quota(spec: PoolSpec, plan: Plan) -> tuple[VcpuQuota | None, int | No
 
 
 def _sweep_estimate(
-    spec: PoolSpec, config: RunConfig, plan: Plan, local_count: int | None
+    spec: PoolSpec, config: RunConfig, plan: Plan, counted: tuple[int, str] | None
 ) -> SweepEstimate:
     """The one block of ``sweep --plan``: :func:`evals.cli.sweep_plan.estimate` fed with the
     account's quota (refused above it) and, when the region has no image, the build's plan."""
@@ -278,7 +292,7 @@ def _sweep_estimate(
         image_plan = oa_vm.plan_image(oa_vm.cloud_provider(spec.cloud), str(plan.region),
                                        size=spec.size)
     return estimate(
-        plan=plan, config=config, local_count=local_count, quota=found, vcpus_needed=needed,
+        plan=plan, config=config, counted=counted, quota=found, vcpus_needed=needed,
         image_plan=image_plan, price_date=_price_date(spec.cloud, plan),
     )
 

@@ -329,6 +329,25 @@ class PulumiCloudProvider:
 
     # -- images --------------------------------------------------------------------------------
 
+    def _candidate_regions(self, spec: PoolSpec) -> list[str]:
+        """The regions a create tries: images (and snapshots) are regional, so a named one pins
+        the pool to the first region."""
+        return self._regions(spec)[:1] if spec.image else self._regions(spec)
+
+    def task_indexes(self, spec: PoolSpec) -> tuple[str, dict[str, dict[str, list[str]]]] | None:
+        """The image and WAA's index files its record holds, which the workers of a pool of
+        ``spec`` will serve, found offline: the same in every region the create may take the
+        pool to (:meth:`choose_image`). None when not known here: no image yet, a raw snapshot
+        or a teammate's image (no record), a record without them, or regions that differ."""
+        records = [chosen.record for chosen in (
+            self.choose_image(spec, region, look_in_account=False)
+            for region in self._candidate_regions(spec)) if chosen is not None]
+        indexes = [record.task_indexes if record else None for record in records]
+        first = records[0] if records else None
+        if first is None or indexes[0] is None or any(i != indexes[0] for i in indexes):
+            return None
+        return first.id, indexes[0]
+
     def choose_image(
         self, spec: PoolSpec, region: str, *, look_in_account: bool = True
     ) -> ChosenImage | None:
@@ -575,9 +594,8 @@ class PulumiCloudProvider:
         """
         self.check_available()
         self.preflight(spec)  # refuse a bad size or a missing image before anything is written
-        # Images (and snapshots) are regional: a named one pins the pool to the first region.
-        candidates = self._regions(spec)[:1] if spec.image else self._regions(spec)
-        chosen_by_region = {region: self.choose_image(spec, region) for region in candidates}
+        chosen_by_region = {region: self.choose_image(spec, region)
+                            for region in self._candidate_regions(spec)}
         # Images are regional: only regions holding one can take the pool.
         regions = [r for r, chosen in chosen_by_region.items() if chosen is not None]
         if not regions:
