@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 
 IDS_UNCHECKED = "checked by the workers' task catalog when the run starts (it is on the workers)"
-"""What a cloud sweep can say of named task IDs before its pool exists."""
+"""What a cloud sweep can say of named task IDs before its pool exists, when its image recorded
+no task catalog (:func:`oa_vm.pool_catalog`)."""
 
 
 @dataclass(frozen=True)

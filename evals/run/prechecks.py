@@ -4,7 +4,8 @@ A sweep creates a pool (on a cloud: minutes and money) and a run writes a folder
 was always going to be refused must be refused first, in one line, with nothing created: the
 folders that will be written, the run folder against ``--resume`` (every setting it recorded,
 :mod:`evals.run.settings`), the agent (built once), an ``http`` agent's server (one probe),
-the variations file and, for a local pool, the tasks themselves (known before the pool exists).
+the variations file and the tasks themselves where their catalog is known before the pool
+exists (a local pool's; a cloud pool's when its prepared image recorded WAA's).
 Only then do the plan, the question and the pool come.
 
 What they built and asked (the agent, the answer of its server) is handed to the run

@@ -3,8 +3,9 @@ anything is made: one line naming it (with the known ID it is closest to), exit 
 worker process, no run folder, and not a byte or a modification time changed under the oa-vm home
 or the results folder (no lease taken on an existing pool: :func:`tests.support.file_state.
 unchanged`). Where the catalog is on workers that do not exist yet (WAA's, on
-a cloud), the rule known without it holds (no synthetic IDs) and the plan says the rest is not
-checked (:func:`waa_client.catalog.check_known`, :func:`check_not_synthetic`)."""
+a cloud), the one the pool's prepared image recorded is used (:func:`oa_vm.pool_catalog`); without
+it the rule known without it holds (no synthetic IDs) and the plan says the rest is not checked
+(:func:`waa_client.catalog.check_known`, :func:`check_not_synthetic`)."""
 
 from __future__ import annotations
 
