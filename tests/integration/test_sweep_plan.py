@@ -238,3 +238,18 @@ def test_doctor_names_a_missing_scheduler_permission_in_one_line(tmp_path: Path)
         "scheduler:CreateSchedule (implicitDeny), which a pool needs to schedule the pool's "
         "expiry (the cloud stops it on time) -> ask the account's admin to allow "
         f"scheduler:CreateSchedule to {role}")
+
+
+@pytest.mark.parametrize("plan", [True, False])
+def test_a_sweep_on_your_own_hosts_names_the_commands_that_make_and_use_that_pool(
+    tmp_path: Path, plan: bool
+) -> None:
+    # sweep has no --host: it was refused naming an option it does not take
+    done = _run(tmp_path, "sweep", "--cloud", "ssh", "--tasks", "3", "--agent", "noop",
+                *(["--plan"] if plan else []))
+    line = done.assert_one_line_error()
+    assert done.returncode == 2, line
+    assert "for your own hosts (--cloud ssh) make the pool once with 'oa-vm pool-create " \
+        "--cloud ssh --host user@host --ssh-key PATH' and run on it with 'openadapt-evals " \
+        "run --pool NAME'" in line, line
+    assert not (tmp_path / "home" / "pools").exists()

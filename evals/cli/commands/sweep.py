@@ -147,6 +147,11 @@ def sweep(
     from evals.run.prechecks import check_before_run, check_pool_tasks
 
     config = run_config(ctx, pool=None)
+    if "--host" in oa_vm.cloud_facts(cloud).options:  # an unknown cloud: build_spec says so
+        raise InvalidRunInputError(
+            f"sweep makes a pool and removes it; for your own hosts (--cloud {cloud}) make "
+            f"the pool once with 'oa-vm pool-create --cloud {cloud} --host user@host "
+            "--ssh-key PATH' and run on it with 'openadapt-evals run --pool NAME'")
     faults = parse_faults(fault)
     # Everything checkable without a pool is checked before one is paid for.
     checked = check_before_run(config, agent_url_option=agent_url_option(agent_url),
