@@ -530,7 +530,7 @@ def cleanup_pool(
         if overridden is not None:
             progress(f"pool {pool!r} is in use by {describe(overridden)}; "
                      "removing it anyway (--force)")
-        record = state.load(pool)  # as it is now that the lease is ours
+        record = _record_to_remove(pool)  # as it is now that the lease is ours
         if purge:
             record.settings["purge"] = True  # the provider's destroy reads it
         report = _destroy(record, progress)
@@ -546,7 +546,7 @@ def _removable(pool: str, purge: bool) -> bool:
     or corrupt pool, or ``purge`` for a pool not on your own hosts, raises: refused before
     anything is written."""
     try:
-        loaded = state.load(pool)
+        loaded = _record_to_remove(pool)
     except PoolNotFoundError:
         if state.tombstone(pool).exists():
             return False
@@ -555,6 +555,20 @@ def _removable(pool: str, purge: bool) -> bool:
         raise InvalidInputError("--purge is for pools on your own hosts (--cloud ssh): it "
                                 "removes their image cache")
     return True
+
+
+def _record_to_remove(pool: str) -> PoolRecord:
+    """The pool's record; for a folder whose record was removed by hand
+    (:class:`oa_vm.errors.RecordMissingError`), a local pool's without workers: all that can
+    be found without it is what runs from the folder, which the local provider's destroy
+    stops (any ``infra.local`` process whose ``--root`` lies there)."""
+    from oa_vm.errors import RecordMissingError
+
+    try:
+        return state.load(pool)
+    except RecordMissingError:
+        return PoolRecord(name=pool, cloud="local", state=PoolState.FAILED,
+                          created_at=state.utcnow())
 
 
 def cleanup_names(names: Sequence[str], option: str, *, purge: bool = False) -> list[str]:

@@ -29,6 +29,7 @@ from oa_vm.errors import (
     OaVmError,
     PoolNotFoundError,
     PoolNotReadyError,
+    RecordMissingError,
 )
 from oa_vm.kit.validate import name_problem, writable_problem
 
@@ -413,6 +414,21 @@ def record_path(name: str) -> Path:
     return pool_dir(name) / "pool.json"
 
 
+WORKERS_DIR = "workers"
+"""The folder of a local pool's folder that its workers run from (each process's ``--root``)."""
+
+
+def workers_dir(name: str) -> Path:
+    """Where a local pool's workers run from (:data:`WORKERS_DIR`)."""
+    return pool_dir(name) / WORKERS_DIR
+
+
+def record_missing(name: str) -> bool:
+    """Whether the pool's record is gone (removed by hand) while its workers' folder is still
+    there, so processes may still run from it."""
+    return not record_path(name).exists() and workers_dir(name).is_dir()
+
+
 def validate_pool_name(name: str) -> str:
     """Pool names end up in cloud resource names and tags: lower-case letters, digits, dashes."""
     if not POOL_NAME_RE.match(name):
@@ -588,6 +604,8 @@ def load(name: str) -> PoolRecord:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if record_missing(name):
+            raise RecordMissingError(path) from None
         raise PoolNotFoundError(name, known=list_names()) from None
     return _parse(path, text)
 
@@ -693,12 +711,18 @@ def list_names() -> list[str]:
 
 
 def iter_records() -> Iterator[PoolRecord | CorruptRecordError]:
-    """Every pool record; corrupt ones are yielded as their error so listings can show them."""
+    """Every pool record; corrupt ones are yielded as their error so listings can show them,
+    and so is each pool folder whose record is missing (:func:`record_missing`)."""
     for name in list_names():
         try:
             yield load(name)
         except CorruptRecordError as exc:
             yield exc
+    root = pools_dir()
+    orphans = root.glob(f"*/{WORKERS_DIR}/") if root.is_dir() else ()
+    for name in sorted(p.parent.name for p in orphans):
+        if name_problem("", name) is None and record_missing(name):
+            yield RecordMissingError(record_path(name))
 
 
 def delete(name: str) -> None:

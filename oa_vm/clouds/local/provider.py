@@ -147,7 +147,7 @@ class LocalProvider:
     ) -> None:
         for i in range(spec.workers):
             name = worker_name(i)
-            workdir = pool_dir / "workers" / name
+            workdir = state.workers_dir(spec.name) / name
             log_path = pool_dir / "logs" / f"{name}.log"
             safe_fs.ensure_dir(workdir, root=pool_dir)
             safe_fs.ensure_dir(log_path.parent, root=pool_dir)
@@ -261,7 +261,7 @@ class LocalProvider:
         for line in _stop_strays(pool_dir):
             report.removed.append(line)
             progress(line)
-        for sub in ("workers", "logs"):
+        for sub in (state.WORKERS_DIR, "logs"):
             target = pool_dir / sub
             if target.exists():
                 shutil.rmtree(target, ignore_errors=True)

@@ -1,0 +1,69 @@
+"""Drills where a pool outlives what records it: its ``pool.json`` removed by hand while a run
+uses it, and a sweep killed while it removes its own pool. Either way ``pool-list`` must show
+the pool while its workers run, ``pool-cleanup`` must remove it, and the run must end with
+every task recorded once.
+
+The CLIs run as real subprocesses on real local pools; every wait is a condition with a
+generous deadline.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from oa_vm.model import state
+from tests.support.cli import run_cli
+from tests.support.controller import Controller
+from tests.support.pools import READY_TIMEOUT, processes_of
+from tests.support.run_records import assert_summary_matches, read_records
+from tests.support.waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+ALL_TASKS = 24
+
+
+def _workers_running(home: Path) -> list[int]:
+    return [p.pid for p in processes_of(home) if "infra.local" in p.cmdline()]
+
+
+def test_a_pool_whose_record_is_removed_mid_run_is_listed_and_removed_by_cleanup(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    for args in (("pool-create", "--cloud", "local", "--workers", "2", "-y"),
+                 ("pool-wait", "--timeout", READY_TIMEOUT)):
+        done = run_cli("oa-vm", *args, "--name", "gone", home=home)
+        assert done.returncode == 0, done.stderr
+    results = tmp_path / "results"
+    run = Controller(home, "run", "--pool", "gone", "--agent", "oracle", "--results-dir",
+                     str(results), "--tasks", "all", "--run-name", "live", "--step-pause", "0.1",
+                     log_dir=tmp_path)
+    controllers.append(run)
+    wait_until(lambda: len(read_records(results / "live")) >= 2, "the run's first records")
+    state.record_path("gone").unlink()  # by hand, mid-run
+    assert run.wait() == 0, run.output()
+    records = read_records(results / "live")
+    assert len(records) == ALL_TASKS
+    assert_summary_matches(results / "live", records)
+    assert len(_workers_running(home)) == 2, "the workers outlive their record"
+
+    listed = run_cli("oa-vm", "pool-list", home=home)
+    assert listed.returncode == 0, listed.stderr
+    assert "gone" in listed.stdout and "No pools" not in listed.stdout, listed.stdout
+    warning = listed.stderr.strip()
+    assert len(warning.splitlines()) == 1 and "Traceback" not in warning, warning
+    assert "'oa-vm pool-cleanup --pool gone'" in warning, warning
+    as_json = json.loads(run_cli("oa-vm", "pool-list", "--json", home=home).stdout)
+    assert [Path(e["path"]).parent.name for e in as_json] == ["gone"]
+    status = run_cli("oa-vm", "pool-status", "--name", "gone", home=home)
+    assert "'oa-vm pool-cleanup --pool gone'" in status.assert_one_line_error()
+
+    removed = run_cli("oa-vm", "pool-cleanup", "--name", "gone", "-y", home=home)
+    assert removed.returncode == 0, removed.stderr
+    assert _workers_running(home) == []
+    assert not state.pool_dir("gone").exists()
+    after = run_cli("oa-vm", "pool-list", home=home)
+    assert "No pools" in after.stdout and after.stderr == "", after.stderr
