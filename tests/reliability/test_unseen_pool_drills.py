@@ -10,11 +10,13 @@ generous deadline.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from oa_vm.model import state
+from tests.support import cleanup_gate
 from tests.support.cli import run_cli
 from tests.support.controller import Controller
 from tests.support.pools import READY_TIMEOUT, processes_of
@@ -24,6 +26,7 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.integration
 
 ALL_TASKS = 24
+SMALL_TASKS = 6
 
 
 def _workers_running(home: Path) -> list[int]:
@@ -67,3 +70,37 @@ def test_a_pool_whose_record_is_removed_mid_run_is_listed_and_removed_by_cleanup
     assert not state.pool_dir("gone").exists()
     after = run_cli("oa-vm", "pool-list", home=home)
     assert "No pools" in after.stdout and after.stderr == "", after.stderr
+
+
+def test_a_sweep_killed_while_it_removes_its_pool_is_resumed_and_the_pool_removed(
+    home: Path, tmp_path: Path
+) -> None:
+    gate, results = tmp_path / "gate", tmp_path / "results"
+    sweep_args = ("sweep", "--cloud", "local", "--workers", "2", "--tasks", "local_small",
+                  "--agent", "oracle", "--name", "sw", "--run-name", "r", "--results-dir",
+                  str(results))
+    argv, env = cleanup_gate.command(gate, "openadapt-evals", *sweep_args)
+    env["OA_VM_HOME"] = str(home)
+    with (tmp_path / "sweep.log").open("wb") as log:
+        sweep = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
+                                 stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_until(Path(f"{gate}.waiting").exists, "the sweep's removal of its pool")
+    finally:
+        sweep.kill()
+        sweep.wait(timeout=60)
+    assert len(_workers_running(home)) == 2
+    listed = run_cli("oa-vm", "pool-list", home=home)
+    assert "sw" in listed.stdout, listed.stdout
+
+    resumed = run_cli("openadapt-evals", *sweep_args, "--resume", home=home, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "is being removed" not in resumed.stderr, resumed.stderr
+    assert "pool sw" in resumed.stderr, resumed.stderr
+    assert _workers_running(home) == []
+    assert not state.exists("sw") and not state.pool_dir("sw").exists()
+    records = read_records(results / "r")
+    assert len(records) == SMALL_TASKS
+    assert_summary_matches(results / "r", records)
+    metadata = json.loads((results / "r" / "metadata.json").read_text())
+    assert metadata["status"] == "finished"

@@ -392,6 +392,12 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
     pool = recorded.get("pool")
     if not isinstance(pool, str) or not oa_vm.pool_exists(pool):
         return None
+    if oa_vm.pool_removing(pool):
+        # interrupted while it removed its pool: that removal is finished, never undone; the
+        # tasks left (if any) get a pool of their own
+        _say(f"finishing the removal of pool {pool}, begun before this sweep was interrupted")
+        _cleanup(pool)
+        return None
     if (name is not None and name != pool) or recorded.get("cloud") != cloud:
         raise InvalidInputError(
             f"pool {pool!r} ({recorded.get('cloud')}), created by this sweep before it was "
