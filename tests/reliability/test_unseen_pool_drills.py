@@ -104,3 +104,26 @@ def test_a_sweep_killed_while_it_removes_its_pool_is_resumed_and_the_pool_remove
     assert_summary_matches(results / "r", records)
     metadata = json.loads((results / "r" / "metadata.json").read_text())
     assert metadata["status"] == "finished"
+
+
+def test_a_second_sweep_of_a_running_sweeps_run_is_refused_before_it_touches_the_pool(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    results = tmp_path / "results"
+    sweep_args = ("sweep", "--cloud", "local", "--workers", "1", "--tasks", "local_small",
+                  "--agent", "oracle", "--name", "busy", "--run-name", "r", "--results-dir",
+                  str(results), "--step-pause", "0.3")
+    first = Controller(home, *sweep_args, log_dir=tmp_path)
+    controllers.append(first)
+    wait_until(lambda: len(read_records(results / "r")) >= 1, "the first sweep's first record")
+    record = state.record_path("busy").read_bytes()
+    second = run_cli("openadapt-evals", *sweep_args, "--resume", home=home, timeout=600)
+    line = second.assert_one_line_error()
+    assert "is in use by another openadapt-evals process" in line, line
+    assert first.proc.poll() is None, "the first sweep ended before the second was checked"
+    assert state.record_path("busy").read_bytes() == record
+    assert first.wait() == 0, first.output()
+    records = read_records(results / "r")
+    assert len(records) == SMALL_TASKS
+    assert_summary_matches(results / "r", records)
+    assert not state.exists("busy") and _workers_running(home) == []
