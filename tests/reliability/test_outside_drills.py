@@ -1,7 +1,8 @@
-"""Drills where a pool outlives what records it: its ``pool.json`` removed by hand while a run
-uses it, and a sweep killed while it removes its own pool. Either way ``pool-list`` must show
-the pool while its workers run, ``pool-cleanup`` must remove it, and the run must end with
-every task recorded once.
+"""Drills run from outside, as a reviewer runs them, each on a defect they found: a pool's
+``pool.json`` removed by hand while a run uses it, a sweep killed while it removes its own pool,
+a second sweep of a run that is still going, and an unhealthy run's line naming what to do.
+Either way ``pool-list`` must show a pool while its workers run, ``pool-cleanup`` must remove
+it, a refusal is one line, and every run ends with each task recorded once.
 
 The CLIs run as real subprocesses on real local pools; every wait is a condition with a
 generous deadline.
@@ -10,6 +11,7 @@ generous deadline.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -127,3 +129,30 @@ def test_a_second_sweep_of_a_running_sweeps_run_is_refused_before_it_touches_the
     assert len(records) == SMALL_TASKS
     assert_summary_matches(results / "r", records)
     assert not state.exists("busy") and _workers_running(home) == []
+
+
+def test_an_unhealthy_run_names_the_command_that_reruns_its_errors_and_it_does(
+    home: Path, tmp_path: Path
+) -> None:
+    # every worker dies at its 40th request: the run ends unhealthy (exit 4), most tasks in
+    # error; the line must name a command that, on a healthy pool, finishes the run
+    for name, faults in (("crashing", ("--fault", "crash-after=40")), ("healthy", ())):
+        for args in (("pool-create", "--cloud", "local", "--workers", "2", "-y", *faults),
+                     ("pool-wait", "--timeout", READY_TIMEOUT)):
+            done = run_cli("oa-vm", *args, "--name", name, home=home)
+            assert done.returncode == 0, done.stderr
+    results = tmp_path / "results"
+    run = run_cli("openadapt-evals", "run", "--pool", "crashing", "--tasks", "all", "--agent",
+                  "oracle", "--run-name", "u", "--results-dir", str(results), home=home,
+                  timeout=600)
+    assert run.returncode == 4, run.stderr
+    line = run.stderr.strip().splitlines()[-1]
+    assert "is unhealthy" in line and "--resume" not in line, line
+    command = shlex.split(line.split(": '", 1)[1].split("'", 1)[0])
+    assert command[:2] == ["openadapt-evals", "run"], line
+    rerun = run_cli(*command[:1], *command[1:], "--pool", "healthy", home=home, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    records = read_records(results / "u")
+    assert len(records) == ALL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}
+    assert_summary_matches(results / "u", records)
