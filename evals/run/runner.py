@@ -85,6 +85,7 @@ __all__ = [
     "default_run_name",
     "estimate_seconds",
     "health_warning",
+    "KEPT_WORKER_LOGS",
     "hold_run",
     "resumed_cap",
     "run_evaluation",
@@ -285,15 +286,19 @@ _FIRST_MOMENT = frozenset(
     {".lock", "queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm", "sweep-pool.json"}
 )
 """What a run folder holds before its metadata: the lock, the queue, a sweep's pool record."""
+KEPT_WORKER_LOGS = "worker-logs-"
+"""The start of the folder name where a failed sweep keeps its pool's worker logs (then the
+pool's name): it may come before the metadata too, when the pool failed before the run began."""
 
 
 def _unstarted(folder: RunFolder) -> bool:
-    """A run folder killed in its first moments: no metadata, and nothing but what a run writes
-    before it (a folder holding anything else is not ours to reuse)."""
+    """A run folder killed or failed in its first moments: no metadata, and nothing but what a
+    run (or its sweep) writes before it (a folder holding anything else is not ours to reuse)."""
     if not folder.path.is_dir() or folder.exists():
         return False
     try:
-        return all(entry.name in _FIRST_MOMENT for entry in folder.path.iterdir())
+        return all(entry.name in _FIRST_MOMENT or entry.name.startswith(KEPT_WORKER_LOGS)
+                   for entry in folder.path.iterdir())
     except OSError:
         return False
 

@@ -156,3 +156,25 @@ def test_an_unhealthy_run_names_the_command_that_reruns_its_errors_and_it_does(
     assert len(records) == ALL_TASKS
     assert {r["status"] for r in records.values()} == {"success"}
     assert_summary_matches(results / "u", records)
+
+
+def test_a_sweep_whose_workers_never_got_ready_can_be_resumed(home: Path, tmp_path: Path) -> None:
+    # the workers accept connections and never answer: the sweep's wait for them times out
+    # before its run begins, and it keeps their logs in the run folder
+    results = tmp_path / "results"
+    sweep_args = ("sweep", "--cloud", "local", "--workers", "2", "--tasks", "local_small",
+                  "--agent", "oracle", "--name", "stuck", "--run-name", "r", "--results-dir",
+                  str(results))
+    failed = run_cli("openadapt-evals", *sweep_args, "--fault", "hang-after=1",
+                     "--wait-timeout", "5s", home=home, timeout=600)
+    assert failed.returncode != 0 and "not ready" in failed.stderr, failed.stderr
+    assert (results / "r" / "worker-logs-stuck").is_dir()
+    assert not state.exists("stuck") and _workers_running(home) == []
+    again = run_cli("openadapt-evals", *sweep_args, home=home)
+    assert "continue it with --resume" in again.assert_one_line_error()
+    resumed = run_cli("openadapt-evals", *sweep_args, "--resume", home=home, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    records = read_records(results / "r")
+    assert len(records) == SMALL_TASKS
+    assert {r["status"] for r in records.values()} == {"success"}
+    assert_summary_matches(results / "r", records)

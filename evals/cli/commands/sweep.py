@@ -317,12 +317,13 @@ def _keep_logs(pool: str, config: RunConfig) -> None:
     import shutil
 
     from evals.results.records import results_root
+    from evals.run.runner import KEPT_WORKER_LOGS
 
     logs = oa_vm.pool_dir(pool) / "logs"
     if not logs.is_dir() or not any(logs.iterdir()):
         return
     root = results_root(config.results_dir)
-    target = (root / config.run_name if config.run_name else root) / f"worker-logs-{pool}"
+    target = (root / config.run_name if config.run_name else root) / f"{KEPT_WORKER_LOGS}{pool}"
     try:
         shutil.copytree(logs, target, dirs_exist_ok=True)
     except OSError as exc:
