@@ -594,15 +594,23 @@ def remove_temporary_pool(pool: str, say: Progress) -> bool:
     thread), so it is not stopped half-way.
 
     Returns:
-        True when the pool is gone.
+        True when the pool is gone, or another command's ``pool-cleanup`` is removing it.
     """
     from oa_vm.kit.signals import signals_ignored
+    from oa_vm.model.lease import removing
 
     finish = f"run 'oa-vm pool-cleanup --pool {pool}'"
     try:
         with signals_ignored():
             report = cleanup_pool(pool)
     except PoolNotFoundError:
+        return True
+    except PoolInUseError as exc:
+        if not removing(pool):
+            say(f"could not remove pool {pool}: {exc}; {finish}")
+            return False
+        # another command's pool-cleanup holds it and removes it: nothing is left to do
+        say(f"pool {pool} is being removed by {exc.holder}")
         return True
     except Exception as exc:  # whatever it is, the command's own error is the one it ends with
         why = str(exc) if isinstance(exc, OaVmError) else f"{type(exc).__name__}: {exc}"

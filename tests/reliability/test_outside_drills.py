@@ -178,3 +178,30 @@ def test_a_sweep_whose_workers_never_got_ready_can_be_resumed(home: Path, tmp_pa
     assert len(records) == SMALL_TASKS
     assert {r["status"] for r in records.values()} == {"success"}
     assert_summary_matches(results / "r", records)
+
+
+def test_a_sweep_whose_pool_a_user_removes_while_it_waits_says_so_in_one_line(
+    home: Path, tmp_path: Path
+) -> None:
+    gate, results = tmp_path / "gate", tmp_path / "results"
+    waiting = Controller(home, "sweep", "--cloud", "local", "--workers", "2", "--tasks",
+                         "local_small", "--agent", "oracle", "--name", "waited", "--run-name",
+                         "r", "--results-dir", str(results), "--fault", "hang-after=1",
+                         log_dir=tmp_path)
+    wait_until(lambda: "worker-1 listening" in waiting.output(), "the sweep's wait")
+    # the user's cleanup, held once it has begun (the pool marked, its lease taken)
+    argv, env = cleanup_gate.command(gate, "oa-vm", "pool-cleanup", "--name", "waited", "-y")
+    env["OA_VM_HOME"] = str(home)
+    cleanup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_until(Path(f"{gate}.waiting").exists, "the cleanup's removal")
+        assert waiting.wait() != 0
+    finally:
+        gate.touch()
+        out, _ = cleanup.communicate(timeout=300)
+    assert cleanup.returncode == 0, out
+    said = waiting.output()
+    assert "could not remove" not in said and "oa-vm pool-cleanup --pool" not in said, said
+    assert "pool waited is being removed by oa-vm pool-cleanup" in said, said
+    assert not state.exists("waited") and _workers_running(home) == []
