@@ -73,6 +73,7 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.model.state import exists, load
     from oa_vm.model.state import home_problem as home_problem
     from oa_vm.model.state import pool_dir as pool_dir
+    from oa_vm.model.state import refuse_unsettled as refuse_unsettled
     from oa_vm.reach.connect import WorkerConnection as WorkerConnection
     from oa_vm.reach.connect import known_hosts_path as known_hosts_path
     from oa_vm.reach.connect import tunnel_target as tunnel_target
@@ -95,7 +96,8 @@ _HOMES = {
     "oa_vm.images": "cloud_provider plan_image",
     # what is recorded
     "oa_vm.model.state": "PoolRecord PoolState WorkerRecord WorkerState atomic_write_json"
-                         " home_problem pool_dir exists:pool_exists load:load_pool",
+                         " home_problem pool_dir exists:pool_exists load:load_pool"
+                         " refuse_unsettled",
     "oa_vm.model.lease": "Hold LeaseLostError PoolRemovingError hold_pool save_fenced"
                          " removing:pool_removing",
     "oa_vm.model.snapshots": "SnapshotControl SnapshotError",

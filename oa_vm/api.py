@@ -594,7 +594,8 @@ def remove_temporary_pool(pool: str, say: Progress) -> bool:
     thread), so it is not stopped half-way.
 
     Returns:
-        True when the pool is gone, or another command's ``pool-cleanup`` is removing it.
+        True when the pool is gone (False too while another command's ``pool-cleanup``
+        removes it, which is said).
     """
     from oa_vm.kit.signals import signals_ignored
     from oa_vm.model.lease import removing
@@ -609,9 +610,9 @@ def remove_temporary_pool(pool: str, say: Progress) -> bool:
         if not removing(pool):
             say(f"could not remove pool {pool}: {exc}; {finish}")
             return False
-        # another command's pool-cleanup holds it and removes it: nothing is left to do
+        # another command's pool-cleanup holds it and removes it: nothing is left to do here
         say(f"pool {pool} is being removed by {exc.holder}")
-        return True
+        return False
     except Exception as exc:  # whatever it is, the command's own error is the one it ends with
         why = str(exc) if isinstance(exc, OaVmError) else f"{type(exc).__name__}: {exc}"
         say(f"could not remove pool {pool}: {why}; {finish}")
@@ -680,8 +681,7 @@ def connect(
         PoolNotReadyError: no worker is ready, or the pool is paused.
     """
     record = pool_status(name)
-    if record.state in (PoolState.CREATING, PoolState.DELETING):
-        raise PoolNotReadyError(f"pool {record.name!r} is {record.state.value}")
+    state.refuse_unsettled(record)
     state.refuse_paused(record)
     with connect_record(
         record, connect_timeout=connect_timeout, read_timeout=read_timeout, only=only

@@ -321,6 +321,25 @@ class PoolRecord(_Record):
         return hosts
 
 
+def refuse_unsettled(record: PoolRecord) -> None:
+    """The one rule for every command that uses a pool's workers: a pool still being created,
+    or being removed (a removal stopped half-way included), is refused in one line saying what
+    ends that state.
+
+    Raises:
+        PoolNotReadyError: the pool's record says ``creating`` or ``deleting``.
+    """
+    finish = f"'oa-vm pool-cleanup --pool {record.name}'"
+    if record.state == PoolState.CREATING:
+        raise PoolNotReadyError(
+            f"pool {record.name!r} is being created; wait for its 'oa-vm pool-create' to end "
+            f"(if that was stopped, remove the pool with {finish})")
+    if record.state == PoolState.DELETING:
+        raise PoolNotReadyError(
+            f"pool {record.name!r} is being removed (or its removal was stopped); finish "
+            f"removing it with {finish}")
+
+
 def refuse_paused(record: PoolRecord) -> None:
     """The one rule for every command that needs the pool's workers running (``pool-wait``,
     ``pool-tunnel``, ``pool-repair``, a run, ``tasks --pool``, a run's ``--wait-ready``): a

@@ -202,6 +202,38 @@ def test_a_sweep_whose_pool_a_user_removes_while_it_waits_says_so_in_one_line(
         out, _ = cleanup.communicate(timeout=300)
     assert cleanup.returncode == 0, out
     said = waiting.output()
-    assert "could not remove" not in said and "oa-vm pool-cleanup --pool" not in said, said
+    assert "could not remove" not in said and "pool waited removed" not in said, said
     assert "pool waited is being removed by oa-vm pool-cleanup" in said, said
     assert not state.exists("waited") and _workers_running(home) == []
+
+
+def test_a_pool_whose_cleanup_was_killed_shows_deleting_and_names_the_cleanup_to_finish(
+    home: Path, tmp_path: Path
+) -> None:
+    for args in (("pool-create", "--cloud", "local", "--workers", "2", "-y"),
+                 ("pool-wait", "--timeout", READY_TIMEOUT)):
+        done = run_cli("oa-vm", *args, "--name", "half", home=home)
+        assert done.returncode == 0, done.stderr
+    gate = tmp_path / "gate"
+    argv, env = cleanup_gate.command(gate, "oa-vm", "pool-cleanup", "--name", "half", "-y")
+    env["OA_VM_HOME"] = str(home)
+    cleanup = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=env)
+    try:
+        wait_until(Path(f"{gate}.waiting").exists, "the cleanup's removal")
+    finally:
+        cleanup.kill()
+        cleanup.wait(timeout=60)
+    assert len(_workers_running(home)) == 2
+    listed = run_cli("oa-vm", "pool-list", "--json", home=home)
+    assert [e["state"] for e in json.loads(listed.stdout)] == ["deleting"], listed.stdout
+    finish = "'oa-vm pool-cleanup --pool half'"
+    for script, *args in (("openadapt-evals", "run", "--pool", "half", "--tasks", "2", "--agent",
+                           "oracle", "--results-dir", str(tmp_path / "results")),
+                          ("oa-vm", "pool-wait", "--name", "half"),
+                          ("oa-vm", "pool-repair", "--name", "half")):
+        line = run_cli(script, *args, home=home).assert_one_line_error()
+        assert "being removed" in line and finish in line, (args, line)
+    removed = run_cli("oa-vm", "pool-cleanup", "--name", "half", "-y", home=home)
+    assert removed.returncode == 0, removed.stderr
+    assert _workers_running(home) == [] and not state.exists("half")

@@ -213,7 +213,8 @@ class LocalProvider:
                 worker.detail = _log_tail(worker)
             elif worker.waa_url is None:
                 _read_ready(worker)
-        record.state = state.derive_pool_state(record.workers)
+        if record.state != state.PoolState.DELETING:  # a removal stopped half-way stays one
+            record.state = state.derive_pool_state(record.workers)
         return record
 
     def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
