@@ -1,6 +1,6 @@
 """Drills run from outside, as a reviewer runs them, each on a defect they found: a pool's
 ``pool.json`` removed by hand while a run uses it, a sweep killed while it removes its own pool,
-a second sweep of a run that is still going, and an unhealthy run's line naming what to do.
+a second sweep of a run that is still going, an unhealthy run's line naming what to do, and a full disk under the logs a failed sweep keeps.
 Either way ``pool-list`` must show a pool while its workers run, ``pool-cleanup`` must remove
 it, a refusal is one line, and every run ends with each task recorded once.
 
@@ -21,6 +21,7 @@ from oa_vm.model import state
 from tests.support import cleanup_gate
 from tests.support.cli import run_cli
 from tests.support.controller import Controller
+from tests.support.disks import fill, tmpfs
 from tests.support.pools import READY_TIMEOUT, processes_of
 from tests.support.run_records import assert_summary_matches, read_records
 from tests.support.waiting import wait_until
@@ -237,3 +238,24 @@ def test_a_pool_whose_cleanup_was_killed_shows_deleting_and_names_the_cleanup_to
     removed = run_cli("oa-vm", "pool-cleanup", "--name", "half", "-y", home=home)
     assert removed.returncode == 0, removed.stderr
     assert _workers_running(home) == [] and not state.exists("half")
+
+
+def test_worker_logs_a_full_disk_cannot_keep_are_said_in_one_short_line(
+    home: Path, tmp_path: Path
+) -> None:
+    # the results' disk fills while the sweep waits for workers that never answer: the logs
+    # it keeps on failing cannot be written
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        results = disk / "results"
+        sweep = Controller(home, "sweep", "--cloud", "local", "--workers", "2", "--tasks",
+                           "local_small", "--agent", "oracle", "--name", "full", "--run-name",
+                           "r", "--results-dir", str(results), "--fault", "hang-after=1",
+                           "--wait-timeout", "20s", log_dir=tmp_path)
+        wait_until(lambda: "worker-1 listening" in sweep.output(), "the sweep's wait")
+        fill(disk)
+        assert sweep.wait() != 0
+    said = [line for line in sweep.output().splitlines() if "could not be kept" in line]
+    assert len(said) == 1, sweep.output()
+    assert "No space left on device" in said[0] and "[(" not in said[0], said[0]
+    assert len(said[0]) < 400, said[0]
+    assert not state.exists("full") and _workers_running(home) == []

@@ -325,9 +325,12 @@ def _keep_logs(pool: str, config: RunConfig) -> None:
     root = results_root(config.results_dir)
     target = (root / config.run_name if config.run_name else root) / f"{KEPT_WORKER_LOGS}{pool}"
     try:
-        shutil.copytree(logs, target, dirs_exist_ok=True)
-    except OSError as exc:
-        _say(f"the worker logs of pool {pool} could not be kept: {exc}")
+        target.mkdir(parents=True, exist_ok=True)
+        for log in sorted(p for p in logs.iterdir() if p.is_file()):
+            shutil.copy2(log, target / log.name)
+    except OSError as exc:  # file by file: one reason, not copytree's list of every failure
+        _say(f"the worker logs of pool {pool} could not be kept in {target}: "
+             f"{exc.strerror or exc}")
         return
     _say(f"worker logs kept in {target}")
 
