@@ -1,8 +1,10 @@
-"""Drills run from outside, as a reviewer runs them, each on a defect they found: a pool's
+"""Drills run from outside, as a reviewer runs them, each on a defect it found: a pool's
 ``pool.json`` removed by hand while a run uses it, a sweep killed while it removes its own pool,
-a second sweep of a run that is still going, an unhealthy run's line naming what to do, and a full disk under the logs a failed sweep keeps.
-Either way ``pool-list`` must show a pool while its workers run, ``pool-cleanup`` must remove
-it, a refusal is one line, and every run ends with each task recorded once.
+a second sweep of a run still going, an unhealthy run's line naming what to do, a sweep whose
+workers never got ready, a cleanup by hand while a sweep waits, a cleanup killed half-way, and
+a full disk under the logs a failed sweep keeps. Throughout, ``pool-list`` must show a pool
+while its workers run, ``pool-cleanup`` must remove it, a refusal is one line naming what to do,
+and every run ends with each task recorded once.
 
 The CLIs run as real subprocesses on real local pools; every wait is a condition with a
 generous deadline.
