@@ -27,6 +27,7 @@ from oa_vm.errors import (
     PoolNotFoundError,
     PoolNotReadyError,
     ProvisioningError,
+    RecordMissingError,
     WaitTimeoutError,
     WorkerAccessError,
 )
@@ -562,8 +563,6 @@ def _record_to_remove(pool: str) -> PoolRecord:
     (:class:`oa_vm.errors.RecordMissingError`), a local pool's without workers: all that can
     be found without it is what runs from the folder, which the local provider's destroy
     stops (any ``infra.local`` process whose ``--root`` lies there)."""
-    from oa_vm.errors import RecordMissingError
-
     try:
         return state.load(pool)
     except RecordMissingError:
@@ -653,7 +652,9 @@ def cleanup_expired(
     for item in state.iter_records():
         if isinstance(item, CorruptRecordError):
             name = item.path.parent.name
-            why = f"pool {name!r} skipped: its record {item.path} is unreadable ({item.reason})"
+            why = (f"pool {name!r} skipped: {item}" if isinstance(item, RecordMissingError)
+                   else f"pool {name!r} skipped: its record {item.path} is unreadable "
+                        f"({item.reason})")
             progress(why)
             reports[name] = CleanupReport(skipped=why, unreadable=True)
             continue

@@ -69,6 +69,9 @@ def test_a_pool_whose_record_is_removed_mid_run_is_listed_and_removed_by_cleanup
     status = run_cli("oa-vm", "pool-status", "--name", "gone", home=home)
     assert "'oa-vm pool-cleanup --pool gone'" in status.assert_one_line_error()
 
+    expired = run_cli("oa-vm", "pool-cleanup", "--expired", "-y", home=home)
+    assert "pool 'gone' skipped" in expired.stdout + expired.stderr, expired
+    assert "'oa-vm pool-cleanup --pool gone'" in expired.stdout + expired.stderr, expired
     removed = run_cli("oa-vm", "pool-cleanup", "--name", "gone", "-y", home=home)
     assert removed.returncode == 0, removed.stderr
     assert _workers_running(home) == []
