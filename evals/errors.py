@@ -180,9 +180,16 @@ class RunUnhealthy(EvalsError):
     def __init__(self, run_dir: str, reason: str) -> None:
         self.run_dir = run_dir
         self.reason = reason
+        import shlex
+        from pathlib import Path
+
+        # not --resume: the run is finished, and a resume reruns nothing
+        path = Path(run_dir)
+        rerun = shlex.join(["openadapt-evals", "run", "--rerun-errors", path.name,
+                            "--results-dir", str(path.parent)])
         super().__init__(
             f"run {run_dir} is unhealthy: {reason}; see the run page and the workers' logs, "
-            "then --resume or rerun on a healthy pool"
+            f"then rerun its errors on a healthy pool: '{rerun}' (--pool P to choose the pool)"
         )
 
 

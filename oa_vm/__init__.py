@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.model.lease import LeaseLostError as LeaseLostError
     from oa_vm.model.lease import PoolRemovingError as PoolRemovingError
     from oa_vm.model.lease import hold_pool as hold_pool
+    from oa_vm.model.lease import removing
     from oa_vm.model.lease import save_fenced as save_fenced
     from oa_vm.model.snapshots import SnapshotControl as SnapshotControl
     from oa_vm.model.snapshots import SnapshotError as SnapshotError
@@ -73,6 +74,7 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.model.state import exists, load
     from oa_vm.model.state import home_problem as home_problem
     from oa_vm.model.state import pool_dir as pool_dir
+    from oa_vm.model.state import refuse_unsettled as refuse_unsettled
     from oa_vm.reach.connect import WorkerConnection as WorkerConnection
     from oa_vm.reach.connect import known_hosts_path as known_hosts_path
     from oa_vm.reach.connect import tunnel_target as tunnel_target
@@ -83,6 +85,7 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.reach.replacements import successor as successor
 
     cloud_facts, quota_refusal, pool_exists, load_pool = facts, refusal, exists, load
+    pool_removing = removing
     pool_price = price_per_hour
 
 #: module -> the public names it holds ("name there:public name" where they differ)
@@ -95,8 +98,10 @@ _HOMES = {
     "oa_vm.images": "cloud_provider plan_image",
     # what is recorded
     "oa_vm.model.state": "PoolRecord PoolState WorkerRecord WorkerState atomic_write_json"
-                         " home_problem pool_dir exists:pool_exists load:load_pool",
-    "oa_vm.model.lease": "Hold LeaseLostError PoolRemovingError hold_pool save_fenced",
+                         " home_problem pool_dir exists:pool_exists load:load_pool"
+                         " refuse_unsettled",
+    "oa_vm.model.lease": "Hold LeaseLostError PoolRemovingError hold_pool save_fenced"
+                         " removing:pool_removing",
     "oa_vm.model.snapshots": "SnapshotControl SnapshotError",
     "oa_vm.model.config": "default_cloud",
     # reaching workers

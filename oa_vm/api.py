@@ -27,6 +27,7 @@ from oa_vm.errors import (
     PoolNotFoundError,
     PoolNotReadyError,
     ProvisioningError,
+    RecordMissingError,
     WaitTimeoutError,
     WorkerAccessError,
 )
@@ -550,7 +551,7 @@ def cleanup_pool(
         if overridden is not None:
             progress(f"pool {pool!r} is in use by {describe(overridden)}; "
                      "removing it anyway (--force)")
-        record = state.load(pool)  # as it is now that the lease is ours
+        record = _record_to_remove(pool)  # as it is now that the lease is ours
         if purge:
             record.settings["purge"] = True  # the provider's destroy reads it
         report = _destroy(record, progress)
@@ -566,7 +567,7 @@ def _removable(pool: str, purge: bool) -> bool:
     or corrupt pool, or ``purge`` for a pool not on your own hosts, raises: refused before
     anything is written."""
     try:
-        loaded = state.load(pool)
+        loaded = _record_to_remove(pool)
     except PoolNotFoundError:
         if state.tombstone(pool).exists():
             return False
@@ -575,6 +576,18 @@ def _removable(pool: str, purge: bool) -> bool:
         raise InvalidInputError("--purge is for pools on your own hosts (--cloud ssh): it "
                                 "removes their image cache")
     return True
+
+
+def _record_to_remove(pool: str) -> PoolRecord:
+    """The pool's record; for a folder whose record was removed by hand
+    (:class:`oa_vm.errors.RecordMissingError`), a local pool's without workers: all that can
+    be found without it is what runs from the folder, which the local provider's destroy
+    stops (any ``infra.local`` process whose ``--root`` lies there)."""
+    try:
+        return state.load(pool)
+    except RecordMissingError:
+        return PoolRecord(name=pool, cloud="local", state=PoolState.FAILED,
+                          created_at=state.utcnow())
 
 
 def cleanup_names(names: Sequence[str], option: str, *, purge: bool = False) -> list[str]:
@@ -600,9 +613,11 @@ def remove_temporary_pool(pool: str, say: Progress) -> bool:
     thread), so it is not stopped half-way.
 
     Returns:
-        True when the pool is gone.
+        True when the pool is gone (False too while another command's ``pool-cleanup``
+        removes it, which is said).
     """
     from oa_vm.kit.signals import signals_ignored
+    from oa_vm.model.lease import removing
 
     finish = f"run 'oa-vm pool-cleanup --pool {pool}'"
     try:
@@ -610,6 +625,13 @@ def remove_temporary_pool(pool: str, say: Progress) -> bool:
             report = cleanup_pool(pool)
     except PoolNotFoundError:
         return True
+    except PoolInUseError as exc:
+        if not removing(pool):
+            say(f"could not remove pool {pool}: {exc}; {finish}")
+            return False
+        # another command's pool-cleanup holds it and removes it: nothing is left to do here
+        say(f"pool {pool} is being removed by {exc.holder}")
+        return False
     except Exception as exc:  # whatever it is, the command's own error is the one it ends with
         why = str(exc) if isinstance(exc, OaVmError) else f"{type(exc).__name__}: {exc}"
         say(f"could not remove pool {pool}: {why}; {finish}")
@@ -650,7 +672,9 @@ def cleanup_expired(
     for item in state.iter_records():
         if isinstance(item, CorruptRecordError):
             name = item.path.parent.name
-            why = f"pool {name!r} skipped: its record {item.path} is unreadable ({item.reason})"
+            why = (f"pool {name!r} skipped: {item}" if isinstance(item, RecordMissingError)
+                   else f"pool {name!r} skipped: its record {item.path} is unreadable "
+                        f"({item.reason})")
             progress(why)
             reports[name] = CleanupReport(skipped=why, unreadable=True)
             continue
@@ -678,8 +702,7 @@ def connect(
         PoolNotReadyError: no worker is ready, or the pool is paused.
     """
     record = pool_status(name)
-    if record.state in (PoolState.CREATING, PoolState.DELETING):
-        raise PoolNotReadyError(f"pool {record.name!r} is {record.state.value}")
+    state.refuse_unsettled(record)
     state.refuse_paused(record)
     with connect_record(
         record, connect_timeout=connect_timeout, read_timeout=read_timeout, only=only

@@ -101,6 +101,22 @@ class CorruptRecordError(OaVmError):
         )
 
 
+class RecordMissingError(CorruptRecordError):
+    """A pool's folder still holds its local workers' folders, but its record is gone (removed
+    by hand): listed and named wherever the pool is, so its workers never run unseen, and
+    ``pool-cleanup`` stops whatever runs from the folder."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.reason = f"no record ({path.name} was removed)"
+        pool = path.parent.name
+        OaVmError.__init__(
+            self, f"pool folder {path.parent} has no record ({path.name} was removed) but holds "
+            f"its workers' folders; stop them and remove it with 'oa-vm pool-cleanup --pool "
+            f"{pool}'"
+        )
+
+
 class ProviderUnavailableError(OaVmError):
     """A provider cannot run here (missing extra, missing engine, not implemented)."""
 

@@ -170,10 +170,7 @@ def _check_latest(cloud: _CloudExpiry, record: PoolRecord, expires_at: datetime,
 
 def _load(name: str | None) -> PoolRecord:
     record = state.load(api.resolve_name(name))
-    if record.state in (PoolState.CREATING, PoolState.DELETING):
-        raise PoolNotReadyError(
-            f"pool {record.name!r} is {record.state.value}; wait for it to finish first"
-        )
+    state.refuse_unsettled(record)
     return record
 
 
@@ -562,9 +559,7 @@ def _extendable(record: PoolRecord) -> PoolRecord:
     Raises:
         PoolNotReadyError: one line, what to do instead.
     """
-    if record.state in (PoolState.CREATING, PoolState.DELETING):
-        raise PoolNotReadyError(
-            f"pool {record.name!r} is {record.state.value}; wait for it to finish first")
+    state.refuse_unsettled(record)
     if record.state == PoolState.FAILED and not record.workers:
         raise PoolNotReadyError(
             f"pool {record.name!r} failed before it had workers: there is nothing to extend; "

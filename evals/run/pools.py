@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import oa_vm
 from evals.errors import EvalsError, InvalidRunInputError
-from oa_vm.errors import PoolNotReadyError
 from oa_vm.kit.validate import twice_problem
 
 if TYPE_CHECKING:
@@ -92,8 +91,7 @@ def load_ready(names: Sequence[str]) -> list[PoolRecord]:
     records = []
     for name in names:
         record = oa_vm.load_pool(oa_vm.resolve_name(name))
-        if record.state in (oa_vm.PoolState.CREATING, oa_vm.PoolState.DELETING):
-            raise PoolNotReadyError(f"pool {record.name!r} is {record.state.value}")
+        oa_vm.refuse_unsettled(record)
         records.append(record)
     return records
 

@@ -11,6 +11,7 @@ ends.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import fcntl
 import functools
 import os
@@ -84,6 +85,8 @@ __all__ = [
     "default_run_name",
     "estimate_seconds",
     "health_warning",
+    "KEPT_WORKER_LOGS",
+    "hold_run",
     "resumed_cap",
     "run_evaluation",
     "run_lock",
@@ -204,13 +207,39 @@ def estimate_seconds(task: Mapping[str, Any], *, step_pause_s: float = 0.0) -> f
 # --- the run folder lock -----------------------------------------------------------------------
 
 
+_HELD_AROUND: contextvars.ContextVar[Path | None] = contextvars.ContextVar(
+    "run_held_around", default=None)
+"""The run folder whose lock a command holds around its run (:func:`hold_run`)."""
+
+
 @contextlib.contextmanager
-def run_lock(folder: RunFolder) -> Iterator[None]:
-    """Hold the run's lock (one controller per run); the OS drops it if the process dies.
+def hold_run(folder: RunFolder) -> Iterator[None]:
+    """Hold the run's lock around more than the run itself (a sweep: from before its pool is
+    made or reused until it is removed), so that a second command on the same run is refused
+    in one line before it touches that pool; the run inside takes the lock as already its own.
 
     Raises:
         RunLockedError: another live process holds it.
     """
+    with run_lock(folder):
+        token = _HELD_AROUND.set(folder.path.resolve())
+        try:
+            yield
+        finally:
+            _HELD_AROUND.reset(token)
+
+
+@contextlib.contextmanager
+def run_lock(folder: RunFolder) -> Iterator[None]:
+    """Hold the run's lock (one controller per run); the OS drops it if the process dies.
+    Inside :func:`hold_run` of the same folder it is held already.
+
+    Raises:
+        RunLockedError: another live process holds it.
+    """
+    if _HELD_AROUND.get() is not None and _HELD_AROUND.get() == folder.path.resolve():
+        yield
+        return
     # 0600, never through a symlink planted as .lock (it is truncated below)
     handle: IO[str] = os.fdopen(folder.open_private(".lock"), "a+", encoding="utf-8")
     try:
@@ -257,15 +286,19 @@ _FIRST_MOMENT = frozenset(
     {".lock", "queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm", "sweep-pool.json"}
 )
 """What a run folder holds before its metadata: the lock, the queue, a sweep's pool record."""
+KEPT_WORKER_LOGS = "worker-logs-"
+"""The start of the folder name where a failed sweep keeps its pool's worker logs (then the
+pool's name): it may come before the metadata too, when the pool failed before the run began."""
 
 
 def _unstarted(folder: RunFolder) -> bool:
-    """A run folder killed in its first moments: no metadata, and nothing but what a run writes
-    before it (a folder holding anything else is not ours to reuse)."""
+    """A run folder killed or failed in its first moments: no metadata, and nothing but what a
+    run (or its sweep) writes before it (a folder holding anything else is not ours to reuse)."""
     if not folder.path.is_dir() or folder.exists():
         return False
     try:
-        return all(entry.name in _FIRST_MOMENT for entry in folder.path.iterdir())
+        return all(entry.name in _FIRST_MOMENT or entry.name.startswith(KEPT_WORKER_LOGS)
+                   for entry in folder.path.iterdir())
     except OSError:
         return False
 

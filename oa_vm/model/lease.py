@@ -87,7 +87,8 @@ class PoolRemovingError(OaVmError):
     def __init__(self, pool: str) -> None:
         self.pool = pool
         super().__init__(
-            f"pool {pool!r} is being removed (pool-cleanup began); nothing is started on it"
+            f"pool {pool!r} is being removed (pool-cleanup began); nothing is started on it "
+            f"(if that cleanup was stopped, finish it with 'oa-vm pool-cleanup --pool {pool}')"
         )
 
 

@@ -29,6 +29,7 @@ from oa_vm.errors import (
     OaVmError,
     PoolNotFoundError,
     PoolNotReadyError,
+    RecordMissingError,
 )
 from oa_vm.kit.validate import name_problem, writable_problem
 
@@ -320,6 +321,25 @@ class PoolRecord(_Record):
         return hosts
 
 
+def refuse_unsettled(record: PoolRecord) -> None:
+    """The one rule for every command that uses a pool's workers: a pool still being created,
+    or being removed (a removal stopped half-way included), is refused in one line saying what
+    ends that state.
+
+    Raises:
+        PoolNotReadyError: the pool's record says ``creating`` or ``deleting``.
+    """
+    finish = f"'oa-vm pool-cleanup --pool {record.name}'"
+    if record.state == PoolState.CREATING:
+        raise PoolNotReadyError(
+            f"pool {record.name!r} is being created; wait for its 'oa-vm pool-create' to end "
+            f"(if that was stopped, remove the pool with {finish})")
+    if record.state == PoolState.DELETING:
+        raise PoolNotReadyError(
+            f"pool {record.name!r} is being removed (or its removal was stopped); finish "
+            f"removing it with {finish}")
+
+
 def refuse_paused(record: PoolRecord) -> None:
     """The one rule for every command that needs the pool's workers running (``pool-wait``,
     ``pool-tunnel``, ``pool-repair``, a run, ``tasks --pool``, a run's ``--wait-ready``): a
@@ -411,6 +431,21 @@ def tombstone(name: str) -> Path:
 def record_path(name: str) -> Path:
     """The pool's JSON record."""
     return pool_dir(name) / "pool.json"
+
+
+WORKERS_DIR = "workers"
+"""The folder of a local pool's folder that its workers run from (each process's ``--root``)."""
+
+
+def workers_dir(name: str) -> Path:
+    """Where a local pool's workers run from (:data:`WORKERS_DIR`)."""
+    return pool_dir(name) / WORKERS_DIR
+
+
+def record_missing(name: str) -> bool:
+    """Whether the pool's record is gone (removed by hand) while its workers' folder is still
+    there, so processes may still run from it."""
+    return not record_path(name).exists() and workers_dir(name).is_dir()
 
 
 def validate_pool_name(name: str) -> str:
@@ -588,6 +623,8 @@ def load(name: str) -> PoolRecord:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if record_missing(name):
+            raise RecordMissingError(path) from None
         raise PoolNotFoundError(name, known=list_names()) from None
     return _parse(path, text)
 
@@ -693,12 +730,18 @@ def list_names() -> list[str]:
 
 
 def iter_records() -> Iterator[PoolRecord | CorruptRecordError]:
-    """Every pool record; corrupt ones are yielded as their error so listings can show them."""
+    """Every pool record; corrupt ones are yielded as their error so listings can show them,
+    and so is each pool folder whose record is missing (:func:`record_missing`)."""
     for name in list_names():
         try:
             yield load(name)
         except CorruptRecordError as exc:
             yield exc
+    root = pools_dir()
+    orphans = root.glob(f"*/{WORKERS_DIR}/") if root.is_dir() else ()
+    for name in sorted(p.parent.name for p in orphans):
+        if name_problem("", name) is None and record_missing(name):
+            yield RecordMissingError(record_path(name))
 
 
 def delete(name: str) -> None:

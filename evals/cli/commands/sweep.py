@@ -60,6 +60,7 @@ _FIRST_POOL_SPAN = timings.span_text(timings.FIRST_POOL_READY.low_s,
 
 if TYPE_CHECKING:
     from evals.cli.sweep_plan import SweepEstimate
+    from evals.results.records import RunFolder
     from evals.run.runner import RunConfig
     from oa_vm import Plan, PoolSpec, VcpuQuota
 
@@ -183,38 +184,50 @@ def sweep(
         elif waa_ids(config.selection) is not None:
             _say(f"Tasks: the IDs given, {IDS_UNCHECKED}")
         _show_plan_and_confirm(spec, yes)
+    from evals.run.runner import hold_run
+
     with sigterm_as_interrupt():
         created = False
         try:
-            try:
-                if reused:
-                    _say(f"reusing pool {reused}, which this sweep created before it was "
-                         "interrupted")
-                else:
-                    # recorded before it exists: a sweep killed from here on is found again
-                    _record_pool(config, spec.name, cloud)
-                    _say(f"creating pool {spec.name} ({cloud}, {workers} worker(s))")
+            # one command per run from here on: a second sweep of it (another --resume, or
+            # this one still running) is refused before it touches the pool
+            with hold_run(_run_folder(config)):
+                if reused and oa_vm.pool_removing(reused):
+                    # interrupted while it removed its pool: that removal is finished, never
+                    # undone; the tasks left (if any) get a pool of their own
+                    _say(f"finishing the removal of pool {reused}, begun before this sweep "
+                         "was interrupted")
+                    _cleanup(reused)
+                    reused = None
                 try:
-                    if not reused:
-                        oa_vm.create_pool(spec, progress=_say)
-                except PoolExistsError:
-                    raise  # made by someone else meanwhile: not ours to remove
+                    if reused:
+                        _say(f"reusing pool {reused}, which this sweep created before it was "
+                             "interrupted")
+                    else:
+                        # recorded before it exists: a sweep killed from here on is found again
+                        _record_pool(config, spec.name, cloud)
+                        _say(f"creating pool {spec.name} ({cloud}, {workers} worker(s))")
+                    try:
+                        if not reused:
+                            oa_vm.create_pool(spec, progress=_say)
+                    except PoolExistsError:
+                        raise  # made by someone else meanwhile: not ours to remove
+                    except BaseException:
+                        created = True  # a partial pool of ours may be left: remove it
+                        raise
+                    created = True
+                    oa_vm.wait_pool(spec.name, timeout_s=wait_timeout)
+                    result = execute(config, json_out=json_out, finish=False,
+                                     fail_on_errors=fail_on_errors, checked=checked)
+                    if result.warning:
+                        _keep_logs(spec.name, config)  # the run is unhealthy: the logs say why
                 except BaseException:
-                    created = True  # a partial pool of ours may be left: remove it
+                    if created:
+                        _keep_logs(spec.name, config)
                     raise
-                created = True
-                oa_vm.wait_pool(spec.name, timeout_s=wait_timeout)
-                result = execute(config, json_out=json_out, finish=False,
-                                 fail_on_errors=fail_on_errors, checked=checked)
-                if result.warning:
-                    _keep_logs(spec.name, config)  # the run is unhealthy: the logs say why
-            except BaseException:
-                if created:
-                    _keep_logs(spec.name, config)
-                raise
-            finally:
-                if created:
-                    _cleanup(spec.name)
+                finally:
+                    if created:
+                        _cleanup(spec.name)
             finish_run(result)
         except KeyboardInterrupt:
             raise RunInterrupted(None) from None
@@ -323,16 +336,20 @@ def _keep_logs(pool: str, config: RunConfig) -> None:
     import shutil
 
     from evals.results.records import results_root
+    from evals.run.runner import KEPT_WORKER_LOGS
 
     logs = oa_vm.pool_dir(pool) / "logs"
     if not logs.is_dir() or not any(logs.iterdir()):
         return
     root = results_root(config.results_dir)
-    target = (root / config.run_name if config.run_name else root) / f"worker-logs-{pool}"
+    target = (root / config.run_name if config.run_name else root) / f"{KEPT_WORKER_LOGS}{pool}"
     try:
-        shutil.copytree(logs, target, dirs_exist_ok=True)
-    except OSError as exc:
-        _say(f"the worker logs of pool {pool} could not be kept: {exc}")
+        target.mkdir(parents=True, exist_ok=True)
+        for log in sorted(p for p in logs.iterdir() if p.is_file()):
+            shutil.copy2(log, target / log.name)
+    except OSError as exc:  # file by file: one reason, not copytree's list of every failure
+        _say(f"the worker logs of pool {pool} could not be kept in {target}: "
+             f"{exc.strerror or exc}")
         return
     _say(f"worker logs kept in {target}")
 
@@ -383,11 +400,15 @@ def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bo
         )
 
 
-def _sweep_pool_path(config: RunConfig) -> Path:
-    from evals.results.records import results_root
+def _run_folder(config: RunConfig) -> RunFolder:
+    from evals.results.records import RunFolder, results_root
 
     assert config.run_name is not None  # run_config names every sweep's run
-    return results_root(config.results_dir) / config.run_name / SWEEP_POOL
+    return RunFolder(results_root(config.results_dir) / config.run_name)
+
+
+def _sweep_pool_path(config: RunConfig) -> Path:
+    return _run_folder(config).path / SWEEP_POOL
 
 
 def _record_pool(config: RunConfig, pool: str, cloud: str) -> None:

@@ -293,7 +293,7 @@ def create_grouped(
     try:
         for group in range((spec.workers + per_process - 1) // per_process):
             gname = group_name(group)
-            workdir = pool_dir / "workers" / gname
+            workdir = state.workers_dir(spec.name) / gname
             log_path = pool_dir / "logs" / f"{gname}.log"
             first = group * per_process
             members = [
@@ -421,7 +421,7 @@ def _start_replacement(record: PoolRecord, draining: WorkerRecord, faults: dict[
 
     name = replacements.next_worker_name(record)
     pool_dir = state.pool_dir(record.name)
-    new = WorkerRecord(name=name, workdir=str(pool_dir / "workers" / name),
+    new = WorkerRecord(name=name, workdir=str(state.workers_dir(record.name) / name),
                        log_path=str(pool_dir / "logs" / f"{name}.log"), host=name,
                        ssh=draining.ssh)
     launch_unit([new], faults, tasks_dir, secret_file(record.name), record=record)

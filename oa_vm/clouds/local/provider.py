@@ -147,7 +147,7 @@ class LocalProvider:
     ) -> None:
         for i in range(spec.workers):
             name = worker_name(i)
-            workdir = pool_dir / "workers" / name
+            workdir = state.workers_dir(spec.name) / name
             log_path = pool_dir / "logs" / f"{name}.log"
             safe_fs.ensure_dir(workdir, root=pool_dir)
             safe_fs.ensure_dir(log_path.parent, root=pool_dir)
@@ -213,7 +213,8 @@ class LocalProvider:
                 worker.detail = _log_tail(worker)
             elif worker.waa_url is None:
                 _read_ready(worker)
-        record.state = state.derive_pool_state(record.workers)
+        if record.state != state.PoolState.DELETING:  # a removal stopped half-way stays one
+            record.state = state.derive_pool_state(record.workers)
         return record
 
     def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
@@ -261,7 +262,7 @@ class LocalProvider:
         for line in _stop_strays(pool_dir):
             report.removed.append(line)
             progress(line)
-        for sub in ("workers", "logs"):
+        for sub in (state.WORKERS_DIR, "logs"):
             target = pool_dir / sub
             if target.exists():
                 shutil.rmtree(target, ignore_errors=True)

@@ -25,6 +25,7 @@ from evals.run.runner import (
     Snapshot,
     default_run_name,
     estimate_seconds,
+    hold_run,
     run_lock,
 )
 
@@ -85,6 +86,17 @@ def test_a_run_lock_is_exclusive(tmp_path: Path) -> None:
     with run_lock(folder), pytest.raises(RunLockedError), run_lock(folder):
         pass
     with run_lock(folder):
+        pass
+
+
+def test_a_run_held_around_its_run_lends_its_lock_to_that_run_alone(tmp_path: Path) -> None:
+    folder, other = RunFolder(tmp_path / "run"), RunFolder(tmp_path / "other")
+    with hold_run(folder):
+        with run_lock(RunFolder(tmp_path / "." / "run")):  # the same folder, spelled otherwise
+            pass
+        with run_lock(other), pytest.raises(RunLockedError), run_lock(other):
+            pass
+    with run_lock(folder), pytest.raises(RunLockedError), hold_run(folder):
         pass
 
 

@@ -371,8 +371,9 @@ def test_a_pool_without_a_program_to_run_is_not_extended(
     with pytest.raises(PoolNotReadyError) as caught:
         fleet.extend_pool("waa-eval", by_s=3600, ops=ops)
     assert "\n" not in str(caught.value)
-    assert ("wait for it to finish" if pool_state == PoolState.CREATING
+    assert ("wait for its 'oa-vm pool-create' to end" if pool_state == PoolState.CREATING
             else "oa-vm pool-cleanup --pool waa-eval") in str(caught.value)
+    assert "oa-vm pool-cleanup --pool waa-eval" in str(caught.value)
     assert (state.pool_dir("waa-eval") / "pool.json").read_bytes() == before
     assert _ups(engine) == ups
 
