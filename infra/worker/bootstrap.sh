@@ -195,6 +195,8 @@ run_container() {
   # egress table on docker0 is keyed on, so the user's other containers pass it untouched.
   local mac=()
   [ -z "${OA_VM_SLOT_MAC:-}" ] || mac=(--mac-address "$OA_VM_SLOT_MAC")
+  local cpu=() line
+  while IFS= read -r line; do cpu+=(-e "$line"); done < <(dockur_cpu_env)
   # PID 1 is waa_entry.sh around WAA's entry.sh: in prepare mode it waits for QEMU to exit.
   dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" "${iso[@]}" "${mac[@]}" \
     --device=/dev/kvm --device=/dev/net/tun --cap-add NET_ADMIN --stop-timeout 120 \
@@ -203,7 +205,7 @@ run_container() {
     -e "QMP=unix:$OA_VM_QMP_MOUNT/qmp.sock,server=on,wait=off" -e "VM_NET_IP=$OA_VM_GUEST_IP" \
     -e "VERSION=${VERSION:-11e}" -e "RAM_SIZE=${RAM_SIZE:-8G}" \
     -e "CPU_CORES=${CPU_CORES:-4}" -e "DISK_SIZE=${DISK_SIZE:-64G}" \
-    -e "CPU_MODEL=$OA_VM_CPU_MODEL" -e "CPU_FLAGS=$OA_VM_CPU_FLAGS" -e "DISK_CACHE=$OA_VM_DISK_CACHE" \
+    "${cpu[@]}" -e "DISK_CACHE=$OA_VM_DISK_CACHE" \
     -e "OA_VM_POWEROFF_TIMEOUT_S=${OA_VM_POWEROFF_TIMEOUT_S:-1800}" \
     --entrypoint /bin/bash "$OA_VM_LOCAL_IMAGE" \
     /oa-vm/waa_entry.sh --prepare-image "$prepare" --start-client false >/dev/null ||

@@ -57,6 +57,13 @@ OA_VM_QMP_MOUNT="/run/oa-vm-qmp"
 # the kernel keeps no nested state. Rules: tests/unit/infra/test_cpu_flags.py.
 OA_VM_CPU_MODEL="host"
 OA_VM_CPU_FLAGS="-invtsc,-vmx,-svm"
+# dockur's Hyper-V enlightenments for Windows (proc.sh, HV=Y) are hv_passthrough, for which QEMU
+# registers a migration blocker too ("'hv-passthrough' CPU flag prevents migration, use explicit
+# set of hv-* flags instead", kvm.c, hyperv_init_vcpu). The worker passes HV=N and this explicit
+# set, none of which registers one, where the host's KVM emulates Hyper-V (kvm_hyperv): a kernel
+# without it (CONFIG_KVM_HYPERV unset) gives the guest none either way, and QEMU fails to start
+# with some of them there.
+OA_VM_HV_FLAGS="hv-relaxed,hv-vapic,hv-spinlocks=0x1fff,hv-vpindex,hv-runtime,hv-synic,hv-stimer,hv-stimer-direct,hv-time,hv-frequencies,hv-reset,hv-tlbflush,hv-ipi"
 # The guest disk (and the clean snapshot's RAM image stored in it) through the host's page
 # cache (dockur's DISK_CACHE; it then uses threaded I/O): a restore after the first reads the
 # guest's RAM from memory, not from the volume (8 GB at gp3's 125 MiB/s is 66 s; see
@@ -143,6 +150,21 @@ fail() {
   write_status failed "$OA_VM_STEP" "$1"
   echo "oa-vm: $OA_VM_STEP failed: $1" >&2
   exit 1
+}
+
+# kvm_hyperv: this host's KVM emulates Hyper-V (KVM_CHECK_EXTENSION with KVM_CAP_HYPERV, 44, on
+# /dev/kvm answers above 0).
+kvm_hyperv() {
+  python3 -c 'import fcntl, os, sys
+sys.exit(fcntl.ioctl(os.open(sys.argv[1], os.O_RDWR), 0xAE03, 44) <= 0)' "$OA_VM_ROOT/dev/kvm" 2>/dev/null
+}
+
+# dockur_cpu_env: the container's variables for dockur's proc.sh (the guest's CPU), one
+# NAME=VALUE a line; bootstrap.sh passes each with -e.
+dockur_cpu_env() {
+  local flags="$OA_VM_CPU_FLAGS"
+  if kvm_hyperv; then flags="$flags,$OA_VM_HV_FLAGS"; fi
+  printf '%s\n' "CPU_MODEL=$OA_VM_CPU_MODEL" "CPU_FLAGS=$flags" "HV=N"
 }
 
 # dockerx ARGS...: docker as root or through the docker group, else with sudo (never prompting).
