@@ -351,6 +351,34 @@ def test_no_stand_in_replaces_a_shipped_or_upstream_entry_script(tmp_path: Path)
                                                  if c.startswith("docker build"))
 
 
+@pytest.mark.parametrize(("step", "builds"), [
+    ("RUN false && true", False),            # the step's status is its whole command's
+    ("RUN [[ -n x ]]", False),               # /bin/sh -c, not bash: Debian's sh is dash
+    ("RUN test -z \"$TOP\"", True),          # an ARG before FROM is not the stage's
+    ("ARG TOP\nRUN test \"$TOP\" = top", True),  # until the stage declares it
+    ("ARG IN=in\nRUN test \"$IN\" = in", True),
+])
+def test_the_docker_stand_in_builds_as_docker_does(tmp_path: Path, step: str,
+                                                   builds: bool) -> None:
+    """The recipe's RUN steps meet what Docker gives them: one ``/bin/sh -c STEP`` whose status
+    fails the build, and the ARGs of their own stage only."""
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / "Dockerfile").write_text(f"ARG TOP=top\nFROM ${{TOP}}\n{step}\n")
+    bin_dir = tmp_path / "bin"
+    waa_container.write_docker(bin_dir)
+    env = standin_env(bin_dir, tmp_path / "fake",
+                      FAKE_WAA_ROOTFS=str(waa_container.waa_rootfs(tmp_path / "waa-rootfs")),
+                      FAKE_BASE_ROOTFS=str(waa_container.base_rootfs(tmp_path / "base")))
+    env["PATH"] = f"{bin_dir}:/usr/sbin:/usr/bin:/sbin:/bin"
+    done = subprocess.run(["docker", "build", "-t", "t", str(context)], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode == 0) is builds, done.stderr
+    if builds:
+        steps = json.loads((tmp_path / "fake" / "docker" / "build.json").read_text())["steps"]
+        assert steps[0]["from"] == "top" and steps[-1].get("ran"), steps
+
+
 def test_a_windows_slower_to_power_off_than_waas_180s_still_builds(tmp_path: Path) -> None:
     """WAA's entry.sh gives Windows 180 s (4 s here) after /shutdown, then ends; dockur writes
     windows.boot only once QEMU has exited. A Windows that takes longer (pending updates: 10 s
