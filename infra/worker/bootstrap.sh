@@ -139,6 +139,15 @@ mount_storage() {
   fi
 }
 
+# forget_install_source: dockur's windows.base names what Windows was installed from (the ISO's
+# file name, from the build's VERSION: a URL's own for 'image-create --iso https://...'), and a
+# pool passes VERSION=11e whatever its image was built from. Where the two differ and the source
+# was no local ISO, dockur installs Windows again over the prepared disk (windows/src/install.sh,
+# needsInstall); without the file it boots a finished install whatever VERSION says.
+forget_install_source() {
+  if install_complete "$OA_VM_STORAGE"; then rm -f "$OA_VM_STORAGE/windows.base"; fi
+}
+
 # repo_digest IMAGE: the pulled image's name@sha256:...; the build fails when docker knows none
 # (the image's tags must name what it was built from, never a tag that moves).
 repo_digest() {
@@ -433,6 +442,7 @@ if [ "$mode" = build ]; then
   finish_build
 else
   load_image
+  forget_install_source
   run_container
   apply_egress
   # The first pool from a new AWS snapshot reads its blocks lazily from S3: 15-35 min to a

@@ -120,7 +120,7 @@ def bootstrap(host: Rehearsal, mode: str, timeout_s: int = 120,
         "FAKE_WAA_ROOTFS": str(host.tmp / "waa-rootfs"),
         "FAKE_BASE_ROOTFS": str(host.tmp / "dockur-rootfs"),
     })
-    env.update({k: v for k, v in fake.items() if k.startswith("OA_VM_")})
+    env.update({k: v for k, v in fake.items() if k.startswith("OA_VM_") or k == "VERSION"})
     # A private network namespace: the guest's address on its own loopback, nothing outside.
     script = (f"ip link set lo up && ip addr add {units.GUEST_IP}/32 dev lo && "
               f'exec {BASH} "$0" "$1"')
@@ -199,6 +199,21 @@ def test_a_build_succeeds_though_waas_entry_exits_127_and_pools_boot_from_it(
     assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
     assert ("PID 1 is /bin/bash /oa-vm/waa_entry.sh --prepare-image false --start-client false"
             in pool.log())
+
+
+def test_pools_boot_an_image_built_from_an_iso_at_a_url(tmp_path: Path) -> None:
+    """``image-create --iso https://...`` builds with dockur's ``VERSION`` set to the URL, and
+    dockur records the download's own file name as the install's source; its pools pass
+    ``VERSION=11e``. dockur's own ``needsInstall`` decides in the pool's container."""
+    url = "https://isos.example.test/win11/Win11_Custom.iso?X-Amz-Signature=abc"
+    host = bootstrap(make_rehearsal(tmp_path), "build", VERSION=url)
+    assert host.returncode == 0, host.output + host.log()
+    assert "rehearsal: dockur decides: install Windows" in host.log()
+    assert (host.storage / "windows.base").read_text().strip() == "Win11_Custom.iso"
+    pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path))
+    assert pool.returncode == 0, pool.output + pool.log()
+    assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
+    assert "install Windows" not in pool.log()
 
 
 def docker(host: Rehearsal, *args: str) -> subprocess.CompletedProcess[str]:
