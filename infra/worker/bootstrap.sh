@@ -290,6 +290,17 @@ waa_saw_windows() {
   dockerx logs "$OA_VM_CONTAINER" 2>&1 | grep -F "$OA_VM_WAA_READY_LINE" >/dev/null
 }
 
+# log_hint: the container's last log line, and dockur's last error line when it printed one
+# (WAA's own lines come after it: entry_setup.sh polls for Windows for ever).
+log_hint() {
+  local last said
+  last="$(last_log)"
+  printf 'last log: %s' "$last"
+  if said="$(dockur_error_line)" && [[ "$last" != *"${said#❯ }"* ]]; then
+    printf '; dockur said: %s' "${said#❯ }"
+  fi
+}
+
 # check_download_progress LINE: while dockur downloads Windows (LINE, its own words), the
 # storage volume must keep growing: a download whose bytes stop arriving (a throttled or
 # silently blocked source; wget's 30 s read timeout is reset by a trickle) fails the download
@@ -343,7 +354,7 @@ wait_guest() {
     state="$(container_state)"
     if [ "${state%% *}" != true ]; then
       if [ "$mode" = build ] && [ "${state#* }" = 3 ]; then
-        fail "Windows did not power off within ${OA_VM_POWEROFF_TIMEOUT_S:-1800}s after WAA's /shutdown and its 180 s (pending updates?); dockur wrote no windows.boot; last log: $(last_log)"
+        fail "Windows did not power off within ${OA_VM_POWEROFF_TIMEOUT_S:-1800}s after WAA's /shutdown and its 180 s (pending updates?); dockur wrote no windows.boot; $(log_hint)"
       fi
       if [ "$answered" = 0 ] && waa_saw_windows; then
         answered=1
@@ -352,15 +363,15 @@ wait_guest() {
         if install_complete "$OA_VM_STORAGE"; then
           return 0
         fi
-        fail "Windows answered, but the storage volume shows no completed install (no windows.boot or an empty data disk); the container exited with code ${state#* }; last log: $(last_log)"
+        fail "Windows answered, but the storage volume shows no completed install (no windows.boot or an empty data disk); the container exited with code ${state#* }; $(log_hint)"
       fi
       if [ "$answered" = 1 ]; then
-        fail "the WAA container exited with code ${state#* } after Windows answered; last log: $(last_log)"
+        fail "the WAA container exited with code ${state#* } after Windows answered; $(log_hint)"
       fi
-      fail "the WAA container exited (code ${state#* }) before Windows answered /probe; last log: $(last_log)"
+      fail "the WAA container exited (code ${state#* }) before Windows answered /probe; $(log_hint)"
     fi
     if [ "$(date +%s)" -ge "$deadline" ]; then
-      fail "Windows did not answer /probe within ${timeout_s}s; last log: $(last_log)"
+      fail "Windows did not answer /probe within ${timeout_s}s; $(log_hint)"
     fi
     write_status running guest "waiting for Windows to answer /probe; last log: $(last_log)"
     sleep "$guest_poll_s"

@@ -230,6 +230,13 @@ download_failure_line() {
     grep -m 1 -E "$OA_VM_DOWNLOAD_FAILED" | cut -c1-200 | grep .
 }
 
+# dockur_error_line: dockur's last error line in the container's log (its 'error' prefix,
+# '❯ ERROR: ', qemu/src/utils.sh); prints nothing and returns 1 when there is none.
+dockur_error_line() {
+  dockerx logs "$OA_VM_CONTAINER" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -E '^❯ ERROR: ' |
+    tail -n 1 | cut -c1-200 | grep .
+}
+
 # downloading_line: the container log's last line of dockur's own (its 'info' prefix, '❯ ')
 # when that line says a download is under way ('Downloading ...', windows/src/mido.sh
 # downloadFile); prints nothing and returns 1 when dockur has moved on or said nothing yet.

@@ -216,6 +216,26 @@ def test_pools_boot_an_image_built_from_an_iso_at_a_url(tmp_path: Path) -> None:
     assert "install Windows" not in pool.log()
 
 
+@pytest.mark.parametrize("mode", ["build", "pool"])
+def test_dockur_refusing_to_start_fails_the_guest_step_at_once(tmp_path: Path, mode: str) -> None:
+    """dockur stops within a second (its KVM check, here), between two of PID 1's polls, while
+    WAA's entry_setup.sh polls for Windows for ever: the container ends, and the bootstrap fails
+    with dockur's own words, long before its deadline."""
+    host = make_rehearsal(tmp_path)
+    if mode == "pool":
+        host = bootstrap(host, "build")
+        assert host.returncode == 0, host.output + host.log()
+    host = bootstrap(host, mode, timeout_s=300, FAKE_DOCKUR_EXIT="88",
+                     FAKE_SCORER_CMD=_scorer_cmd(tmp_path))
+    assert host.returncode == 1, host.output + host.log()
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "guest"), status
+    code = "4" if mode == "build" else "5"
+    assert f"exited (code {code}) before Windows answered" in status["message"], status
+    assert "dockur said: ERROR: KVM acceleration is not available" in status["message"], status
+    assert "dockur's runtime ended (exit 88)" in host.log()
+
+
 def docker(host: Rehearsal, *args: str) -> subprocess.CompletedProcess[str]:
     """The ``docker`` stand-in, as the host's own commands run it (e.g. a pause's ``stop``)."""
     env = standin_env(host.tmp / "bin", host.state_dir,
@@ -338,7 +358,7 @@ def test_no_stand_in_replaces_a_shipped_or_upstream_entry_script(tmp_path: Path)
         expected = (src / name).read_text().replace("20.20.20.21", units.GUEST_IP)
         assert (image / name).read_text() == expected, name
     # /start_vm.sh is the recipe's own, dockur's /run scripts are dockur's.
-    start_vm = "#!/bin/bash\nexec /usr/bin/tini -s /run/entry.sh\n"
+    start_vm = '#!/bin/bash\n/usr/bin/tini -s /run/entry.sh\necho "$?" >/run/oa-vm-dockur.rc\n'
     assert (image / "start_vm.sh").read_text() == start_vm
     for name in ("entry.sh", "install.sh", "power.sh"):
         assert filecmp.cmp(image / "run" / name, waa_container.DOCKUR / "windows/src" / name,

@@ -40,7 +40,8 @@ Outcomes (environment of the ``docker`` stand-in, copied into the container's
 ``FAKE_INSTALL=complete|no-boot-marker`` (``no-boot-marker``: Windows never booted from its disk,
 so dockur writes no ``windows.boot``, which it writes only after QEMU has exited, as its
 ``power.sh`` does); ``FAKE_NETWORK=fallback`` (dockur's NAT setup fails even with
-``/dev/net/tun``, and it falls back to user-mode networking; without the device it always does).
+``/dev/net/tun``, and it falls back to user-mode networking; without the device it always does);
+``FAKE_DOCKUR_EXIT=N`` (dockur prints its error and exits N before QEMU starts).
 """
 
 from __future__ import annotations
@@ -251,7 +252,8 @@ def run(args):
     if running(): die("Conflict. The container name \"/winarena\" is already in use")
     shutil.rmtree(CTR, ignore_errors=True); CTR.mkdir(parents=True)
     fake = {k: v for k, v in os.environ.items()
-            if k.startswith("FAKE_GUEST") or k in ("FAKE_INSTALL", "FAKE_NETWORK")}
+            if k.startswith("FAKE_GUEST") or k in ("FAKE_INSTALL", "FAKE_NETWORK",
+                                                   "FAKE_DOCKUR_EXIT")}
     fake["FAKE_DEVICES"] = " ".join(devices)
     (CTR / "rehearsal.env").write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in fake.items()))
     full_env = {"PATH": DEFAULT_PATH, **image_env(), **env}
@@ -351,6 +353,12 @@ export STORAGE=/storage APP=Windows PLATFORM=x64 BOOT_MODE=windows PROCESS=windo
 export FOOTER1="" FOOTER2="" TEMPLATE=/dev/null LANGUAGE="${LANGUAGE:-en}" DEBUG=""
 cd /run
 . ./utils.sh
+# FAKE_DOCKUR_EXIT=N: dockur refuses to start within a second, its own error line first, as its
+# checks do (init.sh, checkKvm: exit 88).
+if [ -n "${FAKE_DOCKUR_EXIT:-}" ]; then
+  error "KVM acceleration is not available (rehearsal), the machine would run 10 times slower."
+  exit "$FAKE_DOCKUR_EXIT"
+fi
 . ./define.sh
 # install.sh ends by calling startWindows (downloads, unattended setup): its functions only.
 # shellcheck source=/dev/null
