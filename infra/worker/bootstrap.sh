@@ -296,8 +296,8 @@ log_hint() {
   local last said
   last="$(last_log)"
   printf 'last log: %s' "$last"
-  if said="$(dockur_error_line)" && [[ "$last" != *"${said#❯ }"* ]]; then
-    printf '; dockur said: %s' "${said#❯ }"
+  if said="$(dockur_error_line)" && [[ "$last" != *"$said"* ]]; then
+    printf '; dockur said: %s' "$said"
   fi
 }
 

@@ -230,10 +230,10 @@ download_failure_line() {
     grep -m 1 -E "$OA_VM_DOWNLOAD_FAILED" | cut -c1-200 | grep .
 }
 
-# dockur_error_line: dockur's last error line in the container's log (its 'error' prefix,
-# '❯ ERROR: ', qemu/src/utils.sh); prints nothing and returns 1 when there is none.
+# dockur_error_line: dockur's last error line in the container's log, from 'ERROR: ' on (its
+# 'error' prefix is '❯ ERROR: ', qemu/src/utils.sh); nothing and status 1 when there is none.
 dockur_error_line() {
-  dockerx logs "$OA_VM_CONTAINER" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' | grep -E '^❯ ERROR: ' |
+  dockerx logs "$OA_VM_CONTAINER" 2>&1 | sed -n 's/\x1b\[[0-9;]*m//g; s/^❯ \(ERROR: .*\)/\1/p' |
     tail -n 1 | cut -c1-200 | grep .
 }
 
