@@ -1,9 +1,10 @@
-"""The worker's units under a real systemd: the bootstrap's start of the scoring units returns.
+"""The worker's units under a real systemd: every start a unit's program waits for returns.
 
 ``bootstrap.sh`` (run by ``oa-vm-bootstrap.service``, a oneshot that is "activating" for as long
-as it runs) starts the scoring server and its bridge with ``systemctl enable --now`` and waits
-for that start. A unit ordered ``After=`` the bootstrap's unit would wait for the bootstrap to
-end first: neither ever would.
+as it runs) starts docker, the egress timer, the scoring server and its bridge with ``systemctl
+enable --now`` and waits for each start; ``expiry_arm.sh`` (``oa-vm-expiry-arm.service``)
+restarts the power-off timer. A unit ordered ``After=`` the unit whose program starts it would
+wait for that program to end first: neither ever would.
 
 systemd itself runs here (``/usr/lib/systemd/systemd --system``) as PID 1 of its own PID and
 mount namespaces, with the shipped units' dependencies as written. Only what cannot run here is
@@ -22,11 +23,13 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from infra.worker import slots
+from infra.worker.cloud_init import poweroff_units
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -35,7 +38,8 @@ ROOT = Path(__file__).resolve().parents[2]
 UNITS = ROOT / "infra" / "worker" / "systemd"
 SYSTEMD = Path("/usr/lib/systemd/systemd")
 EMPTY_TARGETS = ("sysinit.target", "basic.target", "shutdown.target", "network-online.target",
-                 "multi-user.target", "oa-test.target")
+                 "multi-user.target", "timers.target", "time-set.target", "time-sync.target",
+                 "oa-test.target")
 STANDIN_DOCKER = """[Unit]
 Description=docker (stand-in)
 DefaultDependencies=no
@@ -79,8 +83,9 @@ def _played(text: str, exec_start: str) -> str:
 
 
 def _host_units(folder: Path) -> list[str]:
-    """The one-worker host's units and a second slot's, played, into ``folder``; returns the
-    bootstrap units."""
+    """The one-worker host's units, a second slot's and the expiry timer's, played, into
+    ``folder``; returns the units whose programs start others (the bootstraps, the expiry's
+    arming)."""
     folder.mkdir()
     s = slots.slot(1)
     hosts = [
@@ -91,15 +96,29 @@ def _host_units(folder: Path) -> list[str]:
          slots.bootstrap_unit(s), slots.scoring_unit(s), slots.bridge_unit(s)),
     ]
     for bootstrap, scoring, bridge, boot_text, scoring_text, bridge_text in hosts:
-        # what bootstrap.sh's finish_pool runs (test_cloud_bootstrap_rehearsal.py sees the call)
-        start = f"/bin/systemctl enable --now {scoring}.service {bridge}.service"
+        # the starts bootstrap.sh waits for, in its order (start_docker, apply_egress,
+        # finish_pool; test_cloud_bootstrap_rehearsal.py sees the calls)
+        start = ("/bin/sh -c 'systemctl enable --now docker && systemctl enable --now "
+                 f"oa-vm-egress.timer && systemctl enable --now {scoring}.service "
+                 f"{bridge}.service'")
         (folder / f"{bootstrap}.service").write_text(_played(boot_text, start))
         (folder / f"{scoring}.service").write_text(_played(scoring_text, "/bin/sleep 1000"))
         (folder / f"{bridge}.service").write_text(_played(bridge_text, "/bin/sleep 1000"))
     (folder / "docker.service").write_text(STANDIN_DOCKER)
+    (folder / "oa-vm-egress.timer").write_text((UNITS / "oa-vm-egress.timer").read_text())
+    (folder / "oa-vm-egress.service").write_text(
+        _played((UNITS / "oa-vm-egress.service").read_text(), "/bin/true"))
+    # expiry_arm.sh's restart of the power-off timer (its time moved); the power-off is played
+    arm = "/bin/sh -c 'systemctl daemon-reload && systemctl restart oa-vm-expiry.timer'"
+    (folder / "oa-vm-expiry-arm.service").write_text(
+        _played((UNITS / "oa-vm-expiry-arm.service").read_text(), arm))
+    for path, text in poweroff_units(datetime(2099, 1, 1, tzinfo=UTC)).items():
+        name = Path(path).name
+        (folder / name).write_text(_played(text, "/bin/true") if name.endswith(".service")
+                                   else text)
     for target in EMPTY_TARGETS:
         (folder / target).write_text("[Unit]\nDefaultDependencies=no\n")
-    return [bootstrap for bootstrap, *_ in hosts]
+    return [bootstrap for bootstrap, *_ in hosts] + ["oa-vm-expiry-arm"]  # the starters
 
 
 class Systemd:
@@ -154,17 +173,21 @@ def systemd(tmp_path: Path) -> Iterator[tuple[Systemd, list[str]]]:
         manager.stop()
 
 
-def test_the_bootstraps_start_of_the_scoring_units_returns(
+def test_every_start_a_units_program_waits_for_returns(
     systemd: tuple[Systemd, list[str]],
 ) -> None:
-    manager, bootstraps = systemd
-    names = [f"{b}.service" for b in bootstraps]
+    manager, starters = systemd
+    names = [f"{name}.service" for name in starters]
     assert manager.ctl("start", "--no-block", *names).returncode == 0
 
-    def done() -> bool:
-        return manager.ctl("is-active", *names).stdout.split() == ["active"] * len(names)
+    def no_job_left() -> bool:
+        return "No jobs running." in manager.ctl("list-jobs", "--no-pager").stdout
 
-    wait_until(done, lambda: "the bootstraps to end; systemd's jobs:\n"
+    wait_until(no_job_left, lambda: "the units' starts to end; systemd's jobs:\n"
                + manager.ctl("list-jobs", "--no-pager").stdout)
-    for unit in ("oa-vm-scoring", "oa-vm-bridge", "oa-vm-scoring-w1", "oa-vm-bridge-w1"):
-        assert manager.ctl("is-active", f"{unit}.service").stdout.strip() == "active", unit
+    states = manager.ctl("show", "-p", "Id,ActiveState,Result", *names).stdout
+    assert "Result=success" in states and "failed" not in states, states
+    for unit in ("oa-vm-scoring.service", "oa-vm-bridge.service", "oa-vm-scoring-w1.service",
+                 "oa-vm-bridge-w1.service", "oa-vm-egress.timer", "oa-vm-expiry.timer",
+                 "oa-vm-bootstrap.service", "oa-vm-bootstrap-w1.service"):
+        assert manager.ctl("is-active", unit).stdout.strip() == "active", unit
