@@ -139,6 +139,15 @@ mount_storage() {
   fi
 }
 
+# forget_install_source: dockur's windows.base names what Windows was installed from (the ISO's
+# file name, from the build's VERSION: a URL's own for 'image-create --iso https://...'), and a
+# pool passes VERSION=11e whatever its image was built from. Where the two differ and the source
+# was no local ISO, dockur installs Windows again over the prepared disk (windows/src/install.sh,
+# needsInstall); without the file it boots a finished install whatever VERSION says.
+forget_install_source() {
+  if install_complete "$OA_VM_STORAGE"; then rm -f "$OA_VM_STORAGE/windows.base"; fi
+}
+
 # repo_digest IMAGE: the pulled image's name@sha256:...; the build fails when docker knows none
 # (the image's tags must name what it was built from, never a tag that moves).
 repo_digest() {
@@ -195,6 +204,8 @@ run_container() {
   # egress table on docker0 is keyed on, so the user's other containers pass it untouched.
   local mac=()
   [ -z "${OA_VM_SLOT_MAC:-}" ] || mac=(--mac-address "$OA_VM_SLOT_MAC")
+  local cpu=() line
+  while IFS= read -r line; do cpu+=(-e "$line"); done < <(dockur_cpu_env)
   # PID 1 is waa_entry.sh around WAA's entry.sh: in prepare mode it waits for QEMU to exit.
   dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" "${iso[@]}" "${mac[@]}" \
     --device=/dev/kvm --device=/dev/net/tun --cap-add NET_ADMIN --stop-timeout 120 \
@@ -203,7 +214,7 @@ run_container() {
     -e "QMP=unix:$OA_VM_QMP_MOUNT/qmp.sock,server=on,wait=off" -e "VM_NET_IP=$OA_VM_GUEST_IP" \
     -e "VERSION=${VERSION:-11e}" -e "RAM_SIZE=${RAM_SIZE:-8G}" \
     -e "CPU_CORES=${CPU_CORES:-4}" -e "DISK_SIZE=${DISK_SIZE:-64G}" \
-    -e "CPU_MODEL=$OA_VM_CPU_MODEL" -e "CPU_FLAGS=$OA_VM_CPU_FLAGS" -e "DISK_CACHE=$OA_VM_DISK_CACHE" \
+    "${cpu[@]}" -e "DISK_CACHE=$OA_VM_DISK_CACHE" \
     -e "OA_VM_POWEROFF_TIMEOUT_S=${OA_VM_POWEROFF_TIMEOUT_S:-1800}" \
     --entrypoint /bin/bash "$OA_VM_LOCAL_IMAGE" \
     /oa-vm/waa_entry.sh --prepare-image "$prepare" --start-client false >/dev/null ||
@@ -279,6 +290,17 @@ waa_saw_windows() {
   dockerx logs "$OA_VM_CONTAINER" 2>&1 | grep -F "$OA_VM_WAA_READY_LINE" >/dev/null
 }
 
+# log_hint: the container's last log line, and dockur's last error line when it printed one
+# (WAA's own lines come after it: entry_setup.sh polls for Windows for ever).
+log_hint() {
+  local last said
+  last="$(last_log)"
+  printf 'last log: %s' "$last"
+  if said="$(dockur_error_line)" && [[ "$last" != *"$said"* ]]; then
+    printf '; dockur said: %s' "$said"
+  fi
+}
+
 # check_download_progress LINE: while dockur downloads Windows (LINE, its own words), the
 # storage volume must keep growing: a download whose bytes stop arriving (a throttled or
 # silently blocked source; wget's 30 s read timeout is reset by a trickle) fails the download
@@ -332,7 +354,7 @@ wait_guest() {
     state="$(container_state)"
     if [ "${state%% *}" != true ]; then
       if [ "$mode" = build ] && [ "${state#* }" = 3 ]; then
-        fail "Windows did not power off within ${OA_VM_POWEROFF_TIMEOUT_S:-1800}s after WAA's /shutdown and its 180 s (pending updates?); dockur wrote no windows.boot; last log: $(last_log)"
+        fail "Windows did not power off within ${OA_VM_POWEROFF_TIMEOUT_S:-1800}s after WAA's /shutdown and its 180 s (pending updates?); dockur wrote no windows.boot; $(log_hint)"
       fi
       if [ "$answered" = 0 ] && waa_saw_windows; then
         answered=1
@@ -341,15 +363,15 @@ wait_guest() {
         if install_complete "$OA_VM_STORAGE"; then
           return 0
         fi
-        fail "Windows answered, but the storage volume shows no completed install (no windows.boot or an empty data disk); the container exited with code ${state#* }; last log: $(last_log)"
+        fail "Windows answered, but the storage volume shows no completed install (no windows.boot or an empty data disk); the container exited with code ${state#* }; $(log_hint)"
       fi
       if [ "$answered" = 1 ]; then
-        fail "the WAA container exited with code ${state#* } after Windows answered; last log: $(last_log)"
+        fail "the WAA container exited with code ${state#* } after Windows answered; $(log_hint)"
       fi
-      fail "the WAA container exited (code ${state#* }) before Windows answered /probe; last log: $(last_log)"
+      fail "the WAA container exited (code ${state#* }) before Windows answered /probe; $(log_hint)"
     fi
     if [ "$(date +%s)" -ge "$deadline" ]; then
-      fail "Windows did not answer /probe within ${timeout_s}s; last log: $(last_log)"
+      fail "Windows did not answer /probe within ${timeout_s}s; $(log_hint)"
     fi
     write_status running guest "waiting for Windows to answer /probe; last log: $(last_log)"
     sleep "$guest_poll_s"
@@ -431,6 +453,7 @@ if [ "$mode" = build ]; then
   finish_build
 else
   load_image
+  forget_install_source
   run_container
   apply_egress
   # The first pool from a new AWS snapshot reads its blocks lazily from S3: 15-35 min to a

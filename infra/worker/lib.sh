@@ -57,6 +57,13 @@ OA_VM_QMP_MOUNT="/run/oa-vm-qmp"
 # the kernel keeps no nested state. Rules: tests/unit/infra/test_cpu_flags.py.
 OA_VM_CPU_MODEL="host"
 OA_VM_CPU_FLAGS="-invtsc,-vmx,-svm"
+# dockur's Hyper-V enlightenments for Windows (proc.sh, HV=Y) are hv_passthrough, for which QEMU
+# registers a migration blocker too ("'hv-passthrough' CPU flag prevents migration, use explicit
+# set of hv-* flags instead", kvm.c, hyperv_init_vcpu). The worker passes HV=N and this explicit
+# set, none of which registers one, where the host's KVM emulates Hyper-V (kvm_hyperv): a kernel
+# without it (CONFIG_KVM_HYPERV unset) gives the guest none either way, and QEMU fails to start
+# with some of them there.
+OA_VM_HV_FLAGS="hv-relaxed,hv-vapic,hv-spinlocks=0x1fff,hv-vpindex,hv-runtime,hv-synic,hv-stimer,hv-stimer-direct,hv-time,hv-frequencies,hv-reset,hv-tlbflush,hv-ipi"
 # The guest disk (and the clean snapshot's RAM image stored in it) through the host's page
 # cache (dockur's DISK_CACHE; it then uses threaded I/O): a restore after the first reads the
 # guest's RAM from memory, not from the volume (8 GB at gp3's 125 MiB/s is 66 s; see
@@ -145,6 +152,21 @@ fail() {
   exit 1
 }
 
+# kvm_hyperv: this host's KVM emulates Hyper-V (KVM_CHECK_EXTENSION with KVM_CAP_HYPERV, 44, on
+# /dev/kvm answers above 0).
+kvm_hyperv() {
+  python3 -c 'import fcntl, os, sys
+sys.exit(fcntl.ioctl(os.open(sys.argv[1], os.O_RDWR), 0xAE03, 44) <= 0)' "$OA_VM_ROOT/dev/kvm" 2>/dev/null
+}
+
+# dockur_cpu_env: the container's variables for dockur's proc.sh (the guest's CPU), one
+# NAME=VALUE a line; bootstrap.sh passes each with -e.
+dockur_cpu_env() {
+  local flags="$OA_VM_CPU_FLAGS"
+  if kvm_hyperv; then flags="$flags,$OA_VM_HV_FLAGS"; fi
+  printf '%s\n' "CPU_MODEL=$OA_VM_CPU_MODEL" "CPU_FLAGS=$flags" "HV=N"
+}
+
 # dockerx ARGS...: docker as root or through the docker group, else with sudo (never prompting).
 dockerx() {
   if [ "$(id -u)" = 0 ] || id -nG 2>/dev/null | tr ' ' '\n' | grep -qx docker; then
@@ -206,6 +228,13 @@ OA_VM_DOWNLOAD_FAILED='ERROR: (Failed to download|Microsoft blocked|Microsoft se
 download_failure_line() {
   dockerx logs "$OA_VM_CONTAINER" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' |
     grep -m 1 -E "$OA_VM_DOWNLOAD_FAILED" | cut -c1-200 | grep .
+}
+
+# dockur_error_line: dockur's last error line in the container's log, from 'ERROR: ' on (its
+# 'error' prefix is '❯ ERROR: ', qemu/src/utils.sh); nothing and status 1 when there is none.
+dockur_error_line() {
+  dockerx logs "$OA_VM_CONTAINER" 2>&1 | sed -n 's/\x1b\[[0-9;]*m//g; s/^❯ \(ERROR: .*\)/\1/p' |
+    tail -n 1 | cut -c1-200 | grep .
 }
 
 # downloading_line: the container log's last line of dockur's own (its 'info' prefix, '❯ ')

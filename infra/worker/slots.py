@@ -231,7 +231,7 @@ def scoring_unit(s: WorkerSlot) -> str:
     """``oa-vm-scoring-<slot>.service``: the scoring server inside this slot's container."""
     return f"""[Unit]
 Description=oa-vm scoring server of worker {s.name} (inside container {s.container})
-After=docker.service {s.bootstrap}.service
+After=docker.service
 Requires=docker.service
 
 [Service]

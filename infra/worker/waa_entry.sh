@@ -22,7 +22,8 @@
 # Exit codes, which bootstrap.sh reads as the container's exit code:
 #   0  (prepare mode) QEMU exited and dockur marked the install as booted from its disk
 #   3  (prepare mode) QEMU still ran OA_VM_POWEROFF_TIMEOUT_S seconds after WAA's entry.sh ended
-#   4  (prepare mode) QEMU exited but dockur wrote no windows.boot (never booted from its disk)
+#   4  (prepare mode) QEMU exited but dockur wrote no windows.boot (never booted from its disk),
+#      at once when dockur's runtime ended so while WAA's entry.sh still waits for Windows
 #   5  (a pool) dockur's runtime ended while WAA's entry.sh kept the container alive
 #   128+N  stopped by signal N, once dockur's runtime has ended
 # Otherwise WAA's entry.sh's own exit code (a pool's container ends when WAA's does).
@@ -33,6 +34,11 @@ OA_VM_ENTRY_STORAGE="${OA_VM_ENTRY_STORAGE:-/storage}"
 OA_VM_ENTRY_POLL_S="${OA_VM_ENTRY_POLL_S:-2}"
 # Windows installing pending updates before it powers off: 30 min after WAA's own 180 s.
 OA_VM_POWEROFF_TIMEOUT_S="${OA_VM_POWEROFF_TIMEOUT_S:-1800}"
+# dockur's exit code, written by the image's /start_vm.sh once its runtime has ended: an end
+# between two polls (dockur refusing to start takes a second) is seen too. Left from a
+# container's earlier run (a restart keeps its files): removed.
+OA_VM_ENTRY_DOCKUR_RC="${OA_VM_ENTRY_DOCKUR_RC:-/run/oa-vm-dockur.rc}"
+rm -f "$OA_VM_ENTRY_DOCKUR_RC"
 EXIT_POWEROFF_TIMEOUT=3
 EXIT_NO_BOOT_MARKER=4
 EXIT_WINDOWS_GONE=5
@@ -63,6 +69,14 @@ dockur_pids() {
 # an empty command line and do not count.
 dockur_running() {
   [ -n "$(dockur_pids)" ]
+}
+
+# dockur_ended: dockur's runtime has ended (its exit code written, or once seen running, gone).
+seen=""
+dockur_ended() {
+  [ ! -f "$OA_VM_ENTRY_DOCKUR_RC" ] || return 0
+  if dockur_running; then seen=1; return 1; fi
+  [ -n "$seen" ]
 }
 
 # pass_on SIGNAL: a stop signal for the container reaches dockur's runtime (tini, or dockur's
@@ -107,31 +121,31 @@ while [ "$#" -gt 0 ]; do
 done
 
 # WAA's entry.sh as a child (not exec'd: PID 1 must keep the traps); 'wait' returns early when a
-# trapped signal arrives, so it is asked again until the child has ended or a stop began. A
-# pool's WAA entry.sh never ends (with --start-client false it loops on 'sleep 60'),
-# whatever happens to Windows: when dockur's runtime, once seen, has ended (QEMU crashed, Windows
-# shut itself down) PID 1 ends the container itself, non-zero, so that its restart policy
-# (bootstrap.sh: on-failure) boots Windows again instead of a container that runs without it.
+# trapped signal arrives. WAA's entry.sh waits for Windows for ever, whatever happens to it
+# (entry_setup.sh polls /probe; a pool's then loops on 'sleep 60'): when dockur's runtime has
+# ended (QEMU crashed, Windows shut itself down, dockur refused to start) PID 1 ends the
+# container itself, non-zero: a pool's restart policy (bootstrap.sh: on-failure) boots Windows
+# again instead of a container that runs without it, and a build fails at once unless dockur
+# marked the install booted (Windows off after WAA's /shutdown: WAA's entry.sh ends soon).
 "$OA_VM_ENTRY_WAA" "${args[@]}" &
 waa=$!
 code=0
-seen=""
 while [ -z "$stopped" ] && kill -0 "$waa" 2>/dev/null; do
-  if [ "$prepare" = true ]; then
-    wait "$waa"
-    code=$?
-    continue
-  fi
-  if dockur_running; then
-    seen=1
-  elif [ -n "$seen" ]; then
-    say "dockur's runtime ended while the worker was in use: Windows is off; ending the container for its restart policy"
-    exit "$EXIT_WINDOWS_GONE"
+  if dockur_ended; then
+    rc="$(cat "$OA_VM_ENTRY_DOCKUR_RC" 2>/dev/null)" || rc="?"
+    if [ "$prepare" != true ]; then
+      say "dockur's runtime ended (exit $rc) while the worker was in use: Windows is off; ending the container for its restart policy"
+      exit "$EXIT_WINDOWS_GONE"
+    fi
+    if [ ! -f "$OA_VM_ENTRY_STORAGE/windows.boot" ]; then
+      say "dockur's runtime ended (exit $rc) while WAA's entry.sh waits for Windows, and dockur wrote no windows.boot"
+      exit "$EXIT_NO_BOOT_MARKER"
+    fi
   fi
   sleep "$OA_VM_ENTRY_POLL_S" &
   wait "$!"
 done
-if ! kill -0 "$waa" 2>/dev/null && [ "$prepare" != true ] && [ -z "$stopped" ]; then
+if ! kill -0 "$waa" 2>/dev/null && [ -z "$stopped" ]; then
   wait "$waa"
   code=$?
 fi

@@ -120,7 +120,7 @@ def bootstrap(host: Rehearsal, mode: str, timeout_s: int = 120,
         "FAKE_WAA_ROOTFS": str(host.tmp / "waa-rootfs"),
         "FAKE_BASE_ROOTFS": str(host.tmp / "dockur-rootfs"),
     })
-    env.update({k: v for k, v in fake.items() if k.startswith("OA_VM_")})
+    env.update({k: v for k, v in fake.items() if k.startswith("OA_VM_") or k == "VERSION"})
     # A private network namespace: the guest's address on its own loopback, nothing outside.
     script = (f"ip link set lo up && ip addr add {units.GUEST_IP}/32 dev lo && "
               f'exec {BASH} "$0" "$1"')
@@ -199,6 +199,41 @@ def test_a_build_succeeds_though_waas_entry_exits_127_and_pools_boot_from_it(
     assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
     assert ("PID 1 is /bin/bash /oa-vm/waa_entry.sh --prepare-image false --start-client false"
             in pool.log())
+
+
+def test_pools_boot_an_image_built_from_an_iso_at_a_url(tmp_path: Path) -> None:
+    """``image-create --iso https://...`` builds with dockur's ``VERSION`` set to the URL, and
+    dockur records the download's own file name as the install's source; its pools pass
+    ``VERSION=11e``. dockur's own ``needsInstall`` decides in the pool's container."""
+    url = "https://isos.example.test/win11/Win11_Custom.iso?X-Amz-Signature=abc"
+    host = bootstrap(make_rehearsal(tmp_path), "build", VERSION=url)
+    assert host.returncode == 0, host.output + host.log()
+    assert "rehearsal: dockur decides: install Windows" in host.log()
+    assert (host.storage / "windows.base").read_text().strip() == "Win11_Custom.iso"
+    pool = bootstrap(host, "pool", FAKE_SCORER_CMD=_scorer_cmd(tmp_path))
+    assert pool.returncode == 0, pool.output + pool.log()
+    assert "rehearsal: dockur decides: boot the installed Windows" in pool.log()
+    assert "install Windows" not in pool.log()
+
+
+@pytest.mark.parametrize("mode", ["build", "pool"])
+def test_dockur_refusing_to_start_fails_the_guest_step_at_once(tmp_path: Path, mode: str) -> None:
+    """dockur stops within a second (its KVM check, here), between two of PID 1's polls, while
+    WAA's entry_setup.sh polls for Windows for ever: the container ends, and the bootstrap fails
+    with dockur's own words, long before its deadline."""
+    host = make_rehearsal(tmp_path)
+    if mode == "pool":
+        host = bootstrap(host, "build")
+        assert host.returncode == 0, host.output + host.log()
+    host = bootstrap(host, mode, timeout_s=300, FAKE_DOCKUR_EXIT="88",
+                     FAKE_SCORER_CMD=_scorer_cmd(tmp_path))
+    assert host.returncode == 1, host.output + host.log()
+    status = host.status()
+    assert (status["state"], status["step"]) == ("failed", "guest"), status
+    code = "4" if mode == "build" else "5"
+    assert f"exited (code {code}) before Windows answered" in status["message"], status
+    assert "dockur said: ERROR: KVM acceleration is not available" in status["message"], status
+    assert "dockur's runtime ended (exit 88)" in host.log()
 
 
 def docker(host: Rehearsal, *args: str) -> subprocess.CompletedProcess[str]:
@@ -323,7 +358,7 @@ def test_no_stand_in_replaces_a_shipped_or_upstream_entry_script(tmp_path: Path)
         expected = (src / name).read_text().replace("20.20.20.21", units.GUEST_IP)
         assert (image / name).read_text() == expected, name
     # /start_vm.sh is the recipe's own, dockur's /run scripts are dockur's.
-    start_vm = "#!/bin/bash\nexec /usr/bin/tini -s /run/entry.sh\n"
+    start_vm = '#!/bin/bash\n/usr/bin/tini -s /run/entry.sh\necho "$?" >/run/oa-vm-dockur.rc\n'
     assert (image / "start_vm.sh").read_text() == start_vm
     for name in ("entry.sh", "install.sh", "power.sh"):
         assert filecmp.cmp(image / "run" / name, waa_container.DOCKUR / "windows/src" / name,
@@ -349,6 +384,34 @@ def test_no_stand_in_replaces_a_shipped_or_upstream_entry_script(tmp_path: Path)
     assert any(c.startswith("docker build -t oa-vm/waa:local") for c in calls_made)
     assert f"GUEST_IP={units.GUEST_IP}" in next(c for c in calls_made
                                                  if c.startswith("docker build"))
+
+
+@pytest.mark.parametrize(("step", "builds"), [
+    ("RUN false && true", False),            # the step's status is its whole command's
+    ("RUN [[ -n x ]]", False),               # /bin/sh -c, not bash: Debian's sh is dash
+    ("RUN test -z \"$TOP\"", True),          # an ARG before FROM is not the stage's
+    ("ARG TOP\nRUN test \"$TOP\" = top", True),  # until the stage declares it
+    ("ARG IN=in\nRUN test \"$IN\" = in", True),
+])
+def test_the_docker_stand_in_builds_as_docker_does(tmp_path: Path, step: str,
+                                                   builds: bool) -> None:
+    """The recipe's RUN steps meet what Docker gives them: one ``/bin/sh -c STEP`` whose status
+    fails the build, and the ARGs of their own stage only."""
+    context = tmp_path / "context"
+    context.mkdir()
+    (context / "Dockerfile").write_text(f"ARG TOP=top\nFROM ${{TOP}}\n{step}\n")
+    bin_dir = tmp_path / "bin"
+    waa_container.write_docker(bin_dir)
+    env = standin_env(bin_dir, tmp_path / "fake",
+                      FAKE_WAA_ROOTFS=str(waa_container.waa_rootfs(tmp_path / "waa-rootfs")),
+                      FAKE_BASE_ROOTFS=str(waa_container.base_rootfs(tmp_path / "base")))
+    env["PATH"] = f"{bin_dir}:/usr/sbin:/usr/bin:/sbin:/bin"
+    done = subprocess.run(["docker", "build", "-t", "t", str(context)], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert (done.returncode == 0) is builds, done.stderr
+    if builds:
+        steps = json.loads((tmp_path / "fake" / "docker" / "build.json").read_text())["steps"]
+        assert steps[0]["from"] == "top" and steps[-1].get("ran"), steps
 
 
 def test_a_windows_slower_to_power_off_than_waas_180s_still_builds(tmp_path: Path) -> None:

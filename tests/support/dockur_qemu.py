@@ -1,11 +1,12 @@
 """QEMU's command line as dockur assembles it on a cloud worker, made runnable here.
 
 dockur's real scripts (``../shared/dockur/upstream/qemu/src``) run in bash with the container's
-environment as ``bootstrap.sh`` gives it (``CPU_MODEL``, ``CPU_FLAGS``, ``DISK_CACHE`` from
-``lib.sh``, ``DISK_FMT=qcow2`` from the worker image, ``QMP`` on a unix socket, ``RAM_SIZE``):
-``utils.sh`` and ``init.sh``'s defaults, then ``memory.sh``, ``disk.sh`` (which creates the
-qcow2 data disk in the storage folder with ``qemu-img``), ``proc.sh`` under KVM and
-``config.sh``, whose ``ARGS`` is what dockur's ``entry.sh`` hands to ``qemu-system-x86_64``.
+environment as ``bootstrap.sh`` gives it (``CPU_MODEL``, ``CPU_FLAGS`` and ``HV`` from
+``lib.sh``'s ``dockur_cpu_env`` on this machine's KVM, ``DISK_CACHE`` from ``lib.sh``,
+``DISK_FMT=qcow2`` from the worker image, ``QMP`` on a unix socket, ``RAM_SIZE``): ``utils.sh``
+and ``init.sh``'s defaults, then ``memory.sh``, ``disk.sh`` (which creates the qcow2 data disk
+in the storage folder with ``qemu-img``), ``proc.sh`` under KVM and ``config.sh``, whose
+``ARGS`` is what dockur's ``entry.sh`` hands to ``qemu-system-x86_64``.
 
 What cannot run here, and replaces it (:func:`runnable`):
 
@@ -40,8 +41,9 @@ TCG_MODEL = {"AuthenticAMD": "EPYC", "GenuineIntel": "Skylake-Client-v4"}
 SCRIPT = r"""set -Eeuo pipefail
 exec 3>&1 1>&2  # dockur's messages to stderr, ARGS alone on stdout
 . "$OA_LIB"
-CPU_MODEL="$OA_VM_CPU_MODEL" CPU_FLAGS="$OA_VM_CPU_FLAGS" DISK_CACHE="$OA_VM_DISK_CACHE"
-if [ -n "${OA_DOCKUR_OWN_CPU:-}" ]; then CPU_MODEL="" CPU_FLAGS=""; fi  # dockur's KVM default
+while IFS= read -r line; do export "${line?}"; done < <(dockur_cpu_env)
+DISK_CACHE="$OA_VM_DISK_CACHE"
+if [ -n "${OA_DOCKUR_OWN_CPU:-}" ]; then CPU_MODEL="" CPU_FLAGS="" HV=""; fi  # dockur's default
 cd "$DOCKUR_SRC"
 . ./utils.sh
 html() { :; }  # dockur's web status page

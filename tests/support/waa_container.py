@@ -8,9 +8,10 @@ between installing and booting Windows from the storage folder. What cannot run 
 - **Docker's daemon**: a ``docker`` stand-in (:data:`DOCKER`). ``docker build`` runs the shipped
   recipe (``infra/worker/waa-image/Dockerfile``) step by step into a folder: ``ARG``/``ENV``,
   ``COPY --from=waa`` out of WAA's upstream files laid out as ``windowsarena/winarena`` holds
-  them, and ``RUN`` steps in a chroot of that folder; the steps that need the network or WAA's
-  installed packages (:data:`SKIPPED_RUN`) and WAA's Python (absent here) are recorded as
-  skipped in ``build.json``. ``docker run -d`` starts the entry command as PID 1 of a new PID and
+  them, and ``RUN`` steps as Docker runs them (one ``/bin/sh -c``, the stage's own ``ARG``s) in a
+  chroot of that folder; the steps that need the network or WAA's installed packages
+  (:data:`SKIPPED_RUN`) and WAA's Python (absent here) are recorded as skipped in
+  ``build.json``. ``docker run -d`` starts the entry command as PID 1 of a new PID and
   mount namespace (``unshare --fork --pid --mount-proc``) chrooted into that folder, with the
   volumes bound where ``-v`` says and the ``-e`` variables set; ``stop`` sends SIGTERM to that
   PID 1 alone and SIGKILL to all after the stop timeout (``--stop-timeout``, as Docker does);
@@ -39,7 +40,8 @@ Outcomes (environment of the ``docker`` stand-in, copied into the container's
 ``FAKE_INSTALL=complete|no-boot-marker`` (``no-boot-marker``: Windows never booted from its disk,
 so dockur writes no ``windows.boot``, which it writes only after QEMU has exited, as its
 ``power.sh`` does); ``FAKE_NETWORK=fallback`` (dockur's NAT setup fails even with
-``/dev/net/tun``, and it falls back to user-mode networking; without the device it always does).
+``/dev/net/tun``, and it falls back to user-mode networking; without the device it always does);
+``FAKE_DOCKUR_EXIT=N`` (dockur prints its error and exits N before QEMU starts).
 """
 
 from __future__ import annotations
@@ -80,10 +82,10 @@ with open(Path(os.environ["FAKE_STATE"]) / "calls.log", "a") as log:
 def die(msg, code=1):
     sys.stderr.write(msg + "\n"); sys.exit(code)
 
-def chroot_sh(root, command, env):
-    """Run `command` with bash in a chroot of `root` over this machine's /usr and /etc."""
+def chroot_sh(root, command, env, shell="/bin/bash"):
+    """Run `command` with `shell` in a chroot of `root` over this machine's /usr and /etc."""
     script = NAMESPACE_SETUP + "\nexec chroot \"$ROOTFS\" /usr/bin/env -i " + " ".join(
-        shlex.quote(f"{k}={v}") for k, v in env.items()) + " /bin/bash -c " + shlex.quote(command)
+        shlex.quote(f"{k}={v}") for k, v in env.items()) + f" {shell} -c " + shlex.quote(command)
     return ["unshare", "--fork", "--pid", "--mount-proc", "--kill-child",
             "bash", "-c", script]
 
@@ -132,7 +134,9 @@ def build(args):
         if raw.rstrip().endswith("\\"):
             buf += raw.rstrip()[:-1] + " "; continue
         lines.append((buf + raw).strip()); buf = ""
-    args_seen, env, stage, steps = {}, {}, None, []
+    # An ARG before the first FROM is seen by FROM lines only; a stage sees the ARGs it declares
+    # (one without a value takes that global one's), as Docker scopes them.
+    global_args, args_seen, env, stage, steps = {}, {}, {}, None, []
     def expand(s, scope):
         for k, v in sorted(scope.items(), key=lambda kv: -len(kv[0])):
             s = s.replace("${" + k + "}", v).replace("$" + k, v)
@@ -141,10 +145,12 @@ def build(args):
     for line in lines:
         word, _, rest = line.partition(" ")
         if word == "ARG":
-            k, _, v = rest.partition("=")
-            args_seen[k] = build_args.get(k, v)
+            k, has, v = rest.partition("=")
+            scope = global_args if stage is None else args_seen
+            scope[k] = build_args.get(k, v if has else global_args.get(k, ""))
         elif word == "FROM":
-            name = expand(rest.split()[0], args_seen)
+            name = expand(rest.split()[0], global_args)
+            args_seen = {}
             stage = rest.split()[-1] if " AS " in rest else "final"
             steps.append({"step": line, "from": name})
             if stage == "final":
@@ -176,7 +182,9 @@ def build(args):
             if any(s in rest for s in __SKIPPED_RUN__):
                 steps.append({"step": line, "skipped": "needs the network or WAA's packages"})
                 continue
-            command = expand(rest, args_seen)
+            # One '/bin/sh -c STEP' whose status is the step's, as Docker runs it; the shell
+            # expands the stage's ARGs and ENVs from its environment.
+            command = "/bin/sh -c " + shlex.quote(rest) + " || exit $?"
             out = STATE / "build-out"
             shutil.rmtree(out, ignore_errors=True); out.mkdir()
             # The step runs in a chroot of the image; its top-level files come back as a tar.
@@ -184,8 +192,8 @@ def build(args):
                     " --exclude=./tmp --exclude=./bin --exclude=./lib --exclude=./lib64"
                     " --exclude=./sbin --exclude=./run/oa-out . > /run/oa-out/out.tar")
             done = subprocess.run(
-                chroot_sh(STATE / "build-root", "set -e\n" + command + save,
-                          {"PATH": DEFAULT_PATH, **env, **args_seen}),
+                chroot_sh(STATE / "build-root", command + save,
+                          {"PATH": DEFAULT_PATH, **env, **args_seen}, shell="/bin/sh"),
                 env={**os.environ, "ROOTFS": str(STATE / "build-root"), "IMAGE": str(IMAGE),
                      "BINDS": f"{out}=/run/oa-out"},
                 capture_output=True, text=True, timeout=120, check=False)
@@ -244,7 +252,8 @@ def run(args):
     if running(): die("Conflict. The container name \"/winarena\" is already in use")
     shutil.rmtree(CTR, ignore_errors=True); CTR.mkdir(parents=True)
     fake = {k: v for k, v in os.environ.items()
-            if k.startswith("FAKE_GUEST") or k in ("FAKE_INSTALL", "FAKE_NETWORK")}
+            if k.startswith("FAKE_GUEST") or k in ("FAKE_INSTALL", "FAKE_NETWORK",
+                                                   "FAKE_DOCKUR_EXIT")}
     fake["FAKE_DEVICES"] = " ".join(devices)
     (CTR / "rehearsal.env").write_text("".join(f"{k}={shlex.quote(v)}\n" for k, v in fake.items()))
     full_env = {"PATH": DEFAULT_PATH, **image_env(), **env}
@@ -344,6 +353,12 @@ export STORAGE=/storage APP=Windows PLATFORM=x64 BOOT_MODE=windows PROCESS=windo
 export FOOTER1="" FOOTER2="" TEMPLATE=/dev/null LANGUAGE="${LANGUAGE:-en}" DEBUG=""
 cd /run
 . ./utils.sh
+# FAKE_DOCKUR_EXIT=N: dockur refuses to start within a second, its own error line first, as its
+# checks do (init.sh, checkKvm: exit 88).
+if [ -n "${FAKE_DOCKUR_EXIT:-}" ]; then
+  error "KVM acceleration is not available (rehearsal), the machine would run 10 times slower."
+  exit "$FAKE_DOCKUR_EXIT"
+fi
 . ./define.sh
 # install.sh ends by calling startWindows (downloads, unattended setup): its functions only.
 # shellcheck source=/dev/null

@@ -39,8 +39,11 @@ from infra.tags import format_expiry
 from infra.worker import own_host, slots, units
 from infra.worker.slots import WorkerSlot
 
-PACKAGES = (("docker", "docker.io"), ("socat", "socat"), ("qemu-img", "qemu-utils"))
-"""(command, Debian package): what the workers need and a create installs when missing."""
+PACKAGES = (("docker", "docker.io"), ("socat", "socat"), ("qemu-img", "qemu-utils"),
+            ("curl", "curl"), ("python3", "python3"))
+"""(command, Debian package): what the workers need and a create installs when missing (a
+Debian host installed without its standard tools lacks curl and python3, which the bootstrap's
+probes, the clean resets and the guest's egress proof run)."""
 EGRESS_PACKAGE = ("/usr/sbin/nft", "nftables")
 """What a pool with ``--egress`` needs too (``egress.sh`` loads its tables with ``nft``; by its
 path: a login user's PATH may lack ``/usr/sbin``)."""

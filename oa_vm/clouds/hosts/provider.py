@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from oa_vm.reach.connect import WorkerConnection
 
 INSTALLS = ("docker.io (unless docker or podman is there)", "socat", "qemu-utils",
+            "curl and python3 (when missing)",
             "the worker files in /opt/oa-vm", "the oa-vm-* systemd units and the expiry timer")
 """What a create would add to each host (the host's own software is left as it is)."""
 

@@ -104,9 +104,10 @@ def test_the_bootstrap_runs_as_a_unit_and_cloud_init_does_not_wait_for_it() -> N
     unit = _content(_files(doc)["/etc/systemd/system/oa-vm-bootstrap.service"])
     assert "EnvironmentFile=/etc/oa-vm/worker.env" in unit
     assert "ExecStart=/opt/oa-vm/bootstrap.sh" in unit
-    # The old unit named a service that never existed.
+    # The old unit named a service that never existed; nor is it ordered after the bootstrap,
+    # which starts it and waits (tests/integration/test_systemd_units.py)
     scoring = _content(_files(doc)["/etc/systemd/system/oa-vm-scoring.service"])
-    assert "oa-vm-waa.service" not in scoring and "oa-vm-bootstrap.service" in scoring
+    assert "oa-vm-waa.service" not in scoring and "\nAfter=docker.service\n" in scoring
 
 
 def test_worker_env_carries_the_settings_the_bootstrap_reads() -> None:

@@ -138,7 +138,8 @@ def test_a_slots_guest_address_reaches_waas_scripts_before_they_run(tmp_path: Pa
     entry.chmod(0o755)
     env = {"PATH": "/usr/bin:/bin", "OA_VM_ENTRY_WAA": str(entry),
            "OA_VM_ENTRY_WAA_FILES": f"{entry} {scripts}", "VM_NET_IP": "172.30.3.2",
-           "OA_VM_IMAGE_GUEST_IP": "172.30.0.2"}
+           "OA_VM_IMAGE_GUEST_IP": "172.30.0.2",
+           "OA_VM_ENTRY_DOCKUR_RC": str(tmp_path / "dockur.rc")}
     done = subprocess.run([BASH, str(WORKER / "waa_entry.sh"), "--start-client", "true"],
                           env=env, capture_output=True, text=True, timeout=30, check=True)
     assert "ran with --start-client true" in done.stdout

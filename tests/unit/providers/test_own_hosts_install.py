@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import gzip
 import io
+import re
 import tarfile
 from datetime import UTC, datetime
 
@@ -83,3 +84,18 @@ def test_without_egress_nothing_of_it_is_written_or_installed() -> None:
                files[s.env_file] for s in slots.host_slots(2))
     assert "OA_VM_EGRESS" not in files["/etc/oa-vm/worker.env"]
     assert "/usr/sbin/nft" not in install.install_command("lab", "alice", EXPIRES, 2)
+
+
+HOST_PROGRAMS = ("docker", "python3", "curl", "socat", "qemu-img")
+"""Programs the shipped host scripts and units run that a Debian host may lack (none of them
+is in an Essential package)."""
+
+
+def test_every_program_the_host_files_run_is_installed_when_missing() -> None:
+    files = install.host_files("lab", "alice", EXPIRES, 2)
+    text = "\n".join(files.values())
+    command = install.install_command("lab", "alice", EXPIRES, 2)
+    used = [p for p in HOST_PROGRAMS if re.search(rf"(^|[\s;&|(\"'/]){re.escape(p)}\s", text,
+                                                  re.MULTILINE)]
+    assert {"python3", "curl", "qemu-img"} <= set(used)  # the scan finds them
+    assert [p for p in used if f"command -v {p} " not in command] == []
