@@ -7,12 +7,14 @@ restarts the power-off timer. A unit ordered ``After=`` the unit whose program s
 wait for that program to end first: neither ever would.
 
 systemd itself runs here (``/usr/lib/systemd/systemd --system``) as PID 1 of its own PID and
-mount namespaces, with the shipped units' dependencies as written. Only what cannot run here is
+mount namespaces (and its own hostname, IPC, network and cgroup namespaces), with the shipped
+units' dependencies as written. Only what cannot run here is
 replaced: each unit's programs (the bootstrap's by the same ``systemctl enable --now`` call,
 the servers' by a sleep) and the settings file they read, ``docker.service`` and the standard
 targets by empty units. Its namespace sees none of this machine's units or generators, and has
-its own ``/run``, ``/tmp`` and ``/var``: nothing starts but these units, and nothing of the
-machine is touched.
+its own ``/run``, ``/tmp`` and ``/var``: nothing starts but these units. What it leaves on
+the machine: the empty cgroups systemd makes for them (under this process's cgroup; on a
+cgroup v1 machine whose processes sit at its root, at the root).
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ class Systemd:
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "container": "oa-test",
                "EMPTY": str(empty), "UNITS": str(units), "SYSTEMD": str(SYSTEMD)}
         self.proc = subprocess.Popen(
-            ["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--kill-child",
+            ["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--kill-child", "--uts",
+             "--ipc", "--net", "--cgroup",
              "bash", "-c", NAMESPACE], env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         self.pid = 0
