@@ -61,7 +61,7 @@ from evals.run.settings import (
     current_settings,
 )
 from evals.run.variations import add_variations, read_variations
-from oa_vm.kit.safe_fs import LOCAL_FILE_ERRORS, WriteFailedError
+from oa_vm.kit.safe_fs import LOCAL_FILE_ERRORS, WriteFailedError, partial_write
 from waa_client.inputs import check_id
 
 if TYPE_CHECKING:
@@ -282,10 +282,11 @@ def _check_resume(folder: RunFolder, config: RunConfig) -> RunMetadata:
     return metadata
 
 
-_FIRST_MOMENT = frozenset(
-    {".lock", "queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm", "sweep-pool.json"}
-)
-"""What a run folder holds before its metadata: the lock, the queue, a sweep's pool record."""
+_FIRST_MOMENT = frozenset({".lock", "queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm",
+                           "queue.sqlite-journal", "sweep-pool.json"})
+"""What a run folder holds before its metadata: the lock, the queue (with SQLite's rollback
+journal while the new queue turns to WAL), a sweep's pool record; beside them, what a write of
+the metadata killed before its rename leaves (:func:`oa_vm.kit.safe_fs.partial_write`)."""
 KEPT_WORKER_LOGS = "worker-logs-"
 """The start of the folder name where a failed sweep keeps its pool's worker logs (then the
 pool's name): it may come before the metadata too, when the pool failed before the run began."""
@@ -298,6 +299,7 @@ def _unstarted(folder: RunFolder) -> bool:
         return False
     try:
         return all(entry.name in _FIRST_MOMENT or entry.name.startswith(KEPT_WORKER_LOGS)
+                   or partial_write(entry.name, folder.metadata_path.name)
                    for entry in folder.path.iterdir())
     except OSError:
         return False
@@ -797,8 +799,11 @@ def _run_in_folder(
             if folder.exists():  # another controller started it meanwhile
                 raise RunExistsError(str(folder.path))
             # Killed before its metadata: nothing was dispatched; its queue starts again.
-            for leftover in ("queue.sqlite", "queue.sqlite-wal", "queue.sqlite-shm"):
-                (folder.path / leftover).unlink(missing_ok=True)
+            # (SQLite's journal too: left beside a new queue it would be rolled back into it)
+            for entry in list(folder.path.iterdir()):
+                if entry.name.startswith("queue.sqlite") or partial_write(
+                        entry.name, folder.metadata_path.name):
+                    entry.unlink(missing_ok=True)
         # a new run's previous metadata is empty: nothing quarantined before
         earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
         earlier_hosts = [h for h in previous.get("quarantined_hosts") or [] if isinstance(h, dict)]

@@ -173,6 +173,15 @@ def exists_as_file(path: Path) -> bool:
     return _check_target(path)
 
 
+_PARTIAL = ".tmp"
+
+
+def partial_write(name: str, of: str) -> bool:
+    """Whether ``name`` is what :func:`write_atomic` leaves of a write of ``of`` when its
+    process is killed between making the temporary file and renaming it (``.of.XXXX.tmp``)."""
+    return name.startswith(f".{of[:64]}.") and name.endswith(_PARTIAL)
+
+
 def write_atomic(
     path: Path,
     data: str | bytes,
@@ -206,7 +215,7 @@ def write_atomic(
     _check_target(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=".tmp", dir=parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:64]}.", suffix=_PARTIAL, dir=parent)
     except OSError as exc:
         raise WriteFailedError(path, exc) from exc
     try:

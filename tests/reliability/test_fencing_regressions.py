@@ -128,9 +128,15 @@ def test_a_dead_unreaped_holder_holds_no_lease(home: Path, pool: str) -> None:
 # --- defect 10: a run killed in its first moments can be resumed or reused -----------------------
 
 
+@pytest.mark.parametrize("leftover", [
+    None,
+    # SQLite's rollback journal while the new queue turns to WAL, and a write of metadata.json
+    # killed before its rename: each made the folder neither a run to resume nor a new one
+    "queue.sqlite-journal", ".metadata.json.k2j4h5g6.tmp",
+])
 @pytest.mark.parametrize("then", ["resume", "reuse"])
 def test_a_run_killed_in_its_first_moment_can_be_resumed_or_reused(
-    home: Path, pool: str, tmp_path: Path, then: str
+    home: Path, pool: str, tmp_path: Path, then: str, leftover: str | None
 ) -> None:
     results = tmp_path / "results"
     run_dir = results / "early"
@@ -141,6 +147,8 @@ def test_a_run_killed_in_its_first_moment_can_be_resumed_or_reused(
     conn.execute("CREATE TABLE tasks (task_id TEXT PRIMARY KEY)")
     conn.commit()
     conn.close()
+    if leftover is not None:
+        (run_dir / leftover).write_bytes(b"\0" * 512)
     args = ["run", "--pool", pool, "--agent", "oracle", "--tasks", SMALL, "--run-name", "early",
             "--results-dir", str(results)]
     if then == "resume":
@@ -149,6 +157,7 @@ def test_a_run_killed_in_its_first_moment_can_be_resumed_or_reused(
     assert done.returncode == 0, done.stderr
     assert len(read_records(run_dir)) == SMALL_TASKS
     assert _metadata(run_dir)["status"] == "finished"
+    assert leftover is None or not (run_dir / leftover).exists()
 
 
 def test_a_run_sigkilled_half_a_second_in_can_be_resumed(
