@@ -201,6 +201,7 @@ def test_a_build_succeeds_though_waas_entry_exits_127_and_pools_boot_from_it(
             in pool.log())
 
 
+@pytest.mark.slow  # a build and a pool rehearsed end to end (about 16 s)
 def test_pools_boot_an_image_built_from_an_iso_at_a_url(tmp_path: Path) -> None:
     """``image-create --iso https://...`` builds with dockur's ``VERSION`` set to the URL, and
     dockur records the download's own file name as the install's source; its pools pass
@@ -216,6 +217,7 @@ def test_pools_boot_an_image_built_from_an_iso_at_a_url(tmp_path: Path) -> None:
     assert "install Windows" not in pool.log()
 
 
+@pytest.mark.slow  # a container rehearsed to its end, each mode (about 16 s)
 @pytest.mark.parametrize("mode", ["build", "pool"])
 def test_dockur_refusing_to_start_fails_the_guest_step_at_once(tmp_path: Path, mode: str) -> None:
     """dockur stops within a second (its KVM check, here), between two of PID 1's polls, while

@@ -164,6 +164,7 @@ def test_an_unhealthy_run_names_the_command_that_reruns_its_errors_and_it_does(
     assert_summary_matches(results / "u", records)
 
 
+@pytest.mark.slow  # a sweep that waits its workers out, then a second one (about 12 s)
 def test_a_sweep_whose_workers_never_got_ready_can_be_resumed(home: Path, tmp_path: Path) -> None:
     # the workers accept connections and never answer: the sweep's wait for them times out
     # before its run begins, and it keeps their logs in the run folder
@@ -245,6 +246,7 @@ def test_a_pool_whose_cleanup_was_killed_shows_deleting_and_names_the_cleanup_to
     assert _workers_running(home) == [] and not state.exists("half")
 
 
+@pytest.mark.slow  # a sweep on a 1 MB disk of its own (about 22 s)
 def test_worker_logs_a_full_disk_cannot_keep_are_said_in_one_short_line(
     home: Path, tmp_path: Path
 ) -> None:
