@@ -11,41 +11,30 @@ anything. :func:`command` gives the argv and environment.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-HOLD_S = 600.0
+from tests.support import gates
 
 
 def command(gate: Path, program: str, *args: str) -> tuple[list[str], dict[str, str]]:
     """The argv and environment that run ``program ARGS`` with its pool removals held."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return [sys.executable, "-m", "tests.support.cleanup_gate", str(gate), program, *args], env
+    return gates.command("tests.support.cleanup_gate", str(gate), program, *args)
 
 
 def main() -> None:
     gate, program, *args = sys.argv[1:]
     from oa_vm.clouds.local.provider import LocalProvider
-    from waa_client.poll import poll_until
 
     real = LocalProvider.destroy
 
     def held(self: LocalProvider, record: Any, progress: Any) -> Any:
-        Path(f"{gate}.waiting").write_text(record.name, encoding="utf-8")
-        poll_until(Path(gate).exists, timeout_s=HOLD_S, interval_s=0.05)
+        gates.wait_at(gate, record.name)
         return real(self, record, progress)
 
     LocalProvider.destroy = held  # type: ignore[method-assign]
-    sys.argv = [program, *args]
-    if program == "oa-vm":
-        from oa_vm.cli.entry import main as entry
-    else:
-        from evals.cli.app import main as entry
-    entry()
+    gates.run(program, args)
 
 
 if __name__ == "__main__":

@@ -11,20 +11,16 @@ own repair starts. :func:`command` gives the argv and environment.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-HOLD_S = 600.0
+from tests.support import gates
 
 
 def command(gate: Path, program: str, *args: str) -> tuple[list[str], dict[str, str]]:
     """The argv and environment that run ``program ARGS`` with its repairs held at ``gate``."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return [sys.executable, "-m", "tests.support.repair_gate", str(gate), program, *args], env
+    return gates.command("tests.support.repair_gate", str(gate), program, *args)
 
 
 class _HeldRepairs:
@@ -37,10 +33,7 @@ class _HeldRepairs:
         return getattr(self.inner, name)
 
     def repair(self, record: Any, *args: Any, **kwargs: Any) -> Any:
-        from waa_client.poll import poll_until
-
-        Path(f"{self.gate}.waiting").write_text(record.name, encoding="utf-8")
-        poll_until(self.gate.exists, timeout_s=HOLD_S, interval_s=0.05)
+        gates.wait_at(self.gate, record.name)
         return self.inner.repair(record, *args, **kwargs)
 
 
@@ -54,12 +47,7 @@ def main() -> None:
         return _HeldRepairs(real(cloud, need), Path(gate))
 
     fleet.fleet_ops = held  # type: ignore[assignment]
-    sys.argv = [program, *args]
-    if program == "oa-vm":
-        from oa_vm.cli.entry import main as entry
-    else:
-        from evals.cli.app import main as entry
-    entry()
+    gates.run(program, args)
 
 
 if __name__ == "__main__":

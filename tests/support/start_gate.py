@@ -11,29 +11,23 @@ returns. :func:`command` gives the argv and environment.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import types
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-HOLD_S = 600.0
+from tests.support import gates
 
 
 def command(gate: Path, nth: int, *args: str) -> tuple[list[str], dict[str, str]]:
     """The argv and environment that run ``oa-vm ARGS`` with its ``nth`` worker start held."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    return [sys.executable, "-m", "tests.support.start_gate", str(gate), str(nth), "oa-vm",
-            *args], env
+    return gates.command("tests.support.start_gate", str(gate), str(nth), "oa-vm", *args)
 
 
 def main() -> None:
     gate, nth, program, *args = sys.argv[1:]
     from oa_vm.clouds.local import fleet
-    from waa_client.poll import poll_until
 
     starts = 0
 
@@ -42,17 +36,13 @@ def main() -> None:
         proc = subprocess.Popen(*popen_args, **popen_kwargs)  # the real start, as asked
         starts += 1
         if starts == int(nth):
-            Path(f"{gate}.waiting").write_text(str(proc.pid), encoding="utf-8")
-            poll_until(Path(gate).exists, timeout_s=HOLD_S, interval_s=0.05)
+            gates.wait_at(gate, str(proc.pid))
         return proc
 
     # only the local provider's module sees the wrapper: its Popen is the one held
     fleet.subprocess = types.SimpleNamespace(  # type: ignore[assignment]
         Popen=held, DEVNULL=subprocess.DEVNULL)
-    sys.argv = [program, *args]
-    from oa_vm.cli.entry import main as entry
-
-    entry()
+    gates.run(program, args)
 
 
 if __name__ == "__main__":
