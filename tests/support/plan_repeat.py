@@ -59,18 +59,26 @@ def clock_free(text: str) -> str:
     return text
 
 
-def run_at_once(tmp_path: Path, script: str, args: list[str], times: int,
+TIMES = 3
+"""How many runs of one command are compared. Each run has a hash seed of its own (string
+hashes, so set and dict orders that follow them, differ between any two runs by construction,
+not by chance), and they run at once, so three find what five found."""
+
+
+def run_at_once(tmp_path: Path, script: str, args: list[str], times: int = TIMES,
                 env: dict[str, str] | None = None) -> list[Result]:
-    """Run ``script args`` ``times`` times concurrently (each with a fresh home, no pulumi or
-    cloud CLI on PATH, no model API key, caller-IP detection pointed at a closed loopback
-    port), as a busy machine runs them: the threads Pulumi registers from then race most."""
+    """Run ``script args`` ``times`` times concurrently (each with a fresh home and a hash seed
+    of its own, no pulumi or cloud CLI on PATH, no model API key, caller-IP detection pointed at
+    a closed loopback port), as a busy machine runs them: the threads Pulumi registers from then
+    race most."""
     empty = tmp_path / "empty-path"
     empty.mkdir(parents=True, exist_ok=True)
 
     def one(index: int) -> Result:
         full = {k: v for k, v in os.environ.items() if k not in SECRETS}
         full.update(PATH=str(empty), OA_VM_HOME=str(tmp_path / f"home-{index}"),
-                    OA_VM_IP_ECHO_URL="http://127.0.0.1:9/", **(env or {}))
+                    OA_VM_IP_ECHO_URL="http://127.0.0.1:9/", PYTHONHASHSEED=str(index + 1),
+                    **(env or {}))
         proc = subprocess.run(  # fixed argv, no shell
             [str(BIN / script), *args], capture_output=True, text=True, timeout=600, env=full,
             stdin=subprocess.DEVNULL, check=False,
