@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 CRASH_EXIT_CODE = 70
+"""Exit status of a process killed by ``crash-after`` (EX_SOFTWARE)."""
 DRIBBLE_PAUSE_S = 0.2
 """Between two bytes of an answer under ``dribble-after``."""
-"""Exit status of a process killed by ``crash-after`` (EX_SOFTWARE)."""
 
 
 class FaultError(ValueError):

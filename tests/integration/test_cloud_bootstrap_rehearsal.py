@@ -596,7 +596,7 @@ def test_a_download_dockur_moved_on_from_is_not_a_stall(tmp_path: Path) -> None:
     log = "\n".join([_dockur_info("Downloading Windows 11..."),
                      _dockur_info("Extracting Windows 11 image...")])
     host = bootstrap(make_host(tmp_path, installed=True), "build", FAKE_PROBE_AFTER="1",
-                     FAKE_EXIT_AFTER="40", FAKE_WAA_LOG=log, OA_VM_DOWNLOAD_STALL_S="0")
+                     FAKE_EXIT_AFTER="6", FAKE_WAA_LOG=log, OA_VM_DOWNLOAD_STALL_S="0")
     assert host.returncode == 0, host.output
 
 

@@ -376,7 +376,8 @@ def test_a_task_that_errors_fails_at_task_and_still_cleans_up(
     assert cloud_task_errors.left() == {}
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT,
+                                    pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_ctrl_c_or_sigterm_during_the_wait_cleans_up(cloud: FakeCloud, signum: int) -> None:
     cloud.set_status("state=running\nstep=guest\nmessage=waiting for Windows to answer /probe\n")
     proc = subprocess.Popen(cloud.args(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,

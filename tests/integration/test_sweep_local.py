@@ -94,7 +94,8 @@ def test_noop_sweep_fails_every_task_feasible_and_infeasible(home: Path, tmp_pat
     assert state.list_names() == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT,
+                                    pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
 def test_an_interrupted_sweep_removes_its_pool_and_can_be_resumed(
     home: Path, tmp_path: Path, signum: int
 ) -> None:

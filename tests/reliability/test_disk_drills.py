@@ -62,7 +62,7 @@ def _fault(kind: str, disk: Path, run_dir: Path) -> Iterator[None]:
             yield
 
 
-@pytest.mark.parametrize("kind", ["disk-full", "read-only"])
+@pytest.mark.parametrize("kind", ["disk-full", pytest.param("read-only", marks=pytest.mark.slow)])
 def test_a_run_folder_that_refuses_writes_stops_the_run_in_one_line_and_resume_finishes(
     pooled: Path, tmp_path: Path, controllers: list[Controller], kind: str
 ) -> None:

@@ -62,6 +62,7 @@ def _subcommands(text: str) -> list[str]:
 
 
 @functools.cache
+@functools.cache  # about 60 CLI starts: the tests of one process share one walk
 def commands() -> tuple[tuple[str, str], ...]:
     """Every command of the three programs, depth first, with its help text."""
     found: list[tuple[str, str]] = []
