@@ -250,16 +250,8 @@ def _pause(record: PoolRecord, ops: FleetOps, keep_days: float,
                else timedelta(0))
     loaded = record.expires_at
     now = state.utcnow()
-    pauses = list(record.provider_data.get("pauses") or [])
-    pauses.append({
-        "from": state.format_time(now), "to": None,
-        "per_day": paused_price_of(record, facts(record.cloud).billing),
-    })
-    record.provider_data["pauses"] = pauses
     record.expires_at = now + timedelta(days=keep_days) + max(carried, timedelta(0))
-    record.state = PoolState.PAUSED
-    record.provider_data.pop(EXTENDED_WHILE_PAUSED, None)
-    state.save_after(record, loaded)
+    _mark_paused(record, now, loaded)
     _tell_hosts(record, progress)
     return record
 
@@ -287,7 +279,13 @@ def _pause_in_cloud(record: PoolRecord, ops: CloudExpiryOps, keep_days: float,
         raise
     finally:
         state.save_after(record, loaded)
-    loaded = record.expires_at
+    _mark_paused(record, now, record.expires_at)
+    return record
+
+
+def _mark_paused(record: PoolRecord, now: datetime, loaded: datetime | None) -> None:
+    """Record the pause that began at ``now`` (with what the paused pool costs a day) and save
+    the record (over one whose expiry is still ``loaded``, as :func:`state.save_after`)."""
     pauses = list(record.provider_data.get("pauses") or [])
     pauses.append({
         "from": state.format_time(now), "to": None,
@@ -297,7 +295,6 @@ def _pause_in_cloud(record: PoolRecord, ops: CloudExpiryOps, keep_days: float,
     record.state = PoolState.PAUSED
     record.provider_data.pop(EXTENDED_WHILE_PAUSED, None)
     state.save_after(record, loaded)
-    return record
 
 
 def resume_pool(

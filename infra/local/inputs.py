@@ -40,7 +40,6 @@ from infra.local.gui import (
     WIDTH,
     Control,
     WindowLayout,
-    find_control,
     hit,
 )
 from infra.local.pysource import Call, Program
@@ -838,18 +837,6 @@ def play(desktop: Desktop, program: Program) -> str:
     return Player(desktop).play(program)
 
 
-def target_point(desktop: Desktop, name: str) -> tuple[int, int]:
-    """The centre of the control an agent names (for actions given a target element).
-
-    Raises:
-        AppError: no control has this name.
-    """
-    control = find_control(desktop, name)
-    if control is None:
-        raise AppError(f"no control named {name!r} on screen")
-    return control.center
-
-
 def _edited_field(window: Window) -> tuple[str, str] | None:
     """The field that typing edits (an explorer rename, or the focused field) and its text."""
     if window.app == "explorer" and window.renaming is not None:
@@ -895,4 +882,4 @@ def _pixel(x: float, y: float) -> tuple[int, int]:
     return (min(max(int(round(x)), 0), WIDTH - 1), min(max(int(round(y)), 0), HEIGHT - 1))
 
 
-__all__ = ["Player", "WindowLayout", "key_name", "play", "target_point"]
+__all__ = ["Player", "WindowLayout", "key_name", "play"]

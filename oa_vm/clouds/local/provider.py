@@ -159,12 +159,8 @@ class LocalProvider:
                 # Recorded as it starts (launch_unit): a command stopped or killed from here
                 # on leaves a record that names the process, so 'pool-cleanup' stops it.
                 self._launch(worker, record, spec.faults, spec.tasks_dir, secret_file(spec.name))
-            except OSError as exc:
-                self.stop_all(record)
+            except OSError as exc:  # create stops what was started
                 raise ProvisioningError(f"could not start {name}: {exc}") from exc
-            except BaseException:
-                self.stop_all(record)
-                raise
             progress(f"started {name} (pid {worker.pid})")
         self._await_ports(record, progress)
 
@@ -187,8 +183,7 @@ class LocalProvider:
                                                    f"{worker.waa_url}, scoring "
                                                    f"{worker.scoring_url}"))
                     pending.remove(worker)
-                elif not self.is_ours(worker):
-                    self.stop_all(record)
+                elif not self.is_ours(worker):  # create stops the others
                     raise ProvisioningError(
                         f"{worker.name} exited during start-up: {_log_tail(worker)} "
                         f"(log: {worker.log_path})"

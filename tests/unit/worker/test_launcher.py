@@ -17,6 +17,7 @@ from infra.local.actions import run_action
 from infra.local.commands import run
 from infra.local.desktop import Desktop
 from infra.local.render import accessibility_xml, draw
+from tests.support.controls import find_control
 from tests.support.screen_text import shows_text
 
 WHEN = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -28,7 +29,7 @@ EVENT_VERB = ('calendar add "Dinner with Ada" 2026-05-01 location=Paris '
 
 
 def control(desktop: Desktop, name: str, role: str | None = None) -> gui.Control:
-    found = gui.find_control(desktop, name, role)
+    found = find_control(desktop, name, role)
     assert found is not None, f"{name} not on screen"
     return found
 
@@ -156,7 +157,7 @@ def test_a_list_longer_than_the_window_scrolls(desktop: Desktop) -> None:
     for day in range(1, gui.OPENAPPS_ROWS + 1):  # the seed's 13 events and these: too many
         ok(desktop, f'calendar add "Late event {day}" 2099-01-{day:02d}')
     ok(desktop, "goto calendar")
-    assert gui.find_control(desktop, f"Late event {gui.OPENAPPS_ROWS}", "ListItem") is None
+    assert find_control(desktop, f"Late event {gui.OPENAPPS_ROWS}", "ListItem") is None
     x, y = control(desktop, "Otto's Birthday", "ListItem").center
     assert run_action(desktop, f"import pyautogui\npyautogui.scroll(-10, {x}, {y})"
                       ).returncode == 0
@@ -319,7 +320,7 @@ def test_the_todo_list_scrolls_and_a_long_file_shows_its_end_while_it_is_typed_i
         ok(desktop, f'todo add "Late item {number}"')
     ok(desktop, "goto todo")
     last = f"Late item {gui.OPENAPPS_ROWS}"
-    assert gui.find_control(desktop, last, "ListItem") is None
+    assert find_control(desktop, last, "ListItem") is None
     x, y = control(desktop, "Water plants", "ListItem").center
     type_keys(desktop, f"pyautogui.scroll(-10, {x}, {y})")
     click(desktop, f"Done {last}")

@@ -10,6 +10,7 @@ from infra.local import gui
 from infra.local.actions import run_action
 from infra.local.desktop import Desktop
 from infra.local.pysource import ForbiddenSource, parse_source, python_c_source
+from tests.support.controls import find_control
 
 DESKTOP = "C:\\Users\\Docker\\Desktop"
 
@@ -81,7 +82,7 @@ def test_the_command_language_still_works(desktop: Desktop) -> None:
 
 
 def _control(desktop: Desktop, name: str) -> gui.Control:
-    control = gui.find_control(desktop, name)
+    control = find_control(desktop, name)
     assert control is not None, f"{name} not on screen"
     return control
 

@@ -10,11 +10,12 @@ from xml.etree import ElementTree as ET
 import pytest
 from PIL import Image
 
-from infra.local import gui, render
+from infra.local import render
 from infra.local.actions import run_action
 from infra.local.commands import run
 from infra.local.desktop import Desktop
 from infra.local.render import Screen, accessibility_xml, draw
+from tests.support.controls import find_control
 
 
 def test_screen_is_cached_until_the_desktop_changes(
@@ -50,7 +51,7 @@ def test_the_next_screenshot_shows_what_was_typed(
     desktop = Desktop(tmp_path / "root")
     assert run(desktop, setup).returncode == 0
     if target is not None:  # click the field (or the file, which opens it) to type there
-        found = gui.find_control(desktop, target)
+        found = find_control(desktop, target)
         assert found is not None
         clicked = run_action(desktop, "import pyautogui\npyautogui.click({}, {})".format(
             *found.center))
