@@ -404,15 +404,6 @@ def run_evaluation(
         config = replace(config, resume=not unstarted,
                          rerun_errors=config.rerun_errors and not unstarted,
                          max_cost_usd=resumed_cap(previous, config.max_cost_usd)[0])
-    if config.resume:
-        if config.pool_names():
-            # pools given that are not the run's are refused all the same (names only: no
-            # pool is read here)
-            _resolve_pools(folder, config, previous)
-        # nothing left to run: ended from its records, before any pool is read or leased
-        settled = _end_settled(folder, config, previous)
-        if settled is not None:
-            return settled
     if checked is not None and checked.agents.makes(config.agent, config.agent_options):
         make_agent, variations, changes = checked.agents, checked.variations, checked.changes
     else:
@@ -423,6 +414,14 @@ def run_evaluation(
         changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
 
     if config.resume:
+        if config.pool_names():
+            # pools given that are not the run's are refused all the same (names only: no
+            # pool is read here)
+            _resolve_pools(folder, config, previous)
+        # nothing left to run: ended from its records, before any pool is read or leased
+        settled = _end_settled(folder, config, previous, changes)
+        if settled is not None:
+            return settled
         _check_queue(folder)  # before any lease, as every check that reads the pools below
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken
@@ -755,20 +754,10 @@ def _write_manifest(
     """``manifest.json`` (:mod:`evals.run.manifest`) at the run's start; a resumed run keeps the
     one it started with, its ``settings`` updated by the changes ``--allow-change`` allowed
     (each appended to ``setting_changes``)."""
-    from evals.run.manifest import MANIFEST, build_manifest, read_manifest, write_manifest
+    from evals.run.manifest import MANIFEST, build_manifest, write_manifest
 
     if (folder.path / MANIFEST).is_file():
-        manifest = read_manifest(folder.path)
-        if manifest is not None and changes:
-            settings = manifest.get("settings")
-            if not isinstance(settings, dict):  # a run from before settings were recorded
-                settings = {}
-            settings.update({c["setting"]: c["to"] for c in changes})
-            manifest["settings"] = settings
-            at = now_iso()
-            manifest["setting_changes"] = [*(manifest.get("setting_changes") or []),
-                                           *({"at": at, **c} for c in changes)]
-            write_manifest(folder, manifest)
+        _record_changes(folder, changes)
         return
     write_manifest(folder, build_manifest(
         run=folder.path.name, selection=config.selection, tasks=tasks, pools=pools,
@@ -776,6 +765,25 @@ def _write_manifest(
         trials=config.trials, settings=current_settings(config, agent),
         qemu=describe_plan(resets or {})["qemu"],
     ))
+
+
+def _record_changes(folder: RunFolder, changes: list[dict[str, Any]]) -> None:
+    """A resumed run's manifest (when it has one) with the changes ``--allow-change``
+    allowed: its ``settings`` updated, each change appended to ``setting_changes``."""
+    from evals.run.manifest import read_manifest, write_manifest
+
+    manifest = read_manifest(folder.path)
+    if manifest is None or not changes:
+        return
+    settings = manifest.get("settings")
+    if not isinstance(settings, dict):  # a run from before settings were recorded
+        settings = {}
+    settings.update({c["setting"]: c["to"] for c in changes})
+    manifest["settings"] = settings
+    at = now_iso()
+    manifest["setting_changes"] = [*(manifest.get("setting_changes") or []),
+                                   *({"at": at, **c} for c in changes)]
+    write_manifest(folder, manifest)
 
 
 def _run_in_folder(
@@ -1030,13 +1038,15 @@ def _settled_records(
 
 
 def _end_settled(
-    folder: RunFolder, config: RunConfig, previous: RunMetadata
+    folder: RunFolder, config: RunConfig, previous: RunMetadata,
+    changes: list[dict[str, Any]],
 ) -> RunResult | None:
     """End a resumed run that has nothing left to run (:func:`nothing_left`) from its
     records, as a run ends after its dispatch: each ``execution.json`` made a copy of its
-    record, the metadata marked finished (an interrupted run whose tasks all ended is), the
-    summary written. No pool is read or leased and nothing was run, so the run's cost, its
-    workers and their quarantine stay as recorded. ``None``: something is left to run."""
+    record, the settings ``changes`` (``--allow-change``) recorded as a resume records them,
+    the metadata marked finished (an interrupted run whose tasks all ended is), the summary
+    written. No pool is read or leased and nothing was run, so the run's cost, its workers
+    and their quarantine stay as recorded. ``None``: something is left to run."""
     if _settled_records(folder, config, previous) is None:
         return None  # said before the lock: a run with work left takes it with its pools
     with run_lock(folder):
@@ -1051,10 +1061,14 @@ def _end_settled(
                                if isinstance(h, dict) for n in h.get("workers") or [])}
         ending = _Ending.of(config.agent, records, lost_all=bool(workers) and out >= workers)
         finished = previous.get("status") == RunStatus.FINISHED.value
+        _record_changes(folder, changes)
         ended = folder.write_metadata({
             **previous, "status": RunStatus.FINISHED.value,
             "ended_at": previous.get("ended_at") if finished else now_iso(),
             "warning": ending.warning, "warning_cause": ending.warning_cause,
+            # the run's settings as a resume records them (changed only with --allow-change)
+            "max_steps": config.max_steps, "max_attempts": config.max_attempts,
+            "task_timeout_s": config.task_timeout_s, "max_cost_usd": config.max_cost_usd,
         })
         summary = summarize(ended, records.values(), run=folder.path.name)
         folder.write_summary(summary)
