@@ -506,10 +506,12 @@ def follow_builder(
 def read_task_indexes(
     ssh: SshEndpoint, known_hosts: Path, waa_image: str, progress: Progress, *, name: str
 ) -> dict[str, dict[str, list[str]]] | None:
-    """WAA's index files (:data:`waa_client.catalog.WAA_INDEXES`) as ``waa_image`` on the
-    builder holds them, for the image's record: its pools' task IDs are then checked before
-    a pool exists. Not reading them does not fail the build (the image is as good without
-    them, its pools' IDs are checked on the workers): one progress line says so, and None.
+    """WAA's index files, every one at the top of its task folder as ``waa_image`` on the
+    builder holds them (:func:`oa_vm.reach.host_status.task_indexes_command`: what its
+    workers' scoring servers serve), for the image's record: its pools' task IDs and index
+    names are then checked before a pool exists. Not reading them does not fail the build
+    (the image is as good without them, its pools' selections are checked on the workers):
+    one progress line says so, and None.
     """
     from oa_vm.reach.host_status import (
         COMMAND_TIMEOUT_S,
@@ -518,12 +520,11 @@ def read_task_indexes(
         parse_task_indexes,
         task_indexes_command,
     )
-    from waa_client.catalog import WAA_INDEXES
 
     try:
         done = ParamikoRunner(known_hosts).run(
-            ssh, task_indexes_command(waa_image, WAA_INDEXES), COMMAND_TIMEOUT_S)
-        return parse_task_indexes(done.output, WAA_INDEXES)
+            ssh, task_indexes_command(waa_image), COMMAND_TIMEOUT_S)
+        return parse_task_indexes(done.output)
     except (RemoteUnreachableError, ValueError) as exc:
         progress(f"{name}: WAA's task indexes not recorded ({exc}); its pools' task IDs "
                  "are checked on their workers")

@@ -45,7 +45,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from evals.results.records import AttemptRecord, TaskExecution
+from evals.results.records import AttemptRecord, TaskExecution, TaskStatus
 from evals.results.trials import SEPARATOR, split_key
 from oa_vm.kit.env_knobs import seconds
 from oa_vm.kit.safe_fs import WriteFailedError
@@ -633,6 +633,48 @@ def check_resumable(path: Path) -> None:
         ValueError: a committed record is missing or has a final status this version does not
             write.
     """
+    with _reading(path) as conn:
+        for done in conn.execute(
+            "SELECT task_id, final_status, record FROM tasks WHERE status='done'"
+        ):
+            _final_record(done)
+
+
+def settled_records(
+    path: Path, keys: Sequence[str], rerun_types: Sequence[str] = ()
+) -> dict[str, dict[str, Any]] | None:
+    """The committed records of a queue a resume would run nothing from, read without a
+    write; ``None`` when it would run something: a key of ``keys`` (the run's tasks and
+    trials) without a final record, a row pending or leased, a task a budget cap kept from
+    running (:meth:`TaskQueue.recover` puts it back), or an error of one of ``rerun_types``
+    (``--rerun-errors``: :meth:`TaskQueue.reopen_errors` puts it back).
+
+    Raises:
+        sqlite3.DatabaseError, ValueError: as :func:`check_resumable`.
+    """
+    with _reading(path) as conn:
+        if conn.execute("SELECT 1 FROM tasks WHERE status != 'done' LIMIT 1").fetchone():
+            return None
+        rows = conn.execute(
+            "SELECT task_id, final_status, record FROM tasks ORDER BY position").fetchall()
+        records = {str(row["task_id"]): _final_record(row) for row in rows}
+    if not set(keys) <= records.keys():
+        return None
+    for record in records.values():
+        if record.get("status") == TaskStatus.NOT_RUN.value or (
+                record.get("status") == TaskStatus.ERROR.value
+                and record.get("error_type") in rerun_types):
+            return None
+    return records
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to the queue at ``path``, checked to hold the queue's table.
+
+    Raises:
+        sqlite3.DatabaseError: missing, not SQLite, or without the queue's table.
+    """
     if not path.is_file():
         raise sqlite3.DatabaseError("the file is missing")
     # Closed cleanly (no write-ahead log beside it), the file is the whole queue: read as
@@ -646,10 +688,7 @@ def check_resumable(path: Path) -> None:
         ).fetchone()
         if not row or row[0] != 1:
             raise sqlite3.DatabaseError("it holds no task queue")
-        for done in conn.execute(
-            "SELECT task_id, final_status, record FROM tasks WHERE status='done'"
-        ):
-            _final_record(done)
+        yield conn
     finally:
         conn.close()
 

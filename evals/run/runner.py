@@ -87,6 +87,7 @@ __all__ = [
     "health_warning",
     "KEPT_WORKER_LOGS",
     "hold_run",
+    "nothing_left",
     "resumed_cap",
     "run_evaluation",
     "run_lock",
@@ -123,6 +124,8 @@ class RunResult:
         summary: The run's summary (:func:`evals.run.metrics.summarize`), computed from the
             records the run held when it ended: the ``summary.json`` it wrote, and what the
             command prints.
+        settled: A resumed run that had nothing left to run (:func:`nothing_left`): it was
+            ended from its records, without a pool.
     """
 
     run_dir: Path
@@ -139,6 +142,7 @@ class RunResult:
     agent_errors: int = 0
     blames_agent: bool = False
     summary: Summary = field(default_factory=dict)  # type: ignore[assignment]  # a hand-made one
+    settled: bool = False
 
 
 def health_warning(
@@ -410,6 +414,14 @@ def run_evaluation(
         changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
 
     if config.resume:
+        if config.pool_names():
+            # pools given that are not the run's are refused all the same (names only: no
+            # pool is read here)
+            _resolve_pools(folder, config, previous)
+        # nothing left to run: ended from its records, before any pool is read or leased
+        settled = _end_settled(folder, config, previous, changes)
+        if settled is not None:
+            return settled
         _check_queue(folder)  # before any lease, as every check that reads the pools below
     names = _resolve_pools(folder, config, previous)
     load_ready(names)  # every pool exists and is usable before any lease is taken
@@ -742,20 +754,10 @@ def _write_manifest(
     """``manifest.json`` (:mod:`evals.run.manifest`) at the run's start; a resumed run keeps the
     one it started with, its ``settings`` updated by the changes ``--allow-change`` allowed
     (each appended to ``setting_changes``)."""
-    from evals.run.manifest import MANIFEST, build_manifest, read_manifest, write_manifest
+    from evals.run.manifest import MANIFEST, build_manifest, write_manifest
 
     if (folder.path / MANIFEST).is_file():
-        manifest = read_manifest(folder.path)
-        if manifest is not None and changes:
-            settings = manifest.get("settings")
-            if not isinstance(settings, dict):  # a run from before settings were recorded
-                settings = {}
-            settings.update({c["setting"]: c["to"] for c in changes})
-            manifest["settings"] = settings
-            at = now_iso()
-            manifest["setting_changes"] = [*(manifest.get("setting_changes") or []),
-                                           *({"at": at, **c} for c in changes)]
-            write_manifest(folder, manifest)
+        _record_changes(folder, changes)
         return
     write_manifest(folder, build_manifest(
         run=folder.path.name, selection=config.selection, tasks=tasks, pools=pools,
@@ -763,6 +765,25 @@ def _write_manifest(
         trials=config.trials, settings=current_settings(config, agent),
         qemu=describe_plan(resets or {})["qemu"],
     ))
+
+
+def _record_changes(folder: RunFolder, changes: list[dict[str, Any]]) -> None:
+    """A resumed run's manifest (when it has one) with the changes ``--allow-change``
+    allowed: its ``settings`` updated, each change appended to ``setting_changes``."""
+    from evals.run.manifest import read_manifest, write_manifest
+
+    manifest = read_manifest(folder.path)
+    if manifest is None or not changes:
+        return
+    settings = manifest.get("settings")
+    if not isinstance(settings, dict):  # a run from before settings were recorded
+        settings = {}
+    settings.update({c["setting"]: c["to"] for c in changes})
+    manifest["settings"] = settings
+    at = now_iso()
+    manifest["setting_changes"] = [*(manifest.get("setting_changes") or []),
+                                   *({"at": at, **c} for c in changes)]
+    write_manifest(folder, manifest)
 
 
 def _run_in_folder(
@@ -903,41 +924,157 @@ def _run_in_folder(
             records = {k: TaskExecution.from_json(v) for k, v in committed.items()}
         finally:
             queue.close()
-        counts = {**{s.value: 0 for s in TaskStatus},
-                  **Counter(final.status.value for final in records.values())}
-        failures = agent_failures(records.values())
-        agent_errors = sum(len(keys) for keys in failures.values())
-        agent_failed = describe(config.agent, failures) if failures else None
         out = {*outcome.quarantined, *(n for h in outcome.quarantined_hosts for n in h["workers"])}
         lost_all = bool(workers) and out >= {w.name for w in workers}
-        warning = health_warning(
-            counts, lost_all=lost_all, agent_errors=agent_errors, agent_failed=agent_failed
-        )
-        agent_blamed = warning is not None and blames_agent(
-            counts, lost_all=lost_all, agent_errors=agent_errors
-        )
+        ending = _Ending.of(config.agent, records, lost_all=lost_all)
         ended = folder.update_metadata(
             status=status.value, ended_at=now_iso(), quarantined_workers=quarantined,
-            quarantined_hosts=lost_hosts,
-            cost=ledger.totals(), warning=warning,
-            # the run page's banner: "the agent failed", not "unhealthy run"
-            warning_cause=None if warning is None else "agent" if agent_blamed else "workers",
+            quarantined_hosts=lost_hosts, cost=ledger.totals(), warning=ending.warning,
+            warning_cause=ending.warning_cause,
         )
         # the files are for resuming and for readers: the summary is of the records held here
         summary = summarize(ended, records.values(), run=folder.path.name)
         folder.write_summary(summary)
-    return RunResult(
+    return ending.result(
         summary=summary,
-        warning=warning,
         run_dir=folder.path,
         status=status,
-        counts=counts,
-        not_run=[tid for tid, r in records.items() if r.status is TaskStatus.NOT_RUN],
         quarantined=quarantined,
         spent_usd=ledger.spent(),
         cap_usd=config.max_cost_usd,
         unpriced_models=sorted(ledger.unpriced_models),
-        agent_failed=agent_failed,
-        agent_errors=agent_errors,
-        blames_agent=agent_blamed,
+    )
+
+
+@dataclass(frozen=True)
+class _Ending:
+    """What a run's final records say of it: the counts by status, whether it is a result
+    (:func:`health_warning`) and the agent's part in it; one reckoning for a run that ends
+    after its dispatch and for one resumed with nothing left to run (:func:`_end_settled`)."""
+
+    records: Mapping[str, TaskExecution]
+    counts: dict[str, int]
+    warning: str | None
+    agent_failed: str | None
+    agent_errors: int
+    blames_agent: bool
+
+    @classmethod
+    def of(cls, agent: str, records: Mapping[str, TaskExecution], *, lost_all: bool) -> _Ending:
+        counts = {**{s.value: 0 for s in TaskStatus},
+                  **Counter(final.status.value for final in records.values())}
+        failures = agent_failures(records.values())
+        agent_errors = sum(len(keys) for keys in failures.values())
+        agent_failed = describe(agent, failures) if failures else None
+        warning = health_warning(
+            counts, lost_all=lost_all, agent_errors=agent_errors, agent_failed=agent_failed
+        )
+        blamed = warning is not None and blames_agent(
+            counts, lost_all=lost_all, agent_errors=agent_errors
+        )
+        return cls(records, counts, warning, agent_failed, agent_errors, blamed)
+
+    @property
+    def warning_cause(self) -> str | None:
+        """``metadata.json``'s ``warning_cause``: the run page's banner says "the agent
+        failed", not "unhealthy run", when the agent is to blame."""
+        if self.warning is None:
+            return None
+        return "agent" if self.blames_agent else "workers"
+
+    def result(self, *, summary: Summary, run_dir: Path, status: RunStatus,
+               quarantined: list[str], spent_usd: float, cap_usd: float | None,
+               unpriced_models: list[str], settled: bool = False) -> RunResult:
+        """The run's :class:`RunResult`."""
+        return RunResult(
+            summary=summary, warning=self.warning, run_dir=run_dir, status=status,
+            counts=self.counts,
+            not_run=[k for k, r in self.records.items() if r.status is TaskStatus.NOT_RUN],
+            quarantined=quarantined, spent_usd=spent_usd, cap_usd=cap_usd,
+            unpriced_models=unpriced_models, agent_failed=self.agent_failed,
+            agent_errors=self.agent_errors, blames_agent=self.blames_agent, settled=settled,
+        )
+
+
+# --- a resumed run with nothing left to run ----------------------------------------------------
+
+
+def nothing_left(config: RunConfig) -> bool:
+    """Whether resuming ``config``'s run would run nothing: every task and trial it recorded
+    has its final record, none was kept from running by a budget cap, and (with
+    ``rerun_errors``) none ended in an error that is run again (:data:`RERUN_ERROR_TYPES`).
+    Such a run needs no pool: :func:`run_evaluation` ends it from its records (its summary
+    written, as a finished run's), and a sweep makes none for it. False for a new run and
+    for one killed before it started.
+
+    Raises:
+        InvalidRunInputError: its metadata or queue is unreadable.
+    """
+    if not config.resume or not config.run_name:
+        return False
+    from evals.results.run_reader import read_started
+
+    folder = RunFolder(results_root(config.results_dir) / config.run_name)
+    previous = read_started(folder.path)
+    return previous is not None and _settled_records(folder, config, previous) is not None
+
+
+def _settled_records(
+    folder: RunFolder, config: RunConfig, previous: RunMetadata
+) -> dict[str, dict[str, Any]] | None:
+    """The resumed run's final records when it has nothing left to run (else ``None``)."""
+    import sqlite3
+
+    from evals.run.queue import settled_records
+
+    trials = int(previous.get("trials") or 1)  # runs from before trials: 1
+    keys = [trial_key(str(tid), n) for tid in previous.get("task_ids") or []
+            for n in range(1, trials + 1)]
+    try:
+        return settled_records(folder.queue_path, keys,
+                               RERUN_ERROR_TYPES if config.rerun_errors else ())
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        raise _unreadable(folder, exc) from exc
+
+
+def _end_settled(
+    folder: RunFolder, config: RunConfig, previous: RunMetadata,
+    changes: list[dict[str, Any]],
+) -> RunResult | None:
+    """End a resumed run that has nothing left to run (:func:`nothing_left`) from its
+    records, as a run ends after its dispatch: each ``execution.json`` made a copy of its
+    record, the settings ``changes`` (``--allow-change``) recorded as a resume records them,
+    the metadata marked finished (an interrupted run whose tasks all ended is), the summary
+    written. No pool is read or leased and nothing was run, so the run's cost, its workers
+    and their quarantine stay as recorded. ``None``: something is left to run."""
+    if _settled_records(folder, config, previous) is None:
+        return None  # said before the lock: a run with work left takes it with its pools
+    with run_lock(folder):
+        found = _settled_records(folder, config, previous)  # again, as its one controller
+        if found is None:
+            return None
+        folder.sync_executions(found)
+        records = {k: TaskExecution.from_json(v) for k, v in found.items()}
+        workers = {str(w) for w in previous.get("workers") or []}
+        quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
+        out = {*quarantined, *(str(n) for h in previous.get("quarantined_hosts") or []
+                               if isinstance(h, dict) for n in h.get("workers") or [])}
+        ending = _Ending.of(config.agent, records, lost_all=bool(workers) and out >= workers)
+        finished = previous.get("status") == RunStatus.FINISHED.value
+        _record_changes(folder, changes)
+        ended = folder.write_metadata({
+            **previous, "status": RunStatus.FINISHED.value,
+            "ended_at": previous.get("ended_at") if finished else now_iso(),
+            "warning": ending.warning, "warning_cause": ending.warning_cause,
+            # the run's settings as a resume records them (changed only with --allow-change)
+            "max_steps": config.max_steps, "max_attempts": config.max_attempts,
+            "task_timeout_s": config.task_timeout_s, "max_cost_usd": config.max_cost_usd,
+        })
+        summary = summarize(ended, records.values(), run=folder.path.name)
+        folder.write_summary(summary)
+    cost = previous.get("cost") or {}
+    return ending.result(
+        summary=summary, run_dir=folder.path, status=RunStatus.FINISHED,
+        quarantined=quarantined, spent_usd=float(cost.get("total_usd") or 0.0),
+        cap_usd=config.max_cost_usd, unpriced_models=[], settled=True,
     )

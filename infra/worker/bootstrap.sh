@@ -51,6 +51,9 @@ free_ports() {
 
 start_docker() {
   step docker "starting docker"
+  # before a shutdown can come: systemd must wait for Windows' own (lib.sh)
+  write_docker_dropin || fail "could not write ${OA_VM_DOCKER_DROPIN#"$OA_VM_ROOT"}"
+  systemctl daemon-reload || fail "systemctl daemon-reload failed (see: journalctl -b)"
   systemctl enable --now docker || fail "docker did not start (see: journalctl -u docker)"
   dockerx info >/dev/null 2>&1 || fail "docker does not answer (see: journalctl -u docker)"
 }
@@ -208,7 +211,7 @@ run_container() {
   while IFS= read -r line; do cpu+=(-e "$line"); done < <(dockur_cpu_env)
   # PID 1 is waa_entry.sh around WAA's entry.sh: in prepare mode it waits for QEMU to exit.
   dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" "${iso[@]}" "${mac[@]}" \
-    --device=/dev/kvm --device=/dev/net/tun --cap-add NET_ADMIN --stop-timeout 120 \
+    --device=/dev/kvm --device=/dev/net/tun --cap-add NET_ADMIN --stop-timeout "$OA_VM_STOP_TIMEOUT_S" \
     -p "127.0.0.1:$OA_VM_WAA_HOST_PORT:5000" -p "127.0.0.1:$OA_VM_VNC_HOST_PORT:8006" \
     -v "$OA_VM_STORAGE:/storage" -v "$here:/oa-vm:ro" -v "$OA_VM_QMP_DIR:$OA_VM_QMP_MOUNT" \
     -e "QMP=unix:$OA_VM_QMP_MOUNT/qmp.sock,server=on,wait=off" -e "VM_NET_IP=$OA_VM_GUEST_IP" \

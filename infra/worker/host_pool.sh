@@ -3,8 +3,8 @@
 #
 #   host_pool.sh claim POOL            mark this host as POOL's; exit 3 if another pool holds it
 #   host_pool.sh release POOL [--purge]
-#                                      remove what POOL added: its containers, its oa-vm-* units,
-#                                      its egress table, /opt/oa-vm, /etc/oa-vm and /var/lib/oa-vm,
+#                                      remove what POOL added: its containers, its oa-vm-* units
+#                                      and drop-ins, its egress table, /opt/oa-vm, /etc/oa-vm and /var/lib/oa-vm,
 #                                      except the image cache (/var/lib/oa-vm/image-cache) unless
 #                                      --purge; exit 3 if another pool holds the host (nothing is
 #                                      touched)
@@ -71,6 +71,14 @@ release() {
     systemctl disable --now "$(basename "$unit")" >/dev/null 2>&1 || true
     rm -f "$unit"
     echo "removed: unit $(basename "$unit")"
+  done
+  # The drop-ins the bootstrap gave the host's units (lib.sh's write_docker_dropin); the
+  # host's own drop-ins stay.
+  for unit in "$units_dir"/*.d/oa-vm-*.conf; do
+    [ -e "$unit" ] || continue
+    rm -f "$unit"
+    rmdir "$(dirname "$unit")" 2>/dev/null || true
+    echo "removed: drop-in ${unit#"$units_dir"/}"
   done
   systemctl daemon-reload >/dev/null 2>&1 || true
   # The egress table (own_host.py): one name, since the claim keeps one pool per host.

@@ -70,6 +70,17 @@ OA_VM_HV_FLAGS="hv-relaxed,hv-vapic,hv-spinlocks=0x1fff,hv-vpindex,hv-runtime,hv
 # docs/performance.md). The worker's disk is thrown away with the worker, so the writes a
 # host crash could lose do not matter.
 OA_VM_DISK_CACHE="writeback"
+# How long the WAA container gets to stop (docker's --stop-timeout): waa_entry.sh passes the
+# SIGTERM of 'docker stop' (a pause, a host shutting down) to dockur, which shuts Windows down by
+# ACPI and waits for QEMU; docker's SIGKILL after it leaves a dirty Windows disk. The one place
+# for the number: the container's stop timeout and docker.service's (below) derive from it.
+OA_VM_STOP_TIMEOUT_S=120
+# On a host shutdown or reboot systemd stops docker.service, whose daemon stops each container
+# within its stop timeout (dockerd adds 5 s of its own). Debian's and Ubuntu's docker.service set
+# no TimeoutStopSec, so systemd's default (DefaultTimeoutStopSec, 90 s) would kill dockerd first:
+# the drop-in below gives it the container's stop timeout and this margin.
+OA_VM_DOCKER_STOP_MARGIN_S=60
+OA_VM_DOCKER_DROPIN="$OA_VM_ROOT/etc/systemd/system/docker.service.d/oa-vm-stop-timeout.conf"
 # WAA's Python 3.9 with its packages, copied into the worker image from windowsarena/winarena.
 OA_VM_WAA_PYTHON="/usr/local/bin/python3.9"
 # Where the tools reach the scoring server on the host (oa-vm-bridge.service).
@@ -165,6 +176,26 @@ dockur_cpu_env() {
   local flags="$OA_VM_CPU_FLAGS"
   if kvm_hyperv; then flags="$flags,$OA_VM_HV_FLAGS"; fi
   printf '%s\n' "CPU_MODEL=$OA_VM_CPU_MODEL" "CPU_FLAGS=$flags" "HV=N"
+}
+
+# write_docker_dropin: docker.service's drop-in giving systemd's stop of docker more time than
+# the container's own stop (OA_VM_STOP_TIMEOUT_S and OA_VM_DOCKER_STOP_MARGIN_S), written in one
+# rename (the slots' bootstraps of one host may write it at once); a daemon-reload makes systemd
+# read it, docker running or not.
+write_docker_dropin() {
+  local dir tmp
+  dir="$(dirname "$OA_VM_DOCKER_DROPIN")"
+  mkdir -p "$dir"
+  tmp="$(mktemp "$dir/.oa-vm-stop-timeout.XXXXXX")" || return 1
+  if {
+    echo "# oa-vm: Windows' shutdown in the WAA container takes up to its stop timeout"
+    echo "[Service]"
+    echo "TimeoutStopSec=$((OA_VM_STOP_TIMEOUT_S + OA_VM_DOCKER_STOP_MARGIN_S))"
+  } >"$tmp" && chmod 0644 "$tmp" && mv -f "$tmp" "$OA_VM_DOCKER_DROPIN"; then
+    return 0
+  fi
+  rm -f "$tmp"
+  return 1
 }
 
 # dockerx ARGS...: docker as root or through the docker group, else with sudo (never prompting).

@@ -117,6 +117,20 @@ def read(name: str) -> str:
     return (WORKER_DIR / name).read_text(encoding="utf-8")
 
 
+def container_stop_s() -> tuple[int, int]:
+    """The WAA container's stop timeout (docker's ``--stop-timeout``: Windows' shutdown) and
+    the margin what stops it waits beyond it, in seconds: ``lib.sh``'s
+    ``OA_VM_STOP_TIMEOUT_S`` and ``OA_VM_DOCKER_STOP_MARGIN_S``, the one place for both."""
+    import re
+
+    text = read("lib.sh")
+    found = [re.search(rf"^{name}=([0-9]+)$", text, re.MULTILINE)
+             for name in ("OA_VM_STOP_TIMEOUT_S", "OA_VM_DOCKER_STOP_MARGIN_S")]
+    if found[0] is None or found[1] is None:
+        raise RuntimeError("lib.sh sets no OA_VM_STOP_TIMEOUT_S or OA_VM_DOCKER_STOP_MARGIN_S")
+    return int(found[0].group(1)), int(found[1].group(1))
+
+
 def expiry_calendar(expires_at: datetime) -> str:
     """A systemd ``OnCalendar`` value for one instant, in UTC (``2026-03-01 18:30:00 UTC``)."""
     return expires_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -5,9 +5,9 @@
 # Why a wrapper, in every mode: 'docker stop' (a pause, a host shutting down) sends SIGTERM to
 # PID 1 alone, and dockur relies on it: its tini, PID 1 of its own image, passes the signal to
 # dockur's entry.sh, whose trap (power.sh, enableTrap -> gracefulShutdown) sends Windows the
-# ACPI power button and waits for QEMU to exit; hence docker's --stop-timeout 120. Run by WAA,
-# dockur's tini is a grandchild of WAA's entry.sh, a bash script that traps nothing; the kernel
-# drops a signal PID 1 has no handler for: Windows would never be asked to shut down, only
+# ACPI power button and waits for QEMU to exit; hence docker's --stop-timeout (lib.sh's
+# OA_VM_STOP_TIMEOUT_S, 120 s). Run by WAA, dockur's tini is a grandchild of WAA's entry.sh, a
+# bash script that traps nothing; the kernel drops a signal PID 1 has no handler for: Windows would never be asked to shut down, only
 # killed 120 s later. Here PID 1 traps SIGTERM (and SIGINT, SIGHUP, SIGQUIT), passes SIGTERM to
 # dockur's tini, then waits for dockur's runtime to end (Docker's stop timeout bounds the wait).
 #

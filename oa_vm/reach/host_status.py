@@ -15,7 +15,6 @@ build reads WAA's index files out of the builder's WAA image here too
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Protocol
@@ -51,6 +50,15 @@ WAA_TASKS_DIR = "/client/evaluation_examples_windows"
 workers' scoring servers serve."""
 INDEX_MAX_BYTES = 256 * 1024
 """The most read of one index file out of an image (WAA's are a few KB)."""
+INDEX_MAX_FILES = 32
+"""The most index files read out of an image (WAA's has three); an image with more has none
+recorded, as one whose index files cannot be read."""
+MAIN_INDEX = "test_all"
+"""The index file a worker's scoring server serves first, and WAA's runner's default
+(``--json-name``): an image without it has none recorded."""
+INDEX_NAME = r"[A-Za-z0-9_.-]{1,100}"
+"""What an index file's name (without ``.json``) may be: as the workers' scoring servers
+take it (``infra/worker/scoring_server.py``)."""
 _DOCKER = "D=docker; docker info >/dev/null 2>&1 || D='sudo -n docker'; "
 """docker reached directly if the user may, else through sudo -n (never prompting)."""
 
@@ -157,41 +165,56 @@ def parse_host_report(output: str) -> HostReport:
     )
 
 
-def task_indexes_command(image: str, names: Sequence[str]) -> str:
-    """One remote shell command printing the index files ``names`` (``<name>.json`` at the top
-    of :data:`WAA_TASKS_DIR`) out of ``image`` as the host's Docker holds it, each in a section
-    of its name, cut at :data:`INDEX_MAX_BYTES`: copied out of a container created for it
-    (never started) and removed after."""
-    copies = "".join(
-        f"echo '{SECTION}{name}'; $D cp \"$c:{WAA_TASKS_DIR}/{name}.json\" - 2>/dev/null | "
-        f"tar -xOf - | head -c {INDEX_MAX_BYTES}; echo; " for name in names)
-    return (f"{_DOCKER}c=\"$($D create {shlex.quote(image)} none)\" || exit 1; {copies}"
+def task_indexes_command(image: str) -> str:
+    """One remote shell command printing every index file (``<name>.json`` at the top of
+    :data:`WAA_TASKS_DIR`, as the workers' scoring servers serve them) out of ``image`` as the
+    host's Docker holds it, each in a section of its name, cut at :data:`INDEX_MAX_BYTES`, at
+    most one more than :data:`INDEX_MAX_FILES` of them (in name order): copied out of a
+    container created for it (never started) and removed after. Names are read from the
+    folder's archive (task files under ``examples/`` are not index files)."""
+    folder = PurePosixPath(WAA_TASKS_DIR).name
+    names = (f"$D cp \"$c:{WAA_TASKS_DIR}\" - 2>/dev/null | tar -tf - 2>/dev/null | "
+             f"grep -E '^{folder}/{INDEX_NAME}\\.json$' | sed 's|^{folder}/||; s|\\.json$||' | "
+             f"sort | head -n {INDEX_MAX_FILES + 1}")
+    return (f"{_DOCKER}c=\"$($D create {shlex.quote(image)} none)\" || exit 1; "
+            f"for n in $({names}); do echo \"{SECTION}$n\"; "
+            f"$D cp \"$c:{WAA_TASKS_DIR}/$n.json\" - 2>/dev/null | tar -xOf - | "
+            f"head -c {INDEX_MAX_BYTES}; echo; done; "
             '$D rm -f "$c" >/dev/null 2>&1; true')
 
 
-def parse_task_indexes(output: str, names: Sequence[str]) -> dict[str, dict[str, list[str]]]:
-    """The index files :func:`task_indexes_command` printed, each checked.
+def parse_task_indexes(output: str) -> dict[str, dict[str, list[str]]]:
+    """The index files :func:`task_indexes_command` printed, each checked, by name.
 
     Raises:
-        ValueError: the first that is missing, cut or not an index, or what the command said
-            when it printed none (Docker's error).
+        ValueError: what the command said when it printed none (Docker's error), no
+            :data:`MAIN_INDEX`, more than :data:`INDEX_MAX_FILES`, or the first that is cut,
+            not JSON or not an index.
     """
     import json
+    import re
 
     from waa_client.catalog import index_from_json
     from waa_client.errors import CatalogError
 
     sections = _sections(output, "")
-    if not any(name in sections for name in names):
-        said = [line for line in sections[""] if line.strip()]
+    said = [line for line in sections.pop("", []) if line.strip()]
+    if not sections:
         raise ValueError(said[-1].strip()[:200] if said else "nothing printed")
+    if len(sections) > INDEX_MAX_FILES:
+        raise ValueError(f"{WAA_TASKS_DIR} holds more than {INDEX_MAX_FILES} index files")
+    if MAIN_INDEX not in sections:
+        raise ValueError(f"{MAIN_INDEX}.json is missing from the image")
     found = {}
-    for name in names:
-        text = "\n".join(sections.get(name, [])).strip()
+    for name in sorted(sections, key=lambda n: (n != MAIN_INDEX, n)):
+        if not re.fullmatch(INDEX_NAME, name):
+            raise ValueError(f"{name!r} is not an index file's name")
+        text = "\n".join(sections[name]).strip()
         try:
             found[name] = index_from_json(json.loads(text), f"{name}.json")
         except json.JSONDecodeError:
-            raise ValueError(f"{name}.json is missing from the image, or not JSON") from None
+            raise ValueError(f"{name}.json is not JSON, or cut at {INDEX_MAX_BYTES} bytes"
+                             ) from None
         except CatalogError as exc:
             raise ValueError(str(exc)) from exc
     return found

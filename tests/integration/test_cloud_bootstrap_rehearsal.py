@@ -24,7 +24,13 @@ from oa_vm.cli.pool_options import Heartbeat
 from oa_vm.clouds.pulumi.wait import worker_phase
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
 from oa_vm.reach.host_status import RemoteCommands, parse_status
-from tests.support.host_standins import calls, standin_env, write_shipped, write_standins
+from tests.support.host_standins import (
+    calls,
+    lib_value,
+    standin_env,
+    write_shipped,
+    write_standins,
+)
 from waa_client.ssh import CommandResult
 
 pytestmark = pytest.mark.integration
@@ -151,8 +157,12 @@ def test_pool_success_starts_from_the_image_with_a_bounded_restart_policy(
     assert ('-e CPU_MODEL=host -e CPU_FLAGS=-invtsc,-vmx,-svm -e HV=N -e DISK_CACHE=writeback'
             in run)
     assert "--device=/dev/kvm" in run and "-p 127.0.0.1:5000:5000" in run
-    # Windows gets two minutes to shut down on 'docker stop'; the shipped files are read-only.
-    assert "--stop-timeout 120" in run
+    # Windows gets its time to shut down on 'docker stop' (lib.sh's one value), and systemd's
+    # stop of docker at a host shutdown more (the drop-in, read before docker starts;
+    # test_systemd_units.py has what systemd makes of it); the shipped files are read-only.
+    assert f"--stop-timeout {lib_value('OA_VM_STOP_TIMEOUT_S')} " in run
+    assert (host.root / "etc/systemd/system/docker.service.d/oa-vm-stop-timeout.conf").is_file()
+    assert made.index("systemctl daemon-reload") < made.index("systemctl enable --now docker")
     assert f"-v {host.root.parent}/opt-oa-vm:/oa-vm:ro" in run
     assert any(c.startswith("docker load -i") for c in made)
     assert not any(c.startswith("docker pull") for c in made), "a warm start pulls nothing"

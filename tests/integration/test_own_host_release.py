@@ -15,13 +15,20 @@ from pathlib import Path
 import pytest
 
 from infra.worker import own_host, slots, units
-from tests.support.host_standins import calls, standin_env, write_shipped, write_standins
+from tests.support.host_standins import (
+    calls,
+    setup_dropins,
+    standin_env,
+    write_shipped,
+    write_standins,
+)
 
 pytestmark = pytest.mark.integration
 
 BASH = shutil.which("bash") or "/bin/bash"
 HOST_OWN = {"etc/hostname": "lab-1\n", "usr/bin/python3": "#!", "var/lib/docker/x": "theirs",
-            "etc/systemd/system/nginx.service": "[Unit]\n"}
+            "etc/systemd/system/nginx.service": "[Unit]\n",
+            "etc/systemd/system/docker.service.d/proxy.conf": "[Service]\n"}
 
 
 def _tree(root: Path) -> dict[str, str]:
@@ -48,6 +55,7 @@ def _host(tmp_path: Path, pool: str = "lab") -> tuple[Path, dict[str, str]]:
     for path, text in added.items():
         (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
         (root / path.lstrip("/")).write_text(text)
+    assert setup_dropins(root)  # as the bootstrap writes them
     return root, own
 
 
@@ -81,6 +89,7 @@ def test_claim_then_release_leaves_only_the_hosts_own_files_and_the_image_cache(
         assert f"removed: container {s.container}" in done.stdout
         assert f"systemctl disable --now oa-vm-bridge-{s.name}.service" in made
     assert "systemctl disable --now oa-vm-expiry.timer" in made
+    assert "removed: drop-in docker.service.d/oa-vm-stop-timeout.conf" in done.stdout
     cache = {k: v for k, v in _tree(root).items() if k.startswith("var/lib/oa-vm/image-cache/")}
     assert len(cache) == 2
     assert _tree(root) == {**own, **cache}

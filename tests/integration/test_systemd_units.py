@@ -12,7 +12,10 @@ units' dependencies as written. Only what cannot run here is
 replaced: each unit's programs (the bootstrap's by the same ``systemctl enable --now`` call,
 the servers' by a sleep) and the settings file they read, ``docker.service`` and the standard
 targets by empty units. Its namespace sees none of this machine's units or generators, and has
-its own ``/run``, ``/tmp`` and ``/var``: nothing starts but these units. What it leaves on
+its own ``/run``, ``/tmp`` and ``/var``: nothing starts but these units. The drop-ins the
+host's setup writes (``lib.sh``'s ``write_docker_dropin``, run here) sit beside them, read by
+this systemd as the host's reads them: the stand-in ``docker.service`` sets no stop timeout, as
+Debian's and Ubuntu's do not. What it leaves on
 the machine: the empty cgroups systemd makes for them (under this process's cgroup; on a
 cgroup v1 machine whose processes sit at its root, at the root).
 """
@@ -32,6 +35,7 @@ import pytest
 
 from infra.worker import slots
 from infra.worker.cloud_init import poweroff_units
+from tests.support.host_standins import lib_value, setup_dropins
 from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -107,6 +111,10 @@ def _host_units(folder: Path) -> list[str]:
         (folder / f"{scoring}.service").write_text(_played(scoring_text, "/bin/sleep 1000"))
         (folder / f"{bridge}.service").write_text(_played(bridge_text, "/bin/sleep 1000"))
     (folder / "docker.service").write_text(STANDIN_DOCKER)
+    # the drop-ins the host's setup writes, as its own function writes them
+    for name, text in setup_dropins(folder.parent / "setup-root").items():
+        (folder / name).parent.mkdir(exist_ok=True)
+        (folder / name).write_text(text)
     (folder / "oa-vm-egress.timer").write_text((UNITS / "oa-vm-egress.timer").read_text())
     (folder / "oa-vm-egress.service").write_text(
         _played((UNITS / "oa-vm-egress.service").read_text(), "/bin/true"))
@@ -194,3 +202,49 @@ def test_every_start_a_units_program_waits_for_returns(
                  "oa-vm-bridge-w1.service", "oa-vm-egress.timer", "oa-vm-expiry.timer",
                  "oa-vm-bootstrap.service", "oa-vm-bootstrap-w1.service"):
         assert manager.ctl("is-active", unit).stdout.strip() == "active", unit
+
+
+DOCKERD_GRACE_S = 5
+"""What dockerd waits beyond a container's stop timeout when it shuts down (moby's
+``ShutdownTimeout``: the longest container stop timeout plus 5 s)."""
+STOPS_THE_CONTAINER = re.compile(r"^ExecStop(Post)?=.*\bdocker\s+(stop|kill|rm)\b", re.MULTILINE)
+
+
+def _seconds(span: str) -> float:
+    """A systemd time span as ``systemctl show`` prints it (``3min``, ``1min 30s``,
+    ``infinity``) in seconds."""
+    if span == "infinity":
+        return float("inf")
+    scale = {"us": 1e-6, "ms": 1e-3, "s": 1, "min": 60, "h": 3600, "d": 86400}
+    parts = re.findall(r"([0-9.]+)(us|ms|s|min|h|d)", span)
+    assert parts and "".join(f"{n}{u}" for n, u in parts) == span.replace(" ", ""), span
+    return sum(float(n) * scale[u] for n, u in parts)
+
+
+def _shipped_unit_texts() -> dict[str, str]:
+    """Every unit a host of ours may run, as shipped (static files, a slot's, the expiry's)."""
+    s = slots.slot(1)
+    texts = {p.name: p.read_text(encoding="utf-8") for p in UNITS.iterdir() if p.is_file()}
+    texts.update({f"{s.bootstrap}.service": slots.bootstrap_unit(s),
+                  f"oa-vm-scoring-{s.name}.service": slots.scoring_unit(s),
+                  f"oa-vm-bridge-{s.name}.service": slots.bridge_unit(s)})
+    texts.update({Path(path).name: text for path, text in
+                  poweroff_units(datetime(2099, 1, 1, tzinfo=UTC)).items()})
+    return texts
+
+
+def test_every_unit_that_stops_the_container_gives_it_its_stop_timeout(
+    systemd: tuple[Systemd, list[str]],
+) -> None:
+    # On a host shutdown systemd stops docker.service, whose daemon stops the WAA container
+    # within the container's stop timeout (Windows shutting down): a unit whose own stop
+    # timeout is shorter is killed first, and Windows with it.
+    manager, _ = systemd
+    container_s = int(lib_value("OA_VM_STOP_TIMEOUT_S"))
+    assert container_s >= 60, container_s  # the value bootstrap.sh gives docker run
+    stopping = ["docker.service", *(name for name, text in _shipped_unit_texts().items()
+                                     if STOPS_THE_CONTAINER.search(text))]
+    for unit in stopping:
+        span = manager.ctl("show", "-P", "TimeoutStopUSec", unit).stdout.strip()
+        assert _seconds(span) > container_s + DOCKERD_GRACE_S, (
+            f"{unit} stops within {span}, the container within {container_s} s")

@@ -265,13 +265,28 @@ def test_on_an_existing_pool_its_catalog_refuses_before_its_lease_or_a_run_folde
 ) -> None:
     results = tmp_path / "results"
     script, args = "openadapt-evals", [case, "--pool", "p", "--tasks", TYPO]
+    env: dict[str, str] = {}
     if case == "run":
         args += ["--agent", "noop", "--results-dir", str(results)]
     elif case == "run --rerun-errors":
-        done = run_cli("openadapt-evals", "run", "--pool", "p", "--agent", "noop", "--tasks",
-                       _ids_file(tmp_path, REAL), "--run-name", "earlier", "--results-dir",
-                       str(results), home=pooled, timeout=240)
-        assert done.returncode == 0, done.stderr
+        # an agent slower than the task's time: a timeout error to rerun (a run with nothing
+        # to rerun needs no pool, and reads no catalog)
+        module = tmp_path / "agentmod"
+        module.mkdir()
+        (module / "slow_agent.py").write_text(
+            "import time\n"
+            "from evals.agents.base import DONE, BenchmarkAction, BenchmarkAgent\n"
+            "class Slow(BenchmarkAgent):\n"
+            "    def act(self, *args, **kwargs):\n"
+            "        time.sleep(3)\n"
+            "        return BenchmarkAction(DONE)\n")
+        env = {"PYTHONPATH": str(module)}
+        done = run_cli("openadapt-evals", "run", "--pool", "p", "--agent", "slow_agent:Slow",
+                       "--tasks", _ids_file(tmp_path, REAL), "--run-name", "earlier",
+                       "--results-dir", str(results), "--task-timeout", "1s",
+                       "--max-attempts", "1", home=pooled, timeout=240, env=env)
+        assert done.returncode == 4, done.stdout  # its one task in error
+        assert json.loads((results / "earlier" / "summary.json").read_text())["errors"] == 1
         _ids_file(tmp_path, TYPO)  # the run's @file, edited since: read again by the rerun
         args = ["run", "--pool", "p", "--rerun-errors", "earlier", "--results-dir", str(results)]
     elif case == "flow --live":
@@ -281,7 +296,7 @@ def test_on_an_existing_pool_its_catalog_refuses_before_its_lease_or_a_run_folde
         script, args = "openadapt-eval-flow", ["--live", "--pool", "p", "--bundles", str(bundles),
                                                "--task-ids", TYPO, "--results-dir", str(results)]
     with unchanged(pooled, results):  # the lease's files too: no lease was taken
-        done = run_cli(script, *args, home=pooled, timeout=240)
+        done = run_cli(script, *args, home=pooled, timeout=240, env=env)
     line = done.assert_one_line_error()
     assert done.returncode == 2, line
     # named by the pool's name, not its first worker's masked address

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -400,3 +401,30 @@ def running_host(folder: Path, *, only: tuple[str, ...] | None = None,
         yield server
     finally:
         server.stop()
+
+
+def lib_value(name: str) -> str:
+    """The value the shipped ``lib.sh`` gives the variable ``name`` (sourced by bash, as the
+    host's scripts source it)."""
+    from infra.worker.units import WORKER_DIR
+
+    done = subprocess.run(  # fixed script; the name is passed as an argument
+        ["bash", "-c", '. "$0"; printf %s "${!1}"', str(WORKER_DIR / "lib.sh"), name],
+        capture_output=True, text=True, timeout=30, check=True,
+        env={"PATH": "/usr/bin:/bin", "OA_VM_ROOT": "/nonexistent"})
+    return done.stdout
+
+
+def setup_dropins(root: Path) -> dict[str, str]:
+    """The systemd drop-ins the host's setup writes (``lib.sh``'s ``write_docker_dropin``, run
+    under ``root`` as ``OA_VM_ROOT``, as ``bootstrap.sh`` runs it), by their path under
+    ``/etc/systemd/system`` (``docker.service.d/oa-vm-stop-timeout.conf``)."""
+    from infra.worker.units import WORKER_DIR
+
+    root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["bash", "-c", '. "$0"; write_docker_dropin', str(WORKER_DIR / "lib.sh")],
+                   capture_output=True, text=True, timeout=30, check=True,
+                   env={"PATH": "/usr/bin:/bin", "OA_VM_ROOT": str(root)})
+    units = root / "etc" / "systemd" / "system"
+    return {str(path.relative_to(units)): path.read_text(encoding="utf-8")
+            for path in sorted(units.glob("*.d/*.conf"))}

@@ -196,6 +196,9 @@ def execute(
     finally:
         progress.close()
     result.fail_on_errors = fail_on_errors
+    if result.settled:
+        typer.echo(f"Run {result.run_dir.name}: nothing left to run (every task has its final "
+                   "record), so no pool was used; its summary follows", err=True)
     summary = result.summary  # the run's own, as summary.json holds it: never read back
     if json_out:
         print_json({**summary, "run_dir": str(result.run_dir), "warning": result.warning,

@@ -4,7 +4,9 @@ The pool is removed whatever happens once it exists: the run ends, fails, or is 
 Ctrl-C or SIGTERM (both end the run as interrupted; ``--resume`` continues it on a new pool).
 Exit codes as ``run``: 0, 2 bad input, 3 budget cap, 4 unhealthy run, 1 other failure,
 130 interrupted. A sweep never removes a pool it did not create: a ``--pool`` that names an
-existing pool is refused before anything is made.
+existing pool is refused before anything is made. A ``--resume`` of a run with nothing left to
+run (:func:`evals.run.runner.nothing_left`) makes no pool: it prints the run's summary, as
+``run --resume`` does, with the finished run's exit code.
 """
 
 from __future__ import annotations
@@ -161,6 +163,11 @@ def sweep(
     # A resumed sweep whose pool outlived it (the sweep was killed) reuses that pool rather
     # than paying for a second one.
     reused = _pool_to_reuse(config, name, cloud) if config.resume else None
+    from evals.run.runner import nothing_left
+
+    # a resumed run with nothing left to run gets no pool (on a cloud: its start-up and its
+    # price for nothing); one this sweep left behind is removed all the same
+    idle = nothing_left(config)
     spec = oa_vm.build_spec(
         name=reused or name, cloud=cloud, workers=workers, faults=faults or None,
         price_per_hour=price_per_hour, size=size, regions=pool_opts.parse_regions(region),
@@ -171,11 +178,12 @@ def sweep(
     if oa_vm.pool_exists(spec.name) and spec.name != reused:
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
         raise PoolExistsError(spec.name)
-    check_pool_tasks(config, spec, checked)
+    if not idle:
+        check_pool_tasks(config, spec, checked)
     if plan_only:
         _print_plan(spec, config, json_out)
         return
-    if not reused and not oa_vm.cloud_facts(cloud).simulated:
+    if not reused and not idle and not oa_vm.cloud_facts(cloud).simulated:
         from evals.cli.sweep_plan import IDS_UNCHECKED, waa_ids
 
         counted = _image_task_count(config, spec)
@@ -200,23 +208,24 @@ def sweep(
                     _cleanup(reused)
                     reused = None
                 try:
-                    if reused:
+                    if reused and not idle:
                         _say(f"reusing pool {reused}, which this sweep created before it was "
                              "interrupted")
-                    else:
+                    elif not reused and not idle:
                         # recorded before it exists: a sweep killed from here on is found again
                         _record_pool(config, spec.name, cloud)
                         _say(f"creating pool {spec.name} ({cloud}, {workers} worker(s))")
                     try:
-                        if not reused:
+                        if not reused and not idle:
                             oa_vm.create_pool(spec, progress=_say)
                     except PoolExistsError:
                         raise  # made by someone else meanwhile: not ours to remove
                     except BaseException:
                         created = True  # a partial pool of ours may be left: remove it
                         raise
-                    created = True
-                    oa_vm.wait_pool(spec.name, timeout_s=wait_timeout)
+                    created = bool(reused) or not idle  # a pool of ours to remove
+                    if not idle:
+                        oa_vm.wait_pool(spec.name, timeout_s=wait_timeout)
                     result = execute(config, json_out=json_out, finish=False,
                                      fail_on_errors=fail_on_errors, checked=checked)
                     if result.warning:

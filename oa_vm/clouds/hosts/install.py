@@ -188,12 +188,19 @@ def containers_command(action: str, chosen: Iterable[WorkerSlot]) -> str:
     them again; ``restart`` runs the slot's bootstrap again, which replaces the container from
     the same storage and reports in the slot's status file as at create.
     """
+    chosen = list(chosen)
+    if action == "stop":
+        # one docker stop for every container: docker stops them at once, so the host's
+        # pause takes one container's stop timeout (Windows' shutdown), not one per worker
+        scoring = " ".join(f"oa-vm-scoring-{s.name}.service oa-vm-bridge-{s.name}.service"
+                           for s in chosen)
+        names = " ".join(s.container for s in chosen)
+        return (f"set -e; {BECOME_ROOT}$S systemctl stop {scoring}; "
+                f"$S docker stop {names} >/dev/null")
     steps: list[str] = []
     for s in chosen:
         scoring = f"oa-vm-scoring-{s.name}.service oa-vm-bridge-{s.name}.service"
-        if action == "stop":
-            steps.append(f"$S systemctl stop {scoring}; $S docker stop {s.container} >/dev/null")
-        elif action == "start":
+        if action == "start":
             steps.append(f"$S docker start {s.container} >/dev/null; $S systemctl start {scoring}")
         elif action == "restart":
             steps.append(f"$S systemctl restart --no-block {s.bootstrap}.service")

@@ -105,6 +105,17 @@ RUN_TIMEOUT_S = 120.0
 docker.io on a host that lacks it prints nothing for a while)."""
 
 
+def _silence_allowed(action: str) -> float:
+    """How long a container command may go without output: a pause's ``docker stop`` prints
+    nothing while Windows shuts down, up to the container's stop timeout (and a margin:
+    :func:`infra.worker.units.container_stop_s`); cut sooner, the pause reads as failed."""
+    if action != "stop":
+        return RUN_TIMEOUT_S
+    from infra.worker.units import container_stop_s
+
+    return max(RUN_TIMEOUT_S, float(sum(container_stop_s())))
+
+
 def slot_of(worker: WorkerRecord) -> slots.WorkerSlot:
     """The slot a worker holds on its host (its record's ``provider_id``: ``w0``, ``w1``...)."""
     name = worker.provider_id or "w0"
@@ -477,7 +488,7 @@ class HostFleetOps:
                 continue
             command = containers_command(action, [slot_of(w) for w in mine])
             try:
-                result = runner.run(mine[0].ssh, command, RUN_TIMEOUT_S)
+                result = runner.run(mine[0].ssh, command, _silence_allowed(action))
             except RemoteUnreachableError as exc:
                 progress(f"host {host} does not answer ({exc}); its workers are left as they "
                          "are")
