@@ -83,6 +83,18 @@ def test_a_finished_run_resumed_makes_no_pool_and_ends_as_it_ended(
     assert cloud.returncode == first.returncode, cloud.stderr
     assert NOTHING_LEFT in cloud.stderr, cloud.stderr
     assert _pools_made(home) == pools
+    # and its plan plans no pool and no price
+    planned = evals("sweep", "--cloud", "aws", "--resume", "--run-name", "e", "--plan",
+                    home=home, results=results, env=_offline(tmp_path))
+    assert planned.returncode == 0, planned.stderr
+    assert "nothing left to run: its --resume makes no pool" in planned.stdout, planned.stdout
+    assert "/hour" not in planned.stdout and "Resources" not in planned.stdout
+    as_json = evals("sweep", "--cloud", "aws", "--resume", "--run-name", "e", "--plan",
+                    "--json", home=home, results=results, env=_offline(tmp_path))
+    assert as_json.returncode == 0, as_json.stderr
+    document = json.loads(as_json.stdout)
+    assert document["plan"] is None and document["sweep"]["nothing_left"] is True
+    assert _pools_made(home) == pools
 
     # run --resume: the same rule, without any pool
     resumed = evals("run", "--resume", "--run-name", "e", "--json", home=home, results=results)

@@ -181,7 +181,10 @@ def sweep(
     if not idle:
         check_pool_tasks(config, spec, checked)
     if plan_only:
-        _print_plan(spec, config, json_out)
+        if idle:
+            _print_nothing_to_plan(config, json_out)
+        else:
+            _print_plan(spec, config, json_out)
         return
     if not reused and not idle and not oa_vm.cloud_facts(cloud).simulated:
         from evals.cli.sweep_plan import IDS_UNCHECKED, waa_ids
@@ -267,6 +270,19 @@ def _print_plan(spec: PoolSpec, config: RunConfig, json_out: bool) -> None:
     typer.echo(plan.describe())
     typer.echo("")
     typer.echo(answer.describe())
+
+
+def _print_nothing_to_plan(config: RunConfig, json_out: bool) -> None:
+    """``--plan`` of a resume with nothing left to run: no pool to plan, and so no price."""
+    from oa_vm.kit.clikit import print_json
+
+    if json_out:
+        print_json({"sweep": {"pool": None, "tasks": config.selection, "agent": config.agent,
+                              "run_name": config.run_name, "nothing_left": True},
+                    "plan": None})
+        return
+    typer.echo(f"Run {config.run_name} has nothing left to run: its --resume makes no pool "
+               "and costs nothing (it prints the run's summary).")
 
 
 def _local_task_count(config: RunConfig, tasks_dir: str | None) -> int:
