@@ -10,8 +10,10 @@ their workers, that quarantined the whole pool within a second.
 The rule, one for every worker behind a tunnel (:class:`PathWatch`):
 
 - an attempt that ended in error is the path's, not the worker's nor the task's, when its
-  tunnel dropped during the attempt or cannot be opened again now (the SSH server refuses or
-  does not answer: :class:`waa_client.errors.SshUnreachableError`). The dispatcher gives it
+  tunnel dropped during the attempt or cannot be opened again now, or its SSH server does not
+  send its banner (it refuses or does not answer: :class:`waa_client.errors.SshUnreachableError`;
+  the banner is asked for because a path that drops packets leaves a tunnel looking up until
+  its keepalives give up, :func:`waa_client.ssh.probe_ssh`). The dispatcher gives it
   back to the queue uncounted (:meth:`evals.run.queue.TaskQueue.give_back`); it runs again
   once the path is back, and never twice;
 - while a path is down its workers take no task: each waits, re-opening its tunnel under the
@@ -44,6 +46,7 @@ from waa_client.errors import SshUnreachableError, TunnelError
 
 if TYPE_CHECKING:
     from oa_vm import WorkerConnection
+    from waa_client.ssh import TunnelTarget
 
 PATIENCE_ENV = "OA_EVALS_SSH_PATIENCE_S"
 """Seconds a run waits for an SSH path that went down before it stops."""
@@ -51,6 +54,9 @@ PATIENCE_ENV = "OA_EVALS_SSH_PATIENCE_S"
 DEFAULT_PATIENCE_S = 300.0
 """Five minutes: longer than an sshd restart or a network blip, shorter than a user waits for
 a sweep that makes no progress."""
+
+PROBE_TIMEOUT_S = 10.0
+"""How long the SSH server has to accept a connection and send its banner."""
 
 RETRY_CAP_S = 10.0
 """The longest wait between two tries to re-open a tunnel: a path back is used within it."""
@@ -73,6 +79,13 @@ def endpoint_of(worker: WorkerConnection) -> str | None:
 def _short(exc: BaseException) -> str:
     """An SSH error's first clause (what happened, without advice meant for one worker)."""
     return str(exc).split("; ")[0]
+
+
+def _probe(target: TunnelTarget) -> None:
+    """The SSH server of ``target`` sends its banner, or :class:`SshUnreachableError`."""
+    from waa_client.ssh import probe_ssh  # paramiko's package: loaded once a tunnel exists
+
+    probe_ssh(target.ssh_host, target.ssh_port, timeout=PROBE_TIMEOUT_S, worker=target.name)
 
 
 def _follow(worker: WorkerConnection) -> None:
@@ -106,6 +119,8 @@ class PathWatch:
         on_down: Called once per outage with the endpoint and a sentence about it.
         on_back: Called once per outage with the endpoint and how long it was down.
         clock: Monotonic seconds (a test's fake clock).
+        probe: Raises :class:`SshUnreachableError` unless a target's SSH server sends its
+            banner (:func:`waa_client.ssh.probe_ssh` by default).
     """
 
     def __init__(
@@ -116,12 +131,14 @@ class PathWatch:
         on_down: Callable[[str, str], None] | None = None,
         on_back: Callable[[str, float], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        probe: Callable[[TunnelTarget], None] | None = None,
     ) -> None:
         self.patience_s = patience_s
         self.run_dir = run_dir
         self.on_down = on_down or (lambda _endpoint, _detail: None)
         self.on_back = on_back or (lambda _endpoint, _seconds: None)
         self.clock = clock
+        self.probe = probe or _probe
         self._lock = threading.Lock()
         self._down: dict[str, _Outage] = {}
 
@@ -157,7 +174,14 @@ class PathWatch:
         except TunnelError:
             return None  # the server answers but refuses: not an outage (module docstring)
         _follow(worker)
-        return reason if tunnel.reconnects != mark else None
+        if tunnel.reconnects != mark:
+            return reason  # it dropped during the attempt (and is open again)
+        try:
+            self.probe(tunnel.target)
+        except SshUnreachableError as exc:  # up on this side only: packets are lost
+            self._went_down(endpoint, worker.name, exc)
+            return reason
+        return None
 
     def wait_until_up(self, worker: WorkerConnection, stop: threading.Event) -> bool:
         """Block while the worker's path is down, re-opening its tunnel under the retry policy.
@@ -189,6 +213,7 @@ class PathWatch:
             if stop.is_set():
                 return
             try:
+                self.probe(tunnel.target)
                 tunnel.ensure()
             except SshUnreachableError as exc:
                 self._went_down(endpoint, worker.name, exc)

@@ -52,7 +52,7 @@ class ScriptedTunnel:
     ``ensure`` re-opens it when it dropped, counting reconnects as the real ones do."""
 
     target: TunnelTarget
-    server: str = "up"  # "up", "down" or "refusing"
+    server: str = "up"  # "up", "down" (refuses), "silent" (drops packets) or "refusing" (keys)
     healthy: bool = True
     reconnects: int = 0
     tries: list[float] = field(default_factory=list)
@@ -75,13 +75,19 @@ class ScriptedTunnel:
     def local_scoring_url(self) -> str:
         return f"http://127.0.0.1:{self.port + 1}"
 
-    def ensure(self) -> None:
-        if self.healthy:
-            return
+    def answer(self) -> None:
+        """The probe of its server (each call one try): a banner unless down or silent."""
         if self.clock is not None:
             self.tries.append(self.clock())
         if self.back_after is not None and len(self.tries) >= self.back_after:
             self.server = "up"
+        if self.server in ("down", "silent"):
+            raise SshUnreachableError(f"SSH to worker {self.target.name} at 10.0.0.9:22: no SSH "
+                                      "handshake within 10s")
+
+    def ensure(self) -> None:
+        if self.healthy:
+            return
         if self.server == "down":
             raise SshUnreachableError(f"SSH to worker {self.target.name} at 10.0.0.9:22: "
                                       "connection refused; check the worker is running")
@@ -103,22 +109,30 @@ def _tunnel(name: str, clock: Clock | None = None) -> ScriptedTunnel:
     return ScriptedTunnel(TunnelTarget(name, "10.0.0.9", 22, "ubuntu", Path("k")), clock=clock)
 
 
-def _watch(clock: Clock, events: list[tuple[str, str]], patience: float = 60.0) -> PathWatch:
+def _watch(clock: Clock, events: list[tuple[str, str]], *tunnels: ScriptedTunnel,
+           patience: float = 60.0) -> PathWatch:
+    """A watch whose probe asks the scripted server of the tunnel its target names."""
+    by_name = {t.target.name: t for t in tunnels}
+
+    def probe(target: TunnelTarget) -> None:
+        by_name[target.name].answer()
+
     return PathWatch(patience, "results/run-1",
                      on_down=lambda ep, detail: events.append(("down", ep)),
-                     on_back=lambda ep, seconds: events.append(("back", ep)), clock=clock)
+                     on_back=lambda ep, seconds: events.append(("back", ep)), clock=clock,
+                     probe=probe)
 
 
 def test_a_worker_reached_directly_or_behind_a_live_path_is_judged_as_before() -> None:
     clock, events = Clock(), []
-    watch = _watch(clock, events)
+    up, refusing = _tunnel("w1"), _tunnel("w2")
+    watch = _watch(clock, events, up, refusing)
     direct = _worker("w0", None)
     assert watch.at_fault(direct, watch.mark(direct)) is None
     # the SSH server answers and the tunnel stayed up: the worker behind it failed
-    live = _worker("w1", _tunnel("w1"))
+    live = _worker("w1", up)
     assert watch.at_fault(live, watch.mark(live)) is None
     # it answers but refuses the key: no outage to wait out
-    refusing = _tunnel("w2")
     refusing.healthy, refusing.server = False, "refusing"
     assert watch.at_fault(_worker("w2", refusing), 0) is None
     assert events == [] and not watch.is_down(live)
@@ -126,8 +140,8 @@ def test_a_worker_reached_directly_or_behind_a_live_path_is_judged_as_before() -
 
 def test_a_tunnel_that_dropped_during_the_attempt_blames_the_path_even_once_it_is_back() -> None:
     clock, events = Clock(), []
-    watch = _watch(clock, events)
     tunnel = _tunnel("w0")
+    watch = _watch(clock, events, tunnel)
     worker = _worker("w0", tunnel)
     mark = watch.mark(worker)
     tunnel.healthy = False  # dropped, and the server answers again at once
@@ -137,8 +151,8 @@ def test_a_tunnel_that_dropped_during_the_attempt_blames_the_path_even_once_it_i
 
 def test_a_dead_path_is_marked_down_once_for_every_worker_behind_it_and_waited_out() -> None:
     clock, events = Clock(), []
-    watch = _watch(clock, events)
     first, second = _tunnel("w0", clock), _tunnel("w1", clock)
+    watch = _watch(clock, events, first, second)
     w0, w1 = _worker("w0", first), _worker("w1", second)
     for tunnel in (first, second):
         tunnel.healthy, tunnel.server = False, "down"
@@ -147,19 +161,18 @@ def test_a_dead_path_is_marked_down_once_for_every_worker_behind_it_and_waited_o
     assert watch.at_fault(w1, 0) is not None
     assert events == [("down", ENDPOINT)]
 
-    first.back_after = 4  # three tries refused, the fourth gets through
+    first.back_after = 3  # two tries refused, the third gets through
     assert watch.wait_until_up(w0, ClockedStop(clock))
     assert events == [("down", ENDPOINT), ("back", ENDPOINT)]
     assert not watch.is_down(w1)
-    # the try that found it down, then the wait's: at once, then after tenacity's doubling
-    # waits (0.5 s, 1 s)
-    assert first.tries == pytest.approx([0.0, 0.0, 0.5, 1.5], abs=0.3)
+    # at once, then after tenacity's doubling waits (0.5 s, 1 s)
+    assert first.tries == pytest.approx([0.0, 0.5, 1.5], abs=0.3)
 
 
 def test_a_path_down_past_the_patience_ends_in_one_line_naming_the_endpoint() -> None:
     clock, events = Clock(), []
-    watch = _watch(clock, events, patience=30.0)
     tunnel = _tunnel("w0", clock)
+    watch = _watch(clock, events, tunnel, patience=30.0)
     tunnel.healthy, tunnel.server = False, "down"
     worker = _worker("w0", tunnel)
     assert watch.at_fault(worker, 0) is not None
@@ -174,10 +187,25 @@ def test_a_path_down_past_the_patience_ends_in_one_line_naming_the_endpoint() ->
     assert max(b - a for a, b in zip(tunnel.tries, tunnel.tries[1:], strict=False)) <= 10.0 + 0.3
 
 
+def test_a_server_that_stops_answering_behind_a_tunnel_still_up_is_a_dead_path() -> None:
+    # a path that drops packets: the SSH connection has not noticed (its keepalives have not
+    # given up) and the local ports accept, but the server sends no banner
+    clock, events = Clock(), []
+    tunnel = _tunnel("w0", clock)
+    watch = _watch(clock, events, tunnel)
+    worker = _worker("w0", tunnel)
+    tunnel.server = "silent"
+    assert ENDPOINT in (watch.at_fault(worker, watch.mark(worker)) or "")
+    assert events == [("down", ENDPOINT)] and watch.is_down(worker)
+    tunnel.back_after = 3
+    assert watch.wait_until_up(worker, ClockedStop(clock))
+    assert events == [("down", ENDPOINT), ("back", ENDPOINT)] and tunnel.reconnects == 0
+
+
 def test_a_run_that_stops_ends_the_wait() -> None:
     clock, events = Clock(), []
-    watch = _watch(clock, events)
     tunnel = _tunnel("w0", clock)
+    watch = _watch(clock, events, tunnel)
     tunnel.healthy, tunnel.server = False, "down"
     worker = _worker("w0", tunnel)
     assert watch.at_fault(worker, 0) is not None
@@ -198,8 +226,8 @@ def test_the_patience_is_a_timing_knob(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_tunnel_reopened_on_other_ports_takes_the_workers_clients_with_it() -> None:
     clock, events = Clock(), []
-    watch = _watch(clock, events)
     tunnel = _tunnel("w0", clock)
+    watch = _watch(clock, events, tunnel)
     worker = _worker("w0", tunnel)
     tunnel.healthy, tunnel.server, tunnel.taken = False, "down", True
     assert watch.at_fault(worker, 0) is not None
