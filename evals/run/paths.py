@@ -10,6 +10,8 @@ their workers, that quarantined the whole pool within a second.
 The rule, one for every worker behind a tunnel (:class:`PathWatch`):
 
 - an attempt that ended in error is the path's, not the worker's nor the task's, when its
+  path was found down while it ran (by its own worker or one behind the same server: a request
+  that timed out while the server was silent may be judged after it answers again), when its
   tunnel dropped during the attempt or cannot be opened again now, or its SSH server does not
   send its banner (it refuses or does not answer: :class:`waa_client.errors.SshUnreachableError`;
   the banner is asked for because a path that drops packets leaves a tunnel looking up until
@@ -141,11 +143,17 @@ class PathWatch:
         self.probe = probe or _probe
         self._lock = threading.Lock()
         self._down: dict[str, _Outage] = {}
+        self._outages: dict[str, int] = {}  # outages of each endpoint so far (see mark)
 
-    @staticmethod
-    def mark(worker: WorkerConnection) -> int:
-        """What to hand :meth:`at_fault` after the attempt: the tunnel's reconnects so far."""
-        return 0 if worker.tunnel is None else worker.tunnel.reconnects
+    def mark(self, worker: WorkerConnection) -> tuple[int, int]:
+        """What to hand :meth:`at_fault` after the attempt: the tunnel's reconnects and its
+        path's outages so far (one in progress not counted: the attempt runs during it)."""
+        tunnel, endpoint = worker.tunnel, endpoint_of(worker)
+        if tunnel is None or endpoint is None:
+            return (0, 0)
+        with self._lock:
+            ongoing = 1 if endpoint in self._down else 0
+            return (tunnel.reconnects, self._outages.get(endpoint, 0) - ongoing)
 
     def is_down(self, worker: WorkerConnection) -> bool:
         """Whether the worker's path is known to be down (a sibling may have found it)."""
@@ -153,18 +161,26 @@ class PathWatch:
         with self._lock:
             return endpoint is not None and endpoint in self._down
 
-    def at_fault(self, worker: WorkerConnection, mark: int) -> str | None:
+    def at_fault(self, worker: WorkerConnection, mark: tuple[int, int]) -> str | None:
         """After an attempt on ``worker`` ended in error: why the path is to blame (the reason
         its history keeps), or None when it is not (no tunnel, or a tunnel that stayed up).
 
         ``mark``: :meth:`mark` before the attempt. The tunnel is asked to be up (re-opened when
-        it dropped); one that cannot be re-opened marks its path down.
+        it dropped) and its server for its banner; either failing marks the path down. An
+        outage found since ``mark`` (by any worker behind the server, until this answer) makes
+        the attempt the path's.
         """
         tunnel, endpoint = worker.tunnel, endpoint_of(worker)
         if tunnel is None or endpoint is None:
             return None
         reason = f"interrupted: the SSH endpoint {endpoint} went down during this attempt"
-        if self.is_down(worker):
+        reconnects, outages = mark
+
+        def outage_since_mark() -> bool:
+            with self._lock:
+                return endpoint in self._down or self._outages.get(endpoint, 0) != outages
+
+        if outage_since_mark():
             return reason
         try:
             tunnel.ensure()
@@ -174,14 +190,15 @@ class PathWatch:
         except TunnelError:
             return None  # the server answers but refuses: not an outage (module docstring)
         _follow(worker)
-        if tunnel.reconnects != mark:
+        if tunnel.reconnects != reconnects:
             return reason  # it dropped during the attempt (and is open again)
         try:
             self.probe(tunnel.target)
         except SshUnreachableError as exc:  # up on this side only: packets are lost
             self._went_down(endpoint, worker.name, exc)
             return reason
-        return None
+        # a sibling may have found the outage while this tunnel was asked (and seen it end)
+        return reason if outage_since_mark() else None
 
     def wait_until_up(self, worker: WorkerConnection, stop: threading.Event) -> bool:
         """Block while the worker's path is down, re-opening its tunnel under the retry policy.
@@ -242,6 +259,7 @@ class PathWatch:
             first = outage is None
             if outage is None:
                 outage = self._down[endpoint] = _Outage(self.clock(), _short(exc))
+                self._outages[endpoint] = self._outages.get(endpoint, 0) + 1
             outage.workers.add(worker)
             outage.error = _short(exc)
         if first:

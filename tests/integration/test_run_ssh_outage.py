@@ -33,6 +33,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
 TASKS = 6
 POOL = "viassh"
+BACKENDS = pytest.mark.parametrize("backend", ["openssh", "paramiko"])
+"""The drills that ride an outage out run on both tunnel backends (``OA_VM_SSH_BACKEND``): they
+notice a dead or silent server differently."""
 
 
 @pytest.fixture
@@ -70,10 +73,12 @@ def _outage(sshd: SshServer) -> str:  # noqa: F811
     return f"SSH endpoint {sshd.user}@{sshd.host}:{sshd.port}"
 
 
+@BACKENDS
 def test_a_short_outage_of_the_ssh_server_is_ridden_out(
     ssh_pool: Path, sshd: SshServer, tmp_path: Path,  # noqa: F811
-    controllers: list[RunController],
+    controllers: list[RunController], monkeypatch: pytest.MonkeyPatch, backend: str,
 ) -> None:
+    monkeypatch.setenv("OA_VM_SSH_BACKEND", backend)
     results = tmp_path / "results"
     run = _start_run(ssh_pool, results, "outage")
     controllers.append(run)
@@ -105,10 +110,12 @@ def test_a_short_outage_of_the_ssh_server_is_ridden_out(
     assert all(r["attempts"] == 1 for r in records.values())
 
 
+@BACKENDS
 def test_an_ssh_server_that_stops_answering_is_waited_out_too(
     ssh_pool: Path, sshd: SshServer, tmp_path: Path,  # noqa: F811
-    controllers: list[RunController],
+    controllers: list[RunController], monkeypatch: pytest.MonkeyPatch, backend: str,
 ) -> None:
+    monkeypatch.setenv("OA_VM_SSH_BACKEND", backend)
     # frozen, not stopped: connections are still accepted, nothing is answered (a path that
     # drops packets), and the tunnels do not notice before their keepalives give up
     results = tmp_path / "results"

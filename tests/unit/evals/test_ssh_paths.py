@@ -134,7 +134,7 @@ def test_a_worker_reached_directly_or_behind_a_live_path_is_judged_as_before() -
     assert watch.at_fault(live, watch.mark(live)) is None
     # it answers but refuses the key: no outage to wait out
     refusing.healthy, refusing.server = False, "refusing"
-    assert watch.at_fault(_worker("w2", refusing), 0) is None
+    assert watch.at_fault(_worker("w2", refusing), (0, 0)) is None
     assert events == [] and not watch.is_down(live)
 
 
@@ -156,9 +156,9 @@ def test_a_dead_path_is_marked_down_once_for_every_worker_behind_it_and_waited_o
     w0, w1 = _worker("w0", first), _worker("w1", second)
     for tunnel in (first, second):
         tunnel.healthy, tunnel.server = False, "down"
-    assert watch.at_fault(w0, 0) is not None
+    assert watch.at_fault(w0, (0, 0)) is not None
     assert watch.is_down(w1), "a sibling behind the same SSH server waits too"
-    assert watch.at_fault(w1, 0) is not None
+    assert watch.at_fault(w1, (0, 0)) is not None
     assert events == [("down", ENDPOINT)]
 
     first.back_after = 3  # two tries refused, the third gets through
@@ -175,7 +175,7 @@ def test_a_path_down_past_the_patience_ends_in_one_line_naming_the_endpoint() ->
     watch = _watch(clock, events, tunnel, patience=30.0)
     tunnel.healthy, tunnel.server = False, "down"
     worker = _worker("w0", tunnel)
-    assert watch.at_fault(worker, 0) is not None
+    assert watch.at_fault(worker, (0, 0)) is not None
     with pytest.raises(SshPathLost) as lost:
         watch.wait_until_up(worker, ClockedStop(clock))
     line = str(lost.value)
@@ -208,7 +208,7 @@ def test_a_run_that_stops_ends_the_wait() -> None:
     watch = _watch(clock, events, tunnel)
     tunnel.healthy, tunnel.server = False, "down"
     worker = _worker("w0", tunnel)
-    assert watch.at_fault(worker, 0) is not None
+    assert watch.at_fault(worker, (0, 0)) is not None
     stop = ClockedStop(clock)
     stop.set()
     assert watch.wait_until_up(worker, stop) is False
@@ -230,7 +230,7 @@ def test_a_tunnel_reopened_on_other_ports_takes_the_workers_clients_with_it() ->
     watch = _watch(clock, events, tunnel)
     worker = _worker("w0", tunnel)
     tunnel.healthy, tunnel.server, tunnel.taken = False, "down", True
-    assert watch.at_fault(worker, 0) is not None
+    assert watch.at_fault(worker, (0, 0)) is not None
     tunnel.back_after = 3
     assert watch.wait_until_up(worker, ClockedStop(clock))
     assert tunnel.port == 109
@@ -238,3 +238,29 @@ def test_a_tunnel_reopened_on_other_ports_takes_the_workers_clients_with_it() ->
                                                     "http://127.0.0.1:110")
     assert worker.waa.base_url == "http://127.0.0.1:109"
     assert worker.scoring.base_url == "http://127.0.0.1:110"
+
+
+def test_an_attempt_that_ran_while_its_path_was_down_is_the_paths_even_judged_after() -> None:
+    # w1's request timed out while the server was silent; w0 found the path down and saw it
+    # come back before w1's attempt was judged: it is still the path's
+    clock, events = Clock(), []
+    first, second = _tunnel("w0", clock), _tunnel("w1", clock)
+    watch = _watch(clock, events, first, second)
+    w0, w1 = _worker("w0", first), _worker("w1", second)
+    mark = watch.mark(w1)
+    first.server = second.server = "silent"
+    assert watch.at_fault(w0, watch.mark(w0)) is not None
+    first.back_after = len(first.tries) + 1
+    assert watch.wait_until_up(w0, ClockedStop(clock))
+    second.server = "up"
+    assert events == [("down", ENDPOINT), ("back", ENDPOINT)]
+    assert ENDPOINT in (watch.at_fault(w1, mark) or "")
+    # an attempt begun after the outage is judged by the ordinary rules again
+    assert watch.at_fault(w1, watch.mark(w1)) is None
+    # one begun while it was down (its loop had looked just before), judged once it is back
+    first.server, first.back_after = "silent", None
+    assert watch.at_fault(w0, watch.mark(w0)) is not None
+    begun_during = watch.mark(w1)
+    first.back_after = len(first.tries) + 1
+    assert watch.wait_until_up(w0, ClockedStop(clock))
+    assert ENDPOINT in (watch.at_fault(w1, begun_during) or "")
