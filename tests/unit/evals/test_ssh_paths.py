@@ -8,6 +8,7 @@ these pin each branch of the rule, including the patience, on a fake clock.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,7 +86,12 @@ class ScriptedTunnel:
             raise SshUnreachableError(f"SSH to worker {self.target.name} at 10.0.0.9:22: no SSH "
                                       "handshake within 10s")
 
+    during_ensure: Callable[[], None] | None = None
+    """What happens elsewhere while this tunnel is asked (a sibling's judgement)."""
+
     def ensure(self) -> None:
+        if self.during_ensure is not None:
+            self.during_ensure()
         if self.healthy:
             return
         if self.server == "down":
@@ -264,3 +270,22 @@ def test_an_attempt_that_ran_while_its_path_was_down_is_the_paths_even_judged_af
     first.back_after = len(first.tries) + 1
     assert watch.wait_until_up(w0, ClockedStop(clock))
     assert ENDPOINT in (watch.at_fault(w1, begun_during) or "")
+
+
+def test_an_outage_a_sibling_finds_and_sees_end_while_this_attempt_is_judged_is_the_paths() -> None:
+    clock, events = Clock(), []
+    first, second = _tunnel("w0", clock), _tunnel("w1", clock)
+    watch = _watch(clock, events, first, second)
+    w0, w1 = _worker("w0", first), _worker("w1", second)
+    mark = watch.mark(w1)
+
+    def sibling_finds_and_ends_it() -> None:
+        second.during_ensure = None
+        first.server = "silent"
+        assert watch.at_fault(w0, watch.mark(w0)) is not None
+        first.back_after = len(first.tries) + 1
+        assert watch.wait_until_up(w0, ClockedStop(clock))
+
+    second.during_ensure = sibling_finds_and_ends_it
+    assert ENDPOINT in (watch.at_fault(w1, mark) or "")
+    assert events == [("down", ENDPOINT), ("back", ENDPOINT)]
