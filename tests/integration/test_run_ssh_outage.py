@@ -6,7 +6,7 @@ The pool is a 2-worker local pool reached through a real OpenSSH server on loopb
 (its process, and every connection it serves) while both workers hold a task, and starts it again
 on the same port with the same host key: no worker is blamed, the attempts the outage cut are
 given back uncounted, and every task is scored once. A worker that dies behind a live SSH server
-is still quarantined, as before.
+is still blamed, as before.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def test_an_outage_beyond_the_patience_ends_the_run_in_one_line_and_resume_finis
     assert all(r["attempts"] == 1 for r in _queue_rows(run_dir))
 
 
-def test_a_dead_worker_behind_a_live_ssh_server_is_still_quarantined(
+def test_a_dead_worker_behind_a_live_ssh_server_is_still_blamed(
     ssh_pool: Path, sshd: SshServer, tmp_path: Path,  # noqa: F811
     controllers: list[RunController],
 ) -> None:
