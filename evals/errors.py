@@ -168,6 +168,27 @@ class AgentFailed(EvalsError):
         )
 
 
+class SshPathLost(EvalsError):
+    """The SSH server in front of a run's workers (their path) stopped answering for longer
+    than the run waits for it (:mod:`evals.run.paths`): the run stops, no worker blamed, its
+    unfinished tasks left for ``--resume``.
+
+    Exit code 4, as :class:`RunUnhealthy`: the pool was not usable.
+    """
+
+    exit_code = 4
+
+    def __init__(self, endpoint: str, workers: Sequence[str], waited: str, last_error: str,
+                 run_dir: str) -> None:
+        self.endpoint = endpoint
+        self.run_dir = run_dir
+        super().__init__(
+            f"SSH endpoint {endpoint} (workers {', '.join(workers)}) did not answer for {waited} "
+            f"({last_error}); finished tasks are kept in {run_dir}; once it answers again, "
+            f"continue with --resume --run-name {os.path.basename(run_dir)}"
+        )
+
+
 class RunUnhealthy(EvalsError):
     """The run went to the end, but its result is not to be trusted: most tasks ended in error,
     or every worker was lost (or, with ``--fail-on-errors``, any task ended in error).

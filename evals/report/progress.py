@@ -71,9 +71,13 @@ _LINES: dict[EventKind, Callable[[RunEvent], str]] = {
     EventKind.TASK_FINISHED: _task_finished,
     EventKind.TASK_RETRY: lambda e: (
         f"retry {e.task_id}: failed{_where(e)} ({e.detail}); another worker takes it"),
+    EventKind.TASK_GIVEN_BACK: lambda e: (
+        f"given back {e.task_id}{_where(e)} ({e.detail}): it runs again, uncounted"),
     EventKind.WORKER_QUARANTINED: lambda e: f"worker {e.worker} quarantined: {e.detail}",
     EventKind.HOST_QUARANTINED: lambda e: f"host {e.worker} quarantined: {e.detail}",
     EventKind.WORKER_REPAIRED: lambda e: f"worker {e.worker} {e.detail}: back at work",
+    EventKind.PATH_DOWN: lambda e: f"SSH endpoint {e.worker} is down: {e.detail}",
+    EventKind.PATH_BACK: lambda e: f"SSH endpoint {e.worker} is back: {e.detail}",
     EventKind.BUDGET_STOP: lambda e: (
         f"budget cap reached ({e.detail}): no more tasks are started"),
     EventKind.FINISHED: lambda e: headline(e.snapshot),

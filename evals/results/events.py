@@ -21,6 +21,8 @@ class EventKind(StrEnum):
     TASK_FINISHED = "task_finished"
     TASK_RETRY = "task_retry"
     """An attempt failed for a reason not the agent's; the task goes back to the queue."""
+    TASK_GIVEN_BACK = "task_given_back"
+    """An attempt the SSH path's outage cut: back to the queue uncounted, no one blamed."""
     WORKER_QUARANTINED = "worker_quarantined"
     HOST_QUARANTINED = "host_quarantined"
     """Every worker of a shared host stopped answering: the host is out of the run (the event's
@@ -28,13 +30,19 @@ class EventKind(StrEnum):
     WORKER_REPAIRED = "worker_repaired"
     WORKER_DRAINING = "worker_draining"
     """The worker's host is under notice (spot reclaim, scheduled event): it takes no task."""
+    PATH_DOWN = "path_down"
+    """The SSH server in front of some workers stopped answering (the event's ``worker`` names
+    the endpoint): its workers wait for it, blamed for nothing (:mod:`evals.run.paths`)."""
+    PATH_BACK = "path_back"
+    """The SSH endpoint that was down answers again: its workers go on."""
     BUDGET_STOP = "budget_stop"
     FINISHED = "finished"
 
 
 NOTICES = frozenset({
-    EventKind.TASK_RETRY, EventKind.WORKER_QUARANTINED, EventKind.HOST_QUARANTINED,
-    EventKind.WORKER_REPAIRED, EventKind.BUDGET_STOP,
+    EventKind.TASK_RETRY, EventKind.TASK_GIVEN_BACK, EventKind.WORKER_QUARANTINED,
+    EventKind.HOST_QUARANTINED, EventKind.WORKER_REPAIRED, EventKind.BUDGET_STOP,
+    EventKind.PATH_DOWN, EventKind.PATH_BACK,
 })
 """Kinds a live display also prints above itself, so they stay in the scrollback."""
 

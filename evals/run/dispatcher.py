@@ -11,13 +11,20 @@ What happens to a task that goes wrong:
 - a worker that fails ``quarantine_after`` tasks in a row that way is quarantined: it gets no more
   tasks and is named in ``metadata.json``;
 - a host that is gone (:attr:`oa_vm.reach.connect.WorkerConnection.host`, shared by several
-workers):
+  workers):
   when a worker of a shared host fails that way, every worker of the host is probed; if none
   answers, the host is quarantined once, as one host (one ``host_quarantined`` event, one entry in
   ``metadata.json``'s ``quarantined_hosts``), its workers take no more tasks, and the tasks they
   had in flight are retried on other hosts (a task that just failed on a host is not handed to
   another worker of the same host while a worker of another host can take it). A worker of a
   one-worker host is its own host: the rule above names it;
+- the SSH path to the worker went down (the SSH server in front of it refuses or does not
+  answer: a network blip, sshd restarting; :mod:`evals.run.paths`): no worker and no task is
+  blamed. The attempt is given back to the queue uncounted, the workers behind that server take
+  no task and re-open their tunnels with backoff, and go on once it answers. A path down longer
+  than the patience (``OA_EVALS_SSH_PATIENCE_S``, 5 minutes) stops the run in one line naming the
+  endpoint (:class:`evals.errors.SshPathLost`), its attempts in flight given back uncounted;
+  ``--resume`` runs the rest. A worker dead behind a live SSH server is the cases above;
 - setup failed, the agent raised, the checker kept failing: the task's final record says so
   (``error/setup``, ``error/agent``, ``error/evaluation``), without retry;
 - the budget cap: dispatching stops, running tasks finish, the rest are recorded ``not_run``;
@@ -53,7 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from evals.agents import BenchmarkAgent
-from evals.errors import EvalsError
+from evals.errors import EvalsError, SshPathLost
 from evals.results.events import EventKind, EventSink, RunEvent, Snapshot
 from evals.results.ledger import Ledger
 from evals.results.records import (
@@ -70,9 +77,11 @@ from evals.results.trials import split_key
 from evals.run.agent_loop import run_task
 from evals.run.attempt_cua import is_cua_task, run_cua_task
 from evals.run.attempt_openapps import is_openapps_task, run_openapps_task
+from evals.run.paths import DEFAULT_PATIENCE_S, PathWatch
 from evals.run.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
 from evals.run.reset import ResetFailed, WorkerReset
 from oa_vm import LeaseLostError, PoolRemovingError
+from oa_vm.kit.durations import format_duration
 from oa_vm.kit.redact import redact_text
 from oa_vm.kit.safe_fs import LOCAL_FILE_ERRORS, WriteFailedError, ensure_dir
 
@@ -127,6 +136,8 @@ class Dispatcher:
         resets: The reset of each worker before each task, by worker name
             (:func:`evals.run.reset.plan_resets`); a worker without one gets WAA's stock reset
             inside :func:`evals.run.agent_loop.run_task`, unrecorded.
+        path_patience_s: How long the workers behind an SSH server that went down wait for it
+            before the run stops (:func:`evals.run.paths.patience_s`).
     """
 
     def __init__(
@@ -145,8 +156,18 @@ class Dispatcher:
         fence: Callable[[], None] | None = None,
         resets: Mapping[str, WorkerReset] | None = None,
         fence_token: Callable[[str], str | None] | None = None,
+        path_patience_s: float = DEFAULT_PATIENCE_S,
     ) -> None:
         self.folder = folder
+        self._paths = PathWatch(
+            path_patience_s, str(folder.path),
+            on_down=lambda endpoint, detail: self._emit(EventKind.PATH_DOWN, worker=endpoint,
+                                                        detail=detail),
+            on_back=lambda endpoint, seconds: self._emit(
+                EventKind.PATH_BACK, worker=endpoint,
+                detail=f"after {format_duration(seconds)}; its workers go on"),
+        )
+        self._path_lost: SshPathLost | None = None
         self.fence = fence or (lambda: None)
         self.fence_token = fence_token or (lambda _worker: None)
         self._fenced: BaseException | None = None
@@ -224,6 +245,7 @@ class Dispatcher:
             KeyboardInterrupt: passed on after the loops were told to stop committing.
             LeaseLostError, PoolRemovingError: the run's pool lease was lost; attempts in
                 flight were given back, pending tasks are left for ``--resume``.
+            SshPathLost: an SSH path stayed down past the patience; the same.
         """
         self._emit(EventKind.STARTED)
         threads = [
@@ -251,6 +273,8 @@ class Dispatcher:
         beat.join(timeout=5.0)
         if self._fenced is not None:
             raise self._fenced
+        if self._path_lost is not None:
+            raise self._path_lost
         if isinstance(self._crash, LOCAL_FILE_ERRORS):
             raise self._crash  # one line naming the file (evals.run.runner adds --resume)
         if self._crash is not None:
@@ -284,6 +308,9 @@ class Dispatcher:
         except FENCE_ERRORS as exc:
             self._fenced = self._fenced or exc
             self._stop.set()
+        except SshPathLost as exc:
+            self._path_lost = self._path_lost or exc
+            self._stop.set()
         except BaseException as exc:
             # A loop that dies would leave its lease held and the others waiting for ever:
             # stop the run instead (its leases are recovered by --resume) and report why (the
@@ -302,6 +329,8 @@ class Dispatcher:
         while not self._stop.is_set():
             if self._host_lost(worker.name):
                 break  # its host was quarantined (by this loop or a sibling's)
+            if self._paths.is_down(worker) and not self._paths.wait_until_up(worker, self._stop):
+                break  # the run stops while the path is down (SshPathLost: raised instead)
             if self._is_draining(worker.name):
                 # Its last task has finished; with --repair a replacement takes its place.
                 replacement = self._replace(worker)
@@ -486,6 +515,7 @@ class Dispatcher:
         self._emit(EventKind.TASK_STARTED, task_id=task_id, worker=worker.name)
         _keep_earlier_evidence(self.folder.task_dir(task_id), self.folder.path)
         began = time.monotonic()
+        path_mark = self._paths.mark(worker)
         reset = self.resets.get(worker.name)
         try:
             # the reset (evals.run.reset) is its own step: a clean restore may take minutes on a
@@ -533,17 +563,27 @@ class Dispatcher:
             self._running[worker.name] = None
         if self._stop.is_set():
             # Interrupted: commit nothing, the lease is recovered by --resume (given back now
-            # when the stop is a lost pool lease).
+            # when the stop is a lost pool lease or a lost SSH path).
             try:
                 self.fence()
             except FENCE_ERRORS:
                 self.queue.give_back(task_id, worker.name, lease)
+                return False
+            if self._path_lost is not None:
+                self.queue.give_back(task_id, worker.name, lease,
+                                     "interrupted: the run stopped, an SSH path was lost")
             return False
         try:
             self.fence()  # a result obtained while the lease was lost is not committed
         except FENCE_ERRORS:
             self._give_back(worker.name, lease)
             raise
+        if execution.status is TaskStatus.ERROR:
+            cut = self._paths.at_fault(worker, path_mark)
+            if cut is not None:
+                self._path_give_back(worker.name, lease, seconds, cut,
+                                     [s.usage for s in execution.steps])
+                return False
         execution.worker = worker.name
         execution.trial = trial
         execution.attempts = lease.attempts
@@ -627,6 +667,20 @@ class Dispatcher:
         self._stop.set()
         self.queue.give_back(lease.task_id, worker, lease)
         self.ledger.settle(lease.task_id, expected_seconds=0.0, actual_seconds=0.0, final=False)
+
+    def _path_give_back(self, worker: str, lease: QueuedTask, seconds: float, why: str,
+                        usages: list[dict[str, Any] | None]) -> None:
+        """The attempt failed because the SSH path to its worker went down: no one is blamed.
+        It is given back uncounted; the worker time it took is charged to its task now (and
+        kept in its history as interrupted, which ``--resume`` bills if the run stops before
+        the task ends)."""
+        self.ledger.charge(lease.task_id, seconds, usages, worker=worker)
+        self.queue.give_back(lease.task_id, worker, lease, why)
+        self.ledger.settle(lease.task_id, expected_seconds=0.0, actual_seconds=0.0, final=False)
+        self._emit(EventKind.TASK_GIVEN_BACK, task_id=lease.task_id, worker=worker,
+                   detail=why)
+        with self._wake:
+            self._wake.notify_all()
 
     def _dropped(self, task_id: str, worker: str, seconds: float, lease: QueuedTask) -> None:
         """The task's lease is no longer this attempt's: its result is not committed (the

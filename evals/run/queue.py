@@ -526,10 +526,12 @@ class TaskQueue:
                 )
             self._finish(conn, task_id, record, history=None, now=time.time())
 
-    def give_back(self, task_id: str, worker: str, lease: QueuedTask) -> bool:
+    def give_back(self, task_id: str, worker: str, lease: QueuedTask,
+                  why: str = "interrupted: the run lost its pool during this attempt") -> bool:
         """Give an attempt's lease back without a result (the controller is stopping: the run's
-        pool lease was lost); the attempt is not counted, but its worker time is kept in the
-        history as interrupted, to be billed on resume. False if the lease was not ours."""
+        pool lease was lost; or the SSH path to its worker went down, :mod:`evals.run.paths`);
+        the attempt is not counted, but its worker time is kept in the history as interrupted
+        (``why``), to be billed on resume. False if the lease was not ours."""
         now = time.time()
         with self._tx() as conn:
             row = conn.execute(
@@ -543,7 +545,7 @@ class TaskQueue:
             started = float(row["lease_started_at"] or now)
             history.append(AttemptRecord(
                 lease.attempts, worker, None,
-                "interrupted: the run lost its pool during this attempt", _iso(started), _iso(now),
+                why, _iso(started), _iso(now),
             ).to_json(reason=INTERRUPTED, worker_seconds=round(max(0.0, now - started), 3)))
             conn.execute(
                 "UPDATE tasks SET status='pending', lease_owner=NULL, lease_expires_at=NULL,"

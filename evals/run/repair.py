@@ -37,6 +37,7 @@ from oa_vm import LeaseLostError, PoolRecord, PoolRemovingError, WorkerConnectio
 
 if TYPE_CHECKING:
     from evals.run.settings import RunConfig
+    from waa_client.ssh import ForwardingTunnel
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +214,7 @@ class WorkerRepairer:
         found = next((w for w in record.workers if w.name == worker), None)
         if found is None or found.state != WorkerState.READY:
             return None
+        tunnel: ForwardingTunnel | None = None
         if found.ssh is not None:
             from waa_client.ssh import make_tunnel
 
@@ -229,7 +231,8 @@ class WorkerRepairer:
         self._stack.callback(waa.close)
         self._stack.callback(scoring.close)
         return WorkerConnection(worker, waa, scoring, waa_url, scoring_url,
-                                egress=record.settings.get("egress"), host=found.host)
+                                egress=record.settings.get("egress"), host=found.host,
+                                tunnel=tunnel)
 
     def close(self) -> None:
         """Stop the drain watcher; close every client and tunnel opened for replacements."""

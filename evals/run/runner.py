@@ -32,6 +32,7 @@ from evals.errors import (
     ResumeMismatchError,
     RunExistsError,
     RunLockedError,
+    SshPathLost,
 )
 from evals.results.agent_failures import agent_failures, describe
 from evals.results.events import EventSink, RunEvent, Snapshot
@@ -51,6 +52,7 @@ from evals.results.records import (
 from evals.results.trials import trial_key
 from evals.run.dispatcher import Dispatcher
 from evals.run.metrics import summarize
+from evals.run.paths import DEFAULT_PATIENCE_S, patience_s
 from evals.run.queue import TaskQueue
 from evals.run.reset import WorkerReset, describe_plan, plan_resets
 from evals.run.settings import (
@@ -397,6 +399,7 @@ def run_evaluation(
     """
     from evals.run.pools import connect_pools, hold_pools, load_ready, workers_changed
 
+    path_patience_s = patience_s()
     run_name = config.run_name or default_run_name(config.agent)
     folder, unstarted, previous = check_run_folder(config, run_name)
     if config.resume:
@@ -451,7 +454,7 @@ def run_evaluation(
         return _run_in_folder(
             folder, config, pools, tasks, infos, make_agent, previous, on_event, resets,
             fence=_fence(list(holds.values())), fence_token=_fence_token(holds),
-            changes=changes, locked=config.resume,
+            changes=changes, locked=config.resume, path_patience_s=path_patience_s,
         )
 
 
@@ -708,7 +711,7 @@ def _mark_interrupted(
     try:
         ended = folder.update_metadata(
             status=RunStatus.INTERRUPTED.value, ended_at=now_iso(), cost=ledger.totals())
-        if isinstance(exc, FENCE_ERRORS):  # the pool lease was lost: said why
+        if isinstance(exc, (*FENCE_ERRORS, SshPathLost)):  # the pool or its path lost: why
             ended = folder.update_metadata(stopped=str(exc))
     except LOCAL_FILE_ERRORS:
         return
@@ -801,6 +804,7 @@ def _run_in_folder(
     fence_token: Callable[[str], str | None] | None = None,
     changes: list[dict[str, Any]] | None = None,
     locked: bool = False,
+    path_patience_s: float = DEFAULT_PATIENCE_S,
 ) -> RunResult:
     from evals.run.pools import summary_fields
 
@@ -903,6 +907,7 @@ def _run_in_folder(
                 fence=fence,
                 fence_token=fence_token,
                 resets=resets,
+                path_patience_s=path_patience_s,
             )
             try:
                 outcome = dispatcher.run()

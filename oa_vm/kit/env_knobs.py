@@ -20,6 +20,7 @@ KNOBS: dict[str, bool] = {
     "OA_EVALS_TASK_LEASE_S": False,  # how long a task lease outlives a silent controller
     "OA_VM_LEASE_STALE_S": False,  # heartbeat silence after which a pool's lease is taken over
     "OA_VM_DRAIN_CHECK_S": True,  # seconds between two status reads of a worker in a run
+    "OA_EVALS_SSH_PATIENCE_S": False,  # how long a run waits for an SSH server that went down
 }
 
 

@@ -21,7 +21,7 @@ from oa_vm.model.state import PoolRecord, WorkerRecord, WorkerState
 
 if TYPE_CHECKING:
     from waa_client import ScoringClient, WaaClient
-    from waa_client.ssh import TunnelTarget, WorkerTunnel
+    from waa_client.ssh import ForwardingTunnel, TunnelTarget, WorkerTunnel
 
 
 @dataclass
@@ -40,6 +40,10 @@ class WorkerConnection:
     """The machine the worker runs on (its record's ``host``): workers with the same host fail
     together, and the dispatcher quarantines a lost host once (:mod:`evals.run.dispatcher`). None:
     the worker is its own host."""
+    tunnel: ForwardingTunnel | None = None
+    """The SSH tunnel the URLs go through (its ``target.endpoint`` is the worker's path, which
+    workers behind one SSH server share); None for a worker reached directly. A run asks it
+    whether a failure was the path's rather than the worker's (:mod:`evals.run.paths`)."""
 
     def __post_init__(self) -> None:
         # whatever built it (a pool's record, a repair, a caller's URLs): its capability is
@@ -110,6 +114,7 @@ def connect_record(
         )
     with ExitStack() as stack:
         urls: dict[str, tuple[str, str]] = {}
+        tunnel_of: dict[str, ForwardingTunnel] = {}
         via_ssh = [w for w in ready if w.ssh is not None]
         if via_ssh:
             from waa_client.ssh import PoolTunnels
@@ -118,7 +123,7 @@ def connect_record(
                 PoolTunnels([tunnel_target(w) for w in via_ssh], known_hosts_path(record.name))
             )
             for w in via_ssh:
-                tunnel = tunnels.tunnels[w.name]
+                tunnel = tunnel_of[w.name] = tunnels.tunnels[w.name]
                 urls[w.name] = (tunnel.local_waa_url, tunnel.local_scoring_url)
         for w in ready:
             if w.ssh is None:
@@ -135,5 +140,5 @@ def connect_record(
             stack.callback(scoring.close)
             connections.append(WorkerConnection(w.name, waa, scoring, waa_url, scoring_url,
                                                 egress=record.settings.get("egress"),
-                                                host=w.host))
+                                                host=w.host, tunnel=tunnel_of.get(w.name)))
         yield connections

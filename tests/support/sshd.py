@@ -22,6 +22,9 @@ Controls for failure tests:
   key (to test a changed host key being refused).
 - ``drop_connections()``: kills the per-connection sshd processes (children of the listener)
   and leaves the listener running, which is what a dropped network link looks like to a client.
+- ``freeze()`` / ``thaw()``: suspends (SIGSTOP) the listener and every connection, then resumes
+  them (SIGCONT): a server that still accepts TCP connections (the kernel's backlog) but says
+  nothing, which is what a path that drops packets looks like to a client.
 
 Tests that use the ``sshd`` fixture skip with a clear reason when ``/usr/sbin/sshd`` is absent
 (Debian/Ubuntu package ``openssh-server``; CI installs it).
@@ -231,6 +234,26 @@ class SshServer:
         if new_host_key:
             generate_key(self.host_key, "test-host-new")
         self.start()
+
+    def freeze(self) -> None:
+        """Suspend the listener, then every connection it serves (see the module docstring)."""
+        if self._process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            self._process.send_signal(signal.SIGSTOP)
+        for pid in self.connection_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """Resume what :meth:`freeze` suspended: the connections, then the listener."""
+        if self._process is None:
+            return
+        for pid in self.connection_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        with contextlib.suppress(ProcessLookupError):
+            self._process.send_signal(signal.SIGCONT)
 
     def connection_pids(self) -> list[int]:
         """PIDs of the per-connection sshd processes (children of the listener)."""

@@ -53,6 +53,12 @@ class TunnelTarget:
     remote_scoring_port: int = 5051
     base_path: str = ""
 
+    @property
+    def endpoint(self) -> str:
+        """``user@host:port``: the SSH server the tunnel goes through. Workers behind one
+        endpoint share its path: it goes down and comes back for all of them at once."""
+        return f"{self.ssh_user}@{self.ssh_host}:{self.ssh_port}"
+
 
 def ssh_command(
     target: TunnelTarget,

@@ -70,7 +70,7 @@ class PoolTunnels:
         }
         self.errors: dict[str, TunnelError] = {}
         # workers behind one SSH endpoint share a host: it goes down and comes back as one
-        self._host_of = {t.name: f"{t.ssh_user}@{t.ssh_host}:{t.ssh_port}" for t in self.targets}
+        self._host_of = {t.name: t.endpoint for t in self.targets}
         self._down: set[str] = set()
         # one pass serves every worker, so a down one is skipped until due, not waited for
         self.backoff: retry.Backoff[str] = retry.Backoff(
