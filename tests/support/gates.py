@@ -25,7 +25,12 @@ def wait_at(gate: Path | str, said: str) -> None:
     (at most :data:`HOLD_S`)."""
     from waa_client.poll import poll_until
 
-    Path(f"{gate}.waiting").write_text(said, encoding="utf-8")
+    # in one rename: a drill waits for the file to exist and then reads it, and a file made
+    # and then written could be seen empty in between
+    waiting = Path(f"{gate}.waiting")
+    partial = waiting.with_name(f"{waiting.name}.{os.getpid()}.tmp")
+    partial.write_text(said, encoding="utf-8")
+    os.replace(partial, waiting)
     poll_until(Path(gate).exists, timeout_s=HOLD_S, interval_s=0.05)
 
 
