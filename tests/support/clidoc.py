@@ -61,7 +61,6 @@ def _subcommands(text: str) -> list[str]:
     return names
 
 
-@functools.cache
 @functools.cache  # about 60 CLI starts: the tests of one process share one walk
 def commands() -> tuple[tuple[str, str], ...]:
     """Every command of the three programs, depth first, with its help text."""
@@ -90,11 +89,12 @@ def _prose(current: str) -> dict[str, str]:
     return kept
 
 
-def render(current: str = "") -> str:
-    """The whole reference, keeping the prose found in ``current``."""
+def render(current: str = "", walked: tuple[tuple[str, str], ...] | None = None) -> str:
+    """The whole reference, keeping the prose found in ``current``; ``walked``: the commands
+    and their help texts (:func:`commands` when not given)."""
     prose = _prose(current)
     out = [HEADER]
-    for name, text in commands():
+    for name, text in commands() if walked is None else walked:
         out.append(f"\n## `{name}`\n\n```text\n{text}```\n")
         if name in prose:
             out.append("\n" + prose[name])

@@ -20,4 +20,5 @@ def test_every_command_has_a_section() -> None:
 
 def test_author_prose_after_a_block_is_kept() -> None:
     doc = clidoc.HEADER + "\n## `oa-vm pool-list`\n\n```text\nold help\n```\n\nA note.\n"
-    assert "\nA note.\n" in clidoc.render(doc)
+    rendered = clidoc.render(doc, (("oa-vm pool-list", "new help\n"),))
+    assert "```text\nnew help\n```\n\nA note.\n" in rendered
