@@ -20,7 +20,8 @@ What happens to a task that goes wrong:
   one-worker host is its own host: the rule above names it;
 - the SSH path to the worker went down (the SSH server in front of it refuses or does not
   answer: a network blip, sshd restarting; :mod:`evals.run.paths`): no worker and no task is
-  blamed. The attempt is given back to the queue uncounted, the workers behind that server take
+  blamed. The attempt is given back to the queue uncounted (three times a task at most: a path
+  that keeps flapping then counts as the cases above), the workers behind that server take
   no task and re-open their tunnels with backoff, and go on once it answers. A path down longer
   than the patience (``OA_EVALS_SSH_PATIENCE_S``, 5 minutes) stops the run in one line naming the
   endpoint (:class:`evals.errors.SshPathLost`), its attempts in flight given back uncounted;
@@ -77,7 +78,7 @@ from evals.results.trials import split_key
 from evals.run.agent_loop import run_task
 from evals.run.attempt_cua import is_cua_task, run_cua_task
 from evals.run.attempt_openapps import is_openapps_task, run_openapps_task
-from evals.run.paths import DEFAULT_PATIENCE_S, PathWatch
+from evals.run.paths import DEFAULT_PATIENCE_S, PathWatch, may_give_back
 from evals.run.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
 from evals.run.reset import ResetFailed, WorkerReset
 from oa_vm import LeaseLostError, PoolRemovingError
@@ -580,7 +581,7 @@ class Dispatcher:
             raise
         if execution.status is TaskStatus.ERROR:
             cut = self._paths.at_fault(worker, path_mark)
-            if cut is not None:
+            if cut is not None and may_give_back(self.queue.history(task_id)):
                 self._path_give_back(worker.name, lease, seconds, cut,
                                      [s.usage for s in execution.steps])
                 return False

@@ -17,7 +17,9 @@ The rule, one for every worker behind a tunnel (:class:`PathWatch`):
   the banner is asked for because a path that drops packets leaves a tunnel looking up until
   its keepalives give up, :func:`waa_client.ssh.probe_ssh`). The dispatcher gives it
   back to the queue uncounted (:meth:`evals.run.queue.TaskQueue.give_back`); it runs again
-  once the path is back, and never twice;
+  once the path is back, and never twice. At most :data:`MAX_GIVE_BACKS` attempts of one task
+  are given back so: a path that keeps going down and up within the patience then has its
+  attempts counted as any failed attempt, not handed round for ever;
 - while a path is down its workers take no task: each waits, re-opening its tunnel under the
   retry policy (:func:`waa_client.retry.call`: doubling waits, capped at
   :data:`RETRY_CAP_S`), and goes on as soon as it opens;
@@ -38,7 +40,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evals.errors import SshPathLost
 from oa_vm.kit.durations import format_duration
@@ -49,6 +51,9 @@ from waa_client.errors import SshUnreachableError, TunnelError
 if TYPE_CHECKING:
     from oa_vm import WorkerConnection
     from waa_client.ssh import TunnelTarget
+
+GIVEN_BACK_PREFIX = "interrupted: the SSH endpoint "
+"""How the history of an attempt a path's outage gave back begins (:meth:`PathWatch.at_fault`)."""
 
 PATIENCE_ENV = "OA_EVALS_SSH_PATIENCE_S"
 """Seconds a run waits for an SSH path that went down before it stops."""
@@ -63,6 +68,11 @@ PROBE_TIMEOUT_S = 10.0
 RETRY_CAP_S = 10.0
 """The longest wait between two tries to re-open a tunnel: a path back is used within it."""
 
+MAX_GIVE_BACKS = 3
+"""How many attempts of one task a path's outages may give back uncounted: past it, an
+attempt the path cut counts as any failed attempt (a path that goes down and up for good, each
+time within the patience, must not hand one task round for ever)."""
+
 _FIRST_WAIT_S = 0.5
 _SLICE_S = 0.25  # how often a waiting worker looks whether the run stops or a sibling got through
 
@@ -71,6 +81,14 @@ def patience_s() -> float:
     """The patience for a path that went down: :data:`PATIENCE_ENV`, else five minutes (the
     console scripts refuse an unusable value before any command, :mod:`oa_vm.kit.env_knobs`)."""
     return seconds(PATIENCE_ENV, DEFAULT_PATIENCE_S)
+
+
+def may_give_back(history: list[dict[str, Any]]) -> bool:
+    """Whether a task whose earlier attempts are ``history`` (the queue's) may have one more
+    given back uncounted: fewer than :data:`MAX_GIVE_BACKS` of them were given back so far."""
+    given = sum(1 for entry in history
+                if str(entry.get("error_message") or "").startswith(GIVEN_BACK_PREFIX))
+    return given < MAX_GIVE_BACKS
 
 
 def endpoint_of(worker: WorkerConnection) -> str | None:
@@ -173,7 +191,7 @@ class PathWatch:
         tunnel, endpoint = worker.tunnel, endpoint_of(worker)
         if tunnel is None or endpoint is None:
             return None
-        reason = f"interrupted: the SSH endpoint {endpoint} went down during this attempt"
+        reason = f"{GIVEN_BACK_PREFIX}{endpoint} went down during this attempt"
         reconnects, outages = mark
 
         def outage_since_mark() -> bool:

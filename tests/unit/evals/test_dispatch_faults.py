@@ -22,6 +22,7 @@ from evals.agents.noop import NoopAgent
 from evals.results.events import EventKind, RunEvent
 from evals.results.ledger import Ledger
 from evals.results.records import RunFolder, TaskInfo
+from evals.run.paths import GIVEN_BACK_PREFIX, MAX_GIVE_BACKS
 from evals.run.queue import TaskQueue
 from evals.run.runner import Dispatcher, RunConfig
 from oa_vm.reach.connect import WorkerConnection
@@ -144,3 +145,54 @@ def test_reset_failures_are_retried_elsewhere_and_quarantine_the_worker(
     failed_here = [a for r in records.values() for a in r["previous_attempts"]
                    if a["worker"] == "broken"]
     assert failed_here and {a["error_type"] for a in failed_here} == {"setup"}
+
+
+def test_a_path_that_keeps_flapping_gives_a_task_back_three_times_then_counts_its_attempts(
+    tmp_path: Path,
+) -> None:
+    # A worker whose every attempt the SSH path is blamed for (its outage seen each time, back
+    # each time within the patience): the task is given back uncounted at most MAX_GIVE_BACKS
+    # times, then its attempt counts and the task ends; without the bound it is handed round for
+    # ever (the thread below would outlive its deadline).
+    folder = RunFolder(tmp_path / "run")
+    folder.path.mkdir()
+    queue = TaskQueue(folder.queue_path, owner="t", max_attempts=1)
+    queue.add([("t0", 1.0)])
+    closed = "http://127.0.0.1:9"  # nothing listens: every request fails at once
+    worker = WorkerConnection(
+        name="flapping", waa=WaaClient(closed, read_timeout=5, connect_timeout=5),
+        scoring=ScoringClient(closed, read_timeout=5, connect_timeout=5),
+        waa_url=closed, scoring_url=closed,
+    )
+    given_back: list[RunEvent] = []
+    dispatcher = Dispatcher(
+        folder, queue, Ledger(None), [worker], {"t0": TASKS["t0"]},
+        {"t0": TaskInfo("t0", "d", "x", False)}, NoopAgent,
+        RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
+                  quarantine_after=QUARANTINE_AFTER),
+        on_event=lambda e: given_back.append(e) if e.kind is EventKind.TASK_GIVEN_BACK else None,
+    )
+    blamed = f"{GIVEN_BACK_PREFIX}user@127.0.0.1:22 went down during this attempt"
+    dispatcher._paths.at_fault = lambda _worker, _mark: blamed  # type: ignore[method-assign]
+    ended: list[object] = []
+    runner = threading.Thread(target=lambda: ended.append(dispatcher.run()), daemon=True)
+    with no_retry_waits():
+        runner.start()
+        runner.join(timeout=GATE_DEADLINE_S)
+        handed_round = runner.is_alive()
+        if handed_round:  # stopped before the queue closes under it
+            dispatcher._stop.set()
+            runner.join(timeout=GATE_DEADLINE_S)
+    try:
+        assert not handed_round, "the task was handed round for ever"
+        records = queue.records()
+        history = queue.history("t0")
+    finally:
+        queue.close()
+    assert len(given_back) == MAX_GIVE_BACKS
+    assert records["t0"]["status"] == "error"
+    assert records["t0"]["error_type"] == "infrastructure"
+    # three given back uncounted, then the one attempt max_attempts allows, counted
+    assert [h["error_message"] for h in history[:MAX_GIVE_BACKS]] == [blamed] * MAX_GIVE_BACKS
+    assert [h["reason"] for h in history[:MAX_GIVE_BACKS]] == ["interrupted"] * MAX_GIVE_BACKS
+    assert len(history) == MAX_GIVE_BACKS + 1 and history[-1]["reason"] != "interrupted"
