@@ -57,9 +57,6 @@ from oa_vm.kit.clikit import target_option
 from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.kit.signals import sigterm_as_interrupt
 
-_FIRST_POOL_SPAN = timings.span_text(timings.FIRST_POOL_READY.low_s,
-                                     timings.FIRST_POOL_READY.high_s)
-
 if TYPE_CHECKING:
     from evals.cli.sweep_plan import SweepEstimate
     from evals.results.records import RunFolder
