@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -28,6 +27,7 @@ from tests.support.host_standins import (
     running_host,
     set_outcomes,
 )
+from tests.support.image_builder import building_image
 from tests.support.sshd import SshServer
 from tests.support.worker_proc import WorkerProcess
 
@@ -179,32 +179,6 @@ def builder_host(tmp_path: Path) -> Iterator[HostSshServer]:
         yield server
 
 
-def _builder(host: HostSshServer) -> tuple[Any, dict[str, Any]]:
-    """An image record as create_image writes it, its key where the image's key lives, and the
-    build stage's outputs pointing at the test host."""
-    import shutil
-    from datetime import timedelta
-
-    from oa_vm.model import image_records, sshkeys
-
-    image_id = "waa-us-east-1-20261201-0900"
-    key = sshkeys.key_path(image_id)
-    key.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(host.client_key, key)
-    key.chmod(0o600)
-    now = state.utcnow()
-    record = image_records.ImageRecord(
-        id=image_id, cloud="aws", region="us-east-1", state=image_records.BUILDING, size_gb=96,
-        created_at=now, licence_expires=now + timedelta(days=90),
-        waa_image="windowsarena/winarena:latest", builder_size="m8i.2xlarge",
-        project="oa-vm-aws-images", stack=image_id,
-    )
-    outputs = {"workers": [{"name": f"{image_id}-builder-w0", "public_ip": host.host,
-                            "ssh_port": host.port, "ssh_user": host.user,
-                            "instance_id": "i-0builder"}]}
-    return record, outputs
-
-
 def test_follow_builder_waits_for_built_and_returns_both_digests(
     builder_host: HostSshServer, oa_home: Path
 ) -> None:
@@ -217,7 +191,7 @@ def test_follow_builder_waits_for_built_and_returns_both_digests(
         "base_image=dockurr/windows@sha256:4567\nbuilt=2026-12-01T10:40:00Z\n"
     )
     set_outcomes(builder_host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000")
-    record, outputs = _builder(builder_host)
+    record, outputs = building_image(builder_host)
     lines: list[str] = []
     info = images.follow_builder(record, outputs, lines.append)
     assert info["waa_image"] == "windowsarena/winarena@sha256:0123"
@@ -243,7 +217,7 @@ def test_follow_builder_refuses_anything_but_built(
     folder = Path(builder_host.env["OA_VM_STATE_DIR"])
     _status(folder / "status", state_, step, message)
     set_outcomes(builder_host.fake_state, FAKE_DOCKER_DENIED="1", FAKE_UID="1000")
-    record, outputs = _builder(builder_host)
+    record, outputs = building_image(builder_host)
     with pytest.raises(ProvisioningError, match=expected):
         images.follow_builder(record, outputs, lambda line: None)
 
@@ -281,7 +255,7 @@ def test_follow_builder_stops_at_once_when_the_builder_refuses_the_key(
 
     folder = Path(builder_host.env["OA_VM_STATE_DIR"])
     _status(folder / "status", "running", "guest", "waiting for Windows")
-    record, outputs = _builder(builder_host)
+    record, outputs = building_image(builder_host)
     key = sshkeys.key_path(record.id)
     key.unlink()
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)],

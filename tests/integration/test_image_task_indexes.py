@@ -18,17 +18,17 @@ from typing import Any
 
 import pytest
 
-from oa_vm.model import image_records, sshkeys, state
+from oa_vm.model import image_records, state
 from oa_vm.reach.host_status import INDEX_MAX_BYTES, INDEX_MAX_FILES, WAA_TASKS_DIR
 from tests.support.cli import run_cli
 from tests.support.docker_images import containers_left, docker_calls, write_docker
 from tests.support.host_standins import HostSshServer, running_host
+from tests.support.image_builder import IMAGE_ID, building_image
 from waa_client.catalog import Catalog
 
 pytestmark = pytest.mark.integration
 
 WAA = "windowsarena/winarena@sha256:" + "0123" * 16
-IMAGE_ID = "waa-us-east-1-20261201-0900"
 INDEXES = ("test_all", "test_small", "test_custom")
 EXTRA = "test_two_domains"
 """An index file beyond WAA's three (a WAA image of one's own may hold more)."""
@@ -72,19 +72,7 @@ def _follow(host: HostSshServer) -> tuple[dict[str, Any], list[str]]:
     """follow_builder on the test host, as create_image calls it; its info and progress."""
     from oa_vm import images
 
-    image_id = IMAGE_ID
-    key = sshkeys.key_path(image_id)
-    key.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(host.client_key, key)
-    key.chmod(0o600)
-    now = state.utcnow()
-    record = image_records.ImageRecord(
-        id=image_id, cloud="aws", region="us-east-1", state=image_records.BUILDING, size_gb=96,
-        created_at=now, licence_expires=now + timedelta(days=90), waa_image=WAA,
-        builder_size="m8i.2xlarge", project="oa-vm-aws-images", stack=image_id,
-    )
-    outputs = {"workers": [{"public_ip": host.host, "ssh_port": host.port,
-                            "ssh_user": host.user}]}
+    record, outputs = building_image(host, WAA)
     lines: list[str] = []
     return images.follow_builder(record, outputs, lines.append), lines
 
