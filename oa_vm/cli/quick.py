@@ -63,13 +63,14 @@ def parse(argv: Sequence[str]) -> tuple[str, str | None, bool, bool] | None:
 
 def _pool_status(name: str | None) -> PoolRecord:
     """:func:`oa_vm.api.pool_status`, without loading the provider when nothing changed."""
-    from oa_vm.clouds import facts
-    from oa_vm.clouds.local.proc_check import record_is_current
     from oa_vm.model import state
 
     names = state.list_names()
     if name is None and not names:  # api.resolve_name's answer, without importing the api
-        raise PoolNotFoundError(None)
+        raise PoolNotFoundError(None)  # before the provider facts' imports: nothing to show
+    from oa_vm.clouds import facts
+    from oa_vm.clouds.local.proc_check import record_is_current
+
     if name is not None:
         state.validate_pool_name(name)  # as api.resolve_name: "" is refused, not "the only pool"
     if name is not None or len(names) == 1:
@@ -83,12 +84,15 @@ def _pool_status(name: str | None) -> PoolRecord:
 
 def _list_pools() -> list[PoolRecord | CorruptRecordError]:
     """:func:`oa_vm.api.list_pools`, without loading the provider when nothing changed."""
-    from oa_vm.clouds import facts
-    from oa_vm.clouds.local.proc_check import record_is_current
     from oa_vm.model import state
     from oa_vm.model.state import PoolRecord
 
     items = list(state.iter_records())
+    if not items:
+        return items
+    from oa_vm.clouds import facts
+    from oa_vm.clouds.local.proc_check import record_is_current
+
     if all(not isinstance(i, PoolRecord) or not facts(i.cloud).simulated or record_is_current(i)
            for i in items):
         return items
@@ -115,16 +119,18 @@ def try_run(argv: Sequence[str]) -> int | None:
         return _failed("error: ", knob, 2, as_json)
     debug = debug or os.environ.get("OA_VM_DEBUG") == "1"
     try:
-        from oa_vm.cli import pool_views
-
         if command == "pool-status":
-            record = _pool_status(name)
+            record = _pool_status(name)  # no pool: refused before the views' imports
+            from oa_vm.cli import pool_views
+
             if as_json:
                 print_json(pool_views.status_json(record))
             else:
                 print(pool_views.status_text(record))
         else:
             items = _list_pools()
+            from oa_vm.cli import pool_views
+
             for line in pool_views.unreadable_lines(items):
                 print(line, file=sys.stderr)
             if as_json:
