@@ -170,8 +170,8 @@ class AgentFailed(EvalsError):
 
 class SshPathLost(EvalsError):
     """The SSH server in front of a run's workers (their path) stopped answering for longer
-    than the run waits for it (:mod:`evals.run.paths`): the run stops, no worker blamed, its
-    unfinished tasks left for ``--resume``.
+    than the run waits for it (:mod:`evals.run.paths`), and no worker behind another path is
+    left: the run stops, no worker blamed, its unfinished tasks left for ``--resume``.
 
     Exit code 4, as :class:`RunUnhealthy`: the pool was not usable.
     """
@@ -181,6 +181,9 @@ class SshPathLost(EvalsError):
     def __init__(self, endpoint: str, workers: Sequence[str], waited: str, last_error: str,
                  run_dir: str) -> None:
         self.endpoint = endpoint
+        self.workers = list(workers)
+        self.waited = waited
+        self.last_error = last_error
         self.run_dir = run_dir
         super().__init__(
             f"SSH endpoint {endpoint} (workers {', '.join(workers)}) did not answer for {waited} "

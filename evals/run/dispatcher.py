@@ -23,9 +23,12 @@ What happens to a task that goes wrong:
   blamed. The attempt is given back to the queue uncounted (three times a task at most: a path
   that keeps flapping then counts as the cases above), the workers behind that server take
   no task and re-open their tunnels with backoff, and go on once it answers. A path down longer
-  than the patience (``OA_EVALS_SSH_PATIENCE_S``, 5 minutes) stops the run in one line naming the
-  endpoint (:class:`evals.errors.SshPathLost`), its attempts in flight given back uncounted;
-  ``--resume`` runs the rest. A worker dead behind a live SSH server is the cases above;
+  than the patience (``OA_EVALS_SSH_PATIENCE_S``, 5 minutes: a cloud host gone, its SSH server
+  with it) has its workers quarantined as one, as a host is (its endpoint named), and the run
+  goes on behind the other paths; when no worker is left behind another path, the run stops in
+  one line naming the endpoint (:class:`evals.errors.SshPathLost`), its attempts in flight given
+  back uncounted, and ``--resume`` runs the rest. A worker dead behind a live SSH server is the
+  cases above;
 - setup failed, the agent raised, the checker kept failing: the task's final record says so
   (``error/setup``, ``error/agent``, ``error/evaluation``), without retry;
 - the budget cap: dispatching stops, running tasks finish, the rest are recorded ``not_run``;
@@ -78,7 +81,7 @@ from evals.results.trials import split_key
 from evals.run.agent_loop import run_task
 from evals.run.attempt_cua import is_cua_task, run_cua_task
 from evals.run.attempt_openapps import is_openapps_task, run_openapps_task
-from evals.run.paths import DEFAULT_PATIENCE_S, PathWatch, may_give_back
+from evals.run.paths import DEFAULT_PATIENCE_S, PathWatch, endpoint_of, may_give_back
 from evals.run.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
 from evals.run.reset import ResetFailed, WorkerReset
 from oa_vm import LeaseLostError, PoolRemovingError
@@ -138,7 +141,8 @@ class Dispatcher:
             (:func:`evals.run.reset.plan_resets`); a worker without one gets WAA's stock reset
             inside :func:`evals.run.agent_loop.run_task`, unrecorded.
         path_patience_s: How long the workers behind an SSH server that went down wait for it
-            before the run stops (:func:`evals.run.paths.patience_s`).
+            before they are quarantined, or the run stops when no other worker is left
+            (:func:`evals.run.paths.patience_s`).
     """
 
     def __init__(
@@ -225,7 +229,7 @@ class Dispatcher:
                 not_run=self._counts[TaskStatus.NOT_RUN],
                 running=dict(self._running),
                 quarantined=[*self._quarantined,
-                             *(n for h in self._lost_hosts for n in self._hosts[h])],
+                             *(n for h in self._lost_hosts.values() for n in h["workers"])],
                 elapsed_s=time.monotonic() - self._started,
                 done_this_session=self._done_this_session,
                 spent_usd=spent,
@@ -310,8 +314,7 @@ class Dispatcher:
             self._fenced = self._fenced or exc
             self._stop.set()
         except SshPathLost as exc:
-            self._path_lost = self._path_lost or exc
-            self._stop.set()
+            self._lose_path(exc)
         except BaseException as exc:
             # A loop that dies would leave its lease held and the others waiting for ever:
             # stop the run instead (its leases are recovered by --resume) and report why (the
@@ -397,14 +400,15 @@ class Dispatcher:
     def _out_of_work(self) -> set[str]:
         """Workers that take no task (quarantined, alone or with their host, or draining);
         call with ``_state_lock`` held."""
-        lost = (n for h in self._lost_hosts for n in self._hosts[h])
+        lost = (n for h in self._lost_hosts.values() for n in h["workers"])
         return {*self._quarantined, *self._drained_workers, *lost}
 
     # --- hosts --------------------------------------------------------------------------------
 
     def _host_lost(self, worker: str) -> bool:
+        """Whether the worker's host, or its SSH path, was quarantined."""
         with self._state_lock:
-            return self._host_of.get(worker, worker) in self._lost_hosts
+            return any(worker in entry["workers"] for entry in self._lost_hosts.values())
 
     def _check_host(self, worker: WorkerConnection) -> bool:
         """After a failure ``worker`` is blamed for: is its host gone? True (the host is
@@ -450,6 +454,33 @@ class Dispatcher:
         with self._wake:
             self._wake.notify_all()
         return True
+
+    def _lose_path(self, lost: SshPathLost) -> None:
+        """An SSH path stayed down past the patience: its workers are quarantined as one (one
+        event, one ``quarantined_hosts`` entry named by the endpoint, whichever of them asks
+        first), and the run goes on while a worker behind another path can take tasks; with none
+        left it stops (:class:`SshPathLost`, ``--resume``)."""
+        endpoint = lost.endpoint
+        with self._state_lock:
+            first = endpoint not in self._lost_hosts
+            if first:
+                behind = sorted(name for name, worker in self._connections.items()
+                                if endpoint_of(worker) == endpoint)
+                self._lost_hosts[endpoint] = {
+                    "host": endpoint, "workers": behind,
+                    "reason": f"its SSH server did not answer for {lost.waited} "
+                              f"({lost.last_error})"}
+            entry = self._lost_hosts[endpoint]
+            left = len({w.name for w in self.workers} - self._out_of_work())
+        if left == 0:
+            self._path_lost = self._path_lost or lost
+            self._stop.set()
+        elif first:
+            self._emit(EventKind.HOST_QUARANTINED, worker=endpoint,
+                       detail=f"{entry['reason']}; its workers {', '.join(entry['workers'])} "
+                              "take no more tasks and their tasks run behind other SSH servers")
+        with self._wake:
+            self._wake.notify_all()
 
     def _other_host_active(self, worker: str) -> bool:
         """A worker on another host than ``worker``'s can still take tasks."""

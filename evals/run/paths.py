@@ -24,9 +24,11 @@ The rule, one for every worker behind a tunnel (:class:`PathWatch`):
   retry policy (:func:`waa_client.retry.call`: doubling waits, capped at
   :data:`RETRY_CAP_S`), and goes on as soon as it opens;
 - a path down for longer than the patience (:data:`PATIENCE_ENV`, :data:`DEFAULT_PATIENCE_S`
-  when unset; a timing knob of :mod:`oa_vm.kit.env_knobs`) ends the run with
-  :class:`evals.errors.SshPathLost`, one line naming the endpoint; the tasks left are run by
-  ``--resume``.
+  when unset; a timing knob of :mod:`oa_vm.kit.env_knobs`) raises
+  :class:`evals.errors.SshPathLost` in its workers: the dispatcher quarantines them as one (a
+  cloud host whose SSH server went with it is gone) and goes on behind the other paths, or, with
+  no worker left behind another path, ends the run in one line naming the endpoint; the tasks
+  left are run by ``--resume``.
 
 A worker dead behind a live path is not an outage: its tunnel stays up (the SSH server answers)
 and its failures count as before (quarantine and host rules, :mod:`evals.run.dispatcher`). Nor

@@ -1,5 +1,6 @@
 """A short outage of the SSH server in front of a pool is ridden out; a long one ends the run in
-one line naming the endpoint, its tasks left for ``--resume``.
+one line naming the endpoint, its tasks left for ``--resume``, unless workers behind another SSH
+server are left: those take the tasks, the lost path's workers quarantined as one.
 
 The pool is a 2-worker local pool reached through a real OpenSSH server on loopback
 (``--ssh-via``), the path every cloud pool's workers are reached by. The drill stops that sshd
@@ -161,6 +162,59 @@ def test_an_outage_beyond_the_patience_ends_the_run_in_one_line_and_resume_finis
     assert len(records) == TASKS
     assert {r["status"] for r in records.values()} == {"success"}
     assert all(r["attempts"] == 1 for r in _queue_rows(run_dir))
+
+
+def test_a_path_lost_past_the_patience_quarantines_its_workers_and_the_run_goes_on_behind_another(
+    sshd: SshServer, tmp_path: Path, controllers: list[RunController],  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two pools, each behind its own SSH server (as each host of a cloud pool is): one server
+    stopped for good is one lost path, not the end of the run."""
+    other = SshServer(tmp_path / "sshd-b")
+    other.start()
+    try:
+        home = tmp_path / "home"
+        monkeypatch.setenv("OA_VM_HOME", str(home))
+        for name, workers, server in (("pa", "2", sshd), ("pb", "1", other)):
+            created = run_cli(
+                "oa-vm", "pool-create", "--cloud", "local", "--workers", workers, "--name", name,
+                "--ssh-via", f"{server.user}@{server.host}:{server.port}", "--ssh-key",
+                str(server.client_key), "-y", home=home)
+            assert created.returncode == 0, created.stderr
+            waited = run_cli("oa-vm", "pool-wait", "--name", name, "--timeout", READY_TIMEOUT,
+                             home=home)
+            assert waited.returncode == 0, waited.stderr
+        monkeypatch.setenv(PATIENCE_ENV, "3")
+        results, tasks = tmp_path / "results", 12
+        run = RunController(home, results, "--pool", "pa", "--pool", "pb", "--agent", "oracle",
+                            "--tasks", str(tasks), "--run-name", "lost-path", "--step-pause",
+                            "0.5", "--read-timeout", "5")
+        controllers.append(run)
+        run_dir = results / "lost-path"
+        wait_for_records(run_dir, 1, run)
+        sshd.stop()  # pa's path, for good
+        code = run.wait()
+        output = run.output()
+        assert code == 0, output
+        endpoint = f"{sshd.user}@{sshd.host}:{sshd.port}"
+        assert f"host {endpoint} quarantined: its SSH server did not answer for" in output, output
+        records = read_records(run_dir)
+        assert len(records) == tasks
+        assert {r["status"] for r in records.values()} == {"success"}, output
+        assert_summary_matches(run_dir, records)
+        metadata = json.loads((run_dir / "metadata.json").read_text())
+        assert metadata["quarantined_workers"] == []
+        [lost] = metadata["quarantined_hosts"]
+        assert (lost["host"], lost["workers"]) == (endpoint, ["pa/worker-0", "pa/worker-1"])
+        assert f"Quarantined host {endpoint} (workers pa/worker-0, pa/worker-1)" in output
+        # the attempts the lost path cut were given back uncounted and ran behind the other one
+        rows = _queue_rows(run_dir)
+        assert [r["status"] for r in rows] == ["done"] * tasks
+        assert all(r["attempts"] == 1 for r in rows), rows
+    finally:
+        run_cli("oa-vm", "pool-cleanup", "--name", "pa", "-y", home=tmp_path / "home")
+        run_cli("oa-vm", "pool-cleanup", "--name", "pb", "-y", home=tmp_path / "home")
+        other.stop()
 
 
 def test_a_dead_worker_behind_a_live_ssh_server_is_still_blamed(
