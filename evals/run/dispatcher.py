@@ -24,8 +24,9 @@ What happens to a task that goes wrong:
   that keeps flapping then counts as the cases above), the workers behind that server take
   no task and re-open their tunnels with backoff, and go on once it answers. A path down longer
   than the patience (``OA_EVALS_SSH_PATIENCE_S``, 5 minutes: a cloud host gone, its SSH server
-  with it) has its workers quarantined as one, as a host is (its endpoint named), and the run
-  goes on behind the other paths; when no worker is left behind another path, the run stops in
+  with it) has its workers quarantined as one, as a host is (its endpoint named; with
+  ``--repair`` each is replaced first, a new host being a new path), and the run goes on behind
+  the other paths; when no worker is left behind another path, the run stops in
   one line naming the endpoint (:class:`evals.errors.SshPathLost`), its attempts in flight given
   back uncounted, and ``--resume`` runs the rest. A worker dead behind a live SSH server is the
   cases above;
@@ -313,8 +314,6 @@ class Dispatcher:
         except FENCE_ERRORS as exc:
             self._fenced = self._fenced or exc
             self._stop.set()
-        except SshPathLost as exc:
-            self._lose_path(exc)
         except BaseException as exc:
             # A loop that dies would leave its lease held and the others waiting for ever:
             # stop the run instead (its leases are recovered by --resume) and report why (the
@@ -333,8 +332,16 @@ class Dispatcher:
         while not self._stop.is_set():
             if self._host_lost(worker.name):
                 break  # its host was quarantined (by this loop or a sibling's)
-            if self._paths.is_down(worker) and not self._paths.wait_until_up(worker, self._stop):
-                break  # the run stops while the path is down (SshPathLost: raised instead)
+            if self._paths.is_down(worker):
+                try:
+                    if not self._paths.wait_until_up(worker, self._stop):
+                        break  # the run stops while the path is down
+                except SshPathLost as lost:
+                    replacement = self._path_lost_for(worker, lost)
+                    if replacement is None:
+                        break
+                    worker, consecutive = replacement, 0
+                continue
             if self._is_draining(worker.name):
                 # Its last task has finished; with --repair a replacement takes its place.
                 replacement = self._replace(worker)
@@ -455,32 +462,48 @@ class Dispatcher:
             self._wake.notify_all()
         return True
 
-    def _lose_path(self, lost: SshPathLost) -> None:
-        """An SSH path stayed down past the patience: its workers are quarantined as one (one
-        event, one ``quarantined_hosts`` entry named by the endpoint, whichever of them asks
-        first), and the run goes on while a worker behind another path can take tasks; with none
-        left it stops (:class:`SshPathLost`, ``--resume``)."""
+    def _path_lost_for(self, worker: WorkerConnection,
+                       lost: SshPathLost) -> WorkerConnection | None:
+        """The path of ``worker`` stayed down past the patience. Its workers are quarantined as
+        one (one event, one ``quarantined_hosts`` entry named by the endpoint, whichever of them
+        asks first); with ``--repair`` each is replaced (a cloud worker's replacement is a new
+        host, a new path) and goes back to work, else its loop ends. The run goes on while a
+        worker behind another path can take tasks; with none left it stops
+        (:class:`SshPathLost`, ``--resume``)."""
         endpoint = lost.endpoint
         with self._state_lock:
             first = endpoint not in self._lost_hosts
             if first:
-                behind = sorted(name for name, worker in self._connections.items()
-                                if endpoint_of(worker) == endpoint)
+                behind = sorted(name for name, connection in self._connections.items()
+                                if endpoint_of(connection) == endpoint)
                 self._lost_hosts[endpoint] = {
                     "host": endpoint, "workers": behind,
                     "reason": f"its SSH server did not answer for {lost.waited} "
                               f"({lost.last_error})"}
             entry = self._lost_hosts[endpoint]
             left = len({w.name for w in self.workers} - self._out_of_work())
+        if first and (left > 0 or self.repair is not None):
+            self._emit(EventKind.HOST_QUARANTINED, worker=endpoint,
+                       detail=f"{entry['reason']}; its workers {', '.join(entry['workers'])} "
+                              + ("are replaced from the pool where they can be (--repair)"
+                                 if self.repair is not None else
+                                 "take no more tasks and their tasks run behind other SSH "
+                                 "servers"))
+        replacement = self._replace(worker)
+        if replacement is not None:
+            with self._state_lock:  # back to work: no longer among the path's lost workers
+                entry["workers"] = [n for n in entry["workers"] if n != worker.name]
+                if not entry["workers"]:
+                    del self._lost_hosts[endpoint]
+            return replacement
+        with self._state_lock:
+            left = len({w.name for w in self.workers} - self._out_of_work())
         if left == 0:
             self._path_lost = self._path_lost or lost
             self._stop.set()
-        elif first:
-            self._emit(EventKind.HOST_QUARANTINED, worker=endpoint,
-                       detail=f"{entry['reason']}; its workers {', '.join(entry['workers'])} "
-                              "take no more tasks and their tasks run behind other SSH servers")
         with self._wake:
             self._wake.notify_all()
+        return None
 
     def _other_host_active(self, worker: str) -> bool:
         """A worker on another host than ``worker``'s can still take tasks."""

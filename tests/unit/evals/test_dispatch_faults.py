@@ -15,10 +15,13 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from evals.agents.noop import NoopAgent
+from evals.errors import SshPathLost
 from evals.results.events import EventKind, RunEvent
 from evals.results.ledger import Ledger
 from evals.results.records import RunFolder, TaskInfo
@@ -29,6 +32,9 @@ from oa_vm.reach.connect import WorkerConnection
 from tests.support.http_servers import PNG_1PX, Reply, ScriptedServer
 from waa_client import ScoringClient, WaaClient
 from waa_client.http import no_retry_waits
+
+if TYPE_CHECKING:
+    from waa_client.ssh import ForwardingTunnel
 
 VERDICT = Reply.json({"score": 0.0, "success": False, "reason": "noop"})
 TASKS = {f"t{i}": {"id": f"t{i}", "instruction": "x", "config": [],
@@ -196,3 +202,66 @@ def test_a_path_that_keeps_flapping_gives_a_task_back_three_times_then_counts_it
     assert [h["error_message"] for h in history[:MAX_GIVE_BACKS]] == [blamed] * MAX_GIVE_BACKS
     assert [h["reason"] for h in history[:MAX_GIVE_BACKS]] == ["interrupted"] * MAX_GIVE_BACKS
     assert len(history) == MAX_GIVE_BACKS + 1 and history[-1]["reason"] != "interrupted"
+
+
+def test_a_worker_whose_path_is_lost_is_replaced_with_repair_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    # One worker behind an SSH server that never answers again (a cloud host gone, its sshd with
+    # it); with --repair its replacement (a new host: reached directly here) runs every task.
+    # Before, the path lost past the patience stopped the run, and --repair was never asked.
+    folder = RunFolder(tmp_path / "run")
+    folder.path.mkdir()
+    queue = TaskQueue(folder.queue_path, owner="t", max_attempts=1)
+    queue.add([(tid, 1.0) for tid in TASKS])
+    infos = {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}
+    closed = "http://127.0.0.1:9"  # nothing listens: every request fails at once
+    endpoint = "user@127.0.0.1:22"
+    gone = WorkerConnection(
+        name="w0", waa=WaaClient(closed, read_timeout=5, connect_timeout=5),
+        scoring=ScoringClient(closed, read_timeout=5, connect_timeout=5),
+        waa_url=closed, scoring_url=closed,
+        tunnel=cast("ForwardingTunnel", SimpleNamespace(target=SimpleNamespace(
+            endpoint=endpoint))),
+    )
+    asked: list[str] = []
+    events: list[RunEvent] = []
+    with ScriptedServer(_waa_routes(True)) as waa, ScriptedServer(
+        {"/setup": Reply.json({"status": "success", "results": []}), "/evaluate": VERDICT}
+    ) as scoring, no_retry_waits():
+
+        def repair(name: str) -> WorkerConnection:
+            asked.append(name)
+            return WorkerConnection(
+                name=name, waa=WaaClient(waa.url, read_timeout=30, connect_timeout=10),
+                scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
+                waa_url=waa.url, scoring_url=scoring.url)
+
+        dispatcher = Dispatcher(
+            folder, queue, Ledger(None), [gone], TASKS, infos, NoopAgent,
+            RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
+                      quarantine_after=QUARANTINE_AFTER),
+            on_event=events.append, repair=repair,
+        )
+        blamed = f"{GIVEN_BACK_PREFIX}{endpoint} went down during this attempt"
+        paths = dispatcher._paths
+        paths.at_fault = (  # type: ignore[method-assign]
+            lambda worker, _mark: blamed if worker is gone else None)
+        paths.is_down = lambda worker: worker is gone  # type: ignore[method-assign]
+
+        def never_back(_worker: object, _stop: object) -> bool:
+            raise SshPathLost(endpoint, ["w0"], "3s", "connection refused", str(folder.path))
+
+        paths.wait_until_up = never_back  # type: ignore[method-assign]
+        try:
+            outcome = dispatcher.run()
+            records = queue.records()
+        finally:
+            queue.close()
+    assert asked == ["w0"]
+    assert outcome.quarantined_hosts == [] and outcome.quarantined == []
+    assert len(records) == len(TASKS)
+    assert {r["status"] for r in records.values()} == {"failure"}  # scored (noop's verdict)
+    lost = [e for e in events if e.kind is EventKind.HOST_QUARANTINED]
+    assert [e.worker for e in lost] == [endpoint]
+    assert lost[0].detail is not None and "replaced from the pool" in lost[0].detail
