@@ -481,8 +481,7 @@ class Dispatcher:
                     "reason": f"its SSH server did not answer for {lost.waited} "
                               f"({lost.last_error})"}
             entry = self._lost_hosts[endpoint]
-            left = len({w.name for w in self.workers} - self._out_of_work())
-        if first and (left > 0 or self.repair is not None):
+        if first and (self._active_workers() > 0 or self.repair is not None):
             self._emit(EventKind.HOST_QUARANTINED, worker=endpoint,
                        detail=f"{entry['reason']}; its workers {', '.join(entry['workers'])} "
                               + ("are replaced from the pool where they can be (--repair)"
@@ -496,9 +495,7 @@ class Dispatcher:
                 if not entry["workers"]:
                     del self._lost_hosts[endpoint]
             return replacement
-        with self._state_lock:
-            left = len({w.name for w in self.workers} - self._out_of_work())
-        if left == 0:
+        if self._active_workers() == 0:
             self._path_lost = self._path_lost or lost
             self._stop.set()
         with self._wake:
