@@ -153,6 +153,27 @@ def test_reset_failures_are_retried_elsewhere_and_quarantine_the_worker(
     assert failed_here and {a["error_type"] for a in failed_here} == {"setup"}
 
 
+CLOSED = "http://127.0.0.1:9"
+"""Nothing listens there: every request fails at once."""
+
+
+def _queued(tmp_path: Path, task_ids: list[str]) -> tuple[RunFolder, TaskQueue]:
+    """A run folder and its queue holding ``task_ids`` (one attempt each)."""
+    folder = RunFolder(tmp_path / "run")
+    folder.path.mkdir()
+    queue = TaskQueue(folder.queue_path, owner="t", max_attempts=1)
+    queue.add([(tid, 1.0) for tid in task_ids])
+    return folder, queue
+
+
+def _unreachable(name: str, tunnel: object = None) -> WorkerConnection:
+    """A worker whose every request fails at once (behind ``tunnel`` when given)."""
+    return WorkerConnection(
+        name=name, waa=WaaClient(CLOSED, read_timeout=5, connect_timeout=5),
+        scoring=ScoringClient(CLOSED, read_timeout=5, connect_timeout=5),
+        waa_url=CLOSED, scoring_url=CLOSED, tunnel=cast("ForwardingTunnel | None", tunnel))
+
+
 def test_a_path_that_keeps_flapping_gives_a_task_back_three_times_then_counts_its_attempts(
     tmp_path: Path,
 ) -> None:
@@ -160,16 +181,8 @@ def test_a_path_that_keeps_flapping_gives_a_task_back_three_times_then_counts_it
     # each time within the patience): the task is given back uncounted at most MAX_GIVE_BACKS
     # times, then its attempt counts and the task ends; without the bound it is handed round for
     # ever (the thread below would outlive its deadline).
-    folder = RunFolder(tmp_path / "run")
-    folder.path.mkdir()
-    queue = TaskQueue(folder.queue_path, owner="t", max_attempts=1)
-    queue.add([("t0", 1.0)])
-    closed = "http://127.0.0.1:9"  # nothing listens: every request fails at once
-    worker = WorkerConnection(
-        name="flapping", waa=WaaClient(closed, read_timeout=5, connect_timeout=5),
-        scoring=ScoringClient(closed, read_timeout=5, connect_timeout=5),
-        waa_url=closed, scoring_url=closed,
-    )
+    folder, queue = _queued(tmp_path, ["t0"])
+    worker = _unreachable("flapping")
     given_back: list[RunEvent] = []
     dispatcher = Dispatcher(
         folder, queue, Ledger(None), [worker], {"t0": TASKS["t0"]},
@@ -210,20 +223,10 @@ def test_a_worker_whose_path_is_lost_is_replaced_with_repair_and_the_run_goes_on
     # One worker behind an SSH server that never answers again (a cloud host gone, its sshd with
     # it); with --repair its replacement (a new host: reached directly here) runs every task.
     # Before, the path lost past the patience stopped the run, and --repair was never asked.
-    folder = RunFolder(tmp_path / "run")
-    folder.path.mkdir()
-    queue = TaskQueue(folder.queue_path, owner="t", max_attempts=1)
-    queue.add([(tid, 1.0) for tid in TASKS])
+    folder, queue = _queued(tmp_path, list(TASKS))
     infos = {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}
-    closed = "http://127.0.0.1:9"  # nothing listens: every request fails at once
     endpoint = "user@127.0.0.1:22"
-    gone = WorkerConnection(
-        name="w0", waa=WaaClient(closed, read_timeout=5, connect_timeout=5),
-        scoring=ScoringClient(closed, read_timeout=5, connect_timeout=5),
-        waa_url=closed, scoring_url=closed,
-        tunnel=cast("ForwardingTunnel", SimpleNamespace(target=SimpleNamespace(
-            endpoint=endpoint))),
-    )
+    gone = _unreachable("w0", SimpleNamespace(target=SimpleNamespace(endpoint=endpoint)))
     asked: list[str] = []
     events: list[RunEvent] = []
     with ScriptedServer(_waa_routes(True)) as waa, ScriptedServer(
