@@ -334,8 +334,8 @@ class Dispatcher:
                 break  # its host was quarantined (by this loop or a sibling's)
             if self._paths.is_down(worker):
                 try:
-                    if not self._paths.wait_until_up(worker, self._stop):
-                        break  # the run stops while the path is down
+                    if not self._paths.wait_until_up(worker, self._stop, self._drained):
+                        break  # the run stops, or every task ended, while the path is down
                 except SshPathLost as lost:
                     replacement = self._path_lost_for(worker, lost)
                     if replacement is None:

@@ -220,12 +220,16 @@ class PathWatch:
         # a sibling may have found the outage while this tunnel was asked (and seen it end)
         return reason if outage_since_mark() else None
 
-    def wait_until_up(self, worker: WorkerConnection, stop: threading.Event) -> bool:
+    def wait_until_up(self, worker: WorkerConnection, stop: threading.Event,
+                      done: Callable[[], bool] = lambda: False) -> bool:
         """Block while the worker's path is down, re-opening its tunnel under the retry policy.
+
+        ``done``: whether the run has nothing left for any worker (every task final): then
+        there is nothing to wait for, and the run must not wait out the patience to end.
 
         Returns:
             True once the tunnel is open (at once when the path is not down); False when
-            ``stop`` was set meanwhile.
+            ``stop`` was set meanwhile, or the run was ``done``.
 
         Raises:
             SshPathLost: the path stayed down longer than the patience.
@@ -240,14 +244,17 @@ class PathWatch:
                 since = outage.since if outage is not None else self.clock()
             return since + self.patience_s - self.clock()
 
+        def ended() -> bool:
+            return stop.is_set() or done()
+
         def sleep(seconds: float) -> None:
-            # in slices: the run may stop, or a sibling behind the same path get through
+            # in slices: the run may stop or end, or a sibling behind the same path get through
             end = self.clock() + min(seconds, max(0.0, left()))
-            while self.clock() < end and not stop.is_set() and self.is_down(worker):
+            while self.clock() < end and not ended() and self.is_down(worker):
                 stop.wait(min(_SLICE_S, max(0.0, end - self.clock())))
 
         def reopen() -> None:
-            if stop.is_set():
+            if ended():
                 return
             try:
                 self.probe(tunnel.target)
@@ -260,14 +267,14 @@ class PathWatch:
             retry.call(reopen, attempts=1_000_000, backoff_max=RETRY_CAP_S,
                        first_wait=_FIRST_WAIT_S, sleep=sleep,
                        retryable=lambda e: (isinstance(e, SshUnreachableError)
-                                            and not stop.is_set() and left() > 0))
+                                            and not ended() and left() > 0))
         except SshUnreachableError as exc:
-            if stop.is_set():
+            if ended():
                 return False
             raise self._lost(endpoint, exc) from None
         except TunnelError:
             pass  # it answers again, refusing: the ordinary rules take it from here
-        if stop.is_set():
+        if ended():
             return False
         _follow(worker)
         self._came_back(endpoint)

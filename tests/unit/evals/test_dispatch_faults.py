@@ -31,6 +31,7 @@ from evals.run.runner import Dispatcher, RunConfig
 from oa_vm.reach.connect import WorkerConnection
 from tests.support.http_servers import PNG_1PX, Reply, ScriptedServer
 from waa_client import ScoringClient, WaaClient
+from waa_client.errors import SshUnreachableError
 from waa_client.http import no_retry_waits
 
 if TYPE_CHECKING:
@@ -252,7 +253,7 @@ def test_a_worker_whose_path_is_lost_is_replaced_with_repair_and_the_run_goes_on
             lambda worker, _mark: blamed if worker is gone else None)
         paths.is_down = lambda worker: worker is gone  # type: ignore[method-assign]
 
-        def never_back(_worker: object, _stop: object) -> bool:
+        def never_back(_worker: object, _stop: object, _done: object = None) -> bool:
             raise SshPathLost(endpoint, ["w0"], "3s", "connection refused", str(folder.path))
 
         paths.wait_until_up = never_back  # type: ignore[method-assign]
@@ -268,3 +269,47 @@ def test_a_worker_whose_path_is_lost_is_replaced_with_repair_and_the_run_goes_on
     lost = [e for e in events if e.kind is EventKind.HOST_QUARANTINED]
     assert [e.worker for e in lost] == [endpoint]
     assert lost[0].detail is not None and "replaced from the pool" in lost[0].detail
+
+
+def test_the_run_ends_when_every_task_is_done_while_a_path_is_still_down(tmp_path: Path) -> None:
+    # One worker's path is down for good and another worker, reached directly, runs every task:
+    # the run ends then. Before, the down path's worker waited out the patience (here ten
+    # minutes: the thread below would outlive its deadline) before the run could end.
+    folder, queue = _queued(tmp_path, list(TASKS))
+    infos = {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}
+
+    def refused(*_args: object) -> None:
+        raise SshUnreachableError("SSH to worker w0 at 127.0.0.1:22: connection refused")
+
+    endpoint = "user@127.0.0.1:22"
+    down = _unreachable("w0", SimpleNamespace(
+        target=SimpleNamespace(endpoint=endpoint, name="w0"), reconnects=0,
+        local_ports=(0, 0), ensure=refused))
+    with ScriptedServer(_waa_routes(True)) as waa, ScriptedServer(
+        {"/setup": Reply.json({"status": "success", "results": []}), "/evaluate": VERDICT}
+    ) as scoring, no_retry_waits():
+        healthy = WorkerConnection(
+            name="w1", waa=WaaClient(waa.url, read_timeout=30, connect_timeout=10),
+            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
+            waa_url=waa.url, scoring_url=scoring.url)
+        dispatcher = Dispatcher(
+            folder, queue, Ledger(None), [down, healthy], TASKS, infos, NoopAgent,
+            RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
+                      quarantine_after=QUARANTINE_AFTER), path_patience_s=600.0,
+        )
+        dispatcher._paths.probe = refused  # type: ignore[method-assign]
+        ended: list[object] = []
+        runner = threading.Thread(target=lambda: ended.append(dispatcher.run()), daemon=True)
+        runner.start()
+        runner.join(timeout=GATE_DEADLINE_S)
+        waited_out = runner.is_alive()
+        if waited_out:  # stopped before the queue closes under it
+            dispatcher._stop.set()
+            runner.join(timeout=GATE_DEADLINE_S)
+    try:
+        assert not waited_out, "the run waited for the down path with every task done"
+        records = queue.records()
+    finally:
+        queue.close()
+    assert len(ended) == 1 and len(records) == len(TASKS)
+    assert {r["worker"] for r in records.values()} == {"w1"}

@@ -220,6 +220,19 @@ def test_a_run_that_stops_ends_the_wait() -> None:
     assert watch.wait_until_up(worker, stop) is False
 
 
+def test_a_run_whose_tasks_all_ended_ends_the_wait_before_the_patience() -> None:
+    # the path's workers have nothing left to do once every task is final (run behind other
+    # paths): waiting out the patience only delayed the run's end, then stopped it as lost
+    clock, events = Clock(), []
+    tunnel = _tunnel("w0", clock)
+    watch = _watch(clock, events, tunnel, patience=300.0)
+    tunnel.healthy, tunnel.server = False, "down"
+    worker = _worker("w0", tunnel)
+    assert watch.at_fault(worker, (0, 0)) is not None
+    assert watch.wait_until_up(worker, ClockedStop(clock), lambda: len(tunnel.tries) >= 3) is False
+    assert len(tunnel.tries) == 3 and clock.now < 300.0
+
+
 def test_the_patience_is_a_timing_knob(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(PATIENCE_ENV, raising=False)
     assert patience_s() == DEFAULT_PATIENCE_S == 300.0
