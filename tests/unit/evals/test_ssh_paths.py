@@ -175,13 +175,21 @@ def test_a_dead_path_is_marked_down_once_for_every_worker_behind_it_and_waited_o
     assert first.tries == pytest.approx([0.0, 0.5, 1.5], abs=0.3)
 
 
-def test_a_path_down_past_the_patience_ends_in_one_line_naming_the_endpoint() -> None:
-    clock, events = Clock(), []
+def _found_down(
+    patience: float = 60.0,
+) -> tuple[Clock, ScriptedTunnel, PathWatch, WorkerConnection]:
+    """A worker whose SSH server refuses, its path found down by an attempt's judgement."""
+    clock = Clock()
     tunnel = _tunnel("w0", clock)
-    watch = _watch(clock, events, tunnel, patience=30.0)
+    watch = _watch(clock, [], tunnel, patience=patience)
     tunnel.healthy, tunnel.server = False, "down"
     worker = _worker("w0", tunnel)
     assert watch.at_fault(worker, (0, 0)) is not None
+    return clock, tunnel, watch, worker
+
+
+def test_a_path_down_past_the_patience_ends_in_one_line_naming_the_endpoint() -> None:
+    clock, tunnel, watch, worker = _found_down(patience=30.0)
     with pytest.raises(SshPathLost) as lost:
         watch.wait_until_up(worker, ClockedStop(clock))
     line = str(lost.value)
@@ -209,12 +217,7 @@ def test_a_server_that_stops_answering_behind_a_tunnel_still_up_is_a_dead_path()
 
 
 def test_a_run_that_stops_ends_the_wait() -> None:
-    clock, events = Clock(), []
-    tunnel = _tunnel("w0", clock)
-    watch = _watch(clock, events, tunnel)
-    tunnel.healthy, tunnel.server = False, "down"
-    worker = _worker("w0", tunnel)
-    assert watch.at_fault(worker, (0, 0)) is not None
+    clock, _, watch, worker = _found_down()
     stop = ClockedStop(clock)
     stop.set()
     assert watch.wait_until_up(worker, stop) is False
@@ -223,12 +226,7 @@ def test_a_run_that_stops_ends_the_wait() -> None:
 def test_a_run_whose_tasks_all_ended_ends_the_wait_before_the_patience() -> None:
     # the path's workers have nothing left to do once every task is final (run behind other
     # paths): waiting out the patience only delayed the run's end, then stopped it as lost
-    clock, events = Clock(), []
-    tunnel = _tunnel("w0", clock)
-    watch = _watch(clock, events, tunnel, patience=300.0)
-    tunnel.healthy, tunnel.server = False, "down"
-    worker = _worker("w0", tunnel)
-    assert watch.at_fault(worker, (0, 0)) is not None
+    clock, tunnel, watch, worker = _found_down(patience=300.0)
     assert watch.wait_until_up(worker, ClockedStop(clock), lambda: len(tunnel.tries) >= 3) is False
     assert len(tunnel.tries) == 3 and clock.now < 300.0
 
