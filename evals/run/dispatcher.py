@@ -492,7 +492,7 @@ class Dispatcher:
         if replacement is not None:
             with self._state_lock:  # back to work: no longer among the path's lost workers
                 entry["workers"] = [n for n in entry["workers"] if n != worker.name]
-                if not entry["workers"]:
+                if not entry["workers"] and self._lost_hosts.get(endpoint) is entry:
                     del self._lost_hosts[endpoint]
             return replacement
         if self._active_workers() == 0:
