@@ -26,6 +26,7 @@ from oa_vm.errors import (
     PoolInUseError,
     PoolNotFoundError,
     PoolNotReadyError,
+    ProviderUnavailableError,
     ProvisioningError,
     RecordMissingError,
     WaitTimeoutError,
@@ -547,11 +548,15 @@ def cleanup_pool(
     pool = resolve_name(name)
     if not _removable(pool, purge):
         return CleanupReport(hints=[f"pool {pool!r} was already removed; nothing to remove"])
+    state.ensure_pool_dir(pool)  # its lease's home, when the folder was removed by hand
     with guard_pool(pool, "pool-cleanup", force=force) as overridden:
         if overridden is not None:
             progress(f"pool {pool!r} is in use by {describe(overridden)}; "
                      "removing it anyway (--force)")
         record = _record_to_remove(pool)  # as it is now that the lease is ours
+        if record.provider_data.get("unrecorded"):
+            progress(f"pool {pool!r} has no record, but oa-vm's {record.cloud} state still "
+                     "holds what it made: removing that")
         if purge:
             record.settings["purge"] = True  # the provider's destroy reads it
         report = _destroy(record, progress)
@@ -588,6 +593,27 @@ def _record_to_remove(pool: str) -> PoolRecord:
     except RecordMissingError:
         return PoolRecord(name=pool, cloud="local", state=PoolState.FAILED,
                           created_at=state.utcnow())
+    except PoolNotFoundError:
+        found = _unrecorded(pool)
+        if found is None:
+            raise
+        return found
+
+
+def _unrecorded(pool: str) -> PoolRecord | None:
+    """A cloud pool whose record (or whole folder) was removed by hand while oa-vm's state of
+    its cloud still holds what it made (:class:`oa_vm.clouds.base.StateKeeper`): a record to
+    remove it by, or None. Asked only when no record is found: it may run the cloud's engine."""
+    from oa_vm.clouds.base import StateKeeper
+
+    for cloud in known_clouds():
+        try:
+            provider = get_provider(cloud)
+        except ProviderUnavailableError:
+            continue  # its extra is not installed here: nothing of it can be held either
+        if isinstance(provider, StateKeeper) and (found := provider.unrecorded(pool)):
+            return found
+    return None
 
 
 def cleanup_names(names: Sequence[str], option: str, *, purge: bool = False) -> list[str]:

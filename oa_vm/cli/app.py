@@ -277,8 +277,10 @@ def pool_cleanup(
         holder = None if force else live_holder(pool)
         if holder is not None:  # before asking: the answer would not matter
             raise PoolInUseError(pool, describe(holder), "pool-cleanup")
-    if present:
-        _confirm(f"Remove {_pools(present)} and everything {'they' if present[1:] else 'it'} "
+    # asked for every pool with something to remove: one whose record was removed by hand too
+    asked = [pool for pool in pools if state.exists(pool) or not state.tombstone(pool).exists()]
+    if asked:
+        _confirm(f"Remove {_pools(asked)} and everything {'they' if asked[1:] else 'it'} "
                  "created?", yes)
     left = []
     for pool in pools:  # the next pool is removed even when one left something: not left billing

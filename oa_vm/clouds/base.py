@@ -295,6 +295,18 @@ class CloudExpiryOps(FleetOps, ExpiryLimit, Protocol):
         ...
 
 
+@runtime_checkable
+class StateKeeper(Protocol):
+    """A provider whose pools are kept in a state of this machine that outlives their records
+    (a Pulumi stack in oa-vm's home), so that a pool whose record was removed by hand can still
+    be found, and removed, by its name."""
+
+    def unrecorded(self, pool: str) -> PoolRecord | None:
+        """A record to remove ``pool`` by, when its record is gone but its state still holds
+        what it made (None: no such state, or nothing here to read it with)."""
+        ...
+
+
 class Provider(Protocol):
     """The contract between the API and one cloud.
 

@@ -692,6 +692,21 @@ class PulumiCloudProvider:
 
     # -- refresh, wait, destroy ----------------------------------------------------------------
 
+    def unrecorded(self, pool: str) -> PoolRecord | None:
+        """``pool``'s stack, when its record was removed by hand and the state still holds it
+        (:class:`~oa_vm.clouds.base.StateKeeper`): a record to destroy it by, its region read
+        from the stack's config. None when there is no such stack or no engine to ask."""
+        if self.engine.missing() is not None:
+            return None
+        ref = stack_ref(self.info.project, pool)
+        if not self.engine.stack_exists(ref):
+            return None
+        region = self.engine.get_config(ref).get(self.info.region_config or "", "")
+        return PoolRecord(name=pool, cloud=self.name, state=PoolState.FAILED,
+                          created_at=state.utcnow(),
+                          provider_data={"project": self.info.project, "stack": pool,
+                                         "region": region, "unrecorded": True})
+
     def stack_of(self, record: PoolRecord) -> Any:
         """The Pulumi stack holding ``record``'s pool (its project and stack name)."""
         project = str(record.provider_data.get("project") or self.info.project)
