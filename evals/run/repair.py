@@ -164,7 +164,11 @@ class WorkerRepairer:
                 return None
             if replaced is None:
                 return None
-            return self._connect(*replaced)
+            try:
+                return self._connect(*replaced)
+            except Exception as exc:  # its tunnel did not open (a path still down): as above
+                log.warning("could not reach worker %s once replaced: %s", worker, exc)
+                return None
 
     def _replace(self, worker: str, asked: float) -> tuple[object, str] | None:
         """The pool's record once ``worker`` was replaced, and the name of the worker that now
