@@ -14,7 +14,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from oa_vm.clouds import facts, get_provider, known_clouds, price_per_hour, rents_nothing
+from oa_vm.clouds import (
+    every_pool,
+    facts,
+    get_provider,
+    known_clouds,
+    price_per_hour,
+    rents_nothing,
+)
 from oa_vm.clouds.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
 from oa_vm.clouds.local.faults import validate_faults
 from oa_vm.errors import (
@@ -29,6 +36,7 @@ from oa_vm.errors import (
     ProviderUnavailableError,
     ProvisioningError,
     RecordMissingError,
+    StackWithoutRecordError,
     WaitTimeoutError,
     WorkerAccessError,
 )
@@ -419,7 +427,7 @@ def pool_status(
 def list_pools(*, refresh_local: bool = True) -> list[PoolRecord | CorruptRecordError]:
     """Every pool (corrupt records included, as their error, so a listing can show them)."""
     out: list[PoolRecord | CorruptRecordError] = []
-    for item in state.iter_records():
+    for item in every_pool():
         if isinstance(item, PoolRecord) and refresh_local and facts(item.cloud).simulated:
             item = get_provider(item.cloud).refresh(item)
         out.append(item)
@@ -695,10 +703,11 @@ def cleanup_expired(
     unless ``force``. A record that cannot be read is skipped and reported too (``unreadable``):
     its expiry is unknown, and saying nothing would let a pool bill unseen."""
     reports = {}
-    for item in state.iter_records():
+    for item in every_pool():
         if isinstance(item, CorruptRecordError):
-            name = item.path.parent.name
-            why = (f"pool {name!r} skipped: {item}" if isinstance(item, RecordMissingError)
+            name = item.pool
+            why = (f"pool {name!r} skipped: {item}"
+                   if isinstance(item, RecordMissingError | StackWithoutRecordError)
                    else f"pool {name!r} skipped: its record {item.path} is unreadable "
                         f"({item.reason})")
             progress(why)

@@ -100,6 +100,11 @@ class CorruptRecordError(OaVmError):
             "(oa-vm leaves it untouched)"
         )
 
+    @property
+    def pool(self) -> str:
+        """The pool the record is of (its folder's name)."""
+        return self.path.parent.name
+
 
 class RecordMissingError(CorruptRecordError):
     """A pool's folder still holds its local workers' folders, but its record is gone (removed
@@ -115,6 +120,28 @@ class RecordMissingError(CorruptRecordError):
             f"its workers' folders; stop them and remove it with 'oa-vm pool-cleanup --pool "
             f"{pool}'"
         )
+
+
+class StackWithoutRecordError(CorruptRecordError):
+    """A cloud pool's folder is gone (removed by hand) but oa-vm's Pulumi state still holds its
+    stack, so what it made may still bill until its expiry: listed wherever pools are, and
+    ``pool-cleanup --pool NAME`` destroys it (:class:`oa_vm.clouds.base.StateKeeper`)."""
+
+    def __init__(self, path: Path, pool: str, cloud: str) -> None:
+        self.path = path
+        self.cloud = cloud
+        self._pool = pool
+        self.reason = f"no record (its {cloud} stack remains)"
+        OaVmError.__init__(
+            self, f"pool {pool!r} has no record, but oa-vm's {cloud} state still holds its "
+            f"stack ({path}): what it made may still bill; remove it with 'oa-vm pool-cleanup "
+            f"--pool {pool}'"
+        )
+
+    @property
+    def pool(self) -> str:
+        """The pool the stack is of (its name)."""
+        return self._pool
 
 
 class ProviderUnavailableError(OaVmError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from oa_vm.clouds import facts, price_per_hour
 from oa_vm.cost.pool_cost import current_paused_per_day, paused_since, pool_cost_so_far
-from oa_vm.errors import CorruptRecordError
+from oa_vm.errors import CorruptRecordError, StackWithoutRecordError
 from oa_vm.kit.durations import format_duration
 from oa_vm.kit.tables import money, render_table
 from oa_vm.model import state
@@ -131,10 +131,12 @@ def status_text(record: PoolRecord) -> str:
 
 
 def list_json(items: list[PoolRecord | CorruptRecordError]) -> list[dict[str, Any]]:
-    """Every pool as ``pool-list --json`` shows it (corrupt records as an error entry)."""
+    """Every pool as ``pool-list --json`` shows it (an unreadable or missing record as an error
+    entry naming its pool, and its cloud when known)."""
     return [
         status_json(item) if isinstance(item, PoolRecord)
-        else {"error": str(item), "path": str(item.path)}
+        else {"name": item.pool, "cloud": getattr(item, "cloud", None), "error": str(item),
+              "path": str(item.path)}
         for item in items
     ]
 
@@ -146,7 +148,10 @@ def list_text(items: list[PoolRecord | CorruptRecordError]) -> str:
     rows: list[list[object]] = []
     for item in items:
         if not isinstance(item, PoolRecord):
-            rows.append([item.path.parent.name, "?", "?", "?", f"corrupt: {item.reason}", "", ""])
+            if isinstance(item, StackWithoutRecordError):  # not corrupt: only its state left
+                rows.append([item.pool, item.cloud, "?", "?", item.reason, "", ""])
+            else:
+                rows.append([item.pool, "?", "?", "?", f"corrupt: {item.reason}", "", ""])
             continue
         billing = keeps_billing(item)
         per_hour = _per_hour(item)

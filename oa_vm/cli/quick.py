@@ -84,13 +84,12 @@ def _pool_status(name: str | None) -> PoolRecord:
 
 def _list_pools() -> list[PoolRecord | CorruptRecordError]:
     """:func:`oa_vm.api.list_pools`, without loading the provider when nothing changed."""
-    from oa_vm.model import state
+    from oa_vm.clouds import every_pool, facts
     from oa_vm.model.state import PoolRecord
 
-    items = list(state.iter_records())
+    items = list(every_pool())
     if not items:
         return items
-    from oa_vm.clouds import facts
     from oa_vm.clouds.local.proc_check import record_is_current
 
     if all(not isinstance(i, PoolRecord) or not facts(i.cloud).simulated or record_is_current(i)

@@ -9,11 +9,14 @@ from __future__ import annotations
 import importlib
 
 from oa_vm.clouds.declared import ProviderFacts
-from oa_vm.errors import InvalidInputError, ProviderUnavailableError
+from oa_vm.errors import InvalidInputError, ProviderUnavailableError, StackWithoutRecordError
 
 TYPE_CHECKING = False  # typing and the contract are not loaded at run time (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from oa_vm.clouds.base import Provider
+    from oa_vm.errors import CorruptRecordError
     from oa_vm.model.state import PoolRecord
 
 _REGISTRY: dict[str, str] = {
@@ -87,3 +90,27 @@ def get_provider(cloud: str) -> Provider:
         ) from exc
     provider: Provider = getattr(module, class_name)()
     return provider
+
+
+def every_pool() -> Iterator[PoolRecord | CorruptRecordError]:
+    """Every pool a listing shows: each record (:func:`oa_vm.model.state.iter_records`, the
+    unreadable and missing ones as their error), then each stack oa-vm's Pulumi state holds for
+    a pool that has neither (its folder removed by hand) as :class:`StackWithoutRecordError`,
+    so that what a cloud pool made never bills unseen. The stacks are read from the state's
+    files (:mod:`oa_vm.clouds.pulumi.stacks`), never from the engine."""
+    from oa_vm.model import state
+
+    shown: set[str] = set()
+    for item in state.iter_records():
+        shown.add(item.name if isinstance(item, state.PoolRecord) else item.pool)
+        yield item
+    from oa_vm.clouds.pulumi.stacks import backend_dir, pool_project, stacks_of
+
+    if not backend_dir().is_dir():  # no cloud pool was ever made here: nothing more to read
+        return
+    from oa_vm.kit.validate import name_problem
+
+    for cloud in known_clouds():
+        for name, path in stacks_of(pool_project(cloud)).items():
+            if name not in shown and name_problem("", name) is None:
+                yield StackWithoutRecordError(path, name, cloud)

@@ -20,6 +20,10 @@ name, other inputs), as the engine's diff would show them. As the real engine do
 resource keeps its old value of every input its ``ignore_changes`` names (a new one takes the
 program's).
 
+As the real engine's file backend does (Pulumi's diy store, project-scoped layout), each stack
+made by ``up`` has its file at ``.pulumi/stacks/<project>/<stack>.json`` under the backend folder,
+removed by ``remove_stack``: what :mod:`oa_vm.clouds.pulumi.stacks` reads without the engine.
+
 Like the real engine, ``up``/``refresh``/``destroy`` refuse to run while a lock is held
 (``StackLockedError``) or pending operations remain (``PendingOperationsError``).
 """
@@ -27,11 +31,13 @@ Like the real engine, ``up``/``refresh``/``destroy`` refuse to run while a lock 
 from __future__ import annotations
 
 import copy
+import json
 import socket
 import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from infra.offline import Lookup, run_offline
@@ -77,6 +83,11 @@ def _keep_ignored(inputs: dict[str, Any], old: Mapping[str, Any], paths: list[st
             target = target.get(part) if isinstance(target, dict) else None
         if isinstance(source, Mapping) and leaf in source and isinstance(target, dict):
             target[leaf] = copy.deepcopy(source[leaf])
+
+
+def _stack_file(ref: StackRef) -> Path:
+    """Where the file backend keeps ``ref``'s stack."""
+    return ref.backend_dir / ".pulumi" / "stacks" / ref.project / f"{ref.stack}.json"
 
 
 class FakePulumiEngine:
@@ -172,6 +183,8 @@ class FakePulumiEngine:
         self.calls.append(("up", region))
         stack = self._guard(ref)
         stack.config.update(config)  # as ``set_all_config``: other keys stay
+        _stack_file(ref).parent.mkdir(parents=True, exist_ok=True)
+        _stack_file(ref).write_text(json.dumps({"version": 3, "checkpoint": {"stack": ref.stack}}))
         run = run_offline(program, self.lookup, project=ref.project, stack=ref.stack)
         created: list[dict[str, Any]] = [
             {
@@ -231,6 +244,7 @@ class FakePulumiEngine:
         if self.stacks.get(ref.stack, _Stack()).resources:
             raise EngineError("stack still has resources; use --force")
         self.stacks.pop(ref.stack, None)
+        _stack_file(ref).unlink(missing_ok=True)
 
     def export_deployment(self, ref: StackRef) -> dict[str, Any]:
         """The state in the shape ``pulumi stack export`` prints."""

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 from infra.settings import PINNED_EXPORT
 from oa_vm.clouds.base import CleanupReport, Progress
+from oa_vm.clouds.pulumi.stacks import backend_dir
 from oa_vm.errors import ProviderUnavailableError, ProvisioningError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.lazy import pulumi_automation as auto
@@ -288,11 +289,6 @@ def is_stale(lock: LockInfo, *, host: str | None = None) -> bool | None:
 
 
 # --- the passphrase ----------------------------------------------------------------------------
-
-
-def backend_dir() -> Path:
-    """``$OA_VM_HOME/pulumi``: the file backend holding every pool's stack."""
-    return state.home() / "pulumi"
 
 
 def passphrase_path() -> Path:

@@ -38,6 +38,7 @@ from oa_vm.clouds.pulumi.driver import (
     ensure_passphrase,
     stack_ref,
 )
+from oa_vm.clouds.pulumi.stacks import pool_project
 from oa_vm.clouds.pulumi.wait import worker_phase
 from oa_vm.cost import cloud_plan
 from oa_vm.errors import (
@@ -129,7 +130,7 @@ class CloudInfo:
     @property
     def project(self) -> str:
         """The Pulumi project of this cloud's pools."""
-        return f"oa-vm-{self.name}"
+        return pool_project(self.name)
 
 
 class PulumiCloudProvider:

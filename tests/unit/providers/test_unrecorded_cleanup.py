@@ -1,8 +1,10 @@
 """A cloud pool whose record was removed by hand (its folder deleted, ``pool.json`` gone) is
 still found by its name, from oa-vm's Pulumi state of its cloud, and ``pool-cleanup`` removes
 what its stack holds: before, ``pool-cleanup --pool NAME`` said "no pool named" and the hosts
-billed until their expiry. In-process: the engine is ``FakePulumiEngine`` (the real AWS program
-under Pulumi's mocks)."""
+billed until their expiry. Every listing of pools names it too (``pool-list`` through Typer and
+through its fast path, ``pool-cleanup --expired``), read from the state's files, without the
+engine. In-process: the engine is ``FakePulumiEngine`` (the real AWS program under Pulumi's
+mocks, each stack's file where the file backend keeps it); the fast path is the real CLI."""
 
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ from oa_vm.cli import app as cli
 from oa_vm.clouds import get_provider
 from oa_vm.clouds.aws.provider import AwsProvider
 from oa_vm.clouds.base import Provider
-from oa_vm.errors import InvalidInputError, PoolNotFoundError
+from oa_vm.errors import InvalidInputError, PoolNotFoundError, StackWithoutRecordError
 from oa_vm.model import state
+from tests.support.cli import run_cli
 from tests.support.cloud_pools import POOL, ready_pool
 from tests.support.fake_pulumi_engine import FakePulumiEngine
 from tests.support.pool_programs import AwsLookups
@@ -74,3 +77,43 @@ def test_without_the_engine_an_unknown_name_is_refused_as_before(
     with pytest.raises(PoolNotFoundError):
         api.cleanup_pool(POOL)
     assert engine.live_resources(POOL)
+
+
+def test_every_listing_names_an_unrecorded_pool_until_it_is_removed(
+    engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    remove = f"remove it with 'oa-vm pool-cleanup --pool {POOL}'"
+    # what is not a pool's stack is not listed: an image's stack, a backup beside a stack
+    stacks = oa_home / "pulumi" / ".pulumi" / "stacks"
+    (stacks / "oa-vm-aws-images").mkdir(parents=True)
+    (stacks / "oa-vm-aws-images" / "img-1.json").write_text("{}")
+    (stacks / "oa-vm-aws" / "gone.json.bak").write_text("{}")
+
+    items = api.list_pools()
+    assert [(type(i), i.pool, i.cloud) for i in items  # type: ignore[union-attr]
+            ] == [(StackWithoutRecordError, POOL, "aws")]
+    expired = api.cleanup_expired()
+    assert expired[POOL].unreadable and remove in str(expired[POOL].skipped)
+    assert engine.live_resources(POOL)  # its expiry is unknown: --expired removes nothing
+
+    typer_out = CliRunner().invoke(cli.app, ["pool-list"])
+    assert typer_out.exit_code == 0, typer_out.output
+    fast = run_cli("oa-vm", "pool-list", home=oa_home)  # the fast path, in its own process
+    assert fast.returncode == 0, fast.stderr
+    assert remove in fast.stderr and "no pools" not in fast.stdout.lower()
+    row = next(line for line in fast.stdout.splitlines() if line.startswith(POOL))
+    assert row.split()[:2] == [POOL, "aws"] and "no record" in row
+    assert row in typer_out.output and remove in typer_out.output  # one view, both paths
+    as_json = run_cli("oa-vm", "pool-list", "--json", home=oa_home)
+    assert as_json.returncode == 0 and remove in as_json.stdout
+
+    assert api.cleanup_pool(POOL).left == []
+    assert api.list_pools() == []
+    assert "No pools" in run_cli("oa-vm", "pool-list", home=oa_home).stdout
+
+
+def test_a_pool_with_its_record_is_listed_once(oa_home: Path) -> None:
+    made = FakePulumiEngine(AwsLookups())
+    record = ready_pool(AwsProvider(engine=made, lister=lambda pool: []))
+    state.save(record)
+    assert [getattr(i, "name", None) for i in api.list_pools()] == [POOL]
