@@ -11,6 +11,6 @@ from pathlib import Path
 
 def local_tasks_dir() -> Path:
     """The folder of the bundled local suite (WAA's task format: index files and examples/)."""
-    from infra.local.taskstore import tasks_dir  # light: no worker code is imported
+    from infra.local.taskstore import tasks_dir  # light: infra.local loads its worker lazily
 
     return tasks_dir()
