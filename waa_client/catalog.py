@@ -15,11 +15,13 @@ import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from waa_client import inputs
 from waa_client.errors import CatalogError, SyntheticTaskError, UnknownTaskError
-from waa_client.scoring import ScoringClient
+
+if TYPE_CHECKING:  # a type only: reading a catalog from files loads no HTTP client
+    from waa_client.scoring import ScoringClient
 
 INFEASIBLE_PREFIX = "INF-"
 BULK_CHUNK = 500  # task IDs per bulk request (the servers take up to 1000)
