@@ -338,9 +338,13 @@ class Dispatcher:
                         break  # the run stops, or every task ended, while the path is down
                 except SshPathLost as lost:
                     replacement = self._path_lost_for(worker, lost)
-                    if replacement is None:
-                        break
-                    worker, consecutive = replacement, 0
+                    if replacement is not None:
+                        worker, consecutive = replacement, 0
+                    elif not self._paths.wait_until_up(worker, self._stop, self._drained,
+                                                       lost=True):
+                        break  # the run stops, or every task ended, while the path is lost
+                    else:  # it answers again: the worker is back at work
+                        self._off_lost_path(lost.endpoint, worker.name)
                 continue
             if self._is_draining(worker.name):
                 # Its last task has finished; with --repair a replacement takes its place.
@@ -467,9 +471,9 @@ class Dispatcher:
         """The path of ``worker`` stayed down past the patience. Its workers are quarantined as
         one (one event, one ``quarantined_hosts`` entry named by the endpoint, whichever of them
         asks first); with ``--repair`` each is replaced (a cloud worker's replacement is a new
-        host, a new path) and goes back to work, else its loop ends. The run goes on while a
-        worker behind another path can take tasks; with none left it stops
-        (:class:`SshPathLost`, ``--resume``)."""
+        host, a new path) and goes back to work, else it waits for the path past the patience
+        and goes back to work if it answers again. The run goes on while a worker behind another
+        path can take tasks; with none left it stops (:class:`SshPathLost`, ``--resume``)."""
         endpoint = lost.endpoint
         with self._state_lock:
             first = endpoint not in self._lost_hosts
@@ -490,10 +494,7 @@ class Dispatcher:
                                  "servers"))
         replacement = self._replace(worker)
         if replacement is not None:
-            with self._state_lock:  # back to work: no longer among the path's lost workers
-                entry["workers"] = [n for n in entry["workers"] if n != worker.name]
-                if not entry["workers"] and self._lost_hosts.get(endpoint) is entry:
-                    del self._lost_hosts[endpoint]
+            self._off_lost_path(endpoint, worker.name)
             return replacement
         if self._active_workers() == 0:
             self._path_lost = self._path_lost or lost
@@ -501,6 +502,16 @@ class Dispatcher:
         with self._wake:
             self._wake.notify_all()
         return None
+
+    def _off_lost_path(self, endpoint: str, worker: str) -> None:
+        """``worker`` is back at work (replaced, or its path answers again): no longer among the
+        lost path's workers; the path's entry goes with its last worker."""
+        with self._state_lock:
+            entry = self._lost_hosts.get(endpoint)
+            if entry is not None:
+                entry["workers"] = [n for n in entry["workers"] if n != worker]
+                if not entry["workers"]:
+                    del self._lost_hosts[endpoint]
 
     def _other_host_active(self, worker: str) -> bool:
         """A worker on another host than ``worker``'s can still take tasks."""

@@ -28,7 +28,9 @@ The rule, one for every worker behind a tunnel (:class:`PathWatch`):
   :class:`evals.errors.SshPathLost` in its workers: the dispatcher quarantines them as one (a
   cloud host whose SSH server went with it is gone) and goes on behind the other paths, or, with
   no worker left behind another path, ends the run in one line naming the endpoint; the tasks
-  left are run by ``--resume``.
+  left are run by ``--resume``. A lost path is still asked (at the capped pace) while the run
+  goes on: when it answers again its workers come back to work (a host rebooted slower than the
+  patience is not lost for the rest of a long sweep).
 
 A worker dead behind a live path is not an outage: its tunnel stays up (the SSH server answers)
 and its failures count as before (quarantine and host rules, :mod:`evals.run.dispatcher`). Nor
@@ -38,6 +40,7 @@ mends that, and the ordinary rules apply.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -221,11 +224,13 @@ class PathWatch:
         return reason if outage_since_mark() else None
 
     def wait_until_up(self, worker: WorkerConnection, stop: threading.Event,
-                      done: Callable[[], bool] = lambda: False) -> bool:
+                      done: Callable[[], bool] = lambda: False, *, lost: bool = False) -> bool:
         """Block while the worker's path is down, re-opening its tunnel under the retry policy.
 
         ``done``: whether the run has nothing left for any worker (every task final): then
         there is nothing to wait for, and the run must not wait out the patience to end.
+        ``lost``: the path was lost already (its workers quarantined): wait past the patience,
+        for as long as the run goes on, so that they come back if it answers again.
 
         Returns:
             True once the tunnel is open (at once when the path is not down); False when
@@ -239,6 +244,8 @@ class PathWatch:
             return True
 
         def left() -> float:
+            if lost:
+                return math.inf
             with self._lock:
                 outage = self._down.get(endpoint)
                 since = outage.since if outage is not None else self.clock()

@@ -31,7 +31,7 @@ from evals.run.runner import Dispatcher, RunConfig
 from oa_vm.reach.connect import WorkerConnection
 from tests.support.http_servers import PNG_1PX, Reply, ScriptedServer
 from waa_client import ScoringClient, WaaClient
-from waa_client.errors import SshUnreachableError
+from waa_client.errors import SshUnreachableError, WorkerUnreachableError
 from waa_client.http import no_retry_waits
 
 if TYPE_CHECKING:
@@ -260,7 +260,8 @@ def test_a_worker_whose_path_is_lost_is_replaced_with_repair_and_the_run_goes_on
             lambda worker, _mark: blamed if worker is gone else None)
         paths.is_down = lambda worker: worker is gone  # type: ignore[method-assign]
 
-        def never_back(_worker: object, _stop: object, _done: object = None) -> bool:
+        def never_back(_worker: object, _stop: object, _done: object = None,
+                       **_kwargs: object) -> bool:
             raise SshPathLost(endpoint, ["w0"], "3s", "connection refused", str(folder.path))
 
         paths.wait_until_up = never_back  # type: ignore[method-assign]
@@ -313,3 +314,93 @@ def test_the_run_ends_when_every_task_is_done_while_a_path_is_still_down(tmp_pat
         queue.close()
     assert len(records) == len(TASKS)
     assert {r["worker"] for r in records.values()} == {"w1"}
+
+
+class PathWaaClient(WaaClient):
+    """A worker's WAA client behind a path: every reset fails while ``down`` is set (as every
+    request through an SSH server that stopped answering does)."""
+
+    def __init__(self, url: str, down: threading.Event) -> None:
+        super().__init__(url, read_timeout=30, connect_timeout=10)
+        self._down = down
+
+    def close_all(self) -> None:
+        """Fails while the path is down, else resets as the real one does."""
+        if self._down.is_set():
+            raise WorkerUnreachableError("connection reset through the tunnel")
+        super().close_all()
+
+
+class GatedWaaClient(WaaClient):
+    """A worker's WAA client whose first reset waits until ``gate`` opens (or the deadline)."""
+
+    def __init__(self, url: str, gate: threading.Event) -> None:
+        super().__init__(url, read_timeout=30, connect_timeout=10)
+        self._gate = gate
+
+    def close_all(self) -> None:
+        """Waits for the gate, then resets as the real one does."""
+        self._gate.wait(GATE_DEADLINE_S)
+        super().close_all()
+
+
+def test_a_lost_path_that_answers_again_brings_its_worker_back(tmp_path: Path) -> None:
+    # w0's SSH server stops answering for longer than the patience (a host rebooting slowly):
+    # its worker is quarantined with its path, and w1 (reached directly) goes on. When the server
+    # answers again, w0 comes back to work and the quarantine is lifted. w1 holds its first task
+    # until w0 has scored one; before, a lost path's worker never came back, so w1 waited out
+    # the gate's deadline and ran every task alone, w0's path still quarantined at the end.
+    folder, queue = _queued(tmp_path, list(TASKS))
+    infos = {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}
+    endpoint = "user@127.0.0.1:22"
+    down, w0_scored = threading.Event(), threading.Event()
+    down.set()
+
+    def through_path(*_args: object) -> None:
+        if down.is_set():
+            raise SshUnreachableError("SSH to worker w0 at 127.0.0.1:22: connection refused")
+
+    events: list[RunEvent] = []
+
+    def on_event(event: RunEvent) -> None:
+        events.append(event)
+        if event.kind is EventKind.HOST_QUARANTINED:
+            down.clear()  # the server answers again once its worker was given up on
+        if event.kind is EventKind.TASK_FINISHED and event.worker == "w0":
+            w0_scored.set()
+
+    with ScriptedServer(_waa_routes(True)) as waa, ScriptedServer(
+        {"/setup": Reply.json({"status": "success", "results": []}), "/evaluate": VERDICT}
+    ) as scoring, no_retry_waits():
+        w0 = WorkerConnection(
+            name="w0", waa=PathWaaClient(waa.url, down),
+            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
+            waa_url=waa.url, scoring_url=scoring.url,
+            tunnel=cast("ForwardingTunnel", SimpleNamespace(
+                target=SimpleNamespace(endpoint=endpoint, name="w0"), reconnects=0,
+                local_ports=(0, 0), ensure=through_path)))
+        w1 = WorkerConnection(
+            name="w1", waa=GatedWaaClient(waa.url, w0_scored),
+            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
+            waa_url=waa.url, scoring_url=scoring.url)
+        dispatcher = Dispatcher(
+            folder, queue, Ledger(None), [w0, w1], TASKS, infos, NoopAgent,
+            RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
+                      quarantine_after=QUARANTINE_AFTER),
+            on_event=on_event, path_patience_s=1.0,
+        )
+        dispatcher._paths.probe = through_path  # type: ignore[method-assign]
+        ended = _run_or_stop(dispatcher)
+    try:
+        assert ended, "the run did not end"
+        records = queue.records()
+    finally:
+        queue.close()
+    assert w0_scored.is_set(), "w0 never came back to work"
+    outcome = ended[0]
+    assert outcome.quarantined_hosts == [] and outcome.quarantined == []  # type: ignore[attr-defined]
+    assert len(records) == len(TASKS) and {r["status"] for r in records.values()} == {"failure"}
+    assert "w0" in {r["worker"] for r in records.values()}
+    kinds = [(e.kind, e.worker) for e in events
+             if e.kind in (EventKind.HOST_QUARANTINED, EventKind.PATH_BACK)]
+    assert kinds == [(EventKind.HOST_QUARANTINED, endpoint), (EventKind.PATH_BACK, endpoint)]
