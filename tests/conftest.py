@@ -15,6 +15,7 @@ import pytest
 from tests.support.controller import Controller
 from tests.support.http_servers import RefusingPort
 from tests.support.pools import leftover_processes, make_local_pool, pool_home, remove_pools
+from tests.support.schedule import long_first
 from tests.support.worker_proc import WorkerProcess, running_worker
 
 if TYPE_CHECKING:
@@ -41,6 +42,15 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "pools (fixtures pool, pooled), e.g. workers=2")
     config.addinivalue_line("markers", "worker(**options): the options of the simulated worker "
                                        "(fixtures worker, shared_worker), e.g. auth=False")
+
+
+@pytest.hookimpl(trylast=True)  # after ``-m`` deselected: the shares are of what runs
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist, each test process's first share begins with its part of the tests
+    marked ``long`` (:func:`tests.support.schedule.long_first`)."""
+    processes = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    marked = [item.get_closest_marker("long") is not None for item in items]
+    items[:] = long_first(items, marked, processes)
 
 
 def _keep_bytecode() -> None:

@@ -50,6 +50,7 @@ def _table(stdout: str) -> dict[str, list[int]]:
     return rows
 
 
+@pytest.mark.long
 def test_the_local_suite_audits_clean(oa_home: Path, tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     try:

@@ -53,6 +53,7 @@ def test_a_worker_killed_mid_sweep_has_its_task_finished_elsewhere(
     assert summary["workers"]["worker-1"]["quarantined"] is True
 
 
+@pytest.mark.long
 def test_a_hung_worker_times_out_its_task_which_is_retried_and_the_worker_quarantined(
     home: Path, pool: str, tmp_path: Path, controllers: list[RunController]
 ) -> None:

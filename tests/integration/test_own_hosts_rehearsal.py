@@ -292,6 +292,7 @@ def _containers(lab: Lab) -> list[str]:
     return found
 
 
+@pytest.mark.long
 def test_a_pool_on_own_hosts_builds_each_image_once_pauses_extends_resumes_repairs_and_purges(
     lab: Lab,
 ) -> None:

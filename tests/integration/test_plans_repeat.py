@@ -42,6 +42,7 @@ PLANS: dict[str, tuple[str, list[str]]] = {
 
 
 @pytest.mark.parametrize("kind", list(PLANS))
+@pytest.mark.long
 def test_a_plan_prints_the_same_on_every_run(kind: str, tmp_path: Path) -> None:
     script, args = PLANS[kind]
     if script == "openadapt-evals":

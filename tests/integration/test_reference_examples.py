@@ -130,6 +130,7 @@ def test_adapter_examples_construct_without_contacting_anything(tmp_path: Path) 
     assert done.stdout == "WAALiveAdapter http://vm-ip:5000\n"
 
 
+@pytest.mark.long
 def test_readme_python_api_against_a_live_worker(readme_worker: WorkerProcess,
                                                  tmp_path: Path) -> None:
     with FakeModelApis(anthropic_script=DRAFT_SCRIPT) as fake:

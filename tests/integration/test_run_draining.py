@@ -41,6 +41,7 @@ def _started(record: dict[str, object]) -> datetime:
     return datetime.fromisoformat(str(record["started_at"]))
 
 
+@pytest.mark.long
 def test_a_draining_worker_finishes_its_task_and_takes_no_new_one(
     home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
@@ -82,6 +83,7 @@ def test_a_draining_worker_finishes_its_task_and_takes_no_new_one(
     assert_summary_matches(run_dir, records)
 
 
+@pytest.mark.long
 def test_with_repair_a_draining_worker_is_replaced_by_a_new_worker_that_takes_tasks(
     home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:

@@ -273,6 +273,7 @@ def test_with_repair_a_killed_worker_is_replaced_through_its_own_pool(
     assert metadata["quarantined_workers"] == []
 
 
+@pytest.mark.long
 def test_a_drain_notice_drains_only_that_pools_worker(
     home: Path, tmp_path: Path, controllers: list[RunController], monkeypatch: pytest.MonkeyPatch
 ) -> None:

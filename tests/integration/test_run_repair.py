@@ -23,6 +23,7 @@ from tests.support.waiting import wait_until
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.long
 def test_a_killed_worker_is_replaced_and_the_run_finishes_every_task(
     home: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:

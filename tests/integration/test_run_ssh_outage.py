@@ -83,6 +83,7 @@ tunnels do not notice before their keepalives give up)."""
 
 @BACKENDS
 @OUTAGES
+@pytest.mark.long
 def test_a_short_outage_of_the_ssh_server_is_ridden_out(
     ssh_pool: Path, sshd: SshServer, tmp_path: Path,  # noqa: F811
     controllers: list[RunController], monkeypatch: pytest.MonkeyPatch, backend: str,
@@ -123,6 +124,7 @@ def test_a_short_outage_of_the_ssh_server_is_ridden_out(
     assert all(r["attempts"] == 1 for r in records.values())
 
 
+@pytest.mark.long
 def test_an_outage_beyond_the_patience_ends_the_run_in_one_line_and_resume_finishes_it(
     ssh_pool: Path, sshd: SshServer, tmp_path: Path,  # noqa: F811
     controllers: list[RunController], monkeypatch: pytest.MonkeyPatch,
@@ -164,6 +166,7 @@ def test_an_outage_beyond_the_patience_ends_the_run_in_one_line_and_resume_finis
     assert all(r["attempts"] == 1 for r in _queue_rows(run_dir))
 
 
+@pytest.mark.long
 def test_a_path_lost_past_the_patience_quarantines_its_workers_and_the_run_goes_on_behind_another(
     sshd: SshServer, tmp_path: Path, controllers: list[RunController],  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,

@@ -37,6 +37,7 @@ def _edited_tasks(root: Path) -> tuple[Path, str]:
     return folder, path.stem
 
 
+@pytest.mark.long
 def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"
     agent = ["--agent", "random", "--agent-arg", "p=0.5", "--agent-arg", "seed=3"]
@@ -109,6 +110,7 @@ def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -
     assert "What was measured" in page and "Statistics" in page
 
 
+@pytest.mark.long
 def test_compare_one_trial_against_five_and_oracle_against_noop(
         home: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"

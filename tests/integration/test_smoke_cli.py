@@ -294,6 +294,7 @@ def test_a_worker_whose_snapshot_is_refused_runs_on_stock_resets(
 
 
 @pytest.mark.parametrize("delete_image", [False, True])
+@pytest.mark.long
 def test_a_region_without_an_image_builds_one_first(
     cloud_without_image: FakeCloud, delete_image: bool
 ) -> None:
@@ -442,6 +443,7 @@ def test_bad_input_is_one_line_before_anything_is_made(
     assert not home.exists() or not list(home.rglob("pool.json"))
 
 
+@pytest.mark.long
 def test_ctrl_c_during_the_task_stops_the_run_and_cleans_up(slow_cloud: FakeCloud) -> None:
     import psutil
 

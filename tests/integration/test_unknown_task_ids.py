@@ -155,6 +155,7 @@ def test_what_waas_catalog_refuses_is_refused_before_a_cloud_pool_is_made(
     _made_nothing(oa_home, tmp_path / "results")
 
 
+@pytest.mark.long
 def test_what_waas_catalog_holds_is_planned(oa_home: Path, tmp_path: Path,
                                              waa_data: Path) -> None:
     a_waa_id = json.loads((waa_data / "test_all.json").read_text())["chrome"][0]

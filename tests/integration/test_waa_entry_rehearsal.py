@@ -247,6 +247,7 @@ def docker(host: Rehearsal, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.long
 def test_docker_stop_reaches_dockurs_shutdown_through_waas_entry(tmp_path: Path) -> None:
     """'docker stop' (a pause on an own host, a host shutting down) signals PID 1 alone. dockur
     counts on that signal reaching its trap, which shuts Windows down by ACPI within the
@@ -416,6 +417,7 @@ def test_the_docker_stand_in_builds_as_docker_does(tmp_path: Path, step: str,
         assert steps[0]["from"] == "top" and steps[-1].get("ran"), steps
 
 
+@pytest.mark.long
 def test_a_windows_slower_to_power_off_than_waas_180s_still_builds(tmp_path: Path) -> None:
     """WAA's entry.sh gives Windows 180 s (4 s here) after /shutdown, then ends; dockur writes
     windows.boot only once QEMU has exited. A Windows that takes longer (pending updates: 10 s
@@ -467,6 +469,7 @@ def _windows_iso(path: Path) -> Path:
     return path
 
 
+@pytest.mark.long
 def test_a_build_from_a_local_iso_installs_from_the_uploaded_file(tmp_path: Path) -> None:
     """``image-create --iso PATH``: the file goes over the builder's SSH (a real sshd, the
     shipped upload command), the bootstrap binds it as dockur's ``/custom.iso``, and dockur's own
@@ -523,6 +526,7 @@ def _guest_pid(under: Path) -> int:
     raise AssertionError("the rehearsal's guest is not running")
 
 
+@pytest.mark.long
 def test_windows_gone_from_a_pools_container_ends_it_for_its_restart_policy(
     tmp_path: Path,
 ) -> None:

@@ -166,6 +166,7 @@ def test_a_sweep_named_like_an_existing_pool_leaves_that_pool_alone(
     os.kill(pid, 0)  # still alive
 
 
+@pytest.mark.long
 def test_pause_and_cleanup_refuse_a_pool_a_run_is_using_and_the_run_finishes(
     home: Path, tmp_path: Path, controllers: list[Controller]
 ) -> None:
@@ -204,6 +205,7 @@ def test_pause_and_cleanup_refuse_a_pool_a_run_is_using_and_the_run_finishes(
     assert not state.exists("inuse")
 
 
+@pytest.mark.long
 def test_a_worker_dribbling_its_answers_times_out_its_tasks_and_is_quarantined(
     home: Path, tmp_path: Path, controllers: list[Controller]
 ) -> None:

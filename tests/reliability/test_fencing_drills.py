@@ -171,6 +171,7 @@ def test_a_frozen_controller_whose_lease_was_taken_over_stops_without_touching_t
     assert state.load("shared").state.value == "ready"
 
 
+@pytest.mark.long
 def test_a_controller_frozen_past_its_task_leases_runs_no_task_twice(
     home: Path, tmp_path: Path, controllers: list[Controller], monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -207,6 +207,7 @@ def test_sigterm_and_sighup_leave_the_run_interrupted_not_running(
 # --- the worker time of attempts a crash interrupted is billed ----------------------------------
 
 
+@pytest.mark.long
 def test_attempts_interrupted_by_a_crash_are_billed_on_resume(
     home: Path, pool: str, tmp_path: Path, controllers: list[Controller]
 ) -> None:

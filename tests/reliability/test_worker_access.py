@@ -294,6 +294,7 @@ def patient_worker(tmp_path: Path) -> Iterator[WorkerProcess]:
         yield proc
 
 
+@pytest.mark.long
 def test_connections_without_the_secret_hold_no_slot(patient_worker: WorkerProcess) -> None:
     """Issue 28: 32 idle connections (no secret needed) made every new run fail with "worker
     not ready" (503). Now a connection holds a slot only once its request line shows the

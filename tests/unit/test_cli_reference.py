@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support import clidoc
 
 
+@pytest.mark.long
 def test_cli_reference_is_current() -> None:
     current = clidoc.DOC.read_text(encoding="utf-8")
     assert current == clidoc.render(current), (
