@@ -340,9 +340,9 @@ class Dispatcher:
                     replacement = self._path_lost_for(worker, lost)
                     if replacement is not None:
                         worker, consecutive = replacement, 0
-                    elif not self._paths.wait_until_up(worker, self._stop, self._drained,
+                    elif not self._paths.wait_until_up(worker, self._stop, self._lost_wait_ends,
                                                        lost=True):
-                        break  # the run stops, or every task ended, while the path is lost
+                        break  # the run stops, every task ended or no worker is left
                     else:  # it answers again: the worker is back at work
                         self._off_lost_path(lost.endpoint, worker.name)
                 continue
@@ -502,6 +502,12 @@ class Dispatcher:
         with self._wake:
             self._wake.notify_all()
         return None
+
+    def _lost_wait_ends(self) -> bool:
+        """Whether a worker waiting for its lost path stops waiting: every task is final, or
+        no worker behind another path is left to take one (the run ends as any run whose
+        workers are all out; waiting on would hold it open for ever)."""
+        return self._drained() or self._active_workers() == 0
 
     def _off_lost_path(self, endpoint: str, worker: str) -> None:
         """``worker`` is back at work (replaced, or its path answers again): no longer among the

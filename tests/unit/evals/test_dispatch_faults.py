@@ -404,3 +404,55 @@ def test_a_lost_path_that_answers_again_brings_its_worker_back(tmp_path: Path) -
     kinds = [(e.kind, e.worker) for e in events
              if e.kind in (EventKind.HOST_QUARANTINED, EventKind.PATH_BACK)]
     assert kinds == [(EventKind.HOST_QUARANTINED, endpoint), (EventKind.PATH_BACK, endpoint)]
+
+
+def test_a_run_whose_other_workers_are_all_out_ends_while_a_lost_path_stays_down(
+    tmp_path: Path,
+) -> None:
+    # w0's path is lost for good while w1 (reached directly) still works; then w1's resets fail
+    # until it is quarantined too. No worker is left to take a task, so the run ends (as any run
+    # whose workers are all out), its tasks left for --resume; w0 must not wait on for a path
+    # that may never answer, which would hold the run open for ever.
+    folder, queue = _queued(tmp_path, list(TASKS))
+    infos = {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}
+    endpoint = "user@127.0.0.1:22"
+    down, path_lost = threading.Event(), threading.Event()
+    down.set()
+
+    def through_path(*_args: object) -> None:
+        raise SshUnreachableError("SSH to worker w0 at 127.0.0.1:22: connection refused")
+
+    def on_event(event: RunEvent) -> None:
+        if event.kind is EventKind.HOST_QUARANTINED:
+            path_lost.set()
+
+    with ScriptedServer(_waa_routes(True)) as waa, ScriptedServer(
+        _waa_routes(False)
+    ) as failing_waa, ScriptedServer(
+        {"/setup": Reply.json({"status": "success", "results": []}), "/evaluate": VERDICT}
+    ) as scoring, no_retry_waits():
+        w0 = WorkerConnection(
+            name="w0", waa=PathWaaClient(waa.url, down),
+            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
+            waa_url=waa.url, scoring_url=scoring.url,
+            tunnel=cast("ForwardingTunnel", SimpleNamespace(
+                target=SimpleNamespace(endpoint=endpoint, name="w0"), reconnects=0,
+                local_ports=(0, 0), ensure=through_path)))
+        w1 = WorkerConnection(
+            name="w1", waa=GatedWaaClient(failing_waa.url, path_lost),
+            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
+            waa_url=failing_waa.url, scoring_url=scoring.url)
+        dispatcher = Dispatcher(
+            folder, queue, Ledger(None), [w0, w1], TASKS, infos, NoopAgent,
+            RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
+                      quarantine_after=QUARANTINE_AFTER),
+            on_event=on_event, path_patience_s=1.0,
+        )
+        dispatcher._paths.probe = through_path  # type: ignore[method-assign]
+        ended = _run_or_stop(dispatcher)
+        queue.close()
+    assert path_lost.is_set()
+    assert ended, "the run was held open by a worker waiting for its lost path"
+    outcome = ended[0]
+    assert outcome.quarantined == ["w1"]  # type: ignore[attr-defined]
+    assert [h["host"] for h in outcome.quarantined_hosts] == [endpoint]  # type: ignore[attr-defined]
