@@ -30,10 +30,12 @@ def pool_project(cloud: str) -> str:
 def stacks_of(project: str) -> dict[str, Path]:
     """Each stack of ``project`` the backend holds: its name and its file."""
     folder = backend_dir() / ".pulumi" / "stacks" / project
-    if not folder.is_dir():
+    try:
+        paths = sorted(folder.iterdir()) if folder.is_dir() else []
+    except OSError:  # unreadable: a listing goes on without it (the engine still finds a stack)
         return {}
     found: dict[str, Path] = {}
-    for path in sorted(folder.iterdir()):
+    for path in paths:
         for suffix in SUFFIXES:
             if path.name.endswith(suffix) and path.is_file():
                 found[path.name[: -len(suffix)]] = path
