@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import base64
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -344,22 +344,61 @@ class GatedWaaClient(WaaClient):
         super().close_all()
 
 
+LOST = "user@127.0.0.1:22"
+"""The SSH endpoint in front of w0 in the lost-path runs below."""
+
+
+def _beside_a_lost_path(tmp_path: Path, down: threading.Event, w1_gate: threading.Event,
+                        on_event: Callable[[RunEvent], None], *,
+                        w1_resets: bool) -> tuple[list[object], dict[str, Any]]:
+    """Every task on two workers: w0 behind :data:`LOST` (its server refuses while ``down`` is
+    set; patience 1 s) and w1 reached directly (each reset waits for ``w1_gate``, and fails
+    unless ``w1_resets``). The run's outcome (empty when it was still running at the deadline)
+    and the queue's records."""
+    folder, queue = _queued(tmp_path, list(TASKS))
+    infos = {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}
+
+    def through_path(*_args: object) -> None:
+        if down.is_set():
+            raise SshUnreachableError("SSH to worker w0 at 127.0.0.1:22: connection refused")
+
+    with ScriptedServer(_waa_routes(True)) as waa, ScriptedServer(
+        _waa_routes(w1_resets)
+    ) as w1_waa, ScriptedServer(
+        {"/setup": Reply.json({"status": "success", "results": []}), "/evaluate": VERDICT}
+    ) as scoring, no_retry_waits():
+        w0 = WorkerConnection(
+            name="w0", waa=PathWaaClient(waa.url, down),
+            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
+            waa_url=waa.url, scoring_url=scoring.url,
+            tunnel=cast("ForwardingTunnel", SimpleNamespace(
+                target=SimpleNamespace(endpoint=LOST, name="w0"), reconnects=0,
+                local_ports=(0, 0), ensure=through_path)))
+        w1 = WorkerConnection(
+            name="w1", waa=GatedWaaClient(w1_waa.url, w1_gate),
+            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
+            waa_url=w1_waa.url, scoring_url=scoring.url)
+        dispatcher = Dispatcher(
+            folder, queue, Ledger(None), [w0, w1], TASKS, infos, NoopAgent,
+            RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
+                      quarantine_after=QUARANTINE_AFTER),
+            on_event=on_event, path_patience_s=1.0,
+        )
+        dispatcher._paths.probe = through_path  # type: ignore[method-assign]
+        try:
+            return _run_or_stop(dispatcher), queue.records()
+        finally:
+            queue.close()
+
+
 def test_a_lost_path_that_answers_again_brings_its_worker_back(tmp_path: Path) -> None:
     # w0's SSH server stops answering for longer than the patience (a host rebooting slowly):
     # its worker is quarantined with its path, and w1 (reached directly) goes on. When the server
     # answers again, w0 comes back to work and the quarantine is lifted. w1 holds its first task
     # until w0 has scored one; before, a lost path's worker never came back, so w1 waited out
     # the gate's deadline and ran every task alone, w0's path still quarantined at the end.
-    folder, queue = _queued(tmp_path, list(TASKS))
-    infos = {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}
-    endpoint = "user@127.0.0.1:22"
     down, w0_scored = threading.Event(), threading.Event()
     down.set()
-
-    def through_path(*_args: object) -> None:
-        if down.is_set():
-            raise SshUnreachableError("SSH to worker w0 at 127.0.0.1:22: connection refused")
-
     events: list[RunEvent] = []
 
     def on_event(event: RunEvent) -> None:
@@ -369,33 +408,8 @@ def test_a_lost_path_that_answers_again_brings_its_worker_back(tmp_path: Path) -
         if event.kind is EventKind.TASK_FINISHED and event.worker == "w0":
             w0_scored.set()
 
-    with ScriptedServer(_waa_routes(True)) as waa, ScriptedServer(
-        {"/setup": Reply.json({"status": "success", "results": []}), "/evaluate": VERDICT}
-    ) as scoring, no_retry_waits():
-        w0 = WorkerConnection(
-            name="w0", waa=PathWaaClient(waa.url, down),
-            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
-            waa_url=waa.url, scoring_url=scoring.url,
-            tunnel=cast("ForwardingTunnel", SimpleNamespace(
-                target=SimpleNamespace(endpoint=endpoint, name="w0"), reconnects=0,
-                local_ports=(0, 0), ensure=through_path)))
-        w1 = WorkerConnection(
-            name="w1", waa=GatedWaaClient(waa.url, w0_scored),
-            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
-            waa_url=waa.url, scoring_url=scoring.url)
-        dispatcher = Dispatcher(
-            folder, queue, Ledger(None), [w0, w1], TASKS, infos, NoopAgent,
-            RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
-                      quarantine_after=QUARANTINE_AFTER),
-            on_event=on_event, path_patience_s=1.0,
-        )
-        dispatcher._paths.probe = through_path  # type: ignore[method-assign]
-        ended = _run_or_stop(dispatcher)
-    try:
-        assert ended, "the run did not end"
-        records = queue.records()
-    finally:
-        queue.close()
+    ended, records = _beside_a_lost_path(tmp_path, down, w0_scored, on_event, w1_resets=True)
+    assert ended, "the run did not end"
     assert w0_scored.is_set(), "w0 never came back to work"
     outcome = ended[0]
     assert outcome.quarantined_hosts == [] and outcome.quarantined == []  # type: ignore[attr-defined]
@@ -403,7 +417,7 @@ def test_a_lost_path_that_answers_again_brings_its_worker_back(tmp_path: Path) -
     assert "w0" in {r["worker"] for r in records.values()}
     kinds = [(e.kind, e.worker) for e in events
              if e.kind in (EventKind.HOST_QUARANTINED, EventKind.PATH_BACK)]
-    assert kinds == [(EventKind.HOST_QUARANTINED, endpoint), (EventKind.PATH_BACK, endpoint)]
+    assert kinds == [(EventKind.HOST_QUARANTINED, LOST), (EventKind.PATH_BACK, LOST)]
 
 
 def test_a_run_whose_other_workers_are_all_out_ends_while_a_lost_path_stays_down(
@@ -413,46 +427,16 @@ def test_a_run_whose_other_workers_are_all_out_ends_while_a_lost_path_stays_down
     # until it is quarantined too. No worker is left to take a task, so the run ends (as any run
     # whose workers are all out), its tasks left for --resume; w0 must not wait on for a path
     # that may never answer, which would hold the run open for ever.
-    folder, queue = _queued(tmp_path, list(TASKS))
-    infos = {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}
-    endpoint = "user@127.0.0.1:22"
     down, path_lost = threading.Event(), threading.Event()
     down.set()
-
-    def through_path(*_args: object) -> None:
-        raise SshUnreachableError("SSH to worker w0 at 127.0.0.1:22: connection refused")
 
     def on_event(event: RunEvent) -> None:
         if event.kind is EventKind.HOST_QUARANTINED:
             path_lost.set()
 
-    with ScriptedServer(_waa_routes(True)) as waa, ScriptedServer(
-        _waa_routes(False)
-    ) as failing_waa, ScriptedServer(
-        {"/setup": Reply.json({"status": "success", "results": []}), "/evaluate": VERDICT}
-    ) as scoring, no_retry_waits():
-        w0 = WorkerConnection(
-            name="w0", waa=PathWaaClient(waa.url, down),
-            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
-            waa_url=waa.url, scoring_url=scoring.url,
-            tunnel=cast("ForwardingTunnel", SimpleNamespace(
-                target=SimpleNamespace(endpoint=endpoint, name="w0"), reconnects=0,
-                local_ports=(0, 0), ensure=through_path)))
-        w1 = WorkerConnection(
-            name="w1", waa=GatedWaaClient(failing_waa.url, path_lost),
-            scoring=ScoringClient(scoring.url, read_timeout=30, connect_timeout=10),
-            waa_url=failing_waa.url, scoring_url=scoring.url)
-        dispatcher = Dispatcher(
-            folder, queue, Ledger(None), [w0, w1], TASKS, infos, NoopAgent,
-            RunConfig(pool=None, selection="all", agent="noop", max_steps=2, task_timeout_s=60,
-                      quarantine_after=QUARANTINE_AFTER),
-            on_event=on_event, path_patience_s=1.0,
-        )
-        dispatcher._paths.probe = through_path  # type: ignore[method-assign]
-        ended = _run_or_stop(dispatcher)
-        queue.close()
+    ended, _records = _beside_a_lost_path(tmp_path, down, path_lost, on_event, w1_resets=False)
     assert path_lost.is_set()
     assert ended, "the run was held open by a worker waiting for its lost path"
     outcome = ended[0]
     assert outcome.quarantined == ["w1"]  # type: ignore[attr-defined]
-    assert [h["host"] for h in outcome.quarantined_hosts] == [endpoint]  # type: ignore[attr-defined]
+    assert [h["host"] for h in outcome.quarantined_hosts] == [LOST]  # type: ignore[attr-defined]
