@@ -263,8 +263,9 @@ def pool_cleanup(
             # Not a success: a pool whose record cannot be read may be past its expiry and billing.
             raise OaVmError(
                 f"{len(unreadable)} pool record(s) unreadable, so not cleaned up: "
-                f"{', '.join(unreadable)}; fix or move each file by hand (see above), then run "
-                "'oa-vm pool-cleanup --expired' again"
+                f"{', '.join(unreadable)}; do what each one's line above says (fix or move an "
+                "unreadable file by hand; remove a pool with no record by its name with "
+                "'oa-vm pool-cleanup --pool NAME'), then run 'oa-vm pool-cleanup --expired' again"
             )
         return
     from oa_vm.model.lease import describe, live_holder
