@@ -303,7 +303,11 @@ class StateKeeper(Protocol):
 
     def unrecorded(self, pool: str) -> PoolRecord | None:
         """A record to remove ``pool`` by, when its record is gone but its state still holds
-        what it made (None: no such state, or nothing here to read it with)."""
+        what it made (None: no such state).
+
+        Raises:
+            ProviderUnavailableError: the state holds it, but what removes it is not installed.
+        """
         ...
 
 

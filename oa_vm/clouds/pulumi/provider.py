@@ -38,7 +38,7 @@ from oa_vm.clouds.pulumi.driver import (
     ensure_passphrase,
     stack_ref,
 )
-from oa_vm.clouds.pulumi.stacks import pool_project
+from oa_vm.clouds.pulumi.stacks import pool_project, stacks_of
 from oa_vm.clouds.pulumi.wait import worker_phase
 from oa_vm.cost import cloud_plan
 from oa_vm.errors import (
@@ -696,8 +696,18 @@ class PulumiCloudProvider:
     def unrecorded(self, pool: str) -> PoolRecord | None:
         """``pool``'s stack, when its record was removed by hand and the state still holds it
         (:class:`~oa_vm.clouds.base.StateKeeper`): a record to destroy it by, its region read
-        from the stack's config. None when there is no such stack or no engine to ask."""
-        if self.engine.missing() is not None:
+        from the stack's config. None when there is no such stack.
+
+        Raises:
+            ProviderUnavailableError: the state's files hold the stack but the engine that
+                removes it is not installed (what to install is said).
+        """
+        missing = self.engine.missing()
+        if missing is not None:
+            if pool in stacks_of(self.info.project):
+                raise ProviderUnavailableError(
+                    f"pool {pool!r} has no record, but oa-vm's {self.name} state still holds its "
+                    f"stack; removing it takes the Pulumi engine: {missing}")
             return None
         ref = stack_ref(self.info.project, pool)
         if not self.engine.stack_exists(ref):

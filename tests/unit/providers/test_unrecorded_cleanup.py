@@ -19,7 +19,12 @@ from oa_vm.cli import app as cli
 from oa_vm.clouds import get_provider
 from oa_vm.clouds.aws.provider import AwsProvider
 from oa_vm.clouds.base import Provider
-from oa_vm.errors import InvalidInputError, PoolNotFoundError, StackWithoutRecordError
+from oa_vm.errors import (
+    InvalidInputError,
+    PoolNotFoundError,
+    ProviderUnavailableError,
+    StackWithoutRecordError,
+)
 from oa_vm.model import state
 from tests.support.cli import run_cli
 from tests.support.cloud_pools import POOL, ready_pool
@@ -70,13 +75,19 @@ def test_the_cli_asks_before_it_removes_an_unrecorded_pool(engine: FakePulumiEng
     assert engine.live_resources(POOL) == []
 
 
-def test_without_the_engine_an_unknown_name_is_refused_as_before(
+def test_without_the_engine_the_name_is_refused_saying_what_removes_it(
     engine: FakePulumiEngine,
 ) -> None:
+    # pool-list names the stack (read from the state's files), so pool-cleanup must not answer
+    # "no pool named" for it: it says the engine is what removes it, and removes nothing
     engine.missing_reason = "the Pulumi engine is not installed"
-    with pytest.raises(PoolNotFoundError):
+    with pytest.raises(ProviderUnavailableError) as refused:
         api.cleanup_pool(POOL)
+    assert "oa-vm's aws state still holds its stack" in str(refused.value)
+    assert "the Pulumi engine is not installed" in str(refused.value)
     assert engine.live_resources(POOL)
+    with pytest.raises(PoolNotFoundError):  # a name the state does not hold: as before
+        api.cleanup_pool("ghost")
 
 
 def test_every_listing_names_an_unrecorded_pool_until_it_is_removed(
