@@ -42,6 +42,8 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.api import wait_pool as wait_pool
     from oa_vm.clouds import facts, price_per_hour
     from oa_vm.clouds import get_provider as get_provider
+    from oa_vm.clouds import load_pool as load_pool
+    from oa_vm.clouds import pool_exists as pool_exists
     from oa_vm.clouds.base import Capability as Capability
     from oa_vm.clouds.base import Plan as Plan
     from oa_vm.clouds.base import PoolSpec as PoolSpec
@@ -71,7 +73,6 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.model.state import WorkerRecord as WorkerRecord
     from oa_vm.model.state import WorkerState as WorkerState
     from oa_vm.model.state import atomic_write_json as atomic_write_json
-    from oa_vm.model.state import exists, load
     from oa_vm.model.state import home_problem as home_problem
     from oa_vm.model.state import pool_dir as pool_dir
     from oa_vm.model.state import refuse_unsettled as refuse_unsettled
@@ -84,7 +85,7 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.reach.replacements import replaced_by as replaced_by
     from oa_vm.reach.replacements import successor as successor
 
-    cloud_facts, quota_refusal, pool_exists, load_pool = facts, refusal, exists, load
+    cloud_facts, quota_refusal = facts, refusal
     pool_removing = removing
     pool_price = price_per_hour
 
@@ -98,7 +99,7 @@ _HOMES = {
     "oa_vm.images": "cloud_provider plan_image",
     # what is recorded
     "oa_vm.model.state": "PoolRecord PoolState WorkerRecord WorkerState atomic_write_json"
-                         " home_problem pool_dir exists:pool_exists load:load_pool"
+                         " home_problem pool_dir"
                          " refuse_unsettled",
     "oa_vm.model.lease": "Hold LeaseLostError PoolRemovingError hold_pool save_fenced"
                          " removing:pool_removing",
@@ -109,7 +110,8 @@ _HOMES = {
     "oa_vm.reach.drain": "DrainNotice DrainWatch mark_draining",
     "oa_vm.reach.replacements": "replaced_by successor",
     # clouds
-    "oa_vm.clouds": "get_provider facts:cloud_facts price_per_hour:pool_price",
+    "oa_vm.clouds": "get_provider load_pool pool_exists facts:cloud_facts"
+                    " price_per_hour:pool_price",
     "oa_vm.clouds.base": "Capability Plan PoolSpec Provider",
     "oa_vm.clouds.declared": "ProviderFacts",
     "oa_vm.clouds.local.suite": "local_tasks_dir",

@@ -19,6 +19,9 @@ from oa_vm.clouds import (
     facts,
     get_provider,
     known_clouds,
+    load_pool,
+    pool_exists,
+    pool_stacks,
     price_per_hour,
     rents_nothing,
 )
@@ -342,7 +345,7 @@ def create_pool(
     preflight = getattr(provider, "preflight", None)  # cloud pools: a prepared image, a size
     if preflight is not None:
         preflight(spec)
-    if state.exists(spec.name):
+    if pool_exists(spec.name):
         raise PoolExistsError(spec.name)
     placeholder = PoolRecord(
         name=spec.name, cloud=spec.cloud, state=PoolState.CREATING, created_at=state.utcnow(),
@@ -410,7 +413,7 @@ def pool_status(
     refuses is simply not saved; a run's repairer gives one that also carries its lease)."""
     from oa_vm.model.lease import PoolRemovingError, save_fenced
 
-    record = state.load(resolve_name(name))
+    record = load_pool(resolve_name(name))
     if refresh or facts(record.cloud).simulated:
         provider = get_provider(record.cloud)
         before = record.to_json()
@@ -467,7 +470,7 @@ def wait_pool(
     from waa_client.poll import poll_until
 
     save = save or save_fenced
-    record = state.load(resolve_name(name))
+    record = load_pool(resolve_name(name))
     state.refuse_paused(record)  # its stopped workers would be taken for lost
     provider = get_provider(record.cloud)
     interval = float(getattr(provider, "poll_interval_s", 5.0))
@@ -617,8 +620,12 @@ def _unrecorded(pool: str) -> PoolRecord | None:
     for cloud in known_clouds():
         try:
             provider = get_provider(cloud)
-        except ProviderUnavailableError:
-            continue  # its extra is not installed here: nothing of it can be held either
+        except ProviderUnavailableError as exc:  # the files say whether its state holds one
+            if any(stack.cloud == cloud for stack in pool_stacks(pool)):
+                raise ProviderUnavailableError(
+                    f"pool {pool!r} has no record, but oa-vm's {cloud} state still holds its "
+                    f"stack; removing it takes that provider: {exc}") from exc
+            continue
         if isinstance(provider, StateKeeper) and (found := provider.unrecorded(pool)):
             return found
     return None

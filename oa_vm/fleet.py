@@ -50,7 +50,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from oa_vm import api
-from oa_vm.clouds import facts, get_provider
+from oa_vm.clouds import facts, get_provider, load_pool
 from oa_vm.clouds.base import (
     Capability,
     CloudExpiryOps,
@@ -169,7 +169,7 @@ def _check_latest(cloud: _CloudExpiry, record: PoolRecord, expires_at: datetime,
 
 
 def _load(name: str | None) -> PoolRecord:
-    record = state.load(api.resolve_name(name))
+    record = load_pool(api.resolve_name(name))
     state.refuse_unsettled(record)
     return record
 
@@ -419,7 +419,7 @@ def repair_pool(
     """
     from oa_vm.model.lease import PoolRemovingError, fleet_lock, removing, save_fenced
 
-    pool = api.resolve_name(name)
+    pool = _load(name).name  # a name with no record is refused as every command refuses it
     with fleet_lock(pool):
         if removing(pool):
             raise PoolRemovingError(pool)
@@ -482,7 +482,7 @@ def extend_pool(name: str | None, *, by_s: float, progress: Progress = no_progre
     resolved = api.resolve_name(name)
     from oa_vm.model.lease import save_fenced
 
-    cloud = _cloud_expiry(state.load(resolved), ops)
+    cloud = _cloud_expiry(load_pool(resolved), ops)
     if cloud is not None:
         return _extend_in_cloud(resolved, by_s, cloud, progress)
     with state.locked(resolved):  # read-modify-write: parallel extends must all count

@@ -18,7 +18,7 @@ from oa_vm.cli.common import NameOpt, YesOpt, interrupt_says, show_removal
 from oa_vm.cli.common import confirm as _confirm
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
-from oa_vm.clouds import facts
+from oa_vm.clouds import facts, load_pool, pool_exists
 from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
 from oa_vm.kit.clikit import plain_typer, print_json, run_main, target_option, typed_name
 from oa_vm.kit.duration_options import duration_text_option
@@ -161,7 +161,7 @@ def pool_create(
 
 def _create_left(name: str) -> str:
     """What an interrupted create left, and what to do with it."""
-    if state.exists(name):
+    if pool_exists(name):
         return (f"pool {name!r} was not created whole; remove what is left with 'oa-vm "
                 f"pool-cleanup --pool {name}'")
     return f"pool {name!r} was not created and nothing of it is left"
@@ -181,7 +181,7 @@ def pool_wait(
     from oa_vm.cli.wait_display import wait_display
 
     pool = api.resolve_name(name)
-    timeout_s = pool_opts.wait_timeout(state.load(pool), timeout)
+    timeout_s = pool_opts.wait_timeout(load_pool(pool), timeout)
     left = (f"pool {pool!r} is left as it is, its workers still starting: wait again with "
             f"'oa-vm pool-wait --pool {pool}', or remove it with 'oa-vm pool-cleanup --pool "
             f"{pool}'")

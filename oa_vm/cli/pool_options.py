@@ -141,10 +141,10 @@ def preflight(spec: PoolSpec) -> None:
         PoolExistsError: a pool of that name exists (before any plan is printed).
         InvalidInputError: the oa-vm home cannot be written.
     """
-    from oa_vm.clouds import get_provider
+    from oa_vm.clouds import get_provider, pool_exists
     from oa_vm.model import state
 
-    if state.exists(spec.name):
+    if pool_exists(spec.name):
         raise PoolExistsError(spec.name)
     problem = state.home_problem()  # else the plan is shown and the record's write fails
     if problem:

@@ -68,13 +68,13 @@ def _pool_status(name: str | None) -> PoolRecord:
     names = state.list_names()
     if name is None and not names:  # api.resolve_name's answer, without importing the api
         raise PoolNotFoundError(None)  # before the provider facts' imports: nothing to show
-    from oa_vm.clouds import facts
+    from oa_vm.clouds import facts, load_pool
     from oa_vm.clouds.local.proc_check import record_is_current
 
     if name is not None:
         state.validate_pool_name(name)  # as api.resolve_name: "" is refused, not "the only pool"
     if name is not None or len(names) == 1:
-        record = state.load(names[0] if name is None else name)
+        record = load_pool(names[0] if name is None else name)
         if not facts(record.cloud).simulated or record_is_current(record):
             return record
     from oa_vm import api

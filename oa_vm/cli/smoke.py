@@ -79,10 +79,10 @@ def smoke(
     if plan_only:
         return
     from oa_vm import api
+    from oa_vm.clouds import pool_exists
     from oa_vm.kit import timings
-    from oa_vm.model import state
 
-    if state.exists(plan.pool):
+    if pool_exists(plan.pool):
         raise PoolExistsError(plan.pool)  # the smoke removes only what it made
     pool_opts.ensure_engine(cloud)
     if not opts.allow_cidrs:

@@ -9,7 +9,12 @@ from __future__ import annotations
 import importlib
 
 from oa_vm.clouds.declared import ProviderFacts
-from oa_vm.errors import InvalidInputError, ProviderUnavailableError, StackWithoutRecordError
+from oa_vm.errors import (
+    InvalidInputError,
+    PoolNotFoundError,
+    ProviderUnavailableError,
+    StackWithoutRecordError,
+)
 
 TYPE_CHECKING = False  # typing and the contract are not loaded at run time (start-up time)
 if TYPE_CHECKING:
@@ -104,13 +109,50 @@ def every_pool() -> Iterator[PoolRecord | CorruptRecordError]:
     for item in state.iter_records():
         shown.add(item.name if isinstance(item, state.PoolRecord) else item.pool)
         yield item
+    yield from (stack for stack in pool_stacks() if stack.pool not in shown)
+
+
+def load_pool(name: str) -> PoolRecord:
+    """The record of the pool a command names (:func:`oa_vm.model.state.load`). A name with no
+    record whose stack oa-vm's Pulumi state still holds (its folder removed by hand) is the pool
+    :func:`every_pool` lists: the error says so and how to remove it, where "no pool named"
+    would hide what may still bill.
+
+    Raises:
+        PoolNotFoundError: no record and no stack of that name.
+        StackWithoutRecordError: no record, but a stack of that name.
+        CorruptRecordError: the record cannot be read (nothing is deleted).
+    """
+    from oa_vm.model import state
+
+    try:
+        return state.load(name)
+    except PoolNotFoundError:
+        for stack in pool_stacks(name):
+            raise stack from None
+        raise
+
+
+def pool_exists(name: str) -> bool:
+    """Whether a pool of that name exists: its record (readable or not), or its stack in
+    oa-vm's Pulumi state (its folder removed by hand), so that a new pool never takes the name,
+    and with it the stack, of one whose hosts may still bill."""
+    from oa_vm.model import state
+
+    return state.exists(name) or any(pool_stacks(name))
+
+
+def pool_stacks(name: str | None = None) -> Iterator[StackWithoutRecordError]:
+    """Each pool's stack oa-vm's Pulumi state holds (the pool ``name``'s, or every one), read
+    from the state's files, as the error it is for a pool without a record; whether the pool
+    has one is the caller's to know."""
     from oa_vm.clouds.pulumi.stacks import backend_dir, pool_project, stacks_of
 
-    if not backend_dir().is_dir():  # no cloud pool was ever made here: nothing more to read
+    if not backend_dir().is_dir():  # no cloud pool was ever made here: nothing to read
         return
     from oa_vm.kit.validate import name_problem
 
     for cloud in known_clouds():
-        for name, path in stacks_of(pool_project(cloud)).items():
-            if name not in shown and name_problem("", name) is None:
-                yield StackWithoutRecordError(path, name, cloud)
+        for pool, path in stacks_of(pool_project(cloud)).items():
+            if (name is None or pool == name) and name_problem("", pool) is None:
+                yield StackWithoutRecordError(path, pool, cloud)

@@ -128,3 +128,59 @@ def test_a_pool_with_its_record_is_listed_once(oa_home: Path) -> None:
     record = ready_pool(AwsProvider(engine=made, lister=lambda pool: []))
     state.save(record)
     assert [getattr(i, "name", None) for i in api.list_pools()] == [POOL]
+
+
+NAMING = [
+    ("oa-vm", "pool-status", "--pool", POOL),  # its fast path
+    ("oa-vm", "pool-status", "--pool", POOL, "--json"),
+    ("oa-vm", "pool-wait", "--pool", POOL),
+    ("oa-vm", "pool-tunnel", "--pool", POOL),
+    ("oa-vm", "pool-pause", "--pool", POOL),
+    ("oa-vm", "pool-resume", "--pool", POOL),
+    ("oa-vm", "pool-repair", "--pool", POOL),
+    ("oa-vm", "pool-extend", "--pool", POOL, "--by", "1h"),
+    ("openadapt-evals", "run", "--pool", POOL, "--agent", "noop", "--tasks", "all"),
+]
+TAKING = [
+    ("oa-vm", "pool-create", "--cloud", "local", "--name", POOL),
+    ("oa-vm", "smoke", "--cloud", "aws", "--pool", POOL, "-y"),
+    ("openadapt-evals", "sweep", "--cloud", "local", "--pool", POOL, "--agent", "noop",
+     "--tasks", "all"),
+]
+
+
+def test_every_command_that_names_the_pool_says_its_stack_remains(
+    engine: FakePulumiEngine, oa_home: Path
+) -> None:
+    # pool-list names the pool, so no command may answer "no pool named" for it, nor make a new
+    # pool of its name (whose program would take its stack over): one rule, every command
+    for argv in NAMING:
+        done = run_cli(*argv, home=oa_home)
+        said = done.stderr + done.stdout
+        assert done.returncode == 1, (argv, said)
+        assert "has no record, but oa-vm's aws state still holds its stack" in said, (argv, said)
+        assert f"oa-vm pool-cleanup --pool {POOL}" in said and "Traceback" not in said, argv
+    for argv in TAKING:
+        done = run_cli(*argv, home=oa_home)
+        said = done.stderr + done.stdout
+        assert done.returncode != 0 and f"a pool named {POOL!r} already exists" in said, (
+            argv, said)
+    assert not state.pool_dir(POOL).exists() and engine.live_resources(POOL)  # nothing made
+    with pytest.raises(StackWithoutRecordError):
+        api.pool_status(POOL)
+    with pytest.raises(PoolNotFoundError):  # a name the state does not hold: as before
+        api.pool_status("ghost")
+
+
+def test_a_stack_whose_provider_cannot_load_is_not_called_unknown(
+    engine: FakePulumiEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unavailable(cloud: str) -> Provider:
+        raise ProviderUnavailableError(f"the {cloud} provider is not available here")
+
+    monkeypatch.setattr(api, "get_provider", unavailable)
+    with pytest.raises(ProviderUnavailableError) as refused:
+        api.cleanup_pool(POOL)
+    assert "oa-vm's aws state still holds its stack" in str(refused.value)
+    assert "the aws provider is not available here" in str(refused.value)
+    assert engine.live_resources(POOL)
