@@ -426,12 +426,17 @@ def list_images(
     found; newest first.
 
     Raises:
+        InvalidInputError: ``region`` is not one of the cloud's (before the cloud is asked).
         ProviderUnavailableError: the cloud's CLI (``aws``/``az``) is not installed.
         ProvisioningError: the CLI failed (one line with its last words).
     """
     import subprocess
 
+    from oa_vm.cost.pricing.regions import check_region
     from oa_vm.model.shared_images import merge
+
+    if region is not None:  # as image-create's: a typo is bad input, not the cloud's failure
+        region = check_region(provider.name, region)
 
     cli = facts(provider.name).cli
     if provider.image_lister is None:

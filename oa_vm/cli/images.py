@@ -18,7 +18,7 @@ from oa_vm.cli import pool_options as pool_opts
 from oa_vm.cli.common import YesOpt, confirm, show_removal
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
-from oa_vm.errors import OaVmError
+from oa_vm.errors import InvalidInputError
 from oa_vm.kit.clikit import plain_typer, print_json
 from oa_vm.kit.tables import money, render_table
 
@@ -110,7 +110,7 @@ def image_list(
         _err(f"oa-vm: warning: {problem}")
     if cloud is None:
         if region is not None:
-            raise OaVmError("--region needs --cloud (aws or azure)")
+            raise InvalidInputError("--region needs --cloud (aws or azure)")
         listed = [(r, None) for r in records]
     else:
         found = images.list_images(images.cloud_provider(cloud), region)

@@ -82,6 +82,17 @@ def test_many_plans_in_one_process_leave_no_event_loop(tmp_path: Path) -> None:
          "unknown AWS region 'mars-1'"),
         (["image-create", "--cloud", "azure", "--region", "mars-1", "--plan"],
          "unknown Azure region 'mars-1'"),
+        # a region as a person says it: each cloud's own spelling of it is the one suggested
+        (["pool-create", "--cloud", "azure", "--region", "us east", "--plan"],
+         "unknown Azure region 'us east' (closest known: eastus)"),
+        (["pool-create", "--cloud", "aws", "--region", "US East", "--plan"],
+         "unknown AWS region 'US East' (closest known: us-east-1)"),
+        # every --region, listing the account's images too: before the cloud's CLI is asked
+        (["image-list", "--cloud", "aws", "--region", "us east"],
+         "unknown AWS region 'us east' (closest known: us-east-1)"),
+        (["image-list", "--cloud", "azure", "--region", "mars-1"],
+         "unknown Azure region 'mars-1'"),
+        (["image-list", "--region", "us-east-1"], "--region needs --cloud"),
     ],
 )
 def test_unknown_region_is_refused_before_any_plan(
@@ -90,7 +101,7 @@ def test_unknown_region_is_refused_before_any_plan(
     home = tmp_path / "home"
     result = run_cli("oa-vm", *args, home=home, env=_offline_env(tmp_path))
     line = result.assert_one_line_error()
-    assert expected in line, line
+    assert expected in line and result.returncode == 2, (result.returncode, line)
     assert "Plan:" not in result.stdout
     assert not home.exists(), "a refused region must write nothing"
 

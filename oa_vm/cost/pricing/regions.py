@@ -12,7 +12,9 @@ city or nearest to it (``northeurope``, Ireland), from the same file's ``nearest
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -58,12 +60,22 @@ def cloud_regions(cloud: str) -> list[str]:
 def closest_region(cloud: str, region: str, *, priced_only: bool = False) -> str:
     """The known region of ``cloud`` whose name is nearest to ``region`` (difflib's ratio),
     among the priced ones only with ``priced_only`` (for another cloud's region that
-    :func:`nearest_region` does not know: a name is only a weak hint of the geography)."""
+    :func:`nearest_region` does not know: a name is only a weak hint of the geography).
+
+    Names are compared without their dashes, ``region``'s words in every order: a region is
+    "us east" to a person, ``us-east-1`` to AWS and ``eastus`` to Azure; the first listed wins
+    a tie (the shipped lists put the most used first)."""
     from oa_vm.cost.pricing.catalog import load_catalog
 
     known = load_catalog().regions(cloud) if priced_only else cloud_regions(cloud)
-    match = difflib.get_close_matches(region.strip().lower(), known, n=1, cutoff=0.0)
-    return match[0] if match else known[0]
+    words = re.findall(r"[a-z]+|[0-9]+", region.lower())[:4]  # 24 orders at most
+    spellings = {"".join(order) for order in itertools.permutations(words)} or {""}
+
+    def likeness(name: str) -> float:
+        plain = re.sub(r"[^a-z0-9]", "", name)
+        return max(difflib.SequenceMatcher(None, spelt, plain).ratio() for spelt in spellings)
+
+    return max(known, key=likeness)
 
 
 def check_region(cloud: str, region: str) -> str:
