@@ -21,6 +21,7 @@ from oa_vm.clouds import (
     known_clouds,
     load_pool,
     pool_exists,
+    pool_names,
     pool_stacks,
     price_per_hour,
     rents_nothing,
@@ -395,7 +396,7 @@ def resolve_name(name: str | None) -> str:
     if name is not None:
         # An empty or path-like --name must never fall back to "the only pool" or escape the home.
         return state.validate_pool_name(name)
-    names = state.list_names()
+    names = pool_names()
     if not names:
         raise PoolNotFoundError(None)
     if len(names) > 1:

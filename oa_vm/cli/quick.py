@@ -63,12 +63,12 @@ def parse(argv: Sequence[str]) -> tuple[str, str | None, bool, bool] | None:
 
 def _pool_status(name: str | None) -> PoolRecord:
     """:func:`oa_vm.api.pool_status`, without loading the provider when nothing changed."""
+    from oa_vm.clouds import facts, load_pool, pool_names
     from oa_vm.model import state
 
-    names = state.list_names()
+    names = pool_names()
     if name is None and not names:  # api.resolve_name's answer, without importing the api
-        raise PoolNotFoundError(None)  # before the provider facts' imports: nothing to show
-    from oa_vm.clouds import facts, load_pool
+        raise PoolNotFoundError(None)  # nothing to show
     from oa_vm.clouds.local.proc_check import record_is_current
 
     if name is not None:

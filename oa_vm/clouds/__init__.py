@@ -133,6 +133,16 @@ def load_pool(name: str) -> PoolRecord:
         raise
 
 
+def pool_names() -> list[str]:
+    """The names of the pools :func:`every_pool` lists, without reading a record: each record's,
+    then each stack's whose record was removed by hand (``--pool`` may be left out when there
+    is one name)."""
+    from oa_vm.model import state
+
+    names = state.list_names()
+    return names + [stack.pool for stack in pool_stacks() if stack.pool not in names]
+
+
 def pool_exists(name: str) -> bool:
     """Whether a pool of that name exists: its record (readable or not), or its stack in
     oa-vm's Pulumi state (its folder removed by hand), so that a new pool never takes the name,

@@ -20,12 +20,14 @@ from oa_vm.clouds import get_provider
 from oa_vm.clouds.aws.provider import AwsProvider
 from oa_vm.clouds.base import Provider
 from oa_vm.errors import (
+    AmbiguousPoolError,
     InvalidInputError,
     PoolNotFoundError,
     ProviderUnavailableError,
     StackWithoutRecordError,
 )
 from oa_vm.model import state
+from oa_vm.model.state import PoolRecord, PoolState
 from tests.support.cli import run_cli
 from tests.support.cloud_pools import POOL, ready_pool
 from tests.support.fake_pulumi_engine import FakePulumiEngine
@@ -132,6 +134,7 @@ def test_a_pool_with_its_record_is_listed_once(oa_home: Path) -> None:
 
 NAMING = [
     ("oa-vm", "pool-status", "--pool", POOL),  # its fast path
+    ("oa-vm", "pool-status"),  # the only pool there is
     ("oa-vm", "pool-status", "--pool", POOL, "--json"),
     ("oa-vm", "pool-wait", "--pool", POOL),
     ("oa-vm", "pool-tunnel", "--pool", POOL),
@@ -170,6 +173,10 @@ def test_every_command_that_names_the_pool_says_its_stack_remains(
         api.pool_status(POOL)
     with pytest.raises(PoolNotFoundError):  # a name the state does not hold: as before
         api.pool_status("ghost")
+    state.save(PoolRecord(name="other", cloud="local", state=PoolState.READY,
+                          created_at=state.utcnow()))
+    with pytest.raises(AmbiguousPoolError, match=f"several pools exist \\(other, {POOL}\\)"):
+        api.resolve_name(None)  # --pool may be left out only when one pool is listed
 
 
 def test_a_stack_whose_provider_cannot_load_is_not_called_unknown(
