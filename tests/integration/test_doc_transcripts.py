@@ -130,7 +130,7 @@ def _assert_printed(transcript: Transcript, output: str) -> None:
 def test_the_pages_hold_transcripts() -> None:
     found = {(t.doc, t.command) for t in transcripts()}
     assert ("cost.md", "openadapt-eval-flow --dry-run --model gpt-5") in found
-    assert ("providers.md", "oa-vm pool-create --cloud aws --region mars-1 --plan") in found
+    assert ("providers.md", "oa-vm pool-create --cloud azure --region 'us east' --plan") in found
     assert {("results.md", TABLES[k]) for k in TABLES if k[0] == "results.md"} <= found
     assert len(found) >= 10
 
