@@ -63,16 +63,19 @@ def parse(argv: Sequence[str]) -> tuple[str, str | None, bool, bool] | None:
 
 def _pool_status(name: str | None) -> PoolRecord:
     """:func:`oa_vm.api.pool_status`, without loading the provider when nothing changed."""
-    from oa_vm.clouds import facts, load_pool, pool_names
     from oa_vm.model import state
+    from oa_vm.model.stacks import backend_dir
 
-    names = pool_names()
-    if name is None and not names:  # api.resolve_name's answer, without importing the api
-        raise PoolNotFoundError(None)  # nothing to show
+    names = state.list_names()
+    if name is None and not names and not backend_dir().is_dir():  # no record, no cloud state:
+        raise PoolNotFoundError(None)  # api.resolve_name's answer, before the facts' imports
+    from oa_vm.clouds import facts, load_pool, pool_names
     from oa_vm.clouds.local.proc_check import record_is_current
 
     if name is not None:
         state.validate_pool_name(name)  # as api.resolve_name: "" is refused, not "the only pool"
+    else:
+        names = pool_names()  # a stack whose record was removed by hand is a pool too
     if name is not None or len(names) == 1:
         record = load_pool(names[0] if name is None else name)
         if not facts(record.cloud).simulated or record_is_current(record):

@@ -102,7 +102,7 @@ def every_pool() -> Iterator[PoolRecord | CorruptRecordError]:
     unreadable and missing ones as their error), then each stack oa-vm's Pulumi state holds for
     a pool that has neither (its folder removed by hand) as :class:`StackWithoutRecordError`,
     so that what a cloud pool made never bills unseen. The stacks are read from the state's
-    files (:mod:`oa_vm.clouds.pulumi.stacks`), never from the engine."""
+    files (:mod:`oa_vm.model.stacks`), never from the engine."""
     from oa_vm.model import state
 
     shown: set[str] = set()
@@ -156,7 +156,7 @@ def pool_stacks(name: str | None = None) -> Iterator[StackWithoutRecordError]:
     """Each pool's stack oa-vm's Pulumi state holds (the pool ``name``'s, or every one), read
     from the state's files, as the error it is for a pool without a record; whether the pool
     has one is the caller's to know."""
-    from oa_vm.clouds.pulumi.stacks import backend_dir, pool_project, stacks_of
+    from oa_vm.model.stacks import backend_dir, pool_project, stacks_of
 
     if not backend_dir().is_dir():  # no cloud pool was ever made here: nothing to read
         return

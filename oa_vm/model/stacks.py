@@ -4,7 +4,9 @@ The state is a file backend (``file://$OA_VM_HOME/pulumi``). Pulumi's project-sc
 keeps each stack in one file, ``.pulumi/stacks/<project>/<stack>.json`` (``.json.gz`` or
 ``.json.zst`` when compressed; a ``.bak`` beside it is a backup, not a stack), so listing the
 stacks is a directory read: milliseconds, where asking the engine takes seconds, which
-``pool-list`` must not spend (:func:`oa_vm.clouds.every_pool`).
+``pool-list`` must not spend (:func:`oa_vm.clouds.every_pool`). Kept with the records, not the
+clouds, so that ``pool-status``'s fast path can tell there is no cloud state at all without
+loading the clouds' package.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ program's).
 
 As the real engine's file backend does (Pulumi's diy store, project-scoped layout), each stack
 made by ``up`` has its file at ``.pulumi/stacks/<project>/<stack>.json`` under the backend folder,
-removed by ``remove_stack``: what :mod:`oa_vm.clouds.pulumi.stacks` reads without the engine.
+removed by ``remove_stack``: what :mod:`oa_vm.model.stacks` reads without the engine.
 
 Like the real engine, ``up``/``refresh``/``destroy`` refuse to run while a lock is held
 (``StackLockedError``) or pending operations remain (``PendingOperationsError``).

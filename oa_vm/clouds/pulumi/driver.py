@@ -36,11 +36,11 @@ from typing import Any, Protocol
 
 from infra.settings import PINNED_EXPORT
 from oa_vm.clouds.base import CleanupReport, Progress
-from oa_vm.clouds.pulumi.stacks import backend_dir
 from oa_vm.errors import ProviderUnavailableError, ProvisioningError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.lazy import pulumi_automation as auto
 from oa_vm.model import state
+from oa_vm.model.stacks import backend_dir
 
 Program = Callable[[], object]
 """A Pulumi program: declares resources when called (inside the engine)."""

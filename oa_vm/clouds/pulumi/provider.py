@@ -38,7 +38,6 @@ from oa_vm.clouds.pulumi.driver import (
     ensure_passphrase,
     stack_ref,
 )
-from oa_vm.clouds.pulumi.stacks import pool_project, stacks_of
 from oa_vm.clouds.pulumi.wait import worker_phase
 from oa_vm.cost import cloud_plan
 from oa_vm.errors import (
@@ -49,6 +48,7 @@ from oa_vm.errors import (
 )
 from oa_vm.kit import timings
 from oa_vm.model import image_records, state
+from oa_vm.model.stacks import pool_project, stacks_of
 from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState
 from oa_vm.reach.host_status import ParamikoRunner, RemoteRunner
 
