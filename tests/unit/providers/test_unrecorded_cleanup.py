@@ -62,8 +62,13 @@ def test_cleanup_finds_a_cloud_pool_by_its_stack_and_removes_what_it_holds(
                for line in said), said
     assert not state.pool_dir(POOL).exists()
     # removed: asked again, it is a pool removed earlier, as any
+    removed = len(engine.calls)
     again = api.cleanup_pool(POOL)
     assert "already removed" in " ".join(again.hints)
+    # a name the state's files do not hold never starts the engine (seconds a call)
+    with pytest.raises(PoolNotFoundError):
+        api.cleanup_pool("ghost")
+    assert engine.calls[removed:] == []  # the files hold neither: the engine is not asked
 
 
 def test_the_cli_asks_before_it_removes_an_unrecorded_pool(engine: FakePulumiEngine) -> None:
