@@ -48,15 +48,15 @@ def _parse_ssh_via(via: str | None, key: str | None) -> dict[str, Any] | None:
         if key is not None:
             raise InvalidInputError("--ssh-key needs --ssh-via user@host:port")
         return None
-    user, at, rest = via.rpartition("@")
-    host, colon, port = rest.rpartition(":")
-    if not at or not user or not colon or not host or not port.isdigit():
-        raise InvalidInputError(f"--ssh-via {via!r}: use user@host:port, e.g. root@127.0.0.1:2222")
-    if not 1 <= int(port) <= 65535:
-        raise InvalidInputError(f"--ssh-via {via!r}: port {port} is not a TCP port (1-65535)")
+    from oa_vm.clouds.hosts.facts import HostAddress
+
+    try:
+        address = HostAddress.parse(via, "--ssh-via", port_required=True)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from exc
     if key is None:
         raise InvalidInputError("--ssh-via needs --ssh-key PATH (the private key to log in with)")
-    return {"host": host, "port": int(port), "user": user, "key_path": key}
+    return {"host": address.host, "port": address.port, "user": address.user, "key_path": key}
 
 
 @app.command("pool-create")

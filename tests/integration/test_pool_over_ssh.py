@@ -132,9 +132,14 @@ def test_bad_ssh_input(tmp_path: Path) -> None:
     missing = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", "root@127.0.0.1:22",
                       "-y", home=home)
     assert "--ssh-key" in missing.assert_one_line_error()
-    bad = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", "nohost", "--ssh-key",
-                  "k", "-y", home=home)
-    assert "user@host:port" in bad.assert_one_line_error()
+    # --ssh-via is read as --host is (one parser), its port required
+    for via, words in (("nohost", "use user@host:port"), ("root@127.0.0.1", "use user@host:port"),
+                       ("root@-oProxyCommand=x:22", "use user@host:port"),
+                       ("root@[::1]:22", "IPv6 addresses are not supported")):
+        bad = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", via, "--ssh-key",
+                      "k", "-y", home=home)
+        assert f"--ssh-via {via!r}: " in bad.assert_one_line_error() and words in bad.stderr
+        assert bad.returncode == 2
 
 
 def test_bad_key_files_are_refused_before_anything_is_written(

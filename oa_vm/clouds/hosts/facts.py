@@ -15,6 +15,7 @@ Free disk is shown, never refused: the workers' disks are sparse and grow with u
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from infra.settings import DEFAULT_CPU_CORES, DEFAULT_RAM_SIZE
@@ -27,6 +28,10 @@ from infra.worker.slots import (
 )
 
 DEFAULT_SSH_PORT = 22
+_LOGIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+"""A user name as POSIX's portable set writes it, not starting with ``-``."""
+_HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?")
+"""A DNS name or an IPv4 address: labels of letters, digits, ``_`` and ``-``, never at an end."""
 
 
 @dataclass(frozen=True)
@@ -41,22 +46,32 @@ class HostAddress:
         return f"{self.user}@{self.host}:{self.port}"
 
     @classmethod
-    def parse(cls, text: str) -> HostAddress:
-        """``user@host`` or ``user@host:port``.
+    def parse(cls, text: str, option: str = "--host", *, port_required: bool = False
+              ) -> HostAddress:
+        """``user@host`` or ``user@host:port`` (only the latter with ``port_required``), as
+        ``option`` was given it: the one reading of every option that names an SSH login.
+
+        The user and the host are names (letters, digits, ``.``, ``_``, ``-``; the host a DNS
+        name or an IPv4 address): nothing that ``ssh`` would read as an option (``-oProxy...``)
+        or that is not one host (a space, a slash). An IPv6 literal is refused by name: its
+        colons would be read as a port.
 
         Raises:
             ValueError: another shape (the message says which one is expected).
         """
         user, at, rest = text.strip().rpartition("@")
-        host, colon, port = rest.rpartition(":") if ":" in rest else (rest, "", "")
-        bad = f"--host {text!r}: use user@host or user@host:port, e.g. ubuntu@lab-server:22"
-        if not at or not user or not host or any(c.isspace() for c in text.strip()):
-            raise ValueError(bad)
-        if colon and not port.isdigit():
+        shape = "user@host:port" if port_required else "user@host or user@host:port"
+        bad = f"{option} {text!r}: use {shape}, e.g. ubuntu@lab-server:22"
+        if rest.startswith("[") or rest.count(":") > 1:
+            raise ValueError(f"{option} {text!r}: IPv6 addresses are not supported; give the "
+                             "host's name or its IPv4 address")
+        host, colon, port = rest.partition(":")
+        if (not at or not _LOGIN.fullmatch(user) or not _HOST.fullmatch(host)
+                or (colon or port_required) and not port.isdigit()):
             raise ValueError(bad)
         number = int(port) if colon else DEFAULT_SSH_PORT
         if not 1 <= number <= 65535:
-            raise ValueError(f"--host {text!r}: port {number} is not a TCP port (1-65535)")
+            raise ValueError(f"{option} {text!r}: port {number} is not a TCP port (1-65535)")
         return cls(user=user, host=host, port=number)
 
 

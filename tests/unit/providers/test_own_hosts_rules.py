@@ -64,11 +64,22 @@ def test_the_probe_output_is_read_whatever_order_and_gaps() -> None:
     ("u@h:70000", "is not a TCP port"),
     ("u@h:ssh", "use user@host"),
     ("@h", "use user@host"),
+    ("u@h:", "use user@host"),
+    # nothing ssh would read as an option, nor more than one host
+    ("u@-oProxyCommand=touch", "use user@host"),
+    ("-oProxyCommand=x@h", "use user@host"),
+    ("u@h/x", "use user@host"),
+    ("u@h.", "use user@host"),
+    # an IPv6 literal's colons would be read as a port: refused by name, bracketed or not
+    ("u@[::1]:22", "IPv6 addresses are not supported"),
+    ("u@fe80::1", "IPv6 addresses are not supported"),
 ])
 def test_malformed_hosts_are_refused(text: str, words: str) -> None:
     with pytest.raises(ValueError, match=words):
         HostAddress.parse(text)
     assert HostAddress.parse("ubuntu@10.0.0.5") == HostAddress("ubuntu", "10.0.0.5", 22)
+    assert HostAddress.parse(" ec2-user@lab_1.example.org:2222 ") == HostAddress(
+        "ec2-user", "lab_1.example.org", 2222)
 
 
 @pytest.fixture
