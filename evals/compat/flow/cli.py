@@ -272,8 +272,11 @@ def _live(
     from evals.cli.commands.run import execute
     from evals.run.runner import RunConfig, default_run_name
 
-    if bundles is None or pool is None:
-        raise InvalidInputError("--live needs --bundles DIR and --pool NAME")
+    if bundles is None:  # the reference's words: what is missing is the compiled workflows
+        raise InvalidInputError("--live: no compiled bundle was given; pass --bundles DIR (a "
+                                "<task_id>/workflow.json per task) and --pool NAME")
+    if pool is None:
+        raise InvalidInputError("--live needs --pool NAME (the pool whose workers replay them)")
     from evals.compat.flow.plan import check_bundles
 
     check_bundles(bundles)

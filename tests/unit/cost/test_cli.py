@@ -159,7 +159,9 @@ def test_live_stops_with_one_line(oa_home: Path, tmp_path: Path) -> None:
     (bundles / "t1" / "workflow.json").write_text("{}", encoding="utf-8")
 
     proc = run("openadapt-eval-flow", "--live")
-    assert_one_line_error(proc, "--live needs --bundles DIR and --pool NAME")
+    assert_one_line_error(proc, "--live: no compiled bundle was given; pass --bundles DIR")
+    proc = run("openadapt-eval-flow", "--live", "--bundles", str(bundles))
+    assert_one_line_error(proc, "--live needs --pool NAME")
 
     # the pool's catalog is read first (an unknown ID is not a missing bundle), so without the
     # pool a missing bundle is not the refusal (test_flow_live has it on a pool)
