@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -242,7 +242,26 @@ def write_atomic(
         os.close(dir_fd)
 
 
-class ForeignFileError(UnsafePathError):
+class OutRefusedError(UnsafePathError):
+    """A path the user gave an option that names an output (``--out``, ``--dest``) that the one
+    writer will not write: bad input, as any other value refused (exit 2), nothing written."""
+
+    exit_code = 2
+
+
+@contextlib.contextmanager
+def _refusing_out() -> Iterator[None]:
+    """Turn the shared path checks' refusals into :class:`OutRefusedError`: for an ``--out``
+    the path is what the user typed, where for the home or a run folder it is what is on disk."""
+    try:
+        yield
+    except OutRefusedError:
+        raise
+    except UnsafePathError as exc:
+        raise OutRefusedError(exc.path, exc.reason) from exc
+
+
+class ForeignFileError(OutRefusedError):
     """An ``--out`` names an existing file this project did not write (and ``--force`` is not
     given)."""
 
@@ -281,12 +300,13 @@ def check_out(path: Path, *, marker: bytes, force: bool = False, option: str = "
     ``force``.
 
     Raises:
-        UnsafePathError: the target or its folder is unsafe.
+        OutRefusedError: the target or its folder is unsafe.
         ForeignFileError: the target is another program's file and ``force`` is not given.
     """
-    _check_out_folder(path)
-    if _check_target(path) and not force and not _written_by_us(path, marker):
-        raise ForeignFileError(path, option)
+    with _refusing_out():
+        _check_out_folder(path)
+        if _check_target(path) and not force and not _written_by_us(path, marker):
+            raise ForeignFileError(path, option)
 
 
 def check_out_made(path: Path, *, ours: Callable[[Path], bool], force: bool = False,
@@ -299,20 +319,21 @@ def check_out_made(path: Path, *, ours: Callable[[Path], bool], force: bool = Fa
     empty folder was replaced by the file, and a folder's own name is seldom the file's.
 
     Raises:
-        UnsafePathError: the target, its folder, or a folder at the target is unsafe.
+        OutRefusedError: the target, its folder, or a folder at the target is unsafe.
         ForeignFileError: the target is another program's file and ``force`` is not given.
     """
-    _check_out_folder(path)
-    info = _lstat(path)
-    if info is not None and stat.S_ISDIR(info.st_mode) and not folder:
-        raise UnsafePathError(path, f"it is a folder; give {option} the path of the file to "
-                                    "write, in a folder")
-    if info is not None and stat.S_ISDIR(info.st_mode):
-        if any(path.iterdir()) and not ours(path):
-            raise UnsafePathError(path, f"it is a folder of files this tool did not write; "
-                                        f"choose a new or empty folder for {option}")
-    elif _check_target(path) and not force and not ours(path):
-        raise ForeignFileError(path, option)
+    with _refusing_out():
+        _check_out_folder(path)
+        info = _lstat(path)
+        if info is not None and stat.S_ISDIR(info.st_mode) and not folder:
+            raise UnsafePathError(path, f"it is a folder; give {option} the path of the file "
+                                        "to write, in a folder")
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            if any(path.iterdir()) and not ours(path):
+                raise UnsafePathError(path, f"it is a folder of files this tool did not write; "
+                                            f"choose a new or empty folder for {option}")
+        elif _check_target(path) and not force and not ours(path):
+            raise ForeignFileError(path, option)
 
 
 def write_out_made(path: Path, write: Callable[[Path], object], *, ours: Callable[[Path], bool],
@@ -323,7 +344,7 @@ def write_out_made(path: Path, write: Callable[[Path], object], *, ours: Callabl
     a folder of files (the default) or one file.
 
     Raises:
-        UnsafePathError, ForeignFileError: see :func:`check_out_made`.
+        OutRefusedError, ForeignFileError: see :func:`check_out_made`.
         WriteFailedError: the write failed (a full disk); names the target.
     """
     check_out_made(path, ours=ours, force=force, option=option, folder=folder)
@@ -359,7 +380,7 @@ def write_out(path: Path, data: str | bytes, *, marker: bytes, force: bool = Fal
     next run of the command may replace it without ``--force``.
 
     Raises:
-        UnsafePathError, ForeignFileError: see :func:`check_out`.
+        OutRefusedError, ForeignFileError: see :func:`check_out`.
         WriteFailedError: the write failed (a full disk); names the target.
     """
     payload = data.encode("utf-8") if isinstance(data, str) else data

@@ -146,6 +146,7 @@ def test_out_refuses_what_it_must_not_write(
         result = _run(command, res, tmp_path / "home", prices_env, *extra)
         line = result.assert_one_line_error()  # type: ignore[attr-defined]
         assert str(target) in line and "unexpected error" not in line, line
+        assert result.returncode == 2, line  # type: ignore[attr-defined]  # bad input
         assert _state(folder) == before
 
 

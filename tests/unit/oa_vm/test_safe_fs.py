@@ -191,3 +191,29 @@ def test_a_failed_out_write_leaves_the_earlier_output_and_no_partial(tmp_path: P
     with pytest.raises(WriteFailedError, match="export: No space left"):
         safe_fs.write_out_made(out, half, ours=_ours)
     assert (out / "MINE").read_text() == "one" and sorted(os.listdir(tmp_path)) == ["export"]
+
+
+def test_an_out_the_writer_refuses_is_bad_input_and_a_path_on_disk_is_not(tmp_path: Path) -> None:
+    # the path of an --out is what the user typed: refused as any other value (exit 2), by
+    # every check of both writers; the same refusal of a path oa-vm lays out stays exit 1
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    foreign = tmp_path / "foreign"
+    foreign.write_text("someone's")
+    refusals = [
+        lambda: safe_fs.write_out(link, "MARK", marker=b"MARK"),
+        lambda: safe_fs.write_out(Path("/dev/null"), "MARK", marker=b"MARK"),
+        lambda: safe_fs.write_out(tmp_path / "no" / "such", "MARK", marker=b"MARK"),
+        lambda: safe_fs.write_out(foreign, "MARK", marker=b"MARK"),
+        lambda: safe_fs.write_out_made(link, _folder_writer("x"), ours=_ours),
+        lambda: safe_fs.write_out_made(tmp_path, _folder_writer("x"), ours=_ours, folder=False),
+    ]
+    for refuse in refusals:
+        with pytest.raises(safe_fs.OutRefusedError) as refused:
+            refuse()
+        assert refused.value.exit_code == 2 and "refusing to write" in str(refused.value)
+    with pytest.raises(UnsafePathError) as on_disk:
+        safe_fs.ensure_dir(link / "pools", root=tmp_path)
+    assert not isinstance(on_disk.value, safe_fs.OutRefusedError)
+    assert on_disk.value.exit_code == 1
+    assert foreign.read_text() == "someone's" and not (tmp_path / "elsewhere").exists()
