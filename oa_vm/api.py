@@ -624,9 +624,8 @@ def _unrecorded(pool: str) -> PoolRecord | None:
         try:
             provider = get_provider(stack.cloud)
         except ProviderUnavailableError as exc:
-            raise ProviderUnavailableError(
-                f"pool {pool!r} has no record, but oa-vm's {stack.cloud} state still holds its "
-                f"stack; removing it takes that provider: {exc}") from exc
+            raise ProviderUnavailableError.for_stack(
+                pool, stack.cloud, f"that provider: {exc}") from exc
         if isinstance(provider, StateKeeper) and (found := provider.unrecorded(pool)):
             return found
     return None

@@ -147,6 +147,14 @@ class StackWithoutRecordError(CorruptRecordError):
 class ProviderUnavailableError(OaVmError):
     """A provider cannot run here (missing extra, missing engine, not implemented)."""
 
+    @classmethod
+    def for_stack(cls, pool: str, cloud: str, missing: str) -> ProviderUnavailableError:
+        """The state holds ``pool``'s stack (its record removed by hand), but what removes it
+        (``missing``: the engine, the provider) cannot run here: said as such, never as a pool
+        that does not exist."""
+        return cls(f"pool {pool!r} has no record, but oa-vm's {cloud} state still holds its "
+                   f"stack; removing it takes {missing}")
+
 
 class ProvisioningError(OaVmError):
     """The cloud (or the local process launcher) failed to create what was asked."""

@@ -128,9 +128,10 @@ def load_pool(name: str) -> PoolRecord:
     try:
         return state.load(name)
     except PoolNotFoundError:
-        for stack in pool_stacks(name):
-            raise stack from None
-        raise
+        stack = next(pool_stacks(name), None)
+        if stack is None:
+            raise
+        raise stack from None
 
 
 def pool_names() -> list[str]:

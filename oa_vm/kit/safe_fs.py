@@ -326,11 +326,11 @@ def check_out_made(path: Path, *, ours: Callable[[Path], bool], force: bool = Fa
         _check_out_folder(path)
         info = _lstat(path)
         if info is not None and stat.S_ISDIR(info.st_mode) and not folder:
-            raise UnsafePathError(path, f"it is a folder; give {option} the path of the file "
+            raise OutRefusedError(path, f"it is a folder; give {option} the path of the file "
                                         "to write, in a folder")
         if info is not None and stat.S_ISDIR(info.st_mode):
             if any(path.iterdir()) and not ours(path):
-                raise UnsafePathError(path, f"it is a folder of files this tool did not write; "
+                raise OutRefusedError(path, f"it is a folder of files this tool did not write; "
                                             f"choose a new or empty folder for {option}")
         elif _check_target(path) and not force and not ours(path):
             raise ForeignFileError(path, option)

@@ -705,9 +705,8 @@ class PulumiCloudProvider:
         missing = self.engine.missing()
         if missing is not None:
             if pool in stacks_of(self.info.project):
-                raise ProviderUnavailableError(
-                    f"pool {pool!r} has no record, but oa-vm's {self.name} state still holds its "
-                    f"stack; removing it takes the Pulumi engine: {missing}")
+                raise ProviderUnavailableError.for_stack(
+                    pool, self.name, f"the Pulumi engine: {missing}")
             return None
         ref = stack_ref(self.info.project, pool)
         if not self.engine.stack_exists(ref):
