@@ -290,7 +290,8 @@ class Catalog:
 
         Syntax: ``all`` (every known task); a number ``N`` (the first N of ``all``); an index
         name (``test_small``, ``local_all``...); ``domain:<name>``; comma-separated task IDs;
-        ``@file`` (one ID a line, ``#`` comments and blank lines ignored). Order follows the
+        ``@file`` (one ID a line or several separated by commas, ``#`` comments and blank lines
+        ignored; :func:`~waa_client.inputs.read_id_file`). Order follows the
         index (or the list given); duplicates are dropped.
 
         Args:
@@ -324,7 +325,7 @@ class Catalog:
                 raise _unknown_domain(text, sorted(set(self._domains.values())), self.source)
             return ids
         if text.startswith("@"):
-            return _checked_ids(_read_id_file(Path(text[1:])))
+            return inputs.read_id_file(Path(text[1:]))
         inputs.check_argument("--tasks", text)
         ids = _checked_ids(part.strip() for part in text.split(",") if part.strip())
         if len(ids) == 1 and ids[0] not in self._domains and _looks_like_index(ids[0]):
@@ -452,7 +453,7 @@ def named_ids(selection: str) -> list[str] | None:
     if text == "all" or selection_count(text) is not None or text.startswith("domain:"):
         return None
     if text.startswith("@"):
-        return _checked_ids(_read_id_file(Path(text[1:])))
+        return inputs.read_id_file(Path(text[1:]))
     ids = _checked_ids(part.strip() for part in text.split(",") if part.strip())
     return None if len(ids) == 1 and _looks_like_index(ids[0]) else ids
 
@@ -533,11 +534,3 @@ def _read_task(path: Path) -> dict[str, Any]:
     return data
 
 
-def _read_id_file(path: Path) -> list[str]:
-    lines = inputs.read_text(path, what="the task list").splitlines()
-    ids = []
-    for line in lines:
-        text = line.split("#", 1)[0].strip()
-        if text:
-            ids.append(text)
-    return ids

@@ -35,8 +35,8 @@ from typing import Any
 from waa_client.errors import InputError
 
 __all__ = ["InputError", "MAX_DEPTH", "MAX_ID_LENGTH", "MAX_INPUT_BYTES", "check_argument",
-           "check_id", "id_problem", "parse_json", "parse_yaml", "read_json", "read_text",
-           "read_yaml"]
+           "check_id", "id_problem", "parse_json", "parse_yaml", "read_id_file", "read_json",
+           "read_text", "read_yaml", "split_ids"]
 
 MAX_INPUT_BYTES = 4 * 1024 * 1024
 """The largest file (or argument) accepted: WAA's largest task file is a few KB, and the
@@ -57,16 +57,17 @@ _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _CUA_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[0-9]{1,6}")
 
 
-def id_problem(kind: str, value: object) -> str | None:
+def id_problem(kind: str, value: object, *, quoted: bool = True) -> str | None:
     """Why ``value`` cannot be a task ID (``None`` when it can), as one sentence naming
-    ``kind`` (``task ID``, ``variation key``...)."""
+    ``kind`` (``task ID``, ``variation key``...), and quoting ``value`` unless ``quoted`` is
+    False (a line of a file, which :func:`read_id_file` names by its number instead)."""
     if not isinstance(value, str):
         return f"{kind} {value!r} must be text, not {type(value).__name__}"
+    named = f"{kind} {_shown(value)!r}" if quoted else kind
     if len(value) > MAX_ID_LENGTH:
-        return (f"{kind} {_shown(value)!r} ({len(value)} characters) is longer than "
-                f"{MAX_ID_LENGTH} characters")
+        return f"{named} ({len(value)} characters) is longer than {MAX_ID_LENGTH} characters"
     if not (_ID_RE.fullmatch(value) or _CUA_ID_RE.fullmatch(value)):
-        return (f"{kind} {_shown(value)!r} cannot name a folder{_first_bad(value)}: use "
+        return (f"{named} cannot name a folder{_first_bad(value)}: use "
                 "letters, digits, '.', '_' and '-', starting with a letter or digit (no '#', "
                 "spaces or path parts)")
     return None
@@ -95,6 +96,31 @@ def check_id(kind: str, value: object) -> str:
         raise InputError(problem)
     assert isinstance(value, str)
     return value
+
+
+def split_ids(line: str) -> list[str]:
+    """The IDs of one line of a task list: separated by commas, ``#`` starting a comment."""
+    return [part.strip() for part in line.split("#", 1)[0].split(",") if part.strip()]
+
+
+def read_id_file(path: Path | str, *, what: str = "the task list") -> list[str]:
+    """The task IDs of the file ``path`` (one a line or comma-separated; ``#`` comments and
+    blank lines ignored), each passing :func:`check_id`, in order, duplicates kept.
+
+    A line that is not a task ID is named by its number and where it breaks the rule, never
+    quoted: the file may be the wrong one (``@/etc/shadow``), and a refusal must not print it.
+
+    Raises:
+        InputError: the file cannot be read (:func:`read_text`), or a line is not a task ID.
+    """
+    ids: list[str] = []
+    for number, line in enumerate(read_text(path, what=what).splitlines(), start=1):
+        for task_id in split_ids(line):
+            problem = id_problem(f"line {number} of {what} {path}", task_id, quoted=False)
+            if problem:
+                raise InputError(problem)
+            ids.append(task_id)
+    return ids
 
 
 def check_argument(what: str, text: str) -> str:

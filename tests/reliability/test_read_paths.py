@@ -180,6 +180,48 @@ def test_an_empty_file_is_said_empty_once(world: World, cwd: Path, tmp_path: Pat
     assert line.count("fix") <= 1, line
 
 
+# every option that takes an @file of task IDs: (script, arguments with {path} the file)
+ID_FILES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "tasks --tasks": (_EVALS, ("tasks", "--tasks", "@{path}")),
+    "run --tasks": (_EVALS, ("run", "--pool", POOL, "--agent", "oracle", "--tasks", "@{path}",
+                             "--results-dir", "{res}")),
+    "sweep --tasks": (_EVALS, ("sweep", "--cloud", "local", "--workers", "1", "--agent", "noop",
+                               "--tasks", "@{path}", "--results-dir", "{res}", "--plan")),
+    "mock --tasks": (_EVALS, ("mock", "--tasks", "@{path}", "--results-dir", "{res}")),
+    "flow --task-ids": (_FLOW, ("--task-ids", "@{path}")),
+}
+SECRET = "root:$y$j9T$Q3cr3tHa5h:19000:0:99999:7:::"
+
+
+@pytest.mark.parametrize("option", sorted(ID_FILES))
+def test_a_line_of_an_id_file_that_is_not_an_id_is_named_by_its_number_not_printed(
+    world: World, cwd: Path, tmp_path: Path, option: str
+) -> None:
+    """``@/etc/shadow`` given by mistake: the refusal names the line and where it breaks the
+    rule, and prints none of the file (it quoted the line, a password hash on the terminal)."""
+    script, args = ID_FILES[option]
+    ids = tmp_path / "ids.txt"
+    ids.write_text(f"{TASK}  # a comment\n\n{SECRET}\n", encoding="utf-8")
+    line = _refused(world, cwd, script, tuple(a.replace("{path}", str(ids)) for a in args), 2,
+                    {})
+    assert "line 3 of the task" in line and f"{ids} cannot name a folder (':' at character 5)" \
+        in line, line
+    assert "Q3cr3t" not in line and "99999" not in line, line
+
+
+def test_id_files_are_read_alike_by_every_reader(tmp_path: Path) -> None:
+    """One ID a line or several separated by commas, ``#`` comments, blank lines: the
+    catalog's selection and the flow's ``--task-ids`` read the same IDs from one file."""
+    from evals.compat.flow import read_task_ids
+    from waa_client.catalog import named_ids
+
+    ids = tmp_path / "ids.txt"
+    ids.write_text("a-1, b-2 # two\n\n# none\nc-3\na-1\n", encoding="utf-8")
+    named = named_ids(f"@{ids}")
+    assert named is not None and list(dict.fromkeys(named)) == read_task_ids(f"@{ids}") == [
+        "a-1", "b-2", "c-3"]
+
+
 def test_every_script_and_every_case_is_tried() -> None:
     assert {script for script, _, _ in OPTIONS.values()} == {_EVALS, _OA_VM, _FLOW, "python"}
     assert {case for _, case in CASES.values()} == {MISSING, FILE, FOLDER}

@@ -44,36 +44,28 @@ def present_bundles(bundles_dir: Path) -> list[str]:
 def split_task_ids(text: str) -> list[str]:
     """Task IDs from comma- and/or newline-separated text; ``#`` starts a comment; duplicates
     are dropped, the first occurrence keeping its place."""
-    ids: list[str] = []
-    for line in text.splitlines():
-        for part in line.split("#", 1)[0].split(","):
-            task_id = part.strip()
-            if task_id:
-                ids.append(task_id)
-    return list(dict.fromkeys(ids))
+    return list(dict.fromkeys(i for line in text.splitlines() for i in inputs.split_ids(line)))
 
 
 def read_task_ids(spec: str) -> list[str]:
     """``A,B,C`` or ``@file`` (one ID per line or comma-separated) as a list of task IDs.
 
     Raises:
-        InvalidInputError: the file cannot be read, or no task ID was given.
+        InvalidInputError: the file cannot be read, an ID breaks the ID rule, or no task ID was
+            given.
     """
-    if spec.startswith("@"):
-        path = Path(spec[1:]).expanduser()
-        try:  # the one bounded reader: regular files only, a size bound, UTF-8
-            text = inputs.read_text(path, what="the task ID file")
-        except inputs.InputError as exc:
-            raise InvalidInputError(str(exc)) from exc
-    else:
-        text = spec
+    from_file = spec.startswith("@")
     try:
-        inputs.check_argument("--task-ids", text)
-        ids = [inputs.check_id("task ID", task_id) for task_id in split_task_ids(text)]
+        if from_file:  # the one reader of ID files: bounded, a bad line named by its number
+            ids = list(dict.fromkeys(inputs.read_id_file(Path(spec[1:]).expanduser(),
+                                                         what="the task ID file")))
+        else:
+            inputs.check_argument("--task-ids", spec)
+            ids = [inputs.check_id("task ID", task_id) for task_id in split_task_ids(spec)]
     except inputs.InputError as exc:
         raise InvalidInputError(str(exc)) from exc
     if not ids:
-        where = f"file {spec[1:]}" if spec.startswith("@") else "--task-ids"
+        where = f"file {spec[1:]}" if from_file else "--task-ids"
         raise InvalidInputError(f"no task IDs in {where}; give IDs like 'A,B,C' or '@ids.txt'")
     return ids
 
