@@ -718,6 +718,8 @@ def cleanup_expired(
                    else f"pool {name!r} skipped: its record {item.path} is unreadable "
                         f"({item.reason})")
             progress(why)
+            if name in reports:  # a stack named as a record of another cloud: both reported
+                name = f"{name} ({getattr(item, 'cloud', 'unknown')} stack)"
             reports[name] = CleanupReport(skipped=why, unreadable=True)
             continue
         if isinstance(item, PoolRecord) and item.is_expired():

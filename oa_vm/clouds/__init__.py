@@ -99,17 +99,22 @@ def get_provider(cloud: str) -> Provider:
 
 def every_pool() -> Iterator[PoolRecord | CorruptRecordError]:
     """Every pool a listing shows: each record (:func:`oa_vm.model.state.iter_records`, the
-    unreadable and missing ones as their error), then each stack oa-vm's Pulumi state holds for
-    a pool that has neither (its folder removed by hand) as :class:`StackWithoutRecordError`,
-    so that what a cloud pool made never bills unseen. The stacks are read from the state's
-    files (:mod:`oa_vm.model.stacks`), never from the engine."""
+    unreadable and missing ones as their error), then each stack oa-vm's Pulumi state holds
+    that no record is of (its folder removed by hand) as :class:`StackWithoutRecordError`, so
+    that what a cloud pool made never bills unseen. A record of another cloud does not hide a
+    stack of its name; an unreadable record, whose cloud is unknown, does. The stacks are read
+    from the state's files (:mod:`oa_vm.model.stacks`), never from the engine."""
     from oa_vm.model import state
 
-    shown: set[str] = set()
+    shown: dict[str, str | None] = {}  # pool -> its record's cloud (None: unreadable)
     for item in state.iter_records():
-        shown.add(item.name if isinstance(item, state.PoolRecord) else item.pool)
+        if isinstance(item, state.PoolRecord):
+            shown[item.name] = item.cloud
+        else:
+            shown[item.pool] = None
         yield item
-    yield from (stack for stack in pool_stacks() if stack.pool not in shown)
+    yield from (stack for stack in pool_stacks()
+                if stack.pool not in shown or shown[stack.pool] not in (None, stack.cloud))
 
 
 def load_pool(name: str) -> PoolRecord:

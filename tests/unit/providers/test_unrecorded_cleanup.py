@@ -9,6 +9,7 @@ mocks, each stack's file where the file backend keeps it); the fast path is the 
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,24 @@ def test_a_pool_with_its_record_is_listed_once(oa_home: Path) -> None:
     record = ready_pool(AwsProvider(engine=made, lister=lambda pool: []))
     state.save(record)
     assert [getattr(i, "name", None) for i in api.list_pools()] == [POOL]
+
+
+def test_a_record_of_another_cloud_does_not_hide_a_stack_of_its_name(
+    engine: FakePulumiEngine,
+) -> None:
+    """A record on ``ssh`` beside an AWS stack of the same name (its record removed by hand
+    before the other was made): both are listed, and ``cleanup_expired`` reports both, where
+    the record hid the stack that may still bill."""
+    now = datetime.now(UTC)
+    state.save(PoolRecord(POOL, "ssh", PoolState.READY, now - timedelta(hours=2),
+                          expires_at=now - timedelta(hours=1)))
+    listed = api.list_pools()
+    assert [(type(i).__name__, getattr(i, "cloud", None)) for i in listed] == [
+        ("PoolRecord", "ssh"), ("StackWithoutRecordError", "aws")]
+    reports = api.cleanup_expired()
+    assert reports[POOL].skipped is None, reports  # the expired record's pool, removed
+    assert reports[f"{POOL} (aws stack)"].unreadable, reports  # the stack, named apart
+    assert [type(i).__name__ for i in api.list_pools()] == ["StackWithoutRecordError"]
 
 
 NAMING = [
