@@ -59,7 +59,8 @@ def parse_allowlist(text: str, source: str = "allow-list") -> list[Pair]:
     """Entries ``host`` (ports 80 and 443) or ``host:port``, one a line; ``#`` starts a comment.
 
     Returns a sorted list of ``(host, port)``. A line that is not a host name or address, or a port
-    outside 1-65535, is refused naming the line.
+    outside 1-65535, is refused naming the line by its number, never printing it: the file may be
+    the wrong one (as ``waa_client.inputs.read_id_file`` refuses a task list's line).
     """
     entries: set[Pair] = set()
     for number, raw in enumerate(text.splitlines(), 1):
@@ -70,12 +71,14 @@ def parse_allowlist(text: str, source: str = "allow-list") -> list[Pair]:
         ports: tuple[int, ...] = WEB_PORTS
         if sep:
             if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-                raise PolicyError(f"{source} line {number}: {raw.strip()!r} has no valid port")
+                raise PolicyError(f"{source} line {number}: the port is not a TCP port "
+                                  "(1-65535); give host or host:port")
             ports = (int(port_text),)
         if not host or len(host) > 253 or not all(
             part and len(part) < 64 and part.replace("-", "").isalnum() for part in host.split(".")
         ):
-            raise PolicyError(f"{source} line {number}: {raw.strip()!r} is not a host name")
+            raise PolicyError(f"{source} line {number} is not a host name; give host or "
+                              "host:port, one a line")
         entries.update((host, port) for port in ports)
     return sorted(entries)
 

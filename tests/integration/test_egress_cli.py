@@ -27,7 +27,7 @@ def _offline_env(tmp_path: Path) -> dict[str, str]:
         ("sometimes", "--egress sometimes: unknown egress mode 'sometimes'"),
         ("allowlist", "give the allow-list's file as allowlist:FILE"),
         ("allowlist:missing.txt", "missing.txt does not exist"),
-        ("allowlist:bad.txt", "bad.txt line 2: 'not a host!' is not a host name"),
+        ("allowlist:bad.txt", "bad.txt line 2 is not a host name; give host or host:port"),
         ("allowlist:empty.txt", "empty.txt names no host"),
         ("web:x", "egress mode web takes no file"),
     ],

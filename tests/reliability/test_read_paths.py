@@ -180,8 +180,9 @@ def test_an_empty_file_is_said_empty_once(world: World, cwd: Path, tmp_path: Pat
     assert line.count("fix") <= 1, line
 
 
-# every option that takes an @file of task IDs: (script, arguments with {path} the file)
-ID_FILES: dict[str, tuple[str, tuple[str, ...]]] = {
+# every option that takes a file read line by line (an @file of task IDs, an allow-list):
+# (script, arguments with {path} the file)
+LINE_FILES: dict[str, tuple[str, tuple[str, ...]]] = {
     "tasks --tasks": (_EVALS, ("tasks", "--tasks", "@{path}")),
     "run --tasks": (_EVALS, ("run", "--pool", POOL, "--agent", "oracle", "--tasks", "@{path}",
                              "--results-dir", "{res}")),
@@ -189,23 +190,32 @@ ID_FILES: dict[str, tuple[str, tuple[str, ...]]] = {
                                "--tasks", "@{path}", "--results-dir", "{res}", "--plan")),
     "mock --tasks": (_EVALS, ("mock", "--tasks", "@{path}", "--results-dir", "{res}")),
     "flow --task-ids": (_FLOW, ("--task-ids", "@{path}")),
+    "pool-create --egress allowlist:FILE": (_OA_VM, ("pool-create", "--cloud", "local",
+                                                     "--name", "e1", "--egress",
+                                                     "allowlist:{path}", "--plan")),
+    "smoke --egress allowlist:FILE": (_OA_VM, ("smoke", "--cloud", "aws", "--plan", "--egress",
+                                               "allowlist:{path}")),
 }
 SECRET = "root:$y$j9T$Q3cr3tHa5h:19000:0:99999:7:::"
 
 
-@pytest.mark.parametrize("option", sorted(ID_FILES))
-def test_a_line_of_an_id_file_that_is_not_an_id_is_named_by_its_number_not_printed(
+@pytest.mark.parametrize("option", sorted(LINE_FILES))
+def test_a_line_of_a_file_that_is_refused_is_named_by_its_number_not_printed(
     world: World, cwd: Path, tmp_path: Path, option: str
 ) -> None:
-    """``@/etc/shadow`` given by mistake: the refusal names the line and where it breaks the
-    rule, and prints none of the file (it quoted the line, a password hash on the terminal)."""
-    script, args = ID_FILES[option]
+    """``@/etc/shadow`` given by mistake: the refusal names the line (and, for task IDs, where
+    it breaks the rule), and prints none of the file (it quoted the line, a password hash on
+    the terminal)."""
+    script, args = LINE_FILES[option]
     ids = tmp_path / "ids.txt"
     ids.write_text(f"{TASK}  # a comment\n\n{SECRET}\n", encoding="utf-8")
     line = _refused(world, cwd, script, tuple(a.replace("{path}", str(ids)) for a in args), 2,
                     {})
-    assert "line 3 of the task" in line and f"{ids} cannot name a folder (':' at character 5)" \
-        in line, line
+    if "allowlist" in option:
+        assert f"{ids} line 3 is not a host name" in line, line
+    else:
+        assert "line 3 of the task" in line, line
+        assert f"{ids} cannot name a folder (':' at character 5)" in line, line
     assert "Q3cr3t" not in line and "99999" not in line, line
 
 

@@ -73,8 +73,8 @@ def test_metadata_host_and_private_addresses_are_always_denied(address: str, den
     [
         ("bad host name!", "line 1"),
         ("ok.example\nx.example:0", "line 2"),
-        ("x.example:99999", "no valid port"),
-        ("x.example:http", "no valid port"),
+        ("x.example:99999", "line 1: the port is not a TCP port"),
+        ("x.example:http", "line 1: the port is not a TCP port"),
     ],
 )
 def test_a_bad_allow_list_line_is_named(text: str, problem: str) -> None:
