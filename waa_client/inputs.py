@@ -35,8 +35,8 @@ from typing import Any
 from waa_client.errors import InputError
 
 __all__ = ["InputError", "MAX_DEPTH", "MAX_ID_LENGTH", "MAX_INPUT_BYTES", "check_argument",
-           "check_id", "id_problem", "parse_json", "parse_yaml", "read_id_file", "read_json",
-           "read_text", "read_yaml", "split_ids"]
+           "check_id", "id_problem", "kind_of", "parse_json", "parse_yaml", "read_id_file",
+           "read_json", "read_text", "read_yaml", "split_ids"]
 
 MAX_INPUT_BYTES = 4 * 1024 * 1024
 """The largest file (or argument) accepted: WAA's largest task file is a few KB, and the
@@ -96,6 +96,16 @@ def check_id(kind: str, value: object) -> str:
         raise InputError(problem)
     assert isinstance(value, str)
     return value
+
+
+_KINDS: dict[type, str] = {bool: "a boolean", int: "a number", float: "a number",
+                          str: "a string", list: "a list", dict: "a mapping",
+                          type(None): "nothing"}
+
+
+def kind_of(value: object) -> str:
+    """What a parsed JSON/YAML value is, in a refusal's words (``a mapping``, ``nothing``)."""
+    return _KINDS.get(type(value), type(value).__name__)
 
 
 def split_ids(line: str) -> list[str]:

@@ -71,7 +71,11 @@ def parse_variations(data: Any, source: str) -> dict[str, Variation]:
         raise CatalogError(f"{source}: a variations file maps '<task_id>__<style>_<n>' to "
                            "{goal_style, instruction}; this one is not a mapping")
     found: dict[str, Variation] = {}
-    for key, entry in data.items():
+    for number, (key, entry) in enumerate(data.items(), start=1):
+        if not isinstance(entry, Mapping):  # not a variation at all (the wrong file?): the
+            # entry is named by its place, its text not shown (``/etc/shadow`` reads as YAML)
+            raise CatalogError(f"{source}: entry {number} holds {inputs.kind_of(entry)}, not "
+                               "{goal_style, instruction}")
         problem = inputs.id_problem("variation key", key)
         if problem:
             raise CatalogError(f"{source}: {problem}")
@@ -79,8 +83,6 @@ def parse_variations(data: Any, source: str) -> dict[str, Variation]:
         if match is None:
             raise CatalogError(f"{source}: {key!r} is not '<task_id>__<style>_<n>' with a "
                                f"style among {', '.join(STYLES)}")
-        if not isinstance(entry, Mapping):
-            raise CatalogError(f"{source}: {key}: expected {{goal_style, instruction}}")
         style = match.group("style")
         if entry.get("goal_style", style) != style:
             raise CatalogError(f"{source}: {key}: goal_style {entry.get('goal_style')!r} "

@@ -219,6 +219,28 @@ def test_a_line_of_a_file_that_is_refused_is_named_by_its_number_not_printed(
     assert "Q3cr3t" not in line and "99999" not in line, line
 
 
+# every option that takes a document of named entries (YAML or JSON): (script, arguments)
+DOCUMENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "run --variations": (_EVALS, (*_RUN, "--variations", "{path}")),
+    "tasks --tasks openapps:FILE": (_EVALS, ("tasks", "--tasks", "openapps:{path}")),
+}
+
+
+@pytest.mark.parametrize("option", sorted(DOCUMENTS))
+def test_a_document_that_holds_no_entry_is_refused_without_printing_it(
+    world: World, cwd: Path, tmp_path: Path, option: str
+) -> None:
+    """A line of ``/etc/shadow`` reads as YAML (a key with no value): the refusal names the
+    entry by its place, where it quoted the key, the line itself."""
+    script, args = DOCUMENTS[option]
+    given = tmp_path / "given.yaml"
+    given.write_text(f"{SECRET}\n", encoding="utf-8")
+    line = _refused(world, cwd, script, tuple(a.replace("{path}", str(given)) for a in args),
+                    2, {})
+    assert "entry 1 holds nothing, not" in line, line
+    assert "Q3cr3t" not in line and "99999" not in line, line
+
+
 def test_id_files_are_read_alike_by_every_reader(tmp_path: Path) -> None:
     """One ID a line or several separated by commas, ``#`` comments, blank lines: the
     catalog's selection and the flow's ``--task-ids`` read the same IDs from one file."""

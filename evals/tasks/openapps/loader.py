@@ -39,6 +39,7 @@ from evals.tasks.openapps.builtin import BUILTIN, NOT_SIMULATED
 from evals.tasks.openapps.classes import Task
 from oa_vm.errors import listing
 from waa_client.catalog import check_known
+from waa_client.inputs import kind_of
 
 PREFIX = "openapps:"
 DOMAIN = "openapps"
@@ -242,8 +243,8 @@ def build(entry: object, where: str) -> tuple[Task, dict[str, Any]]:
         InvalidRunInputError: see the module docstring.
     """
     if not isinstance(entry, dict):
-        raise InvalidRunInputError(f"{where}: an entry is a mapping with a _target_, not a "
-                                   f"{type(entry).__name__}")
+        raise InvalidRunInputError(f"{where}: an entry is a mapping with a _target_, not "
+                                   f"{kind_of(entry)}")
     if "_target_" not in entry:
         raise InvalidRunInputError(f"{where}: no _target_ (the task class, e.g. "
                                    "open_apps.tasks.tasks.MarkToDoDoneTask)")
@@ -270,11 +271,11 @@ def build(entry: object, where: str) -> tuple[Task, dict[str, Any]]:
                 values[name] = None if value is None else build(value, f"{where}.{name}")[0]
             else:
                 raise InvalidRunInputError(f"{where}: {name} must be a task entry, not "
-                                           f"{_kind(value)}")
+                                           f"{kind_of(value)}")
             continue
         if not _conforms(value, hint):
             raise InvalidRunInputError(f"{where}: {name} must be {_describe(hint)}, not "
-                                       f"{_kind(value)} {_shown(value)}")
+                                       f"{kind_of(value)} {_shown(value)}")
         values[name] = value
     try:
         task = cls(**values)
@@ -301,9 +302,16 @@ def load_selection(selection: str) -> list[Entry]:
     if only is not None:
         check_known([only], config, source=str(path), hint=f"it has: {listing(list(config))}")
     entries = []
+    places: dict[Path, int] = {}  # each file's entries counted, to name one by its place
     for name, (raw, source) in config.items():
+        number = places[source] = places.get(source, 0) + 1
         if only is not None and name != only:
             continue
+        if not isinstance(raw, dict):  # not a task at all (the wrong file?): the entry is
+            # named by its place, its text not shown (``/etc/shadow`` reads as YAML)
+            raise InvalidRunInputError(f"openapps config {source}: entry {number} holds "
+                                       f"{kind_of(raw)}, not a task (a mapping with a "
+                                       "_target_)")
         where = f"openapps config {source}, task {name!r}"
         if not _SAFE_NAME.match(name):
             raise InvalidRunInputError(f"{where}: the name cannot be a task ID (letters, "
@@ -370,12 +378,6 @@ def _describe(hint: Any) -> str:
         return "a number"
     text = str(hint).replace("typing.", "")
     return text if not isinstance(hint, type) else hint.__name__
-
-
-def _kind(value: Any) -> str:
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
-            list: "a list", dict: "a mapping", type(None): "nothing"}.get(type(value),
-                                                                          type(value).__name__)
 
 
 def _shown(value: Any) -> str:
