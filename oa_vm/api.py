@@ -28,6 +28,7 @@ from oa_vm.clouds import (
 )
 from oa_vm.clouds.base import CleanupReport, Plan, PoolSpec, Progress, no_progress
 from oa_vm.clouds.local.faults import validate_faults
+from oa_vm.clouds.local.memory import MAX_PER_PROCESS
 from oa_vm.errors import (
     AmbiguousPoolError,
     CorruptRecordError,
@@ -72,7 +73,6 @@ __all__ = [
 
 DEFAULT_WORKERS = 3
 DEFAULT_TTL_HOURS = 4.0
-MAX_PER_PROCESS = 100
 MAX_TTL_HOURS = 24.0 * 365
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import ijson
     import openai
     import PIL as pil
+    import psutil
     import pulumi.automation as pulumi_automation
     import requests
     import semver
@@ -78,6 +79,7 @@ if not TYPE_CHECKING:
     pil = LazyModule("PIL")
     pil_draw = LazyModule("PIL.ImageDraw")
     pil_image = LazyModule("PIL.Image")
+    psutil = LazyModule("psutil")
     pulumi_automation = LazyModule("pulumi.automation")
     requests = LazyModule("requests")
     rich_console = LazyModule("rich.console")
@@ -89,5 +91,5 @@ if not TYPE_CHECKING:
 
 __all__ = ["LazyModule", "anthropic", "crypto_ed25519", "crypto_serialization", "ijson",
            "inspect_ai_log", "inspect_ai_model", "inspect_ai_scorer", "inspect_ai_tool", "load",
-           "openai", "pil", "pil_draw", "pil_image", "pulumi_automation", "requests",
+           "openai", "pil", "pil_draw", "pil_image", "psutil", "pulumi_automation", "requests",
            "rich_console", "rich_live", "rich_table", "rich_text", "semver", "typer"]

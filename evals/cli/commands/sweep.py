@@ -177,6 +177,8 @@ def sweep(
         raise PoolExistsError(spec.name)
     if not idle:
         check_pool_tasks(config, spec, checked)
+    if not reused and not idle and oa_vm.cloud_facts(cloud).simulated:
+        pool_opts.preflight(spec)  # offline for a local pool: what this machine's memory holds
     if plan_only:
         if idle:
             _print_nothing_to_plan(config, json_out)

@@ -48,7 +48,8 @@ from oa_vm.clouds.local.fleet import (
     ssh_endpoint,
     worker_name,
 )
-from oa_vm.errors import ProvisioningError
+from oa_vm.clouds.local.memory import memory_problem
+from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.process_start import same_start
 from oa_vm.kit.redact import redact_worker_secrets
@@ -94,8 +95,27 @@ class LocalProvider:
     def check_available(self) -> None:
         """Always available: it needs nothing but this Python."""
 
+    def preflight(self, spec: PoolSpec) -> None:
+        """Refuse a pool this machine's memory cannot hold, before anything is shown or started
+        (:mod:`oa_vm.clouds.local.memory`). Not at :func:`oa_vm.api.build_spec`: a spec also
+        names a pool that runs already (a resumed sweep's), whose workers hold their memory.
+
+        Raises:
+            InvalidInputError: the workers need more memory than is available.
+        """
+        problem = memory_problem(spec.workers, spec.per_process)
+        if problem:
+            raise InvalidInputError(problem)
+
     def plan(self, spec: PoolSpec) -> Plan:
-        """N worker processes on 127.0.0.1; free unless a pretend price was given."""
+        """N worker processes on 127.0.0.1; free unless a pretend price was given. A plan of
+        workers this machine cannot hold is refused (:meth:`preflight`): it is a plan for this
+        machine.
+
+        Raises:
+            InvalidInputError: the workers need more memory than is available.
+        """
+        self.preflight(spec)
         resources = [
             PlannedResource(
                 type="local:process",
