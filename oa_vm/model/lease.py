@@ -2,7 +2,9 @@
 
 Two runs on one pool would share the workers' desktops and fail each other's tasks, so a run
 holds the pool's lease for as long as it dispatches. The lease names its holder (host, pid, the
-process's start time, the run) and carries a heartbeat the holder refreshes. A lease is taken
+process's start: its start mark, which no clock step moves, and its wall-clock start for a
+lease written without one, :mod:`oa_vm.kit.process_start`; the run) and carries a heartbeat the
+holder refreshes. A lease is taken
 over only when its holder is provably gone: on this host, its process no longer exists, is a
 zombie (dead, not yet reaped), or the pid was reused by another process; on another host, its
 heartbeat is older than :data:`STALE_AFTER_S`. Check-and-take happens under an ``flock`` on
@@ -53,7 +55,7 @@ import psutil
 from oa_vm.errors import OaVmError, PoolBusyError, PoolInUseError, PoolNotFoundError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.env_knobs import seconds
-from oa_vm.kit.process_start import same_start
+from oa_vm.kit.process_start import start_mark, started_as_recorded
 from oa_vm.model import state
 
 if TYPE_CHECKING:
@@ -139,8 +141,8 @@ def holder_alive(lease: dict[str, Any], *, now: float | None = None) -> bool:
         started = _process_start(pid)
         if started is None:
             return False
-        recorded = lease.get("pid_start")
-        return not isinstance(recorded, (int, float)) or same_start(recorded, started)
+        return started_as_recorded(pid, lease.get("start_mark"), lease.get("pid_start"),
+                                   lambda: started)
     beat = lease.get("heartbeat")
     if not isinstance(beat, (int, float)):
         return False
@@ -198,6 +200,7 @@ def try_acquire(
         generation = _next_generation(pool, current)
         lease: dict[str, Any] = {
             "host": host_id(), "pid": pid, "pid_start": _process_start(pid),
+            "start_mark": start_mark(pid),
             "run": run, "token": token, "generation": generation,
             "acquired": time.time(), "heartbeat": time.time(),
         }

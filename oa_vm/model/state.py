@@ -148,13 +148,15 @@ class WorkerRecord(_Record):
     reached directly (local pools). Workers reached over SSH (cloud pools, or local pools registered
     behind an SSH server) also carry ``ssh`` and the ports on the far side of the tunnel
     (``remote_waa_port``, ``remote_scoring_port``); their URLs are then those of the tunnel.
-    ``pid_create_time``, with ``pid``, identifies *our* process (PIDs get reused).
+    ``pid_start_mark`` (:func:`oa_vm.kit.process_start.start_mark`, which no clock step moves)
+    or, in a record written without one, ``pid_create_time`` identifies, with ``pid``, *our*
+    process (PIDs get reused).
     """
 
     FIELDS = (
-        "name", "state", "waa_url", "scoring_url", "pid", "pid_create_time", "host", "ssh",
-        "remote_waa_port", "remote_scoring_port", "log_path", "workdir", "provider_id", "phase",
-        "detail",
+        "name", "state", "waa_url", "scoring_url", "pid", "pid_create_time", "pid_start_mark",
+        "host", "ssh", "remote_waa_port", "remote_scoring_port", "log_path", "workdir",
+        "provider_id", "phase", "detail",
     )
 
     def __init__(
@@ -165,6 +167,7 @@ class WorkerRecord(_Record):
         scoring_url: str | None = None,
         pid: int | None = None,
         pid_create_time: float | None = None,
+        pid_start_mark: str | None = None,
         host: str | None = None,
         ssh: SshEndpoint | None = None,
         remote_waa_port: int = 5000,
@@ -181,6 +184,7 @@ class WorkerRecord(_Record):
         self.scoring_url = scoring_url
         self.pid = pid
         self.pid_create_time = pid_create_time
+        self.pid_start_mark = pid_start_mark
         self.host = host
         self.ssh = ssh
         self.remote_waa_port = remote_waa_port
@@ -663,7 +667,8 @@ _POOL_TYPES: dict[str, tuple[type, ...]] = {
 }
 _WORKER_TYPES: dict[str, tuple[type, ...]] = {
     "name": _STR, "state": _STR, "waa_url": _OPT_STR, "scoring_url": _OPT_STR,
-    "pid": (int, type(None)), "pid_create_time": _OPT_NUM, "host": _OPT_STR, "ssh": _OPT_DICT,
+    "pid": (int, type(None)), "pid_create_time": _OPT_NUM, "pid_start_mark": _OPT_STR,
+    "host": _OPT_STR, "ssh": _OPT_DICT,
     "remote_waa_port": (int,), "remote_scoring_port": (int,), "log_path": _OPT_STR,
     "workdir": _OPT_STR, "provider_id": _OPT_STR, "phase": _OPT_STR, "detail": _OPT_STR,
 }

@@ -118,8 +118,14 @@ def test_the_proc_check_agrees_with_the_provider(
     record = state.load("pc")
     assert record_is_current(record)
     changed = state.load("pc")
-    assert changed.workers[0].pid_create_time is not None
-    changed.workers[0].pid_create_time -= 5.0  # a reused PID: another process
+    mark = changed.workers[0].pid_start_mark
+    assert changed.workers[0].pid_create_time is not None and mark is not None
+    changed.workers[0].pid_create_time -= 5.0  # a clock stepped by 5 s: the mark still holds
+    assert record_is_current(changed)
+    boot, ticks = mark.rsplit("/", 1)
+    changed.workers[0].pid_start_mark = f"{boot}/{int(ticks) + 1}"  # a reused PID
+    assert not record_is_current(changed)
+    changed.workers[0].pid_start_mark = None  # a record written without a mark: by the time
     assert not record_is_current(changed)
     victim = record.workers[1].pid
     assert victim is not None

@@ -34,6 +34,7 @@ import psutil
 from oa_vm.clouds.base import PoolSpec, Progress
 from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.kit import safe_fs
+from oa_vm.kit.process_start import start_mark
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 
@@ -193,9 +194,11 @@ def launch_unit(
         created: float | None = None
         with contextlib.suppress(psutil.Error):
             created = psutil.Process(proc.pid).create_time()
+        mark = start_mark(proc.pid)
         for worker in workers:
             worker.pid = proc.pid
             worker.pid_create_time = created
+            worker.pid_start_mark = mark
             worker.waa_url = worker.scoring_url = None
             worker.state = WorkerState.STARTING
             worker.phase = "process started"
@@ -342,6 +345,7 @@ def pause(provider: LocalProcesses, record: PoolRecord, progress: Progress) -> P
             worker.phase = "paused"
             worker.pid = None
             worker.pid_create_time = None
+            worker.pid_start_mark = None
             worker.waa_url = worker.scoring_url = None  # the ports close with the process
     record.state = state.derive_pool_state(record.workers)
     return record

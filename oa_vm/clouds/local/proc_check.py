@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from oa_vm.kit.process_start import same_start
+from oa_vm.kit.process_start import boot_id, mark_of, same_start
 from oa_vm.model.state import PoolRecord, WorkerRecord, WorkerState, derive_pool_state
 
 
@@ -28,10 +28,12 @@ def _boot_time() -> float | None:
     return None
 
 
-def _process_is(worker: WorkerRecord, boot: float) -> bool:
-    """The worker's PID runs, is no zombie, started when recorded, and runs ``infra.local``
-    from the worker's folder."""
-    if worker.pid is None or worker.pid_create_time is None or not worker.workdir:
+def _process_is(worker: WorkerRecord, boot: float, boot_mark: str = "") -> bool:
+    """The worker's PID runs, is no zombie, started as recorded (by its start mark when it has
+    one and the boot's ID ``boot_mark`` is known, else by the wall-clock start: see
+    :mod:`oa_vm.kit.process_start`), and runs ``infra.local`` from the worker's folder."""
+    if worker.pid is None or not worker.workdir or (
+            worker.pid_create_time is None and worker.pid_start_mark is None):
         return False
     try:
         with open(f"/proc/{worker.pid}/stat", encoding="ascii", errors="replace") as handle:
@@ -43,8 +45,11 @@ def _process_is(worker: WorkerRecord, boot: float) -> bool:
     fields = stat[stat.rfind(")") + 2:].split()
     if len(fields) < 20 or fields[0] in ("Z", "X"):
         return False
-    started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
-    if not same_start(worker.pid_create_time, started):
+    if worker.pid_start_mark is not None and boot_mark:
+        if mark_of(boot_mark, stat) != worker.pid_start_mark:
+            return False
+    elif worker.pid_create_time is None or not same_start(
+            worker.pid_create_time, boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")):
         return False
     args = [a.decode("utf-8", "surrogateescape") for a in cmdline if a]
     return "infra.local" in args and worker.workdir in args
@@ -55,9 +60,10 @@ def record_is_current(record: PoolRecord) -> bool:
     boot = _boot_time()
     if boot is None:
         return False
+    this_boot = boot_id()
     for worker in record.workers:
         if worker.state in (WorkerState.STOPPED, WorkerState.LOST, WorkerState.PAUSED):
             continue
-        if worker.waa_url is None or not _process_is(worker, boot):
+        if worker.waa_url is None or not _process_is(worker, boot, this_boot):
             return False
     return record.state == derive_pool_state(record.workers)

@@ -51,7 +51,7 @@ from oa_vm.clouds.local.fleet import (
 from oa_vm.clouds.local.memory import memory_problem
 from oa_vm.errors import InvalidInputError, ProvisioningError
 from oa_vm.kit import safe_fs
-from oa_vm.kit.process_start import same_start
+from oa_vm.kit.process_start import started_as_recorded
 from oa_vm.kit.redact import redact_worker_secrets
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
@@ -337,9 +337,8 @@ def _not_ours(worker: WorkerRecord) -> str | None:
         proc = psutil.Process(worker.pid)
         if proc.status() == psutil.STATUS_ZOMBIE:
             return "process gone (exited)"
-        if worker.pid_create_time is not None and not same_start(
-            worker.pid_create_time, proc.create_time()
-        ):
+        if not started_as_recorded(worker.pid, worker.pid_start_mark, worker.pid_create_time,
+                                   proc.create_time):
             return "process gone (its PID runs another process now)"
         cmdline = proc.cmdline()
     except psutil.NoSuchProcess:
@@ -347,7 +346,8 @@ def _not_ours(worker: WorkerRecord) -> str | None:
     except psutil.Error as exc:
         return f"process not readable ({type(exc).__name__})"
     if not cmdline:
-        return None if worker.pid_create_time is not None else "process not identified"
+        known = worker.pid_create_time is not None or worker.pid_start_mark is not None
+        return None if known else "process not identified"
     if "infra.local" in cmdline and (worker.workdir or "") in cmdline:
         return None
     return "process gone (its PID runs another command now)"

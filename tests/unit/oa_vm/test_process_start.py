@@ -1,11 +1,12 @@
-"""A process is told by its PID and start time with one tolerance (``oa_vm.kit.process_start``)
-wherever oa-vm asks whether a process is still the one it recorded: a local pool's worker (the
-provider's check and ``pool-status``'s ``/proc`` fast path) and a run's lease holder.
+"""A process is told by its PID and its start (``oa_vm.kit.process_start``) wherever oa-vm asks
+whether a process is still the one it recorded: a local pool's worker (the provider's check and
+``pool-status``'s ``/proc`` fast path) and a run's lease holder.
 
-Linux gives a process's wall-clock start as its ticks since boot plus a boot time in whole
-seconds, worked out from the current clock: when the clock is stepped across a second's
-boundary, every start read afterwards is a second off the one recorded before, and a tighter
-check would take live local workers for lost and a live lease holder for gone."""
+Linux gives a process's wall-clock start as its ticks since boot plus a boot time worked out
+from the current clock: when the clock is stepped, every start read afterwards is off by the
+step. A record with a start mark (the boot's ID and the ticks) is compared by it, and no step
+moves it: a step of several seconds once took every live local worker of a machine for lost.
+A record without one is compared by the wall-clock start, within a second's rollover."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import pytest
 
 from oa_vm.clouds.local import proc_check
 from oa_vm.clouds.local.provider import LocalProvider
+from oa_vm.kit import process_start
 from oa_vm.model import lease
 from oa_vm.model.state import WorkerRecord, WorkerState
 from tests.support.waiting import wait_until
@@ -42,20 +44,47 @@ def worker_process(tmp_path: Path) -> Iterator[psutil.Process]:
         proc.wait(timeout=60)
 
 
-def _worker(proc: psutil.Process, tmp_path: Path, shift: float) -> WorkerRecord:
+def _worker(proc: psutil.Process, tmp_path: Path, shift: float,
+            mark: str | None = None) -> WorkerRecord:
     return WorkerRecord(name="worker-0", state=WorkerState.READY, pid=proc.pid,
-                        pid_create_time=proc.create_time() + shift, workdir=str(tmp_path),
-                        waa_url="http://127.0.0.1:9/x", scoring_url="http://127.0.0.1:9/y")
+                        pid_create_time=proc.create_time() + shift, pid_start_mark=mark,
+                        workdir=str(tmp_path), waa_url="http://127.0.0.1:9/x",
+                        scoring_url="http://127.0.0.1:9/y")
 
 
-def _checks(proc: psutil.Process, tmp_path: Path, shift: float) -> dict[str, bool]:
-    worker = _worker(proc, tmp_path, shift)
-    held = {"host": lease.host_id(), "pid": proc.pid, "pid_start": proc.create_time() + shift}
+def _checks(proc: psutil.Process, tmp_path: Path, shift: float,
+            mark: str | None = None) -> dict[str, bool]:
+    worker = _worker(proc, tmp_path, shift, mark)
+    held: dict[str, object] = {"host": lease.host_id(), "pid": proc.pid,
+                               "pid_start": proc.create_time() + shift}
+    if mark is not None:
+        held["start_mark"] = mark
     boot = proc_check._boot_time()
     assert boot is not None
     return {"provider": LocalProvider.is_ours(worker),
-            "/proc fast path": proc_check._process_is(worker, boot),
+            "/proc fast path": proc_check._process_is(worker, boot, process_start.boot_id()),
             "lease holder": lease.holder_alive(held)}
+
+
+@pytest.mark.parametrize("shift", [-3600.0, -30.0, 30.0, 3600.0])
+def test_a_clock_step_of_any_size_leaves_a_marked_start_the_same_process(
+    shift: float, worker_process: psutil.Process, tmp_path: Path
+) -> None:
+    mark = process_start.start_mark(worker_process.pid)
+    assert mark is not None and mark.startswith(process_start.boot_id() + "/")
+    assert _checks(worker_process, tmp_path, shift, mark) == dict.fromkeys(
+        ("provider", "/proc fast path", "lease holder"), True)
+
+
+def test_another_start_mark_is_another_process_whatever_the_time_says(
+    worker_process: psutil.Process, tmp_path: Path
+) -> None:
+    mark = process_start.start_mark(worker_process.pid)
+    assert mark is not None
+    boot, ticks = mark.rsplit("/", 1)
+    for other in (f"{boot}/{int(ticks) + 1}", f"another-boot/{ticks}"):
+        assert _checks(worker_process, tmp_path, 0.0, other) == dict.fromkeys(
+            ("provider", "/proc fast path", "lease holder"), False), other
 
 
 @pytest.mark.parametrize("shift", [-ROLLOVER_S, ROLLOVER_S, 0.0])
