@@ -2,11 +2,11 @@
 
 A local pool's workers are processes of this machine: a pool larger than its memory does not
 fail on its own, the kernel's out-of-memory killer picks its victims among everything the user
-runs. The estimate fits two measurements (``ps``'s resident size at its peak while an ``oracle`` run
-of the local suite used the workers): one worker a process peaked at 40 MB, ten workers in one
-process (``--per-process 10``) at 89 MB. So a process is :data:`PROCESS_MB` and each worker it
-serves adds :data:`WORKER_MB` (40 and 94 MB by the estimate). A browser that a Cua-Bench or
-OpenApps task opens is not counted: the pool cannot know its tasks.
+runs. The estimate fits two measurements (``ps``'s resident size at its peak while an
+``oracle`` run of the local suite used the workers): one worker a process peaked at 40 MB, ten
+workers in one process (``--per-process 10``) at 89 MB. So a process is :data:`PROCESS_MB` and
+each worker it serves adds :data:`WORKER_MB` (40 and 94 MB by the estimate). A browser that a
+Cua-Bench or OpenApps task opens is not counted: the pool cannot know its tasks.
 """
 
 from __future__ import annotations
@@ -31,10 +31,14 @@ _V2 = ("memory.max", "memory.current")
 _V1 = ("memory.limit_in_bytes", "memory.usage_in_bytes")
 
 
+def processes(workers: int, per_process: int) -> int:
+    """How many processes serve ``workers`` workers, ``per_process`` of them in each."""
+    return -(-workers // per_process)
+
+
 def needed_mb(workers: int, per_process: int) -> int:
     """The memory ``workers`` workers take, ``per_process`` of them in each process."""
-    processes = -(-workers // per_process)
-    return processes * PROCESS_MB + workers * WORKER_MB
+    return processes(workers, per_process) * PROCESS_MB + workers * WORKER_MB
 
 
 def available_mb() -> float:
@@ -85,8 +89,8 @@ def memory_problem(workers: int, per_process: int, available: float | None = Non
     need = needed_mb(workers, per_process)
     if need <= free:
         return None
-    said = (f"--workers {workers}: {-(-workers // per_process)} local worker process(es) need "
-            f"about {_gb(need)} of memory, and this machine has {_gb(free)} available")
+    said = (f"--workers {workers}: {processes(workers, per_process)} local worker process(es) "
+            f"need about {_gb(need)} of memory, and this machine has {_gb(free)} available")
     fit = max((n for n in range(1, workers) if needed_mb(n, per_process) <= free), default=0)
     group = next((g for g in range(per_process + 1, MAX_PER_PROCESS + 1)
                   if needed_mb(workers, g) <= free), None)
