@@ -35,3 +35,33 @@ def test_each_package_has_at_most_twelve_entries_and_the_doc_counts_them() -> No
         assert int(row.group(2)) == _modules(package), package
         for entry in entries:
             assert f"`{entry}" in row.group(0), f"{package}.{entry} is not in the doc's row"
+
+
+_PROJECT_FILE = re.compile(r"`((?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_-]+\.(?:py|sh))`")
+_PACKAGES = ("oa_vm/", "evals/", "waa_client/", "infra/", "tests/", "bench/")
+
+
+def _project_files() -> list[str]:
+    return [p.relative_to(ROOT).as_posix() for top in _PACKAGES
+            for p in (ROOT / top).rglob("*") if p.suffix in (".py", ".sh")
+            and "__pycache__" not in p.parts]
+
+
+def test_the_files_the_docs_name_exist() -> None:
+    """A doc that names a file of this project names one that is there: a file moved by a
+    restructure leaves no stale path behind. A path from the project's top must exist as
+    written; in the architecture page, whose tables name files by their tail inside a
+    package (``ssh/pool.py``), a tail must end some file's path."""
+    files = _project_files()
+    stale = []
+    for doc in sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]:
+        for name in _PROJECT_FILE.findall(doc.read_text(encoding="utf-8")):
+            if name.startswith(_PACKAGES):
+                missing = not (ROOT / name).is_file()
+            elif doc.name == "architecture.md":
+                missing = not any(f == name or f.endswith("/" + name) for f in files)
+            else:
+                continue
+            if missing:
+                stale.append(f"{doc.name}: {name}")
+    assert not stale, stale
