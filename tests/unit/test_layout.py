@@ -4,6 +4,7 @@ of ``oa_vm`` and of ``evals`` (the reference's import paths ``evals.adapters``,
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -65,3 +66,27 @@ def test_the_files_the_docs_name_exist() -> None:
             if missing:
                 stale.append(f"{doc.name}: {name}")
     assert not stale, stale
+
+
+_DOTTED = re.compile(r"`((?:oa_vm|evals|waa_client|infra)(?:\.[A-Za-z_]\w*)+)")
+_LOGGERS = {"waa_client.ssh.sshtunnel"}
+"""Dotted names the docs give that are loggers' names, not modules."""
+
+
+def test_the_modules_and_names_the_docs_give_resolve() -> None:
+    """``evals.results.run_reader.check_readable_folder`` in a doc imports as written."""
+    unresolved = []
+    for doc in sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]:
+        for name in sorted(set(_DOTTED.findall(doc.read_text(encoding="utf-8"))) - _LOGGERS):
+            parts = name.split(".")
+            for cut in range(len(parts), 0, -1):
+                try:
+                    found: object = importlib.import_module(".".join(parts[:cut]))
+                    break
+                except ModuleNotFoundError:
+                    continue
+            for attribute in parts[cut:]:
+                found = getattr(found, attribute, None)
+            if found is None:
+                unresolved.append(f"{doc.name}: {name}")
+    assert not unresolved, unresolved
