@@ -210,12 +210,15 @@ run_container() {
   local cpu=() line
   while IFS= read -r line; do cpu+=(-e "$line"); done < <(dockur_cpu_env)
   # PID 1 is waa_entry.sh around WAA's entry.sh: in prepare mode it waits for QEMU to exit.
+  # RAM_CHECK=N: the guest always gets RAM_SIZE. dockur's check (on by default) silently
+  # shrinks it to what is free at each start, and a clean snapshot saved at one size does not
+  # load at another (QEMU: "Size mismatch: pc.ram"); the plan sized the host already (slots.py).
   dockerx run -d --name "$OA_VM_CONTAINER" "${restart[@]}" "${iso[@]}" "${mac[@]}" \
     --device=/dev/kvm --device=/dev/net/tun --cap-add NET_ADMIN --stop-timeout "$OA_VM_STOP_TIMEOUT_S" \
     -p "127.0.0.1:$OA_VM_WAA_HOST_PORT:5000" -p "127.0.0.1:$OA_VM_VNC_HOST_PORT:8006" \
     -v "$OA_VM_STORAGE:/storage" -v "$here:/oa-vm:ro" -v "$OA_VM_QMP_DIR:$OA_VM_QMP_MOUNT" \
     -e "QMP=unix:$OA_VM_QMP_MOUNT/qmp.sock,server=on,wait=off" -e "VM_NET_IP=$OA_VM_GUEST_IP" \
-    -e "VERSION=${VERSION:-11e}" -e "RAM_SIZE=${RAM_SIZE:-8G}" \
+    -e "VERSION=${VERSION:-11e}" -e "RAM_SIZE=${RAM_SIZE:-8G}" -e "RAM_CHECK=N" \
     -e "CPU_CORES=${CPU_CORES:-4}" -e "DISK_SIZE=${DISK_SIZE:-64G}" \
     "${cpu[@]}" -e "DISK_CACHE=$OA_VM_DISK_CACHE" \
     -e "OA_VM_POWEROFF_TIMEOUT_S=${OA_VM_POWEROFF_TIMEOUT_S:-1800}" \

@@ -124,3 +124,38 @@ def test_clean_reset_beside_dockurs_uefi_variables_on_a_writable_raw_pflash() ->
         status, answer = _reset(root, vm, "restore")
         assert status == 0, answer
         assert vm.state() == {"mem": "clean-mem", "disk": "clean-disk"}
+
+
+def test_a_clean_snapshot_loads_after_a_restart_with_less_memory_free() -> None:
+    """A worker's container starts again (a pause on one's own host, the restart policy, a
+    reboot) on a host with less memory free than at its first start: dockur, as the worker
+    runs it (``bootstrap.sh``'s ``RAM_CHECK=N``), gives the guest the same RAM, so the clean
+    snapshot taken at the first start still loads. dockur's own check would have shrunk the
+    guest to fit what is free, and QEMU loads no snapshot into another RAM size ("Size
+    mismatch: pc.ram"): every reset of that worker would fail."""
+    with tempfile.TemporaryDirectory(prefix="oa-dockur-") as folder:
+        root = Path(folder)
+        qmp = root / "var" / "lib" / "oa-vm" / "qmp" / "qmp.sock"
+        qmp.parent.mkdir(parents=True)
+        first = dockur_qemu.dockur_args(root / "storage", qmp, ram="512M")
+        vm = tiny_guest.start_with_args(root, qmp, dockur_qemu.runnable(first))
+        try:
+            vm.wait_serving()
+            vm.set(mem="clean-mem", disk="clean-disk")
+            status, answer = _reset(root, vm, "take", "fp-restart")
+            assert status == 0, answer
+        finally:
+            vm.stop()
+        # 512 MB wanted, 700 MB free: under dockur's margin of 500 MB.
+        again = dockur_qemu.dockur_args(root / "storage", qmp, ram="512M",
+                                        available_bytes=700 * 10**6)
+        assert again[again.index("-m") + 1] == first[first.index("-m") + 1] == "512M"
+        vm = tiny_guest.start_with_args(root, qmp, dockur_qemu.runnable(again))
+        try:
+            vm.wait_serving()
+            vm.set(mem="dirty", disk="dirty")
+            status, answer = _reset(root, vm, "restore")
+            assert status == 0, answer
+            assert vm.state() == {"mem": "clean-mem", "disk": "clean-disk"}
+        finally:
+            vm.stop()

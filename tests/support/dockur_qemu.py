@@ -3,10 +3,11 @@
 dockur's real scripts (``../shared/dockur/upstream/qemu/src``) run in bash with the container's
 environment as ``bootstrap.sh`` gives it (``CPU_MODEL``, ``CPU_FLAGS`` and ``HV`` from
 ``lib.sh``'s ``dockur_cpu_env`` on this machine's KVM, ``DISK_CACHE`` from ``lib.sh``,
-``DISK_FMT=qcow2`` from the worker image, ``QMP`` on a unix socket, ``RAM_SIZE``): ``utils.sh``
-and ``init.sh``'s defaults, then ``memory.sh``, ``disk.sh`` (which creates the qcow2 data disk
-in the storage folder with ``qemu-img``), ``proc.sh`` under KVM and ``config.sh``, whose
-``ARGS`` is what dockur's ``entry.sh`` hands to ``qemu-system-x86_64``.
+``DISK_FMT=qcow2`` from the worker image, ``QMP`` on a unix socket, ``RAM_SIZE``, and the fixed
+values ``bootstrap.sh`` passes, such as ``RAM_CHECK``): ``utils.sh``, ``init.sh``'s defaults and
+its reading of the storage's file system, then ``memory.sh``, ``disk.sh`` (which creates the
+qcow2 data disk in the storage folder with ``qemu-img``), ``proc.sh`` under KVM and
+``config.sh``, whose ``ARGS`` is what dockur's ``entry.sh`` hands to ``qemu-system-x86_64``.
 
 What cannot run here, and replaces it (:func:`runnable`):
 
@@ -23,6 +24,7 @@ What cannot run here, and replaces it (:func:`runnable`):
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -48,6 +50,7 @@ cd "$DOCKUR_SRC"
 . ./utils.sh
 html() { :; }  # dockur's web status page
 eval "$(grep -E '^: "[$][{]' init.sh)"
+eval "$(grep -E '^FS=' init.sh)"  # the storage's file system, which the RAM check reads
 PROCESS="${APP,,}" QEMU_DIR="$STORAGE" QEMU_PID="$STORAGE/qemu.pid"
 CPU="$(awk -F ': *' '/^model name/{print $2; exit}' /proc/cpuinfo)"
 DISPLAY_OPTS="-display none" NET_OPTS="" BOOT_OPTS="" SM_BIOS="" SMM="N"
@@ -72,21 +75,44 @@ def available() -> str | None:
     return None
 
 
+def bootstrap_fixed_env() -> dict[str, str]:
+    """The container variables ``bootstrap.sh`` gives ``docker run`` as fixed values
+    (``-e "NAME=VALUE"`` with no shell expansion in the value), read from the shipped file."""
+    text = (ROOT / "infra" / "worker" / "bootstrap.sh").read_text(encoding="utf-8")
+    return dict(re.findall(r'-e "([A-Z_]+)=([^"$]*)"', text))
+
+
 def dockur_args(storage: Path, qmp_socket: Path, ram: str = "1G", *,
-                worker_cpu: bool = True, firmware: bool = False) -> list[str]:
+                worker_cpu: bool = True, firmware: bool = False,
+                available_bytes: int | None = None) -> list[str]:
     """dockur's ``ARGS`` for a cloud worker (KVM), with its data disk created in ``storage``.
 
     ``worker_cpu=False``: dockur's own ``-cpu`` (no ``CPU_MODEL``/``CPU_FLAGS``), the one
     whose invariant TSC blocks every snapshot under KVM. ``firmware=True``: with dockur's
     ``boot.sh`` for a Windows guest (OVMF's code and its variables on two pflash drives, the
-    variables a writable raw file in the storage, as every Windows worker boots)."""
+    variables a writable raw file in the storage, as every Windows worker boots).
+    ``available_bytes``: the host's free memory as ``free`` reports it to dockur's
+    ``getMemoryInfo`` (default: this machine's)."""
     storage.mkdir(parents=True, exist_ok=True)
+    path = "/usr/sbin:/usr/bin:/sbin:/bin"
+    if available_bytes is not None:
+        # A smaller machine than this one: the one thing here that cannot be made smaller.
+        bin_dir = storage / "bin"
+        bin_dir.mkdir(exist_ok=True)
+        free = bin_dir / "free"
+        free.write_text("#!/bin/sh\necho '              total        used        free      shared"
+                        "  buff/cache   available'\n"
+                        f"echo 'Mem: {available_bytes * 2} {available_bytes} {available_bytes} 0 0 "
+                        f"{available_bytes}'\n")
+        free.chmod(0o755)
+        path = f"{bin_dir}:{path}"
     env = {
-        "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "OA_LIB": str(LIB_SH),
+        **bootstrap_fixed_env(),
+        "PATH": path, "OA_LIB": str(LIB_SH),
         "DOCKUR_SRC": str(DOCKUR_SRC), "STORAGE": str(storage), "APP": "Windows",
         "PLATFORM": "x64", "ENGINE": "Docker", "BOOT_MODE": "windows", "ARCH": "amd64",
         "DISK_FMT": "qcow2", "DISK_NAME": "data", "DISK_SIZE": "1G", "RAM_SIZE": ram,
-        "RAM_CHECK": "N", "CPU_CORES": "1", "DEBUG": "N",
+        "CPU_CORES": "1", "DEBUG": "N",
         "QMP": f"unix:{qmp_socket},server=on,wait=off",
         **({} if worker_cpu else {"OA_DOCKUR_OWN_CPU": "1"}),
         **({"OA_DOCKUR_BOOT": "1"} if firmware else {}),
