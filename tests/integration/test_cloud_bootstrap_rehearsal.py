@@ -156,6 +156,8 @@ def test_pool_success_starts_from_the_image_with_a_bounded_restart_policy(
     # dockur's hv_passthrough (HV=N; tests/unit/infra/test_cpu_flags.py).
     assert ('-e CPU_MODEL=host -e CPU_FLAGS=-invtsc,-vmx,-svm -e HV=N -e DISK_CACHE=writeback'
             in run)
+    # The guest's RAM as planned at every start (tests/unit/infra/test_dockur_memory.py).
+    assert "-e RAM_SIZE=8G -e RAM_CHECK=N " in run
     assert "--device=/dev/kvm" in run and "-p 127.0.0.1:5000:5000" in run
     # Windows gets its time to shut down on 'docker stop' (lib.sh's one value), and systemd's
     # stop of docker at a host shutdown more (the drop-in, read before docker starts;
