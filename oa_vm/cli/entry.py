@@ -33,9 +33,10 @@ def _terminal_columns() -> int:
 
 def main() -> None:
     """Print the help snapshot for ``oa-vm --help``; hand everything else to the Typer app."""
-    from oa_vm.kit.stdio import ensure_std_streams
+    from oa_vm.kit.stdio import ensure_std_streams, pipe_safe_stdout
 
     ensure_std_streams()  # started with a stream closed (<&-, >&-): the null device instead
+    pipe_safe_stdout()  # a reader that goes away (| head -1, | grep -q) ends no command
     if sys.argv[1:] in (["--help"], ["-h"]) and _terminal_columns() >= SNAPSHOT_MIN_COLUMNS:
         try:
             with open(HELP_SNAPSHOT, encoding="utf-8") as handle:

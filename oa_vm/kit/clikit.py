@@ -8,7 +8,6 @@ printed its document prints the error as one (:func:`oa_vm.kit.error_line.say_fa
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
@@ -23,7 +22,7 @@ from oa_vm.kit.env_knobs import knob_problem
 from oa_vm.kit.error_line import one_line, say_failure
 from oa_vm.kit.lazy import typer
 from oa_vm.kit.redact import redact_text
-from oa_vm.kit.stdio import ensure_std_streams
+from oa_vm.kit.stdio import ensure_std_streams, pipe_safe_stdout
 
 EXIT_INTERRUPTED = 130
 
@@ -122,47 +121,6 @@ def _is_known(exc: BaseException, known: tuple[type[BaseException], ...]) -> boo
     return isinstance(exc, known) or module in PROJECT_PACKAGES
 
 
-class _PipeSafe:
-    """stdout that survives its reader going away (``oa-vm pool-create | head -3``).
-
-    A closed pipe must not kill a command half-way (a pool half made, a worker left running):
-    once a write fails with ``BrokenPipeError``, the rest of the output is dropped and the
-    command finishes what it was doing.
-    """
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-        self._broken = False
-        self.written = False
-        """Whether the command printed anything (its document, under ``--json``)."""
-
-    def write(self, text: str) -> int:
-        self.written = self.written or bool(text)
-        if not self._broken:
-            try:
-                return int(self._stream.write(text))
-            except BrokenPipeError:
-                self._drop()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self._broken:
-            try:
-                self._stream.flush()
-            except BrokenPipeError:
-                self._drop()
-
-    def _drop(self) -> None:
-        self._broken = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        with contextlib.suppress(OSError):
-            os.dup2(devnull, self._stream.fileno())  # so the flush at exit does not fail
-        os.close(devnull)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
 class RedactingFormatter(logging.Formatter):
     """A log formatter whose lines (exception text included) pass :func:`redact_text`."""
 
@@ -209,7 +167,7 @@ def run_main(
     ensure_std_streams()  # started with a stream closed (<&-, >&-): the null device instead
     argv = sys.argv[1:]
     debug = _debug_requested(argv)
-    sys.stdout = _PipeSafe(sys.stdout)
+    pipe_safe_stdout()
     _log_redacted()
     args = [a for a in argv if a != "--debug"]
     global _typed_args

@@ -175,6 +175,36 @@ def test_a_closed_pipe_during_pool_create_leaves_a_whole_pool_and_cleanup_stops_
     wait_until(lambda: not processes_of(home), "the pool's processes to end")
 
 
+CLOSED_PIPE_COMMANDS = [
+    ("oa-vm", "pool-status", "--name", "POOL"),
+    ("oa-vm", "pool-status", "--name", "POOL", "--json"),
+    ("oa-vm", "pool-list"), ("oa-vm", "pool-list", "--json"), ("oa-vm", "--help"),
+    ("openadapt-evals", "tasks", "--tasks", "all"),
+]
+
+
+@pytest.mark.parametrize("fast_path", ["1", "0"])
+def test_a_reader_that_is_gone_before_the_first_line_fails_no_command(
+    home: Path, pool: str, fast_path: str,
+) -> None:
+    # 'oa-vm pool-status -n p | grep -q ready': grep may exit before the command writes. The
+    # reading end is closed before the command starts, so its first write always fails; the
+    # fast path of pool-status and pool-list answered "unexpected error: BrokenPipeError".
+    for named in CLOSED_PIPE_COMMANDS:
+        command = [pool if word == "POOL" else word for word in named]
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            done = subprocess.run(  # our own console scripts, fixed arguments
+                [str(BIN / command[0]), *command[1:]], stdout=write_end, stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL, text=True, timeout=120, check=False,
+                env={**os.environ, "OA_VM_HOME": str(home), "OA_VM_FAST_PATH": fast_path})
+        finally:
+            os.close(write_end)
+        assert done.returncode == 0, (command, done.stderr)
+        assert "error" not in done.stderr.lower() and "pipe" not in done.stderr.lower(), command
+
+
 def test_a_create_that_dies_after_spawning_leaves_no_process(home: Path) -> None:
     calls = []
 
