@@ -50,9 +50,10 @@ def to_seconds(text: str, bare_unit: str | None, *, zero_ok: bool = False,
     else:
         unit = f" or a number of {UNIT_NAMES[bare_unit]}" if bare_unit else ""
         raise ValueError(f"{text!r} is not a duration; use e.g. {EXAMPLES}{unit}")
-    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not zero_ok):
+    if seconds < 0 or (seconds == 0 and not zero_ok):
         raise ValueError(f"{text!r} must be {'zero or ' if zero_ok else ''}more than zero")
-    if seconds > longest_s:
+    # not finite: a number too large for a float (1e308h), which is too long, not too short
+    if seconds > longest_s or not math.isfinite(seconds):
         raise ValueError(f"{text.strip()!r} is longer than {format_duration(LONGEST_S)} "
                          "(ten years); give a shorter duration")
     return seconds

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from oa_vm.errors import InvalidInputError
-from oa_vm.kit.durations import format_duration, parse_duration
+from oa_vm.kit.durations import format_duration, parse_duration, to_seconds
 
 
 @pytest.mark.parametrize(
@@ -77,3 +79,13 @@ def test_no_duration_is_longer_than_ten_years(text: str) -> None:
     with pytest.raises(InvalidInputError, match="longer than 3650d"):
         parse_duration(text, default_unit="s")
     assert parse_duration("3650d") == 3650 * 86400
+
+
+@pytest.mark.parametrize("text", ["1e308", "1e308h", "1e400s", "1e307d1e307d"])
+def test_a_number_too_large_for_a_float_is_too_long_not_too_short(text: str) -> None:
+    # It overflows to infinity, which the check of "more than zero" caught first: "'1e308'
+    # must be more than zero".
+    with pytest.raises(ValueError, match="is longer than 3650d"):
+        to_seconds(text, "h")
+    with pytest.raises(ValueError, match="is longer than 3650d"):
+        to_seconds(text, "h", longest_s=math.inf)
