@@ -68,7 +68,7 @@ from oa_vm.errors import (
     ProvisioningError,
     listing,
 )
-from oa_vm.kit.durations import format_duration
+from oa_vm.kit.durations import LONGEST_S, format_duration
 from oa_vm.kit.validate import twice_problem
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerState
@@ -496,6 +496,7 @@ def extend_pool(name: str | None, *, by_s: float, progress: Progress = no_progre
 def _extended(record: PoolRecord, by_s: float, now: datetime) -> datetime:
     """The expiry ``by_s`` seconds after the record's (or ``now``, if it has passed); a paused
     pool keeps the extension for ``pool-resume`` to add (:data:`EXTENDED_WHILE_PAUSED`)."""
+    _refuse_past_longest(record, by_s, now)
     base = (record.expires_at if record.expires_at is not None and record.expires_at > now
             else now)
     if record.state == PoolState.PAUSED:
@@ -564,11 +565,30 @@ def _extendable(record: PoolRecord) -> PoolRecord:
     return record
 
 
+def _refuse_past_longest(record: PoolRecord, by_s: float, now: datetime) -> None:
+    """Refuse an extension that would move the expiry (or, for a paused pool, what
+    ``pool-resume`` adds) more than ten years ahead, as every duration is refused past that
+    (:data:`LONGEST_S`): extensions of ten years each, one after another, ran the date past
+    the year 9999 and into an ``OverflowError``."""
+    base = (record.expires_at if record.expires_at is not None and record.expires_at > now
+            else now)
+    ahead = (base - now).total_seconds() + by_s
+    if record.state == PoolState.PAUSED:
+        ahead = by_s + float(record.provider_data.get(EXTENDED_WHILE_PAUSED, 0) or 0)
+    if ahead > LONGEST_S:
+        room = max(LONGEST_S - (ahead - by_s), 0.0) // 60 * 60
+        advice = (f"extend it by at most {format_duration(room)}" if room >= 60
+                  else "it already expires as late as it can")
+        raise InvalidInputError(f"pool {record.name!r} would expire more than "
+                                f"{format_duration(LONGEST_S)} (ten years) from now; {advice}")
+
+
 def _check_extension(cloud: _CloudExpiry, record: PoolRecord, by_s: float,
                      now: datetime) -> None:
     """Refuse an extension the cloud cannot keep: a running pool's new expiry past the limit;
     a paused one's (whose deallocated or stopped machines the limit does not concern) once
     what ``pool-resume`` adds would leave less than an hour of running time."""
+    _refuse_past_longest(record, by_s, now)
     if record.state == PoolState.PAUSED:
         carried = by_s + float(record.provider_data.get(EXTENDED_WHILE_PAUSED, 0) or 0)
         hour = timedelta(hours=1)

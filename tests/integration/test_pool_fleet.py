@@ -190,3 +190,11 @@ def test_bad_fleet_input_is_one_line(home: Path) -> None:
         "oa-vm", "pool-create", "--cloud", "local", "--name", "two", "--per-process", "0", "-y",
         home=home,
     ).assert_one_line_error()
+    # Ten years at a time, again and again, ran the expiry past the year 9999 (OverflowError).
+    assert run_cli("oa-vm", "pool-extend", "--name", "one", "--by", "3000d",
+                   home=home).returncode == 0
+    before = _status(home, "one")["expires_at"]
+    assert "would expire more than 3650d (ten years) from now; extend it by at most" in run_cli(
+        "oa-vm", "pool-extend", "--name", "one", "--by", "3000d", home=home
+    ).assert_one_line_error()
+    assert _status(home, "one")["expires_at"] == before
