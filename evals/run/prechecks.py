@@ -78,14 +78,16 @@ def check_before_run(
     if is_cua_selection(config.selection):
         # module files on this machine: refused now, before any pool is touched
         check_selection(config.selection, agent=config.agent)
+    from evals.run.variations import expand_ids, read_variations
     from evals.tasks.openapps import is_openapps_selection, load_selection
 
+    variations = read_variations(config.variations) if config.variations else None
     if is_openapps_selection(config.selection):
         # a config file on this machine: every entry checked now, before any pool is touched
-        _check_openapps_agent(config, load_selection(config.selection), agents)
-    from evals.run.variations import read_variations
-
-    variations = read_variations(config.variations) if config.variations else None
+        entries = load_selection(config.selection)
+        _check_openapps_agent(config, entries, agents)
+        if variations is not None:
+            expand_ids([e.name for e in entries], variations)
     return None if agents is None else Checked(agents, variations, changes)
 
 
@@ -195,7 +197,15 @@ def check_local_tasks(
     if is_cua_selection(config.selection) or is_openapps_selection(config.selection):
         return  # checked with the run's other inputs (check_before_run)
     catalog = Catalog.from_folder(Path(tasks_dir) if tasks_dir else local_tasks_dir())
-    tasks = {ref.task_id: catalog.load(ref.task_id)
-             for ref in catalog.select(config.selection, live=False)}
+    refs = catalog.select(config.selection, live=False)
+    tasks = {ref.task_id: catalog.load(ref.task_id) for ref in refs}
     agent = _agent(config, None if checked is None else checked.agents)
     agent.check_tasks(tasks_for_agent(agent, tasks))
+    from evals.run.variations import add_variations, read_variations
+
+    variations = (checked.variations if checked is not None
+                  else read_variations(config.variations) if config.variations else None)
+    if variations is not None:
+        from evals.run.pools import Selected
+
+        add_variations(Selected(list(refs), tasks), variations)  # as the run will

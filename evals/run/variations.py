@@ -55,6 +55,21 @@ def variations_path(given: Path) -> Path:
     return shipped if shipped.is_file() else given
 
 
+def expand_ids(task_ids: list[str], variations: Mapping[str, Variation]) -> list[str]:
+    """``task_ids`` with each one's variations right after it.
+
+    Raises:
+        InvalidRunInputError: none of the variations is of one of ``task_ids``.
+    """
+    order = expand(task_ids, variations)
+    if len(order) == len(task_ids):
+        raise InvalidRunInputError(
+            f"--variations: no variation of the {len(set(task_ids))} selected task(s); the "
+            "file's keys are '<task_id>__<style>_<n>' of the tasks to vary"
+        )
+    return order
+
+
 def add_variations(selected: Selected, variations: Mapping[str, Variation]) -> Selected:
     """``selected`` with each selected task's variations added right after it.
 
@@ -65,12 +80,7 @@ def add_variations(selected: Selected, variations: Mapping[str, Variation]) -> S
     from evals.run.pools import Selected
 
     refs = {r.task_id: r for r in selected.refs}
-    order = expand([r.task_id for r in selected.refs], variations)
-    if len(order) == len(selected.refs):
-        raise InvalidRunInputError(
-            f"--variations: no variation of the {len(refs)} selected task(s); the file's keys are "
-            "'<task_id>__<style>_<n>' of the tasks to vary"
-        )
+    order = expand_ids([r.task_id for r in selected.refs], variations)
     tasks: dict[str, dict[str, Any]] = {}
     new_refs: list[Any] = []
     for task_id in order:

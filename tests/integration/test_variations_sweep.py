@@ -51,3 +51,21 @@ def test_a_bad_variations_file_is_one_line_before_any_pool(oa_home: Path,
                    "oracle", "--tasks", TASKS, "--variations", str(bad), home=oa_home)
     assert "is not '<task_id>__<style>_<n>'" in done.assert_one_line_error()
     assert not (oa_home / "pools").exists() or not any((oa_home / "pools").iterdir())
+
+
+@pytest.mark.parametrize("tasks", [TASKS, "openapps:" + str(
+    ROOT / "evals" / "tasks" / "openapps" / "examples" / "planner_tasks.yaml")])
+def test_variations_of_no_selected_task_are_refused_before_any_pool(
+    oa_home: Path, tmp_path: Path, tasks: str,
+) -> None:
+    # A well-formed file whose keys name other tasks: refused only once the run read its tasks
+    # from the pool's workers, after the pool was made (and a run folder left behind).
+    other = tmp_path / "v.json"
+    other.write_text(json.dumps({"nope__casual_1": {"instruction": "hey"}}), encoding="utf-8")
+    results = tmp_path / "results"
+    done = run_cli("openadapt-evals", "sweep", "--cloud", "local", "--workers", "1", "--agent",
+                   "noop", "--tasks", tasks, "--variations", str(other), "--results-dir",
+                   str(results), home=oa_home)
+    assert "--variations: no variation of the" in done.assert_one_line_error()
+    assert not results.exists()
+    assert not oa_home.exists() or not any(oa_home.rglob("*.json"))
