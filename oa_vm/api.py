@@ -45,7 +45,12 @@ from oa_vm.errors import (
     WaitTimeoutError,
     WorkerAccessError,
 )
-from oa_vm.kit.validate import read_problem, require_number, twice_problem
+from oa_vm.kit.validate import (
+    MAX_PRICE_PER_HOUR_USD,
+    read_problem,
+    require_number,
+    twice_problem,
+)
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, WorkerState
 from oa_vm.reach.connect import WorkerConnection, connect_record
@@ -155,7 +160,7 @@ def build_spec(
             f"--per-process must be between 1 and {MAX_PER_PROCESS}, not {per_process}"
         )
     require_number("--ttl-hours", ttl_hours, above=0, high=MAX_TTL_HOURS)
-    require_number("--price-per-hour", price_per_hour, low=0)
+    require_number("--price-per-hour", price_per_hour, low=0, high=MAX_PRICE_PER_HOUR_USD)
     if price_per_hour is not None and "--price-per-hour" not in takes:
         raise InvalidInputError("--price-per-hour is for local pools and your own hosts "
                                 "(--cloud ssh); cloud pools use the catalog")

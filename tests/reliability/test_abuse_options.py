@@ -112,6 +112,15 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "smoke --max-cost-usd inf": ("oa-vm", (*_SMOKE, "--max-cost-usd", "inf"), USAGE),
     "sweep --price-per-hour -inf": ("openadapt-evals", (*_SWEEP, "--price-per-hour", "-inf"),
                                     USAGE),
+    "sweep --price-per-hour 1e308 (a price of $inf, Infinity in --json)": (
+        "openadapt-evals", (*_SWEEP, "--price-per-hour", "1e308"), USAGE),
+    "pool-create --price-per-hour 1e308": ("oa-vm", ("pool-create", "--cloud", "local",
+                                                      "--price-per-hour", "1e308", "--plan"),
+                                           USAGE),
+    "eval-flow --price-per-hour 1e308": ("openadapt-eval-flow", ("--price-per-hour", "1e308"),
+                                         USAGE),
+    "pool-extend --by 1e308 (said 'must be more than zero')": (
+        "oa-vm", ("pool-extend", "--name", POOL, "--by", "1e308"), USAGE),
     # --- a duration past ten years
     "pool-extend --by 1e30 (overflowed the expiry)": ("oa-vm", ("pool-extend", "--name", POOL,
                                                                 "--by", "1e30"), USAGE),

@@ -25,6 +25,7 @@ from evals.results.cost import (
     format_rate,
 )
 from oa_vm.errors import InvalidInputError
+from oa_vm.kit.validate import MAX_PRICE_PER_HOUR_USD
 from waa_client import inputs
 from waa_client.catalog import check_not_synthetic
 
@@ -147,9 +148,10 @@ def resolve_vm_price(
             raise InvalidInputError(
                 f"give either {option} or {', '.join(given)} (a catalog price), not both"
             )
-        if not math.isfinite(vm_hourly) or vm_hourly < 0:
+        if not math.isfinite(vm_hourly) or not 0 <= vm_hourly <= MAX_PRICE_PER_HOUR_USD:
             raise InvalidInputError(
-                f"{option} must be a non-negative number of $/hour, not {vm_hourly:g}"
+                f"{option} must be a number of $/hour from 0 to {MAX_PRICE_PER_HOUR_USD:g}, "
+                f"not {vm_hourly:g}"
             )
         return VmPrice(hourly=vm_hourly, origin="flag")
     cat = catalog or oa_vm.load_catalog()
