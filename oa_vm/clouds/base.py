@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from oa_vm.kit.redact import redact_json, redact_text
 from oa_vm.model.state import PoolRecord, WorkerRecord
 
 if TYPE_CHECKING:
@@ -125,7 +126,9 @@ class Plan:
         head = ("kind", "name", "cloud", "region", "size", "workers", "price_per_hour")
         tail = ("tree", "machine", "image", "not_priced", "max_spend_usd", "ready_in",
                 "bills_after_expiry", "alternatives")
-        return {
+        # a plan is shown, never run: what a user gave it (an --iso URL with a password)
+        # leaves it masked, as every other text that is printed or written
+        shown: dict[str, Any] = redact_json({
             **{key: getattr(self, key) for key in head},
             "resources": [
                 {"type": r.type, "name": r.name, "inputs": r.inputs} for r in self.resources
@@ -133,7 +136,8 @@ class Plan:
             **{key: getattr(self, key) for key in tail},
             "price_unknown": self.price_unknown(),
             "notes": self.notes,
-        }
+        })
+        return shown
 
     def describe(self) -> str:
         """The plan as a few lines for people: resources by type, the price, the notes."""
@@ -191,7 +195,7 @@ class Plan:
             lines.append(f"Cheapest alternatives that also run WAA, $/h per machine{mark}:")
             lines += [f"  {line}" for line in alternatives_table(self.alternatives).splitlines()]
         lines += [f"Note: {note}" for note in self.notes if note != unknown]
-        return "\n".join(lines)
+        return redact_text("\n".join(lines))
 
     def price_unknown(self) -> str | None:
         """Why the plan has no price (its ``price unknown: ...`` note: a region or size the

@@ -349,3 +349,24 @@ def test_log_lines_of_a_later_command_in_the_same_process_are_masked_on_its_own_
         stream.close()
         assert "did not answer" in written and capability not in written
         assert "Logging error" not in written
+
+
+ISO_WITH_PASSWORD = "https://alice:hunter2pass@iso.example/win11.iso?sig=s1gn4tur3x"
+
+
+@pytest.mark.parametrize("command", [
+    ("image-create", "--cloud", "aws", "--region", "us-east-1"),
+    ("image-create", "--cloud", "azure", "--region", "eastus"),
+])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_plan_shows_what_the_user_gave_it_without_its_credentials(
+    home: Path, command: tuple[str, ...], as_json: bool,
+) -> None:
+    # The plan printed an --iso URL's user and password as given: every plan, as text or
+    # JSON, is masked as error lines and records are.
+    shown = run_cli("oa-vm", *command, "--iso", ISO_WITH_PASSWORD, "--plan",
+                    *(("--json",) if as_json else ()), home=home)
+    assert shown.returncode == 0, shown.stderr
+    assert "iso.example" in shown.stdout
+    for secret in ("alice", "hunter2pass", "s1gn4tur3x"):
+        assert secret not in shown.stdout + shown.stderr
