@@ -61,13 +61,20 @@ def _number(key: str, value: object, *, low: float, high: float | None = None) -
     return number
 
 
-def _count(key: str, value: object, *, low: int) -> int:
+MOST_REQUESTS = 10**9
+"""The largest request count a knob takes (``hang-after``...): a worker serves far fewer."""
+MOST_SCREENSHOT_BYTES = 64 * 2**20
+"""``screenshot-min-bytes`` at most: each screenshot is padded in memory to that size."""
+
+
+def _count(key: str, value: object, *, low: int, high: int = MOST_REQUESTS) -> int:
     text = str(value).strip()
     if not text.lstrip("-").isdigit():
         raise FaultError(f"fault {key}={value!r}: not a whole number")
-    number = int(text)
-    if number < low:
-        raise FaultError(f"fault {key}={value}: must be >= {low}")
+    # the length first: int() refuses over 4,300 digits with a ValueError of its own
+    number = int(text) if len(text) <= 20 else high + 1
+    if not low <= number <= high:
+        raise FaultError(f"fault {key}={text[:24]}: must be from {low} to {high}")
     return number
 
 
@@ -92,7 +99,7 @@ def parse_faults(knobs: Mapping[str, object] | None) -> Faults:
     return Faults(
         latency=_number("latency", values.get("latency", 0), low=0, high=3600),
         error_rate=_number("error-rate", values.get("error-rate", 0), low=0, high=1),
-        seed=_count("seed", values.get("seed", 0), low=0),
+        seed=_count("seed", values.get("seed", 0), low=0, high=2**63 - 1),
         hang_after=_count("hang-after", values["hang-after"], low=1)
         if "hang-after" in values else None,
         crash_after=_count("crash-after", values["crash-after"], low=1)
@@ -100,8 +107,9 @@ def parse_faults(knobs: Mapping[str, object] | None) -> Faults:
         dribble_after=_count("dribble-after", values["dribble-after"], low=1)
         if "dribble-after" in values else None,
         screenshot_min_bytes=_count("screenshot-min-bytes",
-                                    values.get("screenshot-min-bytes", 0), low=0),
-        no_snapshots=_count("no-snapshots", values.get("no-snapshots", 0), low=0) > 0,
+                                    values.get("screenshot-min-bytes", 0), low=0,
+                                    high=MOST_SCREENSHOT_BYTES),
+        no_snapshots=_count("no-snapshots", values.get("no-snapshots", 0), low=0, high=1) > 0,
     )
 
 

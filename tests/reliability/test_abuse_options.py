@@ -117,6 +117,12 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "pool-create --price-per-hour 1e308": ("oa-vm", ("pool-create", "--cloud", "local",
                                                       "--price-per-hour", "1e308", "--plan"),
                                            USAGE),
+    "pool-create --fault latency=3601 (refused once its worker had started)": (
+        "oa-vm", (*_CREATE, "--fault", "latency=3601"), USAGE),
+    "pool-create --fault hang-after=1.5": ("oa-vm", (*_CREATE, "--fault", "hang-after=1.5"),
+                                           USAGE),
+    "sweep --fault screenshot-min-bytes=1e12": (
+        "openadapt-evals", (*_SWEEP, "--fault", "screenshot-min-bytes=999999999999"), USAGE),
     "eval-flow --price-per-hour 1e308": ("openadapt-eval-flow", ("--price-per-hour", "1e308"),
                                          USAGE),
     "pool-extend --by 1e308 (said 'must be more than zero')": (

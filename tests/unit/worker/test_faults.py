@@ -33,11 +33,16 @@ def test_all_knobs() -> None:
         (["latency=fast"], "not a number"),
         (["latency=nan"], "latency=nan"),
         (["error-rate=1.5"], "from 0 to 1"),
-        (["hang-after=0"], ">= 1"),
-        (["dribble-after=0"], ">= 1"),
+        (["hang-after=0"], "from 1 to"),
+        (["dribble-after=0"], "from 1 to"),
         (["crash-after=2.5"], "not a whole number"),
-        (["seed=-2"], ">= 0"),
+        (["seed=-2"], "from 0 to"),
         (["screenshot-min-bytes=big"], "not a whole number"),
+        # padded in memory: a terabyte per screenshot
+        (["screenshot-min-bytes=999999999999"], "from 0 to 67108864"),
+        # past 4,300 digits int() itself refuses, with a ValueError of its own
+        ([f"seed={'9' * 5000}"], "from 0 to"),
+        (["no-snapshots=2"], "from 0 to 1"),
     ],
 )
 def test_bad_knobs(items: list[str], needle: str) -> None:
