@@ -298,7 +298,7 @@ KEPT_WORKER_LOGS = "worker-logs-"
 pool's name): it may come before the metadata too, when the pool failed before the run began."""
 
 
-def _unstarted(folder: RunFolder) -> bool:
+def unstarted_folder(folder: RunFolder) -> bool:
     """A run folder killed or failed in its first moments: no metadata, and nothing but what a
     run (or its sweep) writes before it (a folder holding anything else is not ours to reuse)."""
     if not folder.path.is_dir() or folder.exists():
@@ -325,7 +325,7 @@ def check_run_folder(
     folder = RunFolder(results_root(config.results_dir) / (run_name or config.run_name or ""))
     # A folder without metadata is a run killed in its first moments (before anything was
     # dispatched): it can be resumed or reused, and starts afresh.
-    unstarted = _unstarted(folder)
+    unstarted = unstarted_folder(folder)
     if config.resume and not folder.exists() and not unstarted:
         raise InvalidRunInputError(
             f"there is no run {folder.path} to resume; check --run-name and --results-dir"
@@ -812,7 +812,7 @@ def _run_in_folder(
     workers = [w for p in pools for w in p.workers]
     first = pools[0].record  # a multi-pool run's pool keys are set from summary_fields below
     pool, cloud, price_per_hour = first.name, first.cloud, pools[0].price_per_hour
-    unstarted = not config.resume and _unstarted(folder)
+    unstarted = not config.resume and unstarted_folder(folder)
     if not config.resume and not unstarted:
         try:
             folder.create()  # 0700 whatever the umask; refuses a symlinked or foreign folder

@@ -109,6 +109,20 @@ def test_a_run_resumed_with_another_agent_is_refused_before_the_pool_is_used(
     _nothing_created(home, results, before)
 
 
+@pytest.mark.parametrize("given", [(), ("--tasks", "domain:clock", "--agent", "noop")])
+def test_resuming_a_folder_that_is_no_run_says_so(oa_home: Path, tmp_path: Path,
+                                                  given: tuple[str, ...]) -> None:
+    # A folder of the user's own under the results folder: "give --tasks and --agent" (or,
+    # with them, "there is no run to resume") said nothing of why.
+    (tmp_path / "results" / "notes").mkdir(parents=True)
+    (tmp_path / "results" / "notes" / "readme.txt").write_text("mine", encoding="utf-8")
+    done = run_cli("openadapt-evals", "run", "--pool", "absent", "--run-name", "notes",
+                   "--resume", "--results-dir", str(tmp_path / "results"), *given, home=oa_home)
+    assert "notes is not a run (no metadata.json" in done.assert_one_line_error()
+    assert done.returncode == 2
+    assert sorted(p.name for p in (tmp_path / "results" / "notes").iterdir()) == ["readme.txt"]
+
+
 def _sweep(*extra: str, home: Path, results: Path | None = None,
            env: dict[str, str] | None = None) -> Result:
     given = ("--results-dir", str(results)) if results is not None else ()

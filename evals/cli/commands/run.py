@@ -366,6 +366,14 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
                     "give them again with --agent-arg KEY=VALUE"
                 )
             args = tuple(f"{k}={v}" for k, v in agent_args.items())
+    if params.get("resume") and metadata is None and folder.is_dir():
+        from evals.results.records import RunFolder
+        from evals.run.runner import unstarted_folder
+
+        if not unstarted_folder(RunFolder(folder)):  # said before "give --tasks"
+            raise InvalidRunInputError(
+                f"{folder} is not a run (no metadata.json, and files a run does not write); "
+                "check --run-name and --results-dir")
     if "selection" not in values or "agent" not in values:
         rerun = " (or --rerun-errors RUN to rerun a run's errors)" if (
             "rerun_errors" in ctx.params) else ""
