@@ -28,11 +28,11 @@ if TYPE_CHECKING:
     PathKind = Literal["folder", "file", "file or folder"]
 
 PLAIN_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-MAX_PRICE_PER_HOUR_USD = 1000.0
+MAX_PRICE_PER_HOUR_USD = 10_000.0
 """The most a given price per worker-hour may be (``--price-per-hour``): the dearest cloud
-machines cost a few hundred dollars an hour. A larger number is a typo, and one near the
-float's limit turned a pool's price into infinity, printed as ``$inf`` and written into
-``--json`` as ``Infinity``, which is not JSON."""
+machines cost a few hundred dollars an hour, and tests price a worker at $1 a second. A larger
+number is a typo, and one near the float's limit turned a pool's price into infinity, printed
+as ``$inf`` and written into ``--json`` as ``Infinity``, which is not JSON."""
 
 
 def twice_problem(option: str, values: Sequence[str], what: str,
