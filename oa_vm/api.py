@@ -179,12 +179,12 @@ def build_spec(
         "--size": size, "--region": regions, "--spot": spot, "--allow-cidr": allow_cidrs,
         "--image": image, "--build-image": build_image})
     if tasks_dir is not None:
-        folder = Path(tasks_dir).expanduser().resolve()
         fix = "give a folder in WAA's layout (index files *.json and examples/)"
         problem = read_problem("--tasks-dir", Path(tasks_dir).expanduser(), kind="folder",
                                fix=fix)
-        if problem is not None:
+        if problem is not None:  # first: resolving a symbolic link loop raises
             raise InvalidInputError(problem)
+        folder = Path(tasks_dir).expanduser().resolve()
         if not any(folder.glob("*.json")):
             raise InvalidInputError(
                 f"--tasks-dir {tasks_dir}: no WAA index files (*.json) in it; {fix}"

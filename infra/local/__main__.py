@@ -131,7 +131,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.tasks is not None:
             if not args.tasks.is_dir():  # bad input (exit 2), not a worker that failed to start
                 # worded as oa_vm.kit.validate.read_problem (infra cannot import oa_vm)
-                state = "does not exist" if not args.tasks.exists() else "is a file, not a folder"
+                try:
+                    args.tasks.stat()
+                    state = "is a file, not a folder"
+                except (FileNotFoundError, NotADirectoryError):
+                    state = "does not exist"
+                except OSError as exc:  # a symbolic link loop, a folder it may not enter
+                    state = f"cannot be read ({exc.strerror or exc})"
                 raise ValueError(f"--tasks {args.tasks} {state}; give a task folder in WAA's "
                                  "layout (an index file such as test_all.json, and examples/)")
             TaskStore.load(args.tasks)  # its index read now: a bad one is bad input too

@@ -42,10 +42,13 @@ pytestmark = pytest.mark.integration
 __all__ = ["cwd", "world"]  # the shared pool and finished run, and an empty current folder
 
 MISSING, FILE, FOLDER = "does not exist", "is a file, not a folder", "is a folder, not a file"
+LOOP = "cannot be read"
+"""A symbolic link loop: every option (``--tasks-dir`` resolved the path first, and the loop
+raised an unexpected error)."""
 
 # how each case's path is made: {missing} under the test's folder, {file} a file holding one
-# line, {folder} an empty folder
-PATHS = {MISSING: "{missing}", FILE: "{file}", FOLDER: "{folder}"}
+# line, {folder} an empty folder, {loop} a link to a link to it
+PATHS = {MISSING: "{missing}", FILE: "{file}", FOLDER: "{folder}", LOOP: "{loop}"}
 
 _EVALS, _OA_VM, _FLOW = "openadapt-evals", "oa-vm", "openadapt-eval-flow"
 _RUN = ("run", "--pool", POOL, "--agent", "oracle", "--tasks", TASK, "--results-dir", "{res}")
@@ -97,7 +100,7 @@ OPTIONS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 }
 
 CASES = {f"{option}: {case}": (option, case) for option, (_, _, cases) in OPTIONS.items()
-         for case in cases}
+         for case in (*cases, LOOP)}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -110,10 +113,15 @@ def test_a_path_to_read_that_is_not_there_is_one_line_naming_it(
     given.mkdir()
     (given / "afile").write_text("x\n", encoding="utf-8")
     (given / "empty").mkdir()
+    (given / "loop").symlink_to(given / "loop2")
+    (given / "loop2").symlink_to(given / "loop")
     path = PATHS[case].format(missing=given / "nope", file=given / "afile",
-                              folder=given / "empty")
+                              folder=given / "empty", loop=given / "loop")
     line = _refused(world, cwd, script, tuple(a.replace("{path}", path) for a in args), 2, {})
-    assert f"{path} {case}" in line, line
+    if case == LOOP:  # worded by each reader, the system's reason given
+        assert path in line and "Too many levels of symbolic links" in line, line
+    else:
+        assert f"{path} {case}" in line, line
 
 
 # option: what its refusal of an existing but empty folder says (an empty results folder is an
