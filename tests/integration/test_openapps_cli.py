@@ -382,6 +382,11 @@ BAD = {
                              for p, c in zip("abcdefgh", "bcdefghi", strict=True))
                    + "t:\n  _target_: MarkToDoDoneTask\n  goal: g\n  todo_name: *i\n",
                    "expands to more than 50000 YAML nodes"),
+    # composing it recursed past Python's limit: an unexpected RecursionError
+    "too-deep": ("t: {_target_: MarkToDoDoneTask, goal: g, todo_name: "
+                 + "[" * 2000 + "]" * 2000 + "}\n", "is nested deeper than 64 levels"),
+    "deep": ("t: {_target_: MarkToDoDoneTask, goal: g, todo_name: "
+             + "[" * 100 + "]" * 100 + "}\n", "is nested deeper than 64 levels"),
 }
 
 

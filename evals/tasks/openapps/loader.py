@@ -38,6 +38,7 @@ from evals.errors import InvalidRunInputError
 from evals.tasks.openapps.builtin import BUILTIN, NOT_SIMULATED
 from evals.tasks.openapps.classes import Task
 from oa_vm.errors import listing
+from waa_client import inputs
 from waa_client.catalog import check_known
 from waa_client.inputs import kind_of
 
@@ -131,6 +132,9 @@ def read_config(path: Path) -> dict[str, Any]:
         node = yaml.compose(text, Loader=_TextDates)
         _check_expansion(node, path)
         data = yaml.load(text, Loader=_TextDates)  # a SafeLoader: builds plain data only
+    except RecursionError:  # composing is recursive: deeper than Python's limit
+        raise InvalidRunInputError(f"openapps config {path} is nested deeper than "
+                                   f"{inputs.MAX_DEPTH} levels; flatten it") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""
@@ -187,22 +191,27 @@ def compose(path: Path, _within: tuple[Path, ...] = ()) -> dict[str, tuple[Any, 
 
 
 def _check_expansion(node: yaml.Node | None, path: Path) -> None:
-    """Count the nodes the document expands to (aliases followed) and stop past the limit,
-    without building it: an alias bomb is refused before it costs memory or time."""
+    """Count the nodes the document expands to (aliases followed) and their depth, and stop
+    past either limit without building it: an alias bomb is refused before it costs memory or
+    time, and a deep one before building it recurses past Python's limit (the depth rule is
+    every document's, :data:`waa_client.inputs.MAX_DEPTH`)."""
     count = 0
-    pending: list[yaml.Node] = [] if node is None else [node]
+    pending: list[tuple[yaml.Node, int]] = [] if node is None else [(node, 0)]
     while pending:
-        current = pending.pop()
+        current, depth = pending.pop()
         count += 1
         if count > MAX_NODES:
             raise InvalidRunInputError(
                 f"openapps config {path}: it expands to more than {MAX_NODES} YAML nodes "
                 "(aliases followed); a task config this large is refused")
+        if depth > inputs.MAX_DEPTH:
+            raise InvalidRunInputError(f"openapps config {path} is nested deeper than "
+                                       f"{inputs.MAX_DEPTH} levels; flatten it")
         if isinstance(current, yaml.SequenceNode):
-            pending.extend(current.value)
+            pending.extend((child, depth + 1) for child in current.value)
         elif isinstance(current, yaml.MappingNode):
             for key, value in current.value:
-                pending.extend((key, value))
+                pending.extend(((key, depth + 1), (value, depth + 1)))
 
 
 def resolve_target(target: object, where: str) -> type[Task]:
