@@ -71,8 +71,19 @@ PlanOpt = Annotated[
 
 
 def parse_regions(region: str | None) -> list[str]:
-    """``--region a,b,c`` -> ``["a", "b", "c"]`` (tried in that order); None -> ``[]``."""
-    return [r.strip() for r in region.split(",") if r.strip()] if region else []
+    """``--region a,b,c`` -> ``["a", "b", "c"]`` (tried in that order); None -> ``[]``.
+
+    Raises:
+        InvalidInputError: a region left empty (``--region ,,`` or ``a,,b``): the plan went on
+            in the default region, which the user did not choose.
+    """
+    if not region:
+        return []
+    regions = [r.strip() for r in region.split(",")]
+    if not all(regions):
+        raise InvalidInputError(f"--region {region!r}: a region between its commas is empty; "
+                                "give region names, e.g. --region us-east-1,us-west-2")
+    return regions
 
 
 def choose_cloud(cloud: str | None, ask: Callable[[], str] | None = None) -> str:

@@ -117,6 +117,10 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "pool-create --price-per-hour 1e308": ("oa-vm", ("pool-create", "--cloud", "local",
                                                       "--price-per-hour", "1e308", "--plan"),
                                            USAGE),
+    "pool-create --region ',,' (planned in the default region)": (
+        "oa-vm", ("pool-create", "--cloud", "aws", "--region", ",,", "--plan"), USAGE),
+    "sweep --region 'us-east-1,'": ("openadapt-evals", (*_SWEEP, "--cloud", "aws", "--region",
+                                                         "us-east-1,"), USAGE),
     "pool-create --fault latency=3601 (refused once its worker had started)": (
         "oa-vm", (*_CREATE, "--fault", "latency=3601"), USAGE),
     "pool-create --fault hang-after=1.5": ("oa-vm", (*_CREATE, "--fault", "hang-after=1.5"),
