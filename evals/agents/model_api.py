@@ -265,17 +265,22 @@ def parse_agent_args(pairs: list[str] | tuple[str, ...] | None) -> dict[str, Any
     """``["key=value", ...]`` -> ``{key: value}`` with numbers and booleans converted.
 
     Raises:
-        InvalidRunInputError: an item without ``=``.
+        InvalidRunInputError: an item without ``=``; a key given twice (the last value won,
+            silently: the run was not the one asked for).
     """
-    options: dict[str, Any] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
+    from oa_vm.kit.validate import twice_problem
+
+    split = [pair.partition("=") for pair in pairs or ()]
+    for pair, (key, sep, _) in zip(pairs or (), split, strict=True):
         if not sep or not key.strip():
             raise InvalidRunInputError(
                 f"--agent-arg {pair!r} is not KEY=VALUE; e.g. --agent-arg max_tokens=2048"
             )
-        options[key.strip().replace("-", "_")] = _value(value.strip())
-    return options
+    names = [key.strip().replace("-", "_") for key, _, _ in split]
+    twice = twice_problem("--agent-arg", [key.strip() for key, _, _ in split], "key", names)
+    if twice:
+        raise InvalidRunInputError(twice)
+    return {name: _value(value.strip()) for name, (_, _, value) in zip(names, split, strict=True)}
 
 
 def _value(text: str) -> Any:

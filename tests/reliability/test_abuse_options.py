@@ -117,6 +117,11 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "pool-create --price-per-hour 1e308": ("oa-vm", ("pool-create", "--cloud", "local",
                                                       "--price-per-hour", "1e308", "--plan"),
                                            USAGE),
+    "run --agent-arg k twice (the last one won, silently)": (
+        "openadapt-evals", (*_RUN, "--agent-arg", "k=1", "--agent-arg", "k=2"), USAGE),
+    "sweep --agent-arg max-tokens and max_tokens": (
+        "openadapt-evals", (*_SWEEP, "--agent-arg", "max-tokens=1", "--agent-arg",
+                            "max_tokens=2"), USAGE),
     "pool-create --region ',,' (planned in the default region)": (
         "oa-vm", ("pool-create", "--cloud", "aws", "--region", ",,", "--plan"), USAGE),
     "sweep --region 'us-east-1,'": ("openadapt-evals", (*_SWEEP, "--cloud", "aws", "--region",
