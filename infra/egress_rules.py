@@ -23,6 +23,7 @@ addresses join them on the host. The proof that the rules hold is ``egress_probe
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 
 Pair = tuple[str, int]
@@ -67,6 +68,9 @@ def parse_allowlist(text: str, source: str = "allow-list") -> list[Pair]:
         line = raw.split("#", 1)[0].strip().lower()
         if not line:
             continue
+        if "/" in line:
+            raise PolicyError(f"{source} line {number} is a URL or a path, not a host; give "
+                              "host or host:port (www.example.com:443), one a line")
         host, sep, port_text = line.rpartition(":") if line.count(":") == 1 else (line, "", "")
         ports: tuple[int, ...] = WEB_PORTS
         if sep:
@@ -79,8 +83,21 @@ def parse_allowlist(text: str, source: str = "allow-list") -> list[Pair]:
         ):
             raise PolicyError(f"{source} line {number} is not a host name; give host or "
                               "host:port, one a line")
+        if _always_denied(host):
+            raise PolicyError(f"{source} line {number} is an address no guest may reach (the "
+                              "instance metadata service, a private, loopback or reserved "
+                              "range), whatever the list says; leave it out")
         entries.update((host, port) for port in ports)
     return sorted(entries)
+
+
+def _always_denied(host: str) -> bool:
+    """Whether ``host`` is an IPv4 address in :data:`ALWAYS_DENIED` (a name: not known here)."""
+    try:
+        address = ipaddress.IPv4Address(host)
+    except ValueError:
+        return False
+    return any(address in ipaddress.IPv4Network(block) for block in ALWAYS_DENIED)
 
 
 def render(scope: str, mode: str, bridge: str, members: Sequence[str] = ()) -> str:

@@ -179,6 +179,15 @@ def read_text(path: Path | str, *, what: str) -> str:
         os.close(fd)
     if len(data) > MAX_INPUT_BYTES:
         raise _too_large(what, path)
+    return decode_text(data, what=what, path=path)
+
+
+def decode_text(data: bytes, *, what: str, path: Path | str) -> str:
+    """``data`` read from ``path`` as UTF-8 text, without a leading byte-order mark.
+
+    Raises:
+        InputError: not UTF-8 (the byte named, never the content).
+    """
     try:
         # a byte-order mark is no content: Windows editors (Notepad) start UTF-8 files with one
         return data.decode("utf-8").removeprefix(BOM)

@@ -59,9 +59,13 @@ def parse_egress(text: str | None) -> tuple[str | None, str]:
         raise InvalidInputError(f"--egress {text}: cannot read {path}: {exc.strerror}") from None
     if len(raw) > MAX_ALLOWLIST_BYTES:
         raise InvalidInputError(f"--egress {text}: {path} is over {MAX_ALLOWLIST_BYTES} bytes")
+    from waa_client.errors import InputError
+    from waa_client.inputs import decode_text
+
     try:
-        entries = egress_rules.parse_allowlist(raw.decode("utf-8"), source=path)
-    except (egress_rules.PolicyError, UnicodeDecodeError) as exc:
+        entries = egress_rules.parse_allowlist(
+            decode_text(raw, what="the allow-list", path=path), source=path)
+    except (egress_rules.PolicyError, InputError) as exc:
         raise InvalidInputError(f"--egress {text}: {exc}") from None
     if not entries:
         raise InvalidInputError(f"--egress {text}: {path} names no host")

@@ -29,6 +29,8 @@ def _offline_env(tmp_path: Path) -> dict[str, str]:
         ("allowlist:missing.txt", "missing.txt does not exist"),
         ("allowlist:bad.txt", "bad.txt line 2 is not a host name; give host or host:port"),
         ("allowlist:empty.txt", "empty.txt names no host"),
+        # Python's own words were printed: "'utf-8' codec can't decode byte 0xff..."
+        ("allowlist:latin.txt", "latin.txt is not UTF-8 text (byte 3); save it as UTF-8"),
         ("web:x", "egress mode web takes no file"),
     ],
 )
@@ -39,11 +41,13 @@ def test_a_bad_egress_is_one_line_and_creates_nothing(
 ) -> None:
     (tmp_path / "bad.txt").write_text("ok.example\nnot a host!\n", encoding="utf-8")
     (tmp_path / "empty.txt").write_text("# nothing\n", encoding="utf-8")
+    (tmp_path / "latin.txt").write_bytes("caf\u00e9.example\n".encode("latin-1"))
     home = tmp_path / "home"
     script, *args = command
     result = run_cli(script, *args, "--egress", egress.replace("missing", str(tmp_path / "missing"))
                      .replace("bad.txt", str(tmp_path / "bad.txt"))
-                     .replace("empty.txt", str(tmp_path / "empty.txt")),
+                     .replace("empty.txt", str(tmp_path / "empty.txt"))
+                     .replace("latin.txt", str(tmp_path / "latin.txt")),
                      home=home, env=_offline_env(tmp_path) if "aws" in command else None)
     line = result.assert_one_line_error()
     assert expected in line, line

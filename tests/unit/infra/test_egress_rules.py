@@ -75,6 +75,13 @@ def test_metadata_host_and_private_addresses_are_always_denied(address: str, den
         ("ok.example\nx.example:0", "line 2"),
         ("x.example:99999", "line 1: the port is not a TCP port"),
         ("x.example:http", "line 1: the port is not a TCP port"),
+        # refused as a bad port, which said nothing of what was wrong
+        ("http://x.example/path", "line 1 is a URL or a path, not a host"),
+        ("ok.example\nx.example/a", "line 2 is a URL or a path"),
+        # accepted, and never reachable whatever the list said
+        ("169.254.169.254", "line 1 is an address no guest may reach"),
+        ("ok.example\n10.1.2.3:443", "line 2 is an address no guest may reach"),
+        ("127.0.0.1:8080", "line 1 is an address no guest may reach"),
     ],
 )
 def test_a_bad_allow_list_line_is_named(text: str, problem: str) -> None:
@@ -85,6 +92,7 @@ def test_a_bad_allow_list_line_is_named(text: str, problem: str) -> None:
 def test_allow_list_entries_default_to_the_web_ports_and_comments_are_skipped() -> None:
     assert er.parse_allowlist("# c\nA.example  # x\nb.example:8080\n") == [
         ("a.example", 80), ("a.example", 443), ("b.example", 8080)]
+    assert er.parse_allowlist("8.8.8.8:53") == [("8.8.8.8", 53)]  # a public address
 
 
 @pytest.mark.parametrize("text", ["sometimes", "allowlist", "web:file.txt"])
