@@ -50,7 +50,7 @@ def run_foreground(
         commands = []
         for target in targets:
             tunnel = tunnels.tunnels[target.name]
-            rows.append([target.name, f"{target.ssh_user}@{target.ssh_host}:{target.ssh_port}",
+            rows.append([target.name, target.endpoint,
                          tunnel.local_waa_url, tunnel.local_scoring_url])
             argv = ssh_command(target, tunnel.local_waa_port, tunnel.local_scoring_port)
             commands.append(f"{target.name}: {shlex.join(argv)}")

@@ -140,6 +140,12 @@ class SshEndpoint(_Record):
         """A JSON-ready dict."""
         return {name: getattr(self, name) for name in self.FIELDS}
 
+    def __str__(self) -> str:
+        """``user@host:port``, an IPv6 host in brackets, as ``--host`` takes it."""
+        from waa_client.addresses import host_port  # on use: pool-status starts without it
+
+        return f"{self.user}@{host_port(self.host, self.port)}"
+
 
 class WorkerRecord(_Record):
     """One worker of a pool.

@@ -18,7 +18,7 @@ from tests.support.cli import Result, run_cli
 from tests.support.host_standins import HostSshServer
 from tests.support.own_hosts import make_root, tree
 from tests.support.plan_repeat import assert_same_plan, run_at_once
-from tests.support.sshd import SshServer, free_port, generate_key
+from tests.support.sshd import SshServer, free_port, generate_key, ipv6_loopback
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +34,9 @@ class Host:
     @property
     def address(self) -> str:
         port = self.server.port if self.server else _UNREACHABLE_PORT[0]
-        return f"{self.server.user if self.server else 'nobody'}@127.0.0.1:{port}"
+        host = self.server.host if self.server else "127.0.0.1"
+        shown = f"[{host}]" if ":" in host else host
+        return f"{self.server.user if self.server else 'nobody'}@{shown}:{port}"
 
     def tree(self) -> dict[str, str]:
         """Every file under the root with its digest (to prove nothing changed)."""
@@ -50,6 +52,7 @@ def _make_root(root: Path, **shape: object) -> None:
 
 HOSTS = {
     "good-a": {}, "good-b": {},
+    "good-v6": {},  # reached over IPv6: its sshd listens on ::1 only
     "no-kvm": {"kvm": False},
     "small": {"mem_gib": 12},  # one 9 GiB worker and the host's 2 GiB, not two
     "taken": {"pool": "other-pool"},
@@ -68,8 +71,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Host]]:
             _make_root(root, **shape)  # type: ignore[arg-type]
             # No stand-ins on the sessions' PATH: the probe reads with the real tools.
             (base / name / "bin").mkdir()
+            if name == "good-v6" and ipv6_loopback() is not None:
+                continue  # its test skips, saying why
             server = HostSshServer(base / name / "sshd", base / name / "bin",
-                                   base / name / "fake", OA_VM_ROOT=str(root))
+                                   base / name / "fake", OA_VM_ROOT=str(root),
+                                   listen="::1" if name == "good-v6" else "127.0.0.1")
             server.authorized_keys.write_text((base / "id_ed25519.pub").read_text())
             server.start()
             hosts[name] = Host(name, root, server)
@@ -164,6 +170,25 @@ def test_the_plan_and_its_refusals_are_the_same_on_every_run(
                           args(["good-a", "no-kvm", "small", "unreachable", "taken"]))
     assert all(r.returncode != 0 and "Traceback" not in r.stderr for r in refused), refused
     assert len({r.stderr for r in refused}) == 1, [r.stderr for r in refused]
+
+
+@pytest.mark.skipif(ipv6_loopback() is not None, reason=str(ipv6_loopback()))
+def test_a_host_reached_over_ipv6_is_planned_as_any_other(
+    lab: dict[str, Host], tmp_path: Path
+) -> None:
+    # --host user@[::1]:PORT: read, probed over SSH on IPv6, shown in brackets; its workers'
+    # names carry no colon. Refused before ("IPv6 addresses are not supported").
+    done = _plan(lab, tmp_path, ["good-a", "good-v6"], "--workers-per-host", "2", "--plan",
+                 "--json")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    address = lab["good-v6"].address
+    assert address.startswith(f"{lab['good-v6'].server.user}@[::1]:")  # type: ignore[union-attr]
+    assert f"host {address}: KVM yes, 16 CPUs, 64 GiB memory" in "\n".join(plan["notes"])
+    mine = [w for w in plan["resources"] if w["inputs"]["host"] == address]
+    assert len(mine) == 2 and all(":" not in w["name"] for w in mine), mine
+    text = _plan(lab, tmp_path, ["good-v6"], "--plan")
+    assert text.returncode == 0 and f"host {address}: " in text.stdout, text.stderr
 
 
 def test_one_worker_fits_where_two_do_not(lab: dict[str, Host], tmp_path: Path) -> None:

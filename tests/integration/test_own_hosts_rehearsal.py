@@ -45,7 +45,7 @@ from tests.support.host_standins import (
     set_outcomes,
 )
 from tests.support.own_hosts import make_root, tree
-from tests.support.sshd import generate_key, require_sshd
+from tests.support.sshd import generate_key, ipv6_loopback, require_sshd
 from tests.support.waiting import wait_gone, wait_until
 from tests.support.worker_proc import WorkerProcess, running_worker
 
@@ -69,11 +69,12 @@ class Host:
 
     @property
     def address(self) -> str:
-        return f"{self.server.user}@127.0.0.1:{self.server.port}"
+        host = self.server.host
+        return f"{self.server.user}@{f'[{host}]' if ':' in host else host}:{self.server.port}"
 
     @property
     def key(self) -> str:
-        return f"127.0.0.1:{self.server.port}"
+        return f"{self.server.host}:{self.server.port}"
 
     @property
     def cache(self) -> Path:
@@ -144,9 +145,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             # Short: a QMP socket's path has at most 108 bytes.
             root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f"oa-{name}-")))
             make_root(root)
+            # beta is reached over IPv6 (--host user@[::1]:PORT) where the machine has it
+            listen = "::1" if name == "beta" and ipv6_loopback() is None else "127.0.0.1"
             server = stack.enter_context(running_host(
-                base / name, OA_VM_ROOT=str(root), OA_VM_STATE_DIR=str(root / "var/lib/oa-vm"),
-                OA_VM_POLL_S="0.2"))
+                base / name, listen=listen, OA_VM_ROOT=str(root),
+                OA_VM_STATE_DIR=str(root / "var/lib/oa-vm"), OA_VM_POLL_S="0.2"))
             server.authorized_keys.write_text((base / "id_ed25519.pub").read_text())
             fake = server.fake_state
             first = index * PER_HOST

@@ -20,7 +20,7 @@ from oa_vm import api
 from tests.support.cli import BIN, run_cli
 from tests.support.output_lines import OutputLines
 from tests.support.pools import READY_TIMEOUT
-from tests.support.sshd import SshServer, sshd  # noqa: F401 - pytest fixture
+from tests.support.sshd import SshServer, ipv6_loopback, sshd  # noqa: F401 - pytest fixture
 from tests.support.waiting import WAIT_LIMIT_S, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
@@ -135,7 +135,7 @@ def test_bad_ssh_input(tmp_path: Path) -> None:
     # --ssh-via is read as --host is (one parser), its port required
     for via, words in (("nohost", "use user@host:port"), ("root@127.0.0.1", "use user@host:port"),
                        ("root@-oProxyCommand=x:22", "use user@host:port"),
-                       ("root@[::1]:22", "IPv6 addresses are not supported")):
+                       ("root@::1:22", "write an IPv6 address in brackets")):
         bad = run_cli("oa-vm", "pool-create", "--cloud", "local", "--ssh-via", via, "--ssh-key",
                       "k", "-y", home=home)
         assert f"--ssh-via {via!r}: " in bad.assert_one_line_error() and words in bad.stderr
@@ -174,3 +174,34 @@ def test_unreachable_ssh_port_is_one_line(ssh_pool: Path, sshd: SshServer) -> No
                      home=ssh_pool, timeout=120)
     line = waited.assert_one_line_error()
     assert "stuck at ssh tunnel" in line
+
+
+@pytest.mark.skipif(ipv6_loopback() is not None, reason=str(ipv6_loopback()))
+def test_a_pool_reached_over_ipv6_runs_its_tasks(tmp_path: Path) -> None:
+    # --ssh-via user@[::1]:PORT (an IPv6 address in brackets, as ssh and URLs write one beside
+    # a port): refused before ("IPv6 addresses are not supported").
+    server = SshServer(tmp_path / "sshd6", listen="::1")
+    server.start()
+    home = tmp_path / "home"
+    try:
+        via = f"{server.user}@[::1]:{server.port}"
+        created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1",
+                          "--name", "v6", "--ssh-via", via, "--ssh-key", str(server.client_key),
+                          "-y", home=home)
+        assert created.returncode == 0, created.stderr
+        waited = run_cli("oa-vm", "pool-wait", "--name", "v6", "--timeout", READY_TIMEOUT,
+                         home=home)
+        assert waited.returncode == 0, waited.stderr
+        status = json.loads(run_cli("oa-vm", "pool-status", "--name", "v6", "--json",
+                                    home=home).stdout)
+        assert [w["reached_via"] for w in status["workers"]] == ["ssh"]
+        assert f"[::1]:{server.port}" in (home / "pools" / "v6" / "known_hosts").read_text()
+        ran = run_cli("openadapt-evals", "run", "--pool", "v6", "--tasks", "local_small",
+                      "--agent", "oracle", "--results-dir", str(tmp_path / "results"),
+                      "--run-name", "v6", home=home, timeout=300)
+        assert ran.returncode == 0, ran.stderr
+        summary = json.loads((tmp_path / "results" / "v6" / "summary.json").read_text())
+        assert summary["attempts"] >= 1 and summary["successes"] == summary["attempts"]
+    finally:
+        run_cli("oa-vm", "pool-cleanup", "--name", "v6", "-y", home=home)
+        server.stop()

@@ -376,9 +376,10 @@ class HostSshServer(SshServer):
     """The test SSH server as a worker host: its sessions' PATH starts with the stand-ins, and
     ``env`` (e.g. ``OA_VM_STATE_DIR``, where this host's status file lives) is set for them."""
 
-    def __init__(self, root: Path, bin_dir: Path, fake_state: Path, **env: str) -> None:
+    def __init__(self, root: Path, bin_dir: Path, fake_state: Path, *,
+                 listen: str = "127.0.0.1", **env: str) -> None:
         self.bin_dir, self.fake_state, self.env = bin_dir, fake_state, env
-        super().__init__(root)
+        super().__init__(root, listen=listen)
 
     def session_env(self) -> dict[str, str]:
         """The stand-ins first on PATH, their state folder, and ``env``."""
@@ -388,14 +389,16 @@ class HostSshServer(SshServer):
 
 @contextlib.contextmanager
 def running_host(folder: Path, *, only: tuple[str, ...] | None = None,
-                 **env: str) -> Iterator[HostSshServer]:
-    """A started :class:`HostSshServer` under ``folder`` (its sshd in ``sshd/``, the stand-ins,
-    all or ``only`` these, in ``bin/``, their state in ``fake/``), its sessions given ``env``;
+                 listen: str = "127.0.0.1", **env: str) -> Iterator[HostSshServer]:
+    """A started :class:`HostSshServer` under ``folder`` (its sshd in ``sshd/``, listening on
+    ``listen``, the stand-ins, all or ``only`` these, in ``bin/``, their state in ``fake/``),
+    its sessions given ``env``;
     stopped with its connections afterwards. Skips the test where OpenSSH's server is missing."""
     require_sshd()
     fake = folder / "fake"
     fake.mkdir(parents=True, exist_ok=True)
-    server = HostSshServer(folder / "sshd", write_standins(folder / "bin", only=only), fake, **env)
+    server = HostSshServer(folder / "sshd", write_standins(folder / "bin", only=only), fake,
+                           listen=listen, **env)
     server.start()
     try:
         yield server

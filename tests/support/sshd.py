@@ -60,11 +60,21 @@ class _PortTakenError(Exception):
     """sshd could not bind its port: another process has it."""
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` (loopback, IPv4 or IPv6) that is free right now."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def ipv6_loopback() -> str | None:
+    """Why this machine has no IPv6 loopback to listen on (a container without IPv6), or None."""
+    try:
+        free_port("::1")
+    except OSError as exc:
+        return f"no IPv6 loopback (::1): {exc.strerror or exc}"
+    return None
 
 
 def generate_key(path: Path, comment: str = "oa-vm-test") -> Path:
@@ -87,12 +97,15 @@ class SshServer:
     Args:
         root: Folder for every file the server needs (config, keys, pid file, log).
         port: Port to listen on; a free one when omitted.
+        listen: The loopback address to listen on: ``127.0.0.1``, or ``::1`` for a host
+            reached over IPv6.
     """
 
-    def __init__(self, root: Path, port: int | None = None) -> None:
+    def __init__(self, root: Path, port: int | None = None, listen: str = "127.0.0.1") -> None:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
-        self.port = port or free_port()
+        self.listen = listen
+        self.port = port or free_port(listen)
         # A port picked here may be taken by another process before sshd binds it (tests run
         # in parallel): start() then moves to another free one, unless the caller chose it.
         self._port_chosen = port is not None
@@ -113,8 +126,8 @@ class SshServer:
 
     @property
     def host(self) -> str:
-        """Always 127.0.0.1."""
-        return "127.0.0.1"
+        """The address it listens on (127.0.0.1 unless made with ``listen``)."""
+        return self.listen
 
     @property
     def pid(self) -> int | None:
@@ -126,7 +139,7 @@ class SshServer:
             "\n".join(
                 [
                     f"Port {self.port}",
-                    "ListenAddress 127.0.0.1",
+                    f"ListenAddress {self.listen}",
                     f"HostKey {self.host_key}",
                     f"PidFile {self.pid_file}",
                     f"AuthorizedKeysFile {self.authorized_keys}",
@@ -176,7 +189,7 @@ class SshServer:
                     raise RuntimeError(
                         f"sshd: port {self.port} is taken; its log:\n{self.log_text()}"
                     ) from None
-                self.port = free_port()
+                self.port = free_port(self.listen)
                 self._write_config()
         raise RuntimeError(f"sshd found no free port; its log:\n{self.log_text()}")
 

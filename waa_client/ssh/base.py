@@ -13,6 +13,7 @@ from typing import Protocol, Self
 import paramiko
 
 from waa_client import retry
+from waa_client.addresses import host_port
 from waa_client.errors import (
     KeyFileError,
     SshAuthenticationError,
@@ -57,7 +58,7 @@ class TunnelTarget:
     def endpoint(self) -> str:
         """``user@host:port``: the SSH server the tunnel goes through. Workers behind one
         endpoint share its path: it goes down and comes back for all of them at once."""
-        return f"{self.ssh_user}@{self.ssh_host}:{self.ssh_port}"
+        return f"{self.ssh_user}@{host_port(self.ssh_host, self.ssh_port)}"
 
 
 def ssh_command(

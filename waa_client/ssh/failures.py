@@ -17,6 +17,7 @@ from pathlib import Path
 
 import paramiko
 
+from waa_client.addresses import host_port
 from waa_client.errors import (
     HostKeyMismatchError,
     SshAuthenticationError,
@@ -98,13 +99,13 @@ def ssh_output_error(text: str, *, worker: str, host: str, port: int, user: str,
         return _not_reached(f"no connection within {connect_timeout:g}s",
                             worker=worker, host=host, port=port)
     return SshUnreachableError(
-        f"{describe_connection(worker, f'{host}:{port}')}: ssh failed ({last or 'no message'}); "
-        "retry", url=f"ssh://{host}:{port}",
+        f"{describe_connection(worker, host_port(host, port))}: ssh failed "
+        f"({last or 'no message'}); retry", url=f"ssh://{host_port(host, port)}",
     )
 
 
 def _not_reached(reason: str, *, worker: str, host: str, port: int) -> SshUnreachableError:
-    address = f"{host}:{port}"
+    address = host_port(host, port)
     return SshUnreachableError(
         f"{describe_connection(worker, address)}: {reason}; check the worker is running and port "
         f"{port} is open to this machine",
@@ -114,7 +115,7 @@ def _not_reached(reason: str, *, worker: str, host: str, port: int) -> SshUnreac
 
 def _key_refused(*, worker: str, host: str, port: int, user: str,
                  key_path: Path | str) -> SshAuthenticationError:
-    address = f"{host}:{port}"
+    address = host_port(host, port)
     return SshAuthenticationError(
         f"{describe_connection(worker, address)}: user {user!r} refused with key {key_path}; "
         "check the user name and that the worker holds the pool's public key",
@@ -135,7 +136,7 @@ def handshake_error(exc: BaseException | str | None, *, worker: str, host: str, 
     """The error for an SSH handshake (banner, key exchange) that failed with ``exc`` (an
     exception, or the ``ssh`` client's last line) after the TCP connect succeeded (None: no
     handshake came in time, and nothing more is known)."""
-    address = f"{host}:{port}"
+    address = host_port(host, port)
     reason = "" if exc is None else f" ({exc or type(exc).__name__})"
     return SshUnreachableError(
         f"{describe_connection(worker, address)}: no SSH handshake within {connect_timeout:g}s"
@@ -146,7 +147,7 @@ def handshake_error(exc: BaseException | str | None, *, worker: str, host: str, 
 
 def session_error(exc: BaseException, *, worker: str, host: str, port: int) -> SshUnreachableError:
     """The error for a command's session lost after the login (retryable)."""
-    address = f"{host}:{port}"
+    address = host_port(host, port)
     return SshUnreachableError(
         f"{describe_connection(worker, address)}: the command's session failed "
         f"({str(exc) or type(exc).__name__}); retry",
@@ -159,7 +160,7 @@ def tunnel_error(what: str, *, worker: str, host: str, port: int,
     """The error for a tunnel whose forwarding could not be set up after the login (``what``
     went wrong); retryable."""
     return SshUnreachableError(
-        f"SSH tunnel to worker {worker}: {what}; {advice}", url=f"ssh://{host}:{port}",
+        f"SSH tunnel to worker {worker}: {what}; {advice}", url=f"ssh://{host_port(host, port)}",
     )
 
 
@@ -169,7 +170,7 @@ def login_error(exc: BaseException, *, worker: str, host: str, port: int, user: 
     (:class:`SshAuthenticationError`), or the session lost while logging in (retryable)."""
     if isinstance(exc, paramiko.AuthenticationException):
         return _key_refused(worker=worker, host=host, port=port, user=user, key_path=key_path)
-    address = f"{host}:{port}"
+    address = host_port(host, port)
     return SshUnreachableError(
         f"{describe_connection(worker, address)}: connection lost while logging in ({exc}); retry",
         url=f"ssh://{address}",

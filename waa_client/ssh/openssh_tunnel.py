@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO
 
 from waa_client import retry
+from waa_client.addresses import host_port
 from waa_client.errors import TunnelError
 from waa_client.poll import poll_until
 from waa_client.ssh.base import LOCALHOST, LocalForwards, load_private_key
@@ -94,7 +95,7 @@ class _Master:
 
     @property
     def address(self) -> str:
-        return f"{self.host}:{self.port}"
+        return host_port(self.host, self.port)
 
     def options(self) -> list[str]:
         """Options every ssh invocation for this endpoint gets."""

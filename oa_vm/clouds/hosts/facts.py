@@ -15,6 +15,7 @@ Free disk is shown, never refused: the workers' disks are sparse and grow with u
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 
@@ -26,6 +27,7 @@ from infra.worker.slots import (
     fit_by_memory,
     memory_per_worker_gib,
 )
+from waa_client.addresses import host_port
 
 DEFAULT_SSH_PORT = 22
 _LOGIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
@@ -36,14 +38,19 @@ _HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9._-]*[A-Za-z0-9_])?")
 
 @dataclass(frozen=True)
 class HostAddress:
-    """``user@host[:port]`` as given to ``--host``."""
+    """``user@host[:port]`` as given to ``--host``; an IPv6 address in brackets."""
 
     user: str
     host: str
     port: int = DEFAULT_SSH_PORT
 
     def __str__(self) -> str:
-        return f"{self.user}@{self.host}:{self.port}"
+        return f"{self.user}@{host_port(self.host, self.port)}"
+
+    @property
+    def label(self) -> str:
+        """The host as a part of a name (a worker's): an IPv6 address's colons as dashes."""
+        return self.host.replace(":", "-").replace("%", "-")
 
     @classmethod
     def parse(cls, text: str, option: str = "--host", *, port_required: bool = False
@@ -52,9 +59,11 @@ class HostAddress:
         ``option`` was given it: the one reading of every option that names an SSH login.
 
         The user and the host are names (letters, digits, ``.``, ``_``, ``-``; the host a DNS
-        name or an IPv4 address): nothing that ``ssh`` would read as an option (``-oProxy...``)
-        or that is not one host (a space, a slash). An IPv6 literal is refused by name: its
-        colons would be read as a port.
+        name or an IPv4 address), or the host an IPv6 address in brackets
+        (``ubuntu@[2001:db8::1]:22``, as ``ssh`` and URLs write one beside a port): nothing that
+        ``ssh`` would read as an option (``-oProxy...``) or that is not one host (a space, a
+        slash). An IPv6 address without brackets is refused by name: its colons would run into
+        the port's.
 
         Raises:
             ValueError: another shape (the message says which one is expected).
@@ -62,17 +71,35 @@ class HostAddress:
         user, at, rest = text.strip().rpartition("@")
         shape = "user@host:port" if port_required else "user@host or user@host:port"
         bad = f"{option} {text!r}: use {shape}, e.g. ubuntu@lab-server:22"
-        if rest.startswith("[") or rest.count(":") > 1:
-            raise ValueError(f"{option} {text!r}: IPv6 addresses are not supported; give the "
-                             "host's name or its IPv4 address")
-        host, colon, port = rest.partition(":")
-        if (not at or not _LOGIN.fullmatch(user) or not _HOST.fullmatch(host)
+        if rest.startswith("["):
+            host, close, after = rest[1:].partition("]")
+            colon, port = after[:1], after[1:]
+            if not close or (after and colon != ":") or not _is_ipv6(host):
+                raise ValueError(f"{option} {text!r}: in brackets goes an IPv6 address, e.g. "
+                                 "ubuntu@[2001:db8::1]:22")
+        elif rest.count(":") > 1:
+            raise ValueError(f"{option} {text!r}: a host takes one port; write an IPv6 address "
+                             "in brackets, e.g. ubuntu@[2001:db8::1]:22")
+        else:
+            host, colon, port = rest.partition(":")
+            if not _HOST.fullmatch(host):
+                raise ValueError(bad)
+        if (not at or not _LOGIN.fullmatch(user)
                 or (colon or port_required) and not port.isdigit()):
             raise ValueError(bad)
         number = int(port) if colon else DEFAULT_SSH_PORT
         if not 1 <= number <= 65535:
             raise ValueError(f"{option} {text!r}: port {number} is not a TCP port (1-65535)")
         return cls(user=user, host=host, port=number)
+
+
+def _is_ipv6(text: str) -> bool:
+    """Whether ``text`` is an IPv6 address (a zone, ``fe80::1%eth0``, allowed)."""
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)

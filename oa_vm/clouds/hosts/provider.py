@@ -229,7 +229,7 @@ class SshHostsProvider:
                              f"({timings.IMAGE_BUILD.text()}); later pools on it reuse it")
             for s in slots.host_slots(per_host):
                 resources.append(PlannedResource(
-                    type="ssh:worker", name=f"{spec.name}-{result.address.host}-{s.name}",
+                    type="ssh:worker", name=f"{spec.name}-{result.address.label}-{s.name}",
                     inputs={"host": str(result.address), "container": s.container,
                             "storage": s.storage_dir, "guest_ip": s.guest_ip,
                             "ports": [s.waa_port, s.vnc_port, s.scoring_port]},
@@ -309,7 +309,7 @@ class SshHostsProvider:
                 except RemoteUnreachableError:
                     problem = "did not answer the release"
                 if problem:
-                    progress(f"host {other.user}@{other.host}:{other.port} {problem}; run: "
+                    progress(f"host {other} {problem}; run: "
                              f"oa-vm pool-cleanup --name {spec.name}")
             return hosts_failed(spec.name, len(results),
                                 [(address, problem) for address, _, problem in failed])
@@ -351,7 +351,7 @@ class SshHostsProvider:
             installed.append(ssh)
             for s in slots.host_slots(spec.workers_per_host):
                 record.workers.append(WorkerRecord(
-                    name=f"{spec.name}-{address.host}-{address.port}-{s.name}",
+                    name=f"{spec.name}-{address.label}-{address.port}-{s.name}",
                     state=state.WorkerState.BOOTING, host=str(address), ssh=ssh,
                     remote_waa_port=s.waa_port, remote_scoring_port=s.scoring_port,
                     provider_id=s.name, phase="installed",

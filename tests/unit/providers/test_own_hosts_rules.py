@@ -70,9 +70,16 @@ def test_the_probe_output_is_read_whatever_order_and_gaps() -> None:
     ("-oProxyCommand=x@h", "use user@host"),
     ("u@h/x", "use user@host"),
     ("u@h.", "use user@host"),
-    # an IPv6 literal's colons would be read as a port: refused by name, bracketed or not
-    ("u@[::1]:22", "IPv6 addresses are not supported"),
-    ("u@fe80::1", "IPv6 addresses are not supported"),
+    # an IPv6 address's colons would run into the port's: in brackets only
+    ("u@fe80::1", "write an IPv6 address in brackets"),
+    ("u@2001:db8::1:22", "write an IPv6 address in brackets"),
+    # two ports: it said "IPv6 addresses are not supported"
+    ("u@h:22:33", "a host takes one port"),
+    ("u@[lab]:22", "in brackets goes an IPv6 address"),
+    ("u@[::1", "in brackets goes an IPv6 address"),
+    ("u@[::1]22", "in brackets goes an IPv6 address"),
+    ("u@[::1]:", "use user@host"),
+    ("u@[::1]:99999", "is not a TCP port"),
 ])
 def test_malformed_hosts_are_refused(text: str, words: str) -> None:
     with pytest.raises(ValueError, match=words):
@@ -80,6 +87,21 @@ def test_malformed_hosts_are_refused(text: str, words: str) -> None:
     assert HostAddress.parse("ubuntu@10.0.0.5") == HostAddress("ubuntu", "10.0.0.5", 22)
     assert HostAddress.parse(" ec2-user@lab_1.example.org:2222 ") == HostAddress(
         "ec2-user", "lab_1.example.org", 2222)
+
+
+@pytest.mark.parametrize(("text", "host", "port", "shown"), [
+    ("ubuntu@[2001:db8::1]:2222", "2001:db8::1", 2222, "ubuntu@[2001:db8::1]:2222"),
+    ("ubuntu@[::1]", "::1", 22, "ubuntu@[::1]:22"),
+    ("ubuntu@[fe80::1%eth0]:22", "fe80::1%eth0", 22, "ubuntu@[fe80::1%eth0]:22"),
+    ("ubuntu@lab:22", "lab", 22, "ubuntu@lab:22"),
+])
+def test_an_ipv6_host_goes_in_brackets_and_is_written_back_so(
+    text: str, host: str, port: int, shown: str,
+) -> None:
+    address = HostAddress.parse(text)
+    assert (address.host, address.port, str(address)) == (host, port, shown)
+    assert HostAddress.parse(str(address)) == address  # a record's hosts read back
+    assert ":" not in address.label and "%" not in address.label
 
 
 @pytest.fixture
