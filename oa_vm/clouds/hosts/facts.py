@@ -48,6 +48,15 @@ class HostAddress:
         return f"{self.user}@{host_port(self.host, self.port)}"
 
     @property
+    def identity(self) -> tuple[str, int]:
+        """The host and port however they are written: a name in any case, an address in
+        any of its forms (``0:0::1`` is ``::1``)."""
+        try:
+            return ipaddress.ip_address(self.host).compressed, self.port
+        except ValueError:
+            return self.host.lower(), self.port
+
+    @property
     def label(self) -> str:
         """The host as a part of a name (a worker's): an IPv6 address's colons as dashes."""
         return self.host.replace(":", "-").replace("%", "-")

@@ -93,9 +93,9 @@ def host_addresses(spec: PoolSpec) -> list[HostAddress]:
             addresses.append(HostAddress.parse(text))
         except ValueError as exc:
             raise InvalidInputError(str(exc)) from exc
-    # one host however it is written (user@host, host:22)
+    # one host however it is written (user@host, host:22, HOST, [0:0::1])
     if twice := twice_problem("--host", list(spec.hosts), "host",
-                              [(a.host, a.port) for a in addresses]):
+                              [a.identity for a in addresses]):
         raise InvalidInputError(twice)
     return addresses
 

@@ -134,9 +134,10 @@ def test_host_options_belong_to_their_clouds(key: str) -> None:
     spec = api.build_spec(name="lab", cloud="ssh", hosts=["u@a", "u@b:2222"], ssh_key=key,
                           workers_per_host=3, price_per_hour=0.5)
     assert spec.workers == 6 and spec.price_per_hour == 0.5
-    with pytest.raises(InvalidInputError, match="given twice"):
-        host_addresses(api.build_spec(name="lab", cloud="ssh", hosts=["u@h:22", "v@h"],
-                                      ssh_key=key))
+    # one host however it is written: the port's default, a name's case, an address's form
+    for twice in (["u@h:22", "v@h"], ["u@lab", "U@LAB"], ["u@[::1]", "u@[0:0::1]:22"]):
+        with pytest.raises(InvalidInputError, match="given twice"):
+            host_addresses(api.build_spec(name="lab", cloud="ssh", hosts=twice, ssh_key=key))
 
 
 def test_ssh_via_is_refused_for_own_hosts(key: str, oa_home: Path) -> None:
