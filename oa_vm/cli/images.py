@@ -174,7 +174,9 @@ def config_show(ctx: typer.Context, json_out: JsonOpt = False) -> None:
     _echo(render_table(["SETTING", "VALUE", "WHAT"], rows))
 
 
-@config_app.command("set")
+# a value that starts with '-' (disk-gb -1) is the value, refused by the setting's own rule,
+# not an unknown option
+@config_app.command("set", context_settings={"ignore_unknown_options": True})
 def config_set(
     key: Annotated[str, typer.Argument(help="default-cloud or disk-gb.")],
     value: Annotated[str, typer.Argument(help="The value.")],

@@ -117,6 +117,8 @@ CASES: dict[str, tuple[str, tuple[str, ...], int | None]] = {
     "pool-create --price-per-hour 1e308": ("oa-vm", ("pool-create", "--cloud", "local",
                                                       "--price-per-hour", "1e308", "--plan"),
                                            USAGE),
+    "config set disk-gb -1 (said 'No such option: -1')": (
+        "oa-vm", ("config", "set", "disk-gb", "-1"), USAGE),
     "run --agent-arg k twice (the last one won, silently)": (
         "openadapt-evals", (*_RUN, "--agent-arg", "k=1", "--agent-arg", "k=2"), USAGE),
     "sweep --agent-arg max-tokens and max_tokens": (
