@@ -202,5 +202,22 @@ class UnknownTaskError(_TaskIdsError):
     """A selection names task IDs the catalog does not hold; ``task_ids`` lists every one."""
 
 
-class SyntheticTaskError(_TaskIdsError):
-    """A live selection names synthetic IDs (``notepad_1``, ``mock_*``); lists every one."""
+class SyntheticTaskError(_TaskIdsError, ValueError):
+    """A live selection names synthetic IDs (``notepad_1``, ``mock_*``); lists every one.
+
+    Also the reference tool's error of that name (a ``ValueError``, made from one task ID:
+    ``SyntheticTaskError("notepad_1")``, with ``task_id``), so code written for it catches
+    and raises it unchanged.
+    """
+
+    def __init__(self, message: str, *, task_ids: list[str] | None = None) -> None:
+        if task_ids is None:  # the reference's form: the one synthetic task ID
+            task_ids = [message]
+            message = (f"task ID {message!r} names a mock/toy task, not a WAA task: a live "
+                       "worker runs real WAA task IDs; use WAAMockAdapter for synthetic tasks")
+        super().__init__(message, task_ids=task_ids)
+
+    @property
+    def task_id(self) -> str:
+        """The first synthetic ID (the reference's error names one)."""
+        return self.task_ids[0]

@@ -157,19 +157,21 @@ class BenchmarkObservation:
             reference tool's other fields, ``None`` here unless a worker provides them.
     """
 
+    # the reference's fields in its order (code that gives them by position reads the same),
+    # then this project's
     screenshot: bytes | None = None
+    screenshot_path: str | None = None
+    viewport: tuple[int, int] | None = None
     accessibility_tree: str | None = None
+    dom_html: str | None = None
+    url: str | None = None
     window_title: str | None = None
+    app_name: str | None = None
+    focused_element: dict[str, Any] | None = None
+    raw_observation: dict[str, Any] | None = None
     step: int = 0
     last_result: dict[str, Any] | None = None
     last_error: str | None = None
-    viewport: tuple[int, int] | None = None
-    screenshot_path: str | None = None
-    url: str | None = None
-    app_name: str | None = None
-    focused_element: dict[str, Any] | None = None
-    dom_html: str | None = None
-    raw_observation: dict[str, Any] | None = None
 
 
 PUBLIC_TASK_FIELDS = ("id", "instruction", "domain", "snapshot", "source", "related_apps")

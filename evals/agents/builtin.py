@@ -9,10 +9,11 @@ differs from the reference, and why, is listed in docs/compat.md.
 from __future__ import annotations
 
 import inspect
+import math
 import random
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from xml.etree import ElementTree as ET
 
 from evals.agents.base import (
@@ -26,6 +27,10 @@ from evals.agents.base import (
 )
 from evals.agents.pyautogui_code import SCREEN
 from evals.agents.seeding import task_draws
+from evals.errors import InvalidRunInputError
+
+if TYPE_CHECKING:
+    from evals.agents.model_api import ModelApiAgent
 
 _TYPES = ("click", "type", "scroll", "done")
 """The reference tool's default random action types."""
@@ -188,37 +193,54 @@ def _dict_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class ApiAgent(BenchmarkAgent):
-    """A model API agent by provider, as the reference's ``ApiAgent`` is built.
+    """A model API agent by provider, built as the reference's ``ApiAgent`` is (the same
+    arguments, in the same order).
 
     Args:
         provider: ``anthropic`` (Claude's computer-use tool) or ``openai`` (OpenAI's
             computer-use model).
-        model: The model id (default: the provider agent's).
         api_key: The key (default: ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``).
+        model: The model id (default: the provider agent's).
+        temperature, use_accessibility_tree, use_history: The reference's settings, kept as
+            attributes: the computer-use agents send the screen and keep their conversation.
+        max_tokens: The most tokens an answer may have (Anthropic's agent).
         demo: A demonstration, included with the task at every step.
         **options: More options of the provider's agent (``base_url``, ``token_cap``...).
 
     Raises:
         ValueError: an unknown provider.
-        InvalidRunInputError: the provider's SDK or key is missing.
+        ApiAgentError: the provider's SDK or key is missing (a ``RuntimeError``, as the
+            reference raises).
     """
 
-    def __init__(self, provider: str = "anthropic", model: str | None = None,
-                 api_key: str | None = None, demo: str | None = None, **options: Any) -> None:
+    def __init__(self, provider: str = "anthropic", api_key: str | None = None,
+                 model: str | None = None, temperature: float = 0.5, max_tokens: int = 1500,
+                 use_accessibility_tree: bool = True, use_history: bool = True,
+                 demo: str | None = None, **options: Any) -> None:
         if model is not None:
             options["model"] = model
-        if provider == "anthropic":
-            from evals.agents.api_claude import ClaudeComputerUseAgent
+        try:
+            if provider == "anthropic":
+                from evals.agents.api_claude import ClaudeComputerUseAgent
 
-            self.agent: BenchmarkAgent = ClaudeComputerUseAgent(api_key=api_key, demo=demo,
-                                                                **options)
-        elif provider == "openai":
-            from evals.agents.api_openai import OpenAIComputerUseAgent
+                self.agent: ModelApiAgent = ClaudeComputerUseAgent(
+                    api_key=api_key, demo=demo, max_tokens=max_tokens, **options)
+            elif provider == "openai":
+                from evals.agents.api_openai import OpenAIComputerUseAgent
 
-            self.agent = OpenAIComputerUseAgent(api_key=api_key, demo=demo, **options)
-        else:
-            raise ValueError(f"unknown provider {provider!r}; use 'anthropic' or 'openai'")
+                self.agent = OpenAIComputerUseAgent(api_key=api_key, demo=demo, **options)
+            else:
+                raise ValueError(f"unknown provider {provider!r}; use 'anthropic' or 'openai'")
+        except InvalidRunInputError as exc:
+            raise ApiAgentError(str(exc)) from exc
         self.provider = provider
+        self.model = self.agent.model
+        self.api_key = self.agent.api_key
+        self.demo = demo
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.use_accessibility_tree = use_accessibility_tree
+        self.use_history = use_history
 
     def reset(self, task: BenchmarkTask | None = None) -> None:
         """Start a fresh conversation."""
@@ -231,6 +253,11 @@ class ApiAgent(BenchmarkAgent):
         if observation.step == 0:
             self.agent.reset(task)
         return self.agent.act(observation, task, history)
+
+
+class ApiAgentError(InvalidRunInputError, RuntimeError):
+    """:class:`ApiAgent` cannot be built (its SDK or key is missing): the reference raises a
+    ``RuntimeError`` there, this project an :class:`evals.errors.InvalidRunInputError`."""
 
 
 def _coord(value: float) -> str:
@@ -265,19 +292,23 @@ def action_to_string(action: BenchmarkAction) -> str:
     return f"{kind}()"
 
 
-def format_accessibility_tree(tree: str | dict[str, Any] | None, max_lines: int = 200) -> str:
+def format_accessibility_tree(tree: str | dict[str, Any] | None, indent: int = 0,
+                              max_lines: int | None = None) -> str:
     """The accessibility tree as indented lines, for prompts.
 
     WAA's XML (what a worker sends) gives ``[Role] name = value @ rect``; the reference's
     dict tree (``{"role", "name", "id", "children"}``) gives its ``[id] role: name`` lines.
+    ``indent`` is the reference's: the first line's depth (two spaces a level). Every node is
+    written, as the reference does; ``max_lines`` (keyword) stops after that many lines.
     """
     lines: list[str] = []
+    limit = max_lines if max_lines is not None else math.inf
     if isinstance(tree, dict):
-        _walk_dict(tree, 0, lines, max_lines)
+        _walk_dict(tree, indent, lines, limit)
         return "\n".join(lines)
 
     def walk(element: ET.Element, depth: int) -> None:
-        if len(lines) >= max_lines:
+        if len(lines) >= limit:
             return
         name = element.get("name", "")
         value = element.get("value")
@@ -293,12 +324,12 @@ def format_accessibility_tree(tree: str | dict[str, Any] | None, max_lines: int 
 
     root = _root(tree)
     if root is not None:
-        walk(root, 0)
+        walk(root, indent)
     return "\n".join(lines)
 
 
-def _walk_dict(node: dict[str, Any], depth: int, lines: list[str], max_lines: int) -> None:
-    if len(lines) >= max_lines:
+def _walk_dict(node: dict[str, Any], depth: int, lines: list[str], limit: float) -> None:
+    if len(lines) >= limit:
         return
     node_id = node.get("id", node.get("node_id", ""))
     line = f"{'  ' * depth}[{node_id}] {node.get('role', 'unknown')}"
@@ -307,7 +338,7 @@ def _walk_dict(node: dict[str, Any], depth: int, lines: list[str], max_lines: in
     lines.append(line)
     for child in node.get("children") or ():
         if isinstance(child, dict):
-            _walk_dict(child, depth + 1, lines, max_lines)
+            _walk_dict(child, depth + 1, lines, limit)
 
 
 _NAMES = ("double_click", "right_click", "click", "move", "type", "key", "hotkey", "press",
@@ -393,7 +424,7 @@ def _fractions(values: list[float], observation: BenchmarkObservation | None,
     if not viewport or all(v <= 1.0 for v in values):
         return values
     width, height = viewport
-    raw["original_coords"] = values
+    raw["original_coords"] = dict(zip(("x", "y", "end_x", "end_y"), values, strict=False))
     raw["normalized"] = True
     return [v / (width if i % 2 == 0 else height) for i, v in enumerate(values)]
 

@@ -116,6 +116,7 @@ class ModelApiAgent(BenchmarkAgent):
         if not key:
             raise InvalidRunInputError(
                 f"set {key_variable} in the environment (the model API's key)")
+        self.api_key: str = key
         # The SDK's own retries are off: its retryable errors are retried by with_backoff
         # (on tenacity), whose docstring says why the SDK's do not do that job here.
         self.client: Any = getattr(self._sdk, client)(

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import urlsplit
 
 import oa_vm
 from evals.agents.base import (
@@ -61,6 +62,7 @@ from evals.agents.base import (
 from evals.agents.builtin import call_reset
 from evals.errors import RunExistsError
 from evals.results.records import (
+    ErrorType,
     RunFolder,
     RunStatus,
     TaskExecution,
@@ -69,8 +71,8 @@ from evals.results.records import (
     versions,
 )
 from waa_client.catalog import WAA_DOMAINS as SUITE_DOMAINS
-from waa_client.catalog import Catalog, TaskRef, check_known
-from waa_client.errors import UnknownTaskError, WaaError
+from waa_client.catalog import Catalog, TaskRef, check_known, check_not_synthetic
+from waa_client.errors import UnknownTaskError, WaaError, WorkerUnreachableError
 from waa_client.scoring import ScoringClient
 from waa_client.waa import WaaClient
 
@@ -251,7 +253,11 @@ class BenchmarkAdapter(ABC):
 
         Raises:
             KeyError: no such task (as the reference tool raises).
+            SyntheticTaskError: a mock/toy ID on a live adapter, before the worker is asked
+                (as the reference's live adapter).
         """
+        if self.live:
+            check_not_synthetic([task_id])
         catalog = self.catalog()
         known_or_key_error(task_id, catalog.task_ids(), source=catalog.source)
         ref = catalog.ref(task_id)
@@ -401,7 +407,8 @@ class WAALiveConfig:
 
     Attributes:
         server_url: The WAA server (guest :5000), usually a tunnel's local end.
-        evaluate_url: The scoring server (host :5051), usually a tunnel's local end.
+        evaluate_url: The scoring server; by default the reference's: ``server_url``'s host on
+            port 5050 (a tunnel's local end when ``server_url`` is one).
         connect_timeout: Seconds to open a connection.
         read_timeout: Seconds to wait for an answer.
         step_pause_s: Pause after each action (WAA's stock loop waits 3 s for the UI).
@@ -411,10 +418,15 @@ class WAALiveConfig:
             task catalog is the scoring server's).
         action_delay: The reference's name for ``step_pause_s`` (wins when given).
         timeout: The reference's name for ``read_timeout`` (wins when given).
+        evaluate_timeout, evaluate_retries, evaluate_retry_base_delay, lightweight,
+        clean_desktop, force_tray_icons, reapply_clean_desktop_each_reset, waa_image_version,
+        strict_setup_readiness, setup_readiness_retries, focus_check_method: The reference
+            tool's settings, accepted with its defaults and kept; scoring retries follow the
+            project's one retry policy, and the desktop is put back by the worker's reset.
     """
 
     server_url: str = "http://127.0.0.1:5001"
-    evaluate_url: str = "http://127.0.0.1:5050"
+    evaluate_url: str | None = None
     connect_timeout: float = 5.0
     read_timeout: float = 60.0
     step_pause_s: float = 3.0
@@ -426,12 +438,27 @@ class WAALiveConfig:
     action_delay: float | None = None
     timeout: float | None = None
     waa_examples_path: str | None = None
+    evaluate_timeout: float = 180.0
+    evaluate_retries: int = 3
+    evaluate_retry_base_delay: float = 5.0
+    lightweight: bool = True
+    clean_desktop: bool = False
+    force_tray_icons: bool = False
+    reapply_clean_desktop_each_reset: bool = False
+    waa_image_version: str | None = None
+    strict_setup_readiness: bool = False
+    setup_readiness_retries: int = 3
+    focus_check_method: str = "win32"
 
     def __post_init__(self) -> None:
         if self.action_delay is not None:
             self.step_pause_s = self.action_delay
         if self.timeout is not None:
             self.read_timeout = self.timeout
+        if self.evaluate_url is None:  # the reference's fallback: the same host, port 5050
+            parts = urlsplit(self.server_url)
+            host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname
+            self.evaluate_url = f"{parts.scheme or 'http'}://{host or '127.0.0.1'}:5050"
 
 
 class WAALiveAdapter(BenchmarkAdapter):
@@ -446,6 +473,7 @@ class WAALiveAdapter(BenchmarkAdapter):
         from oa_vm.kit.redact import register_url_secrets
 
         self.config = config or WAALiveConfig(**options)
+        assert self.config.evaluate_url is not None  # set by the config
         register_url_secrets(self.config.server_url)  # a capability in them: masked everywhere
         register_url_secrets(self.config.evaluate_url)
         self.max_steps = self.config.max_steps
@@ -463,6 +491,11 @@ class WAALiveAdapter(BenchmarkAdapter):
         if self._catalog is None:
             self._catalog = Catalog.from_scoring(self._scoring)
         return self._catalog
+
+    def default_task_ids(self) -> list[str]:
+        """None, as the reference's live adapter: a worker's whole catalog is WAA's 154 tasks,
+        each paid for with a model's calls, so a live run names its tasks (``task_ids``)."""
+        return []
 
     def clients(self) -> tuple[WaaClient, ScoringClient]:
         """The worker's clients."""
@@ -733,7 +766,16 @@ def evaluate_agent_on_benchmark(
         save = config.save_trajectories if config is not None else True
         return [_play_in_process(agent, adapter, task, max_steps, save, on_result)
                 for task in _in_process_tasks(adapter, task_ids)]
-    refs = adapter.select(task_ids)
+    try:
+        refs = adapter.select(task_ids)
+    except WorkerUnreachableError as exc:
+        if not task_ids:
+            raise
+        # as the reference: a worker that cannot be reached ends each task as an error (an
+        # infrastructure one here, kept out of the rates), the run's list still returned
+        if adapter.live:
+            check_not_synthetic(task_ids)
+        return [_unreached(task_id, exc, on_result) for task_id in task_ids]
     recorder = _Recorder(Path(run_dir), adapter, agent, refs, max_steps) if run_dir else None
     waa, scoring = adapter.clients() if refs else (None, None)
     # a negative pause never paused: the run's config refuses one, so it is given as none
@@ -764,6 +806,16 @@ def evaluate_agent_on_benchmark(
     if recorder:
         recorder.finish()
     return results
+
+
+def _unreached(task_id: str, exc: WorkerUnreachableError,
+               on_result: Callable[[BenchmarkResult], None] | None) -> BenchmarkResult:
+    """The result of a task whose worker could not be reached to read its catalog."""
+    result = BenchmarkResult(task_id=task_id, success=False, score=0.0, error=str(exc),
+                             error_type=ErrorType.INFRASTRUCTURE.value)
+    if on_result is not None:
+        on_result(result)
+    return result
 
 
 API_HINT = "list the known ones with adapter.list_tasks()"

@@ -7,10 +7,11 @@ still the checker's job (``infra/scoring_rules.py``), which these do not replace
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from oa_vm.kit.lazy import rapidfuzz_fuzz
 
 Metric = Callable[..., float]
 
@@ -23,13 +24,16 @@ def exact_match(result: Any, expected: Any, **options: Any) -> float:
 
 
 def fuzzy_match(result: Any, expected: Any, threshold: float = 0.8, **options: Any) -> float:
-    """How alike the two texts are (``difflib``'s ratio, in ``[0, 1]``); 1.0 from
+    """How alike the two texts are, in ``[0, 1]``: rapidfuzz's ``fuzz.ratio`` (the normalized
+    Indel similarity, ``1 - edits / total length``), as the reference measures it; 1.0 from
     ``threshold`` up.
 
-    The reference uses rapidfuzz's ratio (the same ``2 * matches / total length`` measure)
-    when installed; this needs no extra package.
+    Not ``difflib``'s ratio, which finds matching blocks by a heuristic rather than the
+    longest common subsequence: on a 250-character note with a few words changed it gave
+    0.565 where the reference gives 1.0 (above its 0.8), and across 3,000 such edits it
+    decided pass or fail the other way 1,074 times.
     """
-    ratio = difflib.SequenceMatcher(None, str(result), str(expected)).ratio()
+    ratio = float(rapidfuzz_fuzz.ratio(str(result), str(expected))) / 100.0
     return 1.0 if ratio >= threshold else ratio
 
 

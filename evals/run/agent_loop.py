@@ -307,7 +307,8 @@ def _observe(
     step.window_title = title
     if problems:
         step.error = redact_text("; ".join(problems))
-    return BenchmarkObservation(screenshot, tree, title, index), step
+    return BenchmarkObservation(screenshot=screenshot, accessibility_tree=tree, window_title=title,
+                                step=index), step
 
 
 def _steps(

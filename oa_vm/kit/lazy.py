@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import PIL as pil
     import psutil
     import pulumi.automation as pulumi_automation
+    import rapidfuzz.fuzz as rapidfuzz_fuzz
     import requests
     import semver
     import typer
@@ -81,6 +82,7 @@ if not TYPE_CHECKING:
     pil_image = LazyModule("PIL.Image")
     psutil = LazyModule("psutil")
     pulumi_automation = LazyModule("pulumi.automation")
+    rapidfuzz_fuzz = LazyModule("rapidfuzz.fuzz")
     requests = LazyModule("requests")
     rich_console = LazyModule("rich.console")
     rich_live = LazyModule("rich.live")
@@ -91,5 +93,6 @@ if not TYPE_CHECKING:
 
 __all__ = ["LazyModule", "anthropic", "crypto_ed25519", "crypto_serialization", "ijson",
            "inspect_ai_log", "inspect_ai_model", "inspect_ai_scorer", "inspect_ai_tool", "load",
-           "openai", "pil", "pil_draw", "pil_image", "psutil", "pulumi_automation", "requests",
-           "rich_console", "rich_live", "rich_table", "rich_text", "semver", "typer"]
+           "openai", "pil", "pil_draw", "pil_image", "psutil", "pulumi_automation",
+           "rapidfuzz_fuzz", "requests", "rich_console", "rich_live", "rich_table", "rich_text",
+           "semver", "typer"]

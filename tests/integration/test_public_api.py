@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import psutil
@@ -183,9 +183,10 @@ def test_adapter_task_methods_as_the_reference_uses_them(tmp_path: Path) -> None
         config = WAALiveConfig(server_url=worker.waa_url, evaluate_url=worker.scoring_url,
                                action_delay=0.0, timeout=20.0)
         with WAALiveAdapter(config) as adapter:
-            clock = adapter.list_tasks(domain="clock")
-            assert clock and {t.domain for t in clock} == {"clock"}
-            assert len(adapter.list_tasks()) > len(clock)
+            # as the reference's live adapter: a live worker's tasks are named, never listed
+            # (listed, evaluate_agent_on_benchmark without task_ids ran all 154, billed)
+            assert adapter.list_tasks() == [] and adapter.list_tasks(domain="clock") == []
+            assert evaluate_agent_on_benchmark(OracleAgent(), adapter) == []
             with pytest.raises(KeyError):
                 adapter.load_task("nope-WOS")
             task = adapter.load_task("cd42b1b1-5323-5028-b63e-ec1cbc9d9f2a-WOS")  # Tokyo clock
@@ -225,3 +226,25 @@ def test_live_adapter_reports_an_unreachable_worker_per_task(tmp_path: Path) -> 
 
     assert [(r.status, r.error_type) for r in results] == [("error", "infrastructure")] * 2
     assert compute_metrics(results)["num_infrastructure_failures"] == 2
+
+
+def test_a_live_worker_that_cannot_be_reached_ends_each_task_as_an_error(
+    refused_port: Callable[[], int],
+) -> None:
+    # as the reference's runner: a list of error results, not an exception before any task
+    port = refused_port()
+    url = f"http://127.0.0.1:{port}"
+    with WAALiveAdapter(WAALiveConfig(server_url=url, evaluate_url=url)) as adapter:
+        ids = ["04d9aeaf-7bed-4024-bedb-e10e6f00eb7f-WOS",
+               "cd42b1b1-5323-5028-b63e-ec1cbc9d9f2a-WOS"]
+        seen: list[str] = []
+        results = evaluate_agent_on_benchmark(OracleAgent(), adapter, ids,
+                                              on_result=lambda r: seen.append(r.task_id))
+        assert [r.task_id for r in results] == ids == seen
+        assert {(r.status, r.error_type) for r in results} == {("error", "infrastructure")}
+        assert all(str(port) in (r.error or "") for r in results)
+        # a mock ID is refused before the worker is asked, as the reference does
+        with pytest.raises(SyntheticTaskError):
+            adapter.load_task("notepad_1")
+        with pytest.raises(SyntheticTaskError):
+            evaluate_agent_on_benchmark(OracleAgent(), adapter, ["notepad_1"])

@@ -55,6 +55,15 @@ TASK = BenchmarkTask(task_id="t", domain="notepad", instruction="do it")
                                      "_run_single_task"]),
         ("evals.evaluation.metrics", ["exact_match", "fuzzy_match", "contains", "boolean",
                                       "get_metric"]),
+        # what the reference re-exports there (its own docstring's example imports them)
+        ("evals.benchmarks", ["BenchmarkAdapter", "BenchmarkAgent", "BenchmarkTask",
+                              "BenchmarkObservation", "BenchmarkAction", "BenchmarkResult",
+                              "ScriptedAgent", "RandomAgent", "SmartMockAgent", "ApiAgent",
+                              "WAALiveConfig", "UIElement", "action_to_string",
+                              "format_accessibility_tree", "parse_action_response",
+                              "EvaluationConfig", "evaluate_agent_on_benchmark"]),
+        ("evals.agents.api_agent", ["ApiAgent"]),
+        ("evals.agents.scripted_agent", ["ScriptedAgent", "RandomAgent", "SmartMockAgent"]),
     ],
 )
 def test_reference_module_paths_import(module: str, names: list[str]) -> None:
@@ -208,6 +217,17 @@ def test_value_metrics() -> None:
     assert fuzzy_match("kitten", "kitten") == 1.0
     assert 0.0 < fuzzy_match("hello world", "world") < 0.8
     assert fuzzy_match("hello world", "hello world!") == 1.0  # above the 0.8 threshold
+    # the reference's measure (rapidfuzz's Indel ratio): difflib's heuristic blocks gave 0.565
+    # for this note with a few words changed, which the reference passes
+    note = ("Meeting notes for the quarterly planning session. Attendees reviewed the budget, "
+            "the hiring plan and the product roadmap. Action items: finalize the budget by "
+            "Friday, post two job descriptions, and schedule a roadmap review with the design "
+            "team next week.")
+    edited = ("Meeting notes for the review session. Attendees reviewed the budget, the hiring "
+              "plan and the product roadmap. Action items: notes budget final Friday, post two "
+              "job descriptions, and a roadmap review with the design team next week.")
+    assert fuzzy_match(edited, note) == 1.0
+    assert fuzzy_match("kitten", "sitting", threshold=1.0) == pytest.approx(8 / 13)
     assert contains("Dark Mode: On", "mode: on") == 1.0 and contains("x", "y") == 0.0
     assert boolean([], None) == 1.0 and boolean(1, 0) == 0.0
     assert file_exists(__file__, None) == 1.0 and file_exists("/no/such/file", None) == 0.0
@@ -253,3 +273,68 @@ def test_version_is_the_distributions() -> None:
     import evals
 
     assert evals.__version__ == version("oa-vm")
+
+
+def test_format_accessibility_tree_takes_the_references_indent_and_writes_every_node() -> None:
+    tree = {"role": "list", "id": "l", "children": [
+        {"role": "listitem", "id": str(i), "name": f"f{i}"} for i in range(300)]}
+    assert len(format_accessibility_tree(tree).splitlines()) == 301  # was cut at 200
+    assert format_accessibility_tree(DICT_TREE, 1).startswith("  [root] window: Form\n    [b1]")
+    assert format_accessibility_tree(DICT_TREE, indent=1) == format_accessibility_tree(
+        DICT_TREE, 1)
+
+
+def test_pixels_given_are_kept_by_name_as_the_reference_keeps_them() -> None:
+    obs = BenchmarkObservation(viewport=(1920, 1080))
+    click = parse_action_response("CLICK(960, 540)", obs)
+    assert click.raw_action["original_coords"] == {"x": 960.0, "y": 540.0}
+    drag = parse_action_response("DRAG(100, 200, 300, 400)", obs)
+    assert drag.raw_action["original_coords"] == {"x": 100.0, "y": 200.0, "end_x": 300.0,
+                                                  "end_y": 400.0}
+
+
+def test_an_observation_given_by_position_reads_as_the_references() -> None:
+    obs = BenchmarkObservation(b"png", "/tmp/step0.png", (1920, 1080))  # type: ignore[misc]
+    assert (obs.screenshot_path, obs.viewport, obs.accessibility_tree) == (
+        "/tmp/step0.png", (1920, 1080), None)
+    assert parse_action_response("CLICK(960, 540)", obs).x == pytest.approx(0.5)
+
+
+def test_synthetic_task_error_is_the_references_too() -> None:
+    from evals.adapters.waa import SyntheticTaskError
+
+    error = SyntheticTaskError("notepad_1")
+    assert isinstance(error, ValueError) and error.task_id == "notepad_1"
+    assert error.task_ids == ["notepad_1"]
+    with pytest.raises(ValueError, match="notepad_1"):
+        raise error
+
+
+def test_live_config_takes_every_reference_field_and_scores_on_the_servers_host() -> None:
+    from evals.adapters.waa.live import WAALiveConfig
+
+    config = WAALiveConfig(
+        server_url="http://vm.example:5000", evaluate_timeout=60.0, evaluate_retries=1,
+        evaluate_retry_base_delay=1.0, lightweight=False, clean_desktop=True,
+        force_tray_icons=True, reapply_clean_desktop_each_reset=True, waa_image_version="x",
+        strict_setup_readiness=True, setup_readiness_retries=1, focus_check_method="a11y")
+    # the reference's fallback: the same host on port 5050 (was always 127.0.0.1:5050)
+    assert config.evaluate_url == "http://vm.example:5050"
+    assert WAALiveConfig(server_url="http://[::1]:5000").evaluate_url == "http://[::1]:5050"
+    assert WAALiveConfig(evaluate_url="http://e:1").evaluate_url == "http://e:1"
+
+
+def test_api_agent_takes_the_references_arguments_in_its_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("anthropic")
+    from evals.agents.api_agent import ApiAgent
+
+    agent = ApiAgent("anthropic", "sk-ant-given", temperature=0.2, max_tokens=900,
+                     use_accessibility_tree=False, use_history=False, demo="open Notepad")
+    assert (agent.api_key, agent.demo, agent.temperature, agent.max_tokens) == (
+        "sk-ant-given", "open Notepad", 0.2, 900)
+    assert agent.model and agent.model != "sk-ant-given"  # the key was taken for the model
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with pytest.raises(RuntimeError, match="ANTHROPIC_API_KEY"):  # as the reference raises
+        ApiAgent("anthropic")
