@@ -442,3 +442,42 @@ def test_a_pool_create_killed_mid_way_leaves_nothing_cleanup_cannot_stop(home: P
     cleaned = run_cli("oa-vm", "pool-cleanup", "--name", "killed", "-y", home=home)
     assert cleaned.returncode == 0, cleaned.stderr
     wait_until(lambda: not processes_of(home), "every worker of the killed create to stop")
+
+
+@pytest.mark.parametrize("command", ["pool-repair", "pool-resume"])
+def test_a_fleet_command_stopped_right_after_its_starts_leaves_every_process_named(
+    home: Path, command: str,
+) -> None:
+    # SIGTERM as soon as the command said it started both processes: the record was saved only
+    # at the end, so the two ran on under no record (pool-status showed the old PIDs lost) and
+    # each retry started two more; only pool-cleanup found them, as strays.
+    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--name", "stop",
+                      "--workers", "2", "-y", home=home)
+    assert created.returncode == 0, created.stderr
+    assert run_cli("oa-vm", "pool-wait", "--name", "stop", home=home).returncode == 0
+    if command == "pool-repair":
+        for worker in state.load("stop").workers:
+            assert worker.pid is not None
+            os.kill(worker.pid, signal.SIGKILL)
+        wait_until(lambda: not processes_of(home), "the workers to die")
+        said = "replaced worker-1"
+    else:
+        paused = run_cli("oa-vm", "pool-pause", "--name", "stop", home=home)
+        assert paused.returncode == 0, paused.stderr
+        said = "resumed worker-1"
+    proc = subprocess.Popen(  # our own console script, fixed arguments
+        [str(BIN / "oa-vm"), command, "--name", "stop"], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+        env={**os.environ, "OA_VM_HOME": str(home)})
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if said in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    proc.communicate(timeout=120)
+    assert any(said in line for line in lines), lines
+    named = {w.pid for w in state.load("stop").workers}
+    running = {p.pid for p in processes_of(home)}
+    assert running and running <= named, (running, named)

@@ -165,7 +165,8 @@ def launch_unit(
 ) -> None:
     """Start the process serving ``workers`` (one process, ``--count`` of them when several),
     with the pool's ``secret`` file (:func:`secret_file`), and list them in ``record`` (added
-    when missing; the record saved too with ``save``, for a create that has no other save).
+    when missing; the record saved too with ``save``: a create, a resume or a repair, which
+    save it otherwise only once every process started).
 
     The one rule of every local start: Ctrl-C, SIGTERM and SIGHUP wait from the moment the
     process is started until ``record`` names it with its PID
@@ -374,7 +375,9 @@ def _restart(
         _stop_unit(provider, unit)  # a process half alive (some slots lost) is replaced whole
         if verb == "replaced":
             _clear_drain_notices(unit)
-        launch_unit(unit, faults, tasks_dir, secret_file(record.name), record=record)
+        # saved as soon as it names the process: a resume or repair stopped (Ctrl-C, SIGTERM,
+        # SIGHUP) right after the start left a process no record named, and each retry another
+        launch_unit(unit, faults, tasks_dir, secret_file(record.name), record=record, save=True)
         started.append(unit)
         progress(f"{verb} {unit[0].name}" + (f"..{unit[-1].name}" if len(unit) > 1 else "")
                  + f" (pid {unit[0].pid})")
@@ -428,7 +431,7 @@ def _start_replacement(record: PoolRecord, draining: WorkerRecord, faults: dict[
     new = WorkerRecord(name=name, workdir=str(state.workers_dir(record.name) / name),
                        log_path=str(pool_dir / "logs" / f"{name}.log"), host=name,
                        ssh=draining.ssh)
-    launch_unit([new], faults, tasks_dir, secret_file(record.name), record=record)
+    launch_unit([new], faults, tasks_dir, secret_file(record.name), record=record, save=True)
     replacements.add_replacement(record, draining.name, name)
     progress(f"started {name} to replace draining {draining.name} (pid {new.pid})")
     return new
