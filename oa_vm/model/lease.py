@@ -362,7 +362,9 @@ def _kept(pool: str, token: str, hold: Hold | None = None) -> Iterator[None]:
 
     def beat() -> None:
         while not stop.wait(every):
-            with contextlib.suppress(OSError):
+            # a beat that could not be written (a full disk: WriteFailedError) is tried again
+            # at the next one; the thread must not die of it, or the lease goes stale for good
+            with contextlib.suppress(OSError, OaVmError):
                 if not _beat(pool, token):
                     if hold is not None:
                         hold._lose(read_lease(pool))
@@ -375,7 +377,7 @@ def _kept(pool: str, token: str, hold: Hold | None = None) -> Iterator[None]:
     finally:
         stop.set()
         thread.join(timeout=5.0)
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, OaVmError):
             release(pool, token)
 
 

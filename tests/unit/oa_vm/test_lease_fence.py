@@ -264,3 +264,26 @@ def test_cleanup_marks_the_pool_before_it_waits_for_a_repair(
         assert (state.pool_dir(pool) / lease.REMOVING).exists()
     assert seen == [True]  # the repair's lock was taken, after the marker was written
     assert os.path.exists(state.pool_dir(pool) / lease.REMOVING)
+
+
+def test_a_beat_that_cannot_be_written_is_tried_again_not_the_end_of_the_heartbeat(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A full disk: the beat's write raised WriteFailedError (an OaVmError, not an OSError),
+    # the heartbeat thread died with a traceback, and the lease went stale for good.
+    from oa_vm.kit.safe_fs import WriteFailedError
+    from tests.support.waiting import wait_until
+
+    monkeypatch.setenv("OA_VM_LEASE_STALE_S", "0.4")  # a beat every 0.1 s
+    calls: list[int] = []
+
+    def beat(pool: str, token: str) -> bool:
+        calls.append(1)
+        if len(calls) <= 2:
+            raise WriteFailedError(Path("lease.json"), OSError(28, "No space left on device"))
+        return True
+
+    monkeypatch.setattr(lease, "_beat", beat)
+    monkeypatch.setattr(lease, "release", lambda pool, token: None)
+    with lease._kept("full", "token"):
+        wait_until(lambda: len(calls) >= 4, "beats after the failed ones", interval=0.05)
