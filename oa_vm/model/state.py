@@ -538,6 +538,20 @@ def save_after(record: PoolRecord, loaded_expiry: datetime | None) -> Path:
         return save(record)
 
 
+def save_workers(record: PoolRecord) -> Path:
+    """Store ``record``'s workers in the pool's stored record, under its lock, leaving the rest
+    as stored (its expiry, which :func:`save_after` merges at the operation's end): what an
+    operation started is named at once, whatever stops it next. A record not stored yet (or
+    unreadable) is saved whole."""
+    with locked(record.name):
+        try:
+            current = load(record.name)
+        except (PoolNotFoundError, CorruptRecordError):
+            return save(record)
+        current.workers = record.workers
+        return save(current)
+
+
 LOCK_NAME = "pool.lock"
 LOCK_WAIT_S = 60.0
 _thread_locks: dict[str, Any] = {}

@@ -161,12 +161,14 @@ def _unit_args(
 
 def launch_unit(
     workers: list[WorkerRecord], faults: dict[str, str], tasks_dir: str | None, secret: Path,
-    *, record: PoolRecord, save: bool = False,
+    *, record: PoolRecord, save: bool = False, save_workers: bool = False,
 ) -> None:
     """Start the process serving ``workers`` (one process, ``--count`` of them when several),
     with the pool's ``secret`` file (:func:`secret_file`), and list them in ``record`` (added
-    when missing; the record saved too with ``save``: a create, a resume or a repair, which
-    save it otherwise only once every process started).
+    when missing; the record saved too with ``save``, for a create that has no other save;
+    with ``save_workers``, only the workers of the stored record are replaced by ``record``'s:
+    a resume or a repair, which saves the rest at its end, merging an extension made
+    meanwhile (:func:`oa_vm.model.state.save_after`)).
 
     The one rule of every local start: Ctrl-C, SIGTERM and SIGHUP wait from the moment the
     process is started until ``record`` names it with its PID
@@ -208,6 +210,8 @@ def launch_unit(
                 record.workers.append(worker)
         if save:
             state.save(record)
+        elif save_workers:
+            state.save_workers(record)
 
 
 def read_unit_ready(workers: list[WorkerRecord]) -> bool:
@@ -377,7 +381,8 @@ def _restart(
             _clear_drain_notices(unit)
         # saved as soon as it names the process: a resume or repair stopped (Ctrl-C, SIGTERM,
         # SIGHUP) right after the start left a process no record named, and each retry another
-        launch_unit(unit, faults, tasks_dir, secret_file(record.name), record=record, save=True)
+        launch_unit(unit, faults, tasks_dir, secret_file(record.name), record=record,
+                    save_workers=True)
         started.append(unit)
         progress(f"{verb} {unit[0].name}" + (f"..{unit[-1].name}" if len(unit) > 1 else "")
                  + f" (pid {unit[0].pid})")
@@ -431,7 +436,8 @@ def _start_replacement(record: PoolRecord, draining: WorkerRecord, faults: dict[
     new = WorkerRecord(name=name, workdir=str(state.workers_dir(record.name) / name),
                        log_path=str(pool_dir / "logs" / f"{name}.log"), host=name,
                        ssh=draining.ssh)
-    launch_unit([new], faults, tasks_dir, secret_file(record.name), record=record, save=True)
+    launch_unit([new], faults, tasks_dir, secret_file(record.name), record=record,
+                save_workers=True)
     replacements.add_replacement(record, draining.name, name)
     progress(f"started {name} to replace draining {draining.name} (pid {new.pid})")
     return new
