@@ -122,14 +122,32 @@ def _process_start(pid: int) -> float | None:
         return None
 
 
+UNREADABLE = "unreadable"
+"""The key of what :func:`read_lease` gives for a lease file it cannot read."""
+
+
 def read_lease(pool: str) -> dict[str, Any] | None:
-    """The lease as written, or ``None`` when there is none (an unreadable one counts as none:
-    it was half-written by a holder that died, since writes are atomic otherwise)."""
+    """The lease as written, or ``None`` when there is none.
+
+    A file that is there but cannot be read (truncated, not JSON: every write is an atomic
+    replace, so only a hand or a failing disk makes one) is a lease of an unknown holder whose
+    last heartbeat is the file's change time, ``{"unreadable": True, "heartbeat": ...}``: the
+    pool stays held until it goes stale, as a silent holder's would. Read as no lease, a
+    second run took the pool from a live one, and ``pool-cleanup`` removed it under it."""
+    path = lease_path(pool)
     try:
-        data = json.loads(lease_path(pool).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
         return None
-    return data if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        data = None
+    if isinstance(data, dict):
+        return data
+    try:
+        changed = path.stat().st_mtime
+    except OSError:
+        return None  # gone meanwhile
+    return {UNREADABLE: True, "heartbeat": changed}
 
 
 def holder_alive(lease: dict[str, Any], *, now: float | None = None) -> bool:
@@ -153,6 +171,9 @@ def describe(lease: dict[str, Any]) -> str:
     """``run 'x' (pid 123 on host, heartbeat 4s ago)``; an operation's lease (see
     :func:`guard_pool`) reads ``oa-vm pool-pause (pid 123 ...)``."""
     age = time.time() - float(lease.get("heartbeat") or 0)
+    if lease.get(UNREADABLE):
+        return (f"an unreadable lease.json (changed {max(0, int(age))}s ago; held until "
+                f"{int(stale_after_s())}s after that, or remove the file if no run holds it)")
     operation = lease.get("operation")
     who = f"oa-vm {operation}" if operation else f"run {lease.get('run')!r}"
     return (
@@ -225,12 +246,18 @@ def _next_generation(pool: str, current: dict[str, Any] | None) -> int:
     return generation
 
 
-def _beat(pool: str, token: str) -> bool:
-    """Refresh our heartbeat; False once the lease is no longer ours (or the pool is gone)."""
+def _beat(pool: str, token: str, ours: dict[str, Any] | None = None) -> bool:
+    """Refresh our heartbeat; False once the lease is no longer ours (or the pool is gone).
+
+    ``ours``: the lease as this holder took it, written back when the file became unreadable
+    (no one else takes an unreadable lease before it is stale, so it is still this holder's).
+    """
     if not state.exists(pool):
         return False  # never recreate the folder of a removed pool
     with _locked(pool):
         current = read_lease(pool)
+        if current is not None and current.get(UNREADABLE) and ours is not None:
+            current = dict(ours)
         if not _ours(current, token):
             return False
         assert current is not None
@@ -333,7 +360,7 @@ def hold_pool(pool: str, run: str, *, wait_s: float = 0.0) -> Iterator[Hold]:
     taken = read_lease(pool)
     generation = taken.get("generation") if taken is not None and _ours(taken, token) else None
     hold = Hold(pool, token, generation if isinstance(generation, int) else None)
-    with _kept(pool, token, hold):
+    with _kept(pool, token, hold, taken):
         yield hold
 
 
@@ -352,7 +379,8 @@ def _new_token() -> str:
 
 
 @contextlib.contextmanager
-def _kept(pool: str, token: str, hold: Hold | None = None) -> Iterator[None]:
+def _kept(pool: str, token: str, hold: Hold | None = None,
+          taken: dict[str, Any] | None = None) -> Iterator[None]:
     """Refresh the lease taken with ``token`` in the background for the block, then give it
     back. A heartbeat that finds the lease taken over marks ``hold`` lost."""
     stop = threading.Event()
@@ -365,7 +393,7 @@ def _kept(pool: str, token: str, hold: Hold | None = None) -> Iterator[None]:
             # a beat that could not be written (a full disk: WriteFailedError) is tried again
             # at the next one; the thread must not die of it, or the lease goes stale for good
             with contextlib.suppress(OSError, OaVmError):
-                if not _beat(pool, token):
+                if not _beat(pool, token, taken):
                     if hold is not None:
                         hold._lose(read_lease(pool))
                     return

@@ -277,7 +277,7 @@ def test_a_beat_that_cannot_be_written_is_tried_again_not_the_end_of_the_heartbe
     monkeypatch.setenv("OA_VM_LEASE_STALE_S", "0.4")  # a beat every 0.1 s
     calls: list[int] = []
 
-    def beat(pool: str, token: str) -> bool:
+    def beat(pool: str, token: str, ours: object = None) -> bool:
         calls.append(1)
         if len(calls) <= 2:
             raise WriteFailedError(Path("lease.json"), OSError(28, "No space left on device"))
@@ -287,3 +287,29 @@ def test_a_beat_that_cannot_be_written_is_tried_again_not_the_end_of_the_heartbe
     monkeypatch.setattr(lease, "release", lambda pool, token: None)
     with lease._kept("full", "token"):
         wait_until(lambda: len(calls) >= 4, "beats after the failed ones", interval=0.05)
+
+
+def test_an_unreadable_lease_keeps_the_pool_held_and_its_holder_writes_it_back(
+    pool: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # lease.json truncated by hand while a run held the pool: read as no lease, a second run
+    # took the pool from the live one and pool-cleanup removed it under it.
+    with lease.hold_pool(pool, "first") as hold:
+        path = lease.lease_path(pool)
+        path.write_text(path.read_text(encoding="utf-8")[:20], encoding="utf-8")
+        assert lease.try_acquire(pool, "second", "token-2") is not None  # still held
+        busy = lease.live_holder(pool)
+        assert busy is not None and "unreadable lease.json" in lease.describe(busy)
+        with pytest.raises(PoolInUseError), lease.guard_pool(pool, "pool-cleanup"):
+            pass
+        # the holder's next beat writes its own lease back
+        assert lease._beat(pool, hold.token) is False  # without its own copy: not its lease
+        taken = {"token": hold.token, "run": "first", "host": "h", "generation": 1}
+        assert lease._beat(pool, hold.token, taken)
+        restored = lease.read_lease(pool)
+        assert restored is not None and restored.get("token") == hold.token
+    # stale by the file's age: taken over, as a silent holder's lease is
+    lease.lease_path(pool).write_text("{", encoding="utf-8")
+    old = time.time() - lease.STALE_AFTER_S - 10
+    os.utime(lease.lease_path(pool), (old, old))
+    assert lease.try_acquire(pool, "third", "token-3") is None
