@@ -85,7 +85,10 @@ def test_a_worker_crashing_at_every_nth_request_loses_no_task_and_the_ending_is_
     assert "Unhealthy run" in page.read_text()
     assert output.count("Quarantined workers") <= 1
     # the sweep failed: its workers' logs are kept, the pool is gone
-    assert (results / "crashy" / "worker-logs-crashy").is_dir()
+    kept = results / "crashy" / "worker-logs-crashy"
+    assert kept.is_dir() and kept.stat().st_mode & 0o777 == 0o700  # was 0755, logs 0644
+    assert [p.stat().st_mode & 0o777 for p in kept.iterdir()] == [0o600] * len(
+        list(kept.iterdir())) and any(kept.iterdir())
     assert not state.exists("crashy")
 
 

@@ -356,9 +356,8 @@ def _price_date(cloud: str, plan: Plan) -> str | None:
 
 def _keep_logs(pool: str, config: RunConfig) -> None:
     """Copy the workers' logs of a failed sweep next to its run (or its results folder), since
-    removing the pool removes them, and the error may point at them."""
-    import shutil
-
+    removing the pool removes them, and the error may point at them; private (0700 and 0600)
+    as the pool's own logs, which may quote requests."""
     from evals.results.records import results_root
     from evals.run.runner import KEPT_WORKER_LOGS
 
@@ -368,12 +367,12 @@ def _keep_logs(pool: str, config: RunConfig) -> None:
     root = results_root(config.results_dir)
     target = (root / config.run_name if config.run_name else root) / f"{KEPT_WORKER_LOGS}{pool}"
     try:
-        target.mkdir(parents=True, exist_ok=True)
+        safe_fs.ensure_dir(target, root=root)
         for log in sorted(p for p in logs.iterdir() if p.is_file()):
-            shutil.copy2(log, target / log.name)
-    except OSError as exc:  # file by file: one reason, not copytree's list of every failure
+            safe_fs.write_file(target / log.name, log.read_bytes())
+    except (OSError, *safe_fs.LOCAL_FILE_ERRORS) as exc:  # one reason, not a list of each
         _say(f"the worker logs of pool {pool} could not be kept in {target}: "
-             f"{exc.strerror or exc}")
+             f"{getattr(exc, 'strerror', None) or exc}")
         return
     _say(f"worker logs kept in {target}")
 
