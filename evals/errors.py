@@ -201,7 +201,7 @@ class RunUnhealthy(EvalsError):
 
     exit_code = 4
 
-    def __init__(self, run_dir: str, reason: str) -> None:
+    def __init__(self, run_dir: str, reason: str, *, pool_removed: bool = False) -> None:
         self.run_dir = run_dir
         self.reason = reason
         import shlex
@@ -211,9 +211,13 @@ class RunUnhealthy(EvalsError):
         path = Path(run_dir)
         rerun = shlex.join(["openadapt-evals", "run", "--rerun-errors", path.name,
                             "--results-dir", str(path.parent)])
+        # a sweep removed its pool: the rerun needs one made first ("there are no pools")
+        where = ("make a pool ('oa-vm pool-create ...'), then rerun its errors on it: "
+                 f"'{rerun} --pool P'" if pool_removed else
+                 f"rerun its errors on a healthy pool: '{rerun}' (--pool P to choose the pool)")
         super().__init__(
             f"run {run_dir} is unhealthy: {reason}; see the run page and the workers' logs, "
-            f"then rerun its errors on a healthy pool: '{rerun}' (--pool P to choose the pool)"
+            f"then {where}"
         )
 
 

@@ -71,6 +71,9 @@ def test_a_worker_crashing_at_every_nth_request_loses_no_task_and_the_ending_is_
     output = sweep.output()
     assert code == 4, output
     assert "is unhealthy" in output and "WARNING:" in output
+    # its pool is gone: the rerun it advises needs one made first (it said "on a healthy pool",
+    # and the command as printed answered "there are no pools")
+    assert "make a pool ('oa-vm pool-create ...'), then rerun its errors on it: " in output
     records = every_task_once(results / "crashy", ALL_TASKS)
     errors = [r for r in records.values() if r["status"] == "error"]
     assert errors

@@ -245,9 +245,10 @@ def _signals_interrupt() -> contextlib.AbstractContextManager[None]:
     return sigterm_as_interrupt((signal.SIGTERM, signal.SIGHUP))
 
 
-def finish_run(result: RunResult) -> None:
+def finish_run(result: RunResult, *, pool_removed: bool = False) -> None:
     """Raise what the ending calls for: a budget stop (exit 3), an unhealthy run (exit 4), or
-    a run the agent spoiled by raising (exit 4, naming the agent, never the pool)."""
+    a run the agent spoiled by raising (exit 4, naming the agent, never the pool).
+    ``pool_removed``: the run's pool is gone (a sweep's), which the advice says."""
     from evals.results.records import RunStatus
 
     if result.status is RunStatus.BUDGET_STOPPED:
@@ -255,13 +256,14 @@ def finish_run(result: RunResult) -> None:
     if result.warning:
         if result.blames_agent and result.agent_failed:
             raise AgentFailed(str(result.run_dir), result.warning)
-        raise RunUnhealthy(str(result.run_dir), result.warning)
+        raise RunUnhealthy(str(result.run_dir), result.warning, pool_removed=pool_removed)
     errors = result.counts.get("error", 0)
     if result.fail_on_errors and errors:
         if result.agent_failed and result.agent_errors == errors:
             raise AgentFailed(str(result.run_dir), f"{result.agent_failed} (--fail-on-errors)")
         raise RunUnhealthy(
-            str(result.run_dir), f"{errors} task(s) ended in error (--fail-on-errors)"
+            str(result.run_dir), f"{errors} task(s) ended in error (--fail-on-errors)",
+            pool_removed=pool_removed,
         )
 
 

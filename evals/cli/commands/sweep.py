@@ -239,7 +239,7 @@ def sweep(
                 finally:
                     if created:
                         _cleanup(spec.name)
-            finish_run(result)
+            finish_run(result, pool_removed=True)
         except KeyboardInterrupt:
             raise RunInterrupted(None) from None
 
