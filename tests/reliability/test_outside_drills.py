@@ -80,6 +80,25 @@ def test_a_pool_whose_record_is_removed_mid_run_is_listed_and_removed_by_cleanup
     assert "No pools" in after.stdout and after.stderr == "", after.stderr
 
 
+def test_a_sweep_whose_pool_record_is_removed_mid_run_still_removes_its_pool(
+    home: Path, tmp_path: Path, controllers: list[Controller]
+) -> None:
+    # The sweep's removal found no record and said nothing: it exited 0 with its two workers
+    # running, under a folder only pool-list's warning named.
+    results = tmp_path / "results"
+    sweep = Controller(home, "sweep", "--cloud", "local", "--workers", "2", "--name", "norec",
+                       "--agent", "oracle", "--tasks", "all", "--run-name", "s",
+                       "--results-dir", str(results), "--step-pause", "0.1", log_dir=tmp_path)
+    controllers.append(sweep)
+    wait_until(lambda: len(read_records(results / "s")) >= 2, "the sweep's first records")
+    state.record_path("norec").unlink()  # by hand, mid-run
+    assert sweep.wait() == 0, sweep.output()
+    assert "pool norec removed" in sweep.output()
+    assert len(read_records(results / "s")) == ALL_TASKS
+    wait_until(lambda: not _workers_running(home), "the sweep's workers to be stopped")
+    assert not state.pool_dir("norec").exists()
+
+
 def test_a_sweep_killed_while_it_removes_its_pool_is_resumed_and_the_pool_removed(
     home: Path, tmp_path: Path
 ) -> None:

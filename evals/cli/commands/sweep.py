@@ -468,7 +468,9 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
 def _cleanup(pool: str) -> None:
     """Remove the pool (one line below, so the summary stays in view); never raises, so the
     error that ended the sweep keeps its line and exit status (a failure is said instead)."""
-    if not oa_vm.pool_exists(pool):
+    if not oa_vm.pool_exists(pool) and not oa_vm.pool_dir(pool).exists():
         return  # creation failed and already removed what it made
+    # a folder without its record (pool.json removed meanwhile) is removed all the same: its
+    # workers' processes are found by their folders, and were left running
     if oa_vm.remove_temporary_pool(pool, _say):
         _say(f"pool {pool} removed")
