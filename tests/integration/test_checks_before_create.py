@@ -130,6 +130,22 @@ def _sweep(*extra: str, home: Path, results: Path | None = None,
                    "domain:clock", *given, *extra, home=home, env=env)
 
 
+def test_a_resumed_sweep_whose_pool_record_is_unreadable_makes_no_second_pool(
+    oa_home: Path, tmp_path: Path,
+) -> None:
+    # sweep-pool.json cut in half: read as none, the resume made a second pool and left the
+    # first one (which a killed sweep had made) running
+    results = tmp_path / "results"
+    (results / "s").mkdir(parents=True)
+    (results / "s" / "sweep-pool.json").write_text('{"pool": "waa-po', encoding="utf-8")
+    before = _digest(results)
+    done = _sweep("--cloud", "local", "--run-name", "s", "--resume", home=oa_home,
+                  results=results)
+    line = done.assert_one_line_error()
+    assert "sweep-pool.json cannot be read" in line and "oa-vm pool-list" in line, line
+    _nothing_created(oa_home, results, before)
+
+
 @pytest.mark.parametrize("where", ["under-a-file", "under-proc"])
 @pytest.mark.parametrize("command", ["sweep", "run"])
 def test_a_results_folder_that_cannot_be_written_is_refused_before_the_pool(

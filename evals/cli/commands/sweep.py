@@ -449,9 +449,17 @@ def _pool_to_reuse(config: RunConfig, name: str | None, cloud: str) -> str | Non
     Raises:
         InvalidInputError: it is there, but ``--pool`` or ``--cloud`` asks for another pool
             (resuming would leave it billing unnoticed): the line says how to reuse or
-            remove it.
+            remove it; or the record of it cannot be read.
     """
-    recorded = safe_fs.read_json_object(_sweep_pool_path(config)) or {}
+    path = _sweep_pool_path(config)
+    recorded = safe_fs.read_json_object(path)
+    if recorded is None and path.exists():
+        # read as none, the resume made a second pool and left the first one billing
+        raise InvalidInputError(
+            f"{path} cannot be read, so the pool this sweep made before it was interrupted is "
+            "not known: find it with 'oa-vm pool-list' and remove it with 'oa-vm pool-cleanup "
+            f"--pool NAME' (or resume with --pool NAME to reuse it), then delete {path}")
+    recorded = recorded or {}
     pool = recorded.get("pool")
     if not isinstance(pool, str) or not oa_vm.pool_exists(pool):
         return None
