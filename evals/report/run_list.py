@@ -54,16 +54,17 @@ class RunRow:
 
 def run_row(run_dir: Path) -> RunRow:
     """The row of one run folder (one with a ``metadata.json``)."""
-    manifest = read_manifest(run_dir) or {}
-    agent = manifest.get("agent") or {}
+    manifest: dict[str, Any] = {}
     meta: RunMetadata = {}  # what can be read of it
     try:
         meta = read_metadata(run_dir)
+        manifest = read_manifest(run_dir) or {}
         summary = summarize(meta, read_records(run_dir), run=run_dir.name)
     except InvalidRunInputError as exc:
         return RunRow(name=run_dir.name, started_at=str(meta.get("started_at") or ""),
                       status=str(meta.get("status") or ""), agent=str(meta.get("agent") or ""),
                       unreadable=str(exc))
+    agent = manifest.get("agent") or {}
     interval = summary.get("success_rate_ci") or {}
     cloud = meta.get("cloud") or ", ".join(
         sorted({str(p.get("cloud")) for p in manifest.get("pools") or [] if p.get("cloud")}))

@@ -257,14 +257,20 @@ MANIFEST_SCHEMA: Schema = {
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any] | None:
-    """The run's manifest, or ``None`` when it has none (or it is unreadable).
+    """The run's manifest, or ``None`` when it has none (a run from before manifests).
 
     Raises:
-        InvalidRunInputError: it is readable JSON with a field of the wrong type (the message
-            names the file and the field), rather than an ``AttributeError`` later.
+        InvalidRunInputError: it is there but cannot be read (truncated, not a JSON object),
+            or it has a field of the wrong type (the message names the file and the field):
+            read as none, ``compare`` dropped every check of the settings as if the run
+            predated manifests, and a resume checked none of its settings.
     """
     path = run_dir / MANIFEST
     data = read_json_object(path)
+    if data is None and path.exists():
+        raise InvalidRunInputError(f"{path} cannot be read (not a JSON object); restore it "
+                                   "from a copy, or move it away to treat the run as one "
+                                   "from before manifests")
     problem = record_problem(data, MANIFEST_SCHEMA) if data is not None else None
     if problem:
         raise InvalidRunInputError(f"{path}: {problem}; fix or move the file, then try again")

@@ -241,3 +241,26 @@ def test_a_missing_trial_is_counted_and_said_by_view_and_compare(
     assert compared.returncode == 0, compared.stderr
     assert "B (r): 1 trial(s) listed in metadata.json have no execution.json (ghost-task)" in \
         compared.stdout
+
+
+def test_a_truncated_manifest_is_said_so_not_taken_for_a_run_without_one(
+    pooled: Path, done_run: Path, tmp_path: Path
+) -> None:
+    # read as none, compare warned "run B has no manifest.json (started before manifests were
+    # written)" and dropped every check of the settings; runs, view and export said nothing
+    copy = tmp_path / "results" / "r"
+    shutil.copytree(done_run, copy)
+    shutil.copytree(done_run, copy.parent / "whole")
+    manifest = copy / "manifest.json"
+    manifest.write_text(manifest.read_text(encoding="utf-8")[:40], encoding="utf-8")
+    results = str(copy.parent)
+    compared = run_cli("openadapt-evals", "compare", "whole", "r", "--results-dir", results,
+                       home=pooled)
+    assert "manifest.json cannot be read" in compared.assert_one_line_error()
+    listed = run_cli("openadapt-evals", "runs", "--results-dir", results, "--json",
+                     home=pooled)
+    assert listed.returncode == 0, listed.stderr
+    shown = json.loads(listed.stdout)
+    rows = {row["name"]: row for row in shown["runs"]}
+    assert "manifest.json cannot be read" in str(rows["r"]["unreadable"]), rows
+    assert rows["whole"]["unreadable"] is None
