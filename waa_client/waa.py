@@ -37,19 +37,24 @@ class WaaClient(HttpClient):
                             "URL the WAA server?")
         return data
 
-    def accessibility(self, backend: Literal["uia", "win32"] = "uia") -> str:
-        """``GET /accessibility``: the accessibility tree (the ``AT`` value, XML text)."""
+    def accessibility(self, backend: Literal["uia", "win32"] = "uia",
+                      timeout: float | None = None) -> str:
+        """``GET /accessibility``: the accessibility tree (the ``AT`` value, XML text);
+        ``timeout`` for the answer (default: the client's read timeout)."""
         response = self._request(
-            "GET", "/accessibility", idempotent=True, params={"backend": backend}
+            "GET", "/accessibility", idempotent=True, timeout=timeout,
+            params={"backend": backend},
         )
         tree = json_object(response).get("AT")
         if not isinstance(tree, str):
             raise malformed(response, "the answer has no text 'AT' field")
         return tree
 
-    def observe(self) -> dict[str, Any]:
-        """``GET /obs_winagent``: screenshot (base64), window title, rect, clipboard..."""
-        return json_object(self._request("GET", "/obs_winagent", idempotent=True))
+    def observe(self, timeout: float | None = None) -> dict[str, Any]:
+        """``GET /obs_winagent``: screenshot (base64), window title, rect, clipboard...;
+        ``timeout`` for the answer (default: the client's read timeout)."""
+        return json_object(self._request("GET", "/obs_winagent", idempotent=True,
+                                         timeout=timeout))
 
     def execute(
         self, command: str | list[str], shell: bool = False, timeout: float | None = None
@@ -113,10 +118,10 @@ class WaaClient(HttpClient):
         return json_object(self._request("POST", f"/browser/{operation}", idempotent=False,
                                          timeout=timeout, json=payload or {}))
 
-    def close_all(self) -> None:
+    def close_all(self, timeout: float | None = None) -> None:
         """``POST /setup/close_all``: close every window in the guest; never retried."""
-        self._request("POST", "/setup/close_all", idempotent=False)
+        self._request("POST", "/setup/close_all", idempotent=False, timeout=timeout)
 
-    def clear_task_files(self) -> None:
+    def clear_task_files(self, timeout: float | None = None) -> None:
         """``POST /setup/clear_task_files``: remove files left by the last task; never retried."""
-        self._request("POST", "/setup/clear_task_files", idempotent=False)
+        self._request("POST", "/setup/clear_task_files", idempotent=False, timeout=timeout)

@@ -238,8 +238,8 @@ def _stock_reset(waa: WaaClient, clock: _Clock, enabled: bool) -> None:
     clock.check("the reset")
     if enabled:
         try:
-            waa.close_all()
-            waa.clear_task_files()
+            waa.close_all(timeout=clock.bound(waa.read_timeout, "the reset"))
+            waa.clear_task_files(timeout=clock.bound(waa.read_timeout, "the reset"))
         except WaaError as exc:
             raise clock.classify(exc, "resetting the worker") from exc
 
@@ -251,9 +251,9 @@ def _reset_and_setup(
     """Close windows, clear the last task's files, run the task's setup (WAA's stock reset)."""
     clock.check("the reset")
     try:
-        if stock_reset:
-            waa.close_all()
-            waa.clear_task_files()
+        if stock_reset:  # each call cut to the task's time left, as every call of an attempt
+            waa.close_all(timeout=clock.bound(waa.read_timeout, "the reset"))
+            waa.clear_task_files(timeout=clock.bound(waa.read_timeout, "the reset"))
     except WaaError as exc:
         if exc.is_infrastructure or isinstance(exc, ServerError):
             # a 5xx while resetting is the worker failing, not the task: try another worker
@@ -282,7 +282,7 @@ def _observe(
     tree: str | None = None
     problems: list[str] = []
     try:
-        obs = waa.observe()
+        obs = waa.observe(timeout=clock.bound(waa.read_timeout, f"observing step {index}"))
         image = obs.get("image")
         if isinstance(image, str) and image:
             screenshot = b64decode_strict(image)  # pybase64 when installed: 40x faster
@@ -295,7 +295,8 @@ def _observe(
     except (binascii.Error, ValueError) as exc:
         problems.append(f"observation: the screenshot is not valid base64 ({exc})")
     try:
-        tree = waa.accessibility()
+        tree = waa.accessibility(
+            timeout=clock.bound(waa.read_timeout, f"reading the tree at step {index}"))
     except WaaError as exc:
         if exc.is_infrastructure:
             raise clock.classify(exc, f"reading the accessibility tree at step {index}") from exc

@@ -67,3 +67,32 @@ def test_crashed_worker_is_unreachable(tmp_path: Path) -> None:
                 waa.probe()
     assert during.value.is_infrastructure and after.value.is_infrastructure
     assert "refused" in after.value.message.lower()
+
+
+@pytest.mark.parametrize("hang_after", [1, 5])
+def test_a_hung_worker_ends_the_attempt_at_the_tasks_time_not_the_read_timeout(
+    tmp_path: Path, hang_after: int,
+) -> None:
+    # The stock reset's calls and the observation's used the read timeout (here 60 s), retried:
+    # an attempt with 3 s left ran 85 s. Each is cut to the time the attempt has left.
+    import time
+
+    from evals.agents.builtin import ScriptedAgent
+    from evals.results.records import ErrorType
+    from evals.run.agent_loop import run_task
+    from evals.run.settings import RunConfig
+    from oa_vm import local_tasks_dir
+    from waa_client import Catalog, ScoringClient
+
+    catalog = Catalog.from_folder(local_tasks_dir())  # read here: every request counts
+    task_id = catalog.task_ids()[0]
+    task = catalog.load(task_id)
+    with running_worker(tmp_path, faults=[f"hang-after={hang_after}"]) as worker:
+        waa = WaaClient(worker.waa_url, connect_timeout=2.0, read_timeout=60.0)
+        scoring = ScoringClient(worker.scoring_url, connect_timeout=2.0, read_timeout=60.0)
+        with waa, scoring, no_retry_waits():
+            config = RunConfig(pool=None, selection="all", agent="scripted", step_pause_s=0.0)
+            record = run_task(waa, scoring, task, task_id, ScriptedAgent([]), config,
+                              deadline=time.monotonic() + 3.0)
+    assert record.error_type == ErrorType.TIMEOUT, record.error_message
+    assert "no answer within 60s" not in (record.error_message or ""), record.error_message

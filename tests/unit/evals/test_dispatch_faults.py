@@ -77,10 +77,10 @@ class HeldWaaClient(WaaClient):
         super().__init__(url, read_timeout=30, connect_timeout=10)
         self._turn = turn
 
-    def close_all(self) -> None:
+    def close_all(self, timeout: float | None = None) -> None:
         """Waits for ``broken``'s turn (at once after it), then resets as the real one does."""
         self._turn.wait()
-        super().close_all()
+        super().close_all(timeout)
 
 
 @dataclass
@@ -324,11 +324,11 @@ class PathWaaClient(WaaClient):
         super().__init__(url, read_timeout=30, connect_timeout=10)
         self._down = down
 
-    def close_all(self) -> None:
+    def close_all(self, timeout: float | None = None) -> None:
         """Fails while the path is down, else resets as the real one does."""
         if self._down.is_set():
             raise WorkerUnreachableError("connection reset through the tunnel")
-        super().close_all()
+        super().close_all(timeout)
 
 
 class GatedWaaClient(WaaClient):
@@ -338,10 +338,10 @@ class GatedWaaClient(WaaClient):
         super().__init__(url, read_timeout=30, connect_timeout=10)
         self._gate = gate
 
-    def close_all(self) -> None:
+    def close_all(self, timeout: float | None = None) -> None:
         """Waits for the gate, then resets as the real one does."""
         self._gate.wait(GATE_DEADLINE_S)
-        super().close_all()
+        super().close_all(timeout)
 
 
 LOST = "user@127.0.0.1:22"

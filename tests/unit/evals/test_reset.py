@@ -160,10 +160,10 @@ class _Guest:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def close_all(self) -> None:
+    def close_all(self, timeout: float | None = None) -> None:
         self.calls.append("close_all")
 
-    def clear_task_files(self) -> None:
+    def clear_task_files(self, timeout: float | None = None) -> None:
         self.calls.append("clear_task_files")
 
     def setup(self, steps: list[dict[str, Any]], timeout: float | None = None) -> None:
