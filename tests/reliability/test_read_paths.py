@@ -264,7 +264,7 @@ def test_id_files_are_read_alike_by_every_reader(tmp_path: Path) -> None:
 
 def test_every_script_and_every_case_is_tried() -> None:
     assert {script for script, _, _ in OPTIONS.values()} == {_EVALS, _OA_VM, _FLOW, "python"}
-    assert {case for _, case in CASES.values()} == {MISSING, FILE, FOLDER}
+    assert {case for _, case in CASES.values()} == {MISSING, FILE, FOLDER, LOOP}
 
 
 def test_an_empty_results_folder_is_an_answer(world: World, cwd: Path, tmp_path: Path) -> None:
