@@ -416,8 +416,10 @@ class WAALiveConfig:
         a11y_backend, screen_width, screen_height, max_steps, waa_examples_path: The reference
             tool's settings, accepted and kept (the worker reports its own screen size; the
             task catalog is the scoring server's).
-        action_delay: The reference's name for ``step_pause_s`` (wins when given).
-        timeout: The reference's name for ``read_timeout`` (wins when given).
+        action_delay: The reference's name for ``step_pause_s`` (wins when given; reads back
+            the pause in force).
+        timeout: The reference's name for ``read_timeout`` (wins when given; reads back the
+            timeout in force).
         evaluate_timeout, evaluate_retries, evaluate_retry_base_delay, lightweight,
         clean_desktop, force_tray_icons, reapply_clean_desktop_each_reset, waa_image_version,
         strict_setup_readiness, setup_readiness_retries, focus_check_method: The reference
@@ -451,10 +453,14 @@ class WAALiveConfig:
     focus_check_method: str = "win32"
 
     def __post_init__(self) -> None:
-        if self.action_delay is not None:
-            self.step_pause_s = self.action_delay
-        if self.timeout is not None:
-            self.read_timeout = self.timeout
+        # The reference's code reads config.action_delay and config.timeout: both names carry
+        # the value in force, whichever name set it.
+        if self.action_delay is None:
+            self.action_delay = self.step_pause_s
+        self.step_pause_s = self.action_delay
+        if self.timeout is None:
+            self.timeout = self.read_timeout
+        self.read_timeout = self.timeout
         if self.evaluate_url is None:  # the reference's fallback: the same host, port 5050
             parts = urlsplit(self.server_url)
             host = f"[{parts.hostname}]" if ":" in (parts.hostname or "") else parts.hostname

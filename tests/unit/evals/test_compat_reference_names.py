@@ -324,6 +324,20 @@ def test_live_config_takes_every_reference_field_and_scores_on_the_servers_host(
     assert WAALiveConfig(evaluate_url="http://e:1").evaluate_url == "http://e:1"
 
 
+def test_live_config_reads_back_the_pause_and_timeout_in_force_by_either_name() -> None:
+    """The reference's loop reads config.action_delay and config.timeout (were None)."""
+    from evals.adapters.waa.live import WAALiveConfig
+
+    default = WAALiveConfig()
+    assert (default.action_delay, default.timeout) == (default.step_pause_s, default.read_timeout)
+    assert default.action_delay is not None and default.timeout is not None
+    named = WAALiveConfig(action_delay=0.5, timeout=90.0)
+    assert (named.step_pause_s, named.read_timeout) == (0.5, 90.0)
+    assert (named.action_delay, named.timeout) == (0.5, 90.0)
+    ours = WAALiveConfig(step_pause_s=1.0, read_timeout=7.0)
+    assert (ours.action_delay, ours.timeout) == (1.0, 7.0)
+
+
 def test_api_agent_takes_the_references_arguments_in_its_order(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
