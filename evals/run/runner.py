@@ -14,6 +14,7 @@ import contextlib
 import contextvars
 import fcntl
 import functools
+import itertools
 import os
 import re
 import socket
@@ -265,11 +266,22 @@ def run_lock(folder: RunFolder) -> Iterator[None]:
 # --- the public entry point ---------------------------------------------------------------------
 
 
-def default_run_name(agent: str) -> str:
-    """``<agent>-<UTC time>``, safe as a folder name."""
+def default_run_name(agent: str, results: Path | None = None) -> str:
+    """``<agent>-<UTC time>``, safe as a folder name; with ``results`` (the results folder),
+    the first of it, ``<name>-2``, ``<name>-3``... that names nothing there (:func:`free_name`)."""
     stamp = now_iso().replace(":", "").replace("+0000", "Z").split(".")[0]
     agent_part = re.sub(r"[^A-Za-z0-9]+", "-", agent).strip("-") or "agent"
-    return f"{agent_part}-{stamp}"
+    name = f"{agent_part}-{stamp}"
+    return name if results is None else free_name(results, name)
+
+
+def free_name(results: Path, name: str) -> str:
+    """``name``, or ``name-2``, ``name-3``... the first that names nothing in ``results``: two
+    runs of one agent started in the same second each get a folder of their own (the second was
+    refused as "exists", as if it were a resume without ``--resume``)."""
+    taken = (candidate for n in itertools.count(1)
+             if not os.path.lexists(results / (candidate := name if n == 1 else f"{name}-{n}")))
+    return next(taken)
 
 
 def _check_resume(folder: RunFolder, config: RunConfig) -> RunMetadata:
@@ -400,7 +412,7 @@ def run_evaluation(
     from evals.run.pools import connect_pools, hold_pools, load_ready, workers_changed
 
     path_patience_s = patience_s()
-    run_name = config.run_name or default_run_name(config.agent)
+    run_name = config.run_name or default_run_name(config.agent, results_root(config.results_dir))
     folder, unstarted, previous = check_run_folder(config, run_name)
     if config.resume:
         # one killed before its metadata starts afresh (nothing ran: no errors to run again)
@@ -812,12 +824,18 @@ def _run_in_folder(
     workers = [w for p in pools for w in p.workers]
     first = pools[0].record  # a multi-pool run's pool keys are set from summary_fields below
     pool, cloud, price_per_hour = first.name, first.cloud, pools[0].price_per_hour
-    unstarted = not config.resume and unstarted_folder(folder)
-    if not config.resume and not unstarted:
+    # a name of our choosing is never another run's folder, not even one killed at its start
+    unstarted = not config.resume and config.run_name is not None and unstarted_folder(folder)
+    while not config.resume and not unstarted:
         try:
             folder.create()  # 0700 whatever the umask; refuses a symlinked or foreign folder
+            break
         except FileExistsError:
-            raise RunExistsError(str(folder.path)) from None
+            if config.run_name is not None:
+                raise RunExistsError(str(folder.path)) from None
+            # our default name, taken since it was chosen (a run started in the same second)
+            folder = RunFolder(folder.path.parent / default_run_name(config.agent,
+                                                                     folder.path.parent))
     # a resumed run's lock is taken before its pool leases (run_evaluation)
     with contextlib.nullcontext() if locked else run_lock(folder), _resumable(folder):
         if unstarted:

@@ -345,7 +345,8 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
     args = tuple(params.get("agent_arg") or ())
     agent_url = params.get("agent_url") or os.environ.get(AGENT_URL_ENV) or None
     run_name = params.get("run_name")
-    folder = results_root(params.get("results_dir")) / (run_name or "")
+    results = results_root(params.get("results_dir"))
+    folder = results / (run_name or "")
     if params.get("resume") and run_name is None:
         raise InvalidRunInputError(RESUME_NEEDS_NAME)  # said first: it decides the rest
     plain = run_name not in (None, "", ".", "..") and Path(str(run_name)).name == run_name
@@ -391,7 +392,7 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
                 f"{values['agent']}; leave it out")
     if values.get("run_name") is None and not values.get("resume"):
         # "" stays "" (and is refused), never silently replaced by a default
-        values["run_name"] = default_run_name(values["agent"])
+        values["run_name"] = default_run_name(values["agent"], results)
     options = AgentOptions(bundles=params.get("bundles"), agent_url=agent_url, args=args)
     return RunConfig(**values, agent_options=options)
 
