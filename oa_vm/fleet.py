@@ -419,23 +419,24 @@ def repair_pool(
     """
     from oa_vm.model.lease import PoolRemovingError, fleet_lock, removing, save_fenced
 
-    pool = _load(name).name  # a name with no record is refused as every command refuses it
+    found = _load(name)  # a name with no record is refused as every command refuses it
+    pool = found.name
+    if workers:  # refused before the lock: bad input leaves nothing behind (a repair keeps names)
+        if twice := twice_problem("--worker", workers, "worker"):  # as --pool in a run
+            raise InvalidInputError(twice)
+        known = {w.name for w in found.workers}
+        unknown = [w for w in workers if w not in known]
+        if unknown:
+            raise InvalidInputError(
+                f"pool {pool!r} has no worker {listing(unknown)} "
+                f"(workers: {listing(sorted(known))})"
+            )
     with fleet_lock(pool):
         if removing(pool):
             raise PoolRemovingError(pool)
         record = _load(pool)
         loaded = record.expires_at
         state.refuse_paused(record)  # pool-resume starts every worker
-        if workers:
-            if twice := twice_problem("--worker", workers, "worker"):  # as --pool in a run
-                raise InvalidInputError(twice)
-            known = {w.name for w in record.workers}
-            unknown = [w for w in workers if w not in known]
-            if unknown:
-                raise InvalidInputError(
-                    f"pool {record.name!r} has no worker {listing(unknown)} "
-                    f"(workers: {listing(sorted(known))})"
-                )
         if fence is not None:
             fence()
         ops = ops or fleet_ops(record.cloud, Capability.REPAIR)

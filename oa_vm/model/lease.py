@@ -40,6 +40,7 @@ and ``OA_VM_LEASE_STALE_S`` the staleness limit.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -431,18 +432,19 @@ def fleet_lock(pool: str) -> Iterator[None]:
         PoolRemovingError: the pool's folder is gone (removed).
         PoolNotFoundError: there never was such a pool (no folder, no tombstone).
     """
-    try:
-        handle = open(state.pool_dir(pool) / "fleet.lock", "a", encoding="utf-8")  # noqa: SIM115
-    except FileNotFoundError:
+    try:  # 0600 as every file of the pool, never through a symlink planted as the lock
+        fd = safe_fs.open_private(state.pool_dir(pool) / "fleet.lock")
+    except safe_fs.WriteFailedError as exc:
+        if exc.errno != errno.ENOENT:
+            raise
         if not state.tombstone(pool).exists():
             raise PoolNotFoundError(pool, known=state.list_names()) from None
         raise PoolRemovingError(pool) from None
-    with handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield  # the lock goes with the descriptor
+    finally:
+        os.close(fd)
 
 
 def save_fenced(record: PoolRecord, fence: Callable[[], None] | None = None) -> None:

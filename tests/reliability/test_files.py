@@ -61,6 +61,11 @@ def test_under_umask_000_home_pools_runs_and_keys_are_private(tmp_path: Path) ->
                      "--tasks", TASK, "--run-name", "r", "--results-dir", str(results),
                      home=home)
         assert ran.returncode == 0, ran.stderr
+        # the commands that take the pool's fleet lock (it was made 0666 under umask 000)
+        for command in (("pool-extend", "--by", "1h"), ("pool-repair",)):
+            done = masked("oa-vm", command[0], "--name", "masked", *command[1:], home=home)
+            assert done.returncode == 0, done.stderr
+        assert (home / "pools" / "masked" / "fleet.lock").is_file()
         # the pool's key, made as a cloud pool makes it, in a process of its own
         key = subprocess.run(  # fixed argv, no shell
             [sys.executable, "-c",
@@ -77,6 +82,15 @@ def test_under_umask_000_home_pools_runs_and_keys_are_private(tmp_path: Path) ->
     finally:
         cleaned = run_cli("oa-vm", "pool-cleanup", "--name", "masked", "--force", "-y", home=home)
         assert cleaned.returncode == 0, cleaned.stderr
+
+
+def test_a_refused_repair_makes_no_file(home: Path, pool: str) -> None:
+    folder = home / "pools" / pool
+    before = sorted(p.name for p in folder.iterdir())
+    for worker in (("--worker", "nope"), ("--worker", "worker-0", "--worker", "worker-0")):
+        refused = run_cli("oa-vm", "pool-repair", "--name", pool, *worker, home=home)
+        assert "--worker" in refused.assert_one_line_error() or "nope" in refused.stderr
+    assert sorted(p.name for p in folder.iterdir()) == before
 
 
 def _save(home: Path, name: str) -> Path:
