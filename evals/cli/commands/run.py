@@ -323,7 +323,7 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
     once: each parameter of ``ctx`` named as a field sets it, ``fixed`` the fields the command
     decides itself; a resumed run's recorded settings fill those whose options were not given
     (:mod:`evals.run.settings`: a resumed run is the same run), and a new run is named
-    ``<agent>-<UTC time>``.
+    ``<agent>-<UTC time>`` (then ``-2``, ``-3``... if taken).
 
     Raises:
         InvalidRunInputError: a value no run can use, no ``--tasks`` or ``--agent`` (and no run
