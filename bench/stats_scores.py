@@ -1,9 +1,13 @@
-"""Coverage where tasks have unequal trials and where values are scores, not 0/1 outcomes.
+"""Coverage at the lowest rates, where tasks have unequal trials, and where values are scores.
 
-Three checks by simulation of :mod:`evals.results.stats`, each called as the summary and
-``compare`` call it (``evals/run/metrics.py``, ``evals/report/compare.py``), with tasks of
-differing difficulty (each task's mean drawn from a Beta of mean ``p`` and ``a + b`` as given:
-the smaller, the more tasks differ), new tasks every replication:
+First, summed exactly (no simulation): the lowest coverage of the success-rate interval with
+one trial per task, over every true rate and over rates from 2% to 98%, of the plain Wilson
+interval (:func:`~evals.results.stats.wilson_interval`, before) and of the interval a run
+reports (:func:`~evals.results.stats.success_rate_interval`, with Brown, Cai and DasGupta's
+Poisson ends). Then three checks by simulation of :mod:`evals.results.stats`, each called as the
+summary and ``compare`` call it (``evals/run/metrics.py``, ``evals/report/compare.py``), with
+tasks of differing difficulty (each task's mean drawn from a Beta of mean ``p`` and ``a + b`` as
+given: the smaller, the more tasks differ), new tasks every replication:
 
 - **rates, unequal trials**: :func:`~evals.results.stats.success_rate_interval` when half the
   tasks kept one counted trial and half ten (or five);
@@ -26,6 +30,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from scipy import stats as sps
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -42,6 +47,43 @@ def _trials(tasks: int, shape: str) -> list[int]:
         few, many = (int(x) for x in shape.split("or"))
         return [few] * (tasks // 2) + [many] * (tasks - tasks // 2)
     return [int(shape)] * tasks
+
+
+def _lowest(lows: np.ndarray, highs: np.ndarray, start: float, end: float) -> tuple[float, float]:
+    """The lowest coverage for true rates in ``[start, end]`` and where it is (the limit).
+
+    Coverage is a sum of binomial terms over the counts whose interval holds the rate; on a
+    stretch where that set does not change it is a probability of a range of counts, which
+    has no dip inside, so its lowest values are at the stretch's ends: just outside an
+    interval's end (or at ``start`` and ``end``), each taken 1e-9 away.
+    """
+    n = len(lows) - 1
+    counts = np.arange(n + 1)
+    ends = np.concatenate([lows - 1e-9, highs + 1e-9, [start, end]])
+    worst, where = 1.0, start
+    for p in ends[(ends >= start) & (ends <= end)].tolist():
+        cover = float(sps.binom.pmf(counts, n, p)[(lows <= p) & (p <= highs)].sum())
+        if cover < worst - 1e-12:  # a tie (the two ends are mirror images): the lower rate
+            worst, where = cover, p
+    return worst, where
+
+
+def low_rates() -> None:
+    """The lowest coverage with one trial per task, every task at the true rate (exact)."""
+    for tasks in (10, 24, 50, 100, 154):
+        plain = np.array([stats.wilson_interval(k, tasks) for k in range(tasks + 1)])
+        ours = []
+        for k in range(tasks + 1):
+            ci = stats.success_rate_interval([1] * k + [0] * (tasks - k), [1] * tasks)
+            assert ci is not None
+            ours.append((ci.low, ci.high))
+        found = []
+        for name, ends in (("Wilson", plain), ("reported", np.array(ours))):
+            (low, at), (mid, mid_at) = (_lowest(ends[:, 0], ends[:, 1], a, b)
+                                        for a, b in ((1e-9, 1 - 1e-9), (0.02, 0.98)))
+            found.append(f"{name} {low:.2%} (rate {at:.3%}), {mid:.2%} (rate {mid_at:.2%})")
+        print(f"lowest  {tasks:>3} tasks, 1 trial, over all rates (over 2-98%): "
+              + "; ".join(found), flush=True)
 
 
 def rates(rng: np.random.Generator, reps: int) -> None:
@@ -109,12 +151,13 @@ def paired(rng: np.random.Generator, reps: int) -> None:
 
 
 def main() -> None:
-    """Run the three checks."""
+    """Run the exact figures, then the three checks."""
     cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     cli.add_argument("--replications", type=int, default=2000)
     cli.add_argument("--seed", type=int, default=11)
     args = cli.parse_args()
     started = time.monotonic()
+    low_rates()
     for check in (rates, scores, paired):
         check(np.random.default_rng(args.seed), args.replications)
     print(f"({args.replications} replications a line, seed {args.seed}, "

@@ -148,8 +148,8 @@ def test_format_summary_reference_lines_then_tables_then_cost(tmp_path: Path) ->
     error_header = next(i for i, line in enumerate(lines) if line.startswith("error type"))
     cost_line = next(i for i, line in enumerate(lines) if line.startswith("Cost:"))
     assert domain_header < error_header < cost_line
-    assert lines[domain_header + 1].split() == ["calc", "3", "1", "0", "2", "50.0%", "[9.5%,",
-                                                "90.5%]", "0.250"]
+    assert lines[domain_header + 1].split() == ["calc", "3", "1", "0", "2", "50.0%", "[2.6%,",
+                                                "97.4%]", "0.250"]
     assert "timeout" in lines[error_header + 3]
     assert lines[cost_line] == "Cost: $0.5300 total"
     assert "Quarantined workers: w2" in text
@@ -293,20 +293,21 @@ def test_summary_carries_the_statistics(tmp_path: Path) -> None:
     summary = compute_summary(_mixed_run(tmp_path))
 
     assert summary["trials"] == 1
-    # 2 successes of 4 counted (the timeout a failure): Wilson 2/4 = [0.1500, 0.8500];
-    # outcomes only, Wilson 2/3 = [0.2077, 0.9385].
+    # 2 successes of 4 counted (the timeout a failure): Wilson with Poisson ends (1 or 2
+    # successes or failures, Brown, Cai and DasGupta) 2/4 = [0.355 / 4, 1 - 0.355 / 4] =
+    # [0.0888, 0.9112]; outcomes only, 2/3 = [0.355 / 3, 1 - 0.0513 / 3] = [0.1185, 0.9829].
     rate = summary["success_rate_ci"]
-    assert (round(rate["low"], 4), round(rate["high"], 4)) == (0.15, 0.85)
+    assert (round(rate["low"], 4), round(rate["high"], 4)) == (0.0888, 0.9112)
     assert rate["method"] == "wilson" and rate["estimate"] == pytest.approx(2 / 4)
     only = summary["success_rate_ci_outcomes_only"]
-    assert (round(only["low"], 4), round(only["high"], 4)) == (0.2077, 0.9385)
+    assert (round(only["low"], 4), round(only["high"], 4)) == (0.1185, 0.9829)
     score = summary["mean_score_ci"]
     assert score["low"] <= summary["avg_score"] <= score["high"]
     assert summary["pass_at_k"]["value"] == pytest.approx(2 / 4)
     assert summary["pass_at_k"]["tasks"] == 4  # the tasks with a counted trial
     assert summary["flaky_tasks"] == []
     text = format_summary(summary)
-    assert "95% CI of the success rate: [15.0%, 85.0%] (wilson)" in text
+    assert "95% CI of the success rate: [8.9%, 91.1%] (wilson)" in text
     assert "Trials per task: 1; pass@1 50.0%, pass^1 50.0% (over 4 task(s)" in text
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from scipy.stats import binom as scipy_binom
 from scipy.stats import binomtest
+from scipy.stats import chi2 as scipy_chi2
+from scipy.stats import gamma as scipy_gamma
 from scipy.stats import t as scipy_t
 
 from evals.results import stats
@@ -46,11 +49,12 @@ def test_trials_that_always_agree_count_as_one_trial_per_task_not_five() -> None
     # 5 tasks x 5 trials, each task all-or-nothing: 3 solved. Cluster variance of the pooled
     # rate = sum((p_i - 0.6)^2) / (m (m - 1)) = (3*0.16 + 2*0.36) / 20 = 0.06; SRS variance =
     # 0.6*0.4/25 = 0.0096; design effect 6.25, kept at most 5 (a task never counts as less
-    # than one trial): effective n 5; the variance came from 5 tasks, so t with 4 df.
+    # than one trial): effective n 5, at the upper end, so nothing estimated and no t; 2
+    # failures of 5, so the upper end is the Poisson one.
     assert stats.design_effect([5, 5, 5, 0, 0], [5] * 5) == pytest.approx(5.0)
     ci = stats.success_rate_interval([5, 5, 5, 0, 0], [5] * 5)
     assert ci is not None
-    assert (ci.low, ci.high) == pytest.approx(stats.wilson_interval(3.0, 5.0))
+    assert (ci.low, ci.high) == pytest.approx(stats.modified_wilson_interval(3.0, 5.0))
     naive = stats.wilson_interval(15, 25)
     assert ci.high - ci.low > 1.5 * (naive[1] - naive[0])
 
@@ -141,3 +145,78 @@ def test_paired_difference_test_and_interval_agree() -> None:
         second = 0.4
         var = max(second - 2 * end * 0.2 + end * end, abs(end) - end * end)
         assert abs((0.2 - end) / math.sqrt(var / 100)) == pytest.approx(crit, rel=1e-6)
+
+
+# --- Brown, Cai and DasGupta's modified Wilson interval (2001, section 4.1.1) ----------------
+
+
+@pytest.mark.parametrize(("x", "n", "lam"), [(1, 24, 0.051), (2, 24, 0.355), (1, 50, 0.051),
+                                             (2, 7, 0.355), (3, 60, 0.818), (1, 100, 0.051)])
+def test_the_lower_end_at_few_successes_is_their_poisson_bound(x: int, n: int, lam: float) -> None:
+    # their table at 95%: lambda = 0.051, 0.355, 0.818 for x = 1, 2, 3 (three decimals)
+    low, high = stats.modified_wilson_interval(x, n)
+    assert low == pytest.approx(lam / n, abs=0.0005 / n)
+    assert low == pytest.approx(scipy_chi2.ppf(0.05, 2 * x) / 2 / n, rel=1e-9)
+    assert high == stats.wilson_interval(x, n)[1]
+    # and the upper end, symmetrically, at as few failures
+    mirror = stats.modified_wilson_interval(n - x, n)
+    assert mirror == pytest.approx((1 - high, 1 - low), abs=1e-12)
+
+
+def test_the_poisson_bound_follows_the_intervals_level() -> None:
+    low, _ = stats.modified_wilson_interval(2, 24, 0.90)
+    assert low == pytest.approx(scipy_chi2.ppf(0.10, 4) / 2 / 24, rel=1e-9)
+
+
+@pytest.mark.parametrize(("x", "n"), [(0, 24), (3, 24), (12, 24), (21, 24), (24, 24), (4, 60),
+                                      (1, 101), (2, 154), (152, 154), (5, 5)])
+def test_wilson_is_unchanged_where_their_rule_does_not_reach(x: int, n: int) -> None:
+    assert stats.modified_wilson_interval(x, n) == stats.wilson_interval(x, n)
+
+
+def test_a_run_of_one_success_in_24_tasks_reports_the_poisson_lower_end() -> None:
+    # plain Wilson gave 1/24 -> [0.74%, 20.2%], leaving out rates just below 0.74% that give
+    # one success in 24 tasks 14% of the time
+    ci = stats.success_rate_interval([1] + [0] * 23, [1] * 24)
+    assert ci is not None and ci.low == pytest.approx(0.0513 / 24, abs=1e-6)
+    assert ci.high == pytest.approx(stats.wilson_interval(1, 24)[1])
+    two = stats.success_rate_interval([1, 1] + [0] * 22, [1] * 24)
+    assert two is not None and two.low == pytest.approx(0.35536 / 24, abs=1e-6)
+
+
+def test_effective_counts_between_whole_numbers_get_a_bound_between_theirs() -> None:
+    # 24 tasks x 5 trials, one task 2/5 and the rest never: each task counts once, effective
+    # 0.4 successes of 24; the lower end is the Gamma quantile at shape 0.4 (below Wilson's)
+    ci = stats.success_rate_interval([2] + [0] * 23, [5] * 24)
+    assert ci is not None
+    assert ci.low == pytest.approx(scipy_gamma.ppf(0.05, 0.4) / 24, rel=1e-9)
+    assert ci.low < stats.wilson_interval(0.4, 24)[0]
+    # the lower end never falls as the effective successes rise, through the rule's edge
+    lows = [stats.modified_wilson_interval(k / 100, 37.5)[0] for k in range(1, 1001)]
+    assert all(b >= a for a, b in zip(lows, lows[1:], strict=False))
+    # with a wide t quantile, Wilson's end can be the wider one: it is kept
+    wide = stats.modified_wilson_interval(1, 10, quantile=12.7)
+    assert wide == stats.wilson_interval(1, 10, quantile=12.7)
+
+
+def _lowest_coverage(tasks: int, start: float, end: float) -> float:
+    """The lowest exact coverage of the reported interval (one trial per task) for true rates
+    in [start, end]: just outside each interval's ends, where the coverage drops."""
+    counts = range(tasks + 1)
+    ends = []
+    for k in counts:
+        ci = stats.success_rate_interval([1] * k + [0] * (tasks - k), [1] * tasks)
+        assert ci is not None
+        ends.append((ci.low, ci.high))
+    rates = [p for lo, hi in ends for p in (lo - 1e-9, hi + 1e-9) if start <= p <= end]
+    return min(float(scipy_binom.pmf([k for k in counts if ends[k][0] <= p <= ends[k][1]],
+                                     tasks, p).sum()) for p in [*rates, start, end])
+
+
+def test_the_coverage_dips_near_0_and_1_are_closed() -> None:
+    # summed over every outcome (no simulation): plain Wilson fell to 83.7% at 24 tasks (a rate
+    # just below 0.74%) and to 89.4% between 2% and 98%; with the Poisson ends, 91.6% both
+    assert _lowest_coverage(24, 1e-9, 1 - 1e-9) == pytest.approx(0.9158, abs=5e-5)
+    assert _lowest_coverage(24, 0.02, 0.98) == pytest.approx(0.9158, abs=5e-5)
+    assert _lowest_coverage(10, 1e-9, 1 - 1e-9) > 0.915
+    assert _lowest_coverage(60, 1e-9, 1 - 1e-9) > 0.915

@@ -167,7 +167,7 @@ def test_domains_carry_intervals_in_the_summary_and_on_the_page(tmp_path: Path) 
     path = run.finish()
     summary = compute_summary(path)
     notepad = summary["by_domain_ci"]["notepad"]
-    low, high = stats.wilson_interval(2, 6)
+    low, high = stats.modified_wilson_interval(2, 6)
     assert (notepad["low"], notepad["high"]) == (round(low, 6), round(high, 6))
     assert summary["by_domain_ci"]["clock"]["high"] > 0.5  # 0 of 1: wide, not [0, 0]
     interval = f"[{100 * low:.1f}%, {100 * high:.1f}%]"

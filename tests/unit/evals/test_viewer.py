@@ -197,8 +197,8 @@ def test_statistics_section_shows_the_intervals(tmp_path: Path) -> None:
     text = " ".join(_audit(render_run(_run(tmp_path))).text)
 
     assert "Statistics" in text
-    # 1 success of 2 outcomes: Wilson [9.5%, 90.5%]
-    assert "[9.5%, 90.5%]" in text
+    # 1 success of 2 outcomes: Wilson with Poisson ends [0.0513 / 2, 1 - 0.0513 / 2]
+    assert "[2.6%, 97.4%]" in text
     assert "pass@1" in text and "pass^1" in text
 
 
