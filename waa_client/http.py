@@ -130,13 +130,14 @@ class HttpClient:
     def _url(self, path: str) -> str:
         return f"{self.base_url}/{path.lstrip('/')}"
 
-    def _call(self, fn: Callable[[], T], *, idempotent: bool) -> T:
+    def _call(self, fn: Callable[[], T], *, idempotent: bool,
+              deadline: float | None = None) -> T:
         """Run ``fn`` once, or under the retry policy (:mod:`waa_client.retry`) when the call
-        is idempotent."""
+        is idempotent (no retry past ``deadline``)."""
         if not idempotent or self.retries == 0:
             return fn()
         return retry.call(fn, attempts=self.retries + 1, retryable=_is_retryable,
-                          backoff_max=self.backoff_max)
+                          backoff_max=self.backoff_max, deadline=deadline)
 
     def _request(
         self,
@@ -145,12 +146,15 @@ class HttpClient:
         *,
         idempotent: bool,
         timeout: float | None = None,
+        deadline: float | None = None,
         accept: tuple[int, ...] = (),
         **kwargs: Any,
     ) -> requests.Response:
         """Send one request (retried when ``idempotent``) and return a 2xx response.
 
-        Statuses in ``accept`` are returned too, for the caller to interpret.
+        Statuses in ``accept`` are returned too, for the caller to interpret. With a
+        ``deadline`` (``time.monotonic()``) the whole call, retries and waits included, ends by
+        it: each try's timeouts are cut to the time left (:func:`waa_client.retry.call`).
 
         Raises:
             WorkerUnreachableError: Refused, reset, unresolvable (``WorkerTimeoutError`` when
@@ -163,12 +167,17 @@ class HttpClient:
         read = self.read_timeout if timeout is None else timeout
 
         def once() -> requests.Response:
-            response = self._send(method, url, (self.connect_timeout, read), **kwargs)
+            timeouts = (retry.try_timeout(self.connect_timeout, deadline),
+                        retry.try_timeout(read, deadline))
+            if min(timeouts) <= 0:
+                raise WorkerTimeoutError(f"{method} {url}: not sent, the caller's deadline has "
+                                         "passed", url=url)
+            response = self._send(method, url, timeouts, **kwargs)
             if response.status_code not in accept:
                 raise_for_status(response)
             return response
 
-        return self._call(once, idempotent=idempotent)
+        return self._call(once, idempotent=idempotent, deadline=deadline)
 
     def _send(
         self, method: str, url: str, timeout: tuple[float, float], **kwargs: Any

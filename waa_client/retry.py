@@ -13,6 +13,12 @@ A loop that serves many keys and must not block on one (the tunnel pool's health
 pass over every worker) keeps a :class:`Backoff` instead: the same waits, asked for per key.
 Both take their waits from tenacity's ``wait_exponential``; no module computes one itself.
 
+A call given a ``deadline`` (``time.monotonic()`` by which it must end: an attempt's, whose
+worker may hang) ends by it: no retry starts whose wait would reach it (tenacity's
+``stop_before_delay``; the last error is raised), and each try cuts its own timeout to the time
+left with :func:`try_timeout`. Without it a hung server held a retried read for every try's
+whole timeout, three times the time the attempt had left.
+
 Tests make every real wait zero with :func:`no_retry_waits` (the number of attempts is
 unchanged); a caller that passes its own ``sleep`` (a fake clock) still sees the planned waits.
 """
@@ -118,6 +124,12 @@ class Backoff(Generic[K]):
         return self._failures.get(key, 0)
 
 
+def try_timeout(timeout: float, deadline: float | None) -> float:
+    """A try's timeout: ``timeout`` cut to the time left before ``deadline`` (None: no cut);
+    0 or less when the deadline has passed (the caller sends nothing)."""
+    return timeout if deadline is None else min(timeout, deadline - time.monotonic())
+
+
 def call(
     fn: Callable[[], T],
     *,
@@ -128,6 +140,7 @@ def call(
     wait_for: Callable[[BaseException, float], float] | None = None,
     sleep: Callable[[float], None] | None = None,
     on_retry: Callable[[int, BaseException], None] | None = None,
+    deadline: float | None = None,
 ) -> T:
     """``fn()``, tried up to ``attempts`` times while it raises an error ``retryable`` accepts.
 
@@ -141,6 +154,9 @@ def call(
         sleep: The sleep function (a test's fake clock); ``time.sleep`` by default, looked up
             at each wait.
         on_retry: Called with the failed attempt's number and its error before each wait.
+        deadline: ``time.monotonic()`` by which the whole call ends: a retry whose wait would
+            reach it is not made (the last error is raised); ``fn`` cuts each try's own
+            timeout with :func:`try_timeout`.
 
     Raises:
         BaseException: the last error, once the attempts are spent or the error is final.
@@ -175,8 +191,11 @@ def call(
         if on_retry is not None and error is not None:
             on_retry(state.attempt_number, error)
 
+    stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(attempts)
+    if deadline is not None:  # tenacity counts from here, where the retries start
+        stop = stop | tenacity.stop_before_delay(deadline - time.monotonic())
     retrying = tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(attempts),
+        stop=stop,
         wait=wait,
         retry=tenacity.retry_if_exception(retryable),
         sleep=sleep or _sleep,

@@ -20,9 +20,10 @@ class WaaClient(HttpClient):
     local URL).
     """
 
-    def probe(self) -> dict[str, Any]:
-        """``GET /probe``: the server's status object."""
-        return json_object(self._request("GET", "/probe", idempotent=True))
+    def probe(self, deadline: float | None = None) -> dict[str, Any]:
+        """``GET /probe``: the server's status object (by ``deadline``, retries included, when
+        given: a ``time.monotonic()`` value)."""
+        return json_object(self._request("GET", "/probe", idempotent=True, deadline=deadline))
 
     def screenshot(self) -> bytes:
         """``GET /screenshot``: the screen as PNG bytes.
@@ -38,11 +39,12 @@ class WaaClient(HttpClient):
         return data
 
     def accessibility(self, backend: Literal["uia", "win32"] = "uia",
-                      timeout: float | None = None) -> str:
+                      timeout: float | None = None, deadline: float | None = None) -> str:
         """``GET /accessibility``: the accessibility tree (the ``AT`` value, XML text);
-        ``timeout`` for the answer (default: the client's read timeout)."""
+        ``timeout`` for each try's answer (default: the client's read timeout), ``deadline``
+        (``time.monotonic()``) for the whole call, retries included."""
         response = self._request(
-            "GET", "/accessibility", idempotent=True, timeout=timeout,
+            "GET", "/accessibility", idempotent=True, timeout=timeout, deadline=deadline,
             params={"backend": backend},
         )
         tree = json_object(response).get("AT")
@@ -50,11 +52,12 @@ class WaaClient(HttpClient):
             raise malformed(response, "the answer has no text 'AT' field")
         return tree
 
-    def observe(self, timeout: float | None = None) -> dict[str, Any]:
+    def observe(self, timeout: float | None = None,
+                deadline: float | None = None) -> dict[str, Any]:
         """``GET /obs_winagent``: screenshot (base64), window title, rect, clipboard...;
-        ``timeout`` for the answer (default: the client's read timeout)."""
+        ``timeout`` and ``deadline`` as :meth:`accessibility`'s."""
         return json_object(self._request("GET", "/obs_winagent", idempotent=True,
-                                         timeout=timeout))
+                                         timeout=timeout, deadline=deadline))
 
     def execute(
         self, command: str | list[str], shell: bool = False, timeout: float | None = None

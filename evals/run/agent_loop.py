@@ -7,8 +7,9 @@ raises for what happens inside the task: an unreachable worker becomes ``error/i
 ``error/timeout``. Only a scored task is an outcome (``success``/``failure``), and its score is
 the checker's, whatever the agent said.
 
-The deadline is enforced between calls and by bounding each call's own timeout with the time
-left, so a hung worker costs at most the task's budget (plus the client's connect timeout).
+The deadline is enforced between calls and by bounding each call's own timeouts with the time
+left, and a retried read's retries and waits with the deadline itself (``waa_client.retry``), so
+a hung worker costs at most the task's budget.
 """
 
 from __future__ import annotations
@@ -282,7 +283,7 @@ def _observe(
     tree: str | None = None
     problems: list[str] = []
     try:
-        obs = waa.observe(timeout=clock.bound(waa.read_timeout, f"observing step {index}"))
+        obs = waa.observe(deadline=clock.deadline)  # retries too end by the task's deadline
         image = obs.get("image")
         if isinstance(image, str) and image:
             screenshot = b64decode_strict(image)  # pybase64 when installed: 40x faster
@@ -295,8 +296,8 @@ def _observe(
     except (binascii.Error, ValueError) as exc:
         problems.append(f"observation: the screenshot is not valid base64 ({exc})")
     try:
-        tree = waa.accessibility(
-            timeout=clock.bound(waa.read_timeout, f"reading the tree at step {index}"))
+        clock.check(f"reading the tree at step {index}")
+        tree = waa.accessibility(deadline=clock.deadline)
     except WaaError as exc:
         if exc.is_infrastructure:
             raise clock.classify(exc, f"reading the accessibility tree at step {index}") from exc
@@ -426,7 +427,7 @@ def _still_healthy(waa: WaaClient, clock: _Clock) -> bool:
     try:
         if clock.remaining() is not None and (clock.remaining() or 0.0) <= 0:
             return False
-        waa.probe()
+        waa.probe(deadline=clock.deadline)
     except WaaError:
         return False
     return True
@@ -458,17 +459,16 @@ def _evaluate(
         return (isinstance(exc, ServerError) and not isinstance(exc, RequestRejectedError)
                 and not exc.is_infrastructure)
 
-    def within_deadline(_exc: BaseException, planned: float) -> float:
-        left = clock.remaining()
-        return planned if left is None else max(0.0, min(planned, left))
-
     try:
         return retry.call(once, attempts=max(1, attempts), retryable=checker_failed,
-                          backoff_max=math.inf, first_wait=backoff_s,
-                          wait_for=within_deadline, sleep=sleep)
+                          backoff_max=math.inf, first_wait=backoff_s, sleep=sleep,
+                          deadline=clock.deadline)
     except WaaError as exc:
         if exc.is_infrastructure:
             raise clock.classify(exc, "scoring") from exc
+        if checker_failed(exc) and tries < attempts:  # no time for the tries left
+            raise _TaskEnded(ErrorType.TIMEOUT, "the task ran out of time while retrying the "
+                             f"checker ({tries} attempt(s)): {exc}") from exc
         raise _TaskEnded(
             ErrorType.EVALUATION, f"the checker failed after {tries} attempt(s): {exc}"
         ) from exc

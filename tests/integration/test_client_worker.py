@@ -69,12 +69,20 @@ def test_crashed_worker_is_unreachable(tmp_path: Path) -> None:
     assert "refused" in after.value.message.lower()
 
 
-@pytest.mark.parametrize("hang_after", [1, 5])
+TASK_TIME_S = 4.0
+"""The hung-worker attempts' time: they end about then, the old code's retried reads 3x later."""
+
+
+# The worker hangs at its 1st request (the stock reset's close_all, sent once), its 4th (the
+# first observation, a retried read) or its 5th (the accessibility tree, retried).
+@pytest.mark.parametrize("hang_after", [1, 4, 5])
 def test_a_hung_worker_ends_the_attempt_at_the_tasks_time_not_the_read_timeout(
     tmp_path: Path, hang_after: int,
 ) -> None:
     # The stock reset's calls and the observation's used the read timeout (here 60 s), retried:
-    # an attempt with 3 s left ran 85 s. Each is cut to the time the attempt has left.
+    # an attempt with 3 s left ran 85 s. Each is cut to the time the attempt has left; then a
+    # retried read still took each of its 3 tries with that time (about 12 s here); now the
+    # whole read, retries included, ends by the attempt's deadline.
     import time
 
     from evals.agents.builtin import ScriptedAgent
@@ -92,7 +100,10 @@ def test_a_hung_worker_ends_the_attempt_at_the_tasks_time_not_the_read_timeout(
         scoring = ScoringClient(worker.scoring_url, connect_timeout=2.0, read_timeout=60.0)
         with waa, scoring, no_retry_waits():
             config = RunConfig(pool=None, selection="all", agent="scripted", step_pause_s=0.0)
+            started = time.monotonic()
             record = run_task(waa, scoring, task, task_id, ScriptedAgent([]), config,
-                              deadline=time.monotonic() + 3.0)
+                              deadline=started + TASK_TIME_S)
+            elapsed = time.monotonic() - started
     assert record.error_type == ErrorType.TIMEOUT, record.error_message
     assert "no answer within 60s" not in (record.error_message or ""), record.error_message
+    assert elapsed < 2 * TASK_TIME_S, f"the attempt took {elapsed:.1f}s"  # not about 3x it

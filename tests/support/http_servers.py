@@ -5,7 +5,8 @@
 - :class:`SilentServer`: accepts TCP connections and never answers.
 - :class:`ScriptedServer`: a real HTTP server answering each path with a scripted sequence of
   responses (status, body, content type) and counting the requests it received, e.g. a 500
-  carrying a message, a body that is not JSON, 503 twice then 200.
+  carrying a message, a body that is not JSON, 503 twice then 200, an answer held longer than
+  the client waits (a hung worker).
 - :class:`LoopbackHttp`: any request handler served on a free loopback port in a thread (what
   the servers above and the tests' own fake services run on).
 
@@ -146,11 +147,12 @@ class LoopbackHttp(Closable):
 
 @dataclass
 class Reply:
-    """One scripted HTTP answer."""
+    """One scripted HTTP answer, sent ``delay_s`` after the request came (or at the close)."""
 
     status: int = 200
     body: bytes = b"{}"
     content_type: str = "application/json"
+    delay_s: float = 0.0
 
     @classmethod
     def json(cls, data: Any, status: int = 200) -> Reply:
@@ -177,6 +179,7 @@ class ScriptedServer(Closable):
         self.heads: Counter[str] = Counter()
         self.bodies: list[tuple[str, bytes]] = []
         self._lock = threading.Lock()
+        self._closing = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -185,6 +188,8 @@ class ScriptedServer(Closable):
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 reply = server._next(path, body)
+                if reply.delay_s:
+                    server._closing.wait(reply.delay_s)
                 self.send_response(reply.status)
                 self.send_header("Content-Type", reply.content_type)
                 self.send_header("Content-Length", str(len(reply.body)))
@@ -222,4 +227,5 @@ class ScriptedServer(Closable):
             return script.pop(0) if len(script) > 1 else script[0]
 
     def close(self) -> None:
+        self._closing.set()  # a held answer goes now: no handler outlives the server
         self._served.close()

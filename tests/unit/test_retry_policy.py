@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import math
+import time
 from pathlib import Path
 
 import pytest
@@ -101,6 +103,33 @@ def test_backoff_s_is_the_schedule_call_sleeps() -> None:
     assert waits == [1.5, 3.0, 6.0, 10.0, 10.0]
     assert [retry.backoff_s(n, 10.0, 1.5) for n in range(1, 6)] == waits
     assert retry.backoff_s(3, 0.0) == 0.0  # a cap of 0: no wait at all
+
+
+def test_a_deadline_stops_the_retries_whose_wait_would_reach_it() -> None:
+    # No sleep happens here (the waits are recorded), so the time left stays about 30 s: the
+    # waits 1, 2, 4, 8 and 16 fit in it, the next one (32) would end past it.
+    waits: list[float] = []
+    fn = Flaky(*(OSError(str(n)) for n in range(10)))
+    with pytest.raises(OSError, match="5"):
+        retry.call(fn, attempts=10, retryable=lambda e: True, backoff_max=math.inf,
+                   first_wait=1.0, sleep=waits.append, deadline=time.monotonic() + 30.0)
+    assert waits == [1.0, 2.0, 4.0, 8.0, 16.0] and fn.calls == 6
+
+
+def test_a_deadline_that_passed_allows_no_retry() -> None:
+    fn = Flaky(OSError("hung"), OSError("again"))
+    waits: list[float] = []
+    with retry.no_retry_waits(), pytest.raises(OSError, match="hung"):
+        retry.call(fn, attempts=3, retryable=lambda e: True, backoff_max=8, sleep=waits.append,
+                   deadline=time.monotonic() - 1.0)
+    assert fn.calls == 1 and waits == []
+
+
+def test_a_tries_timeout_is_cut_to_the_time_left() -> None:
+    assert retry.try_timeout(5.0, None) == 5.0
+    assert retry.try_timeout(5.0, time.monotonic() + 1000.0) == 5.0
+    assert 0.0 < retry.try_timeout(1000.0, time.monotonic() + 5.0) <= 5.0
+    assert retry.try_timeout(5.0, time.monotonic() - 1.0) <= 0.0
 
 
 class FakeClock:

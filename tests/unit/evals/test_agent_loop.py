@@ -184,6 +184,23 @@ def test_a_checker_answering_500_is_retried_then_an_evaluation_error(
     assert waits == [0.5, 1.0]
 
 
+def test_a_checker_retry_whose_wait_would_pass_the_deadline_is_not_made(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    # The first wait (60 s) would end past the task's deadline: no wait, no second try, and
+    # the task ran out of time (the old code slept until the deadline, or on a fake clock
+    # tried on as if it had time).
+    waa_srv, scoring_srv = servers
+    scoring_srv.set("/evaluate", Reply.json({"status": "error", "message": "getter broke"}, 500))
+    waits: list[float] = []
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
+                      replace(CONFIG, evaluate_backoff_s=60.0), sleep=waits.append,
+                      deadline=time.monotonic() + 30.0)
+    assert result.error_type is ErrorType.TIMEOUT, result.error_message
+    assert "getter broke" in (result.error_message or "")
+    assert scoring_srv.hits["/evaluate"] == 1 and waits == []
+
+
 def test_a_checker_that_recovers_gives_an_outcome(
     servers: tuple[ScriptedServer, ScriptedServer],
 ) -> None:

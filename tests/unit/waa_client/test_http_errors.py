@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import time
 
 import pytest
 
@@ -94,6 +96,57 @@ def test_retries_are_bounded(server: ScriptedServer) -> None:
         client.probe()
     assert info.value.is_infrastructure
     assert server.hits["/probe"] == 3  # one attempt + two retries
+
+
+HUNG_READ_S = 6.0
+"""The read timeout of the hung-worker tests: the old code gave each of 3 tries all of it."""
+DEADLINE_S = 2.0
+"""The time those calls have left: the whole call, retries included, ends by it now."""
+
+
+def _timeout_given(error: WorkerTimeoutError) -> float:
+    """The read timeout the try that timed out was given, as its message says it."""
+    found = re.search(r"no answer within ([0-9.e-]+)s", error.message)
+    assert found, error.message
+    return float(found.group(1))
+
+
+def test_a_retried_read_from_a_hung_worker_ends_by_its_deadline(silent: SilentServer) -> None:
+    # A worker that accepts and never answers: one try, given the time left (not the read
+    # timeout), and no retry after it (the old code made 3 tries of the read timeout each).
+    started = time.monotonic()
+    with WaaClient(silent.url, read_timeout=HUNG_READ_S, retries=2) as client, \
+            pytest.raises(WorkerTimeoutError) as info:
+        client.observe(deadline=started + DEADLINE_S)
+    elapsed = time.monotonic() - started
+    assert silent.accepted == 1
+    assert _timeout_given(info.value) <= DEADLINE_S
+    assert elapsed < 3 * HUNG_READ_S / 2, f"took {elapsed:.1f}s"  # the old code took 18 s
+
+
+def test_a_retry_gets_only_the_time_left_and_none_follows_the_deadline(
+    server: ScriptedServer,
+) -> None:
+    # 503 at once, then answers held past any timeout: the retry is made, cut to the time left,
+    # and the third try is not (the old code gave the second and third 6 s each).
+    server.set("/accessibility", [Reply.json({"message": "starting"}, 503),
+                                  Reply(body=b'{"AT": "<root/>"}', delay_s=60.0)])
+    started = time.monotonic()
+    with WaaClient(server.url, read_timeout=HUNG_READ_S, retries=2) as client, \
+            pytest.raises(WorkerTimeoutError) as info:
+        client.accessibility(deadline=started + DEADLINE_S)
+    elapsed = time.monotonic() - started
+    assert server.hits["/accessibility"] == 2
+    assert 0 < _timeout_given(info.value) <= DEADLINE_S
+    assert elapsed < 2 * HUNG_READ_S, f"took {elapsed:.1f}s"  # the old code took 12 s
+
+
+def test_a_call_whose_deadline_passed_sends_nothing(server: ScriptedServer) -> None:
+    server.set("/probe", Reply.json({"status": "Probe successful"}))
+    with WaaClient(server.url) as client, pytest.raises(WorkerTimeoutError) as info:
+        client.probe(deadline=time.monotonic() - 1.0)
+    assert "deadline has passed" in info.value.message
+    assert server.hits["/probe"] == 0
 
 
 def test_retry_waits_double_from_half_a_second_up_to_the_cap() -> None:
