@@ -69,7 +69,7 @@ def test_crashed_worker_is_unreachable(tmp_path: Path) -> None:
     assert "refused" in after.value.message.lower()
 
 
-TASK_TIME_S = 4.0
+TASK_TIME_S = 6.0
 """The hung-worker attempts' time: they end about then, the old code's retried reads 3x later."""
 
 
@@ -81,7 +81,7 @@ def test_a_hung_worker_ends_the_attempt_at_the_tasks_time_not_the_read_timeout(
 ) -> None:
     # The stock reset's calls and the observation's used the read timeout (here 60 s), retried:
     # an attempt with 3 s left ran 85 s. Each is cut to the time the attempt has left; then a
-    # retried read still took each of its 3 tries with that time (about 12 s here); now the
+    # retried read still took each of its 3 tries with that time (about 3x it); now the
     # whole read, retries included, ends by the attempt's deadline.
     import time
 
@@ -106,4 +106,6 @@ def test_a_hung_worker_ends_the_attempt_at_the_tasks_time_not_the_read_timeout(
             elapsed = time.monotonic() - started
     assert record.error_type == ErrorType.TIMEOUT, record.error_message
     assert "no answer within 60s" not in (record.error_message or ""), record.error_message
-    assert elapsed < 2 * TASK_TIME_S, f"the attempt took {elapsed:.1f}s"  # not about 3x it
+    # about TASK_TIME_S; the bound leaves a busy machine room, and is well below the 3x and
+    # more the retried reads took
+    assert elapsed < 2.5 * TASK_TIME_S, f"the attempt took {elapsed:.1f}s"
