@@ -419,6 +419,7 @@ class RunMetadata(TypedDict, total=False):
     pools: list[dict[str, Any]]  # a multi-pool run's: each pool's name, cloud, price, workers
     started_at: str | None
     resumed_at: list[str]
+    sessions: list[dict[str, Any]]  # {"pool", "started_at"} per session, the first first
     ended_at: str | None
     status: str
     stopped: str  # why a run lost its pool lease
@@ -501,6 +502,7 @@ class Summary(Aggregate, Statistics):
     agent: str | None
     answer_visible_agents: list[str]
     pool: str | None
+    session_pools: list[str]
     price_per_hour: float | None
     workers: dict[str, dict[str, Any]]
     quarantined_workers: list[str]

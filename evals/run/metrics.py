@@ -327,24 +327,27 @@ def summarize(
     order = {str(tid): i for i, tid in enumerate(metadata.get("task_ids") or [])}
     records = sorted(records, key=lambda r: (order.get(r.task_id, len(order)), r.task_id, r.trial))
     items = [TaskOutcome.from_execution(r) for r in records]
-    quarantined = sorted(str(w) for w in metadata.get("quarantined_workers") or [])
+    from evals.run.pools import namer, session_pools
+
+    named = namer(metadata)  # a run that ran on several pools: bare names are its first pool's
+    quarantined = sorted(named(str(w)) for w in metadata.get("quarantined_workers") or [])
     workers: defaultdict[str, dict[str, Any]] = defaultdict(
         lambda: {"tasks": 0, "errors": 0, "quarantined": False})
     for item in items:
         if item.worker is None:
             continue
-        workers[item.worker]["tasks"] += 1
-        workers[item.worker]["errors"] += item.status == "error"
+        workers[named(item.worker)]["tasks"] += 1
+        workers[named(item.worker)]["errors"] += item.status == "error"
     for record in records:
         # Failed attempts count against the worker they happened on, even when the task was
         # finished elsewhere (or by no worker at all): a worker that lost every task it took
         # must not show 0 errors.
         for attempt in record.previous_attempts:
             if isinstance(attempt.worker, str) and attempt.worker:
-                workers[attempt.worker]["errors"] += 1
+                workers[named(attempt.worker)]["errors"] += 1
     lost_hosts = [dict(h) for h in metadata.get("quarantined_hosts") or []]
     for name in [*quarantined, *(str(n) for h in lost_hosts for n in h.get("workers") or [])]:
-        workers[name]["quarantined"] = True
+        workers[named(name)]["quarantined"] = True
     recorded = {t.task_id for t in items}
     multi = _by_pool(metadata, records)
     trials = metadata.get("trials")
@@ -354,6 +357,7 @@ def summarize(
         "agent": metadata.get("agent"),
         "answer_visible_agents": list(metadata.get("answer_visible_agents") or []),
         "pool": metadata.get("pool"),
+        "session_pools": session_pools(metadata),  # the pool each session ran on
         "price_per_hour": metadata.get("price_per_hour"),
         **multi,  # by_pool: a multi-pool run's rows (where each task ran)
         **aggregate(items),
@@ -620,6 +624,9 @@ def format_summary(summary: Summary) -> str:
         headers = ["pool", "cloud", "$/hour", "workers", "tasks", "success", "failure",
                    "errors", "worker-hours", "cost"]
         lines += ["", table(headers, rows, align="ll" + "r" * 8)]
+    sessions = summary.get("session_pools") or []
+    if len(set(sessions)) > 1:
+        lines += ["", f"Sessions ran on pools: {', then '.join(sessions)}"]
     quarantined = summary.get("quarantined_workers") or []
     if quarantined:
         lines += ["", f"Quarantined workers: {', '.join(quarantined)}"]

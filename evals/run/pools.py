@@ -6,7 +6,11 @@ one pool and wait for the other's) and hands the union to one dispatcher, with o
 one ledger. Worker names repeat across pools (every local pool has a ``worker-0``), so in a
 multi-pool run a worker is named ``<pool>/<worker>`` wherever it is recorded or shown; pool
 names cannot hold a ``/``, so the name splits back unambiguously. A single-pool run keeps bare
-worker names.
+worker names, as long as it runs on the pool it started on: a session on another pool (a resume,
+``--rerun-errors``), or on one of a multi-pool run's pools, names its workers ``<pool>/<worker>``
+too, so none is taken for the earlier pool's worker of the same name (its fingerprints, its
+quarantine); a bare name then means a worker of the run's first pool (:func:`session_pools`,
+:func:`namer`).
 
 Repairs (``--repair``) and drain notices are per pool: :class:`PoolRouter` sends a qualified
 worker name to its own pool's :class:`evals.run.repair.WorkerRepairer` or
@@ -143,10 +147,10 @@ def hold_for(pool: str, command: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def connect_pools(
-    names: Sequence[str], *, connect_timeout: float, read_timeout: float
+    names: Sequence[str], *, connect_timeout: float, read_timeout: float, qualified: bool = False
 ) -> Iterator[list[RunPool]]:
-    """Connect to the ready workers of every pool; with more than one pool their connections
-    are named ``<pool>/<worker>``. Everything opened is closed on exit.
+    """Connect to the ready workers of every pool; with more than one pool (or ``qualified``)
+    their connections are named ``<pool>/<worker>``. Everything opened is closed on exit.
 
     Raises:
         oa_vm.errors.PoolNotReadyError: a pool has no ready worker (names it).
@@ -157,7 +161,7 @@ def connect_pools(
             workers = stack.enter_context(
                 oa_vm.connect(name, connect_timeout=connect_timeout, read_timeout=read_timeout)
             )
-            if len(names) > 1:
+            if len(names) > 1 or qualified:
                 for worker in workers:
                     renamed_connection(qualify(name, worker.name), worker)
             pools.append(RunPool(oa_vm.load_pool(name), workers))
@@ -231,12 +235,31 @@ def summary_fields(pools: Sequence[RunPool]) -> RunMetadata:
     }
 
 
-def recorded_pool_names(metadata: RunMetadata) -> list[str] | None:
+def recorded_pool_names(metadata: Mapping[str, Any]) -> list[str] | None:
     """The pools a multi-pool run was started on (``None`` for a single-pool run)."""
     entries = metadata.get("pools")
     if not isinstance(entries, list):
         return None
     return [str(e.get("name")) for e in entries if isinstance(e, dict)]
+
+
+def session_pools(metadata: RunMetadata) -> list[str]:
+    """The pool each session of a run ran on (a multi-pool session's ``a+b``), the first session
+    first; for a run of an earlier release, the pool its metadata names."""
+    sessions = metadata.get("sessions")
+    if isinstance(sessions, list):
+        return [str(s["pool"]) for s in sessions if isinstance(s, dict) and s.get("pool")]
+    return [str(metadata["pool"])] if metadata.get("pool") else []
+
+
+def namer(metadata: RunMetadata) -> Callable[[str], str]:
+    """A worker's name as a run that has run on several pools shows it: a bare name (a worker of
+    the run's first pool) qualified by that pool; any other name as it is."""
+    pools = session_pools(metadata)
+    first = pools[0] if pools else ""
+    if len(set(pools)) < 2 or "+" in first:  # one pool throughout, or named so from the start
+        return lambda name: name
+    return lambda name: name if SEPARATOR in name else qualify(first, name)
 
 
 def highest_price(pools: Sequence[RunPool]) -> float | None:

@@ -64,6 +64,7 @@ from evals.run.settings import (
     current_settings,
 )
 from evals.run.variations import add_variations, read_variations
+from oa_vm.errors import PoolNotFoundError
 from oa_vm.kit.safe_fs import LOCAL_FILE_ERRORS, WriteFailedError, partial_write
 from waa_client.inputs import check_id
 
@@ -409,7 +410,13 @@ def run_evaluation(
         RunLockedError: another process runs this run now.
         KeyboardInterrupt: Ctrl-C; the run is marked ``interrupted`` and can be resumed.
     """
-    from evals.run.pools import connect_pools, hold_pools, load_ready, workers_changed
+    from evals.run.pools import (
+        connect_pools,
+        hold_pools,
+        load_ready,
+        session_pools,
+        workers_changed,
+    )
 
     path_patience_s = patience_s()
     run_name = config.run_name or default_run_name(config.agent, results_root(config.results_dir))
@@ -429,19 +436,25 @@ def run_evaluation(
         changes = check_resume_settings(folder, config, make_agent.first) if config.resume else []
 
     if config.resume:
-        if config.pool_names():
-            # pools given that are not the run's are refused all the same (names only: no
-            # pool is read here)
-            _resolve_pools(folder, config, previous)
         # nothing left to run: ended from its records, before any pool is read or leased
         settled = _end_settled(folder, config, previous, changes)
         if settled is not None:
             return settled
         _check_queue(folder)  # before any lease, as every check that reads the pools below
-    names = _resolve_pools(folder, config, previous)
-    load_ready(names)  # every pool exists and is usable before any lease is taken
+    names = _resolve_pools(config, previous)
+    try:
+        load_ready(names)  # every pool exists and is usable before any lease is taken
+    except PoolNotFoundError as exc:
+        if not config.resume or len(names) < 2 or config.pool_names():
+            raise
+        left = " ".join(f"--pool {n}" for n in names if n != exc.name)
+        raise InvalidRunInputError(f"run {folder.path}'s pool {exc.name!r} is gone; resume it "
+                                   f"on the others with {left} --allow-change pools") from None
+    first = session_pools(previous)[:1] if config.resume else []
     connect = functools.partial(connect_pools, names, connect_timeout=config.connect_timeout_s,
-                                read_timeout=config.read_timeout_s)
+                                read_timeout=config.read_timeout_s,
+                                # off the run's first pool: workers told apart from its own
+                                qualified=bool(first) and first != ["+".join(names)])
     with contextlib.ExitStack() as stack:
         # The pools are read and every task checked before anything is written (the run's
         # lock, a lease, the folder): a selection they refuse leaves them and the results as
@@ -551,29 +564,17 @@ def _fence(holds: list[Hold]) -> Callable[[], None]:
     return check
 
 
-def _resolve_pools(folder: RunFolder, config: RunConfig, previous: RunMetadata) -> list[str]:
+def _resolve_pools(config: RunConfig, previous: RunMetadata) -> list[str]:
     """The run's pool names, resolved (none given: the only pool; resuming a multi-pool run
-    without ``--pool``: its own pools), checked against a resumed run's.
-
-    Raises:
-        ResumeMismatchError: a resumed multi-pool run given other pools (or a single-pool run
-            given several).
-    """
+    without ``--pool``: its own pools). A resumed run's pools were checked against its own with
+    its other settings (:mod:`evals.run.settings`)."""
     from evals.run.pools import recorded_pool_names
 
     names = config.pool_names()
     recorded = recorded_pool_names(previous) if config.resume else None
     if not names and recorded:
         names = recorded
-    names = [oa_vm.resolve_name(n) for n in names] if names else [oa_vm.resolve_name(None)]
-    if config.resume:
-        before = recorded or ([str(previous["pool"])] if previous.get("pool") else [])
-        # A single-pool run resumed on one pool keeps today's rule (any pool will do).
-        if (len(before) > 1 or len(names) > 1) and sorted(before) != sorted(names):
-            raise ResumeMismatchError(
-                str(folder.path), "the pools", ", ".join(before), ", ".join(names)
-            )
-    return names
+    return [oa_vm.resolve_name(n) for n in names] if names else [oa_vm.resolve_name(None)]
 
 
 def _ledger(pools: list[RunPool], cap_usd: float | None) -> Ledger:
@@ -611,7 +612,7 @@ def _per_pool_helpers(
 ) -> PoolHelpers:
     """The repairers, the dispatcher's ``repair`` and ``draining``: each worker is repaired,
     and watched for drain notices, through its own pool."""
-    from evals.run.pools import PoolRouter, renamed_connection
+    from evals.run.pools import PoolRouter, renamed_connection, split
     from oa_vm import Capability, DrainWatch, get_provider
 
     watches = {p.name: DrainWatch(p.name) for p in pools
@@ -625,7 +626,7 @@ def _per_pool_helpers(
             p.name: WorkerRepairer(p.name, config, draining=watches.get(p.name), fence=fence)
             for p in pools
         }
-    if len(pools) == 1:
+    if len(pools) == 1 and all(split(w.name)[0] is None for w in pools[0].workers):
         name = pools[0].name
         return PoolHelpers(list(repairers.values()), repairers.get(name), watches.get(name))
     repair = PoolRouter(repairers, renamed_connection) if repairers else None
@@ -818,7 +819,7 @@ def _run_in_folder(
     locked: bool = False,
     path_patience_s: float = DEFAULT_PATIENCE_S,
 ) -> RunResult:
-    from evals.run.pools import summary_fields
+    from evals.run.pools import namer, session_pools, summary_fields
 
     task_ids = list(tasks)
     workers = [w for p in pools for w in p.workers]
@@ -877,6 +878,15 @@ def _run_in_folder(
         }
         if len(pools) > 1:
             metadata.update(summary_fields(pools))  # pool "a+b", and each pool in "pools"
+        # the pool of each session (a run of an earlier release: its first is the pool named)
+        metadata["sessions"] = [
+            *(previous.get("sessions") or [{"pool": p, "started_at": previous.get("started_at")}
+                                           for p in session_pools(previous)]),
+            {"pool": metadata["pool"], "started_at": now_iso()},
+        ]
+        named = namer(metadata)  # bare names of the run's first pool, once it ran on another
+        metadata["quarantined_workers"] = earlier_quarantined = [
+            named(w) for w in earlier_quarantined]
         if config.resume:
             metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
             if previous.get("reruns"):
@@ -935,7 +945,7 @@ def _run_in_folder(
             finally:
                 for repairer in helpers.repairers:
                     repairer.close()
-            quarantined = sorted({*earlier_quarantined, *outcome.quarantined})
+            quarantined = sorted({*earlier_quarantined, *map(named, outcome.quarantined)})
             lost_hosts = [*earlier_hosts, *outcome.quarantined_hosts]
             status = RunStatus.BUDGET_STOPPED if outcome.budget_stopped else RunStatus.FINISHED
             # the queue commits TaskExecution.to_json() documents: read back as records

@@ -14,6 +14,11 @@ resume (:func:`check_settings`):
   and is appended to the manifest's ``setting_changes`` (when, what, from, to), which the run
   page shows.
 
+The pools (``pools``) are those of the last session, as its metadata names them: a multi-pool
+run resumes on its own pools unless ``--allow-change pools`` (one of them removed), while a
+single-pool run may resume on any one pool (its workers are then told apart by pool,
+:func:`evals.run.pools.session_pools`).
+
 The task selection, the agent, the trials and the variations are not changeable: they decide
 which records the run holds (its queue), so another value is another run.
 
@@ -203,6 +208,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("reset", "--reset", "reset", True),
     Setting("agent-arg", "--agent-arg", None, True),
     Setting("agent-module", "the agent's module file", None, True),
+    # a multi-pool run's pools (a single-pool run may resume on any one pool)
+    Setting("pools", "the pools", None, True),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
 CHANGEABLE = tuple(s.name for s in SETTINGS if s.changeable)
@@ -238,10 +245,16 @@ def recorded_settings(manifest: Mapping[str, Any] | None,
                       metadata: Mapping[str, Any]) -> dict[str, Any]:
     """What the run recorded: its manifest's ``settings``, else (older runs) what its metadata
     and manifest say of the same settings. A setting never recorded is absent."""
+    from evals.run.pools import recorded_pool_names
+
+    # the pools are the metadata's (the last session's; a change is recorded there too)
+    metadata_pool = metadata.get("pool")
+    pools = recorded_pool_names(metadata) or ([str(metadata_pool)] if metadata_pool else [])
     settings = (manifest or {}).get("settings")
     if isinstance(settings, dict):
-        return {k: v for k, v in settings.items() if k in BY_NAME}
-    old: dict[str, Any] = {}
+        return {**{k: v for k, v in settings.items() if k in BY_NAME and k != "pools"},
+                **({"pools": pools} if pools else {})}
+    old: dict[str, Any] = {"pools": pools} if pools else {}
     for key, name in (("selection", "tasks"), ("agent", "agent"), ("max_steps", "max-steps"),
                       ("task_timeout_s", "task-timeout")):
         if key in metadata:
@@ -260,6 +273,10 @@ def recorded_settings(manifest: Mapping[str, Any] | None,
 
 
 def _same(name: str, recorded: Any, current: Any) -> bool:
+    if name == "pools" and isinstance(recorded, list) and isinstance(current, list):
+        # in any order; one pool for another is no change (a single-pool run's workers are
+        # told apart by pool where it matters: evals.run.pools.session_pools)
+        return sorted(recorded) == sorted(current) or len(recorded) == len(current) == 1
     if name == "agent-arg" and isinstance(recorded, dict) and isinstance(current, dict):
         # a secret recorded as <redacted> cannot be compared: any value given again will do
         keys = set(recorded) | set(current)
@@ -274,6 +291,8 @@ def shown(name: str, value: Any) -> str:
     """A setting's value as a refusal shows it (``--agent-arg`` as ``K=V`` pairs, a hash short)."""
     if name == "agent-arg" and isinstance(value, dict):
         return ",".join(f"{k}={v}" for k, v in sorted(value.items())) or NOT_GIVEN
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
     if name in ("agent-module", "variations") and isinstance(value, str):
         return f"sha256 {value[:12]}"
     if value is None:
@@ -301,7 +320,9 @@ def check_settings(
             (the first such setting, in one line).
     """
     recorded = recorded_settings(manifest, metadata)
-    current = current_settings(config, agent)
+    # no --pool: the run's own pools
+    current = {**current_settings(config, agent),
+               "pools": config.pool_names() or recorded.get("pools")}
     changes = []
     for name in differences(recorded, current):
         setting = BY_NAME[name]

@@ -5,7 +5,9 @@ Shown: one record per task, tasks on both pools, each task's worker time priced 
 pool's price (the pools' prices differ, so one price for all fails), the per-pool summary rows;
 the refusals (another run's lease on one pool, a pool given twice, a resume with other pools,
 pools serving different tasks); a worker of one pool killed mid-run (its tasks finish on the
-other pool), and with ``--repair`` replaced through its own pool.
+other pool), and with ``--repair`` replaced through its own pool. Across sessions: a run's
+errors rerun on another pool (its workers not taken for the first pool's of the same name), and
+a multi-pool run resumed on the pool left once the other is removed (``--allow-change pools``).
 """
 
 from __future__ import annotations
@@ -507,3 +509,80 @@ def test_a_pool_without_a_ready_worker_is_named_and_nothing_is_held(
     assert line.endswith("run 'oa-vm pool-repair --pool pb'"), line
     assert read_lease("pa") is None and read_lease("pb") is None
     assert not (results / "lost").exists()
+
+
+def test_errors_rerun_on_another_pool_are_not_taken_for_the_first_pools_workers(
+    home: Path, tmp_path: Path
+) -> None:
+    # pool pa's only worker crashes a few tasks in: its clean resets showed its own snapshot,
+    # then it was quarantined; the errors are rerun on pool pb, whose worker has the same name
+    make_pools({"pa": 1, "pb": 1}, pa={"faults": {"crash-after": "60"}})
+    results = tmp_path / "results"
+    first = evals("run", "--pool", "pa", "--agent", "oracle", "--tasks", "local_small",
+                  "--run-name", "r", "--reset", "clean", "--max-attempts", "1",
+                  home=home, results=results)
+    assert "Quarantined workers: worker-0" in first.stdout, first.stdout + first.stderr
+    before = read_records(results / "r")
+    kept = {t: r for t, r in before.items() if r["status"] == "success"}
+    assert kept and all(r["worker"] == "worker-0" and r["reset"] == "clean"
+                        for r in kept.values()), before
+    assert any(r["status"] == "error" for r in before.values())
+
+    again = evals("run", "--pool", "pb", "--rerun-errors", "r", home=home, results=results)
+    assert again.returncode == 0, again.stderr
+    # each pool's worker restored its own snapshot: no disagreement between the two worker-0s
+    assert "fingerprints disagree" not in again.stdout, again.stdout
+    # the quarantine is the first pool's worker's, not the healthy worker-0 of pb
+    assert "Quarantined workers: pa/worker-0" in again.stdout, again.stdout
+    records = read_records(results / "r")
+    assert {r["status"] for r in records.values()} == {"success"}
+    for task_id, record in records.items():
+        # the first pool's records keep their bare names; the other pool's workers are named
+        assert record["worker"] == ("worker-0" if task_id in kept else "pb/worker-0")
+    summary = assert_summary_matches(results / "r", records)
+    assert summary["resets"]["fingerprints_agree"] is True, summary["resets"]
+    assert summary["quarantined_workers"] == ["pa/worker-0"]
+    assert summary["workers"]["pa/worker-0"]["quarantined"] is True
+    assert summary["workers"]["pb/worker-0"]["quarantined"] is False
+    assert "Sessions ran on pools: pa, then pb" in again.stdout
+    metadata = json.loads((results / "r" / "metadata.json").read_text())
+    assert [s["pool"] for s in metadata["sessions"]] == ["pa", "pb"]
+
+
+def test_a_multi_pool_run_resumes_on_the_pools_left_with_allow_change_pools(
+    home: Path, tmp_path: Path
+) -> None:
+    # pool pb's worker crashes: its tasks end in error, then pb is removed
+    make_pools({"pa": 1, "pb": 1}, pb={"faults": {"crash-after": "12"}})
+    results = tmp_path / "results"
+    first = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle", "--tasks",
+                  "local_small", "--run-name", "r", "--max-attempts", "1",
+                  home=home, results=results)
+    assert "error" in {r["status"] for r in read_records(results / "r").values()}, first.stdout
+    api.cleanup_pool("pb")
+    before = folder_digest(results / "r")
+
+    refused = evals("run", "--rerun-errors", "r", home=home, results=results)
+    line = refused.assert_one_line_error()
+    assert refused.returncode == 2
+    assert "pool 'pb' is gone; resume it on the others with --pool pa --allow-change pools" in line
+    refused = evals("run", "--pool", "pa", "--rerun-errors", "r", home=home, results=results)
+    line = refused.assert_one_line_error()
+    assert "was started with the pools 'pa, pb', not 'pa'" in line, line
+    assert "pass --allow-change pools" in line, line
+    assert folder_digest(results / "r") == before  # nothing recorded was touched
+
+    again = evals("run", "--pool", "pa", "--rerun-errors", "r", "--allow-change", "pools",
+                  home=home, results=results)
+    assert again.returncode == 0, again.stderr
+    records = read_records(results / "r")
+    assert {r["status"] for r in records.values()} == {"success"}
+    assert {pool_of(r["worker"]) for r in records.values()} <= {"pa", "pb"}
+    manifest = json.loads((results / "r" / "manifest.json").read_text())
+    [change] = manifest["setting_changes"]
+    assert (change["setting"], change["from"], change["to"]) == ("pools", ["pa", "pb"], ["pa"])
+    metadata = json.loads((results / "r" / "metadata.json").read_text())
+    assert [s["pool"] for s in metadata["sessions"]] == ["pa+pb", "pa"]
+    # resumed again on its pool left, without naming it: nothing to change, nothing refused
+    done = evals("run", "--rerun-errors", "r", home=home, results=results)
+    assert done.returncode == 0, done.stderr

@@ -296,8 +296,8 @@ AllowChangeOpt = Annotated[
     typer.Option("--allow-change", metavar="SETTING",
                  help="With --resume or --rerun-errors: let this recorded setting change "
                       "(max-steps, task-timeout, read-timeout, step-pause, reset, agent-arg, "
-                      "agent-module; repeatable); the change is recorded in the run's manifest. "
-                      "Without it, a resumed run keeps every setting it started with."),
+                      "agent-module, pools; repeatable); the change is recorded in the run's "
+                      "manifest. Without it, a resumed run keeps every setting it started with."),
 ]
 """``--allow-change``: see :mod:`evals.run.settings`."""
 
