@@ -794,7 +794,8 @@ def _record_changes(folder: RunFolder, changes: list[dict[str, Any]]) -> None:
     settings = manifest.get("settings")
     if not isinstance(settings, dict):  # a run from before settings were recorded
         settings = {}
-    settings.update({c["setting"]: c["to"] for c in changes})
+    # the pools are the metadata's, not a setting compare weighs (pool names say nothing of it)
+    settings.update({c["setting"]: c["to"] for c in changes if c["setting"] != "pools"})
     manifest["settings"] = settings
     at = now_iso()
     manifest["setting_changes"] = [*(manifest.get("setting_changes") or []),

@@ -247,12 +247,12 @@ def recorded_settings(manifest: Mapping[str, Any] | None,
     and manifest say of the same settings. A setting never recorded is absent."""
     from evals.run.pools import recorded_pool_names
 
-    # the pools are the metadata's (the last session's; a change is recorded there too)
+    # the pools are the metadata's (the last session's), never in the manifest's settings
     metadata_pool = metadata.get("pool")
     pools = recorded_pool_names(metadata) or ([str(metadata_pool)] if metadata_pool else [])
     settings = (manifest or {}).get("settings")
     if isinstance(settings, dict):
-        return {**{k: v for k, v in settings.items() if k in BY_NAME and k != "pools"},
+        return {**{k: v for k, v in settings.items() if k in BY_NAME},
                 **({"pools": pools} if pools else {})}
     old: dict[str, Any] = {"pools": pools} if pools else {}
     for key, name in (("selection", "tasks"), ("agent", "agent"), ("max_steps", "max-steps"),
