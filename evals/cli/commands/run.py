@@ -291,15 +291,23 @@ def _debug_agent_tracebacks(result: RunResult) -> None:
                    f"({record_file(folder)}):\n{text.rstrip()}", err=True)
 
 
+_ALLOW_CHANGE_HELP = (
+    "With {resumes}: let this recorded setting change (max-steps, task-timeout, read-timeout, "
+    "step-pause, reset, agent-arg, agent-module{pools}; repeatable); the change is recorded in "
+    "the run's manifest. Without it, a resumed run keeps every setting it started with.")
 AllowChangeOpt = Annotated[
     list[str] | None,
-    typer.Option("--allow-change", metavar="SETTING",
-                 help="With --resume or --rerun-errors: let this recorded setting change "
-                      "(max-steps, task-timeout, read-timeout, step-pause, reset, agent-arg, "
-                      "agent-module, pools; repeatable); the change is recorded in the run's "
-                      "manifest. Without it, a resumed run keeps every setting it started with."),
+    typer.Option("--allow-change", metavar="SETTING", help=_ALLOW_CHANGE_HELP.format(
+        resumes="--resume or --rerun-errors", pools=", pools")),
 ]
 """``--allow-change``: see :mod:`evals.run.settings`."""
+SweepAllowChangeOpt = Annotated[
+    list[str] | None,
+    # a sweep has no --rerun-errors, and its pool is its own (made again on a resume)
+    typer.Option("--allow-change", metavar="SETTING", help=_ALLOW_CHANGE_HELP.format(
+        resumes="--resume", pools="")),
+]
+"""A sweep's ``--allow-change``."""
 
 
 def given_settings(ctx: typer.Context) -> set[str]:

@@ -26,7 +26,6 @@ from evals.cli.commands.run import (
     AgentArgOpt,
     AgentOpt,
     AgentUrlOpt,
-    AllowChangeOpt,
     BundlesOpt,
     FailOnErrorsOpt,
     JsonOpt,
@@ -40,6 +39,7 @@ from evals.cli.commands.run import (
     ResumeOpt,
     RunNameOpt,
     StepPauseOpt,
+    SweepAllowChangeOpt,
     TasksOpt,
     TaskTimeoutOpt,
     TrialsOpt,
@@ -140,7 +140,7 @@ def sweep(
     reset: ResetOpt = "clean-or-stock",
     trials: TrialsOpt = 1,
     variations: VariationsOpt = None,
-    allow_change: AllowChangeOpt = None,
+    allow_change: SweepAllowChangeOpt = None,
     record_tree: RecordTreeOpt = True,
 ) -> None:
     """Create a pool, run the tasks, print the summary, and remove the pool (even on failure)."""
