@@ -167,6 +167,9 @@ class WorkerSession:
         self.env = _Env(self)
         self._on_action = on_action
         self._launched = 0  # windows open since the last close_all_windows (the cascade)
+        # The session's window ids, "1", "2"... in launch order as Cua-Bench's simulated
+        # session numbers them (modules write `click_element(1, ...)`), to the worker's own.
+        self._windows: dict[str, str] = {}
 
     # -- windows -----------------------------------------------------------------------------
 
@@ -175,7 +178,8 @@ class WorkerSession:
                             x: int | None = None, y: int | None = None,
                             width: int = DEFAULT_WIDTH, height: int = DEFAULT_HEIGHT,
                             **_: Any) -> str:
-        """Open a window showing ``html``, ``url`` or ``folder`` at ``(x, y)``; its id.
+        """Open a window showing ``html``, ``url`` or ``folder`` at ``(x, y)``; its id, the
+        session's count of windows launched (``"1"`` for the first), as Cua-Bench numbers them.
 
         ``html`` is placed in the body of a page of its own, as Cua-Bench's simulated session
         places it (:func:`window_document`); the default size and the cascade of places where
@@ -190,16 +194,32 @@ class WorkerSession:
         answer = await self._browser("launch", {k: v for k, v in payload.items()
                                                 if v is not None})
         self._launched += 1
-        return str(answer["id"])
+        pid = str(len(self._windows) + 1)  # never reused, as Cua-Bench's are not
+        self._windows[pid] = str(answer["id"])
+        return pid
 
-    async def execute_javascript(self, pid: Any, script: str) -> Any:
-        """Evaluate JavaScript in the window ``pid``; its JSON value."""
-        answer = await self._browser("evaluate", {"id": str(pid), "script": script})
+    def _window_id(self, pid: Any) -> str:
+        """The worker's id of the session's window ``pid`` (``1`` and ``"1"`` alike).
+
+        Raises:
+            SessionError: the session launched no window ``pid``.
+        """
+        found = self._windows.get(str(pid))
+        if found is None:
+            launched = ", ".join(self._windows) or "none yet"
+            raise SessionError(f"no window {pid!r} in this session (its windows: {launched})")
+        return found
+
+    async def execute_javascript(self, pid: Any, javascript: str) -> Any:
+        """Evaluate JavaScript in the window ``pid``; its JSON value. The parameter's name is
+        Cua-Bench's (modules pass it by name)."""
+        answer = await self._browser("evaluate", {"id": self._window_id(pid),
+                                                  "script": javascript})
         return answer.get("value")
 
     async def move_window(self, pid: Any, x: int, y: int) -> None:
         """Move the window ``pid`` to ``(x, y)`` on the screen (an oa-vm extension)."""
-        await self._browser("move", {"id": str(pid), "x": int(x), "y": int(y)})
+        await self._browser("move", {"id": self._window_id(pid), "x": int(x), "y": int(y)})
 
     async def close_all_windows(self) -> None:
         """Close every browser window of the worker."""
@@ -223,7 +243,8 @@ class WorkerSession:
         )
 
         def find() -> dict[str, Any] | None:
-            value = self._call_browser("evaluate", {"id": str(pid), "script": script})
+            value = self._call_browser("evaluate", {"id": self._window_id(pid),
+                                                   "script": script})
             return value.get("value") if isinstance(value.get("value"), dict) else None
 
         rect = await asyncio.to_thread(poll_until, find, timeout_s=float(timeout),
@@ -261,6 +282,45 @@ class WorkerSession:
             await asyncio.sleep(float(getattr(action, "seconds", 1.0)))
             return
         await asyncio.to_thread(self.deliver, action)
+
+    # Cua-Bench's shorthands for one action each (its native session's), through
+    # execute_action as there.
+
+    async def click(self, x: int, y: int) -> None:
+        """Left-click at a screen point."""
+        await self.execute_action(ns.ClickAction(x, y))
+
+    async def right_click(self, x: int, y: int) -> None:
+        """Right-click at a screen point."""
+        await self.execute_action(ns.RightClickAction(x, y))
+
+    async def double_click(self, x: int, y: int) -> None:
+        """Double-click at a screen point."""
+        await self.execute_action(ns.DoubleClickAction(x, y))
+
+    async def move_to(self, x: int, y: int) -> None:
+        """Move the pointer to a screen point."""
+        await self.execute_action(ns.MoveToAction(x, y))
+
+    async def drag(self, from_x: int, from_y: int, to_x: int, to_y: int) -> None:
+        """Drag from one screen point to another."""
+        await self.execute_action(ns.DragAction(from_x, from_y, to_x, to_y))
+
+    async def type(self, text: str) -> None:
+        """Type text into whatever has the focus."""
+        await self.execute_action(ns.TypeAction(text))
+
+    async def key(self, key: str) -> None:
+        """Press one key (Cua-Bench's key names)."""
+        await self.execute_action(ns.KeyAction(key))
+
+    async def hotkey(self, keys: list[str]) -> None:
+        """Press keys together."""
+        await self.execute_action(ns.HotkeyAction(list(keys)))
+
+    async def scroll(self, direction: str = "down", amount: int = 300) -> None:
+        """Turn the wheel (``amount`` pixels; Cua-Bench's shorthand scrolls down 300)."""
+        await self.execute_action(ns.ScrollAction(direction, amount))
 
     def deliver(self, action: Any) -> None:
         """Send an action now (blocking); ``WaitAction`` waits here."""
@@ -301,6 +361,10 @@ class WorkerSession:
         """Write a file (``/setup/upload``)."""
         data = content.encode("utf-8") if isinstance(content, str) else content
         await asyncio.to_thread(self.waa.upload, path, data)
+
+    async def write_bytes(self, path: str, data: bytes) -> None:
+        """Write a file's bytes (``/setup/upload``)."""
+        await self.write_file(path, bytes(data))
 
     async def file_exists(self, path: str) -> bool:
         """Whether a file exists (``/file`` answers it or 404)."""

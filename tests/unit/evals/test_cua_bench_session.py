@@ -7,7 +7,9 @@ from __future__ import annotations
 import ast
 import asyncio
 import inspect
+import json
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -62,3 +64,46 @@ def test_a_404_of_a_worker_with_a_browser_keeps_its_own_words() -> None:
                          "/browser/status": Reply.json({"available": True})}) as waa:
         said = _launch(waa.url)
     assert "no browser window w9" in said and "has no browser" not in said
+
+
+def _worker() -> ScriptedServer:
+    """A worker whose browser opens window ``w7`` and whose pages answer 42."""
+    return ScriptedServer({
+        "/browser/launch": Reply.json({"id": "w7"}),
+        "/browser/evaluate": Reply.json({"value": 42}),
+        "/execute_windows": Reply.json({"status": "success", "returncode": 0}),
+    })
+
+
+def test_windows_are_numbered_per_session_from_one_as_cua_bench_numbers_them() -> None:
+    # Cua-Bench's modules name their first window 1 (`click_element(1, ...)`) and pass
+    # `pid=` and `javascript=` by name
+    async def use(session: WorkerSession) -> tuple[str, Any]:
+        pid = await session.launch_window(html="<p>x</p>")
+        return pid, await session.execute_javascript(pid=1, javascript="1 + 1")
+
+    with _worker() as waa, WaaClient(waa.url, retries=0, read_timeout=30.0) as client:
+        session = WorkerSession(client, timeout=30.0)
+        assert asyncio.run(use(session)) == ("1", 42)
+        sent = [json.loads(body) for path, body in waa.bodies if path == "/browser/evaluate"]
+        assert sent == [{"id": "w7", "script": "1 + 1"}]  # the worker's own id
+        with pytest.raises(SessionError, match=r"^no window 2 in this session \(its windows: 1\)"):
+            asyncio.run(session.execute_javascript(2, "x"))
+
+
+def test_cua_benchs_input_shorthands_send_an_agents_actions() -> None:
+    async def use(session: WorkerSession) -> None:
+        await session.click(10, 20)
+        await session.double_click(1, 2)
+        await session.type("hi")
+        await session.key("Return")
+        await session.hotkey(["ctrl", "s"])
+        await session.scroll()
+
+    with _worker() as waa, WaaClient(waa.url, retries=0, read_timeout=30.0) as client:
+        asyncio.run(use(WorkerSession(client, timeout=30.0)))
+        sent = [json.loads(body)["command"] for path, body in waa.bodies
+                if path == "/execute_windows"]
+    assert [s.removeprefix("import pyautogui; ") for s in sent] == [
+        "pyautogui.click(10, 20)", "pyautogui.doubleClick(1, 2)", "pyautogui.typewrite('hi')",
+        "pyautogui.press('enter')", "pyautogui.hotkey('ctrl', 's')", "pyautogui.scroll(-3)"]
