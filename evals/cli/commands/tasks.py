@@ -67,12 +67,14 @@ def tasks(
     from evals.tasks.openapps import is_openapps_selection, select_openapps
 
     browser: dict[str, list[str]] = {}  # a module's browser operations, by its domain
+    apps: dict[str, list[str]] = {}  # a module's native-app operations, by its domain
     if is_cua_selection(tasks_sel):
         # module files on this machine: no folder or pool to read them from
         variants = load_selection(tasks_sel, split)
         refs = [TaskRef(v.task_id, v.domain, False, v.description) for v in variants]
         browser = {v.domain: list(v.browser_operations) for v in variants
                    if v.browser_operations}
+        apps = {v.domain: list(v.app_operations) for v in variants if v.app_operations}
     elif is_openapps_selection(tasks_sel):  # a config file on this machine, every entry checked
         refs = [ref for ref in select_openapps(tasks_sel)[0] if isinstance(ref, TaskRef)]
     elif source is None and pool is None:
@@ -99,10 +101,13 @@ def tasks(
             ],
             "counts": counts,
             **({"browser_operations": browser} if browser else {}),
+            **({"app_operations": apps} if apps else {}),
         })
         return
     notes = {d: f"uses the worker's browser: {', '.join(ops)}; local pools only"
              for d, ops in browser.items()}
+    notes.update({d: f"uses Cua-Bench's native apps: session.{', session.'.join(ops)}; no "
+                  "pool runs it" for d, ops in apps.items()})
     typer.echo(format_table(refs, counts, notes))
 
 

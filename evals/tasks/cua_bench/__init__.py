@@ -16,6 +16,7 @@ from evals.errors import InvalidRunInputError
 from evals.tasks.cua_bench.loader import (
     DOMAIN,
     Variant,
+    apps_problem,
     is_cua_selection,
     load_selection,
     module_hashes,
@@ -35,8 +36,8 @@ __all__ = [
 
 def check_selection(selection: str, *, agent: str, pools: Sequence[str] = ()) -> list[Variant]:
     """Load a ``cua-bench:`` selection and refuse, in one line, what no run of it can do: a
-    bad module, ``--agent oracle`` on a module without ``solve_task``, shell operations the
-    pools' workers have no shell for.
+    bad module, ``--agent oracle`` on a module without ``solve_task``, Cua-Bench's native apps,
+    shell operations the pools' workers have no shell for.
 
     Raises:
         InvalidRunInputError: the first problem found.
@@ -48,6 +49,9 @@ def check_selection(selection: str, *, agent: str, pools: Sequence[str] = ()) ->
             raise InvalidRunInputError(
                 f"cua-bench module {lacking[0].module_file}: no @cb.solve_task, so the oracle "
                 f"agent has nothing to play ({len(lacking)} variant(s)); use another agent")
+    problem = apps_problem(variants)
+    if problem:
+        raise InvalidRunInputError(problem)
     for pool in pools or ["(any)"]:
         problem = shell_problem(variants, WORKER_SHELL, pool)
         if problem:

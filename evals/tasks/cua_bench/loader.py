@@ -29,14 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import InvalidRunInputError
-from evals.tasks.cua_bench.namespace import DEFAULT_SPLIT, cua_bench_module, real_package_installed
+from evals.tasks.cua_bench.namespace import DEFAULT_SPLIT, install
 from evals.tasks.cua_bench.session import BROWSER_OPERATIONS
 from waa_client import inputs
 
 PREFIX = "cua-bench:"
 MODULE_FILE = "main.py"
 DOMAIN = "cua-bench"
-SHELL_OPERATIONS = ("run_command", "read_file", "write_file", "file_exists", "list_dir")
+SHELL_OPERATIONS = ("run_command", "read_file", "write_file", "write_bytes", "read_bytes",
+                    "file_exists", "list_dir")
+# Cua-Bench's registry of native apps (session.apps.kicad.install(), install_app("godot")),
+# which installs and drives real applications on its own VMs: no worker of ours has it.
+APP_OPERATIONS = ("apps", "install_app", "launch_app")
 # The shell a module's os_type asks for; a pool's workers name the one they have.
 SHELL_OF_OS = {"windows": "windows", "win11": "windows", "win10": "windows", "linux": "posix",
                "macos": "posix", "android": "posix", "ios": "posix"}
@@ -64,6 +68,8 @@ class Variant:
     uses_shell: bool
     browser_operations: tuple[str, ...]
     """The browser operations its module calls (:func:`operations_called`), first seen first."""
+    app_operations: tuple[str, ...] = ()
+    """The native-app operations its module calls (:data:`APP_OPERATIONS`), which no pool runs."""
 
     @property
     def domain(self) -> str:
@@ -134,9 +140,7 @@ def load_module(path: Path) -> types.ModuleType:
     Raises:
         InvalidRunInputError: the file cannot be read or imported (the error's last line).
     """
-    if "cua_bench" not in sys.modules and not real_package_installed():
-        # handed to the module's `import cua_bench`; never written anywhere as a package
-        sys.modules["cua_bench"] = cua_bench_module()
+    install()  # handed to the module's `import cua_bench`; never written anywhere as a package
     name = f"_oa_cua_task_{next(_counter)}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
@@ -220,7 +224,8 @@ def load_selection(selection: str, split: str = DEFAULT_SPLIT) -> list[Variant]:
                           "(letters, digits, '.', '_', '-')")
         source = inputs.read_text(file, what="the Cua-Bench task module")  # bounded, regular
         module = load_module(file)  # refuses a syntax error: the parse below cannot fail
-        called = operations_called(source, (*SHELL_OPERATIONS, *BROWSER_OPERATIONS))
+        called = operations_called(source, (*SHELL_OPERATIONS, *BROWSER_OPERATIONS,
+                                            *APP_OPERATIONS))
         functions = lifecycle(module, split)
         for index, task in enumerate(variants_of(file, split, module)):
             if only is not None and index != only:
@@ -234,6 +239,7 @@ def load_selection(selection: str, split: str = DEFAULT_SPLIT) -> list[Variant]:
                 has_solve="solve_task" in functions,
                 uses_shell=any(op in SHELL_OPERATIONS for op in called),
                 browser_operations=tuple(op for op in called if op in BROWSER_OPERATIONS),
+                app_operations=tuple(op for op in called if op in APP_OPERATIONS),
             ))
         if only is not None and not variants:
             raise InvalidRunInputError(f"--tasks {selection!r}: {file} has no variant #{only} "
@@ -250,6 +256,18 @@ def operations_called(source: str, names: Collection[str]) -> tuple[str, ...]:
              if isinstance(n, ast.Attribute) and n.attr in names]
     nodes.sort(key=lambda n: (n.lineno, n.col_offset))
     return tuple(dict.fromkeys(n.attr for n in nodes))
+
+
+def apps_problem(variants: list[Variant]) -> str | None:
+    """Why no pool can run these variants, or None: a module driving Cua-Bench's native apps
+    (``session.apps.kicad.install()``), which exist on Cua-Bench's own VMs only."""
+    lacking = [v for v in variants if v.app_operations]
+    if not lacking:
+        return None
+    first = lacking[0]
+    return (f"cua-bench module {first.module_file}: it calls session.{first.app_operations[0]} "
+            "(Cua-Bench's native apps, installed and driven on Cua-Bench's own VMs), which "
+            f"oa-vm's workers do not have ({len(lacking)} variant(s)); no pool runs it")
 
 
 def shell_problem(variants: list[Variant], worker_shell: str, pool: str) -> str | None:

@@ -1,8 +1,9 @@
 """Our own ``cua_bench`` namespace: what a Cua-Bench task module imports, when the real
 ``cua-bench`` package is not installed.
 
-It is a module object handed to the module's ``import cua_bench`` (:func:`cua_bench_module`),
-never installed as a package: the types (:class:`Task`, the session and action types), the four
+It is a module object handed to the module's ``import cua_bench`` (:func:`install`), never
+installed as a package: the types (:class:`Task`, the session types ``DesktopSession`` and
+``MobileSession``, the action types, also as ``cua_bench.types``), the four
 lifecycle decorators with both call forms (``@cb.setup_task``, ``@cb.setup_task("train")``,
 ``@cb.setup_task(split="train")``; the split defaults to ``train``), and ``cb.interact`` as a
 no-op. A decorated function carries its kind and split as ``_td_type`` and ``_td_split``, the
@@ -11,7 +12,10 @@ attributes the real package sets, so the loader reads modules written against ei
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import operator
+import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -82,9 +86,10 @@ class DragAction:
 
 @dataclass
 class ScrollAction:
-    """Turn the wheel (``amount`` pixels, as Cua-Bench counts; a notch is 100)."""
+    """Turn the wheel (``amount`` pixels, as Cua-Bench counts; a notch is 100); up unless
+    said, as Cua-Bench's default."""
 
-    direction: str = "down"
+    direction: str = "up"
     amount: int = 100
 
 
@@ -125,13 +130,15 @@ ACTION_TYPES: tuple[type, ...] = (
     ClickAction, RightClickAction, DoubleClickAction, MiddleClickAction, MoveToAction,
     DragAction, ScrollAction, TypeAction, KeyAction, HotkeyAction, WaitAction, DoneAction,
 )
+# Cua-Bench's name for any of them, a union of the types (for annotations and isinstance)
+Action: Any = functools.reduce(operator.or_, ACTION_TYPES)
 
 
 class DesktopSession(Protocol):
     """What lifecycle functions receive (:class:`evals.tasks.cua_bench.session.WorkerSession`)."""
 
     async def launch_window(self, *args: Any, **kwargs: Any) -> Any: ...
-    async def execute_javascript(self, pid: Any, script: str) -> Any: ...
+    async def execute_javascript(self, pid: Any, javascript: str) -> Any: ...
     async def click_element(self, pid: Any, selector: str) -> None: ...
     async def execute_action(self, action: Any) -> None: ...
     async def screenshot(self) -> bytes: ...
@@ -177,15 +184,38 @@ def real_package_installed() -> bool:
 
 
 def cua_bench_module() -> types.ModuleType:
-    """A fresh module object named ``cua_bench`` holding our namespace."""
+    """A fresh module object named ``cua_bench`` holding our namespace, with its ``types``
+    submodule (the action types, ``Action``), which modules import as ``from cua_bench.types
+    import KeyAction``: :func:`install` makes both importable.
+
+    ``MobileSession`` is ``DesktopSession``, as in Cua-Bench (its mobile session is a
+    placeholder there), so the annotation ``cb.DesktopSession | cb.MobileSession`` that
+    Cua-Bench's examples write evaluates.
+    """
     module = types.ModuleType("cua_bench", "Cua-Bench's task interface, as oa-vm provides it.")
+    submodule = types.ModuleType("cua_bench.types", "Cua-Bench's action types.")
+    actions: dict[str, Any] = {cls.__name__: cls for cls in ACTION_TYPES}
+    actions["Action"] = Action
+    for name, value in actions.items():
+        setattr(submodule, name, value)
+    submodule.__all__ = sorted(actions)  # type: ignore[attr-defined]
     names = {
-        "Task": Task, "DesktopSession": DesktopSession, "tasks_config": tasks_config,
-        "setup_task": setup_task, "solve_task": solve_task, "evaluate_task": evaluate_task,
-        "interact": interact,
+        "Task": Task, "DesktopSession": DesktopSession, "MobileSession": DesktopSession,
+        "tasks_config": tasks_config, "setup_task": setup_task, "solve_task": solve_task,
+        "evaluate_task": evaluate_task, "interact": interact, **actions,
     }
-    names.update({cls.__name__: cls for cls in ACTION_TYPES})
     for name, value in names.items():
         setattr(module, name, value)
     module.__all__ = sorted(names)  # type: ignore[attr-defined]
+    module.types = submodule  # type: ignore[attr-defined]
     return module
+
+
+def install() -> None:
+    """Make ``import cua_bench`` and ``import cua_bench.types`` give our namespace, unless
+    the real package is installed or a ``cua_bench`` is imported already."""
+    if "cua_bench" in sys.modules or real_package_installed():
+        return
+    module = cua_bench_module()
+    sys.modules["cua_bench"] = module
+    sys.modules["cua_bench.types"] = module.types

@@ -184,3 +184,34 @@ def test_what_needs_the_simulated_desktop_runs_on_local_pools_only(
         check_runs_on(cloud, where, "openapps:never-read.yaml")  # refused unread
     check_runs_on(cloud, where, f"cua-bench:{write(tmp_path / 'shell', SHELL_ONLY)}")
     check_runs_on("local", "a pool of local workers", browser)
+
+
+EXAMPLE_SHAPE = '''
+import cua_bench as cb
+from cua_bench.types import Action, KeyAction, ScrollAction
+
+@cb.tasks_config
+def load():
+    return [cb.Task(description=str(ScrollAction().direction))]
+
+@cb.evaluate_task
+async def evaluate(task_cfg, session: cb.DesktopSession | cb.MobileSession) -> list[float]:
+    return [1.0 if isinstance(KeyAction(key="up"), Action) else 0.0]
+'''
+
+
+def test_modules_written_as_cua_benchs_examples_load(tmp_path: Path) -> None:
+    # Cua-Bench's examples import actions from cua_bench.types and annotate their session
+    # `cb.DesktopSession | cb.MobileSession`; a ScrollAction scrolls up unless told
+    (variant,) = load_selection(f"cua-bench:{write(tmp_path / 'game', EXAMPLE_SHAPE)}")
+    assert variant.description == "up"
+
+
+def test_a_module_of_cua_benchs_native_apps_is_refused_for_every_pool(tmp_path: Path) -> None:
+    native = write(tmp_path / "native", FORMS + "\nasync def use(session):\n"
+                   "    await session.apps.kicad.launch()\n")
+    (variant, _) = load_selection(f"cua-bench:{native}")
+    assert variant.app_operations == ("apps",)
+    with pytest.raises(InvalidRunInputError, match=r"calls session\.apps \(Cua-Bench's native "
+                       r"apps, .*\), which oa-vm's workers do not have \(2 variant\(s\)\)"):
+        check_selection(f"cua-bench:{native}", agent="noop")
