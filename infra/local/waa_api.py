@@ -113,7 +113,11 @@ def build_waa_app(app: App, desktop: Desktop, screen: Screen) -> App:
         return Response(200, desktop.read_file(path), "application/octet-stream")
 
     def list_directory(request: Request) -> Response:
-        return Response.json({"directory_tree": desktop.tree(_path_arg(request.json()))})
+        path = _path_arg(request.json())
+        try:
+            return Response.json({"directory_tree": desktop.tree(path)})
+        except FileNotFoundError:  # WAA's answer, for a missing path and for a file alike
+            raise HttpError(400, "The provided path is not a directory") from None
 
     def upload(request: Request) -> Response:
         form = request.form()

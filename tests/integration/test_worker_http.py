@@ -62,6 +62,11 @@ def test_execute_runs_the_command_language(shared_worker: WorkerProcess) -> None
     assert {"type": "file", "name": "hello.txt"} in tree["children"]
     missing = execute(shared_worker, f'read "{DESKTOP}\\nope.txt"').json()
     assert missing["returncode"] == 1 and "not found" in missing["error"]
+    for not_a_folder in (f"{DESKTOP}\\nope", path):  # WAA's answer for both: 400, its words
+        listing = requests.post(f"{shared_worker.waa_url}/list_directory",
+                                json={"path": not_a_folder}, timeout=TIMEOUT)
+        assert listing.status_code == 400, listing.text
+        assert "The provided path is not a directory" in listing.text
 
 
 def test_accessibility_and_obs_describe_the_same_desktop(shared_worker: WorkerProcess) -> None:

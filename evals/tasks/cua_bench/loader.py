@@ -36,8 +36,8 @@ from waa_client import inputs
 PREFIX = "cua-bench:"
 MODULE_FILE = "main.py"
 DOMAIN = "cua-bench"
-SHELL_OPERATIONS = ("run_command", "read_file", "write_file", "write_bytes", "read_bytes",
-                    "file_exists", "list_dir")
+SHELL_OPERATIONS = ("run_command", "shell_command", "read_file", "write_file", "write_bytes",
+                    "read_bytes", "file_exists", "directory_exists", "list_dir")
 # Cua-Bench's registry of native apps (session.apps.kicad.install(), install_app("godot")),
 # which installs and drives real applications on its own VMs: no worker of ours has it.
 APP_OPERATIONS = ("apps", "install_app", "launch_app")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals.tasks.cua_bench import namespace as ns
-from waa_client.errors import NotFoundError, WaaError
+from waa_client.errors import NotFoundError, RequestRejectedError, WaaError
 from waa_client.poll import poll_until
 from waa_client.waa import WaaClient
 
@@ -342,12 +342,23 @@ class WorkerSession:
 
     # -- shell and files ---------------------------------------------------------------------
 
-    async def run_command(self, command: str, **_: Any) -> CommandResult:
-        """Run a command in the worker's shell (``/execute``)."""
+    async def run_command(self, command: str, *, check: bool = True, **_: Any) -> CommandResult:
+        """Run a command in the worker's shell (``/execute``).
+
+        Raises:
+            RuntimeError: ``check`` (the default, as Cua-Bench's) and the command failed (a
+                non-zero return code); ``check=False`` returns the result whatever it is.
+        """
         answer = await asyncio.to_thread(self.waa.execute, command, shell=True,
                                          timeout=self.timeout)
-        return CommandResult(str(answer.get("output", "")), str(answer.get("error", "")),
-                             int(answer.get("returncode", 0) or 0))
+        result = CommandResult(str(answer.get("output", "")), str(answer.get("error", "")),
+                               int(answer.get("returncode", 0) or 0))
+        if check and result.return_code != 0:
+            raise RuntimeError(f"command failed with return code {result.return_code}: "
+                               f"{command}; stdout: {result.stdout}; stderr: {result.stderr}")
+        return result
+
+    shell_command = run_command  # Cua-Bench's session has both names
 
     async def read_file(self, path: str) -> str:
         """A file's text (``/file``)."""
@@ -371,6 +382,17 @@ class WorkerSession:
         try:
             await asyncio.to_thread(self.waa.file, path)
         except NotFoundError:
+            return False
+        return True
+
+    async def directory_exists(self, path: str) -> bool:
+        """Whether a folder exists (``/list_directory`` lists it, or answers 400 as WAA does for
+        a missing path or a file)."""
+        try:
+            await asyncio.to_thread(self.waa.list_directory, path)
+        except RequestRejectedError as exc:
+            if exc.status != 400:
+                raise
             return False
         return True
 

@@ -15,6 +15,7 @@ import pytest
 
 from evals.tasks.cua_bench.session import BROWSER_OPERATIONS, SessionError, WorkerSession
 from tests.support.http_servers import Reply, ScriptedServer
+from waa_client.errors import RequestRejectedError
 from waa_client.waa import WaaClient
 
 BROWSER_CALLS = {"_browser", "_call_browser"}
@@ -107,3 +108,32 @@ def test_cua_benchs_input_shorthands_send_an_agents_actions() -> None:
     assert [s.removeprefix("import pyautogui; ") for s in sent] == [
         "pyautogui.click(10, 20)", "pyautogui.doubleClick(1, 2)", "pyautogui.typewrite('hi')",
         "pyautogui.press('enter')", "pyautogui.hotkey('ctrl', 's')", "pyautogui.scroll(-3)"]
+
+
+def test_a_failed_command_raises_unless_check_is_off_as_in_cua_bench() -> None:
+    # Cua-Bench's run_command and shell_command raise on a non-zero return code by default: a
+    # module relying on that raise was scored as if the command had worked
+    failed = Reply.json({"status": "success", "output": "", "error": "boom", "returncode": 2})
+    with ScriptedServer({"/execute": failed}) as waa, \
+            WaaClient(waa.url, retries=0, read_timeout=30.0) as client:
+        session = WorkerSession(client, timeout=30.0)
+        for run in (session.run_command, session.shell_command):
+            with pytest.raises(RuntimeError, match="return code 2: del x; .*boom"):
+                asyncio.run(run("del x"))
+            kept = asyncio.run(run("del x", check=False))
+            assert (kept.return_code, kept["stderr"]) == (2, "boom")
+
+
+def test_directory_exists_reads_waas_answer_for_what_is_not_a_folder() -> None:
+    # WAA's /list_directory answers 400 "The provided path is not a directory" for a missing
+    # path and for a file alike; other refusals are not taken for "no such folder"
+    not_a_folder = Reply.json({"error": "The provided path is not a directory"}, 400)
+    listed = Reply.json({"directory_tree": {"type": "directory", "name": "D", "children": []}})
+    with ScriptedServer({"/list_directory": [listed, not_a_folder,
+                                             Reply.json({"error": "denied"}, 403)]}) as waa, \
+            WaaClient(waa.url, retries=0, read_timeout=30.0) as client:
+        session = WorkerSession(client, timeout=30.0)
+        assert asyncio.run(session.directory_exists("C:\\D")) is True
+        assert asyncio.run(session.directory_exists("C:\\nope")) is False
+        with pytest.raises(RequestRejectedError):
+            asyncio.run(session.directory_exists("D:\\x"))
