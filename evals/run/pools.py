@@ -20,8 +20,9 @@ worker name to its own pool's :class:`evals.run.repair.WorkerRepairer` or
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import oa_vm
@@ -63,6 +64,10 @@ class RunPool:
 
     record: PoolRecord
     workers: list[WorkerConnection]
+    left_out: dict[str, str] = field(default_factory=dict)
+    """Workers of the record that were not ready when the run connected (a process gone, a
+    host lost, one still booting), by the name the run gives them: their state and phase. The
+    run goes on without them and reports them as quarantined (:func:`say_left_out`)."""
 
     @property
     def name(self) -> str:
@@ -161,11 +166,32 @@ def connect_pools(
             workers = stack.enter_context(
                 oa_vm.connect(name, connect_timeout=connect_timeout, read_timeout=read_timeout)
             )
-            if len(names) > 1 or qualified:
+            record = oa_vm.load_pool(name)
+            used = {w.name for w in workers}
+            named = len(names) > 1 or qualified
+            left_out = {qualify(name, w.name) if named else w.name:
+                        w.state.value + (f": {w.phase}" if w.phase else "")
+                        for w in record.workers if w.name not in used}
+            if named:
                 for worker in workers:
                     renamed_connection(qualify(name, worker.name), worker)
-            pools.append(RunPool(oa_vm.load_pool(name), workers))
+            pools.append(RunPool(record, workers, left_out))
         yield pools
+
+
+def say_left_out(pools: Sequence[RunPool]) -> list[str]:
+    """Say in one warning which workers the run goes without (:attr:`RunPool.left_out`) and how
+    to bring them back; returns their names (the run records them as quarantined)."""
+    left = {name: why for pool in pools for name, why in pool.left_out.items()}
+    if left:
+        total = sum(len(pool.record.workers) for pool in pools)
+        fix = " or ".join(f"'oa-vm pool-repair --pool {pool.name}'"
+                          for pool in pools if pool.left_out)
+        logging.getLogger(__name__).warning(
+            "%d of %d worker(s) do not answer and the run goes on without them: %s; %s "
+            "brings them back", len(left), total,
+            ", ".join(f"{name} ({why})" for name, why in left.items()), fix)
+    return list(left)
 
 
 def workers_changed(pools: Sequence[RunPool]) -> bool:

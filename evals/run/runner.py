@@ -820,7 +820,7 @@ def _run_in_folder(
     locked: bool = False,
     path_patience_s: float = DEFAULT_PATIENCE_S,
 ) -> RunResult:
-    from evals.run.pools import namer, session_pools, summary_fields
+    from evals.run.pools import namer, say_left_out, session_pools, summary_fields
 
     task_ids = list(tasks)
     workers = [w for p in pools for w in p.workers]
@@ -849,8 +849,10 @@ def _run_in_folder(
                 if entry.name.startswith("queue.sqlite") or partial_write(
                         entry.name, folder.metadata_path.name):
                     entry.unlink(missing_ok=True)
-        # a new run's previous metadata is empty: nothing quarantined before
-        earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
+        # a new run's previous metadata is empty: nothing quarantined before; workers that do
+        # not answer now are quarantined from the start
+        earlier_quarantined = sorted({*(str(w) for w in previous.get("quarantined_workers")
+                                        or []), *say_left_out(pools)})
         earlier_hosts = [h for h in previous.get("quarantined_hosts") or [] if isinstance(h, dict)]
         metadata: RunMetadata = {
             "run": folder.path.name,
