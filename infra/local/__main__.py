@@ -1,4 +1,5 @@
-"""``python -m infra.local``: run simulated WAA workers until SIGTERM or SIGINT.
+"""``python -m infra.local``: run simulated WAA workers until SIGTERM or SIGINT, or until their
+``--root`` folder is removed (within about a second).
 
 Binds every server first, then writes the ready file atomically, so whoever waits for the file
 can connect at once. Bad command-line input prints one line and exits 2.
@@ -107,6 +108,15 @@ def write_ready_file(path: Path, workers: Sequence[RunningWorker], started_at: d
         raise
 
 
+def _identity(folder: Path | int) -> tuple[int, int] | None:
+    """The device and inode of a folder, by path or open descriptor (``None``: no such path)."""
+    try:
+        found = os.stat(folder)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 def _port(base: int, index: int) -> int:
     return base + index if base else 0
 
@@ -182,9 +192,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     write_ready_file(args.ready_file, workers, started_at)
-    logging.getLogger("infra.local").info("%d worker(s) ready, pid %d", len(workers), os.getpid())
+    log = logging.getLogger("infra.local")
+    log.info("%d worker(s) ready, pid %d", len(workers), os.getpid())
+    # The folder removed (a pool's folder deleted by hand) or replaced (a new pool of the same
+    # name) leaves no record that names this process: no command could stop it, so it stops
+    # itself. The folder is held open so that its inode cannot be given to a folder made again
+    # under its path; two stats a second, on the wake-up the loop has anyway.
+    root = os.open(args.root, os.O_RDONLY | os.O_DIRECTORY)
     while not stop.wait(1.0):
-        pass
+        if _identity(args.root) != _identity(root):
+            log.warning("its folder %s is gone: stopping", args.root)
+            break
+    os.close(root)
     for worker in workers:
         worker.stop()
     return 0

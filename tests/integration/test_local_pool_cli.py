@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -96,6 +97,21 @@ def test_killed_worker_shows_lost_and_cleanup_succeeds(home: Path) -> None:
     assert cleaned.returncode == 0, cleaned.stderr
     assert "already gone" in cleaned.stdout
     assert not alive(survivor)
+
+
+def test_a_pool_folder_removed_by_hand_leaves_no_process_running(home: Path) -> None:
+    """No command can reach a pool whose folder is gone (``pool-list`` does not show it,
+    ``pool-cleanup`` cannot find it): its worker processes notice and exit by themselves."""
+    data = _create_and_wait(home, "p9", 2)
+    workers = data["workers"]
+    assert isinstance(workers, list)
+    pids = [w["pid"] for w in workers]
+    shutil.rmtree(home / "pools" / "p9")
+    wait_until(lambda: not any(alive(pid) for pid in pids),
+               f"the worker processes {pids} of the removed pool to exit")
+    listing = run_cli("oa-vm", "pool-list", "--json", home=home)
+    assert listing.returncode == 0, listing.stderr
+    assert json.loads(listing.stdout) == []
 
 
 def test_cleanup_never_signals_a_process_it_did_not_start(home: Path) -> None:

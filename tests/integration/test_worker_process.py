@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 import socket
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pytest
 import requests
 
 from infra.local.faults import CRASH_EXIT_CODE
+from tests.support.waiting import WAIT_LIMIT_S
 from tests.support.worker_proc import PROJECT_ROOT, running_worker, start_worker_process
 
 pytestmark = pytest.mark.integration
@@ -57,6 +59,20 @@ def test_sigterm_exits_promptly_with_a_request_in_flight(tmp_path: Path) -> None
         assert worker.stop(timeout=10) == 0
     finally:
         worker.kill()
+
+
+@pytest.mark.parametrize("made_again", [False, True])
+def test_its_folder_removed_the_process_exits_by_itself(tmp_path: Path, made_again: bool) -> None:
+    """A folder removed by hand (a pool's, with its record) leaves no command that could stop
+    the process, so it stops itself; a folder made again under the same path (a new pool of the
+    same name) is not the one it was started in."""
+    with running_worker(tmp_path, count=2) as worker:
+        root = tmp_path / "worker-w" / "root"
+        shutil.rmtree(root)
+        if made_again:
+            root.mkdir()
+        assert worker.proc.wait(timeout=WAIT_LIMIT_S) == 0
+        assert f"its folder {root} is gone: stopping" in worker.log()
 
 
 def test_count_runs_independent_workers(tmp_path: Path) -> None:
