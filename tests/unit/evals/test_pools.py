@@ -28,6 +28,7 @@ from evals.run.pools import (
 )
 from evals.run.runner import RunConfig
 from oa_vm import WorkerConnection
+from oa_vm.model.state import PoolRecord, PoolState, WorkerRecord, WorkerState, utcnow
 from tests.support.leasing import reserved_for
 from waa_client import ScoringClient, WaaClient
 
@@ -215,10 +216,18 @@ def test_a_workers_host_is_named_alike_when_connected_and_after_a_repair(
     def connect(name: str, **_: object) -> Iterator[list[WorkerConnection]]:
         yield [_connection("worker-0", None), _connection("worker-1", "host-1")]
 
+    def load_pool(name: str) -> PoolRecord:
+        # worker-2 was not ready when the run connected: it is left out, by its run name
+        workers = [WorkerRecord(name=f"worker-{i}", state=WorkerState.READY) for i in range(2)]
+        lost = WorkerRecord(name="worker-2", state=WorkerState.LOST, phase="process gone")
+        return PoolRecord(name, "local", PoolState.DEGRADED, utcnow(), workers=[*workers, lost])
+
     monkeypatch.setattr("oa_vm.connect", connect)
-    monkeypatch.setattr("oa_vm.load_pool", lambda name: None)
+    monkeypatch.setattr("oa_vm.load_pool", load_pool)
     with connect_pools(["pa", "pb"], connect_timeout=1.0, read_timeout=1.0) as pools:
         hosts = {w.name: w.host for pool in pools for w in pool.workers}
     assert hosts == {"pa/worker-0": "pa/worker-0", "pa/worker-1": "pa/host-1",
                      "pb/worker-0": "pb/worker-0", "pb/worker-1": "pb/host-1"}
+    assert [pool.left_out for pool in pools] == [{"pa/worker-2": "lost: process gone"},
+                                                 {"pb/worker-2": "lost: process gone"}]
     assert renamed_connection("pb/worker-0", _connection("worker-0", None)).host == "pb/worker-0"
