@@ -120,11 +120,14 @@ def modified_wilson_interval(
 
     Wilson's lower end at 1 or 2 successes sits above rates that give such counts often: at 24
     tasks and a rate just below 0.74%, 1/24 is left out and the interval covers 83.7%. So, at 1
-    or 2 successes (n <= 50) or 1 to 3 (50 < n <= 100), the lower end is the one-sided Poisson
+    or 2 successes (n <= 50) or 1 to 3 (n > 50), the lower end is the one-sided Poisson
     bound ``lambda / n``, ``lambda`` the ``1 - confidence`` quantile of a Gamma of shape
     ``successes`` (= chi2.ppf(1 - confidence, 2 x) / 2: 0.051, 0.355 and 0.818 at 95%, their
     table; the one-sided tail is the whole ``1 - confidence``, not half of it, as their table
-    has it); the same for the upper end at as few failures.
+    has it); the same for the upper end at as few failures. Their rule stops at n = 100, the
+    largest n they studied; the same dip recurs at every n (83.8% at WAA's 154 tasks, a rate of
+    0.115%), and 1 to 3 successes close it there as at 100 (92.7% at its lowest, summed exactly
+    at 154 to 1,000 tasks; ``bench/stats_scores.py``).
 
     Effective counts are not integers (:func:`clustered_interval`): a count is taken as the
     whole number nearest it (the rule holds below 2.5 or 3.5), and ``lambda`` is the Gamma
@@ -136,7 +139,7 @@ def modified_wilson_interval(
         quantile: As :func:`wilson_interval` takes it.
     """
     low, high = wilson_interval(successes, n, confidence, quantile=quantile)
-    below = 2.5 if n <= 50 else 3.5 if n <= 100 else 0.0
+    below = 2.5 if n <= 50 else 3.5
     tail = 1 - confidence  # gammaincinv(x, q) is scipy.stats.gamma.ppf(q, x)
     if 0 < successes < below:
         low = min(low, float(special.gammaincinv(successes, tail)) / n)

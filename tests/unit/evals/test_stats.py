@@ -163,13 +163,23 @@ def test_the_lower_end_at_few_successes_is_their_poisson_bound(x: int, n: int, l
     assert mirror == pytest.approx((1 - high, 1 - low), abs=1e-12)
 
 
+@pytest.mark.parametrize("n", [101, 154, 1000])
+def test_past_100_tasks_one_to_three_successes_take_the_poisson_end(n: int) -> None:
+    # their rule stopped at 100 tasks, the largest they studied; at WAA's 154 the dip stayed
+    # (83.8% at a rate of 0.115%)
+    for x, lam in ((1, 0.0513), (2, 0.3554), (3, 0.8177)):
+        low, high = stats.modified_wilson_interval(x, n)
+        assert low == pytest.approx(lam / n, rel=1e-3) and high == stats.wilson_interval(x, n)[1]
+        assert stats.modified_wilson_interval(n - x, n)[1] == pytest.approx(1 - lam / n)
+
+
 def test_the_poisson_bound_follows_the_intervals_level() -> None:
     low, _ = stats.modified_wilson_interval(2, 24, 0.90)
     assert low == pytest.approx(scipy_chi2.ppf(0.10, 4) / 2 / 24, rel=1e-9)
 
 
 @pytest.mark.parametrize(("x", "n"), [(0, 24), (3, 24), (12, 24), (21, 24), (24, 24), (4, 60),
-                                      (1, 101), (2, 154), (152, 154), (5, 5)])
+                                      (4, 154), (77, 154), (150, 154), (5, 5)])
 def test_wilson_is_unchanged_where_their_rule_does_not_reach(x: int, n: int) -> None:
     assert stats.modified_wilson_interval(x, n) == stats.wilson_interval(x, n)
 
@@ -220,3 +230,4 @@ def test_the_coverage_dips_near_0_and_1_are_closed() -> None:
     assert _lowest_coverage(24, 0.02, 0.98) == pytest.approx(0.9158, abs=5e-5)
     assert _lowest_coverage(10, 1e-9, 1 - 1e-9) > 0.915
     assert _lowest_coverage(60, 1e-9, 1 - 1e-9) > 0.915
+    assert _lowest_coverage(154, 1e-9, 1 - 1e-9) > 0.925  # WAA's 154 tasks: 83.8% before
