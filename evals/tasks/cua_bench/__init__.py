@@ -52,7 +52,8 @@ def check_selection(selection: str, *, agent: str, pools: Sequence[str] = ()) ->
     problem = apps_problem(variants)
     if problem:
         raise InvalidRunInputError(problem)
-    for pool in pools or ["(any)"]:
+    names: Sequence[str | None] = pools or [None]  # None: no pool yet (a plan...)
+    for pool in names:
         problem = shell_problem(variants, WORKER_SHELL, pool)
         if problem:
             raise InvalidRunInputError(problem)

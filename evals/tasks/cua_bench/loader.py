@@ -270,22 +270,24 @@ def apps_problem(variants: list[Variant]) -> str | None:
             f"oa-vm's workers do not have ({len(lacking)} variant(s)); no pool runs it")
 
 
-def shell_problem(variants: list[Variant], worker_shell: str, pool: str) -> str | None:
-    """Why the pool's workers cannot run these variants' shell operations, or None.
+def shell_problem(variants: list[Variant], worker_shell: str,
+                  pool: str | None = None) -> str | None:
+    """Why the pool's workers (``None``: a plan with no pool yet, so any pool's) cannot run
+    these variants' shell operations, or None.
 
     A module that uses ``run_command``, ``read_file``... needs the shell of its
     ``computer.setup_config.os_type``; WAA workers and simulated ones have Windows'
-    (``windows``).
+    (``windows``), so no other pool would do.
     """
     lacking = [v for v in variants if v.uses_shell
                and SHELL_OF_OS.get(v.os_type, worker_shell) != worker_shell]
     if not lacking:
         return None
     first = lacking[0]
+    workers = "every pool's workers" if pool is None else f"pool {pool!r}'s workers"
     return (f"cua-bench module {first.module_file}: it runs shell and file operations for "
-            f"os_type {first.os_type!r}, and pool {pool!r}'s workers have a {worker_shell} "
-            f"shell only ({len(lacking)} variant(s)); set os_type to 'windows' and use Windows "
-            "paths, or run it on a pool whose workers have that shell")
+            f"os_type {first.os_type!r}, and {workers} have a {worker_shell} shell only "
+            f"({len(lacking)} variant(s)); set os_type to 'windows' and use Windows paths")
 
 
 def module_hashes(files: list[Path]) -> dict[str, str]:

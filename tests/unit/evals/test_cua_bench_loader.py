@@ -120,6 +120,22 @@ def test_shell_operations_need_a_windows_os_type_and_the_oracle_a_solve(tmp_path
         check_selection(f"cua-bench:{write(tmp_path / 'f', FORMS)}", agent="oracle")
 
 
+def test_a_shell_refusal_names_the_pool_given_and_every_pool_before_one_is(
+    tmp_path: Path
+) -> None:
+    posix = write(tmp_path / "posix", FORMS.replace(
+        'cb.Task(description="bare form, train")',
+        'cb.Task(description="x", computer={"setup_config": {"os_type": "linux"}})',
+    ) + "\nasync def use(s):\n    await s.run_command('ls')\n")
+    for pools, workers in ((["p"], "pool 'p''s workers"), ([], "every pool's workers")):
+        with pytest.raises(InvalidRunInputError) as refused:
+            check_selection(f"cua-bench:{posix}", agent="noop", pools=pools)
+        assert str(refused.value) == (
+            f"cua-bench module {posix / 'main.py'}: it runs shell and file operations for "
+            f"os_type 'linux', and {workers} have a windows shell only (1 variant(s)); set "
+            "os_type to 'windows' and use Windows paths")
+
+
 def test_rewards_are_a_list_of_numbers() -> None:
     assert rewards_of([1, 0.5]) == [1.0, 0.5] and rewards_of(0.25) == [0.25]
     for bad in ([], "1", [True], None, [float("nan")], {"a": 1}):
