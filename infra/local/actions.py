@@ -8,6 +8,7 @@ a verb of :mod:`infra.local.commands` (or ``DONE``/``FAIL``/``WAIT``) runs as be
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 
 from infra import pyast
@@ -47,10 +48,21 @@ def source_of(command: str | Sequence[str]) -> str | None:
     if looks_like_source(command):
         return command
     try:
-        pyast.parse_module(command)
+        program = pyast.parse_module(command)
     except SyntaxError:
         return None  # neither Python nor a verb: the command language explains its verbs
-    return command
+    # a bare (dotted) name does nothing as Python: it is a program's name (notepad.exe), sent
+    # as a shell command, which the command language answers with the verb that does it
+    return None if _bare_name(program) else command
+
+
+def _bare_name(program: ast.Module) -> bool:
+    if len(program.body) != 1 or not isinstance(program.body[0], ast.Expr):
+        return False
+    node = program.body[0].value
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
 
 
 def run_action(desktop: Desktop, command: str | Sequence[str]) -> commands.CommandResult:

@@ -43,7 +43,9 @@ from infra.local.desktop import Desktop, app_name
 from infra.local.sandbox import HOME, SandboxError
 
 MAX_SLEEP = 30.0
-DOC_HINT = "the simulated worker speaks the command language documented in docs/local-worker.md"
+DOC_HINT = ("the simulated worker runs no programs or code: it takes one command of its own "
+            "language, a verb and its arguments (open notepad, type 'text', save 'C:\\...\\a.txt'; "
+            "docs/local-worker.md)")
 SPECIAL_ACTIONS = ("DONE", "FAIL", "WAIT")
 _FOREIGN = {"python", "python3", "python.exe", "py", "powershell", "powershell.exe", "pwsh",
             "cmd", "cmd.exe", "bash", "sh"}
@@ -131,13 +133,25 @@ def parse(command: str | Sequence[str]) -> tuple[Verb, list[str]]:
             raise CommandSyntaxError(
                 f"{name!r}: this worker does not run Python, pyautogui or shell code; {DOC_HINT}"
             )
-        raise CommandSyntaxError(
-            f"unknown verb {name!r}; {DOC_HINT} (verbs: {', '.join(sorted(VERBS))})"
-        )
+        raise CommandSyntaxError(_unknown(words))
     args = words[1:]
     if not verb.min_args <= len(args) <= verb.max_args:
         raise CommandSyntaxError(f"{name}: wrong number of arguments; usage: {verb.usage}")
     return verb, args
+
+
+def _unknown(words: list[str]) -> str:
+    """The refusal of an unknown verb: the language, and the verb that does it when the word is
+    a program the simulated desktop has (``notepad.exe`` or ``start notepad.exe`` -> ``open
+    notepad``; with a path, ``open notepad "PATH"``)."""
+    at = 1 if words[0].lower() == "start" and len(words) > 1 else 0
+    program, rest = words[at], words[at + 1:]
+    app = app_name(program)
+    if app is None or len(rest) > 1:
+        return f"unknown verb {words[0]!r}; {DOC_HINT}; verbs: {', '.join(sorted(VERBS))}"
+    target = program if ":" in program else app  # a settings or clock page stays named
+    verb = " ".join(["open", target, *(f'"{word}"' for word in rest)])
+    return f"{' '.join(words)!r} runs a program; {DOC_HINT}; to open it: {verb}"
 
 
 def run(desktop: Desktop, command: str | Sequence[str]) -> CommandResult:

@@ -62,6 +62,38 @@ def test_bad_commands_are_syntax_errors(desktop: Desktop, command: str, needle: 
     assert needle in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("command", "verb"),
+    [
+        ("notepad.exe", "open notepad"),
+        ("start notepad.exe", "open notepad"),
+        ("CALC.EXE", "open calc"),
+        ("explorer.exe C:\\Users\\Docker", 'open explorer "C:\\Users\\Docker"'),
+        ("start ms-settings:nightlight", "open ms-settings:nightlight"),
+        (["notepad.exe", "C:\\a b.txt"], 'open notepad "C:\\a b.txt"'),
+    ],
+)
+def test_a_program_of_the_desktop_is_refused_naming_the_verb_that_opens_it(
+    desktop: Desktop, command: str | list[str], verb: str
+) -> None:
+    with pytest.raises(CommandSyntaxError) as refused:
+        run(desktop, command)
+    said = str(refused.value)
+    assert said.endswith(f"; to open it: {verb}"), said
+    assert "runs no programs or code: it takes one command of its own language" in said
+    assert ok(desktop, verb)  # and the verb named does it
+    assert "\n" not in said
+
+
+def test_an_unknown_verb_is_refused_with_the_language_and_its_verbs(desktop: Desktop) -> None:
+    with pytest.raises(CommandSyntaxError) as refused:
+        run(desktop, "frobnicate now")
+    said = str(refused.value)
+    assert said.startswith("unknown verb 'frobnicate'; the simulated worker runs no programs")
+    assert "a verb and its arguments" in said and "verbs: activate, alarm" in said
+    assert "to open it" not in said
+
+
 def test_non_string_list_is_refused(desktop: Desktop) -> None:
     with pytest.raises(CommandSyntaxError):
         run(desktop, ["type", 3])  # type: ignore[list-item]

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from infra.local import gui
-from infra.local.actions import run_action
+from infra.local.actions import run_action, source_of
+from infra.local.commands import CommandSyntaxError
 from infra.local.desktop import Desktop
 from infra.local.pysource import ForbiddenSource, parse_source, python_c_source
 from tests.support.controls import find_control
@@ -79,6 +80,18 @@ def test_the_command_language_still_works(desktop: Desktop) -> None:
     assert run_action(desktop, "open notepad").output == "Untitled - Notepad"
     with pytest.raises(Exception, match="unknown verb 'frobnicate'"):
         run_action(desktop, "frobnicate now")
+
+
+@pytest.mark.parametrize("command", ["notepad.exe", "notepad", "calc.exe"])
+def test_a_programs_bare_name_is_a_command_not_python(desktop: Desktop, command: str) -> None:
+    # as Python a bare (dotted) name does nothing: it is a program run as a shell command, and
+    # the command language names the verb that does it, not the Python whitelist's rules
+    with pytest.raises(CommandSyntaxError) as refused:
+        run_action(desktop, command)
+    assert "to open it: open " in str(refused.value)
+    assert "attribute chain" not in str(refused.value)
+    assert source_of(command) is None
+    assert source_of("import pyautogui\npyautogui.size") is not None  # Python stays Python
 
 
 def _control(desktop: Desktop, name: str) -> gui.Control:
