@@ -334,12 +334,22 @@ def check_settings(
         changes.append({"setting": name, "from": recorded[name], "to": current[name]})
     unused = [n for n in config.allow_change if n not in {c["setting"] for c in changes}]
     if unused:
-        raise InvalidRunInputError(
-            f"--allow-change {unused[0]}: the run's {unused[0]} is unchanged "
-            f"({shown(unused[0], recorded.get(unused[0], current[unused[0]]))}); "
-            "give the new value with its option, or leave --allow-change out"
-        )
+        raise InvalidRunInputError(unneeded_allow_change(unused[0], recorded, current))
     return changes
+
+
+def unneeded_allow_change(name: str, recorded: Mapping[str, Any],
+                          current: Mapping[str, Any]) -> str:
+    """Why ``--allow-change NAME`` is refused when the setting does not change: it is the same,
+    or (the pools of a single-pool run resumed on another one pool) the change needs no
+    permission."""
+    before, after = recorded.get(name, current[name]), current[name]
+    if name == "pools" and sorted(before) != sorted(after):  # one pool for another (_same)
+        return (f"--allow-change pools: not needed: a single-pool run may resume on any one "
+                f"pool (it ran on {shown(name, before)}, now on {shown(name, after)}); leave "
+                "--allow-change out")
+    return (f"--allow-change {name}: the run's {name} is unchanged ({shown(name, before)}); "
+            "give the new value with its option, or leave --allow-change out")
 
 
 def resumed_values(recorded: Mapping[str, Any], given: set[str]) -> dict[str, Any]:

@@ -587,3 +587,29 @@ def test_a_multi_pool_run_resumes_on_the_pools_left_with_allow_change_pools(
     # resumed again on its pool left, without naming it: nothing to change, nothing refused
     done = evals("run", "--rerun-errors", "r", home=home, results=results)
     assert done.returncode == 0, done.stderr
+
+
+def test_allow_change_pools_on_a_single_pool_run_moved_to_another_pool_is_said_not_needed(
+    home: Path, tmp_path: Path
+) -> None:
+    make_pools({"pa": 1, "pb": 1})
+    results = tmp_path / "results"
+    first = evals("run", "--pool", "pa", "--agent", "oracle", "--tasks", "local_small",
+                  "--run-name", "r", home=home, results=results)
+    assert first.returncode == 0, first.stderr
+    before = folder_digest(results / "r")
+    for again in (["--resume", "--run-name", "r", "--agent", "oracle", "--tasks", "local_small"],
+                  ["--rerun-errors", "r"]):
+        refused = evals("run", "--pool", "pb", *again, "--allow-change", "pools",
+                        home=home, results=results)
+        line = refused.assert_one_line_error()
+        assert refused.returncode == 2  # refused as any --allow-change of what does not change
+        assert line.endswith(
+            "--allow-change pools: not needed: a single-pool run may resume on any one pool "
+            "(it ran on pa, now on pb); leave --allow-change out"), line
+        assert "unchanged" not in line, line
+    assert folder_digest(results / "r") == before  # nothing recorded was touched
+    # without it, the same resume on the other pool goes on
+    moved = evals("run", "--pool", "pb", "--resume", "--run-name", "r", "--agent", "oracle",
+                  "--tasks", "local_small", home=home, results=results)
+    assert moved.returncode == 0, moved.stderr

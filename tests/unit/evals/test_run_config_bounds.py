@@ -110,3 +110,23 @@ def test_estimates_grow_with_what_a_task_holds() -> None:
 def test_an_odd_item_in_a_reference_solution_does_not_break_the_estimate() -> None:
     odd = {"reference_solution": [{"not": "a string"}, "sleep 1", "DONE"]}
     assert estimate_seconds(odd) >= 1.0
+
+
+@pytest.mark.parametrize(("recorded", "current", "said"), [
+    # a single-pool run resumed on another one pool: allowed anyway, so said to be not needed
+    (["pa"], ["pb"], "--allow-change pools: not needed: a single-pool run may resume on any "
+                     "one pool (it ran on pa, now on pb); leave --allow-change out"),
+    (["pa"], ["pa"], "--allow-change pools: the run's pools is unchanged (pa); give the new "
+                     "value with its option, or leave --allow-change out"),
+    (["pa", "pb"], ["pb", "pa"], "--allow-change pools: the run's pools is unchanged (pa, pb)"),
+])
+def test_an_unneeded_allow_change_pools_says_why(
+    recorded: list[str], current: list[str], said: str
+) -> None:
+    from evals.run.settings import unneeded_allow_change
+
+    assert unneeded_allow_change("pools", {"pools": recorded},
+                                 {"pools": current}).startswith(said)
+    assert unneeded_allow_change("max-steps", {"max-steps": 15}, {"max-steps": 15}) == (
+        "--allow-change max-steps: the run's max-steps is unchanged (15); give the new value "
+        "with its option, or leave --allow-change out")
