@@ -327,7 +327,7 @@ def summarize(
     order = {str(tid): i for i, tid in enumerate(metadata.get("task_ids") or [])}
     records = sorted(records, key=lambda r: (order.get(r.task_id, len(order)), r.task_id, r.trial))
     items = [TaskOutcome.from_execution(r) for r in records]
-    from evals.run.pools import namer, session_pools
+    from evals.run.pools import host_namer, namer, session_pools
 
     named = namer(metadata)  # a run that ran on several pools: bare names are its first pool's
     quarantined = sorted(named(str(w)) for w in metadata.get("quarantined_workers") or [])
@@ -345,7 +345,7 @@ def summarize(
         for attempt in record.previous_attempts:
             if isinstance(attempt.worker, str) and attempt.worker:
                 workers[named(attempt.worker)]["errors"] += 1
-    lost_hosts = [dict(h) for h in metadata.get("quarantined_hosts") or []]
+    lost_hosts = [*map(host_namer(metadata), metadata.get("quarantined_hosts") or [])]
     for name in [*quarantined, *(str(n) for h in lost_hosts for n in h.get("workers") or [])]:
         workers[named(name)]["quarantined"] = True
     recorded = {t.task_id for t in items}

@@ -288,6 +288,24 @@ def namer(metadata: RunMetadata) -> Callable[[str], str]:
     return lambda name: name if SEPARATOR in name else qualify(first, name)
 
 
+def host_namer(metadata: RunMetadata) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A ``quarantined_hosts`` entry as a run that has run on several pools shows it: an entry
+    of the run's first pool (its workers' names bare) has its host and its workers named by
+    :func:`namer`, as a later session names a host and its workers (:func:`renamed_connection`);
+    any other entry as it is."""
+    named = namer(metadata)
+
+    def entry(lost: Mapping[str, Any]) -> dict[str, Any]:
+        workers = [str(w) for w in lost.get("workers") or []]
+        if any(SEPARATOR in w for w in workers):  # a later session's: named when recorded
+            return dict(lost)
+        host = lost.get("host")
+        return {**lost, "host": named(host) if isinstance(host, str) else host,
+                "workers": [named(w) for w in workers]}
+
+    return entry
+
+
 def highest_price(pools: Sequence[RunPool]) -> float | None:
     """The dearest pool's price (what estimates of a task's cost use), or None if none is
     priced."""

@@ -820,7 +820,7 @@ def _run_in_folder(
     locked: bool = False,
     path_patience_s: float = DEFAULT_PATIENCE_S,
 ) -> RunResult:
-    from evals.run.pools import namer, say_left_out, session_pools, summary_fields
+    from evals.run.pools import host_namer, namer, say_left_out, session_pools, summary_fields
 
     task_ids = list(tasks)
     workers = [w for p in pools for w in p.workers]
@@ -890,6 +890,8 @@ def _run_in_folder(
         named = namer(metadata)  # bare names of the run's first pool, once it ran on another
         metadata["quarantined_workers"] = earlier_quarantined = [
             named(w) for w in earlier_quarantined]
+        metadata["quarantined_hosts"] = earlier_hosts = [
+            *map(host_namer(metadata), earlier_hosts)]
         if config.resume:
             metadata["resumed_at"] = [*previous.get("resumed_at", []), now_iso()]
             if previous.get("reruns"):

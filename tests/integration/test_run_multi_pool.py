@@ -6,8 +6,9 @@ pool's price (the pools' prices differ, so one price for all fails), the per-poo
 the refusals (another run's lease on one pool, a pool given twice, a resume with other pools,
 pools serving different tasks); a worker of one pool killed mid-run (its tasks finish on the
 other pool), and with ``--repair`` replaced through its own pool. Across sessions: a run's
-errors rerun on another pool (its workers not taken for the first pool's of the same name), and
-a multi-pool run resumed on the pool left once the other is removed (``--allow-change pools``).
+errors rerun on another pool (its workers, and a host it lost, not taken for the first pool's of
+the same name), a multi-pool run resumed on the pool left once the other is removed
+(``--allow-change pools``), and that permission said to be needless for a single-pool run.
 """
 
 from __future__ import annotations
@@ -613,3 +614,32 @@ def test_allow_change_pools_on_a_single_pool_run_moved_to_another_pool_is_said_n
     moved = evals("run", "--pool", "pb", "--resume", "--run-name", "r", "--agent", "oracle",
                   "--tasks", "local_small", home=home, results=results)
     assert moved.returncode == 0, moved.stderr
+
+
+def test_a_host_lost_on_the_first_pool_is_named_by_its_pool_once_errors_rerun_on_another(
+    home: Path, tmp_path: Path
+) -> None:
+    # pool pa is one simulated host of two workers, which crashes a few tasks in: the host is
+    # quarantined once; the errors are rerun on pool pb, whose worker-0 has the same name
+    make_pools({"pa": 2, "pb": 1},
+               pa={"workers_per_host": 2, "faults": {"crash-after": "60"}})
+    results = tmp_path / "results"
+    first = evals("run", "--pool", "pa", "--agent", "oracle", "--tasks", "local_small",
+                  "--run-name", "r", "--max-attempts", "1", home=home, results=results)
+    assert "Quarantined host group-0 (workers worker-0, worker-1)" in first.stdout, (
+        first.stdout + first.stderr)
+
+    again = evals("run", "--pool", "pb", "--rerun-errors", "r", home=home, results=results)
+    assert again.returncode == 0, again.stderr
+    assert "Sessions ran on pools: pa, then pb" in again.stdout, again.stdout
+    # named as the worker table names the first pool's workers, not as pb's healthy worker-0
+    assert "Quarantined host pa/group-0 (workers pa/worker-0, pa/worker-1)" in again.stdout, (
+        again.stdout)
+    summary = assert_summary_matches(results / "r", read_records(results / "r"))
+    [lost] = summary["quarantined_hosts"]
+    assert (lost["host"], lost["workers"]) == ("pa/group-0", ["pa/worker-0", "pa/worker-1"])
+    assert summary["workers"]["pa/worker-0"]["quarantined"] is True
+    assert summary["workers"]["pb/worker-0"]["quarantined"] is False
+    metadata = json.loads((results / "r" / "metadata.json").read_text())
+    [recorded] = metadata["quarantined_hosts"]  # renamed as quarantined_workers are
+    assert (recorded["host"], recorded["workers"]) == (lost["host"], lost["workers"])

@@ -13,7 +13,7 @@ import pytest
 
 from evals.errors import InvalidRunInputError
 from evals.results.ledger import Ledger
-from evals.results.records import TaskExecution, TaskStatus
+from evals.results.records import RunMetadata, TaskExecution, TaskStatus
 from evals.run import metrics
 from evals.run.pools import (
     PoolRouter,
@@ -21,6 +21,7 @@ from evals.run.pools import (
     _same_tasks,
     check_pool_names,
     connect_pools,
+    host_namer,
     qualify,
     recorded_pool_names,
     renamed_connection,
@@ -231,3 +232,31 @@ def test_a_workers_host_is_named_alike_when_connected_and_after_a_repair(
     assert [pool.left_out for pool in pools] == [{"pa/worker-2": "lost: process gone"},
                                                  {"pb/worker-2": "lost: process gone"}]
     assert renamed_connection("pb/worker-0", _connection("worker-0", None)).host == "pb/worker-0"
+
+
+def test_a_lost_host_of_the_first_pool_is_named_as_its_workers_once_the_run_ran_elsewhere(
+    tmp_path: Path,
+) -> None:
+    first = {"host": "group-0", "workers": ["worker-0", "worker-1"], "reason": "down"}
+    later = {"host": "pb/group-0", "workers": ["pb/worker-0"], "reason": "down"}
+    moved: RunMetadata = {"pool": "pb", "sessions": [{"pool": "pa"}, {"pool": "pb"}]}
+    named = host_namer(moved)
+    assert named(first) == {"host": "pa/group-0", "workers": ["pa/worker-0", "pa/worker-1"],
+                            "reason": "down"}
+    assert named(later) == later  # named when recorded
+    assert first["host"] == "group-0"  # the record itself is not changed here
+    # one pool throughout (or several from the start): names as recorded
+    throughout: list[RunMetadata] = [{"pool": "pa"},
+                                     {"sessions": [{"pool": "pa"}, {"pool": "pa"}]},
+                                     {"sessions": [{"pool": "pa+pb"}, {"pool": "pa"}]}]
+    for metadata in throughout:
+        assert host_namer(metadata)(first) == first
+    # the summary shows the entry as the worker table shows its workers
+    run = _write_run(tmp_path, {**moved, "run": "r", "task_ids": ["t1"],
+                                "quarantined_hosts": [first]},
+                     [_record("t1", "success", "pb/worker-0", {})])
+    summary = metrics.compute_summary(run)
+    assert summary["quarantined_hosts"] == [named(first)]
+    assert summary["workers"]["pa/worker-0"]["quarantined"] is True
+    assert ("Quarantined host pa/group-0 (workers pa/worker-0, pa/worker-1): down"
+            in metrics.format_summary(summary))
