@@ -348,7 +348,8 @@ def unneeded_allow_change(name: str, recorded: Mapping[str, Any],
         return (f"--allow-change pools: not needed: a single-pool run may resume on any one "
                 f"pool (it ran on {shown(name, before)}, now on {shown(name, after)}); leave "
                 "--allow-change out")
-    return (f"--allow-change {name}: the run's {name} is unchanged ({shown(name, before)}); "
+    return (f"--allow-change {name}: the run's {name} {'are' if name == 'pools' else 'is'} "
+            f"unchanged ({shown(name, before)}); "
             "give the new value with its option, or leave --allow-change out")
 
 

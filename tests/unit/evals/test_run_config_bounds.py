@@ -116,9 +116,9 @@ def test_an_odd_item_in_a_reference_solution_does_not_break_the_estimate() -> No
     # a single-pool run resumed on another one pool: allowed anyway, so said to be not needed
     (["pa"], ["pb"], "--allow-change pools: not needed: a single-pool run may resume on any "
                      "one pool (it ran on pa, now on pb); leave --allow-change out"),
-    (["pa"], ["pa"], "--allow-change pools: the run's pools is unchanged (pa); give the new "
+    (["pa"], ["pa"], "--allow-change pools: the run's pools are unchanged (pa); give the new "
                      "value with its option, or leave --allow-change out"),
-    (["pa", "pb"], ["pb", "pa"], "--allow-change pools: the run's pools is unchanged (pa, pb)"),
+    (["pa", "pb"], ["pb", "pa"], "--allow-change pools: the run's pools are unchanged (pa, pb)"),
 ])
 def test_an_unneeded_allow_change_pools_says_why(
     recorded: list[str], current: list[str], said: str
