@@ -131,6 +131,12 @@ class AgentError(EvalsError):
     """An agent could not produce an action (raised by agents; recorded as ``error/agent``)."""
 
 
+class AgentOutOfTime(AgentError):
+    """An agent's call gave up at the attempt's deadline (a model API still rate-limiting, or
+    not answering, when the task's time ran out: :func:`waa_client.retry.deadline_scope`); the
+    agent loop records it as ``error/timeout``, retried as any timeout, not ``error/agent``."""
+
+
 class BudgetExceeded(EvalsError):
     """The run stopped dispatching at ``--max-cost-usd``; the tasks left were recorded not run."""
 

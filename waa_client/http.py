@@ -153,8 +153,9 @@ class HttpClient:
         """Send one request (retried when ``idempotent``) and return a 2xx response.
 
         Statuses in ``accept`` are returned too, for the caller to interpret. With a
-        ``deadline`` (``time.monotonic()``) the whole call, retries and waits included, ends by
-        it: each try's timeouts are cut to the time left (:func:`waa_client.retry.call`).
+        ``deadline`` (``time.monotonic()``), or inside :func:`waa_client.retry.deadline_scope`,
+        the whole call, retries and waits included, ends by it: each try's timeouts are cut to
+        the time left (:func:`waa_client.retry.call`).
 
         Raises:
             WorkerUnreachableError: Refused, reset, unresolvable (``WorkerTimeoutError`` when

@@ -19,6 +19,14 @@ worker may hang) ends by it: no retry starts whose wait would reach it (tenacity
 left with :func:`try_timeout`. Without it a hung server held a retried read for every try's
 whole timeout, three times the time the attempt had left.
 
+A caller that cannot pass a deadline down to every call it makes (an agent's model API client,
+a Cua-Bench module's session: their interfaces are third parties') sets one for a block with
+:func:`deadline_scope`: :func:`call` and :func:`try_timeout` then end by the earlier of their own
+deadline and the block's. The agent loop sets it around each attempt, so anything in the
+attempt that retries or times a call here ends by the attempt's deadline. It lives here, with
+the policy it bounds, because this is the one module both the worker clients and ``evals``
+use (``waa_client`` imports nothing of ``evals``).
+
 Tests make every real wait zero with :func:`no_retry_waits` (the number of attempts is
 unchanged); a caller that passes its own ``sleep`` (a fake clock) still sees the planned waits.
 """
@@ -30,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Generic, TypeVar
 
 import tenacity
@@ -124,9 +133,39 @@ class Backoff(Generic[K]):
         return self._failures.get(key, 0)
 
 
-def try_timeout(timeout: float, deadline: float | None) -> float:
-    """A try's timeout: ``timeout`` cut to the time left before ``deadline`` (None: no cut);
-    0 or less when the deadline has passed (the caller sends nothing)."""
+_scope_deadline: ContextVar[float | None] = ContextVar("retry_deadline", default=None)
+
+
+@contextmanager
+def deadline_scope(deadline: float | None) -> Iterator[None]:
+    """Within the block, :func:`call` and :func:`try_timeout` end by ``deadline`` too (a
+    ``time.monotonic()`` value; None adds none; a scope inside another keeps the earlier).
+
+    A context variable: it holds in this thread and in what runs in a copy of its context (a
+    coroutine handed to an event loop, even another thread's, with
+    ``asyncio.run_coroutine_threadsafe``; ``asyncio.to_thread``), not in a
+    ``threading.Thread`` started inside the block. Enter it in plain code, not inside a
+    coroutine that may be left unfinished (its close would run in another context)."""
+    token = _scope_deadline.set(deadline_in_force(deadline))
+    try:
+        yield
+    finally:
+        _scope_deadline.reset(token)
+
+
+def deadline_in_force(deadline: float | None = None) -> float | None:
+    """The earlier of ``deadline`` and the one :func:`deadline_scope` set (None: neither)."""
+    scoped = _scope_deadline.get()
+    if deadline is None or scoped is None:
+        return scoped if deadline is None else deadline
+    return min(deadline, scoped)
+
+
+def try_timeout(timeout: float, deadline: float | None = None) -> float:
+    """A try's timeout: ``timeout`` cut to the time left before ``deadline`` or the scope's
+    (:func:`deadline_in_force`; none: no cut); 0 or less when it has passed (the caller sends
+    nothing)."""
+    deadline = deadline_in_force(deadline)
     return timeout if deadline is None else min(timeout, deadline - time.monotonic())
 
 
@@ -154,9 +193,10 @@ def call(
         sleep: The sleep function (a test's fake clock); ``time.sleep`` by default, looked up
             at each wait.
         on_retry: Called with the failed attempt's number and its error before each wait.
-        deadline: ``time.monotonic()`` by which the whole call ends: a retry whose wait would
-            reach it is not made (the last error is raised); ``fn`` cuts each try's own
-            timeout with :func:`try_timeout`.
+        deadline: ``time.monotonic()`` by which the whole call ends (the scope's, when it is
+            earlier: :func:`deadline_scope`): a retry whose wait would reach it is not made
+            (the last error is raised); ``fn`` cuts each try's own timeout with
+            :func:`try_timeout`.
 
     Raises:
         BaseException: the last error, once the attempts are spent or the error is final.
@@ -192,6 +232,7 @@ def call(
             on_retry(state.attempt_number, error)
 
     stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(attempts)
+    deadline = deadline_in_force(deadline)
     if deadline is not None:  # tenacity counts from here, where the retries start
         stop = stop | tenacity.stop_before_delay(deadline - time.monotonic())
     retrying = tenacity.Retrying(

@@ -148,9 +148,10 @@ class ClaudeComputerUseAgent(ModelApiAgent):
     def _call(self, shot: Shot) -> Any:
         _trim_images(self._messages, self.keep_screenshots)
 
-        def call() -> Any:
+        def call(timeout: float) -> Any:
             create: Any = self.client.beta.messages.create  # dict params, not TypedDicts
             return create(
+                timeout=timeout,
                 model=self.model,
                 max_tokens=self.max_tokens,
                 system=SYSTEM,

@@ -123,12 +123,13 @@ class OpenAIComputerUseAgent(ModelApiAgent):
         raise AgentError(f"the model asked for {MAX_INNER_CALLS} screenshots without acting")
 
     def _call(self, items: list[dict[str, Any]], shot: Shot) -> Any:
-        def call() -> Any:
+        def call(timeout: float) -> Any:
             extra: dict[str, Any] = ({"previous_response_id": self._previous}
                                      if self._previous is not None
                                      else {"instructions": INSTRUCTIONS})
             create: Any = self.client.responses.create  # dict params, not the SDK's TypedDicts
             return create(
+                timeout=timeout,
                 model=self.model,
                 tools=[{"type": "computer_use_preview", "display_width": shot.width,
                         "display_height": shot.height, "environment": "windows"}],

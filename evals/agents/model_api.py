@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from evals.agents.base import BenchmarkAgent, BenchmarkTask
-from evals.errors import AgentError, InvalidRunInputError
+from evals.errors import AgentError, AgentOutOfTime, InvalidRunInputError
 from evals.results.cost import known_models
 from oa_vm.kit.lazy import load
 from oa_vm.kit.lazy import pil_image as Image
@@ -111,6 +111,7 @@ class ModelApiAgent(BenchmarkAgent):
         self.price_model = catalog_model(self.model, known_models())
         self.budget = budget or TokenBudget(token_cap)
         self.retries = int(retries)
+        self.timeout_s = float(timeout_s)
         self.demo = demo
         key = api_key or os.environ.get(key_variable)  # the key given, else the environment's
         if not key:
@@ -128,15 +129,29 @@ class ModelApiAgent(BenchmarkAgent):
         text = f"Task: {task.instruction}"
         return f"{text}\n\nDemonstration:\n{self.demo}" if self.demo else text
 
-    def send(self, call: Callable[[], Any]) -> Any:
+    def send(self, call: Callable[[float], Any]) -> Any:
         """One API call, retried with backoff, its tokens counted against the run's budget.
 
+        ``call(timeout)`` makes one request given ``timeout`` seconds: ``timeout_s``, cut to
+        the time the attempt has left (:func:`waa_client.retry.deadline_scope`, set by the
+        agent loop), as the backoff is (:func:`with_backoff`).
+
         Raises:
+            AgentOutOfTime: the attempt's time ran out first (before a request, or with the
+                API still failing and the next wait past the deadline).
             AgentError: the run's token cap is reached, or the call failed for good.
         """
         self.budget.check()
+
+        def once() -> Any:
+            timeout = retry.try_timeout(self.timeout_s)
+            if timeout <= 0:
+                raise AgentOutOfTime(f"the attempt's time ran out before a {self.vendor} API "
+                                     "call could be made")
+            return call(timeout)
+
         try:
-            reply = with_backoff(call, retryable=transient_sdk_error(self._sdk),
+            reply = with_backoff(once, retryable=transient_sdk_error(self._sdk),
                                  retry_after=header_retry_after, retries=self.retries)
         except self._sdk.APIError as exc:
             raise AgentError(f"the {self.vendor} API failed: {exc}") from exc
@@ -210,7 +225,10 @@ def with_backoff(
 ) -> T:
     """Call, waiting and retrying on a ``retryable`` error (:func:`transient_sdk_error`: rate
     limits, overload, 5xx, dropped connections): the server's ``retry-after`` when it gives
-    one, else ``base_s`` doubled each time (at most :data:`MAX_BACKOFF_S`).
+    one, else ``base_s`` doubled each time (at most :data:`MAX_BACKOFF_S`). Inside
+    :func:`waa_client.retry.deadline_scope` (an attempt of the agent loop) no retry is made
+    whose wait would reach the deadline: an agent in backoff never holds an attempt past its
+    task time.
 
     The agents build their SDK clients with ``max_retries=0`` and retry here, on
     :mod:`waa_client.retry` (tenacity), rather than with the SDKs' own retries, because those
@@ -223,13 +241,21 @@ def with_backoff(
 
     Raises:
         AgentError: still failing after ``retries`` retries (the line says how it failed last).
+        AgentOutOfTime: still failing when the deadline stopped the retries.
     """
+    tries = 0
+
+    def counted() -> T:
+        nonlocal tries
+        tries += 1
+        return call()
+
     def server_wait(exc: BaseException, planned: float) -> float:
         told = retry_after(exc)
         return min(MAX_BACKOFF_S, told) if told is not None else planned
 
     try:
-        return retry.call(call, attempts=retries + 1, retryable=retryable,
+        return retry.call(counted, attempts=retries + 1, retryable=retryable,
                           backoff_max=MAX_BACKOFF_S, first_wait=base_s, wait_for=server_wait,
                           sleep=sleep)
     except Exception as exc:
@@ -237,6 +263,9 @@ def with_backoff(
             status = getattr(exc, "status_code", None)
             how = (("answering 429 (rate limit)" if status == 429 else f"answering {status}")
                    if isinstance(status, int) else "failing")
+            if tries <= retries:  # tries were left: the deadline stopped them
+                raise AgentOutOfTime(f"the model API was still {how} when the attempt's time "
+                                     f"ran out ({tries} tries): {exc}") from exc
             raise AgentError(f"the model API kept {how} after {retries} retries: {exc}") from exc
         raise
 

@@ -9,7 +9,11 @@ the checker's, whatever the agent said.
 
 The deadline is enforced between calls and by bounding each call's own timeouts with the time
 left, and a retried read's retries and waits with the deadline itself (``waa_client.retry``), so
-a hung worker costs at most the task's budget.
+a hung worker costs at most the task's budget. The attempt runs inside
+:func:`waa_client.retry.deadline_scope`, so what the loop cannot pass a deadline to (the agent's
+model API calls and their backoff, a Cua-Bench module's session) ends by it as well; an agent
+that gives up for that reason (:class:`evals.errors.AgentOutOfTime`) ends the task as
+``error/timeout``, not ``error/agent``.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from evals.agents.base import (
     task_for_agent,
 )
 from evals.agents.builtin import call_reset
+from evals.errors import AgentOutOfTime
 from evals.results.agent_failures import ACTION_TIMED_OUT, Blame, blame_action
 from evals.results.records import (
     CostRecord,
@@ -167,7 +172,7 @@ def run_task(
         agent, task_id, domain or str(task.get("domain", "")), task, infeasible, trial
     )
     clock = _Clock(deadline)
-    with _recording(execution):
+    with _recording(execution, deadline):
         _reset_and_setup(waa, scoring, task, clock, stock_reset=stock_reset)
         _reset_agent(agent, bench_task, _describe)
         last_action = _steps(waa, agent, bench_task, execution, clock, config,
@@ -200,12 +205,15 @@ def _new_record(
 
 
 @contextlib.contextmanager
-def _recording(execution: TaskExecution) -> Iterator[None]:
-    """Around one attempt: a :class:`_TaskEnded` raised inside becomes the record's error (a
-    task's own traceback kept apart from an agent's), then its end, duration and tokens."""
+def _recording(execution: TaskExecution, deadline: float | None) -> Iterator[None]:
+    """Around one attempt: every call retried or timed by :mod:`waa_client.retry` inside ends by
+    ``deadline`` (the agent's too: :func:`waa_client.retry.deadline_scope`); a
+    :class:`_TaskEnded` raised inside becomes the record's error (a task's own traceback kept
+    apart from an agent's), then its end, duration and tokens."""
     started = time.monotonic()
     try:
-        yield
+        with retry.deadline_scope(deadline):
+            yield
     except _TaskEnded as ended:
         execution.status = TaskStatus.ERROR
         execution.error_type = ended.error_type
@@ -343,6 +351,10 @@ def _steps(
         begun = time.monotonic()
         try:
             action = agent.act(observation, task, list(history))
+        except AgentOutOfTime as exc:  # its calls gave up at the attempt's deadline
+            step.duration_s = round(time.monotonic() - begun, 3)
+            raise _TaskEnded(ErrorType.TIMEOUT, f"the task ran out of time while the agent "
+                             f"chose step {index}: {exc}") from exc
         except Exception as exc:  # third-party code: every failure is the agent's
             step.duration_s = round(time.monotonic() - begun, 3)
             raise _TaskEnded(

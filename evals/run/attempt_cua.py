@@ -3,12 +3,14 @@ oracle), evaluate; always a record, never an exception for what happens in the t
 
 The module's lifecycle functions run on one event loop of the attempt's own, in a thread of its
 own, each bounded by the time the attempt has left: a function that never returns (even one
-blocking its loop) costs the attempt its time, never the worker's loop. What a module's function
-raises is the module's error (``error/task``, its traceback in the record, the message naming
-the module file and the function), unless it is the worker failing under it (unreachable,
-timed out: ``error/infrastructure``, retried elsewhere as any task's). The reward list is
-recorded as the module returned it; the score is its mean (Cua-Bench's own rule), a success when
-it is 1.
+blocking its loop) costs the attempt its time, never the worker's loop. Their session's calls to
+the worker end by the attempt's deadline too, retries included
+(:func:`waa_client.retry.deadline_scope`), so none runs on behind a cut-off attempt. What a
+module's function raises is the module's error (``error/task``, its traceback in the record,
+the message naming the module file and the function), unless it is the worker failing under
+it (unreachable, timed out: ``error/infrastructure``, retried elsewhere as any task's). The
+reward list is recorded as the module returned it; the score is its mean (Cua-Bench's own
+rule), a success when it is 1.
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class _Loop:
         self.thread.start()
 
     def run(self, coroutine: Coroutine[Any, Any, Any], timeout: float) -> Any:
+        # The coroutine runs in a copy of the caller's context, and so do the session's worker
+        # calls (asyncio.to_thread): the attempt's retry.deadline_scope holds there, so each
+        # ends by the attempt's deadline rather than running on behind a cut-off attempt.
         future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
         try:
             return future.result(timeout=max(0.0, timeout))
@@ -147,7 +152,7 @@ def run_cua_task(
         except Exception as exc:  # the module's own code: any failure is the module's
             raise _module_error(where, kind, exc, module_file) from exc
 
-    with _recording(execution):
+    with _recording(execution, deadline):
         try:
             try:
                 module = load_module(module_file)

@@ -124,7 +124,7 @@ def run_openapps_task(
     bench_task, execution = _new_record(agent, task_id, str(task.get("domain", "")), task, False,
                                         trial)
     clock = _Clock(deadline)
-    with _recording(execution):
+    with _recording(execution, deadline):
         try:
             entry: Task = build(spec["entry"], f"openapps task {task_id!r}")[0]
         except InvalidRunInputError as exc:

@@ -6,7 +6,8 @@ The "model" is a fixed list of replies, one per model call: a tool action (``{"a
 "left_click", "coordinate": [x, y]}`` for Anthropic, ``{"type": "click", "x": .., "y": ..}`` for
 OpenAI) or ``{"final": "..."}`` for a final answer. Every request is kept (path, headers, JSON) so
 a test can check what the agent sent: its key, its screenshots' sizes, its tool results. The
-first ``rate_limited`` calls are answered 429 with ``retry-after: 0``.
+first ``rate_limited`` calls are answered 429 with ``retry-after: 0`` (or ``retry_after``); with
+``delay_s`` every answer is held that long (an API that hangs), or until the fake is closed.
 """
 
 from __future__ import annotations
@@ -46,11 +47,16 @@ class FakeModelApis(Closable):
     script); each says ``retry-after: 0``, so a retry waits no time."""
     failure_headers: dict[str, str] = field(default_factory=dict)
     """Headers sent with each of those failures as well (``x-should-retry``...)."""
+    retry_after: str = "0"
+    """The ``retry-after`` of the ``rate_limited`` answers (seconds)."""
+    delay_s: float = 0.0
+    """How long each answer is held after its request came (the close sends it at once)."""
     requests: list[Seen] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._turns: dict[str, int] = {}
+        self._closing = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -59,6 +65,8 @@ class FakeModelApis(Closable):
                 body = json.loads(self.rfile.read(length) or b"{}")
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 status, reply, extra = fake._answer(self.path, headers, body)
+                if fake.delay_s:
+                    fake._closing.wait(fake.delay_s)
                 data = json.dumps(reply).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -88,7 +96,7 @@ class FakeModelApis(Closable):
                 self.rate_limited -= 1
                 error = {"type": "error", "error": {"type": "rate_limit_error",
                                                     "message": "slow down"}}
-                return 429, error, {"retry-after": "0"}
+                return 429, error, {"retry-after": self.retry_after}
             if path.endswith("/v1/messages"):
                 return 200, self._anthropic(body), {}
             if path.endswith("/v1/responses"):
@@ -148,7 +156,8 @@ class FakeModelApis(Closable):
         return sizes
 
     def close(self) -> None:
-        """Stop the server."""
+        """Stop the server (a held answer goes now: no handler outlives it)."""
+        self._closing.set()
         self._served.close()
 
 

@@ -132,6 +132,25 @@ def test_a_tries_timeout_is_cut_to_the_time_left() -> None:
     assert retry.try_timeout(5.0, time.monotonic() - 1.0) <= 0.0
 
 
+def test_a_deadline_scope_bounds_the_calls_made_inside_it() -> None:
+    # What a caller cannot pass a deadline to (an agent's model API client) still ends by the
+    # scope's: the attempt's, set by the agent loop. The earlier deadline wins, nested or given.
+    soon, later = time.monotonic() + 30.0, time.monotonic() + 1000.0
+    assert retry.deadline_in_force() is None and retry.try_timeout(500.0) == 500.0
+    with retry.deadline_scope(soon):
+        assert retry.deadline_in_force() == soon == retry.deadline_in_force(later)
+        assert retry.try_timeout(500.0) <= 30.0
+        with retry.deadline_scope(later), retry.deadline_scope(None):
+            assert retry.deadline_in_force() == soon
+        waits: list[float] = []
+        fn = Flaky(*(OSError(str(n)) for n in range(10)))
+        with pytest.raises(OSError, match="5"):
+            retry.call(fn, attempts=10, retryable=lambda e: True, backoff_max=math.inf,
+                       first_wait=1.0, sleep=waits.append)
+        assert waits == [1.0, 2.0, 4.0, 8.0, 16.0]  # the next (32) would end past the scope's
+    assert retry.deadline_in_force() is None  # the scope ends with its block
+
+
 class FakeClock:
     """Monotonic seconds that move only when a test says so."""
 

@@ -7,7 +7,9 @@ clicks and an agent's land the same way), screenshots through ``/screenshot``, c
 ``/execute``, files through ``/file``, ``/setup/upload`` and ``/list_directory``.
 
 Operations are coroutines, as Cua-Bench's are; each worker call runs in a thread
-(``asyncio.to_thread``) so the attempt's deadline can always cancel the coroutine waiting on it.
+(``asyncio.to_thread``) so the attempt's deadline can always cancel the coroutine waiting on it,
+and the call itself, retries included, ends by that deadline: the thread runs in the caller's
+context, where the attempt set :func:`waa_client.retry.deadline_scope`.
 """
 
 from __future__ import annotations
@@ -156,7 +158,8 @@ class WorkerSession:
 
     Args:
         waa: The worker's WAA server client.
-        timeout: Seconds any one call may wait for the worker (the attempt's deadline cuts it).
+        timeout: Seconds any one call may wait for the worker (the attempt's deadline cuts it,
+            :func:`waa_client.retry.deadline_scope`).
     """
 
     def __init__(self, waa: WaaClient, *, timeout: float = 60.0,

@@ -1,6 +1,7 @@
 """The Cua-Bench session's browser operations: the list the pool checks use is exactly the
 session's methods that reach the worker's browser, and on a worker without one (a WAA worker:
-no ``/browser/...``) an operation says so rather than passing on a bare 404."""
+no ``/browser/...``) an operation says so rather than passing on a bare 404; a module's call to a
+hung worker ends by the attempt's deadline."""
 
 from __future__ import annotations
 
@@ -9,13 +10,17 @@ import asyncio
 import inspect
 import json
 import textwrap
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evals.agents.noop import NoopAgent
 from evals.tasks.cua_bench.session import BROWSER_OPERATIONS, SessionError, WorkerSession
 from tests.support.http_servers import Reply, ScriptedServer
-from waa_client.errors import RequestRejectedError
+from waa_client.errors import RequestRejectedError, WaaError
 from waa_client.waa import WaaClient
 
 BROWSER_CALLS = {"_browser", "_call_browser"}
@@ -137,3 +142,75 @@ def test_directory_exists_reads_waas_answer_for_what_is_not_a_folder() -> None:
         assert asyncio.run(session.directory_exists("C:\\nope")) is False
         with pytest.raises(RequestRejectedError):
             asyncio.run(session.directory_exists("D:\\x"))
+
+
+TASK_TIME_S = 3.0
+"""The attempt below has this long; its module's call to a hung worker ends by then, where the
+old code's took the read timeout (30 s), four times for a retried read, after the attempt."""
+MODULE = """
+import cua_bench as cb
+
+@cb.tasks_config
+def load():
+    return [cb.Task(description="Read a file, or run a command.")]
+
+@cb.setup_task
+async def setup(task_cfg, session):
+    await session.{call}
+
+@cb.evaluate_task
+async def evaluate(task_cfg, session):
+    return [1.0]
+"""
+
+
+class _TimedWaa(WaaClient):
+    """A worker client that notes each request's path, how it ended and when."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url, read_timeout=30.0, connect_timeout=2.0)
+        self.ended: list[tuple[str, float, str]] = []
+        self.done = threading.Event()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        started = time.monotonic()
+        outcome = "answered"
+        try:
+            return super()._request(method, path, **kwargs)
+        except WaaError as exc:
+            outcome = str(exc)
+            raise
+        finally:
+            self.ended.append((path, time.monotonic() - started, outcome))
+            self.done.set()
+
+
+@pytest.mark.parametrize(("call", "path"), [('read_file("C:/a.txt")', "/file"),
+                                            ('run_command("dir")', "/execute")])
+def test_a_modules_call_to_a_hung_worker_ends_by_the_attempts_deadline(
+    tmp_path: Path, call: str, path: str,
+) -> None:
+    # The attempt was cut off at its deadline, but the thread running the session's call went
+    # on with the whole read timeout (and a read's retries) behind it; now the call, retries
+    # included, ends by the deadline as every other call of the attempt.
+    from evals.results.records import TaskStatus
+    from evals.run.attempt_cua import run_cua_task
+    from evals.run.settings import RunConfig
+
+    module = tmp_path / "hung.py"
+    module.write_text(MODULE.format(call=call))
+    task = {"cua_bench": {"module": str(module), "split": "train", "index": 0}}
+    config = RunConfig(pool=None, selection="all", agent="noop", step_pause_s=0.0)
+    with ScriptedServer({path: Reply(delay_s=120.0)}) as hung, \
+            _TimedWaa(hung.url) as waa:
+        started = time.monotonic()
+        record = run_cua_task(waa, task, "hung/0", NoopAgent(), config,
+                              deadline=started + TASK_TIME_S, stock_reset=False)
+        assert waa.done.wait(5 * TASK_TIME_S), "the worker call still runs after the attempt"
+        ended_after = time.monotonic() - started
+        hits = hung.hits[path]
+    assert record.status is TaskStatus.ERROR and "setup_task" in (record.error_message or "")
+    ((sent, took, outcome),) = waa.ended
+    assert sent == path and hits == 1  # one try, given the time left: no retry after it
+    assert "no answer within" in outcome, outcome
+    assert took < 5 * TASK_TIME_S and ended_after < 5 * TASK_TIME_S

@@ -1,8 +1,11 @@
-"""The model-API agents' shared parts: screenshot sizing, token cap, backoff, options."""
+"""The model-API agents' shared parts: screenshot sizing, token cap, backoff (ending by the
+attempt's deadline), options."""
 
 from __future__ import annotations
 
+import base64
 import io
+import time
 from typing import Any
 
 import pytest
@@ -17,9 +20,11 @@ from evals.agents.model_api import (
     transient_sdk_error,
     with_backoff,
 )
-from evals.errors import AgentError, InvalidRunInputError
+from evals.errors import AgentError, AgentOutOfTime, InvalidRunInputError
+from evals.results.records import ErrorType
 from tests.support.fake_model_apis import FakeModelApis
-from tests.support.http_servers import RefusingPort
+from tests.support.http_servers import RefusingPort, Reply, ScriptedServer
+from waa_client import ScoringClient, WaaClient, retry
 
 
 def _png(size: tuple[int, int]) -> bytes:
@@ -153,3 +158,62 @@ def test_the_servers_x_should_retry_decides_and_a_dropped_connection_is_retried(
         sdk, exc = _sdk_error(sdk_name, refused.url)
     assert isinstance(exc, sdk.APIConnectionError) and transient_sdk_error(sdk)(exc) is True
     assert transient_sdk_error(sdk)(KeyError("not the SDK's")) is False
+
+
+TASK_TIME_S = 3.0
+"""The attempts below end about then; the old code held them 60 s (two 30 s waits of backoff)
+or about 60 s (three tries of the agent's 20 s timeout)."""
+WORKER = {
+    "/setup/close_all": Reply(200, b"ok", "text/plain"),
+    "/setup/clear_task_files": Reply(200, b"ok", "text/plain"),
+    "/obs_winagent": Reply.json({"image": base64.b64encode(_png((64, 48))).decode()}),
+    "/accessibility": Reply.json({"AT": "<root/>"}),
+}
+CHECKER = {"/setup": Reply.json({"status": "success", "results": []}),
+           "/evaluate": Reply.json({"score": 1.0, "success": True, "reason": "ok"})}
+
+
+@pytest.mark.parametrize("api", ["rate-limited", "hung"])
+def test_a_model_api_in_backoff_or_hung_ends_the_attempt_as_a_timeout_at_its_task_time(
+    api: str,
+) -> None:
+    # 429 with retry-after 60: the agent used to wait 30 s (MAX_BACKOFF_S) before each retry,
+    # whatever time the attempt had; a hung API got the agent's whole timeout per try. Now no
+    # retry is made whose wait would pass the attempt's deadline, each request's timeout is cut
+    # to the time left, and the task ends as error/timeout (retried), not error/agent.
+    pytest.importorskip("anthropic")
+    from evals.agents.api_claude import ClaudeComputerUseAgent
+    from evals.run.agent_loop import run_task
+    from evals.run.settings import RunConfig
+
+    hold = {"rate_limited": 100, "retry_after": "60"} if api == "rate-limited" else {
+        "delay_s": 120.0}
+    with FakeModelApis(anthropic_script=[{"final": "done"}], **hold) as fake, \
+            ScriptedServer(WORKER) as worker, ScriptedServer(CHECKER) as checker, \
+            WaaClient(worker.url, read_timeout=10.0) as waa, \
+            ScoringClient(checker.url, read_timeout=10.0) as scoring:
+        agent = ClaudeComputerUseAgent(api_key="sk-ant-test", base_url=fake.url, retries=2,
+                                       timeout_s=20.0)
+        config = RunConfig(pool=None, selection="all", agent="api-claude", step_pause_s=0.0)
+        started = time.monotonic()
+        record = run_task(waa, scoring, {"id": "t1", "instruction": "Wait", "config": []},
+                          "t1", agent, config, deadline=started + TASK_TIME_S)
+        elapsed = time.monotonic() - started
+        calls = len(fake.requests)
+    assert record.error_type is ErrorType.TIMEOUT, record.error_message
+    assert "ran out of time while the agent chose step 0" in (record.error_message or "")
+    assert calls == 1  # no retry: its wait, or another try, would pass the deadline
+    assert checker.hits["/evaluate"] == 0
+    assert elapsed < 5 * TASK_TIME_S, f"the attempt took {elapsed:.1f}s"
+
+
+def test_an_agent_call_made_after_the_deadline_is_not_sent() -> None:
+    pytest.importorskip("anthropic")
+    from evals.agents.api_claude import ClaudeComputerUseAgent
+
+    with FakeModelApis(anthropic_script=[{"final": "done"}]) as fake:
+        agent = ClaudeComputerUseAgent(api_key="sk-ant-test", base_url=fake.url)
+        with retry.deadline_scope(time.monotonic() - 1.0), \
+                pytest.raises(AgentOutOfTime, match="time ran out before"):
+            agent.send(lambda timeout: pytest.fail(f"sent with {timeout}s"))
+        assert fake.requests == []
