@@ -32,8 +32,9 @@ from evals.agents.base import (
     BenchmarkTask,
     parse_action,
 )
-from evals.errors import AgentError, InvalidRunInputError
+from evals.errors import AgentError, AgentOutOfTime, InvalidRunInputError
 from oa_vm.kit.redact import redact_text, redact_url, register_secret
+from waa_client import retry
 
 AGENT_TOKEN_ENV = "OA_EVALS_AGENT_TOKEN"
 """If set, sent as ``Authorization: Bearer <token>`` to the agent server."""
@@ -136,12 +137,29 @@ class HttpAgent(BenchmarkAgent):
         task: BenchmarkTask,
         history: Sequence[BenchmarkAction] | None = None,
     ) -> BenchmarkAction:
-        """POST the observation, return the answer's action."""
+        """POST the observation, return the answer's action.
+
+        Raises:
+            AgentOutOfTime: the attempt's time (:func:`waa_client.retry.deadline_scope`) ran
+                out before the call, or while the server had not answered.
+            AgentError: the server did not answer, or answered something unusable.
+        """
         payload = observation_payload(observation, task, history)
+        left = retry.try_timeout(self.timeout_s)  # a hung server holds no attempt past its time
+        if left <= 0:
+            raise AgentOutOfTime(f"the attempt's time ran out before agent server "
+                                 f"{self.shown_url} could be asked")
         try:
             response = self._session.post(
-                self.url, json=payload, timeout=(CONNECT_TIMEOUT_S, self.timeout_s)
+                self.url, json=payload, timeout=(min(CONNECT_TIMEOUT_S, left), left)
             )
+        except requests.Timeout as exc:
+            if left < self.timeout_s:
+                raise AgentOutOfTime(f"the attempt's time ran out while agent server "
+                                     f"{self.shown_url} had not answered") from exc
+            raise AgentError(
+                f"agent server {self.shown_url} did not answer: {redact_text(str(exc))}"
+            ) from exc
         except requests.RequestException as exc:
             raise AgentError(
                 f"agent server {self.shown_url} did not answer: {redact_text(str(exc))}"

@@ -22,7 +22,13 @@ from evals.agents.http import HttpAgent, probe
 from evals.agents.noop import NoopAgent
 from evals.agents.oracle import OracleAgent
 from evals.agents.replay import ReplayAgent
-from evals.errors import AgentError, InvalidRunInputError, MissingBundlesError, UnknownAgentError
+from evals.errors import (
+    AgentError,
+    AgentOutOfTime,
+    InvalidRunInputError,
+    MissingBundlesError,
+    UnknownAgentError,
+)
 from tests.support.http_servers import RefusingPort, Reply, ScriptedServer, SilentServer
 
 OBS = BenchmarkObservation(screenshot=b"\x89PNG fake", accessibility_tree="<a/>",
@@ -193,6 +199,22 @@ def test_http_agent_posts_the_observation_and_takes_the_answer() -> None:
 def test_http_agent_failures_are_agent_errors(reply: Reply) -> None:
     with ScriptedServer({"/act": reply}) as server, pytest.raises(AgentError):
         HttpAgent(server.url + "/act", timeout_s=5).act(OBS, _task())
+
+
+def test_a_hung_http_agent_server_holds_the_attempt_only_until_its_deadline() -> None:
+    # the agent server's own timeout (60 s) was used whatever time the attempt had left
+    import time
+
+    from waa_client.retry import deadline_scope
+
+    with SilentServer() as server:
+        agent = HttpAgent(server.url + "/act", timeout_s=60)
+        started = time.monotonic()
+        with deadline_scope(started + 2.0), pytest.raises(AgentOutOfTime, match="ran out"):
+            agent.act(OBS, _task())
+        assert time.monotonic() - started < 30.0  # about 2 s; the server's timeout is 60 s
+        with deadline_scope(time.monotonic() - 1.0), pytest.raises(AgentOutOfTime, match="before"):
+            agent.act(OBS, _task())  # the time already gone: nothing is sent
 
 
 def test_http_agent_unreachable_is_an_agent_error() -> None:
