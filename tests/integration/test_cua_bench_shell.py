@@ -18,39 +18,29 @@ from tests.support.cli import run_cli
 
 pytestmark = pytest.mark.integration
 
-LINUX_MODULE = """
+
+def _source(description: str, os_type: str, setup_call: str) -> str:
+    """A Cua-Bench module whose setup makes one session call and whose reward is always 1."""
+    return f"""
 import cua_bench as cb
 
 @cb.tasks_config(split="train")
 def load():
-    return [cb.Task(description="List a folder.",
-                    computer={"setup_config": {"os_type": "linux"}})]
+    return [cb.Task(description="{description}",
+                    computer={{"setup_config": {{"os_type": "{os_type}"}}}})]
 
 @cb.setup_task(split="train")
 async def setup(task_cfg, session):
-    await session.run_command("ls /tmp")
+    await session.{setup_call}
 
 @cb.evaluate_task(split="train")
 async def evaluate(task_cfg, session):
     return [1.0]
 """
 
-NOTEPAD_MODULE = """
-import cua_bench as cb
 
-@cb.tasks_config(split="train")
-def load():
-    return [cb.Task(description="Open Notepad.",
-                    computer={"setup_config": {"os_type": "windows"}})]
-
-@cb.setup_task(split="train")
-async def setup(task_cfg, session):
-    await session.run_command("notepad.exe")
-
-@cb.evaluate_task(split="train")
-async def evaluate(task_cfg, session):
-    return [1.0]
-"""
+LINUX_MODULE = _source("List a folder.", "linux", 'run_command("ls /tmp")')
+NOTEPAD_MODULE = _source("Open Notepad.", "windows", 'run_command("notepad.exe")')
 
 
 def _module(folder: Path, source: str) -> Path:

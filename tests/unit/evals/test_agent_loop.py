@@ -171,34 +171,28 @@ def test_an_agent_whose_reset_raises_keeps_its_traceback(
     assert "in reset" in trace and trace.rstrip().endswith("KeyError: 'no such profile'")
 
 
-def test_a_checker_answering_500_is_retried_then_an_evaluation_error(
-    servers: tuple[ScriptedServer, ScriptedServer],
+@pytest.mark.parametrize(
+    ("backoff_s", "left_s", "ends_as", "tries", "waited"),
+    [(0.5, None, ErrorType.EVALUATION, 3, [0.5, 1.0]),
+     # the first wait (60 s) would end past the task's deadline: no wait, no second try, and the
+     # task ran out of time (the old code slept until the deadline, or on a fake clock tried on
+     # as if it had time)
+     (60.0, 30.0, ErrorType.TIMEOUT, 1, [])],
+    ids=["retried then an evaluation error", "no retry whose wait would pass the deadline"],
+)
+def test_a_checker_answering_500_is_retried_within_the_tasks_time(
+    servers: tuple[ScriptedServer, ScriptedServer], backoff_s: float, left_s: float | None,
+    ends_as: ErrorType, tries: int, waited: list[float],
 ) -> None:
     waa_srv, scoring_srv = servers
     scoring_srv.set("/evaluate", Reply.json({"status": "error", "message": "getter broke"}, 500))
     waits: list[float] = []
     result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
-                      replace(CONFIG, evaluate_backoff_s=0.5), sleep=waits.append)
-    assert result.error_type is ErrorType.EVALUATION
-    assert scoring_srv.hits["/evaluate"] == 3
-    assert waits == [0.5, 1.0]
-
-
-def test_a_checker_retry_whose_wait_would_pass_the_deadline_is_not_made(
-    servers: tuple[ScriptedServer, ScriptedServer],
-) -> None:
-    # The first wait (60 s) would end past the task's deadline: no wait, no second try, and
-    # the task ran out of time (the old code slept until the deadline, or on a fake clock
-    # tried on as if it had time).
-    waa_srv, scoring_srv = servers
-    scoring_srv.set("/evaluate", Reply.json({"status": "error", "message": "getter broke"}, 500))
-    waits: list[float] = []
-    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
-                      replace(CONFIG, evaluate_backoff_s=60.0), sleep=waits.append,
-                      deadline=time.monotonic() + 30.0)
-    assert result.error_type is ErrorType.TIMEOUT, result.error_message
+                      replace(CONFIG, evaluate_backoff_s=backoff_s), sleep=waits.append,
+                      deadline=None if left_s is None else time.monotonic() + left_s)
+    assert result.error_type is ends_as, result.error_message
     assert "getter broke" in (result.error_message or "")
-    assert scoring_srv.hits["/evaluate"] == 1 and waits == []
+    assert scoring_srv.hits["/evaluate"] == tries and waits == waited
 
 
 def test_a_checker_that_recovers_gives_an_outcome(
