@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -144,6 +144,9 @@ class Dispatcher:
         path_patience_s: How long the workers behind an SSH server that went down wait for it
             before they are quarantined, or the run stops when no other worker is left
             (:func:`evals.run.paths.patience_s`).
+        left_out: Workers of the run's pools that did not answer when it started
+            (:attr:`evals.run.pools.RunPool.left_out`): quarantined from the start; with
+            ``repair`` each has a loop that first asks for its replacement, then works.
     """
 
     def __init__(
@@ -163,6 +166,7 @@ class Dispatcher:
         resets: Mapping[str, WorkerReset] | None = None,
         fence_token: Callable[[str], str | None] | None = None,
         path_patience_s: float = DEFAULT_PATIENCE_S,
+        left_out: Sequence[str] = (),
     ) -> None:
         self.folder = folder
         self._paths = PathWatch(
@@ -195,7 +199,8 @@ class Dispatcher:
         self._wake = threading.Condition()
         self._stop = threading.Event()
         self._budget_stopped = False
-        self._quarantined: list[str] = []
+        self._left_out = list(left_out)
+        self._quarantined: list[str] = list(left_out)
         # host -> its workers (a worker without a host is its own), and the hosts quarantined
         self._hosts: dict[str, list[str]] = {}
         for w in workers:
@@ -254,11 +259,13 @@ class Dispatcher:
             SshPathLost: an SSH path stayed down past the patience; the same.
         """
         self._emit(EventKind.STARTED)
+        # a worker left out at the start has a loop only if it can be repaired
+        loops: list[WorkerConnection | str] = [
+            *self.workers, *(self._left_out if self.repair is not None else [])]
         threads = [
-            threading.Thread(
-                target=self._worker_loop, args=(w,), name=f"dispatch-{w.name}", daemon=True
-            )
-            for w in self.workers
+            threading.Thread(target=self._worker_loop, args=(w,), daemon=True,
+                             name=f"dispatch-{w if isinstance(w, str) else w.name}")
+            for w in loops
         ]
         beat = threading.Thread(target=self._heartbeat, name="lease-heartbeat", daemon=True)
         beat.start()
@@ -308,9 +315,14 @@ class Dispatcher:
             with self._wake:
                 self._wake.notify_all()
 
-    def _worker_loop(self, worker: WorkerConnection) -> None:
+    def _worker_loop(self, worker: WorkerConnection | str) -> None:
+        """One worker's loop; a worker's name (one left out at the start, ``--repair``) is
+        replaced from its pool first, and its loop ends at once if it cannot be."""
+        name = worker if isinstance(worker, str) else worker.name
         try:
-            self._dispatch(worker)
+            connection = self._replace(worker) if isinstance(worker, str) else worker
+            if connection is not None:
+                self._dispatch(connection)
         except FENCE_ERRORS as exc:
             self._fenced = self._fenced or exc
             self._stop.set()
@@ -322,7 +334,8 @@ class Dispatcher:
             self._stop.set()
         finally:
             with self._state_lock:
-                self._running[worker.name] = None
+                if name in self._running:  # a worker left out and never replaced ran nothing
+                    self._running[name] = None
             with self._wake:
                 self._wake.notify_all()
 
@@ -348,7 +361,7 @@ class Dispatcher:
                 continue
             if self._is_draining(worker.name):
                 # Its last task has finished; with --repair a replacement takes its place.
-                replacement = self._replace(worker)
+                replacement = self._replace(worker.name)
                 if replacement is None:
                     break
                 worker, consecutive = replacement, 0
@@ -366,25 +379,25 @@ class Dispatcher:
             consecutive = consecutive + 1 if worker_fault else 0
             if consecutive >= self.config.quarantine_after:
                 self._quarantine(worker.name, consecutive)
-                replacement = self._replace(worker)
+                replacement = self._replace(worker.name)
                 if replacement is None:
                     break
                 worker, consecutive = replacement, 0
 
-    def _replace(self, worker: WorkerConnection) -> WorkerConnection | None:
+    def _replace(self, worker: str) -> WorkerConnection | None:
         """A repaired connection for a quarantined worker (``run --repair``), or None."""
         if self.repair is None or self._stop.is_set() or self._drained():
             return None
-        replacement = self.repair(worker.name)
+        replacement = self.repair(worker)
         if replacement is None or self._stop.is_set():
             return None
         with self._state_lock:
-            if worker.name in self._quarantined:
-                self._quarantined.remove(worker.name)
-            if worker.name in self._drained_workers:
-                self._drained_workers.remove(worker.name)
+            if worker in self._quarantined:
+                self._quarantined.remove(worker)
+            if worker in self._drained_workers:
+                self._drained_workers.remove(worker)
             self._connections[replacement.name] = replacement
-        self._emit(EventKind.WORKER_REPAIRED, worker=worker.name, detail="replaced from the pool")
+        self._emit(EventKind.WORKER_REPAIRED, worker=worker, detail="replaced from the pool")
         return replacement
 
     def _is_draining(self, worker: str) -> bool:
@@ -406,7 +419,7 @@ class Dispatcher:
 
     def _active_workers(self) -> int:
         with self._state_lock:
-            return len(self.workers) - len(self._out_of_work())
+            return len(self.workers) + len(self._left_out) - len(self._out_of_work())
 
     def _out_of_work(self) -> set[str]:
         """Workers that take no task (quarantined, alone or with their host, or draining);
@@ -492,7 +505,7 @@ class Dispatcher:
                                  if self.repair is not None else
                                  "take no more tasks and their tasks run behind other SSH "
                                  "servers"))
-        replacement = self._replace(worker)
+        replacement = self._replace(worker.name)
         if replacement is not None:
             self._off_lost_path(endpoint, worker.name)
             return replacement

@@ -68,6 +68,9 @@ class RunPool:
     """Workers of the record that were not ready when the run connected (a process gone, a
     host lost, one still booting), by the name the run gives them: their state and phase. The
     run goes on without them and reports them as quarantined (:func:`say_left_out`)."""
+    silent: list[str] = field(default_factory=list)
+    """Those of :attr:`left_out` that were ready but did not answer a probe (hung), by their
+    bare names: ``oa-vm pool-repair`` replaces them only when named (``--worker``)."""
 
     @property
     def name(self) -> str:
@@ -150,25 +153,46 @@ def hold_for(pool: str, command: str) -> Iterator[None]:
         yield
 
 
+PROBE_TIMEOUT_S = 5.0
+"""How long a run's start waits for each worker's answer to one WAA ``/probe`` (every worker
+of every pool asked at once): a worker that does not answer by then (its process hung, its
+guest frozen) is left out as a dead one is (:func:`connect_pools`)."""
+
+
 @contextlib.contextmanager
 def connect_pools(
     names: Sequence[str], *, connect_timeout: float, read_timeout: float, qualified: bool = False
 ) -> Iterator[list[RunPool]]:
-    """Connect to the ready workers of every pool; with more than one pool (or ``qualified``)
-    their connections are named ``<pool>/<worker>``. Everything opened is closed on exit.
+    """Connect to the ready workers of every pool and ask each once whether it answers (one
+    ``/probe``, all at once, bounded by :data:`PROBE_TIMEOUT_S`); with more than one pool (or
+    ``qualified``) their connections are named ``<pool>/<worker>``. A worker not ready, or that
+    does not answer, is in its pool's :attr:`RunPool.left_out`; so is every worker of a pool
+    of a multi-pool run that has none ready (the pool is kept, with no workers: it is still one
+    of the run's pools). Everything opened is closed on exit.
 
     Raises:
-        oa_vm.errors.PoolNotReadyError: a pool has no ready worker (names it).
+        oa_vm.errors.PoolNotReadyError: no pool has a worker that answers (names each pool and
+            its workers), or a pool is paused.
     """
+    from oa_vm import WorkerState
+    from oa_vm.errors import PoolNotReadyError
+
+    named = len(names) > 1 or qualified
     with contextlib.ExitStack() as stack:
         pools = []
         for name in names:
-            workers = stack.enter_context(
-                oa_vm.connect(name, connect_timeout=connect_timeout, read_timeout=read_timeout)
-            )
+            try:
+                workers = stack.enter_context(
+                    oa_vm.connect(name, connect_timeout=connect_timeout,
+                                  read_timeout=read_timeout))
+            except PoolNotReadyError:
+                # a dead pool of several is left out as its dead workers are; paused is refused
+                if len(names) < 2 or any(w.state == WorkerState.PAUSED
+                                         for w in oa_vm.load_pool(name).workers):
+                    raise
+                workers = []
             record = oa_vm.load_pool(name)
             used = {w.name for w in workers}
-            named = len(names) > 1 or qualified
             left_out = {qualify(name, w.name) if named else w.name:
                         w.state.value + (f": {w.phase}" if w.phase else "")
                         for w in record.workers if w.name not in used}
@@ -176,21 +200,70 @@ def connect_pools(
                 for worker in workers:
                     renamed_connection(qualify(name, worker.name), worker)
             pools.append(RunPool(record, workers, left_out))
+        _leave_out_silent(pools)
+        if not any(pool.workers for pool in pools):
+            raise PoolNotReadyError("; ".join(
+                f"pool {p.name!r} has no worker that answers ("
+                + ", ".join(f"{split(n)[1]}: {why}" for n, why in p.left_out.items())
+                + ")" for p in pools) + f"; run {_repairs(pools)}")
         yield pools
 
 
+def _leave_out_silent(pools: Sequence[RunPool]) -> None:
+    """Ask every connected worker one ``/probe`` at once (the probe the dispatcher asks a
+    failing host's workers): those that do not answer within :data:`PROBE_TIMEOUT_S` move to
+    their pool's ``left_out`` and ``silent``."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from waa_client.errors import WaaError, WorkerTimeoutError
+
+    asked = [(pool, worker) for pool in pools for worker in pool.workers]
+
+    def silence(worker: WorkerConnection) -> str | None:
+        try:
+            worker.waa.probe(deadline=time.monotonic() + PROBE_TIMEOUT_S)
+        except WorkerTimeoutError:
+            return f"no answer within {PROBE_TIMEOUT_S:g}s"
+        except WaaError as exc:
+            return f"no answer: {type(exc).__name__}"
+        return None
+
+    if not asked:
+        return
+    # threads, not one per worker: a pool of hundreds asks 64 at a time
+    with ThreadPoolExecutor(max_workers=min(64, len(asked))) as executor:
+        answers = list(executor.map(lambda item: silence(item[1]), asked))
+    for (pool, worker), why in zip(asked, answers, strict=True):
+        if why is not None:
+            pool.workers.remove(worker)
+            pool.left_out[worker.name] = why
+            pool.silent.append(split(worker.name)[1])
+
+
+def _repairs(pools: Sequence[RunPool]) -> str:
+    """The ``oa-vm pool-repair`` command(s) that bring back the pools' left-out workers (a
+    worker that is up but does not answer is replaced only when named with ``--worker``)."""
+    return " or ".join(
+        f"'oa-vm pool-repair --pool {pool.name}"
+        + "".join(f" --worker {w}" for w in pool.silent) + "'"
+        for pool in pools if pool.left_out)
+
+
 def say_left_out(pools: Sequence[RunPool]) -> list[str]:
-    """Say in one warning which workers the run goes without (:attr:`RunPool.left_out`) and how
-    to bring them back; returns their names (the run records them as quarantined)."""
+    """Say in one warning which workers (and which pools of a multi-pool run: those left with
+    none) the run goes without (:attr:`RunPool.left_out`) and how to bring them back; returns
+    their names (the run records them as quarantined)."""
     left = {name: why for pool in pools for name, why in pool.left_out.items()}
     if left:
         total = sum(len(pool.record.workers) for pool in pools)
-        fix = " or ".join(f"'oa-vm pool-repair --pool {pool.name}'"
-                          for pool in pools if pool.left_out)
+        empty = [repr(pool.name) for pool in pools if not pool.workers]
+        without = (f", and without pool{'s' if len(empty) > 1 else ''} {', '.join(empty)} "
+                   "(none of its workers answers)" if empty else "")
         logging.getLogger(__name__).warning(
-            "%d of %d worker(s) do not answer and the run goes on without them: %s; %s "
-            "brings them back", len(left), total,
-            ", ".join(f"{name} ({why})" for name, why in left.items()), fix)
+            "%d of %d worker(s) do not answer and the run goes on without them%s: %s; %s "
+            "brings them back", len(left), total, without,
+            ", ".join(f"{name} ({why})" for name, why in left.items()), _repairs(pools))
     return list(left)
 
 
@@ -351,7 +424,7 @@ def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
 
     live = any(not oa_vm.cloud_facts(p.record.cloud).simulated for p in pools)
     first: tuple[str, Selected] | None = None
-    for pool in pools:
+    for pool in [p for p in pools if p.workers]:  # a pool left out serves nothing
         catalog = Catalog.from_scoring(
             cast("Any", FailoverScoring([w.scoring for w in pool.workers])),
             source=f"pool {pool.name!r}",

@@ -239,8 +239,14 @@ def _carry_fence(control: SnapshotControl, worker: WorkerConnection) -> None:
         control.fence_token = worker.scoring.fence_token
 
 
-def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, WorkerReset]:
+def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool], *,
+                left_out: bool = False) -> dict[str, WorkerReset]:
     """Decide each worker's reset before any task runs (asks every worker's host once).
+
+    ``left_out`` (``run --repair``): the workers left out at the start
+    (:attr:`evals.run.pools.RunPool.left_out`) get a plan too, for when they are replaced:
+    ``clean`` where their pool's workers can restore, unchecked (their first restore takes the
+    snapshot, as any worker's; ``clean-or-stock`` falls back then if it cannot).
 
     Raises:
         InvalidRunInputError: ``--reset clean`` and a worker that cannot restore (one line,
@@ -251,7 +257,8 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
     mode = ResetMode(mode)
     plans: dict[str, WorkerReset] = {}
     if mode is ResetMode.STOCK:
-        return {w.name: WorkerReset("stock") for p in pools for w in p.workers}
+        return {name: WorkerReset("stock") for p in pools
+                for name in [*(w.name for w in p.workers), *(p.left_out if left_out else [])]}
 
     checks: list[tuple[str, Callable[[], str | None]]] = []
     for pool in pools:
@@ -266,6 +273,16 @@ def plan_resets(mode: ResetMode | str, pools: Sequence[RunPool]) -> dict[str, Wo
                 "clean", resolve, may_fall_back=mode is ResetMode.CLEAN_OR_STOCK)
             checks.append((connection.name, _checker(resolve, connection,
                                                      plans[connection.name])))
+        for name in pool.left_out if left_out else []:  # asked nothing: they do not answer
+            if Capability.CLEAN_RESET in provider.capabilities:
+                plans[name] = WorkerReset("clean", _resolver(provider, pool.record),
+                                          may_fall_back=mode is ResetMode.CLEAN_OR_STOCK)
+            elif mode is ResetMode.CLEAN:
+                checks.append((name, _refusal(
+                    f"{pool.record.cloud} workers cannot restore a snapshot")))
+            else:
+                plans[name] = WorkerReset("stock", fallback_reason=(
+                    f"{pool.record.cloud} workers cannot restore a snapshot"))
     with ThreadPoolExecutor(max_workers=min(16, max(1, len(checks)))) as executor:
         reasons = dict(zip([n for n, _ in checks], executor.map(lambda c: c[1](), checks),
                            strict=True))

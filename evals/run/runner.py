@@ -464,7 +464,7 @@ def run_evaluation(
         pools = reading.enter_context(connect())
         tasks, infos = _checked_tasks(folder, config, pools, variations, previous, make_agent)
         # asks every worker whether it can restore: --reset clean fails here, before any task
-        resets = plan_resets(config.reset, pools)
+        resets = plan_resets(config.reset, pools, left_out=config.repair)
         if config.resume:
             # Taken before any pool lease: a resume refused because another controller (a
             # stalled one included) runs this run must not take over, then drop, its lease.
@@ -475,7 +475,7 @@ def run_evaluation(
             # the workers as they are now, asked again whether they can restore
             reading.close()
             pools = stack.enter_context(connect())
-            resets = plan_resets(config.reset, pools)
+            resets = plan_resets(config.reset, pools, left_out=config.repair)
         return _run_in_folder(
             folder, config, pools, tasks, infos, make_agent, previous, on_event, resets,
             fence=_fence(list(holds.values())), fence_token=_fence_token(holds),
@@ -850,9 +850,10 @@ def _run_in_folder(
                         entry.name, folder.metadata_path.name):
                     entry.unlink(missing_ok=True)
         # a new run's previous metadata is empty: nothing quarantined before; workers that do
-        # not answer now are quarantined from the start
-        earlier_quarantined = sorted({*(str(w) for w in previous.get("quarantined_workers")
-                                        or []), *say_left_out(pools)})
+        # not answer now are quarantined from the start (the dispatcher's own, which --repair
+        # may bring back)
+        left_out = say_left_out(pools)
+        earlier_quarantined = [str(w) for w in previous.get("quarantined_workers") or []]
         earlier_hosts = [h for h in previous.get("quarantined_hosts") or [] if isinstance(h, dict)]
         metadata: RunMetadata = {
             "run": folder.path.name,
@@ -875,7 +876,7 @@ def _run_in_folder(
             "started_at": previous.get("started_at") or now_iso(),
             "ended_at": None,
             "status": RunStatus.RUNNING.value,
-            "quarantined_workers": earlier_quarantined,
+            "quarantined_workers": sorted({*earlier_quarantined, *left_out}),
             "quarantined_hosts": earlier_hosts,
             "reset": {"mode": config.reset, **describe_plan(resets or {})},
         }
@@ -888,8 +889,8 @@ def _run_in_folder(
             {"pool": metadata["pool"], "started_at": now_iso()},
         ]
         named = namer(metadata)  # bare names of the run's first pool, once it ran on another
-        metadata["quarantined_workers"] = earlier_quarantined = [
-            named(w) for w in earlier_quarantined]
+        earlier_quarantined = [named(w) for w in earlier_quarantined]
+        metadata["quarantined_workers"] = [named(w) for w in metadata["quarantined_workers"]]
         metadata["quarantined_hosts"] = earlier_hosts = [
             *map(host_namer(metadata), earlier_hosts)]
         if config.resume:
@@ -941,6 +942,7 @@ def _run_in_folder(
                 fence_token=fence_token,
                 resets=resets,
                 path_patience_s=path_patience_s,
+                left_out=left_out,
             )
             try:
                 outcome = dispatcher.run()

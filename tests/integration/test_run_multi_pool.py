@@ -493,21 +493,26 @@ def test_a_killed_multi_pool_controller_resumes_on_its_pools_and_keeps_each_pool
         sum(r["cost"]["total_usd"] for r in records.values()), abs=1e-5)
 
 
-def test_a_pool_without_a_ready_worker_is_named_and_nothing_is_held(
+def test_pools_without_a_ready_worker_are_named_and_nothing_is_held(
     home: Path, tmp_path: Path
 ) -> None:
+    # one such pool is left out and the run goes on with the others (test_run_dead_worker.py);
+    # with none left the run is refused, naming each pool
     make_pools({"pa": 1, "pb": 1})
-    dead = worker_pid("pb", "worker-0")
-    os.kill(dead, signal.SIGKILL)
-    wait_gone(dead)
+    for pool in ("pa", "pb"):
+        dead = worker_pid(pool, "worker-0")
+        os.kill(dead, signal.SIGKILL)
+        wait_gone(dead)
     results = tmp_path / "results"
     refused = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle",
                     "--tasks", "local_small", "--run-name", "lost", home=home, results=results)
     line = refused.assert_one_line_error()
     assert refused.returncode == 1
-    assert "pool 'pb' has no ready worker" in line, line
-    # its worker is lost: a repair brings it back, a wait (the line's old advice) fails
-    assert line.endswith("run 'oa-vm pool-repair --pool pb'"), line
+    assert "pool 'pa' has no worker that answers (worker-0: lost" in line, line
+    assert "pool 'pb' has no worker that answers (worker-0: lost" in line, line
+    # their workers are lost: a repair brings them back, a wait (the line's old advice) fails
+    assert line.endswith("run 'oa-vm pool-repair --pool pa' or 'oa-vm pool-repair --pool pb'"), \
+        line
     assert read_lease("pa") is None and read_lease("pb") is None
     assert not (results / "lost").exists()
 

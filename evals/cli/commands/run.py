@@ -435,7 +435,8 @@ def run(
     agent_arg: AgentArgOpt = None,
     repair: Annotated[
         bool, typer.Option("--repair", help="Replace workers quarantined for infrastructure "
-                                            "reasons from the pool (oa-vm pool-repair).")
+                                            "reasons, and those that did not answer when the "
+                                            "run started, from the pool (oa-vm pool-repair).")
     ] = False,
     fail_on_errors: FailOnErrorsOpt = False,
     wait_for_pool_s: WaitForPoolOpt = None,

@@ -225,6 +225,8 @@ def test_a_workers_host_is_named_alike_when_connected_and_after_a_repair(
 
     monkeypatch.setattr("oa_vm.connect", connect)
     monkeypatch.setattr("oa_vm.load_pool", load_pool)
+    # the workers connected answer the run's probe at the start (their URL is never asked)
+    monkeypatch.setattr(WaaClient, "probe", lambda self, deadline=None: {})
     with connect_pools(["pa", "pb"], connect_timeout=1.0, read_timeout=1.0) as pools:
         hosts = {w.name: w.host for pool in pools for w in pool.workers}
     assert hosts == {"pa/worker-0": "pa/worker-0", "pa/worker-1": "pa/host-1",
