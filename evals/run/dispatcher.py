@@ -9,7 +9,8 @@ What happens to a task that goes wrong:
   released and another worker takes the task (``max_attempts`` in all; the last failure is the
   final record, ``error/infrastructure`` or ``error/timeout``);
 - a worker that fails ``quarantine_after`` tasks in a row that way is quarantined: it gets no more
-  tasks and is named in ``metadata.json``;
+  tasks and is named in ``metadata.json``; so is, from the start, a worker that did not answer
+  when the run started (``left_out``; with ``--repair`` it is replaced first, then works);
 - a host that is gone (:attr:`oa_vm.reach.connect.WorkerConnection.host`, shared by several
   workers):
   when a worker of a shared host fails that way, every worker of the host is probed; if none

@@ -216,7 +216,7 @@ def _leave_out_silent(pools: Sequence[RunPool]) -> None:
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from waa_client.errors import WaaError, WorkerTimeoutError
+    from waa_client.errors import WaaError, WorkerTimeoutError, WorkerUnreachableError
 
     asked = [(pool, worker) for pool in pools for worker in pool.workers]
 
@@ -225,8 +225,10 @@ def _leave_out_silent(pools: Sequence[RunPool]) -> None:
             worker.waa.probe(deadline=time.monotonic() + PROBE_TIMEOUT_S)
         except WorkerTimeoutError:
             return f"no answer within {PROBE_TIMEOUT_S:g}s"
-        except WaaError as exc:
-            return f"no answer: {type(exc).__name__}"
+        except WorkerUnreachableError:
+            return "unreachable"
+        except WaaError as exc:  # it answers, with an error: no better for a task
+            return f"its probe failed ({type(exc).__name__})"
         return None
 
     if not asked:

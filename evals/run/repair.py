@@ -4,7 +4,10 @@ Without it a worker quarantined for infrastructure reasons (its process killed, 
 terminated or evicted, unreachable) is simply dropped, and the queue hands its tasks to the
 survivors. With it, the dispatch loop of that worker asks a :class:`WorkerRepairer` for a
 replacement (``oa-vm pool-repair`` for that worker: same name, a new process or instance) and
-continues with it, while the other workers carry on.
+continues with it, while the other workers carry on. A worker left out when the run started
+(not ready, or silent to the start's probe: :func:`evals.run.pools.connect_pools`) has such a
+loop too, which asks for its replacement first (:class:`evals.run.dispatcher.Dispatcher`'s
+``left_out``).
 
 Repairs are serialised (they update the pool's record) and bounded: a worker is replaced at
 most ``max_repairs`` times in one run, so a worker that keeps failing is dropped in the end.
