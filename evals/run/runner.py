@@ -65,6 +65,7 @@ from evals.run.settings import (
 )
 from evals.run.variations import add_variations, read_variations
 from oa_vm.errors import PoolNotFoundError
+from oa_vm.kit import safe_fs
 from oa_vm.kit.safe_fs import LOCAL_FILE_ERRORS, WriteFailedError, partial_write
 from waa_client.inputs import check_id
 
@@ -87,12 +88,14 @@ __all__ = [
     "RunResult",
     "Snapshot",
     "default_run_name",
+    "drop_unused",
     "estimate_seconds",
     "health_warning",
     "KEPT_WORKER_LOGS",
     "hold_run",
     "nothing_left",
     "resumed_cap",
+    "reserve_run_name",
     "run_evaluation",
     "run_lock",
 ]
@@ -274,6 +277,41 @@ def default_run_name(agent: str, results: Path | None = None) -> str:
     agent_part = re.sub(r"[^A-Za-z0-9]+", "-", agent).strip("-") or "agent"
     name = f"{agent_part}-{stamp}"
     return name if results is None else free_name(results, name)
+
+
+def reserve_run_name(agent: str, results: Path) -> str:
+    """A default run name (:func:`default_run_name`) whose folder is made here, alone: ``mkdir``
+    fails for a name another process took since it was chosen, and the next is tried, so runs
+    started in the same second never share a folder (the name is chosen before the run makes
+    its folder). The folder stays empty until the run writes to it, and an empty run folder is
+    one that starts afresh (:func:`unstarted_folder`); :func:`drop_unused` removes it if the
+    run never starts.
+
+    Raises:
+        oa_vm.kit.safe_fs.WriteFailedError: the folder could not be made.
+    """
+    safe_fs.ensure_dir(results)
+    while True:
+        name = default_run_name(agent, results)
+        try:
+            os.mkdir(results / name, 0o700)
+        except FileExistsError:
+            continue  # taken since it was chosen
+        except OSError as exc:
+            raise WriteFailedError(results / name, exc) from exc
+        return name
+
+
+def drop_unused(folder: Path, made: Path | None = None) -> None:
+    """Remove a reserved run folder still empty (:func:`reserve_run_name`: the run was refused,
+    or only planned), then each folder above it up to ``made`` (the first the reservation made,
+    if any) while empty."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # only an empty folder: a run that started keeps its folder
+        for above in folder.parents:
+            if made is None or made not in (above, *above.parents):
+                break
+            above.rmdir()
 
 
 def free_name(results: Path, name: str) -> str:

@@ -6,6 +6,9 @@ Python API (whose caller gives no name either)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,7 +17,7 @@ import pytest
 import evals.run.runner as runner
 from evals.results.records import RunFolder
 from evals.run.runner import RunConfig, run_evaluation
-from tests.support.cli import run_cli
+from tests.support.cli import BIN, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -72,3 +75,59 @@ def test_a_python_run_without_a_name_leaves_other_runs_folders_alone(
     assert json.loads((started / "metadata.json").read_text()) == OTHER
     assert list((results / f"{name}-2").iterdir()) == []  # the other run's, untouched
     assert (result.run_dir / "metadata.json").is_file()
+
+
+def test_runs_reserving_one_default_name_at_once_each_get_their_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # eight controllers choosing the same second's name together: each folder is made by one
+    # mkdir, which only one of them wins; the others take the next number
+    import threading
+
+    monkeypatch.setattr(runner, "now_iso", lambda: "2026-12-05T02:40:00.123456+00:00")
+    results, names = tmp_path / "results", []
+    start = threading.Barrier(8)
+
+    def reserve() -> None:
+        start.wait(timeout=60)
+        names.append(runner.reserve_run_name("noop", results))
+
+    threads = [threading.Thread(target=reserve) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert len(set(names)) == 8 and {p.name for p in results.iterdir()} == set(names)
+    runner.drop_unused(results / names[0])
+    assert not (results / names[0]).exists()  # an unused reservation goes; a started run's not
+    (results / names[1] / "metadata.json").write_text("{}", encoding="utf-8")
+    runner.drop_unused(results / names[1], results)
+    assert (results / names[1]).is_dir()
+    # the folders the reservation made above the run's go with it, and no further
+    deep = tmp_path / "a" / "b" / "results"
+    runner.drop_unused(deep / runner.reserve_run_name("noop", deep), tmp_path / "a")
+    assert tmp_path.is_dir() and not (tmp_path / "a").exists()
+
+
+def test_three_runs_started_together_without_names_each_get_a_folder(
+        home: Path, local_pool: Callable[..., str], tmp_path: Path) -> None:
+    # started at once, they usually choose the same second's name: each must get a folder
+    pools = [local_pool(name) for name in ("ra", "rb", "rc")]
+    results = tmp_path / "results"
+    procs = [subprocess.Popen(  # our own console script, fixed arguments
+        [str(BIN / "openadapt-evals"), "run", "--pool", pool, "--agent", "noop", "--tasks", "1",
+         "--results-dir", str(results)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.DEVNULL, env={**os.environ, "OA_VM_HOME": str(home)}) for pool in pools]
+    ended = [proc.communicate(timeout=600) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0], [err for _, err in ended]
+    made = sorted(p.name for p in results.iterdir())
+    assert len(made) == 3 and all((results / n / "summary.json").is_file() for n in made), made
+
+
+def test_a_refused_run_leaves_no_folder_for_its_default_name(home: Path, pool: str,
+                                                             tmp_path: Path) -> None:
+    results = tmp_path / "made" / "for" / "results"
+    refused = run_cli("openadapt-evals", "run", "--pool", pool, "--agent", "noop", "--tasks",
+                      "no-such-task", "--results-dir", str(results), home=home)
+    assert refused.returncode != 0 and "no-such-task" in refused.stderr
+    # the name reserved, then given back with the folders it made
+    assert not (tmp_path / "made").exists()

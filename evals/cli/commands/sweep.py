@@ -410,11 +410,14 @@ SWEEP_POOL = "sweep-pool.json"
 
 def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bool) -> None:
     from evals.results.records import RunFolder, results_root
+    from evals.run.runner import unstarted_folder
 
     if run_name is None:
         return
     folder = RunFolder(results_root(results_dir) / run_name)
-    if not resume and folder.path.exists():
+    # a folder that holds nothing yet (its default name reserved, or killed at its start) is
+    # the run's to start afresh, as the runner takes it
+    if not resume and folder.path.exists() and not unstarted_folder(folder):
         raise RunExistsError(str(folder.path))
     # a sweep killed before its run began has a folder holding only the pool it made
     if resume and not folder.exists() and not (folder.path / SWEEP_POOL).is_file():
