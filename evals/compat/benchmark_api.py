@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import atexit
 import base64
+import binascii
 import contextlib
+import logging
 import secrets
 import sys
 import tempfile
@@ -70,11 +72,14 @@ from evals.results.records import (
     now_iso,
     versions,
 )
+from oa_vm.kit.redact import redact_text, register_url_secrets
 from waa_client.catalog import WAA_DOMAINS as SUITE_DOMAINS
 from waa_client.catalog import Catalog, TaskRef, check_known, check_not_synthetic
 from waa_client.errors import UnknownTaskError, WaaError, WorkerUnreachableError
 from waa_client.scoring import ScoringClient
 from waa_client.waa import WaaClient
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_STEPS = 15
 """WAA's own step limit: the live adapter's default, as ``openadapt-evals run`` uses."""
@@ -213,6 +218,10 @@ class BenchmarkAdapter(ABC):
     def clients(self) -> tuple[WaaClient, ScoringClient]:
         """The WAA server and scoring server clients of the worker tasks run on."""
 
+    def interactive_waa(self) -> WaaClient:
+        """The WAA server client :meth:`reset` and :meth:`step` use: the tasks' by default."""
+        return self.clients()[0]
+
     @property
     def worker_name(self) -> str | None:
         """The name records give the worker (``None`` when unknown)."""
@@ -269,10 +278,13 @@ class BenchmarkAdapter(ABC):
     def reset(self, task: BenchmarkTask) -> BenchmarkObservation:
         """Reset the worker and set ``task`` up (WAA's stock reset); the first observation.
 
+        A read of the observation that fails leaves its part empty (see :meth:`step`).
+
         Raises:
-            WaaError: the worker refused or could not be reached (not turned into a score).
+            WaaError: the worker refused or could not be reached while resetting or setting
+                the task up (not turned into a score).
         """
-        waa, scoring = self.clients()
+        waa, scoring = self.interactive_waa(), self.clients()[1]
         raw = self.catalog().load(task.task_id)
         waa.close_all()
         waa.clear_task_files()
@@ -286,8 +298,12 @@ class BenchmarkAdapter(ABC):
         ``time_limit_steps`` when it has one); a refused action is reported in
         ``info["error"]`` and the next observation's ``last_error``, as in the agent loop.
 
+        As the reference's adapter: a read of the screenshot or of the accessibility tree
+        that fails or times out is logged and leaves that part of the observation ``None``.
+
         Raises:
             RuntimeError: :meth:`reset` was not called.
+            WaaError: the worker could not be reached to play the action.
         """
         episode = self._episode
         if episode is None:
@@ -301,7 +317,7 @@ class BenchmarkAdapter(ABC):
         if action.type == WAIT:
             time.sleep(1.0)
             return self._observe(episode.steps), episode.steps >= limit, info
-        waa, _ = self.clients()
+        waa = self.interactive_waa()
         try:
             if action.type == EXECUTE:
                 info["result"] = waa.execute(str(action.command), shell=False)
@@ -336,14 +352,25 @@ class BenchmarkAdapter(ABC):
     _episode: _Episode | None = None
 
     def _observe(self, index: int) -> BenchmarkObservation:
-        waa, _ = self.clients()
-        obs = waa.observe()
-        tree = waa.accessibility()
+        waa = self.interactive_waa()
+        obs: dict[str, Any] = {}
+        tree: str | None = None
+        png: bytes | None = None
+        # as the reference's adapter: a failed read is logged and its part left empty, so a
+        # hung worker costs the caller's loop one timeout per read, never an exception
+        try:
+            obs = waa.observe()
+            image = obs.get("image")
+            png = base64.b64decode(image) if isinstance(image, str) and image else None
+        except (WaaError, binascii.Error, ValueError) as exc:
+            log.error("screenshot request error: %s", redact_text(str(exc)))
+        try:
+            tree = waa.accessibility()
+        except WaaError as exc:
+            log.error("accessibility tree request error: %s", redact_text(str(exc)))
         if self._episode is not None:
             self._episode.tree = tree
-        image = obs.get("image")
         title = obs.get("window_title")
-        png = base64.b64decode(image) if isinstance(image, str) and image else None
         return BenchmarkObservation(
             screenshot=png,
             screenshot_path=self._save_screenshot(png, index) if png else None,
@@ -476,8 +503,6 @@ class WAALiveAdapter(BenchmarkAdapter):
     def __init__(self, config: WAALiveConfig | None = None, **options: Any) -> None:
         """Prepare clients for ``config`` (or ``WAALiveConfig(**options)``, e.g.
         ``server_url=...``); nothing is contacted until the first task."""
-        from oa_vm.kit.redact import register_url_secrets
-
         self.config = config or WAALiveConfig(**options)
         assert self.config.evaluate_url is not None  # set by the config
         register_url_secrets(self.config.server_url)  # a capability in them: masked everywhere
@@ -487,6 +512,10 @@ class WAALiveAdapter(BenchmarkAdapter):
         self.task_timeout_s = self.config.task_timeout_s
         connect, read = self.config.connect_timeout, self.config.read_timeout
         self._waa = WaaClient(self.config.server_url, connect_timeout=connect, read_timeout=read)
+        # reset()/step() send each request once, as the reference: a caller's loop with its
+        # own time budget waits at most config.timeout per read (tasks run keep the retries)
+        self._waa_once = WaaClient(self.config.server_url, connect_timeout=connect,
+                                   read_timeout=read, retries=0)
         self._scoring = ScoringClient(
             self.config.evaluate_url, connect_timeout=connect, read_timeout=read
         )
@@ -507,6 +536,10 @@ class WAALiveAdapter(BenchmarkAdapter):
         """The worker's clients."""
         return self._waa, self._scoring
 
+    def interactive_waa(self) -> WaaClient:
+        """The worker's WAA client without retries."""
+        return self._waa_once
+
     @property
     def worker_name(self) -> str | None:
         """The WAA server's URL (a live worker has no other name here)."""
@@ -515,6 +548,7 @@ class WAALiveAdapter(BenchmarkAdapter):
     def close(self) -> None:
         """Close the HTTP sessions."""
         self._waa.close()
+        self._waa_once.close()
         self._scoring.close()
 
 

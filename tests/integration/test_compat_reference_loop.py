@@ -3,6 +3,8 @@ against a real simulated worker process."""
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from evals import (
     evaluate_agent_on_benchmark,
 )
 from evals.benchmarks.runner import _run_single_task
+from tests.support.http_servers import Reply, ScriptedServer
 from tests.support.worker_proc import running_worker
 
 pytestmark = pytest.mark.integration
@@ -104,3 +107,35 @@ def test_observations_carry_a_screenshot_file_and_its_size(
         assert all(paths) and paths[0] != paths[1]
         assert Path(str(paths[0])).read_bytes() == first.screenshot
         assert first.viewport == (1280, 720)  # read from the PNG the worker sent
+
+
+def test_a_hung_worker_costs_reset_and_step_one_timeout_per_read(
+        worker_urls: tuple[str, str], caplog: pytest.LogCaptureFixture) -> None:
+    """As the reference's adapter: each read sent once with config.timeout, a failed one
+    logged and its part of the observation left empty (a caller's time budget holds)."""
+    _, scoring_url = worker_urls
+    timeout = 2.0
+    routes = {
+        "/setup/close_all": Reply.json({}),
+        "/setup/clear_task_files": Reply.json({}),
+        "/execute_windows": Reply.json({"status": "success", "returncode": 0}),
+        "/obs_winagent": Reply(delay_s=120.0),  # hung: answers only when the server closes
+        "/accessibility": Reply.json({"message": "busy"}, status=503),  # would be retried
+    }
+    with ScriptedServer(routes) as waa, caplog.at_level(logging.ERROR):
+        with WAALiveAdapter(WAALiveConfig(server_url=waa.url, evaluate_url=scoring_url,
+                                          action_delay=0.0, timeout=timeout)) as adapter:
+            first = adapter.reset(adapter.load_task(CLOCK_TASK))
+            assert (waa.hits["/obs_winagent"], waa.hits["/accessibility"]) == (1, 1)
+            began = time.monotonic()
+            obs, done, info = adapter.step(ESCAPE)
+            took = time.monotonic() - began
+        assert (waa.hits["/obs_winagent"], waa.hits["/accessibility"]) == (2, 2)
+    for observation in (first, obs):
+        assert observation.screenshot is None and observation.accessibility_tree is None
+    assert not done and info["error"] is None and info["result"] == {
+        "status": "success", "returncode": 0}
+    assert sum("screenshot request error" in r.getMessage() for r in caplog.records) == 2
+    assert sum("accessibility tree request error" in r.getMessage() for r in caplog.records) == 2
+    # one timeout for the step's hung read: retries took four of them, and their waits
+    assert took < 4 * timeout
