@@ -25,9 +25,10 @@ class ScoringClient(HttpClient):
     local URL).
     """
 
-    def probe(self) -> dict[str, Any]:
-        """``GET /probe``: ``{"status": "ok", "service": "evaluate"}``."""
-        return json_object(self._request("GET", "/probe", idempotent=True))
+    def probe(self, deadline: float | None = None) -> dict[str, Any]:
+        """``GET /probe``: ``{"status": "ok", "service": "evaluate"}`` (by ``deadline``,
+        retries included, when given: a ``time.monotonic()`` value)."""
+        return json_object(self._request("GET", "/probe", idempotent=True, deadline=deadline))
 
     def indexes(self) -> list[str] | None:
         """``GET /indexes``: names of the index files the worker serves (``local_all``,

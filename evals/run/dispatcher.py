@@ -13,8 +13,9 @@ What happens to a task that goes wrong:
   when the run started (``left_out``; with ``--repair`` it is replaced first, then works);
 - a host that is gone (:attr:`oa_vm.reach.connect.WorkerConnection.host`, shared by several
   workers):
-  when a worker of a shared host fails that way, every worker of the host is probed; if none
-  answers, the host is quarantined once, as one host (one ``host_quarantined`` event, one entry in
+  when a worker of a shared host fails that way, every worker of the host is probed (both its
+  servers, as the run's start does: :func:`evals.run.pools.unanswered`); if none answers, the
+  host is quarantined once, as one host (one ``host_quarantined`` event, one entry in
   ``metadata.json``'s ``quarantined_hosts``), its workers take no more tasks, and the tasks they
   had in flight are retried on other hosts (a task that just failed on a host is not handed to
   another worker of the same host while a worker of another host can take it). A worker of a
@@ -117,6 +118,9 @@ class DispatchOutcome:
     """Workers quarantined alone (a quarantined host's workers are in ``quarantined_hosts``)."""
     quarantined_hosts: list[dict[str, Any]] = field(default_factory=list)
     """Each host quarantined as one: ``{"host", "workers", "reason"}``."""
+    workers: list[str] = field(default_factory=list)
+    """Every worker the run dispatched to: those it started with, then those left out at the
+    start that ``--repair`` replaced (they joined it)."""
 
 
 class Dispatcher:
@@ -298,8 +302,12 @@ class Dispatcher:
             ) from self._crash
         self._finalize_leftovers()
         self._emit(EventKind.FINISHED)
+        with self._state_lock:
+            joined = [*self._connections]  # a worker left out enters once it is replaced
         return DispatchOutcome(self._budget_stopped, list(self._quarantined),
-                               [dict(entry) for entry in self._lost_hosts.values()])
+                               [dict(entry) for entry in self._lost_hosts.values()],
+                               [n for n in (*(w.name for w in self.workers), *self._left_out)
+                                if n in joined])
 
     def _heartbeat(self) -> None:
         # at least every 5 s: the last heartbeat is also what an attempt a crash interrupted is
@@ -449,21 +457,13 @@ class Dispatcher:
                       if n in self._connections and n not in self._quarantined]
         if len(names) < 2:
             return False
-        if any(self._answers(c) for c in probed):
+        from evals.run.pools import unanswered
+
+        self.fence()  # the pool lease asked first
+        if None in unanswered(probed):  # the start's probe: a worker answers with both servers
             return False
         return self._quarantine_host(
             host, f"none of its {len(names)} workers answers (the host is unreachable or down)")
-
-    def _answers(self, worker: WorkerConnection) -> bool:
-        """One probe of the worker's WAA server (the pool lease asked first)."""
-        from waa_client.errors import WaaError
-
-        self.fence()
-        try:
-            worker.waa.probe()
-        except WaaError:
-            return False
-        return True
 
     def _quarantine_host(self, host: str, reason: str) -> bool:
         """Quarantine ``host`` and all its workers: one event, one entry (the first caller

@@ -154,9 +154,42 @@ def hold_for(pool: str, command: str) -> Iterator[None]:
 
 
 PROBE_TIMEOUT_S = 5.0
-"""How long a run's start waits for each worker's answer to one WAA ``/probe`` (every worker
-of every pool asked at once): a worker that does not answer by then (its process hung, its
-guest frozen) is left out as a dead one is (:func:`connect_pools`)."""
+"""How long a worker's two servers are waited for to answer one ``/probe`` each (its WAA server
+and its scoring server, asked at once; every worker of every pool at once at a run's start): a
+worker one of whose servers does not answer by then (its process hung, its guest frozen, its
+scoring server down) cannot take a task (:func:`unanswered`)."""
+
+
+def unanswered(workers: Sequence[WorkerConnection]) -> list[str | None]:
+    """Ask each worker's WAA server and scoring server one ``/probe``, all at once, each answer
+    waited for :data:`PROBE_TIMEOUT_S` at most; for each worker, why it cannot take a task (its
+    WAA server's failure first, else its scoring server's, said ``scoring server: ...``), or
+    None when both answer. A run's start leaves out such a worker (:func:`connect_pools`); the
+    dispatcher takes a host none of whose workers answers for gone."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from waa_client.errors import WaaError, WorkerTimeoutError, WorkerUnreachableError
+
+    def why(probe: Callable[..., object]) -> str | None:
+        try:
+            probe(deadline=time.monotonic() + PROBE_TIMEOUT_S)
+        except WorkerTimeoutError:
+            return f"no answer within {PROBE_TIMEOUT_S:g}s"
+        except WorkerUnreachableError:
+            return "unreachable"
+        except WaaError as exc:  # it answers, with an error: no better for a task
+            return f"its probe failed ({type(exc).__name__})"
+        return None
+
+    if not workers:
+        return []
+    probes = [probe for w in workers for probe in (w.waa.probe, w.scoring.probe)]
+    # threads, not one per probe: a pool of hundreds asks 64 at a time
+    with ThreadPoolExecutor(max_workers=min(64, len(probes))) as executor:
+        answers = list(executor.map(why, probes))
+    return [waa or (f"scoring server: {scoring}" if scoring else None)
+            for waa, scoring in zip(answers[::2], answers[1::2], strict=True)]
 
 
 @contextlib.contextmanager
@@ -210,32 +243,10 @@ def connect_pools(
 
 
 def _leave_out_silent(pools: Sequence[RunPool]) -> None:
-    """Ask every connected worker one ``/probe`` at once (the probe the dispatcher asks a
-    failing host's workers): those that do not answer within :data:`PROBE_TIMEOUT_S` move to
-    their pool's ``left_out`` and ``silent``."""
-    import time
-    from concurrent.futures import ThreadPoolExecutor
-
-    from waa_client.errors import WaaError, WorkerTimeoutError, WorkerUnreachableError
-
+    """Ask every connected worker's two servers one ``/probe`` (:func:`unanswered`): a worker
+    that does not answer moves to its pool's ``left_out`` and ``silent``."""
     asked = [(pool, worker) for pool in pools for worker in pool.workers]
-
-    def silence(worker: WorkerConnection) -> str | None:
-        try:
-            worker.waa.probe(deadline=time.monotonic() + PROBE_TIMEOUT_S)
-        except WorkerTimeoutError:
-            return f"no answer within {PROBE_TIMEOUT_S:g}s"
-        except WorkerUnreachableError:
-            return "unreachable"
-        except WaaError as exc:  # it answers, with an error: no better for a task
-            return f"its probe failed ({type(exc).__name__})"
-        return None
-
-    if not asked:
-        return
-    # threads, not one per worker: a pool of hundreds asks 64 at a time
-    with ThreadPoolExecutor(max_workers=min(64, len(asked))) as executor:
-        answers = list(executor.map(lambda item: silence(item[1]), asked))
+    answers = unanswered([worker for _, worker in asked])
     for (pool, worker), why in zip(asked, answers, strict=True):
         if why is not None:
             pool.workers.remove(worker)

@@ -20,7 +20,7 @@ import re
 import socket
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -1003,13 +1003,14 @@ def _run_in_folder(
         finally:
             queue.close()
         out = {*outcome.quarantined, *(n for h in outcome.quarantined_hosts for n in h["workers"])}
-        lost_all = bool(workers) and out >= {w.name for w in workers}
+        lost_all = bool(outcome.workers) and out >= set(outcome.workers)
         ending = _Ending.of(config.agent, records, lost_all=lost_all)
-        ended = folder.update_metadata(
-            status=status.value, ended_at=now_iso(), quarantined_workers=quarantined,
-            quarantined_hosts=lost_hosts, cost=ledger.totals(), warning=ending.warning,
-            warning_cause=ending.warning_cause,
-        )
+        ending_fields: RunMetadata = {
+            "status": status.value, "ended_at": now_iso(), "quarantined_workers": quarantined,
+            "quarantined_hosts": lost_hosts, "cost": ledger.totals(), "warning": ending.warning,
+            "warning_cause": ending.warning_cause}
+        ending_fields.update(_used_workers(metadata, outcome.workers))
+        ended = folder.update_metadata(**ending_fields)
         # the files are for resuming and for readers: the summary is of the records held here
         summary = summarize(ended, records.values(), run=folder.path.name)
         folder.write_summary(summary)
@@ -1022,6 +1023,20 @@ def _run_in_folder(
         cap_usd=config.max_cost_usd,
         unpriced_models=sorted(ledger.unpriced_models),
     )
+
+
+def _used_workers(metadata: RunMetadata, used: Sequence[str]) -> RunMetadata:
+    """``metadata.json``'s ``workers`` (and each pool's, in ``pools``) as the run ends: every
+    worker it dispatched to, those left out at the start that ``--repair`` brought back
+    included (the start recorded only those that answered)."""
+    from evals.run.pools import split
+
+    changes: RunMetadata = {"workers": list(used)}
+    if isinstance(metadata.get("pools"), list):  # a multi-pool run's names are qualified
+        changes["pools"] = [{**entry, "workers": [n for n in used
+                                                  if split(n)[0] == entry.get("name")]}
+                            for entry in metadata["pools"]]
+    return changes
 
 
 @dataclass(frozen=True)

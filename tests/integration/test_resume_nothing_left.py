@@ -50,7 +50,8 @@ def test_a_finished_run_resumed_makes_no_pool_and_ends_as_it_ended(
 ) -> None:
     results = tmp_path / "results"
     # one worker that crashes part-way: a finished run with both results and errors to rerun
-    first = evals("sweep", "--cloud", "local", "--workers", "1", "--fault", "crash-after=40",
+    # (its requests counted from the start's probes of both its servers: its first task ends)
+    first = evals("sweep", "--cloud", "local", "--workers", "1", "--fault", "crash-after=41",
                   "--agent", "oracle", "--tasks", "local_small", "--run-name", "e",
                   home=home, results=results)
     assert first.returncode in (0, 4), first.stderr

@@ -1,9 +1,10 @@
 """A run started on a pool with a dead worker says so: one line before the run starts naming the
 worker and that the run goes on without it, and the summary lists it as quarantined. With every
 worker dead the run is refused in one line, before anything is recorded. A worker alive but hung
-is found at the start (one probe) and named the same way, in every reset mode; ``--repair``
-replaces the workers left out and puts them to work; a multi-pool run goes on without a pool whose
-workers are all dead, and resumes on its pools as they were given."""
+is found at the start (one probe) and named the same way, in every reset mode, and so is one whose
+scoring server does not answer; ``--repair`` replaces the workers left out and puts them to work
+(``metadata.json`` lists them among the run's workers); a multi-pool run goes on without a pool
+whose workers are all dead, and resumes on its pools as they were given."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from oa_vm.model import state
 from tests.support.cli import run_cli
+from tests.support.http_servers import RefusingPort
 from tests.support.waiting import alive, wait_until
 
 pytestmark = pytest.mark.integration
@@ -47,6 +50,21 @@ def _hung(name: str, pool: str) -> Iterator[int]:
     finally:
         if alive(pid):
             os.kill(pid, signal.SIGCONT)
+
+
+@contextmanager
+def _scoring_down(name: str, pool: str) -> Iterator[None]:
+    """Worker ``name`` of ``pool`` recorded with its scoring server on a port that refuses
+    connections, for the block; its WAA server and its process are untouched."""
+    with RefusingPort() as closed:
+        with state.locked(pool):
+            record = state.load(pool)
+            worker = next(w for w in record.workers if w.name == name)
+            assert worker.scoring_url is not None
+            url = urlsplit(worker.scoring_url)
+            worker.scoring_url = url._replace(netloc=f"127.0.0.1:{closed.port}").geturl()
+            state.save(record)
+        yield
 
 
 def _said(stderr: str, word: str) -> str:
@@ -118,6 +136,30 @@ def test_a_hung_worker_is_named_at_the_start_as_a_dead_one(
     assert summary["workers"]["worker-2"] == {"tasks": 0, "errors": 0, "quarantined": True}
 
 
+def test_a_worker_whose_scoring_server_is_down_is_named_at_the_start(
+    home: Path, tmp_path: Path, local_pool: Callable[..., str]
+) -> None:
+    local_pool("sd", workers=3, cli=True)
+    results = tmp_path / "results"
+    with _scoring_down("worker-1", "sd"):
+        done = run_cli("openadapt-evals", "run", "--pool", "sd", "--tasks", "3", "--agent",
+                       "oracle", "--reset", "stock", "--results-dir", str(results),
+                       "--run-name", "no-scoring", home=home)
+    assert done.returncode == 0, done.stderr
+    line = _said(done.stderr, "worker-1")
+    assert line == ("1 of 3 worker(s) do not answer and the run goes on without them: worker-1 "
+                    "(scoring server: unreachable); 'oa-vm pool-repair --pool sd --worker "
+                    "worker-1' brings them back"), line
+    assert "Quarantined workers: worker-1" in done.stdout, done.stdout
+    metadata = json.loads((results / "no-scoring" / "metadata.json").read_text())
+    assert metadata["quarantined_workers"] == ["worker-1"]
+    assert metadata["workers"] == ["worker-0", "worker-2"]
+    summary = json.loads((results / "no-scoring" / "summary.json").read_text())
+    # no task of it ended in an infrastructure error first: it was never given one
+    assert summary["successes"] == 3 and summary["errors"] == 0, summary
+    assert summary["workers"]["worker-1"] == {"tasks": 0, "errors": 0, "quarantined": True}
+
+
 def test_repair_replaces_the_workers_left_out_at_the_start(
     home: Path, tmp_path: Path, local_pool: Callable[..., str]
 ) -> None:
@@ -134,6 +176,8 @@ def test_repair_replaces_the_workers_left_out_at_the_start(
     assert "worker-1 (lost: process gone" in line and "worker-2 (no answer within 5s)" in line
     metadata = json.loads((results / "repaired" / "metadata.json").read_text())
     assert metadata["quarantined_workers"] == [], metadata["quarantined_workers"]
+    # the workers it ran with: those that answered at the start, then those --repair brought back
+    assert metadata["workers"] == ["worker-0", "worker-1", "worker-2"], metadata["workers"]
     summary = json.loads((results / "repaired" / "summary.json").read_text())
     assert summary["quarantined_workers"] == []
     assert "Quarantined workers" not in done.stdout, done.stdout

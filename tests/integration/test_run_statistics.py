@@ -204,7 +204,8 @@ def test_rerun_errors_reruns_only_error_tasks_and_keeps_their_attempts(
 ) -> None:
     results = tmp_path / "results"
     # One worker that crashes part-way: the tasks after the crash end in infrastructure errors.
-    swept = evals("sweep", "--cloud", "local", "--workers", "1", "--fault", "crash-after=40",
+    # (its requests counted from the start's probes of both its servers: its first task ends)
+    swept = evals("sweep", "--cloud", "local", "--workers", "1", "--fault", "crash-after=41",
                   "--agent", "oracle", "--tasks", "local_small", "--run-name", "e",
                   home=home, results=results)
     run_dir = results / "e"

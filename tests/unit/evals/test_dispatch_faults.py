@@ -440,3 +440,33 @@ def test_a_run_whose_other_workers_are_all_out_ends_while_a_lost_path_stays_down
     outcome = ended[0]
     assert outcome.quarantined == ["w1"]  # type: ignore[attr-defined]
     assert [h["host"] for h in outcome.quarantined_hosts] == [LOST]  # type: ignore[attr-defined]
+
+
+def test_a_host_whose_workers_answer_only_from_the_waa_server_is_gone(tmp_path: Path) -> None:
+    # both workers of host h answer WAA's /probe but their scoring server refuses: the first
+    # setup that fails probes the host's workers as the run's start does (both servers), finds
+    # none that can take a task and quarantines the host once (it was taken for a live host, its
+    # workers then quarantined one by one after failing their tasks)
+    from tests.support.http_servers import RefusingPort
+
+    routes = {**_waa_routes(True), "/probe": Reply.json({"status": "ok"})}
+    with ScriptedServer(routes) as waa, RefusingPort() as scoring, no_retry_waits():
+        connections = [WorkerConnection(
+            name=name, waa=WaaClient(waa.url, read_timeout=10, connect_timeout=10),
+            scoring=ScoringClient(scoring.url, read_timeout=10, connect_timeout=10),
+            waa_url=waa.url, scoring_url=scoring.url, host="h") for name in ("h0", "h1")]
+        folder, queue = _queued(tmp_path, list(TASKS))
+        dispatcher = Dispatcher(
+            folder, queue, Ledger(None), connections, TASKS,
+            {tid: TaskInfo(tid, "d", "x", False) for tid in TASKS}, NoopAgent,
+            RunConfig(pool=None, selection="all", agent="noop", max_steps=2,
+                      task_timeout_s=60, quarantine_after=QUARANTINE_AFTER))
+        try:
+            ended = _run_or_stop(dispatcher)
+        finally:
+            queue.close()
+        assert waa.hits["/probe"] >= 2  # each worker of the host asked
+    assert ended, "the run did not end"
+    outcome = ended[0]
+    assert [h["host"] for h in outcome.quarantined_hosts] == ["h"]  # type: ignore[attr-defined]
+    assert outcome.quarantined == []  # type: ignore[attr-defined]

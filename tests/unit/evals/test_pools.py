@@ -225,8 +225,9 @@ def test_a_workers_host_is_named_alike_when_connected_and_after_a_repair(
 
     monkeypatch.setattr("oa_vm.connect", connect)
     monkeypatch.setattr("oa_vm.load_pool", load_pool)
-    # the workers connected answer the run's probe at the start (their URL is never asked)
+    # the workers connected answer the run's probes at the start (their URLs are never asked)
     monkeypatch.setattr(WaaClient, "probe", lambda self, deadline=None: {})
+    monkeypatch.setattr(ScoringClient, "probe", lambda self, deadline=None: {})
     with connect_pools(["pa", "pb"], connect_timeout=1.0, read_timeout=1.0) as pools:
         hosts = {w.name: w.host for pool in pools for w in pool.workers}
     assert hosts == {"pa/worker-0": "pa/worker-0", "pa/worker-1": "pa/host-1",
@@ -262,3 +263,23 @@ def test_a_lost_host_of_the_first_pool_is_named_as_its_workers_once_the_run_ran_
     assert summary["workers"]["pa/worker-0"]["quarantined"] is True
     assert ("Quarantined host pa/group-0 (workers pa/worker-0, pa/worker-1): down"
             in metrics.format_summary(summary))
+
+
+def test_a_worker_answers_only_when_both_its_servers_answer_their_probe() -> None:
+    # one probe of each server, both asked at once: the run's start and the dispatcher's host
+    # check take a worker whose scoring server is down for one that cannot take a task
+    from evals.run.pools import unanswered
+    from tests.support.http_servers import RefusingPort, Reply, ScriptedServer
+
+    probe = {"/probe": Reply.json({"status": "ok"})}
+    with ScriptedServer(probe) as up, RefusingPort() as down:
+        def worker(name: str, waa: str, scoring: str) -> WorkerConnection:
+            return WorkerConnection(name, WaaClient(waa, retries=0),
+                                    ScoringClient(scoring, retries=0), waa, scoring)
+
+        answers = unanswered([worker("both", up.url, up.url),
+                              worker("no-scoring", up.url, down.url),
+                              worker("none", down.url, down.url)])
+        assert answers == [None, "scoring server: unreachable", "unreachable"]
+        assert up.hits["/probe"] == 3  # once per server that listens: no retry, no second ask
+    assert unanswered([]) == []
