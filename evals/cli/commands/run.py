@@ -345,9 +345,8 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
     from evals.results.records import results_root
     from evals.results.run_reader import find_run, read_started
     from evals.run.manifest import REDACTED, read_manifest
-    from evals.run.runner import RunConfig, default_run_name, drop_unused, reserve_run_name
+    from evals.run.runner import RunConfig, default_run_name
     from evals.run.settings import RESUME_NEEDS_NAME, recorded_settings, resumed_values
-    from oa_vm.errors import OaVmError
 
     params = {**ctx.params, **fixed}
     values = {f.name: params[f.name] for f in fields(RunConfig) if params.get(f.name) is not None}
@@ -401,19 +400,29 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
                 f"{option} is for the {owner} agent (--agent {owner}), not --agent "
                 f"{values['agent']}; leave it out")
     if values.get("run_name") is None and not values.get("resume"):
-        # "" stays "" (and is refused), never silently replaced by a default; the default's
-        # folder is made now, so that a run started in the same second takes another name,
-        # and removed when this process ends if the run never wrote to it
-        made = next((p for p in reversed([results, *results.parents])
-                     if not os.path.lexists(p)), None)
-        try:
-            values["run_name"] = reserve_run_name(values["agent"], results)
-        except (OaVmError, OSError):  # refused below in the results folder's own words
-            values["run_name"] = default_run_name(values["agent"], results)
-        else:
-            atexit.register(drop_unused, results / values["run_name"], made)
+        # "" stays "" (and is refused), never silently replaced by a default; a plan makes
+        # nothing and names the run it would make, a run reserves its name
+        values["run_name"] = (default_run_name(values["agent"], results)
+                              if params.get("plan_only") else _reserved(values["agent"], results))
     options = AgentOptions(bundles=params.get("bundles"), agent_url=agent_url, args=args)
     return RunConfig(**values, agent_options=options)
+
+
+def _reserved(agent: str, results: Path) -> str:
+    """A new run's default name, its folder made now (:func:`evals.run.runner.reserve_run_name`)
+    so that a run started in the same second takes another, and removed when this process ends
+    if the run never wrote to it, with the folders above it the reservation made."""
+    from evals.run.runner import default_run_name, drop_unused, reserve_run_name
+    from oa_vm.errors import OaVmError
+
+    made = next((p for p in reversed([results, *results.parents]) if not os.path.lexists(p)),
+                None)
+    try:
+        name = reserve_run_name(agent, results)
+    except (OaVmError, OSError):  # refused later in the results folder's own words
+        return default_run_name(agent, results)
+    atexit.register(drop_unused, results / name, made)
+    return name
 
 
 def run(
