@@ -410,14 +410,14 @@ SWEEP_POOL = "sweep-pool.json"
 
 def _check_run_folder(results_dir: Path | None, run_name: str | None, resume: bool) -> None:
     from evals.results.records import RunFolder, results_root
-    from evals.run.runner import unstarted_folder
 
     if run_name is None:
         return
     folder = RunFolder(results_root(results_dir) / run_name)
-    # a folder that holds nothing yet (its default name reserved, or killed at its start) is
-    # the run's to start afresh, as the runner takes it
-    if not resume and folder.path.exists() and not unstarted_folder(folder):
+    # an empty folder is this sweep's own default name, reserved (run_config); one holding
+    # anything, even only a pool a killed sweep made, is continued with --resume
+    empty = folder.path.is_dir() and next(folder.path.iterdir(), None) is None
+    if not resume and folder.path.exists() and not empty:
         raise RunExistsError(str(folder.path))
     # a sweep killed before its run began has a folder holding only the pool it made
     if resume and not folder.exists() and not (folder.path / SWEEP_POOL).is_file():
