@@ -18,6 +18,7 @@ import itertools
 import os
 import re
 import socket
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -270,6 +271,16 @@ def run_lock(folder: RunFolder) -> Iterator[None]:
 # --- the public entry point ---------------------------------------------------------------------
 
 
+_DEFAULT_NAME = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*-\d{4}-\d{2}-\d{2}T\d{6}Z?(?:-\d+)?")
+"""What :func:`default_run_name` makes (then ``-2``, ``-3``...): the only names whose empty,
+unheld folders :func:`reserve_run_name` removes as reservations of dead processes."""
+RESERVATION_MARGIN_S = 60.0
+"""How old (its mtime) an empty reserved folder must be before it can be taken for a dead
+process's: a reservation is made (``mkdir``) a moment before it is held (``flock``)."""
+_HELD: dict[Path, int] = {}
+"""The folders this process reserved: each one's open descriptor, its ``flock`` held."""
+
+
 def default_run_name(agent: str, results: Path | None = None) -> str:
     """``<agent>-<UTC time>``, safe as a folder name; with ``results`` (the results folder),
     the first of it, ``<name>-2``, ``<name>-3``... that names nothing there (:func:`free_name`)."""
@@ -287,31 +298,76 @@ def reserve_run_name(agent: str, results: Path) -> str:
     one that starts afresh (:func:`unstarted_folder`); :func:`drop_unused` removes it if the
     run never starts.
 
+    The folder is held (an exclusive ``flock`` on the folder itself, no file in it) until
+    :func:`drop_unused` or the process's end, so the kernel lets go of it when the process dies,
+    however it dies. The empty reservations of dead processes in ``results`` (SIGKILL, out of
+    memory, a crash: no ``drop_unused`` ran) are removed first (:func:`_drop_dead`).
+
     Raises:
         oa_vm.kit.safe_fs.WriteFailedError: the folder could not be made.
     """
     safe_fs.ensure_dir(results)
+    _drop_dead(results)
     while True:
         name = default_run_name(agent, results)
         try:
             os.mkdir(results / name, 0o700)
+            fd = os.open(results / name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except FileExistsError:
             continue  # taken since it was chosen
         except OSError as exc:
             raise WriteFailedError(results / name, exc) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            # taken for a dead one's by a clock far off: it removes the folder; take another
+            os.close(fd)
+            continue
+        _HELD[results / name] = fd
         return name
+
+
+def _drop_dead(results: Path) -> None:
+    """Remove each folder in ``results`` that a process reserved and died holding: named as
+    :func:`default_run_name` names (a user's own empty folder keeps its name), not a symlink,
+    empty, older than :data:`RESERVATION_MARGIN_S` (one just made may not be held yet), and
+    held by nobody. ``rmdir`` never removes a folder with content; anything that fails leaves
+    the folder as it is."""
+    try:
+        names = [entry.name for entry in os.scandir(results)
+                 if _DEFAULT_NAME.fullmatch(entry.name) and entry.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for name in names:
+        with contextlib.suppress(OSError):
+            fd = os.open(results / name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+            try:
+                held = os.fstat(fd)
+                if time.time() - held.st_mtime < RESERVATION_MARGIN_S:
+                    continue
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a live owner: BlockingIOError
+                now = os.lstat(results / name)
+                if (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):  # the one locked
+                    os.rmdir(results / name)
+            finally:
+                os.close(fd)
 
 
 def drop_unused(folder: Path, made: Path | None = None) -> None:
     """Remove a reserved run folder still empty (:func:`reserve_run_name`: the run was refused,
     or only planned), then each folder above it up to ``made`` (the first the reservation made,
-    if any) while empty."""
-    with contextlib.suppress(OSError):
-        folder.rmdir()  # only an empty folder: a run that started keeps its folder
-        for above in folder.parents:
-            if made is None or made not in (above, *above.parents):
-                break
-            above.rmdir()
+    if any) while empty; the folder's hold is let go either way."""
+    try:
+        with contextlib.suppress(OSError):
+            folder.rmdir()  # only an empty folder: a run that started keeps its folder
+            for above in folder.parents:
+                if made is None or made not in (above, *above.parents):
+                    break
+                above.rmdir()
+    finally:
+        fd = _HELD.pop(folder, None)
+        if fd is not None:
+            os.close(fd)
 
 
 def free_name(results: Path, name: str) -> str:

@@ -7,17 +7,24 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import psutil
 import pytest
 
 import evals.run.runner as runner
+import oa_vm
 from evals.results.records import RunFolder
 from evals.run.runner import RunConfig, run_evaluation
+from oa_vm.model import state
 from tests.support.cli import BIN, run_cli
+from tests.support.controller import Controller, RunController
+from tests.support.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -131,3 +138,64 @@ def test_a_refused_run_leaves_no_folder_for_its_default_name(home: Path, pool: s
     assert refused.returncode != 0 and "no-such-task" in refused.stderr
     # the name reserved, then given back with the folders it made
     assert not (tmp_path / "made").exists()
+
+
+def test_a_killed_runs_reserved_folder_is_removed_by_the_next_run_and_nothing_else(
+        home: Path, pool: str, tmp_path: Path, controllers: list[Controller]) -> None:
+    # Runs waiting for a pool that another run holds have reserved their default names and
+    # written nothing yet: one is killed with SIGKILL (no exit handler runs), one lives on.
+    results = tmp_path / "results"
+    ports = {urlsplit(url).port for w in state.load(pool).workers
+             for url in (w.waa_url, w.scoring_url) if url}
+
+    def waiting(*args: str) -> tuple[RunController, Path]:
+        # a run started, its folder made, and the pool read (after the name is reserved)
+        before = set(results.iterdir()) if results.is_dir() else set()
+        run = RunController(home, results, *args)
+        controllers.append(run)
+
+        def reserved() -> Path | None:
+            if run.proc.poll() is not None:
+                raise AssertionError(f"the run ended:\n{run.output()}")
+            made = [p for p in results.iterdir() if p not in before]
+            connected = any(c.raddr and c.raddr.port in ports
+                            for c in psutil.Process(run.proc.pid).net_connections("tcp"))
+            return made[0] if len(made) == 1 and connected else None
+
+        return run, wait_until(reserved, lambda: f"the run's reservation:\n{run.output()}")
+
+    def long_ago(path: Path) -> None:
+        # older than any margin for a reservation being made (no run waits a minute here)
+        then = path.lstat().st_mtime - 3600
+        os.utime(path, (then, then), follow_symlinks=False)
+
+    with oa_vm.hold_pool(pool, "another run"):
+        start = ("--pool", pool, "--agent", "noop", "--tasks", "1", "--wait-for-pool", "10m")
+        live, held = waiting(*start)
+        killed, dead = waiting(*start)
+        os.kill(killed.proc.pid, signal.SIGKILL)
+        killed.wait()
+        assert list(dead.iterdir()) == [] and list(held.iterdir()) == []
+        mine = results / "my-sweep"  # a user's own empty folder
+        started = results / "noop-2020-01-02T030405"  # a default name with content
+        elsewhere = tmp_path / "elsewhere"  # an empty folder behind a default-named symlink
+        mine.mkdir()
+        started.mkdir()
+        (started / "notes.txt").write_text("mine", encoding="utf-8")
+        elsewhere.mkdir()
+        link = results / "noop-2020-01-02T030405-2"
+        link.symlink_to(elsewhere, target_is_directory=True)
+        for path in (held, dead, mine, started, elsewhere, link):
+            long_ago(path)
+        # the next run with a default name (refused: the pool is busy) clears the dead one
+        refused = run_cli("openadapt-evals", "run", *start[:-2], "--results-dir", str(results),
+                          home=home)
+        assert refused.returncode != 0 and "another run" in refused.stderr, refused.stderr
+        assert not dead.exists()
+        assert held.is_dir() and list(held.iterdir()) == []
+        assert mine.is_dir() and (started / "notes.txt").is_file()
+        assert link.is_symlink() and elsewhere.is_dir()
+    # the reservation held does not stand in the way of its run: it runs in that folder
+    assert live.wait() == 0, live.output()
+    assert (held / "summary.json").is_file()
+    assert {p.name for p in results.iterdir()} == {held.name, mine.name, started.name, link.name}

@@ -411,7 +411,8 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
 def _reserved(agent: str, results: Path) -> str:
     """A new run's default name, its folder made now (:func:`evals.run.runner.reserve_run_name`)
     so that a run started in the same second takes another, and removed when this process ends
-    if the run never wrote to it, with the folders above it the reservation made."""
+    if the run never wrote to it, with the folders above it the reservation made (a process
+    killed first leaves it to the next reservation there to remove)."""
     from evals.run.runner import default_run_name, drop_unused, reserve_run_name
     from oa_vm.errors import OaVmError
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 from pathlib import Path
 
 import pytest
 
+import evals.run.runner as runner
 from evals.cli.commands.sweep import parse_faults
 from evals.errors import InvalidRunInputError, RunLockedError
 from evals.report.progress import (
@@ -24,8 +26,10 @@ from evals.run.runner import (
     RunEvent,
     Snapshot,
     default_run_name,
+    drop_unused,
     estimate_seconds,
     hold_run,
+    reserve_run_name,
     run_lock,
 )
 
@@ -71,6 +75,37 @@ def test_default_run_names_are_folder_safe() -> None:
     name = default_run_name("my_agents:Clicker")
     assert name.startswith("my-agents-Clicker-")
     assert "/" not in name and ":" not in name
+
+
+def _aged(path: Path, seconds: float) -> Path:
+    then = path.lstat().st_mtime + seconds
+    os.utime(path, (then, then), follow_symlinks=False)
+    return path
+
+
+@pytest.mark.parametrize("now", ["2026-12-05T02:40:00.123456+00:00",
+                                 "2026-12-05T02:40:00+00:00"])  # a whole second: ...Z
+def test_a_reservation_left_unheld_is_removed_by_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, now: str) -> None:
+    # what dead processes reserved (a folder nobody holds), for every shape of agent name
+    monkeypatch.setattr(runner, "now_iso", lambda: now)
+    results = tmp_path / "results"
+    results.mkdir()
+    names = [default_run_name(a) for a in ("noop", "my_agents:Clicker", "--", "api-claude")]
+    dead = [_aged(results / n, -3600) for n in (*names, f"{names[0]}-2", f"{names[1]}-12")
+            if not (results / n).mkdir()]
+    held = reserve_run_name("oracle", results)  # this one clears them, then holds its own
+    assert not any(p.exists() for p in dead), sorted(p.name for p in results.iterdir())
+    _aged(results / held, -3600)
+    kept = [_aged(results / n, -3600) for n in ("my-sweep", "noop-latest", f"{names[0]}-x")
+            if not (results / n).mkdir()]
+    (results / f"{names[0]}-9").mkdir()  # made since the margin began: maybe not held yet
+    kept.append(_aged(results / f"{names[0]}-9", 3600))
+    again = reserve_run_name("oracle", results)
+    assert (results / held).is_dir() and all(p.is_dir() for p in kept)  # held, or not a dead one
+    drop_unused(results / held)
+    drop_unused(results / again)
+    assert sorted(p.name for p in results.iterdir()) == sorted(p.name for p in kept)
 
 
 def test_fault_options() -> None:
