@@ -272,8 +272,9 @@ def run_lock(folder: RunFolder) -> Iterator[None]:
 
 
 _DEFAULT_NAME = re.compile(r"[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*-\d{4}-\d{2}-\d{2}T\d{6}Z?(?:-\d+)?")
-"""What :func:`default_run_name` makes (then ``-2``, ``-3``...): the only names whose empty,
-unheld folders :func:`reserve_run_name` removes as reservations of dead processes."""
+"""What :func:`default_run_name` makes (then ``-2``, ``-3``...; a name an older release made at a
+whole second ends in ``Z``): the only names whose empty, unheld folders :func:`reserve_run_name`
+removes as reservations of dead processes."""
 RESERVATION_MARGIN_S = 60.0
 """How old (its mtime) an empty reserved folder must be before it can be taken for a dead
 process's: a reservation is made (``mkdir``) a moment before it is held (``flock``)."""
@@ -284,7 +285,7 @@ _HELD: dict[Path, int] = {}
 def default_run_name(agent: str, results: Path | None = None) -> str:
     """``<agent>-<UTC time>``, safe as a folder name; with ``results`` (the results folder),
     the first of it, ``<name>-2``, ``<name>-3``... that names nothing there (:func:`free_name`)."""
-    stamp = now_iso().replace(":", "").replace("+0000", "Z").split(".")[0]
+    stamp = now_iso()[:19].replace(":", "")  # to the second, whole seconds too (no "Z" then)
     agent_part = re.sub(r"[^A-Za-z0-9]+", "-", agent).strip("-") or "agent"
     name = f"{agent_part}-{stamp}"
     return name if results is None else free_name(results, name)

@@ -77,6 +77,14 @@ def test_default_run_names_are_folder_safe() -> None:
     assert "/" not in name and ":" not in name
 
 
+@pytest.mark.parametrize("now", ["2026-12-05T02:40:00.123456+00:00",
+                                 "2026-12-05T02:40:00+00:00"])
+def test_default_run_names_have_one_shape_at_a_whole_second_too(
+        monkeypatch: pytest.MonkeyPatch, now: str) -> None:
+    monkeypatch.setattr(runner, "now_iso", lambda: now)
+    assert default_run_name("noop") == "noop-2026-12-05T024000"  # was ...T024000Z on the second
+
+
 def _aged(path: Path, seconds: float) -> Path:
     then = path.lstat().st_mtime + seconds
     os.utime(path, (then, then), follow_symlinks=False)
@@ -84,7 +92,7 @@ def _aged(path: Path, seconds: float) -> Path:
 
 
 @pytest.mark.parametrize("now", ["2026-12-05T02:40:00.123456+00:00",
-                                 "2026-12-05T02:40:00+00:00"])  # a whole second: ...Z
+                                 "2026-12-05T02:40:00+00:00"])  # a whole second
 def test_a_reservation_left_unheld_is_removed_by_the_next(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, now: str) -> None:
     # what dead processes reserved (a folder nobody holds), for every shape of agent name
