@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -75,7 +75,12 @@ from evals.results.records import (
 from oa_vm.kit.redact import redact_text, register_url_secrets
 from waa_client.catalog import WAA_DOMAINS as SUITE_DOMAINS
 from waa_client.catalog import Catalog, TaskRef, check_known, check_not_synthetic
-from waa_client.errors import UnknownTaskError, WaaError, WorkerUnreachableError
+from waa_client.errors import (
+    UnknownTaskError,
+    WaaError,
+    WorkerTimeoutError,
+    WorkerUnreachableError,
+)
 from waa_client.scoring import ScoringClient
 from waa_client.waa import WaaClient
 
@@ -281,14 +286,16 @@ class BenchmarkAdapter(ABC):
         A read of the observation that fails leaves its part empty (see :meth:`step`).
 
         Raises:
-            WaaError: the worker refused or could not be reached while resetting or setting
-                the task up (not turned into a score).
+            AdapterConnectionError: the worker could not be reached (a ``RuntimeError``, as
+                the reference raises, and a ``WorkerUnreachableError``).
+            WaaError: the worker refused the reset or a setup step (not turned into a score).
         """
         waa, scoring = self.interactive_waa(), self.clients()[1]
-        raw = self.catalog().load(task.task_id)
-        waa.close_all()
-        waa.clear_task_files()
-        scoring.setup(raw.get("config") or [])
+        with _reached("reset(task)", waa, scoring):
+            raw = self.catalog().load(task.task_id)
+            waa.close_all()
+            waa.clear_task_files()
+            scoring.setup(raw.get("config") or [])
         self._episode = _Episode(task=task, raw=raw)
         return self._observe(0)
 
@@ -303,7 +310,8 @@ class BenchmarkAdapter(ABC):
 
         Raises:
             RuntimeError: :meth:`reset` was not called.
-            WaaError: the worker could not be reached to play the action.
+            AdapterConnectionError: the worker could not be reached to play the action (a
+                ``RuntimeError`` and a ``WorkerUnreachableError``).
         """
         episode = self._episode
         if episode is None:
@@ -319,14 +327,15 @@ class BenchmarkAdapter(ABC):
             return self._observe(episode.steps), episode.steps >= limit, info
         waa = self.interactive_waa()
         try:
-            if action.type == EXECUTE:
-                info["result"] = waa.execute(str(action.command), shell=False)
-            else:
-                info["result"] = waa.execute_windows(action.to_pyautogui(episode.tree))
+            with _reached("step(action)", waa):
+                if action.type == EXECUTE:
+                    info["result"] = waa.execute(str(action.command), shell=False)
+                else:
+                    info["result"] = waa.execute_windows(action.to_pyautogui(episode.tree))
             episode.last_action = action.to_string()
+        except AdapterConnectionError:
+            raise
         except (WaaError, ValueError) as exc:
-            if isinstance(exc, WaaError) and exc.is_infrastructure:
-                raise
             info["error"] = str(exc)
         observation = self._observe(episode.steps)
         observation.last_result, observation.last_error = info["result"], info["error"]
@@ -408,6 +417,41 @@ class BenchmarkAdapter(ABC):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class AdapterConnectionError(WorkerUnreachableError, RuntimeError):
+    """An adapter's ``reset``/``step`` could not reach its worker.
+
+    Both errors at once: the reference's ``RuntimeError`` ("Cannot connect to WAA server"), so
+    code written for it (``except RuntimeError``) catches it, and this project's
+    ``WorkerUnreachableError`` (``is_infrastructure``), so ``except WaaError`` does too. The
+    client's own error is its ``__cause__``.
+    """
+
+    @classmethod
+    def of(cls, call: str, exc: WaaError, bases: Sequence[str]) -> AdapterConnectionError:
+        """The error ``call`` raises for the infrastructure error ``exc`` of the client whose
+        base URL (one of ``bases``, the first when ``exc`` names none) it names."""
+        worker = next((b for b in bases if exc.url and exc.url.startswith(b)),
+                      exc.url or bases[0])
+        why = (f"HTTP {exc.status}" if exc.status is not None
+               else "timed out" if isinstance(exc, WorkerTimeoutError) else "no connection")
+        return cls(f"{call}: the WAA worker at {worker} could not be reached ({why}); check "
+                   f"it is up and its tunnel is open, then call {call} again",
+                   url=exc.url or worker, status=exc.status)
+
+
+@contextlib.contextmanager
+def _reached(call: str, *clients: WaaClient | ScoringClient) -> Iterator[None]:
+    """Turns an infrastructure :class:`WaaError` met in ``call`` into the
+    :class:`AdapterConnectionError` the interactive interface raises (others pass as they
+    are: the worker answered)."""
+    try:
+        yield
+    except WaaError as exc:
+        if not exc.is_infrastructure or isinstance(exc, AdapterConnectionError):
+            raise
+        raise AdapterConnectionError.of(call, exc, [c.base_url for c in clients]) from exc
 
 
 def _png_size(png: bytes | None) -> tuple[int, int] | None:

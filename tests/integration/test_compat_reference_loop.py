@@ -24,7 +24,9 @@ from evals import (
 )
 from evals.benchmarks.runner import _run_single_task
 from tests.support.http_servers import Reply, ScriptedServer
+from tests.support.sshd import free_port
 from tests.support.worker_proc import running_worker
+from waa_client.errors import WaaError, WorkerUnreachableError
 
 pytestmark = pytest.mark.integration
 
@@ -139,3 +141,36 @@ def test_a_hung_worker_costs_reset_and_step_one_timeout_per_read(
     assert sum("accessibility tree request error" in r.getMessage() for r in caplog.records) == 2
     # one timeout for the step's hung read: retries took four of them, and their waits
     assert took < 4 * timeout
+
+
+def test_an_unreachable_worker_raises_runtime_error_as_the_reference(
+        worker_urls: tuple[str, str], tmp_path: Path) -> None:
+    """Code written for the reference (``except RuntimeError``) and for this project
+    (``except WaaError``) both catch a worker that cannot be reached in reset() and step()."""
+    _, scoring_url = worker_urls
+    closed = f"http://127.0.0.1:{free_port()}"
+    with WAALiveAdapter(WAALiveConfig(server_url=closed, evaluate_url=scoring_url,
+                                      action_delay=0.0, timeout=10.0)) as adapter:
+        task = adapter.load_task(CLOCK_TASK)  # the catalog is the scoring server's
+        with pytest.raises(RuntimeError) as caught:
+            adapter.reset(task)
+    error = caught.value
+    assert isinstance(error, WaaError) and isinstance(error, WorkerUnreachableError)
+    assert error.is_infrastructure
+    assert isinstance(error.__cause__, WorkerUnreachableError)
+    message = str(error)
+    assert "\n" not in message and closed in message and "call reset(task) again" in message
+    # a worker that answered the reset and is gone at the next step: step() raises the same
+    with running_worker(tmp_path) as worker:
+        adapter = WAALiveAdapter(WAALiveConfig(server_url=worker.waa_url,
+                                               evaluate_url=worker.scoring_url,
+                                               action_delay=0.0, timeout=10.0))
+        first = adapter.reset(adapter.load_task(CLOCK_TASK))
+        assert first.screenshot  # the good path: a reachable worker resets as before
+    try:
+        with pytest.raises(RuntimeError) as caught:
+            adapter.step(ESCAPE)
+    finally:
+        adapter.close()
+    assert isinstance(caught.value, WaaError) and caught.value.is_infrastructure
+    assert worker.waa_url in str(caught.value) and "step(action)" in str(caught.value)
