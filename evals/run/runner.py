@@ -984,6 +984,8 @@ def _run_in_folder(
             {"pool": metadata["pool"], "started_at": now_iso()},
         ]
         named = namer(metadata)  # bare names of the run's first pool, once it ran on another
+        earlier_workers = [named(str(w)) for w in previous.get("workers") or []]
+        metadata.update(_used_workers(metadata, earlier_workers, metadata["workers"]))
         earlier_quarantined = [named(w) for w in earlier_quarantined]
         metadata["quarantined_workers"] = [named(w) for w in metadata["quarantined_workers"]]
         metadata["quarantined_hosts"] = earlier_hosts = [
@@ -1066,7 +1068,7 @@ def _run_in_folder(
             "status": status.value, "ended_at": now_iso(), "quarantined_workers": quarantined,
             "quarantined_hosts": lost_hosts, "cost": ledger.totals(), "warning": ending.warning,
             "warning_cause": ending.warning_cause}
-        ending_fields.update(_used_workers(metadata, outcome.workers))
+        ending_fields.update(_used_workers(metadata, earlier_workers, outcome.workers))
         ended = folder.update_metadata(**ending_fields)
         # the files are for resuming and for readers: the summary is of the records held here
         summary = summarize(ended, records.values(), run=folder.path.name)
@@ -1082,13 +1084,18 @@ def _run_in_folder(
     )
 
 
-def _used_workers(metadata: RunMetadata, used: Sequence[str]) -> RunMetadata:
-    """``metadata.json``'s ``workers`` (and each pool's, in ``pools``) as the run ends: every
-    worker it dispatched to, those left out at the start that ``--repair`` brought back
-    included (the start recorded only those that answered)."""
-    from evals.run.pools import split
+def _used_workers(metadata: RunMetadata, earlier: Sequence[str],
+                  used: Sequence[str]) -> RunMetadata:
+    """``metadata.json``'s ``workers`` (and each pool's, in ``pools``): the workers of the
+    run's earlier sessions (``earlier``, named as this session names them), then this
+    session's ``used`` ones not among them. At a session's start ``used`` is the workers that
+    answered; as it ends, every worker it dispatched to, those left out at the start that
+    ``--repair`` brought back included. A resumed run so keeps every worker it ever ran on."""
+    from evals.run.pools import namer, split
 
-    changes: RunMetadata = {"workers": list(used)}
+    named = namer(metadata)
+    used = list(dict.fromkeys([*earlier, *map(named, used)]))
+    changes: RunMetadata = {"workers": used}
     if isinstance(metadata.get("pools"), list):  # a multi-pool run's names are qualified
         changes["pools"] = [{**entry, "workers": [n for n in used
                                                   if split(n)[0] == entry.get("name")]}

@@ -555,6 +555,33 @@ def test_errors_rerun_on_another_pool_are_not_taken_for_the_first_pools_workers(
     assert [s["pool"] for s in metadata["sessions"]] == ["pa", "pb"]
 
 
+def test_a_run_resumed_on_another_pool_lists_every_session_s_workers(
+    home: Path, tmp_path: Path
+) -> None:
+    # pool pa's two workers crash a few tasks in; the errors are rerun on pool pb: the run ran
+    # on all three workers, and its metadata says so (it listed only the last session's)
+    make_pools({"pa": 2, "pb": 1}, pa={"faults": {"crash-after": "60"}})
+    results = tmp_path / "results"
+    first = evals("run", "--pool", "pa", "--agent", "oracle", "--tasks", "local_small",
+                  "--run-name", "r", "--max-attempts", "1", home=home, results=results)
+    assert any(r["status"] == "error" for r in read_records(results / "r").values()), (
+        first.stdout + first.stderr)
+    metadata = json.loads((results / "r" / "metadata.json").read_text())
+    assert metadata["workers"] == ["worker-0", "worker-1"]
+
+    again = evals("run", "--pool", "pb", "--rerun-errors", "r", home=home, results=results)
+    assert again.returncode == 0, again.stderr
+    metadata = json.loads((results / "r" / "metadata.json").read_text())
+    # the first pool's workers named by their pool once the run ran on another, in session order
+    assert metadata["workers"] == ["pa/worker-0", "pa/worker-1", "pb/worker-0"]
+    assert_summary_matches(results / "r", read_records(results / "r"))
+    # the readers take the run as before
+    listed = evals("runs", home=home, results=results)
+    assert listed.returncode == 0 and "r" in listed.stdout, listed.stderr
+    viewed = evals("view", "r", home=home, results=results)
+    assert viewed.returncode == 0, viewed.stderr
+
+
 def test_a_multi_pool_run_resumes_on_the_pools_left_with_allow_change_pools(
     home: Path, tmp_path: Path
 ) -> None:
