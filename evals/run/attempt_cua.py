@@ -8,7 +8,9 @@ the worker end by the attempt's deadline too, retries included
 (:func:`waa_client.retry.deadline_scope`), so none runs on behind a cut-off attempt. What a
 module's function raises is the module's error (``error/task``, its traceback in the record,
 the message naming the module file and the function), unless it is the worker failing under
-it (unreachable, timed out: ``error/infrastructure``, retried elsewhere as any task's). The
+it (unreachable, timed out: ``error/infrastructure``, retried elsewhere as any task's), or the
+attempt's time running out (``error/timeout``, as in the agent loop: a call made after the
+deadline, a function started after it, a ``WaitAction`` the session cut at it). The
 reward list is recorded as the module returned it; the score is its mean (Cua-Bench's own
 rule), a success when it is 1.
 """
@@ -136,11 +138,17 @@ def run_cua_task(
                             on_action=lambda code: _note(execution, code))
 
     def lifecycle_call(kind: str, function: Callable[..., Any], variant: Any) -> Any:
+        clock.check(f"{where}: {kind}")  # the time an earlier one's cut wait used up
         left = clock.remaining()
         budget = 3600.0 if left is None else left
         try:
             return loop.run(_call(function, variant, session), budget)
         except FutureTimeout:
+            if session.wait_cut is not None:  # waiting, as the module asked, when time ran out
+                raise _TaskEnded(
+                    ErrorType.TIMEOUT, f"the task ran out of time during {where}: {kind} (its "
+                    f"WaitAction of {session.wait_cut:g} s, cut at the attempt's time)",
+                ) from None
             raise _TaskEnded(
                 ErrorType.TASK,
                 f"{where}: {kind} did not finish within {budget:.0f} s (the attempt's time)",

@@ -8,6 +8,7 @@ the Python whitelist's rules. No browser is used: these modules run on any local
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,51 @@ def test_a_windows_program_run_as_a_command_is_refused_naming_the_verb_that_open
     assert ("'notepad.exe' runs a program; the simulated worker runs no programs or code: it "
             "takes one command of its own language, a verb and its arguments") in said, said
     assert said.endswith("; to open it: open notepad"), said
+
+
+WAITING_MODULE = """
+import cua_bench as cb
+
+@cb.tasks_config(split="train")
+def load():
+    return [cb.Task(description="Wait for the report.",
+                    computer={"setup_config": {"os_type": "windows"}})]
+
+@cb.solve_task(split="train")
+async def solve(task_cfg, session):
+    %s
+    await session.run_command("mkdir C:/late")
+
+@cb.evaluate_task(split="train")
+async def evaluate(task_cfg, session):
+    return [1.0]
+"""
+
+
+def test_a_module_waiting_past_the_task_time_ends_as_a_timeout_at_that_time(
+    home: Path, tmp_path: Path
+) -> None:
+    # a 600 s WaitAction with a few seconds per task: awaited, and played through env.step
+    # (which waits in the module's own loop thread), each cut where the task's time ends
+    dataset = tmp_path / "dataset"
+    _module(dataset / "awaited",
+            WAITING_MODULE % "await session.execute_action(cb.WaitAction(seconds=600))")
+    _module(dataset / "stepped", WAITING_MODULE % "session.env.step(cb.WaitAction(600))")
+    results = tmp_path / "results"
+    began = time.monotonic()
+    done = evals("sweep", "--cloud", "local", "--workers", "1", "--agent", "oracle",
+                 "--tasks", f"cua-bench:{dataset}", "--task-timeout", "4s",
+                 "--max-attempts", "1", "--run-name", "waits", home=home, results=results)
+    took = time.monotonic() - began
+    assert "Run folder:" in done.stdout, done.stdout + done.stderr
+    records = {}
+    for execution in (results / "waits" / "tasks").glob("*/execution.json"):
+        record = json.loads(execution.read_text(encoding="utf-8"))
+        records[record["task_id"]] = record
+    assert set(records) == {"awaited/0", "stepped/0"}, records
+    for record in records.values():
+        # the task's time ran out: a timeout, as any attempt past its time, not the module's
+        assert (record["status"], record["error_type"]) == ("error", "timeout"), record
+        assert record["error_message"].startswith("the task ran out of time"), record
+        assert "\n" not in record["error_message"]
+    assert took < 120, took  # the waits would have taken 1200 s

@@ -9,7 +9,8 @@ clicks and an agent's land the same way), screenshots through ``/screenshot``, c
 Operations are coroutines, as Cua-Bench's are; each worker call runs in a thread
 (``asyncio.to_thread``) so the attempt's deadline can always cancel the coroutine waiting on it,
 and the call itself, retries included, ends by that deadline: the thread runs in the caller's
-context, where the attempt set :func:`waa_client.retry.deadline_scope`.
+context, where the attempt set :func:`waa_client.retry.deadline_scope`. A ``WaitAction`` waits no
+longer than that deadline leaves either, awaited or played through ``env.step``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals.tasks.cua_bench import namespace as ns
+from waa_client import retry
 from waa_client.errors import NotFoundError, RequestRejectedError, WaaError
 from waa_client.poll import poll_until
 from waa_client.waa import WaaClient
@@ -169,6 +171,9 @@ class WorkerSession:
         self.steps = 0
         self.env = _Env(self)
         self._on_action = on_action
+        #: A ``WaitAction``'s seconds when the attempt's time ended it (cut at the deadline):
+        #: the attempt then ends as ``error/timeout``, not as a module that did not finish.
+        self.wait_cut: float | None = None
         self._launched = 0  # windows open since the last close_all_windows (the cascade)
         # The session's window ids, "1", "2"... in launch order as Cua-Bench's simulated
         # session numbers them (modules write `click_element(1, ...)`), to the worker's own.
@@ -282,9 +287,19 @@ class WorkerSession:
     async def execute_action(self, action: Any) -> None:
         """Deliver a Cua-Bench action as the pyautogui source an agent would send."""
         if type(action).__name__ == "WaitAction":
-            await asyncio.sleep(float(getattr(action, "seconds", 1.0)))
+            await asyncio.sleep(self._wait_s(action))
             return
         await asyncio.to_thread(self.deliver, action)
+
+    def _wait_s(self, action: Any) -> float:
+        """How long a ``WaitAction`` waits: its seconds, cut to the time the attempt has left
+        (:func:`waa_client.retry.deadline_scope`), as the agent loop cuts an agent's wait;
+        a cut wait is noted in :attr:`wait_cut`."""
+        seconds = float(getattr(action, "seconds", 1.0))
+        left = retry.try_timeout(seconds)
+        if left < seconds:
+            self.wait_cut = seconds
+        return max(0.0, left)
 
     # Cua-Bench's shorthands for one action each (its native session's), through
     # execute_action as there.
@@ -330,7 +345,7 @@ class WorkerSession:
         source = action_source(action)
         if source is None:
             if type(action).__name__ == "WaitAction":
-                time.sleep(float(getattr(action, "seconds", 1.0)))
+                time.sleep(self._wait_s(action))
             return
         code = f"import pyautogui; {source}"
         if self._on_action is not None:
