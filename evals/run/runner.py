@@ -978,11 +978,15 @@ def _run_in_folder(
         if len(pools) > 1:
             metadata.update(summary_fields(pools))  # pool "a+b", and each pool in "pools"
         # the pool of each session (a run of an earlier release: its first is the pool named)
-        metadata["sessions"] = [
-            *(previous.get("sessions") or [{"pool": p, "started_at": previous.get("started_at")}
-                                           for p in session_pools(previous)]),
-            {"pool": metadata["pool"], "started_at": now_iso()},
-        ]
+        earlier_sessions = list(previous.get("sessions") or [
+            {"pool": p, "started_at": previous.get("started_at")} for p in session_pools(previous)])
+        if (earlier_sessions and isinstance(previous.get("pools"), list)
+                and previous.get("pool") != metadata["pool"]):
+            # the top-level pools are this session's: the last session's go with it, so a
+            # pool left behind keeps its cloud, price and workers on record
+            earlier_sessions[-1] = {**earlier_sessions[-1], "pools": previous["pools"]}
+        metadata["sessions"] = [*earlier_sessions,
+                                {"pool": metadata["pool"], "started_at": now_iso()}]
         named = namer(metadata)  # bare names of the run's first pool, once it ran on another
         earlier_workers = [named(str(w)) for w in previous.get("workers") or []]
         metadata.update(_used_workers(metadata, earlier_workers, metadata["workers"]))

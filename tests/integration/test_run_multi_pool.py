@@ -617,6 +617,11 @@ def test_a_multi_pool_run_resumes_on_the_pools_left_with_allow_change_pools(
     assert "pools" not in manifest["settings"]  # the metadata's, which compare does not weigh
     metadata = json.loads((results / "r" / "metadata.json").read_text())
     assert [s["pool"] for s in metadata["sessions"]] == ["pa+pb", "pa"]
+    # the pool left behind is still on record: its cloud, price and the workers that ran on it
+    left = {p["name"]: p for p in metadata["sessions"][0]["pools"]}
+    assert sorted(left) == ["pa", "pb"] and left["pb"]["cloud"] == "local", left
+    assert left["pb"]["workers"] == ["pb/worker-0"], left
+    assert "pools" not in metadata  # the top-level pool keys are this session's
     # resumed again on its pool left, without naming it: nothing to change, nothing refused
     done = evals("run", "--rerun-errors", "r", home=home, results=results)
     assert done.returncode == 0, done.stderr
