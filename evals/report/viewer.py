@@ -37,6 +37,7 @@ from evals.results.records import RunMetadata, StepRecord, Summary, TaskExecutio
 from evals.results.run_reader import missing_line, missing_of, read_metadata, read_record_folders
 from evals.run.manifest import MANIFEST, read_manifest, summary_lines
 from evals.run.metrics import fmt_interval, fmt_num, fmt_rate, summarize
+from evals.run.pools import record_namer
 from evals.run.reset import fingerprint_ok
 from oa_vm.kit import safe_fs
 from oa_vm.kit.durations import format_duration
@@ -441,7 +442,9 @@ def render_run(
     """
     path = Path(run_dir)
     metadata = read_metadata(path)
-    found = read_record_folders(path)  # each record read once, for the summary and the rows
+    named = record_namer(metadata)  # the first pool's workers qualified, as in the summary
+    # each record read once, for the summary and the rows
+    found = [(folder, named(record)) for folder, record in read_record_folders(path)]
     records = [record for _, record in found]
     summary = summarize(metadata, records, run=path.name)
     embedder = _Embedder(embed_budget_bytes)

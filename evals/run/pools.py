@@ -30,7 +30,7 @@ from evals.errors import EvalsError, InvalidRunInputError
 from oa_vm.kit.validate import twice_problem
 
 if TYPE_CHECKING:
-    from evals.results.records import RunMetadata
+    from evals.results.records import RunMetadata, TaskExecution
     from oa_vm import Hold, PoolRecord, WorkerConnection
 
 SEPARATOR = "/"
@@ -372,6 +372,22 @@ def namer(metadata: RunMetadata) -> Callable[[str], str]:
     if len(set(pools)) < 2 or "+" in first:  # one pool throughout, or named so from the start
         return lambda name: name
     return lambda name: name if SEPARATOR in name else qualify(first, name)
+
+
+def record_namer(metadata: RunMetadata) -> Callable[[TaskExecution], TaskExecution]:
+    """A task's record as a run that has run on several pools shows it: its worker and its
+    earlier attempts' workers named by :func:`namer` (the record on disk keeps the bare names
+    its session gave them). For every reader that shows a record's workers beside the
+    summary's (the run page, the exports)."""
+    from dataclasses import replace
+
+    named = namer(metadata)
+
+    def record(found: TaskExecution) -> TaskExecution:
+        return replace(found, worker=found.worker and named(found.worker), previous_attempts=[
+            replace(p, worker=p.worker and named(p.worker)) for p in found.previous_attempts])
+
+    return record
 
 
 def host_namer(metadata: RunMetadata) -> Callable[[Mapping[str, Any]], dict[str, Any]]:

@@ -34,7 +34,7 @@ from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.file_state import unchanged
 from tests.support.pools import READY_S
 from tests.support.run_records import assert_summary_matches, read_records
-from tests.support.waiting import throughout, wait_gone
+from tests.support.waiting import throughout, wait_gone, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -680,3 +680,57 @@ def test_a_host_lost_on_the_first_pool_is_named_by_its_pool_once_errors_rerun_on
     metadata = json.loads((results / "r" / "metadata.json").read_text())
     [recorded] = metadata["quarantined_hosts"]  # renamed as quarantined_workers are
     assert (recorded["host"], recorded["workers"]) == (lost["host"], lost["workers"])
+
+
+def _moved_mid_attempt(home: Path, results: Path, controllers: list[RunController]) -> Path:
+    """Run ``cut`` on pool pa (one worker) killed while an attempt is under way (one task
+    finished there), then resumed on pool pb to the end; returns its folder."""
+    make_pools({"pa": 1, "pb": 1})
+    args = ["--agent", "oracle", "--tasks", "local_small", "--run-name", "cut"]
+    first = RunController(home, results, "--pool", "pa", *args, "--step-pause", "1s")
+    controllers.append(first)
+    run_dir = results / "cut"
+    wait_for_records(run_dir, 1, first)
+
+    def under_way() -> bool:  # an attempt has its first screenshot and no record yet
+        return any(not (t / "execution.json").exists() and (t / "step_000.png").exists()
+                   for t in (run_dir / "tasks").iterdir())
+
+    wait_until(under_way, "an attempt under way on pa")
+    first.kill()  # SIGKILL: its attempt is left interrupted
+    again = evals("run", "--pool", "pb", "--resume", *args, "--step-pause", "0s",
+                  "--allow-change", "step-pause", home=home, results=results)
+    assert again.returncode == 0, again.stderr
+    assert "Sessions ran on pools: pa, then pb" in again.stdout, again.stdout
+    return run_dir
+
+
+def test_the_run_page_names_the_first_pools_workers_by_their_pool_once_resumed_on_another(
+    home: Path, tmp_path: Path, controllers: list[RunController]
+) -> None:
+    results = tmp_path / "results"
+    run_dir = _moved_mid_attempt(home, results, controllers)
+    records = read_records(run_dir)
+    assert {r["worker"] for r in records.values()} == {"worker-0", "pb/worker-0"}, records
+    [cut] = [r for r in records.values() if r.get("previous_attempts")]
+    [earlier] = cut["previous_attempts"]
+    assert earlier["worker"] == "worker-0" and earlier["error_type"] is None, earlier
+
+    shown = evals("view", "cut", home=home, results=results)
+    assert shown.returncode == 0, shown.stderr
+    page = (run_dir / "view.html").read_text()
+    # the task rows and the earlier attempt name pa's worker as the page's worker table does
+    assert "<td>pa/worker-0</td>" in page and "<td>pb/worker-0</td>" in page
+    assert ">worker-0<" not in page and "on worker-0" not in page, page
+    assert ("earlier attempt 1 on pa/worker-0: interrupted: the controller stopped during "
+            "this attempt") in page
+    assert "None:" not in page
+    # and so does the Inspect AI log, each sample's worker
+    from inspect_ai.log import read_eval_log
+
+    from evals.report.export.inspect_log import write_inspect_log
+
+    out = tmp_path / "cut.eval"
+    write_inspect_log(run_dir, out)  # the CLI's call, in this process (an import costs seconds)
+    samples = read_eval_log(str(out)).samples or []
+    assert {s.metadata["worker"] for s in samples} == {"pa/worker-0", "pb/worker-0"}

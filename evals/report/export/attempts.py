@@ -14,7 +14,7 @@ from typing import Any
 
 from evals.errors import InvalidRunInputError
 from evals.results.records import RunMetadata, StepRecord, TaskExecution, read_tree
-from evals.results.run_reader import read_metadata, read_record_folders
+from evals.results.run_reader import read_metadata, read_record_folders, read_started
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,11 @@ def read_attempts(run_dir: Path) -> Iterator[Attempt]:
     Raises:
         InvalidRunInputError: a record that is unreadable or does not parse (the file named).
     """
+    from evals.run.pools import record_namer
+
+    named = record_namer(read_started(run_dir) or RunMetadata())  # workers as the summary's
     for folder, record in read_record_folders(run_dir):
-        yield Attempt(record, folder)
+        yield Attempt(named(record), folder)
 
 
 def run_facts(run_dir: Path) -> tuple[RunMetadata, dict[str, Any]]:
