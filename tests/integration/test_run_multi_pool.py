@@ -8,7 +8,9 @@ pools serving different tasks); a worker of one pool killed mid-run (its tasks f
 other pool), and with ``--repair`` replaced through its own pool. Across sessions: a run's
 errors rerun on another pool (its workers, and a host it lost, not taken for the first pool's of
 the same name), a multi-pool run resumed on the pool left once the other is removed
-(``--allow-change pools``), and that permission said to be needless for a single-pool run.
+(``--allow-change pools``), that permission said to be needless for a single-pool run, and a
+run killed on one pool and resumed on another: its run page and export name the first pool's
+workers by their pool, and ``metadata.json``'s ``workers`` keeps them.
 """
 
 from __future__ import annotations
@@ -734,3 +736,15 @@ def test_the_run_page_names_the_first_pools_workers_by_their_pool_once_resumed_o
     write_inspect_log(run_dir, out)  # the CLI's call, in this process (an import costs seconds)
     samples = read_eval_log(str(out)).samples or []
     assert {s.metadata["worker"] for s in samples} == {"pa/worker-0", "pb/worker-0"}
+
+
+def test_a_run_resumed_on_another_pool_keeps_the_first_pools_workers_among_its_workers(
+    home: Path, tmp_path: Path, controllers: list[RunController]
+) -> None:
+    results = tmp_path / "results"
+    run_dir = _moved_mid_attempt(home, results, controllers)
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    # every worker the run ran on: pa's (named as the summary names them), then pb's
+    assert metadata["workers"] == ["pa/worker-0", "pb/worker-0"], metadata["workers"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert sorted(summary["workers"]) == metadata["workers"]
