@@ -132,9 +132,10 @@ class AgentError(EvalsError):
 
 
 class AgentOutOfTime(AgentError):
-    """An agent's call gave up at the attempt's deadline (a model API still rate-limiting, or
-    not answering, when the task's time ran out: :func:`waa_client.retry.deadline_scope`); the
-    agent loop records it as ``error/timeout``, retried as any timeout, not ``error/agent``."""
+    """An agent's call gave up for the attempt's deadline (:func:`waa_client.retry.deadline_scope`):
+    a model API still rate-limiting, or not answering, when the task's time ran out, or whose
+    next wait would have passed it (the message says which); the agent loop records it as
+    ``error/timeout``, retried as any timeout, not ``error/agent``."""
 
 
 class BudgetExceeded(EvalsError):

@@ -14,10 +14,13 @@ pass over every worker) keeps a :class:`Backoff` instead: the same waits, asked 
 Both take their waits from tenacity's ``wait_exponential``; no module computes one itself.
 
 A call given a ``deadline`` (``time.monotonic()`` by which it must end: an attempt's, whose
-worker may hang) ends by it: no retry starts whose wait would reach it (tenacity's
+worker may hang) ends by it: no retry starts whose wait would reach it (as tenacity's
 ``stop_before_delay``; the last error is raised), and each try cuts its own timeout to the time
 left with :func:`try_timeout`. Without it a hung server held a retried read for every try's
-whole timeout, three times the time the attempt had left.
+whole timeout, three times the time the attempt had left. A caller that words why the call
+ended passes ``on_give_up``: it hears whether the tries were spent, the deadline had passed, or
+the next wait would have ended past it (:class:`GaveUp`), for "the time ran out" is only true
+of the second.
 
 A caller that cannot pass a deadline down to every call it makes (an agent's model API client,
 a Cua-Bench module's session: their interfaces are third parties') sets one for a block with
@@ -39,6 +42,8 @@ import time
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Generic, TypeVar
 
 import tenacity
@@ -169,6 +174,49 @@ def try_timeout(timeout: float, deadline: float | None = None) -> float:
     return timeout if deadline is None else min(timeout, deadline - time.monotonic())
 
 
+def tries_text(count: int) -> str:
+    """``count`` tries in words: "1 try", "3 tries"."""
+    return f"{count} try" if count == 1 else f"{count} tries"
+
+
+def seconds_text(seconds: float) -> str:
+    """Seconds rounded for a message: whole ones from 1 s up ("7 s"), tenths below ("0.4 s")."""
+    return f"{round(seconds) if seconds >= 1 else round(max(0.0, seconds), 1):g} s"
+
+
+class StopReason(StrEnum):
+    """Why :func:`call` stopped retrying an error it would otherwise have retried."""
+
+    ATTEMPTS = "attempts"
+    """Every try was made."""
+    DEADLINE = "deadline"
+    """The deadline had passed: the time did run out."""
+    WAIT_PAST_DEADLINE = "wait past deadline"
+    """Time was left, but the next wait would have ended at or past the deadline."""
+
+
+@dataclass(frozen=True)
+class GaveUp:
+    """How a :func:`call` that raised its last retryable error ended (given to ``on_give_up``).
+
+    Attributes:
+        tries: Tries made.
+        reason: Why no further try was made.
+        wait_s: The wait the next try would have needed (``WAIT_PAST_DEADLINE``; else 0).
+        left_s: Seconds left before the deadline when it stopped (None: no deadline).
+    """
+
+    tries: int
+    reason: StopReason
+    wait_s: float = 0.0
+    left_s: float | None = None
+
+    @property
+    def tries_text(self) -> str:
+        """The tries in words ("1 try", "3 tries")."""
+        return tries_text(self.tries)
+
+
 def call(
     fn: Callable[[], T],
     *,
@@ -180,6 +228,7 @@ def call(
     sleep: Callable[[float], None] | None = None,
     on_retry: Callable[[int, BaseException], None] | None = None,
     deadline: float | None = None,
+    on_give_up: Callable[[GaveUp], None] | None = None,
 ) -> T:
     """``fn()``, tried up to ``attempts`` times while it raises an error ``retryable`` accepts.
 
@@ -197,6 +246,8 @@ def call(
             earlier: :func:`deadline_scope`): a retry whose wait would reach it is not made
             (the last error is raised); ``fn`` cuts each try's own timeout with
             :func:`try_timeout`.
+        on_give_up: Called once, before the last error is raised, when a retryable error
+            ends the call: with the tries made and why no other was (:class:`GaveUp`).
 
     Raises:
         BaseException: the last error, once the attempts are spent or the error is final.
@@ -204,6 +255,8 @@ def call(
     try:
         return fn()
     except BaseException as exc:
+        if attempts <= 1 and on_give_up is not None and retryable(exc):
+            on_give_up(GaveUp(1, StopReason.ATTEMPTS))
         if attempts <= 1 or not retryable(exc):
             raise
         replay: BaseException | None = exc
@@ -231,10 +284,24 @@ def call(
         if on_retry is not None and error is not None:
             on_retry(state.attempt_number, error)
 
-    stop: tenacity.stop.stop_base = tenacity.stop_after_attempt(attempts)
     deadline = deadline_in_force(deadline)
-    if deadline is not None:  # tenacity counts from here, where the retries start
-        stop = stop | tenacity.stop_before_delay(deadline - time.monotonic())
+
+    def stop(state: tenacity.RetryCallState) -> bool:
+        # tenacity's stop_after_attempt and stop_before_delay, told apart for on_give_up
+        left = None if deadline is None else deadline - time.monotonic()
+        if state.attempt_number >= attempts:
+            gave_up = GaveUp(state.attempt_number, StopReason.ATTEMPTS, left_s=left)
+        elif left is not None and left <= 0:
+            gave_up = GaveUp(state.attempt_number, StopReason.DEADLINE, left_s=left)
+        elif left is not None and state.upcoming_sleep >= left:
+            gave_up = GaveUp(state.attempt_number, StopReason.WAIT_PAST_DEADLINE,
+                             state.upcoming_sleep, left)
+        else:
+            return False
+        if on_give_up is not None:
+            on_give_up(gave_up)
+        return True
+
     retrying = tenacity.Retrying(
         stop=stop,
         wait=wait,

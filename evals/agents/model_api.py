@@ -241,33 +241,41 @@ def with_backoff(
 
     Raises:
         AgentError: still failing after ``retries`` retries (the line says how it failed last).
-        AgentOutOfTime: still failing when the deadline stopped the retries.
+        AgentOutOfTime: still failing when the deadline stopped the retries: the line says
+            whether the time had run out or the next wait (the server's ``retry-after``, or the
+            backoff) would have ended past it, with the seconds asked and left.
     """
-    tries = 0
-
-    def counted() -> T:
-        nonlocal tries
-        tries += 1
-        return call()
+    gave_up: list[retry.GaveUp] = []
 
     def server_wait(exc: BaseException, planned: float) -> float:
         told = retry_after(exc)
         return min(MAX_BACKOFF_S, told) if told is not None else planned
 
     try:
-        return retry.call(counted, attempts=retries + 1, retryable=retryable,
+        return retry.call(call, attempts=retries + 1, retryable=retryable,
                           backoff_max=MAX_BACKOFF_S, first_wait=base_s, wait_for=server_wait,
-                          sleep=sleep)
+                          sleep=sleep, on_give_up=gave_up.append)
     except Exception as exc:
-        if retryable(exc):
-            status = getattr(exc, "status_code", None)
-            how = (("answering 429 (rate limit)" if status == 429 else f"answering {status}")
-                   if isinstance(status, int) else "failing")
-            if tries <= retries:  # tries were left: the deadline stopped them
-                raise AgentOutOfTime(f"the model API was still {how} when the attempt's time "
-                                     f"ran out ({tries} tries): {exc}") from exc
-            raise AgentError(f"the model API kept {how} after {retries} retries: {exc}") from exc
-        raise
+        if not retryable(exc) or not gave_up:
+            raise
+        stop = gave_up[0]
+        status = getattr(exc, "status_code", None)
+        how = (("answering 429 (rate limit)" if status == 429 else f"answering {status}")
+               if isinstance(status, int) else "failing")
+        if stop.reason is retry.StopReason.ATTEMPTS:
+            raise AgentError(f"the model API kept {how} after {stop.tries_text}: {exc}") from exc
+        if stop.reason is retry.StopReason.DEADLINE:
+            raise AgentOutOfTime(f"the model API was still {how} when the attempt's time ran "
+                                 f"out (after {stop.tries_text}): {exc}") from exc
+        # time was left: the wait before the next try would have ended past it
+        last = ((f"last answer was {'429 (rate limit)' if status == 429 else f'status {status}'}")
+                if isinstance(status, int) else "last call failed")
+        told = retry_after(exc)
+        wait = (f"the wait it asked for ({retry.seconds_text(told)})" if told is not None
+                else f"the next backoff ({retry.seconds_text(stop.wait_s)})")
+        raise AgentOutOfTime(
+            f"after {stop.tries_text} the model API's {last}, and {wait} would end past the "
+            f"attempt's time ({retry.seconds_text(stop.left_s or 0.0)} left): {exc}") from exc
 
 
 def header_retry_after(exc: BaseException) -> float | None:

@@ -352,9 +352,10 @@ def _steps(
         try:
             action = agent.act(observation, task, list(history))
         except AgentOutOfTime as exc:  # its calls gave up at the attempt's deadline
+            # the agent's line says whether the time ran out or a wait would have passed it
             step.duration_s = round(time.monotonic() - begun, 3)
-            raise _TaskEnded(ErrorType.TIMEOUT, f"the task ran out of time while the agent "
-                             f"chose step {index}: {exc}") from exc
+            raise _TaskEnded(ErrorType.TIMEOUT, f"the agent could not choose step {index} "
+                             f"within the attempt's time: {exc}") from exc
         except Exception as exc:  # third-party code: every failure is the agent's
             step.duration_s = round(time.monotonic() - begun, 3)
             raise _TaskEnded(
@@ -458,6 +459,7 @@ def _evaluate(
     """Score with the checker, retrying its 5xx answers with backoff (they say nothing of the
     agent); a checker that keeps failing ends the task as ``error/evaluation``."""
     tries = 0
+    gave_up: list[retry.GaveUp] = []
 
     def once() -> dict[str, Any]:
         nonlocal tries
@@ -474,15 +476,21 @@ def _evaluate(
     try:
         return retry.call(once, attempts=max(1, attempts), retryable=checker_failed,
                           backoff_max=math.inf, first_wait=backoff_s, sleep=sleep,
-                          deadline=clock.deadline)
+                          deadline=clock.deadline, on_give_up=gave_up.append)
     except WaaError as exc:
         if exc.is_infrastructure:
             raise clock.classify(exc, "scoring") from exc
-        if checker_failed(exc) and tries < attempts:  # no time for the tries left
+        stop = gave_up[0] if gave_up and checker_failed(exc) else None
+        if stop is not None and stop.reason is retry.StopReason.DEADLINE:
             raise _TaskEnded(ErrorType.TIMEOUT, "the task ran out of time while retrying the "
-                             f"checker ({tries} attempt(s)): {exc}") from exc
+                             f"checker (after {stop.tries_text}): {exc}") from exc
+        if stop is not None and stop.reason is retry.StopReason.WAIT_PAST_DEADLINE:
+            raise _TaskEnded(
+                ErrorType.TIMEOUT, f"the checker failed (after {stop.tries_text}) and the next "
+                f"backoff ({retry.seconds_text(stop.wait_s)}) would end past the attempt's time "
+                f"({retry.seconds_text(stop.left_s or 0.0)} left): {exc}") from exc
         raise _TaskEnded(
-            ErrorType.EVALUATION, f"the checker failed after {tries} attempt(s): {exc}"
+            ErrorType.EVALUATION, f"the checker failed after {retry.tries_text(tries)}: {exc}"
         ) from exc
 
 

@@ -5,6 +5,7 @@ endpoints are never contacted)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -100,28 +101,37 @@ def test_an_overloaded_or_failing_model_api_is_retried_as_the_sdk_would(
         assert len(fake.requests) == 1  # a bad request is not sent again
 
 
-TASK_TIME_S = 10
+TASK_TIME_S = 8
 """--task-timeout of the rate-limited run: it ends about then, where the old code ran 150 s."""
 
 
 def test_a_rate_limited_model_api_ends_the_attempt_at_its_task_time_not_after_its_backoff(
     pooled: Path, tmp_path: Path
 ) -> None:
-    # Every call answered 429 with retry-after 60: the agent waited 30 s (its cap) before each
+    # Every call answered 429 with retry-after 30: the agent waited 30 s (its cap) before each
     # of its 5 retries whatever --task-timeout said, and the attempt ended 150 s on in
     # error/agent. No retry is made now whose wait would pass the attempt's deadline: the
-    # attempt ends as error/timeout (retried, as any timeout) by its task time.
+    # attempt ends as error/timeout (retried, as any timeout) by its task time, and its line
+    # says why: not "the attempt's time ran out (1 tries)" with seconds still left, but the
+    # wait asked for and the time left.
     with FakeModelApis(anthropic_script=CLAUDE_SCRIPT, rate_limited=1000,
-                       retry_after="60") as fake:
+                       retry_after="30") as fake:
         _run(pooled, tmp_path / "r", "--agent", "api-claude", "--tasks", NOTIFICATIONS_OFF,
-             "--run-name", "limited", "--max-attempts", "1", "--task-timeout", str(TASK_TIME_S),
-             "--agent-arg", f"base_url={fake.url}", env={"ANTHROPIC_API_KEY": "sk-ant-test"},
+             "--run-name", "limited", "--max-attempts", "1", "--task-timeout",
+             f"{TASK_TIME_S}s", "--agent-arg", f"base_url={fake.url}",
+             env={"ANTHROPIC_API_KEY": "sk-ant-test"},
              exit_code=4)  # its one task ended in error: the run is reported unhealthy
         record = read_records(tmp_path / "r" / "limited")[NOTIFICATIONS_OFF]
         calls = [r for r in fake.requests if r.path.endswith("/v1/messages")]
+    message = record["error_message"]
     assert record["status"] == "error" and record["error_type"] == "timeout", record
-    assert "still answering 429 (rate limit) when the attempt's time ran out" in \
-        record["error_message"]
+    assert message.startswith(
+        "the agent could not choose step 0 within the attempt's time: after 1 try the model "
+        "API's last answer was 429 (rate limit), and the wait it asked for (30 s) would end "
+        "past the attempt's time ("), message
+    left = re.search(r"\((\d+) s left\): ", message)
+    assert left is not None and 0 <= int(left.group(1)) <= TASK_TIME_S, message
+    assert "ran out" not in message and "tries" not in message
     assert len(calls) == 1  # the old code sent 6
     assert record["duration_s"] < 3 * TASK_TIME_S
 

@@ -125,6 +125,38 @@ def test_a_deadline_that_passed_allows_no_retry() -> None:
     assert fn.calls == 1 and waits == []
 
 
+def test_the_caller_hears_why_the_retries_stopped() -> None:
+    # A caller said "the time ran out" whenever tries were left, though with a long wait ahead
+    # (a server's retry-after of 30 s, 7 s left) the time had not run out: the policy stopped
+    # because the wait would have passed the deadline. on_give_up now tells the cases apart.
+    def gave_up(**kwargs: object) -> list[retry.GaveUp]:
+        heard: list[retry.GaveUp] = []
+        with pytest.raises(OSError):
+            retry.call(Flaky(*(OSError(str(n)) for n in range(5))), retryable=lambda e: True,
+                       backoff_max=math.inf, sleep=lambda s: None, on_give_up=heard.append,
+                       **kwargs)  # type: ignore[arg-type]
+        return heard
+
+    [waiting] = gave_up(attempts=5, first_wait=30.0, deadline=time.monotonic() + 600.0)
+    assert waiting.reason is retry.StopReason.ATTEMPTS and waiting.tries == 5
+    [past] = gave_up(attempts=5, first_wait=30.0, deadline=time.monotonic() + 7.0)
+    assert past.reason is retry.StopReason.WAIT_PAST_DEADLINE and past.tries == 1
+    assert past.wait_s == 30.0 and past.left_s is not None and 0 < past.left_s <= 7.0
+    [passed] = gave_up(attempts=5, deadline=time.monotonic() - 1.0)
+    assert passed.reason is retry.StopReason.DEADLINE and passed.tries == 1
+    [single] = gave_up(attempts=1)
+    assert single == retry.GaveUp(1, retry.StopReason.ATTEMPTS)
+    assert [retry.tries_text(n) for n in (1, 2)] == ["1 try", "2 tries"]
+    assert [retry.seconds_text(s) for s in (7.4, 29.6, 0.44, -0.01)] == [
+        "7 s", "30 s", "0.4 s", "0 s"]
+    # a final error is no give-up: nothing is heard
+    heard: list[retry.GaveUp] = []
+    with pytest.raises(KeyError):
+        retry.call(Flaky(KeyError("final")), attempts=3, retryable=lambda e: False,
+                   backoff_max=0, on_give_up=heard.append)
+    assert heard == []
+
+
 def test_a_tries_timeout_is_cut_to_the_time_left() -> None:
     assert retry.try_timeout(5.0, None) == 5.0
     assert retry.try_timeout(5.0, time.monotonic() + 1000.0) == 5.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -193,6 +194,25 @@ def test_a_checker_answering_500_is_retried_within_the_tasks_time(
     assert result.error_type is ends_as, result.error_message
     assert "getter broke" in (result.error_message or "")
     assert scoring_srv.hits["/evaluate"] == tries and waits == waited
+
+
+def test_a_checker_backoff_that_would_pass_the_deadline_is_not_reported_as_time_run_out(
+    servers: tuple[ScriptedServer, ScriptedServer],
+) -> None:
+    # With 30 s left and a 60 s backoff ahead the task said it "ran out of time while retrying
+    # the checker (1 attempt(s))": the time had not run out, the wait would have passed it.
+    waa_srv, scoring_srv = servers
+    scoring_srv.set("/evaluate", Reply.json({"status": "error", "message": "getter broke"}, 500))
+    result = run_task(*_clients(waa_srv.url, scoring_srv.url), TASK, "t1", NoopAgent(),
+                      replace(CONFIG, evaluate_backoff_s=60.0), sleep=lambda s: None,
+                      deadline=time.monotonic() + 30.0)
+    message = result.error_message or ""
+    assert result.error_type is ErrorType.TIMEOUT, message
+    assert message.startswith("the checker failed (after 1 try) and the next backoff (60 s) "
+                              "would end past the attempt's time ("), message
+    left = re.search(r"\((\d+) s left\): ", message)
+    assert left is not None and 0 <= int(left.group(1)) <= 30, message
+    assert "ran out" not in message and "getter broke" in message
 
 
 def test_a_checker_that_recovers_gives_an_outcome(

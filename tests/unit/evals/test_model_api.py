@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import re
 import time
 from typing import Any
 
@@ -87,7 +88,7 @@ def test_backoff_gives_up_and_passes_other_errors() -> None:
         raise _Limited(None)
 
     waits: list[float] = []
-    with pytest.raises(AgentError, match="kept failing after 3 retries"):
+    with pytest.raises(AgentError, match="kept failing after 4 tries"):
         with_backoff(limited, retryable=lambda e: True, retry_after=lambda e: None,
                      retries=3, base_s=20.0, sleep=waits.append)
     assert waits == [20.0, MAX_BACKOFF_S, MAX_BACKOFF_S]
@@ -160,6 +161,42 @@ def test_the_servers_x_should_retry_decides_and_a_dropped_connection_is_retried(
     assert transient_sdk_error(sdk)(KeyError("not the SDK's")) is False
 
 
+class _Answered(Exception):
+    def __init__(self, status: int | None, after: str | None) -> None:
+        super().__init__(f"status {status}")
+        self.status_code = status
+        self.after = after
+
+
+@pytest.mark.parametrize(("status", "after", "said"), [
+    (429, "30", "the model API's last answer was 429 (rate limit), and the wait it asked for "
+                "(30 s) would end past the attempt's time"),
+    (503, None, "the model API's last answer was status 503, and the next backoff (20 s) would "
+                "end past the attempt's time"),
+    (None, None, "the model API's last call failed, and the next backoff (20 s) would end past "
+                 "the attempt's time"),
+])
+def test_a_wait_that_would_pass_the_deadline_is_not_reported_as_time_run_out(
+    status: int | None, after: str | None, said: str,
+) -> None:
+    # 429 with retry-after 30 and 8 s left: the attempt ended at once "when the attempt's time
+    # ran out (1 tries)", with 8 s left. The time had not run out: the wait would have passed
+    # it. The line says so, with the seconds asked and left, and "1 try".
+    def answer() -> str:
+        raise _Answered(status, after)
+
+    with retry.deadline_scope(time.monotonic() + 8.0), \
+            pytest.raises(AgentOutOfTime) as info:
+        with_backoff(answer, retryable=lambda e: True,
+                     retry_after=lambda e: float(e.after) if getattr(e, "after", None)
+                     else None, retries=5, base_s=20.0, sleep=lambda s: pytest.fail("waited"))
+    message = str(info.value)
+    assert message.startswith(f"after 1 try {said} (")
+    left = re.search(r"the attempt's time \((\d+) s left\)", message)
+    assert left is not None and 0 <= int(left.group(1)) <= 8, message
+    assert "ran out" not in message and "tries" not in message
+
+
 TASK_TIME_S = 3.0
 """The attempts below end about then; the old code held them 60 s (two 30 s waits of backoff)
 or about 60 s (three tries of the agent's 20 s timeout)."""
@@ -201,7 +238,11 @@ def test_a_model_api_in_backoff_or_hung_ends_the_attempt_as_a_timeout_at_its_tas
         elapsed = time.monotonic() - started
         calls = len(fake.requests)
     assert record.error_type is ErrorType.TIMEOUT, record.error_message
-    assert "ran out of time while the agent chose step 0" in (record.error_message or "")
+    assert "the agent could not choose step 0 within the attempt's time" in (
+        record.error_message or "")
+    if api == "rate-limited":  # time was left: the wait asked for would have passed it
+        assert "the wait it asked for (60 s) would end past the attempt's time" in (
+            record.error_message or "")
     assert calls == 1  # no retry: its wait, or another try, would pass the deadline
     assert checker.hits["/evaluate"] == 0
     assert elapsed < 5 * TASK_TIME_S, f"the attempt took {elapsed:.1f}s"
