@@ -175,7 +175,7 @@ class _Answered(Exception):
                 "end past the attempt's time"),
     (None, None, "the model API's last call failed, and the next backoff (20 s) would end past "
                  "the attempt's time"),
-])
+], ids=["429 with retry-after", "503", "no answer"])
 def test_a_wait_that_would_pass_the_deadline_is_not_reported_as_time_run_out(
     status: int | None, after: str | None, said: str,
 ) -> None:
