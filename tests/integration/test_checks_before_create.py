@@ -123,6 +123,35 @@ def test_resuming_a_folder_that_is_no_run_says_so(oa_home: Path, tmp_path: Path,
     assert sorted(p.name for p in (tmp_path / "results" / "notes").iterdir()) == ["readme.txt"]
 
 
+@pytest.mark.parametrize("left", ["nothing", "a lock and a queue"])
+def test_resuming_a_run_that_recorded_nothing_says_so(oa_home: Path, tmp_path: Path,
+                                                      left: str) -> None:
+    # The folder a default-named run reserves, left by a kill before the run wrote anything:
+    # --resume said only "give --tasks and --agent (or --rerun-errors RUN ...)", as if the run
+    # had forgotten them, not that it never started.
+    results = tmp_path / "results"
+    folder = results / "noop-2026-01-02T030405"
+    folder.mkdir(parents=True)
+    if left != "nothing":
+        (folder / ".lock").write_text("somehost pid 1\n", encoding="utf-8")
+        (folder / "queue.sqlite").write_bytes(b"")
+    before = _digest(results)
+    done = run_cli("openadapt-evals", "run", "--pool", "absent", "--run-name", folder.name,
+                   "--resume", "--results-dir", str(results), home=oa_home)
+    held = "is empty" if left == "nothing" else "has no metadata.json"
+    assert done.assert_one_line_error() == (
+        f"openadapt-evals: error: run {folder.name!r} recorded nothing, so there is nothing to "
+        f"resume (its folder {held}: the run never started); start it again with --tasks and "
+        "--agent")
+    assert done.returncode == 2
+    _nothing_created(oa_home, results, before)
+    # with them it starts afresh in that folder, as before: here it gets as far as the pool
+    done = run_cli("openadapt-evals", "run", "--pool", "absent", "--run-name", folder.name,
+                   "--resume", "--tasks", "domain:clock", "--agent", "noop", "--results-dir",
+                   str(results), home=oa_home)
+    assert "no pool named 'absent'" in done.assert_one_line_error()
+
+
 def _sweep(*extra: str, home: Path, results: Path | None = None,
            env: dict[str, str] | None = None) -> Result:
     given = ("--results-dir", str(results)) if results is not None else ()

@@ -378,7 +378,8 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
                     "give them again with --agent-arg KEY=VALUE"
                 )
             args = tuple(f"{k}={v}" for k, v in agent_args.items())
-    if params.get("resume") and metadata is None and folder.is_dir():
+    unstarted = params.get("resume") and metadata is None and folder.is_dir()
+    if unstarted:
         from evals.results.records import RunFolder
         from evals.run.runner import unstarted_folder
 
@@ -387,11 +388,16 @@ def run_config(ctx: typer.Context, **fixed: Any) -> RunConfig:
                 f"{folder} is not a run (no metadata.json, and files a run does not write); "
                 "check --run-name and --results-dir")
     if "selection" not in values or "agent" not in values:
-        rerun = " (or --rerun-errors RUN to rerun a run's errors)" if (
-            "rerun_errors" in ctx.params) else ""
         missing = " and ".join(option for field, option in (("selection", "--tasks"),
                                                             ("agent", "--agent"))
                                if field not in values)
+        if unstarted:  # a run killed before it wrote anything: no tasks or agent on record
+            held = "is empty" if not any(folder.iterdir()) else "has no metadata.json"
+            raise InvalidRunInputError(
+                f"run {folder.name!r} recorded nothing, so there is nothing to resume (its "
+                f"folder {held}: the run never started); start it again with {missing}")
+        rerun = " (or --rerun-errors RUN to rerun a run's errors)" if (
+            "rerun_errors" in ctx.params) else ""
         raise InvalidRunInputError(f"give {missing}{rerun}")
     for key, (option, owner) in AGENT_OWN_OPTIONS.items():
         # as an option of another cloud is: it was ignored, and the run went on without it
