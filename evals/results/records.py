@@ -151,6 +151,17 @@ class AttemptRecord:
     started_at: str | None
     ended_at: str | None
 
+    @property
+    def failed(self) -> bool:
+        """Whether the attempt ended in an error of its own (it has a type: infrastructure,
+        setup, timeout...), counted among its worker's errors as a final error is
+        (``summary.json``'s ``workers``, and whatever else judges workers). False for an
+        attempt cut short without a result (its controller stopped: killed, or its pool lease
+        lost; or the SSH path to its worker went down; the queue's ``reason`` ``interrupted``,
+        an ``error_message`` ``interrupted: ...`` and no type): nobody's fault, it counts
+        nowhere but in what it billed."""
+        return self.error_type is not None
+
     def to_json(self, **extra: Any) -> dict[str, Any]:
         """The attempt as a JSON object, with ``extra`` keys after its own."""
         return {**_plain(self), **extra}

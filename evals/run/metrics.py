@@ -341,9 +341,10 @@ def summarize(
     for record in records:
         # Failed attempts count against the worker they happened on, even when the task was
         # finished elsewhere (or by no worker at all): a worker that lost every task it took
-        # must not show 0 errors.
+        # must not show 0 errors. An attempt cut short by a stopped controller or a lost SSH
+        # path is not its worker's error (AttemptRecord.failed).
         for attempt in record.previous_attempts:
-            if isinstance(attempt.worker, str) and attempt.worker:
+            if isinstance(attempt.worker, str) and attempt.worker and attempt.failed:
                 workers[named(attempt.worker)]["errors"] += 1
     lost_hosts = [*map(host_namer(metadata), metadata.get("quarantined_hosts") or [])]
     for name in [*quarantined, *(str(n) for h in lost_hosts for n in h.get("workers") or [])]:

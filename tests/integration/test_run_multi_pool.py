@@ -10,7 +10,8 @@ errors rerun on another pool (its workers, and a host it lost, not taken for the
 the same name), a multi-pool run resumed on the pool left once the other is removed
 (``--allow-change pools``), that permission said to be needless for a single-pool run, and a
 run killed on one pool and resumed on another: its run page and export name the first pool's
-workers by their pool, and ``metadata.json``'s ``workers`` keeps them.
+workers by their pool, ``metadata.json``'s ``workers`` keeps them, and the attempt the kill cut
+short counts as no worker's error.
 """
 
 from __future__ import annotations
@@ -748,3 +749,25 @@ def test_a_run_resumed_on_another_pool_keeps_the_first_pools_workers_among_its_w
     assert metadata["workers"] == ["pa/worker-0", "pb/worker-0"], metadata["workers"]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert sorted(summary["workers"]) == metadata["workers"]
+
+
+def test_an_attempt_cut_short_by_a_killed_controller_is_not_its_workers_error(
+    home: Path, tmp_path: Path, controllers: list[RunController]
+) -> None:
+    results = tmp_path / "results"
+    run_dir = _moved_mid_attempt(home, results, controllers)
+    records = read_records(run_dir)
+    [cut] = [r for r in records.values() if r.get("previous_attempts")]
+    assert [(p["worker"], p["error_type"]) for p in cut["previous_attempts"]] == [
+        ("worker-0", None)], cut["previous_attempts"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["errors"] == 0, summary
+    # nobody's fault: the worker table counts no error for the attempt the kill cut short
+    assert {name: w["errors"] for name, w in summary["workers"].items()} == {
+        "pa/worker-0": 0, "pb/worker-0": 0}, summary["workers"]
+    shown = evals("view", "cut", home=home, results=results)
+    assert shown.returncode == 0, shown.stderr
+    page = (run_dir / "view.html").read_text()
+    for name, w in summary["workers"].items():
+        assert f"<tr><td>{name}</td><td>{w['tasks']}</td><td>0</td>" in page, page
+
