@@ -532,7 +532,7 @@ def run_evaluation(
 
     if config.resume:
         # nothing left to run: ended from its records, before any pool is read or leased
-        settled = _end_settled(folder, config, previous, changes)
+        settled = _end_settled(folder, config, previous)
         if settled is not None:
             return settled
         _check_queue(folder)  # before any lease, as every check that reads the pools below
@@ -1199,15 +1199,15 @@ def _settled_records(
 
 
 def _end_settled(
-    folder: RunFolder, config: RunConfig, previous: RunMetadata,
-    changes: list[dict[str, Any]],
+    folder: RunFolder, config: RunConfig, previous: RunMetadata
 ) -> RunResult | None:
     """End a resumed run that has nothing left to run (:func:`nothing_left`) from its
     records, as a run ends after its dispatch: each ``execution.json`` made a copy of its
-    record, the settings ``changes`` (``--allow-change``) recorded as a resume records them,
-    the metadata marked finished (an interrupted run whose tasks all ended is), the summary
-    written. No pool is read or leased and nothing was run, so the run's cost, its workers
-    and their quarantine stay as recorded. ``None``: something is left to run."""
+    record, the metadata marked finished (an interrupted run whose tasks all ended is), the
+    summary written. No pool is read or leased and nothing was run, so the run's records stay
+    as they were: its cost, its workers and their quarantine, its pools and its settings (a
+    change ``--allow-change`` allowed is recorded only by a resume that runs something: it
+    would describe no record). ``None``: something is left to run."""
     if _settled_records(folder, config, previous) is None:
         return None  # said before the lock: a run with work left takes it with its pools
     with run_lock(folder):
@@ -1222,14 +1222,10 @@ def _end_settled(
                                if isinstance(h, dict) for n in h.get("workers") or [])}
         ending = _Ending.of(config.agent, records, lost_all=bool(workers) and out >= workers)
         finished = previous.get("status") == RunStatus.FINISHED.value
-        _record_changes(folder, changes)
         ended = folder.write_metadata({
             **previous, "status": RunStatus.FINISHED.value,
             "ended_at": previous.get("ended_at") if finished else now_iso(),
             "warning": ending.warning, "warning_cause": ending.warning_cause,
-            # the run's settings as a resume records them (changed only with --allow-change)
-            "max_steps": config.max_steps, "max_attempts": config.max_attempts,
-            "task_timeout_s": config.task_timeout_s, "max_cost_usd": config.max_cost_usd,
         })
         summary = summarize(ended, records.values(), run=folder.path.name)
         folder.write_summary(summary)

@@ -11,7 +11,8 @@ the same name), a multi-pool run resumed on the pool left once the other is remo
 (``--allow-change pools``), that permission said to be needless for a single-pool run, and a
 run killed on one pool and resumed on another: its run page and export name the first pool's
 workers by their pool, ``metadata.json``'s ``workers`` keeps them, and the attempt the kill cut
-short counts as no worker's error.
+short counts as no worker's error. A finished run resumed with nothing left on more pools and
+another step pause (``--allow-change``) records no change: nothing ran.
 """
 
 from __future__ import annotations
@@ -771,3 +772,31 @@ def test_an_attempt_cut_short_by_a_killed_controller_is_not_its_workers_error(
     for name, w in summary["workers"].items():
         assert f"<tr><td>{name}</td><td>{w['tasks']}</td><td>0</td>" in page, page
 
+
+def test_a_resume_with_nothing_left_records_no_pool_or_setting_change(
+    home: Path, tmp_path: Path
+) -> None:
+    make_pools({"pa": 1, "pb": 1})
+    results = tmp_path / "results"
+    first = evals("run", "--pool", "pa", "--agent", "oracle", "--tasks", "local_small",
+                  "--run-name", "r", "--step-pause", "0.1", home=home, results=results)
+    assert first.returncode == 0, first.stderr
+    run_dir = results / "r"
+    before = folder_digest(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+
+    again = evals("run", "--pool", "pa", "--pool", "pb", "--resume", "--run-name", "r",
+                  "--step-pause", "0s", "--allow-change", "pools", "--allow-change",
+                  "step-pause", home=home, results=results)
+    assert again.returncode == 0, again.stderr
+    after = folder_digest(run_dir)
+    for name in ("manifest.json", "metadata.json"):  # nothing ran: nothing to record
+        assert after[name] == before[name], (run_dir / name).read_text()
+    assert json.loads((run_dir / "summary.json").read_text()) == summary
+    assert ("nothing left to run (every task has its final record), so no pool was used and "
+            "its pools, step-pause stay as recorded (--allow-change is recorded only by a "
+            "resume that runs something)") in again.stderr, again.stderr
+    # the run is still on pa alone: resumed there without any permission
+    alone = evals("run", "--pool", "pa", "--resume", "--run-name", "r", home=home,
+                  results=results)
+    assert alone.returncode == 0, alone.stderr

@@ -1,7 +1,8 @@
 """A resumed run is the same run: every setting that shapes its results is recorded when it
 starts, kept by ``--resume`` and ``--rerun-errors`` when not given, refused in one line when
 given otherwise, and changed only with ``--allow-change SETTING`` (recorded in the manifest and
-shown on the run page). Real CLI, real local pool (:mod:`evals.run.settings`).
+shown on the run page, by a resume that runs something). Real CLI, real local pool
+(:mod:`evals.run.settings`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from tests.support.pools import READY_S
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
+ROOT = Path(__file__).resolve().parents[2]
+
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
 POOL = "same"
 AGENT = ("class Mine(NoopAgent):\n    def __init__(self, flavour='plain'):\n"
@@ -41,8 +44,9 @@ class World:
 
 def cli(world: World, *args: str) -> subprocess.CompletedProcess[str]:
     """``openadapt-evals`` run in ``world.cwd`` (where the agent's module is)."""
-    env = {**os.environ, "OA_VM_HOME": str(world.home)}
-    env.pop("PYTHONPATH", None)
+    # this checkout's code (the console script's editable install may be another checkout's);
+    # the agent's module is found in the working folder, not through this path
+    env = {**os.environ, "OA_VM_HOME": str(world.home), "PYTHONPATH": str(ROOT)}
     return subprocess.run(  # a fixed argv, no shell
         [str(BIN / "openadapt-evals"), *args], capture_output=True, text=True, timeout=240,
         env=env, cwd=world.cwd, stdin=subprocess.DEVNULL, check=False,
@@ -133,7 +137,7 @@ def test_a_resume_that_changes_a_recorded_setting_is_refused_in_one_line(
 
 
 def test_an_edited_agent_module_is_refused_then_allowed_and_recorded(world: World) -> None:
-    folder = _copy(world, "edited")
+    folder = _with_work_left(_copy(world, "edited"))
     module = world.cwd / "resume_agent.py"
     module.write_text(HEADER + AGENT + "\n\nVERSION = 2\n", encoding="utf-8")
     try:
@@ -170,8 +174,25 @@ def test_a_resume_keeps_every_setting_it_is_not_given(world: World) -> None:
     assert settings["agent-arg"] == {"flavour": "plain"}
 
 
+def _with_work_left(folder: Path) -> Path:
+    """The run ``folder`` as a controller killed before its task ran leaves it: the task's row
+    pending again, without a record (a resume with nothing left records no change)."""
+    import shutil
+    import sqlite3
+
+    conn = sqlite3.connect(folder / "queue.sqlite")
+    try:
+        with conn:
+            conn.execute("UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
+                         " attempts=0 WHERE task_id=?", (TASK,))
+    finally:
+        conn.close()
+    shutil.rmtree(folder / "tasks" / TASK)
+    return folder
+
+
 def test_an_allowed_change_is_recorded_in_the_manifest_and_on_the_page(world: World) -> None:
-    folder = _copy(world, "allowed")
+    folder = _with_work_left(_copy(world, "allowed"))
     result = cli(world, "run", "--pool", POOL, "--run-name", "allowed", "--resume",
                  "--max-steps", "5", "--read-timeout", "45s", "--allow-change", "max-steps",
                  "--allow-change", "read-timeout", "--results-dir", str(world.results))

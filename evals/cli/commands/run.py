@@ -198,8 +198,12 @@ def execute(
         progress.close()
     result.fail_on_errors = fail_on_errors
     if result.settled:
+        # the settings a resume that runs nothing changes are not recorded (_end_settled)
+        kept = (f" and its {', '.join(config.allow_change)} stay as recorded (--allow-change "
+                "is recorded only by a resume that runs something)"
+                if config.allow_change else "")
         typer.echo(f"Run {result.run_dir.name}: nothing left to run (every task has its final "
-                   "record), so no pool was used; its summary follows", err=True)
+                   f"record), so no pool was used{kept}; its summary follows", err=True)
     summary = result.summary  # the run's own, as summary.json holds it: never read back
     if json_out:
         print_json({**summary, "run_dir": str(result.run_dir), "warning": result.warning,
