@@ -2,18 +2,22 @@
 
 Shows, per worker, the local URLs to use and the equivalent ``ssh -N -L ...`` command (for
 people who prefer their own ssh), follows drops and reconnects (done by
-:class:`waa_client.ssh.PoolTunnels` in the background) and closes everything on Ctrl-C.
+:class:`waa_client.ssh.PoolTunnels` in the background) and closes everything on Ctrl-C, and on
+SIGTERM or SIGHUP as on Ctrl-C: the OpenSSH backend's ``ssh -M`` processes would otherwise
+outlive a ``kill`` of the command and keep forwarding the pool's ports.
 """
 
 from __future__ import annotations
 
 import shlex
+import signal
 import threading
 import time
 from collections.abc import Callable
 
 from oa_vm import api
 from oa_vm.errors import InvalidInputError
+from oa_vm.kit.signals import sigterm_as_interrupt
 from oa_vm.kit.tables import render_table
 from oa_vm.model import state
 from oa_vm.reach.connect import known_hosts_path, tunnel_target
@@ -28,7 +32,8 @@ def run_foreground(
     echo: Callable[[str], None],
     stop: threading.Event | None = None,
 ) -> None:
-    """Open the tunnels of ``pool`` (or of one ``worker``) until Ctrl-C or ``stop`` is set."""
+    """Open the tunnels of ``pool`` (or of one ``worker``) until Ctrl-C, SIGTERM, SIGHUP or
+    ``stop``; every tunnel is closed before it returns."""
     from waa_client.ssh import PoolTunnels, ssh_command
 
     record = api.pool_status(pool)
@@ -45,7 +50,8 @@ def run_foreground(
     if not via_ssh:
         return
     targets = [tunnel_target(w) for w in via_ssh]
-    with PoolTunnels(targets, known_hosts_path(pool)) as tunnels:
+    with (sigterm_as_interrupt((signal.SIGTERM, signal.SIGHUP)),
+          PoolTunnels(targets, known_hosts_path(pool)) as tunnels):
         rows = []
         commands = []
         for target in targets:

@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 import requests
 
@@ -21,7 +23,7 @@ from tests.support.cli import BIN, run_cli
 from tests.support.output_lines import OutputLines
 from tests.support.pools import READY_TIMEOUT
 from tests.support.sshd import SshServer, ipv6_loopback, sshd  # noqa: F401 - pytest fixture
-from tests.support.waiting import WAIT_LIMIT_S, wait_until
+from tests.support.waiting import WAIT_LIMIT_S, wait_gone, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.sshd]
 
@@ -107,6 +109,41 @@ def test_pool_tunnel_command(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: 
         except requests.RequestException:
             left_open = False
         assert not left_open, "local port left open"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_pool_tunnel_stopped_by_a_signal_closes_its_tunnels(
+    ssh_pool: Path, stop: signal.Signals
+) -> None:
+    # `kill PID` (a service manager, a script) or a closed terminal ends pool-tunnel as Ctrl-C
+    # does. Before, the command died at once and its `ssh -M` processes kept forwarding the
+    # pool's ports, orphaned, until the host closed the connection.
+    assert run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", READY_TIMEOUT,
+                   home=ssh_pool).returncode == 0
+    proc = subprocess.Popen(
+        [str(BIN / "oa-vm"), "pool-tunnel", "--name", "viassh"], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env={**os.environ, "OA_VM_HOME": str(ssh_pool)},
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        output = OutputLines(proc)
+        out = output.wait_for("Ctrl-C")
+        urls = re.findall(r"http://127\.0\.0\.1:\d+/cap-[0-9a-f]{40}", out)
+        assert len(urls) == 4, out
+        wait_until(lambda: _probes(urls[0]), "the tunnel to answer", interval=0.3)
+        # the forwarding processes the command started (none with the paramiko backend)
+        forwarders = [child.pid for child in psutil.Process(proc.pid).children(recursive=True)]
+        assert forwarders or not shutil.which("ssh"), "no ssh -M process to watch"
+        proc.send_signal(stop)
+        assert proc.wait(timeout=WAIT_LIMIT_S) == 0, output.finish()
+        assert "Tunnels closed." in output.finish()
+        for pid in forwarders:
+            wait_gone(pid)
+        assert not any(_probes(url) for url in urls[::2]), "a local port still forwards"
     finally:
         if proc.poll() is None:
             proc.kill()

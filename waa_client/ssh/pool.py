@@ -102,6 +102,9 @@ class PoolTunnels:
 
         Raises:
             TunnelError: A tunnel failed and ``allow_partial`` is False (all are closed again).
+            KeyboardInterrupt: Ctrl-C (or a signal taken for one) while the tunnels opened:
+                the ones already open are closed again first (``__exit__`` never runs for an
+                ``__enter__`` that raised, and an ``ssh -M`` left open keeps forwarding).
         """
         def open_one(tunnel: ForwardingTunnel) -> tuple[str, TunnelError | None]:
             try:
@@ -111,8 +114,13 @@ class PoolTunnels:
             return tunnel.target.name, None
 
         workers = max(1, min(8, len(self.tunnels)))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tunnel-open") as pool:
-            outcomes = list(pool.map(open_one, self.tunnels.values()))
+        try:
+            with ThreadPoolExecutor(max_workers=workers,
+                                    thread_name_prefix="tunnel-open") as pool:
+                outcomes = list(pool.map(open_one, self.tunnels.values()))
+        except BaseException:
+            self.stop()
+            raise
         self.errors = {name: e for name, e in outcomes if e is not None}
         if self.errors and not self.allow_partial:
             self.stop()
