@@ -238,3 +238,27 @@ def test_the_plan_shows_the_egress_mode_and_a_bad_one_is_refused_before_any_chan
     assert "--egress sometimes: unknown egress mode" in bad.assert_one_line_error()
     assert lab["good-a"].tree() == before
     assert not (tmp_path / "pools" / "lab").exists()
+
+
+def test_a_host_that_accepts_and_never_speaks_is_refused_in_its_one_line(
+    lab: dict[str, Host], tmp_path: Path
+) -> None:
+    # A frozen host (rebooting, overloaded, a path dropping packets) takes the TCP connection
+    # and never sends SSH's banner. Its line says so; before, paramiko's own thread also printed
+    # "Exception (client): Error reading SSH protocol banner" and two tracebacks to the terminal
+    # (as it did for pool-status --refresh, pool-cleanup and every command that asks a host).
+    frozen = SshServer(tmp_path / "frozen")
+    frozen.start()
+    try:
+        frozen.freeze()
+        done = run_cli("oa-vm", "pool-create", "--cloud", "ssh", "--pool", "lab", "--ssh-key",
+                       str(lab["_key"].root), "--plan", "--host", lab["good-a"].address,
+                       "--host", f"{frozen.user}@127.0.0.1:{frozen.port}", home=tmp_path,
+                       timeout=180)
+    finally:
+        frozen.thaw()
+        frozen.stop()
+    line = done.assert_one_line_error()
+    assert f"127.0.0.1:{frozen.port} cannot take its workers: unreachable: " in line, line
+    assert "no SSH handshake within 10s" in line, line
+    assert not (tmp_path / "pools" / "lab").exists()

@@ -20,6 +20,12 @@ from waa_client.ssh.failures import connect_error, handshake_error, host_entry, 
 from waa_client.ssh.known_hosts import KnownHosts
 
 log = logging.getLogger("waa_client.ssh")
+TRANSPORT_LOG = __name__
+"""The logger of our transports' own threads. paramiko's thread logs a handshake it lost (a host
+that accepts and never speaks: frozen, rebooting, a path dropping packets) at ERROR with its
+traceback, on top of the error :func:`connect` raises in one line; the CLIs print ERROR lines,
+so by default only this logger's CRITICAL lines are shown (lower its level to see the rest)."""
+logging.getLogger(TRANSPORT_LOG).setLevel(logging.CRITICAL)
 
 _THREAD_JOIN_S = 5.0
 
@@ -47,6 +53,7 @@ def connect(host: str, port: int, *, user: str, pkey: paramiko.PKey, key_path: P
         raise connect_error(exc, worker=worker, host=host, port=port,
                             connect_timeout=connect_timeout) from exc
     transport = paramiko.Transport(sock)
+    transport.set_log_channel(TRANSPORT_LOG)
     if keepalive is not None:
         transport.set_keepalive(int(max(1, keepalive)))
     transport.banner_timeout = connect_timeout
