@@ -79,11 +79,24 @@ def write_hf_dataset(run_dir: Path, out: Path) -> int:
         for row, png in step_rows(run_dir):
             yield {**row, "screenshot": None if png is None else {"bytes": png, "path": None}}
 
-    # a generator, so a run of thousands of screenshots is never held in memory at once
-    dataset = datasets.Dataset.from_generator(generate, features=features,
-                                              cache_dir=str(out) + ".cache")
-    dataset.save_to_disk(str(out))
-    shutil.rmtree(str(out) + ".cache", ignore_errors=True)
+    # Every record is read once before datasets runs the generator: datasets wraps whatever
+    # the generator raises (an unreadable record) in an error of its own, and refuses a
+    # generator with no rows (a run whose attempts all ended before a step: a dataset of no
+    # rows, as jsonl writes it).
+    cache = str(out) + ".cache"  # the generator's Arrow files, which the saved copy is read from
+    try:
+        if not sum(len(attempt.record.steps) for attempt in read_attempts(run_dir)):
+            dataset = datasets.Dataset.from_dict({name: [] for name in features},
+                                                 features=features)
+        else:
+            # a generator, so a run of thousands of screenshots is never held in memory at once
+            dataset = datasets.Dataset.from_generator(generate, features=features,
+                                                      cache_dir=cache)
+        # one shard named even for no rows: datasets saves an empty dataset as no shard at
+        # all, which its own load_from_disk cannot read
+        dataset.save_to_disk(str(out), num_shards=1 if not dataset.num_rows else None)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)  # also when the export failed
     safe_fs.write_file(out / EXPORT_MARK, b"hf\n")
     return int(dataset.num_rows)
 
