@@ -53,6 +53,8 @@ CHECKER_FILES = {"scoring_rules": "scoring_rules.py", "scoring_server": "worker/
 IMAGE_FACTS = ("id", "cloud_id", "waa_image", "base_image", "waa_image_digest", "dockur_image",
                "dockur_image_digest", "windows_build", "waa_upstream_commit", "created")
 """What a cloud pool's ``settings["image"]`` may say about its worker image."""
+UNREAD = "(error)"
+"""The key of a pool's ``tasks.indexes`` that holds why its worker's indexes were not read."""
 _SECRET_WORDS = ("key", "token", "secret", "password", "credential", "auth")
 REDACTED = "<redacted>"
 
@@ -165,7 +167,7 @@ def _served_indexes(pool: RunPool) -> tuple[dict[str, str | None], dict[str, Any
     except WaaError as exc:  # the run goes on; the manifest says what it could not read
         from oa_vm.kit.redact import redact_text
 
-        return {"(error)": redact_text(f"{type(exc).__name__}: {exc}")[:300]}, None
+        return {UNREAD: redact_text(f"{type(exc).__name__}: {exc}")[:300]}, None
     return hashes, probe
 
 
@@ -394,8 +396,12 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     agent = manifest.get("agent") or {}
     workers = manifest.get("workers") or []
     pools = manifest.get("pools") or []
-    index_hashes = sorted({str(h)[:12] for per_pool in (tasks.get("indexes") or {}).values()
-                           for h in (per_pool or {}).values()})
+    served = [per_pool or {} for per_pool in (tasks.get("indexes") or {}).values()]
+    # a pool whose worker did not answer holds its error, not a hash (_served_indexes): its
+    # first 12 characters read as one ("WorkerUnreac")
+    index_hashes = sorted({str(h)[:12] for per_pool in served
+                           for name, h in per_pool.items() if name != UNREAD})
+    unread = sorted({str(per_pool[UNREAD]) for per_pool in served if UNREAD in per_pool})
 
     def worker_text(w: Mapping[str, Any]) -> str:
         if w.get("kind") == SIMULATED_KIND:
@@ -415,7 +421,8 @@ def summary_lines(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [
         *changed,
         ("tasks", f"{tasks.get('count', 0)} task JSON hashed; indexes "
-                  f"{', '.join(index_hashes) or 'unknown'}"),
+                  f"{', '.join(index_hashes) or 'unknown'}"
+                  + "".join(f"; indexes not read: {error}" for error in unread)),
         ("scoring rules", str(checker.get("scoring_rules_sha256") or "unknown")[:12]),
         ("scoring server", str(checker.get("scoring_server_sha256") or "unknown")[:12]),
         *known,

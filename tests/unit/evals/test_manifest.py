@@ -109,3 +109,17 @@ def test_qemus_cpu_is_compared_but_not_its_command_line() -> None:
     b["workers"] = _cloud_workers("host,migratable=no,+invtsc", ["qemu"], "pool-b-w7")
     (line,) = manifest_differences(a, b)
     assert line.startswith("workers[0]:") and "+invtsc" in line
+
+
+def test_the_page_names_indexes_a_worker_did_not_serve_as_not_read() -> None:
+    """A run whose first worker died before the manifest asked for its indexes: the page said
+    ``indexes WorkerUnreac``, the error's first 12 characters shown as a hash."""
+    from evals.run.manifest import summary_lines
+
+    error = "WorkerUnreachableError: GET http://127.0.0.1:1/tasks: worker unreachable"
+    row = dict(summary_lines({"tasks": {"count": 4, "indexes": {"p3": {"(error)": error}}}}))
+    assert row["tasks"] == f"4 task JSON hashed; indexes unknown; indexes not read: {error}"
+    both = dict(summary_lines({"tasks": {"count": 4, "indexes": {
+        "p1": {"(main)": "a" * 64, "small": "b" * 64}, "p3": {"(error)": error}}}}))
+    assert both["tasks"] == (f"4 task JSON hashed; indexes {'a' * 12}, {'b' * 12}; "
+                             f"indexes not read: {error}")
