@@ -235,6 +235,11 @@ class PairedComparison:
         if self.minimum_detectable is not None:
             text += ("; the smallest gain this pair would detect with 80% power is about "
                      f"{self.minimum_detectable * 100:.0f} points")
+        elif min(rate.a, rate.b) >= 1.0:
+            # no gain is possible at the ceiling, however many tasks: "too few tasks" sent
+            # people to add more of the tasks both agents already solve
+            text += ("; both runs succeeded on every trial compared, so no gain can show: add "
+                     "tasks they do not both solve")
         else:
             text += "; too few tasks to detect any gain with 80% power"
         return text

@@ -294,3 +294,32 @@ def test_paired_comparison_over_trials_tests_the_mean_of_task_rates() -> None:
     assert paired.success_rate.test.p_value < 0.05  # 10 of 10 up by 1/3
     assert (paired.success_rate.test.b_better, paired.success_rate.test.a_better) == (10, 0)
     assert paired.success_rate.difference.estimate == pytest.approx(1 / 3)
+
+
+def test_two_runs_that_solved_everything_are_not_told_to_add_tasks(tmp_path: Path) -> None:
+    """Both runs at 100% on 24 tasks: the verdict said 'too few tasks to detect any gain',
+    sending the reader to add tasks, when no gain is possible at the ceiling; the real CLI."""
+    from tests.support.cli import run_cli
+
+    a, b = RunFolder(tmp_path, "a"), RunFolder(tmp_path, "b")
+    for i in range(24):
+        a.add_task(f"t{i}", status="success")
+        b.add_task(f"t{i}", status="success")
+    a.finish()
+    b.finish()
+    done = run_cli("openadapt-evals", "compare", "a", "b", "--results-dir", str(tmp_path),
+                   home=tmp_path / "home")
+    assert done.returncode == 0, done.stderr
+    (verdict,) = [line for line in done.stdout.splitlines() if line.startswith("Verdict:")]
+    assert verdict.startswith("Verdict: no detectable difference (+0.0 points")
+    assert verdict.endswith("; both runs succeeded on every trial compared, so no gain can "
+                            "show: add tasks they do not both solve")
+    # where a gain was possible but the tasks too few, the words stay
+    c, d = RunFolder(tmp_path, "c"), RunFolder(tmp_path, "d")
+    for name, status in (("u0", "success"), ("u1", "failure")):
+        c.add_task(name, status=status)
+        d.add_task(name, status=status)
+    c.finish()
+    d.finish()
+    paired = compare_runs(tmp_path / "c", tmp_path / "d").paired()
+    assert paired.verdict().endswith("; too few tasks to detect any gain with 80% power")
