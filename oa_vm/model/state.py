@@ -650,6 +650,10 @@ def load(name: str) -> PoolRecord:
         if record_missing(name):
             raise RecordMissingError(path) from None
         raise PoolNotFoundError(name, known=list_names()) from None
+    except UnicodeDecodeError as exc:
+        raise CorruptRecordError(path, f"not UTF-8 text (byte {exc.start})") from exc
+    except OSError as exc:  # a folder, no permission, a disk error: still this pool's record
+        raise CorruptRecordError(path, f"cannot be read ({exc.strerror or exc})") from exc
     return _parse(path, text)
 
 
@@ -668,6 +672,11 @@ def _parse(path: Path, text: str) -> PoolRecord:
             path, f"written by a newer oa-vm (schema {version} > {SCHEMA_VERSION}); upgrade oa-vm"
         )
     problem = type_problem(data)
+    if problem is None and data.get("name") != path.parent.name:
+        # every command finds a pool by its folder: a record naming another pool would be
+        # listed, removed and saved under a name no command can then find
+        named = json.dumps(data.get("name"))[:40]
+        problem = f"it names pool {named}, not its folder's {path.parent.name!r}"
     if problem is not None:
         raise CorruptRecordError(path, problem)
     try:

@@ -81,6 +81,38 @@ def test_pool_list_lists_the_other_pools_and_names_each_unreadable_record(
     assert names == {"good", "typed", "negative"}
 
 
+def _unreadable(home: Path, name: str, how: str) -> Path:
+    """A pool record that cannot be read as text, or names another pool."""
+    path = home / "pools" / name / "pool.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if how == "not-utf8":
+        path.write_bytes(b"\xff\xfe\x00" + json.dumps(_record(name)).encode())
+    elif how == "a-folder":
+        path.mkdir()
+    else:  # copied from another pool's folder, or edited by hand
+        path.write_text(json.dumps(_record("other")))
+    return path
+
+
+@pytest.mark.parametrize("how", ["not-utf8", "a-folder", "names-another-pool"])
+def test_a_record_that_cannot_be_read_or_names_another_pool_is_listed_and_named_not_a_crash(
+    tmp_path: Path, how: str
+) -> None:
+    home = tmp_path / "home"
+    _plant(home, "good", _record("good"))
+    bad = _unreadable(home, "bad", how)
+    listed = run_cli("oa-vm", "pool-list", home=home)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stderr.count("\n") == 1 and str(bad) in listed.stderr, listed.stderr
+    rows = {line.split()[0] for line in listed.stdout.splitlines()[1:]}
+    assert rows == {"good", "bad"}, listed.stdout
+    for args in (("pool-status", "--name", "bad"), ("pool-cleanup", "--name", "bad", "-y")):
+        line = run_cli("oa-vm", *args, home=home).assert_one_line_error()
+        assert str(bad) in line and "unexpected" not in line, line
+        assert "fix or move the file" in line
+    assert bad.exists() and not (home / "pools" / "other").exists()
+
+
 # --- image records (14) --------------------------------------------------------------------------
 
 
