@@ -203,19 +203,21 @@ class PoolBusyError(OaVmError):
 
 class PoolInUseError(PoolBusyError):
     """An ``oa-vm`` operation that would pull the workers from under a run (``pool-pause``,
-    ``pool-cleanup``) was refused: a live run holds the pool's lease. Nothing was changed."""
+    ``pool-cleanup``, ``pool-repair --worker``) was refused: a live run holds the pool's lease.
+    Nothing was changed."""
 
-    _VERBS = {"pool-pause": "pause", "pool-cleanup": "remove"}
+    _VERBS = {"pool-pause": "pause the pool", "pool-cleanup": "remove the pool",
+              "pool-repair": "replace the named workers"}
 
     def __init__(self, name: str, holder: str, operation: str) -> None:
         self.name = name
         self.holder = holder
         self.operation = operation
-        verb = self._VERBS.get(operation, "change")
+        verb = self._VERBS.get(operation, "change the pool")
         # PoolBusyError's message tells a run to wait; this one tells a pool operation what
         # to do, so the base's __init__ is skipped on purpose.
         OaVmError.__init__(
             self,
             f"pool {name!r} is in use by {holder}; wait for it to end, or pass --force to "
-            f"{verb} the pool anyway (its tasks fail)",
+            f"{verb} anyway (its tasks fail)",
         )

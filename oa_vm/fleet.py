@@ -31,7 +31,8 @@ so it is refused while a live run holds the lease (``force`` overrides), and hol
 itself while it stops them. **resume**, **repair** and **extend** are allowed during a run:
 resume and extend take nothing away, and repair is what ``run --repair`` itself calls while
 holding the lease (a user's ``pool-repair`` during a run replaces lost workers the run would
-otherwise quarantine; it never touches a worker that is alive, unless named).
+otherwise quarantine; it never touches a worker that is alive, unless named, and naming one is
+refused, as a pause is, while another's run holds the lease, unless ``force``).
 
 Cleanup wins: once ``pool-cleanup`` has begun (:mod:`oa_vm.model.lease`), repair and resume start
 nothing and extend writes nothing (:class:`oa_vm.model.lease.PoolRemovingError`); their check,
@@ -46,6 +47,7 @@ says what is running.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -395,6 +397,7 @@ def repair_pool(
     on_update: Callable[[PoolRecord], None] | None = None,
     ops: FleetOps | None = None,
     fence: Callable[[], None] | None = None,
+    force: bool = False,
 ) -> tuple[PoolRecord, list[str]]:
     """Replace the pool's lost workers (or the named ``workers``) under the same names; start a
     replacement under a new name for each draining worker, and retire the replaced draining
@@ -410,14 +413,28 @@ def repair_pool(
     run's :meth:`oa_vm.model.lease.Hold.check`) is asked before anything starts, so a run whose
     lease was taken over repairs nothing.
 
+    Named ``workers`` are replaced even while they work, so, as a pause, that is refused while
+    another live process (a run) holds the pool's lease, unless ``force`` (then ``progress`` says
+    whose workers it replaces); the lease is held meanwhile. A run's own repair (``fence``) and
+    a repair of the lost workers alone are not refused.
+
     Raises:
         InvalidInputError: a named worker is not in the pool.
+        PoolInUseError: ``workers`` are named, a live run holds the pool's lease and ``force``
+            is false (nothing was started).
         PoolNotReadyError: the pool is paused (resume it instead), or a worker was lost again
             while waiting.
         PoolRemovingError: ``pool-cleanup`` has begun (nothing was started).
         LeaseLostError: ``fence`` refused (nothing was started).
     """
-    from oa_vm.model.lease import PoolRemovingError, fleet_lock, removing, save_fenced
+    from oa_vm.model.lease import (
+        PoolRemovingError,
+        describe,
+        fleet_lock,
+        guard_pool,
+        removing,
+        save_fenced,
+    )
 
     found = _load(name)  # a name with no record is refused as every command refuses it
     pool = found.name
@@ -431,7 +448,13 @@ def repair_pool(
                 f"pool {pool!r} has no worker {listing(unknown)} "
                 f"(workers: {listing(sorted(known))})"
             )
-    with fleet_lock(pool):
+    # a named worker is stopped whatever it is doing: not from under another's run
+    guard = (guard_pool(pool, "pool-repair", force=force) if workers and fence is None
+             else contextlib.nullcontext(None))
+    with guard as overridden, fleet_lock(pool):
+        if overridden is not None:
+            progress(f"pool {pool!r} is in use by {describe(overridden)}; replacing "
+                     f"{listing(workers or [])} anyway (--force)")
         if removing(pool):
             raise PoolRemovingError(pool)
         record = _load(pool)

@@ -111,12 +111,18 @@ def pool_repair(
     timeout: TimeoutOpt = REPAIR_TIMEOUT,
     no_wait: NoWaitOpt = False,
     json_out: JsonOpt = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the --worker workers even while a run "
+                                           "holds the pool (their tasks fail); default: "
+                                           "refuse.")
+    ] = False,
 ) -> None:
     """Replace lost workers under the same names, draining ones at once under new names.
 
     A lost worker (killed, terminated, evicted) is started again under its name. A draining
     worker (a spot notice) gets a new worker under the next name right away, while it finishes
     its task; a later repair retires it once the cloud has ended it (or when --worker names it).
+    While a live run holds the pool, --worker is refused (one line names the run) unless --force.
     """
     from oa_vm.cli.wait_display import wait_display
 
@@ -124,7 +130,7 @@ def pool_repair(
     with wait_display(_err if json_out else _echo, timeout_s, plain=json_out) as view:
         record, replaced = fleet.repair_pool(
             name, workers=list(worker or []) or None, wait=not no_wait, timeout_s=timeout_s,
-            progress=view.echo, on_update=view,
+            progress=view.echo, on_update=view, force=force,
         )
     if json_out:
         print_json(_pool_json(record, replaced=replaced))

@@ -162,6 +162,45 @@ def test_pause_and_cleanup_are_refused_while_a_live_run_holds_the_pool(
     assert not (home / "pools" / "busy").exists()
 
 
+def test_repair_of_a_named_worker_is_refused_while_a_live_run_holds_the_pool(
+    home: Path, holders: list[Holder]
+) -> None:
+    """``pool-repair --worker W`` stops W whatever it is doing: during another's run it took
+    the run's working worker from under it with no word (the run then quarantined it); now it
+    is refused as a pause is, while the lost workers are still repaired."""
+    worker_pid = _create(home, "busy")["workers"][0]["pid"]
+    holder = Holder(home, "busy")
+    holders.append(holder)
+    record_before = _digests(home, "busy")["pool.json"]
+
+    refused = run_cli("oa-vm", "pool-repair", "--name", "busy", "--worker", "worker-0",
+                      "--timeout", READY_TIMEOUT, home=home)
+    line = refused.assert_one_line_error()
+    assert f"run {HOLDER!r} (pid {holder.pid} " in line, line
+    assert "wait for it to end" in line and "--force to replace the named workers" in line, line
+    assert _digests(home, "busy")["pool.json"] == record_before
+    assert alive(worker_pid)
+    lease = _lease(home, "busy")
+    assert lease is not None and lease["pid"] == holder.pid and lease["run"] == HOLDER
+
+    # a lost worker is still replaced during the run, as run --repair would
+    os.kill(worker_pid, signal.SIGKILL)
+    wait_until(lambda: not alive(worker_pid), "the killed worker to end", interval=0.1)
+    repaired = run_cli("oa-vm", "pool-repair", "--name", "busy", "--timeout", READY_TIMEOUT,
+                       home=home)
+    assert repaired.returncode == 0 and "replaced worker-0" in repaired.stdout, repaired.stderr
+    second_pid = _status(home, "busy")["workers"][0]["pid"]
+
+    forced = run_cli("oa-vm", "pool-repair", "--name", "busy", "--worker", "worker-0",
+                     "--force", "--timeout", READY_TIMEOUT, home=home)
+    assert forced.returncode == 0, forced.stderr
+    assert f"in use by run {HOLDER!r}" in forced.stdout and "anyway (--force)" in forced.stdout
+    assert not alive(second_pid) and _status(home, "busy")["workers"][0]["pid"] != second_pid
+    lease = _lease(home, "busy")
+    assert lease is not None and lease["pid"] == holder.pid
+    holder.stop()
+
+
 def test_cleanup_of_several_pools_removes_none_while_one_is_in_use(
     home: Path, holders: list[Holder]
 ) -> None:
