@@ -150,12 +150,13 @@ def pool_names() -> list[str]:
 
 
 def pool_exists(name: str) -> bool:
-    """Whether a pool of that name exists: its record (readable or not), or its stack in
-    oa-vm's Pulumi state (its folder removed by hand), so that a new pool never takes the name,
-    and with it the stack, of one whose hosts may still bill."""
+    """Whether a pool of that name exists: its record (readable or not), its local workers'
+    folders (its record removed by hand: they may still run), or its stack in oa-vm's Pulumi
+    state (its folder removed by hand), so that a new pool never takes the name, and with it the
+    folder or the stack, of one whose workers may still run or bill."""
     from oa_vm.model import state
 
-    return state.exists(name) or any(pool_stacks(name))
+    return state.exists(name) or state.record_missing(name) or any(pool_stacks(name))
 
 
 def pool_stacks(name: str | None = None) -> Iterator[StackWithoutRecordError]:

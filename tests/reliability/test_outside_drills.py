@@ -80,6 +80,34 @@ def test_a_pool_whose_record_is_removed_mid_run_is_listed_and_removed_by_cleanup
     assert "No pools" in after.stdout and after.stderr == "", after.stderr
 
 
+def test_a_new_pool_never_takes_the_name_of_one_whose_record_was_removed_but_workers_run(
+    home: Path,
+) -> None:
+    """``pool-create --name gone`` over a folder whose record was removed by hand started a
+    second worker-0 in the folder the first still ran from, and recorded only the new one: the
+    old worker ran on unseen. The name stays taken until ``pool-cleanup`` removes the folder."""
+    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1",
+                      "--name", "gone", "-y", home=home)
+    assert created.returncode == 0, created.stderr
+    first = _workers_running(home)
+    assert len(first) == 1
+    state.record_path("gone").unlink()  # by hand
+
+    again = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1",
+                    "--name", "gone", "-y", home=home)
+    line = again.assert_one_line_error()
+    assert "'oa-vm pool-cleanup --pool gone'" in line, line
+    assert _workers_running(home) == first, "nothing is started"
+    assert not state.record_path("gone").exists()
+
+    removed = run_cli("oa-vm", "pool-cleanup", "--name", "gone", "-y", home=home)
+    assert removed.returncode == 0, removed.stderr
+    assert _workers_running(home) == []
+    anew = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1",
+                   "--name", "gone", "-y", home=home)
+    assert anew.returncode == 0, anew.stderr
+
+
 def test_a_sweep_whose_pool_record_is_removed_mid_run_still_removes_its_pool(
     home: Path, tmp_path: Path, controllers: list[Controller]
 ) -> None:
