@@ -794,7 +794,7 @@ def test_a_resume_with_nothing_left_records_no_pool_or_setting_change(
         assert after[name] == before[name], (run_dir / name).read_text()
     assert json.loads((run_dir / "summary.json").read_text()) == summary
     assert ("nothing left to run (every task has its final record), so no pool was used and "
-            "its pools, step-pause stay as recorded (--allow-change is recorded only by a "
+            "its pools and step-pause stay as recorded (a change is recorded only by a "
             "resume that runs something)") in again.stderr, again.stderr
     # the run is still on pa alone: resumed there without any permission
     alone = evals("run", "--pool", "pa", "--resume", "--run-name", "r", home=home,

@@ -20,7 +20,7 @@ from oa_vm import api
 from oa_vm.model import lease, state
 from tests.support.cli import run_cli
 from tests.support.controller import Controller
-from tests.support.run_records import read_records
+from tests.support.run_records import read_records, reopen_task
 from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.pool(name="fence", workers=2, cli=True)]
@@ -48,12 +48,20 @@ def test_resume_keeps_the_runs_cap_and_a_change_is_said(
     assert first.returncode == 0, first.stderr
     run_dir = results / "capped"
     assert _metadata(run_dir)["max_cost_usd"] == 12
+    reopen_task(run_dir)  # a task left to run: the resume runs it, under the run's cap
     kept = run_cli("openadapt-evals", *args, "--resume", home=home)
     assert kept.returncode == 0, kept.stderr
     assert "keeping the run's cap of $12" in kept.stderr
     assert _metadata(run_dir)["max_cost_usd"] == 12
     cost = _metadata(run_dir)["cost"]
     assert isinstance(cost, dict) and cost["cap_usd"] == 12
+    # nothing is left to run: the cap given changes nothing, and the run does not say it does
+    settled = run_cli("openadapt-evals", *args, "--resume", "--max-cost-usd", "20", home=home)
+    assert settled.returncode == 0, settled.stderr
+    assert "changing the run's cap" not in settled.stderr, settled.stderr
+    assert "so no pool was used and its cap stays as recorded" in settled.stderr, settled.stderr
+    assert _metadata(run_dir)["max_cost_usd"] == 12
+    reopen_task(run_dir)  # a task left to run: the resume runs it, under the new cap
     changed = run_cli("openadapt-evals", *args, "--resume", "--max-cost-usd", "20", home=home)
     assert changed.returncode == 0, changed.stderr
     assert "changing the run's cap from $12 to $20" in changed.stderr

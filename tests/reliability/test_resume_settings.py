@@ -23,6 +23,7 @@ from oa_vm import api
 from oa_vm.model import state
 from tests.support.cli import BIN
 from tests.support.pools import READY_S
+from tests.support.run_records import reopen_task
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -137,7 +138,7 @@ def test_a_resume_that_changes_a_recorded_setting_is_refused_in_one_line(
 
 
 def test_an_edited_agent_module_is_refused_then_allowed_and_recorded(world: World) -> None:
-    folder = _with_work_left(_copy(world, "edited"))
+    folder = reopen_task(_copy(world, "edited"), TASK)
     module = world.cwd / "resume_agent.py"
     module.write_text(HEADER + AGENT + "\n\nVERSION = 2\n", encoding="utf-8")
     try:
@@ -174,25 +175,8 @@ def test_a_resume_keeps_every_setting_it_is_not_given(world: World) -> None:
     assert settings["agent-arg"] == {"flavour": "plain"}
 
 
-def _with_work_left(folder: Path) -> Path:
-    """The run ``folder`` as a controller killed before its task ran leaves it: the task's row
-    pending again, without a record (a resume with nothing left records no change)."""
-    import shutil
-    import sqlite3
-
-    conn = sqlite3.connect(folder / "queue.sqlite")
-    try:
-        with conn:
-            conn.execute("UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
-                         " attempts=0 WHERE task_id=?", (TASK,))
-    finally:
-        conn.close()
-    shutil.rmtree(folder / "tasks" / TASK)
-    return folder
-
-
 def test_an_allowed_change_is_recorded_in_the_manifest_and_on_the_page(world: World) -> None:
-    folder = _with_work_left(_copy(world, "allowed"))
+    folder = reopen_task(_copy(world, "allowed"), TASK)
     result = cli(world, "run", "--pool", POOL, "--run-name", "allowed", "--resume",
                  "--max-steps", "5", "--read-timeout", "45s", "--allow-change", "max-steps",
                  "--allow-change", "read-timeout", "--results-dir", str(world.results))

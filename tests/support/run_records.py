@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -33,3 +35,19 @@ def assert_summary_matches(run_dir: Path, records: dict[str, dict[str, Any]]) ->
         t for t, r in records.items() if r["status"] == "not_run"
     )
     return summary
+
+
+def reopen_task(run_dir: Path, task_id: str | None = None) -> Path:
+    """The run ``run_dir`` as a controller killed before ``task_id`` ran leaves it (the first
+    task with a record when none is named): its queue row pending again and its record gone, so
+    a ``--resume`` has work left (a resume with nothing left records no change)."""
+    task_id = task_id or sorted(read_records(run_dir))[0]
+    conn = sqlite3.connect(run_dir / "queue.sqlite")
+    try:
+        with conn:
+            conn.execute("UPDATE tasks SET status='pending', final_status=NULL, record=NULL,"
+                         " attempts=0 WHERE task_id=?", (task_id,))
+    finally:
+        conn.close()
+    shutil.rmtree(run_dir / "tasks" / task_id)
+    return run_dir

@@ -29,6 +29,7 @@ from oa_vm.kit.duration_options import Duration, duration_option
 from oa_vm.kit.durations import format_duration
 
 if TYPE_CHECKING:
+    from evals.results.events import RunEvent
     from evals.run.runner import Checked, RunConfig, RunResult
 
 
@@ -185,11 +186,20 @@ def execute(
     from evals.run.runner import run_evaluation
     from oa_vm.kit.clikit import print_json
 
-    _say_cap(config)
+    cap_note = _cap_note(config)
     progress = live_or_plain(json_out=json_out)
+
+    def on_event(event: RunEvent) -> None:
+        # said once the session starts: a resume with nothing left changes no cap
+        nonlocal cap_note
+        if cap_note is not None:
+            typer.echo(f"Budget: {cap_note}", err=True)
+            cap_note = None
+        progress(event)
+
     try:
         with _signals_interrupt():
-            result = run_evaluation(config, on_event=progress, checked=checked)
+            result = run_evaluation(config, on_event=on_event, checked=checked)
     except KeyboardInterrupt:
         folder = results_root(config.results_dir) / (config.run_name or "")
         started = config.run_name is not None and RunFolder(folder).exists()
@@ -199,9 +209,12 @@ def execute(
     result.fail_on_errors = fail_on_errors
     if result.settled:
         # the settings a resume that runs nothing changes are not recorded (_end_settled)
-        kept = (f" and its {', '.join(config.allow_change)} stay as recorded (--allow-change "
-                "is recorded only by a resume that runs something)"
-                if config.allow_change else "")
+        # a --max-cost-usd with a note is a change of the cap (evals.run.runner.resumed_cap)
+        given = [*config.allow_change,
+                 *(["cap"] if cap_note is not None and config.max_cost_usd is not None else [])]
+        named = " and ".join([", ".join(given[:-1]), given[-1]] if len(given) > 1 else given)
+        kept = (f" and its {named} {'stays' if len(given) == 1 else 'stay'} as recorded (a "
+                "change is recorded only by a resume that runs something)" if given else "")
         typer.echo(f"Run {result.run_dir.name}: nothing left to run (every task has its final "
                    f"record), so no pool was used{kept}; its summary follows", err=True)
     summary = result.summary  # the run's own, as summary.json holds it: never read back
@@ -226,18 +239,16 @@ def execute(
     return result
 
 
-def _say_cap(config: RunConfig) -> None:
-    """On ``--resume``, say what becomes of the run's cap (kept, or changed)."""
+def _cap_note(config: RunConfig) -> str | None:
+    """On ``--resume``, what becomes of the run's cap (kept, or changed), to say."""
     if not config.resume or not config.run_name:
-        return
+        return None
     from evals.results.records import results_root
     from evals.results.run_reader import read_started
     from evals.run.runner import resumed_cap
 
     previous = read_started(results_root(config.results_dir) / config.run_name)
-    _, note = resumed_cap(previous or {}, config.max_cost_usd)
-    if note:
-        typer.echo(f"Budget: {note}", err=True)
+    return resumed_cap(previous or {}, config.max_cost_usd)[1]
 
 
 def _signals_interrupt() -> contextlib.AbstractContextManager[None]:
