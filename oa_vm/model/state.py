@@ -227,6 +227,19 @@ class WorkerRecord(_Record):
         register_url_secrets(value)
         self._scoring_url = value
 
+    @property
+    def detail(self) -> str | None:
+        """What the worker is doing or why it is stuck (a probe's error, its last log line)."""
+        return self._detail
+
+    @detail.setter
+    def detail(self, value: str | None) -> None:
+        # shown by every wait display, pool-status and pool.json: a probe's error or a log
+        # line quotes the worker's URL, capability and all, so it is masked once, here
+        from oa_vm.kit.redact import redact_text
+
+        self._detail = None if value is None else redact_text(value)
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         data = {name: getattr(self, name) for name in self.FIELDS}

@@ -370,3 +370,31 @@ def test_a_plan_shows_what_the_user_gave_it_without_its_credentials(
     assert "iso.example" in shown.stdout
     for secret in ("alice", "hunter2pass", "s1gn4tur3x"):
         assert secret not in shown.stdout + shown.stderr
+
+
+def test_a_worker_answering_only_errors_is_shown_while_waited_for_without_its_capability(
+    home: Path, tmp_path: Path
+) -> None:
+    # every answer of the worker is a 500 whose text quotes its URL, capability and all
+    made = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "1", "--name",
+                   "broken", "--fault", "error-rate=1", "-y", home=home, timeout=READY_S)
+    assert made.returncode == 0, made.stderr
+    record = home / "pools" / "broken" / "pool.json"
+    url = json.loads(record.read_text())["workers"][0]["waa_url"]
+    capability = url.rstrip("/").rsplit("/", 1)[-1]
+    assert capability.startswith("cap-"), url
+    waited = run_cli("oa-vm", "pool-wait", "--pool", "broken", "--timeout", "3s", home=home)
+    assert waited.returncode != 0, waited.stdout
+    status = run_cli("oa-vm", "pool-status", "--pool", "broken", home=home)
+    assert "worker-0: waa probe" in waited.stdout + waited.stderr, waited  # what it waits for
+    detail = json.loads(record.read_text())["workers"][0]["detail"]
+    assert "injected fault" in detail, detail
+    for shown in (waited.stdout, waited.stderr, status.stdout, status.stderr, detail):
+        assert capability not in shown, shown
+    # a sweep waits for its pool as pool-wait does: the worker's phase shown, masked
+    swept = run_cli("openadapt-evals", "sweep", "--cloud", "local", "--workers", "1", "--agent",
+                    "noop", "--tasks", "1", "--fault", "error-rate=1", "--wait-timeout", "5s",
+                    "--results-dir", str(tmp_path / "results"), home=home, timeout=READY_S)
+    assert swept.returncode != 0, swept.stdout
+    assert "worker-0: waa probe" in swept.stderr, swept.stderr
+    assert "injected fault" in swept.stderr and "/***/probe" in swept.stderr, swept.stderr

@@ -227,7 +227,12 @@ def sweep(
                         raise
                     created = bool(reused) or not idle  # a pool of ours to remove
                     if not idle:
-                        oa_vm.wait_pool(spec.name, timeout_s=wait_timeout)
+                        from oa_vm.cli.wait_display import wait_display
+
+                        # as pool-wait shows it: a worker that does not come up is seen
+                        # (its phase and why), not an hour of silence
+                        with wait_display(_say, wait_timeout, plain=json_out) as show:
+                            oa_vm.wait_pool(spec.name, timeout_s=wait_timeout, on_update=show)
                     result = execute(config, json_out=json_out, finish=False,
                                      fail_on_errors=fail_on_errors, checked=checked)
                     if result.warning:
