@@ -110,7 +110,7 @@ def build_spec(
     *,
     name: str | None,
     cloud: str | None = None,
-    workers: int = DEFAULT_WORKERS,
+    workers: int | None = None,
     size: str | None = None,
     regions: list[str] | None = None,
     spot: bool = False,
@@ -131,6 +131,8 @@ def build_spec(
     """Validate what the user asked for and turn it into a :class:`PoolSpec`.
 
     ``cloud`` has no default: a pool on a cloud that bills is never chosen for the caller.
+    ``workers`` left out (None) is :data:`DEFAULT_WORKERS`, or on your own hosts their count
+    times ``workers_per_host``, which a ``workers`` given must then equal.
 
     Raises:
         InvalidInputError: no cloud, or a value out of range (the message says which and why).
@@ -139,6 +141,8 @@ def build_spec(
         raise InvalidInputError(
             "no cloud chosen: pass cloud='local', 'aws' or 'azure' (aws and azure bill by the hour)"
         )
+    given = workers  # None: not given (own hosts count theirs)
+    workers = DEFAULT_WORKERS if given is None else given
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise InvalidInputError(f"--workers must be a whole number of at least 1, not {workers}")
     get_provider(cloud)  # unknown cloud -> one line listing the known ones
@@ -166,7 +170,8 @@ def build_spec(
                                 "(--cloud ssh); cloud pools use the catalog")
     if rents_nothing(cloud):  # free unless priced, as its plan says
         price_per_hour = price_per_hour or 0.0
-    workers = _workers_on_hosts(takes, limit, workers, list(hosts or []), ssh_key, workers_per_host)
+    workers = _workers_on_hosts(takes, limit, workers, given, list(hosts or []), ssh_key,
+                                workers_per_host)
     if "--per-process" in takes and workers_per_host != 1:
         # a local pool's simulated host is a process: N workers per host is N per process
         if per_process not in (1, workers_per_host):
@@ -248,10 +253,11 @@ def _refuse_options_not_taken(cloud: str, takes: frozenset[str], given: dict[str
                             f"--cloud {cloud}")
 
 
-def _workers_on_hosts(takes: frozenset[str], limit: int, workers: int, hosts: list[str],
-                      ssh_key: str | None, per_host: int) -> int:
+def _workers_on_hosts(takes: frozenset[str], limit: int, workers: int, given: int | None,
+                      hosts: list[str], ssh_key: str | None, per_host: int) -> int:
     """The checks of ``--host``, ``--ssh-key`` (for hosts) and ``--workers-per-host``; returns
-    the pool's workers (on your own hosts: every host's, whatever ``--workers`` said)."""
+    the pool's workers (on your own hosts: every host's; a ``--workers`` ``given`` that says
+    otherwise is refused, never ignored)."""
     from infra.worker.slots import MAX_SLOTS
 
     whole = isinstance(per_host, int) and not isinstance(per_host, bool)
@@ -276,6 +282,12 @@ def _workers_on_hosts(takes: frozenset[str], limit: int, workers: int, hosts: li
         raise InvalidInputError("--cloud ssh needs --ssh-key PATH (the key for every --host)")
     _check_ssh_key(ssh_key)
     total = len(hosts) * per_host
+    if given is not None and given != total:
+        raise InvalidInputError(
+            f"--workers {given} disagrees with your hosts: on --cloud ssh the count comes from "
+            f"the hosts and --workers-per-host ({len(hosts)} host(s) x {per_host} = {total} "
+            "workers); leave --workers out, and change the --host list or --workers-per-host "
+            "for another count")
     if total > limit:
         raise InvalidInputError(f"{total} workers is more than the limit of {limit}")
     return total

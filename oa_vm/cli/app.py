@@ -67,7 +67,12 @@ def pool_create(
         typer.Option(help="local, aws, azure, or ssh (your own hosts) (default: 'oa-vm "
                           "config'; else asked)."),
     ] = None,
-    workers: Annotated[int, typer.Option(help="Number of workers.")] = api.DEFAULT_WORKERS,
+    workers: Annotated[
+        int | None,
+        typer.Option(help=f"Number of workers (default {api.DEFAULT_WORKERS}; --cloud ssh: "
+                          "every --host's --workers-per-host, which a --workers given must "
+                          "equal)."),
+    ] = None,
     size: pool_opts.SizeOpt = None,
     region: pool_opts.RegionOpt = None,
     spot: pool_opts.SpotOpt = False,

@@ -262,3 +262,26 @@ def test_a_host_that_accepts_and_never_speaks_is_refused_in_its_one_line(
     assert f"127.0.0.1:{frozen.port} cannot take its workers: unreachable: " in line, line
     assert "no SSH handshake within 10s" in line, line
     assert not (tmp_path / "pools" / "lab").exists()
+
+
+def test_a_workers_count_the_hosts_do_not_make_is_refused_and_one_they_make_is_taken(
+    lab: dict[str, Host], tmp_path: Path
+) -> None:
+    # An own-host pool's count is its hosts x --workers-per-host; before, '--workers 5' was
+    # ignored without a word and the plan made 2 (as --spot or --size there are refused).
+    before = lab["good-a"].tree()
+    for extra in (("--plan",), ("--yes",)):
+        done = _plan(lab, tmp_path, ["good-a"], "--workers", "5", "--workers-per-host", "2",
+                     *extra)
+        line = done.assert_one_line_error()
+        assert done.returncode == 2, done
+        assert line.startswith("oa-vm: error: --workers 5 disagrees with your hosts: "), line
+        assert "the count comes from the hosts and --workers-per-host" in line, line
+        assert "(1 host(s) x 2 = 2 workers); leave --workers out" in line, line
+    assert lab["good-a"].tree() == before
+    assert not (tmp_path / "pools" / "lab").exists()
+    for given in (("--workers", "4"), ()):  # a count that agrees, or none
+        done = _plan(lab, tmp_path, ["good-a", "good-b"], *given, "--workers-per-host", "2",
+                     "--plan", "--json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["workers"] == 4
