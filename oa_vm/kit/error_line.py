@@ -50,6 +50,18 @@ def one_line(text: str) -> str:
     return re.sub(rf"\S{{{LONGEST_WORD + 1},}}", _shorten, text)
 
 
+def host_words(output: str, most: int | None = 300) -> str:
+    """What a command printed on a host (its stdout and stderr, a refusal of the login shell
+    such as nologin's, a script's last words), as one line to put in a message: its lines
+    stripped, blank ones dropped, joined by ``; ``; of a longer one, its last ``most``
+    characters (where a failure says why), after ``...``. Every message quoting a host's
+    output passes here, so none of them breaks the one-line rule."""
+    joined = "; ".join(line.strip() for line in output.splitlines() if line.strip())
+    if most is not None and len(joined) > most:
+        return "..." + joined[-most:].lstrip()
+    return joined
+
+
 def say_failure(line: str, message: str, code: int, *, json_out: bool) -> int:
     """Say that a command failed and return its exit ``code``: ``line`` (the error as the
     console scripts word it, ``<prog>: error: <message>``) on stderr; with ``json_out`` (the
@@ -62,4 +74,4 @@ def say_failure(line: str, message: str, code: int, *, json_out: bool) -> int:
     return code
 
 
-__all__ = ["LONGEST_WORD", "one_line", "say_failure"]
+__all__ = ["LONGEST_WORD", "host_words", "one_line", "say_failure"]

@@ -285,3 +285,43 @@ def test_a_workers_count_the_hosts_do_not_make_is_refused_and_one_they_make_is_t
                      "--plan", "--json")
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["workers"] == 4
+
+
+class _NologinServer(SshServer):
+    """An sshd that lets ``nobody`` (whose shell is nologin, home /nonexistent) log in with the
+    client key: its keys come from a command run as root, as the test folder is root's alone."""
+
+    def _write_config(self) -> None:
+        super()._write_config()
+        with self.config.open("a") as config:
+            config.write(f"AuthorizedKeysCommand /bin/cat {self.authorized_keys}\n"
+                         "AuthorizedKeysCommandUser root\n")
+
+
+def test_a_host_whose_login_shell_refuses_is_refused_in_its_one_line(tmp_path: Path) -> None:
+    # nologin prints "This account is currently not available." and sshd "Could not chdir to
+    # home directory /nonexistent..."; before, the plan printed them on two lines.
+    import pwd
+
+    try:
+        shell = pwd.getpwnam("nobody").pw_shell
+    except KeyError:
+        pytest.skip("no user 'nobody' on this machine")
+    if not shell.endswith("nologin"):
+        pytest.skip(f"user 'nobody' has the shell {shell}, not nologin")
+    server = _NologinServer(tmp_path / "sshd")
+    server.start()
+    try:
+        for extra in (("--plan",), ("--yes",)):
+            done = run_cli("oa-vm", "pool-create", "--cloud", "ssh", "--pool", "lab",
+                           "--ssh-key", str(server.client_key), "--host",
+                           f"nobody@127.0.0.1:{server.port}", *extra, home=tmp_path / "home",
+                           timeout=180)
+            line = done.assert_one_line_error()
+            assert done.returncode == 2, done
+            assert (f"host nobody@127.0.0.1:{server.port} cannot take its workers: the probe "
+                    "failed (exit 1): ") in line, line
+            assert "This account is currently not available." in line, line
+    finally:
+        server.stop()
+    assert not (tmp_path / "home" / "pools" / "lab").exists()

@@ -27,6 +27,7 @@ from infra.worker.slots import (
     fit_by_memory,
     memory_per_worker_gib,
 )
+from oa_vm.kit.error_line import host_words
 from waa_client.addresses import host_port
 
 DEFAULT_SSH_PORT = 22
@@ -139,7 +140,8 @@ class HostFacts:
             if sep:
                 values[key.strip()] = value.strip()
         if "kvm" not in values:
-            raise ValueError("the host's probe printed no result: " + output.strip()[-200:])
+            raise ValueError("the host's probe printed no result: "
+                             + host_words(output, most=200))
 
         def number(key: str) -> int:
             text = values.get(key, "")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from infra.worker import units
 from oa_vm.clouds.hosts.facts import HostAddress, HostFacts
+from oa_vm.kit.error_line import host_words
 
 PROBE_SCRIPT = "host_probe.sh"
 PROBE_TIMEOUT_S = 30.0
@@ -46,7 +47,7 @@ def probe_host(address: HostAddress, key_path: Path, known_hosts: Path) -> Probe
         return ProbeResult(address, error=f"unreachable: {exc}")
     if result.status != 0:
         return ProbeResult(address, error=f"the probe failed (exit {result.status}): "
-                                          f"{result.output.strip()[-200:]}")
+                                          f"{host_words(result.output, most=200)}")
     try:
         return ProbeResult(address, facts=HostFacts.parse(result.output))
     except ValueError as exc:

@@ -41,6 +41,7 @@ from oa_vm.clouds.hosts.facts import HostAddress, fit, refusal
 from oa_vm.clouds.hosts.probe import ProbeResult, probe_hosts
 from oa_vm.errors import InvalidInputError, ProvisioningError, line_by_line
 from oa_vm.kit import timings
+from oa_vm.kit.error_line import host_words
 from oa_vm.kit.validate import twice_problem
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord
@@ -69,9 +70,7 @@ def hosts_failed(pool: str, hosts: int, failed: list[tuple[HostAddress, str]]
     first line saying how many of the ``hosts`` failed, then one line per host (as the plan's
     refusals name every host at once). A problem quoting a host's output of several lines is
     put on its host's line, its lines joined by ``; ``."""
-    lines = [f"host {address}: " + "; ".join(part.strip() for part in problem.splitlines()
-                                             if part.strip())
-             for address, problem in failed]
+    lines = [f"host {address}: " + host_words(problem, most=None) for address, problem in failed]
     if len(lines) == 1:
         return ProvisioningError(f"{lines[0]}; nothing of pool {pool} is left on the other hosts")
     return line_by_line(ProvisioningError(
@@ -167,7 +166,7 @@ class SshHostsProvider:
             try:
                 done = runner.run(ssh, expiry_command(record.name, record.expires_at),
                                   RUN_TIMEOUT_S)
-                problem = "" if done.status == 0 else done.output.strip()[-300:]
+                problem = "" if done.status == 0 else host_words(done.output)
             except RemoteUnreachableError as exc:
                 problem = f"it does not answer ({exc})"
             if problem:
@@ -343,7 +342,7 @@ class SshHostsProvider:
                 done = runner.run(ssh, command, RUN_TIMEOUT_S)
                 problem = "" if done.status == 0 else (
                     "it serves another pool now" if done.status == CLAIMED_ELSEWHERE
-                    else f"the install failed (exit {done.status}): {done.output.strip()[-300:]}")
+                    else f"the install failed (exit {done.status}): {host_words(done.output)}")
             except RemoteUnreachableError as exc:
                 problem = f"unreachable: {exc}"
             if problem:
@@ -380,7 +379,7 @@ class SshHostsProvider:
             try:
                 started = runner.run(ssh, BECOME_ROOT + start_command(spec.workers_per_host),
                                      RUN_TIMEOUT_S)
-                problem = "" if started.status == 0 else started.output.strip()[-300:]
+                problem = "" if started.status == 0 else host_words(started.output)
             except RemoteUnreachableError as exc:
                 problem = f"unreachable: {exc}"
             if problem:  # the other hosts are still tried: each one's failure is said
@@ -455,7 +454,7 @@ class SshHostsProvider:
                 continue
             if done.status != 0:
                 report.left.append(f"host {host}: the release failed (exit {done.status}): "
-                                   f"{done.output.strip()[-300:]}")
+                                   f"{host_words(done.output)}")
                 continue
             for line in done.output.splitlines():
                 kind, _, what = line.partition(": ")
@@ -494,7 +493,7 @@ class HostFleetOps:
                          "are")
                 continue
             if result.status != 0:
-                progress(f"host {host}: {action} failed: {result.output.strip()[-300:]}")
+                progress(f"host {host}: {action} failed: {host_words(result.output)}")
                 continue
             done += mine
         return done

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from oa_vm.errors import ProvisioningError, WorkerAccessError
+from oa_vm.kit.error_line import host_words
 from oa_vm.model.state import PoolRecord, SshEndpoint, WorkerRecord, WorkerState
 from oa_vm.reach.host_status import (
     COMMAND_TIMEOUT_S,
@@ -61,7 +62,8 @@ def cloud_init_state(output: str) -> str:
 
 
 def _fail(worker: WorkerRecord, phase: str, detail: str | None) -> tuple[str, bool]:
-    worker.detail = detail
+    # a detail quotes the host (its log line, docker's error): shown as one line
+    worker.detail = None if detail is None else host_words(detail, most=None)
     return phase, False
 
 
@@ -113,7 +115,7 @@ def worker_phase(
         return _unreachable(worker, "ssh", exc)
     boot_state = cloud_init_state(boot.output)
     if boot_state == "error":
-        return _fail(worker, "cloud-init failed", boot.output.strip()[-300:])
+        return _fail(worker, "cloud-init failed", host_words(boot.output))
     if boot_state != "done":
         return _fail(worker, "cloud-init", f"cloud-init {boot_state}")
     try:

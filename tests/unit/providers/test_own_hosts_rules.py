@@ -11,8 +11,9 @@ import pytest
 from infra.worker import slots
 from oa_vm import api
 from oa_vm.clouds.hosts.facts import HostAddress, HostFacts, fit
-from oa_vm.clouds.hosts.provider import host_addresses, hosts_failed
+from oa_vm.clouds.hosts.provider import SshHostsProvider, host_addresses, hosts_failed
 from oa_vm.errors import InvalidInputError
+from oa_vm.model.state import PoolRecord
 from tests.support.sshd import generate_key
 
 GIB = 1024 * 1024
@@ -164,3 +165,44 @@ def test_a_create_that_failed_on_several_hosts_names_each_on_a_line_of_its_own()
         "host root@a:22: image build failed at pull: no",
         "host root@b:2222: its workers did not start: Job failed.; Job failed again.",
     ]
+
+
+class _TwoLineRunner:
+    """A host whose every command fails, printing two lines (a login shell's refusal)."""
+
+    def run(self, ssh: object, command: str, timeout: float) -> object:
+        from waa_client.ssh import CommandResult
+
+        return CommandResult(1, "Could not chdir to home directory /nonexistent\n"
+                                "This account is currently not available.\n")
+
+
+class _TwoLineHosts(SshHostsProvider):
+    def runner(self, record: PoolRecord) -> _TwoLineRunner:  # type: ignore[override]
+        return _TwoLineRunner()
+
+
+def test_every_line_quoting_a_host_joins_its_output_into_one(oa_home: Path) -> None:
+    # a release (pool-cleanup's "left"), a pause and an expiry move of a
+    # host that prints two lines: each says them on one line, as the plan and the create do
+    from datetime import timedelta
+
+    from oa_vm.model.state import PoolState, SshEndpoint, WorkerRecord, WorkerState, utcnow
+
+    ssh = SshEndpoint(host="127.0.0.1", port=2222, user="nobody", key_path="/k")
+    record = PoolRecord(name="lab", cloud="ssh", state=PoolState.READY, created_at=utcnow(),
+                        expires_at=utcnow() + timedelta(hours=1), workers=[
+                            WorkerRecord(name="lab-w0", state=WorkerState.READY,
+                                         host="nobody@127.0.0.1:2222", ssh=ssh,
+                                         provider_id="w0")])
+    provider = _TwoLineHosts()
+    said: list[str] = []
+    report = provider.destroy(record, said.append)
+    provider.move_expiry(record, said.append)
+    provider.fleet_ops().pause(record, said.append)
+    said += report.left
+    assert len(said) == 3, said
+    for line in said:
+        assert "\n" not in line, line
+        assert ("Could not chdir to home directory /nonexistent; This account is currently "
+                "not available.") in line, line
