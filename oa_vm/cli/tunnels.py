@@ -34,7 +34,7 @@ def run_foreground(
 ) -> None:
     """Open the tunnels of ``pool`` (or of one ``worker``) until Ctrl-C, SIGTERM, SIGHUP or
     ``stop``; every tunnel is closed before it returns."""
-    from waa_client.ssh import PoolTunnels, ssh_command
+    from waa_client.ssh import PoolTunnels
 
     record = api.pool_status(pool)
     state.refuse_paused(record)  # a stopped worker has no URL to give or tunnel to
@@ -58,8 +58,7 @@ def run_foreground(
             tunnel = tunnels.tunnels[target.name]
             rows.append([target.name, target.endpoint,
                          tunnel.local_waa_url, tunnel.local_scoring_url])
-            argv = ssh_command(target, tunnel.local_waa_port, tunnel.local_scoring_port)
-            commands.append(f"{target.name}: {shlex.join(argv)}")
+            commands.append(f"{target.name}: {shlex.join(tunnel.command())}")
         echo(render_table(["WORKER", "SSH", "WAA (local)", "SCORING (local)"], rows))
         echo("Equivalent ssh commands:")
         for line in commands:

@@ -115,6 +115,50 @@ def test_pool_tunnel_command(ssh_pool: Path, sshd: SshServer) -> None:  # noqa: 
             proc.communicate()
 
 
+def test_the_printed_ssh_command_opens_the_tunnel_as_printed(ssh_pool: Path,
+                                                               tmp_path: Path) -> None:
+    # pool-tunnel's "Equivalent ssh commands", pasted in a terminal of a user whose own
+    # known_hosts does not know the host: before, they left out the pool's known_hosts and
+    # failed on first use ("Host key verification failed").
+    assert run_cli("oa-vm", "pool-wait", "--name", "viassh", "--timeout", READY_TIMEOUT,
+                   home=ssh_pool).returncode == 0
+    proc = subprocess.Popen(
+        [str(BIN / "oa-vm"), "pool-tunnel", "--name", "viassh", "--worker", "worker-1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "OA_VM_HOME": str(ssh_pool)}, stdin=subprocess.DEVNULL,
+    )
+    try:
+        output = OutputLines(proc)
+        out = output.wait_for("Ctrl-C")
+        printed = [line.strip().removeprefix("worker-1: ") for line in out.splitlines()
+                   if line.strip().startswith("worker-1: ssh ")]
+        assert len(printed) == 1, out
+        urls = re.findall(r"http://127\.0\.0\.1:\d+/cap-[0-9a-f]{40}", out)
+        assert len(urls) == 2, out
+        proc.send_signal(signal.SIGINT)  # its ports are free again for the pasted command
+        assert proc.wait(timeout=WAIT_LIMIT_S) == 0, output.finish()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert not _probes(urls[0])
+    home = tmp_path / "empty-home"
+    home.mkdir()
+    pasted = subprocess.Popen(["bash", "-c", printed[0]], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env={"PATH": os.environ["PATH"], "HOME": str(home)},
+                              start_new_session=True)
+    try:
+        wait_until(lambda: _probes(urls[0]) or pasted.poll() is not None,
+                   "the pasted command to forward", interval=0.3)
+        assert pasted.poll() is None, pasted.communicate(timeout=WAIT_LIMIT_S)[0]
+        assert _probes(urls[0])
+    finally:
+        if pasted.poll() is None:
+            os.killpg(pasted.pid, signal.SIGTERM)
+        pasted.communicate(timeout=WAIT_LIMIT_S)
+
+
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
 def test_pool_tunnel_stopped_by_a_signal_closes_its_tunnels(
     ssh_pool: Path, stop: signal.Signals

@@ -61,40 +61,63 @@ class TunnelTarget:
         return f"{self.ssh_user}@{host_port(self.ssh_host, self.ssh_port)}"
 
 
+def forward_specs(target: TunnelTarget, local_waa_port: int, local_scoring_port: int
+                  ) -> list[str]:
+    """The two ``-L`` forwards of a worker's tunnel (WAA, then scoring), on 127.0.0.1 (pure)."""
+    return [f"{LOCALHOST}:{local_waa_port}:{target.remote_host}:{target.remote_waa_port}",
+            f"{LOCALHOST}:{local_scoring_port}:{target.remote_host}:{target.remote_scoring_port}"]
+
+
+def endpoint_options(key_path: Path, port: int, known_hosts: Path, *,
+                     connect_timeout: float = 10.0, keepalive: float = 15.0) -> list[str]:
+    """The options every ``ssh`` to a pool's SSH endpoint gets (pure): the pool's key only (no
+    agent, no ``~/.ssh/config``), never a prompt, host keys in the pool's own ``known_hosts``
+    (first contact remembered, a changed key refused; the user's own files never read), and
+    every step bounded. The tunnels' ssh processes and :func:`ssh_command` both use them."""
+    return [
+        "-F", "/dev/null",  # no ~/.ssh/config: a pool connects with its own settings only
+        "-i", str(key_path),
+        "-p", str(port),
+        "-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none", "-o", "BatchMode=yes",
+        "-o", f"UserKnownHostsFile={known_hosts}",
+        "-o", "GlobalKnownHostsFile=/dev/null",
+        "-o", "StrictHostKeyChecking=accept-new", "-o", "UpdateHostKeys=no",
+        "-o", f"ConnectTimeout={max(1, round(connect_timeout))}",
+        "-o", f"ServerAliveInterval={max(1, round(keepalive))}",
+        "-o", "ServerAliveCountMax=3", "-o", "ExitOnForwardFailure=yes",
+        "-o", "LogLevel=ERROR",
+    ]
+
+
 def ssh_command(
     target: TunnelTarget,
     local_waa_port: int,
     local_scoring_port: int,
-    known_hosts: Path | None = None,
+    known_hosts: Path,
+    *,
+    connect_timeout: float = 10.0,
+    keepalive: float = 15.0,
 ) -> list[str]:
-    """The ``ssh`` command that opens the same tunnel as :class:`WorkerTunnel` (pure).
+    """The ``ssh`` command that opens the same tunnel as the tunnels do (pure): their forwards
+    and their options (:func:`endpoint_options`), so that it works pasted in a terminal.
 
     Args:
         target: The worker.
         local_waa_port: Local port for the WAA server.
         local_scoring_port: Local port for the scoring server.
-        known_hosts: The pool's known_hosts file; when given, ssh uses it and refuses a
-            changed host key.
+        known_hosts: The pool's known_hosts file (the tunnels' own).
+        connect_timeout: Seconds for each step of the connection, as the tunnel's.
+        keepalive: Seconds between keepalives, as the tunnel's.
 
     Returns:
         The argument list, e.g. for ``oa-vm pool-tunnel``'s table or ``subprocess``.
     """
-    command = [
-        "ssh", "-N",
-        "-L", f"{LOCALHOST}:{local_waa_port}:{target.remote_host}:{target.remote_waa_port}",
-        "-L", f"{LOCALHOST}:{local_scoring_port}:{target.remote_host}:"
-              f"{target.remote_scoring_port}",
-        "-i", str(target.key_path),
-        "-p", str(target.ssh_port),
-        "-o", "IdentitiesOnly=yes",
-        "-o", "ExitOnForwardFailure=yes",
-        "-o", "ServerAliveInterval=15",
-    ]
-    if known_hosts is not None:
-        command += ["-o", f"UserKnownHostsFile={known_hosts}",
-                    "-o", "StrictHostKeyChecking=accept-new"]
-    command.append(f"{target.ssh_user}@{target.ssh_host}")
-    return command
+    command = ["ssh", "-N"]
+    for spec in forward_specs(target, local_waa_port, local_scoring_port):
+        command += ["-L", spec]
+    return [*command, *endpoint_options(target.key_path, target.ssh_port, known_hosts,
+                                        connect_timeout=connect_timeout, keepalive=keepalive),
+            f"{target.ssh_user}@{target.ssh_host}"]
 
 
 def load_private_key(path: Path) -> paramiko.PKey:
@@ -177,6 +200,12 @@ class LocalForwards:
         self._ports: tuple[int, int] = (0, 0)
         self._lock = threading.RLock()
         self.reconnects = 0
+
+    def command(self) -> list[str]:
+        """The ``ssh`` command that opens this tunnel's forwards on its local ports, with the
+        options its own connection uses (:func:`ssh_command`)."""
+        return ssh_command(self.target, *self._ports, self.known_hosts.path,
+                           connect_timeout=self.connect_timeout, keepalive=self.keepalive)
 
     def start(self) -> None:
         """Open the tunnel (the backend's own)."""
@@ -283,6 +312,10 @@ class ForwardingTunnel(Protocol):
 
     def is_healthy(self) -> bool:
         """Up and forwarding."""
+        ...
+
+    def command(self) -> list[str]:
+        """The equivalent ``ssh`` command (:func:`ssh_command`)."""
         ...
 
     @property

@@ -35,7 +35,13 @@ from waa_client import retry
 from waa_client.addresses import host_port
 from waa_client.errors import TunnelError
 from waa_client.poll import poll_until
-from waa_client.ssh.base import LOCALHOST, LocalForwards, load_private_key
+from waa_client.ssh.base import (
+    LOCALHOST,
+    LocalForwards,
+    endpoint_options,
+    forward_specs,
+    load_private_key,
+)
 from waa_client.ssh.failures import (
     handshake_error,
     no_ssh_client,
@@ -98,21 +104,11 @@ class _Master:
         return host_port(self.host, self.port)
 
     def options(self) -> list[str]:
-        """Options every ssh invocation for this endpoint gets."""
-        return [
-            "-F", "/dev/null",  # no ~/.ssh/config: a pool connects with its own settings only
-            "-i", str(self.key_path),
-            "-p", str(self.port),
-            "-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none", "-o", "BatchMode=yes",
-            "-o", f"UserKnownHostsFile={self.known_hosts.path}",
-            "-o", "GlobalKnownHostsFile=/dev/null",
-            "-o", "StrictHostKeyChecking=accept-new", "-o", "UpdateHostKeys=no",
-            "-o", f"ConnectTimeout={max(1, round(self.connect_timeout))}",
-            "-o", f"ServerAliveInterval={max(1, round(self.keepalive))}",
-            "-o", "ServerAliveCountMax=3", "-o", "ExitOnForwardFailure=yes",
-            "-o", "LogLevel=ERROR",
-            "-S", str(self.control),
-        ]
+        """Options every ssh invocation for this endpoint gets: the pool's
+        (:func:`waa_client.ssh.base.endpoint_options`) and the control socket."""
+        return [*endpoint_options(self.key_path, self.port, self.known_hosts.path,
+                                  connect_timeout=self.connect_timeout, keepalive=self.keepalive),
+                "-S", str(self.control)]
 
     def alive(self) -> bool:
         """True while the master process runs and its control socket exists."""
@@ -247,9 +243,7 @@ class OpenSshTunnel(LocalForwards):
     _master: _Master | None = None
 
     def _specs(self, ports: tuple[int, int]) -> list[str]:
-        t = self.target
-        return [f"{LOCALHOST}:{ports[0]}:{t.remote_host}:{t.remote_waa_port}",
-                f"{LOCALHOST}:{ports[1]}:{t.remote_host}:{t.remote_scoring_port}"]
+        return forward_specs(self.target, *ports)
 
     def start(self) -> None:
         """Connect (or join the endpoint's connection) and add both forwards.

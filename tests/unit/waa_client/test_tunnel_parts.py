@@ -37,24 +37,33 @@ def write_ed25519(path: Path, mode: int = 0o600) -> Path:
 
 def test_ssh_command_is_the_equivalent_tunnel() -> None:
     target = TunnelTarget("w1", "203.0.113.7", 22, "ubuntu", Path("keys/pool"))
-    assert ssh_command(target, 5001, 5051) == [
+    assert ssh_command(target, 5001, 5051, Path("pool/known_hosts")) == [
         "ssh", "-N",
         "-L", "127.0.0.1:5001:127.0.0.1:5000",
         "-L", "127.0.0.1:5051:127.0.0.1:5051",
-        "-i", "keys/pool", "-p", "22",
-        "-o", "IdentitiesOnly=yes", "-o", "ExitOnForwardFailure=yes",
-        "-o", "ServerAliveInterval=15",
+        "-F", "/dev/null", "-i", "keys/pool", "-p", "22",
+        "-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none", "-o", "BatchMode=yes",
+        "-o", "UserKnownHostsFile=pool/known_hosts", "-o", "GlobalKnownHostsFile=/dev/null",
+        "-o", "StrictHostKeyChecking=accept-new", "-o", "UpdateHostKeys=no",
+        "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=15",
+        "-o", "ServerAliveCountMax=3", "-o", "ExitOnForwardFailure=yes",
+        "-o", "LogLevel=ERROR",
         "ubuntu@203.0.113.7",
     ]
 
 
-def test_ssh_command_with_known_hosts() -> None:
+def test_ssh_command_carries_the_tunnels_own_options(tmp_path: Path) -> None:
+    # one builder for both: the printed command and the tunnel's own ssh differ only in what
+    # the tunnel's master adds (its control socket)
+    from waa_client.ssh.openssh_tunnel import OpenSshTunnel
+
     target = TunnelTarget("w1", "h", 2222, "azureuser", Path("k"), remote_waa_port=5005)
-    argv = ssh_command(target, 6000, 6001, known_hosts=Path("pool/known_hosts"))
-    assert "127.0.0.1:6000:127.0.0.1:5005" in argv
-    assert argv[argv.index("-p") + 1] == "2222"
-    assert "UserKnownHostsFile=pool/known_hosts" in argv
-    assert argv[-1] == "azureuser@h"
+    tunnel = OpenSshTunnel(target, tmp_path / "known_hosts", keepalive=7, connect_timeout=4)
+    argv = tunnel.command()
+    assert "127.0.0.1:0:127.0.0.1:5005" in argv  # ports (0, 0) until started
+    assert argv[argv.index("-p") + 1] == "2222" and argv[-1] == "azureuser@h"
+    assert f"UserKnownHostsFile={tmp_path / 'known_hosts'}" in argv
+    assert "ConnectTimeout=4" in argv and "ServerAliveInterval=7" in argv
 
 
 def test_key_loads(tmp_path: Path) -> None:
