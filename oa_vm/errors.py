@@ -69,8 +69,9 @@ class PoolNotFoundError(InvalidInputError):
         super().__init__(hint if name is None else f"no pool named {name!r} ({hint})")
 
 
-class PoolExistsError(OaVmError):
-    """A pool with that name already exists."""
+class PoolExistsError(InvalidInputError):
+    """A pool with that name already exists: bad input (exit 2), refused before anything is
+    made, as a run folder that exists (``evals.errors.RunExistsError``)."""
 
     def __init__(self, name: str) -> None:
         self.name = name

@@ -155,6 +155,12 @@ def test_existing_name_and_unknown_pool(home: Path) -> None:
     _create_and_wait(home, "p4", 1)
     dup = run_cli("oa-vm", "pool-create", "--cloud", "local", "--name", "p4", "-y", home=home)
     assert "already exists" in dup.assert_one_line_error()
+    # bad input, refused before anything is made: exit 2 (it was 1), in both CLIs
+    assert dup.returncode == 2, dup
+    sweep = run_cli("openadapt-evals", "sweep", "--cloud", "local", "--pool", "p4", "--agent",
+                    "noop", "--tasks", "1", "--results-dir", str(home / "runs"), home=home)
+    assert "a pool named 'p4' already exists" in sweep.assert_one_line_error()
+    assert sweep.returncode == 2, sweep
     for command in ("pool-status", "pool-cleanup", "pool-wait"):
         result = run_cli("oa-vm", command, "--name", "nope", "-y" if command == "pool-cleanup"
                          else "--json" if command == "pool-status" else "--timeout=5s", home=home)
