@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # "name as name", or a name set here: one mypy sees as re-exp
     from oa_vm.api import remove_temporary_pool as remove_temporary_pool
     from oa_vm.api import resolve_name as resolve_name
     from oa_vm.api import wait_pool as wait_pool
+    from oa_vm.clouds import check_name_free as check_name_free
     from oa_vm.clouds import facts, price_per_hour
     from oa_vm.clouds import get_provider as get_provider
     from oa_vm.clouds import load_pool as load_pool
@@ -110,7 +111,7 @@ _HOMES = {
     "oa_vm.reach.drain": "DrainNotice DrainWatch mark_draining",
     "oa_vm.reach.replacements": "replaced_by successor",
     # clouds
-    "oa_vm.clouds": "get_provider load_pool pool_exists facts:cloud_facts"
+    "oa_vm.clouds": "check_name_free get_provider load_pool pool_exists facts:cloud_facts"
                     " price_per_hour:pool_price",
     "oa_vm.clouds.base": "Capability Plan PoolSpec Provider",
     "oa_vm.clouds.declared": "ProviderFacts",

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from oa_vm.clouds import (
+    check_name_free,
     every_pool,
     facts,
     get_provider,
     known_clouds,
     load_pool,
-    pool_exists,
     pool_names,
     pool_stacks,
     price_per_hour,
@@ -34,7 +34,6 @@ from oa_vm.errors import (
     CorruptRecordError,
     InvalidInputError,
     OaVmError,
-    PoolExistsError,
     PoolInUseError,
     PoolNotFoundError,
     PoolNotReadyError,
@@ -353,6 +352,7 @@ def create_pool(
 
     Raises:
         PoolExistsError: a pool of that name exists.
+        CorruptRecordError: one of that name exists, its record unreadable.
         ProviderUnavailableError: the provider cannot run here (nothing written).
         ProvisioningError: creation failed (what was made is removed, the record too).
     """
@@ -363,8 +363,7 @@ def create_pool(
     preflight = getattr(provider, "preflight", None)  # cloud pools: a prepared image, a size
     if preflight is not None:
         preflight(spec)
-    if pool_exists(spec.name):
-        raise PoolExistsError(spec.name)
+    check_name_free(spec.name)
     placeholder = PoolRecord(
         name=spec.name, cloud=spec.cloud, state=PoolState.CREATING, created_at=state.utcnow(),
         expires_at=spec.expires_at, owner=spec.owner, price_per_hour=spec.price_per_hour,

@@ -14,8 +14,7 @@ import typer
 from oa_vm import api
 from oa_vm.cli import images as cli_images
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.cli.common import NameOpt, YesOpt, interrupt_says, show_removal
-from oa_vm.cli.common import confirm as _confirm
+from oa_vm.cli.common import NameOpt, YesOpt, asking, interrupt_says, show_removal
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.clouds import facts, load_pool, pool_exists
@@ -136,23 +135,27 @@ def pool_create(
         raise InvalidInputError("--iso is for your own hosts (--cloud ssh); a cloud image "
                                 "takes it at: oa-vm image-create --iso PATH")
     spec.iso = iso
-    if "0.0.0.0/0" in spec.allow_cidrs:
-        _err("warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet")
+    open_to_all = "0.0.0.0/0" in spec.allow_cidrs
     if plan_only:
+        if open_to_all:
+            _err(pool_opts.OPEN_TO_ALL)
         plan = api.plan_pool(spec)
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
         return
     pool_opts.preflight(spec)  # a missing image or bad size: one line, nothing written
     pool_opts.ensure_engine(spec.cloud)
-    cli_images.build_missing_image(spec, stdout_taken=json_out, yes=yes)
-    if "--allow-cidr" in facts(spec.cloud).options and not spec.allow_cidrs:
-        spec.allow_cidrs = [api.detect_caller_cidr()]
-        _err(f"SSH will be open to {spec.allow_cidrs[0]} only (your address; see --allow-cidr)")
-    plan = api.plan_pool(spec)
-    if not json_out:
-        _echo(plan.describe())
-        _echo(f"Pool {spec.name!r} expires at {state.show_time(spec.expires_at)}")
-    _confirm(f"Create pool {spec.name!r}?", yes)
+    with asking(f"Create pool {spec.name!r}?", yes):  # all it says, before the question
+        if open_to_all:
+            _err(pool_opts.OPEN_TO_ALL)
+        cli_images.build_missing_image(spec, stdout_taken=json_out, yes=yes)
+        if "--allow-cidr" in facts(spec.cloud).options and not spec.allow_cidrs:
+            spec.allow_cidrs = [api.detect_caller_cidr()]
+            _err(f"SSH will be open to {spec.allow_cidrs[0]} only (your address; see "
+                 "--allow-cidr)")
+        plan = api.plan_pool(spec)
+        if not json_out:
+            _echo(plan.describe())
+            _echo(f"Pool {spec.name!r} expires at {state.show_time(spec.expires_at)}")
     with interrupt_says(lambda: _create_left(spec.name)):
         record = api.create_pool(spec, progress=_err if json_out else _echo)
     if json_out:
@@ -256,7 +259,8 @@ def pool_cleanup(
     if expired:
         if names:  # --expired chooses the pools itself
             raise InvalidInputError("use either --pool or --expired, not both")
-        _confirm("Remove every expired pool?", yes)
+        with asking("Remove every expired pool?", yes):
+            pass
         reports = api.cleanup_expired(progress=_echo, force=force)
         unreadable = [name for name, r in reports.items() if r.unreadable]
         done = [r for r in reports.values() if r.skipped is None]
@@ -286,8 +290,9 @@ def pool_cleanup(
     # asked for every pool with something to remove: one whose record was removed by hand too
     asked = [pool for pool in pools if state.exists(pool) or not state.tombstone(pool).exists()]
     if asked:
-        _confirm(f"Remove {_pools(asked)} and everything {'they' if asked[1:] else 'it'} "
-                 "created?", yes)
+        with asking(f"Remove {_pools(asked)} and everything {'they' if asked[1:] else 'it'} "
+                    "created?", yes):
+            pass
     left = []
     for pool in pools:  # the next pool is removed even when one left something: not left billing
         report = api.cleanup_pool(pool, progress=_echo, force=force, purge=purge)

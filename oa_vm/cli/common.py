@@ -38,18 +38,22 @@ def err(line: str) -> None:
     typer.echo(line, err=True)
 
 
-def confirm(question: str, yes: bool) -> None:
-    """Ask before anything that costs money or removes things; refuse silently-piped runs.
+@contextlib.contextmanager
+def asking(question: str, yes: bool) -> Iterator[None]:
+    """Ask before anything that costs money or removes things, once the block has shown what the
+    question is about (a plan and its price); ``-y`` skips the question, the block still runs.
+
+    With no terminal to ask on and no ``-y`` the command is refused on entry, before the block
+    says anything: that refusal is the one line the command prints.
 
     Raises:
         InvalidInputError: no terminal to ask on and no ``-y``.
         typer.Abort: the user said no.
     """
-    if yes:
-        return
-    if not sys.stdin.isatty():
+    if not yes and not sys.stdin.isatty():
         raise InvalidInputError(f"{question.rstrip('?')}: not asked (no terminal); pass -y")
-    if not typer.confirm(question, default=False, err=True):
+    yield
+    if not yes and not typer.confirm(question, default=False, err=True):
         raise typer.Abort()
 
 

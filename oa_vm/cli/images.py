@@ -15,7 +15,7 @@ import typer
 
 from oa_vm.api import owner
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.cli.common import YesOpt, confirm, show_removal
+from oa_vm.cli.common import YesOpt, asking, show_removal
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.errors import InvalidInputError
@@ -70,16 +70,16 @@ def image_create(
     if iso:  # before the engine, the address and anything made
         iso_source.check(iso)
     pool_opts.ensure_engine(cloud)
-    if not cidrs:
-        from oa_vm.api import detect_caller_cidr
+    with asking(f"Build the {cloud} image for {region}?", yes):  # all it says, before the question
+        if not cidrs:
+            from oa_vm.api import detect_caller_cidr
 
-        cidrs = [detect_caller_cidr()]
-        _err(f"SSH will be open to {cidrs[0]} only (your address; see --allow-cidr)")
-    plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
-                             iso=iso)
-    if not json_out:
-        _echo(plan.describe())
-    confirm(f"Build image {plan.name} in {region}?", yes)
+            cidrs = [detect_caller_cidr()]
+            _err(f"SSH will be open to {cidrs[0]} only (your address; see --allow-cidr)")
+        plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
+                                 iso=iso)
+        if not json_out:
+            _echo(plan.describe())
     record = images.create_image(
         provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
         progress=_err if json_out else _echo, iso=iso,
@@ -149,7 +149,8 @@ def image_delete(
     from oa_vm.model import image_records
 
     record = image_records.load(image_records.check_image_id(image_id))
-    confirm(f"Delete image {record.id} ({record.cloud} {record.region})?", yes)
+    with asking(f"Delete image {record.id} ({record.cloud} {record.region})?", yes):
+        pass
     report = images.delete_image(record.id, progress=_echo)
     show_removal(report, f"image {record.id!r}")
     _echo(f"Image {record.id} deleted.")

@@ -21,7 +21,7 @@ import typer
 
 from oa_vm.api import DEFAULT_TTL_HOURS, MAX_TTL_HOURS
 from oa_vm.clouds.base import Capability, PoolSpec
-from oa_vm.errors import InvalidInputError, PoolExistsError, ProviderUnavailableError
+from oa_vm.errors import InvalidInputError, ProviderUnavailableError
 from oa_vm.kit import timings
 from oa_vm.kit.clikit import target_option
 from oa_vm.kit.duration_options import Duration, duration_option
@@ -84,6 +84,10 @@ def parse_regions(region: str | None) -> list[str]:
         raise InvalidInputError(f"--region {region!r}: a region between its commas is empty; "
                                 "give region names, e.g. --region us-east-1,us-west-2")
     return regions
+
+
+OPEN_TO_ALL = "warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet"
+"""Said by a command given ``--allow-cidr 0.0.0.0/0``, with its plan."""
 
 
 def choose_cloud(cloud: str | None, ask: Callable[[], str] | None = None) -> str:
@@ -150,13 +154,13 @@ def preflight(spec: PoolSpec) -> None:
 
     Raises:
         PoolExistsError: a pool of that name exists (before any plan is printed).
+        CorruptRecordError: one of that name exists, its record unreadable.
         InvalidInputError: the oa-vm home cannot be written.
     """
-    from oa_vm.clouds import get_provider, pool_exists
+    from oa_vm.clouds import check_name_free, get_provider
     from oa_vm.model import state
 
-    if pool_exists(spec.name):
-        raise PoolExistsError(spec.name)
+    check_name_free(spec.name)
     problem = state.home_problem()  # else the plan is shown and the record's write fails
     if problem:
         raise InvalidInputError(problem)

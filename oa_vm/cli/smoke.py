@@ -13,11 +13,11 @@ from typing import Annotated
 import typer
 
 from oa_vm.cli import pool_options as pool_opts
-from oa_vm.cli.common import YesOpt, confirm
+from oa_vm.cli.common import YesOpt, asking
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
 from oa_vm.cli.smoke_plan import DEFAULT_MAX_COST_USD
-from oa_vm.errors import InvalidInputError, PoolExistsError
+from oa_vm.errors import InvalidInputError
 from oa_vm.kit.clikit import EXIT_INTERRUPTED, print_json, target_option
 from oa_vm.kit.duration_options import duration_option
 
@@ -64,14 +64,15 @@ def smoke(
         allow_cidrs=list(allow_cidr or []), image=image, delete_image=delete_image,
         wait_timeout_s=wait_timeout, egress=egress,
     )
-    if "0.0.0.0/0" in opts.allow_cidrs:
-        _err("warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet")
+    open_to_all = "0.0.0.0/0" in opts.allow_cidrs
     import time
 
     started = time.monotonic()
     plan = make_plan(opts)
     refusal = plan.refusal()
     if plan_only:
+        if open_to_all:
+            _err(pool_opts.OPEN_TO_ALL)
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
     # the same refusal with --plan as without: a plan the smoke would refuse does not exit 0
     if refusal:
@@ -79,21 +80,24 @@ def smoke(
     if plan_only:
         return
     from oa_vm import api
-    from oa_vm.clouds import pool_exists
+    from oa_vm.clouds import check_name_free
     from oa_vm.kit import timings
 
-    if pool_exists(plan.pool):
-        raise PoolExistsError(plan.pool)  # the smoke removes only what it made
+    check_name_free(plan.pool)  # the smoke removes only what it made
     pool_opts.ensure_engine(cloud)
-    if not opts.allow_cidrs:
-        opts.allow_cidrs = [api.detect_caller_cidr()]
-        _err(f"SSH will be open to {opts.allow_cidrs[0]} only (your address; see --allow-cidr)")
-    say = _err if json_out else _echo
-    say(plan.describe())
     took = timings.IMAGE_BUILD.text()
     build = (f", building the {plan.region} image first ({took})"
              if plan.image_plan is not None else "")
-    confirm(f"Run the smoke{build} (it can spend up to ${plan.max_cost_usd:.2f})?", yes)
+    say = _err if json_out else _echo
+    # all it says, before the question
+    with asking(f"Run the smoke{build} (it can spend up to ${plan.max_cost_usd:.2f})?", yes):
+        if open_to_all:
+            _err(pool_opts.OPEN_TO_ALL)
+        if not opts.allow_cidrs:
+            opts.allow_cidrs = [api.detect_caller_cidr()]
+            _err(f"SSH will be open to {opts.allow_cidrs[0]} only (your address; see "
+                 "--allow-cidr)")
+        say(plan.describe())
     runner = SmokeRun(opts, plan, say, plan_s=time.monotonic() - started)
     timeline = runner.run()
     if json_out:

@@ -11,6 +11,7 @@ import importlib
 from oa_vm.clouds.declared import ProviderFacts
 from oa_vm.errors import (
     InvalidInputError,
+    PoolExistsError,
     PoolNotFoundError,
     ProviderUnavailableError,
     StackWithoutRecordError,
@@ -157,6 +158,24 @@ def pool_exists(name: str) -> bool:
     from oa_vm.model import state
 
     return state.exists(name) or state.record_missing(name) or any(pool_stacks(name))
+
+
+def check_name_free(name: str) -> None:
+    """Refuse a new pool the name of one that exists (:func:`pool_exists`), with the advice
+    that fits that pool's record.
+
+    Raises:
+        CorruptRecordError: its record cannot be read: fix or move the file, as every command
+            that meets it says (``pool-cleanup`` refuses it too, so removing is no way out).
+        PoolExistsError: it exists otherwise: pick another name, or remove it first.
+    """
+    from oa_vm.model import state
+
+    if not pool_exists(name):
+        return
+    if state.exists(name):
+        state.load(name)  # an unreadable record raises here, naming its file
+    raise PoolExistsError(name)
 
 
 def pool_stacks(name: str | None = None) -> Iterator[StackWithoutRecordError]:

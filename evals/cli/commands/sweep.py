@@ -172,9 +172,9 @@ def sweep(
         image=image, build_image=build_image,
     )
     config = replace(config, pool=spec.name)
-    if oa_vm.pool_exists(spec.name) and spec.name != reused:
+    if spec.name != reused:
         # A sweep removes only the pool it made; an existing pool of that name is the user's.
-        raise PoolExistsError(spec.name)
+        oa_vm.check_name_free(spec.name)
     if not idle:
         check_pool_tasks(config, spec, checked)
     if not reused and not idle and oa_vm.cloud_facts(cloud).simulated:
@@ -189,11 +189,10 @@ def sweep(
         from evals.cli.sweep_plan import IDS_UNCHECKED, waa_ids
 
         counted = _image_task_count(config, spec)
-        if counted is not None:
-            _say(f"Tasks: {counted[0]}, {counted[1]}")  # said before the question
-        elif waa_ids(config.selection) is not None:
-            _say(f"Tasks: the IDs given, {IDS_UNCHECKED}")
-        _show_plan_and_confirm(spec, yes)
+        tasks = (f"Tasks: {counted[0]}, {counted[1]}" if counted is not None
+                 else f"Tasks: the IDs given, {IDS_UNCHECKED}"
+                 if waa_ids(config.selection) is not None else None)
+        _show_plan_and_confirm(spec, yes, tasks)
     from evals.run.runner import hold_run
 
     with sigterm_as_interrupt():
@@ -382,13 +381,15 @@ def _keep_logs(pool: str, config: RunConfig) -> None:
     _say(f"worker logs kept in {target}")
 
 
-def _show_plan_and_confirm(spec: PoolSpec, yes: bool) -> None:
-    """A cloud pool costs money: show what it makes and costs, and ask (``-y`` skips).
+def _show_plan_and_confirm(spec: PoolSpec, yes: bool, tasks: str | None) -> None:
+    """A cloud pool costs money: show what it makes and costs (after ``tasks``, the line saying
+    how many tasks), and ask (``-y`` skips; with no terminal, refused before anything is said).
 
     As ``oa-vm pool-create`` does: a region without an image (and no ``--build-image``) or a
     size that cannot nest is refused first, in one line; with ``--build-image`` the image is
     built before the pool's plan (its own plan, price and question first).
     """
+    from oa_vm.cli.common import asking
     from oa_vm.cli.images import build_missing_image
 
     oa_vm.check_available(spec.cloud)
@@ -397,16 +398,12 @@ def _show_plan_and_confirm(spec: PoolSpec, yes: bool) -> None:
     _check_quota(spec, plan)  # refused above the account's vCPU quota before anything is made
     if not spec.allow_cidrs:
         spec.allow_cidrs = [oa_vm.detect_caller_cidr()]
-    build_missing_image(spec, stdout_taken=True, yes=yes)  # stdout: the summary (or JSON) only
-    _say(oa_vm.plan_pool(spec).describe())
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise InvalidInputError(
-            f"create cloud pool {spec.name!r}: not asked (no terminal); pass -y"
-        )
-    if not typer.confirm(f"Create pool {spec.name!r} for this sweep?", default=False):
-        raise typer.Abort()
+    with asking(f"Create pool {spec.name!r} for this sweep?", yes):
+        if tasks:
+            _say(tasks)
+        # stdout: the summary (or JSON) only
+        build_missing_image(spec, stdout_taken=True, yes=yes)
+        _say(oa_vm.plan_pool(spec).describe())
 
 
 SWEEP_POOL = "sweep-pool.json"
