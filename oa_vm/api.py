@@ -424,17 +424,19 @@ def pool_status(
     name: str | None, *, refresh: bool = False,
     save: Callable[[PoolRecord], object] | None = None,
 ) -> PoolRecord:
-    """The pool's record; refreshed from the provider when asked (always for local pools,
-    where it only checks processes). ``save`` writes a changed record (default:
-    :func:`oa_vm.model.lease.save_fenced`, which never recreates a pool being removed; a refresh it
-    refuses is simply not saved; a run's repairer gives one that also carries its lease)."""
+    """The pool's record; refreshed from the provider when asked. A local pool's processes
+    are checked always (no network call); asked, its workers are asked too whether they
+    answer (:meth:`oa_vm.clouds.local.provider.LocalProvider.refresh`). ``save`` writes a
+    changed record (default: :func:`oa_vm.model.lease.save_fenced`, which never recreates a
+    pool being removed; a refresh it refuses is simply not saved; a run's repairer gives one
+    that also carries its lease)."""
     from oa_vm.model.lease import PoolRemovingError, save_fenced
 
     record = load_pool(resolve_name(name))
     if refresh or facts(record.cloud).simulated:
         provider = get_provider(record.cloud)
         before = record.to_json()
-        record = provider.refresh(record)
+        record = provider.refresh(record, network=refresh)
         if record.to_json() != before:
             if save is not None:
                 save(record)
@@ -449,7 +451,7 @@ def list_pools(*, refresh_local: bool = True) -> list[PoolRecord | CorruptRecord
     out: list[PoolRecord | CorruptRecordError] = []
     for item in every_pool():
         if isinstance(item, PoolRecord) and refresh_local and facts(item.cloud).simulated:
-            item = get_provider(item.cloud).refresh(item)
+            item = get_provider(item.cloud).refresh(item, network=False)
         out.append(item)
     return out
 

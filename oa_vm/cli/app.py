@@ -203,7 +203,9 @@ def pool_wait(
 def pool_status(
     name: NameOpt = None,
     json_out: JsonOpt = False,
-    refresh: Annotated[bool, typer.Option(help="Ask the cloud, not just the record.")] = False,
+    refresh: Annotated[bool, typer.Option(
+        help="Ask the cloud, not just the record (a local pool: whether each worker answers)."
+    )] = False,
 ) -> None:
     """Show a pool: its workers, their state and URLs, its cost so far."""
     from oa_vm.cli.pool_views import status_json, status_text

@@ -371,8 +371,13 @@ class Provider(Protocol):
         """
         ...
 
-    def refresh(self, record: PoolRecord) -> PoolRecord:
-        """Ask the cloud (or the OS) what is really there; mark vanished workers ``LOST``."""
+    def refresh(self, record: PoolRecord, *, network: bool = True) -> PoolRecord:
+        """Ask the cloud (or the OS) what is really there; mark vanished workers ``LOST``.
+
+        Without ``network``, only what this machine knows without asking anything over the
+        network (a local pool's processes; a cloud's pool is returned as it is): what a plain
+        ``pool-status`` of a simulated pool reads.
+        """
         ...
 
     def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:

@@ -26,8 +26,9 @@ class ProviderFacts:
             (``--fault``, ``--per-process``, ``--host``, ``--allow-cidr``, ``--size`` ...);
             such an option given for a cloud that does not declare it is refused
             (:func:`oa_vm.api.build_spec`), never ignored.
-        simulated: Its workers are processes of this machine (the local pool): a refresh only
-            checks them (cheap, so every status refreshes), the workers run no WAA of their
+        simulated: Its workers are processes of this machine (the local pool): checking them
+            costs no network call (so every status does, ``refresh(network=False)``; asking
+            them whether they answer is ``--refresh``'s), the workers run no WAA of their
             own, and a failed create that recorded no worker left nothing behind.
         billing: How what the pool keeps bills (disks, addresses:
             :class:`oa_vm.cost.pool_cost.Billing`); None: it rents nothing.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -126,6 +127,64 @@ def test_killed_worker_is_replaced_under_its_name_by_pool_repair(home: Path) -> 
     assert nothing.returncode == 0 and "nothing to repair" in nothing.stdout
     unknown = run_cli("oa-vm", "pool-repair", "--name", "heal", "--worker", "worker-9", home=home)
     assert "no worker worker-9" in unknown.assert_one_line_error()
+
+
+def test_a_frozen_worker_is_not_called_ready_and_pool_repair_replaces_it(home: Path) -> None:
+    # its process is there (SIGSTOP: a hung guest) but answers nothing: a refresh that only
+    # looked for the process called it ready, and the repair found nothing to repair
+    before = _create(home, "frozen", 2)
+    victim = before["workers"][1]["pid"]
+    os.kill(victim, signal.SIGSTOP)
+    try:
+        refreshed = run_cli("oa-vm", "pool-status", "--name", "frozen", "--refresh", home=home)
+        assert refreshed.returncode == 0, refreshed.stderr
+        row = next(line for line in refreshed.stdout.splitlines()
+                   if line.startswith("worker-1"))
+        assert "ready" not in row and "lost" in row and "does not answer" in row, row
+        worker = _status(home, "frozen")["workers"][1]
+        assert worker["state"] == "lost", worker
+        assert "WAA server does not answer within 5s" in worker["detail"], worker
+        waited = run_cli("oa-vm", "pool-wait", "--name", "frozen", "--timeout", READY_TIMEOUT,
+                         home=home)
+        line = waited.assert_one_line_error()
+        assert "worker lost while waiting (worker-1" in line and "does not answer" in line, line
+
+        repaired = run_cli("oa-vm", "pool-repair", "--name", "frozen", "--timeout",
+                           READY_TIMEOUT, home=home)
+        assert repaired.returncode == 0, repaired.stderr
+        assert "replaced worker-1" in repaired.stdout, repaired.stdout
+        wait_gone(victim)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(victim, signal.SIGCONT)  # so that a failed test's cleanup can stop it
+    after = run_cli("oa-vm", "pool-status", "--name", "frozen", "--refresh", "--json",
+                    home=home)
+    assert after.returncode == 0, after.stderr
+    data = json.loads(after.stdout)
+    assert data["state"] == "ready", data
+    assert [w["state"] for w in data["workers"]] == ["ready", "ready"]
+    assert data["workers"][1]["pid"] not in (None, victim)
+    assert data["workers"][0]["pid"] == before["workers"][0]["pid"]  # the other left alone
+    assert _answers(data["workers"][1]["waa_url"])
+
+
+def test_a_pool_never_waited_on_is_ready_once_a_refresh_finds_its_workers_answer(
+    home: Path,
+) -> None:
+    # 'pool-status --refresh' said "provisioning / booting" for ever without a pool-wait
+    created = run_cli("oa-vm", "pool-create", "--cloud", "local", "--workers", "2", "--name",
+                      "unwaited", "-y", home=home)
+    assert created.returncode == 0, created.stderr
+    wait_until(lambda: all(w["waa_url"] for w in _status(home, "unwaited")["workers"]),
+               "every worker listening")
+    refreshed = run_cli("oa-vm", "pool-status", "--name", "unwaited", "--refresh", "--json",
+                        home=home)
+    assert refreshed.returncode == 0, refreshed.stderr
+    data = json.loads(refreshed.stdout)
+    assert data["state"] == "ready", data
+    assert [(w["state"], w["phase"]) for w in data["workers"]] == [("ready", "ready")] * 2
+    shown = run_cli("oa-vm", "pool-status", "--name", "unwaited", home=home)  # as recorded
+    assert shown.returncode == 0 and "unwaited (local): ready" in shown.stdout, shown.stdout
 
 
 def test_several_workers_per_process_pause_resume_and_repair(home: Path) -> None:

@@ -63,7 +63,13 @@ if TYPE_CHECKING:
 
 READY_TIMEOUT_S = 20.0
 STOP_GRACE_S = 5.0
-PROBE_TIMEOUT_S = 2.0
+PROBE_TIMEOUT_S = 5.0
+"""How long a worker's two servers are waited for to answer one ``/probe`` each, as at a run's
+start (``evals.run.pools.PROBE_TIMEOUT_S``): a worker that does not answer by then cannot take
+a task."""
+SILENT = "does not answer"
+"""The phase of a worker whose process is there but does not answer (:meth:`LocalProvider.
+refresh`)."""
 
 
 class LocalProvider:
@@ -75,6 +81,10 @@ class LocalProvider:
         Capability.DRAIN,  # through each worker's host-status file (oa_vm.reach.drain)
         Capability.CLEAN_RESET,  # infra.local.snapshot: the simulated desktop saved after start
     })
+
+    def __init__(self) -> None:
+        self._answered: set[tuple[str, int | None]] = set()
+        """Workers (name, pid) this provider found answering: not asked again by it."""
 
     def fleet_ops(self) -> FleetOps:
         """Pause, resume and repair of the pool's processes
@@ -215,8 +225,25 @@ class LocalProvider:
 
     # -- observe ---------------------------------------------------------------------------
 
-    def refresh(self, record: PoolRecord) -> PoolRecord:
-        """Mark workers whose process is gone (or is no longer ours) as ``LOST``."""
+    def refresh(self, record: PoolRecord, *, network: bool = True) -> PoolRecord:
+        """Read the workers again: a worker whose process is gone (or is no longer ours) is
+        ``LOST``; with ``network``, each live worker is asked too (:func:`_ask`), and what it
+        answers is recorded:
+
+        - both its servers answer: ``READY`` (a worker never waited for is ready once it
+          answers; one reached over SSH is left to :meth:`worker_phase`, which checks its path);
+        - a ready worker whose process is there but does not answer (frozen, hung) is ``LOST``,
+          as a cloud marks a worker its host no longer reports: ``pool-repair`` replaces it,
+          ``pool-wait`` stops at it, a run leaves it out;
+        - a worker not ready yet that does not answer, or answers an error, keeps waiting, the
+          step and the reason in its phase and detail, as a booting cloud worker.
+
+        Paused, stopped, lost and draining workers are not asked (a draining worker's notice is
+        final), nor, by one provider (one command, one ``pool-wait``), a worker it found
+        answering already: a wait asks each worker until it answers, as it always did, and a
+        worker's fault knobs count its requests. Without ``network`` nothing but this machine's
+        processes is read, so a plain ``pool-status`` stays fast.
+        """
         for worker in record.workers:
             if worker.host in (None, "127.0.0.1"):  # recorded before simulated hosts
                 worker.host = simulated_host(worker)
@@ -228,39 +255,48 @@ class LocalProvider:
                 worker.detail = _log_tail(worker)
             elif worker.waa_url is None:
                 _read_ready(worker)
+        if network:
+            asked = [w for w in record.workers if w.waa_url and w.scoring_url and (
+                w.state == WorkerState.READY
+                or (w.state == WorkerState.BOOTING and w.ssh is None))
+                and (w.name, w.pid) not in self._answered]
+            for worker, (step, error) in zip(asked, _ask(asked), strict=True):
+                _record_answer(worker, step, error)
+                if worker.state == WorkerState.READY:
+                    self._answered.add((worker.name, worker.pid))
         if record.state != state.PoolState.DELETING:  # a removal stopped half-way stays one
             record.state = state.derive_pool_state(record.workers)
         return record
 
     def worker_phase(self, record: PoolRecord, index: int) -> tuple[str, bool]:
-        """process up, listening, WAA /probe, scoring /probe (through SSH if so registered)."""
+        """process up, listening, WAA /probe, scoring /probe (through SSH if so registered).
+
+        A worker reached directly was asked by the refresh that begins each pass of
+        :func:`oa_vm.api.wait_pool`: its phase is what it answered then (asked again, a
+        worker that does not answer would cost each pass :data:`PROBE_TIMEOUT_S` more).
+        """
         worker = record.workers[index]
         if (gone := _not_ours(worker)) is not None:
             worker.state = WorkerState.LOST
             return gone, False
         if worker.waa_url is None and not _read_ready(worker):
             return "process started", False
-        from waa_client import ScoringClient, WaaClient, WaaError
+        if worker.ssh is None:
+            return worker.phase or "listening", worker.state == WorkerState.READY
+        from waa_client.errors import WaaError
 
-        waa_url, scoring_url = worker.waa_url, worker.scoring_url
-        tunnel = None
-        phase = "ssh tunnel" if worker.ssh is not None else "waa probe"
         try:
-            if worker.ssh is not None:
-                tunnel = _open_tunnel(record, worker)
-                waa_url, scoring_url = tunnel.local_waa_url, tunnel.local_scoring_url
-                phase = "waa probe"
-            assert waa_url and scoring_url
-            timeouts = {"connect_timeout": PROBE_TIMEOUT_S, "read_timeout": PROBE_TIMEOUT_S}
-            WaaClient(waa_url, retries=0, **timeouts).probe()
-            phase = "scoring probe"
-            ScoringClient(scoring_url, retries=0, **timeouts).probe()
+            tunnel = _open_tunnel(record, worker)
         except WaaError as exc:
             worker.detail = str(exc)
-            return phase, False
+            return "ssh tunnel", False
+        try:
+            step, error = _ask_one(tunnel.local_waa_url, tunnel.local_scoring_url)
         finally:
-            if tunnel is not None:
-                tunnel.stop()
+            tunnel.stop()
+        if error is not None:
+            worker.detail = str(error)
+            return step, False
         worker.detail = None
         worker.state = WorkerState.READY
         return "ready", True
@@ -455,6 +491,62 @@ def _read_ready(worker: WorkerRecord) -> bool:
         worker.state = WorkerState.BOOTING
         worker.phase = "listening"
     return True
+
+
+def _ask_one(waa_url: str, scoring_url: str) -> tuple[str, Exception | None]:
+    """One ``/probe`` of the worker's WAA server, then (once it answered) one of its scoring
+    server, each waited for :data:`PROBE_TIMEOUT_S` at most: ``("ready", None)``, or the step
+    that failed (``"waa probe"``, ``"scoring probe"``) and its error (a ``waa_client`` error).
+    One try each, one after the other, as ``pool-wait`` always asked: a worker's fault knobs
+    count its requests (``docs/local-worker.md``)."""
+    import time
+
+    from waa_client import ScoringClient, WaaClient
+    from waa_client.errors import WaaError
+
+    step = "waa probe"
+    try:
+        for kind, url in ((WaaClient, waa_url), (ScoringClient, scoring_url)):
+            with kind(url, retries=0, connect_timeout=PROBE_TIMEOUT_S,
+                      read_timeout=PROBE_TIMEOUT_S) as client:
+                client.probe(deadline=time.monotonic() + PROBE_TIMEOUT_S)
+            step = "scoring probe"
+    except WaaError as exc:
+        return step, exc
+    return "ready", None
+
+
+def _ask(workers: list[WorkerRecord]) -> list[tuple[str, Exception | None]]:
+    """:func:`_ask_one` for each worker at its recorded URLs, the workers all at once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not workers:
+        return []
+    # threads, not one per worker: a pool of hundreds asks 64 at a time (as a run's start does)
+    with ThreadPoolExecutor(max_workers=min(64, len(workers))) as executor:
+        return list(executor.map(lambda w: _ask_one(w.waa_url or "", w.scoring_url or ""),
+                                 workers))
+
+
+def _record_answer(worker: WorkerRecord, step: str, error: Exception | None) -> None:
+    """What :meth:`LocalProvider.refresh` records of a worker's answer (see there)."""
+    from waa_client.errors import WorkerTimeoutError, WorkerUnreachableError
+
+    if error is None:
+        worker.state, worker.phase, worker.detail = WorkerState.READY, "ready", None
+        return
+    server = "WAA server" if step == "waa probe" else "scoring server"
+    if not isinstance(error, WorkerUnreachableError):  # it answers, with an error
+        worker.phase, worker.detail = step, str(error)
+        return
+    silent = (f"its {server} does not answer within {PROBE_TIMEOUT_S:g}s"
+              if isinstance(error, WorkerTimeoutError) else
+              f"its {server} cannot be reached ({error})")
+    if worker.state == WorkerState.READY:
+        worker.state, worker.phase = WorkerState.LOST, SILENT
+        worker.detail = f"its process (pid {worker.pid}) runs but {silent} (frozen or hung?)"
+    else:
+        worker.phase, worker.detail = step, silent
 
 
 def _log_tail(worker: WorkerRecord) -> str:

@@ -797,12 +797,14 @@ class PulumiCloudProvider:
             raise ProvisioningError(f"pool {record.name!r}: the update failed: {exc}") from exc
         return outputs
 
-    def refresh(self, record: PoolRecord) -> PoolRecord:
+    def refresh(self, record: PoolRecord, *, network: bool = True) -> PoolRecord:
         """Refresh the stack from the cloud; workers whose instance is gone become ``LOST``.
 
         Within one provider (one ``pool-wait``), at most once per :attr:`refresh_interval_s`:
-        the record is returned unchanged in between.
+        the record is returned unchanged in between, and always without ``network``.
         """
+        if not network:
+            return record
         last = self._refreshed_at.get(record.name)
         if last is not None and time.monotonic() - last < self.refresh_interval_s:
             return record
