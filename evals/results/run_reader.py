@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 from collections.abc import Iterable
 from pathlib import Path
@@ -45,7 +46,8 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
     Raises:
         InvalidRunInputError: the name is not a plain folder name, the results folder named
             does not exist or is a file (:func:`~oa_vm.kit.results_dir.results_read_problem`),
-            or no such run exists (the message lists the runs that do).
+            no such run exists (the message lists the runs that do), or its folder exists
+            but holds no ``metadata.json`` (the message says so and how to list the runs).
     """
     if not run_name or run_name in (".", "..") or "/" in run_name or "\\" in run_name:
         raise InvalidRunInputError(
@@ -63,6 +65,12 @@ def find_run(run_name: str, results_dir: Path | str | None = None) -> Path:
     path = root / run_name
     if os.path.lexists(path):
         check_readable_folder(root, path)
+    if path.is_dir() and not (path / METADATA_FILE).is_file():
+        # the folder is there: "no run named" would send the user looking for a typo
+        raise InvalidRunInputError(
+            f"{path} exists but holds no run (no {METADATA_FILE}); list the runs with "
+            f"'openadapt-evals runs --results-dir {shlex.quote(str(root))}'"
+        )
     if not (path / METADATA_FILE).is_file():
         known = list_runs(root)
         hint = (f"known runs: {listing(known)}" if known else "it holds no runs"

@@ -71,3 +71,22 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], expected: str) -
     assert expected in line
     assert result.returncode == 2
     assert _pools_left(tmp_path / "oa-home") == []
+
+
+@pytest.mark.parametrize("args", [["view", "notarun"], ["compare", "notarun", "notarun"],
+                                  ["export", "notarun"],
+                                  ["run", "--rerun-errors", "notarun", "--pool", "absent"]])
+def test_a_folder_that_holds_no_run_is_said_to_be_one(tmp_path: Path, args: list[str]) -> None:
+    # a folder of the user's own in the results folder: "no run named 'notarun'" was false (the
+    # folder is there) and sent the user looking for a typo
+    results = tmp_path / "results"
+    (results / "notarun").mkdir(parents=True)
+    (results / "notarun" / "notes.txt").write_text("mine", encoding="utf-8")
+    result = run_cli("openadapt-evals", *args, "--results-dir", str(results),
+                     home=tmp_path / "oa-home")
+    assert result.assert_one_line_error() == (
+        f"openadapt-evals: error: {results / 'notarun'} exists but holds no run (no "
+        f"metadata.json); list the runs with 'openadapt-evals runs --results-dir {results}'")
+    assert result.returncode == 2
+    assert sorted(p.name for p in (results / "notarun").iterdir()) == ["notes.txt"]
+    assert _pools_left(tmp_path / "oa-home") == []
