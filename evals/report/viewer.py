@@ -33,12 +33,20 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from evals.results.records import RunMetadata, StepRecord, Summary, TaskExecution, read_tree
+from evals.results.records import (
+    METADATA_FILE,
+    RunMetadata,
+    StepRecord,
+    Summary,
+    TaskExecution,
+    read_tree,
+)
 from evals.results.run_reader import missing_line, missing_of, read_metadata, read_record_folders
 from evals.run.manifest import MANIFEST, read_manifest, summary_lines
-from evals.run.metrics import fmt_interval, fmt_num, fmt_rate, summarize
+from evals.run.metrics import fmt_interval, fmt_num, fmt_rate, sessions_fact, summarize
 from evals.run.pools import record_namer
 from evals.run.reset import fingerprint_ok
+from evals.run.variations import difference_text
 from oa_vm.kit import safe_fs
 from oa_vm.kit.durations import format_duration
 from oa_vm.kit.lazy import pil
@@ -406,19 +414,28 @@ def _statistics_view(summary: Summary) -> dict[str, Any]:
 
 
 def _styles_view(summary: Summary) -> list[list[str]]:
-    """Each goal style beside the originals of the same tasks (``--variations``)."""
+    """Each goal style beside the originals of the same tasks (``--variations``), with its
+    paired difference as the summary prints it (:func:`evals.run.variations.difference_text`)."""
     return [[r["style"], f"{r['successes']}/{r['runs']}", fmt_rate(r.get("success_rate")),
              fmt_interval(r.get("success_rate_ci"), rate=True), fmt_num(r.get("mean_score")),
              str(r.get("errors", 0)),
-             fmt_rate(r.get("original_success_rate")) if r["style"] != "original" else ""]
+             fmt_rate(r.get("original_success_rate")) if r["style"] != "original" else "",
+             difference_text(r)]
             for r in summary["goal_styles"]]
 
 
-def _manifest_view(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """What the run measured (``manifest.json``, :mod:`evals.run.manifest`), in a few rows."""
+def _manifest_view(
+    manifest: Mapping[str, Any] | None, summary: Summary
+) -> dict[str, Any] | None:
+    """What the run measured (``manifest.json``, :mod:`evals.run.manifest`), in a few rows, and
+    the pools its sessions ran on as the summary says them: the manifest is written when a run
+    starts, so its pools are the first session's."""
     if manifest is None:
         return None
-    return {"name": MANIFEST, "rows": list(summary_lines(manifest))}
+    sessions = sessions_fact(summary)
+    extra = [] if sessions is None else [(sessions[0].lower(), sessions[1])]
+    return {"name": MANIFEST + ("" if sessions is None else f" and {METADATA_FILE}"),
+            "rows": [*summary_lines(manifest), *extra]}
 
 
 def render_run(
@@ -491,7 +508,7 @@ def render_run(
         show_cost=show_cost,
         statistics=_statistics_view(summary),
         styles=_styles_view(summary),
-        manifest=_manifest_view(manifest),
+        manifest=_manifest_view(manifest, summary),
         resets=summary["resets"],
         filters=[(k, n) for k, n in counts.items() if n or k == "all"],
         tasks=tasks,

@@ -625,9 +625,9 @@ def format_summary(summary: Summary) -> str:
         headers = ["pool", "cloud", "$/hour", "workers", "tasks", "success", "failure",
                    "errors", "worker-hours", "cost"]
         lines += ["", table(headers, rows, align="ll" + "r" * 8)]
-    sessions = summary.get("session_pools") or []
-    if len(set(sessions)) > 1:
-        lines += ["", f"Sessions ran on pools: {', then '.join(sessions)}"]
+    sessions = sessions_fact(summary)
+    if sessions:
+        lines += ["", ": ".join(sessions)]
     quarantined = summary.get("quarantined_workers") or []
     if quarantined:
         lines += ["", f"Quarantined workers: {', '.join(quarantined)}"]
@@ -641,6 +641,16 @@ def format_summary(summary: Summary) -> str:
     lines += reset_lines(summary)
     lines += _cost_lines(summary)
     return "\n".join(lines)
+
+
+def sessions_fact(summary: Summary) -> tuple[str, str] | None:
+    """``("Sessions ran on pools", "a, then b")``: the pools a run's sessions ran on, in order,
+    as the printed summary and the run page say them; ``None`` when every session ran on one
+    pool (the pool the run names says it all)."""
+    sessions = summary.get("session_pools") or []
+    if len(set(sessions)) < 2:
+        return None
+    return "Sessions ran on pools", ", then ".join(sessions)
 
 
 def _rate_note(summary: Summary) -> str:

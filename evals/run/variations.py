@@ -197,6 +197,18 @@ def compare_styles(outcomes: Iterable[Outcome]) -> list[StyleRow]:
     return [row(style, by_style[style]) for style in order if style in by_style]
 
 
+def difference_text(row: Mapping[str, Any]) -> str:
+    """A ``goal_styles`` row's difference from the originals as the summary and the run page
+    say it (``+12.5 points 95% CI [-3.1, +28.1], p = 0.125 (paired by task)``); empty for the
+    originals' row or where there are no originals to pair with."""
+    diff = row.get("difference_from_originals")
+    if not diff:
+        return ""
+    ci = diff["ci"]
+    return (f"{100 * ci['estimate']:+.1f} points 95% CI [{100 * ci['low']:+.1f}, "
+            f"{100 * ci['high']:+.1f}], p = {diff['p_value']:.3f} (paired by task)")
+
+
 def format_styles(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     """The ``goal_styles`` rows of a summary as lines (none when the run has no variation)."""
     listed = list(rows)
@@ -212,11 +224,9 @@ def format_styles(rows: Iterable[Mapping[str, Any]]) -> list[str]:
         interval = f" 95% CI [{pct(ci['low'])}, {pct(ci['high'])}]" if ci else ""
         against = ("" if r["style"] == "original"
                    else f"; originals of these tasks {pct(r.get('original_success_rate'))}")
-        diff = r.get("difference_from_originals")
+        diff = difference_text(r)
         if diff:
-            against += (f", difference {100 * diff['ci']['estimate']:+.1f} points 95% CI "
-                        f"[{100 * diff['ci']['low']:+.1f}, {100 * diff['ci']['high']:+.1f}], "
-                        f"p = {diff['p_value']:.3f} (paired by task)")
+            against += f", difference {diff}"
         errors = f", {r['errors']} error(s)" if r.get("errors") else ""
         lines.append(f"  {r['style']:<18} {r['successes']}/{r['runs']} succeeded "
                      f"({pct(r.get('success_rate'))}){interval} on {r['tasks']} task(s)"

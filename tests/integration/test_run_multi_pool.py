@@ -584,6 +584,12 @@ def test_a_run_resumed_on_another_pool_lists_every_session_s_workers(
     assert listed.returncode == 0 and "r" in listed.stdout, listed.stderr
     viewed = evals("view", "r", home=home, results=results)
     assert viewed.returncode == 0, viewed.stderr
+    # the page's "What was measured" names both sessions' pools, as the printed summary does
+    # (the manifest, written when the run started, lists pa only)
+    assert "Sessions ran on pools: pa, then pb" in again.stdout, again.stdout
+    page = (results / "r" / "view.html").read_text()
+    measured = page.partition("<h2>What was measured</h2>")[2].partition("</table>")[0]
+    assert "<td>sessions ran on pools</td><td><code>pa, then pb</code></td>" in measured, measured
 
 
 def test_a_multi_pool_run_resumes_on_the_pools_left_with_allow_change_pools(

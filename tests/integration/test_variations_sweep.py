@@ -1,5 +1,6 @@
 """``--variations`` on the local suite: each task's rewordings run after it with its checker,
-and the summary, ``summary.json`` and the run page set each style beside the originals."""
+and the summary, ``summary.json`` and the run page set each style beside the originals (the
+page with the difference and p-value the summary prints)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ def test_a_sweep_with_variations_compares_each_style(oa_home: Path, tmp_path: Pa
     assert view.returncode == 0, view.stderr
     page = Path(view.stdout.strip().splitlines()[-1]).read_text(encoding="utf-8")
     assert "<h2>Goal styles</h2>" in page and "unrelated_context" in page
+    # each style's paired difference and p-value, as the summary printed them
+    for style in ("casual", "formal", "unrelated_context"):
+        [line] = [line for line in done.stdout.splitlines() if line.split()[:1] == [style]]
+        difference = line.partition(", difference ")[2]
+        assert difference.endswith("(paired by task)"), line
+        assert f"<td>{difference}</td>" in page, (style, difference)
 
 
 def test_a_bad_variations_file_is_one_line_before_any_pool(oa_home: Path,
