@@ -17,7 +17,7 @@ from oa_vm.cli import pool_options as pool_opts
 from oa_vm.cli.common import NameOpt, YesOpt, asking, interrupt_says, show_removal
 from oa_vm.cli.common import echo as _echo
 from oa_vm.cli.common import err as _err
-from oa_vm.clouds import facts, load_pool, pool_exists
+from oa_vm.clouds import check_name_free, facts, load_pool, pool_exists
 from oa_vm.errors import InvalidInputError, OaVmError, PoolInUseError
 from oa_vm.kit.clikit import plain_typer, print_json, run_main, target_option, typed_name
 from oa_vm.kit.duration_options import duration_text_option
@@ -137,6 +137,8 @@ def pool_create(
     spec.iso = iso
     open_to_all = "0.0.0.0/0" in spec.allow_cidrs
     if plan_only:
+        # refused as its create is: no plan of a pool that cannot be made under that name
+        check_name_free(spec.name)
         if open_to_all:
             _err(pool_opts.OPEN_TO_ALL)
         plan = api.plan_pool(spec)

@@ -67,8 +67,11 @@ def smoke(
     open_to_all = "0.0.0.0/0" in opts.allow_cidrs
     import time
 
+    from oa_vm.clouds import check_name_free
+
     started = time.monotonic()
     plan = make_plan(opts)
+    check_name_free(plan.pool)  # the smoke removes only what it made; --plan refuses it too
     refusal = plan.refusal()
     if plan_only:
         if open_to_all:
@@ -80,10 +83,8 @@ def smoke(
     if plan_only:
         return
     from oa_vm import api
-    from oa_vm.clouds import check_name_free
     from oa_vm.kit import timings
 
-    check_name_free(plan.pool)  # the smoke removes only what it made
     pool_opts.ensure_engine(cloud)
     took = timings.IMAGE_BUILD.text()
     build = (f", building the {plan.region} image first ({took})"
