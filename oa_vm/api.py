@@ -270,6 +270,14 @@ def _workers_on_hosts(takes: frozenset[str], limit: int, workers: int, given: in
         # a simulated host is one process (--per-process): it takes any number of workers
         if per_host > 1 and workers % per_host and "--per-process" not in takes:
             hosts_up = -(-workers // per_host)
+            if given is None:  # never name a count the user did not type
+                # the nearest multiple, a tie rounded up: no fewer workers than the default
+                near = max(1, (workers + per_host // 2) // per_host) * per_host
+                raise InvalidInputError(
+                    f"the default count ({workers} workers) does not fill hosts of {per_host}: "
+                    f"every host runs --workers-per-host workers; pass --workers N with N a "
+                    f"multiple of {per_host} (the nearest: --workers {near}, "
+                    f"{near // per_host} host(s))")
             raise InvalidInputError(
                 f"--workers {workers} does not fill hosts of {per_host}: every host runs "
                 f"--workers-per-host workers; use --workers {hosts_up * per_host} ({hosts_up} "

@@ -132,6 +132,33 @@ def test_cloud_bad_input(tmp_path: Path, args: list[str], fragment: str) -> None
     assert fragment in result.assert_one_line_error()
 
 
+@pytest.mark.parametrize(("given", "per_host", "said"), [
+    ((), "2", "the default count (3 workers) does not fill hosts of 2: every host runs "
+              "--workers-per-host workers; pass --workers N with N a multiple of 2 (the "
+              "nearest: --workers 4, 2 host(s))"),
+    ((), "5", "the default count (3 workers) does not fill hosts of 5: every host runs "
+              "--workers-per-host workers; pass --workers N with N a multiple of 5 (the "
+              "nearest: --workers 5, 1 host(s))"),
+    (("--workers", "3"), "2", "--workers 3 does not fill hosts of 2: every host runs "
+                              "--workers-per-host workers; use --workers 4 (2 host(s)) or "
+                              "--workers 2"),
+])
+@pytest.mark.parametrize("cloud", ["aws", "azure"])
+def test_hosts_the_count_does_not_fill_are_refused_naming_only_what_was_given(
+    tmp_path: Path, cloud: str, given: tuple[str, ...], per_host: str, said: str
+) -> None:
+    # a refusal names a --workers the user typed, never the default as if it had been typed
+    home = tmp_path / "home"
+    for plan in (("--plan",), ("-y",)):
+        result = run_cli("oa-vm", "pool-create", "--cloud", cloud, *given, "--workers-per-host",
+                         per_host, *plan, home=home, env=_no_engine_env(tmp_path))
+        line = result.assert_one_line_error()
+        assert said in line, line
+        assert ("--workers 3" in line) == bool(given), line
+        assert result.returncode == 2
+    assert not home.exists() or not list(home.rglob("pool.json"))
+
+
 def test_cloud_sweep_without_engine_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
     result = run_cli("openadapt-evals", "sweep", "--cloud", "azure", "--workers", "1",
