@@ -135,20 +135,17 @@ def pool_create(
         raise InvalidInputError("--iso is for your own hosts (--cloud ssh); a cloud image "
                                 "takes it at: oa-vm image-create --iso PATH")
     spec.iso = iso
-    open_to_all = "0.0.0.0/0" in spec.allow_cidrs
     if plan_only:
         # refused as its create is: no plan of a pool that cannot be made under that name
         check_name_free(spec.name)
-        if open_to_all:
-            _err(pool_opts.OPEN_TO_ALL)
+        pool_opts.warn_if_open_to_all(spec.allow_cidrs)
         plan = api.plan_pool(spec)
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
         return
     pool_opts.preflight(spec)  # a missing image or bad size: one line, nothing written
     pool_opts.ensure_engine(spec.cloud)
     with asking(f"Create pool {spec.name!r}?", yes):  # all it says, before the question
-        if open_to_all:
-            _err(pool_opts.OPEN_TO_ALL)
+        pool_opts.warn_if_open_to_all(spec.allow_cidrs)
         cli_images.build_missing_image(spec, stdout_taken=json_out, yes=yes)
         if "--allow-cidr" in facts(spec.cloud).options and not spec.allow_cidrs:
             spec.allow_cidrs = [api.detect_caller_cidr()]

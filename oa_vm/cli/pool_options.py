@@ -87,7 +87,16 @@ def parse_regions(region: str | None) -> list[str]:
 
 
 OPEN_TO_ALL = "warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole internet"
-"""Said by a command given ``--allow-cidr 0.0.0.0/0``, with its plan."""
+
+
+def warn_if_open_to_all(allow_cidrs: list[str]) -> None:
+    """Say :data:`OPEN_TO_ALL` on stderr when ``allow_cidrs`` holds ``0.0.0.0/0``: the one
+    place every command that makes a pool (``pool-create``, ``sweep``, ``smoke``) warns, with
+    its plan (``--plan``) or once its question may be asked (inside
+    :func:`oa_vm.cli.common.asking`, so a command refused for want of a terminal says only that).
+    """
+    if "0.0.0.0/0" in allow_cidrs:
+        typer.echo(OPEN_TO_ALL, err=True)
 
 
 def choose_cloud(cloud: str | None, ask: Callable[[], str] | None = None) -> str:

@@ -64,7 +64,6 @@ def smoke(
         allow_cidrs=list(allow_cidr or []), image=image, delete_image=delete_image,
         wait_timeout_s=wait_timeout, egress=egress,
     )
-    open_to_all = "0.0.0.0/0" in opts.allow_cidrs
     import time
 
     from oa_vm.clouds import check_name_free
@@ -74,8 +73,7 @@ def smoke(
     check_name_free(plan.pool)  # the smoke removes only what it made; --plan refuses it too
     refusal = plan.refusal()
     if plan_only:
-        if open_to_all:
-            _err(pool_opts.OPEN_TO_ALL)
+        pool_opts.warn_if_open_to_all(opts.allow_cidrs)
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
     # the same refusal with --plan as without: a plan the smoke would refuse does not exit 0
     if refusal:
@@ -92,8 +90,7 @@ def smoke(
     say = _err if json_out else _echo
     # all it says, before the question
     with asking(f"Run the smoke{build} (it can spend up to ${plan.max_cost_usd:.2f})?", yes):
-        if open_to_all:
-            _err(pool_opts.OPEN_TO_ALL)
+        pool_opts.warn_if_open_to_all(opts.allow_cidrs)
         if not opts.allow_cidrs:
             opts.allow_cidrs = [api.detect_caller_cidr()]
             _err(f"SSH will be open to {opts.allow_cidrs[0]} only (your address; see "

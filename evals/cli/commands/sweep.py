@@ -183,6 +183,7 @@ def sweep(
         if idle:
             _print_nothing_to_plan(config, json_out)
         else:
+            pool_opts.warn_if_open_to_all(spec.allow_cidrs)
             _print_plan(spec, config, json_out)
         return
     if not reused and not idle and not oa_vm.cloud_facts(cloud).simulated:
@@ -399,6 +400,7 @@ def _show_plan_and_confirm(spec: PoolSpec, yes: bool, tasks: str | None) -> None
     if not spec.allow_cidrs:
         spec.allow_cidrs = [oa_vm.detect_caller_cidr()]
     with asking(f"Create pool {spec.name!r} for this sweep?", yes):
+        pool_opts.warn_if_open_to_all(spec.allow_cidrs)
         if tasks:
             _say(tasks)
         # stdout: the summary (or JSON) only
