@@ -64,6 +64,7 @@ def image_create(
         plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
                                  iso=iso)
         print_json(plan.to_json()) if json_out else _echo(plan.describe())
+        pool_opts.warn_if_open_to_all(cidrs)
         return
     from oa_vm.clouds import iso_source
 
@@ -76,6 +77,7 @@ def image_create(
 
             cidrs = [detect_caller_cidr()]
             _err(f"SSH will be open to {cidrs[0]} only (your address; see --allow-cidr)")
+        pool_opts.warn_if_open_to_all(cidrs)  # the build host's SSH, as a pool's
         plan = images.plan_image(provider, region, size=size, allow_cidrs=cidrs, owner=owner(),
                                  iso=iso)
         if not json_out:

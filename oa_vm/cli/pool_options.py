@@ -91,7 +91,8 @@ OPEN_TO_ALL = "warning: --allow-cidr 0.0.0.0/0 opens SSH (22) to the whole inter
 
 def warn_if_open_to_all(allow_cidrs: list[str]) -> None:
     """Say :data:`OPEN_TO_ALL` on stderr when ``allow_cidrs`` holds ``0.0.0.0/0``: the one
-    place every command that makes a pool (``pool-create``, ``sweep``, ``smoke``) warns, with
+    place every command that opens a host's SSH (``pool-create``, ``sweep``, ``smoke``,
+    ``image-create``) warns, with
     its plan (``--plan``) or once its question may be asked (inside
     :func:`oa_vm.cli.common.asking`, so a command refused for want of a terminal says only that).
     """

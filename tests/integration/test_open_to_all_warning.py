@@ -1,7 +1,7 @@
-"""``--allow-cidr 0.0.0.0/0`` on every command that makes a cloud pool (``pool-create``,
-``sweep``, ``smoke``): the "open to the whole internet" warning, once, with the plan
-(``--plan``) and with ``-y`` before the pool is made; with no terminal and no ``-y`` only the
-refusal is said (tests/integration/test_no_terminal_refusal.py).
+"""``--allow-cidr 0.0.0.0/0`` on every command that opens a cloud host's SSH
+(``pool-create``, ``sweep``, ``smoke``, ``image-create``): the "open to the whole internet"
+warning, once, with the plan (``--plan``) and with ``-y`` before the host is made; with no
+terminal and no ``-y`` only the refusal is said (tests/integration/test_no_terminal_refusal.py).
 
 Offline: the plans run under Pulumi's mocks, the engine is the stand-in ``pulumi`` CLI
 (``tests/support/fake_pulumi_cli.py``), which fails the create's ``up``, so nothing is made and
@@ -26,6 +26,8 @@ POOL = ("--pool", "pw", "--image", SNAPSHOT, "--allow-cidr", "0.0.0.0/0")
 
 # name: (script, arguments); "{results}" is a folder of tmp_path
 COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "image-create": ("oa-vm", ("image-create", "--cloud", "aws", "--region", "us-east-1",
+                               "--allow-cidr", "0.0.0.0/0")),
     "pool-create": ("oa-vm", ("pool-create", "--cloud", "aws", "--workers", "1", *POOL)),
     "smoke": ("oa-vm", ("smoke", "--cloud", "aws", *POOL)),
     "sweep": ("openadapt-evals", ("sweep", "--cloud", "aws", "--workers", "1", *POOL, "--tasks",
