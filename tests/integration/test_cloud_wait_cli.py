@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.clouds.pulumi import driver as pulumi_driver
 from oa_vm.model import state
 from oa_vm.model.state import PoolRecord, PoolState, SshEndpoint, WorkerRecord, WorkerState
 from tests.support import fake_pulumi_cli
@@ -51,19 +50,14 @@ def _pool(home: Path, host: HostSshServer, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def _engine_env(tmp_path: Path) -> dict[str, str]:
-    bin_dir = tmp_path / "bin"
-    fake_pulumi_cli.install(bin_dir)
+    env = fake_pulumi_cli.offline_env(tmp_path)
     stacks = tmp_path / "fake-pulumi" / "stacks"
     stacks.mkdir(parents=True)
     (stacks / "waa.json").write_text(json.dumps({"version": 3, "deployment": {"resources": [
         {"urn": "urn:pulumi:waa::oa-vm-aws::aws:ec2/instance:Instance::waa-w0",
          "type": "aws:ec2/instance:Instance", "custom": True, "id": "i-0abc"},
     ]}}))
-    return {
-        "PATH": f"{bin_dir}:/usr/bin:/bin",
-        "FAKE_PULUMI_STATE": str(tmp_path / "fake-pulumi"),
-        "FAKE_PULUMI_VERSION": pulumi_driver.sdk_version(),
-    }
+    return env
 
 
 def _status(host: HostSshServer, body: str) -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from oa_vm.clouds.pulumi import driver as pulumi_driver
 from tests.support import fake_pulumi_cli
 from tests.support.cli import run_cli
 from tests.support.pools import make_local_pool, remove_pools
@@ -59,11 +58,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict
     ``pulumi`` is the stand-in and whose address detection fails at once."""
     root = tmp_path_factory.mktemp("refusal")
     home = root / "home"
-    bin_dir = root / "bin"
-    fake_pulumi_cli.install(bin_dir)
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "FAKE_PULUMI_STATE": str(root / "fake-pulumi"),
-           "FAKE_PULUMI_VERSION": pulumi_driver.sdk_version(),
-           "OA_VM_IP_ECHO_URL": "http://127.0.0.1:9/"}
+    env = fake_pulumi_cli.offline_env(root)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OA_VM_HOME", str(home))
         from oa_vm.model import image_records, state

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from oa_vm.cli.pool_options import OPEN_TO_ALL
-from oa_vm.clouds.pulumi import driver as pulumi_driver
 from tests.support import fake_pulumi_cli
 from tests.support.cli import run_cli
 
@@ -41,11 +40,7 @@ def test_a_pool_open_to_the_whole_internet_is_warned_of(
     tmp_path: Path, command: str, how: str
 ) -> None:
     home = tmp_path / "home"
-    fake_pulumi_cli.install(tmp_path / "bin")
-    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
-           "FAKE_PULUMI_STATE": str(tmp_path / "fake-pulumi"),
-           "FAKE_PULUMI_VERSION": pulumi_driver.sdk_version(),
-           "OA_VM_IP_ECHO_URL": "http://127.0.0.1:9/"}
+    env = fake_pulumi_cli.offline_env(tmp_path)
     script, args = COMMANDS[command]
     args = tuple(a.replace("{results}", str(tmp_path / "results")) for a in args)
     result = run_cli(script, *args, how, home=home, env=env)

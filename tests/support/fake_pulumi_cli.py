@@ -175,5 +175,19 @@ def install(bin_dir: Path) -> Path:
     return wrapper
 
 
+def offline_env(root: Path) -> dict[str, str]:
+    """The environment of a CLI run offline against this stand-in: ``pulumi`` first on
+    ``PATH`` (installed in ``root/bin``), its state in ``root/fake-pulumi``, the SDK's own
+    version reported (so the engine check passes), and the caller's-address echo pointed at a
+    loopback port that refuses (no outside call; the address is then asked for or refused)."""
+    from oa_vm.clouds.pulumi import driver as pulumi_driver
+
+    install(root / "bin")
+    return {"PATH": f"{root / 'bin'}:/usr/bin:/bin",
+            "FAKE_PULUMI_STATE": str(root / "fake-pulumi"),
+            "FAKE_PULUMI_VERSION": pulumi_driver.sdk_version(),
+            "OA_VM_IP_ECHO_URL": "http://127.0.0.1:9/"}
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
