@@ -105,13 +105,16 @@ def sample_record(workers: int) -> state.PoolRecord:
     )
 
 
+RECORD_PATH = Path("bench-pool") / "pool.json"
+"""The sample record's path: named in error messages only (nothing is read or written), in its
+pool's folder as a record must be (``state._parse`` refuses one naming another pool)."""
+
+
 def _ours() -> tuple[Callable[[str], Any], Callable[[Any], str]]:
     import json
 
-    path = Path("pool.json")  # named in error messages only; nothing is read or written
-
     def parse(text: str) -> Any:
-        return state._parse(path, text)
+        return state._parse(RECORD_PATH, text)
 
     def dump(record: Any) -> str:
         return json.dumps(record.to_json(), indent=2, sort_keys=False, allow_nan=False)
@@ -242,7 +245,7 @@ def round_trips(workers: int, rounds: int, calls: int) -> dict[str, Any]:
     codecs = {name: make() for name, make in makers.items()}
     records = {name: parse(text) for name, (parse, _) in codecs.items()}
     for name, (_, dump) in codecs.items():  # every one reads what the others wrote
-        again = state._parse(Path("pool.json"), dump(records[name]))
+        again = state._parse(RECORD_PATH, dump(records[name]))
         if again != records["ours"]:
             raise RuntimeError(f"{name} does not write the record ours reads back")
     parse_s: dict[str, list[float]] = {name: [] for name in codecs}

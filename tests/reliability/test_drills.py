@@ -160,7 +160,7 @@ def test_a_sweep_named_like_an_existing_pool_leaves_that_pool_alone(
                        "--agent", "oracle", "--tasks", SMALL, "--results-dir",
                        str(tmp_path / "results"), log_dir=tmp_path)
     controllers.append(sweep)
-    assert sweep.wait() == 1
+    assert sweep.wait() == 2  # bad input: the name is taken
     lines = [line for line in sweep.output().splitlines() if line.strip()]
     assert len(lines) == 1 and "already exists" in lines[0], sweep.output()
     after = api.pool_status("mine")
