@@ -1,8 +1,11 @@
 """The statistics of a run and of a pair of runs: intervals, pass@k, pass^k, paired tests.
 
 Pure functions over plain numbers (no run folders here; :mod:`evals.run.metrics` and
-:mod:`evals.report.compare` read those and call these). Distributions and quantiles are scipy's;
-what is written here is how the project's data are fed to them, and why (beside each choice).
+:mod:`evals.report.compare` read those and call these). The quantiles and the t distribution are
+:mod:`evals.results.quantiles`' (scipy's figures, without the cost of importing scipy in every
+command that summarizes a run); the comparison's power simulation is numpy's and scipy's, loaded
+when it runs. What is written here is how the project's data are fed to them, and why (beside
+each choice).
 
 Two estimands, named apart (``docs/results.md``):
 
@@ -27,13 +30,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import numpy as np
-
-# scipy.special, not scipy.stats: the same functions (scipy.stats' norm.ppf, t.ppf and t.sf are
-# these calls), without importing scipy.stats, which parses every distribution's docstring at
-# import. That import was about a quarter of the CPU of a 24-task local sweep, paid by every
-# command that summarizes a run (bench: `python -X importtime -c "import scipy.stats"`).
-from scipy import special
+from evals.results.quantiles import gamma_quantile, normal_quantile, t_cdf, t_quantile
+from oa_vm.kit.lazy import numpy as np
+from oa_vm.kit.lazy import scipy_special as special
 
 T = TypeVar("T")
 CONFIDENCE = 0.95
@@ -105,12 +104,16 @@ def wilson_interval(
     """
     if n <= 0 or not 0 <= successes <= n:
         raise ValueError(f"need 0 <= successes <= n and n > 0, got {successes}/{n}")
-    z = float(special.ndtri(0.5 + confidence / 2)) if quantile is None else quantile
+    z = normal_quantile(0.5 + confidence / 2) if quantile is None else quantile
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(max(0.0, p * (1 - p) / n + z * z / (4 * n * n))) / denom
-    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+    # At no successes (or no failures) the end is 0 (or 1) exactly; computed, it may round
+    # to 1e-17 off it.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return float(low), float(high)
 
 
 def modified_wilson_interval(
@@ -140,11 +143,11 @@ def modified_wilson_interval(
     """
     low, high = wilson_interval(successes, n, confidence, quantile=quantile)
     below = 2.5 if n <= 50 else 3.5
-    tail = 1 - confidence  # gammaincinv(x, q) is scipy.stats.gamma.ppf(q, x)
+    tail = 1 - confidence
     if 0 < successes < below:
-        low = min(low, float(special.gammaincinv(successes, tail)) / n)
+        low = min(low, gamma_quantile(successes, tail) / n)
     if 0 < n - successes < below:
-        high = max(high, 1 - float(special.gammaincinv(n - successes, tail)) / n)
+        high = max(high, 1 - gamma_quantile(n - successes, tail) / n)
     return low, high
 
 
@@ -172,22 +175,23 @@ def design_effect(successes: Sequence[float], outcomes: Sequence[int],
             spread a 0/1 outcome of each score's mean would add, counted into the tasks'
             spread (see :func:`mean_score_interval`).
     """
-    n = np.asarray(outcomes, dtype=float)
-    c = np.asarray(successes, dtype=float)
-    extra = np.zeros_like(n) if noise is None else np.asarray(noise, dtype=float)
+    n = [float(x) for x in outcomes]
+    c = [float(x) for x in successes]
+    extra = [0.0] * len(n) if noise is None else [float(x) for x in noise]
     m = len(n)
-    total = float(n.sum())
-    if m == 0 or total <= 0 or (np.all(n == 1) and not np.any(extra > 0)):
+    total = math.fsum(n)
+    if m == 0 or total <= 0 or (all(x == 1 for x in n) and not any(e > 0 for e in extra)):
         return 1.0
     mean_n = total / m
-    most = float(np.sum(n * n)) / total
-    if m < 2 or int(np.sum(c > 0)) < 2 or int(np.sum(c < n)) < 2:
+    most = math.fsum(x * x for x in n) / total
+    if m < 2 or sum(1 for s in c if s > 0) < 2 or sum(
+            1 for s, x in zip(c, n, strict=True) if s < x) < 2:
         return most
-    p = math.fsum(c.tolist()) / total
+    p = math.fsum(c) / total
     srs = p * (1 - p) / total
-    spread = (c / n - p) ** 2 + extra / (n * n)
-    cluster = float(np.sum((n / mean_n) ** 2 * spread)) / (m * (m - 1))
-    return float(min(most, max(1.0, cluster / srs)))
+    cluster = math.fsum((x / mean_n) ** 2 * ((s / x - p) ** 2 + e / (x * x))
+                        for s, x, e in zip(c, n, extra, strict=True)) / (m * (m - 1))
+    return min(most, max(1.0, cluster / srs))
 
 
 def clustered_interval(
@@ -224,7 +228,7 @@ def clustered_interval(
     # t only where the design effect was estimated from the tasks' spread; at the upper end
     # (not estimable) each task counts once and nothing was estimated
     estimated = several and deff < sum(n * n for _, n in pairs) / total
-    quantile = float(special.stdtrit(len(pairs) - 1, 0.5 + confidence / 2)) if estimated else None
+    quantile = t_quantile(len(pairs) - 1, 0.5 + confidence / 2) if estimated else None
     low, high = modified_wilson_interval(estimate * n_eff, n_eff, confidence, quantile=quantile)
     method = "wilson" if not several else (
         f"wilson, effective n {n_eff:.1f} (design effect {deff:.2f}"
@@ -498,14 +502,14 @@ def paired_difference(
     if m < 2:
         test = PairedTest(name, b_better, a_better, 1.0)
         return PairedDifference(Interval(mean, -1.0, 1.0, confidence, "too few tasks"), test, m)
-    critical = float(special.stdtrit(m - 1, 0.5 + confidence / 2))
+    critical = t_quantile(m - 1, 0.5 + confidence / 2)
 
     def accepts(delta: float) -> bool:
         return abs(_score_statistic(mean, second, delta, m, trials, binary)) < critical
 
     low, high = _invert(accepts, mean)
     at_zero = abs(_score_statistic(mean, second, 0.0, m, trials, binary))
-    p_value = 1.0 if b_better + a_better == 0 else float(2 * special.stdtr(m - 1, -at_zero))
+    p_value = 1.0 if b_better + a_better == 0 else 2 * t_cdf(m - 1, -at_zero)
     interval = Interval(mean, min(low, mean), max(high, mean), confidence,
                         f"{name} inverted, {m - 1} df")
     return PairedDifference(interval, PairedTest(name, b_better, a_better, min(1.0, p_value)), m)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     import anthropic
     import ijson
+    import numpy
     import openai
     import PIL as pil
     import psutil
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from rich import live as rich_live
     from rich import table as rich_table
     from rich import text as rich_text
+    from scipy import special as scipy_special
 
     M = TypeVar("M", bound=ModuleType)
 
@@ -76,6 +78,7 @@ if not TYPE_CHECKING:
     inspect_ai_model = LazyModule("inspect_ai.model")
     inspect_ai_scorer = LazyModule("inspect_ai.scorer")
     inspect_ai_tool = LazyModule("inspect_ai.tool")
+    numpy = LazyModule("numpy")
     openai = LazyModule("openai")
     pil = LazyModule("PIL")
     pil_draw = LazyModule("PIL.ImageDraw")
@@ -88,11 +91,12 @@ if not TYPE_CHECKING:
     rich_live = LazyModule("rich.live")
     rich_table = LazyModule("rich.table")
     rich_text = LazyModule("rich.text")
+    scipy_special = LazyModule("scipy.special")
     semver = LazyModule("semver")
     typer = LazyModule("typer")
 
 __all__ = ["LazyModule", "anthropic", "crypto_ed25519", "crypto_serialization", "ijson",
            "inspect_ai_log", "inspect_ai_model", "inspect_ai_scorer", "inspect_ai_tool", "load",
-           "openai", "pil", "pil_draw", "pil_image", "psutil", "pulumi_automation",
+           "numpy", "openai", "pil", "pil_draw", "pil_image", "psutil", "pulumi_automation",
            "rapidfuzz_fuzz", "requests", "rich_console", "rich_live", "rich_table", "rich_text",
-           "semver", "typer"]
+           "scipy_special", "semver", "typer"]
