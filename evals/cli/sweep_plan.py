@@ -78,8 +78,7 @@ def waa_ids(selection: str) -> list[str] | None:
     """The WAA task IDs ``selection`` names one by one (one, a list, an ``@file``), counted and
     said unchecked before a cloud pool exists; None for what only a catalog resolves and for
     task modules and configs (``cua-bench:``, ``openapps:``), which are not WAA IDs."""
-    from evals.tasks.cua_bench import is_cua_selection
-    from evals.tasks.openapps import is_openapps_selection
+    from evals.tasks import is_cua_selection, is_openapps_selection
     from waa_client.catalog import named_ids
 
     if is_cua_selection(selection) or is_openapps_selection(selection):
@@ -97,14 +96,17 @@ def task_count(selection: str, cloud: str,
     ``all`` is WAA's suite, ``N`` the first N, and the IDs given by name (one, a list, an
     ``@file``) as many as they are.
     """
-    from evals.tasks.cua_bench import is_cua_selection, load_selection
-    from evals.tasks.openapps import is_openapps_selection, select_openapps
+    from evals.tasks import is_cua_selection, is_openapps_selection
     from waa_client.catalog import WAA_SUITE_TASKS, selection_count
 
     text = selection.strip()
     if is_cua_selection(text):  # loaded here, whatever the pool
+        from evals.tasks.cua_bench import load_selection
+
         return len(load_selection(text)), "the modules' variants", True
     if is_openapps_selection(text):
+        from evals.tasks.openapps import select_openapps
+
         return len(select_openapps(text)[0]), "the task config's entries", True
     if counted is not None:
         return counted[0], counted[1], True

@@ -50,11 +50,6 @@ if TYPE_CHECKING:
 SUCCESS_TOLERANCE = 1e-9
 
 
-def is_cua_task(task: dict[str, Any]) -> bool:
-    """Whether a queued task is a Cua-Bench variant (:meth:`Variant.task_json`)."""
-    return isinstance(task.get("cua_bench"), dict)
-
-
 class _Loop:
     """The attempt's event loop, in a daemon thread: a coroutine that never yields cannot
     hold the dispatcher past the deadline (its thread is left behind, the attempt goes on)."""

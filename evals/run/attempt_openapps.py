@@ -48,11 +48,6 @@ START_COMMAND = "goto start_page"
 _ENDED_BY = {SEND_MSG_TO_USER: CLARIFY, REPORT_INFEASIBLE: STOP}
 
 
-def is_openapps_task(task: dict[str, Any]) -> bool:
-    """Whether a queued task is an OpenApps-style entry (:meth:`Entry.task_json`)."""
-    return isinstance(task.get("openapps"), dict)
-
-
 def read_state(waa: WaaClient, clock: _Clock, what: str) -> dict[str, Any]:
     """The apps' state document, read from the worker.
 

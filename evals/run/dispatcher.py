@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -82,8 +82,6 @@ from evals.results.records import (
 )
 from evals.results.trials import split_key
 from evals.run.agent_loop import run_task
-from evals.run.attempt_cua import is_cua_task, run_cua_task
-from evals.run.attempt_openapps import is_openapps_task, run_openapps_task
 from evals.run.paths import DEFAULT_PATIENCE_S, PathWatch, endpoint_of, may_give_back
 from evals.run.queue import AttemptFencedError, QueuedTask, QueueStatus, ReleaseOutcome, TaskQueue
 from evals.run.reset import ResetFailed, WorkerReset
@@ -195,6 +193,7 @@ class Dispatcher:
         self.ledger = ledger
         self.workers = workers
         self.tasks = tasks
+        self._attempts = _attempts_for(tasks.values())
         self.infos = infos
         self.make_agent = make_agent
         self.config = config
@@ -608,14 +607,10 @@ class Dispatcher:
             waa = cast("WaaClient", _Fenced(worker.waa, self.fence))
             deadline = time.monotonic() + self.config.task_timeout_s
             record_dir, stock_reset = self.folder.task_dir(task_id), reset is None
-            if is_cua_task(task):  # a Cua-Bench variant: its module's setup and evaluate
-                execution = run_cua_task(waa, task, base, agent, self.config, deadline=deadline,
-                                         record_dir=record_dir, stock_reset=stock_reset,
-                                         trial=trial)
-            elif is_openapps_task(task):  # an OpenApps-style entry: the apps' state, twice
-                execution = run_openapps_task(waa, task, base, agent, self.config,
-                                              deadline=deadline, record_dir=record_dir,
-                                              stock_reset=stock_reset, trial=trial)
+            attempt = self._attempts.get(_kind_of(task))
+            if attempt is not None:  # a Cua-Bench variant or an OpenApps-style entry
+                execution = attempt(waa, task, base, agent, self.config, deadline=deadline,
+                                    record_dir=record_dir, stock_reset=stock_reset, trial=trial)
             else:
                 execution = run_task(
                     waa, cast("ScoringClient", _Fenced(worker.scoring, self.fence)), task, base,
@@ -818,6 +813,33 @@ class Dispatcher:
             self._count(record)
             self._emit(EventKind.TASK_FINISHED, task_id=task_id, status=record.status.value,
                        detail=record.error_message)
+
+
+_KINDS = ("cua_bench", "openapps")
+"""The task kinds with an attempt of their own, each named by the key that holds its part of a
+queued task (:meth:`evals.tasks.cua_bench.loader.Variant.task_json`,
+:meth:`evals.tasks.openapps.loader.Entry.task_json`); every other task is a WAA task."""
+
+
+def _kind_of(task: Mapping[str, Any]) -> str:
+    return next((kind for kind in _KINDS if isinstance(task.get(kind), dict)), "")  # "": WAA
+
+
+def _attempts_for(tasks: Iterable[Mapping[str, Any]]) -> dict[str, Callable[..., TaskExecution]]:
+    """The attempt of each kind among ``tasks``: a Cua-Bench variant runs its module's setup and
+    evaluate (:func:`evals.run.attempt_cua.run_cua_task`), an OpenApps-style entry reads the
+    apps' state twice (:func:`evals.run.attempt_openapps.run_openapps_task`). Each is imported
+    only for a run that holds such a task: with their task packages, ``asyncio`` and ``yaml``
+    they were a third of the runner's import, paid by every run of WAA tasks."""
+    kinds = {_kind_of(task) for task in tasks}
+    attempts: dict[str, Callable[..., TaskExecution]] = {}
+    if "cua_bench" in kinds:
+        from evals.run.attempt_cua import run_cua_task
+        attempts["cua_bench"] = run_cua_task
+    if "openapps" in kinds:
+        from evals.run.attempt_openapps import run_openapps_task
+        attempts["openapps"] = run_openapps_task
+    return attempts
 
 
 class _Fenced:

@@ -230,11 +230,13 @@ def build_manifest(
 def _module_files(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """``{"modules": {"<module-dir>/<file>": sha256}}`` for Cua-Bench variants (every file of
     each module's folder: a changed page or helper is a changed task), else nothing."""
-    from evals.tasks.cua_bench import module_hashes
-
     files = sorted({Path(str(t["cua_bench"]["module"])) for t in tasks.values()
                     if isinstance(t.get("cua_bench"), Mapping)})
-    return {"modules": module_hashes(files)} if files else {}
+    if not files:
+        return {}
+    from evals.tasks.cua_bench import module_hashes
+
+    return {"modules": module_hashes(files)}
 
 
 def write_manifest(folder: RunFolder, manifest: Mapping[str, Any]) -> Path:

@@ -441,8 +441,7 @@ def select_tasks(pools: Sequence[RunPool], selection: str) -> Selected:
     """
     from typing import cast
 
-    from evals.tasks.cua_bench.loader import is_cua_selection
-    from evals.tasks.openapps.loader import is_openapps_selection
+    from evals.tasks import is_cua_selection, is_openapps_selection
 
     if is_cua_selection(selection) or is_openapps_selection(selection):
         return _select_here(pools, selection)
@@ -479,7 +478,8 @@ def _select_here(pools: Sequence[RunPool], selection: str) -> Selected:
     same for every pool, refused on a pool whose workers lack the simulated desktop it needs."""
     from typing import cast
 
-    from evals.tasks.cua_bench import check_selection, is_cua_selection, select_cua
+    from evals.tasks import is_cua_selection
+    from evals.tasks.cua_bench import check_selection, select_cua
     from evals.tasks.kinds import check_runs_on
     from evals.tasks.openapps import select_openapps
 

@@ -73,16 +73,19 @@ def check_before_run(
     # every recorded setting kept, or changed with --allow-change (evals.run.settings)
     changes = [] if resumed is None or agents is None else check_resume_settings(
         resumed, config, agents.first)
-    from evals.tasks.cua_bench import check_selection, is_cua_selection
+    from evals.tasks import is_cua_selection, is_openapps_selection
 
     if is_cua_selection(config.selection):
+        from evals.tasks.cua_bench import check_selection
+
         # module files on this machine: refused now, before any pool is touched
         check_selection(config.selection, agent=config.agent)
     from evals.run.variations import expand_ids, read_variations
-    from evals.tasks.openapps import is_openapps_selection, load_selection
 
     variations = read_variations(config.variations) if config.variations else None
     if is_openapps_selection(config.selection):
+        from evals.tasks.openapps import load_selection
+
         # a config file on this machine: every entry checked now, before any pool is touched
         entries = load_selection(config.selection)
         _check_openapps_agent(config, entries, agents)
@@ -152,9 +155,8 @@ def check_pool_tasks(config: RunConfig, spec: PoolSpec, checked: Checked | None 
         InvalidRunInputError: see :func:`check_local_tasks`; tasks that need the simulated
             desktop on a pool of WAA workers.
     """
-    from evals.tasks.cua_bench import is_cua_selection
+    from evals.tasks import is_cua_selection, is_openapps_selection
     from evals.tasks.kinds import check_runs_on
-    from evals.tasks.openapps import is_openapps_selection
     from waa_client.catalog import check_not_synthetic, check_waa_selection, named_ids
 
     check_runs_on(spec.cloud, f"a pool of {spec.cloud} workers", config.selection)
@@ -189,8 +191,7 @@ def check_local_tasks(
     from pathlib import Path
 
     from evals.agents.base import tasks_for_agent
-    from evals.tasks.cua_bench import is_cua_selection
-    from evals.tasks.openapps import is_openapps_selection
+    from evals.tasks import is_cua_selection, is_openapps_selection
     from oa_vm import local_tasks_dir
     from waa_client.catalog import Catalog
 

@@ -3,7 +3,7 @@ only (:func:`check_runs_on`); task modules and configs are for the commands that
 (:func:`refuse_task_files`).
 
 OpenApps-style tasks score the simulated desktop's app state; a Cua-Bench module that calls a
-browser operation (:data:`evals.tasks.cua_bench.session.BROWSER_OPERATIONS`) needs the local
+browser operation (:data:`evals.tasks.cua_bench.loader.BROWSER_OPERATIONS`) needs the local
 worker's browser. A WAA worker has neither, so on a pool of them every such task would end in
 ``error/task`` after the pool was made or leased: both are refused before, in one line.
 """
@@ -11,11 +11,14 @@ worker's browser. A WAA worker has neither, so on a pool of them every such task
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import oa_vm
 from evals.errors import InvalidRunInputError
-from evals.tasks.cua_bench.loader import Variant, is_cua_selection, load_selection
-from evals.tasks.openapps.loader import is_openapps_selection
+from evals.tasks import is_cua_selection, is_openapps_selection
+
+if TYPE_CHECKING:
+    from evals.tasks.cua_bench.loader import Variant
 
 
 def check_runs_on(cloud: str, where: str, selection: str,
@@ -43,6 +46,8 @@ def _need(selection: str, variants: Sequence[Variant] | None) -> tuple[str, str]
                 "which a WAA worker does not have")
     if not is_cua_selection(selection):
         return None
+    from evals.tasks.cua_bench.loader import load_selection
+
     using = [v for v in (load_selection(selection) if variants is None else variants)
              if v.browser_operations]
     if not using:

@@ -51,11 +51,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import psutil
-
 from oa_vm.errors import OaVmError, PoolBusyError, PoolInUseError, PoolNotFoundError
 from oa_vm.kit import safe_fs
 from oa_vm.kit.env_knobs import seconds
+from oa_vm.kit.lazy import psutil  # only a lease another process holds is checked with it
 from oa_vm.kit.process_start import start_mark, started_as_recorded
 from oa_vm.model import state
 

@@ -253,8 +253,7 @@ def _print_plan(spec: PoolSpec, config: RunConfig, json_out: bool) -> None:
     """``--plan``: the pool the sweep would create and its price, on stdout; nothing is
     created, recorded or written (no pool, no run folder), and no network is asked (the SSH
     CIDR stays a placeholder, as in ``oa-vm pool-create --plan``)."""
-    from evals.tasks.cua_bench import is_cua_selection
-    from evals.tasks.openapps import is_openapps_selection
+    from evals.tasks import is_cua_selection, is_openapps_selection
     from oa_vm.kit.clikit import print_json
 
     counted = None

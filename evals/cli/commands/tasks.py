@@ -63,12 +63,13 @@ def tasks(
         raise InvalidRunInputError(f"two selections: {selection!r} and --tasks {tasks_sel!r}; "
                                    "give one")
     tasks_sel = selection or tasks_sel or "all"
-    from evals.tasks.cua_bench import is_cua_selection, load_selection
-    from evals.tasks.openapps import is_openapps_selection, select_openapps
+    from evals.tasks import is_cua_selection, is_openapps_selection
 
     browser: dict[str, list[str]] = {}  # a module's browser operations, by its domain
     apps: dict[str, list[str]] = {}  # a module's native-app operations, by its domain
     if is_cua_selection(tasks_sel):
+        from evals.tasks.cua_bench import load_selection
+
         # module files on this machine: no folder or pool to read them from
         variants = load_selection(tasks_sel, split)
         refs = [TaskRef(v.task_id, v.domain, False, v.description) for v in variants]
@@ -76,6 +77,8 @@ def tasks(
                    if v.browser_operations}
         apps = {v.domain: list(v.app_operations) for v in variants if v.app_operations}
     elif is_openapps_selection(tasks_sel):  # a config file on this machine, every entry checked
+        from evals.tasks.openapps import select_openapps
+
         refs = [ref for ref in select_openapps(tasks_sel)[0] if isinstance(ref, TaskRef)]
     elif source is None and pool is None:
         from oa_vm import local_tasks_dir

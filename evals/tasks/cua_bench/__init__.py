@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from evals.errors import InvalidRunInputError
+from evals.tasks import is_cua_selection
 from evals.tasks.cua_bench.loader import (
     DOMAIN,
     Variant,
     apps_problem,
-    is_cua_selection,
     load_selection,
     module_hashes,
     shell_problem,

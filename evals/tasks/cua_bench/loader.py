@@ -29,13 +29,20 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import InvalidRunInputError
+from evals.tasks import CUA_PREFIX as PREFIX
 from evals.tasks.cua_bench.namespace import DEFAULT_SPLIT, install
-from evals.tasks.cua_bench.session import BROWSER_OPERATIONS
 from waa_client import inputs
 
-PREFIX = "cua-bench:"
 MODULE_FILE = "main.py"
 DOMAIN = "cua-bench"
+BROWSER_OPERATIONS = ("launch_window", "execute_javascript", "move_window", "close_all_windows",
+                      "get_element_rect", "click_element", "right_click_element")
+"""The operations of the session (:class:`evals.tasks.cua_bench.session.WorkerSession`) that
+go through the worker's browser (``/browser/...``), which only a local pool's workers have: a
+module calling one runs on a local pool only (:func:`evals.tasks.kinds.check_runs_on`). Every
+method of the session that reaches ``_browser`` or ``_call_browser`` is one (a unit test holds
+the two together). Kept here, not with the session, so that reading a module's operations does
+not import the session (the WAA client, ``asyncio``)."""
 SHELL_OPERATIONS = ("run_command", "shell_command", "read_file", "write_file", "write_bytes",
                     "read_bytes", "file_exists", "directory_exists", "list_dir")
 # Cua-Bench's registry of native apps (session.apps.kicad.install(), install_app("godot")),
@@ -47,11 +54,6 @@ SHELL_OF_OS = {"windows": "windows", "win11": "windows", "win10": "windows", "li
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _import_lock = threading.Lock()
 _counter = itertools.count(1)
-
-
-def is_cua_selection(selection: str) -> bool:
-    """Whether a ``--tasks`` selection names Cua-Bench modules."""
-    return selection.strip().startswith(PREFIX)
 
 
 @dataclass(frozen=True)

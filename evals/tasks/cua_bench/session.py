@@ -70,14 +70,6 @@ def window_document(html: str) -> str:
     )
 
 
-BROWSER_OPERATIONS = ("launch_window", "execute_javascript", "move_window", "close_all_windows",
-                      "get_element_rect", "click_element", "right_click_element")
-"""The session's operations that go through the worker's browser (``/browser/...``), which
-only a local pool's workers have: a module calling one runs on a local pool only
-(:func:`evals.tasks.kinds.check_runs_on`). Every method of :class:`WorkerSession` that
-reaches ``_browser`` or ``_call_browser`` is one (a unit test holds the two together)."""
-
-
 class SessionError(Exception):
     """A session operation the worker refused (the message says what and why)."""
 

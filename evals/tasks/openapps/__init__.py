@@ -10,6 +10,7 @@ worker, reading the apps' state before and after. ``docs/tasks.md`` is the guide
 
 from __future__ import annotations
 
+from evals.tasks import is_openapps_selection
 from evals.tasks.openapps.builtin import BUILTIN
 from evals.tasks.openapps.classes import (
     AbstentionTask,
@@ -27,7 +28,6 @@ from evals.tasks.openapps.classes import (
 from evals.tasks.openapps.loader import (
     DOMAIN,
     Entry,
-    is_openapps_selection,
     load_selection,
 )
 from evals.tasks.openapps.planner_classes import (

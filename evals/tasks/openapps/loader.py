@@ -35,6 +35,7 @@ import yaml
 
 from evals.agents.user_code import import_attribute
 from evals.errors import InvalidRunInputError
+from evals.tasks import OPENAPPS_PREFIX as PREFIX
 from evals.tasks.openapps.builtin import BUILTIN, NOT_SIMULATED
 from evals.tasks.openapps.classes import Task
 from oa_vm.errors import listing
@@ -42,7 +43,6 @@ from waa_client import inputs
 from waa_client.catalog import check_known
 from waa_client.inputs import kind_of
 
-PREFIX = "openapps:"
 DOMAIN = "openapps"
 OPENAPPS_MODULE = "open_apps.tasks.tasks."
 MAX_BYTES = 1_000_000
@@ -54,11 +54,6 @@ DEFAULTS_KEY, SELF = "defaults", "_self_"
 IGNORED_KEYS = ("_target_", "_convert_", "_recursive_", "_partial_")
 """Hydra's instantiation keys: ``_target_`` names the class, the others change nothing here."""
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-def is_openapps_selection(selection: str) -> bool:
-    """Whether a ``--tasks`` selection names an OpenApps-style config."""
-    return selection.strip().startswith(PREFIX)
 
 
 @dataclass(frozen=True)
