@@ -1,17 +1,21 @@
-"""CLI start-up benchmark: ``oa-vm --help`` and ``oa-vm pool-status`` against ``python -c pass``.
+"""CLI start-up benchmark: ``oa-vm`` and ``openadapt-evals`` commands against ``python -c pass``.
 
 Each command is run several times as a real subprocess with this same interpreter's console
 script, and the median wall time is divided by the median of ``python -c pass`` measured in the
 same run, so the ratio says how much the CLI adds to bare interpreter start-up on this machine.
 ``pool-status`` is timed on an empty ``OA_VM_HOME`` (it answers that there is no pool) and with
 one local pool of one worker, ``pool-list`` with that pool; both again through Typer
-(``OA_VM_FAST_PATH=0``), as they ran before the fast path of :mod:`oa_vm.cli.quick`.
+(``OA_VM_FAST_PATH=0``), as they ran before the fast path of :mod:`oa_vm.cli.quick`. Then
+``openadapt-evals tasks`` and ``openadapt-evals run --tasks all --agent random`` on that pool
+(the bundled local suite's 24 tasks): a run's figure is its start-up plus the whole run, which
+is where its import cost shows (the run's other CPU is the same in both trees).
 
 ``--beside DIR`` times another checkout of the project too (its own ``DIR/.venv``, for example
-an older commit made with ``git worktree add DIR COMMIT``): every command then runs alternately
-with this tree's console script and that one's, so the machine's load falls on both alike, and
-each figure gets the ratio of this tree's median to that one's. Byte-compile both trees first
-(``python -m compileall -q``), or the first runs write the caches.
+an older commit made with ``git worktree add DIR COMMIT``; without one, this interpreter's
+console scripts with ``DIR`` first on ``PYTHONPATH``, which an editable install lets win): every
+command then runs alternately with this tree's console script and that one's, so the machine's
+load falls on both alike, and each figure gets the ratio of this tree's median to that one's.
+Byte-compile both trees first (``python -m compileall -q``), or the first runs write the caches.
 
 Usage (from the repository root)::
 
@@ -26,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +81,11 @@ def _run_once(argv: Sequence[str], env: dict[str, str]) -> tuple[float, float, i
 
 
 def time_commands(
-    variants: dict[str, Sequence[str]], env: dict[str, str], runs: int
+    variants: dict[str, Sequence[str]], env: dict[str, str], runs: int,
+    envs: Mapping[str, dict[str, str]] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Median and spread of ``runs`` wall times of each variant's argv (one warm-up run each).
+    """Median and spread of ``runs`` wall times of each variant's argv (one warm-up run each),
+    in ``env`` updated with the variant's own entries of ``envs``.
 
     The variants run in turn (a, b, a, b, ...), so that a change of the machine's load during
     the measurement falls on all of them alike.
@@ -89,7 +95,7 @@ def time_commands(
     codes = dict.fromkeys(variants, 0)
     for attempt in range(runs + 1):
         for key, argv in variants.items():
-            elapsed, used, codes[key] = _run_once(argv, env)
+            elapsed, used, codes[key] = _run_once(argv, {**env, **(envs or {}).get(key, {})})
             if attempt:  # the first run fills the OS's caches; it is not counted
                 times[key].append(elapsed)
                 cpu[key].append(used)
@@ -105,12 +111,12 @@ def time_commands(
     }
 
 
-def _console_script(python: Path, tree: str) -> Path:
-    """The ``oa-vm`` console script beside ``python``; a clear error when it is missing."""
-    script = python.parent / "oa-vm"
+def _console_script(python: Path, tree: str, name: str = "oa-vm") -> Path:
+    """The console script ``name`` beside ``python``; a clear error when it is missing."""
+    script = python.parent / name
     if not script.is_file():
         raise BenchInputError(
-            f"no oa-vm console script beside {python} ({tree}); install the project there "
+            f"no {name} console script beside {python} ({tree}); install the project there "
             "(python -m venv .venv && .venv/bin/pip install -e .)"
         )
     return script
@@ -126,13 +132,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if not 1 <= args.runs <= 100:
         raise BenchInputError(f"--runs must be between 1 and 100, not {args.runs}")
-    scripts = {"this": _console_script(Path(sys.executable), "this tree")}
+    pythons = {"this": Path(sys.executable)}
+    envs: dict[str, dict[str, str]] = {}
     if args.beside is not None:
-        scripts["beside"] = _console_script(args.beside / ".venv" / "bin" / "python", "--beside")
+        pythons["beside"] = args.beside / ".venv" / "bin" / "python"
+        if not pythons["beside"].is_file():  # no venv of its own: its code through ours
+            pythons["beside"] = Path(sys.executable)
+            envs["beside"] = {"PYTHONPATH": str(args.beside.resolve())}
+    for key, python in pythons.items():
+        _console_script(python, "this tree" if key == "this" else "--beside")
 
-    def time_cli(key: str, words: Sequence[str], env: dict[str, str]) -> None:
-        progress(f"timing oa-vm {' '.join(words)} ({key})")
-        timed = time_commands({k: [str(s), *words] for k, s in scripts.items()}, env, args.runs)
+    def time_cli(key: str, words: Sequence[str], env: dict[str, str],
+                 name: str = "oa-vm") -> None:
+        progress(f"timing {name} {' '.join(words)} ({key})")
+        argvs: dict[str, Sequence[str]] = {
+            k: [str(_console_script(p, k, name)), *words] for k, p in pythons.items()}
+        timed = time_commands(argvs, env, args.runs, envs)
         results[key] = timed["this"]
         if "beside" in timed:
             results[key]["beside"] = timed["beside"]
@@ -155,6 +170,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         time_cli("typer_pool_status_one_local_pool", ["pool-status", "--name", "bench-cli"],
                  typer_path)
         time_cli("typer_pool_list_one_local_pool", ["pool-list"], typer_path)
+        time_cli("evals_tasks", ["tasks"], with_pool, "openadapt-evals")
+        time_cli("evals_run_local_pool", ["run", "--pool", "bench-cli", "--tasks", "all",
+                                          "--agent", "random", "--results-dir",
+                                          str(scratch / "runs")], with_pool, "openadapt-evals")
     baseline = base["median_s"]
     for figures in results.values():
         figures["ratio_to_python"] = round(figures["median_s"] / baseline, 2)
