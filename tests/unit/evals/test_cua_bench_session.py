@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from evals.agents.noop import NoopAgent
-from evals.tasks.cua_bench.session import BROWSER_OPERATIONS, SessionError, WorkerSession
+from evals.tasks.cua_bench.loader import BROWSER_OPERATIONS
+from evals.tasks.cua_bench.session import SessionError, WorkerSession
 from tests.support.http_servers import Reply, ScriptedServer
 from waa_client.errors import RequestRejectedError, WaaError
 from waa_client.waa import WaaClient
