@@ -4,15 +4,17 @@ at exit, which printed an ``Exception ignored ... BaseEventLoop.__del__`` traceb
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.support.cli import run_cli
+from tests.support.cli import Result, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -124,15 +126,34 @@ def _alternatives_block(stdout: str) -> list[str]:
     return block
 
 
+PlanPair = tuple[Result, Result]
+"""A plan's text and ``--json`` runs."""
+
+
+@pytest.fixture(scope="module")
+def team_a_plans(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], PlanPair]:
+    """``oa-vm pool-create --cloud CLOUD --pool team-a --plan`` and the same with ``--json``
+    (the default size, region and workers), run once for the tests of this file that read
+    them."""
+    root = tmp_path_factory.mktemp("team-a")
+    env = _offline_env(root)
+
+    @functools.cache
+    def plans(cloud: str) -> PlanPair:
+        args = ["pool-create", "--cloud", cloud, "--pool", "team-a", "--plan"]
+        return (run_cli("oa-vm", *args, home=root / "h", env=env),
+                run_cli("oa-vm", *args, "--json", home=root / "h", env=env))
+
+    return plans
+
+
 @pytest.mark.parametrize(("cloud", "size", "region"),
                          [("aws", "m8i.2xlarge", "us-east-1"),
                           ("azure", "Standard_D8s_v5", "eastus")])
 def test_alternatives_are_a_table_of_distinct_sizes_and_regions(
-    tmp_path: Path, cloud: str, size: str, region: str
+    team_a_plans: Callable[[str], PlanPair], cloud: str, size: str, region: str
 ) -> None:
-    env = _offline_env(tmp_path)
-    text = run_cli("oa-vm", "pool-create", "--cloud", cloud, "--plan", home=tmp_path / "h",
-                   env=env)
+    text, js = team_a_plans(cloud)
     assert text.returncode == 0, text.stderr
     header, *rows = _alternatives_block(text.stdout)
     assert header.split() == ["CLOUD", "REGION", "SIZE", "VCPUS", "MEMORY", "ON-DEMAND/H",
@@ -151,8 +172,7 @@ def test_alternatives_are_a_table_of_distinct_sizes_and_regions(
     assert len({(c[0], c[1], c[2]) for c in others}) == len(others)
     assert all(c[-1].startswith("$") and c[-2].startswith("$") for c in cells)
 
-    js = run_cli("oa-vm", "pool-create", "--cloud", cloud, "--plan", "--json",
-                 home=tmp_path / "h", env=env)
+    assert js.returncode == 0, js.stderr
     plan = json.loads(js.stdout)
     first = plan["alternatives"][0]
     assert first["chosen"] and (first["vcpus"], first["memory_gib"]) == (8, 32)
@@ -171,15 +191,14 @@ def test_spot_alternatives_are_ranked_by_spot_price(tmp_path: Path) -> None:
     assert [a["spot"] for a in rows[1:]] == sorted(a["spot"] for a in rows[1:])
 
 
-def test_azure_plan_names_the_resource_group_it_creates(tmp_path: Path) -> None:
-    env = _offline_env(tmp_path)
-    text = run_cli("oa-vm", "pool-create", "--cloud", "azure", "--pool", "team-a", "--plan",
-                   home=tmp_path / "h", env=env)
+def test_azure_plan_names_the_resource_group_it_creates(
+    team_a_plans: Callable[[str], PlanPair],
+) -> None:
+    text, as_json = team_a_plans("azure")
     assert text.returncode == 0, text.stderr
     assert "<pool>" not in text.stdout
     assert "Note: everything lives in the resource group oa-vm-team-a (" in text.stdout
-    js = json.loads(run_cli("oa-vm", "pool-create", "--cloud", "azure", "--pool", "team-a",
-                            "--plan", "--json", home=tmp_path / "h", env=env).stdout)
+    js = json.loads(as_json.stdout)
     group = next(r for r in js["resources"] if r["type"].endswith(":ResourceGroup"))
     assert group["inputs"]["resourceGroupName"] == "oa-vm-team-a"
     assert any("resource group oa-vm-team-a" in note for note in js["notes"])
