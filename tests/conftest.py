@@ -165,7 +165,8 @@ def pooled(request: pytest.FixtureRequest,
     options from the module's ``pytest.mark.pool(...)``, as :func:`pool`'s."""
     options = _marked(request, "pool")
     options.pop("cli", None)  # made in this process, which lives as long as the module
-    with pool_home(tmp_path_factory.mktemp("pooled") / "home", **options) as home:
+    name = options.pop("name", "p")
+    with pool_home(tmp_path_factory.mktemp("pooled") / "home", {name: options}) as home:
         yield home
 
 

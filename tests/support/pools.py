@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -99,12 +99,17 @@ def leftover_processes(home: Path) -> list[int]:
 
 
 @contextlib.contextmanager
-def pool_home(home: Path, name: str = "p", **options: Any) -> Iterator[Path]:
-    """``home`` (as ``OA_VM_HOME`` meanwhile) with one ready local pool, removed afterwards."""
+def pool_home(home: Path, pools: Mapping[str, Mapping[str, Any]]) -> Iterator[Path]:
+    """``home`` (as ``OA_VM_HOME`` meanwhile) with ready local pools, removed afterwards:
+    ``pools`` maps each pool's name to :func:`make_local_pool`'s options for it. As the
+    ``home`` fixture, it fails if a process of ``home`` is left running once they are gone."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("OA_VM_HOME", str(home))
         try:
-            make_local_pool(name, **options)
+            for name, options in pools.items():
+                make_local_pool(name, **options)
             yield home
         finally:
             remove_pools(home)
+    leftovers = leftover_processes(home)
+    assert not leftovers, f"processes left running: {leftovers}"
