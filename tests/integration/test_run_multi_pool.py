@@ -22,6 +22,7 @@ import os
 import shutil
 import signal
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from tests.integration.test_sweep_local import LOCAL_TASKS, evals, folder_digest
 from tests.integration.test_unknown_task_ids import SHELL_MODULE
 from tests.support.controller import RunController, wait_for_records, worker_pid
 from tests.support.file_state import unchanged
-from tests.support.pools import READY_S
+from tests.support.pools import READY_S, pool_home
 from tests.support.run_records import assert_summary_matches, read_records
 from tests.support.waiting import throughout, wait_gone, wait_until
 
@@ -58,6 +59,17 @@ def make_pools(workers: dict[str, int], **extra: Any) -> None:
         api.wait_pool(name, timeout_s=READY_S)
 
 
+@pytest.fixture(scope="module")
+def two_pools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A home with pools pa and pb, one worker each at :data:`PRICES`, that the module's tests
+    share when they only run on them to the end or take their leases and give them back; a test
+    that kills, faults, drains or repairs a worker, or cuts a run short, makes its own pools
+    (:func:`make_pools`). The home is ``OA_VM_HOME`` meanwhile."""
+    pools = {name: {"price_per_hour": PRICES[name]} for name in ("pa", "pb")}
+    with pool_home(tmp_path_factory.mktemp("two-pools") / "home", pools) as home:
+        yield home
+
+
 def pool_of(worker: str) -> str:
     pool, sep, _ = worker.partition("/")
     assert sep, f"worker {worker!r} is not named <pool>/<worker>"
@@ -65,16 +77,17 @@ def pool_of(worker: str) -> str:
 
 
 def test_one_run_over_two_pools_prices_each_pool_and_names_where_tasks_ran(
-    home: Path, tmp_path: Path
+    two_pools: Path, tmp_path: Path
 ) -> None:
-    make_pools({"pa": 2, "pb": 2})
+    home = two_pools
     results = tmp_path / "results"
-    done = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle", "--tasks", "all",
+    # half the local suite: enough for both pools' workers to take tasks
+    done = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle", "--tasks", "12",
                  "--run-name", "multi", "--step-pause", "0.1", home=home, results=results)
     assert done.returncode == 0, done.stderr
     run_dir = results / "multi"
     records = read_records(run_dir)
-    assert len(records) == LOCAL_TASKS
+    assert len(records) == 12
     assert {r["status"] for r in records.values()} == {"success"}
     assert all(r["attempts"] == 1 for r in records.values())
     per_pool = Counter(pool_of(r["worker"]) for r in records.values())
@@ -103,21 +116,21 @@ def test_one_run_over_two_pools_prices_each_pool_and_names_where_tasks_ran(
     assert list(rows) == ["pa", "pb"]
     for pool, row in rows.items():
         assert row["cloud"] == "local" and row["price_per_hour"] == PRICES[pool]
-        assert row["workers"] == 2
+        assert row["workers"] == 1
         assert row["tasks"] == row["successes"] == per_pool[pool]
         assert row["failures"] == row["errors"] == 0
         assert row["worker_seconds"] == pytest.approx(seconds_by_pool[pool], abs=1e-2)
         assert row["vm_usd"] == pytest.approx(vm_by_pool[pool], abs=1e-5)
-    assert set(summary["workers"]) <= {f"{p}/worker-{i}" for p in PRICES for i in (0, 1)}
+    assert set(summary["workers"]) == {f"{p}/worker-0" for p in PRICES}
 
     metadata = json.loads((run_dir / "metadata.json").read_text())
     assert metadata["pool"] == "pa+pb" and metadata["cloud"] == "local"
     assert metadata["price_per_hour"] is None  # the prices differ: see "pools"
     assert metadata["pools"] == [
         {"name": p, "cloud": "local", "price_per_hour": PRICES[p], "egress": "none",
-         "workers": [f"{p}/worker-0", f"{p}/worker-1"]} for p in ("pa", "pb")
+         "workers": [f"{p}/worker-0"]} for p in ("pa", "pb")
     ]
-    assert metadata["workers"] == [f"{p}/worker-{i}" for p in ("pa", "pb") for i in (0, 1)]
+    assert metadata["workers"] == ["pa/worker-0", "pb/worker-0"]
     assert metadata["cost"]["by_pool"]["pb"]["price_per_hour"] == PRICES["pb"]
 
     # the printed summary has a row per pool, with its own counts and cost
@@ -135,13 +148,13 @@ def test_one_run_over_two_pools_prices_each_pool_and_names_where_tasks_ran(
     html = Path(view.stdout.strip()).read_text()
     assert "<h2>Pools</h2>" in html
     for pool in PRICES:
-        assert f"<tr><td>{pool}</td><td>local</td><td>{PRICES[pool]:g}</td><td>2</td>" in html
+        assert f"<tr><td>{pool}</td><td>local</td><td>{PRICES[pool]:g}</td><td>1</td>" in html
 
 
 def test_a_lease_held_on_one_pool_refuses_the_run_and_releases_the_others(
-    home: Path, tmp_path: Path
+    two_pools: Path, tmp_path: Path
 ) -> None:
-    make_pools({"pa": 1, "pb": 1})
+    home = two_pools
     results = tmp_path / "results"
     with hold_pool("pb", "someone-else"):
         refused = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle",
@@ -154,8 +167,8 @@ def test_a_lease_held_on_one_pool_refuses_the_run_and_releases_the_others(
     assert not (results / "busy").exists()
 
 
-def test_a_pool_given_twice_is_refused(home: Path, tmp_path: Path) -> None:
-    make_pools({"pa": 1})
+def test_a_pool_given_twice_is_refused(two_pools: Path, tmp_path: Path) -> None:
+    home = two_pools
     results = tmp_path / "results"
     refused = evals("run", "--pool", "pa", "--pool", "pa", "--agent", "oracle",
                     "--tasks", "local_small", "--run-name", "twice", home=home, results=results)
@@ -165,8 +178,8 @@ def test_a_pool_given_twice_is_refused(home: Path, tmp_path: Path) -> None:
     assert not (results / "twice").exists() and read_lease("pa") is None
 
 
-def test_a_resume_must_name_the_same_pools(home: Path, tmp_path: Path) -> None:
-    make_pools({"pa": 1, "pb": 1})
+def test_a_resume_must_name_the_same_pools(two_pools: Path, tmp_path: Path) -> None:
+    home = two_pools
     results = tmp_path / "results"
     first = evals("run", "--pool", "pa", "--pool", "pb", "--agent", "oracle",
                   "--tasks", "local_small", "--run-name", "r", home=home, results=results)
@@ -348,12 +361,12 @@ def test_the_budget_cap_holds_across_both_pools(home: Path, tmp_path: Path) -> N
 
 
 def test_two_multi_pool_runs_naming_the_pools_in_opposite_orders_both_finish(
-    home: Path, tmp_path: Path, controllers: list[RunController]
+    two_pools: Path, tmp_path: Path, controllers: list[RunController]
 ) -> None:
     # Two real controllers at once: one waits for the other and they never share a worker
     # (that the order of the leases is what prevents a deadlock is shown deterministically by
     # test_leases_are_taken_in_name_order_whatever_the_order_given).
-    make_pools({"pa": 1, "pb": 1})
+    home = two_pools
     results = tmp_path / "results"
     common = ["--agent", "oracle", "--tasks", "local_small", "--step-pause", "0.3",
               "--wait-for-pool", "3m"]
@@ -372,12 +385,11 @@ def test_two_multi_pool_runs_naming_the_pools_in_opposite_orders_both_finish(
     assert first[1] <= second[0], "the two runs shared the pools' workers"
 
 
-def test_leases_are_taken_in_name_order_whatever_the_order_given(home: Path) -> None:
+def test_leases_are_taken_in_name_order_whatever_the_order_given(two_pools: Path) -> None:
     import threading
 
     from evals.run.pools import hold_pools
 
-    make_pools({"pa": 1, "pb": 1})
     entered, leave = threading.Event(), threading.Event()
 
     def multi_pool_run() -> None:
@@ -638,9 +650,9 @@ def test_a_multi_pool_run_resumes_on_the_pools_left_with_allow_change_pools(
 
 
 def test_allow_change_pools_on_a_single_pool_run_moved_to_another_pool_is_said_not_needed(
-    home: Path, tmp_path: Path
+    two_pools: Path, tmp_path: Path
 ) -> None:
-    make_pools({"pa": 1, "pb": 1})
+    home = two_pools
     results = tmp_path / "results"
     first = evals("run", "--pool", "pa", "--agent", "oracle", "--tasks", "local_small",
                   "--run-name", "r", home=home, results=results)
@@ -692,34 +704,40 @@ def test_a_host_lost_on_the_first_pool_is_named_by_its_pool_once_errors_rerun_on
     assert (recorded["host"], recorded["workers"]) == (lost["host"], lost["workers"])
 
 
-def _moved_mid_attempt(home: Path, results: Path, controllers: list[RunController]) -> Path:
+@pytest.fixture(scope="module")
+def moved_mid_attempt(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """Run ``cut`` on pool pa (one worker) killed while an attempt is under way (one task
-    finished there), then resumed on pool pb to the end; returns its folder."""
-    make_pools({"pa": 1, "pb": 1})
+    finished there), then resumed on pool pb to the end, in pools of its own removed once it
+    is done; returns the home and the results folder that the module's tests read."""
+    root = tmp_path_factory.mktemp("moved")
+    results = root / "results"
     args = ["--agent", "oracle", "--tasks", "local_small", "--run-name", "cut"]
-    first = RunController(home, results, "--pool", "pa", *args, "--step-pause", "1s")
-    controllers.append(first)
-    run_dir = results / "cut"
-    wait_for_records(run_dir, 1, first)
+    pools = {name: {"price_per_hour": PRICES[name]} for name in ("pa", "pb")}
+    with pool_home(root / "home", pools) as home:
+        first = RunController(home, results, "--pool", "pa", *args, "--step-pause", "1s")
+        try:
+            run_dir = results / "cut"
+            wait_for_records(run_dir, 1, first)
 
-    def under_way() -> bool:  # an attempt has its first screenshot and no record yet
-        return any(not (t / "execution.json").exists() and (t / "step_000.png").exists()
-                   for t in (run_dir / "tasks").iterdir())
+            def under_way() -> bool:  # an attempt has its first screenshot and no record yet
+                return any(not (t / "execution.json").exists() and (t / "step_000.png").exists()
+                           for t in (run_dir / "tasks").iterdir())
 
-    wait_until(under_way, "an attempt under way on pa")
-    first.kill()  # SIGKILL: its attempt is left interrupted
-    again = evals("run", "--pool", "pb", "--resume", *args, "--step-pause", "0s",
-                  "--allow-change", "step-pause", home=home, results=results)
+            wait_until(under_way, "an attempt under way on pa")
+        finally:
+            first.kill()  # SIGKILL: its attempt is left interrupted
+        again = evals("run", "--pool", "pb", "--resume", *args, "--step-pause", "0s",
+                      "--allow-change", "step-pause", home=home, results=results)
     assert again.returncode == 0, again.stderr
     assert "Sessions ran on pools: pa, then pb" in again.stdout, again.stdout
-    return run_dir
+    return home, results
 
 
 def test_the_run_page_names_the_first_pools_workers_by_their_pool_once_resumed_on_another(
-    home: Path, tmp_path: Path, controllers: list[RunController]
+    moved_mid_attempt: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    results = tmp_path / "results"
-    run_dir = _moved_mid_attempt(home, results, controllers)
+    home, results = moved_mid_attempt
+    run_dir = results / "cut"
     records = read_records(run_dir)
     assert {r["worker"] for r in records.values()} == {"worker-0", "pb/worker-0"}, records
     [cut] = [r for r in records.values() if r.get("previous_attempts")]
@@ -747,10 +765,9 @@ def test_the_run_page_names_the_first_pools_workers_by_their_pool_once_resumed_o
 
 
 def test_a_run_resumed_on_another_pool_keeps_the_first_pools_workers_among_its_workers(
-    home: Path, tmp_path: Path, controllers: list[RunController]
+    moved_mid_attempt: tuple[Path, Path]
 ) -> None:
-    results = tmp_path / "results"
-    run_dir = _moved_mid_attempt(home, results, controllers)
+    run_dir = moved_mid_attempt[1] / "cut"
     metadata = json.loads((run_dir / "metadata.json").read_text())
     # every worker the run ran on: pa's (named as the summary names them), then pb's
     assert metadata["workers"] == ["pa/worker-0", "pb/worker-0"], metadata["workers"]
@@ -759,10 +776,10 @@ def test_a_run_resumed_on_another_pool_keeps_the_first_pools_workers_among_its_w
 
 
 def test_an_attempt_cut_short_by_a_killed_controller_is_not_its_workers_error(
-    home: Path, tmp_path: Path, controllers: list[RunController]
+    moved_mid_attempt: tuple[Path, Path]
 ) -> None:
-    results = tmp_path / "results"
-    run_dir = _moved_mid_attempt(home, results, controllers)
+    home, results = moved_mid_attempt
+    run_dir = results / "cut"
     records = read_records(run_dir)
     [cut] = [r for r in records.values() if r.get("previous_attempts")]
     assert [(p["worker"], p["error_type"]) for p in cut["previous_attempts"]] == [
@@ -780,9 +797,9 @@ def test_an_attempt_cut_short_by_a_killed_controller_is_not_its_workers_error(
 
 
 def test_a_resume_with_nothing_left_records_no_pool_or_setting_change(
-    home: Path, tmp_path: Path
+    two_pools: Path, tmp_path: Path
 ) -> None:
-    make_pools({"pa": 1, "pb": 1})
+    home = two_pools
     results = tmp_path / "results"
     first = evals("run", "--pool", "pa", "--agent", "oracle", "--tasks", "local_small",
                   "--run-name", "r", "--step-pause", "0.1", home=home, results=results)
