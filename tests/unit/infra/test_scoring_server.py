@@ -13,6 +13,7 @@ WAA's controllers talk to ``http://<vm_ip>:5000``; the guest is a real simulated
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -93,15 +94,16 @@ def _free_loopback() -> str:
     return f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(2, 254)}"
 
 
-@pytest.fixture
-def guest(tmp_path: Path) -> Iterator[tuple[str, WorkerProcess]]:
-    """A simulated worker whose WAA server listens on <random 127.x.y.z>:5000."""
+@contextlib.contextmanager
+def _guest(folder: Path) -> Iterator[tuple[str, WorkerProcess]]:
+    """A simulated worker whose WAA server listens on <random 127.x.y.z>:5000, its files
+    under ``folder``."""
     for _ in range(5):
         ip = _free_loopback()
         try:
             # WAA's controllers call http://<vm_ip>:5000 with no room for a secret prefix,
             # as the guest of a real worker (reached only inside its container) asks for none.
-            worker = start_worker_process(tmp_path / f"guest-{ip}", auth=False,
+            worker = start_worker_process(folder / f"guest-{ip}", auth=False,
                                           extra_args=["--host", ip, "--waa-port", "5000"])
         except WorkerStartError:
             continue  # port 5000 taken on that address: try another one
@@ -116,10 +118,9 @@ def guest(tmp_path: Path) -> Iterator[tuple[str, WorkerProcess]]:
     raise AssertionError("no free 127.x.y.z:5000 for the simulated guest")
 
 
-@pytest.fixture
-def tasks_dir(tmp_path: Path) -> Path:
+def _tasks_dir(folder: Path) -> Path:
     """A tiny task folder in WAA's layout (index + examples/<domain>/<id>.json)."""
-    root = tmp_path / "tasks"
+    root = folder / "tasks"
     (root / "examples" / "notepad").mkdir(parents=True)
     task = {"id": "inner-id-differs", "instruction": "write hi", "config": [],
             "evaluator": {"func": "exact_match", "result": _read(FILE_A),
@@ -130,10 +131,39 @@ def tasks_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def guest(tmp_path: Path) -> Iterator[tuple[str, WorkerProcess]]:
+    """A simulated guest for this test alone (it may write to the guest's files)."""
+    with _guest(tmp_path) as found:
+        yield found
+
+
+@pytest.fixture
+def tasks_dir(tmp_path: Path) -> Path:
+    """The tiny task folder, in the test's own folder."""
+    return _tasks_dir(tmp_path)
+
+
+@pytest.fixture
 def server(tmp_path: Path, guest: tuple[str, WorkerProcess], tasks_dir: Path) -> Iterator[Server]:
+    """A scoring server over :func:`guest` for this test alone: for a test whose setup or
+    getters change the guest's files or the server's cache."""
     srv = _start(tmp_path, guest[0], tasks_dir)
     yield srv
     _stop(srv)
+
+
+@pytest.fixture(scope="module")
+def shared_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One scoring server and guest that the module's tests share when they change nothing
+    there: they probe, or are refused or scored without writing to the guest or the cache
+    (both processes import a lot: one pair per test cost about a second of CPU each)."""
+    folder = tmp_path_factory.mktemp("shared-server")
+    with _guest(folder) as found:
+        srv = _start(folder, found[0], _tasks_dir(folder))
+        try:
+            yield srv
+        finally:
+            _stop(srv)
 
 
 def _task(func: Any, result: Any = None, expected: Any = None, task_id: str = "t",
@@ -173,8 +203,8 @@ def _guest_file(worker: WorkerProcess, path: str) -> bytes | None:
     return answer.content if answer.status_code == 200 else None
 
 
-def test_probe(server: Server) -> None:
-    response = requests.get(f"{server.url}/probe", timeout=TIMEOUT)
+def test_probe(shared_server: Server) -> None:
+    response = requests.get(f"{shared_server.url}/probe", timeout=TIMEOUT)
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "service": "evaluate"}
 
@@ -299,8 +329,8 @@ def test_an_unreachable_guest_fails_setup_instead_of_passing_silently(
         _stop(srv)
 
 
-def test_unknown_setup_step_type_is_reported(server: Server) -> None:
-    response = _setup(server, [{"type": "teleport"}])
+def test_unknown_setup_step_type_is_reported(shared_server: Server) -> None:
+    response = _setup(shared_server, [{"type": "teleport"}])
     assert response.status_code == 422
     assert "unknown setup step type 'teleport'" in response.json()["results"][0]["error"]
 
@@ -311,11 +341,11 @@ def test_postconfig_runs_before_checking(server: Server) -> None:
     assert _evaluate(server, task).json()["score"] == 1.0
 
 
-def test_a_failing_postconfig_is_an_error_not_a_score(server: Server) -> None:
+def test_a_failing_postconfig_is_an_error_not_a_score(shared_server: Server) -> None:
     task = _task("exact_match", _read(FILE_A), _rule("x"),
                  postconfig=[{"type": "activate_window",
                               "parameters": {"window_name": "No Such Window", "strict": True}}])
-    response = _evaluate(server, task)
+    response = _evaluate(shared_server, task)
     assert response.status_code == 500
     assert "postconfig step 'activate_window' failed" in response.json()["message"]
 
@@ -323,21 +353,21 @@ def test_a_failing_postconfig_is_an_error_not_a_score(server: Server) -> None:
 @pytest.mark.parametrize(("last", "score"),
                          [("FAIL", 1.0), ("fail", 0.0), ("DONE", 0.0), (None, 0.0)])
 def test_infeasible_tasks_score_fail_answers(
-    server: Server, last: str | None, score: float
+    shared_server: Server, last: str | None, score: float
 ) -> None:
-    assert _evaluate(server, _task("infeasible"), last).json()["score"] == score
+    assert _evaluate(shared_server, _task("infeasible"), last).json()["score"] == score
 
 
-def test_feasible_task_answered_fail_scores_zero_without_checking(server: Server) -> None:
-    response = _evaluate(server, _task("exact_match", _read(FILE_A), _rule("x")), "FAIL")
+def test_feasible_task_answered_fail_scores_zero_without_checking(shared_server: Server) -> None:
+    response = _evaluate(shared_server, _task("exact_match", _read(FILE_A), _rule("x")), "FAIL")
     assert response.json() == {"score": 0.0, "success": False,
                                "reason": "feasible task, agent answered FAIL"}
 
 
-def test_a_result_getter_that_raises_scores_zero(server: Server) -> None:
+def test_a_result_getter_that_raises_scores_zero(shared_server: Server) -> None:
     # WAA's get_vm_file reads config["dest"]: without it the getter raises, and WAA scores 0.
     task = _task("compare_text_file", {"type": "vm_file", "path": FILE_A}, None)
-    body = _evaluate(server, task).json()
+    body = _evaluate(shared_server, task).json()
     assert body["score"] == 0.0 and "result getter failed" in body["reason"]
 
 
@@ -356,13 +386,13 @@ def test_several_metrics_with_or(server: Server) -> None:
     assert _evaluate(server, task).json()["score"] == 1.0
 
 
-def test_a_metric_list_without_expected_is_an_evaluation_error(server: Server) -> None:
+def test_a_metric_list_without_expected_is_an_evaluation_error(shared_server: Server) -> None:
     task = _task(["exact_match", "exact_match"], [_read(FILE_A), _read(FILE_A)])
-    assert _evaluate(server, task).status_code == 422
+    assert _evaluate(shared_server, task).status_code == 422
 
 
-def test_unknown_metric_is_422(server: Server) -> None:
-    response = _evaluate(server, _task("no_such_metric", _read(FILE_A)))
+def test_unknown_metric_is_422(shared_server: Server) -> None:
+    response = _evaluate(shared_server, _task("no_such_metric", _read(FILE_A)))
     assert response.status_code == 422
     assert "unknown metric 'no_such_metric'" in response.json()["message"]
 
@@ -379,20 +409,21 @@ def test_unknown_metric_is_422(server: Server) -> None:
     ],
 )
 def test_bad_requests_get_one_json_error(
-    server: Server, path: str, body: bytes, status: int
+    shared_server: Server, path: str, body: bytes, status: int
 ) -> None:
-    response = requests.post(f"{server.url}{path}", data=body, timeout=TIMEOUT,
+    response = requests.post(f"{shared_server.url}{path}", data=body, timeout=TIMEOUT,
                              headers={"Content-Type": "application/json"})
     assert response.status_code == status
     assert response.json()["status"] == "error" and response.json()["message"]
 
 
-def test_tasks_and_task_by_index_id(server: Server) -> None:
-    assert requests.get(f"{server.url}/tasks", timeout=TIMEOUT).json() == {"notepad": ["note-1"]}
-    task = requests.get(f"{server.url}/task/note-1", timeout=TIMEOUT)
+def test_tasks_and_task_by_index_id(shared_server: Server) -> None:
+    tasks = requests.get(f"{shared_server.url}/tasks", timeout=TIMEOUT)
+    assert tasks.json() == {"notepad": ["note-1"]}
+    task = requests.get(f"{shared_server.url}/task/note-1", timeout=TIMEOUT)
     assert task.status_code == 200 and task.json()["id"] == "inner-id-differs"
     for unknown in ("nope", "..%2F..%2Fetc%2Fpasswd"):
-        missing = requests.get(f"{server.url}/task/{unknown}", timeout=TIMEOUT)
+        missing = requests.get(f"{shared_server.url}/task/{unknown}", timeout=TIMEOUT)
         assert missing.status_code == 404 and missing.json()["status"] == "error"
 
 
@@ -415,9 +446,9 @@ def test_real_waa_index_is_served(tmp_path: Path, waa_data: Path) -> None:
         _stop(srv)
 
 
-def test_relay_joins_stdin_and_stdout_to_the_server(server: Server, tmp_path: Path) -> None:
+def test_relay_joins_stdin_and_stdout_to_the_server(shared_server: Server) -> None:
     """The far end of the 5050 -> 5051 bridge, as ``docker exec -i`` would run it."""
-    port = server.url.rsplit(":", 1)[1]
+    port = shared_server.url.rsplit(":", 1)[1]
     request = "GET /probe HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     done = subprocess.run(
         [sys.executable, str(ROOT / "infra" / "worker" / "relay.py"), port],
