@@ -17,6 +17,7 @@ from tests.support.pools import READY_S
 pytestmark = pytest.mark.integration
 
 LOCAL_TASKS = 24
+SMALL_TASKS = 6  # local_small: the trials tests run each task five times, so on these only
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -41,7 +42,7 @@ def _edited_tasks(root: Path) -> tuple[Path, str]:
 def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"
     agent = ["--agent", "random", "--agent-arg", "p=0.5", "--agent-arg", "seed=3"]
-    swept = evals("sweep", "--cloud", "local", "--workers", "3", *agent, "--tasks", "all",
+    swept = evals("sweep", "--cloud", "local", "--workers", "2", *agent, "--tasks", "all",
                   "--run-name", "a", home=home, results=results)
     assert swept.returncode == 0, swept.stderr
     # the closing summary carries the statistics
@@ -73,7 +74,7 @@ def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -
     assert manifest["pools"][0]["cloud"] == "local"
 
     # the same setup, another agent: no warning
-    again = evals("sweep", "--cloud", "local", "--workers", "3", "--agent", "oracle",
+    again = evals("sweep", "--cloud", "local", "--workers", "2", "--agent", "oracle",
                   "--tasks", "all", "--run-name", "b", home=home, results=results)
     assert again.returncode == 0, again.stderr
     compared = evals("compare", "a", "b", "--json", home=home, results=results)
@@ -90,7 +91,7 @@ def test_sweep_summary_manifest_and_paired_compare(home: Path, tmp_path: Path) -
 
     # a pool serving one edited task: compare warns, before its verdict
     folder, edited = _edited_tasks(tmp_path)
-    api.create_pool(name="edited", cloud="local", workers=2, tasks_dir=str(folder))
+    api.create_pool(name="edited", cloud="local", workers=1, tasks_dir=str(folder))
     api.wait_pool("edited", timeout_s=READY_S)
     ran = evals("run", "--pool", "edited", *agent, "--tasks", "all", "--run-name", "c",
                 home=home, results=results)
@@ -120,19 +121,21 @@ def test_compare_one_trial_against_five_and_oracle_against_noop(
     api.create_pool(name="cmp", cloud="local", workers=1)
     api.wait_pool("cmp", timeout_s=READY_S)
 
-    def run(name: str, *args: str) -> None:
-        done = evals("run", "--pool", "cmp", "--tasks", "all", "--run-name", name, *args,
+    def run(name: str, tasks: str, *args: str) -> None:
+        done = evals("run", "--pool", "cmp", "--tasks", tasks, "--run-name", name, *args,
                      home=home, results=results, timeout=600.0)
         assert done.returncode == 0, done.stderr
 
-    # the same agent, 1 trial against 5: compared on equal trials, no difference is called
-    run("one", "--agent", "random", "--agent-arg", "p=0.3", "--agent-arg", "seed=11")
-    run("five", "--agent", "random", "--agent-arg", "p=0.3", "--agent-arg", "seed=12",
-        "--trials", "5")
+    # the same agent, 1 trial against 5: compared on equal trials, no difference is called (on
+    # the small suite: five trials of each task)
+    run("one", "local_small", "--agent", "random", "--agent-arg", "p=0.3", "--agent-arg",
+        "seed=11")
+    run("five", "local_small", "--agent", "random", "--agent-arg", "p=0.3", "--agent-arg",
+        "seed=12", "--trials", "5")
     compared = evals("compare", "one", "five", "--json", home=home, results=results)
     assert compared.returncode == 0, compared.stderr
     paired = json.loads(compared.stdout)["paired"]
-    assert paired["tasks"] == LOCAL_TASKS and paired["tasks_with_trials_cut"] == LOCAL_TASKS
+    assert paired["tasks"] == SMALL_TASKS and paired["tasks_with_trials_cut"] == SMALL_TASKS
     assert paired["verdict"].startswith("no detectable difference (")
     assert not paired["significant"]
     ci = paired["success_rate"]["ci"]
@@ -141,9 +144,10 @@ def test_compare_one_trial_against_five_and_oracle_against_noop(
     assert "compared on the first trials of the longer side" in text
     assert "Warning: A's agent (random) saw the answers" in text
 
-    # oracle against noop: a difference, the test and the interval agreeing
-    run("noop", "--agent", "noop")
-    run("oracle", "--agent", "oracle")
+    # oracle against noop: a difference, the test and the interval agreeing (on the whole
+    # suite: six tasks are too few for a paired test to call any difference)
+    run("noop", "all", "--agent", "noop")
+    run("oracle", "all", "--agent", "oracle")
     compared = evals("compare", "noop", "oracle", "--json", home=home, results=results)
     paired = json.loads(compared.stdout)["paired"]
     assert paired["significant"] and paired["success_rate"]["p_value"] < 0.05
@@ -154,15 +158,16 @@ def test_compare_one_trial_against_five_and_oracle_against_noop(
 
 def test_sweep_with_trials_reports_pass_k_and_flaky_tasks(home: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"
-    swept = evals("sweep", "--cloud", "local", "--workers", "3", "--agent", "random",
-                  "--agent-arg", "p=0.5", "--trials", "5", "--tasks", "all", "--run-name", "t5",
+    swept = evals("sweep", "--cloud", "local", "--workers", "2", "--agent", "random",
+                  "--agent-arg", "p=0.5", "--trials", "5", "--tasks", "local_small",
+                  "--run-name", "t5",
                   home=home, results=results, timeout=420.0)
     assert swept.returncode == 0, swept.stderr
     run_dir = results / "t5"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["trials"] == 5
-    assert summary["attempts"] == 5 * LOCAL_TASKS
-    assert summary["successes"] + summary["failures"] + summary["errors"] == 5 * LOCAL_TASKS
+    assert summary["attempts"] == 5 * SMALL_TASKS
+    assert summary["successes"] + summary["failures"] + summary["errors"] == 5 * SMALL_TASKS
     # every task's five trials are recorded, trial 1 where a run without trials has it
     for task_id in json.loads((run_dir / "metadata.json").read_text())["task_ids"]:
         folder = run_dir / "tasks" / task_id
@@ -174,14 +179,14 @@ def test_sweep_with_trials_reports_pass_k_and_flaky_tasks(home: Path, tmp_path: 
     # the trials of a task went to more than one worker
     spread = [len({t["worker"] for t in ts}) for ts in summary["trials_by_task"].values()]
     assert max(spread) > 1
-    assert summary["pass_at_k"]["k"] == 5 and summary["pass_at_k"]["tasks"] == LOCAL_TASKS
+    assert summary["pass_at_k"]["k"] == 5 and summary["pass_at_k"]["tasks"] == SMALL_TASKS
     at, every = summary["pass_at_k"]["value"], summary["pass_all_k"]["value"]
     assert every <= summary["success_rate"] <= at
     counts = {tid: sum(t["status"] == "success" for t in ts)
               for tid, ts in summary["trials_by_task"].items()}
     assert sorted(f["task_id"] for f in summary["flaky_tasks"]) == sorted(
         tid for tid, c in counts.items() if 0 < c < 5)
-    assert every == pytest.approx(sum(c == 5 for c in counts.values()) / LOCAL_TASKS, abs=1e-6)
+    assert every == pytest.approx(sum(c == 5 for c in counts.values()) / SMALL_TASKS, abs=1e-6)
     assert "method" in summary["success_rate_ci"] and "mean_score_ci" in summary
     out = swept.stdout
     assert "Trials per task: 5; pass@5 " in out and "pass^5 " in out
@@ -192,7 +197,7 @@ def test_sweep_with_trials_reports_pass_k_and_flaky_tasks(home: Path, tmp_path: 
     before = (run_dir / "metadata.json").read_text()
     api.create_pool(name="again", cloud="local", workers=1)
     api.wait_pool("again", timeout_s=READY_S)
-    resumed = evals("run", "--pool", "again", "--agent", "random", "--tasks", "all",
+    resumed = evals("run", "--pool", "again", "--agent", "random", "--tasks", "local_small",
                     "--run-name", "t5", "--resume", "--trials", "3", home=home, results=results)
     assert resumed.returncode == 2
     assert "--trials" in resumed.stderr and "Traceback" not in resumed.stderr
@@ -217,7 +222,7 @@ def test_rerun_errors_reruns_only_error_tasks_and_keeps_their_attempts(
     assert errors and kept, swept.stdout  # both kinds, or the test shows nothing
     assert {first[t]["error_type"] for t in errors} <= {"infrastructure", "setup", "timeout"}
 
-    api.create_pool(name="good", cloud="local", workers=2)
+    api.create_pool(name="good", cloud="local", workers=1)
     api.wait_pool("good", timeout_s=READY_S)
     rerun = evals("run", "--rerun-errors", "e", "--pool", "good", home=home, results=results)
     assert rerun.returncode == 0, rerun.stderr
@@ -253,7 +258,7 @@ def test_a_capped_trials_run_resumes_the_trials_it_did_not_run(home: Path, tmp_p
     finished = {p: p.read_bytes() for p in (run_dir / "tasks").glob("**/execution.json")
                 if json.loads(p.read_text())["status"] == "success"}
 
-    api.create_pool(name="more", cloud="local", workers=2)
+    api.create_pool(name="more", cloud="local", workers=1)
     api.wait_pool("more", timeout_s=READY_S)
     # A resume keeps the run's cap unless given another one: raise it so the rest can run.
     resumed = evals("run", "--pool", "more", "--agent", "oracle", "--tasks", "local_small",
