@@ -24,7 +24,7 @@ from tests.support.cli import BIN, Result, run_cli
 from tests.support.run_records import assert_summary_matches, read_records
 from tests.support.waiting import wait_until
 
-pytestmark = [pytest.mark.integration, pytest.mark.pool(workers=2)]
+pytestmark = pytest.mark.integration
 
 LOCAL_TASKS = 24  # infra/local/tasks/local_all.json
 
@@ -48,7 +48,7 @@ def evals(*args: str, home: Path, results: Path, timeout: float = 240.0) -> Resu
 
 def test_oracle_sweep_scores_every_local_task_a_success(home: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"
-    done = evals("sweep", "--cloud", "local", "--workers", "3", "--agent", "oracle",
+    done = evals("sweep", "--cloud", "local", "--workers", "2", "--agent", "oracle",
                  "--tasks", "all", "--run-name", "oracle", "--json", home=home, results=results)
     assert done.returncode == 0, done.stderr
     run_dir = results / "oracle"
@@ -81,7 +81,7 @@ def test_oracle_sweep_scores_every_local_task_a_success(home: Path, tmp_path: Pa
 
 def test_noop_sweep_fails_every_task_feasible_and_infeasible(home: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"
-    done = evals("sweep", "--workers", "3", "--agent", "noop", "--tasks", "all",
+    done = evals("sweep", "--workers", "2", "--agent", "noop", "--tasks", "all",
                  "--run-name", "noop", home=home, results=results)
     assert done.returncode == 0, done.stderr
     records = read_records(results / "noop")
@@ -164,7 +164,7 @@ def test_a_sweep_with_a_cap_stops_at_it_and_lists_what_was_not_run(
     home: Path, tmp_path: Path
 ) -> None:
     results = tmp_path / "results"
-    cap, workers = 10.0, 3
+    cap, workers = 10.0, 2
     # $1 per worker-second; the pauses alone add up to far more than $10 over the suite.
     done = evals("sweep", "--workers", str(workers), "--agent", "oracle", "--tasks", "all",
                  "--price-per-hour", "3600", "--max-cost-usd", str(cap), "--step-pause", "0.5",
@@ -199,8 +199,9 @@ def _one_line(result: Result, code: int) -> str:
 
 
 def test_unknown_task_ids_are_all_listed_and_nothing_runs(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
+    home, pool = pooled, "p"
     results = tmp_path / "results"
     bad = "0000-nope-WOS,1111-nope-WOS"
     line = _one_line(evals("run", "--pool", pool, "--agent", "noop", "--tasks",
@@ -210,7 +211,8 @@ def test_unknown_task_ids_are_all_listed_and_nothing_runs(
     assert not (results / "r").exists()
 
 
-def test_synthetic_ids_are_refused_on_a_live_pool(home: Path, pool: str, tmp_path: Path) -> None:
+def test_synthetic_ids_are_refused_on_a_live_pool(pooled: Path, tmp_path: Path) -> None:
+    home, pool = pooled, "p"
     # A record naming a cloud pool (which cannot be reached from here) whose worker URLs are
     # the local pool's: the catalog then treats the pool as live.
     local = api.pool_status(pool)
@@ -232,7 +234,8 @@ def test_synthetic_ids_are_refused_on_a_live_pool(home: Path, pool: str, tmp_pat
         state.delete("fake-aws")
 
 
-def test_unknown_agent(home: Path, pool: str, tmp_path: Path) -> None:
+def test_unknown_agent(pooled: Path, tmp_path: Path) -> None:
+    home, pool = pooled, "p"
     results = tmp_path / "results"
     line = _one_line(evals("run", "--pool", pool, "--agent", "genius", "--tasks", "all",
                            "--run-name", "r", home=home, results=results), 2)
@@ -258,7 +261,8 @@ def test_a_pool_that_is_not_ready(home: Path, tmp_path: Path) -> None:
         state.delete("booting")
 
 
-def test_an_existing_run_name_without_resume(home: Path, pool: str, tmp_path: Path) -> None:
+def test_an_existing_run_name_without_resume(pooled: Path, tmp_path: Path) -> None:
+    home, pool = pooled, "p"
     results = tmp_path / "results"
     existing = results / "taken"
     existing.mkdir(parents=True)
@@ -271,8 +275,9 @@ def test_an_existing_run_name_without_resume(home: Path, pool: str, tmp_path: Pa
 
 
 def test_resume_with_another_selection_or_a_missing_run(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
+    home, pool = pooled, "p"
     results = tmp_path / "results"
     first = evals("run", "--pool", pool, "--agent", "noop", "--tasks", "domain:clock",
                   "--run-name", "r", home=home, results=results)
@@ -289,9 +294,10 @@ def test_resume_with_another_selection_or_a_missing_run(
     assert not (results / "never").exists()
 
 
-def test_a_resume_names_what_it_lacks_first(home: Path, pool: str, tmp_path: Path) -> None:
+def test_a_resume_names_what_it_lacks_first(pooled: Path, tmp_path: Path) -> None:
     """``--resume`` needs the run's name and nothing else: without it, or with a name no run
     has, run and sweep say so (naming the runs there are), not "give --tasks and --agent"."""
+    home, pool = pooled, "p"
     results = tmp_path / "results"
     first = evals("run", "--pool", pool, "--agent", "noop", "--tasks", "domain:clock",
                   "--run-name", "r", home=home, results=results)
@@ -312,11 +318,12 @@ def test_a_resume_names_what_it_lacks_first(home: Path, pool: str, tmp_path: Pat
 
 
 def test_a_resume_refused_for_a_setting_says_how_to_resume(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
     """The way back the refusal names is one to type: "without --variations" for a run
     started without it (it said "resume it with --variations '(none)'"), "the --variations
     file it started with (sha256 ...)" for one started with it."""
+    home, pool = pooled, "p"
     results = tmp_path / "results"
     variations = oa_vm.local_tasks_dir() / "variations" / "local_all.json"
     for name, extra in (("plain", ("--agent", "noop")), ("random", ("--agent", "random")),
@@ -338,7 +345,8 @@ def test_a_resume_refused_for_a_setting_says_how_to_resume(
     assert folder_digest(results) == before
 
 
-def test_resume_of_a_finished_run_redoes_nothing(home: Path, pool: str, tmp_path: Path) -> None:
+def test_resume_of_a_finished_run_redoes_nothing(pooled: Path, tmp_path: Path) -> None:
+    home, pool = pooled, "p"
     results = tmp_path / "results"
     first = evals("run", "--pool", pool, "--agent", "oracle", "--tasks", "domain:clock",
                   "--run-name", "r", home=home, results=results)
@@ -352,7 +360,8 @@ def test_resume_of_a_finished_run_redoes_nothing(home: Path, pool: str, tmp_path
     assert_summary_matches(results / "r", records)
 
 
-def test_bad_option_values_are_one_line_each(home: Path, pool: str, tmp_path: Path) -> None:
+def test_bad_option_values_are_one_line_each(pooled: Path, tmp_path: Path) -> None:
+    home, pool = pooled, "p"
     results = tmp_path / "results"
     for args, needle in [
         (("--max-steps", "0"), "--max-steps"),

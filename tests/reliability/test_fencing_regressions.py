@@ -39,8 +39,9 @@ def _metadata(run_dir: Path) -> dict[str, object]:
 
 
 def test_resume_keeps_the_runs_cap_and_a_change_is_said(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
+    home, pool = pooled, "fence"  # it only runs on the pool, to the end
     results = tmp_path / "results"
     args = ("run", "--pool", pool, "--agent", "oracle", "--tasks", SMALL, "--run-name", "capped",
             "--results-dir", str(results))
@@ -86,8 +87,9 @@ class LongPath(BenchmarkAgent):
 
 
 def test_an_action_that_makes_the_worker_fail_is_the_agents_and_quarantines_nothing(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
+    home, pool = pooled, "fence"  # it only runs on the pool, to the end
     module = tmp_path / "agentmod"
     module.mkdir()
     (module / "long_path_agent.py").write_text(_LONG_PATH_AGENT)
@@ -144,8 +146,9 @@ def test_a_dead_unreaped_holder_holds_no_lease(home: Path, pool: str) -> None:
 ])
 @pytest.mark.parametrize("then", ["resume", "reuse"])
 def test_a_run_killed_in_its_first_moment_can_be_resumed_or_reused(
-    home: Path, pool: str, tmp_path: Path, then: str, leftover: str | None
+    pooled: Path, tmp_path: Path, then: str, leftover: str | None
 ) -> None:
+    home, pool = pooled, "fence"  # it only runs on the pool, to the end
     results = tmp_path / "results"
     run_dir = results / "early"
     # the state a SIGKILL 0.5 s in leaves: the folder, its lock, a queue, no metadata yet

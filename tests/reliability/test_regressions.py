@@ -34,7 +34,7 @@ from tests.support.waiting import wait_gone, wait_until
 from waa_client import ScoringClient
 from waa_client.catalog import Catalog
 
-pytestmark = pytest.mark.pool(name="regress", workers=2)
+pytestmark = pytest.mark.pool(name="regress")
 
 TASK = "c499b229-110c-5fc8-9895-f2f879ac1512-WOS"
 SMALL = "local_small"
@@ -185,8 +185,9 @@ CLOSED_PIPE_COMMANDS = [
 
 @pytest.mark.parametrize("fast_path", ["1", "0"])
 def test_a_reader_that_is_gone_before_the_first_line_fails_no_command(
-    home: Path, pool: str, fast_path: str,
+    pooled: Path, fast_path: str,
 ) -> None:
+    home, pool = pooled, "regress"  # it only reads the pool or runs on it to the end
     # 'oa-vm pool-status -n p | grep -q ready': grep may exit before the command writes. The
     # reading end is closed before the command starts, so its first write always fails; the
     # fast path of pool-status and pool-list answered "unexpected error: BrokenPipeError".
@@ -292,8 +293,9 @@ def test_with_umask_000_the_pool_folder_is_not_open_to_others(home: Path) -> Non
 
 
 def test_resume_restores_a_truncated_execution_json_from_the_queue(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
+    home, pool = pooled, "regress"  # it only reads the pool or runs on it to the end
     results = tmp_path / "results"
     args = ("run", "--pool", pool, "--agent", "oracle", "--tasks", SMALL, "--run-name", "r",
             "--results-dir", str(results))
@@ -307,8 +309,9 @@ def test_resume_restores_a_truncated_execution_json_from_the_queue(
 
 
 def test_resume_rewrites_a_stale_or_deleted_execution_json_from_the_queue(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
+    home, pool = pooled, "regress"  # it only reads the pool or runs on it to the end
     # execution.json is written without fsync during a run: a power cut may leave the previous
     # copy (stale, but valid JSON) or none; --resume makes it the queue's record again.
     results = tmp_path / "results"
@@ -329,8 +332,9 @@ def test_resume_rewrites_a_stale_or_deleted_execution_json_from_the_queue(
 
 
 def test_a_failed_resume_leaves_a_finished_run_marked_finished(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
+    home, pool = pooled, "regress"  # it only reads the pool or runs on it to the end
     results = tmp_path / "results"
     args = ("run", "--pool", pool, "--agent", "oracle", "--tasks", SMALL, "--run-name", "r",
             "--results-dir", str(results))
@@ -345,8 +349,9 @@ def test_a_failed_resume_leaves_a_finished_run_marked_finished(
 
 
 def test_an_agent_that_crashes_on_every_task_does_not_exit_0(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
+    home, pool = pooled, "regress"  # it only reads the pool or runs on it to the end
     module = tmp_path / "agentmod"
     module.mkdir()
     (module / "crashing_agent.py").write_text(
@@ -367,8 +372,9 @@ def test_an_agent_that_crashes_on_every_task_does_not_exit_0(
 
 
 def test_credentials_in_the_agent_url_are_written_nowhere(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
+    home, pool = pooled, "regress"  # it only reads the pool or runs on it to the end
     results = tmp_path / "results"
     # the server answers (the probe before the run passes) but fails every step
     with ScriptedServer({"/act": Reply.json({"error": "down"}, 503)}) as dead:
@@ -393,8 +399,9 @@ def test_credentials_in_the_agent_url_are_written_nowhere(
 
 
 def test_the_agent_url_may_come_from_the_environment(
-    home: Path, pool: str, tmp_path: Path
+    pooled: Path, tmp_path: Path
 ) -> None:
+    home, pool = pooled, "regress"  # it only reads the pool or runs on it to the end
     with ScriptedServer({"/act": Reply.json({"error": "down"}, 503)}) as dead:
         result = run_cli("openadapt-evals", "run", "--pool", pool, "--agent", "http",
                          "--tasks", TASK, "--run-name", "e", "--results-dir",
