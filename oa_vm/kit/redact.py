@@ -72,8 +72,10 @@ _QUERY_SECRET = (
 
 
 _BEARER = r"(?i)\b(bearer\s+)([A-Za-z0-9._~+/=-]{6,})"
+# not after a ':' (as in a resource type, azure-native:authorization:RoleAssignment, which a
+# plan and a pool's record name)
 _AUTH_HEADER = (
-    r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)?\s*)"
+    r"(?i)(?<![\w:])((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)?\s*)"
     r"([^\s\"',;}]{4,})"
 )
 # a credential-like key (not "tokens_in", "max_tokens") then ':' or '=' and its value; a key

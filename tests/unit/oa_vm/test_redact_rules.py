@@ -47,6 +47,14 @@ def test_counts_named_like_credentials_stay_readable() -> None:
     assert redact_text("tokens_in: 1234, max_tokens=99") == "tokens_in: 1234, max_tokens=99"
 
 
+def test_a_resource_type_named_like_a_header_stays_readable() -> None:
+    # a plan once listed "1 x azure-native:authorization:***" for the pool's role assignment
+    shown = "1 x azure-native:authorization:RoleAssignment  p1-expiry"
+    assert redact_text(shown) == shown
+    assert "s3cr3tvalue" not in redact_text('{"X-Authorization": "s3cr3tvalue"}')
+    assert "s3cr3tvalue" not in redact_text("Proxy-Authorization: Bearer s3cr3tvalue")
+
+
 def test_patterns_are_compiled_at_first_use_and_then_held_like_globals() -> None:
     # A fresh interpreter: nothing compiled at import (pool-status's start-up needs two of the
     # patterns); after a use, each pattern used is an attribute of redact._rx, so a later use
